@@ -1,0 +1,1 @@
+//! The weft language and compiler.

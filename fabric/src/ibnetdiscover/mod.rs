@@ -1,0 +1,3 @@
+//! The ibnetdiscover topology format: what `ibnetdiscover` prints and `ibsim` loads.
+//!
+//! (Reader and writer land in the next commits.)

@@ -1,0 +1,25 @@
+//! The fabric model every weft crate shares.
+//!
+//! A [`Fabric`] is the elaborated topology: nodes (switches, HCAs, routers), their ports and
+//! capabilities, and the links between ports, including the ones a `faults` block marked down
+//! (they stay in the model so that LIDs and names are stable across faults). A [`FabricState`]
+//! adds what switches run: LIDs, linear forwarding tables, SL→VL tables, VL arbitration and
+//! P_Key tables.
+//!
+//! Readers and writers of external formats live here too: [`ibnetdiscover`] (what
+//! `ibnetdiscover` prints and `ibsim` loads).
+//!
+//! Architecture invariant: this crate does no I/O besides what its callers hand it (text in,
+//! text out) and never prints.
+
+pub mod ibnetdiscover;
+mod ids;
+mod model;
+mod state;
+
+pub use ids::{Guid, Lid, LinkId, NodeId, PortNum, Sl, Vl};
+pub use model::{
+    Fabric, FabricBuilder, Link, LinkError, LinkState, Mtu, Node, NodeKind, NodeSpec, Port,
+    PortCaps, PortRef, Speed, Width, MAX_UNICAST_LID,
+};
+pub use state::{FabricState, Lft, LidAssignment, Sl2VlRow, SwitchState, LFT_UNSET};

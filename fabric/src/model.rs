@@ -1,0 +1,782 @@
+//! Nodes, ports, links and the [`Fabric`] that holds them.
+
+use crate::ids::{Guid, Lid, LinkId, NodeId, PortNum};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// The highest unicast LID (`0xBFFF`); multicast starts at `0xC000`.
+pub const MAX_UNICAST_LID: u16 = 0xBFFF;
+
+/// What a node is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeKind {
+    /// A switch: forwards by LFT, has a management port 0 with the switch's LID.
+    Switch,
+    /// A host channel adapter (end node).
+    Hca,
+    /// A router (end node for unicast routing purposes).
+    Router,
+}
+
+impl NodeKind {
+    /// The keyword the weft language uses for this kind.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            NodeKind::Switch => "switch",
+            NodeKind::Hca => "hca",
+            NodeKind::Router => "router",
+        }
+    }
+}
+
+impl fmt::Display for NodeKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.keyword())
+    }
+}
+
+/// Per-lane signalling rate of a link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Speed {
+    /// 2.5 Gb/s per lane.
+    SDR,
+    /// 5 Gb/s per lane.
+    DDR,
+    /// 10 Gb/s per lane.
+    QDR,
+    /// 10.3125 Gb/s per lane (Mellanox FDR10).
+    FDR10,
+    /// 14.0625 Gb/s per lane.
+    FDR,
+    /// 25.78125 Gb/s per lane.
+    EDR,
+    /// 53.125 Gb/s per lane (PAM4).
+    HDR,
+    /// 106.25 Gb/s per lane.
+    NDR,
+    /// 212.5 Gb/s per lane.
+    XDR,
+}
+
+impl Speed {
+    /// Every speed, slowest first.
+    pub const ALL: [Speed; 9] = [
+        Speed::SDR,
+        Speed::DDR,
+        Speed::QDR,
+        Speed::FDR10,
+        Speed::FDR,
+        Speed::EDR,
+        Speed::HDR,
+        Speed::NDR,
+        Speed::XDR,
+    ];
+
+    /// The name as ibnetdiscover prints it (`SDR`, `EDR`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Speed::SDR => "SDR",
+            Speed::DDR => "DDR",
+            Speed::QDR => "QDR",
+            Speed::FDR10 => "FDR10",
+            Speed::FDR => "FDR",
+            Speed::EDR => "EDR",
+            Speed::HDR => "HDR",
+            Speed::NDR => "NDR",
+            Speed::XDR => "XDR",
+        }
+    }
+
+    /// Parses a name as ibnetdiscover prints it, case-insensitively.
+    pub fn parse(s: &str) -> Option<Speed> {
+        Speed::ALL
+            .into_iter()
+            .find(|sp| sp.as_str().eq_ignore_ascii_case(s))
+    }
+
+    /// Effective data rate of one lane in Mb/s (after encoding).
+    pub fn lane_mbps(self) -> u32 {
+        match self {
+            Speed::SDR => 2_000,
+            Speed::DDR => 4_000,
+            Speed::QDR => 8_000,
+            Speed::FDR10 => 10_000,
+            Speed::FDR => 13_640,
+            Speed::EDR => 25_000,
+            Speed::HDR => 50_000,
+            Speed::NDR => 100_000,
+            Speed::XDR => 200_000,
+        }
+    }
+}
+
+impl fmt::Display for Speed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Number of lanes of a link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Width {
+    /// One lane.
+    #[serde(rename = "1x")]
+    X1,
+    /// Two lanes.
+    #[serde(rename = "2x")]
+    X2,
+    /// Four lanes.
+    #[serde(rename = "4x")]
+    X4,
+    /// Eight lanes.
+    #[serde(rename = "8x")]
+    X8,
+    /// Twelve lanes.
+    #[serde(rename = "12x")]
+    X12,
+}
+
+impl Width {
+    /// Lanes in this width.
+    pub fn lanes(self) -> u32 {
+        match self {
+            Width::X1 => 1,
+            Width::X2 => 2,
+            Width::X4 => 4,
+            Width::X8 => 8,
+            Width::X12 => 12,
+        }
+    }
+
+    /// The width with this many lanes.
+    pub fn from_lanes(lanes: u64) -> Option<Width> {
+        Some(match lanes {
+            1 => Width::X1,
+            2 => Width::X2,
+            4 => Width::X4,
+            8 => Width::X8,
+            12 => Width::X12,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for Width {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}x", self.lanes())
+    }
+}
+
+/// A path MTU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(into = "u32", try_from = "u32")]
+pub enum Mtu {
+    /// 256 bytes.
+    M256,
+    /// 512 bytes.
+    M512,
+    /// 1024 bytes.
+    M1024,
+    /// 2048 bytes.
+    M2048,
+    /// 4096 bytes.
+    M4096,
+}
+
+impl Mtu {
+    /// The MTU in bytes.
+    pub fn bytes(self) -> u32 {
+        match self {
+            Mtu::M256 => 256,
+            Mtu::M512 => 512,
+            Mtu::M1024 => 1024,
+            Mtu::M2048 => 2048,
+            Mtu::M4096 => 4096,
+        }
+    }
+
+    /// The MTU of this many bytes, if it is one IBA defines.
+    pub fn from_bytes(bytes: u64) -> Option<Mtu> {
+        Some(match bytes {
+            256 => Mtu::M256,
+            512 => Mtu::M512,
+            1024 => Mtu::M1024,
+            2048 => Mtu::M2048,
+            4096 => Mtu::M4096,
+            _ => return None,
+        })
+    }
+
+    /// The IBTA enumeration code (`1` = 256 … `5` = 4096).
+    pub fn code(self) -> u8 {
+        match self {
+            Mtu::M256 => 1,
+            Mtu::M512 => 2,
+            Mtu::M1024 => 3,
+            Mtu::M2048 => 4,
+            Mtu::M4096 => 5,
+        }
+    }
+}
+
+impl From<Mtu> for u32 {
+    fn from(m: Mtu) -> u32 {
+        m.bytes()
+    }
+}
+
+impl TryFrom<u32> for Mtu {
+    type Error = String;
+    fn try_from(v: u32) -> Result<Mtu, String> {
+        Mtu::from_bytes(u64::from(v)).ok_or_else(|| format!("`{v}` is not an InfiniBand MTU"))
+    }
+}
+
+/// Capabilities every port of a node shares (taken from its hardware model).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortCaps {
+    /// Fastest supported lane speed.
+    pub speed: Speed,
+    /// Widest supported link width.
+    pub width: Width,
+    /// Data VLs supported (VLCap as a count: 1, 2, 4, 8 or 15).
+    pub vl_cap: u8,
+    /// Largest supported MTU.
+    pub mtu: Mtu,
+}
+
+impl Default for PortCaps {
+    fn default() -> Self {
+        PortCaps {
+            speed: Speed::EDR,
+            width: Width::X4,
+            vl_cap: 8,
+            mtu: Mtu::M4096,
+        }
+    }
+}
+
+/// Everything needed to add a node to a [`FabricBuilder`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeSpec {
+    /// Unique name (the node description in ibnetdiscover terms).
+    pub name: String,
+    /// Switch, HCA or router.
+    pub kind: NodeKind,
+    /// Node GUID.
+    pub guid: Guid,
+    /// System image GUID; the node GUID when absent.
+    pub system_guid: Option<Guid>,
+    /// Number of physical ports (a switch's management port 0 is not counted).
+    pub port_count: u8,
+    /// Explicit port GUIDs, one per physical port; absent means derived
+    /// (a switch's ports all carry the node GUID, an HCA's port `p` carries `guid + p`).
+    pub port_guids: Option<Vec<Guid>>,
+    /// Port capabilities.
+    pub caps: PortCaps,
+    /// LinearFDBCap of a switch (entries its LFT can hold).
+    pub linear_fdb_cap: u32,
+    /// IEEE OUI of the vendor.
+    pub vendor_id: u32,
+    /// Device id.
+    pub device_id: u32,
+    /// Tree level counted from the hosts (leaf switches are level 1), when a template knows it.
+    pub level: Option<u8>,
+    /// Hardware model the node was declared with.
+    pub model: Option<String>,
+    /// LID the user pinned for this node (its port 1 for an HCA, port 0 for a switch).
+    pub lid: Option<Lid>,
+}
+
+impl NodeSpec {
+    /// A node with default capabilities; set fields as needed.
+    pub fn new(name: impl Into<String>, kind: NodeKind, guid: Guid, port_count: u8) -> NodeSpec {
+        NodeSpec {
+            name: name.into(),
+            kind,
+            guid,
+            system_guid: None,
+            port_count,
+            port_guids: None,
+            caps: PortCaps::default(),
+            linear_fdb_cap: if kind == NodeKind::Switch { 49_152 } else { 0 },
+            vendor_id: 0,
+            device_id: 0,
+            level: None,
+            model: None,
+            lid: None,
+        }
+    }
+}
+
+/// One physical port of a node.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Port {
+    /// Port number (1-based).
+    pub num: PortNum,
+    /// Port GUID.
+    pub guid: Guid,
+    /// The link plugged into this port, if any.
+    pub link: Option<LinkId>,
+}
+
+/// A node of the fabric.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Node {
+    /// Everything the node was declared with.
+    #[serde(flatten)]
+    pub spec: NodeSpec,
+    /// Physical ports 1..=port_count, in order.
+    pub ports: Vec<Port>,
+    /// Whether a fault took the whole node down.
+    pub down: bool,
+}
+
+impl Node {
+    /// The node's name.
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// Switch, HCA or router.
+    pub fn kind(&self) -> NodeKind {
+        self.spec.kind
+    }
+
+    /// Node GUID.
+    pub fn guid(&self) -> Guid {
+        self.spec.guid
+    }
+
+    /// Whether the node is a switch.
+    pub fn is_switch(&self) -> bool {
+        self.spec.kind == NodeKind::Switch
+    }
+
+    /// Physical port `p` (1-based), if the node has it.
+    pub fn port(&self, p: PortNum) -> Option<&Port> {
+        usize::from(p.0)
+            .checked_sub(1)
+            .and_then(|i| self.ports.get(i))
+    }
+}
+
+/// A (node, port) pair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct PortRef {
+    /// The node.
+    pub node: NodeId,
+    /// The port on it.
+    pub port: PortNum,
+}
+
+impl PortRef {
+    /// Shorthand constructor.
+    pub fn new(node: NodeId, port: u8) -> PortRef {
+        PortRef {
+            node,
+            port: PortNum(port),
+        }
+    }
+}
+
+/// Whether a link carries traffic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkState {
+    /// The link is up.
+    #[default]
+    Up,
+    /// A fault took the link down (or one of its nodes is down).
+    Down,
+}
+
+/// A cable between two ports.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Link {
+    /// One end.
+    pub a: PortRef,
+    /// The other end.
+    pub b: PortRef,
+    /// Up or down.
+    pub state: LinkState,
+    /// Negotiated lane speed, when known (discovered fabrics); else the slower port's.
+    pub speed: Option<Speed>,
+    /// Negotiated width, when known; else the narrower port's.
+    pub width: Option<Width>,
+}
+
+impl Link {
+    /// The end opposite `end`, if `end` is one of this link's ends.
+    pub fn other(&self, end: PortRef) -> Option<PortRef> {
+        if self.a == end {
+            Some(self.b)
+        } else if self.b == end {
+            Some(self.a)
+        } else {
+            None
+        }
+    }
+}
+
+/// Why a node or link could not be added.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LinkError {
+    /// A node name is used twice.
+    #[error("a node named `{name}` already exists")]
+    DuplicateName {
+        /// The name.
+        name: String,
+        /// The node that has it.
+        existing: NodeId,
+    },
+    /// A node GUID is used twice.
+    #[error("GUID {guid} is already the GUID of `{existing_name}`")]
+    DuplicateGuid {
+        /// The GUID.
+        guid: Guid,
+        /// The node that has it.
+        existing: NodeId,
+        /// That node's name.
+        existing_name: String,
+    },
+    /// An explicit port GUID list has the wrong length.
+    #[error("`{name}` has {ports} ports but {guids} port GUIDs were given")]
+    PortGuidCount {
+        /// The node.
+        name: String,
+        /// Ports declared.
+        ports: u8,
+        /// GUIDs given.
+        guids: usize,
+    },
+    /// A port number is not on the node.
+    #[error("`{name}` has no port {port} (ports are 1..={ports})")]
+    PortOutOfRange {
+        /// The node.
+        name: String,
+        /// Port asked for.
+        port: u8,
+        /// Ports the node has.
+        ports: u8,
+    },
+    /// A port is already wired.
+    #[error("port {port} of `{name}` is already wired to `{other_name}` port {other_port}")]
+    PortAlreadyWired {
+        /// The node.
+        name: String,
+        /// Its port.
+        port: u8,
+        /// The link already there.
+        existing: LinkId,
+        /// The node at the other end of the existing link.
+        other_name: String,
+        /// The port at the other end.
+        other_port: u8,
+    },
+    /// A link from a port to itself.
+    #[error("a link cannot connect port {port} of `{name}` to itself")]
+    SelfLoop {
+        /// The node.
+        name: String,
+        /// The port.
+        port: u8,
+    },
+    /// An id that does not exist.
+    #[error("no node with id {0}")]
+    UnknownNode(u32),
+}
+
+/// The elaborated topology: nodes, ports and links.
+///
+/// Built with [`FabricBuilder`], which enforces the invariants: names and node GUIDs unique,
+/// every link end a real port, every port wired at most once.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fabric {
+    /// Fabric name (from `fabric NAME { … }`).
+    pub name: String,
+    /// LID mask control: every HCA port gets `2^lmc` LIDs.
+    pub lmc: u8,
+    nodes: Vec<Node>,
+    links: Vec<Link>,
+    #[serde(skip)]
+    by_name: BTreeMap<String, NodeId>,
+    #[serde(skip)]
+    by_guid: BTreeMap<Guid, NodeId>,
+}
+
+/// Incremental, validating constructor of a [`Fabric`].
+#[derive(Debug)]
+pub struct FabricBuilder {
+    fabric: Fabric,
+}
+
+impl FabricBuilder {
+    /// An empty fabric named `name`.
+    pub fn new(name: impl Into<String>) -> FabricBuilder {
+        FabricBuilder {
+            fabric: Fabric {
+                name: name.into(),
+                lmc: 0,
+                nodes: Vec::new(),
+                links: Vec::new(),
+                by_name: BTreeMap::new(),
+                by_guid: BTreeMap::new(),
+            },
+        }
+    }
+
+    /// Sets the LMC.
+    pub fn set_lmc(&mut self, lmc: u8) {
+        self.fabric.lmc = lmc;
+    }
+
+    /// Read access to what has been built so far.
+    pub fn fabric(&self) -> &Fabric {
+        &self.fabric
+    }
+
+    /// Adds a node; its name and GUID must be new.
+    pub fn add_node(&mut self, spec: NodeSpec) -> Result<NodeId, LinkError> {
+        if let Some(&existing) = self.fabric.by_name.get(&spec.name) {
+            return Err(LinkError::DuplicateName {
+                name: spec.name,
+                existing,
+            });
+        }
+        if let Some(&existing) = self.fabric.by_guid.get(&spec.guid) {
+            let existing_name = self.fabric.node(existing).name().to_owned();
+            return Err(LinkError::DuplicateGuid {
+                guid: spec.guid,
+                existing,
+                existing_name,
+            });
+        }
+        let ports = match &spec.port_guids {
+            Some(guids) => {
+                if guids.len() != usize::from(spec.port_count) {
+                    return Err(LinkError::PortGuidCount {
+                        name: spec.name,
+                        ports: spec.port_count,
+                        guids: guids.len(),
+                    });
+                }
+                guids
+                    .iter()
+                    .zip(1u8..)
+                    .map(|(&guid, num)| Port {
+                        num: PortNum(num),
+                        guid,
+                        link: None,
+                    })
+                    .collect()
+            }
+            None => (1..=spec.port_count)
+                .map(|num| Port {
+                    num: PortNum(num),
+                    guid: match spec.kind {
+                        NodeKind::Switch => spec.guid,
+                        _ => Guid(spec.guid.0.wrapping_add(u64::from(num))),
+                    },
+                    link: None,
+                })
+                .collect(),
+        };
+        let id = NodeId(self.fabric.nodes.len() as u32);
+        self.fabric.by_name.insert(spec.name.clone(), id);
+        self.fabric.by_guid.insert(spec.guid, id);
+        self.fabric.nodes.push(Node {
+            spec,
+            ports,
+            down: false,
+        });
+        Ok(id)
+    }
+
+    fn check_end(&self, end: PortRef) -> Result<(), LinkError> {
+        let node = self
+            .fabric
+            .nodes
+            .get(end.node.index())
+            .ok_or(LinkError::UnknownNode(end.node.0))?;
+        match node.port(end.port) {
+            None => Err(LinkError::PortOutOfRange {
+                name: node.spec.name.clone(),
+                port: end.port.0,
+                ports: node.spec.port_count,
+            }),
+            Some(Port {
+                link: Some(existing),
+                ..
+            }) => {
+                let other = self.fabric.links[existing.index()]
+                    .other(end)
+                    .unwrap_or(end);
+                Err(LinkError::PortAlreadyWired {
+                    name: node.spec.name.clone(),
+                    port: end.port.0,
+                    existing: *existing,
+                    other_name: self.fabric.node(other.node).name().to_owned(),
+                    other_port: other.port.0,
+                })
+            }
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// Adds an up link between two free ports.
+    pub fn add_link(&mut self, a: PortRef, b: PortRef) -> Result<LinkId, LinkError> {
+        self.check_end(a)?;
+        if a == b {
+            return Err(LinkError::SelfLoop {
+                name: self.fabric.node(a.node).name().to_owned(),
+                port: a.port.0,
+            });
+        }
+        self.check_end(b)?;
+        let id = LinkId(self.fabric.links.len() as u32);
+        self.fabric.links.push(Link {
+            a,
+            b,
+            state: LinkState::Up,
+            speed: None,
+            width: None,
+        });
+        for end in [a, b] {
+            if let Some(port) = self.fabric.nodes[end.node.index()]
+                .ports
+                .get_mut(usize::from(end.port.0) - 1)
+            {
+                port.link = Some(id);
+            }
+        }
+        Ok(id)
+    }
+
+    /// Records the negotiated speed and width of a link (from a discovered fabric).
+    pub fn set_link_rate(&mut self, link: LinkId, speed: Option<Speed>, width: Option<Width>) {
+        if let Some(l) = self.fabric.links.get_mut(link.index()) {
+            l.speed = speed;
+            l.width = width;
+        }
+    }
+
+    /// Marks a link down.
+    pub fn set_link_down(&mut self, link: LinkId) {
+        if let Some(l) = self.fabric.links.get_mut(link.index()) {
+            l.state = LinkState::Down;
+        }
+    }
+
+    /// Marks a node down, and every link plugged into it.
+    pub fn set_node_down(&mut self, node: NodeId) {
+        let Some(n) = self.fabric.nodes.get_mut(node.index()) else {
+            return;
+        };
+        n.down = true;
+        let links: Vec<LinkId> = n.ports.iter().filter_map(|p| p.link).collect();
+        for l in links {
+            self.set_link_down(l);
+        }
+    }
+
+    /// The finished fabric.
+    pub fn finish(self) -> Fabric {
+        self.fabric
+    }
+}
+
+impl Fabric {
+    /// Every node, in declaration order; a [`NodeId`] indexes this slice.
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// Every link, in declaration order; a [`LinkId`] indexes this slice.
+    pub fn links(&self) -> &[Link] {
+        &self.links
+    }
+
+    /// The node with this id.
+    ///
+    /// Ids come from this fabric, so they are always in range.
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id.index()]
+    }
+
+    /// The link with this id.
+    pub fn link(&self, id: LinkId) -> &Link {
+        &self.links[id.index()]
+    }
+
+    /// Node ids in order.
+    pub fn node_ids(&self) -> impl Iterator<Item = NodeId> + '_ {
+        (0..self.nodes.len() as u32).map(NodeId)
+    }
+
+    /// The node named `name`.
+    pub fn find(&self, name: &str) -> Option<NodeId> {
+        self.by_name.get(name).copied()
+    }
+
+    /// The node with GUID `guid`.
+    pub fn find_guid(&self, guid: Guid) -> Option<NodeId> {
+        self.by_guid.get(&guid).copied()
+    }
+
+    /// The port at the far end of `end`'s link, and the link, if `end` is wired.
+    pub fn peer(&self, end: PortRef) -> Option<(PortRef, LinkId)> {
+        let link = self.nodes.get(end.node.index())?.port(end.port)?.link?;
+        Some((self.links[link.index()].other(end)?, link))
+    }
+
+    /// Number of switches.
+    pub fn switch_count(&self) -> usize {
+        self.nodes.iter().filter(|n| n.is_switch()).count()
+    }
+
+    /// Number of HCAs (routers included, as end nodes).
+    pub fn hca_count(&self) -> usize {
+        self.nodes.iter().filter(|n| !n.is_switch()).count()
+    }
+
+    /// Unicast LIDs this fabric needs: one per switch (port 0), `2^lmc` per end-node port
+    /// that is wired.
+    pub fn lid_count(&self) -> u64 {
+        let per_port = 1u64 << self.lmc.min(7);
+        self.nodes
+            .iter()
+            .map(|n| {
+                if n.is_switch() {
+                    1
+                } else {
+                    per_port * n.ports.iter().filter(|p| p.link.is_some()).count() as u64
+                }
+            })
+            .sum()
+    }
+
+    /// Highest declared tree level, when a template recorded levels.
+    pub fn levels(&self) -> Option<u8> {
+        self.nodes.iter().filter_map(|n| n.spec.level).max()
+    }
+
+    /// Rebuilds the name and GUID indexes (after deserialising).
+    pub fn reindex(&mut self) {
+        self.by_name = self
+            .nodes
+            .iter()
+            .zip(0u32..)
+            .map(|(n, i)| (n.spec.name.clone(), NodeId(i)))
+            .collect();
+        self.by_guid = self
+            .nodes
+            .iter()
+            .zip(0u32..)
+            .map(|(n, i)| (n.spec.guid, NodeId(i)))
+            .collect();
+    }
+}
