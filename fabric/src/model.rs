@@ -780,3 +780,11 @@ impl Fabric {
             .collect();
     }
 }
+
+impl From<Fabric> for FabricBuilder {
+    /// Continues building on an existing fabric (e.g. one imported from ibnetdiscover).
+    fn from(mut fabric: Fabric) -> FabricBuilder {
+        fabric.reindex();
+        FabricBuilder { fabric }
+    }
+}
