@@ -1,1 +1,292 @@
-fn main() {}
+//! `weft`: the command-line front end. The only crate that writes to the terminal.
+//!
+//! Exit codes: 0 ok, 1 findings (errors in the input or the fabric), 2 could not run.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use weft_compiler::diagnostic::{self, RenderOptions};
+use weft_compiler::{Compilation, Summary};
+
+#[derive(Parser)]
+#[command(name = "weft", version, about = "A declarative compiler and verifier for InfiniBand fabrics")]
+struct Cli {
+    /// Colour in diagnostics: auto, always or never.
+    #[arg(long, global = true, default_value = "auto")]
+    color: ColorChoice,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum Format {
+    Human,
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ExportFormat {
+    /// ibnetdiscover topology (also ibsim's net file).
+    Ibnetdiscover,
+    /// The elaborated fabric as JSON.
+    Json,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Parse, elaborate and validate a fabric; print a summary.
+    Check {
+        /// The `.weft` file.
+        file: PathBuf,
+        /// Output format.
+        #[arg(long, default_value = "human")]
+        format: Format,
+    },
+    /// Format a `.weft` file canonically.
+    Fmt {
+        /// The `.weft` file.
+        file: PathBuf,
+        /// Rewrite the file in place.
+        #[arg(long, short)]
+        write: bool,
+        /// Exit 1 if the file is not formatted; print nothing else.
+        #[arg(long, conflicts_with = "write")]
+        check: bool,
+    },
+    /// Write the fabric's topology in another format.
+    Export {
+        /// The `.weft` file.
+        file: PathBuf,
+        /// Output format.
+        #[arg(long, default_value = "ibnetdiscover")]
+        format: ExportFormat,
+        /// Output file (default: standard output).
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+    /// Turn an ibnetdiscover dump into a `.weft` program.
+    Import {
+        /// The ibnetdiscover file (or an ibsim net file).
+        file: PathBuf,
+        /// A node-name map (`<guid> "<name>"` per line).
+        #[arg(long)]
+        node_name_map: Option<PathBuf>,
+        /// Fabric name (default: the file's stem).
+        #[arg(long)]
+        name: Option<String>,
+        /// Output file (default: standard output).
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+}
+
+/// Reads imports relative to the main file's directory.
+struct Files {
+    dir: PathBuf,
+}
+
+impl weft_compiler::Host for Files {
+    fn read(&self, path: &str) -> Result<String, String> {
+        let p = self.dir.join(path);
+        std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))
+    }
+}
+
+/// A failure to run at all (exit 2).
+struct Fatal(String);
+
+impl<E: std::fmt::Display> From<E> for Fatal {
+    fn from(e: E) -> Fatal {
+        Fatal(e.to_string())
+    }
+}
+
+fn read(path: &Path) -> Result<String, Fatal> {
+    std::fs::read_to_string(path).map_err(|e| Fatal(format!("cannot read `{}`: {e}", path.display())))
+}
+
+fn render_opts(color: ColorChoice) -> RenderOptions {
+    use std::io::IsTerminal as _;
+    let tty = std::io::stderr().is_terminal();
+    let color = match color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => tty && std::env::var_os("NO_COLOR").is_none(),
+    };
+    RenderOptions {
+        color,
+        unicode: true,
+        width: 100,
+    }
+}
+
+fn display_name(path: &Path) -> String {
+    path.display().to_string()
+}
+
+fn compile(file: &Path, check: bool) -> Result<Compilation, Fatal> {
+    let text = read(file)?;
+    let host = Files {
+        dir: file.parent().map(Path::to_path_buf).unwrap_or_default(),
+    };
+    let name = display_name(file);
+    Ok(if check {
+        weft_compiler::check(&name, &text, &host)
+    } else {
+        weft_compiler::elaborate(&name, &text, &host)
+    })
+}
+
+fn emit_diagnostics(c: &Compilation, color: ColorChoice) {
+    if c.diagnostics.is_empty() {
+        return;
+    }
+    let text = diagnostic::render(&c.diagnostics, &c.sources, render_opts(color));
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes());
+    let (errors, warnings) = diagnostic::count(&c.diagnostics);
+    let _ = writeln!(err, "{errors} error(s), {warnings} warning(s)");
+}
+
+fn out(output: Option<&Path>, text: &str) -> Result<(), Fatal> {
+    match output {
+        Some(p) => {
+            // Write beside, then rename: never leave a half-written file.
+            let tmp = p.with_extension("weft-tmp");
+            std::fs::write(&tmp, text).map_err(|e| Fatal(format!("cannot write `{}`: {e}", tmp.display())))?;
+            std::fs::rename(&tmp, p).map_err(|e| Fatal(format!("cannot write `{}`: {e}", p.display())))?;
+            Ok(())
+        }
+        None => {
+            let mut o = std::io::stdout().lock();
+            o.write_all(text.as_bytes())?;
+            Ok(())
+        }
+    }
+}
+
+fn human_summary(s: &Summary) -> String {
+    let mut t = format!("fabric `{}`\n", s.fabric);
+    t += &format!("  switches  {}\n", s.switches);
+    t += &format!("  hcas      {}\n", s.hcas);
+    t += &format!("  links     {} ({} down)\n", s.links, s.links_down);
+    if s.nodes_down > 0 {
+        t += &format!("  down      {} node(s)\n", s.nodes_down);
+    }
+    t += &format!("  lids      {} (lmc {})\n", s.lids, s.lmc);
+    match s.levels {
+        Some(l) => t += &format!("  levels    {l}\n"),
+        None => t += "  levels    -\n",
+    }
+    t
+}
+
+fn run(cli: Cli) -> Result<ExitCode, Fatal> {
+    match cli.command {
+        Command::Check { file, format } => {
+            let c = compile(&file, true)?;
+            let failed = c.has_errors();
+            let summary = c.elaborated.as_ref().map(|e| Summary::of(&e.fabric));
+            match format {
+                Format::Human => {
+                    emit_diagnostics(&c, cli.color);
+                    if let (Some(s), false) = (&summary, failed) {
+                        out(None, &human_summary(s))?;
+                    }
+                }
+                Format::Json => {
+                    let v = serde_json::json!({
+                        "ok": !failed,
+                        "summary": if failed { None } else { summary },
+                        "diagnostics": diagnostic::to_json(&c.diagnostics, &c.sources),
+                    });
+                    out(None, &(serde_json::to_string_pretty(&v)? + "\n"))?;
+                }
+            }
+            Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+        }
+        Command::Fmt { file, write, check } => {
+            let text = read(&file)?;
+            let mut sources = diagnostic::SourceMap::new();
+            let id = sources.add(display_name(&file), text.as_str());
+            match weft_compiler::fmt::format(&text, id) {
+                Ok(formatted) => {
+                    if check {
+                        return Ok(if formatted == text { ExitCode::SUCCESS } else { ExitCode::from(1) });
+                    }
+                    if write {
+                        if formatted != text {
+                            out(Some(&file), &formatted)?;
+                        }
+                    } else {
+                        out(None, &formatted)?;
+                    }
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(diags) => {
+                    let c = Compilation { sources, main: id, elaborated: None, diagnostics: diags };
+                    emit_diagnostics(&c, cli.color);
+                    Ok(ExitCode::from(1))
+                }
+            }
+        }
+        Command::Export { file, format, output } => {
+            let c = compile(&file, false)?;
+            emit_diagnostics(&c, cli.color);
+            let Some(e) = c.elaborated.as_ref().filter(|_| !c.has_errors()) else {
+                return Ok(ExitCode::from(1));
+            };
+            let text = match format {
+                ExportFormat::Ibnetdiscover => weft_compiler::export_ibnetdiscover(&e.fabric)?,
+                ExportFormat::Json => serde_json::to_string_pretty(&e.fabric)? + "\n",
+            };
+            out(output.as_deref(), &text)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Import { file, node_name_map, name, output } => {
+            let text = read(&file)?;
+            let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            let fabric_name = name.unwrap_or_else(|| {
+                let n: String = stem.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+                if n.starts_with(|c: char| c.is_ascii_digit()) || n.is_empty() { format!("f_{n}") } else { n }
+            });
+            let map_text = node_name_map.as_deref().map(read).transpose()?;
+            let mut sources = diagnostic::SourceMap::new();
+            let main = sources.add(display_name(&file), text.as_str());
+            let map_id = map_text.as_ref().zip(node_name_map.as_ref()).map(|(t, p)| sources.add(display_name(p), t.as_str()));
+            match weft_compiler::import_ibnetdiscover(&text, main, map_text.as_deref().zip(map_id), &fabric_name) {
+                Ok((program, warnings)) => {
+                    let c = Compilation { sources, main, elaborated: None, diagnostics: warnings };
+                    emit_diagnostics(&c, cli.color);
+                    out(output.as_deref(), &program)?;
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(diags) => {
+                    let c = Compilation { sources, main, elaborated: None, diagnostics: diags };
+                    emit_diagnostics(&c, cli.color);
+                    Ok(ExitCode::from(1))
+                }
+            }
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(Fatal(msg)) => {
+            let _ = writeln!(std::io::stderr(), "error: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}
+

@@ -4,5 +4,152 @@
 //! Architecture invariant: no I/O. Files reach the compiler as text through a [`Host`]
 //! (the CLI reads them); results and every diagnostic come back as values.
 
+pub mod check;
 pub mod diagnostic;
+pub mod emit;
+mod elaborate;
+mod import;
+pub mod fmt;
+mod stdlib;
 pub mod syntax;
+mod value;
+
+pub use check::Summary;
+pub use elaborate::{Elaborated, Origin, DEFAULT_GUID_BASE};
+pub use import::{export_ibnetdiscover, import_ibnetdiscover};
+
+use diagnostic::{Diagnostic, SourceId, SourceMap};
+use syntax::ast::{Item, Section, Span};
+use weft_fabric::NodeId;
+
+/// Routing engines `routing { engine = … }` accepts.
+pub const ENGINES: &[&str] = &["fat_tree", "updn", "minhop", "layered"];
+
+/// Built-in functions.
+pub const BUILTINS: &[&str] = &[
+    "format", "node", "len", "prod", "sum", "min", "max", "pow", "repeat", "import",
+];
+
+/// How the compiler reaches files named in the program (`import("…")`).
+pub trait Host {
+    /// The text of `path`, resolved relative to the main file; the error says why not.
+    fn read(&self, path: &str) -> Result<String, String>;
+}
+
+/// A host with no files: every `import` fails.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoFiles;
+
+impl Host for NoFiles {
+    fn read(&self, _path: &str) -> Result<String, String> {
+        Err("no files are available here".into())
+    }
+}
+
+/// The `routing { … }` section.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RoutingConfig {
+    /// Engine name, one of [`ENGINES`].
+    pub engine: Option<String>,
+    /// Switch-to-switch scheme (`sftree` or `none`).
+    pub switch_to_switch: Option<String>,
+    /// LID mask control.
+    pub lmc: u8,
+    /// Where `lmc` was set.
+    pub lmc_span: Option<Span>,
+    /// Explicit roots.
+    pub roots: Vec<NodeId>,
+    /// Seed for any randomised choice.
+    pub seed: u64,
+}
+
+/// What a `fabric` block says besides its topology.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FabricConfig {
+    /// Data VLs the fabric may use, and where that was said.
+    pub vls_budget: Option<(u8, Span)>,
+    /// Routing settings.
+    pub routing: RoutingConfig,
+    /// Every section as written, for the passes that interpret them.
+    pub sections: Vec<Section>,
+}
+
+/// Everything one compilation produced.
+#[derive(Debug)]
+pub struct Compilation {
+    /// Every file diagnostics may point into.
+    pub sources: SourceMap,
+    /// The main file.
+    pub main: SourceId,
+    /// The elaborated fabric, unless the program had errors that prevent building one.
+    pub elaborated: Option<Elaborated>,
+    /// Every finding, in order.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Compilation {
+    /// Whether any diagnostic is an error.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+}
+
+/// Parses and elaborates one `.weft` file (without the fabric checks of [`check`]).
+pub fn elaborate(name: &str, text: &str, host: &dyn Host) -> Compilation {
+    let mut sources = SourceMap::new();
+    let main = sources.add(name, text);
+    let (file, mut diagnostics) = syntax::parse(text, main);
+    let mut elab = elaborate::Elab::new(host, sources, main);
+    elab.add_module(&file, main);
+    let fabrics: Vec<_> = file
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Fabric(f) => Some(f),
+            _ => None,
+        })
+        .collect();
+    let mut elaborated = None;
+    match fabrics.as_slice() {
+        [] => {
+            // A file of models and templates only is a library: fine unless it is empty of
+            // everything, which is most likely a mistake.
+            if !diagnostics.iter().any(Diagnostic::is_error) && file.items.is_empty() {
+                diagnostics.push(
+                    Diagnostic::error("weft::no_fabric", "this file describes no fabric")
+                        .label(main, Span::new(0, 0), "empty")
+                        .help("a weft program is `fabric name { topology = … }`"),
+                );
+            }
+        }
+        [f, rest @ ..] => {
+            for extra in rest {
+                diagnostics.push(
+                    Diagnostic::error("weft::duplicate_fabric", "a file describes one fabric")
+                        .label(main, extra.name.span, "second fabric")
+                        .help("put each fabric in its own file"),
+                );
+            }
+            elaborated = elab.fabric(f);
+        }
+    }
+    diagnostics.append(&mut elab.diags);
+    let sources = elab.sources;
+    Compilation {
+        sources,
+        main,
+        elaborated,
+        diagnostics,
+    }
+}
+
+/// Parses, elaborates and validates one `.weft` file: what `weft check` runs.
+pub fn check(name: &str, text: &str, host: &dyn Host) -> Compilation {
+    let mut c = elaborate(name, text, host);
+    if let Some(e) = &c.elaborated {
+        if !c.has_errors() {
+            c.diagnostics.extend(check::validate(e));
+        }
+    }
+    c
+}

@@ -6,3 +6,19 @@ pub mod ast;
 mod parser;
 
 pub use parser::parse;
+
+/// Words that can never be identifiers.
+pub const RESERVED: &[&str] = &[
+    "use", "let", "model", "template", "fabric", "for", "in", "if", "else", "true", "false",
+    "assert",
+];
+
+/// Whether `s` can be written as a bare identifier.
+pub fn is_plain_ident(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !RESERVED.contains(&s)
+}

@@ -387,6 +387,28 @@ struct Lower {
     diags: Vec<Diagnostic>,
 }
 
+/// Keyword tokens carry no information once parsed.
+fn not_kw(p: &Pair<'_, Rule>) -> bool {
+    !matches!(
+        p.as_rule(),
+        Rule::kw_assert
+            | Rule::kw_else
+            | Rule::kw_fabric
+            | Rule::kw_faults
+            | Rule::kw_for
+            | Rule::kw_if
+            | Rule::kw_in
+            | Rule::kw_let
+            | Rule::kw_model
+            | Rule::kw_on
+            | Rule::kw_template
+            | Rule::kw_use
+            | Rule::kw_topology
+            | Rule::kw_link
+            | Rule::kw_down
+    )
+}
+
 fn span(p: &Pair<'_, Rule>) -> Span {
     let s = p.as_span();
     Span::new(s.start(), s.end())
@@ -402,7 +424,7 @@ fn ident(p: Pair<'_, Rule>) -> Ident {
 impl Lower {
     fn file(&mut self, p: Pair<'_, Rule>) -> File {
         let mut items = Vec::new();
-        for it in p.into_inner() {
+        for it in p.into_inner().filter(not_kw) {
             match it.as_rule() {
                 Rule::use_item => items.push(Item::Use(self.use_item(it))),
                 Rule::let_stmt => items.push(Item::Let(self.let_stmt(it))),
@@ -419,10 +441,10 @@ impl Lower {
         let sp = span(&p);
         let mut path = Vec::new();
         let mut names = Vec::new();
-        for q in p.into_inner().flat_map(|q| q.into_inner()) {
+        for q in p.into_inner().filter(not_kw).flat_map(|q| q.into_inner().filter(not_kw)) {
             match q.as_rule() {
                 Rule::ident => path.push(ident(q)),
-                Rule::use_group => names.extend(q.into_inner().map(ident)),
+                Rule::use_group => names.extend(q.into_inner().filter(not_kw).map(ident)),
                 _ => {}
             }
         }
@@ -440,7 +462,7 @@ impl Lower {
 
     fn let_stmt(&mut self, p: Pair<'_, Rule>) -> Let {
         let sp = span(&p);
-        let mut it = p.into_inner();
+        let mut it = p.into_inner().filter(not_kw);
         let name = it.next().map(ident).unwrap_or_else(|| missing(sp));
         let value = it.next().map(|e| self.expr(e)).unwrap_or_else(|| bad(sp));
         Let {
@@ -462,7 +484,7 @@ impl Lower {
 
     fn attr(&mut self, p: Pair<'_, Rule>) -> Attr {
         let sp = span(&p);
-        let mut it = p.into_inner();
+        let mut it = p.into_inner().filter(not_kw);
         let name = it.next().map(ident).unwrap_or_else(|| missing(sp));
         let value = it.next().map(|e| self.expr(e)).unwrap_or_else(|| bad(sp));
         Attr {
@@ -473,7 +495,7 @@ impl Lower {
     }
 
     fn attrs(&mut self, p: Pair<'_, Rule>) -> Vec<Attr> {
-        p.into_inner().map(|a| self.attr(a)).collect()
+        p.into_inner().filter(not_kw).map(|a| self.attr(a)).collect()
     }
 
     fn model(&mut self, p: Pair<'_, Rule>) -> Model {
@@ -484,7 +506,7 @@ impl Lower {
             span: sp,
         };
         let mut attrs = Vec::new();
-        for q in p.into_inner() {
+        for q in p.into_inner().filter(not_kw) {
             match q.as_rule() {
                 Rule::ident => name = ident(q),
                 Rule::node_kind => kind = self.node_kind(q),
@@ -505,7 +527,7 @@ impl Lower {
         let mut name = missing(sp);
         let mut params = Vec::new();
         let mut body = Block::default();
-        for q in p.into_inner() {
+        for q in p.into_inner().filter(not_kw) {
             match q.as_rule() {
                 Rule::ident => name = ident(q),
                 Rule::param => {
@@ -513,10 +535,10 @@ impl Lower {
                     let mut pname = missing(psp);
                     let mut ty = None;
                     let mut default = None;
-                    for (i, r) in q.into_inner().enumerate() {
+                    for (i, r) in q.into_inner().filter(not_kw).enumerate() {
                         match r.as_rule() {
                             Rule::ident if i == 0 => pname = ident(r),
-                            Rule::ident => ty = Some(ident(r)),
+                            Rule::type_name => ty = Some(ident(r)),
                             Rule::expr => default = Some(self.expr(r)),
                             _ => {}
                         }
@@ -542,24 +564,24 @@ impl Lower {
 
     fn fabric(&mut self, p: Pair<'_, Rule>) -> FabricDef {
         let sp = span(&p);
-        let mut it = p.into_inner();
+        let mut it = p.into_inner().filter(not_kw);
         let name = it.next().map(ident).unwrap_or_else(|| missing(sp));
         let mut stmts = Vec::new();
         for q in it {
             let qsp = span(&q);
             match q.as_rule() {
                 Rule::topology_assign => {
-                    if let Some(e) = q.into_inner().find(|r| r.as_rule() == Rule::expr) {
+                    if let Some(e) = q.into_inner().filter(not_kw).find(|r| r.as_rule() == Rule::expr) {
                         stmts.push(FabricStmt::TopologyExpr(self.expr(e), qsp));
                     }
                 }
                 Rule::topology_block => {
-                    if let Some(b) = q.into_inner().find(|r| r.as_rule() == Rule::block) {
+                    if let Some(b) = q.into_inner().filter(not_kw).find(|r| r.as_rule() == Rule::block) {
                         stmts.push(FabricStmt::TopologyBlock(self.block(b), qsp));
                     }
                 }
                 Rule::faults_block => {
-                    if let Some(b) = q.into_inner().next() {
+                    if let Some(b) = q.into_inner().filter(not_kw).next() {
                         stmts.push(FabricStmt::Faults(self.block(b), qsp));
                     }
                 }
@@ -582,14 +604,14 @@ impl Lower {
         let mut name = None;
         let mut on = None;
         let mut body = None;
-        for q in p.into_inner() {
+        for q in p.into_inner().filter(not_kw) {
             match q.as_rule() {
                 Rule::ident => kind = ident(q),
                 Rule::section_name => name = Some(ident(q)),
-                Rule::section_on => on = q.into_inner().next().map(|e| self.expr(e)),
+                Rule::section_on => on = q.into_inner().filter(not_kw).next().map(|e| self.expr(e)),
                 Rule::section_body => {
                     let mut items = Vec::new();
-                    for r in q.into_inner() {
+                    for r in q.into_inner().filter(not_kw) {
                         match r.as_rule() {
                             Rule::attr => items.push(SectionItem::Attr(self.attr(r))),
                             Rule::section => items.push(SectionItem::Section(self.section(r))),
@@ -612,7 +634,7 @@ impl Lower {
 
     fn block(&mut self, p: Pair<'_, Rule>) -> Block {
         let sp = span(&p);
-        let stmts = p.into_inner().filter_map(|q| self.stmt(q)).collect();
+        let stmts = p.into_inner().filter(not_kw).filter_map(|q| self.stmt(q)).collect();
         Block { stmts, span: sp }
     }
 
@@ -623,10 +645,10 @@ impl Lower {
             Rule::for_stmt => {
                 let mut bindings = Vec::new();
                 let mut body = Block::default();
-                for q in p.into_inner() {
+                for q in p.into_inner().filter(not_kw) {
                     match q.as_rule() {
                         Rule::for_binding => {
-                            let mut it = q.into_inner();
+                            let mut it = q.into_inner().filter(not_kw);
                             let v = it.next().map(ident).unwrap_or_else(|| missing(sp));
                             let e = it.next().map(|e| self.expr(e)).unwrap_or_else(|| bad(sp));
                             bindings.push((v, e));
@@ -643,7 +665,7 @@ impl Lower {
             }
             Rule::if_stmt => Stmt::If(self.if_stmt(p)),
             Rule::assert_stmt => {
-                let mut it = p.into_inner();
+                let mut it = p.into_inner().filter(not_kw);
                 let cond = it.next().map(|e| self.expr(e)).unwrap_or_else(|| bad(sp));
                 let message = it.next().map(|e| self.expr(e));
                 Stmt::Assert(Assert {
@@ -655,7 +677,7 @@ impl Lower {
             Rule::link_stmt => {
                 let mut ends = Vec::new();
                 let mut attrs = Vec::new();
-                for q in p.into_inner() {
+                for q in p.into_inner().filter(not_kw) {
                     match q.as_rule() {
                         Rule::expr => ends.push(self.expr(q)),
                         Rule::attr_block => attrs = self.attrs(q),
@@ -674,7 +696,7 @@ impl Lower {
             }
             Rule::link_fault => {
                 let mut ends = p
-                    .into_inner()
+                    .into_inner().filter(not_kw)
                     .filter(|q| q.as_rule() == Rule::expr)
                     .map(|q| self.expr(q))
                     .collect::<Vec<_>>()
@@ -689,7 +711,7 @@ impl Lower {
             Rule::node_fault => {
                 let mut kind = None;
                 let mut node = None;
-                for q in p.into_inner() {
+                for q in p.into_inner().filter(not_kw) {
                     match q.as_rule() {
                         Rule::node_kind => kind = Some(self.node_kind(q)),
                         Rule::expr => node = Some(self.expr(q)),
@@ -707,7 +729,7 @@ impl Lower {
             }
             Rule::node_decl => Stmt::Node(self.node_decl(p)),
             Rule::expr_stmt => {
-                let call = p.into_inner().next()?;
+                let call = p.into_inner().filter(not_kw).next()?;
                 Stmt::Call(self.call(call))
             }
             _ => return None,
@@ -720,7 +742,7 @@ impl Lower {
         let mut then = Block::default();
         let mut otherwise = None;
         let mut blocks = 0;
-        for q in p.into_inner() {
+        for q in p.into_inner().filter(not_kw) {
             match q.as_rule() {
                 Rule::expr => cond = Some(self.expr(q)),
                 Rule::block if blocks == 0 => {
@@ -756,20 +778,20 @@ impl Lower {
         let mut name = DeclName::Single(missing(sp));
         let mut model = None;
         let mut attrs = Vec::new();
-        for q in p.into_inner() {
+        for q in p.into_inner().filter(not_kw) {
             match q.as_rule() {
                 Rule::node_kind => kind = self.node_kind(q),
                 Rule::decl_name => {
-                    if let Some(d) = q.into_inner().next() {
+                    if let Some(d) = q.into_inner().filter(not_kw).next() {
                         name = match d.as_rule() {
                             Rule::decl_array => {
-                                let mut it = d.into_inner();
+                                let mut it = d.into_inner().filter(not_kw);
                                 let id = it.next().map(ident).unwrap_or_else(|| missing(sp));
                                 let r = it.next().map(|e| self.expr(e)).unwrap_or_else(|| bad(sp));
                                 DeclName::Array(id, r)
                             }
                             Rule::decl_single => {
-                                DeclName::Single(d.into_inner().next().map_or(missing(sp), ident))
+                                DeclName::Single(d.into_inner().filter(not_kw).next().map_or(missing(sp), ident))
                             }
                             Rule::string => DeclName::Computed(self.string(d)),
                             _ => DeclName::Computed(self.primary(d)),
@@ -791,7 +813,7 @@ impl Lower {
     }
 
     fn expr(&mut self, p: Pair<'_, Rule>) -> Expr {
-        let pairs: Pairs<'_, Rule> = p.into_inner();
+        let pairs: Pairs<'_, Rule> = p.into_inner(); // no keywords inside
         PRATT
             .map_primary(|q| self.postfix_expr(q))
             .map_prefix(|op, rhs| {
@@ -834,7 +856,7 @@ impl Lower {
     }
 
     fn postfix_expr(&mut self, p: Pair<'_, Rule>) -> Expr {
-        let mut it = p.into_inner();
+        let mut it = p.into_inner().filter(not_kw);
         let Some(first) = it.next() else {
             return bad(Span::default());
         };
@@ -844,14 +866,14 @@ impl Lower {
             let kind = match q.as_rule() {
                 Rule::index => {
                     let i = q
-                        .into_inner()
+                        .into_inner().filter(not_kw)
                         .next()
                         .map(|x| self.expr(x))
                         .unwrap_or_else(|| bad(sp));
                     ExprKind::Index(Box::new(e), Box::new(i))
                 }
                 _ => {
-                    let f = q.into_inner().next().map_or(missing(sp), ident);
+                    let f = q.into_inner().filter(not_kw).next().map_or(missing(sp), ident);
                     ExprKind::Field(Box::new(e), f)
                 }
             };
@@ -871,12 +893,7 @@ impl Lower {
                 match chars.next() {
                     Some('n') => s.push('\n'),
                     Some('t') => s.push('\t'),
-                    Some(other) => {
-                        if other == '{' || other == '}' {
-                            s.push('\\');
-                        }
-                        s.push(other)
-                    }
+                    Some(other) => s.push(other),
                     None => {}
                 }
             } else {
@@ -891,13 +908,13 @@ impl Lower {
 
     fn call(&mut self, p: Pair<'_, Rule>) -> Expr {
         let sp = span(&p);
-        let mut it = p.into_inner();
+        let mut it = p.into_inner().filter(not_kw);
         let name = it.next().map_or(missing(sp), ident);
         let args = it
             .map(|a| {
                 let mut name = None;
                 let mut value = None;
-                for q in a.into_inner() {
+                for q in a.into_inner().filter(not_kw) {
                     match q.as_rule() {
                         Rule::ident => name = Some(ident(q)),
                         _ => value = Some(self.expr(q)),
@@ -921,14 +938,14 @@ impl Lower {
             Rule::call => return self.call(p),
             Rule::paren => {
                 return p
-                    .into_inner()
+                    .into_inner().filter(not_kw)
                     .next()
                     .map(|e| self.expr(e))
                     .unwrap_or_else(|| bad(sp))
             }
-            Rule::list => ExprKind::List(p.into_inner().map(|e| self.expr(e)).collect()),
+            Rule::list => ExprKind::List(p.into_inner().filter(not_kw).map(|e| self.expr(e)).collect()),
             Rule::if_expr => {
-                let mut parts = p.into_inner();
+                let mut parts = p.into_inner().filter(not_kw);
                 let mut next = |l: &mut Lower| {
                     parts.next().map_or_else(
                         || bad(sp),

@@ -1,0 +1,233 @@
+//! Validation of an elaborated fabric: connectivity of the cabling, the LID budget, LFT
+//! capacity and VL capabilities. Each check reports through diagnostics; a summary
+//! describes what was checked.
+
+use crate::diagnostic::Diagnostic;
+use crate::elaborate::Elaborated;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use weft_fabric::{Fabric, LinkState, NodeId, MAX_UNICAST_LID};
+
+/// What `weft check` reports about a fabric.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    /// Fabric name.
+    pub fabric: String,
+    /// Switches.
+    pub switches: usize,
+    /// HCAs (and routers).
+    pub hcas: usize,
+    /// Links declared.
+    pub links: usize,
+    /// Links down (faults, or a node down).
+    pub links_down: usize,
+    /// Nodes down.
+    pub nodes_down: usize,
+    /// Unicast LIDs needed.
+    pub lids: u64,
+    /// LMC.
+    pub lmc: u8,
+    /// Tree levels, when the topology records them.
+    pub levels: Option<u8>,
+}
+
+impl Summary {
+    /// Summarises a fabric.
+    pub fn of(f: &Fabric) -> Summary {
+        Summary {
+            fabric: f.name.clone(),
+            switches: f.switch_count(),
+            hcas: f.hca_count(),
+            links: f.links().len(),
+            links_down: f.links().iter().filter(|l| l.state == LinkState::Down).count(),
+            nodes_down: f.nodes().iter().filter(|n| n.down).count(),
+            lids: f.lid_count(),
+            lmc: f.lmc,
+            levels: f.levels(),
+        }
+    }
+}
+
+/// Most names listed in one diagnostic.
+const LIST_MAX: usize = 8;
+
+fn list(names: &[&str]) -> String {
+    let mut s = names
+        .iter()
+        .take(LIST_MAX)
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > LIST_MAX {
+        s.push_str(&format!(" and {} more", names.len() - LIST_MAX));
+    }
+    s
+}
+
+/// Runs every check; returns the findings.
+pub fn validate(e: &Elaborated) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let f = &e.fabric;
+    let origin = e.fabric_origin;
+    unconnected(e, &mut out);
+    components(e, &mut out);
+
+    let lids = f.lid_count();
+    if lids > u64::from(MAX_UNICAST_LID) {
+        let mut d = Diagnostic::error(
+            "weft::lid_budget_exceeded",
+            format!(
+                "the fabric needs {lids} unicast LIDs but only {} exist",
+                MAX_UNICAST_LID
+            ),
+        )
+        .label(origin.source, origin.span, format!("{lids} LIDs"));
+        if let Some(sp) = e.config.routing.lmc_span {
+            d = d.label(
+                origin.source,
+                sp,
+                format!("each HCA port takes {} LIDs", 1u32 << f.lmc),
+            );
+        }
+        out.push(d.help(format!(
+            "{} switches take one LID each and {} HCA ports take 2^lmc each; lower `lmc` or split the fabric",
+            f.switch_count(),
+            f.hca_count()
+        )));
+    }
+
+    // LFT capacity per switch model.
+    let mut short: BTreeMap<(String, u32), Vec<NodeId>> = BTreeMap::new();
+    for (id, n) in f.node_ids().zip(f.nodes()) {
+        if n.is_switch() && u64::from(n.spec.linear_fdb_cap) <= lids.min(u64::from(MAX_UNICAST_LID)) {
+            let model = n.spec.model.clone().unwrap_or_else(|| "(no model)".into());
+            short.entry((model, n.spec.linear_fdb_cap)).or_default().push(id);
+        }
+    }
+    for ((model, cap), ids) in short {
+        let names: Vec<&str> = ids.iter().map(|&i| f.node(i).name()).collect();
+        let first = e.node_origins.get(ids[0].index()).copied().unwrap_or(origin);
+        out.push(
+            Diagnostic::error(
+                "weft::lft_capacity_exceeded",
+                format!(
+                    "{} switch(es) of model `{model}` hold {cap} LFT entries but the fabric's LIDs run to {lids}",
+                    ids.len()
+                ),
+            )
+            .label(first.source, first.span, format!("{} declared here", names[0]))
+            .help(format!(
+                "LinearFDBCap must exceed the highest LID; affected: {}",
+                list(&names)
+            )),
+        );
+    }
+
+    // VL budget against port capabilities.
+    if let Some((budget, span)) = e.config.vls_budget {
+        let mut low: BTreeMap<u8, Vec<&str>> = BTreeMap::new();
+        for n in f.nodes() {
+            if n.spec.caps.vl_cap < budget {
+                low.entry(n.spec.caps.vl_cap).or_default().push(n.name());
+            }
+        }
+        for (cap, names) in low {
+            out.push(
+                Diagnostic::error(
+                    "weft::vl_budget_exceeded",
+                    format!(
+                        "the VL budget is {budget} but {} node(s) support only {cap} data VL(s)",
+                        names.len()
+                    ),
+                )
+                .label(origin.source, span, format!("{budget} VLs"))
+                .help(format!("lower `budget` to {cap} or replace {}", list(&names))),
+            );
+        }
+    }
+    out
+}
+
+fn unconnected(e: &Elaborated, out: &mut Vec<Diagnostic>) {
+    let f = &e.fabric;
+    let lonely: Vec<NodeId> = f
+        .node_ids()
+        .filter(|&i| f.node(i).ports.iter().all(|p| p.link.is_none()))
+        .collect();
+    if lonely.is_empty() {
+        return;
+    }
+    let names: Vec<&str> = lonely.iter().map(|&i| f.node(i).name()).collect();
+    let o = e
+        .node_origins
+        .get(lonely[0].index())
+        .copied()
+        .unwrap_or(e.fabric_origin);
+    out.push(
+        Diagnostic::warning(
+            "weft::unconnected_node",
+            format!("{} node(s) have no links: {}", names.len(), list(&names)),
+        )
+        .label(o.source, o.span, format!("`{}` is declared here", names[0]))
+        .help("cable them with `link`, or remove them"),
+    );
+}
+
+/// The cabling (up links, nodes not down) must be one piece.
+fn components(e: &Elaborated, out: &mut Vec<Diagnostic>) {
+    let f = &e.fabric;
+    let n = f.nodes().len();
+    let mut parent: Vec<u32> = (0..n as u32).collect();
+    fn find(p: &mut [u32], mut x: u32) -> u32 {
+        while p[x as usize] != x {
+            p[x as usize] = p[p[x as usize] as usize];
+            x = p[x as usize];
+        }
+        x
+    }
+    for l in f.links() {
+        if l.state == LinkState::Up {
+            let (a, b) = (find(&mut parent, l.a.node.0), find(&mut parent, l.b.node.0));
+            if a != b {
+                parent[a.max(b) as usize] = a.min(b);
+            }
+        }
+    }
+    let mut parts: BTreeMap<u32, Vec<NodeId>> = BTreeMap::new();
+    for id in f.node_ids() {
+        let node = f.node(id);
+        let live = !node.down
+            && node
+                .ports
+                .iter()
+                .any(|p| p.link.is_some_and(|l| f.link(l).state == LinkState::Up));
+        if live {
+            parts.entry(find(&mut parent, id.0)).or_default().push(id);
+        }
+    }
+    if parts.len() <= 1 {
+        return;
+    }
+    let mut parts: Vec<Vec<NodeId>> = parts.into_values().collect();
+    parts.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    let cut: Vec<NodeId> = parts[1..].iter().flatten().copied().collect();
+    let names: Vec<&str> = cut.iter().map(|&i| f.node(i).name()).collect();
+    let o = e
+        .node_origins
+        .get(cut[0].index())
+        .copied()
+        .unwrap_or(e.fabric_origin);
+    out.push(
+        Diagnostic::error(
+            "weft::fabric_split",
+            format!(
+                "the fabric is split into {} parts; {} node(s) cannot reach the largest part: {}",
+                parts.len(),
+                names.len(),
+                list(&names)
+            ),
+        )
+        .label(o.source, o.span, format!("`{}` is cut off", names[0]))
+        .help("check the links and the faults: every node must be reachable through up links"),
+    );
+}

@@ -1,0 +1,165 @@
+//! A [`Fabric`] → readable weft source, so a discovered fabric becomes a program that can be
+//! edited and compiled (`weft import`).
+
+use crate::syntax::is_plain_ident;
+use std::fmt::Write as _;
+use weft_fabric::{Fabric, Guid, LidAssignment, LinkState, NodeKind, PortNum};
+
+/// Writes `fabric` as a weft program with an explicit `topology { … }` block.
+///
+/// Names that are plain identifiers are written bare, others as strings; GUIDs, port GUIDs
+/// (where they differ from the derived ones), vendor/device ids, LIDs seen in the dump and
+/// negotiated link rates are kept. Links that are down become a `faults` block.
+pub fn fabric_to_weft(fabric: &Fabric, lids: Option<&LidAssignment>, origin: &str) -> String {
+    let mut out = String::new();
+    let links_up = fabric
+        .links()
+        .iter()
+        .filter(|l| l.state == LinkState::Up)
+        .count();
+    let _ = writeln!(
+        out,
+        "// Imported from {origin} by `weft import`: {} switches, {} HCAs, {} links.",
+        fabric.switch_count(),
+        fabric.hca_count(),
+        links_up
+    );
+    let fname = if is_plain_ident(&fabric.name) {
+        fabric.name.clone()
+    } else {
+        "imported".to_owned()
+    };
+    let _ = writeln!(out, "fabric {fname} {{");
+    let _ = writeln!(out, "    topology {{");
+    for (id, n) in fabric.node_ids().zip(fabric.nodes()) {
+        let mut attrs = vec![
+            format!("ports = {}", n.spec.port_count),
+            format!("guid = {:#018x}", n.guid().0),
+        ];
+        if let Some(sg) = n.spec.system_guid.filter(|&g| g != n.guid()) {
+            attrs.push(format!("system_guid = {:#018x}", sg.0));
+        }
+        let derived = |p: u8| match n.kind() {
+            NodeKind::Switch => n.guid(),
+            _ => Guid(n.guid().0.wrapping_add(u64::from(p))),
+        };
+        if n.ports.iter().any(|p| p.guid != derived(p.num.0)) {
+            let list: Vec<String> = n
+                .ports
+                .iter()
+                .map(|p| format!("{:#018x}", p.guid.0))
+                .collect();
+            attrs.push(format!("port_guids = [{}]", list.join(", ")));
+        }
+        if n.spec.vendor_id != 0 {
+            attrs.push(format!("vendor = {:#06x}", n.spec.vendor_id));
+        }
+        if n.spec.device_id != 0 {
+            attrs.push(format!("device = {:#06x}", n.spec.device_id));
+        }
+        let lid = lids.and_then(|l| {
+            let ports = l.base.get(&id)?;
+            let key = if n.is_switch() { PortNum(0) } else { PortNum(1) };
+            ports.get(&key).copied()
+        });
+        if let Some(lid) = lid.filter(|l| l.0 != 0) {
+            attrs.push(format!("lid = {}", lid.0));
+        }
+        let _ = writeln!(
+            out,
+            "        {} {} {{ {} }}",
+            n.kind().keyword(),
+            name(n.name()),
+            attrs.join(", ")
+        );
+    }
+    if !fabric.links().is_empty() {
+        out.push('\n');
+    }
+    for l in fabric.links() {
+        let a = fabric.node(l.a.node).name();
+        let b = fabric.node(l.b.node).name();
+        let mut attrs = Vec::new();
+        if let Some(s) = l.speed {
+            attrs.push(format!("speed = {s}"));
+        }
+        if let Some(w) = l.width {
+            attrs.push(format!("width = {w}"));
+        }
+        let tail = if attrs.is_empty() {
+            String::new()
+        } else {
+            format!(" {{ {} }}", attrs.join(", "))
+        };
+        let _ = writeln!(
+            out,
+            "        link {}.p[{}] <-> {}.p[{}]{tail}",
+            reference(a),
+            l.a.port,
+            reference(b),
+            l.b.port
+        );
+    }
+    let _ = writeln!(out, "    }}");
+    let down_nodes: Vec<_> = fabric.nodes().iter().filter(|n| n.down).collect();
+    let down_links: Vec<_> = fabric
+        .links()
+        .iter()
+        .filter(|l| {
+            l.state == LinkState::Down
+                && !fabric.node(l.a.node).down
+                && !fabric.node(l.b.node).down
+        })
+        .collect();
+    if !down_nodes.is_empty() || !down_links.is_empty() {
+        let _ = writeln!(out, "\n    faults {{");
+        for n in down_nodes {
+            let _ = writeln!(out, "        {} {} down", n.kind().keyword(), reference(n.name()));
+        }
+        for l in down_links {
+            let _ = writeln!(
+                out,
+                "        link {}.p[{}] down",
+                reference(fabric.node(l.a.node).name()),
+                l.a.port
+            );
+        }
+        let _ = writeln!(out, "    }}");
+    }
+    let _ = writeln!(out, "}}");
+    out
+}
+
+/// A node name in a declaration.
+fn name(n: &str) -> String {
+    if is_plain_ident(n) {
+        n.to_owned()
+    } else {
+        quote(n)
+    }
+}
+
+/// A node name in an expression.
+fn reference(n: &str) -> String {
+    if is_plain_ident(n) && !crate::BUILTINS.contains(&n) {
+        n.to_owned()
+    } else {
+        format!("node({})", quote(n))
+    }
+}
+
+fn quote(s: &str) -> String {
+    let mut q = String::with_capacity(s.len() + 2);
+    q.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => q.push_str("\\\""),
+            '\\' => q.push_str("\\\\"),
+            '\n' => q.push_str("\\n"),
+            '\t' => q.push_str("\\t"),
+            c => q.push(c),
+        }
+    }
+    q.push('"');
+    q
+}

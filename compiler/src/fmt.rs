@@ -1,0 +1,231 @@
+//! `weft fmt`: the canonical layout of a `.weft` file.
+//!
+//! The formatter works on tokens, so comments survive and line structure is the author's:
+//! it re-indents (four spaces per open brace or bracket), normalises spacing around
+//! operators and punctuation, trims trailing space, keeps at most one blank line in a row and
+//! ends the file with one newline. It refuses files with syntax errors. Formatting is
+//! idempotent.
+
+use crate::diagnostic::{Diagnostic, SourceId};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Word,
+    Str,
+    LineComment,
+    BlockComment,
+    Punct,
+}
+
+#[derive(Clone, Debug)]
+struct Tok<'a> {
+    kind: Kind,
+    text: &'a str,
+    /// Newlines between the previous token and this one.
+    newlines: usize,
+}
+
+const PUNCT3: &[&str] = &["<->", "..="];
+const PUNCT2: &[&str] = &["..", "::", "==", "!=", "<=", ">=", "&&", "||"];
+
+fn lex(text: &str) -> Vec<Tok<'_>> {
+    let b = text.as_bytes();
+    let mut toks = Vec::new();
+    let mut i = 0;
+    let mut newlines = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'\n' {
+            newlines += 1;
+            i += 1;
+            continue;
+        }
+        if c.is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let kind = if text[i..].starts_with("//") {
+            i = text[i..].find('\n').map_or(b.len(), |e| i + e);
+            Kind::LineComment
+        } else if text[i..].starts_with("/*") {
+            i = text[i + 2..].find("*/").map_or(b.len(), |e| i + 2 + e + 2);
+            Kind::BlockComment
+        } else if c == b'"' {
+            i += 1;
+            while i < b.len() && b[i] != b'"' && b[i] != b'\n' {
+                i += if b[i] == b'\\' { 2 } else { 1 };
+            }
+            i = (i + 1).min(b.len());
+            Kind::Str
+        } else if c.is_ascii_alphanumeric() || c == b'_' {
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                i += 1;
+            }
+            Kind::Word
+        } else {
+            let rest = &text[i..];
+            let len = PUNCT3
+                .iter()
+                .chain(PUNCT2)
+                .find(|p| rest.starts_with(**p))
+                .map_or_else(|| rest.chars().next().map_or(1, char::len_utf8), |p| p.len());
+            i += len;
+            Kind::Punct
+        };
+        let i_end = i.min(b.len());
+        toks.push(Tok {
+            kind,
+            text: &text[start..i_end],
+            newlines,
+        });
+        newlines = 0;
+    }
+    toks
+}
+
+const BINARY: &[&str] = &[
+    "=", "<->", "==", "!=", "<=", ">=", "<", ">", "+", "*", "/", "%", "&&", "||",
+];
+const KEYWORDS: &[&str] = &[
+    "switch", "hca", "router", "if", "for", "in", "else", "link", "use", "let", "model",
+    "template", "fabric", "topology", "faults", "assert", "down", "on",
+];
+
+/// Formats `text`; errors are the file's syntax errors.
+pub fn format(text: &str, source: SourceId) -> Result<String, Vec<Diagnostic>> {
+    let (_, diags) = crate::syntax::parse(text, source);
+    if diags.iter().any(Diagnostic::is_error) {
+        return Err(diags);
+    }
+    Ok(format_tokens(&lex(text)))
+}
+
+fn format_tokens(toks: &[Tok<'_>]) -> String {
+    let mut out = String::new();
+    // Stack of open brackets: `{`, `(`, `[`.
+    let mut stack: Vec<&str> = Vec::new();
+    let mut line_has_code = false;
+    let mut prev: Option<&Tok<'_>> = None;
+    let mut prev_unary = false;
+    for (idx, t) in toks.iter().enumerate() {
+        let unary = t.kind == Kind::Punct
+            && matches!(t.text, "-" | "!")
+            && !prev.is_some_and(is_value_end);
+        let new_line = idx > 0 && t.newlines > 0;
+        if new_line {
+            while out.ends_with(' ') {
+                out.pop();
+            }
+            out.push('\n');
+            if t.newlines > 1 {
+                out.push('\n');
+            }
+            line_has_code = false;
+        }
+        // Closing tokens at the start of a line dedent before indenting.
+        let closes = matches!(t.text, "}" | ")" | "]") && t.kind == Kind::Punct;
+        if closes {
+            stack.pop();
+        }
+        if !line_has_code {
+            if idx > 0 || new_line {
+                out.push_str(&"    ".repeat(stack.len()));
+            }
+        } else if let Some(p) = prev {
+            if space_between(p, prev_unary, t, &stack) {
+                out.push(' ');
+            }
+        }
+        out.push_str(t.text.trim_end());
+        line_has_code = true;
+        if t.kind == Kind::Punct && matches!(t.text, "{" | "(" | "[") {
+            stack.push(t.text);
+        }
+        prev = Some(t);
+        prev_unary = unary;
+    }
+    while out.ends_with(' ') || out.ends_with('\n') {
+        out.pop();
+    }
+    out.push('\n');
+    out
+}
+
+fn is_value_end(t: &Tok<'_>) -> bool {
+    match t.kind {
+        Kind::Word => !KEYWORDS.contains(&t.text) || matches!(t.text, "down"),
+        Kind::Str => true,
+        Kind::Punct => matches!(t.text, ")" | "]" | "}"),
+        _ => false,
+    }
+}
+
+fn space_between(p: &Tok<'_>, p_unary: bool, t: &Tok<'_>, stack: &[&str]) -> bool {
+    if matches!(p.kind, Kind::LineComment) {
+        return false;
+    }
+    if matches!(t.kind, Kind::LineComment | Kind::BlockComment) {
+        return true;
+    }
+    let (a, b) = (p.text, t.text);
+    let in_parens = matches!(stack.last(), Some(&"(") | Some(&"["));
+    if p.kind == Kind::Punct {
+        match a {
+            "." | "::" | ".." | "..=" | "!" => return false,
+            "(" | "[" => return false,
+            "{" => return b != "}",
+            "," | ";" => return true,
+            ":" => return true,
+            "-" if p_unary => return false,
+            _ => {}
+        }
+    }
+    match b {
+        "." | "::" | ".." | "..=" | "," | ";" | ")" | "]" => return false,
+        "}" => return a != "{",
+        ":" => return !in_parens,
+        "(" => return !(p.kind == Kind::Word && !KEYWORDS.contains(&a)),
+        "[" => return !is_value_end(p) || (p.kind == Kind::Word && KEYWORDS.contains(&a)),
+        "-" | "!" if !is_value_end(p) => return true,
+        _ => {}
+    }
+    if p.kind == Kind::Punct && BINARY.contains(&a) {
+        return true;
+    }
+    if t.kind == Kind::Punct && (BINARY.contains(&b) || b == "-") {
+        return true;
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(s: &str) -> String {
+        format(s, SourceId(0)).unwrap_or_else(|d| format!("{d:?}"))
+    }
+
+    #[test]
+    fn layout() {
+        let src = "use std::hardware::{sb7800,connectx5}\nfabric x{\ntopology{\nswitch a[1..=2]:sb7800{level=1}\n\n\n\nlink a[1].p[1]<->a[2].p[1]\nfor i in 1..=2{let y=-i+2*(i-1)}\n}\n}\n";
+        let out = f(src);
+        assert_eq!(
+            out,
+            "use std::hardware::{sb7800, connectx5}\nfabric x {\n    topology {\n        switch a[1..=2] : sb7800 { level = 1 }\n\n        link a[1].p[1] <-> a[2].p[1]\n        for i in 1..=2 { let y = -i + 2 * (i - 1) }\n    }\n}\n"
+        );
+        assert_eq!(f(&out), out);
+    }
+
+    #[test]
+    fn calls_and_comments() {
+        let src = "fabric x { // the fabric\n  topology = fat_tree( levels : 2, switch: s,hca: h ) /* c */\n}";
+        let out = f(src);
+        assert_eq!(
+            out,
+            "fabric x { // the fabric\n    topology = fat_tree(levels: 2, switch: s, hca: h) /* c */\n}\n"
+        );
+        assert_eq!(f(&out), out);
+    }
+}

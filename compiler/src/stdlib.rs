@@ -1,0 +1,33 @@
+//! The standard library, written in weft and embedded in the binary.
+
+/// Module names under `std::`.
+pub const MODULES: &[&str] = &["hardware", "topology"];
+
+const HARDWARE: &str = include_str!("../../stdlib/hardware.weft");
+const TOPOLOGY: &str = include_str!("../../stdlib/topology.weft");
+
+/// The source of `std::<name>`.
+pub fn module(name: &str) -> Option<&'static str> {
+    match name {
+        "hardware" => Some(HARDWARE),
+        "topology" => Some(TOPOLOGY),
+        _ => None,
+    }
+}
+
+/// The module defining a top-level `model` or `template` called `name`, if any.
+pub fn find_item(name: &str) -> Option<&'static str> {
+    MODULES.iter().copied().find(|m| {
+        module(m).is_some_and(|text| {
+            text.lines().any(|l| {
+                let l = l.trim_start();
+                ["model ", "template "].iter().any(|kw| {
+                    l.strip_prefix(kw).is_some_and(|rest| {
+                        rest.strip_prefix(name)
+                            .is_some_and(|r| r.starts_with([' ', '(', ':']))
+                    })
+                })
+            })
+        })
+    })
+}
