@@ -169,6 +169,19 @@ impl<'a> Elab<'a> {
         }
     }
 
+    /// Where a declaration at `span` of the current source shows to the user: itself in the
+    /// main file, else the user's call of the template that made it.
+    fn user_origin(&self, span: Span) -> Origin {
+        let here = self.cur_source();
+        if here == self.main {
+            return Origin { source: here, span };
+        }
+        self.frames
+            .iter()
+            .find(|f| f.call.source == self.main)
+            .map_or(Origin { source: here, span }, |f| f.call)
+    }
+
     fn err(&mut self, code: &'static str, msg: impl Into<String>, span: Span, label: impl Into<String>) {
         let d = Diagnostic::error(code, msg).label(self.cur_source(), span, label);
         self.emit(d);
@@ -997,7 +1010,7 @@ impl<'a> Elab<'a> {
             .filter(|(p, b)| b.is_none() && p.default.is_none())
             .map(|(p, _)| p.name.name.as_str())
             .collect();
-        if !missing.is_empty() {
+        if !missing.is_empty() && ok {
             self.err_help(
                 "weft::missing_argument",
                 format!(
@@ -1055,10 +1068,10 @@ impl<'a> Elab<'a> {
                     if model.kind != kind {
                         self.err_help(
                             "weft::model_kind_mismatch",
-                            format!("`{}` is a {} model, not a {} model", model.name, model.kind, kind),
+                            format!("`{}` is {} model, not {} model", model.name, article(model.kind), article(kind)),
                             m.span,
-                            format!("a {} model", model.kind),
-                            format!("declare the node as `{} …`, or pick a {} model", model.kind, kind),
+                            format!("{} model", article(model.kind)),
+                            format!("declare the node as `{} …`, or pick {} model", model.kind, article(kind)),
                         );
                         return;
                     }
@@ -1177,10 +1190,8 @@ impl<'a> Elab<'a> {
             match self.builder.add_node(s) {
                 Ok(id) => {
                     ids.push(id);
-                    self.node_origins.push(Origin {
-                        source: self.cur_source(),
-                        span: decl_span,
-                    });
+                    let origin = self.user_origin(decl_span);
+                    self.node_origins.push(origin);
                 }
                 Err(e) => {
                     self.node_error(e, decl_span, explicit_guid.map(|g| g.1));
@@ -1273,10 +1284,8 @@ impl<'a> Elab<'a> {
                 if speed.is_some() || width.is_some() {
                     self.builder.set_link_rate(id, speed, width);
                 }
-                self.link_origins.push(Origin {
-                    source: self.cur_source(),
-                    span: l.span,
-                });
+                let origin = self.user_origin(l.span);
+                self.link_origins.push(origin);
             }
             Err(e) => self.link_error(e, l, a),
         }
@@ -1371,9 +1380,9 @@ impl<'a> Elab<'a> {
             let (name, actual) = (node.name().to_owned(), node.kind());
             self.err_help(
                 "weft::fault_kind_mismatch",
-                format!("`{name}` is a {actual}, not a {kind}"),
+                format!("`{name}` is {}, not {}", article(actual), article(kind)),
                 n.node.span,
-                format!("a {actual}"),
+                article(actual),
                 format!("write `{actual} {name} down`"),
             );
             return;
@@ -2023,6 +2032,14 @@ fn saved_frames_source(frames: &[Frame], main: SourceId) -> SourceId {
 enum AttrContext {
     Model,
     Node,
+}
+
+/// "a switch", "an hca", "a router".
+fn article(k: NodeKind) -> String {
+    match k {
+        NodeKind::Hca => "an hca".to_owned(),
+        other => format!("a {other}"),
+    }
 }
 
 fn kind_of(k: NodeKindKw) -> NodeKind {

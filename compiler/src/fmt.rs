@@ -125,22 +125,23 @@ fn format_tokens(toks: &[Tok<'_>]) -> String {
         }
         // Closing tokens at the start of a line dedent before indenting.
         let closes = matches!(t.text, "}" | ")" | "]") && t.kind == Kind::Punct;
-        if closes {
-            stack.pop();
-        }
+        let popped = if closes { stack.pop() } else { None };
         if !line_has_code {
             if idx > 0 || new_line {
                 out.push_str(&"    ".repeat(stack.len()));
             }
         } else if let Some(p) = prev {
-            if space_between(p, prev_unary, t, &stack) {
+            let tight_group = popped == Some("{u") || (p.text == "{" && stack.last() == Some(&"{u"));
+            if !tight_group && space_between(p, prev_unary, t, &stack) {
                 out.push(' ');
             }
         }
         out.push_str(t.text.trim_end());
         line_has_code = true;
         if t.kind == Kind::Punct && matches!(t.text, "{" | "(" | "[") {
-            stack.push(t.text);
+            // A `use a::{b, c}` group is written tight.
+            let group = t.text == "{" && prev.is_some_and(|p| p.text == "::");
+            stack.push(if group { "{u" } else { t.text });
         }
         prev = Some(t);
         prev_unary = unary;

@@ -409,9 +409,23 @@ fn not_kw(p: &Pair<'_, Rule>) -> bool {
     )
 }
 
+/// A pair's span without the whitespace and comments pest lets trail inside it.
 fn span(p: &Pair<'_, Rule>) -> Span {
     let s = p.as_span();
-    Span::new(s.start(), s.end())
+    let mut text = p.as_str();
+    loop {
+        let t = text.trim_end();
+        // A trailing line comment inside the pair (possible before an optional part).
+        let t = match t.rfind("//") {
+            Some(i) if !t[i..].contains('\n') && !t[..i].contains('"') => t[..i].trim_end(),
+            _ => t,
+        };
+        if t.len() == text.len() {
+            break;
+        }
+        text = t;
+    }
+    Span::new(s.start(), s.start() + text.len())
 }
 
 fn ident(p: Pair<'_, Rule>) -> Ident {
