@@ -10,7 +10,11 @@ use weft_compiler::diagnostic::{self, RenderOptions};
 use weft_compiler::{Compilation, Summary};
 
 #[derive(Parser)]
-#[command(name = "weft", version, about = "A declarative compiler and verifier for InfiniBand fabrics")]
+#[command(
+    name = "weft",
+    version,
+    about = "A declarative compiler and verifier for InfiniBand fabrics"
+)]
 struct Cli {
     /// Colour in diagnostics: auto, always or never.
     #[arg(long, global = true, default_value = "auto")]
@@ -110,7 +114,8 @@ impl<E: std::fmt::Display> From<E> for Fatal {
 }
 
 fn read(path: &Path) -> Result<String, Fatal> {
-    std::fs::read_to_string(path).map_err(|e| Fatal(format!("cannot read `{}`: {e}", path.display())))
+    std::fs::read_to_string(path)
+        .map_err(|e| Fatal(format!("cannot read `{}`: {e}", path.display())))
 }
 
 fn render_opts(color: ColorChoice) -> RenderOptions {
@@ -161,8 +166,10 @@ fn out(output: Option<&Path>, text: &str) -> Result<(), Fatal> {
         Some(p) => {
             // Write beside, then rename: never leave a half-written file.
             let tmp = p.with_extension("weft-tmp");
-            std::fs::write(&tmp, text).map_err(|e| Fatal(format!("cannot write `{}`: {e}", tmp.display())))?;
-            std::fs::rename(&tmp, p).map_err(|e| Fatal(format!("cannot write `{}`: {e}", p.display())))?;
+            std::fs::write(&tmp, text)
+                .map_err(|e| Fatal(format!("cannot write `{}`: {e}", tmp.display())))?;
+            std::fs::rename(&tmp, p)
+                .map_err(|e| Fatal(format!("cannot write `{}`: {e}", p.display())))?;
             Ok(())
         }
         None => {
@@ -211,7 +218,11 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
                     out(None, &(serde_json::to_string_pretty(&v)? + "\n"))?;
                 }
             }
-            Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+            Ok(if failed {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
         }
         Command::Fmt { file, write, check } => {
             let text = read(&file)?;
@@ -220,7 +231,11 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
             match weft_compiler::fmt::format(&text, id) {
                 Ok(formatted) => {
                     if check {
-                        return Ok(if formatted == text { ExitCode::SUCCESS } else { ExitCode::from(1) });
+                        return Ok(if formatted == text {
+                            ExitCode::SUCCESS
+                        } else {
+                            ExitCode::from(1)
+                        });
                     }
                     if write {
                         if formatted != text {
@@ -232,13 +247,22 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(diags) => {
-                    let c = Compilation { sources, main: id, elaborated: None, diagnostics: diags };
+                    let c = Compilation {
+                        sources,
+                        main: id,
+                        elaborated: None,
+                        diagnostics: diags,
+                    };
                     emit_diagnostics(&c, cli.color);
                     Ok(ExitCode::from(1))
                 }
             }
         }
-        Command::Export { file, format, output } => {
+        Command::Export {
+            file,
+            format,
+            output,
+        } => {
             let c = compile(&file, false)?;
             emit_diagnostics(&c, cli.color);
             let Some(e) = c.elaborated.as_ref().filter(|_| !c.has_errors()) else {
@@ -251,26 +275,59 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
             out(output.as_deref(), &text)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Import { file, node_name_map, name, output } => {
+        Command::Import {
+            file,
+            node_name_map,
+            name,
+            output,
+        } => {
             let text = read(&file)?;
-            let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            let stem = file
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
             let fabric_name = name.unwrap_or_else(|| {
-                let n: String = stem.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
-                if n.starts_with(|c: char| c.is_ascii_digit()) || n.is_empty() { format!("f_{n}") } else { n }
+                let n: String = stem
+                    .chars()
+                    .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                    .collect();
+                if n.starts_with(|c: char| c.is_ascii_digit()) || n.is_empty() {
+                    format!("f_{n}")
+                } else {
+                    n
+                }
             });
             let map_text = node_name_map.as_deref().map(read).transpose()?;
             let mut sources = diagnostic::SourceMap::new();
             let main = sources.add(display_name(&file), text.as_str());
-            let map_id = map_text.as_ref().zip(node_name_map.as_ref()).map(|(t, p)| sources.add(display_name(p), t.as_str()));
-            match weft_compiler::import_ibnetdiscover(&text, main, map_text.as_deref().zip(map_id), &fabric_name) {
+            let map_id = map_text
+                .as_ref()
+                .zip(node_name_map.as_ref())
+                .map(|(t, p)| sources.add(display_name(p), t.as_str()));
+            match weft_compiler::import_ibnetdiscover(
+                &text,
+                main,
+                map_text.as_deref().zip(map_id),
+                &fabric_name,
+            ) {
                 Ok((program, warnings)) => {
-                    let c = Compilation { sources, main, elaborated: None, diagnostics: warnings };
+                    let c = Compilation {
+                        sources,
+                        main,
+                        elaborated: None,
+                        diagnostics: warnings,
+                    };
                     emit_diagnostics(&c, cli.color);
                     out(output.as_deref(), &program)?;
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(diags) => {
-                    let c = Compilation { sources, main, elaborated: None, diagnostics: diags };
+                    let c = Compilation {
+                        sources,
+                        main,
+                        elaborated: None,
+                        diagnostics: diags,
+                    };
                     emit_diagnostics(&c, cli.color);
                     Ok(ExitCode::from(1))
                 }
@@ -289,4 +346,3 @@ fn main() -> ExitCode {
         }
     }
 }
-

@@ -39,7 +39,11 @@ impl Summary {
             switches: f.switch_count(),
             hcas: f.hca_count(),
             links: f.links().len(),
-            links_down: f.links().iter().filter(|l| l.state == LinkState::Down).count(),
+            links_down: f
+                .links()
+                .iter()
+                .filter(|l| l.state == LinkState::Down)
+                .count(),
             nodes_down: f.nodes().iter().filter(|n| n.down).count(),
             lids: f.lid_count(),
             lmc: f.lmc,
@@ -99,14 +103,22 @@ pub fn validate(e: &Elaborated) -> Vec<Diagnostic> {
     // LFT capacity per switch model.
     let mut short: BTreeMap<(String, u32), Vec<NodeId>> = BTreeMap::new();
     for (id, n) in f.node_ids().zip(f.nodes()) {
-        if n.is_switch() && u64::from(n.spec.linear_fdb_cap) <= lids.min(u64::from(MAX_UNICAST_LID)) {
+        if n.is_switch() && u64::from(n.spec.linear_fdb_cap) <= lids.min(u64::from(MAX_UNICAST_LID))
+        {
             let model = n.spec.model.clone().unwrap_or_else(|| "(no model)".into());
-            short.entry((model, n.spec.linear_fdb_cap)).or_default().push(id);
+            short
+                .entry((model, n.spec.linear_fdb_cap))
+                .or_default()
+                .push(id);
         }
     }
     for ((model, cap), ids) in short {
         let names: Vec<&str> = ids.iter().map(|&i| f.node(i).name()).collect();
-        let first = e.node_origins.get(ids[0].index()).copied().unwrap_or(origin);
+        let first = e
+            .node_origins
+            .get(ids[0].index())
+            .copied()
+            .unwrap_or(origin);
         out.push(
             Diagnostic::error(
                 "weft::lft_capacity_exceeded",
@@ -141,7 +153,10 @@ pub fn validate(e: &Elaborated) -> Vec<Diagnostic> {
                     ),
                 )
                 .label(origin.source, span, format!("{budget} VLs"))
-                .help(format!("lower `budget` to {cap} or replace {}", list(&names))),
+                .help(format!(
+                    "lower `budget` to {cap} or replace {}",
+                    list(&names)
+                )),
             );
         }
     }

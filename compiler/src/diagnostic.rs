@@ -244,14 +244,16 @@ impl miette::Diagnostic for Bound<'_> {
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
         self.source.as_ref()?;
-        Some(Box::new(self.diag.labels.iter().enumerate().map(|(i, l)| {
-            let text = (!l.text.is_empty()).then(|| l.text.clone());
-            if i == 0 {
-                miette::LabeledSpan::new_primary_with_span(text, l.span)
-            } else {
-                miette::LabeledSpan::new_with_span(text, l.span)
-            }
-        })))
+        Some(Box::new(self.diag.labels.iter().enumerate().map(
+            |(i, l)| {
+                let text = (!l.text.is_empty()).then(|| l.text.clone());
+                if i == 0 {
+                    miette::LabeledSpan::new_primary_with_span(text, l.span)
+                } else {
+                    miette::LabeledSpan::new_with_span(text, l.span)
+                }
+            },
+        )))
     }
 }
 

@@ -14,8 +14,8 @@ use crate::{FabricConfig, Host};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 use weft_fabric::{
-    Fabric, FabricBuilder, Guid, Lid, LinkError, Mtu, NodeId, NodeKind, NodeSpec, PortRef,
-    Speed, Width,
+    Fabric, FabricBuilder, Guid, Lid, LinkError, Mtu, NodeId, NodeKind, NodeSpec, PortRef, Speed,
+    Width,
 };
 
 /// Statements one program may execute: far above any real fabric, low enough to stop fast.
@@ -149,7 +149,11 @@ impl<'a> Elab<'a> {
                     (None, None) => String::new(),
                 };
                 if let Some(h) = d.help.take() {
-                    help = if help.is_empty() { h } else { format!("{help}; {h}") };
+                    help = if help.is_empty() {
+                        h
+                    } else {
+                        format!("{help}; {h}")
+                    };
                 }
                 d.labels = vec![crate::diagnostic::Label {
                     span: call.call.span,
@@ -182,7 +186,13 @@ impl<'a> Elab<'a> {
             .map_or(Origin { source: here, span }, |f| f.call)
     }
 
-    fn err(&mut self, code: &'static str, msg: impl Into<String>, span: Span, label: impl Into<String>) {
+    fn err(
+        &mut self,
+        code: &'static str,
+        msg: impl Into<String>,
+        span: Span,
+        label: impl Into<String>,
+    ) {
         let d = Diagnostic::error(code, msg).label(self.cur_source(), span, label);
         self.emit(d);
     }
@@ -240,6 +250,24 @@ impl<'a> Elab<'a> {
                     }
                 }
                 Item::Template(t) => {
+                    for p in &t.params {
+                        if let Some(ty) =
+                            p.ty.as_ref()
+                                .filter(|ty| !Value::TYPES.contains(&ty.name.as_str()))
+                        {
+                            let help = match did_you_mean(&ty.name, Value::TYPES.iter().copied()) {
+                                Some(s) => format!("did you mean `{s}`?"),
+                                None => format!("types are {}", Value::TYPES.join(", ")),
+                            };
+                            self.err_help(
+                                "weft::unknown_type",
+                                format!("unknown type `{}`", ty.name),
+                                ty.span,
+                                "not a type",
+                                help,
+                            );
+                        }
+                    }
                     let def = TemplateDef {
                         ast: t.clone(),
                         module: index,
@@ -400,7 +428,6 @@ impl<'a> Elab<'a> {
             name: m.name.name.clone(),
             kind,
             spec,
-            has_ports,
         })
     }
 
@@ -420,7 +447,12 @@ impl<'a> Elab<'a> {
         let topologies: Vec<&FabricStmt> = f
             .stmts
             .iter()
-            .filter(|s| matches!(s, FabricStmt::TopologyExpr(..) | FabricStmt::TopologyBlock(..)))
+            .filter(|s| {
+                matches!(
+                    s,
+                    FabricStmt::TopologyExpr(..) | FabricStmt::TopologyBlock(..)
+                )
+            })
             .collect();
         match topologies.as_slice() {
             [] => {
@@ -454,7 +486,12 @@ impl<'a> Elab<'a> {
                 FabricStmt::TopologyBlock(b, _) => self.block(b),
                 _ => {}
             }
-            if topologies.len() > 1 && matches!(s, FabricStmt::TopologyExpr(..) | FabricStmt::TopologyBlock(..)) {
+            if topologies.len() > 1
+                && matches!(
+                    s,
+                    FabricStmt::TopologyExpr(..) | FabricStmt::TopologyBlock(..)
+                )
+            {
                 break;
             }
         }
@@ -599,7 +636,9 @@ impl<'a> Elab<'a> {
                 for a in s.body.iter().flatten() {
                     match a {
                         SectionItem::Attr(a) if a.name.name == "budget" => {
-                            if let Some(n) = self.int_in(&a.value, 1, 15, "a VL budget of 1 to 15 data VLs") {
+                            if let Some(n) =
+                                self.int_in(&a.value, 1, 15, "a VL budget of 1 to 15 data VLs")
+                            {
                                 config.vls_budget = Some((n as u8, a.value.span));
                             }
                         }
@@ -615,12 +654,18 @@ impl<'a> Elab<'a> {
                     };
                     match a.name.name.as_str() {
                         "engine" => {
-                            if let Some(w) = self.word_in(&a.value, crate::ENGINES, "routing engine") {
+                            if let Some(w) =
+                                self.word_in(&a.value, crate::ENGINES, "routing engine")
+                            {
                                 config.routing.engine = Some(w);
                             }
                         }
                         "switch_to_switch" => {
-                            if let Some(w) = self.word_in(&a.value, &["sftree", "none"], "switch-to-switch scheme") {
+                            if let Some(w) = self.word_in(
+                                &a.value,
+                                &["sftree", "none"],
+                                "switch-to-switch scheme",
+                            ) {
                                 config.routing.switch_to_switch = Some(w);
                             }
                         }
@@ -634,7 +679,9 @@ impl<'a> Elab<'a> {
                             if let Ok(v) = self.eval(&a.value) {
                                 let items = match v {
                                     Value::List(l) => l.iter().cloned().collect(),
-                                    Value::Array(arr) => arr.ids.iter().map(|&i| Value::Node(i)).collect(),
+                                    Value::Array(arr) => {
+                                        arr.ids.iter().map(|&i| Value::Node(i)).collect()
+                                    }
                                     other => vec![other],
                                 };
                                 for it in items {
@@ -645,11 +692,17 @@ impl<'a> Elab<'a> {
                             }
                         }
                         "seed" => {
-                            if let Some(n) = self.int_in(&a.value, 0, i64::MAX, "a non-negative seed") {
+                            if let Some(n) =
+                                self.int_in(&a.value, 0, i64::MAX, "a non-negative seed")
+                            {
                                 config.routing.seed = n as u64;
                             }
                         }
-                        _ => self.unknown_in_section(&SectionItem::Attr(a.clone()), "routing", ROUTING_ATTRS),
+                        _ => self.unknown_in_section(
+                            &SectionItem::Attr(a.clone()),
+                            "routing",
+                            ROUTING_ATTRS,
+                        ),
                     }
                 }
             }
@@ -688,7 +741,11 @@ impl<'a> Elab<'a> {
             Some(s) => format!("did you mean `{s}`?"),
             None => format!(
                 "`{section}` takes {}",
-                known.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
+                known
+                    .iter()
+                    .map(|s| format!("`{s}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         };
         self.err_help(
@@ -741,7 +798,11 @@ impl<'a> Elab<'a> {
             Some(s) => format!("did you mean `{s}`?"),
             None => format!(
                 "known: {}",
-                known.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
+                known
+                    .iter()
+                    .map(|s| format!("`{s}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         };
         self.err_help(
@@ -868,7 +929,11 @@ impl<'a> Elab<'a> {
                     }
                 }
             }
-            other => self.type_err("a range, list or node array to loop over", &other, iter.span),
+            other => self.type_err(
+                "a range, list or node array to loop over",
+                &other,
+                iter.span,
+            ),
         }
     }
 
@@ -907,7 +972,10 @@ impl<'a> Elab<'a> {
             ),
             None if crate::BUILTINS.contains(&name.name.as_str()) => self.err_help(
                 "weft::useless_call",
-                format!("`{}(…)` computes a value; as a statement it does nothing", name.name),
+                format!(
+                    "`{}(…)` computes a value; as a statement it does nothing",
+                    name.name
+                ),
                 e.span,
                 "value unused",
                 "bind it with `let` or use it in a declaration",
@@ -939,12 +1007,19 @@ impl<'a> Elab<'a> {
                 Some(n) => match params.iter().position(|p| p.name.name == n.name) {
                     Some(i) => i,
                     None => {
-                        let help = match did_you_mean(&n.name, params.iter().map(|p| p.name.name.as_str())) {
+                        let help = match did_you_mean(
+                            &n.name,
+                            params.iter().map(|p| p.name.name.as_str()),
+                        ) {
                             Some(s) => format!("did you mean `{s}`?"),
                             None => format!(
                                 "`{}` takes {}",
                                 t.ast.name.name,
-                                params.iter().map(|p| format!("`{}`", p.name.name)).collect::<Vec<_>>().join(", ")
+                                params
+                                    .iter()
+                                    .map(|p| format!("`{}`", p.name.name))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
                             ),
                         };
                         self.err_help(
@@ -991,7 +1066,10 @@ impl<'a> Elab<'a> {
                                 "weft::type_mismatch",
                                 format!(
                                     "`{}` expects {} for `{}`, found {}",
-                                    t.ast.name.name, ty.name, params[slot].name.name, v.type_name()
+                                    t.ast.name.name,
+                                    ty.name,
+                                    params[slot].name.name,
+                                    v.type_name()
                                 ),
                                 a.value.span,
                                 format!("this is a {}", v.type_name()),
@@ -1016,11 +1094,18 @@ impl<'a> Elab<'a> {
                 format!(
                     "`{}` needs {}",
                     t.ast.name.name,
-                    missing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")
+                    missing
+                        .iter()
+                        .map(|m| format!("`{m}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
                 span,
                 "missing arguments",
-                format!("pass them by name: `{}({}: …)`", t.ast.name.name, missing[0]),
+                format!(
+                    "pass them by name: `{}({}: …)`",
+                    t.ast.name.name, missing[0]
+                ),
             );
             ok = false;
         }
@@ -1068,10 +1153,19 @@ impl<'a> Elab<'a> {
                     if model.kind != kind {
                         self.err_help(
                             "weft::model_kind_mismatch",
-                            format!("`{}` is {} model, not {} model", model.name, article(model.kind), article(kind)),
+                            format!(
+                                "`{}` is {} model, not {} model",
+                                model.name,
+                                article(model.kind),
+                                article(kind)
+                            ),
                             m.span,
                             format!("{} model", article(model.kind)),
-                            format!("declare the node as `{} …`, or pick {} model", model.kind, article(kind)),
+                            format!(
+                                "declare the node as `{} …`, or pick {} model",
+                                model.kind,
+                                article(kind)
+                            ),
                         );
                         return;
                     }
@@ -1114,7 +1208,10 @@ impl<'a> Elab<'a> {
                 "this node has no hardware model and no port count",
                 d.span,
                 "no model",
-                format!("give a model (`{} name : model`) or set `{{ ports = N }}`", kind),
+                format!(
+                    "give a model (`{} name : model`) or set `{{ ports = N }}`",
+                    kind
+                ),
             );
             return;
         }
@@ -1136,7 +1233,12 @@ impl<'a> Elab<'a> {
                     return;
                 };
                 if b <= a {
-                    self.err("weft::empty_range", format!("`{}` would have no nodes", id.name), r.span, "empty range");
+                    self.err(
+                        "weft::empty_range",
+                        format!("`{}` would have no nodes", id.name),
+                        r.span,
+                        "empty range",
+                    );
                     return;
                 }
                 let mut names = Vec::with_capacity((b - a) as usize);
@@ -1158,15 +1260,23 @@ impl<'a> Elab<'a> {
         };
         if explicit_guid.is_some() && names.len() > 1 {
             if let Some((_, sp)) = explicit_guid {
-                self.err("weft::guid_on_array", "one `guid` cannot name every node of an array", sp, "for a single node only");
+                self.err(
+                    "weft::guid_on_array",
+                    "one `guid` cannot name every node of an array",
+                    sp,
+                    "for a single node only",
+                );
             }
             return;
         }
         if let Some(id) = array {
             if let Some(prev) = self.arrays.get(&id.name) {
                 let (ps, psrc) = (prev.span, prev.source);
-                let mut diag = Diagnostic::error("weft::duplicate_name", format!("node array `{}` is declared twice", id.name))
-                    .label(self.cur_source(), id.span, "declared again here");
+                let mut diag = Diagnostic::error(
+                    "weft::duplicate_name",
+                    format!("node array `{}` is declared twice", id.name),
+                )
+                .label(self.cur_source(), id.span, "declared again here");
                 if psrc == self.cur_source() {
                     diag = diag.label(psrc, ps, "first declared here");
                 }
@@ -1232,8 +1342,11 @@ impl<'a> Elab<'a> {
     fn node_error(&mut self, e: LinkError, span: Span, guid_span: Option<Span>) {
         match e {
             LinkError::DuplicateName { name, existing } => {
-                let mut d = Diagnostic::error("weft::duplicate_name", format!("a node named `{name}` already exists"))
-                    .label(self.cur_source(), span, "declared again here");
+                let mut d = Diagnostic::error(
+                    "weft::duplicate_name",
+                    format!("a node named `{name}` already exists"),
+                )
+                .label(self.cur_source(), span, "declared again here");
                 if let Some(o) = self.node_origins.get(existing.index()).copied() {
                     if o.source == self.cur_source() && o.span != span {
                         d = d.label(o.source, o.span, "first declared here");
@@ -1241,7 +1354,11 @@ impl<'a> Elab<'a> {
                 }
                 self.emit(d.help("node names must be unique in a fabric"));
             }
-            LinkError::DuplicateGuid { guid, existing_name, .. } => self.err_help(
+            LinkError::DuplicateGuid {
+                guid,
+                existing_name,
+                ..
+            } => self.err_help(
                 "weft::duplicate_guid",
                 format!("GUID {guid} is already the GUID of `{existing_name}`"),
                 guid_span.unwrap_or(span),
@@ -1259,7 +1376,9 @@ impl<'a> Elab<'a> {
         let mut speed = None;
         let mut width = None;
         for at in &l.attrs {
-            let Ok(v) = self.eval_attr(&at.value) else { continue };
+            let Ok(v) = self.eval_attr(&at.value) else {
+                continue;
+            };
             match (at.name.name.as_str(), v) {
                 ("speed", Value::Symbol(s)) | ("speed", Value::Str(s)) => match Speed::parse(&s) {
                     Some(sp) => speed = Some(sp),
@@ -1267,15 +1386,34 @@ impl<'a> Elab<'a> {
                 },
                 ("width", Value::Width(w)) => match Width::from_lanes(u64::from(w)) {
                     Some(wd) => width = Some(wd),
-                    None => self.err("weft::bad_width", format!("`{w}x` is not a link width"), at.value.span, "expected 1x, 2x, 4x, 8x or 12x"),
+                    None => self.err(
+                        "weft::bad_width",
+                        format!("`{w}x` is not a link width"),
+                        at.value.span,
+                        "expected 1x, 2x, 4x, 8x or 12x",
+                    ),
                 },
-                (n @ ("speed" | "width"), other) => self.type_err(if n == "speed" { "a speed such as `EDR`" } else { "a width such as `4x`" }, &other, at.value.span),
+                (n @ ("speed" | "width"), other) => self.type_err(
+                    if n == "speed" {
+                        "a speed such as `EDR`"
+                    } else {
+                        "a width such as `4x`"
+                    },
+                    &other,
+                    at.value.span,
+                ),
                 (other, _) => {
                     let help = match did_you_mean(other, ["speed", "width"]) {
                         Some(s) => format!("did you mean `{s}`?"),
                         None => "links take `speed` and `width`".into(),
                     };
-                    self.err_help("weft::unknown_attribute", format!("links have no attribute `{other}`"), at.name.span, "unknown", help);
+                    self.err_help(
+                        "weft::unknown_attribute",
+                        format!("links have no attribute `{other}`"),
+                        at.name.span,
+                        "unknown",
+                        help,
+                    );
                 }
             }
         }
@@ -1293,8 +1431,17 @@ impl<'a> Elab<'a> {
 
     fn link_error(&mut self, e: LinkError, l: &LinkStmt, a: PortRef) {
         let end_span = |name: &str, port: u8, this: &Self| {
-            let ea = this.builder.fabric().find(name).is_some_and(|n| n == a.node) && a.port.0 == port;
-            if ea { l.a.span } else { l.b.span }
+            let ea = this
+                .builder
+                .fabric()
+                .find(name)
+                .is_some_and(|n| n == a.node)
+                && a.port.0 == port;
+            if ea {
+                l.a.span
+            } else {
+                l.b.span
+            }
         };
         match e {
             LinkError::PortOutOfRange { name, port, ports } => {
@@ -1307,13 +1454,23 @@ impl<'a> Elab<'a> {
                     "port numbers start at 1 and end at the model's port count",
                 );
             }
-            LinkError::PortAlreadyWired { name, port, existing, other_name, other_port } => {
+            LinkError::PortAlreadyWired {
+                name,
+                port,
+                existing,
+                other_name,
+                other_port,
+            } => {
                 let sp = end_span(&name, port, self);
                 let mut d = Diagnostic::error(
                     "weft::port_wired_twice",
                     format!("port {port} of `{name}` is wired twice"),
                 )
-                .label(self.cur_source(), sp, format!("already wired to `{other_name}` port {other_port}"));
+                .label(
+                    self.cur_source(),
+                    sp,
+                    format!("already wired to `{other_name}` port {other_port}"),
+                );
                 if let Some(o) = self.link_origins.get(existing.index()).copied() {
                     if o.source == self.cur_source() && o.span != l.span {
                         d = d.label(o.source, o.span, "first wired here");
@@ -1337,7 +1494,13 @@ impl<'a> Elab<'a> {
             Some(x) => format!("did you mean `{x}`?"),
             None => format!("speeds are {}", names.join(", ")),
         };
-        self.err_help("weft::bad_speed", format!("`{s}` is not an InfiniBand speed"), span, "unknown speed", help);
+        self.err_help(
+            "weft::bad_speed",
+            format!("`{s}` is not an InfiniBand speed"),
+            span,
+            "unknown speed",
+            help,
+        );
     }
 
     fn link_down(&mut self, l: &LinkDown) {
@@ -1358,10 +1521,16 @@ impl<'a> Elab<'a> {
             let Ok(bp) = self.port(b) else { return };
             if bp != peer {
                 let fab = self.builder.fabric();
-                let (pn, bn) = (fab.node(peer.node).name().to_owned(), fab.node(bp.node).name().to_owned());
+                let (pn, bn) = (
+                    fab.node(peer.node).name().to_owned(),
+                    fab.node(bp.node).name().to_owned(),
+                );
                 self.err(
                     "weft::fault_wrong_link",
-                    format!("this link goes to `{pn}` port {}, not `{bn}` port {}", peer.port, bp.port),
+                    format!(
+                        "this link goes to `{pn}` port {}, not `{bn}` port {}",
+                        peer.port, bp.port
+                    ),
                     b.span,
                     "not the other end",
                 );
@@ -1373,7 +1542,9 @@ impl<'a> Elab<'a> {
 
     fn node_down(&mut self, n: &NodeDown) {
         let Ok(v) = self.eval(&n.node) else { return };
-        let Ok(id) = self.as_node(v, n.node.span) else { return };
+        let Ok(id) = self.as_node(v, n.node.span) else {
+            return;
+        };
         let node = self.builder.fabric().node(id);
         let kind = kind_of(n.kind.kind);
         if node.kind() != kind {
@@ -1435,7 +1606,12 @@ impl<'a> Elab<'a> {
             match v {
                 Value::Int(n) if (lo..=hi).contains(n) => Some(*n),
                 Value::Int(n) => {
-                    this.err("weft::out_of_range", format!("`{n}` is out of range for `{name}`"), span, format!("{what}: {lo}..={hi}"));
+                    this.err(
+                        "weft::out_of_range",
+                        format!("`{n}` is out of range for `{name}`"),
+                        span,
+                        format!("{what}: {lo}..={hi}"),
+                    );
                     None
                 }
                 other => {
@@ -1460,7 +1636,12 @@ impl<'a> Elab<'a> {
             ("width", _) => match &v {
                 Value::Width(w) => match Width::from_lanes(u64::from(*w)) {
                     Some(wd) => spec.caps.width = wd,
-                    None => self.err("weft::bad_width", format!("`{w}x` is not a link width"), span, "expected 1x, 2x, 4x, 8x or 12x"),
+                    None => self.err(
+                        "weft::bad_width",
+                        format!("`{w}x` is not a link width"),
+                        span,
+                        "expected 1x, 2x, 4x, 8x or 12x",
+                    ),
                 },
                 other => self.type_err("a width such as `4x`", other, span),
             },
@@ -1469,7 +1650,13 @@ impl<'a> Elab<'a> {
                     if [1, 2, 4, 8, 15].contains(&n) {
                         spec.caps.vl_cap = n as u8;
                     } else {
-                        self.err_help("weft::bad_vlcap", format!("`{n}` is not a VLCap"), span, "not 1, 2, 4, 8 or 15", "VLCap is 1, 2, 4, 8 or 15 data VLs");
+                        self.err_help(
+                            "weft::bad_vlcap",
+                            format!("`{n}` is not a VLCap"),
+                            span,
+                            "not 1, 2, 4, 8 or 15",
+                            "VLCap is 1, 2, 4, 8 or 15 data VLs",
+                        );
                     }
                 }
             }
@@ -1477,7 +1664,13 @@ impl<'a> Elab<'a> {
                 if let Some(n) = int(self, &v, 0, i64::MAX, "an MTU in bytes") {
                     match Mtu::from_bytes(n as u64) {
                         Some(m) => spec.caps.mtu = m,
-                        None => self.err_help("weft::bad_mtu", format!("`{n}` is not an InfiniBand MTU"), span, "not an MTU", "MTUs are 256, 512, 1024, 2048 or 4096 bytes"),
+                        None => self.err_help(
+                            "weft::bad_mtu",
+                            format!("`{n}` is not an InfiniBand MTU"),
+                            span,
+                            "not an MTU",
+                            "MTUs are 256, 512, 1024, 2048 or 4096 bytes",
+                        ),
                     }
                 }
             }
@@ -1502,7 +1695,13 @@ impl<'a> Elab<'a> {
                 }
             }
             ("lid", AttrContext::Node) => {
-                if let Some(n) = int(self, &v, 1, i64::from(weft_fabric::MAX_UNICAST_LID), "a unicast LID") {
+                if let Some(n) = int(
+                    self,
+                    &v,
+                    1,
+                    i64::from(weft_fabric::MAX_UNICAST_LID),
+                    "a unicast LID",
+                ) {
                     spec.lid = Some(Lid(n as u16));
                 }
             }
@@ -1552,7 +1751,11 @@ impl<'a> Elab<'a> {
         if let Some((_, v)) = self.env.iter().rev().find(|(n, _)| &**n == name) {
             return Some(v.clone());
         }
-        if let Some(g) = self.modules.get(self.cur_module()).and_then(|m| m.globals.get(name)) {
+        if let Some(g) = self
+            .modules
+            .get(self.cur_module())
+            .and_then(|m| m.globals.get(name))
+        {
             return Some(match g {
                 Global::Model(m) => Value::Model(Rc::clone(m)),
                 Global::Template(t) => Value::Template(Rc::clone(t)),
@@ -1580,7 +1783,13 @@ impl<'a> Elab<'a> {
         } else {
             "names are `let` bindings, loop variables, template parameters, models, templates, nodes and node arrays".into()
         };
-        self.err_help("weft::unknown_name", format!("cannot find `{name}`"), span, "not found in this scope", help);
+        self.err_help(
+            "weft::unknown_name",
+            format!("cannot find `{name}`"),
+            span,
+            "not found in this scope",
+            help,
+        );
     }
 
     /// Evaluates an attribute value: an unbound name is a word (`EDR`, `fat_tree`).
@@ -1606,23 +1815,18 @@ impl<'a> Elab<'a> {
         }
     }
 
-    fn eval_int(&mut self, e: &Expr) -> R<i64> {
-        match self.eval(e)? {
-            Value::Int(i) => Ok(i),
-            other => {
-                self.type_err("an integer", &other, e.span);
-                Err(())
-            }
-        }
-    }
-
     fn as_node(&mut self, v: Value, span: Span) -> R<NodeId> {
         match v {
             Value::Node(n) => Ok(n),
             Value::Str(s) => match self.builder.fabric().find(&s) {
                 Some(n) => Ok(n),
                 None => {
-                    self.err("weft::unknown_node", format!("there is no node named `{s}`"), span, "unknown node");
+                    self.err(
+                        "weft::unknown_node",
+                        format!("there is no node named `{s}`"),
+                        span,
+                        "unknown node",
+                    );
                     Err(())
                 }
             },
@@ -1665,7 +1869,10 @@ impl<'a> Elab<'a> {
             ExprKind::Unary(op, x) => {
                 let v = self.eval(x)?;
                 match (op, v) {
-                    (UnOp::Neg, Value::Int(i)) => i.checked_neg().map(Value::Int).ok_or_else(|| self.overflow(e.span)),
+                    (UnOp::Neg, Value::Int(i)) => i
+                        .checked_neg()
+                        .map(Value::Int)
+                        .ok_or_else(|| self.overflow(e.span)),
                     (UnOp::Not, Value::Bool(b)) => Ok(Value::Bool(!b)),
                     (UnOp::Neg, other) => {
                         self.type_err("an integer", &other, x.span);
@@ -1685,7 +1892,12 @@ impl<'a> Elab<'a> {
     }
 
     fn overflow(&mut self, span: Span) {
-        self.err("weft::overflow", "integer overflow", span, "result does not fit in 64 bits");
+        self.err(
+            "weft::overflow",
+            "integer overflow",
+            span,
+            "result does not fit in 64 bits",
+        );
     }
 
     fn binary(&mut self, op: BinOp, a: &Expr, b: &Expr, span: Span) -> R<Value> {
@@ -1704,13 +1916,20 @@ impl<'a> Elab<'a> {
             (BinOp::Sub, Int(x), Int(y)) => x.checked_sub(*y).map(Int),
             (BinOp::Mul, Int(x), Int(y)) => x.checked_mul(*y).map(Int),
             (BinOp::Div | BinOp::Rem, Int(_), Int(0)) => {
-                self.err("weft::division_by_zero", "division by zero", b.span, "this is zero");
+                self.err(
+                    "weft::division_by_zero",
+                    "division by zero",
+                    b.span,
+                    "this is zero",
+                );
                 return Err(());
             }
             (BinOp::Div, Int(x), Int(y)) => x.checked_div(*y).map(Int),
             (BinOp::Rem, Int(x), Int(y)) => x.checked_rem(*y).map(Int),
             (BinOp::Add, Str(x), Str(y)) => Some(Str(Rc::from(format!("{x}{y}").as_str()))),
-            (BinOp::Add, List(x), List(y)) => Some(List(Rc::new(x.iter().chain(y.iter()).cloned().collect()))),
+            (BinOp::Add, List(x), List(y)) => {
+                Some(List(Rc::new(x.iter().chain(y.iter()).cloned().collect())))
+            }
             (BinOp::Range, Int(x), Int(y)) => Some(Range(*x, *y)),
             (BinOp::RangeIncl, Int(x), Int(y)) => y.checked_add(1).map(|y1| Range(*x, y1)),
             (BinOp::Range | BinOp::RangeIncl, Node(x), Node(y)) => {
@@ -1725,7 +1944,12 @@ impl<'a> Elab<'a> {
             _ => {
                 self.err(
                     "weft::type_mismatch",
-                    format!("`{}` does not apply to {} and {}", op.as_str(), l.type_name(), r.type_name()),
+                    format!(
+                        "`{}` does not apply to {} and {}",
+                        op.as_str(),
+                        l.type_name(),
+                        r.type_name()
+                    ),
                     span,
                     format!("{} {} {}", l.type_name(), op.as_str(), r.type_name()),
                 );
@@ -1746,11 +1970,23 @@ impl<'a> Elab<'a> {
         };
         let ((pa, da), (pb, db)) = (split(&an), split(&bn));
         let (Ok(x), Ok(y)) = (da.parse::<i64>(), db.parse::<i64>()) else {
-            self.err_help("weft::bad_node_range", format!("`{an}..{bn}` is not a node range"), span, "names without a number", "a node range joins names like `cn001..cn128`");
+            self.err_help(
+                "weft::bad_node_range",
+                format!("`{an}..{bn}` is not a node range"),
+                span,
+                "names without a number",
+                "a node range joins names like `cn001..cn128`",
+            );
             return Err(());
         };
         if pa != pb {
-            self.err_help("weft::bad_node_range", format!("`{an}` and `{bn}` do not share a prefix"), span, "different prefixes", "a node range joins names like `cn001..cn128`");
+            self.err_help(
+                "weft::bad_node_range",
+                format!("`{an}` and `{bn}` do not share a prefix"),
+                span,
+                "different prefixes",
+                "a node range joins names like `cn001..cn128`",
+            );
             return Err(());
         }
         let end = if incl { y } else { y - 1 };
@@ -1760,7 +1996,12 @@ impl<'a> Elab<'a> {
             match self.builder.fabric().find(&name) {
                 Some(n) => out.push(Value::Node(n)),
                 None => {
-                    self.err("weft::unknown_node", format!("the range `{an}..{bn}` includes `{name}`, which does not exist"), span, "gap in the range");
+                    self.err(
+                        "weft::unknown_node",
+                        format!("the range `{an}..{bn}` includes `{name}`, which does not exist"),
+                        span,
+                        "gap in the range",
+                    );
                     return Err(());
                 }
             }
@@ -1772,20 +2013,34 @@ impl<'a> Elab<'a> {
         let b = self.eval(base)?;
         let i = self.eval(idx)?;
         match (&b, &i) {
-            (Value::List(l), Value::Int(k)) => match usize::try_from(*k).ok().and_then(|k| l.get(k)) {
-                Some(v) => Ok(v.clone()),
-                None => {
-                    self.err("weft::index_out_of_range", format!("index {k} is out of range for a list of {}", l.len()), idx.span, format!("valid indices are 0..{}", l.len()));
-                    Err(())
+            (Value::List(l), Value::Int(k)) => {
+                match usize::try_from(*k).ok().and_then(|k| l.get(k)) {
+                    Some(v) => Ok(v.clone()),
+                    None => {
+                        self.err(
+                            "weft::index_out_of_range",
+                            format!("index {k} is out of range for a list of {}", l.len()),
+                            idx.span,
+                            format!("valid indices are 0..{}", l.len()),
+                        );
+                        Err(())
+                    }
                 }
-            },
+            }
             (Value::List(l), Value::Range(x, y)) => {
                 let (x, y) = ((*x).max(0) as usize, (*y).max(0) as usize);
                 if x > y || y > l.len() {
-                    self.err("weft::index_out_of_range", format!("slice {x}..{y} is out of range for a list of {}", l.len()), idx.span, "out of range");
+                    self.err(
+                        "weft::index_out_of_range",
+                        format!("slice {x}..{y} is out of range for a list of {}", l.len()),
+                        idx.span,
+                        "out of range",
+                    );
                     return Err(());
                 }
-                Ok(Value::List(Rc::new(l.get(x..y).map(<[Value]>::to_vec).unwrap_or_default())))
+                Ok(Value::List(Rc::new(
+                    l.get(x..y).map(<[Value]>::to_vec).unwrap_or_default(),
+                )))
             }
             (Value::Array(arr), Value::Int(k)) => match arr.get(*k) {
                 Some(n) => Ok(Value::Node(n)),
@@ -1802,7 +2057,12 @@ impl<'a> Elab<'a> {
             },
             (Value::Ports(n), Value::Int(k)) => Ok(Value::Port(*n, *k)),
             (Value::Template(_), _) => {
-                self.err("weft::type_mismatch", "a template cannot be indexed", span, "template");
+                self.err(
+                    "weft::type_mismatch",
+                    "a template cannot be indexed",
+                    span,
+                    "template",
+                );
                 Err(())
             }
             _ => {
@@ -1825,17 +2085,32 @@ impl<'a> Elab<'a> {
         };
         let v = match (&b, f.name.as_str()) {
             (Value::Node(n), "p") => Some(Value::Ports(*n)),
-            (Value::Node(n), "name") => Some(Value::Str(Rc::from(self.builder.fabric().node(*n).name()))),
-            (Value::Node(n), "ports") => Some(Value::Int(i64::from(self.builder.fabric().node(*n).spec.port_count))),
-            (Value::Node(n), "level") => Some(Value::Int(self.builder.fabric().node(*n).spec.level.map_or(0, i64::from))),
-            (Value::Node(n), "guid") => Some(Value::Int(self.builder.fabric().node(*n).guid().0 as i64)),
+            (Value::Node(n), "name") => {
+                Some(Value::Str(Rc::from(self.builder.fabric().node(*n).name())))
+            }
+            (Value::Node(n), "ports") => Some(Value::Int(i64::from(
+                self.builder.fabric().node(*n).spec.port_count,
+            ))),
+            (Value::Node(n), "level") => Some(Value::Int(
+                self.builder
+                    .fabric()
+                    .node(*n)
+                    .spec
+                    .level
+                    .map_or(0, i64::from),
+            )),
+            (Value::Node(n), "guid") => {
+                Some(Value::Int(self.builder.fabric().node(*n).guid().0 as i64))
+            }
             (Value::Model(m), "name") => Some(Value::Str(Rc::from(m.name.as_str()))),
             (Value::Model(m), "ports") => Some(Value::Int(i64::from(m.spec.port_count))),
             (Value::Model(m), "vlcap") => Some(Value::Int(i64::from(m.spec.caps.vl_cap))),
             (Value::Model(m), "mtu") => Some(Value::Int(i64::from(m.spec.caps.mtu.bytes()))),
             (Value::Model(m), "speed") => Some(Value::Symbol(Rc::from(m.spec.caps.speed.as_str()))),
             (Value::Model(m), "width") => Some(Value::Width(m.spec.caps.width.lanes())),
-            (Value::Model(m), "linear_fdb_cap") => Some(Value::Int(i64::from(m.spec.linear_fdb_cap))),
+            (Value::Model(m), "linear_fdb_cap") => {
+                Some(Value::Int(i64::from(m.spec.linear_fdb_cap)))
+            }
             (Value::Array(a), "len") => Some(Value::Int(a.ids.len() as i64)),
             _ => None,
         };
@@ -1869,13 +2144,23 @@ impl<'a> Elab<'a> {
                     Err(())
                 }
                 other => {
-                    self.err("weft::not_callable", format!("`{}` is a {}, not a function", name.name, other.type_name()), name.span, "cannot be called");
+                    self.err(
+                        "weft::not_callable",
+                        format!("`{}` is a {}, not a function", name.name, other.type_name()),
+                        name.span,
+                        "cannot be called",
+                    );
                     Err(())
                 }
             };
         }
         if let Some(a) = args.iter().find_map(|a| a.name.as_ref()) {
-            self.err("weft::named_argument", format!("`{}` takes positional arguments", name.name), a.span, "named argument");
+            self.err(
+                "weft::named_argument",
+                format!("`{}` takes positional arguments", name.name),
+                a.span,
+                "named argument",
+            );
             return Err(());
         }
         let mut vals = Vec::with_capacity(args.len());
@@ -1886,14 +2171,28 @@ impl<'a> Elab<'a> {
             if vals.len() == n {
                 Ok(())
             } else {
-                this.err("weft::bad_arguments", format!("`{}` takes {n} argument(s), found {}", name.name, vals.len()), span, "wrong number of arguments");
+                this.err(
+                    "weft::bad_arguments",
+                    format!(
+                        "`{}` takes {n} argument(s), found {}",
+                        name.name,
+                        vals.len()
+                    ),
+                    span,
+                    "wrong number of arguments",
+                );
                 Err(())
             }
         };
         match name.name.as_str() {
             "format" => {
                 let Some((Value::Str(f), _)) = vals.first() else {
-                    self.err("weft::bad_arguments", "`format` takes a format string first", span, "expected `format(\"…\", …)`");
+                    self.err(
+                        "weft::bad_arguments",
+                        "`format` takes a format string first",
+                        span,
+                        "expected `format(\"…\", …)`",
+                    );
                     return Err(());
                 };
                 let f = Rc::clone(f);
@@ -1953,14 +2252,23 @@ impl<'a> Elab<'a> {
                         self.type_err("a list of integers", v, vals[0].1);
                         return Err(());
                     };
-                    acc = if name.name == "prod" { acc.checked_mul(*x) } else { acc.checked_add(*x) }
-                        .ok_or_else(|| self.overflow(span))?;
+                    acc = if name.name == "prod" {
+                        acc.checked_mul(*x)
+                    } else {
+                        acc.checked_add(*x)
+                    }
+                    .ok_or_else(|| self.overflow(span))?;
                 }
                 Ok(Value::Int(acc))
             }
             "min" | "max" => {
                 if vals.is_empty() {
-                    self.err("weft::bad_arguments", format!("`{}` needs at least one argument", name.name), span, "no arguments");
+                    self.err(
+                        "weft::bad_arguments",
+                        format!("`{}` needs at least one argument", name.name),
+                        span,
+                        "no arguments",
+                    );
                     return Err(());
                 }
                 let mut best: Option<i64> = None;
@@ -1980,10 +2288,19 @@ impl<'a> Elab<'a> {
             "pow" => {
                 arity(self, 2)?;
                 let (Value::Int(b), Value::Int(x)) = (&vals[0].0, &vals[1].0) else {
-                    self.err("weft::type_mismatch", "`pow` takes two integers", span, "expected integers");
+                    self.err(
+                        "weft::type_mismatch",
+                        "`pow` takes two integers",
+                        span,
+                        "expected integers",
+                    );
                     return Err(());
                 };
-                u32::try_from(*x).ok().and_then(|x| b.checked_pow(x)).map(Value::Int).ok_or_else(|| self.overflow(span))
+                u32::try_from(*x)
+                    .ok()
+                    .and_then(|x| b.checked_pow(x))
+                    .map(Value::Int)
+                    .ok_or_else(|| self.overflow(span))
             }
             "repeat" => {
                 arity(self, 2)?;
@@ -1992,13 +2309,24 @@ impl<'a> Elab<'a> {
                     return Err(());
                 };
                 if !(0..=1_000_000).contains(&n) {
-                    self.err("weft::out_of_range", format!("cannot repeat {n} times"), vals[1].1, "0..=1000000");
+                    self.err(
+                        "weft::out_of_range",
+                        format!("cannot repeat {n} times"),
+                        vals[1].1,
+                        "0..=1000000",
+                    );
                     return Err(());
                 }
                 Ok(Value::List(Rc::new(vec![vals[0].0.clone(); n as usize])))
             }
             "import" => {
-                self.err_help("weft::misplaced_import", "`import` is only allowed as `topology = import(\"file\")`", span, "not here", "write `topology = import(\"fabric.ibnetdiscover\")` in the fabric block");
+                self.err_help(
+                    "weft::misplaced_import",
+                    "`import` is only allowed as `topology = import(\"file\")`",
+                    span,
+                    "not here",
+                    "write `topology = import(\"fabric.ibnetdiscover\")` in the fabric block",
+                );
                 Err(())
             }
             other => {
@@ -2018,7 +2346,9 @@ fn values_eq(a: &Value, b: &Value) -> bool {
         (Value::Node(x), Value::Node(y)) => x == y,
         (Value::Port(a, p), Value::Port(b, q)) => a == b && p == q,
         (Value::Range(a, b), Value::Range(c, d)) => a == c && b == d,
-        (Value::List(x), Value::List(y)) => x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| values_eq(p, q)),
+        (Value::List(x), Value::List(y)) => {
+            x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| values_eq(p, q))
+        }
         (Value::Model(x), Value::Model(y)) => Rc::ptr_eq(x, y),
         _ => false,
     }
@@ -2067,8 +2397,29 @@ fn stmt_span(s: &Stmt) -> Span {
 const FABRIC_ATTRS: &[&str] = &["guid_base"];
 const SECTIONS: &[&str] = &["vls", "routing", "qos", "tenant"];
 const ROUTING_ATTRS: &[&str] = &["engine", "switch_to_switch", "lmc", "roots", "seed"];
-const MODEL_ATTRS: &[&str] = &["ports", "speed", "width", "vlcap", "mtu", "linear_fdb_cap", "vendor", "device"];
+const MODEL_ATTRS: &[&str] = &[
+    "ports",
+    "speed",
+    "width",
+    "vlcap",
+    "mtu",
+    "linear_fdb_cap",
+    "vendor",
+    "device",
+];
 const NODE_ATTRS: &[&str] = &[
-    "ports", "speed", "width", "vlcap", "mtu", "linear_fdb_cap", "vendor", "device", "level", "lid",
-    "guid", "system_guid", "port_guids", "name",
+    "ports",
+    "speed",
+    "width",
+    "vlcap",
+    "mtu",
+    "linear_fdb_cap",
+    "vendor",
+    "device",
+    "level",
+    "lid",
+    "guid",
+    "system_guid",
+    "port_guids",
+    "name",
 ];

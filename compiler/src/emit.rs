@@ -59,7 +59,11 @@ pub fn fabric_to_weft(fabric: &Fabric, lids: Option<&LidAssignment>, origin: &st
         }
         let lid = lids.and_then(|l| {
             let ports = l.base.get(&id)?;
-            let key = if n.is_switch() { PortNum(0) } else { PortNum(1) };
+            let key = if n.is_switch() {
+                PortNum(0)
+            } else {
+                PortNum(1)
+            };
             ports.get(&key).copied()
         });
         if let Some(lid) = lid.filter(|l| l.0 != 0) {
@@ -106,15 +110,18 @@ pub fn fabric_to_weft(fabric: &Fabric, lids: Option<&LidAssignment>, origin: &st
         .links()
         .iter()
         .filter(|l| {
-            l.state == LinkState::Down
-                && !fabric.node(l.a.node).down
-                && !fabric.node(l.b.node).down
+            l.state == LinkState::Down && !fabric.node(l.a.node).down && !fabric.node(l.b.node).down
         })
         .collect();
     if !down_nodes.is_empty() || !down_links.is_empty() {
         let _ = writeln!(out, "\n    faults {{");
         for n in down_nodes {
-            let _ = writeln!(out, "        {} {} down", n.kind().keyword(), reference(n.name()));
+            let _ = writeln!(
+                out,
+                "        {} {} down",
+                n.kind().keyword(),
+                reference(n.name())
+            );
         }
         for l in down_links {
             let _ = writeln!(

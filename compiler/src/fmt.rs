@@ -69,7 +69,10 @@ fn lex(text: &str) -> Vec<Tok<'_>> {
                 .iter()
                 .chain(PUNCT2)
                 .find(|p| rest.starts_with(**p))
-                .map_or_else(|| rest.chars().next().map_or(1, char::len_utf8), |p| p.len());
+                .map_or_else(
+                    || rest.chars().next().map_or(1, char::len_utf8),
+                    |p| p.len(),
+                );
             i += len;
             Kind::Punct
         };
@@ -109,9 +112,8 @@ fn format_tokens(toks: &[Tok<'_>]) -> String {
     let mut prev: Option<&Tok<'_>> = None;
     let mut prev_unary = false;
     for (idx, t) in toks.iter().enumerate() {
-        let unary = t.kind == Kind::Punct
-            && matches!(t.text, "-" | "!")
-            && !prev.is_some_and(is_value_end);
+        let unary =
+            t.kind == Kind::Punct && matches!(t.text, "-" | "!") && !prev.is_some_and(is_value_end);
         let new_line = idx > 0 && t.newlines > 0;
         if new_line {
             while out.ends_with(' ') {
@@ -128,10 +130,17 @@ fn format_tokens(toks: &[Tok<'_>]) -> String {
         let popped = if closes { stack.pop() } else { None };
         if !line_has_code {
             if idx > 0 || new_line {
-                out.push_str(&"    ".repeat(stack.len()));
+                // A line starting with `else` or a binary operator continues the statement
+                // above it: one more level.
+                let continues = (t.kind == Kind::Word && t.text == "else")
+                    || (t.kind == Kind::Punct
+                        && (BINARY.contains(&t.text) || t.text == "-")
+                        && t.text != "=");
+                out.push_str(&"    ".repeat(stack.len() + usize::from(continues)));
             }
         } else if let Some(p) = prev {
-            let tight_group = popped == Some("{u") || (p.text == "{" && stack.last() == Some(&"{u"));
+            let tight_group =
+                popped == Some("{u") || (p.text == "{" && stack.last() == Some(&"{u"));
             if !tight_group && space_between(p, prev_unary, t, &stack) {
                 out.push(' ');
             }

@@ -6,10 +6,10 @@
 
 pub mod check;
 pub mod diagnostic;
-pub mod emit;
 mod elaborate;
-mod import;
+pub mod emit;
 pub mod fmt;
+mod import;
 mod stdlib;
 pub mod syntax;
 mod value;

@@ -14,8 +14,6 @@ pub(crate) struct ModelDef {
     pub kind: NodeKind,
     /// Defaults for nodes declared with it (name and GUID unset).
     pub spec: NodeSpec,
-    /// Whether `ports` was given.
-    pub has_ports: bool,
 }
 
 /// A template and the module it was defined in.
@@ -179,7 +177,9 @@ pub(crate) fn format(fmt: &str, args: &[String], ints: &[Option<i64>]) -> Result
                 }
                 .map_err(|e| e.to_string())?;
             }
-            '}' => return Err("a `}` in the format string has no `{`; write `}}` for a brace".into()),
+            '}' => {
+                return Err("a `}` in the format string has no `{`; write `}}` for a brace".into())
+            }
             _ => out.push(c),
         }
     }

@@ -11,7 +11,9 @@ struct OneFile;
 impl Host for OneFile {
     fn read(&self, path: &str) -> Result<String, String> {
         match path {
-            "lab.ibnetdiscover" => Ok("Switch\t8 \"S-1\"\n[1]\t\"H-1\"[1]\n\nCa\t1 \"H-1\"\n[1]\t\"S-1\"[1]\n".into()),
+            "lab.ibnetdiscover" => {
+                Ok("Switch\t8 \"S-1\"\n[1]\t\"H-1\"[1]\n\nCa\t1 \"H-1\"\n[1]\t\"S-1\"[1]\n".into())
+            }
             _ => Err(format!("{path}: No such file or directory (os error 2)")),
         }
     }
@@ -46,33 +48,78 @@ fn small(body: &str) -> String {
     )
 }
 
-case!(syntax_arrow, small("        link leaf[1].p[1] -> cn[1].p[1]"));
-case!(syntax_unclosed_brace, format!("{PRELUDE}fabric lab {{\n    topology {{\n        switch a : sb7800\n"));
-case!(syntax_unterminated_string, small("        hca \"cn9 : connectx5"));
+case!(
+    syntax_arrow,
+    small("        link leaf[1].p[1] -> cn[1].p[1]")
+);
+case!(
+    syntax_unclosed_brace,
+    format!("{PRELUDE}fabric lab {{\n    topology {{\n        switch a : sb7800\n")
+);
+case!(
+    syntax_unterminated_string,
+    small("        hca \"cn9 : connectx5")
+);
 case!(syntax_several_errors, small("        link leaf[1].p[1] <-> cn[1].p[1]\n        link leaf[1].p[2] <-> \n        switch x[1..=] : sb7800\n        let y = 3 +* 4"));
 case!(unknown_model, small("        switch spine : sb7801"));
 case!(missing_use, "use std::hardware::{sb7800, connectx5}\nfabric f {\n    topology = fat_tree(levels: 2, switch: sb7800, hca: connectx5)\n}\n");
-case!(unknown_module, "use std::hardwar::{sb7800}\nfabric f {\n    topology { switch s : sb7800 }\n}\n");
-case!(unknown_std_item, "use std::hardware::{sb7800, connectx9}\nfabric f {\n    topology { switch s : sb7800 }\n}\n");
-case!(port_out_of_range, small("        link leaf[1].p[37] <-> cn[1].p[1]"));
+case!(
+    unknown_module,
+    "use std::hardwar::{sb7800}\nfabric f {\n    topology { switch s : sb7800 }\n}\n"
+);
+case!(
+    unknown_std_item,
+    "use std::hardware::{sb7800, connectx9}\nfabric f {\n    topology { switch s : sb7800 }\n}\n"
+);
+case!(
+    port_out_of_range,
+    small("        link leaf[1].p[37] <-> cn[1].p[1]")
+);
 case!(port_zero, small("        link leaf[1].p[0] <-> cn[1].p[1]"));
-case!(port_wired_twice, small("        link leaf[1].p[1] <-> cn[1].p[1]\n        link leaf[1].p[1] <-> cn[2].p[1]"));
-case!(self_link, small("        link leaf[1].p[1] <-> leaf[1].p[1]"));
-case!(link_to_node_not_port, small("        link leaf[1] <-> cn[1].p[1]"));
+case!(
+    port_wired_twice,
+    small("        link leaf[1].p[1] <-> cn[1].p[1]\n        link leaf[1].p[1] <-> cn[2].p[1]")
+);
+case!(
+    self_link,
+    small("        link leaf[1].p[1] <-> leaf[1].p[1]")
+);
+case!(
+    link_to_node_not_port,
+    small("        link leaf[1] <-> cn[1].p[1]")
+);
 case!(duplicate_node_name, small("        switch leaf1 : sb7800"));
-case!(duplicate_guid, small("        switch a : sb7800 { guid = 0x10 }\n        switch b : sb7800 { guid = 0x10 }"));
-case!(array_index_out_of_range, small("        link leaf[3].p[1] <-> cn[1].p[1]"));
+case!(
+    duplicate_guid,
+    small("        switch a : sb7800 { guid = 0x10 }\n        switch b : sb7800 { guid = 0x10 }")
+);
+case!(
+    array_index_out_of_range,
+    small("        link leaf[3].p[1] <-> cn[1].p[1]")
+);
 case!(node_without_model, small("        switch bare"));
 case!(model_kind_mismatch, small("        hca h : sb7800"));
-case!(unknown_node_attribute, small("        switch s : sb7800 { levle = 2 }"));
-case!(bad_speed, small("        switch s : sb7800 { speed = EDRR }"));
+case!(
+    unknown_node_attribute,
+    small("        switch s : sb7800 { levle = 2 }")
+);
+case!(
+    bad_speed,
+    small("        switch s : sb7800 { speed = EDRR }")
+);
 case!(bad_mtu, small("        switch s : sb7800 { mtu = 4000 }"));
 case!(division_by_zero, small("        let z = 4 / (2 - 2)"));
 case!(type_mismatch, small("        let z = 4 + \"four\""));
-case!(bad_format, small("        hca (format(\"cn{:q}\", 5)) : connectx5"));
+case!(
+    bad_format,
+    small("        hca (format(\"cn{:q}\", 5)) : connectx5")
+);
 case!(template_assert, format!("{PRELUDE}fabric f {{\n    topology = fat_tree(levels: 2, radix: 35, switch: sb7800, hca: connectx5)\n}}\n"));
 case!(template_unknown_argument, format!("{PRELUDE}fabric f {{\n    topology = fat_tree(level: 2, switch: sb7800, hca: connectx5)\n}}\n"));
-case!(template_missing_argument, format!("{PRELUDE}fabric f {{\n    topology = fat_tree(levels: 2, switch: sb7800)\n}}\n"));
+case!(
+    template_missing_argument,
+    format!("{PRELUDE}fabric f {{\n    topology = fat_tree(levels: 2, switch: sb7800)\n}}\n")
+);
 case!(template_type_mismatch, format!("{PRELUDE}fabric f {{\n    topology = fat_tree(levels: \"two\", switch: sb7800, hca: connectx5)\n}}\n"));
 case!(recursive_template, "use std::hardware::{sb7800}\ntemplate loop_(n: int) {\n    loop_(n: n)\n}\nfabric f {\n    topology = loop_(n: 1)\n}\n");
 case!(no_topology, "fabric f {\n    vls { budget = 2 }\n}\n");
@@ -85,9 +132,31 @@ case!(lft_capacity_exceeded, "use std::hardware::{connectx5}\nuse std::topology:
 case!(vl_budget_exceeded, "use std::hardware::{sb7800}\nuse std::topology::fat_tree\nmodel old_hca : hca { ports = 1, vlcap = 2 }\nfabric f {\n    topology = fat_tree(levels: 2, switch: sb7800, hca: old_hca)\n    vls { budget = 4 }\n}\n");
 case!(fabric_split, small("        link leaf[1].p[1] <-> cn[1].p[1]\n        link leaf[1].p[2] <-> cn[2].p[1]\n        link leaf[2].p[1] <-> cn[3].p[1]\n        link leaf[2].p[2] <-> cn[4].p[1]"));
 case!(unconnected_nodes, small("        link leaf[1].p[1] <-> cn[1].p[1]\n        link leaf[1].p[2] <-> cn[2].p[1]\n        link leaf[1].p[3] <-> cn[3].p[1]\n        link leaf[1].p[36] <-> leaf[2].p[36]"));
-case!(fault_on_unwired_port, format!("{}    faults {{ link leaf[1].p[5] down }}\n}}\n", small("        link leaf[1].p[1] <-> cn[1].p[1]").trim_end().trim_end_matches('}')));
-case!(fault_kind_mismatch, format!("{}    faults {{ hca leaf[1] down }}\n}}\n", small("        link leaf[1].p[1] <-> cn[1].p[1]").trim_end().trim_end_matches('}')));
-case!(fault_outside_faults, small("        link leaf[1].p[1] down"));
-case!(import_missing_file, "fabric f {\n    topology = import(\"missing.ibnetdiscover\")\n}\n");
+case!(
+    fault_on_unwired_port,
+    format!(
+        "{}    faults {{ link leaf[1].p[5] down }}\n}}\n",
+        small("        link leaf[1].p[1] <-> cn[1].p[1]")
+            .trim_end()
+            .trim_end_matches('}')
+    )
+);
+case!(
+    fault_kind_mismatch,
+    format!(
+        "{}    faults {{ hca leaf[1] down }}\n}}\n",
+        small("        link leaf[1].p[1] <-> cn[1].p[1]")
+            .trim_end()
+            .trim_end_matches('}')
+    )
+);
+case!(
+    fault_outside_faults,
+    small("        link leaf[1].p[1] down")
+);
+case!(
+    import_missing_file,
+    "fabric f {\n    topology = import(\"missing.ibnetdiscover\")\n}\n"
+);
 case!(unknown_fabric_attribute, format!("{PRELUDE}fabric f {{\n    guid_bsae = 0x10\n    topology = fat_tree(levels: 2, switch: sb7800, hca: connectx5)\n}}\n"));
 case!(empty_file, "// nothing here\n");

@@ -47,10 +47,7 @@ pub fn parse(text: &str, source: SourceId) -> (File, Vec<Diagnostic>) {
     loop {
         match WeftParser::parse(Rule::file, &buf) {
             Ok(mut pairs) => {
-                let file = pairs
-                    .next()
-                    .map(|p| lower.file(p))
-                    .unwrap_or_default();
+                let file = pairs.next().map(|p| lower.file(p)).unwrap_or_default();
                 diags.append(&mut lower.diags);
                 return (file, diags);
             }
@@ -197,8 +194,21 @@ fn continues(text: &str, s: &Scan, start: usize, end: usize) -> bool {
     match last {
         Some(i) => matches!(
             text.as_bytes()[i],
-            b'=' | b',' | b'(' | b'[' | b'+' | b'-' | b'*' | b'/' | b'%' | b'<' | b'>' | b'&'
-                | b'|' | b'.' | b':' | b'!'
+            b'=' | b','
+                | b'('
+                | b'['
+                | b'+'
+                | b'-'
+                | b'*'
+                | b'/'
+                | b'%'
+                | b'<'
+                | b'>'
+                | b'&'
+                | b'|'
+                | b'.'
+                | b':'
+                | b'!'
         ),
         None => false,
     }
@@ -324,7 +334,11 @@ fn syntax_error(
     if let Some(start) = s.open_string.filter(|&o| o <= pos) {
         let end = line_end(text, start);
         let d = Diagnostic::error("weft::syntax::unterminated_string", "unterminated string")
-            .label(source, Span::new(start, end), "this string has no closing `\"`")
+            .label(
+                source,
+                Span::new(start, end),
+                "this string has no closing `\"`",
+            )
             .help("strings end on the line they start on; add the closing `\"`");
         return (d, Some((line_start(text, start), end)));
     }
@@ -332,8 +346,16 @@ fn syntax_error(
     if pos >= text.trim_end().len() {
         if let Some(&open) = s.unclosed.last() {
             let d = Diagnostic::error("weft::syntax::unclosed_brace", "unclosed `{`")
-                .label(source, Span::new(open, open + 1), "this `{` is never closed")
-                .label(source, Span::new(text.len(), text.len()), "the file ends here")
+                .label(
+                    source,
+                    Span::new(open, open + 1),
+                    "this `{` is never closed",
+                )
+                .label(
+                    source,
+                    Span::new(text.len(), text.len()),
+                    "the file ends here",
+                )
                 .help("add the matching `}`");
             return (d, None);
         }
@@ -366,10 +388,7 @@ fn syntax_error(
     } else {
         0
     };
-    let len = rest
-        .char_indices()
-        .nth(len)
-        .map_or(rest.len(), |(i, _)| i);
+    let len = rest.char_indices().nth(len).map_or(rest.len(), |(i, _)| i);
     let d = Diagnostic::error("weft::syntax", format!("unexpected {found}"))
         .label(source, Span::new(pos, pos + len), label)
         .help(help);
@@ -455,7 +474,11 @@ impl Lower {
         let sp = span(&p);
         let mut path = Vec::new();
         let mut names = Vec::new();
-        for q in p.into_inner().filter(not_kw).flat_map(|q| q.into_inner().filter(not_kw)) {
+        for q in p
+            .into_inner()
+            .filter(not_kw)
+            .flat_map(|q| q.into_inner().filter(not_kw))
+        {
             match q.as_rule() {
                 Rule::ident => path.push(ident(q)),
                 Rule::use_group => names.extend(q.into_inner().filter(not_kw).map(ident)),
@@ -509,7 +532,10 @@ impl Lower {
     }
 
     fn attrs(&mut self, p: Pair<'_, Rule>) -> Vec<Attr> {
-        p.into_inner().filter(not_kw).map(|a| self.attr(a)).collect()
+        p.into_inner()
+            .filter(not_kw)
+            .map(|a| self.attr(a))
+            .collect()
     }
 
     fn model(&mut self, p: Pair<'_, Rule>) -> Model {
@@ -585,12 +611,20 @@ impl Lower {
             let qsp = span(&q);
             match q.as_rule() {
                 Rule::topology_assign => {
-                    if let Some(e) = q.into_inner().filter(not_kw).find(|r| r.as_rule() == Rule::expr) {
+                    if let Some(e) = q
+                        .into_inner()
+                        .filter(not_kw)
+                        .find(|r| r.as_rule() == Rule::expr)
+                    {
                         stmts.push(FabricStmt::TopologyExpr(self.expr(e), qsp));
                     }
                 }
                 Rule::topology_block => {
-                    if let Some(b) = q.into_inner().filter(not_kw).find(|r| r.as_rule() == Rule::block) {
+                    if let Some(b) = q
+                        .into_inner()
+                        .filter(not_kw)
+                        .find(|r| r.as_rule() == Rule::block)
+                    {
                         stmts.push(FabricStmt::TopologyBlock(self.block(b), qsp));
                     }
                 }
@@ -648,7 +682,11 @@ impl Lower {
 
     fn block(&mut self, p: Pair<'_, Rule>) -> Block {
         let sp = span(&p);
-        let stmts = p.into_inner().filter(not_kw).filter_map(|q| self.stmt(q)).collect();
+        let stmts = p
+            .into_inner()
+            .filter(not_kw)
+            .filter_map(|q| self.stmt(q))
+            .collect();
         Block { stmts, span: sp }
     }
 
@@ -710,7 +748,8 @@ impl Lower {
             }
             Rule::link_fault => {
                 let mut ends = p
-                    .into_inner().filter(not_kw)
+                    .into_inner()
+                    .filter(not_kw)
                     .filter(|q| q.as_rule() == Rule::expr)
                     .map(|q| self.expr(q))
                     .collect::<Vec<_>>()
@@ -804,9 +843,12 @@ impl Lower {
                                 let r = it.next().map(|e| self.expr(e)).unwrap_or_else(|| bad(sp));
                                 DeclName::Array(id, r)
                             }
-                            Rule::decl_single => {
-                                DeclName::Single(d.into_inner().filter(not_kw).next().map_or(missing(sp), ident))
-                            }
+                            Rule::decl_single => DeclName::Single(
+                                d.into_inner()
+                                    .filter(not_kw)
+                                    .next()
+                                    .map_or(missing(sp), ident),
+                            ),
                             Rule::string => DeclName::Computed(self.string(d)),
                             _ => DeclName::Computed(self.primary(d)),
                         };
@@ -880,14 +922,19 @@ impl Lower {
             let kind = match q.as_rule() {
                 Rule::index => {
                     let i = q
-                        .into_inner().filter(not_kw)
+                        .into_inner()
+                        .filter(not_kw)
                         .next()
                         .map(|x| self.expr(x))
                         .unwrap_or_else(|| bad(sp));
                     ExprKind::Index(Box::new(e), Box::new(i))
                 }
                 _ => {
-                    let f = q.into_inner().filter(not_kw).next().map_or(missing(sp), ident);
+                    let f = q
+                        .into_inner()
+                        .filter(not_kw)
+                        .next()
+                        .map_or(missing(sp), ident);
                     ExprKind::Field(Box::new(e), f)
                 }
             };
@@ -952,12 +999,18 @@ impl Lower {
             Rule::call => return self.call(p),
             Rule::paren => {
                 return p
-                    .into_inner().filter(not_kw)
+                    .into_inner()
+                    .filter(not_kw)
                     .next()
                     .map(|e| self.expr(e))
                     .unwrap_or_else(|| bad(sp))
             }
-            Rule::list => ExprKind::List(p.into_inner().filter(not_kw).map(|e| self.expr(e)).collect()),
+            Rule::list => ExprKind::List(
+                p.into_inner()
+                    .filter(not_kw)
+                    .map(|e| self.expr(e))
+                    .collect(),
+            ),
             Rule::if_expr => {
                 let mut parts = p.into_inner().filter(not_kw);
                 let mut next = |l: &mut Lower| {
@@ -980,12 +1033,9 @@ impl Lower {
             Rule::string => return self.string(p),
             Rule::boolean => ExprKind::Bool(p.as_str() == "true"),
             Rule::ident => ExprKind::Ident(p.as_str().to_owned()),
-            Rule::width => ExprKind::Width(
-                p.as_str()
-                    .trim_end_matches('x')
-                    .parse()
-                    .unwrap_or(u32::MAX),
-            ),
+            Rule::width => {
+                ExprKind::Width(p.as_str().trim_end_matches('x').parse().unwrap_or(u32::MAX))
+            }
             Rule::hex | Rule::int => {
                 let text = p.as_str().replace('_', "");
                 let parsed = match text.strip_prefix("0x") {
