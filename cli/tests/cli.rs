@@ -1,0 +1,125 @@
+//! The `weft` binary end to end: every example checks clean, output formats and exit codes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn weft(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args(args)
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run weft: {e}"))
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn examples() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(root().join("examples"))
+        .unwrap_or_else(|e| panic!("examples/: {e}"))
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".weft"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn every_example_checks_clean() {
+    let names = examples();
+    assert!(names.len() >= 8, "expected the examples of the foundation issue, found {names:?}");
+    let mut summaries = String::new();
+    for name in names {
+        let path = format!("examples/{name}");
+        let out = weft(&["check", &path]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{path}: {}{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+        assert_eq!(text(&out.stderr), "", "{path} has warnings");
+        summaries += &format!("$ weft check {path}\n{}\n", text(&out.stdout));
+    }
+    insta::assert_snapshot!("example_summaries", summaries);
+}
+
+#[test]
+fn check_json() {
+    let out = weft(&["check", "--format", "json", "examples/lab-16.weft"]);
+    assert_eq!(out.status.code(), Some(0));
+    insta::assert_snapshot!("check_json_lab16", text(&out.stdout));
+}
+
+fn bad_file(dir: &Path) -> PathBuf {
+    let p = dir.join("bad.weft");
+    std::fs::write(
+        &p,
+        "use std::hardware::{sb7800, connectx5}\nfabric bad {\n    topology {\n        switch s : sb7800\n        hca h[1..=2] : connectx5\n        link s.p[1] <-> h[1].p[1]\n        link s.p[1] <-> h[2].p[1]\n        link s.p[40] <-> h[2].p[1]\n    }\n}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    p
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("weft-cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{e}"));
+    d
+}
+
+#[test]
+fn findings_exit_1_with_every_error() {
+    let dir = temp_dir("bad");
+    let p = bad_file(&dir);
+    let out = weft(&["check", p.to_str().unwrap_or_default()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stdout), "");
+    let err = text(&out.stderr).replace(&dir.display().to_string(), "<tmp>");
+    assert!(err.contains("weft::port_wired_twice") && err.contains("weft::port_out_of_range"));
+    insta::assert_snapshot!("check_bad_human", err);
+
+    let json = weft(&["check", "--format", "json", p.to_str().unwrap_or_default()]);
+    assert_eq!(json.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap_or_default();
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["diagnostics"].as_array().map(Vec::len), Some(2));
+    assert_eq!(v["diagnostics"][0]["line"], 7);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn unreadable_input_exits_2() {
+    let out = weft(&["check", "examples/does-not-exist.weft"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).starts_with("error: cannot read `examples/does-not-exist.weft`"));
+}
+
+#[test]
+fn fmt_check_and_write() {
+    for name in examples() {
+        let out = weft(&["fmt", "--check", &format!("examples/{name}")]);
+        assert_eq!(out.status.code(), Some(0), "{name} is not formatted");
+    }
+    let dir = temp_dir("fmt");
+    let p = dir.join("messy.weft");
+    std::fs::write(&p, "use std::hardware::{sb7800}\nfabric  f{topology{switch s:sb7800}}\n").unwrap_or_else(|e| panic!("{e}"));
+    let path = p.to_str().unwrap_or_default();
+    assert_eq!(weft(&["fmt", "--check", path]).status.code(), Some(1));
+    assert_eq!(weft(&["fmt", "--write", path]).status.code(), Some(0));
+    let formatted = std::fs::read_to_string(&p).unwrap_or_default();
+    assert_eq!(formatted, "use std::hardware::{sb7800}\nfabric f { topology { switch s : sb7800 } }\n");
+    assert_eq!(weft(&["fmt", "--check", path]).status.code(), Some(0));
+    // A file with syntax errors is refused and left alone.
+    std::fs::write(&p, "fabric f { topology { switch s : } }\n").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(weft(&["fmt", "--write", path]).status.code(), Some(1));
+    assert_eq!(std::fs::read_to_string(&p).unwrap_or_default(), "fabric f { topology { switch s : } }\n");
+    let _ = std::fs::remove_dir_all(dir);
+}
