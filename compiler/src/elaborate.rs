@@ -18,8 +18,12 @@ use weft_fabric::{
     Width,
 };
 
-/// Statements one program may execute: far above any real fabric, low enough to stop fast.
-const STEP_LIMIT: u64 = 50_000_000;
+/// Statements one program may execute by default: far above any real fabric (the 45 056-host
+/// example takes about 1.2 million), low enough to stop a runaway loop within seconds.
+pub const STEP_LIMIT: u64 = 50_000_000;
+
+/// Nodes one fabric may declare: more than the unicast LID space can address.
+pub const NODE_LIMIT: usize = 1 << 17;
 
 /// Default base of generated GUIDs (NVIDIA's OUI in the top bytes).
 pub const DEFAULT_GUID_BASE: u64 = 0x0002_c900_0000_0000;
@@ -85,6 +89,7 @@ pub(crate) struct Elab<'a> {
     steps: u64,
     guid_next: u64,
     in_faults: bool,
+    step_limit: u64,
 }
 
 type R<T> = Result<T, ()>;
@@ -108,7 +113,13 @@ impl<'a> Elab<'a> {
             steps: 0,
             guid_next: DEFAULT_GUID_BASE,
             in_faults: false,
+            step_limit: STEP_LIMIT,
         }
+    }
+
+    /// Lowers the statement budget (fuzzing, tests).
+    pub fn set_step_limit(&mut self, steps: u64) {
+        self.step_limit = steps;
     }
 
     // ---- diagnostics --------------------------------------------------------------------
@@ -820,7 +831,7 @@ impl<'a> Elab<'a> {
     fn block(&mut self, b: &Block) {
         let mark = self.env.len();
         for s in &b.stmts {
-            if self.steps > STEP_LIMIT {
+            if self.steps > self.step_limit {
                 break;
             }
             self.stmt(s);
@@ -830,16 +841,16 @@ impl<'a> Elab<'a> {
 
     fn tick(&mut self, span: Span) -> R<()> {
         self.steps += 1;
-        if self.steps == STEP_LIMIT + 1 {
+        if self.steps == self.step_limit + 1 {
             self.err_help(
                 "weft::evaluation_limit",
-                format!("evaluation stopped after {STEP_LIMIT} statements"),
+                format!("evaluation stopped after {} statements", self.step_limit),
                 span,
                 "still running here",
                 "a fabric description should not need this much work; check loop bounds",
             );
         }
-        if self.steps > STEP_LIMIT {
+        if self.steps > self.step_limit {
             return Err(());
         }
         Ok(())
@@ -905,7 +916,7 @@ impl<'a> Elab<'a> {
             this.env.push((Rc::clone(&name), item));
             this.for_stmt(f, depth + 1);
             this.env.pop();
-            this.steps <= STEP_LIMIT
+            this.steps <= this.step_limit
         };
         match v {
             Value::Range(a, b) => {
@@ -1232,6 +1243,16 @@ impl<'a> Elab<'a> {
                     self.type_err("an index range such as `1..=36`", &v, r.span);
                     return;
                 };
+                if b.saturating_sub(a) > NODE_LIMIT as i64 {
+                    self.err_help(
+                        "weft::too_many_nodes",
+                        format!("`{}` would declare {} nodes", id.name, b.saturating_sub(a)),
+                        r.span,
+                        "too many nodes",
+                        format!("a fabric holds at most {NODE_LIMIT} nodes (the unicast LID space is 49 151)"),
+                    );
+                    return;
+                }
                 if b <= a {
                     self.err(
                         "weft::empty_range",
@@ -1290,6 +1311,19 @@ impl<'a> Elab<'a> {
         };
         let mut ids = Vec::with_capacity(names.len());
         for (n, _) in names {
+            if self.builder.fabric().nodes().len() >= NODE_LIMIT {
+                self.err_help(
+                    "weft::too_many_nodes",
+                    format!("the fabric has more than {NODE_LIMIT} nodes"),
+                    decl_span,
+                    "too many nodes",
+                    "the unicast LID space (49 151) cannot address this many nodes",
+                );
+                return;
+            }
+            if self.tick(decl_span).is_err() {
+                return;
+            }
             let mut s = spec.clone();
             s.name = n;
             s.kind = kind;

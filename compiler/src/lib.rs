@@ -94,12 +94,33 @@ impl Compilation {
     }
 }
 
+/// Bounds on the work one compilation may do.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Statements (and node declarations) elaboration may execute.
+    pub steps: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            steps: elaborate::STEP_LIMIT,
+        }
+    }
+}
+
 /// Parses and elaborates one `.weft` file (without the fabric checks of [`check`]).
 pub fn elaborate(name: &str, text: &str, host: &dyn Host) -> Compilation {
+    elaborate_with(name, text, host, Limits::default())
+}
+
+/// [`elaborate`] with explicit limits.
+pub fn elaborate_with(name: &str, text: &str, host: &dyn Host, limits: Limits) -> Compilation {
     let mut sources = SourceMap::new();
     let main = sources.add(name, text);
     let (file, mut diagnostics) = syntax::parse(text, main);
     let mut elab = elaborate::Elab::new(host, sources, main);
+    elab.set_step_limit(limits.steps);
     elab.add_module(&file, main);
     let fabrics: Vec<_> = file
         .items
@@ -145,7 +166,12 @@ pub fn elaborate(name: &str, text: &str, host: &dyn Host) -> Compilation {
 
 /// Parses, elaborates and validates one `.weft` file: what `weft check` runs.
 pub fn check(name: &str, text: &str, host: &dyn Host) -> Compilation {
-    let mut c = elaborate(name, text, host);
+    check_with(name, text, host, Limits::default())
+}
+
+/// [`check`] with explicit limits.
+pub fn check_with(name: &str, text: &str, host: &dyn Host, limits: Limits) -> Compilation {
+    let mut c = elaborate_with(name, text, host, limits);
     if let Some(e) = &c.elaborated {
         if !c.has_errors() {
             c.diagnostics.extend(check::validate(e));

@@ -1,0 +1,64 @@
+//! Front-end speed on DESIGN.md's fabric sizes: parse + elaborate, full check, a large explicit
+//! program, and the ibnetdiscover reader.
+//!
+//! Run: `cargo bench -p weft-bench --bench frontend`.
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use std::hint::black_box;
+use weft_bench::{example, explicit_program, fabric};
+use weft_compiler::NoFiles;
+
+fn elaborate(c: &mut Criterion) {
+    let mut g = c.benchmark_group("parse+elaborate");
+    for name in [
+        "cluster-648.weft",
+        "cluster-11664.weft",
+        "cluster-45056.weft",
+    ] {
+        let text = example(name);
+        g.bench_function(name, |b| {
+            b.iter(|| weft_compiler::elaborate(name, black_box(&text), &NoFiles))
+        });
+    }
+    g.finish();
+    let mut g = c.benchmark_group("check");
+    for name in ["cluster-648.weft", "cluster-11664.weft"] {
+        let text = example(name);
+        g.bench_function(name, |b| {
+            b.iter(|| weft_compiler::check(name, black_box(&text), &NoFiles))
+        });
+    }
+    g.finish();
+}
+
+fn explicit(c: &mut Criterion) {
+    let mut g = c.benchmark_group("explicit program");
+    g.sample_size(10);
+    for name in ["cluster-11664.weft", "cluster-45056.weft"] {
+        let text = explicit_program(name);
+        let lines = text.lines().count();
+        g.bench_function(format!("{name} ({lines} lines)"), |b| {
+            b.iter(|| weft_compiler::elaborate(name, black_box(&text), &NoFiles))
+        });
+    }
+    g.finish();
+}
+
+fn ibnetdiscover(c: &mut Criterion) {
+    let mut g = c.benchmark_group("ibnetdiscover");
+    for name in ["cluster-648.weft", "cluster-11664.weft"] {
+        let f = fabric(name);
+        let text = weft_fabric::ibnetdiscover::write(&f, None).unwrap_or_else(|e| panic!("{e}"));
+        let opts = weft_fabric::ibnetdiscover::ParseOptions::default();
+        g.bench_function(format!("read {name}"), |b| {
+            b.iter(|| weft_fabric::ibnetdiscover::parse(black_box(&text), &opts))
+        });
+        g.bench_function(format!("write {name}"), |b| {
+            b.iter(|| weft_fabric::ibnetdiscover::write(black_box(&f), None))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, elaborate, explicit, ibnetdiscover);
+criterion_main!(benches);
