@@ -34,7 +34,10 @@ fn examples() -> Vec<String> {
 #[test]
 fn every_example_checks_clean() {
     let names = examples();
-    assert!(names.len() >= 8, "expected the examples of the foundation issue, found {names:?}");
+    assert!(
+        names.len() >= 8,
+        "expected the examples of the foundation issue, found {names:?}"
+    );
     let mut summaries = String::new();
     for name in names {
         let path = format!("examples/{name}");
@@ -110,16 +113,26 @@ fn fmt_check_and_write() {
     }
     let dir = temp_dir("fmt");
     let p = dir.join("messy.weft");
-    std::fs::write(&p, "use std::hardware::{sb7800}\nfabric  f{topology{switch s:sb7800}}\n").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        &p,
+        "use std::hardware::{sb7800}\nfabric  f{topology{switch s:sb7800}}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let path = p.to_str().unwrap_or_default();
     assert_eq!(weft(&["fmt", "--check", path]).status.code(), Some(1));
     assert_eq!(weft(&["fmt", "--write", path]).status.code(), Some(0));
     let formatted = std::fs::read_to_string(&p).unwrap_or_default();
-    assert_eq!(formatted, "use std::hardware::{sb7800}\nfabric f { topology { switch s : sb7800 } }\n");
+    assert_eq!(
+        formatted,
+        "use std::hardware::{sb7800}\nfabric f { topology { switch s : sb7800 } }\n"
+    );
     assert_eq!(weft(&["fmt", "--check", path]).status.code(), Some(0));
     // A file with syntax errors is refused and left alone.
     std::fs::write(&p, "fabric f { topology { switch s : } }\n").unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(weft(&["fmt", "--write", path]).status.code(), Some(1));
-    assert_eq!(std::fs::read_to_string(&p).unwrap_or_default(), "fabric f { topology { switch s : } }\n");
+    assert_eq!(
+        std::fs::read_to_string(&p).unwrap_or_default(),
+        "fabric f { topology { switch s : } }\n"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }

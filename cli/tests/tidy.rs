@@ -3,7 +3,10 @@
 use std::path::Path;
 
 fn manifest(krate: &str) -> String {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(krate).join("Cargo.toml");
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(krate)
+        .join("Cargo.toml");
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
@@ -32,19 +35,33 @@ fn deps(krate: &str) -> Vec<String> {
 
 #[test]
 fn dependency_direction() {
-    assert_eq!(deps("fabric"), Vec::<String>::new(), "the model depends on no weft crate");
+    assert_eq!(
+        deps("fabric"),
+        Vec::<String>::new(),
+        "the model depends on no weft crate"
+    );
     assert_eq!(deps("compiler"), ["weft-fabric"]);
-    assert_eq!(deps("verifier"), ["weft-fabric"], "the verifier must not depend on the compiler");
+    assert_eq!(
+        deps("verifier"),
+        ["weft-fabric"],
+        "the verifier must not depend on the compiler"
+    );
     assert_eq!(deps("deploy"), ["weft-fabric"]);
 }
 
 #[test]
 fn libraries_never_print() {
     for krate in ["fabric", "compiler", "verifier", "deploy"] {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(krate).join("src");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .join(krate)
+            .join("src");
         let mut stack = vec![dir];
         while let Some(d) = stack.pop() {
-            for e in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())).flatten() {
+            for e in std::fs::read_dir(&d)
+                .unwrap_or_else(|e| panic!("{}: {e}", d.display()))
+                .flatten()
+            {
                 let p = e.path();
                 if p.is_dir() {
                     stack.push(p);
