@@ -237,3 +237,18 @@ fn same_input_same_fabric() {
     assert!(!a.is_empty());
     assert_eq!(a, b);
 }
+
+#[test]
+fn design_sketch_compiles() {
+    // DESIGN.md's language sketch, verbatim plus a faults block: every construct parses and the
+    // fabric elaborates (sections the later passes interpret are kept as written).
+    let src = include_str!("design-sketch.weft");
+    let c = check("design.weft", src, &NoFiles);
+    assert!(c.diagnostics.is_empty(), "{:?}", c.diagnostics);
+    let e = c.elaborated.unwrap_or_else(|| panic!("no fabric"));
+    assert_eq!(e.fabric.hca_count(), 648);
+    assert_eq!(e.config.vls_budget.map(|v| v.0), Some(4));
+    assert_eq!(e.config.routing.engine.as_deref(), Some("fat_tree"));
+    let kinds: Vec<&str> = e.config.sections.iter().map(|s| s.kind.name.as_str()).collect();
+    assert_eq!(kinds, ["vls", "routing", "qos", "tenant", "tenant"]);
+}
