@@ -1588,7 +1588,10 @@ impl<'a> Elab<'a> {
                 format!("`{name}` is {}, not {}", article(actual), article(kind)),
                 n.node.span,
                 article(actual),
-                format!("write `{actual} {name} down`"),
+                format!(
+                    "write `{actual} {} down`",
+                    crate::emit::name_in_source(&name)
+                ),
             );
             return;
         }

@@ -137,6 +137,11 @@ pub fn fabric_to_weft(fabric: &Fabric, lids: Option<&LidAssignment>, origin: &st
     out
 }
 
+/// A node name as source text: bare when it is an identifier, else quoted.
+pub(crate) fn name_in_source(n: &str) -> String {
+    name(n)
+}
+
 /// A node name in a declaration.
 fn name(n: &str) -> String {
     if is_plain_ident(n) {

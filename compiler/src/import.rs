@@ -10,7 +10,11 @@ fn convert_one(d: &ibnetdiscover::IbnetDiagnostic, source: SourceId) -> Diagnost
 }
 
 fn convert(errors: &ibnetdiscover::ParseErrors, source: SourceId) -> Vec<Diagnostic> {
-    errors.diagnostics().iter().map(|d| convert_one(d, source)).collect()
+    errors
+        .diagnostics()
+        .iter()
+        .map(|d| convert_one(d, source))
+        .collect()
 }
 
 /// Reads an ibnetdiscover dump; warnings on success, every error on failure.
@@ -36,12 +40,16 @@ fn read(
         ..Default::default()
     };
     if let Some((map, map_source)) = name_map {
-        opts.name_map = ibnetdiscover::parse_node_name_map(map)
-            .map_err(|e| convert(&e, map_source))?;
+        opts.name_map =
+            ibnetdiscover::parse_node_name_map(map).map_err(|e| convert(&e, map_source))?;
     }
     match ibnetdiscover::parse(text, &opts) {
         Ok(found) => {
-            let warnings = found.warnings.iter().map(|w| convert_one(w, source)).collect();
+            let warnings = found
+                .warnings
+                .iter()
+                .map(|w| convert_one(w, source))
+                .collect();
             Ok((found.fabric, found.lids, warnings))
         }
         Err(errors) => Err(convert(&errors, source)),

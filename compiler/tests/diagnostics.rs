@@ -14,6 +14,21 @@ impl Host for OneFile {
             "lab.ibnetdiscover" => {
                 Ok("Switch\t8 \"S-1\"\n[1]\t\"H-1\"[1]\n\nCa\t1 \"H-1\"\n[1]\t\"S-1\"[1]\n".into())
             }
+            // S-1 port 2 is listed toward H-2 port 1, but H-2 says its port 1 goes to S-1 port 3;
+            // S-1 has 8 ports and lists port 9.
+            "broken.ibnetdiscover" => Ok(concat!(
+                "Switch\t8 \"S-1\"\n",
+                "[1]\t\"H-1\"[1]\n",
+                "[2]\t\"H-2\"[1]\n",
+                "[9]\t\"H-3\"[1]\n",
+                "\n",
+                "Ca\t1 \"H-1\"\n",
+                "[1]\t\"S-1\"[1]\n",
+                "\n",
+                "Ca\t1 \"H-2\"\n",
+                "[1]\t\"S-1\"[3]\n",
+            )
+            .into()),
             _ => Err(format!("{path}: No such file or directory (os error 2)")),
         }
     }
@@ -160,3 +175,8 @@ case!(
 );
 case!(unknown_fabric_attribute, format!("{PRELUDE}fabric f {{\n    guid_bsae = 0x10\n    topology = fat_tree(levels: 2, switch: sb7800, hca: connectx5)\n}}\n"));
 case!(empty_file, "// nothing here\n");
+case!(
+    import_broken_dump,
+    "fabric f {\n    topology = import(\"broken.ibnetdiscover\")\n}\n"
+);
+case!(import_then_bad_fault, "fabric f {\n    topology = import(\"lab.ibnetdiscover\")\n    faults { switch \"H-1\" down }\n}\n");

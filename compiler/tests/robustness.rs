@@ -4,12 +4,75 @@ use proptest::prelude::*;
 use weft_compiler::{check_with, Limits, NoFiles};
 
 const TOKENS: &[&str] = &[
-    "use", "std", "::", "hardware", "topology", "{", "}", "(", ")", "[", "]", "sb7800",
-    "connectx5", "fat_tree", "fabric", "f", "topology", "=", "switch", "hca", "link", "<->",
-    "down", "faults", ".p", "1", "36", "0x10", "4x", "..", "..=", "for", "i", "in", "let",
-    "if", "else", "assert", ",", ";", ":", "\"cn{:03}\"", "\"", "format", "node", "+", "-",
-    "*", "/", "%", "==", "&&", "!", "levels", "level", "\n", " ", "//c\n", "/*", "*/", "model",
-    "template", "vls", "routing", "engine", "lmc", "budget", "true", "é",
+    "use",
+    "std",
+    "::",
+    "hardware",
+    "topology",
+    "{",
+    "}",
+    "(",
+    ")",
+    "[",
+    "]",
+    "sb7800",
+    "connectx5",
+    "fat_tree",
+    "fabric",
+    "f",
+    "topology",
+    "=",
+    "switch",
+    "hca",
+    "link",
+    "<->",
+    "down",
+    "faults",
+    ".p",
+    "1",
+    "36",
+    "0x10",
+    "4x",
+    "..",
+    "..=",
+    "for",
+    "i",
+    "in",
+    "let",
+    "if",
+    "else",
+    "assert",
+    ",",
+    ";",
+    ":",
+    "\"cn{:03}\"",
+    "\"",
+    "format",
+    "node",
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+    "==",
+    "&&",
+    "!",
+    "levels",
+    "level",
+    "\n",
+    " ",
+    "//c\n",
+    "/*",
+    "*/",
+    "model",
+    "template",
+    "vls",
+    "routing",
+    "engine",
+    "lmc",
+    "budget",
+    "true",
+    "é",
 ];
 
 fn assert_well_formed(src: &str) {
@@ -64,10 +127,17 @@ proptest! {
 
 #[test]
 fn runaway_loops_stop() {
-    let src = "fabric f {\n    topology {\n        for i in 0..1000000000 { let x = i }\n    }\n}\n";
+    let src =
+        "fabric f {\n    topology {\n        for i in 0..1000000000 { let x = i }\n    }\n}\n";
     let c = check_with("p.weft", src, &NoFiles, Limits { steps: 10_000 });
-    assert!(c.diagnostics.iter().any(|d| d.code == "weft::evaluation_limit"));
+    assert!(c
+        .diagnostics
+        .iter()
+        .any(|d| d.code == "weft::evaluation_limit"));
     let huge = "use std::hardware::{sb7800}\nfabric f {\n    topology { switch s[1..=100000000] : sb7800 }\n}\n";
     let c = check_with("p.weft", huge, &NoFiles, Limits::default());
-    assert!(c.diagnostics.iter().any(|d| d.code == "weft::too_many_nodes"));
+    assert!(c
+        .diagnostics
+        .iter()
+        .any(|d| d.code == "weft::too_many_nodes"));
 }

@@ -249,6 +249,11 @@ fn design_sketch_compiles() {
     assert_eq!(e.fabric.hca_count(), 648);
     assert_eq!(e.config.vls_budget.map(|v| v.0), Some(4));
     assert_eq!(e.config.routing.engine.as_deref(), Some("fat_tree"));
-    let kinds: Vec<&str> = e.config.sections.iter().map(|s| s.kind.name.as_str()).collect();
+    let kinds: Vec<&str> = e
+        .config
+        .sections
+        .iter()
+        .map(|s| s.kind.name.as_str())
+        .collect();
     assert_eq!(kinds, ["vls", "routing", "qos", "tenant", "tenant"]);
 }
