@@ -22,4 +22,6 @@ pub use model::{
     Fabric, FabricBuilder, Link, LinkError, LinkState, Mtu, Node, NodeKind, NodeSpec, Port,
     PortCaps, PortRef, Speed, Width, MAX_UNICAST_LID,
 };
-pub use state::{FabricState, Lft, LidAssignment, Sl2VlRow, SwitchState, LFT_UNSET};
+pub use state::{
+    FabricState, Lft, LidAssignment, PathSl, PathSlEntry, Sl2VlRow, SlSet, SwitchState, LFT_UNSET,
+};
