@@ -122,7 +122,10 @@ fn reads_real_ibnetdiscover_output() {
     let ca = f.node(f.find("cn001 HCA-1").unwrap());
     assert_eq!(ca.kind(), NodeKind::Hca);
     assert_eq!(ca.guid(), Guid(0x0002_c903_00a1_b2c0));
-    assert_eq!(ca.port(PortNum(1)).unwrap().guid, Guid(0x0002_c903_00a1_b2c1));
+    assert_eq!(
+        ca.port(PortNum(1)).unwrap().guid,
+        Guid(0x0002_c903_00a1_b2c1)
+    );
     assert_eq!(ca.spec.device_id, 0x1017);
     assert_eq!(
         peer_of(&d, "cn001 HCA-1", 1),
