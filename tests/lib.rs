@@ -1,1 +1,192 @@
 //! Shared helpers of the end-to-end tests.
+//!
+//! * [`ibsim`]: run ibsim and InfiniBand tools against it.
+//! * [`assert_isomorphic`] / [`isomorphism_differences`]: compare two fabrics by node GUID, the
+//!   way a discovery sees them.
+//! * [`fat_tree_648`]: the 648-host two-level fat-tree of DESIGN.md, built directly.
+
+pub mod ibsim;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use weft_fabric::{Fabric, FabricBuilder, Guid, LinkError, LinkState, NodeKind, NodeSpec, PortRef};
+
+/// How many differences [`assert_isomorphic`] lists before it stops.
+const SHOWN: usize = 20;
+
+/// One end of a link, as discovery identifies it: node GUID and port number.
+type End = (Guid, u8);
+
+fn up_links(f: &Fabric) -> BTreeSet<(End, End)> {
+    f.links()
+        .iter()
+        .filter(|l| l.state == LinkState::Up)
+        .map(|l| {
+            let a = (f.node(l.a.node).guid(), l.a.port.0);
+            let b = (f.node(l.b.node).guid(), l.b.port.0);
+            (a.min(b), a.max(b))
+        })
+        .collect()
+}
+
+fn describe_end(f: &Fabric, end: End) -> String {
+    match f.find_guid(end.0) {
+        Some(id) => format!("`{}` ({}) port {}", f.node(id).name(), end.0, end.1),
+        None => format!("{} port {}", end.0, end.1),
+    }
+}
+
+/// Every way in which `a` and `b` differ as a discovery sees them, in a stable order: nodes
+/// matched by GUID must have the same kind, name and port count, and the up links, as unordered
+/// pairs of (node GUID, port), must be the same. Node order, link order, link direction, port
+/// GUIDs, rates and down links are not compared.
+pub fn isomorphism_differences(a: &Fabric, b: &Fabric) -> Vec<String> {
+    let mut out = Vec::new();
+    let nodes = |f: &Fabric| -> BTreeMap<Guid, (NodeKind, String, u8)> {
+        f.nodes()
+            .iter()
+            .map(|n| (n.guid(), (n.kind(), n.name().to_owned(), n.spec.port_count)))
+            .collect()
+    };
+    let (na, nb) = (nodes(a), nodes(b));
+    for (guid, (kind, name, ports)) in &na {
+        match nb.get(guid) {
+            None => out.push(format!(
+                "node {guid} (`{name}`, {kind}) only in `{}`",
+                a.name
+            )),
+            Some((kb, nameb, pb)) => {
+                if kind != kb {
+                    out.push(format!(
+                        "node {guid}: {kind} in `{}`, {kb} in `{}`",
+                        a.name, b.name
+                    ));
+                }
+                if name != nameb {
+                    out.push(format!(
+                        "node {guid}: named `{name}` in `{}`, `{nameb}` in `{}`",
+                        a.name, b.name
+                    ));
+                }
+                if ports != pb {
+                    out.push(format!(
+                        "node {guid} (`{name}`): {ports} ports in `{}`, {pb} in `{}`",
+                        a.name, b.name
+                    ));
+                }
+            }
+        }
+    }
+    for (guid, (kind, name, _)) in &nb {
+        if !na.contains_key(guid) {
+            out.push(format!(
+                "node {guid} (`{name}`, {kind}) only in `{}`",
+                b.name
+            ));
+        }
+    }
+    let (la, lb) = (up_links(a), up_links(b));
+    for (x, y) in la.difference(&lb) {
+        out.push(format!(
+            "link {} <-> {} only in `{}`",
+            describe_end(a, *x),
+            describe_end(a, *y),
+            a.name
+        ));
+    }
+    for (x, y) in lb.difference(&la) {
+        out.push(format!(
+            "link {} <-> {} only in `{}`",
+            describe_end(b, *x),
+            describe_end(b, *y),
+            b.name
+        ));
+    }
+    out
+}
+
+/// Fails, listing the first differences, unless `a` and `b` are the same fabric as a discovery
+/// sees them (see [`isomorphism_differences`]).
+#[track_caller]
+pub fn assert_isomorphic(a: &Fabric, b: &Fabric) {
+    let diffs = isomorphism_differences(a, b);
+    if diffs.is_empty() {
+        return;
+    }
+    let mut msg = format!(
+        "fabrics `{}` ({} nodes, {} links) and `{}` ({} nodes, {} links) differ in {} ways",
+        a.name,
+        a.nodes().len(),
+        a.links().len(),
+        b.name,
+        b.nodes().len(),
+        b.links().len(),
+        diffs.len()
+    );
+    if diffs.len() > SHOWN {
+        let _ = write!(msg, " (first {SHOWN} shown)");
+    }
+    msg.push(':');
+    for d in diffs.iter().take(SHOWN) {
+        let _ = write!(msg, "\n  {d}");
+    }
+    assert!(diffs.is_empty(), "{msg}");
+}
+
+/// The two-level fat-tree of DESIGN.md: 18 spines and 36 leaves of 36 ports, 648 one-port
+/// HCAs; leaf `l` port `18 + s` to spine `s` port `l`, host `n` to leaf `(n - 1) / 18 + 1` port
+/// `(n - 1) % 18 + 1`. Names `spine1`, `leaf1`, `cn001`. GUIDs are distinct, and HCA GUIDs
+/// 16 apart so that no port GUID (node GUID + port) is another node's GUID.
+pub fn fat_tree_648() -> Result<Fabric, LinkError> {
+    const SPINES: u32 = 18;
+    const LEAVES: u32 = 36;
+    const HOSTS: u32 = 648;
+    let mut b = FabricBuilder::new("fat-tree-648");
+    let switch = |name: String, guid: u64| {
+        let mut s = NodeSpec::new(name, NodeKind::Switch, Guid(guid), 36);
+        s.vendor_id = 0x2c9;
+        s.device_id = 0xcf08;
+        s
+    };
+    let spines = (1..=SPINES)
+        .map(|s| {
+            b.add_node(switch(
+                format!("spine{s}"),
+                0x7cfe_9003_0000_0000 + u64::from(s),
+            ))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let leaves = (1..=LEAVES)
+        .map(|l| {
+            b.add_node(switch(
+                format!("leaf{l}"),
+                0x7cfe_9003_0001_0000 + u64::from(l),
+            ))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    for (l, &leaf) in (1u8..).zip(&leaves) {
+        for (s, &spine) in (1u8..).zip(&spines) {
+            b.add_link(PortRef::new(leaf, 18 + s), PortRef::new(spine, l))?;
+        }
+    }
+    for n in 1..=HOSTS {
+        let mut spec = NodeSpec::new(
+            format!("cn{n:03}"),
+            NodeKind::Hca,
+            Guid(0x0002_c903_0000_0000 + u64::from(n) * 0x10),
+            1,
+        );
+        spec.vendor_id = 0x2c9;
+        spec.device_id = 0x1017;
+        let host = b.add_node(spec)?;
+        let leaf = leaves
+            .get(((n - 1) / 18) as usize)
+            .copied()
+            .ok_or(LinkError::UnknownNode(n))?;
+        b.add_link(
+            PortRef::new(host, 1),
+            PortRef::new(leaf, ((n - 1) % 18 + 1) as u8),
+        )?;
+    }
+    Ok(b.finish())
+}

@@ -1,0 +1,489 @@
+//! Running ibsim, the OFED fabric simulator, and InfiniBand tools against it.
+//!
+//! ```no_run
+//! # use std::time::Duration;
+//! # use weft_tests::ibsim::{self, Ibsim};
+//! let Some(tools) = ibsim::require("my_test", &["ibnetdiscover"]) else { return };
+//! let sim = Ibsim::start(&tools, "Switch 8 \"S1\"\n", None).unwrap();
+//! let out = sim.run("ibnetdiscover", &[], Duration::from_secs(60)).unwrap();
+//! assert!(out.status.success());
+//! // ibsim is killed and reaped when `sim` is dropped.
+//! ```
+//!
+//! How it works, and the ibsim behaviour it accounts for:
+//!
+//! * Each simulator gets its own `IBSIM_SOCKNAME` (process id and a counter), which both ibsim
+//!   and the `libumad2sim.so` preload library read, so tests can run in parallel. The sockets
+//!   are abstract (`@<name>:ctl`), so a killed simulator leaves no files behind.
+//! * ibsim runs with `-n` (no console: with a console and stdin at end of file it spins a core)
+//!   and stdin from `/dev/null`; `-N`/`-S`/`-P` are raised when a fabric needs more nodes,
+//!   switches or ports than ibsim's defaults (2048, 256, 13312).
+//! * Readiness: ibsim prints `Network simulator ready.` once the net file is loaded and its
+//!   control socket is bound; the harness waits for both (bounded), and fails at once with
+//!   ibsim's log if ibsim exits instead (it aborts on a net file it cannot load).
+//! * A client of a simulator that is not there blocks forever, so every client runs with a
+//!   timeout, its output going to files (a large `ibnetdiscover` output would fill a pipe).
+//! * The simulator is killed and reaped in `Drop`, also when a test panics.
+//!
+//! When ibsim or a tool is missing, [`require`] fails the test if the `CI` environment variable
+//! is set, and otherwise prints a loud SKIP message and returns `None`.
+
+use std::fmt;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use weft_fabric::Fabric;
+
+/// ibsim's default limits (`ibsim -h`; printed when it starts).
+const DEFAULT_NODES: usize = 2048;
+const DEFAULT_SWITCHES: usize = 256;
+const DEFAULT_PORTS: usize = 13312;
+
+/// What ibsim prints on stdout once the net file is loaded.
+const READY: &str = "Network simulator ready.";
+
+/// Where the simulator and the tools were found.
+#[derive(Clone, Debug)]
+pub struct Tools {
+    /// The `ibsim` binary.
+    pub ibsim: PathBuf,
+    /// `libumad2sim.so`, preloaded into clients.
+    pub umad2sim: PathBuf,
+    /// Client programs asked for in [`require`], by name.
+    pub programs: Vec<(String, PathBuf)>,
+}
+
+impl Tools {
+    /// Finds ibsim, libumad2sim and `programs`; the names of whatever is missing otherwise.
+    pub fn find(programs: &[&str]) -> Result<Tools, Vec<String>> {
+        let mut missing = Vec::new();
+        let ibsim = find_program("ibsim");
+        if ibsim.is_none() {
+            missing.push("ibsim (package ibsim-utils)".to_owned());
+        }
+        let umad2sim = find_umad2sim();
+        if umad2sim.is_none() {
+            missing.push("libumad2sim.so (package libumad2sim0)".to_owned());
+        }
+        let mut found = Vec::new();
+        for p in programs {
+            match find_program(p) {
+                Some(path) => found.push(((*p).to_owned(), path)),
+                None => missing.push((*p).to_owned()),
+            }
+        }
+        match (ibsim, umad2sim) {
+            (Some(ibsim), Some(umad2sim)) if missing.is_empty() => Ok(Tools {
+                ibsim,
+                umad2sim,
+                programs: found,
+            }),
+            _ => Err(missing),
+        }
+    }
+
+    fn program(&self, name: &str) -> PathBuf {
+        self.programs
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, p)| p.clone())
+            .or_else(|| find_program(name))
+            .unwrap_or_else(|| PathBuf::from(name))
+    }
+}
+
+/// The tools a test needs, or `None` (after a loud SKIP message) when they are missing and the
+/// `CI` environment variable is not set. In CI a missing tool fails the test.
+#[expect(
+    clippy::print_stderr,
+    reason = "a skipped interop test must say so where the developer sees it"
+)]
+pub fn require(test: &str, programs: &[&str]) -> Option<Tools> {
+    match Tools::find(programs) {
+        Ok(tools) => Some(tools),
+        Err(missing) => {
+            let missing = missing.join(", ");
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{test}: missing {missing}; CI must run the ibsim interop tests (.ci/run \
+                 installs them)"
+            );
+            eprintln!();
+            eprintln!("==================================================================");
+            eprintln!("SKIP {test}: missing {missing}");
+            eprintln!("     (install ibsim-utils, libumad2sim0 and infiniband-diags to run it)");
+            eprintln!("==================================================================");
+            eprintln!();
+            None
+        }
+    }
+}
+
+fn find_program(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(
+            [
+                "/usr/sbin",
+                "/sbin",
+                "/usr/bin",
+                "/usr/local/sbin",
+                "/usr/local/bin",
+            ]
+            .map(PathBuf::from),
+        )
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+fn find_umad2sim() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("WEFT_UMAD2SIM") {
+        return Some(PathBuf::from(p)).filter(|p| p.is_file());
+    }
+    let mut candidates = Vec::new();
+    for lib in ["/usr/lib", "/usr/lib64", "/usr/local/lib"] {
+        candidates.push(Path::new(lib).join("umad2sim/libumad2sim.so"));
+        // Multiarch directories such as /usr/lib/x86_64-linux-gnu.
+        if let Ok(entries) = fs::read_dir(lib) {
+            let mut dirs: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+            dirs.sort();
+            candidates.extend(dirs.iter().map(|d| d.join("umad2sim/libumad2sim.so")));
+        }
+    }
+    candidates.into_iter().find(|p| p.is_file())
+}
+
+/// Sizes ibsim must hold (its `-N`, `-S`, `-P` options).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Nodes.
+    pub nodes: usize,
+    /// Switches.
+    pub switches: usize,
+    /// Ports, a switch's port 0 included.
+    pub ports: usize,
+}
+
+impl Limits {
+    /// What `fabric` needs, with some room.
+    pub fn for_fabric(fabric: &Fabric) -> Limits {
+        let ports: usize = fabric
+            .nodes()
+            .iter()
+            .map(|n| usize::from(n.spec.port_count) + usize::from(n.is_switch()))
+            .sum();
+        Limits {
+            nodes: fabric.nodes().len() + 16,
+            switches: fabric.switch_count() + 16,
+            ports: ports + 256,
+        }
+    }
+
+    fn args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if self.nodes > DEFAULT_NODES {
+            args.extend(["-N".to_owned(), self.nodes.to_string()]);
+        }
+        if self.switches > DEFAULT_SWITCHES {
+            args.extend(["-S".to_owned(), self.switches.to_string()]);
+        }
+        if self.ports > DEFAULT_PORTS {
+            args.extend(["-P".to_owned(), self.ports.to_string()]);
+        }
+        args
+    }
+}
+
+/// Why the simulator or a client failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum IbsimError {
+    /// Files or processes could not be created.
+    Io(String, std::io::Error),
+    /// ibsim exited before it was ready (usually: it could not load the net file).
+    Exited {
+        /// How it exited.
+        status: ExitStatus,
+        /// Its stdout and stderr.
+        log: String,
+    },
+    /// ibsim did not become ready in time.
+    NotReady {
+        /// How long we waited.
+        waited: Duration,
+        /// Its stdout and stderr so far.
+        log: String,
+    },
+    /// A client did not finish in time (it was killed).
+    Timeout {
+        /// The command.
+        command: String,
+        /// The time it had.
+        after: Duration,
+        /// ibsim's log, which says why when it died.
+        log: String,
+    },
+    /// A client exited unsuccessfully.
+    Failed {
+        /// The command.
+        command: String,
+        /// Its output.
+        output: ClientOutput,
+    },
+}
+
+impl fmt::Display for IbsimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IbsimError::Io(what, e) => write!(f, "{what}: {e}"),
+            IbsimError::Exited { status, log } => {
+                write!(
+                    f,
+                    "ibsim exited before it was ready ({status}); its log:\n{log}"
+                )
+            }
+            IbsimError::NotReady { waited, log } => {
+                write!(f, "ibsim not ready after {waited:?}; its log:\n{log}")
+            }
+            IbsimError::Timeout {
+                command,
+                after,
+                log,
+            } => write!(
+                f,
+                "`{command}` did not finish within {after:?} and was killed; ibsim's log:\n{log}"
+            ),
+            IbsimError::Failed { command, output } => write!(
+                f,
+                "`{command}` failed ({}); stderr:\n{}",
+                output.status, output.stderr
+            ),
+        }
+    }
+}
+
+impl std::error::Error for IbsimError {}
+
+/// What a client printed.
+#[derive(Debug)]
+pub struct ClientOutput {
+    /// How it exited.
+    pub status: ExitStatus,
+    /// Its standard output.
+    pub stdout: String,
+    /// Its standard error.
+    pub stderr: String,
+}
+
+/// A running ibsim, killed when dropped.
+#[derive(Debug)]
+pub struct Ibsim {
+    child: Child,
+    sockname: String,
+    dir: PathBuf,
+    umad2sim: PathBuf,
+    tools: Tools,
+    clients: AtomicUsize,
+}
+
+static INSTANCES: AtomicUsize = AtomicUsize::new(0);
+
+impl Ibsim {
+    /// Starts ibsim on the net file `netfile` and waits (up to 30 s) until it is ready.
+    /// `limits` raises ibsim's node, switch and port limits where needed.
+    pub fn start(
+        tools: &Tools,
+        netfile: &str,
+        limits: Option<Limits>,
+    ) -> Result<Ibsim, IbsimError> {
+        let n = INSTANCES.fetch_add(1, Ordering::Relaxed);
+        let pid = std::process::id();
+        let sockname = format!("weft{pid}x{n}");
+        let dir = std::env::temp_dir().join(format!("weft-ibsim-{pid}-{n}"));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir)
+            .map_err(|e| IbsimError::Io(format!("cannot create {}", dir.display()), e))?;
+        let net = dir.join("fabric.net");
+        fs::write(&net, netfile)
+            .map_err(|e| IbsimError::Io(format!("cannot write {}", net.display()), e))?;
+        let file = |name: &str| {
+            fs::File::create(dir.join(name))
+                .map_err(|e| IbsimError::Io(format!("cannot create {name}"), e))
+        };
+        let mut cmd = Command::new(&tools.ibsim);
+        cmd.args(limits.map(|l| l.args()).unwrap_or_default())
+            .arg("-n")
+            .arg("-s")
+            .arg(&net)
+            .current_dir(&dir)
+            .env("IBSIM_SOCKNAME", &sockname)
+            .stdin(Stdio::null())
+            .stdout(file("ibsim.out")?)
+            .stderr(file("ibsim.err")?);
+        let child = cmd
+            .spawn()
+            .map_err(|e| IbsimError::Io(format!("cannot start {}", tools.ibsim.display()), e))?;
+        let mut sim = Ibsim {
+            child,
+            sockname,
+            dir,
+            umad2sim: tools.umad2sim.clone(),
+            tools: tools.clone(),
+            clients: AtomicUsize::new(0),
+        };
+        sim.wait_ready(Duration::from_secs(30))?;
+        Ok(sim)
+    }
+
+    fn wait_ready(&mut self, limit: Duration) -> Result<(), IbsimError> {
+        let start = Instant::now();
+        let socket = format!("@{}:ctl", self.sockname);
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => {
+                    return Err(IbsimError::Exited {
+                        status,
+                        log: self.log(),
+                    })
+                }
+                Ok(None) => {}
+                Err(e) => return Err(IbsimError::Io("cannot poll ibsim".to_owned(), e)),
+            }
+            let printed =
+                fs::read_to_string(self.dir.join("ibsim.out")).is_ok_and(|out| out.contains(READY));
+            // Where /proc is readable, also wait for the control socket.
+            let bound = fs::read_to_string("/proc/net/unix")
+                .map(|t| t.contains(&socket))
+                .unwrap_or(true);
+            if printed && bound {
+                return Ok(());
+            }
+            if start.elapsed() > limit {
+                return Err(IbsimError::NotReady {
+                    waited: limit,
+                    log: self.log(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The `IBSIM_SOCKNAME` of this simulator.
+    pub fn socket_name(&self) -> &str {
+        &self.sockname
+    }
+
+    /// The process id of ibsim.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// ibsim's stdout and stderr so far.
+    pub fn log(&self) -> String {
+        let read = |name: &str| fs::read_to_string(self.dir.join(name)).unwrap_or_default();
+        format!("{}{}", read("ibsim.out"), read("ibsim.err"))
+    }
+
+    /// The warnings and errors ibsim printed so far (`ibwarn:`/`ibpanic:` lines).
+    pub fn warnings(&self) -> Vec<String> {
+        fs::read_to_string(self.dir.join("ibsim.err"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with("ibwarn") || l.starts_with("ibpanic"))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Runs `program` against this simulator (preloading libumad2sim), killing it after
+    /// `timeout`; an error unless it exits successfully.
+    pub fn run(
+        &self,
+        program: &str,
+        args: &[&str],
+        timeout: Duration,
+    ) -> Result<ClientOutput, IbsimError> {
+        let command = std::iter::once(program)
+            .chain(args.iter().copied())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let n = self.clients.fetch_add(1, Ordering::Relaxed);
+        let out_path = self.dir.join(format!("client{n}.out"));
+        let err_path = self.dir.join(format!("client{n}.err"));
+        let create = |p: &Path| {
+            fs::File::create(p)
+                .map_err(|e| IbsimError::Io(format!("cannot create {}", p.display()), e))
+        };
+        let mut child = Command::new(self.tools.program(program))
+            .args(args)
+            .current_dir(&self.dir)
+            .env("IBSIM_SOCKNAME", &self.sockname)
+            .env("LD_PRELOAD", &self.umad2sim)
+            .stdin(Stdio::null())
+            .stdout(create(&out_path)?)
+            .stderr(create(&err_path)?)
+            .spawn()
+            .map_err(|e| IbsimError::Io(format!("cannot start `{command}`"), e))?;
+        let start = Instant::now();
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if start.elapsed() > timeout => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(IbsimError::Timeout {
+                        command,
+                        after: timeout,
+                        log: self.log(),
+                    });
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+                Err(e) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(IbsimError::Io(format!("cannot wait for `{command}`"), e));
+                }
+            }
+        };
+        let output = ClientOutput {
+            status,
+            stdout: fs::read_to_string(&out_path).unwrap_or_default(),
+            stderr: fs::read_to_string(&err_path).unwrap_or_default(),
+        };
+        let _ = fs::remove_file(&out_path);
+        let _ = fs::remove_file(&err_path);
+        if status.success() {
+            Ok(output)
+        } else {
+            Err(IbsimError::Failed { command, output })
+        }
+    }
+
+    /// [`Ibsim::run`], retried until it succeeds or `total` has passed (each try gets
+    /// `per_try`); for the first query of a simulator that is still settling.
+    pub fn run_retrying(
+        &self,
+        program: &str,
+        args: &[&str],
+        per_try: Duration,
+        total: Duration,
+    ) -> Result<ClientOutput, IbsimError> {
+        let start = Instant::now();
+        loop {
+            match self.run(program, args, per_try) {
+                Ok(out) => return Ok(out),
+                Err(e) if start.elapsed() + per_try > total => return Err(e),
+                Err(_) => std::thread::sleep(Duration::from_millis(100)),
+            }
+        }
+    }
+}
+
+impl Drop for Ibsim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
