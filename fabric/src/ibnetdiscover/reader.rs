@@ -979,9 +979,11 @@ fn check_lmc(cx: &mut Cx<'_>, lmc: u64, span: SourceSpan) -> Option<u8> {
 /// What a `# …` annotation says.
 #[derive(Default)]
 struct Annotation<'a> {
-    /// The first quoted string, when it comes before any `lid`/`lmc` keyword.
+    /// The first quoted string (a description: the node's own in a header, the remote node's
+    /// in a port line).
     first_quoted: Option<(&'a str, SourceSpan)>,
-    /// Whether `first_quoted` came after a `lid` keyword (so earlier lids are local).
+    /// How many `lid` values came before `first_quoted` (on an end node's port line, those are
+    /// the port's own; the ones after are the remote port's).
     lids_before_quote: usize,
     /// A description written without quotes (ibsim accepts it in headers).
     unquoted_desc: Option<(&'a str, SourceSpan)>,
@@ -1425,7 +1427,7 @@ struct LinkPlan {
 }
 
 struct Checked {
-    /// Node indexes that are usable (not a duplicate id).
+    /// The links to build, in the order of their first sighting.
     links: Vec<LinkPlan>,
     /// Resolved port GUIDs of end nodes, per node index, for ports with a sighting.
     port_guids: BTreeMap<End, Guid>,
