@@ -669,6 +669,7 @@ impl<'a> Elab<'a> {
                                 self.word_in(&a.value, crate::ENGINES, "routing engine")
                             {
                                 config.routing.engine = Some(w);
+                                config.routing.engine_span = Some(a.value.span);
                             }
                         }
                         "switch_to_switch" => {

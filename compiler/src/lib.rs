@@ -4,12 +4,15 @@
 //! Architecture invariant: no I/O. Files reach the compiler as text through a [`Host`]
 //! (the CLI reads them); results and every diagnostic come back as values.
 
+pub mod build;
 pub mod check;
 pub mod diagnostic;
 mod elaborate;
 pub mod emit;
 pub mod fmt;
 mod import;
+pub mod lids;
+pub mod routing;
 mod stdlib;
 pub mod syntax;
 mod value;
@@ -51,6 +54,8 @@ impl Host for NoFiles {
 pub struct RoutingConfig {
     /// Engine name, one of [`ENGINES`].
     pub engine: Option<String>,
+    /// Where the engine was named.
+    pub engine_span: Option<Span>,
     /// Switch-to-switch scheme (`sftree` or `none`).
     pub switch_to_switch: Option<String>,
     /// LID mask control.

@@ -1,0 +1,98 @@
+//! The compile passes after elaboration: LIDs, then routing, into a [`FabricState`].
+
+use crate::diagnostic::Diagnostic;
+use crate::elaborate::Elaborated;
+use crate::routing::{self, RouteError, RouteNote, RoutingInput};
+use weft_fabric::{FabricState, SwitchState};
+
+/// A compiled fabric.
+#[derive(Debug)]
+pub struct Built {
+    /// LIDs and tables.
+    pub state: FabricState,
+    /// The engine that routed it.
+    pub engine: &'static str,
+    /// What the engine reported.
+    pub notes: Vec<RouteNote>,
+}
+
+/// The engine a fabric asks for; without a `routing { engine = … }`, `fat_tree` when every
+/// switch records a tree level (the stdlib's trees do) and `updn` otherwise.
+pub fn engine_name(e: &Elaborated) -> &str {
+    match &e.config.routing.engine {
+        Some(name) => name,
+        None => {
+            let f = &e.fabric;
+            let tree = f
+                .nodes()
+                .iter()
+                .filter(|n| n.is_switch())
+                .all(|n| n.spec.level.is_some());
+            if tree && f.switch_count() > 0 {
+                "fat_tree"
+            } else {
+                "updn"
+            }
+        }
+    }
+}
+
+/// Assigns LIDs and routes.
+pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
+    let lids = crate::lids::assign(e)?;
+    let name = engine_name(e);
+    let at = |d: Diagnostic| match e.config.routing.engine_span {
+        Some(sp) => d.label(e.fabric_origin.source, sp, format!("engine `{name}`")),
+        None => d.label(
+            e.fabric_origin.source,
+            e.fabric_origin.span,
+            format!("routed with `{name}` (the default)"),
+        ),
+    };
+    let Some(engine) = routing::engine(name) else {
+        return Err(vec![at(Diagnostic::error(
+            "weft::engine_unavailable",
+            format!("the `{name}` routing engine is not available in this version"),
+        )
+        .help("available engines: fat_tree, updn, minhop"))]);
+    };
+    let input = RoutingInput {
+        fabric: &e.fabric,
+        lids: &lids,
+        config: &e.config.routing,
+    };
+    let routes = engine.route(&input).map_err(|err| {
+        let help = match &err {
+            RouteError::Unsupported { .. } => "pick an engine for any topology, such as `engine = updn`; weft never falls back silently",
+            RouteError::Disconnected { .. } => "the faults cut these switches off; check the `faults` block and the cabling",
+            RouteError::Option { .. } => "remove the option or pick another engine",
+
+        };
+        let code = match &err {
+            RouteError::Unsupported { .. } => "weft::engine_refused",
+            RouteError::Disconnected { .. } => "weft::unroutable",
+            _ => "weft::engine_option",
+        };
+        vec![at(Diagnostic::error(code, err.to_string())).help(help)]
+    })?;
+    let mut state = FabricState::new(e.fabric.clone());
+    state.lids = lids;
+    state.switches = routes
+        .lfts
+        .into_iter()
+        .map(|(id, lft)| {
+            (
+                id,
+                SwitchState {
+                    lft,
+                    sl2vl: Vec::new(),
+                },
+            )
+        })
+        .collect();
+    Ok(Built {
+        state,
+        engine: engine.name(),
+        notes: routes.notes,
+    })
+}

@@ -1,0 +1,456 @@
+//! `fat_tree`: destination-based up/down routing with OpenSM ftree's semantics, completed by
+//! sFtree so that every switch reaches every switch, deadlock-free on one VL.
+//!
+//! **Accepts** fat-trees: every switch has a tree level (recorded by the stdlib templates, or
+//! computed from the hosts: switches with hosts are leaves, level 1, and each further level is
+//! one hop further from the leaves); hosts hang off leaves only; every switch-to-switch cable
+//! joins adjacent levels (cables inside a level are tolerated and used only as sFtree sibling
+//! links). Degraded (links or switches down) and oversubscribed trees are fine. Anything else
+//! is refused with the reason; there is no fallback to another engine.
+//!
+//! **Routes**, for each destination LID in leaf order then port order (switch LIDs last):
+//! 1. the *main path*: from the destination's leaf, climb through the least-loaded up port
+//!    (ties: lowest port) to a top switch, the destination's single root; each switch on it
+//!    points down toward the destination, and the down ports' load counters grow, so
+//!    destinations on one leaf spread over different up ports and the downward path of a
+//!    destination is dedicated in a non-blocking tree;
+//! 2. *up entries*: every switch below a main-path switch routes up to it (lowest first, so
+//!    traffic turns at the lowest common ancestor);
+//! 3. *secondary paths*: every other ancestor of the destination points down toward it, and
+//!    the switches below those route up to them, so every switch that can reach the destination
+//!    by an up/down path has an entry;
+//! 4. *sFtree* (Bogdanski et al., TACO 2012, Algorithms 1–2): the subtree root is the first
+//!    leaf whose table reaches every switch LID; any switch still without an entry for a
+//!    destination forwards it as it forwards the subtree root's LID. All down→up turns then
+//!    happen inside the one subtree converging on that leaf, so the whole fabric stays
+//!    deadlock-free on one VL (the paper's Theorem 5.2). If the root cannot reach a
+//!    destination, a same-level sibling linked to it is tried (the paper's multi-core case).
+//!
+//! **LMC > 0** (which OpenSM's ftree refuses): the `2^lmc` LIDs of a port take main paths
+//! through different up ports at every level where the tree allows (different roots,
+//! link-disjoint up paths from every source), giving APM a disjoint alternate path.
+//!
+//! Parallel cables between two switches share load by destination LID.
+
+use super::graph::{Exit, Graph};
+use super::{RouteError, RouteNote, Routes, RoutingEngine, RoutingInput};
+use rayon::prelude::*;
+use weft_fabric::{Lft, LFT_UNSET};
+
+/// The fat-tree engine.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FatTree;
+
+const NAME: &str = "fat_tree";
+
+/// Levels and up/down port groups of a fat-tree.
+struct Tree {
+    /// Level per switch (leaves are 1).
+    level: Vec<u8>,
+    /// Per switch: indices into `graph.switches[s].groups` going up, down, sideways.
+    up: Vec<Vec<usize>>,
+    down: Vec<Vec<usize>>,
+    side: Vec<Vec<usize>>,
+}
+
+fn levels(g: &Graph, input: &RoutingInput<'_>) -> Result<Vec<u8>, RouteError> {
+    let f = input.fabric;
+    let recorded: Vec<Option<u8>> = g.switches.iter().map(|s| f.node(s.id).spec.level).collect();
+    if recorded.iter().all(Option::is_some) && !recorded.is_empty() {
+        return Ok(recorded.into_iter().map(|l| l.unwrap_or(0)).collect());
+    }
+    // Computed: leaves carry hosts; BFS upward.
+    let mut level = vec![0u8; g.switches.len()];
+    let mut queue = std::collections::VecDeque::new();
+    for (i, s) in g.switches.iter().enumerate() {
+        if s.has_hosts {
+            level[i] = 1;
+            queue.push_back(i);
+        }
+    }
+    if queue.is_empty() {
+        return Err(RouteError::Unsupported {
+            engine: NAME,
+            reason: "no switch has hosts, so there are no leaves to build the tree from".into(),
+            node: None,
+        });
+    }
+    while let Some(i) = queue.pop_front() {
+        for grp in &g.switches[i].groups {
+            let p = grp.peer as usize;
+            if level[p] == 0 {
+                level[p] = level[i].saturating_add(1);
+                queue.push_back(p);
+            }
+        }
+    }
+    if let Some(i) = level.iter().position(|&l| l == 0) {
+        return Err(RouteError::Unsupported {
+            engine: NAME,
+            reason: format!(
+                "`{}` is not connected to any leaf",
+                f.node(g.switches[i].id).name()
+            ),
+            node: Some(g.switches[i].id),
+        });
+    }
+    Ok(level)
+}
+
+fn tree(g: &Graph, input: &RoutingInput<'_>) -> Result<Tree, RouteError> {
+    let f = input.fabric;
+    let level = levels(g, input)?;
+    let name = |i: usize| f.node(g.switches[i].id).name().to_owned();
+    let computed = !g.switches.iter().all(|s| f.node(s.id).spec.level.is_some());
+    let n = g.switches.len();
+    let (mut up, mut down, mut side) = (
+        vec![Vec::new(); n],
+        vec![Vec::new(); n],
+        vec![Vec::new(); n],
+    );
+    for (i, s) in g.switches.iter().enumerate() {
+        if s.has_hosts && level[i] != 1 {
+            return Err(RouteError::Unsupported {
+                engine: NAME,
+                reason: format!(
+                    "hosts hang off `{}`, which is at level {}, not a leaf",
+                    name(i),
+                    level[i]
+                ),
+                node: Some(s.id),
+            });
+        }
+        for (k, grp) in s.groups.iter().enumerate() {
+            let (a, b) = (level[i], level[grp.peer as usize]);
+            if b == a + 1 {
+                up[i].push(k);
+            } else if a == b + 1 {
+                down[i].push(k);
+            } else if a == b && !(computed && a == 1) {
+                side[i].push(k);
+            } else {
+                let why = if a == b {
+                    format!(
+                        "`{}` and `{}` both have hosts (so both are leaves) and are cabled to each other; a fat-tree links leaves only through switches above them",
+                        name(i),
+                        name(grp.peer as usize)
+                    )
+                } else {
+                    format!(
+                        "`{}` (level {a}) is cabled to `{}` (level {b}); fat-tree cables join adjacent levels",
+                        name(i),
+                        name(grp.peer as usize)
+                    )
+                };
+                return Err(RouteError::Unsupported {
+                    engine: NAME,
+                    reason: why,
+                    node: Some(s.id),
+                });
+            }
+        }
+    }
+    Ok(Tree {
+        level,
+        up,
+        down,
+        side,
+    })
+}
+
+/// The main path of one destination LID: `(switch, down port)` from the leaf upward.
+type Chain = Vec<(u32, u8)>;
+
+impl RoutingEngine for FatTree {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn deadlock_free(&self) -> bool {
+        true
+    }
+
+    fn route(&self, input: &RoutingInput<'_>) -> Result<Routes, RouteError> {
+        let g = Graph::new(input.fabric, input.lids);
+        if g.switches.is_empty() {
+            return Err(RouteError::Unsupported {
+                engine: NAME,
+                reason: "the fabric has no switches".into(),
+                node: None,
+            });
+        }
+        let t = tree(&g, input)?;
+        let nlids = usize::from(g.max_lid) + 1;
+
+        // Destination order: end-node LIDs by leaf (fabric order) then leaf port, then switch
+        // LIDs by level (lowest first) then fabric order.
+        let mut order: Vec<(bool, u8, u32, u8, u16)> = g
+            .exits
+            .iter()
+            .enumerate()
+            .filter_map(|(lid, e)| {
+                let Exit { sw, port } = (*e)?;
+                let is_switch = port == 0;
+                let level = if is_switch { t.level[sw as usize] } else { 0 };
+                Some((is_switch, level, sw, port, lid as u16))
+            })
+            .collect();
+        order.sort_unstable();
+
+        // Phase 1 (sequential): main paths, balancing down-port load.
+        let width = usize::from(g.switches.iter().map(|s| s.ports).max().unwrap_or(0)) + 1;
+        let mut load = vec![0u32; g.switches.len() * width];
+        let lmc = input.lids.lmc.min(7);
+        let mut chains: Vec<Chain> = vec![Vec::new(); nlids];
+        for &(_, _, _, _, lid) in &order {
+            let Some(exit) = g.exits[usize::from(lid)] else {
+                continue;
+            };
+            // LIDs of the same port, earlier in its LMC block, whose choices to avoid.
+            let offset = if exit.port == 0 {
+                0
+            } else {
+                lid & ((1 << lmc) - 1)
+            };
+            let siblings: Vec<&Chain> = (1..=offset)
+                .filter_map(|k| chains.get(usize::from(lid - k)))
+                .collect();
+            let chain = main_path(&g, &t, exit, &mut load, width, &siblings);
+            chains[usize::from(lid)] = chain;
+        }
+
+        // Phase 2 (parallel per destination): up entries and secondary paths.
+        let mut columns: Vec<Vec<u8>> = (0..nlids)
+            .into_par_iter()
+            .map(|lid| match g.exits[lid] {
+                Some(exit) => column(&g, &t, exit, &chains[lid], lid as u16),
+                None => g.empty_column(),
+            })
+            .collect();
+
+        // Phase 3: sFtree completion through the subtree root.
+        let notes = sftree(&g, &t, &mut columns, input)?;
+
+        let rows = g.rows(&columns);
+        let lfts = g
+            .switches
+            .iter()
+            .zip(rows)
+            .map(|(s, ports)| (s.id, Lft { ports }))
+            .collect();
+        Ok(Routes { lfts, notes })
+    }
+}
+
+/// Climbs from the destination's exit switch to a top switch through least-loaded up ports.
+fn main_path(
+    g: &Graph,
+    t: &Tree,
+    exit: Exit,
+    load: &mut [u32],
+    width: usize,
+    avoid: &[&Chain],
+) -> Chain {
+    let mut chain = vec![(exit.sw, exit.port)];
+    let mut cur = exit.sw as usize;
+    loop {
+        let s = &g.switches[cur];
+        // Candidate (parent, parent's down port), scored by (used by a sibling LID, load, port).
+        let mut best: Option<((u8, u32, u8), u32, u8)> = None;
+        for &k in &t.up[cur] {
+            let grp = &s.groups[k];
+            for &(mine, theirs) in &grp.ports {
+                let parent = grp.peer;
+                let reused = avoid.iter().any(|c| c.iter().any(|&(sw, _)| sw == parent)) as u8;
+                let l = load[parent as usize * width + usize::from(theirs)];
+                let score = (reused, l, mine);
+                if best.is_none_or(|(b, _, _)| score < b) {
+                    best = Some((score, parent, theirs));
+                }
+            }
+        }
+        let Some((_, parent, theirs)) = best else {
+            break;
+        };
+        load[parent as usize * width + usize::from(theirs)] += 1;
+        chain.push((parent, theirs));
+        cur = parent as usize;
+    }
+    chain
+}
+
+/// The port of `child` toward `parent`, spreading parallel cables by destination LID.
+fn port_toward(g: &Graph, child: usize, group: usize, lid: u16) -> u8 {
+    let ports = &g.switches[child].groups[group].ports;
+    ports
+        .get(usize::from(lid) % ports.len().max(1))
+        .map_or(LFT_UNSET, |p| p.0)
+}
+
+/// One destination's entries on every switch: main path, up entries, secondary paths.
+fn column(g: &Graph, t: &Tree, exit: Exit, chain: &Chain, lid: u16) -> Vec<u8> {
+    let mut col = g.empty_column();
+    col[exit.sw as usize] = exit.port;
+    for &(sw, port) in chain.iter().skip(1) {
+        col[sw as usize] = port;
+    }
+    let mut stack = Vec::new();
+    let descend = |col: &mut Vec<u8>, from: usize, stack: &mut Vec<usize>| {
+        stack.push(from);
+        while let Some(x) = stack.pop() {
+            for &k in &t.down[x] {
+                let c = g.switches[x].groups[k].peer as usize;
+                if col[c] != LFT_UNSET {
+                    continue;
+                }
+                // The child's group toward x.
+                if let Some(back) = t.up[c]
+                    .iter()
+                    .copied()
+                    .find(|&j| g.switches[c].groups[j].peer as usize == x)
+                {
+                    col[c] = port_toward(g, c, back, lid);
+                    stack.push(c);
+                }
+            }
+        }
+    };
+    for &(sw, _) in chain {
+        descend(&mut col, sw as usize, &mut stack);
+    }
+    // Secondary: every ancestor points down toward a switch that has an entry.
+    let mut queue: std::collections::VecDeque<usize> =
+        chain.iter().map(|&(s, _)| s as usize).collect();
+    while let Some(x) = queue.pop_front() {
+        for &k in &t.up[x] {
+            let grp = &g.switches[x].groups[k];
+            let p = grp.peer as usize;
+            if col[p] != LFT_UNSET {
+                continue;
+            }
+            if let Some(back) = t.down[p]
+                .iter()
+                .copied()
+                .find(|&j| g.switches[p].groups[j].peer as usize == x)
+            {
+                col[p] = port_toward(g, p, back, lid);
+                descend(&mut col, p, &mut stack);
+                queue.push_back(p);
+            }
+        }
+    }
+    col
+}
+
+/// sFtree: picks the subtree root and completes every column through it.
+fn sftree(
+    g: &Graph,
+    t: &Tree,
+    columns: &mut [Vec<u8>],
+    input: &RoutingInput<'_>,
+) -> Result<Vec<RouteNote>, RouteError> {
+    let f = input.fabric;
+    let switch_lids: Vec<usize> = g
+        .exits
+        .iter()
+        .enumerate()
+        .filter_map(|(lid, e)| e.filter(|e| e.port == 0).map(|_| lid))
+        .collect();
+    let leaves: Vec<usize> = (0..g.switches.len()).filter(|&i| t.level[i] == 1).collect();
+    let reaches_all = |s: usize| switch_lids.iter().all(|&lid| columns[lid][s] != LFT_UNSET);
+    // Algorithm 1: the first leaf reaching every switch LID; else the first leaf.
+    let Some(root) = leaves
+        .iter()
+        .copied()
+        .find(|&s| reaches_all(s))
+        .or_else(|| leaves.first().copied())
+    else {
+        return Ok(Vec::new());
+    };
+    let root_lid = g.exits.iter().position(|e| {
+        *e == Some(Exit {
+            sw: root as u32,
+            port: 0,
+        })
+    });
+    let Some(root_lid) = root_lid else {
+        return Ok(Vec::new());
+    };
+    let root_col = columns[root_lid].clone();
+    // Algorithm 2, sibling part: a same-level neighbour of the root that has the entry.
+    let siblings: Vec<(usize, u8)> = t.side[root]
+        .iter()
+        .map(|&k| {
+            let grp = &g.switches[root].groups[k];
+            (
+                grp.peer as usize,
+                grp.ports.first().map_or(LFT_UNSET, |p| p.0),
+            )
+        })
+        .collect();
+    let completed: usize = columns
+        .par_iter_mut()
+        .enumerate()
+        .map(|(lid, col)| {
+            if g.exits[lid].is_none() || lid == root_lid {
+                return 0;
+            }
+            if col[root] == LFT_UNSET {
+                if let Some(&(_, port)) = siblings.iter().find(|&&(sib, _)| col[sib] != LFT_UNSET) {
+                    col[root] = port;
+                }
+            }
+            if col[root] == LFT_UNSET {
+                return 0;
+            }
+            let mut n = 0;
+            for (s, entry) in col.iter_mut().enumerate() {
+                if *entry == LFT_UNSET && root_col[s] != LFT_UNSET && s != root {
+                    *entry = root_col[s];
+                    n += 1;
+                }
+            }
+            n
+        })
+        .sum();
+    // Anything still unset is unreachable.
+    let mut missing = 0usize;
+    let mut example = None;
+    for (lid, col) in columns.iter().enumerate() {
+        if g.exits[lid].is_none() {
+            continue;
+        }
+        for (s, &p) in col.iter().enumerate() {
+            if p == LFT_UNSET {
+                missing += 1;
+                if example.is_none() {
+                    example = Some((s, lid));
+                }
+            }
+        }
+    }
+    if let Some((s, lid)) = example {
+        let to =
+            g.owners[lid].map_or_else(|| format!("LID {lid}"), |o| f.node(o).name().to_owned());
+        return Err(RouteError::Disconnected {
+            engine: NAME,
+            count: missing,
+            from: f.node(g.switches[s].id).name().to_owned(),
+            to,
+        });
+    }
+    let mut notes = vec![RouteNote {
+        code: "weft::sftree_root",
+        message: format!(
+            "sFtree subtree root is `{}`",
+            f.node(g.switches[root].id).name()
+        ),
+    }];
+    if completed > 0 {
+        notes.push(RouteNote {
+            code: "weft::sftree_entries",
+            message: format!("{completed} LFT entries route through the sFtree subtree"),
+        });
+    }
+    Ok(notes)
+}

@@ -1,0 +1,98 @@
+//! Routing engines: a fabric and its LIDs in, one linear forwarding table per switch out.
+//!
+//! One engine per module, one registry ([`ENGINES`]) that `routing { engine = … }` is checked
+//! against. Engines return their tables; they never write into a shared state, never fall
+//! back to another engine, and say why when a topology is not theirs.
+
+pub mod fat_tree;
+mod graph;
+pub mod minhop;
+pub mod updn;
+
+pub use graph::Graph;
+
+use std::collections::BTreeMap;
+use weft_fabric::{Fabric, Lft, LidAssignment, NodeId};
+
+/// What an engine routes.
+#[derive(Clone, Copy, Debug)]
+pub struct RoutingInput<'a> {
+    /// The topology (down links and nodes are unusable).
+    pub fabric: &'a Fabric,
+    /// LIDs to route.
+    pub lids: &'a LidAssignment,
+    /// The `routing { … }` section.
+    pub config: &'a crate::RoutingConfig,
+}
+
+/// Something an engine wants the user to know about its result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RouteNote {
+    /// Stable code.
+    pub code: &'static str,
+    /// Message (lowercase, names in backticks).
+    pub message: String,
+}
+
+/// An engine's result.
+#[derive(Clone, Debug, Default)]
+pub struct Routes {
+    /// One LFT per switch.
+    pub lfts: BTreeMap<NodeId, Lft>,
+    /// Observations (e.g. entries completed through the sFtree subtree).
+    pub notes: Vec<RouteNote>,
+}
+
+/// Why an engine could not route.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RouteError {
+    /// The topology is not one this engine routes.
+    #[error("the `{engine}` engine cannot route this fabric: {reason}")]
+    Unsupported {
+        /// Engine name.
+        engine: &'static str,
+        /// Why, naming the nodes involved.
+        reason: String,
+        /// A node to point at.
+        node: Option<NodeId>,
+    },
+    /// Some pairs cannot be connected (after faults).
+    #[error("the `{engine}` engine leaves {count} destination entries unreachable, e.g. `{from}` cannot reach `{to}`")]
+    Disconnected {
+        /// Engine name.
+        engine: &'static str,
+        /// Switch-destination entries with no route.
+        count: usize,
+        /// One switch without a route.
+        from: String,
+        /// The destination it cannot reach.
+        to: String,
+    },
+    /// The configuration asks for something the engine does not do.
+    #[error("the `{engine}` engine does not support {what}")]
+    Option {
+        /// Engine name.
+        engine: &'static str,
+        /// The option.
+        what: String,
+    },
+}
+
+/// A routing engine.
+pub trait RoutingEngine: Sync {
+    /// The name `routing { engine = … }` uses.
+    fn name(&self) -> &'static str;
+    /// Whether the engine's routes are deadlock-free on one VL by construction.
+    fn deadlock_free(&self) -> bool;
+    /// Routes every LID of the fabric.
+    fn route(&self, input: &RoutingInput<'_>) -> Result<Routes, RouteError>;
+}
+
+/// Every engine, by name.
+pub static ENGINES: &[&dyn RoutingEngine] = &[&fat_tree::FatTree, &updn::UpDown, &minhop::MinHop];
+
+/// The engine called `name`.
+pub fn engine(name: &str) -> Option<&'static dyn RoutingEngine> {
+    ENGINES.iter().copied().find(|e| e.name() == name)
+}

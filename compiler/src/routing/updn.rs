@@ -1,0 +1,212 @@
+//! `updn`: Up*/Down* routing for any topology, deadlock-free on one VL.
+//!
+//! Switches are ranked by hop distance from the roots (the `roots` of the routing section; else
+//! the top level of a tree that records levels; else the most central switch, ties by lowest
+//! GUID). A link points *up* toward the lower (rank, GUID). A legal path never goes up after
+//! going down, which leaves no cycle in the channel dependency graph. Each switch takes the
+//! shortest legal path, balancing equal choices by port load; a switch that can reach the
+//! destination going only down always does, so packets in their down phase never turn up.
+
+use super::graph::Graph;
+use super::{RouteError, Routes, RoutingEngine, RoutingInput};
+use std::collections::VecDeque;
+use weft_fabric::{Lft, LFT_UNSET};
+
+/// The Up*/Down* engine.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UpDown;
+
+const NAME: &str = "updn";
+
+fn bfs(g: &Graph, sources: &[usize]) -> Vec<u32> {
+    let mut dist = vec![u32::MAX; g.switches.len()];
+    let mut queue = VecDeque::new();
+    for &s in sources {
+        dist[s] = 0;
+        queue.push_back(s);
+    }
+    while let Some(x) = queue.pop_front() {
+        for grp in &g.switches[x].groups {
+            let p = grp.peer as usize;
+            if dist[p] == u32::MAX {
+                dist[p] = dist[x] + 1;
+                queue.push_back(p);
+            }
+        }
+    }
+    dist
+}
+
+fn roots(g: &Graph, input: &RoutingInput<'_>) -> Vec<usize> {
+    let f = input.fabric;
+    let explicit: Vec<usize> = input
+        .config
+        .roots
+        .iter()
+        .filter_map(|id| g.index.get(id.index()).copied().filter(|&i| i != u32::MAX))
+        .map(|i| i as usize)
+        .collect();
+    if !explicit.is_empty() {
+        return explicit;
+    }
+    let levels: Vec<Option<u8>> = g.switches.iter().map(|s| f.node(s.id).spec.level).collect();
+    if levels.iter().all(Option::is_some) {
+        let top = levels.iter().flatten().copied().max().unwrap_or(0);
+        return (0..g.switches.len())
+            .filter(|&i| levels[i] == Some(top))
+            .collect();
+    }
+    // The most central switch: least eccentricity, then lowest GUID.
+    (0..g.switches.len())
+        .min_by_key(|&i| {
+            let ecc = bfs(g, &[i])
+                .into_iter()
+                .filter(|&d| d != u32::MAX)
+                .max()
+                .unwrap_or(0);
+            (ecc, f.node(g.switches[i].id).guid())
+        })
+        .into_iter()
+        .collect()
+}
+
+impl RoutingEngine for UpDown {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn deadlock_free(&self) -> bool {
+        true
+    }
+
+    fn route(&self, input: &RoutingInput<'_>) -> Result<Routes, RouteError> {
+        let f = input.fabric;
+        let g = Graph::new(f, input.lids);
+        let n = g.switches.len();
+        if n == 0 {
+            return Err(RouteError::Unsupported {
+                engine: NAME,
+                reason: "the fabric has no switches".into(),
+                node: None,
+            });
+        }
+        let rank = bfs(&g, &roots(&g, input));
+        let order: Vec<(u32, u64)> = (0..n)
+            .map(|i| (rank[i], f.node(g.switches[i].id).guid().0))
+            .collect();
+        // is_up(x, y): the link x→y goes toward the roots.
+        let is_up = |x: usize, y: usize| order[y] < order[x];
+        let width = usize::from(g.switches.iter().map(|s| s.ports).max().unwrap_or(0)) + 1;
+        let mut load = vec![0u32; n * width];
+        let nlids = usize::from(g.max_lid) + 1;
+        let mut columns = vec![g.empty_column(); nlids];
+        let mut down = vec![u32::MAX; n];
+        let mut dist = vec![u32::MAX; n];
+        let mut queue = VecDeque::new();
+        let mut buckets: Vec<Vec<usize>> = Vec::new();
+        for (lid, exit) in g.exits.iter().enumerate() {
+            let Some(exit) = *exit else { continue };
+            let t = exit.sw as usize;
+            // down[x]: hops from x to t going only down.
+            down.fill(u32::MAX);
+            down[t] = 0;
+            queue.push_back(t);
+            while let Some(y) = queue.pop_front() {
+                for grp in &g.switches[y].groups {
+                    let x = grp.peer as usize;
+                    if down[x] == u32::MAX && !is_up(x, y) {
+                        down[x] = down[y] + 1;
+                        queue.push_back(x);
+                    }
+                }
+            }
+            // dist[x]: shortest legal path, going up first (Dial's buckets by distance).
+            dist.copy_from_slice(&down);
+            buckets.clear();
+            for x in 0..n {
+                if dist[x] != u32::MAX {
+                    let d = dist[x] as usize;
+                    if buckets.len() <= d {
+                        buckets.resize(d + 1, Vec::new());
+                    }
+                    buckets[d].push(x);
+                }
+            }
+            let mut d = 0;
+            while d < buckets.len() {
+                let layer = std::mem::take(&mut buckets[d]);
+                for y in layer {
+                    if dist[y] as usize != d {
+                        continue;
+                    }
+                    for grp in &g.switches[y].groups {
+                        let x = grp.peer as usize;
+                        if is_up(x, y) && dist[x] > dist[y] + 1 {
+                            dist[x] = dist[y] + 1;
+                            if buckets.len() <= d + 1 {
+                                buckets.resize(d + 2, Vec::new());
+                            }
+                            buckets[d + 1].push(x);
+                        }
+                    }
+                }
+                d += 1;
+            }
+            let col = &mut columns[lid];
+            col[t] = exit.port;
+            for x in 0..n {
+                if x == t || dist[x] == u32::MAX {
+                    continue;
+                }
+                let going_down = down[x] != u32::MAX;
+                let mut best: Option<((u32, u8), u8)> = None;
+                for grp in &g.switches[x].groups {
+                    let y = grp.peer as usize;
+                    let ok = if going_down {
+                        !is_up(x, y) && down[y] != u32::MAX && down[y] + 1 == down[x]
+                    } else {
+                        is_up(x, y) && dist[y] != u32::MAX && dist[y] + 1 == dist[x]
+                    };
+                    if !ok {
+                        continue;
+                    }
+                    for &(mine, _) in &grp.ports {
+                        let key = (load[x * width + usize::from(mine)], mine);
+                        if best.is_none_or(|(b, _)| key < b) {
+                            best = Some((key, mine));
+                        }
+                    }
+                }
+                if let Some((_, port)) = best {
+                    load[x * width + usize::from(port)] += 1;
+                    col[x] = port;
+                }
+            }
+        }
+        if let Some((lid, s)) = columns
+            .iter()
+            .enumerate()
+            .filter(|(lid, _)| g.exits[*lid].is_some())
+            .find_map(|(lid, c)| c.iter().position(|&p| p == LFT_UNSET).map(|s| (lid, s)))
+        {
+            return Err(RouteError::Disconnected {
+                engine: NAME,
+                count: 1,
+                from: f.node(g.switches[s].id).name().to_owned(),
+                to: g.owners[lid]
+                    .map_or_else(|| format!("LID {lid}"), |o| f.node(o).name().to_owned()),
+            });
+        }
+        let rows = g.rows(&columns);
+        let lfts = g
+            .switches
+            .iter()
+            .zip(rows)
+            .map(|(s, ports)| (s.id, Lft { ports }))
+            .collect();
+        Ok(Routes {
+            lfts,
+            notes: Vec::new(),
+        })
+    }
+}

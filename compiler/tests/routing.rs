@@ -1,0 +1,199 @@
+//! Routing results checked by walking the LFTs, independently of the engines: every switch
+//! reaches every LID (so every HCA and switch reaches every HCA and switch), without loops.
+
+use std::collections::BTreeMap;
+use weft_compiler::build::build;
+use weft_compiler::{check, NoFiles};
+use weft_fabric::{FabricState, Lid, LinkState, NodeId, PortRef};
+
+fn compile(src: &str) -> FabricState {
+    let c = check("t.weft", src, &NoFiles);
+    assert!(!c.has_errors(), "{:?}", c.diagnostics);
+    let e = c.elaborated.unwrap_or_else(|| panic!("no fabric"));
+    match build(&e) {
+        Ok(b) => b.state,
+        Err(d) => panic!("build failed: {d:?}"),
+    }
+}
+
+fn example(name: &str) -> FabricState {
+    let path = format!("{}/../examples/{name}", env!("CARGO_MANIFEST_DIR"));
+    compile(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")))
+}
+
+/// For each destination LID, walks from every switch; returns the (switch, lid) pairs that fail
+/// and the hop count histogram.
+fn walk(st: &FabricState) -> (Vec<(String, u16, String)>, BTreeMap<usize, usize>) {
+    let f = &st.fabric;
+    let owners = st.lids.owners(f);
+    let mut failures = Vec::new();
+    let mut hops = BTreeMap::new();
+    let switches: Vec<NodeId> = st
+        .switches
+        .keys()
+        .copied()
+        .filter(|&s| !f.node(s).down)
+        .collect();
+    for (lid, owner) in owners.iter().enumerate() {
+        let Some((dst, dport)) = *owner else { continue };
+        if f.node(dst).down {
+            continue;
+        }
+        for &start in &switches {
+            let mut cur = start;
+            let mut n = 0usize;
+            let outcome = loop {
+                if cur == dst && f.node(dst).is_switch() {
+                    break Ok(n);
+                }
+                let Some(port) = st
+                    .switches
+                    .get(&cur)
+                    .and_then(|s| s.lft.get(Lid(lid as u16)))
+                else {
+                    break Err("unset entry");
+                };
+                if port.0 == 0 {
+                    break if cur == dst {
+                        Ok(n)
+                    } else {
+                        Err("port 0 but not the destination")
+                    };
+                }
+                let Some((peer, link)) = f.peer(PortRef { node: cur, port }) else {
+                    break Err("entry points at an unwired port");
+                };
+                if f.link(link).state != LinkState::Up {
+                    break Err("entry points at a down link");
+                }
+                n += 1;
+                if peer.node == dst && peer.port == dport {
+                    break Ok(n);
+                }
+                if !f.node(peer.node).is_switch() {
+                    break Err("delivered to the wrong end node");
+                }
+                if n > 64 {
+                    break Err("forwarding loop");
+                }
+                cur = peer.node;
+            };
+            match outcome {
+                Ok(h) => *hops.entry(h).or_insert(0) += 1,
+                Err(why) => {
+                    failures.push((f.node(start).name().to_owned(), lid as u16, why.to_owned()))
+                }
+            }
+        }
+    }
+    (failures, hops)
+}
+
+fn assert_all_connected(st: &FabricState) {
+    let (failures, _) = walk(st);
+    assert!(
+        failures.is_empty(),
+        "{} unreachable (switch, LID) pairs, first: {:?}",
+        failures.len(),
+        failures.iter().take(5).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn fat_tree_examples_are_fully_connected() {
+    for name in [
+        "cluster-648.weft",
+        "cluster-864-oversubscribed.weft",
+        "lab-16.weft",
+        "cluster-5832.weft",
+    ] {
+        let st = example(name);
+        assert_all_connected(&st);
+    }
+}
+
+#[test]
+fn fat_tree_648_spreads_one_leaf_over_all_spines() {
+    let st = example("cluster-648.weft");
+    let f = &st.fabric;
+    let leaf = f.find("leaf1").unwrap_or_else(|| panic!());
+    let lft = &st.switches[&leaf].lft;
+    // Every spine is the root of exactly one of leaf1's 18 hosts: spine j's LFT sends host j
+    // down to leaf1 and it is the only spine leaf2 uses for that host.
+    let leaf2 = f.find("leaf2").unwrap_or_else(|| panic!());
+    let mut up_ports = std::collections::BTreeSet::new();
+    for h in 1..=18 {
+        let host = f.find(&format!("cn{h:03}")).unwrap_or_else(|| panic!());
+        let lid = st
+            .lids
+            .get(host, weft_fabric::PortNum(1))
+            .unwrap_or_else(|| panic!());
+        assert_eq!(
+            lft.get(lid).map(|p| p.0),
+            Some(h as u8),
+            "leaf1 delivers cn{h:03} on its port"
+        );
+        up_ports.insert(st.switches[&leaf2].lft.get(lid).map(|p| p.0));
+    }
+    assert_eq!(
+        up_ports.len(),
+        18,
+        "leaf2 reaches leaf1's hosts through 18 different spines"
+    );
+}
+
+#[test]
+fn degraded_fat_tree_stays_connected() {
+    let src = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 2, switch: sb7800, hca: connectx5)\n    faults {\n        link leaf3.p[20] down\n        link leaf7.p[19] down\n        link leaf11.p[36] down\n        link leaf20.p[25] down\n        link leaf36.p[30] down\n    }\n}\n";
+    assert_all_connected(&compile(src));
+    let spine = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 3, switch: sb7800, hca: connectx5, pods: 6)\n    faults { switch core7 down\n link leaf4.p[20] down }\n}\n";
+    assert_all_connected(&compile(spine));
+}
+
+#[test]
+fn updn_and_minhop_route_the_torus() {
+    let base = "use std::hardware::{sb7800, connectx5}\nuse std::topology::torus\nfabric t {\n    topology = torus(dims: [4, 4], switch: sb7800, hca: connectx5, hosts_per_switch: 2)\n    routing { engine = ENGINE }\n}\n";
+    for engine in ["updn", "minhop"] {
+        assert_all_connected(&compile(&base.replace("ENGINE", engine)));
+    }
+}
+
+#[test]
+fn fat_tree_refuses_the_torus() {
+    let src = "use std::hardware::{sb7800, connectx5}\nuse std::topology::torus\nfabric t {\n    topology = torus(dims: [4, 4], switch: sb7800, hca: connectx5)\n    routing { engine = fat_tree }\n}\n";
+    let c = check("t.weft", src, &NoFiles);
+    let e = c.elaborated.unwrap_or_else(|| panic!());
+    let err = build(&e).err().unwrap_or_default();
+    let msg = format!("{err:?}");
+    assert!(
+        msg.contains("weft::engine_refused") && msg.contains("both have hosts"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn lmc_gives_disjoint_roots() {
+    let src = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 2, switch: sb7800, hca: connectx5)\n    routing { engine = fat_tree, lmc = 2 }\n}\n";
+    let st = compile(src);
+    assert_all_connected(&st);
+    let f = &st.fabric;
+    let host = f.find("cn001").unwrap_or_else(|| panic!());
+    let base = st
+        .lids
+        .get(host, weft_fabric::PortNum(1))
+        .unwrap_or_else(|| panic!());
+    assert_eq!(base.0 % 4, 0, "LMC LIDs are aligned");
+    // From leaf2, the four LIDs of cn001 leave on four different up ports (four roots).
+    let leaf2 = f.find("leaf2").unwrap_or_else(|| panic!());
+    let ports: std::collections::BTreeSet<_> = (0..4)
+        .map(|k| st.switches[&leaf2].lft.get(Lid(base.0 + k)).map(|p| p.0))
+        .collect();
+    assert_eq!(ports.len(), 4, "{ports:?}");
+}
+
+#[test]
+fn lids_are_stable_across_faults() {
+    let a = compile("use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 2, switch: sb7800, hca: connectx5)\n}\n");
+    let b = compile("use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 2, switch: sb7800, hca: connectx5)\n    faults { link leaf1.p[1] down\n switch spine3 down }\n}\n");
+    assert_eq!(a.lids, b.lids);
+}
