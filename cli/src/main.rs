@@ -306,6 +306,7 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
                 .map(|(t, p)| sources.add(display_name(p), t.as_str()));
             match weft_compiler::import_ibnetdiscover(
                 &text,
+                &display_name(&file),
                 main,
                 map_text.as_deref().zip(map_id),
                 &fabric_name,

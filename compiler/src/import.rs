@@ -59,13 +59,14 @@ fn read(
 /// `weft import`: an ibnetdiscover dump (and optional node-name map) → a weft program.
 pub fn import_ibnetdiscover(
     text: &str,
+    source_name: &str,
     source: SourceId,
     name_map: Option<(&str, SourceId)>,
     fabric_name: &str,
 ) -> Result<(String, Vec<Diagnostic>), Vec<Diagnostic>> {
-    let (mut fabric, lids, warnings) = read(text, "", fabric_name, source, name_map)?;
+    let (mut fabric, lids, warnings) = read(text, source_name, fabric_name, source, name_map)?;
     fabric.name = fabric_name.to_owned();
-    let program = crate::emit::fabric_to_weft(&fabric, Some(&lids), "an ibnetdiscover dump");
+    let program = crate::emit::fabric_to_weft(&fabric, Some(&lids), &format!("`{source_name}`"));
     Ok((program, warnings))
 }
 
