@@ -60,5 +60,19 @@ fn ibnetdiscover(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, elaborate, explicit, ibnetdiscover);
+fn compile(c: &mut Criterion) {
+    // LID assignment + routing (fat_tree with sFtree switch-to-switch paths), from an
+    // elaborated fabric.
+    let mut g = c.benchmark_group("compile (LIDs + routing)");
+    g.sample_size(10);
+    for name in ["cluster-648.weft", "cluster-5832.weft", "cluster-11664.weft"] {
+        let text = example(name);
+        let comp = weft_compiler::check(name, &text, &NoFiles);
+        let Some(e) = comp.elaborated.as_ref() else { panic!("{name} does not elaborate") };
+        g.bench_function(name, |b| b.iter(|| weft_compiler::build::build(black_box(e))));
+    }
+    g.finish();
+}
+
+criterion_group!(benches, elaborate, explicit, ibnetdiscover, compile);
 criterion_main!(benches);
