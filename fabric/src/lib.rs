@@ -13,6 +13,7 @@
 //! text out) and never prints.
 
 pub mod ibnetdiscover;
+pub mod opensm;
 mod ids;
 mod model;
 mod state;
