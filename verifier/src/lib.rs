@@ -1,7 +1,101 @@
-//! weft's verifier.
+//! weft's verifier: deadlock freedom and connectivity of any [`FabricState`], with
+//! certificates and counterexamples, checked by two engines that must agree.
+//!
+//! Semantics (`DESIGN.md`, "Semantics the verifier proves"): a packet for destination LID `d`
+//! with service level `s` entering switch `x` on port `i` leaves on `o = LFT_x[d]` and VL
+//! `SL2VL_x[i][o][s]`; an end node injects SL `s` on [`FabricState::injection_vl`]; a switch's
+//! own (management) traffic enters its tables on port 0. A *route* is (source port,
+//! destination LID, SL) for every required pair (see [`Scope`]) and every SL of the pair's
+//! path-SL set.
+//!
+//! * **Deadlock freedom**: the channel dependency graph (channel = directed link and VL; a
+//!   dependency = two consecutive channels of a route) is acyclic. Every hop a route takes
+//!   counts, also the hops before a route fails and the hops of a route caught in a forwarding
+//!   loop (such packets still hold buffers).
+//! * **Connectivity**: every route arrives at the port owning its destination LID: no
+//!   forwarding loop, no unset LFT entry, no entry pointing at a missing, unwired or down port,
+//!   no unassigned SL2VL entry, no hop on VL 15 or on a VL at or above the VLCap of either end.
+//!
+//! Engines: [`explicit`] (per-destination in-trees, rayon, the whole LID space) and [`z3`]
+//! (the same conditions as constraints, for cross-checking). Both implement [`Checker`].
+//! A proven state comes with a [`Certificate`] that [`certificate::check`] re-checks in linear
+//! time; a violation comes with witnesses ([`CreditLoop`], [`UnreachableGroup`]) that name
+//! switches, ports and VLs and give concrete routes.
 //!
 //! Architecture invariant: the verifier depends on `weft-fabric` only, never on the compiler,
-//! so it checks any [`FabricState`](weft_fabric::FabricState), whoever produced it.
-//!
-//! This issue's scope is the model checks the fabric crate can state on its own; the
-//! deadlock/connectivity engines (explicit and z3) land with the verifier issue.
+//! so it checks any [`FabricState`], whoever produced it. It does no I/O and never prints.
+
+pub mod certificate;
+mod channels;
+pub mod explicit;
+mod net;
+pub mod reference;
+mod report;
+#[doc(hidden)]
+pub mod testkit;
+pub mod z3;
+
+pub use certificate::{Certificate, CertificateError, CheckSummary};
+pub use report::{
+    Channel, CreditLoop, Dependency, Endpoint, FailureReason, Hop, NodeRef, Outcome, Report, Route,
+    Stats, UnreachableGroup, Verdict,
+};
+
+use weft_fabric::FabricState;
+
+/// Which (source, destination) pairs must be connected and whose routes count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Scope {
+    /// Every end-node port and every switch (port 0) to every LID of every other one.
+    #[default]
+    All,
+    /// End-node ports to end-node LIDs only (what compute traffic uses).
+    HcaToHca,
+}
+
+impl Scope {
+    /// The name used in reports and certificates.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::All => "all",
+            Scope::HcaToHca => "hca-to-hca",
+        }
+    }
+}
+
+/// How to verify.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Required pairs.
+    pub scope: Scope,
+    /// Build a [`Certificate`] when the state is proven.
+    pub certificate: bool,
+    /// At most this many failed routes are listed (all are counted).
+    pub max_listed_routes: usize,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            scope: Scope::All,
+            certificate: true,
+            max_listed_routes: 100_000,
+        }
+    }
+}
+
+/// Verifies `state` with the explicit engine: deadlock freedom and connectivity, with a
+/// certificate (when asked for and proven) or witnesses.
+pub fn verify(state: &FabricState, opts: &Options) -> Report {
+    explicit::verify(state, opts)
+}
+
+/// A verification engine; engines must agree on every [`Verdict`].
+pub trait Checker {
+    /// The engine's name.
+    fn name(&self) -> &'static str;
+    /// The verdict on `state`.
+    fn check(&self, state: &FabricState, opts: &Options) -> Verdict;
+}

@@ -1,0 +1,570 @@
+//! The explicit engine: graph algorithms on per-destination in-trees, in parallel.
+//!
+//! For each destination LID (in parallel, results collected in LID order):
+//!
+//! 1. every switch's next hop toward it (LFT, port, link) and a *distance label* (switch hops
+//!    to arrival) by chasing next hops with memoisation; switches on or behind a loop or a
+//!    failed entry get no label;
+//! 2. if every source enters at a labelled switch, the route states (switch, input port,
+//!    input VL, SL set) are propagated in decreasing label order — a topological order of the
+//!    in-tree — checking every hop's VL and recording every dependency in a shared bitset;
+//! 3. otherwise (or when a VL check fails) each route toward that destination is walked one by
+//!    one, which records its dependencies and the exact failed routes with witnesses.
+//!
+//! The dependencies form the channel dependency graph; its strongly connected components are
+//! the credit loops (one witness cycle each, with a concrete route per dependency); when it is
+//! acyclic, a topological rank per channel and the distance labels form the [`Certificate`].
+
+use crate::certificate;
+use crate::channels::{self, DepSet, Graph};
+use crate::net::{Dest, Net, Source, Step, NO_INDEX};
+use crate::report::{
+    Channel, CreditLoop, Dependency, Endpoint, FailureReason, Outcome, Report, Stats,
+    UnreachableGroup, Verdict,
+};
+use crate::{Checker, Options};
+use rayon::prelude::*;
+use weft_fabric::{FabricState, NodeId, SlSet};
+
+/// No label: the switch does not reach the destination.
+pub(crate) const NO_LABEL: u16 = u16::MAX;
+
+/// The explicit engine as a [`Checker`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Explicit;
+
+impl Checker for Explicit {
+    fn name(&self) -> &'static str {
+        "explicit"
+    }
+
+    fn check(&self, state: &FabricState, opts: &Options) -> Verdict {
+        let opts = Options {
+            certificate: false,
+            max_listed_routes: 0,
+            ..opts.clone()
+        };
+        verify(state, &opts).verdict
+    }
+}
+
+/// Failed routes toward one destination, grouped by (where, why).
+struct Group {
+    at: u32,
+    reason: FailureReason,
+    routes: Vec<(Source, u8)>,
+    witness: (Source, u8, Vec<crate::net::RawHop>),
+}
+
+struct DestResult {
+    routes: u64,
+    labels: Option<Vec<u16>>,
+    groups: Vec<Group>,
+}
+
+/// Per-worker scratch space, reused across destinations.
+struct Scratch {
+    step: Vec<Step>,
+    label: Vec<u16>,
+    mark: Vec<u8>,
+    chase: Vec<u32>,
+    states: Vec<Vec<(u8, u8, u16)>>,
+    touched: Vec<u32>,
+}
+
+impl Scratch {
+    fn new(net: &Net<'_>) -> Scratch {
+        let s = net.switches.len();
+        Scratch {
+            step: vec![Step::Fail(FailureReason::Unset); s],
+            label: vec![NO_LABEL; s],
+            mark: vec![0; s],
+            chase: Vec::new(),
+            states: vec![Vec::new(); s],
+            touched: Vec::new(),
+        }
+    }
+}
+
+/// Runs the explicit engine.
+pub fn verify(state: &FabricState, opts: &Options) -> Report {
+    let net = Net::new(state);
+    let (sources, dests) = net.endpoints(opts.scope);
+    let deps = DepSet::new(&net);
+    let results: Vec<DestResult> = dests
+        .par_iter()
+        .map_init(
+            || Scratch::new(&net),
+            |scr, &d| dest_pass(&net, &sources, d, scr, &deps, opts.certificate),
+        )
+        .collect();
+
+    let dep_list = deps.each(&net);
+    let edges = channels::edges(&net, &dep_list);
+    let graph = Graph::new(net.ports as usize * usize::from(net.vls), &edges);
+    let sccs = graph.cyclic_sccs();
+    let used: u64 = {
+        let mut seen = vec![false; graph.len()];
+        for &(a, b) in &edges {
+            for v in [a, b] {
+                if let Some(s) = seen.get_mut(v as usize) {
+                    *s = true;
+                }
+            }
+        }
+        seen.iter().filter(|&&s| s).count() as u64
+    };
+
+    let routes: u64 = results.iter().map(|r| r.routes).sum();
+    let mut failed_routes = 0u64;
+    let mut listed = 0usize;
+    let mut unreachable = Vec::new();
+    for (r, d) in results.iter().zip(&dests) {
+        for g in &r.groups {
+            failed_routes += g.routes.len() as u64;
+            let take = g
+                .routes
+                .len()
+                .min(opts.max_listed_routes.saturating_sub(listed));
+            listed += take;
+            let mut listed_routes: Vec<(Endpoint, u8)> = g
+                .routes
+                .iter()
+                .take(take)
+                .map(|&(s, sl)| (net.endpoint(s.node, s.port), sl))
+                .collect();
+            listed_routes.sort();
+            let (ws, wsl, whops) = &g.witness;
+            unreachable.push(UnreachableGroup {
+                dlid: d.lid,
+                dst: net.endpoint(d.owner.0, d.owner.1),
+                at: net.node_ref(g.at),
+                reason: g.reason,
+                routes: listed_routes,
+                total: g.routes.len() as u64,
+                witness: net.route(*ws, *d, *wsl, whops),
+            });
+        }
+    }
+
+    let credit_loops: Vec<CreditLoop> = sccs
+        .iter()
+        .map(|scc| credit_loop(&net, &graph, scc, &sources, &dests))
+        .collect();
+
+    let deadlock_free = if credit_loops.is_empty() {
+        Outcome::Proven
+    } else {
+        Outcome::Violated
+    };
+    let connected = if failed_routes == 0 {
+        Outcome::Proven
+    } else {
+        Outcome::Violated
+    };
+    let proven = deadlock_free == Outcome::Proven && connected == Outcome::Proven;
+    let certificate = if opts.certificate && proven {
+        graph.topo_ranks().map(|ranks| {
+            let labels: Vec<(weft_fabric::Lid, Vec<u16>)> = results
+                .iter()
+                .zip(&dests)
+                .map(|(r, d)| (d.lid, r.labels.clone().unwrap_or_default()))
+                .collect();
+            certificate::build(&net, opts.scope, &edges, &ranks, labels)
+        })
+    } else {
+        None
+    };
+    Report {
+        fabric: state.fabric.name.clone(),
+        scope: opts.scope,
+        verdict: Verdict {
+            deadlock_free,
+            connected,
+        },
+        stats: Stats {
+            sources: sources.len() as u64,
+            destinations: dests.len() as u64,
+            routes,
+            channels: used,
+            dependencies: edges.len() as u64,
+            vls: net.vls,
+        },
+        credit_loops,
+        unreachable,
+        failed_routes,
+        certificate,
+    }
+}
+
+fn sls_of(net: &Net<'_>, s: Source, d: Dest) -> SlSet {
+    net.st.path_sl.get(NodeId(s.node), d.lid)
+}
+
+fn add_state(scr: &mut Scratch, k: u32, i: u8, vin: u8, sls: u16) {
+    let Some(list) = scr.states.get_mut(k as usize) else {
+        return;
+    };
+    if list.is_empty() {
+        scr.touched.push(k);
+    }
+    match list.iter_mut().find(|(a, b, _)| *a == i && *b == vin) {
+        Some(e) => e.2 |= sls,
+        None => list.push((i, vin, sls)),
+    }
+}
+
+fn dest_pass(
+    net: &Net<'_>,
+    sources: &[Source],
+    d: Dest,
+    scr: &mut Scratch,
+    deps: &DepSet,
+    want_labels: bool,
+) -> DestResult {
+    let routes: u64 = sources
+        .iter()
+        .filter(|s| (s.node, s.port) != d.owner)
+        .map(|&s| u64::from(sls_of(net, s, d).0.count_ones()))
+        .sum();
+    // 1. next hops and labels.
+    for (k, &x) in net.switches.iter().enumerate() {
+        let st = if net.alive(x) {
+            net.switch_step(x, d)
+        } else {
+            Step::Fail(FailureReason::PortDown { port: 0 })
+        };
+        if let Some(s) = scr.step.get_mut(k) {
+            *s = st;
+        }
+        if let Some(m) = scr.mark.get_mut(k) {
+            *m = 0;
+        }
+    }
+    for k in 0..net.switches.len() as u32 {
+        resolve_label(net, scr, k);
+    }
+    // 2. fast path: propagate states in decreasing label order.
+    let clean = fast_path(net, sources, d, scr, deps);
+    for &k in &scr.touched {
+        if let Some(l) = scr.states.get_mut(k as usize) {
+            l.clear();
+        }
+    }
+    scr.touched.clear();
+    if clean {
+        return DestResult {
+            routes,
+            labels: want_labels.then(|| scr.label.clone()),
+            groups: Vec::new(),
+        };
+    }
+    // 3. slow path: walk every route toward `d`.
+    let mut groups: Vec<Group> = Vec::new();
+    for &s in sources {
+        if (s.node, s.port) == d.owner {
+            continue;
+        }
+        for sl in sls_of(net, s, d).iter() {
+            let w = net.walk(s, d, sl.0, |x, i, vin, o, vout| {
+                let k = net
+                    .switch_index
+                    .get(x as usize)
+                    .copied()
+                    .unwrap_or(NO_INDEX);
+                deps.insert(k, i, vin, o, vout);
+            });
+            let Some((at, reason)) = w.failure else {
+                continue;
+            };
+            match groups.iter_mut().find(|g| g.at == at && g.reason == reason) {
+                Some(g) => g.routes.push((s, sl.0)),
+                None => groups.push(Group {
+                    at,
+                    reason,
+                    routes: vec![(s, sl.0)],
+                    witness: (s, sl.0, w.hops),
+                }),
+            }
+        }
+    }
+    groups.sort_by(|a, b| (a.at, &a.reason).cmp(&(b.at, &b.reason)));
+    DestResult {
+        routes,
+        labels: None,
+        groups,
+    }
+}
+
+/// Gives switch `k` (and every switch on its chain) a label: hops to arrival, or none.
+fn resolve_label(net: &Net<'_>, scr: &mut Scratch, k: u32) {
+    if scr.mark.get(k as usize).copied().unwrap_or(2) != 0 {
+        return;
+    }
+    scr.chase.clear();
+    let mut cur = k;
+    // Follow next hops until a resolved switch, an end, or the chase itself (a loop).
+    let mut tail = loop {
+        match scr.mark.get(cur as usize).copied().unwrap_or(2) {
+            2 => break scr.label.get(cur as usize).copied().unwrap_or(NO_LABEL),
+            1 => break NO_LABEL,
+            _ => {}
+        }
+        if let Some(m) = scr.mark.get_mut(cur as usize) {
+            *m = 1;
+        }
+        scr.chase.push(cur);
+        match scr.step.get(cur as usize).copied() {
+            Some(Step::Arrive) => {
+                if let Some(l) = scr.label.get_mut(cur as usize) {
+                    *l = 0;
+                }
+                scr.chase.pop();
+                if let Some(m) = scr.mark.get_mut(cur as usize) {
+                    *m = 2;
+                }
+                break 0;
+            }
+            Some(Step::Out { last: true, .. }) => {
+                if let Some(l) = scr.label.get_mut(cur as usize) {
+                    *l = 1;
+                }
+                scr.chase.pop();
+                if let Some(m) = scr.mark.get_mut(cur as usize) {
+                    *m = 2;
+                }
+                break 1;
+            }
+            Some(Step::Out { to, .. }) => {
+                cur = net
+                    .switch_index
+                    .get(to as usize)
+                    .copied()
+                    .unwrap_or(NO_INDEX);
+                if cur == NO_INDEX {
+                    break NO_LABEL;
+                }
+            }
+            _ => break NO_LABEL,
+        }
+    };
+    while let Some(c) = scr.chase.pop() {
+        tail = if tail >= NO_LABEL - 1 {
+            NO_LABEL
+        } else {
+            tail + 1
+        };
+        if let Some(l) = scr.label.get_mut(c as usize) {
+            *l = tail;
+        }
+        if let Some(m) = scr.mark.get_mut(c as usize) {
+            *m = 2;
+        }
+    }
+}
+
+/// Propagates route states through the labelled in-tree; `false` when some route fails
+/// (then the slow path takes over).
+fn fast_path(net: &Net<'_>, sources: &[Source], d: Dest, scr: &mut Scratch, deps: &DepSet) -> bool {
+    let label_of = |scr: &Scratch, n: u32| -> u16 {
+        let k = net
+            .switch_index
+            .get(n as usize)
+            .copied()
+            .unwrap_or(NO_INDEX);
+        scr.label.get(k as usize).copied().unwrap_or(NO_LABEL)
+    };
+    let mut max_label = 0u16;
+    for &s in sources {
+        if (s.node, s.port) == d.owner {
+            continue;
+        }
+        let sls = sls_of(net, s, d);
+        if net.is_switch(s.node) {
+            let l = label_of(scr, s.node);
+            if l == NO_LABEL {
+                return false;
+            }
+            max_label = max_label.max(l);
+            let k = net
+                .switch_index
+                .get(s.node as usize)
+                .copied()
+                .unwrap_or(NO_INDEX);
+            add_state(scr, k, 0, 0, sls.0);
+            continue;
+        }
+        match net.out_step(s.node, s.port, d) {
+            Step::Out {
+                to, to_port, last, ..
+            } => {
+                for sl in sls.iter() {
+                    if net.injection_vl(s.node, s.port, sl.0).is_err() {
+                        return false;
+                    }
+                }
+                if last {
+                    continue;
+                }
+                let l = label_of(scr, to);
+                if l == NO_LABEL {
+                    return false;
+                }
+                max_label = max_label.max(l);
+                let k = net
+                    .switch_index
+                    .get(to as usize)
+                    .copied()
+                    .unwrap_or(NO_INDEX);
+                for sl in sls.iter() {
+                    if let Ok(v) = net.injection_vl(s.node, s.port, sl.0) {
+                        add_state(scr, k, to_port, v, SlSet::one(sl).0);
+                    }
+                }
+            }
+            _ => return false,
+        }
+    }
+    // Buckets by label, highest first.
+    let mut buckets: Vec<Vec<u32>> = vec![Vec::new(); usize::from(max_label) + 1];
+    for &k in &scr.touched {
+        let l = scr.label.get(k as usize).copied().unwrap_or(NO_LABEL);
+        if let Some(b) = buckets.get_mut(usize::from(l)) {
+            b.push(k);
+        }
+    }
+    let mut pending: Vec<(u32, u8, u8, u16)> = Vec::new();
+    for l in (1..buckets.len()).rev() {
+        let Some(bucket) = buckets.get(l).cloned() else {
+            continue;
+        };
+        for k in bucket {
+            let x = net.switches.get(k as usize).copied().unwrap_or(0);
+            let Some(Step::Out {
+                out,
+                to,
+                to_port,
+                last,
+            }) = scr.step.get(k as usize).copied()
+            else {
+                return false;
+            };
+            let next_k = if last {
+                NO_INDEX
+            } else {
+                net.switch_index
+                    .get(to as usize)
+                    .copied()
+                    .unwrap_or(NO_INDEX)
+            };
+            pending.clear();
+            if let Some(list) = scr.states.get(k as usize) {
+                for &(i, vin, sls) in list {
+                    for sl in SlSet(sls).iter() {
+                        let Ok(vout) = net.switch_vl(x, i, out, sl.0) else {
+                            return false;
+                        };
+                        if i != 0 {
+                            deps.insert(k, i, vin, out, vout);
+                        }
+                        if next_k != NO_INDEX {
+                            pending.push((next_k, to_port, vout, SlSet::one(sl).0));
+                        }
+                    }
+                }
+            }
+            for &(nk, p, v, s) in &pending {
+                if scr.label.get(nk as usize).copied() != Some(l as u16 - 1) {
+                    // Labels strictly decrease along next hops; anything else is a bug guard.
+                    return false;
+                }
+                let fresh = scr.states.get(nk as usize).is_some_and(|v| v.is_empty());
+                add_state(scr, nk, p, v, s);
+                if fresh {
+                    if let Some(b) = buckets.get_mut(l - 1) {
+                        b.push(nk);
+                    }
+                }
+            }
+        }
+    }
+    true
+}
+
+/// A credit loop for one strongly connected component: its channels, a cycle, and a route
+/// per dependency of the cycle.
+fn credit_loop(
+    net: &Net<'_>,
+    graph: &Graph,
+    scc: &[u32],
+    sources: &[Source],
+    dests: &[Dest],
+) -> CreditLoop {
+    let channels: Vec<Channel> = scc.iter().filter_map(|&c| channel(net, c)).collect();
+    let cyc = graph.cycle_in(scc);
+    let mut cycle = Vec::new();
+    for (j, &a) in cyc.iter().enumerate() {
+        let b = cyc.get((j + 1) % cyc.len()).copied().unwrap_or(a);
+        let (Some(from), Some(to)) = (channel(net, a), channel(net, b)) else {
+            continue;
+        };
+        let Some(route) = witness_route(net, a, b, sources, dests) else {
+            continue;
+        };
+        cycle.push(Dependency { from, to, route });
+    }
+    CreditLoop { channels, cycle }
+}
+
+pub(crate) fn channel(net: &Net<'_>, c: u32) -> Option<Channel> {
+    let (n, p, vl) = net.channel_parts(c)?;
+    let Some(crate::net::PortLink::Up { node, port }) = net.port_link(n, p) else {
+        return None;
+    };
+    Some(Channel {
+        node: net.node_ref(n),
+        port: p,
+        to: net.node_ref(node),
+        to_port: port,
+        vl,
+    })
+}
+
+/// One route that takes channel `a` then channel `b`.
+fn witness_route(
+    net: &Net<'_>,
+    a: u32,
+    b: u32,
+    sources: &[Source],
+    dests: &[Dest],
+) -> Option<crate::report::Route> {
+    let (_, _, vin) = net.channel_parts(a)?;
+    let (x, o, vout) = net.channel_parts(b)?;
+    let (an, ap, _) = net.channel_parts(a)?;
+    let Some(crate::net::PortLink::Up { port: i, .. }) = net.port_link(an, ap) else {
+        return None;
+    };
+    let lft = net.sw.get(x as usize).copied().flatten()?;
+    for &d in dests {
+        if lft.lft.get(d.lid).map(|p| p.0) != Some(o) {
+            continue;
+        }
+        for &s in sources {
+            if (s.node, s.port) == d.owner {
+                continue;
+            }
+            for sl in sls_of(net, s, d).iter() {
+                let mut hit = false;
+                let w = net.walk(s, d, sl.0, |dx, di, dvin, dout, dvout| {
+                    if (dx, di, dvin, dout, dvout) == (x, i, vin, o, vout) {
+                        hit = true;
+                    }
+                });
+                if hit {
+                    return Some(net.route(s, d, sl.0, &w.hops));
+                }
+            }
+        }
+    }
+    None
+}

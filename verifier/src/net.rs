@@ -1,0 +1,547 @@
+//! A flat, index-based view of a [`FabricState`] and the one-hop semantics every part of the
+//! explicit engine (and the certificate checker) shares: which port a switch forwards a
+//! destination to, which VL a hop takes, and whether that VL is operational.
+
+use crate::report::{Endpoint, FailureReason, Hop, NodeRef, Route};
+use crate::Scope;
+use weft_fabric::{FabricState, Lid, LinkState, NodeId, PortNum, Sl, SwitchState};
+
+/// What is at the far end of a port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PortLink {
+    /// No cable.
+    Unwired,
+    /// A cable whose link, or far node, is down.
+    Down,
+    /// A live link to `(node, port)`.
+    Up { node: u32, port: u8 },
+}
+
+/// What a switch does with a packet for one destination (before VLs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// The switch owns the destination and its LFT delivers to port 0.
+    Arrive,
+    /// Out on `out` to `(to, to_port)`; `last` when that port owns the destination.
+    Out {
+        out: u8,
+        to: u32,
+        to_port: u8,
+        last: bool,
+    },
+    /// The route fails here.
+    Fail(FailureReason),
+}
+
+/// A destination: a LID and the port owning it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Dest {
+    pub lid: Lid,
+    pub owner: (u32, u8),
+}
+
+/// A source port (port 0 for a switch).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Source {
+    pub node: u32,
+    pub port: u8,
+}
+
+/// A route as indices: hops and how it ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RawHop {
+    pub node: u32,
+    pub in_port: u8,
+    pub out_port: Option<u8>,
+    pub vl: Option<u8>,
+}
+
+/// The outcome of walking one route.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Walk {
+    pub hops: Vec<RawHop>,
+    /// `None` when the route arrives; otherwise the node where it fails and why.
+    pub failure: Option<(u32, FailureReason)>,
+}
+
+pub(crate) struct Net<'a> {
+    pub st: &'a FabricState,
+    pub alive: Vec<bool>,
+    pub is_switch: Vec<bool>,
+    pub port_count: Vec<u8>,
+    /// Index of `(node, port 1)` in the per-port arrays; port `p` is at `base + p - 1`.
+    pub port_base: Vec<u32>,
+    pub ports: u32,
+    pub link: Vec<PortLink>,
+    pub vl_cap: Vec<u8>,
+    pub owners: Vec<Option<(NodeId, PortNum)>>,
+    pub sw: Vec<Option<&'a SwitchState>>,
+    /// Switch node ids, in node order, and each node's index among them.
+    pub switches: Vec<u32>,
+    pub switch_index: Vec<u32>,
+    /// VLs that can appear on a valid hop (highest valid VL + 1, at least 1).
+    pub vls: u8,
+}
+
+pub(crate) const NO_INDEX: u32 = u32::MAX;
+
+impl<'a> Net<'a> {
+    pub fn new(st: &'a FabricState) -> Net<'a> {
+        let f = &st.fabric;
+        let nodes = f.nodes();
+        let alive: Vec<bool> = nodes.iter().map(|n| !n.down).collect();
+        let is_switch: Vec<bool> = nodes.iter().map(|n| n.is_switch()).collect();
+        let port_count: Vec<u8> = nodes.iter().map(|n| n.spec.port_count).collect();
+        let mut port_base = Vec::with_capacity(nodes.len());
+        let mut ports = 0u32;
+        for n in nodes {
+            port_base.push(ports);
+            ports += u32::from(n.spec.port_count);
+        }
+        let mut link = vec![PortLink::Unwired; ports as usize];
+        for (n, node) in nodes.iter().enumerate() {
+            for port in &node.ports {
+                let Some(lid) = port.link else { continue };
+                let Some(l) = f.links().get(lid.index()) else {
+                    continue;
+                };
+                let me = weft_fabric::PortRef {
+                    node: NodeId(n as u32),
+                    port: port.num,
+                };
+                let Some(other) = l.other(me) else { continue };
+                let far_alive = alive.get(other.node.index()).copied().unwrap_or(false);
+                let near_alive = alive.get(n).copied().unwrap_or(false);
+                let value = if l.state == LinkState::Up && far_alive && near_alive {
+                    PortLink::Up {
+                        node: other.node.0,
+                        port: other.port.0,
+                    }
+                } else {
+                    PortLink::Down
+                };
+                let i =
+                    port_base.get(n).copied().unwrap_or(0) as usize + usize::from(port.num.0) - 1;
+                if let Some(slot) = link.get_mut(i) {
+                    *slot = value;
+                }
+            }
+        }
+        let vl_cap = nodes.iter().map(|n| n.spec.caps.vl_cap.min(15)).collect();
+        let owners = st.lids.owners(f);
+        let mut sw = vec![None; nodes.len()];
+        for (id, s) in &st.switches {
+            if let Some(slot) = sw.get_mut(id.index()) {
+                if is_switch.get(id.index()).copied().unwrap_or(false) {
+                    *slot = Some(s);
+                }
+            }
+        }
+        let mut switches = Vec::new();
+        let mut switch_index = vec![NO_INDEX; nodes.len()];
+        for (n, &s) in is_switch.iter().enumerate() {
+            if s {
+                if let Some(slot) = switch_index.get_mut(n) {
+                    *slot = switches.len() as u32;
+                }
+                switches.push(n as u32);
+            }
+        }
+        // The VLs a valid hop can use: below every VLCap and never 15.
+        let max_cap = nodes
+            .iter()
+            .map(|n| n.spec.caps.vl_cap.min(15))
+            .max()
+            .unwrap_or(1);
+        let mut top = 0u8;
+        for s in st.switches.values() {
+            for r in &s.sl2vl {
+                for &v in &r.vl {
+                    if v < max_cap && v < 15 {
+                        top = top.max(v);
+                    }
+                }
+            }
+        }
+        for t in st.end_sl2vl.values() {
+            for &v in t {
+                if v < max_cap && v < 15 {
+                    top = top.max(v);
+                }
+            }
+        }
+        Net {
+            st,
+            alive,
+            is_switch,
+            port_count,
+            port_base,
+            ports,
+            link,
+            vl_cap,
+            owners,
+            sw,
+            switches,
+            switch_index,
+            vls: top + 1,
+        }
+    }
+
+    pub fn is_switch(&self, n: u32) -> bool {
+        self.is_switch.get(n as usize).copied().unwrap_or(false)
+    }
+
+    pub fn alive(&self, n: u32) -> bool {
+        self.alive.get(n as usize).copied().unwrap_or(false)
+    }
+
+    /// Index of `(node, port)` in the per-port arrays (`port >= 1`).
+    pub fn dirport(&self, n: u32, p: u8) -> Option<u32> {
+        if p == 0 || p > self.port_count.get(n as usize).copied().unwrap_or(0) {
+            return None;
+        }
+        Some(self.port_base.get(n as usize).copied()? + u32::from(p) - 1)
+    }
+
+    pub fn port_link(&self, n: u32, p: u8) -> Option<PortLink> {
+        self.dirport(n, p)
+            .and_then(|i| self.link.get(i as usize).copied())
+    }
+
+    /// The channel id of `(node, port, vl)`.
+    pub fn channel(&self, n: u32, p: u8, vl: u8) -> Option<u32> {
+        Some(self.dirport(n, p)? * u32::from(self.vls) + u32::from(vl))
+    }
+
+    /// `(node, port, vl)` of a channel id.
+    pub fn channel_parts(&self, c: u32) -> Option<(u32, u8, u8)> {
+        let v = u32::from(self.vls);
+        let dp = c / v;
+        let vl = (c % v) as u8;
+        // The node whose port range holds `dp`.
+        let n = self
+            .port_base
+            .partition_point(|&b| b <= dp)
+            .checked_sub(1)?;
+        let base = *self.port_base.get(n)?;
+        Some((n as u32, (dp - base + 1) as u8, vl))
+    }
+
+    /// Whether `vl` is operational on the link leaving `(n, p)`.
+    pub fn vl_ok(&self, n: u32, p: u8, vl: u8) -> Result<(), FailureReason> {
+        let far = match self.port_link(n, p) {
+            Some(PortLink::Up { node, .. }) => node,
+            _ => return Err(FailureReason::PortDown { port: p }),
+        };
+        let cap = self
+            .vl_cap
+            .get(n as usize)
+            .copied()
+            .unwrap_or(0)
+            .min(self.vl_cap.get(far as usize).copied().unwrap_or(0));
+        if vl >= 15 || vl >= cap {
+            return Err(FailureReason::VlNotOperational {
+                port: p,
+                vl,
+                vl_cap: cap,
+            });
+        }
+        Ok(())
+    }
+
+    /// Where switch `x` sends a packet for `d`.
+    pub fn switch_step(&self, x: u32, d: Dest) -> Step {
+        let entry = self
+            .sw
+            .get(x as usize)
+            .copied()
+            .flatten()
+            .and_then(|s| s.lft.get(d.lid));
+        let Some(PortNum(o)) = entry else {
+            return Step::Fail(FailureReason::Unset);
+        };
+        if o == 0 {
+            return if d.owner == (x, 0) {
+                Step::Arrive
+            } else {
+                Step::Fail(FailureReason::Misdelivered { port: 0 })
+            };
+        }
+        self.out_step(x, o, d)
+    }
+
+    /// Leaving node `x` on port `o` toward `d`.
+    pub fn out_step(&self, x: u32, o: u8, d: Dest) -> Step {
+        match self.port_link(x, o) {
+            None => Step::Fail(FailureReason::PortMissing { port: o }),
+            Some(PortLink::Unwired) => Step::Fail(FailureReason::PortUnwired { port: o }),
+            Some(PortLink::Down) => Step::Fail(FailureReason::PortDown { port: o }),
+            Some(PortLink::Up { node, port }) => {
+                if self.is_switch(node) {
+                    Step::Out {
+                        out: o,
+                        to: node,
+                        to_port: port,
+                        last: false,
+                    }
+                } else if (node, port) == d.owner {
+                    Step::Out {
+                        out: o,
+                        to: node,
+                        to_port: port,
+                        last: true,
+                    }
+                } else {
+                    Step::Fail(FailureReason::Misdelivered { port: o })
+                }
+            }
+        }
+    }
+
+    /// The VL switch `x` puts SL `sl` on from `i` to `o`, checked to be operational.
+    pub fn switch_vl(&self, x: u32, i: u8, o: u8, sl: u8) -> Result<u8, FailureReason> {
+        let vl = match self.sw.get(x as usize).copied().flatten() {
+            None => 0,
+            Some(s) => {
+                s.vl(PortNum(i), PortNum(o), Sl(sl))
+                    .ok_or(FailureReason::Sl2VlUnassigned {
+                        in_port: i,
+                        out_port: o,
+                    })?
+                    .0
+            }
+        };
+        self.vl_ok(x, o, vl)?;
+        Ok(vl)
+    }
+
+    /// The VL end node `h` injects SL `sl` on through port `p`, checked.
+    pub fn injection_vl(&self, h: u32, p: u8, sl: u8) -> Result<u8, FailureReason> {
+        let vl = self.st.injection_vl(NodeId(h), Sl(sl)).0;
+        self.vl_ok(h, p, vl)?;
+        Ok(vl)
+    }
+
+    /// Sources and destinations of `scope`, in node and LID order.
+    pub fn endpoints(&self, scope: Scope) -> (Vec<Source>, Vec<Dest>) {
+        let live = |n: u32, p: u8| -> bool {
+            self.alive(n)
+                && (self.is_switch(n) || matches!(self.port_link(n, p), Some(PortLink::Up { .. })))
+        };
+        let wanted = |n: u32| match scope {
+            Scope::All => true,
+            Scope::HcaToHca => !self.is_switch(n),
+        };
+        let mut sources = Vec::new();
+        for (&n, ports) in &self.st.lids.base {
+            for &p in ports.keys() {
+                let (n, p) = (n.0, p.0);
+                if (self.is_switch(n) && p != 0) || (!self.is_switch(n) && p == 0) {
+                    continue;
+                }
+                if live(n, p) && wanted(n) {
+                    sources.push(Source { node: n, port: p });
+                }
+            }
+        }
+        let mut dests = Vec::new();
+        for (lid, o) in self.owners.iter().enumerate() {
+            let Some((n, p)) = o else { continue };
+            let (n, p) = (n.0, p.0);
+            if lid == 0 || lid > usize::from(weft_fabric::MAX_UNICAST_LID) {
+                continue;
+            }
+            if (self.is_switch(n) && p != 0) || (!self.is_switch(n) && p == 0) {
+                continue;
+            }
+            if live(n, p) && wanted(n) {
+                dests.push(Dest {
+                    lid: Lid(lid as u16),
+                    owner: (n, p),
+                });
+            }
+        }
+        (sources, dests)
+    }
+
+    /// Walks one route hop by hop, calling `dep(x, in_port, in_vl, out_port, out_vl)` for every
+    /// dependency it creates at a switch. A route caught in a forwarding loop is reported as a
+    /// loop where it first comes back to a switch, and walked on (for its dependencies) until
+    /// it repeats a (switch, input port, VL) state.
+    pub fn walk(
+        &self,
+        src: Source,
+        d: Dest,
+        sl: u8,
+        mut dep: impl FnMut(u32, u8, u8, u8, u8),
+    ) -> Walk {
+        let mut hops = Vec::new();
+        let mut failure: Option<(u32, FailureReason)> = None;
+        // (switch, input port, input VL): input VL 0 with port 0 for a switch's own traffic.
+        let (mut x, mut i, mut vin) = if self.is_switch(src.node) {
+            (src.node, 0u8, 0u8)
+        } else {
+            match self.out_step(src.node, src.port, d) {
+                Step::Fail(r) => {
+                    hops.push(RawHop {
+                        node: src.node,
+                        in_port: 0,
+                        out_port: Some(src.port),
+                        vl: None,
+                    });
+                    return Walk {
+                        hops,
+                        failure: Some((src.node, r)),
+                    };
+                }
+                Step::Arrive => {
+                    // `out_step` never arrives; treat it as a misdelivery to stay total.
+                    return Walk {
+                        hops,
+                        failure: Some((src.node, FailureReason::Misdelivered { port: src.port })),
+                    };
+                }
+                Step::Out {
+                    to, to_port, last, ..
+                } => {
+                    let vl = self.injection_vl(src.node, src.port, sl);
+                    hops.push(RawHop {
+                        node: src.node,
+                        in_port: 0,
+                        out_port: Some(src.port),
+                        vl: vl.as_ref().ok().copied(),
+                    });
+                    match vl {
+                        Err(r) => {
+                            return Walk {
+                                hops,
+                                failure: Some((src.node, r)),
+                            }
+                        }
+                        Ok(v) if last => {
+                            let _ = v;
+                            return Walk {
+                                hops,
+                                failure: None,
+                            };
+                        }
+                        Ok(v) => (to, to_port, v),
+                    }
+                }
+            }
+        };
+        let mut seen_switches: Vec<u32> = Vec::new();
+        let mut seen_states: Vec<(u32, u8, u8)> = Vec::new();
+        loop {
+            if failure.is_some() {
+                // Following a loop for its dependencies only.
+                if seen_states.contains(&(x, i, vin)) {
+                    return Walk { hops, failure };
+                }
+                seen_states.push((x, i, vin));
+            } else if seen_switches.contains(&x) {
+                failure = Some((x, FailureReason::Loop));
+                seen_states.push((x, i, vin));
+            } else {
+                seen_switches.push(x);
+                seen_states.push((x, i, vin));
+            }
+            match self.switch_step(x, d) {
+                Step::Arrive => {
+                    hops.push(RawHop {
+                        node: x,
+                        in_port: i,
+                        out_port: None,
+                        vl: None,
+                    });
+                    return Walk { hops, failure };
+                }
+                Step::Fail(r) => {
+                    let out_port = match r {
+                        FailureReason::PortMissing { port }
+                        | FailureReason::PortUnwired { port }
+                        | FailureReason::PortDown { port }
+                        | FailureReason::Misdelivered { port } => Some(port),
+                        _ => None,
+                    };
+                    hops.push(RawHop {
+                        node: x,
+                        in_port: i,
+                        out_port,
+                        vl: None,
+                    });
+                    if failure.is_none() {
+                        failure = Some((x, r));
+                    }
+                    return Walk { hops, failure };
+                }
+                Step::Out {
+                    out,
+                    to,
+                    to_port,
+                    last,
+                } => {
+                    let vl = self.switch_vl(x, i, out, sl);
+                    hops.push(RawHop {
+                        node: x,
+                        in_port: i,
+                        out_port: Some(out),
+                        vl: vl.as_ref().ok().copied(),
+                    });
+                    let vout = match vl {
+                        Err(r) => {
+                            if failure.is_none() {
+                                failure = Some((x, r));
+                            }
+                            return Walk { hops, failure };
+                        }
+                        Ok(v) => v,
+                    };
+                    if i != 0 {
+                        dep(x, i, vin, out, vout);
+                    }
+                    if last {
+                        return Walk { hops, failure };
+                    }
+                    x = to;
+                    i = to_port;
+                    vin = vout;
+                }
+            }
+        }
+    }
+
+    pub fn node_ref(&self, n: u32) -> NodeRef {
+        let node = self.st.fabric.nodes().get(n as usize);
+        NodeRef {
+            id: NodeId(n),
+            name: node.map(|x| x.name().to_owned()).unwrap_or_default(),
+            guid: node.map(|x| x.guid()).unwrap_or(weft_fabric::Guid(0)),
+        }
+    }
+
+    pub fn endpoint(&self, n: u32, p: u8) -> Endpoint {
+        Endpoint {
+            node: self.node_ref(n),
+            port: p,
+        }
+    }
+
+    pub fn route(&self, src: Source, d: Dest, sl: u8, hops: &[RawHop]) -> Route {
+        Route {
+            src: self.endpoint(src.node, src.port),
+            dlid: d.lid,
+            dst: self.endpoint(d.owner.0, d.owner.1),
+            sl,
+            hops: hops
+                .iter()
+                .map(|h| Hop {
+                    node: self.node_ref(h.node),
+                    in_port: h.in_port,
+                    out_port: h.out_port,
+                    vl: h.vl,
+                })
+                .collect(),
+        }
+    }
+}

@@ -1,0 +1,324 @@
+//! A tiny reference semantics, written straight from `DESIGN.md` and independent of the
+//! explicit engine's flat view: walk one route on the concrete tables of a [`FabricState`].
+//!
+//! The z3 engine takes its facts from here, and tests replay every witness with it, so a bug
+//! in the explicit engine's one-hop code shows up as a disagreement.
+
+use crate::report::{Channel, CreditLoop, FailureReason, Route, UnreachableGroup};
+use weft_fabric::{FabricState, Lid, LinkState, NodeId, PortNum, PortRef, Sl};
+
+/// One hop: at `node`, in on `in_port` (0 at the source), out on `out`, on `vl`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RefHop {
+    /// Node.
+    pub node: NodeId,
+    /// Input port (0 at the source).
+    pub in_port: u8,
+    /// Output port.
+    pub out: u8,
+    /// VL on the output link.
+    pub vl: u8,
+}
+
+/// A walked route.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RefWalk {
+    /// Hops that left a node on a valid VL, in order.
+    pub hops: Vec<RefHop>,
+    /// `None` when the route arrives; else where it failed and why.
+    pub failure: Option<(NodeId, FailureReason)>,
+}
+
+fn live_peer(st: &FabricState, n: NodeId, p: u8) -> Result<PortRef, FailureReason> {
+    let f = &st.fabric;
+    let node = f
+        .nodes()
+        .get(n.index())
+        .ok_or(FailureReason::PortMissing { port: p })?;
+    let port = node
+        .port(PortNum(p))
+        .ok_or(FailureReason::PortMissing { port: p })?;
+    let link = port.link.ok_or(FailureReason::PortUnwired { port: p })?;
+    let l = f
+        .links()
+        .get(link.index())
+        .ok_or(FailureReason::PortUnwired { port: p })?;
+    let other = l
+        .other(PortRef {
+            node: n,
+            port: PortNum(p),
+        })
+        .ok_or(FailureReason::PortUnwired { port: p })?;
+    let far_down = f.nodes().get(other.node.index()).is_none_or(|x| x.down);
+    if l.state != LinkState::Up || far_down || node.down {
+        return Err(FailureReason::PortDown { port: p });
+    }
+    Ok(other)
+}
+
+fn check_vl(st: &FabricState, n: NodeId, p: u8, vl: u8) -> Result<(), FailureReason> {
+    let other = live_peer(st, n, p)?;
+    let cap = |m: NodeId| {
+        st.fabric
+            .nodes()
+            .get(m.index())
+            .map_or(0, |x| x.spec.caps.vl_cap)
+    };
+    let c = cap(n).min(cap(other.node)).min(15);
+    if vl == 15 || vl >= c {
+        return Err(FailureReason::VlNotOperational {
+            port: p,
+            vl,
+            vl_cap: c,
+        });
+    }
+    Ok(())
+}
+
+/// The port owning `dlid`.
+pub fn owner(st: &FabricState, dlid: Lid) -> Option<(NodeId, u8)> {
+    let span = 1u16 << st.lids.lmc.min(7);
+    for (&n, ports) in &st.lids.base {
+        let sw = st
+            .fabric
+            .nodes()
+            .get(n.index())
+            .is_some_and(|x| x.is_switch());
+        for (&p, &base) in ports {
+            let s = if sw { 1 } else { span };
+            if dlid.0 >= base.0 && u32::from(dlid.0) < u32::from(base.0) + u32::from(s) {
+                return Some((n, p.0));
+            }
+        }
+    }
+    None
+}
+
+/// Walks the route (source `src` port `port`, `dlid`, `sl`); a switch source uses port 0.
+/// A route that comes back to a switch fails there with a loop.
+pub fn walk(st: &FabricState, src: NodeId, port: u8, dlid: Lid, sl: u8) -> RefWalk {
+    let mut hops = Vec::new();
+    let dst = owner(st, dlid);
+    let is_switch = |n: NodeId| {
+        st.fabric
+            .nodes()
+            .get(n.index())
+            .is_some_and(|x| x.is_switch())
+    };
+    let fail = |hops: Vec<RefHop>, n: NodeId, r: FailureReason| RefWalk {
+        hops,
+        failure: Some((n, r)),
+    };
+    let (mut x, mut i) = if is_switch(src) {
+        (src, 0u8)
+    } else {
+        let peer = match live_peer(st, src, port) {
+            Ok(p) => p,
+            Err(r) => return fail(hops, src, r),
+        };
+        let vl = st.injection_vl(src, Sl(sl)).0;
+        if let Err(r) = check_vl(st, src, port, vl) {
+            return fail(hops, src, r);
+        }
+        if !is_switch(peer.node) && Some((peer.node, peer.port.0)) != dst {
+            return fail(hops, src, FailureReason::Misdelivered { port });
+        }
+        hops.push(RefHop {
+            node: src,
+            in_port: 0,
+            out: port,
+            vl,
+        });
+        if !is_switch(peer.node) {
+            return RefWalk {
+                hops,
+                failure: None,
+            };
+        }
+        (peer.node, peer.port.0)
+    };
+    let mut visited = vec![];
+    loop {
+        if visited.contains(&x) {
+            return fail(hops, x, FailureReason::Loop);
+        }
+        visited.push(x);
+        let Some(sw) = st.switches.get(&x) else {
+            return fail(hops, x, FailureReason::Unset);
+        };
+        let Some(PortNum(o)) = sw.lft.get(dlid) else {
+            return fail(hops, x, FailureReason::Unset);
+        };
+        if o == 0 {
+            return if dst == Some((x, 0)) {
+                RefWalk {
+                    hops,
+                    failure: None,
+                }
+            } else {
+                fail(hops, x, FailureReason::Misdelivered { port: 0 })
+            };
+        }
+        let peer = match live_peer(st, x, o) {
+            Ok(p) => p,
+            Err(r) => return fail(hops, x, r),
+        };
+        if !is_switch(peer.node) && Some((peer.node, peer.port.0)) != dst {
+            return fail(hops, x, FailureReason::Misdelivered { port: o });
+        }
+        let Some(vl) = sw.vl(PortNum(i), PortNum(o), Sl(sl)) else {
+            return fail(
+                hops,
+                x,
+                FailureReason::Sl2VlUnassigned {
+                    in_port: i,
+                    out_port: o,
+                },
+            );
+        };
+        if let Err(r) = check_vl(st, x, o, vl.0) {
+            return fail(hops, x, r);
+        }
+        hops.push(RefHop {
+            node: x,
+            in_port: i,
+            out: o,
+            vl: vl.0,
+        });
+        if !is_switch(peer.node) {
+            return RefWalk {
+                hops,
+                failure: None,
+            };
+        }
+        x = peer.node;
+        i = peer.port.0;
+    }
+}
+
+/// Checks that `route` is what the tables do: same hops, and (for a failed route) the same
+/// failure at `at`. Returns what differs.
+pub fn replay_route(
+    st: &FabricState,
+    route: &Route,
+    expect_failure: Option<(NodeId, FailureReason)>,
+) -> Result<(), String> {
+    let w = walk(st, route.src.node.id, route.src.port, route.dlid, route.sl);
+    let ours: Vec<(NodeId, u8, Option<u8>, Option<u8>)> = w
+        .hops
+        .iter()
+        .map(|h| (h.node, h.in_port, Some(h.out), Some(h.vl)))
+        .collect();
+    let theirs: Vec<(NodeId, u8, Option<u8>, Option<u8>)> = route
+        .hops
+        .iter()
+        .filter(|h| h.vl.is_some())
+        .map(|h| (h.node.id, h.in_port, h.out_port, h.vl))
+        .collect();
+    // A witness of a loop may go round more than once; compare the prefix the walk took.
+    let n = ours.len().min(theirs.len());
+    if ours.get(..n) != theirs.get(..n)
+        || (expect_failure.map(|f| f.1) != Some(FailureReason::Loop) && ours.len() != theirs.len())
+    {
+        return Err(format!(
+            "hops differ: tables give {ours:?}, witness says {theirs:?}"
+        ));
+    }
+    if w.failure != expect_failure {
+        return Err(format!(
+            "outcome differs: tables give {:?}, witness says {:?}",
+            w.failure, expect_failure
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a connectivity witness on the tables.
+pub fn replay_unreachable(st: &FabricState, g: &UnreachableGroup) -> Result<(), String> {
+    replay_route(st, &g.witness, Some((g.at.id, g.reason)))?;
+    for (src, sl) in &g.routes {
+        let w = walk(st, src.node.id, src.port, g.dlid, *sl);
+        if w.failure != Some((g.at.id, g.reason)) {
+            return Err(format!(
+                "route from `{}` to LID {} SL {sl}: tables give {:?}",
+                src.node.name, g.dlid.0, w.failure
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn same_channel(h: &RefHop, c: &Channel) -> bool {
+    h.node == c.node.id && h.out == c.port && h.vl == c.vl
+}
+
+/// Checks a credit loop on the tables: the cycle closes, and each dependency's route takes
+/// its two channels one after the other (following a forwarding loop as far as it goes).
+pub fn replay_credit_loop(st: &FabricState, l: &CreditLoop) -> Result<(), String> {
+    if l.cycle.len() < 2 {
+        return Err("a cycle needs at least two dependencies".to_owned());
+    }
+    for (k, d) in l.cycle.iter().enumerate() {
+        let next = l.cycle.get((k + 1) % l.cycle.len()).ok_or("empty cycle")?;
+        if d.to != next.from {
+            return Err(format!("dependency {k} does not chain to the next"));
+        }
+        let r = &d.route;
+        // Follow the route on the tables, going round forwarding loops up to a bound.
+        let hops = follow(st, r.src.node.id, r.src.port, r.dlid, r.sl);
+        let hit = hops
+            .windows(2)
+            .any(|w| matches!(w, [a, b] if same_channel(a, &d.from) && same_channel(b, &d.to)));
+        if !hit {
+            return Err(format!(
+                "the route from `{}` to LID {} does not take the dependency {k}",
+                r.src.node.name, r.dlid.0
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The hops of a route, continuing through forwarding loops until a (node, in port, VL)
+/// state repeats.
+pub fn follow(st: &FabricState, src: NodeId, port: u8, dlid: Lid, sl: u8) -> Vec<RefHop> {
+    let w = walk(st, src, port, dlid, sl);
+    let mut hops = w.hops;
+    if w.failure.map(|f| f.1) != Some(FailureReason::Loop) {
+        return hops;
+    }
+    // Continue from the last hop by hand.
+    let mut seen: Vec<(NodeId, u8, u8)> = Vec::new();
+    for _ in 0..100_000 {
+        let Some(&last) = hops.last() else { break };
+        let Ok(peer) = live_peer(st, last.node, last.out) else {
+            break;
+        };
+        let x = peer.node;
+        let i = peer.port.0;
+        if seen.contains(&(x, i, last.vl)) {
+            break;
+        }
+        seen.push((x, i, last.vl));
+        let Some(sw) = st.switches.get(&x) else { break };
+        let Some(PortNum(o)) = sw.lft.get(dlid) else {
+            break;
+        };
+        if o == 0 {
+            break;
+        }
+        let Some(vl) = sw.vl(PortNum(i), PortNum(o), Sl(sl)) else {
+            break;
+        };
+        if check_vl(st, x, o, vl.0).is_err() {
+            break;
+        }
+        hops.push(RefHop {
+            node: x,
+            in_port: i,
+            out: o,
+            vl: vl.0,
+        });
+    }
+    hops
+}

@@ -1,0 +1,465 @@
+//! Test fixtures (not product code): small fabrics, sequential LIDs, two simple routers
+//! (min-hop, up/down) and table corruptions, for this crate's tests, the differential tests
+//! in `tests/` and the examples in docs. Deterministic: randomness comes from a seed.
+
+use weft_fabric::{
+    Fabric, FabricBuilder, FabricState, Guid, Lid, LidAssignment, NodeId, NodeKind, NodeSpec,
+    PortNum, PortRef, SwitchState,
+};
+
+/// A tiny deterministic generator (SplitMix64).
+#[derive(Clone, Debug)]
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next_u64() % n
+        }
+    }
+}
+
+fn switch(b: &mut FabricBuilder, name: String, guid: u64, ports: u8) -> Option<NodeId> {
+    b.add_node(NodeSpec::new(name, NodeKind::Switch, Guid(guid), ports))
+        .ok()
+}
+
+fn hca(b: &mut FabricBuilder, name: String, guid: u64) -> Option<NodeId> {
+    b.add_node(NodeSpec::new(name, NodeKind::Hca, Guid(guid), 1))
+        .ok()
+}
+
+/// `n` switches in a ring (port 1 to the next, port 2 to the previous), `hosts` HCAs on each
+/// (ports 3…).
+pub fn ring(n: usize, hosts: usize) -> Fabric {
+    let mut b = FabricBuilder::new("ring");
+    let ports = (2 + hosts).max(3) as u8;
+    let sw: Vec<NodeId> = (0..n)
+        .filter_map(|i| switch(&mut b, format!("R{i}"), 0x20_0000 + i as u64 * 0x10, ports))
+        .collect();
+    for i in 0..n {
+        if let (Some(&a), Some(&c)) = (sw.get(i), sw.get((i + 1) % n)) {
+            if n > 2 || i == 0 {
+                let _ = b.add_link(PortRef::new(a, 1), PortRef::new(c, 2));
+            }
+        }
+        for h in 0..hosts {
+            if let (Some(&a), Some(x)) = (
+                sw.get(i),
+                hca(
+                    &mut b,
+                    format!("H{i}_{h}"),
+                    0x10_0000 + (i * 16 + h) as u64 * 0x10,
+                ),
+            ) {
+                let _ = b.add_link(PortRef::new(x, 1), PortRef::new(a, 3 + h as u8));
+            }
+        }
+    }
+    b.finish()
+}
+
+/// A two-level fat-tree: `spines` spines, `leaves` leaves, `hosts` HCAs per leaf; leaf port
+/// `hosts + s + 1` goes to spine `s`, spine port `l + 1` to leaf `l`.
+pub fn fat_tree2(spines: usize, leaves: usize, hosts: usize) -> Fabric {
+    let mut b = FabricBuilder::new("ft2");
+    let sp: Vec<NodeId> = (0..spines)
+        .filter_map(|s| {
+            switch(
+                &mut b,
+                format!("S{}", s + 1),
+                0x30_0000 + s as u64 * 0x10,
+                leaves.max(1) as u8,
+            )
+        })
+        .collect();
+    let lf: Vec<NodeId> = (0..leaves)
+        .filter_map(|l| {
+            switch(
+                &mut b,
+                format!("L{}", l + 1),
+                0x20_0000 + l as u64 * 0x10,
+                (hosts + spines) as u8,
+            )
+        })
+        .collect();
+    for (l, &leaf) in lf.iter().enumerate() {
+        for (s, &spine) in sp.iter().enumerate() {
+            let _ = b.add_link(
+                PortRef::new(leaf, (hosts + s + 1) as u8),
+                PortRef::new(spine, (l + 1) as u8),
+            );
+        }
+        for h in 0..hosts {
+            if let Some(x) = hca(
+                &mut b,
+                format!("H{}", l * hosts + h + 1),
+                0x10_0000 + (l * hosts + h) as u64 * 0x10,
+            ) {
+                let _ = b.add_link(PortRef::new(x, 1), PortRef::new(leaf, (h + 1) as u8));
+            }
+        }
+    }
+    b.finish()
+}
+
+/// A random connected fabric: `switches` switches (a random spanning tree plus `extra` random
+/// links) and up to `hosts` HCAs on random switches; switch ports: `ports`.
+pub fn random_fabric(
+    rng: &mut Rng,
+    switches: usize,
+    extra: usize,
+    hosts: usize,
+    ports: u8,
+) -> Fabric {
+    let mut b = FabricBuilder::new("random");
+    let sw: Vec<NodeId> = (0..switches)
+        .filter_map(|i| switch(&mut b, format!("X{i}"), 0x40_0000 + i as u64 * 0x10, ports))
+        .collect();
+    let mut free: Vec<Vec<u8>> = vec![(1..=ports).collect(); sw.len()];
+    let take = |free: &mut Vec<Vec<u8>>, rng: &mut Rng, i: usize| -> Option<u8> {
+        let f = free.get_mut(i)?;
+        if f.is_empty() {
+            return None;
+        }
+        let k = rng.below(f.len() as u64) as usize;
+        Some(f.swap_remove(k))
+    };
+    for i in 1..sw.len() {
+        let j = rng.below(i as u64) as usize;
+        if let (Some(pi), Some(pj)) = (take(&mut free, rng, i), take(&mut free, rng, j)) {
+            if let (Some(&a), Some(&c)) = (sw.get(i), sw.get(j)) {
+                let _ = b.add_link(PortRef::new(a, pi), PortRef::new(c, pj));
+            }
+        }
+    }
+    for _ in 0..extra {
+        let i = rng.below(sw.len() as u64) as usize;
+        let j = rng.below(sw.len() as u64) as usize;
+        if i == j {
+            continue;
+        }
+        if let (Some(pi), Some(pj)) = (take(&mut free, rng, i), take(&mut free, rng, j)) {
+            if let (Some(&a), Some(&c)) = (sw.get(i), sw.get(j)) {
+                let _ = b.add_link(PortRef::new(a, pi), PortRef::new(c, pj));
+            }
+        }
+    }
+    for h in 0..hosts {
+        let i = rng.below(sw.len() as u64) as usize;
+        if let Some(p) = take(&mut free, rng, i) {
+            if let (Some(&a), Some(x)) = (
+                sw.get(i),
+                hca(&mut b, format!("H{h}"), 0x10_0000 + h as u64 * 0x10),
+            ) {
+                let _ = b.add_link(PortRef::new(x, 1), PortRef::new(a, p));
+            }
+        }
+    }
+    b.finish()
+}
+
+/// LIDs 1, 2, … : switches first (port 0), then every wired end-node port, in node order.
+pub fn sequential_lids(f: &Fabric) -> LidAssignment {
+    let mut lids = LidAssignment {
+        lmc: f.lmc,
+        base: Default::default(),
+    };
+    let span = 1u16 << f.lmc.min(7);
+    let mut next = 1u16;
+    for (i, n) in f.nodes().iter().enumerate() {
+        if n.is_switch() {
+            lids.base
+                .entry(NodeId(i as u32))
+                .or_default()
+                .insert(PortNum(0), Lid(next));
+            next += 1;
+        }
+    }
+    for (i, n) in f.nodes().iter().enumerate() {
+        if !n.is_switch() {
+            for p in &n.ports {
+                if p.link.is_some() {
+                    lids.base
+                        .entry(NodeId(i as u32))
+                        .or_default()
+                        .insert(p.num, Lid(next));
+                    next += span;
+                }
+            }
+        }
+    }
+    lids
+}
+
+/// Hop distances between switches over live switch-to-switch links, and the neighbours.
+fn switch_graph(f: &Fabric) -> Vec<Vec<(u8, usize)>> {
+    let mut adj = vec![Vec::new(); f.nodes().len()];
+    for (i, n) in f.nodes().iter().enumerate() {
+        if !n.is_switch() || n.down {
+            continue;
+        }
+        for p in &n.ports {
+            if let Some((peer, link)) = f.peer(PortRef {
+                node: NodeId(i as u32),
+                port: p.num,
+            }) {
+                let pn = f.node(peer.node);
+                if pn.is_switch() && !pn.down && f.link(link).state == weft_fabric::LinkState::Up {
+                    if let Some(a) = adj.get_mut(i) {
+                        a.push((p.num.0, peer.node.index()));
+                    }
+                }
+            }
+        }
+    }
+    adj
+}
+
+/// The switch an end-node port hangs off, and the switch's port.
+fn attach(f: &Fabric, n: NodeId, p: PortNum) -> Option<(usize, u8)> {
+    let (peer, link) = f.peer(PortRef { node: n, port: p })?;
+    (f.node(peer.node).is_switch() && f.link(link).state == weft_fabric::LinkState::Up)
+        .then_some((peer.node.index(), peer.port.0))
+}
+
+/// Routes every LID with `next(dest switch) -> next-port per switch` and fills the LFTs.
+fn fill(
+    f: &Fabric,
+    lids: LidAssignment,
+    mut next: impl FnMut(usize) -> Vec<Option<u8>>,
+) -> FabricState {
+    let mut st = FabricState::new(f.clone());
+    let owners = lids.owners(f);
+    st.lids = lids;
+    for (i, n) in f.nodes().iter().enumerate() {
+        if n.is_switch() {
+            st.switches.insert(NodeId(i as u32), SwitchState::default());
+        }
+    }
+    let mut cache: std::collections::BTreeMap<usize, Vec<Option<u8>>> = Default::default();
+    for (lid, o) in owners.iter().enumerate() {
+        let Some((n, p)) = *o else { continue };
+        let (t, last) = if f.node(n).is_switch() {
+            (n.index(), 0u8)
+        } else {
+            match attach(f, n, p) {
+                Some(x) => x,
+                None => continue,
+            }
+        };
+        let hops = cache.entry(t).or_insert_with(|| next(t)).clone();
+        for (x, h) in hops.iter().enumerate() {
+            let port = if x == t { Some(last) } else { *h };
+            if let (Some(port), Some(s)) = (port, st.switches.get_mut(&NodeId(x as u32))) {
+                s.lft.set(Lid(lid as u16), PortNum(port));
+            }
+        }
+    }
+    st
+}
+
+/// Min-hop routing (lowest port among shortest next hops). Not deadlock-free in general.
+pub fn route_minhop(f: &Fabric, lids: LidAssignment) -> FabricState {
+    let adj = switch_graph(f);
+    fill(f, lids, |t| {
+        let mut dist = vec![u32::MAX; adj.len()];
+        let mut q = std::collections::VecDeque::from([t]);
+        if let Some(d) = dist.get_mut(t) {
+            *d = 0;
+        }
+        while let Some(v) = q.pop_front() {
+            let dv = dist.get(v).copied().unwrap_or(0);
+            for &(_, w) in adj.get(v).map(Vec::as_slice).unwrap_or(&[]) {
+                if dist.get(w) == Some(&u32::MAX) {
+                    if let Some(d) = dist.get_mut(w) {
+                        *d = dv + 1;
+                    }
+                    q.push_back(w);
+                }
+            }
+        }
+        (0..adj.len())
+            .map(|x| {
+                let dx = dist.get(x).copied().unwrap_or(u32::MAX);
+                if dx == u32::MAX || dx == 0 {
+                    return None;
+                }
+                adj.get(x)?
+                    .iter()
+                    .filter(|&&(_, w)| dist.get(w).copied() == Some(dx - 1))
+                    .map(|&(p, _)| p)
+                    .min()
+            })
+            .collect()
+    })
+}
+
+/// Up/down routing from a root (the first switch): a switch that can reach the destination
+/// going only down does so; any other goes up. Deadlock-free on any connected topology.
+pub fn route_updown(f: &Fabric, lids: LidAssignment) -> FabricState {
+    let adj = switch_graph(f);
+    let n = adj.len();
+    let root = f
+        .nodes()
+        .iter()
+        .position(|x| x.is_switch() && !x.down)
+        .unwrap_or(0);
+    let mut rank = vec![u32::MAX; n];
+    let mut q = std::collections::VecDeque::from([root]);
+    if let Some(r) = rank.get_mut(root) {
+        *r = 0;
+    }
+    let mut order = Vec::new();
+    while let Some(v) = q.pop_front() {
+        order.push(v);
+        let rv = rank.get(v).copied().unwrap_or(0);
+        for &(_, w) in adj.get(v).map(Vec::as_slice).unwrap_or(&[]) {
+            if rank.get(w) == Some(&u32::MAX) {
+                if let Some(r) = rank.get_mut(w) {
+                    *r = rv + 1;
+                }
+                q.push_back(w);
+            }
+        }
+    }
+    // `a → b` goes up when b is closer to the root (ties: lower index).
+    let up = |a: usize, b: usize| (rank.get(b), b) < (rank.get(a), a);
+    fill(f, lids, |t| {
+        // Down distance to t: over reversed down links, i.e. from t going up.
+        let mut down = vec![u32::MAX; n];
+        let mut q = std::collections::VecDeque::from([t]);
+        if let Some(d) = down.get_mut(t) {
+            *d = 0;
+        }
+        while let Some(v) = q.pop_front() {
+            let dv = down.get(v).copied().unwrap_or(0);
+            for &(_, w) in adj.get(v).map(Vec::as_slice).unwrap_or(&[]) {
+                // w reaches v going down when v is below w (w → v is down).
+                if !up(w, v) && down.get(w) == Some(&u32::MAX) {
+                    if let Some(d) = down.get_mut(w) {
+                        *d = dv + 1;
+                    }
+                    q.push_back(w);
+                }
+            }
+        }
+        // Everyone else: up to the best neighbour above, processed from the root down.
+        let mut h = down.clone();
+        let mut next = vec![None; n];
+        for x in 0..n {
+            if down.get(x).copied().unwrap_or(u32::MAX) != u32::MAX && x != t {
+                next[x] = adj[x]
+                    .iter()
+                    .filter(|&&(_, w)| !up(x, w) && down.get(w).copied() == Some(down[x] - 1))
+                    .map(|&(p, _)| p)
+                    .min();
+            }
+        }
+        for &x in &order {
+            if h.get(x).copied().unwrap_or(0) != u32::MAX {
+                continue;
+            }
+            let best = adj[x]
+                .iter()
+                .filter(|&&(_, w)| up(x, w) && h.get(w).copied().unwrap_or(u32::MAX) != u32::MAX)
+                .min_by_key(|&&(p, w)| (h[w], p));
+            if let Some(&(p, w)) = best {
+                h[x] = h[w] + 1;
+                next[x] = Some(p);
+            }
+        }
+        next
+    })
+}
+
+/// Which corruption [`corrupt`] applied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Corruption {
+    /// An LFT entry changed: (switch, LID, new port).
+    Lft(NodeId, Lid, u8),
+    /// An SL2VL entry changed: (switch, in, out, SL, VL).
+    Sl2Vl(NodeId, u8, u8, u8, u8),
+    /// A path SL changed for every pair toward a LID.
+    PathSl(Lid, u16),
+    /// A link taken down.
+    LinkDown(u32),
+}
+
+/// Applies one random corruption to `st`.
+pub fn corrupt(rng: &mut Rng, st: &mut FabricState) -> Option<Corruption> {
+    let switches: Vec<NodeId> = st.switches.keys().copied().collect();
+    let x = *switches.get(rng.below(switches.len() as u64) as usize)?;
+    let ports = st.fabric.node(x).spec.port_count;
+    let max_lid = st.lids.max_lid(&st.fabric);
+    match rng.below(10) {
+        0..=5 => {
+            let lid = Lid(1 + rng.below(u64::from(max_lid.max(1))) as u16);
+            let port = match rng.below(8) {
+                0 => 255,
+                1 => 0,
+                _ => rng.below(u64::from(ports) + 2) as u8,
+            };
+            st.switches.get_mut(&x)?.lft.set(lid, PortNum(port));
+            Some(Corruption::Lft(x, lid, port))
+        }
+        6 | 7 => {
+            let s = st.switches.get_mut(&x)?;
+            if s.sl2vl.is_empty() {
+                for i in 0..=ports {
+                    for o in 1..=ports {
+                        s.sl2vl.push(weft_fabric::Sl2VlRow {
+                            in_port: i,
+                            out_port: o,
+                            vl: [0; 16],
+                        });
+                    }
+                }
+            }
+            let i = rng.below(u64::from(ports) + 1) as u8;
+            let o = 1 + rng.below(u64::from(ports.max(1))) as u8;
+            let sl = rng.below(2) as u8;
+            let vl = match rng.below(4) {
+                0 => 15,
+                _ => rng.below(3) as u8,
+            };
+            if let Some(r) = s
+                .sl2vl
+                .iter_mut()
+                .find(|r| r.in_port == i && r.out_port == o)
+            {
+                if let Some(v) = r.vl.get_mut(usize::from(sl)) {
+                    *v = vl;
+                }
+            }
+            s.sort_sl2vl();
+            Some(Corruption::Sl2Vl(x, i, o, sl, vl))
+        }
+        8 => {
+            let lid = Lid(1 + rng.below(u64::from(max_lid.max(1))) as u16);
+            let sls = 1 + rng.below(3) as u16;
+            st.path_sl.by_dlid.insert(lid, weft_fabric::SlSet(sls));
+            Some(Corruption::PathSl(lid, sls))
+        }
+        _ => {
+            let links = st.fabric.links().len();
+            let l = rng.below(links as u64) as u32;
+            let mut b = FabricBuilder::from(st.fabric.clone());
+            b.set_link_down(weft_fabric::LinkId(l));
+            st.fabric = b.finish();
+            Some(Corruption::LinkDown(l))
+        }
+    }
+}

@@ -1,0 +1,370 @@
+//! The z3 engine: the same two properties as constraints, for cross-checking the explicit
+//! engine on small and medium fabrics.
+//!
+//! Facts come from the reference semantics ([`crate::reference`]), route by route, not from
+//! the explicit engine:
+//!
+//! * **Deadlock freedom**: an integer rank per channel and, per dependency `a → b` that some
+//!   route creates, the tracked constraint `rank(a) < rank(b)`. Satisfiable ⇔ the dependency
+//!   graph is acyclic. Unsatisfiable: the unsat core is a set of dependencies that contains a
+//!   cycle (a set of strict inequalities is only contradictory around a cycle); the cycle
+//!   found in it is the witness, each dependency with the route that created it.
+//! * **Connectivity**: per destination, an integer distance per switch; per forwarding step
+//!   `x → y` a route takes, `dist(x) > dist(y)`; a route that ends on an invalid step (unset
+//!   entry, missing or down port, misdelivery, unassigned or non-operational VL) contributes a
+//!   tracked `false`. Satisfiable ⇔ every route arrives.
+//!
+//! A timeout or an `unknown` answer is [`Outcome::Unknown`], never proven. Limits: routes are
+//! enumerated one by one (pairs × hops), so this engine is for fabrics of up to a few hundred
+//! nodes; the explicit engine is the one that scales.
+
+use crate::reference::{self, RefHop};
+use crate::report::{
+    Channel, CreditLoop, Dependency, Endpoint, Hop, NodeRef, Outcome, Route, Verdict,
+};
+use crate::{Checker, Options, Scope};
+use std::collections::{BTreeMap, BTreeSet};
+use weft_fabric::{FabricState, Lid, NodeId, PortNum, PortRef};
+use z3::ast::{Bool, Int};
+use z3::{Params, SatResult, Solver};
+
+/// The z3 engine.
+#[derive(Clone, Copy, Debug)]
+pub struct Z3 {
+    /// Solver timeout per property, in milliseconds.
+    pub timeout_ms: u32,
+}
+
+impl Default for Z3 {
+    fn default() -> Z3 {
+        Z3 { timeout_ms: 60_000 }
+    }
+}
+
+/// What the z3 engine found.
+#[derive(Clone, Debug)]
+pub struct Z3Report {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// A credit loop from the unsat core, when deadlock freedom is violated.
+    pub credit_loop: Option<CreditLoop>,
+    /// Channels, dependencies and routes encoded.
+    pub channels: usize,
+    /// Dependencies encoded.
+    pub dependencies: usize,
+    /// Routes enumerated.
+    pub routes: usize,
+}
+
+impl Checker for Z3 {
+    fn name(&self) -> &'static str {
+        "z3"
+    }
+
+    fn check(&self, state: &FabricState, opts: &Options) -> Verdict {
+        self.run(state, opts).verdict
+    }
+}
+
+type Chan = (NodeId, u8, u8);
+
+struct Facts {
+    /// Dependencies, each with the first route (src, port, dlid, sl) that creates it.
+    deps: BTreeMap<(Chan, Chan), (NodeId, u8, Lid, u8)>,
+    /// Per destination LID: forwarding steps between switches.
+    steps: BTreeMap<Lid, BTreeSet<(NodeId, NodeId)>>,
+    /// Routes that end on an invalid step.
+    failures: Vec<(NodeId, u8, Lid, u8)>,
+    routes: usize,
+}
+
+fn is_switch(st: &FabricState, n: NodeId) -> bool {
+    st.fabric
+        .nodes()
+        .get(n.index())
+        .is_some_and(|x| x.is_switch())
+}
+
+/// Sources and destinations of `scope`, straight from the state.
+fn endpoints(st: &FabricState, scope: Scope) -> (Vec<(NodeId, u8)>, Vec<Lid>) {
+    let f = &st.fabric;
+    let live = |n: NodeId, p: u8| -> bool {
+        let Some(node) = f.nodes().get(n.index()) else {
+            return false;
+        };
+        if node.down {
+            return false;
+        }
+        if node.is_switch() {
+            return p == 0;
+        }
+        p != 0
+            && f.peer(PortRef {
+                node: n,
+                port: PortNum(p),
+            })
+            .is_some_and(|(o, l)| {
+                f.link(l).state == weft_fabric::LinkState::Up && !f.node(o.node).down
+            })
+    };
+    let wanted = |n: NodeId| scope == Scope::All || !is_switch(st, n);
+    let mut sources = Vec::new();
+    let mut dests = Vec::new();
+    let span = 1u16 << st.lids.lmc.min(7);
+    for (&n, ports) in &st.lids.base {
+        for (&p, &base) in ports {
+            if live(n, p.0) && wanted(n) {
+                sources.push((n, p.0));
+                let s = if is_switch(st, n) { 1 } else { span };
+                for k in 0..s {
+                    let lid = base.0.saturating_add(k);
+                    if (1..=weft_fabric::MAX_UNICAST_LID).contains(&lid) {
+                        dests.push(Lid(lid));
+                    }
+                }
+            }
+        }
+    }
+    dests.sort();
+    dests.dedup();
+    (sources, dests)
+}
+
+fn facts(st: &FabricState, scope: Scope) -> Facts {
+    let (sources, dests) = endpoints(st, scope);
+    let mut fx = Facts {
+        deps: BTreeMap::new(),
+        steps: BTreeMap::new(),
+        failures: Vec::new(),
+        routes: 0,
+    };
+    for &d in &dests {
+        let owner = reference::owner(st, d);
+        for &(s, p) in &sources {
+            if Some((s, p)) == owner {
+                continue;
+            }
+            for sl in st.path_sl.get(s, d).iter() {
+                fx.routes += 1;
+                let w = reference::walk(st, s, p, d, sl.0);
+                // Forwarding steps between switches, including the one closing a loop.
+                let mut prev: Option<NodeId> = None;
+                for h in &w.hops {
+                    if is_switch(st, h.node) {
+                        if let Some(a) = prev {
+                            fx.steps.entry(d).or_default().insert((a, h.node));
+                        }
+                        prev = Some(h.node);
+                    }
+                }
+                match w.failure {
+                    Some((x, crate::report::FailureReason::Loop)) => {
+                        if let Some(a) = prev {
+                            fx.steps.entry(d).or_default().insert((a, x));
+                        }
+                    }
+                    Some(_) => fx.failures.push((s, p, d, sl.0)),
+                    None => {}
+                }
+                let hops: Vec<RefHop> = reference::follow(st, s, p, d, sl.0);
+                for pair in hops.windows(2) {
+                    if let [a, b] = pair {
+                        // A dependency is taken inside a switch: `b` enters on `a`'s link.
+                        if b.in_port != 0 {
+                            fx.deps
+                                .entry(((a.node, a.out, a.vl), (b.node, b.out, b.vl)))
+                                .or_insert((s, p, d, sl.0));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    fx
+}
+
+impl Z3 {
+    /// Runs both encodings.
+    pub fn run(&self, state: &FabricState, opts: &Options) -> Z3Report {
+        let fx = facts(state, opts.scope);
+        let mut params = Params::new();
+        params.set_u32("timeout", self.timeout_ms);
+
+        // Deadlock freedom.
+        let chans: BTreeSet<Chan> = fx.deps.keys().flat_map(|&(a, b)| [a, b]).collect();
+        let rank: BTreeMap<Chan, Int> = chans
+            .iter()
+            .map(|c| (*c, Int::new_const(format!("r_{}_{}_{}", c.0 .0, c.1, c.2))))
+            .collect();
+        let solver = Solver::new();
+        solver.set_params(&params);
+        let keys: Vec<(Chan, Chan)> = fx.deps.keys().copied().collect();
+        for (k, (a, b)) in keys.iter().enumerate() {
+            if let (Some(ra), Some(rb)) = (rank.get(a), rank.get(b)) {
+                solver.assert_and_track(ra.lt(rb), &Bool::new_const(format!("d{k}")));
+            }
+        }
+        let mut credit_loop = None;
+        let deadlock_free = match solver.check() {
+            SatResult::Sat => Outcome::Proven,
+            SatResult::Unknown => Outcome::Unknown(
+                solver
+                    .get_reason_unknown()
+                    .unwrap_or_else(|| "unknown".to_owned()),
+            ),
+            SatResult::Unsat => {
+                let core: Vec<usize> = solver
+                    .get_unsat_core()
+                    .iter()
+                    .filter_map(|b| b.to_string().strip_prefix('d')?.parse().ok())
+                    .collect();
+                let edges: Vec<(Chan, Chan)> =
+                    core.iter().filter_map(|&k| keys.get(k).copied()).collect();
+                credit_loop = cycle_of(&edges).map(|cyc| witness(state, &fx, &cyc));
+                Outcome::Violated
+            }
+        };
+
+        // Connectivity.
+        let solver = Solver::new();
+        solver.set_params(&params);
+        let mut k = 0usize;
+        for (d, steps) in &fx.steps {
+            let nodes: BTreeSet<NodeId> = steps.iter().flat_map(|&(a, b)| [a, b]).collect();
+            let dist: BTreeMap<NodeId, Int> = nodes
+                .iter()
+                .map(|n| (*n, Int::new_const(format!("h_{}_{}", d.0, n.0))))
+                .collect();
+            for (a, b) in steps {
+                if let (Some(da), Some(db)) = (dist.get(a), dist.get(b)) {
+                    solver.assert_and_track(da.gt(db), &Bool::new_const(format!("s{k}")));
+                    k += 1;
+                }
+            }
+        }
+        for (j, _) in fx.failures.iter().enumerate() {
+            solver.assert_and_track(Bool::from_bool(false), &Bool::new_const(format!("f{j}")));
+        }
+        let connected = match solver.check() {
+            SatResult::Sat => Outcome::Proven,
+            SatResult::Unsat => Outcome::Violated,
+            SatResult::Unknown => Outcome::Unknown(
+                solver
+                    .get_reason_unknown()
+                    .unwrap_or_else(|| "unknown".to_owned()),
+            ),
+        };
+        Z3Report {
+            verdict: Verdict {
+                deadlock_free,
+                connected,
+            },
+            credit_loop,
+            channels: chans.len(),
+            dependencies: fx.deps.len(),
+            routes: fx.routes,
+        }
+    }
+}
+
+/// A cycle among `edges` (which an unsat core guarantees), as its channels in order.
+fn cycle_of(edges: &[(Chan, Chan)]) -> Option<Vec<Chan>> {
+    let mut succ: BTreeMap<Chan, Vec<Chan>> = BTreeMap::new();
+    for &(a, b) in edges {
+        succ.entry(a).or_default().push(b);
+    }
+    // Iterative DFS with colours; a back edge closes the cycle.
+    let mut colour: BTreeMap<Chan, u8> = BTreeMap::new();
+    for &start in succ.keys() {
+        if colour.contains_key(&start) {
+            continue;
+        }
+        let mut path: Vec<(Chan, usize)> = vec![(start, 0)];
+        colour.insert(start, 1);
+        while let Some(&mut (v, ref mut i)) = path.last_mut() {
+            let next = succ.get(&v).and_then(|s| s.get(*i)).copied();
+            *i += 1;
+            match next {
+                None => {
+                    colour.insert(v, 2);
+                    path.pop();
+                }
+                Some(w) => match colour.get(&w) {
+                    Some(1) => {
+                        let from = path.iter().position(|(c, _)| *c == w)?;
+                        return Some(path.get(from..)?.iter().map(|(c, _)| *c).collect());
+                    }
+                    Some(_) => {}
+                    None => {
+                        colour.insert(w, 1);
+                        path.push((w, 0));
+                    }
+                },
+            }
+        }
+    }
+    None
+}
+
+fn node_ref(st: &FabricState, n: NodeId) -> NodeRef {
+    let node = st.fabric.nodes().get(n.index());
+    NodeRef {
+        id: n,
+        name: node.map(|x| x.name().to_owned()).unwrap_or_default(),
+        guid: node.map(|x| x.guid()).unwrap_or(weft_fabric::Guid(0)),
+    }
+}
+
+fn channel(st: &FabricState, c: Chan) -> Channel {
+    let peer = st.fabric.peer(PortRef {
+        node: c.0,
+        port: PortNum(c.1),
+    });
+    Channel {
+        node: node_ref(st, c.0),
+        port: c.1,
+        to: node_ref(st, peer.map_or(c.0, |p| p.0.node)),
+        to_port: peer.map_or(0, |p| p.0.port.0),
+        vl: c.2,
+    }
+}
+
+fn witness(st: &FabricState, fx: &Facts, cyc: &[Chan]) -> CreditLoop {
+    let mut cycle = Vec::new();
+    for (k, &a) in cyc.iter().enumerate() {
+        let b = cyc.get((k + 1) % cyc.len()).copied().unwrap_or(a);
+        let Some(&(s, p, d, sl)) = fx.deps.get(&(a, b)) else {
+            continue;
+        };
+        let hops = reference::follow(st, s, p, d, sl);
+        let owner = reference::owner(st, d).unwrap_or((NodeId(0), 0));
+        cycle.push(Dependency {
+            from: channel(st, a),
+            to: channel(st, b),
+            route: Route {
+                src: Endpoint {
+                    node: node_ref(st, s),
+                    port: p,
+                },
+                dlid: d,
+                dst: Endpoint {
+                    node: node_ref(st, owner.0),
+                    port: owner.1,
+                },
+                sl,
+                hops: hops
+                    .iter()
+                    .map(|h| Hop {
+                        node: node_ref(st, h.node),
+                        in_port: h.in_port,
+                        out_port: Some(h.out),
+                        vl: Some(h.vl),
+                    })
+                    .collect(),
+            },
+        });
+    }
+    let mut channels: Vec<Channel> = cyc.iter().map(|&c| channel(st, c)).collect();
+    channels.sort();
+    CreditLoop { channels, cycle }
+}

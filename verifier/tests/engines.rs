@@ -1,0 +1,346 @@
+//! The explicit engine on small fabrics: proofs with certificates the checker accepts,
+//! credit loops and failed routes with witnesses replayed on the concrete tables.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use weft_fabric::{FabricState, Lid, NodeId, PortNum, Sl2VlRow, SlSet};
+use weft_verifier::reference::{replay_credit_loop, replay_unreachable};
+use weft_verifier::testkit::{self, Rng};
+use weft_verifier::{certificate, verify, Certificate, Options, Outcome, Report, Scope};
+
+/// Replays every witness of `r` on the tables of `st`.
+fn replay_all(st: &FabricState, r: &Report) {
+    for l in &r.credit_loops {
+        replay_credit_loop(st, l).unwrap_or_else(|e| panic!("credit loop witness: {e}\n{l:#?}"));
+        assert!(l.channels.len() >= 2);
+    }
+    for g in &r.unreachable {
+        replay_unreachable(st, g).unwrap_or_else(|e| panic!("unreachable witness: {e}\n{g:#?}"));
+    }
+}
+
+fn proven_with_certificate(st: &FabricState, opts: &Options) -> Certificate {
+    let r = verify(st, opts);
+    assert!(r.is_proven(), "{:#?}", r.verdict);
+    let cert = r
+        .certificate
+        .clone()
+        .expect("a proven report has a certificate");
+    let json = cert.to_json();
+    let back = Certificate::from_json(&json).unwrap();
+    assert_eq!(back, cert);
+    let sum = certificate::check(st, &back).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(sum.routes, r.stats.routes);
+    cert
+}
+
+#[test]
+fn ring_minhop_has_a_credit_loop_with_witness_routes() {
+    let f = testkit::ring(6, 1);
+    let lids = testkit::sequential_lids(&f);
+    let st = testkit::route_minhop(&f, lids);
+    let r = verify(&st, &Options::default());
+    assert_eq!(r.verdict.connected, Outcome::Proven);
+    assert_eq!(r.verdict.deadlock_free, Outcome::Violated);
+    assert!(!r.credit_loops.is_empty());
+    assert!(r.certificate.is_none());
+    replay_all(&st, &r);
+    // A 6-ring routed min-hop loops both ways round.
+    assert_eq!(r.credit_loops.len(), 2, "{:#?}", r.credit_loops);
+    for l in &r.credit_loops {
+        assert_eq!(l.cycle.len(), 6);
+    }
+}
+
+#[test]
+fn ring_updown_is_proven_and_certified() {
+    let f = testkit::ring(6, 2);
+    let st = testkit::route_updown(&f, testkit::sequential_lids(&f));
+    let cert = proven_with_certificate(&st, &Options::default());
+    assert_eq!(cert.switches.len(), 6);
+    assert_eq!(cert.destinations.len(), 6 + 12);
+}
+
+#[test]
+fn fat_tree_updown_is_proven_and_certified() {
+    let f = testkit::fat_tree2(4, 6, 4);
+    let st = testkit::route_updown(&f, testkit::sequential_lids(&f));
+    proven_with_certificate(&st, &Options::default());
+    proven_with_certificate(
+        &st,
+        &Options {
+            scope: Scope::HcaToHca,
+            ..Options::default()
+        },
+    );
+}
+
+#[test]
+fn certificate_json_is_deterministic() {
+    let f = testkit::fat_tree2(2, 3, 2);
+    let st = testkit::route_updown(&f, testkit::sequential_lids(&f));
+    let a = verify(&st, &Options::default())
+        .certificate
+        .unwrap()
+        .to_json();
+    let b = verify(&st, &Options::default())
+        .certificate
+        .unwrap()
+        .to_json();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn tampered_certificates_are_rejected() {
+    let f = testkit::ring(5, 1);
+    let st = testkit::route_updown(&f, testkit::sequential_lids(&f));
+    let cert = proven_with_certificate(&st, &Options::default());
+    // Equal ranks everywhere: some dependency no longer increases.
+    let mut c = cert.clone();
+    for ch in &mut c.channels {
+        ch.3 = 0;
+    }
+    assert!(matches!(
+        certificate::check(&st, &c),
+        Err(certificate::CertificateError::Rank { .. })
+    ));
+    // A label that does not decrease.
+    let mut c = cert.clone();
+    for d in &mut c.destinations {
+        for l in &mut d.labels {
+            if *l != u16::MAX {
+                *l = 7;
+            }
+        }
+    }
+    assert!(certificate::check(&st, &c).is_err());
+    // A missing destination.
+    let mut c = cert.clone();
+    c.destinations.pop();
+    assert!(certificate::check(&st, &c).is_err());
+    // The same certificate against a state with a broken entry.
+    let mut broken = st.clone();
+    let x = *broken.switches.keys().next().unwrap();
+    broken
+        .switches
+        .get_mut(&x)
+        .unwrap()
+        .lft
+        .set(Lid(3), PortNum(255));
+    assert!(certificate::check(&broken, &cert).is_err());
+}
+
+#[test]
+fn vls_come_from_sl2vl_and_path_sl() {
+    // Min-hop on a ring loops; routes that cross a "dateline" (the R0–R1 link) use SL 1,
+    // SL 1 runs on VL 1 everywhere: acyclic, as in torus-2QoS. Forcing every SL to 0 brings
+    // the loop back.
+    let f = testkit::ring(4, 1);
+    let mut st = testkit::route_minhop(&f, testkit::sequential_lids(&f));
+    assert_eq!(
+        verify(&st, &Options::default()).verdict.deadlock_free,
+        Outcome::Violated
+    );
+    let mut ident = [0u8; 16];
+    for (s, v) in ident.iter_mut().enumerate() {
+        *v = (s % 8) as u8;
+    }
+    for s in st.switches.values_mut() {
+        for i in 0..=3u8 {
+            for o in 1..=3u8 {
+                s.sl2vl.push(Sl2VlRow {
+                    in_port: i,
+                    out_port: o,
+                    vl: ident,
+                });
+            }
+        }
+        s.sort_sl2vl();
+    }
+    for (i, n) in st.fabric.nodes().iter().enumerate() {
+        if !n.is_switch() {
+            st.end_sl2vl.insert(NodeId(i as u32), ident);
+        }
+    }
+    let (r0, r1) = (f.find("R0").unwrap(), f.find("R1").unwrap());
+    let ports: Vec<(NodeId, u8)> = st
+        .lids
+        .base
+        .iter()
+        .flat_map(|(&n, ps)| ps.keys().map(move |p| (n, p.0)))
+        .collect();
+    let mut entries = Vec::new();
+    for &(s, p) in &ports {
+        for &(dn, dp) in &ports {
+            let d = st.lids.get(dn, PortNum(dp)).unwrap();
+            let w = weft_verifier::reference::walk(&st, s, p, d, 0);
+            if w.hops
+                .iter()
+                .any(|h| (h.node, h.out) == (r0, 1) || (h.node, h.out) == (r1, 2))
+            {
+                entries.push(weft_fabric::PathSlEntry {
+                    src: s,
+                    dlid: d,
+                    sls: SlSet(0b10),
+                });
+            }
+        }
+    }
+    assert!(!entries.is_empty());
+    st.path_sl.entries = entries;
+    st.path_sl.sort();
+    proven_with_certificate(&st, &Options::default());
+    // Both SLs possible for every pair: the loop is back, on VL 0.
+    let mut both = st.clone();
+    both.path_sl.entries.clear();
+    both.path_sl.default = SlSet(0b11);
+    let r = verify(&both, &Options::default());
+    assert_eq!(r.verdict.deadlock_free, Outcome::Violated);
+    replay_all(&both, &r);
+    assert!(r
+        .credit_loops
+        .iter()
+        .any(|l| l.channels.iter().all(|c| c.vl == 0)));
+    assert!(r
+        .credit_loops
+        .iter()
+        .any(|l| l.channels.iter().all(|c| c.vl == 1)));
+}
+
+#[test]
+fn vl_above_cap_and_vl15_are_failures() {
+    let f = testkit::fat_tree2(2, 2, 1);
+    let mut st = testkit::route_updown(&f, testkit::sequential_lids(&f));
+    let h = f.find("H1").unwrap();
+    let mut t = [0u8; 16];
+    t[0] = 15;
+    st.end_sl2vl.insert(h, t);
+    let r = verify(&st, &Options::default());
+    assert_eq!(r.verdict.connected, Outcome::Violated);
+    assert!(r.unreachable.iter().all(|g| g.at.name == "H1"));
+    replay_all(&st, &r);
+    t[0] = 8; // VLCap is 8: VLs 0..=7
+    st.end_sl2vl.insert(h, t);
+    let r = verify(&st, &Options::default());
+    assert!(matches!(
+        r.unreachable.first().map(|g| g.reason),
+        Some(weft_verifier::FailureReason::VlNotOperational {
+            vl: 8,
+            vl_cap: 8,
+            ..
+        })
+    ));
+    replay_all(&st, &r);
+}
+
+#[test]
+fn down_links_and_scopes() {
+    let f = testkit::fat_tree2(2, 2, 2);
+    let st = testkit::route_updown(&f, testkit::sequential_lids(&f));
+    // Take a leaf-spine link down without rerouting: routes through it fail there.
+    let mut b = weft_fabric::FabricBuilder::from(st.fabric.clone());
+    let l = st
+        .fabric
+        .links()
+        .iter()
+        .position(|l| st.fabric.node(l.a.node).is_switch() && st.fabric.node(l.b.node).is_switch())
+        .unwrap();
+    b.set_link_down(weft_fabric::LinkId(l as u32));
+    let mut broken = st.clone();
+    broken.fabric = b.finish();
+    let r = verify(&broken, &Options::default());
+    assert_eq!(r.verdict.connected, Outcome::Violated);
+    assert!(r
+        .unreachable
+        .iter()
+        .any(|g| matches!(g.reason, weft_verifier::FailureReason::PortDown { .. })));
+    replay_all(&broken, &r);
+}
+
+/// Corrupting any single LFT entry in a way that breaks a route is caught, with a witness.
+#[test]
+fn every_breaking_single_lft_corruption_is_caught() {
+    let fabrics = [testkit::fat_tree2(2, 3, 2), testkit::ring(4, 1)];
+    let mut caught = 0;
+    for f in fabrics {
+        let st = testkit::route_updown(&f, testkit::sequential_lids(&f));
+        assert!(verify(&st, &Options::default()).is_proven());
+        let max = st.lids.max_lid(&st.fabric);
+        let switches: Vec<NodeId> = st.switches.keys().copied().collect();
+        for &x in &switches {
+            let ports = st.fabric.node(x).spec.port_count;
+            for lid in 1..=max {
+                for port in (0..=ports + 1).chain([255]) {
+                    let mut c = st.clone();
+                    if c.switches[&x].lft.get(Lid(lid)) == Some(PortNum(port))
+                        || (port == 255 && c.switches[&x].lft.get(Lid(lid)).is_none())
+                    {
+                        continue;
+                    }
+                    c.switches
+                        .get_mut(&x)
+                        .unwrap()
+                        .lft
+                        .set(Lid(lid), PortNum(port));
+                    let r = verify(&c, &Options::default());
+                    // Does the corruption break a route? Ask the reference semantics.
+                    let breaks = reference_breaks(&c);
+                    assert_eq!(
+                        r.verdict.connected == Outcome::Violated,
+                        breaks,
+                        "switch {x:?} lid {lid} port {port}"
+                    );
+                    if breaks {
+                        caught += 1;
+                        assert!(!r.unreachable.is_empty());
+                    }
+                    replay_all(&c, &r);
+                }
+            }
+        }
+    }
+    assert!(caught > 100, "only {caught} breaking corruptions");
+}
+
+fn reference_breaks(st: &FabricState) -> bool {
+    let mut srcs = Vec::new();
+    for (&n, ports) in &st.lids.base {
+        for &p in ports.keys() {
+            srcs.push((n, p.0));
+        }
+    }
+    for &(s, p) in &srcs {
+        for &(dn, dp) in &srcs {
+            if (s, p) == (dn, dp) {
+                continue;
+            }
+            let d = st.lids.get(dn, PortNum(dp)).unwrap();
+            for sl in st.path_sl.get(s, d).iter() {
+                if weft_verifier::reference::walk(st, s, p, d, sl.0)
+                    .failure
+                    .is_some()
+                {
+                    return true;
+                }
+            }
+        }
+    }
+    false
+}
+
+#[test]
+fn random_corruptions_replay() {
+    let mut rng = Rng(7);
+    for _ in 0..200 {
+        let f = testkit::random_fabric(&mut rng, 5, 3, 5, 6);
+        let mut st = testkit::route_updown(&f, testkit::sequential_lids(&f));
+        assert!(verify(&st, &Options::default()).is_proven());
+        testkit::corrupt(&mut rng, &mut st);
+        let r = verify(&st, &Options::default());
+        replay_all(&st, &r);
+        if r.is_proven() {
+            let cert = r.certificate.unwrap();
+            certificate::check(&st, &cert).unwrap();
+        }
+    }
+}
