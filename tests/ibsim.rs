@@ -404,6 +404,22 @@ impl Ibsim {
         args: &[&str],
         timeout: Duration,
     ) -> Result<ClientOutput, IbsimError> {
+        self.run_env(program, args, &[], timeout)
+    }
+
+    /// The simulator's private working directory (removed when it stops); clients run there.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// [`Ibsim::run`] with extra environment variables (e.g. `OSM_CACHE_DIR` for OpenSM).
+    pub fn run_env(
+        &self,
+        program: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        timeout: Duration,
+    ) -> Result<ClientOutput, IbsimError> {
         let command = std::iter::once(program)
             .chain(args.iter().copied())
             .collect::<Vec<_>>()
@@ -420,6 +436,7 @@ impl Ibsim {
             .current_dir(&self.dir)
             .env("IBSIM_SOCKNAME", &self.sockname)
             .env("LD_PRELOAD", &self.umad2sim)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(create(&out_path)?)
             .stderr(create(&err_path)?)

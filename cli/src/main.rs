@@ -2,6 +2,8 @@
 //!
 //! Exit codes: 0 ok, 1 findings (errors in the input or the fabric), 2 could not run.
 
+mod build;
+
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -46,6 +48,14 @@ enum ExportFormat {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Compile a fabric: LIDs and routing; write lfts.dump, guid2lid, topology.net, state.json.
+    Build {
+        /// The `.weft` file.
+        file: PathBuf,
+        /// Output directory.
+        #[arg(long, short)]
+        output: PathBuf,
+    },
     /// Parse, elaborate and validate a fabric; print a summary.
     Check {
         /// The `.weft` file.
@@ -198,6 +208,51 @@ fn human_summary(s: &Summary) -> String {
 
 fn run(cli: Cli) -> Result<ExitCode, Fatal> {
     match cli.command {
+        Command::Build { file, output } => {
+            let c = compile(&file, true)?;
+            emit_diagnostics(&c, cli.color);
+            let Some(e) = c.elaborated.as_ref().filter(|_| !c.has_errors()) else {
+                return Ok(ExitCode::from(1));
+            };
+            let built = match weft_compiler::build::build(e) {
+                Ok(b) => b,
+                Err(diags) => {
+                    let failed = Compilation {
+                        sources: c.sources,
+                        main: c.main,
+                        elaborated: None,
+                        diagnostics: diags,
+                    };
+                    emit_diagnostics(&failed, cli.color);
+                    return Ok(ExitCode::from(1));
+                }
+            };
+            let files = build::artifacts(&built).map_err(Fatal)?;
+            build::write_all(&output, &files).map_err(Fatal)?;
+            let s = Summary::of(&built.state.fabric);
+            let mut text = human_summary(&s);
+            text += &format!(
+                "  engine    {}
+",
+                built.engine
+            );
+            for n in &built.notes {
+                text += &format!(
+                    "  note      {}
+",
+                    n.message
+                );
+            }
+            for (name, _) in &files {
+                text += &format!(
+                    "  wrote     {}
+",
+                    output.join(name).display()
+                );
+            }
+            out(None, &text)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Check { file, format } => {
             let c = compile(&file, true)?;
             let failed = c.has_errors();
