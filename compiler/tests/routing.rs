@@ -21,68 +21,80 @@ fn example(name: &str) -> FabricState {
     compile(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")))
 }
 
-/// For each destination LID, walks from every switch; returns the (switch, lid) pairs that fail
-/// and the hop count histogram.
+/// For each destination LID, walks from every switch (memoised per destination, so a
+/// switch's fate is computed once); returns the (switch, LID, why) failures and the hop
+/// histogram of switch→LID paths.
 fn walk(st: &FabricState) -> (Vec<(String, u16, String)>, BTreeMap<usize, usize>) {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Fate {
+        Unknown,
+        OnStack,
+        Arrives(usize),
+        Fails(&'static str),
+    }
     let f = &st.fabric;
     let owners = st.lids.owners(f);
     let mut failures = Vec::new();
     let mut hops = BTreeMap::new();
-    let switches: Vec<NodeId> = st
-        .switches
-        .keys()
-        .copied()
-        .filter(|&s| !f.node(s).down)
-        .collect();
+    let switches: Vec<NodeId> = st.switches.keys().copied().filter(|&s| !f.node(s).down).collect();
+    let mut fate = vec![Fate::Unknown; f.nodes().len()];
     for (lid, owner) in owners.iter().enumerate() {
         let Some((dst, dport)) = *owner else { continue };
-        if f.node(dst).down {
+        let dead_end = f.node(dst).down
+            || (!f.node(dst).is_switch()
+                && f.peer(PortRef { node: dst, port: dport }).is_none_or(|(_, l)| f.link(l).state != LinkState::Up));
+        if dead_end {
             continue;
         }
+        fate.fill(Fate::Unknown);
         for &start in &switches {
+            let mut path = Vec::new();
             let mut cur = start;
-            let mut n = 0usize;
-            let outcome = loop {
-                if cur == dst && f.node(dst).is_switch() {
-                    break Ok(n);
+            let result = loop {
+                match fate[cur.index()] {
+                    Fate::Arrives(h) => break Fate::Arrives(h),
+                    Fate::Fails(w) => break Fate::Fails(w),
+                    Fate::OnStack => break Fate::Fails("forwarding loop"),
+                    Fate::Unknown => {}
                 }
-                let Some(port) = st
-                    .switches
-                    .get(&cur)
-                    .and_then(|s| s.lft.get(Lid(lid as u16)))
-                else {
-                    break Err("unset entry");
+                if cur == dst {
+                    break Fate::Arrives(0);
+                }
+                fate[cur.index()] = Fate::OnStack;
+                path.push(cur);
+                let Some(port) = st.switches.get(&cur).and_then(|s| s.lft.get(Lid(lid as u16))) else {
+                    break Fate::Fails("unset entry");
                 };
                 if port.0 == 0 {
-                    break if cur == dst {
-                        Ok(n)
-                    } else {
-                        Err("port 0 but not the destination")
-                    };
+                    break Fate::Fails("port 0 but not the destination");
                 }
                 let Some((peer, link)) = f.peer(PortRef { node: cur, port }) else {
-                    break Err("entry points at an unwired port");
+                    break Fate::Fails("entry points at an unwired port");
                 };
                 if f.link(link).state != LinkState::Up {
-                    break Err("entry points at a down link");
+                    break Fate::Fails("entry points at a down link");
                 }
-                n += 1;
                 if peer.node == dst && peer.port == dport {
-                    break Ok(n);
+                    break Fate::Arrives(0);
                 }
                 if !f.node(peer.node).is_switch() {
-                    break Err("delivered to the wrong end node");
-                }
-                if n > 64 {
-                    break Err("forwarding loop");
+                    break Fate::Fails("delivered to the wrong end node");
                 }
                 cur = peer.node;
             };
-            match outcome {
-                Ok(h) => *hops.entry(h).or_insert(0) += 1,
-                Err(why) => {
-                    failures.push((f.node(start).name().to_owned(), lid as u16, why.to_owned()))
-                }
+            // Unwind: each switch on the path is one hop further than the next.
+            let mut r = result;
+            while let Some(s) = path.pop() {
+                r = match r {
+                    Fate::Arrives(h) => Fate::Arrives(h + 1),
+                    other => other,
+                };
+                fate[s.index()] = r;
+            }
+            match fate[start.index()] {
+                Fate::Arrives(h) => *hops.entry(h).or_insert(0) += 1,
+                Fate::Fails(why) => failures.push((f.node(start).name().to_owned(), lid as u16, why.to_owned())),
+                _ => {}
             }
         }
     }
@@ -196,4 +208,39 @@ fn lids_are_stable_across_faults() {
     let a = compile("use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 2, switch: sb7800, hca: connectx5)\n}\n");
     let b = compile("use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 2, switch: sb7800, hca: connectx5)\n    faults { link leaf1.p[1] down\n switch spine3 down }\n}\n");
     assert_eq!(a.lids, b.lids);
+}
+
+#[test]
+fn fat_tree_648_with_a_spine_down() {
+    let st = compile("use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 2, switch: sb7800, hca: connectx5)\n    faults { switch spine9 down }\n}\n");
+    assert_all_connected(&st);
+}
+
+#[test]
+fn pinned_lids_are_kept() {
+    let st = compile("use std::hardware::{sb7800, connectx5}\nfabric f {\n    topology {\n        switch s : sb7800 { lid = 100 }\n        hca a : connectx5 { lid = 7 }\n        hca b : connectx5\n        link a.p[1] <-> s.p[1]\n        link b.p[1] <-> s.p[2]\n    }\n}\n");
+    let f = &st.fabric;
+    let lid = |n: &str, p: u8| st.lids.get(f.find(n).unwrap_or_else(|| panic!()), weft_fabric::PortNum(p)).map(|l| l.0);
+    assert_eq!((lid("s", 0), lid("a", 1), lid("b", 1)), (Some(100), Some(7), Some(1)));
+    assert_all_connected(&st);
+}
+
+mod random_faults {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+        /// Five random switch-to-switch links down in the 648-node tree: `fat_tree` still
+        /// routes every switch to every LID.
+        #[test]
+        fn five_random_link_faults(picks in proptest::collection::btree_set((1u32..=36, 19u32..=36), 5)) {
+            let faults: String = picks.iter().map(|(l, p)| format!("link leaf{l}.p[{p}] down\n")).collect();
+            let src = format!("use std::hardware::{{sb7800, connectx5}}\nuse std::topology::fat_tree\nfabric f {{\n    topology = fat_tree(levels: 2, switch: sb7800, hca: connectx5)\n    faults {{\n{faults}}}\n}}\n");
+            let st = compile(&src);
+            let (failures, _) = walk(&st);
+            prop_assert!(failures.is_empty(), "{} failures, first {:?}", failures.len(), failures.first());
+        }
+    }
 }
