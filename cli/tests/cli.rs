@@ -142,9 +142,19 @@ fn export_import_round_trip() {
     let dir = temp_dir("roundtrip");
     let net = dir.join("lab16.net");
     let prog = dir.join("lab16.weft");
-    let out = weft(&["export", "examples/lab-16.weft", "-o", net.to_str().unwrap_or_default()]);
+    let out = weft(&[
+        "export",
+        "examples/lab-16.weft",
+        "-o",
+        net.to_str().unwrap_or_default(),
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let out = weft(&["import", net.to_str().unwrap_or_default(), "-o", prog.to_str().unwrap_or_default()]);
+    let out = weft(&[
+        "import",
+        net.to_str().unwrap_or_default(),
+        "-o",
+        prog.to_str().unwrap_or_default(),
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     // The imported program checks, and describes the same nodes, GUIDs and up links.
     let check = weft(&["check", prog.to_str().unwrap_or_default()]);
@@ -161,7 +171,13 @@ fn export_import_round_trip() {
             .as_array()
             .map(|ns| {
                 ns.iter()
-                    .map(|n| (n["name"].to_string(), n["kind"].to_string(), n["guid"].to_string()))
+                    .map(|n| {
+                        (
+                            n["name"].to_string(),
+                            n["kind"].to_string(),
+                            n["guid"].to_string(),
+                        )
+                    })
                     .collect()
             })
             .unwrap_or_default()
@@ -173,7 +189,12 @@ fn export_import_round_trip() {
             .map(|ls| {
                 ls.iter()
                     .filter(|l| l["state"] == "up")
-                    .map(|l| format!("{}:{}-{}:{}", l["a"]["node"], l["a"]["port"], l["b"]["node"], l["b"]["port"]))
+                    .map(|l| {
+                        format!(
+                            "{}:{}-{}:{}",
+                            l["a"]["node"], l["a"]["port"], l["b"]["node"], l["b"]["port"]
+                        )
+                    })
                     .collect()
             })
             .unwrap_or_default();
@@ -187,7 +208,11 @@ fn export_import_round_trip() {
             .into_iter()
             .map(|s| {
                 let (x, y) = s.split_once('-').unwrap_or((&s, ""));
-                if x <= y { format!("{x}-{y}") } else { format!("{y}-{x}") }
+                if x <= y {
+                    format!("{x}-{y}")
+                } else {
+                    format!("{y}-{x}")
+                }
             })
             .collect();
         v.sort();
@@ -198,9 +223,59 @@ fn export_import_round_trip() {
     let bad = dir.join("bad.net");
     std::fs::write(&bad, "Switch\t2 \"S-1\"\n[3]\t\"H-1\"[1]\n").unwrap_or_else(|e| panic!("{e}"));
     let none = dir.join("none.weft");
-    let out = weft(&["import", bad.to_str().unwrap_or_default(), "-o", none.to_str().unwrap_or_default()]);
+    let out = weft(&[
+        "import",
+        bad.to_str().unwrap_or_default(),
+        "-o",
+        none.to_str().unwrap_or_default(),
+    ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(!none.exists());
-    assert!(text(&out.stderr).contains("port 3"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("port 3"),
+        "{}",
+        text(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn build_is_byte_identical_across_runs_and_thread_counts() {
+    let dir = temp_dir("determinism");
+    let run = |threads: &str, out: &Path| {
+        let o = Command::new(env!("CARGO_BIN_EXE_weft"))
+            .args(["build", "examples/cluster-5832.weft", "-o", out.to_str().unwrap_or_default()])
+            .current_dir(root())
+            .env("RAYON_NUM_THREADS", threads)
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    };
+    let (a, b, c) = (dir.join("a"), dir.join("b"), dir.join("c"));
+    run("1", &a);
+    run("2", &b);
+    run("2", &c);
+    for name in ["lfts.dump", "guid2lid", "topology.net", "state.json"] {
+        let x = std::fs::read(a.join(name)).unwrap_or_default();
+        assert!(!x.is_empty(), "{name} is empty");
+        assert!(x == std::fs::read(b.join(name)).unwrap_or_default(), "{name} differs between 1 and 2 threads");
+        assert!(x == std::fs::read(c.join(name)).unwrap_or_default(), "{name} differs between two runs");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn fat_tree_refuses_the_torus_with_the_reason() {
+    let dir = temp_dir("torus");
+    let p = dir.join("torus.weft");
+    std::fs::write(
+        &p,
+        "use std::hardware::{sb7800, connectx5}\nuse std::topology::torus\n\nfabric t {\n    topology = torus(dims: [4, 4], switch: sb7800, hca: connectx5)\n    routing { engine = fat_tree }\n}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let out = weft(&["build", p.to_str().unwrap_or_default(), "-o", dir.join("out").to_str().unwrap_or_default()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!dir.join("out").exists(), "nothing is written when routing fails");
+    insta::assert_snapshot!("build_torus_fat_tree", text(&out.stderr).replace(&dir.display().to_string(), "<tmp>"));
     let _ = std::fs::remove_dir_all(dir);
 }
