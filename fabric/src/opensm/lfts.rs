@@ -39,7 +39,9 @@ pub fn write_lfts(state: &FabricState) -> String {
             node.name()
         );
         for lid in 0..=max_lid {
-            let Some(port) = sw.lft.get(Lid(lid)) else { continue };
+            let Some(port) = sw.lft.get(Lid(lid)) else {
+                continue;
+            };
             if port.0 > node.spec.port_count {
                 continue;
             }

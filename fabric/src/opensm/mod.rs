@@ -1,12 +1,117 @@
-//! OpenSM's file formats: the unicast LFT dump (the input of OpenSM's `file` routing engine,
-//! `opensm -R file -U FILE`, also what `dump_fts` prints) and the `guid2lid` cache.
+//! OpenSM's (and ibdiagnet's) file formats, read and written:
 //!
-//! Formats are described in `../shared/research/anchors.md` §2.1 and §2.6 and were checked
-//! against OpenSM 3.3.23 (`osm_dump.c` writes the dump, `osm_ucast_file.c` reads it,
-//! `osm_db_pack.c` the guid2lid records).
+//! * the unicast LFT dump ([`write_lfts`], [`parse_lfts`]): `opensm-lfts.dump`, the input of
+//!   OpenSM's `file` routing engine (`opensm -R file -U FILE`), also what `dump_fts` prints;
+//! * the SL→VL dump `opensm-sl2vl.dump` ([`write_sl2vl`], [`parse_sl2vl`]);
+//! * path SLs in ibdiagnet's `.psl` form ([`write_path_sl`], [`parse_path_sl`]);
+//! * the `guid2lid` cache ([`write_guid2lid`], [`parse_guid2lid`]);
+//! * [`assemble`]: a [`FabricState`] from a discovered topology and these files, so weft can
+//!   audit a fabric OpenSM configured.
+//!
+//! Formats are described in `../shared/research/anchors.md` §2 and were checked against
+//! OpenSM 3.3.23 (`osm_dump.c` writes the dumps, `osm_ucast_file.c` reads the LFT dump,
+//! `osm_db_pack.c` the guid2lid records) and ibutils' `Fabric.cpp` (`.psl`). Readers take text
+//! and return the model plus every problem found; they never touch files.
 
+mod error;
 mod guid2lid;
+mod guid2lid_read;
 mod lfts;
+mod lfts_read;
+mod path_sl;
+mod sl2vl;
 
+#[cfg(test)]
+mod tests;
+
+pub use error::{DumpError, DumpErrors};
 pub use guid2lid::write_guid2lid;
+pub use guid2lid_read::parse_guid2lid;
 pub use lfts::write_lfts;
+pub use lfts_read::parse_lfts;
+pub use path_sl::{parse_path_sl, write_path_sl};
+pub use sl2vl::{parse_sl2vl, write_sl2vl, Sl2VlTables};
+
+use crate::{FabricState, LidAssignment};
+
+/// The OpenSM files describing a fabric's state, as text.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Dumps<'a> {
+    /// `opensm-lfts.dump` or `dump_fts` output.
+    pub lfts: &'a str,
+    /// `opensm-sl2vl.dump` (absent: every SL on VL 0).
+    pub sl2vl: Option<&'a str>,
+    /// A `.psl` path-SL file (absent: SL 0 for every pair).
+    pub path_sl: Option<&'a str>,
+    /// A `guid2lid` cache (absent: the LIDs in `lids`).
+    pub guid2lid: Option<&'a str>,
+}
+
+/// Builds the state of `fabric` from OpenSM's files; `lids` are the LIDs the topology file
+/// gave (ibnetdiscover's `lid` annotations), used unless a guid2lid file is given. Warnings of
+/// every file are returned; errors of every file are returned together.
+pub fn assemble(
+    fabric: crate::Fabric,
+    lids: LidAssignment,
+    dumps: &Dumps<'_>,
+) -> Result<(FabricState, Vec<DumpError>), DumpErrors> {
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+    let mut keep = |r: Result<(Vec<DumpError>, ()), DumpErrors>| match r {
+        Ok((w, ())) => warnings.extend(w),
+        Err(e) => errors.extend(e.0),
+    };
+    let mut state = FabricState::new(fabric);
+    state.lids = lids;
+    if let Some(t) = dumps.guid2lid {
+        match parse_guid2lid(t, &state.fabric) {
+            Ok((l, w)) => {
+                state.lids = l;
+                keep(Ok((w, ())));
+            }
+            Err(e) => keep(Err(e)),
+        }
+    }
+    match parse_lfts(dumps.lfts, &state.fabric) {
+        Ok((lfts, w)) => {
+            for (id, lft) in lfts {
+                state.switches.entry(id).or_default().lft = lft;
+            }
+            keep(Ok((w, ())));
+        }
+        Err(e) => keep(Err(e)),
+    }
+    for id in state.fabric.node_ids() {
+        if state.fabric.node(id).is_switch() {
+            state.switches.entry(id).or_default();
+        }
+    }
+    if let Some(t) = dumps.sl2vl {
+        match parse_sl2vl(t, &state.fabric) {
+            Ok((tables, w)) => {
+                for (id, rows) in tables.switches {
+                    let s = state.switches.entry(id).or_default();
+                    s.sl2vl = rows;
+                    s.sort_sl2vl();
+                }
+                state.end_sl2vl = tables.end_nodes;
+                keep(Ok((w, ())));
+            }
+            Err(e) => keep(Err(e)),
+        }
+    }
+    if let Some(t) = dumps.path_sl {
+        match parse_path_sl(t, &state.fabric) {
+            Ok((p, w)) => {
+                state.path_sl = p;
+                keep(Ok((w, ())));
+            }
+            Err(e) => keep(Err(e)),
+        }
+    }
+    if errors.is_empty() {
+        Ok((state, warnings))
+    } else {
+        Err(DumpErrors(errors))
+    }
+}

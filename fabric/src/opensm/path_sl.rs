@@ -1,0 +1,87 @@
+//! Path-SL files in ibdiagnet's `.psl` form (what `ibdmchk -c` reads): one line per route,
+//! `src_node_guid dlid sl`, the DLID in decimal, e.g. `0x0002c90000000099 154 0`. Several
+//! lines for one (source, DLID) pair make an SL *set* (every member is a possible SL).
+//!
+//! Upstream OpenSM has no path-SL dump: the SLs of dfsssp, lash, nue and torus-2QoS are only
+//! visible through SA PathRecords (`saquery -p --slid X --dlid Y`); tests collect them that way
+//! and write this format.
+
+use super::error::{number, Collector, DumpError, DumpErrors};
+use crate::{Fabric, FabricState, Guid, Lid, PathSl, PathSlEntry, Sl, SlSet};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Reads a `.psl` file against `fabric`; pairs it does not list use SL 0.
+pub fn parse_path_sl(text: &str, fabric: &Fabric) -> Result<(PathSl, Vec<DumpError>), DumpErrors> {
+    let mut c = Collector::new("path-sl");
+    let mut sets: BTreeMap<(crate::NodeId, Lid), SlSet> = BTreeMap::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line_no = i + 1;
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let w: Vec<&str> = line.split_whitespace().collect();
+        let [g, d, s] = w.as_slice() else {
+            c.error(
+                line_no,
+                format!("a line is `src_node_guid dlid sl`: `{line}`"),
+            );
+            continue;
+        };
+        let Some(src) = number(g).and_then(|g| fabric.find_guid(Guid(g))) else {
+            c.error(line_no, format!("no node with GUID `{g}`"));
+            continue;
+        };
+        let Some(dlid) = d
+            .parse::<u16>()
+            .ok()
+            .filter(|&l| (1..=crate::MAX_UNICAST_LID).contains(&l))
+        else {
+            c.error(line_no, format!("`{d}` is not a unicast LID (decimal)"));
+            continue;
+        };
+        let Some(sl) = s.parse::<u8>().ok().filter(|&s| s <= 15) else {
+            c.error(line_no, format!("`{s}` is not an SL (0..=15)"));
+            continue;
+        };
+        sets.entry((src, Lid(dlid))).or_default().insert(Sl(sl));
+    }
+    let mut p = PathSl {
+        entries: sets
+            .into_iter()
+            .map(|((src, dlid), sls)| PathSlEntry { src, dlid, sls })
+            .collect(),
+        ..PathSl::default()
+    };
+    p.sort();
+    c.finish(p)
+}
+
+/// Writes the path SL of every (source node with a LID, destination LID) pair of `state`,
+/// one line per SL, sorted by source GUID then DLID.
+pub fn write_path_sl(state: &FabricState) -> String {
+    let f = &state.fabric;
+    let owners = state.lids.owners(f);
+    let mut srcs: Vec<(Guid, crate::NodeId)> = state
+        .lids
+        .base
+        .keys()
+        .map(|&id| (f.node(id).guid(), id))
+        .collect();
+    srcs.sort();
+    srcs.dedup();
+    let mut out = String::new();
+    for (g, id) in srcs {
+        for (lid, o) in owners.iter().enumerate() {
+            let Some((n, _)) = o else { continue };
+            if *n == id || lid == 0 {
+                continue;
+            }
+            for sl in state.path_sl.get(id, Lid(lid as u16)).iter() {
+                let _ = writeln!(out, "{:#018x} {lid} {}", g.0, sl.0);
+            }
+        }
+    }
+    out
+}

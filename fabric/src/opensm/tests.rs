@@ -1,0 +1,251 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use super::*;
+use crate::{
+    FabricBuilder, FabricState, Guid, Lid, LidAssignment, NodeId, NodeKind, NodeSpec, PathSlEntry,
+    PortNum, PortRef, Sl2VlRow, SlSet, SwitchState,
+};
+
+/// EXP-FT's shape: leaves L1, L2 (hosts on ports 1-2, spines on 5-6), spines S1, S2.
+fn ft() -> crate::Fabric {
+    let mut b = FabricBuilder::new("ft");
+    let l1 = b
+        .add_node(NodeSpec::new("L1", NodeKind::Switch, Guid(0x200000), 8))
+        .unwrap();
+    let l2 = b
+        .add_node(NodeSpec::new("L2", NodeKind::Switch, Guid(0x200001), 8))
+        .unwrap();
+    let s1 = b
+        .add_node(NodeSpec::new("S1", NodeKind::Switch, Guid(0x200002), 8))
+        .unwrap();
+    let s2 = b
+        .add_node(NodeSpec::new("S2", NodeKind::Switch, Guid(0x200003), 8))
+        .unwrap();
+    for (leaf, li) in [(l1, 1u8), (l2, 2)] {
+        b.add_link(PortRef::new(leaf, 5), PortRef::new(s1, li))
+            .unwrap();
+        b.add_link(PortRef::new(leaf, 6), PortRef::new(s2, li))
+            .unwrap();
+    }
+    for h in 0..4u64 {
+        let id = b
+            .add_node(NodeSpec::new(
+                format!("H{}", h + 1),
+                NodeKind::Hca,
+                Guid(0x100000 + 4 * h),
+                1,
+            ))
+            .unwrap();
+        let leaf = if h < 2 { l1 } else { l2 };
+        b.add_link(PortRef::new(id, 1), PortRef::new(leaf, (h % 2 + 1) as u8))
+            .unwrap();
+    }
+    b.finish()
+}
+
+fn state() -> FabricState {
+    let f = ft();
+    let mut st = FabricState::new(f);
+    let mut lids = LidAssignment::default();
+    for (i, id) in st.fabric.node_ids().enumerate() {
+        let p = if st.fabric.node(id).is_switch() { 0 } else { 1 };
+        lids.base
+            .entry(id)
+            .or_default()
+            .insert(PortNum(p), Lid(i as u16 + 1));
+    }
+    st.lids = lids;
+    for id in st
+        .fabric
+        .node_ids()
+        .filter(|&i| st.fabric.node(i).is_switch())
+    {
+        let mut s = SwitchState::default();
+        for lid in 1..=8u16 {
+            s.lft
+                .set(Lid(lid), PortNum(((lid + id.0 as u16) % 9) as u8));
+        }
+        for i in 0..=8u8 {
+            for o in 1..=8u8 {
+                let mut vl = [0u8; 16];
+                for (k, v) in vl.iter_mut().enumerate() {
+                    *v = ((k as u8) + i + o) % 4;
+                }
+                s.sl2vl.push(Sl2VlRow {
+                    in_port: i,
+                    out_port: o,
+                    vl,
+                });
+            }
+        }
+        st.switches.insert(id, s);
+    }
+    st.end_sl2vl.insert(NodeId(4), [1; 16]);
+    st.path_sl.entries.push(PathSlEntry {
+        src: NodeId(4),
+        dlid: Lid(7),
+        sls: SlSet(0b101),
+    });
+    st.path_sl.entries.push(PathSlEntry {
+        src: NodeId(0),
+        dlid: Lid(2),
+        sls: SlSet(0b1),
+    });
+    st.path_sl.sort();
+    st
+}
+
+#[test]
+fn lfts_round_trip() {
+    let st = state();
+    let text = write_lfts(&st);
+    let (lfts, warnings) = parse_lfts(&text, &st.fabric).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    for (id, s) in &st.switches {
+        let got = &lfts[id];
+        for lid in 1..=8u16 {
+            assert_eq!(got.get(Lid(lid)), s.lft.get(Lid(lid)), "{id:?} {lid}");
+        }
+    }
+}
+
+#[test]
+fn reads_opensm_and_dump_fts_verbatim() {
+    // anchors.md §2.1, EXP-FT (S1 = 0x200002), then dump_fts output for L2.
+    let text = "\
+Unicast lids [0-8] of switch Lid 4 guid 0x0000000000200002 ('S1'):
+0x0001 001 # Switch portguid 0x0000000000200000: 'L1'
+0x0002 001 # Channel Adapter portguid 0x0000000000100001: 'H1'
+0x0004 000 # Switch portguid 0x0000000000200002: 'S1'
+0x0007 002 # Channel Adapter portguid 0x0000000000100005: 'H3'
+8 lids dumped
+Unicast lids [0x0-0x8] of switch DR path slid 0; dlid 0; 0,5,2 guid 0x0000000000200001 (L2):
+  Lid  Out   Destination
+       Port     Info
+0x0001 005 : (Switch portguid 0x0000000000200000: 'L1')
+0x0007 001 : (Channel Adapter portguid 0x0000000000100005: 'H3')
+8 valid lids dumped
+Unicast lids [0-1] of switch Lid 9 guid 0x00000000deadbeef ('gone'):
+0x0001 001 # x
+";
+    let f = ft();
+    let (lfts, warnings) = parse_lfts(text, &f).unwrap();
+    let s1 = f.find("S1").unwrap();
+    let l2 = f.find("L2").unwrap();
+    assert_eq!(lfts[&s1].get(Lid(4)), Some(PortNum(0)));
+    assert_eq!(lfts[&s1].get(Lid(7)), Some(PortNum(2)));
+    assert_eq!(lfts[&s1].get(Lid(6)), None);
+    assert_eq!(lfts[&l2].get(Lid(1)), Some(PortNum(5)));
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].message.contains("0x00000000deadbeef"));
+}
+
+#[test]
+fn lft_errors_are_all_reported() {
+    let text = "0x0001 001\nUnicast lids [0-1] of switch Lid 4 guid 0x0000000000200002 ('S1'):\n0x0001 009\nhello\n0xzz 1\n0xc000 1\n";
+    let e = parse_lfts(text, &ft()).unwrap_err();
+    let lines: Vec<usize> = e.0.iter().map(|e| e.line).collect();
+    assert_eq!(lines, [1, 3, 4, 5, 6], "{e}");
+    assert!(e.to_string().contains("`S1` has no port 9"));
+}
+
+#[test]
+fn sl2vl_round_trip() {
+    let st = state();
+    let text = write_sl2vl(&st);
+    assert!(text.starts_with("Switch 0x0000000000200000, base LID 1, \"L1\"\n#in out : 0  1  2"));
+    assert!(text.contains("\n0   5   : 1  2  3  0  1  2  3  0  1  2  3  0  1  2  3  0 \n"));
+    let (t, warnings) = parse_sl2vl(&text, &st.fabric).unwrap();
+    assert!(warnings.is_empty());
+    for (id, s) in &st.switches {
+        // Only wired output ports are dumped (OpenSM's rule).
+        let rows: Vec<&Sl2VlRow> = s
+            .sl2vl
+            .iter()
+            .filter(|r| {
+                st.fabric
+                    .node(*id)
+                    .port(PortNum(r.out_port))
+                    .unwrap()
+                    .link
+                    .is_some()
+            })
+            .collect();
+        let got: Vec<&Sl2VlRow> = t.switches[id].iter().collect();
+        assert_eq!(got, rows);
+    }
+    assert_eq!(t.end_nodes[&NodeId(4)], [1; 16]);
+    assert_eq!(t.end_nodes[&NodeId(5)], [0; 16]);
+}
+
+#[test]
+fn path_sl_round_trip_and_sets() {
+    let st = state();
+    let text = write_path_sl(&st);
+    let (p, w) = parse_path_sl(&text, &st.fabric).unwrap();
+    assert!(w.is_empty());
+    assert_eq!(p.get(NodeId(4), Lid(7)), SlSet(0b101));
+    assert_eq!(p.get(NodeId(0), Lid(2)), SlSet(0b1));
+    assert_eq!(p.get(NodeId(5), Lid(1)), SlSet(0b1));
+    let e = parse_path_sl(
+        "0x100000 7\n0x1 3 0\n0x100000 0 1\n0x100000 7 16\n",
+        &st.fabric,
+    )
+    .unwrap_err();
+    assert_eq!(e.0.len(), 4, "{e}");
+}
+
+#[test]
+fn guid2lid_round_trip_with_blank_lines() {
+    let mut st = state();
+    let text = write_guid2lid(&st);
+    assert!(text.contains("0x0000000000200000 0x0001 0x0001\n\n"));
+    let (lids, w) = parse_guid2lid(&text, &st.fabric).unwrap();
+    assert!(w.is_empty(), "{w:?}");
+    assert_eq!(lids, st.lids);
+    // LMC 2: four LIDs per end-node port.
+    st.lids.lmc = 2;
+    let (lids, _) = parse_guid2lid(&write_guid2lid(&st), &st.fabric).unwrap();
+    assert_eq!(lids.lmc, 2);
+    // Consecutive lines are read too; unknown GUIDs are warnings.
+    let (lids, w) = parse_guid2lid(
+        "0x0000000000200000 0x0005 0x0005\n0x0000000000000042 0x0009 0x0009\n",
+        &st.fabric,
+    )
+    .unwrap();
+    assert_eq!(lids.get(NodeId(0), PortNum(0)), Some(Lid(5)));
+    assert_eq!(w.len(), 1);
+}
+
+#[test]
+fn assemble_builds_a_state() {
+    let st = state();
+    let lfts = write_lfts(&st);
+    let sl2vl = write_sl2vl(&st);
+    let psl = write_path_sl(&st);
+    let (got, w) = assemble(
+        st.fabric.clone(),
+        st.lids.clone(),
+        &Dumps {
+            lfts: &lfts,
+            sl2vl: Some(&sl2vl),
+            path_sl: Some(&psl),
+            guid2lid: None,
+        },
+    )
+    .unwrap();
+    assert!(w.is_empty());
+    assert_eq!(got.end_sl2vl[&NodeId(4)], [1; 16]);
+    assert_eq!(got.path_sl.get(NodeId(4), Lid(7)), SlSet(0b101));
+    let bad = assemble(
+        st.fabric.clone(),
+        st.lids.clone(),
+        &Dumps {
+            lfts: "junk\n",
+            sl2vl: Some("junk\n"),
+            ..Dumps::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(bad.0.len(), 2);
+}
