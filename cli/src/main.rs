@@ -3,6 +3,7 @@
 //! Exit codes: 0 ok, 1 findings (errors in the input or the fabric), 2 could not run.
 
 mod build;
+mod report;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::Write as _;
@@ -56,6 +57,8 @@ enum Command {
         #[arg(long, short)]
         output: PathBuf,
     },
+    /// Compile a fabric and print the quality of its routing (balance, loads, eBB, hops).
+    Report(report::Args),
     /// Parse, elaborate and validate a fabric; print a summary.
     Check {
         /// The `.weft` file.
@@ -208,6 +211,7 @@ fn human_summary(s: &Summary) -> String {
 
 fn run(cli: Cli) -> Result<ExitCode, Fatal> {
     match cli.command {
+        Command::Report(args) => report::run(args, cli.color),
         Command::Build { file, output } => {
             let c = compile(&file, true)?;
             emit_diagnostics(&c, cli.color);

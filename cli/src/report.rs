@@ -1,0 +1,187 @@
+//! `weft report FILE`: compile a fabric (check + build) and print the quality of its routing
+//! (`weft_compiler::metrics`), as a table or as JSON.
+
+use crate::{compile, emit_diagnostics, out, ColorChoice, Fatal, Format};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use weft_compiler::metrics::{self, Quality, QualityOptions, Unroutable};
+use weft_compiler::Compilation;
+
+/// `weft report` arguments.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The `.weft` file.
+    file: PathBuf,
+    /// Output format.
+    #[arg(long, default_value = "human")]
+    format: Format,
+    /// Random bisections for the eBB (default: 1000, fewer on large fabrics).
+    #[arg(long)]
+    bisections: Option<usize>,
+    /// Most shifts evaluated (an evenly spaced subset beyond).
+    #[arg(long, default_value_t = metrics::DEFAULT_MAX_SHIFTS)]
+    max_shifts: usize,
+    /// Seed of the random bisections (default: the fabric's `routing { seed }`).
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
+/// Runs `weft report`.
+pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
+    let c = compile(&args.file, true)?;
+    emit_diagnostics(&c, color);
+    let Some(e) = c.elaborated.as_ref().filter(|_| !c.has_errors()) else {
+        return Ok(ExitCode::from(1));
+    };
+    let built = match weft_compiler::build::build(e) {
+        Ok(b) => b,
+        Err(diags) => {
+            let failed = Compilation {
+                sources: c.sources,
+                main: c.main,
+                elaborated: None,
+                diagnostics: diags,
+            };
+            emit_diagnostics(&failed, color);
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let mut opts = QualityOptions::from_config(&e.config.routing);
+    opts.bisections = args.bisections;
+    opts.max_shifts = args.max_shifts;
+    if let Some(s) = args.seed {
+        opts.seed = s;
+    }
+    let q = metrics::quality(&built.state, &opts);
+    let text = match args.format {
+        Format::Human => {
+            let mut t = format!(
+                "fabric `{}`, engine {}\n",
+                built.state.fabric.name, built.engine
+            );
+            t += &human(&q);
+            t
+        }
+        Format::Json => {
+            let v = serde_json::json!({
+                "fabric": built.state.fabric.name,
+                "engine": built.engine,
+                "quality": q,
+            });
+            serde_json::to_string_pretty(&v)? + "\n"
+        }
+    };
+    out(None, &text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn unroutable(u: &Unroutable) -> String {
+    if u.total() == 0 {
+        return "0 unroutable".to_owned();
+    }
+    let mut parts = Vec::new();
+    for (n, what) in [
+        (u.unset, "unset entry"),
+        (u.dead_end, "dead end"),
+        (u.loops, "loop"),
+        (u.misdelivered, "misdelivered"),
+    ] {
+        if n > 0 {
+            parts.push(format!("{n} {what}"));
+        }
+    }
+    format!("{} unroutable ({})", u.total(), parts.join(", "))
+}
+
+/// How many unbalanced switches the table names.
+const NAMED: usize = 8;
+
+/// The quality as a table.
+pub fn human(q: &Quality) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "  hosts             {} ({} end ports left out), {} switches, {} directed switch links",
+        q.hosts, q.hosts_excluded, q.switches, q.fabric_links
+    );
+    let b = &q.balance;
+    let _ = writeln!(
+        t,
+        "  port balance      {} switches, {} unbalanced (max spread {}); by direction {} unbalanced (max spread {})",
+        b.switches, b.unbalanced, b.max_spread, b.unbalanced_by_direction, b.max_spread_by_direction
+    );
+    let bad: Vec<&str> = b
+        .per_switch
+        .iter()
+        .filter(|u| u.unbalanced_by_direction)
+        .map(|u| u.switch.as_str())
+        .collect();
+    if !bad.is_empty() {
+        let more = bad.len().saturating_sub(NAMED);
+        let _ = write!(
+            t,
+            "                    unbalanced by direction: {}",
+            bad.iter()
+                .take(NAMED)
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        if more > 0 {
+            let _ = write!(t, " and {more} more");
+        }
+        t.push('\n');
+    }
+    let s = &q.shift;
+    let _ = writeln!(
+        t,
+        "  shift             {} shifts{}: max load {}, mean max {:.3}, mean load {:.3}, {} of {} flows unroutable",
+        s.shifts,
+        if s.all { " (all)" } else { " (evenly spaced)" },
+        s.max_load,
+        s.mean_max_load,
+        s.mean_load,
+        s.unroutable,
+        s.flows
+    );
+    let a = &q.all_to_all;
+    let _ = writeln!(
+        t,
+        "  all-to-all        max load {}, mean load {:.1}, {} of {} flows unroutable",
+        a.max_load, a.mean_load, a.unroutable, a.flows
+    );
+    let r = &q.bisections;
+    let _ = writeln!(
+        t,
+        "  bisections        {} (seed {}): max load {}, mean max {:.3}, mean load {:.3}, {} of {} flows unroutable",
+        r.count, r.seed, r.max_load, r.mean_max_load, r.mean_load, r.unroutable, r.flows
+    );
+    let _ = writeln!(
+        t,
+        "  eBB               {:.4} (worst bisection {:.4}, best {:.4})",
+        r.ebb, r.ebb_min, r.ebb_max
+    );
+    let h = &q.hops;
+    let hist: Vec<String> = h
+        .histogram
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect();
+    let _ = writeln!(
+        t,
+        "  hops              mean {:.3}, max {} [{}], {}",
+        h.mean,
+        h.max,
+        hist.join(", "),
+        unroutable(&h.unroutable)
+    );
+    let w = &q.switch_to_switch;
+    let _ = writeln!(
+        t,
+        "  switch-to-switch  {} pairs, {}",
+        w.pairs,
+        unroutable(&w.unroutable)
+    );
+    t
+}
