@@ -195,7 +195,7 @@ fn space_between(p: &Tok<'_>, p_unary: bool, t: &Tok<'_>, stack: &[&str]) -> boo
         "." | "::" | ".." | "..=" | "," | ";" | ")" | "]" => return false,
         "}" => return a != "{",
         ":" => return !in_parens,
-        "(" => return !(p.kind == Kind::Word && !KEYWORDS.contains(&a)),
+        "(" => return p.kind != Kind::Word || KEYWORDS.contains(&a),
         "[" => return !is_value_end(p) || (p.kind == Kind::Word && KEYWORDS.contains(&a)),
         "-" | "!" if !is_value_end(p) => return true,
         _ => {}

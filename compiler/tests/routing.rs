@@ -36,13 +36,22 @@ fn walk(st: &FabricState) -> (Vec<(String, u16, String)>, BTreeMap<usize, usize>
     let owners = st.lids.owners(f);
     let mut failures = Vec::new();
     let mut hops = BTreeMap::new();
-    let switches: Vec<NodeId> = st.switches.keys().copied().filter(|&s| !f.node(s).down).collect();
+    let switches: Vec<NodeId> = st
+        .switches
+        .keys()
+        .copied()
+        .filter(|&s| !f.node(s).down)
+        .collect();
     let mut fate = vec![Fate::Unknown; f.nodes().len()];
     for (lid, owner) in owners.iter().enumerate() {
         let Some((dst, dport)) = *owner else { continue };
         let dead_end = f.node(dst).down
             || (!f.node(dst).is_switch()
-                && f.peer(PortRef { node: dst, port: dport }).is_none_or(|(_, l)| f.link(l).state != LinkState::Up));
+                && f.peer(PortRef {
+                    node: dst,
+                    port: dport,
+                })
+                .is_none_or(|(_, l)| f.link(l).state != LinkState::Up));
         if dead_end {
             continue;
         }
@@ -62,7 +71,11 @@ fn walk(st: &FabricState) -> (Vec<(String, u16, String)>, BTreeMap<usize, usize>
                 }
                 fate[cur.index()] = Fate::OnStack;
                 path.push(cur);
-                let Some(port) = st.switches.get(&cur).and_then(|s| s.lft.get(Lid(lid as u16))) else {
+                let Some(port) = st
+                    .switches
+                    .get(&cur)
+                    .and_then(|s| s.lft.get(Lid(lid as u16)))
+                else {
                     break Fate::Fails("unset entry");
                 };
                 if port.0 == 0 {
@@ -93,7 +106,9 @@ fn walk(st: &FabricState) -> (Vec<(String, u16, String)>, BTreeMap<usize, usize>
             }
             match fate[start.index()] {
                 Fate::Arrives(h) => *hops.entry(h).or_insert(0) += 1,
-                Fate::Fails(why) => failures.push((f.node(start).name().to_owned(), lid as u16, why.to_owned())),
+                Fate::Fails(why) => {
+                    failures.push((f.node(start).name().to_owned(), lid as u16, why.to_owned()))
+                }
                 _ => {}
             }
         }
@@ -220,8 +235,18 @@ fn fat_tree_648_with_a_spine_down() {
 fn pinned_lids_are_kept() {
     let st = compile("use std::hardware::{sb7800, connectx5}\nfabric f {\n    topology {\n        switch s : sb7800 { lid = 100 }\n        hca a : connectx5 { lid = 7 }\n        hca b : connectx5\n        link a.p[1] <-> s.p[1]\n        link b.p[1] <-> s.p[2]\n    }\n}\n");
     let f = &st.fabric;
-    let lid = |n: &str, p: u8| st.lids.get(f.find(n).unwrap_or_else(|| panic!()), weft_fabric::PortNum(p)).map(|l| l.0);
-    assert_eq!((lid("s", 0), lid("a", 1), lid("b", 1)), (Some(100), Some(7), Some(1)));
+    let lid = |n: &str, p: u8| {
+        st.lids
+            .get(
+                f.find(n).unwrap_or_else(|| panic!()),
+                weft_fabric::PortNum(p),
+            )
+            .map(|l| l.0)
+    };
+    assert_eq!(
+        (lid("s", 0), lid("a", 1), lid("b", 1)),
+        (Some(100), Some(7), Some(1))
+    );
     assert_all_connected(&st);
 }
 

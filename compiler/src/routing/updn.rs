@@ -123,9 +123,9 @@ impl RoutingEngine for UpDown {
             // dist[x]: shortest legal path, going up first (Dial's buckets by distance).
             dist.copy_from_slice(&down);
             buckets.clear();
-            for x in 0..n {
-                if dist[x] != u32::MAX {
-                    let d = dist[x] as usize;
+            for (x, &dx) in dist.iter().enumerate() {
+                if dx != u32::MAX {
+                    let d = dx as usize;
                     if buckets.len() <= d {
                         buckets.resize(d + 1, Vec::new());
                     }

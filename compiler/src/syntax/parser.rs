@@ -629,7 +629,7 @@ impl Lower {
                     }
                 }
                 Rule::faults_block => {
-                    if let Some(b) = q.into_inner().filter(not_kw).next() {
+                    if let Some(b) = q.into_inner().find(not_kw) {
                         stmts.push(FabricStmt::Faults(self.block(b), qsp));
                     }
                 }
@@ -656,7 +656,7 @@ impl Lower {
             match q.as_rule() {
                 Rule::ident => kind = ident(q),
                 Rule::section_name => name = Some(ident(q)),
-                Rule::section_on => on = q.into_inner().filter(not_kw).next().map(|e| self.expr(e)),
+                Rule::section_on => on = q.into_inner().find(not_kw).map(|e| self.expr(e)),
                 Rule::section_body => {
                     let mut items = Vec::new();
                     for r in q.into_inner().filter(not_kw) {
@@ -782,7 +782,7 @@ impl Lower {
             }
             Rule::node_decl => Stmt::Node(self.node_decl(p)),
             Rule::expr_stmt => {
-                let call = p.into_inner().filter(not_kw).next()?;
+                let call = p.into_inner().find(not_kw)?;
                 Stmt::Call(self.call(call))
             }
             _ => return None,
@@ -835,7 +835,7 @@ impl Lower {
             match q.as_rule() {
                 Rule::node_kind => kind = self.node_kind(q),
                 Rule::decl_name => {
-                    if let Some(d) = q.into_inner().filter(not_kw).next() {
+                    if let Some(d) = q.into_inner().find(not_kw) {
                         name = match d.as_rule() {
                             Rule::decl_array => {
                                 let mut it = d.into_inner().filter(not_kw);
@@ -844,10 +844,7 @@ impl Lower {
                                 DeclName::Array(id, r)
                             }
                             Rule::decl_single => DeclName::Single(
-                                d.into_inner()
-                                    .filter(not_kw)
-                                    .next()
-                                    .map_or(missing(sp), ident),
+                                d.into_inner().find(not_kw).map_or(missing(sp), ident),
                             ),
                             Rule::string => DeclName::Computed(self.string(d)),
                             _ => DeclName::Computed(self.primary(d)),
@@ -923,18 +920,13 @@ impl Lower {
                 Rule::index => {
                     let i = q
                         .into_inner()
-                        .filter(not_kw)
-                        .next()
+                        .find(not_kw)
                         .map(|x| self.expr(x))
                         .unwrap_or_else(|| bad(sp));
                     ExprKind::Index(Box::new(e), Box::new(i))
                 }
                 _ => {
-                    let f = q
-                        .into_inner()
-                        .filter(not_kw)
-                        .next()
-                        .map_or(missing(sp), ident);
+                    let f = q.into_inner().find(not_kw).map_or(missing(sp), ident);
                     ExprKind::Field(Box::new(e), f)
                 }
             };
@@ -1000,8 +992,7 @@ impl Lower {
             Rule::paren => {
                 return p
                     .into_inner()
-                    .filter(not_kw)
-                    .next()
+                    .find(not_kw)
                     .map(|e| self.expr(e))
                     .unwrap_or_else(|| bad(sp))
             }
