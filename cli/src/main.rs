@@ -4,6 +4,7 @@
 
 mod build;
 mod report;
+mod verify;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::Write as _;
@@ -59,6 +60,8 @@ enum Command {
     },
     /// Compile a fabric and print the quality of its routing (balance, loads, eBB, hops).
     Report(report::Args),
+    /// Prove a fabric state deadlock-free and connected (or show credit loops and failed routes).
+    Verify(verify::Args),
     /// Parse, elaborate and validate a fabric; print a summary.
     Check {
         /// The `.weft` file.
@@ -211,6 +214,7 @@ fn human_summary(s: &Summary) -> String {
 
 fn run(cli: Cli) -> Result<ExitCode, Fatal> {
     match cli.command {
+        Command::Verify(args) => verify::run(args, cli.color),
         Command::Report(args) => report::run(args, cli.color),
         Command::Build { file, output } => {
             let c = compile(&file, true)?;

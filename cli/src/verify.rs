@@ -1,0 +1,566 @@
+//! `weft verify`: prove a fabric state deadlock-free and connected, or show why not.
+//!
+//! Inputs (one of):
+//!
+//! * `weft verify FILE.weft`: compile (LIDs, routing) and verify what was compiled;
+//! * `weft verify --state state.json`: a state `weft build` wrote;
+//! * `weft verify --topology FILE.ibnetdiscover --lfts opensm-lfts.dump [--sl2vl
+//!   opensm-sl2vl.dump] [--path-sl FILE.psl] [--guid2lid guid2lid]`: a fabric OpenSM
+//!   configured (LIDs from the topology's `lid` annotations unless a guid2lid is given).
+//!
+//! `--certificate FILE` re-checks a certificate against the state instead (linear time,
+//! trusting nothing else); `--write-certificate FILE` writes one when the state is proven.
+//! Output: human (default), `--format json` or `--format sarif` (SARIF 2.1.0). Exit codes:
+//! 0 proven, 1 violations (or a rejected certificate), 2 could not run (including an engine
+//! that could not decide).
+
+use crate::{ColorChoice, Fatal};
+use clap::ValueEnum;
+use serde_json::json;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use weft_fabric::FabricState;
+use weft_verifier::{
+    certificate, CreditLoop, FailureReason, Options, Outcome, Report, Route, Scope,
+    UnreachableGroup,
+};
+
+/// Arguments of `weft verify`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// A `.weft` file to compile and verify.
+    file: Option<PathBuf>,
+    /// A state written by `weft build` (`state.json`).
+    #[arg(long, conflicts_with_all = ["file", "topology"])]
+    state: Option<PathBuf>,
+    /// An ibnetdiscover topology (with `lid` annotations unless `--guid2lid` is given).
+    #[arg(long, requires = "lfts", conflicts_with = "file")]
+    topology: Option<PathBuf>,
+    /// OpenSM's `opensm-lfts.dump` (or `dump_fts` output).
+    #[arg(long, requires = "topology")]
+    lfts: Option<PathBuf>,
+    /// OpenSM's `opensm-sl2vl.dump` (default: every SL on VL 0).
+    #[arg(long, requires = "topology")]
+    sl2vl: Option<PathBuf>,
+    /// Path SLs, ibdiagnet `.psl` form: `src_node_guid dlid sl` (default: SL 0).
+    #[arg(long, requires = "topology")]
+    path_sl: Option<PathBuf>,
+    /// OpenSM's `guid2lid` cache (instead of the topology's LIDs).
+    #[arg(long, requires = "topology")]
+    guid2lid: Option<PathBuf>,
+    /// A node-name map for the topology (`<guid> "<name>"` per line).
+    #[arg(long, requires = "topology")]
+    node_name_map: Option<PathBuf>,
+    /// Re-check this certificate against the state instead of verifying.
+    #[arg(long)]
+    certificate: Option<PathBuf>,
+    /// Write the certificate here when the state is proven.
+    #[arg(long, conflicts_with = "certificate")]
+    write_certificate: Option<PathBuf>,
+    /// Required pairs.
+    #[arg(long, default_value = "all")]
+    scope: ScopeArg,
+    /// Engine: explicit, z3, or both (they must agree).
+    #[arg(long, default_value = "explicit")]
+    engine: Engine,
+    /// z3 timeout per property, in seconds.
+    #[arg(long, default_value_t = 60)]
+    z3_timeout: u32,
+    /// Output format.
+    #[arg(long, default_value = "human")]
+    format: Format,
+    /// Failed routes listed at most (all are counted).
+    #[arg(long, default_value_t = 20)]
+    max_listed: usize,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum Format {
+    Human,
+    Json,
+    Sarif,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum Engine {
+    Explicit,
+    Z3,
+    Both,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ScopeArg {
+    /// Every end-node port and switch to every other.
+    All,
+    /// End-node ports to end-node ports.
+    HcaToHca,
+}
+
+fn read(path: &Path) -> Result<String, Fatal> {
+    std::fs::read_to_string(path)
+        .map_err(|e| Fatal(format!("cannot read `{}`: {e}", path.display())))
+}
+
+fn write_atomic(path: &Path, text: &str) -> Result<(), Fatal> {
+    let tmp = path.with_extension("weft-tmp");
+    std::fs::write(&tmp, text)
+        .map_err(|e| Fatal(format!("cannot write `{}`: {e}", tmp.display())))?;
+    std::fs::rename(&tmp, path)
+        .map_err(|e| Fatal(format!("cannot write `{}`: {e}", path.display())))
+}
+
+fn warn(msg: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "warning: {msg}");
+}
+
+/// Loads the state and names the file findings point at.
+fn load(args: &Args, color: ColorChoice) -> Result<(FabricState, String), Fatal> {
+    if let Some(p) = &args.state {
+        let st = FabricState::from_json(&read(p)?)
+            .map_err(|e| Fatal(format!("`{}` is not a weft state: {e}", p.display())))?;
+        return Ok((st, p.display().to_string()));
+    }
+    if let Some(topo) = &args.topology {
+        let text = read(topo)?;
+        let mut opts = weft_fabric::ibnetdiscover::ParseOptions {
+            source_name: topo.display().to_string(),
+            fabric_name: topo
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "discovered".to_owned()),
+            ..Default::default()
+        };
+        if let Some(m) = &args.node_name_map {
+            opts.name_map = weft_fabric::ibnetdiscover::parse_node_name_map(&read(m)?)
+                .map_err(|e| Fatal(format!("{:?}", miette::Report::new(e))))?;
+        }
+        let d = weft_fabric::ibnetdiscover::parse(&text, &opts)
+            .map_err(|e| Fatal(format!("{:?}", miette::Report::new(e))))?;
+        let lfts_path = args
+            .lfts
+            .as_deref()
+            .ok_or_else(|| Fatal("`--lfts` is required".into()))?;
+        let lfts = read(lfts_path)?;
+        let opt = |p: &Option<PathBuf>| p.as_deref().map(read).transpose();
+        let (sl2vl, psl, g2l) = (opt(&args.sl2vl)?, opt(&args.path_sl)?, opt(&args.guid2lid)?);
+        let dumps = weft_fabric::opensm::Dumps {
+            lfts: &lfts,
+            sl2vl: sl2vl.as_deref(),
+            path_sl: psl.as_deref(),
+            guid2lid: g2l.as_deref(),
+        };
+        let (st, warnings) = weft_fabric::opensm::assemble(d.fabric, d.lids, &dumps)
+            .map_err(|e| Fatal(format!("cannot read OpenSM's files:\n{e}")))?;
+        for w in warnings {
+            warn(&w.to_string());
+        }
+        if st.lids.base.is_empty() {
+            return Err(Fatal(format!(
+                "`{}` has no LIDs (`lid N` annotations); give `--guid2lid`",
+                topo.display()
+            )));
+        }
+        return Ok((st, lfts_path.display().to_string()));
+    }
+    if let Some(file) = &args.file {
+        let c = crate::compile(file, true)?;
+        crate::emit_diagnostics(&c, color);
+        let Some(e) = c.elaborated.as_ref().filter(|_| !c.has_errors()) else {
+            return Err(Fatal(format!("`{}` does not compile", file.display())));
+        };
+        let built = weft_compiler::build::build(e).map_err(|diags| {
+            let c2 = weft_compiler::Compilation {
+                sources: c.sources.clone(),
+                main: c.main,
+                elaborated: None,
+                diagnostics: diags,
+            };
+            crate::emit_diagnostics(&c2, color);
+            Fatal(format!("`{}` could not be routed", file.display()))
+        })?;
+        return Ok((built.state, file.display().to_string()));
+    }
+    Err(Fatal(
+        "nothing to verify: give a `.weft` file, `--state`, or `--topology` and `--lfts`".into(),
+    ))
+}
+
+/// Runs `weft verify`.
+pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
+    let (state, origin) = load(&args, color)?;
+    let scope = match args.scope {
+        ScopeArg::All => Scope::All,
+        ScopeArg::HcaToHca => Scope::HcaToHca,
+    };
+    if let Some(p) = &args.certificate {
+        let cert = weft_verifier::Certificate::from_json(&read(p)?)
+            .map_err(|e| Fatal(format!("`{}`: {e}", p.display())))?;
+        let result = certificate::check(&state, &cert);
+        let text = match (&result, args.format) {
+            (Ok(s), Format::Human) => format!(
+                "✓ certificate accepted: {} destinations, {} routes, {} route states checked\n",
+                s.destinations, s.routes, s.states
+            ),
+            (Err(e), Format::Human) => format!("× certificate rejected: {e}\n"),
+            (r, _) => {
+                serde_json::to_string_pretty(&json!({
+                    "certificate": p.display().to_string(),
+                    "accepted": r.is_ok(),
+                    "summary": r.as_ref().ok(),
+                    "error": r.as_ref().err().map(|e| e.to_string()),
+                }))? + "\n"
+            }
+        };
+        crate::out(None, &text)?;
+        return Ok(if result.is_ok() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        });
+    }
+    let opts = Options {
+        scope,
+        certificate: args.write_certificate.is_some(),
+        max_listed_routes: args.max_listed,
+    };
+    let z3 = weft_verifier::z3::Z3 {
+        timeout_ms: args.z3_timeout.saturating_mul(1000),
+    };
+    let report = (args.engine != Engine::Z3).then(|| weft_verifier::verify(&state, &opts));
+    let z3_report = (args.engine != Engine::Explicit).then(|| z3.run(&state, &opts));
+    if let (Some(r), Some(z)) = (&report, &z3_report) {
+        if r.verdict != z.verdict {
+            return Err(Fatal(format!(
+                "the explicit and z3 engines disagree (explicit: {:?}, z3: {:?}); please report this",
+                r.verdict, z.verdict
+            )));
+        }
+    }
+    let verdict = report
+        .as_ref()
+        .map(|r| r.verdict.clone())
+        .or_else(|| z3_report.as_ref().map(|z| z.verdict.clone()))
+        .ok_or_else(|| Fatal("no engine ran".into()))?;
+    if let (Some(p), Some(r)) = (&args.write_certificate, &report) {
+        if let Some(c) = &r.certificate {
+            write_atomic(p, &(c.to_json() + "\n"))?;
+        }
+    }
+    let text = match args.format {
+        Format::Human => human(&state, report.as_ref(), z3_report.as_ref(), &origin),
+        Format::Json => {
+            serde_json::to_string_pretty(&json!({
+                "input": origin,
+                "verdict": verdict,
+                "report": report,
+                "z3": z3_report.as_ref().map(|z| json!({
+                    "verdict": z.verdict,
+                    "channels": z.channels,
+                    "dependencies": z.dependencies,
+                    "routes": z.routes,
+                    "credit_loop": z.credit_loop,
+                })),
+            }))? + "\n"
+        }
+        Format::Sarif => {
+            serde_json::to_string_pretty(&sarif(report.as_ref(), z3_report.as_ref(), &origin))?
+                + "\n"
+        }
+    };
+    crate::out(None, &text)?;
+    let undecided = |o: &Outcome| matches!(o, Outcome::Unknown(_));
+    Ok(
+        if undecided(&verdict.deadlock_free) || undecided(&verdict.connected) {
+            ExitCode::from(2)
+        } else if verdict.deadlock_free == Outcome::Proven && verdict.connected == Outcome::Proven {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        },
+    )
+}
+
+fn ch(c: &weft_verifier::Channel) -> String {
+    format!(
+        "`{}` port {} → `{}` port {} on VL {}",
+        c.node.name, c.port, c.to.name, c.to_port, c.vl
+    )
+}
+
+/// A route as `H1 ─1→ L1 ─5→ S1 ✗`.
+fn route_line(r: &Route) -> String {
+    let mut s = String::new();
+    for (k, h) in r.hops.iter().enumerate() {
+        if k > 0 {
+            s.push(' ');
+        }
+        s += &format!("`{}`", h.node.name);
+        match (h.out_port, h.vl) {
+            (Some(o), Some(v)) => s += &format!(" ─{o}/VL{v}→"),
+            (Some(o), None) => s += &format!(" ─{o}→ ✗"),
+            (None, _) if k + 1 == r.hops.len() => {}
+            (None, _) => {}
+        }
+    }
+    s
+}
+
+fn route_name(r: &Route) -> String {
+    format!(
+        "`{}`{} → `{}` (LID {}, SL {})",
+        r.src.node.name,
+        if r.src.port == 0 {
+            String::new()
+        } else {
+            format!(" port {}", r.src.port)
+        },
+        r.dst.node.name,
+        r.dlid.0,
+        r.sl
+    )
+}
+
+fn human(
+    state: &FabricState,
+    report: Option<&Report>,
+    z3: Option<&weft_verifier::z3::Z3Report>,
+    origin: &str,
+) -> String {
+    let mut t = String::new();
+    if let Some(r) = report {
+        let s = &r.stats;
+        let _ = writeln!(
+            t,
+            "verifying `{}` ({origin}), scope {}: {} sources, {} destinations, {} routes, {} channels, {} dependencies, {} VL(s)",
+            r.fabric,
+            r.scope.as_str(),
+            s.sources,
+            s.destinations,
+            s.routes,
+            s.channels,
+            s.dependencies,
+            s.vls
+        );
+        for (k, l) in r.credit_loops.iter().enumerate() {
+            human_loop(&mut t, l, k, r.credit_loops.len());
+        }
+        for g in &r.unreachable {
+            human_group(&mut t, g);
+        }
+        let listed: u64 = r.unreachable.iter().map(|g| g.routes.len() as u64).sum();
+        if r.failed_routes > listed {
+            let _ = writeln!(
+                t,
+                "  … {} failed routes in all ({} listed; `--max-listed` shows more)",
+                r.failed_routes, listed
+            );
+        }
+        let mark = |o: &Outcome| match o {
+            Outcome::Proven => "✓",
+            Outcome::Violated => "×",
+            Outcome::Unknown(_) => "?",
+        };
+        let _ = writeln!(
+            t,
+            "{} deadlock free{}",
+            mark(&r.verdict.deadlock_free),
+            match r.credit_loops.len() {
+                0 => String::new(),
+                n => format!(": no, {n} credit loop(s)"),
+            }
+        );
+        let _ = writeln!(
+            t,
+            "{} connected{}",
+            mark(&r.verdict.connected),
+            match r.failed_routes {
+                0 => String::new(),
+                n => format!(": no, {n} route(s) fail"),
+            }
+        );
+        if let Some(c) = &r.certificate {
+            let _ = writeln!(
+                t,
+                "  certificate: {} channels ranked, {} destinations labelled",
+                c.channels.len(),
+                c.destinations.len()
+            );
+        }
+    }
+    if let Some(z) = z3 {
+        let _ = writeln!(
+            t,
+            "z3: deadlock free {:?}, connected {:?} ({} channels, {} dependencies, {} routes)",
+            z.verdict.deadlock_free, z.verdict.connected, z.channels, z.dependencies, z.routes
+        );
+        if report.is_none() {
+            if let Some(l) = &z.credit_loop {
+                human_loop(&mut t, l, 0, 1);
+            }
+        }
+    }
+    let _ = state;
+    t
+}
+
+fn human_loop(t: &mut String, l: &CreditLoop, k: usize, n: usize) {
+    let _ = writeln!(
+        t,
+        "\n× credit loop {} of {n}: {} channels in a cycle of dependencies",
+        k + 1,
+        l.channels.len()
+    );
+    for d in &l.cycle {
+        let _ = writeln!(t, "  │ {}", ch(&d.from));
+        let _ = writeln!(
+            t,
+            "  │   waits for {} — route {}",
+            ch(&d.to),
+            route_name(&d.route)
+        );
+    }
+    let _ = writeln!(t, "  ╰─ back to the first channel");
+    if l.channels.len() > l.cycle.len() {
+        let _ = writeln!(t, "  every channel of the loop:");
+        for c in &l.channels {
+            let _ = writeln!(t, "    {}", ch(c));
+        }
+    }
+    let _ = writeln!(
+        t,
+        "  help: packets holding each channel wait for the next; break the cycle with up/down routing or move a route to another VL (SL2VL)"
+    );
+}
+
+fn human_group(t: &mut String, g: &UnreachableGroup) {
+    let _ = writeln!(
+        t,
+        "\n× {} route(s) to `{}`{} (LID {}) fail at `{}`: {}",
+        g.total,
+        g.dst.node.name,
+        if g.dst.port == 0 {
+            String::new()
+        } else {
+            format!(" port {}", g.dst.port)
+        },
+        g.dlid.0,
+        g.at.name,
+        g.reason.describe()
+    );
+    let _ = writeln!(
+        t,
+        "  route {}: {}",
+        route_name(&g.witness),
+        route_line(&g.witness)
+    );
+    let others: Vec<String> = g
+        .routes
+        .iter()
+        .filter(|(s, sl)| !(s == &g.witness.src && *sl == g.witness.sl))
+        .take(8)
+        .map(|(s, sl)| format!("`{}` (SL {sl})", s.node.name))
+        .collect();
+    if !others.is_empty() {
+        let more = g.total.saturating_sub(1 + others.len() as u64);
+        let _ = writeln!(
+            t,
+            "  also from {}{}",
+            others.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        );
+    }
+    let help = match g.reason {
+        FailureReason::Unset => "set this LID's entry on the switch",
+        FailureReason::Loop => "the LFTs send this destination round in a circle",
+        FailureReason::PortDown { .. } | FailureReason::PortUnwired { .. } => {
+            "reroute around the dead port"
+        }
+        FailureReason::VlNotOperational { .. } | FailureReason::Sl2VlUnassigned { .. } => {
+            "map the SL to a VL every port on the path supports"
+        }
+        _ => "point the entry at the port toward the destination",
+    };
+    let _ = writeln!(t, "  help: {help}");
+}
+
+fn sarif(
+    report: Option<&Report>,
+    z3: Option<&weft_verifier::z3::Z3Report>,
+    origin: &str,
+) -> serde_json::Value {
+    let logical = |name: &str, kind: &str, fq: String| json!({"name": name, "kind": kind, "fullyQualifiedName": fq});
+    let location = |logicals: Vec<serde_json::Value>| {
+        json!({
+            "physicalLocation": {"artifactLocation": {"uri": origin}},
+            "logicalLocations": logicals,
+        })
+    };
+    let mut results = Vec::new();
+    let loops: Vec<&CreditLoop> = match (report, z3) {
+        (Some(r), _) => r.credit_loops.iter().collect(),
+        (None, Some(z)) => z.credit_loop.iter().collect(),
+        _ => Vec::new(),
+    };
+    for l in loops {
+        let chans: Vec<String> = l.cycle.iter().map(|d| ch(&d.from)).collect();
+        let steps: Vec<serde_json::Value> = l
+            .cycle
+            .iter()
+            .map(|d| {
+                json!({
+                    "location": {
+                        "message": {"text": format!("{} waits for {} (route {})", ch(&d.from), ch(&d.to), route_name(&d.route))},
+                        "logicalLocations": [logical(&d.from.node.name, "switch", format!("{}/port{}/vl{}", d.from.node.name, d.from.port, d.from.vl))],
+                    }
+                })
+            })
+            .collect();
+        results.push(json!({
+            "ruleId": "credit-loop",
+            "level": "error",
+            "message": {"text": format!("credit loop through {} channels: {}", l.channels.len(), chans.join(", "))},
+            "locations": [location(l.channels.iter().map(|c| logical(&c.node.name, "switch", format!("{}/port{}/vl{}", c.node.name, c.port, c.vl))).collect())],
+            "codeFlows": [{"threadFlows": [{"locations": steps}]}],
+        }));
+    }
+    if let Some(r) = report {
+        for g in &r.unreachable {
+            results.push(json!({
+                "ruleId": "unreachable-route",
+                "level": "error",
+                "message": {"text": format!(
+                    "{} route(s) to `{}` (LID {}) fail at `{}`: {}; e.g. {}: {}",
+                    g.total, g.dst.node.name, g.dlid.0, g.at.name, g.reason.describe(),
+                    route_name(&g.witness), route_line(&g.witness)
+                )},
+                "locations": [location(vec![logical(&g.at.name, "switch", format!("{}/lid{}", g.at.name, g.dlid.0))])],
+            }));
+        }
+    }
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "weft",
+                "version": env!("CARGO_PKG_VERSION"),
+                "rules": [
+                    {"id": "credit-loop", "name": "CreditLoop",
+                     "shortDescription": {"text": "the channel dependency graph has a cycle (possible deadlock)"},
+                     "defaultConfiguration": {"level": "error"}},
+                    {"id": "unreachable-route", "name": "UnreachableRoute",
+                     "shortDescription": {"text": "a required route does not reach its destination"},
+                     "defaultConfiguration": {"level": "error"}},
+                ],
+            }},
+            "artifacts": [{"location": {"uri": origin}}],
+            "results": results,
+        }],
+    })
+}
