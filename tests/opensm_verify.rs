@@ -1,0 +1,369 @@
+//! The verifier on OpenSM's own output. Each test builds a fabric, writes it as an ibsim net
+//! file, runs the real OpenSM on ibsim, reads the topology back with `ibnetdiscover` (for the
+//! LIDs OpenSM assigned) and OpenSM's dumps (`opensm-lfts.dump`, `opensm-sl2vl.dump`), and
+//! verifies the result:
+//!
+//! * `ftree` on a two-level fat-tree: HCA traffic is deadlock-free and connected; with switch
+//!   traffic included, exactly the spine↔spine pairs are unreachable (ftree routes no LID
+//!   between roots);
+//! * `minhop` on a 6-switch ring: a credit loop, its witness routes replayed on the tables;
+//! * `lash` on the same ring, with its SL2VL dump and its path SLs: deadlock-free; the same
+//!   tables with every SL forced to 0: a credit loop.
+//!
+//! Path SLs: OpenSM has no path-SL dump (anchors.md §2.5), so the lash test keeps OpenSM
+//! running as the SM and asks its SA for every pair (`saquery -p --slid S --dlid D`), then
+//! writes the answers as an ibdiagnet `.psl` file, which the verifier reads. (dfsssp would do
+//! as well, but its SA answers a random SL within a balancing group on every query.)
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use weft_fabric::ibnetdiscover::{self, ParseOptions};
+use weft_fabric::opensm::{self, Dumps};
+use weft_fabric::{Fabric, FabricState, Lid, PortNum};
+use weft_tests::ibsim::{self, Ibsim, Limits, Tools};
+use weft_verifier::reference::{replay_credit_loop, replay_unreachable};
+use weft_verifier::testkit;
+use weft_verifier::{verify, Options, Outcome, Report, Scope};
+
+/// OpenSM's outputs in one directory.
+struct Run {
+    dir: PathBuf,
+}
+
+impl Run {
+    fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.join(name))
+            .unwrap_or_else(|e| panic!("{}: {e}", self.dir.join(name).display()))
+    }
+}
+
+fn opensm_args(engine: &str, dir: &Path, log: &Path) -> Vec<String> {
+    [
+        "-R",
+        engine,
+        "-Q",
+        "-D",
+        "0x43",
+        "-f",
+        log.to_str().unwrap(),
+        "--dump_files_dir",
+        dir.to_str().unwrap(),
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+/// Runs one OpenSM sweep (`-o`) with `engine`.
+fn opensm_once(sim: &Ibsim, engine: &str) -> Run {
+    let dir = sim.dir().join(format!("osm-{engine}"));
+    let cache = dir.join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let log = dir.join("osm.log");
+    let mut args = vec!["-o".to_owned()];
+    args.extend(opensm_args(engine, &dir, &log));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = sim.run_env(
+        "opensm",
+        &args,
+        &[("OSM_CACHE_DIR", cache.to_str().unwrap())],
+        Duration::from_secs(180),
+    );
+    let osm_log = std::fs::read_to_string(&log).unwrap_or_default();
+    r.unwrap_or_else(|e| panic!("{e}\nopensm log:\n{osm_log}"));
+    Run { dir }
+}
+
+/// OpenSM running as the SM (for SA queries); killed when dropped.
+struct Sm {
+    child: Child,
+    run: Run,
+}
+
+impl Drop for Sm {
+    /// SIGTERM (so OpenSM flushes its log), then SIGKILL if it has not exited in 10 s.
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn opensm_daemon(sim: &Ibsim, tools: &Tools, engine: &str) -> Sm {
+    let dir = sim.dir().join(format!("osm-{engine}-sm"));
+    let cache = dir.join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let log = dir.join("osm.log");
+    let opensm = Tools::find(&["opensm"]).unwrap().programs[0].1.clone();
+    let child = Command::new(opensm)
+        .args(opensm_args(engine, &dir, &log))
+        .current_dir(&dir)
+        .env("IBSIM_SOCKNAME", sim.socket_name())
+        .env("LD_PRELOAD", &tools.umad2sim)
+        .env("OSM_CACHE_DIR", &cache)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(dir.join("osm.out")).unwrap())
+        .stderr(std::fs::File::create(dir.join("osm.err")).unwrap())
+        .spawn()
+        .unwrap();
+    let sm = Sm {
+        child,
+        run: Run { dir: dir.clone() },
+    };
+    // The first sweep is done once the dumps are written.
+    let start = Instant::now();
+    while !dir.join("opensm-subnet.lst").exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "opensm wrote no dumps:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    sm
+}
+
+/// The topology as ibnetdiscover sees it (with the LIDs OpenSM assigned).
+fn discover(sim: &Ibsim) -> ibnetdiscover::Discovered {
+    let out = sim
+        .run_retrying(
+            "ibnetdiscover",
+            &[],
+            Duration::from_secs(60),
+            Duration::from_secs(180),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    ibnetdiscover::parse(&out.stdout, &ParseOptions::default()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn state(d: &ibnetdiscover::Discovered, run: &Run, sl2vl: bool, psl: Option<&str>) -> FabricState {
+    let lfts = run.read("opensm-lfts.dump");
+    let sl2vl_text = sl2vl.then(|| run.read("opensm-sl2vl.dump"));
+    let (st, warnings) = opensm::assemble(
+        d.fabric.clone(),
+        d.lids.clone(),
+        &Dumps {
+            lfts: &lfts,
+            sl2vl: sl2vl_text.as_deref(),
+            path_sl: psl,
+            guid2lid: None,
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    st
+}
+
+fn replay_all(st: &FabricState, r: &Report) {
+    for l in &r.credit_loops {
+        replay_credit_loop(st, l).unwrap_or_else(|e| panic!("{e}\n{l:#?}"));
+    }
+    for g in &r.unreachable {
+        replay_unreachable(st, g).unwrap_or_else(|e| panic!("{e}\n{g:#?}"));
+    }
+}
+
+fn start(tools: &Tools, fabric: &Fabric) -> Ibsim {
+    let net = ibnetdiscover::write(fabric, None).unwrap();
+    Ibsim::start(tools, &net, Some(Limits::for_fabric(fabric))).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn all_opts(scope: Scope) -> Options {
+    Options {
+        scope,
+        certificate: true,
+        max_listed_routes: 1_000_000,
+    }
+}
+
+#[test]
+fn ftree_on_a_fat_tree_is_deadlock_free_and_misses_exactly_spine_to_spine() {
+    let Some(tools) = ibsim::require(
+        "ftree_on_a_fat_tree_is_deadlock_free_and_misses_exactly_spine_to_spine",
+        &["opensm", "ibnetdiscover"],
+    ) else {
+        return;
+    };
+    let fabric = testkit::fat_tree2(3, 4, 2);
+    let sim = start(&tools, &fabric);
+    let run = opensm_once(&sim, "ftree");
+    let d = discover(&sim);
+    let st = state(&d, &run, true, None);
+    drop(sim);
+    // HCA traffic: proven, with a certificate the checker accepts.
+    let r = verify(&st, &all_opts(Scope::HcaToHca));
+    assert!(r.is_proven(), "{:#?}", r.verdict);
+    weft_verifier::certificate::check(&st, r.certificate.as_ref().unwrap()).unwrap();
+    // All traffic: still deadlock-free, and exactly the spine↔spine pairs fail.
+    let r = verify(&st, &all_opts(Scope::All));
+    assert_eq!(r.verdict.deadlock_free, Outcome::Proven);
+    assert_eq!(r.verdict.connected, Outcome::Violated);
+    replay_all(&st, &r);
+    let got: BTreeSet<(String, String)> = r
+        .unreachable_pairs()
+        .into_iter()
+        .map(|(src, lid)| {
+            let owner = st.lids.owners(&st.fabric)[usize::from(lid.0)].unwrap().0;
+            (src.node.name, st.fabric.node(owner).name().to_owned())
+        })
+        .collect();
+    let spines = ["S1", "S2", "S3"];
+    let want: BTreeSet<(String, String)> = spines
+        .iter()
+        .flat_map(|a| {
+            spines
+                .iter()
+                .filter(move |b| a != *b)
+                .map(move |b| (a.to_string(), b.to_string()))
+        })
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(r.failed_routes, 6);
+}
+
+#[test]
+fn minhop_on_a_ring_has_a_credit_loop() {
+    let Some(tools) = ibsim::require(
+        "minhop_on_a_ring_has_a_credit_loop",
+        &["opensm", "ibnetdiscover"],
+    ) else {
+        return;
+    };
+    let fabric = testkit::ring(6, 1);
+    let sim = start(&tools, &fabric);
+    let run = opensm_once(&sim, "minhop");
+    let d = discover(&sim);
+    let st = state(&d, &run, false, None);
+    drop(sim);
+    let r = verify(&st, &all_opts(Scope::All));
+    assert_eq!(r.verdict.connected, Outcome::Proven);
+    assert_eq!(r.verdict.deadlock_free, Outcome::Violated);
+    assert!(!r.credit_loops.is_empty());
+    for l in &r.credit_loops {
+        assert!(l.cycle.len() >= 6, "a loop round the ring: {l:#?}");
+        assert_eq!(l.cycle.len(), l.channels.len().min(l.cycle.len()));
+    }
+    replay_all(&st, &r);
+    // HCA traffic alone loops too (anchors.md §3.6).
+    assert_eq!(
+        verify(&st, &all_opts(Scope::HcaToHca))
+            .verdict
+            .deadlock_free,
+        Outcome::Violated
+    );
+}
+
+/// Asks the SA for the path SL of every (source port, destination LID) pair and writes them
+/// as a `.psl` file.
+fn path_sls(sim: &Ibsim, st: &FabricState) -> String {
+    let mut ports: Vec<(weft_fabric::NodeId, PortNum, Lid)> = Vec::new();
+    for (&n, ps) in &st.lids.base {
+        for (&p, &l) in ps {
+            ports.push((n, p, l));
+        }
+    }
+    let mut out = String::new();
+    for &(sn, _, slid) in &ports {
+        for &(dn, dp, dlid) in &ports {
+            if (sn, slid) == (dn, dlid) {
+                continue;
+            }
+            let _ = dp;
+            let q = sim
+                .run_retrying(
+                    "saquery",
+                    &[
+                        "-p",
+                        "--slid",
+                        &slid.0.to_string(),
+                        "--dlid",
+                        &dlid.0.to_string(),
+                    ],
+                    Duration::from_secs(30),
+                    Duration::from_secs(90),
+                )
+                .unwrap_or_else(|e| panic!("{e}"));
+            let sl = q
+                .stdout
+                .lines()
+                .find_map(|l| {
+                    l.trim()
+                        .strip_prefix("sl.")
+                        .map(|r| r.trim_start_matches('.'))
+                })
+                .and_then(|v| u8::from_str_radix(v.trim().trim_start_matches("0x"), 16).ok())
+                .unwrap_or_else(|| panic!("no SL in saquery output:\n{}", q.stdout));
+            let _ = writeln!(out, "{:#018x} {} {sl}", st.fabric.node(sn).guid().0, dlid.0);
+        }
+    }
+    out
+}
+
+#[test]
+fn lash_on_a_ring_is_deadlock_free_with_its_sls_and_loops_without() {
+    let Some(tools) = ibsim::require(
+        "lash_on_a_ring_is_deadlock_free_with_its_sls_and_loops_without",
+        &["opensm", "ibnetdiscover", "saquery"],
+    ) else {
+        return;
+    };
+    let fabric = testkit::ring(6, 1);
+    let sim = start(&tools, &fabric);
+    let sm = opensm_daemon(&sim, &tools, "lash");
+    let d = discover(&sim);
+    let lfts = sm.run.read("opensm-lfts.dump");
+    let sl2vl = sm.run.read("opensm-sl2vl.dump");
+    let base = state(&d, &sm.run, true, None);
+    let psl = path_sls(&sim, &base);
+    let dir = sm.run.dir.clone();
+    drop(sm);
+    // OpenSM flushes its log when it stops.
+    let log = Run { dir }.read("osm.log");
+    drop(sim);
+    assert!(log.contains("Lanes needed"), "lash did not route:\n{log}");
+    let with = |psl: Option<&str>| {
+        opensm::assemble(
+            d.fabric.clone(),
+            d.lids.clone(),
+            &Dumps {
+                lfts: &lfts,
+                sl2vl: Some(&sl2vl),
+                path_sl: psl,
+                guid2lid: None,
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+        .0
+    };
+    // With lash's SLs (several layers in use): proven, certificate accepted.
+    let st = with(Some(&psl));
+    let sls: BTreeSet<u16> = st.path_sl.entries.iter().map(|e| e.sls.0).collect();
+    assert!(sls.len() > 1, "lash used one SL only: {psl}");
+    let r = verify(&st, &all_opts(Scope::All));
+    assert!(r.is_proven(), "{:#?}\n{:#?}", r.verdict, r.credit_loops);
+    weft_verifier::certificate::check(&st, r.certificate.as_ref().unwrap()).unwrap();
+    // The same tables with every SL forced to 0: a credit loop.
+    let st0 = with(None);
+    let r = verify(&st0, &all_opts(Scope::All));
+    assert_eq!(r.verdict.deadlock_free, Outcome::Violated);
+    assert_eq!(r.verdict.connected, Outcome::Proven);
+    assert!(r
+        .credit_loops
+        .iter()
+        .all(|l| l.channels.iter().all(|c| c.vl == 0)));
+    replay_all(&st0, &r);
+}
