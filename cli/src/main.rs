@@ -235,28 +235,15 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
                     return Ok(ExitCode::from(1));
                 }
             };
-            let files = build::artifacts(&built).map_err(Fatal)?;
-            build::write_all(&output, &files).map_err(Fatal)?;
+            let written = build::write_all(&output, &built).map_err(Fatal)?;
             let s = Summary::of(&built.state.fabric);
             let mut text = human_summary(&s);
-            text += &format!(
-                "  engine    {}
-",
-                built.engine
-            );
+            text += &format!("  engine    {}\n", built.engine);
             for n in &built.notes {
-                text += &format!(
-                    "  note      {}
-",
-                    n.message
-                );
+                text += &format!("  note      {}\n", n.message);
             }
-            for (name, _) in &files {
-                text += &format!(
-                    "  wrote     {}
-",
-                    output.join(name).display()
-                );
+            for p in &written {
+                text += &format!("  wrote     {}\n", p.display());
             }
             out(None, &text)?;
             Ok(ExitCode::SUCCESS)
