@@ -19,9 +19,9 @@ pub struct Args {
     /// Random bisections for the eBB (default: 1000, fewer on large fabrics).
     #[arg(long)]
     bisections: Option<usize>,
-    /// Most shifts evaluated (an evenly spaced subset beyond).
-    #[arg(long, default_value_t = metrics::DEFAULT_MAX_SHIFTS)]
-    max_shifts: usize,
+    /// Shifts evaluated, evenly spaced, when the fabric has too many hosts for all of them.
+    #[arg(long, default_value_t = metrics::SHIFT_SAMPLES)]
+    shifts: usize,
     /// Seed of the random bisections (default: the fabric's `routing { seed }`).
     #[arg(long)]
     seed: Option<u64>,
@@ -49,7 +49,7 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
     };
     let mut opts = QualityOptions::from_config(&e.config.routing);
     opts.bisections = args.bisections;
-    opts.max_shifts = args.max_shifts;
+    opts.shift_samples = args.shifts;
     if let Some(s) = args.seed {
         opts.seed = s;
     }

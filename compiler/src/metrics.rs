@@ -26,8 +26,9 @@
 //!   subtree, its down ports only its subtree's), so the rule is also applied within each
 //!   direction (up ports, down ports, same-level ports; levels counted from the switches that
 //!   have hosts).
-//! * [`Shift`]: flows `i → (i + k) mod N` for every `k` in `1..N` when `N − 1 ≤ max_shifts`,
-//!   otherwise `max_shifts` evenly spaced `k` (`k_j = 1 + ⌊j (N − 1) / max_shifts⌋`).
+//! * [`Shift`]: flows `i → (i + k) mod N` for every `k` in `1..N` when `N − 1 ≤
+//!   all_shifts_up_to` (1 024), otherwise `m = shift_samples` (256) evenly spaced `k`
+//!   (`k_j = 1 + ⌊j (N − 1) / m⌋`, `j < m`).
 //! * [`AllToAll`]: every host to every other host, aggregated per destination over the
 //!   destination's in-tree (subtree counts), `O(switches + hosts)` per destination.
 //! * [`Bisections`]: random bisections (a seeded splitmix64 shuffle of the hosts; the first
@@ -54,8 +55,10 @@ pub struct QualityOptions {
     pub seed: u64,
     /// Random bisections to draw; `None` picks [`auto_bisections`].
     pub bisections: Option<usize>,
-    /// Most shifts evaluated; with more hosts, an evenly spaced subset of this size.
-    pub max_shifts: usize,
+    /// Every shift `k` is evaluated when the hosts are at most this many plus one.
+    pub all_shifts_up_to: usize,
+    /// Otherwise, this many evenly spaced shifts.
+    pub shift_samples: usize,
 }
 
 impl Default for QualityOptions {
@@ -63,7 +66,8 @@ impl Default for QualityOptions {
         QualityOptions {
             seed: 0,
             bisections: None,
-            max_shifts: DEFAULT_MAX_SHIFTS,
+            all_shifts_up_to: ALL_SHIFTS_UP_TO,
+            shift_samples: SHIFT_SAMPLES,
         }
     }
 }
@@ -78,8 +82,11 @@ impl QualityOptions {
     }
 }
 
-/// Default [`QualityOptions::max_shifts`]: every shift up to 1 025 hosts.
-pub const DEFAULT_MAX_SHIFTS: usize = 1024;
+/// Default [`QualityOptions::all_shifts_up_to`]: every shift up to 1 025 hosts.
+pub const ALL_SHIFTS_UP_TO: usize = 1024;
+
+/// Default [`QualityOptions::shift_samples`].
+pub const SHIFT_SAMPLES: usize = 256;
 
 /// Most random bisections drawn by default.
 pub const MAX_BISECTIONS: usize = 1000;
@@ -88,11 +95,11 @@ pub const MAX_BISECTIONS: usize = 1000;
 pub const MIN_BISECTIONS: usize = 32;
 
 /// Flows the default number of bisections aims at.
-pub const BISECTION_FLOW_BUDGET: usize = 4_000_000;
+pub const BISECTION_FLOW_BUDGET: usize = 2_000_000;
 
 /// The default number of random bisections for `hosts` hosts: as many as fit in
 /// [`BISECTION_FLOW_BUDGET`] flows, between [`MIN_BISECTIONS`] and [`MAX_BISECTIONS`]
-/// (1 000 for 648 hosts, 342 for 11 664).
+/// (1 000 for 648 hosts, 171 for 11 664).
 pub fn auto_bisections(hosts: usize) -> usize {
     (BISECTION_FLOW_BUDGET / hosts.max(1)).clamp(MIN_BISECTIONS, MAX_BISECTIONS)
 }
@@ -285,7 +292,7 @@ pub fn quality(state: &FabricState, opts: &QualityOptions) -> Quality {
     let net = Net::new(state);
     let balance = net.balance();
     let (all_to_all, hops) = net.per_destination();
-    let shift = net.shift(opts.max_shifts);
+    let shift = net.shift(opts.all_shifts_up_to, opts.shift_samples);
     let count = opts
         .bisections
         .unwrap_or_else(|| auto_bisections(net.ends.len()));
@@ -355,6 +362,10 @@ struct End {
 struct Net<'a> {
     state: &'a FabricState,
     sw: Vec<Sw<'a>>,
+    /// The walk's view, flat: LFT per switch, (offset into `peers`, port count) per switch.
+    lfts: Vec<&'a [u8]>,
+    peer_at: Vec<(u32, u8)>,
+    peers: Vec<Peer>,
     ends: Vec<End>,
     excluded: usize,
     /// Directed links (2 × links).
@@ -565,9 +576,22 @@ impl<'a> Net<'a> {
         let leaves = (0..sw.len() as u32)
             .filter(|&s| hosts_on.get(s as usize).is_some_and(|&c| c > 0))
             .collect();
+        let lfts = sw.iter().map(|x| x.lft).collect();
+        let mut peers = Vec::new();
+        let mut peer_at = Vec::with_capacity(sw.len());
+        for x in &sw {
+            peer_at.push((
+                peers.len() as u32,
+                u8::try_from(x.ports.len().saturating_sub(1)).unwrap_or(u8::MAX),
+            ));
+            peers.extend_from_slice(&x.ports);
+        }
         Net {
             state,
             sw,
+            lfts,
+            peer_at,
+            peers,
             ends,
             excluded,
             dlinks: links.len() * 2,
@@ -580,13 +604,16 @@ impl<'a> Net<'a> {
 
     #[inline]
     fn step(&self, s: u32, lid: u16) -> Step {
-        let Some(sw) = self.sw.get(s as usize) else {
+        let (Some(lft), Some(&(base, n))) =
+            (self.lfts.get(s as usize), self.peer_at.get(s as usize))
+        else {
             return Step::Dead;
         };
-        match sw.lft.get(usize::from(lid)) {
+        match lft.get(usize::from(lid)) {
             None => Step::Unset,
             Some(&p) if p == LFT_UNSET => Step::Unset,
-            Some(&p) => match sw.ports.get(usize::from(p)) {
+            Some(&p) if p > n => Step::Dead,
+            Some(&p) => match self.peers.get(base as usize + usize::from(p)) {
                 Some(Peer {
                     dlink,
                     to: To::Switch(n),
@@ -600,33 +627,55 @@ impl<'a> Net<'a> {
         }
     }
 
-    /// Walks one flow from host `src` to host `dst`, pushing the directed links onto `path`;
-    /// the failure reason otherwise.
-    fn walk(&self, src: usize, dst: usize, path: &mut Vec<u32>) -> Result<(), u32> {
-        let (Some(s), Some(d)) = (self.ends.get(src), self.ends.get(dst)) else {
-            return Err(DEAD);
-        };
-        path.push(s.inject);
-        let mut cur = s.leaf;
-        for _ in 0..=self.sw.len() {
-            match self.step(cur, d.lid) {
-                Step::Unset => return Err(UNSET),
-                Step::Dead => return Err(DEAD),
-                Step::Switch(l, n) => {
-                    path.push(l);
-                    cur = n;
+    /// Walks `flows` (at most [`LANES`]) from source host to destination host in lockstep, one
+    /// LFT step per flow per round, so that their table lookups (cache misses, mostly) overlap.
+    /// Each lane ends with its directed links and its outcome.
+    fn walk_lanes(&self, flows: &[(u32, u32)], lanes: &mut [Lane]) {
+        let n = flows.len().min(lanes.len());
+        for (lane, &(a, b)) in lanes.iter_mut().zip(flows) {
+            lane.path.clear();
+            lane.done = None;
+            match (self.ends.get(a as usize), self.ends.get(b as usize)) {
+                (Some(s), Some(d)) => {
+                    lane.path.push(s.inject);
+                    lane.cur = s.leaf;
+                    lane.lid = d.lid;
+                    lane.dst = b;
+                    // More steps than switches: a loop.
+                    lane.left = self.sw.len() + 1;
                 }
-                Step::End(l, e) => {
-                    path.push(l);
-                    return if e as usize == dst {
-                        Ok(())
-                    } else {
-                        Err(WRONG)
-                    };
-                }
+                _ => lane.done = Some(Err(DEAD)),
             }
         }
-        Err(LOOP)
+        loop {
+            let mut active = false;
+            for lane in lanes.iter_mut().take(n) {
+                if lane.done.is_some() {
+                    continue;
+                }
+                if lane.left == 0 {
+                    lane.done = Some(Err(LOOP));
+                    continue;
+                }
+                lane.left -= 1;
+                active = true;
+                match self.step(lane.cur, lane.lid) {
+                    Step::Unset => lane.done = Some(Err(UNSET)),
+                    Step::Dead => lane.done = Some(Err(DEAD)),
+                    Step::Switch(l, next) => {
+                        lane.path.push(l);
+                        lane.cur = next;
+                    }
+                    Step::End(l, e) => {
+                        lane.path.push(l);
+                        lane.done = Some(if e == lane.dst { Ok(()) } else { Err(WRONG) });
+                    }
+                }
+            }
+            if !active {
+                break;
+            }
+        }
     }
 
     /// Resolves switch `s`'s distance (links) to the destination, and every switch on its
@@ -833,23 +882,22 @@ impl<'a> Net<'a> {
         sc.path.clear();
         sc.starts.clear();
         let mut st = PatternStats::default();
-        for &(a, b) in flows {
-            let start = sc.path.len();
-            match self.walk(a as usize, b as usize, &mut sc.path) {
-                Ok(()) => {
-                    sc.starts.push(start as u32);
-                    for &l in sc.path.get(start..).unwrap_or(&[]) {
-                        if let Some(x) = sc.load.get_mut(l as usize) {
-                            *x += 1;
-                        }
+        for chunk in flows.chunks(LANES) {
+            self.walk_lanes(chunk, &mut sc.lanes);
+            for lane in sc.lanes.iter().take(chunk.len()) {
+                st.flows += 1;
+                if lane.done != Some(Ok(())) {
+                    st.unroutable += 1;
+                    continue;
+                }
+                sc.starts.push(sc.path.len() as u32);
+                sc.path.extend_from_slice(&lane.path);
+                for &l in &lane.path {
+                    if let Some(x) = sc.load.get_mut(l as usize) {
+                        *x += 1;
                     }
                 }
-                Err(_) => {
-                    sc.path.truncate(start);
-                    st.unroutable += 1;
-                }
             }
-            st.flows += 1;
         }
         sc.starts.push(sc.path.len() as u32);
         for w in sc.starts.windows(2) {
@@ -878,13 +926,13 @@ impl<'a> Net<'a> {
         st
     }
 
-    fn shift(&self, max_shifts: usize) -> Shift {
+    fn shift(&self, all_up_to: usize, samples: usize) -> Shift {
         let n = self.ends.len();
-        let all = n.saturating_sub(1) <= max_shifts;
+        let all = n.saturating_sub(1) <= all_up_to;
         let ks: Vec<usize> = if all {
             (1..n).collect()
         } else {
-            let m = max_shifts.max(1);
+            let m = samples.clamp(1, n - 1);
             (0..m).map(|j| 1 + j * (n - 1) / m).collect()
         };
         let stats: Vec<PatternStats> = ks
@@ -1164,6 +1212,21 @@ struct WalkScratch {
     load: Vec<u32>,
     path: Vec<u32>,
     starts: Vec<u32>,
+    lanes: Vec<Lane>,
+}
+
+/// Flows walked in lockstep.
+const LANES: usize = 8;
+
+/// One flow being walked.
+#[derive(Clone, Debug, Default)]
+struct Lane {
+    path: Vec<u32>,
+    cur: u32,
+    lid: u16,
+    dst: u32,
+    left: usize,
+    done: Option<Result<(), u32>>,
 }
 
 impl WalkScratch {
@@ -1172,6 +1235,7 @@ impl WalkScratch {
             load: vec![0; dlinks],
             path: Vec::new(),
             starts: Vec::new(),
+            lanes: vec![Lane::default(); LANES],
         }
     }
 }
@@ -1317,7 +1381,7 @@ mod tests {
         QualityOptions {
             seed: 7,
             bisections: Some(1000),
-            max_shifts: DEFAULT_MAX_SHIFTS,
+            ..QualityOptions::default()
         }
     }
 
@@ -1477,7 +1541,8 @@ mod tests {
         let q = quality(
             &tiny(GOOD),
             &QualityOptions {
-                max_shifts: 2,
+                all_shifts_up_to: 2,
+                shift_samples: 2,
                 ..opts()
             },
         );
