@@ -180,3 +180,4 @@ case!(
     "fabric f {\n    topology = import(\"broken.ibnetdiscover\")\n}\n"
 );
 case!(import_then_bad_fault, "fabric f {\n    topology = import(\"lab.ibnetdiscover\")\n    faults { switch \"H-1\" down }\n}\n");
+case!(link_one_end, small("        link leaf[1].p[1]"));

@@ -727,6 +727,7 @@ impl Lower {
                 })
             }
             Rule::link_stmt => {
+                let down = p.clone().into_inner().any(|q| q.as_rule() == Rule::kw_down);
                 let mut ends = Vec::new();
                 let mut attrs = Vec::new();
                 for q in p.into_inner().filter(not_kw) {
@@ -738,28 +739,24 @@ impl Lower {
                 }
                 let mut it = ends.into_iter();
                 let a = it.next().unwrap_or_else(|| bad(sp));
-                let b = it.next().unwrap_or_else(|| bad(sp));
-                Stmt::Link(LinkStmt {
-                    a,
-                    b,
-                    attrs,
-                    span: sp,
-                })
-            }
-            Rule::link_fault => {
-                let mut ends = p
-                    .into_inner()
-                    .filter(not_kw)
-                    .filter(|q| q.as_rule() == Rule::expr)
-                    .map(|q| self.expr(q))
-                    .collect::<Vec<_>>()
-                    .into_iter();
-                let a = ends.next().unwrap_or_else(|| bad(sp));
-                Stmt::LinkDown(LinkDown {
-                    a,
-                    b: ends.next(),
-                    span: sp,
-                })
+                let b = it.next();
+                match (down, b) {
+                    (true, b) => Stmt::LinkDown(LinkDown { a, b, span: sp }),
+                    (false, Some(b)) => Stmt::Link(LinkStmt {
+                        a,
+                        b,
+                        attrs,
+                        span: sp,
+                    }),
+                    (false, None) => {
+                        self.diags.push(
+                            Diagnostic::error("weft::syntax", "a link needs two ends")
+                                .label(self.source, sp, "only one end")
+                                .help("write `link a.p[1] <-> b.p[2]`, or `link a.p[1] down` in `faults`"),
+                        );
+                        return None;
+                    }
+                }
             }
             Rule::node_fault => {
                 let mut kind = None;
