@@ -1,0 +1,700 @@
+//! weft against OpenSM, side by side on the same fabric and the same machine.
+//!
+//! ```text
+//! cargo run --release -p weft-bench --bin vs_opensm -- [OPTIONS] [FILE.weft …]
+//! bench/vs-opensm.sh examples/cluster-648.weft examples/cluster-11664.weft
+//! ```
+//!
+//! For each fabric (default: `examples/cluster-648.weft`):
+//!
+//! 1. **weft**: parse + check once, then time LID assignment alone and LID assignment +
+//!    routing (`build::build`: the engine, sFtree completion for `fat_tree`, the state), the
+//!    median (and min/max) over `--runs` runs; then the quality metrics of the result.
+//! 2. **OpenSM** (3.3.23 on ibsim 0.10), per engine (`--engines`, default
+//!    `ftree,updn,minhop,dfsssp`), on a fresh simulator each time:
+//!    * the topology is written with `weft_fabric::ibnetdiscover::write`, and ibsim is started
+//!      with its node/switch/port limits raised for the fabric (`Limits::for_fabric`);
+//!    * `opensm -o -R <engine> -D 0x7 -f <log> --dump_files_dir <dir>` with
+//!      `OSM_CACHE_DIR=<dir>` (a fresh, private cache: OpenSM otherwise reloads LIDs from
+//!      `/var/cache/opensm`), killed after `--timeout` seconds;
+//!    * **routing time** from OpenSM's log: from the first
+//!      `ucast_mgr_route: building routing with '<engine>' routing algorithm...` (VERBOSE, hence
+//!      `-D 0x7`) to `osm_ucast_mgr_process: <engine> tables configured on all switches` (INFO).
+//!      In OpenSM 3.3.23 (`osm_ucast_mgr.c`) that interval is `ucast_mgr_route()`: the engine's
+//!      `build_lid_matrices` (or the min-hop matrices) and `ucast_build_fwd_tables`, plus
+//!      queueing the changed LFT blocks (`osm_ucast_mgr_set_fwd_tables`; the MADs are sent
+//!      asynchronously, and the wait for them ends at `SWITCHES CONFIGURED FOR UNICAST`, which
+//!      is not counted). Discovery and LID assignment are not in it; weft's time includes LID
+//!      assignment. If the engine fails and OpenSM falls back (to `minhop`), the engine named in
+//!      the `tables configured` line says so and the table marks the column;
+//!    * OpenSM's LFTs read back from the simulated switches with `dump_fts` (under the
+//!      libumad2sim preload) and OpenSM's LIDs from the `guid2lid` it wrote, assembled with
+//!      `weft_fabric::opensm::assemble` onto weft's own `Fabric` (same nodes, same order: the
+//!      traffic patterns pair the same hosts on both sides).
+//! 3. The same metrics (`weft_compiler::metrics::quality`, same seed) on every state, and one
+//!    comparison table; `--json FILE` writes everything as JSON.
+//!
+//! Options: `--runs N` (weft timing runs, default 5), `--osm-runs N` (OpenSM runs per engine
+//! for the routing-time median; default 3 below 2 000 hosts, else 1), `--engines a,b`,
+//! `--timeout SECS` (each OpenSM and `dump_fts` run, default 1800), `--weft-only`,
+//! `--keep DIR` (keep OpenSM's logs and dumps there), `--json FILE`, `--seed N`.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use weft_compiler::metrics::{self, Quality, QualityOptions};
+use weft_compiler::NoFiles;
+use weft_fabric::{Fabric, LidAssignment};
+use weft_tests::ibsim::{Ibsim, Limits, Tools};
+
+#[derive(Debug)]
+struct Opts {
+    files: Vec<PathBuf>,
+    runs: usize,
+    osm_runs: Option<usize>,
+    engines: Vec<String>,
+    timeout: Duration,
+    weft_only: bool,
+    keep: Option<PathBuf>,
+    json: Option<PathBuf>,
+    seed: Option<u64>,
+}
+
+fn usage() -> ! {
+    eprintln!(
+        "usage: vs_opensm [--runs N] [--osm-runs N] [--engines ftree,updn,minhop,dfsssp] \
+         [--timeout SECS] [--weft-only] [--keep DIR] [--json FILE] [--seed N] [FILE.weft …]"
+    );
+    std::process::exit(2)
+}
+
+fn parse_args() -> Opts {
+    let mut o = Opts {
+        files: Vec::new(),
+        runs: 5,
+        osm_runs: None,
+        engines: ["ftree", "updn", "minhop", "dfsssp"]
+            .map(String::from)
+            .to_vec(),
+        timeout: Duration::from_secs(1800),
+        weft_only: false,
+        keep: None,
+        json: None,
+        seed: None,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut value = || args.next().unwrap_or_else(|| usage());
+        match a.as_str() {
+            "--runs" => o.runs = value().parse().unwrap_or_else(|_| usage()),
+            "--osm-runs" => o.osm_runs = Some(value().parse().unwrap_or_else(|_| usage())),
+            "--engines" => o.engines = value().split(',').map(String::from).collect(),
+            "--timeout" => {
+                o.timeout = Duration::from_secs(value().parse().unwrap_or_else(|_| usage()))
+            }
+            "--weft-only" => o.weft_only = true,
+            "--keep" => o.keep = Some(PathBuf::from(value())),
+            "--json" => o.json = Some(PathBuf::from(value())),
+            "--seed" => o.seed = Some(value().parse().unwrap_or_else(|_| usage())),
+            "-h" | "--help" => usage(),
+            f if !f.starts_with('-') => o.files.push(PathBuf::from(f)),
+            _ => usage(),
+        }
+    }
+    if o.files.is_empty() {
+        o.files
+            .push(weft_bench::root().join("examples/cluster-648.weft"));
+    }
+    o.runs = o.runs.max(1);
+    o
+}
+
+/// Median, min and max of some durations, in milliseconds.
+#[derive(Clone, Copy, Debug, Serialize)]
+struct Stat {
+    median_ms: f64,
+    min_ms: f64,
+    max_ms: f64,
+    runs: usize,
+}
+
+impl Stat {
+    fn of(mut ms: Vec<f64>) -> Option<Stat> {
+        if ms.is_empty() {
+            return None;
+        }
+        ms.sort_by(f64::total_cmp);
+        let n = ms.len();
+        let median = if n % 2 == 1 {
+            ms[n / 2]
+        } else {
+            (ms[n / 2 - 1] + ms[n / 2]) / 2.0
+        };
+        Some(Stat {
+            median_ms: median,
+            min_ms: ms[0],
+            max_ms: ms[n - 1],
+            runs: n,
+        })
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+#[derive(Debug, Serialize)]
+struct WeftRun {
+    engine: String,
+    /// LID assignment alone.
+    lids: Stat,
+    /// LID assignment + routing (+ sFtree) + the state: `build::build`.
+    build: Stat,
+    /// Parse + elaborate + check, once.
+    check_ms: f64,
+    /// The quality metrics, once.
+    metrics_ms: f64,
+    quality: Quality,
+}
+
+#[derive(Debug, Serialize)]
+struct OsmRun {
+    /// The engine asked for (`-R`).
+    engine: String,
+    /// The engine OpenSM says configured the tables (differs after a fallback).
+    engine_used: Option<String>,
+    /// Routing time from the log, one per run.
+    routing: Option<Stat>,
+    /// Wall time of the whole `opensm -o` run (discovery, LIDs, routing, LFT MADs), first run.
+    opensm_wall_ms: Option<f64>,
+    /// Wall time of `dump_fts`.
+    dump_fts_ms: Option<f64>,
+    /// What went wrong or is worth knowing.
+    notes: Vec<String>,
+    quality: Option<Quality>,
+}
+
+#[derive(Debug, Serialize)]
+struct FabricRun {
+    file: String,
+    /// `/proc/loadavg` when the fabric's run started (the machine may be shared).
+    loadavg: Option<String>,
+    fabric: String,
+    hosts: usize,
+    switches: usize,
+    weft: WeftRun,
+    opensm: Vec<OsmRun>,
+}
+
+fn main() {
+    let opts = parse_args();
+    let mut results = Vec::new();
+    for file in &opts.files {
+        match run_fabric(file, &opts) {
+            Ok(r) => {
+                print!("{}", table(&r));
+                results.push(r);
+            }
+            Err(e) => {
+                eprintln!("{}: {e}", file.display());
+                std::process::exit(1);
+            }
+        }
+    }
+    if let Some(p) = &opts.json {
+        let text = serde_json::to_string_pretty(&results).unwrap_or_default() + "\n";
+        if let Err(e) = std::fs::write(p, text) {
+            eprintln!("cannot write {}: {e}", p.display());
+            std::process::exit(1);
+        }
+    }
+}
+
+fn run_fabric(file: &Path, opts: &Opts) -> Result<FabricRun, String> {
+    let text = std::fs::read_to_string(file).map_err(|e| e.to_string())?;
+    let name = file.display().to_string();
+    let loadavg = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
+    let t = Instant::now();
+    let c = weft_compiler::check(&name, &text, &NoFiles);
+    let check_ms = ms(t.elapsed());
+    if c.has_errors() {
+        return Err(format!("{} error(s) in the fabric", c.diagnostics.len()));
+    }
+    let e = c.elaborated.ok_or("no fabric")?;
+    let fabric = e.fabric.clone();
+    eprintln!(
+        "== {name}: {} hosts, {} switches",
+        fabric.hca_count(),
+        fabric.switch_count()
+    );
+
+    // weft: LIDs alone, then LIDs + routing, medians.
+    let mut lid_ms = Vec::new();
+    let mut build_ms = Vec::new();
+    let mut built = None;
+    for _ in 0..opts.runs {
+        let t = Instant::now();
+        let l = weft_compiler::lids::assign(&e);
+        lid_ms.push(ms(t.elapsed()));
+        drop(l);
+        let t = Instant::now();
+        let b = weft_compiler::build::build(&e)
+            .map_err(|d| format!("weft cannot build: {:?}", d.first().map(|x| &x.message)))?;
+        build_ms.push(ms(t.elapsed()));
+        built = Some(b);
+    }
+    let built = built.ok_or("no build")?;
+    let mut qopts = QualityOptions::from_config(&e.config.routing);
+    if let Some(s) = opts.seed {
+        qopts.seed = s;
+    }
+    let t = Instant::now();
+    let quality = metrics::quality(&built.state, &qopts);
+    let metrics_ms = ms(t.elapsed());
+    let weft = WeftRun {
+        engine: built.engine.to_owned(),
+        lids: Stat::of(lid_ms).ok_or("no runs")?,
+        build: Stat::of(build_ms).ok_or("no runs")?,
+        check_ms,
+        metrics_ms,
+        quality,
+    };
+    eprintln!(
+        "   weft {}: build median {:.1} ms (LIDs {:.1} ms), metrics {:.0} ms",
+        weft.engine, weft.build.median_ms, weft.lids.median_ms, weft.metrics_ms
+    );
+
+    let mut opensm = Vec::new();
+    if !opts.weft_only {
+        match Tools::find(&["opensm", "dump_fts", "env"]) {
+            Err(missing) => eprintln!(
+                "   OpenSM side skipped: missing {} (install opensm, ibsim-utils, \
+                 libumad2sim0, infiniband-diags)",
+                missing.join(", ")
+            ),
+            Ok(tools) => {
+                let osm_runs =
+                    opts.osm_runs
+                        .unwrap_or(if fabric.hca_count() < 2000 { 3 } else { 1 });
+                let stem = file
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                for engine in &opts.engines {
+                    let r = run_opensm(&tools, &fabric, engine, osm_runs, &stem, &qopts, opts);
+                    eprintln!(
+                        "   opensm {engine}: routing {} ({} run(s)){}",
+                        r.routing
+                            .map_or("-".to_owned(), |s| format!("{:.1} ms", s.median_ms)),
+                        r.routing.map_or(0, |s| s.runs),
+                        if r.notes.is_empty() {
+                            String::new()
+                        } else {
+                            format!("; {}", r.notes.join("; "))
+                        }
+                    );
+                    opensm.push(r);
+                }
+            }
+        }
+    }
+    Ok(FabricRun {
+        file: name,
+        loadavg,
+        fabric: fabric.name.clone(),
+        hosts: fabric.hca_count(),
+        switches: fabric.switch_count(),
+        weft,
+        opensm,
+    })
+}
+
+/// A private work directory for one OpenSM run.
+fn work_dir(opts: &Opts, stem: &str, engine: &str, run: usize) -> Result<PathBuf, String> {
+    let base = match &opts.keep {
+        Some(k) => k.clone(),
+        None => std::env::temp_dir().join(format!("weft-vs-opensm-{}", std::process::id())),
+    };
+    let dir = base.join(format!("{stem}-{engine}-{run}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
+fn run_opensm(
+    tools: &Tools,
+    fabric: &Fabric,
+    engine: &str,
+    runs: usize,
+    stem: &str,
+    qopts: &QualityOptions,
+    opts: &Opts,
+) -> OsmRun {
+    let mut out = OsmRun {
+        engine: engine.to_owned(),
+        engine_used: None,
+        routing: None,
+        opensm_wall_ms: None,
+        dump_fts_ms: None,
+        notes: Vec::new(),
+        quality: None,
+    };
+    let net = match weft_fabric::ibnetdiscover::write(fabric, None) {
+        Ok(n) => n,
+        Err(e) => {
+            out.notes.push(format!("cannot write the topology: {e}"));
+            return out;
+        }
+    };
+    let mut times = Vec::new();
+    for run in 0..runs {
+        match opensm_once(
+            tools, fabric, &net, engine, run, stem, qopts, opts, &mut out,
+        ) {
+            Ok(Some(t)) => times.push(t),
+            Ok(None) => {}
+            Err(e) => {
+                out.notes.push(e);
+                break;
+            }
+        }
+    }
+    out.routing = Stat::of(times);
+    if opts.keep.is_none() {
+        let _ = std::fs::remove_dir_all(
+            std::env::temp_dir().join(format!("weft-vs-opensm-{}", std::process::id())),
+        );
+    }
+    out
+}
+
+/// One OpenSM run on a fresh simulator: its routing time, and on the first run the LFTs
+/// and their quality.
+#[allow(clippy::too_many_arguments)]
+fn opensm_once(
+    tools: &Tools,
+    fabric: &Fabric,
+    net: &str,
+    engine: &str,
+    run: usize,
+    stem: &str,
+    qopts: &QualityOptions,
+    opts: &Opts,
+    out: &mut OsmRun,
+) -> Result<Option<f64>, String> {
+    let dir = work_dir(opts, stem, engine, run)?;
+    let sim = Ibsim::start(tools, net, Some(Limits::for_fabric(fabric))).map_err(|e| {
+        format!(
+            "ibsim did not start: {}",
+            e.to_string().lines().next().unwrap_or("")
+        )
+    })?;
+    let log = dir.join("osm.log");
+    let cache = format!("OSM_CACHE_DIR={}", dir.display());
+    let log_s = log.display().to_string();
+    let dir_s = dir.display().to_string();
+    let args = [
+        cache.as_str(),
+        "opensm",
+        "-o",
+        "-R",
+        engine,
+        "-D",
+        "0x7",
+        "-f",
+        &log_s,
+        "--dump_files_dir",
+        &dir_s,
+    ];
+    let t = Instant::now();
+    let res = sim.run("env", &args, opts.timeout);
+    let wall = ms(t.elapsed());
+    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+    if let Err(e) = res {
+        let first = e.to_string().lines().next().unwrap_or("").to_owned();
+        return Err(format!("opensm: {first}"));
+    }
+    let timing = routing_time(&log_text);
+    let Some((used, t_ms)) = timing else {
+        return Err(
+            "opensm's log has no routing interval (no engine configured the tables?)".to_owned(),
+        );
+    };
+    if run > 0 {
+        return Ok(Some(t_ms));
+    }
+    out.opensm_wall_ms = Some(wall);
+    if used != engine {
+        out.notes
+            .push(format!("`{engine}` failed; OpenSM fell back to `{used}`"));
+    }
+    out.engine_used = Some(used);
+    // The tables as the switches hold them.
+    let t = Instant::now();
+    let fts = sim
+        .run("dump_fts", &[], opts.timeout)
+        .map_err(|e| format!("dump_fts: {}", e.to_string().lines().next().unwrap_or("")))?;
+    out.dump_fts_ms = Some(ms(t.elapsed()));
+    if opts.keep.is_some() {
+        let _ = std::fs::write(dir.join("dump_fts.txt"), &fts.stdout);
+    }
+    let g2l = std::fs::read_to_string(dir.join("guid2lid")).ok();
+    if g2l.is_none() {
+        out.notes
+            .push("no guid2lid in OpenSM's cache; LIDs from the dump only".to_owned());
+    }
+    let lids = LidAssignment {
+        lmc: fabric.lmc,
+        base: Default::default(),
+    };
+    let dumps = weft_fabric::opensm::Dumps {
+        lfts: &fts.stdout,
+        guid2lid: g2l.as_deref(),
+        ..Default::default()
+    };
+    match weft_fabric::opensm::assemble(fabric.clone(), lids, &dumps) {
+        Ok((state, warnings)) => {
+            if !warnings.is_empty() {
+                out.notes.push(format!(
+                    "{} warning(s) reading OpenSM's files, first: {}",
+                    warnings.len(),
+                    warnings[0]
+                ));
+            }
+            out.quality = Some(metrics::quality(&state, qopts));
+        }
+        Err(e) => out.notes.push(format!(
+            "cannot read OpenSM's tables: {}",
+            e.to_string().lines().next().unwrap_or("")
+        )),
+    }
+    Ok(Some(t_ms))
+}
+
+/// Seconds since midnight of an OpenSM log line (`Nov 22 15:10:36 988925 [...] ...`).
+fn log_time(line: &str) -> Option<f64> {
+    let mut w = line.split_whitespace();
+    let (_mon, _day, hms, us) = (w.next()?, w.next()?, w.next()?, w.next()?);
+    let mut p = hms.split(':').map(|x| x.parse::<u32>().ok());
+    let (h, m, s) = (p.next()??, p.next()??, p.next()??);
+    let us: u32 = us.parse().ok()?;
+    Some(f64::from(h * 3600 + m * 60 + s) + f64::from(us) * 1e-6)
+}
+
+/// The engine that configured the tables and OpenSM's routing time in ms: from the first
+/// `building routing with` to `tables configured on all switches`.
+fn routing_time(log: &str) -> Option<(String, f64)> {
+    let mut start = None;
+    for line in log.lines() {
+        if start.is_none() && line.contains("ucast_mgr_route: building routing with '") {
+            start = log_time(line);
+        }
+        if let Some(pos) = line.find(" tables configured on all switches") {
+            let head = line.get(..pos)?;
+            let engine = head.rsplit(' ').next()?.to_owned();
+            let end = log_time(line)?;
+            let s = start?;
+            let mut d = end - s;
+            if d < 0.0 {
+                d += 86_400.0; // past midnight
+            }
+            return Some((engine, d * 1e3));
+        }
+    }
+    None
+}
+
+// ---------------------------------------------------------------------------------------------
+// The comparison table.
+
+fn table(r: &FabricRun) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "\n{} (`{}`): {} hosts, {} switches; weft timing over {} runs, OpenSM {}",
+        r.file,
+        r.fabric,
+        r.hosts,
+        r.switches,
+        r.weft.build.runs,
+        if r.opensm.is_empty() {
+            "not run".to_owned()
+        } else {
+            format!(
+                "over {} run(s) per engine",
+                r.opensm
+                    .iter()
+                    .filter_map(|o| o.routing.map(|s| s.runs))
+                    .max()
+                    .unwrap_or(0)
+            )
+        }
+    );
+    let mut cols: Vec<(String, Option<&Quality>)> =
+        vec![(format!("weft {}", r.weft.engine), Some(&r.weft.quality))];
+    for o in &r.opensm {
+        let name = match &o.engine_used {
+            Some(u) if *u != o.engine => format!("osm {}→{u}", o.engine),
+            _ => format!("osm {}", o.engine),
+        };
+        cols.push((name, o.quality.as_ref()));
+    }
+    let w0 = 26;
+    let w = 18;
+    let mut row = |label: &str, cells: Vec<String>| {
+        let _ = write!(t, "{label:<w0$}");
+        for c in cells {
+            let _ = write!(t, "{c:>w$}");
+        }
+        t.push('\n');
+    };
+    row("", cols.iter().map(|c| c.0.clone()).collect());
+    let weft_ms = r.weft.build.median_ms;
+    let mut times = vec![format!("{weft_ms:.1}")];
+    let mut ratios = vec!["1.0".to_owned()];
+    for o in &r.opensm {
+        match o.routing {
+            Some(s) => {
+                times.push(format!("{:.1}", s.median_ms));
+                ratios.push(format!("{:.1}", s.median_ms / weft_ms));
+            }
+            None => {
+                times.push("-".to_owned());
+                ratios.push("-".to_owned());
+            }
+        }
+    }
+    row("routing ms (median)", times);
+    row("  vs weft (×)", ratios);
+    let q = |f: &dyn Fn(&Quality) -> String| -> Vec<String> {
+        cols.iter()
+            .map(|(_, q)| q.map_or_else(|| "-".to_owned(), f))
+            .collect()
+    };
+    row(
+        "unbalanced switches",
+        q(&|q| format!("{}/{}", q.balance.unbalanced, q.balance.switches)),
+    );
+    row(
+        "  by direction",
+        q(&|q| {
+            format!(
+                "{}/{}",
+                q.balance.unbalanced_by_direction, q.balance.switches
+            )
+        }),
+    );
+    row(
+        "  max spread (dir)",
+        q(&|q| {
+            format!(
+                "{} ({})",
+                q.balance.max_spread, q.balance.max_spread_by_direction
+            )
+        }),
+    );
+    row(
+        "shift max load",
+        q(&|q| {
+            format!(
+                "{} ({}{})",
+                q.shift.max_load,
+                q.shift.shifts,
+                if q.shift.all { " all" } else { "" }
+            )
+        }),
+    );
+    row(
+        "  mean max load",
+        q(&|q| format!("{:.3}", q.shift.mean_max_load)),
+    );
+    row(
+        "all-to-all max load",
+        q(&|q| q.all_to_all.max_load.to_string()),
+    );
+    row(
+        "  mean load",
+        q(&|q| format!("{:.1}", q.all_to_all.mean_load)),
+    );
+    row(
+        "bisection max load",
+        q(&|q| {
+            format!(
+                "{} (mean {:.2})",
+                q.bisections.max_load, q.bisections.mean_max_load
+            )
+        }),
+    );
+    row("eBB", q(&|q| format!("{:.4}", q.bisections.ebb)));
+    row("  bisections", q(&|q| q.bisections.count.to_string()));
+    row(
+        "hops mean / max",
+        q(&|q| format!("{:.3} / {}", q.hops.mean, q.hops.max)),
+    );
+    row(
+        "hop histogram",
+        q(&|q| {
+            q.hops
+                .histogram
+                .iter()
+                .map(|(k, v)| format!("{k}:{v}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        }),
+    );
+    row(
+        "unroutable host pairs",
+        q(&|q| q.hops.unroutable.total().to_string()),
+    );
+    row(
+        "unroutable switch pairs",
+        q(&|q| {
+            format!(
+                "{}/{}",
+                q.switch_to_switch.unroutable.total(),
+                q.switch_to_switch.pairs
+            )
+        }),
+    );
+    let mut extra = vec![format!(
+        "weft: LIDs {:.2} ms, LIDs + routing {:.1} ms (min {:.1}, max {:.1}); check {:.0} ms; metrics {:.0} ms",
+        r.weft.lids.median_ms,
+        r.weft.build.median_ms,
+        r.weft.build.min_ms,
+        r.weft.build.max_ms,
+        r.weft.check_ms,
+        r.weft.metrics_ms
+    )];
+    for o in &r.opensm {
+        let mut s = format!("osm {}:", o.engine);
+        if let Some(rt) = o.routing {
+            let _ = write!(
+                s,
+                " routing {:.1} ms (min {:.1}, max {:.1}, {} run(s));",
+                rt.median_ms, rt.min_ms, rt.max_ms, rt.runs
+            );
+        }
+        if let Some(w) = o.opensm_wall_ms {
+            let _ = write!(s, " whole opensm -o run {:.1} s;", w / 1e3);
+        }
+        if let Some(d) = o.dump_fts_ms {
+            let _ = write!(s, " dump_fts {:.1} s;", d / 1e3);
+        }
+        for n in &o.notes {
+            let _ = write!(s, " {n};");
+        }
+        extra.push(s);
+    }
+    if let Some(l) = &r.loadavg {
+        extra.push(format!("load average at the start: {l}"));
+    }
+    for e in extra {
+        let _ = writeln!(t, "  {e}");
+    }
+    t
+}
