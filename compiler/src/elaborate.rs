@@ -9,7 +9,7 @@
 use crate::diagnostic::{Diagnostic, SourceId, SourceMap};
 use crate::stdlib;
 use crate::syntax::ast::*;
-use crate::value::{did_you_mean, format, ModelDef, NodeArray, TemplateDef, Value};
+use crate::value::{did_you_mean, format, suggest, ModelDef, NodeArray, TemplateDef, Value};
 use crate::{FabricConfig, Host};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
@@ -266,10 +266,9 @@ impl<'a> Elab<'a> {
                             p.ty.as_ref()
                                 .filter(|ty| !Value::TYPES.contains(&ty.name.as_str()))
                         {
-                            let help = match did_you_mean(&ty.name, Value::TYPES.iter().copied()) {
-                                Some(s) => format!("did you mean `{s}`?"),
-                                None => format!("types are {}", Value::TYPES.join(", ")),
-                            };
+                            let help = suggest(&ty.name, Value::TYPES.iter().copied(), || {
+                                format!("types are {}", Value::TYPES.join(", "))
+                            });
                             self.err_help(
                                 "weft::unknown_type",
                                 format!("unknown type `{}`", ty.name),
@@ -395,10 +394,9 @@ impl<'a> Elab<'a> {
                         .get(module)
                         .map(|m| m.globals.keys().cloned().collect())
                         .unwrap_or_default();
-                    let help = match did_you_mean(&name.name, names.iter().map(String::as_str)) {
-                        Some(s) => format!("did you mean `{s}`?"),
-                        None => format!("`{}` has {}", path.join("::"), names.join(", ")),
-                    };
+                    let help = suggest(&name.name, names.iter().map(String::as_str), || {
+                        format!("`{}` has {}", path.join("::"), names.join(", "))
+                    });
                     self.err_help(
                         "weft::unknown_name",
                         format!("`{}` is not in `{}`", name.name, path.join("::")),
@@ -544,10 +542,9 @@ impl<'a> Elab<'a> {
                 }
             }
             other => {
-                let help = match did_you_mean(other, FABRIC_ATTRS.iter().copied()) {
-                    Some(s) => format!("did you mean `{s}`?"),
-                    None => "fabric attributes are `guid_base`; configuration goes in sections such as `routing { … }`".into(),
-                };
+                let help = suggest(other, FABRIC_ATTRS.iter().copied(), || {
+                    "fabric attributes are `guid_base`; configuration goes in sections such as `routing { … }`".into()
+                });
                 self.err_help(
                     "weft::unknown_attribute",
                     format!("unknown fabric attribute `{other}`"),
@@ -720,17 +717,16 @@ impl<'a> Elab<'a> {
             }
             "qos" | "tenant" => {}
             other => {
-                let help = match did_you_mean(other, SECTIONS.iter().copied()) {
-                    Some(s) => format!("did you mean `{s}`?"),
-                    None => format!(
+                let help = suggest(other, SECTIONS.iter().copied(), || {
+                    format!(
                         "a fabric may contain `topology`, `faults`, {}",
                         SECTIONS
                             .iter()
                             .map(|s| format!("`{s}`"))
                             .collect::<Vec<_>>()
                             .join(", ")
-                    ),
-                };
+                    )
+                });
                 self.err_help(
                     "weft::unknown_section",
                     format!("unknown section `{other}`"),
@@ -749,17 +745,16 @@ impl<'a> Elab<'a> {
             SectionItem::Attr(a) => (&a.name.name, a.name.span),
             SectionItem::Section(s) => (&s.kind.name, s.kind.span),
         };
-        let help = match did_you_mean(name, known.iter().copied()) {
-            Some(s) => format!("did you mean `{s}`?"),
-            None => format!(
+        let help = suggest(name, known.iter().copied(), || {
+            format!(
                 "`{section}` takes {}",
                 known
                     .iter()
                     .map(|s| format!("`{s}`"))
                     .collect::<Vec<_>>()
                     .join(", ")
-            ),
-        };
+            )
+        });
         self.err_help(
             "weft::unknown_attribute",
             format!("`{section}` has no setting `{name}`"),
@@ -806,17 +801,16 @@ impl<'a> Elab<'a> {
         if known.contains(&word.as_str()) {
             return Some(word);
         }
-        let help = match did_you_mean(&word, known.iter().copied()) {
-            Some(s) => format!("did you mean `{s}`?"),
-            None => format!(
+        let help = suggest(&word, known.iter().copied(), || {
+            format!(
                 "known: {}",
                 known
                     .iter()
                     .map(|s| format!("`{s}`"))
                     .collect::<Vec<_>>()
                     .join(", ")
-            ),
-        };
+            )
+        });
         self.err_help(
             "weft::unknown_word",
             format!("unknown {what} `{word}`"),
@@ -1019,21 +1013,18 @@ impl<'a> Elab<'a> {
                 Some(n) => match params.iter().position(|p| p.name.name == n.name) {
                     Some(i) => i,
                     None => {
-                        let help = match did_you_mean(
-                            &n.name,
-                            params.iter().map(|p| p.name.name.as_str()),
-                        ) {
-                            Some(s) => format!("did you mean `{s}`?"),
-                            None => format!(
-                                "`{}` takes {}",
-                                t.ast.name.name,
-                                params
-                                    .iter()
-                                    .map(|p| format!("`{}`", p.name.name))
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            ),
-                        };
+                        let help =
+                            suggest(&n.name, params.iter().map(|p| p.name.name.as_str()), || {
+                                format!(
+                                    "`{}` takes {}",
+                                    t.ast.name.name,
+                                    params
+                                        .iter()
+                                        .map(|p| format!("`{}`", p.name.name))
+                                        .collect::<Vec<_>>()
+                                        .join(", ")
+                                )
+                            });
                         self.err_help(
                             "weft::unknown_argument",
                             format!("`{}` has no parameter `{}`", t.ast.name.name, n.name),
@@ -1438,10 +1429,9 @@ impl<'a> Elab<'a> {
                     at.value.span,
                 ),
                 (other, _) => {
-                    let help = match did_you_mean(other, ["speed", "width"]) {
-                        Some(s) => format!("did you mean `{s}`?"),
-                        None => "links take `speed` and `width`".into(),
-                    };
+                    let help = suggest(other, ["speed", "width"], || {
+                        "links take `speed` and `width`".into()
+                    });
                     self.err_help(
                         "weft::unknown_attribute",
                         format!("links have no attribute `{other}`"),
@@ -1768,10 +1758,9 @@ impl<'a> Elab<'a> {
                     AttrContext::Model => MODEL_ATTRS,
                     AttrContext::Node => NODE_ATTRS,
                 };
-                let help = match did_you_mean(other, known.iter().copied()) {
-                    Some(s) => format!("did you mean `{s}`?"),
-                    None => format!("known attributes: {}", known.join(", ")),
-                };
+                let help = suggest(other, known.iter().copied(), || {
+                    format!("known attributes: {}", known.join(", "))
+                });
                 self.err_help(
                     "weft::unknown_attribute",
                     format!("unknown attribute `{other}`"),

@@ -193,6 +193,18 @@ pub(crate) fn format(fmt: &str, args: &[String], ints: &[Option<i64>]) -> Result
     Ok(out)
 }
 
+/// "did you mean `x`?" when a candidate is close to `name`, else `otherwise()`.
+pub(crate) fn suggest<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+    otherwise: impl FnOnce() -> String,
+) -> String {
+    match did_you_mean(name, candidates) {
+        Some(s) => format!("did you mean `{s}`?"),
+        None => otherwise(),
+    }
+}
+
 /// The closest of `candidates` to `name`, if close enough to suggest.
 pub(crate) fn did_you_mean<'a>(
     name: &str,

@@ -32,10 +32,10 @@
 //!
 //! Parallel cables between two switches share load by destination LID.
 
-use super::graph::{Exit, Graph};
+use super::graph::{Exit, Graph, Load};
 use super::{RouteError, RouteNote, Routes, RoutingEngine, RoutingInput};
 use rayon::prelude::*;
-use weft_fabric::{Lft, LFT_UNSET};
+use weft_fabric::LFT_UNSET;
 
 /// The fat-tree engine.
 #[derive(Clone, Copy, Debug, Default)]
@@ -198,8 +198,7 @@ impl RoutingEngine for FatTree {
         order.sort_unstable();
 
         // Phase 1 (sequential): main paths, balancing down-port load.
-        let width = usize::from(g.switches.iter().map(|s| s.ports).max().unwrap_or(0)) + 1;
-        let mut load = vec![0u32; g.switches.len() * width];
+        let mut load = Load::new(&g);
         let lmc = input.lids.lmc.min(7);
         let mut chains: Vec<Chain> = vec![Vec::new(); nlids];
         for &(_, _, _, _, lid) in &order {
@@ -215,7 +214,7 @@ impl RoutingEngine for FatTree {
             let siblings: Vec<&Chain> = (1..=offset)
                 .filter_map(|k| chains.get(usize::from(lid - k)))
                 .collect();
-            let chain = main_path(&g, &t, exit, &mut load, width, &siblings);
+            let chain = main_path(&g, &t, exit, &mut load, &siblings);
             chains[usize::from(lid)] = chain;
         }
 
@@ -231,26 +230,15 @@ impl RoutingEngine for FatTree {
         // Phase 3: sFtree completion through the subtree root.
         let notes = sftree(&g, &t, &mut columns, input)?;
 
-        let rows = g.rows(&columns);
-        let lfts = g
-            .switches
-            .iter()
-            .zip(rows)
-            .map(|(s, ports)| (s.id, Lft { ports }))
-            .collect();
-        Ok(Routes { lfts, notes })
+        Ok(Routes {
+            lfts: g.lfts(&columns),
+            notes,
+        })
     }
 }
 
 /// Climbs from the destination's exit switch to a top switch through least-loaded up ports.
-fn main_path(
-    g: &Graph,
-    t: &Tree,
-    exit: Exit,
-    load: &mut [u32],
-    width: usize,
-    avoid: &[&Chain],
-) -> Chain {
+fn main_path(g: &Graph, t: &Tree, exit: Exit, load: &mut Load, avoid: &[&Chain]) -> Chain {
     let mut chain = vec![(exit.sw, exit.port)];
     let mut cur = exit.sw as usize;
     loop {
@@ -262,7 +250,7 @@ fn main_path(
             for &(mine, theirs) in &grp.ports {
                 let parent = grp.peer;
                 let reused = avoid.iter().any(|c| c.iter().any(|&(sw, _)| sw == parent)) as u8;
-                let l = load[parent as usize * width + usize::from(theirs)];
+                let l = load.get(parent as usize, theirs);
                 let score = (reused, l, mine);
                 if best.is_none_or(|(b, _, _)| score < b) {
                     best = Some((score, parent, theirs));
@@ -272,7 +260,7 @@ fn main_path(
         let Some((_, parent, theirs)) = best else {
             break;
         };
-        load[parent as usize * width + usize::from(theirs)] += 1;
+        load.add(parent as usize, theirs);
         chain.push((parent, theirs));
         cur = parent as usize;
     }
@@ -414,31 +402,7 @@ fn sftree(
         })
         .sum();
     // Anything still unset is unreachable.
-    let mut missing = 0usize;
-    let mut example = None;
-    for (lid, col) in columns.iter().enumerate() {
-        if g.exits[lid].is_none() {
-            continue;
-        }
-        for (s, &p) in col.iter().enumerate() {
-            if p == LFT_UNSET {
-                missing += 1;
-                if example.is_none() {
-                    example = Some((s, lid));
-                }
-            }
-        }
-    }
-    if let Some((s, lid)) = example {
-        let to =
-            g.owners[lid].map_or_else(|| format!("LID {lid}"), |o| f.node(o).name().to_owned());
-        return Err(RouteError::Disconnected {
-            engine: NAME,
-            count: missing,
-            from: f.node(g.switches[s].id).name().to_owned(),
-            to,
-        });
-    }
+    g.check_complete(f, NAME, columns)?;
     let mut notes = vec![RouteNote {
         code: "weft::sftree_root",
         message: format!(

@@ -1,7 +1,9 @@
 //! The switch graph engines route on: usable links only, dense switch indices, ports grouped
 //! by neighbour, and where each LID leaves the switch fabric.
 
-use weft_fabric::{Fabric, LidAssignment, LinkState, NodeId, NodeKind, LFT_UNSET};
+use super::RouteError;
+use std::collections::BTreeMap;
+use weft_fabric::{Fabric, Lft, LidAssignment, LinkState, NodeId, NodeKind, LFT_UNSET};
 
 /// Links from one switch to one neighbouring switch (parallel cables form one group).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -129,8 +131,8 @@ impl Graph {
         vec![LFT_UNSET; self.switches.len()]
     }
 
-    /// Turns per-destination columns (`columns[lid][switch]`) into per-switch rows.
-    pub fn rows(&self, columns: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    /// Turns per-destination columns (`columns[lid][switch]`) into per-switch LFTs.
+    pub fn lfts(&self, columns: &[Vec<u8>]) -> BTreeMap<NodeId, Lft> {
         let lids = columns.len();
         let mut rows = vec![vec![LFT_UNSET; lids]; self.switches.len()];
         for (lid, col) in columns.iter().enumerate() {
@@ -140,7 +142,86 @@ impl Graph {
                 }
             }
         }
-        rows
+        self.switches
+            .iter()
+            .zip(rows)
+            .map(|(s, ports)| (s.id, Lft { ports }))
+            .collect()
+    }
+
+    /// An error naming the first switch without an entry for a LID that has an exit, and how
+    /// many such entries there are.
+    pub fn check_complete(
+        &self,
+        fabric: &Fabric,
+        engine: &'static str,
+        columns: &[Vec<u8>],
+    ) -> Result<(), RouteError> {
+        let mut count = 0usize;
+        let mut first = None;
+        for (lid, col) in columns.iter().enumerate() {
+            if self.exits.get(lid).copied().flatten().is_none() {
+                continue;
+            }
+            for (s, &p) in col.iter().enumerate() {
+                if p == LFT_UNSET {
+                    count += 1;
+                    first.get_or_insert((s, lid));
+                }
+            }
+        }
+        match first {
+            None => Ok(()),
+            Some((s, lid)) => Err(RouteError::Disconnected {
+                engine,
+                count,
+                from: fabric.node(self.switches[s].id).name().to_owned(),
+                to: self.owners.get(lid).copied().flatten().map_or_else(
+                    || format!("LID {lid}"),
+                    |o| fabric.node(o).name().to_owned(),
+                ),
+            }),
+        }
+    }
+}
+
+/// Per-port load counters: how many destinations each switch port already carries.
+#[derive(Clone, Debug)]
+pub struct Load {
+    width: usize,
+    counts: Vec<u32>,
+}
+
+impl Load {
+    /// Zero load on every port of `graph`.
+    pub fn new(graph: &Graph) -> Load {
+        let width = usize::from(graph.switches.iter().map(|s| s.ports).max().unwrap_or(0)) + 1;
+        Load {
+            width,
+            counts: vec![0; graph.switches.len() * width],
+        }
+    }
+
+    /// The load of port `port` of switch `sw`.
+    pub fn get(&self, sw: usize, port: u8) -> u32 {
+        self.counts
+            .get(sw * self.width + usize::from(port))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// One more destination on port `port` of switch `sw`.
+    pub fn add(&mut self, sw: usize, port: u8) {
+        if let Some(c) = self.counts.get_mut(sw * self.width + usize::from(port)) {
+            *c += 1;
+        }
+    }
+
+    /// The least-loaded of `ports` of switch `sw` (ties: lowest port), counted.
+    pub fn take_least(&mut self, sw: usize, ports: impl IntoIterator<Item = u8>) -> Option<u8> {
+        let best = ports.into_iter().min_by_key(|&p| (self.get(sw, p), p))?;
+        self.add(sw, best);
+        Some(best)
     }
 }
 

@@ -5,10 +5,9 @@
 //! or more switches, or on any fat-tree with switch-to-switch traffic, has credit loops. It is
 //! here as a baseline; the verifier shows the loops.
 
-use super::graph::Graph;
+use super::graph::{Graph, Load};
 use super::{RouteError, Routes, RoutingEngine, RoutingInput};
 use std::collections::VecDeque;
-use weft_fabric::{Lft, LFT_UNSET};
 
 /// The min-hop engine.
 #[derive(Clone, Copy, Debug, Default)]
@@ -26,8 +25,7 @@ impl RoutingEngine for MinHop {
     fn route(&self, input: &RoutingInput<'_>) -> Result<Routes, RouteError> {
         let g = Graph::new(input.fabric, input.lids);
         let n = g.switches.len();
-        let width = usize::from(g.switches.iter().map(|s| s.ports).max().unwrap_or(0)) + 1;
-        let mut load = vec![0u32; n * width];
+        let mut load = Load::new(&g);
         let nlids = usize::from(g.max_lid) + 1;
         let mut columns = vec![g.empty_column(); nlids];
         let mut dist = vec![u32::MAX; n];
@@ -52,48 +50,19 @@ impl RoutingEngine for MinHop {
                 if s == exit.sw as usize || dist[s] == u32::MAX {
                     continue;
                 }
-                let mut best: Option<((u32, u8), u8)> = None;
-                for grp in &g.switches[s].groups {
-                    if dist[grp.peer as usize] + 1 != dist[s] {
-                        continue;
-                    }
-                    for &(mine, _) in &grp.ports {
-                        let key = (load[s * width + usize::from(mine)], mine);
-                        if best.is_none_or(|(b, _)| key < b) {
-                            best = Some((key, mine));
-                        }
-                    }
-                }
-                if let Some((_, port)) = best {
-                    load[s * width + usize::from(port)] += 1;
+                let candidates = g.switches[s]
+                    .groups
+                    .iter()
+                    .filter(|grp| dist[grp.peer as usize] + 1 == dist[s])
+                    .flat_map(|grp| grp.ports.iter().map(|p| p.0));
+                if let Some(port) = load.take_least(s, candidates) {
                     col[s] = port;
                 }
             }
         }
-        if let Some((lid, s)) = columns
-            .iter()
-            .enumerate()
-            .filter(|(lid, _)| g.exits[*lid].is_some())
-            .find_map(|(lid, c)| c.iter().position(|&p| p == LFT_UNSET).map(|s| (lid, s)))
-        {
-            let f = input.fabric;
-            return Err(RouteError::Disconnected {
-                engine: "minhop",
-                count: 1,
-                from: f.node(g.switches[s].id).name().to_owned(),
-                to: g.owners[lid]
-                    .map_or_else(|| format!("LID {lid}"), |o| f.node(o).name().to_owned()),
-            });
-        }
-        let rows = g.rows(&columns);
-        let lfts = g
-            .switches
-            .iter()
-            .zip(rows)
-            .map(|(s, ports)| (s.id, Lft { ports }))
-            .collect();
+        g.check_complete(input.fabric, "minhop", &columns)?;
         Ok(Routes {
-            lfts,
+            lfts: g.lfts(&columns),
             notes: Vec::new(),
         })
     }

@@ -7,10 +7,9 @@
 //! shortest legal path, balancing equal choices by port load; a switch that can reach the
 //! destination going only down always does, so packets in their down phase never turn up.
 
-use super::graph::Graph;
+use super::graph::{Graph, Load};
 use super::{RouteError, Routes, RoutingEngine, RoutingInput};
 use std::collections::VecDeque;
-use weft_fabric::{Lft, LFT_UNSET};
 
 /// The Up*/Down* engine.
 #[derive(Clone, Copy, Debug, Default)]
@@ -96,8 +95,7 @@ impl RoutingEngine for UpDown {
             .collect();
         // is_up(x, y): the link x→y goes toward the roots.
         let is_up = |x: usize, y: usize| order[y] < order[x];
-        let width = usize::from(g.switches.iter().map(|s| s.ports).max().unwrap_or(0)) + 1;
-        let mut load = vec![0u32; n * width];
+        let mut load = Load::new(&g);
         let nlids = usize::from(g.max_lid) + 1;
         let mut columns = vec![g.empty_column(); nlids];
         let mut down = vec![u32::MAX; n];
@@ -159,53 +157,26 @@ impl RoutingEngine for UpDown {
                     continue;
                 }
                 let going_down = down[x] != u32::MAX;
-                let mut best: Option<((u32, u8), u8)> = None;
-                for grp in &g.switches[x].groups {
-                    let y = grp.peer as usize;
-                    let ok = if going_down {
-                        !is_up(x, y) && down[y] != u32::MAX && down[y] + 1 == down[x]
-                    } else {
-                        is_up(x, y) && dist[y] != u32::MAX && dist[y] + 1 == dist[x]
-                    };
-                    if !ok {
-                        continue;
-                    }
-                    for &(mine, _) in &grp.ports {
-                        let key = (load[x * width + usize::from(mine)], mine);
-                        if best.is_none_or(|(b, _)| key < b) {
-                            best = Some((key, mine));
+                let candidates = g.switches[x]
+                    .groups
+                    .iter()
+                    .filter(|grp| {
+                        let y = grp.peer as usize;
+                        if going_down {
+                            !is_up(x, y) && down[y] != u32::MAX && down[y] + 1 == down[x]
+                        } else {
+                            is_up(x, y) && dist[y] != u32::MAX && dist[y] + 1 == dist[x]
                         }
-                    }
-                }
-                if let Some((_, port)) = best {
-                    load[x * width + usize::from(port)] += 1;
+                    })
+                    .flat_map(|grp| grp.ports.iter().map(|p| p.0));
+                if let Some(port) = load.take_least(x, candidates) {
                     col[x] = port;
                 }
             }
         }
-        if let Some((lid, s)) = columns
-            .iter()
-            .enumerate()
-            .filter(|(lid, _)| g.exits[*lid].is_some())
-            .find_map(|(lid, c)| c.iter().position(|&p| p == LFT_UNSET).map(|s| (lid, s)))
-        {
-            return Err(RouteError::Disconnected {
-                engine: NAME,
-                count: 1,
-                from: f.node(g.switches[s].id).name().to_owned(),
-                to: g.owners[lid]
-                    .map_or_else(|| format!("LID {lid}"), |o| f.node(o).name().to_owned()),
-            });
-        }
-        let rows = g.rows(&columns);
-        let lfts = g
-            .switches
-            .iter()
-            .zip(rows)
-            .map(|(s, ports)| (s.id, Lft { ports }))
-            .collect();
+        g.check_complete(f, NAME, &columns)?;
         Ok(Routes {
-            lfts,
+            lfts: g.lfts(&columns),
             notes: Vec::new(),
         })
     }
