@@ -15,7 +15,7 @@
 //! check is linear in the size of the routing. The JSON is deterministic.
 
 use crate::explicit::NO_LABEL;
-use crate::net::{Dest, Net, PortLink, Source, Step, NO_INDEX};
+use crate::net::{Attach, Dest, Net, PortLink, Source, Step, NO_INDEX};
 use crate::Scope;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -218,15 +218,19 @@ pub fn check(state: &FabricState, cert: &Certificate) -> Result<CheckSummary, Ce
             required: dests.len(),
         });
     }
+    let attach = net.attach(&sources);
     let results: Vec<Result<(u64, u64), CertificateError>> = dests
         .par_iter()
-        .map(|d| {
-            let labels = by_lid
-                .get(&d.lid.0)
-                .map(|l| l.labels.as_slice())
-                .unwrap_or(&[]);
-            check_dest(&net, &sources, *d, labels, &pos, &rank)
-        })
+        .map_init(
+            || vec![Vec::new(); net.switches.len()],
+            |memo, d| {
+                let labels = by_lid
+                    .get(&d.lid.0)
+                    .map(|l| l.labels.as_slice())
+                    .unwrap_or(&[]);
+                check_dest(&net, &sources, &attach, memo, *d, labels, &pos, &rank)
+            },
+        )
         .collect();
     let mut summary = CheckSummary {
         destinations: dests.len() as u64,
@@ -241,9 +245,15 @@ pub fn check(state: &FabricState, cert: &Certificate) -> Result<CheckSummary, Ce
     Ok(summary)
 }
 
+/// Per switch: (out port, SLs) → states the attached end nodes' traffic leaves in.
+type Memo = Vec<Vec<(u8, u16, Vec<(u8, u16)>)>>;
+
+#[allow(clippy::too_many_arguments)]
 fn check_dest(
     net: &Net<'_>,
     sources: &[Source],
+    attach: &Attach,
+    memo: &mut Memo,
     d: Dest,
     labels: &[u16],
     pos: &[u32],
@@ -305,7 +315,54 @@ fn check_dest(
             }
         }
     };
-    for &s in sources {
+    // With destination-only path SLs, end nodes cabled to a switch are checked per switch
+    // (what they do there depends only on the switch's output port); the rest one by one.
+    let uniform_sls = net.st.path_sl.get(NodeId(0), d.lid);
+    let mut hca = vec![false; s_count];
+    let individual: Vec<Source> = if attach.uniform {
+        attach
+            .switch_sources
+            .iter()
+            .chain(&attach.loose)
+            .filter_map(|&j| sources.get(j as usize).copied())
+            .collect()
+    } else {
+        sources.to_vec()
+    };
+    if attach.uniform {
+        let owner_k = match net.port_link(d.owner.0, d.owner.1) {
+            Some(PortLink::Up { node, .. }) if !net.is_switch(d.owner.0) => {
+                net.switch_index
+                    .get(node as usize)
+                    .copied()
+                    .unwrap_or(NO_INDEX) as usize
+            }
+            _ => usize::MAX,
+        };
+        let per = u64::from(uniform_sls.0.count_ones());
+        for (k, list) in attach.by_switch.iter().enumerate() {
+            let senders = list.len() - usize::from(k == owner_k && !list.is_empty());
+            if senders == 0 || per == 0 {
+                continue;
+            }
+            routes += senders as u64 * per;
+            count += senders as u64 * per;
+            let x = net.switches.get(k).copied().unwrap_or(0);
+            if uniform_sls.0 & !attach.valid_and.get(k).copied().unwrap_or(0) != 0 {
+                return Err(label_err(
+                    x,
+                    "has an end node injecting an SL on a VL that is not operational".to_owned(),
+                ));
+            }
+            if label(k as u32) == NO_LABEL {
+                return Err(label_err(x, "is entered but has no label".to_owned()));
+            }
+            if let Some(h) = hca.get_mut(k) {
+                *h = true;
+            }
+        }
+    }
+    for &s in &individual {
         if (s.node, s.port) == d.owner {
             continue;
         }
@@ -362,7 +419,8 @@ fn check_dest(
     for bucket in buckets.iter().rev() {
         for &k in bucket {
             let list = std::mem::take(states.get_mut(k as usize).unwrap_or(&mut Vec::new()));
-            if list.is_empty() {
+            let from_hcas = hca.get(k as usize).copied().unwrap_or(false);
+            if list.is_empty() && !from_hcas {
                 continue;
             }
             let x = net.switches.get(k as usize).copied().unwrap_or(0);
@@ -420,7 +478,104 @@ fn check_dest(
                     }
                 }
             }
+            if from_hcas {
+                let leaving = hca_leaving(
+                    net,
+                    sources,
+                    attach,
+                    memo,
+                    rank,
+                    k,
+                    x,
+                    out,
+                    uniform_sls.0,
+                    d,
+                )?;
+                if !last {
+                    let kt = net
+                        .switch_index
+                        .get(to as usize)
+                        .copied()
+                        .unwrap_or(NO_INDEX);
+                    for (v, sl) in leaving {
+                        add(&mut states, kt, to_port, v, sl);
+                    }
+                }
+            }
         }
     }
     Ok((routes, count))
+}
+
+/// What the end nodes cabled to switch index `k` do there when it sends the destination out
+/// on `out`: every dependency's ranks checked once per (switch, port, SLs), memoised.
+#[allow(clippy::too_many_arguments)]
+fn hca_leaving(
+    net: &Net<'_>,
+    sources: &[Source],
+    attach: &Attach,
+    memo: &mut Memo,
+    rank: &[u32],
+    k: u32,
+    x: u32,
+    out: u8,
+    sls: u16,
+    d: Dest,
+) -> Result<Vec<(u8, u16)>, CertificateError> {
+    if let Some((_, _, r)) = memo
+        .get(k as usize)
+        .and_then(|m| m.iter().find(|(o, s, _)| *o == out && *s == sls))
+    {
+        return Ok(r.clone());
+    }
+    let mut leaving: Vec<(u8, u16)> = Vec::new();
+    for &(i, j) in attach
+        .by_switch
+        .get(k as usize)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+    {
+        if i == out {
+            continue;
+        }
+        let Some(src) = sources.get(j as usize) else {
+            continue;
+        };
+        for sl in SlSet(sls).iter() {
+            let vin = net.st.injection_vl(NodeId(src.node), sl).0;
+            let vout = net
+                .switch_vl(x, i, out, sl.0)
+                .map_err(|r| CertificateError::Label {
+                    lid: d.lid.0,
+                    node: net.node_ref(x).name,
+                    problem: r.describe(),
+                })?;
+            let held = net.channel(src.node, src.port, vin);
+            let want = net.channel(x, out, vout);
+            let get = |c: Option<u32>| {
+                c.and_then(|c| rank.get(c as usize).copied())
+                    .unwrap_or(u32::MAX)
+            };
+            let (rh, rw) = (get(held), get(want));
+            if rh == u32::MAX || rw == u32::MAX || rh >= rw {
+                return Err(CertificateError::Rank {
+                    from: format!("{}:{} vl {vin}", net.node_ref(src.node).name, src.port),
+                    to: format!("{}:{out} vl {vout}", net.node_ref(x).name),
+                    problem: if rh == u32::MAX || rw == u32::MAX {
+                        "uses a channel without a rank".to_owned()
+                    } else {
+                        format!("has ranks {rh} ≥ {rw}")
+                    },
+                });
+            }
+            match leaving.iter_mut().find(|(v, _)| *v == vout) {
+                Some(e) => e.1 |= SlSet::one(sl).0,
+                None => leaving.push((vout, SlSet::one(sl).0)),
+            }
+        }
+    }
+    if let Some(m) = memo.get_mut(k as usize) {
+        m.push((out, sls, leaving.clone()));
+    }
+    Ok(leaving)
 }

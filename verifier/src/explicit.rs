@@ -17,7 +17,7 @@
 
 use crate::certificate;
 use crate::channels::{self, DepSet, Graph};
-use crate::net::{Dest, Net, Source, Step, NO_INDEX};
+use crate::net::{Attach, Dest, Net, Source, Step, NO_INDEX};
 use crate::report::{
     Channel, CreditLoop, Dependency, Endpoint, FailureReason, Outcome, Report, Stats,
     UnreachableGroup, Verdict,
@@ -62,6 +62,9 @@ struct DestResult {
     groups: Vec<Group>,
 }
 
+/// (out port, SLs, the states attached end nodes' traffic leaves in, `None`: a VL fails).
+type MemoEntry = (u8, u16, Option<Vec<(u8, u16)>>);
+
 /// Per-worker scratch space, reused across destinations.
 struct Scratch {
     step: Vec<Step>,
@@ -70,6 +73,13 @@ struct Scratch {
     chase: Vec<u32>,
     states: Vec<Vec<(u8, u8, u16)>>,
     touched: Vec<u32>,
+    /// Switches whose attached end nodes send toward the current destination.
+    hca: Vec<bool>,
+    queued: Vec<bool>,
+    buckets: Vec<Vec<u32>>,
+    /// Per switch: (out port, SLs) → the states the attached end nodes' traffic leaves in
+    /// (`None`: some VL is not operational). Valid across destinations.
+    memo: Vec<Vec<MemoEntry>>,
 }
 
 impl Scratch {
@@ -82,6 +92,10 @@ impl Scratch {
             chase: Vec::new(),
             states: vec![Vec::new(); s],
             touched: Vec::new(),
+            hca: vec![false; s],
+            queued: vec![false; s],
+            buckets: Vec::new(),
+            memo: vec![Vec::new(); s],
         }
     }
 }
@@ -91,11 +105,12 @@ pub fn verify(state: &FabricState, opts: &Options) -> Report {
     let net = Net::new(state);
     let (sources, dests) = net.endpoints(opts.scope);
     let deps = DepSet::new(&net);
+    let attach = net.attach(&sources);
     let results: Vec<DestResult> = dests
         .par_iter()
         .map_init(
             || Scratch::new(&net),
-            |scr, &d| dest_pass(&net, &sources, d, scr, &deps, opts.certificate),
+            |scr, &d| dest_pass(&net, &sources, &attach, d, scr, &deps, opts.certificate),
         )
         .collect();
 
@@ -217,16 +232,23 @@ fn add_state(scr: &mut Scratch, k: u32, i: u8, vin: u8, sls: u16) {
 fn dest_pass(
     net: &Net<'_>,
     sources: &[Source],
+    attach: &Attach,
     d: Dest,
     scr: &mut Scratch,
     deps: &DepSet,
     want_labels: bool,
 ) -> DestResult {
-    let routes: u64 = sources
-        .iter()
-        .filter(|s| (s.node, s.port) != d.owner)
-        .map(|&s| u64::from(sls_of(net, s, d).0.count_ones()))
-        .sum();
+    let routes: u64 = if attach.uniform {
+        let sls = u64::from(net.st.path_sl.get(NodeId(0), d.lid).0.count_ones());
+        let owner_sends = sources.iter().any(|s| (s.node, s.port) == d.owner);
+        (sources.len() as u64 - u64::from(owner_sends)) * sls
+    } else {
+        sources
+            .iter()
+            .filter(|s| (s.node, s.port) != d.owner)
+            .map(|&s| u64::from(sls_of(net, s, d).0.count_ones()))
+            .sum()
+    };
     // 1. next hops and labels.
     for (k, &x) in net.switches.iter().enumerate() {
         let st = if net.alive(x) {
@@ -245,10 +267,16 @@ fn dest_pass(
         resolve_label(net, scr, k);
     }
     // 2. fast path: propagate states in decreasing label order.
-    let clean = fast_path(net, sources, d, scr, deps);
+    let clean = fast_path(net, sources, attach, d, scr, deps);
     for &k in &scr.touched {
         if let Some(l) = scr.states.get_mut(k as usize) {
             l.clear();
+        }
+        if let Some(h) = scr.hca.get_mut(k as usize) {
+            *h = false;
+        }
+        if let Some(q) = scr.queued.get_mut(k as usize) {
+            *q = false;
         }
     }
     scr.touched.clear();
@@ -364,8 +392,17 @@ fn resolve_label(net: &Net<'_>, scr: &mut Scratch, k: u32) {
 }
 
 /// Propagates route states through the labelled in-tree; `false` when some route fails
-/// (then the slow path takes over).
-fn fast_path(net: &Net<'_>, sources: &[Source], d: Dest, scr: &mut Scratch, deps: &DepSet) -> bool {
+/// (then the slow path takes over). End nodes cabled to a switch are handled per switch, not
+/// one by one: with destination-only path SLs they all send the same SLs, so what their
+/// traffic does at the switch depends only on the switch's output port (memoised).
+fn fast_path(
+    net: &Net<'_>,
+    sources: &[Source],
+    attach: &Attach,
+    d: Dest,
+    scr: &mut Scratch,
+    deps: &DepSet,
+) -> bool {
     let label_of = |scr: &Scratch, n: u32| -> u16 {
         let k = net
             .switch_index
@@ -375,25 +412,9 @@ fn fast_path(net: &Net<'_>, sources: &[Source], d: Dest, scr: &mut Scratch, deps
         scr.label.get(k as usize).copied().unwrap_or(NO_LABEL)
     };
     let mut max_label = 0u16;
-    for &s in sources {
-        if (s.node, s.port) == d.owner {
-            continue;
-        }
+    // One end-node source on its own.
+    let single = |scr: &mut Scratch, s: Source, max_label: &mut u16| -> bool {
         let sls = sls_of(net, s, d);
-        if net.is_switch(s.node) {
-            let l = label_of(scr, s.node);
-            if l == NO_LABEL {
-                return false;
-            }
-            max_label = max_label.max(l);
-            let k = net
-                .switch_index
-                .get(s.node as usize)
-                .copied()
-                .unwrap_or(NO_INDEX);
-            add_state(scr, k, 0, 0, sls.0);
-            continue;
-        }
         match net.out_step(s.node, s.port, d) {
             Step::Out {
                 to, to_port, last, ..
@@ -404,13 +425,13 @@ fn fast_path(net: &Net<'_>, sources: &[Source], d: Dest, scr: &mut Scratch, deps
                     }
                 }
                 if last {
-                    continue;
+                    return true;
                 }
                 let l = label_of(scr, to);
                 if l == NO_LABEL {
                     return false;
                 }
-                max_label = max_label.max(l);
+                *max_label = (*max_label).max(l);
                 let k = net
                     .switch_index
                     .get(to as usize)
@@ -421,24 +442,131 @@ fn fast_path(net: &Net<'_>, sources: &[Source], d: Dest, scr: &mut Scratch, deps
                         add_state(scr, k, to_port, v, SlSet::one(sl).0);
                     }
                 }
+                true
             }
-            _ => return false,
+            _ => false,
+        }
+    };
+    let uniform_sls = net.st.path_sl.get(NodeId(0), d.lid).0;
+    if attach.uniform {
+        for &j in &attach.switch_sources {
+            let Some(&s) = sources.get(j as usize) else {
+                continue;
+            };
+            if (s.node, s.port) == d.owner {
+                continue;
+            }
+            let l = label_of(scr, s.node);
+            if l == NO_LABEL {
+                return false;
+            }
+            max_label = max_label.max(l);
+            let k = net
+                .switch_index
+                .get(s.node as usize)
+                .copied()
+                .unwrap_or(NO_INDEX);
+            add_state(scr, k, 0, 0, uniform_sls);
+        }
+        for &j in &attach.loose {
+            let Some(&s) = sources.get(j as usize) else {
+                continue;
+            };
+            if (s.node, s.port) != d.owner && !single(scr, s, &mut max_label) {
+                return false;
+            }
+        }
+        // The switch the destination's own end node is cabled to (it does not send to itself).
+        let owner_k = match net.port_link(d.owner.0, d.owner.1) {
+            Some(crate::net::PortLink::Up { node, .. }) if !net.is_switch(d.owner.0) => {
+                net.switch_index
+                    .get(node as usize)
+                    .copied()
+                    .unwrap_or(NO_INDEX) as usize
+            }
+            _ => usize::MAX,
+        };
+        if uniform_sls != 0 {
+            for (k, list) in attach.by_switch.iter().enumerate() {
+                let senders = list.len() - usize::from(k == owner_k && !list.is_empty());
+                if senders == 0 {
+                    continue;
+                }
+                if uniform_sls & !attach.valid_and.get(k).copied().unwrap_or(0) != 0 {
+                    return false;
+                }
+                let l = scr.label.get(k).copied().unwrap_or(NO_LABEL);
+                if l == NO_LABEL {
+                    return false;
+                }
+                max_label = max_label.max(l);
+                scr.touched.push(k as u32);
+                if let Some(h) = scr.hca.get_mut(k) {
+                    *h = true;
+                }
+            }
+        }
+    } else {
+        for &s in sources {
+            if (s.node, s.port) == d.owner {
+                continue;
+            }
+            if net.is_switch(s.node) {
+                let l = label_of(scr, s.node);
+                if l == NO_LABEL {
+                    return false;
+                }
+                max_label = max_label.max(l);
+                let k = net
+                    .switch_index
+                    .get(s.node as usize)
+                    .copied()
+                    .unwrap_or(NO_INDEX);
+                add_state(scr, k, 0, 0, sls_of(net, s, d).0);
+            } else if !single(scr, s, &mut max_label) {
+                return false;
+            }
         }
     }
     // Buckets by label, highest first.
-    let mut buckets: Vec<Vec<u32>> = vec![Vec::new(); usize::from(max_label) + 1];
+    let mut buckets = std::mem::take(&mut scr.buckets);
+    for b in buckets.iter_mut() {
+        b.clear();
+    }
+    if buckets.len() < usize::from(max_label) + 1 {
+        buckets.resize(usize::from(max_label) + 1, Vec::new());
+    }
     for &k in &scr.touched {
         let l = scr.label.get(k as usize).copied().unwrap_or(NO_LABEL);
-        if let Some(b) = buckets.get_mut(usize::from(l)) {
-            b.push(k);
+        if let (Some(b), Some(q)) = (
+            buckets.get_mut(usize::from(l)),
+            scr.queued.get_mut(k as usize),
+        ) {
+            if !*q {
+                *q = true;
+                b.push(k);
+            }
         }
     }
+    let ok = propagate(net, attach, uniform_sls, scr, deps, &mut buckets, max_label);
+    scr.buckets = buckets;
+    ok
+}
+
+fn propagate(
+    net: &Net<'_>,
+    attach: &Attach,
+    uniform_sls: u16,
+    scr: &mut Scratch,
+    deps: &DepSet,
+    buckets: &mut [Vec<u32>],
+    max_label: u16,
+) -> bool {
     let mut pending: Vec<(u32, u8, u8, u16)> = Vec::new();
-    for l in (1..buckets.len()).rev() {
-        let Some(bucket) = buckets.get(l).cloned() else {
-            continue;
-        };
-        for k in bucket {
+    for l in (1..=usize::from(max_label)).rev() {
+        let mut idx = 0;
+        while let Some(&k) = buckets.get(l).and_then(|b| b.get(idx)) {
+            idx += 1;
             let x = net.switches.get(k as usize).copied().unwrap_or(0);
             let Some(Step::Out {
                 out,
@@ -473,22 +601,88 @@ fn fast_path(net: &Net<'_>, sources: &[Source], d: Dest, scr: &mut Scratch, deps
                     }
                 }
             }
+            if scr.hca.get(k as usize).copied().unwrap_or(false) {
+                let Some(leaving) = hca_states(net, attach, uniform_sls, scr, deps, k, x, out)
+                else {
+                    return false;
+                };
+                if next_k != NO_INDEX {
+                    for (v, s) in leaving {
+                        pending.push((next_k, to_port, v, s));
+                    }
+                }
+            }
             for &(nk, p, v, s) in &pending {
                 if scr.label.get(nk as usize).copied() != Some(l as u16 - 1) {
                     // Labels strictly decrease along next hops; anything else is a bug guard.
                     return false;
                 }
-                let fresh = scr.states.get(nk as usize).is_some_and(|v| v.is_empty());
                 add_state(scr, nk, p, v, s);
-                if fresh {
-                    if let Some(b) = buckets.get_mut(l - 1) {
-                        b.push(nk);
+                if let Some(q) = scr.queued.get_mut(nk as usize) {
+                    if !*q {
+                        *q = true;
+                        if let Some(b) = buckets.get_mut(l - 1) {
+                            b.push(nk);
+                        }
                     }
                 }
             }
         }
     }
     true
+}
+
+/// The states the traffic of the end nodes cabled to switch index `k` leaves in, when the
+/// switch sends the destination out on `out` (memoised per switch); `None` when a VL fails.
+#[allow(clippy::too_many_arguments)]
+fn hca_states(
+    net: &Net<'_>,
+    attach: &Attach,
+    sls: u16,
+    scr: &mut Scratch,
+    deps: &DepSet,
+    k: u32,
+    x: u32,
+    out: u8,
+) -> Option<Vec<(u8, u16)>> {
+    if let Some((_, _, r)) = scr
+        .memo
+        .get(k as usize)
+        .and_then(|m| m.iter().find(|(o, s, _)| *o == out && *s == sls))
+    {
+        return r.clone();
+    }
+    let mut leaving: Vec<(u8, u16)> = Vec::new();
+    let mut ok = true;
+    for &(i, j) in attach
+        .by_switch
+        .get(k as usize)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+    {
+        if i == out {
+            // The destination itself (or a misdelivery, which has no label).
+            continue;
+        }
+        let inj = attach.inj.get(j as usize).copied().unwrap_or([0; 16]);
+        for sl in SlSet(sls).iter() {
+            let vin = inj.get(usize::from(sl.0)).copied().unwrap_or(0);
+            let Ok(vout) = net.switch_vl(x, i, out, sl.0) else {
+                ok = false;
+                break;
+            };
+            deps.insert(k, i, vin, out, vout);
+            match leaving.iter_mut().find(|(v, _)| *v == vout) {
+                Some(e) => e.1 |= SlSet::one(sl).0,
+                None => leaving.push((vout, SlSet::one(sl).0)),
+            }
+        }
+    }
+    let r = ok.then_some(leaving);
+    if let Some(m) = scr.memo.get_mut(k as usize) {
+        m.push((out, sls, r.clone()));
+    }
+    r
 }
 
 /// A credit loop for one strongly connected component: its channels, a cycle, and a route

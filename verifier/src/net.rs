@@ -545,3 +545,71 @@ impl<'a> Net<'a> {
         }
     }
 }
+
+/// Sources grouped for per-destination work that does not grow with the number of end nodes:
+/// end-node ports by the switch port they enter through, with their injection VLs.
+pub(crate) struct Attach {
+    /// Path SLs depend on the destination only (no per-pair entries).
+    pub uniform: bool,
+    /// Per switch index: `(input port, end-node source index)` of every end-node source
+    /// cabled to it.
+    pub by_switch: Vec<Vec<(u8, u32)>>,
+    /// Per switch index: the SLs every attached source injects on an operational VL.
+    pub valid_and: Vec<u16>,
+    /// Per source index: the VL each SL is injected on (end nodes only).
+    pub inj: Vec<[u8; 16]>,
+    /// Switch sources (indices into the source list).
+    pub switch_sources: Vec<u32>,
+    /// End-node sources not cabled to a switch (handled one by one).
+    pub loose: Vec<u32>,
+}
+
+impl Net<'_> {
+    pub fn attach(&self, sources: &[Source]) -> Attach {
+        let s = self.switches.len();
+        let mut a = Attach {
+            uniform: self.st.path_sl.entries.is_empty(),
+            by_switch: vec![Vec::new(); s],
+            valid_and: vec![u16::MAX; s],
+            inj: vec![[0; 16]; sources.len()],
+            switch_sources: Vec::new(),
+            loose: Vec::new(),
+        };
+        for (j, src) in sources.iter().enumerate() {
+            if self.is_switch(src.node) {
+                a.switch_sources.push(j as u32);
+                continue;
+            }
+            let mut valid = 0u16;
+            for sl in 0..16u8 {
+                let vl = self.st.injection_vl(NodeId(src.node), Sl(sl)).0;
+                if let Some(slot) = a.inj.get_mut(j).and_then(|t| t.get_mut(usize::from(sl))) {
+                    *slot = vl;
+                }
+                if self.vl_ok(src.node, src.port, vl).is_ok() {
+                    valid |= 1 << sl;
+                }
+            }
+            match self.port_link(src.node, src.port) {
+                Some(PortLink::Up { node, port }) if self.is_switch(node) => {
+                    let k = self
+                        .switch_index
+                        .get(node as usize)
+                        .copied()
+                        .unwrap_or(NO_INDEX);
+                    if let (Some(list), Some(v)) = (
+                        a.by_switch.get_mut(k as usize),
+                        a.valid_and.get_mut(k as usize),
+                    ) {
+                        list.push((port, j as u32));
+                        *v &= valid;
+                    } else {
+                        a.loose.push(j as u32);
+                    }
+                }
+                _ => a.loose.push(j as u32),
+            }
+        }
+        a
+    }
+}
