@@ -62,8 +62,9 @@ struct DestResult {
     groups: Vec<Group>,
 }
 
-/// (out port, SLs, the states attached end nodes' traffic leaves in, `None`: a VL fails).
-type MemoEntry = (u8, u16, Option<Vec<(u8, u16)>>);
+/// Per output port: (SLs, the states attached end nodes' traffic leaves in; `None`: a VL
+/// fails).
+type MemoEntry = Option<(u16, Option<Vec<(u8, u16)>>)>;
 
 /// Per-worker scratch space, reused across destinations.
 struct Scratch {
@@ -210,6 +211,18 @@ pub fn verify(state: &FabricState, opts: &Options) -> Report {
         failed_routes,
         certificate,
     }
+}
+
+/// The SLs of a mask, lowest first (without testing all 16 bits).
+fn bits(mut m: u16) -> impl Iterator<Item = u8> {
+    std::iter::from_fn(move || {
+        if m == 0 {
+            return None;
+        }
+        let b = m.trailing_zeros() as u8;
+        m &= m - 1;
+        Some(b)
+    })
 }
 
 fn sls_of(net: &Net<'_>, s: Source, d: Dest) -> SlSet {
@@ -588,26 +601,31 @@ fn propagate(
             pending.clear();
             if let Some(list) = scr.states.get(k as usize) {
                 for &(i, vin, sls) in list {
-                    for sl in SlSet(sls).iter() {
-                        let Ok(vout) = net.switch_vl(x, i, out, sl.0) else {
+                    for sl in bits(sls) {
+                        let Ok(vout) = net.switch_vl(x, i, out, sl) else {
                             return false;
                         };
                         if i != 0 {
                             deps.insert(k, i, vin, out, vout);
                         }
                         if next_k != NO_INDEX {
-                            pending.push((next_k, to_port, vout, SlSet::one(sl).0));
+                            pending.push((next_k, to_port, vout, 1 << sl));
                         }
                     }
                 }
             }
             if scr.hca.get(k as usize).copied().unwrap_or(false) {
-                let Some(leaving) = hca_states(net, attach, uniform_sls, scr, deps, k, x, out)
-                else {
+                if !hca_states(net, attach, uniform_sls, scr, deps, k, x, out) {
                     return false;
-                };
+                }
                 if next_k != NO_INDEX {
-                    for (v, s) in leaving {
+                    let leaving = scr
+                        .memo
+                        .get(k as usize)
+                        .and_then(|m| m.get(usize::from(out)))
+                        .and_then(|e| e.as_ref())
+                        .and_then(|e| e.1.as_ref());
+                    for &(v, s) in leaving.map(Vec::as_slice).unwrap_or(&[]) {
                         pending.push((next_k, to_port, v, s));
                     }
                 }
@@ -632,8 +650,9 @@ fn propagate(
     true
 }
 
-/// The states the traffic of the end nodes cabled to switch index `k` leaves in, when the
-/// switch sends the destination out on `out` (memoised per switch); `None` when a VL fails.
+/// Works out (once per switch, output port and SL set: memoised in `scr.memo`) the states
+/// the traffic of the end nodes cabled to switch index `k` leaves in when the switch sends
+/// the destination out on `out`, recording its dependencies; `false` when a VL fails.
 #[allow(clippy::too_many_arguments)]
 fn hca_states(
     net: &Net<'_>,
@@ -644,13 +663,15 @@ fn hca_states(
     k: u32,
     x: u32,
     out: u8,
-) -> Option<Vec<(u8, u16)>> {
-    if let Some((_, _, r)) = scr
+) -> bool {
+    if let Some(Some((s, r))) = scr
         .memo
         .get(k as usize)
-        .and_then(|m| m.iter().find(|(o, s, _)| *o == out && *s == sls))
+        .and_then(|m| m.get(usize::from(out)))
     {
-        return r.clone();
+        if *s == sls {
+            return r.is_some();
+        }
     }
     let mut leaving: Vec<(u8, u16)> = Vec::new();
     let mut ok = true;
@@ -665,24 +686,28 @@ fn hca_states(
             continue;
         }
         let inj = attach.inj.get(j as usize).copied().unwrap_or([0; 16]);
-        for sl in SlSet(sls).iter() {
-            let vin = inj.get(usize::from(sl.0)).copied().unwrap_or(0);
-            let Ok(vout) = net.switch_vl(x, i, out, sl.0) else {
+        for sl in bits(sls) {
+            let vin = inj.get(usize::from(sl)).copied().unwrap_or(0);
+            let Ok(vout) = net.switch_vl(x, i, out, sl) else {
                 ok = false;
                 break;
             };
             deps.insert(k, i, vin, out, vout);
             match leaving.iter_mut().find(|(v, _)| *v == vout) {
-                Some(e) => e.1 |= SlSet::one(sl).0,
-                None => leaving.push((vout, SlSet::one(sl).0)),
+                Some(e) => e.1 |= 1 << sl,
+                None => leaving.push((vout, 1 << sl)),
             }
         }
     }
-    let r = ok.then_some(leaving);
     if let Some(m) = scr.memo.get_mut(k as usize) {
-        m.push((out, sls, r.clone()));
+        if m.len() <= usize::from(out) {
+            m.resize(usize::from(out) + 1, None);
+        }
+        if let Some(e) = m.get_mut(usize::from(out)) {
+            *e = Some((sls, ok.then_some(leaving)));
+        }
     }
-    r
+    ok
 }
 
 /// A credit loop for one strongly connected component: its channels, a cycle, and a route

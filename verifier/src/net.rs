@@ -73,7 +73,6 @@ pub(crate) struct Net<'a> {
     pub port_base: Vec<u32>,
     pub ports: u32,
     pub link: Vec<PortLink>,
-    pub vl_cap: Vec<u8>,
     pub owners: Vec<Option<(NodeId, PortNum)>>,
     pub sw: Vec<Option<&'a SwitchState>>,
     /// Switch node ids, in node order, and each node's index among them.
@@ -81,6 +80,10 @@ pub(crate) struct Net<'a> {
     pub switch_index: Vec<u32>,
     /// VLs that can appear on a valid hop (highest valid VL + 1, at least 1).
     pub vls: u8,
+    /// Per port: the smaller VLCap of the two ends of a live link (0 otherwise).
+    pub cap: Vec<u8>,
+    /// Per node: a switch without SL2VL rows (every SL on VL 0).
+    pub plain: Vec<bool>,
 }
 
 pub(crate) const NO_INDEX: u32 = u32::MAX;
@@ -127,7 +130,6 @@ impl<'a> Net<'a> {
                 }
             }
         }
-        let vl_cap = nodes.iter().map(|n| n.spec.caps.vl_cap.min(15)).collect();
         let owners = st.lids.owners(f);
         let mut sw = vec![None; nodes.len()];
         for (id, s) in &st.switches {
@@ -170,15 +172,38 @@ impl<'a> Net<'a> {
                 }
             }
         }
+        let cap: Vec<u8> = link
+            .iter()
+            .enumerate()
+            .map(|(i, l)| match l {
+                PortLink::Up { node, .. } => {
+                    let near = port_base
+                        .partition_point(|&b| b as usize <= i)
+                        .saturating_sub(1);
+                    let c = |n: usize| nodes.get(n).map_or(0, |x| x.spec.caps.vl_cap.min(15));
+                    c(near).min(c(*node as usize))
+                }
+                _ => 0,
+            })
+            .collect();
+        let plain = (0..nodes.len())
+            .map(|n| {
+                sw.get(n)
+                    .copied()
+                    .flatten()
+                    .is_none_or(|s| s.sl2vl.is_empty())
+            })
+            .collect();
         Net {
             st,
+            cap,
+            plain,
             alive,
             is_switch,
             port_count,
             port_base,
             ports,
             link,
-            vl_cap,
             owners,
             sw,
             switches,
@@ -229,16 +254,13 @@ impl<'a> Net<'a> {
 
     /// Whether `vl` is operational on the link leaving `(n, p)`.
     pub fn vl_ok(&self, n: u32, p: u8, vl: u8) -> Result<(), FailureReason> {
-        let far = match self.port_link(n, p) {
-            Some(PortLink::Up { node, .. }) => node,
-            _ => return Err(FailureReason::PortDown { port: p }),
+        let Some(i) = self.dirport(n, p) else {
+            return Err(FailureReason::PortDown { port: p });
         };
-        let cap = self
-            .vl_cap
-            .get(n as usize)
-            .copied()
-            .unwrap_or(0)
-            .min(self.vl_cap.get(far as usize).copied().unwrap_or(0));
+        if !matches!(self.link.get(i as usize), Some(PortLink::Up { .. })) {
+            return Err(FailureReason::PortDown { port: p });
+        }
+        let cap = self.cap.get(i as usize).copied().unwrap_or(0);
         if vl >= 15 || vl >= cap {
             return Err(FailureReason::VlNotOperational {
                 port: p,
@@ -300,6 +322,10 @@ impl<'a> Net<'a> {
 
     /// The VL switch `x` puts SL `sl` on from `i` to `o`, checked to be operational.
     pub fn switch_vl(&self, x: u32, i: u8, o: u8, sl: u8) -> Result<u8, FailureReason> {
+        if self.plain.get(x as usize).copied().unwrap_or(false) {
+            self.vl_ok(x, o, 0)?;
+            return Ok(0);
+        }
         let vl = match self.sw.get(x as usize).copied().flatten() {
             None => 0,
             Some(s) => {
