@@ -1,0 +1,122 @@
+//! Verifier speed on DESIGN.md's fabric sizes (issue 4's targets on this 2-core machine):
+//!
+//! * the 11 664-node / 1 620-switch three-level fat-tree (`examples/cluster-11664.weft`): all
+//!   HCA and switch LID pairs, deadlock freedom + connectivity + certificate — target < 1 s;
+//! * the ≈48 000-LID fabric (`examples/cluster-45056.weft`) — target < 10 s and < 4 GiB
+//!   (peak RSS is printed after the first run);
+//! * the certificate checker on the 11 664-node fabric;
+//! * the z3 engine: how large a fabric it decides within 60 s (a one-off table, printed).
+//!
+//! States come from weft's own compiler (LIDs + routing, `weft_compiler::build`); the verifier
+//! itself never depends on the compiler.
+//!
+//! Run: `cargo bench -p weft-bench --bench verify` (`WEFT_BENCH_Z3=0` skips the z3 table,
+//! `WEFT_BENCH_FABRICS=11664` picks fabrics).
+
+#![allow(clippy::print_stderr, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+use weft_bench::example;
+use weft_compiler::NoFiles;
+use weft_fabric::FabricState;
+use weft_verifier::{certificate, verify, Options};
+
+/// The state weft compiles for an example.
+fn compiled(name: &str) -> FabricState {
+    let c = weft_compiler::check(name, &example(name), &NoFiles);
+    assert!(!c.has_errors(), "{name} has errors");
+    let e = c.elaborated.expect("elaborated");
+    weft_compiler::build::build(&e)
+        .unwrap_or_else(|d| panic!("{name} does not route: {d:?}"))
+        .state
+}
+
+fn peak_rss_mib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb / 1024)
+}
+
+fn explicit(c: &mut Criterion) {
+    let opts = Options::default();
+    let mut g = c.benchmark_group("verify");
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(20));
+    let only = std::env::var("WEFT_BENCH_FABRICS").unwrap_or_default();
+    for name in ["cluster-11664.weft", "cluster-45056.weft"] {
+        if !only.is_empty() && !only.split(',').any(|o| name.contains(o)) {
+            continue;
+        }
+        let st = compiled(name);
+        let t = Instant::now();
+        let r = verify(&st, &opts);
+        let once = t.elapsed();
+        assert!(r.is_proven(), "{name}: {:?}", r.verdict);
+        let cert = r.certificate.as_ref().expect("certificate");
+        eprintln!(
+            "{name}: {} switches, {} destinations, {} routes, {} channels, {} dependencies; \
+             first run {:.3} s; certificate {} channels x {} destinations; peak RSS {} MiB",
+            st.fabric.switch_count(),
+            r.stats.destinations,
+            r.stats.routes,
+            r.stats.channels,
+            r.stats.dependencies,
+            once.as_secs_f64(),
+            cert.channels.len(),
+            cert.destinations.len(),
+            peak_rss_mib()
+        );
+        g.bench_function(format!("{name} (all pairs, with certificate)"), |b| {
+            b.iter(|| verify(black_box(&st), &opts))
+        });
+        if name == "cluster-11664.weft" {
+            let t = Instant::now();
+            let json = cert.to_json();
+            eprintln!(
+                "{name}: certificate.json {} MiB in {:.3} s",
+                json.len() >> 20,
+                t.elapsed().as_secs_f64()
+            );
+            g.bench_function(format!("{name} certificate check"), |b| {
+                b.iter(|| certificate::check(black_box(&st), cert).unwrap())
+            });
+        }
+    }
+    g.finish();
+}
+
+/// How far the z3 engine gets in 60 s: fat-trees of growing size, routed up/down.
+fn z3_scaling(_: &mut Criterion) {
+    if std::env::var("WEFT_BENCH_Z3").is_ok_and(|v| v == "0") {
+        return;
+    }
+    let z3 = weft_verifier::z3::Z3 { timeout_ms: 60_000 };
+    eprintln!("z3 engine (timeout 60 s per property):");
+    for (spines, leaves, hosts) in [(2, 4, 4), (4, 8, 4), (6, 12, 6), (8, 16, 8), (12, 24, 12), (18, 36, 18)] {
+        let f = weft_verifier::testkit::fat_tree2(spines, leaves, hosts);
+        let st = weft_verifier::testkit::route_updown(&f, weft_verifier::testkit::sequential_lids(&f));
+        let t = Instant::now();
+        let r = z3.run(&st, &Options::default());
+        let secs = t.elapsed().as_secs_f64();
+        eprintln!(
+            "  fat-tree {spines} spines x {leaves} leaves x {hosts} hosts ({} nodes): {} routes, \
+             {} dependencies: {:?}/{:?} in {secs:.2} s",
+            f.nodes().len(),
+            r.routes,
+            r.dependencies,
+            r.verdict.deadlock_free,
+            r.verdict.connected
+        );
+        if secs > 60.0 {
+            break;
+        }
+    }
+}
+
+criterion_group!(benches, explicit, z3_scaling);
+criterion_main!(benches);
