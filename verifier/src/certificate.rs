@@ -245,8 +245,20 @@ pub fn check(state: &FabricState, cert: &Certificate) -> Result<CheckSummary, Ce
     Ok(summary)
 }
 
-/// Per switch: (out port, SLs) → states the attached end nodes' traffic leaves in.
-type Memo = Vec<Vec<(u8, u16, Vec<(u8, u16)>)>>;
+/// Per switch and output port: (SLs, the states the attached end nodes' traffic leaves in).
+type Memo = Vec<Vec<Option<(u16, Vec<(u8, u16)>)>>>;
+
+/// The SLs of a mask, lowest first.
+fn bits(mut m: u16) -> impl Iterator<Item = weft_fabric::Sl> {
+    std::iter::from_fn(move || {
+        if m == 0 {
+            return None;
+        }
+        let b = m.trailing_zeros() as u8;
+        m &= m - 1;
+        Some(weft_fabric::Sl(b))
+    })
+}
 
 #[allow(clippy::too_many_arguments)]
 fn check_dest(
@@ -434,7 +446,7 @@ fn check_dest(
                 continue;
             };
             for (i, vin, sls) in list {
-                for sl in SlSet(sls).iter() {
+                for sl in bits(sls) {
                     count += 1;
                     let vout = net
                         .switch_vl(x, i, out, sl.0)
@@ -479,7 +491,7 @@ fn check_dest(
                 }
             }
             if from_hcas {
-                let leaving = hca_leaving(
+                hca_leaving(
                     net,
                     sources,
                     attach,
@@ -497,7 +509,13 @@ fn check_dest(
                         .get(to as usize)
                         .copied()
                         .unwrap_or(NO_INDEX);
-                    for (v, sl) in leaving {
+                    let leaving = memo
+                        .get(k as usize)
+                        .and_then(|m| m.get(usize::from(out)))
+                        .and_then(|e| e.as_ref())
+                        .map(|e| e.1.as_slice())
+                        .unwrap_or(&[]);
+                    for &(v, sl) in leaving {
                         add(&mut states, kt, to_port, v, sl);
                     }
                 }
@@ -521,12 +539,11 @@ fn hca_leaving(
     out: u8,
     sls: u16,
     d: Dest,
-) -> Result<Vec<(u8, u16)>, CertificateError> {
-    if let Some((_, _, r)) = memo
-        .get(k as usize)
-        .and_then(|m| m.iter().find(|(o, s, _)| *o == out && *s == sls))
-    {
-        return Ok(r.clone());
+) -> Result<(), CertificateError> {
+    if let Some(Some((s, _))) = memo.get(k as usize).and_then(|m| m.get(usize::from(out))) {
+        if *s == sls {
+            return Ok(());
+        }
     }
     let mut leaving: Vec<(u8, u16)> = Vec::new();
     for &(i, j) in attach
@@ -541,7 +558,7 @@ fn hca_leaving(
         let Some(src) = sources.get(j as usize) else {
             continue;
         };
-        for sl in SlSet(sls).iter() {
+        for sl in bits(sls) {
             let vin = net.st.injection_vl(NodeId(src.node), sl).0;
             let vout = net
                 .switch_vl(x, i, out, sl.0)
@@ -575,7 +592,12 @@ fn hca_leaving(
         }
     }
     if let Some(m) = memo.get_mut(k as usize) {
-        m.push((out, sls, leaving.clone()));
+        if m.len() <= usize::from(out) {
+            m.resize(usize::from(out) + 1, None);
+        }
+        if let Some(e) = m.get_mut(usize::from(out)) {
+            *e = Some((sls, leaving));
+        }
     }
-    Ok(leaving)
+    Ok(())
 }
