@@ -34,7 +34,10 @@
 //! * [`Bisections`]: random bisections (a seeded splitmix64 shuffle of the hosts; the first
 //!   half paired with the second, each pair exchanging one flow in each direction). The
 //!   *effective bisection bandwidth* (eBB, as ORCS defines it) is the mean over bisections of
-//!   the mean over flows of `1 / (max load on the flow's path)`, an unroutable flow counting 0.
+//!   the mean over flows of `1 / (max load on the flow's path)` (the hosts' own cables
+//!   included, where a bisection puts exactly one flow), an unroutable flow counting 0. By
+//!   default as many bisections as fit in 2 M flows, between 32 and 1 000
+//!   ([`auto_bisections`]: 1 000 for 648 hosts, 171 for 11 664).
 //! * [`Hops`]: the histogram of links traversed by every host-to-host path (2 for two hosts
 //!   on one leaf), computed per destination from its in-tree.
 //! * [`SwitchReach`]: switch-to-switch LID routing (OpenSM's `ftree` leaves spine pairs

@@ -146,13 +146,53 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+/// weft's timings, collected before and between the OpenSM runs.
+#[derive(Default)]
+struct WeftTimer {
+    lids: Vec<f64>,
+    build: Vec<f64>,
+    build_1t: Vec<f64>,
+}
+
+impl WeftTimer {
+    /// Times LID assignment, then a build on the default thread pool, then one on one thread.
+    fn once(
+        &mut self,
+        e: &weft_compiler::Elaborated,
+        one_thread: &rayon::ThreadPool,
+    ) -> Result<weft_compiler::build::Built, String> {
+        let fail = |d: Vec<weft_compiler::diagnostic::Diagnostic>| {
+            format!(
+                "weft cannot build: {}",
+                d.first().map_or("", |x| x.message.as_str())
+            )
+        };
+        let t = Instant::now();
+        let l = weft_compiler::lids::assign(e);
+        self.lids.push(ms(t.elapsed()));
+        drop(l);
+        let t = Instant::now();
+        let b1 = one_thread
+            .install(|| weft_compiler::build::build(e))
+            .map_err(fail)?;
+        self.build_1t.push(ms(t.elapsed()));
+        drop(b1);
+        let t = Instant::now();
+        let b = weft_compiler::build::build(e).map_err(fail)?;
+        self.build.push(ms(t.elapsed()));
+        Ok(b)
+    }
+}
+
 #[derive(Debug, Serialize)]
 struct WeftRun {
     engine: String,
     /// LID assignment alone.
     lids: Stat,
-    /// LID assignment + routing (+ sFtree) + the state: `build::build`.
+    /// LID assignment + routing (+ sFtree) + the state: `build::build`, default thread pool.
     build: Stat,
+    /// The same on one thread.
+    build_one_thread: Stat,
     /// Parse + elaborate + check, once.
     check_ms: f64,
     /// The quality metrics, once.
@@ -234,19 +274,14 @@ fn run_fabric(file: &Path, opts: &Opts) -> Result<FabricRun, String> {
     );
 
     // weft: LIDs alone, then LIDs + routing, medians.
-    let mut lid_ms = Vec::new();
-    let mut build_ms = Vec::new();
+    let one_thread = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut timer = WeftTimer::default();
     let mut built = None;
     for _ in 0..opts.runs {
-        let t = Instant::now();
-        let l = weft_compiler::lids::assign(&e);
-        lid_ms.push(ms(t.elapsed()));
-        drop(l);
-        let t = Instant::now();
-        let b = weft_compiler::build::build(&e)
-            .map_err(|d| format!("weft cannot build: {:?}", d.first().map(|x| &x.message)))?;
-        build_ms.push(ms(t.elapsed()));
-        built = Some(b);
+        built = Some(timer.once(&e, &one_thread)?);
     }
     let built = built.ok_or("no build")?;
     let mut qopts = QualityOptions::from_config(&e.config.routing);
@@ -256,17 +291,11 @@ fn run_fabric(file: &Path, opts: &Opts) -> Result<FabricRun, String> {
     let t = Instant::now();
     let quality = metrics::quality(&built.state, &qopts);
     let metrics_ms = ms(t.elapsed());
-    let weft = WeftRun {
-        engine: built.engine.to_owned(),
-        lids: Stat::of(lid_ms).ok_or("no runs")?,
-        build: Stat::of(build_ms).ok_or("no runs")?,
-        check_ms,
-        metrics_ms,
-        quality,
-    };
     eprintln!(
-        "   weft {}: build median {:.1} ms (LIDs {:.1} ms), metrics {:.0} ms",
-        weft.engine, weft.build.median_ms, weft.lids.median_ms, weft.metrics_ms
+        "   weft {}: build median {:.1} ms, metrics {:.0} ms",
+        built.engine,
+        Stat::of(timer.build.clone()).map_or(0.0, |s| s.median_ms),
+        metrics_ms
     );
 
     let mut opensm = Vec::new();
@@ -287,6 +316,8 @@ fn run_fabric(file: &Path, opts: &Opts) -> Result<FabricRun, String> {
                     .unwrap_or_default();
                 for engine in &opts.engines {
                     let r = run_opensm(&tools, &fabric, engine, osm_runs, &stem, &qopts, opts);
+                    // Another weft run in the same conditions (the machine may be shared).
+                    timer.once(&e, &one_thread)?;
                     eprintln!(
                         "   opensm {engine}: routing {} ({} run(s)){}",
                         r.routing
@@ -303,6 +334,15 @@ fn run_fabric(file: &Path, opts: &Opts) -> Result<FabricRun, String> {
             }
         }
     }
+    let weft = WeftRun {
+        engine: built.engine.to_owned(),
+        lids: Stat::of(timer.lids).ok_or("no runs")?,
+        build: Stat::of(timer.build).ok_or("no runs")?,
+        build_one_thread: Stat::of(timer.build_1t).ok_or("no runs")?,
+        check_ms,
+        metrics_ms,
+        quality,
+    };
     Ok(FabricRun {
         file: name,
         loadavg,
@@ -512,6 +552,15 @@ fn routing_time(log: &str) -> Option<(String, f64)> {
 // ---------------------------------------------------------------------------------------------
 // The comparison table.
 
+/// `1234567` as `1.23M`, for narrow columns (the JSON has the exact numbers).
+fn short(n: u64) -> String {
+    match n {
+        0..=99_999 => n.to_string(),
+        100_000..=999_999 => format!("{:.1}k", n as f64 / 1e3),
+        _ => format!("{:.2}M", n as f64 / 1e6),
+    }
+}
+
 fn table(r: &FabricRun) -> String {
     let mut t = String::new();
     let _ = writeln!(
@@ -544,15 +593,8 @@ fn table(r: &FabricRun) -> String {
         };
         cols.push((name, o.quality.as_ref()));
     }
-    let w0 = 26;
-    let w = 18;
-    let mut row = |label: &str, cells: Vec<String>| {
-        let _ = write!(t, "{label:<w0$}");
-        for c in cells {
-            let _ = write!(t, "{c:>w$}");
-        }
-        t.push('\n');
-    };
+    let mut rows: Vec<(String, Vec<String>)> = Vec::new();
+    let mut row = |label: &str, cells: Vec<String>| rows.push((label.to_owned(), cells));
     row("", cols.iter().map(|c| c.0.clone()).collect());
     let weft_ms = r.weft.build.median_ms;
     let mut times = vec![format!("{weft_ms:.1}")];
@@ -571,6 +613,15 @@ fn table(r: &FabricRun) -> String {
     }
     row("routing ms (median)", times);
     row("  vs weft (×)", ratios);
+    let one = r.weft.build_one_thread.median_ms;
+    let mut ratios1 = vec![format!("{one:.1} ms")];
+    for o in &r.opensm {
+        ratios1.push(
+            o.routing
+                .map_or("-".to_owned(), |s| format!("{:.1}", s.median_ms / one)),
+        );
+    }
+    row("  vs weft on 1 thread (×)", ratios1);
     let q = |f: &dyn Fn(&Quality) -> String| -> Vec<String> {
         cols.iter()
             .map(|(_, q)| q.map_or_else(|| "-".to_owned(), f))
@@ -642,7 +693,7 @@ fn table(r: &FabricRun) -> String {
             q.hops
                 .histogram
                 .iter()
-                .map(|(k, v)| format!("{k}:{v}"))
+                .map(|(k, v)| format!("{k}:{}", short(*v)))
                 .collect::<Vec<_>>()
                 .join(" ")
         }),
@@ -661,12 +712,29 @@ fn table(r: &FabricRun) -> String {
             )
         }),
     );
+    let w0 = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0) + 2;
+    let w = rows
+        .iter()
+        .flat_map(|r| r.1.iter().map(|c| c.chars().count()))
+        .max()
+        .unwrap_or(0)
+        .max(16)
+        + 2;
+    for (label, cells) in &rows {
+        let _ = write!(t, "{label:<w0$}");
+        for c in cells {
+            let _ = write!(t, "{c:>w$}");
+        }
+        t.push('\n');
+    }
     let mut extra = vec![format!(
-        "weft: LIDs {:.2} ms, LIDs + routing {:.1} ms (min {:.1}, max {:.1}); check {:.0} ms; metrics {:.0} ms",
+        "weft: LIDs {:.2} ms, LIDs + routing {:.1} ms (min {:.1}, max {:.1}; one thread {:.1}), {} runs; check {:.0} ms; metrics {:.0} ms",
         r.weft.lids.median_ms,
         r.weft.build.median_ms,
         r.weft.build.min_ms,
         r.weft.build.max_ms,
+        r.weft.build_one_thread.median_ms,
+        r.weft.build.runs,
         r.weft.check_ms,
         r.weft.metrics_ms
     )];
