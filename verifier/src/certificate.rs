@@ -333,24 +333,15 @@ fn check_dest(
     let mut hca = vec![false; s_count];
     let individual: Vec<Source> = if attach.uniform {
         attach
-            .switch_sources
+            .loose
             .iter()
-            .chain(&attach.loose)
             .filter_map(|&j| sources.get(j as usize).copied())
             .collect()
     } else {
         sources.to_vec()
     };
     if attach.uniform {
-        let owner_k = match net.port_link(d.owner.0, d.owner.1) {
-            Some(PortLink::Up { node, .. }) if !net.is_switch(d.owner.0) => {
-                net.switch_index
-                    .get(node as usize)
-                    .copied()
-                    .unwrap_or(NO_INDEX) as usize
-            }
-            _ => usize::MAX,
-        };
+        let owner_k = crate::explicit::owner_switch(net, d);
         let per = u64::from(uniform_sls.0.count_ones());
         for (k, list) in attach.by_switch.iter().enumerate() {
             let senders = list.len() - usize::from(k == owner_k && !list.is_empty());
@@ -567,6 +558,14 @@ fn hca_leaving(
                     node: net.node_ref(x).name,
                     problem: r.describe(),
                 })?;
+            if i == 0 {
+                // The switch's own traffic: no channel before this one.
+                match leaving.iter_mut().find(|(v, _)| *v == vout) {
+                    Some(e) => e.1 |= SlSet::one(sl).0,
+                    None => leaving.push((vout, SlSet::one(sl).0)),
+                }
+                continue;
+            }
             let held = net.channel(src.node, src.port, vin);
             let want = net.channel(x, out, vout);
             let get = |c: Option<u32>| {

@@ -213,6 +213,26 @@ pub fn verify(state: &FabricState, opts: &Options) -> Report {
     }
 }
 
+/// The switch index where the destination's own port enters its switch (the switch itself
+/// for a switch's LID): its group must not count the destination as a sender.
+pub(crate) fn owner_switch(net: &Net<'_>, d: Dest) -> usize {
+    if net.is_switch(d.owner.0) {
+        return net
+            .switch_index
+            .get(d.owner.0 as usize)
+            .copied()
+            .unwrap_or(NO_INDEX) as usize;
+    }
+    match net.port_link(d.owner.0, d.owner.1) {
+        Some(crate::net::PortLink::Up { node, .. }) => net
+            .switch_index
+            .get(node as usize)
+            .copied()
+            .unwrap_or(NO_INDEX) as usize,
+        _ => usize::MAX,
+    }
+}
+
 /// The SLs of a mask, lowest first (without testing all 16 bits).
 fn bits(mut m: u16) -> impl Iterator<Item = u8> {
     std::iter::from_fn(move || {
@@ -462,25 +482,6 @@ fn fast_path(
     };
     let uniform_sls = net.st.path_sl.get(NodeId(0), d.lid).0;
     if attach.uniform {
-        for &j in &attach.switch_sources {
-            let Some(&s) = sources.get(j as usize) else {
-                continue;
-            };
-            if (s.node, s.port) == d.owner {
-                continue;
-            }
-            let l = label_of(scr, s.node);
-            if l == NO_LABEL {
-                return false;
-            }
-            max_label = max_label.max(l);
-            let k = net
-                .switch_index
-                .get(s.node as usize)
-                .copied()
-                .unwrap_or(NO_INDEX);
-            add_state(scr, k, 0, 0, uniform_sls);
-        }
         for &j in &attach.loose {
             let Some(&s) = sources.get(j as usize) else {
                 continue;
@@ -490,15 +491,7 @@ fn fast_path(
             }
         }
         // The switch the destination's own end node is cabled to (it does not send to itself).
-        let owner_k = match net.port_link(d.owner.0, d.owner.1) {
-            Some(crate::net::PortLink::Up { node, .. }) if !net.is_switch(d.owner.0) => {
-                net.switch_index
-                    .get(node as usize)
-                    .copied()
-                    .unwrap_or(NO_INDEX) as usize
-            }
-            _ => usize::MAX,
-        };
+        let owner_k = owner_switch(net, d);
         if uniform_sls != 0 {
             for (k, list) in attach.by_switch.iter().enumerate() {
                 let senders = list.len() - usize::from(k == owner_k && !list.is_empty());
@@ -692,7 +685,9 @@ fn hca_states(
                 ok = false;
                 break;
             };
-            deps.insert(k, i, vin, out, vout);
+            if i != 0 {
+                deps.insert(k, i, vin, out, vout);
+            }
             match leaving.iter_mut().find(|(v, _)| *v == vout) {
                 Some(e) => e.1 |= 1 << sl,
                 None => leaving.push((vout, 1 << sl)),

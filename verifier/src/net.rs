@@ -577,8 +577,8 @@ impl<'a> Net<'a> {
 pub(crate) struct Attach {
     /// Path SLs depend on the destination only (no per-pair entries).
     pub uniform: bool,
-    /// Per switch index: `(input port, end-node source index)` of every end-node source
-    /// cabled to it.
+    /// Per switch index: `(input port, source index)` of every end-node source cabled to it,
+    /// and `(0, index)` for the switch's own traffic.
     pub by_switch: Vec<Vec<(u8, u32)>>,
     /// Per switch index: the SLs every attached source injects on an operational VL.
     pub valid_and: Vec<u16>,
@@ -604,6 +604,14 @@ impl Net<'_> {
         for (j, src) in sources.iter().enumerate() {
             if self.is_switch(src.node) {
                 a.switch_sources.push(j as u32);
+                let k = self
+                    .switch_index
+                    .get(src.node as usize)
+                    .copied()
+                    .unwrap_or(NO_INDEX);
+                if let Some(list) = a.by_switch.get_mut(k as usize) {
+                    list.push((0, j as u32));
+                }
                 continue;
             }
             let mut valid = 0u16;
