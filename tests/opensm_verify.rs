@@ -10,6 +10,11 @@
 //! * `lash` on the same ring, with its SL2VL dump and its path SLs: deadlock-free; the same
 //!   tables with every SL forced to 0: a credit loop.
 //!
+//! The ftree and minhop runs are also checked against `ibdmchk` (ibutils) on OpenSM's
+//! `opensm-subnet.lst`/`opensm.fdbs`: same credit-loop verdict, ibdmchk's loop channel is one
+//! of ours, and its first dead end (ftree, `-a`) is one of our failed routes. (ibdmchk stops at
+//! the first loop or dead end; it reports neither all loops nor all pairs.)
+//!
 //! Path SLs: OpenSM has no path-SL dump (anchors.md §2.5), so the lash test keeps OpenSM
 //! running as the SM and asks its SA for every pair (`saquery -p --slid S --dlid D`), then
 //! writes the answers as an ibdiagnet `.psl` file, which the verifier reads. (dfsssp would do
@@ -168,6 +173,51 @@ fn state(d: &ibnetdiscover::Discovered, run: &Run, sl2vl: bool, psl: Option<&str
     st
 }
 
+/// What `ibdmchk` (ibutils) prints about OpenSM's dumps; `all` adds switch paths (`-a`).
+fn ibdmchk_text(run: &Run, all: bool) -> String {
+    let mut args = vec![
+        "-s",
+        "opensm-subnet.lst",
+        "-f",
+        "opensm.fdbs",
+        "-m",
+        "opensm.mcfdbs",
+    ];
+    if all {
+        args.push("-a");
+    }
+    let out = Command::new(Tools::find(&["ibdmchk"]).unwrap().programs[0].1.clone())
+        .args(args)
+        .current_dir(&run.dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Whether ibdmchk found a credit loop, and the channel (switch GUID, port, VL) it names.
+fn ibdmchk(run: &Run, all: bool) -> (bool, Option<(u64, u8, u8)>) {
+    let text = ibdmchk_text(run, all);
+    let loops = text.contains("-E- credit loops in routing");
+    assert!(
+        loops || text.contains("no credit loops found"),
+        "ibdmchk said neither:\n{text}"
+    );
+    // `Found credit loop on: S0000000000200000/U1/P1 VL: 0`
+    let at = text.lines().find_map(|l| {
+        let rest = l.strip_prefix("Found credit loop on: S")?;
+        let (guid, rest) = rest.split_once('/')?;
+        let port = rest.split("/P").nth(1)?.split_whitespace().next()?;
+        let vl = rest.split("VL:").nth(1)?.trim();
+        Some((
+            u64::from_str_radix(guid, 16).ok()?,
+            port.parse().ok()?,
+            vl.parse().ok()?,
+        ))
+    });
+    (loops, at)
+}
+
 fn replay_all(st: &FabricState, r: &Report) {
     for l in &r.credit_loops {
         replay_credit_loop(st, l).unwrap_or_else(|e| panic!("{e}\n{l:#?}"));
@@ -194,7 +244,7 @@ fn all_opts(scope: Scope) -> Options {
 fn ftree_on_a_fat_tree_is_deadlock_free_and_misses_exactly_spine_to_spine() {
     let Some(tools) = ibsim::require(
         "ftree_on_a_fat_tree_is_deadlock_free_and_misses_exactly_spine_to_spine",
-        &["opensm", "ibnetdiscover"],
+        &["opensm", "ibnetdiscover", "ibdmchk"],
     ) else {
         return;
     };
@@ -203,6 +253,20 @@ fn ftree_on_a_fat_tree_is_deadlock_free_and_misses_exactly_spine_to_spine() {
     let run = opensm_once(&sim, "ftree");
     let d = discover(&sim);
     let st = state(&d, &run, true, None);
+    // Differential: ibdmchk finds no credit loop on CA-to-CA paths either; with switch paths
+    // (`-a`) it stops at an unset entry (`Unassigned LFT for lid:5 Dead end at:S…/U1`).
+    let (ibdm_loops, _) = ibdmchk(&run, false);
+    assert!(!ibdm_loops);
+    let all = ibdmchk_text(&run, true);
+    let dead_end = all.lines().find_map(|l| {
+        let rest = l.strip_prefix("-E- Unassigned LFT for lid:")?;
+        let (lid, rest) = rest.split_once(" Dead end at:S")?;
+        let guid = rest.split('/').next()?;
+        Some((
+            lid.trim().parse::<u16>().ok()?,
+            u64::from_str_radix(guid, 16).ok()?,
+        ))
+    });
     drop(sim);
     // HCA traffic: proven, with a certificate the checker accepts.
     let r = verify(&st, &all_opts(Scope::HcaToHca));
@@ -233,6 +297,18 @@ fn ftree_on_a_fat_tree_is_deadlock_free_and_misses_exactly_spine_to_spine() {
         .collect();
     assert_eq!(got, want);
     assert_eq!(r.failed_routes, 6);
+    // ibdmchk's dead end is one of our failed routes' failure points.
+    let (lid, guid) = dead_end.expect("ibdmchk -a reports the unset entry");
+    assert!(
+        r.unreachable
+            .iter()
+            .any(|g| g.dlid.0 == lid && g.at.guid.0 == guid),
+        "ibdmchk: LID {lid} dead end at {guid:#x}; ours: {:?}",
+        r.unreachable
+            .iter()
+            .map(|g| (g.dlid.0, g.at.guid.0))
+            .collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -248,6 +324,7 @@ fn minhop_on_a_ring_has_a_credit_loop() {
     let run = opensm_once(&sim, "minhop");
     let d = discover(&sim);
     let st = state(&d, &run, false, None);
+    let (ibdm_loops, ibdm_at) = ibdmchk(&run, true);
     drop(sim);
     let r = verify(&st, &all_opts(Scope::All));
     assert_eq!(r.verdict.connected, Outcome::Proven);
@@ -258,6 +335,16 @@ fn minhop_on_a_ring_has_a_credit_loop() {
         assert_eq!(l.cycle.len(), l.channels.len().min(l.cycle.len()));
     }
     replay_all(&st, &r);
+    // Differential: ibdmchk finds a loop too, on a channel of one of ours.
+    assert!(ibdm_loops);
+    let (guid, port, vl) = ibdm_at.expect("ibdmchk names the channel");
+    assert!(
+        r.credit_loops.iter().any(|l| l
+            .channels
+            .iter()
+            .any(|c| (c.node.guid.0, c.port, c.vl) == (guid, port, vl))),
+        "ibdmchk's channel {guid:#x}/P{port} VL {vl} is in none of our loops"
+    );
     // HCA traffic alone loops too (anchors.md §3.6).
     assert_eq!(
         verify(&st, &all_opts(Scope::HcaToHca))
