@@ -43,6 +43,10 @@ pub struct FatTree;
 
 const NAME: &str = "fat_tree";
 
+/// Column marker for "climb to some parent that has an entry": resolved per switch once all
+/// columns are known, so that each switch spreads these entries round-robin over its up ports.
+const CLIMB: u8 = 254;
+
 /// Levels and up/down port groups of a fat-tree.
 struct Tree {
     /// Level per switch (leaves are 1).
@@ -51,6 +55,8 @@ struct Tree {
     up: Vec<Vec<usize>>,
     down: Vec<Vec<usize>>,
     side: Vec<Vec<usize>>,
+    /// Switches from the top level down (ties in fabric order).
+    top_down: Vec<usize>,
 }
 
 fn levels(g: &Graph, input: &RoutingInput<'_>) -> Result<Vec<u8>, RouteError> {
@@ -150,7 +156,10 @@ fn tree(g: &Graph, input: &RoutingInput<'_>) -> Result<Tree, RouteError> {
             }
         }
     }
+    let mut top_down: Vec<usize> = (0..n).collect();
+    top_down.sort_by_key(|&i| (std::cmp::Reverse(level[i]), i));
     Ok(Tree {
+        top_down,
         level,
         up,
         down,
@@ -177,6 +186,17 @@ impl RoutingEngine for FatTree {
                 engine: NAME,
                 reason: "the fabric has no switches".into(),
                 node: None,
+            });
+        }
+        if let Some(big) = g.switches.iter().find(|s| s.ports >= CLIMB) {
+            return Err(RouteError::Unsupported {
+                engine: NAME,
+                reason: format!(
+                    "`{}` has {} ports; LFT port numbers stop at 253 here",
+                    input.fabric.node(big.id).name(),
+                    big.ports
+                ),
+                node: Some(big.id),
             });
         }
         let t = tree(&g, input)?;
@@ -230,8 +250,9 @@ impl RoutingEngine for FatTree {
         // Phase 3: sFtree completion through the subtree root.
         let notes = sftree(&g, &t, &mut columns, input)?;
 
+        let rows = resolve_climbs(&g, &t, g.rows(&columns));
         Ok(Routes {
-            lfts: g.lfts(&columns),
+            lfts: g.lfts_from_rows(rows),
             notes,
         })
     }
@@ -322,9 +343,20 @@ fn column(g: &Graph, t: &Tree, exit: Exit, chain: &Chain, lid: u16) -> Vec<u8> {
                 .find(|&j| g.switches[p].groups[j].peer as usize == x)
             {
                 col[p] = port_toward(g, p, back, lid);
-                descend(&mut col, p, &mut stack);
                 queue.push_back(p);
             }
+        }
+    }
+    // Everybody else climbs to a parent that has an entry, top level first. These entries
+    // carry only switch-originated traffic (hosts follow the main path); which parent is chosen
+    // per switch later, round-robin over the destinations ([`resolve_climbs`]).
+    for &s in &t.top_down {
+        if col[s] == LFT_UNSET
+            && t.up[s]
+                .iter()
+                .any(|&k| col[g.switches[s].groups[k].peer as usize] != LFT_UNSET)
+        {
+            col[s] = CLIMB;
         }
     }
     col
@@ -364,6 +396,18 @@ fn sftree(
     let Some(root_lid) = root_lid else {
         return Ok(Vec::new());
     };
+    // The subtree root's own column: its climbs take the lowest usable up port, top down, so
+    // that completed entries copy real ports.
+    for &x in &t.top_down {
+        if columns[root_lid][x] == CLIMB {
+            let port = t.up[x]
+                .iter()
+                .copied()
+                .find(|&k| columns[root_lid][g.switches[x].groups[k].peer as usize] != LFT_UNSET)
+                .map_or(LFT_UNSET, |k| port_toward(g, x, k, root_lid as u16));
+            columns[root_lid][x] = port;
+        }
+    }
     let root_col = columns[root_lid].clone();
     // Algorithm 2, sibling part: a same-level neighbour of the root that has the entry.
     let siblings: Vec<(usize, u8)> = t.side[root]
@@ -417,4 +461,35 @@ fn sftree(
         });
     }
     Ok(notes)
+}
+
+/// Replaces every [`CLIMB`] marker: each switch walks its LIDs in order and gives the next
+/// climbing destination to the next of its up ports whose parent has an entry for it.
+fn resolve_climbs(g: &Graph, t: &Tree, rows: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    (0..rows.len())
+        .into_par_iter()
+        .map(|s| {
+            let mut row = rows[s].clone();
+            let mut turn = 0usize;
+            let mut choices = Vec::new();
+            for lid in 0..row.len() {
+                if row[lid] != CLIMB {
+                    continue;
+                }
+                choices.clear();
+                choices.extend(t.up[s].iter().copied().filter(|&k| {
+                    let p = g.switches[s].groups[k].peer as usize;
+                    rows.get(p)
+                        .and_then(|r| r.get(lid))
+                        .is_some_and(|&e| e != LFT_UNSET)
+                }));
+                row[lid] = match choices.get(turn % choices.len().max(1)) {
+                    Some(&k) => port_toward(g, s, k, lid as u16),
+                    None => LFT_UNSET,
+                };
+                turn += 1;
+            }
+            row
+        })
+        .collect()
 }

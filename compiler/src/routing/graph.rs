@@ -131,8 +131,8 @@ impl Graph {
         vec![LFT_UNSET; self.switches.len()]
     }
 
-    /// Turns per-destination columns (`columns[lid][switch]`) into per-switch LFTs.
-    pub fn lfts(&self, columns: &[Vec<u8>]) -> BTreeMap<NodeId, Lft> {
+    /// Turns per-destination columns (`columns[lid][switch]`) into per-switch rows.
+    pub fn rows(&self, columns: &[Vec<u8>]) -> Vec<Vec<u8>> {
         let lids = columns.len();
         let mut rows = vec![vec![LFT_UNSET; lids]; self.switches.len()];
         for (lid, col) in columns.iter().enumerate() {
@@ -142,11 +142,21 @@ impl Graph {
                 }
             }
         }
+        rows
+    }
+
+    /// Per-switch rows as LFTs.
+    pub fn lfts_from_rows(&self, rows: Vec<Vec<u8>>) -> BTreeMap<NodeId, Lft> {
         self.switches
             .iter()
             .zip(rows)
             .map(|(s, ports)| (s.id, Lft { ports }))
             .collect()
+    }
+
+    /// Turns per-destination columns (`columns[lid][switch]`) into per-switch LFTs.
+    pub fn lfts(&self, columns: &[Vec<u8>]) -> BTreeMap<NodeId, Lft> {
+        self.lfts_from_rows(self.rows(columns))
     }
 
     /// An error naming the first switch without an entry for a LID that has an exit, and how
