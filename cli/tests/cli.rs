@@ -244,7 +244,12 @@ fn build_is_byte_identical_across_runs_and_thread_counts() {
     let dir = temp_dir("determinism");
     let run = |threads: &str, out: &Path| {
         let o = Command::new(env!("CARGO_BIN_EXE_weft"))
-            .args(["build", "examples/cluster-5832.weft", "-o", out.to_str().unwrap_or_default()])
+            .args([
+                "build",
+                "examples/cluster-5832.weft",
+                "-o",
+                out.to_str().unwrap_or_default(),
+            ])
             .current_dir(root())
             .env("RAYON_NUM_THREADS", threads)
             .output()
@@ -258,8 +263,14 @@ fn build_is_byte_identical_across_runs_and_thread_counts() {
     for name in ["lfts.dump", "guid2lid", "topology.net", "state.json"] {
         let x = std::fs::read(a.join(name)).unwrap_or_default();
         assert!(!x.is_empty(), "{name} is empty");
-        assert!(x == std::fs::read(b.join(name)).unwrap_or_default(), "{name} differs between 1 and 2 threads");
-        assert!(x == std::fs::read(c.join(name)).unwrap_or_default(), "{name} differs between two runs");
+        assert!(
+            x == std::fs::read(b.join(name)).unwrap_or_default(),
+            "{name} differs between 1 and 2 threads"
+        );
+        assert!(
+            x == std::fs::read(c.join(name)).unwrap_or_default(),
+            "{name} differs between two runs"
+        );
     }
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -273,9 +284,20 @@ fn fat_tree_refuses_the_torus_with_the_reason() {
         "use std::hardware::{sb7800, connectx5}\nuse std::topology::torus\n\nfabric t {\n    topology = torus(dims: [4, 4], switch: sb7800, hca: connectx5)\n    routing { engine = fat_tree }\n}\n",
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let out = weft(&["build", p.to_str().unwrap_or_default(), "-o", dir.join("out").to_str().unwrap_or_default()]);
+    let out = weft(&[
+        "build",
+        p.to_str().unwrap_or_default(),
+        "-o",
+        dir.join("out").to_str().unwrap_or_default(),
+    ]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(!dir.join("out").exists(), "nothing is written when routing fails");
-    insta::assert_snapshot!("build_torus_fat_tree", text(&out.stderr).replace(&dir.display().to_string(), "<tmp>"));
+    assert!(
+        !dir.join("out").exists(),
+        "nothing is written when routing fails"
+    );
+    insta::assert_snapshot!(
+        "build_torus_fat_tree",
+        text(&out.stderr).replace(&dir.display().to_string(), "<tmp>")
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
