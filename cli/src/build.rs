@@ -2,7 +2,7 @@
 //!
 //! Files: `lfts.dump` (OpenSM's `file` engine input), `guid2lid` (OpenSM's LID cache),
 //! `topology.net` (ibnetdiscover/ibsim format, with the LIDs), `state.json` (everything,
-//! the input of `weft plan`). Every file is streamed to a temporary name and renamed only when
+//! the input of `weft plan`, plus the routing's quality metrics under `quality`). Every file is streamed to a temporary name and renamed only when
 //! all of them were written, so a failure leaves no half-written output; nothing is written
 //! unless the whole compilation succeeded.
 
@@ -14,7 +14,20 @@ use weft_compiler::build::Built;
 /// The files `weft build` writes, in order.
 pub const FILES: [&str; 4] = ["lfts.dump", "guid2lid", "topology.net", "state.json"];
 
-fn write_one(name: &str, built: &Built, out: &mut dyn Write) -> Result<(), String> {
+/// `state.json`: the state, with the quality metrics beside it.
+#[derive(serde::Serialize)]
+struct StateFile<'a> {
+    #[serde(flatten)]
+    state: &'a weft_fabric::FabricState,
+    quality: &'a weft_compiler::metrics::Quality,
+}
+
+fn write_one(
+    name: &str,
+    built: &Built,
+    quality: &weft_compiler::metrics::Quality,
+    out: &mut dyn Write,
+) -> Result<(), String> {
     let st = &built.state;
     let io = |e: std::io::Error| e.to_string();
     match name {
@@ -29,7 +42,8 @@ fn write_one(name: &str, built: &Built, out: &mut dyn Write) -> Result<(), Strin
         }
         _ => {
             let mut w = BufWriter::new(out);
-            serde_json::to_writer_pretty(&mut w, st).map_err(|e| e.to_string())?;
+            let file = StateFile { state: st, quality };
+            serde_json::to_writer_pretty(&mut w, &file).map_err(|e| e.to_string())?;
             w.write_all(b"\n").map_err(io)?;
             w.flush().map_err(io)
         }
@@ -37,7 +51,11 @@ fn write_one(name: &str, built: &Built, out: &mut dyn Write) -> Result<(), Strin
 }
 
 /// Writes every file into `dir` (created if needed); the paths written.
-pub fn write_all(dir: &Path, built: &Built) -> Result<Vec<PathBuf>, String> {
+pub fn write_all(
+    dir: &Path,
+    built: &Built,
+    quality: &weft_compiler::metrics::Quality,
+) -> Result<Vec<PathBuf>, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
     let mut temps = Vec::new();
     let cleanup = |temps: &[PathBuf]| {
@@ -51,7 +69,7 @@ pub fn write_all(dir: &Path, built: &Built) -> Result<Vec<PathBuf>, String> {
         let result = File::create(&tmp)
             .map_err(|e| e.to_string())
             .and_then(|mut f| {
-                write_one(name, built, &mut f)
+                write_one(name, built, quality, &mut f)
                     .and_then(|()| f.sync_all().map_err(|e| e.to_string()))
             });
         if let Err(e) = result {

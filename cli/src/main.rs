@@ -235,7 +235,8 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
                     return Ok(ExitCode::from(1));
                 }
             };
-            let written = build::write_all(&output, &built).map_err(Fatal)?;
+            let quality = weft_compiler::metrics::of_build(e, &built.state);
+            let written = build::write_all(&output, &built, &quality).map_err(Fatal)?;
             let s = Summary::of(&built.state.fabric);
             let mut text = human_summary(&s);
             text += &format!("  engine    {}\n", built.engine);
