@@ -62,9 +62,16 @@ struct DestResult {
     groups: Vec<Group>,
 }
 
-/// Per output port: (SLs, the states attached end nodes' traffic leaves in; `None`: a VL
-/// fails).
-type MemoEntry = Option<(u16, Option<Vec<(u8, u16)>>)>;
+/// What the traffic of a switch's group (its own and its end nodes') does when the switch
+/// sends a destination out on one port with one SL set: the states it leaves in.
+#[derive(Clone, Copy, Debug, Default)]
+struct Memo {
+    sls: u16,
+    /// 0: not worked out, 1: ok, 2: a VL is not operational.
+    status: u8,
+    n: u8,
+    leave: [(u8, u16); 2],
+}
 
 /// Per-worker scratch space, reused across destinations.
 struct Scratch {
@@ -78,9 +85,11 @@ struct Scratch {
     hca: Vec<bool>,
     queued: Vec<bool>,
     buckets: Vec<Vec<u32>>,
-    /// Per switch: (out port, SLs) → the states the attached end nodes' traffic leaves in
-    /// (`None`: some VL is not operational). Valid across destinations.
-    memo: Vec<Vec<MemoEntry>>,
+    /// Per output port (by port index): the group's traffic there. Valid across destinations.
+    memo: Vec<Memo>,
+    /// Per (input port or switch, VL): the index of that state in its switch's list.
+    slot: Vec<u32>,
+    slot_keys: Vec<u32>,
 }
 
 impl Scratch {
@@ -96,7 +105,9 @@ impl Scratch {
             hca: vec![false; s],
             queued: vec![false; s],
             buckets: Vec::new(),
-            memo: vec![Vec::new(); s],
+            memo: vec![Memo::default(); net.ports as usize],
+            slot: vec![u32::MAX; (net.ports as usize + s) * usize::from(net.vls)],
+            slot_keys: Vec::new(),
         }
     }
 }
@@ -249,16 +260,37 @@ fn sls_of(net: &Net<'_>, s: Source, d: Dest) -> SlSet {
     net.st.path_sl.get(NodeId(s.node), d.lid)
 }
 
-fn add_state(scr: &mut Scratch, k: u32, i: u8, vin: u8, sls: u16) {
+fn add_state(net: &Net<'_>, scr: &mut Scratch, k: u32, i: u8, vin: u8, sls: u16) {
     let Some(list) = scr.states.get_mut(k as usize) else {
         return;
     };
     if list.is_empty() {
         scr.touched.push(k);
     }
-    match list.iter_mut().find(|(a, b, _)| *a == i && *b == vin) {
-        Some(e) => e.2 |= sls,
-        None => list.push((i, vin, sls)),
+    let x = net.switches.get(k as usize).copied().unwrap_or(0);
+    let base = if i == 0 {
+        Some(net.ports + k)
+    } else {
+        net.dirport(x, i)
+    };
+    let key = base.map(|b| b * u32::from(net.vls) + u32::from(vin));
+    match key.and_then(|key| scr.slot.get(key as usize).copied().map(|v| (key, v))) {
+        Some((_, idx)) if idx != u32::MAX => {
+            if let Some(e) = list.get_mut(idx as usize) {
+                e.2 |= sls;
+            }
+        }
+        Some((key, _)) => {
+            if let Some(v) = scr.slot.get_mut(key as usize) {
+                *v = list.len() as u32;
+            }
+            scr.slot_keys.push(key);
+            list.push((i, vin, sls));
+        }
+        None => match list.iter_mut().find(|(a, b, _)| *a == i && *b == vin) {
+            Some(e) => e.2 |= sls,
+            None => list.push((i, vin, sls)),
+        },
     }
 }
 
@@ -312,6 +344,12 @@ fn dest_pass(
             *q = false;
         }
     }
+    for &key in &scr.slot_keys {
+        if let Some(v) = scr.slot.get_mut(key as usize) {
+            *v = u32::MAX;
+        }
+    }
+    scr.slot_keys.clear();
     scr.touched.clear();
     if clean {
         return DestResult {
@@ -472,7 +510,7 @@ fn fast_path(
                     .unwrap_or(NO_INDEX);
                 for sl in sls.iter() {
                     if let Ok(v) = net.injection_vl(s.node, s.port, sl.0) {
-                        add_state(scr, k, to_port, v, SlSet::one(sl).0);
+                        add_state(net, scr, k, to_port, v, SlSet::one(sl).0);
                     }
                 }
                 true
@@ -528,7 +566,7 @@ fn fast_path(
                     .get(s.node as usize)
                     .copied()
                     .unwrap_or(NO_INDEX);
-                add_state(scr, k, 0, 0, sls_of(net, s, d).0);
+                add_state(net, scr, k, 0, 0, sls_of(net, s, d).0);
             } else if !single(scr, s, &mut max_label) {
                 return false;
             }
@@ -608,18 +646,25 @@ fn propagate(
                 }
             }
             if scr.hca.get(k as usize).copied().unwrap_or(false) {
-                if !hca_states(net, attach, uniform_sls, scr, deps, k, x, out) {
-                    return false;
-                }
-                if next_k != NO_INDEX {
-                    let leaving = scr
-                        .memo
-                        .get(k as usize)
-                        .and_then(|m| m.get(usize::from(out)))
-                        .and_then(|e| e.as_ref())
-                        .and_then(|e| e.1.as_ref());
-                    for &(v, s) in leaving.map(Vec::as_slice).unwrap_or(&[]) {
-                        pending.push((next_k, to_port, v, s));
+                match group_states(net, attach, uniform_sls, scr, deps, k, x, out) {
+                    Some(m) if m.status == 1 => {
+                        if next_k != NO_INDEX {
+                            for &(v, s) in m.leave.iter().take(usize::from(m.n)) {
+                                pending.push((next_k, to_port, v, s));
+                            }
+                        }
+                    }
+                    Some(_) => return false,
+                    None => {
+                        let mut leaving = Vec::new();
+                        if !group_compute(net, attach, uniform_sls, deps, k, x, out, &mut leaving) {
+                            return false;
+                        }
+                        if next_k != NO_INDEX {
+                            for (v, s) in leaving {
+                                pending.push((next_k, to_port, v, s));
+                            }
+                        }
                     }
                 }
             }
@@ -628,7 +673,7 @@ fn propagate(
                     // Labels strictly decrease along next hops; anything else is a bug guard.
                     return false;
                 }
-                add_state(scr, nk, p, v, s);
+                add_state(net, scr, nk, p, v, s);
                 if let Some(q) = scr.queued.get_mut(nk as usize) {
                     if !*q {
                         *q = true;
@@ -643,11 +688,11 @@ fn propagate(
     true
 }
 
-/// Works out (once per switch, output port and SL set: memoised in `scr.memo`) the states
-/// the traffic of the end nodes cabled to switch index `k` leaves in when the switch sends
-/// the destination out on `out`, recording its dependencies; `false` when a VL fails.
+/// The group's traffic at switch index `k` sent out on `out` with SLs `sls`, from the memo
+/// or worked out and memoised (`None` when it leaves in more states than a memo entry holds;
+/// then [`group_compute`] works it out each time).
 #[allow(clippy::too_many_arguments)]
-fn hca_states(
+fn group_states(
     net: &Net<'_>,
     attach: &Attach,
     sls: u16,
@@ -656,18 +701,46 @@ fn hca_states(
     k: u32,
     x: u32,
     out: u8,
-) -> bool {
-    if let Some(Some((s, r))) = scr
-        .memo
-        .get(k as usize)
-        .and_then(|m| m.get(usize::from(out)))
-    {
-        if *s == sls {
-            return r.is_some();
-        }
+) -> Option<Memo> {
+    let idx = net.dirport(x, out)? as usize;
+    let m = *scr.memo.get(idx)?;
+    if m.status != 0 && m.sls == sls {
+        return Some(m);
     }
-    let mut leaving: Vec<(u8, u16)> = Vec::new();
-    let mut ok = true;
+    let mut leaving = Vec::new();
+    let ok = group_compute(net, attach, sls, deps, k, x, out, &mut leaving);
+    if leaving.len() > 2 {
+        return None;
+    }
+    let mut m = Memo {
+        sls,
+        status: if ok { 1 } else { 2 },
+        n: leaving.len() as u8,
+        leave: [(0, 0); 2],
+    };
+    for (slot, l) in m.leave.iter_mut().zip(&leaving) {
+        *slot = *l;
+    }
+    if let Some(e) = scr.memo.get_mut(idx) {
+        *e = m;
+    }
+    Some(m)
+}
+
+/// The states the traffic of switch index `k`'s group (its own, and its end nodes') leaves in
+/// when the switch sends the destination out on `out`, recording its dependencies; `false`
+/// when a VL is not operational.
+#[allow(clippy::too_many_arguments)]
+fn group_compute(
+    net: &Net<'_>,
+    attach: &Attach,
+    sls: u16,
+    deps: &DepSet,
+    k: u32,
+    x: u32,
+    out: u8,
+    leaving: &mut Vec<(u8, u16)>,
+) -> bool {
     for &(i, j) in attach
         .by_switch
         .get(k as usize)
@@ -682,8 +755,7 @@ fn hca_states(
         for sl in bits(sls) {
             let vin = inj.get(usize::from(sl)).copied().unwrap_or(0);
             let Ok(vout) = net.switch_vl(x, i, out, sl) else {
-                ok = false;
-                break;
+                return false;
             };
             if i != 0 {
                 deps.insert(k, i, vin, out, vout);
@@ -694,15 +766,7 @@ fn hca_states(
             }
         }
     }
-    if let Some(m) = scr.memo.get_mut(k as usize) {
-        if m.len() <= usize::from(out) {
-            m.resize(usize::from(out) + 1, None);
-        }
-        if let Some(e) = m.get_mut(usize::from(out)) {
-            *e = Some((sls, ok.then_some(leaving)));
-        }
-    }
-    ok
+    true
 }
 
 /// A credit loop for one strongly connected component: its channels, a cycle, and a route
