@@ -13,7 +13,12 @@
 //! Run: `cargo bench -p weft-bench --bench verify` (`WEFT_BENCH_Z3=0` skips the z3 table,
 //! `WEFT_BENCH_FABRICS=11664` picks fabrics).
 
-#![allow(clippy::print_stderr, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::print_stderr,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::hint::black_box;
@@ -97,20 +102,50 @@ fn z3_scaling(_: &mut Criterion) {
     }
     let z3 = weft_verifier::z3::Z3 { timeout_ms: 60_000 };
     eprintln!("z3 engine (timeout 60 s per property):");
-    for (spines, leaves, hosts) in [(2, 4, 4), (4, 8, 4), (6, 12, 6), (8, 16, 8), (12, 24, 12), (18, 36, 18)] {
+    for (spines, leaves, hosts) in [
+        (2, 4, 4),
+        (6, 12, 6),
+        (12, 24, 12),
+        (18, 36, 18),
+        (24, 48, 24),
+        (32, 64, 32),
+        (48, 96, 48),
+    ] {
         let f = weft_verifier::testkit::fat_tree2(spines, leaves, hosts);
-        let st = weft_verifier::testkit::route_updown(&f, weft_verifier::testkit::sequential_lids(&f));
+        let st =
+            weft_verifier::testkit::route_updown(&f, weft_verifier::testkit::sequential_lids(&f));
         let t = Instant::now();
         let r = z3.run(&st, &Options::default());
         let secs = t.elapsed().as_secs_f64();
         eprintln!(
-            "  fat-tree {spines} spines x {leaves} leaves x {hosts} hosts ({} nodes): {} routes, \
-             {} dependencies: {:?}/{:?} in {secs:.2} s",
+            "  fat-tree {spines} spines x {leaves} leaves x {hosts} hosts ({} nodes), up/down: \
+             {} routes, {} dependencies: {:?}/{:?} in {secs:.2} s",
             f.nodes().len(),
             r.routes,
             r.dependencies,
             r.verdict.deadlock_free,
             r.verdict.connected
+        );
+        if secs > 60.0 {
+            break;
+        }
+    }
+    // Unsatisfiable (a credit loop, unsat core → cycle): min-hop rings.
+    for n in [8, 32, 128, 512] {
+        let f = weft_verifier::testkit::ring(n, 1);
+        let st =
+            weft_verifier::testkit::route_minhop(&f, weft_verifier::testkit::sequential_lids(&f));
+        let t = Instant::now();
+        let r = z3.run(&st, &Options::default());
+        let secs = t.elapsed().as_secs_f64();
+        eprintln!(
+            "  ring of {n} switches, min-hop: {} routes, {} dependencies: {:?}/{:?}, cycle of {} \
+             in {secs:.2} s",
+            r.routes,
+            r.dependencies,
+            r.verdict.deadlock_free,
+            r.verdict.connected,
+            r.credit_loop.as_ref().map_or(0, |l| l.cycle.len())
         );
         if secs > 60.0 {
             break;

@@ -110,3 +110,27 @@ fn explicit_and_z3_agree_on_generated_cases() {
     // The generator must exercise every combination.
     assert!(counts.iter().all(|&c| c >= 40), "verdict mix {counts:?}");
 }
+
+/// A z3 timeout is its own result: with a 1 ms budget the answer is either `unknown` or the
+/// explicit engine's, never a wrong "proven".
+#[test]
+fn z3_timeout_is_unknown_never_proven() {
+    let f = testkit::fat_tree2(4, 8, 4);
+    let mut st = testkit::route_minhop(&f, testkit::sequential_lids(&f));
+    // A credit loop the explicit engine sees: spines routed in a circle for one leaf's LID.
+    let mut rng = Rng(3);
+    for _ in 0..5 {
+        testkit::corrupt(&mut rng, &mut st);
+    }
+    let ours = verify(&st, &Options::default()).verdict;
+    let z = Z3 { timeout_ms: 1 }.run(&st, &Options::default()).verdict;
+    for (a, b) in [
+        (&ours.deadlock_free, &z.deadlock_free),
+        (&ours.connected, &z.connected),
+    ] {
+        assert!(
+            matches!(b, Outcome::Unknown(_)) || a == b,
+            "explicit {a:?}, z3 with 1 ms {b:?}"
+        );
+    }
+}
