@@ -61,12 +61,13 @@ struct Opts {
     keep: Option<PathBuf>,
     json: Option<PathBuf>,
     seed: Option<u64>,
+    bisections: Option<usize>,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: vs_opensm [--runs N] [--osm-runs N] [--engines ftree,updn,minhop,dfsssp] \
-         [--timeout SECS] [--weft-only] [--keep DIR] [--json FILE] [--seed N] [FILE.weft …]"
+         [--timeout SECS] [--weft-only] [--keep DIR] [--json FILE] [--seed N] [--bisections N] [FILE.weft …]"
     );
     std::process::exit(2)
 }
@@ -84,6 +85,7 @@ fn parse_args() -> Opts {
         keep: None,
         json: None,
         seed: None,
+        bisections: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -99,6 +101,7 @@ fn parse_args() -> Opts {
             "--keep" => o.keep = Some(PathBuf::from(value())),
             "--json" => o.json = Some(PathBuf::from(value())),
             "--seed" => o.seed = Some(value().parse().unwrap_or_else(|_| usage())),
+            "--bisections" => o.bisections = Some(value().parse().unwrap_or_else(|_| usage())),
             "-h" | "--help" => usage(),
             f if !f.starts_with('-') => o.files.push(PathBuf::from(f)),
             _ => usage(),
@@ -287,6 +290,9 @@ fn run_fabric(file: &Path, opts: &Opts) -> Result<FabricRun, String> {
     let mut qopts = QualityOptions::from_config(&e.config.routing);
     if let Some(s) = opts.seed {
         qopts.seed = s;
+    }
+    if opts.bisections.is_some() {
+        qopts.bisections = opts.bisections;
     }
     let t = Instant::now();
     let quality = metrics::quality(&built.state, &qopts);
