@@ -454,3 +454,62 @@ fn lash_on_a_ring_is_deadlock_free_with_its_sls_and_loops_without() {
         .all(|l| l.channels.iter().all(|c| c.vl == 0)));
     replay_all(&st0, &r);
 }
+
+/// dfsssp on the ring: its SA hands out a random SL within a balancing group on every query
+/// (`get_dfsssp_sl`), so the sampled path SLs differ from run to run. HCA-to-HCA traffic is
+/// proven deadlock-free whatever the sample (every VL carries a subset of one acyclic layer).
+/// Switch management traffic is not asserted: in our runs its SA-reported SLs put it on VLs
+/// where it closes credit loops (see the report), which `Scope::All` shows with witnesses.
+#[test]
+fn dfsssp_on_a_ring_is_deadlock_free_for_hca_traffic() {
+    let Some(tools) = ibsim::require(
+        "dfsssp_on_a_ring_is_deadlock_free_for_hca_traffic",
+        &["opensm", "ibnetdiscover", "saquery"],
+    ) else {
+        return;
+    };
+    let fabric = testkit::ring(6, 1);
+    let sim = start(&tools, &fabric);
+    let sm = opensm_daemon(&sim, &tools, "dfsssp");
+    let d = discover(&sim);
+    let lfts = sm.run.read("opensm-lfts.dump");
+    let sl2vl = sm.run.read("opensm-sl2vl.dump");
+    let base = state(&d, &sm.run, true, None);
+    let psl = path_sls(&sim, &base);
+    drop(sm);
+    drop(sim);
+    let (st, _) = opensm::assemble(
+        d.fabric.clone(),
+        d.lids.clone(),
+        &Dumps {
+            lfts: &lfts,
+            sl2vl: Some(&sl2vl),
+            path_sl: Some(&psl),
+            guid2lid: None,
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let r = verify(&st, &all_opts(Scope::HcaToHca));
+    assert!(r.is_proven(), "{:#?}\n{:#?}", r.verdict, r.credit_loops);
+    let all = verify(&st, &all_opts(Scope::All));
+    assert_eq!(all.verdict.connected, Outcome::Proven);
+    replay_all(&st, &all);
+    // Without its SLs, the ring loops.
+    let (st0, _) = opensm::assemble(
+        d.fabric.clone(),
+        d.lids.clone(),
+        &Dumps {
+            lfts: &lfts,
+            sl2vl: Some(&sl2vl),
+            path_sl: None,
+            guid2lid: None,
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        verify(&st0, &all_opts(Scope::HcaToHca))
+            .verdict
+            .deadlock_free,
+        Outcome::Violated
+    );
+}

@@ -137,12 +137,11 @@ pub fn walk(st: &FabricState, src: NodeId, port: u8, dlid: Lid, sl: u8) -> RefWa
         }
         (peer.node, peer.port.0)
     };
-    let mut visited = vec![];
+    let mut visited = std::collections::BTreeSet::new();
     loop {
-        if visited.contains(&x) {
+        if !visited.insert(x) {
             return fail(hops, x, FailureReason::Loop);
         }
-        visited.push(x);
         let Some(sw) = st.switches.get(&x) else {
             return fail(hops, x, FailureReason::Unset);
         };
@@ -288,7 +287,7 @@ pub fn follow(st: &FabricState, src: NodeId, port: u8, dlid: Lid, sl: u8) -> Vec
         return hops;
     }
     // Continue from the last hop by hand.
-    let mut seen: Vec<(NodeId, u8, u8)> = Vec::new();
+    let mut seen: std::collections::BTreeSet<(NodeId, u8, u8)> = Default::default();
     for _ in 0..100_000 {
         let Some(&last) = hops.last() else { break };
         let Ok(peer) = live_peer(st, last.node, last.out) else {
@@ -296,10 +295,9 @@ pub fn follow(st: &FabricState, src: NodeId, port: u8, dlid: Lid, sl: u8) -> Vec
         };
         let x = peer.node;
         let i = peer.port.0;
-        if seen.contains(&(x, i, last.vl)) {
+        if !seen.insert((x, i, last.vl)) {
             break;
         }
-        seen.push((x, i, last.vl));
         let Some(sw) = st.switches.get(&x) else { break };
         let Some(PortNum(o)) = sw.lft.get(dlid) else {
             break;
