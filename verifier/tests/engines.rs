@@ -344,3 +344,31 @@ fn random_corruptions_replay() {
         }
     }
 }
+
+/// Reports and certificates are byte-identical at any thread count.
+#[test]
+fn output_does_not_depend_on_threads() {
+    let run = |threads: usize, st: &FabricState| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let r = verify(st, &Options::default());
+            (
+                serde_json::to_string(&r).unwrap(),
+                r.certificate.map(|c| c.to_json()),
+            )
+        })
+    };
+    let f = testkit::fat_tree2(3, 6, 3);
+    let st = testkit::route_updown(&f, testkit::sequential_lids(&f));
+    assert_eq!(run(1, &st), run(3, &st));
+    let mut rng = Rng(11);
+    for _ in 0..20 {
+        let f = testkit::random_fabric(&mut rng, 6, 4, 6, 6);
+        let mut st = testkit::route_minhop(&f, testkit::sequential_lids(&f));
+        testkit::corrupt(&mut rng, &mut st);
+        assert_eq!(run(1, &st), run(4, &st));
+    }
+}
