@@ -372,3 +372,30 @@ fn output_does_not_depend_on_threads() {
         assert_eq!(run(1, &st), run(4, &st));
     }
 }
+
+/// With LMC 2 every end-node port owns four LIDs; each is a destination of its own.
+#[test]
+fn every_lmc_lid_is_a_destination() {
+    let mut b = weft_fabric::FabricBuilder::from(testkit::fat_tree2(2, 3, 2));
+    b.set_lmc(2);
+    let f = b.finish();
+    let st = testkit::route_updown(&f, testkit::sequential_lids(&f));
+    let r = verify(&st, &Options::default());
+    assert!(r.is_proven());
+    assert_eq!(r.stats.destinations, 5 + 6 * 4);
+    // Break one of the extra LIDs of H1 only.
+    let h1 = f.find("H1").unwrap();
+    let base = st.lids.get(h1, PortNum(1)).unwrap();
+    let mut broken = st.clone();
+    let l1 = f.find("L1").unwrap();
+    broken
+        .switches
+        .get_mut(&l1)
+        .unwrap()
+        .lft
+        .set(Lid(base.0 + 3), PortNum(255));
+    let r = verify(&broken, &Options::default());
+    assert_eq!(r.verdict.connected, Outcome::Violated);
+    assert!(r.unreachable.iter().all(|g| g.dlid == Lid(base.0 + 3)));
+    replay_all(&broken, &r);
+}
