@@ -80,6 +80,30 @@ fn explicit(c: &mut Criterion) {
             b.iter(|| verify(black_box(&st), &opts))
         });
         if name == "cluster-11664.weft" {
+            // A failure to report: one switch-to-switch link down, tables not rerouted.
+            let mut broken = st.clone();
+            let l = broken
+                .fabric
+                .links()
+                .iter()
+                .position(|l| {
+                    broken.fabric.node(l.a.node).is_switch()
+                        && broken.fabric.node(l.b.node).is_switch()
+                })
+                .unwrap();
+            let mut b = weft_fabric::FabricBuilder::from(broken.fabric.clone());
+            b.set_link_down(weft_fabric::LinkId(l as u32));
+            broken.fabric = b.finish();
+            let t = Instant::now();
+            let r = verify(&broken, &opts);
+            eprintln!(
+                "{name} with one switch link down (not rerouted): {} failed routes in {} groups, \
+                 {} credit loops, in {:.3} s",
+                r.failed_routes,
+                r.unreachable.len(),
+                r.credit_loops.len(),
+                t.elapsed().as_secs_f64()
+            );
             let t = Instant::now();
             let json = cert.to_json();
             eprintln!(
