@@ -497,7 +497,10 @@ fn sarif(
     let logical = |name: &str, kind: &str, fq: String| json!({"name": name, "kind": kind, "fullyQualifiedName": fq});
     let location = |logicals: Vec<serde_json::Value>| {
         json!({
-            "physicalLocation": {"artifactLocation": {"uri": origin}},
+            "physicalLocation": {
+                "artifactLocation": {"uri": origin},
+                "region": {"startLine": 1},
+            },
             "logicalLocations": logicals,
         })
     };
@@ -516,7 +519,7 @@ fn sarif(
                 json!({
                     "location": {
                         "message": {"text": format!("{} waits for {} (route {})", ch(&d.from), ch(&d.to), route_name(&d.route))},
-                        "logicalLocations": [logical(&d.from.node.name, "switch", format!("{}/port{}/vl{}", d.from.node.name, d.from.port, d.from.vl))],
+                        "logicalLocations": [logical(&d.from.node.name, "resource", format!("{}/port{}/vl{}", d.from.node.name, d.from.port, d.from.vl))],
                     }
                 })
             })
@@ -525,7 +528,7 @@ fn sarif(
             "ruleId": "credit-loop",
             "level": "error",
             "message": {"text": format!("credit loop through {} channels: {}", l.channels.len(), chans.join(", "))},
-            "locations": [location(l.channels.iter().map(|c| logical(&c.node.name, "switch", format!("{}/port{}/vl{}", c.node.name, c.port, c.vl))).collect())],
+            "locations": [location(l.channels.iter().map(|c| logical(&c.node.name, "resource", format!("{}/port{}/vl{}", c.node.name, c.port, c.vl))).collect())],
             "codeFlows": [{"threadFlows": [{"locations": steps}]}],
         }));
     }
@@ -539,7 +542,7 @@ fn sarif(
                     g.total, g.dst.node.name, g.dlid.0, g.at.name, g.reason.describe(),
                     route_name(&g.witness), route_line(&g.witness)
                 )},
-                "locations": [location(vec![logical(&g.at.name, "switch", format!("{}/lid{}", g.at.name, g.dlid.0))])],
+                "locations": [location(vec![logical(&g.at.name, "resource", format!("{}/lid{}", g.at.name, g.dlid.0))])],
             }));
         }
     }
