@@ -249,3 +249,52 @@ fn assemble_builds_a_state() {
     .unwrap_err();
     assert_eq!(bad.0.len(), 2);
 }
+
+mod never_panic {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn mutate(text: &str, cuts: &[(usize, usize, String)]) -> String {
+        let mut t = text.to_owned();
+        for (at, len, with) in cuts {
+            let at = at % (t.len() + 1);
+            let end = (at + len % 8).min(t.len());
+            if t.is_char_boundary(at) && t.is_char_boundary(end) {
+                t.replace_range(at..end, with);
+            }
+        }
+        t
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// Readers return errors, never panic, on arbitrary and on mangled input.
+        #[test]
+        fn readers_never_panic(
+            junk in ".{0,400}",
+            cuts in proptest::collection::vec((0usize..4000, 0usize..8, "[0-9a-fx :#\\n]{0,6}"), 0..6),
+        ) {
+            let st = state();
+            let f = &st.fabric;
+            for text in [
+                junk.clone(),
+                mutate(&write_lfts(&st), &cuts),
+                mutate(&write_sl2vl(&st), &cuts),
+                mutate(&write_path_sl(&st), &cuts),
+                mutate(&write_guid2lid(&st), &cuts),
+            ] {
+                let _ = parse_lfts(&text, f);
+                let _ = parse_sl2vl(&text, f);
+                let _ = parse_path_sl(&text, f);
+                let _ = parse_guid2lid(&text, f);
+                let _ = assemble(f.clone(), st.lids.clone(), &Dumps {
+                    lfts: &text,
+                    sl2vl: Some(&text),
+                    path_sl: Some(&text),
+                    guid2lid: Some(&text),
+                });
+            }
+        }
+    }
+}
