@@ -9,7 +9,9 @@
 use crate::diagnostic::{Diagnostic, SourceId, SourceMap};
 use crate::stdlib;
 use crate::syntax::ast::*;
-use crate::value::{did_you_mean, format, suggest, ModelDef, NodeArray, TemplateDef, Value};
+use crate::value::{
+    backticked, did_you_mean, format, suggest, ModelDef, NodeArray, TemplateDef, Value,
+};
 use crate::{FabricConfig, Host};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
@@ -720,11 +722,7 @@ impl<'a> Elab<'a> {
                 let help = suggest(other, SECTIONS.iter().copied(), || {
                     format!(
                         "a fabric may contain `topology`, `faults`, {}",
-                        SECTIONS
-                            .iter()
-                            .map(|s| format!("`{s}`"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        backticked(SECTIONS)
                     )
                 });
                 self.err_help(
@@ -746,14 +744,7 @@ impl<'a> Elab<'a> {
             SectionItem::Section(s) => (&s.kind.name, s.kind.span),
         };
         let help = suggest(name, known.iter().copied(), || {
-            format!(
-                "`{section}` takes {}",
-                known
-                    .iter()
-                    .map(|s| format!("`{s}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
+            format!("`{section}` takes {}", backticked(known))
         });
         self.err_help(
             "weft::unknown_attribute",
@@ -802,14 +793,7 @@ impl<'a> Elab<'a> {
             return Some(word);
         }
         let help = suggest(&word, known.iter().copied(), || {
-            format!(
-                "known: {}",
-                known
-                    .iter()
-                    .map(|s| format!("`{s}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
+            format!("known: {}", backticked(known))
         });
         self.err_help(
             "weft::unknown_word",

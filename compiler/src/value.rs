@@ -193,6 +193,15 @@ pub(crate) fn format(fmt: &str, args: &[String], ints: &[Option<i64>]) -> Result
     Ok(out)
 }
 
+/// `` `a`, `b`, `c` ``: names as a message lists them.
+pub(crate) fn backticked<S: AsRef<str>>(names: &[S]) -> String {
+    names
+        .iter()
+        .map(|s| format!("`{}`", s.as_ref()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// "did you mean `x`?" when a candidate is close to `name`, else `otherwise()`.
 pub(crate) fn suggest<'a>(
     name: &str,
