@@ -69,6 +69,9 @@ enum Command {
         /// Output format.
         #[arg(long, default_value = "human")]
         format: Format,
+        /// Stop after validating the description: no routing, no proof.
+        #[arg(long)]
+        no_verify: bool,
     },
     /// Format a `.weft` file canonically.
     Fmt {
@@ -249,22 +252,76 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
             out(None, &text)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Check { file, format } => {
+        Command::Check {
+            file,
+            format,
+            no_verify,
+        } => {
             let c = compile(&file, true)?;
-            let failed = c.has_errors();
+            let mut failed = c.has_errors();
             let summary = c.elaborated.as_ref().map(|e| Summary::of(&e.fabric));
+            // Compile and prove what the description says, unless it is already wrong.
+            let mut routed: Option<(&'static str, weft_fabric::FabricState)> = None;
+            let mut build_errors = Vec::new();
+            if let (Some(e), false, false) = (c.elaborated.as_ref(), failed, no_verify) {
+                match weft_compiler::build::build(e) {
+                    Ok(b) => routed = Some((b.engine, b.state)),
+                    Err(d) => {
+                        failed = true;
+                        build_errors = d;
+                    }
+                }
+            }
+            let opts = weft_verifier::Options {
+                certificate: false,
+                max_listed_routes: 1_000,
+                ..weft_verifier::Options::default()
+            };
+            let report = routed
+                .as_ref()
+                .map(|(_, st)| weft_verifier::verify(st, &opts));
+            let proven = |r: &weft_verifier::Report| {
+                r.verdict.deadlock_free == weft_verifier::Outcome::Proven
+                    && r.verdict.connected == weft_verifier::Outcome::Proven
+            };
+            if report.as_ref().is_some_and(|r| !proven(r)) {
+                failed = true;
+            }
+            let all_diags: Vec<_> = c.diagnostics.iter().chain(&build_errors).cloned().collect();
             match format {
                 Format::Human => {
-                    emit_diagnostics(&c, cli.color);
-                    if let (Some(s), false) = (&summary, failed) {
-                        out(None, &human_summary(s))?;
+                    let shown = Compilation {
+                        sources: c.sources.clone(),
+                        main: c.main,
+                        elaborated: None,
+                        diagnostics: all_diags,
+                    };
+                    emit_diagnostics(&shown, cli.color);
+                    let mut text = String::new();
+                    if let (Some(s), false) = (&summary, c.has_errors() || !build_errors.is_empty())
+                    {
+                        text += &human_summary(s);
                     }
+                    if let (Some((engine, st)), Some(r)) = (&routed, &report) {
+                        text += &format!("  engine    {engine}\n");
+                        if proven(r) {
+                            text += &format!(
+                                "  verified  deadlock-free and connected ({} routes, {} channels, {} VL(s))\n",
+                                r.stats.routes, r.stats.channels, r.stats.vls
+                            );
+                        } else {
+                            text += &verify::human(st, Some(r), None, &display_name(&file));
+                        }
+                    }
+                    out(None, &text)?;
                 }
                 Format::Json => {
                     let v = serde_json::json!({
                         "ok": !failed,
-                        "summary": if failed { None } else { summary },
-                        "diagnostics": diagnostic::to_json(&c.diagnostics, &c.sources),
+                        "summary": if c.has_errors() { None } else { summary },
+                        "engine": routed.as_ref().map(|r| r.0),
+                        "verdict": report.as_ref().map(|r| &r.verdict),
+                        "diagnostics": diagnostic::to_json(&all_diags, &c.sources),
                     });
                     out(None, &(serde_json::to_string_pretty(&v)? + "\n"))?;
                 }

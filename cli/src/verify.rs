@@ -322,7 +322,7 @@ fn route_name(r: &Route) -> String {
     )
 }
 
-fn human(
+pub(crate) fn human(
     state: &FabricState,
     report: Option<&Report>,
     z3: Option<&weft_verifier::z3::Z3Report>,

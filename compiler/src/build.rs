@@ -64,6 +64,7 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
     let routes = engine.route(&input).map_err(|err| {
         let help = match &err {
             RouteError::Unsupported { .. } => "pick an engine for any topology, such as `engine = updn`; weft never falls back silently",
+            RouteError::Disconnected { engine: "updn", .. } => "under Up*/Down*, roots joined only through lower switches cannot reach each other; name a single root in `routing { roots = [...] }`, or use `engine = fat_tree`, whose sFtree paths connect every switch pair",
             RouteError::Disconnected { .. } => "the faults cut these switches off; check the `faults` block and the cabling",
             RouteError::Option { .. } => "remove the option or pick another engine",
 
