@@ -65,11 +65,19 @@ fn compile(c: &mut Criterion) {
     // elaborated fabric.
     let mut g = c.benchmark_group("compile (LIDs + routing)");
     g.sample_size(10);
-    for name in ["cluster-648.weft", "cluster-5832.weft", "cluster-11664.weft"] {
+    for name in [
+        "cluster-648.weft",
+        "cluster-5832.weft",
+        "cluster-11664.weft",
+    ] {
         let text = example(name);
         let comp = weft_compiler::check(name, &text, &NoFiles);
-        let Some(e) = comp.elaborated.as_ref() else { panic!("{name} does not elaborate") };
-        g.bench_function(name, |b| b.iter(|| weft_compiler::build::build(black_box(e))));
+        let Some(e) = comp.elaborated.as_ref() else {
+            panic!("{name} does not elaborate")
+        };
+        g.bench_function(name, |b| {
+            b.iter(|| weft_compiler::build::build(black_box(e)))
+        });
     }
     g.finish();
 }

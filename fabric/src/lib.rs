@@ -13,9 +13,9 @@
 //! text out) and never prints.
 
 pub mod ibnetdiscover;
-pub mod opensm;
 mod ids;
 mod model;
+pub mod opensm;
 mod state;
 
 pub use ids::{Guid, Lid, LinkId, NodeId, PortNum, Sl, Vl};

@@ -180,7 +180,9 @@ impl SwitchState {
 }
 
 /// A set of service levels, as a 16-bit mask.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct SlSet(pub u16);
 

@@ -47,7 +47,12 @@ pub fn write_lfts_to(state: &FabricState, out: &mut dyn Write) -> io::Result<()>
                 } else {
                     dst.port(p).map_or(dst.guid(), |x| x.guid)
                 };
-                format!("{} portguid {:#018x}: '{}'", type_str(dst.kind()), guid.0, dst.name())
+                format!(
+                    "{} portguid {:#018x}: '{}'",
+                    type_str(dst.kind()),
+                    guid.0,
+                    dst.name()
+                )
             })
         })
         .collect();
@@ -63,7 +68,9 @@ pub fn write_lfts_to(state: &FabricState, out: &mut dyn Write) -> io::Result<()>
             node.name()
         )?;
         for lid in 0..=max_lid {
-            let Some(port) = sw.lft.get(Lid(lid)) else { continue };
+            let Some(port) = sw.lft.get(Lid(lid)) else {
+                continue;
+            };
             if port.0 > node.spec.port_count {
                 continue;
             }
