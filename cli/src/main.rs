@@ -180,6 +180,32 @@ fn emit_diagnostics(c: &Compilation, color: ColorChoice) {
     let _ = writeln!(err, "{errors} error(s), {warnings} warning(s)");
 }
 
+/// Compiles `file` (check + LIDs + routing), printing every diagnostic; `None` when it has
+/// errors (the caller exits 1).
+fn compile_and_build(
+    file: &Path,
+    color: ColorChoice,
+) -> Result<Option<(Compilation, weft_compiler::build::Built)>, Fatal> {
+    let c = compile(file, true)?;
+    emit_diagnostics(&c, color);
+    let Some(e) = c.elaborated.as_ref().filter(|_| !c.has_errors()) else {
+        return Ok(None);
+    };
+    match weft_compiler::build::build(e) {
+        Ok(b) => Ok(Some((c, b))),
+        Err(diags) => {
+            let failed = Compilation {
+                sources: c.sources,
+                main: c.main,
+                elaborated: None,
+                diagnostics: diags,
+            };
+            emit_diagnostics(&failed, color);
+            Ok(None)
+        }
+    }
+}
+
 fn out(output: Option<&Path>, text: &str) -> Result<(), Fatal> {
     match output {
         Some(p) => {
@@ -220,23 +246,11 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
         Command::Verify(args) => verify::run(args, cli.color),
         Command::Report(args) => report::run(args, cli.color),
         Command::Build { file, output } => {
-            let c = compile(&file, true)?;
-            emit_diagnostics(&c, cli.color);
-            let Some(e) = c.elaborated.as_ref().filter(|_| !c.has_errors()) else {
+            let Some((c, built)) = compile_and_build(&file, cli.color)? else {
                 return Ok(ExitCode::from(1));
             };
-            let built = match weft_compiler::build::build(e) {
-                Ok(b) => b,
-                Err(diags) => {
-                    let failed = Compilation {
-                        sources: c.sources,
-                        main: c.main,
-                        elaborated: None,
-                        diagnostics: diags,
-                    };
-                    emit_diagnostics(&failed, cli.color);
-                    return Ok(ExitCode::from(1));
-                }
+            let Some(e) = c.elaborated.as_ref() else {
+                return Ok(ExitCode::from(1));
             };
             let quality = weft_compiler::metrics::of_build(e, &built.state);
             let written = build::write_all(&output, &built, &quality).map_err(Fatal)?;

@@ -1,12 +1,11 @@
 //! `weft report FILE`: compile a fabric (check + build) and print the quality of its routing
 //! (`weft_compiler::metrics`), as a table or as JSON.
 
-use crate::{compile, emit_diagnostics, out, ColorChoice, Fatal, Format};
+use crate::{out, ColorChoice, Fatal, Format};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use weft_compiler::metrics::{self, Quality, QualityOptions, Unroutable};
-use weft_compiler::Compilation;
 
 /// `weft report` arguments.
 #[derive(clap::Args)]
@@ -29,23 +28,11 @@ pub struct Args {
 
 /// Runs `weft report`.
 pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
-    let c = compile(&args.file, true)?;
-    emit_diagnostics(&c, color);
-    let Some(e) = c.elaborated.as_ref().filter(|_| !c.has_errors()) else {
+    let Some((c, built)) = crate::compile_and_build(&args.file, color)? else {
         return Ok(ExitCode::from(1));
     };
-    let built = match weft_compiler::build::build(e) {
-        Ok(b) => b,
-        Err(diags) => {
-            let failed = Compilation {
-                sources: c.sources,
-                main: c.main,
-                elaborated: None,
-                diagnostics: diags,
-            };
-            emit_diagnostics(&failed, color);
-            return Ok(ExitCode::from(1));
-        }
+    let Some(e) = c.elaborated.as_ref() else {
+        return Ok(ExitCode::from(1));
     };
     let mut opts = QualityOptions::from_config(&e.config.routing);
     opts.bisections = args.bisections;
