@@ -195,9 +195,10 @@ impl Cx<'_> {
         label: impl Into<String>,
         help: impl Into<String>,
     ) {
-        let d = IbnetDiagnostic::new(self.src, code, Severity::Error, span, message, label)
+        let d = self
+            .diag(code, Severity::Error, span, message, label)
             .with_help(help);
-        self.diags.push(d);
+        self.push(d);
     }
 
     fn warn(
@@ -208,9 +209,10 @@ impl Cx<'_> {
         label: impl Into<String>,
         help: impl Into<String>,
     ) {
-        let d = IbnetDiagnostic::new(self.src, code, Severity::Warning, span, message, label)
+        let d = self
+            .diag(code, Severity::Warning, span, message, label)
             .with_help(help);
-        self.diags.push(d);
+        self.push(d);
     }
 
     fn push(&mut self, d: IbnetDiagnostic) {
