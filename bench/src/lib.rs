@@ -1,4 +1,8 @@
 //! Inputs for the benchmarks, built deterministically from the repository's examples.
+#![expect(
+    clippy::panic,
+    reason = "benchmark fixtures stop on a broken example; they are not product code"
+)]
 
 use std::path::PathBuf;
 

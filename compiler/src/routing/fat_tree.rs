@@ -472,8 +472,8 @@ fn resolve_climbs(g: &Graph, t: &Tree, rows: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
             let mut row = rows[s].clone();
             let mut turn = 0usize;
             let mut choices = Vec::new();
-            for lid in 0..row.len() {
-                if row[lid] != CLIMB {
+            for (lid, entry) in row.iter_mut().enumerate() {
+                if *entry != CLIMB {
                     continue;
                 }
                 choices.clear();
@@ -483,7 +483,7 @@ fn resolve_climbs(g: &Graph, t: &Tree, rows: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
                         .and_then(|r| r.get(lid))
                         .is_some_and(|&e| e != LFT_UNSET)
                 }));
-                row[lid] = match choices.get(turn % choices.len().max(1)) {
+                *entry = match choices.get(turn % choices.len().max(1)) {
                     Some(&k) => port_toward(g, s, k, lid as u16),
                     None => LFT_UNSET,
                 };
