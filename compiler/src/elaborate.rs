@@ -1738,10 +1738,11 @@ impl<'a> Elab<'a> {
                 other => self.type_err("a list of GUIDs", &other, span),
             },
             (other, ctx) => {
-                let known: &[&str] = match ctx {
-                    AttrContext::Model => MODEL_ATTRS,
-                    AttrContext::Node => NODE_ATTRS,
+                let extra: &[&str] = match ctx {
+                    AttrContext::Model => &[],
+                    AttrContext::Node => NODE_ONLY_ATTRS,
                 };
+                let known: Vec<&str> = MODEL_ATTRS.iter().chain(extra).copied().collect();
                 let help = suggest(other, known.iter().copied(), || {
                     format!("known attributes: {}", known.join(", "))
                 });
@@ -2418,19 +2419,5 @@ const MODEL_ATTRS: &[&str] = &[
     "vendor",
     "device",
 ];
-const NODE_ATTRS: &[&str] = &[
-    "ports",
-    "speed",
-    "width",
-    "vlcap",
-    "mtu",
-    "linear_fdb_cap",
-    "vendor",
-    "device",
-    "level",
-    "lid",
-    "guid",
-    "system_guid",
-    "port_guids",
-    "name",
-];
+/// Attributes a node may set besides its model's.
+const NODE_ONLY_ATTRS: &[&str] = &["level", "lid", "guid", "system_guid", "port_guids", "name"];

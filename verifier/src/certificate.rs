@@ -201,11 +201,7 @@ pub fn check(state: &FabricState, cert: &Certificate) -> Result<CheckSummary, Ce
         let node = parse_guid(g)
             .and_then(|g| f.find_guid(g))
             .ok_or_else(|| CertificateError::UnknownNode(g.clone()))?;
-        let k = net
-            .switch_index
-            .get(node.index())
-            .copied()
-            .unwrap_or(NO_INDEX);
+        let k = net.switch_of(node.0);
         if let Some(slot) = pos.get_mut(k as usize) {
             *slot = j as u32;
         }
@@ -295,11 +291,7 @@ fn check_dest(
             match st {
                 Step::Arrive | Step::Out { last: true, .. } => {}
                 Step::Out { to, .. } => {
-                    let kt = net
-                        .switch_index
-                        .get(to as usize)
-                        .copied()
-                        .unwrap_or(NO_INDEX);
+                    let kt = net.switch_of(to);
                     let lt = label(kt);
                     if lt == NO_LABEL || lt >= l {
                         return Err(label_err(
@@ -372,11 +364,7 @@ fn check_dest(
         let sls: SlSet = net.st.path_sl.get(NodeId(s.node), d.lid);
         routes += u64::from(sls.0.count_ones());
         if net.is_switch(s.node) {
-            let k = net
-                .switch_index
-                .get(s.node as usize)
-                .copied()
-                .unwrap_or(NO_INDEX);
+            let k = net.switch_of(s.node);
             if label(k) == NO_LABEL {
                 return Err(label_err(s.node, "sends here but has no label".to_owned()));
             }
@@ -393,11 +381,7 @@ fn check_dest(
                         .map_err(|r| label_err(s.node, r.describe()))?;
                     count += 1;
                     if !last {
-                        let k = net
-                            .switch_index
-                            .get(to as usize)
-                            .copied()
-                            .unwrap_or(NO_INDEX);
+                        let k = net.switch_of(to);
                         if label(k) == NO_LABEL {
                             return Err(label_err(to, "is entered but has no label".to_owned()));
                         }
@@ -472,11 +456,7 @@ fn check_dest(
                         }
                     }
                     if !last {
-                        let kt = net
-                            .switch_index
-                            .get(to as usize)
-                            .copied()
-                            .unwrap_or(NO_INDEX);
+                        let kt = net.switch_of(to);
                         add(&mut states, kt, to_port, vout, SlSet::one(sl).0);
                     }
                 }
@@ -495,11 +475,7 @@ fn check_dest(
                     d,
                 )?;
                 if !last {
-                    let kt = net
-                        .switch_index
-                        .get(to as usize)
-                        .copied()
-                        .unwrap_or(NO_INDEX);
+                    let kt = net.switch_of(to);
                     let leaving = memo
                         .get(k as usize)
                         .and_then(|m| m.get(usize::from(out)))

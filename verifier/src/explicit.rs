@@ -228,18 +228,10 @@ pub fn verify(state: &FabricState, opts: &Options) -> Report {
 /// for a switch's LID): its group must not count the destination as a sender.
 pub(crate) fn owner_switch(net: &Net<'_>, d: Dest) -> usize {
     if net.is_switch(d.owner.0) {
-        return net
-            .switch_index
-            .get(d.owner.0 as usize)
-            .copied()
-            .unwrap_or(NO_INDEX) as usize;
+        return net.switch_of(d.owner.0) as usize;
     }
     match net.port_link(d.owner.0, d.owner.1) {
-        Some(crate::net::PortLink::Up { node, .. }) => net
-            .switch_index
-            .get(node as usize)
-            .copied()
-            .unwrap_or(NO_INDEX) as usize,
+        Some(crate::net::PortLink::Up { node, .. }) => net.switch_of(node) as usize,
         _ => usize::MAX,
     }
 }
@@ -366,11 +358,7 @@ fn dest_pass(
         }
         for sl in sls_of(net, s, d).iter() {
             let w = net.walk(s, d, sl.0, |x, i, vin, o, vout| {
-                let k = net
-                    .switch_index
-                    .get(x as usize)
-                    .copied()
-                    .unwrap_or(NO_INDEX);
+                let k = net.switch_of(x);
                 deps.insert(k, i, vin, o, vout);
             });
             let Some((at, reason)) = w.failure else {
@@ -435,11 +423,7 @@ fn resolve_label(net: &Net<'_>, scr: &mut Scratch, k: u32) {
                 break 1;
             }
             Some(Step::Out { to, .. }) => {
-                cur = net
-                    .switch_index
-                    .get(to as usize)
-                    .copied()
-                    .unwrap_or(NO_INDEX);
+                cur = net.switch_of(to);
                 if cur == NO_INDEX {
                     break NO_LABEL;
                 }
@@ -475,11 +459,7 @@ fn fast_path(
     deps: &DepSet,
 ) -> bool {
     let label_of = |scr: &Scratch, n: u32| -> u16 {
-        let k = net
-            .switch_index
-            .get(n as usize)
-            .copied()
-            .unwrap_or(NO_INDEX);
+        let k = net.switch_of(n);
         scr.label.get(k as usize).copied().unwrap_or(NO_LABEL)
     };
     let mut max_label = 0u16;
@@ -503,11 +483,7 @@ fn fast_path(
                     return false;
                 }
                 *max_label = (*max_label).max(l);
-                let k = net
-                    .switch_index
-                    .get(to as usize)
-                    .copied()
-                    .unwrap_or(NO_INDEX);
+                let k = net.switch_of(to);
                 for sl in sls.iter() {
                     if let Ok(v) = net.injection_vl(s.node, s.port, sl.0) {
                         add_state(net, scr, k, to_port, v, SlSet::one(sl).0);
@@ -561,11 +537,7 @@ fn fast_path(
                     return false;
                 }
                 max_label = max_label.max(l);
-                let k = net
-                    .switch_index
-                    .get(s.node as usize)
-                    .copied()
-                    .unwrap_or(NO_INDEX);
+                let k = net.switch_of(s.node);
                 add_state(net, scr, k, 0, 0, sls_of(net, s, d).0);
             } else if !single(scr, s, &mut max_label) {
                 return false;
@@ -621,14 +593,7 @@ fn propagate(
             else {
                 return false;
             };
-            let next_k = if last {
-                NO_INDEX
-            } else {
-                net.switch_index
-                    .get(to as usize)
-                    .copied()
-                    .unwrap_or(NO_INDEX)
-            };
+            let next_k = if last { NO_INDEX } else { net.switch_of(to) };
             pending.clear();
             if let Some(list) = scr.states.get(k as usize) {
                 for &(i, vin, sls) in list {

@@ -89,6 +89,14 @@ pub(crate) struct Net<'a> {
 pub(crate) const NO_INDEX: u32 = u32::MAX;
 
 impl<'a> Net<'a> {
+    /// The dense switch index of `node`, or [`NO_INDEX`] for an end node or an unknown id.
+    pub fn switch_of(&self, node: u32) -> u32 {
+        self.switch_index
+            .get(node as usize)
+            .copied()
+            .unwrap_or(NO_INDEX)
+    }
+
     pub fn new(st: &'a FabricState) -> Net<'a> {
         let f = &st.fabric;
         let nodes = f.nodes();
@@ -604,11 +612,7 @@ impl Net<'_> {
         for (j, src) in sources.iter().enumerate() {
             if self.is_switch(src.node) {
                 a.switch_sources.push(j as u32);
-                let k = self
-                    .switch_index
-                    .get(src.node as usize)
-                    .copied()
-                    .unwrap_or(NO_INDEX);
+                let k = self.switch_of(src.node);
                 if let Some(list) = a.by_switch.get_mut(k as usize) {
                     list.push((0, j as u32));
                 }
@@ -626,11 +630,7 @@ impl Net<'_> {
             }
             match self.port_link(src.node, src.port) {
                 Some(PortLink::Up { node, port }) if self.is_switch(node) => {
-                    let k = self
-                        .switch_index
-                        .get(node as usize)
-                        .copied()
-                        .unwrap_or(NO_INDEX);
+                    let k = self.switch_of(node);
                     if let (Some(list), Some(v)) = (
                         a.by_switch.get_mut(k as usize),
                         a.valid_and.get_mut(k as usize),
