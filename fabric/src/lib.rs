@@ -12,12 +12,14 @@
 //! Architecture invariant: this crate does no I/O besides what its callers hand it (text in,
 //! text out) and never prints.
 
+mod fingerprint;
 pub mod ibnetdiscover;
 mod ids;
 mod model;
 pub mod opensm;
 mod state;
 
+pub use fingerprint::{Fingerprint, FingerprintMismatch};
 pub use ids::{Guid, Lid, LinkId, NodeId, PortNum, Sl, Vl};
 pub use model::{
     Fabric, FabricBuilder, Link, LinkError, LinkState, Mtu, Node, NodeKind, NodeSpec, Port,

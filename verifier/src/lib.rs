@@ -29,6 +29,7 @@ pub mod certificate;
 mod channels;
 pub mod explicit;
 mod net;
+mod property;
 pub mod reference;
 mod report;
 #[doc(hidden)]
@@ -36,6 +37,7 @@ pub mod testkit;
 pub mod z3;
 
 pub use certificate::{Certificate, CertificateError, CheckSummary};
+pub use property::Property;
 pub use report::{
     Channel, CreditLoop, Dependency, Endpoint, FailureReason, Hop, NodeRef, Outcome, Report, Route,
     Stats, UnreachableGroup, Verdict,

@@ -1,0 +1,65 @@
+//! The properties the verifier proves. Each has a stable name (used on the command line and in
+//! certificates), a stable code for its violations (diagnostics, JSON, SARIF rule ids), a
+//! witness type in the [`Report`](crate::Report), and a section in the
+//! [`Certificate`](crate::Certificate).
+//!
+//! | property | proven by | violated by (witness) |
+//! |---|---|---|
+//! | `deadlock_free` | a rank per channel, increasing along every dependency | a credit loop ([`CreditLoop`](crate::CreditLoop)) |
+//! | `connected` (per [`Scope`](crate::Scope)) | a distance label per (destination, switch), decreasing along every next hop | failed routes, grouped ([`UnreachableGroup`](crate::UnreachableGroup)) |
+//!
+//! Planned (not accepted yet): `isolated(partitions)`, `within_budget`, `transition(old, new)`.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A property of a fabric state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Property {
+    /// The channel dependency graph over every required route is acyclic.
+    DeadlockFree,
+    /// Every required route arrives (see [`Scope`](crate::Scope)).
+    Connected,
+}
+
+impl Property {
+    /// Every property the verifier can prove, in report order.
+    pub const ALL: [Property; 2] = [Property::DeadlockFree, Property::Connected];
+
+    /// The stable name (`deadlock_free`, `connected`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Property::DeadlockFree => "deadlock_free",
+            Property::Connected => "connected",
+        }
+    }
+
+    /// The stable code of a violation (also the SARIF rule id).
+    pub fn code(self) -> &'static str {
+        match self {
+            Property::DeadlockFree => "weft::credit_loop",
+            Property::Connected => "weft::unreachable",
+        }
+    }
+
+    /// What it means, for sentences ("deadlock freedom", "connectivity").
+    pub fn noun(self) -> &'static str {
+        match self {
+            Property::DeadlockFree => "deadlock freedom",
+            Property::Connected => "connectivity",
+        }
+    }
+
+    /// The property named `name`.
+    pub fn parse(name: &str) -> Option<Property> {
+        Property::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
+impl fmt::Display for Property {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
