@@ -27,7 +27,9 @@ fn compiled(name: &str) -> Option<FabricState> {
         return None;
     }
     let e = c.elaborated?;
-    weft_compiler::build::build(&e).ok().map(|b| b.state)
+    weft_compiler::build::build(&e)
+        .ok()
+        .map(|b| b.state.into_inner())
 }
 
 #[test]

@@ -23,7 +23,7 @@ fn compile(name: &str) -> (Fabric, FabricState) {
     assert!(!c.has_errors(), "{:?}", c.diagnostics);
     let e = c.elaborated.unwrap();
     let built = weft_compiler::build::build(&e).unwrap_or_else(|d| panic!("{d:?}"));
-    (e.fabric, built.state)
+    (e.fabric, built.state.into_inner())
 }
 
 #[test]

@@ -170,7 +170,7 @@ fn state(d: &ibnetdiscover::Discovered, run: &Run, sl2vl: bool, psl: Option<&str
     )
     .unwrap_or_else(|e| panic!("{e}"));
     assert!(warnings.is_empty(), "{warnings:?}");
-    st
+    st.into_inner()
 }
 
 /// What `ibdmchk` (ibutils) prints about OpenSM's dumps; `all` adds switch paths (`-a`).
@@ -438,7 +438,7 @@ fn lash_on_a_ring_is_deadlock_free_with_its_sls_and_loops_without() {
     };
     // With lash's SLs (several layers in use): proven, certificate accepted.
     let st = with(Some(&psl));
-    let sls: BTreeSet<u16> = st.path_sl.entries.iter().map(|e| e.sls.0).collect();
+    let sls: BTreeSet<u16> = st.path_sl.by_source.iter().map(|e| e.sls.0).collect();
     assert!(sls.len() > 1, "lash used one SL only: {psl}");
     let r = verify(&st, &all_opts(Scope::All));
     assert!(r.is_proven(), "{:#?}\n{:#?}", r.verdict, r.credit_loops);

@@ -36,6 +36,7 @@ fn compiled(name: &str) -> FabricState {
     weft_compiler::build::build(&e)
         .unwrap_or_else(|d| panic!("{name} does not route: {d:?}"))
         .state
+        .into_inner()
 }
 
 fn peak_rss_mib() -> u64 {

@@ -14,14 +14,6 @@ use weft_compiler::build::Built;
 /// The files `weft build` writes, in order.
 pub const FILES: [&str; 4] = ["lfts.dump", "guid2lid", "topology.net", "state.json"];
 
-/// `state.json`: the state, with the quality metrics beside it.
-#[derive(serde::Serialize)]
-struct StateFile<'a> {
-    #[serde(flatten)]
-    state: &'a weft_fabric::FabricState,
-    quality: &'a weft_compiler::metrics::Quality,
-}
-
 fn write_one(
     name: &str,
     built: &Built,
@@ -42,9 +34,8 @@ fn write_one(
         }
         _ => {
             let mut w = BufWriter::new(out);
-            let file = StateFile { state: st, quality };
-            serde_json::to_writer_pretty(&mut w, &file).map_err(|e| e.to_string())?;
-            w.write_all(b"\n").map_err(io)?;
+            let q = serde_json::to_string(quality).map_err(|e| e.to_string())?;
+            weft_fabric::state_json::write(st, &mut w, &[("quality", &q)]).map_err(io)?;
             w.flush().map_err(io)
         }
     }

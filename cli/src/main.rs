@@ -279,7 +279,7 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
             let mut build_errors = Vec::new();
             if let (Some(e), false, false) = (c.elaborated.as_ref(), failed, no_verify) {
                 match weft_compiler::build::build(e) {
-                    Ok(b) => routed = Some((b.engine, b.state)),
+                    Ok(b) => routed = Some((b.engine, b.state.into_inner())),
                     Err(d) => {
                         failed = true;
                         build_errors = d;
@@ -392,7 +392,11 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
             };
             let text = match format {
                 ExportFormat::Ibnetdiscover => weft_compiler::export_ibnetdiscover(&e.fabric)?,
-                ExportFormat::Json => serde_json::to_string_pretty(&e.fabric)? + "\n",
+                ExportFormat::Json => {
+                    let mut v = Vec::new();
+                    weft_fabric::state_json::write_fabric(&e.fabric, &mut v)?;
+                    String::from_utf8(v)?
+                }
             };
             out(output.as_deref(), &text)?;
             Ok(ExitCode::SUCCESS)

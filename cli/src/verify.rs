@@ -20,7 +20,7 @@ use serde_json::json;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use weft_fabric::FabricState;
+use weft_fabric::{FabricState, ValidState};
 use weft_verifier::{
     certificate, CreditLoop, FailureReason, Options, Outcome, Report, Route, Scope,
     UnreachableGroup,
@@ -116,10 +116,10 @@ fn warn(msg: &str) {
 }
 
 /// Loads the state and names the file findings point at.
-fn load(args: &Args, color: ColorChoice) -> Result<(FabricState, String), Fatal> {
+fn load(args: &Args, color: ColorChoice) -> Result<(ValidState, String), Fatal> {
     if let Some(p) = &args.state {
-        let st = FabricState::from_json(&read(p)?)
-            .map_err(|e| Fatal(format!("`{}` is not a weft state: {e}", p.display())))?;
+        let st = ValidState::from_json(&read(p)?)
+            .map_err(|e| Fatal(format!("`{}` is not a valid weft state:\n{e}", p.display())))?;
         return Ok((st, p.display().to_string()));
     }
     if let Some(topo) = &args.topology {

@@ -195,13 +195,8 @@ fn export_import_round_trip() {
             .as_array()
             .map(|ls| {
                 ls.iter()
-                    .filter(|l| l["state"] == "up")
-                    .map(|l| {
-                        format!(
-                            "{}:{}-{}:{}",
-                            l["a"]["node"], l["a"]["port"], l["b"]["node"], l["b"]["port"]
-                        )
-                    })
+                    .filter(|l| l.get("state").is_none())
+                    .map(|l| format!("{}:{}-{}:{}", l["a"][0], l["a"][1], l["b"][0], l["b"][1]))
                     .collect()
             })
             .unwrap_or_default();

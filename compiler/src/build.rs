@@ -3,13 +3,13 @@
 use crate::diagnostic::Diagnostic;
 use crate::elaborate::Elaborated;
 use crate::routing::{self, RouteError, RouteNote, RoutingInput};
-use weft_fabric::{FabricState, SwitchState};
+use weft_fabric::{FabricState, SwitchState, ValidState};
 
 /// A compiled fabric.
 #[derive(Debug)]
 pub struct Built {
-    /// LIDs and tables.
-    pub state: FabricState,
+    /// LIDs and tables, validated.
+    pub state: ValidState,
     /// The engine that routed it.
     pub engine: &'static str,
     /// What the engine reported.
@@ -91,6 +91,15 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
             )
         })
         .collect();
+    // What the passes produce must be a valid state; if not, that is a bug in weft, reported
+    // as such rather than written.
+    let state = ValidState::new(state).map_err(|errs| {
+        vec![at(Diagnostic::error(
+            "weft::internal",
+            format!("the compiled state is invalid (a bug in weft): {errs}"),
+        )
+        .help("please report this with the `.weft` file"))]
+    })?;
     Ok(Built {
         state,
         engine: engine.name(),

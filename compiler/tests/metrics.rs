@@ -14,7 +14,7 @@ fn example(name: &str) -> FabricState {
     assert!(!c.has_errors(), "{:?}", c.diagnostics);
     let e = c.elaborated.unwrap_or_else(|| panic!("no fabric"));
     match build(&e) {
-        Ok(b) => b.state,
+        Ok(b) => b.state.into_inner(),
         Err(d) => panic!("build failed: {d:?}"),
     }
 }

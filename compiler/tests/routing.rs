@@ -11,7 +11,7 @@ fn compile(src: &str) -> FabricState {
     assert!(!c.has_errors(), "{:?}", c.diagnostics);
     let e = c.elaborated.unwrap_or_else(|| panic!("no fabric"));
     match build(&e) {
-        Ok(b) => b.state,
+        Ok(b) => b.state.into_inner(),
         Err(d) => panic!("build failed: {d:?}"),
     }
 }

@@ -232,8 +232,8 @@ fn stdlib_and_examples_are_formatted() {
 #[test]
 fn same_input_same_fabric() {
     let src = program("topology = fat_tree(levels: 2, switch: sb7800, hca: connectx5)");
-    let a = serde_json::to_string(&build(&src)).unwrap_or_default();
-    let b = serde_json::to_string(&build(&src)).unwrap_or_default();
+    let a = build(&src).to_json();
+    let b = build(&src).to_json();
     assert!(!a.is_empty());
     assert_eq!(a, b);
 }

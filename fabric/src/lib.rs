@@ -17,7 +17,7 @@ pub mod ibnetdiscover;
 mod ids;
 mod model;
 pub mod opensm;
-mod state;
+pub mod state;
 
 pub use fingerprint::{Fingerprint, FingerprintMismatch};
 pub use ids::{Guid, Lid, LinkId, NodeId, PortNum, Sl, Vl};
@@ -26,5 +26,7 @@ pub use model::{
     PortCaps, PortRef, Speed, Width, MAX_UNICAST_LID,
 };
 pub use state::{
-    FabricState, Lft, LidAssignment, PathSl, PathSlEntry, Sl2VlRow, SlSet, SwitchState, LFT_UNSET,
+    json as state_json, DlidSls, FabricState, Lft, LidAssignment, LidRange, PKey, PathSl,
+    PortState, Sl2VlRow, SlSet, SourceSls, StateError, StateErrors, SwitchState, ValidState, VlArb,
+    VlWeight, LFT_UNSET,
 };

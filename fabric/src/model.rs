@@ -488,13 +488,45 @@ pub enum LinkError {
     /// An id that does not exist.
     #[error("no node with id {0}")]
     UnknownNode(u32),
+    /// A node, system or port GUID of 0.
+    #[error("`{name}` has {what} GUID 0, which is reserved")]
+    ZeroGuid {
+        /// The node.
+        name: String,
+        /// Which GUID (`node`, `system image`, `port 2`).
+        what: String,
+    },
+    /// A derived port GUID (node GUID + port number) past 2^64.
+    #[error("the port GUIDs of `{name}` (node GUID {guid} + port number) wrap around past 0xffffffffffffffff")]
+    GuidWrap {
+        /// The node.
+        name: String,
+        /// Its node GUID.
+        guid: Guid,
+    },
+    /// A port GUID another node already uses (as node or port GUID).
+    #[error("`{name}` port {port} has GUID {guid}, already used by `{existing_name}`")]
+    DuplicatePortGuid {
+        /// The node.
+        name: String,
+        /// Its port (0: the node GUID).
+        port: u8,
+        /// The GUID.
+        guid: Guid,
+        /// The node that has it.
+        existing: NodeId,
+        /// That node's name.
+        existing_name: String,
+    },
 }
 
 /// The elaborated topology: nodes, ports and links.
 ///
-/// Built with [`FabricBuilder`], which enforces the invariants: names and node GUIDs unique,
-/// every link end a real port, every port wired at most once.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// Built only with [`FabricBuilder`], which enforces the invariants: names and node GUIDs
+/// unique, no GUID 0, port GUIDs unique across nodes, every link end a real port, every port
+/// wired at most once. (It is written and read as JSON only through
+/// [`state::json`](crate::state::json), which goes through the builder.)
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Fabric {
     /// Fabric name (from `fabric NAME { … }`).
     pub name: String,
@@ -502,10 +534,10 @@ pub struct Fabric {
     pub lmc: u8,
     nodes: Vec<Node>,
     links: Vec<Link>,
-    #[serde(skip)]
     by_name: BTreeMap<String, NodeId>,
-    #[serde(skip)]
     by_guid: BTreeMap<Guid, NodeId>,
+    /// Every node and port GUID, and the node carrying it.
+    by_port_guid: BTreeMap<Guid, NodeId>,
 }
 
 /// Incremental, validating constructor of a [`Fabric`].
@@ -525,6 +557,7 @@ impl FabricBuilder {
                 links: Vec::new(),
                 by_name: BTreeMap::new(),
                 by_guid: BTreeMap::new(),
+                by_port_guid: BTreeMap::new(),
             },
         }
     }
@@ -539,7 +572,7 @@ impl FabricBuilder {
         &self.fabric
     }
 
-    /// Adds a node; its name and GUID must be new.
+    /// Adds a node; its name, node GUID and port GUIDs must be new and non-zero.
     pub fn add_node(&mut self, spec: NodeSpec) -> Result<NodeId, LinkError> {
         if let Some(&existing) = self.fabric.by_name.get(&spec.name) {
             return Err(LinkError::DuplicateName {
@@ -555,7 +588,17 @@ impl FabricBuilder {
                 existing_name,
             });
         }
-        let ports = match &spec.port_guids {
+        let zero = |what: &str| LinkError::ZeroGuid {
+            name: spec.name.clone(),
+            what: what.to_owned(),
+        };
+        if spec.guid.0 == 0 {
+            return Err(zero("node"));
+        }
+        if spec.system_guid == Some(Guid(0)) {
+            return Err(zero("system image"));
+        }
+        let ports: Vec<Port> = match &spec.port_guids {
             Some(guids) => {
                 if guids.len() != usize::from(spec.port_count) {
                     return Err(LinkError::PortGuidCount {
@@ -563,6 +606,9 @@ impl FabricBuilder {
                         ports: spec.port_count,
                         guids: guids.len(),
                     });
+                }
+                if let Some(p) = guids.iter().position(|g| g.0 == 0) {
+                    return Err(zero(&format!("port {}", p + 1)));
                 }
                 guids
                     .iter()
@@ -574,18 +620,45 @@ impl FabricBuilder {
                     })
                     .collect()
             }
-            None => (1..=spec.port_count)
-                .map(|num| Port {
-                    num: PortNum(num),
-                    guid: match spec.kind {
+            None => {
+                let mut v = Vec::with_capacity(usize::from(spec.port_count));
+                for num in 1..=spec.port_count {
+                    let guid = match spec.kind {
                         NodeKind::Switch => spec.guid,
-                        _ => Guid(spec.guid.0.wrapping_add(u64::from(num))),
-                    },
-                    link: None,
-                })
-                .collect(),
+                        _ => Guid(spec.guid.0.checked_add(u64::from(num)).ok_or_else(|| {
+                            LinkError::GuidWrap {
+                                name: spec.name.clone(),
+                                guid: spec.guid,
+                            }
+                        })?),
+                    };
+                    v.push(Port {
+                        num: PortNum(num),
+                        guid,
+                        link: None,
+                    });
+                }
+                v
+            }
         };
         let id = NodeId(self.fabric.nodes.len() as u32);
+        let own: Vec<(u8, Guid)> = std::iter::once((0, spec.guid))
+            .chain(ports.iter().map(|p| (p.num.0, p.guid)))
+            .collect();
+        for &(port, guid) in &own {
+            if let Some(&existing) = self.fabric.by_port_guid.get(&guid) {
+                return Err(LinkError::DuplicatePortGuid {
+                    name: spec.name,
+                    port,
+                    guid,
+                    existing,
+                    existing_name: self.fabric.node(existing).name().to_owned(),
+                });
+            }
+        }
+        for (_, guid) in own {
+            self.fabric.by_port_guid.insert(guid, id);
+        }
         self.fabric.by_name.insert(spec.name.clone(), id);
         self.fabric.by_guid.insert(spec.guid, id);
         self.fabric.nodes.push(Node {
@@ -727,6 +800,22 @@ impl Fabric {
         self.by_guid.get(&guid).copied()
     }
 
+    /// The node and port carrying port GUID `guid` (a switch's port GUID is its node GUID:
+    /// port 0; an end node's node GUID, when no port carries it, is reported as port 0 too).
+    pub fn find_port_guid(&self, guid: Guid) -> Option<(NodeId, PortNum)> {
+        let id = *self.by_port_guid.get(&guid)?;
+        let node = self.nodes.get(id.index())?;
+        if node.is_switch() {
+            return Some((id, PortNum(0)));
+        }
+        let port = node
+            .ports
+            .iter()
+            .find(|p| p.guid == guid)
+            .map_or(PortNum(0), |p| p.num);
+        Some((id, port))
+    }
+
     /// The port at the far end of `end`'s link, and the link, if `end` is wired.
     pub fn peer(&self, end: PortRef) -> Option<(PortRef, LinkId)> {
         let link = self.nodes.get(end.node.index())?.port(end.port)?.link?;
@@ -764,8 +853,8 @@ impl Fabric {
         self.nodes.iter().filter_map(|n| n.spec.level).max()
     }
 
-    /// Rebuilds the name and GUID indexes (after deserialising).
-    pub fn reindex(&mut self) {
+    /// Rebuilds the name and GUID indexes.
+    fn reindex(&mut self) {
         self.by_name = self
             .nodes
             .iter()
@@ -777,6 +866,16 @@ impl Fabric {
             .iter()
             .zip(0u32..)
             .map(|(n, i)| (n.spec.guid, NodeId(i)))
+            .collect();
+        self.by_port_guid = self
+            .nodes
+            .iter()
+            .zip(0u32..)
+            .flat_map(|(n, i)| {
+                std::iter::once(n.spec.guid)
+                    .chain(n.ports.iter().map(|p| p.guid))
+                    .map(move |g| (g, NodeId(i)))
+            })
             .collect();
     }
 }

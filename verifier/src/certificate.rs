@@ -20,7 +20,7 @@ use crate::Scope;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use weft_fabric::{FabricState, Lid, NodeId, SlSet};
+use weft_fabric::{FabricState, Lid, SlSet};
 
 /// The format name in `certificate.json`.
 pub const FORMAT: &str = "weft-certificate";
@@ -321,7 +321,7 @@ fn check_dest(
     };
     // With destination-only path SLs, end nodes cabled to a switch are checked per switch
     // (what they do there depends only on the switch's output port); the rest one by one.
-    let uniform_sls = net.st.path_sl.get(NodeId(0), d.lid);
+    let uniform_sls = net.st.path_sl.for_destination(d.lid);
     let mut hca = vec![false; s_count];
     let individual: Vec<Source> = if attach.uniform {
         attach
@@ -361,7 +361,7 @@ fn check_dest(
         if (s.node, s.port) == d.owner {
             continue;
         }
-        let sls: SlSet = net.st.path_sl.get(NodeId(s.node), d.lid);
+        let sls: SlSet = net.st.path_sl.get(net.port_ref(s.node, s.port), d.lid);
         routes += u64::from(sls.0.count_ones());
         if net.is_switch(s.node) {
             let k = net.switch_of(s.node);
@@ -526,7 +526,7 @@ fn hca_leaving(
             continue;
         };
         for sl in bits(sls) {
-            let vin = net.st.injection_vl(NodeId(src.node), sl).0;
+            let vin = net.st.injection_vl(net.port_ref(src.node, src.port), sl).0;
             let vout = net
                 .switch_vl(x, i, out, sl.0)
                 .map_err(|r| CertificateError::Label {

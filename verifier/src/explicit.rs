@@ -24,7 +24,7 @@ use crate::report::{
 };
 use crate::{Checker, Options};
 use rayon::prelude::*;
-use weft_fabric::{FabricState, NodeId, SlSet};
+use weft_fabric::{FabricState, SlSet};
 
 /// No label: the switch does not reach the destination.
 pub(crate) const NO_LABEL: u16 = u16::MAX;
@@ -249,7 +249,7 @@ fn bits(mut m: u16) -> impl Iterator<Item = u8> {
 }
 
 fn sls_of(net: &Net<'_>, s: Source, d: Dest) -> SlSet {
-    net.st.path_sl.get(NodeId(s.node), d.lid)
+    net.st.path_sl.get(net.port_ref(s.node, s.port), d.lid)
 }
 
 fn add_state(net: &Net<'_>, scr: &mut Scratch, k: u32, i: u8, vin: u8, sls: u16) {
@@ -296,7 +296,7 @@ fn dest_pass(
     want_labels: bool,
 ) -> DestResult {
     let routes: u64 = if attach.uniform {
-        let sls = u64::from(net.st.path_sl.get(NodeId(0), d.lid).0.count_ones());
+        let sls = u64::from(net.st.path_sl.for_destination(d.lid).0.count_ones());
         let owner_sends = sources.iter().any(|s| (s.node, s.port) == d.owner);
         (sources.len() as u64 - u64::from(owner_sends)) * sls
     } else {
@@ -494,7 +494,7 @@ fn fast_path(
             _ => false,
         }
     };
-    let uniform_sls = net.st.path_sl.get(NodeId(0), d.lid).0;
+    let uniform_sls = net.st.path_sl.for_destination(d.lid).0;
     if attach.uniform {
         for &j in &attach.loose {
             let Some(&s) = sources.get(j as usize) else {

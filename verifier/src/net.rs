@@ -89,6 +89,11 @@ pub(crate) struct Net<'a> {
 pub(crate) const NO_INDEX: u32 = u32::MAX;
 
 impl<'a> Net<'a> {
+    /// `(node, port)` as a [`PortRef`](weft_fabric::PortRef).
+    pub fn port_ref(&self, node: u32, port: u8) -> weft_fabric::PortRef {
+        weft_fabric::PortRef::new(NodeId(node), port)
+    }
+
     /// The dense switch index of `node`, or [`NO_INDEX`] for an end node or an unknown id.
     pub fn switch_of(&self, node: u32) -> u32 {
         self.switch_index
@@ -173,7 +178,7 @@ impl<'a> Net<'a> {
                 }
             }
         }
-        for t in st.end_sl2vl.values() {
+        for t in st.ports.values().filter_map(|p| p.sl2vl.as_ref()) {
             for &v in t {
                 if v < max_cap && v < 15 {
                     top = top.max(v);
@@ -351,7 +356,7 @@ impl<'a> Net<'a> {
 
     /// The VL end node `h` injects SL `sl` on through port `p`, checked.
     pub fn injection_vl(&self, h: u32, p: u8, sl: u8) -> Result<u8, FailureReason> {
-        let vl = self.st.injection_vl(NodeId(h), Sl(sl)).0;
+        let vl = self.st.injection_vl(self.port_ref(h, p), Sl(sl)).0;
         self.vl_ok(h, p, vl)?;
         Ok(vl)
     }
@@ -602,7 +607,7 @@ impl Net<'_> {
     pub fn attach(&self, sources: &[Source]) -> Attach {
         let s = self.switches.len();
         let mut a = Attach {
-            uniform: self.st.path_sl.entries.is_empty(),
+            uniform: self.st.path_sl.destination_only(),
             by_switch: vec![Vec::new(); s],
             valid_and: vec![u16::MAX; s],
             inj: vec![[0; 16]; sources.len()],
@@ -620,7 +625,10 @@ impl Net<'_> {
             }
             let mut valid = 0u16;
             for sl in 0..16u8 {
-                let vl = self.st.injection_vl(NodeId(src.node), Sl(sl)).0;
+                let vl = self
+                    .st
+                    .injection_vl(self.port_ref(src.node, src.port), Sl(sl))
+                    .0;
                 if let Some(slot) = a.inj.get_mut(j).and_then(|t| t.get_mut(usize::from(sl))) {
                     *slot = vl;
                 }

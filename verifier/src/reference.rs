@@ -116,7 +116,7 @@ pub fn walk(st: &FabricState, src: NodeId, port: u8, dlid: Lid, sl: u8) -> RefWa
             Ok(p) => p,
             Err(r) => return fail(hops, src, r),
         };
-        let vl = st.injection_vl(src, Sl(sl)).0;
+        let vl = st.injection_vl(PortRef::new(src, port), Sl(sl)).0;
         if let Err(r) = check_vl(st, src, port, vl) {
             return fail(hops, src, r);
         }

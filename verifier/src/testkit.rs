@@ -450,7 +450,15 @@ pub fn corrupt(rng: &mut Rng, st: &mut FabricState) -> Option<Corruption> {
         8 => {
             let lid = Lid(1 + rng.below(u64::from(max_lid.max(1))) as u16);
             let sls = 1 + rng.below(3) as u16;
-            st.path_sl.by_dlid.insert(lid, weft_fabric::SlSet(sls));
+            let mut pairs: Vec<(Lid, weft_fabric::SlSet)> = st
+                .path_sl
+                .by_dlid
+                .iter()
+                .flat_map(|e| (e.lids.lo.0..=e.lids.hi.0).map(move |l| (Lid(l), e.sls)))
+                .filter(|&(l, _)| l != lid)
+                .collect();
+            pairs.push((lid, weft_fabric::SlSet(sls)));
+            st.path_sl.set_by_dlid(pairs);
             Some(Corruption::PathSl(lid, sls))
         }
         _ => {

@@ -29,13 +29,13 @@ fn random_vls(rng: &mut Rng, st: &mut FabricState) {
         }
         s.sort_sl2vl();
     }
-    for (i, n) in st.fabric.nodes().iter().enumerate() {
+    for (i, n) in st.fabric.clone().nodes().iter().enumerate() {
         if !n.is_switch() {
             let mut t = [0u8; 16];
             for v in t.iter_mut() {
                 *v = rng.below(u64::from(vls)) as u8;
             }
-            st.end_sl2vl.insert(NodeId(i as u32), t);
+            st.set_node_injection(NodeId(i as u32), t);
         }
     }
     st.path_sl.default = SlSet(1 + rng.below(3) as u16);

@@ -157,9 +157,9 @@ fn vls_come_from_sl2vl_and_path_sl() {
         }
         s.sort_sl2vl();
     }
-    for (i, n) in st.fabric.nodes().iter().enumerate() {
+    for (i, n) in st.fabric.clone().nodes().iter().enumerate() {
         if !n.is_switch() {
-            st.end_sl2vl.insert(NodeId(i as u32), ident);
+            st.set_node_injection(NodeId(i as u32), ident);
         }
     }
     let (r0, r1) = (f.find("R0").unwrap(), f.find("R1").unwrap());
@@ -178,21 +178,16 @@ fn vls_come_from_sl2vl_and_path_sl() {
                 .iter()
                 .any(|h| (h.node, h.out) == (r0, 1) || (h.node, h.out) == (r1, 2))
             {
-                entries.push(weft_fabric::PathSlEntry {
-                    src: s,
-                    dlid: d,
-                    sls: SlSet(0b10),
-                });
+                entries.push((weft_fabric::PortRef::new(s, p), d, SlSet(0b10)));
             }
         }
     }
     assert!(!entries.is_empty());
-    st.path_sl.entries = entries;
-    st.path_sl.sort();
+    st.path_sl.set_by_source(entries);
     proven_with_certificate(&st, &Options::default());
     // Both SLs possible for every pair: the loop is back, on VL 0.
     let mut both = st.clone();
-    both.path_sl.entries.clear();
+    both.path_sl.by_source.clear();
     both.path_sl.default = SlSet(0b11);
     let r = verify(&both, &Options::default());
     assert_eq!(r.verdict.deadlock_free, Outcome::Violated);
@@ -214,13 +209,13 @@ fn vl_above_cap_and_vl15_are_failures() {
     let h = f.find("H1").unwrap();
     let mut t = [0u8; 16];
     t[0] = 15;
-    st.end_sl2vl.insert(h, t);
+    st.set_node_injection(h, t);
     let r = verify(&st, &Options::default());
     assert_eq!(r.verdict.connected, Outcome::Violated);
     assert!(r.unreachable.iter().all(|g| g.at.name == "H1"));
     replay_all(&st, &r);
     t[0] = 8; // VLCap is 8: VLs 0..=7
-    st.end_sl2vl.insert(h, t);
+    st.set_node_injection(h, t);
     let r = verify(&st, &Options::default());
     assert!(matches!(
         r.unreachable.first().map(|g| g.reason),
@@ -315,7 +310,7 @@ fn reference_breaks(st: &FabricState) -> bool {
                 continue;
             }
             let d = st.lids.get(dn, PortNum(dp)).unwrap();
-            for sl in st.path_sl.get(s, d).iter() {
+            for sl in st.path_sl.get(weft_fabric::PortRef::new(s, p), d).iter() {
                 if weft_verifier::reference::walk(st, s, p, d, sl.0)
                     .failure
                     .is_some()

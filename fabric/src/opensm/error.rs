@@ -15,19 +15,90 @@ pub struct DumpError {
     pub message: String,
 }
 
-/// Every problem found in one file.
+/// Every problem found in one file. Displayed capped: at most [`DumpErrors::SHOWN`] problems
+/// of one kind (the same message up to names and numbers), then how many more.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DumpErrors(pub Vec<DumpError>);
 
-impl fmt::Display for DumpErrors {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, e) in self.0.iter().enumerate() {
-            if i > 0 {
+impl DumpErrors {
+    /// Problems of one kind shown before "… and N more like this".
+    pub const SHOWN: usize = 10;
+}
+
+/// The shape of a message: backticked names and numbers blanked, so that "no switch with GUID
+/// `0x…1`" and "… `0x…2`" are one kind.
+pub(crate) fn shape(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut quoted = false;
+    let mut digits = false;
+    for c in message.chars() {
+        if c == '`' {
+            quoted = !quoted;
+            if quoted {
+                out.push_str("`…`");
+            }
+            continue;
+        }
+        if quoted {
+            continue;
+        }
+        if c.is_ascii_hexdigit() && (digits || c.is_ascii_digit()) || (digits && c == 'x') {
+            if !digits {
+                out.push('#');
+            }
+            digits = true;
+            continue;
+        }
+        digits = false;
+        out.push(c);
+    }
+    out
+}
+
+/// Writes `errors` capped per kind (see [`DumpErrors::SHOWN`]).
+pub(crate) fn write_capped<'a>(
+    f: &mut fmt::Formatter<'_>,
+    errors: impl Iterator<Item = (String, &'a dyn fmt::Display)>,
+    shown: usize,
+) -> fmt::Result {
+    let mut count: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    let mut first = true;
+    for (kind, e) in errors {
+        let n = count.entry(kind.clone()).or_insert_with(|| {
+            order.push(kind.clone());
+            0
+        });
+        *n += 1;
+        if *n <= shown {
+            if !first {
                 writeln!(f)?;
             }
+            first = false;
             write!(f, "{e}")?;
         }
-        Ok(())
+    }
+    for kind in order {
+        let n = count.get(&kind).copied().unwrap_or(0);
+        if n > shown {
+            write!(f, "\n… and {} more like this ({})", n - shown, kind.trim())?;
+        }
+    }
+    Ok(())
+}
+
+impl fmt::Display for DumpErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_capped(
+            f,
+            self.0.iter().map(|e| {
+                (
+                    format!("{}: {}", e.file, shape(&e.message)),
+                    e as &dyn fmt::Display,
+                )
+            }),
+            Self::SHOWN,
+        )
     }
 }
 
@@ -80,3 +151,30 @@ pub(crate) fn number(s: &str) -> Option<u64> {
         None => s.parse().ok(),
     }
 }
+
+/// Why a state could not be assembled from OpenSM's files: problems in the files, or in the
+/// state they describe together with the topology (LID clashes, live ports without LIDs, …).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AssembleErrors {
+    /// Problems in the files, with their lines.
+    pub dumps: Vec<DumpError>,
+    /// Problems of the assembled state.
+    pub state: Vec<crate::StateError>,
+}
+
+impl fmt::Display for AssembleErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.dumps.is_empty() {
+            write!(f, "{}", DumpErrors(self.dumps.clone()))?;
+        }
+        if !self.state.is_empty() {
+            if !self.dumps.is_empty() {
+                writeln!(f)?;
+            }
+            write!(f, "{}", crate::StateErrors(self.state.clone()))?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for AssembleErrors {}

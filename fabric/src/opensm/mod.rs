@@ -24,7 +24,7 @@ mod sl2vl;
 #[cfg(test)]
 mod tests;
 
-pub use error::{DumpError, DumpErrors};
+pub use error::{AssembleErrors, DumpError, DumpErrors};
 pub use guid2lid::write_guid2lid;
 pub use guid2lid_read::parse_guid2lid;
 pub use lfts::{write_lfts, write_lfts_to};
@@ -32,7 +32,7 @@ pub use lfts_read::parse_lfts;
 pub use path_sl::{parse_path_sl, write_path_sl};
 pub use sl2vl::{parse_sl2vl, write_sl2vl, Sl2VlTables};
 
-use crate::{FabricState, LidAssignment};
+use crate::{FabricState, LidAssignment, ValidState};
 
 /// The OpenSM files describing a fabric's state, as text.
 #[derive(Clone, Copy, Debug, Default)]
@@ -48,13 +48,15 @@ pub struct Dumps<'a> {
 }
 
 /// Builds the state of `fabric` from OpenSM's files; `lids` are the LIDs the topology file
-/// gave (ibnetdiscover's `lid` annotations), used unless a guid2lid file is given. Warnings of
+/// gave (ibnetdiscover's `lid` annotations), used unless a guid2lid file is given. The result
+/// is validated ([`ValidState::new`]): two ports with one LID, a live port without a LID, LID 0
+/// and every other broken invariant are errors, never a port silently left out. Warnings of
 /// every file are returned; errors of every file are returned together.
 pub fn assemble(
     fabric: crate::Fabric,
     lids: LidAssignment,
     dumps: &Dumps<'_>,
-) -> Result<(FabricState, Vec<DumpError>), DumpErrors> {
+) -> Result<(ValidState, Vec<DumpError>), AssembleErrors> {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
     let mut keep = |r: Result<(Vec<DumpError>, ()), DumpErrors>| match r {
@@ -66,6 +68,8 @@ pub fn assemble(
     if let Some(t) = dumps.guid2lid {
         match parse_guid2lid(t, &state.fabric) {
             Ok((l, w)) => {
+                // OpenSM's cache says which LMC the fabric runs.
+                state.fabric.lmc = l.lmc;
                 state.lids = l;
                 keep(Ok((w, ())));
             }
@@ -94,7 +98,9 @@ pub fn assemble(
                     s.sl2vl = rows;
                     s.sort_sl2vl();
                 }
-                state.end_sl2vl = tables.end_nodes;
+                for (port, vl) in tables.end_ports {
+                    state.ports.entry(port).or_default().sl2vl = Some(vl);
+                }
                 keep(Ok((w, ())));
             }
             Err(e) => keep(Err(e)),
@@ -109,9 +115,17 @@ pub fn assemble(
             Err(e) => keep(Err(e)),
         }
     }
-    if errors.is_empty() {
-        Ok((state, warnings))
-    } else {
-        Err(DumpErrors(errors))
+    if !errors.is_empty() {
+        return Err(AssembleErrors {
+            dumps: errors,
+            state: Vec::new(),
+        });
+    }
+    match ValidState::new(state) {
+        Ok(v) => Ok((v, warnings)),
+        Err(e) => Err(AssembleErrors {
+            dumps: Vec::new(),
+            state: e.0,
+        }),
     }
 }

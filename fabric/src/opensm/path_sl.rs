@@ -7,11 +7,14 @@
 //! and write this format.
 
 use super::error::{number, Collector, DumpError, DumpErrors};
-use crate::{Fabric, FabricState, Guid, Lid, PathSl, PathSlEntry, Sl, SlSet};
+use crate::{Fabric, FabricState, Guid, Lid, PathSl, PortNum, PortRef, Sl, SlSet};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// Reads a `.psl` file against `fabric`; pairs it does not list use SL 0.
+/// Reads a `.psl` file against `fabric`; pairs it does not list use SL 0. A line names a
+/// source *node*: its SLs apply to every port of that node (port 0 of a switch, every
+/// physical port of an end node) — give [`PathSl::set_by_source`] per-port sets where the
+/// ports of one node differ.
 pub fn parse_path_sl(text: &str, fabric: &Fabric) -> Result<(PathSl, Vec<DumpError>), DumpErrors> {
     let mut c = Collector::new("path-sl");
     let mut sets: BTreeMap<(crate::NodeId, Lid), SlSet> = BTreeMap::new();
@@ -47,19 +50,24 @@ pub fn parse_path_sl(text: &str, fabric: &Fabric) -> Result<(PathSl, Vec<DumpErr
         };
         sets.entry((src, Lid(dlid))).or_default().insert(Sl(sl));
     }
-    let mut p = PathSl {
-        entries: sets
+    let mut p = PathSl::default();
+    p.set_by_source(sets.into_iter().flat_map(|((src, dlid), sls)| {
+        let node = fabric.node(src);
+        let ports: Vec<PortNum> = if node.is_switch() {
+            vec![PortNum(0)]
+        } else {
+            node.ports.iter().map(|p| p.num).collect()
+        };
+        ports
             .into_iter()
-            .map(|((src, dlid), sls)| PathSlEntry { src, dlid, sls })
-            .collect(),
-        ..PathSl::default()
-    };
-    p.sort();
+            .map(move |port| (PortRef { node: src, port }, dlid, sls))
+    }));
     c.finish(p)
 }
 
 /// Writes the path SL of every (source node with a LID, destination LID) pair of `state`,
-/// one line per SL, sorted by source GUID then DLID.
+/// one line per SL, sorted by source GUID then DLID. The format has one line per source node:
+/// the SLs of the node's first port with a LID are written.
 pub fn write_path_sl(state: &FabricState) -> String {
     let f = &state.fabric;
     let owners = state.lids.owners(f);
@@ -78,7 +86,17 @@ pub fn write_path_sl(state: &FabricState) -> String {
             if *n == id || lid == 0 {
                 continue;
             }
-            for sl in state.path_sl.get(id, Lid(lid as u16)).iter() {
+            let port = state
+                .lids
+                .base
+                .get(&id)
+                .and_then(|ports| ports.keys().next().copied())
+                .unwrap_or(PortNum(0));
+            for sl in state
+                .path_sl
+                .get(PortRef { node: id, port }, Lid(lid as u16))
+                .iter()
+            {
                 let _ = writeln!(out, "{:#018x} {lid} {}", g.0, sl.0);
             }
         }

@@ -20,7 +20,7 @@
 //! injects each SL on). Switches are found by node GUID, end nodes by port GUID.
 
 use super::error::{number, Collector, DumpError, DumpErrors};
-use crate::{Fabric, FabricState, Guid, NodeId, NodeKind, Sl2VlRow};
+use crate::{Fabric, FabricState, Guid, NodeId, NodeKind, PortRef, Sl2VlRow};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -32,24 +32,16 @@ const SEPARATOR: &str = "#------------------------------------------------------
 pub struct Sl2VlTables {
     /// Rows per switch, sorted by (in, out).
     pub switches: BTreeMap<NodeId, Vec<Sl2VlRow>>,
-    /// Per end node: the VL it injects each SL on.
-    pub end_nodes: BTreeMap<NodeId, [u8; 16]>,
+    /// Per end-node port: the VL it injects each SL on.
+    pub end_ports: BTreeMap<PortRef, [u8; 16]>,
 }
 
-/// Finds the node owning a port GUID (a switch's ports carry its node GUID).
+/// Finds the port owning a port GUID: a switch's ports carry its node GUID (port 0); an
+/// end node's node GUID alone names no port.
 pub(crate) fn node_of_port_guid(fabric: &Fabric, g: Guid) -> Option<(NodeId, u8)> {
-    if let Some(id) = fabric.find_guid(g) {
-        if fabric.node(id).is_switch() {
-            return Some((id, 0));
-        }
-    }
-    fabric.node_ids().find_map(|id| {
-        let n = fabric.node(id);
-        if n.is_switch() {
-            return None;
-        }
-        n.ports.iter().find(|p| p.guid == g).map(|p| (id, p.num.0))
-    })
+    let (id, port) = fabric.find_port_guid(g)?;
+    let is_switch = fabric.nodes().get(id.index())?.is_switch();
+    (is_switch || port.0 != 0).then_some((id, port.0))
 }
 
 /// Reads an SL2VL dump against `fabric`.
@@ -59,19 +51,8 @@ pub fn parse_sl2vl(
 ) -> Result<(Sl2VlTables, Vec<DumpError>), DumpErrors> {
     let mut c = Collector::new("sl2vl");
     let mut t = Sl2VlTables::default();
-    let mut current: Option<Option<(NodeId, bool)>> = None;
-    let guids: BTreeMap<Guid, (NodeId, u8)> = fabric
-        .node_ids()
-        .flat_map(|id| {
-            let n = fabric.node(id);
-            let own: Vec<(Guid, (NodeId, u8))> = if n.is_switch() {
-                vec![(n.guid(), (id, 0))]
-            } else {
-                n.ports.iter().map(|p| (p.guid, (id, p.num.0))).collect()
-            };
-            own
-        })
-        .collect();
+    // The node and port of the current block, and whether it is a switch.
+    let mut current: Option<Option<(NodeId, u8, bool)>> = None;
     for (i, raw) in text.lines().enumerate() {
         let line_no = i + 1;
         let line = raw.trim();
@@ -83,8 +64,8 @@ pub fn parse_sl2vl(
             .find_map(|k| line.strip_prefix(k));
         if let Some(rest) = header {
             let g = rest.split(',').next().map(str::trim).and_then(number);
-            current = Some(match g.and_then(|g| guids.get(&Guid(g)).copied()) {
-                Some((id, _)) => Some((id, fabric.node(id).is_switch())),
+            current = Some(match g.and_then(|g| node_of_port_guid(fabric, Guid(g))) {
+                Some((id, port)) => Some((id, port, fabric.node(id).is_switch())),
                 None => {
                     c.warn(
                         line_no,
@@ -128,7 +109,7 @@ pub fn parse_sl2vl(
         match current {
             None => c.error(line_no, "a row before any node header"),
             Some(None) => {}
-            Some(Some((id, true))) => {
+            Some(Some((id, _, true))) => {
                 let n = fabric.node(id).spec.port_count;
                 if inp > n || outp > n {
                     c.error(
@@ -143,14 +124,33 @@ pub fn parse_sl2vl(
                     vl,
                 });
             }
-            Some(Some((id, false))) => {
-                t.end_nodes.insert(id, vl);
+            Some(Some((id, port, false))) => {
+                if t.end_ports.insert(PortRef::new(id, port), vl).is_some() {
+                    c.error(
+                        line_no,
+                        format!(
+                            "a second table for port {port} of `{}`",
+                            fabric.node(id).name()
+                        ),
+                    );
+                }
             }
         }
     }
-    for rows in t.switches.values_mut() {
+    for (&id, rows) in &mut t.switches {
         rows.sort_by_key(|r| (r.in_port, r.out_port));
+        let before = rows.len();
         rows.dedup_by_key(|r| (r.in_port, r.out_port));
+        if rows.len() != before {
+            c.error(
+                0,
+                format!(
+                    "`{}` has {} duplicate rows (the same input and output port twice)",
+                    fabric.node(id).name(),
+                    before - rows.len()
+                ),
+            );
+        }
     }
     c.finish(t)
 }
@@ -213,7 +213,14 @@ pub fn write_sl2vl(state: &FabricState) -> String {
                     p.guid.0,
                     n.name()
                 );
-                let vl = state.end_sl2vl.get(&id).copied().unwrap_or([0; 16]);
+                let vl = state
+                    .ports
+                    .get(&PortRef {
+                        node: id,
+                        port: p.num,
+                    })
+                    .and_then(|t| t.sl2vl)
+                    .unwrap_or([0; 16]);
                 row(&mut out, 0, 0, &vl);
                 let _ = writeln!(out, "{SEPARATOR}\n");
             }

@@ -2,8 +2,8 @@
 
 use super::*;
 use crate::{
-    FabricBuilder, FabricState, Guid, Lid, LidAssignment, NodeId, NodeKind, NodeSpec, PathSlEntry,
-    PortNum, PortRef, Sl2VlRow, SlSet, SwitchState,
+    FabricBuilder, FabricState, Guid, Lid, LidAssignment, NodeId, NodeKind, NodeSpec, PortNum,
+    PortRef, Sl2VlRow, SlSet, SwitchState,
 };
 
 /// EXP-FT's shape: leaves L1, L2 (hosts on ports 1-2, spines on 5-6), spines S1, S2.
@@ -80,18 +80,14 @@ fn state() -> FabricState {
         }
         st.switches.insert(id, s);
     }
-    st.end_sl2vl.insert(NodeId(4), [1; 16]);
-    st.path_sl.entries.push(PathSlEntry {
-        src: NodeId(4),
-        dlid: Lid(7),
-        sls: SlSet(0b101),
-    });
-    st.path_sl.entries.push(PathSlEntry {
-        src: NodeId(0),
-        dlid: Lid(2),
-        sls: SlSet(0b1),
-    });
-    st.path_sl.sort();
+    st.ports
+        .entry(PortRef::new(NodeId(4), 1))
+        .or_default()
+        .sl2vl = Some([1; 16]);
+    st.path_sl.set_by_source([
+        (PortRef::new(NodeId(4), 1), Lid(7), SlSet(0b101)),
+        (PortRef::new(NodeId(0), 0), Lid(2), SlSet(0b1)),
+    ]);
     st
 }
 
@@ -174,8 +170,8 @@ fn sl2vl_round_trip() {
         let got: Vec<&Sl2VlRow> = t.switches[id].iter().collect();
         assert_eq!(got, rows);
     }
-    assert_eq!(t.end_nodes[&NodeId(4)], [1; 16]);
-    assert_eq!(t.end_nodes[&NodeId(5)], [0; 16]);
+    assert_eq!(t.end_ports[&PortRef::new(NodeId(4), 1)], [1; 16]);
+    assert_eq!(t.end_ports[&PortRef::new(NodeId(5), 1)], [0; 16]);
 }
 
 #[test]
@@ -184,9 +180,9 @@ fn path_sl_round_trip_and_sets() {
     let text = write_path_sl(&st);
     let (p, w) = parse_path_sl(&text, &st.fabric).unwrap();
     assert!(w.is_empty());
-    assert_eq!(p.get(NodeId(4), Lid(7)), SlSet(0b101));
-    assert_eq!(p.get(NodeId(0), Lid(2)), SlSet(0b1));
-    assert_eq!(p.get(NodeId(5), Lid(1)), SlSet(0b1));
+    assert_eq!(p.get(PortRef::new(NodeId(4), 1), Lid(7)), SlSet(0b101));
+    assert_eq!(p.get(PortRef::new(NodeId(0), 0), Lid(2)), SlSet(0b1));
+    assert_eq!(p.get(PortRef::new(NodeId(5), 1), Lid(1)), SlSet(0b1));
     let e = parse_path_sl(
         "0x100000 7\n0x1 3 0\n0x100000 0 1\n0x100000 7 16\n",
         &st.fabric,
@@ -235,8 +231,14 @@ fn assemble_builds_a_state() {
     )
     .unwrap();
     assert!(w.is_empty());
-    assert_eq!(got.end_sl2vl[&NodeId(4)], [1; 16]);
-    assert_eq!(got.path_sl.get(NodeId(4), Lid(7)), SlSet(0b101));
+    assert_eq!(
+        got.injection_vl(PortRef::new(NodeId(4), 1), crate::Sl(3)),
+        crate::Vl(1)
+    );
+    assert_eq!(
+        got.path_sl.get(PortRef::new(NodeId(4), 1), Lid(7)),
+        SlSet(0b101)
+    );
     let bad = assemble(
         st.fabric.clone(),
         st.lids.clone(),
@@ -247,7 +249,7 @@ fn assemble_builds_a_state() {
         },
     )
     .unwrap_err();
-    assert_eq!(bad.0.len(), 2);
+    assert_eq!(bad.dumps.len(), 2);
 }
 
 mod never_panic {

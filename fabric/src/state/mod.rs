@@ -1,16 +1,26 @@
 //! What switches run: LIDs and per-switch tables, next to the [`Fabric`] they belong to.
 //!
-//! Serialised as deterministic JSON (ordered maps, no hash order), the input of `weft plan`.
+//! Serialised as deterministic JSON ([`json`], schema v1), the input of `weft verify --state`
+//! and, later, of `weft plan`.
 //!
-//! Semantics the verifier checks (DESIGN.md, "Semantics the verifier proves"): a packet for
-//! destination LID `d` with service level `s` entering switch `x` on port `i` leaves on
-//! `o = LFT_x[d]` and VL `SL2VL_x[i][o][s]`. A packet injected by an end node leaves its port on
-//! VL `end_sl2vl[node][s]`. The SL a source uses toward a destination is given by [`PathSl`].
+//! Semantics the verifier checks: a packet for destination LID `d` with service level `s`
+//! entering switch `x` on port `i` leaves on `o = LFT_x[d]` and VL `SL2VL_x[i][o][s]`. A packet
+//! injected by an end-node port leaves it on VL `ports[port].sl2vl[s]`. The SLs a source port
+//! uses toward a destination are given by [`PathSl`].
 
 use crate::ids::{Lid, NodeId, PortNum, Sl, Vl};
-use crate::model::Fabric;
+use crate::model::{Fabric, PortRef};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+pub mod json;
+mod path_sl;
+mod ports;
+mod valid;
+
+pub use path_sl::{DlidSls, LidRange, PathSl, SlSet, SourceSls};
+pub use ports::{PKey, PortState, VlArb, VlWeight};
+pub use valid::{StateError, StateErrors, ValidState};
 
 /// The LFT value meaning "no route" (and the port value OpenSM omits from dumps).
 pub const LFT_UNSET: u8 = 255;
@@ -73,6 +83,7 @@ impl LidAssignment {
 /// In JSON the table is one hex string, two digits per LID (`ff` = unset): a 13 000-LID
 /// table is 26 kB instead of 13 000 array lines.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct Lft {
     /// Output port per LID, [`LFT_UNSET`] where there is no route.
     #[serde(with = "hex_bytes")]
@@ -95,16 +106,29 @@ mod hex_bytes {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
         let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        decode(text.as_bytes()).map_err(D::Error::custom)
+    }
+
+    /// Decodes hex pairs (either case).
+    pub fn decode(text: &[u8]) -> Result<Vec<u8>, &'static str> {
         if text.len() % 2 != 0 {
-            return Err(D::Error::custom("an LFT hex string has an odd length"));
+            return Err("an LFT hex string has an odd length");
         }
-        text.as_bytes()
-            .chunks(2)
-            .map(|pair| {
-                std::str::from_utf8(pair)
-                    .ok()
-                    .and_then(|p| u8::from_str_radix(p, 16).ok())
-                    .ok_or_else(|| D::Error::custom("an LFT hex string has a non-hex digit"))
+        let digit = |c: u8| -> Option<u8> {
+            match c {
+                b'0'..=b'9' => Some(c - b'0'),
+                b'a'..=b'f' => Some(c - b'a' + 10),
+                b'A'..=b'F' => Some(c - b'A' + 10),
+                _ => None,
+            }
+        };
+        text.chunks_exact(2)
+            .map(|pair| match pair {
+                [hi, lo] => digit(*hi)
+                    .zip(digit(*lo))
+                    .map(|(h, l)| h << 4 | l)
+                    .ok_or("an LFT hex string has a non-hex digit"),
+                _ => Err("an LFT hex string has an odd length"),
             })
             .collect()
     }
@@ -136,6 +160,7 @@ impl Lft {
 
 /// One SL→VL row of a switch: the VL each SL takes from `in_port` to `out_port`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Sl2VlRow {
     /// Input port.
     pub in_port: u8,
@@ -179,89 +204,13 @@ impl SwitchState {
     }
 }
 
-/// A set of service levels, as a 16-bit mask.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-)]
-#[serde(transparent)]
-pub struct SlSet(pub u16);
-
-impl SlSet {
-    /// The set holding only `sl`.
-    pub fn one(sl: Sl) -> SlSet {
-        SlSet(1 << (sl.0 & 15))
-    }
-
-    /// Adds `sl`.
-    pub fn insert(&mut self, sl: Sl) {
-        self.0 |= 1 << (sl.0 & 15);
-    }
-
-    /// Whether the set is empty.
-    pub fn is_empty(self) -> bool {
-        self.0 == 0
-    }
-
-    /// The members, lowest first.
-    pub fn iter(self) -> impl Iterator<Item = Sl> {
-        (0u8..16).filter(move |s| self.0 & (1 << s) != 0).map(Sl)
-    }
-}
-
-/// One explicit path-SL entry: the SLs source `src` may use toward `dlid`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PathSlEntry {
-    /// Source node (an end node, or a switch for its management traffic).
-    pub src: NodeId,
-    /// Destination LID.
-    pub dlid: Lid,
-    /// Every SL the flow may use (a flow may move between them at run time).
-    pub sls: SlSet,
-}
-
-/// The SL each (source, destination) pair uses: what the SA answers in PathRecords.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PathSl {
-    /// SLs of every pair without an entry.
-    pub default: SlSet,
-    /// Per-destination SLs (e.g. Nue), applied to pairs without an entry.
-    pub by_dlid: BTreeMap<Lid, SlSet>,
-    /// Per-pair entries, sorted by (src, dlid).
-    pub entries: Vec<PathSlEntry>,
-}
-
-impl Default for PathSl {
-    fn default() -> PathSl {
-        PathSl {
-            default: SlSet::one(Sl(0)),
-            by_dlid: BTreeMap::new(),
-            entries: Vec::new(),
-        }
-    }
-}
-
-impl PathSl {
-    /// The SLs `src` uses toward `dlid`.
-    pub fn get(&self, src: NodeId, dlid: Lid) -> SlSet {
-        if let Ok(i) = self
-            .entries
-            .binary_search_by(|e| (e.src, e.dlid).cmp(&(src, dlid)))
-        {
-            if let Some(e) = self.entries.get(i) {
-                return e.sls;
-            }
-        }
-        self.by_dlid.get(&dlid).copied().unwrap_or(self.default)
-    }
-
-    /// Sorts the entries (required by [`PathSl::get`]).
-    pub fn sort(&mut self) {
-        self.entries.sort_by_key(|e| (e.src, e.dlid));
-    }
-}
-
 /// A fabric and the state compiled for it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// Build one freely; before anything trusts it (the verifier, the writers of plans), it goes
+/// through [`ValidState::new`](crate::ValidState::new), which checks every invariant and names
+/// every violation. `state.json` (schema v1, see [`json`]) is read straight into a
+/// [`ValidState`](crate::ValidState).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FabricState {
     /// The topology.
     pub fabric: Fabric,
@@ -269,12 +218,10 @@ pub struct FabricState {
     pub lids: LidAssignment,
     /// Tables per switch.
     pub switches: BTreeMap<NodeId, SwitchState>,
-    /// SL→VL of end-node ports (the VL a packet is injected on), by node. A node without an
-    /// entry injects every SL on VL 0.
-    #[serde(default)]
-    pub end_sl2vl: BTreeMap<NodeId, [u8; 16]>,
+    /// Tables per port: end-node SL→VL (the VL a packet is injected on), VL arbitration and
+    /// P_Keys. A port without an entry injects every SL on VL 0 and has no VLArb or P_Key table.
+    pub ports: BTreeMap<PortRef, PortState>,
     /// Path SLs.
-    #[serde(default)]
     pub path_sl: PathSl,
 }
 
@@ -288,32 +235,34 @@ impl FabricState {
             },
             fabric,
             switches: BTreeMap::new(),
-            end_sl2vl: BTreeMap::new(),
+            ports: BTreeMap::new(),
             path_sl: PathSl::default(),
         }
     }
 
-    /// The VL an end node injects SL `sl` on.
-    pub fn injection_vl(&self, node: NodeId, sl: Sl) -> Vl {
-        self.end_sl2vl
-            .get(&node)
+    /// The state as `state.json` (schema v1, [`json`]).
+    pub fn to_json(&self) -> String {
+        json::to_string(self)
+    }
+
+    /// Sets the injection SL→VL table of every physical port of end node `node`.
+    pub fn set_node_injection(&mut self, node: NodeId, vl: [u8; 16]) {
+        let ports = self
+            .fabric
+            .nodes()
+            .get(node.index())
+            .map_or(0, |n| n.spec.port_count);
+        for p in 1..=ports {
+            self.ports.entry(PortRef::new(node, p)).or_default().sl2vl = Some(vl);
+        }
+    }
+
+    /// The VL end-node port `port` injects SL `sl` on.
+    pub fn injection_vl(&self, port: PortRef, sl: Sl) -> Vl {
+        self.ports
+            .get(&port)
+            .and_then(|p| p.sl2vl.as_ref())
             .and_then(|t| t.get(usize::from(sl.0)))
             .map_or(Vl(0), |&v| Vl(v))
-    }
-
-    /// Deterministic, pretty JSON.
-    pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).unwrap_or_default()
-    }
-
-    /// Reads what [`FabricState::to_json`] wrote.
-    pub fn from_json(text: &str) -> Result<FabricState, serde_json::Error> {
-        let mut state: FabricState = serde_json::from_str(text)?;
-        state.fabric.reindex();
-        for s in state.switches.values_mut() {
-            s.sort_sl2vl();
-        }
-        state.path_sl.sort();
-        Ok(state)
     }
 }

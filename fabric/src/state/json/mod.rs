@@ -1,0 +1,709 @@
+//! `state.json`, schema v1: the whole [`FabricState`] as deterministic JSON, read back only
+//! through [`FabricBuilder`] and [`ValidState::new`].
+//!
+//! ```text
+//! {
+//! "format": "weft-state",
+//! "version": 1,
+//! "fingerprint": {"topology": "…", "lids": "…", "nodes": 3, "links": 2, "lid_ports": 3},
+//! "fabric": {"name": "lab", "lmc": 0, "nodes": [
+//!   {"name": "sw1", "kind": "switch", "guid": "0x0002c90000000100", "ports": 36, …},
+//!   …], "links": [
+//!   {"a": ["0x0002c90000000100", 1], "b": ["0x0002c90000000200", 1]},
+//!   {"a": …, "b": …, "state": "down"},
+//!   …]},
+//! "lids": [
+//!   ["0x0002c90000000100", 0, 1],          node GUID, port (0: a switch), base LID
+//!   …],
+//! "switches": [
+//!   {"guid": "0x…", "lft": "ff0102…", "sl2vl": [{"in_port": 1, "out_port": 2, "vl": […16]}]},
+//!   …],
+//! "ports": [
+//!   {"guid": "0x…", "port": 1, "sl2vl": […16], "vlarb": {"high_limit": 0, "high": […], "low": […]},
+//!    "pkeys": ["0xffff"]},
+//!   …],
+//! "path_sl": {"default": [0],
+//!   "by_dlid": [[1, 40, [0, 1]], …],                first LID, last LID, SLs
+//!   "by_source": [["0x…", 1, 1, 40, [2]], …]}       node GUID, port, first LID, last LID, SLs
+//! }
+//! ```
+//!
+//! * GUIDs are hex strings (JSON numbers lose precision above 2^53, and real vendor GUIDs are
+//!   above it); every reference to a node is by its node GUID, never by position.
+//! * An LFT is one hex string, two digits per LID (`ff`: no entry).
+//! * One item per line, sorted by GUID and port, so two states diff line by line.
+//! * The `fingerprint` is written from the content and checked when read (a mismatch means
+//!   the file was edited; remove the field to accept the edit).
+//! * Unknown fields are refused (a typo never silently drops a table), except the top-level
+//!   fields weft itself writes beside the state (`quality`).
+
+use super::valid::{guid_text, StateError, StateErrors};
+use super::{
+    DlidSls, FabricState, Lft, LidRange, PKey, PathSl, PortState, Sl2VlRow, SlSet, SourceSls,
+    SwitchState, ValidState, VlArb,
+};
+use crate::fingerprint::Fingerprint;
+use crate::ids::{Guid, Lid, NodeId, PortNum, Sl};
+use crate::model::{
+    Fabric, FabricBuilder, LinkState, Mtu, NodeKind, NodeSpec, PortCaps, PortRef, Speed, Width,
+};
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::{self, Write};
+
+/// The `format` value of a state file.
+pub const FORMAT: &str = "weft-state";
+/// The schema version this weft reads and writes.
+pub const VERSION: u64 = 1;
+
+/// A GUID written as a hex string (`"0x0002c90300a1b2c3"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct GuidHex(pub Guid);
+
+impl Serialize for GuidHex {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&guid_text(self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for GuidHex {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<GuidHex, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = GuidHex;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a GUID as a hex string such as \"0x0002c90300a1b2c3\"")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<GuidHex, E> {
+                let hex = v
+                    .strip_prefix("0x")
+                    .or_else(|| v.strip_prefix("0X"))
+                    .filter(|h| !h.is_empty() && h.len() <= 16)
+                    .ok_or_else(|| E::invalid_value(de::Unexpected::Str(v), &self))?;
+                u64::from_str_radix(hex, 16)
+                    .map(|g| GuidHex(Guid(g)))
+                    .map_err(|_| E::invalid_value(de::Unexpected::Str(v), &self))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// A P_Key written as a hex string (`"0xffff"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct PKeyHex(PKey);
+
+impl Serialize for PKeyHex {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{:#06x}", self.0 .0))
+    }
+}
+
+impl<'de> Deserialize<'de> for PKeyHex {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<PKeyHex, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = PKeyHex;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a P_Key as a hex string such as \"0x8001\"")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<PKeyHex, E> {
+                v.strip_prefix("0x")
+                    .filter(|h| !h.is_empty() && h.len() <= 4)
+                    .and_then(|h| u16::from_str_radix(h, 16).ok())
+                    .map(|k| PKeyHex(PKey(k)))
+                    .ok_or_else(|| E::invalid_value(de::Unexpected::Str(v), &self))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// An SL set written as the list of its SLs (`[0, 2]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SlList(SlSet);
+
+impl Serialize for SlList {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|sl| sl.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for SlList {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<SlList, D::Error> {
+        let v: Vec<u8> = Vec::deserialize(d)?;
+        let mut set = SlSet::default();
+        for sl in v {
+            if sl > 15 {
+                return Err(de::Error::invalid_value(
+                    de::Unexpected::Unsigned(u64::from(sl)),
+                    &"an SL (0..=15)",
+                ));
+            }
+            set.insert(Sl(sl));
+        }
+        Ok(SlList(set))
+    }
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NodeJson {
+    name: String,
+    kind: NodeKind,
+    guid: GuidHex,
+    ports: u8,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    system_guid: Option<GuidHex>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    port_guids: Option<Vec<GuidHex>>,
+    speed: Speed,
+    width: Width,
+    vl_cap: u8,
+    mtu: Mtu,
+    linear_fdb_cap: u32,
+    vendor_id: u32,
+    device_id: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    level: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lid: Option<u16>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    down: bool,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LinkJson {
+    a: (GuidHex, u8),
+    b: (GuidHex, u8),
+    #[serde(default, skip_serializing_if = "is_up")]
+    state: LinkState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    speed: Option<Speed>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    width: Option<Width>,
+}
+
+fn is_up(s: &LinkState) -> bool {
+    *s == LinkState::Up
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FabricJson {
+    name: String,
+    lmc: u8,
+    nodes: Vec<NodeJson>,
+    links: Vec<LinkJson>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SwitchJson<L> {
+    guid: GuidHex,
+    lft: L,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    sl2vl: Vec<Sl2VlRow>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PortJson {
+    guid: GuidHex,
+    port: u8,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sl2vl: Option<[u8; 16]>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    vlarb: Option<VlArb>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pkeys: Option<Vec<PKeyHex>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PathSlJson {
+    default: SlList,
+    #[serde(default)]
+    by_dlid: Vec<(u16, u16, SlList)>,
+    #[serde(default)]
+    by_source: Vec<(GuidHex, u8, u16, u16, SlList)>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StateJson {
+    format: String,
+    version: u64,
+    #[serde(default)]
+    fingerprint: Option<Fingerprint>,
+    fabric: FabricJson,
+    lids: Vec<(GuidHex, u8, u16)>,
+    #[serde(default)]
+    switches: Vec<SwitchJson<Lft>>,
+    #[serde(default)]
+    ports: Vec<PortJson>,
+    path_sl: PathSlJson,
+    /// Written by `weft build` beside the state; not part of it.
+    #[serde(default)]
+    #[allow(dead_code)]
+    quality: Option<de::IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct Header {
+    #[serde(default)]
+    format: Option<String>,
+    #[serde(default)]
+    version: Option<u64>,
+}
+
+fn node_json(n: &crate::Node) -> NodeJson {
+    let s = &n.spec;
+    NodeJson {
+        name: s.name.clone(),
+        kind: s.kind,
+        guid: GuidHex(s.guid),
+        ports: s.port_count,
+        system_guid: s.system_guid.map(GuidHex),
+        port_guids: s
+            .port_guids
+            .as_ref()
+            .map(|v| v.iter().copied().map(GuidHex).collect()),
+        speed: s.caps.speed,
+        width: s.caps.width,
+        vl_cap: s.caps.vl_cap,
+        mtu: s.caps.mtu,
+        linear_fdb_cap: s.linear_fdb_cap,
+        vendor_id: s.vendor_id,
+        device_id: s.device_id,
+        level: s.level,
+        model: s.model.clone(),
+        lid: s.lid.map(|l| l.0),
+        down: n.down,
+    }
+}
+
+fn guid_of(f: &Fabric, n: NodeId) -> GuidHex {
+    GuidHex(f.nodes().get(n.index()).map_or(Guid(0), |x| x.guid()))
+}
+
+/// Writes `items` as a JSON array, one compact item per line.
+fn lines<W: Write, T: Serialize>(w: &mut W, items: impl IntoIterator<Item = T>) -> io::Result<()> {
+    w.write_all(b"[")?;
+    let mut first = true;
+    for it in items {
+        w.write_all(if first { b"\n  " } else { b",\n  " })?;
+        first = false;
+        serde_json::to_writer(&mut *w, &it)?;
+    }
+    w.write_all(if first { b"]" } else { b"\n]" })
+}
+
+fn fabric_body<W: Write>(f: &Fabric, w: &mut W) -> io::Result<()> {
+    w.write_all(b"{\"name\": ")?;
+    serde_json::to_writer(&mut *w, &f.name)?;
+    write!(w, ", \"lmc\": {}, \"nodes\": ", f.lmc)?;
+    lines(w, f.nodes().iter().map(node_json))?;
+    w.write_all(b", \"links\": ")?;
+    lines(
+        w,
+        f.links().iter().map(|l| LinkJson {
+            a: (guid_of(f, l.a.node), l.a.port.0),
+            b: (guid_of(f, l.b.node), l.b.port.0),
+            state: l.state,
+            speed: l.speed,
+            width: l.width,
+        }),
+    )?;
+    w.write_all(b"}")
+}
+
+/// Writes the fabric alone (what `weft export --format json` prints): the `fabric` object of
+/// a state file.
+pub fn write_fabric<W: Write>(f: &Fabric, w: &mut W) -> io::Result<()> {
+    fabric_body(f, w)?;
+    w.write_all(b"\n")
+}
+
+/// Writes `state` as schema v1. `extra` are further top-level fields, as (name, JSON text),
+/// written after the state (e.g. `weft build`'s `quality`).
+pub fn write<W: Write>(state: &FabricState, w: &mut W, extra: &[(&str, &str)]) -> io::Result<()> {
+    let f = &state.fabric;
+    write!(
+        w,
+        "{{\n\"format\": \"{FORMAT}\",\n\"version\": {VERSION},\n\"fingerprint\": "
+    )?;
+    serde_json::to_writer(&mut *w, &Fingerprint::of(state))?;
+    w.write_all(b",\n\"fabric\": ")?;
+    fabric_body(f, w)?;
+    // LIDs, switch tables and port tables sorted by node GUID then port.
+    let mut lids: Vec<(GuidHex, u8, u16)> = state
+        .lids
+        .base
+        .iter()
+        .flat_map(|(&n, ports)| {
+            let g = guid_of(f, n);
+            ports.iter().map(move |(p, l)| (g, p.0, l.0))
+        })
+        .collect();
+    lids.sort_unstable();
+    w.write_all(b",\n\"lids\": ")?;
+    lines(w, lids)?;
+    let mut switches: Vec<(GuidHex, &SwitchState)> = state
+        .switches
+        .iter()
+        .map(|(&n, s)| (guid_of(f, n), s))
+        .collect();
+    switches.sort_unstable_by_key(|(g, _)| *g);
+    w.write_all(b",\n\"switches\": ")?;
+    lines(
+        w,
+        switches.into_iter().map(|(guid, s)| SwitchJson {
+            guid,
+            lft: &s.lft,
+            sl2vl: s.sl2vl.clone(),
+        }),
+    )?;
+    let mut ports: Vec<(GuidHex, u8, &PortState)> = state
+        .ports
+        .iter()
+        .filter(|(_, p)| !p.is_empty())
+        .map(|(r, p)| (guid_of(f, r.node), r.port.0, p))
+        .collect();
+    ports.sort_unstable_by_key(|(g, p, _)| (*g, *p));
+    w.write_all(b",\n\"ports\": ")?;
+    lines(
+        w,
+        ports.into_iter().map(|(guid, port, p)| PortJson {
+            guid,
+            port,
+            sl2vl: p.sl2vl,
+            vlarb: p.vlarb.clone(),
+            pkeys: p
+                .pkeys
+                .as_ref()
+                .map(|v| v.iter().copied().map(PKeyHex).collect()),
+        }),
+    )?;
+    let p = &state.path_sl;
+    w.write_all(b",\n\"path_sl\": {\"default\": ")?;
+    serde_json::to_writer(&mut *w, &SlList(p.default))?;
+    w.write_all(b", \"by_dlid\": ")?;
+    lines(
+        w,
+        p.by_dlid
+            .iter()
+            .map(|e| (e.lids.lo.0, e.lids.hi.0, SlList(e.sls))),
+    )?;
+    w.write_all(b", \"by_source\": ")?;
+    let mut by_source: Vec<(GuidHex, u8, u16, u16, SlList)> = p
+        .by_source
+        .iter()
+        .map(|e| {
+            (
+                guid_of(f, e.src.node),
+                e.src.port.0,
+                e.lids.lo.0,
+                e.lids.hi.0,
+                SlList(e.sls),
+            )
+        })
+        .collect();
+    by_source.sort_unstable_by_key(|e| (e.0, e.1, e.2));
+    lines(w, by_source)?;
+    w.write_all(b"}")?;
+    for (name, json) in extra {
+        w.write_all(b",\n")?;
+        serde_json::to_writer(&mut *w, name)?;
+        w.write_all(b": ")?;
+        w.write_all(json.as_bytes())?;
+    }
+    w.write_all(b"\n}\n")
+}
+
+impl Fabric {
+    /// The fabric as JSON: the `fabric` object of a state file ([`write_fabric`]).
+    pub fn to_json(&self) -> String {
+        let mut v = Vec::new();
+        // Writing to a Vec cannot fail.
+        let _ = write_fabric(self, &mut v);
+        String::from_utf8(v).unwrap_or_default()
+    }
+}
+
+/// [`write`] into a string.
+pub fn to_string(state: &FabricState) -> String {
+    let mut v = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = write(state, &mut v, &[]);
+    String::from_utf8(v).unwrap_or_default()
+}
+
+fn json_error(e: &serde_json::Error) -> StateError {
+    StateError::Json {
+        line: e.line(),
+        column: e.column(),
+        message: e
+            .to_string()
+            .split(" at line ")
+            .next()
+            .unwrap_or_default()
+            .to_owned(),
+    }
+}
+
+/// Reads a state file: parses it, builds the fabric through [`FabricBuilder`], resolves every
+/// GUID, checks the fingerprint and validates the result. Every problem is reported.
+pub fn read(text: &str) -> Result<ValidState, StateErrors> {
+    let raw: StateJson = match serde_json::from_str(text) {
+        Ok(r) => r,
+        Err(e) => {
+            // Say "another version" rather than "missing field" when that is the cause.
+            let header: Option<Header> = serde_json::from_str(text).ok();
+            if let Some(h) = header {
+                if h.format.as_deref() != Some(FORMAT) || h.version != Some(VERSION) {
+                    return Err(StateErrors(vec![StateError::Version {
+                        format: h
+                            .format
+                            .unwrap_or_else(|| "an unversioned state".to_owned()),
+                        version: h.version.unwrap_or(0),
+                    }]));
+                }
+            }
+            return Err(StateErrors(vec![json_error(&e)]));
+        }
+    };
+    if raw.format != FORMAT || raw.version != VERSION {
+        return Err(StateErrors(vec![StateError::Version {
+            format: raw.format,
+            version: raw.version,
+        }]));
+    }
+    let mut errors = Vec::new();
+    let state = build(raw.fabric, &mut errors).map(|fabric| {
+        let mut st = FabricState::new(fabric);
+        fill(
+            &mut st,
+            raw.lids,
+            raw.switches,
+            raw.ports,
+            raw.path_sl,
+            &mut errors,
+        );
+        st
+    });
+    let Some(state) = state else {
+        return Err(StateErrors(errors));
+    };
+    if let Some(recorded) = &raw.fingerprint {
+        if errors.is_empty() {
+            if let Err(m) = recorded.compare(&Fingerprint::of(&state)) {
+                errors.push(StateError::Fingerprint {
+                    reason: m.to_string(),
+                });
+            }
+        }
+    }
+    match ValidState::new(state) {
+        Ok(v) if errors.is_empty() => Ok(v),
+        Ok(_) => Err(StateErrors(errors)),
+        Err(StateErrors(more)) => {
+            errors.extend(more);
+            Err(StateErrors(errors))
+        }
+    }
+}
+
+fn build(raw: FabricJson, errors: &mut Vec<StateError>) -> Option<Fabric> {
+    let mut b = FabricBuilder::new(raw.name);
+    b.set_lmc(raw.lmc);
+    let mut down = Vec::new();
+    let before = errors.len();
+    for (i, n) in raw.nodes.into_iter().enumerate() {
+        let at = format!("fabric.nodes[{i}] `{}`", n.name);
+        let spec = NodeSpec {
+            name: n.name,
+            kind: n.kind,
+            guid: n.guid.0,
+            system_guid: n.system_guid.map(|g| g.0),
+            port_count: n.ports,
+            port_guids: n.port_guids.map(|v| v.into_iter().map(|g| g.0).collect()),
+            caps: PortCaps {
+                speed: n.speed,
+                width: n.width,
+                vl_cap: n.vl_cap,
+                mtu: n.mtu,
+            },
+            linear_fdb_cap: n.linear_fdb_cap,
+            vendor_id: n.vendor_id,
+            device_id: n.device_id,
+            level: n.level,
+            model: n.model,
+            lid: n.lid.map(Lid),
+        };
+        match b.add_node(spec) {
+            Ok(id) => {
+                if n.down {
+                    down.push(id);
+                }
+            }
+            Err(e) => errors.push(StateError::Fabric {
+                at,
+                message: e.to_string(),
+            }),
+        }
+    }
+    for (i, l) in raw.links.into_iter().enumerate() {
+        let at = format!("fabric.links[{i}]");
+        let mut end = |(g, p): (GuidHex, u8)| match b.fabric().find_guid(g.0) {
+            Some(node) => Some(PortRef {
+                node,
+                port: PortNum(p),
+            }),
+            None => {
+                errors.push(StateError::UnknownGuid {
+                    at: at.clone(),
+                    guid: guid_text(g.0),
+                });
+                None
+            }
+        };
+        let (Some(a), Some(bb)) = (end(l.a), end(l.b)) else {
+            continue;
+        };
+        match b.add_link(a, bb) {
+            Ok(id) => {
+                b.set_link_rate(id, l.speed, l.width);
+                if l.state == LinkState::Down {
+                    b.set_link_down(id);
+                }
+            }
+            Err(e) => errors.push(StateError::Fabric {
+                at,
+                message: e.to_string(),
+            }),
+        }
+    }
+    for id in down {
+        b.set_node_down(id);
+    }
+    (errors.len() == before).then(|| b.finish())
+}
+
+fn fill(
+    st: &mut FabricState,
+    lids: Vec<(GuidHex, u8, u16)>,
+    switches: Vec<SwitchJson<Lft>>,
+    ports: Vec<PortJson>,
+    path_sl: PathSlJson,
+    errors: &mut Vec<StateError>,
+) {
+    let resolve = |g: GuidHex, at: String, errors: &mut Vec<StateError>| -> Option<NodeId> {
+        let found = st.fabric.find_guid(g.0);
+        if found.is_none() {
+            errors.push(StateError::UnknownGuid {
+                at,
+                guid: guid_text(g.0),
+            });
+        }
+        found
+    };
+    let mut base: BTreeMap<NodeId, BTreeMap<PortNum, Lid>> = BTreeMap::new();
+    for (i, (g, p, lid)) in lids.into_iter().enumerate() {
+        let at = format!("lids[{i}]");
+        let Some(n) = resolve(g, at.clone(), errors) else {
+            continue;
+        };
+        if base
+            .entry(n)
+            .or_default()
+            .insert(PortNum(p), Lid(lid))
+            .is_some()
+        {
+            errors.push(StateError::Fabric {
+                at,
+                message: format!("port {p} of {} has two LID entries", guid_text(g.0)),
+            });
+        }
+    }
+    st.lids.base = base;
+    for (i, s) in switches.into_iter().enumerate() {
+        let at = format!("switches[{i}]");
+        let Some(n) = resolve(s.guid, at.clone(), errors) else {
+            continue;
+        };
+        let table = SwitchState {
+            lft: s.lft,
+            sl2vl: s.sl2vl,
+        };
+        if st.switches.insert(n, table).is_some() {
+            errors.push(StateError::Fabric {
+                at,
+                message: format!("{} has two switch tables", guid_text(s.guid.0)),
+            });
+        }
+    }
+    for (i, p) in ports.into_iter().enumerate() {
+        let at = format!("ports[{i}]");
+        let Some(n) = resolve(p.guid, at.clone(), errors) else {
+            continue;
+        };
+        let table = PortState {
+            sl2vl: p.sl2vl,
+            vlarb: p.vlarb,
+            pkeys: p.pkeys.map(|v| v.into_iter().map(|k| k.0).collect()),
+        };
+        if st.ports.insert(PortRef::new(n, p.port), table).is_some() {
+            errors.push(StateError::Fabric {
+                at,
+                message: format!(
+                    "port {} of {} has two port tables",
+                    p.port,
+                    guid_text(p.guid.0)
+                ),
+            });
+        }
+    }
+    let mut psl = PathSl {
+        default: path_sl.default.0,
+        by_dlid: path_sl
+            .by_dlid
+            .into_iter()
+            .map(|(lo, hi, s)| DlidSls {
+                lids: LidRange {
+                    lo: Lid(lo),
+                    hi: Lid(hi),
+                },
+                sls: s.0,
+            })
+            .collect(),
+        by_source: Vec::new(),
+    };
+    for (i, (g, port, lo, hi, s)) in path_sl.by_source.into_iter().enumerate() {
+        let Some(n) = resolve(g, format!("path_sl.by_source[{i}]"), errors) else {
+            continue;
+        };
+        psl.by_source.push(SourceSls {
+            src: PortRef::new(n, port),
+            lids: LidRange {
+                lo: Lid(lo),
+                hi: Lid(hi),
+            },
+            sls: s.0,
+        });
+    }
+    psl.sort();
+    st.path_sl = psl;
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,697 @@
+//! [`ValidState`]: a [`FabricState`] whose every invariant was checked once, on load.
+//!
+//! Nothing downstream (the verifier, plans, deploy) has to wonder whether a LID is unique, a
+//! port exists or a table fits: a `ValidState` exists only if [`ValidState::new`] found no
+//! problem. Every problem found is reported ([`StateErrors`]), each naming the node (name and
+//! GUID), port, LID or table entry, with a stable code.
+//!
+//! The fabric itself is valid by construction ([`FabricBuilder`](crate::FabricBuilder): unique
+//! names and GUIDs, real ports, one cable per port); this checks what sits on top of it:
+//!
+//! * LIDs: LMC ≤ 7 and equal to the fabric's; one entry per switch (port 0) and per end-node
+//!   port (1..=port count); no LID 0; every LID of a port's range (2^LMC for end-node ports)
+//!   unicast (≤ 0xBFFF); end-node bases aligned to 2^LMC; no two ports sharing a LID; every
+//!   live switch and every live end-node port (node up, cable up, far node up) has one.
+//! * Switch tables: only on switches; LFT no longer than LinearFDBCap and the unicast range;
+//!   SL→VL rows on existing ports, VLs ≤ 15, one row per (input, output) pair.
+//! * Port tables: on existing ports (port 0 only on switches); injection SL→VL only on end
+//!   nodes, VLs ≤ 15; VLArb tables ≤ 64 entries on data VLs (≤ 14); P_Keys non-zero, distinct.
+//! * Path SLs: non-empty sets; ranges inside 1..=0xBFFF, ordered, not overlapping; sources
+//!   that exist and own a LID.
+//!
+//! LFT *entries* may hold any port number: a wrong entry is a routing fault that the verifier
+//! reports as a violation with a witness, not a malformed state.
+
+use super::{FabricState, LidRange};
+use crate::ids::{Lid, NodeId, PortNum};
+use crate::model::{Fabric, LinkState, PortRef, MAX_UNICAST_LID};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Deref;
+
+/// A [`FabricState`] that passed every check of [`ValidState::new`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValidState(FabricState);
+
+impl ValidState {
+    /// Checks every invariant of `state` (sorting its tables first); every violation is
+    /// reported.
+    pub fn new(mut state: FabricState) -> Result<ValidState, StateErrors> {
+        for s in state.switches.values_mut() {
+            s.sort_sl2vl();
+        }
+        state.path_sl.sort();
+        let errors = check(&state);
+        if errors.is_empty() {
+            Ok(ValidState(state))
+        } else {
+            Err(StateErrors(errors))
+        }
+    }
+
+    /// Reads `state.json` (schema v1): parsed, built through the fabric builder, every GUID
+    /// resolved, the fingerprint checked, validated. Every problem is reported.
+    pub fn from_json(text: &str) -> Result<ValidState, StateErrors> {
+        super::json::read(text)
+    }
+
+    /// The state.
+    pub fn state(&self) -> &FabricState {
+        &self.0
+    }
+
+    /// The state, to change it (it must be validated again to be trusted).
+    pub fn into_inner(self) -> FabricState {
+        self.0
+    }
+}
+
+impl Deref for ValidState {
+    type Target = FabricState;
+    fn deref(&self) -> &FabricState {
+        &self.0
+    }
+}
+
+/// A port named for messages: `` `leaf1` (0x0002c90000000001) port 3 ``.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PortName {
+    /// Node name.
+    pub node: String,
+    /// Node GUID, hex.
+    pub guid: String,
+    /// Port number.
+    pub port: u8,
+}
+
+impl fmt::Display for PortName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}` ({}) port {}", self.node, self.guid, self.port)
+    }
+}
+
+/// One violated invariant of a state.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+#[non_exhaustive]
+pub enum StateError {
+    /// The JSON could not be read.
+    #[error("line {line}, column {column}: {message}")]
+    #[diagnostic(code(weft::state::json))]
+    Json {
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// Another format or version.
+    #[error("this is `{format}` version {version}; weft reads `weft-state` version 1")]
+    #[diagnostic(
+        code(weft::state::version),
+        help("write it again with this version of weft (`weft build`)")
+    )]
+    Version {
+        /// The format found.
+        format: String,
+        /// The version found.
+        version: u64,
+    },
+    /// The recorded fingerprint does not match the content.
+    #[error("the recorded fingerprint does not match the content ({reason}): the file was changed after it was written")]
+    #[diagnostic(
+        code(weft::state::fingerprint),
+        help(
+            "remove the `fingerprint` field to accept the edited content, or write the state again"
+        )
+    )]
+    Fingerprint {
+        /// What differs.
+        reason: String,
+    },
+    /// A node or link cannot be built (duplicate name or GUID, bad port, …).
+    #[error("{at}: {message}")]
+    #[diagnostic(code(weft::state::fabric))]
+    Fabric {
+        /// Where in the file (`fabric.nodes[3]`, `fabric.links[7]`).
+        at: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A GUID that names no node.
+    #[error("{at}: no node has GUID {guid}")]
+    #[diagnostic(code(weft::state::unknown_guid))]
+    UnknownGuid {
+        /// Where in the file.
+        at: String,
+        /// The GUID.
+        guid: String,
+    },
+    /// A node id that names no node (a state built in memory).
+    #[error("{at}: no node has id {id}")]
+    #[diagnostic(code(weft::state::unknown_node))]
+    UnknownNode {
+        /// Which table.
+        at: &'static str,
+        /// The id.
+        id: u32,
+    },
+    /// The LMC is out of range.
+    #[error("LMC {lmc} is out of range (0..=7)")]
+    #[diagnostic(code(weft::state::lmc))]
+    Lmc {
+        /// The LMC.
+        lmc: u8,
+    },
+    /// The LIDs' LMC differs from the fabric's.
+    #[error("the LIDs use LMC {lids} but the fabric says LMC {fabric}")]
+    #[diagnostic(code(weft::state::lmc_mismatch))]
+    LmcMismatch {
+        /// The fabric's.
+        fabric: u8,
+        /// The LIDs'.
+        lids: u8,
+    },
+    /// A LID on a port that cannot own one.
+    #[error("{port} cannot own a LID ({why})")]
+    #[diagnostic(code(weft::state::lid_port))]
+    LidPort {
+        /// The port.
+        port: PortName,
+        /// Why not.
+        why: &'static str,
+    },
+    /// LID 0.
+    #[error("{port} has LID 0, which is reserved")]
+    #[diagnostic(code(weft::state::lid_zero))]
+    LidZero {
+        /// The port.
+        port: PortName,
+    },
+    /// A LID range reaching past the unicast range.
+    #[error("{port} has LIDs {lo:#06x}..={hi:#06x}, past the last unicast LID 0xbfff")]
+    #[diagnostic(code(weft::state::lid_range))]
+    LidRange {
+        /// The port.
+        port: PortName,
+        /// First LID.
+        lo: u32,
+        /// Last LID.
+        hi: u32,
+    },
+    /// An end-node base LID not aligned to 2^LMC.
+    #[error("{port} has base LID {lid:#06x}, not a multiple of {span} (LMC {lmc})")]
+    #[diagnostic(code(weft::state::lid_alignment))]
+    LidUnaligned {
+        /// The port.
+        port: PortName,
+        /// The base LID.
+        lid: u16,
+        /// 2^LMC.
+        span: u16,
+        /// The LMC.
+        lmc: u8,
+    },
+    /// Two ports share a LID.
+    #[error("LID {lid:#06x} belongs to both {first} and {second}")]
+    #[diagnostic(code(weft::state::lid_clash))]
+    LidClash {
+        /// The LID.
+        lid: u16,
+        /// One owner.
+        first: PortName,
+        /// The other.
+        second: PortName,
+    },
+    /// A live port or switch without a LID.
+    #[error("{port} is live but has no LID")]
+    #[diagnostic(
+        code(weft::state::lid_missing),
+        help("every live switch and every live end-node port needs a LID, or it silently drops out of what is verified")
+    )]
+    LidMissing {
+        /// The port.
+        port: PortName,
+    },
+    /// Switch tables on an end node.
+    #[error("`{node}` ({guid}) is not a switch but has switch tables")]
+    #[diagnostic(code(weft::state::not_a_switch))]
+    NotASwitch {
+        /// Node name.
+        node: String,
+        /// Node GUID.
+        guid: String,
+    },
+    /// An LFT longer than the switch can hold.
+    #[error("`{node}` ({guid}) has an LFT of {len} entries but holds {cap} (LinearFDBCap)")]
+    #[diagnostic(code(weft::state::lft_size))]
+    LftTooLong {
+        /// Node name.
+        node: String,
+        /// Node GUID.
+        guid: String,
+        /// Entries in the table.
+        len: usize,
+        /// What the switch holds (also capped at the unicast range).
+        cap: u32,
+    },
+    /// An SL→VL row or entry that cannot be.
+    #[error("`{node}` ({guid}) SL→VL {what}")]
+    #[diagnostic(code(weft::state::sl2vl))]
+    Sl2Vl {
+        /// Node name.
+        node: String,
+        /// Node GUID.
+        guid: String,
+        /// What is wrong.
+        what: String,
+    },
+    /// A port table on a port that does not exist or cannot have it.
+    #[error("{port}: {what}")]
+    #[diagnostic(code(weft::state::port_table))]
+    PortTable {
+        /// The port.
+        port: PortName,
+        /// What is wrong.
+        what: String,
+    },
+    /// A path-SL entry that cannot be.
+    #[error("path SLs: {what}")]
+    #[diagnostic(code(weft::state::path_sl))]
+    PathSl {
+        /// What is wrong.
+        what: String,
+    },
+}
+
+impl StateError {
+    /// The stable code.
+    pub fn code(&self) -> String {
+        miette::Diagnostic::code(self)
+            .map(|c| c.to_string())
+            .unwrap_or_default()
+    }
+}
+
+/// Every problem found in a state. Displayed capped: at most [`StateErrors::SHOWN`] of each
+/// kind, then how many more.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StateErrors(pub Vec<StateError>);
+
+impl StateErrors {
+    /// Problems of one kind shown before "… and N more like this".
+    pub const SHOWN: usize = 10;
+}
+
+impl fmt::Display for StateErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut per_code: BTreeMap<String, usize> = BTreeMap::new();
+        let mut first = true;
+        for e in &self.0 {
+            let n = per_code.entry(e.code()).or_insert(0);
+            *n += 1;
+            if *n <= Self::SHOWN {
+                if !first {
+                    writeln!(f)?;
+                }
+                first = false;
+                write!(f, "{e}")?;
+            }
+        }
+        for (code, n) in per_code {
+            if n > Self::SHOWN {
+                write!(f, "\n… and {} more like this ({code})", n - Self::SHOWN)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for StateErrors {}
+
+pub(crate) fn guid_text(g: crate::Guid) -> String {
+    format!("{:#018x}", g.0)
+}
+
+fn port_name(f: &Fabric, node: NodeId, port: u8) -> PortName {
+    match f.nodes().get(node.index()) {
+        Some(n) => PortName {
+            node: n.name().to_owned(),
+            guid: guid_text(n.guid()),
+            port,
+        },
+        None => PortName {
+            node: format!("#{}", node.0),
+            guid: String::new(),
+            port,
+        },
+    }
+}
+
+/// Whether the cable on `end` is up and the nodes at both ends are up.
+pub(crate) fn port_live(f: &Fabric, end: PortRef) -> bool {
+    let Some((far, link)) = f.peer(end) else {
+        return false;
+    };
+    f.links()
+        .get(link.index())
+        .is_some_and(|l| l.state == LinkState::Up)
+        && f.nodes().get(far.node.index()).is_some_and(|n| !n.down)
+        && f.nodes().get(end.node.index()).is_some_and(|n| !n.down)
+}
+
+fn check(st: &FabricState) -> Vec<StateError> {
+    let mut errors = Vec::new();
+    check_lids(st, &mut errors);
+    check_switches(st, &mut errors);
+    check_ports(st, &mut errors);
+    check_path_sl(st, &mut errors);
+    errors
+}
+
+fn check_lids(st: &FabricState, errors: &mut Vec<StateError>) {
+    let f = &st.fabric;
+    let lmc = st.lids.lmc;
+    if lmc > 7 {
+        errors.push(StateError::Lmc { lmc });
+    }
+    if f.lmc > 7 && f.lmc != lmc {
+        errors.push(StateError::Lmc { lmc: f.lmc });
+    }
+    if f.lmc != lmc {
+        errors.push(StateError::LmcMismatch {
+            fabric: f.lmc,
+            lids: lmc,
+        });
+    }
+    let span_end = 1u32 << lmc.min(7);
+    // (first LID, last LID, node, port) of every range, for the clash check.
+    let mut ranges: Vec<(u32, u32, NodeId, u8)> = Vec::new();
+    for (&n, ports) in &st.lids.base {
+        let Some(node) = f.nodes().get(n.index()) else {
+            errors.push(StateError::UnknownNode {
+                at: "lids",
+                id: n.0,
+            });
+            continue;
+        };
+        for (&PortNum(p), &Lid(lid)) in ports {
+            let name = || port_name(f, n, p);
+            if node.is_switch() && p != 0 {
+                errors.push(StateError::LidPort {
+                    port: name(),
+                    why: "a switch's LID is on port 0",
+                });
+                continue;
+            }
+            if !node.is_switch() && (p == 0 || p > node.spec.port_count) {
+                errors.push(StateError::LidPort {
+                    port: name(),
+                    why: if p == 0 {
+                        "an end node has no port 0"
+                    } else {
+                        "the node has no such port"
+                    },
+                });
+                continue;
+            }
+            if lid == 0 {
+                errors.push(StateError::LidZero { port: name() });
+                continue;
+            }
+            let span = if node.is_switch() { 1 } else { span_end };
+            let hi = u32::from(lid) + span - 1;
+            if hi > u32::from(MAX_UNICAST_LID) {
+                errors.push(StateError::LidRange {
+                    port: name(),
+                    lo: u32::from(lid),
+                    hi,
+                });
+                continue;
+            }
+            if u32::from(lid) % span != 0 {
+                errors.push(StateError::LidUnaligned {
+                    port: name(),
+                    lid,
+                    span: span as u16,
+                    lmc,
+                });
+            }
+            ranges.push((u32::from(lid), hi, n, p));
+        }
+    }
+    ranges.sort_unstable();
+    let mut reach: Option<(u32, NodeId, u8)> = None;
+    for &(lo, hi, n, p) in &ranges {
+        if let Some((end, rn, rp)) = reach {
+            if lo <= end {
+                errors.push(StateError::LidClash {
+                    lid: lo as u16,
+                    first: port_name(f, rn, rp),
+                    second: port_name(f, n, p),
+                });
+            }
+        }
+        if reach.is_none_or(|(end, _, _)| hi > end) {
+            reach = Some((hi, n, p));
+        }
+    }
+    // Every live switch and live end-node port has a LID.
+    for (id, node) in f.node_ids().zip(f.nodes()) {
+        if node.down {
+            continue;
+        }
+        if node.is_switch() {
+            if st.lids.get(id, PortNum(0)).is_none() {
+                errors.push(StateError::LidMissing {
+                    port: port_name(f, id, 0),
+                });
+            }
+            continue;
+        }
+        for port in &node.ports {
+            if port_live(
+                f,
+                PortRef {
+                    node: id,
+                    port: port.num,
+                },
+            ) && st.lids.get(id, port.num).is_none()
+            {
+                errors.push(StateError::LidMissing {
+                    port: port_name(f, id, port.num.0),
+                });
+            }
+        }
+    }
+}
+
+fn check_switches(st: &FabricState, errors: &mut Vec<StateError>) {
+    let f = &st.fabric;
+    for (&n, s) in &st.switches {
+        let Some(node) = f.nodes().get(n.index()) else {
+            errors.push(StateError::UnknownNode {
+                at: "switches",
+                id: n.0,
+            });
+            continue;
+        };
+        let (name, guid) = (node.name().to_owned(), guid_text(node.guid()));
+        if !node.is_switch() {
+            errors.push(StateError::NotASwitch { node: name, guid });
+            continue;
+        }
+        let cap = node.spec.linear_fdb_cap.min(u32::from(MAX_UNICAST_LID) + 1);
+        if s.lft.ports.len() > cap as usize {
+            errors.push(StateError::LftTooLong {
+                node: name.clone(),
+                guid: guid.clone(),
+                len: s.lft.ports.len(),
+                cap,
+            });
+        }
+        let ports = node.spec.port_count;
+        let mut last: Option<(u8, u8)> = None;
+        for r in &s.sl2vl {
+            let sl2vl = |what: String| StateError::Sl2Vl {
+                node: name.clone(),
+                guid: guid.clone(),
+                what,
+            };
+            if r.in_port > ports || r.out_port > ports {
+                errors.push(sl2vl(format!(
+                    "row {} → {} names a port the switch does not have (ports 0..={ports})",
+                    r.in_port, r.out_port
+                )));
+            }
+            if last == Some((r.in_port, r.out_port)) {
+                errors.push(sl2vl(format!(
+                    "has two rows for {} → {}",
+                    r.in_port, r.out_port
+                )));
+            }
+            last = Some((r.in_port, r.out_port));
+            if let Some((sl, vl)) = r.vl.iter().enumerate().find(|(_, &v)| v > 15) {
+                errors.push(sl2vl(format!(
+                    "row {} → {} maps SL {sl} to VL {vl} (VLs are 0..=15)",
+                    r.in_port, r.out_port
+                )));
+            }
+        }
+    }
+}
+
+fn check_ports(st: &FabricState, errors: &mut Vec<StateError>) {
+    let f = &st.fabric;
+    for (
+        &PortRef {
+            node: n,
+            port: PortNum(p),
+        },
+        ps,
+    ) in &st.ports
+    {
+        let Some(node) = f.nodes().get(n.index()) else {
+            errors.push(StateError::UnknownNode {
+                at: "ports",
+                id: n.0,
+            });
+            continue;
+        };
+        let table = |what: String| StateError::PortTable {
+            port: port_name(f, n, p),
+            what,
+        };
+        if p > node.spec.port_count || (p == 0 && !node.is_switch()) {
+            errors.push(table("the node has no such port".to_owned()));
+            continue;
+        }
+        if let Some(t) = &ps.sl2vl {
+            if node.is_switch() {
+                errors.push(table(
+                    "a switch port has no injection SL→VL table (switch SL→VL is per input and output port)"
+                        .to_owned(),
+                ));
+            } else if let Some((sl, vl)) = t.iter().enumerate().find(|(_, &v)| v > 15) {
+                errors.push(table(format!(
+                    "injection SL→VL maps SL {sl} to VL {vl} (VLs are 0..=15)"
+                )));
+            }
+        }
+        if let Some(a) = &ps.vlarb {
+            for (which, t) in [("high", &a.high), ("low", &a.low)] {
+                if t.len() > super::ports::VLARB_MAX_ENTRIES {
+                    errors.push(table(format!(
+                        "the {which}-priority VL arbitration table has {} entries (at most {})",
+                        t.len(),
+                        super::ports::VLARB_MAX_ENTRIES
+                    )));
+                }
+                if let Some(e) = t.iter().find(|e| e.vl > 14) {
+                    errors.push(table(format!(
+                        "the {which}-priority VL arbitration table names VL {} (data VLs are 0..=14)",
+                        e.vl
+                    )));
+                }
+            }
+        }
+        if let Some(keys) = &ps.pkeys {
+            let mut seen: Vec<u16> = Vec::with_capacity(keys.len());
+            for k in keys {
+                if k.base() == 0 {
+                    errors.push(table(format!(
+                        "P_Key {k} is invalid (partition 0 does not exist)"
+                    )));
+                } else if seen.contains(&k.base()) {
+                    errors.push(table(format!(
+                        "partition {:#06x} is in the P_Key table twice",
+                        k.base()
+                    )));
+                } else {
+                    seen.push(k.base());
+                }
+            }
+        }
+    }
+}
+
+fn check_range(r: LidRange, what: &str, errors: &mut Vec<StateError>) -> bool {
+    if r.lo.0 == 0 || r.hi.0 > MAX_UNICAST_LID || r.lo > r.hi {
+        errors.push(StateError::PathSl {
+            what: format!(
+                "{what}: LIDs {:#06x}..={:#06x} are not an ordered range of unicast LIDs",
+                r.lo.0, r.hi.0
+            ),
+        });
+        return false;
+    }
+    true
+}
+
+fn check_path_sl(st: &FabricState, errors: &mut Vec<StateError>) {
+    let f = &st.fabric;
+    let p = &st.path_sl;
+    if p.default.is_empty() {
+        errors.push(StateError::PathSl {
+            what: "the default SL set is empty".to_owned(),
+        });
+    }
+    let mut prev: Option<LidRange> = None;
+    for e in &p.by_dlid {
+        let what = format!("toward LIDs {:#06x}..={:#06x}", e.lids.lo.0, e.lids.hi.0);
+        if !check_range(e.lids, &what, errors) {
+            continue;
+        }
+        if e.sls.is_empty() {
+            errors.push(StateError::PathSl {
+                what: format!("{what}: the SL set is empty"),
+            });
+        }
+        if prev.is_some_and(|q| q.hi >= e.lids.lo) {
+            errors.push(StateError::PathSl {
+                what: format!("{what}: the range overlaps the one before it"),
+            });
+        }
+        prev = Some(e.lids);
+    }
+    let mut prev: Option<(PortRef, LidRange)> = None;
+    for e in &p.by_source {
+        let src = port_name(f, e.src.node, e.src.port.0);
+        let what = format!(
+            "from {src} toward LIDs {:#06x}..={:#06x}",
+            e.lids.lo.0, e.lids.hi.0
+        );
+        let Some(node) = f.nodes().get(e.src.node.index()) else {
+            errors.push(StateError::UnknownNode {
+                at: "path SLs",
+                id: e.src.node.0,
+            });
+            continue;
+        };
+        let port_ok = if node.is_switch() {
+            e.src.port.0 == 0
+        } else {
+            (1..=node.spec.port_count).contains(&e.src.port.0)
+        };
+        if !port_ok || st.lids.get(e.src.node, e.src.port).is_none() {
+            errors.push(StateError::PathSl {
+                what: format!("{what}: the source is not a port with a LID"),
+            });
+            continue;
+        }
+        if !check_range(e.lids, &what, errors) {
+            continue;
+        }
+        if e.sls.is_empty() {
+            errors.push(StateError::PathSl {
+                what: format!("{what}: the SL set is empty"),
+            });
+        }
+        if prev.is_some_and(|(s, q)| s == e.src && q.hi >= e.lids.lo) {
+            errors.push(StateError::PathSl {
+                what: format!("{what}: the range overlaps the one before it"),
+            });
+        }
+        prev = Some((e.src, e.lids));
+    }
+}
