@@ -10,7 +10,7 @@
 
 use std::path::Path;
 use weft_compiler::NoFiles;
-use weft_fabric::{FabricState, Lid, NodeId, PortNum};
+use weft_fabric::{FabricState, Lid, NodeId, PortNum, ValidState};
 use weft_verifier::reference::{replay_credit_loop, replay_unreachable, walk};
 use weft_verifier::{certificate, verify, Certificate, Options, Outcome};
 
@@ -20,16 +20,14 @@ fn examples_dir() -> std::path::PathBuf {
 
 /// The state weft compiles for `examples/NAME`, or `None` when it does not route (an
 /// example may be there to show a diagnostic).
-fn compiled(name: &str) -> Option<FabricState> {
+fn compiled(name: &str) -> Option<ValidState> {
     let text = std::fs::read_to_string(examples_dir().join(name)).unwrap();
     let c = weft_compiler::check(name, &text, &NoFiles);
     if c.has_errors() {
         return None;
     }
     let e = c.elaborated?;
-    weft_compiler::build::build(&e)
-        .ok()
-        .map(|b| b.state.into_inner())
+    weft_compiler::build::build(&e).ok().map(|b| b.state)
 }
 
 #[test]
@@ -95,12 +93,13 @@ fn every_breaking_lft_corruption_of_a_compiled_fabric_is_caught() {
                 if old.map(|p| p.0) == Some(port) || (old.is_none() && port == 255) {
                     continue;
                 }
-                let mut c = st.clone();
+                let mut c = st.clone().into_inner();
                 c.switches
                     .get_mut(&x)
                     .unwrap()
                     .lft
                     .set(Lid(lid), PortNum(port));
+                let c = ValidState::new(c).unwrap();
                 let r = verify(&c, &Options::default());
                 let broken = breaks(&c);
                 assert_eq!(

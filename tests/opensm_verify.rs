@@ -29,7 +29,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use weft_fabric::ibnetdiscover::{self, ParseOptions};
 use weft_fabric::opensm::{self, Dumps};
-use weft_fabric::{Fabric, FabricState, Lid, PortNum};
+use weft_fabric::{Fabric, FabricState, Lid, PortNum, ValidState};
 use weft_tests::ibsim::{self, Ibsim, Limits, Tools};
 use weft_verifier::reference::{replay_credit_loop, replay_unreachable};
 use weft_verifier::testkit;
@@ -155,7 +155,7 @@ fn discover(sim: &Ibsim) -> ibnetdiscover::Discovered {
     ibnetdiscover::parse(&out.stdout, &ParseOptions::default()).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn state(d: &ibnetdiscover::Discovered, run: &Run, sl2vl: bool, psl: Option<&str>) -> FabricState {
+fn state(d: &ibnetdiscover::Discovered, run: &Run, sl2vl: bool, psl: Option<&str>) -> ValidState {
     let lfts = run.read("opensm-lfts.dump");
     let sl2vl_text = sl2vl.then(|| run.read("opensm-sl2vl.dump"));
     let (st, warnings) = opensm::assemble(
@@ -170,7 +170,7 @@ fn state(d: &ibnetdiscover::Discovered, run: &Run, sl2vl: bool, psl: Option<&str
     )
     .unwrap_or_else(|e| panic!("{e}"));
     assert!(warnings.is_empty(), "{warnings:?}");
-    st.into_inner()
+    st
 }
 
 /// What `ibdmchk` (ibutils) prints about OpenSM's dumps; `all` adds switch paths (`-a`).

@@ -25,18 +25,17 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 use weft_bench::example;
 use weft_compiler::NoFiles;
-use weft_fabric::FabricState;
+use weft_fabric::ValidState;
 use weft_verifier::{certificate, verify, Options};
 
 /// The state weft compiles for an example.
-fn compiled(name: &str) -> FabricState {
+fn compiled(name: &str) -> ValidState {
     let c = weft_compiler::check(name, &example(name), &NoFiles);
     assert!(!c.has_errors(), "{name} has errors");
     let e = c.elaborated.expect("elaborated");
     weft_compiler::build::build(&e)
         .unwrap_or_else(|d| panic!("{name} does not route: {d:?}"))
         .state
-        .into_inner()
 }
 
 fn peak_rss_mib() -> u64 {
@@ -82,7 +81,7 @@ fn explicit(c: &mut Criterion) {
         });
         if name == "cluster-11664.weft" {
             // A failure to report: one switch-to-switch link down, tables not rerouted.
-            let mut broken = st.clone();
+            let mut broken = st.clone().into_inner();
             let l = broken
                 .fabric
                 .links()
@@ -95,6 +94,7 @@ fn explicit(c: &mut Criterion) {
             let mut b = weft_fabric::FabricBuilder::from(broken.fabric.clone());
             b.set_link_down(weft_fabric::LinkId(l as u32));
             broken.fabric = b.finish();
+            let broken = weft_verifier::testkit::valid(broken);
             let t = Instant::now();
             let r = verify(&broken, &opts);
             eprintln!(
@@ -137,8 +137,10 @@ fn z3_scaling(_: &mut Criterion) {
         (48, 96, 48),
     ] {
         let f = weft_verifier::testkit::fat_tree2(spines, leaves, hosts);
-        let st =
-            weft_verifier::testkit::route_updown(&f, weft_verifier::testkit::sequential_lids(&f));
+        let st = weft_verifier::testkit::valid(weft_verifier::testkit::route_updown(
+            &f,
+            weft_verifier::testkit::sequential_lids(&f),
+        ));
         let t = Instant::now();
         let r = z3.run(&st, &Options::default());
         let secs = t.elapsed().as_secs_f64();
@@ -158,8 +160,10 @@ fn z3_scaling(_: &mut Criterion) {
     // Unsatisfiable (a credit loop, unsat core → cycle): min-hop rings.
     for n in [8, 32, 128, 512] {
         let f = weft_verifier::testkit::ring(n, 1);
-        let st =
-            weft_verifier::testkit::route_minhop(&f, weft_verifier::testkit::sequential_lids(&f));
+        let st = weft_verifier::testkit::valid(weft_verifier::testkit::route_minhop(
+            &f,
+            weft_verifier::testkit::sequential_lids(&f),
+        ));
         let t = Instant::now();
         let r = z3.run(&st, &Options::default());
         let secs = t.elapsed().as_secs_f64();

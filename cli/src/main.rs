@@ -275,11 +275,11 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
             let mut failed = c.has_errors();
             let summary = c.elaborated.as_ref().map(|e| Summary::of(&e.fabric));
             // Compile and prove what the description says, unless it is already wrong.
-            let mut routed: Option<(&'static str, weft_fabric::FabricState)> = None;
+            let mut routed: Option<(&'static str, weft_fabric::ValidState)> = None;
             let mut build_errors = Vec::new();
             if let (Some(e), false, false) = (c.elaborated.as_ref(), failed, no_verify) {
                 match weft_compiler::build::build(e) {
-                    Ok(b) => routed = Some((b.engine, b.state.into_inner())),
+                    Ok(b) => routed = Some((b.engine, b.state)),
                     Err(d) => {
                         failed = true;
                         build_errors = d;

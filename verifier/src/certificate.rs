@@ -20,7 +20,7 @@ use crate::Scope;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use weft_fabric::{FabricState, Lid, SlSet};
+use weft_fabric::{Lid, SlSet, ValidState};
 
 /// The format name in `certificate.json`.
 pub const FORMAT: &str = "weft-certificate";
@@ -172,7 +172,7 @@ fn parse_guid(s: &str) -> Option<weft_fabric::Guid> {
 }
 
 /// Re-checks `cert` against `state`, trusting nothing else.
-pub fn check(state: &FabricState, cert: &Certificate) -> Result<CheckSummary, CertificateError> {
+pub fn check(state: &ValidState, cert: &Certificate) -> Result<CheckSummary, CertificateError> {
     if cert.format != FORMAT || cert.version != 1 {
         return Err(CertificateError::Format(format!(
             "format `{}` version {}",

@@ -24,7 +24,7 @@ use crate::report::{
 };
 use crate::{Checker, Options};
 use rayon::prelude::*;
-use weft_fabric::{FabricState, SlSet};
+use weft_fabric::{SlSet, ValidState};
 
 /// No label: the switch does not reach the destination.
 pub(crate) const NO_LABEL: u16 = u16::MAX;
@@ -38,7 +38,7 @@ impl Checker for Explicit {
         "explicit"
     }
 
-    fn check(&self, state: &FabricState, opts: &Options) -> Verdict {
+    fn check(&self, state: &ValidState, opts: &Options) -> Verdict {
         let opts = Options {
             certificate: false,
             max_listed_routes: 0,
@@ -113,7 +113,7 @@ impl Scratch {
 }
 
 /// Runs the explicit engine.
-pub fn verify(state: &FabricState, opts: &Options) -> Report {
+pub fn verify(state: &ValidState, opts: &Options) -> Report {
     let net = Net::new(state);
     let (sources, dests) = net.endpoints(opts.scope);
     let deps = DepSet::new(&net);

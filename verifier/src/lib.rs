@@ -43,7 +43,7 @@ pub use report::{
     Stats, UnreachableGroup, Verdict,
 };
 
-use weft_fabric::FabricState;
+use weft_fabric::ValidState;
 
 /// Which (source, destination) pairs must be connected and whose routes count.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -90,7 +90,7 @@ impl Default for Options {
 
 /// Verifies `state` with the explicit engine: deadlock freedom and connectivity, with a
 /// certificate (when asked for and proven) or witnesses.
-pub fn verify(state: &FabricState, opts: &Options) -> Report {
+pub fn verify(state: &ValidState, opts: &Options) -> Report {
     explicit::verify(state, opts)
 }
 
@@ -99,5 +99,5 @@ pub trait Checker {
     /// The engine's name.
     fn name(&self) -> &'static str;
     /// The verdict on `state`.
-    fn check(&self, state: &FabricState, opts: &Options) -> Verdict;
+    fn check(&self, state: &ValidState, opts: &Options) -> Verdict;
 }

@@ -171,7 +171,16 @@ pub fn random_fabric(
     b.finish()
 }
 
-/// LIDs 1, 2, … : switches first (port 0), then every wired end-node port, in node order.
+/// `st` validated; panics (test fixtures only) when it is not valid.
+pub fn valid(st: FabricState) -> weft_fabric::ValidState {
+    match weft_fabric::ValidState::new(st) {
+        Ok(v) => v,
+        Err(e) => panic!("a test fixture is not a valid state:\n{e}"),
+    }
+}
+
+/// LIDs 1, 2, … : switches first (port 0), then every wired end-node port, in node order
+/// (end-node bases aligned to 2^LMC).
 pub fn sequential_lids(f: &Fabric) -> LidAssignment {
     let mut lids = LidAssignment {
         lmc: f.lmc,
@@ -188,6 +197,8 @@ pub fn sequential_lids(f: &Fabric) -> LidAssignment {
             next += 1;
         }
     }
+    // End-node bases are aligned to 2^LMC.
+    next = next.div_ceil(span) * span;
     for (i, n) in f.nodes().iter().enumerate() {
         if !n.is_switch() {
             for p in &n.ports {

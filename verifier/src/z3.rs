@@ -24,7 +24,7 @@ use crate::report::{
 };
 use crate::{Checker, Options, Scope};
 use std::collections::{BTreeMap, BTreeSet};
-use weft_fabric::{FabricState, Lid, NodeId, PortNum, PortRef};
+use weft_fabric::{FabricState, Lid, NodeId, PortNum, PortRef, ValidState};
 use z3::ast::{Bool, Int};
 use z3::{Params, SatResult, Solver};
 
@@ -61,7 +61,7 @@ impl Checker for Z3 {
         "z3"
     }
 
-    fn check(&self, state: &FabricState, opts: &Options) -> Verdict {
+    fn check(&self, state: &ValidState, opts: &Options) -> Verdict {
         self.run(state, opts).verdict
     }
 }
@@ -185,7 +185,7 @@ fn facts(st: &FabricState, scope: Scope) -> Facts {
 
 impl Z3 {
     /// Runs both encodings.
-    pub fn run(&self, state: &FabricState, opts: &Options) -> Z3Report {
+    pub fn run(&self, state: &ValidState, opts: &Options) -> Z3Report {
         let fx = facts(state, opts.scope);
         let mut params = Params::new();
         params.set_u32("timeout", self.timeout_ms);

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use weft_fabric::{FabricState, NodeId, Sl2VlRow, SlSet};
+use weft_fabric::{FabricState, NodeId, Sl2VlRow, SlSet, ValidState};
 use weft_verifier::reference::{replay_credit_loop, replay_unreachable};
 use weft_verifier::testkit::{self, Rng};
 use weft_verifier::z3::Z3;
@@ -41,7 +41,7 @@ fn random_vls(rng: &mut Rng, st: &mut FabricState) {
     st.path_sl.default = SlSet(1 + rng.below(3) as u16);
 }
 
-fn case(rng: &mut Rng) -> FabricState {
+fn case(rng: &mut Rng) -> ValidState {
     let switches = 2 + rng.below(5) as usize;
     let extra = rng.below(4) as usize;
     let hosts = rng.below(6) as usize;
@@ -62,7 +62,7 @@ fn case(rng: &mut Rng) -> FabricState {
     for _ in 0..rng.below(3) {
         testkit::corrupt(rng, &mut st);
     }
-    st
+    testkit::valid(st)
 }
 
 #[test]
@@ -122,6 +122,7 @@ fn z3_timeout_is_unknown_never_proven() {
     for _ in 0..5 {
         testkit::corrupt(&mut rng, &mut st);
     }
+    let st = testkit::valid(st);
     let ours = verify(&st, &Options::default()).verdict;
     let z = Z3 { timeout_ms: 1 }.run(&st, &Options::default()).verdict;
     for (a, b) in [

@@ -6,7 +6,20 @@
 use weft_fabric::{FabricState, Lid, NodeId, PortNum, Sl2VlRow, SlSet};
 use weft_verifier::reference::{replay_credit_loop, replay_unreachable};
 use weft_verifier::testkit::{self, Rng};
-use weft_verifier::{certificate, verify, Certificate, Options, Outcome, Report, Scope};
+use weft_verifier::{Certificate, CertificateError, CheckSummary, Options, Outcome, Report, Scope};
+
+/// The verifier on a fixture (validated first: these fixtures are always valid states).
+fn verify(st: &FabricState, opts: &Options) -> Report {
+    weft_verifier::verify(&testkit::valid(st.clone()), opts)
+}
+
+mod certificate {
+    use super::*;
+    /// The certificate checker on a fixture (validated first).
+    pub fn check(st: &FabricState, c: &Certificate) -> Result<CheckSummary, CertificateError> {
+        weft_verifier::certificate::check(&testkit::valid(st.clone()), c)
+    }
+}
 
 /// Replays every witness of `r` on the tables of `st`.
 fn replay_all(st: &FabricState, r: &Report) {
@@ -102,7 +115,7 @@ fn tampered_certificates_are_rejected() {
     }
     assert!(matches!(
         certificate::check(&st, &c),
-        Err(certificate::CertificateError::Rank { .. })
+        Err(CertificateError::Rank { .. })
     ));
     // A label that does not decrease.
     let mut c = cert.clone();

@@ -106,16 +106,16 @@ pub enum StateError {
         message: String,
     },
     /// Another format or version.
-    #[error("this is `{format}` version {version}; weft reads `weft-state` version 1")]
+    #[error("{}", version_message(.format.as_deref(), *.version))]
     #[diagnostic(
         code(weft::state::version),
         help("write it again with this version of weft (`weft build`)")
     )]
     Version {
         /// The format found.
-        format: String,
+        format: Option<String>,
         /// The version found.
-        version: u64,
+        version: Option<u64>,
     },
     /// The recorded fingerprint does not match the content.
     #[error("the recorded fingerprint does not match the content ({reason}): the file was changed after it was written")]
@@ -284,6 +284,16 @@ pub enum StateError {
     },
 }
 
+fn version_message(format: Option<&str>, version: Option<u64>) -> String {
+    match (format, version) {
+        (Some(f), Some(v)) => {
+            format!("this is `{f}` version {v}; weft reads `weft-state` version 1")
+        }
+        (Some(f), None) => format!("this is `{f}` without a version; weft reads `weft-state` version 1"),
+        (None, _) => "this file has no `format` and `version`: it is not a weft state, or one written by an older weft; weft reads `weft-state` version 1".to_owned(),
+    }
+}
+
 impl StateError {
     /// The stable code.
     pub fn code(&self) -> String {
@@ -374,6 +384,8 @@ fn check_lids(st: &FabricState, errors: &mut Vec<StateError>) {
     let lmc = st.lids.lmc;
     if lmc > 7 {
         errors.push(StateError::Lmc { lmc });
+        // Every range would be wrong: one root error, not a cascade.
+        return;
     }
     if f.lmc > 7 && f.lmc != lmc {
         errors.push(StateError::Lmc { lmc: f.lmc });

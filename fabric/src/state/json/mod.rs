@@ -472,10 +472,8 @@ pub fn read(text: &str) -> Result<ValidState, StateErrors> {
             if let Some(h) = header {
                 if h.format.as_deref() != Some(FORMAT) || h.version != Some(VERSION) {
                     return Err(StateErrors(vec![StateError::Version {
-                        format: h
-                            .format
-                            .unwrap_or_else(|| "an unversioned state".to_owned()),
-                        version: h.version.unwrap_or(0),
+                        format: h.format,
+                        version: h.version,
                     }]));
                 }
             }
@@ -484,8 +482,8 @@ pub fn read(text: &str) -> Result<ValidState, StateErrors> {
     };
     if raw.format != FORMAT || raw.version != VERSION {
         return Err(StateErrors(vec![StateError::Version {
-            format: raw.format,
-            version: raw.version,
+            format: Some(raw.format),
+            version: Some(raw.version),
         }]));
     }
     let mut errors = Vec::new();
@@ -527,9 +525,12 @@ fn build(raw: FabricJson, errors: &mut Vec<StateError>) -> Option<Fabric> {
     let mut b = FabricBuilder::new(raw.name);
     b.set_lmc(raw.lmc);
     let mut down = Vec::new();
+    // GUIDs of nodes that could not be added: links to them are not reported again.
+    let mut rejected: std::collections::BTreeSet<Guid> = std::collections::BTreeSet::new();
     let before = errors.len();
     for (i, n) in raw.nodes.into_iter().enumerate() {
         let at = format!("fabric.nodes[{i}] `{}`", n.name);
+        let guid = n.guid.0;
         let spec = NodeSpec {
             name: n.name,
             kind: n.kind,
@@ -556,10 +557,13 @@ fn build(raw: FabricJson, errors: &mut Vec<StateError>) -> Option<Fabric> {
                     down.push(id);
                 }
             }
-            Err(e) => errors.push(StateError::Fabric {
-                at,
-                message: e.to_string(),
-            }),
+            Err(e) => {
+                rejected.insert(guid);
+                errors.push(StateError::Fabric {
+                    at,
+                    message: e.to_string(),
+                });
+            }
         }
     }
     for (i, l) in raw.links.into_iter().enumerate() {
@@ -569,6 +573,7 @@ fn build(raw: FabricJson, errors: &mut Vec<StateError>) -> Option<Fabric> {
                 node,
                 port: PortNum(p),
             }),
+            None if rejected.contains(&g.0) => None,
             None => {
                 errors.push(StateError::UnknownGuid {
                     at: at.clone(),

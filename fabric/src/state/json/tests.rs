@@ -1,1 +1,445 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use super::*;
+use crate::{FabricBuilder, Guid, LinkId, NodeKind, NodeSpec, PortNum, PortRef, VlWeight};
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+/// Two switches `sw1`, `sw2` cabled on port 1; `h1` on `sw1` port 2, `h2` on `sw2` port 2.
+fn small() -> FabricState {
+    let mut b = FabricBuilder::new("small");
+    let s1 = b
+        .add_node(NodeSpec::new(
+            "sw1",
+            NodeKind::Switch,
+            Guid(0xf452_1403_0000_0100),
+            4,
+        ))
+        .unwrap();
+    let s2 = b
+        .add_node(NodeSpec::new(
+            "sw2",
+            NodeKind::Switch,
+            Guid(0xf452_1403_0000_0200),
+            4,
+        ))
+        .unwrap();
+    let h1 = b
+        .add_node(NodeSpec::new(
+            "h1",
+            NodeKind::Hca,
+            Guid(0xf452_1403_0000_0300),
+            1,
+        ))
+        .unwrap();
+    let h2 = b
+        .add_node(NodeSpec::new(
+            "h2",
+            NodeKind::Hca,
+            Guid(0xf452_1403_0000_0400),
+            1,
+        ))
+        .unwrap();
+    b.add_link(PortRef::new(s1, 1), PortRef::new(s2, 1))
+        .unwrap();
+    b.add_link(PortRef::new(h1, 1), PortRef::new(s1, 2))
+        .unwrap();
+    b.add_link(PortRef::new(h2, 1), PortRef::new(s2, 2))
+        .unwrap();
+    let mut st = FabricState::new(b.finish());
+    for (n, p, l) in [(s1, 0, 1), (s2, 0, 2), (h1, 1, 3), (h2, 1, 4)] {
+        st.lids
+            .base
+            .entry(n)
+            .or_default()
+            .insert(PortNum(p), Lid(l));
+    }
+    for (x, to_other, to_host) in [(s1, 1u8, 2u8), (s2, 1, 2)] {
+        let mut s = SwitchState::default();
+        for lid in 1..=4u16 {
+            let own = u32::from(lid) == x.0 + 1;
+            let local_host = u32::from(lid) == x.0 + 3;
+            s.lft.set(
+                Lid(lid),
+                PortNum(if own {
+                    0
+                } else if local_host {
+                    to_host
+                } else {
+                    to_other
+                }),
+            );
+        }
+        st.switches.insert(x, s);
+    }
+    st
+}
+
+fn value(st: &FabricState) -> Value {
+    serde_json::from_str(&st.to_json()).unwrap()
+}
+
+fn read_value(v: &Value) -> Result<ValidState, StateErrors> {
+    read(&serde_json::to_string(v).unwrap())
+}
+
+/// The rendered errors of a state edited by `edit` (with the fingerprint removed, so the
+/// checks behind it are what speaks).
+fn errors_of(edit: impl FnOnce(&mut Value)) -> String {
+    let mut v = value(&small());
+    v.as_object_mut().unwrap().remove("fingerprint");
+    edit(&mut v);
+    match read_value(&v) {
+        Ok(_) => "accepted".to_owned(),
+        Err(e) => {
+            let codes: Vec<String> = e.0.iter().map(StateError::code).collect();
+            format!("{}\n{e}", codes.join(", "))
+        }
+    }
+}
+
+#[test]
+fn a_written_state_reads_back_equal() {
+    let mut st = small();
+    st.ports.insert(
+        PortRef::new(NodeId(2), 1),
+        PortState {
+            sl2vl: Some([1; 16]),
+            vlarb: Some(VlArb {
+                high_limit: 4,
+                high: vec![VlWeight { vl: 0, weight: 16 }],
+                low: vec![VlWeight { vl: 1, weight: 64 }],
+            }),
+            pkeys: Some(vec![PKey(0xffff), PKey(0x8001)]),
+        },
+    );
+    st.path_sl
+        .set_by_source([(PortRef::new(NodeId(2), 1), Lid(4), SlSet(0b110))]);
+    st.path_sl
+        .set_by_dlid([(Lid(1), SlSet(0b1)), (Lid(2), SlSet(0b1))]);
+    let text = st.to_json();
+    let back = read(&text).unwrap();
+    assert_eq!(*back, st);
+    assert_eq!(back.to_json(), text, "byte-identical when written again");
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn a_state_file_names_what_is_wrong() {
+    let cases: Vec<(&str, Box<dyn FnOnce(&mut Value)>)> = vec![
+        (
+            "port 0 on a link",
+            Box::new(|v: &mut Value| v["fabric"]["links"][0]["a"][1] = json!(0)),
+        ),
+        (
+            "port past the port count",
+            Box::new(|v: &mut Value| v["fabric"]["links"][1]["b"][1] = json!(9)),
+        ),
+        (
+            "a link to a GUID nobody has",
+            Box::new(|v: &mut Value| v["fabric"]["links"][0]["b"][0] = json!("0x1234")),
+        ),
+        (
+            "duplicate node GUID",
+            Box::new(|v: &mut Value| {
+                v["fabric"]["nodes"][1]["guid"] = v["fabric"]["nodes"][0]["guid"].clone()
+            }),
+        ),
+        (
+            "duplicate node name",
+            Box::new(|v: &mut Value| v["fabric"]["nodes"][3]["name"] = json!("h1")),
+        ),
+        (
+            "GUID 0",
+            Box::new(|v: &mut Value| v["fabric"]["nodes"][2]["guid"] = json!("0x0")),
+        ),
+        (
+            "a GUID as a JSON number",
+            Box::new(|v: &mut Value| {
+                v["fabric"]["nodes"][2]["guid"] = json!(17_603_012_467_410_093_824u64)
+            }),
+        ),
+        (
+            "LID past the unicast range",
+            Box::new(|v: &mut Value| v["lids"][2][2] = json!(0xC000)),
+        ),
+        (
+            "LMC 200",
+            Box::new(|v: &mut Value| v["fabric"]["lmc"] = json!(200)),
+        ),
+        (
+            "LID 0",
+            Box::new(|v: &mut Value| v["lids"][3][2] = json!(0)),
+        ),
+        (
+            "no LIDs at all",
+            Box::new(|v: &mut Value| v["lids"] = json!([])),
+        ),
+        (
+            "two ports with one LID",
+            Box::new(|v: &mut Value| v["lids"][3][2] = json!(1)),
+        ),
+        (
+            "a switch LID on port 1",
+            Box::new(|v: &mut Value| v["lids"][0][1] = json!(1)),
+        ),
+        (
+            "an empty SL set",
+            Box::new(|v: &mut Value| v["path_sl"]["default"] = json!([])),
+        ),
+        (
+            "SL 16",
+            Box::new(|v: &mut Value| v["path_sl"]["by_dlid"] = json!([[1, 2, [16]]])),
+        ),
+        (
+            "path SLs of a port without a LID",
+            Box::new(|v: &mut Value| {
+                v["path_sl"]["by_source"] = json!([["0xf452140300000300", 2, 1, 2, [1]]])
+            }),
+        ),
+        (
+            "an LFT longer than LinearFDBCap",
+            Box::new(|v: &mut Value| {
+                v["fabric"]["nodes"][0]["linear_fdb_cap"] = json!(2);
+            }),
+        ),
+        (
+            "switch tables on an HCA",
+            Box::new(|v: &mut Value| {
+                let t = v["switches"][0].clone();
+                let mut t = t;
+                t["guid"] = json!("0xf452140300000300");
+                v["switches"].as_array_mut().unwrap().push(t);
+            }),
+        ),
+        (
+            "an SL2VL row on a missing port",
+            Box::new(|v: &mut Value| {
+                v["switches"][0]["sl2vl"] =
+                    json!([{"in_port": 7, "out_port": 1, "vl": vec![0; 16]}])
+            }),
+        ),
+        (
+            "a P_Key of partition 0 and a duplicate",
+            Box::new(|v: &mut Value| {
+                v["ports"] = json!([{"guid": "0xf452140300000300", "port": 1,
+                                     "pkeys": ["0x8000", "0x8001", "0x0001"]}])
+            }),
+        ),
+        (
+            "an unknown field",
+            Box::new(|v: &mut Value| v["fabric"]["nodes"][0]["lvl"] = json!(1)),
+        ),
+        (
+            "another version",
+            Box::new(|v: &mut Value| v["version"] = json!(2)),
+        ),
+        (
+            "an unversioned state",
+            Box::new(|v: &mut Value| {
+                v.as_object_mut().unwrap().remove("format");
+                v.as_object_mut().unwrap().remove("version");
+            }),
+        ),
+    ];
+    let mut out = String::new();
+    for (name, edit) in cases {
+        out += &format!("## {name}\n{}\n\n", errors_of(edit));
+    }
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn an_edited_state_is_refused_unless_the_fingerprint_goes() {
+    let mut v = value(&small());
+    v["lids"][3][2] = json!(8);
+    let e = read_value(&v).unwrap_err();
+    assert_eq!(e.0.len(), 1, "{e}");
+    assert_eq!(e.0[0].code(), "weft::state::fingerprint", "{e}");
+    v.as_object_mut().unwrap().remove("fingerprint");
+    let ok = read_value(&v).unwrap();
+    assert_eq!(ok.lids.get(NodeId(3), PortNum(1)), Some(Lid(8)));
+}
+
+#[test]
+fn a_live_port_without_a_lid_is_named() {
+    let mut st = small();
+    st.lids.base.remove(&NodeId(3));
+    let e = ValidState::new(st.clone()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "`h2` (0xf452140300000400) port 1 is live but has no LID"
+    );
+    // A port whose cable is down needs none.
+    let mut b = FabricBuilder::from(st.fabric.clone());
+    b.set_link_down(LinkId(2));
+    st.fabric = b.finish();
+    assert!(ValidState::new(st).is_ok());
+}
+
+#[test]
+fn many_errors_of_one_kind_are_capped() {
+    let mut st = small();
+    for k in 0..30u16 {
+        st.path_sl.by_dlid.push(DlidSls {
+            lids: LidRange {
+                lo: Lid(100 + 2 * k),
+                hi: Lid(100 + 2 * k),
+            },
+            sls: SlSet(0),
+        });
+    }
+    let e = ValidState::new(st).unwrap_err();
+    assert_eq!(e.0.len(), 30);
+    let text = e.to_string();
+    assert_eq!(text.lines().count(), StateErrors::SHOWN + 1, "{text}");
+    assert!(
+        text.ends_with("… and 20 more like this (weft::state::path_sl)"),
+        "{text}"
+    );
+}
+
+fn arb_state() -> impl Strategy<Value = FabricState> {
+    (
+        1usize..5,
+        1usize..6,
+        0u8..3,
+        proptest::collection::vec(any::<u16>(), 0..40),
+        any::<u64>(),
+    )
+        .prop_map(|(switches, hcas, lmc, noise, guid_hi)| {
+            let mut b = FabricBuilder::new("random");
+            b.set_lmc(lmc);
+            let base = (guid_hi | 1 << 63) & !0xffff_ffff;
+            let mut ids = Vec::new();
+            for s in 0..switches {
+                ids.push(
+                    b.add_node(NodeSpec::new(
+                        format!("s{s}"),
+                        NodeKind::Switch,
+                        Guid(base + 0x100 * (s as u64 + 1)),
+                        8,
+                    ))
+                    .unwrap(),
+                );
+            }
+            for w in ids.windows(2) {
+                b.add_link(PortRef::new(w[0], 1), PortRef::new(w[1], 2))
+                    .unwrap();
+            }
+            let mut hosts = Vec::new();
+            for h in 0..hcas {
+                let id = b
+                    .add_node(NodeSpec::new(
+                        format!("h{h}"),
+                        NodeKind::Hca,
+                        Guid(base + 0x10_0000 + 0x100 * h as u64),
+                        2,
+                    ))
+                    .unwrap();
+                let sw = ids[h % ids.len()];
+                let port = 3 + (h / ids.len()) as u8;
+                if port <= 8 {
+                    b.add_link(PortRef::new(id, 1), PortRef::new(sw, port))
+                        .unwrap();
+                }
+                hosts.push(id);
+            }
+            if let Some(&n) = noise.first() {
+                if n % 3 == 0 && !ids.is_empty() {
+                    b.set_link_down(LinkId(0));
+                }
+            }
+            let mut st = FabricState::new(b.finish());
+            let span = 1u16 << lmc;
+            let mut next = span;
+            for &s in &ids {
+                st.lids
+                    .base
+                    .entry(s)
+                    .or_default()
+                    .insert(PortNum(0), Lid(next));
+                next += span;
+            }
+            for &h in &hosts {
+                st.lids
+                    .base
+                    .entry(h)
+                    .or_default()
+                    .insert(PortNum(1), Lid(next));
+                next += span;
+            }
+            let top = next;
+            for (i, &s) in ids.iter().enumerate() {
+                let mut sw = SwitchState::default();
+                for l in 1..top {
+                    let v = noise
+                        .get((i + usize::from(l)) % noise.len().max(1))
+                        .copied();
+                    sw.lft
+                        .set(Lid(l), PortNum(v.map_or(255, |v| (v % 10) as u8)));
+                }
+                if noise.len() > 5 {
+                    sw.sl2vl.push(Sl2VlRow {
+                        in_port: 1,
+                        out_port: 2,
+                        vl: [(noise[5] % 8) as u8; 16],
+                    });
+                }
+                st.switches.insert(s, sw);
+            }
+            for (i, &h) in hosts.iter().enumerate() {
+                if let Some(&v) = noise.get(i) {
+                    st.ports.insert(
+                        PortRef::new(h, 1),
+                        PortState {
+                            sl2vl: Some([(v % 8) as u8; 16]),
+                            vlarb: (v % 2 == 0).then(|| VlArb {
+                                high_limit: (v % 256) as u8,
+                                high: vec![VlWeight { vl: 0, weight: 1 }],
+                                low: vec![],
+                            }),
+                            pkeys: (v % 3 == 0).then(|| vec![PKey(0xffff)]),
+                        },
+                    );
+                    st.path_sl.by_source.push(SourceSls {
+                        src: PortRef::new(h, 1),
+                        lids: LidRange {
+                            lo: Lid(1),
+                            hi: Lid(1 + v % 10),
+                        },
+                        sls: SlSet(1 | (v & 0xff)),
+                    });
+                }
+            }
+            st.path_sl.sort();
+            st
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Any valid state survives JSON: read back equal, written again byte for byte.
+    #[test]
+    fn round_trip(st in arb_state()) {
+        let st = ValidState::new(st).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let text = st.to_json();
+        let back = read(&text).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+        prop_assert_eq!(&*back, &*st);
+        prop_assert_eq!(back.to_json(), text);
+    }
+
+    /// Arbitrary edits of a state file never panic the reader.
+    #[test]
+    fn mangled_files_never_panic(at in 0usize..4000, len in 0usize..12, with in ".{0,8}") {
+        let text = small().to_json();
+        let at = at % text.len();
+        let end = (at + len).min(text.len());
+        if text.is_char_boundary(at) && text.is_char_boundary(end) {
+            let mut t = text.clone();
+            t.replace_range(at..end, &with);
+            let _ = read(&t);
+        }
+    }
+}
