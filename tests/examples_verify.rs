@@ -56,7 +56,8 @@ fn every_compiled_example_is_proven_with_a_checked_certificate() {
         );
         let cert = r.certificate.as_ref().unwrap();
         let back = Certificate::from_json(&cert.to_json()).unwrap();
-        let sum = certificate::check(&st, &back).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let sum = certificate::check(&st, &back, &Default::default())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(sum.routes, r.stats.routes, "{name}");
         proven += 1;
     }

@@ -271,7 +271,17 @@ fn ftree_on_a_fat_tree_is_deadlock_free_and_misses_exactly_spine_to_spine() {
     // HCA traffic: proven, with a certificate the checker accepts.
     let r = verify(&st, &all_opts(Scope::HcaToHca));
     assert!(r.is_proven(), "{:#?}", r.verdict);
-    weft_verifier::certificate::check(&st, r.certificate.as_ref().unwrap()).unwrap();
+    let hca = weft_verifier::Request {
+        scope: Scope::HcaToHca,
+        ..weft_verifier::Request::default()
+    };
+    weft_verifier::certificate::check(&st, r.certificate.as_ref().unwrap(), &hca).unwrap();
+    // The same certificate does not prove every pair.
+    let all = weft_verifier::Request::default();
+    assert!(matches!(
+        weft_verifier::certificate::check(&st, r.certificate.as_ref().unwrap(), &all),
+        Err(weft_verifier::CertificateError::Scope { .. })
+    ));
     // All traffic: still deadlock-free, and exactly the spine↔spine pairs fail.
     let r = verify(&st, &all_opts(Scope::All));
     assert_eq!(r.verdict.deadlock_free, Outcome::Proven);
@@ -442,7 +452,12 @@ fn lash_on_a_ring_is_deadlock_free_with_its_sls_and_loops_without() {
     assert!(sls.len() > 1, "lash used one SL only: {psl}");
     let r = verify(&st, &all_opts(Scope::All));
     assert!(r.is_proven(), "{:#?}\n{:#?}", r.verdict, r.credit_loops);
-    weft_verifier::certificate::check(&st, r.certificate.as_ref().unwrap()).unwrap();
+    weft_verifier::certificate::check(
+        &st,
+        r.certificate.as_ref().unwrap(),
+        &weft_verifier::Request::default(),
+    )
+    .unwrap();
     // The same tables with every SL forced to 0: a credit loop.
     let st0 = with(None);
     let r = verify(&st0, &all_opts(Scope::All));

@@ -197,11 +197,23 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
     if let Some(p) = &args.certificate {
         let cert = weft_verifier::Certificate::from_json(&read(p)?)
             .map_err(|e| Fatal(format!("`{}`: {e}", p.display())))?;
-        let result = certificate::check(&state, &cert);
+        let req = weft_verifier::Request {
+            scope,
+            ..weft_verifier::Request::default()
+        };
+        let result = certificate::check(&state, &cert, &req);
         let text = match (&result, args.format) {
             (Ok(s), Format::Human) => format!(
-                "✓ certificate accepted: {} destinations, {} routes, {} route states checked\n",
-                s.destinations, s.routes, s.states
+                "✓ certificate accepted: {} ({} routes, {} route states checked)\n",
+                proven_sentence(
+                    &s.properties,
+                    s.scope,
+                    s.destinations,
+                    s.hca_destinations,
+                    s.switch_destinations
+                ),
+                group(s.routes),
+                group(s.states)
             ),
             (Err(e), Format::Human) => format!("× certificate rejected: {e}\n"),
             (r, _) => {
@@ -280,6 +292,48 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
             ExitCode::from(1)
         },
     )
+}
+
+/// A count with thin groups of three digits: `13 284`.
+pub(crate) fn group(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// What was proven, in words: "deadlock freedom and connectivity, all 13 284 LIDs, HCA and
+/// switch pairs".
+pub(crate) fn proven_sentence(
+    properties: &[weft_verifier::Property],
+    scope: Scope,
+    lids: u64,
+    hca_lids: u64,
+    switch_lids: u64,
+) -> String {
+    let names: Vec<&str> = properties.iter().map(|p| p.noun()).collect();
+    let what = match names.as_slice() {
+        [] => "nothing".to_owned(),
+        [one] => (*one).to_owned(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    };
+    match scope {
+        Scope::HcaToHca => format!(
+            "{what}, {} HCA LIDs, HCA pairs only (switch LIDs not covered)",
+            group(hca_lids)
+        ),
+        _ => format!(
+            "{what}, all {} LIDs ({} HCA, {} switch), HCA and switch pairs",
+            group(lids),
+            group(hca_lids),
+            group(switch_lids)
+        ),
+    }
 }
 
 fn ch(c: &weft_verifier::Channel) -> String {
@@ -384,8 +438,8 @@ pub(crate) fn human(
             let _ = writeln!(
                 t,
                 "  certificate: {} channels ranked, {} destinations labelled",
-                c.channels.len(),
-                c.destinations.len()
+                c.deadlock_free.channels.len(),
+                c.connected.destinations.len()
             );
         }
     }

@@ -218,3 +218,155 @@ fn nothing_to_verify_is_exit_2() {
     let out = weft(&["verify", "--state", "/nonexistent/state.json"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Issue finding: on lab-16, leaf1 sends SL 0 toward lab01 on VL 15 (every route to lab01
+/// fails), and leaf1's label for lab01's LID is set from 1 to 0 in the healthy certificate.
+/// Both input paths refuse it and name the label; the untouched certificate is refused at
+/// the dead last hop.
+#[test]
+fn lab16_last_hop_label_zero_is_refused_on_every_input_path() {
+    let dir = temp_dir("lab16-tamper");
+    let out = weft(&[
+        "build",
+        "examples/lab-16.weft",
+        "-o",
+        dir.join("build").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let state_path = dir.join("build/state.json");
+    let cert_path = dir.join("cert.json");
+    let out = weft(&[
+        "verify",
+        "--state",
+        state_path.to_str().unwrap(),
+        "--write-certificate",
+        cert_path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    // The broken state: leaf1's SL 0 toward lab01's port on VL 15.
+    let st =
+        weft_fabric::ValidState::from_json(&std::fs::read_to_string(&state_path).unwrap()).unwrap();
+    let f = &st.fabric;
+    let leaf1 = f.find("leaf1").unwrap();
+    let lab01 = f.find("lab01").unwrap();
+    let (peer, _) = f.peer(weft_fabric::PortRef::new(lab01, 1)).unwrap();
+    assert_eq!(peer.node, leaf1);
+    let lab01_lid = st.lids.get(lab01, weft_fabric::PortNum(1)).unwrap();
+    let mut broken = st.clone().into_inner();
+    let ports = f.node(leaf1).spec.port_count;
+    let sw = broken.switches.get_mut(&leaf1).unwrap();
+    for i in 0..=ports {
+        for o in 1..=ports {
+            let mut vl = [0u8; 16];
+            if o == peer.port.0 {
+                vl[0] = 15;
+            }
+            sw.sl2vl.push(weft_fabric::Sl2VlRow {
+                in_port: i,
+                out_port: o,
+                vl,
+            });
+        }
+    }
+    let broken = weft_fabric::ValidState::new(broken).unwrap();
+    let broken_path = write_state(&dir, "broken.json", &broken);
+    let sl2vl_path = dir.join("broken.sl2vl");
+    std::fs::write(&sl2vl_path, weft_fabric::opensm::write_sl2vl(&broken)).unwrap();
+    // The explicit engine: 21 routes toward lab01 fail.
+    let out = weft(&["verify", "--state", &broken_path]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stdout).contains("21 route(s) fail"),
+        "{}",
+        text(&out.stdout)
+    );
+    // The tampered certificate: leaf1's label for lab01's LID from 1 to 0.
+    let mut cert =
+        weft_verifier::Certificate::from_json(&std::fs::read_to_string(&cert_path).unwrap())
+            .unwrap();
+    let k = cert
+        .connected
+        .switches
+        .iter()
+        .position(|g| *g == format!("{:#018x}", f.node(leaf1).guid().0))
+        .unwrap();
+    let d = cert
+        .connected
+        .destinations
+        .iter_mut()
+        .find(|d| d.lid == lab01_lid.0)
+        .unwrap();
+    assert_eq!(d.labels[k], 1);
+    d.labels[k] = 0;
+    let tampered = dir.join("tampered.json");
+    std::fs::write(&tampered, cert.to_json()).unwrap();
+    let build = dir.join("build");
+    let inputs: [Vec<String>; 2] = [
+        vec!["--state".into(), broken_path.clone()],
+        vec![
+            "--topology".into(),
+            build.join("topology.net").to_str().unwrap().into(),
+            "--lfts".into(),
+            build.join("lfts.dump").to_str().unwrap().into(),
+            "--sl2vl".into(),
+            sl2vl_path.to_str().unwrap().into(),
+        ],
+    ];
+    for input in &inputs {
+        let mut args: Vec<&str> = vec!["verify"];
+        args.extend(input.iter().map(String::as_str));
+        let mut with = args.clone();
+        with.extend(["--certificate", tampered.to_str().unwrap()]);
+        let out = weft(&with);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+        assert_eq!(
+            text(&out.stdout),
+            "× certificate rejected: toward LID 1, `leaf1` has label 0 but does not own the destination\n"
+        );
+        // The honest certificate is refused too, at the dead last hop.
+        let mut honest = args.clone();
+        honest.extend(["--certificate", cert_path.to_str().unwrap()]);
+        let out = weft(&honest);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+        assert!(text(&out.stdout).contains("VL 15"), "{}", text(&out.stdout));
+    }
+}
+
+/// A certificate of `hca-to-hca` pairs does not prove `all` pairs; the output says which
+/// pairs a certificate proved.
+#[test]
+fn certificate_scope_is_honoured_and_said() {
+    let dir = temp_dir("scope");
+    let state = write_state(&dir, "state.json", &ring_updown());
+    let cert = dir.join("hca.json");
+    let out = weft(&[
+        "verify",
+        "--state",
+        &state,
+        "--scope",
+        "hca-to-hca",
+        "--write-certificate",
+        cert.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    let out = weft(&[
+        "verify",
+        "--state",
+        &state,
+        "--certificate",
+        cert.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    insta::assert_snapshot!(text(&out.stdout), @"× certificate rejected: the certificate covers `hca-to-hca` pairs, but `all` pairs were asked for");
+    let out = weft(&[
+        "verify",
+        "--state",
+        &state,
+        "--scope",
+        "hca-to-hca",
+        "--certificate",
+        cert.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    insta::assert_snapshot!(text(&out.stdout), @"✓ certificate accepted: deadlock freedom and connectivity, 6 HCA LIDs, HCA pairs only (switch LIDs not covered) (30 routes, 60 route states checked)");
+}

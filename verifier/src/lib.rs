@@ -36,7 +36,7 @@ mod report;
 pub mod testkit;
 pub mod z3;
 
-pub use certificate::{Certificate, CertificateError, CheckSummary};
+pub use certificate::{Certificate, CertificateError, CheckSummary, Request};
 pub use property::Property;
 pub use report::{
     Channel, CreditLoop, Dependency, Endpoint, FailureReason, Hop, NodeRef, Outcome, Report, Route,
@@ -55,6 +55,12 @@ pub enum Scope {
     All,
     /// End-node ports to end-node LIDs only (what compute traffic uses).
     HcaToHca,
+}
+
+impl std::fmt::Display for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl Scope {

@@ -17,7 +17,7 @@ mod certificate {
     use super::*;
     /// The certificate checker on a fixture (validated first).
     pub fn check(st: &FabricState, c: &Certificate) -> Result<CheckSummary, CertificateError> {
-        weft_verifier::certificate::check(&testkit::valid(st.clone()), c)
+        weft_verifier::certificate::check(&testkit::valid(st.clone()), c, &Default::default())
     }
 }
 
@@ -42,7 +42,12 @@ fn proven_with_certificate(st: &FabricState, opts: &Options) -> Certificate {
     let json = cert.to_json();
     let back = Certificate::from_json(&json).unwrap();
     assert_eq!(back, cert);
-    let sum = certificate::check(st, &back).unwrap_or_else(|e| panic!("{e}"));
+    let req = weft_verifier::Request {
+        scope: opts.scope,
+        ..weft_verifier::Request::default()
+    };
+    let sum = weft_verifier::certificate::check(&testkit::valid(st.clone()), &back, &req)
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(sum.routes, r.stats.routes);
     cert
 }
@@ -70,8 +75,8 @@ fn ring_updown_is_proven_and_certified() {
     let f = testkit::ring(6, 2);
     let st = testkit::route_updown(&f, testkit::sequential_lids(&f));
     let cert = proven_with_certificate(&st, &Options::default());
-    assert_eq!(cert.switches.len(), 6);
-    assert_eq!(cert.destinations.len(), 6 + 12);
+    assert_eq!(cert.connected.switches.len(), 6);
+    assert_eq!(cert.connected.destinations.len(), 6 + 12);
 }
 
 #[test]
@@ -110,7 +115,7 @@ fn tampered_certificates_are_rejected() {
     let cert = proven_with_certificate(&st, &Options::default());
     // Equal ranks everywhere: some dependency no longer increases.
     let mut c = cert.clone();
-    for ch in &mut c.channels {
+    for ch in &mut c.deadlock_free.channels {
         ch.3 = 0;
     }
     assert!(matches!(
@@ -119,7 +124,7 @@ fn tampered_certificates_are_rejected() {
     ));
     // A label that does not decrease.
     let mut c = cert.clone();
-    for d in &mut c.destinations {
+    for d in &mut c.connected.destinations {
         for l in &mut d.labels {
             if *l != u16::MAX {
                 *l = 7;
@@ -129,7 +134,7 @@ fn tampered_certificates_are_rejected() {
     assert!(certificate::check(&st, &c).is_err());
     // A missing destination.
     let mut c = cert.clone();
-    c.destinations.pop();
+    c.connected.destinations.pop();
     assert!(certificate::check(&st, &c).is_err());
     // The same certificate against a state with a broken entry.
     let mut broken = st.clone();

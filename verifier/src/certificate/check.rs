@@ -1,0 +1,613 @@
+//! The certificate checker. It shares with the explicit engine only the view of the state
+//! ([`Net`]: which port a switch forwards a destination to, which VL a hop takes, whether that
+//! VL is operational); its logic is its own and trusts nothing in the certificate that it
+//! does not check.
+//!
+//! Rules, per required destination `d` (the scope's LIDs, exactly):
+//!
+//! 1. **Labels.** A switch with a label must be alive and: own `d` and deliver it to port 0
+//!    (label 0 — the only place a label may be 0); or send it straight into the port owning
+//!    `d` (label ≥ 1); or send it to a switch whose label is strictly lower. Anything else —
+//!    an unset entry, a missing, unwired or down port, a misdelivery — refuses the certificate.
+//! 2. **Routes.** Every required route (source port, `d`, each SL of its path-SL set) enters
+//!    the switches at a labelled switch: a switch source is labelled itself; an end node's
+//!    first hop is checked (cable up, injection VL operational) and must reach a labelled
+//!    switch or the destination's own port.
+//! 3. **Hops.** Route states are pushed through the switches in decreasing label order; every
+//!    hop's VL is computed from SL2VL and checked operational — the last hop into the
+//!    destination's port included — and every dependency (held channel → wanted channel) must
+//!    have ranks that strictly increase.
+
+use super::{Certificate, CertificateError, NO_LABEL};
+use crate::net::{Attach, Dest, Net, PortLink, Source, Step, NO_INDEX};
+use crate::{Property, Scope};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use weft_fabric::{Fingerprint, Guid, SlSet, ValidState};
+
+/// What the certificate must prove.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// The pairs that must be covered.
+    pub scope: Scope,
+    /// The properties that must be proven.
+    pub properties: Vec<Property>,
+}
+
+impl Default for Request {
+    fn default() -> Request {
+        Request {
+            scope: Scope::All,
+            properties: Property::ALL.to_vec(),
+        }
+    }
+}
+
+/// What an accepted certificate proved.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckSummary {
+    /// The pairs covered (the certificate's scope, which covers the one asked for).
+    pub scope: Scope,
+    /// The properties proven.
+    pub properties: Vec<Property>,
+    /// Destination LIDs.
+    pub destinations: u64,
+    /// Of which end-node LIDs.
+    pub hca_destinations: u64,
+    /// Of which switch LIDs.
+    pub switch_destinations: u64,
+    /// Routes (source, destination, SL) shown to arrive.
+    pub routes: u64,
+    /// Route states checked (dependencies included).
+    pub states: u64,
+}
+
+fn parse_guid(s: &str) -> Option<Guid> {
+    let h = s.strip_prefix("0x")?;
+    if h.is_empty() || h.len() > 16 {
+        return None;
+    }
+    u64::from_str_radix(h, 16).ok().map(Guid)
+}
+
+/// Re-checks `cert` against `state` for `req`, trusting nothing else.
+pub fn check(
+    state: &ValidState,
+    cert: &Certificate,
+    req: &Request,
+) -> Result<CheckSummary, CertificateError> {
+    if cert.format != super::FORMAT {
+        return Err(CertificateError::Format(format!(
+            "`format` is `{}`",
+            cert.format
+        )));
+    }
+    if cert.version != super::VERSION {
+        return Err(CertificateError::Version(cert.version));
+    }
+    // What it is for.
+    cert.fingerprint
+        .compare(&Fingerprint::of(state))
+        .map_err(|m| CertificateError::Fingerprint(m.to_string()))?;
+    let covers = cert.scope == req.scope || cert.scope == Scope::All;
+    if !covers {
+        return Err(CertificateError::Scope {
+            certificate: cert.scope,
+            requested: req.scope,
+        });
+    }
+    // Both sections are always checked; a certificate must claim both.
+    for p in Property::ALL {
+        if !cert.properties.contains(&p) {
+            return Err(CertificateError::Property(p));
+        }
+    }
+    for &p in &req.properties {
+        if !cert.properties.contains(&p) {
+            return Err(CertificateError::Property(p));
+        }
+    }
+    let mut seen_props = cert.properties.clone();
+    seen_props.sort();
+    seen_props.dedup();
+    if seen_props.len() != cert.properties.len() {
+        return Err(CertificateError::Duplicate("a property".to_owned()));
+    }
+
+    let net = Net::new(state);
+    let f = &state.fabric;
+    // Ranks by channel id; u32::MAX where the certificate gives none.
+    let mut rank = vec![u32::MAX; net.ports as usize * usize::from(net.vls)];
+    for (g, p, vl, r) in &cert.deadlock_free.channels {
+        let node = parse_guid(g).and_then(|g| f.find_guid(g)).ok_or_else(|| {
+            CertificateError::Node(format!("node `{g}`, which the fabric does not have"))
+        })?;
+        if *r == u32::MAX {
+            return Err(CertificateError::Rank {
+                from: format!("{g}:{p} vl {vl}"),
+                to: String::new(),
+                problem: "has rank 4294967295, which means none".to_owned(),
+            });
+        }
+        let Some(c) = net.channel(node.0, *p, *vl).filter(|_| *vl < net.vls) else {
+            // A channel no valid hop can use: no route needs its rank.
+            continue;
+        };
+        if let Some(slot) = rank.get_mut(c as usize) {
+            if *slot != u32::MAX {
+                return Err(CertificateError::Duplicate(format!(
+                    "the rank of channel `{g}` port {p} VL {vl}"
+                )));
+            }
+            *slot = *r;
+        }
+    }
+    // Label position of each switch index.
+    let mut pos = vec![NO_INDEX; net.switches.len()];
+    for (j, g) in cert.connected.switches.iter().enumerate() {
+        let node = parse_guid(g).and_then(|g| f.find_guid(g)).ok_or_else(|| {
+            CertificateError::Node(format!("node `{g}`, which the fabric does not have"))
+        })?;
+        let k = net.switch_of(node.0);
+        let Some(slot) = pos.get_mut(k as usize) else {
+            return Err(CertificateError::Node(format!(
+                "`{}` ({g}) as a switch, but it is not one",
+                f.node(node).name()
+            )));
+        };
+        if *slot != NO_INDEX {
+            return Err(CertificateError::Duplicate(format!("switch `{g}`")));
+        }
+        *slot = j as u32;
+    }
+    let (sources, dests) = net.endpoints(cert.scope);
+    let mut by_lid: BTreeMap<u16, &[u16]> = BTreeMap::new();
+    for l in &cert.connected.destinations {
+        if l.labels.len() != cert.connected.switches.len() {
+            return Err(CertificateError::Label {
+                lid: l.lid,
+                node: String::new(),
+                problem: format!(
+                    "has {} labels for {} switches",
+                    l.labels.len(),
+                    cert.connected.switches.len()
+                ),
+            });
+        }
+        if by_lid.insert(l.lid, l.labels.as_slice()).is_some() {
+            return Err(CertificateError::Duplicate(format!(
+                "destination LID {}",
+                l.lid
+            )));
+        }
+    }
+    if by_lid.len() != dests.len() || dests.iter().any(|d| !by_lid.contains_key(&d.lid.0)) {
+        let required: std::collections::BTreeSet<u16> = dests.iter().map(|d| d.lid.0).collect();
+        let example = required
+            .iter()
+            .find(|l| !by_lid.contains_key(l))
+            .map(|l| format!("LID {l} is missing"))
+            .or_else(|| {
+                by_lid
+                    .keys()
+                    .find(|l| !required.contains(l))
+                    .map(|l| format!("LID {l} is not a required destination"))
+            });
+        return Err(CertificateError::Destinations {
+            found: by_lid.len(),
+            required: dests.len(),
+            example,
+        });
+    }
+    let attach = net.attach(&sources);
+    let results: Vec<Result<(u64, u64), CertificateError>> = dests
+        .par_iter()
+        .map_init(
+            || vec![Vec::new(); net.switches.len()],
+            |memo, d| {
+                let labels = by_lid.get(&d.lid.0).copied().unwrap_or(&[]);
+                check_dest(&net, &sources, &attach, memo, *d, labels, &pos, &rank)
+            },
+        )
+        .collect();
+    let switch_destinations = dests.iter().filter(|d| net.is_switch(d.owner.0)).count() as u64;
+    let mut summary = CheckSummary {
+        scope: cert.scope,
+        properties: Property::ALL.to_vec(),
+        destinations: dests.len() as u64,
+        hca_destinations: dests.len() as u64 - switch_destinations,
+        switch_destinations,
+        routes: 0,
+        states: 0,
+    };
+    for r in results {
+        let (routes, states) = r?;
+        summary.routes += routes;
+        summary.states += states;
+    }
+    Ok(summary)
+}
+
+/// Per switch and output port: (SLs, the states the attached end nodes' traffic leaves in).
+type Memo = Vec<Vec<Option<(u16, Vec<(u8, u16)>)>>>;
+
+/// The SLs of a mask, lowest first.
+fn bits(mut m: u16) -> impl Iterator<Item = u8> {
+    std::iter::from_fn(move || {
+        if m == 0 {
+            return None;
+        }
+        let b = m.trailing_zeros() as u8;
+        m &= m - 1;
+        Some(b)
+    })
+}
+
+fn channel_name(net: &Net<'_>, c: Option<u32>) -> String {
+    c.and_then(|c| crate::explicit::channel(net, c))
+        .map(|c| format!("{}:{} vl {}", c.node.name, c.port, c.vl))
+        .unwrap_or_else(|| "(no channel)".to_owned())
+}
+
+/// Checks that the ranks of `held` → `want` strictly increase.
+fn ranks_increase(
+    net: &Net<'_>,
+    rank: &[u32],
+    held: Option<u32>,
+    want: Option<u32>,
+) -> Result<(), CertificateError> {
+    let get = |c: Option<u32>| {
+        c.and_then(|c| rank.get(c as usize).copied())
+            .unwrap_or(u32::MAX)
+    };
+    let (rh, rw) = (get(held), get(want));
+    if rh == u32::MAX || rw == u32::MAX || rh >= rw {
+        return Err(CertificateError::Rank {
+            from: channel_name(net, held),
+            to: channel_name(net, want),
+            problem: if rh == u32::MAX || rw == u32::MAX {
+                "uses a channel without a rank".to_owned()
+            } else {
+                format!("has ranks {rh} ≥ {rw}")
+            },
+        });
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check_dest(
+    net: &Net<'_>,
+    sources: &[Source],
+    attach: &Attach,
+    memo: &mut Memo,
+    d: Dest,
+    labels: &[u16],
+    pos: &[u32],
+    rank: &[u32],
+) -> Result<(u64, u64), CertificateError> {
+    let label_err = |n: u32, problem: String| CertificateError::Label {
+        lid: d.lid.0,
+        node: net.node_ref(n).name,
+        problem,
+    };
+    let s_count = net.switches.len();
+    let label = |k: u32| -> u16 {
+        pos.get(k as usize)
+            .and_then(|&j| labels.get(j as usize))
+            .copied()
+            .unwrap_or(NO_LABEL)
+    };
+    // 1. Labels: 0 only where the switch owns and delivers `d`; otherwise the next hop is the
+    // destination's port, or a switch with a strictly lower label.
+    let mut step = Vec::with_capacity(s_count);
+    let mut max_label = 0u16;
+    for (k, &x) in net.switches.iter().enumerate() {
+        let st = net.switch_step(x, d);
+        let l = label(k as u32);
+        if l != NO_LABEL {
+            if !net.alive(x) {
+                return Err(label_err(x, format!("has label {l} but is down")));
+            }
+            max_label = max_label.max(l);
+            match st {
+                Step::Arrive if l == 0 => {}
+                Step::Arrive => {
+                    return Err(label_err(
+                        x,
+                        format!("owns the destination, so its label must be 0, not {l}"),
+                    ))
+                }
+                _ if l == 0 => {
+                    return Err(label_err(
+                        x,
+                        "has label 0 but does not own the destination".to_owned(),
+                    ))
+                }
+                Step::Out { last: true, .. } => {}
+                Step::Out { to, .. } => {
+                    let lt = label(net.switch_of(to));
+                    if lt == NO_LABEL || lt >= l {
+                        return Err(label_err(
+                            x,
+                            format!(
+                                "has label {l} but its next hop `{}` has {}",
+                                net.node_ref(to).name,
+                                if lt == NO_LABEL {
+                                    "none".to_owned()
+                                } else {
+                                    format!("label {lt}")
+                                }
+                            ),
+                        ));
+                    }
+                }
+                Step::Fail(r) => {
+                    return Err(label_err(x, format!("has label {l} but {}", r.describe())))
+                }
+            }
+        }
+        step.push(st);
+    }
+    // 2. Route states per switch index: (input port, input VL, SLs).
+    let mut states: Vec<Vec<(u8, u8, u16)>> = vec![Vec::new(); s_count];
+    let mut routes = 0u64;
+    let mut count = 0u64;
+    let add = |states: &mut Vec<Vec<(u8, u8, u16)>>, k: u32, i: u8, v: u8, s: u16| {
+        if let Some(list) = states.get_mut(k as usize) {
+            match list.iter_mut().find(|e| e.0 == i && e.1 == v) {
+                Some(e) => e.2 |= s,
+                None => list.push((i, v, s)),
+            }
+        }
+    };
+    // With destination-only path SLs, end nodes cabled to a switch are checked per switch
+    // (what they do there depends only on the switch's output port); the rest one by one.
+    let uniform_sls = net.st.path_sl.for_destination(d.lid);
+    let mut hca = vec![false; s_count];
+    let individual: Vec<Source> = if attach.uniform {
+        attach
+            .loose
+            .iter()
+            .filter_map(|&j| sources.get(j as usize).copied())
+            .collect()
+    } else {
+        sources.to_vec()
+    };
+    if attach.uniform {
+        let per = u64::from(uniform_sls.0.count_ones());
+        for (k, list) in attach.by_switch.iter().enumerate() {
+            // The end nodes cabled here, without the destination's own port.
+            let senders = list
+                .iter()
+                .filter(|&&(i, j)| {
+                    i != 0
+                        && sources
+                            .get(j as usize)
+                            .is_some_and(|s| (s.node, s.port) != d.owner)
+                })
+                .count();
+            if senders == 0 || per == 0 {
+                continue;
+            }
+            routes += senders as u64 * per;
+            count += senders as u64 * per;
+            let x = net.switches.get(k).copied().unwrap_or(0);
+            if uniform_sls.0 & !attach.valid_and.get(k).copied().unwrap_or(0) != 0 {
+                return Err(label_err(
+                    x,
+                    "has an end node injecting an SL on a VL that is not operational".to_owned(),
+                ));
+            }
+            if label(k as u32) == NO_LABEL {
+                return Err(label_err(x, "is entered but has no label".to_owned()));
+            }
+            if let Some(h) = hca.get_mut(k) {
+                *h = true;
+            }
+        }
+        // Switch sources (port 0) one by one below.
+        for &j in &attach.switch_sources {
+            if let Some(&s) = sources.get(j as usize) {
+                if (s.node, s.port) == d.owner {
+                    continue;
+                }
+                let sls = net.st.path_sl.get(net.port_ref(s.node, s.port), d.lid);
+                routes += u64::from(sls.0.count_ones());
+                let k = net.switch_of(s.node);
+                if label(k) == NO_LABEL {
+                    return Err(label_err(s.node, "sends here but has no label".to_owned()));
+                }
+                add(&mut states, k, 0, 0, sls.0);
+            }
+        }
+    }
+    for &s in &individual {
+        if (s.node, s.port) == d.owner {
+            continue;
+        }
+        let sls: SlSet = net.st.path_sl.get(net.port_ref(s.node, s.port), d.lid);
+        routes += u64::from(sls.0.count_ones());
+        if net.is_switch(s.node) {
+            let k = net.switch_of(s.node);
+            if label(k) == NO_LABEL {
+                return Err(label_err(s.node, "sends here but has no label".to_owned()));
+            }
+            add(&mut states, k, 0, 0, sls.0);
+            continue;
+        }
+        match net.out_step(s.node, s.port, d) {
+            Step::Out {
+                to, to_port, last, ..
+            } => {
+                for sl in bits(sls.0) {
+                    let v = net
+                        .injection_vl(s.node, s.port, sl)
+                        .map_err(|r| label_err(s.node, r.describe()))?;
+                    count += 1;
+                    if !last {
+                        let k = net.switch_of(to);
+                        if label(k) == NO_LABEL {
+                            return Err(label_err(to, "is entered but has no label".to_owned()));
+                        }
+                        add(&mut states, k, to_port, v, 1 << sl);
+                    }
+                }
+            }
+            Step::Fail(r) => return Err(label_err(s.node, r.describe())),
+            Step::Arrive => return Err(label_err(s.node, "cannot send".to_owned())),
+        }
+    }
+    // 3. Switches by label, highest first (counting sort: linear). Label 0 is the owner: a
+    // state reaching it is delivered to port 0, with no further hop.
+    let mut buckets: Vec<Vec<u32>> = vec![Vec::new(); usize::from(max_label) + 1];
+    for k in 0..s_count as u32 {
+        let l = label(k);
+        if l != NO_LABEL && l > 0 {
+            if let Some(b) = buckets.get_mut(usize::from(l)) {
+                b.push(k);
+            }
+        }
+    }
+    for bucket in buckets.iter().rev() {
+        for &k in bucket {
+            let list = std::mem::take(states.get_mut(k as usize).unwrap_or(&mut Vec::new()));
+            let from_hcas = hca.get(k as usize).copied().unwrap_or(false);
+            if list.is_empty() && !from_hcas {
+                continue;
+            }
+            let x = net.switches.get(k as usize).copied().unwrap_or(0);
+            // Rule 1 made every labelled switch with label > 0 an `Out`.
+            let Some(&Step::Out {
+                out,
+                to,
+                to_port,
+                last,
+            }) = step.get(k as usize)
+            else {
+                return Err(label_err(x, "has a label but no next hop".to_owned()));
+            };
+            for (i, vin, sls) in list {
+                for sl in bits(sls) {
+                    count += 1;
+                    let vout = net
+                        .switch_vl(x, i, out, sl)
+                        .map_err(|r| label_err(x, r.describe()))?;
+                    if i != 0 {
+                        let held = match net.port_link(x, i) {
+                            Some(PortLink::Up { node, port }) => net.channel(node, port, vin),
+                            _ => None,
+                        };
+                        ranks_increase(net, rank, held, net.channel(x, out, vout))?;
+                    }
+                    if !last {
+                        add(&mut states, net.switch_of(to), to_port, vout, 1 << sl);
+                    }
+                }
+            }
+            if from_hcas {
+                hca_leaving(
+                    net,
+                    sources,
+                    attach,
+                    memo,
+                    rank,
+                    k,
+                    x,
+                    out,
+                    uniform_sls.0,
+                    d,
+                )?;
+                if !last {
+                    let kt = net.switch_of(to);
+                    let leaving = memo
+                        .get(k as usize)
+                        .and_then(|m| m.get(usize::from(out)))
+                        .and_then(|e| e.as_ref())
+                        .map(|e| e.1.clone())
+                        .unwrap_or_default();
+                    for (v, sl) in leaving {
+                        add(&mut states, kt, to_port, v, sl);
+                    }
+                }
+            }
+        }
+    }
+    Ok((routes, count))
+}
+
+/// What the end nodes cabled to switch index `k` do there when it sends the destination out
+/// on `out`: every hop's VL and every dependency's ranks checked once per (switch, port, SLs),
+/// memoised.
+#[allow(clippy::too_many_arguments)]
+fn hca_leaving(
+    net: &Net<'_>,
+    sources: &[Source],
+    attach: &Attach,
+    memo: &mut Memo,
+    rank: &[u32],
+    k: u32,
+    x: u32,
+    out: u8,
+    sls: u16,
+    d: Dest,
+) -> Result<(), CertificateError> {
+    if let Some(Some((s, _))) = memo.get(k as usize).and_then(|m| m.get(usize::from(out))) {
+        if *s == sls {
+            return Ok(());
+        }
+    }
+    let mut leaving: Vec<(u8, u16)> = Vec::new();
+    for &(i, j) in attach
+        .by_switch
+        .get(k as usize)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+    {
+        // The switch's own traffic is checked as a switch source. An end node on the output
+        // port is the destination itself (rule 1: a labelled switch next to the destination's
+        // port sends it there). Nothing here depends on which destination this is, so the
+        // memo holds across destinations.
+        if i == 0 || i == out {
+            continue;
+        }
+        let Some(src) = sources.get(j as usize) else {
+            continue;
+        };
+        for sl in bits(sls) {
+            let vin = attach
+                .inj
+                .get(j as usize)
+                .and_then(|t| t.get(usize::from(sl)))
+                .copied()
+                .unwrap_or(0);
+            let vout = net
+                .switch_vl(x, i, out, sl)
+                .map_err(|r| CertificateError::Label {
+                    lid: d.lid.0,
+                    node: net.node_ref(x).name,
+                    problem: r.describe(),
+                })?;
+            ranks_increase(
+                net,
+                rank,
+                net.channel(src.node, src.port, vin),
+                net.channel(x, out, vout),
+            )?;
+            match leaving.iter_mut().find(|(v, _)| *v == vout) {
+                Some(e) => e.1 |= 1 << sl,
+                None => leaving.push((vout, 1 << sl)),
+            }
+        }
+    }
+    if let Some(m) = memo.get_mut(k as usize) {
+        if m.len() <= usize::from(out) {
+            m.resize(usize::from(out) + 1, None);
+        }
+        if let Some(e) = m.get_mut(usize::from(out)) {
+            *e = Some((sls, leaving));
+        }
+    }
+    Ok(())
+}
