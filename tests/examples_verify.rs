@@ -11,7 +11,7 @@
 use std::path::Path;
 use weft_compiler::NoFiles;
 use weft_fabric::{FabricState, Lid, NodeId, PortNum, ValidState};
-use weft_verifier::reference::{replay_credit_loop, replay_unreachable, walk};
+use weft_verifier::reference::{replay_credit_loop, replay_pattern, walk};
 use weft_verifier::{certificate, verify, Certificate, Options, Outcome};
 
 fn examples_dir() -> std::path::PathBuf {
@@ -52,7 +52,7 @@ fn every_compiled_example_is_proven_with_a_checked_certificate() {
             "{name}: {:?}\n{:#?}\n{:#?}",
             r.verdict,
             r.credit_loops.first(),
-            r.unreachable.first()
+            r.failures.first()
         );
         let cert = r.certificate.as_ref().unwrap();
         let back = Certificate::from_json(&cert.to_json()).unwrap();
@@ -111,10 +111,10 @@ fn every_breaking_lft_corruption_of_a_compiled_fabric_is_caught() {
                 );
                 if broken {
                     caught += 1;
-                    assert!(!r.unreachable.is_empty());
+                    assert!(!r.failures.is_empty());
                 }
-                for g in &r.unreachable {
-                    replay_unreachable(&c, g).unwrap_or_else(|e| panic!("{e}"));
+                for p in &r.failures {
+                    replay_pattern(&c, p).unwrap_or_else(|e| panic!("{e}"));
                 }
                 for l in &r.credit_loops {
                     replay_credit_loop(&c, l).unwrap_or_else(|e| panic!("{e}"));

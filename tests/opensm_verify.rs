@@ -31,7 +31,7 @@ use weft_fabric::ibnetdiscover::{self, ParseOptions};
 use weft_fabric::opensm::{self, Dumps};
 use weft_fabric::{Fabric, FabricState, Lid, PortNum, ValidState};
 use weft_tests::ibsim::{self, Ibsim, Limits, Tools};
-use weft_verifier::reference::{replay_credit_loop, replay_unreachable};
+use weft_verifier::reference::{replay_credit_loop, replay_pattern};
 use weft_verifier::testkit;
 use weft_verifier::{verify, Options, Outcome, Report, Scope};
 
@@ -222,8 +222,8 @@ fn replay_all(st: &FabricState, r: &Report) {
     for l in &r.credit_loops {
         replay_credit_loop(st, l).unwrap_or_else(|e| panic!("{e}\n{l:#?}"));
     }
-    for g in &r.unreachable {
-        replay_unreachable(st, g).unwrap_or_else(|e| panic!("{e}\n{g:#?}"));
+    for p in &r.failures {
+        replay_pattern(st, p).unwrap_or_else(|e| panic!("{e}\n{p:#?}"));
     }
 }
 
@@ -236,7 +236,8 @@ fn all_opts(scope: Scope) -> Options {
     Options {
         scope,
         certificate: true,
-        max_listed_routes: 1_000_000,
+        max_listed: 1_000_000,
+        ..Options::default()
     }
 }
 
@@ -310,13 +311,13 @@ fn ftree_on_a_fat_tree_is_deadlock_free_and_misses_exactly_spine_to_spine() {
     // ibdmchk's dead end is one of our failed routes' failure points.
     let (lid, guid) = dead_end.expect("ibdmchk -a reports the unset entry");
     assert!(
-        r.unreachable
+        r.listed_failures()
             .iter()
-            .any(|g| g.dlid.0 == lid && g.at.guid.0 == guid),
+            .any(|f| f.dlid.0 == lid && f.at.guid.0 == guid),
         "ibdmchk: LID {lid} dead end at {guid:#x}; ours: {:?}",
-        r.unreachable
+        r.listed_failures()
             .iter()
-            .map(|g| (g.dlid.0, g.at.guid.0))
+            .map(|f| (f.dlid.0, f.at.guid.0))
             .collect::<Vec<_>>()
     );
 }

@@ -101,7 +101,7 @@ fn explicit(c: &mut Criterion) {
                 "{name} with one switch link down (not rerouted): {} failed routes in {} groups, \
                  {} credit loops, in {:.3} s",
                 r.failed_routes,
-                r.unreachable.len(),
+                r.failures.len(),
                 r.credit_loops.len(),
                 t.elapsed().as_secs_f64()
             );

@@ -288,7 +288,7 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
             }
             let opts = weft_verifier::Options {
                 certificate: false,
-                max_listed_routes: 1_000,
+                max_listed: 20,
                 ..weft_verifier::Options::default()
             };
             let report = routed
@@ -324,7 +324,7 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
                                 r.stats.routes, r.stats.channels, r.stats.vls
                             );
                         } else {
-                            text += &verify::human(st, Some(r), None, &display_name(&file));
+                            text += &verify::human(st, Some(r), None, &display_name(&file), 20);
                         }
                     }
                     out(None, &text)?;

@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use weft_fabric::{FabricState, ValidState};
 use weft_verifier::{
-    certificate, CreditLoop, FailureReason, Options, Outcome, Report, Route, Scope,
-    UnreachableGroup,
+    certificate, CreditLoop, FailureKind, FailurePattern, Options, Outcome, Property, Report,
+    Route, Scope,
 };
 
 /// Arguments of `weft verify`.
@@ -61,6 +61,9 @@ pub struct Args {
     /// Required pairs.
     #[arg(long, default_value = "all")]
     scope: ScopeArg,
+    /// A property to prove (repeat for several; default: every one).
+    #[arg(long = "property", value_name = "PROPERTY")]
+    properties: Vec<PropertyArg>,
     /// Engine: explicit, z3, or both (they must agree).
     #[arg(long, default_value = "explicit")]
     engine: Engine,
@@ -70,7 +73,7 @@ pub struct Args {
     /// Output format.
     #[arg(long, default_value = "human")]
     format: Format,
-    /// Failed routes listed at most (all are counted).
+    /// Failure patterns, failed routes and credit loops listed at most (all are counted).
     #[arg(long, default_value_t = 20)]
     max_listed: usize,
 }
@@ -87,6 +90,15 @@ enum Engine {
     Explicit,
     Z3,
     Both,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+#[value(rename_all = "snake_case")]
+enum PropertyArg {
+    /// The channel dependency graph is acyclic (`weft::credit_loop` when not).
+    DeadlockFree,
+    /// Every required route arrives (`weft::unreachable` when not).
+    Connected,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -194,12 +206,25 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
         ScopeArg::All => Scope::All,
         ScopeArg::HcaToHca => Scope::HcaToHca,
     };
+    let mut properties: Vec<Property> = args
+        .properties
+        .iter()
+        .map(|p| match p {
+            PropertyArg::DeadlockFree => Property::DeadlockFree,
+            PropertyArg::Connected => Property::Connected,
+        })
+        .collect();
+    properties.sort();
+    properties.dedup();
+    if properties.is_empty() {
+        properties = Property::ALL.to_vec();
+    }
     if let Some(p) = &args.certificate {
         let cert = weft_verifier::Certificate::from_json(&read(p)?)
             .map_err(|e| Fatal(format!("`{}`: {e}", p.display())))?;
         let req = weft_verifier::Request {
             scope,
-            ..weft_verifier::Request::default()
+            properties: properties.clone(),
         };
         let result = certificate::check(&state, &cert, &req);
         let text = match (&result, args.format) {
@@ -234,8 +259,10 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
     }
     let opts = Options {
         scope,
+        properties: properties.clone(),
         certificate: args.write_certificate.is_some(),
-        max_listed_routes: args.max_listed,
+        max_listed: args.max_listed,
+        ..Options::default()
     };
     let z3 = weft_verifier::z3::Z3 {
         timeout_ms: args.z3_timeout.saturating_mul(1000),
@@ -261,7 +288,13 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
         }
     }
     let text = match args.format {
-        Format::Human => human(&state, report.as_ref(), z3_report.as_ref(), &origin),
+        Format::Human => human(
+            &state,
+            report.as_ref(),
+            z3_report.as_ref(),
+            &origin,
+            args.max_listed,
+        ),
         Format::Json => {
             serde_json::to_string_pretty(&json!({
                 "input": origin,
@@ -282,11 +315,18 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
         }
     };
     crate::out(None, &text)?;
-    let undecided = |o: &Outcome| matches!(o, Outcome::Unknown(_));
+    // Exit 0 only when every property asked for is proven; 2 when one is undecided.
+    let outcome = |p: Property| match p {
+        Property::DeadlockFree => &verdict.deadlock_free,
+        _ => &verdict.connected,
+    };
     Ok(
-        if undecided(&verdict.deadlock_free) || undecided(&verdict.connected) {
+        if properties
+            .iter()
+            .any(|&p| matches!(outcome(p), Outcome::Unknown(_)))
+        {
             ExitCode::from(2)
-        } else if verdict.deadlock_free == Outcome::Proven && verdict.connected == Outcome::Proven {
+        } else if properties.iter().all(|&p| *outcome(p) == Outcome::Proven) {
             ExitCode::SUCCESS
         } else {
             ExitCode::from(1)
@@ -376,11 +416,57 @@ fn route_name(r: &Route) -> String {
     )
 }
 
+/// What the properties asked for came to, in one line each, plus the sentence of what was
+/// proven when everything was.
+fn verdict_lines(t: &mut String, r: &Report) {
+    if r.is_proven() {
+        let switch_lids = r.stats.switch_destinations;
+        let _ = writeln!(
+            t,
+            "✓ {} ({} routes, {} channels, {} VL(s))",
+            proven_sentence(
+                &r.properties,
+                r.scope,
+                r.stats.destinations,
+                r.stats.destinations - switch_lids,
+                switch_lids
+            ),
+            group(r.stats.routes),
+            group(r.stats.channels),
+            r.stats.vls
+        );
+        return;
+    }
+    for &p in &r.properties {
+        let line = match (r.outcome(p), p) {
+            (Outcome::Proven, _) => format!("✓ {}: proven", p.noun()),
+            (Outcome::Unknown(why), _) => format!("? {}: unknown ({why})", p.noun()),
+            (Outcome::Violated, Property::DeadlockFree) => format!(
+                "× {}: {} credit loop(s)",
+                p.noun(),
+                group(r.credit_loops_total)
+            ),
+            (Outcome::Violated, _) => format!(
+                "× {}: {} route(s) fail, in {} pattern(s)",
+                p.noun(),
+                group(r.failed_routes),
+                r.failures.len()
+            ),
+        };
+        if *r.outcome(p) == Outcome::Proven {
+            let _ = writeln!(t, "{line}");
+        } else {
+            let _ = writeln!(t, "{line} [{}]", p.code());
+        }
+    }
+}
+
 pub(crate) fn human(
     state: &FabricState,
     report: Option<&Report>,
     z3: Option<&weft_verifier::z3::Z3Report>,
     origin: &str,
+    max_listed: usize,
 ) -> String {
     let mut t = String::new();
     if let Some(r) = report {
@@ -390,56 +476,53 @@ pub(crate) fn human(
             "verifying `{}` ({origin}), scope {}: {} sources, {} destinations, {} routes, {} channels, {} dependencies, {} VL(s)",
             r.fabric,
             r.scope.as_str(),
-            s.sources,
-            s.destinations,
-            s.routes,
-            s.channels,
-            s.dependencies,
+            group(s.sources),
+            group(s.destinations),
+            group(s.routes),
+            group(s.channels),
+            group(s.dependencies),
             s.vls
         );
         for (k, l) in r.credit_loops.iter().enumerate() {
-            human_loop(&mut t, l, k, r.credit_loops.len());
+            human_loop(&mut t, l, k, r.credit_loops_total);
         }
-        for g in &r.unreachable {
-            human_group(&mut t, g);
-        }
-        let listed: u64 = r.unreachable.iter().map(|g| g.routes.len() as u64).sum();
-        if r.failed_routes > listed {
+        if r.credit_loops_total > r.credit_loops.len() as u64 {
             let _ = writeln!(
                 t,
-                "  … {} failed routes in all ({} listed; `--max-listed` shows more)",
-                r.failed_routes, listed
+                "\n… and {} more credit loop(s) (`--max-listed` shows more)",
+                group(r.credit_loops_total - r.credit_loops.len() as u64)
             );
         }
-        let mark = |o: &Outcome| match o {
-            Outcome::Proven => "✓",
-            Outcome::Violated => "×",
-            Outcome::Unknown(_) => "?",
-        };
-        let _ = writeln!(
-            t,
-            "{} deadlock free{}",
-            mark(&r.verdict.deadlock_free),
-            match r.credit_loops.len() {
-                0 => String::new(),
-                n => format!(": no, {n} credit loop(s)"),
+        let shown = r.failures.len().min(max_listed.max(1));
+        for p in r.failures.iter().take(shown) {
+            human_pattern(&mut t, p);
+        }
+        if r.failures.len() > shown {
+            let rest: u64 = r.failures.iter().skip(shown).map(|p| p.routes).sum();
+            let _ = writeln!(
+                t,
+                "\n… and {} more pattern(s) of failed routes ({} routes; `--max-listed` shows more)",
+                r.failures.len() - shown,
+                group(rest)
+            );
+        }
+        if !r.failures.is_empty() {
+            let hca_hca = r.failures.iter().any(|p| {
+                p.source.kind != weft_fabric::NodeKind::Switch
+                    && p.destination.kind != weft_fabric::NodeKind::Switch
+            });
+            if !hca_hca {
+                let _ = writeln!(t, "\n  HCA→HCA routes: none fail");
             }
-        );
-        let _ = writeln!(
-            t,
-            "{} connected{}",
-            mark(&r.verdict.connected),
-            match r.failed_routes {
-                0 => String::new(),
-                n => format!(": no, {n} route(s) fail"),
-            }
-        );
+        }
+        let _ = writeln!(t);
+        verdict_lines(&mut t, r);
         if let Some(c) = &r.certificate {
             let _ = writeln!(
                 t,
                 "  certificate: {} channels ranked, {} destinations labelled",
-                c.deadlock_free.channels.len(),
-                c.connected.destinations.len()
+                group(c.deadlock_free.channels.len() as u64),
+                group(c.connected.destinations.len() as u64)
             );
         }
     }
@@ -459,12 +542,13 @@ pub(crate) fn human(
     t
 }
 
-fn human_loop(t: &mut String, l: &CreditLoop, k: usize, n: usize) {
+fn human_loop(t: &mut String, l: &CreditLoop, k: usize, n: u64) {
     let _ = writeln!(
         t,
-        "\n× credit loop {} of {n}: {} channels in a cycle of dependencies",
+        "\n× credit loop {} of {n}: {} channels in a cycle of dependencies [{}]",
         k + 1,
-        l.channels.len()
+        l.channels.len(),
+        Property::DeadlockFree.code()
     );
     for d in &l.cycle {
         let _ = writeln!(t, "  │ {}", ch(&d.from));
@@ -477,9 +561,13 @@ fn human_loop(t: &mut String, l: &CreditLoop, k: usize, n: usize) {
     }
     let _ = writeln!(t, "  ╰─ back to the first channel");
     if l.channels.len() > l.cycle.len() {
-        let _ = writeln!(t, "  every channel of the loop:");
-        for c in &l.channels {
+        let shown = l.channels.len().min(12);
+        let _ = writeln!(t, "  channels of the loop:");
+        for c in l.channels.iter().take(shown) {
             let _ = writeln!(t, "    {}", ch(c));
+        }
+        if l.channels.len() > shown {
+            let _ = writeln!(t, "    … and {} more", l.channels.len() - shown);
         }
     }
     let _ = writeln!(
@@ -488,57 +576,64 @@ fn human_loop(t: &mut String, l: &CreditLoop, k: usize, n: usize) {
     );
 }
 
-fn human_group(t: &mut String, g: &UnreachableGroup) {
+/// One sentence for a pattern: "402 084 level-3 switch → level-3 switch routes fail at the
+/// source: no forwarding entry (255)".
+pub(crate) fn pattern_sentence(p: &FailurePattern) -> String {
+    let place = if p.at_source {
+        "at the source".to_owned()
+    } else if p.at_nodes == 1 {
+        match p.witnesses.first() {
+            Some(w) => format!("at `{}`", w.at.name),
+            None => format!("at one {}", p.at.describe()),
+        }
+    } else {
+        format!("at {} {}s", group(p.at_nodes), p.at.describe())
+    };
+    format!(
+        "{} {} → {} route(s) fail {place}: {}",
+        group(p.routes),
+        p.source.describe(),
+        p.destination.describe(),
+        p.reason.describe()
+    )
+}
+
+fn human_pattern(t: &mut String, p: &FailurePattern) {
     let _ = writeln!(
         t,
-        "\n× {} route(s) to `{}`{} (LID {}) fail at `{}`: {}",
-        g.total,
-        g.dst.node.name,
-        if g.dst.port == 0 {
+        "\n× {} [{}]",
+        pattern_sentence(p),
+        Property::Connected.code()
+    );
+    let _ = writeln!(
+        t,
+        "  {} source port(s), {} destination LID(s){}",
+        group(p.sources),
+        group(p.destinations),
+        if p.at_source {
             String::new()
         } else {
-            format!(" port {}", g.dst.port)
-        },
-        g.dlid.0,
-        g.at.name,
-        g.reason.describe()
+            format!(", failing at {} node(s)", group(p.at_nodes))
+        }
     );
-    let _ = writeln!(
-        t,
-        "  route {}: {}",
-        route_name(&g.witness),
-        route_line(&g.witness)
-    );
-    let others: Vec<String> = g
-        .routes
-        .iter()
-        .filter(|(s, sl)| !(s == &g.witness.src && *sl == g.witness.sl))
-        .take(8)
-        .map(|(s, sl)| format!("`{}` (SL {sl})", s.node.name))
-        .collect();
-    if !others.is_empty() {
-        let more = g.total.saturating_sub(1 + others.len() as u64);
+    for w in &p.witnesses {
         let _ = writeln!(
             t,
-            "  also from {}{}",
-            others.join(", "),
-            if more > 0 {
-                format!(" and {more} more")
-            } else {
-                String::new()
-            }
+            "  e.g. {}: {} — `{}` {}",
+            route_name(&w.route),
+            route_line(&w.route),
+            w.at.name,
+            w.reason.describe()
         );
     }
-    let help = match g.reason {
-        FailureReason::Unset => "set this LID's entry on the switch",
-        FailureReason::Loop => "the LFTs send this destination round in a circle",
-        FailureReason::PortDown { .. } | FailureReason::PortUnwired { .. } => {
-            "reroute around the dead port"
-        }
-        FailureReason::VlNotOperational { .. } | FailureReason::Sl2VlUnassigned { .. } => {
+    let help = match p.reason {
+        FailureKind::Unset => "set the entries for these LIDs on those switches",
+        FailureKind::Loop => "the LFTs send these destinations round in a circle",
+        FailureKind::PortDown | FailureKind::PortUnwired => "reroute around the dead port",
+        FailureKind::VlNotOperational | FailureKind::Sl2VlUnassigned => {
             "map the SL to a VL every port on the path supports"
         }
-        _ => "point the entry at the port toward the destination",
+        _ => "point the entries at the ports toward the destinations",
     };
     let _ = writeln!(t, "  help: {help}");
 }
@@ -579,24 +674,36 @@ fn sarif(
             })
             .collect();
         results.push(json!({
-            "ruleId": "credit-loop",
+            "ruleId": Property::DeadlockFree.code(),
             "level": "error",
             "message": {"text": format!("credit loop through {} channels: {}", l.channels.len(), chans.join(", "))},
-            "locations": [location(l.channels.iter().map(|c| logical(&c.node.name, "resource", format!("{}/port{}/vl{}", c.node.name, c.port, c.vl))).collect())],
+            "locations": [location(l.channels.iter().take(50).map(|c| logical(&c.node.name, "resource", format!("{}/port{}/vl{}", c.node.name, c.port, c.vl))).collect())],
             "codeFlows": [{"threadFlows": [{"locations": steps}]}],
         }));
     }
     if let Some(r) = report {
-        for g in &r.unreachable {
+        for p in &r.failures {
+            let at: Vec<serde_json::Value> = p
+                .witnesses
+                .iter()
+                .map(|w| logical(&w.at.name, "resource", w.at.name.clone()))
+                .take(1)
+                .collect();
+            let mut text = pattern_sentence(p);
+            if let Some(w) = p.witnesses.first() {
+                text += &format!("; e.g. {}: {}", route_name(&w.route), route_line(&w.route));
+            }
             results.push(json!({
-                "ruleId": "unreachable-route",
+                "ruleId": Property::Connected.code(),
                 "level": "error",
-                "message": {"text": format!(
-                    "{} route(s) to `{}` (LID {}) fail at `{}`: {}; e.g. {}: {}",
-                    g.total, g.dst.node.name, g.dlid.0, g.at.name, g.reason.describe(),
-                    route_name(&g.witness), route_line(&g.witness)
-                )},
-                "locations": [location(vec![logical(&g.at.name, "resource", format!("{}/lid{}", g.at.name, g.dlid.0))])],
+                "message": {"text": text},
+                "locations": [location(at)],
+                "properties": {
+                    "routes": p.routes,
+                    "sources": p.sources,
+                    "destinations": p.destinations,
+                    "atNodes": p.at_nodes,
+                },
             }));
         }
     }
@@ -608,10 +715,10 @@ fn sarif(
                 "name": "weft",
                 "version": env!("CARGO_PKG_VERSION"),
                 "rules": [
-                    {"id": "credit-loop", "name": "CreditLoop",
+                    {"id": Property::DeadlockFree.code(), "name": "CreditLoop",
                      "shortDescription": {"text": "the channel dependency graph has a cycle (possible deadlock)"},
                      "defaultConfiguration": {"level": "error"}},
-                    {"id": "unreachable-route", "name": "UnreachableRoute",
+                    {"id": Property::Connected.code(), "name": "UnreachableRoute",
                      "shortDescription": {"text": "a required route does not reach its destination"},
                      "defaultConfiguration": {"level": "error"}},
                 ],

@@ -58,7 +58,7 @@ fn proven_state_writes_a_certificate_that_rechecks() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let s = text(&out.stdout);
     assert!(
-        s.contains("✓ deadlock free") && s.contains("✓ connected"),
+        s.contains("✓ deadlock freedom and connectivity, all 12 LIDs (6 HCA, 6 switch), HCA and switch pairs"),
         "{s}"
     );
     let out = weft(&[
@@ -115,7 +115,7 @@ fn credit_loop_in_every_format() {
     assert_eq!(results.len(), 2);
     assert!(results
         .iter()
-        .all(|r| r["ruleId"] == "credit-loop" && r["level"] == "error"));
+        .all(|r| r["ruleId"] == "weft::credit_loop" && r["level"] == "error"));
     assert_eq!(
         results[0]["codeFlows"][0]["threadFlows"][0]["locations"]
             .as_array()
@@ -146,9 +146,14 @@ fn unreachable_routes_are_walked() {
     let out = weft(&["verify", "--state", &state, "--scope", "hca-to-hca"]);
     assert_eq!(out.status.code(), Some(1));
     let s = text(&out.stdout);
-    assert!(s.contains("fail at `R2`: no forwarding entry (255)"), "{s}");
     assert!(
-        s.contains("help: set this LID's entry on the switch"),
+        s.contains(
+            "× 1 HCA → HCA route(s) fail at `R2`: no forwarding entry (255) [weft::unreachable]"
+        ),
+        "{s}"
+    );
+    assert!(
+        s.contains("help: set the entries for these LIDs on those switches"),
         "{s}"
     );
 }

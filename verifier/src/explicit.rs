@@ -17,10 +17,10 @@
 
 use crate::certificate;
 use crate::channels::{self, DepSet, Graph};
+use crate::failures;
 use crate::net::{Attach, Dest, Net, Source, Step, NO_INDEX};
 use crate::report::{
-    Channel, CreditLoop, Dependency, Endpoint, FailureReason, Outcome, Report, Stats,
-    UnreachableGroup, Verdict,
+    Channel, CreditLoop, Dependency, FailureReason, Outcome, Report, Stats, Verdict,
 };
 use crate::{Checker, Options};
 use rayon::prelude::*;
@@ -41,25 +41,19 @@ impl Checker for Explicit {
     fn check(&self, state: &ValidState, opts: &Options) -> Verdict {
         let opts = Options {
             certificate: false,
-            max_listed_routes: 0,
+            max_listed: 0,
+            witnesses: 0,
             ..opts.clone()
         };
         verify(state, &opts).verdict
     }
 }
 
-/// Failed routes toward one destination, grouped by (where, why).
-struct Group {
-    at: u32,
-    reason: FailureReason,
-    routes: Vec<(Source, u8)>,
-    witness: (Source, u8, Vec<crate::net::RawHop>),
-}
-
 struct DestResult {
     routes: u64,
     labels: Option<Vec<u16>>,
-    groups: Vec<Group>,
+    /// Every route arrives on an operational VL (the fast path went through).
+    clean: bool,
 }
 
 /// What the traffic of a switch's group (its own and its end nodes') does when the switch
@@ -126,6 +120,42 @@ pub fn verify(state: &ValidState, opts: &Options) -> Report {
         )
         .collect();
 
+    // Destinations where some route fails: every route's fate, counted into patterns (this
+    // also records the dependencies of every route toward them, failed or not).
+    let failing: Vec<Dest> = results
+        .iter()
+        .zip(&dests)
+        .filter(|(r, _)| !r.clean)
+        .map(|(_, d)| *d)
+        .collect();
+    let keep = opts.max_listed.max(opts.witnesses);
+    let acc = if failing.is_empty() {
+        failures::Acc::new(&net, sources.len(), keep)
+    } else {
+        let sh = failures::Shared::new(&net, &sources);
+        let chunk = failing
+            .len()
+            .div_ceil(rayon::current_num_threads().max(1) * 4)
+            .max(1);
+        let parts: Vec<failures::Acc> = failing
+            .par_chunks(chunk)
+            .map(|ds| {
+                let mut scr = failures::Scratch::new(&net, &sh);
+                let mut acc = failures::Acc::new(&net, sources.len(), keep);
+                for &d in ds {
+                    failures::destination(&net, &sh, &sources, d, &mut scr, &deps, &mut acc);
+                }
+                acc
+            })
+            .collect();
+        parts.into_iter().fold(
+            failures::Acc::new(&net, sources.len(), keep),
+            failures::Acc::merge,
+        )
+    };
+    let failed_routes = acc.failed;
+    let failures = failures::finish(&net, &sources, acc, opts.max_listed, opts.witnesses);
+
     let dep_list = deps.each(&net);
     let edges = channels::edges(&net, &dep_list);
     let graph = Graph::new(net.ports as usize * usize::from(net.vls), &edges);
@@ -141,53 +171,24 @@ pub fn verify(state: &ValidState, opts: &Options) -> Report {
         }
         seen.iter().filter(|&&s| s).count() as u64
     };
-
     let routes: u64 = results.iter().map(|r| r.routes).sum();
-    let mut failed_routes = 0u64;
-    let mut listed = 0usize;
-    let mut unreachable = Vec::new();
-    for (r, d) in results.iter().zip(&dests) {
-        for g in &r.groups {
-            failed_routes += g.routes.len() as u64;
-            let take = g
-                .routes
-                .len()
-                .min(opts.max_listed_routes.saturating_sub(listed));
-            listed += take;
-            let mut listed_routes: Vec<(Endpoint, u8)> = g
-                .routes
-                .iter()
-                .take(take)
-                .map(|&(s, sl)| (net.endpoint(s.node, s.port), sl))
-                .collect();
-            listed_routes.sort();
-            let (ws, wsl, whops) = &g.witness;
-            unreachable.push(UnreachableGroup {
-                dlid: d.lid,
-                dst: net.endpoint(d.owner.0, d.owner.1),
-                at: net.node_ref(g.at),
-                reason: g.reason,
-                routes: listed_routes,
-                total: g.routes.len() as u64,
-                witness: net.route(*ws, *d, *wsl, whops),
-            });
-        }
-    }
-
     let credit_loops: Vec<CreditLoop> = sccs
         .iter()
+        .take(opts.max_listed)
         .map(|scc| credit_loop(&net, &graph, scc, &sources, &dests))
         .collect();
 
-    let deadlock_free = if credit_loops.is_empty() {
-        Outcome::Proven
-    } else {
-        Outcome::Violated
+    // Nothing required: nothing is proven.
+    let vacuous = (routes == 0).then(|| crate::no_routes(sources.len(), dests.len(), opts.scope));
+    let deadlock_free = match (&vacuous, sccs.is_empty()) {
+        (Some(why), _) => Outcome::Unknown(why.clone()),
+        (None, true) => Outcome::Proven,
+        (None, false) => Outcome::Violated,
     };
-    let connected = if failed_routes == 0 {
-        Outcome::Proven
-    } else {
-        Outcome::Violated
+    let connected = match (&vacuous, failed_routes) {
+        (Some(why), _) => Outcome::Unknown(why.clone()),
+        (None, 0) => Outcome::Proven,
+        (None, _) => Outcome::Violated,
     };
     let proven = deadlock_free == Outcome::Proven && connected == Outcome::Proven;
     let certificate = if opts.certificate && proven {
@@ -205,6 +206,7 @@ pub fn verify(state: &ValidState, opts: &Options) -> Report {
     Report {
         fabric: state.fabric.name.clone(),
         scope: opts.scope,
+        properties: opts.properties.clone(),
         verdict: Verdict {
             deadlock_free,
             connected,
@@ -212,13 +214,15 @@ pub fn verify(state: &ValidState, opts: &Options) -> Report {
         stats: Stats {
             sources: sources.len() as u64,
             destinations: dests.len() as u64,
+            switch_destinations: dests.iter().filter(|d| net.is_switch(d.owner.0)).count() as u64,
             routes,
             channels: used,
             dependencies: edges.len() as u64,
             vls: net.vls,
         },
         credit_loops,
-        unreachable,
+        credit_loops_total: sccs.len() as u64,
+        failures,
         failed_routes,
         certificate,
     }
@@ -343,43 +347,10 @@ fn dest_pass(
     }
     scr.slot_keys.clear();
     scr.touched.clear();
-    if clean {
-        return DestResult {
-            routes,
-            labels: want_labels.then(|| scr.label.clone()),
-            groups: Vec::new(),
-        };
-    }
-    // 3. slow path: walk every route toward `d`.
-    let mut groups: Vec<Group> = Vec::new();
-    for &s in sources {
-        if (s.node, s.port) == d.owner {
-            continue;
-        }
-        for sl in sls_of(net, s, d).iter() {
-            let w = net.walk(s, d, sl.0, |x, i, vin, o, vout| {
-                let k = net.switch_of(x);
-                deps.insert(k, i, vin, o, vout);
-            });
-            let Some((at, reason)) = w.failure else {
-                continue;
-            };
-            match groups.iter_mut().find(|g| g.at == at && g.reason == reason) {
-                Some(g) => g.routes.push((s, sl.0)),
-                None => groups.push(Group {
-                    at,
-                    reason,
-                    routes: vec![(s, sl.0)],
-                    witness: (s, sl.0, w.hops),
-                }),
-            }
-        }
-    }
-    groups.sort_by(|a, b| (a.at, &a.reason).cmp(&(b.at, &b.reason)));
     DestResult {
         routes,
-        labels: None,
-        groups,
+        labels: (clean && want_labels).then(|| scr.label.clone()),
+        clean,
     }
 }
 

@@ -19,7 +19,7 @@
 //! Engines: [`explicit`] (per-destination in-trees, rayon, the whole LID space) and [`z3`]
 //! (the same conditions as constraints, for cross-checking). Both implement [`Checker`].
 //! A proven state comes with a [`Certificate`] that [`certificate::check`] re-checks in linear
-//! time; a violation comes with witnesses ([`CreditLoop`], [`UnreachableGroup`]) that name
+//! time; a violation comes with witnesses ([`CreditLoop`], [`FailurePattern`]) that name
 //! switches, ports and VLs and give concrete routes.
 //!
 //! Architecture invariant: the verifier depends on `weft-fabric` only, never on the compiler,
@@ -28,6 +28,7 @@
 pub mod certificate;
 mod channels;
 pub mod explicit;
+mod failures;
 mod net;
 mod property;
 pub mod reference;
@@ -39,8 +40,8 @@ pub mod z3;
 pub use certificate::{Certificate, CertificateError, CheckSummary, Request};
 pub use property::Property;
 pub use report::{
-    Channel, CreditLoop, Dependency, Endpoint, FailureReason, Hop, NodeRef, Outcome, Report, Route,
-    Stats, UnreachableGroup, Verdict,
+    Channel, CreditLoop, Dependency, Endpoint, FailedRoute, FailureKind, FailurePattern,
+    FailureReason, Hop, NodeClass, NodeRef, Outcome, Report, Route, Stats, Verdict, Witness,
 };
 
 use weft_fabric::ValidState;
@@ -78,20 +79,34 @@ impl Scope {
 pub struct Options {
     /// Required pairs.
     pub scope: Scope,
+    /// The properties asked for; the report is proven only when all of them are.
+    pub properties: Vec<Property>,
     /// Build a [`Certificate`] when the state is proven.
     pub certificate: bool,
-    /// At most this many failed routes are listed (all are counted).
-    pub max_listed_routes: usize,
+    /// At most this many failed routes are listed over the report, and at most this many
+    /// credit loops (all are counted).
+    pub max_listed: usize,
+    /// Failed routes walked hop by hop per pattern.
+    pub witnesses: usize,
 }
 
 impl Default for Options {
     fn default() -> Options {
         Options {
             scope: Scope::All,
+            properties: Property::ALL.to_vec(),
             certificate: true,
-            max_listed_routes: 100_000,
+            max_listed: 100,
+            witnesses: 3,
         }
     }
+}
+
+/// Why nothing is proven when no route is required (every engine says the same).
+pub(crate) fn no_routes(sources: usize, destinations: usize, scope: Scope) -> String {
+    format!(
+        "no required routes: {sources} source port(s) and {destinations} destination LID(s) in scope `{scope}`"
+    )
 }
 
 /// Verifies `state` with the explicit engine: deadlock freedom and connectivity, with a

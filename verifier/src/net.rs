@@ -2,7 +2,7 @@
 //! explicit engine (and the certificate checker) shares: which port a switch forwards a
 //! destination to, which VL a hop takes, and whether that VL is operational.
 
-use crate::report::{Endpoint, FailureReason, Hop, NodeRef, Route};
+use crate::report::{Endpoint, FailureReason, Hop, NodeClass, NodeRef, Route};
 use crate::Scope;
 use weft_fabric::{FabricState, Lid, LinkState, NodeId, PortNum, Sl, SwitchState};
 
@@ -84,6 +84,8 @@ pub(crate) struct Net<'a> {
     pub cap: Vec<u8>,
     /// Per node: a switch without SL2VL rows (every SL on VL 0).
     pub plain: Vec<bool>,
+    /// Per node: its class for failure patterns (kind and tree level).
+    pub class: Vec<NodeClass>,
 }
 
 pub(crate) const NO_INDEX: u32 = u32::MAX;
@@ -207,8 +209,10 @@ impl<'a> Net<'a> {
                     .is_none_or(|s| s.sl2vl.is_empty())
             })
             .collect();
+        let class = node_classes(st, &link, &port_base, &is_switch, &alive);
         Net {
             st,
+            class,
             cap,
             plain,
             alive,
@@ -654,4 +658,75 @@ impl Net<'_> {
         }
         a
     }
+}
+
+/// The class of every node: switches get the level the model gives them, else their
+/// distance (over live links) to the nearest switch with a live end node, plus one; end nodes
+/// get none.
+fn node_classes(
+    st: &FabricState,
+    link: &[PortLink],
+    port_base: &[u32],
+    is_switch: &[bool],
+    alive: &[bool],
+) -> Vec<NodeClass> {
+    let nodes = st.fabric.nodes();
+    let n = nodes.len();
+    let peers = |x: usize| -> Vec<u32> {
+        let base = port_base.get(x).copied().unwrap_or(0) as usize;
+        let count = nodes.get(x).map_or(0, |nd| usize::from(nd.spec.port_count));
+        link.get(base..base + count)
+            .unwrap_or(&[])
+            .iter()
+            .filter_map(|l| match l {
+                PortLink::Up { node, .. } => Some(*node),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut level: Vec<Option<u8>> = vec![None; n];
+    let mut queue = std::collections::VecDeque::new();
+    for x in 0..n {
+        let sw = is_switch.get(x).copied().unwrap_or(false);
+        if sw
+            && alive.get(x).copied().unwrap_or(false)
+            && peers(x)
+                .iter()
+                .any(|&p| !is_switch.get(p as usize).copied().unwrap_or(true))
+        {
+            if let Some(l) = level.get_mut(x) {
+                *l = Some(1);
+            }
+            queue.push_back(x);
+        }
+    }
+    while let Some(x) = queue.pop_front() {
+        let next = level
+            .get(x)
+            .copied()
+            .flatten()
+            .unwrap_or(1)
+            .saturating_add(1);
+        for p in peers(x) {
+            let p = p as usize;
+            if is_switch.get(p).copied().unwrap_or(false) {
+                if let Some(slot @ None) = level.get_mut(p) {
+                    *slot = Some(next);
+                    queue.push_back(p);
+                }
+            }
+        }
+    }
+    nodes
+        .iter()
+        .zip(level)
+        .map(|(nd, computed)| NodeClass {
+            kind: nd.kind(),
+            level: if nd.is_switch() {
+                nd.spec.level.or(computed)
+            } else {
+                None
+            },
+        })
+        .collect()
 }

@@ -4,7 +4,9 @@
 //! The z3 engine takes its facts from here, and tests replay every witness with it, so a bug
 //! in the explicit engine's one-hop code shows up as a disagreement.
 
-use crate::report::{Channel, CreditLoop, FailureReason, Route, UnreachableGroup};
+use crate::report::{
+    Channel, CreditLoop, FailedRoute, FailurePattern, FailureReason, Route, Witness,
+};
 use weft_fabric::{FabricState, Lid, LinkState, NodeId, PortNum, PortRef, Sl};
 
 /// One hop: at `node`, in on `in_port` (0 at the source), out on `out`, on `vl`.
@@ -232,17 +234,46 @@ pub fn replay_route(
     Ok(())
 }
 
-/// Checks a connectivity witness on the tables.
-pub fn replay_unreachable(st: &FabricState, g: &UnreachableGroup) -> Result<(), String> {
-    replay_route(st, &g.witness, Some((g.at.id, g.reason)))?;
-    for (src, sl) in &g.routes {
-        let w = walk(st, src.node.id, src.port, g.dlid, *sl);
-        if w.failure != Some((g.at.id, g.reason)) {
+/// Checks a witness of a failed route on the tables: same hops, same failure.
+pub fn replay_witness(st: &FabricState, w: &Witness) -> Result<(), String> {
+    replay_route(st, &w.route, Some((w.at.id, w.reason)))
+}
+
+/// Checks a listed failed route on the tables: it fails where and why the report says.
+pub fn replay_failed(st: &FabricState, f: &FailedRoute) -> Result<(), String> {
+    let w = walk(st, f.src.node.id, f.src.port, f.dlid, f.sl);
+    if w.failure != Some((f.at.id, f.reason)) {
+        return Err(format!(
+            "route from `{}` port {} to LID {} SL {}: tables give {:?}, the report says {:?} at `{}`",
+            f.src.node.name, f.src.port, f.dlid.0, f.sl, w.failure, f.reason, f.at.name
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a failure pattern on the tables: every witness and every listed route replays, and
+/// each is of the pattern's kind (reason, and whether it fails at its source).
+pub fn replay_pattern(st: &FabricState, p: &FailurePattern) -> Result<(), String> {
+    for w in &p.witnesses {
+        replay_witness(st, w)?;
+        if w.reason.kind() != p.reason {
             return Err(format!(
-                "route from `{}` to LID {} SL {sl}: tables give {:?}",
-                src.node.name, g.dlid.0, w.failure
+                "witness reason {:?} in a {:?} pattern",
+                w.reason, p.reason
             ));
         }
+    }
+    for f in &p.listed {
+        replay_failed(st, f)?;
+        if f.reason.kind() != p.reason || (f.at.id == f.src.node.id) != p.at_source {
+            return Err(format!(
+                "listed route {f:?} is not of its pattern {:?}",
+                p.reason
+            ));
+        }
+    }
+    if (p.listed.len() as u64) > p.routes || p.routes == 0 {
+        return Err(format!("{} listed of {} routes", p.listed.len(), p.routes));
     }
     Ok(())
 }

@@ -191,23 +191,139 @@ impl FailureReason {
     }
 }
 
-/// Failed routes that fail at the same place for the same reason toward one destination.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UnreachableGroup {
+/// A [`FailureReason`] without its numbers: what a pattern of failures has in common.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum FailureKind {
+    /// No forwarding entry (255).
+    Unset,
+    /// An entry pointing at a port the switch does not have.
+    PortMissing,
+    /// An entry (or the source) pointing at a port with no cable.
+    PortUnwired,
+    /// An entry pointing at a port whose link or far node is down.
+    PortDown,
+    /// Delivered to a port that does not own the destination.
+    Misdelivered,
+    /// A forwarding loop.
+    Loop,
+    /// No SL2VL row for an (input, output) pair.
+    Sl2VlUnassigned,
+    /// A hop on VL 15 or on a VL not below the VLCap.
+    VlNotOperational,
+}
+
+impl FailureReason {
+    /// The kind, without port and VL numbers.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            FailureReason::Unset => FailureKind::Unset,
+            FailureReason::PortMissing { .. } => FailureKind::PortMissing,
+            FailureReason::PortUnwired { .. } => FailureKind::PortUnwired,
+            FailureReason::PortDown { .. } => FailureKind::PortDown,
+            FailureReason::Misdelivered { .. } => FailureKind::Misdelivered,
+            FailureReason::Loop => FailureKind::Loop,
+            FailureReason::Sl2VlUnassigned { .. } => FailureKind::Sl2VlUnassigned,
+            FailureReason::VlNotOperational { .. } => FailureKind::VlNotOperational,
+        }
+    }
+}
+
+impl FailureKind {
+    /// A short lowercase description.
+    pub fn describe(self) -> &'static str {
+        match self {
+            FailureKind::Unset => "no forwarding entry (255)",
+            FailureKind::PortMissing => "an entry for a port the switch does not have",
+            FailureKind::PortUnwired => "an entry for a port with no cable",
+            FailureKind::PortDown => "an entry for a port whose link is down",
+            FailureKind::Misdelivered => "delivered to a port that does not own the destination",
+            FailureKind::Loop => "a forwarding loop",
+            FailureKind::Sl2VlUnassigned => "no SL2VL row for the ports",
+            FailureKind::VlNotOperational => "a hop on a VL that is not operational",
+        }
+    }
+}
+
+/// What kind of node, for patterns: its kind and tree level (leaf switches are level 1; end
+/// nodes have none; a switch's level comes from the model, else from its distance to the
+/// nearest switch with end nodes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct NodeClass {
+    /// Switch, HCA or router.
+    pub kind: weft_fabric::NodeKind,
+    /// Tree level of a switch, when known.
+    pub level: Option<u8>,
+}
+
+impl NodeClass {
+    /// `HCA`, `router`, `level-3 switch`, `switch`.
+    pub fn describe(self) -> String {
+        match (self.kind, self.level) {
+            (weft_fabric::NodeKind::Switch, Some(l)) => format!("level-{l} switch"),
+            (weft_fabric::NodeKind::Switch, None) => "switch".to_owned(),
+            (weft_fabric::NodeKind::Hca, _) => "HCA".to_owned(),
+            (weft_fabric::NodeKind::Router, _) => "router".to_owned(),
+        }
+    }
+}
+
+/// One failed route: where and why it fails.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct FailedRoute {
     /// Destination LID.
     pub dlid: Lid,
-    /// The port owning it.
+    /// Source port.
+    pub src: Endpoint,
+    /// Service level.
+    pub sl: u8,
+    /// The port owning `dlid`.
     pub dst: Endpoint,
-    /// Where the routes fail.
+    /// Where the route fails.
     pub at: NodeRef,
     /// Why.
     pub reason: FailureReason,
-    /// Failed routes (source, SL), sorted; at most `Options::max_listed_routes` over the report.
-    pub routes: Vec<(Endpoint, u8)>,
-    /// How many routes fail here (listed or not).
-    pub total: u64,
-    /// One of them, walked until it fails.
-    pub witness: Route,
+}
+
+/// A failed route walked hop by hop until it fails (replayable on the tables).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Witness {
+    /// Where the route fails.
+    pub at: NodeRef,
+    /// Why.
+    pub reason: FailureReason,
+    /// The route.
+    pub route: Route,
+}
+
+/// Failed routes with the same reason, from the same kind of source to the same kind of
+/// destination, failing at the same kind of place: counted exactly, a few listed and walked.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailurePattern {
+    /// Why they fail.
+    pub reason: FailureKind,
+    /// The kind of source.
+    pub source: NodeClass,
+    /// The kind of destination.
+    pub destination: NodeClass,
+    /// They fail at their source (its own entry, cable or injection VL).
+    pub at_source: bool,
+    /// The kind of node they fail at.
+    pub at: NodeClass,
+    /// Failed routes (source, destination LID, SL).
+    pub routes: u64,
+    /// Distinct source ports.
+    pub sources: u64,
+    /// Distinct destination LIDs.
+    pub destinations: u64,
+    /// Distinct nodes they fail at.
+    pub at_nodes: u64,
+    /// Some of them (the first by destination LID, source, SL), at most
+    /// `Options::max_listed` over the report.
+    pub listed: Vec<FailedRoute>,
+    /// The first few walked hop by hop.
+    pub witnesses: Vec<Witness>,
 }
 
 /// Sizes of what was checked.
@@ -217,6 +333,8 @@ pub struct Stats {
     pub sources: u64,
     /// Destination LIDs.
     pub destinations: u64,
+    /// Of which switch LIDs.
+    pub switch_destinations: u64,
     /// Routes (source, destination LID, SL) checked.
     pub routes: u64,
     /// Channels in the dependency graph.
@@ -227,21 +345,27 @@ pub struct Stats {
     pub vls: u8,
 }
 
-/// Everything the explicit engine found.
+/// Everything the explicit engine found. Its size is bounded by the fabric and
+/// `Options::max_listed`, never by the number of failures.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Report {
     /// Fabric name.
     pub fabric: String,
     /// Which pairs were required.
     pub scope: crate::Scope,
+    /// The properties asked for.
+    pub properties: Vec<crate::Property>,
     /// The verdict.
     pub verdict: Verdict,
     /// Sizes.
     pub stats: Stats,
-    /// Every credit loop (one per strongly connected component).
+    /// Credit loops listed (one per strongly connected component, at most
+    /// `Options::max_listed`).
     pub credit_loops: Vec<CreditLoop>,
-    /// Every failed route, grouped.
-    pub unreachable: Vec<UnreachableGroup>,
+    /// Credit loops (strongly connected components) in all.
+    pub credit_loops_total: u64,
+    /// Every pattern of failed routes.
+    pub failures: Vec<FailurePattern>,
     /// Failed routes in all.
     pub failed_routes: u64,
     /// The certificate, when proven and asked for.
@@ -250,17 +374,43 @@ pub struct Report {
 }
 
 impl Report {
-    /// Whether both properties are proven.
+    /// The outcome of one property.
+    pub fn outcome(&self, p: crate::Property) -> &Outcome {
+        match p {
+            crate::Property::DeadlockFree => &self.verdict.deadlock_free,
+            crate::Property::Connected => &self.verdict.connected,
+        }
+    }
+
+    /// Whether every property asked for is proven.
     pub fn is_proven(&self) -> bool {
-        self.verdict.deadlock_free == Outcome::Proven && self.verdict.connected == Outcome::Proven
+        !self.properties.is_empty()
+            && self
+                .properties
+                .iter()
+                .all(|&p| *self.outcome(p) == Outcome::Proven)
+    }
+
+    /// Whether a property asked for could not be decided.
+    pub fn is_unknown(&self) -> bool {
+        self.properties
+            .iter()
+            .any(|&p| matches!(self.outcome(p), Outcome::Unknown(_)))
+    }
+
+    /// Every listed failed route, sorted.
+    pub fn listed_failures(&self) -> Vec<&FailedRoute> {
+        let mut v: Vec<&FailedRoute> = self.failures.iter().flat_map(|p| &p.listed).collect();
+        v.sort();
+        v
     }
 
     /// Every listed failed (source, destination LID) pair, sorted and deduplicated.
     pub fn unreachable_pairs(&self) -> Vec<(Endpoint, Lid)> {
         let mut v: Vec<(Endpoint, Lid)> = self
-            .unreachable
-            .iter()
-            .flat_map(|g| g.routes.iter().map(move |(src, _)| (src.clone(), g.dlid)))
+            .listed_failures()
+            .into_iter()
+            .map(|f| (f.src.clone(), f.dlid))
             .collect();
         v.sort();
         v.dedup();

@@ -54,6 +54,8 @@ pub struct Z3Report {
     pub dependencies: usize,
     /// Routes enumerated.
     pub routes: usize,
+    /// Routes that fail (walked one by one by the reference semantics).
+    pub failed_routes: usize,
 }
 
 impl Checker for Z3 {
@@ -75,6 +77,8 @@ struct Facts {
     steps: BTreeMap<Lid, BTreeSet<(NodeId, NodeId)>>,
     /// Routes that end on an invalid step.
     failures: Vec<(NodeId, u8, Lid, u8)>,
+    /// Routes caught in a forwarding loop (encoded as steps, not as failures).
+    looped: usize,
     routes: usize,
 }
 
@@ -136,6 +140,7 @@ fn facts(st: &FabricState, scope: Scope) -> Facts {
         deps: BTreeMap::new(),
         steps: BTreeMap::new(),
         failures: Vec::new(),
+        looped: 0,
         routes: 0,
     };
     for &d in &dests {
@@ -159,6 +164,7 @@ fn facts(st: &FabricState, scope: Scope) -> Facts {
                 }
                 match w.failure {
                     Some((x, crate::report::FailureReason::Loop)) => {
+                        fx.looped += 1;
                         if let Some(a) = prev {
                             fx.steps.entry(d).or_default().insert((a, x));
                         }
@@ -254,6 +260,14 @@ impl Z3 {
                     .unwrap_or_else(|| "unknown".to_owned()),
             ),
         };
+        // Nothing required: nothing is proven.
+        let (deadlock_free, connected) = if fx.routes == 0 {
+            let (s, d) = endpoints(state, opts.scope);
+            let why = crate::no_routes(s.len(), d.len(), opts.scope);
+            (Outcome::Unknown(why.clone()), Outcome::Unknown(why))
+        } else {
+            (deadlock_free, connected)
+        };
         Z3Report {
             verdict: Verdict {
                 deadlock_free,
@@ -263,6 +277,7 @@ impl Z3 {
             channels: chans.len(),
             dependencies: fx.deps.len(),
             routes: fx.routes,
+            failed_routes: fx.failures.len() + fx.looped,
         }
     }
 }

@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use weft_fabric::{FabricState, NodeId, Sl2VlRow, SlSet, ValidState};
-use weft_verifier::reference::{replay_credit_loop, replay_unreachable};
+use weft_verifier::reference::{replay_credit_loop, replay_pattern};
 use weft_verifier::testkit::{self, Rng};
 use weft_verifier::z3::Z3;
 use weft_verifier::{verify, Options, Outcome, Scope};
@@ -93,9 +93,19 @@ fn explicit_and_z3_agree_on_generated_cases() {
         for l in &ours.credit_loops {
             replay_credit_loop(&st, l).unwrap_or_else(|e| panic!("case {n}: {e}"));
         }
-        for g in &ours.unreachable {
-            replay_unreachable(&st, g).unwrap_or_else(|e| panic!("case {n}: {e}"));
+        for p in &ours.failures {
+            replay_pattern(&st, p).unwrap_or_else(|e| panic!("case {n}: {e}"));
         }
+        // Pattern totals count exactly the routes the reference semantics sees fail.
+        assert_eq!(
+            ours.failed_routes, theirs.failed_routes as u64,
+            "case {n}: failed routes"
+        );
+        assert_eq!(
+            ours.failures.iter().map(|p| p.routes).sum::<u64>(),
+            ours.failed_routes
+        );
+        assert_eq!(ours.stats.routes, theirs.routes as u64, "case {n}: routes");
         if theirs.verdict.deadlock_free == Outcome::Violated {
             let l = theirs
                 .credit_loop

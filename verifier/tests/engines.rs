@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use weft_fabric::{FabricState, Lid, NodeId, PortNum, Sl2VlRow, SlSet};
-use weft_verifier::reference::{replay_credit_loop, replay_unreachable};
+use weft_verifier::reference::{replay_credit_loop, replay_pattern};
 use weft_verifier::testkit::{self, Rng};
 use weft_verifier::{Certificate, CertificateError, CheckSummary, Options, Outcome, Report, Scope};
 
@@ -27,9 +27,14 @@ fn replay_all(st: &FabricState, r: &Report) {
         replay_credit_loop(st, l).unwrap_or_else(|e| panic!("credit loop witness: {e}\n{l:#?}"));
         assert!(l.channels.len() >= 2);
     }
-    for g in &r.unreachable {
-        replay_unreachable(st, g).unwrap_or_else(|e| panic!("unreachable witness: {e}\n{g:#?}"));
+    for p in &r.failures {
+        replay_pattern(st, p).unwrap_or_else(|e| panic!("failure pattern: {e}\n{p:#?}"));
     }
+    // Every failed route is counted in exactly one pattern.
+    assert_eq!(
+        r.failures.iter().map(|p| p.routes).sum::<u64>(),
+        r.failed_routes
+    );
 }
 
 fn proven_with_certificate(st: &FabricState, opts: &Options) -> Certificate {
@@ -230,13 +235,14 @@ fn vl_above_cap_and_vl15_are_failures() {
     st.set_node_injection(h, t);
     let r = verify(&st, &Options::default());
     assert_eq!(r.verdict.connected, Outcome::Violated);
-    assert!(r.unreachable.iter().all(|g| g.at.name == "H1"));
+    assert!(r.listed_failures().iter().all(|f| f.at.name == "H1"));
+    assert!(r.failures.iter().all(|p| p.at_source));
     replay_all(&st, &r);
     t[0] = 8; // VLCap is 8: VLs 0..=7
     st.set_node_injection(h, t);
     let r = verify(&st, &Options::default());
     assert!(matches!(
-        r.unreachable.first().map(|g| g.reason),
+        r.listed_failures().first().map(|f| f.reason),
         Some(weft_verifier::FailureReason::VlNotOperational {
             vl: 8,
             vl_cap: 8,
@@ -264,9 +270,9 @@ fn down_links_and_scopes() {
     let r = verify(&broken, &Options::default());
     assert_eq!(r.verdict.connected, Outcome::Violated);
     assert!(r
-        .unreachable
+        .failures
         .iter()
-        .any(|g| matches!(g.reason, weft_verifier::FailureReason::PortDown { .. })));
+        .any(|p| p.reason == weft_verifier::FailureKind::PortDown));
     replay_all(&broken, &r);
 }
 
@@ -305,7 +311,7 @@ fn every_breaking_single_lft_corruption_is_caught() {
                     );
                     if breaks {
                         caught += 1;
-                        assert!(!r.unreachable.is_empty());
+                        assert!(!r.failures.is_empty());
                     }
                     replay_all(&c, &r);
                 }
@@ -409,6 +415,9 @@ fn every_lmc_lid_is_a_destination() {
         .set(Lid(base.0 + 3), PortNum(255));
     let r = verify(&broken, &Options::default());
     assert_eq!(r.verdict.connected, Outcome::Violated);
-    assert!(r.unreachable.iter().all(|g| g.dlid == Lid(base.0 + 3)));
+    assert!(r
+        .listed_failures()
+        .iter()
+        .all(|f| f.dlid == Lid(base.0 + 3)));
     replay_all(&broken, &r);
 }
