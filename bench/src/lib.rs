@@ -4,7 +4,8 @@
     reason = "benchmark fixtures stop on a broken example; they are not product code"
 )]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 /// The repository root.
 pub fn root() -> PathBuf {
@@ -29,4 +30,54 @@ pub fn fabric(name: &str) -> weft_fabric::Fabric {
 /// An explicit program (one line per node and link, as `weft import` writes) for an example.
 pub fn explicit_program(name: &str) -> String {
     weft_compiler::emit::fabric_to_weft(&fabric(name), None, name)
+}
+
+/// Wall seconds, peak RSS in MiB, exit code and stdout of one child run.
+pub struct Timed {
+    pub secs: f64,
+    pub rss_mib: f64,
+    pub code: Option<i32>,
+    pub stdout: String,
+}
+
+/// Runs `program args` in `dir` under GNU `time` (`/usr/bin/time`, Debian package `time`):
+/// wall time and peak RSS come from the child's rusage.
+pub fn timed(program: &Path, args: &[&str], dir: &Path) -> Timed {
+    let stats = dir.join(".time");
+    let out = Command::new("/usr/bin/time")
+        .arg("-f")
+        .arg("%e %M")
+        .arg("-o")
+        .arg(&stats)
+        .arg(program)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {} under /usr/bin/time: {e}", program.display()));
+    let s = std::fs::read_to_string(&stats).unwrap_or_default();
+    let last = s.lines().last().unwrap_or("");
+    let mut w = last.split_whitespace();
+    let secs = w.next().and_then(|v| v.parse().ok()).unwrap_or(f64::NAN);
+    let kb: f64 = w.next().and_then(|v| v.parse().ok()).unwrap_or(f64::NAN);
+    Timed {
+        secs,
+        rss_mib: kb / 1024.0,
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+    }
+}
+
+/// The median (upper median for an even count; NaN for none).
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// The release `weft` binary beside the running bench binary.
+pub fn weft_binary() -> Option<PathBuf> {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.join("weft")))
+        .filter(|p| p.exists())
 }

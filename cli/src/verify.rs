@@ -587,7 +587,7 @@ pub(crate) fn pattern_sentence(p: &FailurePattern) -> String {
             None => format!("at one {}", p.at.describe()),
         }
     } else {
-        format!("at {} {}s", group(p.at_nodes), p.at.describe())
+        format!("at {} {}", group(p.at_nodes), p.at.describe_plural())
     };
     format!(
         "{} {} → {} route(s) fail {place}: {}",

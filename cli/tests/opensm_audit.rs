@@ -17,13 +17,13 @@ use weft_tests::ibsim::{self, Ibsim, Limits};
 #[test]
 fn opensm_ftree_on_the_5832_node_tree_reports_patterns_not_routes() {
     if std::env::var("WEFT_BIG_EXAMPLES").map_or(true, |v| v != "1") {
-        eprintln!("opensm_ftree_on_the_5832_node_tree: runs with WEFT_BIG_EXAMPLES=1 (.ci/run does)");
+        eprintln!(
+            "opensm_ftree_on_the_5832_node_tree: runs with WEFT_BIG_EXAMPLES=1 (.ci/run does)"
+        );
         return;
     }
-    let Some(tools) = ibsim::require(
-        "opensm_ftree_on_the_5832_node_tree",
-        &["ibsim", "opensm"],
-    ) else {
+    let Some(tools) = ibsim::require("opensm_ftree_on_the_5832_node_tree", &["ibsim", "opensm"])
+    else {
         return;
     };
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -77,7 +77,11 @@ fn opensm_ftree_on_the_5832_node_tree_reports_patterns_not_routes() {
     let human = weft("human");
     assert_eq!(human.status.code(), Some(1));
     let out = String::from_utf8_lossy(&human.stdout);
-    assert!(out.lines().count() <= 60, "{} lines:\n{out}", out.lines().count());
+    assert!(
+        out.lines().count() <= 60,
+        "{} lines:\n{out}",
+        out.lines().count()
+    );
     assert!(
         out.contains("× connectivity: 402 084 route(s) fail"),
         "{out}"
@@ -90,7 +94,11 @@ fn opensm_ftree_on_the_5832_node_tree_reports_patterns_not_routes() {
     assert!(out.contains("✓ deadlock freedom: proven"), "{out}");
     let json = weft("json");
     assert_eq!(json.status.code(), Some(1));
-    assert!(json.stdout.len() < 1 << 20, "JSON is {} bytes", json.stdout.len());
+    assert!(
+        json.stdout.len() < 1 << 20,
+        "JSON is {} bytes",
+        json.stdout.len()
+    );
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(v["report"]["failed_routes"], 402_084);
     let sarif = weft("sarif");

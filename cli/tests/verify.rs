@@ -375,3 +375,60 @@ fn certificate_scope_is_honoured_and_said() {
     assert_eq!(out.status.code(), Some(0));
     insta::assert_snapshot!(text(&out.stdout), @"✓ certificate accepted: deadlock freedom and connectivity, 6 HCA LIDs, HCA pairs only (switch LIDs not covered) (30 routes, 60 route states checked)");
 }
+
+/// Every LFT entry of every switch at port 1: nearly every route fails. The report is patterns,
+/// not routes; `--max-listed` bounds how many are shown (human and JSON alike), and the counts
+/// still add up to every failed route.
+#[test]
+fn every_entry_at_port_1_is_reported_as_bounded_patterns() {
+    let dir = temp_dir("port1");
+    let out = weft(&[
+        "build",
+        "examples/lab-16.weft",
+        "-o",
+        dir.join("build").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let st = weft_fabric::ValidState::from_json(
+        &std::fs::read_to_string(dir.join("build/state.json")).unwrap(),
+    )
+    .unwrap();
+    let mut broken = st.into_inner();
+    for sw in broken.switches.values_mut() {
+        for lid in 1..=sw.lft.top().0 {
+            sw.lft.set(weft_fabric::Lid(lid), weft_fabric::PortNum(1));
+        }
+    }
+    let path = write_state(&dir, "port1.json", &broken);
+    let out = weft(&["verify", "--state", &path, "--max-listed", "3"]);
+    assert_eq!(out.status.code(), Some(1));
+    let human = text(&out.stdout).replace(&path, "port1.json");
+    insta::assert_snapshot!("verify_every_entry_port_1_max_listed_3", human);
+
+    let out = weft(&[
+        "verify",
+        "--state",
+        &path,
+        "--max-listed",
+        "3",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = &v["report"];
+    let failures = report["failures"].as_array().unwrap();
+    let total: u64 = failures.iter().map(|p| p["routes"].as_u64().unwrap()).sum();
+    assert_eq!(total, report["failed_routes"].as_u64().unwrap());
+    let listed: usize = failures
+        .iter()
+        .map(|p| p["listed"].as_array().map_or(0, Vec::len))
+        .sum();
+    assert!(listed <= 3, "{listed} routes listed with --max-listed 3");
+    assert!(
+        failures
+            .iter()
+            .all(|p| p["witnesses"].as_array().unwrap().len() <= 3),
+        "at most 3 witnesses per pattern"
+    );
+}

@@ -267,6 +267,16 @@ impl NodeClass {
             (weft_fabric::NodeKind::Router, _) => "router".to_owned(),
         }
     }
+
+    /// The plural of [`NodeClass::describe`]: `HCAs`, `level-1 switches`.
+    pub fn describe_plural(self) -> String {
+        let one = self.describe();
+        if one.ends_with("switch") {
+            one + "es"
+        } else {
+            one + "s"
+        }
+    }
 }
 
 /// One failed route: where and why it fails.

@@ -20,9 +20,9 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
 use std::time::Duration;
+use weft_bench::{median, timed, weft_binary};
 use weft_compiler::NoFiles;
 use weft_tests::ibsim::{Ibsim, Limits, Tools};
 
@@ -48,7 +48,12 @@ fn parse_args() -> Opts {
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
-            "--runs" => o.runs = args.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| usage()),
+            "--runs" => {
+                o.runs = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or_else(|| usage())
+            }
             "--engine" => o.engine = args.next().unwrap_or_else(|| usage()),
             "--keep" => o.keep = Some(PathBuf::from(args.next().unwrap_or_else(|| usage()))),
             s if s.starts_with('-') => usage(),
@@ -56,45 +61,6 @@ fn parse_args() -> Opts {
         }
     }
     o
-}
-
-/// Wall seconds, peak RSS in MiB, exit code and stdout of one run.
-struct Timed {
-    secs: f64,
-    rss_mib: f64,
-    code: Option<i32>,
-    stdout: String,
-}
-
-fn timed(program: &Path, args: &[&str], dir: &Path) -> Timed {
-    let stats = dir.join(".time");
-    let out = Command::new("/usr/bin/time")
-        .arg("-f")
-        .arg("%e %M")
-        .arg("-o")
-        .arg(&stats)
-        .arg(program)
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()));
-    let s = std::fs::read_to_string(&stats).unwrap_or_default();
-    let last = s.lines().last().unwrap_or("");
-    let mut w = last.split_whitespace();
-    let secs = w.next().and_then(|v| v.parse().ok()).unwrap_or(f64::NAN);
-    let kb: f64 = w.next().and_then(|v| v.parse().ok()).unwrap_or(f64::NAN);
-    Timed {
-        secs,
-        rss_mib: kb / 1024.0,
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-    }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 fn main() {
@@ -112,20 +78,19 @@ fn main() {
         .find(|(n, _)| n == "ibdmchk")
         .map(|(_, p)| p.clone())
         .unwrap_or_else(|| PathBuf::from("ibdmchk"));
-    let weft = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(|d| d.join("weft")))
-        .filter(|p| p.exists())
-        .unwrap_or_else(|| {
-            eprintln!("build the release `weft` binary first (bench/vs-ibdmchk.sh does)");
-            std::process::exit(2)
-        });
+    let weft = weft_binary().unwrap_or_else(|| {
+        eprintln!("build the release `weft` binary first (bench/vs-ibdmchk.sh does)");
+        std::process::exit(2)
+    });
     let text = std::fs::read_to_string(&o.file).unwrap_or_else(|e| {
         eprintln!("{}: {e}", o.file.display());
         std::process::exit(2)
     });
     let c = weft_compiler::check(&o.file.display().to_string(), &text, &NoFiles);
-    let Some(e) = c.elaborated.filter(|_| !c.diagnostics.iter().any(|d| d.is_error())) else {
+    let Some(e) = c
+        .elaborated
+        .filter(|_| !c.diagnostics.iter().any(|d| d.is_error()))
+    else {
         eprintln!("{} does not check", o.file.display());
         std::process::exit(2)
     };
@@ -174,7 +139,12 @@ fn main() {
     .unwrap_or_else(|e| panic!("opensm: {e}"));
     println!("   OpenSM run: {:.1} s", t.elapsed().as_secs_f64());
     drop(sim);
-    for f in ["opensm-lfts.dump", "opensm-subnet.lst", "opensm.fdbs", "guid2lid"] {
+    for f in [
+        "opensm-lfts.dump",
+        "opensm-subnet.lst",
+        "opensm.fdbs",
+        "guid2lid",
+    ] {
         let size = std::fs::metadata(dir.join(f)).map(|m| m.len()).unwrap_or(0);
         println!("   {f}: {:.1} MB", size as f64 / 1e6);
     }
@@ -247,7 +217,10 @@ fn main() {
         for l in r
             .stdout
             .lines()
-            .filter(|l| l.contains("-I-") && (l.contains("Total") || l.contains("credit") || l.contains("paths")))
+            .filter(|l| {
+                l.contains("-I-")
+                    && (l.contains("Total") || l.contains("credit") || l.contains("paths"))
+            })
             .take(12)
         {
             println!("  {l}");
