@@ -3,6 +3,8 @@
 //!
 //! Run: `cargo bench -p weft-bench --bench frontend`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::hint::black_box;
 use weft_bench::{example, explicit_program, fabric};

@@ -1,5 +1,7 @@
 //! The `weft` binary end to end: every example checks clean, output formats and exit codes.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -6,7 +6,12 @@
 //! 402 084 count, exit 1, JSON under 1 MB. OpenSM takes ~20 s on this fabric, so the test runs
 //! with the largest examples (`WEFT_BIG_EXAMPLES=1`, release mode in `.ci/run`).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stderr
+)]
 
 use std::path::Path;
 use std::process::Command;

@@ -1,5 +1,13 @@
 //! Architecture rules as tests: which crate may depend on which, and where printing is allowed.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use std::path::Path;
 
 fn manifest(krate: &str) -> String {

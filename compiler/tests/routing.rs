@@ -1,6 +1,8 @@
 //! Routing results checked by walking the LFTs, independently of the engines: every switch
 //! reaches every LID (so every HCA and switch reaches every HCA and switch), without loops.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::collections::BTreeMap;
 use weft_compiler::build::build;
 use weft_compiler::{check, NoFiles};
@@ -24,7 +26,9 @@ fn example(name: &str) -> FabricState {
 /// For each destination LID, walks from every switch (memoised per destination, so a
 /// switch's fate is computed once); returns the (switch, LID, why) failures and the hop
 /// histogram of switch→LID paths.
-fn walk(st: &FabricState) -> (Vec<(String, u16, String)>, BTreeMap<usize, usize>) {
+type Walked = (Vec<(String, u16, String)>, BTreeMap<usize, usize>);
+
+fn walk(st: &FabricState) -> Walked {
     #[derive(Clone, Copy, PartialEq)]
     enum Fate {
         Unknown,

@@ -1,5 +1,7 @@
 //! The topology templates build exactly the fabrics their documentation promises.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::collections::BTreeSet;
 use weft_compiler::{check, NoFiles};
 use weft_fabric::{Fabric, NodeKind};

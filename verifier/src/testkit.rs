@@ -172,6 +172,7 @@ pub fn random_fabric(
 }
 
 /// `st` validated; panics (test fixtures only) when it is not valid.
+#[expect(clippy::panic, reason = "test fixtures stop on an invalid fixture")]
 pub fn valid(st: FabricState) -> weft_fabric::ValidState {
     match weft_fabric::ValidState::new(st) {
         Ok(v) => v,

@@ -5,7 +5,12 @@
 //!
 //! `WEFT_TAMPER_CASES=N` runs more cases than the default.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stderr
+)]
 
 use weft_fabric::{FabricState, Lid, NodeId, PortRef, ValidState};
 use weft_verifier::certificate::{self, NO_LABEL};

@@ -11,7 +11,13 @@
 //! `weft verify --state broken.json` runs in human and in JSON format under GNU `time`. Prints
 //! medians of wall time and peak RSS, the output sizes, and weft's verdict lines.
 
-#![allow(clippy::print_stdout, clippy::print_stderr)]
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 use std::path::PathBuf;
 use weft_bench::{median, timed, weft_binary};

@@ -18,7 +18,13 @@
 //! 3. A table of medians, the ratio, and what each said (weft's verdict lines and exit code;
 //!    ibdmchk's summary lines).
 
-#![allow(clippy::print_stdout, clippy::print_stderr)]
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -111,7 +111,7 @@ mod hex_bytes {
 
     /// Decodes hex pairs (either case).
     pub fn decode(text: &[u8]) -> Result<Vec<u8>, &'static str> {
-        if text.len() % 2 != 0 {
+        if !text.len().is_multiple_of(2) {
             return Err("an LFT hex string has an odd length");
         }
         let digit = |c: u8| -> Option<u8> {

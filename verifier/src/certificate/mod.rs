@@ -169,7 +169,7 @@ fn encode_labels(labels: &[u16], digits: u8) -> String {
 fn decode_labels(text: &str, digits: u8) -> Option<Vec<u16>> {
     let d = usize::from(digits);
     let bytes = text.as_bytes();
-    if bytes.len() % d != 0 {
+    if !bytes.len().is_multiple_of(d) {
         return None;
     }
     let none = (1u32 << (4 * u32::from(digits))) - 1;

@@ -126,7 +126,8 @@ fn a_written_state_reads_back_equal() {
 
 #[test]
 fn a_state_file_names_what_is_wrong() {
-    let cases: Vec<(&str, Box<dyn FnOnce(&mut Value)>)> = vec![
+    type Edit = Box<dyn FnOnce(&mut Value)>;
+    let cases: Vec<(&str, Edit)> = vec![
         (
             "port 0 on a link",
             Box::new(|v: &mut Value| v["fabric"]["links"][0]["a"][1] = json!(0)),
