@@ -204,10 +204,10 @@ pub fn check(
     let results: Vec<Result<(u64, u64), CertificateError>> = dests
         .par_iter()
         .map_init(
-            || vec![Vec::new(); net.switches.len()],
-            |memo, d| {
+            || Scratch::new(&net),
+            |scr, d| {
                 let labels = by_lid.get(&d.lid.0).copied().unwrap_or(&[]);
-                check_dest(&net, &sources, &attach, memo, *d, labels, &pos, &rank)
+                check_dest(&net, &sources, &attach, scr, *d, labels, &pos, &rank)
             },
         )
         .collect();
@@ -229,8 +229,112 @@ pub fn check(
     Ok(summary)
 }
 
-/// Per switch and output port: (SLs, the states the attached end nodes' traffic leaves in).
-type Memo = Vec<Vec<Option<(u16, Vec<(u8, u16)>)>>>;
+/// Per-thread buffers of the per-destination pass, reused from one destination to the next
+/// (the checker allocates per thread, not per destination).
+struct Scratch {
+    /// Each switch's next hop toward the destination.
+    step: Vec<Step>,
+    states: States,
+    /// Switches with end nodes that send to the destination from there.
+    hca: Vec<bool>,
+    /// Switch indices by label.
+    buckets: Vec<Vec<u32>>,
+    /// End-node sources checked one by one.
+    individual: Vec<Source>,
+    /// Per directed port (switch, output port): the SLs, and the (VL, SLs) the traffic of the
+    /// switch's end nodes leaves on. It depends only on the switch, the port and the SLs, so
+    /// it holds across destinations.
+    memo: Vec<Option<(u16, Vec<(u8, u16)>)>>,
+}
+
+/// Route states per switch index: (input port, input VL, SLs), one entry per (port, VL).
+struct States {
+    lists: Vec<Vec<(u8, u8, u16)>>,
+    /// Position of (switch, input port, VL) in its list; `u32::MAX` when absent.
+    slot: Vec<u32>,
+    slot_keys: Vec<u32>,
+    touched: Vec<u32>,
+}
+
+impl Scratch {
+    fn new(net: &Net<'_>) -> Scratch {
+        let s = net.switches.len();
+        Scratch {
+            step: Vec::with_capacity(s),
+            states: States {
+                lists: vec![Vec::new(); s],
+                slot: vec![u32::MAX; (net.ports as usize + s) * usize::from(net.vls)],
+                slot_keys: Vec::new(),
+                touched: Vec::new(),
+            },
+            hca: vec![false; s],
+            buckets: Vec::new(),
+            individual: Vec::new(),
+            memo: vec![None; net.ports as usize],
+        }
+    }
+}
+
+impl States {
+    /// Forgets every state (of the previous destination, finished or refused).
+    fn reset(&mut self) {
+        for &k in &self.touched {
+            if let Some(l) = self.lists.get_mut(k as usize) {
+                l.clear();
+            }
+        }
+        for &key in &self.slot_keys {
+            if let Some(v) = self.slot.get_mut(key as usize) {
+                *v = u32::MAX;
+            }
+        }
+        self.touched.clear();
+        self.slot_keys.clear();
+    }
+
+    /// Adds SLs `sls` entering switch index `k` on port `i` (0: the switch's own traffic) on
+    /// VL `v`.
+    fn add(&mut self, net: &Net<'_>, k: u32, i: u8, v: u8, sls: u16) {
+        let x = net.switches.get(k as usize).copied().unwrap_or(0);
+        let base = if i == 0 {
+            Some(net.ports + k)
+        } else {
+            net.dirport(x, i)
+        };
+        self.add_at(k, i, base.map(|b| b * u32::from(net.vls)), v, sls);
+    }
+
+    /// [`States::add`] with the slot base of (switch `k`, port `i`) given: the directed port
+    /// times the VL count (`None`: no slot, the list is searched).
+    fn add_at(&mut self, k: u32, i: u8, base: Option<u32>, v: u8, sls: u16) {
+        let Some(list) = self.lists.get_mut(k as usize) else {
+            return;
+        };
+        if list.is_empty() {
+            self.touched.push(k);
+        }
+        let key = base.map(|b| b + u32::from(v));
+        match key.and_then(|key| self.slot.get_mut(key as usize).map(|s| (key, s))) {
+            Some((key, slot)) => {
+                match list
+                    .get_mut(*slot as usize)
+                    .filter(|e| e.0 == i && e.1 == v)
+                {
+                    Some(e) => e.2 |= sls,
+                    None => {
+                        *slot = list.len() as u32;
+                        self.slot_keys.push(key);
+                        list.push((i, v, sls));
+                    }
+                }
+            }
+            None => match list.iter_mut().find(|e| e.0 == i && e.1 == v) {
+                Some(e) => e.2 |= sls,
+                None => list.push((i, v, sls)),
+            },
+        }
+    }
+}
 
 /// The SLs of a mask, lowest first.
 fn bits(mut m: u16) -> impl Iterator<Item = u8> {
@@ -281,7 +385,7 @@ fn check_dest(
     net: &Net<'_>,
     sources: &[Source],
     attach: &Attach,
-    memo: &mut Memo,
+    scr: &mut Scratch,
     d: Dest,
     labels: &[u16],
     pos: &[u32],
@@ -299,9 +403,11 @@ fn check_dest(
             .copied()
             .unwrap_or(NO_LABEL)
     };
+    scr.states.reset();
+    scr.hca.iter_mut().for_each(|h| *h = false);
     // 1. Labels: 0 only where the switch owns and delivers `d`; otherwise the next hop is the
     // destination's port, or a switch with a strictly lower label.
-    let mut step = Vec::with_capacity(s_count);
+    scr.step.clear();
     let mut max_label = 0u16;
     for (k, &x) in net.switches.iter().enumerate() {
         let st = net.switch_step(x, d);
@@ -348,33 +454,25 @@ fn check_dest(
                 }
             }
         }
-        step.push(st);
+        scr.step.push(st);
     }
-    // 2. Route states per switch index: (input port, input VL, SLs).
-    let mut states: Vec<Vec<(u8, u8, u16)>> = vec![Vec::new(); s_count];
+    // 2. Route states per switch index.
     let mut routes = 0u64;
     let mut count = 0u64;
-    let add = |states: &mut Vec<Vec<(u8, u8, u16)>>, k: u32, i: u8, v: u8, s: u16| {
-        if let Some(list) = states.get_mut(k as usize) {
-            match list.iter_mut().find(|e| e.0 == i && e.1 == v) {
-                Some(e) => e.2 |= s,
-                None => list.push((i, v, s)),
-            }
-        }
-    };
     // With destination-only path SLs, end nodes cabled to a switch are checked per switch
     // (what they do there depends only on the switch's output port); the rest one by one.
     let uniform_sls = net.st.path_sl.for_destination(d.lid);
-    let mut hca = vec![false; s_count];
-    let individual: Vec<Source> = if attach.uniform {
-        attach
-            .loose
-            .iter()
-            .filter_map(|&j| sources.get(j as usize).copied())
-            .collect()
+    scr.individual.clear();
+    if attach.uniform {
+        scr.individual.extend(
+            attach
+                .loose
+                .iter()
+                .filter_map(|&j| sources.get(j as usize).copied()),
+        );
     } else {
-        sources.to_vec()
-    };
+        scr.individual.extend_from_slice(sources);
+    }
     if attach.uniform {
         let per = u64::from(uniform_sls.0.count_ones());
         for (k, list) in attach.by_switch.iter().enumerate() {
@@ -403,7 +501,7 @@ fn check_dest(
             if label(k as u32) == NO_LABEL {
                 return Err(label_err(x, "is entered but has no label".to_owned()));
             }
-            if let Some(h) = hca.get_mut(k) {
+            if let Some(h) = scr.hca.get_mut(k) {
                 *h = true;
             }
         }
@@ -419,11 +517,11 @@ fn check_dest(
                 if label(k) == NO_LABEL {
                     return Err(label_err(s.node, "sends here but has no label".to_owned()));
                 }
-                add(&mut states, k, 0, 0, sls.0);
+                scr.states.add(net, k, 0, 0, sls.0);
             }
         }
     }
-    for &s in &individual {
+    for &s in &scr.individual {
         if (s.node, s.port) == d.owner {
             continue;
         }
@@ -434,7 +532,7 @@ fn check_dest(
             if label(k) == NO_LABEL {
                 return Err(label_err(s.node, "sends here but has no label".to_owned()));
             }
-            add(&mut states, k, 0, 0, sls.0);
+            scr.states.add(net, k, 0, 0, sls.0);
             continue;
         }
         match net.out_step(s.node, s.port, d) {
@@ -451,7 +549,7 @@ fn check_dest(
                         if label(k) == NO_LABEL {
                             return Err(label_err(to, "is entered but has no label".to_owned()));
                         }
-                        add(&mut states, k, to_port, v, 1 << sl);
+                        scr.states.add(net, k, to_port, v, 1 << sl);
                     }
                 }
             }
@@ -461,7 +559,11 @@ fn check_dest(
     }
     // 3. Switches by label, highest first (counting sort: linear). Label 0 is the owner: a
     // state reaching it is delivered to port 0, with no further hop.
-    let mut buckets: Vec<Vec<u32>> = vec![Vec::new(); usize::from(max_label) + 1];
+    let buckets = &mut scr.buckets;
+    buckets.iter_mut().for_each(Vec::clear);
+    if buckets.len() <= usize::from(max_label) {
+        buckets.resize(usize::from(max_label) + 1, Vec::new());
+    }
     for k in 0..s_count as u32 {
         let l = label(k);
         if l != NO_LABEL && l > 0 {
@@ -470,10 +572,19 @@ fn check_dest(
             }
         }
     }
-    for bucket in buckets.iter().rev() {
-        for &k in bucket {
-            let list = std::mem::take(states.get_mut(k as usize).unwrap_or(&mut Vec::new()));
-            let from_hcas = hca.get(k as usize).copied().unwrap_or(false);
+    for l in (1..=usize::from(max_label)).rev() {
+        let n = scr.buckets.get(l).map_or(0, Vec::len);
+        for b in 0..n {
+            let Some(k) = scr.buckets.get(l).and_then(|v| v.get(b)).copied() else {
+                continue;
+            };
+            let list = std::mem::take(
+                scr.states
+                    .lists
+                    .get_mut(k as usize)
+                    .unwrap_or(&mut Vec::new()),
+            );
+            let from_hcas = scr.hca.get(k as usize).copied().unwrap_or(false);
             if list.is_empty() && !from_hcas {
                 continue;
             }
@@ -484,51 +595,72 @@ fn check_dest(
                 to,
                 to_port,
                 last,
-            }) = step.get(k as usize)
+            }) = scr.step.get(k as usize)
             else {
                 return Err(label_err(x, "has a label but no next hop".to_owned()));
             };
-            for (i, vin, sls) in list {
+            // Rule 1: the next switch's label is lower, so nothing enters `k` after this.
+            let kt = net.switch_of(to);
+            let vls = u32::from(net.vls);
+            // Per switch, not per state: the output port, and where states enter the next
+            // switch.
+            let out_port = net.dirport(x, out);
+            let next = if last {
+                None
+            } else {
+                net.dirport(to, to_port).map(|b| b * vls)
+            };
+            for &(i, vin, sls) in &list {
+                // The channel the state holds: the input link's sending side.
+                let held = match (i, net.port_link(x, i)) {
+                    (0, _) => None,
+                    (_, Some(PortLink::Up { node, port })) => net.dirport(node, port),
+                    (_, _) => {
+                        return Err(label_err(
+                            x,
+                            format!("is entered on port {i}, which is not up"),
+                        ))
+                    }
+                };
                 for sl in bits(sls) {
                     count += 1;
                     let vout = net
                         .switch_vl(x, i, out, sl)
                         .map_err(|r| label_err(x, r.describe()))?;
                     if i != 0 {
-                        let held = match net.port_link(x, i) {
-                            Some(PortLink::Up { node, port }) => net.channel(node, port, vin),
-                            _ => None,
-                        };
-                        ranks_increase(net, rank, held, net.channel(x, out, vout))?;
+                        ranks_increase(
+                            net,
+                            rank,
+                            held.map(|h| h * vls + u32::from(vin)),
+                            out_port.map(|o| o * vls + u32::from(vout)),
+                        )?;
                     }
                     if !last {
-                        add(&mut states, net.switch_of(to), to_port, vout, 1 << sl);
+                        scr.states.add_at(kt, to_port, next, vout, 1 << sl);
                     }
                 }
             }
+            // Keep the list's memory for the next destination.
+            let mut list = list;
+            list.clear();
+            if let Some(slot) = scr.states.lists.get_mut(k as usize) {
+                *slot = list;
+            }
             if from_hcas {
-                hca_leaving(
+                let leaving = hca_leaving(
                     net,
                     sources,
                     attach,
-                    memo,
+                    &mut scr.memo,
                     rank,
-                    k,
                     x,
                     out,
                     uniform_sls.0,
                     d,
                 )?;
                 if !last {
-                    let kt = net.switch_of(to);
-                    let leaving = memo
-                        .get(k as usize)
-                        .and_then(|m| m.get(usize::from(out)))
-                        .and_then(|e| e.as_ref())
-                        .map(|e| e.1.clone())
-                        .unwrap_or_default();
-                    for (v, sl) in leaving {
-                        add(&mut states, kt, to_port, v, sl);
+                    for &(v, sl) in leaving {
+                        scr.states.add_at(kt, to_port, next, v, sl);
                     }
                 }
             }
@@ -537,27 +669,32 @@ fn check_dest(
     Ok((routes, count))
 }
 
-/// What the end nodes cabled to switch index `k` do there when it sends the destination out
-/// on `out`: every hop's VL and every dependency's ranks checked once per (switch, port, SLs),
-/// memoised.
+/// What the end nodes cabled to switch `x` do there when it sends the destination out on
+/// `out`: every hop's VL and every dependency's ranks checked once per (switch, port, SLs),
+/// memoised; returns the (VL, SLs) their traffic leaves on.
 #[allow(clippy::too_many_arguments)]
-fn hca_leaving(
+fn hca_leaving<'m>(
     net: &Net<'_>,
     sources: &[Source],
     attach: &Attach,
-    memo: &mut Memo,
+    memo: &'m mut [Option<(u16, Vec<(u8, u16)>)>],
     rank: &[u32],
-    k: u32,
     x: u32,
     out: u8,
     sls: u16,
     d: Dest,
-) -> Result<(), CertificateError> {
-    if let Some(Some((s, _))) = memo.get(k as usize).and_then(|m| m.get(usize::from(out))) {
-        if *s == sls {
-            return Ok(());
-        }
+) -> Result<&'m [(u8, u16)], CertificateError> {
+    let Some(entry) = net.dirport(x, out).and_then(|i| memo.get_mut(i as usize)) else {
+        return Err(CertificateError::Label {
+            lid: d.lid.0,
+            node: net.node_ref(x).name,
+            problem: format!("forwards to port {out}, which does not exist"),
+        });
+    };
+    if entry.as_ref().is_some_and(|(s, _)| *s == sls) {
+        return Ok(entry.as_ref().map_or(&[], |(_, l)| l.as_slice()));
     }
+    let k = net.switch_of(x);
     let mut leaving: Vec<(u8, u16)> = Vec::new();
     for &(i, j) in attach
         .by_switch
@@ -601,13 +738,6 @@ fn hca_leaving(
             }
         }
     }
-    if let Some(m) = memo.get_mut(k as usize) {
-        if m.len() <= usize::from(out) {
-            m.resize(usize::from(out) + 1, None);
-        }
-        if let Some(e) = m.get_mut(usize::from(out)) {
-            *e = Some((sls, leaving));
-        }
-    }
-    Ok(())
+    *entry = Some((sls, leaving));
+    Ok(entry.as_ref().map_or(&[], |(_, l)| l.as_slice()))
 }
