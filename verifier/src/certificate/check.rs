@@ -244,8 +244,11 @@ struct Scratch {
     /// Per directed port (switch, output port): the SLs, and the (VL, SLs) the traffic of the
     /// switch's end nodes leaves on. It depends only on the switch, the port and the SLs, so
     /// it holds across destinations.
-    memo: Vec<Option<(u16, Vec<(u8, u16)>)>>,
+    memo: Vec<Option<Leaving>>,
 }
+
+/// The SLs of a switch's end nodes, and the (VL, SLs) their traffic leaves an output port on.
+type Leaving = (u16, Vec<(u8, u16)>);
 
 /// Route states per switch index: (input port, input VL, SLs), one entry per (port, VL).
 struct States {
@@ -677,7 +680,7 @@ fn hca_leaving<'m>(
     net: &Net<'_>,
     sources: &[Source],
     attach: &Attach,
-    memo: &'m mut [Option<(u16, Vec<(u8, u16)>)>],
+    memo: &'m mut [Option<Leaving>],
     rank: &[u32],
     x: u32,
     out: u8,
