@@ -346,3 +346,60 @@ fn check_proves_or_shows_the_credit_loop() {
     assert!(text(&out.stdout).contains("verified  deadlock-free and connected"));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A diagnostic past column 65 535 (where miette's snippet padding panics) is shown at its
+/// line and column, without a snippet; and `weft import` of a file broken the same way on
+/// every switch prints a screen, not an error per line.
+#[test]
+fn huge_columns_and_repeated_errors_stay_readable() {
+    let dir = std::env::temp_dir().join(format!("weft-cli-long-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let long = dir.join("long.net");
+    std::fs::write(
+        &long,
+        format!(
+            "Switch 36 \"S-1\" {}x\n[1] \"H-2\"[1]\n",
+            " ".repeat(70_000)
+        ),
+    )
+    .unwrap();
+    let out = weft(&[
+        "import",
+        long.to_str().unwrap(),
+        "-o",
+        dir.join("a.weft").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("long.net:1:70017 (line too long to show)"),
+        "{err}"
+    );
+
+    let mut broken = String::new();
+    for i in 0..200 {
+        broken.push_str(&format!(
+            "Switch\tx36 \"S-00000000000{i:05x}\" # \"sw{i}\"\n[1] \"H-1\"[1]\n[2] \"H-2\"[1]\n\n"
+        ));
+    }
+    let many = dir.join("many.net");
+    std::fs::write(&many, broken).unwrap();
+    let out = weft(&[
+        "import",
+        many.to_str().unwrap(),
+        "-o",
+        dir.join("b.weft").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("… and 190 more like this (weft::ibnet::bad_number)"),
+        "{err}"
+    );
+    assert!(
+        err.lines().count() < 200,
+        "{} lines:\n{err}",
+        err.lines().count()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -295,17 +295,38 @@ pub fn render(diags: &[Diagnostic], sources: &SourceMap, opts: RenderOptions) ->
         .with_links(false);
     let mut out = String::new();
     for d in diags {
-        let source = d.source.and_then(|id| sources.get(id)).map(|f| {
-            miette::NamedSource::new(f.name.clone(), Arc::clone(&f.text)).with_language("weft")
+        let file = d.source.and_then(|id| sources.get(id));
+        // A snippet of a very long line is unreadable (and miette cannot pad past column
+        // 65 535): such a diagnostic is shown without its snippet, at its line and column.
+        let long = file.filter(|f| {
+            d.labels
+                .iter()
+                .any(|l| f.line_col(l.span.end).1 > MAX_SNIPPET_COLUMN)
         });
+        let source = match long {
+            Some(_) => None,
+            None => file.map(|f| {
+                miette::NamedSource::new(f.name.clone(), Arc::clone(&f.text)).with_language("weft")
+            }),
+        };
         let bound = Bound { diag: d, source };
         if handler.render_report(&mut out, &bound).is_err() {
             out.push_str(&d.message);
+        }
+        if let (Some(f), Some(l)) = (long, d.labels.first()) {
+            let (line, column) = f.line_col(l.span.start);
+            out.push_str(&format!(
+                "  at {}:{line}:{column} (line too long to show)\n",
+                f.name
+            ));
         }
         out.push('\n');
     }
     out
 }
+
+/// Columns past this are not shown as a snippet.
+const MAX_SNIPPET_COLUMN: u32 = 4_096;
 
 /// A diagnostic as a JSON record.
 #[derive(Serialize)]

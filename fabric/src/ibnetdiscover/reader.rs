@@ -43,6 +43,7 @@ pub fn parse(text: &str, opts: &ParseOptions) -> Result<Discovered, ParseErrors>
     };
     let mut diags = cx.diags;
     diags.sort_by_key(|d| d.span().offset());
+    let diags = cap_repeated(diags, &src);
     match built {
         Some((fabric, lids)) if !diags.iter().any(IbnetDiagnostic::is_error) => Ok(Discovered {
             fabric,
@@ -174,8 +175,52 @@ pub fn parse_node_name_map(text: &str) -> Result<BTreeMap<Guid, String>, ParseEr
     } else {
         let mut diags = cx.diags;
         diags.sort_by_key(|d| d.span().offset());
-        Err(ParseErrors::new(src.clone(), diags))
+        Err(ParseErrors::new(src.clone(), cap_repeated(diags, &src)))
     }
+}
+
+/// Diagnostics of one code (and severity) shown in full before the rest are summed up.
+const SHOWN_PER_CODE: usize = 10;
+
+/// Keeps the first [`SHOWN_PER_CODE`] diagnostics of each code and severity (in source order)
+/// and replaces the rest of each by one "… and N more like this" diagnostic at the first one
+/// left out: a file broken the same way on every switch gives a screen, not 900 reports.
+fn cap_repeated(diags: Vec<IbnetDiagnostic>, src: &Source) -> Vec<IbnetDiagnostic> {
+    let mut seen: BTreeMap<(Code, bool), (usize, Option<SourceSpan>)> = BTreeMap::new();
+    let mut out = Vec::with_capacity(diags.len().min(64));
+    for d in diags {
+        let e = seen.entry((d.code(), d.is_error())).or_insert((0, None));
+        e.0 += 1;
+        if e.0 <= SHOWN_PER_CODE {
+            out.push(d);
+        } else if e.1.is_none() {
+            e.1 = Some(d.span());
+        }
+    }
+    for ((code, error), (n, first)) in seen {
+        let Some(span) = first else { continue };
+        let more = n - SHOWN_PER_CODE;
+        let severity = if error {
+            Severity::Error
+        } else {
+            Severity::Warning
+        };
+        out.push(
+            IbnetDiagnostic::new(
+                src,
+                code,
+                severity,
+                span,
+                format!("… and {more} more like this ({code})"),
+                "the first one not shown",
+            )
+            .with_help(format!(
+                "{SHOWN_PER_CODE} `{code}` diagnostics are shown in full; fix those and read                  the file again"
+            )),
+        );
+    }
+    out.sort_by_key(|d| d.span().offset());
+    out
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -464,11 +509,15 @@ fn read_lines<'a>(cx: &mut Cx<'_>, text: &'a str) -> File<'a> {
     };
     // Whether port lines may follow (we are inside a node record).
     let mut in_node = false;
+    // Inside the record of a header that did not read: its port lines are skipped (the
+    // header's error covers them).
+    let mut in_broken = false;
     for line in lines(text) {
         let mut sc = Scan::new(line.text, line.start);
         let indented = sc.skip_ws();
         if sc.at_end() {
             in_node = false;
+            in_broken = false;
             continue;
         }
         if indented {
@@ -494,6 +543,9 @@ fn read_lines<'a>(cx: &mut Cx<'_>, text: &'a str) -> File<'a> {
             continue;
         }
         if first == Some(b'[') || first == Some(b'@') {
+            if in_broken {
+                continue;
+            }
             if !in_node {
                 cx.error(
                     Code::PortOutsideNode,
@@ -539,6 +591,7 @@ fn read_lines<'a>(cx: &mut Cx<'_>, text: &'a str) -> File<'a> {
             }
             in_node = false;
         }
+        in_broken = false;
         let (word, word_at) = sc.take(|b| b.is_ascii_alphabetic());
         let word_span = sp(word_at, word.len());
         match word {
@@ -548,9 +601,12 @@ fn read_lines<'a>(cx: &mut Cx<'_>, text: &'a str) -> File<'a> {
                     "Rt" => NodeKind::Router,
                     _ => NodeKind::Hca,
                 };
-                if let Some(node) = parse_header(cx, &mut sc, kind, word, &mut pending) {
-                    nodes.push(node);
-                    in_node = true;
+                match parse_header(cx, &mut sc, kind, word, &mut pending) {
+                    Some(node) => {
+                        nodes.push(node);
+                        in_node = true;
+                    }
+                    None => in_broken = true,
                 }
             }
             "switchguid" | "caguid" | "hcaguids" | "rtguid" => {

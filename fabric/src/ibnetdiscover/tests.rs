@@ -892,3 +892,37 @@ fn writer_refuses_unwritable_names() {
         })
     );
 }
+
+/// A file broken the same way in every record: the port lines of an unreadable header are
+/// skipped (no cascade of "port line outside a node record"), and each code shows ten
+/// diagnostics and one "… and N more like this" with the exact count.
+#[test]
+fn repeated_errors_are_capped_per_code() {
+    let mut text = String::new();
+    for i in 0..30 {
+        text.push_str(&format!(
+            "Switch\tx36 \"S-00000000000001{i:02x}\" # \"sw{i}\"\n[1] \"H-00000000000002{i:02x}\"[1]\n\n"
+        ));
+        text.push_str(&format!(
+            "Ca\t1 \"H-00000000000002{i:02x}\" # \"h{i}\"\n[1](2{i:02x}) \"S-00000000000001{i:02x}\"[1]\n\n"
+        ));
+    }
+    let e = errors(&text);
+    let all: Vec<(Code, String)> = e
+        .diagnostics()
+        .iter()
+        .map(|d| (d.code(), d.message().to_owned()))
+        .collect();
+    assert!(
+        !all.iter().any(|(c, _)| *c == Code::PortOutsideNode),
+        "port lines of a broken header are not errors of their own: {all:?}"
+    );
+    let bad: Vec<&String> = all
+        .iter()
+        .filter(|(c, _)| *c == Code::BadNumber)
+        .map(|(_, m)| m)
+        .collect();
+    assert_eq!(bad.len(), 11, "{bad:?}");
+    assert_eq!(bad[10], "… and 20 more like this (weft::ibnet::bad_number)");
+    assert!(all.len() <= 22, "{} diagnostics", all.len());
+}

@@ -1,0 +1,13 @@
+//! Any text → the reader of a `guid2lid` cache against lab-16's fabric: never a panic.
+#![no_main]
+
+#[path = "common/mod.rs"]
+mod common;
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = weft_fabric::opensm::parse_guid2lid(text, &common::lab16().fabric);
+    }
+});
