@@ -241,6 +241,10 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
                 group(s.states)
             ),
             (Err(e), Format::Human) => format!("× certificate rejected: {e}\n"),
+            (r, Format::Sarif) => {
+                serde_json::to_string_pretty(&certificate_sarif(&p.display().to_string(), r))?
+                    + "\n"
+            }
             (r, _) => {
                 serde_json::to_string_pretty(&json!({
                     "certificate": p.display().to_string(),
@@ -636,6 +640,34 @@ fn human_pattern(t: &mut String, p: &FailurePattern) {
         _ => "point the entries at the ports toward the destinations",
     };
     let _ = writeln!(t, "  help: {help}");
+}
+
+/// A certificate check as SARIF: no result when it is accepted; one result, with the
+/// refusal's code as its rule, when it is not.
+fn certificate_sarif(
+    path: &str,
+    result: &Result<certificate::CheckSummary, weft_verifier::CertificateError>,
+) -> serde_json::Value {
+    use miette::Diagnostic as _;
+    let results: Vec<serde_json::Value> = match result {
+        Ok(_) => Vec::new(),
+        Err(e) => vec![json!({
+            "ruleId": e.code().map_or_else(|| "weft::certificate".to_owned(), |c| c.to_string()),
+            "level": "error",
+            "message": {"text": format!("certificate rejected: {e}")},
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": path}}}],
+        })],
+    };
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "weft", "version": env!("CARGO_PKG_VERSION")}},
+            "artifacts": [{"location": {"uri": path}}],
+            "results": results,
+            "properties": {"accepted": result.is_ok(), "summary": result.as_ref().ok()},
+        }],
+    })
 }
 
 fn sarif(

@@ -328,6 +328,16 @@ fn lab16_last_hop_label_zero_is_refused_on_every_input_path() {
             text(&out.stdout),
             "× certificate rejected: toward LID 1, `leaf1` has label 0 but does not own the destination\n"
         );
+        let mut sarif = with.clone();
+        sarif.extend(["--format", "sarif"]);
+        let out = weft(&sarif);
+        assert_eq!(out.status.code(), Some(1));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["version"], "2.1.0");
+        assert_eq!(
+            v["runs"][0]["results"][0]["ruleId"],
+            "weft::certificate::label"
+        );
         // The honest certificate is refused too, at the dead last hop.
         let mut honest = args.clone();
         honest.extend(["--certificate", cert_path.to_str().unwrap()]);
