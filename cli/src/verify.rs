@@ -621,11 +621,16 @@ fn human_pattern(t: &mut String, p: &FailurePattern) {
         }
     );
     for w in &p.witnesses {
+        // A route that fails where it starts has no hops worth drawing.
+        let hops = if w.route.hops.len() > 1 {
+            format!("{} — ", route_line(&w.route))
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             t,
-            "  e.g. {}: {} — `{}` {}",
+            "  e.g. {}: {hops}`{}` {}",
             route_name(&w.route),
-            route_line(&w.route),
             w.at.name,
             w.reason.describe()
         );

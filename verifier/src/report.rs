@@ -160,10 +160,11 @@ pub enum FailureReason {
 }
 
 impl FailureReason {
-    /// A short lowercase description.
+    /// A short lowercase description, a verb phrase about the node where the route fails
+    /// ("`leaf3` has no forwarding entry (255)").
     pub fn describe(&self) -> String {
         match self {
-            FailureReason::Unset => "no forwarding entry (255)".to_owned(),
+            FailureReason::Unset => "has no forwarding entry (255)".to_owned(),
             FailureReason::PortMissing { port } => {
                 format!("forwards to port {port}, which does not exist")
             }
@@ -179,12 +180,12 @@ impl FailureReason {
             FailureReason::Misdelivered { port } => {
                 format!("forwards to port {port}, whose end node does not own the destination")
             }
-            FailureReason::Loop => "forwarding loop".to_owned(),
+            FailureReason::Loop => "sends it round a forwarding loop".to_owned(),
             FailureReason::Sl2VlUnassigned { in_port, out_port } => {
-                format!("no SL2VL row for ports {in_port} → {out_port}")
+                format!("has no SL2VL row for ports {in_port} → {out_port}")
             }
             FailureReason::VlNotOperational { port, vl, vl_cap } => format!(
-                "VL {vl} on port {port} is not operational (VLCap {vl_cap}{})",
+                "sends it on VL {vl} out of port {port}, which is not operational (VLCap {vl_cap}{})",
                 if *vl == 15 { ", VL 15 drops data" } else { "" }
             ),
         }

@@ -8,8 +8,7 @@
 //! * [`assemble`]: a [`FabricState`] from a discovered topology and these files, so weft can
 //!   audit a fabric OpenSM configured.
 //!
-//! Formats are described in `../shared/research/anchors.md` §2 and were checked against
-//! OpenSM 3.3.23 (`osm_dump.c` writes the dumps, `osm_ucast_file.c` reads the LFT dump,
+//! Formats were checked against OpenSM 3.3.23 (`osm_dump.c` writes the dumps, `osm_ucast_file.c` reads the LFT dump,
 //! `osm_db_pack.c` the guid2lid records) and ibutils' `Fabric.cpp` (`.psl`). Readers take text
 //! and return the model plus every problem found; they never touch files.
 
