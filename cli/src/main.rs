@@ -249,10 +249,10 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
             let Some((c, built)) = compile_and_build(&file, cli.color)? else {
                 return Ok(ExitCode::from(1));
             };
-            let Some(e) = c.elaborated.as_ref() else {
+            if c.elaborated.is_none() {
                 return Ok(ExitCode::from(1));
-            };
-            let quality = weft_compiler::metrics::of_build(e, &built.state);
+            }
+            let quality = weft_compiler::metrics::of_build(&built.state);
             let written = build::write_all(&output, &built, &quality).map_err(Fatal)?;
             let s = Summary::of(&built.state.fabric);
             let mut text = human_summary(&s);

@@ -21,7 +21,7 @@ pub struct Args {
     /// Shifts evaluated, evenly spaced, when the fabric has too many hosts for all of them.
     #[arg(long, default_value_t = metrics::SHIFT_SAMPLES)]
     shifts: usize,
-    /// Seed of the random bisections (default: the fabric's `routing { seed }`).
+    /// Seed of the random bisections (default 0).
     #[arg(long)]
     seed: Option<u64>,
 }
@@ -31,15 +31,15 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
     let Some((c, built)) = crate::compile_and_build(&args.file, color)? else {
         return Ok(ExitCode::from(1));
     };
-    let Some(e) = c.elaborated.as_ref() else {
+    if c.elaborated.is_none() {
         return Ok(ExitCode::from(1));
-    };
-    let mut opts = QualityOptions::from_config(&e.config.routing);
-    opts.bisections = args.bisections;
-    opts.shift_samples = args.shifts;
-    if let Some(s) = args.seed {
-        opts.seed = s;
     }
+    let opts = QualityOptions {
+        bisections: args.bisections,
+        shift_samples: args.shifts,
+        seed: args.seed.unwrap_or(0),
+        ..QualityOptions::default()
+    };
     let q = metrics::quality(&built.state, &opts);
     let text = match args.format {
         Format::Human => {

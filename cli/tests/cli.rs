@@ -403,3 +403,27 @@ fn huge_columns_and_repeated_errors_stay_readable() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `qos` and `tenant` are parsed but not built yet: `weft check` refuses them (exit 1,
+/// `weft::unsupported`) instead of printing "verified" over sections it ignored.
+#[test]
+fn check_refuses_what_is_not_built_yet() {
+    let dir = std::env::temp_dir().join(format!("weft-cli-unsupported-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("qos.weft");
+    std::fs::write(
+        &f,
+        "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 2, radix: 8, switch: sb7800, hca: connectx5)\n    qos { class compute { sl = 1 } }\n    tenant t { pkey = 0x8001 }\n}\n",
+    )
+    .unwrap();
+    let out = weft(&["check", f.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert_eq!(err.matches("weft::unsupported").count(), 2, "{err}");
+    assert!(
+        !text(&out.stdout).contains("verified"),
+        "{}",
+        text(&out.stdout)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -56,6 +56,19 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
         )
         .help("available engines: fat_tree, updn, minhop"))]);
     };
+    if let (Some(sp), false) = (e.config.routing.roots_span, name == "updn") {
+        return Err(vec![Diagnostic::error(
+            "weft::unsupported",
+            format!("`roots` has no effect with the `{name}` engine"),
+        )
+        .label(e.fabric_origin.source, sp, "used only by `engine = updn`")
+        .help(if name == "fat_tree" {
+            "fat_tree takes its roots from the tree levels; remove `roots`, or route with \
+             `engine = updn`"
+        } else {
+            "remove `roots`, or route with `engine = updn`"
+        })]);
+    }
     let input = RoutingInput {
         fabric: &e.fabric,
         lids: &lids,

@@ -224,6 +224,18 @@ impl<'a> Elab<'a> {
         self.emit(d);
     }
 
+    /// Something the language accepts but this version does not build: an error at its
+    /// span, never silently ignored.
+    fn unsupported(&mut self, span: Span, msg: &str, help: &str) {
+        self.err_help(
+            "weft::unsupported",
+            msg,
+            span,
+            "not implemented in this version",
+            help,
+        );
+    }
+
     fn type_err(&mut self, what: &str, v: &Value, span: Span) {
         self.err(
             "weft::type_mismatch",
@@ -664,11 +676,18 @@ impl<'a> Elab<'a> {
                     };
                     match a.name.name.as_str() {
                         "engine" => {
-                            if let Some(w) =
-                                self.word_in(&a.value, crate::ENGINES, "routing engine")
-                            {
-                                config.routing.engine = Some(w);
-                                config.routing.engine_span = Some(a.value.span);
+                            match self.word_in(&a.value, crate::ENGINES, "routing engine") {
+                                Some(w) if w == "layered" => self.unsupported(
+                                    a.value.span,
+                                    "the `layered` routing engine is not implemented yet",
+                                    "use `engine = updn` (deadlock-free on any topology) or \
+                                     `engine = fat_tree` on trees",
+                                ),
+                                Some(w) => {
+                                    config.routing.engine = Some(w);
+                                    config.routing.engine_span = Some(a.value.span);
+                                }
+                                None => {}
                             }
                         }
                         "switch_to_switch" => {
@@ -677,7 +696,16 @@ impl<'a> Elab<'a> {
                                 &["sftree", "none"],
                                 "switch-to-switch scheme",
                             ) {
-                                config.routing.switch_to_switch = Some(w);
+                                if w == "none" {
+                                    self.unsupported(
+                                        a.value.span,
+                                        "`switch_to_switch = none` is not implemented yet",
+                                        "every engine routes switch-to-switch paths (fat_tree \
+                                         through sFtree); remove the line",
+                                    );
+                                } else {
+                                    config.routing.switch_to_switch = Some(w);
+                                }
                             }
                         }
                         "lmc" => {
@@ -700,15 +728,15 @@ impl<'a> Elab<'a> {
                                         config.routing.roots.push(n);
                                     }
                                 }
+                                config.routing.roots_span = Some(a.value.span);
                             }
                         }
-                        "seed" => {
-                            if let Some(n) =
-                                self.int_in(&a.value, 0, i64::MAX, "a non-negative seed")
-                            {
-                                config.routing.seed = n as u64;
-                            }
-                        }
+                        "seed" => self.unsupported(
+                            a.value.span,
+                            "`seed` is not implemented yet",
+                            "no routing engine in this version makes a random choice; remove \
+                             the line",
+                        ),
                         _ => self.unknown_in_section(
                             &SectionItem::Attr(a.clone()),
                             "routing",
@@ -717,7 +745,24 @@ impl<'a> Elab<'a> {
                     }
                 }
             }
-            "qos" | "tenant" => {}
+            "qos" => {
+                self.unsupported(
+                    s.kind.span,
+                    "`qos` sections are not implemented yet",
+                    "QoS classes (SLs, VLs, arbitration) come in a later version; remove the \
+                     section — weft never accepts what it would ignore",
+                );
+                return;
+            }
+            "tenant" => {
+                self.unsupported(
+                    s.kind.span,
+                    "`tenant` sections (partitions, VMs, vSwitches) are not implemented yet",
+                    "tenants and VM placement come in a later version; remove the section — \
+                     weft never accepts what it would ignore",
+                );
+                return;
+            }
             other => {
                 let help = suggest(other, SECTIONS.iter().copied(), || {
                     format!(

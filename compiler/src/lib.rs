@@ -63,10 +63,10 @@ pub struct RoutingConfig {
     pub lmc: u8,
     /// Where `lmc` was set.
     pub lmc_span: Option<Span>,
-    /// Explicit roots.
+    /// Explicit roots (`updn` only).
     pub roots: Vec<NodeId>,
-    /// Seed for any randomised choice.
-    pub seed: u64,
+    /// Where `roots` was set.
+    pub roots_span: Option<Span>,
 }
 
 /// What a `fabric` block says besides its topology.

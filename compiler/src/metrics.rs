@@ -75,16 +75,6 @@ impl Default for QualityOptions {
     }
 }
 
-impl QualityOptions {
-    /// The defaults, seeded from `routing { seed = … }`.
-    pub fn from_config(config: &crate::RoutingConfig) -> QualityOptions {
-        QualityOptions {
-            seed: config.seed,
-            ..QualityOptions::default()
-        }
-    }
-}
-
 /// Default [`QualityOptions::all_shifts_up_to`]: every shift up to 1 025 hosts.
 pub const ALL_SHIFTS_UP_TO: usize = 1024;
 
@@ -315,10 +305,9 @@ pub fn quality(state: &FabricState, opts: &QualityOptions) -> Quality {
     }
 }
 
-/// [`quality`] of a compiled fabric, seeded from its `routing { seed = … }`: what `weft build`
-/// records in `state.json`.
-pub fn of_build(e: &crate::Elaborated, state: &FabricState) -> Quality {
-    quality(state, &QualityOptions::from_config(&e.config.routing))
+/// [`quality`] with the default options (seed 0): what `weft build` records in `state.json`.
+pub fn of_build(state: &FabricState) -> Quality {
+    quality(state, &QualityOptions::default())
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -273,3 +273,28 @@ mod random_faults {
         }
     }
 }
+
+/// `roots` steers only Up*/Down*; with another engine it would be ignored, so it is refused.
+#[test]
+fn roots_with_a_tree_engine_are_refused() {
+    let src = |engine: &str| {
+        format!(
+            "use std::hardware::{{sb7800, connectx5}}\nuse std::topology::fat_tree\nfabric f {{\n    topology = fat_tree(levels: 2, radix: 8, switch: sb7800, hca: connectx5)\n    routing {{ engine = {engine}, roots = [spine1] }}\n}}\n"
+        )
+    };
+    for engine in ["fat_tree", "minhop"] {
+        let c = check("t.weft", &src(engine), &NoFiles);
+        assert!(!c.has_errors(), "{:?}", c.diagnostics);
+        let e = c.elaborated.unwrap();
+        let errs = build(&e)
+            .err()
+            .unwrap_or_else(|| panic!("{engine} with roots built"));
+        assert_eq!(errs[0].code, "weft::unsupported");
+        assert_eq!(
+            errs[0].message,
+            format!("`roots` has no effect with the `{engine}` engine")
+        );
+    }
+    let c = check("t.weft", &src("updn"), &NoFiles);
+    assert!(build(&c.elaborated.unwrap()).is_ok());
+}

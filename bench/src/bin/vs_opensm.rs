@@ -287,7 +287,7 @@ fn run_fabric(file: &Path, opts: &Opts) -> Result<FabricRun, String> {
         built = Some(timer.once(&e, &one_thread)?);
     }
     let built = built.ok_or("no build")?;
-    let mut qopts = QualityOptions::from_config(&e.config.routing);
+    let mut qopts = QualityOptions::default();
     if let Some(s) = opts.seed {
         qopts.seed = s;
     }
