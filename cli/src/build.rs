@@ -1,12 +1,12 @@
 //! `weft build FILE -o DIR`: compile a fabric and write what switches and OpenSM consume.
 //!
 //! Files: `lfts.dump` (OpenSM's `file` engine input), `guid2lid` (OpenSM's LID cache),
-//! `topology.net` (ibnetdiscover/ibsim format, with the LIDs), `state.json` (everything,
-//! the input of `weft plan`, plus the routing's quality metrics under `quality`). Every file is streamed to a temporary name and renamed only when
-//! all of them were written, so a failure leaves no half-written output; nothing is written
-//! unless the whole compilation succeeded.
+//! `topology.net` (ibnetdiscover/ibsim format, with the LIDs), `state.json` (everything, plus
+//! the routing's quality metrics under `quality`), and `certificate.json` (the proof, which
+//! `weft verify --certificate` re-checks). Nothing is written unless the state is proven
+//! (`--allow-unproven` writes it with an `UNPROVEN` file naming what failed). The directory is
+//! written whole beside the target and renamed into place: all or nothing.
 
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use weft_compiler::build::Built;
@@ -41,38 +41,144 @@ fn write_one(
     }
 }
 
-/// Writes every file into `dir` (created if needed); the paths written.
+/// Files a previous `weft build` may have left in a directory it replaces.
+const OURS: [&str; 6] = [
+    "lfts.dump",
+    "guid2lid",
+    "topology.net",
+    "state.json",
+    "certificate.json",
+    "UNPROVEN",
+];
+
+/// What goes into the output directory besides the tables.
+pub struct Extra<'a> {
+    /// `certificate.json`, when the state is proven.
+    pub certificate: Option<&'a str>,
+    /// The `UNPROVEN` marker (what failed), with `--allow-unproven`.
+    pub unproven: Option<&'a str>,
+}
+
+/// Writes every file into a fresh directory beside `dir`, created exclusively (a planted file
+/// or symlink at its name is an error, never followed), then puts it in `dir`'s place: all or
+/// nothing. An existing `dir` is replaced only when it holds nothing but what `weft build`
+/// writes; it is renamed aside first and restored if the swap fails. Returns the paths written.
 pub fn write_all(
     dir: &Path,
     built: &Built,
     quality: &weft_compiler::metrics::Quality,
+    extra: &Extra<'_>,
 ) -> Result<Vec<PathBuf>, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
-    let mut temps = Vec::new();
-    let cleanup = |temps: &[PathBuf]| {
-        for t in temps {
-            let _ = std::fs::remove_file(t);
+    let name = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .filter(|n| !n.is_empty() && *n != "." && *n != "..")
+        .ok_or_else(|| {
+            format!(
+                "`{}` cannot be replaced as a whole; name a new or existing output directory",
+                dir.display()
+            )
+        })?;
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent)
+        .map_err(|e| format!("cannot create `{}`: {e}", parent.display()))?;
+    check_replaceable(dir)?;
+    let fresh = parent.join(format!(".{name}.weft-build-{}", std::process::id()));
+    std::fs::create_dir(&fresh).map_err(|e| format!("cannot create `{}`: {e}", fresh.display()))?;
+    let result = fill(&fresh, built, quality, extra).and_then(|files| {
+        swap_in(&fresh, dir, &parent, name)?;
+        Ok(files.iter().map(|f| dir.join(f)).collect())
+    });
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&fresh);
+    }
+    result
+}
+
+/// `dir` may be replaced: absent, or a directory holding only what `weft build` writes.
+fn check_replaceable(dir: &Path) -> Result<(), String> {
+    let meta = match std::fs::symlink_metadata(dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("cannot read `{}`: {e}", dir.display())),
+    };
+    if !meta.is_dir() {
+        return Err(format!(
+            "`{}` exists and is not a directory; weft build writes a directory",
+            dir.display()
+        ));
+    }
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("cannot read `{}`: {e}", dir.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("cannot read `{}`: {e}", dir.display()))?;
+        let file = entry.file_name();
+        if !OURS.iter().any(|o| file.to_str() == Some(o)) {
+            return Err(format!(
+                "`{}` holds `{}`, which weft build did not write; choose a new or empty output \
+                 directory (weft replaces the whole directory)",
+                dir.display(),
+                file.to_string_lossy()
+            ));
         }
+    }
+    Ok(())
+}
+
+/// Writes the files into the fresh directory (each created exclusively, synced).
+fn fill(
+    fresh: &Path,
+    built: &Built,
+    quality: &weft_compiler::metrics::Quality,
+    extra: &Extra<'_>,
+) -> Result<Vec<&'static str>, String> {
+    let mut files: Vec<&'static str> = Vec::new();
+    let create = |name: &str| {
+        let p = fresh.join(name);
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&p)
+            .map_err(|e| format!("cannot write `{}`: {e}", p.display()))
     };
     for name in FILES {
-        let tmp = dir.join(format!(".{name}.weft-tmp"));
-        temps.push(tmp.clone());
-        let result = File::create(&tmp)
-            .map_err(|e| e.to_string())
-            .and_then(|mut f| {
-                write_one(name, built, quality, &mut f)
-                    .and_then(|()| f.sync_all().map_err(|e| e.to_string()))
-            });
-        if let Err(e) = result {
-            cleanup(&temps);
-            return Err(format!("cannot write `{}`: {e}", tmp.display()));
+        let mut f = create(name)?;
+        write_one(name, built, quality, &mut f)
+            .and_then(|()| f.sync_all().map_err(|e| e.to_string()))
+            .map_err(|e| format!("cannot write `{name}`: {e}"))?;
+        files.push(name);
+    }
+    for (name, text) in [
+        ("certificate.json", extra.certificate),
+        ("UNPROVEN", extra.unproven),
+    ] {
+        if let Some(text) = text {
+            let mut f = create(name)?;
+            f.write_all(text.as_bytes())
+                .and_then(|()| f.sync_all())
+                .map_err(|e| format!("cannot write `{name}`: {e}"))?;
+            files.push(name);
         }
     }
-    let mut written = Vec::new();
-    for (name, tmp) in FILES.iter().zip(&temps) {
-        let dst = dir.join(name);
-        std::fs::rename(tmp, &dst).map_err(|e| format!("cannot write `{}`: {e}", dst.display()))?;
-        written.push(dst);
+    Ok(files)
+}
+
+/// Puts `fresh` where `dir` is: renames an existing `dir` aside, renames `fresh` in, removes
+/// the old one; restores the old one if the second rename fails.
+fn swap_in(fresh: &Path, dir: &Path, parent: &Path, name: &str) -> Result<(), String> {
+    let fail = |e: std::io::Error| format!("cannot replace `{}`: {e}", dir.display());
+    if std::fs::symlink_metadata(dir).is_err() {
+        return std::fs::rename(fresh, dir).map_err(fail);
     }
-    Ok(written)
+    let old = parent.join(format!(".{name}.weft-old-{}", std::process::id()));
+    std::fs::rename(dir, &old).map_err(fail)?;
+    if let Err(e) = std::fs::rename(fresh, dir) {
+        let _ = std::fs::rename(&old, dir);
+        return Err(fail(e));
+    }
+    let _ = std::fs::remove_dir_all(&old);
+    Ok(())
 }

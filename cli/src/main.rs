@@ -54,9 +54,13 @@ enum Command {
     Build {
         /// The `.weft` file.
         file: PathBuf,
-        /// Output directory.
+        /// Output directory (created, or replaced whole when it holds only a previous build).
         #[arg(long, short)]
         output: PathBuf,
+        /// Write the tables even when a property is not proven, with an `UNPROVEN` file naming
+        /// what failed (the exit code is still 1).
+        #[arg(long)]
+        allow_unproven: bool,
     },
     /// Compile a fabric and print the quality of its routing (balance, loads, eBB, hops).
     Report(report::Args),
@@ -245,26 +249,73 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
     match cli.command {
         Command::Verify(args) => verify::run(args, cli.color),
         Command::Report(args) => report::run(args, cli.color),
-        Command::Build { file, output } => {
+        Command::Build {
+            file,
+            output,
+            allow_unproven,
+        } => {
             let Some((c, built)) = compile_and_build(&file, cli.color)? else {
                 return Ok(ExitCode::from(1));
             };
             if c.elaborated.is_none() {
                 return Ok(ExitCode::from(1));
             }
+            // Prove what is about to be written: every property, every pair.
+            let opts = weft_verifier::Options {
+                certificate: true,
+                max_listed: 20,
+                ..weft_verifier::Options::default()
+            };
+            let report = weft_verifier::verify(&built.state, &opts);
+            let mut verdict = String::new();
+            verify::verdict_lines(&mut verdict, &report);
+            let proven = report.is_proven();
+            if !proven && !allow_unproven {
+                let text = verify::human(&built.state, Some(&report), None, "compiled", 20);
+                out(None, &text)?;
+                let mut err = std::io::stderr().lock();
+                let _ = writeln!(
+                    err,
+                    "error: the compiled state is not proven; nothing written to `{}` \
+                     (`--allow-unproven` writes it anyway, marked UNPROVEN)",
+                    output.display()
+                );
+                return Ok(ExitCode::from(1));
+            }
+            let certificate = report.certificate.as_ref().map(|c| c.to_json());
+            let unproven = (!proven).then(|| {
+                format!(
+                    "This directory holds tables weft could not prove (written with \
+                     --allow-unproven).\n{verdict}"
+                )
+            });
             let quality = weft_compiler::metrics::of_build(&built.state);
-            let written = build::write_all(&output, &built, &quality).map_err(Fatal)?;
+            let written = build::write_all(
+                &output,
+                &built,
+                &quality,
+                &build::Extra {
+                    certificate: certificate.as_deref(),
+                    unproven: unproven.as_deref(),
+                },
+            )
+            .map_err(Fatal)?;
             let s = Summary::of(&built.state.fabric);
             let mut text = human_summary(&s);
             text += &format!("  engine    {}\n", built.engine);
             for n in &built.notes {
                 text += &format!("  note      {}\n", n.message);
             }
+            text += &verdict;
             for p in &written {
                 text += &format!("  wrote     {}\n", p.display());
             }
             out(None, &text)?;
-            Ok(ExitCode::SUCCESS)
+            Ok(if proven {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
         Command::Check {
             file,

@@ -422,7 +422,7 @@ fn route_name(r: &Route) -> String {
 
 /// What the properties asked for came to, in one line each, plus the sentence of what was
 /// proven when everything was.
-fn verdict_lines(t: &mut String, r: &Report) {
+pub(crate) fn verdict_lines(t: &mut String, r: &Report) {
     if r.is_proven() {
         let switch_lids = r.stats.switch_destinations;
         let _ = writeln!(

@@ -427,3 +427,155 @@ fn check_refuses_what_is_not_built_yet() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+const MINHOP_RING: &str = "use std::hardware::{sb7800, connectx5}\nuse std::topology::ring\nfabric r {\n    topology = ring(n: 6, switch: sb7800, hca: connectx5)\n    routing { engine = minhop }\n}\n";
+
+fn listing(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| {
+                    (
+                        e.file_name().to_string_lossy().into_owned(),
+                        std::fs::read(e.path()).unwrap_or_default(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// `weft build` proves what it writes: a minhop ring (credit loops) writes nothing and exits
+/// 1, leaving a previous build untouched; `--allow-unproven` writes it marked `UNPROVEN`; a
+/// proven build writes a certificate that `weft verify` accepts.
+#[test]
+fn build_writes_only_what_it_proved() {
+    let dir = std::env::temp_dir().join(format!("weft-cli-build-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let ring = dir.join("ring.weft");
+    std::fs::write(&ring, MINHOP_RING).unwrap();
+    let out_dir = dir.join("out");
+
+    // Nothing there: nothing created.
+    let out = weft(&[
+        "build",
+        ring.to_str().unwrap(),
+        "-o",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("[weft::credit_loop]"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(
+        text(&out.stderr).contains("nothing written"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!out_dir.exists());
+
+    // A proven build, with its certificate.
+    let out = weft(&[
+        "build",
+        "examples/lab-16.weft",
+        "-o",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let names: Vec<String> = listing(&out_dir).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(
+        names,
+        [
+            "certificate.json",
+            "guid2lid",
+            "lfts.dump",
+            "state.json",
+            "topology.net"
+        ]
+    );
+    let out = weft(&[
+        "verify",
+        "--state",
+        out_dir.join("state.json").to_str().unwrap(),
+        "--certificate",
+        out_dir.join("certificate.json").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).starts_with("✓ certificate accepted"));
+
+    // The unproven ring leaves that build exactly as it was.
+    let before = listing(&out_dir);
+    let out = weft(&[
+        "build",
+        ring.to_str().unwrap(),
+        "-o",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(listing(&out_dir), before);
+
+    // --allow-unproven replaces it, marked, still exit 1; no temporary directory is left.
+    let out = weft(&[
+        "build",
+        ring.to_str().unwrap(),
+        "-o",
+        out_dir.to_str().unwrap(),
+        "--allow-unproven",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let after = listing(&out_dir);
+    let names: Vec<&str> = after.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "UNPROVEN",
+            "guid2lid",
+            "lfts.dump",
+            "state.json",
+            "topology.net"
+        ]
+    );
+    let marker = String::from_utf8_lossy(&after[0].1).into_owned();
+    assert!(marker.contains("× deadlock freedom"), "{marker}");
+    let left: Vec<String> = listing(&dir).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(left, ["out", "ring.weft"]);
+
+    // A directory with someone else's files, or a symlink, is never replaced.
+    let foreign = dir.join("foreign");
+    std::fs::create_dir_all(&foreign).unwrap();
+    std::fs::write(foreign.join("notes.txt"), "mine").unwrap();
+    let out = weft(&[
+        "build",
+        "examples/lab-16.weft",
+        "-o",
+        foreign.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("which weft build did not write"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(listing(&foreign).len(), 1);
+    let link = dir.join("link");
+    std::os::unix::fs::symlink(&foreign, &link).unwrap();
+    let out = weft(&[
+        "build",
+        "examples/lab-16.weft",
+        "-o",
+        link.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("is not a directory"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(listing(&foreign).len(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
