@@ -79,12 +79,13 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
             RouteError::Unsupported { .. } => "pick an engine for any topology, such as `engine = updn`; weft never falls back silently",
             RouteError::Disconnected { engine: "updn", .. } => "under Up*/Down*, roots joined only through lower switches cannot reach each other; name a single root in `routing { roots = [...] }`, or use `engine = fat_tree`, whose sFtree paths connect every switch pair",
             RouteError::Disconnected { .. } => "the faults cut these switches off; check the `faults` block and the cabling",
+            RouteError::CreditLoop { .. } => "the faults break the fat-tree's up*/down* structure; Up*/Down* from a single root is deadlock-free on any connected fabric: `routing { engine = updn, roots = [<one top switch>] }`",
             RouteError::Option { .. } => "remove the option or pick another engine",
 
         };
         let code = match &err {
             RouteError::Unsupported { .. } => "weft::engine_refused",
-            RouteError::Disconnected { .. } => "weft::unroutable",
+            RouteError::Disconnected { .. } | RouteError::CreditLoop { .. } => "weft::unroutable",
             _ => "weft::engine_option",
         };
         vec![at(Diagnostic::error(code, err.to_string())).help(help)]

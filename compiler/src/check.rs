@@ -6,7 +6,7 @@ use crate::diagnostic::Diagnostic;
 use crate::elaborate::Elaborated;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use weft_fabric::{Fabric, LinkState, NodeId, MAX_UNICAST_LID};
+use weft_fabric::{Fabric, LinkState, NodeId, NodeKind, MAX_UNICAST_LID};
 
 /// What `weft check` reports about a fabric.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -211,11 +211,15 @@ fn components(e: &Elaborated, out: &mut Vec<Diagnostic>) {
     let mut parts: BTreeMap<u32, Vec<NodeId>> = BTreeMap::new();
     for id in f.node_ids() {
         let node = f.node(id);
+        // A switch is live unless marked down: one whose links are all down still owns a
+        // LID every other switch must reach, so it is a part of its own. An end node without
+        // a live link is simply absent.
         let live = !node.down
-            && node
-                .ports
-                .iter()
-                .any(|p| p.link.is_some_and(|l| f.link(l).state == LinkState::Up));
+            && (node.kind() == NodeKind::Switch
+                || node
+                    .ports
+                    .iter()
+                    .any(|p| p.link.is_some_and(|l| f.link(l).state == LinkState::Up)));
         if live {
             parts.entry(find(&mut parent, id.0)).or_default().push(id);
         }
@@ -243,6 +247,6 @@ fn components(e: &Elaborated, out: &mut Vec<Diagnostic>) {
             ),
         )
         .label(o.source, o.span, format!("`{}` is cut off", names[0]))
-        .help("check the links and the faults: every node must be reachable through up links"),
+        .help("check the links and the faults: every node must be reachable through up links (a switch out of service is `switch NAME down`)"),
     );
 }

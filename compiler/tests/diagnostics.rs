@@ -146,6 +146,13 @@ case!(lid_budget_exceeded, format!("{PRELUDE}fabric f {{\n    topology = fat_tre
 case!(lft_capacity_exceeded, "use std::hardware::{connectx5}\nuse std::topology::fat_tree\nmodel tiny : switch { ports = 36, linear_fdb_cap = 512 }\nfabric f {\n    topology = fat_tree(levels: 2, switch: tiny, hca: connectx5)\n}\n");
 case!(vl_budget_exceeded, "use std::hardware::{sb7800}\nuse std::topology::fat_tree\nmodel old_hca : hca { ports = 1, vlcap = 2 }\nfabric f {\n    topology = fat_tree(levels: 2, switch: sb7800, hca: old_hca)\n    vls { budget = 4 }\n}\n");
 case!(fabric_split, small("        link leaf[1].p[1] <-> cn[1].p[1]\n        link leaf[1].p[2] <-> cn[2].p[1]\n        link leaf[2].p[1] <-> cn[3].p[1]\n        link leaf[2].p[2] <-> cn[4].p[1]"));
+case!(
+    switch_with_every_link_down,
+    format!(
+        "{PRELUDE}fabric f {{\n    topology = fat_tree(levels: 2, switch: sb7800, hca: connectx5)\n    faults {{\n{}    }}\n}}\n",
+        (1..=36).map(|p| format!("        link spine1.p[{p}] down\n")).collect::<String>()
+    )
+);
 case!(unconnected_nodes, small("        link leaf[1].p[1] <-> cn[1].p[1]\n        link leaf[1].p[2] <-> cn[2].p[1]\n        link leaf[1].p[3] <-> cn[3].p[1]\n        link leaf[1].p[36] <-> leaf[2].p[36]"));
 case!(
     fault_on_unwired_port,

@@ -239,7 +239,7 @@ impl RoutingEngine for FatTree {
         }
 
         // Phase 2 (parallel per destination): up entries and secondary paths.
-        let mut columns: Vec<Vec<u8>> = (0..nlids)
+        let columns: Vec<Vec<u8>> = (0..nlids)
             .into_par_iter()
             .map(|lid| match g.exits[lid] {
                 Some(exit) => column(&g, &t, exit, &chains[lid], lid as u16),
@@ -247,10 +247,14 @@ impl RoutingEngine for FatTree {
             })
             .collect();
 
-        // Phase 3: sFtree completion through the subtree root.
-        let notes = sftree(&g, &t, &mut columns, input)?;
-
+        // Phase 3: climbs resolved to parents with up/down entries of their own — before
+        // sFtree, whose completed entries lead toward the subtree root and may come straight
+        // back down to the climbing switch.
         let rows = resolve_climbs(&g, &t, g.rows(&columns));
+        drop(columns);
+
+        // Phase 4: sFtree completion through the subtree root, checked.
+        let (rows, notes) = sftree(&g, &t, rows, input)?;
         Ok(Routes {
             lfts: g.lfts_from_rows(rows),
             notes,
@@ -362,13 +366,19 @@ fn column(g: &Graph, t: &Tree, exit: Exit, chain: &Chain, lid: u16) -> Vec<u8> {
     col
 }
 
-/// sFtree: picks the subtree root and completes every column through it.
+/// How many subtree roots sFtree tries on a degraded tree before it refuses.
+const ROOT_CANDIDATES: usize = 16;
+
+/// sFtree: picks the subtree root and completes every switch's row through it. The result is
+/// checked here — complete, and one-VL acyclic with every switch a source; on a degraded tree
+/// where a root's completion would close a credit loop, the next candidate root is tried, and
+/// when none works the engine refuses, naming a switch and destination of the loop.
 fn sftree(
     g: &Graph,
     t: &Tree,
-    columns: &mut [Vec<u8>],
+    base: Vec<Vec<u8>>,
     input: &RoutingInput<'_>,
-) -> Result<Vec<RouteNote>, RouteError> {
+) -> Result<(Vec<Vec<u8>>, Vec<RouteNote>), RouteError> {
     let f = input.fabric;
     let switch_lids: Vec<usize> = g
         .exits
@@ -377,39 +387,138 @@ fn sftree(
         .filter_map(|(lid, e)| e.filter(|e| e.port == 0).map(|_| lid))
         .collect();
     let leaves: Vec<usize> = (0..g.switches.len()).filter(|&i| t.level[i] == 1).collect();
-    let reaches_all = |s: usize| switch_lids.iter().all(|&lid| columns[lid][s] != LFT_UNSET);
-    // Algorithm 1: the first leaf reaching every switch LID; else the first leaf.
-    let Some(root) = leaves
+    let lid_of = |leaf: usize| {
+        g.exits.iter().position(|e| {
+            *e == Some(Exit {
+                sw: leaf as u32,
+                port: 0,
+            })
+        })
+    };
+    let rows = &base;
+    // Algorithm 1: the first leaf reaching every switch LID. On a degraded tree the root
+    // should also be reachable from every switch and reach as many destinations as possible:
+    // when the first leaf falls short, leaves are tried best first on (switches reaching it,
+    // switch LIDs it reaches, destinations it reaches), ties by fabric order.
+    let destinations = g.exits.iter().flatten().count();
+    let score = |s: usize| {
+        let reaching = lid_of(s).map_or(0, |lid| {
+            (0..rows.len())
+                .filter(|&x| x == s || entry(rows, x, lid) != LFT_UNSET)
+                .count()
+        });
+        let switches = switch_lids
+            .iter()
+            .filter(|&&lid| entry(rows, s, lid) != LFT_UNSET)
+            .count();
+        let all = rows.get(s).map_or(0, |r| {
+            r.iter()
+                .enumerate()
+                .filter(|&(lid, &e)| e != LFT_UNSET && g.exits[lid].is_some())
+                .count()
+        });
+        (reaching, switches, all)
+    };
+    let perfect = (rows.len(), switch_lids.len(), destinations);
+    let first = leaves
         .iter()
         .copied()
-        .find(|&s| reaches_all(s))
-        .or_else(|| leaves.first().copied())
-    else {
-        return Ok(Vec::new());
-    };
-    let root_lid = g.exits.iter().position(|e| {
-        *e == Some(Exit {
-            sw: root as u32,
-            port: 0,
-        })
-    });
-    let Some(root_lid) = root_lid else {
-        return Ok(Vec::new());
-    };
-    // The subtree root's own column: its climbs take the lowest usable up port, top down, so
-    // that completed entries copy real ports.
-    for &x in &t.top_down {
-        if columns[root_lid][x] == CLIMB {
-            let port = t.up[x]
-                .iter()
-                .copied()
-                .find(|&k| columns[root_lid][g.switches[x].groups[k].peer as usize] != LFT_UNSET)
-                .map_or(LFT_UNSET, |k| port_toward(g, x, k, root_lid as u16));
-            columns[root_lid][x] = port;
+        .find(|&s| switch_lids.iter().all(|&lid| entry(rows, s, lid) != LFT_UNSET));
+    let mut candidates: Vec<usize> = Vec::new();
+    if let Some(s) = first {
+        candidates.push(s);
+    }
+    if first.is_none_or(|s| score(s) != perfect) {
+        let mut scored: Vec<((usize, usize, usize), usize)> =
+            leaves.iter().map(|&s| (score(s), s)).collect();
+        scored.sort_by_key(|&(sc, s)| (std::cmp::Reverse(sc), s));
+        candidates.extend(
+            scored
+                .into_iter()
+                .map(|(_, s)| s)
+                .filter(|&s| Some(s) != first),
+        );
+    }
+    candidates.truncate(ROOT_CANDIDATES);
+    let mut refusal = None;
+    let tries = candidates.len();
+    for &root in &candidates {
+        let Some(root_lid) = lid_of(root) else {
+            continue;
+        };
+        let mut rows = base.clone();
+        let (completed, relayed) = complete(g, t, &mut rows, root, root_lid);
+        let verdict = match g.check_complete_rows(f, NAME, &rows) {
+            Err(e) => Err(e),
+            Ok(()) => match g.first_cycle(&rows) {
+                None => Ok(()),
+                Some(c) => Err(RouteError::CreditLoop {
+                    engine: NAME,
+                    tried: tries,
+                    switch: f.node(g.switches[c.switch].id).name().to_owned(),
+                    to: g.owners.get(c.lid).copied().flatten().map_or_else(
+                        || format!("LID {}", c.lid),
+                        |o| f.node(o).name().to_owned(),
+                    ),
+                }),
+            },
+        };
+        if let Err(e) = verdict {
+            refusal.get_or_insert(e);
+            continue;
+        }
+        let mut notes = vec![RouteNote {
+            code: "weft::sftree_root",
+            message: format!(
+                "sFtree subtree root is `{}`",
+                f.node(g.switches[root].id).name()
+            ),
+        }];
+        if completed > 0 {
+            notes.push(RouteNote {
+                code: "weft::sftree_entries",
+                message: format!("{completed} LFT entries route through the sFtree subtree"),
+            });
+        }
+        if relayed > 0 {
+            notes.push(RouteNote {
+                code: "weft::sftree_relayed",
+                message: format!(
+                    "{relayed} LFT entries lead to a destination the subtree root cannot reach through the nearest switch that can"
+                ),
+            });
+        }
+        return Ok((rows, notes));
+    }
+    match refusal {
+        Some(e) => Err(e),
+        // No leaf with a LID: nothing to complete; whatever is unset is unreachable.
+        None => {
+            g.check_complete_rows(f, NAME, &base)?;
+            Ok((base, Vec::new()))
         }
     }
-    let root_col = columns[root_lid].clone();
-    // Algorithm 2, sibling part: a same-level neighbour of the root that has the entry.
+}
+
+/// One entry of per-switch rows, `LFT_UNSET` when out of range.
+fn entry(rows: &[Vec<u8>], s: usize, lid: usize) -> u8 {
+    rows.get(s)
+        .and_then(|r| r.get(lid))
+        .copied()
+        .unwrap_or(LFT_UNSET)
+}
+
+/// Completes `rows` through `root` (Algorithm 2 and the relays a degraded tree needs);
+/// returns (entries completed through the root, entries relayed).
+fn complete(
+    g: &Graph,
+    t: &Tree,
+    rows: &mut [Vec<u8>],
+    root: usize,
+    root_lid: usize,
+) -> (usize, usize) {
+    // Algorithm 2, sibling part: where the root has no entry, a same-level neighbour of the
+    // root that has one (of its own, before any completion).
     let siblings: Vec<(usize, u8)> = t.side[root]
         .iter()
         .map(|&k| {
@@ -420,47 +529,118 @@ fn sftree(
             )
         })
         .collect();
-    let completed: usize = columns
+    let nlids = rows.get(root).map_or(0, Vec::len);
+    for lid in 0..nlids {
+        if g.exits[lid].is_none() || entry(rows, root, lid) != LFT_UNSET {
+            continue;
+        }
+        if let Some(&(_, port)) = siblings
+            .iter()
+            .find(|&&(sib, _)| entry(rows, sib, lid) != LFT_UNSET)
+        {
+            rows[root][lid] = port;
+        }
+    }
+    // On a degraded tree some switches have no up*/down* route to the root (a spine whose up
+    // links are all down reaches the rest only through its children): they forward the root's
+    // LID toward the nearest switch that has a route to it.
+    let mut bfs = Bfs::new(g.switches.len());
+    let mut relayed = bfs.complete(g, rows, root_lid);
+    // Algorithm 2: a switch without an entry for a destination the root reaches forwards it
+    // as it forwards the root's own LID.
+    let root_row = rows[root].clone();
+    let completed: usize = rows
         .par_iter_mut()
         .enumerate()
-        .map(|(lid, col)| {
-            if g.exits[lid].is_none() || lid == root_lid {
+        .map(|(s, row)| {
+            if s == root {
                 return 0;
             }
-            if col[root] == LFT_UNSET {
-                if let Some(&(_, port)) = siblings.iter().find(|&&(sib, _)| col[sib] != LFT_UNSET) {
-                    col[root] = port;
-                }
-            }
-            if col[root] == LFT_UNSET {
+            let toward_root = row.get(root_lid).copied().unwrap_or(LFT_UNSET);
+            if toward_root == LFT_UNSET {
                 return 0;
             }
             let mut n = 0;
-            for (s, entry) in col.iter_mut().enumerate() {
-                if *entry == LFT_UNSET && root_col[s] != LFT_UNSET && s != root {
-                    *entry = root_col[s];
+            for (lid, e) in row.iter_mut().enumerate() {
+                if *e == LFT_UNSET
+                    && lid != root_lid
+                    && g.exits[lid].is_some()
+                    && root_row.get(lid).is_some_and(|&r| r != LFT_UNSET)
+                {
+                    *e = toward_root;
                     n += 1;
                 }
             }
             n
         })
         .sum();
-    // Anything still unset is unreachable.
-    g.check_complete(f, NAME, columns)?;
-    let mut notes = vec![RouteNote {
-        code: "weft::sftree_root",
-        message: format!(
-            "sFtree subtree root is `{}`",
-            f.node(g.switches[root].id).name()
-        ),
-    }];
-    if completed > 0 {
-        notes.push(RouteNote {
-            code: "weft::sftree_entries",
-            message: format!("{completed} LFT entries route through the sFtree subtree"),
-        });
+    // Destinations the root itself cannot reach (a switch LID reachable only from below):
+    // every switch without an entry forwards toward the nearest switch that has one.
+    for lid in 0..nlids {
+        if g.exits[lid].is_some() && rows.iter().any(|r| r.get(lid) == Some(&LFT_UNSET)) {
+            relayed += bfs.complete(g, rows, lid);
+        }
     }
-    Ok(notes)
+    (completed, relayed)
+}
+
+/// Breadth-first completion of one destination's entries toward the switches that have one.
+struct Bfs {
+    queue: std::collections::VecDeque<usize>,
+    seen: Vec<bool>,
+}
+
+impl Bfs {
+    fn new(switches: usize) -> Bfs {
+        Bfs {
+            queue: std::collections::VecDeque::new(),
+            seen: vec![false; switches],
+        }
+    }
+
+    /// Every switch without an entry for `lid` that is linked to the switches having one gets
+    /// the port toward a neighbour one hop nearer to them (lowest switch index first, so the
+    /// result is deterministic). Returns how many entries were set.
+    fn complete(&mut self, g: &Graph, rows: &mut [Vec<u8>], lid: usize) -> usize {
+        let at = |rows: &[Vec<u8>], s: usize| {
+            rows.get(s)
+                .and_then(|r| r.get(lid))
+                .copied()
+                .unwrap_or(LFT_UNSET)
+        };
+        self.queue.clear();
+        for (s, seen) in self.seen.iter_mut().enumerate() {
+            *seen = at(rows, s) != LFT_UNSET;
+            if *seen {
+                self.queue.push_back(s);
+            }
+        }
+        let mut set = 0;
+        while let Some(x) = self.queue.pop_front() {
+            let Some(sw) = g.switches.get(x) else {
+                continue;
+            };
+            for grp in &sw.groups {
+                let y = grp.peer as usize;
+                if self.seen.get(y).copied().unwrap_or(true) {
+                    continue;
+                }
+                // y's group toward x.
+                let Some(back) = g.switches[y]
+                    .groups
+                    .iter()
+                    .position(|h| h.peer as usize == x)
+                else {
+                    continue;
+                };
+                self.seen[y] = true;
+                rows[y][lid] = port_toward(g, y, back, lid as u16);
+                set += 1;
+                self.queue.push_back(y);
+            }
+        }
+        set
+    }
 }
 
 /// Replaces every [`CLIMB`] marker: each switch walks its LIDs in order and gives the next

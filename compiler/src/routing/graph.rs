@@ -2,6 +2,7 @@
 //! by neighbour, and where each LID leaves the switch fabric.
 
 use super::RouteError;
+use rayon::prelude::*;
 use std::collections::BTreeMap;
 use weft_fabric::{Fabric, Lft, LidAssignment, LinkState, NodeId, NodeKind, LFT_UNSET};
 
@@ -195,6 +196,173 @@ impl Graph {
     }
 }
 
+impl Graph {
+    /// [`Graph::check_complete`] over per-switch rows (`rows[switch][lid]`); the error names
+    /// the same entry (lowest LID, then the first switch).
+    pub fn check_complete_rows(
+        &self,
+        fabric: &Fabric,
+        engine: &'static str,
+        rows: &[Vec<u8>],
+    ) -> Result<(), RouteError> {
+        let mut count = 0usize;
+        let mut first: Option<(usize, usize)> = None;
+        for (s, row) in rows.iter().enumerate() {
+            for (lid, &p) in row.iter().enumerate() {
+                if p == LFT_UNSET && self.exits.get(lid).copied().flatten().is_some() {
+                    count += 1;
+                    if first.is_none_or(|f| (lid, s) < f) {
+                        first = Some((lid, s));
+                    }
+                }
+            }
+        }
+        match first {
+            None => Ok(()),
+            Some((lid, s)) => Err(RouteError::Disconnected {
+                engine,
+                count,
+                from: fabric.node(self.switches[s].id).name().to_owned(),
+                to: self.owners.get(lid).copied().flatten().map_or_else(
+                    || format!("LID {lid}"),
+                    |o| fabric.node(o).name().to_owned(),
+                ),
+            }),
+        }
+    }
+}
+
+/// A channel dependency cycle found in an engine's own tables: a switch on the cycle and a
+/// destination LID whose routes hold one of its channels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cycle {
+    /// Dense index of a switch whose output channel is on the cycle.
+    pub switch: usize,
+    /// A destination forwarded through that channel.
+    pub lid: usize,
+}
+
+impl Graph {
+    /// The switch each `(switch, port)` leads to, `u32::MAX` where the port leads to an end
+    /// node, nowhere, or is the switch itself.
+    fn port_peers(&self) -> Vec<Vec<u32>> {
+        self.switches
+            .iter()
+            .map(|s| {
+                let mut peers = vec![u32::MAX; usize::from(s.ports) + 1];
+                for g in &s.groups {
+                    for &(mine, _) in &g.ports {
+                        if let Some(slot) = peers.get_mut(usize::from(mine)) {
+                            *slot = g.peer;
+                        }
+                    }
+                }
+                peers
+            })
+            .collect()
+    }
+
+    /// The engine's own check of per-switch rows (`rows[switch][lid]`), every switch a source,
+    /// on one VL: the switch-to-switch channel dependency graph is acyclic (which also rules
+    /// out forwarding loops). `None` when it is; otherwise a channel of a cycle.
+    pub fn first_cycle(&self, rows: &[Vec<u8>]) -> Option<Cycle> {
+        let peers = self.port_peers();
+        // Channel ids: (switch, port) → base[switch] + port.
+        let mut base = Vec::with_capacity(peers.len() + 1);
+        let mut n = 0usize;
+        for p in &peers {
+            base.push(n);
+            n += p.len();
+        }
+        base.push(n);
+        let peer = |s: usize, port: u8| {
+            peers
+                .get(s)
+                .and_then(|p| p.get(usize::from(port)))
+                .copied()
+                .unwrap_or(u32::MAX)
+        };
+        // Dependencies of each channel as a bit set over the next switch's ports.
+        let deps: Vec<Vec<[u64; 4]>> = (0..peers.len())
+            .into_par_iter()
+            .map(|x| {
+                let mut out = vec![[0u64; 4]; peers[x].len()];
+                let Some(row) = rows.get(x) else {
+                    return out;
+                };
+                for (lid, &p) in row.iter().enumerate() {
+                    let y = peer(x, p);
+                    if y == u32::MAX {
+                        continue;
+                    }
+                    let q = rows
+                        .get(y as usize)
+                        .and_then(|r| r.get(lid))
+                        .copied()
+                        .unwrap_or(LFT_UNSET);
+                    if peer(y as usize, q) != u32::MAX {
+                        out[usize::from(p)][usize::from(q / 64)] |= 1 << (q % 64);
+                    }
+                }
+                out
+            })
+            .collect();
+        // Kahn's algorithm over the channels.
+        let mut indegree = vec![0u32; n];
+        let targets = |x: usize, p: usize| {
+            let y = peers[x][p] as usize;
+            let bits = deps[x][p];
+            (0..256usize)
+                .filter(move |&q| bits[q / 64] >> (q % 64) & 1 == 1)
+                .map(move |q| (y, q))
+        };
+        for (x, d) in deps.iter().enumerate() {
+            for (p, bits) in d.iter().enumerate() {
+                if *bits == [0; 4] {
+                    continue;
+                }
+                for (y, q) in targets(x, p) {
+                    indegree[base[y] + q] += 1;
+                }
+            }
+        }
+        let mut owner = vec![(0usize, 0usize); n];
+        for x in 0..peers.len() {
+            for p in 0..peers[x].len() {
+                owner[base[x] + p] = (x, p);
+            }
+        }
+        let mut ready: Vec<usize> = (0..n).filter(|&c| indegree[c] == 0).collect();
+        let mut done = 0usize;
+        while let Some(c) = ready.pop() {
+            done += 1;
+            let (x, p) = owner[c];
+            if deps[x][p] == [0; 4] {
+                continue;
+            }
+            for (y, q) in targets(x, p) {
+                let d = &mut indegree[base[y] + q];
+                *d -= 1;
+                if *d == 0 {
+                    ready.push(base[y] + q);
+                }
+            }
+        }
+        if done == n {
+            return None;
+        }
+        // A channel left with dependencies is on a cycle or downstream of one; take the
+        // lowest one that still waits on another, and a destination it carries.
+        let c = (0..n).find(|&c| indegree[c] > 0)?;
+        let (x, p) = owner[c];
+        let lid = rows
+            .get(x)
+            .and_then(|r| r.iter().position(|&e| usize::from(e) == p))
+            .unwrap_or(0);
+        Some(Cycle { switch: x, lid })
+    }
+}
+
 /// Per-port load counters: how many destinations each switch port already carries.
 #[derive(Clone, Debug)]
 pub struct Load {
@@ -245,5 +413,95 @@ fn add(s: &mut Switch, peer: u32, mine: u8, theirs: u8) {
             peer,
             ports: vec![(mine, theirs)],
         }),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    /// Three switches in a ring: port 1 clockwise, port 2 counter-clockwise; switch `i` owns
+    /// LID `i + 1`.
+    fn ring() -> Graph {
+        let switches = (0..3u32)
+            .map(|i| Switch {
+                id: NodeId(i),
+                groups: vec![
+                    Group {
+                        peer: (i + 1) % 3,
+                        ports: vec![(1, 2)],
+                    },
+                    Group {
+                        peer: (i + 2) % 3,
+                        ports: vec![(2, 1)],
+                    },
+                ],
+                ports: 2,
+                has_hosts: false,
+            })
+            .collect();
+        Graph {
+            switches,
+            index: vec![0, 1, 2],
+            exits: vec![
+                None,
+                Some(Exit { sw: 0, port: 0 }),
+                Some(Exit { sw: 1, port: 0 }),
+                Some(Exit { sw: 2, port: 0 }),
+            ],
+            owners: vec![None, Some(NodeId(0)), Some(NodeId(1)), Some(NodeId(2))],
+            max_lid: 3,
+        }
+    }
+
+    #[test]
+    fn clockwise_routes_round_a_ring_are_a_cycle() {
+        let g = ring();
+        // Every switch sends every other switch's LID clockwise.
+        let rows: Vec<Vec<u8>> = (0..3usize)
+            .map(|s| {
+                (0..4usize)
+                    .map(|lid| match lid {
+                        0 => LFT_UNSET,
+                        l if l == s + 1 => 0,
+                        _ => 1,
+                    })
+                    .collect()
+            })
+            .collect();
+        let c = g.first_cycle(&rows).expect("a credit loop");
+        assert!(c.switch < 3);
+        assert_ne!(rows[c.switch][c.lid], 0);
+    }
+
+    #[test]
+    fn one_hop_routes_have_no_dependencies() {
+        let g = ring();
+        let rows: Vec<Vec<u8>> = (0..3usize)
+            .map(|s| {
+                (0..4usize)
+                    .map(|lid| match lid {
+                        0 => LFT_UNSET,
+                        l if l == s + 1 => 0,
+                        l if l == (s + 1) % 3 + 1 => 1,
+                        _ => 2,
+                    })
+                    .collect()
+            })
+            .collect();
+        assert_eq!(g.first_cycle(&rows), None);
+    }
+
+    #[test]
+    fn a_forwarding_loop_is_a_cycle() {
+        let g = ring();
+        // Switch 0 sends LID 3 clockwise to switch 1, which sends it back.
+        let rows = vec![
+            vec![LFT_UNSET, 0, 1, 1],
+            vec![LFT_UNSET, 2, 0, 2],
+            vec![LFT_UNSET, 2, 1, 0],
+        ];
+        assert!(g.first_cycle(&rows).is_some());
     }
 }

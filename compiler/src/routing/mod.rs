@@ -69,6 +69,18 @@ pub enum RouteError {
         /// The destination it cannot reach.
         to: String,
     },
+    /// The engine's own check found a credit loop it could not route around.
+    #[error("the `{engine}` engine finds no deadlock-free routing on one VL for this fabric ({tried} subtree roots tried): routes from `{switch}` toward `{to}` close a credit loop")]
+    CreditLoop {
+        /// Engine name.
+        engine: &'static str,
+        /// How many alternatives were tried.
+        tried: usize,
+        /// A switch on the loop.
+        switch: String,
+        /// A destination whose routes hold a channel of the loop.
+        to: String,
+    },
     /// The configuration asks for something the engine does not do.
     #[error("the `{engine}` engine does not support {what}")]
     Option {
