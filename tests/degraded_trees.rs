@@ -7,7 +7,12 @@
 //! (a spine climbed to a core whose only live link led straight back), XGFT(3;4,4,4;1,4,4)
 //! with two upper links down. Random trees and faults come from a seeded generator.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::print_stderr)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stderr
+)]
 
 use weft_compiler::{check, NoFiles};
 use weft_fabric::{LinkState, NodeKind};

@@ -3,6 +3,7 @@
 //! Exit codes: 0 ok, 1 findings (errors in the input or the fabric), 2 could not run.
 
 mod build;
+mod input;
 mod report;
 mod verify;
 
@@ -123,7 +124,8 @@ struct Files {
 impl weft_compiler::Host for Files {
     fn read(&self, path: &str) -> Result<String, String> {
         let p = self.dir.join(path);
-        std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))
+        input::read_regular(&p, input::MAX_SOURCE_BYTES)
+            .map_err(|e| format!("{}: {e}", p.display()))
     }
 }
 
@@ -137,7 +139,7 @@ impl<E: std::fmt::Display> From<E> for Fatal {
 }
 
 fn read(path: &Path) -> Result<String, Fatal> {
-    std::fs::read_to_string(path)
+    input::read_regular(path, input::MAX_SOURCE_BYTES)
         .map_err(|e| Fatal(format!("cannot read `{}`: {e}", path.display())))
 }
 
@@ -514,9 +516,25 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
     }
 }
 
+/// Stack of the thread that does the work: the compiler's depth limits keep recursion far
+/// below this, with room to spare for the deepest input they admit.
+const STACK_BYTES: usize = 256 << 20;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli) {
+    let work = std::thread::Builder::new()
+        .name("weft".into())
+        .stack_size(STACK_BYTES)
+        .spawn(move || run(cli));
+    let result = match work {
+        Ok(handle) => handle.join().unwrap_or_else(|_| {
+            Err(Fatal(
+                "internal error (a bug in weft; please report it)".into(),
+            ))
+        }),
+        Err(e) => Err(Fatal(format!("cannot start the worker thread: {e}"))),
+    };
+    match result {
         Ok(code) => code,
         Err(Fatal(msg)) => {
             let _ = writeln!(std::io::stderr(), "error: {msg}");

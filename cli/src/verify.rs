@@ -110,7 +110,7 @@ enum ScopeArg {
 }
 
 fn read(path: &Path) -> Result<String, Fatal> {
-    std::fs::read_to_string(path)
+    crate::input::read_regular(path, crate::input::MAX_DUMP_BYTES)
         .map_err(|e| Fatal(format!("cannot read `{}`: {e}", path.display())))
 }
 

@@ -6,6 +6,7 @@
 
 use crate::syntax::ast::Span;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -294,7 +295,19 @@ pub fn render(diags: &[Diagnostic], sources: &SourceMap, opts: RenderOptions) ->
         .with_width(opts.width)
         .with_links(false);
     let mut out = String::new();
+    // The first few of each code are shown in full; the rest are counted (a file with 20 000
+    // errors renders in linear time, and the first ones are the ones to fix).
+    let mut shown: BTreeMap<(&str, bool), usize> = BTreeMap::new();
     for d in diags {
+        // A reader's own summary of what it left out ("… and 190 more like this") is always
+        // shown and not counted.
+        if !d.message.starts_with("… and ") {
+            let n = shown.entry((d.code, d.is_error())).or_default();
+            *n += 1;
+            if *n > SHOWN_PER_CODE {
+                continue;
+            }
+        }
         let file = d.source.and_then(|id| sources.get(id));
         // A snippet of a very long line is unreadable (and miette cannot pad past column
         // 65 535): such a diagnostic is shown without its snippet, at its line and column.
@@ -322,8 +335,19 @@ pub fn render(diags: &[Diagnostic], sources: &SourceMap, opts: RenderOptions) ->
         }
         out.push('\n');
     }
+    for ((code, _), n) in shown {
+        if n > SHOWN_PER_CODE {
+            out.push_str(&format!(
+                "… and {} more like this ({code}); {SHOWN_PER_CODE} are shown in full\n\n",
+                n - SHOWN_PER_CODE
+            ));
+        }
+    }
     out
 }
+
+/// Diagnostics of one code (and severity) rendered in full; the rest are counted.
+pub const SHOWN_PER_CODE: usize = 10;
 
 /// Columns past this are not shown as a snippet.
 const MAX_SNIPPET_COLUMN: u32 = 4_096;

@@ -24,6 +24,15 @@ use weft_fabric::{
 /// example takes about 1.2 million), low enough to stop a runaway loop within seconds.
 pub const STEP_LIMIT: u64 = 50_000_000;
 
+/// Deepest chain of template calls.
+pub const MAX_TEMPLATE_DEPTH: usize = 64;
+
+/// Longest string a program may build.
+pub const MAX_STRING_BYTES: usize = 1 << 20;
+
+/// Longest list a program may build.
+pub const MAX_LIST_ITEMS: usize = 1 << 20;
+
 /// Nodes one fabric may declare: more than the unicast LID space can address.
 pub const NODE_LIMIT: usize = 1 << 17;
 
@@ -92,6 +101,9 @@ pub(crate) struct Elab<'a> {
     guid_next: u64,
     in_faults: bool,
     step_limit: u64,
+    /// Names whose definition failed (already reported): uses of them stay quiet, so one
+    /// root error gives one diagnostic.
+    poisoned: HashSet<String>,
 }
 
 type R<T> = Result<T, ()>;
@@ -116,6 +128,7 @@ impl<'a> Elab<'a> {
             guid_next: DEFAULT_GUID_BASE,
             in_faults: false,
             step_limit: STEP_LIMIT,
+            poisoned: HashSet::new(),
         }
     }
 
@@ -298,11 +311,12 @@ impl<'a> Elab<'a> {
                     };
                     self.define(index, &t.name, Global::Template(Rc::new(def)));
                 }
-                Item::Let(l) => {
-                    if let Ok(v) = self.eval(&l.value) {
-                        self.define(index, &l.name, Global::Value(v));
+                Item::Let(l) => match self.eval(&l.value) {
+                    Ok(v) => self.define(index, &l.name, Global::Value(v)),
+                    Err(()) => {
+                        self.poisoned.insert(l.name.name.clone());
                     }
-                }
+                },
                 Item::Fabric(_) => {}
             }
         }
@@ -864,14 +878,21 @@ impl<'a> Elab<'a> {
     }
 
     fn tick(&mut self, span: Span) -> R<()> {
-        self.steps += 1;
-        if self.steps == self.step_limit + 1 {
+        self.charge(1, span)
+    }
+
+    /// Charges `units` of work (a statement, an iteration, or building a value: a quarter
+    /// step per byte or list item) against the evaluation budget.
+    fn charge(&mut self, units: u64, span: Span) -> R<()> {
+        let before = self.steps;
+        self.steps = self.steps.saturating_add(units.max(1));
+        if before <= self.step_limit && self.steps > self.step_limit {
             self.err_help(
                 "weft::evaluation_limit",
-                format!("evaluation stopped after {} statements", self.step_limit),
+                format!("evaluation stopped after {} steps", self.step_limit),
                 span,
                 "still running here",
-                "a fabric description should not need this much work; check loop bounds",
+                "a fabric description should not need this much work; check loop bounds and the size of the values built",
             );
         }
         if self.steps > self.step_limit {
@@ -922,8 +943,13 @@ impl<'a> Elab<'a> {
     }
 
     fn let_stmt(&mut self, l: &Let) {
-        if let Ok(v) = self.eval(&l.value) {
-            self.env.push((Rc::from(l.name.name.as_str()), v));
+        match self.eval(&l.value) {
+            Ok(v) => {
+                self.env.push((Rc::from(l.name.name.as_str()), v));
+            }
+            Err(()) => {
+                self.poisoned.insert(l.name.name.clone());
+            }
         }
     }
 
@@ -936,7 +962,11 @@ impl<'a> Elab<'a> {
             return;
         };
         let name: Rc<str> = Rc::from(var.name.as_str());
+        // Every iteration is charged, empty bodies too: `for i in 0..1e12 {}` must stop.
         let run = |this: &mut Self, item: Value| -> bool {
+            if this.tick(iter.span).is_err() {
+                return false;
+            }
             this.env.push((Rc::clone(&name), item));
             this.for_stmt(f, depth + 1);
             this.env.pop();
@@ -1022,6 +1052,16 @@ impl<'a> Elab<'a> {
     }
 
     fn call_template(&mut self, t: &Rc<TemplateDef>, args: &[Arg], name: &Ident, span: Span) {
+        if self.frames.len() >= MAX_TEMPLATE_DEPTH {
+            self.err_help(
+                "weft::too_deep",
+                format!("templates nested deeper than {MAX_TEMPLATE_DEPTH} calls"),
+                name.span,
+                format!("call {} levels deep", self.frames.len() + 1),
+                "a topology template may call others, but not in chains this long",
+            );
+            return;
+        }
         if self.frames.iter().any(|f| f.template == t.ast.name.name) {
             self.err_help(
                 "weft::recursive_template",
@@ -1340,6 +1380,9 @@ impl<'a> Elab<'a> {
                     "too many nodes",
                     "the unicast LID space (49 151) cannot address this many nodes",
                 );
+                // Stop everything now: the loops declaring these nodes may run for millions
+                // more iterations.
+                self.steps = self.steps.max(self.step_limit.saturating_add(1));
                 return;
             }
             if self.tick(decl_span).is_err() {
@@ -1826,6 +1869,9 @@ impl<'a> Elab<'a> {
     }
 
     fn unknown_name(&mut self, name: &str, span: Span) {
+        if self.poisoned.contains(name) {
+            return;
+        }
         let mut candidates: Vec<String> = self.env.iter().map(|(n, _)| n.to_string()).collect();
         if let Some(m) = self.modules.get(self.cur_module()) {
             candidates.extend(m.globals.keys().cloned());
@@ -1957,6 +2003,21 @@ impl<'a> Elab<'a> {
         );
     }
 
+    /// Refuses a value over `max` and charges building it against the budget.
+    fn value_size(&mut self, len: usize, max: usize, what: &str, unit: &str, span: Span) -> R<()> {
+        if len > max {
+            self.err_help(
+                "weft::value_too_large",
+                format!("this would build a {what} {len} {unit}; values stop at {max}"),
+                span,
+                "too large",
+                "a fabric description needs names and small lists, not bulk data",
+            );
+            return Err(());
+        }
+        self.charge(len as u64 / 4, span)
+    }
+
     fn binary(&mut self, op: BinOp, a: &Expr, b: &Expr, span: Span) -> R<Value> {
         if op == BinOp::And || op == BinOp::Or {
             let l = self.eval_bool(a)?;
@@ -1983,8 +2044,14 @@ impl<'a> Elab<'a> {
             }
             (BinOp::Div, Int(x), Int(y)) => x.checked_div(*y).map(Int),
             (BinOp::Rem, Int(x), Int(y)) => x.checked_rem(*y).map(Int),
-            (BinOp::Add, Str(x), Str(y)) => Some(Str(Rc::from(format!("{x}{y}").as_str()))),
+            (BinOp::Add, Str(x), Str(y)) => {
+                let len = x.len() + y.len();
+                self.value_size(len, MAX_STRING_BYTES, "string of", "bytes", span)?;
+                Some(Str(Rc::from(format!("{x}{y}").as_str())))
+            }
             (BinOp::Add, List(x), List(y)) => {
+                let len = x.len() + y.len();
+                self.value_size(len, MAX_LIST_ITEMS, "list of", "items", span)?;
                 Some(List(Rc::new(x.iter().chain(y.iter()).cloned().collect())))
             }
             (BinOp::Range, Int(x), Int(y)) => Some(Range(*x, *y)),

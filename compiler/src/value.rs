@@ -168,6 +168,11 @@ pub(crate) fn format(fmt: &str, args: &[String], ints: &[Option<i64>]) -> Result
                     body.parse()
                         .map_err(|_| format!("`{{:{spec}}}` is not a format this language knows; use `{{}}`, `{{:03}}` or `{{:x}}`"))?
                 };
+                if width > MAX_FORMAT_WIDTH {
+                    return Err(format!(
+                        "`{{:{spec}}}` pads to {width} characters; widths stop at {MAX_FORMAT_WIDTH}"
+                    ));
+                }
                 match (int, hex, zero) {
                     (Some(v), true, true) => write!(out, "{v:0width$x}"),
                     (Some(v), true, false) => write!(out, "{v:width$x}"),
@@ -192,6 +197,9 @@ pub(crate) fn format(fmt: &str, args: &[String], ints: &[Option<i64>]) -> Result
     }
     Ok(out)
 }
+
+/// Widest padding `format` accepts (names are short; a huge width is a memory bomb).
+pub const MAX_FORMAT_WIDTH: usize = 64;
 
 /// `` `a`, `b`, `c` ``: names as a message lists them.
 pub(crate) fn backticked<S: AsRef<str>>(names: &[S]) -> String {

@@ -420,10 +420,11 @@ fn sftree(
         (reaching, switches, all)
     };
     let perfect = (rows.len(), switch_lids.len(), destinations);
-    let first = leaves
-        .iter()
-        .copied()
-        .find(|&s| switch_lids.iter().all(|&lid| entry(rows, s, lid) != LFT_UNSET));
+    let first = leaves.iter().copied().find(|&s| {
+        switch_lids
+            .iter()
+            .all(|&lid| entry(rows, s, lid) != LFT_UNSET)
+    });
     let mut candidates: Vec<usize> = Vec::new();
     if let Some(s) = first {
         candidates.push(s);
@@ -448,21 +449,22 @@ fn sftree(
         };
         let mut rows = base.clone();
         let (completed, relayed) = complete(g, t, &mut rows, root, root_lid);
-        let verdict = match g.check_complete_rows(f, NAME, &rows) {
-            Err(e) => Err(e),
-            Ok(()) => match g.first_cycle(&rows) {
-                None => Ok(()),
-                Some(c) => Err(RouteError::CreditLoop {
-                    engine: NAME,
-                    tried: tries,
-                    switch: f.node(g.switches[c.switch].id).name().to_owned(),
-                    to: g.owners.get(c.lid).copied().flatten().map_or_else(
-                        || format!("LID {}", c.lid),
-                        |o| f.node(o).name().to_owned(),
-                    ),
-                }),
-            },
-        };
+        let verdict =
+            match g.check_complete_rows(f, NAME, &rows) {
+                Err(e) => Err(e),
+                Ok(()) => match g.first_cycle(&rows) {
+                    None => Ok(()),
+                    Some(c) => Err(RouteError::CreditLoop {
+                        engine: NAME,
+                        tried: tries,
+                        switch: f.node(g.switches[c.switch].id).name().to_owned(),
+                        to: g.owners.get(c.lid).copied().flatten().map_or_else(
+                            || format!("LID {}", c.lid),
+                            |o| f.node(o).name().to_owned(),
+                        ),
+                    }),
+                },
+            };
         if let Err(e) = verdict {
             refusal.get_or_insert(e);
             continue;

@@ -36,13 +36,35 @@ static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
         .op(Op::prefix(Rule::neg) | Op::prefix(Rule::not))
 });
 
+/// Deepest nesting of brackets and `else if` chains the parser accepts: the grammar is
+/// recursive, and a few thousand levels would overflow the stack.
+pub const MAX_NESTING: usize = 128;
+
+/// Deepest expression tree (operands of one operator chain count as levels) lowering keeps;
+/// evaluation and formatting recurse over it.
+pub const MAX_EXPR_DEPTH: usize = 256;
+
 /// Parses a whole file; returns what could be read and every syntax error.
 pub fn parse(text: &str, source: SourceId) -> (File, Vec<Diagnostic>) {
+    if let Some((at, what)) = too_deep(text) {
+        let d = Diagnostic::error(
+            "weft::too_deep",
+            format!("nesting deeper than {MAX_NESTING} levels"),
+        )
+        .label(
+            source,
+            Span::new(at, at + what.len()),
+            format!("this `{what}` is level {}", MAX_NESTING + 1),
+        )
+        .help("flatten the expression: bind parts with `let`, or use a loop");
+        return (File::default(), vec![d]);
+    }
     let mut diags = Vec::new();
     let mut buf = text.to_owned();
     let mut lower = Lower {
         source,
         diags: Vec::new(),
+        nesting: 0,
     };
     loop {
         match WeftParser::parse(Rule::file, &buf) {
@@ -82,6 +104,81 @@ fn blank(buf: &mut String, start: usize, end: usize) -> bool {
         .collect();
     buf.replace_range(start..end, &replacement);
     true
+}
+
+/// The first place the text nests deeper than [`MAX_NESTING`]: brackets, plus the links of an
+/// `else if` chain (each one a level of the recursive grammar). Returns the offset and the
+/// token there.
+fn too_deep(text: &str) -> Option<(usize, &'static str)> {
+    let s = scan(text);
+    let b = text.as_bytes();
+    // Per bracket depth: links of the current `else if` chain, and whether the last code
+    // token at that depth was the `}` closing a branch.
+    let mut chain: Vec<usize> = Vec::new();
+    let mut closed: Vec<bool> = Vec::new();
+    let mut last_else = false;
+    let mut i = 0;
+    while i < b.len() {
+        if !s.code.get(i).copied().unwrap_or(false) || b[i].is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        let d = usize::try_from(s.depth.get(i).copied().unwrap_or(0)).unwrap_or(0);
+        if chain.len() <= d + 1 {
+            chain.resize(d + 2, 0);
+            closed.resize(d + 2, false);
+        }
+        let c = b[i];
+        if matches!(c, b'{' | b'(' | b'[') && d >= MAX_NESTING {
+            return Some((
+                i,
+                ["{", "(", "["][usize::from(c == b'(') + 2 * usize::from(c == b'[')],
+            ));
+        }
+        if c.is_ascii_alphanumeric() || c == b'_' {
+            let start = i;
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                i += 1;
+            }
+            let word = &text[start..i];
+            match word {
+                "else" if closed[d] => last_else = true,
+                "if" if last_else => {
+                    chain[d] += 1;
+                    closed[d] = false;
+                    last_else = false;
+                    if d + chain[d] > MAX_NESTING {
+                        return Some((start, "if"));
+                    }
+                }
+                _ => {
+                    if closed[d] {
+                        chain[d] = 0;
+                    }
+                    closed[d] = false;
+                    last_else = false;
+                }
+            }
+            continue;
+        }
+        if c == b'}' {
+            // Closing to depth d: the next token at d decides whether the chain goes on.
+            closed[d] = true;
+            if let Some(inner) = chain.get_mut(d + 1) {
+                *inner = 0;
+            }
+        } else {
+            if closed[d] && !last_else {
+                chain[d] = 0;
+            }
+            if !matches!(c, b'{') {
+                closed[d] = false;
+            }
+            last_else = false;
+        }
+        i += 1;
+    }
+    None
 }
 
 /// Byte-level facts about the text outside strings and comments.
@@ -404,6 +501,8 @@ fn syntax_error(
 struct Lower {
     source: SourceId,
     diags: Vec<Diagnostic>,
+    /// How many [`Lower::expr`] calls are under way (the outermost checks the tree's depth).
+    nesting: usize,
 }
 
 /// Keyword tokens carry no information once parsed.
@@ -863,7 +962,44 @@ impl Lower {
     }
 
     fn expr(&mut self, p: Pair<'_, Rule>) -> Expr {
+        let whole = span(&p);
         let pairs: Pairs<'_, Rule> = p.into_inner(); // no keywords inside
+                                                     // A run of prefix operators recurses in the Pratt parser itself.
+        let mut run = 0usize;
+        for q in pairs.clone() {
+            run = if matches!(q.as_rule(), Rule::neg | Rule::not) {
+                run + 1
+            } else {
+                0
+            };
+            if run > MAX_EXPR_DEPTH {
+                self.too_deep(whole);
+                return bad(whole);
+            }
+        }
+        self.nesting += 1;
+        let e = self.expr_tree(pairs);
+        self.nesting -= 1;
+        if self.nesting == 0 && depth(&e) > MAX_EXPR_DEPTH {
+            self.too_deep(whole);
+            dismantle(e);
+            return bad(whole);
+        }
+        e
+    }
+
+    fn too_deep(&mut self, sp: Span) {
+        self.diags.push(
+            Diagnostic::error(
+                "weft::too_deep",
+                format!("expression nested deeper than {MAX_EXPR_DEPTH} levels"),
+            )
+            .label(self.source, sp, "this expression")
+            .help("split it: bind parts with `let`, or sum a list in a loop"),
+        );
+    }
+
+    fn expr_tree(&mut self, pairs: Pairs<'_, Rule>) -> Expr {
         PRATT
             .map_primary(|q| self.postfix_expr(q))
             .map_prefix(|op, rhs| {
@@ -1058,6 +1194,44 @@ fn missing(sp: Span) -> Ident {
     Ident {
         name: String::new(),
         span: sp,
+    }
+}
+
+/// The children of an expression node.
+fn children(e: &Expr) -> Vec<&Expr> {
+    match &e.kind {
+        ExprKind::List(items) => items.iter().collect(),
+        ExprKind::Call(_, args) => args.iter().map(|a| &a.value).collect(),
+        ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) => vec![a, b],
+        ExprKind::Field(a, _) | ExprKind::Unary(_, a) => vec![a],
+        ExprKind::If(c, a, b) => vec![c, a, b],
+        _ => Vec::new(),
+    }
+}
+
+/// Depth of an expression tree, without recursion.
+fn depth(e: &Expr) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(e, 1usize)];
+    while let Some((x, d)) = stack.pop() {
+        deepest = deepest.max(d);
+        stack.extend(children(x).into_iter().map(|c| (c, d + 1)));
+    }
+    deepest
+}
+
+/// Drops an expression tree without recursion (a deep tree's own drop would overflow).
+fn dismantle(e: Expr) {
+    let mut stack = vec![e];
+    while let Some(mut x) = stack.pop() {
+        match std::mem::replace(&mut x.kind, ExprKind::Bool(false)) {
+            ExprKind::List(items) => stack.extend(items),
+            ExprKind::Call(_, args) => stack.extend(args.into_iter().map(|a| a.value)),
+            ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) => stack.extend([*a, *b]),
+            ExprKind::Field(a, _) | ExprKind::Unary(_, a) => stack.push(*a),
+            ExprKind::If(c, a, b) => stack.extend([*c, *a, *b]),
+            _ => {}
+        }
     }
 }
 

@@ -215,7 +215,7 @@ fn cap_repeated(diags: Vec<IbnetDiagnostic>, src: &Source) -> Vec<IbnetDiagnosti
                 "the first one not shown",
             )
             .with_help(format!(
-                "{SHOWN_PER_CODE} `{code}` diagnostics are shown in full; fix those and read                  the file again"
+                "{SHOWN_PER_CODE} `{code}` diagnostics are shown in full; fix those and read the file again"
             )),
         );
     }
