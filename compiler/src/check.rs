@@ -75,6 +75,7 @@ pub fn validate(e: &Elaborated) -> Vec<Diagnostic> {
     let origin = e.fabric_origin;
     unconnected(e, &mut out);
     components(e, &mut out);
+    names(e, &mut out);
 
     let lids = f.lid_count();
     if lids > u64::from(MAX_UNICAST_LID) {
@@ -186,6 +187,37 @@ fn unconnected(e: &Elaborated, out: &mut Vec<Diagnostic>) {
         .label(o.source, o.span, format!("`{}` is declared here", names[0]))
         .help("cable them with `link`, or remove them"),
     );
+}
+
+/// Every name must be writable as a node description: `weft build` and `weft export` write
+/// them into ibnetdiscover and OpenSM files, so a name they cannot carry fails here, at its
+/// declaration, not later in `build`.
+fn names(e: &Elaborated, out: &mut Vec<Diagnostic>) {
+    let f = &e.fabric;
+    let mut bad = 0usize;
+    for id in f.node_ids() {
+        let name = f.node(id).name();
+        let Some(reason) = weft_fabric::ibnetdiscover::name_problem(name) else {
+            continue;
+        };
+        bad += 1;
+        if bad > 10 {
+            continue;
+        }
+        let o = e
+            .node_origins
+            .get(id.index())
+            .copied()
+            .unwrap_or(e.fabric_origin);
+        out.push(
+            Diagnostic::error(
+                "weft::unwritable_name",
+                format!("node name `{}` cannot be written as a node description: {reason}", name.escape_debug()),
+            )
+            .label(o.source, o.span, "declared here")
+            .help("node descriptions are 1 to 63 printable ASCII characters without `\"`, `#` or `=`; rename the node"),
+        );
+    }
 }
 
 /// The cabling (up links, nodes not down) must be one piece.

@@ -1395,6 +1395,11 @@ impl<'a> Elab<'a> {
                 Some((g, _)) => g,
                 None => self.next_guid(),
             };
+            let s_name = if array.is_none() {
+                s.name.clone()
+            } else {
+                String::new()
+            };
             match self.builder.add_node(s) {
                 Ok(id) => {
                     ids.push(id);
@@ -1403,6 +1408,11 @@ impl<'a> Elab<'a> {
                 }
                 Err(e) => {
                     self.node_error(e, decl_span, explicit_guid.map(|g| g.1));
+                    if let Some(id) = array {
+                        self.poisoned.insert(id.name.clone());
+                    } else {
+                        self.poisoned.insert(s_name);
+                    }
                     if array.is_some() {
                         break;
                     }

@@ -153,6 +153,14 @@ case!(
         (1..=36).map(|p| format!("        link spine1.p[{p}] down\n")).collect::<String>()
     )
 );
+case!(
+    unwritable_name,
+    "use std::hardware::{sb7800, connectx5}\nfabric f {\n    topology {\n        switch (\"a#b\") : sb7800\n        hca cn1 : connectx5\n        link (\"a#b\").p[1] <-> cn1.p[1]\n    }\n}\n"
+);
+case!(
+    port_guid_reused,
+    "use std::hardware::{sb7800}\nmodel dual : hca { ports = 2 }\nfabric f {\n    topology {\n        switch s : sb7800\n        hca h : dual { port_guids = [0x100, 0x100] }\n        link s.p[1] <-> h.p[1]\n    }\n}\n"
+);
 case!(unconnected_nodes, small("        link leaf[1].p[1] <-> cn[1].p[1]\n        link leaf[1].p[2] <-> cn[2].p[1]\n        link leaf[1].p[3] <-> cn[3].p[1]\n        link leaf[1].p[36] <-> leaf[2].p[36]"));
 case!(
     fault_on_unwired_port,

@@ -504,6 +504,18 @@ pub enum LinkError {
         /// Its node GUID.
         guid: Guid,
     },
+    /// One end node with the same GUID on two of its ports.
+    #[error("`{name}` port {port} has GUID {guid}, which its port {first} already has")]
+    PortGuidReused {
+        /// The node.
+        name: String,
+        /// The port that repeats it.
+        port: u8,
+        /// The port that has it first.
+        first: u8,
+        /// The GUID.
+        guid: Guid,
+    },
     /// A port GUID another node already uses (as node or port GUID).
     #[error("`{name}` port {port} has GUID {guid}, already used by `{existing_name}`")]
     DuplicatePortGuid {
@@ -645,6 +657,20 @@ impl FabricBuilder {
         let own: Vec<(u8, Guid)> = std::iter::once((0, spec.guid))
             .chain(ports.iter().map(|p| (p.num.0, p.guid)))
             .collect();
+        // An end node's ports each have a GUID of their own (a switch's ports share its GUID;
+        // an HCA's node GUID may equal a port GUID, as on QLogic adapters).
+        if spec.kind != NodeKind::Switch {
+            for (k, &(port, guid)) in own.iter().enumerate().skip(1) {
+                if let Some(&(first, _)) = own[1..k].iter().find(|&&(_, g)| g == guid) {
+                    return Err(LinkError::PortGuidReused {
+                        name: spec.name,
+                        port,
+                        first,
+                        guid,
+                    });
+                }
+            }
+        }
         for &(port, guid) in &own {
             if let Some(&existing) = self.fabric.by_port_guid.get(&guid) {
                 return Err(LinkError::DuplicatePortGuid {

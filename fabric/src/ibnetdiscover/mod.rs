@@ -24,7 +24,7 @@ mod tests;
 
 pub use error::{Code, IbnetDiagnostic, ParseErrors, WriteError};
 pub use reader::{parse, parse_node_name_map};
-pub use writer::write;
+pub use writer::{name_problem, write};
 
 use crate::{Fabric, Guid, LidAssignment};
 use std::collections::BTreeMap;

@@ -212,7 +212,9 @@ fn router_opts(width: Width, speed: Speed) -> String {
 }
 
 /// Why `name` cannot be a node description in a file ibsim and ibnetdiscover reproduce.
-fn name_problem(name: &str) -> Option<String> {
+/// Why `name` cannot be written as a node description (ibnetdiscover, ibsim, OpenSM's
+/// node-name map), or `None` when it can.
+pub fn name_problem(name: &str) -> Option<String> {
     if name.is_empty() {
         return Some("it is empty".to_owned());
     }
