@@ -132,11 +132,21 @@ impl weft_compiler::Host for Files {
 /// A failure to run at all (exit 2).
 struct Fatal(String);
 
-impl<E: std::fmt::Display> From<E> for Fatal {
+impl<E: std::fmt::Display + 'static> From<E> for Fatal {
     fn from(e: E) -> Fatal {
+        let io = (&e as &dyn std::any::Any).downcast_ref::<std::io::Error>();
+        if io.is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) {
+            return Fatal(CLOSED_PIPE.into());
+        }
         Fatal(e.to_string())
     }
 }
+
+/// What a write to a closed pipe (`weft export … | head`) becomes: no message, and the exit
+/// status a process killed by SIGPIPE has (128 + 13), so a pipeline still sees the output was
+/// cut short.
+const CLOSED_PIPE: &str = "\0closed pipe";
+const CLOSED_PIPE_EXIT: u8 = 141;
 
 fn read(path: &Path) -> Result<String, Fatal> {
     input::read_regular(path, input::MAX_SOURCE_BYTES)
@@ -536,6 +546,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        Err(Fatal(msg)) if msg == CLOSED_PIPE => ExitCode::from(CLOSED_PIPE_EXIT),
         Err(Fatal(msg)) => {
             let _ = writeln!(std::io::stderr(), "error: {msg}");
             ExitCode::from(2)
