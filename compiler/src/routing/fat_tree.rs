@@ -578,8 +578,14 @@ fn complete(
         .sum();
     // Destinations the root itself cannot reach (a switch LID reachable only from below):
     // every switch without an entry forwards toward the nearest switch that has one.
-    for lid in 0..nlids {
-        if g.exits[lid].is_some() && rows.iter().any(|r| r.get(lid) == Some(&LFT_UNSET)) {
+    let mut missing = vec![false; nlids];
+    for row in rows.iter() {
+        for (m, &e) in missing.iter_mut().zip(row) {
+            *m |= e == LFT_UNSET;
+        }
+    }
+    for (lid, _) in missing.iter().enumerate().filter(|&(_, &m)| m) {
+        if g.exits.get(lid).is_some_and(Option::is_some) {
             relayed += bfs.complete(g, rows, lid);
         }
     }
