@@ -586,13 +586,21 @@ fn build_writes_only_what_it_proved() {
 fn a_closed_pipe_is_quiet() {
     use std::io::Read as _;
     let mut child = Command::new(env!("CARGO_BIN_EXE_weft"))
-        .args(["export", root().join("examples/cluster-648.weft").to_str().unwrap()])
+        .args([
+            "export",
+            root().join("examples/cluster-648.weft").to_str().unwrap(),
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let mut first = [0u8; 16];
-    child.stdout.as_mut().unwrap().read_exact(&mut first).unwrap();
+    child
+        .stdout
+        .as_mut()
+        .unwrap()
+        .read_exact(&mut first)
+        .unwrap();
     drop(child.stdout.take());
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(141), "{}", text(&out.stderr));
