@@ -115,11 +115,7 @@ pub fn validate(e: &Elaborated) -> Vec<Diagnostic> {
     }
     for ((model, cap), ids) in short {
         let names: Vec<&str> = ids.iter().map(|&i| f.node(i).name()).collect();
-        let first = e
-            .node_origins
-            .get(ids[0].index())
-            .copied()
-            .unwrap_or(origin);
+        let first = e.origin(ids[0]);
         out.push(
             Diagnostic::error(
                 "weft::lft_capacity_exceeded",
@@ -174,11 +170,7 @@ fn unconnected(e: &Elaborated, out: &mut Vec<Diagnostic>) {
         return;
     }
     let names: Vec<&str> = lonely.iter().map(|&i| f.node(i).name()).collect();
-    let o = e
-        .node_origins
-        .get(lonely[0].index())
-        .copied()
-        .unwrap_or(e.fabric_origin);
+    let o = e.origin(lonely[0]);
     out.push(
         Diagnostic::warning(
             "weft::unconnected_node",
@@ -194,21 +186,12 @@ fn unconnected(e: &Elaborated, out: &mut Vec<Diagnostic>) {
 /// declaration, not later in `build`.
 fn names(e: &Elaborated, out: &mut Vec<Diagnostic>) {
     let f = &e.fabric;
-    let mut bad = 0usize;
     for id in f.node_ids() {
         let name = f.node(id).name();
         let Some(reason) = weft_fabric::ibnetdiscover::name_problem(name) else {
             continue;
         };
-        bad += 1;
-        if bad > 10 {
-            continue;
-        }
-        let o = e
-            .node_origins
-            .get(id.index())
-            .copied()
-            .unwrap_or(e.fabric_origin);
+        let o = e.origin(id);
         out.push(
             Diagnostic::error(
                 "weft::unwritable_name",
@@ -263,11 +246,7 @@ fn components(e: &Elaborated, out: &mut Vec<Diagnostic>) {
     parts.sort_by_key(|p| std::cmp::Reverse(p.len()));
     let cut: Vec<NodeId> = parts[1..].iter().flatten().copied().collect();
     let names: Vec<&str> = cut.iter().map(|&i| f.node(i).name()).collect();
-    let o = e
-        .node_origins
-        .get(cut[0].index())
-        .copied()
-        .unwrap_or(e.fabric_origin);
+    let o = e.origin(cut[0]);
     out.push(
         Diagnostic::error(
             "weft::fabric_split",

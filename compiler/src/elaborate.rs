@@ -64,6 +64,17 @@ pub struct Elaborated {
     pub fabric_origin: Origin,
 }
 
+impl Elaborated {
+    /// Where node `id` was declared (the `fabric` item for nodes without a declaration of
+    /// their own, such as imported ones).
+    pub fn origin(&self, id: NodeId) -> Origin {
+        self.node_origins
+            .get(id.index())
+            .copied()
+            .unwrap_or(self.fabric_origin)
+    }
+}
+
 enum Global {
     Model(Rc<ModelDef>),
     Template(Rc<TemplateDef>),

@@ -40,11 +40,7 @@ pub fn assign(e: &Elaborated) -> Result<LidAssignment, Vec<Diagnostic>> {
     for id in f.node_ids() {
         let n = f.node(id);
         let Some(pin) = n.spec.lid else { continue };
-        let origin = e
-            .node_origins
-            .get(id.index())
-            .copied()
-            .unwrap_or(e.fabric_origin);
+        let origin = e.origin(id);
         let Some(&(port, size)) = wants(id).first() else {
             errors.push(
                 Diagnostic::error(
@@ -113,11 +109,7 @@ pub fn assign(e: &Elaborated) -> Result<LidAssignment, Vec<Diagnostic>> {
                 start += size;
             }
             if start + size - 1 > limit {
-                let origin = e
-                    .node_origins
-                    .get(id.index())
-                    .copied()
-                    .unwrap_or(e.fabric_origin);
+                let origin = e.origin(id);
                 errors.push(
                     Diagnostic::error(
                         "weft::lid_budget_exceeded",

@@ -380,6 +380,8 @@ fn sftree(
     input: &RoutingInput<'_>,
 ) -> Result<(Vec<Vec<u8>>, Vec<RouteNote>), RouteError> {
     let f = input.fabric;
+    let own_lid = g.switch_lids();
+    let lid_of = |s: usize| own_lid.get(s).copied().flatten();
     let switch_lids: Vec<usize> = g
         .exits
         .iter()
@@ -387,14 +389,6 @@ fn sftree(
         .filter_map(|(lid, e)| e.filter(|e| e.port == 0).map(|_| lid))
         .collect();
     let leaves: Vec<usize> = (0..g.switches.len()).filter(|&i| t.level[i] == 1).collect();
-    let lid_of = |leaf: usize| {
-        g.exits.iter().position(|e| {
-            *e == Some(Exit {
-                sw: leaf as u32,
-                port: 0,
-            })
-        })
-    };
     let rows = &base;
     // Algorithm 1: the first leaf reaching every switch LID. On a degraded tree the root
     // should also be reachable from every switch and reach as many destinations as possible:
@@ -449,22 +443,18 @@ fn sftree(
         };
         let mut rows = base.clone();
         let (completed, relayed) = complete(g, t, &mut rows, root, root_lid);
-        let verdict =
-            match g.check_complete_rows(f, NAME, &rows) {
-                Err(e) => Err(e),
-                Ok(()) => match g.first_cycle(&rows) {
-                    None => Ok(()),
-                    Some(c) => Err(RouteError::CreditLoop {
-                        engine: NAME,
-                        tried: tries,
-                        switch: f.node(g.switches[c.switch].id).name().to_owned(),
-                        to: g.owners.get(c.lid).copied().flatten().map_or_else(
-                            || format!("LID {}", c.lid),
-                            |o| f.node(o).name().to_owned(),
-                        ),
-                    }),
-                },
-            };
+        let verdict = match g.check_complete_rows(f, NAME, &rows) {
+            Err(e) => Err(e),
+            Ok(()) => match g.first_cycle(&rows) {
+                None => Ok(()),
+                Some(c) => Err(RouteError::CreditLoop {
+                    engine: NAME,
+                    tried: tries,
+                    switch: f.node(g.switches[c.switch].id).name().to_owned(),
+                    to: g.lid_name(f, c.lid),
+                }),
+            },
+        };
         if let Err(e) = verdict {
             refusal.get_or_insert(e);
             continue;
@@ -610,15 +600,9 @@ impl Bfs {
     /// the port toward a neighbour one hop nearer to them (lowest switch index first, so the
     /// result is deterministic). Returns how many entries were set.
     fn complete(&mut self, g: &Graph, rows: &mut [Vec<u8>], lid: usize) -> usize {
-        let at = |rows: &[Vec<u8>], s: usize| {
-            rows.get(s)
-                .and_then(|r| r.get(lid))
-                .copied()
-                .unwrap_or(LFT_UNSET)
-        };
         self.queue.clear();
         for (s, seen) in self.seen.iter_mut().enumerate() {
-            *seen = at(rows, s) != LFT_UNSET;
+            *seen = entry(rows, s, lid) != LFT_UNSET;
             if *seen {
                 self.queue.push_back(s);
             }

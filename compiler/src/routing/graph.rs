@@ -168,53 +168,54 @@ impl Graph {
         engine: &'static str,
         columns: &[Vec<u8>],
     ) -> Result<(), RouteError> {
-        let mut count = 0usize;
-        let mut first = None;
-        for (lid, col) in columns.iter().enumerate() {
-            if self.exits.get(lid).copied().flatten().is_none() {
-                continue;
-            }
-            for (s, &p) in col.iter().enumerate() {
-                if p == LFT_UNSET {
-                    count += 1;
-                    first.get_or_insert((s, lid));
-                }
-            }
-        }
-        match first {
-            None => Ok(()),
-            Some((s, lid)) => Err(RouteError::Disconnected {
-                engine,
-                count,
-                from: fabric.node(self.switches[s].id).name().to_owned(),
-                to: self.owners.get(lid).copied().flatten().map_or_else(
-                    || format!("LID {lid}"),
-                    |o| fabric.node(o).name().to_owned(),
-                ),
+        self.disconnected(
+            fabric,
+            engine,
+            columns.iter().enumerate().flat_map(|(lid, col)| {
+                col.iter()
+                    .enumerate()
+                    .filter(|&(_, &p)| p == LFT_UNSET)
+                    .map(move |(s, _)| (lid, s))
             }),
-        }
+        )
     }
-}
 
-impl Graph {
-    /// [`Graph::check_complete`] over per-switch rows (`rows[switch][lid]`); the error names
-    /// the same entry (lowest LID, then the first switch).
+    /// [`Graph::check_complete`] over per-switch rows (`rows[switch][lid]`).
     pub fn check_complete_rows(
         &self,
         fabric: &Fabric,
         engine: &'static str,
         rows: &[Vec<u8>],
     ) -> Result<(), RouteError> {
+        self.disconnected(
+            fabric,
+            engine,
+            rows.iter().enumerate().flat_map(|(s, row)| {
+                row.iter()
+                    .enumerate()
+                    .filter(|&(_, &p)| p == LFT_UNSET)
+                    .map(move |(lid, _)| (lid, s))
+            }),
+        )
+    }
+
+    /// The error for unset `(lid, switch)` entries of LIDs that have an exit: how many, and
+    /// the lowest LID's first switch.
+    fn disconnected(
+        &self,
+        fabric: &Fabric,
+        engine: &'static str,
+        unset: impl Iterator<Item = (usize, usize)>,
+    ) -> Result<(), RouteError> {
         let mut count = 0usize;
         let mut first: Option<(usize, usize)> = None;
-        for (s, row) in rows.iter().enumerate() {
-            for (lid, &p) in row.iter().enumerate() {
-                if p == LFT_UNSET && self.exits.get(lid).copied().flatten().is_some() {
-                    count += 1;
-                    if first.is_none_or(|f| (lid, s) < f) {
-                        first = Some((lid, s));
-                    }
-                }
+        for (lid, s) in unset {
+            if self.exits.get(lid).copied().flatten().is_none() {
+                continue;
+            }
+            count += 1;
+            if first.is_none_or(|f| (lid, s) < f) {
+                first = Some((lid, s));
             }
         }
         match first {
@@ -223,12 +224,30 @@ impl Graph {
                 engine,
                 count,
                 from: fabric.node(self.switches[s].id).name().to_owned(),
-                to: self.owners.get(lid).copied().flatten().map_or_else(
-                    || format!("LID {lid}"),
-                    |o| fabric.node(o).name().to_owned(),
-                ),
+                to: self.lid_name(fabric, lid),
             }),
         }
+    }
+
+    /// The name of the node owning `lid`, or `LID n` when none does.
+    pub fn lid_name(&self, fabric: &Fabric, lid: usize) -> String {
+        self.owners.get(lid).copied().flatten().map_or_else(
+            || format!("LID {lid}"),
+            |o| fabric.node(o).name().to_owned(),
+        )
+    }
+
+    /// Each switch's own LID (the LID whose exit is its port 0), by dense index.
+    pub fn switch_lids(&self) -> Vec<Option<usize>> {
+        let mut own = vec![None; self.switches.len()];
+        for (lid, e) in self.exits.iter().enumerate() {
+            if let Some(Exit { sw, port: 0 }) = *e {
+                if let Some(slot) = own.get_mut(sw as usize) {
+                    slot.get_or_insert(lid);
+                }
+            }
+        }
+        own
     }
 }
 
