@@ -140,6 +140,11 @@ fn runaway_work_stops() {
     // One root error, one diagnostic: the names it poisoned stay quiet.
     assert!(out.contains("1 error(s)"), "{out}");
     refused(
+        "repeat",
+        &(String::from("let l = repeat(0, 100000000)\n") + &fabric("")),
+        "weft::value_too_large",
+    );
+    refused(
         "format_width",
         &(String::from("let x = format(\"{:70000}\", 1)\n") + &fabric("")),
         "weft::bad_format",

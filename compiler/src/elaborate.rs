@@ -1419,11 +1419,8 @@ impl<'a> Elab<'a> {
                 }
                 Err(e) => {
                     self.node_error(e, decl_span, explicit_guid.map(|g| g.1));
-                    if let Some(id) = array {
-                        self.poisoned.insert(id.name.clone());
-                    } else {
-                        self.poisoned.insert(s_name);
-                    }
+                    self.poisoned
+                        .insert(array.map_or(s_name, |id| id.name.clone()));
                     if array.is_some() {
                         break;
                     }
@@ -2453,16 +2450,17 @@ impl<'a> Elab<'a> {
                     self.type_err("a count (int)", &vals[1].0, vals[1].1);
                     return Err(());
                 };
-                if !(0..=1_000_000).contains(&n) {
+                let Ok(n) = usize::try_from(n) else {
                     self.err(
                         "weft::out_of_range",
                         format!("cannot repeat {n} times"),
                         vals[1].1,
-                        "0..=1000000",
+                        "a count is 0 or more",
                     );
                     return Err(());
-                }
-                Ok(Value::List(Rc::new(vec![vals[0].0.clone(); n as usize])))
+                };
+                self.value_size(n, MAX_LIST_ITEMS, "list of", "items", span)?;
+                Ok(Value::List(Rc::new(vec![vals[0].0.clone(); n])))
             }
             "import" => {
                 self.err_help(

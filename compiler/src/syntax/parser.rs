@@ -129,11 +129,14 @@ fn too_deep(text: &str) -> Option<(usize, &'static str)> {
             closed.resize(d + 2, false);
         }
         let c = b[i];
-        if matches!(c, b'{' | b'(' | b'[') && d >= MAX_NESTING {
-            return Some((
-                i,
-                ["{", "(", "["][usize::from(c == b'(') + 2 * usize::from(c == b'[')],
-            ));
+        let bracket = match c {
+            b'{' => Some("{"),
+            b'(' => Some("("),
+            b'[' => Some("["),
+            _ => None,
+        };
+        if let Some(open) = bracket.filter(|_| d >= MAX_NESTING) {
+            return Some((i, open));
         }
         if c.is_ascii_alphanumeric() || c == b'_' {
             let start = i;
@@ -171,9 +174,7 @@ fn too_deep(text: &str) -> Option<(usize, &'static str)> {
             if closed[d] && !last_else {
                 chain[d] = 0;
             }
-            if !matches!(c, b'{') {
-                closed[d] = false;
-            }
+            closed[d] = false;
             last_else = false;
         }
         i += 1;
@@ -964,7 +965,8 @@ impl Lower {
     fn expr(&mut self, p: Pair<'_, Rule>) -> Expr {
         let whole = span(&p);
         let pairs: Pairs<'_, Rule> = p.into_inner(); // no keywords inside
-                                                     // A run of prefix operators recurses in the Pratt parser itself.
+
+        // A run of prefix operators recurses in the Pratt parser itself.
         let mut run = 0usize;
         for q in pairs.clone() {
             run = if matches!(q.as_rule(), Rule::neg | Rule::not) {
