@@ -41,15 +41,12 @@ fn write_one(
     }
 }
 
-/// Files a previous `weft build` may have left in a directory it replaces.
-const OURS: [&str; 6] = [
-    "lfts.dump",
-    "guid2lid",
-    "topology.net",
-    "state.json",
-    "certificate.json",
-    "UNPROVEN",
-];
+/// The proof, written beside the tables.
+const CERTIFICATE: &str = "certificate.json";
+/// The marker of a build written with `--allow-unproven`.
+const UNPROVEN: &str = "UNPROVEN";
+/// The files written besides the tables.
+const EXTRAS: [&str; 2] = [CERTIFICATE, UNPROVEN];
 
 /// What goes into the output directory besides the tables.
 pub struct Extra<'a> {
@@ -116,7 +113,12 @@ fn check_replaceable(dir: &Path) -> Result<(), String> {
     for entry in entries {
         let entry = entry.map_err(|e| format!("cannot read `{}`: {e}", dir.display()))?;
         let file = entry.file_name();
-        if !OURS.iter().any(|o| file.to_str() == Some(o)) {
+        // Only what a previous `weft build` leaves may be replaced.
+        if !FILES
+            .iter()
+            .chain(&EXTRAS)
+            .any(|o| file.to_str() == Some(o))
+        {
             return Err(format!(
                 "`{}` holds `{}`, which weft build did not write; choose a new or empty output \
                  directory (weft replaces the whole directory)",
@@ -151,10 +153,7 @@ fn fill(
             .map_err(|e| format!("cannot write `{name}`: {e}"))?;
         files.push(name);
     }
-    for (name, text) in [
-        ("certificate.json", extra.certificate),
-        ("UNPROVEN", extra.unproven),
-    ] {
+    for (name, text) in [(CERTIFICATE, extra.certificate), (UNPROVEN, extra.unproven)] {
         if let Some(text) = text {
             let mut f = create(name)?;
             f.write_all(text.as_bytes())
