@@ -314,7 +314,7 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
             .map_err(Fatal)?;
             let s = Summary::of(&built.state.fabric);
             let mut text = human_summary(&s);
-            text += &format!("  engine    {}\n", built.engine);
+            text += &format!("  engine    {}: {}\n", built.engine, built.why);
             for n in &built.notes {
                 text += &format!("  note      {}\n", n.message);
             }
@@ -338,11 +338,11 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
             let mut failed = c.has_errors();
             let summary = c.elaborated.as_ref().map(|e| Summary::of(&e.fabric));
             // Compile and prove what the description says, unless it is already wrong.
-            let mut routed: Option<(&'static str, weft_fabric::ValidState)> = None;
+            let mut routed: Option<(&'static str, String, weft_fabric::ValidState)> = None;
             let mut build_errors = Vec::new();
             if let (Some(e), false, false) = (c.elaborated.as_ref(), failed, no_verify) {
                 match weft_compiler::build::build(e) {
-                    Ok(b) => routed = Some((b.engine, b.state)),
+                    Ok(b) => routed = Some((b.engine, b.why, b.state)),
                     Err(d) => {
                         failed = true;
                         build_errors = d;
@@ -356,7 +356,7 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
             };
             let report = routed
                 .as_ref()
-                .map(|(_, st)| weft_verifier::verify(st, &opts));
+                .map(|(_, _, st)| weft_verifier::verify(st, &opts));
             let proven = |r: &weft_verifier::Report| {
                 r.verdict.deadlock_free == weft_verifier::Outcome::Proven
                     && r.verdict.connected == weft_verifier::Outcome::Proven
@@ -379,8 +379,8 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
                     {
                         text += &human_summary(s);
                     }
-                    if let (Some((engine, st)), Some(r)) = (&routed, &report) {
-                        text += &format!("  engine    {engine}\n");
+                    if let (Some((engine, why, st)), Some(r)) = (&routed, &report) {
+                        text += &format!("  engine    {engine}: {why}\n");
                         if proven(r) {
                             text += &format!(
                                 "  verified  deadlock-free and connected ({} routes, {} channels, {} VL(s))\n",
@@ -397,6 +397,7 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
                         "ok": !failed,
                         "summary": if c.has_errors() { None } else { summary },
                         "engine": routed.as_ref().map(|r| r.0),
+                        "engine_why": routed.as_ref().map(|r| &r.1),
                         "verdict": report.as_ref().map(|r| &r.verdict),
                         "diagnostics": diagnostic::to_json(&all_diags, &c.sources),
                     });

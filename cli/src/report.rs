@@ -44,8 +44,8 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
     let text = match args.format {
         Format::Human => {
             let mut t = format!(
-                "fabric `{}`, engine {}\n",
-                built.state.fabric.name, built.engine
+                "fabric `{}`, engine {} ({})\n",
+                built.state.fabric.name, built.engine, built.why
             );
             t += &human(&q);
             t
@@ -54,6 +54,7 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
             let v = serde_json::json!({
                 "fabric": built.state.fabric.name,
                 "engine": built.engine,
+                "engine_why": built.why,
                 "quality": q,
             });
             serde_json::to_string_pretty(&v)? + "\n"

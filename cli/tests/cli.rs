@@ -168,6 +168,19 @@ fn export_import_round_trip() {
     // The imported program checks, and describes the same nodes, GUIDs and up links.
     let check = weft(&["check", prog.to_str().unwrap_or_default()]);
     assert_eq!(check.status.code(), Some(0), "{}", text(&check.stderr));
+    // It is found to be a fat-tree (the dump has no levels): the program records the levels,
+    // says so in its header, and `check` routes it with `fat_tree`, saying why.
+    let program = std::fs::read_to_string(&prog).unwrap_or_default();
+    let header: Vec<&str> = program.lines().skip(1).take(1).collect();
+    let engine = text(&check.stdout)
+        .lines()
+        .filter(|l| l.contains("engine") || l.contains("levels"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    insta::assert_snapshot!(
+        "import_finds_the_fat_tree",
+        format!("{}\n{engine}", header.join("\n"))
+    );
     let json = |p: &str| -> serde_json::Value {
         let o = weft(&["export", "--format", "json", p]);
         assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));

@@ -12,41 +12,53 @@ pub struct Built {
     pub state: ValidState,
     /// The engine that routed it.
     pub engine: &'static str,
+    /// Why that engine.
+    pub why: String,
     /// What the engine reported.
     pub notes: Vec<RouteNote>,
 }
 
-/// The engine a fabric asks for; without a `routing { engine = … }`, `fat_tree` when every
-/// switch records a tree level (the stdlib's trees do) and `updn` otherwise.
-pub fn engine_name(e: &Elaborated) -> &str {
-    match &e.config.routing.engine {
-        Some(name) => name,
-        None => {
-            let f = &e.fabric;
-            let tree = f
-                .nodes()
-                .iter()
-                .filter(|n| n.is_switch())
-                .all(|n| n.spec.level.is_some());
-            if tree && f.switch_count() > 0 {
-                "fat_tree"
-            } else {
-                "updn"
-            }
-        }
+/// The engine that routes a fabric, and why that one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineChoice {
+    /// Engine name.
+    pub name: String,
+    /// Why: "asked for by `routing { engine = … }`", or what the default found.
+    pub why: String,
+}
+
+/// The engine a fabric asks for; without a `routing { engine = … }`, `fat_tree` when the
+/// cabling is a fat-tree ([`routing::shape::detect`]) and `updn` otherwise.
+pub fn choose_engine(e: &Elaborated) -> EngineChoice {
+    if let Some(name) = &e.config.routing.engine {
+        return EngineChoice {
+            name: name.clone(),
+            why: format!("asked for by `routing {{ engine = {name} }}`"),
+        };
+    }
+    match routing::shape::detect(&e.fabric) {
+        routing::shape::Shape::FatTree(t) => EngineChoice {
+            name: "fat_tree".into(),
+            why: format!("the default for {}", t.describe()),
+        },
+        routing::shape::Shape::Other { reason, .. } => EngineChoice {
+            name: "updn".into(),
+            why: format!("the default for a fabric that is not a fat-tree: {reason}"),
+        },
     }
 }
 
 /// Assigns LIDs and routes.
 pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
     let lids = crate::lids::assign(e)?;
-    let name = engine_name(e);
+    let choice = choose_engine(e);
+    let name = choice.name.as_str();
     let at = |d: Diagnostic| match e.config.routing.engine_span {
         Some(sp) => d.label(e.fabric_origin.source, sp, format!("engine `{name}`")),
         None => d.label(
             e.fabric_origin.source,
             e.fabric_origin.span,
-            format!("routed with `{name}` (the default)"),
+            format!("routed with `{name}`, {}", choice.why),
         ),
     };
     let Some(engine) = routing::engine(name) else {
@@ -117,6 +129,7 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
     Ok(Built {
         state,
         engine: engine.name(),
+        why: choice.why,
         notes: routes.notes,
     })
 }

@@ -27,7 +27,7 @@ pub struct Summary {
     pub lids: u64,
     /// LMC.
     pub lmc: u8,
-    /// Tree levels, when the topology records them.
+    /// Tree levels, when the topology is a fat-tree (recorded, or found from the cabling).
     pub levels: Option<u8>,
 }
 
@@ -47,7 +47,10 @@ impl Summary {
             nodes_down: f.nodes().iter().filter(|n| n.down).count(),
             lids: f.lid_count(),
             lmc: f.lmc,
-            levels: f.levels(),
+            levels: match crate::routing::shape::detect(f) {
+                crate::routing::shape::Shape::FatTree(t) => Some(t.height),
+                crate::routing::shape::Shape::Other { .. } => f.levels(),
+            },
         }
     }
 }

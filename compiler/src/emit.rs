@@ -24,6 +24,25 @@ pub fn fabric_to_weft(fabric: &Fabric, lids: Option<&LidAssignment>, origin: &st
         fabric.hca_count(),
         links_up
     );
+    // The levels a fat-tree was found to have are written out, so the program says what it is
+    // and routes with `fat_tree` by default.
+    let levels = match crate::routing::shape::detect(fabric) {
+        crate::routing::shape::Shape::FatTree(t) => {
+            let _ = writeln!(
+                out,
+                "// The cabling is {}: `fat_tree` routes it by default.",
+                t.describe()
+            );
+            t.levels
+        }
+        crate::routing::shape::Shape::Other { reason, .. } => {
+            let _ = writeln!(
+                out,
+                "// Not a fat-tree ({reason}): `updn` routes it by default."
+            );
+            Vec::new()
+        }
+    };
     let fname = if is_plain_ident(&fabric.name) {
         fabric.name.clone()
     } else {
@@ -50,6 +69,9 @@ pub fn fabric_to_weft(fabric: &Fabric, lids: Option<&LidAssignment>, origin: &st
                 .map(|p| format!("{:#018x}", p.guid.0))
                 .collect();
             attrs.push(format!("port_guids = [{}]", list.join(", ")));
+        }
+        if let Some(level) = levels.get(id.index()).copied().flatten() {
+            attrs.push(format!("level = {level}"));
         }
         if n.spec.vendor_id != 0 {
             attrs.push(format!("vendor = {:#06x}", n.spec.vendor_id));

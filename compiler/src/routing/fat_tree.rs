@@ -2,8 +2,8 @@
 //! sFtree so that every switch reaches every switch, deadlock-free on one VL.
 //!
 //! **Accepts** fat-trees: every switch has a tree level (recorded by the stdlib templates, or
-//! computed from the hosts: switches with hosts are leaves, level 1, and each further level is
-//! one hop further from the leaves); hosts hang off leaves only; every switch-to-switch cable
+//! found from the cabling by [`super::shape`]: switches with end nodes are leaves, level 1,
+//! and each further level is one cable further from the leaves, down links included); hosts hang off leaves only; every switch-to-switch cable
 //! joins adjacent levels (cables inside a level are tolerated and used only as sFtree sibling
 //! links). Degraded (links or switches down) and oversubscribed trees are fine. Anything else
 //! is refused with the reason; there is no fallback to another engine.
@@ -65,42 +65,17 @@ fn levels(g: &Graph, input: &RoutingInput<'_>) -> Result<Vec<u8>, RouteError> {
     if recorded.iter().all(Option::is_some) && !recorded.is_empty() {
         return Ok(recorded.into_iter().map(|l| l.unwrap_or(0)).collect());
     }
-    // Computed: leaves carry hosts; BFS upward.
-    let mut level = vec![0u8; g.switches.len()];
-    let mut queue = std::collections::VecDeque::new();
-    for (i, s) in g.switches.iter().enumerate() {
-        if s.has_hosts {
-            level[i] = 1;
-            queue.push_back(i);
-        }
-    }
-    if queue.is_empty() {
-        return Err(RouteError::Unsupported {
+    // Found from the cabling (down links included, so faults do not reshape the tree).
+    let found =
+        super::shape::levels_from_hosts(f).map_err(|(reason, node)| RouteError::Unsupported {
             engine: NAME,
-            reason: "no switch has hosts, so there are no leaves to build the tree from".into(),
-            node: None,
-        });
-    }
-    while let Some(i) = queue.pop_front() {
-        for grp in &g.switches[i].groups {
-            let p = grp.peer as usize;
-            if level[p] == 0 {
-                level[p] = level[i].saturating_add(1);
-                queue.push_back(p);
-            }
-        }
-    }
-    if let Some(i) = level.iter().position(|&l| l == 0) {
-        return Err(RouteError::Unsupported {
-            engine: NAME,
-            reason: format!(
-                "`{}` is not connected to any leaf",
-                f.node(g.switches[i].id).name()
-            ),
-            node: Some(g.switches[i].id),
-        });
-    }
-    Ok(level)
+            reason,
+            node,
+        })?;
+    Ok(g.switches
+        .iter()
+        .map(|s| found[s.id.index()].unwrap_or(0))
+        .collect())
 }
 
 fn tree(g: &Graph, input: &RoutingInput<'_>) -> Result<Tree, RouteError> {

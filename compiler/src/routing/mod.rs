@@ -7,6 +7,7 @@
 pub mod fat_tree;
 mod graph;
 pub mod minhop;
+pub mod shape;
 pub mod updn;
 
 pub use graph::Graph;
