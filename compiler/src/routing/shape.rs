@@ -137,6 +137,13 @@ pub fn detect(fabric: &Fabric) -> Shape {
             Err((reason, node)) => return other(reason, node),
         }
     };
+    let height = levels.iter().flatten().copied().max().unwrap_or(0);
+    if height > MAX_LEVELS {
+        return other(
+            format!("it has more than {MAX_LEVELS} levels, the most a fat-tree is detected with"),
+            None,
+        );
+    }
     let name = |id: NodeId| fabric.node(id).name().to_owned();
     // (up, down) switch cables per switch.
     let mut updown: Vec<(u32, u32)> = vec![(0, 0); levels.len()];
@@ -184,13 +191,6 @@ pub fn detect(fabric: &Fabric) -> Shape {
             }
             _ => {}
         }
-    }
-    let height = levels.iter().flatten().copied().max().unwrap_or(0);
-    if height > MAX_LEVELS {
-        return other(
-            format!("it has {height} levels; fat-trees are detected up to {MAX_LEVELS}"),
-            None,
-        );
     }
     // The most common (up, down) per level; switches that differ are uneven.
     let mut counts: BTreeMap<(u8, (u32, u32)), usize> = BTreeMap::new();
