@@ -7,9 +7,104 @@
 //! (`--allow-unproven` writes it with an `UNPROVEN` file naming what failed). The directory is
 //! written whole beside the target and renamed into place: all or nothing.
 
+use crate::{compile_and_build, human_summary, out, verify, ColorChoice, Fatal};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use weft_compiler::build::Built;
+use weft_compiler::Summary;
+
+/// `weft build` arguments.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The `.weft` file.
+    file: PathBuf,
+    /// Output directory (created, or replaced whole when it holds only a previous build).
+    #[arg(long, short)]
+    output: PathBuf,
+    /// Write the tables even when a property is not proven, with an `UNPROVEN` file naming
+    /// what failed (the exit code is still 1).
+    #[arg(long)]
+    allow_unproven: bool,
+}
+
+/// Runs `weft build`.
+pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fatal> {
+    let Args {
+        file,
+        output,
+        allow_unproven,
+    } = args;
+    let Some((c, built)) = compile_and_build(&file, color)? else {
+        return Ok(ExitCode::from(1));
+    };
+    if c.elaborated.is_none() {
+        return Ok(ExitCode::from(1));
+    }
+    // Prove what is about to be written: every property, every pair.
+    let opts = weft_verifier::Options {
+        certificate: true,
+        max_listed: 20,
+        ..weft_verifier::Options::default()
+    };
+    crate::term::phase("proving");
+    let report = weft_verifier::verify(&built.state, &opts);
+    let mut verdict = String::new();
+    verify::verdict_lines(&mut verdict, &report);
+    let proven = report.is_proven();
+    if !proven && !allow_unproven {
+        let text = verify::human(&built.state, Some(&report), None, "compiled", 20);
+        out(None, &text)?;
+        crate::term::clear();
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(
+            err,
+            "error: the compiled state is not proven; nothing written to `{}` \
+             (`--allow-unproven` writes it anyway, marked UNPROVEN)",
+            output.display()
+        );
+        return Ok(ExitCode::from(1));
+    }
+    let certificate = report.certificate.as_ref().map(|c| c.to_json());
+    let unproven = (!proven).then(|| {
+        format!(
+            "This directory holds tables weft could not prove (written with \
+             --allow-unproven).\n{verdict}"
+        )
+    });
+    crate::term::phase("measuring");
+    let quality = weft_compiler::metrics::of_build(&built.state);
+    crate::term::phase("writing");
+    let written = write_all(
+        &output,
+        &built,
+        &quality,
+        &Extra {
+            certificate: certificate.as_deref(),
+            unproven: unproven.as_deref(),
+        },
+    )
+    .map_err(Fatal)?;
+    if quiet && proven {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let s = Summary::of(&built.state.fabric);
+    let mut text = human_summary(&s);
+    text += &format!("  engine    {}: {}\n", built.engine, built.why);
+    for n in &built.notes {
+        text += &format!("  note      {}\n", n.message);
+    }
+    text += &verdict;
+    for p in &written {
+        text += &format!("  wrote     {}\n", p.display());
+    }
+    out(None, &text)?;
+    Ok(if proven {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
 
 /// The files `weft build` writes, in order.
 pub const FILES: [&str; 4] = ["lfts.dump", "guid2lid", "topology.net", "state.json"];
@@ -85,13 +180,16 @@ pub fn write_all(
     check_replaceable(dir)?;
     let fresh = parent.join(format!(".{name}.weft-build-{}", std::process::id()));
     std::fs::create_dir(&fresh).map_err(|e| format!("cannot create `{}`: {e}", fresh.display()))?;
+    // Interrupted while filling it, the fresh directory goes; the swap runs to its end.
+    let guard = crate::term::unfinished(&fresh);
     let result = fill(&fresh, built, quality, extra).and_then(|files| {
-        swap_in(&fresh, dir, &parent, name)?;
+        crate::term::commit(|| swap_in(&fresh, dir, &parent, name))?;
         Ok(files.iter().map(|f| dir.join(f)).collect())
     });
     if result.is_err() {
         let _ = std::fs::remove_dir_all(&fresh);
     }
+    drop(guard);
     result
 }
 

@@ -40,6 +40,7 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
         seed: args.seed.unwrap_or(0),
         ..QualityOptions::default()
     };
+    crate::term::phase("measuring");
     let q = metrics::quality(&built.state, &opts);
     let text = match args.format {
         Format::Human => {
@@ -82,6 +83,11 @@ fn unroutable(u: &Unroutable) -> String {
     format!("{} unroutable ({})", u.total(), parts.join(", "))
 }
 
+/// What a metric means, in one line under it.
+fn explain(t: &mut String, what: &str) {
+    let _ = writeln!(t, "                    · {what}");
+}
+
 /// How many unbalanced switches the table names.
 const NAMED: usize = 8;
 
@@ -93,6 +99,7 @@ pub fn human(q: &Quality) -> String {
         "  hosts             {} ({} end ports left out), {} switches, {} directed switch links",
         q.hosts, q.hosts_excluded, q.switches, q.fabric_links
     );
+    explain(&mut t, "the hosts the patterns below send between; loads are flows per directed switch-to-switch link");
     let b = &q.balance;
     let _ = writeln!(
         t,
@@ -121,6 +128,7 @@ pub fn human(q: &Quality) -> String {
         }
         t.push('\n');
     }
+    explain(&mut t, "end-node LIDs per switch-facing port; unbalanced: the busiest port has 2+ more than the idlest (check_lft_balance); by direction: up ports vs up, down vs down, what a fat-tree balances");
     let s = &q.shift;
     let _ = writeln!(
         t,
@@ -133,23 +141,27 @@ pub fn human(q: &Quality) -> String {
         s.unroutable,
         s.flows
     );
+    explain(&mut t, "host i sends to host i+k, for each shift k; max load 1 means no two flows of a shift share a link");
     let a = &q.all_to_all;
     let _ = writeln!(
         t,
         "  all-to-all        max load {}, mean load {:.1}, {} of {} flows unroutable",
         a.max_load, a.mean_load, a.unroutable, a.flows
     );
+    explain(&mut t, "every host sends to every other host at once");
     let r = &q.bisections;
     let _ = writeln!(
         t,
         "  bisections        {} (seed {}): max load {}, mean max {:.3}, mean load {:.3}, {} of {} flows unroutable",
         r.count, r.seed, r.max_load, r.mean_max_load, r.mean_load, r.unroutable, r.flows
     );
+    explain(&mut t, "random halvings of the hosts, each host exchanging one flow with its partner in the other half");
     let _ = writeln!(
         t,
         "  eBB               {:.4} (worst bisection {:.4}, best {:.4})",
         r.ebb, r.ebb_min, r.ebb_max
     );
+    explain(&mut t, "effective bisection bandwidth: a flow gets 1 / the load of its busiest link, averaged over flows and bisections; 1.0 is full");
     let h = &q.hops;
     let hist: Vec<String> = h
         .histogram
@@ -164,6 +176,7 @@ pub fn human(q: &Quality) -> String {
         hist.join(", "),
         unroutable(&h.unroutable)
     );
+    explain(&mut t, "links crossed by each host-to-host path [links: paths]; unroutable paths meet an unset entry, a dead end, a loop or the wrong host");
     let w = &q.switch_to_switch;
     let _ = writeln!(
         t,
@@ -171,5 +184,6 @@ pub fn human(q: &Quality) -> String {
         w.pairs,
         unroutable(&w.unroutable)
     );
+    explain(&mut t, "every switch toward every other switch's LID: what management, monitoring and SM traffic need");
     t
 }

@@ -114,16 +114,9 @@ fn read(path: &Path) -> Result<String, Fatal> {
         .map_err(|e| Fatal(format!("cannot read `{}`: {e}", path.display())))
 }
 
-fn write_atomic(path: &Path, text: &str) -> Result<(), Fatal> {
-    let tmp = path.with_extension("weft-tmp");
-    std::fs::write(&tmp, text)
-        .map_err(|e| Fatal(format!("cannot write `{}`: {e}", tmp.display())))?;
-    std::fs::rename(&tmp, path)
-        .map_err(|e| Fatal(format!("cannot write `{}`: {e}", path.display())))
-}
-
 fn warn(msg: &str) {
     use std::io::Write as _;
+    crate::term::clear();
     let _ = writeln!(std::io::stderr(), "warning: {msg}");
 }
 
@@ -200,7 +193,8 @@ fn load(args: &Args, color: ColorChoice) -> Result<(ValidState, String), Fatal> 
 }
 
 /// Runs `weft verify`.
-pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
+pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fatal> {
+    crate::term::phase("reading");
     let (state, origin) = load(&args, color)?;
     let scope = match args.scope {
         ScopeArg::All => Scope::All,
@@ -226,8 +220,10 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
             scope,
             properties: properties.clone(),
         };
+        crate::term::phase("checking the certificate");
         let result = certificate::check(&state, &cert, &req);
         let text = match (&result, args.format) {
+            (Ok(_), Format::Human) if quiet => String::new(),
             (Ok(s), Format::Human) => format!(
                 "✓ certificate accepted: {} ({} routes, {} route states checked)\n",
                 proven_sentence(
@@ -271,6 +267,7 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
     let z3 = weft_verifier::z3::Z3 {
         timeout_ms: args.z3_timeout.saturating_mul(1000),
     };
+    crate::term::phase("proving");
     let report = (args.engine != Engine::Z3).then(|| weft_verifier::verify(&state, &opts));
     let z3_report = (args.engine != Engine::Explicit).then(|| z3.run(&state, &opts));
     if let (Some(r), Some(z)) = (&report, &z3_report) {
@@ -288,10 +285,15 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
         .ok_or_else(|| Fatal("no engine ran".into()))?;
     if let (Some(p), Some(r)) = (&args.write_certificate, &report) {
         if let Some(c) = &r.certificate {
-            write_atomic(p, &(c.to_json() + "\n"))?;
+            crate::output::write_file(p, (c.to_json() + "\n").as_bytes()).map_err(Fatal)?;
         }
     }
+    let all_proven = properties.iter().all(|&p| match p {
+        Property::DeadlockFree => verdict.deadlock_free == Outcome::Proven,
+        _ => verdict.connected == Outcome::Proven,
+    });
     let text = match args.format {
+        Format::Human if quiet && all_proven => String::new(),
         Format::Human => human(
             &state,
             report.as_ref(),

@@ -143,6 +143,38 @@ fn fmt_check_and_write() {
         std::fs::read_to_string(&p).unwrap_or_default(),
         "fabric f { topology { switch s : } }\n"
     );
+    // Through a symlink: the file it points at is rewritten with its permissions kept, the
+    // link stays a link, and nothing is left beside them.
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::write(
+        &p,
+        "use std::hardware::{sb7800}\nfabric  f{topology{switch s:sb7800}}\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let link = dir.join("link.weft");
+    std::os::unix::fs::symlink("messy.weft", &link).unwrap();
+    let out = weft(&["fmt", "--write", link.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(
+        std::fs::read_to_string(&p).unwrap(),
+        "use std::hardware::{sb7800}\nfabric f { topology { switch s : sb7800 } }\n"
+    );
+    assert_eq!(
+        std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+        0o640
+    );
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["link.weft", "messy.weft"]);
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -618,4 +650,99 @@ fn a_closed_pipe_is_quiet() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(141), "{}", text(&out.stderr));
     assert_eq!(text(&out.stderr), "");
+}
+
+/// Ctrl-C at any moment of a `weft build` over a previous build: exit 130 and the output
+/// directory is exactly the old build or exactly the new one; no temporary file or directory
+/// is left beside it. The moments are spread over the measured length of an uninterrupted run.
+#[test]
+fn ctrl_c_leaves_the_old_build_or_the_new_one() {
+    let dir = temp_dir("interrupt");
+    let out_dir = dir.join("out");
+    let o = out_dir.to_str().unwrap();
+    let build = |example: &str| {
+        let r = weft(&["build", example, "-o", o]);
+        assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
+        listing(&out_dir)
+    };
+    let started = std::time::Instant::now();
+    let new = build("examples/cluster-648.weft");
+    let length = started.elapsed();
+    let old = build("examples/lab-16.weft");
+    let mut interrupted = 0;
+    for k in 1..=8u32 {
+        let child = Command::new(env!("CARGO_BIN_EXE_weft"))
+            .args(["build", "examples/cluster-648.weft", "-o", o])
+            .current_dir(root())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(length * k / 8);
+        let _ = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status();
+        let out = child.wait_with_output().unwrap();
+        let now = listing(&out_dir);
+        match out.status.code() {
+            Some(130) => {
+                interrupted += 1;
+                assert!(
+                    text(&out.stderr).starts_with("weft: interrupted"),
+                    "{}",
+                    text(&out.stderr)
+                );
+                assert!(now == old || now == new, "moment {k}/8: a mix of builds");
+            }
+            Some(0) => assert!(now == new, "moment {k}/8"),
+            // Killed before the handler was installed (a very early moment on a slow machine).
+            None if std::os::unix::process::ExitStatusExt::signal(&out.status) == Some(2) => {
+                assert!(now == old, "moment {k}/8");
+            }
+            other => panic!("moment {k}/8: exit {other:?}: {}", text(&out.stderr)),
+        }
+        let beside: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n != "out")
+            .collect();
+        assert!(beside.is_empty(), "moment {k}/8 left {beside:?}");
+        // Back to the old build for the next moment.
+        if now != old {
+            build("examples/lab-16.weft");
+        }
+    }
+    assert!(interrupted > 0, "no run was interrupted");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The progress line: on a terminal (a pseudo-terminal from `script`), work past a second
+/// shows what it is doing on stderr and erases it before printing; `--quiet` shows nothing
+/// and no summary; off a terminal there is no progress line at all.
+#[test]
+fn progress_only_on_a_terminal_and_never_when_quiet() {
+    let bin = env!("CARGO_BIN_EXE_weft");
+    let big = root().join("examples/cluster-45056.weft");
+    let big = big.to_str().unwrap();
+    let on_tty = |args: &str| {
+        let out = Command::new("script")
+            .args(["-qec", &format!("{bin} {args}"), "/dev/null"])
+            .current_dir(root())
+            .output()
+            .unwrap_or_else(|e| panic!("script (util-linux) is needed: {e}"));
+        text(&out.stdout)
+    };
+    let shown = on_tty(&format!("check --no-verify {big}"));
+    assert!(shown.contains("\r\x1b[2Kweft: compiling… 1."), "{shown:?}");
+    assert!(
+        shown.contains("\r\x1b[2Kfabric `cluster45056`"),
+        "{shown:?}"
+    );
+    let quiet = on_tty(&format!("check --no-verify --quiet {big}"));
+    assert_eq!(quiet, "");
+    let piped = weft(&["check", "--no-verify", big]);
+    assert_eq!(piped.status.code(), Some(0));
+    assert_eq!(text(&piped.stderr), "");
+    assert!(text(&piped.stdout).starts_with("fabric `cluster45056`"));
 }

@@ -38,6 +38,17 @@ fn report_prints_a_table() {
     ] {
         assert!(t.contains(needle), "`{needle}` not in:\n{t}");
     }
+    // Every metric is explained in the line under it.
+    let lines: Vec<&str> = t.lines().skip(1).collect();
+    assert_eq!(lines.len(), 16, "{t}");
+    for pair in lines.chunks(2) {
+        assert!(
+            pair[0].starts_with("  ") && pair[1].starts_with("                    · "),
+            "{pair:?}"
+        );
+    }
+    let lab = weft(&["report", "examples/lab-16.weft"]);
+    insta::assert_snapshot!("report_lab16", text(&lab.stdout));
 }
 
 #[test]

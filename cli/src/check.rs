@@ -1,0 +1,111 @@
+//! `weft check FILE`: parse, elaborate and validate a description, then route it and prove
+//! the result (unless `--no-verify`); a summary, or what is wrong.
+
+use crate::{
+    compile, display_name, emit_diagnostics, human_summary, out, verify, ColorChoice, Fatal, Format,
+};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use weft_compiler::diagnostic;
+use weft_compiler::{Compilation, Summary};
+
+/// `weft check` arguments.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The `.weft` file.
+    file: PathBuf,
+    /// Output format.
+    #[arg(long, default_value = "human")]
+    format: Format,
+    /// Stop after validating the description: no routing, no proof.
+    #[arg(long)]
+    no_verify: bool,
+}
+
+/// Runs `weft check`.
+pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fatal> {
+    let Args {
+        file,
+        format,
+        no_verify,
+    } = args;
+    let c = compile(&file, true)?;
+    let mut failed = c.has_errors();
+    let summary = c.elaborated.as_ref().map(|e| Summary::of(&e.fabric));
+    // Compile and prove what the description says, unless it is already wrong.
+    let mut routed: Option<(&'static str, String, weft_fabric::ValidState)> = None;
+    let mut build_errors = Vec::new();
+    if let (Some(e), false, false) = (c.elaborated.as_ref(), failed, no_verify) {
+        crate::term::phase("routing");
+        match weft_compiler::build::build(e) {
+            Ok(b) => routed = Some((b.engine, b.why, b.state)),
+            Err(d) => {
+                failed = true;
+                build_errors = d;
+            }
+        }
+    }
+    let opts = weft_verifier::Options {
+        certificate: false,
+        max_listed: 20,
+        ..weft_verifier::Options::default()
+    };
+    crate::term::phase("proving");
+    let report = routed
+        .as_ref()
+        .map(|(_, _, st)| weft_verifier::verify(st, &opts));
+    let proven = |r: &weft_verifier::Report| {
+        r.verdict.deadlock_free == weft_verifier::Outcome::Proven
+            && r.verdict.connected == weft_verifier::Outcome::Proven
+    };
+    if report.as_ref().is_some_and(|r| !proven(r)) {
+        failed = true;
+    }
+    let all_diags: Vec<_> = c.diagnostics.iter().chain(&build_errors).cloned().collect();
+    match format {
+        Format::Human => {
+            let shown = Compilation {
+                sources: c.sources.clone(),
+                main: c.main,
+                elaborated: None,
+                diagnostics: all_diags,
+            };
+            emit_diagnostics(&shown, color);
+            if quiet && !failed {
+                return Ok(ExitCode::SUCCESS);
+            }
+            let mut text = String::new();
+            if let (Some(s), false) = (&summary, c.has_errors() || !build_errors.is_empty()) {
+                text += &human_summary(s);
+            }
+            if let (Some((engine, why, st)), Some(r)) = (&routed, &report) {
+                text += &format!("  engine    {engine}: {why}\n");
+                if proven(r) {
+                    text += &format!(
+                        "  verified  deadlock-free and connected ({} routes, {} channels, {} VL(s))\n",
+                        r.stats.routes, r.stats.channels, r.stats.vls
+                    );
+                } else {
+                    text += &verify::human(st, Some(r), None, &display_name(&file), 20);
+                }
+            }
+            out(None, &text)?;
+        }
+        Format::Json => {
+            let v = serde_json::json!({
+                "ok": !failed,
+                "summary": if c.has_errors() { None } else { summary },
+                "engine": routed.as_ref().map(|r| r.0),
+                "engine_why": routed.as_ref().map(|r| &r.1),
+                "verdict": report.as_ref().map(|r| &r.verdict),
+                "diagnostics": diagnostic::to_json(&all_diags, &c.sources),
+            });
+            out(None, &(serde_json::to_string_pretty(&v)? + "\n"))?;
+        }
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

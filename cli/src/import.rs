@@ -1,0 +1,87 @@
+//! `weft import DUMP`: an ibnetdiscover dump (and optional node-name map) → an editable weft
+//! program, with tree levels when the cabling is a fat-tree.
+
+use crate::{display_name, emit_diagnostics, out, read, ColorChoice, Fatal};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use weft_compiler::diagnostic;
+use weft_compiler::Compilation;
+
+/// `weft import` arguments.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The ibnetdiscover file (or an ibsim net file).
+    file: PathBuf,
+    /// A node-name map (`<guid> "<name>"` per line).
+    #[arg(long)]
+    node_name_map: Option<PathBuf>,
+    /// Fabric name (default: the file's stem).
+    #[arg(long)]
+    name: Option<String>,
+    /// Output file (default: standard output).
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+}
+
+/// Runs `weft import`.
+pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
+    let Args {
+        file,
+        node_name_map,
+        name,
+        output,
+    } = args;
+    let text = read(&file)?;
+    let stem = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let fabric_name = name.unwrap_or_else(|| {
+        let n: String = stem
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        if n.starts_with(|c: char| c.is_ascii_digit()) || n.is_empty() {
+            format!("f_{n}")
+        } else {
+            n
+        }
+    });
+    let map_text = node_name_map.as_deref().map(read).transpose()?;
+    let mut sources = diagnostic::SourceMap::new();
+    let main = sources.add(display_name(&file), text.as_str());
+    let map_id = map_text
+        .as_ref()
+        .zip(node_name_map.as_ref())
+        .map(|(t, p)| sources.add(display_name(p), t.as_str()));
+    crate::term::phase("reading");
+    match weft_compiler::import_ibnetdiscover(
+        &text,
+        &display_name(&file),
+        main,
+        map_text.as_deref().zip(map_id),
+        &fabric_name,
+    ) {
+        Ok((program, warnings)) => {
+            let c = Compilation {
+                sources,
+                main,
+                elaborated: None,
+                diagnostics: warnings,
+            };
+            emit_diagnostics(&c, color);
+            out(output.as_deref(), &program)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(diags) => {
+            let c = Compilation {
+                sources,
+                main,
+                elaborated: None,
+                diagnostics: diags,
+            };
+            emit_diagnostics(&c, color);
+            Ok(ExitCode::from(1))
+        }
+    }
+}
