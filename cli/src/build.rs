@@ -5,7 +5,8 @@
 //! the routing's quality metrics under `quality`), and `certificate.json` (the proof, which
 //! `weft verify --certificate` re-checks). Nothing is written unless the state is proven
 //! (`--allow-unproven` writes it with an `UNPROVEN` file naming what failed). The directory is
-//! written whole beside the target and renamed into place: all or nothing.
+//! written whole beside the target — the tables while the proof runs, since they do not
+//! depend on it — and renamed into place only once proven: all or nothing.
 
 use crate::{compile_and_build, human_summary, out, verify, ColorChoice, Fatal};
 use std::io::{BufWriter, Write};
@@ -41,18 +42,32 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     if c.elaborated.is_none() {
         return Ok(ExitCode::from(1));
     }
-    // Prove what is about to be written: every property, every pair.
+    // The output directory is checked before any work, and written beside it while the
+    // proof runs (the tables do not depend on it); it goes in place only when proven.
+    let staging = Staging::new(&output).map_err(Fatal)?;
     let opts = weft_verifier::Options {
         certificate: true,
         max_listed: 20,
         ..weft_verifier::Options::default()
     };
     crate::term::phase("proving");
-    let report = weft_verifier::verify(&built.state, &opts);
+    let (report, tables) = std::thread::scope(|scope| {
+        let writer = scope.spawn(|| {
+            let quality = weft_compiler::metrics::of_build(&built.state);
+            fill(staging.path(), &built, &quality)
+        });
+        let report = weft_verifier::verify(&built.state, &opts);
+        let tables = writer
+            .join()
+            .unwrap_or_else(|_| Err("the writer stopped (a bug in weft)".to_owned()));
+        (report, tables)
+    });
+    let mut files = tables.map_err(Fatal)?;
     let mut verdict = String::new();
     verify::verdict_lines(&mut verdict, &report);
     let proven = report.is_proven();
     if !proven && !allow_unproven {
+        drop(staging);
         let text = verify::human(&built.state, Some(&report), None, "compiled", 20);
         out(None, &text)?;
         crate::term::clear();
@@ -65,6 +80,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
         );
         return Ok(ExitCode::from(1));
     }
+    crate::term::phase("writing");
     let certificate = report.certificate.as_ref().map(|c| c.to_json());
     let unproven = (!proven).then(|| {
         format!(
@@ -72,19 +88,17 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
              --allow-unproven).\n{verdict}"
         )
     });
-    crate::term::phase("measuring");
-    let quality = weft_compiler::metrics::of_build(&built.state);
-    crate::term::phase("writing");
-    let written = write_all(
-        &output,
-        &built,
-        &quality,
-        &Extra {
-            certificate: certificate.as_deref(),
-            unproven: unproven.as_deref(),
-        },
-    )
-    .map_err(Fatal)?;
+    for (name, text) in [(CERTIFICATE, &certificate), (UNPROVEN, &unproven)] {
+        if let Some(text) = text {
+            staging
+                .create(name, &mut |f| {
+                    f.write_all(text.as_bytes()).map_err(|e| e.to_string())
+                })
+                .map_err(Fatal)?;
+            files.push(name);
+        }
+    }
+    let written = staging.commit(&files).map_err(Fatal)?;
     if quiet && proven {
         return Ok(ExitCode::SUCCESS);
     }
@@ -143,54 +157,92 @@ const UNPROVEN: &str = "UNPROVEN";
 /// The files written besides the tables.
 const EXTRAS: [&str; 2] = [CERTIFICATE, UNPROVEN];
 
-/// What goes into the output directory besides the tables.
-pub struct Extra<'a> {
-    /// `certificate.json`, when the state is proven.
-    pub certificate: Option<&'a str>,
-    /// The `UNPROVEN` marker (what failed), with `--allow-unproven`.
-    pub unproven: Option<&'a str>,
+/// A fresh directory beside the output, created exclusively (a planted file or symlink at its
+/// name is an error, never followed), filled, then put in the output's place: all or nothing.
+/// Dropped without [`Staging::commit`], it is removed.
+struct Staging {
+    dir: PathBuf,
+    parent: PathBuf,
+    name: String,
+    fresh: PathBuf,
+    _unfinished: crate::term::Unfinished,
 }
 
-/// Writes every file into a fresh directory beside `dir`, created exclusively (a planted file
-/// or symlink at its name is an error, never followed), then puts it in `dir`'s place: all or
-/// nothing. An existing `dir` is replaced only when it holds nothing but what `weft build`
-/// writes; it is renamed aside first and restored if the swap fails. Returns the paths written.
-pub fn write_all(
-    dir: &Path,
-    built: &Built,
-    quality: &weft_compiler::metrics::Quality,
-    extra: &Extra<'_>,
-) -> Result<Vec<PathBuf>, String> {
-    let name = dir
-        .file_name()
-        .and_then(|n| n.to_str())
-        .filter(|n| !n.is_empty() && *n != "." && *n != "..")
-        .ok_or_else(|| {
-            format!(
-                "`{}` cannot be replaced as a whole; name a new or existing output directory",
-                dir.display()
-            )
-        })?;
-    let parent = match dir.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&parent)
-        .map_err(|e| format!("cannot create `{}`: {e}", parent.display()))?;
-    check_replaceable(dir)?;
-    let fresh = parent.join(format!(".{name}.weft-build-{}", std::process::id()));
-    std::fs::create_dir(&fresh).map_err(|e| format!("cannot create `{}`: {e}", fresh.display()))?;
-    // Interrupted while filling it, the fresh directory goes; the swap runs to its end.
-    let guard = crate::term::unfinished(&fresh);
-    let result = fill(&fresh, built, quality, extra).and_then(|files| {
-        crate::term::commit(|| swap_in(&fresh, dir, &parent, name))?;
-        Ok(files.iter().map(|f| dir.join(f)).collect())
-    });
-    if result.is_err() {
-        let _ = std::fs::remove_dir_all(&fresh);
+impl Staging {
+    /// Checks that `dir` may be replaced (absent, or holding nothing but what `weft build`
+    /// writes) and creates the fresh directory beside it.
+    fn new(dir: &Path) -> Result<Staging, String> {
+        let name = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .filter(|n| !n.is_empty() && *n != "." && *n != "..")
+            .ok_or_else(|| {
+                format!(
+                    "`{}` cannot be replaced as a whole; name a new or existing output directory",
+                    dir.display()
+                )
+            })?
+            .to_owned();
+        let parent = match dir.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        std::fs::create_dir_all(&parent)
+            .map_err(|e| format!("cannot create `{}`: {e}", parent.display()))?;
+        check_replaceable(dir)?;
+        let fresh = parent.join(format!(".{name}.weft-build-{}", std::process::id()));
+        std::fs::create_dir(&fresh)
+            .map_err(|e| format!("cannot create `{}`: {e}", fresh.display()))?;
+        Ok(Staging {
+            dir: dir.to_path_buf(),
+            parent,
+            name,
+            _unfinished: crate::term::unfinished(&fresh),
+            fresh,
+        })
     }
-    drop(guard);
-    result
+
+    fn path(&self) -> &Path {
+        &self.fresh
+    }
+
+    /// Creates `name` in the fresh directory (exclusively), writes it with `write`, syncs it.
+    fn create(
+        &self,
+        name: &str,
+        write: &mut dyn FnMut(&mut std::fs::File) -> Result<(), String>,
+    ) -> Result<(), String> {
+        create_in(&self.fresh, name, write)
+    }
+
+    /// Puts the fresh directory in the output's place; returns the paths of `files` there.
+    fn commit(self, files: &[&str]) -> Result<Vec<PathBuf>, String> {
+        crate::term::commit(|| swap_in(&self.fresh, &self.dir, &self.parent, &self.name))?;
+        Ok(files.iter().map(|f| self.dir.join(f)).collect())
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        // After a commit the fresh directory is gone (renamed); otherwise it is removed.
+        let _ = std::fs::remove_dir_all(&self.fresh);
+    }
+}
+
+fn create_in(
+    dir: &Path,
+    name: &str,
+    write: &mut dyn FnMut(&mut std::fs::File) -> Result<(), String>,
+) -> Result<(), String> {
+    let p = dir.join(name);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&p)
+        .map_err(|e| format!("cannot write `{}`: {e}", p.display()))?;
+    write(&mut f)
+        .and_then(|()| f.sync_all().map_err(|e| e.to_string()))
+        .map_err(|e| format!("cannot write `{name}`: {e}"))
 }
 
 /// `dir` may be replaced: absent, or a directory holding only what `weft build` writes.
@@ -228,39 +280,16 @@ fn check_replaceable(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Writes the files into the fresh directory (each created exclusively, synced).
+/// Writes the tables into the fresh directory (each created exclusively, synced).
 fn fill(
     fresh: &Path,
     built: &Built,
     quality: &weft_compiler::metrics::Quality,
-    extra: &Extra<'_>,
 ) -> Result<Vec<&'static str>, String> {
-    let mut files: Vec<&'static str> = Vec::new();
-    let create = |name: &str| {
-        let p = fresh.join(name);
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&p)
-            .map_err(|e| format!("cannot write `{}`: {e}", p.display()))
-    };
     for name in FILES {
-        let mut f = create(name)?;
-        write_one(name, built, quality, &mut f)
-            .and_then(|()| f.sync_all().map_err(|e| e.to_string()))
-            .map_err(|e| format!("cannot write `{name}`: {e}"))?;
-        files.push(name);
+        create_in(fresh, name, &mut |f| write_one(name, built, quality, f))?;
     }
-    for (name, text) in [(CERTIFICATE, extra.certificate), (UNPROVEN, extra.unproven)] {
-        if let Some(text) = text {
-            let mut f = create(name)?;
-            f.write_all(text.as_bytes())
-                .and_then(|()| f.sync_all())
-                .map_err(|e| format!("cannot write `{name}`: {e}"))?;
-            files.push(name);
-        }
-    }
-    Ok(files)
+    Ok(FILES.to_vec())
 }
 
 /// Puts `fresh` where `dir` is: renames an existing `dir` aside, renames `fresh` in, removes

@@ -269,10 +269,15 @@ fn main_path(g: &Graph, t: &Tree, exit: Exit, load: &mut Load, avoid: &[&Chain])
 
 /// The port of `child` toward `parent`, spreading parallel cables by destination LID.
 fn port_toward(g: &Graph, child: usize, group: usize, lid: u16) -> u8 {
-    let ports = &g.switches[child].groups[group].ports;
-    ports
-        .get(usize::from(lid) % ports.len().max(1))
-        .map_or(LFT_UNSET, |p| p.0)
+    let Some(ports) = g.switches.get(child).and_then(|s| s.groups.get(group)) else {
+        return LFT_UNSET;
+    };
+    match ports.ports.as_slice() {
+        [(p, _)] => *p,
+        many => many
+            .get(usize::from(lid) % many.len().max(1))
+            .map_or(LFT_UNSET, |p| p.0),
+    }
 }
 
 /// One destination's entries on every switch: main path, up entries, secondary paths.
@@ -291,15 +296,10 @@ fn column(g: &Graph, t: &Tree, exit: Exit, chain: &Chain, lid: u16) -> Vec<u8> {
                 if col[c] != LFT_UNSET {
                     continue;
                 }
-                // The child's group toward x.
-                if let Some(back) = t.up[c]
-                    .iter()
-                    .copied()
-                    .find(|&j| g.switches[c].groups[j].peer as usize == x)
-                {
-                    col[c] = port_toward(g, c, back, lid);
-                    stack.push(c);
-                }
+                // The child's group toward x (an up group of the child, as x is its parent).
+                let back = g.switches[x].groups[k].back as usize;
+                col[c] = port_toward(g, c, back, lid);
+                stack.push(c);
             }
         }
     };
@@ -316,14 +316,8 @@ fn column(g: &Graph, t: &Tree, exit: Exit, chain: &Chain, lid: u16) -> Vec<u8> {
             if col[p] != LFT_UNSET {
                 continue;
             }
-            if let Some(back) = t.down[p]
-                .iter()
-                .copied()
-                .find(|&j| g.switches[p].groups[j].peer as usize == x)
-            {
-                col[p] = port_toward(g, p, back, lid);
-                queue.push_back(p);
-            }
+            col[p] = port_toward(g, p, grp.back as usize, lid);
+            queue.push_back(p);
         }
     }
     // Everybody else climbs to a parent that has an entry, top level first. These entries
@@ -616,21 +610,28 @@ fn resolve_climbs(g: &Graph, t: &Tree, rows: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
     (0..rows.len())
         .into_par_iter()
         .map(|s| {
+            // The up groups and their parents' rows.
+            let ups: Vec<(usize, &[u8])> = t.up[s]
+                .iter()
+                .filter_map(|&k| {
+                    let p = g.switches[s].groups[k].peer as usize;
+                    rows.get(p).map(|r| (k, r.as_slice()))
+                })
+                .collect();
             let mut row = rows[s].clone();
             let mut turn = 0usize;
-            let mut choices = Vec::new();
+            let mut live: Vec<usize> = Vec::with_capacity(ups.len());
             for (lid, entry) in row.iter_mut().enumerate() {
                 if *entry != CLIMB {
                     continue;
                 }
-                choices.clear();
-                choices.extend(t.up[s].iter().copied().filter(|&k| {
-                    let p = g.switches[s].groups[k].peer as usize;
-                    rows.get(p)
-                        .and_then(|r| r.get(lid))
-                        .is_some_and(|&e| e != LFT_UNSET)
-                }));
-                *entry = match choices.get(turn % choices.len().max(1)) {
+                live.clear();
+                for (k, parent) in &ups {
+                    if parent.get(lid).is_some_and(|&e| e != LFT_UNSET) {
+                        live.push(*k);
+                    }
+                }
+                *entry = match live.get(turn % live.len().max(1)) {
                     Some(&k) => port_toward(g, s, k, lid as u16),
                     None => LFT_UNSET,
                 };

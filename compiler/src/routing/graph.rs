@@ -13,6 +13,8 @@ pub struct Group {
     pub peer: u32,
     /// `(my port, the neighbour's port)`, ascending by my port.
     pub ports: Vec<(u8, u8)>,
+    /// Index of the neighbour's group leading back here.
+    pub back: u32,
 }
 
 /// A switch of the graph.
@@ -91,6 +93,27 @@ impl Graph {
         }
         for s in &mut switches {
             s.groups.sort_by_key(|g| g.ports.first().map_or(0, |p| p.0));
+        }
+        let backs: Vec<Vec<u32>> = switches
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                s.groups
+                    .iter()
+                    .map(|g| {
+                        switches[g.peer as usize]
+                            .groups
+                            .iter()
+                            .position(|h| h.peer as usize == i)
+                            .map_or(u32::MAX, |j| j as u32)
+                    })
+                    .collect()
+            })
+            .collect();
+        for (s, b) in switches.iter_mut().zip(backs) {
+            for (g, j) in s.groups.iter_mut().zip(b) {
+                g.back = j;
+            }
         }
         let owners_full = lids.owners(fabric);
         let max_lid = owners_full.len().saturating_sub(1) as u16;
@@ -431,6 +454,7 @@ fn add(s: &mut Switch, peer: u32, mine: u8, theirs: u8) {
         None => s.groups.push(Group {
             peer,
             ports: vec![(mine, theirs)],
+            back: u32::MAX,
         }),
     }
 }
@@ -450,10 +474,12 @@ mod tests {
                     Group {
                         peer: (i + 1) % 3,
                         ports: vec![(1, 2)],
+                        back: 1,
                     },
                     Group {
                         peer: (i + 2) % 3,
                         ports: vec![(2, 1)],
+                        back: 0,
                     },
                 ],
                 ports: 2,

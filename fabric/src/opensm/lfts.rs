@@ -26,31 +26,72 @@ pub fn write_lfts(state: &FabricState) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// [`write_lfts`], streamed: the dump of a large fabric runs to gigabytes (a line per switch
-/// per LID), so it is written, never held.
+/// Switches formatted at once (in parallel) before their blocks are written in order: a few
+/// megabytes in memory, whatever the fabric size.
+const SWITCHES_PER_BATCH: usize = 64;
+
+/// [`write_lfts`], streamed: the dump of a large fabric runs to hundreds of megabytes (a line
+/// per switch per LID), so it is written in batches of switches, never held whole. Each
+/// switch's block is formatted by hand, in parallel, then written in fabric order.
 pub fn write_lfts_to(state: &FabricState, out: &mut dyn Write) -> io::Result<()> {
-    let f = &state.fabric;
-    let mut out = io::BufWriter::with_capacity(1 << 20, out);
-    for (&id, sw) in &state.switches {
-        let node = f.node(id);
-        let max_lid = sw.lft.top().0;
-        let own = state.lids.get(id, PortNum(0)).map_or(0, |l| l.0);
-        writeln!(
-            out,
-            "Unicast lids [0-{max_lid}] of switch Lid {own} guid {:#018x} ('{}'):",
-            node.guid().0,
-            node.name()
-        )?;
-        for lid in 0..=max_lid {
-            let Some(port) = sw.lft.get(Lid(lid)) else {
-                continue;
-            };
-            if port.0 > node.spec.port_count {
-                continue;
-            }
-            writeln!(out, "0x{lid:04x} {:03}", port.0)?;
+    use rayon::prelude::*;
+    let switches: Vec<_> = state.switches.iter().collect();
+    for batch in switches.chunks(SWITCHES_PER_BATCH) {
+        let blocks: Vec<Vec<u8>> = batch
+            .par_iter()
+            .map(|&(&id, sw)| switch_block(state, id, sw))
+            .collect();
+        for b in &blocks {
+            out.write_all(b)?;
         }
-        writeln!(out, "{max_lid} lids dumped")?;
     }
     out.flush()
+}
+
+/// One switch's block of the dump.
+fn switch_block(state: &FabricState, id: crate::NodeId, sw: &crate::SwitchState) -> Vec<u8> {
+    let node = state.fabric.node(id);
+    let max_lid = sw.lft.top().0;
+    let own = state.lids.get(id, PortNum(0)).map_or(0, |l| l.0);
+    let mut b = Vec::with_capacity(usize::from(max_lid) * LINE + 160);
+    let _ = writeln!(
+        b,
+        "Unicast lids [0-{max_lid}] of switch Lid {own} guid {:#018x} ('{}'):",
+        node.guid().0,
+        node.name()
+    );
+    for lid in 0..=max_lid {
+        let Some(port) = sw.lft.get(Lid(lid)) else {
+            continue;
+        };
+        if port.0 > node.spec.port_count {
+            continue;
+        }
+        b.extend_from_slice(&line(lid, port.0));
+    }
+    let _ = writeln!(b, "{max_lid} lids dumped");
+    b
+}
+
+/// Bytes of one entry line.
+const LINE: usize = 11;
+
+/// `0x{lid:04x} {port:03}\n`, without the formatting machinery (21 million of these on the
+/// 11 664-node tree).
+fn line(lid: u16, port: u8) -> [u8; LINE] {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let nib = |shift: u16| HEX[usize::from((lid >> shift) & 0xf)];
+    [
+        b'0',
+        b'x',
+        nib(12),
+        nib(8),
+        nib(4),
+        nib(0),
+        b' ',
+        b'0' + port / 100,
+        b'0' + port / 10 % 10,
+        b'0' + port % 10,
+        b'\n',
+    ]
 }
