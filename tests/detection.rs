@@ -151,16 +151,14 @@ fn imported(template_src: &str) -> (String, String, f64) {
     let built = weft_compiler::build::build(c.elaborated.as_ref().unwrap()).unwrap();
     let r = weft_verifier::verify(&built.state, &weft_verifier::Options::default());
     assert!(r.is_proven(), "{:?}", r.verdict);
-    let q = weft_compiler::metrics::of_build(&built.state);
+    let q = weft_metrics::of_build(&built.state);
     (built.engine.to_owned(), built.why, q.bisections.ebb)
 }
 
 fn template_ebb(src: &str) -> f64 {
     let c = check("t.weft", src, &NoFiles);
     let built = weft_compiler::build::build(c.elaborated.as_ref().unwrap()).unwrap();
-    weft_compiler::metrics::of_build(&built.state)
-        .bisections
-        .ebb
+    weft_metrics::of_build(&built.state).bisections.ebb
 }
 
 fn example(name: &str) -> String {

@@ -53,7 +53,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     crate::term::phase("proving");
     let (report, tables) = std::thread::scope(|scope| {
         let writer = scope.spawn(|| {
-            let quality = weft_compiler::metrics::of_build(&built.state);
+            let quality = weft_metrics::of_build(&built.state);
             fill(staging.path(), &built, &quality)
         });
         let report = weft_verifier::verify(&built.state, &opts);
@@ -126,7 +126,7 @@ pub const FILES: [&str; 4] = ["lfts.dump", "guid2lid", "topology.net", "state.js
 fn write_one(
     name: &str,
     built: &Built,
-    quality: &weft_compiler::metrics::Quality,
+    quality: &weft_metrics::Quality,
     out: &mut dyn Write,
 ) -> Result<(), String> {
     let st = &built.state;
@@ -284,7 +284,7 @@ fn check_replaceable(dir: &Path) -> Result<(), String> {
 fn fill(
     fresh: &Path,
     built: &Built,
-    quality: &weft_compiler::metrics::Quality,
+    quality: &weft_metrics::Quality,
 ) -> Result<Vec<&'static str>, String> {
     for name in FILES {
         create_in(fresh, name, &mut |f| write_one(name, built, quality, f))?;

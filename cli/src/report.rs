@@ -1,11 +1,11 @@
 //! `weft report FILE`: compile a fabric (check + build) and print the quality of its routing
-//! (`weft_compiler::metrics`), as a table or as JSON.
+//! (`weft_metrics`), as a table or as JSON.
 
 use crate::{out, ColorChoice, Fatal, Format};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use weft_compiler::metrics::{self, Quality, QualityOptions, Unroutable};
+use weft_metrics::{self as metrics, Quality, QualityOptions, Unroutable};
 
 /// `weft report` arguments.
 #[derive(clap::Args)]

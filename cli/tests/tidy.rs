@@ -50,6 +50,11 @@ fn dependency_direction() {
     );
     assert_eq!(deps("compiler"), ["weft-fabric"]);
     assert_eq!(
+        deps("metrics"),
+        ["weft-fabric"],
+        "metrics rate any state, whoever routed it"
+    );
+    assert_eq!(
         deps("verifier"),
         ["weft-fabric"],
         "the verifier must not depend on the compiler"
@@ -59,7 +64,7 @@ fn dependency_direction() {
 
 #[test]
 fn libraries_never_print() {
-    for krate in ["fabric", "compiler", "verifier", "deploy"] {
+    for krate in ["fabric", "compiler", "metrics", "verifier", "deploy"] {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("..")
             .join(krate)

@@ -12,7 +12,6 @@ pub mod emit;
 pub mod fmt;
 mod import;
 pub mod lids;
-pub mod metrics;
 pub mod routing;
 mod stdlib;
 pub mod syntax;

@@ -31,7 +31,7 @@
 //!      libumad2sim preload) and OpenSM's LIDs from the `guid2lid` it wrote, assembled with
 //!      `weft_fabric::opensm::assemble` onto weft's own `Fabric` (same nodes, same order: the
 //!      traffic patterns pair the same hosts on both sides).
-//! 3. The same metrics (`weft_compiler::metrics::quality`, same seed) on every state, and one
+//! 3. The same metrics (`weft_metrics::quality`, same seed) on every state, and one
 //!    comparison table; `--json FILE` writes everything as JSON.
 //!
 //! Options: `--runs N` (weft timing runs, default 5), `--osm-runs N` (OpenSM runs per engine
@@ -45,9 +45,9 @@ use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use weft_compiler::metrics::{self, Quality, QualityOptions};
 use weft_compiler::NoFiles;
 use weft_fabric::{Fabric, LidAssignment};
+use weft_metrics::{self as metrics, Quality, QualityOptions};
 use weft_tests::ibsim::{Ibsim, Limits, Tools};
 
 #[derive(Debug)]

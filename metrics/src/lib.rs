@@ -1,4 +1,4 @@
-//! Static routing quality, computed from the tables alone (DESIGN.md, "Quality metrics").
+//! `weft-metrics`: static routing quality, computed from the tables alone.
 //!
 //! Everything here is a pure function of a [`FabricState`]: it does not know which engine
 //! produced the tables, so it rates weft's routing and one imported from OpenSM alike.

@@ -3,9 +3,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use weft_compiler::build::build;
-use weft_compiler::metrics::{self, QualityOptions};
 use weft_compiler::{check, NoFiles};
 use weft_fabric::FabricState;
+use weft_metrics::{self as metrics, QualityOptions};
 
 fn example(name: &str) -> FabricState {
     let path = format!("{}/../examples/{name}", env!("CARGO_MANIFEST_DIR"));
