@@ -251,3 +251,26 @@ fn uneven_levels_are_counted_not_refused() {
     assert_eq!(built.engine, "fat_tree");
     assert!(weft_verifier::verify(&built.state, &weft_verifier::Options::default()).is_proven());
 }
+
+#[test]
+fn a_chain_too_deep_for_a_tree_is_not_one() {
+    // 300 switches in a line, hosts at one end: levels would run past 255 (they saturate);
+    // detection stops at the level bound and says so, and `updn` routes it by default.
+    let mut src = String::from("fabric t { topology {\n");
+    for i in 0..300 {
+        src += &format!(" switch s{i} {{ ports = 4 }}\n");
+    }
+    src += " hca h { ports = 1 }\n link h.p[1] <-> s0.p[3]\n";
+    for i in 0..299 {
+        src += &format!(" link s{i}.p[1] <-> s{}.p[2]\n", i + 1);
+    }
+    src += "} }\n";
+    let f = fabric_of(&src);
+    let Shape::Other { reason, .. } = shape::detect(&f) else {
+        panic!("a 300-switch chain detected as a fat-tree");
+    };
+    assert!(reason.contains("more than 8 levels"), "{reason}");
+    let c = check("t.weft", &src, &NoFiles);
+    let choice = weft_compiler::build::choose_engine(c.elaborated.as_ref().unwrap());
+    assert_eq!(choice.name, "updn", "{}", choice.why);
+}
