@@ -3,7 +3,7 @@
 //! * [`ibsim`]: run ibsim and InfiniBand tools against it.
 //! * [`assert_isomorphic`] / [`isomorphism_differences`]: compare two fabrics by node GUID, the
 //!   way a discovery sees them.
-//! * [`fat_tree_648`]: the 648-host two-level fat-tree of DESIGN.md, built directly.
+//! * [`fat_tree_648`]: the 648-host two-level fat-tree (18 spines, 36 leaves), built directly.
 
 pub mod ibsim;
 
@@ -133,7 +133,7 @@ pub fn assert_isomorphic(a: &Fabric, b: &Fabric) {
     assert!(diffs.is_empty(), "{msg}");
 }
 
-/// The two-level fat-tree of DESIGN.md: 18 spines and 36 leaves of 36 ports, 648 one-port
+/// The 648-host two-level fat-tree: 18 spines and 36 leaves of 36 ports, 648 one-port
 /// HCAs; leaf `l` port `18 + s` to spine `s` port `l`, host `n` to leaf `(n - 1) / 18 + 1` port
 /// `(n - 1) % 18 + 1`. Names `spine1`, `leaf1`, `cn001`. GUIDs are distinct, and HCA GUIDs
 /// 16 apart so that no port GUID (node GUID + port) is another node's GUID.

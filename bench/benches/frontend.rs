@@ -1,4 +1,4 @@
-//! Front-end speed on DESIGN.md's fabric sizes: parse + elaborate, full check, a large explicit
+//! Front-end speed on the target fabric sizes: parse + elaborate, full check, a large explicit
 //! program, and the ibnetdiscover reader.
 //!
 //! Run: `cargo bench -p weft-bench --bench frontend`.

@@ -39,7 +39,7 @@ fn fat_tree_648_is_the_explicit_two_level_tree() {
     let templ = build(&program(
         "topology = fat_tree(levels: 2, switch: sb7800, hca: connectx5, host_name: \"cn{}\", names: [\"leaf\", \"spine\"])",
     ));
-    // DESIGN.md's explicit form of the same fabric.
+    // The explicit form of the same fabric.
     let explicit = build(&program(
         "topology {
         switch spine[1..=18] : sb7800 { level = 2 }
@@ -242,8 +242,8 @@ fn same_input_same_fabric() {
 
 #[test]
 fn design_sketch_compiles() {
-    // DESIGN.md's language sketch, verbatim plus a faults block: every construct parses and the
-    // fabric elaborates; the sections not built yet (`qos`, `tenant`) are `weft::unsupported`
+    // The design's language sketch (design-sketch.weft), verbatim plus a faults block: every
+    // construct parses and the fabric elaborates; the sections not built yet (`qos`, `tenant`) are `weft::unsupported`
     // errors at their keyword, never silently ignored.
     let src = include_str!("design-sketch.weft");
     let c = check("design.weft", src, &NoFiles);

@@ -1,7 +1,7 @@
 //! weft's verifier: deadlock freedom and connectivity of any [`FabricState`], with
 //! certificates and counterexamples, checked by two engines that must agree.
 //!
-//! Semantics (`DESIGN.md`, "Semantics the verifier proves"): a packet for destination LID `d`
+//! Semantics (also in `docs/verify.md`): a packet for destination LID `d`
 //! with service level `s` entering switch `x` on port `i` leaves on `o = LFT_x[d]` and VL
 //! `SL2VL_x[i][o][s]`; an end node injects SL `s` on [`FabricState::injection_vl`]; a switch's
 //! own (management) traffic enters its tables on port 0. A *route* is (source port,
