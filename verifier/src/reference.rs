@@ -1,5 +1,6 @@
 //! A tiny reference semantics, written straight from the verifier's semantics (the crate
-//! documentation, `docs/verify.md`) and independent of the explicit engine's flat view: walk one route on the concrete tables of a [`FabricState`].
+//! documentation, `docs/verify.md`) and independent of the explicit engine's flat view: walk
+//! one route on the concrete tables of a [`FabricState`].
 //!
 //! The z3 engine takes its facts from here, and tests replay every witness with it, so a bug
 //! in the explicit engine's one-hop code shows up as a disagreement.
