@@ -18,23 +18,7 @@ use weft_compiler::routing::shape::{self, Shape};
 use weft_compiler::{check, NoFiles};
 use weft_fabric::ibnetdiscover::{self, ParseOptions};
 use weft_fabric::Fabric;
-
-/// SplitMix64, seeded.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+use weft_tests::{xgft_source, Rng};
 
 fn fabric_of(src: &str) -> Fabric {
     let c = check("t.weft", src, &NoFiles);
@@ -71,12 +55,7 @@ fn found_levels(f: &Fabric) -> BTreeMap<String, u8> {
 }
 
 fn xgft(h: usize, m: &[u32], w: &[u32], faults: &str) -> String {
-    let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
-    format!(
-        "use std::hardware::{{sb7800, connectx5}}\nuse std::topology::xgft\nfabric t {{\n    topology = xgft(h: {h}, m: [{}], w: [{}], switch: sb7800, hca: connectx5)\n    faults {{\n{faults}    }}\n}}\n",
-        list(m),
-        list(w)
-    )
+    xgft_source(h, m, w, faults, "")
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! * [`assert_isomorphic`] / [`isomorphism_differences`]: compare two fabrics by node GUID, the
 //!   way a discovery sees them.
 //! * [`fat_tree_648`]: the 648-host two-level fat-tree (18 spines, 36 leaves), built directly.
+//! * [`Rng`], [`xgft_source`]: seeded random cases of XGFT trees.
 
 pub mod ibsim;
 
@@ -189,4 +190,34 @@ pub fn fat_tree_648() -> Result<Fabric, LinkError> {
         )?;
     }
     Ok(b.finish())
+}
+
+/// A small deterministic generator (SplitMix64) for seeded random test cases.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (`0` when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n.max(1) as u64) as usize
+    }
+}
+
+/// A weft program: the stdlib's XGFT(h; m; w) of SB7800 switches and ConnectX-5 hosts, the
+/// given `faults` lines, and `extra` lines (a `routing` section, say) inside the fabric.
+pub fn xgft_source(h: usize, m: &[u32], w: &[u32], faults: &str, extra: &str) -> String {
+    let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+    format!(
+        "use std::hardware::{{sb7800, connectx5}}\nuse std::topology::xgft\nfabric t {{\n    topology = xgft(h: {h}, m: [{}], w: [{}], switch: sb7800, hca: connectx5)\n    faults {{\n{faults}    }}\n{extra}}}\n",
+        list(m),
+        list(w)
+    )
 }

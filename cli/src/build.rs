@@ -36,12 +36,9 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
         output,
         allow_unproven,
     } = args;
-    let Some((c, built)) = compile_and_build(&file, color)? else {
+    let Some(built) = compile_and_build(&file, color)? else {
         return Ok(ExitCode::from(1));
     };
-    if c.elaborated.is_none() {
-        return Ok(ExitCode::from(1));
-    }
     // The output directory is checked before any work, and written beside it while the
     // proof runs (the tables do not depend on it); it goes in place only when proven.
     let staging = Staging::new(&output).map_err(Fatal)?;
@@ -62,7 +59,8 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
             .unwrap_or_else(|_| Err("the writer stopped (a bug in weft)".to_owned()));
         (report, tables)
     });
-    let mut files = tables.map_err(Fatal)?;
+    tables.map_err(Fatal)?;
+    let mut files = FILES.to_vec();
     let mut verdict = String::new();
     verify::verdict_lines(&mut verdict, &report);
     let proven = report.is_proven();
@@ -90,11 +88,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     });
     for (name, text) in [(CERTIFICATE, &certificate), (UNPROVEN, &unproven)] {
         if let Some(text) = text {
-            staging
-                .create(name, &mut |f| {
-                    f.write_all(text.as_bytes()).map_err(|e| e.to_string())
-                })
-                .map_err(Fatal)?;
+            staging.write(name, text).map_err(Fatal)?;
             files.push(name);
         }
     }
@@ -206,13 +200,11 @@ impl Staging {
         &self.fresh
     }
 
-    /// Creates `name` in the fresh directory (exclusively), writes it with `write`, syncs it.
-    fn create(
-        &self,
-        name: &str,
-        write: &mut dyn FnMut(&mut std::fs::File) -> Result<(), String>,
-    ) -> Result<(), String> {
-        create_in(&self.fresh, name, write)
+    /// Writes `text` to a new file `name` in the fresh directory.
+    fn write(&self, name: &str, text: &str) -> Result<(), String> {
+        create_in(&self.fresh, name, |f| {
+            f.write_all(text.as_bytes()).map_err(|e| e.to_string())
+        })
     }
 
     /// Puts the fresh directory in the output's place; returns the paths of `files` there.
@@ -229,10 +221,11 @@ impl Drop for Staging {
     }
 }
 
+/// Creates `name` in `dir` (exclusively), writes it with `write`, syncs it.
 fn create_in(
     dir: &Path,
     name: &str,
-    write: &mut dyn FnMut(&mut std::fs::File) -> Result<(), String>,
+    write: impl FnOnce(&mut std::fs::File) -> Result<(), String>,
 ) -> Result<(), String> {
     let p = dir.join(name);
     let mut f = std::fs::OpenOptions::new()
@@ -281,15 +274,11 @@ fn check_replaceable(dir: &Path) -> Result<(), String> {
 }
 
 /// Writes the tables into the fresh directory (each created exclusively, synced).
-fn fill(
-    fresh: &Path,
-    built: &Built,
-    quality: &weft_metrics::Quality,
-) -> Result<Vec<&'static str>, String> {
+fn fill(fresh: &Path, built: &Built, quality: &weft_metrics::Quality) -> Result<(), String> {
     for name in FILES {
-        create_in(fresh, name, &mut |f| write_one(name, built, quality, f))?;
+        create_in(fresh, name, |f| write_one(name, built, quality, f))?;
     }
-    Ok(FILES.to_vec())
+    Ok(())
 }
 
 /// Puts `fresh` where `dir` is: renames an existing `dir` aside, renames `fresh` in, removes

@@ -7,7 +7,7 @@ use crate::{
 use std::path::PathBuf;
 use std::process::ExitCode;
 use weft_compiler::diagnostic;
-use weft_compiler::{Compilation, Summary};
+use weft_compiler::Summary;
 
 /// `weft check` arguments.
 #[derive(clap::Args)]
@@ -54,23 +54,13 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     let report = routed
         .as_ref()
         .map(|(_, _, st)| weft_verifier::verify(st, &opts));
-    let proven = |r: &weft_verifier::Report| {
-        r.verdict.deadlock_free == weft_verifier::Outcome::Proven
-            && r.verdict.connected == weft_verifier::Outcome::Proven
-    };
-    if report.as_ref().is_some_and(|r| !proven(r)) {
+    if report.as_ref().is_some_and(|r| !r.is_proven()) {
         failed = true;
     }
     let all_diags: Vec<_> = c.diagnostics.iter().chain(&build_errors).cloned().collect();
     match format {
         Format::Human => {
-            let shown = Compilation {
-                sources: c.sources.clone(),
-                main: c.main,
-                elaborated: None,
-                diagnostics: all_diags,
-            };
-            emit_diagnostics(&shown, color);
+            emit_diagnostics(&all_diags, &c.sources, color);
             if quiet && !failed {
                 return Ok(ExitCode::SUCCESS);
             }
@@ -80,7 +70,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
             }
             if let (Some((engine, why, st)), Some(r)) = (&routed, &report) {
                 text += &format!("  engine    {engine}: {why}\n");
-                if proven(r) {
+                if r.is_proven() {
                     text += &format!(
                         "  verified  deadlock-free and connected ({} routes, {} channels, {} VL(s))\n",
                         r.stats.routes, r.stats.channels, r.stats.vls

@@ -34,7 +34,7 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
         output,
     } = args;
     let c = compile(&file, false)?;
-    emit_diagnostics(&c, color);
+    emit_diagnostics(&c.diagnostics, &c.sources, color);
     let Some(e) = c.elaborated.as_ref().filter(|_| !c.has_errors()) else {
         return Ok(ExitCode::from(1));
     };

@@ -4,7 +4,6 @@ use crate::{display_name, emit_diagnostics, out, read, ColorChoice, Fatal};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use weft_compiler::diagnostic;
-use weft_compiler::Compilation;
 
 /// `weft fmt` arguments.
 #[derive(clap::Args)]
@@ -44,13 +43,7 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
             Ok(ExitCode::SUCCESS)
         }
         Err(diags) => {
-            let c = Compilation {
-                sources,
-                main: id,
-                elaborated: None,
-                diagnostics: diags,
-            };
-            emit_diagnostics(&c, color);
+            emit_diagnostics(&diags, &sources, color);
             Ok(ExitCode::from(1))
         }
     }

@@ -5,7 +5,6 @@ use crate::{display_name, emit_diagnostics, out, read, ColorChoice, Fatal};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use weft_compiler::diagnostic;
-use weft_compiler::Compilation;
 
 /// `weft import` arguments.
 #[derive(clap::Args)]
@@ -63,24 +62,12 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
         &fabric_name,
     ) {
         Ok((program, warnings)) => {
-            let c = Compilation {
-                sources,
-                main,
-                elaborated: None,
-                diagnostics: warnings,
-            };
-            emit_diagnostics(&c, color);
+            emit_diagnostics(&warnings, &sources, color);
             out(output.as_deref(), &program)?;
             Ok(ExitCode::SUCCESS)
         }
         Err(diags) => {
-            let c = Compilation {
-                sources,
-                main,
-                elaborated: None,
-                diagnostics: diags,
-            };
-            emit_diagnostics(&c, color);
+            emit_diagnostics(&diags, &sources, color);
             Ok(ExitCode::from(1))
         }
     }

@@ -17,7 +17,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use weft_compiler::diagnostic::{self, RenderOptions};
+use weft_compiler::diagnostic::{self, Diagnostic, RenderOptions, SourceMap};
 use weft_compiler::{Compilation, Summary};
 
 #[derive(Parser)]
@@ -139,15 +139,16 @@ fn compile(file: &Path, check: bool) -> Result<Compilation, Fatal> {
     })
 }
 
-fn emit_diagnostics(c: &Compilation, color: ColorChoice) {
-    if c.diagnostics.is_empty() {
+/// Prints `diags` (rendered against `sources`) and their count on stderr.
+fn emit_diagnostics(diags: &[Diagnostic], sources: &SourceMap, color: ColorChoice) {
+    if diags.is_empty() {
         return;
     }
     term::clear();
-    let text = diagnostic::render(&c.diagnostics, &c.sources, render_opts(color));
+    let text = diagnostic::render(diags, sources, render_opts(color));
     let mut err = std::io::stderr().lock();
     let _ = err.write_all(text.as_bytes());
-    let (errors, warnings) = diagnostic::count(&c.diagnostics);
+    let (errors, warnings) = diagnostic::count(diags);
     let _ = writeln!(err, "{errors} error(s), {warnings} warning(s)");
 }
 
@@ -156,23 +157,17 @@ fn emit_diagnostics(c: &Compilation, color: ColorChoice) {
 fn compile_and_build(
     file: &Path,
     color: ColorChoice,
-) -> Result<Option<(Compilation, weft_compiler::build::Built)>, Fatal> {
+) -> Result<Option<weft_compiler::build::Built>, Fatal> {
     let c = compile(file, true)?;
-    emit_diagnostics(&c, color);
+    emit_diagnostics(&c.diagnostics, &c.sources, color);
     let Some(e) = c.elaborated.as_ref().filter(|_| !c.has_errors()) else {
         return Ok(None);
     };
     term::phase("routing");
     match weft_compiler::build::build(e) {
-        Ok(b) => Ok(Some((c, b))),
+        Ok(b) => Ok(Some(b)),
         Err(diags) => {
-            let failed = Compilation {
-                sources: c.sources,
-                main: c.main,
-                elaborated: None,
-                diagnostics: diags,
-            };
-            emit_diagnostics(&failed, color);
+            emit_diagnostics(&diags, &c.sources, color);
             Ok(None)
         }
     }

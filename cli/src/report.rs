@@ -28,12 +28,9 @@ pub struct Args {
 
 /// Runs `weft report`.
 pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
-    let Some((c, built)) = crate::compile_and_build(&args.file, color)? else {
+    let Some(built) = crate::compile_and_build(&args.file, color)? else {
         return Ok(ExitCode::from(1));
     };
-    if c.elaborated.is_none() {
-        return Ok(ExitCode::from(1));
-    }
     let opts = QualityOptions {
         bisections: args.bisections,
         shift_samples: args.shifts,

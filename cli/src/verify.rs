@@ -171,18 +171,12 @@ fn load(args: &Args, color: ColorChoice) -> Result<(ValidState, String), Fatal> 
     }
     if let Some(file) = &args.file {
         let c = crate::compile(file, true)?;
-        crate::emit_diagnostics(&c, color);
+        crate::emit_diagnostics(&c.diagnostics, &c.sources, color);
         let Some(e) = c.elaborated.as_ref().filter(|_| !c.has_errors()) else {
             return Err(Fatal(format!("`{}` does not compile", file.display())));
         };
         let built = weft_compiler::build::build(e).map_err(|diags| {
-            let c2 = weft_compiler::Compilation {
-                sources: c.sources.clone(),
-                main: c.main,
-                elaborated: None,
-                diagnostics: diags,
-            };
-            crate::emit_diagnostics(&c2, color);
+            crate::emit_diagnostics(&diags, &c.sources, color);
             Fatal(format!("`{}` could not be routed", file.display()))
         })?;
         return Ok((built.state, file.display().to_string()));
@@ -288,10 +282,11 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
             crate::output::write_file(p, (c.to_json() + "\n").as_bytes()).map_err(Fatal)?;
         }
     }
-    let all_proven = properties.iter().all(|&p| match p {
-        Property::DeadlockFree => verdict.deadlock_free == Outcome::Proven,
-        _ => verdict.connected == Outcome::Proven,
-    });
+    let outcome = |p: Property| match p {
+        Property::DeadlockFree => &verdict.deadlock_free,
+        _ => &verdict.connected,
+    };
+    let all_proven = properties.iter().all(|&p| *outcome(p) == Outcome::Proven);
     let text = match args.format {
         Format::Human if quiet && all_proven => String::new(),
         Format::Human => human(
@@ -322,17 +317,13 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     };
     crate::out(None, &text)?;
     // Exit 0 only when every property asked for is proven; 2 when one is undecided.
-    let outcome = |p: Property| match p {
-        Property::DeadlockFree => &verdict.deadlock_free,
-        _ => &verdict.connected,
-    };
     Ok(
         if properties
             .iter()
             .any(|&p| matches!(outcome(p), Outcome::Unknown(_)))
         {
             ExitCode::from(2)
-        } else if properties.iter().all(|&p| *outcome(p) == Outcome::Proven) {
+        } else if all_proven {
             ExitCode::SUCCESS
         } else {
             ExitCode::from(1)

@@ -211,7 +211,6 @@ fn router_opts(width: Width, speed: Speed) -> String {
     format!(" w={w} s={s} e={e}")
 }
 
-/// Why `name` cannot be a node description in a file ibsim and ibnetdiscover reproduce.
 /// Why `name` cannot be written as a node description (ibnetdiscover, ibsim, OpenSM's
 /// node-name map), or `None` when it can.
 pub fn name_problem(name: &str) -> Option<String> {
