@@ -3,10 +3,11 @@
 //!
 //! **Accepts** fat-trees: every switch has a tree level (recorded by the stdlib templates, or
 //! found from the cabling by [`super::shape`]: switches with end nodes are leaves, level 1,
-//! and each further level is one cable further from the leaves, down links included); hosts hang off leaves only; every switch-to-switch cable
-//! joins adjacent levels (cables inside a level are tolerated and used only as sFtree sibling
-//! links). Degraded (links or switches down) and oversubscribed trees are fine. Anything else
-//! is refused with the reason; there is no fallback to another engine.
+//! and each further level is one cable further from the leaves, down links included); hosts
+//! hang off leaves only; every switch-to-switch cable joins adjacent levels (cables inside a
+//! level are tolerated and used only as sFtree sibling links). Degraded (links or switches
+//! down) and oversubscribed trees are fine. Anything else is refused with the reason; there is
+//! no fallback to another engine.
 //!
 //! **Routes**, for each destination LID in leaf order then port order (switch LIDs last):
 //! 1. the *main path*: from the destination's leaf, climb through the least-loaded up port
@@ -586,16 +587,9 @@ impl Bfs {
                 if self.seen.get(y).copied().unwrap_or(true) {
                     continue;
                 }
-                // y's group toward x.
-                let Some(back) = g.switches[y]
-                    .groups
-                    .iter()
-                    .position(|h| h.peer as usize == x)
-                else {
-                    continue;
-                };
                 self.seen[y] = true;
-                rows[y][lid] = port_toward(g, y, back, lid as u16);
+                // y's group toward x.
+                rows[y][lid] = port_toward(g, y, grp.back as usize, lid as u16);
                 set += 1;
                 self.queue.push_back(y);
             }
