@@ -28,13 +28,13 @@ pub fn write_file(path: &Path, text: &[u8]) -> Result<(), String> {
         std::process::id(),
         SERIAL.fetch_add(1, Ordering::Relaxed)
     ));
-    let fail = |p: &Path, e: std::io::Error| format!("cannot write `{}`: {e}", p.display());
+    let fail = |e: std::io::Error| format!("cannot write `{}`: {e}", target.display());
     let guard = crate::term::unfinished(&tmp);
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&tmp)
-        .map_err(|e| fail(&tmp, e))?;
+        .map_err(&fail)?;
     let written = (|| {
         f.write_all(text)?;
         if let Ok(m) = std::fs::metadata(&target) {
@@ -43,9 +43,9 @@ pub fn write_file(path: &Path, text: &[u8]) -> Result<(), String> {
         f.sync_all()
     })();
     drop(f);
-    let result = written.map_err(|e| fail(&tmp, e)).and_then(|()| {
-        crate::term::commit(|| std::fs::rename(&tmp, &target)).map_err(|e| fail(&target, e))
-    });
+    let result = written
+        .map_err(&fail)
+        .and_then(|()| crate::term::commit(|| std::fs::rename(&tmp, &target)).map_err(&fail));
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }

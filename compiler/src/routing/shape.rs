@@ -61,9 +61,13 @@ impl TreeShape {
             1 => "; 1 switch has fewer or more cables than its level-mates".to_owned(),
             n => format!("; {n} switches have fewer or more cables than their level-mates"),
         };
+        let leaves = match self.leaves {
+            1 => "1 leaf".to_owned(),
+            n => format!("{n} leaves"),
+        };
         format!(
-            "a {}-level fat-tree ({} leaves; {origin}{uneven})",
-            self.height, self.leaves
+            "a {}-level fat-tree ({leaves}; {origin}{uneven})",
+            self.height
         )
     }
 }
