@@ -24,7 +24,7 @@ use crate::report::{
 };
 use crate::{Checker, Options};
 use rayon::prelude::*;
-use weft_fabric::{SlSet, ValidState};
+use weft_fabric::{SlSet, ValidState, LFT_UNSET};
 
 /// No label: the switch does not reach the destination.
 pub(crate) const NO_LABEL: u16 = u16::MAX;
@@ -67,8 +67,16 @@ struct Memo {
     leave: [(u8, u16); 2],
 }
 
+/// Destinations handled together: their LFT entries are read switch by switch (a few cache
+/// lines per switch) into [`Scratch::columns`] instead of one scattered read per switch and
+/// destination.
+const BLOCK: usize = 64;
+
 /// Per-worker scratch space, reused across destinations.
 struct Scratch {
+    /// For the current block: `columns[j * switches + k]` is switch index `k`'s LFT entry for
+    /// the block's `j`th destination ([`LFT_UNSET`] when unset or the switch has no table).
+    columns: Vec<u8>,
     step: Vec<Step>,
     label: Vec<u16>,
     mark: Vec<u8>,
@@ -81,6 +89,9 @@ struct Scratch {
     buckets: Vec<Vec<u32>>,
     /// Per output port (by port index): the group's traffic there. Valid across destinations.
     memo: Vec<Memo>,
+    /// Per output port (by port index), on one VL: the group's dependencies through it are
+    /// recorded. Valid across destinations.
+    group_done: Vec<bool>,
     /// Per (input port or switch, VL): the index of that state in its switch's list.
     slot: Vec<u32>,
     slot_keys: Vec<u32>,
@@ -90,6 +101,7 @@ impl Scratch {
     fn new(net: &Net<'_>) -> Scratch {
         let s = net.switches.len();
         Scratch {
+            columns: vec![LFT_UNSET; s * BLOCK],
             step: vec![Step::Fail(FailureReason::Unset); s],
             label: vec![NO_LABEL; s],
             mark: vec![0; s],
@@ -100,6 +112,7 @@ impl Scratch {
             queued: vec![false; s],
             buckets: Vec::new(),
             memo: vec![Memo::default(); net.ports as usize],
+            group_done: vec![false; net.ports as usize],
             slot: vec![u32::MAX; (net.ports as usize + s) * usize::from(net.vls)],
             slot_keys: Vec::new(),
         }
@@ -108,17 +121,32 @@ impl Scratch {
 
 /// Runs the explicit engine.
 pub fn verify(state: &ValidState, opts: &Options) -> Report {
+    verify_with(state, opts, true)
+}
+
+/// [`verify`], with the one-VL fast path allowed or not (the tests compare the two).
+fn verify_with(state: &ValidState, opts: &Options, one_vl: bool) -> Report {
     let net = Net::new(state);
     let (sources, dests) = net.endpoints(opts.scope);
     let deps = DepSet::new(&net);
-    let attach = net.attach(&sources);
-    let results: Vec<DestResult> = dests
-        .par_iter()
+    let mut attach = net.attach(&sources);
+    attach.one_vl &= one_vl;
+    let blocks: Vec<Vec<DestResult>> = dests
+        .par_chunks(BLOCK)
         .map_init(
             || Scratch::new(&net),
-            |scr, &d| dest_pass(&net, &sources, &attach, d, scr, &deps, opts.certificate),
+            |scr, block| {
+                fill_columns(&net, block, &mut scr.columns);
+                let mut out = Vec::with_capacity(block.len());
+                for (j, &d) in block.iter().enumerate() {
+                    let r = dest_pass(&net, &sources, &attach, d, j, scr, &deps, opts.certificate);
+                    out.push(r);
+                }
+                out
+            },
         )
         .collect();
+    let results: Vec<DestResult> = blocks.into_iter().flatten().collect();
 
     // Destinations where some route fails: every route's fate, counted into patterns (this
     // also records the dependencies of every route toward them, failed or not).
@@ -228,6 +256,27 @@ pub fn verify(state: &ValidState, opts: &Options) -> Report {
     }
 }
 
+/// Reads the block's LFT entries switch by switch into `columns` (see [`Scratch::columns`]).
+fn fill_columns(net: &Net<'_>, block: &[Dest], columns: &mut [u8]) {
+    let s = net.switches.len();
+    for (k, &x) in net.switches.iter().enumerate() {
+        let ports: &[u8] = net
+            .sw
+            .get(x as usize)
+            .copied()
+            .flatten()
+            .map_or(&[], |t| t.lft.ports.as_slice());
+        for (j, d) in block.iter().enumerate() {
+            if let Some(c) = columns.get_mut(j * s + k) {
+                *c = ports
+                    .get(usize::from(d.lid.0))
+                    .copied()
+                    .unwrap_or(LFT_UNSET);
+            }
+        }
+    }
+}
+
 /// The switch index where the destination's own port enters its switch (the switch itself
 /// for a switch's LID): its group must not count the destination as a sender.
 pub(crate) fn owner_switch(net: &Net<'_>, d: Dest) -> usize {
@@ -290,11 +339,14 @@ fn add_state(net: &Net<'_>, scr: &mut Scratch, k: u32, i: u8, vin: u8, sls: u16)
     }
 }
 
+/// Works out destination `d`, the `j`th of the current block.
+#[allow(clippy::too_many_arguments)]
 fn dest_pass(
     net: &Net<'_>,
     sources: &[Source],
     attach: &Attach,
     d: Dest,
+    j: usize,
     scr: &mut Scratch,
     deps: &DepSet,
     want_labels: bool,
@@ -311,9 +363,11 @@ fn dest_pass(
             .sum()
     };
     // 1. next hops and labels.
+    let s = net.switches.len();
     for (k, &x) in net.switches.iter().enumerate() {
         let st = if net.alive(x) {
-            net.switch_step(x, d)
+            let entry = scr.columns.get(j * s + k).copied().unwrap_or(LFT_UNSET);
+            net.entry_step(x, (entry != LFT_UNSET).then_some(entry), d)
         } else {
             Step::Fail(FailureReason::PortDown { port: 0 })
         };
@@ -327,8 +381,14 @@ fn dest_pass(
     for k in 0..net.switches.len() as u32 {
         resolve_label(net, scr, k);
     }
-    // 2. fast path: propagate states in decreasing label order.
-    let clean = fast_path(net, sources, attach, d, scr, deps);
+    // 2. fast path: propagate states in decreasing label order, or on one VL just follow
+    // the next hops.
+    let uniform_sls = net.st.path_sl.for_destination(d.lid).0;
+    let clean = if attach.one_vl && uniform_sls & !attach.vl0_sls == 0 {
+        one_vl_path(net, attach, d, uniform_sls, scr, deps)
+    } else {
+        fast_path(net, sources, attach, d, scr, deps)
+    };
     for &k in &scr.touched {
         if let Some(l) = scr.states.get_mut(k as usize) {
             l.clear();
@@ -413,6 +473,90 @@ fn resolve_label(net: &Net<'_>, scr: &mut Scratch, k: u32) {
         }
         if let Some(m) = scr.mark.get_mut(c as usize) {
             *m = 2;
+        }
+    }
+}
+
+/// The fast path when every hop is on VL 0 (switches without SL2VL rows, end nodes injecting
+/// the destination's SLs on VL 0, path SLs by destination only, every end node cabled to a
+/// switch): a route's state is just where it is, so each switch that carries traffic records
+/// one dependency per switch feeding it and its end nodes' dependencies (once per output
+/// port). `false` when some route fails.
+fn one_vl_path(
+    net: &Net<'_>,
+    attach: &Attach,
+    d: Dest,
+    uniform_sls: u16,
+    scr: &mut Scratch,
+    deps: &DepSet,
+) -> bool {
+    if uniform_sls == 0 {
+        return true;
+    }
+    let owner_k = owner_switch(net, d);
+    for (k, list) in attach.by_switch.iter().enumerate() {
+        let senders = list.len() - usize::from(k == owner_k && !list.is_empty());
+        if senders == 0 {
+            continue;
+        }
+        if uniform_sls & !attach.valid_and.get(k).copied().unwrap_or(0) != 0
+            || scr.label.get(k).copied().unwrap_or(NO_LABEL) == NO_LABEL
+        {
+            return false;
+        }
+        let x = net.switches.get(k).copied().unwrap_or(0);
+        if let Some(Step::Out { out, .. }) = scr.step.get(k).copied() {
+            let done = net
+                .dirport(x, out)
+                .and_then(|p| scr.group_done.get_mut(p as usize));
+            if let Some(done) = done.filter(|d| !**d) {
+                *done = true;
+                for &(i, _) in list {
+                    if i != 0 && i != out {
+                        deps.insert(k as u32, i, 0, out, 0);
+                    }
+                }
+            }
+        }
+        if !carry(net, scr, deps, k as u32) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Marks the switches traffic entering switch index `k` passes through (stopping at one
+/// already marked) and records the dependency where each hands it to the next; `false` when a
+/// hop's VL 0 is not operational.
+fn carry(net: &Net<'_>, scr: &mut Scratch, deps: &DepSet, mut k: u32) -> bool {
+    loop {
+        match scr.queued.get_mut(k as usize) {
+            Some(q) if !*q => *q = true,
+            _ => return true,
+        }
+        scr.touched.push(k);
+        let x = net.switches.get(k as usize).copied().unwrap_or(0);
+        match scr.step.get(k as usize).copied() {
+            Some(Step::Arrive) => return true,
+            Some(Step::Out {
+                out,
+                to,
+                to_port,
+                last,
+            }) => {
+                if net.vl_ok(x, out, 0).is_err() {
+                    return false;
+                }
+                if last {
+                    return true;
+                }
+                let m = net.switch_of(to);
+                if let Some(Step::Out { out: next, .. }) = scr.step.get(m as usize).copied() {
+                    deps.insert(m, to_port, 0, next, 0);
+                }
+                k = m;
+            }
+            _ => return false,
         }
     }
 }
@@ -781,4 +925,60 @@ fn witness_route(
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::{self, Rng};
+    use crate::Scope;
+
+    /// The one-VL fast path records exactly the dependencies, labels and verdicts the general
+    /// state propagation does, on random one-VL fabrics with corrupted tables.
+    #[test]
+    fn one_vl_path_matches_state_propagation() {
+        let mut rng = Rng(0x0e71);
+        let mut used = 0;
+        for n in 0..400 {
+            let f = if rng.below(4) == 0 {
+                testkit::ring(4 + rng.below(4) as usize, rng.below(3) as usize)
+            } else {
+                let switches = 2 + rng.below(6) as usize;
+                let extra = rng.below(5) as usize;
+                let hosts = rng.below(8) as usize;
+                testkit::random_fabric(&mut rng, switches, extra, hosts, 5)
+            };
+            let lids = testkit::sequential_lids(&f);
+            let mut st = if rng.below(2) == 0 {
+                testkit::route_minhop(&f, lids)
+            } else {
+                testkit::route_updown(&f, lids)
+            };
+            for _ in 0..rng.below(3) {
+                testkit::corrupt(&mut rng, &mut st);
+            }
+            let st = testkit::valid(st);
+            let opts = Options {
+                scope: if n % 3 == 0 {
+                    Scope::HcaToHca
+                } else {
+                    Scope::All
+                },
+                certificate: true,
+                ..Options::default()
+            };
+            let net = Net::new(&st);
+            let (sources, _) = net.endpoints(opts.scope);
+            used += usize::from(net.attach(&sources).one_vl);
+            let fast = verify_with(&st, &opts, true);
+            let general = verify_with(&st, &opts, false);
+            assert_eq!(
+                serde_json::to_string(&fast).ok(),
+                serde_json::to_string(&general).ok(),
+                "case {n}: {}",
+                st.to_json()
+            );
+        }
+        assert!(used > 200, "the one-VL path ran on {used} of 400 cases");
+    }
 }

@@ -296,7 +296,12 @@ impl<'a> Net<'a> {
             .copied()
             .flatten()
             .and_then(|s| s.lft.get(d.lid));
-        let Some(PortNum(o)) = entry else {
+        self.entry_step(x, entry.map(|p| p.0), d)
+    }
+
+    /// What switch `x` does with `d` given its LFT entry for `d.lid` (`None`: unset).
+    pub fn entry_step(&self, x: u32, entry: Option<u8>, d: Dest) -> Step {
+        let Some(o) = entry else {
             return Step::Fail(FailureReason::Unset);
         };
         if o == 0 {
@@ -605,6 +610,11 @@ pub(crate) struct Attach {
     pub switch_sources: Vec<u32>,
     /// End-node sources not cabled to a switch (handled one by one).
     pub loose: Vec<u32>,
+    /// Every hop of every route is on VL 0 when its SLs are in [`Attach::vl0_sls`]: path SLs
+    /// by destination only, no loose sources, no switch with SL2VL rows.
+    pub one_vl: bool,
+    /// The SLs every end-node source injects on VL 0.
+    pub vl0_sls: u16,
 }
 
 impl Net<'_> {
@@ -617,6 +627,8 @@ impl Net<'_> {
             inj: vec![[0; 16]; sources.len()],
             switch_sources: Vec::new(),
             loose: Vec::new(),
+            one_vl: false,
+            vl0_sls: u16::MAX,
         };
         for (j, src) in sources.iter().enumerate() {
             if self.is_switch(src.node) {
@@ -639,6 +651,9 @@ impl Net<'_> {
                 if self.vl_ok(src.node, src.port, vl).is_ok() {
                     valid |= 1 << sl;
                 }
+                if vl != 0 {
+                    a.vl0_sls &= !(1 << sl);
+                }
             }
             match self.port_link(src.node, src.port) {
                 Some(PortLink::Up { node, port }) if self.is_switch(node) => {
@@ -656,6 +671,12 @@ impl Net<'_> {
                 _ => a.loose.push(j as u32),
             }
         }
+        a.one_vl = a.uniform
+            && a.loose.is_empty()
+            && self
+                .switches
+                .iter()
+                .all(|&x| self.plain.get(x as usize).copied().unwrap_or(false));
         a
     }
 }
