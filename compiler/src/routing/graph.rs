@@ -159,10 +159,14 @@ impl Graph {
     pub fn rows(&self, columns: &[Vec<u8>]) -> Vec<Vec<u8>> {
         let lids = columns.len();
         let mut rows = vec![vec![LFT_UNSET; lids]; self.switches.len()];
-        for (lid, col) in columns.iter().enumerate() {
-            for (s, &p) in col.iter().enumerate() {
-                if let Some(row) = rows.get_mut(s) {
-                    row[lid] = p;
+        // 64 LIDs at a time, so each row is written a cache line at a time.
+        for (c, block) in columns.chunks(64).enumerate() {
+            for (s, row) in rows.iter_mut().enumerate() {
+                let Some(dst) = row.get_mut(c * 64..c * 64 + block.len()) else {
+                    continue;
+                };
+                for (e, col) in dst.iter_mut().zip(block) {
+                    *e = col.get(s).copied().unwrap_or(LFT_UNSET);
                 }
             }
         }
@@ -325,6 +329,7 @@ impl Graph {
                 .unwrap_or(u32::MAX)
         };
         // Dependencies of each channel as a bit set over the next switch's ports.
+        // A switch's LIDs are taken port by port, so the peer's row is read in LID order.
         let deps: Vec<Vec<[u64; 4]>> = (0..peers.len())
             .into_par_iter()
             .map(|x| {
@@ -332,18 +337,22 @@ impl Graph {
                 let Some(row) = rows.get(x) else {
                     return out;
                 };
+                let mut by_port: Vec<Vec<u32>> = vec![Vec::new(); peers[x].len()];
                 for (lid, &p) in row.iter().enumerate() {
-                    let y = peer(x, p);
-                    if y == u32::MAX {
-                        continue;
+                    if peer(x, p) != u32::MAX {
+                        by_port[usize::from(p)].push(lid as u32);
                     }
-                    let q = rows
-                        .get(y as usize)
-                        .and_then(|r| r.get(lid))
-                        .copied()
-                        .unwrap_or(LFT_UNSET);
-                    if peer(y as usize, q) != u32::MAX {
-                        out[usize::from(p)][usize::from(q / 64)] |= 1 << (q % 64);
+                }
+                for (p, lids) in by_port.iter().enumerate() {
+                    let y = peer(x, p as u8);
+                    let Some(next) = rows.get(y as usize) else {
+                        continue;
+                    };
+                    for &lid in lids {
+                        let q = next.get(lid as usize).copied().unwrap_or(LFT_UNSET);
+                        if peer(y as usize, q) != u32::MAX {
+                            out[p][usize::from(q / 64)] |= 1 << (q % 64);
+                        }
                     }
                 }
                 out
