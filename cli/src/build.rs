@@ -54,13 +54,15 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
             fill(staging.path(), &built, &quality)
         });
         let report = weft_verifier::verify(&built.state, &opts);
+        // The verdict's files are written while the tables may still be.
+        let verdict = verdict_files(&staging, &report, allow_unproven);
         let tables = writer
             .join()
             .unwrap_or_else(|_| Err("the writer stopped (a bug in weft)".to_owned()));
-        (report, tables)
+        (report, tables.and(verdict))
     });
-    tables.map_err(Fatal)?;
     let mut files = FILES.to_vec();
+    files.extend(tables.map_err(Fatal)?);
     let mut verdict = String::new();
     verify::verdict_lines(&mut verdict, &report);
     let proven = report.is_proven();
@@ -79,19 +81,6 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
         return Ok(ExitCode::from(1));
     }
     crate::term::phase("writing");
-    let certificate = report.certificate.as_ref().map(|c| c.to_json());
-    let unproven = (!proven).then(|| {
-        format!(
-            "This directory holds tables weft could not prove (written with \
-             --allow-unproven).\n{verdict}"
-        )
-    });
-    for (name, text) in [(CERTIFICATE, &certificate), (UNPROVEN, &unproven)] {
-        if let Some(text) = text {
-            staging.write(name, text).map_err(Fatal)?;
-            files.push(name);
-        }
-    }
     let written = staging.commit(&files).map_err(Fatal)?;
     if quiet && proven {
         return Ok(ExitCode::SUCCESS);
@@ -112,6 +101,32 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Writes the verdict's files into the staging directory: the certificate when proven,
+/// `UNPROVEN` when not and `allow_unproven` (nothing otherwise: nothing will be committed).
+/// Returns their names.
+fn verdict_files(
+    staging: &Staging,
+    report: &weft_verifier::Report,
+    allow_unproven: bool,
+) -> Result<Vec<&'static str>, String> {
+    let mut names = Vec::new();
+    if let Some(c) = &report.certificate {
+        staging.write(CERTIFICATE, &c.to_json())?;
+        names.push(CERTIFICATE);
+    }
+    if !report.is_proven() && allow_unproven {
+        let mut verdict = String::new();
+        verify::verdict_lines(&mut verdict, report);
+        let text = format!(
+            "This directory holds tables weft could not prove (written with \
+             --allow-unproven).\n{verdict}"
+        );
+        staging.write(UNPROVEN, &text)?;
+        names.push(UNPROVEN);
+    }
+    Ok(names)
 }
 
 /// The files `weft build` writes, in order.
