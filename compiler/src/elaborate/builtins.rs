@@ -1,0 +1,212 @@
+//! Built-in functions (`format`, `len`, `range`, …) and template calls in expressions.
+
+use super::*;
+
+impl Elab<'_> {
+    pub(super) fn call_expr(&mut self, name: &Ident, args: &[Arg], span: Span) -> R<Value> {
+        if let Some(v) = self.lookup(&name.name) {
+            return match v {
+                Value::Template(_) => {
+                    self.err_help(
+                        "weft::template_as_value",
+                        format!("template `{}` declares nodes; it has no value", name.name),
+                        span,
+                        "used as a value",
+                        "call it as a statement, or as `topology = …`",
+                    );
+                    Err(())
+                }
+                other => {
+                    self.err(
+                        "weft::not_callable",
+                        format!("`{}` is a {}, not a function", name.name, other.type_name()),
+                        name.span,
+                        "cannot be called",
+                    );
+                    Err(())
+                }
+            };
+        }
+        if let Some(a) = args.iter().find_map(|a| a.name.as_ref()) {
+            self.err(
+                "weft::named_argument",
+                format!("`{}` takes positional arguments", name.name),
+                a.span,
+                "named argument",
+            );
+            return Err(());
+        }
+        let mut vals = Vec::with_capacity(args.len());
+        for a in args {
+            vals.push((self.eval_attr(&a.value)?, a.value.span));
+        }
+        let arity = |this: &mut Self, n: usize| -> R<()> {
+            if vals.len() == n {
+                Ok(())
+            } else {
+                this.err(
+                    "weft::bad_arguments",
+                    format!(
+                        "`{}` takes {n} argument(s), found {}",
+                        name.name,
+                        vals.len()
+                    ),
+                    span,
+                    "wrong number of arguments",
+                );
+                Err(())
+            }
+        };
+        match name.name.as_str() {
+            "format" => {
+                let Some((Value::Str(f), _)) = vals.first() else {
+                    self.err(
+                        "weft::bad_arguments",
+                        "`format` takes a format string first",
+                        span,
+                        "expected `format(\"…\", …)`",
+                    );
+                    return Err(());
+                };
+                let f = Rc::clone(f);
+                let mut strs = Vec::with_capacity(vals.len());
+                let mut ints = Vec::with_capacity(vals.len());
+                for (v, _) in &vals[1..] {
+                    let (s, i) = match v {
+                        Value::Int(i) => (i.to_string(), Some(*i)),
+                        Value::Str(s) | Value::Symbol(s) => (s.to_string(), None),
+                        Value::Bool(b) => (b.to_string(), None),
+                        Value::Node(n) => (self.builder.fabric().node(*n).name().to_owned(), None),
+                        Value::Model(m) => (m.name.clone(), None),
+                        Value::Width(w) => (format!("{w}x"), None),
+                        other => {
+                            self.type_err("a value to format", other, span);
+                            return Err(());
+                        }
+                    };
+                    strs.push(s);
+                    ints.push(i);
+                }
+                match format(&f, &strs, &ints) {
+                    Ok(s) => Ok(Value::Str(Rc::from(s.as_str()))),
+                    Err(why) => {
+                        self.err("weft::bad_format", why, vals[0].1, "format string");
+                        Err(())
+                    }
+                }
+            }
+            "node" => {
+                arity(self, 1)?;
+                let (v, sp) = vals.swap_remove(0);
+                self.as_node(v, sp).map(Value::Node)
+            }
+            "len" => {
+                arity(self, 1)?;
+                match &vals[0].0 {
+                    Value::List(l) => Ok(Value::Int(l.len() as i64)),
+                    Value::Str(s) => Ok(Value::Int(s.chars().count() as i64)),
+                    Value::Range(a, b) => Ok(Value::Int((b - a).max(0))),
+                    Value::Array(a) => Ok(Value::Int(a.ids.len() as i64)),
+                    other => {
+                        self.type_err("a list, string, range or node array", other, vals[0].1);
+                        Err(())
+                    }
+                }
+            }
+            "prod" | "sum" => {
+                arity(self, 1)?;
+                let Value::List(l) = &vals[0].0 else {
+                    self.type_err("a list of integers", &vals[0].0, vals[0].1);
+                    return Err(());
+                };
+                let mut acc: i64 = if name.name == "prod" { 1 } else { 0 };
+                for v in l.iter() {
+                    let Value::Int(x) = v else {
+                        self.type_err("a list of integers", v, vals[0].1);
+                        return Err(());
+                    };
+                    acc = if name.name == "prod" {
+                        acc.checked_mul(*x)
+                    } else {
+                        acc.checked_add(*x)
+                    }
+                    .ok_or_else(|| self.overflow(span))?;
+                }
+                Ok(Value::Int(acc))
+            }
+            "min" | "max" => {
+                if vals.is_empty() {
+                    self.err(
+                        "weft::bad_arguments",
+                        format!("`{}` needs at least one argument", name.name),
+                        span,
+                        "no arguments",
+                    );
+                    return Err(());
+                }
+                let mut best: Option<i64> = None;
+                for (v, sp) in &vals {
+                    let Value::Int(x) = v else {
+                        self.type_err("an integer", v, *sp);
+                        return Err(());
+                    };
+                    best = Some(match best {
+                        None => *x,
+                        Some(b) if name.name == "min" => b.min(*x),
+                        Some(b) => b.max(*x),
+                    });
+                }
+                Ok(Value::Int(best.unwrap_or(0)))
+            }
+            "pow" => {
+                arity(self, 2)?;
+                let (Value::Int(b), Value::Int(x)) = (&vals[0].0, &vals[1].0) else {
+                    self.err(
+                        "weft::type_mismatch",
+                        "`pow` takes two integers",
+                        span,
+                        "expected integers",
+                    );
+                    return Err(());
+                };
+                u32::try_from(*x)
+                    .ok()
+                    .and_then(|x| b.checked_pow(x))
+                    .map(Value::Int)
+                    .ok_or_else(|| self.overflow(span))
+            }
+            "repeat" => {
+                arity(self, 2)?;
+                let Value::Int(n) = vals[1].0 else {
+                    self.type_err("a count (int)", &vals[1].0, vals[1].1);
+                    return Err(());
+                };
+                let Ok(n) = usize::try_from(n) else {
+                    self.err(
+                        "weft::out_of_range",
+                        format!("cannot repeat {n} times"),
+                        vals[1].1,
+                        "a count is 0 or more",
+                    );
+                    return Err(());
+                };
+                self.value_size(n, MAX_LIST_ITEMS, "list of", "items", span)?;
+                Ok(Value::List(Rc::new(vec![vals[0].0.clone(); n])))
+            }
+            "import" => {
+                self.err_help(
+                    "weft::misplaced_import",
+                    "`import` is only allowed as `topology = import(\"file\")`",
+                    span,
+                    "not here",
+                    "write `topology = import(\"fabric.ibnetdiscover\")` in the fabric block",
+                );
+                Err(())
+            }
+            other => {
+                self.unknown_name(other, name.span);
+                Err(())
+            }
+        }
+    }
+}

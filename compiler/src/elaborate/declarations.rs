@@ -1,0 +1,678 @@
+//! Declarations: nodes (and node arrays), links, faults (`link … down`, `node … down`), ports,
+//! and the attributes of models and nodes.
+
+use super::*;
+
+impl Elab<'_> {
+    pub(super) fn node_decl(&mut self, d: &NodeDecl) {
+        let kind = kind_of(d.kind.kind);
+        let mut spec = match &d.model {
+            Some(m) => match self.eval(m) {
+                Ok(Value::Model(model)) => {
+                    if model.kind != kind {
+                        self.err_help(
+                            "weft::model_kind_mismatch",
+                            format!(
+                                "`{}` is {} model, not {} model",
+                                model.name,
+                                article(model.kind),
+                                article(kind)
+                            ),
+                            m.span,
+                            format!("{} model", article(model.kind)),
+                            format!(
+                                "declare the node as `{} …`, or pick {} model",
+                                model.kind,
+                                article(kind)
+                            ),
+                        );
+                        return;
+                    }
+                    model.spec.clone()
+                }
+                Ok(other) => {
+                    self.type_err("a hardware model", &other, m.span);
+                    return;
+                }
+                Err(()) => return,
+            },
+            None => NodeSpec::new(String::new(), kind, Guid(0), 0),
+        };
+        let mut has_ports = d.model.is_some();
+        let mut name_fmt: Option<(Rc<str>, Span)> = None;
+        let mut explicit_guid = None;
+        for a in &d.attrs {
+            let Ok(v) = self.eval_attr(&a.value) else {
+                return;
+            };
+            match a.name.name.as_str() {
+                "name" => match v {
+                    Value::Str(s) => name_fmt = Some((s, a.value.span)),
+                    other => self.type_err("a name format (str)", &other, a.value.span),
+                },
+                "guid" => match v {
+                    Value::Int(g) => explicit_guid = Some((Guid(g as u64), a.value.span)),
+                    other => self.type_err("a GUID (integer)", &other, a.value.span),
+                },
+                "ports" => {
+                    has_ports = true;
+                    self.apply_attr(&mut spec, a, v, AttrContext::Node);
+                }
+                _ => self.apply_attr(&mut spec, a, v, AttrContext::Node),
+            }
+        }
+        if !has_ports {
+            self.err_help(
+                "weft::node_without_model",
+                "this node has no hardware model and no port count",
+                d.span,
+                "no model",
+                format!(
+                    "give a model (`{} name : model`) or set `{{ ports = N }}`",
+                    kind
+                ),
+            );
+            return;
+        }
+        // Names.
+        let (names, array): (Vec<(String, i64)>, Option<&Ident>) = match &d.name {
+            DeclName::Single(id) => (vec![(id.name.clone(), 0)], None),
+            DeclName::Computed(e) => match self.eval(e) {
+                Ok(Value::Str(s)) => (vec![(s.to_string(), 0)], None),
+                Ok(other) => {
+                    self.type_err("a node name (str)", &other, e.span);
+                    return;
+                }
+                Err(()) => return,
+            },
+            DeclName::Array(id, r) => {
+                let Ok(v) = self.eval(r) else { return };
+                let Value::Range(a, b) = v else {
+                    self.type_err("an index range such as `1..=36`", &v, r.span);
+                    return;
+                };
+                if b.saturating_sub(a) > NODE_LIMIT as i64 {
+                    self.err_help(
+                        "weft::too_many_nodes",
+                        format!("`{}` would declare {} nodes", id.name, b.saturating_sub(a)),
+                        r.span,
+                        "too many nodes",
+                        format!("a fabric holds at most {NODE_LIMIT} nodes (the unicast LID space is 49 151)"),
+                    );
+                    return;
+                }
+                if b <= a {
+                    self.err(
+                        "weft::empty_range",
+                        format!("`{}` would have no nodes", id.name),
+                        r.span,
+                        "empty range",
+                    );
+                    return;
+                }
+                let mut names = Vec::with_capacity((b - a) as usize);
+                for i in a..b {
+                    let n = match &name_fmt {
+                        Some((f, sp)) => match format(f, &[i.to_string()], &[Some(i)]) {
+                            Ok(n) => n,
+                            Err(why) => {
+                                self.err("weft::bad_format", why, *sp, "bad name format");
+                                return;
+                            }
+                        },
+                        None => format!("{}{}", id.name, i),
+                    };
+                    names.push((n, i));
+                }
+                (names, Some(id))
+            }
+        };
+        if explicit_guid.is_some() && names.len() > 1 {
+            if let Some((_, sp)) = explicit_guid {
+                self.err(
+                    "weft::guid_on_array",
+                    "one `guid` cannot name every node of an array",
+                    sp,
+                    "for a single node only",
+                );
+            }
+            return;
+        }
+        if let Some(id) = array {
+            if let Some(prev) = self.arrays.get(&id.name) {
+                let (ps, psrc) = (prev.span, prev.source);
+                let mut diag = Diagnostic::error(
+                    "weft::duplicate_name",
+                    format!("node array `{}` is declared twice", id.name),
+                )
+                .label(self.cur_source(), id.span, "declared again here");
+                if psrc == self.cur_source() {
+                    diag = diag.label(psrc, ps, "first declared here");
+                }
+                self.emit(diag.help("give each array its own name"));
+                return;
+            }
+        }
+        let decl_span = match &d.name {
+            DeclName::Single(id) | DeclName::Array(id, _) => id.span,
+            DeclName::Computed(e) => e.span,
+        };
+        let mut ids = Vec::with_capacity(names.len());
+        for (n, _) in names {
+            if self.builder.fabric().nodes().len() >= NODE_LIMIT {
+                self.err_help(
+                    "weft::too_many_nodes",
+                    format!("the fabric has more than {NODE_LIMIT} nodes"),
+                    decl_span,
+                    "too many nodes",
+                    "the unicast LID space (49 151) cannot address this many nodes",
+                );
+                // Stop everything now: the loops declaring these nodes may run for millions
+                // more iterations.
+                self.steps = self.steps.max(self.step_limit.saturating_add(1));
+                return;
+            }
+            if self.tick(decl_span).is_err() {
+                return;
+            }
+            let mut s = spec.clone();
+            s.name = n;
+            s.kind = kind;
+            s.guid = match explicit_guid {
+                Some((g, _)) => g,
+                None => self.next_guid(),
+            };
+            let s_name = if array.is_none() {
+                s.name.clone()
+            } else {
+                String::new()
+            };
+            match self.builder.add_node(s) {
+                Ok(id) => {
+                    ids.push(id);
+                    let origin = self.user_origin(decl_span);
+                    self.node_origins.push(origin);
+                }
+                Err(e) => {
+                    self.node_error(e, decl_span, explicit_guid.map(|g| g.1));
+                    self.poisoned
+                        .insert(array.map_or(s_name, |id| id.name.clone()));
+                    if array.is_some() {
+                        break;
+                    }
+                }
+            }
+        }
+        if let (Some(id), Some(DeclName::Array(_, r))) = (array, Some(&d.name)) {
+            let lo = match self.eval(r) {
+                Ok(Value::Range(a, _)) => a,
+                _ => 0,
+            };
+            self.arrays.insert(
+                id.name.clone(),
+                Rc::new(NodeArray {
+                    name: id.name.clone(),
+                    lo,
+                    ids,
+                    span: id.span,
+                    source: self.cur_source(),
+                }),
+            );
+        }
+    }
+
+    pub(super) fn next_guid(&mut self) -> Guid {
+        loop {
+            self.guid_next = self.guid_next.wrapping_add(GUID_STEP);
+            let g = Guid(self.guid_next);
+            if self.builder.fabric().find_guid(g).is_none() {
+                return g;
+            }
+        }
+    }
+
+    pub(super) fn node_error(&mut self, e: LinkError, span: Span, guid_span: Option<Span>) {
+        match e {
+            LinkError::DuplicateName { name, existing } => {
+                let mut d = Diagnostic::error(
+                    "weft::duplicate_name",
+                    format!("a node named `{name}` already exists"),
+                )
+                .label(self.cur_source(), span, "declared again here");
+                if let Some(o) = self.node_origins.get(existing.index()).copied() {
+                    if o.source == self.cur_source() && o.span != span {
+                        d = d.label(o.source, o.span, "first declared here");
+                    }
+                }
+                self.emit(d.help("node names must be unique in a fabric"));
+            }
+            LinkError::DuplicateGuid {
+                guid,
+                existing_name,
+                ..
+            } => self.err_help(
+                "weft::duplicate_guid",
+                format!("GUID {guid} is already the GUID of `{existing_name}`"),
+                guid_span.unwrap_or(span),
+                "duplicate GUID",
+                "every node needs its own GUID; omit `guid` to have one generated",
+            ),
+            other => self.err("weft::bad_node", other.to_string(), span, "here"),
+        }
+    }
+
+    pub(super) fn link_stmt(&mut self, l: &LinkStmt) {
+        let (Ok(a), Ok(b)) = (self.port(&l.a), self.port(&l.b)) else {
+            return;
+        };
+        let mut speed = None;
+        let mut width = None;
+        for at in &l.attrs {
+            let Ok(v) = self.eval_attr(&at.value) else {
+                continue;
+            };
+            match (at.name.name.as_str(), v) {
+                ("speed", Value::Symbol(s)) | ("speed", Value::Str(s)) => match Speed::parse(&s) {
+                    Some(sp) => speed = Some(sp),
+                    None => self.bad_speed(&s, at.value.span),
+                },
+                ("width", Value::Width(w)) => match Width::from_lanes(u64::from(w)) {
+                    Some(wd) => width = Some(wd),
+                    None => self.err(
+                        "weft::bad_width",
+                        format!("`{w}x` is not a link width"),
+                        at.value.span,
+                        "expected 1x, 2x, 4x, 8x or 12x",
+                    ),
+                },
+                (n @ ("speed" | "width"), other) => self.type_err(
+                    if n == "speed" {
+                        "a speed such as `EDR`"
+                    } else {
+                        "a width such as `4x`"
+                    },
+                    &other,
+                    at.value.span,
+                ),
+                (other, _) => {
+                    let help = suggest(other, ["speed", "width"], || {
+                        "links take `speed` and `width`".into()
+                    });
+                    self.err_help(
+                        "weft::unknown_attribute",
+                        format!("links have no attribute `{other}`"),
+                        at.name.span,
+                        "unknown",
+                        help,
+                    );
+                }
+            }
+        }
+        match self.builder.add_link(a, b) {
+            Ok(id) => {
+                if speed.is_some() || width.is_some() {
+                    self.builder.set_link_rate(id, speed, width);
+                }
+                let origin = self.user_origin(l.span);
+                self.link_origins.push(origin);
+            }
+            Err(e) => self.link_error(e, l, a),
+        }
+    }
+
+    pub(super) fn link_error(&mut self, e: LinkError, l: &LinkStmt, a: PortRef) {
+        let end_span = |name: &str, port: u8, this: &Self| {
+            let ea = this
+                .builder
+                .fabric()
+                .find(name)
+                .is_some_and(|n| n == a.node)
+                && a.port.0 == port;
+            if ea {
+                l.a.span
+            } else {
+                l.b.span
+            }
+        };
+        match e {
+            LinkError::PortOutOfRange { name, port, ports } => {
+                let sp = end_span(&name, port, self);
+                self.err_help(
+                    "weft::port_out_of_range",
+                    format!("`{name}` has no port {port}"),
+                    sp,
+                    format!("ports of `{name}` are 1..={ports}"),
+                    "port numbers start at 1 and end at the model's port count",
+                );
+            }
+            LinkError::PortAlreadyWired {
+                name,
+                port,
+                existing,
+                other_name,
+                other_port,
+            } => {
+                let sp = end_span(&name, port, self);
+                let mut d = Diagnostic::error(
+                    "weft::port_wired_twice",
+                    format!("port {port} of `{name}` is wired twice"),
+                )
+                .label(
+                    self.cur_source(),
+                    sp,
+                    format!("already wired to `{other_name}` port {other_port}"),
+                );
+                if let Some(o) = self.link_origins.get(existing.index()).copied() {
+                    if o.source == self.cur_source() && o.span != l.span {
+                        d = d.label(o.source, o.span, "first wired here");
+                    }
+                }
+                self.emit(d.help("each port takes one cable"));
+            }
+            LinkError::SelfLoop { name, port } => self.err(
+                "weft::self_link",
+                format!("a link cannot connect port {port} of `{name}` to itself"),
+                l.span,
+                "both ends are the same port",
+            ),
+            other => self.err("weft::bad_link", other.to_string(), l.span, "here"),
+        }
+    }
+
+    pub(super) fn bad_speed(&mut self, s: &str, span: Span) {
+        let names: Vec<&str> = Speed::ALL.iter().map(|s| s.as_str()).collect();
+        let help = match did_you_mean(&s.to_ascii_uppercase(), names.iter().copied()) {
+            Some(x) => format!("did you mean `{x}`?"),
+            None => format!("speeds are {}", names.join(", ")),
+        };
+        self.err_help(
+            "weft::bad_speed",
+            format!("`{s}` is not an InfiniBand speed"),
+            span,
+            "unknown speed",
+            help,
+        );
+    }
+
+    pub(super) fn link_down(&mut self, l: &LinkDown) {
+        let Ok(a) = self.port(&l.a) else { return };
+        let fab = self.builder.fabric();
+        let Some((peer, link)) = fab.peer(a) else {
+            let name = fab.node(a.node).name().to_owned();
+            self.err_help(
+                "weft::fault_on_unwired_port",
+                format!("port {} of `{name}` has no link to take down", a.port),
+                l.a.span,
+                "not wired",
+                "a link fault names a port that a `link` declaration wired",
+            );
+            return;
+        };
+        if let Some(b) = &l.b {
+            let Ok(bp) = self.port(b) else { return };
+            if bp != peer {
+                let fab = self.builder.fabric();
+                let (pn, bn) = (
+                    fab.node(peer.node).name().to_owned(),
+                    fab.node(bp.node).name().to_owned(),
+                );
+                self.err(
+                    "weft::fault_wrong_link",
+                    format!(
+                        "this link goes to `{pn}` port {}, not `{bn}` port {}",
+                        peer.port, bp.port
+                    ),
+                    b.span,
+                    "not the other end",
+                );
+                return;
+            }
+        }
+        self.builder.set_link_down(link);
+    }
+
+    pub(super) fn node_down(&mut self, n: &NodeDown) {
+        let Ok(v) = self.eval(&n.node) else { return };
+        let Ok(id) = self.as_node(v, n.node.span) else {
+            return;
+        };
+        let node = self.builder.fabric().node(id);
+        let kind = kind_of(n.kind.kind);
+        if node.kind() != kind {
+            let (name, actual) = (node.name().to_owned(), node.kind());
+            self.err_help(
+                "weft::fault_kind_mismatch",
+                format!("`{name}` is {}, not {}", article(actual), article(kind)),
+                n.node.span,
+                article(actual),
+                format!(
+                    "write `{actual} {} down`",
+                    crate::emit::name_in_source(&name)
+                ),
+            );
+            return;
+        }
+        self.builder.set_node_down(id);
+    }
+
+    pub(super) fn port(&mut self, e: &Expr) -> R<PortRef> {
+        let v = self.eval(e)?;
+        match v {
+            Value::Port(n, p) => match u8::try_from(p) {
+                Ok(p) if p >= 1 => Ok(PortRef::new(n, p)),
+                _ => {
+                    let name = self.builder.fabric().node(n).name().to_owned();
+                    let ports = self.builder.fabric().node(n).spec.port_count;
+                    self.err_help(
+                        "weft::port_out_of_range",
+                        format!("`{name}` has no port {p}"),
+                        e.span,
+                        format!("ports of `{name}` are 1..={ports}"),
+                        "port numbers start at 1 and end at the model's port count",
+                    );
+                    Err(())
+                }
+            },
+            Value::Node(n) => {
+                let name = self.builder.fabric().node(n).name().to_owned();
+                self.err_help(
+                    "weft::expected_port",
+                    format!("a link joins ports, and `{name}` is a node"),
+                    e.span,
+                    "a node, not a port",
+                    format!("name a port: `{name}.p[1]`"),
+                );
+                Err(())
+            }
+            other => {
+                self.type_err("a port such as `leaf[1].p[3]`", &other, e.span);
+                Err(())
+            }
+        }
+    }
+
+    // ---- attributes ---------------------------------------------------------------------
+
+    pub(super) fn apply_attr(&mut self, spec: &mut NodeSpec, a: &Attr, v: Value, ctx: AttrContext) {
+        let span = a.value.span;
+        let name = a.name.name.as_str();
+        let int = |this: &mut Self, v: &Value, lo: i64, hi: i64, what: &str| -> Option<i64> {
+            match v {
+                Value::Int(n) if (lo..=hi).contains(n) => Some(*n),
+                Value::Int(n) => {
+                    this.err(
+                        "weft::out_of_range",
+                        format!("`{n}` is out of range for `{name}`"),
+                        span,
+                        format!("{what}: {lo}..={hi}"),
+                    );
+                    None
+                }
+                other => {
+                    this.type_err(what, other, span);
+                    None
+                }
+            }
+        };
+        match (name, ctx) {
+            ("ports", _) => {
+                if let Some(n) = int(self, &v, 1, 254, "a port count") {
+                    spec.port_count = n as u8;
+                }
+            }
+            ("speed", _) => match &v {
+                Value::Symbol(s) | Value::Str(s) => match Speed::parse(s) {
+                    Some(sp) => spec.caps.speed = sp,
+                    None => self.bad_speed(s, span),
+                },
+                other => self.type_err("a speed such as `EDR`", other, span),
+            },
+            ("width", _) => match &v {
+                Value::Width(w) => match Width::from_lanes(u64::from(*w)) {
+                    Some(wd) => spec.caps.width = wd,
+                    None => self.err(
+                        "weft::bad_width",
+                        format!("`{w}x` is not a link width"),
+                        span,
+                        "expected 1x, 2x, 4x, 8x or 12x",
+                    ),
+                },
+                other => self.type_err("a width such as `4x`", other, span),
+            },
+            ("vlcap", _) => {
+                if let Some(n) = int(self, &v, 1, 15, "a VL count") {
+                    if [1, 2, 4, 8, 15].contains(&n) {
+                        spec.caps.vl_cap = n as u8;
+                    } else {
+                        self.err_help(
+                            "weft::bad_vlcap",
+                            format!("`{n}` is not a VLCap"),
+                            span,
+                            "not 1, 2, 4, 8 or 15",
+                            "VLCap is 1, 2, 4, 8 or 15 data VLs",
+                        );
+                    }
+                }
+            }
+            ("mtu", _) => {
+                if let Some(n) = int(self, &v, 0, i64::MAX, "an MTU in bytes") {
+                    match Mtu::from_bytes(n as u64) {
+                        Some(m) => spec.caps.mtu = m,
+                        None => self.err_help(
+                            "weft::bad_mtu",
+                            format!("`{n}` is not an InfiniBand MTU"),
+                            span,
+                            "not an MTU",
+                            "MTUs are 256, 512, 1024, 2048 or 4096 bytes",
+                        ),
+                    }
+                }
+            }
+            ("linear_fdb_cap", _) => {
+                if let Some(n) = int(self, &v, 0, 0xC000, "an LFT capacity") {
+                    spec.linear_fdb_cap = n as u32;
+                }
+            }
+            ("vendor", _) => {
+                if let Some(n) = int(self, &v, 0, 0xFF_FFFF, "a vendor id (24-bit OUI)") {
+                    spec.vendor_id = n as u32;
+                }
+            }
+            ("device", _) => {
+                if let Some(n) = int(self, &v, 0, 0xFFFF_FFFF, "a device id") {
+                    spec.device_id = n as u32;
+                }
+            }
+            ("level", AttrContext::Node) => {
+                if let Some(n) = int(self, &v, 0, 15, "a tree level") {
+                    spec.level = Some(n as u8);
+                }
+            }
+            ("lid", AttrContext::Node) => {
+                if let Some(n) = int(
+                    self,
+                    &v,
+                    1,
+                    i64::from(weft_fabric::MAX_UNICAST_LID),
+                    "a unicast LID",
+                ) {
+                    spec.lid = Some(Lid(n as u16));
+                }
+            }
+            ("system_guid", AttrContext::Node) => match v {
+                Value::Int(g) => spec.system_guid = Some(Guid(g as u64)),
+                other => self.type_err("a GUID (integer)", &other, span),
+            },
+            ("port_guids", AttrContext::Node) => match v {
+                Value::List(items) => {
+                    let mut guids = Vec::new();
+                    for it in items.iter() {
+                        match it {
+                            Value::Int(g) => guids.push(Guid(*g as u64)),
+                            other => {
+                                self.type_err("a list of GUIDs", other, span);
+                                return;
+                            }
+                        }
+                    }
+                    spec.port_guids = Some(guids);
+                }
+                other => self.type_err("a list of GUIDs", &other, span),
+            },
+            (other, ctx) => {
+                let extra: &[&str] = match ctx {
+                    AttrContext::Model => &[],
+                    AttrContext::Node => NODE_ONLY_ATTRS,
+                };
+                let known: Vec<&str> = MODEL_ATTRS.iter().chain(extra).copied().collect();
+                let help = suggest(other, known.iter().copied(), || {
+                    format!("known attributes: {}", known.join(", "))
+                });
+                self.err_help(
+                    "weft::unknown_attribute",
+                    format!("unknown attribute `{other}`"),
+                    a.name.span,
+                    "unknown",
+                    help,
+                );
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+pub(super) enum AttrContext {
+    Model,
+    Node,
+}
+
+/// "a switch", "an hca", "a router".
+pub(super) fn article(k: NodeKind) -> String {
+    match k {
+        NodeKind::Hca => "an hca".to_owned(),
+        other => format!("a {other}"),
+    }
+}
+
+pub(super) fn kind_of(k: NodeKindKw) -> NodeKind {
+    match k {
+        NodeKindKw::Switch => NodeKind::Switch,
+        NodeKindKw::Hca => NodeKind::Hca,
+        NodeKindKw::Router => NodeKind::Router,
+    }
+}
+
+pub(super) const MODEL_ATTRS: &[&str] = &[
+    "ports",
+    "speed",
+    "width",
+    "vlcap",
+    "mtu",
+    "linear_fdb_cap",
+    "vendor",
+    "device",
+];
+
+/// Attributes a node may set besides its model's.
+pub(super) const NODE_ONLY_ATTRS: &[&str] =
+    &["level", "lid", "guid", "system_guid", "port_guids", "name"];
