@@ -1,0 +1,264 @@
+//! Phase 3, only when no error was found: names, the [`Fabric`](crate::Fabric) through
+//! [`FabricBuilder`], and the LIDs seen.
+
+use super::*;
+
+// Phase 3: build.
+
+pub(super) fn build(
+    cx: &mut Cx<'_>,
+    file: &File<'_>,
+    checked: &Checked,
+    opts: &ParseOptions,
+) -> Option<(crate::Fabric, LidAssignment)> {
+    let nodes = &file.nodes;
+    let names = assign_names(cx, nodes, opts);
+    let mut b = FabricBuilder::new(opts.fabric_name.clone());
+    let mut ids: Vec<NodeId> = Vec::with_capacity(nodes.len());
+    for (i, (n, name)) in nodes.iter().zip(names).enumerate() {
+        let port_count = u8::try_from(n.port_count).unwrap_or(u8::MAX);
+        let mut spec = NodeSpec::new(name, n.kind, n.guid, port_count);
+        spec.system_guid = n.system_guid.filter(|&g| g != n.guid);
+        spec.vendor_id = n.vendor_id;
+        spec.device_id = n.device_id;
+        if n.kind != NodeKind::Switch {
+            let guids: Vec<Guid> = (1..=u32::from(port_count))
+                .map(|p| {
+                    checked
+                        .port_guids
+                        .get(&(i, p))
+                        .copied()
+                        .unwrap_or(Guid(n.guid.0.wrapping_add(u64::from(p))))
+                })
+                .collect();
+            let derived = guids
+                .iter()
+                .zip(1u64..)
+                .all(|(g, p)| g.0 == n.guid.0.wrapping_add(p));
+            if !derived {
+                spec.port_guids = Some(guids);
+            }
+        }
+        match b.add_node(spec) {
+            Ok(id) => ids.push(id),
+            Err(e) => {
+                internal(cx, n.id_span, &e.to_string());
+                return None;
+            }
+        }
+    }
+    for link in &checked.links {
+        let ends = (
+            ids.get(link.a.0).copied(),
+            u8::try_from(link.a.1).ok(),
+            ids.get(link.b.0).copied(),
+            u8::try_from(link.b.1).ok(),
+        );
+        let (Some(an), Some(ap), Some(bn), Some(bp)) = ends else {
+            continue;
+        };
+        let id = match b.add_link(PortRef::new(an, ap), PortRef::new(bn, bp)) {
+            Ok(id) => id,
+            Err(e) => {
+                let span = nodes.get(link.a.0).map(|n| n.id_span).unwrap_or(sp(0, 0));
+                internal(cx, span, &e.to_string());
+                return None;
+            }
+        };
+        let (width, speed) = link_rate(nodes, link);
+        if width.is_some() || speed.is_some() {
+            b.set_link_rate(id, speed, width);
+        }
+    }
+    let lids = collect_lids(cx, nodes, &ids);
+    b.set_lmc(lids.lmc);
+    Some((b.finish(), lids))
+}
+
+pub(super) fn internal(cx: &mut Cx<'_>, span: SourceSpan, what: &str) {
+    cx.error(
+        Code::Internal,
+        span,
+        format!("internal error while building the fabric: {what}"),
+        "here",
+        "this is a bug in weft; please report it with this file",
+    );
+}
+
+/// The rate of a link: the `4xEDR` annotation of either end, else what the ibsim port options
+/// (`w=`, `s=`, `e=`) of the ends have in common.
+pub(super) fn link_rate(nodes: &[NodeRec<'_>], link: &LinkPlan) -> (Option<Width>, Option<Speed>) {
+    let sightings: Vec<&PortRec<'_>> = link
+        .seen
+        .iter()
+        .flatten()
+        .filter_map(|&at| port_at(nodes, at))
+        .collect();
+    if let Some((rate, _)) = sightings.iter().find_map(|p| p.rate) {
+        return (rate.width, rate.speed);
+    }
+    let common = |get: fn(&PortOpts) -> Option<u64>| -> Option<u64> {
+        sightings
+            .iter()
+            .filter_map(|p| get(&p.opts))
+            .reduce(|a, b| a & b)
+    };
+    // IBA masks: width 1=1x 2=4x 4=8x 8=12x 16=2x; speed 1=SDR 2=DDR 4=QDR (0 means QDR in
+    // ibsim); extended speed 1=FDR 2=EDR 4=HDR 8=NDR.
+    let width = common(|o| o.w).and_then(|m| {
+        [
+            (8, Width::X12),
+            (4, Width::X8),
+            (2, Width::X4),
+            (16, Width::X2),
+            (1, Width::X1),
+        ]
+        .into_iter()
+        .find(|(bit, _)| m & bit != 0)
+        .map(|(_, w)| w)
+    });
+    let ext = common(|o| o.e).and_then(|m| {
+        [
+            (8, Speed::NDR),
+            (4, Speed::HDR),
+            (2, Speed::EDR),
+            (1, Speed::FDR),
+        ]
+        .into_iter()
+        .find(|(bit, _)| m & bit != 0)
+        .map(|(_, s)| s)
+    });
+    let base = common(|o| o.s.map(|s| if s == 0 { 4 } else { s })).and_then(|m| {
+        [(4, Speed::QDR), (2, Speed::DDR), (1, Speed::SDR)]
+            .into_iter()
+            .find(|(bit, _)| m & bit != 0)
+            .map(|(_, s)| s)
+    });
+    (width, ext.or(base))
+}
+
+/// Names: the name-map entry for the GUID, else the description, else the node id; a name
+/// already taken gets ` (0x<guid>)` appended (and ` #2`, ` #3`, … if even that is taken).
+pub(super) fn assign_names(
+    cx: &mut Cx<'_>,
+    nodes: &[NodeRec<'_>],
+    opts: &ParseOptions,
+) -> Vec<String> {
+    let mut taken: BTreeMap<String, usize> = BTreeMap::new();
+    let mut names = Vec::with_capacity(nodes.len());
+    for (i, n) in nodes.iter().enumerate() {
+        let (base, span) = match (opts.name_map.get(&n.guid), n.desc) {
+            (Some(mapped), _) => (mapped.clone(), n.id_span),
+            (None, Some((desc, span))) => (desc.to_owned(), span),
+            (None, None) => (n.id.to_owned(), n.id_span),
+        };
+        let mut name = base.clone();
+        if let Some(&first) = taken.get(&name) {
+            name = format!("{base} ({})", n.guid);
+            let mut k = 2u32;
+            while taken.contains_key(&name) {
+                name = format!("{base} ({}) #{k}", n.guid);
+                k = k.saturating_add(1);
+            }
+            let first_span = nodes
+                .get(first)
+                .map(|f| f.desc.map(|(_, s)| s).unwrap_or(f.id_span))
+                .unwrap_or(span);
+            let d = cx
+                .diag(
+                    Code::DuplicateName,
+                    Severity::Warning,
+                    span,
+                    format!("two nodes are named `{base}`"),
+                    format!("renamed to `{name}`"),
+                )
+                .with_secondary(first_span, "first used here")
+                .with_help("give every node a unique description, or use a node name map");
+            cx.push(d);
+        }
+        taken.insert(name.clone(), i);
+        names.push(name);
+    }
+    names
+}
+
+/// LIDs seen: a switch's from its header (or a peer's `lid` annotation), an end node's per port
+/// from its port lines (or a peer's). The LMC is the first one an end-node port line gives.
+pub(super) fn collect_lids(
+    cx: &mut Cx<'_>,
+    nodes: &[NodeRec<'_>],
+    ids: &[NodeId],
+) -> LidAssignment {
+    let mut lids = LidAssignment::default();
+    let mut lmc: Option<(u8, SourceSpan)> = None;
+    let mut set = |node: usize, port: u8, lid: u16| {
+        if lid == 0 {
+            return;
+        }
+        if let Some(&id) = ids.get(node) {
+            lids.base
+                .entry(id)
+                .or_default()
+                .entry(PortNum(port))
+                .or_insert(Lid(lid));
+        }
+    };
+    // Own annotations first, so that they win over what peers say.
+    for (i, n) in nodes.iter().enumerate() {
+        if let Some((l, _)) = n.lid {
+            set(i, 0, l);
+        }
+        for p in &n.ports {
+            if let (Some((l, _)), Ok(port)) = (p.local_lid, u8::try_from(p.port)) {
+                if n.kind != NodeKind::Switch {
+                    set(i, port, l);
+                }
+            }
+            if let Some((m, span)) = p.local_lmc {
+                match lmc {
+                    None => lmc = Some((m, span)),
+                    Some((first, first_span)) if first != m => {
+                        let d = cx
+                            .diag(
+                                Code::LmcMismatch,
+                                Severity::Warning,
+                                span,
+                                "end-node ports use different LMCs",
+                                format!("`lmc {m}` here"),
+                            )
+                            .with_secondary(first_span, format!("`lmc {first}` here"))
+                            .with_help(format!(
+                                "weft uses one LMC for the fabric, the first one seen (`{first}`)"
+                            ));
+                        cx.push(d);
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+    }
+    let by_id: BTreeMap<&str, usize> = nodes
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, n)| (n.id, i))
+        .collect();
+    for n in nodes {
+        for p in &n.ports {
+            let (Some((l, _)), Some(&r)) = (p.remote_lid, by_id.get(p.remote_id)) else {
+                continue;
+            };
+            let Some(rn) = nodes.get(r) else { continue };
+            let port = if rn.kind == NodeKind::Switch {
+                Some(0)
+            } else {
+                u8::try_from(p.remote_port).ok()
+            };
+            if let Some(port) = port {
+                set(r, port, l);
+            }
+        }
+    }
+    lids.lmc = lmc.map(|(m, _)| m).unwrap_or(0);
+    lids
+}

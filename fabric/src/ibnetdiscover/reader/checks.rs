@@ -1,0 +1,465 @@
+//! Phase 2: node ids and GUIDs unique, ports on their nodes, remote nodes declared, each
+//! port wired once, the two sightings of a link agreeing.
+
+use super::*;
+
+// Phase 2: checks.
+
+/// A (node index, port) end.
+type End = (usize, u32);
+
+/// One link to build: its ends, in the order of the first sighting, and the sightings.
+pub(super) struct LinkPlan {
+    pub(super) a: End,
+    pub(super) b: End,
+    /// (node index, port-line index) of each end's sighting, when that end lists the link.
+    pub(super) seen: [Option<(usize, usize)>; 2],
+}
+
+pub(super) struct Checked {
+    /// The links to build, in the order of their first sighting.
+    pub(super) links: Vec<LinkPlan>,
+    /// Resolved port GUIDs of end nodes, per node index, for ports with a sighting.
+    pub(super) port_guids: BTreeMap<End, Guid>,
+}
+
+pub(super) fn node_name(n: &NodeRec<'_>) -> String {
+    format!("`{}`", n.id)
+}
+
+pub(super) fn check(cx: &mut Cx<'_>, file: &File<'_>) -> Checked {
+    let nodes = &file.nodes;
+    // Node ids.
+    let mut by_id: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut dup = vec![false; nodes.len()];
+    for (i, n) in nodes.iter().enumerate() {
+        if let Some(&first) = by_id.get(n.id) {
+            let first_span = nodes.get(first).map(|f| f.id_span).unwrap_or(n.id_span);
+            let d = cx
+                .diag(
+                    Code::DuplicateNodeId,
+                    Severity::Error,
+                    n.id_span,
+                    format!("node {} is declared twice", node_name(n)),
+                    "declared again here",
+                )
+                .with_secondary(first_span, "first declared here")
+                .with_help("node ids are unique; rename one of the nodes");
+            cx.push(d);
+            if let Some(f) = dup.get_mut(i) {
+                *f = true;
+            }
+        } else {
+            by_id.insert(n.id, i);
+        }
+    }
+    // Node GUIDs.
+    let mut by_guid: BTreeMap<Guid, usize> = BTreeMap::new();
+    for (i, n) in nodes.iter().enumerate() {
+        if dup.get(i).copied().unwrap_or(true) {
+            continue;
+        }
+        if let Some(&first) = by_guid.get(&n.guid) {
+            let Some(f) = nodes.get(first) else { continue };
+            let (span, label) = guid_site(n);
+            let (fspan, flabel) = guid_site(f);
+            let d = cx
+                .diag(
+                    Code::DuplicateGuid,
+                    Severity::Error,
+                    span,
+                    format!(
+                        "GUID `{}` belongs to two nodes, {} and {}",
+                        n.guid,
+                        node_name(f),
+                        node_name(n)
+                    ),
+                    label,
+                )
+                .with_secondary(fspan, flabel)
+                .with_help(
+                    "node GUIDs are unique; without a `switchguid=`, `caguid=` or `rtguid=` line \
+                     a node's GUID counts on from the previous node of its kind, as in ibsim",
+                );
+            cx.push(d);
+        } else {
+            by_guid.insert(n.guid, i);
+        }
+    }
+    // Sightings: the first listing of each (node, port).
+    let mut sight: BTreeMap<End, (usize, usize, End)> = BTreeMap::new();
+    let mut order: Vec<(usize, usize, End, End)> = Vec::new();
+    for (i, n) in nodes.iter().enumerate() {
+        if dup.get(i).copied().unwrap_or(true) {
+            continue;
+        }
+        for (j, p) in n.ports.iter().enumerate() {
+            if !port_in_range(cx, n, p.port, p.port_span) {
+                continue;
+            }
+            let Some(&r) = by_id.get(p.remote_id) else {
+                cx.error(
+                    Code::UnknownNode,
+                    p.remote_span,
+                    format!("node `{}` is not declared", p.remote_id),
+                    "no header declares this node",
+                    format!(
+                        "every node a port line names needs its own record, starting with a \
+                         header line such as `{} \"{}\"`",
+                        match p.remote_id.get(..2) {
+                            Some("S-") => "Switch 36",
+                            Some("R-") => "Rt 1",
+                            Some("H-") => "Ca 1",
+                            _ => "Switch 36",
+                        },
+                        p.remote_id
+                    ),
+                );
+                continue;
+            };
+            let Some(rn) = nodes.get(r) else { continue };
+            if !port_in_range(cx, rn, p.remote_port, p.remote_port_span) {
+                continue;
+            }
+            let here: End = (i, p.port);
+            let there: End = (r, p.remote_port);
+            if let Some(&(fi, fj, ftarget)) = sight.get(&here) {
+                let Some(first) = nodes.get(fi).and_then(|f| f.ports.get(fj)) else {
+                    continue;
+                };
+                if ftarget == there {
+                    let d = cx
+                        .diag(
+                            Code::DuplicatePortLine,
+                            Severity::Warning,
+                            p.line_span,
+                            format!("port {} of {} is listed twice", p.port, node_name(n)),
+                            "listed again here",
+                        )
+                        .with_secondary(first.line_span, "first listed here")
+                        .with_help("remove one of the two lines");
+                    cx.push(d);
+                } else {
+                    let d = cx
+                        .diag(
+                            Code::PortWiredTwice,
+                            Severity::Error,
+                            p.port_span,
+                            format!("port {} of {} is wired twice", p.port, node_name(n)),
+                            format!("wired to `{}` port {} here", p.remote_id, p.remote_port),
+                        )
+                        .with_secondary(
+                            first.port_span,
+                            format!(
+                                "and to `{}` port {} here",
+                                first.remote_id, first.remote_port
+                            ),
+                        )
+                        .with_help("a port takes one cable; remove one of the two lines");
+                    cx.push(d);
+                }
+                continue;
+            }
+            sight.insert(here, (i, j, there));
+            order.push((i, j, here, there));
+        }
+    }
+    // Links: match each sighting with the other end.
+    let mut links: Vec<LinkPlan> = Vec::new();
+    let mut claimed: BTreeMap<End, usize> = BTreeMap::new();
+    for &(i, j, here, there) in &order {
+        let (Some(n), Some(p)) = (nodes.get(i), nodes.get(i).and_then(|n| n.ports.get(j))) else {
+            continue;
+        };
+        let Some(rn) = nodes.get(there.0) else {
+            continue;
+        };
+        if here == there {
+            cx.error(
+                Code::SelfLink,
+                p.line_span,
+                format!("port {} of {} is wired to itself", p.port, node_name(n)),
+                "a cable from this port back to itself",
+                "a cable connects two different ports",
+            );
+            continue;
+        }
+        if let Some(&l) = claimed.get(&here) {
+            // The second sighting of a link made from the other end.
+            if let Some(link) = links.get_mut(l) {
+                let slot = if link.a == here { 0 } else { 1 };
+                if let Some(s) = link.seen.get_mut(slot) {
+                    *s = Some((i, j));
+                }
+            }
+            continue;
+        }
+        match sight.get(&there) {
+            Some(&(_, _, otarget)) if otarget == here => {
+                let l = links.len();
+                links.push(LinkPlan {
+                    a: here,
+                    b: there,
+                    seen: [Some((i, j)), None],
+                });
+                claimed.insert(here, l);
+                claimed.insert(there, l);
+            }
+            Some(&(oi, oj, otarget)) => {
+                let Some(other) = nodes.get(oi).and_then(|o| o.ports.get(oj)) else {
+                    continue;
+                };
+                let d = cx
+                    .diag(
+                        Code::LinkEndsDisagree,
+                        Severity::Error,
+                        p.line_span,
+                        format!(
+                            "the ends of the link from {} port {} disagree",
+                            node_name(n),
+                            p.port
+                        ),
+                        format!(
+                            "{} port {} says it is wired to `{}` port {}",
+                            node_name(n),
+                            p.port,
+                            rn.id,
+                            there.1
+                        ),
+                    )
+                    .with_secondary(
+                        other.line_span,
+                        format!(
+                            "but `{}` port {} says it is wired to `{}` port {}",
+                            rn.id,
+                            there.1,
+                            nodes.get(otarget.0).map(|o| o.id).unwrap_or("?"),
+                            otarget.1
+                        ),
+                    )
+                    .with_help("fix one of the two lines so that both ends name each other");
+                cx.push(d);
+            }
+            None => {
+                if let Some(&l) = claimed.get(&there) {
+                    let prev = links
+                        .get(l)
+                        .and_then(|link| link.seen.first().copied().flatten())
+                        .and_then(|(pi, pj)| Some((nodes.get(pi)?, nodes.get(pi)?.ports.get(pj)?)));
+                    let mut d = cx.diag(
+                        Code::PortWiredTwice,
+                        Severity::Error,
+                        p.line_span,
+                        format!("port {} of `{}` is wired twice", there.1, rn.id),
+                        format!(
+                            "{} port {} says it is wired to `{}` port {}",
+                            node_name(n),
+                            p.port,
+                            rn.id,
+                            there.1
+                        ),
+                    );
+                    if let Some((pn, pp)) = prev {
+                        d = d.with_secondary(
+                            pp.line_span,
+                            format!("and {} port {} says so too", node_name(pn), pp.port),
+                        );
+                    }
+                    cx.push(d.with_help("a port takes one cable; remove one of the two lines"));
+                    continue;
+                }
+                let l = links.len();
+                links.push(LinkPlan {
+                    a: here,
+                    b: there,
+                    seen: [Some((i, j)), None],
+                });
+                claimed.insert(here, l);
+                claimed.insert(there, l);
+                cx.warn(
+                    Code::OneSidedLink,
+                    p.line_span,
+                    format!(
+                        "the link from {} port {} to `{}` port {} is listed by one end only",
+                        node_name(n),
+                        p.port,
+                        rn.id,
+                        there.1
+                    ),
+                    "listed here only",
+                    format!(
+                        "ibnetdiscover lists every link from both ends, and ibsim refuses a link \
+                         listed once; add `[{}] \"{}\"[{}]` to `{}`",
+                        there.1, n.id, p.port, rn.id
+                    ),
+                );
+            }
+        }
+    }
+    // Rates agree.
+    for link in &links {
+        let [Some(sa), Some(sb)] = link.seen else {
+            continue;
+        };
+        let (Some(pa), Some(pb)) = (port_at(nodes, sa), port_at(nodes, sb)) else {
+            continue;
+        };
+        if let (Some((ra, ta)), Some((rb, tb))) = (pa.rate, pb.rate) {
+            if ra.width != rb.width || ra.speed != rb.speed {
+                let (Some(sa_span), Some(sb_span)) = (ra.text_span, rb.text_span) else {
+                    continue;
+                };
+                let na = nodes.get(link.a.0).map(|n| n.id).unwrap_or("?");
+                let nb = nodes.get(link.b.0).map(|n| n.id).unwrap_or("?");
+                let d = cx
+                    .diag(
+                        Code::RateMismatch,
+                        Severity::Error,
+                        sb_span,
+                        format!(
+                            "the ends of the link between `{na}` port {} and `{nb}` port {} \
+                             report different rates",
+                            link.a.1, link.b.1
+                        ),
+                        format!("`{tb}` here"),
+                    )
+                    .with_secondary(sa_span, format!("`{ta}` here"))
+                    .with_help("both ends of a link run at the same width and speed");
+                cx.push(d);
+            }
+        }
+    }
+    let port_guids = check_port_guids(cx, nodes, &dup, &by_id);
+    Checked { links, port_guids }
+}
+
+pub(super) fn port_at<'f, 'a>(
+    nodes: &'f [NodeRec<'a>],
+    at: (usize, usize),
+) -> Option<&'f PortRec<'a>> {
+    nodes.get(at.0).and_then(|n| n.ports.get(at.1))
+}
+
+/// Where a node's GUID comes from, for diagnostics.
+pub(super) fn guid_site(n: &NodeRec<'_>) -> (SourceSpan, String) {
+    match n.guid_origin {
+        GuidOrigin::Explicit(span) => (
+            span,
+            format!("{} gets GUID `{}` here", node_name(n), n.guid),
+        ),
+        GuidOrigin::Counted => (
+            n.id_span,
+            format!("{} gets GUID `{}` by counting", node_name(n), n.guid),
+        ),
+    }
+}
+
+pub(super) fn port_in_range(cx: &mut Cx<'_>, n: &NodeRec<'_>, port: u32, span: SourceSpan) -> bool {
+    if port >= 1 && port <= n.port_count {
+        return true;
+    }
+    let help = if port == 0 {
+        "port 0 is a switch's internal management port and takes no cable; cabled ports are \
+         numbered from 1"
+            .to_owned()
+    } else {
+        format!(
+            "ports of {} are numbered 1 to {}",
+            node_name(n),
+            n.port_count
+        )
+    };
+    let d = cx
+        .diag(
+            Code::PortOutOfRange,
+            Severity::Error,
+            span,
+            format!("{} has no port {port}", node_name(n)),
+            format!("port {port}"),
+        )
+        .with_secondary(
+            n.count_span,
+            format!(
+                "{} is declared with {} ports here",
+                node_name(n),
+                n.port_count
+            ),
+        )
+        .with_help(help);
+    cx.push(d);
+    false
+}
+
+/// Resolves end-node port GUIDs (own line first, then a peer's `(guid)`, else node GUID + port)
+/// and checks that every sighting agrees; switch ports carry the node GUID.
+pub(super) fn check_port_guids(
+    cx: &mut Cx<'_>,
+    nodes: &[NodeRec<'_>],
+    dup: &[bool],
+    by_id: &BTreeMap<&str, usize>,
+) -> BTreeMap<End, Guid> {
+    // Every claim about a port's GUID: (end, guid, span), own lines first.
+    let mut claims: Vec<(End, Guid, SourceSpan)> = Vec::new();
+    for (i, n) in nodes.iter().enumerate() {
+        if dup.get(i).copied().unwrap_or(true) {
+            continue;
+        }
+        for p in &n.ports {
+            if let Some((g, span)) = p.local_guid {
+                claims.push(((i, p.port), g, span));
+            }
+        }
+    }
+    for (i, n) in nodes.iter().enumerate() {
+        if dup.get(i).copied().unwrap_or(true) {
+            continue;
+        }
+        for p in &n.ports {
+            if let (Some((g, span)), Some(&r)) = (p.remote_guid, by_id.get(p.remote_id)) {
+                claims.push(((r, p.remote_port), g, span));
+            }
+        }
+    }
+    let mut resolved: BTreeMap<End, (Guid, Option<SourceSpan>)> = BTreeMap::new();
+    for &(end, g, span) in &claims {
+        let Some(n) = nodes.get(end.0) else { continue };
+        if end.1 == 0 || end.1 > n.port_count {
+            continue; // already reported
+        }
+        let expected = if n.kind == NodeKind::Switch {
+            Some((n.guid, None))
+        } else {
+            resolved.get(&end).copied()
+        };
+        match expected {
+            None => {
+                resolved.insert(end, (g, Some(span)));
+            }
+            Some((want, _)) if want == g => {}
+            Some((want, first)) => {
+                let mut d = cx.diag(
+                    Code::PortGuidMismatch,
+                    Severity::Error,
+                    span,
+                    format!("port {} of {} has two port GUIDs", end.1, node_name(n)),
+                    format!("`{g}` here"),
+                );
+                d = match first {
+                    Some(first) => d
+                        .with_secondary(first, format!("`{want}` here"))
+                        .with_help("a port has one port GUID; fix one of the two"),
+                    None => d.with_help(format!(
+                        "the ports of switch {} carry its node GUID `{want}`",
+                        node_name(n)
+                    )),
+                };
+                cx.push(d);
+            }
+        }
+    }
+    resolved
+        .into_iter()
+        .filter(|(end, _)| nodes.get(end.0).is_some_and(|n| n.kind != NodeKind::Switch))
+        .map(|(end, (g, _))| (end, g))
+        .collect()
+}
