@@ -80,7 +80,7 @@ fn route_and_prove(src: &str) -> Result<u64, String> {
             .diagnostics
             .iter()
             .filter(|d| d.is_error())
-            .map(|d| d.code)
+            .map(|d| d.code.as_str())
             .collect();
         assert_eq!(codes, ["weft::fabric_split"], "{:?}", c.diagnostics);
         return Err(c.diagnostics[0].message.clone());
@@ -89,7 +89,7 @@ fn route_and_prove(src: &str) -> Result<u64, String> {
     let built = match weft_compiler::build::build(&e) {
         Ok(b) => b,
         Err(d) => {
-            let codes: Vec<&str> = d.iter().map(|d| d.code).collect();
+            let codes: Vec<&str> = d.iter().map(|d| d.code.as_str()).collect();
             assert_eq!(codes, ["weft::unroutable"], "{d:?}\n{src}");
             return Err(d[0].message.clone());
         }

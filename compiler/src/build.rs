@@ -1,5 +1,6 @@
 //! The compile passes after elaboration: LIDs, then routing, into a [`FabricState`].
 
+use crate::code::Code;
 use crate::diagnostic::Diagnostic;
 use crate::elaborate::Elaborated;
 use crate::routing::{self, RouteError, RouteNote, RoutingInput};
@@ -62,15 +63,16 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
         ),
     };
     let Some(engine) = routing::engine(name) else {
+        // The elaborator accepts only engines that exist (or reports them unsupported).
         return Err(vec![at(Diagnostic::error(
-            "weft::engine_unavailable",
-            format!("the `{name}` routing engine is not available in this version"),
+            Code::Internal,
+            format!("no `{name}` routing engine (a bug in weft)"),
         )
-        .help("available engines: fat_tree, updn, minhop"))]);
+        .help("please report this with the `.weft` file"))]);
     };
     if let (Some(sp), false) = (e.config.routing.roots_span, name == "updn") {
         return Err(vec![Diagnostic::error(
-            "weft::unsupported",
+            Code::Unsupported,
             format!("`roots` has no effect with the `{name}` engine"),
         )
         .label(e.fabric_origin.source, sp, "used only by `engine = updn`")
@@ -92,13 +94,11 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
             RouteError::Disconnected { engine: "updn", .. } => "under Up*/Down*, roots joined only through lower switches cannot reach each other; name a single root in `routing { roots = [...] }`, or use `engine = fat_tree`, whose sFtree paths connect every switch pair",
             RouteError::Disconnected { .. } => "the faults cut these switches off; check the `faults` block and the cabling",
             RouteError::CreditLoop { .. } => "the faults break the fat-tree's up*/down* structure; Up*/Down* from a single root is deadlock-free on any connected fabric: `routing { engine = updn, roots = [<one top switch>] }`",
-            RouteError::Option { .. } => "remove the option or pick another engine",
 
         };
         let code = match &err {
-            RouteError::Unsupported { .. } => "weft::engine_refused",
-            RouteError::Disconnected { .. } | RouteError::CreditLoop { .. } => "weft::unroutable",
-            _ => "weft::engine_option",
+            RouteError::Unsupported { .. } => Code::EngineRefused,
+            RouteError::Disconnected { .. } | RouteError::CreditLoop { .. } => Code::Unroutable,
         };
         vec![at(Diagnostic::error(code, err.to_string())).help(help)]
     })?;
@@ -121,7 +121,7 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
     // as such rather than written.
     let state = ValidState::new(state).map_err(|errs| {
         vec![at(Diagnostic::error(
-            "weft::internal",
+            Code::Internal,
             format!("the compiled state is invalid (a bug in weft): {errs}"),
         )
         .help("please report this with the `.weft` file"))]

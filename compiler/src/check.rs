@@ -2,6 +2,7 @@
 //! capacity and VL capabilities. Each check reports through diagnostics; a summary
 //! describes what was checked.
 
+use crate::code::Code;
 use crate::diagnostic::Diagnostic;
 use crate::elaborate::Elaborated;
 use serde::Serialize;
@@ -83,7 +84,7 @@ pub fn validate(e: &Elaborated) -> Vec<Diagnostic> {
     let lids = f.lid_count();
     if lids > u64::from(MAX_UNICAST_LID) {
         let mut d = Diagnostic::error(
-            "weft::lid_budget_exceeded",
+            Code::LidBudgetExceeded,
             format!(
                 "the fabric needs {lids} unicast LIDs but only {} exist",
                 MAX_UNICAST_LID
@@ -121,7 +122,7 @@ pub fn validate(e: &Elaborated) -> Vec<Diagnostic> {
         let first = e.origin(ids[0]);
         out.push(
             Diagnostic::error(
-                "weft::lft_capacity_exceeded",
+                Code::LftCapacityExceeded,
                 format!(
                     "{} switch(es) of model `{model}` hold {cap} LFT entries but the fabric's LIDs run to {lids}",
                     ids.len()
@@ -146,7 +147,7 @@ pub fn validate(e: &Elaborated) -> Vec<Diagnostic> {
         for (cap, names) in low {
             out.push(
                 Diagnostic::error(
-                    "weft::vl_budget_exceeded",
+                    Code::VlBudgetExceeded,
                     format!(
                         "the VL budget is {budget} but {} node(s) support only {cap} data VL(s)",
                         names.len()
@@ -176,7 +177,7 @@ fn unconnected(e: &Elaborated, out: &mut Vec<Diagnostic>) {
     let o = e.origin(lonely[0]);
     out.push(
         Diagnostic::warning(
-            "weft::unconnected_node",
+            Code::UnconnectedNode,
             format!("{} node(s) have no links: {}", names.len(), list(&names)),
         )
         .label(o.source, o.span, format!("`{}` is declared here", names[0]))
@@ -197,7 +198,7 @@ fn names(e: &Elaborated, out: &mut Vec<Diagnostic>) {
         let o = e.origin(id);
         out.push(
             Diagnostic::error(
-                "weft::unwritable_name",
+                Code::UnwritableName,
                 format!("node name `{}` cannot be written as a node description: {reason}", name.escape_debug()),
             )
             .label(o.source, o.span, "declared here")
@@ -252,7 +253,7 @@ fn components(e: &Elaborated, out: &mut Vec<Diagnostic>) {
     let o = e.origin(cut[0]);
     out.push(
         Diagnostic::error(
-            "weft::fabric_split",
+            Code::FabricSplit,
             format!(
                 "the fabric is split into {} parts; {} node(s) cannot reach the largest part: {}",
                 parts.len(),

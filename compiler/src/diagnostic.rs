@@ -4,6 +4,7 @@
 //! turns them into text with miette's graphical handler (used by the CLI and by snapshot
 //! tests with a fixed, colourless theme) and [`to_json`] into machine-readable records.
 
+use crate::code::Code;
 use crate::syntax::ast::Span;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -101,7 +102,7 @@ pub struct Label {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostic {
     /// Stable code, e.g. `weft::port_wired_twice`.
-    pub code: &'static str,
+    pub code: Code,
     /// Severity.
     pub severity: Severity,
     /// One-line message: lowercase, no final period, names in backticks.
@@ -116,7 +117,7 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     /// An error with a message and no location yet.
-    pub fn error(code: &'static str, message: impl Into<String>) -> Diagnostic {
+    pub fn error(code: Code, message: impl Into<String>) -> Diagnostic {
         Diagnostic {
             code,
             severity: Severity::Error,
@@ -128,7 +129,7 @@ impl Diagnostic {
     }
 
     /// A warning with a message and no location yet.
-    pub fn warning(code: &'static str, message: impl Into<String>) -> Diagnostic {
+    pub fn warning(code: Code, message: impl Into<String>) -> Diagnostic {
         Diagnostic {
             severity: Severity::Warning,
             ..Diagnostic::error(code, message)
@@ -162,11 +163,7 @@ impl Diagnostic {
 
     /// Converts any miette diagnostic whose labels point into `source` (e.g. an ibnetdiscover
     /// reader error) into this form.
-    pub fn from_miette(
-        d: &dyn miette::Diagnostic,
-        code: &'static str,
-        source: SourceId,
-    ) -> Diagnostic {
+    pub fn from_miette(d: &dyn miette::Diagnostic, code: Code, source: SourceId) -> Diagnostic {
         let severity = match d.severity() {
             Some(miette::Severity::Warning) => Severity::Warning,
             Some(miette::Severity::Advice) => Severity::Advice,
@@ -297,7 +294,7 @@ pub fn render(diags: &[Diagnostic], sources: &SourceMap, opts: RenderOptions) ->
     let mut out = String::new();
     // The first few of each code are shown in full; the rest are counted (a file with 20 000
     // errors renders in linear time, and the first ones are the ones to fix).
-    let mut shown: BTreeMap<(&str, bool), usize> = BTreeMap::new();
+    let mut shown: BTreeMap<(Code, bool), usize> = BTreeMap::new();
     for d in diags {
         // A reader's own summary of what it left out ("… and 190 more like this") is always
         // shown and not counted.
@@ -395,7 +392,7 @@ pub fn to_json(diags: &[Diagnostic], sources: &SourceMap) -> serde_json::Value {
                 })
                 .collect();
             JsonDiagnostic {
-                code: d.code,
+                code: d.code.as_str(),
                 severity: d.severity,
                 message: &d.message,
                 file: file.map(|f| f.name.as_str()),

@@ -1,12 +1,13 @@
 //! ibnetdiscover dumps read through `weft-fabric`: `topology = import("file")` and
 //! `weft import`.
 
+use crate::code::Code;
 use crate::diagnostic::{Diagnostic, SourceId};
 use weft_fabric::ibnetdiscover::{self, ParseOptions};
 use weft_fabric::{Fabric, LidAssignment};
 
 fn convert_one(d: &ibnetdiscover::IbnetDiagnostic, source: SourceId) -> Diagnostic {
-    Diagnostic::from_miette(d, d.code().as_str(), source)
+    Diagnostic::from_miette(d, Code::Ibnet(d.code()), source)
 }
 
 fn convert(errors: &ibnetdiscover::ParseErrors, source: SourceId) -> Vec<Diagnostic> {

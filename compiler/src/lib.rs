@@ -6,6 +6,7 @@
 
 pub mod build;
 pub mod check;
+pub mod code;
 pub mod diagnostic;
 mod elaborate;
 pub mod emit;
@@ -21,6 +22,7 @@ pub use check::Summary;
 pub use elaborate::{Elaborated, Origin, DEFAULT_GUID_BASE};
 pub use import::{export_ibnetdiscover, import_ibnetdiscover};
 
+use crate::code::Code;
 use diagnostic::{Diagnostic, SourceId, SourceMap};
 use syntax::ast::{Item, Section, Span};
 use weft_fabric::NodeId;
@@ -142,7 +144,7 @@ pub fn elaborate_with(name: &str, text: &str, host: &dyn Host, limits: Limits) -
             // everything, which is most likely a mistake.
             if !diagnostics.iter().any(Diagnostic::is_error) && file.items.is_empty() {
                 diagnostics.push(
-                    Diagnostic::error("weft::no_fabric", "this file describes no fabric")
+                    Diagnostic::error(Code::NoFabric, "this file describes no fabric")
                         .label(main, Span::new(0, 0), "empty")
                         .help("a weft program is `fabric name { topology = … }`"),
                 );
@@ -151,7 +153,7 @@ pub fn elaborate_with(name: &str, text: &str, host: &dyn Host, limits: Limits) -
         [f, rest @ ..] => {
             for extra in rest {
                 diagnostics.push(
-                    Diagnostic::error("weft::duplicate_fabric", "a file describes one fabric")
+                    Diagnostic::error(Code::DuplicateFabric, "a file describes one fabric")
                         .label(main, extra.name.span, "second fabric")
                         .help("put each fabric in its own file"),
                 );

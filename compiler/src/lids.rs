@@ -6,6 +6,7 @@
 //! lowest first, end-node ports in declaration order, then switches in declaration order. The
 //! state of links and nodes is ignored, so a recompile after a fault renumbers nothing.
 
+use crate::code::Code;
 use crate::diagnostic::Diagnostic;
 use crate::elaborate::Elaborated;
 use std::collections::BTreeMap;
@@ -44,7 +45,7 @@ pub fn assign(e: &Elaborated) -> Result<LidAssignment, Vec<Diagnostic>> {
         let Some(&(port, size)) = wants(id).first() else {
             errors.push(
                 Diagnostic::error(
-                    "weft::lid_pin_unused",
+                    Code::LidPinUnused,
                     format!("`{}` has a pinned LID but no cabled port", n.name()),
                 )
                 .label(origin.source, origin.span, "pinned here")
@@ -56,7 +57,7 @@ pub fn assign(e: &Elaborated) -> Result<LidAssignment, Vec<Diagnostic>> {
         if start % size != 0 {
             errors.push(
                 Diagnostic::error(
-                    "weft::lid_pin_unaligned",
+                    Code::LidPinUnaligned,
                     format!(
                         "`{}` is pinned to LID {start}, which is not a multiple of 2^lmc = {size}",
                         n.name()
@@ -71,7 +72,7 @@ pub fn assign(e: &Elaborated) -> Result<LidAssignment, Vec<Diagnostic>> {
         if end > limit || (start..=end).any(|l| used[l as usize]) {
             errors.push(
                 Diagnostic::error(
-                    "weft::lid_pin_conflict",
+                    Code::LidPinConflict,
                     format!(
                         "`{}` cannot have LID {start}: it is taken or out of range",
                         n.name()
@@ -112,7 +113,7 @@ pub fn assign(e: &Elaborated) -> Result<LidAssignment, Vec<Diagnostic>> {
                 let origin = e.origin(id);
                 errors.push(
                     Diagnostic::error(
-                        "weft::lid_budget_exceeded",
+                        Code::LidBudgetExceeded,
                         format!("no unicast LIDs are left for `{}`", f.node(id).name()),
                     )
                     .label(origin.source, origin.span, "declared here")

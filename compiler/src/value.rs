@@ -94,6 +94,17 @@ impl Value {
         }
     }
 
+    /// The type name with its article: "an int", "a node array".
+    pub fn a_type_name(&self) -> String {
+        let t = self.type_name();
+        let article = if t.starts_with(['a', 'e', 'i', 'o', 'u']) {
+            "an"
+        } else {
+            "a"
+        };
+        format!("{article} {t}")
+    }
+
     /// Whether the value fits a declared parameter type.
     pub fn fits(&self, ty: &str) -> bool {
         match ty {

@@ -2,6 +2,8 @@
 //! 80) and snapshotted. Each case is a small program with one mistake (or, for recovery,
 //! several); none may panic, and each must produce at least one error.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use weft_compiler::diagnostic::{render, RenderOptions};
 use weft_compiler::Host;
 
@@ -216,3 +218,212 @@ case!(
     unsupported_seed,
     format!("{PRELUDE}fabric f {{\n{TREE}    routing {{ seed = 7 }}\n}}\n")
 );
+
+// One case per remaining code, so that every code in the registry has a snapshot (see
+// `every_code_has_a_case` below).
+case!(unknown_field, small("        let z = leaf[1].colour"));
+case!(
+    unknown_node_name,
+    small("        let z = node(\"nowhere\")")
+);
+case!(
+    unknown_type,
+    format!("{PRELUDE}template t(n: integer) {{\n}}\nfabric f {{\n{TREE}}}\n")
+);
+case!(not_callable, small("        let z = leaf(1)"));
+case!(not_a_template, small("        let t = 1\n        t()"));
+case!(useless_call, small("        len([1, 2])"));
+case!(
+    template_as_value,
+    format!("{PRELUDE}fabric f {{\n    topology {{\n        let z = fat_tree(levels: 2, switch: sb7800, hca: connectx5)\n    }}\n}}\n")
+);
+case!(named_argument, small("        let z = len(of: [1])"));
+case!(bad_arguments, small("        let z = len([1], [2])"));
+case!(
+    too_many_arguments,
+    format!("{PRELUDE}template t(n: int) {{\n}}\nfabric f {{\n    topology {{\n        t(1, 2)\n    }}\n}}\n")
+);
+case!(
+    duplicate_argument,
+    format!("{PRELUDE}template t(n: int) {{\n}}\nfabric f {{\n    topology {{\n        t(n: 1, n: 2)\n    }}\n}}\n")
+);
+case!(
+    duplicate_item,
+    format!("{PRELUDE}model m : switch {{ ports = 8 }}\nmodel m : switch {{ ports = 8 }}\nfabric f {{\n{TREE}}}\n")
+);
+case!(
+    duplicate_fabric,
+    format!("{PRELUDE}fabric f {{\n{TREE}}}\nfabric g {{\n{TREE}}}\n")
+);
+case!(
+    model_without_ports,
+    format!("{PRELUDE}model m : switch {{ speed = EDR }}\nfabric f {{\n{TREE}}}\n")
+);
+case!(bad_vlcap, small("        switch s : sb7800 { vlcap = 3 }"));
+case!(bad_width, small("        switch s : sb7800 { width = 3x }"));
+case!(empty_range, small("        switch s[3..=1] : sb7800"));
+case!(bad_node_range, small("        for x in leaf[1]..cn[2] { }"));
+case!(
+    guid_on_array,
+    small("        switch s[1..=2] : sb7800 { guid = 0x1000 }")
+);
+case!(zero_guid, small("        switch s : sb7800 { guid = 0 }"));
+case!(overflow, small("        let z = 9223372036854775807 + 1"));
+case!(
+    number_too_large,
+    small("        let z = 99999999999999999999999")
+);
+case!(
+    value_too_large,
+    small(
+        &"        let s = \"x\"\n"
+            .chars()
+            .chain("        let s = s + s\n".repeat(21).chars())
+            .collect::<String>()
+    )
+);
+case!(
+    too_deep,
+    small(&format!(
+        "        let z = {}1{}",
+        "(".repeat(5000),
+        ")".repeat(5000)
+    ))
+);
+case!(
+    too_many_nodes,
+    small("        switch s[1..=100000000] : sb7800")
+);
+case!(
+    fault_wrong_link,
+    format!(
+        "{}    faults {{ link leaf[1].p[1] <-> cn[2].p[1] down }}\n}}\n",
+        small("        link leaf[1].p[1] <-> cn[1].p[1]")
+            .trim_end()
+            .trim_end_matches('}')
+    )
+);
+case!(
+    misplaced_import,
+    small("        let z = import(\"lab.ibnetdiscover\")")
+);
+case!(
+    bad_topology,
+    format!("{PRELUDE}fabric f {{\n    topology = 3\n}}\n")
+);
+
+#[test]
+fn evaluation_limit() {
+    // The default budget (50 million statements) takes seconds to run out; a small one shows
+    // the same diagnostic.
+    let src = small("        for i in 0..1000000000 { let x = i }");
+    let limits = weft_compiler::Limits { steps: 10_000 };
+    let c = weft_compiler::check_with("fabric.weft", &src, &OneFile, limits);
+    insta::assert_snapshot!(
+        "evaluation_limit",
+        render(&c.diagnostics, &c.sources, RenderOptions::plain())
+    );
+}
+
+/// A case whose finding only shows when the description is routed: rendered diagnostics of
+/// check and build, then the engine's notes (`code: message`).
+macro_rules! build_case {
+    ($name:ident, $src:expr) => {
+        #[test]
+        fn $name() {
+            let src: String = $src.into();
+            let c = weft_compiler::check("fabric.weft", &src, &OneFile);
+            let mut text = render(&c.diagnostics, &c.sources, RenderOptions::plain());
+            let e = c.elaborated.as_ref().expect("the case elaborates");
+            assert!(!c.has_errors(), "{text}");
+            match weft_compiler::build::build(e) {
+                Ok(b) => {
+                    assert!(
+                        !b.notes.is_empty(),
+                        "expected a note for {}",
+                        stringify!($name)
+                    );
+                    for n in &b.notes {
+                        text += &format!("{}: {}\n", n.code, n.message);
+                    }
+                }
+                Err(d) => text += &render(&d, &c.sources, RenderOptions::plain()),
+            }
+            insta::assert_snapshot!(stringify!($name), text);
+        }
+    };
+}
+
+build_case!(
+    engine_refused,
+    "use std::hardware::{sb7800, connectx5}\nuse std::topology::ring\nfabric f {\n    topology = ring(n: 4, switch: sb7800, hca: connectx5)\n    routing { engine = fat_tree }\n}\n"
+);
+build_case!(
+    unroutable_updn_two_roots,
+    format!("{PRELUDE}fabric f {{\n{TREE}    routing {{ engine = updn, roots = [spine1, spine2] }}\n}}\n")
+);
+build_case!(
+    sftree_notes,
+    "use std::hardware::{sb7800, connectx5}\nuse std::topology::xgft\nfabric t222 {\n    topology = xgft(h: 3, m: [2, 2, 2], w: [1, 2, 2], switch: sb7800, hca: connectx5)\n    faults {\n        link spine1.p[3] down\n        link spine1.p[4] down\n    }\n    routing { engine = fat_tree }\n}\n"
+);
+build_case!(
+    lid_pin_unaligned,
+    format!("{PRELUDE}fabric f {{\n    topology {{\n        switch s : sb7800\n        hca h : connectx5 {{ lid = 3 }}\n        link s.p[1] <-> h.p[1]\n    }}\n    routing {{ lmc = 1 }}\n}}\n")
+);
+build_case!(
+    lid_pin_conflict,
+    format!("{PRELUDE}fabric f {{\n    topology {{\n        switch s : sb7800\n        hca h1 : connectx5 {{ lid = 8 }}\n        hca h2 : connectx5 {{ lid = 8 }}\n        link s.p[1] <-> h1.p[1]\n        link s.p[2] <-> h2.p[1]\n    }}\n}}\n")
+);
+build_case!(
+    lid_pin_unused,
+    format!("{PRELUDE}fabric f {{\n    topology {{\n        switch s : sb7800\n        hca h1 : connectx5\n        hca h2 : connectx5 {{ lid = 8 }}\n        link s.p[1] <-> h1.p[1]\n    }}\n}}\n")
+);
+
+/// Codes no program can produce, with the reason.
+const NO_CASE: &[(&str, &str)] = &[
+    ("weft::internal", "reported only for a bug in weft"),
+    (
+        "weft::bad_link",
+        "every way a link can be wrong in a program has its own code; this one only \
+         wraps a fabric-model error the language cannot reach",
+    ),
+];
+
+/// Every code in the registry appears in a committed snapshot of this file (insta fails a
+/// snapshot that no longer matches, so a code there is one its case really produces), or is
+/// listed in [`NO_CASE`] with the reason.
+#[test]
+fn every_code_has_a_case() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots");
+    let mut seen = String::new();
+    for entry in std::fs::read_dir(&dir).expect("the snapshot directory") {
+        let path = entry.expect("a directory entry").path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.starts_with("diagnostics__") && name.ends_with(".snap") {
+            seen += &std::fs::read_to_string(&path).expect("a snapshot");
+        }
+    }
+    let missing: Vec<&str> = weft_compiler::code::Code::ALL
+        .iter()
+        .map(|c| c.as_str())
+        .filter(|c| !NO_CASE.iter().any(|(n, _)| n == c))
+        .filter(|c| {
+            // A whole code, not the prefix of a longer one.
+            !seen.match_indices(c).any(|(i, _)| {
+                let rest = &seen[i + c.len()..];
+                !rest.starts_with("::")
+                    && rest
+                        .chars()
+                        .next()
+                        .is_none_or(|ch| !(ch.is_ascii_alphanumeric() || ch == '_'))
+            })
+        })
+        .collect();
+    assert!(missing.is_empty(), "codes without a case: {missing:?}");
+    for (n, _) in NO_CASE {
+        assert!(
+            weft_compiler::code::Code::ALL.iter().any(|c| c == n),
+            "{n} is not a code"
+        );
+    }
+}

@@ -247,7 +247,7 @@ fn design_sketch_compiles() {
     // errors at their keyword, never silently ignored.
     let src = include_str!("design-sketch.weft");
     let c = check("design.weft", src, &NoFiles);
-    let codes: Vec<&str> = c.diagnostics.iter().map(|d| d.code).collect();
+    let codes: Vec<&str> = c.diagnostics.iter().map(|d| d.code.as_str()).collect();
     assert_eq!(
         codes,
         [

@@ -8,7 +8,7 @@ impl Elab<'_> {
             return match v {
                 Value::Template(_) => {
                     self.err_help(
-                        "weft::template_as_value",
+                        Code::TemplateAsValue,
                         format!("template `{}` declares nodes; it has no value", name.name),
                         span,
                         "used as a value",
@@ -18,8 +18,8 @@ impl Elab<'_> {
                 }
                 other => {
                     self.err(
-                        "weft::not_callable",
-                        format!("`{}` is a {}, not a function", name.name, other.type_name()),
+                        Code::NotCallable,
+                        format!("`{}` is {}, not a function", name.name, other.a_type_name()),
                         name.span,
                         "cannot be called",
                     );
@@ -29,7 +29,7 @@ impl Elab<'_> {
         }
         if let Some(a) = args.iter().find_map(|a| a.name.as_ref()) {
             self.err(
-                "weft::named_argument",
+                Code::NamedArgument,
                 format!("`{}` takes positional arguments", name.name),
                 a.span,
                 "named argument",
@@ -45,7 +45,7 @@ impl Elab<'_> {
                 Ok(())
             } else {
                 this.err(
-                    "weft::bad_arguments",
+                    Code::BadArguments,
                     format!(
                         "`{}` takes {n} argument(s), found {}",
                         name.name,
@@ -61,7 +61,7 @@ impl Elab<'_> {
             "format" => {
                 let Some((Value::Str(f), _)) = vals.first() else {
                     self.err(
-                        "weft::bad_arguments",
+                        Code::BadArguments,
                         "`format` takes a format string first",
                         span,
                         "expected `format(\"…\", …)`",
@@ -90,7 +90,7 @@ impl Elab<'_> {
                 match format(&f, &strs, &ints) {
                     Ok(s) => Ok(Value::Str(Rc::from(s.as_str()))),
                     Err(why) => {
-                        self.err("weft::bad_format", why, vals[0].1, "format string");
+                        self.err(Code::BadFormat, why, vals[0].1, "format string");
                         Err(())
                     }
                 }
@@ -137,7 +137,7 @@ impl Elab<'_> {
             "min" | "max" => {
                 if vals.is_empty() {
                     self.err(
-                        "weft::bad_arguments",
+                        Code::BadArguments,
                         format!("`{}` needs at least one argument", name.name),
                         span,
                         "no arguments",
@@ -162,7 +162,7 @@ impl Elab<'_> {
                 arity(self, 2)?;
                 let (Value::Int(b), Value::Int(x)) = (&vals[0].0, &vals[1].0) else {
                     self.err(
-                        "weft::type_mismatch",
+                        Code::TypeMismatch,
                         "`pow` takes two integers",
                         span,
                         "expected integers",
@@ -183,7 +183,7 @@ impl Elab<'_> {
                 };
                 let Ok(n) = usize::try_from(n) else {
                     self.err(
-                        "weft::out_of_range",
+                        Code::OutOfRange,
                         format!("cannot repeat {n} times"),
                         vals[1].1,
                         "a count is 0 or more",
@@ -195,7 +195,7 @@ impl Elab<'_> {
             }
             "import" => {
                 self.err_help(
-                    "weft::misplaced_import",
+                    Code::MisplacedImport,
                     "`import` is only allowed as `topology = import(\"file\")`",
                     span,
                     "not here",

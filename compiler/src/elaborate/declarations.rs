@@ -11,7 +11,7 @@ impl Elab<'_> {
                 Ok(Value::Model(model)) => {
                     if model.kind != kind {
                         self.err_help(
-                            "weft::model_kind_mismatch",
+                            Code::ModelKindMismatch,
                             format!(
                                 "`{}` is {} model, not {} model",
                                 model.name,
@@ -63,7 +63,7 @@ impl Elab<'_> {
         }
         if !has_ports {
             self.err_help(
-                "weft::node_without_model",
+                Code::NodeWithoutModel,
                 "this node has no hardware model and no port count",
                 d.span,
                 "no model",
@@ -93,7 +93,7 @@ impl Elab<'_> {
                 };
                 if b.saturating_sub(a) > NODE_LIMIT as i64 {
                     self.err_help(
-                        "weft::too_many_nodes",
+                        Code::TooManyNodes,
                         format!("`{}` would declare {} nodes", id.name, b.saturating_sub(a)),
                         r.span,
                         "too many nodes",
@@ -103,7 +103,7 @@ impl Elab<'_> {
                 }
                 if b <= a {
                     self.err(
-                        "weft::empty_range",
+                        Code::EmptyRange,
                         format!("`{}` would have no nodes", id.name),
                         r.span,
                         "empty range",
@@ -116,7 +116,7 @@ impl Elab<'_> {
                         Some((f, sp)) => match format(f, &[i.to_string()], &[Some(i)]) {
                             Ok(n) => n,
                             Err(why) => {
-                                self.err("weft::bad_format", why, *sp, "bad name format");
+                                self.err(Code::BadFormat, why, *sp, "bad name format");
                                 return;
                             }
                         },
@@ -130,7 +130,7 @@ impl Elab<'_> {
         if explicit_guid.is_some() && names.len() > 1 {
             if let Some((_, sp)) = explicit_guid {
                 self.err(
-                    "weft::guid_on_array",
+                    Code::GuidOnArray,
                     "one `guid` cannot name every node of an array",
                     sp,
                     "for a single node only",
@@ -142,7 +142,7 @@ impl Elab<'_> {
             if let Some(prev) = self.arrays.get(&id.name) {
                 let (ps, psrc) = (prev.span, prev.source);
                 let mut diag = Diagnostic::error(
-                    "weft::duplicate_name",
+                    Code::DuplicateName,
                     format!("node array `{}` is declared twice", id.name),
                 )
                 .label(self.cur_source(), id.span, "declared again here");
@@ -161,7 +161,7 @@ impl Elab<'_> {
         for (n, _) in names {
             if self.builder.fabric().nodes().len() >= NODE_LIMIT {
                 self.err_help(
-                    "weft::too_many_nodes",
+                    Code::TooManyNodes,
                     format!("the fabric has more than {NODE_LIMIT} nodes"),
                     decl_span,
                     "too many nodes",
@@ -235,7 +235,7 @@ impl Elab<'_> {
         match e {
             LinkError::DuplicateName { name, existing } => {
                 let mut d = Diagnostic::error(
-                    "weft::duplicate_name",
+                    Code::DuplicateName,
                     format!("a node named `{name}` already exists"),
                 )
                 .label(self.cur_source(), span, "declared again here");
@@ -251,13 +251,13 @@ impl Elab<'_> {
                 existing_name,
                 ..
             } => self.err_help(
-                "weft::duplicate_guid",
+                Code::DuplicateGuid,
                 format!("GUID {guid} is already the GUID of `{existing_name}`"),
                 guid_span.unwrap_or(span),
                 "duplicate GUID",
                 "every node needs its own GUID; omit `guid` to have one generated",
             ),
-            other => self.err("weft::bad_node", other.to_string(), span, "here"),
+            other => self.err(Code::BadNode, other.to_string(), span, "here"),
         }
     }
 
@@ -279,7 +279,7 @@ impl Elab<'_> {
                 ("width", Value::Width(w)) => match Width::from_lanes(u64::from(w)) {
                     Some(wd) => width = Some(wd),
                     None => self.err(
-                        "weft::bad_width",
+                        Code::BadWidth,
                         format!("`{w}x` is not a link width"),
                         at.value.span,
                         "expected 1x, 2x, 4x, 8x or 12x",
@@ -299,7 +299,7 @@ impl Elab<'_> {
                         "links take `speed` and `width`".into()
                     });
                     self.err_help(
-                        "weft::unknown_attribute",
+                        Code::UnknownAttribute,
                         format!("links have no attribute `{other}`"),
                         at.name.span,
                         "unknown",
@@ -338,7 +338,7 @@ impl Elab<'_> {
             LinkError::PortOutOfRange { name, port, ports } => {
                 let sp = end_span(&name, port, self);
                 self.err_help(
-                    "weft::port_out_of_range",
+                    Code::PortOutOfRange,
                     format!("`{name}` has no port {port}"),
                     sp,
                     format!("ports of `{name}` are 1..={ports}"),
@@ -354,7 +354,7 @@ impl Elab<'_> {
             } => {
                 let sp = end_span(&name, port, self);
                 let mut d = Diagnostic::error(
-                    "weft::port_wired_twice",
+                    Code::PortWiredTwice,
                     format!("port {port} of `{name}` is wired twice"),
                 )
                 .label(
@@ -370,12 +370,12 @@ impl Elab<'_> {
                 self.emit(d.help("each port takes one cable"));
             }
             LinkError::SelfLoop { name, port } => self.err(
-                "weft::self_link",
+                Code::SelfLink,
                 format!("a link cannot connect port {port} of `{name}` to itself"),
                 l.span,
                 "both ends are the same port",
             ),
-            other => self.err("weft::bad_link", other.to_string(), l.span, "here"),
+            other => self.err(Code::BadLink, other.to_string(), l.span, "here"),
         }
     }
 
@@ -386,7 +386,7 @@ impl Elab<'_> {
             None => format!("speeds are {}", names.join(", ")),
         };
         self.err_help(
-            "weft::bad_speed",
+            Code::BadSpeed,
             format!("`{s}` is not an InfiniBand speed"),
             span,
             "unknown speed",
@@ -400,7 +400,7 @@ impl Elab<'_> {
         let Some((peer, link)) = fab.peer(a) else {
             let name = fab.node(a.node).name().to_owned();
             self.err_help(
-                "weft::fault_on_unwired_port",
+                Code::FaultOnUnwiredPort,
                 format!("port {} of `{name}` has no link to take down", a.port),
                 l.a.span,
                 "not wired",
@@ -417,7 +417,7 @@ impl Elab<'_> {
                     fab.node(bp.node).name().to_owned(),
                 );
                 self.err(
-                    "weft::fault_wrong_link",
+                    Code::FaultWrongLink,
                     format!(
                         "this link goes to `{pn}` port {}, not `{bn}` port {}",
                         peer.port, bp.port
@@ -441,7 +441,7 @@ impl Elab<'_> {
         if node.kind() != kind {
             let (name, actual) = (node.name().to_owned(), node.kind());
             self.err_help(
-                "weft::fault_kind_mismatch",
+                Code::FaultKindMismatch,
                 format!("`{name}` is {}, not {}", article(actual), article(kind)),
                 n.node.span,
                 article(actual),
@@ -464,7 +464,7 @@ impl Elab<'_> {
                     let name = self.builder.fabric().node(n).name().to_owned();
                     let ports = self.builder.fabric().node(n).spec.port_count;
                     self.err_help(
-                        "weft::port_out_of_range",
+                        Code::PortOutOfRange,
                         format!("`{name}` has no port {p}"),
                         e.span,
                         format!("ports of `{name}` are 1..={ports}"),
@@ -476,7 +476,7 @@ impl Elab<'_> {
             Value::Node(n) => {
                 let name = self.builder.fabric().node(n).name().to_owned();
                 self.err_help(
-                    "weft::expected_port",
+                    Code::ExpectedPort,
                     format!("a link joins ports, and `{name}` is a node"),
                     e.span,
                     "a node, not a port",
@@ -501,7 +501,7 @@ impl Elab<'_> {
                 Value::Int(n) if (lo..=hi).contains(n) => Some(*n),
                 Value::Int(n) => {
                     this.err(
-                        "weft::out_of_range",
+                        Code::OutOfRange,
                         format!("`{n}` is out of range for `{name}`"),
                         span,
                         format!("{what}: {lo}..={hi}"),
@@ -531,7 +531,7 @@ impl Elab<'_> {
                 Value::Width(w) => match Width::from_lanes(u64::from(*w)) {
                     Some(wd) => spec.caps.width = wd,
                     None => self.err(
-                        "weft::bad_width",
+                        Code::BadWidth,
                         format!("`{w}x` is not a link width"),
                         span,
                         "expected 1x, 2x, 4x, 8x or 12x",
@@ -545,7 +545,7 @@ impl Elab<'_> {
                         spec.caps.vl_cap = n as u8;
                     } else {
                         self.err_help(
-                            "weft::bad_vlcap",
+                            Code::BadVlcap,
                             format!("`{n}` is not a VLCap"),
                             span,
                             "not 1, 2, 4, 8 or 15",
@@ -559,7 +559,7 @@ impl Elab<'_> {
                     match Mtu::from_bytes(n as u64) {
                         Some(m) => spec.caps.mtu = m,
                         None => self.err_help(
-                            "weft::bad_mtu",
+                            Code::BadMtu,
                             format!("`{n}` is not an InfiniBand MTU"),
                             span,
                             "not an MTU",
@@ -629,7 +629,7 @@ impl Elab<'_> {
                     format!("known attributes: {}", known.join(", "))
                 });
                 self.err_help(
-                    "weft::unknown_attribute",
+                    Code::UnknownAttribute,
                     format!("unknown attribute `{other}`"),
                     a.name.span,
                     "unknown",

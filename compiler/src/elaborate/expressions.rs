@@ -43,7 +43,7 @@ impl Elab<'_> {
             "names are `let` bindings, loop variables, template parameters, models, templates, nodes and node arrays".into()
         };
         self.err_help(
-            "weft::unknown_name",
+            Code::UnknownName,
             format!("cannot find `{name}`"),
             span,
             "not found in this scope",
@@ -81,7 +81,7 @@ impl Elab<'_> {
                 Some(n) => Ok(n),
                 None => {
                     self.err(
-                        "weft::unknown_node",
+                        Code::UnknownNode,
                         format!("there is no node named `{s}`"),
                         span,
                         "unknown node",
@@ -152,7 +152,7 @@ impl Elab<'_> {
 
     pub(super) fn overflow(&mut self, span: Span) {
         self.err(
-            "weft::overflow",
+            Code::Overflow,
             "integer overflow",
             span,
             "result does not fit in 64 bits",
@@ -170,7 +170,7 @@ impl Elab<'_> {
     ) -> R<()> {
         if len > max {
             self.err_help(
-                "weft::value_too_large",
+                Code::ValueTooLarge,
                 format!("this would build a {what} {len} {unit}; values stop at {max}"),
                 span,
                 "too large",
@@ -198,7 +198,7 @@ impl Elab<'_> {
             (BinOp::Mul, Int(x), Int(y)) => x.checked_mul(*y).map(Int),
             (BinOp::Div | BinOp::Rem, Int(_), Int(0)) => {
                 self.err(
-                    "weft::division_by_zero",
+                    Code::DivisionByZero,
                     "division by zero",
                     b.span,
                     "this is zero",
@@ -230,7 +230,7 @@ impl Elab<'_> {
             (BinOp::Ge, Int(x), Int(y)) => Some(Bool(x >= y)),
             _ => {
                 self.err(
-                    "weft::type_mismatch",
+                    Code::TypeMismatch,
                     format!(
                         "`{}` does not apply to {} and {}",
                         op.as_str(),
@@ -258,7 +258,7 @@ impl Elab<'_> {
         let ((pa, da), (pb, db)) = (split(&an), split(&bn));
         let (Ok(x), Ok(y)) = (da.parse::<i64>(), db.parse::<i64>()) else {
             self.err_help(
-                "weft::bad_node_range",
+                Code::BadNodeRange,
                 format!("`{an}..{bn}` is not a node range"),
                 span,
                 "names without a number",
@@ -268,7 +268,7 @@ impl Elab<'_> {
         };
         if pa != pb {
             self.err_help(
-                "weft::bad_node_range",
+                Code::BadNodeRange,
                 format!("`{an}` and `{bn}` do not share a prefix"),
                 span,
                 "different prefixes",
@@ -284,7 +284,7 @@ impl Elab<'_> {
                 Some(n) => out.push(Value::Node(n)),
                 None => {
                     self.err(
-                        "weft::unknown_node",
+                        Code::UnknownNode,
                         format!("the range `{an}..{bn}` includes `{name}`, which does not exist"),
                         span,
                         "gap in the range",
@@ -305,7 +305,7 @@ impl Elab<'_> {
                     Some(v) => Ok(v.clone()),
                     None => {
                         self.err(
-                            "weft::index_out_of_range",
+                            Code::IndexOutOfRange,
                             format!("index {k} is out of range for a list of {}", l.len()),
                             idx.span,
                             format!("valid indices are 0..{}", l.len()),
@@ -318,7 +318,7 @@ impl Elab<'_> {
                 let (x, y) = ((*x).max(0) as usize, (*y).max(0) as usize);
                 if x > y || y > l.len() {
                     self.err(
-                        "weft::index_out_of_range",
+                        Code::IndexOutOfRange,
                         format!("slice {x}..{y} is out of range for a list of {}", l.len()),
                         idx.span,
                         "out of range",
@@ -333,7 +333,7 @@ impl Elab<'_> {
                 Some(n) => Ok(Value::Node(n)),
                 None => {
                     self.err_help(
-                        "weft::index_out_of_range",
+                        Code::IndexOutOfRange,
                         format!("`{}` has no element {k}", arr.name),
                         idx.span,
                         format!("`{}` is indexed {}..={}", arr.name, arr.lo, arr.hi()),
@@ -345,7 +345,7 @@ impl Elab<'_> {
             (Value::Ports(n), Value::Int(k)) => Ok(Value::Port(*n, *k)),
             (Value::Template(_), _) => {
                 self.err(
-                    "weft::type_mismatch",
+                    Code::TypeMismatch,
                     "a template cannot be indexed",
                     span,
                     "template",
@@ -354,7 +354,7 @@ impl Elab<'_> {
             }
             _ => {
                 self.err(
-                    "weft::type_mismatch",
+                    Code::TypeMismatch,
                     format!("cannot index a {} with a {}", b.type_name(), i.type_name()),
                     span,
                     format!("{}[{}]", b.type_name(), i.type_name()),
@@ -408,7 +408,7 @@ impl Elab<'_> {
                 _ => "only nodes, models and node arrays have fields",
             };
             self.err_help(
-                "weft::unknown_field",
+                Code::UnknownField,
                 format!("a {} has no field `{}`", b.type_name(), f.name),
                 f.span,
                 "unknown field",

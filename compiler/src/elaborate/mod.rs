@@ -13,6 +13,7 @@ mod modules;
 mod sections;
 mod statements;
 
+use crate::code::Code;
 use crate::diagnostic::{Diagnostic, SourceId, SourceMap};
 use crate::stdlib;
 use crate::syntax::ast::*;
@@ -105,7 +106,7 @@ pub(crate) struct Elab<'a> {
     host: &'a dyn Host,
     pub sources: SourceMap,
     pub diags: Vec<Diagnostic>,
-    seen: HashSet<(SourceId, Span, &'static str)>,
+    seen: HashSet<(SourceId, Span, Code)>,
     main: SourceId,
     modules: Vec<Module>,
     std_modules: HashMap<String, usize>,
@@ -230,20 +231,14 @@ impl<'a> Elab<'a> {
             .map_or(Origin { source: here, span }, |f| f.call)
     }
 
-    fn err(
-        &mut self,
-        code: &'static str,
-        msg: impl Into<String>,
-        span: Span,
-        label: impl Into<String>,
-    ) {
+    fn err(&mut self, code: Code, msg: impl Into<String>, span: Span, label: impl Into<String>) {
         let d = Diagnostic::error(code, msg).label(self.cur_source(), span, label);
         self.emit(d);
     }
 
     fn err_help(
         &mut self,
-        code: &'static str,
+        code: Code,
         msg: impl Into<String>,
         span: Span,
         label: impl Into<String>,
@@ -259,7 +254,7 @@ impl<'a> Elab<'a> {
     /// span, never silently ignored.
     fn unsupported(&mut self, span: Span, msg: &str, help: &str) {
         self.err_help(
-            "weft::unsupported",
+            Code::Unsupported,
             msg,
             span,
             "not implemented in this version",
@@ -269,10 +264,10 @@ impl<'a> Elab<'a> {
 
     fn type_err(&mut self, what: &str, v: &Value, span: Span) {
         self.err(
-            "weft::type_mismatch",
+            Code::TypeMismatch,
             format!("expected {what}, found {}", v.type_name()),
             span,
-            format!("this is a {}", v.type_name()),
+            format!("this is {}", v.a_type_name()),
         );
     }
 }

@@ -41,7 +41,7 @@ impl Elab<'_> {
                                 format!("types are {}", Value::TYPES.join(", "))
                             });
                             self.err_help(
-                                "weft::unknown_type",
+                                Code::UnknownType,
                                 format!("unknown type `{}`", ty.name),
                                 ty.span,
                                 "not a type",
@@ -74,7 +74,7 @@ impl Elab<'_> {
         };
         if m.globals.contains_key(&name.name) {
             self.err_help(
-                "weft::duplicate_item",
+                Code::DuplicateItem,
                 format!("`{}` is defined twice", name.name),
                 name.span,
                 "second definition",
@@ -122,7 +122,7 @@ impl Elab<'_> {
                             ),
                         };
                         self.err_help(
-                            "weft::unknown_module",
+                            Code::UnknownModule,
                             format!("there is no module `std::{m}`"),
                             path_span,
                             "unknown module",
@@ -134,7 +134,7 @@ impl Elab<'_> {
             }
             _ => {
                 self.err_help(
-                    "weft::unknown_module",
+                    Code::UnknownModule,
                     format!("there is no module `{}`", path.join("::")),
                     path_span,
                     "unknown module",
@@ -170,7 +170,7 @@ impl Elab<'_> {
                         format!("`{}` has {}", path.join("::"), names.join(", "))
                     });
                     self.err_help(
-                        "weft::unknown_name",
+                        Code::UnknownName,
                         format!("`{}` is not in `{}`", name.name, path.join("::")),
                         name.span,
                         "not found",
@@ -197,7 +197,7 @@ impl Elab<'_> {
         }
         if !has_ports {
             self.err_help(
-                "weft::model_without_ports",
+                Code::ModelWithoutPorts,
                 format!("model `{}` does not say how many ports it has", m.name.name),
                 m.name.span,
                 "no `ports`",

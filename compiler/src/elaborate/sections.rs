@@ -28,7 +28,7 @@ impl Elab<'_> {
         match topologies.as_slice() {
             [] => {
                 self.err_help(
-                    "weft::no_topology",
+                    Code::NoTopology,
                     format!("fabric `{}` has no topology", f.name.name),
                     f.name.span,
                     "this fabric",
@@ -41,7 +41,7 @@ impl Elab<'_> {
                     _ => f.span,
                 };
                 self.err_help(
-                    "weft::duplicate_topology",
+                    Code::DuplicateTopology,
                     "the topology is given twice",
                     span,
                     "second topology",
@@ -108,7 +108,7 @@ impl Elab<'_> {
                     "fabric attributes are `guid_base`; configuration goes in sections such as `routing { … }`".into()
                 });
                 self.err_help(
-                    "weft::unknown_attribute",
+                    Code::UnknownAttribute,
                     format!("unknown fabric attribute `{other}`"),
                     a.name.span,
                     "unknown",
@@ -128,7 +128,7 @@ impl Elab<'_> {
             return;
         }
         self.err_help(
-            "weft::bad_topology",
+            Code::BadTopology,
             "a topology is a template call or `import(\"file\")`",
             e.span,
             "not a template call",
@@ -139,7 +139,7 @@ impl Elab<'_> {
     pub(super) fn import(&mut self, args: &[Arg], span: Span) {
         let [arg] = args else {
             self.err(
-                "weft::bad_arguments",
+                Code::BadArguments,
                 "`import` takes one file name",
                 span,
                 "expected `import(\"file\")`",
@@ -157,7 +157,7 @@ impl Elab<'_> {
             Ok(t) => t,
             Err(why) => {
                 self.err_help(
-                    "weft::import_unreadable",
+                    Code::ImportUnreadable,
                     format!("cannot read `{path}`"),
                     arg.value.span,
                     why,
@@ -166,12 +166,13 @@ impl Elab<'_> {
                 return;
             }
         };
+        // `topology =` is given once and nothing declares nodes before it.
         if !self.builder.fabric().nodes().is_empty() {
             self.err(
-                "weft::import_not_first",
-                "an imported topology must be the whole topology",
+                Code::Internal,
+                "nodes were declared before the imported topology (a bug in weft)",
                 span,
-                "nodes were declared before this import",
+                "here",
             );
             return;
         }
@@ -191,7 +192,7 @@ impl Elab<'_> {
             Err(errors) => {
                 self.diags.extend(errors);
                 self.err(
-                    "weft::import_failed",
+                    Code::ImportFailed,
                     format!("`{path}` is not a valid ibnetdiscover topology"),
                     arg.value.span,
                     "imported here",
@@ -319,7 +320,7 @@ impl Elab<'_> {
                     )
                 });
                 self.err_help(
-                    "weft::unknown_section",
+                    Code::UnknownSection,
                     format!("unknown section `{other}`"),
                     s.kind.span,
                     "not a section weft knows",
@@ -340,7 +341,7 @@ impl Elab<'_> {
             format!("`{section}` takes {}", backticked(known))
         });
         self.err_help(
-            "weft::unknown_attribute",
+            Code::UnknownAttribute,
             format!("`{section}` has no setting `{name}`"),
             span,
             "unknown setting",
@@ -354,7 +355,7 @@ impl Elab<'_> {
             Value::Int(n) if (lo..=hi).contains(&n) => Some(n),
             Value::Int(n) => {
                 self.err(
-                    "weft::out_of_range",
+                    Code::OutOfRange,
                     format!("`{n}` is out of range: expected {what}"),
                     e.span,
                     format!("must be {lo}..={hi}"),
@@ -389,7 +390,7 @@ impl Elab<'_> {
             format!("known: {}", backticked(known))
         });
         self.err_help(
-            "weft::unknown_word",
+            Code::UnknownWord,
             format!("unknown {what} `{word}`"),
             e.span,
             format!("not a {what}"),

@@ -26,7 +26,7 @@ impl Elab<'_> {
         self.steps = self.steps.saturating_add(units.max(1));
         if before <= self.step_limit && self.steps > self.step_limit {
             self.err_help(
-                "weft::evaluation_limit",
+                Code::EvaluationLimit,
                 format!("evaluation stopped after {} steps", self.step_limit),
                 span,
                 "still running here",
@@ -64,14 +64,14 @@ impl Elab<'_> {
             Stmt::LinkDown(l) if in_faults => self.link_down(l),
             Stmt::NodeDown(n) if in_faults => self.node_down(n),
             Stmt::Node(_) | Stmt::Link(_) | Stmt::Call(_) => self.err_help(
-                "weft::misplaced_statement",
+                Code::MisplacedStatement,
                 "nodes and links are declared in `topology`, not in `faults`",
                 span,
                 "not a fault",
                 "faults are `link a.p[1] down` or `switch name down`",
             ),
             Stmt::LinkDown(_) | Stmt::NodeDown(_) => self.err_help(
-                "weft::misplaced_statement",
+                Code::MisplacedStatement,
                 "faults belong in a `faults { … }` block",
                 span,
                 "a fault outside `faults`",
@@ -158,7 +158,7 @@ impl Elab<'_> {
             },
             None => "assertion failed".to_owned(),
         };
-        self.err("weft::assertion", msg, a.cond.span, "this is false");
+        self.err(Code::Assertion, msg, a.cond.span, "this is false");
     }
 
     pub(super) fn call_stmt(&mut self, e: &Expr) {
@@ -168,13 +168,13 @@ impl Elab<'_> {
         match self.lookup(&name.name) {
             Some(Value::Template(t)) => self.call_template(&t, args, name, e.span),
             Some(other) => self.err(
-                "weft::not_a_template",
-                format!("`{}` is a {}, not a template", name.name, other.type_name()),
+                Code::NotATemplate,
+                format!("`{}` is {}, not a template", name.name, other.a_type_name()),
                 name.span,
                 "cannot be called",
             ),
             None if crate::BUILTINS.contains(&name.name.as_str()) => self.err_help(
-                "weft::useless_call",
+                Code::UselessCall,
                 format!(
                     "`{}(…)` computes a value; as a statement it does nothing",
                     name.name
@@ -198,7 +198,7 @@ impl Elab<'_> {
     ) {
         if self.frames.len() >= MAX_TEMPLATE_DEPTH {
             self.err_help(
-                "weft::too_deep",
+                Code::TooDeep,
                 format!("templates nested deeper than {MAX_TEMPLATE_DEPTH} calls"),
                 name.span,
                 format!("call {} levels deep", self.frames.len() + 1),
@@ -208,7 +208,7 @@ impl Elab<'_> {
         }
         if self.frames.iter().any(|f| f.template == t.ast.name.name) {
             self.err_help(
-                "weft::recursive_template",
+                Code::RecursiveTemplate,
                 format!("template `{}` calls itself", t.ast.name.name),
                 name.span,
                 "recursive call",
@@ -239,7 +239,7 @@ impl Elab<'_> {
                                 )
                             });
                         self.err_help(
-                            "weft::unknown_argument",
+                            Code::UnknownArgument,
                             format!("`{}` has no parameter `{}`", t.ast.name.name, n.name),
                             n.span,
                             "unknown parameter",
@@ -254,7 +254,7 @@ impl Elab<'_> {
                     positional += 1;
                     if i >= params.len() {
                         self.err(
-                            "weft::too_many_arguments",
+                            Code::TooManyArguments,
                             format!("`{}` takes {} arguments", t.ast.name.name, params.len()),
                             a.value.span,
                             "extra argument",
@@ -269,7 +269,7 @@ impl Elab<'_> {
                 Ok(v) => {
                     if bound.get(slot).is_some_and(|b| b.is_some()) {
                         self.err(
-                            "weft::duplicate_argument",
+                            Code::DuplicateArgument,
                             format!("`{}` is given twice", params[slot].name.name),
                             a.value.span,
                             "given again here",
@@ -279,7 +279,7 @@ impl Elab<'_> {
                     if let Some(ty) = &params[slot].ty {
                         if !v.fits(&ty.name) {
                             self.err(
-                                "weft::type_mismatch",
+                                Code::TypeMismatch,
                                 format!(
                                     "`{}` expects {} for `{}`, found {}",
                                     t.ast.name.name,
@@ -288,7 +288,7 @@ impl Elab<'_> {
                                     v.type_name()
                                 ),
                                 a.value.span,
-                                format!("this is a {}", v.type_name()),
+                                format!("this is {}", v.a_type_name()),
                             );
                             ok = false;
                         }
@@ -306,7 +306,7 @@ impl Elab<'_> {
             .collect();
         if !missing.is_empty() && ok {
             self.err_help(
-                "weft::missing_argument",
+                Code::MissingArgument,
                 format!(
                     "`{}` needs {}",
                     t.ast.name.name,

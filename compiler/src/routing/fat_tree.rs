@@ -35,6 +35,7 @@
 
 use super::graph::{Exit, Graph, Load};
 use super::{RouteError, RouteNote, Routes, RoutingEngine, RoutingInput};
+use crate::code::Code;
 use rayon::prelude::*;
 use weft_fabric::LFT_UNSET;
 
@@ -430,7 +431,7 @@ fn sftree(
             continue;
         }
         let mut notes = vec![RouteNote {
-            code: "weft::sftree_root",
+            code: Code::SftreeRoot,
             message: format!(
                 "sFtree subtree root is `{}`",
                 f.node(g.switches[root].id).name()
@@ -438,13 +439,13 @@ fn sftree(
         }];
         if completed > 0 {
             notes.push(RouteNote {
-                code: "weft::sftree_entries",
+                code: Code::SftreeEntries,
                 message: format!("{completed} LFT entries route through the sFtree subtree"),
             });
         }
         if relayed > 0 {
             notes.push(RouteNote {
-                code: "weft::sftree_relayed",
+                code: Code::SftreeRelayed,
                 message: format!(
                     "{relayed} LFT entries lead to a destination the subtree root cannot reach through the nearest switch that can"
                 ),

@@ -12,6 +12,7 @@ pub mod updn;
 
 pub use graph::Graph;
 
+use crate::code::Code;
 use std::collections::BTreeMap;
 use weft_fabric::{Fabric, Lft, LidAssignment, NodeId};
 
@@ -30,7 +31,7 @@ pub struct RoutingInput<'a> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RouteNote {
     /// Stable code.
-    pub code: &'static str,
+    pub code: Code,
     /// Message (lowercase, names in backticks).
     pub message: String,
 }
@@ -81,14 +82,6 @@ pub enum RouteError {
         switch: String,
         /// A destination whose routes hold a channel of the loop.
         to: String,
-    },
-    /// The configuration asks for something the engine does not do.
-    #[error("the `{engine}` engine does not support {what}")]
-    Option {
-        /// Engine name.
-        engine: &'static str,
-        /// The option.
-        what: String,
     },
 }
 

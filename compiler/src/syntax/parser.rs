@@ -5,6 +5,7 @@
 //! (keeping byte offsets, so later spans stay right) and parses again, up to a bound.
 
 use super::ast::*;
+use crate::code::Code;
 use crate::diagnostic::{Diagnostic, SourceId};
 use pest::iterators::{Pair, Pairs};
 use pest::pratt_parser::{Assoc, Op, PrattParser};
@@ -48,7 +49,7 @@ pub const MAX_EXPR_DEPTH: usize = 256;
 pub fn parse(text: &str, source: SourceId) -> (File, Vec<Diagnostic>) {
     if let Some((at, what)) = too_deep(text) {
         let d = Diagnostic::error(
-            "weft::too_deep",
+            Code::TooDeep,
             format!("nesting deeper than {MAX_NESTING} levels"),
         )
         .label(
@@ -431,7 +432,7 @@ fn syntax_error(
     let s = scan(text);
     if let Some(start) = s.open_string.filter(|&o| o <= pos) {
         let end = line_end(text, start);
-        let d = Diagnostic::error("weft::syntax::unterminated_string", "unterminated string")
+        let d = Diagnostic::error(Code::UnterminatedString, "unterminated string")
             .label(
                 source,
                 Span::new(start, end),
@@ -443,7 +444,7 @@ fn syntax_error(
     let found = found_at(text, pos);
     if pos >= text.trim_end().len() {
         if let Some(&open) = s.unclosed.last() {
-            let d = Diagnostic::error("weft::syntax::unclosed_brace", "unclosed `{`")
+            let d = Diagnostic::error(Code::UnclosedBrace, "unclosed `{`")
                 .label(
                     source,
                     Span::new(open, open + 1),
@@ -487,7 +488,7 @@ fn syntax_error(
         0
     };
     let len = rest.char_indices().nth(len).map_or(rest.len(), |(i, _)| i);
-    let d = Diagnostic::error("weft::syntax", format!("unexpected {found}"))
+    let d = Diagnostic::error(Code::Syntax, format!("unexpected {found}"))
         .label(source, Span::new(pos, pos + len), label)
         .help(help);
     let region = if rest.starts_with('}') && s.depth.get(pos).copied().unwrap_or(0) <= 0 {
@@ -850,7 +851,7 @@ impl Lower {
                     }),
                     (false, None) => {
                         self.diags.push(
-                            Diagnostic::error("weft::syntax", "a link needs two ends")
+                            Diagnostic::error(Code::Syntax, "a link needs two ends")
                                 .label(self.source, sp, "only one end")
                                 .help("write `link a.p[1] <-> b.p[2]`, or `link a.p[1] down` in `faults`"),
                         );
@@ -993,7 +994,7 @@ impl Lower {
     fn too_deep(&mut self, sp: Span) {
         self.diags.push(
             Diagnostic::error(
-                "weft::too_deep",
+                Code::TooDeep,
                 format!("expression nested deeper than {MAX_EXPR_DEPTH} levels"),
             )
             .label(self.source, sp, "this expression")
@@ -1176,7 +1177,7 @@ impl Lower {
                     None => {
                         self.diags.push(
                             Diagnostic::error(
-                                "weft::syntax::number_too_large",
+                                Code::NumberTooLarge,
                                 format!("number `{}` is too large", p.as_str()),
                             )
                             .label(self.source, sp, "does not fit in 64 bits")
