@@ -119,7 +119,10 @@ pub fn validate(e: &Elaborated) -> Vec<Diagnostic> {
     }
     for ((model, cap), ids) in short {
         let names: Vec<&str> = ids.iter().map(|&i| f.node(i).name()).collect();
-        let first = e.origin(ids[0]);
+        let (Some(&id), Some(name)) = (ids.first(), names.first()) else {
+            continue;
+        };
+        let first = e.origin(id);
         out.push(
             Diagnostic::error(
                 Code::LftCapacityExceeded,
@@ -128,7 +131,7 @@ pub fn validate(e: &Elaborated) -> Vec<Diagnostic> {
                     ids.len()
                 ),
             )
-            .label(first.source, first.span, format!("{} declared here", names[0]))
+            .label(first.source, first.span, format!("{name} declared here"))
             .help(format!(
                 "LinearFDBCap must exceed the highest LID; affected: {}",
                 list(&names)
@@ -174,13 +177,16 @@ fn unconnected(e: &Elaborated, out: &mut Vec<Diagnostic>) {
         return;
     }
     let names: Vec<&str> = lonely.iter().map(|&i| f.node(i).name()).collect();
-    let o = e.origin(lonely[0]);
+    let (Some(&id), Some(name)) = (lonely.first(), names.first()) else {
+        return;
+    };
+    let o = e.origin(id);
     out.push(
         Diagnostic::warning(
             Code::UnconnectedNode,
             format!("{} node(s) have no links: {}", names.len(), list(&names)),
         )
-        .label(o.source, o.span, format!("`{}` is declared here", names[0]))
+        .label(o.source, o.span, format!("`{name}` is declared here"))
         .help("cable them with `link`, or remove them"),
     );
 }
@@ -212,18 +218,25 @@ fn components(e: &Elaborated, out: &mut Vec<Diagnostic>) {
     let f = &e.fabric;
     let n = f.nodes().len();
     let mut parent: Vec<u32> = (0..n as u32).collect();
+    /// The root of `x`'s set, halving the path on the way (an id out of range is its own).
     fn find(p: &mut [u32], mut x: u32) -> u32 {
-        while p[x as usize] != x {
-            p[x as usize] = p[p[x as usize] as usize];
-            x = p[x as usize];
+        while let Some(&up) = p.get(x as usize) {
+            if up == x {
+                break;
+            }
+            let grand = p.get(up as usize).copied().unwrap_or(up);
+            if let Some(slot) = p.get_mut(x as usize) {
+                *slot = grand;
+            }
+            x = grand;
         }
         x
     }
     for l in f.links() {
         if l.state == LinkState::Up {
             let (a, b) = (find(&mut parent, l.a.node.0), find(&mut parent, l.b.node.0));
-            if a != b {
-                parent[a.max(b) as usize] = a.min(b);
+            if let (true, Some(slot)) = (a != b, parent.get_mut(a.max(b) as usize)) {
+                *slot = a.min(b);
             }
         }
     }
@@ -248,9 +261,12 @@ fn components(e: &Elaborated, out: &mut Vec<Diagnostic>) {
     }
     let mut parts: Vec<Vec<NodeId>> = parts.into_values().collect();
     parts.sort_by_key(|p| std::cmp::Reverse(p.len()));
-    let cut: Vec<NodeId> = parts[1..].iter().flatten().copied().collect();
+    let cut: Vec<NodeId> = parts.iter().skip(1).flatten().copied().collect();
     let names: Vec<&str> = cut.iter().map(|&i| f.node(i).name()).collect();
-    let o = e.origin(cut[0]);
+    let (Some(&id), Some(name)) = (cut.first(), names.first()) else {
+        return;
+    };
+    let o = e.origin(id);
     out.push(
         Diagnostic::error(
             Code::FabricSplit,
@@ -261,7 +277,7 @@ fn components(e: &Elaborated, out: &mut Vec<Diagnostic>) {
                 list(&names)
             ),
         )
-        .label(o.source, o.span, format!("`{}` is cut off", names[0]))
+        .label(o.source, o.span, format!("`{name}` is cut off"))
         .help("check the links and the faults: every node must be reachable through up links (a switch out of service is `switch NAME down`)"),
     );
 }

@@ -30,11 +30,14 @@ const PUNCT2: &[&str] = &["..", "::", "==", "!=", "<=", ">=", "&&", "||"];
 
 fn lex(text: &str) -> Vec<Tok<'_>> {
     let b = text.as_bytes();
+    // Byte at `i` (0 past the end) and the text from `i` ("" off a character boundary).
+    let at = |i: usize| b.get(i).copied().unwrap_or(0);
+    let from = |i: usize| text.get(i..).unwrap_or("");
     let mut toks = Vec::new();
     let mut i = 0;
     let mut newlines = 0;
     while i < b.len() {
-        let c = b[i];
+        let c = at(i);
         if c == b'\n' {
             newlines += 1;
             i += 1;
@@ -45,26 +48,26 @@ fn lex(text: &str) -> Vec<Tok<'_>> {
             continue;
         }
         let start = i;
-        let kind = if text[i..].starts_with("//") {
-            i = text[i..].find('\n').map_or(b.len(), |e| i + e);
+        let kind = if from(i).starts_with("//") {
+            i = from(i).find('\n').map_or(b.len(), |e| i + e);
             Kind::LineComment
-        } else if text[i..].starts_with("/*") {
-            i = text[i + 2..].find("*/").map_or(b.len(), |e| i + 2 + e + 2);
+        } else if from(i).starts_with("/*") {
+            i = from(i + 2).find("*/").map_or(b.len(), |e| i + 2 + e + 2);
             Kind::BlockComment
         } else if c == b'"' {
             i += 1;
-            while i < b.len() && b[i] != b'"' && b[i] != b'\n' {
-                i += if b[i] == b'\\' { 2 } else { 1 };
+            while i < b.len() && at(i) != b'"' && at(i) != b'\n' {
+                i += if at(i) == b'\\' { 2 } else { 1 };
             }
             i = (i + 1).min(b.len());
             Kind::Str
         } else if c.is_ascii_alphanumeric() || c == b'_' {
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+            while i < b.len() && (at(i).is_ascii_alphanumeric() || at(i) == b'_') {
                 i += 1;
             }
             Kind::Word
         } else {
-            let rest = &text[i..];
+            let rest = from(i);
             let len = PUNCT3
                 .iter()
                 .chain(PUNCT2)
@@ -79,7 +82,7 @@ fn lex(text: &str) -> Vec<Tok<'_>> {
         let i_end = i.min(b.len());
         toks.push(Tok {
             kind,
-            text: &text[start..i_end],
+            text: text.get(start..i_end).unwrap_or(""),
             newlines,
         });
         newlines = 0;

@@ -4,6 +4,10 @@
 //! Architecture invariant: no I/O. Files reach the compiler as text through a [`Host`]
 //! (the CLI reads them); results and every diagnostic come back as values.
 
+// Nothing indexes with a value that might be out of range: `get` and a decision instead.
+#![deny(clippy::indexing_slicing)]
+#![cfg_attr(test, allow(clippy::indexing_slicing))]
+
 pub mod build;
 pub mod check;
 pub mod code;
@@ -13,6 +17,9 @@ pub mod emit;
 pub mod fmt;
 mod import;
 pub mod lids;
+// The engines index their own dense switch and port ids, built from a valid `Fabric`; what
+// they read from input (the fabric, the configuration) goes through `get`.
+#[allow(clippy::indexing_slicing)]
 pub mod routing;
 mod stdlib;
 pub mod syntax;

@@ -20,7 +20,11 @@ pub fn assign(e: &Elaborated) -> Result<LidAssignment, Vec<Diagnostic>> {
     let limit = u32::from(MAX_UNICAST_LID);
     // used[lid] for 0..=limit; LID 0 is reserved.
     let mut used = vec![false; limit as usize + 1];
-    used[0] = true;
+    // LID 0 and anything past the limit count as taken.
+    let taken = |used: &[bool], l: u32| used.get(l as usize).copied().unwrap_or(true);
+    if let Some(zero) = used.first_mut() {
+        *zero = true;
+    }
     let mut base: BTreeMap<NodeId, BTreeMap<PortNum, Lid>> = BTreeMap::new();
     let mut errors = Vec::new();
 
@@ -69,7 +73,7 @@ pub fn assign(e: &Elaborated) -> Result<LidAssignment, Vec<Diagnostic>> {
             continue;
         }
         let end = start + size - 1;
-        if end > limit || (start..=end).any(|l| used[l as usize]) {
+        if end > limit || (start..=end).any(|l| taken(&used, l)) {
             errors.push(
                 Diagnostic::error(
                     Code::LidPinConflict,
@@ -84,7 +88,9 @@ pub fn assign(e: &Elaborated) -> Result<LidAssignment, Vec<Diagnostic>> {
             continue;
         }
         for l in start..=end {
-            used[l as usize] = true;
+            if let Some(u) = used.get_mut(l as usize) {
+                *u = true;
+            }
         }
         base.entry(id).or_default().insert(port, Lid(start as u16));
     }
@@ -106,7 +112,7 @@ pub fn assign(e: &Elaborated) -> Result<LidAssignment, Vec<Diagnostic>> {
             };
             let mut start = (*cursor).max(if size == 1 { 1 } else { size });
             start = start.div_ceil(size) * size;
-            while start + size - 1 <= limit && (start..start + size).any(|l| used[l as usize]) {
+            while start + size - 1 <= limit && (start..start + size).any(|l| taken(&used, l)) {
                 start += size;
             }
             if start + size - 1 > limit {
@@ -122,7 +128,9 @@ pub fn assign(e: &Elaborated) -> Result<LidAssignment, Vec<Diagnostic>> {
                 return Err(errors);
             }
             for l in start..start + size {
-                used[l as usize] = true;
+                if let Some(u) = used.get_mut(l as usize) {
+                    *u = true;
+                }
             }
             *cursor = start + size;
             base.entry(id).or_default().insert(port, Lid(start as u16));

@@ -3,6 +3,7 @@
 use crate::syntax::ast::{Span, Template};
 use std::fmt::Write as _;
 use std::rc::Rc;
+use weft_fabric::edit_distance;
 use weft_fabric::{NodeId, NodeKind, NodeSpec};
 
 /// A hardware model after its attributes were evaluated.
@@ -247,33 +248,6 @@ pub(crate) fn did_you_mean<'a>(
         }
     }
     best.map(|(_, c)| c)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    // Optimal string alignment: insertions, deletions, substitutions and adjacent swaps.
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let w = b.len() + 1;
-    let mut d = vec![0usize; (a.len() + 1) * w];
-    for i in 0..=a.len() {
-        d[i * w] = i;
-    }
-    for (j, cell) in d.iter_mut().enumerate().take(w) {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut v = (d[(i - 1) * w + j] + 1)
-                .min(d[i * w + j - 1] + 1)
-                .min(d[(i - 1) * w + j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                v = v.min(d[(i - 2) * w + j - 2] + 1);
-            }
-            d[i * w + j] = v;
-        }
-    }
-    d[a.len() * w + b.len()]
 }
 
 #[cfg(test)]

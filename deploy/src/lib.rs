@@ -2,3 +2,7 @@
 //!
 //! Architecture invariant: deploy depends on `weft-fabric` only; it writes a plan someone
 //! else compiled and verified.
+
+// Nothing indexes with a value that might be out of range: `get` and a decision instead.
+#![deny(clippy::indexing_slicing)]
+#![cfg_attr(test, allow(clippy::indexing_slicing))]

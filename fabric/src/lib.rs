@@ -12,6 +12,11 @@
 //! Architecture invariant: this crate does no I/O besides what its callers hand it (text in,
 //! text out) and never prints.
 
+// Nothing indexes with a value that might be out of range: `get` and a decision instead.
+#![deny(clippy::indexing_slicing)]
+#![cfg_attr(test, allow(clippy::indexing_slicing))]
+
+mod edit;
 mod fingerprint;
 pub mod ibnetdiscover;
 mod ids;
@@ -19,6 +24,7 @@ mod model;
 pub mod opensm;
 pub mod state;
 
+pub use edit::edit_distance;
 pub use fingerprint::{Fingerprint, FingerprintMismatch};
 pub use ids::{Guid, Lid, LinkId, NodeId, PortNum, Sl, Vl};
 pub use model::{

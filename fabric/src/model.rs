@@ -661,7 +661,12 @@ impl FabricBuilder {
         // an HCA's node GUID may equal a port GUID, as on QLogic adapters).
         if spec.kind != NodeKind::Switch {
             for (k, &(port, guid)) in own.iter().enumerate().skip(1) {
-                if let Some(&(first, _)) = own[1..k].iter().find(|&&(_, g)| g == guid) {
+                if let Some(&(first, _)) = own
+                    .get(1..k)
+                    .unwrap_or(&[])
+                    .iter()
+                    .find(|&&(_, g)| g == guid)
+                {
                     return Err(LinkError::PortGuidReused {
                         name: spec.name,
                         port,
@@ -711,8 +716,11 @@ impl FabricBuilder {
                 link: Some(existing),
                 ..
             }) => {
-                let other = self.fabric.links[existing.index()]
-                    .other(end)
+                let other = self
+                    .fabric
+                    .links
+                    .get(existing.index())
+                    .and_then(|l| l.other(end))
                     .unwrap_or(end);
                 Err(LinkError::PortAlreadyWired {
                     name: node.spec.name.clone(),
@@ -745,9 +753,11 @@ impl FabricBuilder {
             width: None,
         });
         for end in [a, b] {
-            if let Some(port) = self.fabric.nodes[end.node.index()]
-                .ports
-                .get_mut(usize::from(end.port.0) - 1)
+            if let Some(port) = self
+                .fabric
+                .nodes
+                .get_mut(end.node.index())
+                .and_then(|n| n.ports.get_mut(usize::from(end.port.0).wrapping_sub(1)))
             {
                 port.link = Some(id);
             }
@@ -801,12 +811,16 @@ impl Fabric {
 
     /// The node with this id.
     ///
-    /// Ids come from this fabric, so they are always in range.
+    /// Ids come from this fabric (its builder, or a state `ValidState` checked against it),
+    /// so they are in range; an id from elsewhere panics. [`Fabric::nodes`] with `get` is the
+    /// checked way.
+    #[allow(clippy::indexing_slicing)]
     pub fn node(&self, id: NodeId) -> &Node {
         &self.nodes[id.index()]
     }
 
-    /// The link with this id.
+    /// The link with this id (from this fabric, like [`Fabric::node`]'s).
+    #[allow(clippy::indexing_slicing)]
     pub fn link(&self, id: LinkId) -> &Link {
         &self.links[id.index()]
     }
@@ -845,7 +859,7 @@ impl Fabric {
     /// The port at the far end of `end`'s link, and the link, if `end` is wired.
     pub fn peer(&self, end: PortRef) -> Option<(PortRef, LinkId)> {
         let link = self.nodes.get(end.node.index())?.port(end.port)?.link?;
-        Some((self.links[link.index()].other(end)?, link))
+        Some((self.links.get(link.index())?.other(end)?, link))
     }
 
     /// Number of switches.

@@ -46,6 +46,10 @@
 //! Deterministic: integer sums in any order, floating-point sums in a fixed order, the random
 //! bisections drawn from the seed; the result does not depend on the thread count.
 
+// Nothing indexes with a value that might be out of range: `get` and a decision instead.
+#![deny(clippy::indexing_slicing)]
+#![cfg_attr(test, allow(clippy::indexing_slicing))]
+
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

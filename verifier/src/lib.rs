@@ -25,6 +25,10 @@
 //! Architecture invariant: the verifier depends on `weft-fabric` only, never on the compiler,
 //! so it checks any [`FabricState`], whoever produced it. It does no I/O and never prints.
 
+// Nothing indexes with a value that might be out of range: `get` and a decision instead.
+#![deny(clippy::indexing_slicing)]
+#![cfg_attr(test, allow(clippy::indexing_slicing))]
+
 pub mod certificate;
 mod channels;
 pub mod explicit;

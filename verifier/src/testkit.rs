@@ -2,6 +2,9 @@
 //! (min-hop, up/down) and table corruptions, for this crate's tests, the differential tests
 //! in `tests/` and the examples in docs. Deterministic: randomness comes from a seed.
 
+// Generators over fabrics they build themselves, never fed input.
+#![allow(clippy::indexing_slicing)]
+
 use weft_fabric::{
     Fabric, FabricBuilder, FabricState, Guid, Lid, LidAssignment, NodeId, NodeKind, NodeSpec,
     PortNum, PortRef, SwitchState,

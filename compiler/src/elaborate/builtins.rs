@@ -59,7 +59,7 @@ impl Elab<'_> {
         };
         match name.name.as_str() {
             "format" => {
-                let Some((Value::Str(f), _)) = vals.first() else {
+                let Some((Value::Str(f), fsp)) = vals.first() else {
                     self.err(
                         Code::BadArguments,
                         "`format` takes a format string first",
@@ -68,10 +68,10 @@ impl Elab<'_> {
                     );
                     return Err(());
                 };
-                let f = Rc::clone(f);
+                let (f, fsp) = (Rc::clone(f), *fsp);
                 let mut strs = Vec::with_capacity(vals.len());
                 let mut ints = Vec::with_capacity(vals.len());
-                for (v, _) in &vals[1..] {
+                for (v, _) in vals.iter().skip(1) {
                     let (s, i) = match v {
                         Value::Int(i) => (i.to_string(), Some(*i)),
                         Value::Str(s) | Value::Symbol(s) => (s.to_string(), None),
@@ -90,7 +90,7 @@ impl Elab<'_> {
                 match format(&f, &strs, &ints) {
                     Ok(s) => Ok(Value::Str(Rc::from(s.as_str()))),
                     Err(why) => {
-                        self.err(Code::BadFormat, why, vals[0].1, "format string");
+                        self.err(Code::BadFormat, why, fsp, "format string");
                         Err(())
                     }
                 }
@@ -102,27 +102,33 @@ impl Elab<'_> {
             }
             "len" => {
                 arity(self, 1)?;
-                match &vals[0].0 {
+                let [(v, sp)] = vals.as_slice() else {
+                    return Err(());
+                };
+                match v {
                     Value::List(l) => Ok(Value::Int(l.len() as i64)),
                     Value::Str(s) => Ok(Value::Int(s.chars().count() as i64)),
                     Value::Range(a, b) => Ok(Value::Int((b - a).max(0))),
                     Value::Array(a) => Ok(Value::Int(a.ids.len() as i64)),
                     other => {
-                        self.type_err("a list, string, range or node array", other, vals[0].1);
+                        self.type_err("a list, string, range or node array", other, *sp);
                         Err(())
                     }
                 }
             }
             "prod" | "sum" => {
                 arity(self, 1)?;
-                let Value::List(l) = &vals[0].0 else {
-                    self.type_err("a list of integers", &vals[0].0, vals[0].1);
+                let [(v, sp)] = vals.as_slice() else {
+                    return Err(());
+                };
+                let Value::List(l) = v else {
+                    self.type_err("a list of integers", v, *sp);
                     return Err(());
                 };
                 let mut acc: i64 = if name.name == "prod" { 1 } else { 0 };
                 for v in l.iter() {
                     let Value::Int(x) = v else {
-                        self.type_err("a list of integers", v, vals[0].1);
+                        self.type_err("a list of integers", v, *sp);
                         return Err(());
                     };
                     acc = if name.name == "prod" {
@@ -160,7 +166,7 @@ impl Elab<'_> {
             }
             "pow" => {
                 arity(self, 2)?;
-                let (Value::Int(b), Value::Int(x)) = (&vals[0].0, &vals[1].0) else {
+                let [(Value::Int(b), _), (Value::Int(x), _)] = vals.as_slice() else {
                     self.err(
                         Code::TypeMismatch,
                         "`pow` takes two integers",
@@ -177,21 +183,24 @@ impl Elab<'_> {
             }
             "repeat" => {
                 arity(self, 2)?;
-                let Value::Int(n) = vals[1].0 else {
-                    self.type_err("a count (int)", &vals[1].0, vals[1].1);
+                let [(item, _), (count, nsp)] = vals.as_slice() else {
+                    return Err(());
+                };
+                let Value::Int(n) = *count else {
+                    self.type_err("a count (int)", count, *nsp);
                     return Err(());
                 };
                 let Ok(n) = usize::try_from(n) else {
                     self.err(
                         Code::OutOfRange,
                         format!("cannot repeat {n} times"),
-                        vals[1].1,
+                        *nsp,
                         "a count is 0 or more",
                     );
                     return Err(());
                 };
                 self.value_size(n, MAX_LIST_ITEMS, "list of", "items", span)?;
-                Ok(Value::List(Rc::new(vec![vals[0].0.clone(); n])))
+                Ok(Value::List(Rc::new(vec![item.clone(); n])))
             }
             "import" => {
                 self.err_help(

@@ -265,18 +265,21 @@ impl Elab<'_> {
                     i
                 }
             };
+            let Some(param) = params.get(slot) else {
+                continue;
+            };
             match self.eval_attr(&a.value) {
                 Ok(v) => {
                     if bound.get(slot).is_some_and(|b| b.is_some()) {
                         self.err(
                             Code::DuplicateArgument,
-                            format!("`{}` is given twice", params[slot].name.name),
+                            format!("`{}` is given twice", param.name.name),
                             a.value.span,
                             "given again here",
                         );
                         ok = false;
                     }
-                    if let Some(ty) = &params[slot].ty {
+                    if let Some(ty) = &param.ty {
                         if !v.fits(&ty.name) {
                             self.err(
                                 Code::TypeMismatch,
@@ -284,7 +287,7 @@ impl Elab<'_> {
                                     "`{}` expects {} for `{}`, found {}",
                                     t.ast.name.name,
                                     ty.name,
-                                    params[slot].name.name,
+                                    param.name.name,
                                     v.type_name()
                                 ),
                                 a.value.span,
@@ -293,7 +296,9 @@ impl Elab<'_> {
                             ok = false;
                         }
                     }
-                    bound[slot] = Some((v, a.value.span));
+                    if let Some(b) = bound.get_mut(slot) {
+                        *b = Some((v, a.value.span));
+                    }
                 }
                 Err(()) => ok = false,
             }
@@ -304,7 +309,7 @@ impl Elab<'_> {
             .filter(|(p, b)| b.is_none() && p.default.is_none())
             .map(|(p, _)| p.name.name.as_str())
             .collect();
-        if !missing.is_empty() && ok {
+        if let (Some(first), true) = (missing.first(), ok) {
             self.err_help(
                 Code::MissingArgument,
                 format!(
@@ -318,10 +323,7 @@ impl Elab<'_> {
                 ),
                 span,
                 "missing arguments",
-                format!(
-                    "pass them by name: `{}({}: …)`",
-                    t.ast.name.name, missing[0]
-                ),
+                format!("pass them by name: `{}({}: …)`", t.ast.name.name, first),
             );
             ok = false;
         }

@@ -107,12 +107,20 @@ fn blank(buf: &mut String, start: usize, end: usize) -> bool {
     true
 }
 
+/// `v[i] = x` when `i` is in range.
+fn set<T>(v: &mut [T], i: usize, x: T) {
+    if let Some(slot) = v.get_mut(i) {
+        *slot = x;
+    }
+}
+
 /// The first place the text nests deeper than [`MAX_NESTING`]: brackets, plus the links of an
 /// `else if` chain (each one a level of the recursive grammar). Returns the offset and the
 /// token there.
 fn too_deep(text: &str) -> Option<(usize, &'static str)> {
     let s = scan(text);
     let b = text.as_bytes();
+    let at = |i: usize| b.get(i).copied().unwrap_or(0);
     // Per bracket depth: links of the current `else if` chain, and whether the last code
     // token at that depth was the `}` closing a branch.
     let mut chain: Vec<usize> = Vec::new();
@@ -120,7 +128,7 @@ fn too_deep(text: &str) -> Option<(usize, &'static str)> {
     let mut last_else = false;
     let mut i = 0;
     while i < b.len() {
-        if !s.code.get(i).copied().unwrap_or(false) || b[i].is_ascii_whitespace() {
+        if !s.code.get(i).copied().unwrap_or(false) || at(i).is_ascii_whitespace() {
             i += 1;
             continue;
         }
@@ -129,7 +137,7 @@ fn too_deep(text: &str) -> Option<(usize, &'static str)> {
             chain.resize(d + 2, 0);
             closed.resize(d + 2, false);
         }
-        let c = b[i];
+        let c = at(i);
         let bracket = match c {
             b'{' => Some("{"),
             b'(' => Some("("),
@@ -141,25 +149,28 @@ fn too_deep(text: &str) -> Option<(usize, &'static str)> {
         }
         if c.is_ascii_alphanumeric() || c == b'_' {
             let start = i;
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+            while i < b.len() && (at(i).is_ascii_alphanumeric() || at(i) == b'_') {
                 i += 1;
             }
-            let word = &text[start..i];
+            let word = text.get(start..i).unwrap_or("");
             match word {
-                "else" if closed[d] => last_else = true,
+                "else" if closed.get(d) == Some(&true) => last_else = true,
                 "if" if last_else => {
-                    chain[d] += 1;
-                    closed[d] = false;
+                    let links = chain.get_mut(d).map_or(0, |c| {
+                        *c += 1;
+                        *c
+                    });
+                    set(&mut closed, d, false);
                     last_else = false;
-                    if d + chain[d] > MAX_NESTING {
+                    if d + links > MAX_NESTING {
                         return Some((start, "if"));
                     }
                 }
                 _ => {
-                    if closed[d] {
-                        chain[d] = 0;
+                    if closed.get(d) == Some(&true) {
+                        set(&mut chain, d, 0);
                     }
-                    closed[d] = false;
+                    set(&mut closed, d, false);
                     last_else = false;
                 }
             }
@@ -167,15 +178,15 @@ fn too_deep(text: &str) -> Option<(usize, &'static str)> {
         }
         if c == b'}' {
             // Closing to depth d: the next token at d decides whether the chain goes on.
-            closed[d] = true;
+            set(&mut closed, d, true);
             if let Some(inner) = chain.get_mut(d + 1) {
                 *inner = 0;
             }
         } else {
-            if closed[d] && !last_else {
-                chain[d] = 0;
+            if closed.get(d) == Some(&true) && !last_else {
+                set(&mut chain, d, 0);
             }
-            closed[d] = false;
+            set(&mut closed, d, false);
             last_else = false;
         }
         i += 1;
@@ -197,6 +208,7 @@ struct Scan {
 
 fn scan(text: &str) -> Scan {
     let b = text.as_bytes();
+    let at = |i: usize| b.get(i).copied().unwrap_or(0);
     let mut depth = Vec::with_capacity(b.len() + 1);
     let mut code = Vec::with_capacity(b.len() + 1);
     let mut stack: Vec<(u8, usize)> = Vec::new();
@@ -204,9 +216,9 @@ fn scan(text: &str) -> Scan {
     let mut i = 0;
     while i < b.len() {
         let d = stack.len() as i32;
-        match b[i] {
+        match at(i) {
             b'/' if b.get(i + 1) == Some(&b'/') => {
-                while i < b.len() && b[i] != b'\n' {
+                while i < b.len() && at(i) != b'\n' {
                     depth.push(d);
                     code.push(false);
                     i += 1;
@@ -214,7 +226,10 @@ fn scan(text: &str) -> Scan {
                 continue;
             }
             b'/' if b.get(i + 1) == Some(&b'*') => {
-                let end = text[i + 2..].find("*/").map_or(b.len(), |e| i + 2 + e + 2);
+                let end = text
+                    .get(i + 2..)
+                    .and_then(|t| t.find("*/"))
+                    .map_or(b.len(), |e| i + 2 + e + 2);
                 while i < end {
                     depth.push(d);
                     code.push(false);
@@ -227,8 +242,8 @@ fn scan(text: &str) -> Scan {
                 depth.push(d);
                 code.push(false);
                 i += 1;
-                while i < b.len() && b[i] != b'"' && b[i] != b'\n' {
-                    if b[i] == b'\\' && i + 1 < b.len() && b[i + 1] != b'\n' {
+                while i < b.len() && at(i) != b'"' && at(i) != b'\n' {
+                    if at(i) == b'\\' && i + 1 < b.len() && at(i + 1) != b'\n' {
                         depth.push(d);
                         code.push(false);
                         i += 1;
@@ -237,7 +252,7 @@ fn scan(text: &str) -> Scan {
                     code.push(false);
                     i += 1;
                 }
-                if i < b.len() && b[i] == b'"' {
+                if i < b.len() && at(i) == b'"' {
                     depth.push(d);
                     code.push(false);
                     i += 1;
@@ -278,21 +293,26 @@ fn scan(text: &str) -> Scan {
 }
 
 fn line_start(text: &str, pos: usize) -> usize {
-    text[..pos].rfind('\n').map_or(0, |i| i + 1)
+    text.get(..pos)
+        .and_then(|t| t.rfind('\n'))
+        .map_or(0, |i| i + 1)
 }
 
 fn line_end(text: &str, pos: usize) -> usize {
-    text[pos..].find('\n').map_or(text.len(), |i| pos + i)
+    text.get(pos..)
+        .and_then(|t| t.find('\n'))
+        .map_or(text.len(), |i| pos + i)
 }
 
 /// Whether a line's code ends in a way that continues on the next line.
 fn continues(text: &str, s: &Scan, start: usize, end: usize) -> bool {
+    let at = |i: usize| text.as_bytes().get(i).copied().unwrap_or(b' ');
     let last = (start..end)
         .rev()
-        .find(|&i| s.code.get(i) == Some(&true) && !text.as_bytes()[i].is_ascii_whitespace());
+        .find(|&i| s.code.get(i) == Some(&true) && !at(i).is_ascii_whitespace());
     match last {
         Some(i) => matches!(
-            text.as_bytes()[i],
+            at(i),
             b'=' | b','
                 | b'('
                 | b'['
@@ -321,18 +341,19 @@ fn statement_region(text: &str, s: &Scan, pos: usize) -> (usize, usize) {
     while start > 0 {
         let prev_end = start - 1;
         let prev_start = line_start(text, prev_end);
-        if text[prev_start..prev_end].trim().is_empty() || !continues(text, s, prev_start, prev_end)
-        {
+        let prev = text.get(prev_start..prev_end).unwrap_or("");
+        if prev.trim().is_empty() || !continues(text, s, prev_start, prev_end) {
             break;
         }
         start = prev_start;
     }
     // Don't swallow a `{` that opens the enclosing block on the same line.
     let base = s.depth.get(pos).copied().unwrap_or(0);
-    if let Some(open) = (start..pos)
-        .rev()
-        .find(|&i| text.as_bytes()[i] == b'{' && s.code.get(i) == Some(&true) && s.depth[i] < base)
-    {
+    if let Some(open) = (start..pos).rev().find(|&i| {
+        text.as_bytes().get(i) == Some(&b'{')
+            && s.code.get(i) == Some(&true)
+            && s.depth.get(i).is_some_and(|&d| d < base)
+    }) {
         start = open + 1;
     }
     let mut end = line_end(text, pos);

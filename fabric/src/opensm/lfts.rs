@@ -80,7 +80,11 @@ const LINE: usize = 11;
 /// 11 664-node tree).
 fn line(lid: u16, port: u8) -> [u8; LINE] {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let nib = |shift: u16| HEX[usize::from((lid >> shift) & 0xf)];
+    let nib = |shift: u16| {
+        HEX.get(usize::from((lid >> shift) & 0xf))
+            .copied()
+            .unwrap_or(b'0')
+    };
     [
         b'0',
         b'x',

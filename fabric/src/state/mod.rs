@@ -98,8 +98,11 @@ mod hex_bytes {
         const DIGITS: &[u8; 16] = b"0123456789abcdef";
         let mut text = String::with_capacity(bytes.len() * 2);
         for &b in bytes {
-            text.push(char::from(DIGITS[usize::from(b >> 4)]));
-            text.push(char::from(DIGITS[usize::from(b & 15)]));
+            for nibble in [b >> 4, b & 15] {
+                text.push(char::from(
+                    DIGITS.get(usize::from(nibble)).copied().unwrap_or(b'0'),
+                ));
+            }
         }
         s.serialize_str(&text)
     }
@@ -149,7 +152,9 @@ impl Lft {
         if self.ports.len() <= i {
             self.ports.resize(i + 1, LFT_UNSET);
         }
-        self.ports[i] = port.0;
+        if let Some(e) = self.ports.get_mut(i) {
+            *e = port.0;
+        }
     }
 
     /// LinearFDBTop: the highest LID with an entry slot.

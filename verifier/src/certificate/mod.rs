@@ -160,7 +160,9 @@ fn encode_labels(labels: &[u16], digits: u8) -> String {
     for &l in labels {
         for k in (0..digits).rev() {
             let nibble = (l >> (4 * u16::from(k))) & 0xf;
-            s.push(char::from(HEX[usize::from(nibble)]));
+            s.push(char::from(
+                HEX.get(usize::from(nibble)).copied().unwrap_or(b'0'),
+            ));
         }
     }
     s

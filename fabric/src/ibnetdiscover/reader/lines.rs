@@ -2,6 +2,7 @@
 //! assignments (`switchguid=` and the like), directives, and the GUIDs they set.
 
 use super::*;
+use crate::edit_distance;
 
 // Phase 1: lines into records.
 
@@ -287,41 +288,6 @@ pub(super) fn suggest(word: &str) -> Option<&'static str> {
         .filter(|&(d, k)| d <= 2 && d * 2 < k.len())
         .min()
         .map(|(_, k)| k)
-}
-
-/// Optimal string alignment distance (Levenshtein plus transpositions), on bytes.
-pub(super) fn edit_distance(a: &str, b: &str) -> usize {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    let w = b.len() + 1;
-    let mut d = vec![0usize; (a.len() + 1) * w];
-    let at = |i: usize, j: usize| i * w + j;
-    for i in 0..=a.len() {
-        if let Some(x) = d.get_mut(at(i, 0)) {
-            *x = i;
-        }
-    }
-    for j in 0..=b.len() {
-        if let Some(x) = d.get_mut(at(0, j)) {
-            *x = j;
-        }
-    }
-    let get = |d: &[usize], i: usize, j: usize| d.get(at(i, j)).copied().unwrap_or(usize::MAX);
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let (ai, bj) = (a.get(i - 1), b.get(j - 1));
-            let cost = usize::from(ai != bj);
-            let mut v = (get(&d, i - 1, j).saturating_add(1))
-                .min(get(&d, i, j - 1).saturating_add(1))
-                .min(get(&d, i - 1, j - 1).saturating_add(cost));
-            if i > 1 && j > 1 && ai == b.get(j - 2) && a.get(i - 2) == bj {
-                v = v.min(get(&d, i - 2, j - 2).saturating_add(1));
-            }
-            if let Some(x) = d.get_mut(at(i, j)) {
-                *x = v;
-            }
-        }
-    }
-    get(&d, a.len(), b.len())
 }
 
 /// Span of the first word of a line.
