@@ -131,7 +131,7 @@ fn imported(template_src: &str) -> (String, String, f64) {
     let r = weft_verifier::verify(&built.state, &weft_verifier::Options::default());
     assert!(r.is_proven(), "{:?}", r.verdict);
     let q = weft_metrics::of_build(&built.state);
-    (built.engine.to_owned(), built.why, q.bisections.ebb)
+    (built.engine.name().to_owned(), built.why, q.bisections.ebb)
 }
 
 fn template_ebb(src: &str) -> f64 {
@@ -200,7 +200,7 @@ fn other_fabrics_default_to_updn_with_the_reason() {
         let c = check("t.weft", src, &NoFiles);
         assert!(!c.has_errors(), "{:?}", c.diagnostics);
         let choice = weft_compiler::build::choose_engine(c.elaborated.as_ref().unwrap());
-        assert_eq!(choice.name, *engine, "{src}: {}", choice.why);
+        assert_eq!(choice.engine.name(), *engine, "{src}: {}", choice.why);
         assert!(choice.why.contains(why), "{src}: {}", choice.why);
     }
 }
@@ -227,7 +227,7 @@ fn uneven_levels_are_counted_not_refused() {
     );
     let c = check("t.weft", src, &NoFiles);
     let built = weft_compiler::build::build(c.elaborated.as_ref().unwrap()).unwrap();
-    assert_eq!(built.engine, "fat_tree");
+    assert_eq!(built.engine, weft_compiler::routing::Engine::FatTree);
     assert!(weft_verifier::verify(&built.state, &weft_verifier::Options::default()).is_proven());
 }
 
@@ -251,5 +251,5 @@ fn a_chain_too_deep_for_a_tree_is_not_one() {
     assert!(reason.contains("more than 8 levels"), "{reason}");
     let c = check("t.weft", &src, &NoFiles);
     let choice = weft_compiler::build::choose_engine(c.elaborated.as_ref().unwrap());
-    assert_eq!(choice.name, "updn", "{}", choice.why);
+    assert_eq!(choice.engine.name(), "updn", "{}", choice.why);
 }

@@ -38,7 +38,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     if let (Some(e), false, false) = (c.elaborated.as_ref(), failed, no_verify) {
         crate::term::phase("routing");
         match weft_compiler::build::build(e) {
-            Ok(b) => routed = Some((b.engine, b.why, b.state)),
+            Ok(b) => routed = Some((b.engine.name(), b.why, b.state)),
             Err(d) => {
                 failed = true;
                 build_errors = d;

@@ -51,7 +51,7 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
         Format::Json => {
             let v = serde_json::json!({
                 "fabric": built.state.fabric.name,
-                "engine": built.engine,
+                "engine": built.engine.name(),
                 "engine_why": built.why,
                 "quality": q,
             });

@@ -3,6 +3,7 @@
 use crate::code::Code;
 use crate::diagnostic::Diagnostic;
 use crate::elaborate::Elaborated;
+use crate::routing::Engine;
 use crate::routing::{self, RouteError, RouteNote, RoutingInput};
 use weft_fabric::{FabricState, SwitchState, ValidState};
 
@@ -12,7 +13,7 @@ pub struct Built {
     /// LIDs and tables, validated.
     pub state: ValidState,
     /// The engine that routed it.
-    pub engine: &'static str,
+    pub engine: Engine,
     /// Why that engine.
     pub why: String,
     /// What the engine reported.
@@ -22,8 +23,8 @@ pub struct Built {
 /// The engine that routes a fabric, and why that one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EngineChoice {
-    /// Engine name.
-    pub name: String,
+    /// The engine.
+    pub engine: Engine,
     /// Why: "asked for by `routing { engine = … }`", or what the default found.
     pub why: String,
 }
@@ -31,19 +32,19 @@ pub struct EngineChoice {
 /// The engine a fabric asks for; without a `routing { engine = … }`, `fat_tree` when the
 /// cabling is a fat-tree ([`routing::shape::detect`]) and `updn` otherwise.
 pub fn choose_engine(e: &Elaborated) -> EngineChoice {
-    if let Some(name) = &e.config.routing.engine {
+    if let Some(engine) = e.config.routing.engine {
         return EngineChoice {
-            name: name.clone(),
-            why: format!("asked for by `routing {{ engine = {name} }}`"),
+            engine,
+            why: format!("asked for by `routing {{ engine = {engine} }}`"),
         };
     }
     match routing::shape::detect(&e.fabric) {
         routing::shape::Shape::FatTree(t) => EngineChoice {
-            name: "fat_tree".into(),
+            engine: Engine::FatTree,
             why: format!("the default for {}", t.describe()),
         },
         routing::shape::Shape::Other { reason, .. } => EngineChoice {
-            name: "updn".into(),
+            engine: Engine::Updn,
             why: format!("the default for a fabric that is not a fat-tree: {reason}"),
         },
     }
@@ -53,7 +54,7 @@ pub fn choose_engine(e: &Elaborated) -> EngineChoice {
 pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
     let lids = crate::lids::assign(e)?;
     let choice = choose_engine(e);
-    let name = choice.name.as_str();
+    let name = choice.engine.name();
     let at = |d: Diagnostic| match e.config.routing.engine_span {
         Some(sp) => d.label(e.fabric_origin.source, sp, format!("engine `{name}`")),
         None => d.label(
@@ -62,21 +63,14 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
             format!("routed with `{name}`, {}", choice.why),
         ),
     };
-    let Some(engine) = routing::engine(name) else {
-        // The elaborator accepts only engines that exist (or reports them unsupported).
-        return Err(vec![at(Diagnostic::error(
-            Code::Internal,
-            format!("no `{name}` routing engine (a bug in weft)"),
-        )
-        .help("please report this with the `.weft` file"))]);
-    };
-    if let (Some(sp), false) = (e.config.routing.roots_span, name == "updn") {
+    let engine = choice.engine.router();
+    if let (Some(sp), false) = (e.config.routing.roots_span, choice.engine == Engine::Updn) {
         return Err(vec![Diagnostic::error(
             Code::Unsupported,
             format!("`roots` has no effect with the `{name}` engine"),
         )
         .label(e.fabric_origin.source, sp, "used only by `engine = updn`")
-        .help(if name == "fat_tree" {
+        .help(if choice.engine == Engine::FatTree {
             "fat_tree takes its roots from the tree levels; remove `roots`, or route with \
              `engine = updn`"
         } else {
@@ -128,7 +122,7 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
     })?;
     Ok(Built {
         state,
-        engine: engine.name(),
+        engine: choice.engine,
         why: choice.why,
         notes: routes.notes,
     })

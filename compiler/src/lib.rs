@@ -31,11 +31,19 @@ pub use import::{export_ibnetdiscover, import_ibnetdiscover};
 
 use crate::code::Code;
 use diagnostic::{Diagnostic, SourceId, SourceMap};
-use syntax::ast::{Item, Section, Span};
+use syntax::ast::{Item, Span};
 use weft_fabric::NodeId;
 
-/// Routing engines `routing { engine = … }` accepts.
+/// Routing engines `routing { engine = … }` accepts (`layered` is reported as not built yet).
 pub const ENGINES: &[&str] = &["fat_tree", "updn", "minhop", "layered"];
+
+/// How switch-to-switch paths are routed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SwitchToSwitch {
+    /// Every switch pair connected (sFtree on fat-trees; the other engines route switch LIDs
+    /// like any other): what every engine does, and the default.
+    Sftree,
+}
 
 /// Built-in functions.
 pub const BUILTINS: &[&str] = &[
@@ -61,12 +69,12 @@ impl Host for NoFiles {
 /// The `routing { … }` section.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RoutingConfig {
-    /// Engine name, one of [`ENGINES`].
-    pub engine: Option<String>,
+    /// The engine asked for.
+    pub engine: Option<routing::Engine>,
     /// Where the engine was named.
     pub engine_span: Option<Span>,
-    /// Switch-to-switch scheme (`sftree` or `none`).
-    pub switch_to_switch: Option<String>,
+    /// The switch-to-switch scheme asked for.
+    pub switch_to_switch: Option<SwitchToSwitch>,
     /// LID mask control.
     pub lmc: u8,
     /// Where `lmc` was set.
@@ -84,8 +92,6 @@ pub struct FabricConfig {
     pub vls_budget: Option<(u8, Span)>,
     /// Routing settings.
     pub routing: RoutingConfig,
-    /// Every section as written, for the passes that interpret them.
-    pub sections: Vec<Section>,
 }
 
 /// Everything one compilation produced.

@@ -341,7 +341,7 @@ fn run_fabric(file: &Path, opts: &Opts) -> Result<FabricRun, String> {
         }
     }
     let weft = WeftRun {
-        engine: built.engine.to_owned(),
+        engine: built.engine.name().to_owned(),
         lids: Stat::of(timer.lids).ok_or("no runs")?,
         build: Stat::of(timer.build).ok_or("no runs")?,
         build_one_thread: Stat::of(timer.build_1t).ok_or("no runs")?,

@@ -232,10 +232,18 @@ impl Elab<'_> {
                                     "use `engine = updn` (deadlock-free on any topology) or \
                                      `engine = fat_tree` on trees",
                                 ),
-                                Some(w) => {
-                                    config.routing.engine = Some(w);
-                                    config.routing.engine_span = Some(a.value.span);
-                                }
+                                Some(w) => match crate::routing::Engine::from_name(&w) {
+                                    Some(engine) => {
+                                        config.routing.engine = Some(engine);
+                                        config.routing.engine_span = Some(a.value.span);
+                                    }
+                                    None => self.err(
+                                        Code::Internal,
+                                        format!("no `{w}` routing engine (a bug in weft)"),
+                                        a.value.span,
+                                        "here",
+                                    ),
+                                },
                                 None => {}
                             }
                         }
@@ -253,7 +261,8 @@ impl Elab<'_> {
                                          through sFtree); remove the line",
                                     );
                                 } else {
-                                    config.routing.switch_to_switch = Some(w);
+                                    config.routing.switch_to_switch =
+                                        Some(crate::SwitchToSwitch::Sftree);
                                 }
                             }
                         }
@@ -301,7 +310,6 @@ impl Elab<'_> {
                     "QoS classes (SLs, VLs, arbitration) come in a later version; remove the \
                      section — weft never accepts what it would ignore",
                 );
-                return;
             }
             "tenant" => {
                 self.unsupported(
@@ -310,7 +318,6 @@ impl Elab<'_> {
                     "tenants and VM placement come in a later version; remove the section — \
                      weft never accepts what it would ignore",
                 );
-                return;
             }
             other => {
                 let help = suggest(other, SECTIONS.iter().copied(), || {
@@ -326,10 +333,8 @@ impl Elab<'_> {
                     "not a section weft knows",
                     help,
                 );
-                return;
             }
         }
-        config.sections.push(s.clone());
     }
 
     pub(super) fn unknown_in_section(&mut self, item: &SectionItem, section: &str, known: &[&str]) {

@@ -95,10 +95,43 @@ pub trait RoutingEngine: Sync {
     fn route(&self, input: &RoutingInput<'_>) -> Result<Routes, RouteError>;
 }
 
-/// Every engine, by name.
-pub static ENGINES: &[&dyn RoutingEngine] = &[&fat_tree::FatTree, &updn::UpDown, &minhop::MinHop];
+/// The engines a description can ask for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Engine {
+    /// `fat_tree`: OpenSM's ftree rules plus sFtree switch-to-switch routes.
+    FatTree,
+    /// `updn`: Up*/Down* from BFS roots.
+    Updn,
+    /// `minhop`: shortest paths, balanced (not deadlock-free in general).
+    Minhop,
+}
 
-/// The engine called `name`.
-pub fn engine(name: &str) -> Option<&'static dyn RoutingEngine> {
-    ENGINES.iter().copied().find(|e| e.name() == name)
+impl Engine {
+    /// Every engine.
+    pub const ALL: [Engine; 3] = [Engine::FatTree, Engine::Updn, Engine::Minhop];
+
+    /// The engine that routes.
+    pub fn router(self) -> &'static dyn RoutingEngine {
+        match self {
+            Engine::FatTree => &fat_tree::FatTree,
+            Engine::Updn => &updn::UpDown,
+            Engine::Minhop => &minhop::MinHop,
+        }
+    }
+
+    /// The name `routing { engine = … }` uses.
+    pub fn name(self) -> &'static str {
+        self.router().name()
+    }
+
+    /// The engine called `name`.
+    pub fn from_name(name: &str) -> Option<Engine> {
+        Engine::ALL.into_iter().find(|e| e.name() == name)
+    }
+}
+
+impl std::fmt::Display for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
