@@ -8,7 +8,8 @@
 //! written whole beside the target — the tables while the proof runs, since they do not
 //! depend on it — and renamed into place only once proven: all or nothing.
 
-use crate::{compile_and_build, human_summary, out, verify, ColorChoice, Fatal};
+use crate::findings::{self, Format, Origins};
+use crate::{compile_and_route, emit_diagnostics, human_summary, out, verify, ColorChoice, Fatal};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -27,6 +28,9 @@ pub struct Args {
     /// what failed (the exit code is still 1).
     #[arg(long)]
     allow_unproven: bool,
+    /// Output format: human, json (the outcome with a `findings` array) or sarif.
+    #[arg(long, default_value = "human")]
+    format: Format,
 }
 
 /// Runs `weft build`.
@@ -35,8 +39,56 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
         file,
         output,
         allow_unproven,
+        format,
     } = args;
-    let Some(built) = compile_and_build(&file, color)? else {
+    let (c, routed) = compile_and_route(&file)?;
+    let mut diags = c.diagnostics.clone();
+    if let Some(Err(d)) = &routed {
+        diags.extend(d.iter().cloned());
+    }
+    if format == Format::Human {
+        emit_diagnostics(&diags, &c.sources, color);
+    }
+    let doc = |ok: bool,
+               written: &[PathBuf],
+               built: Option<&Built>,
+               report: Option<&weft_verifier::Report>| {
+        let mut found = findings::of_diagnostics(&diags, &c.sources);
+        if let (Some(r), Some(e)) = (report, &c.elaborated) {
+            let origins = Origins {
+                elaborated: e,
+                sources: &c.sources,
+            };
+            found.extend(findings::of_verdict(
+                r,
+                &file.display().to_string(),
+                Some(&origins),
+            ));
+        }
+        let outcome = serde_json::json!({
+            "ok": ok,
+            "output": output.display().to_string(),
+            "written": written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+            "engine": built.map(|b| b.engine.name()),
+            "engine_why": built.map(|b| &b.why),
+            "verdict": report.map(|r| &r.verdict),
+        });
+        match format {
+            Format::Sarif => findings::sarif(&found, outcome),
+            _ => {
+                let mut v = outcome;
+                v["findings"] = serde_json::to_value(&found).unwrap_or_default();
+                v
+            }
+        }
+    };
+    let Some(Ok(built)) = routed else {
+        if format != Format::Human {
+            out(
+                None,
+                &(serde_json::to_string_pretty(&doc(false, &[], None, None))? + "\n"),
+            )?;
+        }
         return Ok(ExitCode::from(1));
     };
     // The output directory is checked before any work, and written beside it while the
@@ -68,6 +120,11 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     let proven = report.is_proven();
     if !proven && !allow_unproven {
         drop(staging);
+        if format != Format::Human {
+            let v = doc(false, &[], Some(&built), Some(&report));
+            out(None, &(serde_json::to_string_pretty(&v)? + "\n"))?;
+            return Ok(ExitCode::from(1));
+        }
         let text = verify::human(&built.state, Some(&report), None, "compiled", 20);
         out(None, &text)?;
         crate::term::clear();
@@ -82,6 +139,15 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     }
     crate::term::phase("writing");
     let written = staging.commit(&files).map_err(Fatal)?;
+    if format != Format::Human {
+        let v = doc(proven, &written, Some(&built), Some(&report));
+        out(None, &(serde_json::to_string_pretty(&v)? + "\n"))?;
+        return Ok(if proven {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        });
+    }
     if quiet && proven {
         return Ok(ExitCode::SUCCESS);
     }

@@ -1,8 +1,9 @@
 //! `weft check FILE`: parse, elaborate and validate a description, then route it and prove
 //! the result (unless `--no-verify`); a summary, or what is wrong.
 
+use crate::findings::{self, Format, Origins};
 use crate::{
-    compile, display_name, emit_diagnostics, human_summary, out, verify, ColorChoice, Fatal, Format,
+    compile, display_name, emit_diagnostics, human_summary, out, verify, ColorChoice, Fatal,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -58,6 +59,22 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
         failed = true;
     }
     let all_diags: Vec<_> = c.diagnostics.iter().chain(&build_errors).cloned().collect();
+    // Every finding: the diagnostics, then the proof's violations placed at the declarations.
+    let found = || {
+        let mut f = findings::of_diagnostics(&all_diags, &c.sources);
+        if let (Some(r), Some(e)) = (&report, &c.elaborated) {
+            let origins = Origins {
+                elaborated: e,
+                sources: &c.sources,
+            };
+            f.extend(findings::of_verdict(
+                r,
+                &display_name(&file),
+                Some(&origins),
+            ));
+        }
+        f
+    };
     match format {
         Format::Human => {
             emit_diagnostics(&all_diags, &c.sources, color);
@@ -89,8 +106,20 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
                 "engine_why": routed.as_ref().map(|r| &r.1),
                 "verdict": report.as_ref().map(|r| &r.verdict),
                 "diagnostics": diagnostic::to_json(&all_diags, &c.sources),
+                "findings": found(),
             });
             out(None, &(serde_json::to_string_pretty(&v)? + "\n"))?;
+        }
+        Format::Sarif => {
+            let summary = serde_json::json!({
+                "ok": !failed,
+                "engine": routed.as_ref().map(|r| r.0),
+                "verdict": report.as_ref().map(|r| &r.verdict),
+            });
+            out(
+                None,
+                &(serde_json::to_string_pretty(&findings::sarif(&found(), summary))? + "\n"),
+            )?;
         }
     }
     Ok(if failed {

@@ -5,6 +5,7 @@
 mod build;
 mod check;
 mod export;
+mod findings;
 mod fmt;
 mod import;
 mod input;
@@ -44,6 +45,7 @@ enum ColorChoice {
     Never,
 }
 
+/// Output of `weft report`.
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 enum Format {
     Human,
@@ -152,24 +154,38 @@ fn emit_diagnostics(diags: &[Diagnostic], sources: &SourceMap, color: ColorChoic
     let _ = writeln!(err, "{errors} error(s), {warnings} warning(s)");
 }
 
+/// What compiling and routing a file gave: the compilation, and the build or the routing's
+/// diagnostics (`None` when the description itself has errors).
+type Routed = (
+    Compilation,
+    Option<Result<weft_compiler::build::Built, Vec<Diagnostic>>>,
+);
+
+/// Compiles `file` (check + LIDs + routing) without printing anything.
+fn compile_and_route(file: &Path) -> Result<Routed, Fatal> {
+    let c = compile(file, true)?;
+    let routed = c.elaborated.as_ref().filter(|_| !c.has_errors()).map(|e| {
+        term::phase("routing");
+        weft_compiler::build::build(e)
+    });
+    Ok((c, routed))
+}
+
 /// Compiles `file` (check + LIDs + routing), printing every diagnostic; `None` when it has
 /// errors (the caller exits 1).
 fn compile_and_build(
     file: &Path,
     color: ColorChoice,
 ) -> Result<Option<weft_compiler::build::Built>, Fatal> {
-    let c = compile(file, true)?;
+    let (c, routed) = compile_and_route(file)?;
     emit_diagnostics(&c.diagnostics, &c.sources, color);
-    let Some(e) = c.elaborated.as_ref().filter(|_| !c.has_errors()) else {
-        return Ok(None);
-    };
-    term::phase("routing");
-    match weft_compiler::build::build(e) {
-        Ok(b) => Ok(Some(b)),
-        Err(diags) => {
+    match routed {
+        Some(Ok(b)) => Ok(Some(b)),
+        Some(Err(diags)) => {
             emit_diagnostics(&diags, &c.sources, color);
             Ok(None)
         }
+        None => Ok(None),
     }
 }
 

@@ -14,9 +14,10 @@
 //! 0 proven, 1 violations (or a rejected certificate), 2 could not run (including an engine
 //! that could not decide).
 
+use crate::findings::{self, Format, Origins};
 use crate::{ColorChoice, Fatal};
 use clap::ValueEnum;
-use serde_json::json;
+use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -79,13 +80,6 @@ pub struct Args {
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
-enum Format {
-    Human,
-    Json,
-    Sarif,
-}
-
-#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 enum Engine {
     Explicit,
     Z3,
@@ -121,11 +115,57 @@ fn warn(msg: &str) {
 }
 
 /// Loads the state and names the file findings point at.
-fn load(args: &Args, color: ColorChoice) -> Result<(ValidState, String), Fatal> {
+/// What `weft verify` checks: the state, the name of the input, and the compilation when the
+/// input was a `.weft` file (its diagnostics and where each node was declared).
+struct Loaded {
+    state: ValidState,
+    origin: String,
+    compiled: Option<weft_compiler::Compilation>,
+}
+
+impl Loaded {
+    fn of(state: ValidState, origin: String) -> Loaded {
+        Loaded {
+            state,
+            origin,
+            compiled: None,
+        }
+    }
+
+    /// Findings: the compilation's diagnostics, then the verdict's violations (placed at
+    /// node declarations when compiled here).
+    fn findings(
+        &self,
+        report: Option<&Report>,
+        z3: Option<&weft_verifier::z3::Z3Report>,
+    ) -> Vec<findings::Finding> {
+        let mut out = Vec::new();
+        let origins = self.compiled.as_ref().and_then(|c| {
+            out.extend(findings::of_diagnostics(&c.diagnostics, &c.sources));
+            c.elaborated.as_ref().map(|e| Origins {
+                elaborated: e,
+                sources: &c.sources,
+            })
+        });
+        match (report, z3) {
+            (Some(r), _) => out.extend(findings::of_verdict(r, &self.origin, origins.as_ref())),
+            (None, Some(z)) => out.extend(findings::of_report(
+                z.credit_loop.as_slice(),
+                &[],
+                &self.origin,
+                origins.as_ref(),
+            )),
+            (None, None) => {}
+        }
+        out
+    }
+}
+
+fn load(args: &Args, color: ColorChoice) -> Result<Loaded, Fatal> {
     if let Some(p) = &args.state {
         let st = ValidState::from_json(&read(p)?)
             .map_err(|e| Fatal(format!("`{}` is not a valid weft state:\n{e}", p.display())))?;
-        return Ok((st, p.display().to_string()));
+        return Ok(Loaded::of(st, p.display().to_string()));
     }
     if let Some(topo) = &args.topology {
         let text = read(topo)?;
@@ -167,7 +207,7 @@ fn load(args: &Args, color: ColorChoice) -> Result<(ValidState, String), Fatal> 
                 topo.display()
             )));
         }
-        return Ok((st, lfts_path.display().to_string()));
+        return Ok(Loaded::of(st, lfts_path.display().to_string()));
     }
     if let Some(file) = &args.file {
         let c = crate::compile(file, true)?;
@@ -179,7 +219,11 @@ fn load(args: &Args, color: ColorChoice) -> Result<(ValidState, String), Fatal> 
             crate::emit_diagnostics(&diags, &c.sources, color);
             Fatal(format!("`{}` could not be routed", file.display()))
         })?;
-        return Ok((built.state, file.display().to_string()));
+        return Ok(Loaded {
+            state: built.state,
+            origin: file.display().to_string(),
+            compiled: Some(c),
+        });
     }
     Err(Fatal(
         "nothing to verify: give a `.weft` file, `--state`, or `--topology` and `--lfts`".into(),
@@ -189,7 +233,8 @@ fn load(args: &Args, color: ColorChoice) -> Result<(ValidState, String), Fatal> 
 /// Runs `weft verify`.
 pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fatal> {
     crate::term::phase("reading");
-    let (state, origin) = load(&args, color)?;
+    let loaded = load(&args, color)?;
+    let (state, origin) = (&loaded.state, &loaded.origin);
     let scope = match args.scope {
         ScopeArg::All => Scope::All,
         ScopeArg::HcaToHca => Scope::HcaToHca,
@@ -232,8 +277,14 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
             ),
             (Err(e), Format::Human) => format!("× certificate rejected: {e}\n"),
             (r, Format::Sarif) => {
-                serde_json::to_string_pretty(&certificate_sarif(&p.display().to_string(), r))?
-                    + "\n"
+                let found: Vec<findings::Finding> = r
+                    .as_ref()
+                    .err()
+                    .map(|e| findings::of_certificate_error(e, &p.display().to_string()))
+                    .into_iter()
+                    .collect();
+                let summary = json!({"accepted": r.is_ok(), "summary": r.as_ref().ok()});
+                serde_json::to_string_pretty(&findings::sarif(&found, summary))? + "\n"
             }
             (r, _) => {
                 serde_json::to_string_pretty(&json!({
@@ -300,6 +351,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
             serde_json::to_string_pretty(&json!({
                 "input": origin,
                 "verdict": verdict,
+                "findings": loaded.findings(report.as_ref(), z3_report.as_ref()),
                 "report": report,
                 "z3": z3_report.as_ref().map(|z| json!({
                     "verdict": z.verdict,
@@ -311,8 +363,8 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
             }))? + "\n"
         }
         Format::Sarif => {
-            serde_json::to_string_pretty(&sarif(report.as_ref(), z3_report.as_ref(), &origin))?
-                + "\n"
+            let found = loaded.findings(report.as_ref(), z3_report.as_ref());
+            serde_json::to_string_pretty(&findings::sarif(&found, Value::Null))? + "\n"
         }
     };
     crate::out(None, &text)?;
@@ -373,7 +425,7 @@ pub(crate) fn proven_sentence(
     }
 }
 
-fn ch(c: &weft_verifier::Channel) -> String {
+pub(crate) fn ch(c: &weft_verifier::Channel) -> String {
     format!(
         "`{}` port {} → `{}` port {} on VL {}",
         c.node.name, c.port, c.to.name, c.to_port, c.vl
@@ -381,7 +433,7 @@ fn ch(c: &weft_verifier::Channel) -> String {
 }
 
 /// A route as `H1 ─1→ L1 ─5→ S1 ✗`.
-fn route_line(r: &Route) -> String {
+pub(crate) fn route_line(r: &Route) -> String {
     let mut s = String::new();
     for (k, h) in r.hops.iter().enumerate() {
         if k > 0 {
@@ -398,7 +450,7 @@ fn route_line(r: &Route) -> String {
     s
 }
 
-fn route_name(r: &Route) -> String {
+pub(crate) fn route_name(r: &Route) -> String {
     format!(
         "`{}`{} → `{}` (LID {}, SL {})",
         r.src.node.name,
@@ -638,123 +690,4 @@ fn human_pattern(t: &mut String, p: &FailurePattern) {
         _ => "point the entries at the ports toward the destinations",
     };
     let _ = writeln!(t, "  help: {help}");
-}
-
-/// A certificate check as SARIF: no result when it is accepted; one result, with the
-/// refusal's code as its rule, when it is not.
-fn certificate_sarif(
-    path: &str,
-    result: &Result<certificate::CheckSummary, weft_verifier::CertificateError>,
-) -> serde_json::Value {
-    use miette::Diagnostic as _;
-    let results: Vec<serde_json::Value> = match result {
-        Ok(_) => Vec::new(),
-        Err(e) => vec![json!({
-            "ruleId": e.code().map_or_else(|| "weft::certificate".to_owned(), |c| c.to_string()),
-            "level": "error",
-            "message": {"text": format!("certificate rejected: {e}")},
-            "locations": [{"physicalLocation": {"artifactLocation": {"uri": path}}}],
-        })],
-    };
-    json!({
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {"name": "weft", "version": env!("CARGO_PKG_VERSION")}},
-            "artifacts": [{"location": {"uri": path}}],
-            "results": results,
-            "properties": {"accepted": result.is_ok(), "summary": result.as_ref().ok()},
-        }],
-    })
-}
-
-fn sarif(
-    report: Option<&Report>,
-    z3: Option<&weft_verifier::z3::Z3Report>,
-    origin: &str,
-) -> serde_json::Value {
-    let logical = |name: &str, kind: &str, fq: String| json!({"name": name, "kind": kind, "fullyQualifiedName": fq});
-    let location = |logicals: Vec<serde_json::Value>| {
-        json!({
-            "physicalLocation": {
-                "artifactLocation": {"uri": origin},
-                "region": {"startLine": 1},
-            },
-            "logicalLocations": logicals,
-        })
-    };
-    let mut results = Vec::new();
-    let loops: Vec<&CreditLoop> = match (report, z3) {
-        (Some(r), _) => r.credit_loops.iter().collect(),
-        (None, Some(z)) => z.credit_loop.iter().collect(),
-        _ => Vec::new(),
-    };
-    for l in loops {
-        let chans: Vec<String> = l.cycle.iter().map(|d| ch(&d.from)).collect();
-        let steps: Vec<serde_json::Value> = l
-            .cycle
-            .iter()
-            .map(|d| {
-                json!({
-                    "location": {
-                        "message": {"text": format!("{} waits for {} (route {})", ch(&d.from), ch(&d.to), route_name(&d.route))},
-                        "logicalLocations": [logical(&d.from.node.name, "resource", format!("{}/port{}/vl{}", d.from.node.name, d.from.port, d.from.vl))],
-                    }
-                })
-            })
-            .collect();
-        results.push(json!({
-            "ruleId": Property::DeadlockFree.code(),
-            "level": "error",
-            "message": {"text": format!("credit loop through {} channels: {}", l.channels.len(), chans.join(", "))},
-            "locations": [location(l.channels.iter().take(50).map(|c| logical(&c.node.name, "resource", format!("{}/port{}/vl{}", c.node.name, c.port, c.vl))).collect())],
-            "codeFlows": [{"threadFlows": [{"locations": steps}]}],
-        }));
-    }
-    if let Some(r) = report {
-        for p in &r.failures {
-            let at: Vec<serde_json::Value> = p
-                .witnesses
-                .iter()
-                .map(|w| logical(&w.at.name, "resource", w.at.name.clone()))
-                .take(1)
-                .collect();
-            let mut text = pattern_sentence(p);
-            if let Some(w) = p.witnesses.first() {
-                text += &format!("; e.g. {}: {}", route_name(&w.route), route_line(&w.route));
-            }
-            results.push(json!({
-                "ruleId": Property::Connected.code(),
-                "level": "error",
-                "message": {"text": text},
-                "locations": [location(at)],
-                "properties": {
-                    "routes": p.routes,
-                    "sources": p.sources,
-                    "destinations": p.destinations,
-                    "atNodes": p.at_nodes,
-                },
-            }));
-        }
-    }
-    json!({
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "weft",
-                "version": env!("CARGO_PKG_VERSION"),
-                "rules": [
-                    {"id": Property::DeadlockFree.code(), "name": "CreditLoop",
-                     "shortDescription": {"text": "the channel dependency graph has a cycle (possible deadlock)"},
-                     "defaultConfiguration": {"level": "error"}},
-                    {"id": Property::Connected.code(), "name": "UnreachableRoute",
-                     "shortDescription": {"text": "a required route does not reach its destination"},
-                     "defaultConfiguration": {"level": "error"}},
-                ],
-            }},
-            "artifacts": [{"location": {"uri": origin}}],
-            "results": results,
-        }],
-    })
 }

@@ -1,0 +1,359 @@
+//! One finding type for `check`, `build` and `verify`: compiler diagnostics, verifier
+//! violations (credit loops, failed routes) and certificate refusals all become [`Finding`]s,
+//! rendered as SARIF 2.1.0 and as the `findings` array of `--format json`. A finding points
+//! at the source where there is one (a diagnostic's span; for a fabric compiled from a
+//! `.weft` file, the declaration of the node a violation names) and names the fabric objects
+//! involved as logical locations.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+use weft_compiler::diagnostic::{Diagnostic, Severity, SourceMap};
+use weft_compiler::Elaborated;
+use weft_fabric::NodeId;
+use weft_verifier::{CreditLoop, FailurePattern, Property, Report};
+
+/// How bad a finding is (SARIF's `level`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Error,
+    Warning,
+    Note,
+}
+
+/// A region of a source file (1-based lines and columns, end inclusive of its line).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Place {
+    pub file: String,
+    pub line: u32,
+    pub column: u32,
+    pub end_line: u32,
+    pub end_column: u32,
+}
+
+/// A fabric object a finding involves: a node, or a port and VL of one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Object {
+    pub name: String,
+    /// `node`, or `channel` (`node/portP/vlV`).
+    pub kind: &'static str,
+    pub path: String,
+}
+
+/// One step of a credit loop: a channel waiting for the next.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Step {
+    pub message: String,
+    pub object: Object,
+}
+
+/// One finding.
+#[derive(Clone, Debug, Serialize)]
+pub struct Finding {
+    /// Stable code (`weft::port_wired_twice`, `weft::credit_loop`, …).
+    pub code: String,
+    /// What the code means (SARIF's rule description).
+    #[serde(skip)]
+    pub meaning: String,
+    pub level: Level,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub help: Option<String>,
+    /// Where in a source file, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub place: Option<Place>,
+    /// The file the finding is about when it has no place in it (a state, a dump).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub artifact: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub objects: Vec<Object>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flow: Vec<Step>,
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub properties: Value,
+}
+
+/// Where a node was declared, for findings about fabrics compiled from source.
+pub struct Origins<'a> {
+    pub elaborated: &'a Elaborated,
+    pub sources: &'a SourceMap,
+}
+
+impl Origins<'_> {
+    fn place(&self, id: NodeId) -> Option<Place> {
+        let o = self.elaborated.origin(id);
+        place(self.sources, o.source, o.span.start, o.span.end)
+    }
+}
+
+fn place(
+    sources: &SourceMap,
+    source: weft_compiler::diagnostic::SourceId,
+    start: u32,
+    end: u32,
+) -> Option<Place> {
+    let f = sources.get(source)?;
+    let (line, column) = f.line_col(start);
+    let (end_line, end_column) = f.line_col(end.max(start));
+    Some(Place {
+        file: f.name.clone(),
+        line,
+        column,
+        end_line,
+        end_column,
+    })
+}
+
+/// Compiler diagnostics as findings, each at its primary label.
+pub fn of_diagnostics(diags: &[Diagnostic], sources: &SourceMap) -> Vec<Finding> {
+    diags
+        .iter()
+        .map(|d| Finding {
+            code: d.code.as_str().to_owned(),
+            meaning: d.code.summary().to_owned(),
+            level: match d.severity {
+                Severity::Error => Level::Error,
+                Severity::Warning => Level::Warning,
+                Severity::Advice => Level::Note,
+            },
+            message: d.message.clone(),
+            help: d.help.clone(),
+            place: d
+                .source
+                .zip(d.labels.first())
+                .and_then(|(s, l)| place(sources, s, l.span.start, l.span.end)),
+            artifact: None,
+            objects: Vec::new(),
+            flow: Vec::new(),
+            properties: Value::Null,
+        })
+        .collect()
+}
+
+fn node(name: &str) -> Object {
+    Object {
+        name: name.to_owned(),
+        kind: "node",
+        path: name.to_owned(),
+    }
+}
+
+fn channel(c: &weft_verifier::Channel) -> Object {
+    Object {
+        name: c.node.name.clone(),
+        kind: "channel",
+        path: format!("{}/port{}/vl{}", c.node.name, c.port, c.vl),
+    }
+}
+
+/// The verifier's violations as findings: one per credit loop (its channels, the cycle as a
+/// flow, placed at the first channel's switch) and one per failure pattern (placed where its
+/// first witness fails). `artifact` names the verified input; `origins` places nodes in the
+/// source they were declared in.
+pub fn of_report(
+    loops: &[CreditLoop],
+    patterns: &[FailurePattern],
+    artifact: &str,
+    origins: Option<&Origins<'_>>,
+) -> Vec<Finding> {
+    let at = |id: Option<NodeId>| origins.zip(id).and_then(|(o, id)| o.place(id));
+    let mut out = Vec::new();
+    for l in loops {
+        let names: Vec<String> = l.cycle.iter().map(|d| crate::verify::ch(&d.from)).collect();
+        out.push(Finding {
+            code: Property::DeadlockFree.code().to_owned(),
+            meaning: "The channel dependency graph has a cycle: a possible deadlock.".to_owned(),
+            level: Level::Error,
+            message: format!(
+                "credit loop through {} channels: {}",
+                l.channels.len(),
+                names.join(", ")
+            ),
+            help: None,
+            place: at(l.channels.first().map(|c| c.node.id)),
+            artifact: Some(artifact.to_owned()),
+            objects: l.channels.iter().take(50).map(channel).collect(),
+            flow: l
+                .cycle
+                .iter()
+                .map(|d| Step {
+                    message: format!(
+                        "{} waits for {} (route {})",
+                        crate::verify::ch(&d.from),
+                        crate::verify::ch(&d.to),
+                        crate::verify::route_name(&d.route)
+                    ),
+                    object: channel(&d.from),
+                })
+                .collect(),
+            properties: Value::Null,
+        });
+    }
+    for p in patterns {
+        let first = p.witnesses.first();
+        let mut message = crate::verify::pattern_sentence(p);
+        if let Some(w) = first {
+            message += &format!(
+                "; e.g. {}: {}",
+                crate::verify::route_name(&w.route),
+                crate::verify::route_line(&w.route)
+            );
+        }
+        out.push(Finding {
+            code: Property::Connected.code().to_owned(),
+            meaning: "A required route does not reach its destination.".to_owned(),
+            level: Level::Error,
+            message,
+            help: None,
+            place: at(first.map(|w| w.at.id)),
+            artifact: Some(artifact.to_owned()),
+            objects: first.map(|w| node(&w.at.name)).into_iter().collect(),
+            flow: Vec::new(),
+            properties: json!({
+                "routes": p.routes,
+                "sources": p.sources,
+                "destinations": p.destinations,
+                "atNodes": p.at_nodes,
+            }),
+        });
+    }
+    out
+}
+
+/// [`of_report`] over a whole report.
+pub fn of_verdict(report: &Report, artifact: &str, origins: Option<&Origins<'_>>) -> Vec<Finding> {
+    of_report(&report.credit_loops, &report.failures, artifact, origins)
+}
+
+/// A certificate refusal as a finding.
+pub fn of_certificate_error(e: &weft_verifier::CertificateError, path: &str) -> Finding {
+    use miette::Diagnostic as _;
+    Finding {
+        code: e
+            .code()
+            .map_or_else(|| "weft::certificate".to_owned(), |c| c.to_string()),
+        meaning: "A certificate that does not prove the state it is checked against.".to_owned(),
+        level: Level::Error,
+        message: format!("certificate rejected: {e}"),
+        help: None,
+        place: None,
+        artifact: Some(path.to_owned()),
+        objects: Vec::new(),
+        flow: Vec::new(),
+        properties: Value::Null,
+    }
+}
+
+fn physical(f: &Finding) -> Option<Value> {
+    match (&f.place, &f.artifact) {
+        (Some(p), _) => Some(json!({
+            "artifactLocation": {"uri": p.file},
+            "region": {
+                "startLine": p.line,
+                "startColumn": p.column,
+                "endLine": p.end_line,
+                "endColumn": p.end_column,
+            },
+        })),
+        (None, Some(a)) => Some(json!({"artifactLocation": {"uri": a}})),
+        (None, None) => None,
+    }
+}
+
+fn logical(o: &Object) -> Value {
+    json!({"name": o.name, "kind": "resource", "fullyQualifiedName": o.path})
+}
+
+/// The findings as one SARIF 2.1.0 run: a rule per code found, a result per finding.
+/// `properties` are the run's own (a summary), `Null` for none.
+pub fn sarif(findings: &[Finding], properties: Value) -> Value {
+    let mut rules: Vec<(&str, &str, Level)> = Vec::new();
+    for f in findings {
+        if !rules.iter().any(|(c, _, _)| *c == f.code) {
+            rules.push((&f.code, &f.meaning, f.level));
+        }
+    }
+    rules.sort_by(|a, b| a.0.cmp(b.0));
+    let mut artifacts: Vec<&str> = findings
+        .iter()
+        .filter_map(|f| {
+            f.place
+                .as_ref()
+                .map(|p| p.file.as_str())
+                .or(f.artifact.as_deref())
+        })
+        .collect();
+    artifacts.sort_unstable();
+    artifacts.dedup();
+    let results: Vec<Value> = findings
+        .iter()
+        .map(|f| {
+            let mut text = f.message.clone();
+            if let Some(h) = &f.help {
+                text += &format!(" (help: {h})");
+            }
+            let mut location = json!({});
+            if let Some(p) = physical(f) {
+                location["physicalLocation"] = p;
+            }
+            if !f.objects.is_empty() {
+                location["logicalLocations"] = f.objects.iter().map(logical).collect();
+            }
+            let mut r = json!({
+                "ruleId": f.code,
+                "level": f.level,
+                "message": {"text": text},
+                "locations": [location],
+            });
+            if !f.flow.is_empty() {
+                let steps: Vec<Value> = f
+                    .flow
+                    .iter()
+                    .map(|s| {
+                        json!({"location": {
+                            "message": {"text": s.message},
+                            "logicalLocations": [logical(&s.object)],
+                        }})
+                    })
+                    .collect();
+                r["codeFlows"] = json!([{"threadFlows": [{"locations": steps}]}]);
+            }
+            if !f.properties.is_null() {
+                r["properties"] = f.properties.clone();
+            }
+            r
+        })
+        .collect();
+    let mut run = json!({
+        "tool": {"driver": {
+            "name": "weft",
+            "version": env!("CARGO_PKG_VERSION"),
+            "rules": rules.iter().map(|(code, meaning, level)| json!({
+                "id": code,
+                "shortDescription": {"text": meaning},
+                "defaultConfiguration": {"level": level},
+            })).collect::<Vec<_>>(),
+        }},
+        "artifacts": artifacts.iter().map(|a| json!({"location": {"uri": a}})).collect::<Vec<_>>(),
+        "results": results,
+    });
+    if !properties.is_null() {
+        run["properties"] = properties;
+    }
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [run],
+    })
+}
+
+/// The output formats of the commands that report findings.
+#[derive(Clone, Copy, Debug, clap::ValueEnum, PartialEq, Eq)]
+pub enum Format {
+    /// Text for people (diagnostics with source excerpts).
+    Human,
+    /// One JSON document, with a `findings` array.
+    Json,
+    /// SARIF 2.1.0 (code-scanning tools, CI annotations).
+    Sarif,
+}
