@@ -234,7 +234,7 @@ fn load(args: &Args, color: ColorChoice) -> Result<Loaded, Fatal> {
 pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fatal> {
     crate::term::phase("reading");
     let loaded = load(&args, color)?;
-    let (state, origin) = (&loaded.state, &loaded.origin);
+    let (state, origin) = (&loaded.state, loaded.origin.as_str());
     let scope = match args.scope {
         ScopeArg::All => Scope::All,
         ScopeArg::HcaToHca => Scope::HcaToHca,
@@ -260,7 +260,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
             properties: properties.clone(),
         };
         crate::term::phase("checking the certificate");
-        let result = certificate::check(&state, &cert, &req);
+        let result = certificate::check(state, &cert, &req);
         let text = match (&result, args.format) {
             (Ok(_), Format::Human) if quiet => String::new(),
             (Ok(s), Format::Human) => format!(
@@ -313,8 +313,8 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
         timeout_ms: args.z3_timeout.saturating_mul(1000),
     };
     crate::term::phase("proving");
-    let report = (args.engine != Engine::Z3).then(|| weft_verifier::verify(&state, &opts));
-    let z3_report = (args.engine != Engine::Explicit).then(|| z3.run(&state, &opts));
+    let report = (args.engine != Engine::Z3).then(|| weft_verifier::verify(state, &opts));
+    let z3_report = (args.engine != Engine::Explicit).then(|| z3.run(state, &opts));
     if let (Some(r), Some(z)) = (&report, &z3_report) {
         if r.verdict != z.verdict {
             return Err(Fatal(format!(
@@ -341,10 +341,10 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     let text = match args.format {
         Format::Human if quiet && all_proven => String::new(),
         Format::Human => human(
-            &state,
+            state,
             report.as_ref(),
             z3_report.as_ref(),
-            &origin,
+            origin,
             args.max_listed,
         ),
         Format::Json => {
