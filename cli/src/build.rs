@@ -8,7 +8,7 @@
 //! written whole beside the target — the tables while the proof runs, since they do not
 //! depend on it — and renamed into place only once proven: all or nothing.
 
-use crate::findings::{self, Format, Origins};
+use crate::findings::{self, Format};
 use crate::{compile_and_route, emit_diagnostics, human_summary, out, verify, ColorChoice, Fatal};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -53,18 +53,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
                written: &[PathBuf],
                built: Option<&Built>,
                report: Option<&weft_verifier::Report>| {
-        let mut found = findings::of_diagnostics(&diags, &c.sources);
-        if let (Some(r), Some(e)) = (report, &c.elaborated) {
-            let origins = Origins {
-                elaborated: e,
-                sources: &c.sources,
-            };
-            found.extend(findings::of_verdict(
-                r,
-                &file.display().to_string(),
-                Some(&origins),
-            ));
-        }
+        let found = findings::of_compiled(&c, &diags, report, &file.display().to_string());
         let outcome = serde_json::json!({
             "ok": ok,
             "output": output.display().to_string(),

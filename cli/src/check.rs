@@ -1,7 +1,7 @@
 //! `weft check FILE`: parse, elaborate and validate a description, then route it and prove
 //! the result (unless `--no-verify`); a summary, or what is wrong.
 
-use crate::findings::{self, Format, Origins};
+use crate::findings::{self, Format};
 use crate::{
     compile, display_name, emit_diagnostics, human_summary, out, verify, ColorChoice, Fatal,
 };
@@ -60,21 +60,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     }
     let all_diags: Vec<_> = c.diagnostics.iter().chain(&build_errors).cloned().collect();
     // Every finding: the diagnostics, then the proof's violations placed at the declarations.
-    let found = || {
-        let mut f = findings::of_diagnostics(&all_diags, &c.sources);
-        if let (Some(r), Some(e)) = (&report, &c.elaborated) {
-            let origins = Origins {
-                elaborated: e,
-                sources: &c.sources,
-            };
-            f.extend(findings::of_verdict(
-                r,
-                &display_name(&file),
-                Some(&origins),
-            ));
-        }
-        f
-    };
+    let found = || findings::of_compiled(&c, &all_diags, report.as_ref(), &display_name(&file));
     match format {
         Format::Human => {
             emit_diagnostics(&all_diags, &c.sources, color);

@@ -220,9 +220,28 @@ pub fn of_report(
     out
 }
 
-/// [`of_report`] over a whole report.
-pub fn of_verdict(report: &Report, artifact: &str, origins: Option<&Origins<'_>>) -> Vec<Finding> {
-    of_report(&report.credit_loops, &report.failures, artifact, origins)
+/// A `.weft` file's findings: `diags` (its diagnostics, and the routing's), then the verdict's
+/// violations, placed at the declarations of the nodes they name.
+pub fn of_compiled(
+    c: &weft_compiler::Compilation,
+    diags: &[Diagnostic],
+    report: Option<&Report>,
+    artifact: &str,
+) -> Vec<Finding> {
+    let mut out = of_diagnostics(diags, &c.sources);
+    if let Some(r) = report {
+        let origins = c.elaborated.as_ref().map(|e| Origins {
+            elaborated: e,
+            sources: &c.sources,
+        });
+        out.extend(of_report(
+            &r.credit_loops,
+            &r.failures,
+            artifact,
+            origins.as_ref(),
+        ));
+    }
+    out
 }
 
 /// A certificate refusal as a finding.

@@ -139,6 +139,11 @@ impl Loaded {
         report: Option<&Report>,
         z3: Option<&weft_verifier::z3::Z3Report>,
     ) -> Vec<findings::Finding> {
+        let (loops, patterns) = match (report, z3) {
+            (Some(r), _) => (r.credit_loops.as_slice(), r.failures.as_slice()),
+            (None, Some(z)) => (z.credit_loop.as_slice(), &[][..]),
+            (None, None) => (&[][..], &[][..]),
+        };
         let mut out = Vec::new();
         let origins = self.compiled.as_ref().and_then(|c| {
             out.extend(findings::of_diagnostics(&c.diagnostics, &c.sources));
@@ -147,16 +152,12 @@ impl Loaded {
                 sources: &c.sources,
             })
         });
-        match (report, z3) {
-            (Some(r), _) => out.extend(findings::of_verdict(r, &self.origin, origins.as_ref())),
-            (None, Some(z)) => out.extend(findings::of_report(
-                z.credit_loop.as_slice(),
-                &[],
-                &self.origin,
-                origins.as_ref(),
-            )),
-            (None, None) => {}
-        }
+        out.extend(findings::of_report(
+            loops,
+            patterns,
+            &self.origin,
+            origins.as_ref(),
+        ));
         out
     }
 }
