@@ -135,3 +135,20 @@ impl std::fmt::Display for Engine {
         f.write_str(self.name())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Engine;
+
+    /// The words `routing { engine = … }` accepts are the built engines, in order, then the
+    /// ones reported as not built yet.
+    #[test]
+    fn the_language_accepts_exactly_the_engines() {
+        let built: Vec<&str> = Engine::ALL.iter().map(|e| e.name()).collect();
+        assert_eq!(crate::ENGINES, [built.as_slice(), &["layered"]].concat());
+        for e in Engine::ALL {
+            assert_eq!(Engine::from_name(e.name()), Some(e));
+        }
+        assert_eq!(Engine::from_name("layered"), None);
+    }
+}
