@@ -14,6 +14,7 @@
     clippy::print_stderr
 )]
 
+use weft_compiler::routing::Engine;
 use weft_compiler::{check, NoFiles};
 use weft_fabric::{LinkState, NodeKind};
 use weft_tests::{xgft_source, Rng};
@@ -193,6 +194,54 @@ fn random_degraded_trees_are_routed_or_refused() {
         "{proven} proven, refused: {refused:?}"
     );
     assert_eq!(refused.get("unroutable"), None, "{refused:?}");
+}
+
+/// Without an engine named, a degraded fat-tree is never refused for a credit loop: the default
+/// is fat_tree, or — when fat_tree finds no deadlock-free routing on one VL — Up*/Down* from
+/// one top switch, with the reason in the engine choice. Every fabric that is not split is
+/// proven.
+#[test]
+fn random_degraded_trees_by_default_are_all_proven() {
+    let shapes: [(usize, &[u32], &[u32]); 3] = [
+        (3, &[3, 3, 3], &[1, 3, 3]),
+        (3, &[2, 4, 2], &[1, 2, 3]),
+        (4, &[2, 2, 2, 2], &[1, 2, 2, 2]),
+    ];
+    let cases: usize = std::env::var("WEFT_TREE_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(60);
+    let mut rng = Rng(0x0def_a017);
+    let (mut fat_tree, mut updn, mut split) = (0, 0, 0);
+    for k in 0..cases {
+        let (h, m, w) = shapes[k % shapes.len()];
+        let faults = random_faults(h, m, w, 1 + rng.below(4), rng.below(2), &mut rng);
+        let src = xgft_source(h, m, w, &faults, "");
+        let c = check("t.weft", &src, &NoFiles);
+        if c.has_errors() {
+            split += 1;
+            continue;
+        }
+        let e = c.elaborated.unwrap();
+        let built = weft_compiler::build::build(&e)
+            .unwrap_or_else(|d| panic!("refused by default:\n{src}\n{d:?}"));
+        let r = verify(&built.state, &Options::default());
+        assert!(r.is_proven(), "not proven ({}):\n{src}", built.why);
+        match built.engine {
+            Engine::FatTree => fat_tree += 1,
+            _ => {
+                assert!(
+                    built.why.contains("fat_tree refused it") && built.why.contains("Up*/Down*"),
+                    "{}",
+                    built.why
+                );
+                updn += 1;
+            }
+        }
+    }
+    eprintln!("{cases} degraded trees by default: {fat_tree} fat_tree, {updn} updn, {split} split");
+    assert!(updn > 0, "the cases must include trees fat_tree refuses");
+    assert!(fat_tree > updn, "{fat_tree} fat_tree, {updn} updn");
 }
 
 /// The 5 832-node tree with 20 random failed links (release builds only: `WEFT_BIG_EXAMPLES=1`).

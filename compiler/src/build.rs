@@ -50,19 +50,24 @@ pub fn choose_engine(e: &Elaborated) -> EngineChoice {
     }
 }
 
+/// The first live switch of the highest level (the fat-tree's top), for the Up*/Down* default
+/// on a degraded fat-tree.
+fn top_switch(e: &Elaborated) -> Option<weft_fabric::NodeId> {
+    let routing::shape::Shape::FatTree(t) = routing::shape::detect(&e.fabric) else {
+        return None;
+    };
+    e.fabric
+        .node_ids()
+        .filter(|&id| !e.fabric.node(id).down)
+        .filter(|id| t.levels.get(id.index()).copied().flatten() == Some(t.height))
+        .min()
+}
+
 /// Assigns LIDs and routes.
 pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
     let lids = crate::lids::assign(e)?;
     let choice = choose_engine(e);
     let name = choice.engine.name();
-    let at = |d: Diagnostic| match e.config.routing.engine_span {
-        Some(sp) => d.label(e.fabric_origin.source, sp, format!("engine `{name}`")),
-        None => d.label(
-            e.fabric_origin.source,
-            e.fabric_origin.span,
-            format!("routed with `{name}`, {}", choice.why),
-        ),
-    };
     let engine = choice.engine.router();
     if let (Some(sp), false) = (e.config.routing.roots_span, choice.engine == Engine::Updn) {
         return Err(vec![Diagnostic::error(
@@ -82,7 +87,49 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
         lids: &lids,
         config: &e.config.routing,
     };
-    let routes = engine.route(&input).map_err(|err| {
+    // The default on a fat-tree is fat_tree; when it finds no deadlock-free routing on one VL
+    // for a degraded tree, the default becomes Up*/Down* from one top switch (deadlock-free
+    // and complete on any connected fabric), and the reason says so. An engine asked for by
+    // name is never replaced.
+    let mut choice = choice;
+    let routed = match engine.route(&input) {
+        Err(err @ RouteError::CreditLoop { .. })
+            if e.config.routing.engine.is_none() && choice.engine == Engine::FatTree =>
+        {
+            match top_switch(e) {
+                Some(root) => {
+                    let config = crate::RoutingConfig {
+                        roots: vec![root],
+                        ..e.config.routing.clone()
+                    };
+                    choice = EngineChoice {
+                        engine: Engine::Updn,
+                        why: format!(
+                            "{}; fat_tree refused it ({err}), so Up*/Down* from `{}`",
+                            choice.why,
+                            e.fabric.node(root).name()
+                        ),
+                    };
+                    Engine::Updn.router().route(&RoutingInput {
+                        config: &config,
+                        ..input
+                    })
+                }
+                None => Err(err),
+            }
+        }
+        other => other,
+    };
+    let name = choice.engine.name();
+    let at = |d: Diagnostic| match e.config.routing.engine_span {
+        Some(sp) => d.label(e.fabric_origin.source, sp, format!("engine `{name}`")),
+        None => d.label(
+            e.fabric_origin.source,
+            e.fabric_origin.span,
+            format!("routed with `{name}`, {}", choice.why),
+        ),
+    };
+    let routes = routed.map_err(|err| {
         let help = match &err {
             RouteError::Unsupported { .. } => "pick an engine for any topology, such as `engine = updn`; weft never falls back silently",
             RouteError::Disconnected { engine: "updn", .. } => "under Up*/Down*, roots joined only through lower switches cannot reach each other; name a single root in `routing { roots = [...] }`, or use `engine = fat_tree`, whose sFtree paths connect every switch pair",
