@@ -148,11 +148,18 @@ fn interrupted() {
     if let Some(s) = g.as_mut() {
         erase(s);
         for p in s.unfinished.drain(..) {
-            let gone = match std::fs::symlink_metadata(&p) {
-                Ok(m) if m.is_dir() => std::fs::remove_dir_all(&p).is_ok(),
-                Ok(_) => std::fs::remove_file(&p).is_ok(),
-                Err(_) => true,
-            };
+            // Another thread may still be creating files in an unfinished directory: removing
+            // it can then fail on an entry that appeared meanwhile, so it is tried again.
+            let gone = (0..100).any(|attempt| {
+                if attempt > 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                match std::fs::symlink_metadata(&p) {
+                    Ok(m) if m.is_dir() => std::fs::remove_dir_all(&p).is_ok(),
+                    Ok(_) => std::fs::remove_file(&p).is_ok(),
+                    Err(_) => true,
+                }
+            });
             if gone {
                 removed.push(p);
             } else {
