@@ -66,7 +66,7 @@ fn top_switch(e: &Elaborated) -> Option<weft_fabric::NodeId> {
 /// Assigns LIDs and routes.
 pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
     let lids = crate::lids::assign(e)?;
-    let choice = choose_engine(e);
+    let mut choice = choose_engine(e);
     let name = choice.engine.name();
     let engine = choice.engine.router();
     if let (Some(sp), false) = (e.config.routing.roots_span, choice.engine == Engine::Updn) {
@@ -91,7 +91,6 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
     // for a degraded tree, the default becomes Up*/Down* from one top switch (deadlock-free
     // and complete on any connected fabric), and the reason says so. An engine asked for by
     // name is never replaced.
-    let mut choice = choice;
     let routed = match engine.route(&input) {
         Err(err @ RouteError::CreditLoop { .. })
             if e.config.routing.engine.is_none() && choice.engine == Engine::FatTree =>
