@@ -53,25 +53,29 @@ fn region(r: &Value) -> (u64, u64, u64, u64) {
     )
 }
 
+/// Runs each of `commands` (`check`, `verify`, `build`) on `file` with `--format sarif`
+/// (`build` writing to `out_dir`), expects exit 1 from each, and returns the SARIF documents.
+fn sarif_of(commands: &[&str], file: &str, out_dir: &Path) -> Vec<(String, Value)> {
+    commands
+        .iter()
+        .map(|&cmd| {
+            let mut args = vec![cmd, file, "--format", "sarif"];
+            if cmd == "build" {
+                args.extend(["-o", out_dir.to_str().unwrap()]);
+            }
+            let out = weft(&args);
+            assert_eq!(out.status.code(), Some(1), "{args:?}");
+            (cmd.to_owned(), json(&out))
+        })
+        .collect()
+}
+
 #[test]
 fn a_diagnostic_is_one_sarif_result_at_its_span_in_check_and_build() {
     let dir = temp_dir("diag");
     let file = write(&dir, "bad.weft", BAD_MTU);
     let out_dir = dir.join("out");
-    for args in [
-        vec!["check", &file, "--format", "sarif"],
-        vec![
-            "build",
-            &file,
-            "-o",
-            out_dir.to_str().unwrap(),
-            "--format",
-            "sarif",
-        ],
-    ] {
-        let out = weft(&args);
-        assert_eq!(out.status.code(), Some(1), "{args:?}");
-        let v = json(&out);
+    for (args, v) in sarif_of(&["check", "build"], &file, &out_dir) {
         assert_eq!(v["version"], "2.1.0");
         let run = &v["runs"][0];
         let results = run["results"].as_array().unwrap();
@@ -102,21 +106,7 @@ fn a_credit_loop_is_the_same_finding_in_check_build_and_verify() {
     let file = write(&dir, "ring.weft", RING);
     let out_dir = dir.join("out");
     let mut seen = Vec::new();
-    for args in [
-        vec!["check", &file, "--format", "sarif"],
-        vec!["verify", &file, "--format", "sarif"],
-        vec![
-            "build",
-            &file,
-            "-o",
-            out_dir.to_str().unwrap(),
-            "--format",
-            "sarif",
-        ],
-    ] {
-        let out = weft(&args);
-        assert_eq!(out.status.code(), Some(1), "{args:?}");
-        let v = json(&out);
+    for (args, v) in sarif_of(&["check", "verify", "build"], &file, &out_dir) {
         let results = v["runs"][0]["results"].as_array().unwrap().clone();
         assert_eq!(results.len(), 2, "{args:?}");
         for r in &results {
