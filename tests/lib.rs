@@ -192,22 +192,17 @@ pub fn fat_tree_648() -> Result<Fabric, LinkError> {
     Ok(b.finish())
 }
 
-/// A small deterministic generator (SplitMix64) for seeded random test cases.
+/// A small deterministic generator for seeded random test cases: the verifier's test
+/// SplitMix64, with `usize` bounds.
 pub struct Rng(pub u64);
 
 impl Rng {
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
     /// A number in `0..n` (`0` when `n` is 0).
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n.max(1) as u64) as usize
+        let mut r = weft_verifier::testkit::Rng(self.0);
+        let x = r.below(n as u64) as usize;
+        self.0 = r.0;
+        x
     }
 }
 
