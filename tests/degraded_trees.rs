@@ -143,6 +143,14 @@ fn two_dead_upper_links_on_xgft_3_4_4_4() {
     assert!(cases >= 9);
 }
 
+/// How many random trees a property test draws: `WEFT_TREE_CASES`, 60 by default.
+fn tree_cases() -> usize {
+    std::env::var("WEFT_TREE_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(60)
+}
+
 /// Random trees of 2, 3 and 4 levels with links down at every level and upper switches down:
 /// every build is proven, or refused: split (naming the cut-off nodes) or a credit loop no
 /// subtree root avoids (naming a switch and destination on it).
@@ -156,10 +164,7 @@ fn random_degraded_trees_are_routed_or_refused() {
         (3, &[2, 4, 2], &[1, 2, 3]),
         (4, &[2, 2, 2, 2], &[1, 2, 2, 2]),
     ];
-    let cases: usize = std::env::var("WEFT_TREE_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(60);
+    let cases = tree_cases();
     let mut rng = Rng(0x7eef_2026);
     let (mut proven, mut refused) = (0, std::collections::BTreeMap::<String, usize>::new());
     for k in 0..cases {
@@ -207,10 +212,7 @@ fn random_degraded_trees_by_default_are_all_proven() {
         (3, &[2, 4, 2], &[1, 2, 3]),
         (4, &[2, 2, 2, 2], &[1, 2, 2, 2]),
     ];
-    let cases: usize = std::env::var("WEFT_TREE_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(60);
+    let cases = tree_cases();
     let mut rng = Rng(0x0def_a017);
     let (mut fat_tree, mut updn, mut split) = (0, 0, 0);
     for k in 0..cases {
