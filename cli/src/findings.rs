@@ -80,6 +80,14 @@ pub struct Origins<'a> {
 }
 
 impl Origins<'_> {
+    /// The declarations of a compilation that elaborated.
+    pub fn of(c: &weft_compiler::Compilation) -> Option<Origins<'_>> {
+        c.elaborated.as_ref().map(|e| Origins {
+            elaborated: e,
+            sources: &c.sources,
+        })
+    }
+
     fn place(&self, id: NodeId) -> Option<Place> {
         let o = self.elaborated.origin(id);
         place(self.sources, o.source, o.span.start, o.span.end)
@@ -230,10 +238,7 @@ pub fn of_compiled(
 ) -> Vec<Finding> {
     let mut out = of_diagnostics(diags, &c.sources);
     if let Some(r) = report {
-        let origins = c.elaborated.as_ref().map(|e| Origins {
-            elaborated: e,
-            sources: &c.sources,
-        });
+        let origins = Origins::of(c);
         out.extend(of_report(
             &r.credit_loops,
             &r.failures,

@@ -144,14 +144,12 @@ impl Loaded {
             (None, Some(z)) => (z.credit_loop.as_slice(), &[][..]),
             (None, None) => (&[][..], &[][..]),
         };
-        let mut out = Vec::new();
-        let origins = self.compiled.as_ref().and_then(|c| {
-            out.extend(findings::of_diagnostics(&c.diagnostics, &c.sources));
-            c.elaborated.as_ref().map(|e| Origins {
-                elaborated: e,
-                sources: &c.sources,
-            })
-        });
+        let mut out: Vec<findings::Finding> = self
+            .compiled
+            .iter()
+            .flat_map(|c| findings::of_diagnostics(&c.diagnostics, &c.sources))
+            .collect();
+        let origins = self.compiled.as_ref().and_then(Origins::of);
         out.extend(findings::of_report(
             loops,
             patterns,
