@@ -45,13 +45,6 @@ enum ColorChoice {
     Never,
 }
 
-/// Output of `weft report`.
-#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
-enum Format {
-    Human,
-    Json,
-}
-
 #[derive(Subcommand)]
 enum Command {
     /// Compile a fabric and prove it; write lfts.dump, guid2lid, topology.net, state.json and

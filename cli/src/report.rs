@@ -1,11 +1,18 @@
 //! `weft report FILE`: compile a fabric (check + build) and print the quality of its routing
 //! (`weft_metrics`), as a table or as JSON.
 
-use crate::{out, ColorChoice, Fatal, Format};
+use crate::{out, ColorChoice, Fatal};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use weft_metrics::{self as metrics, Quality, QualityOptions, Unroutable};
+
+/// Output of `weft report`.
+#[derive(Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
+enum Format {
+    Human,
+    Json,
+}
 
 /// `weft report` arguments.
 #[derive(clap::Args)]
