@@ -288,11 +288,42 @@ pub struct Cycle {
     pub lid: usize,
 }
 
-impl Graph {
+/// Switch-to-switch channels: one per `(switch, port)`, numbered switch by switch.
+#[derive(Clone, Debug)]
+pub struct Channels {
     /// The switch each `(switch, port)` leads to, `u32::MAX` where the port leads to an end
     /// node, nowhere, or is the switch itself.
-    fn port_peers(&self) -> Vec<Vec<u32>> {
-        self.switches
+    pub peers: Vec<Vec<u32>>,
+    /// First channel id of each switch; one more entry holding the channel count.
+    pub base: Vec<usize>,
+}
+
+impl Channels {
+    /// Number of channel ids (ports that lead nowhere included).
+    pub fn count(&self) -> usize {
+        self.base.last().copied().unwrap_or(0)
+    }
+
+    /// The switch `(s, port)` leads to, `u32::MAX` when none.
+    pub fn peer(&self, s: usize, port: u8) -> u32 {
+        self.peers
+            .get(s)
+            .and_then(|p| p.get(usize::from(port)))
+            .copied()
+            .unwrap_or(u32::MAX)
+    }
+
+    /// The channel of `(s, port)` when it leads to another switch.
+    pub fn id(&self, s: usize, port: u8) -> Option<usize> {
+        (self.peer(s, port) != u32::MAX).then(|| self.base[s] + usize::from(port))
+    }
+}
+
+impl Graph {
+    /// The switch-to-switch channels of this graph.
+    pub fn channels(&self) -> Channels {
+        let peers: Vec<Vec<u32>> = self
+            .switches
             .iter()
             .map(|s| {
                 let mut peers = vec![u32::MAX; usize::from(s.ports) + 1];
@@ -305,15 +336,7 @@ impl Graph {
                 }
                 peers
             })
-            .collect()
-    }
-
-    /// The engine's own check of per-switch rows (`rows[switch][lid]`), every switch a source,
-    /// on one VL: the switch-to-switch channel dependency graph is acyclic (which also rules
-    /// out forwarding loops). `None` when it is; otherwise a channel of a cycle.
-    pub fn first_cycle(&self, rows: &[Vec<u8>]) -> Option<Cycle> {
-        let peers = self.port_peers();
-        // Channel ids: (switch, port) → base[switch] + port.
+            .collect();
         let mut base = Vec::with_capacity(peers.len() + 1);
         let mut n = 0usize;
         for p in &peers {
@@ -321,16 +344,16 @@ impl Graph {
             n += p.len();
         }
         base.push(n);
-        let peer = |s: usize, port: u8| {
-            peers
-                .get(s)
-                .and_then(|p| p.get(usize::from(port)))
-                .copied()
-                .unwrap_or(u32::MAX)
-        };
-        // Dependencies of each channel as a bit set over the next switch's ports.
+        Channels { peers, base }
+    }
+
+    /// The channel dependencies of per-switch rows (`rows[switch][lid]`), every switch a
+    /// source, on one VL: per switch and port, the set of the next switch's ports that the
+    /// channel's traffic continues on (a bit set over port numbers).
+    pub fn dependencies(&self, ch: &Channels, rows: &[Vec<u8>]) -> Vec<Vec<[u64; 4]>> {
+        let peers = &ch.peers;
         // A switch's LIDs are taken port by port, so the peer's row is read in LID order.
-        let deps: Vec<Vec<[u64; 4]>> = (0..peers.len())
+        (0..peers.len())
             .into_par_iter()
             .map(|x| {
                 let mut out = vec![[0u64; 4]; peers[x].len()];
@@ -339,25 +362,34 @@ impl Graph {
                 };
                 let mut by_port: Vec<Vec<u32>> = vec![Vec::new(); peers[x].len()];
                 for (lid, &p) in row.iter().enumerate() {
-                    if peer(x, p) != u32::MAX {
+                    if ch.peer(x, p) != u32::MAX {
                         by_port[usize::from(p)].push(lid as u32);
                     }
                 }
                 for (p, lids) in by_port.iter().enumerate() {
-                    let y = peer(x, p as u8);
+                    let y = ch.peer(x, p as u8);
                     let Some(next) = rows.get(y as usize) else {
                         continue;
                     };
                     for &lid in lids {
                         let q = next.get(lid as usize).copied().unwrap_or(LFT_UNSET);
-                        if peer(y as usize, q) != u32::MAX {
+                        if ch.peer(y as usize, q) != u32::MAX {
                             out[p][usize::from(q / 64)] |= 1 << (q % 64);
                         }
                     }
                 }
                 out
             })
-            .collect();
+            .collect()
+    }
+
+    /// The engine's own check of per-switch rows (`rows[switch][lid]`), every switch a source,
+    /// on one VL: the switch-to-switch channel dependency graph is acyclic (which also rules
+    /// out forwarding loops). `None` when it is; otherwise a channel of a cycle.
+    pub fn first_cycle(&self, rows: &[Vec<u8>]) -> Option<Cycle> {
+        let ch = self.channels();
+        let deps = self.dependencies(&ch, rows);
+        let (peers, base, n) = (&ch.peers, &ch.base, ch.count());
         // Kahn's algorithm over the channels.
         let mut indegree = vec![0u32; n];
         let targets = |x: usize, p: usize| {

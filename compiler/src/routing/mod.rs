@@ -4,6 +4,7 @@
 //! against. Engines return their tables; they never write into a shared state, never fall
 //! back to another engine, and say why when a topology is not theirs.
 
+mod acyclic;
 pub mod fat_tree;
 mod graph;
 pub mod minhop;
