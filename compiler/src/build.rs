@@ -50,19 +50,6 @@ pub fn choose_engine(e: &Elaborated) -> EngineChoice {
     }
 }
 
-/// The first live switch of the highest level (the fat-tree's top), for the Up*/Down* default
-/// on a degraded fat-tree.
-fn top_switch(e: &Elaborated) -> Option<weft_fabric::NodeId> {
-    let routing::shape::Shape::FatTree(t) = routing::shape::detect(&e.fabric) else {
-        return None;
-    };
-    e.fabric
-        .node_ids()
-        .filter(|&id| !e.fabric.node(id).down)
-        .filter(|id| t.levels.get(id.index()).copied().flatten() == Some(t.height))
-        .min()
-}
-
 /// Assigns LIDs and routes.
 pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
     let lids = crate::lids::assign(e)?;
@@ -87,38 +74,7 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
         lids: &lids,
         config: &e.config.routing,
     };
-    // The default on a fat-tree is fat_tree; when it finds no deadlock-free routing on one VL
-    // for a degraded tree, the default becomes Up*/Down* from one top switch (deadlock-free
-    // and complete on any connected fabric), and the reason says so. An engine asked for by
-    // name is never replaced.
-    let routed = match engine.route(&input) {
-        Err(err @ RouteError::CreditLoop { .. })
-            if e.config.routing.engine.is_none() && choice.engine == Engine::FatTree =>
-        {
-            match top_switch(e) {
-                Some(root) => {
-                    let config = crate::RoutingConfig {
-                        roots: vec![root],
-                        ..e.config.routing.clone()
-                    };
-                    choice = EngineChoice {
-                        engine: Engine::Updn,
-                        why: format!(
-                            "{}; fat_tree refused it ({err}), so Up*/Down* from `{}`",
-                            choice.why,
-                            e.fabric.node(root).name()
-                        ),
-                    };
-                    Engine::Updn.router().route(&RoutingInput {
-                        config: &config,
-                        ..input
-                    })
-                }
-                None => Err(err),
-            }
-        }
-        other => other,
-    };
+    let routed = engine.route(&input);
     let name = choice.engine.name();
     let at = |d: Diagnostic| match e.config.routing.engine_span {
         Some(sp) => d.label(e.fabric_origin.source, sp, format!("engine `{name}`")),
@@ -166,6 +122,10 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
         )
         .help("please report this with the `.weft` file"))]
     })?;
+    // An engine that had to give up its own method says so in the reason, not only in a note.
+    if let Some(n) = routes.notes.iter().find(|n| n.code == Code::FatTreeUpdn) {
+        choice.why = format!("{}; {}", choice.why, n.message);
+    }
     Ok(Built {
         state,
         engine: choice.engine,

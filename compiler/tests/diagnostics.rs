@@ -367,6 +367,14 @@ build_case!(
     "use std::hardware::{sb7800, connectx5}\nuse std::topology::xgft\nfabric t222 {\n    topology = xgft(h: 3, m: [2, 2, 2], w: [1, 2, 2], switch: sb7800, hca: connectx5)\n    faults {\n        link spine1.p[3] down\n        link spine1.p[4] down\n    }\n    routing { engine = fat_tree }\n}\n"
 );
 build_case!(
+    sftree_turn_by_turn,
+    "use std::hardware::{sb7800, connectx5}\nuse std::topology::xgft\nfabric t {\n    topology = xgft(h: 4, m: [2, 2, 2, 2], w: [1, 2, 2, 2], switch: sb7800, hca: connectx5)\n    faults {\n        link core2.p[3] down\n        link core2.p[4] down\n    }\n    routing { engine = fat_tree }\n}\n"
+);
+build_case!(
+    fat_tree_up_down_last_resort,
+    "use std::hardware::{sb7800, connectx5}\nuse std::topology::xgft\nfabric t {\n    topology = xgft(h: 3, m: [3, 3, 3], w: [1, 3, 3], switch: sb7800, hca: connectx5)\n    faults {\n        link spine2.p[6] down\n        link leaf8.p[5] down\n        link spine8.p[6] down\n        link leaf5.p[4] down\n        link spine4.p[5] down\n        link spine1.p[4] down\n        link spine9.p[4] down\n        switch core8 down\n    }\n    routing { engine = fat_tree }\n}\n"
+);
+build_case!(
     lid_pin_unaligned,
     format!("{PRELUDE}fabric f {{\n    topology {{\n        switch s : sb7800\n        hca h : connectx5 {{ lid = 3 }}\n        link s.p[1] <-> h.p[1]\n    }}\n    routing {{ lmc = 1 }}\n}}\n")
 );

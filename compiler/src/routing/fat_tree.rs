@@ -6,8 +6,8 @@
 //! and each further level is one cable further from the leaves, down links included); hosts
 //! hang off leaves only; every switch-to-switch cable joins adjacent levels (cables inside a
 //! level are tolerated and used only as sFtree sibling links). Degraded (links or switches
-//! down) and oversubscribed trees are fine. Anything else is refused with the reason; there is
-//! no fallback to another engine.
+//! down) and oversubscribed trees are fine. Anything else is refused with the reason, never
+//! routed by another method.
 //!
 //! **Routes**, for each destination LID in leaf order then port order (switch LIDs last):
 //! 1. the *main path*: from the destination's leaf, climb through the least-loaded up port
@@ -26,6 +26,14 @@
 //!    happen inside the one subtree converging on that leaf, so the whole fabric stays
 //!    deadlock-free on one VL (the paper's Theorem 5.2). If the root cannot reach a
 //!    destination, a same-level sibling linked to it is tried (the paper's multi-core case).
+//!    The result is checked (complete, channel dependencies acyclic with every switch a
+//!    source); on a degraded tree the next candidate root is tried;
+//! 5. *turn by turn*, when no root works (faults that cut switches off from the top need
+//!    down→up turns in more than one place): the dependency graph of every up*/down* turn is
+//!    kept acyclic while the missing entries join each destination's routes breadth first,
+//!    a new down→up turn admitted only when it closes no cycle (see [`complete_acyclic`]);
+//! 6. and should that fail too, *Up*/Down* from one top switch* (complete and deadlock-free on
+//!    any connected fabric), with a note and the reason in the engine line: never silently.
 //!
 //! **LMC > 0** (which OpenSM's ftree refuses): the `2^lmc` LIDs of a port take main paths
 //! through different up ports at every level where the tree allows (different roots,
@@ -231,12 +239,52 @@ impl RoutingEngine for FatTree {
         drop(columns);
 
         // Phase 4: sFtree completion through the subtree root, checked.
-        let (rows, notes) = sftree(&g, &t, rows, input)?;
-        Ok(Routes {
-            lfts: g.lfts_from_rows(rows),
-            notes,
-        })
+        let order: Vec<u16> = order.iter().map(|o| o.4).collect();
+        match sftree(&g, &t, rows, input, &order) {
+            Ok((rows, notes)) => Ok(Routes {
+                lfts: g.lfts_from_rows(rows),
+                notes,
+            }),
+            Err(err @ RouteError::CreditLoop { .. }) => last_resort(&g, &t, input, &err),
+            Err(err) => Err(err),
+        }
     }
+}
+
+/// When neither a subtree root nor the dependency-aware search completes a degraded tree
+/// without a credit loop: Up*/Down* from one top switch, which is complete and deadlock-free on
+/// one VL on any connected fabric, said in a note (fat-tree balance is lost, so the operator
+/// must know). `err` is the refusal the note reports.
+fn last_resort(
+    g: &Graph,
+    t: &Tree,
+    input: &RoutingInput<'_>,
+    err: &RouteError,
+) -> Result<Routes, RouteError> {
+    let Some(&top) = t.top_down.first() else {
+        return Err(err.clone());
+    };
+    let root = g.switches[top].id;
+    let config = crate::RoutingConfig {
+        roots: vec![root],
+        ..input.config.clone()
+    };
+    let mut routes = super::updn::UpDown.route(&RoutingInput {
+        config: &config,
+        ..*input
+    })?;
+    let tried = match err {
+        RouteError::CreditLoop { tried, .. } => *tried,
+        _ => 0,
+    };
+    routes.notes.push(RouteNote {
+        code: Code::FatTreeUpdn,
+        message: format!(
+            "no fat-tree routing of this degraded tree was free of credit loops on one VL (sFtree from {tried} subtree roots, then turn by turn), so the tables are Up*/Down* from `{}`: complete and deadlock-free, without the fat-tree balance",
+            input.fabric.node(root).name()
+        ),
+    });
+    Ok(routes)
 }
 
 /// Climbs from the destination's exit switch to a top switch through least-loaded up ports.
@@ -349,6 +397,7 @@ fn sftree(
     t: &Tree,
     base: Vec<Vec<u8>>,
     input: &RoutingInput<'_>,
+    order: &[u16],
 ) -> Result<(Vec<Vec<u8>>, Vec<RouteNote>), RouteError> {
     let f = input.fabric;
     let own_lid = g.switch_lids();
@@ -454,12 +503,258 @@ fn sftree(
         return Ok((rows, notes));
     }
     match refusal {
+        Some(e @ RouteError::CreditLoop { .. }) => {
+            // No root keeps every down→up turn harmless: choose the missing entries one by
+            // one instead, each only where it closes no channel dependency cycle.
+            let Some((rows, chosen, root)) = complete_acyclic(g, t, &base, order, &candidates)
+            else {
+                return Err(e);
+            };
+            if g.check_complete_rows(f, NAME, &rows).is_err() || g.first_cycle(&rows).is_some() {
+                return Err(e);
+            }
+            let notes = vec![RouteNote {
+                code: Code::SftreeAcyclic,
+                message: format!(
+                    "no sFtree subtree root completes this degraded tree without a credit loop ({tries} tried); {chosen} LFT entries were chosen turn by turn so that no channel dependency cycle forms (down→up turns first at `{}`)",
+                    f.node(g.switches[root].id).name()
+                ),
+            }];
+            Ok((rows, notes))
+        }
         Some(e) => Err(e),
         // No leaf with a LID: nothing to complete; whatever is unset is unreachable.
         None => {
             g.check_complete_rows(f, NAME, &base)?;
             Ok((base, Vec::new()))
         }
+    }
+}
+
+/// Completes `rows` when no subtree root keeps sFtree's turns harmless (a degraded tree whose
+/// cut-off switches need down→up turns in more than one place).
+///
+/// The channel dependency graph is grown from every turn an up*/down* route may take — up→up,
+/// up→down, down→down, never back over the same link — not only the turns the base entries
+/// take, so that any turn admitted later is safe against every up*/down* route. The down→up
+/// turns at a subtree root are admitted first (each unless it closes a cycle: with the unique
+/// up paths of a fat-tree none does). Then, for each destination in `order`, the switches
+/// without an entry join its routes breadth first through the nearest neighbour whose turn is
+/// admitted, admitting a new turn only when no neighbour's is and only when it closes no
+/// cycle. Returns (entries set, the root) or `None` when some switch cannot join.
+fn complete_acyclic(
+    g: &Graph,
+    t: &Tree,
+    base: &[Vec<u8>],
+    order: &[u16],
+    roots: &[usize],
+) -> Option<(Vec<Vec<u8>>, usize, usize)> {
+    let ch = g.channels();
+    // Turns: (in channel, out channel) at each switch; down→up ones kept aside.
+    let mut turns: Vec<(u32, u32)> = Vec::new();
+    let mut down_up: Vec<Vec<(u32, u32)>> = vec![Vec::new(); g.switches.len()];
+    for (s, sw) in g.switches.iter().enumerate() {
+        let kind = |k: usize| {
+            let peer = sw.groups[k].peer as usize;
+            t.level[peer].cmp(&t.level[s])
+        };
+        for (ki, gin) in sw.groups.iter().enumerate() {
+            for &(_, theirs) in &gin.ports {
+                let Some(into) = ch.id(gin.peer as usize, theirs) else {
+                    continue;
+                };
+                for (ko, gout) in sw.groups.iter().enumerate() {
+                    if gout.peer == gin.peer {
+                        continue;
+                    }
+                    for &(mine, _) in &gout.ports {
+                        let Some(out) = ch.id(s, mine) else {
+                            continue;
+                        };
+                        let turn = (into as u32, out as u32);
+                        use std::cmp::Ordering::{Greater, Less};
+                        match (kind(ki), kind(ko)) {
+                            (Less, _) | (Greater, Less) => turns.push(turn),
+                            (Greater, Greater) => down_up[s].push(turn),
+                            _ => {} // sideways: admitted on demand
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let deps = g.dependencies(&ch, base);
+    let used = deps.iter().enumerate().flat_map(|(x, ports)| {
+        let ch = &ch;
+        ports.iter().enumerate().flat_map(move |(p, bits)| {
+            let y = ch.peer(x, p as u8) as usize;
+            (0..256usize)
+                .filter(move |&q| bits[q / 64] >> (q % 64) & 1 == 1)
+                .map(move |q| ((ch.base[x] + p) as u32, (ch.base[y] + q) as u32))
+        })
+    });
+    let updown = super::acyclic::Acyclic::new(ch.count(), turns.into_iter().chain(used))?;
+    drop(deps);
+    // Roots with turns to admit: the sFtree candidates (leaves), then every other switch,
+    // lowest level first (where leaves have one parent, the turns must be higher).
+    let mut by_level: Vec<usize> = (0..g.switches.len()).collect();
+    by_level.sort_by_key(|&s| (t.level[s], s));
+    let mut tried: Vec<usize> = roots.to_vec();
+    tried.extend(by_level.into_iter().filter(|s| !roots.contains(s)));
+    tried.retain(|&s| !down_up[s].is_empty());
+    tried.truncate(ROOT_CANDIDATES);
+    tried.iter().find_map(|&root| {
+        let mut cdg = updown.clone();
+        for &(a, b) in &down_up[root] {
+            cdg.insert(a, b);
+        }
+        let mut rows = base.to_vec();
+        let chosen = join_acyclic(g, t, &ch, &mut cdg, &mut rows, order)?;
+        Some((rows, chosen, root))
+    })
+}
+
+/// A switch joining a destination's routes through a turn not admitted yet; ordered by the
+/// turn's level (lowest first), then hops to the destination, switch and group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Join {
+    level: u8,
+    hops: u32,
+    switch: usize,
+    group: usize,
+    port: u8,
+    /// (the joining channel, the neighbour's next channel).
+    turn: (u32, u32),
+}
+
+/// For each destination in `order`, the switches of `rows` without an entry join its routes
+/// breadth first (see [`complete_acyclic`]); returns the entries set.
+fn join_acyclic(
+    g: &Graph,
+    t: &Tree,
+    ch: &super::graph::Channels,
+    cdg: &mut super::acyclic::Acyclic,
+    rows: &mut [Vec<u8>],
+    order: &[u16],
+) -> Option<usize> {
+    let n = g.switches.len();
+    let mut chosen = 0usize;
+    let mut dist = vec![NO_ENTRY; n];
+    let mut joined: Vec<(usize, u32)> = Vec::new();
+    for &lid in order {
+        let lid = usize::from(lid);
+        let mut missing: Vec<usize> = (0..n)
+            .filter(|&s| entry(rows, s, lid) == LFT_UNSET)
+            .collect();
+        if missing.is_empty() {
+            continue;
+        }
+        // Hops to the destination's exit switch along the entries there are.
+        for (s, d) in dist.iter_mut().enumerate() {
+            *d = if entry(rows, s, lid) == LFT_UNSET {
+                NO_ENTRY
+            } else {
+                UNCOUNTED
+            };
+        }
+        for s in 0..n {
+            hops(ch, rows, &mut dist, s, lid);
+        }
+        // Rounds through admitted turns only, breadth first; when none can join, the one new
+        // turn that is lowest in the tree, then nearest, and back to admitted turns, so that
+        // routes share the few down→up turns there are rather than each adding its own.
+        let mut admit = false;
+        while !missing.is_empty() {
+            joined.clear();
+            let mut fresh: Vec<Join> = Vec::new();
+            for &x in &missing {
+                let mut best: Option<(u32, usize, u8)> = None;
+                for (k, grp) in g.switches[x].groups.iter().enumerate() {
+                    let (y, d) = (grp.peer as usize, dist[grp.peer as usize]);
+                    if d >= NO_ENTRY {
+                        continue;
+                    }
+                    let port = port_toward(g, x, k, lid as u16);
+                    let Some(from) = ch.id(x, port) else {
+                        continue;
+                    };
+                    match ch.id(y, entry(rows, y, lid)) {
+                        Some(to) if !cdg.contains(from as u32, to as u32) => fresh.push(Join {
+                            level: t.level[y],
+                            hops: d,
+                            switch: x,
+                            group: k,
+                            port,
+                            turn: (from as u32, to as u32),
+                        }),
+                        _ => {
+                            if best.is_none_or(|b| (d, k) < (b.0, b.1)) {
+                                best = Some((d, k, port));
+                            }
+                        }
+                    }
+                }
+                if let (false, Some((d, _, port))) = (admit, best) {
+                    rows[x][lid] = port;
+                    joined.push((x, d + 1));
+                }
+            }
+            if admit {
+                fresh.sort_unstable();
+                if let Some(j) = fresh.iter().find(|j| cdg.insert(j.turn.0, j.turn.1)) {
+                    rows[j.switch][lid] = j.port;
+                    joined.push((j.switch, j.hops + 1));
+                }
+            }
+            if joined.is_empty() {
+                if admit {
+                    return None;
+                }
+                admit = true;
+                continue;
+            }
+            admit = false;
+            chosen += joined.len();
+            for &(x, d) in &joined {
+                dist[x] = d;
+            }
+            missing.retain(|&x| entry(rows, x, lid) == LFT_UNSET);
+        }
+    }
+    Some(chosen)
+}
+
+/// `dist` of a switch with an entry whose hops are not counted yet.
+const UNCOUNTED: u32 = u32::MAX;
+/// `dist` of a switch without an entry.
+const NO_ENTRY: u32 = u32::MAX - 1;
+
+/// Fills `dist[s]` — hops from `s` to the exit switch of `lid` along the entries of `rows` —
+/// and on the way every switch after it, memoised.
+fn hops(ch: &super::graph::Channels, rows: &[Vec<u8>], dist: &mut [u32], s: usize, lid: usize) {
+    let mut path = Vec::new();
+    let mut x = s;
+    let mut d = loop {
+        if dist[x] != UNCOUNTED {
+            break dist[x];
+        }
+        let next = ch.peer(x, entry(rows, x, lid));
+        if next == u32::MAX {
+            dist[x] = 0; // the exit switch
+            break 0;
+        }
+        if path.len() > dist.len() {
+            return; // a forwarding loop: the final check names it
+        }
+        path.push(x);
+        x = next as usize;
+    };
+    if d == NO_ENTRY {
+        return;
+    }
+    for &p in path.iter().rev() {
+        d += 1;
+        dist[p] = d;
     }
 }
 
