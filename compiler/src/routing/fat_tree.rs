@@ -541,7 +541,8 @@ fn sftree(
 /// up paths of a fat-tree none does). Then, for each destination in `order`, the switches
 /// without an entry join its routes breadth first through the nearest neighbour whose turn is
 /// admitted, admitting a new turn only when no neighbour's is and only when it closes no
-/// cycle. Returns (entries set, the root) or `None` when some switch cannot join.
+/// cycle. Returns the completed rows, how many entries were set and the root whose turns
+/// went first, or `None` when with every root some switch cannot join.
 fn complete_acyclic(
     g: &Graph,
     t: &Tree,
