@@ -9,7 +9,7 @@
 //! depend on it — and renamed into place only once proven: all or nothing.
 
 use crate::findings::{self, Format};
-use crate::{compile_and_route, emit_diagnostics, human_summary, out, verify, ColorChoice, Fatal};
+use crate::{compile_and_route, human_summary, out, verify, ColorChoice, Fatal};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -46,14 +46,17 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     if let Some(Err(d)) = &routed {
         diags.extend(d.iter().cloned());
     }
+    let found = |report: Option<&weft_verifier::Report>| {
+        findings::of_compiled(&c, &diags, report, &file.display().to_string())
+    };
     if format == Format::Human {
-        emit_diagnostics(&diags, &c.sources, color);
+        findings::emit_diagnostics(&found(None), &c.sources, color);
     }
     let doc = |ok: bool,
                written: &[PathBuf],
                built: Option<&Built>,
                report: Option<&weft_verifier::Report>| {
-        let found = findings::of_compiled(&c, &diags, report, &file.display().to_string());
+        let found = found(report);
         let outcome = serde_json::json!({
             "ok": ok,
             "output": output.display().to_string(),
@@ -114,7 +117,18 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
             out(None, &(serde_json::to_string_pretty(&v)? + "\n"))?;
             return Ok(ExitCode::from(1));
         }
-        let text = verify::human(&built.state, Some(&report), None, "compiled", 20);
+        let violations: Vec<findings::Finding> = found(Some(&report))
+            .into_iter()
+            .filter(|f| !matches!(f.detail, findings::Detail::Diagnostic(_)))
+            .collect();
+        let text = verify::human(
+            &built.state,
+            Some(&report),
+            None,
+            &violations,
+            "compiled",
+            20,
+        );
         out(None, &text)?;
         crate::term::clear();
         let mut err = std::io::stderr().lock();

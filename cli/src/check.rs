@@ -2,9 +2,7 @@
 //! the result (unless `--no-verify`); a summary, or what is wrong.
 
 use crate::findings::{self, Format};
-use crate::{
-    compile, display_name, emit_diagnostics, human_summary, out, verify, ColorChoice, Fatal,
-};
+use crate::{compile, display_name, human_summary, out, verify, ColorChoice, Fatal};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use weft_compiler::diagnostic;
@@ -63,7 +61,8 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     let found = || findings::of_compiled(&c, &all_diags, report.as_ref(), &display_name(&file));
     match format {
         Format::Human => {
-            emit_diagnostics(&all_diags, &c.sources, color);
+            let found = found();
+            findings::emit_diagnostics(&found, &c.sources, color);
             if quiet && !failed {
                 return Ok(ExitCode::SUCCESS);
             }
@@ -79,7 +78,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
                         r.stats.routes, r.stats.channels, r.stats.vls
                     );
                 } else {
-                    text += &verify::human(st, Some(r), None, &display_name(&file), 20);
+                    text += &verify::human(st, Some(r), None, &found, &display_name(&file), 20);
                 }
             }
             out(None, &text)?;

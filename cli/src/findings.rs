@@ -1,6 +1,7 @@
 //! One finding type for `check`, `build` and `verify`: compiler diagnostics, verifier
 //! violations (credit loops, failed routes) and certificate refusals all become [`Finding`]s,
-//! rendered as SARIF 2.1.0 and as the `findings` array of `--format json`. A finding points
+//! rendered for people ([`emit_diagnostics`] on stderr, [`human`] for the violations), as
+//! SARIF 2.1.0 ([`sarif`]) and as the `findings` array of `--format json`. A finding points
 //! at the source where there is one (a diagnostic's span; for a fabric compiled from a
 //! `.weft` file, the declaration of the node a violation names) and names the fabric objects
 //! involved as logical locations.
@@ -71,6 +72,27 @@ pub struct Finding {
     pub flow: Vec<Step>,
     #[serde(skip_serializing_if = "Value::is_null")]
     pub properties: Value,
+    /// What the human rendering shows in full (a diagnostic's source excerpt, every step of a
+    /// loop, a pattern's witnesses).
+    #[serde(skip)]
+    pub detail: Detail,
+}
+
+/// The whole of what a finding came from, for the human rendering.
+#[derive(Clone, Debug, Default)]
+pub enum Detail {
+    #[default]
+    None,
+    /// A compiler diagnostic, rendered with its source excerpt.
+    Diagnostic(Box<Diagnostic>),
+    /// Credit loop `index` (from 0) of `total` found.
+    Loop {
+        index: usize,
+        total: u64,
+        looped: Box<CreditLoop>,
+    },
+    /// A pattern of failed routes.
+    Pattern(Box<FailurePattern>),
 }
 
 /// Where a node was declared, for findings about fabrics compiled from source.
@@ -134,6 +156,7 @@ pub fn of_diagnostics(diags: &[Diagnostic], sources: &SourceMap) -> Vec<Finding>
             objects: Vec::new(),
             flow: Vec::new(),
             properties: Value::Null,
+            detail: Detail::Diagnostic(Box::new(d.clone())),
         })
         .collect()
 }
@@ -154,19 +177,20 @@ fn channel(c: &weft_verifier::Channel) -> Object {
     }
 }
 
-/// The verifier's violations as findings: one per credit loop (its channels, the cycle as a
-/// flow, placed at the first channel's switch) and one per failure pattern (placed where its
-/// first witness fails). `artifact` names the verified input; `origins` places nodes in the
-/// source they were declared in.
+/// The verifier's violations as findings: one per credit loop listed (its channels, the cycle
+/// as a flow, placed at the first channel's switch; `loops_total` of them were found) and one
+/// per failure pattern (placed where its first witness fails). `artifact` names the verified
+/// input; `origins` places nodes in the source they were declared in.
 pub fn of_report(
     loops: &[CreditLoop],
+    loops_total: u64,
     patterns: &[FailurePattern],
     artifact: &str,
     origins: Option<&Origins<'_>>,
 ) -> Vec<Finding> {
     let at = |id: Option<NodeId>| origins.zip(id).and_then(|(o, id)| o.place(id));
     let mut out = Vec::new();
-    for l in loops {
+    for (index, l) in loops.iter().enumerate() {
         let names: Vec<String> = l.cycle.iter().map(|d| crate::verify::ch(&d.from)).collect();
         out.push(Finding {
             code: Property::DeadlockFree.code().to_owned(),
@@ -195,6 +219,11 @@ pub fn of_report(
                 })
                 .collect(),
             properties: Value::Null,
+            detail: Detail::Loop {
+                index,
+                total: loops_total,
+                looped: Box::new(l.clone()),
+            },
         });
     }
     for p in patterns {
@@ -223,9 +252,53 @@ pub fn of_report(
                 "destinations": p.destinations,
                 "atNodes": p.at_nodes,
             }),
+            detail: Detail::Pattern(Box::new(p.clone())),
         });
     }
     out
+}
+
+/// The compiler diagnostics among `findings`, rendered with their source excerpts on stderr
+/// (then the count of errors and warnings); nothing when there are none.
+pub fn emit_diagnostics(findings: &[Finding], sources: &SourceMap, color: crate::ColorChoice) {
+    let diags: Vec<Diagnostic> = findings
+        .iter()
+        .filter_map(|f| match &f.detail {
+            Detail::Diagnostic(d) => Some((**d).clone()),
+            _ => None,
+        })
+        .collect();
+    crate::emit_diagnostics(&diags, sources, color);
+}
+
+/// The credit loops and refusals among `findings`, for people, each in full.
+pub fn human_loops(findings: &[Finding]) -> String {
+    let mut t = String::new();
+    for f in findings {
+        match &f.detail {
+            Detail::Loop {
+                index,
+                total,
+                looped,
+            } => crate::verify::human_loop(&mut t, looped, *index, *total),
+            Detail::None => t += &format!("× {}\n", f.message),
+            Detail::Diagnostic(_) | Detail::Pattern(_) => {}
+        }
+    }
+    t
+}
+
+/// The first `max` patterns of failed routes among `findings` (at least one), for people.
+pub fn human_patterns(findings: &[Finding], max: usize) -> String {
+    let mut t = String::new();
+    let patterns = findings.iter().filter_map(|f| match &f.detail {
+        Detail::Pattern(p) => Some(p),
+        _ => None,
+    });
+    for p in patterns.take(max.max(1)) {
+        crate::verify::human_pattern(&mut t, p);
+    }
+    t
 }
 
 /// A `.weft` file's findings: `diags` (its diagnostics, and the routing's), then the verdict's
@@ -241,6 +314,7 @@ pub fn of_compiled(
         let origins = Origins::of(c);
         out.extend(of_report(
             &r.credit_loops,
+            r.credit_loops_total,
             &r.failures,
             artifact,
             origins.as_ref(),
@@ -265,6 +339,7 @@ pub fn of_certificate_error(e: &weft_verifier::CertificateError, path: &str) -> 
         objects: Vec::new(),
         flow: Vec::new(),
         properties: Value::Null,
+        detail: Detail::None,
     }
 }
 

@@ -139,10 +139,18 @@ impl Loaded {
         report: Option<&Report>,
         z3: Option<&weft_verifier::z3::Z3Report>,
     ) -> Vec<findings::Finding> {
-        let (loops, patterns) = match (report, z3) {
-            (Some(r), _) => (r.credit_loops.as_slice(), r.failures.as_slice()),
-            (None, Some(z)) => (z.credit_loop.as_slice(), &[][..]),
-            (None, None) => (&[][..], &[][..]),
+        let (loops, total, patterns) = match (report, z3) {
+            (Some(r), _) => (
+                r.credit_loops.as_slice(),
+                r.credit_loops_total,
+                r.failures.as_slice(),
+            ),
+            (None, Some(z)) => (
+                z.credit_loop.as_slice(),
+                u64::from(z.credit_loop.is_some()),
+                &[][..],
+            ),
+            (None, None) => (&[][..], 0, &[][..]),
         };
         let mut out: Vec<findings::Finding> = self
             .compiled
@@ -152,6 +160,7 @@ impl Loaded {
         let origins = self.compiled.as_ref().and_then(Origins::of);
         out.extend(findings::of_report(
             loops,
+            total,
             patterns,
             &self.origin,
             origins.as_ref(),
@@ -274,7 +283,10 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
                 group(s.routes),
                 group(s.states)
             ),
-            (Err(e), Format::Human) => format!("× certificate rejected: {e}\n"),
+            (Err(e), Format::Human) => findings::human_loops(&[findings::of_certificate_error(
+                e,
+                &p.display().to_string(),
+            )]),
             (r, Format::Sarif) => {
                 let found: Vec<findings::Finding> = r
                     .as_ref()
@@ -339,13 +351,22 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     let all_proven = properties.iter().all(|&p| *outcome(p) == Outcome::Proven);
     let text = match args.format {
         Format::Human if quiet && all_proven => String::new(),
-        Format::Human => human(
-            state,
-            report.as_ref(),
-            z3_report.as_ref(),
-            origin,
-            args.max_listed,
-        ),
+        Format::Human => {
+            // The compilation's diagnostics were shown when it was loaded.
+            let found = loaded.findings(report.as_ref(), z3_report.as_ref());
+            let violations: Vec<findings::Finding> = found
+                .into_iter()
+                .filter(|f| !matches!(f.detail, findings::Detail::Diagnostic(_)))
+                .collect();
+            human(
+                state,
+                report.as_ref(),
+                z3_report.as_ref(),
+                &violations,
+                origin,
+                args.max_listed,
+            )
+        }
         Format::Json => {
             serde_json::to_string_pretty(&json!({
                 "input": origin,
@@ -513,6 +534,7 @@ pub(crate) fn human(
     state: &FabricState,
     report: Option<&Report>,
     z3: Option<&weft_verifier::z3::Z3Report>,
+    findings: &[findings::Finding],
     origin: &str,
     max_listed: usize,
 ) -> String {
@@ -531,9 +553,7 @@ pub(crate) fn human(
             group(s.dependencies),
             s.vls
         );
-        for (k, l) in r.credit_loops.iter().enumerate() {
-            human_loop(&mut t, l, k, r.credit_loops_total);
-        }
+        t += &findings::human_loops(findings);
         if r.credit_loops_total > r.credit_loops.len() as u64 {
             let _ = writeln!(
                 t,
@@ -542,9 +562,7 @@ pub(crate) fn human(
             );
         }
         let shown = r.failures.len().min(max_listed.max(1));
-        for p in r.failures.iter().take(shown) {
-            human_pattern(&mut t, p);
-        }
+        t += &findings::human_patterns(findings, shown);
         if r.failures.len() > shown {
             let rest: u64 = r.failures.iter().skip(shown).map(|p| p.routes).sum();
             let _ = writeln!(
@@ -581,16 +599,14 @@ pub(crate) fn human(
             z.verdict.deadlock_free, z.verdict.connected, z.channels, z.dependencies, z.routes
         );
         if report.is_none() {
-            if let Some(l) = &z.credit_loop {
-                human_loop(&mut t, l, 0, 1);
-            }
+            t += &findings::human_loops(findings);
         }
     }
     let _ = state;
     t
 }
 
-fn human_loop(t: &mut String, l: &CreditLoop, k: usize, n: u64) {
+pub(crate) fn human_loop(t: &mut String, l: &CreditLoop, k: usize, n: u64) {
     let _ = writeln!(
         t,
         "\n× credit loop {} of {n}: {} channels in a cycle of dependencies [{}]",
@@ -646,7 +662,7 @@ pub(crate) fn pattern_sentence(p: &FailurePattern) -> String {
     )
 }
 
-fn human_pattern(t: &mut String, p: &FailurePattern) {
+pub(crate) fn human_pattern(t: &mut String, p: &FailurePattern) {
     let _ = writeln!(
         t,
         "\n× {} [{}]",
