@@ -219,12 +219,14 @@ fn load(args: &Args, color: ColorChoice) -> Result<Loaded, Fatal> {
     }
     if let Some(file) = &args.file {
         let c = crate::compile(file, true)?;
-        crate::emit_diagnostics(&c.diagnostics, &c.sources, color);
+        let found = findings::of_diagnostics(&c.diagnostics, &c.sources);
+        findings::emit_diagnostics(&found, &c.sources, color);
         let Some(e) = c.elaborated.as_ref().filter(|_| !c.has_errors()) else {
             return Err(Fatal(format!("`{}` does not compile", file.display())));
         };
         let built = weft_compiler::build::build(e).map_err(|diags| {
-            crate::emit_diagnostics(&diags, &c.sources, color);
+            let found = findings::of_diagnostics(&diags, &c.sources);
+            findings::emit_diagnostics(&found, &c.sources, color);
             Fatal(format!("`{}` could not be routed", file.display()))
         })?;
         return Ok(Loaded {
