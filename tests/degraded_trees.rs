@@ -17,7 +17,7 @@
 use weft_compiler::routing::Engine;
 use weft_compiler::{check, NoFiles};
 use weft_fabric::{LinkState, NodeKind};
-use weft_tests::{xgft_source, Rng};
+use weft_tests::{pgft_source, xgft_source, Rng};
 use weft_verifier::{verify, Options};
 
 fn program(h: usize, m: &[u32], w: &[u32], faults: &str) -> String {
@@ -25,16 +25,9 @@ fn program(h: usize, m: &[u32], w: &[u32], faults: &str) -> String {
 }
 
 /// The fault lines for `links` random switch-to-switch links and `switches` random non-leaf
-/// switches of the tree.
-fn random_faults(
-    h: usize,
-    m: &[u32],
-    w: &[u32],
-    links: usize,
-    switches: usize,
-    rng: &mut Rng,
-) -> String {
-    let c = check("t.weft", &program(h, m, w, ""), &NoFiles);
+/// switches of the tree `healthy` (a program without faults).
+fn random_faults(healthy: &str, links: usize, switches: usize, rng: &mut Rng) -> String {
+    let c = check("t.weft", healthy, &NoFiles);
     assert!(!c.has_errors(), "{:?}", c.diagnostics);
     let f = c.elaborated.unwrap().fabric;
     let inter: Vec<(String, u8)> = f
@@ -160,38 +153,45 @@ fn tree_cases() -> usize {
         .unwrap_or(60)
 }
 
-/// Random trees of 2, 3 and 4 levels with 1 to 2h+1 switch-to-switch cables down (any level)
+/// Random XGFTs and PGFTs of 2, 3 and 4 levels with 1 to 2h+1 switch-to-switch cables down (any level)
 /// and up to two upper switches down: every build that is not split
 /// is proven — with fat-tree tables, sFtree's or turn by turn — and a split one is refused
 /// naming the cut-off nodes. Never a credit loop, never an unroutable pair.
 #[test]
 fn random_degraded_trees_are_proven_unless_split() {
-    let shapes: [(usize, &[u32], &[u32]); 10] = [
-        (2, &[4, 4], &[1, 2]),
-        (2, &[3, 6], &[1, 3]),
-        (3, &[2, 2, 2], &[1, 2, 2]),
-        (3, &[3, 3, 3], &[1, 3, 3]),
-        (3, &[2, 4, 2], &[1, 2, 3]),
-        (3, &[4, 4, 4], &[1, 4, 4]),
-        (3, &[2, 3, 4], &[1, 2, 2]),
-        (4, &[2, 2, 2, 2], &[1, 2, 2, 2]),
-        (4, &[2, 2, 2, 2], &[1, 1, 2, 2]),
-        (4, &[3, 2, 2, 2], &[1, 2, 3, 2]),
+    // (m, w, p): XGFTs where every p is 1, PGFTs (parallel cables) otherwise.
+    let shapes: [(&[u32], &[u32], &[u32]); 13] = [
+        (&[4, 4], &[1, 2], &[1, 1]),
+        (&[3, 6], &[1, 3], &[1, 1]),
+        (&[2, 2, 2], &[1, 2, 2], &[1, 1, 1]),
+        (&[3, 3, 3], &[1, 3, 3], &[1, 1, 1]),
+        (&[2, 4, 2], &[1, 2, 3], &[1, 1, 1]),
+        (&[4, 4, 4], &[1, 4, 4], &[1, 1, 1]),
+        (&[2, 3, 4], &[1, 2, 2], &[1, 1, 1]),
+        (&[2, 2, 2, 2], &[1, 2, 2, 2], &[1, 1, 1, 1]),
+        (&[2, 2, 2, 2], &[1, 1, 2, 2], &[1, 1, 1, 1]),
+        (&[3, 2, 2, 2], &[1, 2, 3, 2], &[1, 1, 1, 1]),
+        (&[4, 4], &[1, 2], &[1, 2]),
+        (&[2, 2, 2], &[1, 2, 2], &[1, 2, 2]),
+        (&[3, 3, 2, 2], &[1, 2, 2, 2], &[1, 2, 1, 2]),
     ];
     let cases = tree_cases();
     let mut rng = Rng(0x7eef_2026);
-    let (mut proven, mut split) = (0, 0);
+    let (mut proven, mut split, mut parallel) = (0, 0, 0);
     let mut notes = std::collections::BTreeMap::<&str, usize>::new();
     for k in 0..cases {
-        let (h, m, w) = shapes[k % shapes.len()];
-        let links = 1 + rng.below(2 * h + 1);
+        let (m, w, p) = shapes[k % shapes.len()];
+        let tree =
+            |faults: &str| pgft_source(m, w, p, faults, "    routing { engine = fat_tree }\n");
+        let links = 1 + rng.below(2 * m.len() + 1);
         let switches = rng.below(3);
-        let faults = random_faults(h, m, w, links, switches, &mut rng);
-        let src = program(h, m, w, &faults);
+        let faults = random_faults(&tree(""), links, switches, &mut rng);
+        let src = tree(&faults);
         match route_and_prove(&src) {
-            Ok(p) => {
+            Ok(r) => {
                 proven += 1;
-                for n in p.notes {
+                parallel += usize::from(p.iter().any(|&x| x > 1));
+                for n in r.notes {
                     *notes.entry(n).or_default() += 1;
                 }
             }
@@ -204,8 +204,11 @@ fn random_degraded_trees_are_proven_unless_split() {
             }
         }
     }
-    eprintln!("{cases} random degraded trees: {proven} proven, {split} split; notes {notes:?}");
+    eprintln!(
+        "{cases} random degraded trees: {proven} proven ({parallel} with parallel cables), {split} split; notes {notes:?}"
+    );
     assert!(proven * 3 >= cases, "{proven} proven, {split} split");
+    assert!(parallel > 0, "the proven trees must include PGFTs");
     assert!(
         split > 0,
         "the faults must be heavy enough to split some trees"
@@ -226,7 +229,8 @@ fn random_degraded_trees_by_default_are_all_proven() {
     let (mut proven, mut split) = (0, 0);
     for k in 0..cases {
         let (h, m, w) = shapes[k % shapes.len()];
-        let faults = random_faults(h, m, w, 1 + rng.below(4), rng.below(2), &mut rng);
+        let healthy = xgft_source(h, m, w, "", "");
+        let faults = random_faults(&healthy, 1 + rng.below(4), rng.below(2), &mut rng);
         let src = xgft_source(h, m, w, &faults, "");
         let c = check("t.weft", &src, &NoFiles);
         if c.has_errors() {

@@ -206,6 +206,18 @@ impl Rng {
     }
 }
 
+/// A `.weft` program of `pgft(m, w, p)` (parallel cables) with `faults` (lines inside a
+/// `faults` block) and `extra` (lines after it, inside the fabric).
+pub fn pgft_source(m: &[u32], w: &[u32], p: &[u32], faults: &str, extra: &str) -> String {
+    let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+    format!(
+        "use std::hardware::{{sb7800, connectx5}}\nuse std::topology::pgft\nfabric t {{\n    topology = pgft(m: [{}], w: [{}], p: [{}], switch: sb7800, hca: connectx5)\n    faults {{\n{faults}    }}\n{extra}}}\n",
+        list(m),
+        list(w),
+        list(p)
+    )
+}
+
 /// A weft program: the stdlib's XGFT(h; m; w) of SB7800 switches and ConnectX-5 hosts, the
 /// given `faults` lines, and `extra` lines (a `routing` section, say) inside the fabric.
 pub fn xgft_source(h: usize, m: &[u32], w: &[u32], faults: &str, extra: &str) -> String {
