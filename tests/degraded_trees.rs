@@ -24,8 +24,9 @@ fn program(h: usize, m: &[u32], w: &[u32], faults: &str) -> String {
     xgft_source(h, m, w, faults, "    routing { engine = fat_tree }\n")
 }
 
-/// The fault lines for `links` random switch-to-switch links and `switches` random non-leaf
-/// switches of the tree `healthy` (a program without faults).
+/// The fault lines for `links` random switch-to-switch links and `switches` random switches
+/// (of any level: a leaf's hosts go down with it) of the tree `healthy` (a program without
+/// faults).
 fn random_faults(healthy: &str, links: usize, switches: usize, rng: &mut Rng) -> String {
     let c = check("t.weft", healthy, &NoFiles);
     assert!(!c.has_errors(), "{:?}", c.diagnostics);
@@ -39,10 +40,10 @@ fn random_faults(healthy: &str, links: usize, switches: usize, rng: &mut Rng) ->
         })
         .map(|l| (f.node(l.a.node).name().to_owned(), l.a.port.0))
         .collect();
-    let upper: Vec<String> = f
+    let switch: Vec<String> = f
         .nodes()
         .iter()
-        .filter(|n| n.spec.kind == NodeKind::Switch && n.spec.level.is_some_and(|l| l > 1))
+        .filter(|n| n.spec.kind == NodeKind::Switch)
         .map(|n| n.name().to_owned())
         .collect();
     let mut out = String::new();
@@ -55,8 +56,8 @@ fn random_faults(healthy: &str, links: usize, switches: usize, rng: &mut Rng) ->
     }
     let mut down = std::collections::BTreeSet::new();
     for _ in 0..switches {
-        if !upper.is_empty() {
-            down.insert(upper[rng.below(upper.len())].clone());
+        if !switch.is_empty() {
+            down.insert(switch[rng.below(switch.len())].clone());
         }
     }
     for s in down {
@@ -154,7 +155,7 @@ fn tree_cases() -> usize {
 }
 
 /// Random XGFTs and PGFTs of 2, 3 and 4 levels with 1 to 2h+1 switch-to-switch cables down (any level)
-/// and up to two upper switches down: every build that is not split
+/// and up to two switches of any level down: every build that is not split
 /// is proven — with fat-tree tables, sFtree's or turn by turn — and a split one is refused
 /// naming the cut-off nodes. Never a credit loop, never an unroutable pair.
 #[test]
