@@ -154,10 +154,11 @@ fn tree_cases() -> usize {
         .unwrap_or(60)
 }
 
-/// Random XGFTs and PGFTs of 2, 3 and 4 levels with 1 to 2h+1 switch-to-switch cables down (any level)
-/// and up to two switches of any level down: every build that is not split
-/// is proven — with fat-tree tables, sFtree's or turn by turn — and a split one is refused
-/// naming the cut-off nodes. Never a credit loop, never an unroutable pair.
+/// Random XGFTs and PGFTs of 2, 3 and 4 levels with 1 to 2h+1 switch-to-switch cables down
+/// (any level) and up to two switches of any level down: every build that is not split is
+/// proven — fat-tree tables (sFtree's or turn by turn), or rarely fat_tree's Up*/Down* last
+/// resort, said in a note — and a split one is refused naming the cut-off nodes. Never a
+/// credit loop, never an unroutable pair.
 #[test]
 fn random_degraded_trees_are_proven_unless_split() {
     // (m, w, p): XGFTs where every p is 1, PGFTs (parallel cables) otherwise.
