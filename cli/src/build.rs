@@ -103,7 +103,11 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
         let tables = writer
             .join()
             .unwrap_or_else(|_| Err("the writer stopped (a bug in weft)".to_owned()));
-        (report, tables.and(verdict))
+        let written = tables.and_then(|mut t| {
+            t.extend(verdict?);
+            Ok(t)
+        });
+        (report, written)
     });
     let mut files = FILES.to_vec();
     files.extend(tables.map_err(Fatal)?);
@@ -163,6 +167,14 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     text += &verdict;
     for p in &written {
         text += &format!("  wrote     {}\n", p.display());
+    }
+    let layered = built.state.switches.values().any(|s| !s.sl2vl.is_empty());
+    if layered && psl_lines(&built.state) > PSL_LINES {
+        text += &format!(
+            "  note      path-sl.psl not written: {} lines exceed {}; state.json has every path SL\n",
+            verify::group(psl_lines(&built.state)),
+            verify::group(PSL_LINES)
+        );
     }
     out(None, &text)?;
     Ok(if proven {
@@ -233,7 +245,7 @@ const CERTIFICATE: &str = "certificate.json";
 /// The marker of a build written with `--allow-unproven`.
 const UNPROVEN: &str = "UNPROVEN";
 /// The files written besides the tables.
-const EXTRAS: [&str; 2] = [CERTIFICATE, UNPROVEN];
+const EXTRAS: [&str; 4] = [CERTIFICATE, UNPROVEN, SL2VL, PATH_SL];
 
 /// A fresh directory beside the output, created exclusively (a planted file or symlink at its
 /// name is an error, never followed), filled, then put in the output's place: all or nothing.
@@ -357,12 +369,54 @@ fn check_replaceable(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Writes the tables into the fresh directory (each created exclusively, synced).
-fn fill(fresh: &Path, built: &Built, quality: &weft_metrics::Quality) -> Result<(), String> {
+/// Writes the tables into the fresh directory (each created exclusively, synced); returns
+/// the names of the files written besides [`FILES`]: the layers' SL→VL tables and path SLs,
+/// for a state that has them (path SLs only up to [`PSL_LINES`] lines).
+fn fill(
+    fresh: &Path,
+    built: &Built,
+    quality: &weft_metrics::Quality,
+) -> Result<Vec<&'static str>, String> {
     for name in FILES {
         create_in(fresh, name, |f| write_one(name, built, quality, f))?;
     }
-    Ok(())
+    let st = &built.state;
+    let mut more = Vec::new();
+    if st.switches.values().any(|s| !s.sl2vl.is_empty()) {
+        let io = |e: std::io::Error| e.to_string();
+        create_in(fresh, SL2VL, |f| {
+            f.write_all(weft_fabric::opensm::write_sl2vl(st).as_bytes())
+                .map_err(io)
+        })?;
+        more.push(SL2VL);
+        if psl_lines(st) <= PSL_LINES {
+            create_in(fresh, PATH_SL, |f| {
+                f.write_all(weft_fabric::opensm::write_path_sl(st).as_bytes())
+                    .map_err(io)
+            })?;
+            more.push(PATH_SL);
+        }
+    }
+    Ok(more)
+}
+
+/// OpenSM's SL→VL dump, for a state with layers.
+const SL2VL: &str = "sl2vl.dump";
+/// ibdmchk's path SLs, for a state with layers.
+const PATH_SL: &str = "path-sl.psl";
+/// The most lines `path-sl.psl` is written with (one per source node and destination LID).
+pub const PSL_LINES: u64 = 10_000_000;
+
+/// Lines `path-sl.psl` would have: one per (source node with a LID, LID of another node).
+pub fn psl_lines(st: &weft_fabric::FabricState) -> u64 {
+    let nodes = st.lids.base.len() as u64;
+    let lids: u64 = st
+        .lids
+        .base
+        .values()
+        .map(|ports| ports.len() as u64 * (1u64 << st.lids.lmc))
+        .sum();
+    nodes * lids
 }
 
 /// Puts `fresh` where `dir` is: renames an existing `dir` aside, renames `fresh` in, removes

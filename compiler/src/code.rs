@@ -71,6 +71,8 @@ codes! {
     ImportUnreadable = "weft::import_unreadable": "An imported file that cannot be read (missing, not a regular file, too large).",
     IndexOutOfRange = "weft::index_out_of_range": "An index outside its array, list or port range.",
     Internal = "weft::internal": "An internal inconsistency (a bug in weft); never expected.",
+    Layers = "weft::layers": "Note: how many layers (SL i on VL i) the layered engine routes on.",
+    LayersExceeded = "weft::layers_exceeded": "A layered routing needing more layers than the VL budget.",
     LftCapacityExceeded = "weft::lft_capacity_exceeded": "More LIDs than a switch's LinearFDBCap holds.",
     LidBudgetExceeded = "weft::lid_budget_exceeded": "More LIDs (with LMC) than the unicast range has.",
     LidPinConflict = "weft::lid_pin_conflict": "Two ports pinned to overlapping LIDs.",

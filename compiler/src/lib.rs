@@ -34,7 +34,7 @@ use diagnostic::{Diagnostic, SourceId, SourceMap};
 use syntax::ast::{Item, Span};
 use weft_fabric::NodeId;
 
-/// Routing engines `routing { engine = … }` accepts (`layered` is reported as not built yet).
+/// Routing engines `routing { engine = … }` accepts.
 pub const ENGINES: &[&str] = &["fat_tree", "updn", "minhop", "layered"];
 
 /// How switch-to-switch paths are routed.

@@ -207,10 +207,6 @@ case!(
 );
 case!(unsupported_tenant, format!("{PRELUDE}fabric f {{\n{TREE}    tenant alice {{ pkey = 0x8001, hosts = [cn001, nowhere], sl = 99 }}\n}}\n"));
 case!(
-    unsupported_layered,
-    format!("{PRELUDE}fabric f {{\n{TREE}    routing {{ engine = layered }}\n}}\n")
-);
-case!(
     unsupported_switch_to_switch_none,
     format!("{PRELUDE}fabric f {{\n{TREE}    routing {{ switch_to_switch = none }}\n}}\n")
 );
@@ -373,6 +369,14 @@ build_case!(
 build_case!(
     fat_tree_up_down_last_resort,
     "use std::hardware::{sb7800, connectx5}\nuse std::topology::xgft\nfabric t {\n    topology = xgft(h: 3, m: [3, 3, 3], w: [1, 3, 3], switch: sb7800, hca: connectx5)\n    faults {\n        link spine2.p[6] down\n        link leaf8.p[5] down\n        link spine8.p[6] down\n        link leaf5.p[4] down\n        link spine4.p[5] down\n        link spine1.p[4] down\n        link spine9.p[4] down\n        switch core8 down\n    }\n    routing { engine = fat_tree }\n}\n"
+);
+build_case!(
+    layered_ring,
+    "use std::hardware::{sb7800, connectx5}\nuse std::topology::ring\nfabric r {\n    topology = ring(n: 6, switch: sb7800, hca: connectx5)\n    vls { budget = 2 }\n    routing { engine = layered }\n}\n"
+);
+build_case!(
+    layered_budget_too_small,
+    "use std::hardware::{sb7800, connectx5}\nuse std::topology::torus\nfabric t {\n    topology = torus(dims: [4, 4], switch: sb7800, hca: connectx5)\n    vls { budget = 1 }\n    routing { engine = layered }\n}\n"
 );
 build_case!(
     lid_pin_unaligned,

@@ -225,14 +225,10 @@ impl Elab<'_> {
                     };
                     match a.name.name.as_str() {
                         "engine" => {
-                            match self.word_in(&a.value, crate::ENGINES, "routing engine") {
-                                Some(w) if w == "layered" => self.unsupported(
-                                    a.value.span,
-                                    "the `layered` routing engine is not implemented yet",
-                                    "use `engine = updn` (deadlock-free on any topology) or \
-                                     `engine = fat_tree` on trees",
-                                ),
-                                Some(w) => match crate::routing::Engine::from_name(&w) {
+                            if let Some(w) =
+                                self.word_in(&a.value, crate::ENGINES, "routing engine")
+                            {
+                                match crate::routing::Engine::from_name(&w) {
                                     Some(engine) => {
                                         config.routing.engine = Some(engine);
                                         config.routing.engine_span = Some(a.value.span);
@@ -243,8 +239,7 @@ impl Elab<'_> {
                                         a.value.span,
                                         "here",
                                     ),
-                                },
-                                None => {}
+                                }
                             }
                         }
                         "switch_to_switch" => {

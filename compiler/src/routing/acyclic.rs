@@ -106,6 +106,17 @@ impl Acyclic {
         true
     }
 
+    /// Removes `u → v` if present (the order stays topological: fewer edges, fewer
+    /// constraints).
+    pub fn remove(&mut self, u: u32, v: u32) {
+        if let Ok(at) = self.out[u as usize].binary_search(&v) {
+            self.out[u as usize].remove(at);
+        }
+        if let Ok(at) = self.into[v as usize].binary_search(&u) {
+            self.into[v as usize].remove(at);
+        }
+    }
+
     fn link(&mut self, u: u32, v: u32) {
         let out = &mut self.out[u as usize];
         if let Err(at) = out.binary_search(&v) {
@@ -176,8 +187,8 @@ mod tests {
         assert!(Acyclic::new(3, [(0, 1), (1, 2)]).is_some());
     }
 
-    /// Random insertions agree with a reachability reference, and the maintained order stays
-    /// topological.
+    /// Random insertions (and some removals) agree with a reachability reference, and the
+    /// maintained order stays topological.
     #[test]
     fn insertions_refuse_exactly_the_edges_that_close_a_cycle() {
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
@@ -198,9 +209,14 @@ mod tests {
                 assert_eq!(g.insert(u, v), !closes, "{u} -> {v} over {edges:?}");
                 if closes {
                     refused += 1;
-                } else {
+                } else if !edges.contains(&(u, v)) {
                     added += 1;
                     edges.push((u, v));
+                }
+                if next(4) == 0 && !edges.is_empty() {
+                    let (a, b) = edges.swap_remove(next(edges.len() as u64) as usize);
+                    g.remove(a, b);
+                    assert!(!g.contains(a, b));
                 }
                 for &(a, b) in &edges {
                     assert!(g.ord[a as usize] < g.ord[b as usize], "{a} -> {b}");

@@ -244,6 +244,7 @@ impl RoutingEngine for FatTree {
             Ok((rows, notes)) => Ok(Routes {
                 lfts: g.lfts_from_rows(rows),
                 notes,
+                lanes: None,
             }),
             Err(err @ RouteError::CreditLoop { .. }) => last_resort(&g, &t, input, &err),
             Err(err) => Err(err),

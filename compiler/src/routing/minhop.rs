@@ -24,46 +24,54 @@ impl RoutingEngine for MinHop {
 
     fn route(&self, input: &RoutingInput<'_>) -> Result<Routes, RouteError> {
         let g = Graph::new(input.fabric, input.lids);
-        let n = g.switches.len();
-        let mut load = Load::new(&g);
-        let nlids = usize::from(g.max_lid) + 1;
-        let mut columns = vec![g.empty_column(); nlids];
-        let mut dist = vec![u32::MAX; n];
-        let mut queue = VecDeque::new();
-        for (lid, exit) in g.exits.iter().enumerate() {
-            let Some(exit) = *exit else { continue };
-            dist.fill(u32::MAX);
-            dist[exit.sw as usize] = 0;
-            queue.push_back(exit.sw as usize);
-            while let Some(x) = queue.pop_front() {
-                for grp in &g.switches[x].groups {
-                    let p = grp.peer as usize;
-                    if dist[p] == u32::MAX {
-                        dist[p] = dist[x] + 1;
-                        queue.push_back(p);
-                    }
-                }
-            }
-            let col = &mut columns[lid];
-            col[exit.sw as usize] = exit.port;
-            for s in 0..n {
-                if s == exit.sw as usize || dist[s] == u32::MAX {
-                    continue;
-                }
-                let candidates = g.switches[s]
-                    .groups
-                    .iter()
-                    .filter(|grp| dist[grp.peer as usize] + 1 == dist[s])
-                    .flat_map(|grp| grp.ports.iter().map(|p| p.0));
-                if let Some(port) = load.take_least(s, candidates) {
-                    col[s] = port;
-                }
-            }
-        }
+        let columns = shortest(&g);
         g.check_complete(input.fabric, "minhop", &columns)?;
         Ok(Routes {
             lfts: g.lfts(&columns),
-            notes: Vec::new(),
+            ..Routes::default()
         })
     }
+}
+
+/// Per destination LID, each switch's port on a shortest path (hops), equal choices balanced
+/// by how many destinations each port already carries; unset where the destination is out of
+/// reach.
+pub(super) fn shortest(g: &Graph) -> Vec<Vec<u8>> {
+    let n = g.switches.len();
+    let mut load = Load::new(g);
+    let nlids = usize::from(g.max_lid) + 1;
+    let mut columns = vec![g.empty_column(); nlids];
+    let mut dist = vec![u32::MAX; n];
+    let mut queue = VecDeque::new();
+    for (lid, exit) in g.exits.iter().enumerate() {
+        let Some(exit) = *exit else { continue };
+        dist.fill(u32::MAX);
+        dist[exit.sw as usize] = 0;
+        queue.push_back(exit.sw as usize);
+        while let Some(x) = queue.pop_front() {
+            for grp in &g.switches[x].groups {
+                let p = grp.peer as usize;
+                if dist[p] == u32::MAX {
+                    dist[p] = dist[x] + 1;
+                    queue.push_back(p);
+                }
+            }
+        }
+        let col = &mut columns[lid];
+        col[exit.sw as usize] = exit.port;
+        for s in 0..n {
+            if s == exit.sw as usize || dist[s] == u32::MAX {
+                continue;
+            }
+            let candidates = g.switches[s]
+                .groups
+                .iter()
+                .filter(|grp| dist[grp.peer as usize] + 1 == dist[s])
+                .flat_map(|grp| grp.ports.iter().map(|p| p.0));
+            if let Some(port) = load.take_least(s, candidates) {
+                col[s] = port;
+            }
+        }
+    }
+    columns
 }

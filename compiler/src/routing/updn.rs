@@ -177,7 +177,7 @@ impl RoutingEngine for UpDown {
         g.check_complete(f, NAME, &columns)?;
         Ok(Routes {
             lfts: g.lfts(&columns),
-            notes: Vec::new(),
+            ..Routes::default()
         })
     }
 }

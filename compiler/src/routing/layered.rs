@@ -1,0 +1,134 @@
+//! `layered`: shortest paths on any topology, made deadlock-free with virtual lanes (LASH,
+//! Skeie, Lysne and Theiss, 2002).
+//!
+//! **Accepts** any connected topology. **Routes** every destination LID along balanced
+//! shortest paths (as `minhop` does); then every route — a source switch toward a destination
+//! LID, covering the switch's own traffic and that of the end nodes cabled to it — goes to the
+//! first *layer* whose channel dependency graph stays acyclic with the route's dependencies
+//! added. Layer `i` is service level `i` on virtual lane `i` on every hop, so each layer is
+//! deadlock-free on its own and the layers never wait on each other. Routes are taken by
+//! destination LID, then source switch, both in fabric order; the result is deterministic.
+//!
+//! The layers may not exceed the VL budget (`vls { budget = N }`, else the smallest VLCap of
+//! the fabric's nodes); when a route fits no layer the engine refuses, naming it.
+
+use super::acyclic::Acyclic;
+use super::graph::Graph;
+use super::{Lanes, RouteError, Routes, RoutingEngine, RoutingInput};
+
+/// The layered engine.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Layered;
+
+const NAME: &str = "layered";
+
+impl RoutingEngine for Layered {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn deadlock_free(&self) -> bool {
+        true
+    }
+
+    fn route(&self, input: &RoutingInput<'_>) -> Result<Routes, RouteError> {
+        let f = input.fabric;
+        let g = Graph::new(f, input.lids);
+        let columns = super::minhop::shortest(&g);
+        g.check_complete(f, NAME, &columns)?;
+        let rows = g.rows(&columns);
+        let budget = input.vl_budget.clamp(1, 15);
+        let ch = g.channels();
+        let n = g.switches.len();
+        let mut layers: Vec<Acyclic> = Vec::new();
+        // Layer per source switch and destination LID (0 where the switch is the exit).
+        let mut layer = vec![vec![0u8; columns.len()]; n];
+        let mut path: Vec<u32> = Vec::new();
+        for (lid, exit) in g.exits.iter().enumerate() {
+            let Some(exit) = *exit else { continue };
+            for (src, layer_row) in layer.iter_mut().enumerate() {
+                // The route's channels from `src` to the exit switch.
+                path.clear();
+                let mut x = src;
+                while x != exit.sw as usize && path.len() <= n {
+                    let port = rows[x][lid];
+                    let Some(c) = ch.id(x, port) else { break };
+                    path.push(c as u32);
+                    x = ch.peer(x, port) as usize;
+                }
+                if path.len() < 2 {
+                    continue; // no dependency: any layer, the first
+                }
+                let fits = (0..layers.len()).find(|&k| insert_all(&mut layers[k], &path));
+                let k = match fits {
+                    Some(k) => k,
+                    None if layers.len() < usize::from(budget) => {
+                        let mut fresh = Acyclic::new(ch.count(), [])
+                            .ok_or_else(|| internal(&g, f, src, lid))?;
+                        if !insert_all(&mut fresh, &path) {
+                            return Err(internal(&g, f, src, lid));
+                        }
+                        layers.push(fresh);
+                        layers.len() - 1
+                    }
+                    None => {
+                        return Err(RouteError::Layers {
+                            engine: NAME,
+                            budget,
+                            from: f.node(g.switches[src].id).name().to_owned(),
+                            to: g.lid_name(f, lid),
+                        })
+                    }
+                };
+                layer_row[lid] = k as u8;
+            }
+        }
+        Ok(Routes {
+            lfts: g.lfts_from_rows(rows),
+            notes: Vec::new(),
+            lanes: Some(Lanes {
+                layers: layers.len().max(1) as u8,
+                by_source: g
+                    .switches
+                    .iter()
+                    .zip(layer)
+                    .map(|(s, row)| (s.id, row))
+                    .collect(),
+            }),
+        })
+    }
+}
+
+/// Adds the dependencies of the route through `path` (consecutive channels) to `layer`, all or
+/// none: false, with `layer` unchanged, when one would close a cycle.
+fn insert_all(layer: &mut Acyclic, path: &[u32]) -> bool {
+    let mut added: Vec<(u32, u32)> = Vec::new();
+    for w in path.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        if layer.contains(a, b) {
+            continue;
+        }
+        if !layer.insert(a, b) {
+            for &(a, b) in &added {
+                layer.remove(a, b);
+            }
+            return false;
+        }
+        added.push((a, b));
+    }
+    true
+}
+
+/// A route that closes a cycle in an empty layer is a forwarding loop: the shortest paths
+/// would be wrong, a bug reported as a refusal rather than written.
+fn internal(g: &Graph, f: &weft_fabric::Fabric, src: usize, lid: usize) -> RouteError {
+    RouteError::Unsupported {
+        engine: NAME,
+        reason: format!(
+            "the route from `{}` toward `{}` loops (a bug in weft)",
+            f.node(g.switches[src].id).name(),
+            g.lid_name(f, lid)
+        ),
+        node: Some(g.switches[src].id),
+    }
+}

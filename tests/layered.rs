@@ -1,0 +1,169 @@
+//! `layered` on topologies one VL cannot route minimally: every build is proven by the
+//! verifier per VL with its path SLs (the verifier shares no code with the router), within the
+//! VL budget; a budget too small is refused naming a route.
+//!
+//! Fabrics: the 4×4 torus (budget 4), a ring of 6 switches (budget 2), the 3×2 mesh of the
+//! thesis's Paper I degraded to a ring by losing its middle link, a fat-tree whose faults break
+//! up*/down*, and random irregular fabrics from a seeded generator.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use weft_compiler::{check, NoFiles};
+use weft_tests::{pgft_source, Rng};
+use weft_verifier::{verify, Options};
+
+/// Builds and verifies `src`; the layers used and the routes proven.
+fn layered(src: &str) -> (u8, u64) {
+    let c = check("t.weft", src, &NoFiles);
+    assert!(!c.has_errors(), "{:?}\n{src}", c.diagnostics);
+    let e = c.elaborated.unwrap();
+    let built = weft_compiler::build::build(&e).unwrap_or_else(|d| panic!("{d:?}\n{src}"));
+    let r = verify(&built.state, &Options::default());
+    assert!(
+        r.is_proven(),
+        "not proven: {:?}, {} credit loops, {} failed routes\n{src}",
+        r.verdict,
+        r.credit_loops_total,
+        r.failed_routes
+    );
+    let note = built
+        .notes
+        .iter()
+        .find(|n| n.code.as_str() == "weft::layers")
+        .expect("a note with the layers");
+    let layers: u8 = note
+        .message
+        .split_whitespace()
+        .nth(2)
+        .and_then(|w| w.parse().ok())
+        .expect("the layer count in the note");
+    assert_eq!(layers, r.stats.vls, "{}", note.message);
+    (layers, r.stats.routes)
+}
+
+fn program(topology: &str, budget: u8, faults: &str) -> String {
+    format!(
+        "use std::hardware::{{sb7800, connectx5}}\nuse std::topology::{{torus, mesh, ring}}\nfabric t {{\n    topology = {topology}\n    faults {{\n{faults}    }}\n    vls {{ budget = {budget} }}\n    routing {{ engine = layered }}\n}}\n"
+    )
+}
+
+#[test]
+fn the_4x4_torus_within_four_layers() {
+    let (layers, routes) = layered(&program(
+        "torus(dims: [4, 4], switch: sb7800, hca: connectx5, hosts_per_switch: 2)",
+        4,
+        "",
+    ));
+    assert!((2..=4).contains(&layers), "{layers} layers");
+    assert_eq!(routes, 48 * 47);
+}
+
+#[test]
+fn a_ring_of_six_within_two_layers() {
+    let (layers, _) = layered(&program(
+        "ring(n: 6, switch: sb7800, hca: connectx5)",
+        2,
+        "",
+    ));
+    assert_eq!(layers, 2);
+}
+
+/// Paper I's scenario: a 3×2 mesh loses the link between its middle switches and becomes a
+/// ring of six, which no shortest-path routing serves on one VL; two layers do.
+#[test]
+fn the_3x2_mesh_degraded_to_a_ring() {
+    let mesh = "mesh(dims: [3, 2], switch: sb7800, hca: connectx5)";
+    let (healthy, _) = layered(&program(mesh, 2, ""));
+    let (degraded, _) = layered(&program(mesh, 2, "        link sw2.p[4] down\n"));
+    assert!(healthy <= 2, "{healthy} layers");
+    assert_eq!(degraded, 2);
+}
+
+/// A three-level tree whose faults defeat fat-tree routing on one VL (fat_tree falls back to
+/// Up*/Down* there): layered keeps shortest paths on more VLs.
+#[test]
+fn a_fat_tree_with_broken_up_down_structure() {
+    let faults = "        link spine2.p[6] down\n        link leaf8.p[5] down\n        link spine8.p[6] down\n        link leaf5.p[4] down\n        link spine4.p[5] down\n        link spine1.p[4] down\n        link spine9.p[4] down\n        switch core8 down\n";
+    let src = pgft_source(
+        &[3, 3, 3],
+        &[1, 3, 3],
+        &[1, 1, 1],
+        faults,
+        "    routing { engine = layered }\n",
+    );
+    let (layers, _) = layered(&src);
+    assert!(layers <= 8, "{layers} layers");
+}
+
+/// Random connected irregular fabrics: a random spanning tree plus random extra cables, one
+/// to three hosts per switch.
+#[test]
+fn random_irregular_fabrics_are_proven() {
+    let mut rng = Rng(0x1a7e_2ed0);
+    let mut most = 0;
+    for case in 0..20 {
+        let n = 5 + rng.below(12);
+        let mut next_port = vec![1u8; n];
+        let mut cables: Vec<(usize, usize)> = Vec::new();
+        for s in 1..n {
+            cables.push((rng.below(s), s));
+        }
+        for _ in 0..rng.below(n * 2) {
+            let (a, b) = (rng.below(n), rng.below(n));
+            if a != b {
+                cables.push((a, b));
+            }
+        }
+        let mut body = String::new();
+        for s in 0..n {
+            body += &format!("        switch s{s} : sb7800\n");
+        }
+        let mut h = 0;
+        for (s, port) in next_port.iter_mut().enumerate() {
+            for _ in 0..1 + rng.below(3) {
+                body += &format!("        hca h{h} : connectx5\n");
+                body += &format!("        link s{s}.p[{port}] <-> h{h}.p[1]\n");
+                *port += 1;
+                h += 1;
+            }
+        }
+        for (a, b) in cables {
+            if next_port[a] > 36 || next_port[b] > 36 {
+                continue;
+            }
+            body += &format!(
+                "        link s{a}.p[{}] <-> s{b}.p[{}]\n",
+                next_port[a], next_port[b]
+            );
+            next_port[a] += 1;
+            next_port[b] += 1;
+        }
+        let src = format!(
+            "use std::hardware::{{sb7800, connectx5}}\nfabric f{case} {{\n    topology {{\n{body}    }}\n    vls {{ budget = 8 }}\n    routing {{ engine = layered }}\n}}\n"
+        );
+        let (layers, _) = layered(&src);
+        most = most.max(layers);
+    }
+    assert!(most >= 2, "the cases must include fabrics that need layers");
+}
+
+/// One layer for the torus is refused, naming a route and the budget.
+#[test]
+fn a_budget_too_small_is_refused() {
+    let src = program(
+        "torus(dims: [4, 4], switch: sb7800, hca: connectx5, hosts_per_switch: 2)",
+        1,
+        "",
+    );
+    let c = check("t.weft", &src, &NoFiles);
+    let e = c.elaborated.unwrap();
+    let Err(d) = weft_compiler::build::build(&e) else {
+        panic!("a budget of 1 was accepted for the torus");
+    };
+    assert_eq!(d[0].code.as_str(), "weft::layers_exceeded");
+    assert!(
+        d[0].message.contains("more than 1 layer"),
+        "{}",
+        d[0].message
+    );
+}
