@@ -320,6 +320,28 @@ impl Channels {
 }
 
 impl Graph {
+    /// Hops from the nearest of `sources` to every switch, into `dist` (`u32::MAX` where out
+    /// of reach), breadth first.
+    pub fn hops_into(&self, sources: &[usize], dist: &mut [u32]) {
+        dist.fill(u32::MAX);
+        let mut queue = std::collections::VecDeque::new();
+        for &s in sources {
+            if let Some(d) = dist.get_mut(s) {
+                *d = 0;
+                queue.push_back(s);
+            }
+        }
+        while let Some(x) = queue.pop_front() {
+            for grp in &self.switches[x].groups {
+                let p = grp.peer as usize;
+                if dist[p] == u32::MAX {
+                    dist[p] = dist[x] + 1;
+                    queue.push_back(p);
+                }
+            }
+        }
+    }
+
     /// The switch-to-switch channels of this graph.
     pub fn channels(&self) -> Channels {
         let peers: Vec<Vec<u32>> = self

@@ -7,7 +7,6 @@
 
 use super::graph::{Graph, Load};
 use super::{RouteError, Routes, RoutingEngine, RoutingInput};
-use std::collections::VecDeque;
 
 /// The min-hop engine.
 #[derive(Clone, Copy, Debug, Default)]
@@ -42,21 +41,9 @@ pub(super) fn shortest(g: &Graph) -> Vec<Vec<u8>> {
     let nlids = usize::from(g.max_lid) + 1;
     let mut columns = vec![g.empty_column(); nlids];
     let mut dist = vec![u32::MAX; n];
-    let mut queue = VecDeque::new();
     for (lid, exit) in g.exits.iter().enumerate() {
         let Some(exit) = *exit else { continue };
-        dist.fill(u32::MAX);
-        dist[exit.sw as usize] = 0;
-        queue.push_back(exit.sw as usize);
-        while let Some(x) = queue.pop_front() {
-            for grp in &g.switches[x].groups {
-                let p = grp.peer as usize;
-                if dist[p] == u32::MAX {
-                    dist[p] = dist[x] + 1;
-                    queue.push_back(p);
-                }
-            }
-        }
+        g.hops_into(&[exit.sw as usize], &mut dist);
         let col = &mut columns[lid];
         col[exit.sw as usize] = exit.port;
         for s in 0..n {

@@ -19,20 +19,7 @@ const NAME: &str = "updn";
 
 fn bfs(g: &Graph, sources: &[usize]) -> Vec<u32> {
     let mut dist = vec![u32::MAX; g.switches.len()];
-    let mut queue = VecDeque::new();
-    for &s in sources {
-        dist[s] = 0;
-        queue.push_back(s);
-    }
-    while let Some(x) = queue.pop_front() {
-        for grp in &g.switches[x].groups {
-            let p = grp.peer as usize;
-            if dist[p] == u32::MAX {
-                dist[p] = dist[x] + 1;
-                queue.push_back(p);
-            }
-        }
-    }
+    g.hops_into(sources, &mut dist);
     dist
 }
 
