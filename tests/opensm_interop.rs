@@ -1,7 +1,8 @@
 //! weft's outputs used by the real tools: the 648-node example exported by weft, loaded by
 //! ibsim, discovered by `ibnetdiscover` and imported back; weft's `lfts.dump` loaded by the
-//! real OpenSM (`-R file -U`) onto ibsim and read back with `dump_fts`, entry for entry.
-//! These run in CI; locally they skip loudly when a tool is missing.
+//! real OpenSM (`-R file -U`) onto ibsim and read back with `dump_fts`, entry for entry; the
+//! `layered` torus's tables, loaded the same way, checked by `ibdmchk` with weft's path SLs and
+//! SL→VL tables. These run in CI; locally they skip loudly when a tool is missing.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -168,4 +169,106 @@ fn opensm_file_engine_loads_weft_lfts() {
         ours.len(),
         "dump_fts has entries weft did not write"
     );
+}
+
+/// `layered` tables checked by ibdmchk: the 4×4 torus routed by weft on layers, its LFTs loaded
+/// by the real OpenSM onto ibsim; ibdmchk reads OpenSM's dumps of the fabric and LFTs plus
+/// weft's path SLs (`-c`) and SL→VL tables (`-d`) and finds no credit loop, on the layers weft
+/// reports. Without the SLs (every route on VL 0) the same tables have credit loops.
+#[test]
+fn ibdmchk_finds_layered_tables_deadlock_free_with_weft_path_sls() {
+    let Some(tools) = ibsim::require(
+        "ibdmchk_finds_layered_tables_deadlock_free_with_weft_path_sls",
+        &["opensm", "ibdmchk"],
+    ) else {
+        return;
+    };
+    let src = example("torus-4x4.weft").replace("engine = updn", "engine = layered");
+    let c = weft_compiler::check("torus.weft", &src, &NoFiles);
+    assert!(!c.has_errors(), "{:?}", c.diagnostics);
+    let built = weft_compiler::build::build(&c.elaborated.unwrap()).unwrap();
+    let layers = built
+        .state
+        .switches
+        .values()
+        .flat_map(|s| s.sl2vl.iter())
+        .flat_map(|r| r.vl)
+        .filter(|&v| v != 15)
+        .max()
+        .unwrap()
+        + 1;
+    assert!(layers >= 2, "the torus needs layers");
+    let state = built.state.into_inner();
+    let net = weft_fabric::ibnetdiscover::write(&state.fabric, Some(&state.lids)).unwrap();
+    let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(&state.fabric)))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let cache = sim.dir().join("osm-cache");
+    let dumps = sim.dir().join("dumps");
+    std::fs::create_dir_all(&cache).unwrap();
+    std::fs::create_dir_all(&dumps).unwrap();
+    std::fs::write(
+        cache.join("guid2lid"),
+        weft_fabric::opensm::write_guid2lid(&state),
+    )
+    .unwrap();
+    let lfts = sim.dir().join("lfts.dump");
+    std::fs::write(&lfts, weft_fabric::opensm::write_lfts(&state)).unwrap();
+    let log = sim.dir().join("osm.log");
+    let osm = sim.run_env(
+        "opensm",
+        &[
+            "-o",
+            "-R",
+            "file",
+            "-U",
+            lfts.to_str().unwrap(),
+            "-D",
+            "0x43",
+            "--dump_files_dir",
+            dumps.to_str().unwrap(),
+            "-f",
+            log.to_str().unwrap(),
+        ],
+        &[("OSM_CACHE_DIR", cache.to_str().unwrap())],
+        Duration::from_secs(180),
+    );
+    let osm_log = std::fs::read_to_string(&log).unwrap_or_default();
+    osm.unwrap_or_else(|e| panic!("{e}\nopensm log:\n{osm_log}"));
+    std::fs::write(
+        dumps.join("weft.psl"),
+        weft_fabric::opensm::write_path_sl(&state),
+    )
+    .unwrap();
+    std::fs::write(
+        dumps.join("weft-sl2vl.dump"),
+        weft_fabric::opensm::write_sl2vl(&state),
+    )
+    .unwrap();
+    let ibdmchk = |extra: &[&str]| {
+        let out = std::process::Command::new(&tools.programs[1].1)
+            .current_dir(&dumps)
+            .args([
+                "-s",
+                "opensm-subnet.lst",
+                "-f",
+                "opensm.fdbs",
+                "-m",
+                "opensm.mcfdbs",
+                "-a",
+            ])
+            .args(extra)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let with = ibdmchk(&["-c", "weft.psl", "-d", "weft-sl2vl.dump"]);
+    assert!(with.contains("Scanned:2256 paths"), "{with}");
+    assert!(
+        with.contains(&format!("Defined {layers} SLs in use")),
+        "{with}"
+    );
+    assert!(with.contains("no credit loops found"), "{with}");
+    let without = ibdmchk(&[]);
+    assert!(without.contains("credit loops in routing"), "{without}");
+    drop(sim);
 }
