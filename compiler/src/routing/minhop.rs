@@ -23,7 +23,7 @@ impl RoutingEngine for MinHop {
 
     fn route(&self, input: &RoutingInput<'_>) -> Result<Routes, RouteError> {
         let g = Graph::new(input.fabric, input.lids);
-        let columns = shortest(&g);
+        let columns = shortest(&g, true);
         g.check_complete(input.fabric, "minhop", &columns)?;
         Ok(Routes {
             lfts: g.lfts(&columns),
@@ -33,9 +33,9 @@ impl RoutingEngine for MinHop {
 }
 
 /// Per destination LID, each switch's port on a shortest path (hops), equal choices balanced
-/// by how many destinations each port already carries; unset where the destination is out of
-/// reach.
-pub(super) fn shortest(g: &Graph) -> Vec<Vec<u8>> {
+/// by how many destinations each port already carries (`balanced`) or the lowest port; unset
+/// where the destination is out of reach.
+pub(super) fn shortest(g: &Graph, balanced: bool) -> Vec<Vec<u8>> {
     let n = g.switches.len();
     let mut load = Load::new(g);
     let nlids = usize::from(g.max_lid) + 1;
@@ -55,7 +55,12 @@ pub(super) fn shortest(g: &Graph) -> Vec<Vec<u8>> {
                 .iter()
                 .filter(|grp| dist[grp.peer as usize] + 1 == dist[s])
                 .flat_map(|grp| grp.ports.iter().map(|p| p.0));
-            if let Some(port) = load.take_least(s, candidates) {
+            let port = if balanced {
+                load.take_least(s, candidates)
+            } else {
+                candidates.min()
+            };
+            if let Some(port) = port {
                 col[s] = port;
             }
         }
