@@ -5,10 +5,9 @@
 //! paths (as `minhop` does) and every end-node LID the way its switch's LID goes (as LASH
 //! does: fewer distinct paths, fewer layers); when that needs more than one layer, the
 //! lowest-port shortest paths are tried too and the fewer layers win. Then every route — a
-//! source switch toward a destination
-//! LID, covering the switch's own traffic and that of the end nodes cabled to it — goes to the
-//! first *layer* whose channel dependency graph stays acyclic with the route's dependencies
-//! added. Layer `i` is service level `i` on virtual lane `i` on every hop, so each layer is
+//! source switch toward a destination LID, covering the switch's own traffic and that of the
+//! end nodes cabled to it — goes to the first *layer* whose channel dependency graph stays
+//! acyclic with the route's dependencies added. Layer `i` is service level `i` on virtual lane `i` on every hop, so each layer is
 //! deadlock-free on its own and the layers never wait on each other. Routes are taken by
 //! destination LID, then source switch, both in fabric order; the result is deterministic.
 //!
