@@ -88,28 +88,28 @@ fn parse_fts(text: &str) -> BTreeMap<(u64, u16), u8> {
     out
 }
 
-#[test]
-fn opensm_file_engine_loads_weft_lfts() {
-    let Some(tools) = ibsim::require(
-        "opensm_file_engine_loads_weft_lfts",
-        &["opensm", "dump_fts"],
-    ) else {
-        return;
-    };
-    let (_, state) = compile("cluster-648.weft");
+/// Where [`opensm_loads`] has OpenSM write its dump files, inside the simulator's directory.
+const DUMPS: &str = "dumps";
+
+/// Starts ibsim on `state`'s fabric and runs the real OpenSM once over it, taking weft's LIDs
+/// from its guid2lid cache and weft's tables from the file engine (`-R file -U`), its dump
+/// files (`opensm-subnet.lst`, `opensm.fdbs`, …) written to [`DUMPS`]. Returns the running
+/// simulator and OpenSM's log.
+fn opensm_loads(tools: &ibsim::Tools, state: &FabricState) -> (Ibsim, String) {
     let net = weft_fabric::ibnetdiscover::write(&state.fabric, Some(&state.lids)).unwrap();
-    let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(&state.fabric)))
+    let sim = Ibsim::start(tools, &net, Some(Limits::for_fabric(&state.fabric)))
         .unwrap_or_else(|e| panic!("{e}"));
-    // OpenSM takes weft's LIDs from its guid2lid cache and weft's tables from the file engine.
     let cache = sim.dir().join("osm-cache");
+    let dumps = sim.dir().join(DUMPS);
     std::fs::create_dir_all(&cache).unwrap();
+    std::fs::create_dir_all(&dumps).unwrap();
     std::fs::write(
         cache.join("guid2lid"),
-        weft_fabric::opensm::write_guid2lid(&state),
+        weft_fabric::opensm::write_guid2lid(state),
     )
     .unwrap();
     let lfts = sim.dir().join("lfts.dump");
-    std::fs::write(&lfts, weft_fabric::opensm::write_lfts(&state)).unwrap();
+    std::fs::write(&lfts, weft_fabric::opensm::write_lfts(state)).unwrap();
     let log = sim.dir().join("osm.log");
     let osm = sim.run_env(
         "opensm",
@@ -119,6 +119,10 @@ fn opensm_file_engine_loads_weft_lfts() {
             "file",
             "-U",
             lfts.to_str().unwrap(),
+            "-D",
+            "0x43",
+            "--dump_files_dir",
+            dumps.to_str().unwrap(),
             "-f",
             log.to_str().unwrap(),
         ],
@@ -127,6 +131,19 @@ fn opensm_file_engine_loads_weft_lfts() {
     );
     let osm_log = std::fs::read_to_string(&log).unwrap_or_default();
     osm.unwrap_or_else(|e| panic!("{e}\nopensm log:\n{osm_log}"));
+    (sim, osm_log)
+}
+
+#[test]
+fn opensm_file_engine_loads_weft_lfts() {
+    let Some(tools) = ibsim::require(
+        "opensm_file_engine_loads_weft_lfts",
+        &["opensm", "dump_fts"],
+    ) else {
+        return;
+    };
+    let (_, state) = compile("cluster-648.weft");
+    let (sim, osm_log) = opensm_loads(&tools, &state);
     assert!(
         !osm_log.contains(" ERR "),
         "OpenSM reported errors:\n{osm_log}"
@@ -199,41 +216,8 @@ fn ibdmchk_finds_layered_tables_deadlock_free_with_weft_path_sls() {
         + 1;
     assert!(layers >= 2, "the torus needs layers");
     let state = built.state.into_inner();
-    let net = weft_fabric::ibnetdiscover::write(&state.fabric, Some(&state.lids)).unwrap();
-    let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(&state.fabric)))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let cache = sim.dir().join("osm-cache");
-    let dumps = sim.dir().join("dumps");
-    std::fs::create_dir_all(&cache).unwrap();
-    std::fs::create_dir_all(&dumps).unwrap();
-    std::fs::write(
-        cache.join("guid2lid"),
-        weft_fabric::opensm::write_guid2lid(&state),
-    )
-    .unwrap();
-    let lfts = sim.dir().join("lfts.dump");
-    std::fs::write(&lfts, weft_fabric::opensm::write_lfts(&state)).unwrap();
-    let log = sim.dir().join("osm.log");
-    let osm = sim.run_env(
-        "opensm",
-        &[
-            "-o",
-            "-R",
-            "file",
-            "-U",
-            lfts.to_str().unwrap(),
-            "-D",
-            "0x43",
-            "--dump_files_dir",
-            dumps.to_str().unwrap(),
-            "-f",
-            log.to_str().unwrap(),
-        ],
-        &[("OSM_CACHE_DIR", cache.to_str().unwrap())],
-        Duration::from_secs(180),
-    );
-    let osm_log = std::fs::read_to_string(&log).unwrap_or_default();
-    osm.unwrap_or_else(|e| panic!("{e}\nopensm log:\n{osm_log}"));
+    let (sim, _) = opensm_loads(&tools, &state);
+    let dumps = sim.dir().join(DUMPS);
     std::fs::write(
         dumps.join("weft.psl"),
         weft_fabric::opensm::write_path_sl(&state),
