@@ -105,8 +105,24 @@ fn layering(
     // Layer per source switch and destination LID (0 where the switch is the exit).
     let mut layer = vec![vec![0u8; columns.len()]; n];
     let mut path: Vec<u32> = Vec::new();
+    // The LIDs behind a switch with a LID share its paths: the first of them (in LID order)
+    // stands for all. A later one would land on the same layer anyway (its dependencies are
+    // there, and a layer it did not fit before only grows), so this saves work, not layers.
+    let mut first_behind: Vec<Option<usize>> = vec![None; n];
     for (lid, exit) in g.exits.iter().enumerate() {
         let Some(exit) = *exit else { continue };
+        let sw = exit.sw as usize;
+        if own.get(sw).copied().flatten().is_some() {
+            match first_behind[sw] {
+                Some(rep) => {
+                    for row in layer.iter_mut() {
+                        row[lid] = row[rep];
+                    }
+                    continue;
+                }
+                None => first_behind[sw] = Some(lid),
+            }
+        }
         for (src, layer_row) in layer.iter_mut().enumerate() {
             // The route's channels from `src` to the exit switch.
             path.clear();
