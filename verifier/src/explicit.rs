@@ -302,7 +302,7 @@ fn bits(mut m: u16) -> impl Iterator<Item = u8> {
 }
 
 fn sls_of(net: &Net<'_>, s: Source, d: Dest) -> SlSet {
-    net.st.path_sl.get(net.port_ref(s.node, s.port), d.lid)
+    net.path_sls(s.node, s.port, d.lid)
 }
 
 fn add_state(net: &Net<'_>, scr: &mut Scratch, k: u32, i: u8, vin: u8, sls: u16) {

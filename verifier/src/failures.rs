@@ -507,7 +507,7 @@ pub(crate) fn destination(
         let sls: SlSet = if uniform {
             uniform_sls
         } else {
-            net.st.path_sl.get(net.port_ref(s.node, s.port), d.lid)
+            net.path_sls(s.node, s.port, d.lid)
         };
         let mut m = sls.0;
         while m != 0 {

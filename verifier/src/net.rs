@@ -86,6 +86,10 @@ pub(crate) struct Net<'a> {
     pub plain: Vec<bool>,
     /// Per node: its class for failure patterns (kind and tree level).
     pub class: Vec<NodeClass>,
+    /// Per node, the first slot of its ports (port 0 included) in `sl_ranges`.
+    sl_base: Vec<u32>,
+    /// Per source port slot: the range of the state's per-source path SLs that are its own.
+    sl_ranges: Vec<(u32, u32)>,
 }
 
 pub(crate) const NO_INDEX: u32 = u32::MAX;
@@ -210,9 +214,12 @@ impl<'a> Net<'a> {
             })
             .collect();
         let class = node_classes(st, &link, &port_base, &is_switch, &alive);
+        let (sl_base, sl_ranges) = source_index(st, &port_count);
         Net {
             st,
             class,
+            sl_base,
+            sl_ranges,
             cap,
             plain,
             alive,
@@ -226,6 +233,28 @@ impl<'a> Net<'a> {
             switches,
             switch_index,
             vls: top + 1,
+        }
+    }
+
+    /// The SLs source port `(node, port)` uses toward `dlid` — what
+    /// [`PathSl::get`](weft_fabric::PathSl::get) answers, found through a per-source index.
+    pub fn path_sls(&self, node: u32, port: u8, dlid: weft_fabric::Lid) -> weft_fabric::SlSet {
+        if port > self.port_count.get(node as usize).copied().unwrap_or(0) {
+            return self.st.path_sl.get(self.port_ref(node, port), dlid);
+        }
+        let own = self
+            .sl_base
+            .get(node as usize)
+            .and_then(|&b| self.sl_ranges.get(b as usize + usize::from(port)))
+            .and_then(|&(lo, hi)| self.st.path_sl.by_source.get(lo as usize..hi as usize))
+            .and_then(|slice| {
+                let i = slice.partition_point(|e| e.lids.lo <= dlid);
+                i.checked_sub(1).and_then(|i| slice.get(i))
+            })
+            .filter(|e| e.lids.contains(dlid));
+        match own {
+            Some(e) => e.sls,
+            None => self.st.path_sl.for_destination(dlid),
         }
     }
 
@@ -750,4 +779,78 @@ fn node_classes(
             },
         })
         .collect()
+}
+
+/// Per node, the first slot of its ports (0 to its port count) and, per slot, the range of the
+/// state's per-source path SLs belonging to that source port (empty when it has none).
+fn source_index(st: &FabricState, port_count: &[u8]) -> (Vec<u32>, Vec<(u32, u32)>) {
+    let mut base = Vec::with_capacity(port_count.len());
+    let mut n = 0u32;
+    for &c in port_count {
+        base.push(n);
+        n += u32::from(c) + 1;
+    }
+    let mut ranges = vec![(0u32, 0u32); n as usize];
+    for (i, e) in st.path_sl.by_source.iter().enumerate() {
+        let Some(&b) = base.get(e.src.node.index()) else {
+            continue;
+        };
+        if e.src.port.0 > port_count.get(e.src.node.index()).copied().unwrap_or(0) {
+            continue;
+        }
+        if let Some(r) = ranges.get_mut(b as usize + usize::from(e.src.port.0)) {
+            if r.1 != i as u32 {
+                r.0 = i as u32;
+            }
+            r.1 = i as u32 + 1;
+        }
+    }
+    (base, ranges)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::Net;
+    use crate::testkit::{random_fabric, route_minhop, sequential_lids, Rng};
+    use weft_fabric::{Lid, PortRef, SlSet};
+
+    /// The per-source index answers exactly what `PathSl::get` answers, for every source port
+    /// (ports without entries, out-of-range ports and switch port 0 included) and LID.
+    #[test]
+    fn indexed_path_sls_agree_with_the_state() {
+        let mut rng = Rng(0x5eed_0051);
+        for _ in 0..30 {
+            let f = random_fabric(&mut rng, 6, 3, 5, 8);
+            let mut st = route_minhop(&f, sequential_lids(&f));
+            let max = st.lids.max_lid(&st.fabric);
+            let nodes = st.fabric.nodes().len();
+            let mut triples = Vec::new();
+            for _ in 0..rng.below(60) {
+                let node = weft_fabric::NodeId(rng.below(nodes as u64) as u32);
+                let port = rng.below(4) as u8;
+                let lid = Lid(1 + rng.below(u64::from(max)) as u16);
+                triples.push((
+                    PortRef::new(node, port),
+                    lid,
+                    SlSet(1 + rng.below(7) as u16),
+                ));
+            }
+            st.path_sl.set_by_source(triples);
+            st.path_sl.set_by_dlid([(Lid(1), SlSet(0b100))]);
+            let net = Net::new(&st);
+            for n in 0..nodes as u32 {
+                for p in 0..=40u8 {
+                    for l in 0..=max + 1 {
+                        assert_eq!(
+                            net.path_sls(n, p, Lid(l)),
+                            st.path_sl
+                                .get(PortRef::new(weft_fabric::NodeId(n), p), Lid(l)),
+                            "node {n} port {p} lid {l}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }

@@ -514,7 +514,7 @@ fn check_dest(
                 if (s.node, s.port) == d.owner {
                     continue;
                 }
-                let sls = net.st.path_sl.get(net.port_ref(s.node, s.port), d.lid);
+                let sls = net.path_sls(s.node, s.port, d.lid);
                 routes += u64::from(sls.0.count_ones());
                 let k = net.switch_of(s.node);
                 if label(k) == NO_LABEL {
@@ -528,7 +528,7 @@ fn check_dest(
         if (s.node, s.port) == d.owner {
             continue;
         }
-        let sls: SlSet = net.st.path_sl.get(net.port_ref(s.node, s.port), d.lid);
+        let sls: SlSet = net.path_sls(s.node, s.port, d.lid);
         routes += u64::from(sls.0.count_ones());
         if net.is_switch(s.node) {
             let k = net.switch_of(s.node);
