@@ -131,10 +131,15 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
     let mut notes = routes.notes;
     if let Some(lanes) = &routes.lanes {
         apply_lanes(&mut state, lanes);
+        let of = if e.config.vls_budget.is_some() {
+            format!("the {vl_budget} VL(s) budgeted")
+        } else {
+            format!("{vl_budget}, the fewest data VLs a node has (no `vls {{ budget }}`)")
+        };
         notes.push(RouteNote {
             code: Code::Layers,
             message: format!(
-                "routes use {} layer(s) of the {vl_budget} VL(s) budgeted: SL i on VL i on every hop, path SLs per source",
+                "routes use {} layer(s) of {of}: SL i on VL i on every hop, path SLs per source",
                 lanes.layers
             ),
         });
@@ -211,18 +216,14 @@ fn apply_lanes(state: &mut FabricState, lanes: &routing::Lanes) {
     for id in ends {
         state.set_node_injection(id, map);
     }
-    let assigned: Vec<Lid> = {
-        let mut v: Vec<Lid> = state
-            .lids
-            .owners(&state.fabric)
-            .iter()
-            .enumerate()
-            .filter(|(_, o)| o.is_some())
-            .map(|(lid, _)| Lid(lid as u16))
-            .collect();
-        v.sort_unstable();
-        v
-    };
+    let assigned: Vec<Lid> = state
+        .lids
+        .owners(&state.fabric)
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| o.is_some())
+        .map(|(lid, _)| Lid(lid as u16))
+        .collect();
     let mut triples = Vec::new();
     for (sw, row) in &lanes.by_source {
         let sources = std::iter::once(PortRef::new(*sw, 0))
