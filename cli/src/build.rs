@@ -161,7 +161,12 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     let s = Summary::of(&built.state.fabric);
     let mut text = human_summary(&s);
     text += &format!("  engine    {}: {}\n", built.engine, built.why);
-    for n in &built.notes {
+    // A note the engine line already carries is not repeated.
+    for n in built
+        .notes
+        .iter()
+        .filter(|n| !built.why.contains(&n.message))
+    {
         text += &format!("  note      {}\n", n.message);
     }
     text += &verdict;

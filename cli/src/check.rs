@@ -32,12 +32,12 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     let mut failed = c.has_errors();
     let summary = c.elaborated.as_ref().map(|e| Summary::of(&e.fabric));
     // Compile and prove what the description says, unless it is already wrong.
-    let mut routed: Option<(&'static str, String, weft_fabric::ValidState)> = None;
+    let mut routed: Option<weft_compiler::build::Built> = None;
     let mut build_errors = Vec::new();
     if let (Some(e), false, false) = (c.elaborated.as_ref(), failed, no_verify) {
         crate::term::phase("routing");
         match weft_compiler::build::build(e) {
-            Ok(b) => routed = Some((b.engine.name(), b.why, b.state)),
+            Ok(b) => routed = Some(b),
             Err(d) => {
                 failed = true;
                 build_errors = d;
@@ -52,7 +52,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     crate::term::phase("proving");
     let report = routed
         .as_ref()
-        .map(|(_, _, st)| weft_verifier::verify(st, &opts));
+        .map(|b| weft_verifier::verify(&b.state, &opts));
     if report.as_ref().is_some_and(|r| !r.is_proven()) {
         failed = true;
     }
@@ -70,8 +70,13 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
             if let (Some(s), false) = (&summary, c.has_errors() || !build_errors.is_empty()) {
                 text += &human_summary(s);
             }
-            if let (Some((engine, why, st)), Some(r)) = (&routed, &report) {
-                text += &format!("  engine    {engine}: {why}\n");
+            if let (Some(b), Some(r)) = (&routed, &report) {
+                text += &format!("  engine    {}: {}\n", b.engine, b.why);
+                // A note the engine line already carries is not repeated.
+                for n in b.notes.iter().filter(|n| !b.why.contains(&n.message)) {
+                    text += &format!("  note      {}\n", n.message);
+                }
+                let st = &b.state;
                 if r.is_proven() {
                     text += &format!(
                         "  verified  deadlock-free and connected ({} routes, {} channels, {} VL(s))\n",
@@ -87,8 +92,9 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
             let v = serde_json::json!({
                 "ok": !failed,
                 "summary": if c.has_errors() { None } else { summary },
-                "engine": routed.as_ref().map(|r| r.0),
-                "engine_why": routed.as_ref().map(|r| &r.1),
+                "engine": routed.as_ref().map(|b| b.engine.name()),
+                "engine_why": routed.as_ref().map(|b| &b.why),
+                "notes": routed.as_ref().map(|b| b.notes.iter().map(|n| serde_json::json!({"code": n.code.as_str(), "message": n.message})).collect::<Vec<_>>()),
                 "verdict": report.as_ref().map(|r| &r.verdict),
                 "diagnostics": diagnostic::to_json(&all_diags, &c.sources),
                 "findings": found(),
@@ -98,7 +104,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
         Format::Sarif => {
             let summary = serde_json::json!({
                 "ok": !failed,
-                "engine": routed.as_ref().map(|r| r.0),
+                "engine": routed.as_ref().map(|b| b.engine.name()),
                 "verdict": report.as_ref().map(|r| &r.verdict),
             });
             out(
