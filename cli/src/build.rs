@@ -121,15 +121,11 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
             out(None, &(serde_json::to_string_pretty(&v)? + "\n"))?;
             return Ok(ExitCode::from(1));
         }
-        let violations: Vec<findings::Finding> = found(Some(&report))
-            .into_iter()
-            .filter(|f| !matches!(f.detail, findings::Detail::Diagnostic(_)))
-            .collect();
         let text = verify::human(
             &built.state,
             Some(&report),
             None,
-            &violations,
+            &found(Some(&report)),
             "compiled",
             20,
         );
@@ -173,8 +169,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     for p in &written {
         text += &format!("  wrote     {}\n", p.display());
     }
-    let layered = built.state.switches.values().any(|s| !s.sl2vl.is_empty());
-    if layered && psl_lines(&built.state) > PSL_LINES {
+    if has_layers(&built.state) && psl_lines(&built.state) > PSL_LINES {
         text += &format!(
             "  note      path-sl.psl not written: {} lines exceed {}; state.json has every path SL\n",
             verify::group(psl_lines(&built.state)),
@@ -387,7 +382,7 @@ fn fill(
     }
     let st = &built.state;
     let mut more = Vec::new();
-    if st.switches.values().any(|s| !s.sl2vl.is_empty()) {
+    if has_layers(st) {
         let io = |e: std::io::Error| e.to_string();
         create_in(fresh, SL2VL, |f| {
             f.write_all(weft_fabric::opensm::write_sl2vl(st).as_bytes())
@@ -411,6 +406,12 @@ const SL2VL: &str = "sl2vl.dump";
 const PATH_SL: &str = "path-sl.psl";
 /// The most lines `path-sl.psl` is written with (one per source node and destination LID).
 pub const PSL_LINES: u64 = 10_000_000;
+
+/// Whether a state routes on SL→VL tables (a routing on layers), so that `sl2vl.dump` and
+/// `path-sl.psl` belong beside its tables.
+fn has_layers(st: &weft_fabric::FabricState) -> bool {
+    st.switches.values().any(|s| !s.sl2vl.is_empty())
+}
 
 /// Lines `path-sl.psl` would have: one per (source node with a LID, LID of another node).
 pub fn psl_lines(st: &weft_fabric::FabricState) -> u64 {

@@ -1,6 +1,7 @@
 //! One finding type for `check`, `build` and `verify`: compiler diagnostics, verifier
 //! violations (credit loops, failed routes) and certificate refusals all become [`Finding`]s,
-//! rendered for people ([`emit_diagnostics`] on stderr, [`human`] for the violations), as
+//! rendered for people ([`emit_diagnostics`] on stderr, [`human_loops`] and
+//! [`human_patterns`] for the violations), as
 //! SARIF 2.1.0 ([`sarif`]) and as the `findings` array of `--format json`. A finding points
 //! at the source where there is one (a diagnostic's span; for a fabric compiled from a
 //! `.weft` file, the declaration of the node a violation names) and names the fabric objects

@@ -354,17 +354,14 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     let text = match args.format {
         Format::Human if quiet && all_proven => String::new(),
         Format::Human => {
-            // The compilation's diagnostics were shown when it was loaded.
+            // The compilation's diagnostics were shown when it was loaded; `human` renders the
+            // violations only.
             let found = loaded.findings(report.as_ref(), z3_report.as_ref());
-            let violations: Vec<findings::Finding> = found
-                .into_iter()
-                .filter(|f| !matches!(f.detail, findings::Detail::Diagnostic(_)))
-                .collect();
             human(
                 state,
                 report.as_ref(),
                 z3_report.as_ref(),
-                &violations,
+                &found,
                 origin,
                 args.max_listed,
             )
@@ -532,6 +529,9 @@ pub(crate) fn verdict_lines(t: &mut String, r: &Report) {
     }
 }
 
+/// A verification for people: what was checked, the credit loops and failed-route patterns
+/// among `findings` (other findings are rendered elsewhere), the verdict lines and the z3
+/// engine's answer.
 pub(crate) fn human(
     state: &FabricState,
     report: Option<&Report>,
