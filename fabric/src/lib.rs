@@ -33,6 +33,6 @@ pub use model::{
 };
 pub use state::{
     json as state_json, DlidSls, FabricState, Lft, LidAssignment, LidRange, PKey, PathSl,
-    PortState, Sl2VlRow, SlSet, SourceSls, StateError, StateErrors, SwitchState, ValidState, VlArb,
-    VlWeight, LFT_UNSET,
+    PortState, Sl2VlRow, SlSet, SourceSls, StateError, StateErrors, SwitchSls, SwitchState,
+    ValidState, VlArb, VlWeight, LFT_UNSET,
 };

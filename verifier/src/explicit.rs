@@ -92,6 +92,9 @@ struct Scratch {
     /// Per output port (by port index), on one VL: the group's dependencies through it are
     /// recorded. Valid across destinations.
     group_done: Vec<bool>,
+    /// Per switch index: the SLs its group sends toward the current destination (set where
+    /// [`Scratch::hca`] is).
+    group_sls: Vec<u16>,
     /// Per (input port or switch, VL): the index of that state in its switch's list.
     slot: Vec<u32>,
     slot_keys: Vec<u32>,
@@ -109,6 +112,7 @@ impl Scratch {
             states: vec![Vec::new(); s],
             touched: Vec::new(),
             hca: vec![false; s],
+            group_sls: vec![0; s],
             queued: vec![false; s],
             buckets: Vec::new(),
             memo: vec![Memo::default(); net.ports as usize],
@@ -355,6 +359,34 @@ fn dest_pass(
         let sls = u64::from(net.st.path_sl.for_destination(d.lid).0.count_ones());
         let owner_sends = sources.iter().any(|s| (s.node, s.port) == d.owner);
         (sources.len() as u64 - u64::from(owner_sends)) * sls
+    } else if attach.grouped {
+        let owner_k = owner_switch(net, d);
+        let grouped: u64 = attach
+            .by_switch
+            .iter()
+            .enumerate()
+            .filter(|(_, list)| !list.is_empty())
+            .map(|(k, list)| {
+                let senders = list
+                    .iter()
+                    .filter(|&&(_, j)| {
+                        k != owner_k
+                            || sources
+                                .get(j as usize)
+                                .is_none_or(|s| (s.node, s.port) != d.owner)
+                    })
+                    .count() as u64;
+                senders * u64::from(net.group_sls(k as u32, d.lid).count_ones())
+            })
+            .sum();
+        let loose: u64 = attach
+            .loose
+            .iter()
+            .filter_map(|&j| sources.get(j as usize))
+            .filter(|s| (s.node, s.port) != d.owner)
+            .map(|&s| u64::from(sls_of(net, s, d).0.count_ones()))
+            .sum();
+        grouped + loose
     } else {
         sources
             .iter()
@@ -610,7 +642,7 @@ fn fast_path(
         }
     };
     let uniform_sls = net.st.path_sl.for_destination(d.lid).0;
-    if attach.uniform {
+    if attach.grouped {
         for &j in &attach.loose {
             let Some(&s) = sources.get(j as usize) else {
                 continue;
@@ -621,13 +653,24 @@ fn fast_path(
         }
         // The switch the destination's own end node is cabled to (it does not send to itself).
         let owner_k = owner_switch(net, d);
-        if uniform_sls != 0 {
+        if uniform_sls != 0 || !attach.uniform {
             for (k, list) in attach.by_switch.iter().enumerate() {
                 let senders = list.len() - usize::from(k == owner_k && !list.is_empty());
                 if senders == 0 {
                     continue;
                 }
-                if uniform_sls & !attach.valid_and.get(k).copied().unwrap_or(0) != 0 {
+                let sls = if attach.uniform {
+                    uniform_sls
+                } else {
+                    net.group_sls(k as u32, d.lid)
+                };
+                if let Some(g) = scr.group_sls.get_mut(k) {
+                    *g = sls;
+                }
+                if sls == 0 {
+                    continue;
+                }
+                if sls & !attach.valid_and.get(k).copied().unwrap_or(0) != 0 {
                     return false;
                 }
                 let l = scr.label.get(k).copied().unwrap_or(NO_LABEL);
@@ -679,7 +722,7 @@ fn fast_path(
             }
         }
     }
-    let ok = propagate(net, attach, uniform_sls, scr, deps, &mut buckets, max_label);
+    let ok = propagate(net, attach, scr, deps, &mut buckets, max_label);
     scr.buckets = buckets;
     ok
 }
@@ -687,7 +730,6 @@ fn fast_path(
 fn propagate(
     net: &Net<'_>,
     attach: &Attach,
-    uniform_sls: u16,
     scr: &mut Scratch,
     deps: &DepSet,
     buckets: &mut [Vec<u32>],
@@ -726,7 +768,8 @@ fn propagate(
                 }
             }
             if scr.hca.get(k as usize).copied().unwrap_or(false) {
-                match group_states(net, attach, uniform_sls, scr, deps, k, x, out) {
+                let sls = scr.group_sls.get(k as usize).copied().unwrap_or(0);
+                match group_states(net, attach, sls, scr, deps, k, x, out) {
                     Some(m) if m.status == 1 => {
                         if next_k != NO_INDEX {
                             for &(v, s) in m.leave.iter().take(usize::from(m.n)) {
@@ -737,7 +780,7 @@ fn propagate(
                     Some(_) => return false,
                     None => {
                         let mut leaving = Vec::new();
-                        if !group_compute(net, attach, uniform_sls, deps, k, x, out, &mut leaving) {
+                        if !group_compute(net, attach, sls, deps, k, x, out, &mut leaving) {
                             return false;
                         }
                         if next_k != NO_INDEX {

@@ -90,6 +90,8 @@ pub(crate) struct Net<'a> {
     sl_base: Vec<u32>,
     /// Per source port slot: the range of the state's per-source path SLs that are its own.
     sl_ranges: Vec<(u32, u32)>,
+    /// Per switch index: the range of the state's per-switch path SLs that are its own.
+    switch_sl_ranges: Vec<(u32, u32)>,
 }
 
 pub(crate) const NO_INDEX: u32 = u32::MAX;
@@ -215,11 +217,25 @@ impl<'a> Net<'a> {
             .collect();
         let class = node_classes(st, &link, &port_base, &is_switch, &alive);
         let (sl_base, sl_ranges) = source_index(st, &port_count);
+        let mut switch_sl_ranges = vec![(0u32, 0u32); switches.len()];
+        for (i, e) in st.path_sl.by_switch.iter().enumerate() {
+            let k = switch_index
+                .get(e.switch.index())
+                .copied()
+                .unwrap_or(NO_INDEX);
+            if let Some(r) = switch_sl_ranges.get_mut(k as usize) {
+                if r.1 != i as u32 {
+                    r.0 = i as u32;
+                }
+                r.1 = i as u32 + 1;
+            }
+        }
         Net {
             st,
             class,
             sl_base,
             sl_ranges,
+            switch_sl_ranges,
             cap,
             plain,
             alive,
@@ -240,7 +256,7 @@ impl<'a> Net<'a> {
     /// [`PathSl::get`](weft_fabric::PathSl::get) answers, found through a per-source index.
     pub fn path_sls(&self, node: u32, port: u8, dlid: weft_fabric::Lid) -> weft_fabric::SlSet {
         if port > self.port_count.get(node as usize).copied().unwrap_or(0) {
-            return self.st.path_sl.get(self.port_ref(node, port), dlid);
+            return self.st.path_sls(self.port_ref(node, port), dlid);
         }
         let own = self
             .sl_base
@@ -254,8 +270,27 @@ impl<'a> Net<'a> {
             .filter(|e| e.lids.contains(dlid));
         match own {
             Some(e) => e.sls,
-            None => self.st.path_sl.for_destination(dlid),
+            None if self.st.path_sl.by_switch.is_empty() => self.st.path_sl.for_destination(dlid),
+            None => match self.st.source_switch(self.port_ref(node, port)) {
+                Some(sw) => weft_fabric::SlSet(self.group_sls(self.switch_of(sw.0), dlid)),
+                None => self.st.path_sl.for_destination(dlid),
+            },
         }
+    }
+
+    /// The SLs the sources at switch index `k` (its port 0 and the end-node ports cabled to
+    /// it, unless they have their own) use toward `dlid`, as a mask.
+    pub fn group_sls(&self, k: u32, dlid: weft_fabric::Lid) -> u16 {
+        self.switch_sl_ranges
+            .get(k as usize)
+            .and_then(|&(lo, hi)| self.st.path_sl.by_switch.get(lo as usize..hi as usize))
+            .and_then(|slice| {
+                let i = slice.partition_point(|e| e.lids.lo <= dlid);
+                i.checked_sub(1).and_then(|i| slice.get(i))
+            })
+            .filter(|e| e.lids.contains(dlid))
+            .map_or_else(|| self.st.path_sl.for_destination(dlid), |e| e.sls)
+            .0
     }
 
     pub fn is_switch(&self, n: u32) -> bool {
@@ -628,6 +663,9 @@ impl<'a> Net<'a> {
 pub(crate) struct Attach {
     /// Path SLs depend on the destination only (no per-pair entries).
     pub uniform: bool,
+    /// Path SLs depend on the destination and the source's switch only (no per-port
+    /// entries): the sources at a switch send alike.
+    pub grouped: bool,
     /// Per switch index: `(input port, source index)` of every end-node source cabled to it,
     /// and `(0, index)` for the switch's own traffic.
     pub by_switch: Vec<Vec<(u8, u32)>>,
@@ -651,6 +689,7 @@ impl Net<'_> {
         let s = self.switches.len();
         let mut a = Attach {
             uniform: self.st.path_sl.destination_only(),
+            grouped: self.st.path_sl.by_source.is_empty(),
             by_switch: vec![Vec::new(); s],
             valid_and: vec![u16::MAX; s],
             inj: vec![[0; 16]; sources.len()],
@@ -838,14 +877,23 @@ mod tests {
             }
             st.path_sl.set_by_source(triples);
             st.path_sl.set_by_dlid([(Lid(1), SlSet(0b100))]);
+            // And per source switch, for some switches and LIDs.
+            let switches: Vec<weft_fabric::NodeId> = st.switches.keys().copied().collect();
+            let mut triples = Vec::new();
+            for _ in 0..rng.below(40) {
+                let x = switches[rng.below(switches.len() as u64) as usize];
+                let lid = Lid(1 + rng.below(u64::from(max)) as u16);
+                triples.push((x, lid, SlSet(1 + rng.below(7) as u16)));
+            }
+            st.path_sl.set_by_switch(triples);
             let net = Net::new(&st);
             for n in 0..nodes as u32 {
                 for p in 0..=40u8 {
                     for l in 0..=max + 1 {
+                        let src = PortRef::new(weft_fabric::NodeId(n), p);
                         assert_eq!(
                             net.path_sls(n, p, Lid(l)),
-                            st.path_sl
-                                .get(PortRef::new(weft_fabric::NodeId(n), p), Lid(l)),
+                            st.path_sl.get(src, st.source_switch(src), Lid(l)),
                             "node {n} port {p} lid {l}"
                         );
                     }

@@ -409,6 +409,8 @@ pub enum Corruption {
     Sl2Vl(NodeId, u8, u8, u8, u8),
     /// A path SL changed for every pair toward a LID.
     PathSl(Lid, u16),
+    /// A path SL changed for the sources at a switch toward a LID.
+    SwitchPathSl(NodeId, Lid, u16),
     /// A link taken down.
     LinkDown(u32),
 }
@@ -461,6 +463,21 @@ pub fn corrupt(rng: &mut Rng, st: &mut FabricState) -> Option<Corruption> {
             }
             s.sort_sl2vl();
             Some(Corruption::Sl2Vl(x, i, o, sl, vl))
+        }
+        8 if !st.path_sl.by_switch.is_empty() && rng.below(2) == 0 => {
+            // One source switch's SLs toward one LID.
+            let lid = Lid(1 + rng.below(u64::from(max_lid.max(1))) as u16);
+            let sls = 1 + rng.below(3) as u16;
+            let mut triples: Vec<(NodeId, Lid, weft_fabric::SlSet)> = st
+                .path_sl
+                .by_switch
+                .iter()
+                .flat_map(|e| (e.lids.lo.0..=e.lids.hi.0).map(move |l| (e.switch, Lid(l), e.sls)))
+                .filter(|&(s, l, _)| (s, l) != (x, lid))
+                .collect();
+            triples.push((x, lid, weft_fabric::SlSet(sls)));
+            st.path_sl.set_by_switch(triples);
+            Some(Corruption::SwitchPathSl(x, lid, sls))
         }
         8 => {
             let lid = Lid(1 + rng.below(u64::from(max_lid.max(1))) as u16);

@@ -149,7 +149,7 @@ fn facts(st: &FabricState, scope: Scope) -> Facts {
             if Some((s, p)) == owner {
                 continue;
             }
-            for sl in st.path_sl.get(weft_fabric::PortRef::new(s, p), d).iter() {
+            for sl in st.path_sls(weft_fabric::PortRef::new(s, p), d).iter() {
                 fx.routes += 1;
                 let w = reference::walk(st, s, p, d, sl.0);
                 // Forwarding steps between switches, including the one closing a loop.

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use weft_fabric::{FabricState, NodeId, Sl2VlRow, SlSet, ValidState};
+use weft_fabric::{FabricState, Lid, NodeId, PortRef, Sl2VlRow, SlSet, ValidState};
 use weft_verifier::reference::{replay_credit_loop, replay_pattern};
 use weft_verifier::testkit::{self, Rng};
 use weft_verifier::z3::Z3;
@@ -39,6 +39,41 @@ fn random_vls(rng: &mut Rng, st: &mut FabricState) {
         }
     }
     st.path_sl.default = SlSet(1 + rng.below(3) as u16);
+    random_path_sls(rng, st);
+}
+
+/// Path SLs by source switch in half the cases (the sources at a switch send alike), and by
+/// source port in a quarter: random non-empty subsets of SLs 0–2 toward random LIDs.
+fn random_path_sls(rng: &mut Rng, st: &mut FabricState) {
+    let max_lid = st.lids.max_lid(&st.fabric);
+    if rng.below(2) == 0 {
+        let switches: Vec<NodeId> = st.switches.keys().copied().collect();
+        let mut triples = Vec::new();
+        for &x in &switches {
+            for lid in 1..=max_lid {
+                if rng.below(2) == 0 {
+                    triples.push((x, Lid(lid), SlSet(1 + rng.below(7) as u16)));
+                }
+            }
+        }
+        st.path_sl.set_by_switch(triples);
+    }
+    if rng.below(4) == 0 {
+        let ports: Vec<PortRef> = st
+            .lids
+            .base
+            .iter()
+            .flat_map(|(&n, ps)| ps.keys().map(move |&p| PortRef { node: n, port: p }))
+            .collect();
+        let mut triples = Vec::new();
+        for &p in &ports {
+            if rng.below(2) == 0 {
+                let lid = 1 + rng.below(u64::from(max_lid.max(1))) as u16;
+                triples.push((p, Lid(lid), SlSet(1 + rng.below(7) as u16)));
+            }
+        }
+        st.path_sl.set_by_source(triples);
+    }
 }
 
 fn case(rng: &mut Rng) -> ValidState {

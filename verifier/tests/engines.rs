@@ -334,7 +334,7 @@ fn reference_breaks(st: &FabricState) -> bool {
                 continue;
             }
             let d = st.lids.get(dn, PortNum(dp)).unwrap();
-            for sl in st.path_sl.get(weft_fabric::PortRef::new(s, p), d).iter() {
+            for sl in st.path_sls(weft_fabric::PortRef::new(s, p), d).iter() {
                 if weft_verifier::reference::walk(st, s, p, d, sl.0)
                     .failure
                     .is_some()

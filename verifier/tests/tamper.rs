@@ -60,6 +60,21 @@ fn proven_case(rng: &mut Rng) -> (ValidState, Scope) {
                 }
             }
             st.path_sl.default = weft_fabric::SlSet(0b11);
+            if rng.below(2) == 0 {
+                // By source switch: any non-empty subset of {0, 1} keeps it proven.
+                let max_lid = st.lids.max_lid(&st.fabric);
+                let switches: Vec<NodeId> = st.switches.keys().copied().collect();
+                let mut triples = Vec::new();
+                for &x in &switches {
+                    for lid in 1..=max_lid {
+                        if rng.below(2) == 0 {
+                            let sls = weft_fabric::SlSet(1 + rng.below(3) as u16);
+                            triples.push((x, Lid(lid), sls));
+                        }
+                    }
+                }
+                st.path_sl.set_by_switch(triples);
+            }
         }
         let Ok(st) = ValidState::new(st) else {
             continue;

@@ -93,8 +93,7 @@ pub fn write_path_sl(state: &FabricState) -> String {
                 .and_then(|ports| ports.keys().next().copied())
                 .unwrap_or(PortNum(0));
             for sl in state
-                .path_sl
-                .get(PortRef { node: id, port }, Lid(lid as u16))
+                .path_sls(PortRef { node: id, port }, Lid(lid as u16))
                 .iter()
             {
                 let _ = writeln!(out, "{:#018x} {lid} {}", g.0, sl.0);

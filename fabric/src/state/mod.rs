@@ -9,7 +9,7 @@
 //! uses toward a destination are given by [`PathSl`].
 
 use crate::ids::{Lid, NodeId, PortNum, Sl, Vl};
-use crate::model::{Fabric, PortRef};
+use crate::model::{Fabric, NodeKind, PortRef};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -18,7 +18,7 @@ mod path_sl;
 mod ports;
 mod valid;
 
-pub use path_sl::{DlidSls, LidRange, PathSl, SlSet, SourceSls};
+pub use path_sl::{DlidSls, LidRange, PathSl, SlSet, SourceSls, SwitchSls};
 pub use ports::{PKey, PortState, VlArb, VlWeight};
 pub use valid::{StateError, StateErrors, ValidState};
 
@@ -260,6 +260,24 @@ impl FabricState {
         for p in 1..=ports {
             self.ports.entry(PortRef::new(node, p)).or_default().sl2vl = Some(vl);
         }
+    }
+
+    /// The switch a source port belongs to for [`PathSl::by_switch`]: a switch itself, else
+    /// the switch its cable leads to (down or not), else none.
+    pub fn source_switch(&self, src: PortRef) -> Option<NodeId> {
+        let node = self.fabric.nodes().get(src.node.index())?;
+        if node.spec.kind == NodeKind::Switch {
+            return Some(src.node);
+        }
+        let (peer, _) = self.fabric.peer(src)?;
+        (self.fabric.nodes().get(peer.node.index())?.spec.kind == NodeKind::Switch)
+            .then_some(peer.node)
+    }
+
+    /// The SLs `src` uses toward `dlid` ([`PathSl::get`] with the switch found from the
+    /// cabling).
+    pub fn path_sls(&self, src: PortRef, dlid: Lid) -> SlSet {
+        self.path_sl.get(src, self.source_switch(src), dlid)
     }
 
     /// The VL end-node port `port` injects SL `sl` on.

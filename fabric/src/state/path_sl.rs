@@ -1,12 +1,14 @@
 //! Path SLs: the SLs a source port uses toward a destination LID (what the SA answers in
-//! PathRecords), stored compactly — per destination LID range, and per (source port,
-//! destination LID range) — never one entry per pair.
+//! PathRecords), stored compactly — per destination LID range, per (source switch,
+//! destination LID range), and per (source port, destination LID range) — never one entry per
+//! pair.
 //!
-//! Lookup order for a pair: the source's ranges ([`PathSl::by_source`]), then the destination
-//! ranges ([`PathSl::by_dlid`]), then [`PathSl::default`]. Every set is non-empty (checked by
+//! Lookup order for a pair: the source port's ranges ([`PathSl::by_source`]), then those of its
+//! switch ([`PathSl::by_switch`]: a switch's own port 0 and every end-node port cabled to it),
+//! then the destination ranges ([`PathSl::by_dlid`]), then [`PathSl::default`]. Every set is non-empty (checked by
 //! [`ValidState`](crate::ValidState)): a flow may use any member, so every member must be safe.
 
-use crate::ids::{Lid, Sl};
+use crate::ids::{Lid, NodeId, Sl};
 use crate::model::PortRef;
 use serde::{Deserialize, Serialize};
 
@@ -90,6 +92,18 @@ pub struct SourceSls {
     pub sls: SlSet,
 }
 
+/// SLs from the sources at one switch (its port 0 and the end-node ports cabled to it)
+/// toward a range of destination LIDs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SwitchSls {
+    /// The switch.
+    pub switch: NodeId,
+    /// Destination LIDs.
+    pub lids: LidRange,
+    /// SLs.
+    pub sls: SlSet,
+}
+
 /// The SLs each (source port, destination LID) pair uses.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PathSl {
@@ -97,6 +111,9 @@ pub struct PathSl {
     pub default: SlSet,
     /// Per destination range, sorted by first LID, not overlapping.
     pub by_dlid: Vec<DlidSls>,
+    /// Per source switch and destination range, sorted by (switch, first LID), not
+    /// overlapping for one switch.
+    pub by_switch: Vec<SwitchSls>,
     /// Per source port and destination range, sorted by (source, first LID), not overlapping
     /// for one source.
     pub by_source: Vec<SourceSls>,
@@ -107,14 +124,17 @@ impl Default for PathSl {
         PathSl {
             default: SlSet::one(Sl(0)),
             by_dlid: Vec::new(),
+            by_switch: Vec::new(),
             by_source: Vec::new(),
         }
     }
 }
 
 impl PathSl {
-    /// The SLs `src` uses toward `dlid`.
-    pub fn get(&self, src: PortRef, dlid: Lid) -> SlSet {
+    /// The SLs `src` uses toward `dlid`, where `via` is the switch `src` belongs to (itself
+    /// for a switch's port 0, else the switch its cable leads to; `None` when it has none).
+    /// [`FabricState::path_sls`](crate::FabricState::path_sls) finds `via` from the cabling.
+    pub fn get(&self, src: PortRef, via: Option<NodeId>, dlid: Lid) -> SlSet {
         if !self.by_source.is_empty() {
             let i = self
                 .by_source
@@ -125,7 +145,23 @@ impl PathSl {
                 }
             }
         }
+        if let (Some(sw), false) = (via, self.by_switch.is_empty()) {
+            if let Some(s) = self.for_switch(sw, dlid) {
+                return s;
+            }
+        }
         self.for_destination(dlid)
+    }
+
+    /// The SLs the sources at `switch` use toward `dlid`, when its ranges cover it.
+    pub fn for_switch(&self, switch: NodeId, dlid: Lid) -> Option<SlSet> {
+        let i = self
+            .by_switch
+            .partition_point(|e| (e.switch, e.lids.lo) <= (switch, dlid));
+        i.checked_sub(1)
+            .and_then(|i| self.by_switch.get(i))
+            .filter(|e| e.switch == switch && e.lids.contains(dlid))
+            .map(|e| e.sls)
     }
 
     /// The SLs toward `dlid` of a source without its own entries.
@@ -137,15 +173,16 @@ impl PathSl {
         }
     }
 
-    /// Whether the SLs depend on the destination only (no per-source entries): then every
-    /// source sends the same SLs toward a destination.
+    /// Whether the SLs depend on the destination only (no per-source or per-switch entries):
+    /// then every source sends the same SLs toward a destination.
     pub fn destination_only(&self) -> bool {
-        self.by_source.is_empty()
+        self.by_source.is_empty() && self.by_switch.is_empty()
     }
 
-    /// Sorts both lists (required by [`PathSl::get`]).
+    /// Sorts the lists (required by [`PathSl::get`]).
     pub fn sort(&mut self) {
         self.by_dlid.sort();
+        self.by_switch.sort();
         self.by_source.sort();
     }
 
@@ -157,6 +194,17 @@ impl PathSl {
         self.by_dlid = compress(v.into_iter().map(|(l, s)| ((), l, s)))
             .into_iter()
             .map(|((), lids, sls)| DlidSls { lids, sls })
+            .collect();
+    }
+
+    /// Per-switch SLs from `(switch, dlid, sls)` triples (any order): consecutive LIDs of one
+    /// switch with equal sets become one range. Pairs for the same (switch, LID) are merged.
+    pub fn set_by_switch(&mut self, triples: impl IntoIterator<Item = (NodeId, Lid, SlSet)>) {
+        let mut v: Vec<(NodeId, Lid, SlSet)> = triples.into_iter().collect();
+        v.sort_by_key(|&(s, l, _)| (s, l));
+        self.by_switch = compress(v.into_iter())
+            .into_iter()
+            .map(|(switch, lids, sls)| SwitchSls { switch, lids, sls })
             .collect();
     }
 
@@ -201,7 +249,6 @@ fn compress<K: Copy + PartialEq>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::NodeId;
 
     #[test]
     fn ranges_compress_and_look_up() {
@@ -219,19 +266,41 @@ mod tests {
         assert_eq!(p.by_source.len(), 3, "{:?}", p.by_source);
         p.set_by_dlid([(Lid(7), SlSet(0b1000)), (Lid(8), SlSet(0b1000))]);
         assert_eq!(p.by_dlid.len(), 1);
-        assert_eq!(p.get(a, Lid(2)), SlSet(0b10));
+        assert_eq!(p.get(a, None, Lid(2)), SlSet(0b10));
         assert_eq!(
-            p.get(a, Lid(4)),
+            p.get(a, None, Lid(4)),
             SlSet(0b1),
             "gap falls back to the default"
         );
         assert_eq!(
-            p.get(a, Lid(8)),
+            p.get(a, None, Lid(8)),
             SlSet(0b1000),
             "then to the destination ranges"
         );
-        assert_eq!(p.get(b, Lid(2)), SlSet(0b101));
-        assert_eq!(p.get(b, Lid(3)), SlSet(0b1));
+        assert_eq!(p.get(b, None, Lid(2)), SlSet(0b101));
+        assert_eq!(p.get(b, None, Lid(3)), SlSet(0b1));
         assert!(!p.destination_only());
+        // A switch's ranges come between the port's own and the destination's.
+        let sw = NodeId(9);
+        p.set_by_switch([(sw, Lid(4), SlSet(0b100000)), (sw, Lid(8), SlSet(0b1))]);
+        assert_eq!(p.by_switch.len(), 2);
+        assert_eq!(p.get(a, Some(sw), Lid(4)), SlSet(0b100000));
+        assert_eq!(
+            p.get(a, Some(sw), Lid(2)),
+            SlSet(0b10),
+            "the port's own first"
+        );
+        assert_eq!(p.get(a, Some(sw), Lid(8)), SlSet(0b1));
+        assert_eq!(
+            p.get(a, Some(sw), Lid(7)),
+            SlSet(0b1000),
+            "then the destination's"
+        );
+        assert_eq!(
+            p.get(a, Some(NodeId(8)), Lid(4)),
+            SlSet(0b1),
+            "another switch's do not apply"
+        );
+        assert_eq!(p.for_switch(sw, Lid(5)), None);
     }
 }

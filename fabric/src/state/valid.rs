@@ -666,6 +666,45 @@ fn check_path_sl(st: &FabricState, errors: &mut Vec<StateError>) {
         }
         prev = Some(e.lids);
     }
+    let mut prev: Option<(NodeId, LidRange)> = None;
+    for e in &p.by_switch {
+        let what = format!(
+            "from the sources at {} toward LIDs {:#06x}..={:#06x}",
+            port_name(f, e.switch, 0),
+            e.lids.lo.0,
+            e.lids.hi.0
+        );
+        match f.nodes().get(e.switch.index()) {
+            None => {
+                errors.push(StateError::UnknownNode {
+                    at: "path SLs",
+                    id: e.switch.0,
+                });
+                continue;
+            }
+            Some(n) if !n.is_switch() => {
+                errors.push(StateError::PathSl {
+                    what: format!("{what}: not a switch"),
+                });
+                continue;
+            }
+            Some(_) => {}
+        }
+        if !check_range(e.lids, &what, errors) {
+            continue;
+        }
+        if e.sls.is_empty() {
+            errors.push(StateError::PathSl {
+                what: format!("{what}: the SL set is empty"),
+            });
+        }
+        if prev.is_some_and(|(s, q)| s == e.switch && q.hi >= e.lids.lo) {
+            errors.push(StateError::PathSl {
+                what: format!("{what}: the range overlaps the one before it"),
+            });
+        }
+        prev = Some((e.switch, e.lids));
+    }
     let mut prev: Option<(PortRef, LidRange)> = None;
     for e in &p.by_source {
         let src = port_name(f, e.src.node, e.src.port.0);

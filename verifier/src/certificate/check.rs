@@ -237,6 +237,8 @@ struct Scratch {
     states: States,
     /// Switches with end nodes that send to the destination from there.
     hca: Vec<bool>,
+    /// Per switch index: the SLs its end nodes send toward the current destination.
+    group_sls: Vec<u16>,
     /// Switch indices by label.
     buckets: Vec<Vec<u32>>,
     /// End-node sources checked one by one.
@@ -271,6 +273,7 @@ impl Scratch {
                 touched: Vec::new(),
             },
             hca: vec![false; s],
+            group_sls: vec![0; s],
             buckets: Vec::new(),
             individual: Vec::new(),
             memo: vec![None; net.ports as usize],
@@ -466,7 +469,7 @@ fn check_dest(
     // (what they do there depends only on the switch's output port); the rest one by one.
     let uniform_sls = net.st.path_sl.for_destination(d.lid);
     scr.individual.clear();
-    if attach.uniform {
+    if attach.grouped {
         scr.individual.extend(
             attach
                 .loose
@@ -476,9 +479,18 @@ fn check_dest(
     } else {
         scr.individual.extend_from_slice(sources);
     }
-    if attach.uniform {
-        let per = u64::from(uniform_sls.0.count_ones());
+    if attach.grouped {
         for (k, list) in attach.by_switch.iter().enumerate() {
+            // Per source switch when the SLs depend on it.
+            let sls = if attach.uniform {
+                uniform_sls.0
+            } else {
+                net.group_sls(k as u32, d.lid)
+            };
+            if let Some(g) = scr.group_sls.get_mut(k) {
+                *g = sls;
+            }
+            let per = u64::from(sls.count_ones());
             // The end nodes cabled here, without the destination's own port.
             let senders = list
                 .iter()
@@ -495,7 +507,7 @@ fn check_dest(
             routes += senders as u64 * per;
             count += senders as u64 * per;
             let x = net.switches.get(k).copied().unwrap_or(0);
-            if uniform_sls.0 & !attach.valid_and.get(k).copied().unwrap_or(0) != 0 {
+            if sls & !attach.valid_and.get(k).copied().unwrap_or(0) != 0 {
                 return Err(label_err(
                     x,
                     "has an end node injecting an SL on a VL that is not operational".to_owned(),
@@ -658,7 +670,7 @@ fn check_dest(
                     rank,
                     x,
                     out,
-                    uniform_sls.0,
+                    scr.group_sls.get(k as usize).copied().unwrap_or(0),
                     d,
                 )?;
                 if !last {

@@ -24,6 +24,7 @@
 //!   …],
 //! "path_sl": {"default": [0],
 //!   "by_dlid": [[1, 40, [0, 1]], …],                first LID, last LID, SLs
+//!   "by_switch": [["0x…", 1, 40, [2]], …],        switch GUID, first LID, last LID, SLs
 //!   "by_source": [["0x…", 1, 1, 40, [2]], …]}       node GUID, port, first LID, last LID, SLs
 //! }
 //! ```
@@ -40,7 +41,7 @@
 use super::valid::{guid_text, StateError, StateErrors};
 use super::{
     DlidSls, FabricState, Lft, LidRange, PKey, PathSl, PortState, Sl2VlRow, SlSet, SourceSls,
-    SwitchState, ValidState, VlArb,
+    SwitchSls, SwitchState, ValidState, VlArb,
 };
 use crate::fingerprint::Fingerprint;
 use crate::ids::{Guid, Lid, NodeId, PortNum, Sl};
@@ -235,6 +236,8 @@ struct PathSlJson {
     #[serde(default)]
     by_dlid: Vec<(u16, u16, SlList)>,
     #[serde(default)]
+    by_switch: Vec<(GuidHex, u16, u16, SlList)>,
+    #[serde(default)]
     by_source: Vec<(GuidHex, u8, u16, u16, SlList)>,
 }
 
@@ -404,6 +407,24 @@ pub fn write<W: Write>(state: &FabricState, w: &mut W, extra: &[(&str, &str)]) -
             .iter()
             .map(|e| (e.lids.lo.0, e.lids.hi.0, SlList(e.sls))),
     )?;
+    if !p.by_switch.is_empty() {
+        // Written only when used, so states without it read as before.
+        w.write_all(b", \"by_switch\": ")?;
+        let mut by_switch: Vec<(GuidHex, u16, u16, SlList)> = p
+            .by_switch
+            .iter()
+            .map(|e| {
+                (
+                    guid_of(f, e.switch),
+                    e.lids.lo.0,
+                    e.lids.hi.0,
+                    SlList(e.sls),
+                )
+            })
+            .collect();
+        by_switch.sort_unstable_by_key(|e| (e.0, e.1));
+        lines(w, by_switch)?;
+    }
     w.write_all(b", \"by_source\": ")?;
     let mut by_source: Vec<(GuidHex, u8, u16, u16, SlList)> = p
         .by_source
@@ -691,8 +712,22 @@ fn fill(
                 sls: s.0,
             })
             .collect(),
+        by_switch: Vec::new(),
         by_source: Vec::new(),
     };
+    for (i, (g, lo, hi, s)) in path_sl.by_switch.into_iter().enumerate() {
+        let Some(n) = resolve(g, format!("path_sl.by_switch[{i}]"), errors) else {
+            continue;
+        };
+        psl.by_switch.push(SwitchSls {
+            switch: n,
+            lids: LidRange {
+                lo: Lid(lo),
+                hi: Lid(hi),
+            },
+            sls: s.0,
+        });
+    }
     for (i, (g, port, lo, hi, s)) in path_sl.by_source.into_iter().enumerate() {
         let Some(n) = resolve(g, format!("path_sl.by_source[{i}]"), errors) else {
             continue;
