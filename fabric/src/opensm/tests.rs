@@ -180,9 +180,9 @@ fn path_sl_round_trip_and_sets() {
     let text = write_path_sl(&st);
     let (p, w) = parse_path_sl(&text, &st.fabric).unwrap();
     assert!(w.is_empty());
-    assert_eq!(p.get(PortRef::new(NodeId(4), 1), Lid(7)), SlSet(0b101));
-    assert_eq!(p.get(PortRef::new(NodeId(0), 0), Lid(2)), SlSet(0b1));
-    assert_eq!(p.get(PortRef::new(NodeId(5), 1), Lid(1)), SlSet(0b1));
+    assert_eq!(p.get(PortRef::new(NodeId(4), 1), None, Lid(7)), SlSet(0b101));
+    assert_eq!(p.get(PortRef::new(NodeId(0), 0), None, Lid(2)), SlSet(0b1));
+    assert_eq!(p.get(PortRef::new(NodeId(5), 1), None, Lid(1)), SlSet(0b1));
     let e = parse_path_sl(
         "0x100000 7\n0x1 3 0\n0x100000 0 1\n0x100000 7 16\n",
         &st.fabric,
@@ -236,7 +236,7 @@ fn assemble_builds_a_state() {
         crate::Vl(1)
     );
     assert_eq!(
-        got.path_sl.get(PortRef::new(NodeId(4), 1), Lid(7)),
+        got.path_sls(PortRef::new(NodeId(4), 1), Lid(7)),
         SlSet(0b101)
     );
     let bad = assemble(

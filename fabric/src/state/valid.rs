@@ -668,11 +668,10 @@ fn check_path_sl(st: &FabricState, errors: &mut Vec<StateError>) {
     }
     let mut prev: Option<(NodeId, LidRange)> = None;
     for e in &p.by_switch {
+        let at = port_name(f, e.switch, 0);
         let what = format!(
-            "from the sources at {} toward LIDs {:#06x}..={:#06x}",
-            port_name(f, e.switch, 0),
-            e.lids.lo.0,
-            e.lids.hi.0
+            "from the sources at `{}` ({}) toward LIDs {:#06x}..={:#06x}",
+            at.node, at.guid, e.lids.lo.0, e.lids.hi.0
         );
         match f.nodes().get(e.switch.index()) {
             None => {

@@ -117,6 +117,11 @@ fn a_written_state_reads_back_equal() {
         .set_by_source([(PortRef::new(NodeId(2), 1), Lid(4), SlSet(0b110))]);
     st.path_sl
         .set_by_dlid([(Lid(1), SlSet(0b1)), (Lid(2), SlSet(0b1))]);
+    st.path_sl.set_by_switch([
+        (NodeId(1), Lid(3), SlSet(0b10)),
+        (NodeId(1), Lid(4), SlSet(0b10)),
+        (NodeId(0), Lid(2), SlSet(0b1000)),
+    ]);
     let text = st.to_json();
     let back = read(&text).unwrap();
     assert_eq!(*back, st);
@@ -196,6 +201,16 @@ fn a_state_file_names_what_is_wrong() {
             "path SLs of a port without a LID",
             Box::new(|v: &mut Value| {
                 v["path_sl"]["by_source"] = json!([["0xf452140300000300", 2, 1, 2, [1]]])
+            }),
+        ),
+        (
+            "per-switch path SLs of an HCA, and overlapping ranges",
+            Box::new(|v: &mut Value| {
+                v["path_sl"]["by_switch"] = json!([
+                    ["0xf452140300000300", 1, 2, [1]],
+                    ["0xf452140300000100", 1, 3, [1]],
+                    ["0xf452140300000100", 3, 4, [2]]
+                ])
             }),
         ),
         (
