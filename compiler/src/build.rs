@@ -81,11 +81,37 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
         },
         |(b, _)| b,
     );
+    // Where the budget came from, for diagnostics.
+    let budget_at = match e.config.vls_budget {
+        Some((_, sp)) => (sp, format!("a budget of {vl_budget} VL(s)")),
+        None => (
+            e.fabric_origin.span,
+            format!("no `vls {{ budget }}`: {vl_budget}, the fewest data VLs a node has"),
+        ),
+    };
+    // Every class's lanes share the budget; the routing's layers multiply them.
+    let lanes_total = crate::qos::total_lanes(&e.config.qos);
+    if lanes_total > vl_budget {
+        return Err(vec![crate::qos::allocate(
+            &e.config.qos,
+            1,
+            vl_budget,
+            e.fabric_origin.source,
+            budget_at,
+        )
+        .err()
+        .unwrap_or_else(|| {
+            Diagnostic::error(
+                Code::Internal,
+                "the classes' lanes exceed the budget but fit it (a bug in weft)",
+            )
+        })]);
+    }
     let input = RoutingInput {
         fabric: &e.fabric,
         lids: &lids,
         config: &e.config.routing,
-        vl_budget,
+        vl_budget: vl_budget / lanes_total,
     };
     let routed = engine.route(&input);
     let name = choice.engine.name();
@@ -103,6 +129,7 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
             RouteError::Disconnected { engine: "updn", .. } => "under Up*/Down*, roots joined only through lower switches cannot reach each other; name a single root in `routing { roots = [...] }`, or use `engine = fat_tree`, whose sFtree paths connect every switch pair",
             RouteError::Disconnected { .. } => "the faults cut these switches off; check the `faults` block and the cabling",
             RouteError::CreditLoop { .. } => "the faults break the fat-tree's up*/down* structure; Up*/Down* from a single root is deadlock-free on any connected fabric: `routing { engine = updn, roots = [<one top switch>] }`",
+            RouteError::Layers { .. } if lanes_total > 1 => "each layer takes one VL per lane of every class; raise `vls { budget = … }` (up to the ports' VLCap), give classes fewer lanes, or route with `engine = updn`, deadlock-free on one VL at the cost of longer paths",
             RouteError::Layers { .. } => "raise `vls { budget = … }` (up to the ports' VLCap), or route with `engine = updn`, deadlock-free on one VL at the cost of longer paths",
 
         };
@@ -129,19 +156,42 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
         })
         .collect();
     let mut notes = routes.notes;
+    let layers = routes.lanes.as_ref().map_or(1, |l| l.layers);
+    let map = crate::qos::allocate(
+        &e.config.qos,
+        layers,
+        vl_budget,
+        e.fabric_origin.source,
+        budget_at,
+    )
+    .map_err(|d| vec![d])?;
+    crate::qos::apply(&mut state, &map, routes.lanes.as_ref());
     if let Some(lanes) = &routes.lanes {
-        apply_lanes(&mut state, lanes);
         let of = if e.config.vls_budget.is_some() {
             format!("the {vl_budget} VL(s) budgeted")
         } else {
             format!("{vl_budget}, the fewest data VLs a node has (no `vls {{ budget }}`)")
         };
+        let how = if map.declared {
+            format!(
+                "each class's lane i, layer j on its SL first + i × {} + j",
+                lanes.layers
+            )
+        } else {
+            "SL i on VL i on every hop".to_owned()
+        };
         notes.push(RouteNote {
             code: Code::Layers,
             message: format!(
-                "routes use {} layer(s) of {of}: SL i on VL i on every hop, path SLs per source",
+                "routes use {} layer(s) of {of}: {how}, path SLs per source",
                 lanes.layers
             ),
+        });
+    }
+    if map.declared {
+        notes.push(RouteNote {
+            code: Code::QosLanes,
+            message: describe(&map),
         });
     }
     // What the passes produce must be a valid state; if not, that is a bug in weft, reported
@@ -165,76 +215,32 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
     })
 }
 
-/// Puts an engine's layers into the state: on every switch, SL `i` → VL `i` for each input
-/// and output port pair (the switch's own port 0 included as an input), the same for every end
-/// node's injection, unused SLs dropped (VL 15); and each route's SL as the path SL of its
-/// source switch and of the end-node ports cabled to it.
-fn apply_lanes(state: &mut FabricState, lanes: &routing::Lanes) {
-    use weft_fabric::{Lid, NodeKind, PortRef, Sl, SlSet};
-    let mut map = [15u8; 16];
-    for (i, v) in map.iter_mut().enumerate().take(usize::from(lanes.layers)) {
-        *v = i as u8;
-    }
-    let f = &state.fabric;
-    // Cabled ports per node, and the end-node ports cabled to each switch.
-    let mut cabled: std::collections::BTreeMap<weft_fabric::NodeId, Vec<u8>> = Default::default();
-    let mut hosts: std::collections::BTreeMap<weft_fabric::NodeId, Vec<PortRef>> =
-        Default::default();
-    for l in f.links() {
-        for (me, peer) in [(l.a, l.b), (l.b, l.a)] {
-            cabled.entry(me.node).or_default().push(me.port.0);
-            if f.node(me.node).spec.kind == NodeKind::Switch
-                && f.node(peer.node).spec.kind != NodeKind::Switch
-            {
-                hosts.entry(me.node).or_default().push(peer);
-            }
-        }
-    }
-    for (id, sw) in state.switches.iter_mut() {
-        let mut ports = cabled.get(id).cloned().unwrap_or_default();
-        ports.sort_unstable();
-        ports.dedup();
-        sw.sl2vl = std::iter::once(0)
-            .chain(ports.iter().copied())
-            .flat_map(|i| {
-                ports
-                    .iter()
-                    .filter(move |&&o| o != i)
-                    .map(move |&o| weft_fabric::Sl2VlRow {
-                        in_port: i,
-                        out_port: o,
-                        vl: map,
-                    })
-            })
-            .collect();
-        sw.sort_sl2vl();
-    }
-    let ends: Vec<weft_fabric::NodeId> = f
-        .node_ids()
-        .filter(|&id| f.node(id).spec.kind != NodeKind::Switch)
-        .collect();
-    for id in ends {
-        state.set_node_injection(id, map);
-    }
-    let assigned: Vec<Lid> = state
-        .lids
-        .owners(&state.fabric)
+/// One line per class: its SLs, VLs and lanes.
+fn describe(map: &crate::qos::LaneMap) -> String {
+    let parts: Vec<String> = map
+        .classes
         .iter()
-        .enumerate()
-        .filter(|(_, o)| o.is_some())
-        .map(|(lid, _)| Lid(lid as u16))
+        .map(|c| {
+            let w = c.width(map.layers);
+            let span = |first: u8| {
+                if w == 1 {
+                    format!("{first}")
+                } else {
+                    format!("{first}..={}", first + w - 1)
+                }
+            };
+            let lanes = match c.scheme {
+                crate::LaneScheme::Single => String::new(),
+                crate::LaneScheme::Vftree { maxvl } => format!(", vFtree over {maxvl} lanes"),
+                crate::LaneScheme::Dftree => ", dFtree fast and slow lanes".to_owned(),
+            };
+            format!("`{}` on SL {} → VL {}{lanes}", c.name, span(c.sl), span(c.vl))
+        })
         .collect();
-    let mut triples = Vec::new();
-    for (sw, row) in &lanes.by_source {
-        let sources = std::iter::once(PortRef::new(*sw, 0))
-            .chain(hosts.get(sw).into_iter().flatten().copied())
-            .collect::<Vec<_>>();
-        for &lid in &assigned {
-            let layer = row.get(usize::from(lid.0)).copied().unwrap_or(0);
-            for &src in &sources {
-                triples.push((src, lid, SlSet::one(Sl(layer))));
-            }
-        }
-    }
-    state.path_sl.set_by_source(triples);
+    format!(
+        "QoS classes use {} of {} data VL(s): {}",
+        map.vls(),
+        map.budget,
+        parts.join("; ")
+    )
 }

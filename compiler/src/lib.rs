@@ -17,6 +17,7 @@ pub mod emit;
 pub mod fmt;
 mod import;
 pub mod lids;
+pub mod qos;
 // The engines index their own dense switch and port ids, built from a valid `Fabric`; what
 // they read from input (the fabric, the configuration) goes through `get`.
 #[allow(clippy::indexing_slicing)]
@@ -92,6 +93,74 @@ pub struct FabricConfig {
     pub vls_budget: Option<(u8, Span)>,
     /// Routing settings.
     pub routing: RoutingConfig,
+    /// The `qos { class … }` classes, in declaration order (none: one implicit class on SL 0).
+    pub qos: Vec<QosClass>,
+}
+
+/// How a QoS class spreads its traffic over lanes (each lane its own SL and VL).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LaneScheme {
+    /// One lane.
+    Single,
+    /// vFtree: a lane per (source leaf, destination leaf) pair from Paper III's Algorithm 1.
+    Vftree {
+        /// Lanes (`maxvl`).
+        maxvl: u8,
+    },
+    /// dFtree: a fast and a slow lane; every pair may use either.
+    Dftree,
+}
+
+impl LaneScheme {
+    /// Lanes the scheme uses.
+    pub fn lanes(self) -> u8 {
+        match self {
+            LaneScheme::Single => 1,
+            LaneScheme::Vftree { maxvl } => maxvl,
+            LaneScheme::Dftree => 2,
+        }
+    }
+}
+
+/// One `class name { … }` of a `qos` section.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QosClass {
+    /// Its name.
+    pub name: String,
+    /// Where it is declared (the name).
+    pub span: Span,
+    /// `sl = N`: its first SL.
+    pub sl: Option<(u8, Span)>,
+    /// `vl = N`: its VL (a class on one lane and one layer).
+    pub vl: Option<(u8, Span)>,
+    /// `lanes = …`.
+    pub lanes: LaneScheme,
+    /// Where `lanes` was set.
+    pub lanes_span: Option<Span>,
+    /// `weight = N`: its share of the VL arbitration table (1 to 255), split over its VLs.
+    pub weight: u8,
+    /// `priority = high`.
+    pub high: bool,
+    /// `match { pkey = …, service_id = … }`: the traffic that is this class.
+    pub matches: ClassMatch,
+}
+
+/// What traffic a class is (SA PathRecord queries matching any criterion given).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClassMatch {
+    /// P_Keys.
+    pub pkeys: Vec<u16>,
+    /// Service ID ranges (inclusive).
+    pub service_ids: Vec<(u64, u64)>,
+    /// Where `match` was written.
+    pub span: Option<Span>,
+}
+
+impl ClassMatch {
+    /// Whether no criterion was given.
+    pub fn is_empty(&self) -> bool {
+        self.pkeys.is_empty() && self.service_ids.is_empty()
+    }
 }
 
 /// Everything one compilation produced.

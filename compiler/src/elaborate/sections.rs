@@ -1,5 +1,5 @@
 //! The `fabric` item: its attributes, its topology (or `import`), and its sections
-//! (`vls`, `routing`; `qos` and `tenant` are not built yet).
+//! (`vls`, `routing`, `qos`; `tenant` is not built yet).
 
 use super::*;
 
@@ -298,14 +298,7 @@ impl Elab<'_> {
                     }
                 }
             }
-            "qos" => {
-                self.unsupported(
-                    s.kind.span,
-                    "`qos` sections are not implemented yet",
-                    "QoS classes (SLs, VLs, arbitration) come in a later version; remove the \
-                     section — weft never accepts what it would ignore",
-                );
-            }
+            "qos" => self.qos(s, config),
             "tenant" => {
                 self.unsupported(
                     s.kind.span,
@@ -330,6 +323,250 @@ impl Elab<'_> {
                 );
             }
         }
+    }
+
+    /// `qos { class name { … } … }`.
+    fn qos(&mut self, s: &Section, config: &mut FabricConfig) {
+        if !config.qos.is_empty() {
+            self.err_help(
+                Code::DuplicateItem,
+                "a second `qos` section",
+                s.kind.span,
+                "second `qos`",
+                "put every class in one `qos { … }` section",
+            );
+            return;
+        }
+        for item in s.body.iter().flatten() {
+            let SectionItem::Section(c) = item else {
+                self.unknown_in_section(item, "qos", &["class"]);
+                continue;
+            };
+            if c.kind.name != "class" {
+                self.unknown_in_section(item, "qos", &["class"]);
+                continue;
+            }
+            let Some(name) = &c.name else {
+                self.err_help(
+                    Code::BadArguments,
+                    "a class needs a name",
+                    c.kind.span,
+                    "unnamed class",
+                    "write `class compute { … }`",
+                );
+                continue;
+            };
+            if let Some(first) = config.qos.iter().find(|q| q.name == name.name) {
+                let first = first.span;
+                self.diags.push(
+                    crate::diagnostic::Diagnostic::error(
+                        Code::DuplicateItem,
+                        format!("class `{}` is declared twice", name.name),
+                    )
+                    .label(self.main, name.span, "second declaration")
+                    .label(self.main, first, "first declaration"),
+                );
+                continue;
+            }
+            if let Some(class) = self.qos_class(c, name) {
+                config.qos.push(class);
+            }
+        }
+        if s.body.as_ref().is_none_or(|b| b.is_empty()) {
+            self.err_help(
+                Code::BadArguments,
+                "a `qos` section without classes",
+                s.kind.span,
+                "empty",
+                "declare at least one `class name { … }`, or remove the section (one implicit \
+                 class on SL 0)",
+            );
+        }
+    }
+
+    fn qos_class(&mut self, c: &Section, name: &Ident) -> Option<crate::QosClass> {
+        let mut class = crate::QosClass {
+            name: name.name.clone(),
+            span: name.span,
+            sl: None,
+            vl: None,
+            lanes: crate::LaneScheme::Single,
+            lanes_span: None,
+            weight: 1,
+            high: false,
+            matches: crate::ClassMatch::default(),
+        };
+        let mut ok = true;
+        for item in c.body.iter().flatten() {
+            match item {
+                SectionItem::Attr(a) => match a.name.name.as_str() {
+                    "sl" => match self.int_in(&a.value, 0, 14, "an SL of 0 to 14") {
+                        Some(n) => class.sl = Some((n as u8, a.value.span)),
+                        None => ok = false,
+                    },
+                    "vl" => match self.int_in(&a.value, 0, 14, "a data VL of 0 to 14") {
+                        Some(n) => class.vl = Some((n as u8, a.value.span)),
+                        None => ok = false,
+                    },
+                    "weight" => match self.int_in(&a.value, 1, 255, "a weight of 1 to 255") {
+                        Some(n) => class.weight = n as u8,
+                        None => ok = false,
+                    },
+                    "priority" => match self.word_in(&a.value, &["high", "low"], "priority") {
+                        Some(w) => class.high = w == "high",
+                        None => ok = false,
+                    },
+                    "lanes" => match self.lanes(&a.value) {
+                        Some(l) => {
+                            class.lanes = l;
+                            class.lanes_span = Some(a.value.span);
+                        }
+                        None => ok = false,
+                    },
+                    _ => {
+                        self.unknown_in_section(item, "class", CLASS_ATTRS);
+                        ok = false;
+                    }
+                },
+                SectionItem::Section(m) if m.kind.name == "match" && m.name.is_none() => {
+                    ok &= self.class_match(m, &mut class.matches);
+                }
+                SectionItem::Section(_) => {
+                    self.unknown_in_section(item, "class", CLASS_ATTRS);
+                    ok = false;
+                }
+            }
+        }
+        if let (Some((_, sp)), true) = (class.vl, class.lanes != crate::LaneScheme::Single) {
+            self.err_help(
+                Code::BadArguments,
+                format!(
+                    "class `{}` has {} lanes but names one VL",
+                    class.name,
+                    class.lanes.lanes()
+                ),
+                sp,
+                "one VL",
+                "`vl = N` pins a single-lane class; remove it and the class takes consecutive VLs",
+            );
+            ok = false;
+        }
+        ok.then_some(class)
+    }
+
+    /// `lanes = vftree(maxvl: N)`, `dftree` or `single`.
+    fn lanes(&mut self, e: &Expr) -> Option<crate::LaneScheme> {
+        const KNOWN: &[&str] = &["single", "vftree(maxvl: N)", "dftree"];
+        match &e.kind {
+            ExprKind::Ident(w) if w == "single" => Some(crate::LaneScheme::Single),
+            ExprKind::Ident(w) if w == "dftree" => Some(crate::LaneScheme::Dftree),
+            ExprKind::Call(f, args) if f.name == "vftree" => {
+                let [Arg {
+                    name: Some(n),
+                    value,
+                }] = args.as_slice()
+                else {
+                    self.err_help(
+                        Code::BadArguments,
+                        "`vftree` takes one argument, `maxvl`",
+                        e.span,
+                        "expected `vftree(maxvl: N)`",
+                        "`maxvl` is the number of lanes (VLs) the class spreads its leaf pairs over",
+                    );
+                    return None;
+                };
+                if n.name != "maxvl" {
+                    self.err_help(
+                        Code::UnknownArgument,
+                        format!("`vftree` has no argument `{}`", n.name),
+                        n.span,
+                        "unknown",
+                        "write `vftree(maxvl: N)`",
+                    );
+                    return None;
+                }
+                self.int_in(value, 2, 15, "a `maxvl` of 2 to 15 lanes")
+                    .map(|m| crate::LaneScheme::Vftree { maxvl: m as u8 })
+            }
+            _ => {
+                self.err_help(
+                    Code::UnknownWord,
+                    "unknown lane scheme",
+                    e.span,
+                    "not a lane scheme",
+                    format!("known: {}", backticked(KNOWN)),
+                );
+                None
+            }
+        }
+    }
+
+    /// `match { pkey = …, service_id = … }`; `false` on an error.
+    fn class_match(&mut self, m: &Section, out: &mut crate::ClassMatch) -> bool {
+        out.span = Some(m.kind.span);
+        let mut ok = true;
+        for item in m.body.iter().flatten() {
+            let SectionItem::Attr(a) = item else {
+                self.unknown_in_section(item, "match", &["pkey", "service_id"]);
+                ok = false;
+                continue;
+            };
+            let Ok(v) = self.eval(&a.value) else {
+                ok = false;
+                continue;
+            };
+            let items: Vec<Value> = match v {
+                Value::List(l) => l.iter().cloned().collect(),
+                other => vec![other],
+            };
+            for it in items {
+                match (a.name.name.as_str(), it) {
+                    ("pkey", Value::Int(k)) if (1..=0xffff).contains(&k) && k & 0x7fff != 0 => {
+                        out.pkeys.push(k as u16);
+                    }
+                    ("service_id", Value::Int(n)) if n >= 0 => {
+                        out.service_ids.push((n as u64, n as u64));
+                    }
+                    ("service_id", Value::Range(lo, hi)) if lo >= 0 && hi > lo => {
+                        out.service_ids.push((lo as u64, hi as u64 - 1));
+                    }
+                    ("pkey" | "service_id", other) => {
+                        self.err(
+                            Code::OutOfRange,
+                            format!(
+                                "`{}` is not a {}",
+                                other.type_name(),
+                                if a.name.name == "pkey" {
+                                    "P_Key (1..=0xffff, partition bits not 0)"
+                                } else {
+                                    "service ID or a non-empty range of them"
+                                }
+                            ),
+                            a.value.span,
+                            "here",
+                        );
+                        ok = false;
+                    }
+                    _ => {
+                        self.unknown_in_section(item, "match", &["pkey", "service_id"]);
+                        ok = false;
+                        break;
+                    }
+                }
+            }
+        }
+        if ok && out.is_empty() {
+            self.err_help(
+                Code::BadArguments,
+                "an empty `match`",
+                m.kind.span,
+                "matches nothing",
+                "give `pkey = …` or `service_id = …`, or remove `match` (the class then takes \
+                 the traffic no other class matches)",
+            );
+            ok = false;
+        }
+        ok
     }
 
     pub(super) fn unknown_in_section(&mut self, item: &SectionItem, section: &str, known: &[&str]) {
@@ -403,5 +640,7 @@ impl Elab<'_> {
 pub(super) const FABRIC_ATTRS: &[&str] = &["guid_base"];
 
 pub(super) const SECTIONS: &[&str] = &["vls", "routing", "qos", "tenant"];
+
+pub(super) const CLASS_ATTRS: &[&str] = &["sl", "vl", "lanes", "weight", "priority", "match"];
 
 pub(super) const ROUTING_ATTRS: &[&str] = &["engine", "switch_to_switch", "lmc", "roots", "seed"];

@@ -1,0 +1,504 @@
+//! QoS classes onto service levels and virtual lanes.
+//!
+//! Each class has lanes (one; `vftree(maxvl: N)`: N; `dftree`: a fast and a slow one) and the
+//! routing has layers (1, or what the `layered` engine needed). A class takes `lanes × layers`
+//! consecutive SLs, from its `sl = N` or after the previous class, and as many consecutive VLs
+//! of the budget, from its `vl = N` or the lowest free ones. Lane `l`, layer `y` of a class is
+//! its SL `first + l × layers + y`, which every port maps to VL `first VL + l × layers + y`: a
+//! layer's routes never share a VL with another layer's, in any class or lane.
+//!
+//! [`apply`] writes what this means into a state: the SL→VL table of every switch (every input
+//! and output port pair) and every end port, a VL arbitration table on every cabled port, and
+//! the path SLs of every (source, destination) pair — the set of the SLs each class uses for
+//! it, since a pair may carry every class's traffic.
+
+use crate::code::Code;
+use crate::diagnostic::{Diagnostic, SourceId};
+use crate::routing::Lanes;
+use crate::{ClassMatch, LaneScheme, QosClass};
+use weft_fabric::{
+    FabricState, Lid, LidRange, NodeId, NodeKind, PortRef, Sl2VlRow, SlSet, SwitchSls, VlArb,
+    VlWeight,
+};
+
+/// The high-priority limit written when some class has `priority = high`: 4 × 4 KB of
+/// high-priority data before a low-priority packet gets its turn (OpenSM's documented example
+/// value; 0 would allow a single packet, 255 no limit).
+pub const HIGH_LIMIT: u8 = 4;
+
+/// One class placed on SLs and VLs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassLanes {
+    /// The class name (`default` for the implicit class).
+    pub name: String,
+    /// Its lane scheme.
+    pub scheme: LaneScheme,
+    /// First SL.
+    pub sl: u8,
+    /// First VL.
+    pub vl: u8,
+    /// Its VL arbitration weight, for the class as a whole.
+    pub weight: u8,
+    /// High priority.
+    pub high: bool,
+    /// The traffic that is this class.
+    pub matches: ClassMatch,
+}
+
+impl ClassLanes {
+    /// The SL of lane `lane` and layer `layer` when routes have `layers` layers.
+    pub fn sl_of(&self, lane: u8, layer: u8, layers: u8) -> u8 {
+        self.sl + lane * layers + layer
+    }
+
+    /// SLs (and VLs) the class takes.
+    pub fn width(&self, layers: u8) -> u8 {
+        self.scheme.lanes() * layers
+    }
+}
+
+/// Every class placed, and the SL→VL map all ports share.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaneMap {
+    /// Routing layers.
+    pub layers: u8,
+    /// Classes in declaration order.
+    pub classes: Vec<ClassLanes>,
+    /// VL per SL (15: the SL is not used, packets on it are dropped).
+    pub sl2vl: [u8; 16],
+    /// The VL budget it was placed in.
+    pub budget: u8,
+    /// Whether the description declared classes (else one implicit class on SL 0).
+    pub declared: bool,
+}
+
+impl LaneMap {
+    /// Data VLs used.
+    pub fn vls(&self) -> u8 {
+        self.sl2vl
+            .iter()
+            .filter(|&&v| v != 15)
+            .map(|&v| v + 1)
+            .max()
+            .unwrap_or(1)
+    }
+
+    /// Whether every route stays on SL 0 and VL 0 (no tables to write).
+    pub fn trivial(&self) -> bool {
+        !self.declared && self.layers == 1
+    }
+}
+
+/// Lanes all classes take together: the layered engine may use `budget / lanes` layers.
+pub fn total_lanes(classes: &[QosClass]) -> u8 {
+    classes
+        .iter()
+        .map(|c| c.lanes.lanes())
+        .fold(0u8, u8::saturating_add)
+        .max(1)
+}
+
+/// Places the classes on SLs and VLs for routes of `layers` layers within `budget` VLs.
+/// `budget_at` is where the budget was said, for the error.
+pub fn allocate(
+    classes: &[QosClass],
+    layers: u8,
+    budget: u8,
+    source: SourceId,
+    budget_at: (crate::Span, String),
+) -> Result<LaneMap, Diagnostic> {
+    let implicit = [QosClass {
+        name: "default".into(),
+        span: budget_at.0,
+        sl: None,
+        vl: None,
+        lanes: LaneScheme::Single,
+        lanes_span: None,
+        weight: 1,
+        high: false,
+        matches: ClassMatch::default(),
+    }];
+    let declared = !classes.is_empty();
+    let list = if declared { classes } else { &implicit[..] };
+    let mut map = LaneMap {
+        layers,
+        classes: Vec::new(),
+        sl2vl: [15; 16],
+        budget,
+        declared,
+    };
+    // Which class holds each SL and VL.
+    let mut sl_owner: [Option<usize>; 16] = [None; 16];
+    let mut vl_owner: [Option<usize>; 15] = [None; 15];
+    let mut next_sl = 0u8;
+    let total: u32 = list
+        .iter()
+        .map(|c| u32::from(c.lanes.lanes()) * u32::from(layers))
+        .sum();
+    for (i, c) in list.iter().enumerate() {
+        let width = c.lanes.lanes().saturating_mul(layers);
+        let sl = c.sl.map_or(next_sl, |(s, _)| s);
+        let at = c.sl.map_or(c.span, |(_, sp)| sp);
+        if u32::from(sl) + u32::from(width) > 16 {
+            return Err(Diagnostic::error(
+                Code::VlBudgetExceeded,
+                format!(
+                    "class `{}` needs {width} SL(s) ({} lane(s) × {layers} layer(s)) from SL {sl}, past SL 15",
+                    c.name,
+                    c.lanes.lanes()
+                ),
+            )
+            .label(source, at, format!("SLs {sl}..={}", u32::from(sl) + u32::from(width) - 1))
+            .help(format!(
+                "the classes need {total} SLs in all and there are 16; start it lower with \
+                 `sl = N`, or give classes fewer lanes"
+            )));
+        }
+        if let Some(other) = (sl..sl + width).find_map(|s| sl_owner[usize::from(s)]) {
+            return Err(Diagnostic::error(
+                Code::VlBudgetExceeded,
+                format!(
+                    "classes `{}` and `{}` both use SL {}",
+                    list[other].name,
+                    c.name,
+                    (sl..sl + width)
+                        .find(|&s| sl_owner[usize::from(s)].is_some())
+                        .unwrap_or(sl)
+                ),
+            )
+            .label(source, at, format!("`{}` takes SLs {sl}..={}", c.name, sl + width - 1))
+            .label(source, list[other].span, format!("`{}` declared here", list[other].name))
+            .help("move one with `sl = N`, or remove the `sl` settings and let classes follow each other"));
+        }
+        let vl = match c.vl {
+            Some((v, sp)) => {
+                if let Some(other) = vl_owner.get(usize::from(v)).copied().flatten() {
+                    return Err(Diagnostic::error(
+                        Code::VlBudgetExceeded,
+                        format!("classes `{}` and `{}` both use VL {v}", list[other].name, c.name),
+                    )
+                    .label(source, sp, format!("VL {v}"))
+                    .label(source, list[other].span, format!("`{}` declared here", list[other].name))
+                    .help("give each class its own VL"));
+                }
+                if v + width > budget {
+                    return Err(Diagnostic::error(
+                        Code::VlBudgetExceeded,
+                        format!(
+                            "class `{}` is pinned to VL {v}{} but the budget is {budget} data VL(s) (VLs 0..={})",
+                            c.name,
+                            if width > 1 { format!(" with {width} layers") } else { String::new() },
+                            budget - 1
+                        ),
+                    )
+                    .label(source, sp, format!("VL {v}"))
+                    .label(source, budget_at.0, budget_at.1.clone())
+                    .help("pin it to a VL within the budget, or raise `vls { budget = … }`"));
+                }
+                v
+            }
+            None => {
+                let free = (0..budget.saturating_sub(width.saturating_sub(1))).find(|&v| {
+                    (v..v + width).all(|w| vl_owner.get(usize::from(w)).is_some_and(Option::is_none))
+                });
+                let Some(v) = free else {
+                    let used = vl_owner.iter().filter(|o| o.is_some()).count();
+                    return Err(Diagnostic::error(
+                        Code::VlBudgetExceeded,
+                        format!(
+                            "class `{}` needs {width} VL(s) ({} lane(s) × {layers} layer(s)) but only {} of the {budget} budgeted are left",
+                            c.name,
+                            c.lanes.lanes(),
+                            usize::from(budget).saturating_sub(used)
+                        ),
+                    )
+                    .label(source, c.lanes_span.unwrap_or(c.span), format!("{width} VL(s)"))
+                    .label(source, budget_at.0, budget_at.1.clone())
+                    .help(format!(
+                        "the classes need {total} VLs in all; raise `vls {{ budget = … }}` (up to the ports' VLCap) or give classes fewer lanes"
+                    )));
+                };
+                v
+            }
+        };
+        for k in 0..width {
+            sl_owner[usize::from(sl + k)] = Some(i);
+            if let Some(o) = vl_owner.get_mut(usize::from(vl + k)) {
+                *o = Some(i);
+            }
+            map.sl2vl[usize::from(sl + k)] = vl + k;
+        }
+        next_sl = sl + width;
+        map.classes.push(ClassLanes {
+            name: c.name.clone(),
+            scheme: c.lanes,
+            sl,
+            vl,
+            weight: c.weight,
+            high: c.high,
+            matches: c.matches.clone(),
+        });
+    }
+    Ok(map)
+}
+
+/// Paper III's Algorithm 1: the lane of every (source leaf, destination leaf) pair of `n`
+/// leaves over `maxvl` lanes. Symmetric; a leaf's own traffic is on lane 0.
+pub fn vftree_matrix(n: usize, maxvl: u8) -> Vec<Vec<u8>> {
+    let m = usize::from(maxvl.max(1));
+    let mut vl = vec![vec![0u8; n]; n];
+    let mut set = vec![vec![false; n]; n];
+    for s in 0..n {
+        // A starting lane per source so the sequences of consecutive sources overlap less.
+        let mut v = if ((s * 2) / m) % 2 == 1 {
+            (s * 2) % m + 1
+        } else {
+            (s * 2) % m
+        };
+        for d in 0..n {
+            if d > s {
+                if !set[s][d] {
+                    vl[s][d] = v as u8;
+                    set[s][d] = true;
+                }
+                if !set[d][s] {
+                    vl[d][s] = v as u8;
+                    set[d][s] = true;
+                }
+                v = (v + 1) % m;
+            } else if d == s {
+                vl[s][s] = 0;
+            }
+        }
+    }
+    vl
+}
+
+/// The leaf switches of a fabric in declaration order: switches with an end node cabled to
+/// them (down or not), with their index among the leaves.
+pub fn leaves(state: &FabricState) -> Vec<Option<u32>> {
+    let f = &state.fabric;
+    let mut leaf = vec![false; f.nodes().len()];
+    for l in f.links() {
+        for (me, peer) in [(l.a, l.b), (l.b, l.a)] {
+            if f.node(me.node).spec.kind == NodeKind::Switch
+                && f.node(peer.node).spec.kind != NodeKind::Switch
+            {
+                leaf[me.node.index()] = true;
+            }
+        }
+    }
+    let mut next = 0u32;
+    leaf.into_iter()
+        .map(|is| {
+            is.then(|| {
+                next += 1;
+                next - 1
+            })
+        })
+        .collect()
+}
+
+/// Writes the lane map into `state`: SL→VL tables, VL arbitration and path SLs (`lanes`: the
+/// routing's layer per source switch and LID, when it has layers).
+pub fn apply(state: &mut FabricState, map: &LaneMap, lanes: Option<&Lanes>) {
+    if map.trivial() {
+        return;
+    }
+    let f = &state.fabric;
+    // Cabled ports per node.
+    let mut cabled: Vec<Vec<u8>> = vec![Vec::new(); f.nodes().len()];
+    for l in f.links() {
+        for me in [l.a, l.b] {
+            cabled[me.node.index()].push(me.port.0);
+        }
+    }
+    for ports in &mut cabled {
+        ports.sort_unstable();
+        ports.dedup();
+    }
+    for (id, sw) in state.switches.iter_mut() {
+        let ports = &cabled[id.index()];
+        sw.sl2vl = std::iter::once(0)
+            .chain(ports.iter().copied())
+            .flat_map(|i| {
+                ports
+                    .iter()
+                    .filter(move |&&o| o != i)
+                    .map(move |&o| Sl2VlRow {
+                        in_port: i,
+                        out_port: o,
+                        vl: map.sl2vl,
+                    })
+            })
+            .collect();
+        sw.sort_sl2vl();
+    }
+    let ends: Vec<NodeId> = f
+        .node_ids()
+        .filter(|&id| f.node(id).spec.kind != NodeKind::Switch)
+        .collect();
+    for id in ends {
+        state.set_node_injection(id, map.sl2vl);
+    }
+    if map.declared {
+        let arb = vlarb(map);
+        for (n, ports) in cabled.iter().enumerate() {
+            for &p in ports {
+                state
+                    .ports
+                    .entry(PortRef::new(NodeId(n as u32), p))
+                    .or_default()
+                    .vlarb = Some(arb.clone());
+            }
+        }
+    }
+    path_sls(state, map, lanes);
+}
+
+/// The VL arbitration table every port gets: each class's VLs in its priority's table, its
+/// weight split over them (rounded up).
+fn vlarb(map: &LaneMap) -> VlArb {
+    let mut arb = VlArb {
+        high_limit: 0,
+        high: Vec::new(),
+        low: Vec::new(),
+    };
+    for c in &map.classes {
+        let width = c.width(map.layers);
+        let weight = c.weight.div_ceil(width.max(1)).max(1);
+        let table = if c.high { &mut arb.high } else { &mut arb.low };
+        for k in 0..width {
+            table.push(VlWeight {
+                vl: c.vl + k,
+                weight,
+            });
+        }
+    }
+    if !arb.high.is_empty() {
+        arb.high_limit = HIGH_LIMIT;
+    }
+    arb
+}
+
+/// The path SLs: per (source switch, destination LID), the SLs of every class — its lane
+/// for the pair (vFtree: from the leaves' matrix; dFtree: both) on the routes' layer. Ranges
+/// equal to the most common set are left to the default.
+fn path_sls(state: &mut FabricState, map: &LaneMap, lanes: Option<&Lanes>) {
+    let layers = map.layers;
+    let leaf_of_node = leaves(state);
+    let n_leaves = leaf_of_node.iter().flatten().count();
+    let matrices: Vec<Option<Vec<Vec<u8>>>> = map
+        .classes
+        .iter()
+        .map(|c| match c.scheme {
+            LaneScheme::Vftree { maxvl } => Some(vftree_matrix(n_leaves, maxvl)),
+            _ => None,
+        })
+        .collect();
+    // The set of a pair given its layer and the leaves at both ends.
+    let set = |layer: u8, src_leaf: Option<u32>, dst_leaf: Option<u32>| -> u16 {
+        let mut s = 0u16;
+        for (c, m) in map.classes.iter().zip(&matrices) {
+            match c.scheme {
+                LaneScheme::Single => s |= 1 << c.sl_of(0, layer, layers),
+                LaneScheme::Dftree => {
+                    s |= 1 << c.sl_of(0, layer, layers);
+                    s |= 1 << c.sl_of(1, layer, layers);
+                }
+                LaneScheme::Vftree { .. } => {
+                    let lane = match (src_leaf, dst_leaf, m) {
+                        (Some(a), Some(b), Some(m)) => m
+                            .get(a as usize)
+                            .and_then(|r| r.get(b as usize))
+                            .copied()
+                            .unwrap_or(0),
+                        _ => 0,
+                    };
+                    s |= 1 << c.sl_of(lane, layer, layers);
+                }
+            }
+        }
+        s
+    };
+    let default = set(0, None, None);
+    state.path_sl.default = SlSet(default);
+    let per_pair = lanes.is_some() || matrices.iter().any(Option::is_some);
+    if !per_pair {
+        return;
+    }
+    // The leaf each LID's owner sits on.
+    let owners = state.lids.owners(&state.fabric);
+    let dst_leaf: Vec<Option<u32>> = owners
+        .iter()
+        .map(|o| {
+            let (n, p) = (*o)?;
+            let sw = state.source_switch(PortRef::new(n, p.0))?;
+            leaf_of_node.get(sw.index()).copied().flatten()
+        })
+        .collect();
+    let mut rows: Vec<SwitchSls> = Vec::new();
+    for &x in state.switches.keys() {
+        let src_leaf = leaf_of_node.get(x.index()).copied().flatten();
+        let layer_row = lanes.and_then(|l| l.by_source.get(&x));
+        if src_leaf.is_none() && layer_row.is_none() {
+            continue;
+        }
+        let mut open: Option<SwitchSls> = None;
+        for (lid, o) in owners.iter().enumerate() {
+            if o.is_none() || lid == 0 {
+                continue;
+            }
+            let layer = layer_row
+                .and_then(|r| r.get(lid).copied())
+                .unwrap_or(0);
+            let s = set(layer, src_leaf, dst_leaf.get(lid).copied().flatten());
+            let lid = Lid(lid as u16);
+            match &mut open {
+                Some(r) if r.sls.0 == s && u32::from(r.lids.hi.0) + 1 == u32::from(lid.0) => {
+                    r.lids.hi = lid;
+                }
+                _ => {
+                    if let Some(r) = open.take().filter(|r| r.sls.0 != default) {
+                        rows.push(r);
+                    }
+                    open = Some(SwitchSls {
+                        switch: x,
+                        lids: LidRange::one(lid),
+                        sls: SlSet(s),
+                    });
+                }
+            }
+        }
+        if let Some(r) = open.take().filter(|r| r.sls.0 != default) {
+            rows.push(r);
+        }
+    }
+    state.path_sl.by_switch = rows;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Paper III's properties: symmetric, intra-leaf on lane 0, lanes below `maxvl`, and with
+    /// 4 lanes the first lane of consecutive sources cycles 0, 2, 1, 3.
+    #[test]
+    fn vftree_matrix_properties() {
+        for maxvl in 2..=15u8 {
+            for n in [1usize, 2, 5, 36] {
+                let m = vftree_matrix(n, maxvl);
+                for a in 0..n {
+                    assert_eq!(m[a][a], 0);
+                    for b in 0..n {
+                        assert_eq!(m[a][b], m[b][a], "symmetric");
+                        assert!(m[a][b] < maxvl);
+                    }
+                }
+            }
+        }
+        let m = vftree_matrix(36, 4);
+        let starts: Vec<u8> = (0..8).map(|s| m[s][s + 1]).collect();
+        assert_eq!(starts, [0, 2, 1, 3, 0, 2, 1, 3]);
+    }
+}
