@@ -449,8 +449,8 @@ fn huge_columns_and_repeated_errors_stay_readable() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `qos` and `tenant` are parsed but not built yet: `weft check` refuses them (exit 1,
-/// `weft::unsupported`) instead of printing "verified" over sections it ignored.
+/// `tenant` is parsed but not built yet: `weft check` refuses it (exit 1,
+/// `weft::unsupported`) instead of printing "verified" over a section it ignored.
 #[test]
 fn check_refuses_what_is_not_built_yet() {
     let dir = std::env::temp_dir().join(format!("weft-cli-unsupported-{}", std::process::id()));
@@ -464,7 +464,8 @@ fn check_refuses_what_is_not_built_yet() {
     let out = weft(&["check", f.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
-    assert_eq!(err.matches("weft::unsupported").count(), 2, "{err}");
+    assert_eq!(err.matches("weft::unsupported").count(), 1, "{err}");
+    assert!(err.contains("`tenant` sections"), "{err}");
     assert!(
         !text(&out.stdout).contains("verified"),
         "{}",
