@@ -2,7 +2,9 @@
 //! ibsim, discovered by `ibnetdiscover` and imported back; weft's `lfts.dump` loaded by the
 //! real OpenSM (`-R file -U`) onto ibsim and read back with `dump_fts`, entry for entry; the
 //! `layered` torus's tables, loaded the same way, checked by `ibdmchk` with weft's path SLs and
-//! SL→VL tables. These run in CI; locally they skip loudly when a tool is missing.
+//! SL→VL tables; weft's `opensm.conf` QoS settings loaded by OpenSM (`-Q -F`) and read back
+//! from the switches and hosts with `smpquery sl2vl` and `smpquery vlarb`. These run in CI;
+//! locally they skip loudly when a tool is missing.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -96,6 +98,16 @@ const DUMPS: &str = "dumps";
 /// files (`opensm-subnet.lst`, `opensm.fdbs`, …) written to [`DUMPS`]. Returns the running
 /// simulator and OpenSM's log.
 fn opensm_loads(tools: &ibsim::Tools, state: &FabricState) -> (Ibsim, String) {
+    opensm_loads_with(tools, state, |_| Vec::new())
+}
+
+/// [`opensm_loads`] with more OpenSM arguments, made from the simulator's directory (where
+/// files they name can be written first).
+fn opensm_loads_with(
+    tools: &ibsim::Tools,
+    state: &FabricState,
+    extra: impl FnOnce(&std::path::Path) -> Vec<String>,
+) -> (Ibsim, String) {
     let net = weft_fabric::ibnetdiscover::write(&state.fabric, Some(&state.lids)).unwrap();
     let sim = Ibsim::start(tools, &net, Some(Limits::for_fabric(&state.fabric)))
         .unwrap_or_else(|e| panic!("{e}"));
@@ -111,21 +123,26 @@ fn opensm_loads(tools: &ibsim::Tools, state: &FabricState) -> (Ibsim, String) {
     let lfts = sim.dir().join("lfts.dump");
     std::fs::write(&lfts, weft_fabric::opensm::write_lfts(state)).unwrap();
     let log = sim.dir().join("osm.log");
+    let more = extra(sim.dir());
+    let args: Vec<&str> = [
+        "-o",
+        "-R",
+        "file",
+        "-U",
+        lfts.to_str().unwrap(),
+        "-D",
+        "0x43",
+        "--dump_files_dir",
+        dumps.to_str().unwrap(),
+        "-f",
+        log.to_str().unwrap(),
+    ]
+    .into_iter()
+    .chain(more.iter().map(String::as_str))
+    .collect();
     let osm = sim.run_env(
         "opensm",
-        &[
-            "-o",
-            "-R",
-            "file",
-            "-U",
-            lfts.to_str().unwrap(),
-            "-D",
-            "0x43",
-            "--dump_files_dir",
-            dumps.to_str().unwrap(),
-            "-f",
-            log.to_str().unwrap(),
-        ],
+        &args,
         &[("OSM_CACHE_DIR", cache.to_str().unwrap())],
         Duration::from_secs(180),
     );
@@ -255,4 +272,152 @@ fn ibdmchk_finds_layered_tables_deadlock_free_with_weft_path_sls() {
     let without = ibdmchk(&[]);
     assert!(without.contains("credit loops in routing"), "{without}");
     drop(sim);
+}
+
+/// `(in, out) → VLs by SL` from `smpquery sl2vl` output (`ports: in  1, out  2: | 0| 1|…|`).
+fn parse_sl2vl(text: &str) -> BTreeMap<(u8, u8), Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("ports: in") else {
+            continue;
+        };
+        let Some((ports, vls)) = rest.split_once(':') else {
+            continue;
+        };
+        let nums: Vec<u8> = ports
+            .split(|c: char| !c.is_ascii_digit())
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        let vls: Vec<u8> = vls
+            .split('|')
+            .filter_map(|w| w.trim().parse().ok())
+            .collect();
+        if let [i, o] = nums[..] {
+            out.insert((i, o), vls);
+        }
+    }
+    out
+}
+
+/// `(VL, weight)` entries of weight > 0 from `smpquery vlarb` output, low table then high.
+fn parse_vlarb(text: &str) -> (Vec<(u8, u8)>, Vec<(u8, u8)>) {
+    let hex = |w: &str| u8::from_str_radix(w.trim().trim_start_matches("0x"), 16).ok();
+    let mut tables = Vec::new();
+    let mut vls: Vec<u8> = Vec::new();
+    for line in text.lines() {
+        if let Some(r) = line.strip_prefix("VL    :") {
+            vls = r.split('|').filter_map(hex).collect();
+        } else if let Some(r) = line.strip_prefix("WEIGHT:") {
+            let w: Vec<u8> = r.split('|').filter_map(hex).collect();
+            tables.push(
+                vls.iter()
+                    .zip(w)
+                    .filter(|(_, w)| *w > 0)
+                    .map(|(&v, w)| (v, w))
+                    .collect::<Vec<_>>(),
+            );
+        }
+    }
+    let mut it = tables.into_iter();
+    (it.next().unwrap_or_default(), it.next().unwrap_or_default())
+}
+
+/// weft's QoS tables through the real OpenSM: `weft build`'s `lfts.dump` (`-R file -U`) and
+/// `opensm.conf` (`-Q -F`) for the 648-node tree with three classes; OpenSM brings the subnet
+/// up without errors, and sampled switches and ports answer `smpquery sl2vl` and
+/// `smpquery vlarb` with weft's tables, row for row.
+#[test]
+fn opensm_loads_weft_qos_settings() {
+    let Some(tools) = ibsim::require("opensm_loads_weft_qos_settings", &["opensm", "smpquery"])
+    else {
+        return;
+    };
+    let name = "qos-648.weft";
+    let c = weft_compiler::check(name, &example(name), &NoFiles);
+    assert!(!c.has_errors(), "{:?}", c.diagnostics);
+    let built =
+        weft_compiler::build::build(&c.elaborated.unwrap()).unwrap_or_else(|d| panic!("{d:?}"));
+    let conf = weft_compiler::qos::opensm_conf(&built.lanes, "qos648");
+    let state = built.state.into_inner();
+    let (sim, osm_log) = opensm_loads_with(&tools, &state, |dir| {
+        let p = dir.join("opensm.conf");
+        std::fs::write(&p, &conf).unwrap();
+        vec!["-Q".into(), "-F".into(), p.to_str().unwrap().into()]
+    });
+    assert!(
+        !osm_log.contains(" ERR "),
+        "OpenSM reported errors:\n{osm_log}"
+    );
+    assert!(osm_log.contains("SUBNET UP"), "{osm_log}");
+    // The simulator's SM port is on the first switch (a leaf); directed routes from it.
+    let f = &state.fabric;
+    let local = f
+        .find_guid(weft_fabric::Guid(0x0002_c900_0000_0100))
+        .unwrap();
+    let hop = |p: u8| f.peer(weft_fabric::PortRef::new(local, p)).unwrap().0;
+    let spine = hop(19);
+    let host = hop(1);
+    assert!(f.node(spine.node).is_switch() && !f.node(host.node).is_switch());
+    let mut compared = 0;
+    for (path, node, outs) in [
+        ("0", local, &[1u8, 19, 36][..]),
+        ("0,19", spine.node, &[1, 2, 36]),
+    ] {
+        let sw = &state.switches[&node];
+        for &o in outs {
+            let out = sim
+                .run_retrying(
+                    "smpquery",
+                    &["-D", "sl2vl", path, &o.to_string()],
+                    Duration::from_secs(60),
+                    Duration::from_secs(120),
+                )
+                .unwrap_or_else(|e| panic!("{e}"));
+            let got = parse_sl2vl(&out.stdout);
+            for r in sw.sl2vl.iter().filter(|r| r.out_port == o) {
+                assert_eq!(
+                    got.get(&(r.in_port, o)).map(Vec::as_slice),
+                    Some(&r.vl[..]),
+                    "{path}: in {} out {o}\n{}",
+                    r.in_port,
+                    out.stdout
+                );
+                compared += 1;
+            }
+        }
+        for p in [1u8, 19] {
+            let out = sim
+                .run(
+                    "smpquery",
+                    &["-D", "vlarb", path, &p.to_string()],
+                    Duration::from_secs(60),
+                )
+                .unwrap_or_else(|e| panic!("{e}"));
+            let want = state.ports[&weft_fabric::PortRef::new(node, p)]
+                .vlarb
+                .clone()
+                .unwrap();
+            let pairs = |t: &[weft_fabric::VlWeight]| -> Vec<(u8, u8)> {
+                t.iter().map(|w| (w.vl, w.weight)).collect()
+            };
+            assert_eq!(
+                parse_vlarb(&out.stdout),
+                (pairs(&want.low), pairs(&want.high)),
+                "{path} port {p}\n{}",
+                out.stdout
+            );
+        }
+    }
+    assert!(compared > 100, "{compared} rows compared");
+    // The host's injection table.
+    let out = sim
+        .run("smpquery", &["-D", "sl2vl", "0,1"], Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let want = state.ports[&host].sl2vl.unwrap();
+    assert_eq!(
+        parse_sl2vl(&out.stdout).get(&(0, 0)).map(Vec::as_slice),
+        Some(&want[..]),
+        "{}",
+        out.stdout
+    );
 }

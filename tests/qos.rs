@@ -23,7 +23,10 @@ fn built(src: &str) -> ValidState {
 fn host_per_leaf(st: &FabricState) -> Vec<(NodeId, NodeId, Lid)> {
     let f = &st.fabric;
     let mut out = Vec::new();
-    for x in f.node_ids().filter(|&x| f.node(x).spec.kind == NodeKind::Switch) {
+    for x in f
+        .node_ids()
+        .filter(|&x| f.node(x).spec.kind == NodeKind::Switch)
+    {
         let host = f.node(x).ports.iter().enumerate().find_map(|(i, _)| {
             let (peer, _) = f.peer(PortRef::new(x, i as u8))?;
             (f.node(peer.node).spec.kind == NodeKind::Hca).then_some(peer)
@@ -103,7 +106,11 @@ fn a_slow_lane_on_a_vl_the_port_lacks_is_refused_with_a_witness() {
         .find(|&x| host_per_leaf_has_none(&s, x))
         .unwrap();
     let sw = s.switches.get_mut(&spine).unwrap();
-    let row = sw.sl2vl.iter_mut().find(|r| r.in_port == 1 && r.out_port == 2).unwrap();
+    let row = sw
+        .sl2vl
+        .iter_mut()
+        .find(|r| r.in_port == 1 && r.out_port == 2)
+        .unwrap();
     row.vl[6] = 8;
     let st = ValidState::new(s).unwrap();
     let r = verify(&st, &Options::default());

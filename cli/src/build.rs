@@ -245,7 +245,7 @@ const CERTIFICATE: &str = "certificate.json";
 /// The marker of a build written with `--allow-unproven`.
 const UNPROVEN: &str = "UNPROVEN";
 /// The files written besides the tables.
-const EXTRAS: [&str; 4] = [CERTIFICATE, UNPROVEN, SL2VL, PATH_SL];
+const EXTRAS: [&str; 5] = [CERTIFICATE, UNPROVEN, SL2VL, PATH_SL, OPENSM_CONF];
 
 /// A fresh directory beside the output, created exclusively (a planted file or symlink at its
 /// name is an error, never followed), filled, then put in the output's place: all or nothing.
@@ -389,6 +389,11 @@ fn fill(
                 .map_err(io)
         })?;
         more.push(SL2VL);
+        let conf = weft_compiler::qos::opensm_conf(&built.lanes, &st.fabric.name);
+        create_in(fresh, OPENSM_CONF, |f| {
+            f.write_all(conf.as_bytes()).map_err(io)
+        })?;
+        more.push(OPENSM_CONF);
         if psl_lines(st) <= PSL_LINES {
             create_in(fresh, PATH_SL, |f| {
                 f.write_all(weft_fabric::opensm::write_path_sl(st).as_bytes())
@@ -402,6 +407,9 @@ fn fill(
 
 /// OpenSM's SL→VL dump, for a state with layers.
 const SL2VL: &str = "sl2vl.dump";
+/// OpenSM's QoS settings (`-Q -F`): the SL→VL and VL arbitration tables of a state with
+/// them.
+const OPENSM_CONF: &str = "opensm.conf";
 /// ibdmchk's path SLs, for a state with layers.
 const PATH_SL: &str = "path-sl.psl";
 /// The most lines `path-sl.psl` is written with (one per source node and destination LID).

@@ -18,6 +18,8 @@ pub struct Built {
     pub why: String,
     /// What the engine reported.
     pub notes: Vec<RouteNote>,
+    /// The QoS classes on SLs and VLs.
+    pub lanes: crate::qos::LaneMap,
 }
 
 /// The engine that routes a fabric, and why that one.
@@ -212,6 +214,7 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
         engine: choice.engine,
         why: choice.why,
         notes,
+        lanes: map,
     })
 }
 
@@ -234,7 +237,12 @@ fn describe(map: &crate::qos::LaneMap) -> String {
                 crate::LaneScheme::Vftree { maxvl } => format!(", vFtree over {maxvl} lanes"),
                 crate::LaneScheme::Dftree => ", dFtree fast and slow lanes".to_owned(),
             };
-            format!("`{}` on SL {} → VL {}{lanes}", c.name, span(c.sl), span(c.vl))
+            format!(
+                "`{}` on SL {} → VL {}{lanes}",
+                c.name,
+                span(c.sl),
+                span(c.vl)
+            )
         })
         .collect();
     format!(

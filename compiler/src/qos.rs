@@ -175,10 +175,17 @@ pub fn allocate(
                 if let Some(other) = vl_owner.get(usize::from(v)).copied().flatten() {
                     return Err(Diagnostic::error(
                         Code::VlBudgetExceeded,
-                        format!("classes `{}` and `{}` both use VL {v}", list[other].name, c.name),
+                        format!(
+                            "classes `{}` and `{}` both use VL {v}",
+                            list[other].name, c.name
+                        ),
                     )
                     .label(source, sp, format!("VL {v}"))
-                    .label(source, list[other].span, format!("`{}` declared here", list[other].name))
+                    .label(
+                        source,
+                        list[other].span,
+                        format!("`{}` declared here", list[other].name),
+                    )
                     .help("give each class its own VL"));
                 }
                 if v + width > budget {
@@ -199,7 +206,8 @@ pub fn allocate(
             }
             None => {
                 let free = (0..budget.saturating_sub(width.saturating_sub(1))).find(|&v| {
-                    (v..v + width).all(|w| vl_owner.get(usize::from(w)).is_some_and(Option::is_none))
+                    (v..v + width)
+                        .all(|w| vl_owner.get(usize::from(w)).is_some_and(Option::is_none))
                 });
                 let Some(v) = free else {
                     let used = vl_owner.iter().filter(|o| o.is_some()).count();
@@ -449,9 +457,7 @@ fn path_sls(state: &mut FabricState, map: &LaneMap, lanes: Option<&Lanes>) {
             if o.is_none() || lid == 0 {
                 continue;
             }
-            let layer = layer_row
-                .and_then(|r| r.get(lid).copied())
-                .unwrap_or(0);
+            let layer = layer_row.and_then(|r| r.get(lid).copied()).unwrap_or(0);
             let s = set(layer, src_leaf, dst_leaf.get(lid).copied().flatten());
             let lid = Lid(lid as u16);
             match &mut open {
@@ -475,6 +481,53 @@ fn path_sls(state: &mut FabricState, map: &LaneMap, lanes: Option<&Lanes>) {
         }
     }
     state.path_sl.by_switch = rows;
+}
+
+/// OpenSM's QoS configuration for the lane map (`opensm -Q -F opensm.conf`): the SL→VL table
+/// every port gets, the VL arbitration tables, the high-priority limit, and the operational
+/// VLs to enable (the smallest PortInfo setting — 1, 2, 4, 8 or 15 VLs — holding every VL
+/// used).
+pub fn opensm_conf(map: &LaneMap, fabric: &str) -> String {
+    let arb = vlarb(map);
+    let list = |t: &[VlWeight]| -> String {
+        if t.is_empty() {
+            // An entry of weight 0 is skipped: an empty table.
+            return "0:0".to_owned();
+        }
+        t.iter()
+            .map(|w| format!("{}:{}", w.vl, w.weight))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let max_vls = [1u8, 2, 4, 8, 15]
+        .into_iter()
+        .find(|&n| n >= map.vls())
+        .unwrap_or(15);
+    let mut out = format!(
+        "# OpenSM QoS settings written by weft for fabric `{fabric}`; load with\n\
+         # `opensm -Q -F opensm.conf` (SL→VL and VL arbitration are the same on every port).\n"
+    );
+    for c in &map.classes {
+        let w = c.width(map.layers);
+        out.push_str(&format!(
+            "# class `{}`: SL {}..={} on VL {}..={}, {} priority, weight {}\n",
+            c.name,
+            c.sl,
+            c.sl + w - 1,
+            c.vl,
+            c.vl + w - 1,
+            if c.high { "high" } else { "low" },
+            c.weight
+        ));
+    }
+    out.push_str("qos TRUE\n");
+    out.push_str(&format!("qos_max_vls {max_vls}\n"));
+    out.push_str(&format!("qos_high_limit {}\n", arb.high_limit));
+    out.push_str(&format!("qos_vlarb_high {}\n", list(&arb.high)));
+    out.push_str(&format!("qos_vlarb_low {}\n", list(&arb.low)));
+    let sl2vl: Vec<String> = map.sl2vl.iter().map(u8::to_string).collect();
+    out.push_str(&format!("qos_sl2vl {}\n", sl2vl.join(",")));
+    out
 }
 
 #[cfg(test)]

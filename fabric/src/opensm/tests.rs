@@ -180,7 +180,10 @@ fn path_sl_round_trip_and_sets() {
     let text = write_path_sl(&st);
     let (p, w) = parse_path_sl(&text, &st.fabric).unwrap();
     assert!(w.is_empty());
-    assert_eq!(p.get(PortRef::new(NodeId(4), 1), None, Lid(7)), SlSet(0b101));
+    assert_eq!(
+        p.get(PortRef::new(NodeId(4), 1), None, Lid(7)),
+        SlSet(0b101)
+    );
     assert_eq!(p.get(PortRef::new(NodeId(0), 0), None, Lid(2)), SlSet(0b1));
     assert_eq!(p.get(PortRef::new(NodeId(5), 1), None, Lid(1)), SlSet(0b1));
     let e = parse_path_sl(
