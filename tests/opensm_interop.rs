@@ -299,8 +299,11 @@ fn parse_sl2vl(text: &str) -> BTreeMap<(u8, u8), Vec<u8>> {
     out
 }
 
-/// `(VL, weight)` entries of weight > 0 from `smpquery vlarb` output, low table then high.
-fn parse_vlarb(text: &str) -> (Vec<(u8, u8)>, Vec<(u8, u8)>) {
+/// `(VL, weight)` entries of a VL arbitration table.
+type ArbTable = Vec<(u8, u8)>;
+
+/// The entries of weight > 0 from `smpquery vlarb` output, low table then high.
+fn parse_vlarb(text: &str) -> (ArbTable, ArbTable) {
     let hex = |w: &str| u8::from_str_radix(w.trim().trim_start_matches("0x"), 16).ok();
     let mut tables = Vec::new();
     let mut vls: Vec<u8> = Vec::new();

@@ -58,10 +58,10 @@ fn vftree_reproduces_algorithm_1_on_the_648_node_tree() {
         }
     }
     assert_eq!(m, qos::vftree_matrix(36, 4));
-    for a in 0..36 {
-        assert_eq!(m[a][a], 0, "intra-leaf traffic on the first lane");
-        for b in 0..36 {
-            assert_eq!(m[a][b], m[b][a], "symmetric");
+    for (a, row) in m.iter().enumerate() {
+        assert_eq!(row[a], 0, "intra-leaf traffic on the first lane");
+        for (b, &v) in row.iter().enumerate() {
+            assert_eq!(v, m[b][a], "symmetric");
         }
     }
     let text: String = m

@@ -247,7 +247,7 @@ fn describe(map: &crate::qos::LaneMap) -> String {
         .collect();
     format!(
         "QoS classes use {} of {} data VL(s): {}",
-        map.vls(),
+        map.vls_used(),
         map.budget,
         parts.join("; ")
     )

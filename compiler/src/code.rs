@@ -124,7 +124,7 @@ codes! {
     UnwritableName = "weft::unwritable_name": "A node name the output formats cannot carry.",
     UselessCall = "weft::useless_call": "A call statement whose result is thrown away.",
     ValueTooLarge = "weft::value_too_large": "A string or list larger than a program may build.",
-    VlBudgetExceeded = "weft::vl_budget_exceeded": "A VL budget above what a port's VLCap allows.",
+    VlBudgetExceeded = "weft::vl_budget_exceeded": "A VL budget above what a port's VLCap allows, or QoS classes whose SLs and VLs do not fit.",
 }
 
 impl std::fmt::Display for Code {

@@ -131,7 +131,7 @@ pub struct QosClass {
     pub span: Span,
     /// `sl = N`: its first SL.
     pub sl: Option<(u8, Span)>,
-    /// `vl = N`: its VL (a class on one lane and one layer).
+    /// `vl = N` (or the first of `vftree(vls: [...])`): its first VL.
     pub vl: Option<(u8, Span)>,
     /// `lanes = …`.
     pub lanes: LaneScheme,

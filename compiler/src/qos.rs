@@ -73,7 +73,16 @@ pub struct LaneMap {
 }
 
 impl LaneMap {
-    /// Data VLs used.
+    /// Distinct data VLs used.
+    pub fn vls_used(&self) -> u8 {
+        let mut mask = 0u16;
+        for &v in self.sl2vl.iter().filter(|&&v| v != 15) {
+            mask |= 1 << v;
+        }
+        mask.count_ones() as u8
+    }
+
+    /// Data VLs a port must operate to carry them: the highest used, plus one.
     pub fn vls(&self) -> u8 {
         self.sl2vl
             .iter()
@@ -131,6 +140,9 @@ pub fn allocate(
     let mut sl_owner: [Option<usize>; 16] = [None; 16];
     let mut vl_owner: [Option<usize>; 15] = [None; 15];
     let mut next_sl = 0u8;
+    let name_of = |i: usize| list.get(i).map_or("?", |c| c.name.as_str());
+    let span_of = |i: usize| list.get(i).map_or(budget_at.0, |c| c.span);
+    let owner = |t: &[Option<usize>], x: u8| t.get(usize::from(x)).copied().flatten();
     let total: u32 = list
         .iter()
         .map(|c| u32::from(c.lanes.lanes()) * u32::from(layers))
@@ -154,37 +166,37 @@ pub fn allocate(
                  `sl = N`, or give classes fewer lanes"
             )));
         }
-        if let Some(other) = (sl..sl + width).find_map(|s| sl_owner[usize::from(s)]) {
+        if let Some((shared, other)) =
+            (sl..sl + width).find_map(|s| owner(&sl_owner, s).map(|o| (s, o)))
+        {
             return Err(Diagnostic::error(
                 Code::VlBudgetExceeded,
                 format!(
-                    "classes `{}` and `{}` both use SL {}",
-                    list[other].name,
-                    c.name,
-                    (sl..sl + width)
-                        .find(|&s| sl_owner[usize::from(s)].is_some())
-                        .unwrap_or(sl)
+                    "classes `{}` and `{}` both use SL {shared}",
+                    name_of(other),
+                    c.name
                 ),
             )
             .label(source, at, format!("`{}` takes SLs {sl}..={}", c.name, sl + width - 1))
-            .label(source, list[other].span, format!("`{}` declared here", list[other].name))
+            .label(source, span_of(other), format!("`{}` declared here", name_of(other)))
             .help("move one with `sl = N`, or remove the `sl` settings and let classes follow each other"));
         }
         let vl = match c.vl {
             Some((v, sp)) => {
-                if let Some(other) = vl_owner.get(usize::from(v)).copied().flatten() {
+                if let Some(other) = owner(&vl_owner, v) {
                     return Err(Diagnostic::error(
                         Code::VlBudgetExceeded,
                         format!(
                             "classes `{}` and `{}` both use VL {v}",
-                            list[other].name, c.name
+                            name_of(other),
+                            c.name
                         ),
                     )
                     .label(source, sp, format!("VL {v}"))
                     .label(
                         source,
-                        list[other].span,
-                        format!("`{}` declared here", list[other].name),
+                        span_of(other),
+                        format!("`{}` declared here", name_of(other)),
                     )
                     .help("give each class its own VL"));
                 }
@@ -230,11 +242,15 @@ pub fn allocate(
             }
         };
         for k in 0..width {
-            sl_owner[usize::from(sl + k)] = Some(i);
+            if let Some(o) = sl_owner.get_mut(usize::from(sl + k)) {
+                *o = Some(i);
+            }
             if let Some(o) = vl_owner.get_mut(usize::from(vl + k)) {
                 *o = Some(i);
             }
-            map.sl2vl[usize::from(sl + k)] = vl + k;
+            if let Some(v) = map.sl2vl.get_mut(usize::from(sl + k)) {
+                *v = vl + k;
+            }
         }
         next_sl = sl + width;
         map.classes.push(ClassLanes {
@@ -254,8 +270,13 @@ pub fn allocate(
 /// leaves over `maxvl` lanes. Symmetric; a leaf's own traffic is on lane 0.
 pub fn vftree_matrix(n: usize, maxvl: u8) -> Vec<Vec<u8>> {
     let m = usize::from(maxvl.max(1));
-    let mut vl = vec![vec![0u8; n]; n];
-    let mut set = vec![vec![false; n]; n];
+    // Row-major, `None` until set.
+    let mut vl: Vec<Option<u8>> = vec![None; n * n];
+    let mut set = |a: usize, b: usize, v: usize| {
+        if let Some(slot) = vl.get_mut(a * n + b).filter(|s| s.is_none()) {
+            *slot = Some(v as u8);
+        }
+    };
     for s in 0..n {
         // A starting lane per source so the sequences of consecutive sources overlap less.
         let mut v = if ((s * 2) / m) % 2 == 1 {
@@ -263,23 +284,18 @@ pub fn vftree_matrix(n: usize, maxvl: u8) -> Vec<Vec<u8>> {
         } else {
             (s * 2) % m
         };
-        for d in 0..n {
-            if d > s {
-                if !set[s][d] {
-                    vl[s][d] = v as u8;
-                    set[s][d] = true;
-                }
-                if !set[d][s] {
-                    vl[d][s] = v as u8;
-                    set[d][s] = true;
-                }
-                v = (v + 1) % m;
-            } else if d == s {
-                vl[s][s] = 0;
-            }
+        for d in s + 1..n {
+            set(s, d, v);
+            set(d, s, v);
+            v = (v + 1) % m;
         }
+        // Intra-leaf traffic on the first lane.
+        set(s, s, 0);
     }
-    vl
+    vl.chunks(n.max(1))
+        .take(n)
+        .map(|row| row.iter().map(|v| v.unwrap_or(0)).collect())
+        .collect()
 }
 
 /// The leaf switches of a fabric in declaration order: switches with an end node cabled to
@@ -292,7 +308,9 @@ pub fn leaves(state: &FabricState) -> Vec<Option<u32>> {
             if f.node(me.node).spec.kind == NodeKind::Switch
                 && f.node(peer.node).spec.kind != NodeKind::Switch
             {
-                leaf[me.node.index()] = true;
+                if let Some(l) = leaf.get_mut(me.node.index()) {
+                    *l = true;
+                }
             }
         }
     }
@@ -318,7 +336,9 @@ pub fn apply(state: &mut FabricState, map: &LaneMap, lanes: Option<&Lanes>) {
     let mut cabled: Vec<Vec<u8>> = vec![Vec::new(); f.nodes().len()];
     for l in f.links() {
         for me in [l.a, l.b] {
-            cabled[me.node.index()].push(me.port.0);
+            if let Some(c) = cabled.get_mut(me.node.index()) {
+                c.push(me.port.0);
+            }
         }
     }
     for ports in &mut cabled {
@@ -326,7 +346,9 @@ pub fn apply(state: &mut FabricState, map: &LaneMap, lanes: Option<&Lanes>) {
         ports.dedup();
     }
     for (id, sw) in state.switches.iter_mut() {
-        let ports = &cabled[id.index()];
+        let Some(ports) = cabled.get(id.index()) else {
+            continue;
+        };
         sw.sl2vl = std::iter::once(0)
             .chain(ports.iter().copied())
             .flat_map(|i| {
@@ -531,6 +553,7 @@ pub fn opensm_conf(map: &LaneMap, fabric: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
 
@@ -541,11 +564,11 @@ mod tests {
         for maxvl in 2..=15u8 {
             for n in [1usize, 2, 5, 36] {
                 let m = vftree_matrix(n, maxvl);
-                for a in 0..n {
-                    assert_eq!(m[a][a], 0);
-                    for b in 0..n {
-                        assert_eq!(m[a][b], m[b][a], "symmetric");
-                        assert!(m[a][b] < maxvl);
+                for (a, row) in m.iter().enumerate() {
+                    assert_eq!(row[a], 0);
+                    for (b, &v) in row.iter().enumerate() {
+                        assert_eq!(v, m[b][a], "symmetric");
+                        assert!(v < maxvl);
                     }
                 }
             }

@@ -201,9 +201,10 @@ case!(link_one_end, small("        link leaf[1].p[1]"));
 
 // Accepted by the grammar, not built yet: `weft::unsupported` at the span, never ignored.
 const TREE: &str = "    topology = fat_tree(levels: 2, switch: sb7800, hca: connectx5)\n";
+// QoS classes the language refuses as written.
 case!(
-    unsupported_qos,
-    format!("{PRELUDE}fabric f {{\n{TREE}    qos {{ class compute {{ sl = 1 }} }}\n}}\n")
+    qos_class_mistakes,
+    format!("{PRELUDE}fabric f {{\n{TREE}    qos {{\n        class a {{ lanes = vftree(vls: [2, 3]), vl = 1, colour = 3 }}\n        class b {{ lanes = vftree(max: 4) }}\n        class d {{ lanes = vftree(vls: [1, 3]) }}\n        class c {{ lanes = zigzag, priority = urgent, match {{ }} }}\n        class a {{ sl = 3 }}\n    }}\n}}\n")
 );
 case!(unsupported_tenant, format!("{PRELUDE}fabric f {{\n{TREE}    tenant alice {{ pkey = 0x8001, hosts = [cn001, nowhere], sl = 99 }}\n}}\n"));
 case!(
@@ -377,6 +378,22 @@ build_case!(
 build_case!(
     layered_budget_too_small,
     "use std::hardware::{sb7800, connectx5}\nuse std::topology::torus\nfabric t {\n    topology = torus(dims: [4, 4], switch: sb7800, hca: connectx5)\n    vls { budget = 1 }\n    routing { engine = layered }\n}\n"
+);
+build_case!(
+    qos_lanes_note,
+    format!("{PRELUDE}fabric f {{\n{TREE}    vls {{ budget = 4 }}\n    qos {{\n        class mgmt {{ vl = 3, priority = high, weight = 8, match {{ service_id = 0x10..0x20 }} }}\n        class bulk {{ lanes = dftree, weight = 64 }}\n    }}\n}}\n")
+);
+build_case!(
+    qos_budget_too_small,
+    format!("{PRELUDE}fabric f {{\n{TREE}    vls {{ budget = 4 }}\n    qos {{\n        class mgmt {{ priority = high }}\n        class compute {{ lanes = vftree(maxvl: 4) }}\n    }}\n}}\n")
+);
+build_case!(
+    qos_classes_share_an_sl,
+    format!("{PRELUDE}fabric f {{\n{TREE}    qos {{\n        class mgmt {{ sl = 2 }}\n        class bulk {{ lanes = dftree, sl = 1 }}\n    }}\n}}\n")
+);
+build_case!(
+    qos_layers_times_lanes,
+    "use std::hardware::{sb7800, connectx5}\nuse std::topology::torus\nfabric t {\n    topology = torus(dims: [4, 4], switch: sb7800, hca: connectx5)\n    vls { budget = 4 }\n    routing { engine = layered }\n    qos {\n        class mgmt { }\n        class bulk { lanes = dftree }\n        class other { }\n    }\n}\n"
 );
 build_case!(
     lid_pin_unaligned,

@@ -243,18 +243,14 @@ fn same_input_same_fabric() {
 #[test]
 fn design_sketch_compiles() {
     // The design's language sketch (design-sketch.weft), verbatim plus a faults block: every
-    // construct parses and the fabric elaborates; the sections not built yet (`qos`, `tenant`) are `weft::unsupported`
-    // errors at their keyword, never silently ignored.
+    // construct parses and the fabric elaborates; the sections not built yet (`tenant`) are
+    // `weft::unsupported` errors at their keyword, never silently ignored.
     let src = include_str!("design-sketch.weft");
     let c = check("design.weft", src, &NoFiles);
     let codes: Vec<&str> = c.diagnostics.iter().map(|d| d.code.as_str()).collect();
     assert_eq!(
         codes,
-        [
-            "weft::unsupported",
-            "weft::unsupported",
-            "weft::unsupported"
-        ],
+        ["weft::unsupported", "weft::unsupported"],
         "{:?}",
         c.diagnostics
     );

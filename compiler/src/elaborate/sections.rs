@@ -337,6 +337,8 @@ impl Elab<'_> {
             );
             return;
         }
+        // Every class name seen, declared well or not, for duplicates.
+        let mut seen: Vec<(String, Span)> = Vec::new();
         for item in s.body.iter().flatten() {
             let SectionItem::Section(c) = item else {
                 self.unknown_in_section(item, "qos", &["class"]);
@@ -356,8 +358,8 @@ impl Elab<'_> {
                 );
                 continue;
             };
-            if let Some(first) = config.qos.iter().find(|q| q.name == name.name) {
-                let first = first.span;
+            if let Some((_, first)) = seen.iter().find(|(n, _)| *n == name.name) {
+                let first = *first;
                 self.diags.push(
                     crate::diagnostic::Diagnostic::error(
                         Code::DuplicateItem,
@@ -368,6 +370,7 @@ impl Elab<'_> {
                 );
                 continue;
             }
+            seen.push((name.name.clone(), name.span));
             if let Some(class) = self.qos_class(c, name) {
                 config.qos.push(class);
             }
@@ -397,10 +400,12 @@ impl Elab<'_> {
             matches: crate::ClassMatch::default(),
         };
         let mut ok = true;
+        // The first VL `vftree(vls: [...])` names.
+        let mut lanes_vl: Option<(u8, Span)> = None;
         for item in c.body.iter().flatten() {
             match item {
                 SectionItem::Attr(a) => match a.name.name.as_str() {
-                    "sl" => match self.int_in(&a.value, 0, 14, "an SL of 0 to 14") {
+                    "sl" => match self.int_in(&a.value, 0, 15, "an SL of 0 to 15") {
                         Some(n) => class.sl = Some((n as u8, a.value.span)),
                         None => ok = false,
                     },
@@ -417,9 +422,12 @@ impl Elab<'_> {
                         None => ok = false,
                     },
                     "lanes" => match self.lanes(&a.value) {
-                        Some(l) => {
+                        Some((l, first_vl)) => {
                             class.lanes = l;
                             class.lanes_span = Some(a.value.span);
+                            if let Some(v) = first_vl {
+                                lanes_vl = Some((v, a.value.span));
+                            }
                         }
                         None => ok = false,
                     },
@@ -437,29 +445,33 @@ impl Elab<'_> {
                 }
             }
         }
-        if let (Some((_, sp)), true) = (class.vl, class.lanes != crate::LaneScheme::Single) {
-            self.err_help(
-                Code::BadArguments,
-                format!(
-                    "class `{}` has {} lanes but names one VL",
-                    class.name,
-                    class.lanes.lanes()
-                ),
-                sp,
-                "one VL",
-                "`vl = N` pins a single-lane class; remove it and the class takes consecutive VLs",
-            );
-            ok = false;
+        match (class.vl, lanes_vl) {
+            (Some((a, _)), Some((b, sp))) if a != b => {
+                self.err_help(
+                    Code::BadArguments,
+                    format!(
+                        "class `{}` starts at VL {a} but its lanes name VL {b} first",
+                        class.name
+                    ),
+                    sp,
+                    format!("first VL {b}"),
+                    "give the VLs once: `vl = N` or `lanes = vftree(vls: [...])`",
+                );
+                ok = false;
+            }
+            (None, Some(v)) => class.vl = Some(v),
+            _ => {}
         }
         ok.then_some(class)
     }
 
-    /// `lanes = vftree(maxvl: N)`, `dftree` or `single`.
-    fn lanes(&mut self, e: &Expr) -> Option<crate::LaneScheme> {
-        const KNOWN: &[&str] = &["single", "vftree(maxvl: N)", "dftree"];
+    /// `lanes = vftree(maxvl: N)`, `vftree(vls: [a, a+1, …])`, `dftree` or `single`; with
+    /// the first VL when the lanes name their VLs.
+    fn lanes(&mut self, e: &Expr) -> Option<(crate::LaneScheme, Option<u8>)> {
+        const KNOWN: &[&str] = &["single", "vftree(maxvl: N)", "vftree(vls: [..])", "dftree"];
         match &e.kind {
-            ExprKind::Ident(w) if w == "single" => Some(crate::LaneScheme::Single),
-            ExprKind::Ident(w) if w == "dftree" => Some(crate::LaneScheme::Dftree),
+            ExprKind::Ident(w) if w == "single" => Some((crate::LaneScheme::Single, None)),
+            ExprKind::Ident(w) if w == "dftree" => Some((crate::LaneScheme::Dftree, None)),
             ExprKind::Call(f, args) if f.name == "vftree" => {
                 let [Arg {
                     name: Some(n),
@@ -468,25 +480,67 @@ impl Elab<'_> {
                 else {
                     self.err_help(
                         Code::BadArguments,
-                        "`vftree` takes one argument, `maxvl`",
+                        "`vftree` takes one named argument, `maxvl` or `vls`",
                         e.span,
-                        "expected `vftree(maxvl: N)`",
-                        "`maxvl` is the number of lanes (VLs) the class spreads its leaf pairs over",
+                        "expected `vftree(maxvl: N)` or `vftree(vls: [...])`",
+                        "`maxvl` is the number of lanes (VLs) the class spreads its leaf pairs \
+                         over; `vls` lists them",
                     );
                     return None;
                 };
-                if n.name != "maxvl" {
-                    self.err_help(
-                        Code::UnknownArgument,
-                        format!("`vftree` has no argument `{}`", n.name),
-                        n.span,
-                        "unknown",
-                        "write `vftree(maxvl: N)`",
-                    );
-                    return None;
+                match n.name.as_str() {
+                    "maxvl" => self
+                        .int_in(value, 2, 15, "a `maxvl` of 2 to 15 lanes")
+                        .map(|m| (crate::LaneScheme::Vftree { maxvl: m as u8 }, None)),
+                    "vls" => {
+                        let v = self.eval(value).ok()?;
+                        let Value::List(items) = v else {
+                            self.type_err("a list of VLs", &v, value.span);
+                            return None;
+                        };
+                        let vls: Vec<i64> = items
+                            .iter()
+                            .map(|i| match i {
+                                Value::Int(n) => *n,
+                                _ => -1,
+                            })
+                            .collect();
+                        let consecutive = vls.windows(2).all(|w| w[1] == w[0] + 1);
+                        match (vls.first(), vls.last()) {
+                            (Some(&a), Some(&b))
+                                if consecutive && a >= 0 && b <= 14 && vls.len() >= 2 =>
+                            {
+                                Some((
+                                    crate::LaneScheme::Vftree {
+                                        maxvl: vls.len() as u8,
+                                    },
+                                    Some(a as u8),
+                                ))
+                            }
+                            _ => {
+                                self.err_help(
+                                    Code::OutOfRange,
+                                    "vFtree's VLs are two or more consecutive data VLs",
+                                    value.span,
+                                    "not consecutive VLs of 0..=14",
+                                    "write e.g. `vftree(vls: [1, 2, 3])`, or `vftree(maxvl: 3)` \
+                                     to let weft place them",
+                                );
+                                None
+                            }
+                        }
+                    }
+                    _ => {
+                        self.err_help(
+                            Code::UnknownArgument,
+                            format!("`vftree` has no argument `{}`", n.name),
+                            n.span,
+                            "unknown",
+                            "write `vftree(maxvl: N)` or `vftree(vls: [...])`",
+                        );
+                        None
+                    }
                 }
-                self.int_in(value, 2, 15, "a `maxvl` of 2 to 15 lanes")
-                    .map(|m| crate::LaneScheme::Vftree { maxvl: m as u8 })
             }
             _ => {
                 self.err_help(
