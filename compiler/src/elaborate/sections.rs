@@ -505,7 +505,7 @@ impl Elab<'_> {
                                 _ => -1,
                             })
                             .collect();
-                        let consecutive = vls.windows(2).all(|w| w[1] == w[0] + 1);
+                        let consecutive = vls.iter().zip(vls.iter().skip(1)).all(|(a, b)| *b == a + 1);
                         match (vls.first(), vls.last()) {
                             (Some(&a), Some(&b))
                                 if consecutive && a >= 0 && b <= 14 && vls.len() >= 2 =>
