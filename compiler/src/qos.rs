@@ -411,76 +411,126 @@ fn vlarb(map: &LaneMap) -> VlArb {
     arb
 }
 
-/// The path SLs: per (source switch, destination LID), the SLs of every class — its lane
-/// for the pair (vFtree: from the leaves' matrix; dFtree: both) on the routes' layer. Ranges
-/// equal to the most common set are left to the default.
-fn path_sls(state: &mut FabricState, map: &LaneMap, lanes: Option<&Lanes>) {
-    let layers = map.layers;
-    let leaf_of_node = leaves(state);
-    let n_leaves = leaf_of_node.iter().flatten().count();
-    let matrices: Vec<Option<Vec<Vec<u8>>>> = map
-        .classes
-        .iter()
-        .map(|c| match c.scheme {
-            LaneScheme::Vftree { maxvl } => Some(vftree_matrix(n_leaves, maxvl)),
-            _ => None,
-        })
-        .collect();
-    // The set of a pair given its layer and the leaves at both ends.
-    let set = |layer: u8, src_leaf: Option<u32>, dst_leaf: Option<u32>| -> u16 {
-        let mut s = 0u16;
-        for (c, m) in map.classes.iter().zip(&matrices) {
-            match c.scheme {
-                LaneScheme::Single => s |= 1 << c.sl_of(0, layer, layers),
-                LaneScheme::Dftree => {
-                    s |= 1 << c.sl_of(0, layer, layers);
-                    s |= 1 << c.sl_of(1, layer, layers);
-                }
-                LaneScheme::Vftree { .. } => {
-                    let lane = match (src_leaf, dst_leaf, m) {
-                        (Some(a), Some(b), Some(m)) => m
-                            .get(a as usize)
-                            .and_then(|r| r.get(b as usize))
-                            .copied()
-                            .unwrap_or(0),
-                        _ => 0,
-                    };
-                    s |= 1 << c.sl_of(lane, layer, layers);
-                }
+/// What decides the SLs of a (source switch, destination LID) pair: the routing's layer for
+/// it, and for vFtree classes the leaves at both ends.
+struct Pairs<'a> {
+    map: &'a LaneMap,
+    lanes: Option<&'a Lanes>,
+    /// Per node: its index among the leaves.
+    leaf_of_node: Vec<Option<u32>>,
+    /// Per class: its vFtree matrix.
+    matrices: Vec<Option<Vec<Vec<u8>>>>,
+    /// Per LID: its owner.
+    owners: Vec<Option<(NodeId, weft_fabric::PortNum)>>,
+    /// Per LID: the leaf its owner sits on.
+    dst_leaf: Vec<Option<u32>>,
+}
+
+impl<'a> Pairs<'a> {
+    fn new(state: &FabricState, map: &'a LaneMap, lanes: Option<&'a Lanes>) -> Pairs<'a> {
+        let leaf_of_node = leaves(state);
+        let n_leaves = leaf_of_node.iter().flatten().count();
+        let matrices = map
+            .classes
+            .iter()
+            .map(|c| match c.scheme {
+                LaneScheme::Vftree { maxvl } => Some(vftree_matrix(n_leaves, maxvl)),
+                _ => None,
+            })
+            .collect();
+        let owners = state.lids.owners(&state.fabric);
+        let dst_leaf = owners
+            .iter()
+            .map(|o| {
+                let (n, p) = (*o)?;
+                let sw = state.source_switch(PortRef::new(n, p.0))?;
+                leaf_of_node.get(sw.index()).copied().flatten()
+            })
+            .collect();
+        Pairs {
+            map,
+            lanes,
+            leaf_of_node,
+            matrices,
+            owners,
+            dst_leaf,
+        }
+    }
+
+    /// Whether SLs differ between pairs toward one destination.
+    fn per_pair(&self) -> bool {
+        self.lanes.is_some() || self.matrices.iter().any(Option::is_some)
+    }
+
+    /// Whether switch `x`'s sources may send unlike the default.
+    fn varies_from(&self, x: NodeId) -> bool {
+        self.leaf_of_node.get(x.index()).copied().flatten().is_some()
+            || self.lanes.is_some_and(|l| l.by_source.contains_key(&x))
+    }
+
+    /// The SLs class `c` uses from the sources at switch `x` toward `lid` (`None` for `x`: a
+    /// source at no switch): the first is what the SA answers (dFtree: the fast lane), then
+    /// the slow lane for dFtree.
+    fn class_sls(&self, c: usize, x: Option<NodeId>, lid: usize) -> (u8, Option<u8>) {
+        let layers = self.map.layers;
+        let Some(class) = self.map.classes.get(c) else {
+            return (0, None);
+        };
+        let layer = x
+            .and_then(|x| self.lanes.and_then(|l| l.by_source.get(&x)))
+            .and_then(|r| r.get(lid).copied())
+            .unwrap_or(0);
+        match class.scheme {
+            LaneScheme::Single => (class.sl_of(0, layer, layers), None),
+            LaneScheme::Dftree => (
+                class.sl_of(0, layer, layers),
+                Some(class.sl_of(1, layer, layers)),
+            ),
+            LaneScheme::Vftree { .. } => {
+                let src_leaf = x.and_then(|x| self.leaf_of_node.get(x.index()).copied().flatten());
+                let dst_leaf = self.dst_leaf.get(lid).copied().flatten();
+                let lane = match (src_leaf, dst_leaf, self.matrices.get(c)) {
+                    (Some(a), Some(b), Some(Some(m))) => m
+                        .get(a as usize)
+                        .and_then(|r| r.get(b as usize))
+                        .copied()
+                        .unwrap_or(0),
+                    _ => 0,
+                };
+                (class.sl_of(lane, layer, layers), None)
             }
         }
-        s
-    };
-    let default = set(0, None, None);
+    }
+
+    /// Every SL any class uses from switch `x`'s sources toward `lid`.
+    fn set(&self, x: Option<NodeId>, lid: usize) -> u16 {
+        (0..self.map.classes.len())
+            .map(|c| self.class_sls(c, x, lid))
+            .fold(0u16, |s, (a, b)| s | 1 << a | b.map_or(0, |b| 1 << b))
+    }
+}
+
+/// The path SLs: per (source switch, destination LID), the SLs of every class — its lane
+/// for the pair (vFtree: from the leaves' matrix; dFtree: both) on the routes' layer. Ranges
+/// equal to the default (what a source at no leaf sends on layer 0) are left to it.
+fn path_sls(state: &mut FabricState, map: &LaneMap, lanes: Option<&Lanes>) {
+    let pairs = Pairs::new(state, map, lanes);
+    let default = pairs.set(None, 0);
     state.path_sl.default = SlSet(default);
-    let per_pair = lanes.is_some() || matrices.iter().any(Option::is_some);
-    if !per_pair {
+    if !pairs.per_pair() {
         return;
     }
-    // The leaf each LID's owner sits on.
-    let owners = state.lids.owners(&state.fabric);
-    let dst_leaf: Vec<Option<u32>> = owners
-        .iter()
-        .map(|o| {
-            let (n, p) = (*o)?;
-            let sw = state.source_switch(PortRef::new(n, p.0))?;
-            leaf_of_node.get(sw.index()).copied().flatten()
-        })
-        .collect();
     let mut rows: Vec<SwitchSls> = Vec::new();
     for &x in state.switches.keys() {
-        let src_leaf = leaf_of_node.get(x.index()).copied().flatten();
-        let layer_row = lanes.and_then(|l| l.by_source.get(&x));
-        if src_leaf.is_none() && layer_row.is_none() {
+        if !pairs.varies_from(x) {
             continue;
         }
         let mut open: Option<SwitchSls> = None;
-        for (lid, o) in owners.iter().enumerate() {
+        for (lid, o) in pairs.owners.iter().enumerate() {
             if o.is_none() || lid == 0 {
                 continue;
             }
-            let layer = layer_row.and_then(|r| r.get(lid).copied()).unwrap_or(0);
-            let s = set(layer, src_leaf, dst_leaf.get(lid).copied().flatten());
+            let s = pairs.set(Some(x), lid);
             let lid = Lid(lid as u16);
             match &mut open {
                 Some(r) if r.sls.0 == s && u32::from(r.lids.hi.0) + 1 == u32::from(lid.0) => {
@@ -550,6 +600,197 @@ pub fn opensm_conf(map: &LaneMap, fabric: &str) -> String {
     let sl2vl: Vec<String> = map.sl2vl.iter().map(u8::to_string).collect();
     out.push_str(&format!("qos_sl2vl {}\n", sl2vl.join(",")));
     out
+}
+
+/// The largest `qos-policy.conf` weft writes (bytes); past it OpenSM's parser would spend
+/// longer than a sweep, and `state.json` holds every path SL anyway.
+pub const QOS_POLICY_BYTES: usize = 64 << 20;
+
+/// Why `qos-policy.conf` was not written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    /// The file would exceed [`QOS_POLICY_BYTES`].
+    #[error("it would exceed {limit} bytes")]
+    TooLarge {
+        /// The limit.
+        limit: usize,
+    },
+    /// A class's SL toward one destination switch's ports differs between them, which port
+    /// groups by switch cannot say (no weft engine routes so).
+    #[error("class `{class}` sends from `{from}` toward the ports at `{to}` on more than one SL")]
+    Uneven {
+        /// The class.
+        class: String,
+        /// The source switch.
+        from: String,
+        /// The destination switch.
+        to: String,
+    },
+}
+
+/// OpenSM's QoS policy (`opensm -Q -Y qos-policy.conf`) under which its SA answers every
+/// PathRecord with the SL weft chose: a port group per switch (its port 0 and the end ports
+/// cabled to it), a QoS level per SL used, and match rules — per class in declaration order
+/// (its `match` criteria), per source switch whose SLs vary, the destination switches that
+/// take each SL other than the class's usual one, then the class's usual SL. The first class
+/// without `match` (else the first class) takes the rest, and its usual SL is `DEFAULT`.
+/// dFtree answers the fast lane (hosts move flows to the slow one themselves).
+pub fn qos_policy(
+    state: &FabricState,
+    map: &LaneMap,
+    lanes: Option<&Lanes>,
+) -> Result<String, PolicyError> {
+    use std::fmt::Write as _;
+    let pairs = Pairs::new(state, map, lanes);
+    let f = &state.fabric;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# OpenSM QoS policy written by weft for fabric `{}`: with `opensm -Q -Y qos-policy.conf`\n\
+         # the SA answers PathRecords with the SLs weft verified.",
+        f.name
+    );
+    // Port groups: per switch, its port 0 and the end ports cabled to it.
+    let group = |x: NodeId| format!("weft-{:016x}", f.node(x).guid().0);
+    let mut members: std::collections::BTreeMap<NodeId, Vec<u64>> = Default::default();
+    for (&n, ports) in &state.lids.base {
+        for &p in ports.keys() {
+            let src = PortRef::new(n, p.0);
+            let Some(x) = state.source_switch(src) else {
+                continue;
+            };
+            let guid = f
+                .node(n)
+                .port(p)
+                .map_or(f.node(n).guid().0, |port| port.guid.0);
+            members.entry(x).or_default().push(guid);
+        }
+    }
+    out.push_str("\nport-groups\n");
+    for (x, guids) in &mut members {
+        guids.sort_unstable();
+        guids.dedup();
+        let list: Vec<String> = guids.iter().map(|g| format!("{g:#018x}")).collect();
+        let _ = write!(
+            out,
+            "    port-group\n        name: {}\n        use: {}\n        port-guid: {}\n    end-port-group\n",
+            group(*x),
+            f.node(*x).name(),
+            list.join(", ")
+        );
+    }
+    out.push_str("end-port-groups\n");
+    let default_class = map
+        .classes
+        .iter()
+        .position(|c| c.matches.is_empty())
+        .unwrap_or(0);
+    let usual = |c: usize| pairs.class_sls(c, None, 0).0;
+    out.push_str("\nqos-levels\n");
+    // A level per SL some class owns.
+    let used = map
+        .sl2vl
+        .iter()
+        .enumerate()
+        .filter(|(_, &v)| v != 15)
+        .fold(0u16, |m, (sl, _)| m | 1 << sl);
+    let _ = write!(
+        out,
+        "    qos-level\n        name: DEFAULT\n        sl: {}\n    end-qos-level\n",
+        usual(default_class)
+    );
+    for sl in (0..16u8).filter(|s| used & (1 << s) != 0) {
+        let _ = write!(
+            out,
+            "    qos-level\n        name: SL{sl}\n        sl: {sl}\n    end-qos-level\n"
+        );
+    }
+    out.push_str("end-qos-levels\n\nqos-match-rules\n");
+    // Per destination switch: one LID of each port there (the SLs are by switch).
+    let mut by_dst: std::collections::BTreeMap<NodeId, Vec<usize>> = Default::default();
+    for (lid, o) in pairs.owners.iter().enumerate() {
+        if let Some((n, p)) = o {
+            if let Some(y) = state.source_switch(PortRef::new(*n, p.0)) {
+                by_dst.entry(y).or_default().push(lid);
+            }
+        }
+    }
+    let order: Vec<usize> = (0..map.classes.len())
+        .filter(|&c| c != default_class)
+        .chain(std::iter::once(default_class))
+        .collect();
+    for c in order {
+        let class = &map.classes[c];
+        let mut criteria = String::new();
+        if !class.matches.service_ids.is_empty() {
+            let ids: Vec<String> = class
+                .matches
+                .service_ids
+                .iter()
+                .map(|&(a, b)| {
+                    if a == b {
+                        format!("{a:#x}")
+                    } else {
+                        format!("{a:#x}-{b:#x}")
+                    }
+                })
+                .collect();
+            let _ = writeln!(criteria, "        service-id: {}", ids.join(", "));
+        }
+        if !class.matches.pkeys.is_empty() {
+            let keys: Vec<String> = class.matches.pkeys.iter().map(|k| format!("{k:#06x}")).collect();
+            let _ = writeln!(criteria, "        pkey: {}", keys.join(", "));
+        }
+        if c == default_class && class.matches.is_empty() {
+            criteria.clear();
+        }
+        let common = usual(c);
+        if pairs.per_pair() {
+            for &x in members.keys().filter(|&&x| pairs.varies_from(x)) {
+                // Destination switches per SL other than the usual one.
+                let mut by_sl: std::collections::BTreeMap<u8, Vec<NodeId>> = Default::default();
+                for (&y, lids) in &by_dst {
+                    let mut sls = lids.iter().map(|&l| pairs.class_sls(c, Some(x), l).0);
+                    let Some(first) = sls.next() else { continue };
+                    if sls.any(|s| s != first) {
+                        return Err(PolicyError::Uneven {
+                            class: class.name.clone(),
+                            from: f.node(x).name().to_owned(),
+                            to: f.node(y).name().to_owned(),
+                        });
+                    }
+                    if first != common {
+                        by_sl.entry(first).or_default().push(y);
+                    }
+                }
+                for (sl, ys) in by_sl {
+                    let names: Vec<String> = ys.iter().map(|&y| group(y)).collect();
+                    let _ = write!(
+                        out,
+                        "    qos-match-rule\n        use: class {} from {}\n{criteria}        source: {}\n        destination: {}\n        qos-level-name: SL{sl}\n    end-qos-match-rule\n",
+                        class.name,
+                        f.node(x).name(),
+                        group(x),
+                        names.join(", ")
+                    );
+                    if out.len() > QOS_POLICY_BYTES {
+                        return Err(PolicyError::TooLarge {
+                            limit: QOS_POLICY_BYTES,
+                        });
+                    }
+                }
+            }
+        }
+        if !criteria.is_empty() {
+            let _ = write!(
+                out,
+                "    qos-match-rule\n        use: class {}\n{criteria}        qos-level-name: SL{common}\n    end-qos-match-rule\n",
+                class.name
+            );
+        }
+    }
+    out.push_str("end-qos-match-rules\n");
+    Ok(out)
 }
 
 #[cfg(test)]

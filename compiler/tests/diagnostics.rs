@@ -379,21 +379,25 @@ build_case!(
     layered_budget_too_small,
     "use std::hardware::{sb7800, connectx5}\nuse std::topology::torus\nfabric t {\n    topology = torus(dims: [4, 4], switch: sb7800, hca: connectx5)\n    vls { budget = 1 }\n    routing { engine = layered }\n}\n"
 );
+case!(
+    qos_two_classes_without_match,
+    format!("{PRELUDE}fabric f {{\n{TREE}    qos {{\n        class compute {{ weight = 8 }}\n        class storage {{ lanes = dftree }}\n    }}\n}}\n")
+);
 build_case!(
     qos_lanes_note,
     format!("{PRELUDE}fabric f {{\n{TREE}    vls {{ budget = 4 }}\n    qos {{\n        class mgmt {{ vl = 3, priority = high, weight = 8, match {{ service_id = 0x10..0x20 }} }}\n        class bulk {{ lanes = dftree, weight = 64 }}\n    }}\n}}\n")
 );
 build_case!(
     qos_budget_too_small,
-    format!("{PRELUDE}fabric f {{\n{TREE}    vls {{ budget = 4 }}\n    qos {{\n        class mgmt {{ priority = high }}\n        class compute {{ lanes = vftree(maxvl: 4) }}\n    }}\n}}\n")
+    format!("{PRELUDE}fabric f {{\n{TREE}    vls {{ budget = 4 }}\n    qos {{\n        class mgmt {{ priority = high, match {{ pkey = 0x7fff }} }}\n        class compute {{ lanes = vftree(maxvl: 4) }}\n    }}\n}}\n")
 );
 build_case!(
     qos_classes_share_an_sl,
-    format!("{PRELUDE}fabric f {{\n{TREE}    qos {{\n        class mgmt {{ sl = 2 }}\n        class bulk {{ lanes = dftree, sl = 1 }}\n    }}\n}}\n")
+    format!("{PRELUDE}fabric f {{\n{TREE}    qos {{\n        class mgmt {{ sl = 2, match {{ service_id = 7 }} }}\n        class bulk {{ lanes = dftree, sl = 1 }}\n    }}\n}}\n")
 );
 build_case!(
     qos_layers_times_lanes,
-    "use std::hardware::{sb7800, connectx5}\nuse std::topology::torus\nfabric t {\n    topology = torus(dims: [4, 4], switch: sb7800, hca: connectx5)\n    vls { budget = 4 }\n    routing { engine = layered }\n    qos {\n        class mgmt { }\n        class bulk { lanes = dftree }\n        class other { }\n    }\n}\n"
+    "use std::hardware::{sb7800, connectx5}\nuse std::topology::torus\nfabric t {\n    topology = torus(dims: [4, 4], switch: sb7800, hca: connectx5)\n    vls { budget = 4 }\n    routing { engine = layered }\n    qos {\n        class mgmt { match { service_id = 1 } }\n        class bulk { lanes = dftree }\n        class other { match { service_id = 2 } }\n    }\n}\n"
 );
 build_case!(
     lid_pin_unaligned,

@@ -375,6 +375,28 @@ impl Elab<'_> {
                 config.qos.push(class);
             }
         }
+        // One class takes the traffic no `match` selects; another without `match` would
+        // never carry any.
+        let unmatched: Vec<(String, Span)> = config
+            .qos
+            .iter()
+            .filter(|c| c.matches.is_empty())
+            .map(|c| (c.name.clone(), c.span))
+            .collect();
+        if let [first, second, ..] = unmatched.as_slice() {
+            self.diags.push(
+                crate::diagnostic::Diagnostic::error(
+                    Code::BadArguments,
+                    format!(
+                        "class `{}` has no `match`, and `{}` already takes the traffic no class matches",
+                        second.0, first.0
+                    ),
+                )
+                .label(self.main, second.1, "would carry no traffic")
+                .label(self.main, first.1, "takes the unmatched traffic")
+                .help("say which traffic it is: `match { pkey = …, service_id = … }`"),
+            );
+        }
         if s.body.as_ref().is_none_or(|b| b.is_empty()) {
             self.err_help(
                 Code::BadArguments,
