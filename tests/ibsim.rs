@@ -497,6 +497,59 @@ impl Ibsim {
     }
 }
 
+/// A client left running against a simulator (an SM answering queries); killed, by its own
+/// PID, when dropped.
+pub struct Background {
+    child: Child,
+    /// Where its standard output and error go.
+    pub out: PathBuf,
+}
+
+impl Background {
+    /// Whether it is still running.
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Ibsim {
+    /// Starts `program` against this simulator and leaves it running (standard output and
+    /// error to one file in the simulator's directory).
+    pub fn spawn_env(
+        &self,
+        program: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<Background, IbsimError> {
+        let n = self.clients.fetch_add(1, Ordering::Relaxed);
+        let out = self.dir.join(format!("background{n}.out"));
+        let file = fs::File::create(&out)
+            .map_err(|e| IbsimError::Io(format!("cannot create {}", out.display()), e))?;
+        let err = file
+            .try_clone()
+            .map_err(|e| IbsimError::Io(format!("cannot create {}", out.display()), e))?;
+        let child = Command::new(self.tools.program(program))
+            .args(args)
+            .current_dir(&self.dir)
+            .env("IBSIM_SOCKNAME", &self.sockname)
+            .env("LD_PRELOAD", &self.umad2sim)
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(file)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| IbsimError::Io(format!("cannot start `{program}`"), e))?;
+        Ok(Background { child, out })
+    }
+}
+
 impl Drop for Ibsim {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -108,6 +108,28 @@ fn opensm_loads_with(
     state: &FabricState,
     extra: impl FnOnce(&std::path::Path) -> Vec<String>,
 ) -> (Ibsim, String) {
+    let (sim, mut args, cache, log) = opensm_setup(tools, state);
+    args.insert(0, "-o".into());
+    args.extend(extra(sim.dir()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let osm = sim.run_env(
+        "opensm",
+        &args,
+        &[("OSM_CACHE_DIR", cache.to_str().unwrap())],
+        Duration::from_secs(180),
+    );
+    let osm_log = std::fs::read_to_string(&log).unwrap_or_default();
+    osm.unwrap_or_else(|e| panic!("{e}\nopensm log:\n{osm_log}"));
+    (sim, osm_log)
+}
+
+/// Starts ibsim on `state`'s fabric with weft's LIDs in an OpenSM cache directory and weft's
+/// `lfts.dump` beside it: the simulator, the OpenSM arguments that load them (dumps to
+/// [`DUMPS`], log to the returned path), and the cache directory.
+fn opensm_setup(
+    tools: &ibsim::Tools,
+    state: &FabricState,
+) -> (Ibsim, Vec<String>, std::path::PathBuf, std::path::PathBuf) {
     let net = weft_fabric::ibnetdiscover::write(&state.fabric, Some(&state.lids)).unwrap();
     let sim = Ibsim::start(tools, &net, Some(Limits::for_fabric(&state.fabric)))
         .unwrap_or_else(|e| panic!("{e}"));
@@ -123,9 +145,7 @@ fn opensm_loads_with(
     let lfts = sim.dir().join("lfts.dump");
     std::fs::write(&lfts, weft_fabric::opensm::write_lfts(state)).unwrap();
     let log = sim.dir().join("osm.log");
-    let more = extra(sim.dir());
-    let args: Vec<&str> = [
-        "-o",
+    let args = [
         "-R",
         "file",
         "-U",
@@ -138,17 +158,9 @@ fn opensm_loads_with(
         log.to_str().unwrap(),
     ]
     .into_iter()
-    .chain(more.iter().map(String::as_str))
+    .map(str::to_owned)
     .collect();
-    let osm = sim.run_env(
-        "opensm",
-        &args,
-        &[("OSM_CACHE_DIR", cache.to_str().unwrap())],
-        Duration::from_secs(180),
-    );
-    let osm_log = std::fs::read_to_string(&log).unwrap_or_default();
-    osm.unwrap_or_else(|e| panic!("{e}\nopensm log:\n{osm_log}"));
-    (sim, osm_log)
+    (sim, args, cache, log)
 }
 
 #[test]
@@ -422,5 +434,136 @@ fn opensm_loads_weft_qos_settings() {
         Some(&want[..]),
         "{}",
         out.stdout
+    );
+}
+
+/// weft's path SLs through OpenSM's SA: OpenSM runs on ibsim with weft's `lfts.dump`,
+/// `opensm.conf` and `qos-policy.conf` (`-Q -F -Y`) for the 648-node tree with three classes,
+/// and `saquery -p --src-to-dst` answers sampled host pairs (and a leaf switch's own traffic)
+/// with the vFtree SL weft verified for the default class.
+#[test]
+fn opensm_sa_answers_weft_path_sls() {
+    let Some(tools) = ibsim::require("opensm_sa_answers_weft_path_sls", &["opensm", "saquery"])
+    else {
+        return;
+    };
+    let name = "qos-648.weft";
+    let c = weft_compiler::check(name, &example(name), &NoFiles);
+    assert!(!c.has_errors(), "{:?}", c.diagnostics);
+    let built =
+        weft_compiler::build::build(&c.elaborated.unwrap()).unwrap_or_else(|d| panic!("{d:?}"));
+    let conf = weft_compiler::qos::opensm_conf(&built.lanes, "qos648");
+    let policy =
+        weft_compiler::qos::qos_policy(built.state.state(), &built.lanes, built.layers.as_ref())
+            .unwrap();
+    let state = built.state.into_inner();
+    let (sim, mut args, cache, log) = opensm_setup(&tools, &state);
+    let (conf_path, policy_path) = (
+        sim.dir().join("opensm.conf"),
+        sim.dir().join("qos-policy.conf"),
+    );
+    // weft's settings, and the log flushed as it is written (read while OpenSM runs).
+    std::fs::write(&conf_path, format!("{conf}force_log_flush TRUE\n")).unwrap();
+    std::fs::write(&policy_path, &policy).unwrap();
+    args.extend(
+        [
+            "-Q",
+            "-F",
+            conf_path.to_str().unwrap(),
+            "-Y",
+            policy_path.to_str().unwrap(),
+        ]
+        .into_iter()
+        .map(str::to_owned),
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut osm = sim
+        .spawn_env(
+            "opensm",
+            &args,
+            &[("OSM_CACHE_DIR", cache.to_str().unwrap())],
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let start = std::time::Instant::now();
+    let osm_log = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("SUBNET UP") || text.contains(" ERR ") {
+            break text;
+        }
+        assert!(
+            osm.running() && start.elapsed() < Duration::from_secs(240),
+            "OpenSM did not bring the subnet up:\n{text}\n{}",
+            std::fs::read_to_string(&osm.out).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        !osm_log.contains(" ERR "),
+        "OpenSM reported errors:\n{osm_log}"
+    );
+    // One host per leaf, and the SL `compute` (SLs 1..=4, the class without `match`) uses.
+    let f = &state.fabric;
+    let hosts: Vec<(weft_fabric::PortRef, Lid)> = f
+        .node_ids()
+        .filter(|&x| f.node(x).is_switch())
+        .filter_map(|x| {
+            let h = (1..=f.node(x).spec.port_count).find_map(|p| {
+                let (peer, _) = f.peer(weft_fabric::PortRef::new(x, p))?;
+                (!f.node(peer.node).is_switch()).then_some(peer)
+            })?;
+            Some((h, state.lids.get(h.node, h.port)?))
+        })
+        .collect();
+    assert_eq!(hosts.len(), 36);
+    let compute = |src: weft_fabric::PortRef, dlid: Lid| -> u8 {
+        let sls = state.path_sls(src, dlid);
+        let c: Vec<u8> = sls
+            .iter()
+            .map(|s| s.0)
+            .filter(|s| (1..=4).contains(s))
+            .collect();
+        assert_eq!(c.len(), 1, "{sls:?}");
+        c[0]
+    };
+    let sa_sl = |slid: u16, dlid: u16| -> u8 {
+        let out = sim
+            .run_retrying(
+                "saquery",
+                &["-p", "--src-to-dst", &format!("{slid}:{dlid}")],
+                Duration::from_secs(60),
+                Duration::from_secs(120),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        out.stdout
+            .lines()
+            .find_map(|l| {
+                let l = l.trim();
+                let rest = l.strip_prefix("sl.")?.trim_start_matches('.').trim();
+                u8::from_str_radix(rest.strip_prefix("0x")?, 16).ok()
+            })
+            .unwrap_or_else(|| panic!("no SL in:\n{}", out.stdout))
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for &a in &[0usize, 1, 5, 17, 35] {
+        for &b in &[0usize, 1, 2, 3, 8, 20, 35] {
+            let (src, slid) = hosts[a];
+            let (_, dlid) = hosts[b];
+            if slid == dlid {
+                continue;
+            }
+            let want = compute(src, dlid);
+            assert_eq!(sa_sl(slid.0, dlid.0), want, "leaf {a} → leaf {b}");
+            seen.insert(want);
+        }
+    }
+    assert_eq!(seen.len(), 4, "every lane sampled: {seen:?}");
+    // A leaf switch's own traffic (port 0) toward a host on another leaf.
+    let leaf = state.source_switch(hosts[5].0).unwrap();
+    let leaf_lid = state.lids.get(leaf, weft_fabric::PortNum(0)).unwrap();
+    let want = compute(weft_fabric::PortRef::new(leaf, 0), hosts[20].1);
+    assert_eq!(
+        sa_sl(leaf_lid.0, hosts[20].1 .0),
+        want,
+        "leaf switch → leaf 20"
     );
 }

@@ -169,6 +169,11 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     for p in &written {
         text += &format!("  wrote     {}\n", p.display());
     }
+    if let (true, Err(why)) = (has_layers(&built.state), policy(&built)) {
+        text += &format!(
+            "  note      qos-policy.conf not written: {why}; state.json has every path SL\n"
+        );
+    }
     if has_layers(&built.state) && psl_lines(&built.state) > PSL_LINES {
         text += &format!(
             "  note      path-sl.psl not written: {} lines exceed {}; state.json has every path SL\n",
@@ -245,7 +250,14 @@ const CERTIFICATE: &str = "certificate.json";
 /// The marker of a build written with `--allow-unproven`.
 const UNPROVEN: &str = "UNPROVEN";
 /// The files written besides the tables.
-const EXTRAS: [&str; 5] = [CERTIFICATE, UNPROVEN, SL2VL, PATH_SL, OPENSM_CONF];
+const EXTRAS: [&str; 6] = [
+    CERTIFICATE,
+    UNPROVEN,
+    SL2VL,
+    PATH_SL,
+    OPENSM_CONF,
+    QOS_POLICY,
+];
 
 /// A fresh directory beside the output, created exclusively (a planted file or symlink at its
 /// name is an error, never followed), filled, then put in the output's place: all or nothing.
@@ -394,6 +406,12 @@ fn fill(
             f.write_all(conf.as_bytes()).map_err(io)
         })?;
         more.push(OPENSM_CONF);
+        if let Ok(policy) = policy(built) {
+            create_in(fresh, QOS_POLICY, |f| {
+                f.write_all(policy.as_bytes()).map_err(io)
+            })?;
+            more.push(QOS_POLICY);
+        }
         if psl_lines(st) <= PSL_LINES {
             create_in(fresh, PATH_SL, |f| {
                 f.write_all(weft_fabric::opensm::write_path_sl(st).as_bytes())
@@ -410,6 +428,13 @@ const SL2VL: &str = "sl2vl.dump";
 /// OpenSM's QoS settings (`-Q -F`): the SL→VL and VL arbitration tables of a state with
 /// them.
 const OPENSM_CONF: &str = "opensm.conf";
+/// OpenSM's QoS policy (`-Q -Y`): the SA answers PathRecords with weft's SLs.
+const QOS_POLICY: &str = "qos-policy.conf";
+
+/// The QoS policy of a state with SL→VL tables.
+fn policy(built: &Built) -> Result<String, weft_compiler::qos::PolicyError> {
+    weft_compiler::qos::qos_policy(built.state.state(), &built.lanes, built.layers.as_ref())
+}
 /// ibdmchk's path SLs, for a state with layers.
 const PATH_SL: &str = "path-sl.psl";
 /// The most lines `path-sl.psl` is written with (one per source node and destination LID).

@@ -20,6 +20,8 @@ pub struct Built {
     pub notes: Vec<RouteNote>,
     /// The QoS classes on SLs and VLs.
     pub lanes: crate::qos::LaneMap,
+    /// The routing's layer per source switch and LID, when it has layers.
+    pub layers: Option<routing::Lanes>,
 }
 
 /// The engine that routes a fabric, and why that one.
@@ -215,6 +217,7 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
         why: choice.why,
         notes,
         lanes: map,
+        layers: routes.lanes,
     })
 }
 

@@ -464,7 +464,11 @@ impl<'a> Pairs<'a> {
 
     /// Whether switch `x`'s sources may send unlike the default.
     fn varies_from(&self, x: NodeId) -> bool {
-        self.leaf_of_node.get(x.index()).copied().flatten().is_some()
+        self.leaf_of_node
+            .get(x.index())
+            .copied()
+            .flatten()
+            .is_some()
             || self.lanes.is_some_and(|l| l.by_source.contains_key(&x))
     }
 
@@ -720,7 +724,9 @@ pub fn qos_policy(
         .chain(std::iter::once(default_class))
         .collect();
     for c in order {
-        let class = &map.classes[c];
+        let Some(class) = map.classes.get(c) else {
+            continue;
+        };
         let mut criteria = String::new();
         if !class.matches.service_ids.is_empty() {
             let ids: Vec<String> = class
@@ -738,7 +744,12 @@ pub fn qos_policy(
             let _ = writeln!(criteria, "        service-id: {}", ids.join(", "));
         }
         if !class.matches.pkeys.is_empty() {
-            let keys: Vec<String> = class.matches.pkeys.iter().map(|k| format!("{k:#06x}")).collect();
+            let keys: Vec<String> = class
+                .matches
+                .pkeys
+                .iter()
+                .map(|k| format!("{k:#06x}"))
+                .collect();
             let _ = writeln!(criteria, "        pkey: {}", keys.join(", "));
         }
         if c == default_class && class.matches.is_empty() {

@@ -204,7 +204,7 @@ const TREE: &str = "    topology = fat_tree(levels: 2, switch: sb7800, hca: conn
 // QoS classes the language refuses as written.
 case!(
     qos_class_mistakes,
-    format!("{PRELUDE}fabric f {{\n{TREE}    qos {{\n        class a {{ lanes = vftree(vls: [2, 3]), vl = 1, colour = 3 }}\n        class b {{ lanes = vftree(max: 4) }}\n        class d {{ lanes = vftree(vls: [1, 3]) }}\n        class c {{ lanes = zigzag, priority = urgent, match {{ }} }}\n        class a {{ sl = 3 }}\n    }}\n}}\n")
+    format!("{PRELUDE}fabric f {{\n{TREE}    qos {{\n        class a {{ lanes = vftree(vls: [2, 3]), vl = 1, colour = 3 }}\n        class b {{ lanes = vftree(max: 4) }}\n        class d {{ lanes = vftree(vls: [1, 3]) }}\n        class c {{ lanes = zigzag, priority = urgent, match {{ }} }}\n        class e {{ match {{ pkey = 0x8001 }} }}\n        class a {{ sl = 3 }}\n    }}\n}}\n")
 );
 case!(unsupported_tenant, format!("{PRELUDE}fabric f {{\n{TREE}    tenant alice {{ pkey = 0x8001, hosts = [cn001, nowhere], sl = 99 }}\n}}\n"));
 case!(
@@ -389,7 +389,7 @@ build_case!(
 );
 build_case!(
     qos_budget_too_small,
-    format!("{PRELUDE}fabric f {{\n{TREE}    vls {{ budget = 4 }}\n    qos {{\n        class mgmt {{ priority = high, match {{ pkey = 0x7fff }} }}\n        class compute {{ lanes = vftree(maxvl: 4) }}\n    }}\n}}\n")
+    format!("{PRELUDE}fabric f {{\n{TREE}    vls {{ budget = 4 }}\n    qos {{\n        class mgmt {{ priority = high, match {{ service_id = 0x100 }} }}\n        class compute {{ lanes = vftree(maxvl: 4) }}\n    }}\n}}\n")
 );
 build_case!(
     qos_classes_share_an_sl,

@@ -527,7 +527,8 @@ impl Elab<'_> {
                                 _ => -1,
                             })
                             .collect();
-                        let consecutive = vls.iter().zip(vls.iter().skip(1)).all(|(a, b)| *b == a + 1);
+                        let consecutive =
+                            vls.iter().zip(vls.iter().skip(1)).all(|(a, b)| *b == a + 1);
                         match (vls.first(), vls.last()) {
                             (Some(&a), Some(&b))
                                 if consecutive && a >= 0 && b <= 14 && vls.len() >= 2 =>
@@ -598,7 +599,17 @@ impl Elab<'_> {
             for it in items {
                 match (a.name.name.as_str(), it) {
                     ("pkey", Value::Int(k)) if (1..=0xffff).contains(&k) && k & 0x7fff != 0 => {
+                        // OpenSM refuses a QoS policy naming a partition it was not given,
+                        // and partitions come with tenants.
+                        self.unsupported(
+                            a.value.span,
+                            "matching a class by P_Key is not implemented yet",
+                            "a P_Key match needs its partition defined, which comes with \
+                             tenants in a later version; match by `service_id` for now",
+                        );
+                        ok = false;
                         out.pkeys.push(k as u16);
+                        break;
                     }
                     ("service_id", Value::Int(n)) if n >= 0 => {
                         out.service_ids.push((n as u64, n as u64));
