@@ -324,6 +324,70 @@ fn build_is_byte_identical_across_runs_and_thread_counts() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// A fabric with QoS classes: `weft build` writes the SL→VL dump, OpenSM's QoS settings and
+/// policy and the path SLs beside the tables, byte-identical across runs and thread counts;
+/// `weft verify` of the state it wrote proves it again (the per-switch path SLs read back).
+#[test]
+fn qos_build_writes_opensm_files_and_its_state_verifies() {
+    let dir = temp_dir("qos");
+    let run = |threads: &str, out: &Path| {
+        let o = Command::new(env!("CARGO_BIN_EXE_weft"))
+            .args([
+                "build",
+                "examples/qos-648.weft",
+                "-o",
+                out.to_str().unwrap_or_default(),
+            ])
+            .current_dir(root())
+            .env("RAYON_NUM_THREADS", threads)
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        text(&o.stdout)
+    };
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    let shown = run("1", &a);
+    run("2", &b);
+    for name in [
+        "state.json",
+        "sl2vl.dump",
+        "opensm.conf",
+        "qos-policy.conf",
+        "path-sl.psl",
+        "certificate.json",
+    ] {
+        assert!(
+            shown.contains(&format!("{name}\n")),
+            "{name} not listed:\n{shown}"
+        );
+        let x = std::fs::read(a.join(name)).unwrap_or_default();
+        assert!(!x.is_empty(), "{name} is empty");
+        assert!(
+            x == std::fs::read(b.join(name)).unwrap_or_default(),
+            "{name} differs between 1 and 2 threads"
+        );
+    }
+    let conf = std::fs::read_to_string(a.join("opensm.conf")).unwrap_or_default();
+    assert!(conf.contains("qos_sl2vl 0,1,2,3,4,5,6,15,"), "{conf}");
+    let state = std::fs::read_to_string(a.join("state.json")).unwrap_or_default();
+    assert!(
+        state.contains("\"by_switch\": ["),
+        "per-switch path SLs in the state"
+    );
+    let out = weft(&[
+        "verify",
+        "--state",
+        a.join("state.json").to_str().unwrap_or_default(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("7 VL(s)"),
+        "{}",
+        text(&out.stdout)
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 #[test]
 fn fat_tree_refuses_the_torus_with_the_reason() {
     let dir = temp_dir("torus");
