@@ -233,16 +233,7 @@ fn ibdmchk_finds_layered_tables_deadlock_free_with_weft_path_sls() {
     let c = weft_compiler::check("torus.weft", &src, &NoFiles);
     assert!(!c.has_errors(), "{:?}", c.diagnostics);
     let built = weft_compiler::build::build(&c.elaborated.unwrap()).unwrap();
-    let layers = built
-        .state
-        .switches
-        .values()
-        .flat_map(|s| s.sl2vl.iter())
-        .flat_map(|r| r.vl)
-        .filter(|&v| v != 15)
-        .max()
-        .unwrap()
-        + 1;
+    let layers = built.lanes.layers;
     assert!(layers >= 2, "the torus needs layers");
     let state = built.state.into_inner();
     let (sim, _) = opensm_loads(&tools, &state);
@@ -389,12 +380,23 @@ fn opensm_loads_weft_qos_settings() {
                 )
                 .unwrap_or_else(|e| panic!("{e}"));
             let got = parse_sl2vl(&out.stdout);
-            for r in sw.sl2vl.iter().filter(|r| r.out_port == o) {
+            // Every input port (0 included) toward `o`, as weft's table says.
+            for i in (0..=f.node(node).spec.port_count).filter(|&i| i != o) {
+                let want: Vec<u8> = (0..16u8)
+                    .map(|sl| {
+                        sw.vl(
+                            weft_fabric::PortNum(i),
+                            weft_fabric::PortNum(o),
+                            weft_fabric::Sl(sl),
+                        )
+                        .unwrap()
+                        .0
+                    })
+                    .collect();
                 assert_eq!(
-                    got.get(&(r.in_port, o)).map(Vec::as_slice),
-                    Some(&r.vl[..]),
-                    "{path}: in {} out {o}\n{}",
-                    r.in_port,
+                    got.get(&(i, o)),
+                    Some(&want),
+                    "{path}: in {i} out {o}\n{}",
                     out.stdout
                 );
                 compared += 1;

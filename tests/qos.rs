@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use weft_compiler::{build, check, qos, NoFiles};
-use weft_fabric::{FabricState, Lid, NodeId, NodeKind, PortRef, Sl, ValidState};
+use weft_fabric::{FabricState, Lid, NodeId, NodeKind, PortNum, PortRef, Sl, ValidState};
 use weft_verifier::{verify, Options, Outcome};
 
 const EXAMPLE: &str = include_str!("../examples/qos-648.weft");
@@ -77,9 +77,16 @@ fn every_class_has_its_own_vls_and_the_example_is_proven() {
     let s = st.state();
     // SL i → VL i for the 7 SLs used, unused SLs dropped, on every switch port pair.
     let want: [u8; 16] = [0, 1, 2, 3, 4, 5, 6, 15, 15, 15, 15, 15, 15, 15, 15, 15];
-    for sw in s.switches.values() {
-        assert!(!sw.sl2vl.is_empty());
-        assert!(sw.sl2vl.iter().all(|r| r.vl == want));
+    for (&x, sw) in &s.switches {
+        let ports = s.fabric.node(x).spec.port_count;
+        for i in 0..=ports {
+            for o in 1..=ports {
+                let got: Vec<u8> = (0..16u8)
+                    .map(|sl| sw.vl(PortNum(i), PortNum(o), Sl(sl)).unwrap().0)
+                    .collect();
+                assert_eq!(got, want, "{i} → {o}");
+            }
+        }
     }
     // VL arbitration: management high (VL 0, weight 16), the rest low with their weight split.
     let arb = s.ports.values().find_map(|p| p.vlarb.clone()).unwrap();
@@ -106,12 +113,14 @@ fn a_slow_lane_on_a_vl_the_port_lacks_is_refused_with_a_witness() {
         .find(|&x| host_per_leaf_has_none(&s, x))
         .unwrap();
     let sw = s.switches.get_mut(&spine).unwrap();
-    let row = sw
-        .sl2vl
-        .iter_mut()
-        .find(|r| r.in_port == 1 && r.out_port == 2)
-        .unwrap();
-    row.vl[6] = 8;
+    let mut vl = sw.sl2vl_all.unwrap();
+    vl[6] = 8;
+    sw.sl2vl.push(weft_fabric::Sl2VlRow {
+        in_port: 1,
+        out_port: 2,
+        vl,
+    });
+    sw.sort_sl2vl();
     let st = ValidState::new(s).unwrap();
     let r = verify(&st, &Options::default());
     assert_eq!(r.verdict.connected, Outcome::Violated);

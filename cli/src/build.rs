@@ -443,7 +443,9 @@ pub const PSL_LINES: u64 = 10_000_000;
 /// Whether a state routes on SL→VL tables (a routing on layers), so that `sl2vl.dump` and
 /// `path-sl.psl` belong beside its tables.
 fn has_layers(st: &weft_fabric::FabricState) -> bool {
-    st.switches.values().any(|s| !s.sl2vl.is_empty())
+    st.switches
+        .values()
+        .any(weft_fabric::SwitchState::has_sl2vl)
 }
 
 /// Lines `path-sl.psl` would have: one per (source node with a LID, LID of another node).

@@ -155,6 +155,7 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
                 SwitchState {
                     lft,
                     sl2vl: Vec::new(),
+                    sl2vl_all: None,
                 },
             )
         })

@@ -7,8 +7,8 @@
 //! its SL `first + l × layers + y`, which every port maps to VL `first VL + l × layers + y`: a
 //! layer's routes never share a VL with another layer's, in any class or lane.
 //!
-//! [`apply`] writes what this means into a state: the SL→VL table of every switch (every input
-//! and output port pair) and every end port, a VL arbitration table on every cabled port, and
+//! [`apply`] writes what this means into a state: the SL→VL table of every switch (one map
+//! for every input and output port pair) and every end port, a VL arbitration table on every cabled port, and
 //! the path SLs of every (source, destination) pair — the set of the SLs each class uses for
 //! it, since a pair may carry every class's traffic.
 
@@ -17,8 +17,7 @@ use crate::diagnostic::{Diagnostic, SourceId};
 use crate::routing::Lanes;
 use crate::{ClassMatch, LaneScheme, QosClass};
 use weft_fabric::{
-    FabricState, Lid, LidRange, NodeId, NodeKind, PortRef, Sl2VlRow, SlSet, SwitchSls, VlArb,
-    VlWeight,
+    FabricState, Lid, LidRange, NodeId, NodeKind, PortRef, SlSet, SwitchSls, VlArb, VlWeight,
 };
 
 /// The high-priority limit written when some class has `priority = high`: 4 × 4 KB of
@@ -345,24 +344,10 @@ pub fn apply(state: &mut FabricState, map: &LaneMap, lanes: Option<&Lanes>) {
         ports.sort_unstable();
         ports.dedup();
     }
-    for (id, sw) in state.switches.iter_mut() {
-        let Some(ports) = cabled.get(id.index()) else {
-            continue;
-        };
-        sw.sl2vl = std::iter::once(0)
-            .chain(ports.iter().copied())
-            .flat_map(|i| {
-                ports
-                    .iter()
-                    .filter(move |&&o| o != i)
-                    .map(move |&o| Sl2VlRow {
-                        in_port: i,
-                        out_port: o,
-                        vl: map.sl2vl,
-                    })
-            })
-            .collect();
-        sw.sort_sl2vl();
+    // One map for every (input, output) port pair of every switch.
+    for sw in state.switches.values_mut() {
+        sw.sl2vl.clear();
+        sw.sl2vl_all = Some(map.sl2vl);
     }
     let ends: Vec<NodeId> = f
         .node_ids()

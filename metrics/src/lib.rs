@@ -1351,6 +1351,7 @@ mod tests {
                 SwitchState {
                     lft,
                     sl2vl: Vec::new(),
+                    sl2vl_all: None,
                 },
             );
         }

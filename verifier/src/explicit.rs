@@ -64,13 +64,24 @@ struct Memo {
     /// 0: not worked out, 1: ok, 2: a VL is not operational.
     status: u8,
     n: u8,
-    leave: [(u8, u16); 2],
+    leave: [(u8, u16); MEMO_LEAVE],
 }
 
 /// Destinations handled together: their LFT entries are read switch by switch (a few cache
 /// lines per switch) into [`Scratch::columns`] instead of one scattered read per switch and
 /// destination.
 const BLOCK: usize = 64;
+
+/// The most states a memo entry holds (one per VL the group's traffic leaves on).
+const MEMO_LEAVE: usize = 8;
+
+/// Memo entries per output port (a power of two).
+const MEMO_WAYS: usize = 8;
+
+/// The memo entry of a port an SL set goes to.
+fn memo_way(sls: u16) -> usize {
+    (usize::from(sls.wrapping_mul(0x9e37)) >> 8) & (MEMO_WAYS - 1)
+}
 
 /// Per-worker scratch space, reused across destinations.
 struct Scratch {
@@ -87,7 +98,8 @@ struct Scratch {
     hca: Vec<bool>,
     queued: Vec<bool>,
     buckets: Vec<Vec<u32>>,
-    /// Per output port (by port index): the group's traffic there. Valid across destinations.
+    /// Per output port (by port index) and [`memo_way`] of an SL set: the group's traffic
+    /// there. Valid across destinations.
     memo: Vec<Memo>,
     /// Per output port (by port index), on one VL: the group's dependencies through it are
     /// recorded. Valid across destinations.
@@ -95,6 +107,8 @@ struct Scratch {
     /// Per switch index: the SLs its group sends toward the current destination (set where
     /// [`Scratch::hca`] is).
     group_sls: Vec<u16>,
+    /// Per switch index: where its last per-switch path SL lookup ended.
+    sls_at: Vec<u32>,
     /// Per (input port or switch, VL): the index of that state in its switch's list.
     slot: Vec<u32>,
     slot_keys: Vec<u32>,
@@ -113,9 +127,10 @@ impl Scratch {
             touched: Vec::new(),
             hca: vec![false; s],
             group_sls: vec![0; s],
+            sls_at: vec![0; s],
             queued: vec![false; s],
             buckets: Vec::new(),
-            memo: vec![Memo::default(); net.ports as usize],
+            memo: vec![Memo::default(); net.ports as usize * MEMO_WAYS],
             group_done: vec![false; net.ports as usize],
             slot: vec![u32::MAX; (net.ports as usize + s) * usize::from(net.vls)],
             slot_keys: Vec::new(),
@@ -360,6 +375,15 @@ fn dest_pass(
         let owner_sends = sources.iter().any(|s| (s.node, s.port) == d.owner);
         (sources.len() as u64 - u64::from(owner_sends)) * sls
     } else if attach.grouped {
+        // Each group's SLs toward this destination, once.
+        for (k, list) in attach.by_switch.iter().enumerate() {
+            if list.is_empty() {
+                continue;
+            }
+            if let (Some(g), Some(at)) = (scr.group_sls.get_mut(k), scr.sls_at.get_mut(k)) {
+                *g = net.group_sls_at(k as u32, d.lid, at);
+            }
+        }
         let owner_k = owner_switch(net, d);
         let grouped: u64 = attach
             .by_switch
@@ -376,7 +400,7 @@ fn dest_pass(
                                 .is_none_or(|s| (s.node, s.port) != d.owner)
                     })
                     .count() as u64;
-                senders * u64::from(net.group_sls(k as u32, d.lid).count_ones())
+                senders * u64::from(scr.group_sls.get(k).copied().unwrap_or(0).count_ones())
             })
             .sum();
         let loose: u64 = attach
@@ -659,10 +683,11 @@ fn fast_path(
                 if senders == 0 {
                     continue;
                 }
+                // Per group when the SLs depend on the source switch (set by `dest_pass`).
                 let sls = if attach.uniform {
                     uniform_sls
                 } else {
-                    net.group_sls(k as u32, d.lid)
+                    scr.group_sls.get(k).copied().unwrap_or(0)
                 };
                 if let Some(g) = scr.group_sls.get_mut(k) {
                     *g = sls;
@@ -825,21 +850,23 @@ fn group_states(
     x: u32,
     out: u8,
 ) -> Option<Memo> {
-    let idx = net.dirport(x, out)? as usize;
+    // A few entries per port, by SL set: with per-source path SLs one port sees a handful of
+    // sets across destinations.
+    let idx = net.dirport(x, out)? as usize * MEMO_WAYS + memo_way(sls);
     let m = *scr.memo.get(idx)?;
     if m.status != 0 && m.sls == sls {
         return Some(m);
     }
     let mut leaving = Vec::new();
     let ok = group_compute(net, attach, sls, deps, k, x, out, &mut leaving);
-    if leaving.len() > 2 {
+    if leaving.len() > MEMO_LEAVE {
         return None;
     }
     let mut m = Memo {
         sls,
         status: if ok { 1 } else { 2 },
         n: leaving.len() as u8,
-        leave: [(0, 0); 2],
+        leave: [(0, 0); MEMO_LEAVE],
     };
     for (slot, l) in m.leave.iter_mut().zip(&leaving) {
         *slot = *l;

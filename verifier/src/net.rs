@@ -92,7 +92,17 @@ pub(crate) struct Net<'a> {
     sl_ranges: Vec<(u32, u32)>,
     /// Per switch index: the range of the state's per-switch path SLs that are its own.
     switch_sl_ranges: Vec<(u32, u32)>,
+    /// SL→VL rows as a dense table: per node with rows, the first slot of its
+    /// `(in, out)` grid (`in * (ports + 1) + out`); per slot, the row's map in
+    /// [`Net::sl2vl_maps`] or [`NO_ROW`].
+    sl2vl_base: Vec<u32>,
+    sl2vl_slots: Vec<u16>,
+    /// The distinct SL→VL maps of every row.
+    sl2vl_maps: Vec<[u8; 16]>,
 }
+
+/// No SL→VL row for an `(in, out)` pair.
+const NO_ROW: u16 = u16::MAX;
 
 pub(crate) const NO_INDEX: u32 = u32::MAX;
 
@@ -178,8 +188,8 @@ impl<'a> Net<'a> {
             .unwrap_or(1);
         let mut top = 0u8;
         for s in st.switches.values() {
-            for r in &s.sl2vl {
-                for &v in &r.vl {
+            for t in s.sl2vl.iter().map(|r| &r.vl).chain(&s.sl2vl_all) {
+                for &v in t {
                     if v < max_cap && v < 15 {
                         top = top.max(v);
                     }
@@ -208,15 +218,50 @@ impl<'a> Net<'a> {
             })
             .collect();
         let plain = (0..nodes.len())
-            .map(|n| {
-                sw.get(n)
-                    .copied()
-                    .flatten()
-                    .is_none_or(|s| s.sl2vl.is_empty())
-            })
+            .map(|n| sw.get(n).copied().flatten().is_none_or(|s| !s.has_sl2vl()))
             .collect();
         let class = node_classes(st, &link, &port_base, &is_switch, &alive);
         let (sl_base, sl_ranges) = source_index(st, &port_count);
+        // SL→VL rows: one grid per switch with rows, maps shared.
+        let mut sl2vl_base = vec![u32::MAX; nodes.len()];
+        let mut sl2vl_slots: Vec<u16> = Vec::new();
+        let mut sl2vl_maps: Vec<[u8; 16]> = Vec::new();
+        let mut map_ids: std::collections::HashMap<[u8; 16], u16> = Default::default();
+        for (id, s) in &st.switches {
+            let Some(&p) = port_count.get(id.index()) else {
+                continue;
+            };
+            if !s.has_sl2vl() || !is_switch.get(id.index()).copied().unwrap_or(false) {
+                continue;
+            }
+            // Distinct maps are few (one per QoS layout); ids fit in u16 below NO_ROW.
+            let mut id_of = |t: &[u8; 16]| {
+                let next = sl2vl_maps.len() as u16;
+                let m = *map_ids.entry(*t).or_insert(next);
+                if m == next {
+                    sl2vl_maps.push(*t);
+                }
+                m
+            };
+            let w = usize::from(p) + 1;
+            let base = sl2vl_slots.len();
+            let all = s.sl2vl_all.as_ref().map_or(NO_ROW, &mut id_of);
+            sl2vl_slots.resize(base + w * w, all);
+            if let Some(b) = sl2vl_base.get_mut(id.index()) {
+                *b = base as u32;
+            }
+            for r in &s.sl2vl {
+                if usize::from(r.in_port) >= w || usize::from(r.out_port) >= w {
+                    continue;
+                }
+                let m = id_of(&r.vl);
+                if let Some(slot) =
+                    sl2vl_slots.get_mut(base + usize::from(r.in_port) * w + usize::from(r.out_port))
+                {
+                    *slot = m;
+                }
+            }
+        }
         let mut switch_sl_ranges = vec![(0u32, 0u32); switches.len()];
         for (i, e) in st.path_sl.by_switch.iter().enumerate() {
             let k = switch_index
@@ -236,6 +281,9 @@ impl<'a> Net<'a> {
             sl_base,
             sl_ranges,
             switch_sl_ranges,
+            sl2vl_base,
+            sl2vl_slots,
+            sl2vl_maps,
             cap,
             plain,
             alive,
@@ -275,6 +323,34 @@ impl<'a> Net<'a> {
                 Some(sw) => weft_fabric::SlSet(self.group_sls(self.switch_of(sw.0), dlid)),
                 None => self.st.path_sl.for_destination(dlid),
             },
+        }
+    }
+
+    /// [`Net::group_sls`] for destinations met mostly in increasing LID order: `at` is the
+    /// position in switch `k`'s ranges the previous lookup ended at (moved forward when the
+    /// LID is at or past it, searched for otherwise).
+    pub fn group_sls_at(&self, k: u32, dlid: weft_fabric::Lid, at: &mut u32) -> u16 {
+        let Some(slice) = self
+            .switch_sl_ranges
+            .get(k as usize)
+            .and_then(|&(lo, hi)| self.st.path_sl.by_switch.get(lo as usize..hi as usize))
+        else {
+            return self.st.path_sl.for_destination(dlid).0;
+        };
+        let mut i = *at as usize;
+        if slice.get(i).is_none_or(|e| e.lids.lo > dlid) {
+            i = slice
+                .partition_point(|e| e.lids.lo <= dlid)
+                .saturating_sub(1);
+        } else {
+            while slice.get(i + 1).is_some_and(|e| e.lids.lo <= dlid) {
+                i += 1;
+            }
+        }
+        *at = i as u32;
+        match slice.get(i) {
+            Some(e) if e.lids.contains(dlid) => e.sls.0,
+            _ => self.st.path_sl.for_destination(dlid).0,
         }
     }
 
@@ -412,16 +488,39 @@ impl<'a> Net<'a> {
             self.vl_ok(x, o, 0)?;
             return Ok(0);
         }
-        let vl = match self.sw.get(x as usize).copied().flatten() {
-            None => 0,
-            Some(s) => {
-                s.vl(PortNum(i), PortNum(o), Sl(sl))
-                    .ok_or(FailureReason::Sl2VlUnassigned {
-                        in_port: i,
-                        out_port: o,
-                    })?
-                    .0
+        let vl = match self.sl2vl_base.get(x as usize).copied() {
+            Some(base) if base != u32::MAX => {
+                let w = u32::from(self.port_count.get(x as usize).copied().unwrap_or(0)) + 1;
+                let unassigned = FailureReason::Sl2VlUnassigned {
+                    in_port: i,
+                    out_port: o,
+                };
+                if u32::from(i) >= w || u32::from(o) >= w {
+                    return Err(unassigned);
+                }
+                let slot = self
+                    .sl2vl_slots
+                    .get((base + u32::from(i) * w + u32::from(o)) as usize)
+                    .copied()
+                    .unwrap_or(NO_ROW);
+                self.sl2vl_maps
+                    .get(usize::from(slot))
+                    .and_then(|m| m.get(usize::from(sl)))
+                    .copied()
+                    .ok_or(unassigned)?
             }
+            // No rows (or no table): every SL on VL 0.
+            _ => match self.sw.get(x as usize).copied().flatten() {
+                Some(s) => {
+                    s.vl(PortNum(i), PortNum(o), Sl(sl))
+                        .ok_or(FailureReason::Sl2VlUnassigned {
+                            in_port: i,
+                            out_port: o,
+                        })?
+                        .0
+                }
+                None => 0,
+            },
         };
         self.vl_ok(x, o, vl)?;
         Ok(vl)

@@ -434,6 +434,18 @@ pub fn corrupt(rng: &mut Rng, st: &mut FabricState) -> Option<Corruption> {
         }
         6 | 7 => {
             let s = st.switches.get_mut(&x)?;
+            if let Some(all) = s.sl2vl_all.filter(|_| s.sl2vl.is_empty()) {
+                // Rows from the map for all pairs, so that one can change.
+                for i in 0..=ports {
+                    for o in 1..=ports {
+                        s.sl2vl.push(weft_fabric::Sl2VlRow {
+                            in_port: i,
+                            out_port: o,
+                            vl: all,
+                        });
+                    }
+                }
+            }
             if s.sl2vl.is_empty() {
                 for i in 0..=ports {
                     for o in 1..=ports {

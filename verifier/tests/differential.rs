@@ -14,8 +14,20 @@ fn random_vls(rng: &mut Rng, st: &mut FabricState) {
     let vls = 1 + rng.below(3) as u8;
     for (&x, s) in st.switches.iter_mut() {
         let ports = st.fabric.node(x).spec.port_count;
+        // Sometimes one map for all pairs, with rows for some of them.
+        let all = rng.below(2) == 0;
+        if all {
+            let mut vl = [0u8; 16];
+            for v in vl.iter_mut() {
+                *v = rng.below(u64::from(vls)) as u8;
+            }
+            s.sl2vl_all = Some(vl);
+        }
         for i in 0..=ports {
             for o in 1..=ports {
+                if all && rng.below(4) != 0 {
+                    continue;
+                }
                 let mut vl = [0u8; 16];
                 for v in vl.iter_mut() {
                     *v = rng.below(u64::from(vls)) as u8;

@@ -180,27 +180,36 @@ pub struct Sl2VlRow {
 pub struct SwitchState {
     /// Linear forwarding table.
     pub lft: Lft,
-    /// SL→VL rows sorted by (input port, output port). Empty means the switch maps every SL to
-    /// VL 0 (a fabric without QoS); otherwise a missing row is an unassigned entry.
+    /// SL→VL rows sorted by (input port, output port). Empty, without
+    /// [`SwitchState::sl2vl_all`], means the switch maps every SL to VL 0 (a fabric without
+    /// QoS); otherwise a pair with neither a row nor `sl2vl_all` is an unassigned entry.
     pub sl2vl: Vec<Sl2VlRow>,
+    /// The VL per SL of every (input, output) port pair without its own row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sl2vl_all: Option<[u8; 16]>,
 }
 
 impl SwitchState {
     /// The VL a packet with SL `sl` takes from `in_port` to `out_port`, or `None` when the
     /// table has rows but none for this pair.
     pub fn vl(&self, in_port: PortNum, out_port: PortNum, sl: Sl) -> Option<Vl> {
-        if self.sl2vl.is_empty() {
-            return Some(Vl(0));
-        }
         let key = (in_port.0, out_port.0);
-        let i = self
+        let row = self
             .sl2vl
             .binary_search_by(|r| (r.in_port, r.out_port).cmp(&key))
-            .ok()?;
-        self.sl2vl
-            .get(i)
-            .and_then(|r| r.vl.get(usize::from(sl.0)))
-            .map(|&v| Vl(v))
+            .ok()
+            .and_then(|i| self.sl2vl.get(i))
+            .map(|r| &r.vl);
+        match (row, &self.sl2vl_all) {
+            (Some(t), _) | (None, Some(t)) => t.get(usize::from(sl.0)).map(|&v| Vl(v)),
+            (None, None) if self.sl2vl.is_empty() => Some(Vl(0)),
+            (None, None) => None,
+        }
+    }
+
+    /// Whether the switch has SL→VL tables (rows or a map for all pairs).
+    pub fn has_sl2vl(&self) -> bool {
+        !self.sl2vl.is_empty() || self.sl2vl_all.is_some()
     }
 
     /// Sorts the SL2VL rows (required by [`SwitchState::vl`]).

@@ -523,6 +523,20 @@ fn check_switches(st: &FabricState, errors: &mut Vec<StateError>) {
             });
         }
         let ports = node.spec.port_count;
+        if let Some((sl, vl)) = s
+            .sl2vl_all
+            .iter()
+            .flat_map(|t| t.iter().enumerate())
+            .find(|(_, &v)| v > 15)
+        {
+            errors.push(StateError::Sl2Vl {
+                node: name.clone(),
+                guid: guid.clone(),
+                what: format!(
+                    "the map for all port pairs sends SL {sl} to VL {vl} (VLs are 0..=15)"
+                ),
+            });
+        }
         let mut last: Option<(u8, u8)> = None;
         for r in &s.sl2vl {
             let sl2vl = |what: String| StateError::Sl2Vl {

@@ -16,7 +16,8 @@
 //!   ["0x0002c90000000100", 0, 1],          node GUID, port (0: a switch), base LID
 //!   …],
 //! "switches": [
-//!   {"guid": "0x…", "lft": "ff0102…", "sl2vl": [{"in_port": 1, "out_port": 2, "vl": […16]}]},
+//!   {"guid": "0x…", "lft": "ff0102…", "sl2vl": [{"in_port": 1, "out_port": 2, "vl": […16]}],
+//!    "sl2vl_all": […16]},                   VL per SL of every port pair without a row
 //!   …],
 //! "ports": [
 //!   {"guid": "0x…", "port": 1, "sl2vl": […16], "vlarb": {"high_limit": 0, "high": […], "low": […]},
@@ -214,6 +215,8 @@ struct SwitchJson<L> {
     lft: L,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     sl2vl: Vec<Sl2VlRow>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sl2vl_all: Option<[u8; 16]>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -374,6 +377,7 @@ pub fn write<W: Write>(state: &FabricState, w: &mut W, extra: &[(&str, &str)]) -
             guid,
             lft: &s.lft,
             sl2vl: s.sl2vl.clone(),
+            sl2vl_all: s.sl2vl_all,
         }),
     )?;
     let mut ports: Vec<(GuidHex, u8, &PortState)> = state
@@ -670,6 +674,7 @@ fn fill(
         let table = SwitchState {
             lft: s.lft,
             sl2vl: s.sl2vl,
+            sl2vl_all: s.sl2vl_all,
         };
         if st.switches.insert(n, table).is_some() {
             errors.push(StateError::Fabric {

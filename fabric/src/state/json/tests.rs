@@ -117,6 +117,8 @@ fn a_written_state_reads_back_equal() {
         .set_by_source([(PortRef::new(NodeId(2), 1), Lid(4), SlSet(0b110))]);
     st.path_sl
         .set_by_dlid([(Lid(1), SlSet(0b1)), (Lid(2), SlSet(0b1))]);
+    st.switches.get_mut(&NodeId(0)).unwrap().sl2vl_all =
+        Some([0, 1, 2, 3, 0, 1, 2, 3, 15, 15, 15, 15, 15, 15, 15, 15]);
     st.path_sl.set_by_switch([
         (NodeId(1), Lid(3), SlSet(0b10)),
         (NodeId(1), Lid(4), SlSet(0b10)),
@@ -211,6 +213,13 @@ fn a_state_file_names_what_is_wrong() {
                     ["0xf452140300000100", 1, 3, [1]],
                     ["0xf452140300000100", 3, 4, [2]]
                 ])
+            }),
+        ),
+        (
+            "a map for all port pairs with VL 16",
+            Box::new(|v: &mut Value| {
+                v["switches"][0]["sl2vl_all"] =
+                    json!([0, 1, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
             }),
         ),
         (
