@@ -81,6 +81,21 @@ fn compile(c: &mut Criterion) {
             b.iter(|| weft_compiler::build::build(black_box(e)))
         });
     }
+    // What QoS lanes add to the 11 664-node compile (issue 9's target: vFtree < 100 ms).
+    for (what, sections) in [
+        ("vFtree 4 lanes", weft_bench::QOS_VFTREE),
+        ("3 classes", weft_bench::QOS_THREE_CLASSES),
+    ] {
+        let name = "cluster-11664.weft";
+        let text = weft_bench::example_with(name, sections);
+        let comp = weft_compiler::check(name, &text, &NoFiles);
+        let Some(e) = comp.elaborated.as_ref() else {
+            panic!("{name} with {what} does not elaborate")
+        };
+        g.bench_function(format!("{name} + {what}"), |b| {
+            b.iter(|| weft_compiler::build::build(black_box(e)))
+        });
+    }
     g.finish();
 }
 

@@ -30,7 +30,12 @@ use weft_verifier::{certificate, verify, Options};
 
 /// The state weft compiles for an example.
 fn compiled(name: &str) -> ValidState {
-    let c = weft_compiler::check(name, &example(name), &NoFiles);
+    compiled_text(name, &example(name))
+}
+
+/// The state weft compiles for a program.
+fn compiled_text(name: &str, text: &str) -> ValidState {
+    let c = weft_compiler::check(name, text, &NoFiles);
     assert!(!c.has_errors(), "{name} has errors");
     let e = c.elaborated.expect("elaborated");
     weft_compiler::build::build(&e)
@@ -114,6 +119,31 @@ fn explicit(c: &mut Criterion) {
             );
             g.bench_function(format!("{name} certificate check"), |b| {
                 b.iter(|| certificate::check(black_box(&st), cert, &Default::default()).unwrap())
+            });
+        }
+    }
+    // Path-SL sets: the 11 664-node tree with QoS lanes (issue 9's target: vFtree < 1.5 s).
+    if only.is_empty() || only.split(',').any(|o| o == "qos") {
+        for (what, sections) in [
+            ("vFtree 4 lanes", weft_bench::QOS_VFTREE),
+            ("3 classes", weft_bench::QOS_THREE_CLASSES),
+        ] {
+            let name = "cluster-11664.weft";
+            let st = compiled_text(name, &weft_bench::example_with(name, sections));
+            let t = Instant::now();
+            let r = verify(&st, &opts);
+            assert!(r.is_proven(), "{name} + {what}: {:?}", r.verdict);
+            eprintln!(
+                "{name} + {what}: {} routes, {} channels, {} VLs, {} per-switch path-SL ranges; \
+                 first run {:.3} s",
+                r.stats.routes,
+                r.stats.channels,
+                r.stats.vls,
+                st.path_sl.by_switch.len(),
+                t.elapsed().as_secs_f64()
+            );
+            g.bench_function(format!("{name} + {what} (all pairs, with certificate)"), |b| {
+                b.iter(|| verify(black_box(&st), &opts))
             });
         }
     }

@@ -18,6 +18,22 @@ pub fn example(name: &str) -> String {
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
+/// QoS layouts added to an example for the benchmarks: one vFtree class over 4 lanes (the
+/// issue's "vFtree" case), and three classes (a high-priority VL, vFtree over 4 lanes, a
+/// dFtree pair).
+pub const QOS_VFTREE: &str = "    vls { budget = 4 }\n    qos {\n        class compute { lanes = vftree(maxvl: 4) }\n    }\n";
+/// See [`QOS_VFTREE`].
+pub const QOS_THREE_CLASSES: &str = "    vls { budget = 8 }\n    qos {\n        class management { vl = 0, weight = 16, priority = high, match { service_id = 0x1000..0x1100 } }\n        class compute { lanes = vftree(maxvl: 4), weight = 192 }\n        class storage { lanes = dftree, weight = 48, match { service_id = 0x2000..0x3000 } }\n    }\n";
+
+/// The text of `examples/NAME` with `sections` added at the end of its fabric.
+pub fn example_with(name: &str, sections: &str) -> String {
+    let text = example(name);
+    let end = text
+        .rfind('}')
+        .unwrap_or_else(|| panic!("{name} has no fabric"));
+    format!("{}{sections}}}\n", &text[..end])
+}
+
 /// The fabric an example elaborates to.
 pub fn fabric(name: &str) -> weft_fabric::Fabric {
     let c = weft_compiler::elaborate(name, &example(name), &weft_compiler::NoFiles);
