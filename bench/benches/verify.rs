@@ -142,9 +142,10 @@ fn explicit(c: &mut Criterion) {
                 st.path_sl.by_switch.len(),
                 t.elapsed().as_secs_f64()
             );
-            g.bench_function(format!("{name} + {what} (all pairs, with certificate)"), |b| {
-                b.iter(|| verify(black_box(&st), &opts))
-            });
+            g.bench_function(
+                format!("{name} + {what} (all pairs, with certificate)"),
+                |b| b.iter(|| verify(black_box(&st), &opts)),
+            );
         }
     }
     g.finish();

@@ -514,12 +514,40 @@ fn path_sls(state: &mut FabricState, map: &LaneMap, lanes: Option<&Lanes>) {
         if !pairs.varies_from(x) {
             continue;
         }
+        // Without layers a pair's set depends on the two leaves only: one per destination
+        // leaf (the last entry for destinations at no leaf), worked out once per source.
+        let by_leaf: Option<Vec<u16>> = pairs.lanes.is_none().then(|| {
+            let n = pairs.matrices.iter().flatten().map(Vec::len).max().unwrap_or(0);
+            let mut lid_of_leaf = vec![None; n + 1];
+            for (lid, leaf) in pairs.dst_leaf.iter().enumerate() {
+                let k = leaf.map_or(n, |l| l as usize);
+                if let Some(slot) = lid_of_leaf.get_mut(k).filter(|s| s.is_none()) {
+                    *slot = Some(lid);
+                }
+            }
+            lid_of_leaf
+                .iter()
+                .map(|l| l.map_or(default, |lid| pairs.set(Some(x), lid)))
+                .collect()
+        });
+        let leaves_n = by_leaf.as_ref().map_or(0, |b| b.len().saturating_sub(1));
         let mut open: Option<SwitchSls> = None;
         for (lid, o) in pairs.owners.iter().enumerate() {
             if o.is_none() || lid == 0 {
                 continue;
             }
-            let s = pairs.set(Some(x), lid);
+            let s = match &by_leaf {
+                Some(b) => {
+                    let k = pairs
+                        .dst_leaf
+                        .get(lid)
+                        .copied()
+                        .flatten()
+                        .map_or(leaves_n, |l| l as usize);
+                    b.get(k).copied().unwrap_or(default)
+                }
+                None => pairs.set(Some(x), lid),
+            };
             let lid = Lid(lid as u16);
             match &mut open {
                 Some(r) if r.sls.0 == s && u32::from(r.lids.hi.0) + 1 == u32::from(lid.0) => {

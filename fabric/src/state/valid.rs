@@ -641,12 +641,14 @@ fn check_ports(st: &FabricState, errors: &mut Vec<StateError>) {
     }
 }
 
-fn check_range(r: LidRange, what: &str, errors: &mut Vec<StateError>) -> bool {
+fn check_range(r: LidRange, what: &dyn Fn() -> String, errors: &mut Vec<StateError>) -> bool {
     if r.lo.0 == 0 || r.hi.0 > MAX_UNICAST_LID || r.lo > r.hi {
         errors.push(StateError::PathSl {
             what: format!(
-                "{what}: LIDs {:#06x}..={:#06x} are not an ordered range of unicast LIDs",
-                r.lo.0, r.hi.0
+                "{}: LIDs {:#06x}..={:#06x} are not an ordered range of unicast LIDs",
+                what(),
+                r.lo.0,
+                r.hi.0
             ),
         });
         return false;
@@ -664,29 +666,31 @@ fn check_path_sl(st: &FabricState, errors: &mut Vec<StateError>) {
     }
     let mut prev: Option<LidRange> = None;
     for e in &p.by_dlid {
-        let what = format!("toward LIDs {:#06x}..={:#06x}", e.lids.lo.0, e.lids.hi.0);
+        let what = || format!("toward LIDs {:#06x}..={:#06x}", e.lids.lo.0, e.lids.hi.0);
         if !check_range(e.lids, &what, errors) {
             continue;
         }
         if e.sls.is_empty() {
             errors.push(StateError::PathSl {
-                what: format!("{what}: the SL set is empty"),
+                what: format!("{}: the SL set is empty", what()),
             });
         }
         if prev.is_some_and(|q| q.hi >= e.lids.lo) {
             errors.push(StateError::PathSl {
-                what: format!("{what}: the range overlaps the one before it"),
+                what: format!("{}: the range overlaps the one before it", what()),
             });
         }
         prev = Some(e.lids);
     }
     let mut prev: Option<(NodeId, LidRange)> = None;
     for e in &p.by_switch {
-        let at = port_name(f, e.switch, 0);
-        let what = format!(
-            "from the sources at `{}` ({}) toward LIDs {:#06x}..={:#06x}",
-            at.node, at.guid, e.lids.lo.0, e.lids.hi.0
-        );
+        let what = || {
+            let at = port_name(f, e.switch, 0);
+            format!(
+                "from the sources at `{}` ({}) toward LIDs {:#06x}..={:#06x}",
+                at.node, at.guid, e.lids.lo.0, e.lids.hi.0
+            )
+        };
         match f.nodes().get(e.switch.index()) {
             None => {
                 errors.push(StateError::UnknownNode {
@@ -697,7 +701,7 @@ fn check_path_sl(st: &FabricState, errors: &mut Vec<StateError>) {
             }
             Some(n) if !n.is_switch() => {
                 errors.push(StateError::PathSl {
-                    what: format!("{what}: not a switch"),
+                    what: format!("{}: not a switch", what()),
                 });
                 continue;
             }
@@ -708,23 +712,25 @@ fn check_path_sl(st: &FabricState, errors: &mut Vec<StateError>) {
         }
         if e.sls.is_empty() {
             errors.push(StateError::PathSl {
-                what: format!("{what}: the SL set is empty"),
+                what: format!("{}: the SL set is empty", what()),
             });
         }
         if prev.is_some_and(|(s, q)| s == e.switch && q.hi >= e.lids.lo) {
             errors.push(StateError::PathSl {
-                what: format!("{what}: the range overlaps the one before it"),
+                what: format!("{}: the range overlaps the one before it", what()),
             });
         }
         prev = Some((e.switch, e.lids));
     }
     let mut prev: Option<(PortRef, LidRange)> = None;
     for e in &p.by_source {
-        let src = port_name(f, e.src.node, e.src.port.0);
-        let what = format!(
-            "from {src} toward LIDs {:#06x}..={:#06x}",
-            e.lids.lo.0, e.lids.hi.0
-        );
+        let what = || {
+            let src = port_name(f, e.src.node, e.src.port.0);
+            format!(
+                "from {src} toward LIDs {:#06x}..={:#06x}",
+                e.lids.lo.0, e.lids.hi.0
+            )
+        };
         let Some(node) = f.nodes().get(e.src.node.index()) else {
             errors.push(StateError::UnknownNode {
                 at: "path SLs",
@@ -739,7 +745,7 @@ fn check_path_sl(st: &FabricState, errors: &mut Vec<StateError>) {
         };
         if !port_ok || st.lids.get(e.src.node, e.src.port).is_none() {
             errors.push(StateError::PathSl {
-                what: format!("{what}: the source is not a port with a LID"),
+                what: format!("{}: the source is not a port with a LID", what()),
             });
             continue;
         }
@@ -748,12 +754,12 @@ fn check_path_sl(st: &FabricState, errors: &mut Vec<StateError>) {
         }
         if e.sls.is_empty() {
             errors.push(StateError::PathSl {
-                what: format!("{what}: the SL set is empty"),
+                what: format!("{}: the SL set is empty", what()),
             });
         }
         if prev.is_some_and(|(s, q)| s == e.src && q.hi >= e.lids.lo) {
             errors.push(StateError::PathSl {
-                what: format!("{what}: the range overlaps the one before it"),
+                what: format!("{}: the range overlaps the one before it", what()),
             });
         }
         prev = Some((e.src, e.lids));
