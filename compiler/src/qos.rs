@@ -517,7 +517,13 @@ fn path_sls(state: &mut FabricState, map: &LaneMap, lanes: Option<&Lanes>) {
         // Without layers a pair's set depends on the two leaves only: one per destination
         // leaf (the last entry for destinations at no leaf), worked out once per source.
         let by_leaf: Option<Vec<u16>> = pairs.lanes.is_none().then(|| {
-            let n = pairs.matrices.iter().flatten().map(Vec::len).max().unwrap_or(0);
+            let n = pairs
+                .matrices
+                .iter()
+                .flatten()
+                .map(Vec::len)
+                .max()
+                .unwrap_or(0);
             let mut lid_of_leaf = vec![None; n + 1];
             for (lid, leaf) in pairs.dst_leaf.iter().enumerate() {
                 let k = leaf.map_or(n, |l| l as usize);

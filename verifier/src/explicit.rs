@@ -109,6 +109,11 @@ struct Scratch {
     group_sls: Vec<u16>,
     /// Per switch index: where its last per-switch path SL lookup ended.
     sls_at: Vec<u32>,
+    /// Per switch index: the VLs it sends the current destination on ([`one_map_path`]).
+    vl_mask: Vec<u16>,
+    /// Per output port (by port index): the VLs its group's dependencies through it are
+    /// recorded on ([`one_map_path`]). Valid across destinations.
+    group_vls: Vec<u16>,
     /// Per (input port or switch, VL): the index of that state in its switch's list.
     slot: Vec<u32>,
     slot_keys: Vec<u32>,
@@ -132,6 +137,8 @@ impl Scratch {
             buckets: Vec::new(),
             memo: vec![Memo::default(); net.ports as usize * MEMO_WAYS],
             group_done: vec![false; net.ports as usize],
+            vl_mask: vec![0; s],
+            group_vls: vec![0; net.ports as usize],
             slot: vec![u32::MAX; (net.ports as usize + s) * usize::from(net.vls)],
             slot_keys: Vec::new(),
         }
@@ -143,13 +150,17 @@ pub fn verify(state: &ValidState, opts: &Options) -> Report {
     verify_with(state, opts, true)
 }
 
-/// [`verify`], with the one-VL fast path allowed or not (the tests compare the two).
+/// [`verify`], with the one-VL and one-map fast paths allowed or not (the tests compare the
+/// two).
 fn verify_with(state: &ValidState, opts: &Options, one_vl: bool) -> Report {
     let net = Net::new(state);
     let (sources, dests) = net.endpoints(opts.scope);
     let deps = DepSet::new(&net);
     let mut attach = net.attach(&sources);
     attach.one_vl &= one_vl;
+    if !one_vl {
+        attach.one_map = None;
+    }
     let blocks: Vec<Vec<DestResult>> = dests
         .par_chunks(BLOCK)
         .map_init(
@@ -442,6 +453,8 @@ fn dest_pass(
     let uniform_sls = net.st.path_sl.for_destination(d.lid).0;
     let clean = if attach.one_vl && uniform_sls & !attach.vl0_sls == 0 {
         one_vl_path(net, attach, d, uniform_sls, scr, deps)
+    } else if let Some(map) = attach.one_map {
+        one_map_path(net, attach, d, &map, uniform_sls, scr, deps)
     } else {
         fast_path(net, sources, attach, d, scr, deps)
     };
@@ -454,6 +467,9 @@ fn dest_pass(
         }
         if let Some(q) = scr.queued.get_mut(k as usize) {
             *q = false;
+        }
+        if let Some(m) = scr.vl_mask.get_mut(k as usize) {
+            *m = 0;
         }
     }
     for &key in &scr.slot_keys {
@@ -579,6 +595,117 @@ fn one_vl_path(
         }
     }
     true
+}
+
+/// The fast path when one SL→VL map serves every hop ([`Attach::one_map`]): a route keeps
+/// one VL end to end, so a switch's traffic toward the destination is the set of VLs it
+/// carries. Each source switch's group adds the VLs of its SLs where it enters and carries them
+/// on ([`carry_vls`]); its end nodes' dependencies are recorded once per output port and VL.
+/// `false` when some route fails (then the general path finds which).
+fn one_map_path(
+    net: &Net<'_>,
+    attach: &Attach,
+    d: Dest,
+    map: &[u8; 16],
+    uniform_sls: u16,
+    scr: &mut Scratch,
+    deps: &DepSet,
+) -> bool {
+    let owner_k = owner_switch(net, d);
+    for (k, list) in attach.by_switch.iter().enumerate() {
+        let senders = list.len() - usize::from(k == owner_k && !list.is_empty());
+        if senders == 0 {
+            continue;
+        }
+        let sls = if attach.uniform {
+            uniform_sls
+        } else {
+            scr.group_sls.get(k).copied().unwrap_or(0)
+        };
+        if sls == 0 {
+            continue;
+        }
+        if sls & !attach.valid_and.get(k).copied().unwrap_or(0) != 0
+            || scr.label.get(k).copied().unwrap_or(NO_LABEL) == NO_LABEL
+        {
+            return false;
+        }
+        let mut vls = 0u16;
+        for sl in bits(sls) {
+            match map.get(usize::from(sl)) {
+                Some(&v) if v < 15 => vls |= 1 << v,
+                _ => return false,
+            }
+        }
+        let x = net.switches.get(k).copied().unwrap_or(0);
+        if let Some(Step::Out { out, .. }) = scr.step.get(k).copied() {
+            if let Some(done) = net
+                .dirport(x, out)
+                .and_then(|p| scr.group_vls.get_mut(p as usize))
+            {
+                let new = vls & !*done;
+                if new != 0 {
+                    *done |= new;
+                    for &(i, _) in list {
+                        if i != 0 && i != out {
+                            for v in bits(new) {
+                                deps.insert(k as u32, i, v, out, v);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if !carry_vls(net, scr, deps, k as u32, vls) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Adds `vls` to what switch index `k` sends on and carries the VLs new there down the next
+/// hops, recording the dependency where each switch hands them to the next; `false` when a
+/// hop's VL is not operational.
+fn carry_vls(net: &Net<'_>, scr: &mut Scratch, deps: &DepSet, mut k: u32, mut vls: u16) -> bool {
+    loop {
+        let Some(have) = scr.vl_mask.get_mut(k as usize) else {
+            return false;
+        };
+        let new = vls & !*have;
+        if new == 0 {
+            return true;
+        }
+        if *have == 0 {
+            scr.touched.push(k);
+        }
+        *have |= new;
+        let x = net.switches.get(k as usize).copied().unwrap_or(0);
+        match scr.step.get(k as usize).copied() {
+            Some(Step::Arrive) => return true,
+            Some(Step::Out {
+                out,
+                to,
+                to_port,
+                last,
+            }) => {
+                if bits(new).any(|v| net.vl_ok(x, out, v).is_err()) {
+                    return false;
+                }
+                if last {
+                    return true;
+                }
+                let m = net.switch_of(to);
+                if let Some(Step::Out { out: next, .. }) = scr.step.get(m as usize).copied() {
+                    for v in bits(new) {
+                        deps.insert(m, to_port, v, next, v);
+                    }
+                }
+                k = m;
+                vls = new;
+            }
+            _ => return false,
+        }
+    }
 }
 
 /// Marks the switches traffic entering switch index `k` passes through (stopping at one
@@ -1050,5 +1177,90 @@ mod tests {
             );
         }
         assert!(used > 200, "the one-VL path ran on {used} of 400 cases");
+    }
+
+    /// The one-map fast path records exactly the dependencies, labels and verdicts the general
+    /// state propagation does: random fabrics with one SL→VL map for every hop (VL 15 and VLs
+    /// past a port's VLCap included), path SLs per source switch, and corrupted tables.
+    #[test]
+    fn one_map_path_matches_state_propagation() {
+        let mut rng = Rng(0x0e72);
+        let mut used = 0;
+        let mut mix = [0usize; 3];
+        for n in 0..400 {
+            let f = if rng.below(4) == 0 {
+                testkit::ring(4 + rng.below(4) as usize, 1 + rng.below(3) as usize)
+            } else {
+                let switches = 2 + rng.below(6) as usize;
+                let extra = rng.below(5) as usize;
+                let hosts = 1 + rng.below(8) as usize;
+                testkit::random_fabric(&mut rng, switches, extra, hosts, 5)
+            };
+            let lids = testkit::sequential_lids(&f);
+            let mut st = if rng.below(2) == 0 {
+                testkit::route_minhop(&f, lids)
+            } else {
+                testkit::route_updown(&f, lids)
+            };
+            let mut map = [15u8; 16];
+            for v in map.iter_mut().take(4) {
+                *v = match rng.below(12) {
+                    0 => 15,
+                    1 => 9,
+                    _ => rng.below(4) as u8,
+                };
+            }
+            for s in st.switches.values_mut() {
+                s.sl2vl_all = Some(map);
+            }
+            for (i, node) in st.fabric.clone().nodes().iter().enumerate() {
+                if !node.is_switch() {
+                    st.set_node_injection(weft_fabric::NodeId(i as u32), map);
+                }
+            }
+            let max_lid = st.lids.max_lid(&st.fabric);
+            st.path_sl.default = weft_fabric::SlSet(1 + rng.below(3) as u16);
+            let switches: Vec<weft_fabric::NodeId> = st.switches.keys().copied().collect();
+            let mut triples = Vec::new();
+            for &x in &switches {
+                for lid in 1..=max_lid {
+                    if rng.below(2) == 0 {
+                        let sls = weft_fabric::SlSet(1 + rng.below(15) as u16);
+                        triples.push((x, weft_fabric::Lid(lid), sls));
+                    }
+                }
+            }
+            st.path_sl.set_by_switch(triples);
+            if rng.below(3) == 0 {
+                testkit::corrupt(&mut rng, &mut st);
+            }
+            let st = testkit::valid(st);
+            let opts = Options {
+                scope: if n % 3 == 0 {
+                    Scope::HcaToHca
+                } else {
+                    Scope::All
+                },
+                certificate: true,
+                ..Options::default()
+            };
+            let net = Net::new(&st);
+            let (sources, _) = net.endpoints(opts.scope);
+            used += usize::from(net.attach(&sources).one_map.is_some());
+            let fast = verify_with(&st, &opts, true);
+            let general = verify_with(&st, &opts, false);
+            assert_eq!(
+                serde_json::to_string(&fast).ok(),
+                serde_json::to_string(&general).ok(),
+                "case {n}: {}",
+                st.to_json()
+            );
+            // [proven, with a credit loop, with failed routes]
+            mix[0] += usize::from(fast.is_proven());
+            mix[1] += usize::from(!fast.credit_loops.is_empty());
+            mix[2] += usize::from(fast.failed_routes > 0);
+        }
+        assert!(used > 200, "the one-map path ran on {used} of 400 cases");
+        assert!(mix.iter().all(|&c| c >= 20), "verdicts {mix:?}");
     }
 }

@@ -781,6 +781,10 @@ pub(crate) struct Attach {
     pub one_vl: bool,
     /// The SLs every end-node source injects on VL 0.
     pub vl0_sls: u16,
+    /// The one SL→VL map every hop uses, when there is one: every switch has no rows and the
+    /// same map for all port pairs, every end-node source injects by it, no source is loose,
+    /// and path SLs are by switch or destination. Then a route keeps one VL end to end.
+    pub one_map: Option<[u8; 16]>,
 }
 
 impl Net<'_> {
@@ -796,6 +800,7 @@ impl Net<'_> {
             loose: Vec::new(),
             one_vl: false,
             vl0_sls: u16::MAX,
+            one_map: None,
         };
         for (j, src) in sources.iter().enumerate() {
             if self.is_switch(src.node) {
@@ -836,6 +841,28 @@ impl Net<'_> {
                     }
                 }
                 _ => a.loose.push(j as u32),
+            }
+        }
+        // One map for every hop?
+        let mut maps = self
+            .switches
+            .iter()
+            .map(|&x| self.sw.get(x as usize).copied().flatten());
+        let first = maps.next().flatten().and_then(|s| s.sl2vl_all);
+        let same_switches = first.is_some()
+            && self
+                .switches
+                .iter()
+                .map(|&x| self.sw.get(x as usize).copied().flatten())
+                .all(|s| s.is_some_and(|s| s.sl2vl.is_empty() && s.sl2vl_all == first));
+        if let (Some(m), true) = (first, same_switches) {
+            let injected_alike = sources
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| !self.is_switch(s.node))
+                .all(|(j, _)| a.inj.get(j) == Some(&m));
+            if injected_alike && a.loose.is_empty() && a.grouped {
+                a.one_map = Some(m);
             }
         }
         a.one_vl = a.uniform
