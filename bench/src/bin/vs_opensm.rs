@@ -33,6 +33,14 @@
 //!      traffic patterns pair the same hosts on both sides).
 //! 3. The same metrics (`weft_metrics::quality`, same seed) on every state, and one
 //!    comparison table; `--json FILE` writes everything as JSON.
+//! 4. Layers (VLs) each routing needs: weft's (1, or what `layered` found) and, from OpenSM's
+//!    log, LASH's `Lanes needed`, DFSSSP's `Virtual Lanes needed` and the virtual layers Nue
+//!    processed (Nue runs with QoS on, `-Q`, and `--nue_max_num_vls` = weft's layers: it routes
+//!    on the VLs it is given, one being enough with its escape paths, so it is compared at equal
+//!    VLs; its log runs at DEBUG, `-D 0xf`, to name them, which slows its routing time). For
+//!    `layered`: `vs_opensm --engines lash,dfsssp,nue bench/fabrics/*.weft` (the torus, a
+//!    ring, the degraded mesh, a fat-tree whose faults break up*/down*, two irregular
+//!    fabrics).
 //!
 //! Options: `--runs N` (weft timing runs, default 5), `--osm-runs N` (OpenSM runs per engine
 //! for the routing-time median; default 3 below 2 000 hosts, else 1), `--engines a,b`,
@@ -190,6 +198,8 @@ impl WeftTimer {
 #[derive(Debug, Serialize)]
 struct WeftRun {
     engine: String,
+    /// Layers (VLs) the routing needs: 1, or what `layered` found.
+    layers: u8,
     /// LID assignment alone.
     lids: Stat,
     /// LID assignment + routing (+ sFtree) + the state: `build::build`, default thread pool.
@@ -218,6 +228,9 @@ struct OsmRun {
     /// What went wrong or is worth knowing.
     notes: Vec<String>,
     quality: Option<Quality>,
+    /// Layers (VLs) the engine used, from its log: LASH's `Lanes needed`, DFSSSP's `Virtual
+    /// Lanes needed`, Nue's highest `Processing virtual layer` + 1; 1 for engines without.
+    layers: Option<u8>,
 }
 
 #[derive(Debug, Serialize)]
@@ -321,7 +334,16 @@ fn run_fabric(file: &Path, opts: &Opts) -> Result<FabricRun, String> {
                     .map(|s| s.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 for engine in &opts.engines {
-                    let r = run_opensm(&tools, &fabric, engine, osm_runs, &stem, &qopts, opts);
+                    let r = run_opensm(
+                        &tools,
+                        &fabric,
+                        engine,
+                        osm_runs,
+                        &stem,
+                        &qopts,
+                        opts,
+                        built.lanes.layers,
+                    );
                     // Another weft run in the same conditions (the machine may be shared).
                     timer.once(&e, &one_thread)?;
                     eprintln!(
@@ -342,6 +364,7 @@ fn run_fabric(file: &Path, opts: &Opts) -> Result<FabricRun, String> {
     }
     let weft = WeftRun {
         engine: built.engine.name().to_owned(),
+        layers: built.lanes.layers,
         lids: Stat::of(timer.lids).ok_or("no runs")?,
         build: Stat::of(timer.build).ok_or("no runs")?,
         build_one_thread: Stat::of(timer.build_1t).ok_or("no runs")?,
@@ -372,6 +395,7 @@ fn work_dir(opts: &Opts, stem: &str, engine: &str, run: usize) -> Result<PathBuf
     Ok(dir)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_opensm(
     tools: &Tools,
     fabric: &Fabric,
@@ -380,6 +404,7 @@ fn run_opensm(
     stem: &str,
     qopts: &QualityOptions,
     opts: &Opts,
+    nue_vls: u8,
 ) -> OsmRun {
     let mut out = OsmRun {
         engine: engine.to_owned(),
@@ -389,6 +414,7 @@ fn run_opensm(
         dump_fts_ms: None,
         notes: Vec::new(),
         quality: None,
+        layers: None,
     };
     let net = match weft_fabric::ibnetdiscover::write(fabric, None) {
         Ok(n) => n,
@@ -400,7 +426,7 @@ fn run_opensm(
     let mut times = Vec::new();
     for run in 0..runs {
         match opensm_once(
-            tools, fabric, &net, engine, run, stem, qopts, opts, &mut out,
+            tools, fabric, &net, engine, run, stem, qopts, opts, nue_vls, &mut out,
         ) {
             Ok(Some(t)) => times.push(t),
             Ok(None) => {}
@@ -431,6 +457,7 @@ fn opensm_once(
     stem: &str,
     qopts: &QualityOptions,
     opts: &Opts,
+    nue_vls: u8,
     out: &mut OsmRun,
 ) -> Result<Option<f64>, String> {
     let dir = work_dir(opts, stem, engine, run)?;
@@ -444,19 +471,26 @@ fn opensm_once(
     let cache = format!("OSM_CACHE_DIR={}", dir.display());
     let log_s = log.display().to_string();
     let dir_s = dir.display().to_string();
-    let args = [
+    let mut args = vec![
         cache.as_str(),
         "opensm",
         "-o",
         "-R",
         engine,
         "-D",
-        "0x7",
+        // Nue names the virtual layers it processes at DEBUG only.
+        if engine == "nue" { "0xf" } else { "0x7" },
         "-f",
         &log_s,
         "--dump_files_dir",
         &dir_s,
     ];
+    // Nue routes on the VLs it is given (escape paths make one enough) and only with QoS on:
+    // give it weft's layer count, so eBB compares at equal VLs.
+    let nue_vls = nue_vls.to_string();
+    if engine == "nue" {
+        args.extend(["-Q", "--nue_max_num_vls", &nue_vls]);
+    }
     let t = Instant::now();
     let res = sim.run("env", &args, opts.timeout);
     let wall = ms(t.elapsed());
@@ -465,6 +499,7 @@ fn opensm_once(
         let first = e.to_string().lines().next().unwrap_or("").to_owned();
         return Err(format!("opensm: {first}"));
     }
+    out.layers = layers_used(engine, &log_text);
     let timing = routing_time(&log_text);
     let Some((used, t_ms)) = timing else {
         return Err(
@@ -520,6 +555,34 @@ fn opensm_once(
         )),
     }
     Ok(Some(t_ms))
+}
+
+/// The layers an engine's log says it used (1 for engines that do not use layers).
+fn layers_used(engine: &str, log: &str) -> Option<u8> {
+    let after = |key: &str| -> Option<u8> {
+        log.lines().rev().find_map(|l| {
+            let rest = &l[l.find(key)? + key.len()..];
+            rest.trim()
+                .trim_end_matches(", Balancing")
+                .split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse()
+                .ok()
+        })
+    };
+    match engine {
+        "lash" => after("Lanes needed: "),
+        "dfsssp" | "sssp" => after("Virtual Lanes needed: ").or(Some(1)),
+        "nue" => log
+            .lines()
+            .filter_map(|l| {
+                let rest = &l[l.find("Processing virtual layer ")? + 25..];
+                rest.trim().parse::<u8>().ok()
+            })
+            .max()
+            .map(|v| v + 1),
+        _ => Some(1),
+    }
 }
 
 /// Seconds since midnight of an OpenSM log line (`Nov 22 15:10:36 988925 [...] ...`).
@@ -617,6 +680,11 @@ fn table(r: &FabricRun) -> String {
             }
         }
     }
+    let mut layers = vec![r.weft.layers.to_string()];
+    for o in &r.opensm {
+        layers.push(o.layers.map_or("-".to_owned(), |l| l.to_string()));
+    }
+    row("layers (VLs)", layers);
     row("routing ms (median)", times);
     row("  vs weft (×)", ratios);
     let one = r.weft.build_one_thread.median_ms;
