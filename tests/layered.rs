@@ -9,7 +9,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use weft_compiler::{check, NoFiles};
-use weft_tests::{pgft_source, Rng};
+use weft_tests::{irregular_source, pgft_source, Rng};
 use weft_verifier::{verify, Options};
 
 /// Builds and verifies `src`; the layers used and the routes proven.
@@ -105,44 +105,7 @@ fn random_irregular_fabrics_are_proven() {
     let mut most = 0;
     for case in 0..20 {
         let n = 5 + rng.below(12);
-        let mut next_port = vec![1u8; n];
-        let mut cables: Vec<(usize, usize)> = Vec::new();
-        for s in 1..n {
-            cables.push((rng.below(s), s));
-        }
-        for _ in 0..rng.below(n * 2) {
-            let (a, b) = (rng.below(n), rng.below(n));
-            if a != b {
-                cables.push((a, b));
-            }
-        }
-        let mut body = String::new();
-        for s in 0..n {
-            body += &format!("        switch s{s} : sb7800\n");
-        }
-        let mut h = 0;
-        for (s, port) in next_port.iter_mut().enumerate() {
-            for _ in 0..1 + rng.below(3) {
-                body += &format!("        hca h{h} : connectx5\n");
-                body += &format!("        link s{s}.p[{port}] <-> h{h}.p[1]\n");
-                *port += 1;
-                h += 1;
-            }
-        }
-        for (a, b) in cables {
-            if next_port[a] > 36 || next_port[b] > 36 {
-                continue;
-            }
-            body += &format!(
-                "        link s{a}.p[{}] <-> s{b}.p[{}]\n",
-                next_port[a], next_port[b]
-            );
-            next_port[a] += 1;
-            next_port[b] += 1;
-        }
-        let src = format!(
-            "use std::hardware::{{sb7800, connectx5}}\nfabric f{case} {{\n    topology {{\n{body}    }}\n    vls {{ budget = 8 }}\n    routing {{ engine = layered }}\n}}\n"
-        );
+        let src = irregular_source(&mut rng, n, &format!("f{case}"));
         let (layers, _) = layered(&src);
         most = most.max(layers);
     }

@@ -206,6 +206,53 @@ impl Rng {
     }
 }
 
+/// A random connected irregular fabric routed by `layered` on up to 8 VLs: `n` switches on a
+/// random spanning tree plus random extra cables, one to three hosts per switch.
+pub fn irregular_source(rng: &mut Rng, n: usize, name: &str) -> String {
+    let mut next_port = vec![1u8; n];
+    let mut cables: Vec<(usize, usize)> = Vec::new();
+    for s in 1..n {
+        cables.push((rng.below(s), s));
+    }
+    for _ in 0..rng.below(n * 2) {
+        let (a, b) = (rng.below(n), rng.below(n));
+        if a != b {
+            cables.push((a, b));
+        }
+    }
+    let mut body = String::new();
+    for s in 0..n {
+        body += &format!("        switch s{s} : sb7800\n");
+    }
+    let mut h = 0;
+    for (s, port) in next_port.iter_mut().enumerate() {
+        for _ in 0..1 + rng.below(3) {
+            body += &format!("        hca h{h} : connectx5\n");
+            body += &format!("        link s{s}.p[{port}] <-> h{h}.p[1]\n");
+            *port += 1;
+            h += 1;
+        }
+    }
+    for (a, b) in cables {
+        let (Some(&pa), Some(&pb)) = (next_port.get(a), next_port.get(b)) else {
+            continue;
+        };
+        if pa > 36 || pb > 36 {
+            continue;
+        }
+        body += &format!("        link s{a}.p[{pa}] <-> s{b}.p[{pb}]\n");
+        if let Some(p) = next_port.get_mut(a) {
+            *p += 1;
+        }
+        if let Some(p) = next_port.get_mut(b) {
+            *p += 1;
+        }
+    }
+    format!(
+        "use std::hardware::{{sb7800, connectx5}}\nfabric {name} {{\n    topology {{\n{body}    }}\n    vls {{ budget = 8 }}\n    routing {{ engine = layered }}\n}}\n"
+    )
+}
+
 /// A `.weft` program of `pgft(m, w, p)` (parallel cables) with `faults` (lines inside a
 /// `faults` block) and `extra` (lines after it, inside the fabric).
 pub fn pgft_source(m: &[u32], w: &[u32], p: &[u32], faults: &str, extra: &str) -> String {

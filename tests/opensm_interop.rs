@@ -217,26 +217,29 @@ fn opensm_file_engine_loads_weft_lfts() {
     );
 }
 
-/// `layered` tables checked by ibdmchk: the 4×4 torus routed by weft on layers, its LFTs loaded
-/// by the real OpenSM onto ibsim; ibdmchk reads OpenSM's dumps of the fabric and LFTs plus
-/// weft's path SLs (`-c`) and SL→VL tables (`-d`) and finds no credit loop, on the layers weft
-/// reports. Without the SLs (every route on VL 0) the same tables have credit loops.
-#[test]
-fn ibdmchk_finds_layered_tables_deadlock_free_with_weft_path_sls() {
-    let Some(tools) = ibsim::require(
-        "ibdmchk_finds_layered_tables_deadlock_free_with_weft_path_sls",
-        &["opensm", "ibdmchk"],
-    ) else {
-        return;
-    };
-    let src = example("torus-4x4.weft").replace("engine = updn", "engine = layered");
-    let c = weft_compiler::check("torus.weft", &src, &NoFiles);
-    assert!(!c.has_errors(), "{:?}", c.diagnostics);
-    let built = weft_compiler::build::build(&c.elaborated.unwrap()).unwrap();
+/// What ibdmchk says about a `layered` build of `src` loaded into the real OpenSM: its layers,
+/// the LID count, and ibdmchk's report on OpenSM's dumps with weft's path SLs and SL→VL
+/// tables (`-c`, `-d`) and without them.
+fn ibdmchk_layered(tools: &ibsim::Tools, name: &str, src: &str) -> (u8, usize, String, String) {
+    let c = weft_compiler::check(name, src, &NoFiles);
+    assert!(!c.has_errors(), "{name}: {:?}", c.diagnostics);
+    let built = weft_compiler::build::build(&c.elaborated.unwrap())
+        .unwrap_or_else(|d| panic!("{name}: {d:?}"));
     let layers = built.lanes.layers;
-    assert!(layers >= 2, "the torus needs layers");
     let state = built.state.into_inner();
-    let (sim, _) = opensm_loads(&tools, &state);
+    // LIDs of live nodes (ibdmchk's paths run between them).
+    let lids = state
+        .lids
+        .owners(&state.fabric)
+        .iter()
+        .flatten()
+        .filter(|(n, _)| !state.fabric.node(*n).down)
+        .count();
+    let (sim, log) = opensm_loads(tools, &state);
+    assert!(
+        !log.contains(" ERR "),
+        "{name}: OpenSM reported errors:\n{log}"
+    );
     let dumps = sim.dir().join(DUMPS);
     std::fs::write(
         dumps.join("weft.psl"),
@@ -266,15 +269,70 @@ fn ibdmchk_finds_layered_tables_deadlock_free_with_weft_path_sls() {
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let with = ibdmchk(&["-c", "weft.psl", "-d", "weft-sl2vl.dump"]);
-    assert!(with.contains("Scanned:2256 paths"), "{with}");
-    assert!(
-        with.contains(&format!("Defined {layers} SLs in use")),
-        "{with}"
-    );
-    assert!(with.contains("no credit loops found"), "{with}");
     let without = ibdmchk(&[]);
-    assert!(without.contains("credit loops in routing"), "{without}");
     drop(sim);
+    (layers, lids, with, without)
+}
+
+/// `layered` builds checked by ibdmchk on OpenSM's dumps after OpenSM loaded weft's tables:
+/// the 4×4 torus, a ring of six, the degraded 3×2 mesh, a fat-tree whose faults break
+/// up*/down*, and 20 random irregular fabrics. With weft's path SLs and SL→VL tables ibdmchk
+/// finds no credit loop on every path; without them (one VL) the fabrics needing two layers
+/// loop.
+#[test]
+fn ibdmchk_finds_layered_tables_deadlock_free_with_weft_path_sls() {
+    let Some(tools) = ibsim::require(
+        "ibdmchk_finds_layered_tables_deadlock_free_with_weft_path_sls",
+        &["opensm", "ibdmchk"],
+    ) else {
+        return;
+    };
+    let bench = |f: &str| {
+        let p = format!("{}/../bench/fabrics/{f}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
+    };
+    let mut cases: Vec<(String, String)> = [
+        "torus-4x4-layered.weft",
+        "ring-6-layered.weft",
+        "mesh-3x2-degraded.weft",
+        "fat-tree-broken-layered.weft",
+    ]
+    .iter()
+    .map(|f| (f.to_string(), bench(f)))
+    .collect();
+    let mut rng = weft_tests::Rng(0x1a7e_2ed0);
+    for case in 0..20 {
+        let n = 5 + rng.below(12);
+        let name = format!("f{case}");
+        cases.push((
+            name.clone(),
+            weft_tests::irregular_source(&mut rng, n, &name),
+        ));
+    }
+    let mut layered = 0;
+    for (name, src) in &cases {
+        let (layers, lids, with, without) = ibdmchk_layered(&tools, name, src);
+        assert!(
+            with.contains(&format!("Scanned:{} paths", lids * (lids - 1))),
+            "{name}: {with}"
+        );
+        assert!(with.contains("no credit loops found"), "{name}: {with}");
+        if layers >= 2 {
+            layered += 1;
+            assert!(
+                with.contains(&format!("Defined {layers} SLs in use")),
+                "{name}: {with}"
+            );
+        }
+        if name.starts_with("torus") || name.starts_with("ring") || name.starts_with("mesh") {
+            assert_eq!(layers, 2, "{name}");
+            assert!(
+                without.contains("credit loops in routing"),
+                "{name}: {without}"
+            );
+        }
+    }
+    assert!(layered >= 6, "{layered} of the fabrics need layers");
 }
 
 /// `(in, out) → VLs by SL` from `smpquery sl2vl` output (`ports: in  1, out  2: | 0| 1|…|`).

@@ -67,7 +67,8 @@ pub fn parse_path_sl(text: &str, fabric: &Fabric) -> Result<(PathSl, Vec<DumpErr
 
 /// Writes the path SL of every (source node with a LID, destination LID) pair of `state`,
 /// one line per SL, sorted by source GUID then DLID. The format has one line per source node:
-/// the SLs of the node's first port with a LID are written.
+/// the SLs of the node's first port with a LID are written. Nodes that are down are left out
+/// as sources and destinations (the live fabric the tools see has no such node).
 pub fn write_path_sl(state: &FabricState) -> String {
     let f = &state.fabric;
     let owners = state.lids.owners(f);
@@ -75,6 +76,7 @@ pub fn write_path_sl(state: &FabricState) -> String {
         .lids
         .base
         .keys()
+        .filter(|&&id| !f.node(id).down)
         .map(|&id| (f.node(id).guid(), id))
         .collect();
     srcs.sort();
@@ -83,7 +85,7 @@ pub fn write_path_sl(state: &FabricState) -> String {
     for (g, id) in srcs {
         for (lid, o) in owners.iter().enumerate() {
             let Some((n, _)) = o else { continue };
-            if *n == id || lid == 0 {
+            if *n == id || lid == 0 || f.node(*n).down {
                 continue;
             }
             let port = state

@@ -164,12 +164,15 @@ fn row(out: &mut String, i: u8, o: u8, vl: &[u8; 16]) {
 }
 
 /// Writes the SL2VL tables of `state` as OpenSM dumps them: switches (rows for every wired
-/// output port) then end nodes, in fabric order.
+/// output port) then end nodes, in fabric order; nodes that are down are left out.
 pub fn write_sl2vl(state: &FabricState) -> String {
     let f = &state.fabric;
     let mut out = String::new();
     for id in f.node_ids() {
         let n = f.node(id);
+        if n.down {
+            continue;
+        }
         let kind = match n.kind() {
             NodeKind::Switch => "Switch",
             NodeKind::Hca => "Channel Adapter",
