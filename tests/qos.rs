@@ -134,3 +134,38 @@ fn a_slow_lane_on_a_vl_the_port_lacks_is_refused_with_a_witness() {
 fn host_per_leaf_has_none(st: &FabricState, x: NodeId) -> bool {
     !host_per_leaf(st).iter().any(|&(l, _, _)| l == x)
 }
+
+/// dFtree over `layered`: lanes multiply layers. The 4×4 torus needs two layers; a dFtree
+/// class takes a fast and a slow lane of each, four VLs in all, and every pair's path-SL set
+/// holds both lanes of its layer. The verifier proves the union of every pair's SLs, so every
+/// assignment of fast or slow lanes to flows is proven with it.
+#[test]
+fn dftree_lanes_multiply_layered_layers() {
+    let src = "use std::hardware::{sb7800, connectx5}\nuse std::topology::torus\nfabric t {\n    topology = torus(dims: [4, 4], switch: sb7800, hca: connectx5, hosts_per_switch: 2)\n    vls { budget = 8 }\n    routing { engine = layered }\n    qos {\n        class bulk { lanes = dftree }\n    }\n}\n";
+    let st = built(src);
+    let s = st.state();
+    let mut sizes = std::collections::BTreeSet::new();
+    let mut layers_seen = std::collections::BTreeSet::new();
+    for (&n, ports) in &s.lids.base {
+        for &p in ports.keys() {
+            let src = PortRef::new(n, p.0);
+            for (lid, o) in s.lids.owners(&s.fabric).iter().enumerate() {
+                if o.is_none() || lid == 0 {
+                    continue;
+                }
+                let sls = s.path_sls(src, Lid(lid as u16));
+                sizes.insert(sls.len());
+                // Fast lane l on SL layer, slow lane on SL 2 + layer.
+                let v: Vec<u8> = sls.iter().map(|s| s.0).collect();
+                assert_eq!(v.len(), 2, "{v:?}");
+                assert_eq!(v[1], v[0] + 2, "{v:?}");
+                layers_seen.insert(v[0]);
+            }
+        }
+    }
+    assert_eq!(sizes.into_iter().collect::<Vec<_>>(), [2]);
+    assert_eq!(layers_seen.into_iter().collect::<Vec<_>>(), [0, 1]);
+    let r = verify(&st, &Options::default());
+    assert!(r.is_proven(), "{:?}", r.verdict);
+    assert_eq!(r.stats.vls, 4);
+}
