@@ -85,17 +85,19 @@ fn the_3x2_mesh_degraded_to_a_ring() {
 /// Up*/Down* there): layered keeps shortest paths on more VLs.
 #[test]
 fn a_fat_tree_with_broken_up_down_structure() {
-    let faults = "        link spine2.p[6] down\n        link leaf8.p[5] down\n        link spine8.p[6] down\n        link leaf5.p[4] down\n        link spine4.p[5] down\n        link spine1.p[4] down\n        link spine9.p[4] down\n        switch core8 down\n";
     let src = pgft_source(
         &[3, 3, 3],
         &[1, 3, 3],
         &[1, 1, 1],
-        faults,
+        BROKEN_TREE_FAULTS,
         "    routing { engine = layered }\n",
     );
     let (layers, _) = layered(&src);
     assert!(layers <= 8, "{layers} layers");
 }
+
+/// Faults that break a 3-level PGFT's up*/down* structure (fat_tree's last resort).
+const BROKEN_TREE_FAULTS: &str = "        link spine2.p[6] down\n        link leaf8.p[5] down\n        link spine8.p[6] down\n        link leaf5.p[4] down\n        link spine4.p[5] down\n        link spine1.p[4] down\n        link spine9.p[4] down\n        switch core8 down\n";
 
 /// Random connected irregular fabrics: a random spanning tree plus random extra cables, one
 /// to three hosts per switch.
@@ -130,5 +132,53 @@ fn a_budget_too_small_is_refused() {
         d[0].message.contains("more than 1 layer"),
         "{}",
         d[0].message
+    );
+}
+
+/// z3 proves `layered`'s layer counts minimal for its paths: on the torus, the ring, the
+/// degraded mesh, the broken fat-tree and the 20 random irregular fabrics, the fewest layers
+/// the same routes fit in (z3 places them, and proves every smaller count impossible) equal
+/// the layers weft used.
+#[test]
+fn z3_proves_the_layer_counts_minimal() {
+    let z3 = weft_verifier::z3::Z3 { timeout_ms: 60_000 };
+    let mut cases: Vec<String> = vec![
+        program("torus(dims: [4, 4], switch: sb7800, hca: connectx5)", 4, ""),
+        program("ring(n: 6, switch: sb7800, hca: connectx5)", 2, ""),
+        program(
+            "mesh(dims: [3, 2], switch: sb7800, hca: connectx5)",
+            2,
+            "        link sw2.p[4] down\n",
+        ),
+    ];
+    cases.push(pgft_source(
+        &[3, 3, 3],
+        &[1, 3, 3],
+        &[1, 1, 1],
+        BROKEN_TREE_FAULTS,
+        "    routing { engine = layered }\n",
+    ));
+    let mut rng = Rng(0x1a7e_2ed0);
+    for case in 0..20 {
+        let n = 5 + rng.below(12);
+        cases.push(irregular_source(&mut rng, n, &format!("f{case}")));
+    }
+    let mut counts = Vec::new();
+    for src in &cases {
+        let c = check("t.weft", src, &NoFiles);
+        assert!(!c.has_errors(), "{:?}", c.diagnostics);
+        let built = weft_compiler::build::build(&c.elaborated.unwrap()).unwrap();
+        let layers = built.lanes.layers;
+        let bound = z3.min_layers(&built.state, layers);
+        assert_eq!(
+            bound,
+            weft_verifier::z3::LayerBound::Minimum(layers),
+            "weft used {layers} layer(s)\n{src}"
+        );
+        counts.push(layers);
+    }
+    assert!(
+        counts.iter().filter(|&&l| l >= 2).count() >= 5,
+        "{counts:?}"
     );
 }

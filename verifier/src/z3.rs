@@ -189,6 +189,112 @@ fn facts(st: &FabricState, scope: Scope) -> Facts {
     fx
 }
 
+/// What [`Z3::min_layers`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LayerBound {
+    /// The fewest layers the state's routes fit in: z3 placed them in this many, and proved
+    /// every smaller count impossible.
+    Minimum(u8),
+    /// No placement within the limit.
+    MoreThan(u8),
+    /// z3 did not decide a count (timeout or unknown), with everything below it impossible.
+    Unknown {
+        /// The count z3 did not decide.
+        at: u8,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl Z3 {
+    /// The fewest layers (each its own VL) the state's routes can be placed in so that every
+    /// layer's channel dependency graph is acyclic, the routes of one source switch toward one
+    /// destination LID (the switch's own and its end nodes') sharing a layer, as `layered`
+    /// places them. Forwarding comes from the LFTs only: VLs and path SLs are ignored. Tries
+    /// 1, 2, … up to `limit` layers: per count, one integer layer per route group, one rank
+    /// per (layer, channel), and per dependency of a group `layer = l → rank_l(a) < rank_l(b)`.
+    pub fn min_layers(&self, state: &ValidState, limit: u8) -> LayerBound {
+        let st: &FabricState = state;
+        let (sources, dests) = endpoints(st, Scope::All);
+        // Dependencies (channel = node, output port) per route group (source switch, LID).
+        let mut groups: BTreeMap<(NodeId, Lid), BTreeSet<((NodeId, u8), (NodeId, u8))>> =
+            BTreeMap::new();
+        for &d in &dests {
+            let owner = reference::owner(st, d);
+            for &(s, p) in &sources {
+                if Some((s, p)) == owner {
+                    continue;
+                }
+                let Some(group) = st.source_switch(PortRef::new(s, p)) else {
+                    continue;
+                };
+                let sl = st
+                    .path_sls(PortRef::new(s, p), d)
+                    .iter()
+                    .next()
+                    .map_or(0, |x| x.0);
+                let hops = reference::follow(st, s, p, d, sl);
+                let deps = groups.entry((group, d)).or_default();
+                for pair in hops.windows(2) {
+                    if let [a, b] = pair {
+                        if b.in_port != 0 {
+                            deps.insert(((a.node, a.out), (b.node, b.out)));
+                        }
+                    }
+                }
+            }
+        }
+        let chans: BTreeSet<(NodeId, u8)> = groups
+            .values()
+            .flatten()
+            .flat_map(|&(a, b)| [a, b])
+            .collect();
+        let mut params = Params::new();
+        params.set_u32("timeout", self.timeout_ms);
+        for k in 1..=limit {
+            let solver = Solver::new();
+            solver.set_params(&params);
+            let rank: Vec<BTreeMap<(NodeId, u8), Int>> = (0..k)
+                .map(|l| {
+                    chans
+                        .iter()
+                        .map(|c| (*c, Int::new_const(format!("r{l}_{}_{}", c.0 .0, c.1))))
+                        .collect()
+                })
+                .collect();
+            for (g, ((x, d), deps)) in groups.iter().enumerate() {
+                if deps.is_empty() {
+                    continue;
+                }
+                let layer = Int::new_const(format!("layer_{}_{}_{g}", x.0, d.0));
+                solver.assert(layer.ge(Int::from_u64(0)));
+                solver.assert(layer.lt(Int::from_u64(u64::from(k))));
+                for (l, ranks) in rank.iter().enumerate() {
+                    let on = layer.eq(Int::from_u64(l as u64));
+                    for (a, b) in deps {
+                        if let (Some(ra), Some(rb)) = (ranks.get(a), ranks.get(b)) {
+                            solver.assert(on.implies(ra.lt(rb)));
+                        }
+                    }
+                }
+            }
+            match solver.check() {
+                SatResult::Sat => return LayerBound::Minimum(k),
+                SatResult::Unsat => {}
+                SatResult::Unknown => {
+                    return LayerBound::Unknown {
+                        at: k,
+                        reason: solver
+                            .get_reason_unknown()
+                            .unwrap_or_else(|| "unknown".to_owned()),
+                    }
+                }
+            }
+        }
+        LayerBound::MoreThan(limit)
+    }
+}
+
 impl Z3 {
     /// Runs both encodings.
     pub fn run(&self, state: &ValidState, opts: &Options) -> Z3Report {
