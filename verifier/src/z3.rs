@@ -189,6 +189,9 @@ fn facts(st: &FabricState, scope: Scope) -> Facts {
     fx
 }
 
+/// A switch's output port: a channel, VLs aside.
+type Port = (NodeId, u8);
+
 /// What [`Z3::min_layers`] found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LayerBound {
@@ -217,8 +220,7 @@ impl Z3 {
         let st: &FabricState = state;
         let (sources, dests) = endpoints(st, Scope::All);
         // Dependencies (channel = node, output port) per route group (source switch, LID).
-        let mut groups: BTreeMap<(NodeId, Lid), BTreeSet<((NodeId, u8), (NodeId, u8))>> =
-            BTreeMap::new();
+        let mut groups: BTreeMap<(NodeId, Lid), BTreeSet<(Port, Port)>> = BTreeMap::new();
         for &d in &dests {
             let owner = reference::owner(st, d);
             for &(s, p) in &sources {
@@ -244,7 +246,7 @@ impl Z3 {
                 }
             }
         }
-        let chans: BTreeSet<(NodeId, u8)> = groups
+        let chans: BTreeSet<Port> = groups
             .values()
             .flatten()
             .flat_map(|&(a, b)| [a, b])
@@ -254,7 +256,7 @@ impl Z3 {
         for k in 1..=limit {
             let solver = Solver::new();
             solver.set_params(&params);
-            let rank: Vec<BTreeMap<(NodeId, u8), Int>> = (0..k)
+            let rank: Vec<BTreeMap<Port, Int>> = (0..k)
                 .map(|l| {
                     chans
                         .iter()
