@@ -431,13 +431,8 @@ impl Ibsim {
             fs::File::create(p)
                 .map_err(|e| IbsimError::Io(format!("cannot create {}", p.display()), e))
         };
-        let mut child = Command::new(self.tools.program(program))
-            .args(args)
-            .current_dir(&self.dir)
-            .env("IBSIM_SOCKNAME", &self.sockname)
-            .env("LD_PRELOAD", &self.umad2sim)
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
+        let mut child = self
+            .client(program, args, env)
             .stdout(create(&out_path)?)
             .stderr(create(&err_path)?)
             .spawn()
@@ -520,6 +515,19 @@ impl Drop for Background {
 }
 
 impl Ibsim {
+    /// `program args` as a client of this simulator: in its directory, attached to its socket
+    /// through libumad2sim, with `env` added and no input.
+    fn client(&self, program: &str, args: &[&str], env: &[(&str, &str)]) -> Command {
+        let mut c = Command::new(self.tools.program(program));
+        c.args(args)
+            .current_dir(&self.dir)
+            .env("IBSIM_SOCKNAME", &self.sockname)
+            .env("LD_PRELOAD", &self.umad2sim)
+            .envs(env.iter().copied())
+            .stdin(Stdio::null());
+        c
+    }
+
     /// Starts `program` against this simulator and leaves it running (standard output and
     /// error to one file in the simulator's directory).
     pub fn spawn_env(
@@ -535,13 +543,8 @@ impl Ibsim {
         let err = file
             .try_clone()
             .map_err(|e| IbsimError::Io(format!("cannot create {}", out.display()), e))?;
-        let child = Command::new(self.tools.program(program))
-            .args(args)
-            .current_dir(&self.dir)
-            .env("IBSIM_SOCKNAME", &self.sockname)
-            .env("LD_PRELOAD", &self.umad2sim)
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
+        let child = self
+            .client(program, args, env)
             .stdout(file)
             .stderr(err)
             .spawn()

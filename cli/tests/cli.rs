@@ -288,22 +288,23 @@ fn export_import_round_trip() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// `weft build FILE -o OUT` on `threads` threads, which must succeed; its standard output.
+fn build_on_threads(file: &str, threads: &str, out: &Path) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args(["build", file, "-o", out.to_str().unwrap_or_default()])
+        .current_dir(root())
+        .env("RAYON_NUM_THREADS", threads)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    text(&o.stdout)
+}
+
 #[test]
 fn build_is_byte_identical_across_runs_and_thread_counts() {
     let dir = temp_dir("determinism");
     let run = |threads: &str, out: &Path| {
-        let o = Command::new(env!("CARGO_BIN_EXE_weft"))
-            .args([
-                "build",
-                "examples/cluster-5832.weft",
-                "-o",
-                out.to_str().unwrap_or_default(),
-            ])
-            .current_dir(root())
-            .env("RAYON_NUM_THREADS", threads)
-            .output()
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        build_on_threads("examples/cluster-5832.weft", threads, out);
     };
     let (a, b, c) = (dir.join("a"), dir.join("b"), dir.join("c"));
     run("1", &a);
@@ -330,21 +331,7 @@ fn build_is_byte_identical_across_runs_and_thread_counts() {
 #[test]
 fn qos_build_writes_opensm_files_and_its_state_verifies() {
     let dir = temp_dir("qos");
-    let run = |threads: &str, out: &Path| {
-        let o = Command::new(env!("CARGO_BIN_EXE_weft"))
-            .args([
-                "build",
-                "examples/qos-648.weft",
-                "-o",
-                out.to_str().unwrap_or_default(),
-            ])
-            .current_dir(root())
-            .env("RAYON_NUM_THREADS", threads)
-            .output()
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-        text(&o.stdout)
-    };
+    let run = |threads: &str, out: &Path| build_on_threads("examples/qos-648.weft", threads, out);
     let (a, b) = (dir.join("a"), dir.join("b"));
     let shown = run("1", &a);
     run("2", &b);

@@ -1130,6 +1130,51 @@ mod tests {
     use crate::testkit::{self, Rng};
     use crate::Scope;
 
+    /// A small random fabric (a ring a quarter of the time), routed min-hop or up/down, with
+    /// at least `hosts` hosts per switch on rings and `hosts` to `hosts + 7` in all otherwise.
+    fn routed(rng: &mut Rng, hosts: usize) -> weft_fabric::FabricState {
+        let f = if rng.below(4) == 0 {
+            testkit::ring(4 + rng.below(4) as usize, hosts + rng.below(3) as usize)
+        } else {
+            let switches = 2 + rng.below(6) as usize;
+            let extra = rng.below(5) as usize;
+            let h = hosts + rng.below(8) as usize;
+            testkit::random_fabric(rng, switches, extra, h, 5)
+        };
+        let lids = testkit::sequential_lids(&f);
+        if rng.below(2) == 0 {
+            testkit::route_minhop(&f, lids)
+        } else {
+            testkit::route_updown(&f, lids)
+        }
+    }
+
+    /// Verifies case `n` with the fast paths and without, asserting the same report; returns
+    /// it and the state's attachment (which fast paths apply).
+    fn same_with_and_without_fast_paths(st: &ValidState, n: usize) -> (Report, Attach) {
+        let opts = Options {
+            scope: if n.is_multiple_of(3) {
+                Scope::HcaToHca
+            } else {
+                Scope::All
+            },
+            certificate: true,
+            ..Options::default()
+        };
+        let net = Net::new(st);
+        let (sources, _) = net.endpoints(opts.scope);
+        let attach = net.attach(&sources);
+        let fast = verify_with(st, &opts, true);
+        let general = verify_with(st, &opts, false);
+        assert_eq!(
+            serde_json::to_string(&fast).ok(),
+            serde_json::to_string(&general).ok(),
+            "case {n}: {}",
+            st.to_json()
+        );
+        (fast, attach)
+    }
+
     /// The one-VL fast path records exactly the dependencies, labels and verdicts the general
     /// state propagation does, on random one-VL fabrics with corrupted tables.
     #[test]
@@ -1137,44 +1182,12 @@ mod tests {
         let mut rng = Rng(0x0e71);
         let mut used = 0;
         for n in 0..400 {
-            let f = if rng.below(4) == 0 {
-                testkit::ring(4 + rng.below(4) as usize, rng.below(3) as usize)
-            } else {
-                let switches = 2 + rng.below(6) as usize;
-                let extra = rng.below(5) as usize;
-                let hosts = rng.below(8) as usize;
-                testkit::random_fabric(&mut rng, switches, extra, hosts, 5)
-            };
-            let lids = testkit::sequential_lids(&f);
-            let mut st = if rng.below(2) == 0 {
-                testkit::route_minhop(&f, lids)
-            } else {
-                testkit::route_updown(&f, lids)
-            };
+            let mut st = routed(&mut rng, 0);
             for _ in 0..rng.below(3) {
                 testkit::corrupt(&mut rng, &mut st);
             }
-            let st = testkit::valid(st);
-            let opts = Options {
-                scope: if n % 3 == 0 {
-                    Scope::HcaToHca
-                } else {
-                    Scope::All
-                },
-                certificate: true,
-                ..Options::default()
-            };
-            let net = Net::new(&st);
-            let (sources, _) = net.endpoints(opts.scope);
-            used += usize::from(net.attach(&sources).one_vl);
-            let fast = verify_with(&st, &opts, true);
-            let general = verify_with(&st, &opts, false);
-            assert_eq!(
-                serde_json::to_string(&fast).ok(),
-                serde_json::to_string(&general).ok(),
-                "case {n}: {}",
-                st.to_json()
-            );
+            let (_, attach) = same_with_and_without_fast_paths(&testkit::valid(st), n);
+            used += usize::from(attach.one_vl);
         }
         assert!(used > 200, "the one-VL path ran on {used} of 400 cases");
     }
@@ -1186,22 +1199,10 @@ mod tests {
     fn one_map_path_matches_state_propagation() {
         let mut rng = Rng(0x0e72);
         let mut used = 0;
+        // [proven, with a credit loop, with failed routes]
         let mut mix = [0usize; 3];
         for n in 0..400 {
-            let f = if rng.below(4) == 0 {
-                testkit::ring(4 + rng.below(4) as usize, 1 + rng.below(3) as usize)
-            } else {
-                let switches = 2 + rng.below(6) as usize;
-                let extra = rng.below(5) as usize;
-                let hosts = 1 + rng.below(8) as usize;
-                testkit::random_fabric(&mut rng, switches, extra, hosts, 5)
-            };
-            let lids = testkit::sequential_lids(&f);
-            let mut st = if rng.below(2) == 0 {
-                testkit::route_minhop(&f, lids)
-            } else {
-                testkit::route_updown(&f, lids)
-            };
+            let mut st = routed(&mut rng, 1);
             let mut map = [15u8; 16];
             for v in map.iter_mut().take(4) {
                 *v = match rng.below(12) {
@@ -1234,28 +1235,8 @@ mod tests {
             if rng.below(3) == 0 {
                 testkit::corrupt(&mut rng, &mut st);
             }
-            let st = testkit::valid(st);
-            let opts = Options {
-                scope: if n % 3 == 0 {
-                    Scope::HcaToHca
-                } else {
-                    Scope::All
-                },
-                certificate: true,
-                ..Options::default()
-            };
-            let net = Net::new(&st);
-            let (sources, _) = net.endpoints(opts.scope);
-            used += usize::from(net.attach(&sources).one_map.is_some());
-            let fast = verify_with(&st, &opts, true);
-            let general = verify_with(&st, &opts, false);
-            assert_eq!(
-                serde_json::to_string(&fast).ok(),
-                serde_json::to_string(&general).ok(),
-                "case {n}: {}",
-                st.to_json()
-            );
-            // [proven, with a credit loop, with failed routes]
+            let (fast, attach) = same_with_and_without_fast_paths(&testkit::valid(st), n);
+            used += usize::from(attach.one_map.is_some());
             mix[0] += usize::from(fast.is_proven());
             mix[1] += usize::from(!fast.credit_loops.is_empty());
             mix[2] += usize::from(fast.failed_routes > 0);
