@@ -159,9 +159,45 @@ fn compile_and_route(file: &Path) -> Result<Routed, Fatal> {
     let c = compile(file, true)?;
     let routed = c.elaborated.as_ref().filter(|_| !c.has_errors()).map(|e| {
         term::phase("routing");
-        weft_compiler::build::build(e)
+        weft_compiler::build::build(e).map(with_layer_bound)
     });
     Ok((c, routed))
+}
+
+/// The most switches a layered build has for z3 to look for fewer layers.
+const Z3_LAYER_SWITCHES: usize = 64;
+
+/// A layered build of a small fabric with z3's word on its layer count as a note: the fewest
+/// layers its routes fit in (every smaller count proven impossible), or that z3 did not
+/// decide.
+fn with_layer_bound(mut b: weft_compiler::build::Built) -> weft_compiler::build::Built {
+    use weft_verifier::z3::{LayerBound, Z3};
+    let layers = b.lanes.layers;
+    // One layer is the fewest there is.
+    if layers < 2 || b.layers.is_none() || b.state.fabric.switch_count() > Z3_LAYER_SWITCHES {
+        return b;
+    }
+    term::phase("z3: fewest layers");
+    let z3 = Z3 { timeout_ms: 20_000 };
+    let message = match z3.min_layers(&b.state, layers) {
+        LayerBound::Minimum(k) if k == layers => format!(
+            "z3: {k} layer(s) is the fewest these routes fit in (every smaller count is impossible)"
+        ),
+        LayerBound::Minimum(k) => {
+            format!("z3: these routes fit in {k} layer(s); weft used {layers}")
+        }
+        LayerBound::MoreThan(k) => format!(
+            "z3 found no placement of these routes in {k} layer(s) (a bug in weft's layering or in its check)"
+        ),
+        LayerBound::Unknown { at, reason } => {
+            format!("z3 did not decide whether {at} layer(s) suffice ({reason})")
+        }
+    };
+    b.notes.push(weft_compiler::routing::RouteNote {
+        code: weft_compiler::code::Code::Layers,
+        message,
+    });
+    b
 }
 
 /// Compiles `file` (check + LIDs + routing), printing every diagnostic; `None` when it has

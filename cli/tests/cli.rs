@@ -375,6 +375,20 @@ fn qos_build_writes_opensm_files_and_its_state_verifies() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// `layered` on a small fabric: z3's word on the layer count is a note of `check`.
+#[test]
+fn check_reports_that_z3_proves_the_layer_count_minimal() {
+    let out = weft(&["check", "bench/fabrics/torus-4x4-layered.weft"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains(
+            "note      z3: 2 layer(s) is the fewest these routes fit in (every smaller count is impossible)"
+        ),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
 #[test]
 fn fat_tree_refuses_the_torus_with_the_reason() {
     let dir = temp_dir("torus");
