@@ -182,22 +182,25 @@ pub fn allocate(
         }
         let vl = match c.vl {
             Some((v, sp)) => {
-                if let Some(other) = owner(&vl_owner, v) {
+                // Every VL the class takes from `v` on, not only the first.
+                if let Some((shared, other)) =
+                    (v..v.saturating_add(width)).find_map(|x| owner(&vl_owner, x).map(|o| (x, o)))
+                {
                     return Err(Diagnostic::error(
                         Code::VlBudgetExceeded,
                         format!(
-                            "classes `{}` and `{}` both use VL {v}",
+                            "classes `{}` and `{}` both use VL {shared}",
                             name_of(other),
                             c.name
                         ),
                     )
-                    .label(source, sp, format!("VL {v}"))
+                    .label(source, sp, vl_span(v, width))
                     .label(
                         source,
                         span_of(other),
                         format!("`{}` declared here", name_of(other)),
                     )
-                    .help("give each class its own VL"));
+                    .help("give each class its own VLs"));
                 }
                 if v + width > budget {
                     return Err(Diagnostic::error(
@@ -205,7 +208,7 @@ pub fn allocate(
                         format!(
                             "class `{}` is pinned to VL {v}{} but the budget is {budget} data VL(s) (VLs 0..={})",
                             c.name,
-                            if width > 1 { format!(" with {width} layers") } else { String::new() },
+                            if width > 1 { format!(" and takes {width} VLs") } else { String::new() },
                             budget - 1
                         ),
                     )
@@ -263,6 +266,15 @@ pub fn allocate(
         });
     }
     Ok(map)
+}
+
+/// `VL v` or `VLs v..=last` for a class taking `width` VLs from `v`.
+fn vl_span(v: u8, width: u8) -> String {
+    if width > 1 {
+        format!("VLs {v}..={}", v + width - 1)
+    } else {
+        format!("VL {v}")
+    }
 }
 
 /// Paper III's Algorithm 1: the lane of every (source leaf, destination leaf) pair of `n`

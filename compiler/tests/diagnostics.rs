@@ -396,6 +396,10 @@ build_case!(
     format!("{PRELUDE}fabric f {{\n{TREE}    qos {{\n        class mgmt {{ sl = 2, match {{ service_id = 7 }} }}\n        class bulk {{ lanes = dftree, sl = 1 }}\n    }}\n}}\n")
 );
 build_case!(
+    qos_classes_share_a_vl,
+    format!("{PRELUDE}fabric f {{\n{TREE}    qos {{\n        class mgmt {{ vl = 1, match {{ service_id = 5 }} }}\n        class compute {{ lanes = vftree(vls: [0, 1]) }}\n    }}\n}}\n")
+);
+build_case!(
     qos_layers_times_lanes,
     "use std::hardware::{sb7800, connectx5}\nuse std::topology::torus\nfabric t {\n    topology = torus(dims: [4, 4], switch: sb7800, hca: connectx5)\n    vls { budget = 4 }\n    routing { engine = layered }\n    qos {\n        class mgmt { match { service_id = 1 } }\n        class bulk { lanes = dftree }\n        class other { match { service_id = 2 } }\n    }\n}\n"
 );
