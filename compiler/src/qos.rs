@@ -8,17 +8,15 @@
 //! layer's routes never share a VL with another layer's, in any class or lane.
 //!
 //! [`apply`] writes what this means into a state: the SL→VL table of every switch (one map
-//! for every input and output port pair) and every end port, a VL arbitration table on every cabled port, and
-//! the path SLs of every (source, destination) pair — the set of the SLs each class uses for
-//! it, since a pair may carry every class's traffic.
+//! for every input and output port pair) and every end port, a VL arbitration table on every
+//! cabled port, and the path SLs of every (source, destination) pair — the set of the SLs
+//! each class uses for it, since a pair may carry every class's traffic.
 
 use crate::code::Code;
 use crate::diagnostic::{Diagnostic, SourceId};
 use crate::routing::Lanes;
 use crate::{ClassMatch, LaneScheme, QosClass};
-use weft_fabric::{
-    FabricState, Lid, LidRange, NodeId, NodeKind, PortRef, SlSet, SwitchSls, VlArb, VlWeight,
-};
+use weft_fabric::{FabricState, Lid, LidRange, NodeId, PortRef, SlSet, SwitchSls, VlArb, VlWeight};
 
 /// The high-priority limit written when some class has `priority = high`: 4 × 4 KB of
 /// high-priority data before a low-priority packet gets its turn (OpenSM's documented example
@@ -268,6 +266,23 @@ pub fn allocate(
     Ok(map)
 }
 
+/// The lane Algorithm 1 ([`vftree_matrix`]) gives the pair of leaves `a`, `b` over `maxvl`
+/// lanes, without the matrix: each pair `s < d` is set once, while source `s` is processed, to
+/// `s`'s start plus the number of leaves between them, and the other half mirrors it.
+pub fn vftree_lane(a: usize, b: usize, maxvl: u8) -> u8 {
+    let m = usize::from(maxvl.max(1));
+    if a == b {
+        return 0;
+    }
+    let (s, d) = (a.min(b), a.max(b));
+    let start = if ((s * 2) / m) % 2 == 1 {
+        (s * 2) % m + 1
+    } else {
+        (s * 2) % m
+    };
+    ((start + d - s - 1) % m) as u8
+}
+
 /// `VL v` or `VLs v..=last` for a class taking `width` VLs from `v`.
 fn vl_span(v: u8, width: u8) -> String {
     if width > 1 {
@@ -316,9 +331,7 @@ pub fn leaves(state: &FabricState) -> Vec<Option<u32>> {
     let mut leaf = vec![false; f.nodes().len()];
     for l in f.links() {
         for (me, peer) in [(l.a, l.b), (l.b, l.a)] {
-            if f.node(me.node).spec.kind == NodeKind::Switch
-                && f.node(peer.node).spec.kind != NodeKind::Switch
-            {
+            if f.node(me.node).is_switch() && !f.node(peer.node).is_switch() {
                 if let Some(l) = leaf.get_mut(me.node.index()) {
                     *l = true;
                 }
@@ -342,42 +355,37 @@ pub fn apply(state: &mut FabricState, map: &LaneMap, lanes: Option<&Lanes>) {
     if map.trivial() {
         return;
     }
-    let f = &state.fabric;
-    // Cabled ports per node.
-    let mut cabled: Vec<Vec<u8>> = vec![Vec::new(); f.nodes().len()];
-    for l in f.links() {
-        for me in [l.a, l.b] {
-            if let Some(c) = cabled.get_mut(me.node.index()) {
-                c.push(me.port.0);
-            }
-        }
-    }
-    for ports in &mut cabled {
-        ports.sort_unstable();
-        ports.dedup();
-    }
-    // One map for every (input, output) port pair of every switch.
+    // One map for every (input, output) port pair of every switch, and every end port's
+    // injection.
     for sw in state.switches.values_mut() {
         sw.sl2vl.clear();
         sw.sl2vl_all = Some(map.sl2vl);
     }
-    let ends: Vec<NodeId> = f
+    let ends: Vec<NodeId> = state
+        .fabric
         .node_ids()
-        .filter(|&id| f.node(id).spec.kind != NodeKind::Switch)
+        .filter(|&id| !state.fabric.node(id).is_switch())
         .collect();
     for id in ends {
         state.set_node_injection(id, map.sl2vl);
     }
     if map.declared {
         let arb = vlarb(map);
-        for (n, ports) in cabled.iter().enumerate() {
-            for &p in ports {
+        let cabled: Vec<PortRef> = state
+            .fabric
+            .node_ids()
+            .flat_map(|id| {
                 state
+                    .fabric
+                    .node(id)
                     .ports
-                    .entry(PortRef::new(NodeId(n as u32), p))
-                    .or_default()
-                    .vlarb = Some(arb.clone());
-            }
+                    .iter()
+                    .filter(|p| p.link.is_some())
+                    .map(move |p| PortRef::new(id, p.num.0))
+            })
+            .collect();
+        for p in cabled {
+            state.ports.entry(p).or_default().vlarb = Some(arb.clone());
         }
     }
     path_sls(state, map, lanes);
@@ -415,8 +423,10 @@ struct Pairs<'a> {
     lanes: Option<&'a Lanes>,
     /// Per node: its index among the leaves.
     leaf_of_node: Vec<Option<u32>>,
-    /// Per class: its vFtree matrix.
-    matrices: Vec<Option<Vec<Vec<u8>>>>,
+    /// Leaves.
+    n_leaves: usize,
+    /// Per class: its vFtree lanes (`maxvl`).
+    vftree: Vec<Option<u8>>,
     /// Per LID: its owner.
     owners: Vec<Option<(NodeId, weft_fabric::PortNum)>>,
     /// Per LID: the leaf its owner sits on.
@@ -427,11 +437,11 @@ impl<'a> Pairs<'a> {
     fn new(state: &FabricState, map: &'a LaneMap, lanes: Option<&'a Lanes>) -> Pairs<'a> {
         let leaf_of_node = leaves(state);
         let n_leaves = leaf_of_node.iter().flatten().count();
-        let matrices = map
+        let vftree = map
             .classes
             .iter()
             .map(|c| match c.scheme {
-                LaneScheme::Vftree { maxvl } => Some(vftree_matrix(n_leaves, maxvl)),
+                LaneScheme::Vftree { maxvl } => Some(maxvl),
                 _ => None,
             })
             .collect();
@@ -448,7 +458,8 @@ impl<'a> Pairs<'a> {
             map,
             lanes,
             leaf_of_node,
-            matrices,
+            n_leaves,
+            vftree,
             owners,
             dst_leaf,
         }
@@ -456,7 +467,7 @@ impl<'a> Pairs<'a> {
 
     /// Whether SLs differ between pairs toward one destination.
     fn per_pair(&self) -> bool {
-        self.lanes.is_some() || self.matrices.iter().any(Option::is_some)
+        self.lanes.is_some() || self.vftree.iter().any(Option::is_some)
     }
 
     /// Whether switch `x`'s sources may send unlike the default.
@@ -490,12 +501,8 @@ impl<'a> Pairs<'a> {
             LaneScheme::Vftree { .. } => {
                 let src_leaf = x.and_then(|x| self.leaf_of_node.get(x.index()).copied().flatten());
                 let dst_leaf = self.dst_leaf.get(lid).copied().flatten();
-                let lane = match (src_leaf, dst_leaf, self.matrices.get(c)) {
-                    (Some(a), Some(b), Some(Some(m))) => m
-                        .get(a as usize)
-                        .and_then(|r| r.get(b as usize))
-                        .copied()
-                        .unwrap_or(0),
+                let lane = match (src_leaf, dst_leaf, self.vftree.get(c)) {
+                    (Some(a), Some(b), Some(&Some(m))) => vftree_lane(a as usize, b as usize, m),
                     _ => 0,
                 };
                 (class.sl_of(lane, layer, layers), None)
@@ -529,13 +536,7 @@ fn path_sls(state: &mut FabricState, map: &LaneMap, lanes: Option<&Lanes>) {
         // Without layers a pair's set depends on the two leaves only: one per destination
         // leaf (the last entry for destinations at no leaf), worked out once per source.
         let by_leaf: Option<Vec<u16>> = pairs.lanes.is_none().then(|| {
-            let n = pairs
-                .matrices
-                .iter()
-                .flatten()
-                .map(Vec::len)
-                .max()
-                .unwrap_or(0);
+            let n = pairs.n_leaves;
             let mut lid_of_leaf = vec![None; n + 1];
             for (lid, leaf) in pairs.dst_leaf.iter().enumerate() {
                 let k = leaf.map_or(n, |l| l as usize);
@@ -852,6 +853,17 @@ mod tests {
                     for (b, &v) in row.iter().enumerate() {
                         assert_eq!(v, m[b][a], "symmetric");
                         assert!(v < maxvl);
+                    }
+                }
+            }
+        }
+        // The closed form the compiler uses is the matrix.
+        for maxvl in 1..=15u8 {
+            for n in [1usize, 3, 17, 40] {
+                let m = vftree_matrix(n, maxvl);
+                for (a, row) in m.iter().enumerate() {
+                    for (b, &v) in row.iter().enumerate() {
+                        assert_eq!(vftree_lane(a, b, maxvl), v, "{a} {b} over {maxvl}");
                     }
                 }
             }
