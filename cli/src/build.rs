@@ -103,14 +103,15 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
         let tables = writer
             .join()
             .unwrap_or_else(|_| Err("the writer stopped (a bug in weft)".to_owned()));
-        let written = tables.and_then(|mut t| {
+        let written = tables.and_then(|(mut t, no_policy)| {
             t.extend(verdict?);
-            Ok(t)
+            Ok((t, no_policy))
         });
         (report, written)
     });
+    let (tables, no_policy) = tables.map_err(Fatal)?;
     let mut files = FILES.to_vec();
-    files.extend(tables.map_err(Fatal)?);
+    files.extend(tables);
     let mut verdict = String::new();
     verify::verdict_lines(&mut verdict, &report);
     let proven = report.is_proven();
@@ -169,7 +170,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     for p in &written {
         text += &format!("  wrote     {}\n", p.display());
     }
-    if let (true, Err(why)) = (has_layers(&built.state), policy(&built)) {
+    if let Some(why) = &no_policy {
         text += &format!(
             "  note      qos-policy.conf not written: {why}; state.json has every path SL\n"
         );
@@ -382,18 +383,20 @@ fn check_replaceable(dir: &Path) -> Result<(), String> {
 }
 
 /// Writes the tables into the fresh directory (each created exclusively, synced); returns
-/// the names of the files written besides [`FILES`]: the layers' SL→VL tables and path SLs,
-/// for a state that has them (path SLs only up to [`PSL_LINES`] lines).
+/// the names of the files written besides [`FILES`] — for a state with SL→VL tables, those
+/// tables, OpenSM's QoS settings and policy and the path SLs (only up to [`PSL_LINES`]
+/// lines) — and why the QoS policy was not written, when it was not.
 fn fill(
     fresh: &Path,
     built: &Built,
     quality: &weft_metrics::Quality,
-) -> Result<Vec<&'static str>, String> {
+) -> Result<(Vec<&'static str>, Option<String>), String> {
     for name in FILES {
         create_in(fresh, name, |f| write_one(name, built, quality, f))?;
     }
     let st = &built.state;
     let mut more = Vec::new();
+    let mut no_policy = None;
     if has_layers(st) {
         let io = |e: std::io::Error| e.to_string();
         create_in(fresh, SL2VL, |f| {
@@ -406,11 +409,14 @@ fn fill(
             f.write_all(conf.as_bytes()).map_err(io)
         })?;
         more.push(OPENSM_CONF);
-        if let Ok(policy) = policy(built) {
-            create_in(fresh, QOS_POLICY, |f| {
-                f.write_all(policy.as_bytes()).map_err(io)
-            })?;
-            more.push(QOS_POLICY);
+        match weft_compiler::qos::qos_policy(st, &built.lanes, built.layers.as_ref()) {
+            Ok(policy) => {
+                create_in(fresh, QOS_POLICY, |f| {
+                    f.write_all(policy.as_bytes()).map_err(io)
+                })?;
+                more.push(QOS_POLICY);
+            }
+            Err(why) => no_policy = Some(why.to_string()),
         }
         if psl_lines(st) <= PSL_LINES {
             create_in(fresh, PATH_SL, |f| {
@@ -420,7 +426,7 @@ fn fill(
             more.push(PATH_SL);
         }
     }
-    Ok(more)
+    Ok((more, no_policy))
 }
 
 /// OpenSM's SL→VL dump, for a state with layers.
@@ -431,10 +437,6 @@ const OPENSM_CONF: &str = "opensm.conf";
 /// OpenSM's QoS policy (`-Q -Y`): the SA answers PathRecords with weft's SLs.
 const QOS_POLICY: &str = "qos-policy.conf";
 
-/// The QoS policy of a state with SL→VL tables.
-fn policy(built: &Built) -> Result<String, weft_compiler::qos::PolicyError> {
-    weft_compiler::qos::qos_policy(built.state.state(), &built.lanes, built.layers.as_ref())
-}
 /// ibdmchk's path SLs, for a state with layers.
 const PATH_SL: &str = "path-sl.psl";
 /// The most lines `path-sl.psl` is written with (one per source node and destination LID).
