@@ -141,25 +141,22 @@ pub struct QosClass {
     pub weight: u8,
     /// `priority = high`.
     pub high: bool,
-    /// `match { pkey = …, service_id = … }`: the traffic that is this class.
+    /// `match { service_id = … }`: the traffic that is this class.
     pub matches: ClassMatch,
 }
 
-/// What traffic a class is (SA PathRecord queries matching any criterion given).
+/// What traffic a class is (SA PathRecord queries with any of these service IDs). Matching by
+/// P_Key comes with tenants (partitions); the language refuses it until then.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ClassMatch {
-    /// P_Keys.
-    pub pkeys: Vec<u16>,
     /// Service ID ranges (inclusive).
     pub service_ids: Vec<(u64, u64)>,
-    /// Where `match` was written.
-    pub span: Option<Span>,
 }
 
 impl ClassMatch {
     /// Whether no criterion was given.
     pub fn is_empty(&self) -> bool {
-        self.pkeys.is_empty() && self.service_ids.is_empty()
+        self.service_ids.is_empty()
     }
 }
 

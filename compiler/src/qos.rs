@@ -775,18 +775,6 @@ pub fn qos_policy(
                 .collect();
             let _ = writeln!(criteria, "        service-id: {}", ids.join(", "));
         }
-        if !class.matches.pkeys.is_empty() {
-            let keys: Vec<String> = class
-                .matches
-                .pkeys
-                .iter()
-                .map(|k| format!("{k:#06x}"))
-                .collect();
-            let _ = writeln!(criteria, "        pkey: {}", keys.join(", "));
-        }
-        if c == default_class && class.matches.is_empty() {
-            criteria.clear();
-        }
         let common = usual(c);
         if pairs.per_pair() {
             for &x in members.keys().filter(|&&x| pairs.varies_from(x)) {

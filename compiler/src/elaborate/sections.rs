@@ -580,7 +580,6 @@ impl Elab<'_> {
 
     /// `match { pkey = …, service_id = … }`; `false` on an error.
     fn class_match(&mut self, m: &Section, out: &mut crate::ClassMatch) -> bool {
-        out.span = Some(m.kind.span);
         let mut ok = true;
         for item in m.body.iter().flatten() {
             let SectionItem::Attr(a) = item else {
@@ -608,7 +607,6 @@ impl Elab<'_> {
                              tenants in a later version; match by `service_id` for now",
                         );
                         ok = false;
-                        out.pkeys.push(k as u16);
                         break;
                     }
                     ("service_id", Value::Int(n)) if n >= 0 => {
