@@ -262,19 +262,13 @@ impl<'a> Net<'a> {
                 }
             }
         }
-        let mut switch_sl_ranges = vec![(0u32, 0u32); switches.len()];
-        for (i, e) in st.path_sl.by_switch.iter().enumerate() {
-            let k = switch_index
-                .get(e.switch.index())
-                .copied()
-                .unwrap_or(NO_INDEX);
-            if let Some(r) = switch_sl_ranges.get_mut(k as usize) {
-                if r.1 != i as u32 {
-                    r.0 = i as u32;
-                }
-                r.1 = i as u32 + 1;
-            }
-        }
+        let switch_sl_ranges = ranges_by_key(
+            switches.len(),
+            st.path_sl
+                .by_switch
+                .iter()
+                .map(|e| switch_index.get(e.switch.index()).map(|&k| k as usize)),
+        );
         Net {
             st,
             class,
@@ -330,13 +324,7 @@ impl<'a> Net<'a> {
     /// position in switch `k`'s ranges the previous lookup ended at (moved forward when the
     /// LID is at or past it, searched for otherwise).
     pub fn group_sls_at(&self, k: u32, dlid: weft_fabric::Lid, at: &mut u32) -> u16 {
-        let Some(slice) = self
-            .switch_sl_ranges
-            .get(k as usize)
-            .and_then(|&(lo, hi)| self.st.path_sl.by_switch.get(lo as usize..hi as usize))
-        else {
-            return self.st.path_sl.for_destination(dlid).0;
-        };
+        let slice = self.switch_ranges(k);
         let mut i = *at as usize;
         if slice.get(i).is_none_or(|e| e.lids.lo > dlid) {
             i = slice
@@ -348,7 +336,20 @@ impl<'a> Net<'a> {
             }
         }
         *at = i as u32;
-        match slice.get(i) {
+        self.covered(slice.get(i), dlid)
+    }
+
+    /// Switch index `k`'s per-switch path-SL ranges.
+    fn switch_ranges(&self, k: u32) -> &[weft_fabric::SwitchSls] {
+        self.switch_sl_ranges
+            .get(k as usize)
+            .and_then(|&(lo, hi)| self.st.path_sl.by_switch.get(lo as usize..hi as usize))
+            .unwrap_or(&[])
+    }
+
+    /// The SLs of range `e` when it holds `dlid`, else the destination's.
+    fn covered(&self, e: Option<&weft_fabric::SwitchSls>, dlid: weft_fabric::Lid) -> u16 {
+        match e {
             Some(e) if e.lids.contains(dlid) => e.sls.0,
             _ => self.st.path_sl.for_destination(dlid).0,
         }
@@ -357,16 +358,9 @@ impl<'a> Net<'a> {
     /// The SLs the sources at switch index `k` (its port 0 and the end-node ports cabled to
     /// it, unless they have their own) use toward `dlid`, as a mask.
     pub fn group_sls(&self, k: u32, dlid: weft_fabric::Lid) -> u16 {
-        self.switch_sl_ranges
-            .get(k as usize)
-            .and_then(|&(lo, hi)| self.st.path_sl.by_switch.get(lo as usize..hi as usize))
-            .and_then(|slice| {
-                let i = slice.partition_point(|e| e.lids.lo <= dlid);
-                i.checked_sub(1).and_then(|i| slice.get(i))
-            })
-            .filter(|e| e.lids.contains(dlid))
-            .map_or_else(|| self.st.path_sl.for_destination(dlid), |e| e.sls)
-            .0
+        let slice = self.switch_ranges(k);
+        let i = slice.partition_point(|e| e.lids.lo <= dlid);
+        self.covered(i.checked_sub(1).and_then(|i| slice.get(i)), dlid)
     }
 
     pub fn is_switch(&self, n: u32) -> bool {
@@ -509,18 +503,8 @@ impl<'a> Net<'a> {
                     .copied()
                     .ok_or(unassigned)?
             }
-            // No rows (or no table): every SL on VL 0.
-            _ => match self.sw.get(x as usize).copied().flatten() {
-                Some(s) => {
-                    s.vl(PortNum(i), PortNum(o), Sl(sl))
-                        .ok_or(FailureReason::Sl2VlUnassigned {
-                            in_port: i,
-                            out_port: o,
-                        })?
-                        .0
-                }
-                None => 0,
-            },
+            // No rows and no map for all pairs (or no table): every SL on VL 0.
+            _ => 0,
         };
         self.vl_ok(x, o, vl)?;
         Ok(vl)
@@ -844,11 +828,11 @@ impl Net<'_> {
             }
         }
         // One map for every hop?
-        let mut maps = self
+        let first = self
             .switches
-            .iter()
-            .map(|&x| self.sw.get(x as usize).copied().flatten());
-        let first = maps.next().flatten().and_then(|s| s.sl2vl_all);
+            .first()
+            .and_then(|&x| self.sw.get(x as usize).copied().flatten())
+            .and_then(|s| s.sl2vl_all);
         let same_switches = first.is_some()
             && self
                 .switches
@@ -955,22 +939,30 @@ fn source_index(st: &FabricState, port_count: &[u8]) -> (Vec<u32>, Vec<(u32, u32
         base.push(n);
         n += u32::from(c) + 1;
     }
-    let mut ranges = vec![(0u32, 0u32); n as usize];
-    for (i, e) in st.path_sl.by_source.iter().enumerate() {
-        let Some(&b) = base.get(e.src.node.index()) else {
-            continue;
-        };
-        if e.src.port.0 > port_count.get(e.src.node.index()).copied().unwrap_or(0) {
-            continue;
-        }
-        if let Some(r) = ranges.get_mut(b as usize + usize::from(e.src.port.0)) {
+    let ranges = ranges_by_key(
+        n as usize,
+        st.path_sl.by_source.iter().map(|e| {
+            let b = base.get(e.src.node.index())?;
+            (e.src.port.0 <= port_count.get(e.src.node.index()).copied().unwrap_or(0))
+                .then(|| *b as usize + usize::from(e.src.port.0))
+        }),
+    );
+    (base, ranges)
+}
+
+/// Per key `0..n`, the range of positions in a list sorted by key that hold it (`(0, 0)` when
+/// none), from each item's key (`None`: no key).
+fn ranges_by_key(n: usize, keys: impl Iterator<Item = Option<usize>>) -> Vec<(u32, u32)> {
+    let mut ranges = vec![(0u32, 0u32); n];
+    for (i, k) in keys.enumerate() {
+        if let Some(r) = k.and_then(|k| ranges.get_mut(k)) {
             if r.1 != i as u32 {
                 r.0 = i as u32;
             }
             r.1 = i as u32 + 1;
         }
     }
-    (base, ranges)
+    ranges
 }
 
 #[cfg(test)]
