@@ -93,24 +93,17 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
             format!("no `vls {{ budget }}`: {vl_budget}, the fewest data VLs a node has"),
         ),
     };
-    // Every class's lanes share the budget; the routing's layers multiply them.
+    // The classes must fit on one layer before routing is worth doing (SLs, VLs, pins); the
+    // routing's layers then multiply every class's lanes.
+    crate::qos::allocate(
+        &e.config.qos,
+        1,
+        vl_budget,
+        e.fabric_origin.source,
+        budget_at.clone(),
+    )
+    .map_err(|d| vec![d])?;
     let lanes_total = crate::qos::total_lanes(&e.config.qos);
-    if lanes_total > vl_budget {
-        return Err(vec![crate::qos::allocate(
-            &e.config.qos,
-            1,
-            vl_budget,
-            e.fabric_origin.source,
-            budget_at,
-        )
-        .err()
-        .unwrap_or_else(|| {
-            Diagnostic::error(
-                Code::Internal,
-                "the classes' lanes exceed the budget but fit it (a bug in weft)",
-            )
-        })]);
-    }
     let input = RoutingInput {
         fabric: &e.fabric,
         lids: &lids,
