@@ -42,6 +42,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
         format,
     } = args;
     let (c, routed) = compile_and_route(&file)?;
+    let routed = routed.map(|r| r.map(crate::with_layer_bound));
     let mut diags = c.diagnostics.clone();
     if let Some(Err(d)) = &routed {
         diags.extend(d.iter().cloned());

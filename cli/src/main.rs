@@ -159,7 +159,7 @@ fn compile_and_route(file: &Path) -> Result<Routed, Fatal> {
     let c = compile(file, true)?;
     let routed = c.elaborated.as_ref().filter(|_| !c.has_errors()).map(|e| {
         term::phase("routing");
-        weft_compiler::build::build(e).map(with_layer_bound)
+        weft_compiler::build::build(e)
     });
     Ok((c, routed))
 }
