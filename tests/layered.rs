@@ -1,8 +1,9 @@
 //! `layered` on topologies one VL cannot route minimally: every build is proven by the
 //! verifier per VL with its path SLs (the verifier shares no code with the router), within the
-//! VL budget; a budget too small is refused naming a route.
+//! VL budget; a budget too small is refused naming a route and the loop it closes.
 //!
-//! Fabrics: the 4×4 torus (budget 4; two layers, as OpenSM's `lash`), a ring of 6 switches (budget 2), the 3×2 mesh of the
+//! Fabrics: the 4×4 torus (budget 4; one layer, where OpenSM's `lash` takes two) and the 5×5
+//! one (two layers), a ring of 6 switches (budget 2), the 3×2 mesh of the
 //! thesis's Paper I degraded to a ring by losing its middle link, a fat-tree whose faults break
 //! up*/down*, and random irregular fabrics from a seeded generator.
 
@@ -47,17 +48,24 @@ fn program(topology: &str, budget: u8, faults: &str) -> String {
     )
 }
 
-/// Two layers, as OpenSM's `lash` needs on the same torus on ibsim (its log: "Lanes in layer
-/// 0: 192", "Lanes in layer 1: 48").
+/// One layer: each next hop is chosen among the shortest paths so that no loop closes, where
+/// OpenSM's `lash` needs two on the same torus on ibsim (its log: "Lanes in layer 0: 192",
+/// "Lanes in layer 1: 48"). The 5×5 torus's rings of five need two (see the refusal below).
 #[test]
-fn the_4x4_torus_on_two_layers() {
+fn tori_on_one_and_two_layers() {
     let (layers, routes) = layered(&program(
         "torus(dims: [4, 4], switch: sb7800, hca: connectx5, hosts_per_switch: 2)",
         4,
         "",
     ));
-    assert_eq!(layers, 2);
+    assert_eq!(layers, 1);
     assert_eq!(routes, 48 * 47);
+    let (layers, _) = layered(&program(
+        "torus(dims: [5, 5], switch: sb7800, hca: connectx5)",
+        4,
+        "",
+    ));
+    assert_eq!(layers, 2);
 }
 
 #[test]
@@ -114,11 +122,12 @@ fn random_irregular_fabrics_are_proven() {
     assert!(most >= 2, "the cases must include fabrics that need layers");
 }
 
-/// One layer for the torus is refused, naming a route and the budget.
+/// One layer for the 5×5 torus is refused, naming a route, the budget and the loop the route
+/// closes: five channels round one of the torus's rings, back to the first.
 #[test]
 fn a_budget_too_small_is_refused() {
     let src = program(
-        "torus(dims: [4, 4], switch: sb7800, hca: connectx5, hosts_per_switch: 2)",
+        "torus(dims: [5, 5], switch: sb7800, hca: connectx5, hosts_per_switch: 2)",
         1,
         "",
     );
@@ -128,22 +137,26 @@ fn a_budget_too_small_is_refused() {
         panic!("a budget of 1 was accepted for the torus");
     };
     assert_eq!(d[0].code.as_str(), "weft::layers_exceeded");
-    assert!(
-        d[0].message.contains("more than 1 layer"),
-        "{}",
-        d[0].message
-    );
+    let m = &d[0].message;
+    assert!(m.contains("more than 1 layer"), "{m}");
+    let (_, cycle) = m
+        .split_once("on VL 0 the loop is ")
+        .expect("the loop named");
+    let hops: Vec<&str> = cycle.split(" → ").collect();
+    assert_eq!(hops.len(), 6, "{cycle}");
+    assert_eq!(hops.first(), hops.last(), "{cycle}");
 }
 
-/// z3 proves `layered`'s layer counts minimal for its paths: on the torus, the ring, the
-/// degraded mesh, the broken fat-tree and the 20 random irregular fabrics, the fewest layers
-/// the same routes fit in (z3 places them, and proves every smaller count impossible) equal
-/// the layers weft used.
+/// z3 proves `layered`'s layer counts minimal for its paths: on the 4×4 and 5×5 tori, the
+/// ring, the degraded mesh, the broken fat-tree and the 20 random irregular fabrics, the
+/// fewest layers the same routes fit in (z3 places them, and proves every smaller count
+/// impossible) equal the layers weft used.
 #[test]
 fn z3_proves_the_layer_counts_minimal() {
     let z3 = weft_verifier::z3::Z3 { timeout_ms: 60_000 };
     let mut cases: Vec<String> = vec![
         program("torus(dims: [4, 4], switch: sb7800, hca: connectx5)", 4, ""),
+        program("torus(dims: [5, 5], switch: sb7800, hca: connectx5)", 4, ""),
         program("ring(n: 6, switch: sb7800, hca: connectx5)", 2, ""),
         program(
             "mesh(dims: [3, 2], switch: sb7800, hca: connectx5)",

@@ -135,13 +135,13 @@ fn host_per_leaf_has_none(st: &FabricState, x: NodeId) -> bool {
     !host_per_leaf(st).iter().any(|&(l, _, _)| l == x)
 }
 
-/// dFtree over `layered`: lanes multiply layers. The 4×4 torus needs two layers; a dFtree
+/// dFtree over `layered`: lanes multiply layers. The 5×5 torus needs two layers; a dFtree
 /// class takes a fast and a slow lane of each, four VLs in all, and every pair's path-SL set
 /// holds both lanes of its layer. The verifier proves the union of every pair's SLs, so every
 /// assignment of fast or slow lanes to flows is proven with it.
 #[test]
 fn dftree_lanes_multiply_layered_layers() {
-    let src = "use std::hardware::{sb7800, connectx5}\nuse std::topology::torus\nfabric t {\n    topology = torus(dims: [4, 4], switch: sb7800, hca: connectx5, hosts_per_switch: 2)\n    vls { budget = 8 }\n    routing { engine = layered }\n    qos {\n        class bulk { lanes = dftree }\n    }\n}\n";
+    let src = "use std::hardware::{sb7800, connectx5}\nuse std::topology::torus\nfabric t {\n    topology = torus(dims: [5, 5], switch: sb7800, hca: connectx5, hosts_per_switch: 2)\n    vls { budget = 8 }\n    routing { engine = layered }\n    qos {\n        class bulk { lanes = dftree }\n    }\n}\n";
     let st = built(src);
     let s = st.state();
     let mut sizes = std::collections::BTreeSet::new();

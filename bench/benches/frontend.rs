@@ -99,5 +99,32 @@ fn compile(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, elaborate, explicit, ibnetdiscover, compile);
+fn layered(c: &mut Criterion) {
+    // LID assignment + `layered` routing (shortest paths, assigned to layers) on a random
+    // irregular fabric of 1 000 switches (issue 9's target: < 5 s). The same fabric for
+    // OpenSM: `cargo run --release -p weft-bench --bin irregular -- 1000`.
+    let mut g = c.benchmark_group("layered");
+    g.sample_size(10);
+    for switches in [100, 1000] {
+        let text = weft_bench::irregular(switches, 40, 1);
+        let name = format!("irregular-{switches}.weft");
+        let comp = weft_compiler::check(&name, &text, &NoFiles);
+        let Some(e) = comp.elaborated.as_ref() else {
+            panic!("{name} does not elaborate")
+        };
+        g.bench_function(format!("{name} (4 hosts per switch)"), |b| {
+            b.iter(|| weft_compiler::build::build(black_box(e)))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    elaborate,
+    explicit,
+    ibnetdiscover,
+    compile,
+    layered
+);
 criterion_main!(benches);

@@ -97,3 +97,50 @@ pub fn weft_binary() -> Option<PathBuf> {
         .and_then(|p| p.parent().map(|d| d.join("weft")))
         .filter(|p| p.exists())
 }
+
+/// A random irregular fabric for the `layered` benchmarks: `switches` SB7800 switches in a
+/// row, each cabled to a random one of the 50 before it (a spanning tree), plus `2 × switches`
+/// random extra cables between switches at most `reach` apart in the row (one is dropped when
+/// either end has no port left); four ConnectX-5 hosts per switch; `layered` routing within
+/// 8 VLs. `reach` stands for cable length: racks in rows cable to their neighbourhood
+/// (`reach` = 40); `reach` ≥ `switches` cables any pair (a random expander, the hardest case
+/// for layers). The same arguments give the same text.
+pub fn irregular(switches: usize, reach: usize, seed: u64) -> String {
+    let mut rng = weft_tests::Rng(seed | 1);
+    let reach = reach.max(1);
+    let mut cables: Vec<(usize, usize)> = (1..switches)
+        .map(|s| (s - 1 - rng.below(s.min(50)), s))
+        .collect();
+    for _ in 0..switches * 2 {
+        let a = rng.below(switches);
+        let low = a.saturating_sub(reach);
+        let b = low + rng.below((a + reach + 1).min(switches) - low);
+        if a != b {
+            cables.push((a, b));
+        }
+    }
+    let mut body = String::new();
+    let mut next_port = vec![1u8; switches];
+    for (s, port) in next_port.iter_mut().enumerate() {
+        body += &format!("        switch s{s} : sb7800\n");
+        for h in 0..4 {
+            body += &format!("        hca h{s}_{h} : connectx5\n");
+            body += &format!("        link s{s}.p[{port}] <-> h{s}_{h}.p[1]\n");
+            *port += 1;
+        }
+    }
+    for (a, b) in cables {
+        if next_port[a] > 36 || next_port[b] > 36 {
+            continue;
+        }
+        body += &format!(
+            "        link s{a}.p[{}] <-> s{b}.p[{}]\n",
+            next_port[a], next_port[b]
+        );
+        next_port[a] += 1;
+        next_port[b] += 1;
+    }
+    format!(
+        "use std::hardware::{{sb7800, connectx5}}\nfabric irregular{switches} {{\n    topology {{\n{body}    }}\n    vls {{ budget = 8 }}\n    routing {{ engine = layered }}\n}}\n"
+    )
+}

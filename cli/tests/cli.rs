@@ -378,7 +378,7 @@ fn qos_build_writes_opensm_files_and_its_state_verifies() {
 /// `layered` on a small fabric: z3's word on the layer count is a note of `check`.
 #[test]
 fn check_reports_that_z3_proves_the_layer_count_minimal() {
-    let out = weft(&["check", "bench/fabrics/torus-4x4-layered.weft"]);
+    let out = weft(&["check", "bench/fabrics/torus-5x5-layered.weft"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
         text(&out.stdout).contains(

@@ -375,9 +375,10 @@ build_case!(
     layered_ring,
     "use std::hardware::{sb7800, connectx5}\nuse std::topology::ring\nfabric r {\n    topology = ring(n: 6, switch: sb7800, hca: connectx5)\n    vls { budget = 2 }\n    routing { engine = layered }\n}\n"
 );
+// The 4×4 torus fits one layer; the 5×5 one does not: the refusal names the loop.
 build_case!(
     layered_budget_too_small,
-    "use std::hardware::{sb7800, connectx5}\nuse std::topology::torus\nfabric t {\n    topology = torus(dims: [4, 4], switch: sb7800, hca: connectx5)\n    vls { budget = 1 }\n    routing { engine = layered }\n}\n"
+    "use std::hardware::{sb7800, connectx5}\nuse std::topology::torus\nfabric t {\n    topology = torus(dims: [5, 5], switch: sb7800, hca: connectx5)\n    vls { budget = 1 }\n    routing { engine = layered }\n}\n"
 );
 case!(
     qos_two_classes_without_match,
@@ -401,7 +402,7 @@ build_case!(
 );
 build_case!(
     qos_layers_times_lanes,
-    "use std::hardware::{sb7800, connectx5}\nuse std::topology::torus\nfabric t {\n    topology = torus(dims: [4, 4], switch: sb7800, hca: connectx5)\n    vls { budget = 4 }\n    routing { engine = layered }\n    qos {\n        class mgmt { match { service_id = 1 } }\n        class bulk { lanes = dftree }\n        class other { match { service_id = 2 } }\n    }\n}\n"
+    "use std::hardware::{sb7800, connectx5}\nuse std::topology::torus\nfabric t {\n    topology = torus(dims: [5, 5], switch: sb7800, hca: connectx5)\n    vls { budget = 4 }\n    routing { engine = layered }\n    qos {\n        class mgmt { match { service_id = 1 } }\n        class bulk { lanes = dftree }\n        class other { match { service_id = 2 } }\n    }\n}\n"
 );
 build_case!(
     lid_pin_unaligned,

@@ -313,6 +313,15 @@ impl Channels {
             .unwrap_or(u32::MAX)
     }
 
+    /// The switch and port of channel `c`.
+    pub fn owner(&self, c: usize) -> (usize, u8) {
+        let s = self.base.partition_point(|&b| b <= c).saturating_sub(1);
+        (
+            s,
+            c.saturating_sub(self.base.get(s).copied().unwrap_or(0)) as u8,
+        )
+    }
+
     /// The channel of `(s, port)` when it leads to another switch.
     pub fn id(&self, s: usize, port: u8) -> Option<usize> {
         (self.peer(s, port) != u32::MAX).then(|| self.base[s] + usize::from(port))

@@ -1,21 +1,27 @@
-//! `layered`: shortest paths on any topology, made deadlock-free with virtual lanes (LASH,
-//! Skeie, Lysne and Theiss, 2002).
+//! `layered`: shortest paths on any topology, made deadlock-free with virtual lanes (after
+//! LASH, Skeie, Lysne and Theiss, 2002).
 //!
-//! **Accepts** any connected topology. **Routes** every switch's LID along balanced shortest
-//! paths (as `minhop` does) and every end-node LID the way its switch's LID goes (as LASH
-//! does: fewer distinct paths, fewer layers); when that needs more than one layer, the
-//! lowest-port shortest paths are tried too and the fewer layers win. Then every route — a
-//! source switch toward a destination LID, covering the switch's own traffic and that of the
-//! end nodes cabled to it — goes to the first *layer* whose channel dependency graph stays
-//! acyclic with the route's dependencies added. Layer `i` is service level `i` on virtual lane `i` on every hop, so each layer is
-//! deadlock-free on its own and the layers never wait on each other. Routes are taken by
-//! destination LID, then source switch, both in fabric order; the result is deterministic.
+//! **Accepts** any connected topology. **Routes** one destination switch at a time, every LID
+//! behind a switch the way the switch's own LID goes (as LASH does: fewer distinct paths,
+//! fewer layers). Toward a destination the routes form a tree of shortest paths, grown from
+//! the nearest sources out: a source's route is one channel followed by the route of its next
+//! switch, placed already. Each route — a source switch toward a destination, covering the
+//! switch's own traffic and that of the end nodes cabled to it — goes to a *layer* whose
+//! channel dependency graph stays acyclic with the route's dependencies added, and the next
+//! switch is chosen among the source's shortest-path neighbours so that the route lands on the
+//! lowest layer it can: first each neighbour on its own route's layer (one new dependency),
+//! then every layer in order. Ties go to the least-loaded port; a second pass takes the lowest
+//! port instead, and the fewer layers win (ties to the balanced pass). Layer `i` is service
+//! level `i` on virtual lane `i` on every hop, so each layer is deadlock-free on its own and
+//! the layers never wait on each other. Destinations are taken in LID order, sources by
+//! distance then fabric order; the result is deterministic.
 //!
 //! The layers may not exceed the VL budget (`vls { budget = N }`, else the smallest VLCap of
-//! the fabric's nodes); when a route fits no layer the engine refuses, naming it.
+//! the fabric's nodes); when a route fits no layer the engine refuses, naming the route and
+//! the credit loop it closes on the first VL.
 
 use super::acyclic::Acyclic;
-use super::graph::Graph;
+use super::graph::{Channels, Graph, Load};
 use super::{Lanes, RouteError, Routes, RoutingEngine, RoutingInput};
 
 /// The layered engine.
@@ -37,20 +43,17 @@ impl RoutingEngine for Layered {
         let f = input.fabric;
         let g = Graph::new(f, input.lids);
         let budget = input.vl_budget.clamp(1, 15);
-        // Balanced shortest paths first; when they need layers, also the lowest-port shortest
-        // paths (what LASH takes), which often close fewer cycles: the fewer layers win, ties
-        // to the balanced paths.
-        let balanced = layering(&g, f, true, budget)?;
-        let best = match balanced {
-            Ok(b) if b.layers > 1 => match layering(&g, f, false, budget)? {
-                Ok(plain) if plain.layers < b.layers => plain,
-                _ => b,
-            },
-            Ok(b) => b,
-            Err(e) => match layering(&g, f, false, budget)? {
-                Ok(plain) => plain,
-                Err(_) => return Err(e),
-            },
+        // Balanced next hops and lowest-port ones (what LASH takes), side by side: the fewer
+        // layers win, ties to the balanced paths.
+        let (balanced, plain) = rayon::join(
+            || layering(&g, f, true, budget),
+            || layering(&g, f, false, budget),
+        );
+        let best = match (balanced?, plain?) {
+            (Ok(b), Ok(p)) if p.layers < b.layers => p,
+            (Ok(b), _) => b,
+            (Err(_), Ok(p)) => p,
+            (Err(e), Err(_)) => return Err(e),
         };
         Ok(Routes {
             lfts: g.lfts_from_rows(best.rows),
@@ -75,116 +78,253 @@ struct Layering {
     layer: Vec<Vec<u8>>,
 }
 
-/// Shortest paths (`balanced` over ports, else lowest port first), every LID behind a switch
-/// routed as the switch's own LID (as LASH does: fewer distinct paths, fewer layers), then
-/// each route on the first layer that stays acyclic. The outer error is a refusal of the
-/// fabric; the inner one a route that fits no layer within `budget`.
+/// The routes toward every destination and their layers (see the module's comment): next hops
+/// by least load (`balanced`) or lowest port among equals. The outer error is a refusal of
+/// the fabric; the inner one a route that fits no layer within `budget`.
+///
+/// A dependency found to close a cycle in a layer on its own stays refused there (a layer
+/// only grows), so a route holding it skips that layer without a search.
 fn layering(
     g: &Graph,
     f: &weft_fabric::Fabric,
     balanced: bool,
     budget: u8,
 ) -> Result<Result<Layering, RouteError>, RouteError> {
-    let mut columns = super::minhop::shortest(g, balanced);
-    let own = g.switch_lids();
-    for lid in 0..columns.len() {
-        let Some(exit) = g.exits[lid].filter(|e| e.port != 0) else {
-            continue;
-        };
-        if let Some(&Some(sw_lid)) = own.get(exit.sw as usize) {
-            let mut col = columns[sw_lid].clone();
-            col[exit.sw as usize] = exit.port;
-            columns[lid] = col;
-        }
-    }
-    g.check_complete(f, NAME, &columns)?;
-    let rows = g.rows(&columns);
-    let ch = g.channels();
     let n = g.switches.len();
-    let mut layers: Vec<Acyclic> = Vec::new();
+    let nlids = g.exits.len();
+    let ch = g.channels();
+    let mut columns = vec![g.empty_column(); nlids];
+    let mut load = Load::new(g);
+    let mut layers: Vec<Layer> = Vec::new();
     // Layer per source switch and destination LID (0 where the switch is the exit).
-    let mut layer = vec![vec![0u8; columns.len()]; n];
+    let mut layer = vec![vec![0u8; nlids]; n];
+    // Toward the current destination, per switch: its route's length in channels.
+    let mut hops = vec![0u32; n];
+    let mut dist = vec![u32::MAX; n];
+    let mut order: Vec<u32> = Vec::with_capacity(n);
+    let mut cands: Vec<u8> = Vec::new();
+    let mut by_suffix: Vec<(usize, usize, u8)> = Vec::new();
     let mut path: Vec<u32> = Vec::new();
-    // The LIDs behind a switch with a LID share its paths: the first of them (in LID order)
-    // stands for all. A later one would land on the same layer anyway (its dependencies are
-    // there, and a layer it did not fit before only grows), so this saves work, not layers.
+    let mut ports: Vec<u8> = Vec::new();
     let mut first_behind: Vec<Option<usize>> = vec![None; n];
     for (lid, exit) in g.exits.iter().enumerate() {
         let Some(exit) = *exit else { continue };
-        let sw = exit.sw as usize;
-        if own.get(sw).copied().flatten().is_some() {
-            match first_behind[sw] {
-                Some(rep) => {
-                    for row in layer.iter_mut() {
-                        row[lid] = row[rep];
-                    }
+        let e = exit.sw as usize;
+        if let Some(rep) = first_behind[e] {
+            let mut col = columns[rep].clone();
+            col[e] = exit.port;
+            columns[lid] = col;
+            for row in layer.iter_mut() {
+                row[lid] = row[rep];
+            }
+            continue;
+        }
+        first_behind[e] = Some(lid);
+        columns[lid][e] = exit.port;
+        hops[e] = 0;
+        g.hops_into(&[e], &mut dist);
+        order.clear();
+        order.extend((0..n as u32).filter(|&s| s as usize != e && dist[s as usize] != u32::MAX));
+        order.sort_unstable_by_key(|&s| (dist[s as usize], s));
+        for &s in &order {
+            let s = s as usize;
+            cands.clear();
+            for grp in &g.switches[s].groups {
+                if dist[grp.peer as usize].saturating_add(1) == dist[s] {
+                    cands.extend(grp.ports.iter().map(|p| p.0));
+                }
+            }
+            if balanced {
+                cands.sort_unstable_by_key(|&p| (load.get(s, p), p));
+            } else {
+                cands.sort_unstable();
+            }
+            let Some(&least) = cands.first() else {
+                return Err(internal(g, f, s, lid));
+            };
+            if dist[s] == 1 {
+                // One channel, no dependency: any layer, the first.
+                load.add(s, least);
+                columns[lid][s] = least;
+                hops[s] = 1;
+                continue;
+            }
+            let col = &columns[lid];
+            // The route through `port`: its channels and the ports they leave by.
+            let route = |port: u8, path: &mut Vec<u32>, ports: &mut Vec<u8>| {
+                path.clear();
+                ports.clear();
+                let (mut x, mut p) = (s, port);
+                while x != e && path.len() <= n {
+                    let Some(c) = ch.id(x, p) else { break };
+                    path.push(c as u32);
+                    ports.push(p);
+                    x = ch.peer(x, p) as usize;
+                    p = col[x];
+                }
+            };
+            let suffix = |port: u8| {
+                let t = ch.peer(s, port) as usize;
+                if hops[t] > 1 {
+                    usize::from(layer[t][lid])
+                } else {
+                    0
+                }
+            };
+            let mut chosen: Option<(u8, usize)> = None;
+            // Each candidate on its next switch's layer first (one new dependency), lowest
+            // layer first; a next switch whose route has no dependency counts as layer 0.
+            by_suffix.clear();
+            by_suffix.extend(cands.iter().enumerate().map(|(i, &p)| (suffix(p), i, p)));
+            by_suffix.sort_unstable();
+            for &(k, _, p) in &by_suffix {
+                if k >= layers.len() {
                     continue;
                 }
-                None => first_behind[sw] = Some(lid),
+                route(p, &mut path, &mut ports);
+                if layers[k].insert_route(&path, &ports) {
+                    chosen = Some((p, k));
+                    break;
+                }
             }
-        }
-        for (src, layer_row) in layer.iter_mut().enumerate() {
-            // The route's channels from `src` to the exit switch.
-            path.clear();
-            let mut x = src;
-            while x != exit.sw as usize && path.len() <= n {
-                let port = rows[x][lid];
-                let Some(c) = ch.id(x, port) else { break };
-                path.push(c as u32);
-                x = ch.peer(x, port) as usize;
+            if chosen.is_none() {
+                'layers: for (k, on) in layers.iter_mut().enumerate() {
+                    for &p in &cands {
+                        if suffix(p) == k {
+                            continue; // tried above
+                        }
+                        route(p, &mut path, &mut ports);
+                        if on.insert_route(&path, &ports) {
+                            chosen = Some((p, k));
+                            break 'layers;
+                        }
+                    }
+                }
             }
-            if path.len() < 2 {
-                continue; // no dependency: any layer, the first
-            }
-            let fits = (0..layers.len()).find(|&k| insert_all(&mut layers[k], &path));
-            let k = match fits {
-                Some(k) => k,
+            let (port, k) = match chosen {
+                Some(c) => c,
                 None if layers.len() < usize::from(budget) => {
-                    let mut fresh =
-                        Acyclic::new(ch.count(), []).ok_or_else(|| internal(g, f, src, lid))?;
-                    if !insert_all(&mut fresh, &path) {
-                        return Err(internal(g, f, src, lid));
+                    route(least, &mut path, &mut ports);
+                    let mut fresh = Layer::new(&ch).ok_or_else(|| internal(g, f, s, lid))?;
+                    if !fresh.insert_route(&path, &ports) {
+                        return Err(internal(g, f, s, lid));
                     }
                     layers.push(fresh);
-                    layers.len() - 1
+                    (least, layers.len() - 1)
                 }
                 None => {
+                    route(least, &mut path, &mut ports);
+                    let cycle = layers
+                        .first()
+                        .and_then(|l0| l0.cycle_closed_by(&path))
+                        .unwrap_or_default();
                     return Ok(Err(RouteError::Layers {
                         engine: NAME,
                         budget,
-                        from: f.node(g.switches[src].id).name().to_owned(),
+                        from: f.node(g.switches[s].id).name().to_owned(),
                         to: g.lid_name(f, lid),
-                    }))
+                        cycle: loop_text(g, f, &ch, &cycle),
+                    }));
                 }
             };
-            layer_row[lid] = k as u8;
+            load.add(s, port);
+            columns[lid][s] = port;
+            layer[s][lid] = k as u8;
+            hops[s] = hops[ch.peer(s, port) as usize] + 1;
         }
     }
+    g.check_complete(f, NAME, &columns)?;
     Ok(Ok(Layering {
-        rows,
+        rows: g.rows(&columns),
         layers: layers.len().max(1) as u8,
         layer,
     }))
 }
 
-/// Adds the dependencies of the route through `path` (consecutive channels) to `layer`, all or
-/// none: false, with `layer` unchanged, when one would close a cycle.
-fn insert_all(layer: &mut Acyclic, path: &[u32]) -> bool {
-    let mut added: Vec<(u32, u32)> = Vec::new();
-    for w in path.windows(2) {
-        let (a, b) = (w[0], w[1]);
-        if layer.contains(a, b) {
-            continue;
-        }
-        if !layer.insert(a, b) {
-            for &(a, b) in &added {
-                layer.remove(a, b);
+/// One layer: its channel dependency graph, kept acyclic, and the dependencies known to
+/// close a cycle in it on their own (by channel and the next channel's port).
+struct Layer {
+    deps: Acyclic,
+    refused: Vec<u64>,
+}
+
+impl Layer {
+    /// The credit loop the route through `path` closes in this layer: its channels, starting
+    /// with the route's channel whose dependency closes it (empty when it closes none).
+    fn cycle_closed_by(&self, path: &[u32]) -> Option<Vec<u32>> {
+        let mut deps = self.deps.clone();
+        for w in path.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            if !deps.insert(a, b) {
+                let mut cycle = vec![a];
+                cycle.extend(deps.path(b, a)?.into_iter().filter(|&c| c != a));
+                return Some(cycle);
             }
-            return false;
         }
-        added.push((a, b));
+        None
     }
-    true
+
+    fn new(ch: &Channels) -> Option<Layer> {
+        Some(Layer {
+            deps: Acyclic::new(ch.count(), [])?,
+            refused: vec![0; (ch.count() * 256).div_ceil(64)],
+        })
+    }
+
+    fn refused_at(&self, c: u32, port: u8) -> (usize, u64) {
+        let bit = c as usize * 256 + usize::from(port);
+        (bit / 64, 1 << (bit % 64))
+    }
+
+    /// Adds the dependencies of the route through `path` (consecutive channels; `ports[i]`
+    /// the port channel `i` leaves by), all or none: false, with the layer unchanged, when
+    /// one would close a cycle.
+    fn insert_route(&mut self, path: &[u32], ports: &[u8]) -> bool {
+        for (i, w) in path.windows(2).enumerate() {
+            let (word, bit) = self.refused_at(w[0], ports[i + 1]);
+            if self.refused[word] & bit != 0 {
+                return false;
+            }
+        }
+        let mut added: Vec<(u32, u32)> = Vec::new();
+        for (i, w) in path.windows(2).enumerate() {
+            let (a, b) = (w[0], w[1]);
+            if self.deps.contains(a, b) {
+                continue;
+            }
+            if !self.deps.insert(a, b) {
+                // Refused by the layer as it was, not by this route's own additions: for good.
+                if added.is_empty() {
+                    let (word, bit) = self.refused_at(a, ports[i + 1]);
+                    self.refused[word] |= bit;
+                }
+                for &(a, b) in &added {
+                    self.deps.remove(a, b);
+                }
+                return false;
+            }
+            added.push((a, b));
+        }
+        true
+    }
+}
+
+/// The channels of a credit loop, named: `` `s0` port 3 → `s1` port 2 → … → `s0` port 3``
+/// (each channel by the switch and port it leaves by), at most 12 of them shown.
+fn loop_text(g: &Graph, f: &weft_fabric::Fabric, ch: &Channels, cycle: &[u32]) -> String {
+    const SHOWN: usize = 12;
+    let name = |c: u32| {
+        let (s, port) = ch.owner(c as usize);
+        format!("`{}` port {port}", f.node(g.switches[s].id).name())
+    };
+    let mut parts: Vec<String> = cycle.iter().take(SHOWN).map(|&c| name(c)).collect();
+    if cycle.len() > SHOWN {
+        parts.push(format!("… ({} channels in all)", cycle.len()));
+    }
+    if let Some(&first) = cycle.first() {
+        parts.push(name(first));
+    }
+    parts.join(" → ")
 }
 
 /// A route that closes a cycle in an empty layer is a forwarding loop: the shortest paths

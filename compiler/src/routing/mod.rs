@@ -100,7 +100,7 @@ pub enum RouteError {
         to: String,
     },
     /// A route fits no layer within the VL budget.
-    #[error("the `{engine}` engine needs more than {budget} layer(s): the route from `{from}` toward `{to}` closes a credit loop in every one")]
+    #[error("the `{engine}` engine needs more than {budget} layer(s): the route from `{from}` toward `{to}` closes a credit loop in every one; on VL 0 the loop is {cycle}")]
     Layers {
         /// Engine name.
         engine: &'static str,
@@ -110,6 +110,8 @@ pub enum RouteError {
         from: String,
         /// Its destination.
         to: String,
+        /// The credit loop the route closes on the first layer, named channel by channel.
+        cycle: String,
     },
 }
 
