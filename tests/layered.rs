@@ -195,3 +195,52 @@ fn z3_proves_the_layer_counts_minimal() {
         "{counts:?}"
     );
 }
+
+/// z3 finds the fewest layers and a build can take its placement: the 5×5 torus's routes
+/// spread over three layers (every other layer-1 route moved to a third layer: each layer
+/// holds a subset of an acyclic one) are placed back in two by z3, and all three builds are
+/// proven with their VL counts.
+#[test]
+fn z3_places_routes_in_fewer_layers() {
+    use weft_verifier::z3::{LayerBound, Z3};
+    let src = program("torus(dims: [5, 5], switch: sb7800, hca: connectx5)", 4, "");
+    let c = check("t.weft", &src, &NoFiles);
+    let e = c.elaborated.unwrap();
+    let built = weft_compiler::build::build(&e).unwrap();
+    assert_eq!(built.lanes.layers, 2);
+    let proven_on = |b: &weft_compiler::build::Built| {
+        let r = verify(&b.state, &Options::default());
+        assert!(r.is_proven(), "{:?}", r.verdict);
+        r.stats.vls
+    };
+    assert_eq!(proven_on(&built), 2);
+    let mut spread = std::collections::BTreeMap::new();
+    let mut flip = false;
+    for (&sw, row) in &built.layers.as_ref().unwrap().by_source {
+        for (lid, &l) in row.iter().enumerate() {
+            let l = match l {
+                1 => {
+                    flip = !flip;
+                    if flip {
+                        2
+                    } else {
+                        1
+                    }
+                }
+                l => l,
+            };
+            if l > 0 {
+                spread.insert((sw, weft_fabric::Lid(lid as u16)), l);
+            }
+        }
+    }
+    let three = weft_compiler::build::relayer(&e, &built, &spread, 3).unwrap();
+    assert_eq!(three.lanes.layers, 3);
+    assert_eq!(proven_on(&three), 3);
+    let z3 = Z3 { timeout_ms: 60_000 };
+    let (bound, placement) = z3.place_layers(&three.state, 3);
+    assert_eq!(bound, LayerBound::Minimum(2));
+    let two = weft_compiler::build::relayer(&e, &three, &placement.unwrap(), 2).unwrap();
+    assert_eq!(two.lanes.layers, 2);
+    assert_eq!(proven_on(&two), 2);
+}

@@ -42,7 +42,10 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
         format,
     } = args;
     let (c, routed) = compile_and_route(&file)?;
-    let routed = routed.map(|r| r.map(crate::with_layer_bound));
+    let routed = match (routed, c.elaborated.as_ref()) {
+        (Some(Ok(b)), Some(e)) => Some(Ok(crate::with_layer_bound(e, b))),
+        (routed, _) => routed,
+    };
     let mut diags = c.diagnostics.clone();
     if let Some(Err(d)) = &routed {
         diags.extend(d.iter().cloned());

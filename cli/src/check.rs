@@ -37,7 +37,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     if let (Some(e), false, false) = (c.elaborated.as_ref(), failed, no_verify) {
         crate::term::phase("routing");
         match weft_compiler::build::build(e) {
-            Ok(b) => routed = Some(crate::with_layer_bound(b)),
+            Ok(b) => routed = Some(crate::with_layer_bound(e, b)),
             Err(d) => {
                 failed = true;
                 build_errors = d;

@@ -169,8 +169,12 @@ const Z3_LAYER_SWITCHES: usize = 64;
 
 /// A layered build of a small fabric with z3's word on its layer count as a note: the fewest
 /// layers its routes fit in (every smaller count proven impossible), or that z3 did not
-/// decide.
-fn with_layer_bound(mut b: weft_compiler::build::Built) -> weft_compiler::build::Built {
+/// decide. When z3 places the routes in fewer layers than weft's heuristic did, the build
+/// takes z3's placement (the verifier then proves it like any other).
+fn with_layer_bound(
+    e: &weft_compiler::Elaborated,
+    mut b: weft_compiler::build::Built,
+) -> weft_compiler::build::Built {
     use weft_verifier::z3::{LayerBound, Z3};
     let layers = b.lanes.layers;
     // One layer is the fewest there is.
@@ -179,17 +183,34 @@ fn with_layer_bound(mut b: weft_compiler::build::Built) -> weft_compiler::build:
     }
     term::phase("z3: fewest layers");
     let z3 = Z3 { timeout_ms: 20_000 };
-    let message = match z3.min_layers(&b.state, layers) {
-        LayerBound::Minimum(k) if k == layers => format!(
+    let message = match z3.place_layers(&b.state, layers) {
+        (LayerBound::Minimum(k), _) if k == layers => format!(
             "z3: {k} layer(s) is the fewest these routes fit in (every smaller count is impossible)"
         ),
-        LayerBound::Minimum(k) => {
-            format!("z3: these routes fit in {k} layer(s); weft used {layers}")
+        (LayerBound::Minimum(k), Some(placement)) => {
+            match weft_compiler::build::relayer(e, &b, &placement, k) {
+                Ok(mut fewer) => {
+                    fewer.notes.push(weft_compiler::routing::RouteNote {
+                        code: weft_compiler::code::Code::Layers,
+                        message: format!(
+                            "z3 placed these routes in {k} layer(s), the fewest they fit in (every smaller count is impossible); weft's heuristic used {layers}"
+                        ),
+                    });
+                    return fewer;
+                }
+                Err(d) => format!(
+                    "z3: these routes fit in {k} layer(s); weft used {layers} (z3's placement was not taken: {})",
+                    d.first().map_or("", |d| d.message.as_str())
+                ),
+            }
         }
-        LayerBound::MoreThan(k) => format!(
+        (LayerBound::Minimum(k), None) => {
+            format!("z3: these routes fit in {k} layer(s); weft used {layers} (z3 gave no placement)")
+        }
+        (LayerBound::MoreThan(k), _) => format!(
             "z3 found no placement of these routes in {k} layer(s) (a bug in weft's layering or in its check)"
         ),
-        LayerBound::Unknown { at, reason } => {
+        (LayerBound::Unknown { at, reason }, _) => {
             format!("z3 did not decide whether {at} layer(s) suffice ({reason})")
         }
     };

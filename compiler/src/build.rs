@@ -54,10 +54,48 @@ pub fn choose_engine(e: &Elaborated) -> EngineChoice {
     }
 }
 
+/// The VL budget: the description's, else the smallest VLCap of the fabric's nodes; and where
+/// it came from, for diagnostics.
+fn budget(e: &Elaborated) -> (u8, (crate::Span, String)) {
+    let vl_budget = e.config.vls_budget.map_or_else(
+        || {
+            e.fabric
+                .nodes()
+                .iter()
+                .map(|n| n.spec.caps.vl_cap)
+                .min()
+                .unwrap_or(1)
+        },
+        |(b, _)| b,
+    );
+    let at = match e.config.vls_budget {
+        Some((_, sp)) => (sp, format!("a budget of {vl_budget} VL(s)")),
+        None => (
+            e.fabric_origin.span,
+            format!("no `vls {{ budget }}`: {vl_budget}, the fewest data VLs a node has"),
+        ),
+    };
+    (vl_budget, at)
+}
+
+/// `d` labelled at the engine: the `routing { engine = … }` span, else the fabric's name with
+/// the engine and why it was chosen.
+fn at_engine(e: &Elaborated, choice: &EngineChoice, d: Diagnostic) -> Diagnostic {
+    let name = choice.engine.name();
+    match e.config.routing.engine_span {
+        Some(sp) => d.label(e.fabric_origin.source, sp, format!("engine `{name}`")),
+        None => d.label(
+            e.fabric_origin.source,
+            e.fabric_origin.span,
+            format!("routed with `{name}`, {}", choice.why),
+        ),
+    }
+}
+
 /// Assigns LIDs and routes.
 pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
     let lids = crate::lids::assign(e)?;
-    let mut choice = choose_engine(e);
+    let choice = choose_engine(e);
     let name = choice.engine.name();
     let engine = choice.engine.router();
     if let (Some(sp), false) = (e.config.routing.roots_span, choice.engine == Engine::Updn) {
@@ -73,26 +111,7 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
             "remove `roots`, or route with `engine = updn`"
         })]);
     }
-    // The VL budget: the description's, else the smallest VLCap of the fabric's nodes.
-    let vl_budget = e.config.vls_budget.map_or_else(
-        || {
-            e.fabric
-                .nodes()
-                .iter()
-                .map(|n| n.spec.caps.vl_cap)
-                .min()
-                .unwrap_or(1)
-        },
-        |(b, _)| b,
-    );
-    // Where the budget came from, for diagnostics.
-    let budget_at = match e.config.vls_budget {
-        Some((_, sp)) => (sp, format!("a budget of {vl_budget} VL(s)")),
-        None => (
-            e.fabric_origin.span,
-            format!("no `vls {{ budget }}`: {vl_budget}, the fewest data VLs a node has"),
-        ),
-    };
+    let (vl_budget, budget_at) = budget(e);
     // The classes must fit on one layer before routing is worth doing (SLs, VLs, pins); the
     // routing's layers then multiply every class's lanes.
     crate::qos::allocate(
@@ -111,15 +130,7 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
         vl_budget: vl_budget / lanes_total,
     };
     let routed = engine.route(&input);
-    let name = choice.engine.name();
-    let at = |d: Diagnostic| match e.config.routing.engine_span {
-        Some(sp) => d.label(e.fabric_origin.source, sp, format!("engine `{name}`")),
-        None => d.label(
-            e.fabric_origin.source,
-            e.fabric_origin.span,
-            format!("routed with `{name}`, {}", choice.why),
-        ),
-    };
+    let at = |d: Diagnostic| at_engine(e, &choice, d);
     let routes = routed.map_err(|err| {
         let help = match &err {
             RouteError::Unsupported { .. } => "pick an engine for any topology, such as `engine = updn`; weft never falls back silently",
@@ -137,6 +148,70 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
         };
         vec![at(Diagnostic::error(code, err.to_string())).help(help)]
     })?;
+    assemble(e, choice, lids, routes)
+}
+
+/// A built fabric with its routes placed on other layers: `placement` gives the layer of each
+/// route group (source switch, destination LID; absent: layer 0), `layers` their count. The
+/// LFTs stay; the QoS classes are placed again over the new layers, and every table and path
+/// SL follows. For z3's placement in fewer layers than the engine's heuristic found.
+pub fn relayer(
+    e: &Elaborated,
+    built: &Built,
+    placement: &std::collections::BTreeMap<(weft_fabric::NodeId, weft_fabric::Lid), u8>,
+    layers: u8,
+) -> Result<Built, Vec<Diagnostic>> {
+    let Some(old) = &built.layers else {
+        return Err(vec![Diagnostic::error(
+            Code::Internal,
+            "only a routing with layers can be placed on other layers (a bug in weft)",
+        )]);
+    };
+    let by_source = old
+        .by_source
+        .iter()
+        .map(|(&sw, row)| {
+            let row = (0..row.len())
+                .map(|lid| {
+                    let key = (sw, weft_fabric::Lid(lid as u16));
+                    placement.get(&key).copied().unwrap_or(0)
+                })
+                .collect();
+            (sw, row)
+        })
+        .collect();
+    let routes = routing::Routes {
+        lfts: built
+            .state
+            .switches
+            .iter()
+            .map(|(&id, sw)| (id, sw.lft.clone()))
+            .collect(),
+        // What `assemble` writes again is left out.
+        notes: built
+            .notes
+            .iter()
+            .filter(|n| !matches!(n.code, Code::Layers | Code::QosLanes))
+            .cloned()
+            .collect(),
+        lanes: Some(routing::Lanes { layers, by_source }),
+    };
+    let choice = EngineChoice {
+        engine: built.engine,
+        why: built.why.clone(),
+    };
+    assemble(e, choice, built.state.lids.clone(), routes)
+}
+
+/// The state of routed tables: the QoS classes on SLs and VLs over the routing's layers, SL→VL
+/// and VLArb tables, path SLs, the notes; validated.
+fn assemble(
+    e: &Elaborated,
+    mut choice: EngineChoice,
+    lids: weft_fabric::LidAssignment,
+    routes: routing::Routes,
+) -> Result<Built, Vec<Diagnostic>> {
+    let (vl_budget, budget_at) = budget(e);
     let mut state = FabricState::new(e.fabric.clone());
     state.lids = lids;
     state.switches = routes
@@ -195,11 +270,15 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
     // What the passes produce must be a valid state; if not, that is a bug in weft, reported
     // as such rather than written.
     let state = ValidState::new(state).map_err(|errs| {
-        vec![at(Diagnostic::error(
-            Code::Internal,
-            format!("the compiled state is invalid (a bug in weft): {errs}"),
-        )
-        .help("please report this with the `.weft` file"))]
+        vec![at_engine(
+            e,
+            &choice,
+            Diagnostic::error(
+                Code::Internal,
+                format!("the compiled state is invalid (a bug in weft): {errs}"),
+            )
+            .help("please report this with the `.weft` file"),
+        )]
     })?;
     // An engine that had to give up its own method says so in the reason, not only in a note.
     if let Some(n) = notes.iter().find(|n| n.code == Code::FatTreeUpdn) {

@@ -192,6 +192,9 @@ fn facts(st: &FabricState, scope: Scope) -> Facts {
 /// A switch's output port: a channel, VLs aside.
 type Port = (NodeId, u8);
 
+/// A layer per route group (source switch, destination LID).
+pub type Placement = BTreeMap<(NodeId, Lid), u8>;
+
 /// What [`Z3::min_layers`] found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LayerBound {
@@ -217,6 +220,13 @@ impl Z3 {
     /// 1, 2, … up to `limit` layers: per count, one integer layer per route group, one rank
     /// per (layer, channel), and per dependency of a group `layer = l → rank_l(a) < rank_l(b)`.
     pub fn min_layers(&self, state: &ValidState, limit: u8) -> LayerBound {
+        self.place_layers(state, limit).0
+    }
+
+    /// [`Z3::min_layers`], with z3's placement when it found one: the layer of each route
+    /// group, by source switch and destination LID (groups without dependencies, on layer 0,
+    /// are left out).
+    pub fn place_layers(&self, state: &ValidState, limit: u8) -> (LayerBound, Option<Placement>) {
         let st: &FabricState = state;
         let (sources, dests) = endpoints(st, Scope::All);
         // Dependencies (channel = node, output port) per route group (source switch, LID).
@@ -264,6 +274,7 @@ impl Z3 {
                         .collect()
                 })
                 .collect();
+            let mut layer_of: Vec<((NodeId, Lid), Int)> = Vec::new();
             for (g, ((x, d), deps)) in groups.iter().enumerate() {
                 if deps.is_empty() {
                     continue;
@@ -279,21 +290,36 @@ impl Z3 {
                         }
                     }
                 }
+                layer_of.push(((*x, *d), layer));
             }
             match solver.check() {
-                SatResult::Sat => return LayerBound::Minimum(k),
+                SatResult::Sat => {
+                    let placement = solver.get_model().and_then(|m| {
+                        layer_of
+                            .iter()
+                            .map(|(key, layer)| {
+                                let l = m.eval(layer, true)?.as_u64()?;
+                                Some((*key, u8::try_from(l).ok()?))
+                            })
+                            .collect::<Option<BTreeMap<_, _>>>()
+                    });
+                    return (LayerBound::Minimum(k), placement);
+                }
                 SatResult::Unsat => {}
                 SatResult::Unknown => {
-                    return LayerBound::Unknown {
-                        at: k,
-                        reason: solver
-                            .get_reason_unknown()
-                            .unwrap_or_else(|| "unknown".to_owned()),
-                    }
+                    return (
+                        LayerBound::Unknown {
+                            at: k,
+                            reason: solver
+                                .get_reason_unknown()
+                                .unwrap_or_else(|| "unknown".to_owned()),
+                        },
+                        None,
+                    )
                 }
             }
         }
-        LayerBound::MoreThan(limit)
+        (LayerBound::MoreThan(limit), None)
     }
 }
 
