@@ -167,6 +167,12 @@ pub fn relayer(
             "only a routing with layers can be placed on other layers (a bug in weft)",
         )]);
     };
+    if let Some(l) = placement.values().find(|&&l| l >= layers) {
+        return Err(vec![Diagnostic::error(
+            Code::Internal,
+            format!("a placement on {layers} layer(s) names layer {l} (a bug in weft)"),
+        )]);
+    }
     let by_source = old
         .by_source
         .iter()
