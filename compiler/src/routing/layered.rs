@@ -13,8 +13,10 @@
 //! then every layer in order. Ties go to the least-loaded port; a second pass takes the lowest
 //! port instead, and the fewer layers win (ties to the balanced pass). Layer `i` is service
 //! level `i` on virtual lane `i` on every hop, so each layer is deadlock-free on its own and
-//! the layers never wait on each other. Destinations are taken in LID order, sources by
-//! distance then fabric order; the result is deterministic.
+//! the layers never wait on each other. Routes are placed shortest first, every destination's
+//! tree growing by one hop per round (destinations in LID order, sources in fabric order), so
+//! no destination's long routes crowd the layers before another's short ones; the result is
+//! deterministic.
 //!
 //! The layers may not exceed the VL budget (`vls { budget = N }`, else the smallest VLCap of
 //! the fabric's nodes); when a route fits no layer the engine refuses, naming the route and
@@ -23,6 +25,7 @@
 use super::acyclic::Acyclic;
 use super::graph::{Channels, Graph, Load};
 use super::{Lanes, RouteError, Routes, RoutingEngine, RoutingInput};
+use weft_fabric::LFT_UNSET;
 
 /// The layered engine.
 #[derive(Clone, Copy, Debug, Default)]
@@ -81,9 +84,6 @@ struct Layering {
 /// The routes toward every destination and their layers (see the module's comment): next hops
 /// by least load (`balanced`) or lowest port among equals. The outer error is a refusal of
 /// the fabric; the inner one a route that fits no layer within `budget`.
-///
-/// A dependency found to close a cycle in a layer on its own stays refused there (a layer
-/// only grows), so a route holding it skips that layer without a search.
 fn layering(
     g: &Graph,
     f: &weft_fabric::Fabric,
@@ -92,145 +92,84 @@ fn layering(
 ) -> Result<Result<Layering, RouteError>, RouteError> {
     let n = g.switches.len();
     let nlids = g.exits.len();
-    let ch = g.channels();
-    let mut columns = vec![g.empty_column(); nlids];
-    let mut load = Load::new(g);
-    let mut layers: Vec<Layer> = Vec::new();
-    // Layer per source switch and destination LID (0 where the switch is the exit).
-    let mut layer = vec![vec![0u8; nlids]; n];
-    // Toward the current destination, per switch: its route's length in channels.
-    let mut hops = vec![0u32; n];
-    let mut dist = vec![u32::MAX; n];
-    let mut order: Vec<u32> = Vec::with_capacity(n);
-    let mut cands: Vec<u8> = Vec::new();
-    let mut by_suffix: Vec<(usize, usize, u8)> = Vec::new();
-    let mut path: Vec<u32> = Vec::new();
-    let mut ports: Vec<u8> = Vec::new();
+    let mut p = Placer {
+        g,
+        f,
+        ch: g.channels(),
+        balanced,
+        budget,
+        layers: Vec::new(),
+        load: Load::new(g),
+        columns: vec![g.empty_column(); nlids],
+        layer: vec![vec![0u8; nlids]; n],
+        cands: Vec::new(),
+        by_suffix: Vec::new(),
+        path: Vec::new(),
+        ports: Vec::new(),
+    };
+    // One tree per exit switch, for its first LID; the other LIDs behind it copy it.
     let mut first_behind: Vec<Option<usize>> = vec![None; n];
+    let mut trees: Vec<Tree> = Vec::new();
     for (lid, exit) in g.exits.iter().enumerate() {
         let Some(exit) = *exit else { continue };
         let e = exit.sw as usize;
-        if let Some(rep) = first_behind[e] {
-            let mut col = columns[rep].clone();
-            col[e] = exit.port;
-            columns[lid] = col;
-            for row in layer.iter_mut() {
-                row[lid] = row[rep];
-            }
+        if first_behind[e].is_some() {
             continue;
         }
         first_behind[e] = Some(lid);
-        columns[lid][e] = exit.port;
-        hops[e] = 0;
+        p.columns[lid][e] = exit.port;
+        let mut dist = vec![u32::MAX; n];
         g.hops_into(&[e], &mut dist);
-        order.clear();
-        order.extend((0..n as u32).filter(|&s| s as usize != e && dist[s as usize] != u32::MAX));
+        let mut order: Vec<u32> = (0..n as u32)
+            .filter(|&s| s as usize != e && dist[s as usize] != u32::MAX)
+            .collect();
         order.sort_unstable_by_key(|&s| (dist[s as usize], s));
-        for &s in &order {
-            let s = s as usize;
-            cands.clear();
-            for grp in &g.switches[s].groups {
-                if dist[grp.peer as usize].saturating_add(1) == dist[s] {
-                    cands.extend(grp.ports.iter().map(|p| p.0));
-                }
-            }
-            if balanced {
-                cands.sort_unstable_by_key(|&p| (load.get(s, p), p));
-            } else {
-                cands.sort_unstable();
-            }
-            let Some(&least) = cands.first() else {
-                return Err(internal(g, f, s, lid));
-            };
-            if dist[s] == 1 {
-                // One channel, no dependency: any layer, the first.
-                load.add(s, least);
-                columns[lid][s] = least;
-                hops[s] = 1;
-                continue;
-            }
-            let col = &columns[lid];
-            // The route through `port`: its channels and the ports they leave by.
-            let route = |port: u8, path: &mut Vec<u32>, ports: &mut Vec<u8>| {
-                path.clear();
-                ports.clear();
-                let (mut x, mut p) = (s, port);
-                while x != e && path.len() <= n {
-                    let Some(c) = ch.id(x, p) else { break };
-                    path.push(c as u32);
-                    ports.push(p);
-                    x = ch.peer(x, p) as usize;
-                    p = col[x];
-                }
-            };
-            let suffix = |port: u8| {
-                let t = ch.peer(s, port) as usize;
-                if hops[t] > 1 {
-                    usize::from(layer[t][lid])
-                } else {
-                    0
-                }
-            };
-            let mut chosen: Option<(u8, usize)> = None;
-            // Each candidate on its next switch's layer first (one new dependency), lowest
-            // layer first; a next switch whose route has no dependency counts as layer 0.
-            by_suffix.clear();
-            by_suffix.extend(cands.iter().enumerate().map(|(i, &p)| (suffix(p), i, p)));
-            by_suffix.sort_unstable();
-            for &(k, _, p) in &by_suffix {
-                if k >= layers.len() {
-                    continue;
-                }
-                route(p, &mut path, &mut ports);
-                if layers[k].insert_route(&path, &ports) {
-                    chosen = Some((p, k));
+        trees.push(Tree {
+            lid,
+            exit: e,
+            dist,
+            order,
+        });
+    }
+    // Every tree grows one distance at a time, all trees per distance: the shortest routes of
+    // every destination are placed before any longer one.
+    let mut next = vec![0usize; trees.len()];
+    let far = trees
+        .iter()
+        .filter_map(|t| t.order.last().map(|&s| t.dist[s as usize]))
+        .max()
+        .unwrap_or(0);
+    for d in 1..=far {
+        for (tree, next) in trees.iter().zip(next.iter_mut()) {
+            while let Some(&s) = tree.order.get(*next) {
+                if tree.dist[s as usize] != d {
                     break;
                 }
-            }
-            if chosen.is_none() {
-                'layers: for (k, on) in layers.iter_mut().enumerate() {
-                    for &p in &cands {
-                        if suffix(p) == k {
-                            continue; // tried above
-                        }
-                        route(p, &mut path, &mut ports);
-                        if on.insert_route(&path, &ports) {
-                            chosen = Some((p, k));
-                            break 'layers;
-                        }
-                    }
+                *next += 1;
+                if let Err(refusal) = p.place(tree, s as usize)? {
+                    return Ok(Err(refusal));
                 }
             }
-            let (port, k) = match chosen {
-                Some(c) => c,
-                None if layers.len() < usize::from(budget) => {
-                    route(least, &mut path, &mut ports);
-                    let mut fresh = Layer::new(&ch).ok_or_else(|| internal(g, f, s, lid))?;
-                    if !fresh.insert_route(&path, &ports) {
-                        return Err(internal(g, f, s, lid));
-                    }
-                    layers.push(fresh);
-                    (least, layers.len() - 1)
-                }
-                None => {
-                    route(least, &mut path, &mut ports);
-                    let cycle = layers
-                        .first()
-                        .and_then(|l0| l0.cycle_closed_by(&path))
-                        .unwrap_or_default();
-                    return Ok(Err(RouteError::Layers {
-                        engine: NAME,
-                        budget,
-                        from: f.node(g.switches[s].id).name().to_owned(),
-                        to: g.lid_name(f, lid),
-                        cycle: loop_text(g, f, &ch, &cycle),
-                    }));
-                }
-            };
-            load.add(s, port);
-            columns[lid][s] = port;
-            layer[s][lid] = k as u8;
-            hops[s] = hops[ch.peer(s, port) as usize] + 1;
+        }
+    }
+    // The other LIDs behind each exit switch follow its tree.
+    let Placer {
+        mut columns,
+        mut layer,
+        layers,
+        ..
+    } = p;
+    for (lid, exit) in g.exits.iter().enumerate() {
+        let Some(exit) = *exit else { continue };
+        let e = exit.sw as usize;
+        let Some(rep) = first_behind[e].filter(|&r| r != lid) else {
+            continue;
+        };
+        let mut col = columns[rep].clone();
+        col[e] = exit.port;
+        columns[lid] = col;
+        for row in layer.iter_mut() {
+            row[lid] = row[rep];
         }
     }
     g.check_complete(f, NAME, &columns)?;
@@ -239,6 +178,171 @@ fn layering(
         layers: layers.len().max(1) as u8,
         layer,
     }))
+}
+
+/// The tree of routes toward one exit switch: its first LID, the hops from every switch, and
+/// the sources by distance.
+struct Tree {
+    lid: usize,
+    exit: usize,
+    dist: Vec<u32>,
+    order: Vec<u32>,
+}
+
+/// What routes are placed so far: the layers, per-port loads, next hops (`columns[lid]`) and
+/// each route's layer (`layer[source][lid]`), and scratch space.
+struct Placer<'a> {
+    g: &'a Graph,
+    f: &'a weft_fabric::Fabric,
+    ch: Channels,
+    balanced: bool,
+    budget: u8,
+    layers: Vec<Layer>,
+    load: Load,
+    columns: Vec<Vec<u8>>,
+    layer: Vec<Vec<u8>>,
+    cands: Vec<u8>,
+    by_suffix: Vec<(usize, usize, u8)>,
+    path: Vec<u32>,
+    ports: Vec<u8>,
+}
+
+impl Placer<'_> {
+    /// Places the route of `s` toward `tree`'s destination, whose nearer sources are placed:
+    /// its next hop among the shortest-path neighbours and its layer, the lowest one it fits
+    /// (each neighbour on its own route's layer first, where one dependency is new; then
+    /// every layer in order; then a new layer within the budget). The inner error: no layer
+    /// and no room for one.
+    fn place(&mut self, tree: &Tree, s: usize) -> Result<Result<(), RouteError>, RouteError> {
+        let (g, ch, dist, lid) = (self.g, &self.ch, &tree.dist, tree.lid);
+        self.cands.clear();
+        for grp in &g.switches[s].groups {
+            if dist[grp.peer as usize].saturating_add(1) == dist[s] {
+                self.cands.extend(grp.ports.iter().map(|p| p.0));
+            }
+        }
+        if self.balanced {
+            let load = &self.load;
+            self.cands.sort_unstable_by_key(|&p| (load.get(s, p), p));
+        } else {
+            self.cands.sort_unstable();
+        }
+        let Some(&least) = self.cands.first() else {
+            return Err(internal(g, self.f, s, lid));
+        };
+        let chosen = if dist[s] == 1 {
+            Some((least, 0)) // one channel, no dependency: any layer, the first
+        } else {
+            // A next switch's route is on its layer; one without dependencies counts as 0.
+            let layer = &self.layer;
+            let suffix = |port: u8| {
+                let t = ch.peer(s, port) as usize;
+                if dist[t] > 1 {
+                    usize::from(layer[t][lid])
+                } else {
+                    0
+                }
+            };
+            self.by_suffix.clear();
+            let by_suffix = &mut self.by_suffix;
+            by_suffix.extend(
+                self.cands
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &p)| (suffix(p), i, p)),
+            );
+            by_suffix.sort_unstable();
+            let col = &self.columns[lid];
+            let (path, ports) = (&mut self.path, &mut self.ports);
+            let mut chosen = None;
+            for &(k, _, p) in by_suffix.iter() {
+                if let Some(on) = self.layers.get_mut(k) {
+                    walk(ch, col, s, p, tree.exit, path, ports);
+                    if on.insert_route(path, ports) {
+                        chosen = Some((p, k));
+                        break;
+                    }
+                }
+            }
+            if chosen.is_none() {
+                'layers: for (k, on) in self.layers.iter_mut().enumerate() {
+                    for &p in &self.cands {
+                        if suffix(p) == k {
+                            continue; // tried above
+                        }
+                        walk(ch, col, s, p, tree.exit, path, ports);
+                        if on.insert_route(path, ports) {
+                            chosen = Some((p, k));
+                            break 'layers;
+                        }
+                    }
+                }
+            }
+            chosen
+        };
+        let (port, k) = match chosen {
+            Some(c) => c,
+            None => {
+                let col = &self.columns[lid];
+                walk(
+                    ch,
+                    col,
+                    s,
+                    least,
+                    tree.exit,
+                    &mut self.path,
+                    &mut self.ports,
+                );
+                if self.layers.len() >= usize::from(self.budget) {
+                    let cycle = self
+                        .layers
+                        .first()
+                        .and_then(|l0| l0.cycle_closed_by(&self.path))
+                        .unwrap_or_default();
+                    return Ok(Err(RouteError::Layers {
+                        engine: NAME,
+                        budget: self.budget,
+                        from: self.f.node(g.switches[s].id).name().to_owned(),
+                        to: g.lid_name(self.f, lid),
+                        cycle: loop_text(g, self.f, ch, &cycle),
+                    }));
+                }
+                let mut fresh = Layer::new(ch).ok_or_else(|| internal(g, self.f, s, lid))?;
+                if !fresh.insert_route(&self.path, &self.ports) {
+                    return Err(internal(g, self.f, s, lid));
+                }
+                self.layers.push(fresh);
+                (least, self.layers.len() - 1)
+            }
+        };
+        self.load.add(s, port);
+        self.columns[lid][s] = port;
+        self.layer[s][lid] = k as u8;
+        Ok(Ok(()))
+    }
+}
+
+/// The route from `s` through `port` toward `exit`, following `col` (next hops) after the
+/// first: its channels into `path`, the port each leaves by into `ports`.
+fn walk(
+    ch: &Channels,
+    col: &[u8],
+    s: usize,
+    port: u8,
+    exit: usize,
+    path: &mut Vec<u32>,
+    ports: &mut Vec<u8>,
+) {
+    path.clear();
+    ports.clear();
+    let (mut x, mut p) = (s, port);
+    while x != exit && path.len() <= col.len() {
+        let Some(c) = ch.id(x, p) else { break };
+        path.push(c as u32);
+        ports.push(p);
+        x = ch.peer(x, p) as usize;
+        p = col.get(x).copied().unwrap_or(LFT_UNSET);
+    }
 }
 
 /// One layer: its channel dependency graph, kept acyclic, and the dependencies known to
