@@ -243,7 +243,7 @@ fn ibdmchk_layered(tools: &ibsim::Tools, name: &str, src: &str) -> (u8, usize, S
     let dumps = sim.dir().join(DUMPS);
     std::fs::write(
         dumps.join("weft.psl"),
-        weft_fabric::opensm::write_path_sl(&state),
+        weft_fabric::opensm::write_path_sl(&state, weft_fabric::opensm::PslSls::Lowest),
     )
     .unwrap();
     std::fs::write(

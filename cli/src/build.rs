@@ -424,8 +424,11 @@ fn fill(
         }
         if psl_lines(st) <= PSL_LINES {
             create_in(fresh, PATH_SL, |f| {
-                f.write_all(weft_fabric::opensm::write_path_sl(st).as_bytes())
-                    .map_err(io)
+                f.write_all(
+                    weft_fabric::opensm::write_path_sl(st, weft_fabric::opensm::PslSls::Lowest)
+                        .as_bytes(),
+                )
+                .map_err(io)
             })?;
             more.push(PATH_SL);
         }

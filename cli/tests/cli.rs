@@ -356,6 +356,13 @@ fn qos_build_writes_opensm_files_and_its_state_verifies() {
     }
     let conf = std::fs::read_to_string(a.join("opensm.conf")).unwrap_or_default();
     assert!(conf.contains("qos_sl2vl 0,1,2,3,4,5,6,15,"), "{conf}");
+    // ibdmchk's path SLs: one line per (source node, LID), though pairs have several SLs.
+    let psl = std::fs::read_to_string(a.join("path-sl.psl")).unwrap_or_default();
+    let pairs: std::collections::BTreeSet<&str> = psl
+        .lines()
+        .filter_map(|l| l.rsplit_once(' ').map(|(pair, _)| pair))
+        .collect();
+    assert_eq!(pairs.len(), psl.lines().count(), "one line per pair");
     let state = std::fs::read_to_string(a.join("state.json")).unwrap_or_default();
     assert!(
         state.contains("\"by_switch\": ["),

@@ -28,7 +28,7 @@ pub use guid2lid::write_guid2lid;
 pub use guid2lid_read::parse_guid2lid;
 pub use lfts::{write_lfts, write_lfts_to};
 pub use lfts_read::parse_lfts;
-pub use path_sl::{parse_path_sl, write_path_sl};
+pub use path_sl::{parse_path_sl, write_path_sl, PslSls};
 pub use sl2vl::{parse_sl2vl, write_sl2vl, Sl2VlTables};
 
 use crate::{FabricState, LidAssignment, ValidState};

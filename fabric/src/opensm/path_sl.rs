@@ -65,11 +65,21 @@ pub fn parse_path_sl(text: &str, fabric: &Fabric) -> Result<(PathSl, Vec<DumpErr
     c.finish(p)
 }
 
-/// Writes the path SL of every (source node with a LID, destination LID) pair of `state`,
-/// one line per SL, sorted by source GUID then DLID. The format has one line per source node:
-/// the SLs of the node's first port with a LID are written. Nodes that are down are left out
-/// as sources and destinations (the live fabric the tools see has no such node).
-pub fn write_path_sl(state: &FabricState) -> String {
+/// Which SLs of a pair's set a `.psl` file lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PslSls {
+    /// Every SL of the set, one line each: [`parse_path_sl`] reads the set back.
+    All,
+    /// The lowest SL of the set, one line per pair, as ibdmchk's `-c` file has it: a dFtree
+    /// pair's fast lane, or the first QoS class's SL.
+    Lowest,
+}
+
+/// Writes the path SLs of every (source node with a LID, destination LID) pair of `state`
+/// (`which` of each set), sorted by source GUID then DLID. The format has one line per source
+/// node: the SLs of the node's first port with a LID are written. Nodes that are down are left
+/// out as sources and destinations (the live fabric the tools see has no such node).
+pub fn write_path_sl(state: &FabricState, which: PslSls) -> String {
     let f = &state.fabric;
     let owners = state.lids.owners(f);
     let mut srcs: Vec<(Guid, crate::NodeId)> = state
@@ -94,10 +104,12 @@ pub fn write_path_sl(state: &FabricState) -> String {
                 .get(&id)
                 .and_then(|ports| ports.keys().next().copied())
                 .unwrap_or(PortNum(0));
-            for sl in state
-                .path_sls(PortRef { node: id, port }, Lid(lid as u16))
-                .iter()
-            {
+            let sls = state.path_sls(PortRef { node: id, port }, Lid(lid as u16));
+            let take = match which {
+                PslSls::All => 16,
+                PslSls::Lowest => 1,
+            };
+            for sl in sls.iter().take(take) {
                 let _ = writeln!(out, "{:#018x} {lid} {}", g.0, sl.0);
             }
         }

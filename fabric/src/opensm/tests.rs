@@ -177,7 +177,7 @@ fn sl2vl_round_trip() {
 #[test]
 fn path_sl_round_trip_and_sets() {
     let st = state();
-    let text = write_path_sl(&st);
+    let text = write_path_sl(&st, PslSls::All);
     let (p, w) = parse_path_sl(&text, &st.fabric).unwrap();
     assert!(w.is_empty());
     assert_eq!(
@@ -186,6 +186,11 @@ fn path_sl_round_trip_and_sets() {
     );
     assert_eq!(p.get(PortRef::new(NodeId(0), 0), None, Lid(2)), SlSet(0b1));
     assert_eq!(p.get(PortRef::new(NodeId(5), 1), None, Lid(1)), SlSet(0b1));
+    // ibdmchk's form: one line per pair, the set's lowest SL.
+    let lowest = write_path_sl(&st, PslSls::Lowest);
+    assert_eq!(lowest.lines().count() + 1, text.lines().count());
+    let (p, _) = parse_path_sl(&lowest, &st.fabric).unwrap();
+    assert_eq!(p.get(PortRef::new(NodeId(4), 1), None, Lid(7)), SlSet(0b1));
     let e = parse_path_sl(
         "0x100000 7\n0x1 3 0\n0x100000 0 1\n0x100000 7 16\n",
         &st.fabric,
@@ -221,7 +226,7 @@ fn assemble_builds_a_state() {
     let st = state();
     let lfts = write_lfts(&st);
     let sl2vl = write_sl2vl(&st);
-    let psl = write_path_sl(&st);
+    let psl = write_path_sl(&st, PslSls::All);
     let (got, w) = assemble(
         st.fabric.clone(),
         st.lids.clone(),
@@ -286,7 +291,7 @@ mod never_panic {
                 junk.clone(),
                 mutate(&write_lfts(&st), &cuts),
                 mutate(&write_sl2vl(&st), &cuts),
-                mutate(&write_path_sl(&st), &cuts),
+                mutate(&write_path_sl(&st, PslSls::All), &cuts),
                 mutate(&write_guid2lid(&st), &cuts),
             ] {
                 let _ = parse_lfts(&text, f);
