@@ -38,9 +38,10 @@
 //!    processed (Nue runs with QoS on, `-Q`, and `--nue_max_num_vls` = weft's layers: it routes
 //!    on the VLs it is given, one being enough with its escape paths, so it is compared at equal
 //!    VLs; its log runs at DEBUG, `-D 0xf`, to name them, which slows its routing time). For
-//!    `layered`: `vs_opensm --engines lash,dfsssp,nue bench/fabrics/*.weft` (the torus, a
-//!    ring, the degraded mesh, a fat-tree whose faults break up*/down*, two irregular
-//!    fabrics).
+//!    `layered`: `vs_opensm --engines lash,dfsssp,nue bench/fabrics/*.weft` (4×4 and 5×5 tori,
+//!    a ring, the degraded mesh, a fat-tree whose faults break up*/down*, two irregular
+//!    fabrics); at 1 000 switches, the `irregular` binary's fabric with `--engines
+//!    lash,dfsssp`.
 //!
 //! Options: `--runs N` (weft timing runs, default 5), `--osm-runs N` (OpenSM runs per engine
 //! for the routing-time median; default 3 below 2 000 hosts, else 1), `--engines a,b`,
