@@ -111,6 +111,24 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
             "remove `roots`, or route with `engine = updn`"
         })]);
     }
+    if let (Some((_, sp)), false) = (
+        e.config.routing.switch_to_switch,
+        choice.engine == Engine::FatTree,
+    ) {
+        return Err(vec![Diagnostic::error(
+            Code::Unsupported,
+            format!("`switch_to_switch = sftree` has no effect with the `{name}` engine"),
+        )
+        .label(
+            e.fabric_origin.source,
+            sp,
+            "sFtree is how `fat_tree` routes between switches",
+        )
+        .help(format!(
+            "`{name}` routes every switch pair its own way; remove the line, or route with \
+             `engine = fat_tree`"
+        ))]);
+    }
     let (vl_budget, budget_at) = budget(e);
     // The classes must fit on one layer before routing is worth doing (SLs, VLs, pins); the
     // routing's layers then multiply every class's lanes.

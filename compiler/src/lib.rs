@@ -74,8 +74,8 @@ pub struct RoutingConfig {
     pub engine: Option<routing::Engine>,
     /// Where the engine was named.
     pub engine_span: Option<Span>,
-    /// The switch-to-switch scheme asked for.
-    pub switch_to_switch: Option<SwitchToSwitch>,
+    /// The switch-to-switch scheme asked for, and where.
+    pub switch_to_switch: Option<(SwitchToSwitch, Span)>,
     /// LID mask control.
     pub lmc: u8,
     /// Where `lmc` was set.

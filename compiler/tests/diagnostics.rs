@@ -308,6 +308,15 @@ case!(
     bad_topology,
     format!("{PRELUDE}fabric f {{\n    topology = 3\n}}\n")
 );
+// A section or attribute given twice would silently override the first.
+case!(
+    section_twice,
+    format!("{PRELUDE}fabric f {{\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    routing {{ engine = fat_tree }}\n    routing {{ engine = updn }}\n    vls {{ budget = 2 }}\n    vls {{ budget = 4 }}\n    qos {{\n        class a {{ vl = 0 }}\n    }}\n    qos {{\n        class b {{ vl = 1 }}\n    }}\n}}\n")
+);
+case!(
+    attribute_twice,
+    format!("{PRELUDE}fabric f {{\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    routing {{ engine = updn, lmc = 1, engine = fat_tree }}\n    vls {{ budget = 2, budget = 4 }}\n    qos {{\n        class a {{ vl = 0, weight = 4, weight = 8, match {{ service_id = 1, service_id = 2 }} }}\n    }}\n}}\n")
+);
 
 #[test]
 fn evaluation_limit() {
@@ -395,6 +404,11 @@ build_case!(
 build_case!(
     qos_classes_share_an_sl,
     format!("{PRELUDE}fabric f {{\n{TREE}    qos {{\n        class mgmt {{ sl = 2, match {{ service_id = 7 }} }}\n        class bulk {{ lanes = dftree, sl = 1 }}\n    }}\n}}\n")
+);
+// sFtree is fat_tree's: with another engine the line would do nothing.
+build_case!(
+    switch_to_switch_without_fat_tree,
+    format!("{PRELUDE}fabric f {{\n{TREE}    routing {{ engine = updn, switch_to_switch = sftree }}\n}}\n")
 );
 build_case!(
     qos_classes_share_a_vl,

@@ -74,8 +74,23 @@ impl Elab<'_> {
         }
         self.in_faults = false;
         let mut config = FabricConfig::default();
+        // `vls`, `routing` and `qos` once each: a second would silently override the first.
+        let mut seen: Vec<(&str, Span)> = Vec::new();
         for s in &f.stmts {
             if let FabricStmt::Section(sec) = s {
+                let kind = sec.kind.name.as_str();
+                if matches!(kind, "vls" | "routing" | "qos") {
+                    if let Some(&(_, first)) = seen.iter().find(|(k, _)| *k == kind) {
+                        self.second(
+                            &format!("a second `{kind}` section"),
+                            sec.kind.span,
+                            first,
+                            &format!("put every setting in one `{kind} {{ … }}` section"),
+                        );
+                        continue;
+                    }
+                    seen.push((kind, sec.kind.span));
+                }
                 self.section(sec, &mut config);
             }
         }
@@ -201,7 +216,37 @@ impl Elab<'_> {
         }
     }
 
+    /// A duplicate: an error at `span`, the first one labelled at `first`.
+    fn second(&mut self, msg: &str, span: Span, first: Span, help: &str) {
+        let d = crate::diagnostic::Diagnostic::error(Code::DuplicateItem, msg)
+            .label(self.cur_source(), span, "second")
+            .label(self.cur_source(), first, "first")
+            .help(help);
+        self.emit(d);
+    }
+
+    /// Reports every attribute of `s`'s body set a second time (the last would silently win).
+    fn attrs_once(&mut self, s: &Section) {
+        let mut seen: Vec<&Ident> = Vec::new();
+        for item in s.body.iter().flatten() {
+            let SectionItem::Attr(a) = item else { continue };
+            match seen.iter().find(|n| n.name == a.name.name) {
+                Some(first) => {
+                    let first = first.span;
+                    self.second(
+                        &format!("`{}` is set twice in `{}`", a.name.name, s.kind.name),
+                        a.name.span,
+                        first,
+                        "keep one",
+                    );
+                }
+                None => seen.push(&a.name),
+            }
+        }
+    }
+
     pub(super) fn section(&mut self, s: &Section, config: &mut FabricConfig) {
+        self.attrs_once(s);
         match s.kind.name.as_str() {
             "vls" => {
                 for a in s.body.iter().flatten() {
@@ -257,7 +302,7 @@ impl Elab<'_> {
                                     );
                                 } else {
                                     config.routing.switch_to_switch =
-                                        Some(crate::SwitchToSwitch::Sftree);
+                                        Some((crate::SwitchToSwitch::Sftree, a.value.span));
                                 }
                             }
                         }
@@ -327,16 +372,6 @@ impl Elab<'_> {
 
     /// `qos { class name { … } … }`.
     fn qos(&mut self, s: &Section, config: &mut FabricConfig) {
-        if !config.qos.is_empty() {
-            self.err_help(
-                Code::DuplicateItem,
-                "a second `qos` section",
-                s.kind.span,
-                "second `qos`",
-                "put every class in one `qos { … }` section",
-            );
-            return;
-        }
         // Every class name seen, declared well or not, for duplicates.
         let mut seen: Vec<(String, Span)> = Vec::new();
         for item in s.body.iter().flatten() {
@@ -410,6 +445,7 @@ impl Elab<'_> {
     }
 
     fn qos_class(&mut self, c: &Section, name: &Ident) -> Option<crate::QosClass> {
+        self.attrs_once(c);
         let mut class = crate::QosClass {
             name: name.name.clone(),
             span: name.span,
@@ -580,6 +616,7 @@ impl Elab<'_> {
 
     /// `match { pkey = …, service_id = … }`; `false` on an error.
     fn class_match(&mut self, m: &Section, out: &mut crate::ClassMatch) -> bool {
+        self.attrs_once(m);
         let mut ok = true;
         for item in m.body.iter().flatten() {
             let SectionItem::Attr(a) = item else {
