@@ -5,6 +5,7 @@
 //! * the SL→VL dump `opensm-sl2vl.dump` ([`write_sl2vl`], [`parse_sl2vl`]);
 //! * path SLs in ibdiagnet's `.psl` form ([`write_path_sl`], [`parse_path_sl`]);
 //! * the `guid2lid` cache ([`write_guid2lid`], [`parse_guid2lid`]);
+//! * `partitions.conf` from P_Key tables ([`write_partitions`]);
 //! * [`assemble`]: a [`FabricState`] from a discovered topology and these files, so weft can
 //!   audit a fabric OpenSM configured.
 //!
@@ -17,6 +18,7 @@ mod guid2lid;
 mod guid2lid_read;
 mod lfts;
 mod lfts_read;
+mod partitions;
 mod path_sl;
 mod sl2vl;
 
@@ -28,6 +30,7 @@ pub use guid2lid::write_guid2lid;
 pub use guid2lid_read::parse_guid2lid;
 pub use lfts::{write_lfts, write_lfts_to};
 pub use lfts_read::parse_lfts;
+pub use partitions::write_partitions;
 pub use path_sl::{parse_path_sl, write_path_sl, PslSls};
 pub use sl2vl::{parse_sl2vl, write_sl2vl, Sl2VlTables};
 

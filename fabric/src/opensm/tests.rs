@@ -2,8 +2,8 @@
 
 use super::*;
 use crate::{
-    FabricBuilder, FabricState, Guid, Lid, LidAssignment, NodeId, NodeKind, NodeSpec, PortNum,
-    PortRef, Sl2VlRow, SlSet, SwitchState,
+    FabricBuilder, FabricState, Guid, Lid, LidAssignment, NodeId, NodeKind, NodeSpec, PKey,
+    PortNum, PortRef, Sl2VlRow, SlSet, SwitchState,
 };
 
 /// EXP-FT's shape: leaves L1, L2 (hosts on ports 1-2, spines on 5-6), spines S1, S2.
@@ -307,4 +307,42 @@ mod never_panic {
             }
         }
     }
+}
+
+/// `partitions.conf`: nothing without P_Key tables; with them, the default partition first
+/// (`SELF=full`, ports without a table full members), then one partition per P_Key, members
+/// by port GUID with full, limited or both (a port holding the full and the limited key).
+#[test]
+fn partitions_from_pkey_tables() {
+    let mut st = state();
+    assert_eq!(write_partitions(&st), None);
+    let host = |st: &FabricState, n: u32| st.fabric.node(NodeId(n)).ports[0].guid.0;
+    let (h4, h5) = (host(&st, 4), host(&st, 5));
+    st.ports
+        .entry(PortRef::new(NodeId(4), 1))
+        .or_default()
+        .pkeys = Some(vec![PKey(0x8001), PKey(0x7fff)]);
+    st.ports
+        .entry(PortRef::new(NodeId(5), 1))
+        .or_default()
+        .pkeys = Some(vec![PKey(0x8001), PKey(0x0001), PKey(0x8002)]);
+    let text = write_partitions(&st).expect("P_Key tables give a file");
+    insta::assert_snapshot!(text);
+    let line = |g: u64, m: &str| format!("    {g:#018x}={m}");
+    let default = text.split(';').next().unwrap_or_default();
+    assert!(default.starts_with("# ") && default.contains("Default=0x7fff :\n    SELF=full"));
+    assert!(default.contains(&line(h4, "limited")), "{default}");
+    assert!(!default.contains(&format!("{h5:#018x}")), "{default}");
+    assert!(
+        text.contains(&format!(
+            "weft_0001=0x0001 :\n{},\n{} ;",
+            line(h4, "full"),
+            line(h5, "both")
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("weft_0002=0x0002 :\n{} ;", line(h5, "full"))),
+        "{text}"
+    );
 }

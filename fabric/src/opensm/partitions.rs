@@ -1,0 +1,107 @@
+//! OpenSM's partition configuration (`partitions.conf`, `opensm -P FILE`), written from the
+//! P_Key tables of a state.
+//!
+//! Grammar (opensm(8), PARTITION CONFIGURATION; parser `osm_prtn_config.c`): a partition is
+//! `Name=PKey : member, member, … ;`, a member `PortGUID[=full|limited|both]`, and a definition
+//! may run over several lines up to its `;` (OpenSM reads lines of under 4 096 characters, so
+//! members are written one per line). OpenSM keeps the low 15 bits of a P_Key and sets the
+//! membership bit per member.
+
+use crate::{FabricState, Guid, NodeKind, PKey, PortNum, PortRef};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// The default partition's number.
+const DEFAULT: u16 = 0x7fff;
+
+/// How a port belongs to a partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Membership {
+    Full,
+    Limited,
+    Both,
+}
+
+impl Membership {
+    fn word(self) -> &'static str {
+        match self {
+            Membership::Full => "full",
+            Membership::Limited => "limited",
+            Membership::Both => "both",
+        }
+    }
+
+    fn with(self, full: bool) -> Membership {
+        match (self, full) {
+            (Membership::Full, true) | (Membership::Limited, false) => self,
+            _ => Membership::Both,
+        }
+    }
+}
+
+/// `partitions.conf` for `state`'s P_Key tables, `None` when no port has one (OpenSM's own
+/// default then applies: every port a full member of the default partition).
+///
+/// Members are the ports that get P_Keys from the SM: a switch's port 0 and the ports of end
+/// nodes, live ones only. A port with a table belongs to each partition its entries name
+/// (full, limited, or both when it holds both); a port without a table is a full member of the
+/// default partition `0x7fff`, as the IBA default table (`0xffff`) makes it. The default
+/// partition is always written, first, with `SELF=full` so the SM keeps managing the
+/// subnet; the others follow by P_Key, their members by port GUID.
+pub fn write_partitions(state: &FabricState) -> Option<String> {
+    if state.ports.values().all(|p| p.pkeys.is_none()) {
+        return None;
+    }
+    let f = &state.fabric;
+    let mut parts: BTreeMap<u16, BTreeMap<Guid, Membership>> = BTreeMap::new();
+    parts.entry(DEFAULT).or_default();
+    for id in f.node_ids() {
+        let node = f.node(id);
+        if node.down {
+            continue;
+        }
+        let ports: Vec<(PortNum, Guid)> = match node.kind() {
+            NodeKind::Switch => vec![(PortNum(0), node.guid())],
+            _ => node.ports.iter().map(|p| (p.num, p.guid)).collect(),
+        };
+        for (num, guid) in ports {
+            let table = state
+                .ports
+                .get(&PortRef {
+                    node: id,
+                    port: num,
+                })
+                .and_then(|p| p.pkeys.as_deref());
+            let keys: &[PKey] = table.unwrap_or(&[PKey::DEFAULT]);
+            for k in keys.iter().filter(|k| k.base() != 0) {
+                let members = parts.entry(k.base()).or_default();
+                let m = match members.get(&guid) {
+                    Some(m) => m.with(k.is_full()),
+                    None if k.is_full() => Membership::Full,
+                    None => Membership::Limited,
+                };
+                members.insert(guid, m);
+            }
+        }
+    }
+    let mut out = String::from(
+        "# OpenSM partitions (opensm -P) from weft's P_Key tables: one partition per P_Key,\n\
+         # members by port GUID.\n",
+    );
+    let default = parts.remove(&DEFAULT).unwrap_or_default();
+    for (base, members) in std::iter::once((&DEFAULT, &default)).chain(parts.iter()) {
+        if *base == DEFAULT {
+            let _ = write!(out, "Default={DEFAULT:#06x} :\n    SELF=full");
+        } else {
+            let _ = write!(out, "weft_{base:04x}={base:#06x} :");
+        }
+        let mut first = *base != DEFAULT;
+        for (guid, m) in members {
+            let sep = if first { "" } else { "," };
+            first = false;
+            let _ = write!(out, "{sep}\n    {:#018x}={}", guid.0, m.word());
+        }
+        out.push_str(" ;\n");
+    }
+    Some(out)
+}
