@@ -635,3 +635,59 @@ fn opensm_sa_answers_weft_path_sls() {
         "leaf switch → leaf 20"
     );
 }
+
+/// weft's `partitions.conf` (from P_Key tables: two hosts of one leaf in two tenants, limited
+/// members of the default partition) loaded by the real OpenSM (`-P`) on ibsim: SUBNET UP
+/// without ERR, and `smpquery pkeys` on each host shows its tenant's P_Key (full) and the
+/// default one (limited), never the other tenant's.
+#[test]
+fn opensm_loads_weft_partitions() {
+    let Some(tools) = ibsim::require("opensm_loads_weft_partitions", &["opensm", "smpquery"])
+    else {
+        return;
+    };
+    let (_, mut state) = compile("cluster-648.weft");
+    let f = state.fabric.clone();
+    // The simulator's SM port is on the first switch (a leaf); its hosts on ports 1 and 2.
+    let local = f
+        .find_guid(weft_fabric::Guid(0x0002_c900_0000_0100))
+        .unwrap();
+    let host = |p: u8| f.peer(weft_fabric::PortRef::new(local, p)).unwrap().0;
+    let tenants = [(1u8, 0x8001u16, 0x8002u16), (2, 0x8002, 0x8001)];
+    for &(p, mine, _) in &tenants {
+        state.ports.entry(host(p)).or_default().pkeys =
+            Some(vec![weft_fabric::PKey(mine), weft_fabric::PKey(0x7fff)]);
+    }
+    let conf = weft_fabric::opensm::write_partitions(&state).unwrap();
+    let (sim, osm_log) = opensm_loads_with(&tools, &state, |dir| {
+        let p = dir.join("partitions.conf");
+        std::fs::write(&p, &conf).unwrap();
+        vec!["-P".into(), p.to_str().unwrap().into()]
+    });
+    assert!(
+        !osm_log.contains(" ERR "),
+        "OpenSM reported errors:\n{osm_log}"
+    );
+    assert!(osm_log.contains("SUBNET UP"), "{osm_log}");
+    for &(p, mine, theirs) in &tenants {
+        // `smpquery pkeys` prints the table, eight entries a row: `   0: 0x7fff 0x8001 …`.
+        let out = sim
+            .run_retrying(
+                "smpquery",
+                &["-D", "pkeys", &format!("0,{p}"), "1"],
+                Duration::from_secs(60),
+                Duration::from_secs(120),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        let text = out.stdout.to_lowercase();
+        assert!(
+            text.contains(&format!("{mine:#06x}")),
+            "host on port {p}:\n{text}"
+        );
+        assert!(text.contains("0x7fff"), "host on port {p}:\n{text}");
+        assert!(
+            !text.contains(&format!("{theirs:#06x}")),
+            "host on port {p}:\n{text}"
+        );
+    }
+}
