@@ -636,8 +636,8 @@ fn opensm_sa_answers_weft_path_sls() {
     );
 }
 
-/// weft's `partitions.conf` (from P_Key tables: two hosts of one leaf in two tenants, limited
-/// members of the default partition) loaded by the real OpenSM (`-P`) on ibsim: SUBNET UP
+/// Tenants end to end: the 648-node example with two tenants (the first two hosts of the SM's
+/// leaf) compiled, its `partitions.conf` loaded by the real OpenSM (`-P`) on ibsim: SUBNET UP
 /// without ERR, and `smpquery pkeys` on each host shows its tenant's P_Key (full) and the
 /// default one (limited), never the other tenant's.
 #[test]
@@ -646,18 +646,27 @@ fn opensm_loads_weft_partitions() {
     else {
         return;
     };
-    let (_, mut state) = compile("cluster-648.weft");
+    let text = example("cluster-648.weft");
+    let end = text.rfind('}').unwrap();
+    let src = format!(
+        "{}    tenant alice {{ pkey = 0x8001, hosts = cn001 }}\n    tenant bob {{ pkey = 0x8002, hosts = cn002 }}\n}}\n",
+        &text[..end]
+    );
+    let c = weft_compiler::check("t.weft", &src, &NoFiles);
+    assert!(!c.has_errors(), "{:?}", c.diagnostics);
+    let state = weft_compiler::build::build(&c.elaborated.unwrap())
+        .unwrap_or_else(|d| panic!("{d:?}"))
+        .state
+        .into_inner();
     let f = state.fabric.clone();
     // The simulator's SM port is on the first switch (a leaf); its hosts on ports 1 and 2.
     let local = f
         .find_guid(weft_fabric::Guid(0x0002_c900_0000_0100))
         .unwrap();
     let host = |p: u8| f.peer(weft_fabric::PortRef::new(local, p)).unwrap().0;
+    assert_eq!(f.node(host(1).node).name(), "cn001");
+    assert_eq!(f.node(host(2).node).name(), "cn002");
     let tenants = [(1u8, 0x8001u16, 0x8002u16), (2, 0x8002, 0x8001)];
-    for &(p, mine, _) in &tenants {
-        state.ports.entry(host(p)).or_default().pkeys =
-            Some(vec![weft_fabric::PKey(mine), weft_fabric::PKey(0x7fff)]);
-    }
     let conf = weft_fabric::opensm::write_partitions(&state).unwrap();
     let (sim, osm_log) = opensm_loads_with(&tools, &state, |dir| {
         let p = dir.join("partitions.conf");

@@ -255,13 +255,14 @@ const CERTIFICATE: &str = "certificate.json";
 /// The marker of a build written with `--allow-unproven`.
 const UNPROVEN: &str = "UNPROVEN";
 /// The files written besides the tables.
-const EXTRAS: [&str; 6] = [
+const EXTRAS: [&str; 7] = [
     CERTIFICATE,
     UNPROVEN,
     SL2VL,
     PATH_SL,
     OPENSM_CONF,
     QOS_POLICY,
+    PARTITIONS,
 ];
 
 /// A fresh directory beside the output, created exclusively (a planted file or symlink at its
@@ -433,8 +434,17 @@ fn fill(
             more.push(PATH_SL);
         }
     }
+    if let Some(conf) = weft_fabric::opensm::write_partitions(st) {
+        create_in(fresh, PARTITIONS, |f| {
+            f.write_all(conf.as_bytes()).map_err(|e| e.to_string())
+        })?;
+        more.push(PARTITIONS);
+    }
     Ok((more, no_policy))
 }
+
+/// OpenSM's partitions (`-P`), for a state with P_Key tables (tenants).
+const PARTITIONS: &str = "partitions.conf";
 
 /// OpenSM's SL→VL dump, for a state with layers.
 const SL2VL: &str = "sl2vl.dump";

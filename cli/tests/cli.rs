@@ -521,7 +521,7 @@ fn huge_columns_and_repeated_errors_stay_readable() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `tenant` is parsed but not built yet: `weft check` refuses it (exit 1,
+/// VMs in a tenant are parsed but not built yet: `weft check` refuses them (exit 1,
 /// `weft::unsupported`) instead of printing "verified" over a section it ignored.
 #[test]
 fn check_refuses_what_is_not_built_yet() {
@@ -530,14 +530,17 @@ fn check_refuses_what_is_not_built_yet() {
     let f = dir.join("qos.weft");
     std::fs::write(
         &f,
-        "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 2, radix: 8, switch: sb7800, hca: connectx5)\n    qos { class compute { sl = 1 } }\n    tenant t { pkey = 0x8001 }\n}\n",
+        "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 2, radix: 8, switch: sb7800, hca: connectx5)\n    qos { class compute { sl = 1 } }\n    tenant t { pkey = 0x8001, vms on cn001 { vfs_per_host = 4 } }\n}\n",
     )
     .unwrap();
     let out = weft(&["check", f.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert_eq!(err.matches("weft::unsupported").count(), 1, "{err}");
-    assert!(err.contains("`tenant` sections"), "{err}");
+    assert!(
+        err.contains("`vms` (VMs on vSwitch SR-IOV hypervisors)"),
+        "{err}"
+    );
     assert!(
         !text(&out.stdout).contains("verified"),
         "{}",
@@ -827,4 +830,45 @@ fn progress_only_on_a_terminal_and_never_when_quiet() {
     assert_eq!(piped.status.code(), Some(0));
     assert_eq!(text(&piped.stderr), "");
     assert!(text(&piped.stdout).starts_with("fabric `cluster45056`"));
+}
+
+/// Tenants: `weft build` writes OpenSM's `partitions.conf` beside the tables, one partition
+/// per tenant with its hosts' port GUIDs as full members, and the state carries the P_Key
+/// tables (`weft verify` of it passes).
+#[test]
+fn tenants_build_writes_partitions_conf() {
+    let dir = temp_dir("tenants");
+    let f = dir.join("t.weft");
+    std::fs::write(
+        &f,
+        "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    tenant alice { pkey = 0x8001, hosts = cn001..=cn002 }\n    tenant bob { pkey = 0x8002, hosts = cn003 }\n}\n",
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let out = weft(&[
+        "build",
+        f.to_str().unwrap(),
+        "-o",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("partitions.conf"),
+        "{}",
+        text(&out.stdout)
+    );
+    let conf = std::fs::read_to_string(out_dir.join("partitions.conf")).unwrap_or_default();
+    let alice = conf.split("weft_0001=0x0001 :").nth(1).unwrap_or_default();
+    let alice = alice.split(';').next().unwrap_or_default();
+    assert_eq!(alice.matches("=full").count(), 2, "{conf}");
+    assert!(conf.contains("weft_0002=0x0002 :"), "{conf}");
+    let state = std::fs::read_to_string(out_dir.join("state.json")).unwrap_or_default();
+    assert!(state.contains("pkeys"), "P_Key tables in the state");
+    let out = weft(&[
+        "verify",
+        "--state",
+        out_dir.join("state.json").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    let _ = std::fs::remove_dir_all(dir);
 }

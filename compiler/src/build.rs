@@ -215,7 +215,7 @@ pub fn relayer(
         notes: built
             .notes
             .iter()
-            .filter(|n| !matches!(n.code, Code::Layers | Code::QosLanes))
+            .filter(|n| !matches!(n.code, Code::Layers | Code::QosLanes | Code::Partitions))
             .cloned()
             .collect(),
         lanes: Some(routing::Lanes { layers, by_source }),
@@ -263,6 +263,7 @@ fn assemble(
     )
     .map_err(|d| vec![d])?;
     crate::qos::apply(&mut state, &map, routes.lanes.as_ref());
+    crate::partitions::apply(&mut state, &e.config.tenants);
     if let Some(lanes) = &routes.lanes {
         let of = if e.config.vls_budget.is_some() {
             format!("the {vl_budget} VL(s) budgeted")
@@ -289,6 +290,12 @@ fn assemble(
         notes.push(RouteNote {
             code: Code::QosLanes,
             message: describe(&map),
+        });
+    }
+    if !e.config.tenants.is_empty() {
+        notes.push(RouteNote {
+            code: Code::Partitions,
+            message: crate::partitions::describe(&e.config.tenants),
         });
     }
     // What the passes produce must be a valid state; if not, that is a bug in weft, reported

@@ -17,6 +17,7 @@ pub mod emit;
 pub mod fmt;
 mod import;
 pub mod lids;
+pub mod partitions;
 pub mod qos;
 // The engines index their own dense switch and port ids, built from a valid `Fabric`; what
 // they read from input (the fabric, the configuration) goes through `get`.
@@ -86,6 +87,32 @@ pub struct RoutingConfig {
     pub roots_span: Option<Span>,
 }
 
+/// A partition of end nodes: a `tenant` (its hosts full members, isolated from other tenants)
+/// or a `shared` partition (its hosts full members, every tenant's hosts joining it as
+/// `members` says).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tenant {
+    /// Its name.
+    pub name: String,
+    /// Where it is declared (the name).
+    pub span: Span,
+    /// The partition number (the P_Key's low 15 bits: 0x0001..=0x7ffe).
+    pub pkey: u16,
+    /// Its hosts (end nodes), in declaration order.
+    pub hosts: Vec<NodeId>,
+    /// `shared` only: how every tenant's hosts join it (`None` for a tenant).
+    pub others: Option<Membership>,
+}
+
+/// A port's membership in a partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Membership {
+    /// Talks to every member.
+    Full,
+    /// Talks to full members only.
+    Limited,
+}
+
 /// What a `fabric` block says besides its topology.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FabricConfig {
@@ -95,6 +122,9 @@ pub struct FabricConfig {
     pub routing: RoutingConfig,
     /// The `qos { class … }` classes, in declaration order (none: one implicit class on SL 0).
     pub qos: Vec<QosClass>,
+    /// `tenant` and `shared` partitions, in declaration order (none: every port a full member
+    /// of the default partition).
+    pub tenants: Vec<Tenant>,
 }
 
 /// How a QoS class spreads its traffic over lanes (each lane its own SL and VL).

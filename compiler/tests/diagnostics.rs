@@ -206,7 +206,9 @@ case!(
     qos_class_mistakes,
     format!("{PRELUDE}fabric f {{\n{TREE}    qos {{\n        class a {{ lanes = vftree(vls: [2, 3]), vl = 1, colour = 3 }}\n        class b {{ lanes = vftree(max: 4) }}\n        class d {{ lanes = vftree(vls: [1, 3]) }}\n        class c {{ lanes = zigzag, priority = urgent, match {{ }} }}\n        class e {{ match {{ pkey = 0x8001 }} }}\n        class a {{ sl = 3 }}\n    }}\n}}\n")
 );
-case!(unsupported_tenant, format!("{PRELUDE}fabric f {{\n{TREE}    tenant alice {{ pkey = 0x8001, hosts = [cn001, nowhere], sl = 99 }}\n}}\n"));
+// Tenants: a host in two, a P_Key used twice or reserved, a switch or an unknown name in
+// `hosts`, an unknown setting, a missing P_Key, a name declared twice, what is not built yet.
+case!(tenant_mistakes, format!("{PRELUDE}fabric f {{\n{TREE}    tenant alice {{ pkey = 0x8001, hosts = [cn001, nowhere], sl = 99 }}\n    tenant bob {{ pkey = 0x8002, hosts = cn001..=cn003 }}\n    tenant carol {{ pkey = 0x0002, hosts = [leaf1] }}\n    tenant dave {{ pkey = 0x7fff }}\n    tenant erin {{ hosts = cn009 }}\n    tenant bob {{ pkey = 0x8005 }}\n    tenant frank {{ pkey = 0x8006, class = compute, vms on cn010 {{ vfs_per_host = 4 }} }}\n    shared storage {{ pkey = 0x8010, hosts = cn020, members = some }}\n}}\n"));
 case!(
     unsupported_switch_to_switch_none,
     format!("{PRELUDE}fabric f {{\n{TREE}    routing {{ switch_to_switch = none }}\n}}\n")
@@ -409,6 +411,11 @@ build_case!(
 build_case!(
     switch_to_switch_without_fat_tree,
     format!("{PRELUDE}fabric f {{\n{TREE}    routing {{ engine = updn, switch_to_switch = sftree }}\n}}\n")
+);
+// Two tenants and a shared partition: the note names them and their P_Keys.
+build_case!(
+    tenants_partitions_note,
+    format!("{PRELUDE}fabric f {{\n{TREE}    tenant alice {{ pkey = 0x8001, hosts = cn001..=cn004 }}\n    tenant bob {{ pkey = 0x8002, hosts = [cn005, cn006] }}\n    shared storage {{ pkey = 0x8010, hosts = cn007, members = limited }}\n}}\n")
 );
 build_case!(
     qos_classes_share_a_vl,

@@ -12,6 +12,7 @@ mod expressions;
 mod modules;
 mod sections;
 mod statements;
+mod tenants;
 
 use crate::code::Code;
 use crate::diagnostic::{Diagnostic, SourceId, SourceMap};

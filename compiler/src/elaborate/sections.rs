@@ -1,5 +1,5 @@
 //! The `fabric` item: its attributes, its topology (or `import`), and its sections
-//! (`vls`, `routing`, `qos`; `tenant` is not built yet).
+//! (`vls`, `routing`, `qos`; `tenant` and `shared` in `tenants.rs`).
 
 use super::*;
 
@@ -217,7 +217,7 @@ impl Elab<'_> {
     }
 
     /// A duplicate: an error at `span`, the first one labelled at `first`.
-    fn second(&mut self, msg: &str, span: Span, first: Span, help: &str) {
+    pub(super) fn second(&mut self, msg: &str, span: Span, first: Span, help: &str) {
         let d = crate::diagnostic::Diagnostic::error(Code::DuplicateItem, msg)
             .label(self.cur_source(), span, "second")
             .label(self.cur_source(), first, "first")
@@ -344,14 +344,7 @@ impl Elab<'_> {
                 }
             }
             "qos" => self.qos(s, config),
-            "tenant" => {
-                self.unsupported(
-                    s.kind.span,
-                    "`tenant` sections (partitions, VMs, vSwitches) are not implemented yet",
-                    "tenants and VM placement come in a later version; remove the section — \
-                     weft never accepts what it would ignore",
-                );
-            }
+            "tenant" | "shared" => self.tenant(s, config),
             other => {
                 let help = suggest(other, SECTIONS.iter().copied(), || {
                     format!(
@@ -761,7 +754,7 @@ impl Elab<'_> {
 
 pub(super) const FABRIC_ATTRS: &[&str] = &["guid_base"];
 
-pub(super) const SECTIONS: &[&str] = &["vls", "routing", "qos", "tenant"];
+pub(super) const SECTIONS: &[&str] = &["vls", "routing", "qos", "tenant", "shared"];
 
 pub(super) const CLASS_ATTRS: &[&str] = &["sl", "vl", "lanes", "weight", "priority", "match"];
 
