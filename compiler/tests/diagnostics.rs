@@ -208,7 +208,7 @@ case!(
 );
 // Tenants: a host in two, a P_Key used twice or reserved, a switch or an unknown name in
 // `hosts`, an unknown setting, a missing P_Key, a name declared twice, what is not built yet.
-case!(tenant_mistakes, format!("{PRELUDE}fabric f {{\n{TREE}    tenant alice {{ pkey = 0x8001, hosts = [cn001, nowhere], sl = 99 }}\n    tenant bob {{ pkey = 0x8002, hosts = cn001..=cn003 }}\n    tenant carol {{ pkey = 0x0002, hosts = [leaf1] }}\n    tenant dave {{ pkey = 0x7fff }}\n    tenant erin {{ hosts = cn009 }}\n    tenant bob {{ pkey = 0x8005 }}\n    tenant frank {{ pkey = 0x8006, class = compute, vms on cn010 {{ vfs_per_host = 4 }} }}\n    shared storage {{ pkey = 0x8010, hosts = cn020, members = some }}\n}}\n"));
+case!(tenant_mistakes, format!("{PRELUDE}fabric f {{\n{TREE}    tenant alice {{ pkey = 0x8001, hosts = [cn001, nowhere], sl = 99 }}\n    tenant bob {{ pkey = 0x8002, hosts = cn001..=cn003 }}\n    tenant carol {{ pkey = 0x0002, hosts = [leaf1] }}\n    tenant dave {{ pkey = 0x7fff }}\n    tenant erin {{ hosts = cn009 }}\n    tenant bob {{ pkey = 0x8005 }}\n    tenant frank {{ pkey = 0x8006, class = compute, vms on cn010 {{ vfs_per_host = 4 }} }}\n    tenant grace {{ pkey = 0x8007, hosts = [] }}\n    shared storage {{ pkey = 0x8010, hosts = cn020, members = some }}\n}}\n"));
 case!(
     unsupported_switch_to_switch_none,
     format!("{PRELUDE}fabric f {{\n{TREE}    routing {{ switch_to_switch = none }}\n}}\n")

@@ -149,6 +149,18 @@ impl Elab<'_> {
                 format!("give it one: `{kind} {} {{ pkey = 0x8001, … }}`", name.name),
             );
         }
+        if hosts.is_empty() && ok {
+            self.err_help(
+                Code::MissingAttribute,
+                format!("`{}` has no hosts", name.name),
+                name.span,
+                "an empty partition",
+                format!(
+                    "list its members: `{kind} {} {{ hosts = cn001..=cn016, … }}`, or remove it",
+                    name.name
+                ),
+            );
+        }
         if let Some(first) = config.tenants.iter().find(|t| pkey != 0 && t.pkey == pkey) {
             let (first_name, first_span) = (first.name.clone(), first.span);
             self.second(
