@@ -315,6 +315,11 @@ case!(
     section_twice,
     format!("{PRELUDE}fabric f {{\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    routing {{ engine = fat_tree }}\n    routing {{ engine = updn }}\n    vls {{ budget = 2 }}\n    vls {{ budget = 4 }}\n    qos {{\n        class a {{ vl = 0 }}\n    }}\n    qos {{\n        class b {{ vl = 1 }}\n    }}\n}}\n")
 );
+// A name or an `on` target where a section takes none would be ignored.
+case!(
+    section_name_or_target_ignored,
+    format!("{PRELUDE}fabric f {{\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    routing fast {{ engine = fat_tree }}\n    vls on cn001 {{ budget = 2 }}\n    tenant alice on cn002 {{ pkey = 0x8001, hosts = cn001 }}\n    qos {{\n        class a on cn003 {{ vl = 0 }}\n        class b {{ vl = 1, match on cn004 {{ service_id = 1 }} }}\n    }}\n}}\n")
+);
 case!(
     attribute_twice,
     format!("{PRELUDE}fabric f {{\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    routing {{ engine = updn, lmc = 1, engine = fat_tree }}\n    vls {{ budget = 2, budget = 4 }}\n    qos {{\n        class a {{ vl = 0, weight = 4, weight = 8, match {{ service_id = 1, service_id = 2 }} }}\n    }}\n}}\n")

@@ -91,6 +91,9 @@ impl Elab<'_> {
                     }
                     seen.push((kind, sec.kind.span));
                 }
+                if !self.takes_only(sec, matches!(kind, "tenant" | "shared")) {
+                    continue;
+                }
                 self.section(sec, &mut config);
             }
         }
@@ -223,6 +226,34 @@ impl Elab<'_> {
             .label(self.cur_source(), first, "first")
             .help(help);
         self.emit(d);
+    }
+
+    /// Whether `s` has nothing it would ignore: a name only where it takes one (`named`), and
+    /// no `on` target (only VMs take one). Errors at what it would ignore.
+    pub(super) fn takes_only(&mut self, s: &Section, named: bool) -> bool {
+        let kind = &s.kind.name;
+        let mut ok = true;
+        if let (Some(n), false) = (&s.name, named) {
+            self.err_help(
+                Code::Syntax,
+                format!("`{kind}` takes no name"),
+                n.span,
+                "a name here would be ignored",
+                format!("write `{kind} {{ … }}`"),
+            );
+            ok = false;
+        }
+        if let Some(on) = &s.on {
+            self.err_help(
+                Code::Syntax,
+                format!("`{kind}` takes no `on` target"),
+                on.span,
+                "would be ignored",
+                "only `vms on …` and `vm NAME on …` name where they run",
+            );
+            ok = false;
+        }
+        ok
     }
 
     /// Reports every attribute of `s`'s body set a second time (the last would silently win).
@@ -374,6 +405,9 @@ impl Elab<'_> {
             };
             if c.kind.name != "class" {
                 self.unknown_in_section(item, "qos", &["class"]);
+                continue;
+            }
+            if c.on.is_some() && !self.takes_only(c, true) {
                 continue;
             }
             let Some(name) = &c.name else {
@@ -609,6 +643,9 @@ impl Elab<'_> {
 
     /// `match { pkey = …, service_id = … }`; `false` on an error.
     fn class_match(&mut self, m: &Section, out: &mut crate::ClassMatch) -> bool {
+        if !self.takes_only(m, false) {
+            return false;
+        }
         self.attrs_once(m);
         let mut ok = true;
         for item in m.body.iter().flatten() {
