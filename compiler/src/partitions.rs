@@ -25,6 +25,10 @@ pub fn apply(state: &mut FabricState, tenants: &[Tenant]) {
     }
     let key =
         |t: &Tenant, m: Membership| PKey(t.pkey | if m == Membership::Full { 0x8000 } else { 0 });
+    let owner: std::collections::BTreeMap<weft_fabric::NodeId, &Tenant> = tenants
+        .iter()
+        .flat_map(|t| t.hosts.iter().map(move |&h| (h, t)))
+        .collect();
     let ports: Vec<(PortRef, Vec<PKey>)> = state
         .lids
         .base
@@ -32,7 +36,7 @@ pub fn apply(state: &mut FabricState, tenants: &[Tenant]) {
         .filter(|(&id, _)| !state.fabric.node(id).is_switch())
         .flat_map(|(&id, ports)| {
             let mut table = vec![DEFAULT_LIMITED];
-            if let Some(t) = tenants.iter().find(|t| t.hosts.contains(&id)) {
+            if let Some(t) = owner.get(&id) {
                 table.push(key(t, Membership::Full));
                 if t.others.is_none() {
                     table.extend(tenants.iter().filter_map(|s| s.others.map(|m| key(s, m))));

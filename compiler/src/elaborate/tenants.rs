@@ -173,9 +173,17 @@ impl Elab<'_> {
                 "each tenant and shared partition needs its own P_Key",
             );
         }
+        // Each host's partition so far (indices into `config.tenants`).
+        let owners: std::collections::BTreeMap<NodeId, usize> = config
+            .tenants
+            .iter()
+            .enumerate()
+            .flat_map(|(i, t)| t.hosts.iter().map(move |&h| (h, i)))
+            .collect();
+        let mut seen = std::collections::BTreeSet::new();
+        hosts.retain(|&(h, _)| seen.insert(h));
         for &(h, span) in &hosts {
-            let owner = config.tenants.iter().find(|t| t.hosts.contains(&h));
-            if let Some(first) = owner {
+            if let Some(first) = owners.get(&h).and_then(|&i| config.tenants.get(i)) {
                 let (first_name, first_span) = (first.name.clone(), first.span);
                 let host = self.builder.fabric().node(h).name().to_owned();
                 self.second(
@@ -186,12 +194,6 @@ impl Elab<'_> {
                 );
             }
         }
-        let mut seen = Vec::new();
-        hosts.retain(|&(h, _)| {
-            let fresh = !seen.contains(&h);
-            seen.push(h);
-            fresh
-        });
         // Recorded even when something is wrong, so later sections are checked against it
         // (the errors stop the build).
         {
