@@ -41,12 +41,20 @@ fn every_compiled_example_is_proven_with_a_checked_certificate() {
         .collect();
     names.sort();
     let mut proven = 0;
+    let mut isolated = 0;
     for name in &names {
         if !big && (name.contains("11664") || name.contains("45056") || name.contains("5832")) {
             continue;
         }
         let Some(st) = compiled(name) else { continue };
-        let r = verify(&st, &Options::default());
+        let properties = weft_verifier::Property::defaults(&st);
+        let r = verify(
+            &st,
+            &Options {
+                properties: properties.clone(),
+                ..Options::default()
+            },
+        );
         assert!(
             r.is_proven(),
             "{name}: {:?}\n{:#?}\n{:#?}",
@@ -56,12 +64,20 @@ fn every_compiled_example_is_proven_with_a_checked_certificate() {
         );
         let cert = r.certificate.as_ref().unwrap();
         let back = Certificate::from_json(&cert.to_json()).unwrap();
-        let sum = certificate::check(&st, &back, &Default::default())
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let req = weft_verifier::Request {
+            properties,
+            ..Default::default()
+        };
+        let sum = certificate::check(&st, &back, &req).unwrap_or_else(|e| panic!("{name}: {e}"));
+        if name.starts_with("tenants") {
+            assert!(sum.properties.contains(&weft_verifier::Property::Isolated));
+            isolated += 1;
+        }
         assert_eq!(sum.routes, r.stats.routes, "{name}");
         proven += 1;
     }
     assert!(proven >= 4, "only {proven} examples compiled");
+    assert!(isolated >= 1, "no tenants example proven isolated");
 }
 
 #[test]

@@ -44,15 +44,16 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
             }
         }
     }
-    let opts = weft_verifier::Options {
+    let opts = |st: &weft_fabric::ValidState| weft_verifier::Options {
         certificate: false,
         max_listed: 20,
+        properties: weft_verifier::Property::defaults(st),
         ..weft_verifier::Options::default()
     };
     crate::term::phase("proving");
     let report = routed
         .as_ref()
-        .map(|b| weft_verifier::verify(&b.state, &opts));
+        .map(|b| weft_verifier::verify(&b.state, &opts(&b.state)));
     if report.as_ref().is_some_and(|r| !r.is_proven()) {
         failed = true;
     }
@@ -82,6 +83,12 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
                         "  verified  deadlock-free and connected ({} routes, {} channels, {} VL(s))\n",
                         r.stats.routes, r.stats.channels, r.stats.vls
                     );
+                    if let Some(i) = &r.isolation {
+                        text += &format!(
+                            "  verified  isolated: the P_Key tables of {} end ports enforce exactly the {} declared partition(s)\n",
+                            i.ports, i.partitions
+                        );
+                    }
                 } else {
                     text += &verify::human(st, Some(r), None, &found, &display_name(&file), 20);
                 }

@@ -94,6 +94,8 @@ pub enum Detail {
     },
     /// A pattern of failed routes.
     Pattern(Box<FailurePattern>),
+    /// A pair of end ports breaking the declared partitions (rendered with the verdict).
+    Breach,
 }
 
 /// Where a node was declared, for findings about fabrics compiled from source.
@@ -186,6 +188,7 @@ pub fn of_report(
     loops: &[CreditLoop],
     loops_total: u64,
     patterns: &[FailurePattern],
+    isolation: Option<&weft_verifier::Isolation>,
     artifact: &str,
     origins: Option<&Origins<'_>>,
 ) -> Vec<Finding> {
@@ -256,6 +259,21 @@ pub fn of_report(
             detail: Detail::Pattern(Box::new(p.clone())),
         });
     }
+    for b in isolation.map_or(&[][..], |i| i.breaches.as_slice()) {
+        out.push(Finding {
+            code: Property::Isolated.code().to_owned(),
+            meaning: "The P_Key tables do not enforce the declared partitions.".to_owned(),
+            level: Level::Error,
+            message: b.describe(),
+            help: None,
+            place: at(Some(b.a.node.id)),
+            artifact: Some(artifact.to_owned()),
+            objects: vec![node(&b.a.node.name), node(&b.b.node.name)],
+            flow: Vec::new(),
+            properties: json!({"breach": b}),
+            detail: Detail::Breach,
+        });
+    }
     out
 }
 
@@ -283,7 +301,7 @@ pub fn human_loops(findings: &[Finding]) -> String {
                 looped,
             } => crate::verify::human_loop(&mut t, looped, *index, *total),
             Detail::None => t += &format!("× {}\n", f.message),
-            Detail::Diagnostic(_) | Detail::Pattern(_) => {}
+            Detail::Diagnostic(_) | Detail::Pattern(_) | Detail::Breach => {}
         }
     }
     t
@@ -317,6 +335,7 @@ pub fn of_compiled(
             &r.credit_loops,
             r.credit_loops_total,
             &r.failures,
+            r.isolation.as_ref(),
             artifact,
             origins.as_ref(),
         ));

@@ -62,7 +62,8 @@ pub struct Args {
     /// Required pairs.
     #[arg(long, default_value = "all")]
     scope: ScopeArg,
-    /// A property to prove (repeat for several; default: every one).
+    /// A property to prove (repeat for several; default: deadlock_free and connected, and
+    /// isolated when the state declares partitions).
     #[arg(long = "property", value_name = "PROPERTY")]
     properties: Vec<PropertyArg>,
     /// Engine: explicit, z3, or both (they must agree).
@@ -93,6 +94,9 @@ enum PropertyArg {
     DeadlockFree,
     /// Every required route arrives (`weft::unreachable` when not).
     Connected,
+    /// The P_Key tables let exactly the declared partitions' pairs talk
+    /// (`weft::partition_breach` when not).
+    Isolated,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -139,18 +143,20 @@ impl Loaded {
         report: Option<&Report>,
         z3: Option<&weft_verifier::z3::Z3Report>,
     ) -> Vec<findings::Finding> {
-        let (loops, total, patterns) = match (report, z3) {
+        let (loops, total, patterns, isolation) = match (report, z3) {
             (Some(r), _) => (
                 r.credit_loops.as_slice(),
                 r.credit_loops_total,
                 r.failures.as_slice(),
+                r.isolation.as_ref(),
             ),
             (None, Some(z)) => (
                 z.credit_loop.as_slice(),
                 u64::from(z.credit_loop.is_some()),
                 &[][..],
+                None,
             ),
-            (None, None) => (&[][..], 0, &[][..]),
+            (None, None) => (&[][..], 0, &[][..], None),
         };
         let mut out: Vec<findings::Finding> = self
             .compiled
@@ -162,6 +168,7 @@ impl Loaded {
             loops,
             total,
             patterns,
+            isolation,
             &self.origin,
             origins.as_ref(),
         ));
@@ -255,12 +262,13 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
         .map(|p| match p {
             PropertyArg::DeadlockFree => Property::DeadlockFree,
             PropertyArg::Connected => Property::Connected,
+            PropertyArg::Isolated => Property::Isolated,
         })
         .collect();
     properties.sort();
     properties.dedup();
     if properties.is_empty() {
-        properties = Property::ALL.to_vec();
+        properties = Property::defaults(state);
     }
     if let Some(p) = &args.certificate {
         let cert = weft_verifier::Certificate::from_json(&read(p)?)
@@ -346,9 +354,11 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
             crate::output::write_file(p, (c.to_json() + "\n").as_bytes()).map_err(Fatal)?;
         }
     }
+    let not_asked = Outcome::Unknown(String::new());
     let outcome = |p: Property| match p {
         Property::DeadlockFree => &verdict.deadlock_free,
-        _ => &verdict.connected,
+        Property::Connected => &verdict.connected,
+        _ => verdict.isolated.as_ref().unwrap_or(&not_asked),
     };
     let all_proven = properties.iter().all(|&p| *outcome(p) == Outcome::Proven);
     let text = match args.format {
@@ -503,6 +513,14 @@ pub(crate) fn verdict_lines(t: &mut String, r: &Report) {
             group(r.stats.channels),
             r.stats.vls
         );
+        if let Some(i) = &r.isolation {
+            let _ = writeln!(
+                t,
+                "  isolation: the P_Key tables of {} end ports enforce exactly the {} declared partition(s)",
+                group(i.ports as u64),
+                i.partitions
+            );
+        }
         return;
     }
     for &p in &r.properties {
@@ -513,6 +531,11 @@ pub(crate) fn verdict_lines(t: &mut String, r: &Report) {
                 "× {}: {} credit loop(s)",
                 p.noun(),
                 group(r.credit_loops_total)
+            ),
+            (Outcome::Violated, Property::Isolated) => format!(
+                "× {}: {} pair(s) of end ports break the declared partitions",
+                p.noun(),
+                group(r.isolation.as_ref().map_or(0, |i| i.pairs))
             ),
             (Outcome::Violated, _) => format!(
                 "× {}: {} route(s) fail, in {} pattern(s)",
@@ -583,6 +606,9 @@ pub(crate) fn human(
                 let _ = writeln!(t, "\n  HCA→HCA routes: none fail");
             }
         }
+        if let Some(i) = r.isolation.as_ref().filter(|i| !i.breaches.is_empty()) {
+            human_isolation(&mut t, i);
+        }
         let _ = writeln!(t);
         verdict_lines(&mut t, r);
         if let Some(c) = &r.certificate {
@@ -606,6 +632,27 @@ pub(crate) fn human(
     }
     let _ = state;
     t
+}
+
+/// The pairs of end ports that break the declared partitions.
+fn human_isolation(t: &mut String, i: &weft_verifier::Isolation) {
+    let _ = writeln!(
+        t,
+        "\n× {} pair(s) of end ports break the declared partitions [{}]",
+        group(i.pairs),
+        Property::Isolated.code()
+    );
+    for b in &i.breaches {
+        let _ = writeln!(t, "  {}", b.describe());
+    }
+    let listed: u64 = i.breaches.iter().map(|b| b.pairs).sum();
+    if listed < i.pairs {
+        let _ = writeln!(
+            t,
+            "  … and {} more pair(s) (`--max-listed` shows more)",
+            group(i.pairs - listed)
+        );
+    }
 }
 
 pub(crate) fn human_loop(t: &mut String, l: &CreditLoop, k: usize, n: u64) {

@@ -442,3 +442,61 @@ fn every_entry_at_port_1_is_reported_as_bounded_patterns() {
         "at most 3 witnesses per pattern"
     );
 }
+
+/// Tenants: a built state is proven isolated; the same state with one P_Key table made to
+/// leak (a `bob` host given `alice`'s key) or to cut (an `alice` host without its key) is
+/// refused naming the pair of ports, with exit 1, in human and JSON output.
+#[test]
+fn leaking_and_cut_pkey_tables_are_refused_naming_the_pair() {
+    let dir = temp_dir("isolation");
+    let src = dir.join("t.weft");
+    std::fs::write(
+        &src,
+        "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    tenant alice { pkey = 0x8001, hosts = cn001..=cn003 }\n    tenant bob { pkey = 0x8002, hosts = [cn004, cn005] }\n    shared storage { pkey = 0x8010, hosts = cn007, members = limited }\n}\n",
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let out = weft(&[
+        "build",
+        src.to_str().unwrap(),
+        "-o",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let state_path = out_dir.join("state.json");
+    let state = std::fs::read_to_string(&state_path).unwrap();
+    let out = weft(&["verify", "--state", state_path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        text(&out.stdout).contains("connectivity and isolation"),
+        "{}",
+        text(&out.stdout)
+    );
+    // cn004 is 0x…0a00, cn001 0x…0700.
+    let bob = r#"{"guid":"0x0002c90000000a00","port":1,"pkeys":["0x7fff","0x8002","0x0010"]}"#;
+    let alice = r#"{"guid":"0x0002c90000000700","port":1,"pkeys":["0x7fff","0x8001","0x0010"]}"#;
+    assert!(state.contains(bob) && state.contains(alice), "{state}");
+    let leak = state.replace(bob, &bob.replace("\"0x0010\"", "\"0x0010\",\"0x0001\""));
+    let cut = state.replace(alice, &alice.replace("\"0x8001\",", ""));
+    let mut shown = String::new();
+    for (name, edited) in [("leak", leak), ("cut", cut)] {
+        let p = dir.join(format!("{name}.json"));
+        std::fs::write(&p, edited).unwrap();
+        let p = p.to_str().unwrap();
+        let out = weft(&["verify", "--state", p]);
+        assert_eq!(out.status.code(), Some(1), "{name}");
+        shown += &format!("## {name}\n{}\n", text(&out.stdout).replace(p, "STATE"));
+        let out = weft(&["verify", "--state", p, "--format", "json"]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["verdict"]["isolated"]["result"], "violated", "{v}");
+        assert_eq!(v["verdict"]["connected"]["result"], "proven", "{v}");
+        let f = &v["findings"][0];
+        assert_eq!(f["code"], "weft::partition_breach", "{v}");
+        assert_eq!(
+            f["properties"]["breach"]["a"]["node"]["name"], "cn001",
+            "{v}"
+        );
+    }
+    insta::assert_snapshot!("verify_isolation_leak_and_cut", shown);
+    let _ = std::fs::remove_dir_all(dir);
+}

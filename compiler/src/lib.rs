@@ -104,14 +104,7 @@ pub struct Tenant {
     pub others: Option<Membership>,
 }
 
-/// A port's membership in a partition.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Membership {
-    /// Talks to every member.
-    Full,
-    /// Talks to full members only.
-    Limited,
-}
+pub use weft_fabric::Membership;
 
 /// What a `fabric` block says besides its topology.
 #[derive(Clone, Debug, Default, PartialEq)]

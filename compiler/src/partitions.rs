@@ -11,20 +11,31 @@
 //! - a host in no partition: the default partition only.
 //!
 //! Switch ports keep no table (full members of the default partition).
+//!
+//! The partitions are also recorded as declared ([`FabricState::partitions`]), so the
+//! verifier can check the tables against them (`isolated`).
 
+use crate::code::Code;
+use crate::diagnostic::{Diagnostic, SourceId};
 use crate::{Membership, Tenant};
-use weft_fabric::{FabricState, PKey, PortNum, PortRef};
+use std::collections::BTreeMap;
+use weft_fabric::{FabricState, PKey, Partition, PortNum, PortRef};
 
 /// The default partition, limited membership.
 const DEFAULT_LIMITED: PKey = PKey(0x7fff);
 
-/// Writes every end port's P_Key table for `tenants` (nothing when there are none).
-pub fn apply(state: &mut FabricState, tenants: &[Tenant]) {
+/// Writes every end port's P_Key table for `tenants` (nothing when there are none) and records
+/// the partitions as declared. A table longer than its port's PartitionCap is an error at the
+/// partition that made it so.
+pub fn apply(
+    state: &mut FabricState,
+    tenants: &[Tenant],
+    source: SourceId,
+) -> Result<(), Diagnostic> {
     if tenants.is_empty() {
-        return;
+        return Ok(());
     }
-    let key =
-        |t: &Tenant, m: Membership| PKey(t.pkey | if m == Membership::Full { 0x8000 } else { 0 });
+    let key = |t: &Tenant, m: Membership| m.pkey(t.pkey);
     let owner: std::collections::BTreeMap<weft_fabric::NodeId, &Tenant> = tenants
         .iter()
         .flat_map(|t| t.hosts.iter().map(move |&h| (h, t)))
@@ -47,9 +58,72 @@ pub fn apply(state: &mut FabricState, tenants: &[Tenant]) {
                 .map(move |&p: &PortNum| (PortRef { node: id, port: p }, table.clone()))
         })
         .collect();
+    let mut declared: Vec<Partition> = tenants
+        .iter()
+        .map(|t| Partition {
+            name: t.name.clone(),
+            pkey: t.pkey,
+            members: BTreeMap::new(),
+        })
+        .collect();
+    for (port, table) in &ports {
+        for k in table.iter().skip(1) {
+            if let Some(p) = declared.iter_mut().find(|p| p.pkey == k.base()) {
+                let m = if k.is_full() {
+                    Membership::Full
+                } else {
+                    Membership::Limited
+                };
+                p.members.insert(*port, m);
+            }
+        }
+    }
+    if let Some((port, table)) = ports.iter().find(|(r, t)| {
+        let cap = state.fabric.node(r.node).spec.partition_cap;
+        cap.is_some_and(|c| t.len() > usize::from(c))
+    }) {
+        return Err(over_capacity(state, tenants, source, *port, table));
+    }
     for (port, table) in ports {
         state.ports.entry(port).or_default().pkeys = Some(table);
     }
+    declared.sort_by(|a, b| a.name.cmp(&b.name));
+    state.partitions = declared;
+    Ok(())
+}
+
+/// `port`'s table does not fit its PartitionCap: an error at the last partition in it.
+fn over_capacity(
+    state: &FabricState,
+    tenants: &[Tenant],
+    source: SourceId,
+    port: PortRef,
+    table: &[PKey],
+) -> Diagnostic {
+    let node = state.fabric.node(port.node);
+    let cap = node.spec.partition_cap.unwrap_or(0);
+    let last = table
+        .last()
+        .and_then(|k| tenants.iter().find(|t| t.pkey == k.base()));
+    let model = node
+        .spec
+        .model
+        .as_deref()
+        .map_or(String::new(), |m| format!(" (model `{m}`)"));
+    let mut d = Diagnostic::error(
+        Code::Partitions,
+        format!(
+            "`{}` port {} would hold {} P_Keys (the default partition, its own and every shared one) but holds {cap}{model}",
+            node.name(),
+            port.port.0,
+            table.len()
+        ),
+    )
+    .help("fewer `shared` partitions, or a model with a larger `partition_cap`");
+    if let Some(t) = last {
+        d = d.label(source, t.span, "one partition too many for this port");
+    }
+    d
 }
 
 /// One line for the build's notes: each partition, its P_Key and hosts.

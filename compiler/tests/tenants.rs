@@ -62,3 +62,43 @@ fn no_tenants_no_tables() {
     let st = built(&src);
     assert!(st.ports.values().all(|p| p.pkeys.is_none()));
 }
+
+/// The partitions are recorded as declared, beside the tables: each tenant's hosts full
+/// members of its partition, every tenant host a member of the shared one as `members` says,
+/// the shared hosts full members of theirs.
+#[test]
+fn partitions_recorded_as_declared() {
+    use weft_fabric::Membership;
+    let st = built(SRC);
+    let names: Vec<&str> = st.partitions.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["alice", "bob", "storage"]);
+    let members = |name: &str| -> Vec<(String, Membership)> {
+        let p = st.partitions.iter().find(|p| p.name == name).unwrap();
+        p.members
+            .iter()
+            .map(|(r, &m)| (st.fabric.node(r.node).name().to_owned(), m))
+            .collect()
+    };
+    let full = |h: &str| (h.to_owned(), Membership::Full);
+    let limited = |h: &str| (h.to_owned(), Membership::Limited);
+    assert_eq!(
+        members("alice"),
+        [full("cn001"), full("cn002"), full("cn003")]
+    );
+    assert_eq!(members("bob"), [full("cn004"), full("cn005")]);
+    assert_eq!(
+        members("storage"),
+        [
+            limited("cn001"),
+            limited("cn002"),
+            limited("cn003"),
+            limited("cn004"),
+            limited("cn005"),
+            full("cn007")
+        ]
+    );
+    assert_eq!(
+        st.partitions.iter().map(|p| p.pkey).collect::<Vec<_>>(),
+        [0x0001, 0x0002, 0x0010]
+    );
+}

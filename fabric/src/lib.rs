@@ -32,7 +32,7 @@ pub use model::{
     PortCaps, PortRef, Speed, Width, MAX_UNICAST_LID,
 };
 pub use state::{
-    json as state_json, DlidSls, FabricState, Lft, LidAssignment, LidRange, PKey, PathSl,
-    PortState, Sl2VlRow, SlSet, SourceSls, StateError, StateErrors, SwitchSls, SwitchState,
-    ValidState, VlArb, VlWeight, LFT_UNSET,
+    json as state_json, DlidSls, FabricState, Lft, LidAssignment, LidRange, Membership, PKey,
+    Partition, PathSl, PortState, Sl2VlRow, SlSet, SourceSls, StateError, StateErrors, SwitchSls,
+    SwitchState, ValidState, VlArb, VlWeight, LFT_UNSET,
 };

@@ -278,6 +278,9 @@ pub struct NodeSpec {
     pub caps: PortCaps,
     /// LinearFDBCap of a switch (entries its LFT can hold).
     pub linear_fdb_cap: u32,
+    /// P_Key table entries per port (NodeInfo PartitionCap), when the model says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition_cap: Option<u16>,
     /// IEEE OUI of the vendor.
     pub vendor_id: u32,
     /// Device id.
@@ -302,6 +305,7 @@ impl NodeSpec {
             port_guids: None,
             caps: PortCaps::default(),
             linear_fdb_cap: if kind == NodeKind::Switch { 49_152 } else { 0 },
+            partition_cap: None,
             vendor_id: 0,
             device_id: 0,
             level: None,

@@ -248,7 +248,14 @@ fn verify_with(state: &ValidState, opts: &Options, one_vl: bool) -> Report {
         (None, 0) => Outcome::Proven,
         (None, _) => Outcome::Violated,
     };
-    let proven = deadlock_free == Outcome::Proven && connected == Outcome::Proven;
+    let isolation = opts
+        .properties
+        .contains(&crate::Property::Isolated)
+        .then(|| crate::isolation::check(state, opts.max_listed));
+    let isolated = isolation.as_ref().map(|i| i.outcome.clone());
+    let proven = deadlock_free == Outcome::Proven
+        && connected == Outcome::Proven
+        && isolated.as_ref().is_none_or(|o| *o == Outcome::Proven);
     let certificate = if opts.certificate && proven {
         graph.topo_ranks().map(|ranks| {
             let labels: Vec<(weft_fabric::Lid, Vec<u16>)> = results
@@ -256,7 +263,11 @@ fn verify_with(state: &ValidState, opts: &Options, one_vl: bool) -> Report {
                 .zip(&dests)
                 .map(|(r, d)| (d.lid, r.labels.clone().unwrap_or_default()))
                 .collect();
-            certificate::build(&net, opts.scope, &edges, &ranks, labels)
+            let mut c = certificate::build(&net, opts.scope, &edges, &ranks, labels);
+            if isolated.is_some() {
+                c.properties.push(crate::Property::Isolated);
+            }
+            c
         })
     } else {
         None
@@ -268,6 +279,7 @@ fn verify_with(state: &ValidState, opts: &Options, one_vl: bool) -> Report {
         verdict: Verdict {
             deadlock_free,
             connected,
+            isolated,
         },
         stats: Stats {
             sources: sources.len() as u64,
@@ -282,6 +294,7 @@ fn verify_with(state: &ValidState, opts: &Options, one_vl: bool) -> Report {
         credit_loops_total: sccs.len() as u64,
         failures,
         failed_routes,
+        isolation,
         certificate,
     }
 }

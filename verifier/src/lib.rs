@@ -33,6 +33,7 @@ pub mod certificate;
 mod channels;
 pub mod explicit;
 mod failures;
+pub mod isolation;
 mod net;
 mod property;
 pub mod reference;
@@ -42,6 +43,7 @@ pub mod testkit;
 pub mod z3;
 
 pub use certificate::{Certificate, CertificateError, CheckSummary, Request};
+pub use isolation::{Breach, BreachKind, Isolation};
 pub use property::Property;
 pub use report::{
     Channel, CreditLoop, Dependency, Endpoint, FailedRoute, FailureKind, FailurePattern,
@@ -83,7 +85,9 @@ impl Scope {
 pub struct Options {
     /// Required pairs.
     pub scope: Scope,
-    /// The properties asked for; the report is proven only when all of them are.
+    /// The properties asked for; the report is proven only when all of them are (default:
+    /// the properties of routes; [`Property::defaults`] adds `isolated` for a state that
+    /// declares partitions).
     pub properties: Vec<Property>,
     /// Build a [`Certificate`] when the state is proven.
     pub certificate: bool,
@@ -98,7 +102,7 @@ impl Default for Options {
     fn default() -> Options {
         Options {
             scope: Scope::All,
-            properties: Property::ALL.to_vec(),
+            properties: Property::ROUTES.to_vec(),
             certificate: true,
             max_listed: 100,
             witnesses: 3,

@@ -7,8 +7,9 @@
 //! |---|---|---|
 //! | `deadlock_free` | a rank per channel, increasing along every dependency | a credit loop ([`CreditLoop`](crate::CreditLoop)) |
 //! | `connected` (per [`Scope`](crate::Scope)) | a distance label per (destination, switch), decreasing along every next hop | failed routes, grouped ([`UnreachableGroup`](crate::UnreachableGroup)) |
+//! | `isolated` (states that declare partitions) | the P_Key relation recomputed from the tables equals the declared one | a pair of end ports ([`Breach`](crate::Breach)) |
 //!
-//! Planned (not accepted yet): `isolated(partitions)`, `within_budget`, `transition(old, new)`.
+//! Planned (not accepted yet): `within_budget`, `transition(old, new)`.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -22,17 +23,38 @@ pub enum Property {
     DeadlockFree,
     /// Every required route arrives (see [`Scope`](crate::Scope)).
     Connected,
+    /// The P_Key tables let exactly the pairs of end ports talk that the declared partitions
+    /// allow (see [`isolation`](crate::isolation)).
+    Isolated,
 }
 
 impl Property {
     /// Every property the verifier can prove, in report order.
-    pub const ALL: [Property; 2] = [Property::DeadlockFree, Property::Connected];
+    pub const ALL: [Property; 3] = [
+        Property::DeadlockFree,
+        Property::Connected,
+        Property::Isolated,
+    ];
+
+    /// The properties of routes: every certificate proves both.
+    pub const ROUTES: [Property; 2] = [Property::DeadlockFree, Property::Connected];
+
+    /// What is checked when nothing is asked: the properties of routes, and `isolated` when
+    /// the state declares partitions.
+    pub fn defaults(state: &weft_fabric::FabricState) -> Vec<Property> {
+        let mut v = Property::ROUTES.to_vec();
+        if !state.partitions.is_empty() {
+            v.push(Property::Isolated);
+        }
+        v
+    }
 
     /// The stable name (`deadlock_free`, `connected`).
     pub fn name(self) -> &'static str {
         match self {
             Property::DeadlockFree => "deadlock_free",
             Property::Connected => "connected",
+            Property::Isolated => "isolated",
         }
     }
 
@@ -41,6 +63,7 @@ impl Property {
         match self {
             Property::DeadlockFree => "weft::credit_loop",
             Property::Connected => "weft::unreachable",
+            Property::Isolated => "weft::partition_breach",
         }
     }
 
@@ -49,6 +72,7 @@ impl Property {
         match self {
             Property::DeadlockFree => "deadlock freedom",
             Property::Connected => "connectivity",
+            Property::Isolated => "isolation",
         }
     }
 

@@ -24,7 +24,13 @@ pub struct Verdict {
     pub deadlock_free: Outcome,
     /// Every required route arrives.
     pub connected: Outcome,
+    /// The P_Key tables match the declared partitions (when asked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolated: Option<Outcome>,
 }
+
+/// The outcome of a property that was not asked for.
+static NOT_ASKED: Outcome = Outcome::Unknown(String::new());
 
 /// A node, by id, name and GUID.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -379,6 +385,9 @@ pub struct Report {
     pub failures: Vec<FailurePattern>,
     /// Failed routes in all.
     pub failed_routes: u64,
+    /// What `isolated` found, when asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<crate::Isolation>,
     /// The certificate, when proven and asked for.
     #[serde(skip)]
     pub certificate: Option<Certificate>,
@@ -390,6 +399,7 @@ impl Report {
         match p {
             crate::Property::DeadlockFree => &self.verdict.deadlock_free,
             crate::Property::Connected => &self.verdict.connected,
+            crate::Property::Isolated => self.verdict.isolated.as_ref().unwrap_or(&NOT_ASKED),
         }
     }
 

@@ -406,6 +406,12 @@ impl Z3 {
             verdict: Verdict {
                 deadlock_free,
                 connected,
+                // A property of the P_Key tables, not of routes: the one check both engines
+                // share.
+                isolated: opts
+                    .properties
+                    .contains(&crate::Property::Isolated)
+                    .then(|| crate::isolation::check(state, 0).outcome),
             },
             credit_loop,
             channels: chans.len(),

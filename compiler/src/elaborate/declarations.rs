@@ -573,6 +573,11 @@ impl Elab<'_> {
                     spec.linear_fdb_cap = n as u32;
                 }
             }
+            ("partition_cap", _) => {
+                if let Some(n) = int(self, &v, 1, 0xFFFF, "a P_Key table size (PartitionCap)") {
+                    spec.partition_cap = Some(n as u16);
+                }
+            }
             ("vendor", _) => {
                 if let Some(n) = int(self, &v, 0, 0xFF_FFFF, "a vendor id (24-bit OUI)") {
                     spec.vendor_id = n as u32;
@@ -669,6 +674,7 @@ pub(super) const MODEL_ATTRS: &[&str] = &[
     "vlcap",
     "mtu",
     "linear_fdb_cap",
+    "partition_cap",
     "vendor",
     "device",
 ];

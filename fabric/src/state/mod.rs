@@ -14,10 +14,12 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub mod json;
+mod partitions;
 mod path_sl;
 mod ports;
 mod valid;
 
+pub use partitions::{Membership, Partition};
 pub use path_sl::{DlidSls, LidRange, PathSl, SlSet, SourceSls, SwitchSls};
 pub use ports::{PKey, PortState, VlArb, VlWeight};
 pub use valid::{StateError, StateErrors, ValidState};
@@ -237,6 +239,9 @@ pub struct FabricState {
     pub ports: BTreeMap<PortRef, PortState>,
     /// Path SLs.
     pub path_sl: PathSl,
+    /// Declared partitions, sorted by name (empty: none declared, and the `isolated`
+    /// property does not apply).
+    pub partitions: Vec<Partition>,
 }
 
 impl FabricState {
@@ -251,6 +256,7 @@ impl FabricState {
             switches: BTreeMap::new(),
             ports: BTreeMap::new(),
             path_sl: PathSl::default(),
+            partitions: Vec::new(),
         }
     }
 

@@ -41,6 +41,7 @@ impl ValidState {
             s.sort_sl2vl();
         }
         state.path_sl.sort();
+        state.partitions.sort_by(|a, b| a.name.cmp(&b.name));
         let errors = check(&state);
         if errors.is_empty() {
             Ok(ValidState(state))
@@ -275,6 +276,15 @@ pub enum StateError {
         /// What is wrong.
         what: String,
     },
+    /// A declared partition that cannot be.
+    #[error("partition `{name}`: {what}")]
+    #[diagnostic(code(weft::state::partition))]
+    Partition {
+        /// Its name.
+        name: String,
+        /// What is wrong.
+        what: String,
+    },
     /// A path-SL entry that cannot be.
     #[error("path SLs: {what}")]
     #[diagnostic(code(weft::state::path_sl))]
@@ -376,7 +386,52 @@ fn check(st: &FabricState) -> Vec<StateError> {
     check_switches(st, &mut errors);
     check_ports(st, &mut errors);
     check_path_sl(st, &mut errors);
+    check_partitions(st, &mut errors);
     errors
+}
+
+fn check_partitions(st: &FabricState, errors: &mut Vec<StateError>) {
+    let f = &st.fabric;
+    let mut names: BTreeMap<&str, ()> = BTreeMap::new();
+    let mut keys: BTreeMap<u16, &str> = BTreeMap::new();
+    for p in &st.partitions {
+        let bad = |what: String| StateError::Partition {
+            name: p.name.clone(),
+            what,
+        };
+        if p.name.is_empty() {
+            errors.push(bad("the name is empty".to_owned()));
+        }
+        if names.insert(&p.name, ()).is_some() {
+            errors.push(bad("declared twice".to_owned()));
+        }
+        if !(1..=0x7ffe).contains(&p.pkey) {
+            errors.push(bad(format!(
+                "partition number {:#06x} is not in 0x0001..=0x7ffe (0x7fff is the default partition; bit 15 is membership, not part of the number)",
+                p.pkey
+            )));
+        } else if let Some(other) = keys.insert(p.pkey, &p.name) {
+            errors.push(bad(format!(
+                "partition number {:#06x} is also partition `{other}`'s",
+                p.pkey
+            )));
+        }
+        for r in p.members.keys() {
+            let Some(node) = f.nodes().get(r.node.index()) else {
+                errors.push(StateError::UnknownNode {
+                    at: "partition members",
+                    id: r.node.0,
+                });
+                continue;
+            };
+            if node.is_switch() || r.port.0 == 0 || r.port.0 > node.spec.port_count {
+                errors.push(bad(format!(
+                    "member {} is not an end-node port",
+                    port_name(f, r.node, r.port.0)
+                )));
+            }
+        }
+    }
 }
 
 fn check_lids(st: &FabricState, errors: &mut Vec<StateError>) {
@@ -622,6 +677,14 @@ fn check_ports(st: &FabricState, errors: &mut Vec<StateError>) {
             }
         }
         if let Some(keys) = &ps.pkeys {
+            if let Some(cap) = node.spec.partition_cap {
+                if keys.len() > usize::from(cap) {
+                    errors.push(table(format!(
+                        "the P_Key table has {} entries but the port holds {cap} (PartitionCap)",
+                        keys.len()
+                    )));
+                }
+            }
             let mut seen: Vec<u16> = Vec::with_capacity(keys.len());
             for k in keys {
                 if k.base() == 0 {

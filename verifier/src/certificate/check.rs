@@ -39,7 +39,7 @@ impl Default for Request {
     fn default() -> Request {
         Request {
             scope: Scope::All,
-            properties: Property::ALL.to_vec(),
+            properties: Property::ROUTES.to_vec(),
         }
     }
 }
@@ -98,7 +98,7 @@ pub fn check(
         });
     }
     // Both sections are always checked; a certificate must claim both.
-    for p in Property::ALL {
+    for p in Property::ROUTES {
         if !cert.properties.contains(&p) {
             return Err(CertificateError::Property(p));
         }
@@ -113,6 +113,19 @@ pub fn check(
     seen_props.dedup();
     if seen_props.len() != cert.properties.len() {
         return Err(CertificateError::Duplicate("a property".to_owned()));
+    }
+    // `isolated` has no section: it is recomputed from the P_Key tables (as cheap as reading
+    // a proof of it would be).
+    if cert.properties.contains(&Property::Isolated) {
+        let iso = crate::isolation::check(state, 1);
+        if iso.outcome != crate::Outcome::Proven {
+            let why = match (&iso.outcome, iso.breaches.first()) {
+                (_, Some(b)) => b.describe(),
+                (crate::Outcome::Unknown(r), None) => r.clone(),
+                _ => "the P_Key tables do not match the declared partitions".to_owned(),
+            };
+            return Err(CertificateError::Isolation(why));
+        }
     }
 
     let net = Net::new(state);
@@ -214,7 +227,7 @@ pub fn check(
     let switch_destinations = dests.iter().filter(|d| net.is_switch(d.owner.0)).count() as u64;
     let mut summary = CheckSummary {
         scope: cert.scope,
-        properties: Property::ALL.to_vec(),
+        properties: cert.properties.clone(),
         destinations: dests.len() as u64,
         hca_destinations: dests.len() as u64 - switch_destinations,
         switch_destinations,

@@ -229,6 +229,10 @@ pub enum CertificateError {
     #[error("the certificate does not prove `{0}`")]
     #[diagnostic(code(weft::certificate::property))]
     Property(Property),
+    /// It claims `isolated`, which the state's P_Key tables do not satisfy.
+    #[error("the certificate claims `isolated`, which the P_Key tables break: {0}")]
+    #[diagnostic(code(weft::certificate::isolation))]
+    Isolation(String),
     /// It names a node the state does not have, or not as what it claims.
     #[error("the certificate names {0}")]
     #[diagnostic(code(weft::certificate::node))]

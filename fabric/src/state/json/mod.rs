@@ -26,7 +26,10 @@
 //! "path_sl": {"default": [0],
 //!   "by_dlid": [[1, 40, [0, 1]], …],                first LID, last LID, SLs
 //!   "by_switch": [["0x…", 1, 40, [2]], …],        switch GUID, first LID, last LID, SLs
-//!   "by_source": [["0x…", 1, 1, 40, [2]], …]}       node GUID, port, first LID, last LID, SLs
+//!   "by_source": [["0x…", 1, 1, 40, [2]], …]},      node GUID, port, first LID, last LID, SLs
+//! "partitions": [                                  declared partitions (only when there are)
+//!   {"name": "alice", "pkey": "0x0001", "members": [["0x…", 1, "full"], …]},
+//!   …]
 //! }
 //! ```
 //!
@@ -41,8 +44,8 @@
 
 use super::valid::{guid_text, StateError, StateErrors};
 use super::{
-    DlidSls, FabricState, Lft, LidRange, PKey, PathSl, PortState, Sl2VlRow, SlSet, SourceSls,
-    SwitchSls, SwitchState, ValidState, VlArb,
+    DlidSls, FabricState, Lft, LidRange, Membership, PKey, Partition, PathSl, PortState, Sl2VlRow,
+    SlSet, SourceSls, SwitchSls, SwitchState, ValidState, VlArb,
 };
 use crate::fingerprint::Fingerprint;
 use crate::ids::{Guid, Lid, NodeId, PortNum, Sl};
@@ -170,6 +173,8 @@ struct NodeJson {
     vl_cap: u8,
     mtu: Mtu,
     linear_fdb_cap: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    partition_cap: Option<u16>,
     vendor_id: u32,
     device_id: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -244,6 +249,15 @@ struct PathSlJson {
     by_source: Vec<(GuidHex, u8, u16, u16, SlList)>,
 }
 
+/// A declared partition: name, partition number, members as (node GUID, port, membership).
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PartitionJson {
+    name: String,
+    pkey: PKeyHex,
+    members: Vec<(GuidHex, u8, Membership)>,
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct StateJson {
@@ -258,6 +272,8 @@ struct StateJson {
     #[serde(default)]
     ports: Vec<PortJson>,
     path_sl: PathSlJson,
+    #[serde(default)]
+    partitions: Vec<PartitionJson>,
     /// Written by `weft build` beside the state; not part of it.
     #[serde(default)]
     #[allow(dead_code)]
@@ -289,6 +305,7 @@ fn node_json(n: &crate::Node) -> NodeJson {
         vl_cap: s.caps.vl_cap,
         mtu: s.caps.mtu,
         linear_fdb_cap: s.linear_fdb_cap,
+        partition_cap: s.partition_cap,
         vendor_id: s.vendor_id,
         device_id: s.device_id,
         level: s.level,
@@ -446,6 +463,26 @@ pub fn write<W: Write>(state: &FabricState, w: &mut W, extra: &[(&str, &str)]) -
     by_source.sort_unstable_by_key(|e| (e.0, e.1, e.2));
     lines(w, by_source)?;
     w.write_all(b"}")?;
+    if !state.partitions.is_empty() {
+        // Written only when declared, so states without them read as before.
+        w.write_all(b",\n\"partitions\": ")?;
+        lines(
+            w,
+            state.partitions.iter().map(|p| {
+                let mut members: Vec<(GuidHex, u8, Membership)> = p
+                    .members
+                    .iter()
+                    .map(|(r, &m)| (guid_of(f, r.node), r.port.0, m))
+                    .collect();
+                members.sort_unstable();
+                PartitionJson {
+                    name: p.name.clone(),
+                    pkey: PKeyHex(PKey(p.pkey)),
+                    members,
+                }
+            }),
+        )?;
+    }
     for (name, json) in extra {
         w.write_all(b",\n")?;
         serde_json::to_writer(&mut *w, name)?;
@@ -522,6 +559,7 @@ pub fn read(text: &str) -> Result<ValidState, StateErrors> {
             raw.path_sl,
             &mut errors,
         );
+        partitions(&mut st, raw.partitions, &mut errors);
         st
     });
     let Some(state) = state else {
@@ -570,6 +608,7 @@ fn build(raw: FabricJson, errors: &mut Vec<StateError>) -> Option<Fabric> {
                 mtu: n.mtu,
             },
             linear_fdb_cap: n.linear_fdb_cap,
+            partition_cap: n.partition_cap,
             vendor_id: n.vendor_id,
             device_id: n.device_id,
             level: n.level,
@@ -748,6 +787,37 @@ fn fill(
     }
     psl.sort();
     st.path_sl = psl;
+}
+
+fn partitions(st: &mut FabricState, raw: Vec<PartitionJson>, errors: &mut Vec<StateError>) {
+    for (i, p) in raw.into_iter().enumerate() {
+        let mut members = BTreeMap::new();
+        for (j, (g, port, m)) in p.members.into_iter().enumerate() {
+            let at = format!("partitions[{i}].members[{j}]");
+            let Some(n) = st.fabric.find_guid(g.0) else {
+                errors.push(StateError::UnknownGuid {
+                    at,
+                    guid: guid_text(g.0),
+                });
+                continue;
+            };
+            if members.insert(PortRef::new(n, port), m).is_some() {
+                errors.push(StateError::Fabric {
+                    at,
+                    message: format!(
+                        "port {port} of {} is listed twice in partition `{}`",
+                        guid_text(g.0),
+                        p.name
+                    ),
+                });
+            }
+        }
+        st.partitions.push(Partition {
+            name: p.name,
+            pkey: p.pkey.0 .0,
+            members,
+        });
+    }
 }
 
 #[cfg(test)]

@@ -124,6 +124,16 @@ fn a_written_state_reads_back_equal() {
         (NodeId(1), Lid(4), SlSet(0b10)),
         (NodeId(0), Lid(2), SlSet(0b1000)),
     ]);
+    st.partitions = vec![Partition {
+        name: "alice".to_owned(),
+        pkey: 0x0001,
+        members: [
+            (PortRef::new(NodeId(2), 1), Membership::Full),
+            (PortRef::new(NodeId(3), 1), Membership::Limited),
+        ]
+        .into_iter()
+        .collect(),
+    }];
     let text = st.to_json();
     let back = read(&text).unwrap();
     assert_eq!(*back, st);
@@ -249,6 +259,28 @@ fn a_state_file_names_what_is_wrong() {
             Box::new(|v: &mut Value| {
                 v["ports"] = json!([{"guid": "0xf452140300000300", "port": 1,
                                      "pkeys": ["0x8000", "0x8001", "0x0001"]}])
+            }),
+        ),
+        (
+            "a P_Key table longer than the port's PartitionCap",
+            Box::new(|v: &mut Value| {
+                v["fabric"]["nodes"][2]["partition_cap"] = json!(2);
+                v["ports"] = json!([{"guid": "0xf452140300000300", "port": 1,
+                                     "pkeys": ["0x7fff", "0x8001", "0x0002"]}])
+            }),
+        ),
+        (
+            "partitions: a bad number, a name and a number twice, a switch and a port listed twice",
+            Box::new(|v: &mut Value| {
+                v["partitions"] = json!([
+                    {"name": "a", "pkey": "0x8001", "members": []},
+                    {"name": "b", "pkey": "0x0002",
+                     "members": [["0xf452140300000100", 0, "full"],
+                                 ["0xf452140300000300", 1, "full"],
+                                 ["0xf452140300000300", 1, "limited"]]},
+                    {"name": "b", "pkey": "0x0002", "members": [["0xf4521403000009ff", 1, "full"]]},
+                    {"name": "", "pkey": "0x7fff", "members": [["0xf452140300000400", 2, "full"]]}
+                ])
             }),
         ),
         (

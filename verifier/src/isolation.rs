@@ -1,0 +1,294 @@
+//! `isolated`: the P_Key tables let exactly the declared pairs of end ports talk.
+//!
+//! Two end ports can talk when their P_Key tables hold keys of one partition (the low 15
+//! bits equal, not partition 0) and at least one of the two keys is a full membership (bit
+//! 15); a port without a table holds the default key `0xffff` (full member of the default
+//! partition), as the IBA's power-on default. The declared partitions
+//! ([`FabricState::partitions`](weft_fabric::FabricState)) say which pairs may: both members of
+//! one declared partition, at least one of them full. `isolated` holds when the two relations
+//! are equal over every pair of end ports with a LID:
+//!
+//! * a pair the tables let talk that no declared partition allows is a **leak** (the two ports
+//!   and the keys that let them talk);
+//! * a pair a declared partition allows that the tables keep apart is **cut** (the two ports
+//!   and the partition).
+//!
+//! Enforcement is modelled at the end ports (the receiving port drops a packet whose P_Key it
+//! does not match); switch partition enforcement is not modelled, so nothing here relies on
+//! it. Management traffic (SMPs on QP0) is not subject to P_Keys and is not part of the check.
+//!
+//! Ports are grouped by (table, declared memberships); only groups that share a partition in
+//! either relation are compared, so the cost follows the number of distinct groups, not the
+//! square of the ports.
+
+use crate::report::{Endpoint, NodeRef, Outcome};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use weft_fabric::{Membership, PKey, PortRef, ValidState};
+
+/// How a pair of end ports breaks the declared partitions.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum BreachKind {
+    /// The tables let them talk, though no declared partition holds both (or only as limited
+    /// members).
+    Leak {
+        /// `a`'s key.
+        a_pkey: u16,
+        /// `b`'s key (same partition, one of the two full).
+        b_pkey: u16,
+    },
+    /// A declared partition lets them talk, the tables do not.
+    Cut {
+        /// The partition.
+        partition: String,
+        /// Its number.
+        pkey: u16,
+    },
+}
+
+/// A pair of end ports and how it breaks the declared partitions.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Breach {
+    /// What is wrong.
+    #[serde(flatten)]
+    pub kind: BreachKind,
+    /// One port.
+    pub a: Endpoint,
+    /// The other.
+    pub b: Endpoint,
+    /// Pairs of ports breaking it the same way (the same two groups of tables and declared
+    /// memberships), this one included.
+    pub pairs: u64,
+}
+
+impl Breach {
+    /// One sentence, without a final period.
+    pub fn describe(&self) -> String {
+        let port = |e: &Endpoint| format!("`{}` port {}", e.node.name, e.port);
+        let more = if self.pairs > 1 {
+            format!(" ({} pairs like this)", self.pairs)
+        } else {
+            String::new()
+        };
+        match &self.kind {
+            BreachKind::Leak { a_pkey, b_pkey } => format!(
+                "{} and {} share no declared partition, but their P_Keys {} and {} let them talk{more}",
+                port(&self.a),
+                port(&self.b),
+                PKey(*a_pkey),
+                PKey(*b_pkey)
+            ),
+            BreachKind::Cut { partition, pkey } => format!(
+                "{} and {} are both in partition `{partition}` ({:#06x}), but their P_Key tables keep them apart{more}",
+                port(&self.a),
+                port(&self.b),
+                pkey
+            ),
+        }
+    }
+}
+
+/// The result of checking `isolated`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Isolation {
+    /// Proven, violated, or unknown (no partitions declared).
+    pub outcome: Outcome,
+    /// Declared partitions.
+    pub partitions: usize,
+    /// End ports compared.
+    pub ports: usize,
+    /// Distinct (table, declared memberships) groups among them.
+    pub groups: usize,
+    /// Breaches listed (one per pair of groups), leaks first, at most `max_listed`.
+    pub breaches: Vec<Breach>,
+    /// Pairs of ports breaking the declared partitions, in all.
+    pub pairs: u64,
+}
+
+/// Why `isolated` is not decided on a state without declared partitions.
+pub(crate) const NOTHING_DECLARED: &str =
+    "the state declares no partitions: there is nothing to check its P_Key tables against";
+
+/// What groups end ports: their keys (sorted) and their declared memberships.
+type GroupKey = (Vec<u16>, Vec<(usize, Membership)>);
+
+/// A group of end ports with the same table and the same declared memberships.
+struct Group {
+    /// The keys its ports hold, sorted.
+    keys: Vec<u16>,
+    /// Its declared memberships: (partition index, membership), sorted.
+    declared: Vec<(usize, Membership)>,
+    /// Its ports, sorted.
+    ports: Vec<PortRef>,
+}
+
+/// Checks `isolated` on `state`, listing at most `max_listed` breaches.
+pub fn check(state: &ValidState, max_listed: usize) -> Isolation {
+    let parts = &state.partitions;
+    if parts.is_empty() {
+        return Isolation {
+            outcome: Outcome::Unknown(NOTHING_DECLARED.to_owned()),
+            partitions: 0,
+            ports: 0,
+            groups: 0,
+            breaches: Vec::new(),
+            pairs: 0,
+        };
+    }
+    let f = &state.fabric;
+    let mut declared: BTreeMap<PortRef, Vec<(usize, Membership)>> = BTreeMap::new();
+    for (i, p) in parts.iter().enumerate() {
+        for (&r, &m) in &p.members {
+            declared.entry(r).or_default().push((i, m));
+        }
+    }
+    let mut ports: BTreeSet<PortRef> = declared.keys().copied().collect();
+    for (&n, lids) in &state.lids.base {
+        if f.nodes().get(n.index()).is_some_and(|x| !x.is_switch()) {
+            ports.extend(lids.keys().map(|&p| PortRef { node: n, port: p }));
+        }
+    }
+    let mut by_key: BTreeMap<GroupKey, Vec<PortRef>> = BTreeMap::new();
+    for &r in &ports {
+        let mut keys: Vec<u16> = match state.ports.get(&r).and_then(|p| p.pkeys.as_ref()) {
+            Some(t) => t.iter().map(|k| k.0).collect(),
+            None => vec![PKey::DEFAULT.0],
+        };
+        keys.sort_unstable();
+        let d = declared.get(&r).cloned().unwrap_or_default();
+        by_key.entry((keys, d)).or_default().push(r);
+    }
+    let groups: Vec<Group> = by_key
+        .into_iter()
+        .map(|((keys, declared), ports)| Group {
+            keys,
+            declared,
+            ports,
+        })
+        .collect();
+
+    // Pairs of groups that could talk in either relation: one of them a full member of a
+    // partition the other is in.
+    let mut members: BTreeMap<(bool, u16), (Vec<usize>, Vec<usize>)> = BTreeMap::new();
+    for (g, grp) in groups.iter().enumerate() {
+        for &k in &grp.keys {
+            let (full, any) = members.entry((false, k & 0x7fff)).or_default();
+            if k & 0x8000 != 0 {
+                full.push(g);
+            }
+            any.push(g);
+        }
+        for &(i, m) in &grp.declared {
+            let (full, any) = members.entry((true, i as u16)).or_default();
+            if m == Membership::Full {
+                full.push(g);
+            }
+            any.push(g);
+        }
+    }
+    let mut candidates: BTreeSet<(usize, usize)> = BTreeSet::new();
+    for ((declared, base), (full, any)) in &members {
+        if !declared && *base == 0 {
+            continue;
+        }
+        for &x in full {
+            for &y in any {
+                candidates.insert((x.min(y), x.max(y)));
+            }
+        }
+    }
+
+    let mut breaches: Vec<Breach> = Vec::new();
+    let mut pairs = 0u64;
+    for (x, y) in candidates {
+        let (Some(gx), Some(gy)) = (groups.get(x), groups.get(y)) else {
+            continue;
+        };
+        let n = if x == y {
+            let k = gx.ports.len() as u64;
+            k * k.saturating_sub(1) / 2
+        } else {
+            (gx.ports.len() * gy.ports.len()) as u64
+        };
+        if n == 0 {
+            continue;
+        }
+        let talk = tables_talk(&gx.keys, &gy.keys);
+        let allowed = declared_talk(&gx.declared, &gy.declared).and_then(|i| parts.get(i));
+        let kind = match (talk, allowed) {
+            (Some((a_pkey, b_pkey)), None) => BreachKind::Leak { a_pkey, b_pkey },
+            (None, Some(p)) => BreachKind::Cut {
+                partition: p.name.clone(),
+                pkey: p.pkey,
+            },
+            _ => continue,
+        };
+        pairs += n;
+        let (a, b) = match (x == y, gx.ports.as_slice(), gy.ports.first()) {
+            (true, [a, b, ..], _) => (*a, *b),
+            (false, [a, ..], Some(b)) => (*a, *b),
+            _ => continue,
+        };
+        // The witness names the lower port first; a leak's keys follow their ports.
+        let (a, b, kind) = match kind {
+            BreachKind::Leak { a_pkey, b_pkey } if b < a => (
+                b,
+                a,
+                BreachKind::Leak {
+                    a_pkey: b_pkey,
+                    b_pkey: a_pkey,
+                },
+            ),
+            k => (a.min(b), a.max(b), k),
+        };
+        breaches.push(Breach {
+            kind,
+            a: endpoint(state, a),
+            b: endpoint(state, b),
+            pairs: n,
+        });
+    }
+    breaches.sort();
+    breaches.truncate(max_listed);
+    Isolation {
+        outcome: if pairs == 0 {
+            Outcome::Proven
+        } else {
+            Outcome::Violated
+        },
+        partitions: parts.len(),
+        ports: ports.len(),
+        groups: groups.len(),
+        breaches,
+        pairs,
+    }
+}
+
+/// The keys (one from each table) that let two tables talk: same partition, not partition
+/// 0, at least one full; `None` when no pair does.
+fn tables_talk(a: &[u16], b: &[u16]) -> Option<(u16, u16)> {
+    a.iter()
+        .flat_map(|&x| b.iter().map(move |&y| (x, y)))
+        .find(|&(x, y)| x & 0x7fff == y & 0x7fff && x & 0x7fff != 0 && (x | y) & 0x8000 != 0)
+}
+
+/// The first declared partition that holds both, one of them as a full member.
+fn declared_talk(a: &[(usize, Membership)], b: &[(usize, Membership)]) -> Option<usize> {
+    a.iter()
+        .flat_map(|&x| b.iter().map(move |&y| (x, y)))
+        .find(|&((i, m), (j, n))| i == j && (m == Membership::Full || n == Membership::Full))
+        .map(|((i, _), _)| i)
+}
+
+fn endpoint(state: &ValidState, r: PortRef) -> Endpoint {
+    let n = state.fabric.node(r.node);
+    Endpoint {
+        node: NodeRef {
+            id: r.node,
+            name: n.name().to_owned(),
+            guid: n.guid(),
+        },
+        port: r.port.0,
+    }
+}
