@@ -10,6 +10,7 @@ mod fmt;
 mod import;
 mod input;
 mod output;
+mod plan;
 mod report;
 mod term;
 mod verify;
@@ -56,6 +57,9 @@ enum Command {
     Verify(verify::Args),
     /// Parse, elaborate, validate, route and prove a fabric; print a summary.
     Check(check::Args),
+    /// Plan the ordered, proven steps of SMP writes from the state a fabric runs to a
+    /// desired one.
+    Plan(plan::Args),
     /// Format a `.weft` file canonically.
     Fmt(fmt::Args),
     /// Write the fabric's topology in another format.
@@ -274,6 +278,7 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
         Command::Report(args) => report::run(args, cli.color),
         Command::Build(args) => build::run(args, cli.color, cli.quiet),
         Command::Check(args) => check::run(args, cli.color, cli.quiet),
+        Command::Plan(args) => plan::run(args, cli.color, cli.quiet),
         Command::Fmt(args) => fmt::run(args, cli.color),
         Command::Export(args) => export::run(args, cli.color),
         Command::Import(args) => import::run(args, cli.color),

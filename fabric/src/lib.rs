@@ -22,6 +22,7 @@ pub mod ibnetdiscover;
 mod ids;
 mod model;
 pub mod opensm;
+pub mod plan;
 pub mod state;
 
 pub use edit::edit_distance;

@@ -40,6 +40,7 @@ pub mod reference;
 mod report;
 #[doc(hidden)]
 pub mod testkit;
+pub mod transition;
 pub mod z3;
 
 pub use certificate::{Certificate, CertificateError, CheckSummary, Request};

@@ -1,0 +1,324 @@
+//! `weft plan --from CURRENT/state.json DESIRED`: the ordered, proven steps of SMP writes from
+//! the state a fabric runs to a desired one (a `.weft` file, compiled, or a `state.json`),
+//! like a dry run: per step the switches, blocks, SMPs and proof; the totals beside what a full
+//! reconfiguration would send; the sources whose routes change. `-o plan.json` writes the
+//! plan for `weft apply`, with the fingerprint of the fabric it applies to.
+
+use crate::{out, ColorChoice, Fatal};
+use clap::ValueEnum;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use weft_fabric::ValidState;
+use weft_plan::{Mode, Options, PlanError, Planned};
+use weft_verifier::transition::StepCheck;
+use weft_verifier::{Outcome, Scope};
+
+/// `weft plan` arguments.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The desired fabric: a `.weft` file (compiled and proven) or a `state.json`.
+    desired: PathBuf,
+    /// The state the fabric runs now (a `state.json`, e.g. from `weft build`).
+    #[arg(long)]
+    from: PathBuf,
+    /// Run the steps on the current fabric: links and nodes the desired state takes down stay
+    /// up until the plan has landed (every route must arrive in every state). Without it the
+    /// steps run on the desired fabric, as after a fault.
+    #[arg(long)]
+    drain: bool,
+    /// Required pairs: all (every end-node port and switch) or hca-to-hca.
+    #[arg(long, default_value = "all")]
+    scope: ScopeArg,
+    /// Output format.
+    #[arg(long, default_value = "human")]
+    format: PlanFormat,
+    /// Write the plan file (for `weft apply`) here.
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+    /// Hosts to notify listed at most (all are counted).
+    #[arg(long, default_value_t = 20)]
+    max_listed: usize,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum PlanFormat {
+    Human,
+    Markdown,
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ScopeArg {
+    All,
+    HcaToHca,
+}
+
+fn load_state(path: &Path) -> Result<ValidState, Fatal> {
+    let text = crate::input::read_regular(path, crate::input::MAX_DUMP_BYTES)
+        .map_err(|e| Fatal(format!("cannot read `{}`: {e}", path.display())))?;
+    ValidState::from_json(&text).map_err(|e| {
+        Fatal(format!(
+            "`{}` is not a valid weft state:\n{e}",
+            path.display()
+        ))
+    })
+}
+
+/// Runs `weft plan`.
+pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fatal> {
+    crate::term::phase("reading");
+    let old = load_state(&args.from)?;
+    let new = if args.desired.extension().is_some_and(|e| e == "json") {
+        load_state(&args.desired)?
+    } else {
+        let (c, routed) = crate::compile_and_route(&args.desired)?;
+        crate::emit_diagnostics(&c.diagnostics, &c.sources, color);
+        match (routed, c.elaborated.as_ref()) {
+            (Some(Ok(b)), Some(e)) => crate::with_layer_bound(e, b).state,
+            (Some(Err(d)), _) => {
+                crate::emit_diagnostics(&d, &c.sources, color);
+                return Ok(ExitCode::from(1));
+            }
+            _ => return Ok(ExitCode::from(1)),
+        }
+    };
+    let opts = Options {
+        mode: if args.drain { Mode::Drain } else { Mode::Fault },
+        scope: match args.scope {
+            ScopeArg::All => Scope::All,
+            ScopeArg::HcaToHca => Scope::HcaToHca,
+        },
+    };
+    crate::term::phase("planning");
+    let planned = match weft_plan::plan(&old, &new, &opts) {
+        Ok(p) => p,
+        Err(e) => return refused(&e, args.format),
+    };
+    if let Some(p) = &args.output {
+        crate::output::write_file(p, planned.plan.to_json().as_bytes()).map_err(Fatal)?;
+    }
+    let text = match args.format {
+        PlanFormat::Human if quiet => String::new(),
+        PlanFormat::Human => human(&planned, args.output.as_deref(), args.max_listed),
+        PlanFormat::Markdown => markdown(&planned, args.output.as_deref(), args.max_listed),
+        PlanFormat::Json => {
+            serde_json::to_string_pretty(&json(&planned, args.output.as_deref()))? + "\n"
+        }
+    };
+    out(None, &text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// No plan: the reason (exit 1).
+fn refused(e: &PlanError, format: PlanFormat) -> Result<ExitCode, Fatal> {
+    use miette::Diagnostic as _;
+    let code = e.code().map(|c| c.to_string()).unwrap_or_default();
+    let text = match format {
+        PlanFormat::Json => {
+            let check = match e {
+                PlanError::NoSafeOrder { check, .. } => serde_json::to_value(check)?,
+                _ => serde_json::Value::Null,
+            };
+            serde_json::to_string_pretty(&serde_json::json!({
+                "ok": false,
+                "code": code,
+                "error": e.to_string(),
+                "check": check,
+            }))? + "\n"
+        }
+        _ => format!("× no plan: {e} [{code}]\n"),
+    };
+    out(None, &text)?;
+    Ok(ExitCode::from(1))
+}
+
+fn mode_text(m: Mode) -> &'static str {
+    match m {
+        Mode::Fault => "the steps run on the desired fabric (what a fault leaves)",
+        Mode::Drain => "the steps run on the current fabric (links go down after the plan)",
+    }
+}
+
+fn outcome(o: &Outcome) -> &'static str {
+    match o {
+        Outcome::Proven => "proven",
+        Outcome::Violated => "violated",
+        Outcome::Unknown(_) => "unknown",
+    }
+}
+
+fn step_proof(c: Option<&StepCheck>) -> String {
+    match c {
+        Some(c) if c.is_proven() => {
+            let broken = if c.failing_before > 0 || c.failing_after > 0 {
+                format!(
+                    "; routes a fault broke: {} before, {} after",
+                    crate::verify::group(c.failing_before),
+                    crate::verify::group(c.failing_after)
+                )
+            } else {
+                String::new()
+            };
+            format!("loop-free, deadlock-free and connected in every mix: proven{broken}")
+        }
+        Some(c) => format!(
+            "loop-free {}, deadlock-free {}, connected {}",
+            outcome(&c.loop_free),
+            outcome(&c.deadlock_free),
+            outcome(&c.connected)
+        ),
+        None => {
+            "P_Keys only: no route changes (the desired state's isolation is proven)".to_owned()
+        }
+    }
+}
+
+fn hosts_line(p: &Planned, max: usize) -> String {
+    let r = &p.rerouted;
+    let shown: Vec<&str> = r.hosts.iter().take(max).map(String::as_str).collect();
+    let more = r.hosts.len().saturating_sub(shown.len());
+    let mut t = shown.join(", ");
+    if more > 0 {
+        let _ = write!(t, " … and {more} more");
+    }
+    t
+}
+
+fn human(p: &Planned, written: Option<&Path>, max: usize) -> String {
+    let g = crate::verify::group;
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "plan for `{}`: {} step(s), {} SMP(s); a full reconfiguration would send {} ({})",
+        p.plan.fabric,
+        p.plan.steps.len(),
+        g(p.plan.smps() as u64),
+        g(p.full_reconfiguration),
+        mode_text(p.mode)
+    );
+    for (i, s) in p.stats.iter().enumerate() {
+        let what = if s.lft_blocks > 0 {
+            format!(
+                "{} LFT block(s) on {} switch(es)",
+                g(s.lft_blocks as u64),
+                g(s.switches as u64)
+            )
+        } else {
+            format!("{} P_Key block(s)", g(s.pkey_blocks as u64))
+        };
+        let _ = writeln!(
+            t,
+            "  step {}: {what}; {}",
+            i + 1,
+            step_proof(p.checks.get(i))
+        );
+    }
+    let _ = writeln!(
+        t,
+        "  {} LFT entries change; {} step(s) added by splitting",
+        g(p.changed_entries),
+        p.splits
+    );
+    let r = &p.rerouted;
+    let _ = writeln!(
+        t,
+        "  routes that change: {} (source, destination) pair(s), from {} host(s) and {} switch(es)",
+        g(r.pairs),
+        g(r.hosts.len() as u64),
+        g(r.switches as u64)
+    );
+    if !r.hosts.is_empty() {
+        let _ = writeln!(t, "  hosts to notify: {}", hosts_line(p, max));
+    }
+    if let Some(w) = written {
+        let _ = writeln!(t, "  wrote {}", w.display());
+    }
+    t
+}
+
+fn markdown(p: &Planned, written: Option<&Path>, max: usize) -> String {
+    let mut t = String::new();
+    let _ = writeln!(t, "# Plan for `{}`\n", p.plan.fabric);
+    let _ = writeln!(
+        t,
+        "| step | switches | LFT blocks | P_Key blocks | SMPs | loop-free | deadlock-free | connected |"
+    );
+    let _ = writeln!(t, "|---|---|---|---|---|---|---|---|");
+    for (i, s) in p.stats.iter().enumerate() {
+        let (l, d, c) = match p.checks.get(i) {
+            Some(c) => (
+                outcome(&c.loop_free),
+                outcome(&c.deadlock_free),
+                outcome(&c.connected),
+            ),
+            None => ("no route change", "no route change", "no route change"),
+        };
+        let _ = writeln!(
+            t,
+            "| {} | {} | {} | {} | {} | {l} | {d} | {c} |",
+            i + 1,
+            s.switches,
+            s.lft_blocks,
+            s.pkey_blocks,
+            s.lft_blocks + s.pkey_blocks
+        );
+    }
+    let _ = writeln!(
+        t,
+        "\n**{} SMPs in all** (a full reconfiguration: {}); {}. {} LFT entries change.",
+        p.plan.smps(),
+        p.full_reconfiguration,
+        mode_text(p.mode),
+        p.changed_entries
+    );
+    let r = &p.rerouted;
+    let _ = writeln!(
+        t,
+        "\nRoutes that change: {} (source, destination) pairs, from {} hosts and {} switches.",
+        r.pairs,
+        r.hosts.len(),
+        r.switches
+    );
+    if !r.hosts.is_empty() {
+        let _ = writeln!(t, "Hosts to notify: {}.", hosts_line(p, max));
+    }
+    if let Some(w) = written {
+        let _ = writeln!(t, "\nPlan file: `{}`.", w.display());
+    }
+    t
+}
+
+fn json(p: &Planned, written: Option<&Path>) -> serde_json::Value {
+    let steps: Vec<serde_json::Value> = p
+        .stats
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            serde_json::json!({
+                "step": i + 1,
+                "switches": s.switches,
+                "lft_blocks": s.lft_blocks,
+                "pkey_blocks": s.pkey_blocks,
+                "smps": s.lft_blocks + s.pkey_blocks,
+                "check": p.checks.get(i),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "ok": true,
+        "fabric": p.plan.fabric,
+        "mode": p.mode,
+        "from": p.plan.from,
+        "to": p.plan.to,
+        "steps": steps,
+        "totals": {
+            "smps": p.plan.smps(),
+            "full_reconfiguration_smps": p.full_reconfiguration,
+            "changed_entries": p.changed_entries,
+            "splits": p.splits,
+        },
+        "rerouted": p.rerouted,
+        "plan_file": written.map(|w| w.display().to_string()),
+    })
+}

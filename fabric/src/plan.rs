@@ -1,0 +1,214 @@
+//! Plans: ordered steps of SMP writes that take a fabric from one state to another, as
+//! `weft plan` writes them and `weft apply` reads them (`plan.json`, format `weft-plan`
+//! version 1).
+//!
+//! ```text
+//! {"format": "weft-plan", "version": 1, "fabric": "cluster5832",
+//!  "from": {fingerprint of the fabric the plan applies to},
+//!  "to": {fingerprint of the desired state},
+//!  "steps": [
+//!    {"writes": [
+//!       {"kind": "lft", "switch": "0x…", "block": 3, "old": "ff01…", "new": "ff02…"},
+//!       {"kind": "pkeys", "node": "0x…", "port": 1, "block": 0, "old": ["0x7fff", …], "new": […]},
+//!       …]},
+//!    …]}
+//! ```
+//!
+//! Within a step the writes may land in any order (they go out in parallel); a step starts
+//! when the one before it has landed whole. An LFT write carries the whole 64-entry block as
+//! it is before and after (two hex digits per entry, `ff` for none), so a writer keeps an
+//! exact shadow and can undo it; a P_Key write carries one 32-entry block of the table.
+
+use crate::fingerprint::Fingerprint;
+use crate::ids::Guid;
+use serde::{Deserialize, Serialize};
+
+/// The `format` of a plan file.
+pub const PLAN_FORMAT: &str = "weft-plan";
+/// The version this weft reads and writes.
+pub const PLAN_VERSION: u32 = 1;
+
+/// LIDs per LFT block (one LinearForwardingTable SMP).
+pub const LFT_BLOCK: usize = 64;
+/// Entries per P_Key table block (one P_KeyTable SMP).
+pub const PKEY_BLOCK: usize = 32;
+
+/// One SMP Set.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", deny_unknown_fields)]
+pub enum Write {
+    /// A LinearForwardingTable block of a switch.
+    Lft {
+        /// The switch's node GUID.
+        #[serde(with = "guid_hex")]
+        switch: Guid,
+        /// The block (LIDs `64 × block ..= 64 × block + 63`).
+        block: u16,
+        /// The 64 entries before, as hex (`ff`: none).
+        old: String,
+        /// The 64 entries written.
+        new: String,
+    },
+    /// A P_KeyTable block of a port.
+    Pkeys {
+        /// The node's GUID.
+        #[serde(with = "guid_hex")]
+        node: Guid,
+        /// The port (0 for a switch).
+        port: u8,
+        /// The block (entries `32 × block ..`).
+        block: u16,
+        /// The entries before (0 for an empty slot).
+        old: Vec<u16>,
+        /// The entries written.
+        new: Vec<u16>,
+    },
+}
+
+impl Write {
+    /// The entries of an LFT block as hex.
+    pub fn lft_hex(entries: &[u8]) -> String {
+        let mut s = String::with_capacity(entries.len() * 2);
+        for b in entries {
+            s.push_str(&format!("{b:02x}"));
+        }
+        s
+    }
+}
+
+/// One step: writes that go out together.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanStep {
+    /// Its writes, sorted.
+    pub writes: Vec<Write>,
+}
+
+/// A plan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    /// Always [`PLAN_FORMAT`].
+    pub format: String,
+    /// [`PLAN_VERSION`].
+    pub version: u32,
+    /// The fabric's name.
+    pub fabric: String,
+    /// The fabric the plan applies to (its live topology and LIDs): `weft apply` refuses
+    /// another.
+    pub from: Fingerprint,
+    /// The state it leads to.
+    pub to: Fingerprint,
+    /// The steps, in order.
+    pub steps: Vec<PlanStep>,
+}
+
+impl Plan {
+    /// SMPs in all (one per write).
+    pub fn smps(&self) -> usize {
+        self.steps.iter().map(|s| s.writes.len()).sum()
+    }
+
+    /// The plan file: the header fields, then one write per line, so two plans diff line by
+    /// line.
+    pub fn to_json(&self) -> String {
+        let mut t = String::from("{\n");
+        t += &format!("\"format\": {},\n", compact(&self.format));
+        t += &format!("\"version\": {},\n", self.version);
+        t += &format!("\"fabric\": {},\n", compact(&self.fabric));
+        t += &format!("\"from\": {},\n", compact(&self.from));
+        t += &format!("\"to\": {},\n", compact(&self.to));
+        t += "\"steps\": [";
+        for (i, s) in self.steps.iter().enumerate() {
+            t += if i == 0 { "\n" } else { ",\n" };
+            t += "  {\"writes\": [";
+            for (j, w) in s.writes.iter().enumerate() {
+                t += if j == 0 { "\n    " } else { ",\n    " };
+                t += &compact(w);
+            }
+            t += "\n  ]}";
+        }
+        t += "\n]\n}\n";
+        t
+    }
+
+    /// Reads a plan file: its format and version checked, every LFT block 64 entries of hex
+    /// and every P_Key block at most 32 entries.
+    pub fn from_json(text: &str) -> Result<Plan, PlanFileError> {
+        let p: Plan = serde_json::from_str(text).map_err(|e| PlanFileError::Parse(e.to_string()))?;
+        if p.format != PLAN_FORMAT || p.version != PLAN_VERSION {
+            return Err(PlanFileError::Version {
+                format: p.format,
+                version: p.version,
+            });
+        }
+        for (i, s) in p.steps.iter().enumerate() {
+            for w in &s.writes {
+                let bad = match w {
+                    Write::Lft { old, new, .. } => [old, new].iter().any(|h| {
+                        h.len() != 2 * LFT_BLOCK || !h.bytes().all(|b| b.is_ascii_hexdigit())
+                    }),
+                    Write::Pkeys { old, new, .. } => old.len() > PKEY_BLOCK || new.len() > PKEY_BLOCK,
+                };
+                if bad {
+                    return Err(PlanFileError::Write {
+                        step: i + 1,
+                        write: serde_json::to_string(w).unwrap_or_default(),
+                    });
+                }
+            }
+        }
+        Ok(p)
+    }
+}
+
+/// Why a plan file cannot be read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+pub enum PlanFileError {
+    /// Not JSON of a plan.
+    #[error("not a weft plan: {0}")]
+    #[diagnostic(code(weft::plan_file::parse))]
+    Parse(String),
+    /// Another format or version.
+    #[error("this is `{format}` version {version}; weft reads `weft-plan` version 1")]
+    #[diagnostic(code(weft::plan_file::version))]
+    Version {
+        /// Its format.
+        format: String,
+        /// Its version.
+        version: u32,
+    },
+    /// A write that cannot be.
+    #[error("step {step}: {write} is not a whole block (64 hex LFT entries, at most 32 P_Keys)")]
+    #[diagnostic(code(weft::plan_file::write))]
+    Write {
+        /// The step (from 1).
+        step: usize,
+        /// The write.
+        write: String,
+    },
+}
+
+/// Compact JSON of a plan's part.
+fn compact<T: Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+/// GUIDs as `0x…` hex strings (JSON numbers lose precision above 2^53).
+mod guid_hex {
+    use crate::ids::Guid;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(g: &Guid, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{:#018x}", g.0))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Guid, D::Error> {
+        let text = String::deserialize(d)?;
+        text.strip_prefix("0x")
+            .filter(|h| !h.is_empty() && h.len() <= 16)
+            .and_then(|h| u64::from_str_radix(h, 16).ok())
+            .map(Guid)
+            .ok_or_else(|| serde::de::Error::custom(format!("`{text}` is not a hex GUID")))
+    }
+}

@@ -1,0 +1,473 @@
+//! weft's planner: from the state a fabric runs to a desired one, ordered steps of SMP writes,
+//! every step proven safe while it lands.
+//!
+//! [`plan`] diffs two states' LFTs into 64-entry block writes and P_Key tables into 32-entry
+//! block writes, orders the LFT writes so that each switch changes a destination's entry only
+//! after its new next hop has (destination side first, bottom-up; the source side last), and
+//! checks every step with the verifier's `transition` property (any subset of a step's writes
+//! may have landed: the union of old and new entries must be loop-free, its channel dependency
+//! graph acyclic, and every route that arrived before must still arrive). A step that fails is
+//! split in two, and again, down to single writes; a single write that fails means no safe
+//! order exists with block writes, and the plan is refused with the witness. The desired state
+//! itself must be proven (deadlock freedom, connectivity, isolation when declared).
+//!
+//! Two modes say what fabric the steps run on: [`Mode::Fault`] (the default: the desired
+//! state's fabric, e.g. with the failed link already down, so routes through it fail until
+//! their mending write lands) and [`Mode::Drain`] (the current state's fabric: links the
+//! desired state takes down are still up while the plan runs, so every route must arrive in
+//! every state; take them down afterwards).
+//!
+//! Architecture invariant: depends on `weft-fabric` and `weft-verifier` only; it never prints.
+
+// Nothing indexes with a value that might be out of range: `get` and a decision instead.
+#![deny(clippy::indexing_slicing)]
+#![cfg_attr(test, allow(clippy::indexing_slicing))]
+
+mod order;
+
+use serde::Serialize;
+use weft_fabric::plan::{Plan, PlanStep, Write, LFT_BLOCK, PKEY_BLOCK, PLAN_FORMAT, PLAN_VERSION};
+use weft_fabric::{FabricState, Fingerprint, PKey, PortRef, StateErrors, ValidState};
+use weft_verifier::transition::{self, StepCheck};
+use weft_verifier::{Options as VerifyOptions, Property, Scope};
+
+/// The fabric the steps run on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// The desired state's fabric (a fault has already happened).
+    #[default]
+    Fault,
+    /// The current state's fabric (links and nodes go down after the plan).
+    Drain,
+}
+
+/// How to plan.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// The fabric the steps run on.
+    pub mode: Mode,
+    /// The pairs whose routes count.
+    pub scope: Scope,
+}
+
+/// A step's writes in numbers.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct StepStats {
+    /// Switches with an LFT write.
+    pub switches: usize,
+    /// LFT block writes.
+    pub lft_blocks: usize,
+    /// P_Key block writes.
+    pub pkey_blocks: usize,
+}
+
+/// The routes a plan changes: the sources to tell (their paths to some destination change).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Rerouted {
+    /// (source port, destination LID) pairs whose route changes.
+    pub pairs: u64,
+    /// End nodes among those sources, by name, sorted.
+    pub hosts: Vec<String>,
+    /// Switches among those sources (their own traffic).
+    pub switches: usize,
+}
+
+/// A plan with what was proven about it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Planned {
+    /// The plan (what `weft apply` reads).
+    pub plan: Plan,
+    /// The fabric the steps run on.
+    pub mode: Mode,
+    /// Per step: its writes in numbers.
+    pub stats: Vec<StepStats>,
+    /// Per LFT step, its transition check (the P_Key step, when there is one, has none: it
+    /// changes no route; the desired state's isolation is proven with it).
+    pub checks: Vec<StepCheck>,
+    /// Steps added by splitting steps that were not safe whole.
+    pub splits: usize,
+    /// SMPs a full reconfiguration would send: every LFT block of every switch.
+    pub full_reconfiguration: u64,
+    /// Who to tell.
+    pub rerouted: Rerouted,
+    /// LFT entries that change.
+    pub changed_entries: u64,
+}
+
+/// Why there is no plan.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum PlanError {
+    /// The two states are not of the same fabric.
+    #[error("the two states are not the same fabric: {0}")]
+    #[diagnostic(code(weft::plan::fabric))]
+    Fabric(String),
+    /// A change the planner does not plan yet.
+    #[error("{0} differ between the two states; planning that is not built yet (only LFT and P_Key changes are planned)")]
+    #[diagnostic(code(weft::plan::not_built))]
+    NotBuilt(&'static str),
+    /// The desired state is not proven.
+    #[error("the desired state is not proven ({0}); weft plans only toward a proven state")]
+    #[diagnostic(code(weft::plan::unproven))]
+    Unproven(String),
+    /// No safe order exists with block writes.
+    #[error("no safe order found: the write {write} is unsafe even on its own ({why})")]
+    #[diagnostic(code(weft::plan::no_safe_order))]
+    NoSafeOrder {
+        /// The write.
+        write: String,
+        /// What its check found.
+        why: String,
+        /// The check.
+        check: Box<StepCheck>,
+    },
+    /// A state built on the way is invalid (a bug in weft).
+    #[error("a state on the way is invalid (a bug in weft): {0}")]
+    #[diagnostic(code(weft::plan::internal))]
+    State(StateErrors),
+    /// The transition check refused two states (a bug in weft).
+    #[error("{0} (a bug in weft)")]
+    #[diagnostic(code(weft::plan::internal))]
+    Transition(#[from] transition::TransitionError),
+}
+
+/// The two fabrics have the same nodes and cables; only link and node states may differ.
+fn same_fabric(old: &ValidState, new: &ValidState) -> Result<(), PlanError> {
+    let (a, b) = (&old.fabric, &new.fabric);
+    if a.nodes().len() != b.nodes().len() || a.links().len() != b.links().len() {
+        return Err(PlanError::Fabric(format!(
+            "{} nodes and {} links against {} nodes and {} links",
+            a.nodes().len(),
+            a.links().len(),
+            b.nodes().len(),
+            b.links().len()
+        )));
+    }
+    for (x, y) in a.nodes().iter().zip(b.nodes()) {
+        if x.guid() != y.guid() || x.kind() != y.kind() || x.spec.port_count != y.spec.port_count {
+            return Err(PlanError::Fabric(format!(
+                "node `{}` ({}) is `{}` ({}) in the desired state",
+                x.name(),
+                x.guid(),
+                y.name(),
+                y.guid()
+            )));
+        }
+    }
+    for (x, y) in a.links().iter().zip(b.links()) {
+        if (x.a, x.b) != (y.a, y.b) {
+            return Err(PlanError::Fabric(format!(
+                "a cable of `{}` port {} is cabled differently in the desired state",
+                a.node(x.a.node).name(),
+                x.a.port.0
+            )));
+        }
+    }
+    if old.lids != new.lids {
+        return Err(PlanError::NotBuilt("LIDs"));
+    }
+    if old.path_sl != new.path_sl {
+        return Err(PlanError::NotBuilt("path SLs"));
+    }
+    let sl2vl = |s: &ValidState| -> Vec<_> {
+        s.switches
+            .iter()
+            .map(|(id, t)| (*id, t.sl2vl.clone(), t.sl2vl_all))
+            .collect()
+    };
+    if sl2vl(old) != sl2vl(new) {
+        return Err(PlanError::NotBuilt("switch SL→VL tables"));
+    }
+    let port_tables = |s: &ValidState| -> Vec<_> {
+        s.ports
+            .iter()
+            .filter(|(_, p)| p.sl2vl.is_some() || p.vlarb.is_some())
+            .map(|(r, p)| (*r, p.sl2vl, p.vlarb.clone()))
+            .collect()
+    };
+    if port_tables(old) != port_tables(new) {
+        return Err(PlanError::NotBuilt("port SL→VL or VL arbitration tables"));
+    }
+    Ok(())
+}
+
+fn valid(st: FabricState) -> Result<ValidState, PlanError> {
+    ValidState::new(st).map_err(PlanError::State)
+}
+
+/// The state the steps start from: `old`'s tables on the fabric the steps run on.
+pub fn start(old: &ValidState, new: &ValidState, mode: Mode) -> Result<ValidState, PlanError> {
+    same_fabric(old, new)?;
+    let mut start = old.state().clone();
+    if mode == Mode::Fault {
+        start.fabric = new.fabric.clone();
+    }
+    valid(start)
+}
+
+/// Plans the way from `old` (what the fabric runs) to `new` (what it should run).
+pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planned, PlanError> {
+    same_fabric(old, new)?;
+    let verify = VerifyOptions {
+        scope: opts.scope,
+        properties: Property::defaults(new),
+        certificate: false,
+        max_listed: 1,
+        witnesses: 1,
+    };
+    let report = weft_verifier::verify(new, &verify);
+    if !report.is_proven() {
+        let failed: Vec<&str> = report
+            .properties
+            .iter()
+            .filter(|&&p| *report.outcome(p) != weft_verifier::Outcome::Proven)
+            .map(|p| p.name())
+            .collect();
+        return Err(PlanError::Unproven(format!(
+            "not {}",
+            failed.join(", not ")
+        )));
+    }
+    let start = start(old, new, opts.mode)?;
+    let order = order::stages(&start, new);
+    let mut checks = Vec::new();
+    let mut steps: Vec<PlanStep> = Vec::new();
+    let mut splits = 0;
+    let mut at = start.clone();
+    for stage in order.stages {
+        let mut todo = vec![stage];
+        while let Some(writes) = todo.pop() {
+            let next = valid(apply_lft(&at, &writes))?;
+            let check = transition::check_step(&at, &next, opts.scope)?;
+            if check.is_proven() {
+                checks.push(check);
+                steps.push(PlanStep {
+                    writes: sorted(writes),
+                });
+                at = next;
+                continue;
+            }
+            if writes.len() == 1 {
+                // One block: its entries one by one, each its own SMP.
+                let entries = writes.first().map(order::per_entry).unwrap_or_default();
+                if entries.len() > 1 {
+                    todo.extend(entries.into_iter().rev().map(|w| vec![w]));
+                    splits += 1;
+                    continue;
+                }
+                return Err(PlanError::NoSafeOrder {
+                    write: describe(&at, writes.first()),
+                    why: why(&check),
+                    check: Box::new(check),
+                });
+            }
+            // Split: the first half, then the rest.
+            let mut first = writes;
+            let rest = first.split_off(first.len() / 2);
+            todo.push(rest);
+            todo.push(first);
+            splits += 1;
+        }
+    }
+    // P_Keys last: they change no route.
+    let pkeys = pkey_writes(&start, new);
+    if !pkeys.is_empty() {
+        steps.push(PlanStep {
+            writes: sorted(pkeys),
+        });
+    }
+    let stats = steps.iter().map(step_stats).collect();
+    let blocks = (u64::from(new.lids.max_lid(&new.fabric)) + 1).div_ceil(LFT_BLOCK as u64);
+    let switches = new.fabric.switch_count() as u64;
+    Ok(Planned {
+        plan: Plan {
+            format: PLAN_FORMAT.to_owned(),
+            version: PLAN_VERSION,
+            fabric: new.fabric.name.clone(),
+            from: Fingerprint::of(&start),
+            to: Fingerprint::of(new),
+            steps,
+        },
+        mode: opts.mode,
+        stats,
+        checks,
+        splits,
+        full_reconfiguration: switches * blocks,
+        rerouted: order.rerouted,
+        changed_entries: order.changed,
+    })
+}
+
+/// Checks steps of LFT writes someone ordered, from `start` (see [`start`]): the check of
+/// each step, up to the first that fails.
+pub fn check_steps(
+    start: &ValidState,
+    steps: &[Vec<Write>],
+    scope: Scope,
+) -> Result<Vec<StepCheck>, PlanError> {
+    let mut at = start.clone();
+    let mut out = Vec::new();
+    for writes in steps {
+        let next = valid(apply_lft(&at, writes))?;
+        let check = transition::check_step(&at, &next, scope)?;
+        let ok = check.is_proven();
+        out.push(check);
+        if !ok {
+            break;
+        }
+        at = next;
+    }
+    Ok(out)
+}
+
+/// `st` with the LFT writes among `writes` applied.
+fn apply_lft(st: &ValidState, writes: &[Write]) -> FabricState {
+    let mut out = st.state().clone();
+    for w in writes {
+        let Write::Lft {
+            switch, block, new, ..
+        } = w
+        else {
+            continue;
+        };
+        let Some(id) = out.fabric.find_guid(*switch) else {
+            continue;
+        };
+        let Some(t) = out.switches.get_mut(&id) else {
+            continue;
+        };
+        let entries = order::hex_entries(new);
+        let first = usize::from(*block) * LFT_BLOCK;
+        if t.lft.ports.len() < first + LFT_BLOCK {
+            t.lft
+                .ports
+                .resize(first + LFT_BLOCK, weft_fabric::LFT_UNSET);
+        }
+        if let Some(slot) = t.lft.ports.get_mut(first..first + LFT_BLOCK) {
+            slot.copy_from_slice(&entries);
+        }
+        // Trailing unset entries are not part of the table.
+        while t.lft.ports.last() == Some(&weft_fabric::LFT_UNSET) {
+            t.lft.ports.pop();
+        }
+    }
+    out
+}
+
+fn sorted(mut w: Vec<Write>) -> Vec<Write> {
+    w.sort();
+    w
+}
+
+/// One write, for people: "`leaf3` LFT block 2".
+fn describe(st: &ValidState, w: Option<&Write>) -> String {
+    let name = |g| {
+        st.fabric
+            .find_guid(g)
+            .map_or_else(|| format!("{g}"), |id| st.fabric.node(id).name().to_owned())
+    };
+    match w {
+        Some(Write::Lft { switch, block, .. }) => {
+            format!("`{}` LFT block {block}", name(*switch))
+        }
+        Some(Write::Pkeys {
+            node, port, block, ..
+        }) => format!("`{}` port {port} P_Key block {block}", name(*node)),
+        None => "(none)".to_owned(),
+    }
+}
+
+/// What a failed check found, in a few words.
+pub fn why(c: &StepCheck) -> String {
+    if let Some(l) = &c.forwarding_loop {
+        let hops: Vec<String> = l
+            .hops
+            .iter()
+            .map(|h| format!("`{}` port {} ({:?})", h.node.name, h.out_port, h.entry))
+            .collect();
+        return format!(
+            "a transient forwarding loop toward LID {} (`{}`): {} → back to the first",
+            l.dlid.0,
+            l.dst.node.name,
+            hops.join(" → ")
+        );
+    }
+    if !c.credit_loop.is_empty() {
+        let chans: Vec<String> = c
+            .credit_loop
+            .iter()
+            .map(|ch| format!("`{}` port {} VL {}", ch.node.name, ch.port, ch.vl))
+            .collect();
+        return format!(
+            "a transient credit loop: {} → back to the first",
+            chans.join(" → ")
+        );
+    }
+    if let Some(b) = &c.broken {
+        return format!(
+            "the route from `{}` to LID {} breaks at `{}` ({})",
+            b.from.name,
+            b.dlid.0,
+            b.at.name,
+            b.reason.describe()
+        );
+    }
+    "nothing".to_owned()
+}
+
+fn step_stats(s: &PlanStep) -> StepStats {
+    let mut switches: Vec<weft_fabric::Guid> = Vec::new();
+    let mut st = StepStats::default();
+    for w in &s.writes {
+        match w {
+            Write::Lft { switch, .. } => {
+                st.lft_blocks += 1;
+                switches.push(*switch);
+            }
+            Write::Pkeys { .. } => st.pkey_blocks += 1,
+        }
+    }
+    switches.sort_unstable();
+    switches.dedup();
+    st.switches = switches.len();
+    st
+}
+
+/// P_Key table blocks that differ between the two states.
+fn pkey_writes(old: &ValidState, new: &ValidState) -> Vec<Write> {
+    let table = |s: &ValidState, r: &PortRef| -> Vec<u16> {
+        s.ports
+            .get(r)
+            .and_then(|p| p.pkeys.as_ref())
+            .map(|t| t.iter().map(|k: &PKey| k.0).collect())
+            .unwrap_or_default()
+    };
+    let ports: std::collections::BTreeSet<PortRef> =
+        old.ports.keys().chain(new.ports.keys()).copied().collect();
+    let mut out = Vec::new();
+    for r in ports {
+        let (a, b) = (table(old, &r), table(new, &r));
+        if a == b {
+            continue;
+        }
+        let blocks = a.len().max(b.len()).div_ceil(PKEY_BLOCK);
+        for k in 0..blocks {
+            let cut = |t: &[u16]| -> Vec<u16> {
+                (k * PKEY_BLOCK..(k + 1) * PKEY_BLOCK)
+                    .map(|i| t.get(i).copied().unwrap_or(0))
+                    .collect()
+            };
+            let (x, y) = (cut(&a), cut(&b));
+            if x != y {
+                out.push(Write::Pkeys {
+                    node: new.fabric.node(r.node).guid(),
+                    port: r.port.0,
+                    block: k as u16,
+                    old: x,
+                    new: y,
+                });
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,161 @@
+//! `weft plan` on real trees: a link failure planned into proven steps (fault and drain
+//! modes) whose end is exactly the desired tables; a failure that moves sFtree's subtree root
+//! refused with the transient credit loop that forbids every order; a bad order (the source
+//! side first) caught with the transient forwarding loop as witness. The 5 832-node tree with
+//! `WEFT_BIG_EXAMPLES=1` (release, in CI).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use weft_compiler::diagnostic::{render, RenderOptions};
+use weft_compiler::{check, NoFiles};
+use weft_fabric::plan::Write;
+use weft_fabric::ValidState;
+use weft_plan::{check_steps, plan, Mode, Options, PlanError};
+use weft_verifier::transition::Entry;
+use weft_verifier::{Outcome, Scope};
+
+fn compiled(src: &str) -> ValidState {
+    let c = check("t.weft", src, &NoFiles);
+    assert!(
+        !c.has_errors(),
+        "{}",
+        render(&c.diagnostics, &c.sources, RenderOptions::plain())
+    );
+    weft_compiler::build::build(&c.elaborated.unwrap())
+        .unwrap_or_else(|d| panic!("{d:?}"))
+        .state
+}
+
+fn example(name: &str) -> String {
+    std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../examples")
+            .join(name),
+    )
+    .unwrap()
+}
+
+/// The example with `faults` added to its fabric block.
+fn with_faults(src: &str, faults: &str) -> String {
+    let i = src.rfind('}').unwrap();
+    format!("{}    faults {{\n{faults}    }}\n}}\n", &src[..i])
+}
+
+/// Plans `old` → `new` in both modes and checks what a plan promises: every step proven, the
+/// writes' end equal to `new`'s tables, each write's `old` block what the switch holds then,
+/// and in drain mode no route failing at any point. Returns the fault-mode plan.
+fn planned_and_checked(old: &ValidState, new: &ValidState) -> weft_plan::Planned {
+    let mut fault = None;
+    for mode in [Mode::Fault, Mode::Drain] {
+        let p = plan(old, new, &Options { mode, ..Options::default() })
+            .unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+        assert!(p.plan.steps.len() >= 2, "a reroute needs a destination side first");
+        assert_eq!(p.checks.len(), p.plan.steps.len());
+        let start = weft_plan::start(old, new, mode).unwrap();
+        let mut lfts: std::collections::BTreeMap<_, Vec<u8>> = start
+            .switches
+            .iter()
+            .map(|(&id, t)| (id, t.lft.ports.clone()))
+            .collect();
+        for (c, s) in p.checks.iter().zip(&p.plan.steps) {
+            assert!(c.is_proven(), "{mode:?}: {c:?}");
+            if mode == Mode::Drain {
+                assert_eq!((c.failing_before, c.failing_after), (0, 0), "{c:?}");
+            }
+            for w in &s.writes {
+                let Write::Lft { switch, block, old: before, new: after } = w else {
+                    panic!("only LFT writes here");
+                };
+                let id = start.fabric.find_guid(*switch).unwrap();
+                let t = lfts.get_mut(&id).unwrap();
+                let first = usize::from(*block) * 64;
+                t.resize(t.len().max(first + 64), 255);
+                let hex: String = t[first..first + 64].iter().map(|b| format!("{b:02x}")).collect();
+                assert_eq!(&hex, before, "the old block is what the switch holds then");
+                for i in 0..64 {
+                    t[first + i] = u8::from_str_radix(&after[2 * i..2 * i + 2], 16).unwrap();
+                }
+            }
+        }
+        for (id, t) in &mut lfts {
+            while t.last() == Some(&255) {
+                t.pop();
+            }
+            assert_eq!(*t, new.switches[id].lft.ports, "the plan ends at the desired tables");
+        }
+        // One SMP per changed block at least, far fewer than a full reconfiguration.
+        assert!(p.plan.smps() as u64 * 5 < p.full_reconfiguration);
+        assert!(p.rerouted.pairs > 0 && !p.rerouted.hosts.is_empty());
+        if mode == Mode::Fault {
+            // The fault broke routes before the plan; the last step mends them all.
+            assert!(p.checks[0].failing_before > 0);
+            assert_eq!(p.checks.last().unwrap().failing_after, 0);
+            fault = Some(p);
+        }
+    }
+    fault.unwrap()
+}
+
+/// The same steps in reverse (the source side first): caught with a transient loop.
+fn reverse_is_caught(old: &ValidState, new: &ValidState, p: &weft_plan::Planned) {
+    let start = weft_plan::start(old, new, Mode::Fault).unwrap();
+    let reversed: Vec<Vec<Write>> = p.plan.steps.iter().rev().map(|s| s.writes.clone()).collect();
+    let checks = check_steps(&start, &reversed, Scope::All).unwrap();
+    let bad = checks.last().unwrap();
+    assert_eq!(bad.loop_free, Outcome::Violated, "{bad:?}");
+    let l = bad.forwarding_loop.as_ref().unwrap();
+    assert!(l.hops.len() >= 2, "{l:?}");
+    // The loop mixes a written entry with one not yet written.
+    assert!(l.hops.iter().any(|h| h.entry == Entry::After), "{l:?}");
+    // And it is a loop: each hop's port leads to the next hop's switch.
+    for (k, h) in l.hops.iter().enumerate() {
+        let next = &l.hops[(k + 1) % l.hops.len()];
+        let (peer, _) = start
+            .fabric
+            .peer(weft_fabric::PortRef::new(h.node.id, h.out_port))
+            .unwrap();
+        assert_eq!(peer.node, next.node.id, "{l:?}");
+    }
+}
+
+#[test]
+fn link_failure_648_is_planned_in_proven_steps() {
+    let src = example("cluster-648.weft");
+    let old = compiled(&src);
+    for link in ["leaf5.p[25]", "leaf20.p[36]"] {
+        let new = compiled(&with_faults(&src, &format!("        link {link} down\n")));
+        let p = planned_and_checked(&old, &new);
+        reverse_is_caught(&old, &new, &p);
+    }
+}
+
+/// A failure at sFtree's subtree root moves the root to another leaf: old and new
+/// switch-to-switch routes turn down→up at different leaves, and any state mixing them has a
+/// credit loop. The planner refuses, naming it.
+#[test]
+fn moving_the_sftree_root_has_no_safe_order() {
+    let src = example("cluster-648.weft");
+    let old = compiled(&src);
+    let new = compiled(&with_faults(&src, "        link leaf1.p[19] down\n"));
+    match plan(&old, &new, &Options::default()) {
+        Err(PlanError::NoSafeOrder { check, why, .. }) => {
+            assert_eq!(check.deadlock_free, Outcome::Violated);
+            assert!(check.credit_loop.len() >= 4, "{check:?}");
+            assert!(why.contains("credit loop"), "{why}");
+        }
+        other => panic!("{:?}", other.map(|p| p.plan.smps())),
+    }
+}
+
+/// The case: a link failure on the 5 832-node tree (release, `WEFT_BIG_EXAMPLES=1`).
+#[test]
+fn link_failure_5832_is_planned_in_proven_steps() {
+    if std::env::var("WEFT_BIG_EXAMPLES").ok().as_deref() != Some("1") {
+        return;
+    }
+    let src = example("cluster-5832.weft");
+    let old = compiled(&src);
+    let new = compiled(&with_faults(&src, "        link leaf40.p[30] down\n"));
+    let p = planned_and_checked(&old, &new);
+    reverse_is_caught(&old, &new, &p);
+}

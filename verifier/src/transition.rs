@@ -1,0 +1,686 @@
+//! `transition`: one step of a plan is safe while it lands.
+//!
+//! A step's LFT writes go out together, so any subset of them may have landed at any moment:
+//! each switch forwards a destination by its entry *before* the step or *after* it. The union
+//! of the two (per destination, each switch with one or two next hops) is what must be safe:
+//!
+//! * **loop-free**: the union forwarding graph toward each destination, from every source, has
+//!   no cycle. A simple cycle in the union uses one entry per switch, so this is exactly "no
+//!   mix of landed writes has a forwarding loop";
+//! * **deadlock-free**: the union channel dependency graph — every dependency any route of any
+//!   mix creates, over every destination — is acyclic (sound for every mix, since each mix's
+//!   graph is a subgraph);
+//! * **connected**: every route that arrives before the step arrives in every mix (a route a
+//!   fault already broke need not arrive until the write that mends it lands; the final state
+//!   is proven connected on its own).
+//!
+//! The two states must agree on everything but their LFTs (fabric, LIDs, SL→VL, path SLs); the
+//! fabric the step is checked on is theirs. VLs follow the verifier's semantics ([`crate::net`]).
+
+use crate::channels::{self, DepSet, Graph};
+use crate::net::{Attach, Dest, Net, Source, Step};
+use crate::report::{Channel, Endpoint, FailureReason, NodeRef, Outcome};
+use crate::Scope;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use weft_fabric::{Lid, ValidState, LFT_UNSET};
+
+/// Which of a switch's two entries a hop used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Entry {
+    /// The entry before the step.
+    Before,
+    /// The entry the step writes.
+    After,
+    /// Both are the same.
+    Unchanged,
+}
+
+/// One hop of a transient forwarding loop.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoopHop {
+    /// The switch.
+    pub node: NodeRef,
+    /// The port it sends the destination out of.
+    pub out_port: u8,
+    /// Which of its entries does so.
+    pub entry: Entry,
+}
+
+/// A forwarding loop some mix of the step's writes makes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForwardingLoop {
+    /// The destination LID.
+    pub dlid: Lid,
+    /// The port owning it.
+    pub dst: Endpoint,
+    /// The switches of the loop, in order; the last sends back to the first.
+    pub hops: Vec<LoopHop>,
+}
+
+/// A route that arrives before the step and fails in some mix of its writes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrokenRoute {
+    /// The switch the route enters (or starts at).
+    pub from: NodeRef,
+    /// The destination LID.
+    pub dlid: Lid,
+    /// The port owning it.
+    pub dst: Endpoint,
+    /// Where it fails.
+    pub at: NodeRef,
+    /// With which entry.
+    pub entry: Entry,
+    /// Why.
+    pub reason: FailureReason,
+}
+
+/// What checking one step found.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepCheck {
+    /// No mix has a forwarding loop.
+    pub loop_free: Outcome,
+    /// The union channel dependency graph is acyclic.
+    pub deadlock_free: Outcome,
+    /// Every route that arrives before the step arrives in every mix.
+    pub connected: Outcome,
+    /// A transient forwarding loop, when there is one.
+    pub forwarding_loop: Option<ForwardingLoop>,
+    /// A cycle of channels in the union dependency graph, when there is one.
+    pub credit_loop: Vec<Channel>,
+    /// A route the step breaks, when there is one.
+    pub broken: Option<BrokenRoute>,
+    /// LFT entries the step changes.
+    pub changed_entries: u64,
+    /// Routes (source, destination) that fail before the step (a fault's doing), and after it.
+    pub failing_before: u64,
+    /// Routes that fail after the step.
+    pub failing_after: u64,
+}
+
+impl StepCheck {
+    /// Whether every part is proven.
+    pub fn is_proven(&self) -> bool {
+        [&self.loop_free, &self.deadlock_free, &self.connected]
+            .iter()
+            .all(|o| **o == Outcome::Proven)
+    }
+}
+
+/// Why two states cannot be the two ends of a step.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+pub enum TransitionError {
+    /// They differ in more than their LFTs.
+    #[error("the two states differ in {0}, not only in their forwarding tables")]
+    #[diagnostic(code(weft::transition::differ))]
+    Differ(&'static str),
+}
+
+/// The states must differ in LFTs only.
+fn comparable(a: &ValidState, b: &ValidState) -> Result<(), TransitionError> {
+    if a.fabric != b.fabric {
+        return Err(TransitionError::Differ("their fabric"));
+    }
+    if a.lids != b.lids {
+        return Err(TransitionError::Differ("their LIDs"));
+    }
+    if a.path_sl != b.path_sl {
+        return Err(TransitionError::Differ("their path SLs"));
+    }
+    if a.ports != b.ports {
+        return Err(TransitionError::Differ("their port tables"));
+    }
+    let sl2vl = |s: &ValidState| -> Vec<_> {
+        s.switches
+            .iter()
+            .map(|(id, t)| (*id, t.sl2vl.clone(), t.sl2vl_all))
+            .collect()
+    };
+    if sl2vl(a) != sl2vl(b) || a.switches.keys().ne(b.switches.keys()) {
+        return Err(TransitionError::Differ("their SL→VL tables"));
+    }
+    Ok(())
+}
+
+/// Per-destination scratch.
+struct Scratch {
+    mark: Vec<u8>,
+    /// Per switch index, whether its route arrives with the entries before (`ok[0]`) and
+    /// after (`ok[1]`): 0 unknown, 1 arrives, 2 fails, 3 on the walk being followed.
+    ok: [Vec<u8>; 2],
+    path: Vec<u32>,
+    stack: Vec<(u32, u8)>,
+    /// Per (port slot, SL): the VLs a route state was seen on (dense, reset through
+    /// `touched`).
+    seen: Vec<u16>,
+    touched: Vec<u32>,
+    states: Vec<(u32, u8, u8, u8)>,
+    /// Per output port slot: the SLs whose first-hop dependencies from the switch's sources
+    /// are recorded, and the (SL, VL) pairs they leave on (valid across destinations).
+    group: Vec<(u16, Vec<(u8, u8)>)>,
+}
+
+/// What one destination contributes.
+#[derive(Default)]
+struct DestOut {
+    changed: u64,
+    forwarding_loop: Option<ForwardingLoop>,
+    broken: Option<BrokenRoute>,
+    failing_before: u64,
+    failing_after: u64,
+}
+
+/// Checks the step from `before` to `after` (see the module docs) for the pairs of `scope`.
+pub fn check_step(
+    before: &ValidState,
+    after: &ValidState,
+    scope: Scope,
+) -> Result<StepCheck, TransitionError> {
+    comparable(before, after)?;
+    let net = Net::new(before);
+    let (sources, dests) = net.endpoints(scope);
+    let attach = net.attach(&sources);
+    let lft = |s: &ValidState| -> Vec<Vec<u8>> {
+        net.switches
+            .iter()
+            .map(|&x| {
+                s.switches
+                    .get(&weft_fabric::NodeId(x))
+                    .map(|t| t.lft.ports.clone())
+                    .unwrap_or_default()
+            })
+            .collect()
+    };
+    let (lo, hi) = (lft(before), lft(after));
+    let deps = DepSet::new(&net);
+    let n = net.switches.len();
+    let starts: Vec<usize> = (0..n)
+        .filter(|&k| attach.by_switch.get(k).is_some_and(|v| !v.is_empty()))
+        .collect();
+    let u = Union {
+        net: &net,
+        lo: &lo,
+        hi: &hi,
+        sources: &sources,
+        attach: &attach,
+        deps: &deps,
+        starts: &starts,
+    };
+    let outs: Vec<DestOut> = dests
+        .par_iter()
+        .map_init(
+            || Scratch {
+                mark: vec![0; n],
+                ok: [vec![0; n], vec![0; n]],
+                path: Vec::new(),
+                stack: Vec::new(),
+                seen: vec![0; (net.ports as usize + 1) * 16],
+                touched: Vec::new(),
+                states: Vec::new(),
+                group: vec![(0, Vec::new()); net.ports as usize],
+            },
+            |scr, &d| u.destination(d, scr),
+        )
+        .collect();
+    let edges = channels::edges(&net, &deps.each(&net));
+    let graph = Graph::new(net.ports as usize * usize::from(net.vls), &edges);
+    let credit_loop: Vec<Channel> = graph
+        .cyclic_sccs()
+        .first()
+        .map(|scc| {
+            graph
+                .cycle_in(scc)
+                .into_iter()
+                .filter_map(|c| crate::explicit::channel(&net, c))
+                .collect()
+        })
+        .unwrap_or_default();
+    let forwarding_loop = outs.iter().find_map(|o| o.forwarding_loop.clone());
+    let broken = outs.iter().find_map(|o| o.broken.clone());
+    let verdict = |bad: bool| {
+        if bad {
+            Outcome::Violated
+        } else {
+            Outcome::Proven
+        }
+    };
+    Ok(StepCheck {
+        loop_free: verdict(forwarding_loop.is_some()),
+        deadlock_free: verdict(!credit_loop.is_empty()),
+        connected: verdict(broken.is_some()),
+        forwarding_loop,
+        credit_loop,
+        broken,
+        changed_entries: outs.iter().map(|o| o.changed).sum(),
+        failing_before: outs.iter().map(|o| o.failing_before).sum(),
+        failing_after: outs.iter().map(|o| o.failing_after).sum(),
+    })
+}
+
+/// The union of two states' LFTs over one fabric.
+struct Union<'a> {
+    net: &'a Net<'a>,
+    lo: &'a [Vec<u8>],
+    hi: &'a [Vec<u8>],
+    sources: &'a [Source],
+    attach: &'a Attach,
+    deps: &'a DepSet,
+    /// Switch indices where some source's route starts.
+    starts: &'a [usize],
+}
+
+/// DFS colours.
+const WHITE: u8 = 0;
+const GREY: u8 = 1;
+const BLACK: u8 = 2;
+
+impl Union<'_> {
+    /// The entries of switch index `k` for `lid`: before and after (`None`: unset).
+    fn entries(&self, k: usize, lid: Lid) -> (Option<u8>, Option<u8>) {
+        let get = |t: &[Vec<u8>]| {
+            t.get(k)
+                .and_then(|r| r.get(usize::from(lid.0)))
+                .copied()
+                .filter(|&p| p != LFT_UNSET)
+        };
+        (get(self.lo), get(self.hi))
+    }
+
+    /// The one or two (entry, step) options of switch index `k` toward `d`.
+    fn options(&self, k: usize, d: Dest) -> ([(Entry, Step); 2], usize) {
+        let x = self.net.switches.get(k).copied().unwrap_or(u32::MAX);
+        let (b, a) = self.entries(k, d.lid);
+        let sb = self.net.entry_step(x, b, d);
+        if b == a {
+            return ([(Entry::Unchanged, sb), (Entry::Unchanged, sb)], 1);
+        }
+        let sa = self.net.entry_step(x, a, d);
+        ([(Entry::Before, sb), (Entry::After, sa)], 2)
+    }
+
+    /// Whether switch index `k`'s route toward `d` arrives with the entries before the step
+    /// (`after` false) or after it, memoised in `ok`.
+    fn arrives(&self, k: usize, d: Dest, after: bool, ok: &mut [u8], path: &mut Vec<u32>) -> bool {
+        path.clear();
+        let mut at = k;
+        let result = loop {
+            match ok.get(at).copied() {
+                Some(1) => break true,
+                Some(0) => {}
+                _ => break false, // failed, on the walk (a loop), or no switch
+            }
+            if let Some(m) = ok.get_mut(at) {
+                *m = 3;
+            }
+            path.push(at as u32);
+            let x = self.net.switches.get(at).copied().unwrap_or(u32::MAX);
+            let (b, a) = self.entries(at, d.lid);
+            match self.net.entry_step(x, if after { a } else { b }, d) {
+                Step::Arrive | Step::Out { last: true, .. } => break true,
+                Step::Out { to, .. } => at = self.net.switch_of(to) as usize,
+                Step::Fail(_) => break false,
+            }
+        };
+        for &p in path.iter() {
+            if let Some(m) = ok.get_mut(p as usize) {
+                *m = if result { 1 } else { 2 };
+            }
+        }
+        result
+    }
+
+    fn destination(&self, d: Dest, scr: &mut Scratch) -> DestOut {
+        let n = self.net.switches.len();
+        let mut out = DestOut::default();
+        for k in 0..n {
+            let (b, a) = self.entries(k, d.lid);
+            if b != a {
+                out.changed += 1;
+            }
+        }
+        let changed = out.changed > 0;
+        for ok in &mut scr.ok {
+            ok.iter_mut().for_each(|m| *m = 0);
+        }
+        // Loops: a DFS over the union from every start (a destination the step leaves
+        // alone forwards as before).
+        if changed {
+            scr.mark.iter_mut().for_each(|m| *m = WHITE);
+            for &s in self.starts {
+                out.forwarding_loop = self.find_loop(s, d, scr);
+                if out.forwarding_loop.is_some() {
+                    break;
+                }
+            }
+        }
+        // Routes that arrive before must arrive in every mix: everything the union reaches
+        // from their start switch must arrive or go on.
+        for &s in self.starts {
+            let count = self.attach.by_switch.get(s).map_or(0, |v| v.len() as u64);
+            let [ok_before, ok_after] = &mut scr.ok;
+            let works = self.arrives(s, d, false, ok_before, &mut scr.path);
+            let works_after = if changed {
+                self.arrives(s, d, true, ok_after, &mut scr.path)
+            } else {
+                works
+            };
+            if !works {
+                out.failing_before += count;
+            }
+            if !works_after {
+                out.failing_after += count;
+            }
+            if works && changed && out.broken.is_none() && out.forwarding_loop.is_none() {
+                out.broken = self.find_break(s, d);
+            }
+        }
+        if out.forwarding_loop.is_none() {
+            self.dependencies(d, scr);
+        }
+        out
+    }
+
+    /// A cycle in the union reachable from switch index `s`, as hops.
+    fn find_loop(&self, s: usize, d: Dest, scr: &mut Scratch) -> Option<ForwardingLoop> {
+        if scr.mark.get(s).copied() != Some(WHITE) {
+            return None;
+        }
+        // Stack of (switch index, next option to try).
+        scr.stack.clear();
+        scr.stack.push((s as u32, 0));
+        if let Some(m) = scr.mark.get_mut(s) {
+            *m = GREY;
+        }
+        while let Some(&(k, i)) = scr.stack.last() {
+            let (opts, count) = self.options(k as usize, d);
+            if usize::from(i) >= count {
+                scr.stack.pop();
+                if let Some(m) = scr.mark.get_mut(k as usize) {
+                    *m = BLACK;
+                }
+                continue;
+            }
+            if let Some(top) = scr.stack.last_mut() {
+                top.1 += 1;
+            }
+            let Some(&(
+                _,
+                Step::Out {
+                    to, last: false, ..
+                },
+            )) = opts.get(usize::from(i))
+            else {
+                continue;
+            };
+            let next = self.net.switch_of(to) as usize;
+            match scr.mark.get(next).copied() {
+                Some(WHITE) => {
+                    if let Some(m) = scr.mark.get_mut(next) {
+                        *m = GREY;
+                    }
+                    scr.stack.push((next as u32, 0));
+                }
+                Some(GREY) => return Some(self.loop_witness(next, d, &scr.stack)),
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// The loop closed back to `first` on the DFS `stack` (each entry's option already
+    /// advanced past the one taken).
+    fn loop_witness(&self, first: usize, d: Dest, stack: &[(u32, u8)]) -> ForwardingLoop {
+        let from = stack
+            .iter()
+            .position(|&(k, _)| k as usize == first)
+            .unwrap_or(0);
+        let hops = stack
+            .get(from..)
+            .unwrap_or(&[])
+            .iter()
+            .map(|&(k, i)| {
+                let (opts, _) = self.options(k as usize, d);
+                let (entry, step) = opts
+                    .get(usize::from(i.saturating_sub(1)))
+                    .copied()
+                    .unwrap_or((Entry::Unchanged, Step::Arrive));
+                let x = self.net.switches.get(k as usize).copied().unwrap_or(0);
+                LoopHop {
+                    node: self.net.node_ref(x),
+                    out_port: match step {
+                        Step::Out { out, .. } => out,
+                        _ => 0,
+                    },
+                    entry,
+                }
+            })
+            .collect();
+        ForwardingLoop {
+            dlid: d.lid,
+            dst: self.net.endpoint(d.owner.0, d.owner.1),
+            hops,
+        }
+    }
+
+    /// A failure the union reaches from switch index `s` (whose route arrives before).
+    fn find_break(&self, s: usize, d: Dest) -> Option<BrokenRoute> {
+        let mut seen = vec![s];
+        let mut todo = vec![s];
+        while let Some(k) = todo.pop() {
+            let (opts, count) = self.options(k, d);
+            for &(entry, step) in opts.iter().take(count) {
+                match step {
+                    Step::Arrive | Step::Out { last: true, .. } => {}
+                    Step::Out { to, .. } => {
+                        let next = self.net.switch_of(to) as usize;
+                        if !seen.contains(&next) {
+                            seen.push(next);
+                            todo.push(next);
+                        }
+                    }
+                    Step::Fail(reason) => {
+                        let node = |k: usize| {
+                            self.net
+                                .node_ref(self.net.switches.get(k).copied().unwrap_or(0))
+                        };
+                        return Some(BrokenRoute {
+                            from: node(s),
+                            dlid: d.lid,
+                            dst: self.net.endpoint(d.owner.0, d.owner.1),
+                            at: node(k),
+                            entry,
+                            reason,
+                        });
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Records every dependency any route toward `d` creates in any mix (the union is
+    /// loop-free here).
+    fn dependencies(&self, d: Dest, scr: &mut Scratch) {
+        let net = self.net;
+        for &t in &scr.touched {
+            if let Some(v) = scr.seen.get_mut(t as usize) {
+                *v = 0;
+            }
+        }
+        scr.touched.clear();
+        scr.states.clear();
+        let uniform = self
+            .attach
+            .uniform
+            .then(|| net.st.path_sl.for_destination(d.lid).0);
+        // The first hop of the sources at each start switch: their dependencies, then the
+        // states they leave in. Where the sources of a switch share their SLs, what they do
+        // through one output port does not depend on the destination: worked out once per
+        // (port, SLs) and kept (`scr.group`).
+        let mut leave: Vec<(u8, u8)> = Vec::new();
+        for &k in self.starts {
+            let Some(list) = self.attach.by_switch.get(k) else {
+                continue;
+            };
+            let x = net.switches.get(k).copied().unwrap_or(u32::MAX);
+            let shared = uniform.or_else(|| {
+                self.attach
+                    .grouped
+                    .then(|| net.group_sls(k as u32, d.lid))
+            });
+            let (opts, count) = self.options(k, d);
+            for &(_, step) in opts.iter().take(count) {
+                let Step::Out {
+                    out,
+                    to,
+                    to_port,
+                    last,
+                } = step
+                else {
+                    continue;
+                };
+                leave.clear();
+                let memo = shared.and_then(|sls| {
+                    let slot = net.dirport(x, out)? as usize;
+                    let (done, kept) = scr.group.get_mut(slot)?;
+                    if *done & sls != sls {
+                        let mut fresh = Vec::new();
+                        for &(in_port, j) in list {
+                            self.first_hop(x, k, in_port, j, sls & !*done, out, &mut fresh);
+                        }
+                        kept.extend(fresh);
+                        kept.sort_unstable();
+                        kept.dedup();
+                        *done |= sls;
+                    }
+                    Some((slot, sls))
+                });
+                match memo {
+                    Some((slot, sls)) => {
+                        if let Some((_, kept)) = scr.group.get(slot) {
+                            leave.extend(kept.iter().filter(|&&(sl, _)| sls & (1 << sl) != 0));
+                        }
+                    }
+                    None => {
+                        for &(in_port, j) in list {
+                            let sls = match (shared, self.sources.get(j as usize)) {
+                                (Some(s), _) => s,
+                                (None, Some(src)) => net.path_sls(src.node, src.port, d.lid).0,
+                                (None, None) => continue,
+                            };
+                            self.first_hop(x, k, in_port, j, sls, out, &mut leave);
+                        }
+                        leave.sort_unstable();
+                        leave.dedup();
+                    }
+                }
+                if last {
+                    continue;
+                }
+                let next = net.switch_of(to);
+                for &(sl, vout) in &leave {
+                    if first_visit(net, scr, next, to_port, sl, vout) {
+                        scr.states.push((next, to_port, sl, vout));
+                    }
+                }
+            }
+        }
+        while let Some((k, i, sl, vin)) = scr.states.pop() {
+            let x = net.switches.get(k as usize).copied().unwrap_or(u32::MAX);
+            let (opts, count) = self.options(k as usize, d);
+            for &(_, step) in opts.iter().take(count) {
+                let Step::Out {
+                    out,
+                    to,
+                    to_port,
+                    last,
+                } = step
+                else {
+                    continue;
+                };
+                let Ok(vout) = net.switch_vl(x, i, out, sl) else {
+                    continue;
+                };
+                if i != 0 {
+                    self.deps.insert(k, i, vin, out, vout);
+                }
+                if !last {
+                    let next = net.switch_of(to);
+                    if first_visit(net, scr, next, to_port, sl, vout) {
+                        scr.states.push((next, to_port, sl, vout));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Source `j`, entering switch `x` (index `k`) on `in_port` (0: the switch's own
+    /// traffic), sends SLs `sls` out of `out`: its dependencies recorded, the (SL, VL) it
+    /// leaves on pushed to `leave`.
+    #[allow(clippy::too_many_arguments)]
+    fn first_hop(
+        &self,
+        x: u32,
+        k: usize,
+        in_port: u8,
+        j: u32,
+        sls: u16,
+        out: u8,
+        leave: &mut Vec<(u8, u8)>,
+    ) {
+        let net = self.net;
+        let Some(src) = self.sources.get(j as usize) else {
+            return;
+        };
+        for sl in 0..16u8 {
+            if sls & (1 << sl) == 0 {
+                continue;
+            }
+            let vin = if in_port == 0 {
+                0
+            } else {
+                let vl = self
+                    .attach
+                    .inj
+                    .get(j as usize)
+                    .and_then(|t| t.get(usize::from(sl)))
+                    .copied()
+                    .unwrap_or(0);
+                if net.vl_ok(src.node, src.port, vl).is_err() {
+                    continue;
+                }
+                vl
+            };
+            let Ok(vout) = net.switch_vl(x, in_port, out, sl) else {
+                continue;
+            };
+            if in_port != 0 {
+                self.deps.insert(k as u32, in_port, vin, out, vout);
+            }
+            leave.push((sl, vout));
+        }
+    }
+}
+
+/// Marks the route state (switch index `k`, input port, SL, VL) seen; whether it is new.
+fn first_visit(net: &Net<'_>, scr: &mut Scratch, k: u32, port: u8, sl: u8, vl: u8) -> bool {
+    let x = net.switches.get(k as usize).copied().unwrap_or(u32::MAX);
+    // Port 0 (a switch's own traffic) never re-enters; ports from 1 have their slot.
+    let Some(slot) = net.dirport(x, port) else {
+        return true;
+    };
+    let i = slot as usize * 16 + usize::from(sl & 15);
+    let Some(v) = scr.seen.get_mut(i) else {
+        return true;
+    };
+    let bit = 1u16 << (vl & 15);
+    if *v & bit != 0 {
+        return false;
+    }
+    if *v == 0 {
+        scr.touched.push(i as u32);
+    }
+    *v |= bit;
+    true
+}
