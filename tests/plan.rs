@@ -47,9 +47,19 @@ fn with_faults(src: &str, faults: &str) -> String {
 fn planned_and_checked(old: &ValidState, new: &ValidState) -> weft_plan::Planned {
     let mut fault = None;
     for mode in [Mode::Fault, Mode::Drain] {
-        let p = plan(old, new, &Options { mode, ..Options::default() })
-            .unwrap_or_else(|e| panic!("{mode:?}: {e}"));
-        assert!(p.plan.steps.len() >= 2, "a reroute needs a destination side first");
+        let p = plan(
+            old,
+            new,
+            &Options {
+                mode,
+                ..Options::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+        assert!(
+            p.plan.steps.len() >= 2,
+            "a reroute needs a destination side first"
+        );
         assert_eq!(p.checks.len(), p.plan.steps.len());
         let start = weft_plan::start(old, new, mode).unwrap();
         let mut lfts: std::collections::BTreeMap<_, Vec<u8>> = start
@@ -63,14 +73,23 @@ fn planned_and_checked(old: &ValidState, new: &ValidState) -> weft_plan::Planned
                 assert_eq!((c.failing_before, c.failing_after), (0, 0), "{c:?}");
             }
             for w in &s.writes {
-                let Write::Lft { switch, block, old: before, new: after } = w else {
+                let Write::Lft {
+                    switch,
+                    block,
+                    old: before,
+                    new: after,
+                } = w
+                else {
                     panic!("only LFT writes here");
                 };
                 let id = start.fabric.find_guid(*switch).unwrap();
                 let t = lfts.get_mut(&id).unwrap();
                 let first = usize::from(*block) * 64;
                 t.resize(t.len().max(first + 64), 255);
-                let hex: String = t[first..first + 64].iter().map(|b| format!("{b:02x}")).collect();
+                let hex: String = t[first..first + 64]
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
                 assert_eq!(&hex, before, "the old block is what the switch holds then");
                 for i in 0..64 {
                     t[first + i] = u8::from_str_radix(&after[2 * i..2 * i + 2], 16).unwrap();
@@ -81,7 +100,10 @@ fn planned_and_checked(old: &ValidState, new: &ValidState) -> weft_plan::Planned
             while t.last() == Some(&255) {
                 t.pop();
             }
-            assert_eq!(*t, new.switches[id].lft.ports, "the plan ends at the desired tables");
+            assert_eq!(
+                *t, new.switches[id].lft.ports,
+                "the plan ends at the desired tables"
+            );
         }
         // One SMP per changed block at least, far fewer than a full reconfiguration.
         assert!(p.plan.smps() as u64 * 5 < p.full_reconfiguration);
@@ -99,8 +121,14 @@ fn planned_and_checked(old: &ValidState, new: &ValidState) -> weft_plan::Planned
 /// The same steps in reverse (the source side first): caught with a transient loop.
 fn reverse_is_caught(old: &ValidState, new: &ValidState, p: &weft_plan::Planned) {
     let start = weft_plan::start(old, new, Mode::Fault).unwrap();
-    let reversed: Vec<Vec<Write>> = p.plan.steps.iter().rev().map(|s| s.writes.clone()).collect();
-    let checks = check_steps(&start, &reversed, Scope::All).unwrap();
+    let reversed: Vec<Vec<Write>> = p
+        .plan
+        .steps
+        .iter()
+        .rev()
+        .map(|s| s.writes.clone())
+        .collect();
+    let checks = check_steps(&start, &reversed, Scope::All);
     let bad = checks.last().unwrap();
     assert_eq!(bad.loop_free, Outcome::Violated, "{bad:?}");
     let l = bad.forwarding_loop.as_ref().unwrap();

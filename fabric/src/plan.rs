@@ -135,7 +135,8 @@ impl Plan {
     /// Reads a plan file: its format and version checked, every LFT block 64 entries of hex
     /// and every P_Key block at most 32 entries.
     pub fn from_json(text: &str) -> Result<Plan, PlanFileError> {
-        let p: Plan = serde_json::from_str(text).map_err(|e| PlanFileError::Parse(e.to_string()))?;
+        let p: Plan =
+            serde_json::from_str(text).map_err(|e| PlanFileError::Parse(e.to_string()))?;
         if p.format != PLAN_FORMAT || p.version != PLAN_VERSION {
             return Err(PlanFileError::Version {
                 format: p.format,
@@ -148,7 +149,9 @@ impl Plan {
                     Write::Lft { old, new, .. } => [old, new].iter().any(|h| {
                         h.len() != 2 * LFT_BLOCK || !h.bytes().all(|b| b.is_ascii_hexdigit())
                     }),
-                    Write::Pkeys { old, new, .. } => old.len() > PKEY_BLOCK || new.len() > PKEY_BLOCK,
+                    Write::Pkeys { old, new, .. } => {
+                        old.len() > PKEY_BLOCK || new.len() > PKEY_BLOCK
+                    }
                 };
                 if bad {
                     return Err(PlanFileError::Write {

@@ -28,7 +28,7 @@ mod order;
 use serde::Serialize;
 use weft_fabric::plan::{Plan, PlanStep, Write, LFT_BLOCK, PKEY_BLOCK, PLAN_FORMAT, PLAN_VERSION};
 use weft_fabric::{FabricState, Fingerprint, PKey, PortRef, StateErrors, ValidState};
-use weft_verifier::transition::{self, StepCheck};
+use weft_verifier::transition::{Change, StepCheck, Transition};
 use weft_verifier::{Options as VerifyOptions, Property, Scope};
 
 /// The fabric the steps run on.
@@ -125,10 +125,6 @@ pub enum PlanError {
     #[error("a state on the way is invalid (a bug in weft): {0}")]
     #[diagnostic(code(weft::plan::internal))]
     State(StateErrors),
-    /// The transition check refused two states (a bug in weft).
-    #[error("{0} (a bug in weft)")]
-    #[diagnostic(code(weft::plan::internal))]
-    Transition(#[from] transition::TransitionError),
 }
 
 /// The two fabrics have the same nodes and cables; only link and node states may differ.
@@ -233,18 +229,16 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
     let mut checks = Vec::new();
     let mut steps: Vec<PlanStep> = Vec::new();
     let mut splits = 0;
-    let mut at = start.clone();
+    let mut t = Transition::new(&start, opts.scope);
     for stage in order.stages {
         let mut todo = vec![stage];
         while let Some(writes) = todo.pop() {
-            let next = valid(apply_lft(&at, &writes))?;
-            let check = transition::check_step(&at, &next, opts.scope)?;
+            let check = t.step(&lft_changes(&start, &writes));
             if check.is_proven() {
                 checks.push(check);
                 steps.push(PlanStep {
                     writes: sorted(writes),
                 });
-                at = next;
                 continue;
             }
             if writes.len() == 1 {
@@ -256,7 +250,7 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
                     continue;
                 }
                 return Err(PlanError::NoSafeOrder {
-                    write: describe(&at, writes.first()),
+                    write: describe(&start, writes.first()),
                     why: why(&check),
                     check: Box::new(check),
                 });
@@ -300,55 +294,45 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
 
 /// Checks steps of LFT writes someone ordered, from `start` (see [`start`]): the check of
 /// each step, up to the first that fails.
-pub fn check_steps(
-    start: &ValidState,
-    steps: &[Vec<Write>],
-    scope: Scope,
-) -> Result<Vec<StepCheck>, PlanError> {
-    let mut at = start.clone();
+pub fn check_steps(start: &ValidState, steps: &[Vec<Write>], scope: Scope) -> Vec<StepCheck> {
+    let mut t = Transition::new(start, scope);
     let mut out = Vec::new();
     for writes in steps {
-        let next = valid(apply_lft(&at, writes))?;
-        let check = transition::check_step(&at, &next, scope)?;
+        let check = t.step(&lft_changes(start, writes));
         let ok = check.is_proven();
         out.push(check);
         if !ok {
             break;
         }
-        at = next;
     }
-    Ok(out)
+    out
 }
 
-/// `st` with the LFT writes among `writes` applied.
-fn apply_lft(st: &ValidState, writes: &[Write]) -> FabricState {
-    let mut out = st.state().clone();
+/// The LFT entries `writes` change.
+fn lft_changes(st: &ValidState, writes: &[Write]) -> Vec<Change> {
+    let mut out = Vec::new();
     for w in writes {
         let Write::Lft {
-            switch, block, new, ..
+            switch,
+            block,
+            old,
+            new,
         } = w
         else {
             continue;
         };
-        let Some(id) = out.fabric.find_guid(*switch) else {
+        let Some(id) = st.fabric.find_guid(*switch) else {
             continue;
         };
-        let Some(t) = out.switches.get_mut(&id) else {
-            continue;
-        };
-        let entries = order::hex_entries(new);
-        let first = usize::from(*block) * LFT_BLOCK;
-        if t.lft.ports.len() < first + LFT_BLOCK {
-            t.lft
-                .ports
-                .resize(first + LFT_BLOCK, weft_fabric::LFT_UNSET);
-        }
-        if let Some(slot) = t.lft.ports.get_mut(first..first + LFT_BLOCK) {
-            slot.copy_from_slice(&entries);
-        }
-        // Trailing unset entries are not part of the table.
-        while t.lft.ports.last() == Some(&weft_fabric::LFT_UNSET) {
-            t.lft.ports.pop();
+        let (a, b) = (order::hex_entries(old), order::hex_entries(new));
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            if x != y {
+                out.push(Change {
+                    switch: id,
+                    lid: weft_fabric::Lid((usize::from(*block) * LFT_BLOCK + i) as u16),
+                    port: *y,
+                });
+            }
         }
     }
     out

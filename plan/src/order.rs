@@ -282,7 +282,9 @@ fn rerouted(
                     *m = 1;
                 }
                 path.push(k);
-                let o = lfts.get(k).map_or(LFT_UNSET, |t| entry(t, usize::from(lid)));
+                let o = lfts
+                    .get(k)
+                    .map_or(LFT_UNSET, |t| entry(t, usize::from(lid)));
                 k = next
                     .get(k)
                     .and_then(|v| v.get(usize::from(o)))

@@ -61,9 +61,28 @@ impl DepSet {
         }
     }
 
+    /// Adds every dependency of `other` (a set over the same net).
+    pub fn absorb(&self, other: &DepSet) {
+        for (w, o) in self.bits.iter().zip(&other.bits) {
+            let v = o.load(Ordering::Relaxed);
+            if v != 0 {
+                w.fetch_or(v, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// Every dependency as `(switch, in port, in VL, out port, out VL)`, in switch and bit
     /// order.
     pub fn each(&self, net: &Net<'_>) -> Vec<(u32, u8, u8, u8, u8)> {
+        self.each_masked(net, None)
+    }
+
+    /// [`DepSet::each`] of the dependencies `other` (a set over the same net) does not have.
+    pub fn each_not_in(&self, net: &Net<'_>, other: &DepSet) -> Vec<(u32, u8, u8, u8, u8)> {
+        self.each_masked(net, Some(other))
+    }
+
+    fn each_masked(&self, net: &Net<'_>, without: Option<&DepSet>) -> Vec<(u32, u8, u8, u8, u8)> {
         let mut out = Vec::new();
         for (k, &x) in net.switches.iter().enumerate() {
             let (Some(&base), Some(&stride)) = (self.base.get(k), self.stride.get(k)) else {
@@ -72,10 +91,11 @@ impl DepSet {
             let end = base + stride * stride;
             let mut bit = base;
             while bit < end {
-                let w = self
-                    .bits
-                    .get((bit / 64) as usize)
-                    .map_or(0, |w| w.load(Ordering::Relaxed));
+                let word = (bit / 64) as usize;
+                let w = self.bits.get(word).map_or(0, |w| w.load(Ordering::Relaxed))
+                    & !without
+                        .and_then(|o| o.bits.get(word))
+                        .map_or(0, |w| w.load(Ordering::Relaxed));
                 let off = bit % 64;
                 let chunk = w >> off;
                 if chunk == 0 {

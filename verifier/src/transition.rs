@@ -16,6 +16,16 @@
 //!
 //! The two states must agree on everything but their LFTs (fabric, LIDs, SL→VL, path SLs); the
 //! fabric the step is checked on is theirs. VLs follow the verifier's semantics ([`crate::net`]).
+//!
+//! [`Transition`] checks a sequence of steps from one state, each against the state the steps
+//! before it left: it keeps the current tables, a dependency set that contains every dependency
+//! of the current state (the start's and every checked step's union; more than the current
+//! state's, never fewer) with a topological rank per channel, and the routes failing per
+//! destination. A step is then worked out for the destinations it changes only: its new
+//! dependencies are checked against the ranks, and only when one goes against them is the
+//! whole graph searched for a cycle — and when that finds one, the step is checked exactly (every
+//! destination, the current state's own dependencies instead of the kept ones) before it is
+//! called unsafe. [`check_step`] checks one step between two states.
 
 use crate::channels::{self, DepSet, Graph};
 use crate::net::{Attach, Dest, Net, Source, Step};
@@ -23,7 +33,7 @@ use crate::report::{Channel, Endpoint, FailureReason, NodeRef, Outcome};
 use crate::Scope;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use weft_fabric::{Lid, ValidState, LFT_UNSET};
+use weft_fabric::{Lid, NodeId, ValidState, LFT_UNSET};
 
 /// Which of a switch's two entries a hop used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -143,6 +153,20 @@ fn comparable(a: &ValidState, b: &ValidState) -> Result<(), TransitionError> {
     Ok(())
 }
 
+/// One LFT entry a step writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Change {
+    /// The switch.
+    pub switch: NodeId,
+    /// The LID.
+    pub lid: Lid,
+    /// The port it forwards the LID to (255: no entry).
+    pub port: u8,
+}
+
+/// An entry of the per-destination overlay meaning "the step does not change it".
+const SAME: u16 = u16::MAX;
+
 /// Per-destination scratch.
 struct Scratch {
     mark: Vec<u8>,
@@ -157,8 +181,29 @@ struct Scratch {
     touched: Vec<u32>,
     states: Vec<(u32, u8, u8, u8)>,
     /// Per output port slot: the SLs whose first-hop dependencies from the switch's sources
-    /// are recorded, and the (SL, VL) pairs they leave on (valid across destinations).
+    /// are recorded, and the (SL, VL) pairs they leave on (valid across destinations of one
+    /// pass: they go to one dependency set).
     group: Vec<(u16, Vec<(u8, u8)>)>,
+    /// Per switch index, the entry the step writes for the current destination ([`SAME`]:
+    /// none).
+    over: Vec<u16>,
+}
+
+impl Scratch {
+    fn new(net: &Net<'_>) -> Scratch {
+        let n = net.switches.len();
+        Scratch {
+            mark: vec![0; n],
+            ok: [vec![0; n], vec![0; n]],
+            path: Vec::new(),
+            stack: Vec::new(),
+            seen: vec![0; (net.ports as usize + 1) * 16],
+            touched: Vec::new(),
+            states: Vec::new(),
+            group: vec![(0, Vec::new()); net.ports as usize],
+            over: vec![SAME; n],
+        }
+    }
 }
 
 /// What one destination contributes.
@@ -171,6 +216,298 @@ struct DestOut {
     failing_after: u64,
 }
 
+/// Steps checked one after another from a start state (see the module docs).
+pub struct Transition<'a> {
+    net: Net<'a>,
+    sources: Vec<Source>,
+    dests: Vec<Dest>,
+    /// Per LID, its index in `dests` (`u32::MAX`: not a destination in scope).
+    dest_of: Vec<u32>,
+    attach: Attach,
+    starts: Vec<usize>,
+    /// The current LFTs, per switch index.
+    cur: Vec<Vec<u8>>,
+    /// Every dependency of the current state, and maybe more.
+    deps: DepSet,
+    /// A topological rank per channel of `deps`' graph.
+    ranks: Vec<u32>,
+    /// Per destination index: routes toward it failing in the current state.
+    failing: Vec<u64>,
+    /// A cycle of the start's own dependencies, when it has one (every step's union then has
+    /// it too).
+    start_cycle: Vec<Channel>,
+    scope: Scope,
+}
+
+impl<'a> Transition<'a> {
+    /// Starts from `start`: its tables, dependencies and failing routes (one pass over every
+    /// destination).
+    pub fn new(start: &'a ValidState, scope: Scope) -> Transition<'a> {
+        let net = Net::new(start);
+        let (sources, dests) = net.endpoints(scope);
+        let attach = net.attach(&sources);
+        let n = net.switches.len();
+        let starts: Vec<usize> = (0..n)
+            .filter(|&k| attach.by_switch.get(k).is_some_and(|v| !v.is_empty()))
+            .collect();
+        let cur: Vec<Vec<u8>> = net
+            .switches
+            .iter()
+            .map(|&x| {
+                start
+                    .switches
+                    .get(&NodeId(x))
+                    .map(|t| t.lft.ports.clone())
+                    .unwrap_or_default()
+            })
+            .collect();
+        let mut dest_of = vec![u32::MAX; usize::from(weft_fabric::MAX_UNICAST_LID) + 1];
+        for (i, d) in dests.iter().enumerate() {
+            if let Some(slot) = dest_of.get_mut(usize::from(d.lid.0)) {
+                *slot = i as u32;
+            }
+        }
+        let deps = DepSet::new(&net);
+        let mut t = Transition {
+            sources,
+            dest_of,
+            attach,
+            starts,
+            cur,
+            deps,
+            ranks: Vec::new(),
+            failing: Vec::new(),
+            start_cycle: Vec::new(),
+            scope,
+            dests,
+            net,
+        };
+        let outs = t.run(&t.deps, &[], true);
+        t.failing = outs.iter().map(|o| o.failing_before).collect();
+        let graph = t.graph(&t.deps, &[]);
+        match graph.topo_ranks() {
+            Some(r) => t.ranks = r,
+            None => t.start_cycle = t.cycle(&graph),
+        }
+        t
+    }
+
+    /// Routes failing in the current state.
+    pub fn failing(&self) -> u64 {
+        self.failing.iter().sum()
+    }
+
+    /// Checks the step that writes `changes` on the current state; when it is proven, the
+    /// step lands (the current state becomes the one after it).
+    pub fn step(&mut self, changes: &[Change]) -> StepCheck {
+        // The writes per destination, as (switch index, port).
+        let mut by_dest: std::collections::BTreeMap<u32, Vec<(usize, u8)>> =
+            std::collections::BTreeMap::new();
+        let mut other: Vec<(usize, Lid, u8)> = Vec::new();
+        for c in changes {
+            let k = self.net.switch_of(c.switch.0) as usize;
+            if k >= self.cur.len() {
+                continue;
+            }
+            match self.dest_of.get(usize::from(c.lid.0)).copied() {
+                Some(i) if i != u32::MAX => by_dest.entry(i).or_default().push((k, c.port)),
+                _ => other.push((k, c.lid, c.port)),
+            }
+        }
+        let work: Vec<(u32, Vec<(usize, u8)>)> = by_dest.into_iter().collect();
+        let fresh = DepSet::new(&self.net);
+        let outs = self.run(&fresh, &work, false);
+        let mut check = self.summarise(&outs, &work);
+        if !self.start_cycle.is_empty() {
+            check.deadlock_free = Outcome::Violated;
+            check.credit_loop = self.start_cycle.clone();
+            return check;
+        }
+        if check.loop_free == Outcome::Proven && check.connected == Outcome::Proven {
+            // The new dependencies: against the ranks first, the whole graph only if needed.
+            let added: Vec<(u32, u32)> = self.new_edges(&fresh);
+            let ranked = added.iter().all(|&(a, b)| {
+                matches!((self.ranks.get(a as usize), self.ranks.get(b as usize)), (Some(x), Some(y)) if x < y)
+            });
+            if !ranked {
+                let graph = self.graph(&self.deps, &added);
+                match graph.topo_ranks() {
+                    Some(r) => self.ranks = r,
+                    None => {
+                        // Maybe only the kept dependencies the current state no longer has:
+                        // check exactly.
+                        let exact = DepSet::new(&self.net);
+                        self.run(&exact, &work, true);
+                        let g = self.graph(&exact, &[]);
+                        match g.topo_ranks() {
+                            Some(r) => {
+                                self.deps = exact;
+                                self.ranks = r;
+                            }
+                            None => {
+                                check.deadlock_free = Outcome::Violated;
+                                check.credit_loop = self.cycle(&g);
+                                return check;
+                            }
+                        }
+                    }
+                }
+            }
+            self.deps.absorb(&fresh);
+        } else {
+            check.deadlock_free = Outcome::Unknown(
+                "not checked: the step already fails (a loop or a broken route)".to_owned(),
+            );
+            return check;
+        }
+        // The step lands.
+        for (i, o) in work.iter().zip(&outs) {
+            if let Some(f) = self.failing.get_mut(i.0 as usize) {
+                *f = o.failing_after;
+            }
+        }
+        for (i, writes) in &work {
+            let lid = self
+                .dests
+                .get(*i as usize)
+                .map_or(0, |d| usize::from(d.lid.0));
+            for &(k, port) in writes {
+                set_entry(self.cur.get_mut(k), lid, port);
+            }
+        }
+        for &(k, lid, port) in &other {
+            set_entry(self.cur.get_mut(k), usize::from(lid.0), port);
+        }
+        check
+    }
+    /// Works out destinations: every one (`every`) or those of `work`, each with its writes
+    /// from `work`; dependencies go to `sink`. The results are in destination order, or in
+    /// `work`'s.
+    fn run(&self, sink: &DepSet, work: &[(u32, Vec<(usize, u8)>)], every: bool) -> Vec<DestOut> {
+        let u = Union {
+            net: &self.net,
+            cur: &self.cur,
+            sources: &self.sources,
+            attach: &self.attach,
+            deps: sink,
+            starts: &self.starts,
+        };
+        let none: Vec<(usize, u8)> = Vec::new();
+        if every {
+            let writes: std::collections::BTreeMap<u32, &Vec<(usize, u8)>> =
+                work.iter().map(|(i, w)| (*i, w)).collect();
+            (0..self.dests.len() as u32)
+                .into_par_iter()
+                .map_init(
+                    || Scratch::new(&self.net),
+                    |scr, i| {
+                        let d = self.dests.get(i as usize).copied();
+                        let w = writes.get(&i).copied().unwrap_or(&none);
+                        d.map(|d| u.destination(d, w, scr)).unwrap_or_default()
+                    },
+                )
+                .collect()
+        } else {
+            work.par_iter()
+                .map_init(
+                    || Scratch::new(&self.net),
+                    |scr, (i, w)| {
+                        self.dests
+                            .get(*i as usize)
+                            .map(|&d| u.destination(d, w, scr))
+                            .unwrap_or_default()
+                    },
+                )
+                .collect()
+        }
+    }
+
+    /// The check of a step from the destinations it changes (`outs`, in `work`'s order).
+    fn summarise(&self, outs: &[DestOut], work: &[(u32, Vec<(usize, u8)>)]) -> StepCheck {
+        let forwarding_loop = outs.iter().find_map(|o| o.forwarding_loop.clone());
+        let broken = outs.iter().find_map(|o| o.broken.clone());
+        let before = self.failing();
+        let replaced: u64 = work
+            .iter()
+            .map(|(i, _)| self.failing.get(*i as usize).copied().unwrap_or(0))
+            .sum();
+        let after = before - replaced + outs.iter().map(|o| o.failing_after).sum::<u64>();
+        let verdict = |bad: bool| {
+            if bad {
+                Outcome::Violated
+            } else {
+                Outcome::Proven
+            }
+        };
+        let connected = if forwarding_loop.is_some() && broken.is_none() {
+            Outcome::Unknown("not checked to the end: a route loops".to_owned())
+        } else {
+            verdict(broken.is_some())
+        };
+        StepCheck {
+            loop_free: verdict(forwarding_loop.is_some()),
+            deadlock_free: Outcome::Proven,
+            connected,
+            forwarding_loop,
+            credit_loop: Vec::new(),
+            broken,
+            changed_entries: outs.iter().map(|o| o.changed).sum(),
+            failing_before: before,
+            failing_after: after,
+        }
+    }
+
+    /// The channel edges of `fresh`'s dependencies that the kept set does not have.
+    fn new_edges(&self, fresh: &DepSet) -> Vec<(u32, u32)> {
+        channels::edges(&self.net, &fresh.each_not_in(&self.net, &self.deps))
+    }
+
+    /// The channel graph of `deps` plus `extra` edges.
+    fn graph(&self, deps: &DepSet, extra: &[(u32, u32)]) -> Graph {
+        let mut edges = channels::edges(&self.net, &deps.each(&self.net));
+        edges.extend_from_slice(extra);
+        edges.sort_unstable();
+        edges.dedup();
+        Graph::new(self.net.ports as usize * usize::from(self.net.vls), &edges)
+    }
+
+    /// One cycle of `g`'s first cyclic component, as channels.
+    fn cycle(&self, g: &Graph) -> Vec<Channel> {
+        g.cyclic_sccs()
+            .first()
+            .map(|scc| {
+                g.cycle_in(scc)
+                    .into_iter()
+                    .filter_map(|c| crate::explicit::channel(&self.net, c))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The scope steps are checked for.
+    pub fn scope(&self) -> Scope {
+        self.scope
+    }
+}
+
+/// Sets `lid`'s entry of a switch's table (growing it with unset entries; trailing unset
+/// entries dropped).
+fn set_entry(table: Option<&mut Vec<u8>>, lid: usize, port: u8) {
+    let Some(t) = table else { return };
+    if t.len() <= lid {
+        if port == LFT_UNSET {
+            return;
+        }
+        t.resize(lid + 1, LFT_UNSET);
+    }
+    if let Some(e) = t.get_mut(lid) {
+        *e = port;
+    }
+    while t.last() == Some(&LFT_UNSET) {
+        t.pop();
+    }
+}
+
 /// Checks the step from `before` to `after` (see the module docs) for the pairs of `scope`.
 pub fn check_step(
     before: &ValidState,
@@ -178,95 +515,44 @@ pub fn check_step(
     scope: Scope,
 ) -> Result<StepCheck, TransitionError> {
     comparable(before, after)?;
-    let net = Net::new(before);
-    let (sources, dests) = net.endpoints(scope);
-    let attach = net.attach(&sources);
-    let lft = |s: &ValidState| -> Vec<Vec<u8>> {
-        net.switches
-            .iter()
-            .map(|&x| {
-                s.switches
-                    .get(&weft_fabric::NodeId(x))
-                    .map(|t| t.lft.ports.clone())
-                    .unwrap_or_default()
-            })
-            .collect()
-    };
-    let (lo, hi) = (lft(before), lft(after));
-    let deps = DepSet::new(&net);
-    let n = net.switches.len();
-    let starts: Vec<usize> = (0..n)
-        .filter(|&k| attach.by_switch.get(k).is_some_and(|v| !v.is_empty()))
-        .collect();
-    let u = Union {
-        net: &net,
-        lo: &lo,
-        hi: &hi,
-        sources: &sources,
-        attach: &attach,
-        deps: &deps,
-        starts: &starts,
-    };
-    let outs: Vec<DestOut> = dests
-        .par_iter()
-        .map_init(
-            || Scratch {
-                mark: vec![0; n],
-                ok: [vec![0; n], vec![0; n]],
-                path: Vec::new(),
-                stack: Vec::new(),
-                seen: vec![0; (net.ports as usize + 1) * 16],
-                touched: Vec::new(),
-                states: Vec::new(),
-                group: vec![(0, Vec::new()); net.ports as usize],
-            },
-            |scr, &d| u.destination(d, scr),
-        )
-        .collect();
-    let edges = channels::edges(&net, &deps.each(&net));
-    let graph = Graph::new(net.ports as usize * usize::from(net.vls), &edges);
-    let credit_loop: Vec<Channel> = graph
-        .cyclic_sccs()
-        .first()
-        .map(|scc| {
-            graph
-                .cycle_in(scc)
-                .into_iter()
-                .filter_map(|c| crate::explicit::channel(&net, c))
-                .collect()
-        })
-        .unwrap_or_default();
-    let forwarding_loop = outs.iter().find_map(|o| o.forwarding_loop.clone());
-    let broken = outs.iter().find_map(|o| o.broken.clone());
-    let verdict = |bad: bool| {
-        if bad {
-            Outcome::Violated
-        } else {
-            Outcome::Proven
-        }
-    };
-    Ok(StepCheck {
-        loop_free: verdict(forwarding_loop.is_some()),
-        deadlock_free: verdict(!credit_loop.is_empty()),
-        connected: verdict(broken.is_some()),
-        forwarding_loop,
-        credit_loop,
-        broken,
-        changed_entries: outs.iter().map(|o| o.changed).sum(),
-        failing_before: outs.iter().map(|o| o.failing_before).sum(),
-        failing_after: outs.iter().map(|o| o.failing_after).sum(),
-    })
+    let mut t = Transition::new(before, scope);
+    Ok(t.step(&changes(before, after)))
 }
 
-/// The union of two states' LFTs over one fabric.
+/// The LFT entries that differ from `before` to `after`.
+pub fn changes(before: &ValidState, after: &ValidState) -> Vec<Change> {
+    let mut out = Vec::new();
+    for (&id, a) in &before.switches {
+        let b = after
+            .switches
+            .get(&id)
+            .map_or(&[][..], |t| t.lft.ports.as_slice());
+        let a = a.lft.ports.as_slice();
+        for lid in 0..a.len().max(b.len()) {
+            let (x, y) = (
+                a.get(lid).copied().unwrap_or(LFT_UNSET),
+                b.get(lid).copied().unwrap_or(LFT_UNSET),
+            );
+            if x != y {
+                out.push(Change {
+                    switch: id,
+                    lid: Lid(lid as u16),
+                    port: y,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// One pass's view: the current tables, the step's writes per destination (in the scratch),
+/// where dependencies go.
 struct Union<'a> {
     net: &'a Net<'a>,
-    lo: &'a [Vec<u8>],
-    hi: &'a [Vec<u8>],
+    cur: &'a [Vec<u8>],
     sources: &'a [Source],
     attach: &'a Attach,
     deps: &'a DepSet,
-    /// Switch indices where some source's route starts.
     starts: &'a [usize],
 }
 
@@ -276,21 +562,25 @@ const GREY: u8 = 1;
 const BLACK: u8 = 2;
 
 impl Union<'_> {
-    /// The entries of switch index `k` for `lid`: before and after (`None`: unset).
-    fn entries(&self, k: usize, lid: Lid) -> (Option<u8>, Option<u8>) {
-        let get = |t: &[Vec<u8>]| {
-            t.get(k)
-                .and_then(|r| r.get(usize::from(lid.0)))
-                .copied()
-                .filter(|&p| p != LFT_UNSET)
+    /// The entries of switch index `k` for `lid`: before and after the step (`None`: unset).
+    fn entries(&self, k: usize, lid: Lid, over: &[u16]) -> (Option<u8>, Option<u8>) {
+        let before = self
+            .cur
+            .get(k)
+            .and_then(|r| r.get(usize::from(lid.0)))
+            .copied()
+            .filter(|&p| p != LFT_UNSET);
+        let after = match over.get(k).copied() {
+            Some(v) if v != SAME => (v as u8 != LFT_UNSET).then_some(v as u8),
+            _ => before,
         };
-        (get(self.lo), get(self.hi))
+        (before, after)
     }
 
     /// The one or two (entry, step) options of switch index `k` toward `d`.
-    fn options(&self, k: usize, d: Dest) -> ([(Entry, Step); 2], usize) {
+    fn options(&self, k: usize, d: Dest, over: &[u16]) -> ([(Entry, Step); 2], usize) {
         let x = self.net.switches.get(k).copied().unwrap_or(u32::MAX);
-        let (b, a) = self.entries(k, d.lid);
+        let (b, a) = self.entries(k, d.lid, over);
         let sb = self.net.entry_step(x, b, d);
         if b == a {
             return ([(Entry::Unchanged, sb), (Entry::Unchanged, sb)], 1);
@@ -301,7 +591,15 @@ impl Union<'_> {
 
     /// Whether switch index `k`'s route toward `d` arrives with the entries before the step
     /// (`after` false) or after it, memoised in `ok`.
-    fn arrives(&self, k: usize, d: Dest, after: bool, ok: &mut [u8], path: &mut Vec<u32>) -> bool {
+    fn arrives(
+        &self,
+        k: usize,
+        d: Dest,
+        after: bool,
+        over: &[u16],
+        ok: &mut [u8],
+        path: &mut Vec<u32>,
+    ) -> bool {
         path.clear();
         let mut at = k;
         let result = loop {
@@ -315,7 +613,7 @@ impl Union<'_> {
             }
             path.push(at as u32);
             let x = self.net.switches.get(at).copied().unwrap_or(u32::MAX);
-            let (b, a) = self.entries(at, d.lid);
+            let (b, a) = self.entries(at, d.lid, over);
             match self.net.entry_step(x, if after { a } else { b }, d) {
                 Step::Arrive | Step::Out { last: true, .. } => break true,
                 Step::Out { to, .. } => at = self.net.switch_of(to) as usize,
@@ -330,11 +628,18 @@ impl Union<'_> {
         result
     }
 
-    fn destination(&self, d: Dest, scr: &mut Scratch) -> DestOut {
-        let n = self.net.switches.len();
+    /// Everything about destination `d` with the step's writes `writes` (switch index,
+    /// port): its loops, broken routes, failing routes and dependencies.
+    fn destination(&self, d: Dest, writes: &[(usize, u8)], scr: &mut Scratch) -> DestOut {
         let mut out = DestOut::default();
-        for k in 0..n {
-            let (b, a) = self.entries(k, d.lid);
+        let mut over = std::mem::take(&mut scr.over);
+        for &(k, port) in writes {
+            if let Some(o) = over.get_mut(k) {
+                *o = u16::from(port);
+            }
+        }
+        for &(k, _) in writes {
+            let (b, a) = self.entries(k, d.lid, &over);
             if b != a {
                 out.changed += 1;
             }
@@ -348,7 +653,7 @@ impl Union<'_> {
         if changed {
             scr.mark.iter_mut().for_each(|m| *m = WHITE);
             for &s in self.starts {
-                out.forwarding_loop = self.find_loop(s, d, scr);
+                out.forwarding_loop = self.find_loop(s, d, &over, scr);
                 if out.forwarding_loop.is_some() {
                     break;
                 }
@@ -359,9 +664,9 @@ impl Union<'_> {
         for &s in self.starts {
             let count = self.attach.by_switch.get(s).map_or(0, |v| v.len() as u64);
             let [ok_before, ok_after] = &mut scr.ok;
-            let works = self.arrives(s, d, false, ok_before, &mut scr.path);
+            let works = self.arrives(s, d, false, &over, ok_before, &mut scr.path);
             let works_after = if changed {
-                self.arrives(s, d, true, ok_after, &mut scr.path)
+                self.arrives(s, d, true, &over, ok_after, &mut scr.path)
             } else {
                 works
             };
@@ -372,17 +677,29 @@ impl Union<'_> {
                 out.failing_after += count;
             }
             if works && changed && out.broken.is_none() && out.forwarding_loop.is_none() {
-                out.broken = self.find_break(s, d);
+                out.broken = self.find_break(s, d, &over);
             }
         }
         if out.forwarding_loop.is_none() {
-            self.dependencies(d, scr);
+            self.dependencies(d, &over, scr);
         }
+        for &(k, _) in writes {
+            if let Some(o) = over.get_mut(k) {
+                *o = SAME;
+            }
+        }
+        scr.over = over;
         out
     }
 
     /// A cycle in the union reachable from switch index `s`, as hops.
-    fn find_loop(&self, s: usize, d: Dest, scr: &mut Scratch) -> Option<ForwardingLoop> {
+    fn find_loop(
+        &self,
+        s: usize,
+        d: Dest,
+        over: &[u16],
+        scr: &mut Scratch,
+    ) -> Option<ForwardingLoop> {
         if scr.mark.get(s).copied() != Some(WHITE) {
             return None;
         }
@@ -393,7 +710,7 @@ impl Union<'_> {
             *m = GREY;
         }
         while let Some(&(k, i)) = scr.stack.last() {
-            let (opts, count) = self.options(k as usize, d);
+            let (opts, count) = self.options(k as usize, d, over);
             if usize::from(i) >= count {
                 scr.stack.pop();
                 if let Some(m) = scr.mark.get_mut(k as usize) {
@@ -421,7 +738,7 @@ impl Union<'_> {
                     }
                     scr.stack.push((next as u32, 0));
                 }
-                Some(GREY) => return Some(self.loop_witness(next, d, &scr.stack)),
+                Some(GREY) => return Some(self.loop_witness(next, d, over, &scr.stack)),
                 _ => {}
             }
         }
@@ -430,7 +747,13 @@ impl Union<'_> {
 
     /// The loop closed back to `first` on the DFS `stack` (each entry's option already
     /// advanced past the one taken).
-    fn loop_witness(&self, first: usize, d: Dest, stack: &[(u32, u8)]) -> ForwardingLoop {
+    fn loop_witness(
+        &self,
+        first: usize,
+        d: Dest,
+        over: &[u16],
+        stack: &[(u32, u8)],
+    ) -> ForwardingLoop {
         let from = stack
             .iter()
             .position(|&(k, _)| k as usize == first)
@@ -440,7 +763,7 @@ impl Union<'_> {
             .unwrap_or(&[])
             .iter()
             .map(|&(k, i)| {
-                let (opts, _) = self.options(k as usize, d);
+                let (opts, _) = self.options(k as usize, d, over);
                 let (entry, step) = opts
                     .get(usize::from(i.saturating_sub(1)))
                     .copied()
@@ -464,11 +787,11 @@ impl Union<'_> {
     }
 
     /// A failure the union reaches from switch index `s` (whose route arrives before).
-    fn find_break(&self, s: usize, d: Dest) -> Option<BrokenRoute> {
+    fn find_break(&self, s: usize, d: Dest, over: &[u16]) -> Option<BrokenRoute> {
         let mut seen = vec![s];
         let mut todo = vec![s];
         while let Some(k) = todo.pop() {
-            let (opts, count) = self.options(k, d);
+            let (opts, count) = self.options(k, d, over);
             for &(entry, step) in opts.iter().take(count) {
                 match step {
                     Step::Arrive | Step::Out { last: true, .. } => {}
@@ -501,7 +824,7 @@ impl Union<'_> {
 
     /// Records every dependency any route toward `d` creates in any mix (the union is
     /// loop-free here).
-    fn dependencies(&self, d: Dest, scr: &mut Scratch) {
+    fn dependencies(&self, d: Dest, over: &[u16], scr: &mut Scratch) {
         let net = self.net;
         for &t in &scr.touched {
             if let Some(v) = scr.seen.get_mut(t as usize) {
@@ -524,12 +847,9 @@ impl Union<'_> {
                 continue;
             };
             let x = net.switches.get(k).copied().unwrap_or(u32::MAX);
-            let shared = uniform.or_else(|| {
-                self.attach
-                    .grouped
-                    .then(|| net.group_sls(k as u32, d.lid))
-            });
-            let (opts, count) = self.options(k, d);
+            let shared =
+                uniform.or_else(|| self.attach.grouped.then(|| net.group_sls(k as u32, d.lid)));
+            let (opts, count) = self.options(k, d, over);
             for &(_, step) in opts.iter().take(count) {
                 let Step::Out {
                     out,
@@ -588,7 +908,7 @@ impl Union<'_> {
         }
         while let Some((k, i, sl, vin)) = scr.states.pop() {
             let x = net.switches.get(k as usize).copied().unwrap_or(u32::MAX);
-            let (opts, count) = self.options(k as usize, d);
+            let (opts, count) = self.options(k as usize, d, over);
             for &(_, step) in opts.iter().take(count) {
                 let Step::Out {
                     out,
