@@ -1,0 +1,168 @@
+//! `weft plan` end to end on a small two-level tree: a link failure planned in every output
+//! format (snapshots), the plan file written and read back with the fingerprint of the fabric
+//! it applies to, a tenant change planned as P_Key writes only, and the refusals (no safe
+//! order, another fabric) with exit 1.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use weft_fabric::plan::{Plan, Write};
+use weft_fabric::{Fingerprint, ValidState};
+
+fn weft(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run weft: {e}"))
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("weft-plan-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+const TREE: &str = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric small {\n    topology = fat_tree(levels: 2, radix: 8, switch: sb7800, hca: connectx5)\n    routing { engine = fat_tree, switch_to_switch = sftree }\n";
+
+/// Writes `NAME.weft` (the tree with `extra` lines) in `dir`.
+fn source(dir: &Path, name: &str, extra: &str) -> String {
+    let p = dir.join(format!("{name}.weft"));
+    std::fs::write(&p, format!("{TREE}{extra}}}\n")).unwrap();
+    p.to_str().unwrap().to_owned()
+}
+
+/// `weft build` of `src` into `dir/NAME`; the state's path.
+fn built(dir: &Path, name: &str, src: &str) -> String {
+    let out = dir.join(name);
+    let o = weft(&["build", src, "-o", out.to_str().unwrap(), "-q"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    out.join("state.json").to_str().unwrap().to_owned()
+}
+
+#[test]
+fn link_failure_plan_in_every_format() {
+    let dir = temp_dir("formats");
+    let old = built(&dir, "old", &source(&dir, "old", ""));
+    let new = source(&dir, "new", "    faults { link leaf3.p[6] down }\n");
+    let plan_file = dir.join("plan.json");
+    let pf = plan_file.to_str().unwrap();
+    let mut shown = String::new();
+    for format in ["human", "markdown", "json"] {
+        let o = weft(&[
+            "plan",
+            "--from",
+            &old,
+            &new,
+            "--format",
+            format,
+            "--max-listed",
+            "5",
+            "-o",
+            pf,
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        assert_eq!(text(&o.stderr), "", "nothing on stderr");
+        let d = dir.to_str().unwrap();
+        shown += &format!("## {format}\n{}\n", text(&o.stdout).replace(d, "DIR"));
+    }
+    insta::assert_snapshot!("plan_link_failure", shown);
+    // The plan file: read back, for the fabric as the fault left it, every LFT block whole.
+    let plan = Plan::from_json(&std::fs::read_to_string(&plan_file).unwrap()).unwrap();
+    let desired = built(&dir, "desired", &new);
+    let desired = ValidState::from_json(&std::fs::read_to_string(desired).unwrap()).unwrap();
+    assert_eq!(
+        plan.from,
+        Fingerprint::of(&desired),
+        "the fabric after the fault"
+    );
+    assert_eq!(plan.to, Fingerprint::of(&desired));
+    assert_eq!(plan.smps(), 9);
+    assert!(plan
+        .steps
+        .iter()
+        .flat_map(|s| &s.writes)
+        .all(|w| matches!(w, Write::Lft { .. })));
+    // Written again: byte-identical.
+    let again = dir.join("again.json");
+    let o = weft(&[
+        "plan",
+        "--from",
+        &old,
+        &new,
+        "-q",
+        "-o",
+        again.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(
+        std::fs::read(&plan_file).unwrap(),
+        std::fs::read(&again).unwrap()
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn tenant_change_is_planned_as_pkey_writes() {
+    let dir = temp_dir("tenants");
+    let old = built(
+        &dir,
+        "old",
+        &source(
+            &dir,
+            "old",
+            "    tenant alice { pkey = 0x8001, hosts = cn001..=cn004 }\n",
+        ),
+    );
+    let new = source(
+        &dir,
+        "new",
+        "    tenant alice { pkey = 0x8001, hosts = cn001..=cn006 }\n",
+    );
+    let o = weft(&["plan", "--from", &old, &new]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    insta::assert_snapshot!("plan_tenant_change", text(&o.stdout));
+    let o = weft(&["plan", "--from", &old, &new, "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // cn005 and cn006 gain alice's key: one P_Key block each, no LFT write.
+    assert_eq!(v["totals"]["smps"], 2, "{v}");
+    assert_eq!(v["steps"][0]["pkey_blocks"], 2, "{v}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn refusals_say_why_with_exit_1() {
+    let dir = temp_dir("refusals");
+    let old = built(&dir, "old", &source(&dir, "old", ""));
+    // leaf1 is sFtree's subtree root: its uplink down moves the root, and any mix of old and
+    // new switch-to-switch routes has a credit loop.
+    let root = source(&dir, "root", "    faults { link leaf1.p[5] down }\n");
+    let o = weft(&["plan", "--from", &old, &root]);
+    assert_eq!(o.status.code(), Some(1));
+    let mut shown = text(&o.stdout);
+    let o = weft(&["plan", "--from", &old, &root, "--format", "json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["code"], "weft::plan::no_safe_order");
+    assert_eq!(v["check"]["deadlock_free"]["result"], "violated", "{v}");
+    // Another fabric altogether.
+    let other = dir.join("other.weft");
+    std::fs::write(
+        &other,
+        TREE.replace("radix: 8", "radix: 4")
+            .replace("small", "other")
+            + "}\n",
+    )
+    .unwrap();
+    let o = weft(&["plan", "--from", &old, other.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    shown += &text(&o.stdout);
+    insta::assert_snapshot!("plan_refusals", shown);
+    let _ = std::fs::remove_dir_all(dir);
+}
