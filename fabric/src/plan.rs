@@ -215,3 +215,74 @@ mod guid_hex {
             .ok_or_else(|| serde::de::Error::custom(format!("`{text}` is not a hex GUID")))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn fp() -> Fingerprint {
+        Fingerprint {
+            topology: "ab".repeat(32),
+            lids: "cd".repeat(32),
+            nodes: 3,
+            links: 2,
+            lid_ports: 3,
+        }
+    }
+
+    fn plan() -> Plan {
+        Plan {
+            format: PLAN_FORMAT.to_owned(),
+            version: PLAN_VERSION,
+            fabric: "f".to_owned(),
+            from: fp(),
+            to: fp(),
+            steps: vec![PlanStep {
+                writes: vec![
+                    Write::Lft {
+                        switch: Guid(0xf452_1403_0000_0100),
+                        block: 0,
+                        old: "ff".repeat(64),
+                        new: format!("ff01{}", "ff".repeat(62)),
+                    },
+                    Write::Pkeys {
+                        node: Guid(0xf452_1403_0000_0300),
+                        port: 1,
+                        block: 0,
+                        old: vec![0x7fff],
+                        new: vec![0x7fff, 0x8001],
+                    },
+                ],
+            }],
+        }
+    }
+
+    #[test]
+    fn a_plan_reads_back_equal_one_write_per_line() {
+        let p = plan();
+        let text = p.to_json();
+        assert_eq!(Plan::from_json(&text).unwrap(), p);
+        assert_eq!(p.smps(), 2);
+        insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn a_broken_plan_is_refused() {
+        let text = plan().to_json();
+        let cases = [
+            text.replace("\"version\": 1", "\"version\": 2"),
+            text.replace("ff01", "ff0"),
+            text.replace("ff01", "zz01"),
+            text.replace("\"kind\":\"lft\"", "\"kind\":\"lft\",\"extra\":1"),
+            text.replace("0xf452140300000100", "0x"),
+            text.replace("[32767,32769]", &format!("{:?}", vec![1; 33])),
+            "{".to_owned(),
+        ];
+        let errors: Vec<String> = cases
+            .iter()
+            .map(|t| Plan::from_json(t).unwrap_err().to_string())
+            .collect();
+        insta::assert_snapshot!(errors.join("\n"));
+    }
+}
