@@ -187,3 +187,106 @@ fn link_failure_5832_is_planned_in_proven_steps() {
     let p = planned_and_checked(&old, &new);
     reverse_is_caught(&old, &new, &p);
 }
+
+/// With LMC 1, fat_tree gives every pair link-disjoint primary and alternate paths
+/// (`apm_disjoint` proven, and a certificate claiming it re-checks); a cable failure then breaks
+/// some flows' primary path and every one of their alternates survives. An alternate route
+/// made to follow its primary through a spine is caught naming the shared cable, and the
+/// certificate refused.
+#[test]
+fn apm_alternates_are_disjoint_and_survive_a_cable_failure() {
+    use weft_verifier::{certificate, Options as VOpts, Property, Request};
+    let src = example("cluster-648.weft").replace("lmc = 0", "lmc = 1");
+    let old = compiled(&src);
+    let props = vec![
+        Property::DeadlockFree,
+        Property::Connected,
+        Property::ApmDisjoint,
+    ];
+    let opts = VOpts {
+        properties: props.clone(),
+        ..VOpts::default()
+    };
+    let r = weft_verifier::verify(&old, &opts);
+    assert!(r.is_proven(), "{:?}", r.verdict);
+    let apm = r.apm.as_ref().unwrap();
+    assert_eq!(apm.pairs, 648 * 647);
+    let cert = r.certificate.unwrap();
+    let req = Request {
+        properties: props.clone(),
+        ..Request::default()
+    };
+    certificate::check(&old, &cert, &req).unwrap();
+    // A cable failure: the flows that lose their primary keep their alternate.
+    let new = compiled(&with_faults(&src, "        link leaf5.p[25] down\n"));
+    let p = plan(&old, &new, &Options::default()).unwrap();
+    let s = p.apm.unwrap();
+    assert!(s.lost_primary > 0);
+    assert_eq!(s.alternate_survives, s.lost_primary, "{s:?}");
+    // Tamper: on leaf2, cn001's alternate LID leaves like its primary.
+    let mut st = old.state().clone();
+    let cn001 = st.fabric.find("cn001").unwrap();
+    let base = st.lids.get(cn001, weft_fabric::PortNum(1)).unwrap();
+    let leaf2 = st.fabric.find("leaf2").unwrap();
+    let t = &mut st.switches.get_mut(&leaf2).unwrap().lft;
+    let primary = t.get(base).unwrap();
+    t.set(weft_fabric::Lid(base.0 + 1), primary);
+    let bad = ValidState::new(st).unwrap();
+    let r = weft_verifier::verify(&bad, &opts);
+    assert_eq!(r.verdict.apm_disjoint, Some(Outcome::Violated));
+    let a = r.apm.unwrap();
+    assert_eq!(a.shared_pairs, 18, "the 18 hosts of leaf2 to cn001");
+    let s = &a.shared[0];
+    assert_eq!(
+        (s.from.name.as_str(), s.dst.node.name.as_str()),
+        ("leaf2", "cn001")
+    );
+    let e = certificate::check(&bad, &cert, &req).unwrap_err();
+    assert!(e.to_string().contains("apm_disjoint"), "{e}");
+}
+
+/// On a three-level tree an alternate path can share only its first cable with the primary
+/// (same spine, then another core): caught, naming that cable.
+#[test]
+fn apm_sharing_one_cable_of_three_is_caught() {
+    use weft_verifier::{Options as VOpts, Property};
+    let src = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 3, radix: 8, switch: sb7800, hca: connectx5)\n    routing { engine = fat_tree, lmc = 1 }\n}\n";
+    let st = compiled(src);
+    let opts = VOpts {
+        properties: vec![Property::ApmDisjoint],
+        ..VOpts::default()
+    };
+    assert_eq!(
+        weft_verifier::verify(&st, &opts).verdict.apm_disjoint,
+        Some(Outcome::Proven)
+    );
+    // A host far away (its primary leaves `leaf1` up, to a spine that goes on up to a core);
+    // its alternate made to leave `leaf1` on the same port.
+    let mut bad = st.state().clone();
+    let leaf1 = bad.fabric.find("leaf1").unwrap();
+    let hosts: Vec<_> = bad
+        .fabric
+        .node_ids()
+        .filter(|&n| !bad.fabric.node(n).is_switch())
+        .collect();
+    let far = *hosts.last().unwrap();
+    let base = bad.lids.get(far, weft_fabric::PortNum(1)).unwrap();
+    let t = &mut bad.switches.get_mut(&leaf1).unwrap().lft;
+    let (p, a) = (
+        t.get(base).unwrap(),
+        t.get(weft_fabric::Lid(base.0 + 1)).unwrap(),
+    );
+    assert_ne!(p, a, "disjoint before the change");
+    t.set(weft_fabric::Lid(base.0 + 1), p);
+    let bad = ValidState::new(bad).unwrap();
+    let r = weft_verifier::verify(&bad, &opts);
+    let apm = r.apm.unwrap();
+    assert_eq!(r.verdict.apm_disjoint, Some(Outcome::Violated));
+    let s = &apm.shared[0];
+    assert_eq!(s.from.name, "leaf1");
+    assert!(
+        (s.a.node.name == "leaf1" && s.a.port == p.0)
+            || (s.b.node.name == "leaf1" && s.b.port == p.0),
+        "{s:?}"
+    );
+}

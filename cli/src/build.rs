@@ -93,7 +93,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     let opts = weft_verifier::Options {
         certificate: true,
         max_listed: 20,
-        properties: weft_verifier::Property::defaults(&built.state),
+        properties: crate::properties(&built),
         ..weft_verifier::Options::default()
     };
     crate::term::phase("proving");

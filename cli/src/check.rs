@@ -44,16 +44,16 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
             }
         }
     }
-    let opts = |st: &weft_fabric::ValidState| weft_verifier::Options {
+    let opts = |b: &weft_compiler::build::Built| weft_verifier::Options {
         certificate: false,
         max_listed: 20,
-        properties: weft_verifier::Property::defaults(st),
+        properties: crate::properties(b),
         ..weft_verifier::Options::default()
     };
     crate::term::phase("proving");
     let report = routed
         .as_ref()
-        .map(|b| weft_verifier::verify(&b.state, &opts(&b.state)));
+        .map(|b| weft_verifier::verify(&b.state, &opts(b)));
     if report.as_ref().is_some_and(|r| !r.is_proven()) {
         failed = true;
     }
@@ -87,6 +87,12 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
                         text += &format!(
                             "  verified  isolated: the P_Key tables of {} end ports enforce exactly the {} declared partition(s)\n",
                             i.ports, i.partitions
+                        );
+                    }
+                    if let Some(a) = &r.apm {
+                        text += &format!(
+                            "  verified  APM: each of {} (source, destination) pairs has an alternate path sharing no cable between switches with its primary\n",
+                            a.pairs
                         );
                     }
                 } else {

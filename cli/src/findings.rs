@@ -189,6 +189,7 @@ pub fn of_report(
     loops_total: u64,
     patterns: &[FailurePattern],
     isolation: Option<&weft_verifier::Isolation>,
+    apm: Option<&weft_verifier::apm::Apm>,
     artifact: &str,
     origins: Option<&Origins<'_>>,
 ) -> Vec<Finding> {
@@ -257,6 +258,21 @@ pub fn of_report(
                 "atNodes": p.at_nodes,
             }),
             detail: Detail::Pattern(Box::new(p.clone())),
+        });
+    }
+    for s in apm.map_or(&[][..], |a| a.shared.as_slice()) {
+        out.push(Finding {
+            code: Property::ApmDisjoint.code().to_owned(),
+            meaning: "A pair's alternate path shares a cable with its primary: APM cannot route around that cable failing.".to_owned(),
+            level: Level::Error,
+            message: s.describe(),
+            help: None,
+            place: at(Some(s.from.id)),
+            artifact: Some(artifact.to_owned()),
+            objects: vec![node(&s.from.name), node(&s.dst.node.name)],
+            flow: Vec::new(),
+            properties: json!({"shared": s}),
+            detail: Detail::Breach,
         });
     }
     for b in isolation.map_or(&[][..], |i| i.breaches.as_slice()) {
@@ -336,6 +352,7 @@ pub fn of_compiled(
             r.credit_loops_total,
             &r.failures,
             r.isolation.as_ref(),
+            r.apm.as_ref(),
             artifact,
             origins.as_ref(),
         ));

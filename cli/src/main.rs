@@ -243,6 +243,17 @@ fn compile_and_build(
     }
 }
 
+/// What `check` and `build` prove about a build: the properties of routes, `isolated` when it
+/// declares partitions, and `apm_disjoint` when `fat_tree` routed it with LMC > 0 (the engine
+/// promises each port's LIDs link-disjoint paths).
+fn properties(b: &weft_compiler::build::Built) -> Vec<weft_verifier::Property> {
+    let mut p = weft_verifier::Property::defaults(&b.state);
+    if b.state.lids.lmc > 0 && b.engine.name() == "fat_tree" {
+        p.push(weft_verifier::Property::ApmDisjoint);
+    }
+    p
+}
+
 /// Prints `text` on stdout, or writes it to `output` whole ([`output::write_file`]).
 fn out(output: Option<&Path>, text: &str) -> Result<(), Fatal> {
     term::clear();

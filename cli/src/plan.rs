@@ -231,10 +231,21 @@ fn human(p: &Planned, written: Option<&Path>, max: usize) -> String {
     if !r.hosts.is_empty() {
         let _ = writeln!(t, "  hosts to notify: {}", hosts_line(p, max));
     }
+    if let Some(a) = &p.apm {
+        let _ = writeln!(t, "  {}", apm_line(a));
+    }
     if let Some(w) = written {
         let _ = writeln!(t, "  wrote {}", w.display());
     }
     t
+}
+
+fn apm_line(a: &weft_verifier::apm::Survivors) -> String {
+    format!(
+        "APM: the fault broke the primary path of {} (source, destination) pair(s); the alternate path of {} of them survives (APM moves them at once, before any write)",
+        crate::verify::group(a.lost_primary),
+        crate::verify::group(a.alternate_survives)
+    )
 }
 
 fn markdown(p: &Planned, written: Option<&Path>, max: usize) -> String {
@@ -283,6 +294,9 @@ fn markdown(p: &Planned, written: Option<&Path>, max: usize) -> String {
     if !r.hosts.is_empty() {
         let _ = writeln!(t, "Hosts to notify: {}.", hosts_line(p, max));
     }
+    if let Some(a) = &p.apm {
+        let _ = writeln!(t, "\n{}.", apm_line(a));
+    }
     if let Some(w) = written {
         let _ = writeln!(t, "\nPlan file: `{}`.", w.display());
     }
@@ -319,6 +333,7 @@ fn json(p: &Planned, written: Option<&Path>) -> serde_json::Value {
             "splits": p.splits,
         },
         "rerouted": p.rerouted,
+        "apm": p.apm,
         "plan_file": written.map(|w| w.display().to_string()),
     })
 }

@@ -97,6 +97,9 @@ enum PropertyArg {
     /// The P_Key tables let exactly the declared partitions' pairs talk
     /// (`weft::partition_breach` when not).
     Isolated,
+    /// With LMC > 0, every pair's alternate path shares no cable between switches with its
+    /// primary (`weft::apm_shared_cable` when not).
+    ApmDisjoint,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -143,20 +146,22 @@ impl Loaded {
         report: Option<&Report>,
         z3: Option<&weft_verifier::z3::Z3Report>,
     ) -> Vec<findings::Finding> {
-        let (loops, total, patterns, isolation) = match (report, z3) {
+        let (loops, total, patterns, isolation, apm) = match (report, z3) {
             (Some(r), _) => (
                 r.credit_loops.as_slice(),
                 r.credit_loops_total,
                 r.failures.as_slice(),
                 r.isolation.as_ref(),
+                r.apm.as_ref(),
             ),
             (None, Some(z)) => (
                 z.credit_loop.as_slice(),
                 u64::from(z.credit_loop.is_some()),
                 &[][..],
                 None,
+                None,
             ),
-            (None, None) => (&[][..], 0, &[][..], None),
+            (None, None) => (&[][..], 0, &[][..], None, None),
         };
         let mut out: Vec<findings::Finding> = self
             .compiled
@@ -169,6 +174,7 @@ impl Loaded {
             total,
             patterns,
             isolation,
+            apm,
             &self.origin,
             origins.as_ref(),
         ));
@@ -263,6 +269,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
             PropertyArg::DeadlockFree => Property::DeadlockFree,
             PropertyArg::Connected => Property::Connected,
             PropertyArg::Isolated => Property::Isolated,
+            PropertyArg::ApmDisjoint => Property::ApmDisjoint,
         })
         .collect();
     properties.sort();
@@ -358,7 +365,8 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     let outcome = |p: Property| match p {
         Property::DeadlockFree => &verdict.deadlock_free,
         Property::Connected => &verdict.connected,
-        _ => verdict.isolated.as_ref().unwrap_or(&not_asked),
+        Property::Isolated => verdict.isolated.as_ref().unwrap_or(&not_asked),
+        _ => verdict.apm_disjoint.as_ref().unwrap_or(&not_asked),
     };
     let all_proven = properties.iter().all(|&p| *outcome(p) == Outcome::Proven);
     let text = match args.format {
@@ -521,6 +529,13 @@ pub(crate) fn verdict_lines(t: &mut String, r: &Report) {
                 i.partitions
             );
         }
+        if let Some(a) = &r.apm {
+            let _ = writeln!(
+                t,
+                "  APM: every one of {} (source, destination) pairs has an alternate path sharing no cable between switches with its primary",
+                group(a.pairs)
+            );
+        }
         return;
     }
     for &p in &r.properties {
@@ -531,6 +546,11 @@ pub(crate) fn verdict_lines(t: &mut String, r: &Report) {
                 "× {}: {} credit loop(s)",
                 p.noun(),
                 group(r.credit_loops_total)
+            ),
+            (Outcome::Violated, Property::ApmDisjoint) => format!(
+                "× {}: {} pair(s) of end ports share a cable between their primary and alternate paths",
+                p.noun(),
+                group(r.apm.as_ref().map_or(0, |a| a.shared_pairs))
             ),
             (Outcome::Violated, Property::Isolated) => format!(
                 "× {}: {} pair(s) of end ports break the declared partitions",
@@ -608,6 +628,17 @@ pub(crate) fn human(
         }
         if let Some(i) = r.isolation.as_ref().filter(|i| !i.breaches.is_empty()) {
             human_isolation(&mut t, i);
+        }
+        if let Some(a) = r.apm.as_ref().filter(|a| !a.shared.is_empty()) {
+            let _ = writeln!(
+                t,
+                "\n× {} pair(s) of end ports have primary and alternate paths through one cable [{}]",
+                group(a.shared_pairs),
+                Property::ApmDisjoint.code()
+            );
+            for s in &a.shared {
+                let _ = writeln!(t, "  {}", s.describe());
+            }
         }
         let _ = writeln!(t);
         verdict_lines(&mut t, r);

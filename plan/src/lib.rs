@@ -93,6 +93,9 @@ pub struct Planned {
     pub rerouted: Rerouted,
     /// LFT entries that change.
     pub changed_entries: u64,
+    /// With LMC > 0 and the steps on the desired fabric: the flows whose primary path the
+    /// fault broke, and those whose alternate path survives it (APM moves them at once).
+    pub apm: Option<weft_verifier::apm::Survivors>,
 }
 
 /// Why there is no plan.
@@ -289,6 +292,8 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
         full_reconfiguration: switches * blocks,
         rerouted: order.rerouted,
         changed_entries: order.changed,
+        apm: (start.lids.lmc > 0 && opts.mode == Mode::Fault)
+            .then(|| weft_verifier::apm::survivors(&start)),
     })
 }
 

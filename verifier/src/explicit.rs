@@ -253,9 +253,15 @@ fn verify_with(state: &ValidState, opts: &Options, one_vl: bool) -> Report {
         .contains(&crate::Property::Isolated)
         .then(|| crate::isolation::check(state, opts.max_listed));
     let isolated = isolation.as_ref().map(|i| i.outcome.clone());
+    let apm = opts
+        .properties
+        .contains(&crate::Property::ApmDisjoint)
+        .then(|| crate::apm::check(state, opts.max_listed));
+    let apm_disjoint = apm.as_ref().map(|a| a.outcome.clone());
     let proven = deadlock_free == Outcome::Proven
         && connected == Outcome::Proven
-        && isolated.as_ref().is_none_or(|o| *o == Outcome::Proven);
+        && isolated.as_ref().is_none_or(|o| *o == Outcome::Proven)
+        && apm_disjoint.as_ref().is_none_or(|o| *o == Outcome::Proven);
     let certificate = if opts.certificate && proven {
         graph.topo_ranks().map(|ranks| {
             let labels: Vec<(weft_fabric::Lid, Vec<u16>)> = results
@@ -266,6 +272,9 @@ fn verify_with(state: &ValidState, opts: &Options, one_vl: bool) -> Report {
             let mut c = certificate::build(&net, opts.scope, &edges, &ranks, labels);
             if isolated.is_some() {
                 c.properties.push(crate::Property::Isolated);
+            }
+            if apm_disjoint.is_some() {
+                c.properties.push(crate::Property::ApmDisjoint);
             }
             c
         })
@@ -280,6 +289,7 @@ fn verify_with(state: &ValidState, opts: &Options, one_vl: bool) -> Report {
             deadlock_free,
             connected,
             isolated,
+            apm_disjoint,
         },
         stats: Stats {
             sources: sources.len() as u64,
@@ -295,6 +305,7 @@ fn verify_with(state: &ValidState, opts: &Options, one_vl: bool) -> Report {
         failures,
         failed_routes,
         isolation,
+        apm,
         certificate,
     }
 }

@@ -29,6 +29,7 @@
 #![deny(clippy::indexing_slicing)]
 #![cfg_attr(test, allow(clippy::indexing_slicing))]
 
+pub mod apm;
 pub mod certificate;
 mod channels;
 pub mod explicit;

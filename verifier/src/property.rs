@@ -8,6 +8,7 @@
 //! | `deadlock_free` | a rank per channel, increasing along every dependency | a credit loop ([`CreditLoop`](crate::CreditLoop)) |
 //! | `connected` (per [`Scope`](crate::Scope)) | a distance label per (destination, switch), decreasing along every next hop | failed routes, grouped ([`UnreachableGroup`](crate::UnreachableGroup)) |
 //! | `isolated` (states that declare partitions) | the P_Key relation recomputed from the tables equals the declared one | a pair of end ports ([`Breach`](crate::Breach)) |
+//! | `apm_disjoint` (LMC > 0; asked for) | every pair's primary and alternate routes walked | a shared cable ([`SharedCable`](crate::apm::SharedCable)) |
 //!
 //! Planned (not accepted yet): `within_budget`, `transition(old, new)`.
 
@@ -26,14 +27,18 @@ pub enum Property {
     /// The P_Key tables let exactly the pairs of end ports talk that the declared partitions
     /// allow (see [`isolation`](crate::isolation)).
     Isolated,
+    /// With LMC > 0, every pair's alternate path shares no switch-to-switch cable with its
+    /// primary (see [`apm`](crate::apm)).
+    ApmDisjoint,
 }
 
 impl Property {
     /// Every property the verifier can prove, in report order.
-    pub const ALL: [Property; 3] = [
+    pub const ALL: [Property; 4] = [
         Property::DeadlockFree,
         Property::Connected,
         Property::Isolated,
+        Property::ApmDisjoint,
     ];
 
     /// The properties of routes: every certificate proves both.
@@ -55,6 +60,7 @@ impl Property {
             Property::DeadlockFree => "deadlock_free",
             Property::Connected => "connected",
             Property::Isolated => "isolated",
+            Property::ApmDisjoint => "apm_disjoint",
         }
     }
 
@@ -64,6 +70,7 @@ impl Property {
             Property::DeadlockFree => "weft::credit_loop",
             Property::Connected => "weft::unreachable",
             Property::Isolated => "weft::partition_breach",
+            Property::ApmDisjoint => "weft::apm_shared_cable",
         }
     }
 
@@ -73,6 +80,7 @@ impl Property {
             Property::DeadlockFree => "deadlock freedom",
             Property::Connected => "connectivity",
             Property::Isolated => "isolation",
+            Property::ApmDisjoint => "disjoint APM paths",
         }
     }
 

@@ -27,6 +27,9 @@ pub struct Verdict {
     /// The P_Key tables match the declared partitions (when asked).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isolated: Option<Outcome>,
+    /// Every pair's alternate path is disjoint from its primary (when asked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apm_disjoint: Option<Outcome>,
 }
 
 /// The outcome of a property that was not asked for.
@@ -388,6 +391,9 @@ pub struct Report {
     /// What `isolated` found, when asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isolation: Option<crate::Isolation>,
+    /// What `apm_disjoint` found, when asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apm: Option<crate::apm::Apm>,
     /// The certificate, when proven and asked for.
     #[serde(skip)]
     pub certificate: Option<Certificate>,
@@ -400,6 +406,9 @@ impl Report {
             crate::Property::DeadlockFree => &self.verdict.deadlock_free,
             crate::Property::Connected => &self.verdict.connected,
             crate::Property::Isolated => self.verdict.isolated.as_ref().unwrap_or(&NOT_ASKED),
+            crate::Property::ApmDisjoint => {
+                self.verdict.apm_disjoint.as_ref().unwrap_or(&NOT_ASKED)
+            }
         }
     }
 

@@ -406,12 +406,16 @@ impl Z3 {
             verdict: Verdict {
                 deadlock_free,
                 connected,
-                // A property of the P_Key tables, not of routes: the one check both engines
-                // share.
+                // Properties of the P_Key tables and of path pairs, not of the dependency
+                // graph: the one check both engines share.
                 isolated: opts
                     .properties
                     .contains(&crate::Property::Isolated)
                     .then(|| crate::isolation::check(state, 0).outcome),
+                apm_disjoint: opts
+                    .properties
+                    .contains(&crate::Property::ApmDisjoint)
+                    .then(|| crate::apm::check(state, 0).outcome),
             },
             credit_loop,
             channels: chans.len(),

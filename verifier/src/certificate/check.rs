@@ -127,6 +127,19 @@ pub fn check(
             return Err(CertificateError::Isolation(why));
         }
     }
+    // `apm_disjoint` is recomputed too: two walks per pair of a source switch and a
+    // destination port.
+    if cert.properties.contains(&Property::ApmDisjoint) {
+        let apm = crate::apm::check(state, 1);
+        if apm.outcome != crate::Outcome::Proven {
+            let why = match (&apm.outcome, apm.shared.first()) {
+                (_, Some(s)) => s.describe(),
+                (crate::Outcome::Unknown(r), None) => r.clone(),
+                _ => "some pair's paths share a cable".to_owned(),
+            };
+            return Err(CertificateError::Apm(why));
+        }
+    }
 
     let net = Net::new(state);
     let f = &state.fabric;

@@ -233,6 +233,10 @@ pub enum CertificateError {
     #[error("the certificate claims `isolated`, which the P_Key tables break: {0}")]
     #[diagnostic(code(weft::certificate::isolation))]
     Isolation(String),
+    /// It claims `apm_disjoint`, which the state's routes do not satisfy.
+    #[error("the certificate claims `apm_disjoint`, which the routes break: {0}")]
+    #[diagnostic(code(weft::certificate::apm))]
+    Apm(String),
     /// It names a node the state does not have, or not as what it claims.
     #[error("the certificate names {0}")]
     #[diagnostic(code(weft::certificate::node))]
