@@ -4,7 +4,12 @@
 //!
 //! Run: `cargo bench -p weft-bench --bench plan`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stderr
+)]
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::hint::black_box;
