@@ -56,7 +56,7 @@ fn link_failure(c: &mut Criterion) {
         b.iter(|| {
             black_box(weft_plan::check_steps(
                 &start,
-                &[first.clone()],
+                std::slice::from_ref(&first),
                 Default::default(),
             ))
         })
