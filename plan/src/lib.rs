@@ -168,13 +168,7 @@ fn same_fabric(old: &ValidState, new: &ValidState) -> Result<(), PlanError> {
     if old.path_sl != new.path_sl {
         return Err(PlanError::NotBuilt("path SLs"));
     }
-    let sl2vl = |s: &ValidState| -> Vec<_> {
-        s.switches
-            .iter()
-            .map(|(id, t)| (*id, t.sl2vl.clone(), t.sl2vl_all))
-            .collect()
-    };
-    if sl2vl(old) != sl2vl(new) {
+    if !old.same_sl2vl(new) {
         return Err(PlanError::NotBuilt("switch SL→VL tables"));
     }
     let port_tables = |s: &ValidState| -> Vec<_> {
@@ -316,25 +310,15 @@ pub fn check_steps(start: &ValidState, steps: &[Vec<Write>], scope: Scope) -> Ve
 /// The LFT entries `writes` change.
 fn lft_changes(st: &ValidState, writes: &[Write]) -> Vec<Change> {
     let mut out = Vec::new();
-    for w in writes {
-        let Write::Lft {
-            switch,
-            block,
-            old,
-            new,
-        } = w
-        else {
+    for (switch, block, a, b) in writes.iter().filter_map(order::lft_block) {
+        let Some(id) = st.fabric.find_guid(switch) else {
             continue;
         };
-        let Some(id) = st.fabric.find_guid(*switch) else {
-            continue;
-        };
-        let (a, b) = (order::hex_entries(old), order::hex_entries(new));
         for (i, (x, y)) in a.iter().zip(&b).enumerate() {
             if x != y {
                 out.push(Change {
                     switch: id,
-                    lid: weft_fabric::Lid((usize::from(*block) * LFT_BLOCK + i) as u16),
+                    lid: weft_fabric::Lid((usize::from(block) * LFT_BLOCK + i) as u16),
                     port: *y,
                 });
             }

@@ -7,7 +7,7 @@
 use crate::Rerouted;
 use std::collections::{BTreeMap, BTreeSet};
 use weft_fabric::plan::{Write, LFT_BLOCK};
-use weft_fabric::{NodeId, PortNum, PortRef, ValidState, LFT_UNSET};
+use weft_fabric::{Guid, NodeId, PortNum, PortRef, ValidState, LFT_UNSET};
 
 /// Stages of LFT writes, in order, and what they change.
 pub(crate) struct Order {
@@ -323,16 +323,9 @@ fn rerouted(
 /// An LFT block write as one write per changed entry, in entry order, each block as it is
 /// then (other writes unchanged).
 pub(crate) fn per_entry(w: &Write) -> Vec<Write> {
-    let Write::Lft {
-        switch,
-        block,
-        old,
-        new,
-    } = w
-    else {
+    let Some((switch, block, a, b)) = lft_block(w) else {
         return vec![w.clone()];
     };
-    let (a, b) = (hex_entries(old), hex_entries(new));
     let mut now = a;
     let mut out = Vec::new();
     for i in 0..LFT_BLOCK {
@@ -347,11 +340,24 @@ pub(crate) fn per_entry(w: &Write) -> Vec<Write> {
             *slot = y;
         }
         out.push(Write::Lft {
-            switch: *switch,
-            block: *block,
+            switch,
+            block,
             old: Write::lft_hex(&before),
             new: Write::lft_hex(&now),
         });
     }
     out
+}
+
+/// An LFT write's switch, block and entries before and after (`None` for another write).
+pub(crate) fn lft_block(w: &Write) -> Option<(Guid, u16, [u8; LFT_BLOCK], [u8; LFT_BLOCK])> {
+    match w {
+        Write::Lft {
+            switch,
+            block,
+            old,
+            new,
+        } => Some((*switch, *block, hex_entries(old), hex_entries(new))),
+        Write::Pkeys { .. } => None,
+    }
 }

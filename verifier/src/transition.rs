@@ -141,13 +141,7 @@ fn comparable(a: &ValidState, b: &ValidState) -> Result<(), TransitionError> {
     if a.ports != b.ports {
         return Err(TransitionError::Differ("their port tables"));
     }
-    let sl2vl = |s: &ValidState| -> Vec<_> {
-        s.switches
-            .iter()
-            .map(|(id, t)| (*id, t.sl2vl.clone(), t.sl2vl_all))
-            .collect()
-    };
-    if sl2vl(a) != sl2vl(b) || a.switches.keys().ne(b.switches.keys()) {
+    if !a.same_sl2vl(b) || a.switches.keys().ne(b.switches.keys()) {
         return Err(TransitionError::Differ("their SL→VL tables"));
     }
     Ok(())
@@ -850,16 +844,7 @@ impl Union<'_> {
             let shared =
                 uniform.or_else(|| self.attach.grouped.then(|| net.group_sls(k as u32, d.lid)));
             let (opts, count) = self.options(k, d, over);
-            for &(_, step) in opts.iter().take(count) {
-                let Step::Out {
-                    out,
-                    to,
-                    to_port,
-                    last,
-                } = step
-                else {
-                    continue;
-                };
+            for (out, to, to_port, last) in leaving(&opts, count) {
                 leave.clear();
                 let memo = shared.and_then(|sls| {
                     let slot = net.dirport(x, out)? as usize;
@@ -909,16 +894,7 @@ impl Union<'_> {
         while let Some((k, i, sl, vin)) = scr.states.pop() {
             let x = net.switches.get(k as usize).copied().unwrap_or(u32::MAX);
             let (opts, count) = self.options(k as usize, d, over);
-            for &(_, step) in opts.iter().take(count) {
-                let Step::Out {
-                    out,
-                    to,
-                    to_port,
-                    last,
-                } = step
-                else {
-                    continue;
-                };
+            for (out, to, to_port, last) in leaving(&opts, count) {
                 let Ok(vout) = net.switch_vl(x, i, out, sl) else {
                     continue;
                 };
@@ -981,6 +957,23 @@ impl Union<'_> {
             leave.push((sl, vout));
         }
     }
+}
+
+/// The options that leave the switch: (out port, next node, its port, whether it is the last
+/// hop).
+fn leaving(
+    opts: &[(Entry, Step); 2],
+    count: usize,
+) -> impl Iterator<Item = (u8, u32, u8, bool)> + '_ {
+    opts.iter().take(count).filter_map(|&(_, step)| match step {
+        Step::Out {
+            out,
+            to,
+            to_port,
+            last,
+        } => Some((out, to, to_port, last)),
+        _ => None,
+    })
 }
 
 /// Marks the route state (switch index `k`, input port, SL, VL) seen; whether it is new.

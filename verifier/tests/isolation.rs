@@ -41,15 +41,19 @@ fn table(st: &FabricState, r: PortRef) -> Vec<PKey> {
         .unwrap_or(vec![PKey::DEFAULT])
 }
 
-/// Every pair of end ports with a LID that breaks the declared partitions: (leaks, cuts).
-fn reference(st: &FabricState) -> (u64, u64) {
-    let ports: Vec<PortRef> = st
-        .lids
+/// End-node ports with a LID.
+fn end_ports(st: &FabricState) -> Vec<PortRef> {
+    st.lids
         .base
         .iter()
         .filter(|(&n, _)| !st.fabric.node(n).is_switch())
         .flat_map(|(&n, ps)| ps.keys().map(move |&p| PortRef { node: n, port: p }))
-        .collect();
+        .collect()
+}
+
+/// Every pair of end ports with a LID that breaks the declared partitions: (leaks, cuts).
+fn reference(st: &FabricState) -> (u64, u64) {
+    let ports = end_ports(st);
     let (mut leaks, mut cuts) = (0, 0);
     for (i, &a) in ports.iter().enumerate() {
         for &b in &ports[i + 1..] {
@@ -75,13 +79,7 @@ fn case(rng: &mut Rng) -> FabricState {
     );
     let lids = testkit::sequential_lids(&f);
     let mut st = testkit::route_updown(&f, lids);
-    let hosts: Vec<PortRef> = st
-        .lids
-        .base
-        .iter()
-        .filter(|(&n, _)| !st.fabric.node(n).is_switch())
-        .flat_map(|(&n, ps)| ps.keys().map(move |&p| PortRef { node: n, port: p }))
-        .collect();
+    let hosts = end_ports(&st);
     let n = 1 + rng.below(4) as u16;
     let mut parts: Vec<Partition> = (0..n)
         .map(|i| Partition {

@@ -20,6 +20,19 @@ use weft_verifier::{FailureReason, Outcome, Scope};
 
 type Chan = (NodeId, u8, u8);
 
+/// `st` with `changes` written.
+fn applied(st: &FabricState, changes: &[Change]) -> FabricState {
+    let mut out = st.clone();
+    for c in changes {
+        out.switches
+            .get_mut(&c.switch)
+            .unwrap()
+            .lft
+            .set(c.lid, weft_fabric::PortNum(c.port));
+    }
+    out
+}
+
 /// Sources (end ports and switches' port 0) and owned destination LIDs.
 fn endpoints(st: &FabricState) -> (Vec<(NodeId, u8)>, Vec<Lid>) {
     let mut src = Vec::new();
@@ -54,16 +67,13 @@ fn brute_force(before: &FabricState, changes: &[Change]) -> (bool, bool, BTreeSe
     let (mut looped, mut broken) = (false, false);
     let mut deps = BTreeSet::new();
     for mask in 0u32..(1 << changes.len()) {
-        let mut st = before.clone();
-        for (i, c) in changes.iter().enumerate() {
-            if mask & (1 << i) != 0 {
-                st.switches
-                    .get_mut(&c.switch)
-                    .unwrap()
-                    .lft
-                    .set(c.lid, weft_fabric::PortNum(c.port));
-            }
-        }
+        let landed: Vec<Change> = changes
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| mask & (1 << i) != 0)
+            .map(|(_, c)| *c)
+            .collect();
+        let st = applied(before, &landed);
         for &(s, p) in &srcs {
             for &d in &dsts {
                 let w = reference::walk(&st, s, p, d, 0);
@@ -186,16 +196,7 @@ fn a_step_is_safe_exactly_when_every_mix_is() {
             }
             step.push(c);
         }
-        let mut after = a.clone();
-        for c in &step {
-            after
-                .switches
-                .get_mut(&c.switch)
-                .unwrap()
-                .lft
-                .set(c.lid, weft_fabric::PortNum(c.port));
-        }
-        let after = testkit::valid(after);
+        let after = testkit::valid(applied(&a, &step));
         let check = transition::check_step(&va, &after, Scope::All).unwrap();
         let (looped, broken, deps) = brute_force(&a, &step);
         assert_eq!(
@@ -259,14 +260,7 @@ fn incremental_steps_agree_with_single_checks() {
             let step: Vec<Change> = (0..m)
                 .map(|_| all.swap_remove(rng.below(all.len() as u64) as usize))
                 .collect();
-            let mut next = cur.clone();
-            for c in &step {
-                next.switches
-                    .get_mut(&c.switch)
-                    .unwrap()
-                    .lft
-                    .set(c.lid, weft_fabric::PortNum(c.port));
-            }
+            let next = applied(&cur, &step);
             let vcur = testkit::valid(cur.clone());
             let vnext = testkit::valid(next.clone());
             let single = transition::check_step(&vcur, &vnext, Scope::All).unwrap();

@@ -295,6 +295,16 @@ impl FabricState {
         self.path_sl.get(src, self.source_switch(src), dlid)
     }
 
+    /// Whether `other`'s switches have the same SL→VL tables as this state's.
+    pub fn same_sl2vl(&self, other: &FabricState) -> bool {
+        self.switches.len() == other.switches.len()
+            && self
+                .switches
+                .iter()
+                .zip(&other.switches)
+                .all(|((a, x), (b, y))| a == b && x.sl2vl == y.sl2vl && x.sl2vl_all == y.sl2vl_all)
+    }
+
     /// The VL end-node port `port` injects SL `sl` on.
     pub fn injection_vl(&self, port: PortRef, sl: Sl) -> Vl {
         self.ports
