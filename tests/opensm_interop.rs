@@ -505,34 +505,24 @@ fn opensm_loads_weft_qos_settings() {
     );
 }
 
-/// weft's path SLs through OpenSM's SA: OpenSM runs on ibsim with weft's `lfts.dump`,
-/// `opensm.conf` and `qos-policy.conf` (`-Q -F -Y`) for the 648-node tree with three classes,
-/// and `saquery -p --src-to-dst` answers sampled host pairs (and a leaf switch's own traffic)
-/// with the vFtree SL weft verified for the default class.
-#[test]
-fn opensm_sa_answers_weft_path_sls() {
-    let Some(tools) = ibsim::require("opensm_sa_answers_weft_path_sls", &["opensm", "saquery"])
-    else {
-        return;
-    };
-    let name = "qos-648.weft";
-    let c = weft_compiler::check(name, &example(name), &NoFiles);
-    assert!(!c.has_errors(), "{:?}", c.diagnostics);
-    let built =
-        weft_compiler::build::build(&c.elaborated.unwrap()).unwrap_or_else(|d| panic!("{d:?}"));
-    let conf = weft_compiler::qos::opensm_conf(&built.lanes, "qos648");
-    let policy =
-        weft_compiler::qos::qos_policy(built.state.state(), &built.lanes, built.layers.as_ref())
-            .unwrap();
-    let state = built.state.into_inner();
-    let (sim, mut args, cache, log) = opensm_setup(&tools, &state);
+/// OpenSM running on ibsim with `state`'s tables and weft's QoS files (`-Q -F -Y`, and `-P`
+/// with `partitions`), once the subnet is up without ERR: the simulator and the OpenSM
+/// process (stopped with it).
+fn opensm_serving(
+    tools: &ibsim::Tools,
+    state: &FabricState,
+    conf: &str,
+    policy: &str,
+    partitions: Option<&str>,
+) -> (Ibsim, ibsim::Background) {
+    let (sim, mut args, cache, log) = opensm_setup(tools, state);
     let (conf_path, policy_path) = (
         sim.dir().join("opensm.conf"),
         sim.dir().join("qos-policy.conf"),
     );
     // weft's settings, and the log flushed as it is written (read while OpenSM runs).
     std::fs::write(&conf_path, format!("{conf}force_log_flush TRUE\n")).unwrap();
-    std::fs::write(&policy_path, &policy).unwrap();
+    std::fs::write(&policy_path, policy).unwrap();
     args.extend(
         [
             "-Q",
@@ -544,6 +534,11 @@ fn opensm_sa_answers_weft_path_sls() {
         .into_iter()
         .map(str::to_owned),
     );
+    if let Some(text) = partitions {
+        let p = sim.dir().join("partitions.conf");
+        std::fs::write(&p, text).unwrap();
+        args.extend(["-P".to_owned(), p.to_str().unwrap().to_owned()]);
+    }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut osm = sim
         .spawn_env(
@@ -569,6 +564,57 @@ fn opensm_sa_answers_weft_path_sls() {
         !osm_log.contains(" ERR "),
         "OpenSM reported errors:\n{osm_log}"
     );
+    (sim, osm)
+}
+
+/// The SL OpenSM's SA answers for a path record from `slid` to `dlid` (asked for `pkey`,
+/// when given, as an application on that partition would).
+fn sa_sl(sim: &Ibsim, slid: u16, dlid: u16, pkey: Option<u16>) -> u8 {
+    let pair = format!("{slid}:{dlid}");
+    let key = pkey.map(|k| format!("{k:#06x}"));
+    let mut args = vec!["-p", "--src-to-dst", pair.as_str()];
+    if let Some(k) = &key {
+        args.extend(["--pkey", k.as_str()]);
+    }
+    let out = sim
+        .run_retrying(
+            "saquery",
+            &args,
+            Duration::from_secs(60),
+            Duration::from_secs(120),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    out.stdout
+        .lines()
+        .find_map(|l| {
+            let l = l.trim();
+            let rest = l.strip_prefix("sl.")?.trim_start_matches('.').trim();
+            u8::from_str_radix(rest.strip_prefix("0x")?, 16).ok()
+        })
+        .unwrap_or_else(|| panic!("no SL in:\n{}", out.stdout))
+}
+
+/// weft's path SLs through OpenSM's SA: OpenSM runs on ibsim with weft's `lfts.dump`,
+/// `opensm.conf` and `qos-policy.conf` (`-Q -F -Y`) for the 648-node tree with three classes,
+/// and `saquery -p --src-to-dst` answers sampled host pairs (and a leaf switch's own traffic)
+/// with the vFtree SL weft verified for the default class.
+#[test]
+fn opensm_sa_answers_weft_path_sls() {
+    let Some(tools) = ibsim::require("opensm_sa_answers_weft_path_sls", &["opensm", "saquery"])
+    else {
+        return;
+    };
+    let name = "qos-648.weft";
+    let c = weft_compiler::check(name, &example(name), &NoFiles);
+    assert!(!c.has_errors(), "{:?}", c.diagnostics);
+    let built =
+        weft_compiler::build::build(&c.elaborated.unwrap()).unwrap_or_else(|d| panic!("{d:?}"));
+    let conf = weft_compiler::qos::opensm_conf(&built.lanes, "qos648");
+    let policy =
+        weft_compiler::qos::qos_policy(built.state.state(), &built.lanes, built.layers.as_ref())
+            .unwrap();
+    let state = built.state.into_inner();
+    let (sim, _osm) = opensm_serving(&tools, &state, &conf, &policy, None);
     // One host per leaf, and the SL `compute` (SLs 1..=4, the class without `match`) uses.
     let f = &state.fabric;
     let hosts: Vec<(weft_fabric::PortRef, Lid)> = f
@@ -593,24 +639,7 @@ fn opensm_sa_answers_weft_path_sls() {
         assert_eq!(c.len(), 1, "{sls:?}");
         c[0]
     };
-    let sa_sl = |slid: u16, dlid: u16| -> u8 {
-        let out = sim
-            .run_retrying(
-                "saquery",
-                &["-p", "--src-to-dst", &format!("{slid}:{dlid}")],
-                Duration::from_secs(60),
-                Duration::from_secs(120),
-            )
-            .unwrap_or_else(|e| panic!("{e}"));
-        out.stdout
-            .lines()
-            .find_map(|l| {
-                let l = l.trim();
-                let rest = l.strip_prefix("sl.")?.trim_start_matches('.').trim();
-                u8::from_str_radix(rest.strip_prefix("0x")?, 16).ok()
-            })
-            .unwrap_or_else(|| panic!("no SL in:\n{}", out.stdout))
-    };
+    let sa_sl = |slid: u16, dlid: u16| sa_sl(&sim, slid, dlid, None);
     let mut seen = std::collections::BTreeSet::new();
     for &a in &[0usize, 1, 5, 17, 35] {
         for &b in &[0usize, 1, 2, 3, 8, 20, 35] {
@@ -699,4 +728,52 @@ fn opensm_loads_weft_partitions() {
             "host on port {p}:\n{text}"
         );
     }
+}
+
+/// A tenant's class through OpenSM: the 648-node tree with classes `compute` (the default,
+/// SL 0) and `bulk` (SL 1), tenant `alice` (cn001, cn003) of class `bulk` and `bob` (cn002,
+/// cn004) without one. OpenSM runs with weft's `opensm.conf`, `qos-policy.conf` (its P_Key
+/// match rule) and `partitions.conf`: asked for a path record on alice's P_Key, the SA answers
+/// `bulk`'s SL — the SL weft's path SLs give her pairs and the verifier checked — and on bob's,
+/// the default class's.
+#[test]
+fn opensm_sa_answers_a_tenants_class() {
+    let Some(tools) = ibsim::require("opensm_sa_answers_a_tenants_class", &["opensm", "saquery"])
+    else {
+        return;
+    };
+    let text = example("cluster-648.weft");
+    let end = text.rfind('}').unwrap();
+    let src = format!(
+        "{}    qos {{\n        class compute {{ weight = 8 }}\n        class bulk {{ weight = 2, match {{ service_id = 0x100 }} }}\n    }}\n    tenant alice {{ pkey = 0x8001, hosts = [cn001, cn003], class = bulk }}\n    tenant bob {{ pkey = 0x8002, hosts = [cn002, cn004] }}\n}}\n",
+        &text[..end]
+    );
+    let c = weft_compiler::check("t.weft", &src, &NoFiles);
+    assert!(!c.has_errors(), "{:?}", c.diagnostics);
+    let built =
+        weft_compiler::build::build(&c.elaborated.unwrap()).unwrap_or_else(|d| panic!("{d:?}"));
+    let conf = weft_compiler::qos::opensm_conf(&built.lanes, "t");
+    let policy =
+        weft_compiler::qos::qos_policy(built.state.state(), &built.lanes, built.layers.as_ref())
+            .unwrap();
+    assert!(policy.contains("pkey: 0x0001"), "{policy}");
+    let partitions = weft_fabric::opensm::write_partitions(built.state.state()).unwrap();
+    let state = built.state.into_inner();
+    let f = state.fabric.clone();
+    let port = |name: &str| weft_fabric::PortRef::new(f.find(name).unwrap(), 1);
+    let lid = |name: &str| {
+        state
+            .lids
+            .get(f.find(name).unwrap(), weft_fabric::PortNum(1))
+            .unwrap()
+    };
+    assert_eq!(state.path_sls(port("cn001"), lid("cn003")).0, 0b10);
+    // bob has no class: its pairs carry every class (the SA answers the default one).
+    assert_eq!(state.path_sls(port("cn002"), lid("cn004")).0, 0b11);
+    let (sim, _osm) = opensm_serving(&tools, &state, &conf, &policy, Some(&partitions));
+    // Asked on alice's partition (as her applications do): bulk's SL.
+    let sl = |a: &str, b: &str, k| sa_sl(&sim, lid(a).0, lid(b).0, Some(k));
+    assert_eq!(sl("cn001", "cn003", 0x8001), 1, "alice: bulk");
+    assert_eq!(sl("cn003", "cn001", 0x8001), 1, "alice: bulk");
+    assert_eq!(sl("cn002", "cn004", 0x8002), 0, "bob: the default class");
 }

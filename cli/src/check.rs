@@ -85,8 +85,14 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
                     );
                     if let Some(i) = &r.isolation {
                         text += &format!(
-                            "  verified  isolated: the P_Key tables of {} end ports enforce exactly the {} declared partition(s)\n",
-                            i.ports, i.partitions
+                            "  verified  isolated: the P_Key tables of {} end ports enforce exactly the {} declared partition(s){}\n",
+                            i.ports,
+                            i.partitions,
+                            if i.classes > 0 {
+                                format!("; {} tenant(s)' traffic stays on its class's SLs and VLs", i.classes)
+                            } else {
+                                String::new()
+                            }
                         );
                     }
                     if let Some(a) = &r.apm {

@@ -524,9 +524,14 @@ pub(crate) fn verdict_lines(t: &mut String, r: &Report) {
         if let Some(i) = &r.isolation {
             let _ = writeln!(
                 t,
-                "  isolation: the P_Key tables of {} end ports enforce exactly the {} declared partition(s)",
+                "  isolation: the P_Key tables of {} end ports enforce exactly the {} declared partition(s){}",
                 group(i.ports as u64),
-                i.partitions
+                i.partitions,
+                if i.classes > 0 {
+                    format!(", and {} tenant(s)' traffic stays on its class's SLs and VLs", i.classes)
+                } else {
+                    String::new()
+                }
             );
         }
         if let Some(a) = &r.apm {
@@ -553,9 +558,9 @@ pub(crate) fn verdict_lines(t: &mut String, r: &Report) {
                 group(r.apm.as_ref().map_or(0, |a| a.shared_pairs))
             ),
             (Outcome::Violated, Property::Isolated) => format!(
-                "× {}: {} pair(s) of end ports break the declared partitions",
+                "× {}: {}",
                 p.noun(),
-                group(r.isolation.as_ref().map_or(0, |i| i.pairs))
+                r.isolation.as_ref().map_or_else(String::new, isolation_count)
             ),
             (Outcome::Violated, _) => format!(
                 "× {}: {} route(s) fail, in {} pattern(s)",
@@ -665,12 +670,27 @@ pub(crate) fn human(
     t
 }
 
+/// How many pairs break the declared partitions (and, with classes, leave them).
+fn isolation_count(i: &weft_verifier::Isolation) -> String {
+    let mut t = format!(
+        "{} pair(s) of end ports break the declared partitions",
+        group(i.pairs)
+    );
+    if i.classes > 0 {
+        t += &format!(
+            "; {} pair(s) or hop(s) leave their tenant's class",
+            group(i.off_class)
+        );
+    }
+    t
+}
+
 /// The pairs of end ports that break the declared partitions.
 fn human_isolation(t: &mut String, i: &weft_verifier::Isolation) {
     let _ = writeln!(
         t,
-        "\n× {} pair(s) of end ports break the declared partitions [{}]",
-        group(i.pairs),
+        "\n× {} [{}]",
+        isolation_count(i),
         Property::Isolated.code()
     );
     for b in &i.breaches {

@@ -500,3 +500,48 @@ fn leaking_and_cut_pkey_tables_are_refused_naming_the_pair() {
     insta::assert_snapshot!("verify_isolation_leak_and_cut", shown);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A tenant's class: the built state proves alice's traffic stays on `bulk`'s SL and VL; a
+/// path SL moved to another class's SL, or a switch putting `bulk`'s SL on another VL, is
+/// refused naming the pair or the switch.
+#[test]
+fn a_tenants_traffic_leaving_its_class_is_refused() {
+    let dir = temp_dir("tenant-class");
+    let src = dir.join("t.weft");
+    std::fs::write(
+        &src,
+        "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric tc {\n    topology = fat_tree(levels: 2, radix: 8, switch: sb7800, hca: connectx5)\n    vls { budget = 4 }\n    qos {\n        class compute { weight = 8 }\n        class bulk { weight = 2, match { service_id = 0x100 } }\n    }\n    tenant alice { pkey = 0x8001, hosts = cn001..=cn006, class = bulk }\n    tenant bob { pkey = 0x8002, hosts = cn007..=cn012 }\n}\n",
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let out = weft(&[
+        "build",
+        src.to_str().unwrap(),
+        "-o",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let state = std::fs::read_to_string(out_dir.join("state.json")).unwrap();
+    // cn001 is 0x…0d00 (LIDs 1..=6 are alice's hosts); leaf1 is 0x…0100.
+    let path = r#"["0x0002c90000000d00",1,1,6,[1]]"#;
+    let map = r#"{"guid":"0x0002c90000000100","lft":"#;
+    assert!(state.contains(path) && state.contains(map), "{state}");
+    let off_sl = state.replace(path, r#"["0x0002c90000000d00",1,1,6,[0]]"#);
+    let leaf1 = state.lines().find(|l| l.contains(map)).unwrap().to_owned();
+    let off_vl = state.replace(
+        &leaf1,
+        &leaf1.replace(r#""sl2vl_all":[0,1,"#, r#""sl2vl_all":[0,0,"#),
+    );
+    assert_ne!(off_vl, state);
+    let mut shown = String::new();
+    for (name, edited) in [("another SL", off_sl), ("another VL", off_vl)] {
+        let p = dir.join("edited.json");
+        std::fs::write(&p, edited).unwrap();
+        let p = p.to_str().unwrap();
+        let out = weft(&["verify", "--state", p]);
+        assert_eq!(out.status.code(), Some(1), "{name}: {}", text(&out.stdout));
+        shown += &format!("## {name}\n{}\n", text(&out.stdout).replace(p, "STATE"));
+    }
+    insta::assert_snapshot!("verify_tenant_class", shown);
+    let _ = std::fs::remove_dir_all(dir);
+}

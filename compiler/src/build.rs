@@ -265,6 +265,8 @@ fn assemble(
     crate::qos::apply(&mut state, &map, routes.lanes.as_ref());
     crate::partitions::apply(&mut state, &e.config.tenants, e.fabric_origin.source)
         .map_err(|d| vec![d])?;
+    crate::partitions::classes(&mut state, &e.config.tenants, &map, e.fabric_origin.source)
+        .map_err(|d| vec![d])?;
     if let Some(lanes) = &routes.lanes {
         let of = if e.config.vls_budget.is_some() {
             format!("the {vl_budget} VL(s) budgeted")

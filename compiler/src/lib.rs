@@ -102,6 +102,8 @@ pub struct Tenant {
     pub hosts: Vec<NodeId>,
     /// `shared` only: how every tenant's hosts join it (`None` for a tenant).
     pub others: Option<Membership>,
+    /// A tenant's QoS class (its traffic on that class's SLs and VLs), and where it is named.
+    pub class: Option<(String, Span)>,
 }
 
 pub use weft_fabric::Membership;

@@ -19,7 +19,9 @@ use crate::code::Code;
 use crate::diagnostic::{Diagnostic, SourceId};
 use crate::{Membership, Tenant};
 use std::collections::BTreeMap;
-use weft_fabric::{FabricState, PKey, Partition, PortNum, PortRef};
+use weft_fabric::{
+    FabricState, LidRange, PKey, Partition, PortNum, PortRef, SlSet, SourceSls, TrafficClass,
+};
 
 /// The default partition, limited membership.
 const DEFAULT_LIMITED: PKey = PKey(0x7fff);
@@ -64,6 +66,7 @@ pub fn apply(
             name: t.name.clone(),
             pkey: t.pkey,
             members: BTreeMap::new(),
+            class: None,
         })
         .collect();
     for (port, table) in &ports {
@@ -89,6 +92,103 @@ pub fn apply(
     }
     declared.sort_by(|a, b| a.name.cmp(&b.name));
     state.partitions = declared;
+    Ok(())
+}
+
+/// Tenants with a `class`: every path between two of a tenant's hosts on that class's SL (its
+/// traffic on its P_Key is the class's: `qos-policy.conf` matches the P_Key), recorded in the
+/// declared partition for the verifier. Classes with several lanes (vFtree, dFtree) or routes
+/// on several layers are refused as not built yet.
+pub fn classes(
+    state: &mut FabricState,
+    tenants: &[Tenant],
+    map: &crate::qos::LaneMap,
+    source: SourceId,
+) -> Result<(), Diagnostic> {
+    for t in tenants {
+        let Some((name, span)) = &t.class else {
+            continue;
+        };
+        let Some(c) = map.classes.iter().find(|c| &c.name == name && map.declared) else {
+            let known: Vec<String> = map
+                .classes
+                .iter()
+                .filter(|_| map.declared)
+                .map(|c| format!("`{}`", c.name))
+                .collect();
+            return Err(Diagnostic::error(
+                Code::UnknownName,
+                format!(
+                    "tenant `{}` names class `{name}`, which the `qos` section does not declare",
+                    t.name
+                ),
+            )
+            .label(source, *span, "no such class")
+            .help(if known.is_empty() {
+                "declare it: `qos { class compute { … } }`".to_owned()
+            } else {
+                format!("classes: {}", known.join(", "))
+            }));
+        };
+        if c.scheme.lanes() > 1 || map.layers > 1 || !state.path_sl.by_source.is_empty() {
+            return Err(Diagnostic::error(
+                Code::Unsupported,
+                format!(
+                    "tenant `{}`'s class `{name}` has several lanes or the routes several layers; a tenant's class on one lane and one layer is built, more is not yet",
+                    t.name
+                ),
+            )
+            .label(source, *span, "a class of several SLs")
+            .help("give the tenant a class with one lane (no `lanes = vftree(…)` or `dftree`)"));
+        }
+        let sl = c.sl_of(0, 0, map.layers);
+        let vl = map.sl2vl.get(usize::from(sl)).copied().unwrap_or(15);
+        // The tenant's hosts' LIDs, as ranges.
+        let mut lids: Vec<u16> = Vec::new();
+        let span_of = state.lids.span(false);
+        let ports: Vec<PortRef> = t
+            .hosts
+            .iter()
+            .flat_map(|&h| {
+                state
+                    .lids
+                    .base
+                    .get(&h)
+                    .into_iter()
+                    .flat_map(move |m| m.keys().map(move |&p| PortRef { node: h, port: p }))
+            })
+            .collect();
+        for r in &ports {
+            if let Some(base) = state.lids.get(r.node, r.port) {
+                lids.extend((0..span_of).map(|k| base.0 + k));
+            }
+        }
+        lids.sort_unstable();
+        let mut ranges: Vec<LidRange> = Vec::new();
+        for l in lids {
+            match ranges.last_mut() {
+                Some(r) if r.hi.0 + 1 == l => r.hi = weft_fabric::Lid(l),
+                _ => ranges.push(LidRange::one(weft_fabric::Lid(l))),
+            }
+        }
+        for &src in &ports {
+            for &lids in &ranges {
+                state.path_sl.by_source.push(SourceSls {
+                    src,
+                    lids,
+                    sls: SlSet(1 << sl),
+                });
+            }
+        }
+        if let Some(p) = state.partitions.iter_mut().find(|p| p.pkey == t.pkey) {
+            p.class = Some(TrafficClass {
+                name: name.clone(),
+                sls: SlSet(1 << sl),
+                vls: 1 << vl.min(15),
+            });
+        }
+    }
+    state.path_sl.sort();
     Ok(())
 }
 

@@ -742,6 +742,17 @@ pub fn qos_policy(
         );
     }
     out.push_str("end-qos-levels\n\nqos-match-rules\n");
+    // A tenant's traffic (on its P_Key) is its class's, before any other rule.
+    for p in &state.partitions {
+        let Some(c) = &p.class else { continue };
+        if let Some(sl) = (0..16u8).find(|&sl| c.sls.0 & (1 << sl) != 0) {
+            let _ = write!(
+                out,
+                "    qos-match-rule\n        use: tenant {} (class {})\n        pkey: {:#06x}\n        qos-level-name: SL{sl}\n    end-qos-match-rule\n",
+                p.name, c.name, p.pkey
+            );
+        }
+    }
     // Per destination switch: one LID of each port there (the SLs are by switch).
     let mut by_dst: std::collections::BTreeMap<NodeId, Vec<usize>> = Default::default();
     for (lid, o) in pairs.owners.iter().enumerate() {

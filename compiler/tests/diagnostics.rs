@@ -427,6 +427,15 @@ build_case!(
     tenants_over_partition_cap,
     "use std::hardware::sb7800\nuse std::topology::fat_tree\nmodel tiny : hca {\n    ports = 1\n    partition_cap = 3\n}\nfabric f {\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: tiny)\n    tenant alice { pkey = 0x8001, hosts = cn001..=cn002 }\n    shared storage { pkey = 0x8010, hosts = cn003, members = limited }\n    shared backup { pkey = 0x8011, hosts = cn004, members = limited }\n}\n"
 );
+// A tenant's class must be a declared class, on one lane.
+build_case!(
+    tenant_class_unknown,
+    format!("{PRELUDE}fabric f {{\n{TREE}    qos {{ class compute {{ weight = 8 }} }}\n    tenant alice {{ pkey = 0x8001, hosts = cn001, class = storage }}\n}}\n")
+);
+build_case!(
+    tenant_class_with_lanes,
+    format!("{PRELUDE}fabric f {{\n{TREE}    vls {{ budget = 4 }}\n    qos {{ class compute {{ lanes = vftree(maxvl: 2) }} }}\n    tenant alice {{ pkey = 0x8001, hosts = cn001, class = compute }}\n}}\n")
+);
 build_case!(
     qos_classes_share_a_vl,
     format!("{PRELUDE}fabric f {{\n{TREE}    qos {{\n        class mgmt {{ vl = 1, match {{ service_id = 5 }} }}\n        class compute {{ lanes = vftree(vls: [0, 1]) }}\n    }}\n}}\n")

@@ -45,6 +45,21 @@ pub enum BreachKind {
         /// Its number.
         pkey: u16,
     },
+    /// Traffic between two members of a partition with a class leaves the class: a path
+    /// on another SL (`vl` and `at` none), or a hop that puts the class's SL on another VL
+    /// (`at` names the switch or port and the ports in and out).
+    OffClass {
+        /// The partition.
+        partition: String,
+        /// Its class.
+        class: String,
+        /// The SL.
+        sl: u8,
+        /// The VL it is put on, for a hop.
+        vl: Option<u8>,
+        /// Where, for a hop.
+        at: Option<String>,
+    },
 }
 
 /// A pair of end ports and how it breaks the declared partitions.
@@ -85,6 +100,27 @@ impl Breach {
                 port(&self.b),
                 pkey
             ),
+            BreachKind::OffClass {
+                partition,
+                class,
+                sl,
+                vl: None,
+                ..
+            } => format!(
+                "{} and {} are in partition `{partition}` of class `{class}`, but the path between them may use SL {sl}, which is not the class's{more}",
+                port(&self.a),
+                port(&self.b)
+            ),
+            BreachKind::OffClass {
+                partition,
+                class,
+                sl,
+                vl: Some(vl),
+                at,
+            } => format!(
+                "partition `{partition}`'s traffic is class `{class}`'s, but {} puts its SL {sl} on VL {vl}, which is not the class's",
+                at.as_deref().unwrap_or("a hop")
+            ),
         }
     }
 }
@@ -104,6 +140,11 @@ pub struct Isolation {
     pub breaches: Vec<Breach>,
     /// Pairs of ports breaking the declared partitions, in all.
     pub pairs: u64,
+    /// Pairs of members whose path leaves their class's SLs, and hops that put a class's SL
+    /// on another VL, in all.
+    pub off_class: u64,
+    /// Declared partitions with a class (their traffic checked to stay on it).
+    pub classes: usize,
 }
 
 /// Why `isolated` is not decided on a state without declared partitions.
@@ -134,6 +175,8 @@ pub fn check(state: &ValidState, max_listed: usize) -> Isolation {
             groups: 0,
             breaches: Vec::new(),
             pairs: 0,
+            off_class: 0,
+            classes: 0,
         };
     }
     let f = &state.fabric;
@@ -249,10 +292,13 @@ pub fn check(state: &ValidState, max_listed: usize) -> Isolation {
             pairs: n,
         });
     }
+    let off_class = classes(state, &mut breaches);
     breaches.sort();
     breaches.truncate(max_listed);
     Isolation {
-        outcome: if pairs == 0 {
+        off_class,
+        classes: parts.iter().filter(|p| p.class.is_some()).count(),
+        outcome: if pairs == 0 && off_class == 0 {
             Outcome::Proven
         } else {
             Outcome::Violated
@@ -263,6 +309,109 @@ pub fn check(state: &ValidState, max_listed: usize) -> Isolation {
         breaches,
         pairs,
     }
+}
+
+/// Partitions with a class: every path between two members on the class's SLs, and every hop
+/// (switch SL→VL rows, members' injection) putting those SLs on the class's VLs. Adds one
+/// breach per offending source and member, or per offending switch or port; returns how many
+/// pairs and places offend.
+fn classes(state: &ValidState, breaches: &mut Vec<Breach>) -> u64 {
+    let f = &state.fabric;
+    let mut off = 0u64;
+    for p in &state.partitions {
+        let Some(c) = &p.class else { continue };
+        let offence = |sl: u8, vl: Option<u8>, at: Option<String>| BreachKind::OffClass {
+            partition: p.name.clone(),
+            class: c.name.clone(),
+            sl,
+            vl,
+            at,
+        };
+        let span = state.lids.span(false);
+        let members: Vec<(PortRef, u16)> = p
+            .members
+            .keys()
+            .filter_map(|&r| state.lids.get(r.node, r.port).map(|l| (r, l.0)))
+            .collect();
+        for &(a, _) in &members {
+            let mut first: Option<(PortRef, u8)> = None;
+            let mut n = 0u64;
+            for &(b, base) in &members {
+                if a == b {
+                    continue;
+                }
+                let bad = (0..span)
+                    .map(|k| state.path_sls(a, weft_fabric::Lid(base + k)).0 & !c.sls.0)
+                    .fold(0u16, |m, x| m | x);
+                if bad != 0 {
+                    n += 1;
+                    first.get_or_insert((b, bad.trailing_zeros() as u8));
+                }
+            }
+            if let Some((b, sl)) = first {
+                off += n;
+                breaches.push(Breach {
+                    kind: offence(sl, None, None),
+                    a: endpoint(state, a),
+                    b: endpoint(state, b),
+                    pairs: n,
+                });
+            }
+        }
+        let Some(&(witness, _)) = members.first() else {
+            continue;
+        };
+        let sls: Vec<u8> = (0..16u8).filter(|sl| c.sls.0 & (1 << sl) != 0).collect();
+        let off_vl = |vl: u8| vl > 15 || c.vls & (1 << vl) == 0;
+        let mut places: Vec<(u8, u8, String)> = Vec::new();
+        for (&x, t) in &state.switches {
+            let name = f.node(x).name();
+            for r in &t.sl2vl {
+                for &sl in &sls {
+                    let vl = r.vl.get(usize::from(sl)).copied().unwrap_or(15);
+                    if off_vl(vl) {
+                        places.push((
+                            sl,
+                            vl,
+                            format!("`{name}` from port {} to port {}", r.in_port, r.out_port),
+                        ));
+                    }
+                }
+            }
+            for &sl in &sls {
+                let vl = match (&t.sl2vl_all, t.sl2vl.is_empty()) {
+                    (Some(m), _) => m.get(usize::from(sl)).copied().unwrap_or(15),
+                    (None, true) => 0,
+                    (None, false) => continue,
+                };
+                if off_vl(vl) {
+                    places.push((sl, vl, format!("`{name}` (every port pair without a row)")));
+                }
+            }
+        }
+        for &(r, _) in &members {
+            for &sl in &sls {
+                let vl = state.injection_vl(r, weft_fabric::Sl(sl)).0;
+                if off_vl(vl) {
+                    places.push((
+                        sl,
+                        vl,
+                        format!("`{}` port {} (injection)", f.node(r.node).name(), r.port.0),
+                    ));
+                }
+            }
+        }
+        off += places.len() as u64;
+        if let Some((sl, vl, at)) = places.into_iter().next() {
+            breaches.push(Breach {
+                kind: offence(sl, Some(vl), Some(at)),
+                a: endpoint(state, witness),
+                b: endpoint(state, witness),
+                pairs: 0,
+            });
+        }
+    }
+    off
 }
 
 /// The keys (one from each table) that let two tables talk: same partition, not partition

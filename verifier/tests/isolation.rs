@@ -86,6 +86,7 @@ fn case(rng: &mut Rng) -> FabricState {
             name: format!("p{i}"),
             pkey: 1 + i * 3,
             members: BTreeMap::new(),
+            class: None,
         })
         .collect();
     for &h in &hosts {
@@ -191,6 +192,7 @@ fn isolation_matches_the_pairwise_reference() {
                     let p = v.partitions.iter().find(|p| &p.name == partition).unwrap();
                     assert!(p.members.contains_key(&a) && p.members.contains_key(&c));
                 }
+                BreachKind::OffClass { .. } => panic!("case {k}: no partition has a class here"),
             }
         }
         // The report and the certificate agree with the reference.

@@ -39,6 +39,7 @@ impl Elab<'_> {
         let mut pkey: Option<(u16, Span)> = None;
         let mut hosts: Vec<(NodeId, Span)> = Vec::new();
         let mut others = Membership::Limited;
+        let mut class: Option<(String, Span)> = None;
         // Whether every setting was understood (a missing P_Key is reported only then).
         let mut ok = true;
         for item in s.body.iter().flatten() {
@@ -125,14 +126,19 @@ impl Elab<'_> {
                         None => ok = false,
                     }
                 }
-                "class" if !shared => {
-                    self.unsupported(
-                        a.value.span,
-                        "a tenant's `class` (its traffic on its QoS class's VLs) is not implemented yet",
-                        "QoS classes match by service ID for now; remove the line",
-                    );
-                    ok = false;
-                }
+                "class" if !shared => match &a.value.kind {
+                    ExprKind::Ident(id) => class = Some((id.clone(), a.value.span)),
+                    _ => {
+                        self.err_help(
+                            Code::TypeMismatch,
+                            "a tenant's `class` is the name of a QoS class",
+                            a.value.span,
+                            "not a class name",
+                            "write `class = compute`, naming a class of the `qos` section",
+                        );
+                        ok = false;
+                    }
+                },
                 _ => {
                     self.unknown_in_section(&SectionItem::Attr(a.clone()), kind, known);
                     ok = false;
@@ -203,6 +209,7 @@ impl Elab<'_> {
                 pkey,
                 hosts: hosts.into_iter().map(|(h, _)| h).collect(),
                 others: shared.then_some(others),
+                class,
             });
         }
     }

@@ -19,7 +19,7 @@ mod path_sl;
 mod ports;
 mod valid;
 
-pub use partitions::{Membership, Partition};
+pub use partitions::{Membership, Partition, TrafficClass};
 pub use path_sl::{DlidSls, LidRange, PathSl, SlSet, SourceSls, SwitchSls};
 pub use ports::{PKey, PortState, VlArb, VlWeight};
 pub use valid::{StateError, StateErrors, ValidState};

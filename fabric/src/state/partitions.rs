@@ -44,4 +44,17 @@ pub struct Partition {
     pub pkey: u16,
     /// Member end ports.
     pub members: BTreeMap<PortRef, Membership>,
+    /// A tenant's QoS class: what its members' traffic to each other may use.
+    pub class: Option<TrafficClass>,
+}
+
+/// The SLs a partition's traffic may use and the VLs those SLs may travel on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TrafficClass {
+    /// The class's name.
+    pub name: String,
+    /// SLs of every path between two members.
+    pub sls: crate::SlSet,
+    /// VLs (bit `v` for VL `v`) each of those SLs may be mapped to, at every hop.
+    pub vls: u16,
 }

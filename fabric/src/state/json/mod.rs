@@ -28,7 +28,8 @@
 //!   "by_switch": [["0x…", 1, 40, [2]], …],        switch GUID, first LID, last LID, SLs
 //!   "by_source": [["0x…", 1, 1, 40, [2]], …]},      node GUID, port, first LID, last LID, SLs
 //! "partitions": [                                  declared partitions (only when there are)
-//!   {"name": "alice", "pkey": "0x0001", "members": [["0x…", 1, "full"], …]},
+//!   {"name": "alice", "pkey": "0x0001", "members": [["0x…", 1, "full"], …],
+//!    "class": {"name": "compute", "sls": [1], "vls": [1]}},    a tenant's class, when it has one
 //!   …]
 //! }
 //! ```
@@ -45,7 +46,7 @@
 use super::valid::{guid_text, StateError, StateErrors};
 use super::{
     DlidSls, FabricState, Lft, LidRange, Membership, PKey, Partition, PathSl, PortState, Sl2VlRow,
-    SlSet, SourceSls, SwitchSls, SwitchState, ValidState, VlArb,
+    SlSet, SourceSls, SwitchSls, SwitchState, TrafficClass, ValidState, VlArb,
 };
 use crate::fingerprint::Fingerprint;
 use crate::ids::{Guid, Lid, NodeId, PortNum, Sl};
@@ -256,6 +257,17 @@ struct PartitionJson {
     name: String,
     pkey: PKeyHex,
     members: Vec<(GuidHex, u8, Membership)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    class: Option<ClassJson>,
+}
+
+/// A partition's traffic class: its name, SLs and VLs.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClassJson {
+    name: String,
+    sls: SlList,
+    vls: Vec<u8>,
 }
 
 #[derive(Deserialize)]
@@ -479,6 +491,11 @@ pub fn write<W: Write>(state: &FabricState, w: &mut W, extra: &[(&str, &str)]) -
                     name: p.name.clone(),
                     pkey: PKeyHex(PKey(p.pkey)),
                     members,
+                    class: p.class.as_ref().map(|c| ClassJson {
+                        name: c.name.clone(),
+                        sls: SlList(c.sls),
+                        vls: (0..16u8).filter(|v| c.vls & (1 << v) != 0).collect(),
+                    }),
                 }
             }),
         )?;
@@ -812,10 +829,29 @@ fn partitions(st: &mut FabricState, raw: Vec<PartitionJson>, errors: &mut Vec<St
                 });
             }
         }
+        let class = p.class.map(|c| {
+            let mut vls = 0u16;
+            for v in c.vls {
+                if v < 16 {
+                    vls |= 1 << v;
+                } else {
+                    errors.push(StateError::Partition {
+                        name: p.name.clone(),
+                        what: format!("class `{}` names VL {v} (VLs are 0..=15)", c.name),
+                    });
+                }
+            }
+            TrafficClass {
+                name: c.name,
+                sls: c.sls.0,
+                vls,
+            }
+        });
         st.partitions.push(Partition {
             name: p.name,
             pkey: p.pkey.0 .0,
             members,
+            class,
         });
     }
 }

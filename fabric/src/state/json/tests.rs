@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use super::*;
+use crate::TrafficClass;
 use crate::{FabricBuilder, Guid, LinkId, NodeKind, NodeSpec, PortNum, PortRef, VlWeight};
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -133,6 +134,11 @@ fn a_written_state_reads_back_equal() {
         ]
         .into_iter()
         .collect(),
+        class: Some(TrafficClass {
+            name: "compute".to_owned(),
+            sls: SlSet(0b10),
+            vls: 0b10,
+        }),
     }];
     let text = st.to_json();
     let back = read(&text).unwrap();
