@@ -105,6 +105,8 @@ pub fn classes(
     map: &crate::qos::LaneMap,
     source: SourceId,
 ) -> Result<(), Diagnostic> {
+    // Per-source path SLs from the routing itself (none is built with them today).
+    let routed_per_source = !state.path_sl.by_source.is_empty();
     for t in tenants {
         let Some((name, span)) = &t.class else {
             continue;
@@ -130,7 +132,7 @@ pub fn classes(
                 format!("classes: {}", known.join(", "))
             }));
         };
-        if c.scheme.lanes() > 1 || map.layers > 1 || !state.path_sl.by_source.is_empty() {
+        if c.scheme.lanes() > 1 || map.layers > 1 || routed_per_source {
             return Err(Diagnostic::error(
                 Code::Unsupported,
                 format!(

@@ -328,12 +328,28 @@ fn classes(state: &ValidState, breaches: &mut Vec<Breach>) -> u64 {
             at,
         };
         let span = state.lids.span(false);
-        let members: Vec<(PortRef, u16)> = p
+        let mut members: Vec<(PortRef, u16)> = p
             .members
             .keys()
             .filter_map(|&r| state.lids.get(r.node, r.port).map(|l| (r, l.0)))
             .collect();
+        // By LID, so each source's own path-SL ranges are met in order.
+        members.sort_by_key(|&(_, lid)| lid);
+        let by_source = &state.path_sl.by_source;
         for &(a, _) in &members {
+            let from = by_source.partition_point(|e| e.src < a);
+            let to = by_source.partition_point(|e| e.src <= a);
+            let own = by_source.get(from..to).unwrap_or(&[]);
+            let mut at = 0usize;
+            let mut sls_to = |lid: weft_fabric::Lid| -> u16 {
+                while own.get(at).is_some_and(|e| e.lids.hi < lid) {
+                    at += 1;
+                }
+                match own.get(at) {
+                    Some(e) if e.lids.contains(lid) => e.sls.0,
+                    _ => state.path_sls(a, lid).0,
+                }
+            };
             let mut first: Option<(PortRef, u8)> = None;
             let mut n = 0u64;
             for &(b, base) in &members {
@@ -341,7 +357,7 @@ fn classes(state: &ValidState, breaches: &mut Vec<Breach>) -> u64 {
                     continue;
                 }
                 let bad = (0..span)
-                    .map(|k| state.path_sls(a, weft_fabric::Lid(base + k)).0 & !c.sls.0)
+                    .map(|k| sls_to(weft_fabric::Lid(base + k)) & !c.sls.0)
                     .fold(0u16, |m, x| m | x);
                 if bad != 0 {
                     n += 1;

@@ -99,6 +99,11 @@ pub(crate) struct Net<'a> {
     sl2vl_slots: Vec<u16>,
     /// The distinct SL→VL maps of every row.
     sl2vl_maps: Vec<[u8; 16]>,
+    /// Per port slot: the index in `sl2vl_maps`' injection twin [`Net::inj_maps`] of the
+    /// port's injection SL→VL map ([`NO_ROW`]: every SL on VL 0).
+    inj_slot: Vec<u16>,
+    /// The distinct injection SL→VL maps.
+    inj_maps: Vec<[u8; 16]>,
 }
 
 /// No SL→VL row for an `(in, out)` pair.
@@ -269,8 +274,35 @@ impl<'a> Net<'a> {
                 .iter()
                 .map(|e| switch_index.get(e.switch.index()).map(|&k| k as usize)),
         );
+        // Injection maps per port slot, so a lookup costs no search (per-source path SLs look
+        // one up per source and destination).
+        let mut inj_slot = vec![NO_ROW; ports as usize];
+        let mut inj_maps: Vec<[u8; 16]> = Vec::new();
+        for (r, ps) in &st.ports {
+            let Some(map) = ps.sl2vl else { continue };
+            let Some(n) = nodes.get(r.node.index()) else {
+                continue;
+            };
+            if r.port.0 == 0 || r.port.0 > n.spec.port_count {
+                continue;
+            }
+            let slot =
+                port_base.get(r.node.index()).copied().unwrap_or(0) + u32::from(r.port.0) - 1;
+            let k = match inj_maps.iter().position(|m| *m == map) {
+                Some(k) => k,
+                None => {
+                    inj_maps.push(map);
+                    inj_maps.len() - 1
+                }
+            };
+            if let Some(s) = inj_slot.get_mut(slot as usize) {
+                *s = k as u16;
+            }
+        }
         Net {
             st,
+            inj_slot,
+            inj_maps,
             class,
             sl_base,
             sl_ranges,
@@ -512,7 +544,16 @@ impl<'a> Net<'a> {
 
     /// The VL end node `h` injects SL `sl` on through port `p`, checked.
     pub fn injection_vl(&self, h: u32, p: u8, sl: u8) -> Result<u8, FailureReason> {
-        let vl = self.st.injection_vl(self.port_ref(h, p), Sl(sl)).0;
+        let vl = match self.dirport(h, p) {
+            Some(slot) => self
+                .inj_slot
+                .get(slot as usize)
+                .and_then(|&k| self.inj_maps.get(usize::from(k)))
+                .and_then(|m| m.get(usize::from(sl)))
+                .copied()
+                .unwrap_or(0),
+            None => self.st.injection_vl(self.port_ref(h, p), Sl(sl)).0,
+        };
         self.vl_ok(h, p, vl)?;
         Ok(vl)
     }
