@@ -102,3 +102,25 @@ fn partitions_recorded_as_declared() {
         [0x0001, 0x0002, 0x0010]
     );
 }
+
+/// Two tenants with classes: each tenant's pairs on its class's SL (and the partition records
+/// the class), other pairs on every class's.
+#[test]
+fn tenants_with_classes_take_their_sls() {
+    let src = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    qos {\n        class compute { weight = 8 }\n        class bulk { weight = 2, match { service_id = 0x100 } }\n    }\n    tenant alice { pkey = 0x8001, hosts = cn001..=cn003, class = bulk }\n    tenant bob { pkey = 0x8002, hosts = [cn004, cn005], class = compute }\n}\n";
+    let st = built(src);
+    let port = |n: &str| PortRef::new(st.fabric.find(n).unwrap(), 1);
+    let lid = |n: &str| st.lids.get(st.fabric.find(n).unwrap(), PortNum(1)).unwrap();
+    assert_eq!(st.path_sls(port("cn001"), lid("cn003")).0, 0b10, "alice: bulk");
+    assert_eq!(st.path_sls(port("cn004"), lid("cn005")).0, 0b01, "bob: compute");
+    assert_eq!(st.path_sls(port("cn006"), lid("cn007")).0, 0b11, "no tenant: both");
+    let class = |name: &str| {
+        st.partitions
+            .iter()
+            .find(|p| p.name == name)
+            .and_then(|p| p.class.as_ref())
+            .map(|c| (c.name.clone(), c.sls.0))
+    };
+    assert_eq!(class("alice"), Some(("bulk".to_owned(), 0b10)));
+    assert_eq!(class("bob"), Some(("compute".to_owned(), 0b01)));
+}
