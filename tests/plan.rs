@@ -290,3 +290,97 @@ fn apm_sharing_one_cable_of_three_is_caught() {
         "{s:?}"
     );
 }
+
+/// Two hosts swap tenants: the P_Key writes come in two steps (what goes away, then what is
+/// added), and no mix of landed writes in either step lets a pair talk that neither the
+/// current nor the desired tables allow — checked over every mix.
+#[test]
+fn pkey_changes_never_leak_while_they_land() {
+    use std::collections::BTreeMap;
+    use weft_fabric::PortRef;
+    let tree = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n";
+    let old = compiled(&format!("{tree}    tenant alice {{ pkey = 0x8001, hosts = [cn001, cn002] }}\n    tenant bob {{ pkey = 0x8002, hosts = [cn003, cn004] }}\n}}\n"));
+    let new = compiled(&format!("{tree}    tenant alice {{ pkey = 0x8001, hosts = [cn001, cn003] }}\n    tenant bob {{ pkey = 0x8002, hosts = [cn002, cn004] }}\n}}\n"));
+    let p = plan(&old, &new, &Options::default()).unwrap();
+    assert_eq!(p.plan.steps.len(), 2, "removals, then additions");
+    let f = &old.fabric;
+    let mut tables: BTreeMap<PortRef, Vec<u16>> = old
+        .ports
+        .iter()
+        .filter_map(|(r, t)| Some((*r, t.pkeys.as_ref()?.iter().map(|k| k.0).collect())))
+        .collect();
+    let talk = |t: &BTreeMap<PortRef, Vec<u16>>| -> Vec<(PortRef, PortRef)> {
+        let mut v = Vec::new();
+        for (a, x) in t {
+            for (b, y) in t {
+                let shared = x.iter().any(|&k| {
+                    y.iter().any(|&n| {
+                        k & 0x7fff == n & 0x7fff && k & 0x7fff != 0 && (k | n) & 0x8000 != 0
+                    })
+                });
+                if a < b && shared {
+                    v.push((*a, *b));
+                }
+            }
+        }
+        v
+    };
+    let before = talk(&tables);
+    let apply = |t: &mut BTreeMap<PortRef, Vec<u16>>, w: &Write| {
+        let Write::Pkeys {
+            node,
+            port,
+            block,
+            new,
+            ..
+        } = w
+        else {
+            panic!()
+        };
+        let r = PortRef::new(f.find_guid(*node).unwrap(), *port);
+        let e = t.entry(r).or_default();
+        let first = usize::from(*block) * 32;
+        e.resize(e.len().max(first + 32), 0);
+        e[first..first + 32].copy_from_slice(new);
+    };
+    let mut allowed = before.clone();
+    for (k, step) in p.plan.steps.iter().enumerate() {
+        let n = step.writes.len();
+        let mut end = tables.clone();
+        for w in &step.writes {
+            apply(&mut end, w);
+        }
+        // Step 1 may only take away (mixes within the relation before it); step 2 may only
+        // lead to the desired one (mixes within the relation after it).
+        let bound = if k == 0 { allowed.clone() } else { talk(&end) };
+        for mask in 0u32..(1 << n) {
+            let mut t = tables.clone();
+            for (i, w) in step.writes.iter().enumerate() {
+                if mask & (1 << i) != 0 {
+                    apply(&mut t, w);
+                }
+            }
+            for pair in talk(&t) {
+                assert!(
+                    bound.contains(&pair),
+                    "step {}: {pair:?} talks in a mix",
+                    k + 1
+                );
+            }
+        }
+        tables = end;
+        allowed = talk(&tables);
+    }
+    // The end is the desired tables: alice is now cn001 and cn003.
+    let name = |r: &PortRef| f.node(r.node).name().to_owned();
+    let pairs: Vec<(String, String)> = allowed.iter().map(|(a, b)| (name(a), name(b))).collect();
+    assert!(
+        pairs.contains(&("cn001".into(), "cn003".into())),
+        "{pairs:?}"
+    );
+    assert!(
+        !pairs.contains(&("cn001".into(), "cn002".into())),
+        "{pairs:?}"
+    );
+    assert_ne!(before, allowed);
+}

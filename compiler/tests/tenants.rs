@@ -111,9 +111,21 @@ fn tenants_with_classes_take_their_sls() {
     let st = built(src);
     let port = |n: &str| PortRef::new(st.fabric.find(n).unwrap(), 1);
     let lid = |n: &str| st.lids.get(st.fabric.find(n).unwrap(), PortNum(1)).unwrap();
-    assert_eq!(st.path_sls(port("cn001"), lid("cn003")).0, 0b10, "alice: bulk");
-    assert_eq!(st.path_sls(port("cn004"), lid("cn005")).0, 0b01, "bob: compute");
-    assert_eq!(st.path_sls(port("cn006"), lid("cn007")).0, 0b11, "no tenant: both");
+    assert_eq!(
+        st.path_sls(port("cn001"), lid("cn003")).0,
+        0b10,
+        "alice: bulk"
+    );
+    assert_eq!(
+        st.path_sls(port("cn004"), lid("cn005")).0,
+        0b01,
+        "bob: compute"
+    );
+    assert_eq!(
+        st.path_sls(port("cn006"), lid("cn007")).0,
+        0b11,
+        "no tenant: both"
+    );
     let class = |name: &str| {
         st.partitions
             .iter()

@@ -243,21 +243,19 @@ fn same_input_same_fabric() {
 #[test]
 fn design_sketch_compiles() {
     // The design's language sketch (design-sketch.weft), verbatim plus a faults block: every
-    // construct parses and the fabric elaborates; what is not built yet (a tenant's `class`,
-    // `vms`, `vm`) is a `weft::unsupported` error at its span, never silently ignored. Its
-    // classes have no `match` (the sketch gives them traffic through tenants), so all but the
-    // first are refused as carrying none.
+    // construct parses and the fabric elaborates; what is not built yet (`vms`, `vm`) is a
+    // `weft::unsupported` error at its span, never silently ignored. Its classes have no
+    // `match`: `compute` takes its tenants' traffic, `management` the unmatched traffic, and
+    // `storage` would carry none (refused).
     let src = include_str!("design-sketch.weft");
     let c = check("design.weft", src, &NoFiles);
     let codes: Vec<&str> = c.diagnostics.iter().map(|d| d.code.as_str()).collect();
     assert_eq!(
         codes,
         [
+            "weft::unsupported",
+            "weft::unsupported",
             "weft::bad_arguments",
-            "weft::unsupported",
-            "weft::unsupported",
-            "weft::unsupported",
-            "weft::unsupported"
         ],
         "{:?}",
         c.diagnostics

@@ -260,12 +260,14 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
             splits += 1;
         }
     }
-    // P_Keys last: they change no route.
-    let pkeys = pkey_writes(&start, new);
-    if !pkeys.is_empty() {
-        steps.push(PlanStep {
-            writes: sorted(pkeys),
-        });
+    // P_Keys last (they change no route): what goes away first, then what is added.
+    let (remove, add) = pkey_writes(&start, new);
+    for writes in [remove, add] {
+        if !writes.is_empty() {
+            steps.push(PlanStep {
+                writes: sorted(writes),
+            });
+        }
     }
     let stats = steps.iter().map(step_stats).collect();
     let blocks = (u64::from(new.lids.max_lid(&new.fabric)) + 1).div_ceil(LFT_BLOCK as u64);
@@ -406,41 +408,66 @@ fn step_stats(s: &PlanStep) -> StepStats {
     st
 }
 
-/// P_Key table blocks that differ between the two states.
-fn pkey_writes(old: &ValidState, new: &ValidState) -> Vec<Write> {
+/// P_Key table blocks that differ between the two states, in two steps: first every table
+/// loses what the desired one does not have (keys gone, full memberships made limited), in
+/// place; then it becomes the desired one. Any mix of landed writes in the first step lets only
+/// pairs talk that the current tables let talk, in the second only pairs the desired ones do:
+/// no pair that neither allows ever talks (a pair whose partition changes may be cut between
+/// the steps). A port without a table holds the default key `0xffff`.
+fn pkey_writes(old: &ValidState, new: &ValidState) -> (Vec<Write>, Vec<Write>) {
     let table = |s: &ValidState, r: &PortRef| -> Vec<u16> {
-        s.ports
-            .get(r)
-            .and_then(|p| p.pkeys.as_ref())
-            .map(|t| t.iter().map(|k: &PKey| k.0).collect())
-            .unwrap_or_default()
+        s.ports.get(r).and_then(|p| p.pkeys.as_ref()).map_or_else(
+            || vec![PKey::DEFAULT.0],
+            |t| t.iter().map(|k: &PKey| k.0).collect(),
+        )
     };
-    let ports: std::collections::BTreeSet<PortRef> =
-        old.ports.keys().chain(new.ports.keys()).copied().collect();
-    let mut out = Vec::new();
+    let ports: std::collections::BTreeSet<PortRef> = old
+        .ports
+        .iter()
+        .chain(&new.ports)
+        .filter(|(_, p)| p.pkeys.is_some())
+        .map(|(r, _)| *r)
+        .collect();
+    let (mut remove, mut add) = (Vec::new(), Vec::new());
     for r in ports {
         let (a, b) = (table(old, &r), table(new, &r));
         if a == b {
             continue;
         }
-        let blocks = a.len().max(b.len()).div_ceil(PKEY_BLOCK);
-        for k in 0..blocks {
+        // What stays of each current entry: its key, limited unless full in both.
+        let mid: Vec<u16> = a
+            .iter()
+            .map(|&k| {
+                b.iter()
+                    .find(|&&n| n & 0x7fff == k & 0x7fff)
+                    .map_or(0, |&n| (k & 0x7fff) | (k & n & 0x8000))
+            })
+            .collect();
+        let guid = new.fabric.node(r.node).guid();
+        remove.extend(blocks(guid, r.port.0, &a, &mid));
+        add.extend(blocks(guid, r.port.0, &mid, &b));
+    }
+    (remove, add)
+}
+
+/// The 32-entry blocks in which table `a` and `b` differ, as writes from `a` to `b`.
+fn blocks(node: weft_fabric::Guid, port: u8, a: &[u16], b: &[u16]) -> Vec<Write> {
+    let n = a.len().max(b.len()).div_ceil(PKEY_BLOCK);
+    (0..n)
+        .filter_map(|k| {
             let cut = |t: &[u16]| -> Vec<u16> {
                 (k * PKEY_BLOCK..(k + 1) * PKEY_BLOCK)
                     .map(|i| t.get(i).copied().unwrap_or(0))
                     .collect()
             };
-            let (x, y) = (cut(&a), cut(&b));
-            if x != y {
-                out.push(Write::Pkeys {
-                    node: new.fabric.node(r.node).guid(),
-                    port: r.port.0,
-                    block: k as u16,
-                    old: x,
-                    new: y,
-                });
-            }
-        }
-    }
-    out
+            let (x, y) = (cut(a), cut(b));
+            (x != y).then_some(Write::Pkeys {
+                node,
+                port,
+                block: k as u16,
+                old: x,
+                new: y,
+            })
+        })
+        .collect()
 }

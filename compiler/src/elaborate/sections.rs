@@ -97,6 +97,7 @@ impl Elab<'_> {
                 self.section(sec, &mut config);
             }
         }
+        self.unmatched_classes(&config);
         self.env.truncate(mark);
         self.builder.set_lmc(config.routing.lmc);
         std::mem::swap(&mut builder, &mut self.builder);
@@ -109,6 +110,37 @@ impl Elab<'_> {
                 span: f.name.span,
             },
         })
+    }
+
+    /// One class takes the traffic no `match` selects (and classes tenants name take their
+    /// P_Keys' traffic); another class without either would never carry any.
+    fn unmatched_classes(&mut self, config: &FabricConfig) {
+        let unmatched: Vec<(String, Span)> = config
+            .qos
+            .iter()
+            .filter(|c| c.matches.is_empty())
+            .filter(|c| {
+                !config
+                    .tenants
+                    .iter()
+                    .any(|t| t.class.as_ref().is_some_and(|(n, _)| *n == c.name))
+            })
+            .map(|c| (c.name.clone(), c.span))
+            .collect();
+        if let [first, second, ..] = unmatched.as_slice() {
+            self.diags.push(
+                crate::diagnostic::Diagnostic::error(
+                    Code::BadArguments,
+                    format!(
+                        "class `{}` has no `match`, and `{}` already takes the traffic no class matches",
+                        second.0, first.0
+                    ),
+                )
+                .label(self.main, second.1, "would carry no traffic")
+                .label(self.main, first.1, "takes the unmatched traffic")
+                .help("say which traffic it is: `match { pkey = …, service_id = … }`, or name it in a tenant's `class`"),
+            );
+        }
     }
 
     pub(super) fn fabric_attr(&mut self, a: &Attr) {
@@ -436,28 +468,6 @@ impl Elab<'_> {
             if let Some(class) = self.qos_class(c, name) {
                 config.qos.push(class);
             }
-        }
-        // One class takes the traffic no `match` selects; another without `match` would
-        // never carry any.
-        let unmatched: Vec<(String, Span)> = config
-            .qos
-            .iter()
-            .filter(|c| c.matches.is_empty())
-            .map(|c| (c.name.clone(), c.span))
-            .collect();
-        if let [first, second, ..] = unmatched.as_slice() {
-            self.diags.push(
-                crate::diagnostic::Diagnostic::error(
-                    Code::BadArguments,
-                    format!(
-                        "class `{}` has no `match`, and `{}` already takes the traffic no class matches",
-                        second.0, first.0
-                    ),
-                )
-                .label(self.main, second.1, "would carry no traffic")
-                .label(self.main, first.1, "takes the unmatched traffic")
-                .help("say which traffic it is: `match { pkey = …, service_id = … }`"),
-            );
         }
         if s.body.as_ref().is_none_or(|b| b.is_empty()) {
             self.err_help(
