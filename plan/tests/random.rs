@@ -1,0 +1,114 @@
+//! The planner on random fabrics: two routings of one fabric (up/down and min-hop, on the same
+//! LIDs), planned both ways. `plan` never panics; when it gives a plan, replaying its steps
+//! with the transition checker proves every one, each write's `old` block is what the switch
+//! holds when it lands, and the end is exactly the desired tables; when it refuses, it says
+//! why (the desired state unproven, or a witness).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeMap;
+use weft_fabric::plan::Write;
+use weft_fabric::{NodeId, ValidState};
+use weft_plan::{check_steps, plan, start, Mode, Options, PlanError};
+use weft_verifier::testkit::{self, Rng};
+use weft_verifier::Scope;
+
+fn lfts(st: &ValidState) -> BTreeMap<NodeId, Vec<u8>> {
+    st.switches
+        .iter()
+        .map(|(&id, t)| (id, t.lft.ports.clone()))
+        .collect()
+}
+
+#[test]
+fn plans_replay_to_the_desired_tables() {
+    let mut rng = Rng(0x91a7);
+    let (mut planned, mut refused) = (0, 0);
+    for k in 0..120 {
+        let f = match rng.below(3) {
+            0 => testkit::ring(3 + rng.below(4) as usize, 1 + rng.below(2) as usize),
+            1 => testkit::fat_tree2(
+                1 + rng.below(3) as usize,
+                2 + rng.below(3) as usize,
+                1 + rng.below(3) as usize,
+            ),
+            _ => {
+                let (n, extra) = (3 + rng.below(4) as usize, rng.below(4) as usize);
+                testkit::random_fabric(&mut rng, n, extra, 4, 6)
+            }
+        };
+        let lids = testkit::sequential_lids(&f);
+        let a = testkit::valid(testkit::route_updown(&f, lids.clone()));
+        let b = testkit::valid(testkit::route_minhop(&f, lids));
+        for (old, new) in [(&a, &b), (&b, &a)] {
+            for mode in [Mode::Fault, Mode::Drain] {
+                match plan(
+                    old,
+                    new,
+                    &Options {
+                        mode,
+                        scope: Scope::All,
+                    },
+                ) {
+                    Ok(p) => {
+                        planned += 1;
+                        let s = start(old, new, mode).unwrap();
+                        let steps: Vec<Vec<Write>> =
+                            p.plan.steps.iter().map(|st| st.writes.clone()).collect();
+                        let checks = check_steps(&s, &steps, Scope::All);
+                        assert_eq!(checks.len(), steps.len(), "case {k}");
+                        assert!(checks.iter().all(|c| c.is_proven()), "case {k}");
+                        // Replay the writes on a shadow of the tables.
+                        let mut t = lfts(&s);
+                        for w in steps.iter().flatten() {
+                            let Write::Lft {
+                                switch,
+                                block,
+                                old: before,
+                                new: after,
+                            } = w
+                            else {
+                                continue;
+                            };
+                            let id = s.fabric.find_guid(*switch).unwrap();
+                            let row = t.get_mut(&id).unwrap();
+                            let first = usize::from(*block) * 64;
+                            row.resize(row.len().max(first + 64), 255);
+                            let hex: String = row[first..first + 64]
+                                .iter()
+                                .map(|b| format!("{b:02x}"))
+                                .collect();
+                            assert_eq!(&hex, before, "case {k}");
+                            for i in 0..64 {
+                                row[first + i] =
+                                    u8::from_str_radix(&after[2 * i..2 * i + 2], 16).unwrap();
+                            }
+                        }
+                        for row in t.values_mut() {
+                            while row.last() == Some(&255) {
+                                row.pop();
+                            }
+                        }
+                        assert_eq!(t, lfts(new), "case {k}: the end is the desired tables");
+                    }
+                    Err(PlanError::NoSafeOrder { check, .. }) => {
+                        refused += 1;
+                        assert!(!check.is_proven(), "case {k}");
+                        assert!(
+                            check.forwarding_loop.is_some()
+                                || !check.credit_loop.is_empty()
+                                || check.broken.is_some(),
+                            "case {k}: a refusal has a witness: {check:?}"
+                        );
+                    }
+                    Err(PlanError::Unproven(_)) => refused += 1,
+                    Err(e) => panic!("case {k}: {e}"),
+                }
+            }
+        }
+    }
+    assert!(
+        planned > 20 && refused > 20,
+        "{planned} planned, {refused} refused"
+    );
+}
