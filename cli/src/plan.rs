@@ -148,7 +148,7 @@ fn outcome(o: &Outcome) -> &'static str {
     }
 }
 
-fn step_proof(c: Option<&StepCheck>) -> String {
+fn step_proof(c: Option<&StepCheck>, phase: Option<weft_plan::PkeyPhase>) -> String {
     match c {
         Some(c) if c.is_proven() => {
             let broken = if c.failing_before > 0 || c.failing_after > 0 {
@@ -168,9 +168,10 @@ fn step_proof(c: Option<&StepCheck>) -> String {
             outcome(&c.deadlock_free),
             outcome(&c.connected)
         ),
-        None => {
-            "P_Keys only: no route changes (the desired state's isolation is proven)".to_owned()
+        None if phase == Some(weft_plan::PkeyPhase::Remove) => {
+            "P_Keys only, no route changes: tables only lose keys, so every mix lets only pairs talk that talk now".to_owned()
         }
+        None => "P_Keys only, no route changes: tables become the desired ones, so every mix lets only pairs talk that the desired state (proven isolated) lets talk".to_owned(),
     }
 }
 
@@ -211,7 +212,7 @@ fn human(p: &Planned, written: Option<&Path>, max: usize) -> String {
             t,
             "  step {}: {what}; {}",
             i + 1,
-            step_proof(p.checks.get(i))
+            step_proof(p.checks.get(i), s.pkeys)
         );
     }
     let _ = writeln!(
@@ -263,7 +264,7 @@ fn markdown(p: &Planned, written: Option<&Path>, max: usize) -> String {
                 outcome(&c.deadlock_free),
                 outcome(&c.connected),
             ),
-            None => ("no route change", "no route change", "no route change"),
+            None => ("P_Keys only", "P_Keys only", "P_Keys only"),
         };
         let _ = writeln!(
             t,
@@ -315,6 +316,7 @@ fn json(p: &Planned, written: Option<&Path>) -> serde_json::Value {
                 "lft_blocks": s.lft_blocks,
                 "pkey_blocks": s.pkey_blocks,
                 "smps": s.lft_blocks + s.pkey_blocks,
+                "pkeys": s.pkeys,
                 "check": p.checks.get(i),
             })
         })

@@ -60,6 +60,20 @@ pub struct StepStats {
     pub lft_blocks: usize,
     /// P_Key block writes.
     pub pkey_blocks: usize,
+    /// For a P_Key step: whether its tables only lose keys (the first) or become the desired
+    /// ones (the second).
+    pub pkeys: Option<PkeyPhase>,
+}
+
+/// The two P_Key steps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PkeyPhase {
+    /// Tables lose, in place, what the desired ones do not have: every mix lets only pairs
+    /// talk that the current tables let talk.
+    Remove,
+    /// Tables become the desired ones: every mix lets only pairs talk that they let talk.
+    Add,
 }
 
 /// The routes a plan changes: the sources to tell (their paths to some destination change).
@@ -261,15 +275,27 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
         }
     }
     // P_Keys last (they change no route): what goes away first, then what is added.
+    let lft_steps = steps.len();
     let (remove, add) = pkey_writes(&start, new);
-    for writes in [remove, add] {
+    let mut phases = Vec::new();
+    for (writes, phase) in [(remove, PkeyPhase::Remove), (add, PkeyPhase::Add)] {
         if !writes.is_empty() {
             steps.push(PlanStep {
                 writes: sorted(writes),
             });
+            phases.push(phase);
         }
     }
-    let stats = steps.iter().map(step_stats).collect();
+    let stats = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| StepStats {
+            pkeys: i
+                .checked_sub(lft_steps)
+                .and_then(|j| phases.get(j).copied()),
+            ..step_stats(s)
+        })
+        .collect();
     let blocks = (u64::from(new.lids.max_lid(&new.fabric)) + 1).div_ceil(LFT_BLOCK as u64);
     let switches = new.fabric.switch_count() as u64;
     Ok(Planned {
