@@ -108,6 +108,29 @@ fn planned_and_checked(old: &ValidState, new: &ValidState) -> weft_plan::Planned
         // One SMP per changed block at least, far fewer than a full reconfiguration.
         assert!(p.plan.smps() as u64 * 5 < p.full_reconfiguration);
         assert!(p.rerouted.pairs > 0 && !p.rerouted.hosts.is_empty());
+        // A fault: only the destinations it breaks are rerouted, never more entries than
+        // leading to the desired tables takes.
+        assert!(
+            matches!(p.target, weft_plan::Target::Reroute { destinations } if destinations > 0),
+            "{:?}",
+            p.target
+        );
+        let full = plan(
+            old,
+            new,
+            &Options {
+                mode,
+                full: true,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        assert!(p.changed_entries <= full.changed_entries);
+        assert_eq!(
+            lfts_of(&full.end),
+            lfts_of(new),
+            "--full ends at the desired tables"
+        );
         if mode == Mode::Fault {
             // The fault broke routes before the plan; the last step mends them all.
             assert!(p.checks[0].failing_before > 0);
@@ -116,6 +139,10 @@ fn planned_and_checked(old: &ValidState, new: &ValidState) -> weft_plan::Planned
         }
     }
     fault.unwrap()
+}
+
+fn lfts_of(st: &ValidState) -> Vec<Vec<u8>> {
+    st.switches.values().map(|t| t.lft.ports.clone()).collect()
 }
 
 /// The same steps in reverse (the source side first): caught with a transient loop.

@@ -27,6 +27,14 @@ pub struct Args {
     /// steps run on the desired fabric, as after a fault.
     #[arg(long)]
     drain: bool,
+    /// Lead to the desired state's tables exactly. Without it, when links or nodes went down or
+    /// up, only the destinations whose routes that breaks are rerouted (their entries from the
+    /// desired state), every other entry kept, when that is proven.
+    #[arg(long)]
+    full: bool,
+    /// Write the state the plan leads to (a `state.json`) here.
+    #[arg(long)]
+    write_state: Option<PathBuf>,
     /// Required pairs: all (every end-node port and switch) or hca-to-hca.
     #[arg(long, default_value = "all")]
     scope: ScopeArg,
@@ -84,6 +92,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
         }
     };
     let opts = Options {
+        full: args.full,
         mode: if args.drain { Mode::Drain } else { Mode::Fault },
         scope: match args.scope {
             ScopeArg::All => Scope::All,
@@ -97,6 +106,9 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     };
     if let Some(p) = &args.output {
         crate::output::write_file(p, planned.plan.to_json().as_bytes()).map_err(Fatal)?;
+    }
+    if let Some(p) = &args.write_state {
+        crate::output::write_file(p, planned.end.to_json().as_bytes()).map_err(Fatal)?;
     }
     let text = match args.format {
         PlanFormat::Human if quiet => String::new(),
@@ -215,6 +227,7 @@ fn human(p: &Planned, written: Option<&Path>, max: usize) -> String {
             step_proof(p.checks.get(i), s.pkeys)
         );
     }
+    let _ = writeln!(t, "  {}", target_line(&p.target));
     let _ = writeln!(
         t,
         "  {} LFT entries change; {} step(s) added by splitting",
@@ -239,6 +252,16 @@ fn human(p: &Planned, written: Option<&Path>, max: usize) -> String {
         let _ = writeln!(t, "  wrote {}", w.display());
     }
     t
+}
+
+fn target_line(t: &weft_plan::Target) -> String {
+    match t {
+        weft_plan::Target::Reroute { destinations } => format!(
+            "leads to the current tables with the {destinations} destination LID(s) whose routes the fabric change breaks rerouted as the desired state routes them, every other entry kept (proven; `--full` leads to the desired tables exactly)"
+        ),
+        weft_plan::Target::Desired { why: None } => "leads to the desired state's tables".to_owned(),
+        weft_plan::Target::Desired { why: Some(w) } => format!("leads to the desired state's tables: {w}"),
+    }
 }
 
 fn apm_line(a: &weft_verifier::apm::Survivors) -> String {
@@ -276,6 +299,7 @@ fn markdown(p: &Planned, written: Option<&Path>, max: usize) -> String {
             s.lft_blocks + s.pkey_blocks
         );
     }
+    let _ = writeln!(t, "\nThe plan {}.", target_line(&p.target));
     let _ = writeln!(
         t,
         "\n**{} SMPs in all** (a full reconfiguration: {}); {}. {} LFT entries change.",
@@ -336,6 +360,7 @@ fn json(p: &Planned, written: Option<&Path>) -> serde_json::Value {
         },
         "rerouted": p.rerouted,
         "apm": p.apm,
+        "target": p.target,
         "plan_file": written.map(|w| w.display().to_string()),
     })
 }

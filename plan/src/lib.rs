@@ -49,6 +49,26 @@ pub struct Options {
     pub mode: Mode,
     /// The pairs whose routes count.
     pub scope: Scope,
+    /// Lead to the desired state's tables exactly, rather than rerouting only the
+    /// destinations whose routes a change of the fabric (links or nodes down or up) breaks.
+    pub full: bool,
+}
+
+/// What the plan leads to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Target {
+    /// The desired state's tables, exactly.
+    Desired {
+        /// Why not a minimal reroute, when one was tried.
+        why: Option<String>,
+    },
+    /// The current tables with only the destinations whose routes the change breaks taken
+    /// from the desired state (proven like any state).
+    Reroute {
+        /// Destination LIDs rerouted.
+        destinations: usize,
+    },
 }
 
 /// A step's writes in numbers.
@@ -110,6 +130,11 @@ pub struct Planned {
     /// With LMC > 0 and the steps on the desired fabric: the flows whose primary path the
     /// fault broke, and those whose alternate path survives it (APM moves them at once).
     pub apm: Option<weft_verifier::apm::Survivors>,
+    /// What the plan leads to.
+    pub target: Target,
+    /// The state the plan leads to (on the desired fabric, with the desired P_Keys).
+    #[serde(skip)]
+    pub end: ValidState,
 }
 
 /// Why there is no plan.
@@ -236,7 +261,14 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
         )));
     }
     let start = start(old, new, opts.mode)?;
-    let order = order::stages(&start, new);
+    // Minimal rerouting answers a change of the fabric (links or nodes down or up); anything
+    // else the desired state changes (another engine, other settings) is its tables.
+    let (end, target) = if opts.full || old.fabric == new.fabric {
+        (new.clone(), Target::Desired { why: None })
+    } else {
+        reroute(old, new, opts)?
+    };
+    let order = order::stages(&start, &end);
     let mut checks = Vec::new();
     let mut steps: Vec<PlanStep> = Vec::new();
     let mut splits = 0;
@@ -316,7 +348,66 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
         changed_entries: order.changed,
         apm: (start.lids.lmc > 0 && opts.mode == Mode::Fault)
             .then(|| weft_verifier::apm::survivors(&start)),
+        target,
+        end,
     })
+}
+
+/// The current tables with the columns of the destinations whose routes break on the desired
+/// fabric taken from the desired state, when that is proven; else the desired state, and why.
+fn reroute(
+    old: &ValidState,
+    new: &ValidState,
+    opts: &Options,
+) -> Result<(ValidState, Target), PlanError> {
+    let mut probe = old.state().clone();
+    probe.fabric = new.fabric.clone();
+    let probe = valid(probe)?;
+    let broken = order::broken_destinations(&probe);
+    let mut hybrid = new.state().clone();
+    for (id, t) in &mut hybrid.switches {
+        let Some(before) = old.switches.get(id) else {
+            continue;
+        };
+        let desired = t.lft.ports.clone();
+        t.lft.ports = before.lft.ports.clone();
+        for &lid in &broken {
+            let port = desired
+                .get(usize::from(lid))
+                .copied()
+                .unwrap_or(weft_fabric::LFT_UNSET);
+            t.lft.set(weft_fabric::Lid(lid), weft_fabric::PortNum(port));
+        }
+        while t.lft.ports.last() == Some(&weft_fabric::LFT_UNSET) {
+            t.lft.ports.pop();
+        }
+    }
+    let hybrid = valid(hybrid)?;
+    let verify = VerifyOptions {
+        scope: opts.scope,
+        properties: Property::defaults(&hybrid),
+        certificate: false,
+        max_listed: 1,
+        witnesses: 1,
+    };
+    let report = weft_verifier::verify(&hybrid, &verify);
+    if report.is_proven() {
+        let n = broken.len();
+        Ok((hybrid, Target::Reroute { destinations: n }))
+    } else {
+        let why = format!(
+            "rerouting only the {} destination(s) the change breaks is not proven ({}), so the plan leads to the desired state's tables",
+            broken.len(),
+            report
+                .properties
+                .iter()
+                .filter(|&&p| *report.outcome(p) != weft_verifier::Outcome::Proven)
+                .map(|p| p.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        Ok((new.clone(), Target::Desired { why: Some(why) }))
+    }
 }
 
 /// Checks steps of LFT writes someone ordered, from `start` (see [`start`]): the check of

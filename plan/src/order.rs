@@ -361,3 +361,88 @@ pub(crate) fn lft_block(w: &Write) -> Option<(Guid, u16, [u8; LFT_BLOCK], [u8; L
         Write::Pkeys { .. } => None,
     }
 }
+
+/// Destination LIDs some switch's route to which does not arrive on `st`'s fabric with its
+/// tables (a dead end, a down link, a loop, a wrong delivery).
+pub(crate) fn broken_destinations(st: &ValidState) -> BTreeSet<u16> {
+    let f = &st.fabric;
+    let owners = st.lids.owners(f);
+    let switches: Vec<NodeId> = st.switches.keys().copied().collect();
+    let mut index = vec![usize::MAX; f.nodes().len()];
+    for (k, x) in switches.iter().enumerate() {
+        if let Some(slot) = index.get_mut(x.index()) {
+            *slot = k;
+        }
+    }
+    let mut out = BTreeSet::new();
+    // 0 unknown, 1 on the walk, 2 arrives, 3 fails.
+    let mut memo = vec![0u8; switches.len()];
+    let mut path = Vec::new();
+    for (lid, owner) in owners.iter().enumerate() {
+        let Some((dn, dp)) = *owner else { continue };
+        if lid == 0 || f.node(dn).down {
+            continue;
+        }
+        memo.iter_mut().for_each(|m| *m = 0);
+        let broken = (0..switches.len()).any(|s| {
+            path.clear();
+            let mut k = s;
+            let ok = loop {
+                match memo.get(k).copied() {
+                    Some(2) => break true,
+                    Some(0) => {}
+                    _ => break false,
+                }
+                if let Some(m) = memo.get_mut(k) {
+                    *m = 1;
+                }
+                path.push(k);
+                let Some(&x) = switches.get(k) else {
+                    break false;
+                };
+                if f.node(x).down {
+                    break false;
+                }
+                let port = st
+                    .switches
+                    .get(&x)
+                    .map_or(LFT_UNSET, |t| entry(&t.lft.ports, lid));
+                if port == 0 {
+                    break (x, PortNum(0)) == (dn, dp);
+                }
+                let Some((peer, link)) = (port != LFT_UNSET)
+                    .then(|| {
+                        f.peer(PortRef {
+                            node: x,
+                            port: PortNum(port),
+                        })
+                    })
+                    .flatten()
+                else {
+                    break false;
+                };
+                if f.link(link).state != weft_fabric::LinkState::Up || f.node(peer.node).down {
+                    break false;
+                }
+                if (peer.node, peer.port) == (dn, dp) {
+                    break true;
+                }
+                if !f.node(peer.node).is_switch() {
+                    break false;
+                }
+                k = index.get(peer.node.index()).copied().unwrap_or(usize::MAX);
+            };
+            for &p in &path {
+                if let Some(m) = memo.get_mut(p) {
+                    *m = if ok { 2 } else { 3 };
+                }
+            }
+            // Only live switches' routes count.
+            !ok && switches.get(s).is_some_and(|&x| !f.node(x).down)
+        });
+        if broken {
+            out.insert(lid as u16);
+        }
+    }
+    out
+}

@@ -42,12 +42,14 @@ fn plans_replay_to_the_desired_tables() {
         let b = testkit::valid(testkit::route_minhop(&f, lids));
         for (old, new) in [(&a, &b), (&b, &a)] {
             for mode in [Mode::Fault, Mode::Drain] {
+                let full = rng.below(2) == 0;
                 match plan(
                     old,
                     new,
                     &Options {
                         mode,
                         scope: Scope::All,
+                        full,
                     },
                 ) {
                     Ok(p) => {
@@ -89,7 +91,14 @@ fn plans_replay_to_the_desired_tables() {
                                 row.pop();
                             }
                         }
-                        assert_eq!(t, lfts(new), "case {k}: the end is the desired tables");
+                        assert_eq!(t, lfts(&p.end), "case {k}: the end is the plan's end state");
+                        if full {
+                            assert_eq!(
+                                lfts(&p.end),
+                                lfts(new),
+                                "case {k}: --full ends at the desired tables"
+                            );
+                        }
                     }
                     Err(PlanError::NoSafeOrder { check, .. }) => {
                         refused += 1;
