@@ -89,6 +89,20 @@ fn link_failure_plan_in_every_format() {
         .iter()
         .flat_map(|s| &s.writes)
         .all(|w| matches!(w, Write::Lft { .. })));
+    // The state it leads to, written and proven on its own.
+    let end = dir.join("end.json");
+    let o = weft(&[
+        "plan",
+        "--from",
+        &old,
+        &new,
+        "-q",
+        "--write-state",
+        end.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let o = weft(&["verify", "--state", end.to_str().unwrap(), "-q"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stdout));
     // Written again: byte-identical.
     let again = dir.join("again.json");
     let o = weft(&[
