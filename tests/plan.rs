@@ -101,8 +101,8 @@ fn planned_and_checked(old: &ValidState, new: &ValidState) -> weft_plan::Planned
                 t.pop();
             }
             assert_eq!(
-                *t, new.switches[id].lft.ports,
-                "the plan ends at the desired tables"
+                *t, p.end.switches[id].lft.ports,
+                "the plan ends at its end state"
             );
         }
         // One SMP per changed block at least, far fewer than a full reconfiguration.
