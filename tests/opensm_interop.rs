@@ -665,6 +665,16 @@ fn opensm_sa_answers_weft_path_sls() {
     );
 }
 
+/// The 648-node example with `sections` added to its fabric block, built.
+fn built_648_with(sections: &str) -> weft_compiler::build::Built {
+    let text = example("cluster-648.weft");
+    let end = text.rfind('}').unwrap();
+    let src = format!("{}{sections}}}\n", &text[..end]);
+    let c = weft_compiler::check("t.weft", &src, &NoFiles);
+    assert!(!c.has_errors(), "{:?}", c.diagnostics);
+    weft_compiler::build::build(&c.elaborated.unwrap()).unwrap_or_else(|d| panic!("{d:?}"))
+}
+
 /// Tenants end to end: the 648-node example with two tenants (the first two hosts of the SM's
 /// leaf) compiled, its `partitions.conf` loaded by the real OpenSM (`-P`) on ibsim: SUBNET UP
 /// without ERR, and `smpquery pkeys` on each host shows its tenant's P_Key (full) and the
@@ -675,18 +685,11 @@ fn opensm_loads_weft_partitions() {
     else {
         return;
     };
-    let text = example("cluster-648.weft");
-    let end = text.rfind('}').unwrap();
-    let src = format!(
-        "{}    tenant alice {{ pkey = 0x8001, hosts = cn001 }}\n    tenant bob {{ pkey = 0x8002, hosts = cn002 }}\n}}\n",
-        &text[..end]
-    );
-    let c = weft_compiler::check("t.weft", &src, &NoFiles);
-    assert!(!c.has_errors(), "{:?}", c.diagnostics);
-    let state = weft_compiler::build::build(&c.elaborated.unwrap())
-        .unwrap_or_else(|d| panic!("{d:?}"))
-        .state
-        .into_inner();
+    let state = built_648_with(
+        "    tenant alice { pkey = 0x8001, hosts = cn001 }\n    tenant bob { pkey = 0x8002, hosts = cn002 }\n",
+    )
+    .state
+    .into_inner();
     let f = state.fabric.clone();
     // The simulator's SM port is on the first switch (a leaf); its hosts on ports 1 and 2.
     let local = f
@@ -742,16 +745,9 @@ fn opensm_sa_answers_a_tenants_class() {
     else {
         return;
     };
-    let text = example("cluster-648.weft");
-    let end = text.rfind('}').unwrap();
-    let src = format!(
-        "{}    qos {{\n        class compute {{ weight = 8 }}\n        class bulk {{ weight = 2, match {{ service_id = 0x100 }} }}\n    }}\n    tenant alice {{ pkey = 0x8001, hosts = [cn001, cn003], class = bulk }}\n    tenant bob {{ pkey = 0x8002, hosts = [cn002, cn004] }}\n}}\n",
-        &text[..end]
+    let built = built_648_with(
+        "    qos {\n        class compute { weight = 8 }\n        class bulk { weight = 2, match { service_id = 0x100 } }\n    }\n    tenant alice { pkey = 0x8001, hosts = [cn001, cn003], class = bulk }\n    tenant bob { pkey = 0x8002, hosts = [cn002, cn004] }\n",
     );
-    let c = weft_compiler::check("t.weft", &src, &NoFiles);
-    assert!(!c.has_errors(), "{:?}", c.diagnostics);
-    let built =
-        weft_compiler::build::build(&c.elaborated.unwrap()).unwrap_or_else(|d| panic!("{d:?}"));
     let conf = weft_compiler::qos::opensm_conf(&built.lanes, "t");
     let policy =
         weft_compiler::qos::qos_policy(built.state.state(), &built.lanes, built.layers.as_ref())

@@ -258,7 +258,7 @@ fn rerouted(
     let mut out = Rerouted::default();
     let mut hosts: BTreeSet<NodeId> = BTreeSet::new();
     let mut moved_switches: BTreeSet<usize> = BTreeSet::new();
-    // 0 unknown, 1 on the current walk, 2 meets a changed entry, 3 does not.
+    // Per switch index, whether its route meets a changed entry ([`memo_walk`]).
     let mut memo = vec![0u8; n];
     let mut path: Vec<usize> = Vec::new();
     for (lid, moved) in by_lid {
@@ -270,31 +270,16 @@ fn rerouted(
         }
         let owner = owners.get(usize::from(lid)).copied().flatten();
         for s in 0..n {
-            path.clear();
-            let mut k = s;
-            let hit = loop {
-                match memo.get(k).copied() {
-                    Some(2) => break true,
-                    Some(0) => {}
-                    _ => break false,
-                }
-                if let Some(m) = memo.get_mut(k) {
-                    *m = 1;
-                }
-                path.push(k);
+            let hit = memo_walk(&mut memo, &mut path, s, |k| {
                 let o = lfts
                     .get(k)
                     .map_or(LFT_UNSET, |t| entry(t, usize::from(lid)));
-                k = next
-                    .get(k)
-                    .and_then(|v| v.get(usize::from(o)))
-                    .map_or(usize::MAX, |&y| y as usize);
-            };
-            for &p in &path {
-                if let Some(m) = memo.get_mut(p) {
-                    *m = if hit { 2 } else { 3 };
-                }
-            }
+                Hop::To(
+                    next.get(k)
+                        .and_then(|v| v.get(usize::from(o)))
+                        .map_or(usize::MAX, |&y| y as usize),
+                )
+            });
             if !hit {
                 continue;
             }
@@ -375,7 +360,7 @@ pub(crate) fn broken_destinations(st: &ValidState) -> BTreeSet<u16> {
         }
     }
     let mut out = BTreeSet::new();
-    // 0 unknown, 1 on the walk, 2 arrives, 3 fails.
+    // Per switch index, whether its route arrives ([`memo_walk`]).
     let mut memo = vec![0u8; switches.len()];
     let mut path = Vec::new();
     for (lid, owner) in owners.iter().enumerate() {
@@ -385,30 +370,19 @@ pub(crate) fn broken_destinations(st: &ValidState) -> BTreeSet<u16> {
         }
         memo.iter_mut().for_each(|m| *m = 0);
         let broken = (0..switches.len()).any(|s| {
-            path.clear();
-            let mut k = s;
-            let ok = loop {
-                match memo.get(k).copied() {
-                    Some(2) => break true,
-                    Some(0) => {}
-                    _ => break false,
-                }
-                if let Some(m) = memo.get_mut(k) {
-                    *m = 1;
-                }
-                path.push(k);
+            let ok = memo_walk(&mut memo, &mut path, s, |k| {
                 let Some(&x) = switches.get(k) else {
-                    break false;
+                    return Hop::Done(false);
                 };
                 if f.node(x).down {
-                    break false;
+                    return Hop::Done(false);
                 }
                 let port = st
                     .switches
                     .get(&x)
                     .map_or(LFT_UNSET, |t| entry(&t.lft.ports, lid));
                 if port == 0 {
-                    break (x, PortNum(0)) == (dn, dp);
+                    return Hop::Done((x, PortNum(0)) == (dn, dp));
                 }
                 let Some((peer, link)) = (port != LFT_UNSET)
                     .then(|| {
@@ -419,24 +393,19 @@ pub(crate) fn broken_destinations(st: &ValidState) -> BTreeSet<u16> {
                     })
                     .flatten()
                 else {
-                    break false;
+                    return Hop::Done(false);
                 };
                 if f.link(link).state != weft_fabric::LinkState::Up || f.node(peer.node).down {
-                    break false;
+                    return Hop::Done(false);
                 }
                 if (peer.node, peer.port) == (dn, dp) {
-                    break true;
+                    return Hop::Done(true);
                 }
                 if !f.node(peer.node).is_switch() {
-                    break false;
+                    return Hop::Done(false);
                 }
-                k = index.get(peer.node.index()).copied().unwrap_or(usize::MAX);
-            };
-            for &p in &path {
-                if let Some(m) = memo.get_mut(p) {
-                    *m = if ok { 2 } else { 3 };
-                }
-            }
+                Hop::To(index.get(peer.node.index()).copied().unwrap_or(usize::MAX))
+            });
             // Only live switches' routes count.
             !ok && switches.get(s).is_some_and(|&x| !f.node(x).down)
         });
@@ -445,4 +414,44 @@ pub(crate) fn broken_destinations(st: &ValidState) -> BTreeSet<u16> {
         }
     }
     out
+}
+
+/// What a switch does on a memoised walk: go on to another switch index, or end it.
+enum Hop {
+    To(usize),
+    Done(bool),
+}
+
+/// Walks from switch index `s` by `hop`, with `memo` per switch index (0 unknown, 1 on this
+/// walk, 2 true, 3 false): the walk's answer, kept for every switch on it. A walk that comes
+/// back onto itself, or leaves the indices, is false.
+fn memo_walk(
+    memo: &mut [u8],
+    path: &mut Vec<usize>,
+    s: usize,
+    mut hop: impl FnMut(usize) -> Hop,
+) -> bool {
+    path.clear();
+    let mut k = s;
+    let answer = loop {
+        match memo.get(k).copied() {
+            Some(2) => break true,
+            Some(0) => {}
+            _ => break false,
+        }
+        if let Some(m) = memo.get_mut(k) {
+            *m = 1;
+        }
+        path.push(k);
+        match hop(k) {
+            Hop::To(next) => k = next,
+            Hop::Done(a) => break a,
+        }
+    };
+    for &p in path.iter() {
+        if let Some(m) = memo.get_mut(p) {
+            *m = if answer { 2 } else { 3 };
+        }
+    }
+    answer
 }
