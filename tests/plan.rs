@@ -62,49 +62,22 @@ fn planned_and_checked(old: &ValidState, new: &ValidState) -> weft_plan::Planned
         );
         assert_eq!(p.checks.len(), p.plan.steps.len());
         let start = weft_plan::start(old, new, mode).unwrap();
-        let mut lfts: std::collections::BTreeMap<_, Vec<u8>> = start
-            .switches
-            .iter()
-            .map(|(&id, t)| (id, t.lft.ports.clone()))
-            .collect();
-        for (c, s) in p.checks.iter().zip(&p.plan.steps) {
+        for c in &p.checks {
             assert!(c.is_proven(), "{mode:?}: {c:?}");
             if mode == Mode::Drain {
                 assert_eq!((c.failing_before, c.failing_after), (0, 0), "{c:?}");
             }
-            for w in &s.writes {
-                let Write::Lft {
-                    switch,
-                    block,
-                    old: before,
-                    new: after,
-                } = w
-                else {
-                    panic!("only LFT writes here");
-                };
-                let id = start.fabric.find_guid(*switch).unwrap();
-                let t = lfts.get_mut(&id).unwrap();
-                let first = usize::from(*block) * 64;
-                t.resize(t.len().max(first + 64), 255);
-                let hex: String = t[first..first + 64]
-                    .iter()
-                    .map(|b| format!("{b:02x}"))
-                    .collect();
-                assert_eq!(&hex, before, "the old block is what the switch holds then");
-                for i in 0..64 {
-                    t[first + i] = u8::from_str_radix(&after[2 * i..2 * i + 2], 16).unwrap();
-                }
-            }
         }
-        for (id, t) in &mut lfts {
-            while t.last() == Some(&255) {
-                t.pop();
-            }
-            assert_eq!(
-                *t, p.end.switches[id].lft.ports,
-                "the plan ends at its end state"
-            );
-        }
+        assert!(p
+            .plan
+            .steps
+            .iter()
+            .flat_map(|s| &s.writes)
+            .all(|w| matches!(w, Write::Lft { .. })));
+        // Every write's old block is what the switch holds then; the end is the plan's end.
+        let mut tables = by_guid(&start);
+        p.plan.replay_lfts(&mut tables).unwrap();
+        assert_eq!(tables, by_guid(&p.end), "the plan ends at its end state");
         // One SMP per changed block at least, far fewer than a full reconfiguration.
         assert!(p.plan.smps() as u64 * 5 < p.full_reconfiguration);
         assert!(p.rerouted.pairs > 0 && !p.rerouted.hosts.is_empty());
@@ -139,6 +112,13 @@ fn planned_and_checked(old: &ValidState, new: &ValidState) -> weft_plan::Planned
         }
     }
     fault.unwrap()
+}
+
+fn by_guid(st: &ValidState) -> std::collections::BTreeMap<weft_fabric::Guid, Vec<u8>> {
+    st.switches
+        .iter()
+        .map(|(&id, t)| (st.fabric.node(id).guid(), t.lft.ports.clone()))
+        .collect()
 }
 
 fn lfts_of(st: &ValidState) -> Vec<Vec<u8>> {

@@ -165,6 +165,74 @@ impl Plan {
     }
 }
 
+/// A write whose `old` block is not what the table holds when it lands.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+#[error("step {step}: switch {switch} LFT block {block} holds {found}, not the plan's old block")]
+#[diagnostic(code(weft::plan_file::stale))]
+pub struct StaleBlock {
+    /// The step (from 1).
+    pub step: usize,
+    /// The switch.
+    pub switch: Guid,
+    /// The block.
+    pub block: u16,
+    /// What it holds (hex).
+    pub found: String,
+}
+
+impl Plan {
+    /// Applies the plan's LFT writes, step by step, to `tables` (an LFT per switch GUID; a
+    /// switch missing starts empty), checking that every write's `old` block is what the table
+    /// holds when it lands; trailing unset entries are dropped at the end.
+    pub fn replay_lfts(
+        &self,
+        tables: &mut std::collections::BTreeMap<Guid, Vec<u8>>,
+    ) -> Result<(), StaleBlock> {
+        for (i, step) in self.steps.iter().enumerate() {
+            for w in &step.writes {
+                let Write::Lft {
+                    switch,
+                    block,
+                    old,
+                    new,
+                } = w
+                else {
+                    continue;
+                };
+                let t = tables.entry(*switch).or_default();
+                let first = usize::from(*block) * LFT_BLOCK;
+                if t.len() < first + LFT_BLOCK {
+                    t.resize(first + LFT_BLOCK, 0xff);
+                }
+                let Some(slot) = t.get_mut(first..first + LFT_BLOCK) else {
+                    continue;
+                };
+                let found = Write::lft_hex(slot);
+                if &found != old {
+                    return Err(StaleBlock {
+                        step: i + 1,
+                        switch: *switch,
+                        block: *block,
+                        found,
+                    });
+                }
+                for (k, e) in slot.iter_mut().enumerate() {
+                    *e = new
+                        .get(2 * k..2 * k + 2)
+                        .and_then(|h| u8::from_str_radix(h, 16).ok())
+                        .unwrap_or(0xff);
+                }
+            }
+        }
+        for t in tables.values_mut() {
+            while t.last() == Some(&0xff) {
+                t.pop();
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Why a plan file cannot be read.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
 pub enum PlanFileError {
@@ -265,6 +333,21 @@ mod tests {
         assert_eq!(Plan::from_json(&text).unwrap(), p);
         assert_eq!(p.smps(), 2);
         insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn replay_checks_every_old_block() {
+        let p = plan();
+        let sw = Guid(0xf452_1403_0000_0100);
+        // An empty table holds what the write expects (no entries): it lands.
+        let mut t = std::collections::BTreeMap::new();
+        p.replay_lfts(&mut t).unwrap();
+        assert_eq!(t[&sw], vec![0xff, 0x01]);
+        // A table that has moved on since the plan: refused, naming the block.
+        let mut t = std::collections::BTreeMap::from([(sw, vec![0xff, 0x02])]);
+        let e = p.replay_lfts(&mut t).unwrap_err();
+        assert_eq!((e.step, e.switch, e.block), (1, sw, 0));
+        assert!(e.found.starts_with("ff02"), "{e}");
     }
 
     #[test]

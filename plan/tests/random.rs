@@ -61,37 +61,21 @@ fn plans_replay_to_the_desired_tables() {
                         assert_eq!(checks.len(), steps.len(), "case {k}");
                         assert!(checks.iter().all(|c| c.is_proven()), "case {k}");
                         // Replay the writes on a shadow of the tables.
-                        let mut t = lfts(&s);
-                        for w in steps.iter().flatten() {
-                            let Write::Lft {
-                                switch,
-                                block,
-                                old: before,
-                                new: after,
-                            } = w
-                            else {
-                                continue;
-                            };
-                            let id = s.fabric.find_guid(*switch).unwrap();
-                            let row = t.get_mut(&id).unwrap();
-                            let first = usize::from(*block) * 64;
-                            row.resize(row.len().max(first + 64), 255);
-                            let hex: String = row[first..first + 64]
-                                .iter()
-                                .map(|b| format!("{b:02x}"))
-                                .collect();
-                            assert_eq!(&hex, before, "case {k}");
-                            for i in 0..64 {
-                                row[first + i] =
-                                    u8::from_str_radix(&after[2 * i..2 * i + 2], 16).unwrap();
-                            }
-                        }
-                        for row in t.values_mut() {
-                            while row.last() == Some(&255) {
-                                row.pop();
-                            }
-                        }
-                        assert_eq!(t, lfts(&p.end), "case {k}: the end is the plan's end state");
+                        let by_guid = |st: &ValidState| -> BTreeMap<weft_fabric::Guid, Vec<u8>> {
+                            lfts(st)
+                                .into_iter()
+                                .map(|(id, t)| (st.fabric.node(id).guid(), t))
+                                .collect()
+                        };
+                        let mut t = by_guid(&s);
+                        p.plan
+                            .replay_lfts(&mut t)
+                            .unwrap_or_else(|e| panic!("case {k}: {e}"));
+                        assert_eq!(
+                            t,
+                            by_guid(&p.end),
+                            "case {k}: the end is the plan's end state"
+                        );
                         if full {
                             assert_eq!(
                                 lfts(&p.end),
