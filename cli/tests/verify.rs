@@ -33,6 +33,23 @@ fn write_state(dir: &Path, name: &str, st: &FabricState) -> String {
     p.to_str().unwrap().to_owned()
 }
 
+/// `weft build` of `src` in `dir`: the state's path and text.
+fn built_state(dir: &Path, src: &str) -> (PathBuf, String) {
+    let file = dir.join("t.weft");
+    std::fs::write(&file, src).unwrap();
+    let out_dir = dir.join("out");
+    let out = weft(&[
+        "build",
+        file.to_str().unwrap(),
+        "-o",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let state = out_dir.join("state.json");
+    let text = std::fs::read_to_string(&state).unwrap();
+    (state, text)
+}
+
 fn ring_minhop() -> FabricState {
     let f = testkit::ring(6, 1);
     testkit::route_minhop(&f, testkit::sequential_lids(&f))
@@ -449,22 +466,10 @@ fn every_entry_at_port_1_is_reported_as_bounded_patterns() {
 #[test]
 fn leaking_and_cut_pkey_tables_are_refused_naming_the_pair() {
     let dir = temp_dir("isolation");
-    let src = dir.join("t.weft");
-    std::fs::write(
-        &src,
+    let (state_path, state) = built_state(
+        &dir,
         "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    tenant alice { pkey = 0x8001, hosts = cn001..=cn003 }\n    tenant bob { pkey = 0x8002, hosts = [cn004, cn005] }\n    shared storage { pkey = 0x8010, hosts = cn007, members = limited }\n}\n",
-    )
-    .unwrap();
-    let out_dir = dir.join("out");
-    let out = weft(&[
-        "build",
-        src.to_str().unwrap(),
-        "-o",
-        out_dir.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let state_path = out_dir.join("state.json");
-    let state = std::fs::read_to_string(&state_path).unwrap();
+    );
     let out = weft(&["verify", "--state", state_path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0));
     assert!(
@@ -507,21 +512,10 @@ fn leaking_and_cut_pkey_tables_are_refused_naming_the_pair() {
 #[test]
 fn a_tenants_traffic_leaving_its_class_is_refused() {
     let dir = temp_dir("tenant-class");
-    let src = dir.join("t.weft");
-    std::fs::write(
-        &src,
+    let (_, state) = built_state(
+        &dir,
         "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric tc {\n    topology = fat_tree(levels: 2, radix: 8, switch: sb7800, hca: connectx5)\n    vls { budget = 4 }\n    qos {\n        class compute { weight = 8 }\n        class bulk { weight = 2, match { service_id = 0x100 } }\n    }\n    tenant alice { pkey = 0x8001, hosts = cn001..=cn006, class = bulk }\n    tenant bob { pkey = 0x8002, hosts = cn007..=cn012 }\n}\n",
-    )
-    .unwrap();
-    let out_dir = dir.join("out");
-    let out = weft(&[
-        "build",
-        src.to_str().unwrap(),
-        "-o",
-        out_dir.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let state = std::fs::read_to_string(out_dir.join("state.json")).unwrap();
+    );
     // cn001 is 0x…0d00 (LIDs 1..=6 are alice's hosts); leaf1 is 0x…0100.
     let path = r#"["0x0002c90000000d00",1,1,6,[1]]"#;
     let map = r#"{"guid":"0x0002c90000000100","lft":"#;
