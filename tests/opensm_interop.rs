@@ -404,11 +404,7 @@ fn opensm_loads_weft_qos_settings() {
     else {
         return;
     };
-    let name = "qos-648.weft";
-    let c = weft_compiler::check(name, &example(name), &NoFiles);
-    assert!(!c.has_errors(), "{:?}", c.diagnostics);
-    let built =
-        weft_compiler::build::build(&c.elaborated.unwrap()).unwrap_or_else(|d| panic!("{d:?}"));
+    let built = built_example("qos-648.weft", "");
     let conf = weft_compiler::qos::opensm_conf(&built.lanes, "qos648");
     let state = built.state.into_inner();
     let (sim, osm_log) = opensm_loads_with(&tools, &state, |dir| {
@@ -604,11 +600,7 @@ fn opensm_sa_answers_weft_path_sls() {
     else {
         return;
     };
-    let name = "qos-648.weft";
-    let c = weft_compiler::check(name, &example(name), &NoFiles);
-    assert!(!c.has_errors(), "{:?}", c.diagnostics);
-    let built =
-        weft_compiler::build::build(&c.elaborated.unwrap()).unwrap_or_else(|d| panic!("{d:?}"));
+    let built = built_example("qos-648.weft", "");
     let conf = weft_compiler::qos::opensm_conf(&built.lanes, "qos648");
     let policy =
         weft_compiler::qos::qos_policy(built.state.state(), &built.lanes, built.layers.as_ref())
@@ -667,10 +659,15 @@ fn opensm_sa_answers_weft_path_sls() {
 
 /// The 648-node example with `sections` added to its fabric block, built.
 fn built_648_with(sections: &str) -> weft_compiler::build::Built {
-    let text = example("cluster-648.weft");
+    built_example("cluster-648.weft", sections)
+}
+
+/// `examples/NAME` with `sections` added to its fabric block, built.
+fn built_example(name: &str, sections: &str) -> weft_compiler::build::Built {
+    let text = example(name);
     let end = text.rfind('}').unwrap();
     let src = format!("{}{sections}}}\n", &text[..end]);
-    let c = weft_compiler::check("t.weft", &src, &NoFiles);
+    let c = weft_compiler::check(name, &src, &NoFiles);
     assert!(!c.has_errors(), "{:?}", c.diagnostics);
     weft_compiler::build::build(&c.elaborated.unwrap()).unwrap_or_else(|d| panic!("{d:?}"))
 }

@@ -248,7 +248,7 @@ fn compile_and_build(
 /// promises each port's LIDs link-disjoint paths).
 fn properties(b: &weft_compiler::build::Built) -> Vec<weft_verifier::Property> {
     let mut p = weft_verifier::Property::defaults(&b.state);
-    if b.state.lids.lmc > 0 && b.engine.name() == "fat_tree" {
+    if b.state.lids.lmc > 0 && b.engine == weft_compiler::routing::Engine::FatTree {
         p.push(weft_verifier::Property::ApmDisjoint);
     }
     p

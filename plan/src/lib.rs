@@ -240,26 +240,6 @@ pub fn start(old: &ValidState, new: &ValidState, mode: Mode) -> Result<ValidStat
 /// Plans the way from `old` (what the fabric runs) to `new` (what it should run).
 pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planned, PlanError> {
     same_fabric(old, new)?;
-    let verify = VerifyOptions {
-        scope: opts.scope,
-        properties: Property::defaults(new),
-        certificate: false,
-        max_listed: 1,
-        witnesses: 1,
-    };
-    let report = weft_verifier::verify(new, &verify);
-    if !report.is_proven() {
-        let failed: Vec<&str> = report
-            .properties
-            .iter()
-            .filter(|&&p| *report.outcome(p) != weft_verifier::Outcome::Proven)
-            .map(|p| p.name())
-            .collect();
-        return Err(PlanError::Unproven(format!(
-            "not {}",
-            failed.join(", not ")
-        )));
-    }
     let start = start(old, new, opts.mode)?;
     // Minimal rerouting answers a change of the fabric (links or nodes down or up); anything
     // else the desired state changes (another engine, other settings) is its tables.
@@ -268,6 +248,13 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
     } else {
         reroute(old, new, opts)?
     };
+    // The end state is proven before any step is planned toward it (the reroute proved its
+    // own).
+    if matches!(target, Target::Desired { .. }) {
+        if let Some(why) = unproven(&end, opts.scope) {
+            return Err(PlanError::Unproven(why));
+        }
+    }
     let order = order::stages(&start, &end);
     let mut checks = Vec::new();
     let mut steps: Vec<PlanStep> = Vec::new();
@@ -383,31 +370,41 @@ fn reroute(
         }
     }
     let hybrid = valid(hybrid)?;
+    match unproven(&hybrid, opts.scope) {
+        None => {
+            let n = broken.len();
+            Ok((hybrid, Target::Reroute { destinations: n }))
+        }
+        Some(not) => {
+            let why = format!(
+                "rerouting only the {} destination(s) the change breaks is {not}, so the plan leads to the desired state's tables",
+                broken.len()
+            );
+            Ok((new.clone(), Target::Desired { why: Some(why) }))
+        }
+    }
+}
+
+/// `None` when `st` is proven (the properties of routes, and isolation when it declares
+/// partitions); else what is not: "not deadlock_free, not connected".
+fn unproven(st: &ValidState, scope: Scope) -> Option<String> {
     let verify = VerifyOptions {
-        scope: opts.scope,
-        properties: Property::defaults(&hybrid),
+        scope,
+        properties: Property::defaults(st),
         certificate: false,
         max_listed: 1,
         witnesses: 1,
     };
-    let report = weft_verifier::verify(&hybrid, &verify);
-    if report.is_proven() {
-        let n = broken.len();
-        Ok((hybrid, Target::Reroute { destinations: n }))
-    } else {
-        let why = format!(
-            "rerouting only the {} destination(s) the change breaks is not proven ({}), so the plan leads to the desired state's tables",
-            broken.len(),
-            report
-                .properties
-                .iter()
-                .filter(|&&p| *report.outcome(p) != weft_verifier::Outcome::Proven)
-                .map(|p| p.name())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        Ok((new.clone(), Target::Desired { why: Some(why) }))
-    }
+    let report = weft_verifier::verify(st, &verify);
+    (!report.is_proven()).then(|| {
+        let failed: Vec<&str> = report
+            .properties
+            .iter()
+            .filter(|&&p| *report.outcome(p) != weft_verifier::Outcome::Proven)
+            .map(|p| p.name())
+            .collect();
+        format!("not {}", failed.join(", not "))
+    })
 }
 
 /// Checks steps of LFT writes someone ordered, from `start` (see [`start`]): the check of
