@@ -391,3 +391,38 @@ fn pkey_changes_never_leak_while_they_land() {
     );
     assert_ne!(before, allowed);
 }
+
+/// A switch failure (a spine of the 648-node tree down) is planned like a link failure: every
+/// step proven, nothing written to the dead switch, the end state reached.
+#[test]
+fn switch_failure_is_planned_without_writing_the_dead_switch() {
+    let src = example("cluster-648.weft");
+    let old = compiled(&src);
+    let new = compiled(&with_faults(&src, "        switch spine3 down\n"));
+    let spine3 = old.fabric.node(old.fabric.find("spine3").unwrap()).guid();
+    for mode in [Mode::Fault, Mode::Drain] {
+        let p = plan(
+            &old,
+            &new,
+            &Options {
+                mode,
+                ..Options::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+        assert!(!p.plan.steps.is_empty());
+        assert!(p.checks.iter().all(|c| c.is_proven()), "{mode:?}");
+        assert!(p
+            .plan
+            .steps
+            .iter()
+            .flat_map(|s| &s.writes)
+            .all(|w| !matches!(w, Write::Lft { switch, .. } if *switch == spine3)));
+        let start = weft_plan::start(&old, &new, mode).unwrap();
+        let mut tables = by_guid(&start);
+        p.plan.replay_lfts(&mut tables).unwrap();
+        tables.remove(&spine3);
+        assert_eq!(tables, by_guid(&p.end), "{mode:?}");
+        assert!(weft_verifier::verify(&p.end, &Default::default()).is_proven());
+    }
+}

@@ -207,7 +207,13 @@ fn same_fabric(old: &ValidState, new: &ValidState) -> Result<(), PlanError> {
     if old.path_sl != new.path_sl {
         return Err(PlanError::NotBuilt("path SLs"));
     }
-    if !old.same_sl2vl(new) {
+    // Switches in both states (a switch down in one has no tables there).
+    let sl2vl_differs = old.switches.iter().any(|(id, t)| {
+        new.switches
+            .get(id)
+            .is_some_and(|u| u.sl2vl != t.sl2vl || u.sl2vl_all != t.sl2vl_all)
+    });
+    if sl2vl_differs {
         return Err(PlanError::NotBuilt("switch SL→VL tables"));
     }
     let port_tables = |s: &ValidState| -> Vec<_> {

@@ -62,7 +62,10 @@ pub(crate) fn stages(start: &ValidState, new: &ValidState) -> Order {
     let mut changed: Vec<(NodeId, u16)> = Vec::new();
     let mut old_lft: BTreeMap<NodeId, Vec<u8>> = BTreeMap::new();
     let mut new_lft: BTreeMap<NodeId, Vec<u8>> = BTreeMap::new();
-    for &x in start.switches.keys() {
+    // A switch that is down where the steps run, or has no tables in the end state (down
+    // there), is not written.
+    let live = |x: NodeId| !start.fabric.node(x).down && new.switches.contains_key(&x);
+    for &x in start.switches.keys().filter(|&&x| live(x)) {
         let (a, b) = (lft(start, x), lft(new, x));
         let top = a.len().max(b.len());
         for lid in 0..top {
