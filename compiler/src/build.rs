@@ -94,7 +94,8 @@ fn at_engine(e: &Elaborated, choice: &EngineChoice, d: Diagnostic) -> Diagnostic
 
 /// Assigns LIDs and routes.
 pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
-    let lids = crate::lids::assign(e)?;
+    let mut lids = crate::lids::assign(e)?;
+    crate::lids::assign_vfs(e, &mut lids)?;
     let choice = choose_engine(e);
     let name = choice.engine.name();
     let engine = choice.engine.router();

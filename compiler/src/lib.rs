@@ -104,9 +104,57 @@ pub struct Tenant {
     pub others: Option<Membership>,
     /// A tenant's QoS class (its traffic on that class's SLs and VLs), and where it is named.
     pub class: Option<(String, Span)>,
+    /// A tenant's `vms on HOSTS { … }` pools: hypervisors whose VFs its VMs run on.
+    pub pools: Vec<VmPool>,
+    /// A tenant's `vm NAME on HOST` placements, in declaration order.
+    pub vms: Vec<Vm>,
+}
+
+/// How a pool's VFs get LIDs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VfLids {
+    /// Only a VF a VM runs on has a LID (it moves with the VM).
+    Dynamic,
+    /// Every VF has a LID from the start (routed before any VM runs).
+    Prepopulated,
+}
+
+/// `vms on HOSTS { vfs_per_host = N, lids = dynamic|prepopulated }`: vSwitch SR-IOV
+/// hypervisors, each with `vfs` VFs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VmPool {
+    /// The hypervisors, in declaration order.
+    pub hosts: Vec<NodeId>,
+    /// VFs per hypervisor.
+    pub vfs: u8,
+    /// The LID scheme.
+    pub lids: VfLids,
+    /// Where the pool is declared (`vms`).
+    pub span: Span,
+}
+
+/// `vm NAME on HOST`: a VM on one of its tenant's hypervisors.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Vm {
+    /// Its name.
+    pub name: String,
+    /// The hypervisor.
+    pub host: NodeId,
+    /// Where it is declared (the name).
+    pub span: Span,
 }
 
 pub use weft_fabric::Membership;
+
+impl Tenant {
+    /// Every end node the tenant holds: its hosts, then its VMs' hypervisors.
+    pub fn members(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.hosts
+            .iter()
+            .copied()
+            .chain(self.pools.iter().flat_map(|p| p.hosts.iter().copied()))
+    }
+}
 
 /// What a `fabric` block says besides its topology.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -137,8 +137,159 @@ pub fn assign(e: &Elaborated) -> Result<LidAssignment, Vec<Diagnostic>> {
         }
     }
     if errors.is_empty() {
-        Ok(LidAssignment { lmc, base })
+        Ok(LidAssignment {
+            lmc,
+            base,
+            vports: Vec::new(),
+        })
     } else {
         Err(errors)
     }
+}
+
+/// The VFs of every tenant's `vms on` pools, with their GUIDs, VMs and LIDs, added to `lids`.
+///
+/// A hypervisor's VFs sit behind its first port that has a LID; VMs take its VFs in
+/// declaration order. GUIDs are the hypervisor's node GUID with the top byte xored by
+/// `vf + 1`. VF LIDs come after every physical LID, from a 64-LID block boundary (an LFT SMP
+/// writes one 64-entry block):
+///
+/// * prepopulated pools first: every VF of every hypervisor, hypervisors in the order of their
+///   leaf switch and leaf port, so hypervisors on one leaf hold neighbouring LIDs; a
+///   hypervisor's VFs never straddle a block boundary (when they fit in one block), so a
+///   LID swap between two VFs of one hypervisor touches one block per switch;
+/// * then dynamic pools: one LID per VM, in declaration order, so a VM keeps its LID wherever
+///   it is placed and a migration (a LID copy) touches one block per switch.
+///
+/// The unicast range counts every VF: too many is an error at the pool that overflows.
+pub fn assign_vfs(e: &Elaborated, lids: &mut LidAssignment) -> Result<(), Vec<Diagnostic>> {
+    use crate::VfLids;
+    use weft_fabric::{Guid, PortRef, VirtualPort};
+    let f = &e.fabric;
+    let tenants = &e.config.tenants;
+    if tenants.iter().all(|t| t.pools.is_empty()) {
+        return Ok(());
+    }
+    let source = e.fabric_origin.source;
+    let taken: std::collections::BTreeSet<usize> = lids
+        .owners(f)
+        .iter()
+        .enumerate()
+        .filter_map(|(l, o)| o.map(|_| l))
+        .collect();
+    let first_free = taken.last().map_or(1, |&l| l + 1);
+    let mut next = first_free.div_ceil(64) * 64;
+    let limit = usize::from(MAX_UNICAST_LID);
+    let budget = |pool: &crate::VmPool, need: usize, next: usize| -> Diagnostic {
+        Diagnostic::error(
+            Code::LidBudgetExceeded,
+            format!(
+                "the VFs need LIDs past the unicast range: {need} more from LID {next}, and the last is {limit}"
+            ),
+        )
+        .label(source, pool.span, "VFs of this pool overflow the LID space")
+        .help("fewer `vfs_per_host`, `lids = dynamic` (one LID per running VM), or split the fabric")
+    };
+    // (hypervisor, its port, pool) in the order LIDs are handed out within each scheme.
+    let mut hypervisors: Vec<(NodeId, PortNum, &crate::VmPool)> = Vec::new();
+    for pool in tenants.iter().flat_map(|t| &t.pools) {
+        for &h in &pool.hosts {
+            let Some((&port, _)) = lids.base.get(&h).and_then(|m| m.iter().next()) else {
+                let origin = e.origin(h);
+                return Err(vec![Diagnostic::error(
+                    Code::LidPinUnused,
+                    format!("hypervisor `{}` has no cabled port for its VFs", f.node(h).name()),
+                )
+                .label(origin.source, origin.span, "declared here")
+                .label(source, pool.span, "a hypervisor of this pool")
+                .help("cable the hypervisor, or remove it from `vms on`")]);
+            };
+            hypervisors.push((h, port, pool));
+        }
+    }
+    let leaf_of = |h: NodeId, p: PortNum| {
+        f.peer(PortRef { node: h, port: p })
+            .map(|(q, _)| (q.node, q.port))
+    };
+    let mut vports: Vec<VirtualPort> = Vec::new();
+    let mut prepop: Vec<&(NodeId, PortNum, &crate::VmPool)> = hypervisors
+        .iter()
+        .filter(|(_, _, p)| p.lids == VfLids::Prepopulated)
+        .collect();
+    prepop.sort_by_key(|&&(h, p, _)| (leaf_of(h, p), h));
+    for &&(h, port, pool) in &prepop {
+        let n = usize::from(pool.vfs);
+        if n <= 64 && next % 64 + n > 64 {
+            next = next.div_ceil(64) * 64;
+        }
+        if next + n - 1 > limit {
+            return Err(vec![budget(pool, n, next)]);
+        }
+        for vf in 0..pool.vfs {
+            vports.push(VirtualPort {
+                host: PortRef { node: h, port },
+                vf,
+                guid: Guid(f.node(h).guid().0 ^ ((u64::from(vf) + 1) << 56)),
+                lid: Some(Lid((next + usize::from(vf)) as u16)),
+                vm: None,
+                pkeys: None,
+            });
+        }
+        next += n;
+    }
+    for &(h, port, pool) in hypervisors.iter().filter(|(_, _, p)| p.lids == VfLids::Dynamic) {
+        for vf in 0..pool.vfs {
+            vports.push(VirtualPort {
+                host: PortRef { node: h, port },
+                vf,
+                guid: Guid(f.node(h).guid().0 ^ ((u64::from(vf) + 1) << 56)),
+                lid: None,
+                vm: None,
+                pkeys: None,
+            });
+        }
+    }
+    vports.sort_by_key(|v| v.key());
+    // VMs onto VFs, in declaration order; dynamic VFs get their LIDs from a fresh block.
+    if vports.iter().any(|v| v.lid.is_none()) {
+        next = next.div_ceil(64) * 64;
+    }
+    for t in tenants {
+        for vm in &t.vms {
+            let Some(v) = vports
+                .iter_mut()
+                .find(|v| v.host.node == vm.host && v.vm.is_none())
+            else {
+                continue; // more VMs than VFs: reported by the elaboration
+            };
+            v.vm = Some(vm.name.clone());
+            if v.lid.is_none() {
+                if next > limit {
+                    let pool = t.pools.iter().find(|p| p.hosts.contains(&vm.host));
+                    if let Some(pool) = pool {
+                        return Err(vec![budget(pool, 1, next)]);
+                    }
+                }
+                v.lid = Some(Lid(next as u16));
+                next += 1;
+            }
+        }
+    }
+    let mut guids: std::collections::BTreeSet<u64> = f.nodes().iter().map(|n| n.guid().0).collect();
+    if let Some(v) = vports.iter().find(|v| !guids.insert(v.guid.0)) {
+        let origin = e.origin(v.host.node);
+        return Err(vec![Diagnostic::error(
+            Code::LidPinConflict,
+            format!(
+                "VF {} of `{}` would have GUID {}, which another node or VF has",
+                v.vf,
+                f.node(v.host.node).name(),
+                v.guid
+            ),
+        )
+        .label(origin.source, origin.span, "this hypervisor")
+        .help("VF GUIDs are the node GUID with the top byte xored by VF + 1; give the nodes GUIDs that leave those free")]);
+    }
+    lids.vports = vports;
+    Ok(())
 }

@@ -66,6 +66,7 @@ pub fn apply(
             name: t.name.clone(),
             pkey: t.pkey,
             members: BTreeMap::new(),
+            vms: BTreeMap::new(),
             class: None,
         })
         .collect();
@@ -80,6 +81,45 @@ pub fn apply(
                 p.members.insert(*port, m);
             }
         }
+    }
+    // VFs: a VM's VF holds what a host of its tenant would; a VF without a VM holds only the
+    // default partition (as limited member: it talks to no one).
+    let vm_tenant: BTreeMap<&str, &Tenant> = tenants
+        .iter()
+        .flat_map(|t| t.vms.iter().map(move |v| (v.name.as_str(), t)))
+        .collect();
+    let mut vf_tables: Vec<Vec<PKey>> = Vec::with_capacity(state.lids.vports.len());
+    for v in &state.lids.vports {
+        let mut table = vec![DEFAULT_LIMITED];
+        if let Some((vm, t)) = v
+            .vm
+            .as_deref()
+            .and_then(|vm| vm_tenant.get(vm).map(|t| (vm, t)))
+        {
+            table.push(key(t, Membership::Full));
+            table.extend(tenants.iter().filter_map(|s| s.others.map(|m| key(s, m))));
+            for k in table.iter().skip(1) {
+                if let Some(p) = declared.iter_mut().find(|p| p.pkey == k.base()) {
+                    let m = if k.is_full() {
+                        Membership::Full
+                    } else {
+                        Membership::Limited
+                    };
+                    p.vms.insert(vm.to_owned(), m);
+                }
+            }
+        }
+        vf_tables.push(table);
+    }
+    let vf_ports = state.lids.vports.iter().map(|v| v.host).zip(&vf_tables);
+    if let Some((port, table)) = vf_ports.clone().find(|(r, t)| {
+        let cap = state.fabric.node(r.node).spec.partition_cap;
+        cap.is_some_and(|c| t.len() > usize::from(c))
+    }) {
+        return Err(over_capacity(state, tenants, source, port, table));
+    }
+    for (v, table) in state.lids.vports.iter_mut().zip(vf_tables) {
+        v.pkeys = Some(table);
     }
     if let Some((port, table)) = ports.iter().find(|(r, t)| {
         let cap = state.fabric.node(r.node).spec.partition_cap;

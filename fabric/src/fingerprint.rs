@@ -111,12 +111,29 @@ impl Fingerprint {
             h.update([*p]);
             h.update(l.to_be_bytes());
         }
+        // VF LIDs behind live ports (hashed only when there are, so fingerprints of states
+        // without VFs stay as they were).
+        let mut vfs: Vec<(u64, u16)> = state
+            .lids
+            .vports
+            .iter()
+            .filter(|v| port_live(f, v.host))
+            .filter_map(|v| Some((v.guid.0, v.lid?.0)))
+            .collect();
+        vfs.sort_unstable();
+        if !vfs.is_empty() {
+            h.update(b"weft-vf-lids-v1");
+            for (g, l) in &vfs {
+                h.update(g.to_be_bytes());
+                h.update(l.to_be_bytes());
+            }
+        }
         Fingerprint {
             topology,
             lids: hex(&h.finalize()),
             nodes,
             links,
-            lid_ports: lids.len() as u64,
+            lid_ports: (lids.len() + vfs.len()) as u64,
         }
     }
 

@@ -35,5 +35,5 @@ pub use model::{
 pub use state::{
     json as state_json, DlidSls, FabricState, Lft, LidAssignment, LidRange, Membership, PKey,
     Partition, PathSl, PortState, Sl2VlRow, SlSet, SourceSls, StateError, StateErrors, SwitchSls,
-    SwitchState, TrafficClass, ValidState, VlArb, VlWeight, LFT_UNSET,
+    SwitchState, TrafficClass, ValidState, VirtualPort, VlArb, VlWeight, LFT_UNSET,
 };

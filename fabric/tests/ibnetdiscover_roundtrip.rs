@@ -176,6 +176,7 @@ fn arb_fabric() -> impl Strategy<Value = (Fabric, Option<LidAssignment>)> {
                 let mut lids = LidAssignment {
                     lmc,
                     base: BTreeMap::new(),
+                    vports: Vec::new(),
                 };
                 let mut next = u32::from(lid_seed);
                 for id in fabric.node_ids() {

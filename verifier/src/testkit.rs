@@ -189,6 +189,7 @@ pub fn sequential_lids(f: &Fabric) -> LidAssignment {
     let mut lids = LidAssignment {
         lmc: f.lmc,
         base: Default::default(),
+        vports: Vec::new(),
     };
     let span = 1u16 << f.lmc.min(7);
     let mut next = 1u16;

@@ -86,6 +86,7 @@ fn case(rng: &mut Rng) -> FabricState {
             name: format!("p{i}"),
             pkey: 1 + i * 3,
             members: BTreeMap::new(),
+            vms: BTreeMap::new(),
             class: None,
         })
         .collect();

@@ -533,6 +533,7 @@ fn opensm_once(
     let lids = LidAssignment {
         lmc: fabric.lmc,
         base: Default::default(),
+        vports: Vec::new(),
     };
     let dumps = weft_fabric::opensm::Dumps {
         lfts: &fts.stdout,

@@ -2,10 +2,12 @@
 //! limited|full }`: partitions of end nodes.
 
 use super::*;
-use crate::{Membership, Tenant};
+use crate::{Membership, Tenant, VfLids, Vm, VmPool};
 
 /// What a `tenant` takes.
 const TENANT_ATTRS: &[&str] = &["pkey", "hosts", "class"];
+/// What a `vms on HOSTS { … }` pool takes.
+const POOL_ATTRS: &[&str] = &["vfs_per_host", "lids"];
 /// What a `shared` partition takes.
 const SHARED_ATTRS: &[&str] = &["pkey", "hosts", "members"];
 
@@ -40,20 +42,24 @@ impl Elab<'_> {
         let mut hosts: Vec<(NodeId, Span)> = Vec::new();
         let mut others = Membership::Limited;
         let mut class: Option<(String, Span)> = None;
+        let mut pools: Vec<VmPool> = Vec::new();
+        let mut vms: Vec<Vm> = Vec::new();
         // Whether every setting was understood (a missing P_Key is reported only then).
         let mut ok = true;
         for item in s.body.iter().flatten() {
             let a = match item {
                 SectionItem::Attr(a) => a,
-                SectionItem::Section(inner)
-                    if !shared && matches!(inner.kind.name.as_str(), "vms" | "vm" | "vswitch") =>
-                {
-                    self.unsupported(
-                        inner.kind.span,
-                        &format!("`{}` (VMs on vSwitch SR-IOV hypervisors) is not implemented yet", inner.kind.name),
-                        "VM placement comes in a later version; list the hypervisors in `hosts` for now, or remove the section",
-                    );
-                    ok = false;
+                SectionItem::Section(inner) if !shared && inner.kind.name == "vms" => {
+                    let (pool, fine) = self.vm_pool(inner);
+                    pools.extend(pool);
+                    ok &= fine;
+                    continue;
+                }
+                SectionItem::Section(inner) if !shared && inner.kind.name == "vm" => {
+                    match self.vm(inner) {
+                        Some(v) => vms.push(v),
+                        None => ok = false,
+                    }
                     continue;
                 }
                 other => {
@@ -81,44 +87,11 @@ impl Elab<'_> {
                     }
                     None => ok = false,
                 },
-                "hosts" => match self.eval(&a.value) {
-                    Ok(v) => {
-                        let items = match v {
-                            Value::List(l) => l.iter().cloned().collect(),
-                            Value::Array(arr) => arr.ids.iter().map(|&i| Value::Node(i)).collect(),
-                            other => vec![other],
-                        };
-                        for it in items {
-                            if let Value::Symbol(w) = &it {
-                                self.err_help(
-                                    Code::UnknownName,
-                                    format!("no node named `{w}`"),
-                                    a.value.span,
-                                    "in these hosts",
-                                    "name end nodes of the topology: `cn001`, `cn001..=cn128`, `[cn1, cn2]`",
-                                );
-                                ok = false;
-                                continue;
-                            }
-                            match self.as_node(it, a.value.span) {
-                                Ok(n) if self.builder.fabric().node(n).is_switch() => {
-                                    let sw = self.builder.fabric().node(n).name().to_owned();
-                                    self.err_help(
-                                        Code::TypeMismatch,
-                                        format!("`{sw}` is a switch, not a host"),
-                                        a.value.span,
-                                        "a switch in `hosts`",
-                                        "a partition's members are end nodes (HCAs); switches stay in the default partition",
-                                    );
-                                    ok = false;
-                                }
-                                Ok(n) => hosts.push((n, a.value.span)),
-                                Err(_) => ok = false,
-                            }
-                        }
-                    }
-                    Err(_) => ok = false,
-                },
+                "hosts" => {
+                    let (found, all) = self.end_nodes(&a.value, "hosts");
+                    hosts.extend(found.into_iter().map(|n| (n, a.value.span)));
+                    ok &= all;
+                }
                 "members" if shared => {
                     match self.word_in(&a.value, &["limited", "full"], "membership") {
                         Some(w) if w == "full" => others = Membership::Full,
@@ -155,14 +128,14 @@ impl Elab<'_> {
                 format!("give it one: `{kind} {} {{ pkey = 0x8001, … }}`", name.name),
             );
         }
-        if hosts.is_empty() && ok {
+        if hosts.is_empty() && pools.is_empty() && ok {
             self.err_help(
                 Code::MissingAttribute,
                 format!("`{}` has no hosts", name.name),
                 name.span,
                 "an empty partition",
                 format!(
-                    "list its members: `{kind} {} {{ hosts = cn001..=cn016, … }}`, or remove it",
+                    "list its members: `{kind} {} {{ hosts = cn001..=cn016, … }}` (or, for a tenant, its VMs' hypervisors: `vms on cn001..=cn016 {{ vfs_per_host = 4 }}`), or remove it",
                     name.name
                 ),
             );
@@ -184,11 +157,35 @@ impl Elab<'_> {
             .tenants
             .iter()
             .enumerate()
-            .flat_map(|(i, t)| t.hosts.iter().map(move |&h| (h, i)))
+            .flat_map(|(i, t)| t.members().map(move |h| (h, i)))
             .collect();
         let mut seen = std::collections::BTreeSet::new();
         hosts.retain(|&(h, _)| seen.insert(h));
-        for &(h, span) in &hosts {
+        let mut pooled: Vec<(NodeId, Span)> = Vec::new();
+        for p in &pools {
+            for &h in &p.hosts {
+                if let Some(&(_, first)) = hosts.iter().find(|&&(x, _)| x == h) {
+                    let host = self.builder.fabric().node(h).name().to_owned();
+                    self.second(
+                        &format!("`{host}` is both a host and a VM hypervisor of `{}`", name.name),
+                        p.span,
+                        first,
+                        "a hypervisor's own port stays out of its VMs' partition; list it in `vms on` only",
+                    );
+                } else if let Some(&(_, first)) = pooled.iter().find(|&&(x, _)| x == h) {
+                    let host = self.builder.fabric().node(h).name().to_owned();
+                    self.second(
+                        &format!("`{host}` is in two `vms on` pools of `{}`", name.name),
+                        p.span,
+                        first,
+                        "each hypervisor has one VF count and one LID scheme",
+                    );
+                } else {
+                    pooled.push((h, p.span));
+                }
+            }
+        }
+        for &(h, span) in hosts.iter().chain(&pooled) {
             if let Some(first) = owners.get(&h).and_then(|&i| config.tenants.get(i)) {
                 let (first_name, first_span) = (first.name.clone(), first.span);
                 let host = self.builder.fabric().node(h).name().to_owned();
@@ -200,6 +197,7 @@ impl Elab<'_> {
                 );
             }
         }
+        self.check_vms(&name.name, &pools, &vms, class.as_ref(), config);
         // Recorded even when something is wrong, so later sections are checked against it
         // (the errors stop the build).
         {
@@ -210,7 +208,224 @@ impl Elab<'_> {
                 hosts: hosts.into_iter().map(|(h, _)| h).collect(),
                 others: shared.then_some(others),
                 class,
+                pools,
+                vms,
             });
+        }
+    }
+
+    /// End nodes named by `e` (a node, a range, a list) in `what` (`hosts`, …), and whether
+    /// every item was one (what is not is reported).
+    fn end_nodes(&mut self, e: &Expr, what: &str) -> (Vec<NodeId>, bool) {
+        let Ok(v) = self.eval(e) else {
+            return (Vec::new(), false);
+        };
+        let items: Vec<Value> = match v {
+            Value::List(l) => l.iter().cloned().collect(),
+            Value::Array(arr) => arr.ids.iter().map(|&i| Value::Node(i)).collect(),
+            other => vec![other],
+        };
+        let mut ok = true;
+        let mut out = Vec::new();
+        for it in items {
+            if let Value::Symbol(w) = &it {
+                self.err_help(
+                    Code::UnknownName,
+                    format!("no node named `{w}`"),
+                    e.span,
+                    format!("in these {what}"),
+                    "name end nodes of the topology: `cn001`, `cn001..=cn128`, `[cn1, cn2]`",
+                );
+                ok = false;
+                continue;
+            }
+            match self.as_node(it, e.span) {
+                Ok(n) if self.builder.fabric().node(n).is_switch() => {
+                    let sw = self.builder.fabric().node(n).name().to_owned();
+                    self.err_help(
+                        Code::TypeMismatch,
+                        format!("`{sw}` is a switch, not a host"),
+                        e.span,
+                        format!("a switch in `{what}`"),
+                        "a partition's members are end nodes (HCAs); switches stay in the default partition",
+                    );
+                    ok = false;
+                }
+                Ok(n) => out.push(n),
+                Err(_) => ok = false,
+            }
+        }
+        (out, ok)
+    }
+
+    /// `vms on HOSTS { vfs_per_host = N, lids = dynamic|prepopulated }`, and whether it is
+    /// right. A pool with mistakes is still returned when it names hypervisors (with as many
+    /// VFs as could be), so its VMs are not reported again as placed nowhere.
+    fn vm_pool(&mut self, s: &Section) -> (Option<VmPool>, bool) {
+        let Some(on) = &s.on else {
+            self.err_help(
+                Code::Syntax,
+                "`vms` needs its hypervisors",
+                s.kind.span,
+                "on which hosts?",
+                "write `vms on cn129..=cn256 { vfs_per_host = 4, lids = dynamic }`",
+            );
+            return (None, false);
+        };
+        if let Some(n) = &s.name {
+            self.err_help(
+                Code::Syntax,
+                "`vms` takes no name",
+                n.span,
+                "a name here would be ignored",
+                "name each VM with `vm NAME on HOST`",
+            );
+            return (None, false);
+        }
+        let (hosts, mut ok) = self.end_nodes(on, "vms on");
+        let mut vfs: Option<u8> = None;
+        let mut lids = VfLids::Dynamic;
+        for item in s.body.iter().flatten() {
+            match item {
+                SectionItem::Attr(a) if a.name.name == "vfs_per_host" => {
+                    match self.int_in(&a.value, 1, 127, "a VF count (1..=127)") {
+                        Some(n) => vfs = Some(n as u8),
+                        None => ok = false,
+                    }
+                }
+                SectionItem::Attr(a) if a.name.name == "lids" => {
+                    match self.word_in(&a.value, &["dynamic", "prepopulated"], "LID scheme") {
+                        Some(w) if w == "prepopulated" => lids = VfLids::Prepopulated,
+                        Some(_) => lids = VfLids::Dynamic,
+                        None => ok = false,
+                    }
+                }
+                // The vSwitch model is the only one built: saying so is allowed.
+                SectionItem::Section(f)
+                    if f.kind.name == "vswitch" && f.body.is_none() && f.on.is_none() && f.name.is_none() => {}
+                other => {
+                    self.unknown_in_section(other, "vms", POOL_ATTRS);
+                    ok = false;
+                }
+            }
+        }
+        if vfs.is_none() {
+            ok = false;
+            self.err_help(
+                Code::MissingAttribute,
+                "`vms` needs `vfs_per_host`",
+                s.kind.span,
+                "how many VFs per hypervisor?",
+                "write `vms on … { vfs_per_host = 4 }`",
+            );
+        }
+        let pool = VmPool {
+            hosts,
+            vfs: vfs.unwrap_or(127),
+            lids,
+            span: s.kind.span,
+        };
+        (Some(pool), ok)
+    }
+
+    /// `vm NAME on HOST`.
+    fn vm(&mut self, s: &Section) -> Option<Vm> {
+        let (Some(name), Some(on)) = (&s.name, &s.on) else {
+            self.err_help(
+                Code::Syntax,
+                "a `vm` needs a name and a hypervisor",
+                s.kind.span,
+                "incomplete",
+                "write `vm db1 on cn140`",
+            );
+            return None;
+        };
+        if let Some(b) = s.body.iter().flatten().next() {
+            self.unknown_in_section(b, "vm", &[]);
+            return None;
+        }
+        let (hosts, ok) = self.end_nodes(on, "vm … on");
+        if !ok {
+            return None;
+        }
+        let [host] = hosts[..] else {
+            self.err_help(
+                Code::TypeMismatch,
+                format!("VM `{}` runs on one hypervisor", name.name),
+                on.span,
+                format!("{} hosts", hosts.len()),
+                "write `vm db1 on cn140`",
+            );
+            return None;
+        };
+        Some(Vm {
+            name: name.name.clone(),
+            host,
+            span: name.span,
+        })
+    }
+
+    /// A tenant's VMs against its pools and every VM before: names unique, each on a
+    /// hypervisor of this tenant's pools, no more VMs on a hypervisor than it has VFs; a
+    /// tenant with VMs takes no class yet.
+    fn check_vms(
+        &mut self,
+        tenant: &str,
+        pools: &[VmPool],
+        vms: &[Vm],
+        class: Option<&(String, Span)>,
+        config: &FabricConfig,
+    ) {
+        if let (Some((_, span)), false) = (class, pools.is_empty()) {
+            self.unsupported(
+                *span,
+                &format!("tenant `{tenant}` has VMs and a class; a class for VM traffic is not built yet"),
+                "a VM's traffic leaves on its hypervisor's cable with the SLs that port uses; remove `class`, or keep the classed hosts in a tenant without VMs",
+            );
+        }
+        let mut count: std::collections::BTreeMap<NodeId, u32> = std::collections::BTreeMap::new();
+        for (i, vm) in vms.iter().enumerate() {
+            let earlier = config
+                .tenants
+                .iter()
+                .flat_map(|t| &t.vms)
+                .chain(vms.iter().take(i))
+                .find(|v| v.name == vm.name);
+            if let Some(first) = earlier {
+                let first = first.span;
+                self.second(
+                    &format!("VM `{}` is placed twice", vm.name),
+                    vm.span,
+                    first,
+                    "a VM runs on one hypervisor; move it by editing its `on`",
+                );
+                continue;
+            }
+            let host = self.builder.fabric().node(vm.host).name().to_owned();
+            let Some(pool) = pools.iter().find(|p| p.hosts.contains(&vm.host)) else {
+                self.err_help(
+                    Code::UnknownName,
+                    format!("`{host}` is not one of `{tenant}`'s hypervisors"),
+                    vm.span,
+                    format!("VM `{}` placed here", vm.name),
+                    format!("add it to a pool: `vms on {host} {{ vfs_per_host = 4 }}`"),
+                );
+                continue;
+            };
+            let n = count.entry(vm.host).or_insert(0);
+            *n += 1;
+            if *n > u32::from(pool.vfs) {
+                self.err_help(
+                    Code::OutOfRange,
+                    format!(
+                        "`{host}` has {} VF(s) and VM `{}` would be VM number {n} on it",
+                        pool.vfs, vm.name
+                    ),
+                    vm.span,
+                    "no VF left",
+                    "place it on another hypervisor, or raise `vfs_per_host`",
+                );
+            }
         }
     }
 }

@@ -187,17 +187,25 @@ impl RoutingEngine for FatTree {
         let t = tree(&g, input)?;
         let nlids = usize::from(g.max_lid) + 1;
 
-        // Destination order: end-node LIDs by leaf (fabric order) then leaf port, then switch
-        // LIDs by level (lowest first) then fabric order.
-        let mut order: Vec<(bool, u8, u32, u8, u16)> = g
+        // VF LIDs (vSwitchFatTree): each weighs 1/n of its hypervisor's cable, n the VF LIDs
+        // behind that port; physical LIDs weigh 1.
+        let vf_count = vf_counts(input);
+        // Destination order: VF LIDs by leaf (fabric order), their hypervisors by VF count
+        // (fewest first: the heaviest VMs are balanced first), leaf port; then end-node LIDs
+        // by leaf then leaf port; then switch LIDs by level (lowest first) then fabric order.
+        let mut order: Vec<(u8, u8, u32, u32, u8, u16)> = g
             .exits
             .iter()
             .enumerate()
             .filter_map(|(lid, e)| {
                 let Exit { sw, port } = (*e)?;
-                let is_switch = port == 0;
-                let level = if is_switch { t.level[sw as usize] } else { 0 };
-                Some((is_switch, level, sw, port, lid as u16))
+                let vfs = vf_count.get(lid).copied().unwrap_or(0);
+                let (class, level) = match (port, vfs) {
+                    (0, _) => (2, t.level[sw as usize]),
+                    (_, 0) => (1, 0),
+                    _ => (0, 0),
+                };
+                Some((class, level, sw, vfs, port, lid as u16))
             })
             .collect();
         order.sort_unstable();
@@ -206,7 +214,7 @@ impl RoutingEngine for FatTree {
         let mut load = Load::new(&g);
         let lmc = input.lids.lmc.min(7);
         let mut chains: Vec<Chain> = vec![Vec::new(); nlids];
-        for &(_, _, _, _, lid) in &order {
+        for &(_, _, _, vfs, _, lid) in &order {
             let Some(exit) = g.exits[usize::from(lid)] else {
                 continue;
             };
@@ -219,7 +227,8 @@ impl RoutingEngine for FatTree {
             let siblings: Vec<&Chain> = (1..=offset)
                 .filter_map(|k| chains.get(usize::from(lid - k)))
                 .collect();
-            let chain = main_path(&g, &t, exit, &mut load, &siblings);
+            let weight = WEIGHT_SCALE / u64::from(vfs.max(1));
+            let chain = main_path(&g, &t, exit, &mut load, &siblings, weight);
             chains[usize::from(lid)] = chain;
         }
 
@@ -239,7 +248,7 @@ impl RoutingEngine for FatTree {
         drop(columns);
 
         // Phase 4: sFtree completion through the subtree root, checked.
-        let order: Vec<u16> = order.iter().map(|o| o.4).collect();
+        let order: Vec<u16> = order.iter().map(|o| o.5).collect();
         match sftree(&g, &t, rows, input, &order) {
             Ok((rows, notes)) => Ok(Routes {
                 lfts: g.lfts_from_rows(rows),
@@ -288,14 +297,44 @@ fn last_resort(
     Ok(routes)
 }
 
-/// Climbs from the destination's exit switch to a top switch through least-loaded up ports.
-fn main_path(g: &Graph, t: &Tree, exit: Exit, load: &mut Load, avoid: &[&Chain]) -> Chain {
+/// The load one physical destination adds to each port of its main path; a VF LID adds
+/// `WEIGHT_SCALE / n`, `n` the VF LIDs behind its hypervisor's port (divisible for every `n`
+/// up to 16, so those weights sum to exactly one physical destination's).
+const WEIGHT_SCALE: u64 = 720_720;
+
+/// Per LID, how many VF LIDs its hypervisor port holds (0: not a VF's LID).
+fn vf_counts(input: &RoutingInput<'_>) -> Vec<u32> {
+    let vports = &input.lids.vports;
+    let mut per_port: std::collections::BTreeMap<weft_fabric::PortRef, u32> =
+        std::collections::BTreeMap::new();
+    for v in vports.iter().filter(|v| v.lid.is_some()) {
+        *per_port.entry(v.host).or_insert(0) += 1;
+    }
+    let mut out = vec![0; usize::from(input.lids.max_lid(input.fabric)) + 1];
+    for v in vports {
+        if let Some(slot) = v.lid.and_then(|l| out.get_mut(usize::from(l.0))) {
+            *slot = per_port.get(&v.host).copied().unwrap_or(1);
+        }
+    }
+    out
+}
+
+/// Climbs from the destination's exit switch to a top switch through least-loaded up ports,
+/// adding `weight` to each down port it takes.
+fn main_path(
+    g: &Graph,
+    t: &Tree,
+    exit: Exit,
+    load: &mut Load,
+    avoid: &[&Chain],
+    weight: u64,
+) -> Chain {
     let mut chain = vec![(exit.sw, exit.port)];
     let mut cur = exit.sw as usize;
     loop {
         let s = &g.switches[cur];
         // Candidate (parent, parent's down port), scored by (used by a sibling LID, load, port).
-        let mut best: Option<((u8, u32, u8), u32, u8)> = None;
+        let mut best: Option<((u8, u64, u8), u32, u8)> = None;
         for &k in &t.up[cur] {
             let grp = &s.groups[k];
             for &(mine, theirs) in &grp.ports {
@@ -311,7 +350,7 @@ fn main_path(g: &Graph, t: &Tree, exit: Exit, load: &mut Load, avoid: &[&Chain])
         let Some((_, parent, theirs)) = best else {
             break;
         };
-        load.add(parent as usize, theirs);
+        load.add_weight(parent as usize, theirs, weight);
         chain.push((parent, theirs));
         cur = parent as usize;
     }

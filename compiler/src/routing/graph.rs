@@ -481,7 +481,7 @@ impl Graph {
 #[derive(Clone, Debug)]
 pub struct Load {
     width: usize,
-    counts: Vec<u32>,
+    counts: Vec<u64>,
 }
 
 impl Load {
@@ -495,7 +495,7 @@ impl Load {
     }
 
     /// The load of port `port` of switch `sw`.
-    pub fn get(&self, sw: usize, port: u8) -> u32 {
+    pub fn get(&self, sw: usize, port: u8) -> u64 {
         self.counts
             .get(sw * self.width + usize::from(port))
             .copied()
@@ -504,8 +504,13 @@ impl Load {
 
     /// One more destination on port `port` of switch `sw`.
     pub fn add(&mut self, sw: usize, port: u8) {
+        self.add_weight(sw, port, 1);
+    }
+
+    /// A destination of weight `w` on port `port` of switch `sw`.
+    pub fn add_weight(&mut self, sw: usize, port: u8, w: u64) {
         if let Some(c) = self.counts.get_mut(sw * self.width + usize::from(port)) {
-            *c += 1;
+            *c += w;
         }
     }
 

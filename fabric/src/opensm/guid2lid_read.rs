@@ -15,6 +15,7 @@ pub fn parse_guid2lid(
     let mut lids = LidAssignment {
         lmc: fabric.lmc,
         base: Default::default(),
+        vports: Vec::new(),
     };
     let mut lmc: Option<u8> = None;
     for (i, raw) in text.lines().enumerate() {

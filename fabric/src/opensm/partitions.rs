@@ -47,7 +47,8 @@ impl Membership {
 /// (full, limited, or both when it holds both); a port without a table is a full member of the
 /// default partition `0x7fff`, as the IBA default table (`0xffff`) makes it. The default
 /// partition is always written, first, with `SELF=full` so the SM keeps managing the
-/// subnet; the others follow by P_Key, their members by port GUID.
+/// subnet; the others follow by P_Key, their members by port GUID. The VFs of vSwitch
+/// hypervisors are members by their own GUIDs, as their P_Key tables say.
 pub fn write_partitions(state: &FabricState) -> Option<String> {
     if state.ports.values().all(|p| p.pkeys.is_none()) {
         return None;
@@ -64,7 +65,14 @@ pub fn write_partitions(state: &FabricState) -> Option<String> {
             NodeKind::Switch => vec![(PortNum(0), node.guid())],
             _ => node.ports.iter().map(|p| (p.num, p.guid)).collect(),
         };
-        for (num, guid) in ports {
+        // The VFs behind this node's ports, by their own GUIDs.
+        let vfs = state
+            .lids
+            .vports
+            .iter()
+            .filter(|v| v.host.node == id)
+            .map(|v| (v.guid, v.pkeys.as_deref()));
+        let physical = ports.into_iter().map(|(num, guid)| {
             let table = state
                 .ports
                 .get(&PortRef {
@@ -72,6 +80,9 @@ pub fn write_partitions(state: &FabricState) -> Option<String> {
                     port: num,
                 })
                 .and_then(|p| p.pkeys.as_deref());
+            (guid, table)
+        });
+        for (guid, table) in physical.collect::<Vec<_>>().into_iter().chain(vfs) {
             let keys: &[PKey] = table.unwrap_or(&[PKey::DEFAULT]);
             for k in keys.iter().filter(|k| k.base() != 0) {
                 let members = parts.entry(k.base()).or_default();

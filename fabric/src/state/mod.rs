@@ -18,11 +18,13 @@ mod partitions;
 mod path_sl;
 mod ports;
 mod valid;
+mod vports;
 
 pub use partitions::{Membership, Partition, TrafficClass};
 pub use path_sl::{DlidSls, LidRange, PathSl, SlSet, SourceSls, SwitchSls};
 pub use ports::{PKey, PortState, VlArb, VlWeight};
 pub use valid::{StateError, StateErrors, ValidState};
+pub use vports::VirtualPort;
 
 /// The LFT value meaning "no route" (and the port value OpenSM omits from dumps).
 pub const LFT_UNSET: u8 = 255;
@@ -34,6 +36,10 @@ pub struct LidAssignment {
     pub lmc: u8,
     /// Base LID per (node, port); a switch has one entry for port 0.
     pub base: BTreeMap<NodeId, BTreeMap<PortNum, Lid>>,
+    /// The VFs of vSwitch hypervisor ports, sorted by [`VirtualPort::key`]; those with a LID
+    /// own it behind their hypervisor's port.
+    #[serde(skip)]
+    pub vports: Vec<VirtualPort>,
 }
 
 impl LidAssignment {
@@ -51,19 +57,25 @@ impl LidAssignment {
         }
     }
 
-    /// The highest LID assigned (0 when none).
+    /// The highest LID assigned (0 when none), VF LIDs included.
     pub fn max_lid(&self, fabric: &Fabric) -> u16 {
-        self.base
-            .iter()
-            .flat_map(|(&n, ports)| {
-                let span = self.span(fabric.nodes().get(n.index()).is_some_and(|x| x.is_switch()));
-                ports.values().map(move |l| l.0.saturating_add(span - 1))
-            })
+        let physical = self.base.iter().flat_map(|(&n, ports)| {
+            let span = self.span(fabric.nodes().get(n.index()).is_some_and(|x| x.is_switch()));
+            ports.values().map(move |l| l.0.saturating_add(span - 1))
+        });
+        physical
+            .chain(self.vports.iter().filter_map(|v| v.lid.map(|l| l.0)))
             .max()
             .unwrap_or(0)
     }
 
-    /// Who owns each LID: `owners[lid] = (node, port)`, covering every LMC LID.
+    /// The VF that owns `lid`, if a VF does.
+    pub fn vport(&self, lid: Lid) -> Option<&VirtualPort> {
+        self.vports.iter().find(|v| v.lid == Some(lid))
+    }
+
+    /// Who owns each LID: `owners[lid] = (node, port)`, covering every LMC LID; a VF's LID is
+    /// owned by its hypervisor's port.
     pub fn owners(&self, fabric: &Fabric) -> Vec<Option<(NodeId, PortNum)>> {
         let mut owners = vec![None; usize::from(self.max_lid(fabric)) + 1];
         for (&n, ports) in &self.base {
@@ -74,6 +86,11 @@ impl LidAssignment {
                         *slot = Some((n, p));
                     }
                 }
+            }
+        }
+        for v in &self.vports {
+            if let Some(slot) = v.lid.and_then(|l| owners.get_mut(usize::from(l.0))) {
+                *slot = Some((v.host.node, v.host.port));
             }
         }
         owners
@@ -251,6 +268,7 @@ impl FabricState {
             lids: LidAssignment {
                 lmc: fabric.lmc,
                 base: BTreeMap::new(),
+                vports: Vec::new(),
             },
             fabric,
             switches: BTreeMap::new(),

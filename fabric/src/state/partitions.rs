@@ -44,6 +44,8 @@ pub struct Partition {
     pub pkey: u16,
     /// Member end ports.
     pub members: BTreeMap<PortRef, Membership>,
+    /// Member VMs, by name (each on the VF [`VirtualPort::vm`](crate::VirtualPort) names).
+    pub vms: BTreeMap<String, Membership>,
     /// A tenant's QoS class: what its members' traffic to each other may use.
     pub class: Option<TrafficClass>,
 }

@@ -387,7 +387,91 @@ fn check(st: &FabricState) -> Vec<StateError> {
     check_ports(st, &mut errors);
     check_path_sl(st, &mut errors);
     check_partitions(st, &mut errors);
+    check_vports(st, &mut errors);
     errors
+}
+
+/// The name of a VF in messages: its hypervisor port's, the node shown as `cn140 vf2` and the
+/// GUID the VF's own.
+fn vport_name(f: &Fabric, v: &super::VirtualPort) -> PortName {
+    let host = port_name(f, v.host.node, v.host.port.0);
+    PortName {
+        node: format!("{} vf{}", host.node, v.vf),
+        guid: guid_text(v.guid),
+        port: v.host.port.0,
+    }
+}
+
+/// VFs: on live-able end-node ports that have a LID, one per (port, index), GUIDs unique
+/// (among VFs and nodes), LIDs unicast and owned once (clashes with physical LIDs are found
+/// in [`check_lids`]), VM names unique and only with LMC 0.
+fn check_vports(st: &FabricState, errors: &mut Vec<StateError>) {
+    let f = &st.fabric;
+    let mut keys = std::collections::BTreeSet::new();
+    let mut guids = std::collections::BTreeSet::new();
+    let mut vms: BTreeMap<&str, PortName> = BTreeMap::new();
+    let node_guids: std::collections::BTreeSet<u64> = f.nodes().iter().map(|n| n.guid().0).collect();
+    for v in &st.lids.vports {
+        let bad = |what: String| StateError::PortTable {
+            port: vport_name(f, v),
+            what,
+        };
+        let Some(node) = f.nodes().get(v.host.node.index()) else {
+            errors.push(StateError::UnknownNode {
+                at: "vports",
+                id: v.host.node.0,
+            });
+            continue;
+        };
+        if node.is_switch() || v.host.port.0 == 0 || v.host.port.0 > node.spec.port_count {
+            errors.push(bad("a VF sits behind an end-node port; this is not one".to_owned()));
+            continue;
+        }
+        if st.lids.get(v.host.node, v.host.port).is_none() {
+            errors.push(bad("its hypervisor port has no LID".to_owned()));
+        }
+        if st.lids.lmc != 0 && v.lid.is_some() {
+            errors.push(bad(format!(
+                "VF LIDs with LMC {} are not supported (a VF owns one LID)",
+                st.lids.lmc
+            )));
+        }
+        if !keys.insert(v.key()) {
+            errors.push(bad("the VF is listed twice".to_owned()));
+        }
+        if v.guid.0 == 0 || node_guids.contains(&v.guid.0) || !guids.insert(v.guid) {
+            errors.push(bad(format!(
+                "GUID {} is zero or another VF's or node's",
+                guid_text(v.guid)
+            )));
+        }
+        if let Some(vm) = &v.vm {
+            if vm.is_empty() {
+                errors.push(bad("the VM's name is empty".to_owned()));
+            } else if let Some(first) = vms.insert(vm, vport_name(f, v)) {
+                errors.push(bad(format!("VM `{vm}` also runs on {first}")));
+            }
+        }
+        if let Some(keys) = &v.pkeys {
+            if let Some(cap) = node.spec.partition_cap {
+                if keys.len() > usize::from(cap) {
+                    errors.push(bad(format!(
+                        "the P_Key table has {} entries but the port holds {cap} (PartitionCap)",
+                        keys.len()
+                    )));
+                }
+            }
+            let mut seen: Vec<u16> = Vec::with_capacity(keys.len());
+            for k in keys {
+                if k.base() == 0 || seen.contains(&k.base()) {
+                    errors.push(bad(format!(
+                        "P_Key {k} is invalid or its partition is in the table twice"
+                    )));
+                }
+                seen.push(k.base());
+            }
+        }
+    }
 }
 
 fn check_partitions(st: &FabricState, errors: &mut Vec<StateError>) {
@@ -415,6 +499,11 @@ fn check_partitions(st: &FabricState, errors: &mut Vec<StateError>) {
                 "partition number {:#06x} is also partition `{other}`'s",
                 p.pkey
             )));
+        }
+        for vm in p.vms.keys() {
+            if !st.lids.vports.iter().any(|v| v.vm.as_ref() == Some(vm)) {
+                errors.push(bad(format!("member VM `{vm}` runs on no VF")));
+            }
         }
         for r in p.members.keys() {
             let Some(node) = f.nodes().get(r.node.index()) else {
@@ -506,6 +595,19 @@ fn check_lids(st: &FabricState, errors: &mut Vec<StateError>) {
             }
             ranges.push((u32::from(lid), hi, n, p));
         }
+    }
+    // VF LIDs: one each; clashes are named by the hypervisor port (`first`/`second`).
+    for v in &st.lids.vports {
+        let Some(Lid(lid)) = v.lid else { continue };
+        if lid == 0 || lid > MAX_UNICAST_LID {
+            errors.push(StateError::LidRange {
+                port: vport_name(f, v),
+                lo: u32::from(lid),
+                hi: u32::from(lid),
+            });
+            continue;
+        }
+        ranges.push((u32::from(lid), u32::from(lid), v.host.node, v.host.port.0));
     }
     ranges.sort_unstable();
     let mut reach: Option<(u32, NodeId, u8)> = None;

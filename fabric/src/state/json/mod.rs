@@ -29,7 +29,11 @@
 //!   "by_source": [["0x…", 1, 1, 40, [2]], …]},      node GUID, port, first LID, last LID, SLs
 //! "partitions": [                                  declared partitions (only when there are)
 //!   {"name": "alice", "pkey": "0x0001", "members": [["0x…", 1, "full"], …],
+//!    "vms": [["db1", "full"], …],                 member VMs (only when there are)
 //!    "class": {"name": "compute", "sls": [1], "vls": [1]}},    a tenant's class, when it has one
+//!   …],
+//! "vports": [                                      VFs of vSwitch hypervisors (only when there are)
+//!   {"host": ["0x…", 1], "vf": 0, "guid": "0x…", "lid": 705, "vm": "db1", "pkeys": ["0x7fff", "0x8002"]},
 //!   …]
 //! }
 //! ```
@@ -238,6 +242,21 @@ struct PortJson {
     pkeys: Option<Vec<PKeyHex>>,
 }
 
+/// One VF of a vSwitch hypervisor port.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VportJson {
+    host: (GuidHex, u8),
+    vf: u8,
+    guid: GuidHex,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lid: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    vm: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pkeys: Option<Vec<PKeyHex>>,
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PathSlJson {
@@ -257,6 +276,8 @@ struct PartitionJson {
     name: String,
     pkey: PKeyHex,
     members: Vec<(GuidHex, u8, Membership)>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    vms: Vec<(String, Membership)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     class: Option<ClassJson>,
 }
@@ -286,6 +307,8 @@ struct StateJson {
     path_sl: PathSlJson,
     #[serde(default)]
     partitions: Vec<PartitionJson>,
+    #[serde(default)]
+    vports: Vec<VportJson>,
     /// Written by `weft build` beside the state; not part of it.
     #[serde(default)]
     #[allow(dead_code)]
@@ -491,6 +514,7 @@ pub fn write<W: Write>(state: &FabricState, w: &mut W, extra: &[(&str, &str)]) -
                     name: p.name.clone(),
                     pkey: PKeyHex(PKey(p.pkey)),
                     members,
+                    vms: p.vms.iter().map(|(n, &m)| (n.clone(), m)).collect(),
                     class: p.class.as_ref().map(|c| ClassJson {
                         name: c.name.clone(),
                         sls: SlList(c.sls),
@@ -499,6 +523,25 @@ pub fn write<W: Write>(state: &FabricState, w: &mut W, extra: &[(&str, &str)]) -
                 }
             }),
         )?;
+    }
+    if !state.lids.vports.is_empty() {
+        // Written only when there are, so states without VMs read as before.
+        w.write_all(b",\n\"vports\": ")?;
+        let mut vports: Vec<VportJson> = state
+            .lids
+            .vports
+            .iter()
+            .map(|v| VportJson {
+                host: (guid_of(f, v.host.node), v.host.port.0),
+                vf: v.vf,
+                guid: GuidHex(v.guid),
+                lid: v.lid.map(|l| l.0),
+                vm: v.vm.clone(),
+                pkeys: v.pkeys.as_ref().map(|t| t.iter().map(|&k| PKeyHex(k)).collect()),
+            })
+            .collect();
+        vports.sort_by_key(|v| (v.host, v.vf));
+        lines(w, vports)?;
     }
     for (name, json) in extra {
         w.write_all(b",\n")?;
@@ -577,6 +620,7 @@ pub fn read(text: &str) -> Result<ValidState, StateErrors> {
             &mut errors,
         );
         partitions(&mut st, raw.partitions, &mut errors);
+        vports(&mut st, raw.vports, &mut errors);
         st
     });
     let Some(state) = state else {
@@ -847,13 +891,44 @@ fn partitions(st: &mut FabricState, raw: Vec<PartitionJson>, errors: &mut Vec<St
                 vls,
             }
         });
+        let mut vms = BTreeMap::new();
+        for (j, (vm, m)) in p.vms.into_iter().enumerate() {
+            if vms.insert(vm, m).is_some() {
+                errors.push(StateError::Partition {
+                    name: p.name.clone(),
+                    what: format!("VM entry {j} lists a VM twice"),
+                });
+            }
+        }
         st.partitions.push(Partition {
             name: p.name,
             pkey: p.pkey.0 .0,
             members,
+            vms,
             class,
         });
     }
+}
+
+fn vports(st: &mut FabricState, raw: Vec<VportJson>, errors: &mut Vec<StateError>) {
+    for (i, v) in raw.into_iter().enumerate() {
+        let Some(n) = st.fabric.find_guid(v.host.0 .0) else {
+            errors.push(StateError::UnknownGuid {
+                at: format!("vports[{i}].host"),
+                guid: guid_text(v.host.0 .0),
+            });
+            continue;
+        };
+        st.lids.vports.push(super::VirtualPort {
+            host: PortRef::new(n, v.host.1),
+            vf: v.vf,
+            guid: v.guid.0,
+            lid: v.lid.map(Lid),
+            vm: v.vm,
+            pkeys: v.pkeys.map(|t| t.into_iter().map(|k| k.0).collect()),
+        });
+    }
+    st.lids.vports.sort_by_key(|v| v.key());
 }
 
 #[cfg(test)]

@@ -134,6 +134,7 @@ fn a_written_state_reads_back_equal() {
         ]
         .into_iter()
         .collect(),
+        vms: BTreeMap::new(),
         class: Some(TrafficClass {
             name: "compute".to_owned(),
             sls: SlSet(0b10),
