@@ -52,41 +52,49 @@ fn next_switch(st: &ValidState, x: NodeId, port: u8) -> Option<NodeId> {
 
 /// The stages from `start` to `new` (same fabric, LFTs differ).
 pub(crate) fn stages(start: &ValidState, new: &ValidState) -> Order {
-    let empty: Vec<u8> = Vec::new();
-    let lft = |s: &ValidState, x: NodeId| -> Vec<u8> {
-        s.switches
-            .get(&x)
-            .map_or_else(|| empty.clone(), |t| t.lft.ports.clone())
-    };
-    // Every changed entry, sorted by (switch, LID).
+    // Every changed entry, sorted by (switch, LID). A switch that is down where the steps
+    // run, or has no tables in the end state (down there), is not written.
     let mut changed: Vec<(NodeId, u16)> = Vec::new();
-    let mut old_lft: BTreeMap<NodeId, Vec<u8>> = BTreeMap::new();
-    let mut new_lft: BTreeMap<NodeId, Vec<u8>> = BTreeMap::new();
-    // A switch that is down where the steps run, or has no tables in the end state (down
-    // there), is not written.
     let live = |x: NodeId| !start.fabric.node(x).down && new.switches.contains_key(&x);
     for &x in start.switches.keys().filter(|&&x| live(x)) {
-        let (a, b) = (lft(start, x), lft(new, x));
+        let (a, b) = (table(start, x), table(new, x));
         let top = a.len().max(b.len());
         for lid in 0..top {
-            if entry(&a, lid) != entry(&b, lid) {
+            if entry(a, lid) != entry(b, lid) {
                 changed.push((x, lid as u16));
             }
         }
-        old_lft.insert(x, a);
-        new_lft.insert(x, b);
     }
+    let target = |x: NodeId, lid: u16| entry(table(new, x), usize::from(lid));
+    let stages = staged(start, &changed, &target);
+    let rerouted = rerouted(start, &changed);
+    Order {
+        stages,
+        rerouted,
+        changed: changed.len() as u64,
+    }
+}
+
+/// A switch's LFT in `st` (empty without one).
+fn table(st: &ValidState, x: NodeId) -> &[u8] {
+    st.switches.get(&x).map_or(&[][..], |t| t.lft.ports.as_slice())
+}
+
+/// The writes that change the entries `changed` (sorted by switch and LID) of `start`'s
+/// tables to `target`'s, in stages: an entry after its new next switch's (when that changes
+/// too), as 64-entry blocks — a block whose entries need conflicting places is split into
+/// writes per place.
+pub(crate) fn staged(
+    start: &ValidState,
+    changed: &[(NodeId, u16)],
+    target: &dyn Fn(NodeId, u16) -> u8,
+) -> Vec<Vec<Write>> {
     let index = |x: NodeId, lid: u16| changed.binary_search(&(x, lid)).ok();
     // Each changed entry's parent: the same LID's entry at its new next switch, when that
     // changes too.
     let parent: Vec<Option<usize>> = changed
         .iter()
-        .map(|&(x, lid)| {
-            let o = new_lft
-                .get(&x)
-                .map_or(LFT_UNSET, |t| entry(t, usize::from(lid)));
-            next_switch(start, x, o).and_then(|y| index(y, lid))
-        })
+        .map(|&(x, lid)| next_switch(start, x, target(x, lid)).and_then(|y| index(y, lid)))
         .collect();
     // Items: first one per (switch, block); the entries of items on a cycle each their own.
     let block_of = |&(x, lid): &(NodeId, u16)| (x, lid / LFT_BLOCK as u16, u32::MAX);
@@ -119,8 +127,8 @@ pub(crate) fn stages(start: &ValidState, new: &ValidState) -> Order {
     for (_, blocks) in by_stage {
         let mut writes = Vec::new();
         for ((x, b), lids) in blocks {
-            let old = old_lft.get(&x).map_or(&empty, |t| t);
             let now = shadow.entry((x, b)).or_insert_with(|| {
+                let old = table(start, x);
                 let mut blk = [LFT_UNSET; LFT_BLOCK];
                 for (i, slot) in blk.iter_mut().enumerate() {
                     *slot = entry(old, usize::from(b) * LFT_BLOCK + i);
@@ -128,10 +136,9 @@ pub(crate) fn stages(start: &ValidState, new: &ValidState) -> Order {
                 blk
             });
             let before = *now;
-            let target = new_lft.get(&x).map_or(&empty, |t| t);
             for lid in lids {
                 if let Some(slot) = now.get_mut(usize::from(lid) % LFT_BLOCK) {
-                    *slot = entry(target, usize::from(lid));
+                    *slot = target(x, lid);
                 }
             }
             writes.push(Write::Lft {
@@ -143,12 +150,7 @@ pub(crate) fn stages(start: &ValidState, new: &ValidState) -> Order {
         }
         stages.push(writes);
     }
-    let rerouted = rerouted(start, &changed, &old_lft);
-    Order {
-        stages,
-        rerouted,
-        changed: changed.len() as u64,
-    }
+    stages
 }
 
 /// The longest chain of parents above each entry's item (its stage), or the items on a cycle.
@@ -215,11 +217,7 @@ fn longest_paths(
 
 /// The sources whose route to some changed destination changes: their old route meets a
 /// switch whose entry for it changes.
-fn rerouted(
-    start: &ValidState,
-    changed: &[(NodeId, u16)],
-    old_lft: &BTreeMap<NodeId, Vec<u8>>,
-) -> Rerouted {
+pub(crate) fn rerouted(start: &ValidState, changed: &[(NodeId, u16)]) -> Rerouted {
     let f = &start.fabric;
     let switches: Vec<NodeId> = start.switches.keys().copied().collect();
     let n = switches.len();
@@ -231,10 +229,7 @@ fn rerouted(
     }
     let at = |x: NodeId| index.get(x.index()).copied().unwrap_or(u32::MAX) as usize;
     // Per switch index: its LFT, the end nodes cabled to it, and each port's next switch.
-    let lfts: Vec<&[u8]> = switches
-        .iter()
-        .map(|x| old_lft.get(x).map_or(&[][..], |t| t.as_slice()))
-        .collect();
+    let lfts: Vec<&[u8]> = switches.iter().map(|&x| table(start, x)).collect();
     let mut attached: Vec<Vec<NodeId>> = vec![Vec::new(); n];
     for l in f.links() {
         for (a, b) in [(l.a, l.b), (l.b, l.a)] {
