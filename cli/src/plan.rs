@@ -160,12 +160,13 @@ fn outcome(o: &Outcome) -> &'static str {
     }
 }
 
-fn step_proof(c: Option<&StepCheck>, phase: Option<weft_plan::PkeyPhase>) -> String {
+fn step_proof(c: Option<&StepCheck>, s: &weft_plan::StepStats) -> String {
+    let phase = s.pkeys;
     match c {
         Some(c) if c.is_proven() => {
             let broken = if c.failing_before > 0 || c.failing_after > 0 {
                 format!(
-                    "; routes a fault broke: {} before, {} after",
+                    "; routes that do not arrive (a fault's, or toward moving VMs): {} before, {} after",
                     crate::verify::group(c.failing_before),
                     crate::verify::group(c.failing_after)
                 )
@@ -180,6 +181,7 @@ fn step_proof(c: Option<&StepCheck>, phase: Option<weft_plan::PkeyPhase>) -> Str
             outcome(&c.deadlock_free),
             outcome(&c.connected)
         ),
+        None if s.vports > 0 => "VFs only (LID and P_Key table of each, two SMPs): the LIDs move with the stopped VMs, and routes toward them fail until the LFT steps mend them".to_owned(),
         None if phase == Some(weft_plan::PkeyPhase::Remove) => {
             "P_Keys only, no route changes: tables only lose keys, so every mix lets only pairs talk that talk now".to_owned()
         }
@@ -203,10 +205,11 @@ fn human(p: &Planned, written: Option<&Path>, max: usize) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "plan for `{}`: {} step(s), {} SMP(s); a full reconfiguration would send {} ({})",
+        "plan for `{}`: {} step(s), {} SMP(s) ({} LFT); a full reconfiguration would send {} ({})",
         p.plan.fabric,
         p.plan.steps.len(),
         g(p.plan.smps() as u64),
+        g(p.plan.lft_smps() as u64),
         g(p.full_reconfiguration),
         mode_text(p.mode)
     );
@@ -217,6 +220,8 @@ fn human(p: &Planned, written: Option<&Path>, max: usize) -> String {
                 g(s.lft_blocks as u64),
                 g(s.switches as u64)
             )
+        } else if s.vports > 0 {
+            format!("{} VF(s)", g(s.vports as u64))
         } else {
             format!("{} P_Key block(s)", g(s.pkey_blocks as u64))
         };
@@ -224,10 +229,12 @@ fn human(p: &Planned, written: Option<&Path>, max: usize) -> String {
             t,
             "  step {}: {what}; {}",
             i + 1,
-            step_proof(p.checks.get(i), s.pkeys)
+            step_proof(p.check(i), s)
         );
     }
-    let _ = writeln!(t, "  {}", target_line(&p.target));
+    for line in target_line(&p.target).lines() {
+        let _ = writeln!(t, "  {line}");
+    }
     let _ = writeln!(
         t,
         "  {} LFT entries change; {} step(s) added by splitting",
@@ -261,6 +268,36 @@ fn target_line(t: &weft_plan::Target) -> String {
         ),
         weft_plan::Target::Desired { why: None } => "leads to the desired state's tables".to_owned(),
         weft_plan::Target::Desired { why: Some(w) } => format!("leads to the desired state's tables: {w}"),
+        weft_plan::Target::Migration { moves, why } => {
+            let mut t = format!(
+                "moves {} VM(s), each keeping its LID; every other entry kept (the desired state's own balance: `--full` from the state this leaves)",
+                moves.len()
+            );
+            for m in moves {
+                let (how, lids) = match m.how {
+                    weft_plan::migrate::LidMove::Copy { pf } => {
+                        (format!("LID copy of the destination's LID {pf}"), "")
+                    }
+                    weft_plan::migrate::LidMove::Swap { other } => (
+                        format!("LID swap with the destination VF's LID {other}"),
+                        ", which goes to the VF left",
+                    ),
+                };
+                let marked = match m.marking {
+                    weft_plan::migrate::Marking::Skyline => "the skyline (FTreeMinRC)",
+                    weft_plan::migrate::Marking::Every => "every switch (ItRC)",
+                };
+                let _ = write!(
+                    t,
+                    "\nVM `{}` (LID {}) from {} to {}: {how}{lids}; {} switch(es) updated of {} marked by {marked}, {} LFT SMP(s)",
+                    m.vm, m.lid, m.from, m.to, m.updated, m.marked, m.lft_smps
+                );
+            }
+            if let Some(w) = why {
+                let _ = write!(t, "\nevery switch was considered: {w}");
+            }
+            t
+        }
     }
 }
 
@@ -281,12 +318,13 @@ fn markdown(p: &Planned, written: Option<&Path>, max: usize) -> String {
     );
     let _ = writeln!(t, "|---|---|---|---|---|---|---|---|");
     for (i, s) in p.stats.iter().enumerate() {
-        let (l, d, c) = match p.checks.get(i) {
+        let (l, d, c) = match p.check(i) {
             Some(c) => (
                 outcome(&c.loop_free),
                 outcome(&c.deadlock_free),
                 outcome(&c.connected),
             ),
+            None if s.vports > 0 => ("VFs only", "VFs only", "VFs only"),
             None => ("P_Keys only", "P_Keys only", "P_Keys only"),
         };
         let _ = writeln!(
@@ -296,7 +334,7 @@ fn markdown(p: &Planned, written: Option<&Path>, max: usize) -> String {
             s.switches,
             s.lft_blocks,
             s.pkey_blocks,
-            s.lft_blocks + s.pkey_blocks
+            s.lft_blocks + s.pkey_blocks + 2 * s.vports
         );
     }
     let _ = writeln!(t, "\nThe plan {}.", target_line(&p.target));
@@ -339,9 +377,10 @@ fn json(p: &Planned, written: Option<&Path>) -> serde_json::Value {
                 "switches": s.switches,
                 "lft_blocks": s.lft_blocks,
                 "pkey_blocks": s.pkey_blocks,
-                "smps": s.lft_blocks + s.pkey_blocks,
+                "smps": s.lft_blocks + s.pkey_blocks + 2 * s.vports,
                 "pkeys": s.pkeys,
-                "check": p.checks.get(i),
+                "vports": s.vports,
+                "check": p.check(i),
             })
         })
         .collect();
@@ -354,6 +393,7 @@ fn json(p: &Planned, written: Option<&Path>) -> serde_json::Value {
         "steps": steps,
         "totals": {
             "smps": p.plan.smps(),
+            "lft_smps": p.plan.lft_smps(),
             "full_reconfiguration_smps": p.full_reconfiguration,
             "changed_entries": p.changed_entries,
             "splits": p.splits,

@@ -151,15 +151,15 @@ pub fn assign(e: &Elaborated) -> Result<LidAssignment, Vec<Diagnostic>> {
 ///
 /// A hypervisor's VFs sit behind its first port that has a LID; VMs take its VFs in
 /// declaration order. GUIDs are the hypervisor's node GUID with the top byte xored by
-/// `vf + 1`. VF LIDs come after every physical LID, from a 64-LID block boundary (an LFT SMP
-/// writes one 64-entry block):
+/// `vf + 1`. VF LIDs come after every physical LID (an LFT SMP writes one 64-entry block):
 ///
-/// * prepopulated pools first: every VF of every hypervisor, hypervisors in the order of their
+/// * prepopulated pools first, from a 64-LID block boundary: every VF of every hypervisor, hypervisors in the order of their
 ///   leaf switch and leaf port, so hypervisors on one leaf hold neighbouring LIDs; a
 ///   hypervisor's VFs never straddle a block boundary (when they fit in one block), so a
 ///   LID swap between two VFs of one hypervisor touches one block per switch;
-/// * then dynamic pools: one LID per VM, in declaration order, so a VM keeps its LID wherever
-///   it is placed and a migration (a LID copy) touches one block per switch.
+/// * then dynamic pools: one LID per VM right after, in declaration order, so a VM keeps its
+///   LID wherever it is placed and a migration (a LID copy, one entry) touches one block per
+///   switch wherever the LID lies.
 ///
 /// The unicast range counts every VF: too many is an error at the pool that overflows.
 pub fn assign_vfs(e: &Elaborated, lids: &mut LidAssignment) -> Result<(), Vec<Diagnostic>> {
@@ -250,9 +250,9 @@ pub fn assign_vfs(e: &Elaborated, lids: &mut LidAssignment) -> Result<(), Vec<Di
         }
     }
     vports.sort_by_key(|v| v.key());
-    // VMs onto VFs, in declaration order; dynamic VFs get their LIDs from a fresh block.
-    if vports.iter().any(|v| v.lid.is_none()) {
-        next = next.div_ceil(64) * 64;
+    // VMs onto VFs, in declaration order; those on dynamic VFs get the next LIDs.
+    if prepop.is_empty() {
+        next = first_free;
     }
     for t in tenants {
         for vm in &t.vms {

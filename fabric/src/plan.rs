@@ -10,6 +10,8 @@
 //!    {"writes": [
 //!       {"kind": "lft", "switch": "0x…", "block": 3, "old": "ff01…", "new": "ff02…"},
 //!       {"kind": "pkeys", "node": "0x…", "port": 1, "block": 0, "old": ["0x7fff", …], "new": […]},
+//!       {"kind": "vport", "node": "0x…", "port": 1, "vf": 2, "old_lid": null, "new_lid": 705,
+//!        "old_pkeys": [32767], "new_pkeys": [32767, 32770]},
 //!       …]},
 //!    …]}
 //! ```
@@ -63,6 +65,25 @@ pub enum Write {
         /// The entries written.
         new: Vec<u16>,
     },
+    /// A VF of a vSwitch hypervisor: its LID (PortInfo) and P_Key table, set through the
+    /// hypervisor's port — two SMPs.
+    Vport {
+        /// The hypervisor's node GUID.
+        #[serde(with = "guid_hex")]
+        node: Guid,
+        /// Its port the VF sits behind.
+        port: u8,
+        /// The VF's index.
+        vf: u8,
+        /// The VF's LID before (none: no LID).
+        old_lid: Option<u16>,
+        /// Its LID after.
+        new_lid: Option<u16>,
+        /// Its P_Key table before.
+        old_pkeys: Vec<u16>,
+        /// Its P_Key table after.
+        new_pkeys: Vec<u16>,
+    },
 }
 
 impl Write {
@@ -104,9 +125,26 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// SMPs in all (one per write).
+    /// SMPs in all: one per LFT or P_Key block write, two per VF write (PortInfo and
+    /// P_KeyTable).
     pub fn smps(&self) -> usize {
-        self.steps.iter().map(|s| s.writes.len()).sum()
+        self.steps
+            .iter()
+            .flat_map(|s| &s.writes)
+            .map(|w| match w {
+                Write::Vport { .. } => 2,
+                _ => 1,
+            })
+            .sum()
+    }
+
+    /// LFT block writes in all (what Paper A's Table 2 counts for a migration).
+    pub fn lft_smps(&self) -> usize {
+        self.steps
+            .iter()
+            .flat_map(|s| &s.writes)
+            .filter(|w| matches!(w, Write::Lft { .. }))
+            .count()
     }
 
     /// The plan file: the header fields, then one write per line, so two plans diff line by
@@ -151,6 +189,19 @@ impl Plan {
                     }),
                     Write::Pkeys { old, new, .. } => {
                         old.len() > PKEY_BLOCK || new.len() > PKEY_BLOCK
+                    }
+                    Write::Vport {
+                        old_lid,
+                        new_lid,
+                        old_pkeys,
+                        new_pkeys,
+                        ..
+                    } => {
+                        [old_lid, new_lid]
+                            .iter()
+                            .any(|l| l.is_some_and(|l| l == 0 || l > crate::MAX_UNICAST_LID))
+                            || old_pkeys.len() > PKEY_BLOCK
+                            || new_pkeys.len() > PKEY_BLOCK
                     }
                 };
                 if bad {

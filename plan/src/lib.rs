@@ -23,6 +23,7 @@
 #![deny(clippy::indexing_slicing)]
 #![cfg_attr(test, allow(clippy::indexing_slicing))]
 
+pub mod migrate;
 mod order;
 
 use serde::Serialize;
@@ -69,6 +70,14 @@ pub enum Target {
         /// Destination LIDs rerouted.
         destinations: usize,
     },
+    /// VMs moved: the current tables with their LIDs copied or swapped on the switches that
+    /// must change (the desired state's own balance is a later `--full` plan's business).
+    Migration {
+        /// Each move.
+        moves: Vec<migrate::MoveReport>,
+        /// Why every switch was considered (ItRC) rather than the skyline, when so.
+        why: Option<String>,
+    },
 }
 
 /// A step's writes in numbers.
@@ -80,6 +89,8 @@ pub struct StepStats {
     pub lft_blocks: usize,
     /// P_Key block writes.
     pub pkey_blocks: usize,
+    /// VF writes (LID and P_Key table of one VF each).
+    pub vports: usize,
     /// For a P_Key step: whether its tables only lose keys (the first) or become the desired
     /// ones (the second).
     pub pkeys: Option<PkeyPhase>,
@@ -135,6 +146,18 @@ pub struct Planned {
     /// The state the plan leads to (on the desired fabric, with the desired P_Keys).
     #[serde(skip)]
     pub end: ValidState,
+}
+
+impl Planned {
+    /// The check of step `i` (0-based): LFT steps have one, in order; P_Key and VF steps none.
+    pub fn check(&self, i: usize) -> Option<&StepCheck> {
+        let lft = |s: &StepStats| s.lft_blocks > 0;
+        if !self.stats.get(i).is_some_and(lft) {
+            return None;
+        }
+        let k = self.stats.iter().take(i).filter(|s| lft(s)).count();
+        self.checks.get(k)
+    }
 }
 
 /// Why there is no plan.
@@ -201,7 +224,10 @@ fn same_fabric(old: &ValidState, new: &ValidState) -> Result<(), PlanError> {
             )));
         }
     }
-    if old.lids != new.lids {
+    if old.lids.lmc != new.lids.lmc
+        || old.lids.base != new.lids.base
+        || migrate::vf_view(&old.lids.vports) != migrate::vf_view(&new.lids.vports)
+    {
         return Err(PlanError::NotBuilt("LIDs"));
     }
     if old.path_sl != new.path_sl {
@@ -245,6 +271,9 @@ pub fn start(old: &ValidState, new: &ValidState, mode: Mode) -> Result<ValidStat
 
 /// Plans the way from `old` (what the fabric runs) to `new` (what it should run).
 pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planned, PlanError> {
+    if let Some(moves) = migrate::moves(old, new)? {
+        return plan_migration(old, new, &moves, opts);
+    }
     same_fabric(old, new)?;
     let start = start(old, new, opts.mode)?;
     // Minimal rerouting answers a change of the fabric (links or nodes down or up); anything
@@ -262,43 +291,8 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
         }
     }
     let order = order::stages(&start, &end);
-    let mut checks = Vec::new();
-    let mut steps: Vec<PlanStep> = Vec::new();
-    let mut splits = 0;
     let mut t = Transition::new(&start, opts.scope);
-    for stage in order.stages {
-        let mut todo = vec![stage];
-        while let Some(writes) = todo.pop() {
-            let check = t.step(&lft_changes(&start, &writes));
-            if check.is_proven() {
-                checks.push(check);
-                steps.push(PlanStep {
-                    writes: sorted(writes),
-                });
-                continue;
-            }
-            if writes.len() == 1 {
-                // One block: its entries one by one, each its own SMP.
-                let entries = writes.first().map(order::per_entry).unwrap_or_default();
-                if entries.len() > 1 {
-                    todo.extend(entries.into_iter().rev().map(|w| vec![w]));
-                    splits += 1;
-                    continue;
-                }
-                return Err(PlanError::NoSafeOrder {
-                    write: describe(&start, writes.first()),
-                    why: why(&check),
-                    check: Box::new(check),
-                });
-            }
-            // Split: the first half, then the rest.
-            let mut first = writes;
-            let rest = first.split_off(first.len() / 2);
-            todo.push(rest);
-            todo.push(first);
-            splits += 1;
-        }
-    }
+    let (mut steps, checks, splits) = prove_stages(&mut t, &start, order.stages)?;
     // P_Keys last (they change no route): what goes away first, then what is added.
     let lft_steps = steps.len();
     let (remove, add) = pkey_writes(&start, new);
@@ -344,6 +338,110 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
         target,
         end,
     })
+}
+
+/// Plans VM moves (see [`migrate`]): the skyline first, every switch when the skyline's plan
+/// is not proven.
+fn plan_migration(
+    old: &ValidState,
+    new: &ValidState,
+    moves: &[migrate::Move],
+    opts: &Options,
+) -> Result<Planned, PlanError> {
+    use migrate::{Marking, Migrator};
+    if opts.full {
+        return Err(PlanError::NotBuilt(
+            "VM moves with `--full` (a rebalance to the desired tables): plan the moves first, then `--full` from the state they leave",
+        ));
+    }
+    let (m, why) = match Migrator::new(old, opts.scope).migrate(moves, &new.lids.vports, Marking::Skyline) {
+        Ok(m) => (m, None),
+        Err(e @ (PlanError::Unproven(_) | PlanError::NoSafeOrder { .. })) => {
+            let m = Migrator::new(old, opts.scope).migrate(moves, &new.lids.vports, Marking::Every)?;
+            (m, Some(format!("the skyline's plan was not proven ({e})")))
+        }
+        Err(e) => return Err(e),
+    };
+    let end = migrate::end_state(old, &m)?;
+    if !end.partitions.is_empty() {
+        let iso = weft_verifier::isolation::check(&end, 1);
+        if iso.outcome != weft_verifier::Outcome::Proven {
+            return Err(PlanError::Unproven("not isolated".to_owned()));
+        }
+    }
+    let stats = m.steps.iter().map(step_stats).collect();
+    let blocks = (u64::from(end.lids.max_lid(&end.fabric)) + 1).div_ceil(LFT_BLOCK as u64);
+    let switches = end.fabric.switch_count() as u64;
+    Ok(Planned {
+        plan: Plan {
+            format: PLAN_FORMAT.to_owned(),
+            version: PLAN_VERSION,
+            fabric: end.fabric.name.clone(),
+            from: Fingerprint::of(old),
+            to: Fingerprint::of(&end),
+            steps: m.steps,
+        },
+        mode: opts.mode,
+        stats,
+        checks: m.checks,
+        splits: m.splits,
+        full_reconfiguration: switches * blocks,
+        rerouted: m.rerouted,
+        changed_entries: m.entries.len() as u64,
+        apm: None,
+        target: Target::Migration {
+            moves: m.moves,
+            why,
+        },
+        end,
+    })
+}
+
+/// Proves `stages` of LFT writes one after another on `t` (from `start`): a stage whose
+/// check fails is split in halves, then a single block into its entries; a single entry that
+/// fails means no safe order. Returns the steps, their checks and how many splits it took.
+pub(crate) fn prove_stages(
+    t: &mut Transition<'_>,
+    start: &ValidState,
+    stages: Vec<Vec<Write>>,
+) -> Result<(Vec<PlanStep>, Vec<StepCheck>, usize), PlanError> {
+    let mut checks = Vec::new();
+    let mut steps: Vec<PlanStep> = Vec::new();
+    let mut splits = 0;
+    for stage in stages {
+        let mut todo = vec![stage];
+        while let Some(writes) = todo.pop() {
+            let check = t.step(&lft_changes(start, &writes));
+            if check.is_proven() {
+                checks.push(check);
+                steps.push(PlanStep {
+                    writes: sorted(writes),
+                });
+                continue;
+            }
+            if writes.len() == 1 {
+                // One block: its entries one by one, each its own SMP.
+                let entries = writes.first().map(order::per_entry).unwrap_or_default();
+                if entries.len() > 1 {
+                    todo.extend(entries.into_iter().rev().map(|w| vec![w]));
+                    splits += 1;
+                    continue;
+                }
+                return Err(PlanError::NoSafeOrder {
+                    write: describe(start, writes.first()),
+                    why: why(&check),
+                    check: Box::new(check),
+                });
+            }
+            // Split: the first half, then the rest.
+            let mut first = writes;
+            let rest = first.split_off(first.len() / 2);
+            todo.push(rest);
+            todo.push(first);
+            splits += 1;
+        }
+    }
+    Ok((steps, checks, splits))
 }
 
 /// The current tables with the columns of the destinations whose routes break on the desired
@@ -468,6 +566,9 @@ fn describe(st: &ValidState, w: Option<&Write>) -> String {
         Some(Write::Pkeys {
             node, port, block, ..
         }) => format!("`{}` port {port} P_Key block {block}", name(*node)),
+        Some(Write::Vport { node, port, vf, .. }) => {
+            format!("`{}` port {port} VF {vf}", name(*node))
+        }
         None => "(none)".to_owned(),
     }
 }
@@ -520,6 +621,7 @@ fn step_stats(s: &PlanStep) -> StepStats {
                 switches.push(*switch);
             }
             Write::Pkeys { .. } => st.pkey_blocks += 1,
+            Write::Vport { .. } => st.vports += 1,
         }
     }
     switches.sort_unstable();

@@ -341,7 +341,7 @@ pub(crate) fn lft_block(w: &Write) -> Option<(Guid, u16, [u8; LFT_BLOCK], [u8; L
             old,
             new,
         } => Some((*switch, *block, hex_entries(old), hex_entries(new))),
-        Write::Pkeys { .. } => None,
+        Write::Pkeys { .. } | Write::Vport { .. } => None,
     }
 }
 

@@ -286,6 +286,35 @@ impl<'a> Transition<'a> {
         t
     }
 
+    /// Moves `lid` to `owner` (a VM's LID now owned by the port of the hypervisor it
+    /// migrated to) without changing a table: routes toward it are worked out again from the
+    /// current tables — those that now fail are failing routes a later step must mend. The
+    /// kept dependencies stay (a superset is sound). `false` when `lid` is not a destination
+    /// here or `owner` is not a live end port.
+    pub fn relocate(&mut self, lid: Lid, owner: weft_fabric::PortRef) -> bool {
+        let Some(i) = self
+            .dest_of
+            .get(usize::from(lid.0))
+            .copied()
+            .filter(|&i| i != u32::MAX)
+        else {
+            return false;
+        };
+        let (n, p) = (owner.node.0, owner.port.0);
+        if self.net.is_switch(n) || !self.net.alive(n) {
+            return false;
+        }
+        if let Some(d) = self.dests.get_mut(i as usize) {
+            d.owner = (n, p);
+        }
+        let sink = DepSet::new(&self.net);
+        let outs = self.run(&sink, &[(i, Vec::new())], false);
+        if let (Some(f), Some(o)) = (self.failing.get_mut(i as usize), outs.first()) {
+            *f = o.failing_before;
+        }
+        true
+    }
+
     /// Routes failing in the current state.
     pub fn failing(&self) -> u64 {
         self.failing.iter().sum()
