@@ -351,12 +351,13 @@ impl<'a> Migrator<'a> {
             }
         }
         // The LIDs move with the VMs (the routes toward them fail until mended).
-        for v in &vports {
-            if let Some(l) = v.lid {
-                let was = st.lids.vport(l).map(|o| o.host);
-                if was != Some(v.host) && !self.t.relocate(l, v.host) {
-                    return Err(PlanError::NotBuilt("a VM LID the checker does not route"));
-                }
+        for m in moves {
+            let mut relocated = self.t.relocate(m.lid, m.to.0);
+            if let LidMove::Swap { other } = m.how {
+                relocated &= self.t.relocate(Lid(other), m.from.0);
+            }
+            if !relocated {
+                return Err(PlanError::NotBuilt("a VM LID the checker does not route"));
             }
         }
         // Entries that end up differing (a later move may put one back).

@@ -1,0 +1,210 @@
+//! VM migration plans (Paper A) on real trees: a move inside one leaf is one LFT SMP; a move
+//! across the tree writes at most two SMPs per switch, only on the skyline FTreeMinRC marks;
+//! every step is proven, the writes replay onto the old tables to exactly the plan's end state,
+//! which is proven on its own; the source side first (a bad order) is caught with the
+//! transient loop. Prepopulated LIDs swap. The 11 664-node tree (Table 2's numbers) with
+//! `WEFT_BIG_EXAMPLES=1` (release, in CI).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use weft_compiler::diagnostic::{render, RenderOptions};
+use weft_compiler::{check, NoFiles};
+use weft_fabric::plan::Write;
+use weft_fabric::ValidState;
+use weft_plan::migrate::{LidMove, Marking};
+use weft_plan::{check_steps, plan, Options, Target};
+use weft_verifier::transition::Entry;
+use weft_verifier::{Outcome, Property, Scope};
+
+fn compiled(src: &str) -> ValidState {
+    let c = check("t.weft", src, &NoFiles);
+    assert!(
+        !c.has_errors(),
+        "{}",
+        render(&c.diagnostics, &c.sources, RenderOptions::plain())
+    );
+    weft_compiler::build::build(&c.elaborated.unwrap())
+        .unwrap_or_else(|d| panic!("{d:?}"))
+        .state
+}
+
+fn example(name: &str) -> String {
+    std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../examples")
+            .join(name),
+    )
+    .unwrap()
+}
+
+/// The example with a tenant whose VMs run on `pool` (`vms on POOL { … }`), placed as `vms`.
+fn with_vms(src: &str, pool: &str, scheme: &str, vms: &[(&str, &str)]) -> String {
+    let i = src.rfind('}').unwrap();
+    let mut t = format!(
+        "    tenant cloud {{\n        pkey = 0x8001\n        vms on {pool} {{ vfs_per_host = 4, lids = {scheme} }}\n"
+    );
+    for (vm, host) in vms {
+        t += &format!("        vm {vm} on {host}\n");
+    }
+    format!("{}{t}    }}\n}}\n", &src[..i])
+}
+
+fn by_guid(st: &ValidState) -> std::collections::BTreeMap<weft_fabric::Guid, Vec<u8>> {
+    st.switches
+        .iter()
+        .map(|(&id, t)| (st.fabric.node(id).guid(), t.lft.ports.clone()))
+        .collect()
+}
+
+/// Plans `old` → `new` (VMs moved) and checks what the plan promises: every LFT step proven,
+/// the VF step first, the writes replaying onto the old tables to the end state's, the end
+/// state proven (routes and isolation) with the moved VMs' LIDs on their new hypervisors.
+fn migrated(old: &ValidState, new: &ValidState) -> weft_plan::Planned {
+    let p = plan(old, new, &Options::default()).unwrap_or_else(|e| panic!("{e}"));
+    let Target::Migration { moves, why } = &p.target else {
+        panic!("not a migration: {:?}", p.target)
+    };
+    assert_eq!(why, &None, "the skyline's plan is proven");
+    assert!(!moves.is_empty());
+    assert!(matches!(p.plan.steps[0].writes[0], Write::Vport { .. }));
+    assert_eq!(p.checks.len(), p.plan.steps.len() - 1);
+    for c in &p.checks {
+        assert!(c.is_proven(), "{c:?}");
+    }
+    assert_eq!(p.checks.last().unwrap().failing_after, 0);
+    let mut tables = by_guid(old);
+    p.plan.replay_lfts(&mut tables).unwrap();
+    assert_eq!(tables, by_guid(&p.end));
+    let report = weft_verifier::verify(
+        &p.end,
+        &weft_verifier::Options {
+            properties: vec![Property::DeadlockFree, Property::Connected, Property::Isolated],
+            ..Default::default()
+        },
+    );
+    assert!(report.is_proven(), "{:?}", report.properties);
+    for m in moves {
+        let v = p
+            .end
+            .lids
+            .vports
+            .iter()
+            .find(|v| v.vm.as_deref() == Some(m.vm.as_str()))
+            .unwrap();
+        assert_eq!(v.lid.map(|l| l.0), Some(m.lid), "{} keeps its LID", m.vm);
+        assert_eq!(m.marking, Marking::Skyline);
+    }
+    p
+}
+
+/// The LFT steps in reverse (the source side first) from the state where the LIDs have moved:
+/// a transient forwarding loop.
+fn reverse_is_caught(old: &ValidState, p: &weft_plan::Planned) {
+    let mut start = old.state().clone();
+    start.lids.vports = p.end.lids.vports.clone();
+    let start = ValidState::new(start).unwrap();
+    let reversed: Vec<Vec<Write>> = p.plan.steps[1..]
+        .iter()
+        .rev()
+        .map(|s| s.writes.clone())
+        .collect();
+    let checks = check_steps(&start, &reversed, Scope::All);
+    let bad = checks.last().unwrap();
+    assert_eq!(bad.loop_free, Outcome::Violated, "{bad:?}");
+    let l = bad.forwarding_loop.as_ref().unwrap();
+    assert!(l.hops.iter().any(|h| h.entry == Entry::After), "{l:?}");
+}
+
+const VMS: &[(&str, &str)] = &[("web", "cn001"), ("db", "cn002"), ("cache", "cn019")];
+
+/// The 648-node tree, dynamic LIDs: inside one leaf, 1 LFT SMP; across the tree, only the
+/// skyline (both leaves, their spines), at most one SMP per switch; the source side first is
+/// caught.
+#[test]
+fn dynamic_moves_on_648() {
+    let src = example("cluster-648.weft");
+    let pool = "cn001..=cn036";
+    let old = compiled(&with_vms(&src, pool, "dynamic", VMS));
+    // web: cn001 → cn005, the same leaf (18 hosts per leaf).
+    let near = compiled(&with_vms(&src, pool, "dynamic", &[("web", "cn005"), VMS[1], VMS[2]]));
+    let p = migrated(&old, &near);
+    assert_eq!(p.plan.lft_smps(), 1);
+    assert_eq!(p.plan.smps(), 1 + 2 * 2, "one LFT block and two VFs");
+    let Target::Migration { moves, .. } = &p.target else {
+        unreachable!()
+    };
+    assert_eq!((moves[0].marked, moves[0].updated), (1, 1));
+    assert!(matches!(moves[0].how, LidMove::Copy { .. }));
+    // db: cn002 (leaf1) → cn030 (leaf2): both leaves and the 18 spines.
+    let far = compiled(&with_vms(&src, pool, "dynamic", &[VMS[0], ("db", "cn030"), VMS[2]]));
+    let p = migrated(&old, &far);
+    let Target::Migration { moves, .. } = &p.target else {
+        unreachable!()
+    };
+    assert_eq!(moves[0].marked, 2 + 18);
+    assert!(p.plan.lft_smps() <= moves[0].marked && p.plan.lft_smps() >= 2);
+    // 702 physical LIDs and 3 VMs: LIDs up to 705, 12 blocks on each of 54 switches.
+    assert_eq!(p.full_reconfiguration, 54 * 12);
+    reverse_is_caught(&old, &p);
+    // Moving it back is a migration too: its LID takes cn002's own route (the copy), not
+    // vSwitchFatTree's first choice, so only the entries that differ from cn002's are written.
+    let back = migrated(&p.end, &old);
+    assert!(back.plan.lft_smps() <= p.plan.lft_smps());
+}
+
+/// Prepopulated LIDs: the VM keeps its LID and swaps it with the destination VF's; inside one
+/// leaf both LIDs share a block (one SMP); the VF left holds the other LID.
+#[test]
+fn prepopulated_swap_on_648() {
+    let src = example("cluster-648.weft");
+    let pool = "cn001..=cn036";
+    let old = compiled(&with_vms(&src, pool, "prepopulated", VMS));
+    let near = compiled(&with_vms(&src, pool, "prepopulated", &[("web", "cn003"), VMS[1], VMS[2]]));
+    let p = migrated(&old, &near);
+    let Target::Migration { moves, .. } = &p.target else {
+        unreachable!()
+    };
+    let LidMove::Swap { other } = moves[0].how else {
+        panic!("{:?}", moves[0].how)
+    };
+    assert_eq!(other / 64, moves[0].lid / 64, "one block");
+    assert_eq!(p.plan.lft_smps(), 1);
+    let left = p
+        .end
+        .lids
+        .vports
+        .iter()
+        .find(|v| p.end.fabric.node(v.host.node).name() == "cn001" && v.vf == 0)
+        .unwrap();
+    assert_eq!((left.vm.as_deref(), left.lid.map(|l| l.0)), (None, Some(other)));
+    let far = compiled(&with_vms(&src, pool, "prepopulated", &[VMS[0], ("db", "cn036"), VMS[2]]));
+    let p = migrated(&old, &far);
+    assert!(p.plan.lft_smps() <= 2 * 54);
+}
+
+/// Paper A, Table 2 on the 11 664-node tree: inside one leaf 1 SMP; the worst case (between
+/// the tree's edges) at most 2 × 1 620 switches and 3 240 SMPs; a full reconfiguration 336 960.
+#[test]
+fn table_2_on_11664() {
+    if std::env::var("WEFT_BIG_EXAMPLES").ok().as_deref() != Some("1") {
+        return;
+    }
+    let src = example("cluster-11664.weft");
+    let pool = "[cn00001, cn00002, cn11664]";
+    let vms = [("web", "cn00001"), ("db", "cn00002")];
+    let old = compiled(&with_vms(&src, pool, "dynamic", &vms));
+    let near = compiled(&with_vms(&src, pool, "dynamic", &[("web", "cn00002"), vms[1]]));
+    let p = migrated(&old, &near);
+    assert_eq!(p.plan.lft_smps(), 1);
+    assert_eq!(p.full_reconfiguration, 336_960);
+    let far = compiled(&with_vms(&src, pool, "dynamic", &[("web", "cn11664"), vms[1]]));
+    let p = migrated(&old, &far);
+    let Target::Migration { moves, .. } = &p.target else {
+        unreachable!()
+    };
+    // Both leaves, both pods' 18 spines, the 324 cores.
+    assert_eq!(moves[0].marked, 2 + 36 + 324);
+    assert!(p.plan.lft_smps() <= 3240 && p.plan.lft_smps() <= 2 * 1620);
+    assert_eq!(p.full_reconfiguration, 336_960);
+    reverse_is_caught(&old, &p);
+}
