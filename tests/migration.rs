@@ -146,6 +146,16 @@ fn dynamic_moves_on_648() {
     // 702 physical LIDs and 3 VMs: LIDs up to 705, 12 blocks on each of 54 switches.
     assert_eq!(p.full_reconfiguration, 54 * 12);
     reverse_is_caught(&old, &p);
+    // The checker rolled back after a plan plans the same again (and as a fresh one does).
+    let moves = weft_plan::migrate::moves(&old, &far).unwrap().unwrap();
+    let mut m = weft_plan::migrate::Migrator::new(&old, Scope::All);
+    m.checkpoint();
+    let first = m.migrate(&moves, &far.lids.vports, Marking::Skyline).unwrap();
+    m.rollback();
+    let again = m.migrate(&moves, &far.lids.vports, Marking::Skyline).unwrap();
+    assert_eq!(first.steps, again.steps);
+    assert_eq!(first.checks, again.checks);
+    assert_eq!(first.steps, p.plan.steps);
     // Moving it back is a migration too: its LID takes cn002's own route (the copy), not
     // vSwitchFatTree's first choice, so only the entries that differ from cn002's are written.
     let back = migrated(&p.end, &old);

@@ -247,9 +247,9 @@ impl<'a> Migrator<'a> {
     }
 
     /// Plans `moves` (the VFs' P_Key tables to become `desired`'s, the same VFs), choosing
-    /// switches by `marking`. The checker moves on with every step
-    /// proven, so one `Migrator` plans one migration (or a failed one is retried with a new
-    /// `Migrator`).
+    /// switches by `marking`. The checker moves on with every step proven: plan the next
+    /// migration from the state this one leaves, or [`Migrator::checkpoint`] before and
+    /// [`Migrator::rollback`] after to plan another from the same state.
     pub fn migrate(
         &mut self,
         moves: &[Move],
@@ -393,6 +393,17 @@ impl<'a> Migrator<'a> {
             vports,
             rerouted,
         })
+    }
+
+    /// Starts recording, so that [`Migrator::rollback`] returns here: plan a migration, and
+    /// roll back when it is not applied (the checker then plans the next from this state).
+    pub fn checkpoint(&mut self) {
+        self.t.checkpoint();
+    }
+
+    /// Returns the checker to the last checkpoint.
+    pub fn rollback(&mut self) {
+        self.t.rollback();
     }
 
     /// The switch a hypervisor port is cabled to, when the cable and switch are live.

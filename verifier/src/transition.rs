@@ -231,6 +231,27 @@ pub struct Transition<'a> {
     /// it too).
     start_cycle: Vec<Channel>,
     scope: Scope,
+    /// What to undo back to the last [`Transition::checkpoint`], when one is set.
+    journal: Option<Journal>,
+}
+
+/// Changes since a checkpoint, oldest first.
+#[derive(Default)]
+struct Journal {
+    undo: Vec<Undo>,
+    /// The kept dependencies were replaced by an exact set (which may lack dependencies of
+    /// the checkpoint's state): a rollback works them out again.
+    deps_replaced: bool,
+}
+
+/// One change to undo.
+enum Undo {
+    /// A table entry: (switch index, LID, the port before).
+    Entry(usize, usize, u8),
+    /// A destination's failing routes before.
+    Failing(usize, u64),
+    /// A destination's owner before.
+    Owner(usize, (u32, u8)),
 }
 
 impl<'a> Transition<'a> {
@@ -275,6 +296,7 @@ impl<'a> Transition<'a> {
             scope,
             dests,
             net,
+            journal: None,
         };
         let outs = t.run(&t.deps, &[], true);
         t.failing = outs.iter().map(|o| o.failing_before).collect();
@@ -305,14 +327,82 @@ impl<'a> Transition<'a> {
             return false;
         }
         if let Some(d) = self.dests.get_mut(i as usize) {
+            if let Some(j) = &mut self.journal {
+                j.undo.push(Undo::Owner(i as usize, d.owner));
+            }
             d.owner = (n, p);
         }
         let sink = DepSet::new(&self.net);
         let outs = self.run(&sink, &[(i, Vec::new())], false);
-        if let (Some(f), Some(o)) = (self.failing.get_mut(i as usize), outs.first()) {
-            *f = o.failing_before;
+        if let Some(o) = outs.first() {
+            self.set_failing(i as usize, o.failing_before);
         }
         true
+    }
+
+    /// Starts recording what the following steps and relocations change, so that
+    /// [`Transition::rollback`] can return here (a plan worked out but not applied).
+    pub fn checkpoint(&mut self) {
+        self.journal = Some(Journal::default());
+    }
+
+    /// Returns to the last checkpoint: tables, owners and failing routes as they were there.
+    /// Dependencies added since stay (a superset of the state's is what the checks need), unless
+    /// they were replaced, in which case they are worked out again over every destination.
+    /// Without a checkpoint, nothing happens.
+    pub fn rollback(&mut self) {
+        let Some(j) = self.journal.take() else {
+            return;
+        };
+        for u in j.undo.into_iter().rev() {
+            match u {
+                Undo::Entry(k, lid, port) => set_entry(self.cur.get_mut(k), lid, port),
+                Undo::Failing(i, v) => {
+                    if let Some(f) = self.failing.get_mut(i) {
+                        *f = v;
+                    }
+                }
+                Undo::Owner(i, o) => {
+                    if let Some(d) = self.dests.get_mut(i) {
+                        d.owner = o;
+                    }
+                }
+            }
+        }
+        if j.deps_replaced {
+            let deps = DepSet::new(&self.net);
+            self.run(&deps, &[], true);
+            let graph = self.graph(&deps, &[]);
+            self.deps = deps;
+            match graph.topo_ranks() {
+                Some(r) => self.ranks = r,
+                None => self.start_cycle = self.cycle(&graph),
+            }
+        }
+    }
+
+    /// Sets destination `i`'s failing routes, journalled.
+    fn set_failing(&mut self, i: usize, v: u64) {
+        if let Some(f) = self.failing.get_mut(i) {
+            if let Some(j) = &mut self.journal {
+                j.undo.push(Undo::Failing(i, *f));
+            }
+            *f = v;
+        }
+    }
+
+    /// Sets an entry of the current tables, journalled.
+    fn set_current(&mut self, k: usize, lid: usize, port: u8) {
+        if let Some(j) = &mut self.journal {
+            let was = self
+                .cur
+                .get(k)
+                .and_then(|t| t.get(lid))
+                .copied()
+                .unwrap_or(LFT_UNSET);
+            j.undo.push(Undo::Entry(k, lid, was));
+        }
+        set_entry(self.cur.get_mut(k), lid, port);
     }
 
     /// Routes failing in the current state.
@@ -366,6 +456,9 @@ impl<'a> Transition<'a> {
                             Some(r) => {
                                 self.deps = exact;
                                 self.ranks = r;
+                                if let Some(j) = &mut self.journal {
+                                    j.deps_replaced = true;
+                                }
                             }
                             None => {
                                 check.deadlock_free = Outcome::Violated;
@@ -385,9 +478,7 @@ impl<'a> Transition<'a> {
         }
         // The step lands.
         for (i, o) in work.iter().zip(&outs) {
-            if let Some(f) = self.failing.get_mut(i.0 as usize) {
-                *f = o.failing_after;
-            }
+            self.set_failing(i.0 as usize, o.failing_after);
         }
         for (i, writes) in &work {
             let lid = self
@@ -395,11 +486,11 @@ impl<'a> Transition<'a> {
                 .get(*i as usize)
                 .map_or(0, |d| usize::from(d.lid.0));
             for &(k, port) in writes {
-                set_entry(self.cur.get_mut(k), lid, port);
+                self.set_current(k, lid, port);
             }
         }
         for &(k, lid, port) in &other {
-            set_entry(self.cur.get_mut(k), usize::from(lid.0), port);
+            self.set_current(k, usize::from(lid.0), port);
         }
         check
     }
