@@ -89,9 +89,12 @@ pub enum Write {
 impl Write {
     /// The entries of an LFT block as hex.
     pub fn lft_hex(entries: &[u8]) -> String {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
         let mut s = String::with_capacity(entries.len() * 2);
-        for b in entries {
-            s.push_str(&format!("{b:02x}"));
+        for &b in entries {
+            for nibble in [b >> 4, b & 15] {
+                s.push(char::from(DIGITS.get(usize::from(nibble)).copied().unwrap_or(b'0')));
+            }
         }
         s
     }
