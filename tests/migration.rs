@@ -78,7 +78,11 @@ fn migrated(old: &ValidState, new: &ValidState) -> weft_plan::Planned {
     let report = weft_verifier::verify(
         &p.end,
         &weft_verifier::Options {
-            properties: vec![Property::DeadlockFree, Property::Connected, Property::Isolated],
+            properties: vec![
+                Property::DeadlockFree,
+                Property::Connected,
+                Property::Isolated,
+            ],
             ..Default::default()
         },
     );
@@ -126,7 +130,12 @@ fn dynamic_moves_on_648() {
     let pool = "cn001..=cn036";
     let old = compiled(&with_vms(&src, pool, "dynamic", VMS));
     // web: cn001 → cn005, the same leaf (18 hosts per leaf).
-    let near = compiled(&with_vms(&src, pool, "dynamic", &[("web", "cn005"), VMS[1], VMS[2]]));
+    let near = compiled(&with_vms(
+        &src,
+        pool,
+        "dynamic",
+        &[("web", "cn005"), VMS[1], VMS[2]],
+    ));
     let p = migrated(&old, &near);
     assert_eq!(p.plan.lft_smps(), 1);
     assert_eq!(p.plan.smps(), 1 + 2 * 2, "one LFT block and two VFs");
@@ -136,7 +145,12 @@ fn dynamic_moves_on_648() {
     assert_eq!((moves[0].marked, moves[0].updated), (1, 1));
     assert!(matches!(moves[0].how, LidMove::Copy { .. }));
     // db: cn002 (leaf1) → cn030 (leaf2): both leaves and the 18 spines.
-    let far = compiled(&with_vms(&src, pool, "dynamic", &[VMS[0], ("db", "cn030"), VMS[2]]));
+    let far = compiled(&with_vms(
+        &src,
+        pool,
+        "dynamic",
+        &[VMS[0], ("db", "cn030"), VMS[2]],
+    ));
     let p = migrated(&old, &far);
     let Target::Migration { moves, .. } = &p.target else {
         unreachable!()
@@ -150,9 +164,13 @@ fn dynamic_moves_on_648() {
     let moves = weft_plan::migrate::moves(&old, &far).unwrap().unwrap();
     let mut m = weft_plan::migrate::Migrator::new(&old, Scope::All);
     m.checkpoint();
-    let first = m.migrate(&moves, &far.lids.vports, Marking::Skyline).unwrap();
+    let first = m
+        .migrate(&moves, &far.lids.vports, Marking::Skyline)
+        .unwrap();
     m.rollback();
-    let again = m.migrate(&moves, &far.lids.vports, Marking::Skyline).unwrap();
+    let again = m
+        .migrate(&moves, &far.lids.vports, Marking::Skyline)
+        .unwrap();
     assert_eq!(first.steps, again.steps);
     assert_eq!(first.checks, again.checks);
     assert_eq!(first.steps, p.plan.steps);
@@ -169,7 +187,12 @@ fn prepopulated_swap_on_648() {
     let src = example("cluster-648.weft");
     let pool = "cn001..=cn036";
     let old = compiled(&with_vms(&src, pool, "prepopulated", VMS));
-    let near = compiled(&with_vms(&src, pool, "prepopulated", &[("web", "cn003"), VMS[1], VMS[2]]));
+    let near = compiled(&with_vms(
+        &src,
+        pool,
+        "prepopulated",
+        &[("web", "cn003"), VMS[1], VMS[2]],
+    ));
     let p = migrated(&old, &near);
     let Target::Migration { moves, .. } = &p.target else {
         unreachable!()
@@ -186,8 +209,16 @@ fn prepopulated_swap_on_648() {
         .iter()
         .find(|v| p.end.fabric.node(v.host.node).name() == "cn001" && v.vf == 0)
         .unwrap();
-    assert_eq!((left.vm.as_deref(), left.lid.map(|l| l.0)), (None, Some(other)));
-    let far = compiled(&with_vms(&src, pool, "prepopulated", &[VMS[0], ("db", "cn036"), VMS[2]]));
+    assert_eq!(
+        (left.vm.as_deref(), left.lid.map(|l| l.0)),
+        (None, Some(other))
+    );
+    let far = compiled(&with_vms(
+        &src,
+        pool,
+        "prepopulated",
+        &[VMS[0], ("db", "cn036"), VMS[2]],
+    ));
     let p = migrated(&old, &far);
     assert!(p.plan.lft_smps() <= 2 * 54);
 }
@@ -203,11 +234,21 @@ fn table_2_on_11664() {
     let pool = "[cn00001, cn00002, cn11664]";
     let vms = [("web", "cn00001"), ("db", "cn00002")];
     let old = compiled(&with_vms(&src, pool, "dynamic", &vms));
-    let near = compiled(&with_vms(&src, pool, "dynamic", &[("web", "cn00002"), vms[1]]));
+    let near = compiled(&with_vms(
+        &src,
+        pool,
+        "dynamic",
+        &[("web", "cn00002"), vms[1]],
+    ));
     let p = migrated(&old, &near);
     assert_eq!(p.plan.lft_smps(), 1);
     assert_eq!(p.full_reconfiguration, 336_960);
-    let far = compiled(&with_vms(&src, pool, "dynamic", &[("web", "cn11664"), vms[1]]));
+    let far = compiled(&with_vms(
+        &src,
+        pool,
+        "dynamic",
+        &[("web", "cn11664"), vms[1]],
+    ));
     let p = migrated(&old, &far);
     let Target::Migration { moves, .. } = &p.target else {
         unreachable!()
@@ -217,4 +258,40 @@ fn table_2_on_11664() {
     assert!(p.plan.lft_smps() <= 3240 && p.plan.lft_smps() <= 2 * 1620);
     assert_eq!(p.full_reconfiguration, 336_960);
     reverse_is_caught(&old, &p);
+}
+
+/// The VFs are end ports of their own for `isolated`: the compiled tables are proven isolated,
+/// and a VM's VF given another tenant's key is a leak naming the VF and the host.
+#[test]
+fn vf_pkey_tables_are_checked() {
+    let src = example("cluster-648.weft");
+    let text = with_vms(&src, "cn001..=cn036", "dynamic", VMS);
+    let j = text.rfind('}').unwrap();
+    let text = format!(
+        "{}    tenant alice {{ pkey = 0x8002, hosts = cn100..=cn110 }}\n}}\n",
+        &text[..j]
+    );
+    let st = compiled(&text);
+    let iso = weft_verifier::isolation::check(&st, 5);
+    assert_eq!(iso.outcome, Outcome::Proven, "{iso:?}");
+    // cn001's PF, its VF with `web`, and the free VFs are all compared.
+    assert!(iso.ports > 11 + 36 + 3, "{}", iso.ports);
+    let mut bad = st.state().clone();
+    let v = bad
+        .lids
+        .vports
+        .iter_mut()
+        .find(|v| v.vm.as_deref() == Some("web"))
+        .unwrap();
+    v.pkeys.as_mut().unwrap().push(weft_fabric::PKey(0x8002));
+    let bad = ValidState::new(bad).unwrap();
+    let iso = weft_verifier::isolation::check(&bad, 5);
+    assert_eq!(iso.outcome, Outcome::Violated);
+    let b = &iso.breaches[0];
+    let names = format!("{} {}", b.a.node.name, b.b.node.name);
+    assert!(
+        names.contains("VF 0 (web)") && names.contains("cn1"),
+        "{}",
+        b.describe()
+    );
 }

@@ -225,12 +225,7 @@ fn human(p: &Planned, written: Option<&Path>, max: usize) -> String {
         } else {
             format!("{} P_Key block(s)", g(s.pkey_blocks as u64))
         };
-        let _ = writeln!(
-            t,
-            "  step {}: {what}; {}",
-            i + 1,
-            step_proof(p.check(i), s)
-        );
+        let _ = writeln!(t, "  step {}: {what}; {}", i + 1, step_proof(p.check(i), s));
     }
     for line in target_line(&p.target).lines() {
         let _ = writeln!(t, "  {line}");

@@ -198,7 +198,10 @@ pub fn assign_vfs(e: &Elaborated, lids: &mut LidAssignment) -> Result<(), Vec<Di
                 let origin = e.origin(h);
                 return Err(vec![Diagnostic::error(
                     Code::LidPinUnused,
-                    format!("hypervisor `{}` has no cabled port for its VFs", f.node(h).name()),
+                    format!(
+                        "hypervisor `{}` has no cabled port for its VFs",
+                        f.node(h).name()
+                    ),
                 )
                 .label(origin.source, origin.span, "declared here")
                 .label(source, pool.span, "a hypervisor of this pool")
@@ -237,7 +240,10 @@ pub fn assign_vfs(e: &Elaborated, lids: &mut LidAssignment) -> Result<(), Vec<Di
         }
         next += n;
     }
-    for &(h, port, pool) in hypervisors.iter().filter(|(_, _, p)| p.lids == VfLids::Dynamic) {
+    for &(h, port, pool) in hypervisors
+        .iter()
+        .filter(|(_, _, p)| p.lids == VfLids::Dynamic)
+    {
         for vf in 0..pool.vfs {
             vports.push(VirtualPort {
                 host: PortRef { node: h, port },

@@ -91,10 +91,9 @@ pub fn apply(
     let mut vf_tables: Vec<Vec<PKey>> = Vec::with_capacity(state.lids.vports.len());
     for v in &state.lids.vports {
         let mut table = vec![DEFAULT_LIMITED];
-        if let Some((vm, t)) = v
-            .vm
-            .as_deref()
-            .and_then(|vm| vm_tenant.get(vm).map(|t| (vm, t)))
+        if let Some((vm, t)) =
+            v.vm.as_deref()
+                .and_then(|vm| vm_tenant.get(vm).map(|t| (vm, t)))
         {
             table.push(key(t, Membership::Full));
             table.extend(tenants.iter().filter_map(|s| s.others.map(|m| key(s, m))));
@@ -273,6 +272,17 @@ pub fn describe(tenants: &[Tenant]) -> String {
     let parts: Vec<String> = tenants
         .iter()
         .map(|t| match t.others {
+            None if !t.pools.is_empty() => {
+                let vfs: usize = t.pools.iter().map(|p| p.hosts.len() * usize::from(p.vfs)).sum();
+                let hypervisors: usize = t.pools.iter().map(|p| p.hosts.len()).sum();
+                format!(
+                    "`{}` {:#06x} ({} host(s), {} VM(s) on {hypervisors} vSwitch hypervisor(s) with {vfs} VF(s))",
+                    t.name,
+                    t.pkey,
+                    t.hosts.len(),
+                    t.vms.len()
+                )
+            }
             None => format!("`{}` {:#06x} ({} host(s))", t.name, t.pkey, t.hosts.len()),
             Some(m) => format!(
                 "`{}` {:#06x} shared ({} host(s); every tenant's hosts {} members)",

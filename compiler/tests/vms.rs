@@ -70,7 +70,11 @@ fn fig2_golden() {
         ]
     );
     // Each VM's leaf delivers it to its hypervisor's port.
-    for (vm, leaf, port) in [("vm1", "leaf1", 1), ("vm4", "leaf1", 2), ("vm8", "leaf2", 2)] {
+    for (vm, leaf, port) in [
+        ("vm1", "leaf1", 1),
+        ("vm4", "leaf1", 2),
+        ("vm8", "leaf2", 2),
+    ] {
         assert_eq!(entry(&st, leaf, vm_lid(&st, vm)), port, "{vm}");
     }
     // Dynamic LIDs: one per VM, right after the physical ones, in declaration order.
@@ -100,7 +104,10 @@ fn fig2_golden() {
     assert_eq!(vf(None), Some(vec![0x7fff]));
     let pf = weft_fabric::PortRef::new(node(&st, "vsw1"), 1);
     assert_eq!(
-        st.ports[&pf].pkeys.as_ref().map(|t| t.iter().map(|k| k.0).collect::<Vec<_>>()),
+        st.ports[&pf]
+            .pkeys
+            .as_ref()
+            .map(|t| t.iter().map(|k| k.0).collect::<Vec<_>>()),
         Some(vec![0x7fff])
     );
     // Deterministic.
@@ -132,7 +139,10 @@ fn one_vm_per_hypervisor_routes_as_fat_tree() {
     }
     vms += "    }\n";
     let with = built(&format!("{TREE}{vms}}}\n"));
-    assert_eq!(with.lids.vports.iter().filter(|v| v.lid.is_some()).count(), hosts.len());
+    assert_eq!(
+        with.lids.vports.iter().filter(|v| v.lid.is_some()).count(),
+        hosts.len()
+    );
     let mut compared = 0;
     for h in &hosts {
         let id = node(&plain, h);
@@ -140,7 +150,11 @@ fn one_vm_per_hypervisor_routes_as_fat_tree() {
         let vm = vm_lid(&with, &format!("vm_{h}"));
         for (&s, t) in &plain.switches {
             let want = t.lft.get(lid);
-            assert_eq!(with.switches[&s].lft.get(vm), want, "{h}'s VM at switch {s:?}");
+            assert_eq!(
+                with.switches[&s].lft.get(vm),
+                want,
+                "{h}'s VM at switch {s:?}"
+            );
             assert_eq!(with.switches[&s].lft.get(lid), want, "{h} at switch {s:?}");
             compared += 2;
         }
@@ -156,7 +170,12 @@ fn prepopulated_lids_are_block_aware() {
         "{TREE}    tenant cloud {{\n        pkey = 0x8001\n        vms on cn001..=cn040 {{ vfs_per_host = 6, lids = prepopulated }}\n        vm a on cn003\n    }}\n}}\n"
     );
     let st = built(&src);
-    let lids: Vec<u16> = st.lids.vports.iter().filter_map(|v| v.lid.map(|l| l.0)).collect();
+    let lids: Vec<u16> = st
+        .lids
+        .vports
+        .iter()
+        .filter_map(|v| v.lid.map(|l| l.0))
+        .collect();
     assert_eq!(lids.len(), 240);
     let first = *lids.iter().min().unwrap();
     assert_eq!(first % 64, 0);
@@ -174,6 +193,8 @@ fn prepopulated_lids_are_block_aware() {
         TREE.replace("radix: 8", "radix: 16, host_name: \"cn{:04}\"")
     );
     let c = check("t.weft", &big, &NoFiles);
-    let e = weft_compiler::build::build(&c.elaborated.unwrap()).err().unwrap();
+    let e = weft_compiler::build::build(&c.elaborated.unwrap())
+        .err()
+        .unwrap();
     assert_eq!(e[0].code.as_str(), "weft::lid_budget_exceeded", "{e:?}");
 }

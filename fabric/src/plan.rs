@@ -93,7 +93,9 @@ impl Write {
         let mut s = String::with_capacity(entries.len() * 2);
         for &b in entries {
             for nibble in [b >> 4, b & 15] {
-                s.push(char::from(DIGITS.get(usize::from(nibble)).copied().unwrap_or(b'0')));
+                s.push(char::from(
+                    DIGITS.get(usize::from(nibble)).copied().unwrap_or(b'0'),
+                ));
             }
         }
         s

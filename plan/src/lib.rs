@@ -354,14 +354,19 @@ fn plan_migration(
             "VM moves with `--full` (a rebalance to the desired tables): plan the moves first, then `--full` from the state they leave",
         ));
     }
-    let (m, why) = match Migrator::new(old, opts.scope).migrate(moves, &new.lids.vports, Marking::Skyline) {
-        Ok(m) => (m, None),
-        Err(e @ (PlanError::Unproven(_) | PlanError::NoSafeOrder { .. })) => {
-            let m = Migrator::new(old, opts.scope).migrate(moves, &new.lids.vports, Marking::Every)?;
-            (m, Some(format!("the skyline's plan was not proven ({e})")))
-        }
-        Err(e) => return Err(e),
-    };
+    let (m, why) =
+        match Migrator::new(old, opts.scope).migrate(moves, &new.lids.vports, Marking::Skyline) {
+            Ok(m) => (m, None),
+            Err(e @ (PlanError::Unproven(_) | PlanError::NoSafeOrder { .. })) => {
+                let m = Migrator::new(old, opts.scope).migrate(
+                    moves,
+                    &new.lids.vports,
+                    Marking::Every,
+                )?;
+                (m, Some(format!("the skyline's plan was not proven ({e})")))
+            }
+            Err(e) => return Err(e),
+        };
     let end = migrate::end_state(old, &m)?;
     if !end.partitions.is_empty() {
         let iso = weft_verifier::isolation::check(&end, 1);

@@ -35,8 +35,7 @@ use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use weft_fabric::plan::{PlanStep, Write};
 use weft_fabric::{
-    FabricState, Lid, LinkState, NodeId, PKey, PortNum, PortRef, ValidState, VirtualPort,
-    LFT_UNSET,
+    FabricState, Lid, LinkState, NodeId, PKey, PortNum, PortRef, ValidState, VirtualPort, LFT_UNSET,
 };
 use weft_verifier::transition::{StepCheck, Transition};
 use weft_verifier::Scope;
@@ -332,7 +331,10 @@ impl<'a> Migrator<'a> {
         }
         // The VFs' P_Key tables as the desired state has them: a VM's follows the VM, a free
         // VF's is a free VF's there.
-        let free = desired.iter().find(|d| d.vm.is_none()).map(|d| d.pkeys.clone());
+        let free = desired
+            .iter()
+            .find(|d| d.vm.is_none())
+            .map(|d| d.pkeys.clone());
         for v in &mut vports {
             let want = match &v.vm {
                 Some(vm) => desired
@@ -459,10 +461,7 @@ fn parents(st: &ValidState) -> Vec<Vec<NodeId>> {
     let mut queue = std::collections::VecDeque::new();
     for x in f.node_ids() {
         let node = f.node(x);
-        if node.is_switch()
-            && !node.down
-            && neighbours(x).iter().any(|&y| !f.node(y).is_switch())
-        {
+        if node.is_switch() && !node.down && neighbours(x).iter().any(|&y| !f.node(y).is_switch()) {
             level[x.index()] = 1;
             queue.push_back(x);
         }
@@ -505,9 +504,10 @@ fn vf_name(st: &ValidState, (port, vf): (PortRef, u8)) -> String {
 /// The write that takes VF `old` to `new`.
 fn vf_write(st: &ValidState, old: &VirtualPort, new: &VirtualPort) -> Write {
     let keys = |v: &VirtualPort| -> Vec<u16> {
-        v.pkeys
-            .as_ref()
-            .map_or_else(|| vec![PKey::DEFAULT.0], |t| t.iter().map(|k| k.0).collect())
+        v.pkeys.as_ref().map_or_else(
+            || vec![PKey::DEFAULT.0],
+            |t| t.iter().map(|k| k.0).collect(),
+        )
     };
     Write::Vport {
         node: st.fabric.node(old.host.node).guid(),

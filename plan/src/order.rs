@@ -77,7 +77,9 @@ pub(crate) fn stages(start: &ValidState, new: &ValidState) -> Order {
 
 /// A switch's LFT in `st` (empty without one).
 fn table(st: &ValidState, x: NodeId) -> &[u8] {
-    st.switches.get(&x).map_or(&[][..], |t| t.lft.ports.as_slice())
+    st.switches
+        .get(&x)
+        .map_or(&[][..], |t| t.lft.ports.as_slice())
 }
 
 /// The writes that change the entries `changed` (sorted by switch and LID) of `start`'s

@@ -13,6 +13,10 @@
 //! * a pair a declared partition allows that the tables keep apart is **cut** (the two ports
 //!   and the partition).
 //!
+//! The VFs of vSwitch hypervisors are end ports of their own: each VF with a LID, with its
+//! own P_Key table, a declared member of the partitions that name the VM on it
+//! ([`Partition::vms`](weft_fabric::Partition)).
+//!
 //! Enforcement is modelled at the end ports (the receiving port drops a packet whose P_Key it
 //! does not match); switch partition enforcement is not modelled, so nothing here relies on
 //! it. Management traffic (SMPs on QP0) is not subject to P_Keys and is not part of the check.
@@ -154,6 +158,9 @@ pub(crate) const NOTHING_DECLARED: &str =
 /// What groups end ports: their keys (sorted) and their declared memberships.
 type GroupKey = (Vec<u16>, Vec<(usize, Membership)>);
 
+/// An end port: a physical port, or a VF (its index) behind one.
+type End = (PortRef, Option<u8>);
+
 /// A group of end ports with the same table and the same declared memberships.
 struct Group {
     /// The keys its ports hold, sorted.
@@ -161,7 +168,7 @@ struct Group {
     /// Its declared memberships: (partition index, membership), sorted.
     declared: Vec<(usize, Membership)>,
     /// Its ports, sorted.
-    ports: Vec<PortRef>,
+    ports: Vec<End>,
 }
 
 /// Checks `isolated` on `state`, listing at most `max_listed` breaches.
@@ -180,21 +187,51 @@ pub fn check(state: &ValidState, max_listed: usize) -> Isolation {
         };
     }
     let f = &state.fabric;
-    let mut declared: BTreeMap<PortRef, Vec<(usize, Membership)>> = BTreeMap::new();
+    let mut declared: BTreeMap<End, Vec<(usize, Membership)>> = BTreeMap::new();
+    // VFs by the VM on them.
+    let vf_of: BTreeMap<&str, End> = state
+        .lids
+        .vports
+        .iter()
+        .filter_map(|v| Some((v.vm.as_deref()?, (v.host, Some(v.vf)))))
+        .collect();
     for (i, p) in parts.iter().enumerate() {
         for (&r, &m) in &p.members {
-            declared.entry(r).or_default().push((i, m));
+            declared.entry((r, None)).or_default().push((i, m));
+        }
+        for (vm, &m) in &p.vms {
+            if let Some(&e) = vf_of.get(vm.as_str()) {
+                declared.entry(e).or_default().push((i, m));
+            }
         }
     }
-    let mut ports: BTreeSet<PortRef> = declared.keys().copied().collect();
+    let mut ports: BTreeSet<End> = declared.keys().copied().collect();
     for (&n, lids) in &state.lids.base {
         if f.nodes().get(n.index()).is_some_and(|x| !x.is_switch()) {
-            ports.extend(lids.keys().map(|&p| PortRef { node: n, port: p }));
+            ports.extend(lids.keys().map(|&p| (PortRef { node: n, port: p }, None)));
         }
     }
-    let mut by_key: BTreeMap<GroupKey, Vec<PortRef>> = BTreeMap::new();
+    // Every VF with a LID is an end port of its own (one without cannot talk).
+    ports.extend(
+        state
+            .lids
+            .vports
+            .iter()
+            .filter(|v| v.lid.is_some())
+            .map(|v| (v.host, Some(v.vf))),
+    );
+    let mut by_key: BTreeMap<GroupKey, Vec<End>> = BTreeMap::new();
     for &r in &ports {
-        let mut keys: Vec<u16> = match state.ports.get(&r).and_then(|p| p.pkeys.as_ref()) {
+        let table = match r.1 {
+            None => state.ports.get(&r.0).and_then(|p| p.pkeys.as_ref()),
+            Some(vf) => state
+                .lids
+                .vports
+                .iter()
+                .find(|v| (v.host, v.vf) == (r.0, vf))
+                .and_then(|v| v.pkeys.as_ref()),
+        };
+        let mut keys: Vec<u16> = match table {
             Some(t) => t.iter().map(|k| k.0).collect(),
             None => vec![PKey::DEFAULT.0],
         };
@@ -287,8 +324,8 @@ pub fn check(state: &ValidState, max_listed: usize) -> Isolation {
         };
         breaches.push(Breach {
             kind,
-            a: endpoint(state, a),
-            b: endpoint(state, b),
+            a: end_point(state, a),
+            b: end_point(state, b),
             pairs: n,
         });
     }
@@ -444,6 +481,19 @@ fn declared_talk(a: &[(usize, Membership)], b: &[(usize, Membership)]) -> Option
         .flat_map(|&x| b.iter().map(move |&y| (x, y)))
         .find(|&((i, m), (j, n))| i == j && (m == Membership::Full || n == Membership::Full))
         .map(|((i, _), _)| i)
+}
+
+/// A VF is named `cn140 VF 0 (db1)` with its own GUID, on its hypervisor's port.
+fn end_point(state: &ValidState, (r, vf): End) -> Endpoint {
+    let mut e = endpoint(state, r);
+    if let Some(v) = vf.and_then(|k| state.lids.vports.iter().find(|v| (v.host, v.vf) == (r, k))) {
+        e.node.name = match &v.vm {
+            Some(vm) => format!("{} VF {} ({vm})", e.node.name, v.vf),
+            None => format!("{} VF {}", e.node.name, v.vf),
+        };
+        e.node.guid = v.guid;
+    }
+    e
 }
 
 fn endpoint(state: &ValidState, r: PortRef) -> Endpoint {

@@ -302,7 +302,10 @@ impl Elab<'_> {
                 }
                 // The vSwitch model is the only one built: saying so is allowed.
                 SectionItem::Section(f)
-                    if f.kind.name == "vswitch" && f.body.is_none() && f.on.is_none() && f.name.is_none() => {}
+                    if f.kind.name == "vswitch"
+                        && f.body.is_none()
+                        && f.on.is_none()
+                        && f.name.is_none() => {}
                 other => {
                     self.unknown_in_section(other, "vms", POOL_ATTRS);
                     ok = false;

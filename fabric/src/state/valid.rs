@@ -410,7 +410,8 @@ fn check_vports(st: &FabricState, errors: &mut Vec<StateError>) {
     let mut keys = std::collections::BTreeSet::new();
     let mut guids = std::collections::BTreeSet::new();
     let mut vms: BTreeMap<&str, PortName> = BTreeMap::new();
-    let node_guids: std::collections::BTreeSet<u64> = f.nodes().iter().map(|n| n.guid().0).collect();
+    let node_guids: std::collections::BTreeSet<u64> =
+        f.nodes().iter().map(|n| n.guid().0).collect();
     for v in &st.lids.vports {
         let bad = |what: String| StateError::PortTable {
             port: vport_name(f, v),
@@ -424,7 +425,9 @@ fn check_vports(st: &FabricState, errors: &mut Vec<StateError>) {
             continue;
         };
         if node.is_switch() || v.host.port.0 == 0 || v.host.port.0 > node.spec.port_count {
-            errors.push(bad("a VF sits behind an end-node port; this is not one".to_owned()));
+            errors.push(bad(
+                "a VF sits behind an end-node port; this is not one".to_owned()
+            ));
             continue;
         }
         if st.lids.get(v.host.node, v.host.port).is_none() {
@@ -499,6 +502,11 @@ fn check_partitions(st: &FabricState, errors: &mut Vec<StateError>) {
                 "partition number {:#06x} is also partition `{other}`'s",
                 p.pkey
             )));
+        }
+        if p.class.is_some() && !p.vms.is_empty() {
+            errors.push(bad(
+                "has a class and VM members; a class for VM traffic is not supported".to_owned(),
+            ));
         }
         for vm in p.vms.keys() {
             if !st.lids.vports.iter().any(|v| v.vm.as_ref() == Some(vm)) {

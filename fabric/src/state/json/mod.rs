@@ -537,7 +537,10 @@ pub fn write<W: Write>(state: &FabricState, w: &mut W, extra: &[(&str, &str)]) -
                 guid: GuidHex(v.guid),
                 lid: v.lid.map(|l| l.0),
                 vm: v.vm.clone(),
-                pkeys: v.pkeys.as_ref().map(|t| t.iter().map(|&k| PKeyHex(k)).collect()),
+                pkeys: v
+                    .pkeys
+                    .as_ref()
+                    .map(|t| t.iter().map(|&k| PKeyHex(k)).collect()),
             })
             .collect();
         vports.sort_by_key(|v| (v.host, v.vf));
