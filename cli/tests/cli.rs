@@ -521,8 +521,8 @@ fn huge_columns_and_repeated_errors_stay_readable() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// VMs in a tenant are parsed but not built yet: `weft check` refuses them (exit 1,
-/// `weft::unsupported`) instead of printing "verified" over a section it ignored.
+/// A class for a tenant with VMs is parsed but not built yet: `weft check` refuses it (exit 1,
+/// `weft::unsupported`) instead of printing "verified" over a setting it ignored.
 #[test]
 fn check_refuses_what_is_not_built_yet() {
     let dir = std::env::temp_dir().join(format!("weft-cli-unsupported-{}", std::process::id()));
@@ -530,17 +530,14 @@ fn check_refuses_what_is_not_built_yet() {
     let f = dir.join("qos.weft");
     std::fs::write(
         &f,
-        "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 2, radix: 8, switch: sb7800, hca: connectx5)\n    qos { class compute { sl = 1 } }\n    tenant t { pkey = 0x8001, vms on cn001 { vfs_per_host = 4 } }\n}\n",
+        "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 2, radix: 8, switch: sb7800, hca: connectx5)\n    qos { class compute { sl = 1 } }\n    tenant t { pkey = 0x8001, class = compute, vms on cn001 { vfs_per_host = 4 } }\n}\n",
     )
     .unwrap();
     let out = weft(&["check", f.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert_eq!(err.matches("weft::unsupported").count(), 1, "{err}");
-    assert!(
-        err.contains("`vms` (VMs on vSwitch SR-IOV hypervisors)"),
-        "{err}"
-    );
+    assert!(err.contains("has VMs and a class"), "{err}");
     assert!(
         !text(&out.stdout).contains("verified"),
         "{}",

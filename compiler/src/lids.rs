@@ -171,6 +171,17 @@ pub fn assign_vfs(e: &Elaborated, lids: &mut LidAssignment) -> Result<(), Vec<Di
         return Ok(());
     }
     let source = e.fabric_origin.source;
+    if let (true, Some(pool)) = (lids.lmc > 0, tenants.iter().flat_map(|t| &t.pools).next()) {
+        return Err(vec![Diagnostic::error(
+            Code::Unsupported,
+            format!(
+                "VMs with `lmc = {}` are not built yet: a VF owns one LID",
+                lids.lmc
+            ),
+        )
+        .label(source, pool.span, "VFs here")
+        .help("route with `lmc = 0`, or keep the VMs out of this fabric")]);
+    }
     let taken: std::collections::BTreeSet<usize> = lids
         .owners(f)
         .iter()

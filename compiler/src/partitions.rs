@@ -275,8 +275,18 @@ pub fn describe(tenants: &[Tenant]) -> String {
             None if !t.pools.is_empty() => {
                 let vfs: usize = t.pools.iter().map(|p| p.hosts.len() * usize::from(p.vfs)).sum();
                 let hypervisors: usize = t.pools.iter().map(|p| p.hosts.len()).sum();
+                let lids: usize = t
+                    .pools
+                    .iter()
+                    .map(|p| match p.lids {
+                        crate::VfLids::Prepopulated => p.hosts.len() * usize::from(p.vfs),
+                        crate::VfLids::Dynamic => {
+                            t.vms.iter().filter(|v| p.hosts.contains(&v.host)).count()
+                        }
+                    })
+                    .sum();
                 format!(
-                    "`{}` {:#06x} ({} host(s), {} VM(s) on {hypervisors} vSwitch hypervisor(s) with {vfs} VF(s))",
+                    "`{}` {:#06x} ({} host(s), {} VM(s) on {hypervisors} vSwitch hypervisor(s) with {vfs} VF(s), {lids} VF LID(s) beside the fabric's)",
                     t.name,
                     t.pkey,
                     t.hosts.len(),

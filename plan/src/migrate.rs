@@ -104,11 +104,14 @@ pub struct MoveReport {
     pub lft_smps: usize,
 }
 
+/// A hypervisor port's VMs as (VM, LID) and its free VFs' LIDs, sorted.
+pub type VfView = (Vec<(String, Option<u16>)>, Vec<u16>);
+
 /// The VMs per hypervisor port as (VM, LID), and the LIDs of its free VFs, sorted: what two
 /// states must agree on for their VFs to be the same (which VF index a VM runs on is the
 /// hypervisor's business).
-pub fn vf_view(v: &[VirtualPort]) -> BTreeMap<PortRef, (Vec<(String, Option<u16>)>, Vec<u16>)> {
-    let mut out: BTreeMap<PortRef, (Vec<(String, Option<u16>)>, Vec<u16>)> = BTreeMap::new();
+pub fn vf_view(v: &[VirtualPort]) -> BTreeMap<PortRef, VfView> {
+    let mut out: BTreeMap<PortRef, VfView> = BTreeMap::new();
     for x in v {
         let e = out.entry(x.host).or_default();
         match (&x.vm, x.lid) {
@@ -459,31 +462,37 @@ fn parents(st: &ValidState) -> Vec<Vec<NodeId>> {
             .collect()
     };
     let mut queue = std::collections::VecDeque::new();
+    let lvl = |level: &[u32], x: NodeId| level.get(x.index()).copied().unwrap_or(0);
+    let set = |level: &mut Vec<u32>, x: NodeId, l: u32| {
+        if let Some(slot) = level.get_mut(x.index()) {
+            *slot = l;
+        }
+    };
     for x in f.node_ids() {
         let node = f.node(x);
         if node.is_switch() && !node.down && neighbours(x).iter().any(|&y| !f.node(y).is_switch()) {
-            level[x.index()] = 1;
+            set(&mut level, x, 1);
             queue.push_back(x);
         }
     }
     while let Some(x) = queue.pop_front() {
-        let l = level[x.index()];
+        let l = lvl(&level, x);
         for y in neighbours(x) {
-            if f.node(y).is_switch() && level[y.index()] == 0 {
-                level[y.index()] = l + 1;
+            if f.node(y).is_switch() && lvl(&level, y) == 0 {
+                set(&mut level, y, l + 1);
                 queue.push_back(y);
             }
         }
     }
     f.node_ids()
         .map(|x| {
-            let l = level[x.index()];
+            let l = lvl(&level, x);
             if l == 0 {
                 return Vec::new();
             }
             let mut up: Vec<NodeId> = neighbours(x)
                 .into_iter()
-                .filter(|y| level[y.index()] == l + 1)
+                .filter(|&y| lvl(&level, y) == l + 1)
                 .collect();
             up.sort_unstable();
             up.dedup();

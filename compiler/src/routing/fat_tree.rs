@@ -35,6 +35,13 @@
 //! 6. and should that fail too, *Up*/Down* from one top switch* (complete and deadlock-free on
 //!    any connected fabric), with a note and the reason in the engine line: never silently.
 //!
+//! **VF LIDs** (VMs on vSwitch hypervisors, vSwitchFatTree of Paper A): a VF's LID leaves
+//! the tree where its hypervisor's does, and its main path is chosen first — VF LIDs by leaf,
+//! hypervisors with fewer VF LIDs first, then the physical LIDs — adding `1/n` of a
+//! destination's load (`n` the VF LIDs behind that hypervisor port), so each hypervisor's VMs
+//! weigh one cable together and spread over the up ports. With one VM per hypervisor this is
+//! exactly `fat_tree`'s routing of the hypervisors, for the VMs and the hypervisors alike.
+//!
 //! **LMC > 0** (which OpenSM's ftree refuses): the `2^lmc` LIDs of a port take main paths
 //! through different up ports at every level where the tree allows (different roots,
 //! link-disjoint up paths from every source), giving APM a disjoint alternate path.
