@@ -189,6 +189,13 @@ fn step_proof(c: Option<&StepCheck>, s: &weft_plan::StepStats) -> String {
     }
 }
 
+/// What a VM migration asks of its peers.
+const MIGRATION_PEERS: &str = "peers to re-path: none (each moved VM keeps its LID and GID, and every path SL is unchanged, so the peers' path records stay valid)";
+
+fn is_migration(p: &Planned) -> bool {
+    matches!(p.target, weft_plan::Target::Migration { .. })
+}
+
 fn hosts_line(p: &Planned, max: usize) -> String {
     let r = &p.rerouted;
     let shown: Vec<&str> = r.hosts.iter().take(max).map(String::as_str).collect();
@@ -244,7 +251,9 @@ fn human(p: &Planned, written: Option<&Path>, max: usize) -> String {
         g(r.hosts.len() as u64),
         g(r.switches as u64)
     );
-    if !r.hosts.is_empty() {
+    if is_migration(p) {
+        let _ = writeln!(t, "  {MIGRATION_PEERS}");
+    } else if !r.hosts.is_empty() {
         let _ = writeln!(t, "  hosts to notify: {}", hosts_line(p, max));
     }
     if let Some(a) = &p.apm {
@@ -349,7 +358,9 @@ fn markdown(p: &Planned, written: Option<&Path>, max: usize) -> String {
         r.hosts.len(),
         r.switches
     );
-    if !r.hosts.is_empty() {
+    if is_migration(p) {
+        let _ = writeln!(t, "P{}.", MIGRATION_PEERS.trim_start_matches('p'));
+    } else if !r.hosts.is_empty() {
         let _ = writeln!(t, "Hosts to notify: {}.", hosts_line(p, max));
     }
     if let Some(a) = &p.apm {

@@ -180,3 +180,37 @@ fn refusals_say_why_with_exit_1() {
     insta::assert_snapshot!("plan_refusals", shown);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A VM migration on Paper A's Fig. 2 fabric in every format: the VF step first, then the LFT
+/// steps, each proven; the plan file holds the VF writes and reads back.
+#[test]
+fn vm_migration_plan_in_every_format() {
+    let dir = temp_dir("migration");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/vswitch-fig2.weft");
+    let src = std::fs::read_to_string(&example).unwrap();
+    let old_src = dir.join("old.weft");
+    std::fs::write(&old_src, &src).unwrap();
+    let old = built(&dir, "old", old_src.to_str().unwrap());
+    let new = dir.join("new.weft");
+    std::fs::write(&new, src.replace("vm vm1 on vsw1", "vm vm1 on vsw4")).unwrap();
+    let new = new.to_str().unwrap();
+    let plan_file = dir.join("plan.json");
+    let pf = plan_file.to_str().unwrap();
+    let mut shown = String::new();
+    for format in ["human", "markdown", "json"] {
+        let o = weft(&["plan", "--from", &old, new, "--format", format, "-o", pf]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        let d = dir.to_str().unwrap();
+        shown += &format!("## {format}\n{}\n", text(&o.stdout).replace(d, "DIR"));
+    }
+    insta::assert_snapshot!("plan_vm_migration", shown);
+    let plan = Plan::from_json(&std::fs::read_to_string(&plan_file).unwrap()).unwrap();
+    let vf = plan.steps[0]
+        .writes
+        .iter()
+        .filter(|w| matches!(w, Write::Vport { .. }))
+        .count();
+    assert_eq!(vf, 2, "the VF left and the VF taken");
+    assert_eq!(plan.smps(), plan.lft_smps() + 2 * vf);
+    let _ = std::fs::remove_dir_all(&dir);
+}

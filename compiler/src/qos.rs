@@ -699,7 +699,17 @@ pub fn qos_policy(
                 .node(n)
                 .port(p)
                 .map_or(f.node(n).guid().0, |port| port.guid.0);
-            members.entry(x).or_default().push(guid);
+            let group = members.entry(x).or_default();
+            group.push(guid);
+            // The VFs behind the port send from the same switch (their own GUIDs).
+            group.extend(
+                state
+                    .lids
+                    .vports
+                    .iter()
+                    .filter(|v| v.host == src)
+                    .map(|v| v.guid.0),
+            );
         }
     }
     out.push_str("\nport-groups\n");

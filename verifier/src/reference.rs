@@ -80,6 +80,9 @@ fn check_vl(st: &FabricState, n: NodeId, p: u8, vl: u8) -> Result<(), FailureRea
 
 /// The port owning `dlid`.
 pub fn owner(st: &FabricState, dlid: Lid) -> Option<(NodeId, u8)> {
+    if let Some(v) = st.lids.vport(dlid) {
+        return Some((v.host.node, v.host.port.0));
+    }
     let span = 1u16 << st.lids.lmc.min(7);
     for (&n, ports) in &st.lids.base {
         let sw = st

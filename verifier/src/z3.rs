@@ -129,6 +129,14 @@ fn endpoints(st: &FabricState, scope: Scope) -> (Vec<(NodeId, u8)>, Vec<Lid>) {
             }
         }
     }
+    // VF LIDs: destinations owned behind their hypervisor's port.
+    for v in &st.lids.vports {
+        if let Some(lid) = v.lid {
+            if live(v.host.node, v.host.port.0) && wanted(v.host.node) {
+                dests.push(lid);
+            }
+        }
+    }
     dests.sort();
     dests.dedup();
     (sources, dests)
