@@ -5,6 +5,7 @@
 //!   way a discovery sees them.
 //! * [`fat_tree_648`]: the 648-host two-level fat-tree (18 spines, 36 leaves), built directly.
 //! * [`Rng`], [`xgft_source`]: seeded random cases of XGFT trees.
+//! * [`example`], [`compiled`]: an example's text, and the proven state weft compiles.
 
 pub mod ibsim;
 
@@ -274,4 +275,32 @@ pub fn xgft_source(h: usize, m: &[u32], w: &[u32], faults: &str, extra: &str) ->
         list(m),
         list(w)
     )
+}
+
+/// The text of `examples/NAME`.
+#[expect(clippy::panic, reason = "a test fixture stops on a missing example")]
+pub fn example(name: &str) -> String {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples")
+        .join(name);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// The state weft compiles for a program (panics, with the rendered diagnostics, on errors).
+#[expect(
+    clippy::panic,
+    reason = "a test fixture stops on a program weft refuses"
+)]
+pub fn compiled(src: &str) -> weft_fabric::ValidState {
+    use weft_compiler::diagnostic::{render, RenderOptions};
+    let c = weft_compiler::check("t.weft", src, &weft_compiler::NoFiles);
+    assert!(
+        !c.has_errors(),
+        "{}",
+        render(&c.diagnostics, &c.sources, RenderOptions::plain())
+    );
+    let e = c.elaborated.unwrap_or_else(|| panic!("nothing elaborated"));
+    weft_compiler::build::build(&e)
+        .unwrap_or_else(|d| panic!("{d:?}"))
+        .state
 }

@@ -7,35 +7,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use weft_compiler::diagnostic::{render, RenderOptions};
-use weft_compiler::{check, NoFiles};
 use weft_fabric::plan::Write;
 use weft_fabric::ValidState;
 use weft_plan::migrate::{LidMove, Marking};
 use weft_plan::{check_steps, plan, Options, Target};
+use weft_tests::{compiled, example};
 use weft_verifier::transition::Entry;
 use weft_verifier::{Outcome, Property, Scope};
-
-fn compiled(src: &str) -> ValidState {
-    let c = check("t.weft", src, &NoFiles);
-    assert!(
-        !c.has_errors(),
-        "{}",
-        render(&c.diagnostics, &c.sources, RenderOptions::plain())
-    );
-    weft_compiler::build::build(&c.elaborated.unwrap())
-        .unwrap_or_else(|d| panic!("{d:?}"))
-        .state
-}
-
-fn example(name: &str) -> String {
-    std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../examples")
-            .join(name),
-    )
-    .unwrap()
-}
 
 /// The example with a tenant whose VMs run on `pool` (`vms on POOL { … }`), placed as `vms`.
 fn with_vms(src: &str, pool: &str, scheme: &str, vms: &[(&str, &str)]) -> String {

@@ -6,34 +6,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use weft_compiler::diagnostic::{render, RenderOptions};
-use weft_compiler::{check, NoFiles};
 use weft_fabric::plan::Write;
 use weft_fabric::ValidState;
 use weft_plan::{check_steps, plan, Mode, Options, PlanError};
+use weft_tests::{compiled, example};
 use weft_verifier::transition::Entry;
 use weft_verifier::{Outcome, Scope};
-
-fn compiled(src: &str) -> ValidState {
-    let c = check("t.weft", src, &NoFiles);
-    assert!(
-        !c.has_errors(),
-        "{}",
-        render(&c.diagnostics, &c.sources, RenderOptions::plain())
-    );
-    weft_compiler::build::build(&c.elaborated.unwrap())
-        .unwrap_or_else(|d| panic!("{d:?}"))
-        .state
-}
-
-fn example(name: &str) -> String {
-    std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../examples")
-            .join(name),
-    )
-    .unwrap()
-}
 
 /// The example with `faults` added to its fabric block.
 fn with_faults(src: &str, faults: &str) -> String {

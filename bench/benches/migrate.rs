@@ -17,19 +17,9 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
-use weft_bench::example;
-use weft_compiler::NoFiles;
-use weft_fabric::ValidState;
+use weft_bench::{compiled, example};
 use weft_plan::migrate::{moves, Marking, Migrator};
 use weft_verifier::Scope;
-
-fn compiled(text: &str) -> ValidState {
-    let c = weft_compiler::check("t.weft", text, &NoFiles);
-    assert!(!c.has_errors());
-    weft_compiler::build::build(&c.elaborated.unwrap())
-        .unwrap_or_else(|d| panic!("{d:?}"))
-        .state
-}
 
 /// The 11 664-node tree with VMs `web` and `db` placed as given.
 fn with_vms(src: &str, web: &str) -> String {

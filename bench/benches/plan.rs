@@ -14,17 +14,7 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::hint::black_box;
 use std::time::Duration;
-use weft_bench::example;
-use weft_compiler::NoFiles;
-use weft_fabric::ValidState;
-
-fn compiled(text: &str) -> ValidState {
-    let c = weft_compiler::check("t.weft", text, &NoFiles);
-    assert!(!c.has_errors());
-    weft_compiler::build::build(&c.elaborated.unwrap())
-        .unwrap_or_else(|d| panic!("{d:?}"))
-        .state
-}
+use weft_bench::{compiled, example};
 
 fn with_fault(src: &str, line: &str) -> String {
     let i = src.rfind('}').unwrap();

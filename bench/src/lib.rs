@@ -34,6 +34,18 @@ pub fn example_with(name: &str, sections: &str) -> String {
     format!("{}{sections}}}\n", &text[..end])
 }
 
+/// The state weft compiles for a program.
+pub fn compiled(text: &str) -> weft_fabric::ValidState {
+    let c = weft_compiler::check("t.weft", text, &weft_compiler::NoFiles);
+    assert!(!c.has_errors(), "the program has errors");
+    let e = c
+        .elaborated
+        .unwrap_or_else(|| panic!("the program elaborates to nothing"));
+    weft_compiler::build::build(&e)
+        .unwrap_or_else(|d| panic!("the program does not route: {d:?}"))
+        .state
+}
+
 /// The fabric an example elaborates to.
 pub fn fabric(name: &str) -> weft_fabric::Fabric {
     let c = weft_compiler::elaborate(name, &example(name), &weft_compiler::NoFiles);

@@ -37,7 +37,19 @@ pub fn apply(
     if tenants.is_empty() {
         return Ok(());
     }
-    let key = |t: &Tenant, m: Membership| m.pkey(t.pkey);
+    // A member of tenant `t`: the default partition (limited), `t`'s key, and for a tenant
+    // (not a shared partition's host) every shared partition's as it says.
+    let member = |t: &Tenant| -> Vec<PKey> {
+        let mut table = vec![DEFAULT_LIMITED, Membership::Full.pkey(t.pkey)];
+        if t.others.is_none() {
+            table.extend(
+                tenants
+                    .iter()
+                    .filter_map(|s| s.others.map(|m| m.pkey(s.pkey))),
+            );
+        }
+        table
+    };
     let owner: std::collections::BTreeMap<weft_fabric::NodeId, &Tenant> = tenants
         .iter()
         .flat_map(|t| t.hosts.iter().map(move |&h| (h, t)))
@@ -48,13 +60,9 @@ pub fn apply(
         .iter()
         .filter(|(&id, _)| !state.fabric.node(id).is_switch())
         .flat_map(|(&id, ports)| {
-            let mut table = vec![DEFAULT_LIMITED];
-            if let Some(t) = owner.get(&id) {
-                table.push(key(t, Membership::Full));
-                if t.others.is_none() {
-                    table.extend(tenants.iter().filter_map(|s| s.others.map(|m| key(s, m))));
-                }
-            }
+            let table = owner
+                .get(&id)
+                .map_or_else(|| vec![DEFAULT_LIMITED], |t| member(t));
             ports
                 .keys()
                 .map(move |&p: &PortNum| (PortRef { node: id, port: p }, table.clone()))
@@ -73,12 +81,7 @@ pub fn apply(
     for (port, table) in &ports {
         for k in table.iter().skip(1) {
             if let Some(p) = declared.iter_mut().find(|p| p.pkey == k.base()) {
-                let m = if k.is_full() {
-                    Membership::Full
-                } else {
-                    Membership::Limited
-                };
-                p.members.insert(*port, m);
+                p.members.insert(*port, k.membership());
             }
         }
     }
@@ -90,24 +93,18 @@ pub fn apply(
         .collect();
     let mut vf_tables: Vec<Vec<PKey>> = Vec::with_capacity(state.lids.vports.len());
     for v in &state.lids.vports {
-        let mut table = vec![DEFAULT_LIMITED];
-        if let Some((vm, t)) =
-            v.vm.as_deref()
-                .and_then(|vm| vm_tenant.get(vm).map(|t| (vm, t)))
-        {
-            table.push(key(t, Membership::Full));
-            table.extend(tenants.iter().filter_map(|s| s.others.map(|m| key(s, m))));
-            for k in table.iter().skip(1) {
-                if let Some(p) = declared.iter_mut().find(|p| p.pkey == k.base()) {
-                    let m = if k.is_full() {
-                        Membership::Full
-                    } else {
-                        Membership::Limited
-                    };
-                    p.vms.insert(vm.to_owned(), m);
+        let vm = v.vm.as_deref();
+        let table = match vm.and_then(|vm| vm_tenant.get(vm).map(|t| (vm, member(t)))) {
+            Some((vm, table)) => {
+                for k in table.iter().skip(1) {
+                    if let Some(p) = declared.iter_mut().find(|p| p.pkey == k.base()) {
+                        p.vms.insert(vm.to_owned(), k.membership());
+                    }
                 }
+                table
             }
-        }
+            None => vec![DEFAULT_LIMITED],
+        };
         vf_tables.push(table);
     }
     let vf_ports = state.lids.vports.iter().map(|v| v.host).zip(&vf_tables);

@@ -65,6 +65,15 @@ impl PKey {
     pub fn is_full(self) -> bool {
         self.0 & 0x8000 != 0
     }
+
+    /// The membership bit 15 gives.
+    pub fn membership(self) -> super::Membership {
+        if self.is_full() {
+            super::Membership::Full
+        } else {
+            super::Membership::Limited
+        }
+    }
 }
 
 impl std::fmt::Display for PKey {

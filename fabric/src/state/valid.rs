@@ -456,23 +456,9 @@ fn check_vports(st: &FabricState, errors: &mut Vec<StateError>) {
             }
         }
         if let Some(keys) = &v.pkeys {
-            if let Some(cap) = node.spec.partition_cap {
-                if keys.len() > usize::from(cap) {
-                    errors.push(bad(format!(
-                        "the P_Key table has {} entries but the port holds {cap} (PartitionCap)",
-                        keys.len()
-                    )));
-                }
-            }
-            let mut seen: Vec<u16> = Vec::with_capacity(keys.len());
-            for k in keys {
-                if k.base() == 0 || seen.contains(&k.base()) {
-                    errors.push(bad(format!(
-                        "P_Key {k} is invalid or its partition is in the table twice"
-                    )));
-                }
-                seen.push(k.base());
-            }
+            pkey_table(keys, node.spec.partition_cap, &mut |what| {
+                errors.push(bad(what))
+            });
         }
     }
 }
@@ -787,29 +773,35 @@ fn check_ports(st: &FabricState, errors: &mut Vec<StateError>) {
             }
         }
         if let Some(keys) = &ps.pkeys {
-            if let Some(cap) = node.spec.partition_cap {
-                if keys.len() > usize::from(cap) {
-                    errors.push(table(format!(
-                        "the P_Key table has {} entries but the port holds {cap} (PartitionCap)",
-                        keys.len()
-                    )));
-                }
-            }
-            let mut seen: Vec<u16> = Vec::with_capacity(keys.len());
-            for k in keys {
-                if k.base() == 0 {
-                    errors.push(table(format!(
-                        "P_Key {k} is invalid (partition 0 does not exist)"
-                    )));
-                } else if seen.contains(&k.base()) {
-                    errors.push(table(format!(
-                        "partition {:#06x} is in the P_Key table twice",
-                        k.base()
-                    )));
-                } else {
-                    seen.push(k.base());
-                }
-            }
+            pkey_table(keys, node.spec.partition_cap, &mut |what| {
+                errors.push(table(what))
+            });
+        }
+    }
+}
+
+/// A P_Key table's problems: longer than the port's PartitionCap, partition 0, a partition
+/// twice.
+fn pkey_table(keys: &[super::PKey], cap: Option<u16>, report: &mut dyn FnMut(String)) {
+    if let Some(cap) = cap {
+        if keys.len() > usize::from(cap) {
+            report(format!(
+                "the P_Key table has {} entries but the port holds {cap} (PartitionCap)",
+                keys.len()
+            ));
+        }
+    }
+    let mut seen: Vec<u16> = Vec::with_capacity(keys.len());
+    for k in keys {
+        if k.base() == 0 {
+            report(format!("P_Key {k} is invalid (partition 0 does not exist)"));
+        } else if seen.contains(&k.base()) {
+            report(format!(
+                "partition {:#06x} is in the P_Key table twice",
+                k.base()
+            ));
+        } else {
+            seen.push(k.base());
         }
     }
 }
