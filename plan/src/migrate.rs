@@ -251,7 +251,8 @@ impl<'a> Migrator<'a> {
     /// Plans `moves` (the VFs' P_Key tables to become `desired`'s, the same VFs), choosing
     /// switches by `marking`. The checker moves on with every step proven: plan the next
     /// migration from the state this one leaves, or [`Migrator::checkpoint`] before and
-    /// [`Migrator::rollback`] after to plan another from the same state.
+    /// [`Migrator::rollback`] after to plan another from the same state (after an error too:
+    /// the steps before it have landed in the checker).
     pub fn migrate(
         &mut self,
         moves: &[Move],
@@ -338,12 +339,13 @@ impl<'a> Migrator<'a> {
             .iter()
             .find(|d| d.vm.is_none())
             .map(|d| d.pkeys.clone());
+        let by_vm: BTreeMap<&str, &Option<Vec<PKey>>> = desired
+            .iter()
+            .filter_map(|d| Some((d.vm.as_deref()?, &d.pkeys)))
+            .collect();
         for v in &mut vports {
             let want = match &v.vm {
-                Some(vm) => desired
-                    .iter()
-                    .find(|d| d.vm.as_ref() == Some(vm))
-                    .map(|d| d.pkeys.clone()),
+                Some(vm) => by_vm.get(vm.as_str()).map(|&k| k.clone()),
                 None => free.clone(),
             };
             if let Some(k) = want {
