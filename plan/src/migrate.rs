@@ -166,46 +166,70 @@ pub fn moves(old: &ValidState, new: &ValidState) -> Result<Option<Vec<Move>>, Pl
             "the fabric, LIDs, port tables, partitions or SL→VL tables along with VM moves",
         ));
     }
-    // VFs taken: every VM's in the old state, and each destination as it is chosen.
-    let mut taken: BTreeSet<(PortRef, u8)> = a
+    // The VFs as the moves land one after another: a move waits until its new hypervisor
+    // has a free VF (another VM may leave it first); moves that never get one (VMs trading
+    // places with no spare VF) are refused.
+    let mut cur: Vec<VirtualPort> = a.clone();
+    let mut waiting: Vec<(&String, PortRef)> = hb
         .iter()
-        .filter(|x| x.vm.is_some())
-        .map(|x| (x.host, x.vf))
+        .filter(|(vm, &to)| ha.get(*vm).is_some_and(|&from| from != to))
+        .map(|(vm, &to)| (vm, to))
         .collect();
     let mut out = Vec::new();
-    for (vm, &to_host) in &hb {
-        let Some(src) = a.iter().find(|x| x.vm.as_ref() == Some(vm)) else {
-            continue;
-        };
-        if src.host == to_host {
-            continue;
+    while !waiting.is_empty() {
+        let before = waiting.len();
+        let mut still = Vec::new();
+        for (vm, to_host) in waiting {
+            let src = cur.iter().position(|x| x.vm.as_ref() == Some(vm));
+            let dst = cur.iter().position(|x| x.host == to_host && x.vm.is_none());
+            let (Some(si), Some(di)) = (src, dst) else {
+                still.push((vm, to_host));
+                continue;
+            };
+            let (Some(sv), Some(dv)) = (cur.get(si).cloned(), cur.get(di).cloned()) else {
+                continue;
+            };
+            let Some(lid) = sv.lid else {
+                return Err(PlanError::NotBuilt("a VM without a LID"));
+            };
+            let how = match dv.lid {
+                Some(other) => LidMove::Swap { other: other.0 },
+                None => match old.lids.get(to_host.node, to_host.port) {
+                    Some(pf) => LidMove::Copy { pf: pf.0 },
+                    None => return Err(PlanError::NotBuilt("a hypervisor port without a LID")),
+                },
+            };
+            let route_like = match how {
+                LidMove::Copy { pf } => Lid(pf),
+                LidMove::Swap { other } => Lid(other),
+            };
+            if !same_sls(old, lid, route_like) {
+                return Err(PlanError::NotBuilt(
+                    "path SLs with VM moves: the moved VM's LID and the LID whose routes it takes have different path SLs (their layers or classes), and path SLs do not move yet",
+                ));
+            }
+            if let Some(x) = cur.get_mut(si) {
+                x.vm = None;
+                x.lid = dv.lid;
+            }
+            if let Some(x) = cur.get_mut(di) {
+                x.vm = Some(vm.clone());
+                x.lid = Some(lid);
+            }
+            out.push(Move {
+                vm: vm.clone(),
+                lid,
+                from: (sv.host, sv.vf),
+                to: (dv.host, dv.vf),
+                how,
+            });
         }
-        let Some(dst) = a
-            .iter()
-            .find(|x| x.host == to_host && !taken.contains(&(x.host, x.vf)))
-        else {
+        if still.len() == before {
             return Err(PlanError::NotBuilt(
-                "a VM moving onto a hypervisor whose VFs are all taken until another VM leaves",
+                "VMs trading places with no free VF to move through",
             ));
-        };
-        taken.insert((dst.host, dst.vf));
-        let Some(lid) = src.lid else {
-            return Err(PlanError::NotBuilt("a VM without a LID"));
-        };
-        let how = match dst.lid {
-            Some(other) => LidMove::Swap { other: other.0 },
-            None => match old.lids.get(to_host.node, to_host.port) {
-                Some(pf) => LidMove::Copy { pf: pf.0 },
-                None => return Err(PlanError::NotBuilt("a hypervisor port without a LID")),
-            },
-        };
-        out.push(Move {
-            vm: vm.clone(),
-            lid,
-            from: (src.host, src.vf),
-            to: (dst.host, dst.vf),
-            how,
-        });
+        }
+        waiting = still;
     }
     Ok(Some(out))
 }
@@ -501,6 +525,21 @@ fn parents(st: &ValidState) -> Vec<Vec<NodeId>> {
             up
         })
         .collect()
+}
+
+/// Whether every source sends to `a` and `b` on the same SLs (a LID taking another's routes
+/// must take its SLs too, or the routes may change layer).
+fn same_sls(st: &ValidState, a: Lid, b: Lid) -> bool {
+    let p = &st.path_sl;
+    if p.by_dlid.is_empty() && p.by_switch.is_empty() && p.by_source.is_empty() {
+        return true;
+    }
+    st.lids.base.iter().all(|(&n, ports)| {
+        ports.keys().all(|&port| {
+            let src = PortRef { node: n, port };
+            st.path_sls(src, a) == st.path_sls(src, b)
+        })
+    })
 }
 
 /// `cn140` port 1 VF 0.
