@@ -535,8 +535,8 @@ fn check_lids(st: &FabricState, errors: &mut Vec<StateError>) {
         });
     }
     let span_end = 1u32 << lmc.min(7);
-    // (first LID, last LID, node, port) of every range, for the clash check.
-    let mut ranges: Vec<(u32, u32, NodeId, u8)> = Vec::new();
+    // (first LID, last LID, owner's name) of every range, for the clash check.
+    let mut ranges: Vec<(u32, u32, PortName)> = Vec::new();
     for (&n, ports) in &st.lids.base {
         let Some(node) = f.nodes().get(n.index()) else {
             errors.push(StateError::UnknownNode {
@@ -587,7 +587,7 @@ fn check_lids(st: &FabricState, errors: &mut Vec<StateError>) {
                     lmc,
                 });
             }
-            ranges.push((u32::from(lid), hi, n, p));
+            ranges.push((u32::from(lid), hi, name()));
         }
     }
     // VF LIDs: one each; clashes are named by the hypervisor port (`first`/`second`).
@@ -601,22 +601,22 @@ fn check_lids(st: &FabricState, errors: &mut Vec<StateError>) {
             });
             continue;
         }
-        ranges.push((u32::from(lid), u32::from(lid), v.host.node, v.host.port.0));
+        ranges.push((u32::from(lid), u32::from(lid), vport_name(f, v)));
     }
-    ranges.sort_unstable();
-    let mut reach: Option<(u32, NodeId, u8)> = None;
-    for &(lo, hi, n, p) in &ranges {
-        if let Some((end, rn, rp)) = reach {
-            if lo <= end {
+    ranges.sort_by_key(|r| (r.0, r.1));
+    let mut reach: Option<(u32, &PortName)> = None;
+    for (lo, hi, name) in &ranges {
+        if let Some((end, first)) = reach {
+            if *lo <= end {
                 errors.push(StateError::LidClash {
-                    lid: lo as u16,
-                    first: port_name(f, rn, rp),
-                    second: port_name(f, n, p),
+                    lid: *lo as u16,
+                    first: first.clone(),
+                    second: name.clone(),
                 });
             }
         }
-        if reach.is_none_or(|(end, _, _)| hi > end) {
-            reach = Some((hi, n, p));
+        if reach.is_none_or(|(end, _)| *hi > end) {
+            reach = Some((*hi, name));
         }
     }
     // Every live switch and live end-node port has a LID.
