@@ -210,8 +210,9 @@ case!(
 // `hosts`, an unknown setting, a missing P_Key, a name declared twice, what is not built yet.
 case!(tenant_mistakes, format!("{PRELUDE}fabric f {{\n{TREE}    tenant alice {{ pkey = 0x8001, hosts = [cn001, nowhere], sl = 99 }}\n    tenant bob {{ pkey = 0x8002, hosts = cn001..=cn003 }}\n    tenant carol {{ pkey = 0x0002, hosts = [leaf1] }}\n    tenant dave {{ pkey = 0x7fff }}\n    tenant erin {{ hosts = cn009 }}\n    tenant bob {{ pkey = 0x8005 }}\n    tenant frank {{ pkey = 0x8006, class = compute, vms on cn010 {{ vfs_per_host = 4 }} }}\n    tenant grace {{ pkey = 0x8007, hosts = [] }}\n    shared storage {{ pkey = 0x8010, hosts = cn020, members = some }}\n}}\n"));
 // VMs: a pool without VFs or hypervisors, a VM on no pool, placed twice, too many on one
-// hypervisor, a hypervisor also a host or in two tenants, an unknown LID scheme.
-case!(vm_mistakes, format!("{PRELUDE}fabric f {{\n{TREE}    tenant alice {{\n        pkey = 0x8001\n        hosts = cn001..=cn004\n        vms on cn004..=cn006 {{ vfs_per_host = 2, lids = static }}\n        vms on cn007 {{ lids = dynamic }}\n        vms {{ vfs_per_host = 2 }}\n        vm a on cn005\n        vm b on cn005\n        vm c on cn005\n        vm d on cn030\n        vm a on cn006\n        vm e on leaf1\n    }}\n    tenant bob {{ pkey = 0x8002, vms on cn006 {{ vfs_per_host = 1 }} }}\n}}\n"));
+// hypervisor, a hypervisor also a host or in two tenants, an unknown LID scheme, a setting
+// written twice, a VF count out of range.
+case!(vm_mistakes, format!("{PRELUDE}fabric f {{\n{TREE}    tenant alice {{\n        pkey = 0x8001\n        hosts = cn001..=cn004\n        vms on cn004..=cn006 {{ vfs_per_host = 2, lids = static }}\n        vms on cn007 {{ lids = dynamic, lids = prepopulated }}\n        vms on cn008 {{ vfs_per_host = 0 }}\n        vms {{ vfs_per_host = 2 }}\n        vm a on cn005\n        vm b on cn005\n        vm c on cn005\n        vm d on cn030\n        vm a on cn006\n        vm e on leaf1\n    }}\n    tenant bob {{ pkey = 0x8002, vms on cn006 {{ vfs_per_host = 1 }} }}\n}}\n"));
 case!(
     unsupported_switch_to_switch_none,
     format!("{PRELUDE}fabric f {{\n{TREE}    routing {{ switch_to_switch = none }}\n}}\n")

@@ -289,7 +289,7 @@ impl Elab<'_> {
     }
 
     /// Reports every attribute of `s`'s body set a second time (the last would silently win).
-    fn attrs_once(&mut self, s: &Section) {
+    pub(super) fn attrs_once(&mut self, s: &Section) {
         let mut seen: Vec<&Ident> = Vec::new();
         for item in s.body.iter().flatten() {
             let SectionItem::Attr(a) = item else { continue };

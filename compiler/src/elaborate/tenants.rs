@@ -282,12 +282,16 @@ impl Elab<'_> {
             );
             return (None, false);
         }
+        self.attrs_once(s);
         let (hosts, mut ok) = self.end_nodes(on, "vms on");
         let mut vfs: Option<u8> = None;
+        // Whether `vfs_per_host` was written (a wrong value is reported as such, not missing).
+        let mut vfs_given = false;
         let mut lids = VfLids::Dynamic;
         for item in s.body.iter().flatten() {
             match item {
                 SectionItem::Attr(a) if a.name.name == "vfs_per_host" => {
+                    vfs_given = true;
                     match self.int_in(&a.value, 1, 127, "a VF count (1..=127)") {
                         Some(n) => vfs = Some(n as u8),
                         None => ok = false,
@@ -314,6 +318,8 @@ impl Elab<'_> {
         }
         if vfs.is_none() {
             ok = false;
+        }
+        if !vfs_given {
             self.err_help(
                 Code::MissingAttribute,
                 "`vms` needs `vfs_per_host`",
