@@ -357,7 +357,7 @@ fn random_moves_are_proven() {
             // differ from the routes it takes, which is refused as not built, or no order may
             // be safe; either way a refusal with its reason, never a plan.
             Err(
-                e @ (weft_plan::PlanError::NotBuilt(_) | weft_plan::PlanError::NoSafeOrder { .. }),
+                e @ (weft_plan::PlanError::Unplanned(_) | weft_plan::PlanError::NoSafeOrder { .. }),
             ) if irregular => {
                 assert!(!e.to_string().is_empty());
                 seen.3 += 1;

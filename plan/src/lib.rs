@@ -171,6 +171,10 @@ pub enum PlanError {
     #[error("{0} differ between the two states; planning that is not built yet (only LFT and P_Key changes are planned)")]
     #[diagnostic(code(weft::plan::not_built))]
     NotBuilt(&'static str),
+    /// A VM migration the planner does not plan yet.
+    #[error("not built yet: {0}")]
+    #[diagnostic(code(weft::plan::not_built))]
+    Unplanned(&'static str),
     /// The desired state is not proven.
     #[error("the desired state is not proven ({0}); weft plans only toward a proven state")]
     #[diagnostic(code(weft::plan::unproven))]
@@ -350,8 +354,8 @@ fn plan_migration(
 ) -> Result<Planned, PlanError> {
     use migrate::{Marking, Migrator};
     if opts.full {
-        return Err(PlanError::NotBuilt(
-            "VM moves with `--full` (a rebalance to the desired tables): plan the moves first, then `--full` from the state they leave",
+        return Err(PlanError::Unplanned(
+            "VM moves with `--full` (a rebalance to the desired tables); plan the moves first, then `--full` from the state they leave",
         ));
     }
     let (m, why) =

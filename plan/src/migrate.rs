@@ -145,13 +145,13 @@ pub fn moves(old: &ValidState, new: &ValidState) -> Result<Option<Vec<Move>>, Pl
         v.iter().map(|x| (x.host, x.vf, x.guid.0)).collect()
     };
     if inventory(a) != inventory(b) {
-        return Err(PlanError::NotBuilt(
-            "the VFs (hypervisors, VF counts or GUIDs) and VM placements",
+        return Err(PlanError::Unplanned(
+            "VFs (hypervisors, VF counts or GUIDs) changed along with VM placements",
         ));
     }
     if ha.keys().ne(hb.keys()) {
-        return Err(PlanError::NotBuilt(
-            "the VMs running (started or stopped, not only moved)",
+        return Err(PlanError::Unplanned(
+            "VMs started or stopped (only moves are planned)",
         ));
     }
     let same = old.fabric == new.fabric
@@ -162,8 +162,8 @@ pub fn moves(old: &ValidState, new: &ValidState) -> Result<Option<Vec<Move>>, Pl
         && old.partitions == new.partitions
         && old.same_sl2vl(new);
     if !same {
-        return Err(PlanError::NotBuilt(
-            "the fabric, LIDs, port tables, partitions or SL→VL tables along with VM moves",
+        return Err(PlanError::Unplanned(
+            "VM moves together with changes of the fabric, LIDs, port tables, partitions or SL→VL tables; plan them apart",
         ));
     }
     // The VFs as the moves land one after another: a move waits until its new hypervisor
@@ -190,13 +190,13 @@ pub fn moves(old: &ValidState, new: &ValidState) -> Result<Option<Vec<Move>>, Pl
                 continue;
             };
             let Some(lid) = sv.lid else {
-                return Err(PlanError::NotBuilt("a VM without a LID"));
+                return Err(PlanError::Unplanned("a VM without a LID"));
             };
             let how = match dv.lid {
                 Some(other) => LidMove::Swap { other: other.0 },
                 None => match old.lids.get(to_host.node, to_host.port) {
                     Some(pf) => LidMove::Copy { pf: pf.0 },
-                    None => return Err(PlanError::NotBuilt("a hypervisor port without a LID")),
+                    None => return Err(PlanError::Unplanned("a hypervisor port without a LID")),
                 },
             };
             let route_like = match how {
@@ -204,8 +204,8 @@ pub fn moves(old: &ValidState, new: &ValidState) -> Result<Option<Vec<Move>>, Pl
                 LidMove::Swap { other } => Lid(other),
             };
             if !same_sls(old, lid, route_like) {
-                return Err(PlanError::NotBuilt(
-                    "path SLs with VM moves: the moved VM's LID and the LID whose routes it takes have different path SLs (their layers or classes), and path SLs do not move yet",
+                return Err(PlanError::Unplanned(
+                    "a VM move whose LID has other path SLs (layer or class) than the routes it takes: moving path SLs",
                 ));
             }
             if let Some(x) = cur.get_mut(si) {
@@ -225,7 +225,7 @@ pub fn moves(old: &ValidState, new: &ValidState) -> Result<Option<Vec<Move>>, Pl
             });
         }
         if still.len() == before {
-            return Err(PlanError::NotBuilt(
+            return Err(PlanError::Unplanned(
                 "VMs trading places with no free VF to move through",
             ));
         }
@@ -300,7 +300,7 @@ impl<'a> Migrator<'a> {
         let mut reports = Vec::new();
         for m in moves {
             let (Some(s), Some(d)) = (self.leaf(m.from.0), self.leaf(m.to.0)) else {
-                return Err(PlanError::NotBuilt(
+                return Err(PlanError::Unplanned(
                     "a VM move between hypervisors not cabled to a live switch",
                 ));
             };
@@ -388,7 +388,7 @@ impl<'a> Migrator<'a> {
                 relocated &= self.t.relocate(Lid(other), m.from.0);
             }
             if !relocated {
-                return Err(PlanError::NotBuilt("a VM LID the checker does not route"));
+                return Err(PlanError::Unplanned("a VM LID the checker does not route"));
             }
         }
         // Entries that end up differing (a later move may put one back).
