@@ -441,3 +441,43 @@ fn random_moves_are_proven() {
     eprintln!("{cases} cases: {seen:?} (migrations, on every switch, swaps, refused)");
     assert!(seen.0 >= cases / 2 && seen.2 > 0, "{seen:?}");
 }
+
+/// What a migration plan refuses, as not built yet: VMs trading places with no spare VF, VM
+/// moves with `--full`, VM moves together with a fault.
+#[test]
+fn migration_refusals() {
+    let src = example("vswitch-fig2.weft")
+        .replace("vfs_per_host = 4", "vfs_per_host = 1")
+        .lines()
+        .filter(|l| !l.contains("vm vm") || l.contains("vm1") || l.contains("vm8"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let old = compiled(&src);
+    let refused = |new: &ValidState, opts: &Options| match plan(&old, new, opts) {
+        Err(weft_plan::PlanError::Unplanned(why)) => why,
+        other => panic!("{:?}", other.map(|p| p.target)),
+    };
+    let swap = compiled(
+        &src.replace("vm vm1 on vsw1", "vm vm1 on vsw4")
+            .replace("vm vm8 on vsw4", "vm vm8 on vsw1"),
+    );
+    assert!(refused(&swap, &Options::default()).contains("trading places"));
+    let moved_src = src.replace("vm vm1 on vsw1", "vm vm1 on vsw2");
+    let moved = compiled(&moved_src);
+    let full = Options {
+        full: true,
+        ..Options::default()
+    };
+    assert!(refused(&moved, &full).contains("--full"));
+    let i = moved_src.rfind('}').unwrap();
+    let faulty = compiled(&format!(
+        "{}    faults {{ link leaf1.p[11] down }}\n}}\n",
+        &moved_src[..i]
+    ));
+    assert!(refused(&faulty, &Options::default()).contains("plan them apart"));
+    // The move alone is planned.
+    assert!(matches!(
+        plan(&old, &moved, &Options::default()).unwrap().target,
+        Target::Migration { .. }
+    ));
+}
