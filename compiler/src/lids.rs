@@ -147,16 +147,22 @@ pub fn assign(e: &Elaborated) -> Result<LidAssignment, Vec<Diagnostic>> {
     }
 }
 
+/// A VF's GUID: its hypervisor's node GUID with the top byte xored by `vf + 1`.
+fn vf_guid(node: weft_fabric::Guid, vf: u8) -> weft_fabric::Guid {
+    weft_fabric::Guid(node.0 ^ ((u64::from(vf) + 1) << 56))
+}
+
 /// The VFs of every tenant's `vms on` pools, with their GUIDs, VMs and LIDs, added to `lids`.
 ///
 /// A hypervisor's VFs sit behind its first port that has a LID; VMs take its VFs in
 /// declaration order. GUIDs are the hypervisor's node GUID with the top byte xored by
 /// `vf + 1`. VF LIDs come after every physical LID (an LFT SMP writes one 64-entry block):
 ///
-/// * prepopulated pools first, from a 64-LID block boundary: every VF of every hypervisor, hypervisors in the order of their
-///   leaf switch and leaf port, so hypervisors on one leaf hold neighbouring LIDs; a
-///   hypervisor's VFs never straddle a block boundary (when they fit in one block), so a
-///   LID swap between two VFs of one hypervisor touches one block per switch;
+/// * prepopulated pools first, from a 64-LID block boundary: every VF of every hypervisor,
+///   hypervisors in the order of their leaf switch and leaf port, so hypervisors on one leaf
+///   hold neighbouring LIDs; a hypervisor's VFs never straddle a block boundary (when they fit
+///   in one block), so a LID swap between two VFs of one hypervisor touches one block per
+///   switch;
 /// * then dynamic pools: one LID per VM right after, in declaration order, so a VM keeps its
 ///   LID wherever it is placed and a migration (a LID copy, one entry) touches one block per
 ///   switch wherever the LID lies.
@@ -164,7 +170,7 @@ pub fn assign(e: &Elaborated) -> Result<LidAssignment, Vec<Diagnostic>> {
 /// The unicast range counts every VF: too many is an error at the pool that overflows.
 pub fn assign_vfs(e: &Elaborated, lids: &mut LidAssignment) -> Result<(), Vec<Diagnostic>> {
     use crate::VfLids;
-    use weft_fabric::{Guid, PortRef, VirtualPort};
+    use weft_fabric::{PortRef, VirtualPort};
     let f = &e.fabric;
     let tenants = &e.config.tenants;
     if tenants.iter().all(|t| t.pools.is_empty()) {
@@ -182,13 +188,7 @@ pub fn assign_vfs(e: &Elaborated, lids: &mut LidAssignment) -> Result<(), Vec<Di
         .label(source, pool.span, "VFs here")
         .help("route with `lmc = 0`, or keep the VMs out of this fabric")]);
     }
-    let taken: std::collections::BTreeSet<usize> = lids
-        .owners(f)
-        .iter()
-        .enumerate()
-        .filter_map(|(l, o)| o.map(|_| l))
-        .collect();
-    let first_free = taken.last().map_or(1, |&l| l + 1);
+    let first_free = usize::from(lids.max_lid(f)) + 1;
     let mut next = first_free.div_ceil(64) * 64;
     let limit = usize::from(MAX_UNICAST_LID);
     let budget = |pool: &crate::VmPool, need: usize, next: usize| -> Diagnostic {
@@ -208,7 +208,7 @@ pub fn assign_vfs(e: &Elaborated, lids: &mut LidAssignment) -> Result<(), Vec<Di
             let Some((&port, _)) = lids.base.get(&h).and_then(|m| m.iter().next()) else {
                 let origin = e.origin(h);
                 return Err(vec![Diagnostic::error(
-                    Code::LidPinUnused,
+                    Code::UnconnectedNode,
                     format!(
                         "hypervisor `{}` has no cabled port for its VFs",
                         f.node(h).name()
@@ -243,7 +243,7 @@ pub fn assign_vfs(e: &Elaborated, lids: &mut LidAssignment) -> Result<(), Vec<Di
             vports.push(VirtualPort {
                 host: PortRef { node: h, port },
                 vf,
-                guid: Guid(f.node(h).guid().0 ^ ((u64::from(vf) + 1) << 56)),
+                guid: vf_guid(f.node(h).guid(), vf),
                 lid: Some(Lid((next + usize::from(vf)) as u16)),
                 vm: None,
                 pkeys: None,
@@ -259,7 +259,7 @@ pub fn assign_vfs(e: &Elaborated, lids: &mut LidAssignment) -> Result<(), Vec<Di
             vports.push(VirtualPort {
                 host: PortRef { node: h, port },
                 vf,
-                guid: Guid(f.node(h).guid().0 ^ ((u64::from(vf) + 1) << 56)),
+                guid: vf_guid(f.node(h).guid(), vf),
                 lid: None,
                 vm: None,
                 pkeys: None,
@@ -282,10 +282,15 @@ pub fn assign_vfs(e: &Elaborated, lids: &mut LidAssignment) -> Result<(), Vec<Di
             v.vm = Some(vm.name.clone());
             if v.lid.is_none() {
                 if next > limit {
-                    let pool = t.pools.iter().find(|p| p.hosts.contains(&vm.host));
-                    if let Some(pool) = pool {
-                        return Err(vec![budget(pool, 1, next)]);
-                    }
+                    return Err(vec![
+                        match t.pools.iter().find(|p| p.hosts.contains(&vm.host)) {
+                            Some(pool) => budget(pool, 1, next),
+                            None => Diagnostic::error(
+                                Code::LidBudgetExceeded,
+                                format!("no unicast LIDs are left for VM `{}`", vm.name),
+                            ),
+                        },
+                    ]);
                 }
                 v.lid = Some(Lid(next as u16));
                 next += 1;
@@ -296,7 +301,7 @@ pub fn assign_vfs(e: &Elaborated, lids: &mut LidAssignment) -> Result<(), Vec<Di
     if let Some(v) = vports.iter().find(|v| !guids.insert(v.guid.0)) {
         let origin = e.origin(v.host.node);
         return Err(vec![Diagnostic::error(
-            Code::LidPinConflict,
+            Code::DuplicateGuid,
             format!(
                 "VF {} of `{}` would have GUID {}, which another node or VF has",
                 v.vf,
