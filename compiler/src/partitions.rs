@@ -107,8 +107,8 @@ pub fn apply(
         };
         vf_tables.push(table);
     }
-    let vf_ports = state.lids.vports.iter().map(|v| v.host).zip(&vf_tables);
-    if let Some((port, table)) = vf_ports.clone().find(|(r, t)| {
+    let mut vf_ports = state.lids.vports.iter().map(|v| v.host).zip(&vf_tables);
+    if let Some((port, table)) = vf_ports.find(|(r, t)| {
         let cap = state.fabric.node(r.node).spec.partition_cap;
         cap.is_some_and(|c| t.len() > usize::from(c))
     }) {
