@@ -6,3 +6,9 @@
 // Nothing indexes with a value that might be out of range: `get` and a decision instead.
 #![deny(clippy::indexing_slicing)]
 #![cfg_attr(test, allow(clippy::indexing_slicing))]
+
+pub mod smp;
+pub mod transport;
+
+pub use smp::{Attr, DrPath, Payload};
+pub use transport::{Retrying, SmpError, Target, Transport, TransportExt};
