@@ -1,4 +1,3 @@
-//! weft's deploy backends (the `Transport` trait, simulator, MAD and OpenSM hand-off).
 //!
 //! Architecture invariant: deploy depends on `weft-fabric` only; it writes a plan someone
 //! else compiled and verified.
@@ -7,8 +6,17 @@
 #![deny(clippy::indexing_slicing)]
 #![cfg_attr(test, allow(clippy::indexing_slicing))]
 
+pub mod apply;
+pub mod discover;
+pub mod journal;
+pub mod sim;
 pub mod smp;
 pub mod transport;
 
+pub use apply::{
+    apply, dry_run, recover, ApplyError, ApplyOptions, Direction, Final, Progress, Report,
+};
+pub use discover::{discover, DiscoverError, Discovery};
+pub use sim::{Fault, FaultKind, SimFabric};
 pub use smp::{Attr, DrPath, Payload};
 pub use transport::{Retrying, SmpError, Target, Transport, TransportExt};

@@ -24,6 +24,7 @@ mod model;
 pub mod opensm;
 pub mod plan;
 pub mod state;
+pub mod wire;
 
 pub use edit::edit_distance;
 pub use fingerprint::{Fingerprint, FingerprintMismatch};
@@ -37,3 +38,4 @@ pub use state::{
     Partition, PathSl, PortState, Sl2VlRow, SlSet, SourceSls, StateError, StateErrors, SwitchSls,
     SwitchState, TrafficClass, ValidState, VirtualPort, VlArb, VlWeight, LFT_UNSET,
 };
+pub use wire::{WireDiff, WireEnd, WireNode, WireView};

@@ -29,6 +29,13 @@ impl NodeKind {
             NodeKind::Router => "router",
         }
     }
+
+    /// The kind with this keyword.
+    pub fn from_keyword(word: &str) -> Option<NodeKind> {
+        [NodeKind::Switch, NodeKind::Hca, NodeKind::Router]
+            .into_iter()
+            .find(|k| k.keyword() == word)
+    }
 }
 
 impl fmt::Display for NodeKind {

@@ -125,6 +125,10 @@ pub struct Plan {
     pub from: Fingerprint,
     /// The state it leads to.
     pub to: Fingerprint,
+    /// What the fabric it applies to looks like from the wire, so `weft apply` can name
+    /// what differs (absent in plans that carry only fingerprints).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire: Option<crate::WireView>,
     /// The steps, in order.
     pub steps: Vec<PlanStep>,
 }
@@ -161,6 +165,9 @@ impl Plan {
         t += &format!("\"fabric\": {},\n", compact(&self.fabric));
         t += &format!("\"from\": {},\n", compact(&self.from));
         t += &format!("\"to\": {},\n", compact(&self.to));
+        if let Some(w) = &self.wire {
+            t += &wire_json(w);
+        }
         t += "\"steps\": [";
         for (i, s) in self.steps.iter().enumerate() {
             t += if i == 0 { "\n" } else { ",\n" };
@@ -316,6 +323,27 @@ pub enum PlanFileError {
     },
 }
 
+/// The wire view, one entry per line.
+fn wire_json(w: &crate::WireView) -> String {
+    let text = serde_json::to_value(w).unwrap_or_default();
+    let mut t = format!("\"wire\": {{\"lmc\": {}", w.lmc);
+    for part in ["nodes", "links", "lids"] {
+        t += &format!(",\n  \"{part}\": [");
+        let items = text
+            .get(part)
+            .and_then(|v| v.as_array())
+            .cloned()
+            .unwrap_or_default();
+        for (i, item) in items.iter().enumerate() {
+            t += if i == 0 { "\n    " } else { ",\n    " };
+            t += &compact(item);
+        }
+        t += "]";
+    }
+    t += "},\n";
+    t
+}
+
 /// Compact JSON of a plan's part.
 fn compact<T: Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_default()
@@ -362,6 +390,7 @@ mod tests {
             fabric: "f".to_owned(),
             from: fp(),
             to: fp(),
+            wire: None,
             steps: vec![PlanStep {
                 writes: vec![
                     Write::Lft {

@@ -28,7 +28,7 @@ mod order;
 
 use serde::Serialize;
 use weft_fabric::plan::{Plan, PlanStep, Write, LFT_BLOCK, PKEY_BLOCK, PLAN_FORMAT, PLAN_VERSION};
-use weft_fabric::{FabricState, Fingerprint, PKey, PortRef, StateErrors, ValidState};
+use weft_fabric::{FabricState, Fingerprint, PKey, PortRef, StateErrors, ValidState, WireView};
 use weft_verifier::transition::{Change, StepCheck, Transition};
 use weft_verifier::{Options as VerifyOptions, Property, Scope};
 
@@ -328,6 +328,7 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
             fabric: new.fabric.name.clone(),
             from: Fingerprint::of(&start),
             to: Fingerprint::of(new),
+            wire: Some(WireView::of(&start)),
             steps,
         },
         mode: opts.mode,
@@ -388,6 +389,7 @@ fn plan_migration(
             fabric: end.fabric.name.clone(),
             from: Fingerprint::of(old),
             to: Fingerprint::of(&end),
+            wire: Some(WireView::of(old)),
             steps: m.steps,
         },
         mode: opts.mode,

@@ -1,0 +1,200 @@
+//! Discovery: walk a fabric by directed route from the SM's port, as a subnet manager's
+//! sweep does, and build its [`WireView`] with the route to every node and end port.
+//!
+//! Every switch is entered once; each of its ports with a physical link up is followed with
+//! a NodeInfo Get to learn the node and the port on the far side. End nodes are not walked
+//! through (they do not forward), except the SM's own node, which is left by its SM port.
+
+use crate::smp::{DrPath, LinkState, NodeInfo, NodeType, PortInfo};
+use crate::transport::{SmpError, TransportExt};
+use std::collections::{BTreeMap, VecDeque};
+use weft_fabric::{Guid, NodeKind, WireNode, WireView};
+
+/// A node found by discovery.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Found {
+    /// NodeInfo as first read.
+    pub info: NodeInfo,
+    /// The route to it.
+    pub path: DrPath,
+    /// For end nodes: the route entering each port found (P_Key tables and PortInfo of a CA
+    /// are read through the port they are about).
+    pub ports: BTreeMap<u8, DrPath>,
+}
+
+/// A discovered fabric.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Discovery {
+    /// What the wire shows.
+    pub view: WireView,
+    /// Every node, by GUID.
+    pub nodes: BTreeMap<Guid, Found>,
+    /// SMPs it took.
+    pub smps: usize,
+}
+
+impl Discovery {
+    /// The route to `guid` (its node, or for an end node with `port`, the route entering
+    /// that port).
+    pub fn path(&self, guid: Guid, port: Option<u8>) -> Option<&DrPath> {
+        let n = self.nodes.get(&guid)?;
+        match (n.info.node_type, port) {
+            (NodeType::Switch, _) | (_, None) => Some(&n.path),
+            (_, Some(p)) => n.ports.get(&p),
+        }
+    }
+}
+
+/// Why discovery failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DiscoverError {
+    /// An SMP failed.
+    #[error("discovery: {0}")]
+    Smp(#[from] SmpError),
+    /// A node answered with a type weft does not know.
+    #[error("discovery: node {guid:#018x} at {path} has node type {node_type}")]
+    NodeType {
+        /// Its GUID.
+        guid: u64,
+        /// The route to it.
+        path: DrPath,
+        /// What it said.
+        node_type: u8,
+    },
+    /// A directed route past 63 hops would be needed.
+    #[error("discovery: {0} is 63 hops from the SM; deeper routes cannot be walked")]
+    TooDeep(DrPath),
+}
+
+fn kind(info: &NodeInfo, path: &DrPath) -> Result<NodeKind, DiscoverError> {
+    match info.node_type {
+        NodeType::Switch => Ok(NodeKind::Switch),
+        NodeType::Ca => Ok(NodeKind::Hca),
+        NodeType::Router => Ok(NodeKind::Router),
+        NodeType::Other(t) => Err(DiscoverError::NodeType {
+            guid: info.node_guid,
+            path: path.clone(),
+            node_type: t,
+        }),
+    }
+}
+
+fn port_up(p: &PortInfo) -> bool {
+    // Physical state LinkUp (5), or a logical state past Down.
+    p.phys_state == 5
+        || matches!(
+            p.link_state,
+            LinkState::Init | LinkState::Armed | LinkState::Active
+        )
+}
+
+/// Walks the fabric from the SM's port.
+pub fn discover(t: &mut impl TransportExt) -> Result<Discovery, DiscoverError> {
+    let mut smps = 0usize;
+    let mut nodes: BTreeMap<Guid, Found> = BTreeMap::new();
+    let mut view = WireView::default();
+    let mut lmc: Option<u8> = None;
+    let local = DrPath::local();
+    let info = t.node_info(&local)?;
+    smps += 1;
+    let mut queue = VecDeque::new();
+    let mut first = Found {
+        info,
+        path: local.clone(),
+        ports: BTreeMap::new(),
+    };
+    if info.node_type != NodeType::Switch {
+        first.ports.insert(info.local_port, local.clone());
+    }
+    view.nodes.insert(
+        Guid(info.node_guid),
+        WireNode {
+            kind: kind(&info, &local)?,
+            ports: info.num_ports,
+        },
+    );
+    nodes.insert(Guid(info.node_guid), first);
+    queue.push_back((Guid(info.node_guid), local, info.local_port));
+    while let Some((guid, path, entered)) = queue.pop_front() {
+        let Some(me) = nodes.get(&guid).map(|f| f.info) else {
+            continue;
+        };
+        let switch = me.node_type == NodeType::Switch;
+        // The ports to leave by: every port of a switch; of the SM's own end node, its SM
+        // port.
+        let out: Vec<u8> = if switch {
+            let (pi, _) = t.port_info(&path, 0)?;
+            smps += 1;
+            if pi.lid != 0 {
+                view.lids.insert((guid, 0), pi.lid);
+            }
+            (1..=me.num_ports).collect()
+        } else if path.0.is_empty() {
+            vec![entered]
+        } else {
+            Vec::new()
+        };
+        if !switch {
+            let (pi, _) = t.port_info(&path, entered)?;
+            smps += 1;
+            if pi.lid != 0 {
+                view.lids.insert((guid, entered), pi.lid);
+            }
+            lmc = Some(lmc.map_or(pi.lmc, |l| l.max(pi.lmc)));
+        }
+        for port in out {
+            if switch {
+                let (pi, _) = t.port_info(&path, port)?;
+                smps += 1;
+                if !port_up(&pi) {
+                    continue;
+                }
+            }
+            let next = path
+                .then(port)
+                .ok_or_else(|| DiscoverError::TooDeep(path.clone()))?;
+            let far = match t.node_info(&next) {
+                Ok(i) => i,
+                // A port up with nothing answering behind it: no link as far as the SM can
+                // tell.
+                Err(SmpError::Timeout { .. } | SmpError::NoRoute { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            smps += 1;
+            let (a, b) = ((guid, port), (Guid(far.node_guid), far.local_port));
+            view.links.insert(if a <= b { (a, b) } else { (b, a) });
+            let fg = Guid(far.node_guid);
+            match nodes.get_mut(&fg) {
+                Some(f) => {
+                    if f.info.node_type != NodeType::Switch
+                        && !f.ports.contains_key(&far.local_port)
+                    {
+                        f.ports.insert(far.local_port, next.clone());
+                        queue.push_back((fg, next, far.local_port));
+                    }
+                }
+                None => {
+                    view.nodes.insert(
+                        fg,
+                        WireNode {
+                            kind: kind(&far, &next)?,
+                            ports: far.num_ports,
+                        },
+                    );
+                    let mut f = Found {
+                        info: far,
+                        path: next.clone(),
+                        ports: BTreeMap::new(),
+                    };
+                    if far.node_type != NodeType::Switch {
+                        f.ports.insert(far.local_port, next.clone());
+                    }
+                    nodes.insert(fg, f);
+                    queue.push_back((fg, next, far.local_port));
+                }
+            }
+        }
+    }
+    view.lmc = lmc.unwrap_or(0);
+    Ok(Discovery { view, nodes, smps })
+}

@@ -1,0 +1,354 @@
+//! The journal of a `weft apply`: every block the plan touches, as it was before and as the
+//! plan writes it, on disk (fsync) before the first write; then a line as each step begins and
+//! ends, and how the apply ended. After a crash, `weft apply --recover` reads it back and
+//! rolls back, or forward.
+//!
+//! JSON lines (format `weft-journal`, version 1):
+//!
+//! ```text
+//! {"format":"weft-journal","version":1,"fabric":"…","from":{fingerprint},"to":{fingerprint},"wire":{…}}
+//! {"block":{"step":0,"node":"0x…","port":null,"attr":"lft","modifier":3,"before":"ff…","after":"ff…"}}
+//! …
+//! {"event":"begin","step":0}
+//! {"event":"done","step":0}
+//! {"event":"committed"}              (or "rolled_back")
+//! ```
+//!
+//! A torn last line (the writer died while writing it) is ignored.
+
+use crate::smp::{Attr, Payload, PAYLOAD};
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use weft_fabric::{Fingerprint, Guid, WireView};
+
+/// The `format` of a journal.
+pub const JOURNAL_FORMAT: &str = "weft-journal";
+
+/// The journal's first line.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Header {
+    /// Always [`JOURNAL_FORMAT`].
+    pub format: String,
+    /// 1.
+    pub version: u32,
+    /// The fabric's name.
+    pub fabric: String,
+    /// The plan's `from`.
+    pub from: Fingerprint,
+    /// The plan's `to`.
+    pub to: Fingerprint,
+    /// The fabric as the plan expected it (and discovery found it).
+    pub wire: WireView,
+}
+
+/// One block the plan touches.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Block {
+    /// The step that writes it (from 0).
+    pub step: usize,
+    /// The node.
+    #[serde(with = "guid_hex")]
+    pub node: Guid,
+    /// For an end node, the port the SMP goes through.
+    pub port: Option<u8>,
+    /// The attribute.
+    #[serde(with = "attr_name")]
+    pub attr: Attr,
+    /// Its modifier.
+    pub modifier: u32,
+    /// The payload before, as read (hex).
+    #[serde(with = "payload_hex")]
+    pub before: Payload,
+    /// The payload the plan writes (hex).
+    #[serde(with = "payload_hex")]
+    pub after: Payload,
+}
+
+/// A journal line after the blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "event", deny_unknown_fields)]
+pub enum Event {
+    /// A step's writes start going out.
+    Begin {
+        /// The step.
+        step: usize,
+    },
+    /// A step landed whole and read back equal.
+    Done {
+        /// The step.
+        step: usize,
+    },
+    /// Rolling back starts.
+    RollbackBegin,
+    /// Every step landed: the fabric holds the new state.
+    Committed,
+    /// Every block holds what it held before.
+    RolledBack,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum Line {
+    Header(Header),
+    Block { block: Block },
+    Event(Event),
+}
+
+/// A journal read back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Journal {
+    /// Its header.
+    pub header: Header,
+    /// The blocks.
+    pub blocks: Vec<Block>,
+    /// The events, in order.
+    pub events: Vec<Event>,
+}
+
+impl Journal {
+    /// Whether the apply it records ended (committed or rolled back).
+    pub fn ended(&self) -> Option<Event> {
+        self.events
+            .iter()
+            .rev()
+            .find(|e| matches!(e, Event::Committed | Event::RolledBack))
+            .copied()
+    }
+
+    /// The highest step that began, if any.
+    pub fn last_begun(&self) -> Option<usize> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Begin { step } => Some(*step),
+                _ => None,
+            })
+            .max()
+    }
+}
+
+/// Why a journal cannot be written or read.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    /// The file.
+    #[error("journal {path}: {source}")]
+    Io {
+        /// Its path.
+        path: PathBuf,
+        /// What failed.
+        source: std::io::Error,
+    },
+    /// Its text.
+    #[error("journal {path}, line {line}: {why}")]
+    Parse {
+        /// Its path.
+        path: PathBuf,
+        /// The line (from 1).
+        line: usize,
+        /// What is wrong.
+        why: String,
+    },
+    /// A journal already there from an apply that did not end.
+    #[error(
+        "journal {0} records an apply that did not end: recover it first \
+         (`weft apply --recover {0}`)"
+    )]
+    Unfinished(PathBuf),
+}
+
+/// A journal being written.
+#[derive(Debug)]
+pub struct Writer {
+    file: File,
+    path: PathBuf,
+}
+
+impl Writer {
+    /// Creates the journal at `path` with its header and blocks, synced to disk. A journal
+    /// already at `path` is replaced only when the apply it records ended.
+    pub fn create(path: &Path, header: &Header, blocks: &[Block]) -> Result<Writer, JournalError> {
+        let io = |source| JournalError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        if path.exists() {
+            match read(path) {
+                Ok(j) if j.ended().is_some() => {}
+                _ => return Err(JournalError::Unfinished(path.to_owned())),
+            }
+        }
+        let mut text = line(&Line::Header(header.clone()));
+        for b in blocks {
+            text += &line(&Line::Block { block: b.clone() });
+        }
+        // Written beside, synced, then renamed over: a crash leaves the old journal or the
+        // new one, whole.
+        let tmp = path.with_extension("journal-new");
+        let mut f = File::create(&tmp).map_err(io)?;
+        f.write_all(text.as_bytes()).map_err(io)?;
+        f.sync_all().map_err(io)?;
+        std::fs::rename(&tmp, path).map_err(io)?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if let Ok(d) = File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+        let file = OpenOptions::new().append(true).open(path).map_err(io)?;
+        Ok(Writer {
+            file,
+            path: path.to_owned(),
+        })
+    }
+
+    /// Opens an existing journal to append to (recovery).
+    pub fn append(path: &Path) -> Result<Writer, JournalError> {
+        let file = OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|source| JournalError::Io {
+                path: path.to_owned(),
+                source,
+            })?;
+        Ok(Writer {
+            file,
+            path: path.to_owned(),
+        })
+    }
+
+    /// Appends `event`, synced to disk.
+    pub fn event(&mut self, event: Event) -> Result<(), JournalError> {
+        let io = |source| JournalError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        self.file
+            .write_all(line(&Line::Event(event)).as_bytes())
+            .map_err(io)?;
+        self.file.sync_data().map_err(io)
+    }
+}
+
+fn line(l: &Line) -> String {
+    let mut s = serde_json::to_string(l).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// Reads the journal at `path`.
+pub fn read(path: &Path) -> Result<Journal, JournalError> {
+    let text = std::fs::read_to_string(path).map_err(|source| JournalError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    parse(&text).map_err(|(line, why)| JournalError::Parse {
+        path: path.to_owned(),
+        line,
+        why,
+    })
+}
+
+/// Parses a journal's text; the line and what is wrong otherwise.
+pub fn parse(text: &str) -> Result<Journal, (usize, String)> {
+    let mut header = None;
+    let mut blocks = Vec::new();
+    let mut events = Vec::new();
+    let torn = !text.ends_with('\n');
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, l) in lines.iter().enumerate() {
+        if torn && i + 1 == lines.len() {
+            break;
+        }
+        let parsed: Line = serde_json::from_str(l).map_err(|e| (i + 1, e.to_string()))?;
+        match (parsed, i) {
+            (Line::Header(h), 0) => {
+                if h.format != JOURNAL_FORMAT || h.version != 1 {
+                    return Err((
+                        1,
+                        format!(
+                            "`{}` version {}, not a weft journal v1",
+                            h.format, h.version
+                        ),
+                    ));
+                }
+                header = Some(h);
+            }
+            (Line::Block { block }, _) if events.is_empty() && header.is_some() => {
+                blocks.push(block)
+            }
+            (Line::Event(e), _) if header.is_some() => events.push(e),
+            _ => return Err((i + 1, "out of place".to_owned())),
+        }
+    }
+    let header = header.ok_or((1, "no header".to_owned()))?;
+    Ok(Journal {
+        header,
+        blocks,
+        events,
+    })
+}
+
+mod guid_hex {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use weft_fabric::Guid;
+
+    pub fn serialize<S: Serializer>(g: &Guid, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{:#018x}", g.0))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Guid, D::Error> {
+        let text = String::deserialize(d)?;
+        text.strip_prefix("0x")
+            .filter(|h| !h.is_empty() && h.len() <= 16)
+            .and_then(|h| u64::from_str_radix(h, 16).ok())
+            .map(Guid)
+            .ok_or_else(|| serde::de::Error::custom(format!("`{text}` is not a hex GUID")))
+    }
+}
+
+mod attr_name {
+    use crate::smp::Attr;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(a: &Attr, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u16(a.id())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Attr, D::Error> {
+        let id = u16::deserialize(d)?;
+        Attr::from_id(id).ok_or_else(|| {
+            serde::de::Error::custom(format!("attribute {id:#06x} is not one weft writes"))
+        })
+    }
+}
+
+mod payload_hex {
+    use crate::smp::{Payload, PAYLOAD};
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(p: &Payload, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&weft_fabric::plan::Write::lft_hex(p))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Payload, D::Error> {
+        let text = String::deserialize(d)?;
+        super::unhex(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!("not {PAYLOAD} bytes of hex: `{text}`"))
+        })
+    }
+}
+
+/// 128 hex digits as a payload.
+pub(crate) fn unhex(text: &str) -> Option<Payload> {
+    if text.len() != 2 * PAYLOAD || !text.is_ascii() {
+        return None;
+    }
+    let mut p = [0u8; PAYLOAD];
+    for (k, b) in p.iter_mut().enumerate() {
+        *b = u8::from_str_radix(text.get(2 * k..2 * k + 2)?, 16).ok()?;
+    }
+    Some(p)
+}

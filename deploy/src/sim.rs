@@ -1,0 +1,699 @@
+//! `sim`: an in-process fabric that answers SMPs from a [`FabricState`] — the default target of
+//! `weft apply`, and the place to inject faults.
+//!
+//! It keeps, per node, what a real device keeps: NodeInfo, NodeDescription, PortInfo per port,
+//! and on switches SwitchInfo and the LFT (0xff where nothing was written); P_Key tables,
+//! SL→VL and VL arbitration tables per port. Directed routes are walked over the live links
+//! of the fabric from the SM's port; a route through a port with no live link, or forwarded
+//! by a node that is not a switch, leads nowhere.
+//!
+//! VFs of vSwitch hypervisors (which a real HCA addresses in its own way) are addressed here
+//! through the hypervisor port with [`vf_modifier`]: PortInfo for the VF's LID, P_KeyTable
+//! for its P_Keys.
+//!
+//! Faults ([`Fault`]) trigger on the n-th Set the fabric receives: a Set lost (the write does
+//! not land, no response), delayed past the timeout (it lands, no response), rejected with a
+//! MAD status, a read-back corrupted, or the writer crashing (every SMP from then on fails,
+//! as if the process had died, until [`SimFabric::restart`]).
+
+use crate::smp::{self, Attr, NodeInfo, NodeType, Payload, PortInfo, SwitchInfo, PAYLOAD};
+use crate::transport::{SmpError, Target, Transport};
+use std::collections::BTreeMap;
+use weft_fabric::{FabricState, LinkState, NodeKind, PortRef};
+
+/// MAD status: invalid attribute or attribute modifier.
+pub const STATUS_INVALID: u16 = 0x001c;
+/// MAD status: method/attribute combination not supported (a Set of a read-only attribute).
+pub const STATUS_UNSUPPORTED: u16 = 0x000c;
+
+/// Entries an LFT holds in the simulator when the model gives no LinearFDBCap.
+const DEFAULT_FDB_CAP: u16 = 0xc000;
+/// P_Key entries per port when the model gives no PartitionCap.
+const DEFAULT_PARTITION_CAP: u16 = 64;
+
+/// The modifier addressing VF `vf` behind a hypervisor port: bit 31 set, the VF in bits
+/// 30:16, and below it what the attribute takes (the port for PortInfo, the block for
+/// P_KeyTable).
+pub fn vf_modifier(vf: u8, low: u16) -> u32 {
+    0x8000_0000 | (u32::from(vf) << 16) | u32::from(low)
+}
+
+/// What goes wrong.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultKind {
+    /// The Set and the next `times - 1` sends of the same SMP are lost: nothing lands,
+    /// nothing answers.
+    Drop {
+        /// Sends lost.
+        times: u32,
+    },
+    /// The Set lands but its response (and those of the next `times - 1` sends of the same
+    /// SMP) come after the timeout.
+    Delay {
+        /// Responses lost.
+        times: u32,
+    },
+    /// The Set is refused with this MAD status; nothing lands.
+    Reject {
+        /// The status.
+        status: u16,
+    },
+    /// The Set lands, but the next Get of the same attribute reads back one entry wrong.
+    CorruptReadback,
+    /// The writer dies before this Set goes out: every SMP from here on fails.
+    Crash,
+}
+
+/// A fault and the Set it strikes (0: the first Set the fabric receives).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fault {
+    /// Which Set.
+    pub at_set: usize,
+    /// What happens.
+    pub kind: FaultKind,
+}
+
+#[derive(Clone, Debug)]
+struct SimNode {
+    info: NodeInfo,
+    description: String,
+    /// The live peer of each port (index = port, 0 unused).
+    peers: Vec<Option<(usize, u8)>>,
+    /// The GUID of each port (index = port; a switch: all the node GUID).
+    port_guids: Vec<u64>,
+    /// PortInfo per port (index = port; port 0 on switches).
+    port_info: Vec<Payload>,
+    switch_info: Payload,
+    lft: Vec<u8>,
+    fdb_cap: u16,
+    partition_cap: u16,
+    /// P_Key table per port (index = port; a CA's port 0 unused).
+    pkeys: Vec<Vec<u16>>,
+    /// SL→VL tables by modifier.
+    sl2vl: BTreeMap<u32, [u8; 16]>,
+    /// VL arbitration blocks by modifier.
+    vlarb: BTreeMap<u32, Payload>,
+    /// VFs by (port, VF): LID and P_Keys.
+    vfs: VfTables,
+}
+
+/// Everything a simulated fabric holds that a deployment may change, by node GUID: what
+/// [`SimFabric::tables`] returns, to compare two fabrics.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tables {
+    /// Per node GUID: base LID and LMC per port.
+    pub lids: BTreeMap<u64, Vec<(u16, u8)>>,
+    /// Per switch GUID: the LFT as the switch forwards by it (up to LinearFDBTop, trailing
+    /// unset entries dropped).
+    pub lfts: BTreeMap<u64, Vec<u8>>,
+    /// Per node GUID: the P_Key tables of its ports (empty slots dropped from the end).
+    pub pkeys: BTreeMap<u64, Vec<Vec<u16>>>,
+    /// Per node GUID: SL→VL tables by modifier.
+    pub sl2vl: BTreeMap<u64, BTreeMap<u32, [u8; 16]>>,
+    /// Per node GUID: VL arbitration blocks by modifier.
+    pub vlarb: BTreeMap<u64, BTreeMap<u32, Vec<u8>>>,
+    /// Per node GUID: VFs by (port, VF): LID and P_Keys.
+    pub vfs: BTreeMap<u64, VfTables>,
+}
+
+/// A hypervisor's VFs by (port, VF): LID and P_Keys.
+pub type VfTables = BTreeMap<(u8, u8), (u16, Vec<u16>)>;
+
+/// SMPs the simulated fabric has answered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Gets received.
+    pub gets: usize,
+    /// Sets received (lost ones included).
+    pub sets: usize,
+    /// Sets that changed what a node holds.
+    pub changes: usize,
+}
+
+/// An in-process fabric answering SMPs.
+#[derive(Clone, Debug)]
+pub struct SimFabric {
+    nodes: Vec<SimNode>,
+    /// The SM's node and port.
+    sm: (usize, u8),
+    faults: Vec<Fault>,
+    /// Lost sends still to come, by SMP: (sends left, whether the Set lands).
+    pending: BTreeMap<Target, (u32, bool)>,
+    /// Reads still to corrupt.
+    corrupt: BTreeMap<Target, ()>,
+    crashed: bool,
+    counts: Counts,
+}
+
+/// Why a simulated fabric cannot be built.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SimError {
+    /// The SM's port is not an end port on a live link.
+    #[error("the SM port {0} is not a live port of the fabric")]
+    SmPort(String),
+}
+
+impl SimFabric {
+    /// A fabric holding what `state` says (LIDs, LFTs, P_Keys, SL→VL and VLArb tables, VFs),
+    /// with the SM on `sm` (its node and port).
+    pub fn new(state: &FabricState, sm: PortRef) -> Result<SimFabric, SimError> {
+        let f = &state.fabric;
+        let mut nodes: Vec<SimNode> = f
+            .nodes()
+            .iter()
+            .map(|n| {
+                let ports = n.spec.port_count;
+                let switch = n.is_switch();
+                let mut port_info = vec![[0u8; PAYLOAD]; usize::from(ports) + 1];
+                for (p, pi) in port_info.iter_mut().enumerate() {
+                    pi[28] = p as u8;
+                    // VLCap VL0–7, high and low arbitration caps 8 and 8.
+                    pi[37] = 4 << 4;
+                    pi[39] = 8;
+                    pi[40] = 8;
+                    // Down, physical state Polling until a live link says otherwise.
+                    pi[32] = 1;
+                    pi[33] = 2 << 4;
+                    if switch && p == 0 {
+                        pi[32] = 4;
+                        pi[33] = 5 << 4;
+                    }
+                }
+                let partition_cap = n.spec.partition_cap.unwrap_or(DEFAULT_PARTITION_CAP);
+                SimNode {
+                    info: NodeInfo {
+                        node_type: match n.kind() {
+                            NodeKind::Switch => NodeType::Switch,
+                            NodeKind::Hca => NodeType::Ca,
+                            NodeKind::Router => NodeType::Router,
+                        },
+                        num_ports: ports,
+                        system_guid: n.spec.system_guid.unwrap_or(n.guid()).0,
+                        node_guid: n.guid().0,
+                        port_guid: n.guid().0,
+                        partition_cap,
+                        local_port: 0,
+                    },
+                    description: n.name().to_owned(),
+                    peers: vec![None; usize::from(ports) + 1],
+                    port_guids: std::iter::once(n.guid().0)
+                        .chain(
+                            n.ports
+                                .iter()
+                                .map(|p| if switch { n.guid().0 } else { p.guid.0 }),
+                        )
+                        .collect(),
+                    port_info,
+                    switch_info: [0; PAYLOAD],
+                    lft: Vec::new(),
+                    fdb_cap: u16::try_from(n.spec.linear_fdb_cap)
+                        .ok()
+                        .filter(|&c| c > 0)
+                        .unwrap_or(DEFAULT_FDB_CAP),
+                    partition_cap,
+                    pkeys: vec![Vec::new(); usize::from(ports) + 1],
+                    sl2vl: BTreeMap::new(),
+                    vlarb: BTreeMap::new(),
+                    vfs: BTreeMap::new(),
+                }
+            })
+            .collect();
+        for (i, n) in nodes.iter_mut().enumerate() {
+            let cap = n.fdb_cap;
+            if n.info.node_type == NodeType::Switch {
+                n.switch_info = {
+                    let mut p = [0u8; PAYLOAD];
+                    p[..2].copy_from_slice(&cap.to_be_bytes());
+                    p[14..16].copy_from_slice(&n.partition_cap.to_be_bytes());
+                    p
+                };
+            }
+            let down = f.nodes().get(i).is_none_or(|m| m.down);
+            if down {
+                continue;
+            }
+        }
+        for l in f.links() {
+            let up = l.state == LinkState::Up
+                && [l.a, l.b]
+                    .iter()
+                    .all(|e| f.nodes().get(e.node.index()).is_some_and(|n| !n.down));
+            if !up {
+                continue;
+            }
+            for (x, y) in [(l.a, l.b), (l.b, l.a)] {
+                if let Some(n) = nodes.get_mut(x.node.index()) {
+                    if let Some(slot) = n.peers.get_mut(usize::from(x.port.0)) {
+                        *slot = Some((y.node.index(), y.port.0));
+                    }
+                    if let Some(pi) = n.port_info.get_mut(usize::from(x.port.0)) {
+                        pi[32] = 4; // Active
+                        pi[33] = 5 << 4; // LinkUp
+                    }
+                }
+            }
+        }
+        let lmc = state.lids.lmc;
+        for (&id, ports) in &state.lids.base {
+            let Some(n) = nodes.get_mut(id.index()) else {
+                continue;
+            };
+            for (&p, &lid) in ports {
+                if let Some(pi) = n.port_info.get_mut(usize::from(p.0)) {
+                    pi[16..18].copy_from_slice(&lid.0.to_be_bytes());
+                    if n.info.node_type != NodeType::Switch {
+                        pi[34] = (pi[34] & !(7 << 3)) | ((lmc & 7) << 3);
+                    }
+                }
+            }
+        }
+        for (&id, sw) in &state.switches {
+            let Some(n) = nodes.get_mut(id.index()) else {
+                continue;
+            };
+            n.lft = sw.lft.ports.clone();
+            let top = u16::try_from(n.lft.len().saturating_sub(1)).unwrap_or(u16::MAX);
+            n.switch_info[6..8].copy_from_slice(&top.to_be_bytes());
+            for r in &sw.sl2vl {
+                n.sl2vl
+                    .insert(smp::sl2vl_modifier(r.in_port, r.out_port), r.vl);
+            }
+            if let Some(all) = sw.sl2vl_all {
+                for i in 0..=n.info.num_ports {
+                    for o in 1..=n.info.num_ports {
+                        n.sl2vl.entry(smp::sl2vl_modifier(i, o)).or_insert(all);
+                    }
+                }
+            }
+        }
+        for (pr, ps) in &state.ports {
+            let Some(n) = nodes.get_mut(pr.node.index()) else {
+                continue;
+            };
+            let p = pr.port.0;
+            if let Some(keys) = &ps.pkeys {
+                if let Some(t) = n.pkeys.get_mut(usize::from(p)) {
+                    *t = keys.iter().map(|k| k.0).collect();
+                }
+            }
+            if let Some(vl) = ps.sl2vl {
+                n.sl2vl.insert(u32::from(p), vl);
+            }
+            if let Some(arb) = &ps.vlarb {
+                for (block, entries) in [(1u8, &arb.low), (3, &arb.high)] {
+                    for (k, chunk) in entries.chunks(smp::VLARB_BLOCK).enumerate() {
+                        let mut e = [(0u8, 0u8); smp::VLARB_BLOCK];
+                        for (slot, w) in e.iter_mut().zip(chunk) {
+                            *slot = (w.vl, w.weight);
+                        }
+                        n.vlarb.insert(
+                            smp::vlarb_modifier(block + k as u8, p),
+                            smp::encode_vlarb(&e),
+                        );
+                    }
+                }
+                if let Some(pi) = n.port_info.get_mut(usize::from(p)) {
+                    pi[38] = arb.high_limit;
+                }
+            }
+        }
+        for v in &state.lids.vports {
+            if let Some(n) = nodes.get_mut(v.host.node.index()) {
+                n.vfs.insert(
+                    (v.host.port.0, v.vf),
+                    (
+                        v.lid.map_or(0, |l| l.0),
+                        v.pkeys.iter().flatten().map(|k| k.0).collect(),
+                    ),
+                );
+            }
+        }
+        let sm_ok = nodes
+            .get(sm.node.index())
+            .and_then(|n| n.peers.get(usize::from(sm.port.0)))
+            .is_some_and(Option::is_some);
+        if !sm_ok {
+            let name = f
+                .nodes()
+                .get(sm.node.index())
+                .map_or_else(|| "?".to_owned(), |n| n.name().to_owned());
+            return Err(SimError::SmPort(format!("{name}/{}", sm.port.0)));
+        }
+        Ok(SimFabric {
+            nodes,
+            sm: (sm.node.index(), sm.port.0),
+            faults: Vec::new(),
+            pending: BTreeMap::new(),
+            corrupt: BTreeMap::new(),
+            crashed: false,
+            counts: Counts::default(),
+        })
+    }
+
+    /// Injects `fault`.
+    pub fn inject(&mut self, fault: Fault) {
+        self.faults.push(fault);
+    }
+
+    /// A new writer takes over after a crash: SMPs are answered again; faults not yet struck
+    /// are dropped.
+    pub fn restart(&mut self) {
+        self.crashed = false;
+        self.faults.clear();
+        self.pending.clear();
+        self.corrupt.clear();
+    }
+
+    /// SMPs answered so far.
+    pub fn counts(&self) -> Counts {
+        self.counts
+    }
+
+    /// What the fabric holds.
+    pub fn tables(&self) -> Tables {
+        let mut t = Tables {
+            lids: BTreeMap::new(),
+            lfts: BTreeMap::new(),
+            pkeys: BTreeMap::new(),
+            sl2vl: BTreeMap::new(),
+            vlarb: BTreeMap::new(),
+            vfs: BTreeMap::new(),
+        };
+        for n in &self.nodes {
+            let g = n.info.node_guid;
+            t.lids.insert(
+                g,
+                n.port_info
+                    .iter()
+                    .map(|p| {
+                        let i = PortInfo::decode(p);
+                        (i.lid, i.lmc)
+                    })
+                    .collect(),
+            );
+            if n.info.node_type == NodeType::Switch {
+                let top = SwitchInfo::decode(&n.switch_info).linear_fdb_top;
+                let mut lft = n.lft.clone();
+                lft.truncate(usize::from(top) + 1);
+                while lft.last() == Some(&0xff) {
+                    lft.pop();
+                }
+                t.lfts.insert(g, lft);
+            }
+            let keys: Vec<Vec<u16>> = n
+                .pkeys
+                .iter()
+                .map(|k| {
+                    let mut k = k.clone();
+                    while k.last() == Some(&0) {
+                        k.pop();
+                    }
+                    k
+                })
+                .collect();
+            t.pkeys.insert(g, keys);
+            t.sl2vl.insert(g, n.sl2vl.clone());
+            t.vlarb
+                .insert(g, n.vlarb.iter().map(|(k, v)| (*k, v.to_vec())).collect());
+            if !n.vfs.is_empty() {
+                t.vfs.insert(g, n.vfs.clone());
+            }
+        }
+        t
+    }
+
+    /// The node a directed route leads to, and the port it enters by (the SM's port for the
+    /// SM's own node).
+    fn walk(&self, target: &Target) -> Result<(usize, u8), SmpError> {
+        let nowhere = || SmpError::NoRoute {
+            target: target.clone(),
+        };
+        let (mut at, mut entered) = self.sm;
+        for (i, &out) in target.path.0.iter().enumerate() {
+            let n = self.nodes.get(at).ok_or_else(nowhere)?;
+            if i > 0 && n.info.node_type != NodeType::Switch {
+                return Err(nowhere());
+            }
+            let (next, port) = n
+                .peers
+                .get(usize::from(out))
+                .copied()
+                .flatten()
+                .ok_or_else(nowhere)?;
+            at = next;
+            entered = port;
+        }
+        Ok((at, entered))
+    }
+
+    /// Answers a Get or (with `data`) a Set: the payload the node holds afterwards.
+    fn answer(&mut self, target: &Target, data: Option<&Payload>) -> Result<Payload, SmpError> {
+        let (at, entered) = self.walk(target)?;
+        let status = |s: u16| SmpError::Status {
+            target: target.clone(),
+            status: s,
+        };
+        let n = self
+            .nodes
+            .get_mut(at)
+            .ok_or_else(|| status(STATUS_INVALID))?;
+        let switch = n.info.node_type == NodeType::Switch;
+        let m = target.modifier;
+        let vf = (m & 0x8000_0000 != 0).then_some(((m >> 16) & 0x7fff) as u8);
+        let mut changed = false;
+        let out = match target.attr {
+            Attr::NodeInfo | Attr::NodeDescription if data.is_some() => {
+                return Err(status(STATUS_UNSUPPORTED))
+            }
+            Attr::NodeInfo => NodeInfo {
+                port_guid: n
+                    .port_guids
+                    .get(usize::from(if switch { 0 } else { entered }))
+                    .copied()
+                    .unwrap_or(n.info.node_guid),
+                local_port: entered,
+                ..n.info
+            }
+            .encode(),
+            Attr::NodeDescription => smp::encode_description(&n.description),
+            Attr::PortInfo if vf.is_some() => {
+                let key = ((m & 0xff) as u8, vf.unwrap_or(0));
+                let Some(v) = n.vfs.get_mut(&key) else {
+                    return Err(status(STATUS_INVALID));
+                };
+                if let Some(d) = data {
+                    let lid = PortInfo::decode(d).lid;
+                    changed = v.0 != lid;
+                    v.0 = lid;
+                }
+                let mut p = [0u8; PAYLOAD];
+                p[16..18].copy_from_slice(&v.0.to_be_bytes());
+                p
+            }
+            Attr::PortInfo => {
+                let port = if !switch && m == 0 { entered } else { m as u8 };
+                if m > u32::from(n.info.num_ports) || (!switch && port == 0) {
+                    return Err(status(STATUS_INVALID));
+                }
+                let Some(pi) = n.port_info.get_mut(usize::from(port)) else {
+                    return Err(status(STATUS_INVALID));
+                };
+                if let Some(d) = data {
+                    let before = *pi;
+                    let mut want = PortInfo::decode(d);
+                    let now = PortInfo::decode(pi);
+                    if want.link_state == smp::LinkState::NoChange {
+                        want.link_state = now.link_state;
+                    }
+                    want.encode_into(pi);
+                    // The physical state is the device's own.
+                    pi[33] = (pi[33] & 0x0f) | (before[33] & 0xf0);
+                    changed = *pi != before;
+                }
+                *pi
+            }
+            Attr::SwitchInfo if switch => {
+                if let Some(d) = data {
+                    let top = SwitchInfo::decode(d).linear_fdb_top;
+                    if top >= n.fdb_cap {
+                        return Err(status(STATUS_INVALID));
+                    }
+                    let before = n.switch_info;
+                    SwitchInfo::decode(d).encode_into(&mut n.switch_info);
+                    changed = n.switch_info != before;
+                }
+                n.switch_info
+            }
+            Attr::Lft if switch => {
+                let first = (m as usize) * smp::LFT_BLOCK;
+                if m > 0xffff || first + smp::LFT_BLOCK > usize::from(n.fdb_cap) {
+                    return Err(status(STATUS_INVALID));
+                }
+                if let Some(d) = data {
+                    if n.lft.len() < first + smp::LFT_BLOCK {
+                        n.lft.resize(first + smp::LFT_BLOCK, 0xff);
+                    }
+                    if let Some(slot) = n.lft.get_mut(first..first + smp::LFT_BLOCK) {
+                        changed = slot != d.as_slice();
+                        slot.copy_from_slice(d);
+                    }
+                }
+                let mut p = [0xffu8; PAYLOAD];
+                for (k, e) in p.iter_mut().enumerate() {
+                    if let Some(&v) = n.lft.get(first + k) {
+                        *e = v;
+                    }
+                }
+                p
+            }
+            Attr::PKeyTable => {
+                let (port, block) = match vf {
+                    Some(_) => ((m & 0xff00) >> 8, m & 0xff),
+                    None if switch => (m >> 16, m & 0xffff),
+                    None => (u32::from(entered), m & 0xffff),
+                };
+                let first = block as usize * smp::PKEY_BLOCK;
+                if first + smp::PKEY_BLOCK > usize::from(n.partition_cap).max(smp::PKEY_BLOCK) {
+                    return Err(status(STATUS_INVALID));
+                }
+                let table = match vf {
+                    Some(v) => n.vfs.get_mut(&(port as u8, v)).map(|e| &mut e.1),
+                    None => n.pkeys.get_mut(port as usize),
+                };
+                let Some(table) = table else {
+                    return Err(status(STATUS_INVALID));
+                };
+                if let Some(d) = data {
+                    if table.len() < first + smp::PKEY_BLOCK {
+                        table.resize(first + smp::PKEY_BLOCK, 0);
+                    }
+                    let keys = smp::decode_pkeys(d);
+                    if let Some(slot) = table.get_mut(first..first + smp::PKEY_BLOCK) {
+                        changed = slot != keys.as_slice();
+                        slot.copy_from_slice(&keys);
+                    }
+                }
+                let mut keys = [0u16; smp::PKEY_BLOCK];
+                for (k, e) in keys.iter_mut().enumerate() {
+                    *e = table.get(first + k).copied().unwrap_or(0);
+                }
+                smp::encode_pkeys(&keys)
+            }
+            Attr::SlToVl => {
+                let key = if switch {
+                    m & 0xffff
+                } else {
+                    u32::from(entered)
+                };
+                if switch
+                    && ((m >> 8) & 0xff > u32::from(n.info.num_ports)
+                        || m & 0xff > u32::from(n.info.num_ports))
+                {
+                    return Err(status(STATUS_INVALID));
+                }
+                if let Some(d) = data {
+                    let vls = smp::decode_sl2vl(d);
+                    changed = n.sl2vl.insert(key, vls) != Some(vls);
+                }
+                smp::encode_sl2vl(&n.sl2vl.get(&key).copied().unwrap_or([0; 16]))
+            }
+            Attr::VlArb => {
+                let block = (m >> 16) & 0xffff;
+                if !(1..=4).contains(&block) || m & 0xffff > u32::from(n.info.num_ports) {
+                    return Err(status(STATUS_INVALID));
+                }
+                if let Some(d) = data {
+                    let mut p = [0u8; PAYLOAD];
+                    if let (Some(dst), Some(src)) = (p.get_mut(..64), d.get(..64)) {
+                        dst.copy_from_slice(src);
+                    }
+                    changed = n.vlarb.insert(m, p) != Some(p);
+                }
+                n.vlarb.get(&m).copied().unwrap_or([0; PAYLOAD])
+            }
+            Attr::SwitchInfo | Attr::Lft => return Err(status(STATUS_UNSUPPORTED)),
+        };
+        if changed {
+            self.counts.changes += 1;
+        }
+        Ok(out)
+    }
+}
+
+impl Transport for SimFabric {
+    fn get(&mut self, target: &Target) -> Result<Payload, SmpError> {
+        if self.crashed {
+            return Err(SmpError::Crashed {
+                after: self.counts.sets,
+            });
+        }
+        self.counts.gets += 1;
+        let mut p = self.answer(target, None)?;
+        if self.corrupt.remove(target).is_some() {
+            if let Some(b) = p.get_mut(0) {
+                *b ^= 0x01;
+            }
+        }
+        Ok(p)
+    }
+
+    fn set(&mut self, target: &Target, data: &Payload) -> Result<Payload, SmpError> {
+        if self.crashed {
+            return Err(SmpError::Crashed {
+                after: self.counts.sets,
+            });
+        }
+        let index = self.counts.sets;
+        self.counts.sets += 1;
+        let timeout = || SmpError::Timeout {
+            target: target.clone(),
+            tries: 1,
+        };
+        if let Some((left, lands)) = self.pending.get_mut(target) {
+            let lands = *lands;
+            *left -= 1;
+            if *left == 0 {
+                self.pending.remove(target);
+            }
+            if lands {
+                self.answer(target, Some(data))?;
+            }
+            return Err(timeout());
+        }
+        let fault = self
+            .faults
+            .iter()
+            .find(|f| f.at_set == index)
+            .map(|f| f.kind);
+        match fault {
+            None => self.answer(target, Some(data)),
+            Some(FaultKind::Crash) => {
+                self.counts.sets -= 1;
+                self.crashed = true;
+                Err(SmpError::Crashed { after: index })
+            }
+            Some(FaultKind::Reject { status }) => Err(SmpError::Status {
+                target: target.clone(),
+                status,
+            }),
+            Some(FaultKind::Drop { times }) => {
+                if times > 1 {
+                    self.pending.insert(target.clone(), (times - 1, false));
+                }
+                Err(timeout())
+            }
+            Some(FaultKind::Delay { times }) => {
+                self.answer(target, Some(data))?;
+                if times > 1 {
+                    self.pending.insert(target.clone(), (times - 1, true));
+                }
+                Err(timeout())
+            }
+            Some(FaultKind::CorruptReadback) => {
+                let p = self.answer(target, Some(data))?;
+                self.corrupt.insert(target.clone(), ());
+                Ok(p)
+            }
+        }
+    }
+}

@@ -1,0 +1,329 @@
+//! The wire view: what a subnet manager sees of a fabric by walking it with directed-route
+//! SMPs — the live nodes (GUID, kind, port count), the live links between their ports, the
+//! base LID of every port that has one, and the LMC. Nothing else (names, capabilities, down
+//! links) is visible on the wire.
+//!
+//! `weft plan` records the wire view of the fabric a plan starts from; `weft apply`
+//! discovers the fabric, builds the same view, and refuses a plan whose view differs, naming
+//! each difference ([`WireView::diff`]).
+
+use crate::model::{Fabric, LinkState, NodeKind};
+use crate::state::FabricState;
+use crate::{Guid, PortRef};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+/// One end of a link as the wire names it: node GUID and port.
+pub type WireEnd = (Guid, u8);
+
+/// A node as NodeInfo reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireNode {
+    /// Switch, HCA or router.
+    pub kind: NodeKind,
+    /// Physical ports.
+    pub ports: u8,
+}
+
+/// What directed-route discovery sees of a fabric.
+///
+/// In a plan file it is written as text, one entry per string: nodes `0x<guid> <kind>
+/// <ports>`, links `0x<guid>:<port> 0x<guid>:<port>`, LIDs `0x<guid>:<port> <lid>`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "WireText", into = "WireText")]
+pub struct WireView {
+    /// The LMC of end ports.
+    pub lmc: u8,
+    /// Live nodes by GUID.
+    pub nodes: BTreeMap<Guid, WireNode>,
+    /// Live links, each with its lower end first.
+    pub links: BTreeSet<(WireEnd, WireEnd)>,
+    /// Base LIDs by port (a switch: port 0).
+    pub lids: BTreeMap<WireEnd, u16>,
+}
+
+/// One way two wire views differ.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WireDiff {
+    /// A node the plan expects is not on the fabric.
+    MissingNode(Guid),
+    /// A node on the fabric the plan does not know.
+    ExtraNode(Guid),
+    /// The node is there, but another kind or port count.
+    NodeDiffers {
+        /// Its GUID.
+        guid: Guid,
+        /// Expected.
+        expected: WireNode,
+        /// Found.
+        found: WireNode,
+    },
+    /// A link the plan expects is down or gone.
+    MissingLink(WireEnd, WireEnd),
+    /// A link the plan does not know.
+    ExtraLink(WireEnd, WireEnd),
+    /// A port's LID differs (`None`: no LID).
+    Lid {
+        /// The port.
+        port: WireEnd,
+        /// Expected.
+        expected: Option<u16>,
+        /// Found.
+        found: Option<u16>,
+    },
+    /// The LMC differs.
+    Lmc {
+        /// Expected.
+        expected: u8,
+        /// Found.
+        found: u8,
+    },
+}
+
+fn end(e: &WireEnd) -> String {
+    format!("{:#018x} port {}", e.0 .0, e.1)
+}
+
+fn lid(l: &Option<u16>) -> String {
+    l.map_or_else(|| "none".to_owned(), |l| l.to_string())
+}
+
+impl fmt::Display for WireDiff {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WireDiff::MissingNode(g) => write!(f, "node {:#018x} is not on the fabric", g.0),
+            WireDiff::ExtraNode(g) => {
+                write!(f, "node {:#018x} is on the fabric but not in the plan", g.0)
+            }
+            WireDiff::NodeDiffers {
+                guid,
+                expected,
+                found,
+            } => write!(
+                f,
+                "node {:#018x} is a {:?} with {} ports, not a {:?} with {}",
+                guid.0, found.kind, found.ports, expected.kind, expected.ports
+            ),
+            WireDiff::MissingLink(a, b) => {
+                write!(f, "link {} — {} is missing", end(a), end(b))
+            }
+            WireDiff::ExtraLink(a, b) => {
+                write!(f, "link {} — {} is not in the plan", end(a), end(b))
+            }
+            WireDiff::Lid {
+                port,
+                expected,
+                found,
+            } => write!(
+                f,
+                "{} has LID {}, not {}",
+                end(port),
+                lid(found),
+                lid(expected)
+            ),
+            WireDiff::Lmc { expected, found } => {
+                write!(f, "the LMC is {found}, not {expected}")
+            }
+        }
+    }
+}
+
+impl WireView {
+    /// The wire view of `state`: nodes that are up and reachable over live links from its
+    /// other nodes (a lone node counts only in a one-node fabric), live links, and the LIDs
+    /// of switches and of end ports on live links.
+    pub fn of(state: &FabricState) -> WireView {
+        let f = &state.fabric;
+        let mut v = WireView {
+            lmc: state.lids.lmc,
+            ..WireView::default()
+        };
+        for l in f.links() {
+            if let (Some(a), Some(b)) = (live_end(f, l.a), live_end(f, l.b)) {
+                if l.state == LinkState::Up {
+                    v.links.insert(if a <= b { (a, b) } else { (b, a) });
+                }
+            }
+        }
+        let linked: BTreeSet<Guid> = v.links.iter().flat_map(|(a, b)| [a.0, b.0]).collect();
+        let live_nodes = f.nodes().iter().filter(|n| !n.down).count();
+        for n in f.nodes().iter().filter(|n| !n.down) {
+            if linked.contains(&n.guid()) || live_nodes == 1 {
+                v.nodes.insert(
+                    n.guid(),
+                    WireNode {
+                        kind: n.kind(),
+                        ports: n.spec.port_count,
+                    },
+                );
+            }
+        }
+        let linked_ports: BTreeSet<WireEnd> = v.links.iter().flat_map(|(a, b)| [*a, *b]).collect();
+        for (&id, ports) in &state.lids.base {
+            let Some(n) = f.nodes().get(id.index()) else {
+                continue;
+            };
+            if !v.nodes.contains_key(&n.guid()) {
+                continue;
+            }
+            for (&p, &l) in ports {
+                let e = (n.guid(), p.0);
+                if n.is_switch() || linked_ports.contains(&e) {
+                    v.lids.insert(e, l.0);
+                }
+            }
+        }
+        v
+    }
+
+    /// Every difference between what was expected (`self`) and what was `found`, in a stable
+    /// order: nodes, links, then LIDs.
+    pub fn diff(&self, found: &WireView) -> Vec<WireDiff> {
+        let mut out = Vec::new();
+        for (g, e) in &self.nodes {
+            match found.nodes.get(g) {
+                None => out.push(WireDiff::MissingNode(*g)),
+                Some(n) if n != e => out.push(WireDiff::NodeDiffers {
+                    guid: *g,
+                    expected: *e,
+                    found: *n,
+                }),
+                Some(_) => {}
+            }
+        }
+        for g in found.nodes.keys().filter(|g| !self.nodes.contains_key(g)) {
+            out.push(WireDiff::ExtraNode(*g));
+        }
+        for (a, b) in self.links.difference(&found.links) {
+            out.push(WireDiff::MissingLink(*a, *b));
+        }
+        for (a, b) in found.links.difference(&self.links) {
+            out.push(WireDiff::ExtraLink(*a, *b));
+        }
+        if self.lmc != found.lmc {
+            out.push(WireDiff::Lmc {
+                expected: self.lmc,
+                found: found.lmc,
+            });
+        }
+        let ports: BTreeSet<&WireEnd> = self.lids.keys().chain(found.lids.keys()).collect();
+        for p in ports {
+            let (e, g) = (self.lids.get(p).copied(), found.lids.get(p).copied());
+            if e != g {
+                out.push(WireDiff::Lid {
+                    port: *p,
+                    expected: e,
+                    found: g,
+                });
+            }
+        }
+        out
+    }
+}
+
+/// The plan-file form of a [`WireView`].
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WireText {
+    lmc: u8,
+    nodes: Vec<String>,
+    links: Vec<String>,
+    lids: Vec<String>,
+}
+
+impl From<WireView> for WireText {
+    fn from(v: WireView) -> WireText {
+        let e = |(g, p): &WireEnd| format!("{:#018x}:{p}", g.0);
+        WireText {
+            lmc: v.lmc,
+            nodes: v
+                .nodes
+                .iter()
+                .map(|(g, n)| format!("{:#018x} {} {}", g.0, n.kind.keyword(), n.ports))
+                .collect(),
+            links: v
+                .links
+                .iter()
+                .map(|(a, b)| format!("{} {}", e(a), e(b)))
+                .collect(),
+            lids: v
+                .lids
+                .iter()
+                .map(|(p, l)| format!("{} {l}", e(p)))
+                .collect(),
+        }
+    }
+}
+
+fn parse_guid(t: &str) -> Option<Guid> {
+    let h = t.strip_prefix("0x")?;
+    (!h.is_empty() && h.len() <= 16)
+        .then(|| u64::from_str_radix(h, 16).ok())
+        .flatten()
+        .map(Guid)
+}
+
+fn parse_end(t: &str) -> Option<WireEnd> {
+    let (g, p) = t.split_once(':')?;
+    Some((parse_guid(g)?, p.parse().ok()?))
+}
+
+impl TryFrom<WireText> for WireView {
+    type Error = String;
+
+    fn try_from(t: WireText) -> Result<WireView, String> {
+        let bad = |what: &str, s: &str| format!("wire view: `{s}` is not a {what}");
+        let mut v = WireView {
+            lmc: t.lmc,
+            ..WireView::default()
+        };
+        for s in &t.nodes {
+            let w: Vec<&str> = s.split(' ').collect();
+            let node = match w.as_slice() {
+                [g, k, p] => parse_guid(g).zip(
+                    NodeKind::from_keyword(k)
+                        .zip(p.parse().ok())
+                        .map(|(kind, ports)| WireNode { kind, ports }),
+                ),
+                _ => None,
+            };
+            let (g, n) = node.ok_or_else(|| bad("node (`0x<guid> <kind> <ports>`)", s))?;
+            if v.nodes.insert(g, n).is_some() {
+                return Err(format!("wire view: node {:#018x} is listed twice", g.0));
+            }
+        }
+        for s in &t.links {
+            let (a, b) = s
+                .split_once(' ')
+                .and_then(|(a, b)| Some((parse_end(a)?, parse_end(b)?)))
+                .ok_or_else(|| bad("link (`0x<guid>:<port> 0x<guid>:<port>`)", s))?;
+            v.links.insert(if a <= b { (a, b) } else { (b, a) });
+        }
+        for s in &t.lids {
+            let (p, l) = s
+                .split_once(' ')
+                .and_then(|(p, l)| Some((parse_end(p)?, l.parse().ok()?)))
+                .ok_or_else(|| bad("LID (`0x<guid>:<port> <lid>`)", s))?;
+            v.lids.insert(p, l);
+        }
+        Ok(v)
+    }
+}
+
+/// `end` as a wire end, when its node is up.
+fn live_end(f: &Fabric, end: PortRef) -> Option<WireEnd> {
+    let n = f.nodes().get(end.node.index())?;
+    (!n.down).then_some((n.guid(), end.port.0))
+}
+
+impl NodeKind {
+    /// NodeInfo's NodeType for this kind (1 CA, 2 switch, 3 router).
+    pub fn node_type(self) -> u8 {
+        match self {
+            NodeKind::Hca => 1,
+            NodeKind::Switch => 2,
+            NodeKind::Router => 3,
+        }
+    }
+}
