@@ -1,3 +1,4 @@
+//! weft's deploy backends (the `Transport` trait, simulator, MAD and OpenSM hand-off).
 //!
 //! Architecture invariant: deploy depends on `weft-fabric` only; it writes a plan someone
 //! else compiled and verified.
@@ -9,6 +10,7 @@
 pub mod apply;
 pub mod discover;
 pub mod journal;
+pub mod mad;
 pub mod sim;
 pub mod smp;
 pub mod transport;
@@ -17,6 +19,7 @@ pub use apply::{
     apply, dry_run, recover, ApplyError, ApplyOptions, Direction, Final, Progress, Report,
 };
 pub use discover::{discover, DiscoverError, Discovery};
+pub use mad::{Mad, MadError, MadOptions};
 pub use sim::{Fault, FaultKind, SimFabric};
 pub use smp::{Attr, DrPath, Payload};
 pub use transport::{Retrying, SmpError, Target, Transport, TransportExt};

@@ -479,7 +479,10 @@ mod tests {
         let mut i = PortInfo::decode(&p);
         assert_eq!(i.lid, 0x123);
         assert_eq!(i.link_state, LinkState::Active);
-        assert_eq!((i.phys_state, i.lmc, i.vl_cap, i.operational_vls), (5, 2, 4, 3));
+        assert_eq!(
+            (i.phys_state, i.lmc, i.vl_cap, i.operational_vls),
+            (5, 2, 4, 3)
+        );
         i.lid = 7;
         i.lmc = 0;
         i.link_state = LinkState::NoChange;
