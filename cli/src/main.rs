@@ -2,6 +2,7 @@
 //!
 //! Exit codes: 0 ok, 1 findings (errors in the input or the fabric), 2 could not run.
 
+mod apply;
 mod build;
 mod check;
 mod export;
@@ -60,6 +61,9 @@ enum Command {
     /// Plan the ordered, proven steps of SMP writes from the state a fabric runs to a
     /// desired one.
     Plan(plan::Args),
+    /// Write a plan to a fabric as a transaction (journal, ordered steps, read-back,
+    /// rollback), or recover from a crashed one.
+    Apply(apply::Args),
     /// Format a `.weft` file canonically.
     Fmt(fmt::Args),
     /// Write the fabric's topology in another format.
@@ -290,6 +294,7 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
         Command::Build(args) => build::run(args, cli.color, cli.quiet),
         Command::Check(args) => check::run(args, cli.color, cli.quiet),
         Command::Plan(args) => plan::run(args, cli.color, cli.quiet),
+        Command::Apply(args) => apply::run(args, cli.quiet),
         Command::Fmt(args) => fmt::run(args, cli.color),
         Command::Export(args) => export::run(args, cli.color),
         Command::Import(args) => import::run(args, cli.color),

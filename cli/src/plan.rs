@@ -62,7 +62,7 @@ enum ScopeArg {
     HcaToHca,
 }
 
-fn load_state(path: &Path) -> Result<ValidState, Fatal> {
+pub(crate) fn load_state(path: &Path) -> Result<ValidState, Fatal> {
     let text = crate::input::read_regular(path, crate::input::MAX_DUMP_BYTES)
         .map_err(|e| Fatal(format!("cannot read `{}`: {e}", path.display())))?;
     ValidState::from_json(&text).map_err(|e| {

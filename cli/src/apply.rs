@@ -1,0 +1,309 @@
+//! `weft apply PLAN --target sim|mad`: writes a `weft plan` file to a fabric as a
+//! transaction — discover and compare, snapshot and journal, the steps in order with every
+//! block read back, rollback on any failure — and says which state the fabric ends in.
+//! `--recover JOURNAL` finishes what a crashed apply left (back by default, `--forward` to
+//! finish the plan); `--dry-run` lists the SMPs without writing.
+
+use crate::{out, Fatal};
+use clap::ValueEnum;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use weft_deploy::apply::{self, ApplyError, ApplyOptions, Direction, Final, Progress, Report};
+use weft_deploy::sim::{Fault, FaultKind, SimFabric, STATUS_INVALID};
+use weft_deploy::{Mad, MadOptions, Retrying, Transport};
+use weft_fabric::plan::Plan;
+use weft_fabric::{NodeKind, PortNum, PortRef, ValidState};
+
+/// `weft apply` arguments.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The plan (`weft plan -o plan.json`). Not with `--recover`.
+    #[arg(required_unless_present = "recover")]
+    plan: Option<PathBuf>,
+    /// Where to write: `sim` (an in-process fabric loaded from `--fabric`, for rehearsals and
+    /// fault drills) or `mad` (real SMPs through libibmad on the local HCA port).
+    #[arg(long, default_value = "sim")]
+    target: TargetArg,
+    /// `sim`: the state the simulated fabric holds when the apply starts (a `state.json`).
+    #[arg(long)]
+    fabric: Option<PathBuf>,
+    /// `sim`: the end port the SM sits on (`NODE/PORT`); by default the first HCA port on a
+    /// live link.
+    #[arg(long)]
+    sm: Option<String>,
+    /// `sim`: a fault to inject, `KIND@N` striking the N-th Set (from 0): drop, drop-all
+    /// (every retry too), delay, delay-all, reject, corrupt, crash.
+    #[arg(long)]
+    inject: Vec<String>,
+    /// `mad`: the HCA (as `ibstat` names it); by default the first.
+    #[arg(long)]
+    ca: Option<String>,
+    /// `mad`: its port; by default the first active one.
+    #[arg(long, default_value_t = 0)]
+    port: u8,
+    /// `mad`: the M_Key to send with every SMP (hex).
+    #[arg(long, value_parser = parse_hex)]
+    mkey: Option<u64>,
+    /// Milliseconds to wait for each SMP's response.
+    #[arg(long, default_value_t = 200)]
+    timeout_ms: u32,
+    /// Sends per SMP before it counts as lost.
+    #[arg(long, default_value_t = 3)]
+    tries: u32,
+    /// The journal; by default beside the plan (`PLAN.journal`).
+    #[arg(long)]
+    journal: Option<PathBuf>,
+    /// Recover from this journal (a crashed apply): put every block back as it was.
+    #[arg(long, conflicts_with = "dry_run")]
+    recover: Option<PathBuf>,
+    /// With `--recover`: finish the plan instead of rolling it back.
+    #[arg(long, requires = "recover")]
+    forward: bool,
+    /// Discover and list the SMPs the plan sends, write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Where lock files go (one per SM port: two applies through one port exclude each other).
+    #[arg(long, default_value_os_t = std::env::temp_dir())]
+    lock_dir: PathBuf,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum TargetArg {
+    Sim,
+    Mad,
+    Opensm,
+}
+
+fn parse_hex(s: &str) -> Result<u64, String> {
+    u64::from_str_radix(s.trim_start_matches("0x"), 16).map_err(|e| format!("`{s}`: {e}"))
+}
+
+fn parse_fault(s: &str) -> Result<Fault, Fatal> {
+    let bad = || {
+        Fatal(format!(
+            "--inject `{s}`: write KIND@N, KIND one of drop, drop-all, delay, delay-all, \
+             reject, corrupt, crash"
+        ))
+    };
+    let (kind, at) = s.split_once('@').ok_or_else(bad)?;
+    let at_set: usize = at.parse().map_err(|_| bad())?;
+    let kind = match kind {
+        "drop" => FaultKind::Drop { times: 1 },
+        "drop-all" => FaultKind::Drop { times: u32::MAX },
+        "delay" => FaultKind::Delay { times: 1 },
+        "delay-all" => FaultKind::Delay { times: u32::MAX },
+        "reject" => FaultKind::Reject {
+            status: STATUS_INVALID,
+        },
+        "corrupt" => FaultKind::CorruptReadback,
+        "crash" => FaultKind::Crash,
+        _ => return Err(bad()),
+    };
+    Ok(Fault { at_set, kind })
+}
+
+fn read_plan(path: &Path) -> Result<Plan, Fatal> {
+    if path.is_dir() {
+        return Err(Fatal(format!(
+            "not built yet: applying a `weft build` directory (`{}`); plan it with \
+             `weft plan --from CURRENT/state.json {}/state.json -o plan.json` and apply the plan",
+            path.display(),
+            path.display()
+        )));
+    }
+    let text = crate::input::read_regular(path, crate::input::MAX_DUMP_BYTES)
+        .map_err(|e| Fatal(format!("cannot read `{}`: {e}", path.display())))?;
+    Plan::from_json(&text).map_err(|e| Fatal(format!("`{}`: {e}", path.display())))
+}
+
+/// The SM's port in a simulated fabric.
+fn sm_port(state: &ValidState, sm: Option<&str>) -> Result<PortRef, Fatal> {
+    let f = &state.fabric;
+    if let Some(text) = sm {
+        let (name, port) = text
+            .split_once('/')
+            .and_then(|(n, p)| Some((n, p.parse::<u8>().ok()?)))
+            .ok_or_else(|| Fatal(format!("--sm `{text}`: write NODE/PORT")))?;
+        let id = f
+            .nodes()
+            .iter()
+            .position(|n| n.name() == name)
+            .ok_or_else(|| Fatal(format!("--sm `{text}`: no node `{name}` in the fabric")))?;
+        return Ok(PortRef {
+            node: weft_fabric::NodeId(id as u32),
+            port: PortNum(port),
+        });
+    }
+    f.nodes()
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.kind() == NodeKind::Hca && !n.down)
+        .flat_map(|(i, n)| {
+            (1..=n.spec.port_count).map(move |p| PortRef::new(weft_fabric::NodeId(i as u32), p))
+        })
+        .find(|&p| {
+            f.peer(p)
+                .is_some_and(|(_, l)| f.link(l).state == weft_fabric::LinkState::Up)
+        })
+        .ok_or_else(|| Fatal("the fabric has no HCA port on a live link for the SM".into()))
+}
+
+/// Runs `weft apply`.
+pub fn run(args: Args, quiet: bool) -> Result<ExitCode, Fatal> {
+    match args.target {
+        TargetArg::Opensm => Err(Fatal(
+            "not built yet: `--target opensm` (the hand-off to a running OpenSM); use `weft \
+             build` and load its lfts.dump, partitions.conf and qos-policy.conf into OpenSM"
+                .into(),
+        )),
+        TargetArg::Sim => {
+            let path = args.fabric.as_deref().ok_or_else(|| {
+                Fatal(
+                    "--target sim needs --fabric STATE.json: the state the simulated fabric holds"
+                        .into(),
+                )
+            })?;
+            let state = crate::plan::load_state(path)?;
+            let sm = sm_port(&state, args.sm.as_deref())?;
+            let mut sim = SimFabric::new(&state, sm).map_err(|e| Fatal(e.to_string()))?;
+            for f in &args.inject {
+                sim.inject(parse_fault(f)?);
+            }
+            let code = go(&args, &mut sim, true, quiet)?;
+            Ok(code)
+        }
+        TargetArg::Mad => {
+            if !args.inject.is_empty() || args.fabric.is_some() || args.sm.is_some() {
+                return Err(Fatal(
+                    "--fabric, --sm and --inject are for --target sim".into(),
+                ));
+            }
+            let mut mad = Mad::open(&MadOptions {
+                ca: args.ca.clone(),
+                port: args.port,
+                timeout_ms: args.timeout_ms,
+                // libibmad retries itself: one try here.
+                retries: args.tries.saturating_sub(1),
+                mkey: args.mkey,
+            })
+            .map_err(|e| Fatal(e.to_string()))?;
+            go(&args, &mut mad, false, quiet)
+        }
+    }
+}
+
+fn go(args: &Args, t: &mut impl Transport, vfs: bool, quiet: bool) -> Result<ExitCode, Fatal> {
+    let mut t = Retrying {
+        inner: t,
+        tries: if vfs { args.tries } else { 1 },
+    };
+    let mut progress = |p: Progress| {
+        if quiet {
+            return;
+        }
+        crate::term::phase(match p {
+            Progress::Discovered { .. } => "snapshotting",
+            Progress::Step { .. } => "applying",
+            Progress::Undo { .. } => "rolling back",
+        });
+    };
+    if let Some(j) = &args.recover {
+        crate::term::phase("recovering");
+        let direction = if args.forward {
+            Direction::Forward
+        } else {
+            Direction::Back
+        };
+        let r = apply::recover(&mut t, j, direction, &args.lock_dir, &mut progress)
+            .map_err(|e| Fatal(e.to_string()))?;
+        // Recovery that ends where it was asked to is a success.
+        let want = match direction {
+            Direction::Back => Final::Old,
+            Direction::Forward => Final::New,
+        };
+        return report(&r, quiet, None, r.state == want);
+    }
+    let plan_path = args.plan.as_deref().unwrap_or(Path::new("plan.json"));
+    let plan = read_plan(plan_path)?;
+    crate::term::phase("discovering");
+    if args.dry_run {
+        let smps = apply::dry_run(&mut t, &plan, vfs).map_err(|e| Fatal(e.to_string()))?;
+        let mut text = String::new();
+        for (step, target, what) in &smps {
+            let _ = writeln!(text, "step {:>3}  Set {target}  ({what})", step + 1);
+        }
+        let _ = writeln!(
+            text,
+            "{} SMPs in {} steps; nothing was written (dry run)",
+            smps.len(),
+            plan.steps.len()
+        );
+        out(None, &text)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let journal = args.journal.clone().unwrap_or_else(|| {
+        let mut p = plan_path.as_os_str().to_owned();
+        p.push(".journal");
+        PathBuf::from(p)
+    });
+    let opts = ApplyOptions {
+        journal: journal.clone(),
+        lock_dir: args.lock_dir.clone(),
+        vfs,
+    };
+    match apply::apply(&mut t, &plan, &opts, &mut progress) {
+        Ok(r) => report(&r, quiet, Some(&journal), r.state == Final::New),
+        Err(ApplyError::Crashed(e)) => {
+            crate::term::clear();
+            Err(Fatal(format!(
+                "{e}; the journal is left for `weft apply --recover {}`",
+                journal.display()
+            )))
+        }
+        Err(e) => {
+            crate::term::clear();
+            let mut err = std::io::stderr().lock();
+            use std::io::Write as _;
+            let _ = writeln!(err, "error: {e}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+/// The report; exit 0 when the fabric ended where it was meant to (`ok`), 1 when it was rolled
+/// back, 2 when it holds neither state.
+fn report(r: &Report, quiet: bool, journal: Option<&Path>, ok: bool) -> Result<ExitCode, Fatal> {
+    let mut text = String::new();
+    let (line, code) = match &r.state {
+        Final::New => ("the fabric holds the new state", 0),
+        Final::Old if ok => ("the fabric holds the old state", 0),
+        Final::Old => ("the fabric holds the old state (rolled back)", 1),
+        Final::Mixed(_) => ("the fabric holds neither state", 2),
+    };
+    if let Some(why) = &r.failure {
+        let _ = writeln!(text, "{why}");
+    }
+    if let Final::Mixed(odd) = &r.state {
+        for o in odd {
+            let _ = writeln!(text, "  {o}");
+        }
+        if let Some(j) = journal {
+            let _ = writeln!(
+                text,
+                "  the journal keeps every block as it was: `weft apply --recover {}`",
+                j.display()
+            );
+        }
+    }
+    let _ = writeln!(
+        text,
+        "{line}: {} steps landed, {} Set and {} Get SMPs",
+        r.steps_done, r.sets, r.gets
+    );
+    if code == 0 && quiet {
+        return Ok(ExitCode::SUCCESS);
+    }
+    out(None, &text)?;
+    Ok(ExitCode::from(code))
+}

@@ -1,0 +1,190 @@
+//! `weft apply` end to end on the `sim` target: a drain plan for a link failure on a small
+//! two-level tree applied (exit 0, the new state), a crash injected mid-plan (exit 2, the
+//! journal left) and recovered back and forward, a bad read-back rolled back (exit 1), a dry
+//! run listing exactly the plan's SMPs, a stale fabric refused with the link named, and a
+//! second apply refused while the journal of an unfinished one is there.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use weft_fabric::plan::Plan;
+
+fn weft(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run weft: {e}"))
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+const TREE: &str = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric small {\n    topology = fat_tree(levels: 2, radix: 8, switch: sb7800, hca: connectx5)\n    routing { engine = fat_tree, switch_to_switch = sftree }\n";
+
+/// A directory with `old/state.json`, and `plan.json`: a drain plan taking `leaf3.p[6]` down.
+fn setup(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("weft-apply-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("old.weft"), format!("{TREE}}}\n")).unwrap();
+    std::fs::write(
+        d.join("new.weft"),
+        format!("{TREE}    faults {{\n        link leaf3.p[6] down\n    }}\n}}\n"),
+    )
+    .unwrap();
+    let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
+    let o = weft(&["build", &p("old.weft"), "-o", &p("old"), "-q"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = weft(&[
+        "plan",
+        "--from",
+        &p("old/state.json"),
+        &p("new.weft"),
+        "--drain",
+        "-o",
+        &p("plan.json"),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    d
+}
+
+fn apply(d: &Path, extra: &[&str]) -> Output {
+    let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
+    let mut args = vec![
+        "apply".to_owned(),
+        p("plan.json"),
+        "--fabric".into(),
+        p("old/state.json"),
+        "--lock-dir".into(),
+        p(""),
+    ];
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    weft(&a)
+}
+
+fn plan_smps(d: &Path) -> usize {
+    Plan::from_json(&std::fs::read_to_string(d.join("plan.json")).unwrap())
+        .unwrap()
+        .smps()
+}
+
+#[test]
+fn a_plan_lands_and_a_dry_run_lists_its_smps() {
+    let d = setup("lands");
+    let n = plan_smps(&d);
+    let o = apply(&d, &["--dry-run"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("step")).count(),
+        n,
+        "{out}"
+    );
+    assert!(out.ends_with("nothing was written (dry run)\n"), "{out}");
+    let o = apply(&d, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        out.starts_with(&format!(
+            "the fabric holds the new state: 2 steps landed, {n} Set"
+        )),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_crash_leaves_a_journal_that_recovers_back_or_forward() {
+    let d = setup("crash");
+    let o = apply(&d, &["--inject", "crash@1"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(err.contains("the writer crashed (injected after 1 writes); the journal is left for `weft apply --recover"), "{err}");
+    let journal = d.join("plan.json.journal");
+    assert!(journal.exists());
+    // An apply while the journal records an unfinished one is refused.
+    let o = apply(&d, &[]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("records an apply that did not end"),
+        "{}",
+        text(&o.stderr)
+    );
+    let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
+    for (flag, want) in [
+        (None, "the fabric holds the old state:"),
+        (Some("--forward"), "the fabric holds the new state:"),
+    ] {
+        let copy = d.join("copy.journal");
+        std::fs::copy(&journal, &copy).unwrap();
+        let mut args = vec!["apply", "--recover", copy.to_str().unwrap()];
+        let fabric = p("old/state.json");
+        let lock = p("");
+        args.extend(["--fabric", &fabric, "--lock-dir", &lock]);
+        args.extend(flag);
+        let o = weft(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        assert!(text(&o.stdout).starts_with(want), "{}", text(&o.stdout));
+    }
+}
+
+#[test]
+fn a_bad_read_back_rolls_back_and_a_stale_fabric_is_refused() {
+    let d = setup("rollback");
+    let o = apply(&d, &["--inject", "corrupt@0"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("reads back other data than was written"),
+        "{out}"
+    );
+    assert!(
+        out.contains("the fabric holds the old state (rolled back): 0 steps landed"),
+        "{out}"
+    );
+    // The plan applied to the desired fabric (the link already down, the plan expects it up).
+    let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
+    let o = weft(&["build", &p("new.weft"), "-o", &p("new"), "-q"]);
+    assert!(o.status.success());
+    let o = weft(&[
+        "apply",
+        &p("plan.json"),
+        "--fabric",
+        &p("new/state.json"),
+        "--lock-dir",
+        &p(""),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    insta::assert_snapshot!(text(&o.stderr));
+}
+
+#[test]
+fn what_is_not_built_says_so() {
+    let d = setup("unbuilt");
+    let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
+    let o = weft(&["apply", &p("plan.json"), "--target", "opensm"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("not built yet: `--target opensm`"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = weft(&["apply", &p("old"), "--fabric", &p("old/state.json")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("not built yet: applying a `weft build` directory"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = apply(&d, &["--inject", "melt@3"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("--inject `melt@3`"),
+        "{}",
+        text(&o.stderr)
+    );
+}
