@@ -304,3 +304,40 @@ pub fn compiled(src: &str) -> weft_fabric::ValidState {
         .unwrap_or_else(|d| panic!("{d:?}"))
         .state
 }
+
+/// `(switch GUID, LID) → port` from OpenSM's LFT dump or `dump_fts` output.
+pub fn parse_fts(text: &str) -> std::collections::BTreeMap<(u64, u16), u8> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut switch = None;
+    for line in text.lines() {
+        if line.starts_with("Unicast lids") {
+            switch = line.split(" guid 0x").nth(1).and_then(|r| {
+                u64::from_str_radix(r.split_whitespace().next().unwrap_or(""), 16).ok()
+            });
+            continue;
+        }
+        let mut it = line.split_whitespace();
+        if let (Some(lid), Some(port), Some(sw)) = (it.next(), it.next(), switch) {
+            if let (Some(lid), Ok(port)) = (lid.strip_prefix("0x"), port.parse::<u8>()) {
+                if let Ok(lid) = u16::from_str_radix(lid, 16) {
+                    out.insert((sw, lid), port);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `(switch GUID, LID) → port` of every set entry of `state`'s LFTs (what `dump_fts` lists).
+pub fn lft_entries(state: &weft_fabric::FabricState) -> std::collections::BTreeMap<(u64, u16), u8> {
+    let mut ours = std::collections::BTreeMap::new();
+    for (&id, sw) in &state.switches {
+        let guid = state.fabric.node(id).guid().0;
+        for lid in 1..=sw.lft.top().0 {
+            if let Some(p) = sw.lft.get(weft_fabric::Lid(lid)) {
+                ours.insert((guid, lid), p.0);
+            }
+        }
+    }
+    ours
+}

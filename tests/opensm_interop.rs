@@ -67,29 +67,6 @@ fn example_648_exported_discovered_and_imported_back() {
     assert_isomorphic(&fabric, &c.elaborated.unwrap().fabric);
 }
 
-/// `(switch GUID, LID) → port` from OpenSM's LFT dump or `dump_fts` output.
-fn parse_fts(text: &str) -> BTreeMap<(u64, u16), u8> {
-    let mut out = BTreeMap::new();
-    let mut switch = None;
-    for line in text.lines() {
-        if line.starts_with("Unicast lids") {
-            switch = line.split(" guid 0x").nth(1).and_then(|r| {
-                u64::from_str_radix(r.split_whitespace().next().unwrap_or(""), 16).ok()
-            });
-            continue;
-        }
-        let mut it = line.split_whitespace();
-        if let (Some(lid), Some(port), Some(sw)) = (it.next(), it.next(), switch) {
-            if let (Some(lid), Ok(port)) = (lid.strip_prefix("0x"), port.parse::<u8>()) {
-                if let Ok(lid) = u16::from_str_radix(lid, 16) {
-                    out.insert((sw, lid), port);
-                }
-            }
-        }
-    }
-    out
-}
-
 /// Where [`opensm_loads`] has OpenSM write its dump files, inside the simulator's directory.
 const DUMPS: &str = "dumps";
 
@@ -186,16 +163,8 @@ fn opensm_file_engine_loads_weft_lfts() {
         )
         .unwrap_or_else(|e| panic!("{e}"));
     drop(sim);
-    let read_back = parse_fts(&fts.stdout);
-    let mut ours = BTreeMap::new();
-    for (&id, sw) in &state.switches {
-        let guid = state.fabric.node(id).guid().0;
-        for lid in 1..=sw.lft.top().0 {
-            if let Some(p) = sw.lft.get(Lid(lid)) {
-                ours.insert((guid, lid), p.0);
-            }
-        }
-    }
+    let read_back = weft_tests::parse_fts(&fts.stdout);
+    let ours = weft_tests::lft_entries(&state);
     assert_eq!(
         ours.len(),
         54 * 702,

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use weft_deploy::apply::{self, ApplyError, ApplyOptions, Direction, Final, Progress, Report};
 use weft_deploy::sim::{Fault, FaultKind, SimFabric, STATUS_INVALID};
-use weft_deploy::{Mad, MadOptions, Retrying, Transport};
+use weft_deploy::{Mad, MadOptions, Paced, Retrying, Transport};
 use weft_fabric::plan::Plan;
 use weft_fabric::{NodeKind, PortNum, PortRef, ValidState};
 
@@ -48,6 +48,10 @@ pub struct Args {
     /// Milliseconds to wait for each SMP's response.
     #[arg(long, default_value_t = 200)]
     timeout_ms: u32,
+    /// Wait this many milliseconds before every Set (a rate limit for fabrics that must not
+    /// see SMPs at full speed).
+    #[arg(long, default_value_t = 0)]
+    smp_gap_ms: u64,
     /// Sends per SMP before it counts as lost.
     #[arg(long, default_value_t = 3)]
     tries: u32,
@@ -195,7 +199,10 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, Fatal> {
 
 fn go(args: &Args, t: &mut impl Transport, vfs: bool, quiet: bool) -> Result<ExitCode, Fatal> {
     let mut t = Retrying {
-        inner: t,
+        inner: Paced {
+            inner: t,
+            gap: std::time::Duration::from_millis(args.smp_gap_ms),
+        },
         tries: if vfs { args.tries } else { 1 },
     };
     let mut progress = |p: Progress| {

@@ -22,4 +22,4 @@ pub use discover::{discover, DiscoverError, Discovery};
 pub use mad::{Mad, MadError, MadOptions};
 pub use sim::{Fault, FaultKind, SimFabric};
 pub use smp::{Attr, DrPath, Payload};
-pub use transport::{Retrying, SmpError, Target, Transport, TransportExt};
+pub use transport::{Paced, Retrying, SmpError, Target, Transport, TransportExt};

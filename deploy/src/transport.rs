@@ -198,3 +198,25 @@ impl<T: Transport> Transport for Retrying<T> {
         self.again(|t| t.set(target, data))
     }
 }
+
+/// A transport that waits `gap` before every Set: a rate limit for fabrics (or management
+/// networks) that must not see SMPs at full speed.
+#[derive(Debug)]
+pub struct Paced<T> {
+    /// The transport underneath.
+    pub inner: T,
+    /// The wait before each Set.
+    pub gap: std::time::Duration,
+}
+
+impl<T: Transport> Transport for Paced<T> {
+    fn get(&mut self, target: &Target) -> Result<Payload, SmpError> {
+        self.inner.get(target)
+    }
+    fn set(&mut self, target: &Target, data: &Payload) -> Result<Payload, SmpError> {
+        if !self.gap.is_zero() {
+            std::thread::sleep(self.gap);
+        }
+        self.inner.set(target, data)
+    }
+}
