@@ -51,7 +51,7 @@ pub struct Block {
     /// The step that writes it (from 0).
     pub step: usize,
     /// The node.
-    #[serde(with = "guid_hex")]
+    #[serde(with = "weft_fabric::plan::guid_hex")]
     pub node: Guid,
     /// For an end node, the port the SMP goes through.
     pub port: Option<u8>,
@@ -289,24 +289,6 @@ pub fn parse(text: &str) -> Result<Journal, (usize, String)> {
         blocks,
         events,
     })
-}
-
-mod guid_hex {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use weft_fabric::Guid;
-
-    pub fn serialize<S: Serializer>(g: &Guid, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&format!("{:#018x}", g.0))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Guid, D::Error> {
-        let text = String::deserialize(d)?;
-        text.strip_prefix("0x")
-            .filter(|h| !h.is_empty() && h.len() <= 16)
-            .and_then(|h| u64::from_str_radix(h, 16).ok())
-            .map(Guid)
-            .ok_or_else(|| serde::de::Error::custom(format!("`{text}` is not a hex GUID")))
-    }
 }
 
 mod attr_name {

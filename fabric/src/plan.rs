@@ -349,15 +349,18 @@ fn compact<T: Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 
-/// GUIDs as `0x…` hex strings (JSON numbers lose precision above 2^53).
-mod guid_hex {
+/// GUIDs as `0x…` hex strings (JSON numbers lose precision above 2^53), for
+/// `#[serde(with = "weft_fabric::plan::guid_hex")]`.
+pub mod guid_hex {
     use crate::ids::Guid;
     use serde::{Deserialize, Deserializer, Serializer};
 
+    /// Writes `0x` and 16 hex digits.
     pub fn serialize<S: Serializer>(g: &Guid, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&format!("{:#018x}", g.0))
     }
 
+    /// Reads `0x` and 1–16 hex digits.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Guid, D::Error> {
         let text = String::deserialize(d)?;
         text.strip_prefix("0x")

@@ -327,3 +327,102 @@ impl NodeKind {
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::{FabricBuilder, Lid, NodeSpec, PortNum};
+
+    fn state() -> FabricState {
+        let mut b = FabricBuilder::new("t");
+        let s = b
+            .add_node(NodeSpec::new("s", NodeKind::Switch, Guid(0x10), 4))
+            .unwrap();
+        let h = b
+            .add_node(NodeSpec::new("h", NodeKind::Hca, Guid(0x30), 2))
+            .unwrap();
+        let lone = b
+            .add_node(NodeSpec::new("x", NodeKind::Hca, Guid(0x40), 1))
+            .unwrap();
+        b.add_link(PortRef::new(h, 1), PortRef::new(s, 3)).unwrap();
+        let mut st = FabricState::new(b.finish());
+        st.lids
+            .base
+            .entry(s)
+            .or_default()
+            .insert(PortNum(0), Lid(1));
+        st.lids
+            .base
+            .entry(h)
+            .or_default()
+            .insert(PortNum(1), Lid(2));
+        // Port 2 has no cable, the lone node no link: the wire shows neither.
+        st.lids
+            .base
+            .entry(h)
+            .or_default()
+            .insert(PortNum(2), Lid(3));
+        st.lids
+            .base
+            .entry(lone)
+            .or_default()
+            .insert(PortNum(1), Lid(4));
+        st
+    }
+
+    #[test]
+    fn what_the_wire_shows_and_its_text_form() {
+        let v = WireView::of(&state());
+        assert_eq!(v.nodes.len(), 2);
+        assert_eq!(v.links.len(), 1);
+        assert_eq!(v.lids.len(), 2);
+        let text = serde_json::to_string(&v).unwrap();
+        assert_eq!(
+            text,
+            r#"{"lmc":0,"nodes":["0x0000000000000010 switch 4","0x0000000000000030 hca 2"],"links":["0x0000000000000010:3 0x0000000000000030:1"],"lids":["0x0000000000000010:0 1","0x0000000000000030:1 2"]}"#
+        );
+        assert_eq!(serde_json::from_str::<WireView>(&text).unwrap(), v);
+    }
+
+    #[test]
+    fn differences_are_named() {
+        let v = WireView::of(&state());
+        let mut w = v.clone();
+        w.links.clear();
+        w.lids.insert((Guid(0x10), 0), 9);
+        w.nodes.insert(
+            Guid(0x50),
+            WireNode {
+                kind: NodeKind::Switch,
+                ports: 36,
+            },
+        );
+        let d: Vec<String> = v.diff(&w).iter().map(ToString::to_string).collect();
+        assert_eq!(
+            d,
+            [
+                "node 0x0000000000000050 is on the fabric but not in the plan",
+                "link 0x0000000000000010 port 3 — 0x0000000000000030 port 1 is missing",
+                "0x0000000000000010 port 0 has LID 9, not 1",
+            ]
+        );
+        assert!(v.diff(&v).is_empty());
+    }
+
+    #[test]
+    fn a_broken_text_form_is_refused() {
+        for bad in [
+            r#"{"lmc":0,"nodes":["0x10 switch"],"links":[],"lids":[]}"#,
+            r#"{"lmc":0,"nodes":["0x10 bridge 4"],"links":[],"lids":[]}"#,
+            r#"{"lmc":0,"nodes":["0x10 switch 4","0x10 hca 1"],"links":[],"lids":[]}"#,
+            r#"{"lmc":0,"nodes":[],"links":["0x10:3"],"lids":[]}"#,
+            r#"{"lmc":0,"nodes":[],"links":["0x10:300 0x30:1"],"lids":[]}"#,
+            r#"{"lmc":0,"nodes":[],"links":[],"lids":["0x10:0 70000"]}"#,
+            r#"{"lmc":0,"nodes":[],"links":[],"lids":["0x:0 1"]}"#,
+            r#"{"lmc":0,"nodes":[],"links":[],"lids":[],"extra":1}"#,
+        ] {
+            assert!(serde_json::from_str::<WireView>(bad).is_err(), "{bad}");
+        }
+    }
+}
