@@ -237,3 +237,88 @@ fn a_second_apply_waits_for_the_lock() {
     assert!(matches!(e, ApplyError::Locked(_)), "{e}");
     assert_eq!(sim.counts().sets, 0);
 }
+
+/// An initial deployment: the fabric forwards nothing, the plan fills every table. Blocks are
+/// written in several steps (destinations side first); every fault at every tenth SMP still
+/// ends old or new.
+#[test]
+fn an_initial_deployment_writes_blocks_across_steps_and_survives_faults() {
+    let full = tree("");
+    let mut empty = full.state().clone();
+    for sw in empty.switches.values_mut() {
+        sw.lft.ports.clear();
+    }
+    let empty = ValidState::new(empty).unwrap();
+    let p = plan(
+        &empty,
+        &full,
+        &Options {
+            full: true,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let blocks: std::collections::BTreeSet<_> = p
+        .plan
+        .steps
+        .iter()
+        .flat_map(|s| &s.writes)
+        .map(|w| match w {
+            weft_fabric::plan::Write::Lft { switch, block, .. } => (*switch, *block),
+            _ => panic!("{w:?}"),
+        })
+        .collect();
+    assert!(
+        blocks.len() < p.plan.smps(),
+        "some block is written in more than one step"
+    );
+    let sm = sm_port(empty.state());
+    let old_tables = SimFabric::new(empty.state(), sm).unwrap().tables();
+    let new_tables = SimFabric::new(full.state(), sm).unwrap().tables();
+    let mut sim = SimFabric::new(empty.state(), sm).unwrap();
+    let dir = tmp("initial");
+    let r = apply(&mut sim, &p.plan, &options(&dir), &mut |_| {}).unwrap();
+    assert_eq!(r.state, Final::New, "{r:?}");
+    assert_eq!(sim.tables(), new_tables);
+    let sets = sim.counts().sets;
+    for kind in [
+        FaultKind::Drop { times: 3 },
+        FaultKind::CorruptReadback,
+        FaultKind::Crash,
+    ] {
+        for at in (0..sets).step_by(10) {
+            let dir = tmp(&format!("initial-{at}"));
+            let mut sim = SimFabric::new(empty.state(), sm).unwrap();
+            sim.inject(Fault { at_set: at, kind });
+            match apply(
+                &mut Retrying {
+                    inner: &mut sim,
+                    tries: 3,
+                },
+                &p.plan,
+                &options(&dir),
+                &mut |_| {},
+            ) {
+                Ok(r) => {
+                    assert_eq!(r.state, Final::Old, "{kind:?} at {at}: {r:?}");
+                    assert_eq!(sim.tables(), old_tables, "{kind:?} at {at}");
+                }
+                Err(ApplyError::Crashed(_)) => {
+                    sim.restart();
+                    let r = recover(
+                        &mut sim,
+                        &dir.join("plan.journal"),
+                        Direction::Back,
+                        &dir,
+                        &mut |_| {},
+                    )
+                    .unwrap();
+                    assert_eq!(r.state, Final::Old, "{kind:?} at {at}: {r:?}");
+                    assert_eq!(sim.tables(), old_tables, "{kind:?} at {at}");
+                }
+                Err(e) => panic!("{kind:?} at {at}: {e}"),
+            }
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+}

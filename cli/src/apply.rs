@@ -18,7 +18,9 @@ use weft_fabric::{NodeKind, PortNum, PortRef, ValidState};
 /// `weft apply` arguments.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The plan (`weft plan -o plan.json`). Not with `--recover`.
+    /// The plan (`weft plan -o plan.json`), or a `weft build` directory: make the fabric run
+    /// its `state.json` (its tables read, the way there planned and proven, then applied).
+    /// Not with `--recover`.
     #[arg(required_unless_present = "recover")]
     plan: Option<PathBuf>,
     /// Where to write: `sim` (an in-process fabric loaded from `--fabric`, for rehearsals and
@@ -108,14 +110,6 @@ fn parse_fault(s: &str) -> Result<Fault, Fatal> {
 }
 
 fn read_plan(path: &Path) -> Result<Plan, Fatal> {
-    if path.is_dir() {
-        return Err(Fatal(format!(
-            "not built yet: applying a `weft build` directory (`{}`); plan it with \
-             `weft plan --from CURRENT/state.json {}/state.json -o plan.json` and apply the plan",
-            path.display(),
-            path.display()
-        )));
-    }
     let text = crate::input::read_regular(path, crate::input::MAX_DUMP_BYTES)
         .map_err(|e| Fatal(format!("cannot read `{}`: {e}", path.display())))?;
     Plan::from_json(&text).map_err(|e| Fatal(format!("`{}`: {e}", path.display())))
@@ -151,6 +145,118 @@ fn sm_port(state: &ValidState, sm: Option<&str>) -> Result<PortRef, Fatal> {
                 .is_some_and(|(_, l)| f.link(l).state == weft_fabric::LinkState::Up)
         })
         .ok_or_else(|| Fatal("the fabric has no HCA port on a live link for the SM".into()))
+}
+
+/// For a `weft build` directory: reads what the fabric runs (LFTs, the P_Keys of the ports the
+/// desired state sets) and plans the way to the directory's `state.json` (every step proven),
+/// or says why not (exit 1).
+fn plan_live(
+    t: &mut impl Transport,
+    dir: &Path,
+    vfs: bool,
+    quiet: bool,
+) -> Result<Result<Plan, ExitCode>, Fatal> {
+    use weft_deploy::read::{read_lfts, read_pkeys};
+    let desired = crate::plan::load_state(&dir.join("state.json"))?;
+    let st = desired.state();
+    let qos = st
+        .switches
+        .values()
+        .any(weft_fabric::SwitchState::has_sl2vl)
+        || st
+            .ports
+            .values()
+            .any(|p| p.sl2vl.is_some() || p.vlarb.is_some());
+    if qos {
+        return Err(Fatal(
+            "not built yet: writing SL→VL and VL arbitration tables over SMPs; hand the \
+             state's opensm.conf to OpenSM (`opensm -Q -F`)"
+                .into(),
+        ));
+    }
+    if !st.lids.vports.is_empty() && !vfs {
+        return Err(Fatal(
+            "not built yet: writing vSwitch VFs over MADs (ibsim simulates no vSwitch)".into(),
+        ));
+    }
+    crate::term::phase("discovering");
+    let d = weft_deploy::discover(t).map_err(|e| Fatal(e.to_string()))?;
+    let diffs = weft_fabric::WireView::of(st).diff(&d.view);
+    if !diffs.is_empty() {
+        crate::term::clear();
+        let mut err = String::from(
+            "error: the fabric is not the one this state is for (assigning LIDs is not built \
+             yet); nothing was written:\n",
+        );
+        for x in &diffs {
+            let _ = writeln!(err, "  {x}");
+        }
+        eprint_text(&err);
+        return Ok(Err(ExitCode::from(1)));
+    }
+    crate::term::phase("reading the fabric");
+    let mut smps = 0;
+    let lfts = read_lfts(t, &d, &mut smps).map_err(|e| Fatal(e.to_string()))?;
+    let mut cur = st.clone();
+    for (id, sw) in &mut cur.switches {
+        let g = cur.fabric.node(*id).guid();
+        sw.lft.ports = lfts.get(&g).cloned().unwrap_or_default();
+    }
+    let ports: Vec<(PortRef, usize)> = cur
+        .ports
+        .iter()
+        .filter_map(|(p, s)| Some((*p, s.pkeys.as_ref()?.len())))
+        .collect();
+    for (p, len) in ports {
+        let g = cur.fabric.node(p.node).guid();
+        let blocks = len.div_ceil(weft_deploy::smp::PKEY_BLOCK).max(1) as u16;
+        let keys =
+            read_pkeys(t, &d, g, p.port.0, blocks, &mut smps).map_err(|e| Fatal(e.to_string()))?;
+        if let Some(s) = cur.ports.get_mut(&p) {
+            s.pkeys = keys.map(|k| k.into_iter().map(weft_fabric::PKey).collect());
+        }
+    }
+    let current = match ValidState::new(cur) {
+        Ok(v) => v,
+        Err(e) => {
+            eprint_text(&format!(
+                "error: what the fabric runs is not a valid state for this fabric; nothing was \
+                 written:\n{e}\n"
+            ));
+            return Ok(Err(ExitCode::from(1)));
+        }
+    };
+    crate::term::phase("planning");
+    let opts = weft_plan::Options {
+        full: true,
+        ..weft_plan::Options::default()
+    };
+    match weft_plan::plan(&current, &desired, &opts) {
+        Ok(p) => {
+            if !quiet {
+                crate::term::clear();
+                eprint_text(&format!(
+                    "weft: read {} switches' tables ({} SMPs); planned {} step(s), {} SMPs, every \
+                     step proven\n",
+                    lfts.len(),
+                    smps + d.smps,
+                    p.plan.steps.len(),
+                    p.plan.smps()
+                ));
+            }
+            Ok(Ok(p.plan))
+        }
+        Err(e) => {
+            eprint_text(&format!("error: no plan from what the fabric runs: {e}\n"));
+            Ok(Err(ExitCode::from(1)))
+        }
+    }
+}
+
+fn eprint_text(text: &str) {
+    use std::io::Write as _;
+    crate::term::clear();
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
 /// Runs `weft apply`.
@@ -232,7 +338,23 @@ fn go(args: &Args, t: &mut impl Transport, vfs: bool, quiet: bool) -> Result<Exi
         return report(&r, quiet, None, r.state == want);
     }
     let plan_path = args.plan.as_deref().unwrap_or(Path::new("plan.json"));
-    let plan = read_plan(plan_path)?;
+    let plan = if plan_path.is_dir() {
+        match plan_live(&mut t, plan_path, vfs, quiet)? {
+            Ok(p) => p,
+            Err(code) => return Ok(code),
+        }
+    } else {
+        read_plan(plan_path)?
+    };
+    if plan.steps.is_empty() {
+        if !quiet {
+            out(
+                None,
+                "the fabric already runs this state: nothing to write\n",
+            )?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     crate::term::phase("discovering");
     if args.dry_run {
         let smps = apply::dry_run(&mut t, &plan, vfs).map_err(|e| Fatal(e.to_string()))?;
@@ -269,10 +391,7 @@ fn go(args: &Args, t: &mut impl Transport, vfs: bool, quiet: bool) -> Result<Exi
             )))
         }
         Err(e) => {
-            crate::term::clear();
-            let mut err = std::io::stderr().lock();
-            use std::io::Write as _;
-            let _ = writeln!(err, "error: {e}");
+            eprint_text(&format!("error: {e}\n"));
             Ok(ExitCode::from(1))
         }
     }

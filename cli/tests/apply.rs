@@ -162,6 +162,57 @@ fn a_bad_read_back_rolls_back_and_a_stale_fabric_is_refused() {
     insta::assert_snapshot!(text(&o.stderr));
 }
 
+/// A `weft build` directory: the fabric's tables are read and the way to its state planned
+/// and proven, then applied; a fabric already running it gets nothing.
+#[test]
+fn a_build_directory_is_planned_against_the_live_tables() {
+    let d = setup("builddir");
+    let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
+    std::fs::write(
+        d.join("layered.weft"),
+        TREE.replace(
+            "engine = fat_tree, switch_to_switch = sftree",
+            "engine = layered",
+        ) + "}\n",
+    )
+    .unwrap();
+    let o = weft(&["build", &p("layered.weft"), "-o", &p("layered"), "-q"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let lock = p("");
+    let o = weft(&[
+        "apply",
+        &p("layered"),
+        "--fabric",
+        &p("old/state.json"),
+        "--lock-dir",
+        &lock,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("every step proven"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(
+        text(&o.stdout).starts_with("the fabric holds the new state:"),
+        "{}",
+        text(&o.stdout)
+    );
+    let o = weft(&[
+        "apply",
+        &p("old"),
+        "--fabric",
+        &p("old/state.json"),
+        "--lock-dir",
+        &lock,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stdout),
+        "the fabric already runs this state: nothing to write\n"
+    );
+}
+
 #[test]
 fn what_is_not_built_says_so() {
     let d = setup("unbuilt");
@@ -170,13 +221,6 @@ fn what_is_not_built_says_so() {
     assert_eq!(o.status.code(), Some(2));
     assert!(
         text(&o.stderr).contains("not built yet: `--target opensm`"),
-        "{}",
-        text(&o.stderr)
-    );
-    let o = weft(&["apply", &p("old"), "--fabric", &p("old/state.json")]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        text(&o.stderr).contains("not built yet: applying a `weft build` directory"),
         "{}",
         text(&o.stderr)
     );

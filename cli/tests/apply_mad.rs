@@ -236,3 +236,54 @@ fn a_killed_apply_recovers_to_the_old_tables() {
         "dump_fts shows the old tables again"
     );
 }
+
+/// The initial deployment: ibsim on the 648-node tree (weft's LIDs from its net file, empty
+/// LFTs, no SM), `weft apply` of the build directory over MADs, and `dump_fts` shows every
+/// entry weft compiled.
+#[test]
+fn an_initial_deployment_of_the_648_node_tree_equals_the_compiled_tables() {
+    let Some(tools) = ibsim::require("an_initial_deployment_of_the_648_node_tree", &["dump_fts"])
+    else {
+        return;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let d = std::env::temp_dir().join(format!("weft-apply-mad-648-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let out = d.join("b648");
+    let o = weft(&[
+        "build",
+        root.join("examples/cluster-648.weft").to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let state = load(&out.join("state.json"));
+    let net = std::fs::read_to_string(out.join("topology.net")).unwrap();
+    let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(&state.fabric))).unwrap();
+    assert!(
+        fabric_lfts(&sim).is_empty(),
+        "a fresh ibsim forwards nothing"
+    );
+    let lock = d.to_str().unwrap().to_owned();
+    let o = apply(&sim, &[out.to_str().unwrap(), "--lock-dir", &lock]);
+    assert!(o.status.success(), "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        o.stdout.starts_with("the fabric holds the new state:"),
+        "{}",
+        o.stdout
+    );
+    assert_eq!(
+        fabric_lfts(&sim),
+        lft_entries(&state),
+        "dump_fts shows the compiled tables"
+    );
+    // Applying it again finds nothing to write.
+    let o = apply(&sim, &[out.to_str().unwrap(), "--lock-dir", &lock]);
+    assert!(o.status.success(), "{}\n{}", o.stdout, o.stderr);
+    assert_eq!(
+        o.stdout,
+        "the fabric already runs this state: nothing to write\n"
+    );
+}

@@ -279,11 +279,13 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
     Ok(ops)
 }
 
-/// Compares what a Get returned with what was meant, as the device shows it: a VF's PortInfo
-/// by its LID only.
+/// Compares what a Get returned with what was meant, by the fields weft writes: a PortInfo by
+/// its LID, a SwitchInfo by LinearFDBTop (the rest of both holds state a device changes on
+/// its own: PortStateChange, counters).
 fn same(target: &Target, got: &Payload, want: &Payload) -> bool {
     match target.attr {
         Attr::PortInfo => got.get(16..18) == want.get(16..18),
+        Attr::SwitchInfo => got.get(6..8) == want.get(6..8),
         _ => got == want,
     }
 }
@@ -359,19 +361,38 @@ pub fn apply(
     let mut ops = resolve(plan, &d, opts.vfs)?;
     // LinearFDBTop: raise it after the first step writing above it; lower it at the end.
     let tops = fdb_tops(t, &d, &mut ops, &mut count)?;
-    // Snapshot: every block as it is; each must hold the plan's old.
+    // Snapshot: every block as it is; each must hold the plan's old. A block the plan writes
+    // in several steps holds, before each later write, what the write before it left.
     let mut blocks = Vec::with_capacity(ops.len());
+    let mut left: BTreeMap<&Target, Payload> = BTreeMap::new();
     for o in &ops {
-        let before = t.get(&o.target).map_err(ApplyError::Smp)?;
-        count.gets += 1;
-        if let Some(want) = &o.expect {
-            if !same(&o.target, &before, want) && !tops.beyond(o, &before, want) {
-                return Err(ApplyError::Moved(format!(
-                    "{} does not hold the plan's old value",
-                    o.what
-                )));
+        let before = match left.get(&o.target) {
+            Some(p) => {
+                if o.expect.is_some_and(|want| !same(&o.target, p, &want)) {
+                    return Err(ApplyError::Moved(format!(
+                        "the plan is not consistent: {} in step {} does not start from what \
+                         the step before it writes",
+                        o.what,
+                        o.step + 1
+                    )));
+                }
+                *p
             }
-        }
+            None => {
+                let read = t.get(&o.target).map_err(ApplyError::Smp)?;
+                count.gets += 1;
+                if let Some(want) = &o.expect {
+                    if !same(&o.target, &read, want) && !tops.beyond(o, &read, want) {
+                        return Err(ApplyError::Moved(format!(
+                            "{} does not hold the plan's old value",
+                            o.what
+                        )));
+                    }
+                }
+                read
+            }
+        };
+        left.insert(&o.target, o.after);
         blocks.push(Block {
             step: o.step,
             node: o.node,
@@ -531,7 +552,20 @@ fn target_of(d: &Discovery, b: &Block) -> Option<Target> {
 fn classify(t: &mut impl Transport, d: &Discovery, j: &Journal, count: &mut Count) -> Final {
     let (mut old, mut new) = (true, true);
     let mut odd = Vec::new();
+    // Per block: what it held before the first write and what the last write leaves.
+    let mut ends: BTreeMap<(Guid, Option<u8>, Attr, u32), Block> = BTreeMap::new();
     for b in &j.blocks {
+        ends.entry((b.node, b.port, b.attr, b.modifier))
+            .and_modify(|e| {
+                if b.step < e.step {
+                    e.before = b.before;
+                } else {
+                    e.after = b.after;
+                }
+            })
+            .or_insert_with(|| b.clone());
+    }
+    for b in ends.values() {
         let got = target_of(d, b).and_then(|tg| {
             count.gets += 1;
             t.get(&tg).ok().map(|g| (tg, g))

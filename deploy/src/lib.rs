@@ -11,6 +11,7 @@ pub mod apply;
 pub mod discover;
 pub mod journal;
 pub mod mad;
+pub mod read;
 pub mod sim;
 pub mod smp;
 pub mod transport;

@@ -58,7 +58,8 @@ pub enum FaultKind {
         /// The status.
         status: u16,
     },
-    /// The Set lands, but the next Get of the same attribute reads back one entry wrong.
+    /// The Set lands, but the next Get of the same attribute reads back wrong (one bit of
+    /// what was written).
     CorruptReadback,
     /// The writer dies before this Set goes out: every SMP from here on fails.
     Crash,
@@ -630,7 +631,13 @@ impl Transport for SimFabric {
         self.counts.gets += 1;
         let mut p = self.answer(target, None)?;
         if self.corrupt.remove(target).is_some() {
-            if let Some(b) = p.get_mut(0) {
+            // A byte of what was written: LinearFDBTop, a LID, else the first entry.
+            let at = match target.attr {
+                Attr::SwitchInfo => 7,
+                Attr::PortInfo => 17,
+                _ => 0,
+            };
+            if let Some(b) = p.get_mut(at) {
                 *b ^= 0x01;
             }
         }

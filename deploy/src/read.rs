@@ -1,0 +1,71 @@
+//! Reading what a discovered fabric runs: each switch's LFT (up to its LinearFDBTop) and
+//! P_Key tables, over any [`Transport`] — for `weft apply` of a whole state (what to change)
+//! and `weft audit` (what to verify).
+
+use crate::discover::Discovery;
+use crate::smp::{NodeType, LFT_BLOCK, PKEY_BLOCK};
+use crate::transport::{SmpError, TransportExt};
+use std::collections::BTreeMap;
+use weft_fabric::Guid;
+
+/// Entries a switch forwards by: `LFT[lid]` for `lid ≤ LinearFDBTop`, trailing unset entries
+/// (0xff) dropped.
+pub type Lfts = BTreeMap<Guid, Vec<u8>>;
+
+/// Reads the LFT of every switch `d` found, block by block up to its LinearFDBTop. The number
+/// of SMPs it took is added to `smps`.
+pub fn read_lfts(
+    t: &mut impl TransportExt,
+    d: &Discovery,
+    smps: &mut usize,
+) -> Result<Lfts, SmpError> {
+    let mut out = BTreeMap::new();
+    for (g, f) in &d.nodes {
+        if f.info.node_type != NodeType::Switch {
+            continue;
+        }
+        let (info, _) = t.switch_info(&f.path)?;
+        *smps += 1;
+        let top = usize::from(info.linear_fdb_top);
+        let mut lft = Vec::with_capacity(top + 1);
+        for block in 0..=(top / LFT_BLOCK) {
+            let b = t.lft_block(&f.path, block as u16)?;
+            *smps += 1;
+            lft.extend_from_slice(&b);
+        }
+        lft.truncate(top + 1);
+        while lft.last() == Some(&0xff) {
+            lft.pop();
+        }
+        out.insert(*g, lft);
+    }
+    Ok(out)
+}
+
+/// Reads `blocks` P_Key blocks of end port (`guid`, `port`) or of switch port `port`; empty
+/// slots (0) dropped from the end.
+pub fn read_pkeys(
+    t: &mut impl TransportExt,
+    d: &Discovery,
+    guid: Guid,
+    port: u8,
+    blocks: u16,
+    smps: &mut usize,
+) -> Result<Option<Vec<u16>>, SmpError> {
+    let Some(f) = d.nodes.get(&guid) else {
+        return Ok(None);
+    };
+    let switch = f.info.node_type == NodeType::Switch;
+    let Some(path) = d.path(guid, (!switch).then_some(port)) else {
+        return Ok(None);
+    };
+    let mut keys = Vec::with_capacity(usize::from(blocks) * PKEY_BLOCK);
+    for b in 0..blocks {
+        keys.extend(t.pkey_block(path, switch.then_some(port), b)?);
+        *smps += 1;
+    }
+    while keys.last() == Some(&0) {
+        keys.pop();
+    }
+    Ok(Some(keys))
+}
