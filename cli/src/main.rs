@@ -3,6 +3,7 @@
 //! Exit codes: 0 ok, 1 findings (errors in the input or the fabric), 2 could not run.
 
 mod apply;
+mod audit;
 mod build;
 mod check;
 mod export;
@@ -64,6 +65,8 @@ enum Command {
     /// Write a plan to a fabric as a transaction (journal, ordered steps, read-back,
     /// rollback), or recover from a crashed one.
     Apply(apply::Args),
+    /// Read a live fabric over SMPs (LIDs, LFTs) and prove or refute it like `verify`.
+    Audit(audit::Args),
     /// Format a `.weft` file canonically.
     Fmt(fmt::Args),
     /// Write the fabric's topology in another format.
@@ -295,6 +298,7 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
         Command::Check(args) => check::run(args, cli.color, cli.quiet),
         Command::Plan(args) => plan::run(args, cli.color, cli.quiet),
         Command::Apply(args) => apply::run(args, cli.quiet),
+        Command::Audit(args) => audit::run(args, cli.quiet),
         Command::Fmt(args) => fmt::run(args, cli.color),
         Command::Export(args) => export::run(args, cli.color),
         Command::Import(args) => import::run(args, cli.color),

@@ -53,6 +53,14 @@ pub struct Args {
     /// A node-name map for the topology (`<guid> "<name>"` per line).
     #[arg(long, requires = "topology")]
     node_name_map: Option<PathBuf>,
+    /// What to prove and how to report it.
+    #[command(flatten)]
+    pub check: CheckArgs,
+}
+
+/// What `weft verify` (and `weft audit`) prove, and how they report it.
+#[derive(clap::Args)]
+pub struct CheckArgs {
     /// Re-check this certificate against the state instead of verifying.
     #[arg(long)]
     certificate: Option<PathBuf>,
@@ -124,7 +132,7 @@ fn warn(msg: &str) {
 /// Loads the state and names the file findings point at.
 /// What `weft verify` checks: the state, the name of the input, and the compilation when the
 /// input was a `.weft` file (its diagnostics and where each node was declared).
-struct Loaded {
+pub(crate) struct Loaded {
     state: ValidState,
     origin: String,
     compiled: Option<weft_compiler::Compilation>,
@@ -257,6 +265,16 @@ fn load(args: &Args, color: ColorChoice) -> Result<Loaded, Fatal> {
 pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fatal> {
     crate::term::phase("reading");
     let loaded = load(&args, color)?;
+    run_checks(loaded, &args.check, quiet)
+}
+
+/// A state to verify, named by where it came from (for findings).
+pub(crate) fn loaded(state: ValidState, origin: String) -> Loaded {
+    Loaded::of(state, origin)
+}
+
+/// Proves (or re-checks a certificate for) a loaded state and reports.
+pub(crate) fn run_checks(loaded: Loaded, args: &CheckArgs, quiet: bool) -> Result<ExitCode, Fatal> {
     let (state, origin) = (&loaded.state, loaded.origin.as_str());
     let scope = match args.scope {
         ScopeArg::All => Scope::All,

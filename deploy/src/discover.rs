@@ -20,6 +20,8 @@ pub struct Found {
     /// For end nodes: the route entering each port found (P_Key tables and PortInfo of a CA
     /// are read through the port they are about).
     pub ports: BTreeMap<u8, DrPath>,
+    /// For end nodes: the GUID of each port found.
+    pub port_guids: BTreeMap<u8, u64>,
 }
 
 /// A discovered fabric.
@@ -102,9 +104,11 @@ pub fn discover(t: &mut impl TransportExt) -> Result<Discovery, DiscoverError> {
         info,
         path: local.clone(),
         ports: BTreeMap::new(),
+        port_guids: BTreeMap::new(),
     };
     if info.node_type != NodeType::Switch {
         first.ports.insert(info.local_port, local.clone());
+        first.port_guids.insert(info.local_port, info.port_guid);
     }
     view.nodes.insert(
         Guid(info.node_guid),
@@ -185,9 +189,11 @@ pub fn discover(t: &mut impl TransportExt) -> Result<Discovery, DiscoverError> {
                         info: far,
                         path: next.clone(),
                         ports: BTreeMap::new(),
+                        port_guids: BTreeMap::new(),
                     };
                     if far.node_type != NodeType::Switch {
                         f.ports.insert(far.local_port, next.clone());
+                        f.port_guids.insert(far.local_port, far.port_guid);
                     }
                     nodes.insert(fg, f);
                     queue.push_back((fg, next, far.local_port));

@@ -8,6 +8,7 @@
 #![cfg_attr(test, allow(clippy::indexing_slicing))]
 
 pub mod apply;
+pub mod audit;
 pub mod discover;
 pub mod journal;
 pub mod mad;

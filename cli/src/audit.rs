@@ -1,0 +1,78 @@
+//! `weft audit --target mad`: discover a live fabric over SMPs, read its LIDs and LFTs, and
+//! prove or refute it like `weft verify` does for a state — what ibdiagnet does, with proofs.
+//! SL→VL tables are not read (every path on VL 0: a credit loop found may be one the
+//! fabric's VLs break; a proof stays true).
+
+use crate::verify::CheckArgs;
+use crate::Fatal;
+use clap::ValueEnum;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use weft_deploy::{Mad, MadOptions};
+use weft_fabric::ValidState;
+
+/// `weft audit` arguments.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Where to read: `mad` (real SMPs through libibmad on the local HCA port).
+    #[arg(long)]
+    target: AuditTarget,
+    /// The HCA (as `ibstat` names it); by default the first.
+    #[arg(long)]
+    ca: Option<String>,
+    /// Its port; by default the first active one.
+    #[arg(long, default_value_t = 0)]
+    port: u8,
+    /// The M_Key to send with every SMP (hex).
+    #[arg(long, value_parser = parse_hex)]
+    mkey: Option<u64>,
+    /// Milliseconds to wait for each SMP's response.
+    #[arg(long, default_value_t = 200)]
+    timeout_ms: u32,
+    /// Sends per SMP before it counts as lost.
+    #[arg(long, default_value_t = 3)]
+    tries: u32,
+    /// Also write what was read as a `state.json` here (to plan from, or verify again).
+    #[arg(long)]
+    write_state: Option<PathBuf>,
+    /// The fabric's name in reports.
+    #[arg(long, default_value = "audited")]
+    name: String,
+    #[command(flatten)]
+    check: CheckArgs,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum AuditTarget {
+    Mad,
+}
+
+fn parse_hex(s: &str) -> Result<u64, String> {
+    u64::from_str_radix(s.trim_start_matches("0x"), 16).map_err(|e| format!("`{s}`: {e}"))
+}
+
+/// Runs `weft audit`.
+pub fn run(args: Args, quiet: bool) -> Result<ExitCode, Fatal> {
+    let AuditTarget::Mad = args.target;
+    let mut mad = Mad::open(&MadOptions {
+        ca: args.ca.clone(),
+        port: args.port,
+        timeout_ms: args.timeout_ms,
+        retries: args.tries.saturating_sub(1),
+        mkey: args.mkey,
+    })
+    .map_err(|e| Fatal(e.to_string()))?;
+    crate::term::phase("reading the fabric");
+    let audited =
+        weft_deploy::audit::audit(&mut mad, &args.name).map_err(|e| Fatal(e.to_string()))?;
+    let state = ValidState::new(audited.state).map_err(|e| {
+        Fatal(format!(
+            "what the fabric runs is not a state weft can verify:\n{e}"
+        ))
+    })?;
+    if let Some(p) = &args.write_state {
+        crate::output::write_file(p, state.to_json().as_bytes()).map_err(Fatal)?;
+    }
+    let origin = format!("the fabric on {} ({} SMPs)", mad.device(), audited.smps);
+    crate::verify::run_checks(crate::verify::loaded(state, origin), &args.check, quiet)
+}

@@ -1,0 +1,132 @@
+//! `weft audit`: a live fabric read over SMPs into a [`FabricState`] — its nodes (named by
+//! NodeDescription), links, LIDs and LFTs — for the verifier to prove or refute, as `weft
+//! verify` does for a compiled state or OpenSM's dumps.
+//!
+//! SL→VL tables are not read: every path counts on VL 0, which can only add channel
+//! dependencies (a credit loop found may be one the fabric's VLs break; "deadlock-free" stays
+//! true).
+
+use crate::discover::{discover, DiscoverError};
+use crate::read::read_lfts;
+use crate::smp::{self, Attr, NodeType};
+use crate::transport::{SmpError, Target, TransportExt};
+use std::collections::BTreeMap;
+use weft_fabric::{
+    FabricBuilder, FabricState, Guid, Lft, Lid, LinkError, NodeKind, NodeSpec, PortNum, PortRef,
+    SwitchState,
+};
+
+/// Why a fabric could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    /// Discovery failed.
+    #[error(transparent)]
+    Discover(#[from] DiscoverError),
+    /// An SMP failed.
+    #[error("reading the fabric: {0}")]
+    Smp(#[from] SmpError),
+    /// What the fabric reported cannot be a fabric (a GUID twice, a port out of range).
+    #[error("the fabric as discovered is not a fabric weft can model: {0}")]
+    Model(#[from] LinkError),
+}
+
+/// A fabric read over SMPs.
+#[derive(Debug)]
+pub struct Audited {
+    /// What it runs.
+    pub state: FabricState,
+    /// SMPs it took.
+    pub smps: usize,
+}
+
+/// Reads the fabric through `t` (named `name`).
+pub fn audit(t: &mut impl TransportExt, name: &str) -> Result<Audited, AuditError> {
+    let d = discover(t)?;
+    let mut smps = d.smps;
+    // Names: the node description, made unique with the GUID where it is not.
+    let mut descriptions = BTreeMap::new();
+    for (g, f) in &d.nodes {
+        let p = t.get(&Target {
+            path: f.path.clone(),
+            attr: Attr::NodeDescription,
+            modifier: 0,
+        })?;
+        smps += 1;
+        descriptions.insert(*g, smp::decode_description(&p).trim().to_owned());
+    }
+    let mut uses: BTreeMap<&str, usize> = BTreeMap::new();
+    for s in descriptions.values() {
+        *uses.entry(s.as_str()).or_default() += 1;
+    }
+    let mut b = FabricBuilder::new(name);
+    b.set_lmc(d.view.lmc);
+    let mut ids = BTreeMap::new();
+    for (g, f) in &d.nodes {
+        let desc = descriptions.get(g).map_or("", String::as_str);
+        let kind = match f.info.node_type {
+            NodeType::Switch => NodeKind::Switch,
+            NodeType::Router => NodeKind::Router,
+            _ => NodeKind::Hca,
+        };
+        let name = if desc.is_empty() || uses.get(desc).copied().unwrap_or(0) > 1 {
+            let prefix = if desc.is_empty() {
+                if kind == NodeKind::Switch {
+                    "S"
+                } else {
+                    "H"
+                }
+            } else {
+                desc
+            };
+            format!("{prefix}-{:016x}", g.0)
+        } else {
+            desc.to_owned()
+        };
+        let mut spec = NodeSpec::new(name, kind, *g, f.info.num_ports);
+        spec.system_guid = Some(Guid(f.info.system_guid)).filter(|s| s.0 != 0);
+        if kind != NodeKind::Switch {
+            spec.port_guids = Some(
+                (1..=f.info.num_ports)
+                    .map(|p| {
+                        Guid(
+                            f.port_guids
+                                .get(&p)
+                                .copied()
+                                .unwrap_or_else(|| g.0.wrapping_add(u64::from(p))),
+                        )
+                    })
+                    .collect(),
+            );
+        }
+        ids.insert(*g, b.add_node(spec)?);
+    }
+    for ((ga, pa), (gb, pb)) in &d.view.links {
+        if let (Some(&a), Some(&bb)) = (ids.get(ga), ids.get(gb)) {
+            b.add_link(PortRef::new(a, *pa), PortRef::new(bb, *pb))?;
+        }
+    }
+    let mut state = FabricState::new(b.finish());
+    for ((g, p), lid) in &d.view.lids {
+        if let Some(&id) = ids.get(g) {
+            state
+                .lids
+                .base
+                .entry(id)
+                .or_default()
+                .insert(PortNum(*p), Lid(*lid));
+        }
+    }
+    let lfts = read_lfts(t, &d, &mut smps)?;
+    for (g, lft) in lfts {
+        if let Some(&id) = ids.get(&g) {
+            state.switches.insert(
+                id,
+                SwitchState {
+                    lft: Lft { ports: lft },
+                    ..SwitchState::default()
+                },
+            );
+        }
+    }
+    Ok(Audited { state, smps })
+}
