@@ -501,6 +501,11 @@ pub struct Background {
 }
 
 impl Background {
+    /// Its process ID (to signal it).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Whether it is still running.
     pub fn running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))

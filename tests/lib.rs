@@ -341,3 +341,29 @@ pub fn lft_entries(state: &weft_fabric::FabricState) -> std::collections::BTreeM
     }
     ours
 }
+
+/// `(in, out) → VLs by SL` from `smpquery sl2vl` output (`ports: in  1, out  2: | 0| 1|…|`).
+pub fn parse_sl2vl(text: &str) -> std::collections::BTreeMap<(u8, u8), Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("ports: in") else {
+            continue;
+        };
+        let Some((ports, vls)) = rest.split_once(':') else {
+            continue;
+        };
+        let nums: Vec<u8> = ports
+            .split(|c: char| !c.is_ascii_digit())
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        let vls: Vec<u8> = vls
+            .split('|')
+            .filter_map(|w| w.trim().parse().ok())
+            .collect();
+        if let [i, o] = nums.as_slice() {
+            let (i, o) = (*i, *o);
+            out.insert((i, o), vls);
+        }
+    }
+    out
+}

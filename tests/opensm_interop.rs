@@ -8,7 +8,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 use weft_compiler::NoFiles;
 use weft_fabric::ibnetdiscover::{self, ParseOptions};
@@ -312,31 +311,6 @@ fn ibdmchk_finds_layered_tables_deadlock_free_with_weft_path_sls() {
     assert!(layered >= 6, "{layered} of the fabrics need layers");
 }
 
-/// `(in, out) → VLs by SL` from `smpquery sl2vl` output (`ports: in  1, out  2: | 0| 1|…|`).
-fn parse_sl2vl(text: &str) -> BTreeMap<(u8, u8), Vec<u8>> {
-    let mut out = BTreeMap::new();
-    for line in text.lines() {
-        let Some(rest) = line.strip_prefix("ports: in") else {
-            continue;
-        };
-        let Some((ports, vls)) = rest.split_once(':') else {
-            continue;
-        };
-        let nums: Vec<u8> = ports
-            .split(|c: char| !c.is_ascii_digit())
-            .filter_map(|w| w.parse().ok())
-            .collect();
-        let vls: Vec<u8> = vls
-            .split('|')
-            .filter_map(|w| w.trim().parse().ok())
-            .collect();
-        if let [i, o] = nums[..] {
-            out.insert((i, o), vls);
-        }
-    }
-    out
-}
-
 /// `(VL, weight)` entries of a VL arbitration table.
 type ArbTable = Vec<(u8, u8)>;
 
@@ -410,7 +384,7 @@ fn opensm_loads_weft_qos_settings() {
                     Duration::from_secs(120),
                 )
                 .unwrap_or_else(|e| panic!("{e}"));
-            let got = parse_sl2vl(&out.stdout);
+            let got = weft_tests::parse_sl2vl(&out.stdout);
             // Every input port (0 included) toward `o`, as weft's table says.
             for i in (0..=f.node(node).spec.port_count).filter(|&i| i != o) {
                 let want: Vec<u8> = (0..16u8)
@@ -463,7 +437,9 @@ fn opensm_loads_weft_qos_settings() {
         .unwrap_or_else(|e| panic!("{e}"));
     let want = state.ports[&host].sl2vl.unwrap();
     assert_eq!(
-        parse_sl2vl(&out.stdout).get(&(0, 0)).map(Vec::as_slice),
+        weft_tests::parse_sl2vl(&out.stdout)
+            .get(&(0, 0))
+            .map(Vec::as_slice),
         Some(&want[..]),
         "{}",
         out.stdout

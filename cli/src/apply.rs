@@ -69,6 +69,19 @@ pub struct Args {
     /// Discover and list the SMPs the plan sends, write nothing.
     #[arg(long)]
     dry_run: bool,
+    /// `opensm`: the configuration file the running OpenSM was started with (`-F`).
+    #[arg(long, default_value = "/etc/opensm/opensm.conf")]
+    opensm_conf: PathBuf,
+    /// `opensm`: the running OpenSM's process ID, to signal (SIGHUP) once its files are
+    /// written; without it, the files are written and OpenSM is left to be signalled.
+    #[arg(long)]
+    opensm_pid: Option<u32>,
+    /// `opensm`: its log file, to wait for the sweep the signal starts to bring the subnet up.
+    #[arg(long, requires = "opensm_pid")]
+    opensm_log: Option<PathBuf>,
+    /// `opensm`: seconds to wait for that sweep.
+    #[arg(long, default_value_t = 120)]
+    wait_s: u64,
     /// Where lock files go (one per SM port: two applies through one port exclude each other).
     #[arg(long, default_value_os_t = std::env::temp_dir())]
     lock_dir: PathBuf,
@@ -262,11 +275,7 @@ fn eprint_text(text: &str) {
 /// Runs `weft apply`.
 pub fn run(args: Args, quiet: bool) -> Result<ExitCode, Fatal> {
     match args.target {
-        TargetArg::Opensm => Err(Fatal(
-            "not built yet: `--target opensm` (the hand-off to a running OpenSM); use `weft \
-             build` and load its lfts.dump, partitions.conf and qos-policy.conf into OpenSM"
-                .into(),
-        )),
+        TargetArg::Opensm => opensm(&args, quiet),
         TargetArg::Sim => {
             let path = args.fabric.as_deref().ok_or_else(|| {
                 Fatal(
@@ -301,6 +310,101 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, Fatal> {
             go(&args, &mut mad, false, quiet)
         }
     }
+}
+
+/// The hand-off to a running OpenSM.
+fn opensm(args: &Args, quiet: bool) -> Result<ExitCode, Fatal> {
+    let Some(dir) = args.plan.as_deref().filter(|p| p.is_dir()) else {
+        return Err(Fatal(
+            "--target opensm takes a `weft build` directory (OpenSM routes the whole fabric \
+             from weft's files; a plan's steps are for --target sim or mad)"
+                .into(),
+        ));
+    };
+    if args.recover.is_some() || args.dry_run || !args.inject.is_empty() || args.fabric.is_some() {
+        return Err(Fatal(
+            "--recover, --dry-run, --inject and --fabric are not for --target opensm".into(),
+        ));
+    }
+    if dir.join("UNPROVEN").exists() {
+        return Err(Fatal(format!(
+            "`{}` holds an unproven state (see its UNPROVEN file); weft hands OpenSM only \
+             proven states",
+            dir.display()
+        )));
+    }
+    // The state must be one weft can read (and the build's own files beside it).
+    crate::plan::load_state(&dir.join("state.json"))?;
+    let written =
+        weft_deploy::opensm::hand_off(dir, &args.opensm_conf).map_err(|e| Fatal(e.to_string()))?;
+    let mut text = String::new();
+    for w in &written {
+        let _ = writeln!(text, "wrote {}", w.display());
+    }
+    let Some(pid) = args.opensm_pid else {
+        let _ = writeln!(
+            text,
+            "OpenSM was not signalled: `kill -HUP <its pid>` makes it read these and sweep"
+        );
+        out(None, &text)?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    let count = |p: &Path| {
+        std::fs::read_to_string(p)
+            .map(|t| (t.matches("SUBNET UP").count(), t.len()))
+            .unwrap_or((0, 0))
+    };
+    let before = args.opensm_log.as_deref().map(count);
+    let hup = std::process::Command::new("kill")
+        .args(["-HUP", &pid.to_string()])
+        .output()
+        .map_err(|e| Fatal(format!("cannot run `kill`: {e}")))?;
+    if !hup.status.success() {
+        return Err(Fatal(format!(
+            "the files are written, but OpenSM (pid {pid}) could not be signalled: {}",
+            String::from_utf8_lossy(&hup.stderr).trim()
+        )));
+    }
+    let _ = writeln!(text, "sent SIGHUP to OpenSM (pid {pid})");
+    if let (Some(log), Some((ups, len))) = (args.opensm_log.as_deref(), before) {
+        crate::term::phase("waiting for OpenSM's sweep");
+        let start = std::time::Instant::now();
+        loop {
+            let (now, _) = count(log);
+            if now > ups {
+                break;
+            }
+            if start.elapsed().as_secs() >= args.wait_s {
+                out(None, &text)?;
+                return Err(Fatal(format!(
+                    "OpenSM did not bring the subnet up within {} s of the signal (see {})",
+                    args.wait_s,
+                    log.display()
+                )));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let new = std::fs::read_to_string(log).unwrap_or_default();
+        let errors: Vec<&str> = new
+            .get(len..)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains(" ERR "))
+            .collect();
+        if !errors.is_empty() {
+            for e in &errors {
+                let _ = writeln!(text, "  {e}");
+            }
+            let _ = writeln!(text, "OpenSM swept again with errors");
+            out(None, &text)?;
+            return Ok(ExitCode::from(1));
+        }
+        let _ = writeln!(text, "OpenSM swept again: SUBNET UP");
+    }
+    if !quiet {
+        out(None, &text)?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn go(args: &Args, t: &mut impl Transport, vfs: bool, quiet: bool) -> Result<ExitCode, Fatal> {

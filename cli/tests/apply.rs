@@ -220,7 +220,7 @@ fn what_is_not_built_says_so() {
     let o = weft(&["apply", &p("plan.json"), "--target", "opensm"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        text(&o.stderr).contains("not built yet: `--target opensm`"),
+        text(&o.stderr).contains("--target opensm takes a `weft build` directory"),
         "{}",
         text(&o.stderr)
     );

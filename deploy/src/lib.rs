@@ -12,6 +12,7 @@ pub mod audit;
 pub mod discover;
 pub mod journal;
 pub mod mad;
+pub mod opensm;
 pub mod read;
 pub mod sim;
 pub mod smp;
