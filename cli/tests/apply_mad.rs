@@ -1,9 +1,11 @@
-//! `weft apply --target mad` on ibsim: real SMPs through libibmad (preloaded with
-//! libumad2sim). The fabric is a small two-level tree whose old tables the real OpenSM loads
-//! (file engine, weft's LIDs); weft then applies a drain plan around a cable. Read back
-//! independently with `dump_fts`: the new tables, entry for entry, after exactly the planned
-//! LFT SMPs; a second apply of the same plan is refused (the blocks moved on) with nothing
-//! written; an apply SIGKILLed mid-plan, then `--recover`, leaves the old tables exactly.
+//! `weft apply --target mad` on ibsim with the 648-node tree: real SMPs through libibmad
+//! (preloaded with libumad2sim). The initial deployment of a `weft build` directory onto
+//! switches that forward nothing equals the compiled tables in `dump_fts`. With OpenSM having
+//! loaded the old tables (file engine, weft's LIDs), a drain plan around a cable lands and
+//! `dump_fts` shows the new tables entry for entry (nothing else changed); the same plan again
+//! is refused (its blocks moved on) with nothing written; a plan whose cable was disabled in
+//! ibsim after planning is refused naming the link, nothing written; an apply SIGKILLed
+//! mid-plan, then `--recover`, leaves the old tables exactly.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -14,7 +16,13 @@ use weft_fabric::ValidState;
 use weft_tests::ibsim::{self, Ibsim, Limits};
 use weft_tests::{lft_entries, parse_fts};
 
-const TREE: &str = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric small {\n    topology = fat_tree(levels: 2, radix: 8, switch: sb7800, hca: connectx5)\n    routing { engine = fat_tree, switch_to_switch = sftree }\n";
+/// The 648-node example without its closing brace (faults go after it).
+fn tree() -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let src = std::fs::read_to_string(root.join("examples/cluster-648.weft")).unwrap();
+    let i = src.rfind('}').unwrap();
+    src[..i].to_owned()
+}
 
 fn weft(args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
@@ -27,7 +35,7 @@ fn load(path: &Path) -> ValidState {
     ValidState::from_json(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-/// Builds the old tree and a drain plan taking `leaf3.p[6]` out of use; starts ibsim on it
+/// Builds the 648-node tree and a drain plan taking `leaf5.p[25]` out of use; starts ibsim on it
 /// and has OpenSM load the old tables. Returns the simulator, the work directory, and the old
 /// and new states.
 fn setup(tools: &ibsim::Tools) -> (Ibsim, std::path::PathBuf, ValidState, ValidState) {
@@ -38,10 +46,13 @@ fn setup(tools: &ibsim::Tools) -> (Ibsim, std::path::PathBuf, ValidState, ValidS
     ));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    std::fs::write(d.join("old.weft"), format!("{TREE}}}\n")).unwrap();
+    std::fs::write(d.join("old.weft"), format!("{}}}\n", tree())).unwrap();
     std::fs::write(
         d.join("new.weft"),
-        format!("{TREE}    faults {{\n        link leaf3.p[6] down\n    }}\n}}\n"),
+        format!(
+            "{}    faults {{\n        link leaf5.p[25] down\n    }}\n}}\n",
+            tree()
+        ),
     )
     .unwrap();
     let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
@@ -169,6 +180,54 @@ fn a_drain_plan_lands_over_mads_and_reads_back_with_dump_fts() {
         o.stderr
     );
     assert_eq!(fabric_lfts(&sim), lft_entries(&new));
+}
+
+/// A plan for a fabric that changed after planning: a cable (leaf1 port 19, an uplink) is
+/// disabled in ibsim (`ibportstate disable`); the apply is refused naming the link, and
+/// nothing is written.
+#[test]
+fn a_stale_plan_is_refused_naming_the_link_and_nothing_is_written() {
+    let Some(tools) = ibsim::require(
+        "a_stale_plan_is_refused",
+        &["opensm", "dump_fts", "ibportstate"],
+    ) else {
+        return;
+    };
+    let (sim, d, old, _) = setup(&tools);
+    // ibsim attaches clients at the first node of its net file, leaf1: port 19 is one hop.
+    sim.run(
+        "ibportstate",
+        &["-D", "0", "19", "disable"],
+        Duration::from_secs(60),
+    )
+    .unwrap();
+    let before = fabric_lfts(&sim);
+    assert_eq!(before, lft_entries(&old));
+    let plan = d.join("plan.json");
+    let lock = d.to_str().unwrap().to_owned();
+    let o = apply(&sim, &[plan.to_str().unwrap(), "--lock-dir", &lock]);
+    assert_eq!(o.status.code(), Some(1), "{}\n{}", o.stdout, o.stderr);
+    let leaf1 = old
+        .fabric
+        .nodes()
+        .iter()
+        .find(|n| n.name() == "leaf1")
+        .unwrap()
+        .guid();
+    let named = format!("link {:#018x} port 19", leaf1.0);
+    assert!(
+        o.stderr
+            .contains("the fabric differs from the one the plan was made for; nothing was written"),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr.contains(&named) && o.stderr.contains("is missing"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(fabric_lfts(&sim), before, "nothing was written");
+    assert!(!d.join("plan.json.journal").exists());
 }
 
 #[test]
