@@ -156,3 +156,13 @@ pub fn irregular(switches: usize, reach: usize, seed: u64) -> String {
         "use std::hardware::{{sb7800, connectx5}}\nfabric irregular{switches} {{\n    topology {{\n{body}    }}\n    vls {{ budget = 8 }}\n    routing {{ engine = layered }}\n}}\n"
     )
 }
+
+/// Seconds since midnight of an OpenSM log line (`Nov 22 15:10:36 988925 [...] ...`).
+pub fn log_time(line: &str) -> Option<f64> {
+    let mut w = line.split_whitespace();
+    let (_mon, _day, hms, us) = (w.next()?, w.next()?, w.next()?, w.next()?);
+    let mut p = hms.split(':').map(|x| x.parse::<u32>().ok());
+    let (h, m, s) = (p.next()??, p.next()??, p.next()??);
+    let us: u32 = us.parse().ok()?;
+    Some(f64::from(h * 3600 + m * 60 + s) + f64::from(us) * 1e-6)
+}

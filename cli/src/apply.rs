@@ -166,9 +166,10 @@ fn sm_port(state: &ValidState, sm: Option<&str>) -> Result<PortRef, Fatal> {
 fn plan_live(
     t: &mut impl Transport,
     dir: &Path,
+    d: &weft_deploy::Discovery,
     vfs: bool,
     quiet: bool,
-) -> Result<Result<Plan, ExitCode>, Fatal> {
+) -> Result<Result<(Plan, usize), ExitCode>, Fatal> {
     use weft_deploy::read::{read_lfts, read_pkeys};
     let desired = crate::plan::load_state(&dir.join("state.json"))?;
     let st = desired.state();
@@ -192,8 +193,6 @@ fn plan_live(
             "not built yet: writing vSwitch VFs over MADs (ibsim simulates no vSwitch)".into(),
         ));
     }
-    crate::term::phase("discovering");
-    let d = weft_deploy::discover(t).map_err(|e| Fatal(e.to_string()))?;
     let diffs = weft_fabric::WireView::of(st).diff(&d.view);
     if !diffs.is_empty() {
         crate::term::clear();
@@ -209,7 +208,7 @@ fn plan_live(
     }
     crate::term::phase("reading the fabric");
     let mut smps = 0;
-    let lfts = read_lfts(t, &d, &mut smps).map_err(|e| Fatal(e.to_string()))?;
+    let lfts = read_lfts(t, d, &mut smps).map_err(|e| Fatal(e.to_string()))?;
     let mut cur = st.clone();
     for (id, sw) in &mut cur.switches {
         let g = cur.fabric.node(*id).guid();
@@ -224,7 +223,7 @@ fn plan_live(
         let g = cur.fabric.node(p.node).guid();
         let blocks = len.div_ceil(weft_deploy::smp::PKEY_BLOCK).max(1) as u16;
         let keys =
-            read_pkeys(t, &d, g, p.port.0, blocks, &mut smps).map_err(|e| Fatal(e.to_string()))?;
+            read_pkeys(t, d, g, p.port.0, blocks, &mut smps).map_err(|e| Fatal(e.to_string()))?;
         if let Some(s) = cur.ports.get_mut(&p) {
             s.pkeys = keys.map(|k| k.into_iter().map(weft_fabric::PKey).collect());
         }
@@ -252,12 +251,12 @@ fn plan_live(
                     "weft: read {} switches' tables ({} SMPs); planned {} step(s), {} SMPs, every \
                      step proven\n",
                     lfts.len(),
-                    smps + d.smps,
+                    smps + d.smps + 1,
                     p.plan.steps.len(),
                     p.plan.smps()
                 ));
             }
-            Ok(Ok(p.plan))
+            Ok(Ok((p.plan, smps)))
         }
         Err(e) => {
             eprint_text(&format!("error: no plan from what the fabric runs: {e}\n"));
@@ -442,9 +441,22 @@ fn go(args: &Args, t: &mut impl Transport, vfs: bool, quiet: bool) -> Result<Exi
         return report(&r, quiet, None, r.state == want);
     }
     let plan_path = args.plan.as_deref().unwrap_or(Path::new("plan.json"));
+    // A build directory: the fabric is discovered once, under the lock, read, planned
+    // against, and written.
+    let mut live = None;
     let plan = if plan_path.is_dir() {
-        match plan_live(&mut t, plan_path, vfs, quiet)? {
-            Ok(p) => p,
+        crate::term::phase("discovering");
+        let local = weft_deploy::TransportExt::node_info(&mut t, &weft_deploy::DrPath::local())
+            .map_err(|e| Fatal(e.to_string()))?;
+        let lock = apply::lock(&args.lock_dir, local.node_guid, local.local_port)
+            .map_err(|e| Fatal(e.to_string()))?;
+        let d = weft_deploy::discover(&mut t).map_err(|e| Fatal(e.to_string()))?;
+        match plan_live(&mut t, plan_path, &d, vfs, quiet)? {
+            Ok((p, reads)) => {
+                let gets = d.smps + 1 + reads;
+                live = Some((lock, d, gets));
+                p
+            }
             Err(code) => return Ok(code),
         }
     } else {
@@ -485,7 +497,13 @@ fn go(args: &Args, t: &mut impl Transport, vfs: bool, quiet: bool) -> Result<Exi
         lock_dir: args.lock_dir.clone(),
         vfs,
     };
-    match apply::apply(&mut t, &plan, &opts, &mut progress) {
+    let result = match &live {
+        Some((_lock, d, gets)) => {
+            apply::apply_discovered(&mut t, &plan, &opts, d, *gets, &mut progress)
+        }
+        None => apply::apply(&mut t, &plan, &opts, &mut progress),
+    };
+    match result {
         Ok(r) => report(&r, quiet, Some(&journal), r.state == Final::New),
         Err(ApplyError::Crashed(e)) => {
             crate::term::clear();

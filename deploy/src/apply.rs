@@ -350,17 +350,33 @@ pub fn apply(
     let local = t.node_info(&DrPath::local()).map_err(ApplyError::Smp)?;
     let _lock = lock(&opts.lock_dir, local.node_guid, local.local_port)?;
     let d = checked_discovery(t, plan)?;
-    let mut count = Count {
-        sets: 0,
-        gets: d.smps + 1,
-    };
+    let gets = d.smps + 1;
+    apply_discovered(t, plan, opts, &d, gets, progress)
+}
+
+/// [`apply`] on a fabric the caller discovered, holding the lock (see [`lock`]) since before
+/// it did: the plan is checked against `d` and applied. `gets` counts the SMPs already sent.
+pub fn apply_discovered(
+    t: &mut impl Transport,
+    plan: &Plan,
+    opts: &ApplyOptions,
+    d: &Discovery,
+    gets: usize,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Report, ApplyError> {
+    let wire = plan.wire.as_ref().ok_or(ApplyError::NoWire)?;
+    let diffs = wire.diff(&d.view);
+    if !diffs.is_empty() {
+        return Err(ApplyError::Stale(diffs));
+    }
+    let mut count = Count { sets: 0, gets };
     progress(Progress::Discovered {
         nodes: d.view.nodes.len(),
         links: d.view.links.len(),
     });
-    let mut ops = resolve(plan, &d, opts.vfs)?;
-    // LinearFDBTop: raise it after the first step writing above it; lower it at the end.
-    let tops = fdb_tops(t, &d, &mut ops, &mut count)?;
+    let mut ops = resolve(plan, d, opts.vfs)?;
+    // LinearFDBTop: raise it after the first step writing above it.
+    let tops = fdb_tops(t, d, &mut ops, &mut count)?;
     // Snapshot: every block as it is; each must hold the plan's old. A block the plan writes
     // in several steps holds, before each later write, what the write before it left.
     let mut blocks = Vec::with_capacity(ops.len());
@@ -445,10 +461,10 @@ pub fn apply(
         events: Vec::new(),
     };
     if failure.is_none() {
+        // Every block read back as its last write left it: the new state.
         j.event(Event::Committed)?;
-        let state = classify(t, &d, &journal, &mut count);
         return Ok(Report {
-            state,
+            state: Final::New,
             failure,
             steps_done: done,
             sets: count.sets,
@@ -457,13 +473,13 @@ pub fn apply(
     }
     j.event(Event::RollbackBegin)?;
     let last = done.min(steps.saturating_sub(1));
-    let undone = undo(t, &d, &journal, last, &mut count, progress);
+    let undone = undo(t, d, &journal, last, &mut count, progress);
     if let Err(SmpError::Crashed { .. }) = undone {
         return Err(ApplyError::Crashed(
             undone.err().unwrap_or(SmpError::Crashed { after: 0 }),
         ));
     }
-    let state = classify(t, &d, &journal, &mut count);
+    let state = classify(t, d, &journal, &mut count);
     if state == Final::Old {
         j.event(Event::RolledBack)?;
     }

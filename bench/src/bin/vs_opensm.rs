@@ -587,28 +587,18 @@ fn layers_used(engine: &str, log: &str) -> Option<u8> {
     }
 }
 
-/// Seconds since midnight of an OpenSM log line (`Nov 22 15:10:36 988925 [...] ...`).
-fn log_time(line: &str) -> Option<f64> {
-    let mut w = line.split_whitespace();
-    let (_mon, _day, hms, us) = (w.next()?, w.next()?, w.next()?, w.next()?);
-    let mut p = hms.split(':').map(|x| x.parse::<u32>().ok());
-    let (h, m, s) = (p.next()??, p.next()??, p.next()??);
-    let us: u32 = us.parse().ok()?;
-    Some(f64::from(h * 3600 + m * 60 + s) + f64::from(us) * 1e-6)
-}
-
 /// The engine that configured the tables and OpenSM's routing time in ms: from the first
 /// `building routing with` to `tables configured on all switches`.
 fn routing_time(log: &str) -> Option<(String, f64)> {
     let mut start = None;
     for line in log.lines() {
         if start.is_none() && line.contains("ucast_mgr_route: building routing with '") {
-            start = log_time(line);
+            start = weft_bench::log_time(line);
         }
         if let Some(pos) = line.find(" tables configured on all switches") {
             let head = line.get(..pos)?;
             let engine = head.rsplit(' ').next()?.to_owned();
-            let end = log_time(line)?;
+            let end = weft_bench::log_time(line)?;
             let s = start?;
             let mut d = end - s;
             if d < 0.0 {

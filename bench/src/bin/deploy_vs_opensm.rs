@@ -1,0 +1,219 @@
+//! Deploying a fabric: `weft apply --target mad` against OpenSM distributing the same tables,
+//! side by side on ibsim and the same machine.
+//!
+//! ```text
+//! bench/deploy-vs-opensm.sh [--runs N] [FILE.weft]      # default examples/cluster-648.weft
+//! ```
+//!
+//! 1. `weft build FILE` once (the release `weft` beside this binary).
+//! 2. Per run, each side on a fresh simulator loaded with the build's `topology.net` (weft's
+//!    LIDs; switches forwarding nothing):
+//!    * **weft**: `weft apply BUILD --target mad` (discovery, reading every LFT, planning the
+//!      initial deployment with every step proven, journal, the writes, read-back of every
+//!      block), timed as a whole process; its SMP count is what it reports (the reads of
+//!      planning, then the apply's Gets and Sets), and SMPs per second is that count over the
+//!      wall time (planning CPU time included). The first run's tables are read back with
+//!      `dump_fts` and must equal the build's.
+//!    * **OpenSM** (3.3.23): `opensm -o -R file -U BUILD/lfts.dump` with the build's
+//!      `guid2lid` as its cache (the same LIDs), timed as a whole process (it also activates
+//!      ports, sets up multicast and the SA: more than distributing tables), and from its log
+//!      (`-D 0x7`) the interval from `building routing with 'file'` to `SWITCHES CONFIGURED
+//!      FOR UNICAST` (loading the file and distributing the LFT blocks until every one was
+//!      acknowledged).
+//! 3. Medians over `--runs` (default 3), min and max.
+
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use weft_bench::{log_time, median, weft_binary};
+use weft_tests::ibsim::{self, Ibsim, Limits};
+
+fn main() {
+    let mut runs = 3usize;
+    let mut file = weft_bench::root().join("examples/cluster-648.weft");
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--runs" => runs = args.next().and_then(|n| n.parse().ok()).unwrap_or(3),
+            _ if a.starts_with('-') => panic!("usage: deploy_vs_opensm [--runs N] [FILE.weft]"),
+            _ => file = PathBuf::from(a),
+        }
+    }
+    let tools = ibsim::Tools::find(&["opensm", "dump_fts"])
+        .unwrap_or_else(|missing| panic!("missing: {}", missing.join(", ")));
+    let weft = weft_binary()
+        .expect("the release weft binary beside this one (bench/deploy-vs-opensm.sh builds it)");
+    let work = std::env::temp_dir().join(format!("weft-deploy-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let build = work.join("build");
+    let o = std::process::Command::new(&weft)
+        .args([
+            "build",
+            file.to_str().unwrap(),
+            "-o",
+            build.to_str().unwrap(),
+            "-q",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let state = weft_fabric::ValidState::from_json(
+        &std::fs::read_to_string(build.join("state.json")).unwrap(),
+    )
+    .unwrap();
+    let net = std::fs::read_to_string(build.join("topology.net")).unwrap();
+    let limits = Limits::for_fabric(&state.fabric);
+    let (mut weft_s, mut smps, mut osm_s, mut osm_dist) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for run in 0..runs {
+        // weft
+        let sim = Ibsim::start(&tools, &net, Some(limits)).unwrap();
+        let t = Instant::now();
+        let o = sim
+            .run_env(
+                weft.to_str().unwrap(),
+                &[
+                    "apply",
+                    build.to_str().unwrap(),
+                    "--target",
+                    "mad",
+                    "--lock-dir",
+                    work.to_str().unwrap(),
+                    "--journal",
+                    work.join(format!("j{run}")).to_str().unwrap(),
+                ],
+                &[],
+                Duration::from_secs(1800),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        let secs = t.elapsed().as_secs_f64();
+        weft_s.push(secs);
+        // The Gets it reports include discovery and the reads planning made.
+        let n = count(&o.stdout, "landed, ", " Set") + count(&o.stdout, "Set and ", " Get");
+        smps.push(n as f64);
+        if run == 0 {
+            let fts = sim.run("dump_fts", &[], Duration::from_secs(600)).unwrap();
+            assert_eq!(
+                weft_tests::parse_fts(&fts.stdout),
+                weft_tests::lft_entries(&state),
+                "weft's deployment reads back equal"
+            );
+        }
+        drop(sim);
+        // OpenSM
+        let sim = Ibsim::start(&tools, &net, Some(limits)).unwrap();
+        let cache = work.join(format!("osm{run}"));
+        std::fs::create_dir_all(&cache).unwrap();
+        std::fs::copy(build.join("guid2lid"), cache.join("guid2lid")).unwrap();
+        let log = cache.join("osm.log");
+        let t = Instant::now();
+        sim.run_env(
+            "opensm",
+            &[
+                "-o",
+                "-R",
+                "file",
+                "-U",
+                build.join("lfts.dump").to_str().unwrap(),
+                "-D",
+                "0x7",
+                "-f",
+                log.to_str().unwrap(),
+            ],
+            &[("OSM_CACHE_DIR", cache.to_str().unwrap())],
+            Duration::from_secs(1800),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        osm_s.push(t.elapsed().as_secs_f64());
+        if let Some(ms) = distribution_ms(&std::fs::read_to_string(&log).unwrap_or_default()) {
+            osm_dist.push(ms);
+        }
+        drop(sim);
+        eprintln!(
+            "run {}: weft {:.3} s ({} SMPs), opensm {:.3} s",
+            run + 1,
+            secs,
+            n,
+            osm_s.last().unwrap()
+        );
+    }
+    let stat = |v: &[f64]| {
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        format!("{:.3} [{:.3}, {:.3}]", median(v.to_vec()), lo, hi)
+    };
+    let rate: Vec<f64> = smps.iter().zip(&weft_s).map(|(n, s)| n / s).collect();
+    println!(
+        "fabric: {} ({} switches, {} nodes), {runs} runs, medians [min, max]",
+        file.display(),
+        state.fabric.switch_count(),
+        state.fabric.nodes().len()
+    );
+    println!(
+        "weft apply --target mad (whole process, s):      {}",
+        stat(&weft_s)
+    );
+    println!(
+        "  SMPs it sent (reads, writes, read-back):        {}",
+        stat(&smps).replace(".000", "")
+    );
+    println!(
+        "  SMPs per second (over the whole process):       {}",
+        stat(&rate)
+    );
+    println!(
+        "opensm -o -R file (whole process, s):             {}",
+        stat(&osm_s)
+    );
+    println!(
+        "  routing from the file + LFTs acknowledged (ms): {}",
+        stat(&osm_dist)
+    );
+    println!(
+        "ratio weft / opensm (whole process, medians):     {:.2}",
+        median(weft_s.clone()) / median(osm_s.clone())
+    );
+    let _ = std::fs::remove_dir_all(&work);
+    let _: &Path = &work;
+}
+
+/// The number between `before` and `after` in `text`, or 0.
+fn count(text: &str, before: &str, after: &str) -> u64 {
+    text.split(before)
+        .nth(1)
+        .and_then(|r| r.split(after).next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// From OpenSM's log: `building routing with 'file'` to `SWITCHES CONFIGURED FOR UNICAST`, ms.
+/// (The banner has no time: the last timed line before it counts.)
+fn distribution_ms(log: &str) -> Option<f64> {
+    let start = log
+        .lines()
+        .find(|l| l.contains("building routing with 'file'"))
+        .and_then(log_time)?;
+    let mut end = None;
+    for l in log.lines() {
+        if l.contains("SWITCHES CONFIGURED FOR UNICAST") {
+            break;
+        }
+        if let Some(t) = log_time(l) {
+            end = Some(t);
+        }
+    }
+    let end = end?;
+    let mut d = end - start;
+    if d < 0.0 {
+        d += 86_400.0;
+    }
+    Some(d * 1e3)
+}
