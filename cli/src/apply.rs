@@ -66,6 +66,11 @@ pub struct Args {
     /// With `--recover`: finish the plan instead of rolling it back.
     #[arg(long, requires = "recover")]
     forward: bool,
+    /// Do not prove a plan file's steps again on the fabric as it runs (read over SMPs, every
+    /// path on VL 0) before writing: for plans whose safety rests on virtual lanes, which
+    /// that reading cannot see. The plan's own proof is then trusted.
+    #[arg(long)]
+    no_reprove: bool,
     /// Discover and list the SMPs the plan sends, write nothing.
     #[arg(long)]
     dry_run: bool,
@@ -271,6 +276,41 @@ fn eprint_text(text: &str) {
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
+/// Proves a plan file's steps again on the fabric as it runs (read over SMPs: LIDs, LFTs;
+/// every path on VL 0): the SMPs it took, or exit 1 naming the step that is not safe.
+fn reprove(
+    t: &mut impl Transport,
+    d: &weft_deploy::Discovery,
+    plan: &Plan,
+) -> Result<Result<usize, ExitCode>, Fatal> {
+    crate::term::phase("proving the plan on the fabric");
+    let a = weft_deploy::audit::state_of(t, d, &plan.fabric).map_err(|e| Fatal(e.to_string()))?;
+    let start = match ValidState::new(a.state) {
+        Ok(s) => s,
+        Err(e) => {
+            eprint_text(&format!(
+                "error: what the fabric runs is not a state the plan can be proven on; nothing \
+                 was written:\n{e}\n"
+            ));
+            return Ok(Err(ExitCode::from(1)));
+        }
+    };
+    let steps: Vec<Vec<weft_fabric::plan::Write>> =
+        plan.steps.iter().map(|s| s.writes.clone()).collect();
+    let checks = weft_plan::check_steps(&start, &steps, weft_verifier::Scope::All);
+    if let Some((i, c)) = checks.iter().enumerate().find(|(_, c)| !c.is_proven()) {
+        eprint_text(&format!(
+            "error: step {} of the plan is not safe on the fabric as it runs: {}; nothing was \
+             written (a plan whose safety rests on virtual lanes needs `--no-reprove`: the \
+             fabric's SL→VL tables are not read)\n",
+            i + 1,
+            weft_plan::why(c)
+        ));
+        return Ok(Err(ExitCode::from(1)));
+    }
+    Ok(Ok(a.smps))
+}
+
 /// Runs `weft apply`.
 pub fn run(args: Args, quiet: bool) -> Result<ExitCode, Fatal> {
     match args.target {
@@ -441,26 +481,36 @@ fn go(args: &Args, t: &mut impl Transport, vfs: bool, quiet: bool) -> Result<Exi
         return report(&r, quiet, None, r.state == want);
     }
     let plan_path = args.plan.as_deref().unwrap_or(Path::new("plan.json"));
-    // A build directory: the fabric is discovered once, under the lock, read, planned
-    // against, and written.
-    let mut live = None;
+    // The fabric is discovered once, under the lock: a build directory is read and planned
+    // against; a plan file is checked against it and its steps proven again on it.
+    crate::term::phase("discovering");
+    let local = weft_deploy::TransportExt::node_info(&mut t, &weft_deploy::DrPath::local())
+        .map_err(|e| Fatal(e.to_string()))?;
+    let _lock = apply::lock(&args.lock_dir, local.node_guid, local.local_port)
+        .map_err(|e| Fatal(e.to_string()))?;
+    let d = weft_deploy::discover(&mut t).map_err(|e| Fatal(e.to_string()))?;
+    let mut gets = d.smps + 1;
     let plan = if plan_path.is_dir() {
-        crate::term::phase("discovering");
-        let local = weft_deploy::TransportExt::node_info(&mut t, &weft_deploy::DrPath::local())
-            .map_err(|e| Fatal(e.to_string()))?;
-        let lock = apply::lock(&args.lock_dir, local.node_guid, local.local_port)
-            .map_err(|e| Fatal(e.to_string()))?;
-        let d = weft_deploy::discover(&mut t).map_err(|e| Fatal(e.to_string()))?;
         match plan_live(&mut t, plan_path, &d, vfs, quiet)? {
             Ok((p, reads)) => {
-                let gets = d.smps + 1 + reads;
-                live = Some((lock, d, gets));
+                gets += reads;
                 p
             }
             Err(code) => return Ok(code),
         }
     } else {
-        read_plan(plan_path)?
+        let p = read_plan(plan_path)?;
+        if let Err(e) = apply::check_wire(&p, &d) {
+            eprint_text(&format!("error: {e}\n"));
+            return Ok(ExitCode::from(1));
+        }
+        if !args.no_reprove {
+            match reprove(&mut t, &d, &p)? {
+                Ok(reads) => gets += reads,
+                Err(code) => return Ok(code),
+            }
+        }
+        p
     };
     if plan.steps.is_empty() {
         if !quiet {
@@ -471,9 +521,8 @@ fn go(args: &Args, t: &mut impl Transport, vfs: bool, quiet: bool) -> Result<Exi
         }
         return Ok(ExitCode::SUCCESS);
     }
-    crate::term::phase("discovering");
     if args.dry_run {
-        let smps = apply::dry_run(&mut t, &plan, vfs).map_err(|e| Fatal(e.to_string()))?;
+        let smps = apply::smps_of(&plan, &d, vfs).map_err(|e| Fatal(e.to_string()))?;
         let mut text = String::new();
         for (step, target, what) in &smps {
             let _ = writeln!(text, "step {:>3}  Set {target}  ({what})", step + 1);
@@ -497,13 +546,7 @@ fn go(args: &Args, t: &mut impl Transport, vfs: bool, quiet: bool) -> Result<Exi
         lock_dir: args.lock_dir.clone(),
         vfs,
     };
-    let result = match &live {
-        Some((_lock, d, gets)) => {
-            apply::apply_discovered(&mut t, &plan, &opts, d, *gets, &mut progress)
-        }
-        None => apply::apply(&mut t, &plan, &opts, &mut progress),
-    };
-    match result {
+    match apply::apply_discovered(&mut t, &plan, &opts, &d, gets, &mut progress) {
         Ok(r) => report(&r, quiet, Some(&journal), r.state == Final::New),
         Err(ApplyError::Crashed(e)) => {
             crate::term::clear();

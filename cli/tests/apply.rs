@@ -232,3 +232,49 @@ fn what_is_not_built_says_so() {
         text(&o.stderr)
     );
 }
+
+/// A plan file is proven again on the fabric as it runs before anything is written: the
+/// drain plan with its steps swapped (the source side first) is refused naming the step and
+/// the transient loop; `--no-reprove` trusts the file and writes it.
+#[test]
+fn a_tampered_plan_is_refused_by_its_proof_on_the_live_fabric() {
+    let d = setup("tampered");
+    let mut plan = Plan::from_json(&std::fs::read_to_string(d.join("plan.json")).unwrap()).unwrap();
+    assert_eq!(plan.steps.len(), 2);
+    plan.steps.reverse();
+    // The blocks' `old` contents must chain again, so the swap is a consistent (but unsafe) plan.
+    let text = plan.to_json();
+    std::fs::write(d.join("swapped.json"), &text).unwrap();
+    let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
+    let lock = p("");
+    let o = weft(&[
+        "apply",
+        &p("swapped.json"),
+        "--fabric",
+        &p("old/state.json"),
+        "--lock-dir",
+        &lock,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text_of(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("step 1 of the plan is not safe on the fabric as it runs"),
+        "{err}"
+    );
+    assert!(err.contains("nothing was written"), "{err}");
+    assert!(!d.join("swapped.json.journal").exists());
+    let o = weft(&[
+        "apply",
+        &p("swapped.json"),
+        "--fabric",
+        &p("old/state.json"),
+        "--lock-dir",
+        &lock,
+        "--no-reprove",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text_of(&o));
+}
+
+fn text_of(o: &Output) -> String {
+    format!("{}{}", text(&o.stdout), text(&o.stderr))
+}

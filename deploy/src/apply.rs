@@ -310,6 +310,29 @@ pub fn lock(dir: &Path, guid: u64, port: u8) -> Result<Lock, ApplyError> {
     }
 }
 
+/// Whether `plan` was made for the fabric `d` discovered: every difference otherwise.
+pub fn check_wire(plan: &Plan, d: &Discovery) -> Result<(), ApplyError> {
+    let wire = plan.wire.as_ref().ok_or(ApplyError::NoWire)?;
+    let diffs = wire.diff(&d.view);
+    if diffs.is_empty() {
+        Ok(())
+    } else {
+        Err(ApplyError::Stale(diffs))
+    }
+}
+
+/// The SMPs `plan` sends on the fabric `d` discovered, addressed: (step, SMP, what it writes).
+pub fn smps_of(
+    plan: &Plan,
+    d: &Discovery,
+    vfs: bool,
+) -> Result<Vec<(usize, Target, String)>, ApplyError> {
+    Ok(resolve(plan, d, vfs)?
+        .into_iter()
+        .map(|o| (o.step, o.target, o.what))
+        .collect())
+}
+
 /// The SMPs a plan sends, addressed (for `--dry-run`).
 pub fn dry_run(
     t: &mut impl Transport,
@@ -364,11 +387,7 @@ pub fn apply_discovered(
     gets: usize,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Report, ApplyError> {
-    let wire = plan.wire.as_ref().ok_or(ApplyError::NoWire)?;
-    let diffs = wire.diff(&d.view);
-    if !diffs.is_empty() {
-        return Err(ApplyError::Stale(diffs));
-    }
+    check_wire(plan, d)?;
     let mut count = Count { sets: 0, gets };
     progress(Progress::Discovered {
         nodes: d.view.nodes.len(),

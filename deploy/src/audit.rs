@@ -6,7 +6,7 @@
 //! dependencies (a credit loop found may be one the fabric's VLs break; "deadlock-free" stays
 //! true).
 
-use crate::discover::{discover, DiscoverError};
+use crate::discover::{discover, DiscoverError, Discovery};
 use crate::read::read_lfts;
 use crate::smp::{self, Attr, NodeType};
 use crate::transport::{SmpError, Target, TransportExt};
@@ -42,7 +42,19 @@ pub struct Audited {
 /// Reads the fabric through `t` (named `name`).
 pub fn audit(t: &mut impl TransportExt, name: &str) -> Result<Audited, AuditError> {
     let d = discover(t)?;
-    let mut smps = d.smps;
+    let mut a = state_of(t, &d, name)?;
+    a.smps += d.smps;
+    Ok(a)
+}
+
+/// What the fabric `d` discovered runs, read through `t` (its SMPs counted, discovery's
+/// not).
+pub fn state_of(
+    t: &mut impl TransportExt,
+    d: &Discovery,
+    name: &str,
+) -> Result<Audited, AuditError> {
+    let mut smps = 0;
     // Names: the node description, made unique with the GUID where it is not.
     let mut descriptions = BTreeMap::new();
     for (g, f) in &d.nodes {
@@ -116,7 +128,7 @@ pub fn audit(t: &mut impl TransportExt, name: &str) -> Result<Audited, AuditErro
                 .insert(PortNum(*p), Lid(*lid));
         }
     }
-    let lfts = read_lfts(t, &d, &mut smps)?;
+    let lfts = read_lfts(t, d, &mut smps)?;
     for (g, lft) in lfts {
         if let Some(&id) = ids.get(&g) {
             state.switches.insert(
