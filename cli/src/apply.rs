@@ -458,11 +458,16 @@ fn go(args: &Args, t: &mut impl Transport, vfs: bool, quiet: bool) -> Result<Exi
         if quiet {
             return;
         }
-        crate::term::phase(match p {
-            Progress::Discovered { .. } => "snapshotting",
-            Progress::Step { .. } => "applying",
-            Progress::Undo { .. } => "rolling back",
-        });
+        match p {
+            Progress::Discovered { .. } => crate::term::phase("snapshotting"),
+            Progress::Step { step, of, smps } => crate::term::progress(
+                "applying",
+                format!("step {} of {of} ({smps} SMPs)", step + 1),
+            ),
+            Progress::Undo { step } => {
+                crate::term::progress("rolling back", format!("undoing step {}", step + 1))
+            }
+        }
     };
     if let Some(j) = &args.recover {
         crate::term::phase("recovering");

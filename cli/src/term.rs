@@ -25,6 +25,8 @@ struct Shared {
     progress: bool,
     /// What the run is doing ("" between phases: nothing drawn).
     phase: &'static str,
+    /// How far it is within the phase ("step 3 of 10"; empty: nothing to add).
+    detail: String,
     /// When the run started.
     since: Instant,
     /// Whether the line is on the screen now.
@@ -48,6 +50,7 @@ pub fn start(quiet: bool) {
     *lock() = Some(Shared {
         progress,
         phase: "",
+        detail: String::new(),
         since: Instant::now(),
         shown: false,
         unfinished: Vec::new(),
@@ -66,6 +69,15 @@ pub fn start(quiet: bool) {
 pub fn phase(what: &'static str) {
     if let Some(s) = lock().as_mut() {
         s.phase = what;
+        s.detail.clear();
+    }
+}
+
+/// Says what the run is doing now and how far it is (`step 3 of 10`).
+pub fn progress(what: &'static str, detail: String) {
+    if let Some(s) = lock().as_mut() {
+        s.phase = what;
+        s.detail = detail;
     }
 }
 
@@ -99,9 +111,14 @@ fn ticker() {
             continue;
         }
         let mut err = std::io::stderr().lock();
+        let detail = if s.detail.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", s.detail)
+        };
         let _ = write!(
             err,
-            "\r\x1b[2Kweft: {}… {:.1} s",
+            "\r\x1b[2Kweft: {}{detail}… {:.1} s",
             s.phase,
             elapsed.as_secs_f64()
         );
