@@ -334,3 +334,80 @@ pub(crate) fn unhex(text: &str) -> Option<Payload> {
     }
     Some(p)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use proptest::prelude::*;
+
+    fn journal() -> String {
+        let header = Header {
+            format: JOURNAL_FORMAT.to_owned(),
+            version: 1,
+            fabric: "f".to_owned(),
+            from: Fingerprint {
+                topology: "ab".repeat(32),
+                lids: "cd".repeat(32),
+                nodes: 2,
+                links: 1,
+                lid_ports: 2,
+            },
+            to: Fingerprint {
+                topology: "ab".repeat(32),
+                lids: "cd".repeat(32),
+                nodes: 2,
+                links: 1,
+                lid_ports: 2,
+            },
+            wire: WireView::default(),
+        };
+        let block = Block {
+            step: 0,
+            node: Guid(0x10),
+            port: None,
+            attr: Attr::Lft,
+            modifier: 3,
+            before: [0xff; PAYLOAD],
+            after: [1; PAYLOAD],
+        };
+        let mut t = line(&Line::Header(header));
+        t += &line(&Line::Block { block });
+        t += &line(&Line::Event(Event::Begin { step: 0 }));
+        t
+    }
+
+    #[test]
+    fn a_journal_reads_back_and_a_torn_last_line_is_ignored() {
+        let text = journal();
+        let j = parse(&text).unwrap();
+        assert_eq!(j.blocks.len(), 1);
+        assert_eq!(j.events, [Event::Begin { step: 0 }]);
+        assert_eq!(j.ended(), None);
+        // The writer died halfway through the next line.
+        let torn = format!("{text}{{\"event\":\"do");
+        assert_eq!(parse(&torn).unwrap(), j);
+        // A block after an event, an unknown attribute, a short payload: refused with the line.
+        let bad_attr = text.replace("\"attr\":25", "\"attr\":99");
+        assert_eq!(parse(&bad_attr).unwrap_err().0, 2);
+        let short = text.replace(&"01".repeat(PAYLOAD), "0101");
+        assert_eq!(parse(&short).unwrap_err().0, 2);
+        let late = text.clone() + text.lines().nth(1).unwrap() + "\n";
+        assert_eq!(parse(&late).unwrap_err().0, 4);
+    }
+
+    proptest! {
+        /// Any text, and any edit of a real journal, is read or refused; never a panic.
+        #[test]
+        fn any_text_is_read_or_refused(cut in 0usize..2000, junk in ".{0,40}") {
+            let text = journal();
+            let at = cut.min(text.len());
+            let mut edited = text.clone();
+            if text.is_char_boundary(at) {
+                edited.insert_str(at, &junk);
+            }
+            let _ = parse(&edited);
+            let _ = parse(&junk);
+        }
+    }
+}

@@ -704,3 +704,100 @@ impl Transport for SimFabric {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::smp::DrPath;
+    use proptest::prelude::*;
+    use weft_fabric::{FabricBuilder, Guid, NodeSpec};
+
+    /// Two switches cabled twice, a host on each.
+    fn fabric() -> (FabricState, PortRef) {
+        let mut b = FabricBuilder::new("t");
+        let s1 = b
+            .add_node(NodeSpec::new("s1", NodeKind::Switch, Guid(0x10), 4))
+            .unwrap();
+        let s2 = b
+            .add_node(NodeSpec::new("s2", NodeKind::Switch, Guid(0x20), 4))
+            .unwrap();
+        let h1 = b
+            .add_node(NodeSpec::new("h1", NodeKind::Hca, Guid(0x30), 1))
+            .unwrap();
+        let h2 = b
+            .add_node(NodeSpec::new("h2", NodeKind::Hca, Guid(0x40), 2))
+            .unwrap();
+        b.add_link(PortRef::new(s1, 1), PortRef::new(s2, 1))
+            .unwrap();
+        b.add_link(PortRef::new(s1, 2), PortRef::new(s2, 2))
+            .unwrap();
+        b.add_link(PortRef::new(h1, 1), PortRef::new(s1, 3))
+            .unwrap();
+        b.add_link(PortRef::new(h2, 1), PortRef::new(s2, 3))
+            .unwrap();
+        (FabricState::new(b.finish()), PortRef::new(h1, 1))
+    }
+
+    const ATTRS: [Attr; 8] = [
+        Attr::NodeDescription,
+        Attr::NodeInfo,
+        Attr::SwitchInfo,
+        Attr::PortInfo,
+        Attr::PKeyTable,
+        Attr::SlToVl,
+        Attr::VlArb,
+        Attr::Lft,
+    ];
+
+    #[test]
+    fn routes_lead_where_the_cables_go() {
+        let (st, sm) = fabric();
+        let mut sim = SimFabric::new(&st, sm).unwrap();
+        let info = |sim: &mut SimFabric, p: &[u8]| {
+            NodeInfo::decode(
+                &sim.get(&Target {
+                    path: DrPath(p.to_vec()),
+                    attr: Attr::NodeInfo,
+                    modifier: 0,
+                })
+                .unwrap(),
+            )
+        };
+        assert_eq!(info(&mut sim, &[]).node_guid, 0x30);
+        assert_eq!(info(&mut sim, &[1]).node_guid, 0x10);
+        let far = info(&mut sim, &[1, 2]);
+        assert_eq!((far.node_guid, far.local_port), (0x20, 2));
+        assert_eq!(info(&mut sim, &[1, 2, 3]).node_guid, 0x40);
+        // Through a port with no cable, or onward from a host: nowhere.
+        for p in [&[1, 4][..], &[1, 2, 3, 1], &[2]] {
+            let r = sim.get(&Target {
+                path: DrPath(p.to_vec()),
+                attr: Attr::NodeInfo,
+                modifier: 0,
+            });
+            assert!(matches!(r, Err(SmpError::NoRoute { .. })), "{p:?}: {r:?}");
+        }
+    }
+
+    proptest! {
+        /// Any SMP (route, attribute, modifier, payload), Get or Set, is answered or refused
+        /// with a typed error; never a panic.
+        #[test]
+        fn any_smp_is_answered_or_refused(
+            smps in proptest::collection::vec(
+                (proptest::collection::vec(0u8..6, 0..5), 0usize..8, any::<u32>(),
+                 proptest::collection::vec(any::<u8>(), PAYLOAD), any::<bool>()),
+                1..40)
+        ) {
+            let (st, sm) = fabric();
+            let mut sim = SimFabric::new(&st, sm).unwrap();
+            for (path, a, modifier, data, set) in smps {
+                let t = Target { path: DrPath(path), attr: ATTRS[a], modifier };
+                let mut p = [0u8; PAYLOAD];
+                p.copy_from_slice(&data);
+                let _ = if set { sim.set(&t, &p) } else { sim.get(&t) };
+            }
+        }
+    }
+}
