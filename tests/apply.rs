@@ -84,7 +84,7 @@ fn a_clean_apply_lands_the_new_state_with_exactly_the_planned_smps() {
     .unwrap();
     assert_eq!(r.state, Final::New, "{r:?}");
     assert_eq!(r.failure, None);
-    assert_eq!(sim.tables(), want);
+    same_at(&sim.tables(), &want, "");
     // Exactly the plan's SMPs were sent (no LinearFDBTop change: the LIDs stay), and each
     // changed what its block held.
     assert_eq!(sim.counts().sets, plan.smps());
@@ -99,7 +99,7 @@ fn a_clean_apply_lands_the_new_state_with_exactly_the_planned_smps() {
     )
     .unwrap();
     assert_eq!(again.state, Final::New);
-    assert_eq!(sim.tables(), want);
+    same_at(&sim.tables(), &want, "");
 }
 
 #[test]
@@ -137,7 +137,7 @@ fn every_fault_at_every_smp_ends_old_or_new() {
                         Final::Old => &old_tables,
                         Final::Mixed(why) => panic!("{kind:?} at SMP {at}: mixed: {why:?}"),
                     };
-                    assert_eq!(&sim.tables(), want, "{kind:?} at SMP {at}: {r:?}");
+                    same_at(&sim.tables(), want, &format!("{kind:?} at SMP {at}: {r:?}"));
                     assert_eq!(
                         r.failure.is_some(),
                         r.state == Final::Old,
@@ -158,7 +158,11 @@ fn every_fault_at_every_smp_ends_old_or_new() {
                         std::fs::copy(dir.join("plan.journal"), &journal).unwrap();
                         let r = recover(&mut copy, &journal, dir_, &dir, &mut |_| {})
                             .unwrap_or_else(|e| panic!("{kind:?} at {at}: recover {dir_:?}: {e}"));
-                        assert_eq!(&copy.tables(), want, "{kind:?} at {at}: {dir_:?}: {r:?}");
+                        same_at(
+                            &copy.tables(),
+                            want,
+                            &format!("{kind:?} at {at}: {dir_:?}: {r:?}"),
+                        );
                     }
                     "crashed, recovered".to_owned()
                 }
@@ -186,7 +190,7 @@ fn a_stale_fabric_is_refused_naming_the_difference_and_nothing_is_written() {
     assert!(matches!(e, ApplyError::Stale(_)), "{e}");
     insta::assert_snapshot!(e.to_string());
     assert_eq!(sim.counts().sets, 0);
-    assert_eq!(sim.tables(), before);
+    same_at(&sim.tables(), &before, "");
     assert!(!dir.join("plan.journal").exists());
 }
 
@@ -279,7 +283,7 @@ fn an_initial_deployment_writes_blocks_across_steps_and_survives_faults() {
     let dir = tmp("initial");
     let r = apply(&mut sim, &p.plan, &options(&dir), &mut |_| {}).unwrap();
     assert_eq!(r.state, Final::New, "{r:?}");
-    assert_eq!(sim.tables(), new_tables);
+    same_at(&sim.tables(), &new_tables, "");
     let sets = sim.counts().sets;
     for kind in [
         FaultKind::Drop { times: 3 },
@@ -301,7 +305,7 @@ fn an_initial_deployment_writes_blocks_across_steps_and_survives_faults() {
             ) {
                 Ok(r) => {
                     assert_eq!(r.state, Final::Old, "{kind:?} at {at}: {r:?}");
-                    assert_eq!(sim.tables(), old_tables, "{kind:?} at {at}");
+                    same_at(&sim.tables(), &old_tables, &format!("{kind:?} at {at}"));
                 }
                 Err(ApplyError::Crashed(_)) => {
                     sim.restart();
@@ -314,11 +318,112 @@ fn an_initial_deployment_writes_blocks_across_steps_and_survives_faults() {
                     )
                     .unwrap();
                     assert_eq!(r.state, Final::Old, "{kind:?} at {at}: {r:?}");
-                    assert_eq!(sim.tables(), old_tables, "{kind:?} at {at}");
+                    same_at(&sim.tables(), &old_tables, &format!("{kind:?} at {at}"));
                 }
                 Err(e) => panic!("{kind:?} at {at}: {e}"),
             }
             let _ = std::fs::remove_dir_all(&dir);
         }
     }
+}
+
+/// A VM migration on the 648-node tree (web: cn001 → cn020, across leaves) written to the sim
+/// fabric: exactly the plan's SMPs go out (LFT blocks on the marked switches, then each VF's
+/// LID and P_Keys), every one of them changes what its block held, and the fabric ends in the
+/// migrated state — VFs included. A crash after the first VF write recovers to the old VFs.
+#[test]
+fn a_vm_migration_sends_exactly_its_planned_smps() {
+    let src = weft_tests::example("cluster-648.weft");
+    let i = src.rfind('}').unwrap();
+    let with = |web: &str| {
+        compiled(&format!(
+            "{}    tenant cloud {{\n        pkey = 0x8001\n        vms on cn001..=cn036 {{ vfs_per_host = 4, lids = dynamic }}\n        vm web on {web}\n        vm db on cn002\n    }}\n}}\n",
+            &src[..i]
+        ))
+    };
+    let (old, new) = (with("cn001"), with("cn020"));
+    let p = plan(&old, &new, &Options::default()).unwrap();
+    assert!(matches!(p.target, weft_plan::Target::Migration { .. }));
+    let vf_writes = p
+        .plan
+        .steps
+        .iter()
+        .flat_map(|s| &s.writes)
+        .filter(|w| matches!(w, weft_fabric::plan::Write::Vport { .. }))
+        .count();
+    assert!(vf_writes >= 2, "the VF web leaves and the one it takes");
+    let sm = sm_port(old.state());
+    let mut sim = SimFabric::new(old.state(), sm).unwrap();
+    let want = SimFabric::new(p.end.state(), sm).unwrap().tables();
+    let old_tables = sim.tables();
+    let dir = tmp("migration");
+    let r = apply(&mut sim, &p.plan, &options(&dir), &mut |_| {}).unwrap();
+    assert_eq!(r.state, Final::New, "{r:?}");
+    assert_eq!(sim.counts().sets, p.plan.smps(), "exactly the planned SMPs");
+    assert_eq!(
+        sim.counts().changes,
+        p.plan.smps(),
+        "each one changed its block"
+    );
+    same(&sim.tables(), &want);
+    assert_ne!(sim.tables().vfs, old_tables.vfs);
+    // The writer dies right after the first VF write: recovery puts every VF back.
+    let first_vf = p
+        .plan
+        .steps
+        .iter()
+        .flat_map(|s| &s.writes)
+        .take_while(|w| !matches!(w, weft_fabric::plan::Write::Vport { .. }))
+        .count();
+    let mut sim = SimFabric::new(old.state(), sm).unwrap();
+    sim.inject(Fault {
+        at_set: first_vf + 1,
+        kind: FaultKind::Crash,
+    });
+    let dir = tmp("migration-crash");
+    let e = apply(&mut sim, &p.plan, &options(&dir), &mut |_| {}).unwrap_err();
+    assert!(matches!(e, ApplyError::Crashed(_)), "{e}");
+    assert_ne!(sim.tables(), old_tables, "the first VF write landed");
+    sim.restart();
+    recover(
+        &mut sim,
+        &dir.join("plan.journal"),
+        Direction::Back,
+        &dir,
+        &mut |_| {},
+    )
+    .unwrap();
+    same_at(&sim.tables(), &old_tables, "");
+}
+
+/// Asserts two fabrics hold the same tables, naming the first difference (not printing
+/// them whole).
+fn same(a: &weft_deploy::sim::Tables, b: &weft_deploy::sim::Tables) {
+    same_at(a, b, "");
+}
+
+/// [`same`], saying where (`at`) on a difference.
+fn same_at(a: &weft_deploy::sim::Tables, b: &weft_deploy::sim::Tables, at: &str) {
+    fn first<K: Ord + std::fmt::Debug + Clone, V: PartialEq + std::fmt::Debug>(
+        at: &str,
+        what: &str,
+        x: &std::collections::BTreeMap<K, V>,
+        y: &std::collections::BTreeMap<K, V>,
+    ) {
+        let keys: std::collections::BTreeSet<&K> = x.keys().chain(y.keys()).collect();
+        if let Some(k) = keys.into_iter().find(|k| x.get(k) != y.get(k)) {
+            let show = |v: Option<&V>| format!("{v:?}").chars().take(300).collect::<String>();
+            panic!(
+                "{at}: {what} differ at {k:?}: {} vs {}",
+                show(x.get(k)),
+                show(y.get(k))
+            );
+        }
+    }
+    first(at, "LIDs", &a.lids, &b.lids);
+    first(at, "LFTs", &a.lfts, &b.lfts);
+    first(at, "P_Keys", &a.pkeys, &b.pkeys);
+    first(at, "SL2VL", &a.sl2vl, &b.sl2vl);
+    first(at, "VLArb", &a.vlarb, &b.vlarb);
+    first(at, "VFs", &a.vfs, &b.vfs);
 }

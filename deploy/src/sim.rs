@@ -417,7 +417,13 @@ impl SimFabric {
             t.vlarb
                 .insert(g, n.vlarb.iter().map(|(k, v)| (*k, v.to_vec())).collect());
             if !n.vfs.is_empty() {
-                t.vfs.insert(g, n.vfs.clone());
+                let mut vfs = n.vfs.clone();
+                for (_, keys) in vfs.values_mut() {
+                    while keys.last() == Some(&0) {
+                        keys.pop();
+                    }
+                }
+                t.vfs.insert(g, vfs);
             }
         }
         t
