@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use weft_deploy::apply::{self, ApplyError, ApplyOptions, Direction, Final, Progress, Report};
 use weft_deploy::sim::{Fault, FaultKind, SimFabric, STATUS_INVALID};
-use weft_deploy::{Mad, MadOptions, Paced, Retrying, Transport};
+use weft_deploy::{Mad, Paced, Retrying, Transport};
 use weft_fabric::plan::Plan;
 use weft_fabric::{NodeKind, PortNum, PortRef, ValidState};
 
@@ -38,25 +38,13 @@ pub struct Args {
     /// (every retry too), delay, delay-all, reject, corrupt, crash.
     #[arg(long)]
     inject: Vec<String>,
-    /// `mad`: the HCA (as `ibstat` names it); by default the first.
-    #[arg(long)]
-    ca: Option<String>,
-    /// `mad`: its port; by default the first active one.
-    #[arg(long, default_value_t = 0)]
-    port: u8,
-    /// `mad`: the M_Key to send with every SMP (hex).
-    #[arg(long, value_parser = parse_hex)]
-    mkey: Option<u64>,
-    /// Milliseconds to wait for each SMP's response.
-    #[arg(long, default_value_t = 200)]
-    timeout_ms: u32,
+    /// How SMPs go out (`mad`: the local HCA port, M_Key, timeout; every target: tries).
+    #[command(flatten)]
+    mad: crate::audit::MadArgs,
     /// Wait this many milliseconds before every Set (a rate limit for fabrics that must not
     /// see SMPs at full speed).
     #[arg(long, default_value_t = 0)]
     smp_gap_ms: u64,
-    /// Sends per SMP before it counts as lost.
-    #[arg(long, default_value_t = 3)]
-    tries: u32,
     /// The journal; by default beside the plan (`PLAN.journal`).
     #[arg(long)]
     journal: Option<PathBuf>,
@@ -97,10 +85,6 @@ enum TargetArg {
     Sim,
     Mad,
     Opensm,
-}
-
-fn parse_hex(s: &str) -> Result<u64, String> {
-    u64::from_str_radix(s.trim_start_matches("0x"), 16).map_err(|e| format!("`{s}`: {e}"))
 }
 
 fn parse_fault(s: &str) -> Result<Fault, Fatal> {
@@ -337,15 +321,7 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, Fatal> {
                     "--fabric, --sm and --inject are for --target sim".into(),
                 ));
             }
-            let mut mad = Mad::open(&MadOptions {
-                ca: args.ca.clone(),
-                port: args.port,
-                timeout_ms: args.timeout_ms,
-                // libibmad retries itself: one try here.
-                retries: args.tries.saturating_sub(1),
-                mkey: args.mkey,
-            })
-            .map_err(|e| Fatal(e.to_string()))?;
+            let mut mad = Mad::open(&args.mad.options()).map_err(|e| Fatal(e.to_string()))?;
             go(&args, &mut mad, false, quiet)
         }
     }
@@ -452,7 +428,7 @@ fn go(args: &Args, t: &mut impl Transport, vfs: bool, quiet: bool) -> Result<Exi
             inner: t,
             gap: std::time::Duration::from_millis(args.smp_gap_ms),
         },
-        tries: if vfs { args.tries } else { 1 },
+        tries: if vfs { args.mad.tries } else { 1 },
     };
     let mut progress = |p: Progress| {
         if quiet {

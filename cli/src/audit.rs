@@ -17,21 +17,9 @@ pub struct Args {
     /// Where to read: `mad` (real SMPs through libibmad on the local HCA port).
     #[arg(long)]
     target: AuditTarget,
-    /// The HCA (as `ibstat` names it); by default the first.
-    #[arg(long)]
-    ca: Option<String>,
-    /// Its port; by default the first active one.
-    #[arg(long, default_value_t = 0)]
-    port: u8,
-    /// The M_Key to send with every SMP (hex).
-    #[arg(long, value_parser = parse_hex)]
-    mkey: Option<u64>,
-    /// Milliseconds to wait for each SMP's response.
-    #[arg(long, default_value_t = 200)]
-    timeout_ms: u32,
-    /// Sends per SMP before it counts as lost.
-    #[arg(long, default_value_t = 3)]
-    tries: u32,
+    /// How SMPs go out.
+    #[command(flatten)]
+    mad: MadArgs,
     /// Also write what was read as a `state.json` here (to plan from, or verify again).
     #[arg(long)]
     write_state: Option<PathBuf>,
@@ -47,6 +35,39 @@ enum AuditTarget {
     Mad,
 }
 
+/// How SMPs go out through libibmad (`weft apply --target mad`, `weft audit`).
+#[derive(clap::Args)]
+pub struct MadArgs {
+    /// `mad`: the HCA (as `ibstat` names it); by default the first.
+    #[arg(long)]
+    ca: Option<String>,
+    /// `mad`: its port; by default the first active one.
+    #[arg(long, default_value_t = 0)]
+    port: u8,
+    /// `mad`: the M_Key to send with every SMP (hex).
+    #[arg(long, value_parser = parse_hex)]
+    mkey: Option<u64>,
+    /// Milliseconds to wait for each SMP's response.
+    #[arg(long, default_value_t = 200)]
+    timeout_ms: u32,
+    /// Sends per SMP before it counts as lost.
+    #[arg(long, default_value_t = 3)]
+    pub tries: u32,
+}
+
+impl MadArgs {
+    /// The options to open libibmad with (it retries by itself: `tries - 1` retries).
+    pub fn options(&self) -> MadOptions {
+        MadOptions {
+            ca: self.ca.clone(),
+            port: self.port,
+            timeout_ms: self.timeout_ms,
+            retries: self.tries.saturating_sub(1),
+            mkey: self.mkey,
+        }
+    }
+}
+
 fn parse_hex(s: &str) -> Result<u64, String> {
     u64::from_str_radix(s.trim_start_matches("0x"), 16).map_err(|e| format!("`{s}`: {e}"))
 }
@@ -54,14 +75,7 @@ fn parse_hex(s: &str) -> Result<u64, String> {
 /// Runs `weft audit`.
 pub fn run(args: Args, quiet: bool) -> Result<ExitCode, Fatal> {
     let AuditTarget::Mad = args.target;
-    let mut mad = Mad::open(&MadOptions {
-        ca: args.ca.clone(),
-        port: args.port,
-        timeout_ms: args.timeout_ms,
-        retries: args.tries.saturating_sub(1),
-        mkey: args.mkey,
-    })
-    .map_err(|e| Fatal(e.to_string()))?;
+    let mut mad = Mad::open(&args.mad.options()).map_err(|e| Fatal(e.to_string()))?;
     crate::term::phase("reading the fabric");
     let audited =
         weft_deploy::audit::audit(&mut mad, &args.name).map_err(|e| Fatal(e.to_string()))?;

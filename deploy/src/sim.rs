@@ -745,17 +745,6 @@ mod tests {
         (FabricState::new(b.finish()), PortRef::new(h1, 1))
     }
 
-    const ATTRS: [Attr; 8] = [
-        Attr::NodeDescription,
-        Attr::NodeInfo,
-        Attr::SwitchInfo,
-        Attr::PortInfo,
-        Attr::PKeyTable,
-        Attr::SlToVl,
-        Attr::VlArb,
-        Attr::Lft,
-    ];
-
     #[test]
     fn routes_lead_where_the_cables_go() {
         let (st, sm) = fabric();
@@ -799,7 +788,7 @@ mod tests {
             let (st, sm) = fabric();
             let mut sim = SimFabric::new(&st, sm).unwrap();
             for (path, a, modifier, data, set) in smps {
-                let t = Target { path: DrPath(path), attr: ATTRS[a], modifier };
+                let t = Target { path: DrPath(path), attr: Attr::ALL[a], modifier };
                 let mut p = [0u8; PAYLOAD];
                 p.copy_from_slice(&data);
                 let _ = if set { sim.set(&t, &p) } else { sim.get(&t) };

@@ -59,20 +59,21 @@ impl Attr {
         }
     }
 
+    /// Every attribute weft uses.
+    pub const ALL: [Attr; 8] = [
+        Attr::NodeDescription,
+        Attr::NodeInfo,
+        Attr::SwitchInfo,
+        Attr::PortInfo,
+        Attr::PKeyTable,
+        Attr::SlToVl,
+        Attr::VlArb,
+        Attr::Lft,
+    ];
+
     /// The attribute with this ID.
     pub fn from_id(id: u16) -> Option<Attr> {
-        [
-            Attr::NodeDescription,
-            Attr::NodeInfo,
-            Attr::SwitchInfo,
-            Attr::PortInfo,
-            Attr::PKeyTable,
-            Attr::SlToVl,
-            Attr::VlArb,
-            Attr::Lft,
-        ]
-        .into_iter()
-        .find(|a| a.id() == id)
+        Attr::ALL.into_iter().find(|a| a.id() == id)
     }
 }
 
