@@ -20,6 +20,8 @@
 //!      (`-D 0x7`) the interval from `building routing with 'file'` to `SWITCHES CONFIGURED
 //!      FOR UNICAST` (loading the file and distributing the LFT blocks until every one was
 //!      acknowledged).
+//!    * **mad alone**: this binary again under the same simulator (`--child-rate`): 2 000
+//!      LFT-block Gets, then 2 000 Sets, to a switch one hop away, one SMP at a time.
 //! 3. Medians over `--runs` (default 3), min and max.
 
 #![allow(
@@ -35,7 +37,46 @@ use std::time::{Duration, Instant};
 use weft_bench::{log_time, median, weft_binary};
 use weft_tests::ibsim::{self, Ibsim, Limits};
 
+/// Under ibsim (re-run by `main` with `--child-rate`): LFT-block Gets and Sets per second
+/// through `mad` to a switch one hop from the SM's node, one SMP at a time.
+fn child_rate() {
+    use weft_deploy::{Attr, DrPath, Mad, MadOptions, Target, Transport, TransportExt};
+    let mut mad = Mad::open(&MadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let local = mad.node_info(&DrPath::local()).unwrap();
+    let port = (1..=local.num_ports)
+        .find(|&p| {
+            mad.node_info(&DrPath(vec![p]))
+                .is_ok_and(|n| n.node_type == weft_deploy::smp::NodeType::Switch)
+        })
+        .expect("a switch one hop away");
+    let t = Target {
+        path: DrPath(vec![port]),
+        attr: Attr::Lft,
+        modifier: 0,
+    };
+    let block = mad.get(&t).unwrap();
+    for _ in 0..20 {
+        mad.get(&t).unwrap();
+    }
+    const N: u32 = 2000;
+    let start = Instant::now();
+    for _ in 0..N {
+        mad.get(&t).unwrap();
+    }
+    let get = f64::from(N) / start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    for _ in 0..N {
+        mad.set(&t, &block).unwrap();
+    }
+    let set = f64::from(N) / start.elapsed().as_secs_f64();
+    println!("rate {get:.0} {set:.0}");
+}
+
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("--child-rate") {
+        child_rate();
+        return;
+    }
     let mut runs = 3usize;
     let mut file = weft_bench::root().join("examples/cluster-648.weft");
     let mut args = std::env::args().skip(1);
@@ -73,6 +114,7 @@ fn main() {
     let limits = Limits::for_fabric(&state.fabric);
     let (mut weft_s, mut smps, mut osm_s, mut osm_dist) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut gets, mut sets) = (Vec::new(), Vec::new());
     for run in 0..runs {
         // weft
         let sim = Ibsim::start(&tools, &net, Some(limits)).unwrap();
@@ -106,6 +148,26 @@ fn main() {
                 weft_tests::lft_entries(&state),
                 "weft's deployment reads back equal"
             );
+        }
+        // Raw SMP rate through `mad`, on the deployed fabric.
+        let me = std::env::current_exe().unwrap();
+        let o = sim
+            .run_env(
+                me.to_str().unwrap(),
+                &["--child-rate"],
+                &[],
+                Duration::from_secs(600),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        let r: Vec<f64> = o
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("rate "))
+            .map(|l| l.split(' ').filter_map(|x| x.parse().ok()).collect())
+            .unwrap_or_default();
+        if let [g, s] = r.as_slice() {
+            gets.push(*g);
+            sets.push(*s);
         }
         drop(sim);
         // OpenSM
