@@ -527,10 +527,10 @@ fn run_step(
             )));
         }
     }
-    for (target, want) in batch {
-        let got = t.get(target)?;
-        count.gets += 1;
-        if !same(target, &got, want) {
+    let targets: Vec<Target> = batch.iter().map(|(t, _)| t.clone()).collect();
+    count.gets += targets.len();
+    for ((target, want), got) in batch.iter().zip(t.get_all(&targets)) {
+        if !same(target, &got?, want) {
             return Err(SmpError::Transport(format!(
                 "{target}: reads back other data than was written"
             )));

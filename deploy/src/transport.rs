@@ -89,6 +89,11 @@ pub trait Transport {
     fn set_all(&mut self, batch: &[(Target, Payload)]) -> Vec<Result<Payload, SmpError>> {
         batch.iter().map(|(t, d)| self.set(t, d)).collect()
     }
+
+    /// Gets every target, in any order; one result per SMP, in the batch's order.
+    fn get_all(&mut self, batch: &[Target]) -> Vec<Result<Payload, SmpError>> {
+        batch.iter().map(|t| self.get(t)).collect()
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for &mut T {
@@ -100,6 +105,9 @@ impl<T: Transport + ?Sized> Transport for &mut T {
     }
     fn set_all(&mut self, batch: &[(Target, Payload)]) -> Vec<Result<Payload, SmpError>> {
         (**self).set_all(batch)
+    }
+    fn get_all(&mut self, batch: &[Target]) -> Vec<Result<Payload, SmpError>> {
+        (**self).get_all(batch)
     }
 }
 
@@ -197,6 +205,40 @@ impl<T: Transport> Transport for Retrying<T> {
     fn set(&mut self, target: &Target, data: &Payload) -> Result<Payload, SmpError> {
         self.again(|t| t.set(target, data))
     }
+    /// The batch goes out through the transport underneath; what timed out is sent again,
+    /// one by one.
+    fn set_all(&mut self, batch: &[(Target, Payload)]) -> Vec<Result<Payload, SmpError>> {
+        let mut out = self.inner.set_all(batch);
+        for (r, (t, d)) in out.iter_mut().zip(batch) {
+            if matches!(r, Err(SmpError::Timeout { .. })) && self.tries > 1 {
+                let mut again = Retrying {
+                    inner: &mut self.inner,
+                    tries: self.tries - 1,
+                };
+                *r = again.set(t, d).map_err(|e| match e {
+                    SmpError::Timeout { target, tries } => SmpError::Timeout {
+                        target,
+                        tries: tries + 1,
+                    },
+                    e => e,
+                });
+            }
+        }
+        out
+    }
+    fn get_all(&mut self, batch: &[Target]) -> Vec<Result<Payload, SmpError>> {
+        let mut out = self.inner.get_all(batch);
+        for (r, t) in out.iter_mut().zip(batch) {
+            if matches!(r, Err(SmpError::Timeout { .. })) && self.tries > 1 {
+                let mut again = Retrying {
+                    inner: &mut self.inner,
+                    tries: self.tries - 1,
+                };
+                *r = again.get(t);
+            }
+        }
+        out
+    }
 }
 
 /// A transport that waits `gap` before every Set: a rate limit for fabrics (or management
@@ -218,5 +260,17 @@ impl<T: Transport> Transport for Paced<T> {
             std::thread::sleep(self.gap);
         }
         self.inner.set(target, data)
+    }
+    /// Without a gap the batch goes out as the transport underneath sends batches; with one,
+    /// one Set at a time.
+    fn set_all(&mut self, batch: &[(Target, Payload)]) -> Vec<Result<Payload, SmpError>> {
+        if self.gap.is_zero() {
+            self.inner.set_all(batch)
+        } else {
+            batch.iter().map(|(t, d)| self.set(t, d)).collect()
+        }
+    }
+    fn get_all(&mut self, batch: &[Target]) -> Vec<Result<Payload, SmpError>> {
+        self.inner.get_all(batch)
     }
 }
