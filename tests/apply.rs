@@ -427,3 +427,38 @@ fn same_at(a: &weft_deploy::sim::Tables, b: &weft_deploy::sim::Tables, at: &str)
     first(at, "VLArb", &a.vlarb, &b.vlarb);
     first(at, "VFs", &a.vfs, &b.vfs);
 }
+
+/// A hand-edited plan that writes one block twice in one step (the second write starting from
+/// what the first leaves): within a step the writes land in any order, so the step cannot be
+/// read back, nor undone. Refused before anything is written.
+#[test]
+fn a_block_written_twice_in_one_step_is_refused_before_any_write() {
+    let (start, _, mut plan) = link_failure();
+    let weft_fabric::plan::Write::Lft {
+        switch, block, new, ..
+    } = plan.steps[0].writes[0].clone()
+    else {
+        panic!()
+    };
+    let mut again = new.clone().into_bytes();
+    // One more entry changed: the same block, onward from what the first write leaves.
+    again[3] = if again[3] == b'1' { b'2' } else { b'1' };
+    plan.steps[0].writes.push(weft_fabric::plan::Write::Lft {
+        switch,
+        block,
+        old: new,
+        new: String::from_utf8(again).unwrap(),
+    });
+    let sm = sm_port(&start);
+    let mut sim = SimFabric::new(&start, sm).unwrap();
+    let before = sim.tables();
+    let dir = tmp("twice");
+    let r = apply(&mut sim, &plan, &options(&dir), &mut |_| {});
+    assert!(
+        matches!(&r, Err(ApplyError::Invalid(e)) if e.contains("twice")),
+        "{:?}",
+        r.map(|r| r.state)
+    );
+    assert_eq!(sim.counts().sets, 0);
+    same_at(&sim.tables(), &before, "");
+}

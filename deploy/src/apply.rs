@@ -110,6 +110,9 @@ pub enum ApplyError {
     /// A node of the plan is not on the fabric or cannot be addressed.
     #[error("{0}; nothing was written")]
     Unaddressable(String),
+    /// A plan that cannot be written as it stands (a block written twice in one step).
+    #[error("the plan cannot be applied: {0}; nothing was written")]
+    Invalid(String),
     /// Something the plan writes that this target cannot.
     #[error("not built yet: {0}")]
     Unsupported(String),
@@ -274,6 +277,18 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                     });
                 }
             }
+        }
+    }
+    // Within a step the writes land in any order: two to one block could not be read back
+    // (which landed last?) nor undone.
+    let mut seen = std::collections::BTreeSet::new();
+    for o in &ops {
+        if !seen.insert((o.step, &o.target)) {
+            return Err(ApplyError::Invalid(format!(
+                "step {} writes {} twice (its writes go out in any order)",
+                o.step + 1,
+                o.what
+            )));
         }
     }
     Ok(ops)
