@@ -462,3 +462,39 @@ fn a_block_written_twice_in_one_step_is_refused_before_any_write() {
     assert_eq!(sim.counts().sets, 0);
     same_at(&sim.tables(), &before, "");
 }
+
+/// A VF write whose `old_lid` is not the LID the VF has (the fabric moved on, or the plan was
+/// edited) is refused before anything is written, as an LFT or P_Key block is.
+#[test]
+fn a_vf_whose_lid_moved_on_is_refused_before_any_write() {
+    let src = weft_tests::example("cluster-648.weft");
+    let i = src.rfind('}').unwrap();
+    let with = |web: &str| {
+        compiled(&format!(
+            "{}    tenant cloud {{\n        pkey = 0x8001\n        vms on cn001..=cn036 {{ vfs_per_host = 4, lids = dynamic }}\n        vm web on {web}\n        vm db on cn002\n    }}\n}}\n",
+            &src[..i]
+        ))
+    };
+    let (old, new) = (with("cn001"), with("cn020"));
+    let mut p = plan(&old, &new, &Options::default()).unwrap().plan;
+    let w = p
+        .steps
+        .iter_mut()
+        .flat_map(|s| &mut s.writes)
+        .find_map(|w| match w {
+            weft_fabric::plan::Write::Vport { old_lid, .. } => Some(old_lid),
+            _ => None,
+        })
+        .unwrap();
+    *w = Some(w.map_or(700, |l| l + 1));
+    let sm = sm_port(old.state());
+    let mut sim = SimFabric::new(old.state(), sm).unwrap();
+    let dir = tmp("vf-moved");
+    let r = apply(&mut sim, &p, &options(&dir), &mut |_| {});
+    assert!(
+        matches!(&r, Err(ApplyError::Moved(e)) if e.contains("VF")),
+        "{:?}",
+        r.map(|r| r.state)
+    );
+    assert_eq!(sim.counts().sets, 0);
+}

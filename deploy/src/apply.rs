@@ -234,7 +234,7 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                     node,
                     port,
                     vf,
-                    old_lid: _,
+                    old_lid,
                     new_lid,
                     old_pkeys,
                     new_pkeys,
@@ -247,8 +247,12 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                         )));
                     }
                     let p = path(*node, Some(*port))?;
-                    let mut info = [0u8; PAYLOAD];
-                    info[16..18].copy_from_slice(&new_lid.unwrap_or(0).to_be_bytes());
+                    // A PortInfo is compared by its LID only (see `same`); no LID reads 0.
+                    let lid_info = |lid: &Option<u16>| {
+                        let mut info = [0u8; PAYLOAD];
+                        info[16..18].copy_from_slice(&lid.unwrap_or(0).to_be_bytes());
+                        info
+                    };
                     ops.push(Op {
                         step: i,
                         node: *node,
@@ -258,8 +262,8 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                             attr: Attr::PortInfo,
                             modifier: vf_modifier(*vf, u16::from(*port)),
                         },
-                        after: info,
-                        expect: None,
+                        after: lid_info(new_lid),
+                        expect: Some(lid_info(old_lid)),
                         what: format!("{:#018x} port {port} VF {vf} LID", node.0),
                     });
                     ops.push(Op {
