@@ -277,9 +277,28 @@ pub fn parse(text: &str) -> Result<Journal, (usize, String)> {
                 header = Some(h);
             }
             (Line::Block { block }, _) if events.is_empty() && header.is_some() => {
+                // The writer journals blocks step by step, every step from 0 on holding one:
+                // anything else is an edited journal (and a step far out would have recovery
+                // walk every step up to it).
+                let next = blocks
+                    .last()
+                    .map_or(0, |b: &Block| b.step.saturating_add(1));
+                if block.step > next || next > block.step.saturating_add(1) {
+                    return Err((
+                        i + 1,
+                        format!("a block of step {} out of order", block.step),
+                    ));
+                }
                 blocks.push(block)
             }
-            (Line::Event(e), _) if header.is_some() => events.push(e),
+            (Line::Event(e), _) if header.is_some() => {
+                if let Event::Begin { step } | Event::Done { step } = e {
+                    if blocks.last().is_none_or(|b| step > b.step) {
+                        return Err((i + 1, format!("step {step} has no blocks")));
+                    }
+                }
+                events.push(e)
+            }
             _ => return Err((i + 1, "out of place".to_owned())),
         }
     }
@@ -394,6 +413,32 @@ mod tests {
         assert_eq!(parse(&short).unwrap_err().0, 2);
         let late = text.clone() + text.lines().nth(1).unwrap() + "\n";
         assert_eq!(parse(&late).unwrap_err().0, 4);
+        // Blocks out of step order, a step skipped, a step far out, an event of a step with no
+        // blocks: an edited journal, refused (recovery would walk every step up to it).
+        let second = |step: usize| {
+            let b = text.lines().nth(1).unwrap();
+            b.replace("\"step\":0", &format!("\"step\":{step}"))
+        };
+        let lines: Vec<&str> = text.lines().collect();
+        for (edited, line) in [
+            (format!("{}\n{}\n{}\n", lines[0], second(1), lines[2]), 2),
+            (
+                format!("{}\n{}\n{}\n{}\n", lines[0], lines[1], second(2), lines[2]),
+                3,
+            ),
+            (
+                format!("{}\n{}\n{}\n", lines[0], second(usize::MAX), lines[2]),
+                2,
+            ),
+            (
+                format!("{}{{\"event\":\"begin\",\"step\":{}}}\n", text, u64::MAX),
+                4,
+            ),
+        ] {
+            assert_eq!(parse(&edited).unwrap_err().0, line, "{edited}");
+        }
+        let two_steps = format!("{}\n{}\n{}\n", lines[0], lines[1], second(1));
+        assert_eq!(parse(&two_steps).unwrap().blocks.len(), 2);
     }
 
     proptest! {
