@@ -10,6 +10,9 @@ use crate::transport::{SmpError, TransportExt};
 use std::collections::{BTreeMap, VecDeque};
 use weft_fabric::{Guid, NodeKind, WireNode, WireView};
 
+/// The most nodes discovery walks: one per unicast LID.
+pub const MAX_NODES: usize = weft_fabric::MAX_UNICAST_LID as usize;
+
 /// A node found by discovery.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Found {
@@ -63,6 +66,12 @@ pub enum DiscoverError {
         /// What it said.
         node_type: u8,
     },
+    /// More nodes answered than a subnet can hold.
+    #[error(
+        "discovery: more than {0} nodes answered (a subnet has no more unicast LIDs); the \
+         fabric's answers cannot be trusted"
+    )]
+    TooMany(usize),
     /// A directed route past 63 hops would be needed.
     #[error("discovery: {0} is 63 hops from the SM; deeper routes cannot be walked")]
     TooDeep(DrPath),
@@ -178,6 +187,12 @@ pub fn discover(t: &mut impl TransportExt) -> Result<Discovery, DiscoverError> {
                     }
                 }
                 None => {
+                    // Every node holds a LID: a fabric answering with more nodes than there
+                    // are unicast LIDs is not one (and one answering with new nodes forever
+                    // would be walked forever).
+                    if nodes.len() >= MAX_NODES {
+                        return Err(DiscoverError::TooMany(MAX_NODES));
+                    }
                     view.nodes.insert(
                         fg,
                         WireNode {
