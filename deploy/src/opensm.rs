@@ -47,7 +47,8 @@ pub enum OpensmError {
     },
 }
 
-/// The `key value` lines of an OpenSM configuration (the last one wins, as in OpenSM).
+/// The `key value` lines of an OpenSM configuration (the last one wins, and a value is its
+/// first word, as in OpenSM).
 pub fn conf_values(text: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for line in text.lines() {
@@ -55,9 +56,11 @@ pub fn conf_values(text: &str) -> BTreeMap<String, String> {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let mut parts = line.splitn(2, char::is_whitespace);
-        if let (Some(k), Some(v)) = (parts.next(), parts.next()) {
-            out.insert(k.to_owned(), v.trim().to_owned());
+        // OpenSM takes the first word after the key (`strtok_r` on blanks); the rest of the
+        // line is ignored.
+        let mut words = line.split_ascii_whitespace();
+        if let (Some(k), Some(v)) = (words.next(), words.next()) {
+            out.insert(k.to_owned(), v.to_owned());
         }
     }
     out
@@ -222,6 +225,32 @@ mod tests {
             std::fs::write(&conf, text).unwrap();
             let e = hand_off(&dir, &conf).unwrap_err();
             assert!(e.to_string().contains(what), "{e}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// OpenSM takes a value's first word (`strtok` on blanks): the file it reads is the one
+    /// written, whatever follows on the line.
+    #[test]
+    fn the_file_written_is_the_one_opensm_reads() {
+        let dir = std::env::temp_dir().join(format!("weft-osm-word-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("lfts.dump"), "weft\n").unwrap();
+        let conf = dir.join("site.conf");
+        let lfts = dir.join("osm-lfts");
+        for tail in [" # weft writes this", "\tand more", " "] {
+            std::fs::write(
+                &conf,
+                format!(
+                    "routing_engine\tfile,ftree  \nlfts_file   {}{tail}\n",
+                    lfts.display()
+                ),
+            )
+            .unwrap();
+            let _ = std::fs::remove_file(&lfts);
+            assert_eq!(hand_off(&dir, &conf).unwrap(), [lfts.as_path()], "{tail:?}");
+            assert_eq!(std::fs::read_to_string(&lfts).unwrap(), "weft\n");
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }
