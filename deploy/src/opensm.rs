@@ -174,20 +174,32 @@ pub fn hand_off(build: &Path, conf: &Path) -> Result<Vec<PathBuf>, OpensmError> 
     } else {
         None
     };
-    replace(&lfts_file, &read(&build.join("lfts.dump"))?)?;
-    written.push(lfts_file);
+    // Every file read, and every place to write checked, before anything is written: a
+    // hand-off stops whole or not at all.
+    let mut files = vec![(lfts_file, read(&build.join("lfts.dump"))?)];
     if let Some(p) = partition_file {
-        replace(&p, &read(&partitions)?)?;
-        written.push(p);
+        files.push((p, read(&partitions)?));
     }
     if let Some(p) = policy_file {
-        replace(&p, &read(&policy)?)?;
-        written.push(p);
+        files.push((p, read(&policy)?));
     }
     if qos.exists() {
-        let lines = conf_values(&read(&qos)?);
-        replace(conf, &merge_conf(&conf_text, &lines))?;
-        written.push(conf.to_owned());
+        // Only the QoS settings: the paths OpenSM routes from are the site's.
+        let mut lines = conf_values(&read(&qos)?);
+        lines.retain(|k, _| k.starts_with("qos") && k != "qos_policy_file");
+        files.push((conf.to_owned(), merge_conf(&conf_text, &lines)));
+    }
+    for (path, _) in &files {
+        if path.is_dir() {
+            return Err(OpensmError::Io {
+                path: path.clone(),
+                source: std::io::Error::other("a directory, not a file"),
+            });
+        }
+    }
+    for (path, text) in files {
+        replace(&path, &text)?;
+        written.push(path);
     }
     Ok(written)
 }
@@ -252,6 +264,48 @@ mod tests {
             assert_eq!(hand_off(&dir, &conf).unwrap(), [lfts.as_path()], "{tail:?}");
             assert_eq!(std::fs::read_to_string(&lfts).unwrap(), "weft\n");
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A place to write that cannot be written (a directory), or a build file that cannot be
+    /// read: nothing is written. The build's `opensm.conf` gives only `qos*` settings.
+    #[test]
+    fn a_hand_off_is_whole_or_nothing() {
+        let dir = std::env::temp_dir().join(format!("weft-osm-whole-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("etc/parts")).unwrap();
+        std::fs::write(dir.join("lfts.dump"), "weft\n").unwrap();
+        std::fs::write(
+            dir.join("partitions.conf"),
+            "Default=0x7fff,ipoib : ALL=full;\n",
+        )
+        .unwrap();
+        let conf = dir.join("etc/opensm.conf");
+        let lfts = dir.join("etc/lfts");
+        std::fs::write(&lfts, "site\n").unwrap();
+        let site = format!(
+            "routing_engine file\nlfts_file {}\npartition_config_file {}\n",
+            lfts.display(),
+            dir.join("etc/parts").display()
+        );
+        std::fs::write(&conf, &site).unwrap();
+        let e = hand_off(&dir, &conf).unwrap_err();
+        assert!(e.to_string().contains("parts"), "{e}");
+        assert_eq!(std::fs::read_to_string(&lfts).unwrap(), "site\n");
+        // A build whose opensm.conf names other files: only its QoS lines are taken.
+        let site = format!("routing_engine file\nlfts_file {}\n", lfts.display());
+        std::fs::write(&conf, &site).unwrap();
+        std::fs::remove_file(dir.join("partitions.conf")).unwrap();
+        std::fs::write(
+            dir.join("opensm.conf"),
+            "qos TRUE\nlfts_file /elsewhere\nrouting_engine ftree\nqos_policy_file /x\n",
+        )
+        .unwrap();
+        hand_off(&dir, &conf).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&conf).unwrap(),
+            format!("{site}# set by weft apply --target opensm\nqos TRUE\n")
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
