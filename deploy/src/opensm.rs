@@ -104,6 +104,12 @@ fn replace(path: &Path, text: &str) -> Result<(), OpensmError> {
         path: path.to_owned(),
         source,
     };
+    // A symbolic link is followed: the site's file is replaced, the link kept.
+    let real = path
+        .is_symlink()
+        .then(|| std::fs::canonicalize(path).ok())
+        .flatten();
+    let path = real.as_deref().unwrap_or(path);
     if path.exists() {
         let mut prev = path.as_os_str().to_owned();
         prev.push(".weft-prev");
@@ -301,7 +307,11 @@ mod tests {
             "qos TRUE\nlfts_file /elsewhere\nrouting_engine ftree\nqos_policy_file /x\n",
         )
         .unwrap();
+        // The site's configuration is a link to a file elsewhere: that file is written.
+        std::fs::rename(&conf, dir.join("etc/real.conf")).unwrap();
+        std::os::unix::fs::symlink(dir.join("etc/real.conf"), &conf).unwrap();
         hand_off(&dir, &conf).unwrap();
+        assert!(conf.is_symlink());
         assert_eq!(
             std::fs::read_to_string(&conf).unwrap(),
             format!("{site}# set by weft apply --target opensm\nqos TRUE\n")
