@@ -724,3 +724,49 @@ fn an_endless_fabric_is_refused() {
     let e = weft_deploy::discover(&mut t).unwrap_err();
     assert!(matches!(e, weft_deploy::DiscoverError::TooMany(_)), "{e}");
 }
+
+/// A recovery that cannot put one block back (the switch stops answering for it) says the
+/// fabric is in neither state, names the block, keeps the journal open; the next recovery,
+/// with the switch answering again, ends in the old state.
+#[test]
+fn a_recovery_that_fails_part_way_is_reported_and_can_run_again() {
+    let (start, _, plan) = link_failure();
+    let sm = sm_port(&start);
+    let mut sim = SimFabric::new(&start, sm).unwrap();
+    let old_tables = sim.tables();
+    sim.inject(Fault {
+        at_set: 3,
+        kind: FaultKind::Crash,
+    });
+    let dir = tmp("recover-twice");
+    let journal = dir.join("plan.journal");
+    assert!(matches!(
+        apply(&mut sim, &plan, &options(&dir), &mut |_| {}),
+        Err(ApplyError::Crashed(_))
+    ));
+    sim.restart();
+    // The first block recovery writes is lost on every try.
+    let next = sim.counts().sets;
+    sim.inject(Fault {
+        at_set: next,
+        kind: FaultKind::Drop { times: u32::MAX },
+    });
+    let r = recover(&mut sim, &journal, Direction::Back, &dir, &mut |_| {}).unwrap();
+    assert!(
+        r.failure
+            .as_deref()
+            .is_some_and(|f| f.starts_with("rolling back:")),
+        "{r:?}"
+    );
+    let Final::Mixed(odd) = &r.state else {
+        panic!("{r:?}")
+    };
+    assert!(
+        odd.iter().any(|o| o.contains("holds the plan's new value")),
+        "{odd:?}"
+    );
+    sim.restart();
+    let r = recover(&mut sim, &journal, Direction::Back, &dir, &mut |_| {}).unwrap();
+    assert_eq!(r.state, Final::Old, "{r:?}");
+    same(&sim.tables(), &old_tables);
+}

@@ -423,9 +423,8 @@ pub fn apply_discovered(
         let before = match left.get(&o.target) {
             Some(p) => {
                 if o.expect.is_some_and(|want| !same(&o.target, p, &want)) {
-                    return Err(ApplyError::Moved(format!(
-                        "the plan is not consistent: {} in step {} does not start from what \
-                         the step before it writes",
+                    return Err(ApplyError::Invalid(format!(
+                        "{} in step {} does not start from what the step before it writes",
                         o.what,
                         o.step + 1
                     )));
@@ -606,6 +605,7 @@ fn target_of(d: &Discovery, b: &Block) -> Option<Target> {
 fn classify(t: &mut impl Transport, d: &Discovery, j: &Journal, count: &mut Count) -> Final {
     let (mut old, mut new) = (true, true);
     let mut odd = Vec::new();
+    let mut newer = Vec::new();
     // Per block: what it held before the first write and what the last write leaves.
     let mut ends: BTreeMap<(Guid, Option<u8>, Attr, u32), Block> = BTreeMap::new();
     for b in &j.blocks {
@@ -638,6 +638,8 @@ fn classify(t: &mut impl Transport, d: &Discovery, j: &Journal, count: &mut Coun
                 new &= n;
                 if !o && !n {
                     odd.push(format!("{what} holds neither value"));
+                } else if n && !o {
+                    newer.push(format!("{what} holds the plan's new value"));
                 }
             }
             None => {
@@ -652,9 +654,8 @@ fn classify(t: &mut impl Transport, d: &Discovery, j: &Journal, count: &mut Coun
     } else if old {
         Final::Old
     } else {
-        if odd.is_empty() {
-            odd.push("some blocks hold the old value and some the new".to_owned());
-        }
+        // Neither state: the blocks that are not as they were.
+        odd.extend(newer);
         Final::Mixed(odd)
     }
 }
@@ -816,14 +817,19 @@ pub fn recover(
         Direction::Back => {
             w.event(Event::RollbackBegin)?;
             let last = j.last_begun().unwrap_or(0).min(steps.saturating_sub(1));
-            undo(t, &d, &j, last, &mut count, progress).map_err(ApplyError::Crashed)?;
+            // A block that will not go back is reported with the others still in place.
+            let failure = match undo(t, &d, &j, last, &mut count, progress) {
+                Err(e @ SmpError::Crashed { .. }) => return Err(ApplyError::Crashed(e)),
+                Err(e) => Some(format!("rolling back: {e}")),
+                Ok(()) => None,
+            };
             let state = classify(t, &d, &j, &mut count);
             if state == Final::Old {
                 w.event(Event::RolledBack)?;
             }
             Ok(Report {
                 state,
-                failure: None,
+                failure,
                 steps_done: 0,
                 sets: count.sets,
                 gets: count.gets,
@@ -837,6 +843,7 @@ pub fn recover(
                 j.last_begun().unwrap_or(0)
             };
             let mut done = 0;
+            let mut failure = None;
             for step in first..steps {
                 let batch: Vec<(Target, Payload)> = j
                     .blocks
@@ -850,7 +857,15 @@ pub fn recover(
                     smps: batch.len(),
                 });
                 w.event(Event::Begin { step })?;
-                run_step(t, &batch, &mut count).map_err(ApplyError::Crashed)?;
+                match run_step(t, &batch, &mut count) {
+                    Ok(()) => {}
+                    Err(e @ SmpError::Crashed { .. }) => return Err(ApplyError::Crashed(e)),
+                    Err(e) => {
+                        // Stopped where it failed: the journal still holds every block.
+                        failure = Some(format!("step {}: {e}", step + 1));
+                        break;
+                    }
+                }
                 w.event(Event::Done { step })?;
                 done += 1;
             }
@@ -860,7 +875,7 @@ pub fn recover(
             }
             Ok(Report {
                 state,
-                failure: None,
+                failure,
                 steps_done: done,
                 sets: count.sets,
                 gets: count.gets,
