@@ -232,6 +232,11 @@ fn main() {
         stat(&rate)
     );
     println!(
+        "mad alone, one SMP at a time (LFT block, 1 hop): {} Gets/s, {} Sets/s",
+        stat(&gets),
+        stat(&sets)
+    );
+    println!(
         "opensm -o -R file (whole process, s):             {}",
         stat(&osm_s)
     );
