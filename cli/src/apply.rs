@@ -62,9 +62,10 @@ pub struct Args {
     /// Discover and list the SMPs the plan sends, write nothing.
     #[arg(long)]
     dry_run: bool,
-    /// `opensm`: the configuration file the running OpenSM was started with (`-F`).
-    #[arg(long, default_value = "/etc/opensm/opensm.conf")]
-    opensm_conf: PathBuf,
+    /// `opensm`: the configuration file the running OpenSM was started with (`-F`; default
+    /// /etc/opensm/opensm.conf).
+    #[arg(long)]
+    opensm_conf: Option<PathBuf>,
     /// `opensm`: the running OpenSM's process ID, to signal (SIGHUP) once its files are
     /// written; without it, the files are written and OpenSM is left to be signalled.
     #[arg(long)]
@@ -72,12 +73,13 @@ pub struct Args {
     /// `opensm`: its log file, to wait for the sweep the signal starts to bring the subnet up.
     #[arg(long, requires = "opensm_pid")]
     opensm_log: Option<PathBuf>,
-    /// `opensm`: seconds to wait for that sweep.
-    #[arg(long, default_value_t = 120)]
-    wait_s: u64,
-    /// Where lock files go (one per SM port: two applies through one port exclude each other).
-    #[arg(long, default_value_os_t = std::env::temp_dir())]
-    lock_dir: PathBuf,
+    /// `opensm`: seconds to wait for that sweep (default 120).
+    #[arg(long, requires = "opensm_log")]
+    wait_s: Option<u64>,
+    /// Where lock files go (one per SM port: two applies through one port exclude each other;
+    /// default the temporary directory).
+    #[arg(long)]
+    lock_dir: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -300,6 +302,11 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, Fatal> {
     match args.target {
         TargetArg::Opensm => opensm(&args, quiet),
         TargetArg::Sim => {
+            let hca = args.mad.hca_options();
+            if !hca.is_empty() {
+                return Err(Fatal(format!("{}: only for --target mad", hca.join(", "))));
+            }
+            refuse_opensm_options(&args, "sim")?;
             let path = args.fabric.as_deref().ok_or_else(|| {
                 Fatal(
                     "--target sim needs --fabric STATE.json: the state the simulated fabric holds"
@@ -321,9 +328,29 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, Fatal> {
                     "--fabric, --sm and --inject are for --target sim".into(),
                 ));
             }
+            refuse_opensm_options(&args, "mad")?;
             let mut mad = Mad::open(&args.mad.options()).map_err(|e| Fatal(e.to_string()))?;
             go(&args, &mut mad, false, quiet)
         }
+    }
+}
+
+/// Refuses the `opensm` target's options on another target (they would have no effect).
+fn refuse_opensm_options(args: &Args, target: &str) -> Result<(), Fatal> {
+    let given: Vec<&str> = [
+        (args.opensm_conf.is_some(), "--opensm-conf"),
+        (args.opensm_pid.is_some(), "--opensm-pid"),
+    ]
+    .into_iter()
+    .filter_map(|(given, name)| given.then_some(name))
+    .collect();
+    if given.is_empty() {
+        Ok(())
+    } else {
+        Err(Fatal(format!(
+            "{}: only for --target opensm, not {target}",
+            given.join(", ")
+        )))
     }
 }
 
@@ -336,10 +363,27 @@ fn opensm(args: &Args, quiet: bool) -> Result<ExitCode, Fatal> {
                 .into(),
         ));
     };
-    if args.recover.is_some() || args.dry_run || !args.inject.is_empty() || args.fabric.is_some() {
-        return Err(Fatal(
-            "--recover, --dry-run, --inject and --fabric are not for --target opensm".into(),
-        ));
+    let mut other: Vec<&str> = [
+        (args.recover.is_some(), "--recover"),
+        (args.dry_run, "--dry-run"),
+        (!args.inject.is_empty(), "--inject"),
+        (args.fabric.is_some(), "--fabric"),
+        (args.sm.is_some(), "--sm"),
+        (args.journal.is_some(), "--journal"),
+        (args.lock_dir.is_some(), "--lock-dir"),
+        (args.no_reprove, "--no-reprove"),
+        (args.smp_gap_ms != 0, "--smp-gap-ms"),
+        (args.mad.tries.is_some(), "--tries"),
+    ]
+    .into_iter()
+    .filter_map(|(given, name)| given.then_some(name))
+    .collect();
+    other.extend(args.mad.hca_options());
+    if !other.is_empty() {
+        return Err(Fatal(format!(
+            "{}: not for --target opensm (OpenSM writes the fabric)",
+            other.join(", ")
+        )));
     }
     if dir.join("UNPROVEN").exists() {
         return Err(Fatal(format!(
@@ -350,8 +394,13 @@ fn opensm(args: &Args, quiet: bool) -> Result<ExitCode, Fatal> {
     }
     // The state must be one weft can read (and the build's own files beside it).
     crate::plan::load_state(&dir.join("state.json"))?;
-    let written =
-        weft_deploy::opensm::hand_off(dir, &args.opensm_conf).map_err(|e| Fatal(e.to_string()))?;
+    let written = weft_deploy::opensm::hand_off(
+        dir,
+        args.opensm_conf
+            .as_deref()
+            .unwrap_or(Path::new("/etc/opensm/opensm.conf")),
+    )
+    .map_err(|e| Fatal(e.to_string()))?;
     let mut text = String::new();
     for w in &written {
         let _ = writeln!(text, "wrote {}", w.display());
@@ -381,6 +430,7 @@ fn opensm(args: &Args, quiet: bool) -> Result<ExitCode, Fatal> {
         )));
     }
     let _ = writeln!(text, "sent SIGHUP to OpenSM (pid {pid})");
+    let wait_s = args.wait_s.unwrap_or(120);
     if let (Some(log), Some((ups, len))) = (args.opensm_log.as_deref(), before) {
         crate::term::phase("waiting for OpenSM's sweep");
         let start = std::time::Instant::now();
@@ -389,11 +439,11 @@ fn opensm(args: &Args, quiet: bool) -> Result<ExitCode, Fatal> {
             if now > ups {
                 break;
             }
-            if start.elapsed().as_secs() >= args.wait_s {
+            if start.elapsed().as_secs() >= wait_s {
                 out(None, &text)?;
                 return Err(Fatal(format!(
                     "OpenSM did not bring the subnet up within {} s of the signal (see {})",
-                    args.wait_s,
+                    wait_s,
                     log.display()
                 )));
             }
@@ -422,14 +472,18 @@ fn opensm(args: &Args, quiet: bool) -> Result<ExitCode, Fatal> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn go(args: &Args, t: &mut impl Transport, vfs: bool, quiet: bool) -> Result<ExitCode, Fatal> {
+/// Applies (or recovers, or lists) through `t`: the in-process fabric when `sim` (which
+/// addresses VFs, and whose timeouts weft retries), else MADs (libibmad retries by itself).
+fn go(args: &Args, t: &mut impl Transport, sim: bool, quiet: bool) -> Result<ExitCode, Fatal> {
+    let vfs = sim;
     let mut t = Retrying {
         inner: Paced {
             inner: t,
             gap: std::time::Duration::from_millis(args.smp_gap_ms),
         },
-        tries: if vfs { args.mad.tries } else { 1 },
+        tries: if sim { args.mad.tries() } else { 1 },
     };
+    let lock_dir = args.lock_dir.clone().unwrap_or_else(std::env::temp_dir);
     let mut progress = |p: Progress| {
         if quiet {
             return;
@@ -452,7 +506,7 @@ fn go(args: &Args, t: &mut impl Transport, vfs: bool, quiet: bool) -> Result<Exi
         } else {
             Direction::Back
         };
-        let r = apply::recover(&mut t, j, direction, &args.lock_dir, &mut progress)
+        let r = apply::recover(&mut t, j, direction, &lock_dir, &mut progress)
             .map_err(|e| Fatal(e.to_string()))?;
         // Recovery that ends where it was asked to is a success.
         let want = match direction {
@@ -467,7 +521,7 @@ fn go(args: &Args, t: &mut impl Transport, vfs: bool, quiet: bool) -> Result<Exi
     crate::term::phase("discovering");
     let local = weft_deploy::TransportExt::node_info(&mut t, &weft_deploy::DrPath::local())
         .map_err(|e| Fatal(e.to_string()))?;
-    let _lock = apply::lock(&args.lock_dir, local.node_guid, local.local_port)
+    let _lock = apply::lock(&lock_dir, local.node_guid, local.local_port)
         .map_err(|e| Fatal(e.to_string()))?;
     let d = weft_deploy::discover(&mut t).map_err(|e| Fatal(e.to_string()))?;
     let mut gets = d.smps + 1;
@@ -524,7 +578,7 @@ fn go(args: &Args, t: &mut impl Transport, vfs: bool, quiet: bool) -> Result<Exi
     });
     let opts = ApplyOptions {
         journal: journal.clone(),
-        lock_dir: args.lock_dir.clone(),
+        lock_dir: lock_dir.clone(),
         vfs,
     };
     match apply::apply_discovered(&mut t, &plan, &opts, &d, gets, &mut progress) {

@@ -42,17 +42,17 @@ pub struct MadArgs {
     #[arg(long)]
     ca: Option<String>,
     /// `mad`: its port; by default the first active one.
-    #[arg(long, default_value_t = 0)]
-    port: u8,
+    #[arg(long)]
+    port: Option<u8>,
     /// `mad`: the M_Key to send with every SMP (hex).
     #[arg(long, value_parser = parse_hex)]
     mkey: Option<u64>,
-    /// Milliseconds to wait for each SMP's response.
-    #[arg(long, default_value_t = 200)]
-    timeout_ms: u32,
-    /// Sends per SMP before it counts as lost.
-    #[arg(long, default_value_t = 3)]
-    pub tries: u32,
+    /// Milliseconds to wait for each SMP's response (default 200).
+    #[arg(long)]
+    timeout_ms: Option<u32>,
+    /// Sends per SMP before it counts as lost (default 3).
+    #[arg(long)]
+    pub tries: Option<u32>,
 }
 
 impl MadArgs {
@@ -60,11 +60,29 @@ impl MadArgs {
     pub fn options(&self) -> MadOptions {
         MadOptions {
             ca: self.ca.clone(),
-            port: self.port,
-            timeout_ms: self.timeout_ms,
-            retries: self.tries.saturating_sub(1),
+            port: self.port.unwrap_or(0),
+            timeout_ms: self.timeout_ms.unwrap_or(200),
+            retries: self.tries().saturating_sub(1),
             mkey: self.mkey,
         }
+    }
+
+    /// Sends per SMP.
+    pub fn tries(&self) -> u32 {
+        self.tries.unwrap_or(3)
+    }
+
+    /// The options given that only libibmad uses (HCA, port, M_Key, timeout), by name.
+    pub fn hca_options(&self) -> Vec<&'static str> {
+        [
+            (self.ca.is_some(), "--ca"),
+            (self.port.is_some(), "--port"),
+            (self.mkey.is_some(), "--mkey"),
+            (self.timeout_ms.is_some(), "--timeout-ms"),
+        ]
+        .into_iter()
+        .filter_map(|(given, name)| given.then_some(name))
+        .collect()
     }
 }
 
@@ -87,6 +105,11 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, Fatal> {
     if let Some(p) = &args.write_state {
         crate::output::write_file(p, state.to_json().as_bytes()).map_err(Fatal)?;
     }
-    let origin = format!("the fabric on {} ({} SMPs)", mad.device(), audited.smps);
-    crate::verify::run_checks(crate::verify::loaded(state, origin), &args.check, quiet)
+    // What was not read is said where the verdict is.
+    let origin = format!(
+        "the fabric on {} ({} SMPs; SL→VL tables not read: every path on SL 0 and VL 0)",
+        mad.device(),
+        audited.smps
+    );
+    crate::verify::run_checks(crate::verify::Loaded::of(state, origin), &args.check, quiet)
 }

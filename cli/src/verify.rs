@@ -139,7 +139,8 @@ pub(crate) struct Loaded {
 }
 
 impl Loaded {
-    fn of(state: ValidState, origin: String) -> Loaded {
+    /// A state to verify, named by where it came from (for findings).
+    pub(crate) fn of(state: ValidState, origin: String) -> Loaded {
         Loaded {
             state,
             origin,
@@ -266,11 +267,6 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     crate::term::phase("reading");
     let loaded = load(&args, color)?;
     run_checks(loaded, &args.check, quiet)
-}
-
-/// A state to verify, named by where it came from (for findings).
-pub(crate) fn loaded(state: ValidState, origin: String) -> Loaded {
-    Loaded::of(state, origin)
 }
 
 /// Proves (or re-checks a certificate for) a loaded state and reports.

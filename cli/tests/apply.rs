@@ -224,6 +224,21 @@ fn what_is_not_built_says_so() {
         "{}",
         text(&o.stderr)
     );
+    // An option with no effect on the target is refused, not ignored.
+    let o = apply(&d, &["--ca", "mlx5_0", "--timeout-ms", "5"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("--ca, --timeout-ms: only for --target mad"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = apply(&d, &["--opensm-pid", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("--opensm-pid: only for --target opensm"),
+        "{}",
+        text(&o.stderr)
+    );
     let o = apply(&d, &["--inject", "melt@3"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(

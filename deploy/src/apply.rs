@@ -352,26 +352,9 @@ pub fn smps_of(
         .collect())
 }
 
-/// The SMPs a plan sends, addressed (for `--dry-run`).
-pub fn dry_run(
-    t: &mut impl Transport,
-    plan: &Plan,
-    vfs: bool,
-) -> Result<Vec<(usize, Target, String)>, ApplyError> {
-    let d = checked_discovery(t, plan)?;
-    Ok(resolve(plan, &d, vfs)?
-        .into_iter()
-        .map(|o| (o.step, o.target, o.what))
-        .collect())
-}
-
 fn checked_discovery(t: &mut impl Transport, plan: &Plan) -> Result<Discovery, ApplyError> {
-    let wire = plan.wire.as_ref().ok_or(ApplyError::NoWire)?;
     let d = discover(t)?;
-    let diffs = wire.diff(&d.view);
-    if !diffs.is_empty() {
-        return Err(ApplyError::Stale(diffs));
-    }
+    check_wire(plan, &d)?;
     Ok(d)
 }
 

@@ -18,9 +18,7 @@ pub mod sim;
 pub mod smp;
 pub mod transport;
 
-pub use apply::{
-    apply, dry_run, recover, ApplyError, ApplyOptions, Direction, Final, Progress, Report,
-};
+pub use apply::{apply, recover, ApplyError, ApplyOptions, Direction, Final, Progress, Report};
 pub use discover::{discover, DiscoverError, Discovery};
 pub use mad::{Mad, MadError, MadOptions};
 pub use sim::{Fault, FaultKind, SimFabric};

@@ -219,7 +219,7 @@ impl SimFabric {
                 }
             })
             .collect();
-        for (i, n) in nodes.iter_mut().enumerate() {
+        for n in &mut nodes {
             let cap = n.fdb_cap;
             if n.info.node_type == NodeType::Switch {
                 n.switch_info = {
@@ -228,10 +228,6 @@ impl SimFabric {
                     p[14..16].copy_from_slice(&n.partition_cap.to_be_bytes());
                     p
                 };
-            }
-            let down = f.nodes().get(i).is_none_or(|m| m.down);
-            if down {
-                continue;
             }
         }
         for l in f.links() {

@@ -317,17 +317,6 @@ fn live_end(f: &Fabric, end: PortRef) -> Option<WireEnd> {
     (!n.down).then_some((n.guid(), end.port.0))
 }
 
-impl NodeKind {
-    /// NodeInfo's NodeType for this kind (1 CA, 2 switch, 3 router).
-    pub fn node_type(self) -> u8 {
-        match self {
-            NodeKind::Hca => 1,
-            NodeKind::Switch => 2,
-            NodeKind::Router => 3,
-        }
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
