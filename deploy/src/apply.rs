@@ -19,8 +19,7 @@
 
 use crate::discover::{discover, DiscoverError, Discovery};
 use crate::journal::{self, Block, Event, Header, Journal, JournalError, Writer};
-use crate::sim::vf_modifier;
-use crate::smp::{self, Attr, DrPath, Payload, SwitchInfo, PAYLOAD};
+use crate::smp::{self, Attr, DrPath, Payload, PortInfo, SwitchInfo, PAYLOAD};
 use crate::transport::{SmpError, Target, Transport, TransportExt};
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -35,7 +34,10 @@ pub struct ApplyOptions {
     pub journal: PathBuf,
     /// Where the lock files live (one per SM port).
     pub lock_dir: PathBuf,
-    /// Whether the transport can address VFs (the `sim` fabric can; MADs to ibsim cannot).
+    /// Whether the transport addresses a VF through its hypervisor's port (the `sim` fabric
+    /// does). Either way a VF the fabric presents as a node of its own (a vSwitch shown as a
+    /// switch with one channel adapter per VF, as Paper A describes and as ibsim can model)
+    /// is written by directed route to that node.
     pub vfs: bool,
 }
 
@@ -148,6 +150,9 @@ struct Op {
     after: Payload,
     /// The plan's `old`, where the plan says (LFT and P_Key blocks).
     expect: Option<Payload>,
+    /// For a PortInfo: the LID written into the payload read before (`after` is filled in
+    /// then; nothing else of the port changes).
+    lid: Option<u16>,
     what: String,
 }
 
@@ -179,6 +184,7 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
             .get(&g)
             .is_some_and(|f| f.info.node_type == smp::NodeType::Switch)
     };
+    let vf_ports = d.ports_by_guid();
     for (i, s) in plan.steps.iter().enumerate() {
         for w in &s.writes {
             match w {
@@ -205,6 +211,7 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                         },
                         after: lft_payload(new),
                         expect: Some(lft_payload(old)),
+                        lid: None,
                         what: format!("switch {:#018x} LFT block {block}", sw.0),
                     });
                 }
@@ -227,6 +234,7 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                         },
                         after: pkey_payload(new),
                         expect: Some(pkey_payload(old)),
+                        lid: None,
                         what: format!("{:#018x} port {port} P_Key block {block}", node.0),
                     });
                 }
@@ -234,19 +242,28 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                     node,
                     port,
                     vf,
+                    guid,
                     old_lid,
                     new_lid,
                     old_pkeys,
                     new_pkeys,
                 } => {
-                    if !vfs {
-                        return Err(ApplyError::Unsupported(format!(
-                            "writing VF {vf} of {:#018x} port {port}: this target has no \
-                             vSwitch VF addressing (ibsim simulates no vSwitch); use --target sim",
-                            node.0
-                        )));
-                    }
-                    let p = path(*node, Some(*port))?;
+                    let Some(at) = d.vf_at(&vf_ports, (*node, *port), *vf, *guid, vfs) else {
+                        return Err(if vfs || vf_ports.contains_key(&guid.0) {
+                            ApplyError::Unaddressable(format!(
+                                "VF {vf} of {:#018x} port {port} is not reachable",
+                                node.0
+                            ))
+                        } else {
+                            ApplyError::Unsupported(format!(
+                                "writing VF {vf} (port GUID {:#018x}) of {:#018x} port {port}: \
+                                 no node on the fabric holds its port GUID (a vSwitch shown as \
+                                 a switch with one adapter per VF is written by directed route; \
+                                 vendor vPort attributes are not built)",
+                                guid.0, node.0
+                            ))
+                        });
+                    };
                     // A PortInfo is compared by its LID only (see `same`); no LID reads 0.
                     let lid_info = |lid: &Option<u16>| {
                         let mut info = [0u8; PAYLOAD];
@@ -255,28 +272,30 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                     };
                     ops.push(Op {
                         step: i,
-                        node: *node,
-                        port: Some(*port),
+                        node: at.node,
+                        port: Some(at.port),
                         target: Target {
-                            path: p.clone(),
+                            path: at.path.clone(),
                             attr: Attr::PortInfo,
-                            modifier: vf_modifier(*vf, u16::from(*port)),
+                            modifier: at.info_modifier,
                         },
                         after: lid_info(new_lid),
                         expect: Some(lid_info(old_lid)),
+                        lid: Some(new_lid.unwrap_or(0)),
                         what: format!("{:#018x} port {port} VF {vf} LID", node.0),
                     });
                     ops.push(Op {
                         step: i,
-                        node: *node,
-                        port: Some(*port),
+                        node: at.node,
+                        port: Some(at.port),
                         target: Target {
-                            path: p,
+                            path: at.path,
                             attr: Attr::PKeyTable,
-                            modifier: vf_modifier(*vf, u16::from(*port) << 8),
+                            modifier: at.keys_modifier,
                         },
                         after: pkey_payload(new_pkeys),
                         expect: Some(pkey_payload(old_pkeys)),
+                        lid: None,
                         what: format!("{:#018x} port {port} VF {vf} P_Keys", node.0),
                     });
                 }
@@ -332,7 +351,7 @@ pub fn lock(dir: &Path, guid: u64, port: u8) -> Result<Lock, ApplyError> {
 /// Whether `plan` was made for the fabric `d` discovered: every difference otherwise.
 pub fn check_wire(plan: &Plan, d: &Discovery) -> Result<(), ApplyError> {
     let wire = plan.wire.as_ref().ok_or(ApplyError::NoWire)?;
-    let diffs = wire.diff(&d.view);
+    let diffs = wire.diff(&d.view.fold_vswitches(wire));
     if diffs.is_empty() {
         Ok(())
     } else {
@@ -401,8 +420,8 @@ pub fn apply_discovered(
     // Snapshot: every block as it is; each must hold the plan's old. A block the plan writes
     // in several steps holds, before each later write, what the write before it left.
     let mut blocks = Vec::with_capacity(ops.len());
-    let mut left: BTreeMap<&Target, Payload> = BTreeMap::new();
-    for o in &ops {
+    let mut left: BTreeMap<Target, Payload> = BTreeMap::new();
+    for o in &mut ops {
         let before = match left.get(&o.target) {
             Some(p) => {
                 if o.expect.is_some_and(|want| !same(&o.target, p, &want)) {
@@ -425,10 +444,17 @@ pub fn apply_discovered(
                         )));
                     }
                 }
-                read
+                match o.lid {
+                    // Written back on undo: as read, the states "no change".
+                    Some(_) => smp::port_lid_write(&read, PortInfo::decode(&read).lid),
+                    None => read,
+                }
             }
         };
-        left.insert(&o.target, o.after);
+        if let Some(lid) = o.lid {
+            o.after = smp::port_lid_write(&before, lid);
+        }
+        left.insert(o.target.clone(), o.after);
         blocks.push(Block {
             step: o.step,
             node: o.node,
@@ -733,6 +759,7 @@ fn fdb_tops(
             },
             after: raw,
             expect: None,
+            lid: None,
             what: format!("switch {:#018x} LinearFDBTop", g.0),
         });
     }

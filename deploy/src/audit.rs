@@ -11,7 +11,7 @@ use crate::read::read_lfts;
 use crate::smp::{self, Attr, NodeType};
 use crate::transport::{SmpError, Target, TransportExt};
 use std::collections::BTreeMap;
-use weft_fabric::{
+use weft_fabric::{WireView, 
     FabricBuilder, FabricState, Guid, Lft, Lid, LinkError, NodeKind, NodeSpec, PortNum, PortRef,
     SwitchState,
 };
@@ -42,22 +42,35 @@ pub struct Audited {
 /// Reads the fabric through `t` (named `name`).
 pub fn audit(t: &mut impl TransportExt, name: &str) -> Result<Audited, AuditError> {
     let d = discover(t)?;
-    let mut a = state_of(t, &d, name)?;
+    let mut a = state_of(t, &d, name, None)?;
     a.smps += d.smps;
     Ok(a)
 }
 
 /// What the fabric `d` discovered runs, read through `t` (its SMPs counted, discovery's
-/// not).
+/// not). With `expected` (the wire view of the state a plan starts from), every vSwitch the
+/// fabric shows as a switch with one adapter per VF is folded into its hypervisor, as that
+/// state models it (see [`WireView::fold_vswitches`]); the VFs' adapters are left out.
 pub fn state_of(
     t: &mut impl TransportExt,
     d: &Discovery,
     name: &str,
+    expected: Option<&WireView>,
 ) -> Result<Audited, AuditError> {
+    let view = match expected {
+        Some(e) => d.view.fold_vswitches(e),
+        None => d.view.clone(),
+    };
+    let d = &Discovery {
+        view,
+        nodes: d.nodes.clone(),
+        smps: d.smps,
+    };
+    let shown = |g: &Guid| d.view.nodes.contains_key(g);
     let mut smps = 0;
     // Names: the node description, made unique with the GUID where it is not.
     let mut descriptions = BTreeMap::new();
-    for (g, f) in &d.nodes {
+    for (g, f) in d.nodes.iter().filter(|(g, _)| shown(g)) {
         let p = t.get(&Target {
             path: f.path.clone(),
             attr: Attr::NodeDescription,
@@ -73,7 +86,7 @@ pub fn state_of(
     let mut b = FabricBuilder::new(name);
     b.set_lmc(d.view.lmc);
     let mut ids = BTreeMap::new();
-    for (g, f) in &d.nodes {
+    for (g, f) in d.nodes.iter().filter(|(g, _)| shown(g)) {
         let desc = descriptions.get(g).map_or("", String::as_str);
         let kind = match f.info.node_type {
             NodeType::Switch => NodeKind::Switch,

@@ -50,6 +50,67 @@ impl Discovery {
     }
 }
 
+/// Where a VF is written and read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VfAt {
+    /// The node SMPs about the VF are about: the VF's own adapter, or its hypervisor.
+    pub node: Guid,
+    /// That node's port.
+    pub port: u8,
+    /// The route entering that port.
+    pub path: DrPath,
+    /// The PortInfo attribute modifier.
+    pub info_modifier: u32,
+    /// The modifier of P_Key block 0.
+    pub keys_modifier: u32,
+}
+
+impl Discovery {
+    /// Where VF `vf` (port GUID `guid`) of hypervisor port (`host`, `port`) is addressed:
+    /// where a node of the fabric holds the VF's port GUID (a vSwitch shown as a switch with
+    /// one adapter per VF), that node's port by directed route; else, when `through_host`
+    /// (the transport addresses VFs through their hypervisor's port, as the `sim` fabric
+    /// does), the hypervisor's port with the VF in the modifier. `by_guid` is
+    /// [`Discovery::ports_by_guid`].
+    pub fn vf_at(
+        &self,
+        by_guid: &BTreeMap<u64, (Guid, u8)>,
+        (host, port): (Guid, u8),
+        vf: u8,
+        guid: Guid,
+        through_host: bool,
+    ) -> Option<VfAt> {
+        match by_guid.get(&guid.0) {
+            Some(&(node, p)) => Some(VfAt {
+                node,
+                port: p,
+                path: self.path(node, Some(p))?.clone(),
+                info_modifier: u32::from(p),
+                keys_modifier: crate::smp::pkey_modifier(0, None),
+            }),
+            None if through_host => Some(VfAt {
+                node: host,
+                port,
+                path: self.path(host, Some(port))?.clone(),
+                info_modifier: crate::sim::vf_modifier(vf, u16::from(port)),
+                keys_modifier: crate::sim::vf_modifier(vf, u16::from(port) << 8),
+            }),
+            None => None,
+        }
+    }
+
+    /// End ports by port GUID: the node holding each and the port's number.
+    pub fn ports_by_guid(&self) -> BTreeMap<u64, (Guid, u8)> {
+        let mut out = BTreeMap::new();
+        for (g, f) in &self.nodes {
+            for (p, pg) in &f.port_guids {
+                out.entry(*pg).or_insert((*g, *p));
+            }
+        }
+        out
+    }
+}
+
 /// Why discovery failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DiscoverError {

@@ -3,8 +3,8 @@
 //! and `weft audit` (what to verify).
 
 use crate::discover::Discovery;
-use crate::smp::{NodeType, LFT_BLOCK, PKEY_BLOCK};
-use crate::transport::{SmpError, TransportExt};
+use crate::smp::{decode_pkeys, Attr, NodeType, PortInfo, LFT_BLOCK, PKEY_BLOCK};
+use crate::transport::{SmpError, Target, TransportExt};
 use std::collections::BTreeMap;
 use weft_fabric::Guid;
 
@@ -68,4 +68,38 @@ pub fn read_pkeys(
         keys.pop();
     }
     Ok(Some(keys))
+}
+
+/// Reads VF `vf` (port GUID `guid`) of hypervisor port (`host`, `port`): its LID (none when
+/// 0) and P_Key block 0 (empty slots dropped from the end); `None` when it cannot be
+/// addressed (see [`Discovery::vf_at`]).
+pub fn read_vf(
+    t: &mut impl TransportExt,
+    d: &Discovery,
+    by_guid: &BTreeMap<u64, (Guid, u8)>,
+    (host, port): (Guid, u8),
+    (vf, guid): (u8, Guid),
+    through_host: bool,
+    smps: &mut usize,
+) -> Result<Option<(Option<u16>, Vec<u16>)>, SmpError> {
+    let Some(at) = d.vf_at(by_guid, (host, port), vf, guid, through_host) else {
+        return Ok(None);
+    };
+    let info = t.get(&Target {
+        path: at.path.clone(),
+        attr: Attr::PortInfo,
+        modifier: at.info_modifier,
+    })?;
+    let keys = t.get(&Target {
+        path: at.path,
+        attr: Attr::PKeyTable,
+        modifier: at.keys_modifier,
+    })?;
+    *smps += 2;
+    let lid = PortInfo::decode(&info).lid;
+    let mut keys = decode_pkeys(&keys).to_vec();
+    while keys.last() == Some(&0) {
+        keys.pop();
+    }
+    Ok(Some(((lid != 0).then_some(lid), keys)))
 }

@@ -333,6 +333,19 @@ impl PortInfo {
     }
 }
 
+/// The PortInfo Set that gives the port `read` describes the LID `lid` (0: none) and changes
+/// nothing else: the payload as read, the LID replaced, the port and physical states written
+/// as "no change" (writing a port's own state back is an error on some SMAs, ibsim's among
+/// them).
+pub fn port_lid_write(read: &Payload, lid: u16) -> Payload {
+    let mut info = PortInfo::decode(read);
+    info.lid = lid;
+    info.link_state = LinkState::NoChange;
+    let mut p = *read;
+    info.encode_into(&mut p);
+    p
+}
+
 /// The SwitchInfo fields weft uses (IBA table 148).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SwitchInfo {

@@ -10,7 +10,7 @@
 //!    {"writes": [
 //!       {"kind": "lft", "switch": "0x…", "block": 3, "old": "ff01…", "new": "ff02…"},
 //!       {"kind": "pkeys", "node": "0x…", "port": 1, "block": 0, "old": ["0x7fff", …], "new": […]},
-//!       {"kind": "vport", "node": "0x…", "port": 1, "vf": 2, "old_lid": null, "new_lid": 705,
+//!       {"kind": "vport", "node": "0x…", "port": 1, "vf": 2, "guid": "0x…", "old_lid": null, "new_lid": 705,
 //!        "old_pkeys": [32767], "new_pkeys": [32767, 32770]},
 //!       …]},
 //!    …]}
@@ -75,6 +75,11 @@ pub enum Write {
         port: u8,
         /// The VF's index.
         vf: u8,
+        /// The VF's port GUID: where a fabric presents its vSwitches as Paper A describes (a
+        /// switch with the PF and one channel adapter per VF behind it), the VF is the node
+        /// holding this port GUID.
+        #[serde(with = "guid_hex")]
+        guid: Guid,
         /// The VF's LID before (none: no LID).
         old_lid: Option<u16>,
         /// Its LID after.

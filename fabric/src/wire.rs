@@ -177,6 +177,77 @@ impl WireView {
         v
     }
 
+    /// This view with every vSwitch folded into its hypervisor, as `expected` (a state's view,
+    /// where a hypervisor is one channel adapter cabled to a leaf) sees it.
+    ///
+    /// A fabric may present each hypervisor's vSwitch as Paper A describes what the SM sees:
+    /// a switch with exactly one link to another switch and, behind it, the hypervisor's own
+    /// channel adapter (the PF) and one channel adapter per VF. Such a switch — absent from
+    /// `expected`, every other neighbour a channel adapter, exactly one of them in `expected`
+    /// and none of the rest — is folded: the uplink ends at the PF's port, and the switch and
+    /// the VFs' adapters (with their links and LIDs) leave the view. A VF's LID is its own
+    /// port's business: the plans that move VFs check it write by write.
+    pub fn fold_vswitches(&self, expected: &WireView) -> WireView {
+        let mut neighbours: BTreeMap<Guid, Vec<(u8, WireEnd)>> = BTreeMap::new();
+        for &(a, b) in &self.links {
+            neighbours.entry(a.0).or_default().push((a.1, b));
+            neighbours.entry(b.0).or_default().push((b.1, a));
+        }
+        let kind = |g: &Guid| self.nodes.get(g).map(|n| n.kind);
+        let mut out = self.clone();
+        for (v, n) in &self.nodes {
+            if n.kind != NodeKind::Switch || expected.nodes.contains_key(v) {
+                continue;
+            }
+            let Some(around) = neighbours.get(v) else {
+                continue;
+            };
+            let up: Vec<&(u8, WireEnd)> = around
+                .iter()
+                .filter(|(_, far)| kind(&far.0) == Some(NodeKind::Switch))
+                .collect();
+            let cas: Vec<&(u8, WireEnd)> = around
+                .iter()
+                .filter(|(_, far)| kind(&far.0) == Some(NodeKind::Hca))
+                .collect();
+            let pf: Vec<&(u8, WireEnd)> = cas
+                .iter()
+                .copied()
+                .filter(|(_, far)| expected.nodes.contains_key(&far.0))
+                .collect();
+            let (&[&(vup, uplink)], &[&(vpf, pf_end)]) = (up.as_slice(), pf.as_slice()) else {
+                continue;
+            };
+            if up.len() + cas.len() != around.len() {
+                continue;
+            }
+            let vfs: BTreeSet<Guid> = cas
+                .iter()
+                .map(|(_, far)| far.0)
+                .filter(|g| *g != pf_end.0)
+                .collect();
+            // A VF adapter has its one link to the vSwitch.
+            if vfs
+                .iter()
+                .any(|g| neighbours.get(g).is_some_and(|a| a.len() != 1))
+            {
+                continue;
+            }
+            let pair = |a: WireEnd, b: WireEnd| if a <= b { (a, b) } else { (b, a) };
+            out.links.remove(&pair((*v, vup), uplink));
+            out.links.remove(&pair((*v, vpf), pf_end));
+            out.links.insert(pair(uplink, pf_end));
+            out.nodes.remove(v);
+            out.lids.retain(|(g, _), _| g != v && !vfs.contains(g));
+            out.links
+                .retain(|(a, b)| !vfs.contains(&a.0) && !vfs.contains(&b.0));
+            for g in &vfs {
+                out.nodes.remove(g);
+            }
+        }
+        out
+    }
+
     /// Every difference between what was expected (`self`) and what was `found`, in a stable
     /// order: nodes, links, then LIDs.
     pub fn diff(&self, found: &WireView) -> Vec<WireDiff> {
@@ -397,6 +468,74 @@ mod tests {
             ]
         );
         assert!(v.diff(&v).is_empty());
+    }
+
+    /// `v` with hypervisor 0x30 behind a vSwitch 0x60 (uplink on its port 1, the PF on 2,
+    /// VFs 0x61 and 0x62 on 3 and 4; the vSwitch and one VF with LIDs).
+    fn vswitched(v: &WireView) -> WireView {
+        let mut w = v.clone();
+        let sw = WireNode {
+            kind: NodeKind::Switch,
+            ports: 4,
+        };
+        let ca = WireNode {
+            kind: NodeKind::Hca,
+            ports: 1,
+        };
+        w.links.clear();
+        w.links.insert(((Guid(0x10), 3), (Guid(0x60), 1)));
+        w.links.insert(((Guid(0x30), 1), (Guid(0x60), 2)));
+        w.links.insert(((Guid(0x60), 3), (Guid(0x61), 1)));
+        w.links.insert(((Guid(0x60), 4), (Guid(0x62), 1)));
+        w.nodes.insert(Guid(0x60), sw);
+        w.nodes.insert(Guid(0x61), ca);
+        w.nodes.insert(Guid(0x62), ca);
+        w.lids.insert((Guid(0x60), 0), 40);
+        w.lids.insert((Guid(0x61), 1), 41);
+        w
+    }
+
+    #[test]
+    fn a_vswitch_folds_into_its_hypervisor() {
+        let v = WireView::of(&state());
+        let w = vswitched(&v);
+        assert_eq!(v.diff(&w).len(), 10, "{:?}", v.diff(&w));
+        assert_eq!(w.fold_vswitches(&v), v);
+        // Folding what has no vSwitch changes nothing.
+        assert_eq!(v.fold_vswitches(&v), v);
+    }
+
+    #[test]
+    fn only_a_switch_with_one_uplink_and_adapters_behind_it_folds() {
+        let v = WireView::of(&state());
+        // A second switch link: not a vSwitch.
+        let mut w = vswitched(&v);
+        w.nodes.insert(
+            Guid(0x70),
+            WireNode {
+                kind: NodeKind::Switch,
+                ports: 4,
+            },
+        );
+        w.links.insert(((Guid(0x60), 3), (Guid(0x70), 1)));
+        w.links.remove(&((Guid(0x60), 3), (Guid(0x61), 1)));
+        assert_eq!(w.fold_vswitches(&v), w);
+        // Known to the plan: a real switch, not folded.
+        let w = vswitched(&v);
+        let mut e = v.clone();
+        e.nodes.insert(Guid(0x60), w.nodes[&Guid(0x60)]);
+        assert_eq!(w.fold_vswitches(&e), w);
+        // No adapter the plan knows behind it (or two): not folded.
+        let mut e = v.clone();
+        e.nodes.remove(&Guid(0x30));
+        assert_eq!(w.fold_vswitches(&e), w);
+        let mut e = v.clone();
+        e.nodes.insert(Guid(0x61), w.nodes[&Guid(0x61)]);
+        assert_eq!(w.fold_vswitches(&e), w);
+        // A VF adapter with a second link: not folded.
+        let mut x = w.clone();
+        x.links.insert(((Guid(0x10), 4), (Guid(0x62), 2)));
+        assert_eq!(x.fold_vswitches(&v), x);
     }
 
     #[test]

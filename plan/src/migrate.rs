@@ -563,6 +563,7 @@ fn vf_write(st: &ValidState, old: &VirtualPort, new: &VirtualPort) -> Write {
         node: st.fabric.node(old.host.node).guid(),
         port: old.host.port.0,
         vf: old.vf,
+        guid: old.guid,
         old_lid: old.lid.map(|l| l.0),
         new_lid: new.lid.map(|l| l.0),
         old_pkeys: keys(old),
