@@ -565,3 +565,78 @@ impl Drop for Ibsim {
         let _ = fs::remove_dir_all(&self.dir);
     }
 }
+
+/// An ibsim net file of `state` with each vSwitch hypervisor port modelled as Paper A says
+/// the SM sees it: a switch (`<host>-vswitch`, port 1 to where the hypervisor was cabled,
+/// port 2 to the hypervisor's port — the PF —, port `3 + k` to VF `k`) and one single-port
+/// channel adapter per VF (`<host>-vf<k>`, its port GUID the VF's GUID, the VF's LID).
+/// ibsim simulates no vSwitch; this is the model weft's `mad` target writes VFs through.
+/// Returns the net file and the modelled fabric (for [`Limits::for_fabric`]). The model
+/// switches get no LID and forward nothing: on real vSwitch hardware the adapter delivers to
+/// its VFs by itself.
+pub fn vswitched_net(state: &weft_fabric::FabricState) -> (String, Fabric) {
+    use std::collections::BTreeMap;
+    use weft_fabric::{FabricBuilder, Guid, NodeKind, NodeSpec, PortNum, PortRef};
+    let f = &state.fabric;
+    let mut b = FabricBuilder::new(f.name.clone());
+    b.set_lmc(f.lmc);
+    for id in f.node_ids() {
+        b.add_node(f.node(id).spec.clone())
+            .expect("a valid fabric's node");
+    }
+    let mut by_host: BTreeMap<PortRef, Vec<&weft_fabric::VirtualPort>> = BTreeMap::new();
+    for v in &state.lids.vports {
+        by_host.entry(v.host).or_default().push(v);
+    }
+    for l in f.links() {
+        if by_host.contains_key(&l.a) || by_host.contains_key(&l.b) {
+            continue;
+        }
+        let id = b.add_link(l.a, l.b).expect("a valid fabric's link");
+        b.set_link_rate(id, l.speed, l.width);
+        if l.state == weft_fabric::LinkState::Down {
+            b.set_link_down(id);
+        }
+    }
+    let mut lids = state.lids.clone();
+    let mut next = 0x7657_0000_0000_0000u64;
+    for (host, vfs) in &by_host {
+        let h = f.node(host.node);
+        while f.find_guid(Guid(next)).is_some() {
+            next += 1;
+        }
+        let mut spec = NodeSpec::new(
+            format!("{}-vswitch", h.name()),
+            NodeKind::Switch,
+            Guid(next),
+            2 + vfs.iter().map(|v| v.vf).max().unwrap_or(0) + 1,
+        );
+        next += 1;
+        spec.caps = h.spec.caps;
+        let sw = b.add_node(spec).expect("a new GUID");
+        if let Some((far, _)) = f.peer(*host) {
+            b.add_link(far, PortRef::new(sw, 1)).expect("a free port");
+        }
+        b.add_link(PortRef::new(sw, 2), *host).expect("a free port");
+        for v in vfs {
+            // ibsim gives an adapter's port `p` the GUID node GUID + `p`.
+            let mut spec = NodeSpec::new(
+                format!("{}-vf{}", h.name(), v.vf),
+                NodeKind::Hca,
+                Guid(v.guid.0.wrapping_sub(1)),
+                1,
+            );
+            spec.port_guids = Some(vec![v.guid]);
+            spec.caps = h.spec.caps;
+            let ca = b.add_node(spec).expect("a VF's GUID is unique");
+            b.add_link(PortRef::new(sw, 3 + v.vf), PortRef::new(ca, 1))
+                .expect("a free port");
+            if let Some(l) = v.lid {
+                lids.base.entry(ca).or_default().insert(PortNum(1), l);
+            }
+        }
+    }
+    let fabric = b.finish();
+    let net = weft_fabric::ibnetdiscover::write(&fabric, Some(&lids)).expect("a writable fabric");
+    (net, fabric)
+}

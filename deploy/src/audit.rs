@@ -11,9 +11,9 @@ use crate::read::read_lfts;
 use crate::smp::{self, Attr, NodeType};
 use crate::transport::{SmpError, Target, TransportExt};
 use std::collections::BTreeMap;
-use weft_fabric::{WireView, 
+use weft_fabric::{
     FabricBuilder, FabricState, Guid, Lft, Lid, LinkError, NodeKind, NodeSpec, PortNum, PortRef,
-    SwitchState,
+    SwitchState, WireView,
 };
 
 /// Why a fabric could not be read.
