@@ -481,3 +481,44 @@ fn migration_refusals() {
         Target::Migration { .. }
     ));
 }
+
+/// A VF whose P_Key table differs from the desired state's (the VMs where they were) is
+/// written whole, one `vport` write with its LID unchanged, in the P_Key step; nothing else.
+#[test]
+fn a_vf_p_key_table_that_differs_is_written() {
+    let src = example("cluster-648.weft");
+    let want = compiled(&with_vms(
+        &src,
+        "cn001..=cn036",
+        "dynamic",
+        &[("web", "cn003")],
+    ));
+    let mut st = want.state().clone();
+    let v = st
+        .lids
+        .vports
+        .iter_mut()
+        .find(|v| v.vm.as_deref() == Some("web"))
+        .unwrap();
+    v.pkeys = Some(vec![weft_fabric::PKey(0xffff)]);
+    let (guid, lid) = (v.guid, v.lid.map(|l| l.0));
+    let cur = ValidState::new(st).unwrap();
+    let p = plan(&cur, &want, &Options::default()).unwrap();
+    let writes: Vec<&Write> = p.plan.steps.iter().flat_map(|s| &s.writes).collect();
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    let Write::Vport {
+        guid: g,
+        old_lid,
+        new_lid,
+        old_pkeys,
+        new_pkeys,
+        ..
+    } = writes[0]
+    else {
+        panic!("{writes:?}")
+    };
+    assert_eq!((*g, *old_lid, *new_lid), (guid, lid, lid));
+    assert_eq!(old_pkeys, &[0xffff]);
+    assert!(new_pkeys.contains(&0x8001), "{new_pkeys:x?}");
+    assert_eq!(p.plan.smps(), 2);
+}

@@ -332,13 +332,17 @@ pub enum PlanFileError {
 fn wire_json(w: &crate::WireView) -> String {
     let text = serde_json::to_value(w).unwrap_or_default();
     let mut t = format!("\"wire\": {{\"lmc\": {}", w.lmc);
-    for part in ["nodes", "links", "lids"] {
-        t += &format!(",\n  \"{part}\": [");
+    for part in ["nodes", "links", "lids", "vf_hosts"] {
         let items = text
             .get(part)
             .and_then(|v| v.as_array())
             .cloned()
             .unwrap_or_default();
+        // vSwitch hosts only where there are (plans without VFs stay as they were).
+        if part == "vf_hosts" && items.is_empty() {
+            continue;
+        }
+        t += &format!(",\n  \"{part}\": [");
         for (i, item) in items.iter().enumerate() {
             t += if i == 0 { "\n    " } else { ",\n    " };
             t += &compact(item);
@@ -426,6 +430,41 @@ mod tests {
         assert_eq!(Plan::from_json(&text).unwrap(), p);
         assert_eq!(p.smps(), 2);
         insta::assert_snapshot!(text);
+    }
+
+    /// A plan with a wire view and a VF write: the view's vSwitch hosts and the VF's GUID
+    /// read back as written.
+    #[test]
+    fn a_plan_with_vfs_reads_back_equal() {
+        let mut p = plan();
+        let mut w = crate::WireView::default();
+        w.nodes.insert(
+            Guid(0x30),
+            crate::WireNode {
+                kind: crate::NodeKind::Hca,
+                ports: 1,
+            },
+        );
+        w.vf_hosts.insert((Guid(0x30), 1), 4);
+        p.wire = Some(w);
+        p.steps[0].writes.push(Write::Vport {
+            node: Guid(0x30),
+            port: 1,
+            vf: 2,
+            guid: Guid(0x0302_0000_0000_0030),
+            old_lid: None,
+            new_lid: Some(705),
+            old_pkeys: vec![0x7fff],
+            new_pkeys: vec![0x7fff, 0x8001],
+        });
+        let text = p.to_json();
+        assert!(
+            text.contains("\"vf_hosts\": [\n    \"0x0000000000000030:1 4\"]"),
+            "{text}"
+        );
+        assert!(text.contains("\"guid\":\"0x0302000000000030\""), "{text}");
+        assert_eq!(Plan::from_json(&text).unwrap(), p);
+        assert_eq!(p.smps(), 4);
     }
 
     #[test]

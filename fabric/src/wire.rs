@@ -29,7 +29,8 @@ pub struct WireNode {
 /// What directed-route discovery sees of a fabric.
 ///
 /// In a plan file it is written as text, one entry per string: nodes `0x<guid> <kind>
-/// <ports>`, links `0x<guid>:<port> 0x<guid>:<port>`, LIDs `0x<guid>:<port> <lid>`.
+/// <ports>`, links `0x<guid>:<port> 0x<guid>:<port>`, LIDs `0x<guid>:<port> <lid>`, vSwitch
+/// hosts (when there are) `0x<guid>:<port> <VFs>`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "WireText", into = "WireText")]
 pub struct WireView {
@@ -41,6 +42,9 @@ pub struct WireView {
     pub links: BTreeSet<(WireEnd, WireEnd)>,
     /// Base LIDs by port (a switch: port 0).
     pub lids: BTreeMap<WireEnd, u16>,
+    /// The vSwitch hypervisor ports of a state, with their VF counts: not seen on the wire,
+    /// but where a fabric may show a vSwitch (see [`WireView::fold_vswitches`]).
+    pub vf_hosts: BTreeMap<WireEnd, u16>,
 }
 
 /// One way two wire views differ.
@@ -160,6 +164,11 @@ impl WireView {
             }
         }
         let linked_ports: BTreeSet<WireEnd> = v.links.iter().flat_map(|(a, b)| [*a, *b]).collect();
+        for x in &state.lids.vports {
+            if let Some(e) = live_end(f, x.host).filter(|e| linked_ports.contains(e)) {
+                *v.vf_hosts.entry(e).or_default() += 1;
+            }
+        }
         for (&id, ports) in &state.lids.base {
             let Some(n) = f.nodes().get(id.index()) else {
                 continue;
@@ -183,10 +192,13 @@ impl WireView {
     /// A fabric may present each hypervisor's vSwitch as Paper A describes what the SM sees:
     /// a switch with exactly one link to another switch and, behind it, the hypervisor's own
     /// channel adapter (the PF) and one channel adapter per VF. Such a switch — absent from
-    /// `expected`, every other neighbour a channel adapter, exactly one of them in `expected`
-    /// and none of the rest — is folded: the uplink ends at the PF's port, and the switch and
-    /// the VFs' adapters (with their links and LIDs) leave the view. A VF's LID is its own
-    /// port's business: the plans that move VFs check it write by write.
+    /// `expected`, every other neighbour a single-link channel adapter, exactly one of them in
+    /// `expected` and there a vSwitch hypervisor port ([`WireView::vf_hosts`]) with at least
+    /// as many VFs as the others — is folded: the uplink ends at the PF's port, and the switch
+    /// and the VFs' adapters (with their links and LIDs) leave the view. Nothing else folds:
+    /// a switch put in front of a host the state does not declare a vSwitch hypervisor stays
+    /// a difference. A VF's LID is its own port's business: the plans that move VFs check it
+    /// write by write.
     pub fn fold_vswitches(&self, expected: &WireView) -> WireView {
         let mut neighbours: BTreeMap<Guid, Vec<(u8, WireEnd)>> = BTreeMap::new();
         for &(a, b) in &self.links {
@@ -226,6 +238,13 @@ impl WireView {
                 .map(|(_, far)| far.0)
                 .filter(|g| *g != pf_end.0)
                 .collect();
+            if expected
+                .vf_hosts
+                .get(&pf_end)
+                .is_none_or(|&n| usize::from(n) < vfs.len())
+            {
+                continue;
+            }
             // A VF adapter has its one link to the vSwitch.
             if vfs
                 .iter()
@@ -301,6 +320,8 @@ struct WireText {
     nodes: Vec<String>,
     links: Vec<String>,
     lids: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    vf_hosts: Vec<String>,
 }
 
 impl From<WireView> for WireText {
@@ -322,6 +343,11 @@ impl From<WireView> for WireText {
                 .lids
                 .iter()
                 .map(|(p, l)| format!("{} {l}", e(p)))
+                .collect(),
+            vf_hosts: v
+                .vf_hosts
+                .iter()
+                .map(|(p, n)| format!("{} {n}", e(p)))
                 .collect(),
         }
     }
@@ -377,6 +403,13 @@ impl TryFrom<WireText> for WireView {
                 .and_then(|(p, l)| Some((parse_end(p)?, l.parse().ok()?)))
                 .ok_or_else(|| bad("LID (`0x<guid>:<port> <lid>`)", s))?;
             v.lids.insert(p, l);
+        }
+        for s in &t.vf_hosts {
+            let (p, n) = s
+                .split_once(' ')
+                .and_then(|(p, n)| Some((parse_end(p)?, n.parse().ok()?)))
+                .ok_or_else(|| bad("vSwitch host (`0x<guid>:<port> <VFs>`)", s))?;
+            v.vf_hosts.insert(p, n);
         }
         Ok(v)
     }
@@ -495,9 +528,22 @@ mod tests {
         w
     }
 
+    /// The view of `state()` with port 1 of 0x30 a vSwitch hypervisor of two VFs.
+    fn with_vfs() -> WireView {
+        let mut v = WireView::of(&state());
+        v.vf_hosts.insert((Guid(0x30), 1), 2);
+        v
+    }
+
     #[test]
     fn a_vswitch_folds_into_its_hypervisor() {
-        let v = WireView::of(&state());
+        let v = with_vfs();
+        let text = serde_json::to_string(&v).unwrap();
+        assert!(
+            text.ends_with(r#","vf_hosts":["0x0000000000000030:1 2"]}"#),
+            "{text}"
+        );
+        assert_eq!(serde_json::from_str::<WireView>(&text).unwrap(), v);
         let w = vswitched(&v);
         assert_eq!(v.diff(&w).len(), 10, "{:?}", v.diff(&w));
         assert_eq!(w.fold_vswitches(&v), v);
@@ -507,7 +553,14 @@ mod tests {
 
     #[test]
     fn only_a_switch_with_one_uplink_and_adapters_behind_it_folds() {
-        let v = WireView::of(&state());
+        let v = with_vfs();
+        // In front of a host the state does not make a vSwitch hypervisor (or one with fewer
+        // VFs than adapters behind it): not folded.
+        let w = vswitched(&v);
+        assert_eq!(w.fold_vswitches(&WireView::of(&state())), w);
+        let mut e = v.clone();
+        e.vf_hosts.insert((Guid(0x30), 1), 1);
+        assert_eq!(w.fold_vswitches(&e), w);
         // A second switch link: not a vSwitch.
         let mut w = vswitched(&v);
         w.nodes.insert(
