@@ -333,15 +333,7 @@ fn an_initial_deployment_writes_blocks_across_steps_and_survives_faults() {
 /// migrated state — VFs included. A crash after the first VF write recovers to the old VFs.
 #[test]
 fn a_vm_migration_sends_exactly_its_planned_smps() {
-    let src = weft_tests::example("cluster-648.weft");
-    let i = src.rfind('}').unwrap();
-    let with = |web: &str| {
-        compiled(&format!(
-            "{}    tenant cloud {{\n        pkey = 0x8001\n        vms on cn001..=cn036 {{ vfs_per_host = 4, lids = dynamic }}\n        vm web on {web}\n        vm db on cn002\n    }}\n}}\n",
-            &src[..i]
-        ))
-    };
-    let (old, new) = (with("cn001"), with("cn020"));
+    let (old, new) = (with_vms("cn001"), with_vms("cn020"));
     let p = plan(&old, &new, &Options::default()).unwrap();
     assert!(matches!(p.target, weft_plan::Target::Migration { .. }));
     let vf_writes = p
@@ -394,6 +386,93 @@ fn a_vm_migration_sends_exactly_its_planned_smps() {
     )
     .unwrap();
     same_at(&sim.tables(), &old_tables, "");
+}
+
+/// The 648-node tree with tenant VMs on cn001..=cn036 (four VFs each), `web` on `web`.
+fn with_vms(web: &str) -> ValidState {
+    let src = weft_tests::example("cluster-648.weft");
+    let i = src.rfind('}').unwrap();
+    compiled(&format!(
+        "{}    tenant cloud {{\n        pkey = 0x8001\n        vms on cn001..=cn036 {{ vfs_per_host = 4, lids = dynamic }}\n        vm web on {web}\n        vm db on cn002\n    }}\n}}\n",
+        &src[..i]
+    ))
+}
+
+/// The same migration on a fabric that shows each vSwitch as Paper A says the SM sees it (a
+/// switch with the PF and one adapter per VF behind it; the SM itself on cn001, behind one):
+/// the wire check folds the vSwitches, exactly the plan's SMPs go out, the VF writes by
+/// directed route to the VFs' adapters, and the fabric ends as the migrated state modelled
+/// the same way. A crash after the first VF write recovers to the old VFs.
+#[test]
+fn a_vm_migration_through_vswitches_shown_as_switches() {
+    let (old, new) = (with_vms("cn001"), with_vms("cn020"));
+    let p = plan(&old, &new, &Options::default()).unwrap();
+    let start = weft_tests::ibsim::vswitched(old.state());
+    let sm = sm_port(&start);
+    assert_eq!(start.fabric.node(sm.node).name(), "cn001");
+    let want = SimFabric::new(&weft_tests::ibsim::vswitched(p.end.state()), sm)
+        .unwrap()
+        .tables();
+    let mut sim = SimFabric::new(&start, sm).unwrap();
+    let old_tables = sim.tables();
+    let dir = tmp("migration-vswitch");
+    let r = apply(&mut sim, &p.plan, &options(&dir), &mut |_| {}).unwrap();
+    assert_eq!(r.state, Final::New, "{r:?}");
+    assert_eq!(sim.counts().sets, p.plan.smps(), "exactly the planned SMPs");
+    same(&sim.tables(), &want);
+    assert_ne!(sim.tables().lids, old_tables.lids, "the VFs' LIDs moved");
+    let mut sim = SimFabric::new(&start, sm).unwrap();
+    sim.inject(Fault {
+        at_set: 1,
+        kind: FaultKind::Crash,
+    });
+    let dir = tmp("migration-vswitch-crash");
+    let e = apply(&mut sim, &p.plan, &options(&dir), &mut |_| {}).unwrap_err();
+    assert!(matches!(e, ApplyError::Crashed(_)), "{e}");
+    assert_ne!(sim.tables(), old_tables, "the first VF write landed");
+    sim.restart();
+    recover(
+        &mut sim,
+        &dir.join("plan.journal"),
+        Direction::Back,
+        &dir,
+        &mut |_| {},
+    )
+    .unwrap();
+    same_at(&sim.tables(), &old_tables, "recovered");
+}
+
+/// A VF's port GUID held by an adapter behind another hypervisor's vSwitch (here cn020's VF 0
+/// and cn002's VF 3 trade GUIDs): the write is refused before anything is written, naming
+/// the VF.
+#[test]
+fn a_vf_guid_behind_another_hypervisor_is_refused_before_any_write() {
+    let (old, new) = (with_vms("cn001"), with_vms("cn020"));
+    let p = plan(&old, &new, &Options::default()).unwrap();
+    let mut st = old.state().clone();
+    let at = |st: &FabricState, host: &str, vf: u8| {
+        st.lids
+            .vports
+            .iter()
+            .position(|v| st.fabric.node(v.host.node).name() == host && v.vf == vf)
+            .unwrap()
+    };
+    let (a, b) = (at(&st, "cn020", 0), at(&st, "cn002", 3));
+    let (ga, gb) = (st.lids.vports[a].guid, st.lids.vports[b].guid);
+    st.lids.vports[a].guid = gb;
+    st.lids.vports[b].guid = ga;
+    let start = weft_tests::ibsim::vswitched(&st);
+    let sm = sm_port(&start);
+    let mut sim = SimFabric::new(&start, sm).unwrap();
+    let before = sim.tables();
+    let dir = tmp("vf-elsewhere");
+    let e = apply(&mut sim, &p.plan, &options(&dir), &mut |_| {}).unwrap_err();
+    assert!(
+        matches!(&e, ApplyError::Unaddressable(m) if m.contains("is not behind that port's vSwitch")),
+        "{e}"
+    );
+    assert_eq!(sim.counts().sets, 0);
+    same_at(&sim.tables(), &before, "");
 }
 
 /// Asserts two fabrics hold the same tables, naming the first difference (not printing

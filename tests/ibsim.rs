@@ -566,17 +566,16 @@ impl Drop for Ibsim {
     }
 }
 
-/// An ibsim net file of `state` with each vSwitch hypervisor port modelled as Paper A says
-/// the SM sees it: a switch (`<host>-vswitch`, port 1 to where the hypervisor was cabled,
-/// port 2 to the hypervisor's port — the PF —, port `3 + k` to VF `k`) and one single-port
-/// channel adapter per VF (`<host>-vf<k>`, its port GUID the VF's GUID, the VF's LID).
-/// ibsim simulates no vSwitch; this is the model weft's `mad` target writes VFs through.
-/// Returns the net file and the modelled fabric (for [`Limits::for_fabric`]). The model
-/// switches get no LID and forward nothing: on real vSwitch hardware the adapter delivers to
-/// its VFs by itself.
-pub fn vswitched_net(state: &weft_fabric::FabricState) -> (String, Fabric) {
+/// `state` with each vSwitch hypervisor port modelled as Paper A says the SM sees it: a switch
+/// (`<host>-vswitch`, port 1 to where the hypervisor was cabled, port 2 to the hypervisor's
+/// port — the PF —, port `3 + k` to VF `k`) and one single-port channel adapter per VF
+/// (`<host>-vf<k>`, its port GUID the VF's GUID — ibsim gives an adapter's port `p` the GUID
+/// node GUID + `p` —, the VF's LID and P_Key table). The VFs are nodes now, so the model has
+/// no `vports`; every other node keeps its id and tables. The model switches get no LID and
+/// forward nothing: on real vSwitch hardware the adapter delivers to its VFs by itself.
+pub fn vswitched(state: &weft_fabric::FabricState) -> weft_fabric::FabricState {
     use std::collections::BTreeMap;
-    use weft_fabric::{FabricBuilder, Guid, NodeKind, NodeSpec, PortNum, PortRef};
+    use weft_fabric::{FabricBuilder, Guid, NodeKind, NodeSpec, PortNum, PortRef, PortState};
     let f = &state.fabric;
     let mut b = FabricBuilder::new(f.name.clone());
     b.set_lmc(f.lmc);
@@ -599,6 +598,8 @@ pub fn vswitched_net(state: &weft_fabric::FabricState) -> (String, Fabric) {
         }
     }
     let mut lids = state.lids.clone();
+    lids.vports.clear();
+    let mut ports = state.ports.clone();
     let mut next = 0x7657_0000_0000_0000u64;
     for (host, vfs) in &by_host {
         let h = f.node(host.node);
@@ -619,7 +620,6 @@ pub fn vswitched_net(state: &weft_fabric::FabricState) -> (String, Fabric) {
         }
         b.add_link(PortRef::new(sw, 2), *host).expect("a free port");
         for v in vfs {
-            // ibsim gives an adapter's port `p` the GUID node GUID + `p`.
             let mut spec = NodeSpec::new(
                 format!("{}-vf{}", h.name(), v.vf),
                 NodeKind::Hca,
@@ -634,9 +634,30 @@ pub fn vswitched_net(state: &weft_fabric::FabricState) -> (String, Fabric) {
             if let Some(l) = v.lid {
                 lids.base.entry(ca).or_default().insert(PortNum(1), l);
             }
+            if v.pkeys.is_some() {
+                ports.insert(
+                    PortRef::new(ca, 1),
+                    PortState {
+                        pkeys: v.pkeys.clone(),
+                        ..PortState::default()
+                    },
+                );
+            }
         }
     }
-    let fabric = b.finish();
-    let net = weft_fabric::ibnetdiscover::write(&fabric, Some(&lids)).expect("a writable fabric");
-    (net, fabric)
+    let mut out = weft_fabric::FabricState::new(b.finish());
+    out.lids = lids;
+    out.switches = state.switches.clone();
+    out.ports = ports;
+    out.path_sl = state.path_sl.clone();
+    out
+}
+
+/// The ibsim net file of [`vswitched`]`(state)`, with the modelled state (for
+/// [`Limits::for_fabric`]).
+pub fn vswitched_net(state: &weft_fabric::FabricState) -> (String, weft_fabric::FabricState) {
+    let m = vswitched(state);
+    let net =
+        weft_fabric::ibnetdiscover::write(&m.fabric, Some(&m.lids)).expect("a writable fabric");
+    (net, m)
 }

@@ -475,7 +475,7 @@ fn a_vm_migration_sends_exactly_the_planned_smps_over_mads() {
     let new = load(&d.join("new.json"));
     let (net, modelled) = ibsim::vswitched_net(old.state());
     std::fs::write(d.join("vswitched.net"), &net).unwrap();
-    let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(&modelled))).unwrap();
+    let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(&modelled.fabric))).unwrap();
     let lock = d.to_str().unwrap().to_owned();
     // The initial deployment: LFTs, P_Keys and VFs as the build says.
     let o = apply(&sim, &[&p("old"), "--lock-dir", &lock]);
@@ -485,8 +485,12 @@ fn a_vm_migration_sends_exactly_the_planned_smps_over_mads() {
         &lft_entries(&old),
         "after the initial deployment",
     );
-    let vf_path =
-        |host: &str, vf: u8| dr_path(&modelled, modelled.find(&format!("{host}-vf{vf}")).unwrap());
+    let vf_path = |host: &str, vf: u8| {
+        dr_path(
+            &modelled.fabric,
+            modelled.fabric.find(&format!("{host}-vf{vf}")).unwrap(),
+        )
+    };
     let vf_of = |st: &ValidState, vm: &str| {
         let v = st
             .lids

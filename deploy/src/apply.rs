@@ -249,7 +249,13 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                     new_pkeys,
                 } => {
                     let Some(at) = d.vf_at(&vf_ports, (*node, *port), *vf, *guid, vfs) else {
-                        return Err(if vfs || vf_ports.contains_key(&guid.0) {
+                        return Err(if vf_ports.contains_key(&guid.0) {
+                            ApplyError::Unaddressable(format!(
+                                "VF {vf} of {:#018x} port {port}: the node holding its port \
+                                 GUID {:#018x} is not behind that port's vSwitch",
+                                node.0, guid.0
+                            ))
+                        } else if vfs {
                             ApplyError::Unaddressable(format!(
                                 "VF {vf} of {:#018x} port {port} is not reachable",
                                 node.0
@@ -471,7 +477,11 @@ pub fn apply_discovered(
         fabric: plan.fabric.clone(),
         from: plan.from.clone(),
         to: plan.to.clone(),
-        wire: d.view.clone(),
+        // As the plan sees the fabric: its VFs' LIDs are the journal's to change.
+        wire: plan
+            .wire
+            .as_ref()
+            .map_or_else(|| d.view.clone(), |w| d.view.fold_vswitches(w)),
     };
     let mut j = Writer::create(&opts.journal, &header, &blocks)?;
     let steps = ops.iter().map(|o| o.step + 1).max().unwrap_or(0);
@@ -800,7 +810,7 @@ pub fn recover(
         sets: 0,
         gets: d.smps + 1,
     };
-    let diffs = j.header.wire.diff(&d.view);
+    let diffs = j.header.wire.diff(&d.view.fold_vswitches(&j.header.wire));
     if !diffs.is_empty() {
         return Err(ApplyError::Stale(diffs));
     }

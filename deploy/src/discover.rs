@@ -81,13 +81,15 @@ impl Discovery {
         through_host: bool,
     ) -> Option<VfAt> {
         match by_guid.get(&guid.0) {
-            Some(&(node, p)) => Some(VfAt {
+            // Only an adapter cabled to the switch in front of that very hypervisor port.
+            Some(&(node, p)) if self.behind_same_switch((node, p), (host, port)) => Some(VfAt {
                 node,
                 port: p,
                 path: self.path(node, Some(p))?.clone(),
                 info_modifier: u32::from(p),
                 keys_modifier: crate::smp::pkey_modifier(0, None),
             }),
+            Some(_) => None,
             None if through_host => Some(VfAt {
                 node: host,
                 port,
@@ -96,6 +98,31 @@ impl Discovery {
                 keys_modifier: crate::sim::vf_modifier(vf, u16::from(port) << 8),
             }),
             None => None,
+        }
+    }
+
+    /// Whether ports `a` and `b` are both cabled to one switch.
+    fn behind_same_switch(&self, a: (Guid, u8), b: (Guid, u8)) -> bool {
+        let far = |e: (Guid, u8)| {
+            self.view.links.iter().find_map(|&(x, y)| {
+                if x == e {
+                    Some(y.0)
+                } else if y == e {
+                    Some(x.0)
+                } else {
+                    None
+                }
+            })
+        };
+        match (far(a), far(b)) {
+            (Some(x), Some(y)) => {
+                x == y
+                    && self
+                        .nodes
+                        .get(&x)
+                        .is_some_and(|n| n.info.node_type == NodeType::Switch)
+            }
+            _ => false,
         }
     }
 

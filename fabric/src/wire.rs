@@ -187,7 +187,8 @@ impl WireView {
     }
 
     /// This view with every vSwitch folded into its hypervisor, as `expected` (a state's view,
-    /// where a hypervisor is one channel adapter cabled to a leaf) sees it.
+    /// where a hypervisor is one channel adapter cabled to a leaf) sees it, with `expected`'s
+    /// vSwitch hosts.
     ///
     /// A fabric may present each hypervisor's vSwitch as Paper A describes what the SM sees:
     /// a switch with exactly one link to another switch and, behind it, the hypervisor's own
@@ -207,6 +208,9 @@ impl WireView {
         }
         let kind = |g: &Guid| self.nodes.get(g).map(|n| n.kind);
         let mut out = self.clone();
+        // The view as `expected` sees the fabric, its vSwitch hosts included (so the folded
+        // view folds the same fabric again).
+        out.vf_hosts = expected.vf_hosts.clone();
         for (v, n) in &self.nodes {
             if n.kind != NodeKind::Switch || expected.nodes.contains_key(v) {
                 continue;
@@ -547,8 +551,8 @@ mod tests {
         let w = vswitched(&v);
         assert_eq!(v.diff(&w).len(), 10, "{:?}", v.diff(&w));
         assert_eq!(w.fold_vswitches(&v), v);
-        // Folding what has no vSwitch changes nothing.
-        assert_eq!(v.fold_vswitches(&v), v);
+        // Folding what has no vSwitch changes nothing (on the wire).
+        assert!(v.fold_vswitches(&v).diff(&v).is_empty());
     }
 
     #[test]
@@ -557,10 +561,13 @@ mod tests {
         // In front of a host the state does not make a vSwitch hypervisor (or one with fewer
         // VFs than adapters behind it): not folded.
         let w = vswitched(&v);
-        assert_eq!(w.fold_vswitches(&WireView::of(&state())), w);
+        assert!(w
+            .fold_vswitches(&WireView::of(&state()))
+            .diff(&w)
+            .is_empty());
         let mut e = v.clone();
         e.vf_hosts.insert((Guid(0x30), 1), 1);
-        assert_eq!(w.fold_vswitches(&e), w);
+        assert!(w.fold_vswitches(&e).diff(&w).is_empty());
         // A second switch link: not a vSwitch.
         let mut w = vswitched(&v);
         w.nodes.insert(
@@ -572,23 +579,23 @@ mod tests {
         );
         w.links.insert(((Guid(0x60), 3), (Guid(0x70), 1)));
         w.links.remove(&((Guid(0x60), 3), (Guid(0x61), 1)));
-        assert_eq!(w.fold_vswitches(&v), w);
+        assert!(w.fold_vswitches(&v).diff(&w).is_empty());
         // Known to the plan: a real switch, not folded.
         let w = vswitched(&v);
         let mut e = v.clone();
         e.nodes.insert(Guid(0x60), w.nodes[&Guid(0x60)]);
-        assert_eq!(w.fold_vswitches(&e), w);
+        assert!(w.fold_vswitches(&e).diff(&w).is_empty());
         // No adapter the plan knows behind it (or two): not folded.
         let mut e = v.clone();
         e.nodes.remove(&Guid(0x30));
-        assert_eq!(w.fold_vswitches(&e), w);
+        assert!(w.fold_vswitches(&e).diff(&w).is_empty());
         let mut e = v.clone();
         e.nodes.insert(Guid(0x61), w.nodes[&Guid(0x61)]);
-        assert_eq!(w.fold_vswitches(&e), w);
+        assert!(w.fold_vswitches(&e).diff(&w).is_empty());
         // A VF adapter with a second link: not folded.
         let mut x = w.clone();
         x.links.insert(((Guid(0x10), 4), (Guid(0x62), 2)));
-        assert_eq!(x.fold_vswitches(&v), x);
+        assert!(x.fold_vswitches(&v).diff(&x).is_empty());
     }
 
     #[test]
