@@ -344,36 +344,47 @@ fn a_vm_migration_sends_exactly_its_planned_smps() {
         .filter(|w| matches!(w, weft_fabric::plan::Write::Vport { .. }))
         .count();
     assert!(vf_writes >= 2, "the VF web leaves and the one it takes");
-    let sm = sm_port(old.state());
-    let mut sim = SimFabric::new(old.state(), sm).unwrap();
-    let want = SimFabric::new(p.end.state(), sm).unwrap().tables();
+    let tables = migrate_and_crash(old.state(), p.end.state(), &p.plan, "migration");
+    assert_ne!(tables.0.vfs, tables.1.vfs);
+}
+
+/// Writes `plan` from `start` on the sim: the new state (`end`) with exactly the plan's SMPs,
+/// each changing its block; then again with the writer dying right after the first VF write,
+/// and recovery puts every VF back. The tables before and after.
+fn migrate_and_crash(
+    start: &FabricState,
+    end: &FabricState,
+    plan: &weft_fabric::plan::Plan,
+    name: &str,
+) -> (weft_deploy::sim::Tables, weft_deploy::sim::Tables) {
+    let sm = sm_port(start);
+    let mut sim = SimFabric::new(start, sm).unwrap();
+    let want = SimFabric::new(end, sm).unwrap().tables();
     let old_tables = sim.tables();
-    let dir = tmp("migration");
-    let r = apply(&mut sim, &p.plan, &options(&dir), &mut |_| {}).unwrap();
+    let dir = tmp(name);
+    let r = apply(&mut sim, plan, &options(&dir), &mut |_| {}).unwrap();
     assert_eq!(r.state, Final::New, "{r:?}");
-    assert_eq!(sim.counts().sets, p.plan.smps(), "exactly the planned SMPs");
+    assert_eq!(sim.counts().sets, plan.smps(), "exactly the planned SMPs");
     assert_eq!(
         sim.counts().changes,
-        p.plan.smps(),
+        plan.smps(),
         "each one changed its block"
     );
     same(&sim.tables(), &want);
-    assert_ne!(sim.tables().vfs, old_tables.vfs);
-    // The writer dies right after the first VF write: recovery puts every VF back.
-    let first_vf = p
-        .plan
+    let new_tables = sim.tables();
+    let first_vf = plan
         .steps
         .iter()
         .flat_map(|s| &s.writes)
         .take_while(|w| !matches!(w, weft_fabric::plan::Write::Vport { .. }))
         .count();
-    let mut sim = SimFabric::new(old.state(), sm).unwrap();
+    let mut sim = SimFabric::new(start, sm).unwrap();
     sim.inject(Fault {
         at_set: first_vf + 1,
         kind: FaultKind::Crash,
     });
-    let dir = tmp("migration-crash");
-    let e = apply(&mut sim, &p.plan, &options(&dir), &mut |_| {}).unwrap_err();
+    let dir = tmp(&format!("{name}-crash"));
+    let e = apply(&mut sim, plan, &options(&dir), &mut |_| {}).unwrap_err();
     assert!(matches!(e, ApplyError::Crashed(_)), "{e}");
     assert_ne!(sim.tables(), old_tables, "the first VF write landed");
     sim.restart();
@@ -385,7 +396,8 @@ fn a_vm_migration_sends_exactly_its_planned_smps() {
         &mut |_| {},
     )
     .unwrap();
-    same_at(&sim.tables(), &old_tables, "");
+    same_at(&sim.tables(), &old_tables, "recovered");
+    (old_tables, new_tables)
 }
 
 /// The 648-node tree with tenant VMs on cn001..=cn036 (four VFs each), `web` on `web`.
@@ -408,38 +420,10 @@ fn a_vm_migration_through_vswitches_shown_as_switches() {
     let (old, new) = (with_vms("cn001"), with_vms("cn020"));
     let p = plan(&old, &new, &Options::default()).unwrap();
     let start = weft_tests::ibsim::vswitched(old.state());
-    let sm = sm_port(&start);
-    assert_eq!(start.fabric.node(sm.node).name(), "cn001");
-    let want = SimFabric::new(&weft_tests::ibsim::vswitched(p.end.state()), sm)
-        .unwrap()
-        .tables();
-    let mut sim = SimFabric::new(&start, sm).unwrap();
-    let old_tables = sim.tables();
-    let dir = tmp("migration-vswitch");
-    let r = apply(&mut sim, &p.plan, &options(&dir), &mut |_| {}).unwrap();
-    assert_eq!(r.state, Final::New, "{r:?}");
-    assert_eq!(sim.counts().sets, p.plan.smps(), "exactly the planned SMPs");
-    same(&sim.tables(), &want);
-    assert_ne!(sim.tables().lids, old_tables.lids, "the VFs' LIDs moved");
-    let mut sim = SimFabric::new(&start, sm).unwrap();
-    sim.inject(Fault {
-        at_set: 1,
-        kind: FaultKind::Crash,
-    });
-    let dir = tmp("migration-vswitch-crash");
-    let e = apply(&mut sim, &p.plan, &options(&dir), &mut |_| {}).unwrap_err();
-    assert!(matches!(e, ApplyError::Crashed(_)), "{e}");
-    assert_ne!(sim.tables(), old_tables, "the first VF write landed");
-    sim.restart();
-    recover(
-        &mut sim,
-        &dir.join("plan.journal"),
-        Direction::Back,
-        &dir,
-        &mut |_| {},
-    )
-    .unwrap();
-    same_at(&sim.tables(), &old_tables, "recovered");
+    assert_eq!(start.fabric.node(sm_port(&start).node).name(), "cn001");
+    let end = weft_tests::ibsim::vswitched(p.end.state());
+    let tables = migrate_and_crash(&start, &end, &p.plan, "migration-vswitch");
+    assert_ne!(tables.0.lids, tables.1.lids, "the VFs' LIDs moved");
 }
 
 /// A VF's port GUID held by an adapter behind another hypervisor's vSwitch (here cn020's VF 0

@@ -573,6 +573,10 @@ impl Drop for Ibsim {
 /// node GUID + `p` —, the VF's LID and P_Key table). The VFs are nodes now, so the model has
 /// no `vports`; every other node keeps its id and tables. The model switches get no LID and
 /// forward nothing: on real vSwitch hardware the adapter delivers to its VFs by itself.
+#[expect(
+    clippy::expect_used,
+    reason = "a test fixture: a valid state always models (GUIDs and ports are new)"
+)]
 pub fn vswitched(state: &weft_fabric::FabricState) -> weft_fabric::FabricState {
     use std::collections::BTreeMap;
     use weft_fabric::{FabricBuilder, Guid, NodeKind, NodeSpec, PortNum, PortRef, PortState};
@@ -655,6 +659,10 @@ pub fn vswitched(state: &weft_fabric::FabricState) -> weft_fabric::FabricState {
 
 /// The ibsim net file of [`vswitched`]`(state)`, with the modelled state (for
 /// [`Limits::for_fabric`]).
+#[expect(
+    clippy::expect_used,
+    reason = "a test fixture: weft writes every model it makes"
+)]
 pub fn vswitched_net(state: &weft_fabric::FabricState) -> (String, weft_fabric::FabricState) {
     let m = vswitched(state);
     let net =

@@ -39,40 +39,16 @@ fn load(path: &Path) -> ValidState {
 /// and has OpenSM load the old tables. Returns the simulator, the work directory, and the old
 /// and new states.
 fn setup(tools: &ibsim::Tools) -> (Ibsim, std::path::PathBuf, ValidState, ValidState) {
-    let d = std::env::temp_dir().join(format!(
-        "weft-apply-mad-{}-{}",
-        std::process::id(),
-        rand_suffix()
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    std::fs::write(d.join("old.weft"), format!("{}}}\n", tree())).unwrap();
-    std::fs::write(
-        d.join("new.weft"),
-        format!(
+    let (d, old, new) = build_and_plan(
+        "drain",
+        &format!("{}}}\n", tree()),
+        &format!(
             "{}    faults {{\n        link leaf5.p[25] down\n    }}\n}}\n",
             tree()
         ),
-    )
-    .unwrap();
+        &["--drain"],
+    );
     let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
-    let o = weft(&["build", &p("old.weft"), "-o", &p("old"), "-q"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let o = weft(&[
-        "plan",
-        "--from",
-        &p("old/state.json"),
-        &p("new.weft"),
-        "--drain",
-        "-o",
-        &p("plan.json"),
-        "--write-state",
-        &p("new.json"),
-        "-q",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let old = load(&d.join("old/state.json"));
-    let new = load(&d.join("new.json"));
     let net = weft_fabric::ibnetdiscover::write(&old.fabric, Some(&old.lids)).unwrap();
     let sim = Ibsim::start(tools, &net, Some(Limits::for_fabric(&old.fabric))).unwrap();
     let cache = sim.dir().join("osm-cache");
@@ -99,6 +75,45 @@ fn setup(tools: &ibsim::Tools) -> (Ibsim, std::path::PathBuf, ValidState, ValidS
     )
     .unwrap_or_else(|e| panic!("{e}\n{}", std::fs::read_to_string(&log).unwrap_or_default()));
     (sim, d, old, new)
+}
+
+/// In a fresh work directory: `old.weft` built into `old/`, and `weft plan` (with `args`) from
+/// its state to `new.weft` into `plan.json`, the end state into `new.json`. The directory and
+/// the two states.
+fn build_and_plan(
+    name: &str,
+    old_src: &str,
+    new_src: &str,
+    args: &[&str],
+) -> (std::path::PathBuf, ValidState, ValidState) {
+    let d = std::env::temp_dir().join(format!(
+        "weft-apply-mad-{name}-{}-{}",
+        std::process::id(),
+        rand_suffix()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("old.weft"), old_src).unwrap();
+    std::fs::write(d.join("new.weft"), new_src).unwrap();
+    let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
+    let o = weft(&["build", &p("old.weft"), "-o", &p("old"), "-q"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (from, to, plan, state) = (
+        p("old/state.json"),
+        p("new.weft"),
+        p("plan.json"),
+        p("new.json"),
+    );
+    let mut a = vec!["plan", "--from", &from, &to];
+    a.extend(args);
+    a.extend(["-o", &plan, "--write-state", &state, "-q"]);
+    let o = weft(&a);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    (
+        d.clone(),
+        load(&d.join("old/state.json")),
+        load(&d.join("new.json")),
+    )
 }
 
 fn rand_suffix() -> u64 {
@@ -451,28 +466,8 @@ fn a_vm_migration_sends_exactly_the_planned_smps_over_mads() {
     let Some(tools) = ibsim::require("a_vm_migration_over_mads", &["dump_fts", "smpquery"]) else {
         return;
     };
-    let d = std::env::temp_dir().join(format!("weft-apply-mad-vm-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    std::fs::write(d.join("old.weft"), with_vms("cn101")).unwrap();
-    std::fs::write(d.join("new.weft"), with_vms("cn120")).unwrap();
+    let (d, old, new) = build_and_plan("vm", &with_vms("cn101"), &with_vms("cn120"), &[]);
     let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
-    let o = weft(&["build", &p("old.weft"), "-o", &p("old"), "-q"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let o = weft(&[
-        "plan",
-        "--from",
-        &p("old/state.json"),
-        &p("new.weft"),
-        "-o",
-        &p("plan.json"),
-        "--write-state",
-        &p("new.json"),
-        "-q",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let old = load(&d.join("old/state.json"));
-    let new = load(&d.join("new.json"));
     let (net, modelled) = ibsim::vswitched_net(old.state());
     std::fs::write(d.join("vswitched.net"), &net).unwrap();
     let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(&modelled.fabric))).unwrap();

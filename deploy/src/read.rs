@@ -70,6 +70,9 @@ pub fn read_pkeys(
     Ok(Some(keys))
 }
 
+/// A VF as read: its LID (none when 0) and P_Key table.
+pub type Vf = (Option<u16>, Vec<u16>);
+
 /// Reads VF `vf` (port GUID `guid`) of hypervisor port (`host`, `port`): its LID (none when
 /// 0) and P_Key block 0 (empty slots dropped from the end); `None` when it cannot be
 /// addressed (see [`Discovery::vf_at`]).
@@ -81,7 +84,7 @@ pub fn read_vf(
     (vf, guid): (u8, Guid),
     through_host: bool,
     smps: &mut usize,
-) -> Result<Option<(Option<u16>, Vec<u16>)>, SmpError> {
+) -> Result<Option<Vf>, SmpError> {
     let Some(at) = d.vf_at(by_guid, (host, port), vf, guid, through_host) else {
         return Ok(None);
     };

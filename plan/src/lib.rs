@@ -682,28 +682,12 @@ fn pkey_writes(old: &ValidState, new: &ValidState) -> (Vec<Write>, Vec<Write>) {
     }
     // A VF's table is one block, written whole by one SMP (with its LID, unchanged): no
     // state between the two tables exists to order.
-    let vf_keys = |v: &weft_fabric::VirtualPort| -> Vec<u16> {
-        v.pkeys.as_ref().map_or_else(
-            || vec![PKey::DEFAULT.0],
-            |t| t.iter().map(|k| k.0).collect(),
-        )
-    };
     for v in &old.lids.vports {
         let Some(w) = new.lids.vports.iter().find(|w| w.key() == v.key()) else {
             continue;
         };
-        let (a, b) = (vf_keys(v), vf_keys(w));
-        if a != b && v.lid == w.lid {
-            add.push(Write::Vport {
-                node: old.fabric.node(v.host.node).guid(),
-                port: v.host.port.0,
-                vf: v.vf,
-                guid: v.guid,
-                old_lid: v.lid.map(|l| l.0),
-                new_lid: w.lid.map(|l| l.0),
-                old_pkeys: a,
-                new_pkeys: b,
-            });
+        if v.lid == w.lid && migrate::vf_pkeys(v) != migrate::vf_pkeys(w) {
+            add.push(migrate::vf_write(old, v, w));
         }
     }
     (remove, add)

@@ -551,14 +551,17 @@ fn vf_name(st: &ValidState, (port, vf): (PortRef, u8)) -> String {
     )
 }
 
+/// A VF's P_Key table as written (none: the IBA default).
+pub(crate) fn vf_pkeys(v: &VirtualPort) -> Vec<u16> {
+    v.pkeys.as_ref().map_or_else(
+        || vec![PKey::DEFAULT.0],
+        |t| t.iter().map(|k| k.0).collect(),
+    )
+}
+
 /// The write that takes VF `old` to `new`.
-fn vf_write(st: &ValidState, old: &VirtualPort, new: &VirtualPort) -> Write {
-    let keys = |v: &VirtualPort| -> Vec<u16> {
-        v.pkeys.as_ref().map_or_else(
-            || vec![PKey::DEFAULT.0],
-            |t| t.iter().map(|k| k.0).collect(),
-        )
-    };
+pub(crate) fn vf_write(st: &ValidState, old: &VirtualPort, new: &VirtualPort) -> Write {
+    let keys = vf_pkeys;
     Write::Vport {
         node: st.fabric.node(old.host.node).guid(),
         port: old.host.port.0,
