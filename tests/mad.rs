@@ -25,6 +25,8 @@ use weft_tests::ibsim::{self, Ibsim};
 
 /// What the child is to do.
 const CASE: &str = "WEFT_MAD_CASE";
+/// The child's `MadOptions::window` (default: the default).
+const WINDOW: &str = "WEFT_MAD_WINDOW";
 
 /// Two leaves, two spines, four one-port HCAs; H1 comes first, so ibsim attaches its clients
 /// (the SM's port) there. L1 ports 3, 4, 7, 8 and S1 ports 3–8 have no cable.
@@ -119,13 +121,23 @@ fn start(test: &str, programs: &[&str]) -> Option<Ibsim> {
 
 /// Runs `case` in a copy of this test binary attached to `sim`; its `WEFT` lines.
 fn in_child(sim: &Ibsim, case: &str) -> Vec<(String, String)> {
+    in_child_with(sim, case, None)
+}
+
+/// [`in_child`] with the `Mad` opened with a batch window of `window`.
+fn in_child_with(sim: &Ibsim, case: &str, window: Option<u32>) -> Vec<(String, String)> {
     let exe = std::env::current_exe().unwrap();
     let exe = exe.to_str().unwrap();
+    let window = window.map(|w| w.to_string());
+    let mut env = vec![(CASE, case)];
+    if let Some(w) = &window {
+        env.push((WINDOW, w.as_str()));
+    }
     let out = sim
         .run_env(
             exe,
             &["--exact", "child", "--nocapture", "--test-threads=1"],
-            &[(CASE, case)],
+            &env,
             Duration::from_secs(120),
         )
         .unwrap_or_else(|e| panic!("child `{case}`: {e}"));
@@ -173,7 +185,14 @@ fn child() {
     let Ok(case) = std::env::var(CASE) else {
         return;
     };
-    let mut mad = Mad::open(&MadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let window = std::env::var(WINDOW)
+        .map(|w| w.parse().unwrap())
+        .unwrap_or(MadOptions::DEFAULT_WINDOW);
+    let mut mad = Mad::open(&MadOptions {
+        window,
+        ..MadOptions::default()
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
     match case.as_str() {
         "nodeinfo" => nodeinfo(&mut mad),
         "lft" => lft(&mut mad),
@@ -181,6 +200,8 @@ fn child() {
         "pkeys" => pkey_table(&mut mad),
         "errors" => errors(&mut mad),
         "many" => many(&mut mad),
+        "batch" => batch(&mut mad),
+        "mixed" => mixed(&mut mad),
         other => panic!("unknown case {other}"),
     }
     println!("WEFT done {case}");
@@ -321,6 +342,168 @@ fn many(mad: &mut Mad) {
     println!("WEFT many 1000");
 }
 
+/// The four switches, by directed route from H1: L1, S1, S2, L2.
+fn switches() -> [DrPath; 4] {
+    [
+        DrPath(vec![1]),
+        DrPath(vec![1, 5]),
+        DrPath(vec![1, 6]),
+        DrPath(vec![1, 5, 2]),
+    ]
+}
+
+/// LFT blocks the batch test writes to each switch (LIDs 0 to 7 999).
+const BATCH_BLOCKS: u16 = 125;
+
+/// The output port the batch test writes for `lid` on switch `sw` (0–3): 1–8, or 255 (no
+/// route) for every seventh LID.
+fn batch_port(sw: usize, lid: u32) -> u8 {
+    if (lid + sw as u32).is_multiple_of(7) {
+        0xff
+    } else {
+        1 + ((lid / 3 + sw as u32) % 8) as u8
+    }
+}
+
+fn batch_block(sw: usize, block: u16) -> Payload {
+    let mut p = [0u8; LFT_BLOCK];
+    for (k, e) in p.iter_mut().enumerate() {
+        *e = batch_port(sw, u32::from(block) * LFT_BLOCK as u32 + k as u32);
+    }
+    p
+}
+
+/// 500 LFT-block Sets to the four switches in one batch (the switches taking turns), each
+/// response the block written, then the 500 read back in one batch.
+fn batch(mad: &mut Mad) {
+    // LinearFDBTop first (one at a time), so ibroute reads every LID written.
+    for path in switches() {
+        let (mut si, mut raw) = mad.switch_info(&path).unwrap();
+        si.linear_fdb_top = BATCH_BLOCKS * LFT_BLOCK as u16 - 1;
+        si.encode_into(&mut raw);
+        mad.set(&target(path, Attr::SwitchInfo, 0), &raw).unwrap();
+    }
+    let writes: Vec<(Target, Payload)> = (0..BATCH_BLOCKS)
+        .flat_map(|block| {
+            switches().into_iter().enumerate().map(move |(sw, path)| {
+                (
+                    target(path, Attr::Lft, u32::from(block)),
+                    batch_block(sw, block),
+                )
+            })
+        })
+        .collect();
+    assert_eq!(writes.len(), 500);
+    let start = Instant::now();
+    let results = mad.set_all(&writes);
+    let set_ms = start.elapsed().as_millis();
+    assert_eq!(results.len(), writes.len());
+    for (i, (r, (t, block))) in results.iter().zip(&writes).enumerate() {
+        assert_eq!(
+            r.as_ref().unwrap(),
+            block,
+            "Set {i} ({t}): its own response"
+        );
+    }
+    let targets: Vec<Target> = writes.iter().map(|(t, _)| t.clone()).collect();
+    let start = Instant::now();
+    let back = mad.get_all(&targets);
+    let get_ms = start.elapsed().as_millis();
+    assert_eq!(back.len(), writes.len());
+    for (i, (r, (t, block))) in back.iter().zip(&writes).enumerate() {
+        assert_eq!(
+            r.as_ref().unwrap(),
+            block,
+            "Get {i} ({t}): reads back as written"
+        );
+    }
+    println!("WEFT batch {}", writes.len());
+    println!("WEFT set_ms {set_ms}");
+    println!("WEFT get_ms {get_ms}");
+}
+
+/// Batches mixing SMPs that land, SMPs into a directed route that leads nowhere and SMPs the
+/// node rejects: one result per SMP, each its own, in the batch's order.
+fn mixed(mad: &mut Mad) {
+    let tries = MadOptions::default().retries + 1;
+    let nowhere = [DrPath(vec![1, 3]), DrPath(vec![1, 5, 7])];
+    let s2 = DrPath(vec![1, 6]);
+    let mut gets = Vec::new();
+    let mut want: Vec<Result<u64, SmpError>> = Vec::new();
+    for k in 0..10 {
+        let good = [
+            (DrPath(vec![1]), L1),
+            (s1(), S1),
+            (h3(), H3),
+            (DrPath(vec![1, 5, 2]), L2),
+        ];
+        let (path, guid) = good[k % good.len()].clone();
+        gets.push(target(path, Attr::NodeInfo, 0));
+        want.push(Ok(guid));
+        let t = target(nowhere[k % 2].clone(), Attr::NodeInfo, 0);
+        gets.push(t.clone());
+        want.push(Err(SmpError::Timeout { target: t, tries }));
+        // PortInfo of port 9 of an 8-port switch; an LFT on a channel adapter.
+        let t = target(s1(), Attr::PortInfo, 9);
+        gets.push(t.clone());
+        want.push(Err(SmpError::Status {
+            target: t,
+            status: 0x1c,
+        }));
+        let t = target(DrPath::local(), Attr::Lft, 0);
+        gets.push(t.clone());
+        want.push(Err(SmpError::Status {
+            target: t,
+            status: 0x0c,
+        }));
+    }
+    let got: Vec<Result<u64, SmpError>> = mad
+        .get_all(&gets)
+        .into_iter()
+        .map(|r| r.map(|p| smp::NodeInfo::decode(&p).node_guid))
+        .collect();
+    assert_eq!(got, want);
+
+    // Sets: blocks that land on S1 and S2, a block past ibsim's 768 (invalid modifier), a
+    // block into nowhere.
+    let mut sets = Vec::new();
+    let mut want = Vec::new();
+    for k in 0..12u32 {
+        let mut block = [0xffu8; LFT_BLOCK];
+        block[k as usize] = 1 + (k % 8) as u8;
+        let path = if k % 2 == 0 { s1() } else { s2.clone() };
+        sets.push((target(path, Attr::Lft, k), block));
+        want.push(Ok(block));
+        let t = target(s1(), Attr::Lft, 768 + k);
+        sets.push((t.clone(), block));
+        want.push(Err(SmpError::Status {
+            target: t,
+            status: 0x1c,
+        }));
+        if k % 3 == 0 {
+            let t = target(nowhere[(k as usize / 3) % 2].clone(), Attr::Lft, k);
+            sets.push((t.clone(), block));
+            want.push(Err(SmpError::Timeout { target: t, tries }));
+        }
+    }
+    assert_eq!(mad.set_all(&sets), want);
+    // What landed reads back, one at a time.
+    for ((t, block), w) in sets.iter().zip(&want) {
+        if w.is_ok() {
+            assert_eq!(&mad.get(t).unwrap(), block, "{t}");
+        }
+    }
+    // The port still works after them, one at a time and in a batch.
+    assert_eq!(mad.node_info(&s1()).unwrap().node_guid, S1);
+    let one = mad.get_all(&[target(h3(), Attr::NodeInfo, 0)]);
+    assert_eq!(
+        smp::NodeInfo::decode(one[0].as_ref().unwrap()).node_guid,
+        H3
+    );
+    assert!(mad.get_all(&[]).is_empty());
+    println!("WEFT mixed {}", gets.len() + sets.len());
+}
+
 #[test]
 fn node_info_of_the_local_node_and_of_a_switch_two_hops_away() {
     let Some(sim) = start(
@@ -437,6 +620,67 @@ fn a_thousand_writes_each_read_back_as_written() {
     };
     let facts = in_child(&sim, "many");
     assert_eq!(fact(&facts, "many"), "1000");
+}
+
+#[test]
+fn a_batch_of_500_lft_blocks_to_four_switches_lands_and_reads_back_with_ibroute() {
+    let Some(sim) = start(
+        "a_batch_of_500_lft_blocks_to_four_switches_lands_and_reads_back_with_ibroute",
+        &["ibroute"],
+    ) else {
+        return;
+    };
+    let facts = in_child(&sim, "batch");
+    assert_eq!(fact(&facts, "batch"), "500");
+    eprintln!(
+        "mad: 500 LFT blocks in a batch (window {}): Sets {} ms, Gets {} ms",
+        MadOptions::DEFAULT_WINDOW,
+        fact(&facts, "set_ms"),
+        fact(&facts, "get_ms")
+    );
+    let top = (BATCH_BLOCKS as u32 * LFT_BLOCK as u32 - 1).to_string();
+    for (sw, path) in ["0,1", "0,1,5", "0,1,6", "0,1,5,2"].into_iter().enumerate() {
+        let out = sim
+            .run_retrying(
+                "ibroute",
+                &["-n", "-D", path, "0", &top],
+                Duration::from_secs(30),
+                Duration::from_secs(90),
+            )
+            .unwrap_or_else(|e| panic!("{e}"))
+            .stdout;
+        let routed: Vec<(u32, u8)> = out
+            .lines()
+            .filter_map(|l| {
+                let mut w = l.split_whitespace();
+                let lid = u32::from_str_radix(w.next()?.strip_prefix("0x")?, 16).ok()?;
+                let port = w.next()?.parse().ok()?;
+                Some((lid, port))
+            })
+            .collect();
+        let expected: Vec<(u32, u8)> = (0..=BATCH_BLOCKS as u32 * LFT_BLOCK as u32 - 1)
+            .map(|lid| (lid, batch_port(sw, lid)))
+            .filter(|&(_, p)| p != 0xff)
+            .collect();
+        assert_eq!(routed.len(), expected.len(), "switch {path}: {out:.2000}");
+        assert_eq!(routed, expected, "switch {path}");
+    }
+}
+
+#[test]
+fn a_mixed_batch_gets_one_result_per_smp_in_order_with_every_window() {
+    let Some(sim) = start(
+        "a_mixed_batch_gets_one_result_per_smp_in_order_with_every_window",
+        &[],
+    ) else {
+        return;
+    };
+    // 1: one at a time through libibmad's RPC, as before batches; 2: the window full most of
+    // the time; the default; wider than the batch.
+    for window in [1, 2, MadOptions::DEFAULT_WINDOW, 1000] {
+        let facts = in_child_with(&sim, "mixed", Some(window));
+        assert_eq!(fact(&facts, "mixed"), "68", "window {window}");
+    }
 }
 
 #[test]

@@ -64,6 +64,7 @@ impl MadArgs {
             timeout_ms: self.timeout_ms.unwrap_or(200),
             retries: self.tries().saturating_sub(1),
             mkey: self.mkey,
+            window: MadOptions::DEFAULT_WINDOW,
         }
     }
 
