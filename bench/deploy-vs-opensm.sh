@@ -4,6 +4,7 @@
 #
 #   bench/deploy-vs-opensm.sh                     # examples/cluster-648.weft, 3 runs
 #   bench/deploy-vs-opensm.sh --runs 5 examples/cluster-5832.weft
+#   bench/deploy-vs-opensm.sh --windows 1,4,16,64   # mad's batched rate at each window
 set -eu
 cd "$(dirname "$0")/.."
 cargo build --release -q -p weft --bin weft

@@ -2,7 +2,8 @@
 //! side by side on ibsim and the same machine.
 //!
 //! ```text
-//! bench/deploy-vs-opensm.sh [--runs N] [FILE.weft]      # default examples/cluster-648.weft
+//! bench/deploy-vs-opensm.sh [--runs N] [--windows W,W…] [FILE.weft]
+//!                                                # default examples/cluster-648.weft
 //! ```
 //!
 //! 1. `weft build FILE` once (the release `weft` beside this binary).
@@ -20,8 +21,11 @@
 //!      (`-D 0x7`) the interval from `building routing with 'file'` to `SWITCHES CONFIGURED
 //!      FOR UNICAST` (loading the file and distributing the LFT blocks until every one was
 //!      acknowledged).
-//!    * **mad alone**: this binary again under the same simulator (`--child-rate`): 2 000
-//!      LFT-block Gets, then 2 000 Sets, to a switch one hop away, one SMP at a time.
+//!    * **mad alone**: this binary again under the same simulator (`--child-rate W`): 2 000
+//!      LFT-block Gets, then 2 000 Sets, to a switch one hop away, one SMP at a time; then
+//!      the same 2 000 Gets as one batch (`get_all`) and the 2 000 Sets as one batch
+//!      (`set_all`), up to W in flight (`MadOptions::window`; by default its default, and
+//!      `--windows 1,4,16` measures each one given, a child per window).
 //! 3. Medians over `--runs` (default 3), min and max.
 
 #![allow(
@@ -37,11 +41,16 @@ use std::time::{Duration, Instant};
 use weft_bench::{log_time, median, weft_binary};
 use weft_tests::ibsim::{self, Ibsim, Limits};
 
-/// Under ibsim (re-run by `main` with `--child-rate`): LFT-block Gets and Sets per second
-/// through `mad` to a switch one hop from the SM's node, one SMP at a time.
-fn child_rate() {
+/// Under ibsim (re-run by `main` with `--child-rate W`): LFT-block Gets and Sets per second
+/// through `mad` to a switch one hop from the SM's node, one SMP at a time, then in batches
+/// with up to `window` in flight.
+fn child_rate(window: u32) {
     use weft_deploy::{Attr, DrPath, Mad, MadOptions, Target, Transport, TransportExt};
-    let mut mad = Mad::open(&MadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let mut mad = Mad::open(&MadOptions {
+        window,
+        ..MadOptions::default()
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
     let local = mad.node_info(&DrPath::local()).unwrap();
     let port = (1..=local.num_ports)
         .find(|&p| {
@@ -70,20 +79,56 @@ fn child_rate() {
     }
     let set = f64::from(N) / start.elapsed().as_secs_f64();
     println!("rate {get:.0} {set:.0}");
+    let gets = vec![t.clone(); N as usize];
+    let sets = vec![(t.clone(), block); N as usize];
+    let start = Instant::now();
+    assert!(mad.get_all(&gets).iter().all(|r| r.as_ref() == Ok(&block)));
+    let get = f64::from(N) / start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    assert!(mad.set_all(&sets).iter().all(|r| r.as_ref() == Ok(&block)));
+    let set = f64::from(N) / start.elapsed().as_secs_f64();
+    println!("batch {get:.0} {set:.0}");
+}
+
+/// The two numbers after `key ` on a line of `out`.
+fn rates(out: &str, key: &str) -> Option<(f64, f64)> {
+    let r: Vec<f64> = out
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(' '))?
+        .split(' ')
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    match r.as_slice() {
+        [g, s] => Some((*g, *s)),
+        _ => None,
+    }
 }
 
 fn main() {
     if std::env::args().nth(1).as_deref() == Some("--child-rate") {
-        child_rate();
+        let window = std::env::args()
+            .nth(2)
+            .and_then(|w| w.parse().ok())
+            .unwrap_or(weft_deploy::MadOptions::DEFAULT_WINDOW);
+        child_rate(window);
         return;
     }
+    let usage = "usage: deploy_vs_opensm [--runs N] [--windows W,W…] [FILE.weft]";
     let mut runs = 3usize;
+    let mut windows = vec![weft_deploy::MadOptions::DEFAULT_WINDOW];
     let mut file = weft_bench::root().join("examples/cluster-648.weft");
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--runs" => runs = args.next().and_then(|n| n.parse().ok()).unwrap_or(3),
-            _ if a.starts_with('-') => panic!("usage: deploy_vs_opensm [--runs N] [FILE.weft]"),
+            "--windows" => {
+                windows = args
+                    .next()
+                    .map(|w| w.split(',').filter_map(|n| n.parse().ok()).collect())
+                    .filter(|w: &Vec<u32>| !w.is_empty())
+                    .unwrap_or_else(|| panic!("{usage}"))
+            }
+            _ if a.starts_with('-') => panic!("{usage}"),
             _ => file = PathBuf::from(a),
         }
     }
@@ -115,6 +160,8 @@ fn main() {
     let (mut weft_s, mut smps, mut osm_s, mut osm_dist) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut gets, mut sets) = (Vec::new(), Vec::new());
+    // Per window: batched Gets/s and Sets/s.
+    let mut batched: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); windows.len()];
     for run in 0..runs {
         // weft
         let sim = Ibsim::start(&tools, &net, Some(limits)).unwrap();
@@ -151,23 +198,23 @@ fn main() {
         }
         // Raw SMP rate through `mad`, on the deployed fabric.
         let me = std::env::current_exe().unwrap();
-        let o = sim
-            .run_env(
-                me.to_str().unwrap(),
-                &["--child-rate"],
-                &[],
-                Duration::from_secs(600),
-            )
-            .unwrap_or_else(|e| panic!("{e}"));
-        let r: Vec<f64> = o
-            .stdout
-            .lines()
-            .find_map(|l| l.strip_prefix("rate "))
-            .map(|l| l.split(' ').filter_map(|x| x.parse().ok()).collect())
-            .unwrap_or_default();
-        if let [g, s] = r.as_slice() {
-            gets.push(*g);
-            sets.push(*s);
+        for (w, (bg, bs)) in windows.iter().zip(&mut batched) {
+            let o = sim
+                .run_env(
+                    me.to_str().unwrap(),
+                    &["--child-rate", &w.to_string()],
+                    &[],
+                    Duration::from_secs(600),
+                )
+                .unwrap_or_else(|e| panic!("{e}"));
+            if let Some((g, s)) = rates(&o.stdout, "rate") {
+                gets.push(g);
+                sets.push(s);
+            }
+            if let Some((g, s)) = rates(&o.stdout, "batch") {
+                bg.push(g);
+                bs.push(s);
+            }
         }
         drop(sim);
         // OpenSM
@@ -236,6 +283,13 @@ fn main() {
         stat(&gets),
         stat(&sets)
     );
+    for (w, (bg, bs)) in windows.iter().zip(&batched) {
+        println!(
+            "  a batch of 2 000, up to {w:>4} in flight:        {} Gets/s, {} Sets/s",
+            stat(bg),
+            stat(bs)
+        );
+    }
     println!(
         "opensm -o -R file (whole process, s):             {}",
         stat(&osm_s)
