@@ -45,6 +45,10 @@ pub struct Args {
     /// see SMPs at full speed).
     #[arg(long, default_value_t = 0)]
     smp_gap_ms: u64,
+    /// `mad`: how many SMPs of a step (and of its read-back) are in flight together (default
+    /// 16; 1: one at a time).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    window: Option<u32>,
     /// The journal; by default beside the plan (`PLAN.journal`).
     #[arg(long)]
     journal: Option<PathBuf>,
@@ -330,7 +334,10 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, Fatal> {
     match args.target {
         TargetArg::Opensm => opensm(&args, quiet),
         TargetArg::Sim => {
-            let hca = args.mad.hca_options();
+            let mut hca = args.mad.hca_options();
+            if args.window.is_some() {
+                hca.push("--window");
+            }
             if !hca.is_empty() {
                 return Err(Fatal(format!("{}: only for --target mad", hca.join(", "))));
             }
@@ -357,7 +364,11 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, Fatal> {
                 ));
             }
             refuse_opensm_options(&args, "mad")?;
-            let mut mad = Mad::open(&args.mad.options()).map_err(|e| Fatal(e.to_string()))?;
+            let mut options = args.mad.options();
+            if let Some(w) = args.window {
+                options.window = w;
+            }
+            let mut mad = Mad::open(&options).map_err(|e| Fatal(e.to_string()))?;
             go(&args, &mut mad, false, quiet)
         }
     }
@@ -407,6 +418,9 @@ fn opensm(args: &Args, quiet: bool) -> Result<ExitCode, Fatal> {
     .filter_map(|(given, name)| given.then_some(name))
     .collect();
     other.extend(args.mad.hca_options());
+    if args.window.is_some() {
+        other.push("--window");
+    }
     if !other.is_empty() {
         return Err(Fatal(format!(
             "{}: not for --target opensm (OpenSM writes the fabric)",

@@ -232,6 +232,13 @@ fn what_is_not_built_says_so() {
         "{}",
         text(&o.stderr)
     );
+    let o = apply(&d, &["--window", "4"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("--window: only for --target mad"),
+        "{}",
+        text(&o.stderr)
+    );
     let o = apply(&d, &["--opensm-pid", "1"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(

@@ -353,8 +353,11 @@ fn an_initial_deployment_of_the_648_node_tree_equals_the_compiled_tables() {
         lft_entries(&state),
         "dump_fts shows the compiled tables"
     );
-    // Applying it again finds nothing to write.
-    let o = apply(&sim, &[out.to_str().unwrap(), "--lock-dir", &lock]);
+    // Applying it again finds nothing to write (one SMP at a time this time).
+    let o = apply(
+        &sim,
+        &[out.to_str().unwrap(), "--lock-dir", &lock, "--window", "1"],
+    );
     assert!(o.status.success(), "{}\n{}", o.stdout, o.stderr);
     assert_eq!(
         o.stdout,
