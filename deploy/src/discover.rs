@@ -5,8 +5,8 @@
 //! a NodeInfo Get to learn the node and the port on the far side. End nodes are not walked
 //! through (they do not forward), except the SM's own node, which is left by its SM port.
 
-use crate::smp::{DrPath, LinkState, NodeInfo, NodeType, PortInfo};
-use crate::transport::{SmpError, TransportExt};
+use crate::smp::{Attr, DrPath, LinkState, NodeInfo, NodeType, PortInfo};
+use crate::transport::{SmpError, Target, TransportExt};
 use std::collections::{BTreeMap, VecDeque};
 use weft_fabric::{Guid, NodeKind, WireNode, WireView};
 
@@ -223,13 +223,30 @@ pub fn discover(t: &mut impl TransportExt) -> Result<Discovery, DiscoverError> {
         let switch = me.node_type == NodeType::Switch;
         // The ports to leave by: every port of a switch; of the SM's own end node, its SM
         // port.
+        // The ports to leave by: every port of a switch whose link is up; of the SM's own end
+        // node, its SM port. A switch's PortInfos go out as one batch, then the NodeInfos
+        // behind its live ports as another (a transport may keep several in flight).
         let out: Vec<u8> = if switch {
-            let (pi, _) = t.port_info(&path, 0)?;
-            smps += 1;
-            if pi.lid != 0 {
-                view.lids.insert((guid, 0), pi.lid);
+            let targets: Vec<Target> = (0..=me.num_ports)
+                .map(|port| Target {
+                    path: path.clone(),
+                    attr: Attr::PortInfo,
+                    modifier: u32::from(port),
+                })
+                .collect();
+            smps += targets.len();
+            let mut up = Vec::new();
+            for (port, r) in (0..=me.num_ports).zip(t.get_all(&targets)) {
+                let pi = PortInfo::decode(&r?);
+                if port == 0 {
+                    if pi.lid != 0 {
+                        view.lids.insert((guid, 0), pi.lid);
+                    }
+                } else if port_up(&pi) {
+                    up.push(port);
+                }
             }
-            (1..=me.num_ports).collect()
+            up
         } else if path.0.is_empty() {
             vec![entered]
         } else {
@@ -243,19 +260,25 @@ pub fn discover(t: &mut impl TransportExt) -> Result<Discovery, DiscoverError> {
             }
             lmc = Some(lmc.map_or(pi.lmc, |l| l.max(pi.lmc)));
         }
-        for port in out {
-            if switch {
-                let (pi, _) = t.port_info(&path, port)?;
-                smps += 1;
-                if !port_up(&pi) {
-                    continue;
-                }
-            }
-            let next = path
-                .then(port)
-                .ok_or_else(|| DiscoverError::TooDeep(path.clone()))?;
-            let far = match t.node_info(&next) {
-                Ok(i) => i,
+        let mut nexts = Vec::with_capacity(out.len());
+        for &port in &out {
+            nexts.push(
+                path.then(port)
+                    .ok_or_else(|| DiscoverError::TooDeep(path.clone()))?,
+            );
+        }
+        let targets: Vec<Target> = nexts
+            .iter()
+            .map(|next| Target {
+                path: next.clone(),
+                attr: Attr::NodeInfo,
+                modifier: 0,
+            })
+            .collect();
+        let answers = t.get_all(&targets);
+        for ((port, next), r) in out.into_iter().zip(nexts).zip(answers) {
+            let far = match r {
+                Ok(p) => NodeInfo::decode(&p),
                 // A port up with nothing answering behind it: no link as far as the SM can
                 // tell.
                 Err(SmpError::Timeout { .. } | SmpError::NoRoute { .. }) => continue,

@@ -3,7 +3,9 @@
 //! and `weft audit` (what to verify).
 
 use crate::discover::Discovery;
-use crate::smp::{decode_pkeys, Attr, NodeType, PortInfo, LFT_BLOCK, PKEY_BLOCK};
+use crate::smp::{
+    decode_pkeys, Attr, DrPath, NodeType, PortInfo, SwitchInfo, LFT_BLOCK, PKEY_BLOCK,
+};
 use crate::transport::{SmpError, Target, TransportExt};
 use std::collections::BTreeMap;
 use weft_fabric::Guid;
@@ -12,26 +14,54 @@ use weft_fabric::Guid;
 /// (0xff) dropped.
 pub type Lfts = BTreeMap<Guid, Vec<u8>>;
 
-/// Reads the LFT of every switch `d` found, block by block up to its LinearFDBTop. The number
-/// of SMPs it took is added to `smps`.
+/// Reads the LFT of every switch `d` found, block by block up to its LinearFDBTop: every
+/// SwitchInfo as one batch, then every block as another (a transport may keep several SMPs in
+/// flight). The number of SMPs it took is added to `smps`.
 pub fn read_lfts(
     t: &mut impl TransportExt,
     d: &Discovery,
     smps: &mut usize,
 ) -> Result<Lfts, SmpError> {
+    let switches: Vec<(Guid, &DrPath)> = d
+        .nodes
+        .iter()
+        .filter(|(_, f)| f.info.node_type == NodeType::Switch)
+        .map(|(g, f)| (*g, &f.path))
+        .collect();
+    let infos: Vec<Target> = switches
+        .iter()
+        .map(|(_, path)| Target {
+            path: (*path).clone(),
+            attr: Attr::SwitchInfo,
+            modifier: 0,
+        })
+        .collect();
+    *smps += infos.len();
+    let mut tops = Vec::with_capacity(switches.len());
+    for r in t.get_all(&infos) {
+        tops.push(usize::from(SwitchInfo::decode(&r?).linear_fdb_top));
+    }
+    let blocks: Vec<Target> = switches
+        .iter()
+        .zip(&tops)
+        .flat_map(|((_, path), top)| {
+            (0..=(top / LFT_BLOCK)).map(|block| Target {
+                path: (*path).clone(),
+                attr: Attr::Lft,
+                modifier: block as u32,
+            })
+        })
+        .collect();
+    *smps += blocks.len();
+    let mut answers = t.get_all(&blocks).into_iter();
     let mut out = BTreeMap::new();
-    for (g, f) in &d.nodes {
-        if f.info.node_type != NodeType::Switch {
-            continue;
-        }
-        let (info, _) = t.switch_info(&f.path)?;
-        *smps += 1;
-        let top = usize::from(info.linear_fdb_top);
+    for ((g, _), &top) in switches.iter().zip(&tops) {
         let mut lft = Vec::with_capacity(top + 1);
-        for block in 0..=(top / LFT_BLOCK) {
-            let b = t.lft_block(&f.path, block as u16)?;
-            *smps += 1;
-            lft.extend_from_slice(&b);
+        for _ in 0..=(top / LFT_BLOCK) {
+            let block = answers
+                .next()
+                .ok_or_else(|| SmpError::Transport("a batch came back short".to_owned()))??;
+            lft.extend_from_slice(&block);
         }
         lft.truncate(top + 1);
         while lft.last() == Some(&0xff) {
