@@ -833,3 +833,120 @@ fn a_recovery_that_fails_part_way_is_reported_and_can_run_again() {
     assert_eq!(r.state, Final::Old, "{r:?}");
     same(&sim.tables(), &old_tables);
 }
+
+/// Paper A's Fig. 2 (four vSwitch hypervisors, vsw1 and vsw2 on leaf1) with vm1 moved from
+/// vsw1 to vsw3: the old state and the plan.
+fn fig2_migration() -> (ValidState, weft_fabric::plan::Plan) {
+    let src = weft_tests::example("vswitch-fig2.weft");
+    let old = compiled(&src);
+    let new = compiled(&src.replace("vm vm1 on vsw1", "vm vm1 on vsw3"));
+    let p = plan(&old, &new, &Options::default()).unwrap();
+    assert!(matches!(p.target, weft_plan::Target::Migration { .. }));
+    (old, p.plan)
+}
+
+/// `plan` with its steps replaced by one `vport` write for VF 0 of vsw1 port 1 that names
+/// the port GUID of `victim`'s port 1, its `old` what that port holds in `start` (so the
+/// snapshot finds it as the plan says) and a new LID of 999.
+fn vport_at(
+    start: &FabricState,
+    mut plan: weft_fabric::plan::Plan,
+    victim: &str,
+) -> weft_fabric::plan::Plan {
+    let f = &start.fabric;
+    let host = f.node(f.find("vsw1").unwrap()).guid();
+    let v = f.find(victim).unwrap();
+    let guid = f.node(v).port(weft_fabric::PortNum(1)).unwrap().guid;
+    let lid = start.lids.get(v, weft_fabric::PortNum(1)).map(|l| l.0);
+    let keys = SimFabric::new(start, sm_port(start))
+        .unwrap()
+        .tables()
+        .pkeys[&f.node(v).guid().0][1]
+        .clone();
+    plan.steps = vec![weft_fabric::plan::PlanStep {
+        writes: vec![weft_fabric::plan::Write::Vport {
+            node: host,
+            port: 1,
+            vf: 0,
+            guid,
+            old_lid: lid,
+            new_lid: Some(999),
+            old_pkeys: keys.clone(),
+            new_pkeys: keys,
+        }],
+    }];
+    plan
+}
+
+/// A `vport` write (a hand-edited plan, or a state whose VF GUID is a physical port's) whose
+/// port GUID is a physical port's — the hypervisor's own PF on a fabric showing vSwitches, or
+/// another host cabled to the same leaf — is refused before anything is written: only an
+/// adapter the wire check folded into that hypervisor is one of its VFs.
+#[test]
+fn a_vport_write_naming_a_physical_port_is_refused_before_any_write() {
+    let (old, p) = fig2_migration();
+    for (name, start, victim) in [
+        (
+            "pf-itself",
+            weft_tests::ibsim::vswitched(old.state()),
+            "vsw1",
+        ),
+        ("neighbour", old.state().clone(), "vsw2"),
+    ] {
+        let hostile = vport_at(&start, p.clone(), victim);
+        let mut sim = SimFabric::new(&start, sm_port(&start)).unwrap();
+        let before = sim.tables();
+        let dir = tmp(&format!("vport-{name}"));
+        let r = apply(&mut sim, &hostile, &options(&dir), &mut |_| {});
+        assert!(
+            matches!(&r, Err(ApplyError::Unaddressable(e)) if e.contains("physical")),
+            "{name}: {:?}",
+            r.map(|r| r.state)
+        );
+        assert_eq!(sim.counts().sets, 0, "{name}");
+        same_at(&sim.tables(), &before, name);
+    }
+}
+
+/// A fabric where a second port claims the port GUID of a VF the plan writes (another host's
+/// NodeInfo lies): which port is the VF cannot be told, and the plan is refused before
+/// anything is written, naming both.
+#[test]
+fn a_vf_guid_held_twice_is_refused_before_any_write() {
+    let (old, p) = fig2_migration();
+    let start = weft_tests::ibsim::vswitched(old.state());
+    let guid = p
+        .steps
+        .iter()
+        .flat_map(|s| &s.writes)
+        .find_map(|w| match w {
+            weft_fabric::plan::Write::Vport { guid, .. } => Some(guid.0),
+            _ => None,
+        })
+        .unwrap();
+    let liar = start
+        .fabric
+        .node(start.fabric.find("vsw4").unwrap())
+        .guid()
+        .0;
+    let mut t = Hostile {
+        sim: SimFabric::new(&start, sm_port(&start)).unwrap(),
+        lie: move |target: &weft_deploy::transport::Target, a: Answer| {
+            node_info(target, a, |i| {
+                if i.node_guid == liar {
+                    i.port_guid = guid;
+                }
+            })
+        },
+    };
+    let before = t.sim.tables();
+    let dir = tmp("vf-guid-twice");
+    let r = apply(&mut t, &p, &options(&dir), &mut |_| {});
+    assert!(
+        matches!(&r, Err(ApplyError::Unaddressable(e)) if e.contains("held by 2 ports") && e.contains(&format!("{liar:#018x} port 1"))),
+        "{:?}",
+        r.map(|r| r.state)
+    );
+    assert_eq!(t.sim.counts().sets, 0);
+    same_at(&t.sim.tables(), &before, "");
+}

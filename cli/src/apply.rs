@@ -220,11 +220,11 @@ fn plan_live(
         }
     }
     // The VFs: each LID and P_Key table as the fabric holds it.
-    let by_guid = d.ports_by_guid();
+    let vf_ports = d.vf_ports(&wire);
     for v in &mut cur.lids.vports {
         let host = (cur.fabric.node(v.host.node).guid(), v.host.port.0);
-        match weft_deploy::read::read_vf(t, d, &by_guid, host, (v.vf, v.guid), vfs, &mut smps) {
-            Ok(Some((lid, keys))) => {
+        match weft_deploy::read::read_vf(t, d, &vf_ports, host, (v.vf, v.guid), vfs, &mut smps) {
+            Ok(Ok((lid, keys))) => {
                 v.lid = lid.map(weft_fabric::Lid);
                 // No table stands for the default one: keep the state's form when equal.
                 let now: Vec<u16> = v.pkeys.as_ref().map_or_else(
@@ -235,14 +235,18 @@ fn plan_live(
                     v.pkeys = Some(keys.into_iter().map(weft_fabric::PKey).collect());
                 }
             }
-            Ok(None) => {
+            Ok(Err(e @ weft_deploy::discover::VfError::NotFound { .. })) => {
                 return Err(Fatal(format!(
-                    "not built yet: reading VF {} (port GUID {}) of `{}` port {}: no node on \
-                     the fabric holds its port GUID (a vSwitch shown as a switch with one \
-                     adapter per VF is read by directed route; vendor vPort attributes are not \
-                     built)",
-                    v.vf,
-                    v.guid,
+                    "not built yet: reading {e} (`{}` port {}; a vSwitch shown as a switch with \
+                     one adapter per VF is read by directed route; vendor vPort attributes are \
+                     not built)",
+                    cur.fabric.node(v.host.node).name(),
+                    v.host.port.0
+                )))
+            }
+            Ok(Err(e)) => {
+                return Err(Fatal(format!(
+                    "{e} (`{}` port {}); nothing was written",
                     cur.fabric.node(v.host.node).name(),
                     v.host.port.0
                 )))

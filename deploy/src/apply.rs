@@ -17,7 +17,7 @@
 //!
 //! A crash leaves the journal; [`recover`] rolls back (or forward) from it.
 
-use crate::discover::{discover, DiscoverError, Discovery};
+use crate::discover::{discover, DiscoverError, Discovery, VfError};
 use crate::journal::{self, Block, Event, Header, Journal, JournalError, Writer};
 use crate::smp::{self, Attr, DrPath, Payload, PortInfo, SwitchInfo, PAYLOAD};
 use crate::transport::{SmpError, Target, Transport, TransportExt};
@@ -184,7 +184,9 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
             .get(&g)
             .is_some_and(|f| f.info.node_type == smp::NodeType::Switch)
     };
-    let vf_ports = d.ports_by_guid();
+    // The VFs the fabric shows as nodes: the adapters the wire check folded into each
+    // hypervisor (with no wire view, none).
+    let vf_ports = d.vf_ports(plan.wire.as_ref().unwrap_or(&d.view));
     for (i, s) in plan.steps.iter().enumerate() {
         for w in &s.writes {
             match w {
@@ -248,28 +250,16 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                     old_pkeys,
                     new_pkeys,
                 } => {
-                    let Some(at) = d.vf_at(&vf_ports, (*node, *port), *vf, *guid, vfs) else {
-                        return Err(if vf_ports.contains_key(&guid.0) {
-                            ApplyError::Unaddressable(format!(
-                                "VF {vf} of {:#018x} port {port}: the node holding its port \
-                                 GUID {:#018x} is not behind that port's vSwitch",
-                                node.0, guid.0
-                            ))
-                        } else if vfs {
-                            ApplyError::Unaddressable(format!(
-                                "VF {vf} of {:#018x} port {port} is not reachable",
-                                node.0
-                            ))
-                        } else {
-                            ApplyError::Unsupported(format!(
-                                "writing VF {vf} (port GUID {:#018x}) of {:#018x} port {port}: \
-                                 no node on the fabric holds its port GUID (a vSwitch shown as \
-                                 a switch with one adapter per VF is written by directed route; \
-                                 vendor vPort attributes are not built)",
-                                guid.0, node.0
-                            ))
-                        });
-                    };
+                    let at = d
+                        .vf_at(&vf_ports, (*node, *port), *vf, *guid, vfs)
+                        .map_err(|e| match e {
+                            VfError::NotFound { .. } => ApplyError::Unsupported(format!(
+                                "writing {e} (a vSwitch shown as a switch with one adapter per \
+                                 VF is written by directed route; vendor vPort attributes are \
+                                 not built)"
+                            )),
+                            e => ApplyError::Unaddressable(e.to_string()),
+                        })?;
                     // A PortInfo is compared by its LID only (see `same`); no LID reads 0.
                     let lid_info = |lid: &Option<u16>| {
                         let mut info = [0u8; PAYLOAD];

@@ -65,73 +65,198 @@ pub struct VfAt {
     pub keys_modifier: u32,
 }
 
+/// The fabric's end ports by port GUID, and which of them are VFs: the channel adapters that
+/// folding the expected wire view ([`WireView::fold_vswitches`]) puts behind a hypervisor
+/// port. See [`Discovery::vf_ports`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VfPorts {
+    /// Every end port holding each port GUID.
+    ports: BTreeMap<u64, Vec<(Guid, u8)>>,
+    /// Per VF adapter: the hypervisor port whose vSwitch it sits behind.
+    vf_of: BTreeMap<Guid, (Guid, u8)>,
+}
+
+/// Why a VF cannot be addressed (each names the VF: its hypervisor port, index and port GUID).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum VfError {
+    /// The VF's port GUID is a physical port's: one the fabric shows that is no VF adapter
+    /// behind that hypervisor's vSwitch.
+    #[error(
+        "VF {vf} of {host:#018x} port {port}: its port GUID {guid:#018x} is port {at} of \
+         {holder:#018x}, a physical port, not a VF behind that hypervisor port's vSwitch"
+    )]
+    Physical {
+        /// The hypervisor.
+        host: u64,
+        /// Its port.
+        port: u8,
+        /// The VF's index.
+        vf: u8,
+        /// The VF's port GUID.
+        guid: u64,
+        /// The node holding that port GUID.
+        holder: u64,
+        /// Its port.
+        at: u8,
+    },
+    /// The node holding the VF's port GUID is a VF adapter behind another hypervisor port.
+    #[error(
+        "VF {vf} of {host:#018x} port {port}: the node holding its port GUID {guid:#018x} \
+         ({holder:#018x}) is not behind that port's vSwitch but {owner:#018x} port \
+         {owner_port}'s"
+    )]
+    OtherHost {
+        /// The hypervisor.
+        host: u64,
+        /// Its port.
+        port: u8,
+        /// The VF's index.
+        vf: u8,
+        /// The VF's port GUID.
+        guid: u64,
+        /// The adapter holding it.
+        holder: u64,
+        /// The hypervisor it is behind.
+        owner: u64,
+        /// That hypervisor's port.
+        owner_port: u8,
+    },
+    /// More than one port of the fabric holds the VF's port GUID.
+    #[error(
+        "VF {vf} of {host:#018x} port {port}: its port GUID {guid:#018x} is held by {} ports \
+         ({}); which one is the VF cannot be told",
+        .holders.len(),
+        .holders.iter().map(|(g, p)| format!("{g:#018x} port {p}")).collect::<Vec<_>>().join(", ")
+    )]
+    Ambiguous {
+        /// The hypervisor.
+        host: u64,
+        /// Its port.
+        port: u8,
+        /// The VF's index.
+        vf: u8,
+        /// The VF's port GUID.
+        guid: u64,
+        /// Every port holding it.
+        holders: Vec<(u64, u8)>,
+    },
+    /// No route to the node the VF is addressed through.
+    #[error("VF {vf} of {host:#018x} port {port} (port GUID {guid:#018x}) is not reachable")]
+    Unreachable {
+        /// The hypervisor.
+        host: u64,
+        /// Its port.
+        port: u8,
+        /// The VF's index.
+        vf: u8,
+        /// The VF's port GUID.
+        guid: u64,
+    },
+    /// No node holds the VF's port GUID, and the transport does not address VFs through
+    /// their hypervisor's port.
+    #[error(
+        "VF {vf} (port GUID {guid:#018x}) of {host:#018x} port {port}: no node on the fabric \
+         holds its port GUID"
+    )]
+    NotFound {
+        /// The hypervisor.
+        host: u64,
+        /// Its port.
+        port: u8,
+        /// The VF's index.
+        vf: u8,
+        /// The VF's port GUID.
+        guid: u64,
+    },
+}
+
 impl Discovery {
     /// Where VF `vf` (port GUID `guid`) of hypervisor port (`host`, `port`) is addressed:
-    /// where a node of the fabric holds the VF's port GUID (a vSwitch shown as a switch with
-    /// one adapter per VF), that node's port by directed route; else, when `through_host`
-    /// (the transport addresses VFs through their hypervisor's port, as the `sim` fabric
-    /// does), the hypervisor's port with the VF in the modifier. `by_guid` is
-    /// [`Discovery::ports_by_guid`].
+    /// where the VF is a node of the fabric (a vSwitch shown as a switch with one adapter per
+    /// VF, folded into that very hypervisor port by `ports`), that node's port by directed
+    /// route; else, when no port of the fabric holds the GUID and `through_host` (the
+    /// transport addresses VFs through their hypervisor's port, as the `sim` fabric does), the
+    /// hypervisor's port with the VF in the modifier. A GUID held by a physical port, by a VF
+    /// behind another hypervisor, or by several ports is refused. `ports` is
+    /// [`Discovery::vf_ports`].
     pub fn vf_at(
         &self,
-        by_guid: &BTreeMap<u64, (Guid, u8)>,
+        ports: &VfPorts,
         (host, port): (Guid, u8),
         vf: u8,
         guid: Guid,
         through_host: bool,
-    ) -> Option<VfAt> {
-        match by_guid.get(&guid.0) {
-            // Only an adapter cabled to the switch in front of that very hypervisor port.
-            Some(&(node, p)) if self.behind_same_switch((node, p), (host, port)) => Some(VfAt {
-                node,
-                port: p,
-                path: self.path(node, Some(p))?.clone(),
-                info_modifier: u32::from(p),
-                keys_modifier: crate::smp::pkey_modifier(0, None),
+    ) -> Result<VfAt, VfError> {
+        let (h, g) = (host.0, guid.0);
+        let unreachable = || VfError::Unreachable {
+            host: h,
+            port,
+            vf,
+            guid: g,
+        };
+        match ports.ports.get(&g).map(Vec::as_slice) {
+            Some(&[(node, p)]) => match ports.vf_of.get(&node) {
+                Some(&behind) if behind == (host, port) => Ok(VfAt {
+                    node,
+                    port: p,
+                    path: self.path(node, Some(p)).ok_or_else(unreachable)?.clone(),
+                    info_modifier: u32::from(p),
+                    keys_modifier: crate::smp::pkey_modifier(0, None),
+                }),
+                Some(&(owner, owner_port)) => Err(VfError::OtherHost {
+                    host: h,
+                    port,
+                    vf,
+                    guid: g,
+                    holder: node.0,
+                    owner: owner.0,
+                    owner_port,
+                }),
+                None => Err(VfError::Physical {
+                    host: h,
+                    port,
+                    vf,
+                    guid: g,
+                    holder: node.0,
+                    at: p,
+                }),
+            },
+            Some(many) => Err(VfError::Ambiguous {
+                host: h,
+                port,
+                vf,
+                guid: g,
+                holders: many.iter().map(|(n, p)| (n.0, *p)).collect(),
             }),
-            Some(_) => None,
-            None if through_host => Some(VfAt {
+            None if through_host => Ok(VfAt {
                 node: host,
                 port,
-                path: self.path(host, Some(port))?.clone(),
+                path: self.path(host, Some(port)).ok_or_else(unreachable)?.clone(),
                 info_modifier: crate::sim::vf_modifier(vf, u16::from(port)),
                 keys_modifier: crate::sim::vf_modifier(vf, u16::from(port) << 8),
             }),
-            None => None,
+            None => Err(VfError::NotFound {
+                host: h,
+                port,
+                vf,
+                guid: g,
+            }),
         }
     }
 
-    /// Whether ports `a` and `b` are both cabled to one switch.
-    fn behind_same_switch(&self, a: (Guid, u8), b: (Guid, u8)) -> bool {
-        let far = |e: (Guid, u8)| {
-            self.view.links.iter().find_map(|&(x, y)| {
-                if x == e {
-                    Some(y.0)
-                } else if y == e {
-                    Some(x.0)
-                } else {
-                    None
-                }
-            })
-        };
-        match (far(a), far(b)) {
-            (Some(x), Some(y)) => {
-                x == y
-                    && self
-                        .nodes
-                        .get(&x)
-                        .is_some_and(|n| n.info.node_type == NodeType::Switch)
-            }
-            _ => false,
-        }
-    }
-
-    /// End ports by port GUID: the node holding each and the port's number.
-    pub fn ports_by_guid(&self) -> BTreeMap<u64, (Guid, u8)> {
-        let mut out = BTreeMap::new();
+    /// The end ports of the fabric by port GUID, and which are the VFs of which hypervisor
+    /// port: the adapters behind each vSwitch that folding this fabric's view into `expected`
+    /// folds ([`WireView::vswitches`]).
+    pub fn vf_ports(&self, expected: &WireView) -> VfPorts {
+        let mut out = VfPorts::default();
         for (g, f) in &self.nodes {
             for (p, pg) in &f.port_guids {
-                out.entry(*pg).or_insert((*g, *p));
+                out.ports.entry(*pg).or_default().push((*g, *p));
+            }
+        }
+        for v in self.view.vswitches(expected) {
+            for a in v.vfs {
+                out.vf_of.insert(a, v.pf.1);
             }
         }
         out

@@ -2,7 +2,7 @@
 //! P_Key tables, over any [`Transport`] — for `weft apply` of a whole state (what to change)
 //! and `weft audit` (what to verify).
 
-use crate::discover::Discovery;
+use crate::discover::{Discovery, VfError, VfPorts};
 use crate::smp::{
     decode_pkeys, Attr, DrPath, NodeType, PortInfo, SwitchInfo, LFT_BLOCK, PKEY_BLOCK,
 };
@@ -104,19 +104,20 @@ pub fn read_pkeys(
 pub type Vf = (Option<u16>, Vec<u16>);
 
 /// Reads VF `vf` (port GUID `guid`) of hypervisor port (`host`, `port`): its LID (none when
-/// 0) and P_Key block 0 (empty slots dropped from the end); `None` when it cannot be
+/// 0) and P_Key block 0 (empty slots dropped from the end); `Err` inside when it cannot be
 /// addressed (see [`Discovery::vf_at`]).
 pub fn read_vf(
     t: &mut impl TransportExt,
     d: &Discovery,
-    by_guid: &BTreeMap<u64, (Guid, u8)>,
+    ports: &VfPorts,
     (host, port): (Guid, u8),
     (vf, guid): (u8, Guid),
     through_host: bool,
     smps: &mut usize,
-) -> Result<Option<Vf>, SmpError> {
-    let Some(at) = d.vf_at(by_guid, (host, port), vf, guid, through_host) else {
-        return Ok(None);
+) -> Result<Result<Vf, VfError>, SmpError> {
+    let at = match d.vf_at(ports, (host, port), vf, guid, through_host) {
+        Ok(at) => at,
+        Err(e) => return Ok(Err(e)),
     };
     let info = t.get(&Target {
         path: at.path.clone(),
@@ -134,5 +135,5 @@ pub fn read_vf(
     while keys.last() == Some(&0) {
         keys.pop();
     }
-    Ok(Some(((lid != 0).then_some(lid), keys)))
+    Ok(Ok(((lid != 0).then_some(lid), keys)))
 }

@@ -38,4 +38,4 @@ pub use state::{
     Partition, PathSl, PortState, Sl2VlRow, SlSet, SourceSls, StateError, StateErrors, SwitchSls,
     SwitchState, TrafficClass, ValidState, VirtualPort, VlArb, VlWeight, LFT_UNSET,
 };
-pub use wire::{WireDiff, WireEnd, WireNode, WireView};
+pub use wire::{Folded, WireDiff, WireEnd, WireNode, WireView};

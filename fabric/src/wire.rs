@@ -47,6 +47,19 @@ pub struct WireView {
     pub vf_hosts: BTreeMap<WireEnd, u16>,
 }
 
+/// A vSwitch [`WireView::fold_vswitches`] folds into its hypervisor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Folded {
+    /// The switch the fabric shows.
+    pub switch: Guid,
+    /// Its port to the fabric, and the far end of that link.
+    pub uplink: (u8, WireEnd),
+    /// Its port to the hypervisor, and the hypervisor's port (the PF).
+    pub pf: (u8, WireEnd),
+    /// The channel adapters of the hypervisor's VFs.
+    pub vfs: BTreeSet<Guid>,
+}
+
 /// One way two wire views differ.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WireDiff {
@@ -201,16 +214,36 @@ impl WireView {
     /// a difference. A VF's LID is its own port's business: the plans that move VFs check it
     /// write by write.
     pub fn fold_vswitches(&self, expected: &WireView) -> WireView {
+        let mut out = self.clone();
+        // The view as `expected` sees the fabric, its vSwitch hosts included (so the folded
+        // view folds the same fabric again).
+        out.vf_hosts = expected.vf_hosts.clone();
+        let pair = |a: WireEnd, b: WireEnd| if a <= b { (a, b) } else { (b, a) };
+        for f in self.vswitches(expected) {
+            let v = f.switch;
+            out.links.remove(&pair((v, f.uplink.0), f.uplink.1));
+            out.links.remove(&pair((v, f.pf.0), f.pf.1));
+            out.links.insert(pair(f.uplink.1, f.pf.1));
+            out.nodes.remove(&v);
+            out.lids.retain(|(g, _), _| *g != v && !f.vfs.contains(g));
+            out.links
+                .retain(|(a, b)| !f.vfs.contains(&a.0) && !f.vfs.contains(&b.0));
+            for g in &f.vfs {
+                out.nodes.remove(g);
+            }
+        }
+        out
+    }
+
+    /// The vSwitches [`WireView::fold_vswitches`] folds, by the GUID of their switch.
+    pub fn vswitches(&self, expected: &WireView) -> Vec<Folded> {
         let mut neighbours: BTreeMap<Guid, Vec<(u8, WireEnd)>> = BTreeMap::new();
         for &(a, b) in &self.links {
             neighbours.entry(a.0).or_default().push((a.1, b));
             neighbours.entry(b.0).or_default().push((b.1, a));
         }
         let kind = |g: &Guid| self.nodes.get(g).map(|n| n.kind);
-        let mut out = self.clone();
-        // The view as `expected` sees the fabric, its vSwitch hosts included (so the folded
-        // view folds the same fabric again).
-        out.vf_hosts = expected.vf_hosts.clone();
+        let mut out = Vec::new();
         for (v, n) in &self.nodes {
             if n.kind != NodeKind::Switch || expected.nodes.contains_key(v) {
                 continue;
@@ -231,7 +264,7 @@ impl WireView {
                 .copied()
                 .filter(|(_, far)| expected.nodes.contains_key(&far.0))
                 .collect();
-            let (&[&(vup, uplink)], &[&(vpf, pf_end)]) = (up.as_slice(), pf.as_slice()) else {
+            let (&[&uplink], &[&pf]) = (up.as_slice(), pf.as_slice()) else {
                 continue;
             };
             if up.len() + cas.len() != around.len() {
@@ -240,11 +273,11 @@ impl WireView {
             let vfs: BTreeSet<Guid> = cas
                 .iter()
                 .map(|(_, far)| far.0)
-                .filter(|g| *g != pf_end.0)
+                .filter(|g| *g != pf.1 .0)
                 .collect();
             if expected
                 .vf_hosts
-                .get(&pf_end)
+                .get(&pf.1)
                 .is_none_or(|&n| usize::from(n) < vfs.len())
             {
                 continue;
@@ -256,17 +289,12 @@ impl WireView {
             {
                 continue;
             }
-            let pair = |a: WireEnd, b: WireEnd| if a <= b { (a, b) } else { (b, a) };
-            out.links.remove(&pair((*v, vup), uplink));
-            out.links.remove(&pair((*v, vpf), pf_end));
-            out.links.insert(pair(uplink, pf_end));
-            out.nodes.remove(v);
-            out.lids.retain(|(g, _), _| g != v && !vfs.contains(g));
-            out.links
-                .retain(|(a, b)| !vfs.contains(&a.0) && !vfs.contains(&b.0));
-            for g in &vfs {
-                out.nodes.remove(g);
-            }
+            out.push(Folded {
+                switch: *v,
+                uplink,
+                pf,
+                vfs,
+            });
         }
         out
     }
