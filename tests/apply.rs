@@ -950,3 +950,56 @@ fn a_vf_guid_held_twice_is_refused_before_any_write() {
     assert_eq!(t.sim.counts().sets, 0);
     same_at(&t.sim.tables(), &before, "");
 }
+
+/// A hand-edited plan that writes a node the wire check folded away — the LFT of the switch a
+/// vSwitch is shown as, or a VF adapter's P_Key table by a `pkeys` write — is refused before
+/// anything is written: the plan's wire view has no such node, so no proof covers it (the
+/// re-proof reads the fabric folded), and a VF is written only by its `vport` write.
+#[test]
+fn a_write_to_a_folded_node_is_refused_before_any_write() {
+    let (old, p) = fig2_migration();
+    let start = weft_tests::ibsim::vswitched(old.state());
+    let f = &start.fabric;
+    let vswitch = f.node(f.find("vsw1-vswitch").unwrap()).guid();
+    let vf = f.node(f.find("vsw1-vf0").unwrap()).guid();
+    let unset = "ff".repeat(64);
+    for (name, w) in [
+        (
+            "vswitch-lft",
+            weft_fabric::plan::Write::Lft {
+                switch: vswitch,
+                block: 0,
+                old: unset.clone(),
+                new: format!("02{}", &unset[2..]),
+            },
+        ),
+        (
+            "vf-pkeys",
+            weft_fabric::plan::Write::Pkeys {
+                node: vf,
+                port: 1,
+                block: 0,
+                old: SimFabric::new(&start, sm_port(&start))
+                    .unwrap()
+                    .tables()
+                    .pkeys[&vf.0][1]
+                    .clone(),
+                new: vec![0xffff],
+            },
+        ),
+    ] {
+        let mut hostile = p.clone();
+        hostile.steps = vec![weft_fabric::plan::PlanStep { writes: vec![w] }];
+        let mut sim = SimFabric::new(&start, sm_port(&start)).unwrap();
+        let before = sim.tables();
+        let dir = tmp(name);
+        let r = apply(&mut sim, &hostile, &options(&dir), &mut |_| {});
+        assert!(
+            matches!(&r, Err(ApplyError::Unaddressable(e)) if e.contains("not in the plan's wire view")),
+            "{name}: {:?}",
+            r.map(|r| r.state)
+        );
+        assert_eq!(sim.counts().sets, 0, "{name}");
+        same_at(&sim.tables(), &before, name);
+    }
+}

@@ -186,7 +186,21 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
     };
     // The VFs the fabric shows as nodes: the adapters the wire check folded into each
     // hypervisor (with no wire view, none).
-    let vf_ports = d.vf_ports(plan.wire.as_ref().unwrap_or(&d.view));
+    let wire = plan.wire.as_ref().unwrap_or(&d.view);
+    let vf_ports = d.vf_ports(wire);
+    // An LFT or P_Key write is to a node of the plan's wire view: not to one the wire check
+    // folded away (a vSwitch's switch, a VF's adapter), which no proof of the plan covers.
+    let known = |g: Guid| -> Result<(), ApplyError> {
+        if wire.nodes.contains_key(&g) {
+            Ok(())
+        } else {
+            Err(ApplyError::Unaddressable(format!(
+                "node {:#018x} is not in the plan's wire view (the fabric shows it behind a \
+                 vSwitch folded into its hypervisor; only a `vport` write reaches a VF)",
+                g.0
+            )))
+        }
+    };
     for (i, s) in plan.steps.iter().enumerate() {
         for w in &s.writes {
             match w {
@@ -196,6 +210,7 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                     old,
                     new,
                 } => {
+                    known(*sw)?;
                     if !switch(*sw) {
                         return Err(ApplyError::Unaddressable(format!(
                             "{:#018x} is not a switch on the fabric",
@@ -224,6 +239,7 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                     old,
                     new,
                 } => {
+                    known(*node)?;
                     let sw = switch(*node);
                     ops.push(Op {
                         step: i,
