@@ -1003,3 +1003,85 @@ fn a_write_to_a_folded_node_is_refused_before_any_write() {
         same_at(&sim.tables(), &before, name);
     }
 }
+
+/// What `weft apply` proves again of a plan file before writing it (cli `reprove`): the
+/// fabric `start` as discovery and the audit read it (folded into the plan's wire view), and
+/// the plan's steps checked from there.
+fn reproof(
+    start: &FabricState,
+    plan: &weft_fabric::plan::Plan,
+) -> Vec<weft_verifier::transition::StepCheck> {
+    let mut sim = SimFabric::new(start, sm_port(start)).unwrap();
+    let d = weft_deploy::discover(&mut sim).unwrap();
+    weft_deploy::apply::check_wire(plan, &d).unwrap();
+    let a = weft_deploy::audit::state_of(&mut sim, &d, &plan.fabric, plan.wire.as_ref()).unwrap();
+    let st = ValidState::new(a.state).unwrap();
+    let steps: Vec<Vec<weft_fabric::plan::Write>> =
+        plan.steps.iter().map(|s| s.writes.clone()).collect();
+    weft_plan::check_steps(&st, &steps, weft_verifier::Scope::All)
+}
+
+/// The re-proof of a migration on a fabric that shows its vSwitches as switches covers the
+/// VMs' LIDs: the plan as made is proven; with its LFT steps in reverse (the source side
+/// first) a transient loop toward the moved VM's LID is found; without its last step the
+/// VM's routes are not all mended; a VF given a physical port's LID, or another VF's, is
+/// not proven either.
+#[test]
+fn the_reproof_of_a_migration_through_vswitches_covers_the_vm_lids() {
+    use weft_fabric::plan::Write;
+    let (old, p) = fig2_migration();
+    let start = weft_tests::ibsim::vswitched(old.state());
+    let checks = reproof(&start, &p);
+    assert_eq!(checks.len(), p.steps.len());
+    assert!(checks.iter().all(|c| c.is_proven()), "{checks:?}");
+    let unproven = |plan: &weft_fabric::plan::Plan| {
+        let checks = reproof(&start, plan);
+        let bad = checks
+            .iter()
+            .find(|c| !c.is_proven())
+            .unwrap_or_else(|| panic!("re-proven: {checks:?}"));
+        weft_plan::why(bad)
+    };
+    let mut reversed = p.clone();
+    reversed.steps[1..].reverse();
+    let why = unproven(&reversed);
+    assert!(why.contains("transient forwarding loop"), "{why}");
+    let mut short = p.clone();
+    short.steps.pop();
+    let why = unproven(&short);
+    assert!(why.contains("fail after the plan's last step"), "{why}");
+    // The VM's new VF given vsw2's own LID, then another VF's.
+    let lid = |name: &str| {
+        let f = &old.state().fabric;
+        old.state()
+            .lids
+            .get(f.find(name).unwrap(), weft_fabric::PortNum(1))
+            .unwrap()
+            .0
+    };
+    let other_vf = old
+        .state()
+        .lids
+        .vports
+        .iter()
+        .find(|v| v.vm.as_deref() == Some("vm8"))
+        .and_then(|v| v.lid)
+        .unwrap()
+        .0;
+    for (taken, says) in [
+        (lid("vsw2"), "a physical port's"),
+        (other_vf, "would both hold"),
+    ] {
+        let mut stolen = p.clone();
+        for w in &mut stolen.steps[0].writes {
+            if let Write::Vport {
+                new_lid: Some(l), ..
+            } = w
+            {
+                *l = taken;
+            }
+        }
+        let why = unproven(&stolen);
+        assert!(why.contains(says), "{why}");
+    }
+}

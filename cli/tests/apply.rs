@@ -300,3 +300,61 @@ fn a_tampered_plan_is_refused_by_its_proof_on_the_live_fabric() {
 fn text_of(o: &Output) -> String {
     format!("{}{}", text(&o.stdout), text(&o.stderr))
 }
+
+/// A VM migration on the `sim` target (VFs addressed through their hypervisor's port): the
+/// re-proof reads the VFs too, so the plan as made lands, and the same plan with its LFT
+/// steps in reverse (the source side first: a transient loop toward the VM's LID) is refused
+/// naming the loop, nothing written.
+#[test]
+fn a_migration_is_proven_again_with_its_vfs_on_the_sim() {
+    let d = std::env::temp_dir().join(format!("weft-apply-cli-vfs-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let src = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/vswitch-fig2.weft"),
+    )
+    .unwrap();
+    std::fs::write(d.join("old.weft"), &src).unwrap();
+    std::fs::write(
+        d.join("new.weft"),
+        src.replace("vm vm1 on vsw1", "vm vm1 on vsw3"),
+    )
+    .unwrap();
+    let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
+    let o = weft(&["build", &p("old.weft"), "-o", &p("old"), "-q"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = weft(&[
+        "plan",
+        "--from",
+        &p("old/state.json"),
+        &p("new.weft"),
+        "-o",
+        &p("plan.json"),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let mut plan = Plan::from_json(&std::fs::read_to_string(d.join("plan.json")).unwrap()).unwrap();
+    assert!(plan.steps.len() > 2, "{}", plan.steps.len());
+    plan.steps[1..].reverse();
+    std::fs::write(d.join("reversed.json"), plan.to_json()).unwrap();
+    let lock = p("");
+    let run = |file: &str| {
+        weft(&[
+            "apply",
+            &p(file),
+            "--fabric",
+            &p("old/state.json"),
+            "--lock-dir",
+            &lock,
+        ])
+    };
+    let o = run("reversed.json");
+    assert_eq!(o.status.code(), Some(1), "{}", text_of(&o));
+    let err = text(&o.stderr);
+    assert!(err.contains("not safe on the fabric as it runs"), "{err}");
+    assert!(err.contains("transient forwarding loop"), "{err}");
+    assert!(!d.join("reversed.json.journal").exists());
+    let o = run("plan.json");
+    assert_eq!(o.status.code(), Some(0), "{}", text_of(&o));
+    let _ = std::fs::remove_dir_all(&d);
+}

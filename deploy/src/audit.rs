@@ -13,7 +13,7 @@ use crate::transport::{SmpError, Target, TransportExt};
 use std::collections::BTreeMap;
 use weft_fabric::{
     FabricBuilder, FabricState, Guid, Lft, Lid, LinkError, NodeKind, NodeSpec, PortNum, PortRef,
-    SwitchState, WireView,
+    SwitchState, VirtualPort, WireView,
 };
 
 /// Why a fabric could not be read.
@@ -50,7 +50,9 @@ pub fn audit(t: &mut impl TransportExt, name: &str) -> Result<Audited, AuditErro
 /// What the fabric `d` discovered runs, read through `t` (its SMPs counted, discovery's
 /// not). With `expected` (the wire view of the state a plan starts from), every vSwitch the
 /// fabric shows as a switch with one adapter per VF is folded into its hypervisor, as that
-/// state models it (see [`WireView::fold_vswitches`]); the VFs' adapters are left out.
+/// state models it (see [`WireView::fold_vswitches`]); the VFs' adapters become VFs of their
+/// hypervisor's port (with their port GUIDs and LIDs), so a proof on the state covers their
+/// LIDs.
 pub fn state_of(
     t: &mut impl TransportExt,
     d: &Discovery,
@@ -61,6 +63,32 @@ pub fn state_of(
         Some(e) => d.view.fold_vswitches(e),
         None => d.view.clone(),
     };
+    // The VFs the fabric shows as adapters behind each folded vSwitch: their port GUIDs and
+    // LIDs, owned by their hypervisor's port (indexed in port GUID order: the wire does not
+    // say which VF of its hypervisor an adapter is).
+    let mut vfs: Vec<((Guid, u8), u64, Option<u16>)> = Vec::new();
+    for v in expected.map(|e| d.view.vswitches(e)).unwrap_or_default() {
+        let mut here: Vec<(u64, Option<u16>)> = Vec::new();
+        for a in &v.vfs {
+            let Some((_, (_, p))) = d
+                .view
+                .links
+                .iter()
+                .find(|(x, y)| x.0 == *a || y.0 == *a)
+                .map(|&(x, y)| if y.0 == *a { (x, y) } else { (y, x) })
+            else {
+                continue;
+            };
+            let guid = d
+                .nodes
+                .get(a)
+                .and_then(|f| f.port_guids.get(&p).copied())
+                .unwrap_or_else(|| a.0.wrapping_add(u64::from(p)));
+            here.push((guid, d.view.lids.get(&(*a, p)).copied()));
+        }
+        here.sort_unstable();
+        vfs.extend(here.into_iter().map(|(g, l)| (v.pf.1, g, l)));
+    }
     let d = &Discovery {
         view,
         nodes: d.nodes.clone(),
@@ -140,6 +168,22 @@ pub fn state_of(
                 .or_default()
                 .insert(PortNum(*p), Lid(*lid));
         }
+    }
+    let mut index: BTreeMap<(Guid, u8), u8> = BTreeMap::new();
+    for ((host, port), guid, lid) in vfs {
+        let Some(&id) = ids.get(&host) else {
+            continue;
+        };
+        let k = index.entry((host, port)).or_default();
+        state.lids.vports.push(VirtualPort {
+            host: PortRef::new(id, port),
+            vf: *k,
+            guid: Guid(guid),
+            lid: lid.map(Lid),
+            vm: None,
+            pkeys: None,
+        });
+        *k = k.saturating_add(1);
     }
     let lfts = read_lfts(t, d, &mut smps)?;
     for (g, lft) in lfts {

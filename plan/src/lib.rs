@@ -522,13 +522,30 @@ fn unproven(st: &ValidState, scope: Scope) -> Option<String> {
     })
 }
 
-/// Checks steps of LFT writes someone ordered, from `start` (see [`start`]): the check of
-/// each step, up to the first that fails.
+/// Checks steps of writes someone ordered, from `start` (see [`start`]): the check of each
+/// step, up to the first that fails.
+///
+/// A `vport` write gives its VF (found in `start` by hypervisor port and port GUID, else
+/// index) its new LID from its step on: the LID is then owned by the VF's hypervisor port, and
+/// routes toward it may fail until later steps mend them (as a VM migration's do); after the
+/// last step no more routes may fail than before the first (else the last step's check is
+/// not proven, and [`why`] says so). A VF `start` does not have, a LID the checker does not
+/// route, a LID a physical port holds or two VFs hold: the step's check is not proven
+/// (`connected` unknown, naming it).
 pub fn check_steps(start: &ValidState, steps: &[Vec<Write>], scope: Scope) -> Vec<StepCheck> {
     let mut t = Transition::new(start, scope);
+    let failing = t.failing();
+    let mut vf_lids: Vec<Option<weft_fabric::Lid>> =
+        start.lids.vports.iter().map(|v| v.lid).collect();
     let mut out = Vec::new();
-    for writes in steps {
-        let check = t.step(&lft_changes(start, writes));
+    for (i, writes) in steps.iter().enumerate() {
+        let moved = move_vf_lids(&mut t, start, &mut vf_lids, writes);
+        let mut check = t.step(&lft_changes(start, writes));
+        if let Err(why) = moved {
+            check.connected = weft_verifier::Outcome::Unknown(why);
+        } else if i + 1 == steps.len() && t.failing() > failing {
+            check.connected = weft_verifier::Outcome::Violated;
+        }
         let ok = check.is_proven();
         out.push(check);
         if !ok {
@@ -536,6 +553,93 @@ pub fn check_steps(start: &ValidState, steps: &[Vec<Write>], scope: Scope) -> Ve
         }
     }
     out
+}
+
+/// The `vport` writes of one step, in the checker `t`: each VF's new LID moves to its
+/// hypervisor's port (`lids`: every VF of `start` and its LID so far). Why not, when not.
+fn move_vf_lids(
+    t: &mut Transition<'_>,
+    start: &ValidState,
+    lids: &mut [Option<weft_fabric::Lid>],
+    writes: &[Write],
+) -> Result<(), String> {
+    let f = &start.fabric;
+    let mut moved = Vec::new();
+    for w in writes {
+        let Write::Vport {
+            node,
+            port,
+            vf,
+            guid,
+            new_lid,
+            ..
+        } = w
+        else {
+            continue;
+        };
+        let what = format!("VF {vf} (port GUID {guid}) of {node} port {port}");
+        let at = f
+            .find_guid(*node)
+            .map(|id| PortRef::new(id, *port))
+            .ok_or_else(|| format!("{what}: no such node on the fabric"))?;
+        let vs = &start.lids.vports;
+        let k = vs
+            .iter()
+            .position(|v| v.host == at && v.guid == *guid)
+            .or_else(|| vs.iter().position(|v| v.host == at && v.vf == *vf))
+            .ok_or_else(|| {
+                format!(
+                    "{what} is not a VF of the fabric as read: the routes toward its LID cannot \
+                     be proven"
+                )
+            })?;
+        if let Some(slot) = lids.get_mut(k) {
+            *slot = new_lid.map(weft_fabric::Lid);
+        }
+        if let Some(l) = new_lid {
+            moved.push((weft_fabric::Lid(*l), at, what));
+        }
+    }
+    if moved.is_empty() {
+        return Ok(());
+    }
+    // Every LID a VF holds now: held once, and by no physical port.
+    let physical: std::collections::BTreeSet<u16> = {
+        let mut vfless = start.lids.clone();
+        vfless.vports.clear();
+        vfless
+            .owners(f)
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.is_some())
+            .map(|(l, _)| l as u16)
+            .collect()
+    };
+    let mut held = std::collections::BTreeMap::new();
+    for (v, l) in start.lids.vports.iter().zip(lids.iter()) {
+        let Some(l) = l else { continue };
+        if physical.contains(&l.0) {
+            return Err(format!(
+                "VF {} (port GUID {}) would hold LID {}, a physical port's",
+                v.vf, v.guid, l.0
+            ));
+        }
+        if let Some(other) = held.insert(l.0, v) {
+            return Err(format!(
+                "VFs with port GUIDs {} and {} would both hold LID {}",
+                other.guid, v.guid, l.0
+            ));
+        }
+    }
+    for (lid, at, what) in moved {
+        if !t.relocate(lid, at) {
+            return Err(format!(
+                "{what} would take LID {}, which the checker does not route",
+                lid.0
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The LFT entries `writes` change.
@@ -617,6 +721,16 @@ pub fn why(c: &StepCheck) -> String {
             b.dlid.0,
             b.at.name,
             b.reason.describe()
+        );
+    }
+    if let weft_verifier::Outcome::Unknown(why) = &c.connected {
+        return why.clone();
+    }
+    if c.connected == weft_verifier::Outcome::Violated {
+        return format!(
+            "{} route(s) fail after the plan's last step, more than before its first (a VF's \
+             LID moved, and the routes toward it were not all written)",
+            c.failing_after
         );
     }
     "nothing".to_owned()
