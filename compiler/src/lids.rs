@@ -297,13 +297,17 @@ pub fn assign_vfs(e: &Elaborated, lids: &mut LidAssignment) -> Result<(), Vec<Di
             }
         }
     }
-    let mut guids: std::collections::BTreeSet<u64> = f.nodes().iter().map(|n| n.guid().0).collect();
+    let mut guids: std::collections::BTreeSet<u64> = f
+        .nodes()
+        .iter()
+        .flat_map(|n| std::iter::once(n.guid().0).chain(n.ports.iter().map(|p| p.guid.0)))
+        .collect();
     if let Some(v) = vports.iter().find(|v| !guids.insert(v.guid.0)) {
         let origin = e.origin(v.host.node);
         return Err(vec![Diagnostic::error(
             Code::DuplicateGuid,
             format!(
-                "VF {} of `{}` would have GUID {}, which another node or VF has",
+                "VF {} of `{}` would have GUID {}, which another node, port or VF has",
                 v.vf,
                 f.node(v.host.node).name(),
                 v.guid

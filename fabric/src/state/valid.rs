@@ -403,15 +403,20 @@ fn vport_name(f: &Fabric, v: &super::VirtualPort) -> PortName {
 }
 
 /// VFs: on live-able end-node ports that have a LID, one per (port, index), GUIDs unique
-/// (among VFs and nodes), LIDs unicast and owned once (clashes with physical LIDs are found
+/// (among VFs, nodes and ports), LIDs unicast and owned once (clashes with physical LIDs are found
 /// in [`check_lids`]), VM names unique and only with LMC 0.
 fn check_vports(st: &FabricState, errors: &mut Vec<StateError>) {
     let f = &st.fabric;
     let mut keys = std::collections::BTreeSet::new();
     let mut guids = std::collections::BTreeSet::new();
     let mut vms: BTreeMap<&str, PortName> = BTreeMap::new();
-    let node_guids: std::collections::BTreeSet<u64> =
-        f.nodes().iter().map(|n| n.guid().0).collect();
+    // Node and port GUIDs: a VF the fabric shows as a node of its own is found by its port
+    // GUID, which no physical port may hold.
+    let node_guids: std::collections::BTreeSet<u64> = f
+        .nodes()
+        .iter()
+        .flat_map(|n| std::iter::once(n.guid().0).chain(n.ports.iter().map(|p| p.guid.0)))
+        .collect();
     for v in &st.lids.vports {
         let bad = |what: String| StateError::PortTable {
             port: vport_name(f, v),
@@ -444,7 +449,7 @@ fn check_vports(st: &FabricState, errors: &mut Vec<StateError>) {
         }
         if v.guid.0 == 0 || node_guids.contains(&v.guid.0) || !guids.insert(v.guid) {
             errors.push(bad(format!(
-                "GUID {} is zero or another VF's or node's",
+                "GUID {} is zero or another VF's, node's or port's",
                 guid_text(v.guid)
             )));
         }

@@ -2,7 +2,9 @@
 
 use super::*;
 use crate::TrafficClass;
-use crate::{FabricBuilder, Guid, LinkId, NodeKind, NodeSpec, PortNum, PortRef, VlWeight};
+use crate::{
+    FabricBuilder, Guid, LinkId, NodeKind, NodeSpec, PortNum, PortRef, VirtualPort, VlWeight,
+};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -338,6 +340,26 @@ fn a_live_port_without_a_lid_is_named() {
     let mut b = FabricBuilder::from(st.fabric.clone());
     b.set_link_down(LinkId(2));
     st.fabric = b.finish();
+    assert!(ValidState::new(st).is_ok());
+}
+
+/// A VF whose port GUID is a physical port's (here `h2`'s port 1: its node GUID + 1) is
+/// refused: `weft apply` finds a VF the fabric shows as a node by that GUID.
+#[test]
+fn a_vf_guid_that_is_a_physical_ports_is_named() {
+    let mut st = small();
+    let vf = |guid| VirtualPort {
+        host: PortRef::new(NodeId(2), 1),
+        vf: 0,
+        guid: Guid(guid),
+        lid: Some(Lid(5)),
+        vm: None,
+        pkeys: None,
+    };
+    st.lids.vports.push(vf(0xf452_1403_0000_0401));
+    let e = ValidState::new(st.clone()).unwrap_err().to_string();
+    assert!(e.contains("GUID 0xf452140300000401"), "{e}");
+    st.lids.vports = vec![vf(0x0152_1403_0000_0300)];
     assert!(ValidState::new(st).is_ok());
 }
 
