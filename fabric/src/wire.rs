@@ -441,7 +441,20 @@ impl TryFrom<WireText> for WireView {
                 .split_once(' ')
                 .and_then(|(p, n)| Some((parse_end(p)?, n.parse().ok()?)))
                 .ok_or_else(|| bad("vSwitch host (`0x<guid>:<port> <VFs>`)", s))?;
-            v.vf_hosts.insert(p, n);
+            // A channel adapter's port of the view, with VFs, once.
+            let host = v.nodes.get(&p.0);
+            if n == 0 || host.is_none_or(|h| h.kind != NodeKind::Hca || p.1 == 0 || p.1 > h.ports) {
+                return Err(format!(
+                    "wire view: vSwitch host `{s}` is not a port of a channel adapter of the view \
+                     with VFs"
+                ));
+            }
+            if v.vf_hosts.insert(p, n).is_some() {
+                return Err(format!(
+                    "wire view: vSwitch host {:#018x} port {} is listed twice",
+                    p.0 .0, p.1
+                ));
+            }
         }
         Ok(v)
     }
@@ -637,6 +650,15 @@ mod tests {
             r#"{"lmc":0,"nodes":[],"links":[],"lids":["0x10:0 70000"]}"#,
             r#"{"lmc":0,"nodes":[],"links":[],"lids":["0x:0 1"]}"#,
             r#"{"lmc":0,"nodes":[],"links":[],"lids":[],"extra":1}"#,
+            // vSwitch hosts: not in the view, a switch, port 0 or past the last, no VFs,
+            // listed twice, too many VFs for a u16.
+            r#"{"lmc":0,"nodes":[],"links":[],"lids":[],"vf_hosts":["0x30:1 4"]}"#,
+            r#"{"lmc":0,"nodes":["0x30 switch 4"],"links":[],"lids":[],"vf_hosts":["0x30:1 4"]}"#,
+            r#"{"lmc":0,"nodes":["0x30 hca 1"],"links":[],"lids":[],"vf_hosts":["0x30:0 4"]}"#,
+            r#"{"lmc":0,"nodes":["0x30 hca 1"],"links":[],"lids":[],"vf_hosts":["0x30:2 4"]}"#,
+            r#"{"lmc":0,"nodes":["0x30 hca 1"],"links":[],"lids":[],"vf_hosts":["0x30:1 0"]}"#,
+            r#"{"lmc":0,"nodes":["0x30 hca 1"],"links":[],"lids":[],"vf_hosts":["0x30:1 4","0x30:1 2"]}"#,
+            r#"{"lmc":0,"nodes":["0x30 hca 1"],"links":[],"lids":[],"vf_hosts":["0x30:1 70000"]}"#,
         ] {
             assert!(serde_json::from_str::<WireView>(bad).is_err(), "{bad}");
         }
