@@ -1150,3 +1150,36 @@ fn a_vf_portinfo_is_journaled_with_its_states_unchanged() {
         assert!(!differ.is_empty());
     }
 }
+
+/// The SM on a VF's adapter (the one the moving VM leaves, whose LID the plan takes away, or
+/// another): the migration lands all the same. (The sim puts no SM on a switch.)
+#[test]
+fn a_migration_lands_with_the_sm_behind_a_vswitch() {
+    let src = weft_tests::example("vswitch-fig2.weft");
+    let old = compiled(&src);
+    let new = compiled(&src.replace("vm vm1 on vsw1", "vm vm1 on vsw3"));
+    let p = plan(&old, &new, &Options::default()).unwrap();
+    let start = weft_tests::ibsim::vswitched(old.state());
+    let end = weft_tests::ibsim::vswitched(p.end.state());
+    let web = old
+        .state()
+        .lids
+        .vports
+        .iter()
+        .find(|v| v.vm.as_deref() == Some("vm1"))
+        .unwrap()
+        .vf;
+    for (node, port) in [
+        (format!("vsw1-vf{web}"), 1),
+        ("vsw3-vf3".to_owned(), 1),
+    ] {
+        let sm = PortRef::new(start.fabric.find(&node).unwrap(), port);
+        let mut sim = SimFabric::new(&start, sm).unwrap();
+        let want = SimFabric::new(&end, sm).unwrap().tables();
+        let dir = tmp(&format!("sm-{node}"));
+        let r = apply(&mut sim, &p.plan, &options(&dir), &mut |_| {})
+            .unwrap_or_else(|e| panic!("SM on {node}: {e}"));
+        assert_eq!(r.state, Final::New, "SM on {node}: {r:?}");
+        same_at(&sim.tables(), &want, &node);
+    }
+}
