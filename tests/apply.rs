@@ -125,7 +125,11 @@ fn every_fault_at_every_smp_of_a_migration_through_vswitches_ends_old_or_new() {
     let (sets, seen) = fault_matrix("matrix-vswitch", &start, &end, &p.plan);
     assert_eq!(sets, p.plan.smps());
     assert_eq!(seen.values().sum::<usize>(), 7 * sets, "{seen:?}");
-    assert_eq!(seen.get("Crash → crashed, recovered"), Some(&sets), "{seen:?}");
+    assert_eq!(
+        seen.get("Crash → crashed, recovered"),
+        Some(&sets),
+        "{seen:?}"
+    );
 }
 
 /// Writes `plan` from `start` (ending in `end`) with each fault kind striking each of its
@@ -1169,10 +1173,7 @@ fn a_migration_lands_with_the_sm_behind_a_vswitch() {
         .find(|v| v.vm.as_deref() == Some("vm1"))
         .unwrap()
         .vf;
-    for (node, port) in [
-        (format!("vsw1-vf{web}"), 1),
-        ("vsw3-vf3".to_owned(), 1),
-    ] {
+    for (node, port) in [(format!("vsw1-vf{web}"), 1), ("vsw3-vf3".to_owned(), 1)] {
         let sm = PortRef::new(start.fabric.find(&node).unwrap(), port);
         let mut sim = SimFabric::new(&start, sm).unwrap();
         let want = SimFabric::new(&end, sm).unwrap().tables();

@@ -483,7 +483,9 @@ fn migration_refusals() {
 }
 
 /// A VF whose P_Key table differs from the desired state's (the VMs where they were) is
-/// written whole, one `vport` write with its LID unchanged, in the P_Key step; nothing else.
+/// written whole with its LID unchanged, as a port's table is: what goes away in the P_Key
+/// step that takes keys away (its full default membership made limited), the rest in the
+/// next; nothing else.
 #[test]
 fn a_vf_p_key_table_that_differs_is_written() {
     let src = example("cluster-648.weft");
@@ -504,21 +506,148 @@ fn a_vf_p_key_table_that_differs_is_written() {
     let (guid, lid) = (v.guid, v.lid.map(|l| l.0));
     let cur = ValidState::new(st).unwrap();
     let p = plan(&cur, &want, &Options::default()).unwrap();
-    let writes: Vec<&Write> = p.plan.steps.iter().flat_map(|s| &s.writes).collect();
-    assert_eq!(writes.len(), 1, "{writes:?}");
-    let Write::Vport {
-        guid: g,
-        old_lid,
-        new_lid,
-        old_pkeys,
-        new_pkeys,
-        ..
-    } = writes[0]
-    else {
-        panic!("{writes:?}")
+    assert_eq!(p.plan.steps.len(), 2, "{:?}", p.plan.steps);
+    let mut tables = vec![vec![0xffff]];
+    for s in &p.plan.steps {
+        let [Write::Vport {
+            guid: g,
+            old_lid,
+            new_lid,
+            old_pkeys,
+            new_pkeys,
+            ..
+        }] = s.writes.as_slice()
+        else {
+            panic!("{:?}", s.writes)
+        };
+        assert_eq!((*g, *old_lid, *new_lid), (guid, lid, lid));
+        assert_eq!(Some(old_pkeys), tables.last());
+        tables.push(new_pkeys.clone());
+    }
+    assert_eq!(tables[1], [0x7fff]);
+    assert!(tables[2].contains(&0x8001), "{:x?}", tables[2]);
+    assert_eq!(p.plan.smps(), 4);
+}
+
+/// Whether two P_Key tables let their ports talk: a key in both, one of them a full member.
+fn talk(a: &[u16], b: &[u16]) -> bool {
+    a.iter().any(|&x| {
+        x & 0x7fff != 0
+            && b.iter()
+                .any(|&y| y & 0x7fff == x & 0x7fff && (x | y) & 0x8000 != 0)
+    })
+}
+
+/// A VF's P_Key table that changes while a physical port's does (the VF leaves partition A
+/// for B while the port, in C, joins A): in no mix of the landed writes of any step do the
+/// VF and the port talk unless the old tables or the new ones let them — the VF loses A in
+/// the step that takes keys away, before the port gains it.
+#[test]
+fn a_vf_p_key_change_keeps_isolation_in_every_mix() {
+    let src = example("vswitch-fig2.weft");
+    let base = compiled(&src);
+    let st = base.state();
+    let f = &st.fabric;
+    let x = weft_fabric::PortRef::new(f.find("vsw4").unwrap(), 1);
+    let xg = f.node(x.node).guid();
+    // vm1's VF in partition `vf` (alone unless it is the tenant's), vsw4's port in `port`.
+    let with = |vf: u16, port: u16| {
+        let mut s = st.clone();
+        let v = s
+            .lids
+            .vports
+            .iter_mut()
+            .find(|v| v.vm.as_deref() == Some("vm1"))
+            .unwrap();
+        v.pkeys = Some(vec![weft_fabric::PKey(0x7fff), weft_fabric::PKey(vf)]);
+        s.ports.entry(x).or_default().pkeys =
+            Some(vec![weft_fabric::PKey(0x7fff), weft_fabric::PKey(port)]);
+        let full = weft_fabric::Membership::Full;
+        let cloud = &mut s.partitions[0];
+        cloud.vms.remove("vm1");
+        let mut others = Vec::new();
+        for (name, key) in [("vf", vf), ("port", port)] {
+            if key & 0x7fff == cloud.pkey {
+                if name == "vf" {
+                    cloud.vms.insert("vm1".into(), full);
+                } else {
+                    cloud.members.insert(x, full);
+                }
+                continue;
+            }
+            let mut p = cloud.clone();
+            p.name = name.into();
+            p.pkey = key & 0x7fff;
+            p.vms.clear();
+            p.members.clear();
+            if name == "vf" {
+                p.vms.insert("vm1".into(), full);
+            } else {
+                p.members.insert(x, full);
+            }
+            others.push(p);
+        }
+        s.partitions.extend(others);
+        ValidState::new(s).unwrap()
     };
-    assert_eq!((*g, *old_lid, *new_lid), (guid, lid, lid));
-    assert_eq!(old_pkeys, &[0xffff]);
-    assert!(new_pkeys.contains(&0x8001), "{new_pkeys:x?}");
-    assert_eq!(p.plan.smps(), 2);
+    let (old, new) = (with(0x8001, 0x8003), with(0x8002, 0x8001));
+    let vf_guid = old
+        .state()
+        .lids
+        .vports
+        .iter()
+        .find(|v| v.vm.as_deref() == Some("vm1"))
+        .unwrap()
+        .guid;
+    let p = plan(&old, &new, &Options::default()).unwrap();
+    let (ok_old, ok_new) = (
+        talk(&[0x7fff, 0x8001], &[0x7fff, 0x8003]),
+        talk(&[0x7fff, 0x8002], &[0x7fff, 0x8001]),
+    );
+    assert!(!ok_old && !ok_new);
+    // The two tables as the writes leave them: every subset of each step landed, on what
+    // the steps before left.
+    let (mut vf, mut port) = (vec![0x7fff, 0x8001u16], vec![0x7fff, 0x8003u16]);
+    for (i, s) in p.plan.steps.iter().enumerate() {
+        let n = s.writes.len();
+        assert!(n < 16, "{n} writes");
+        let (mut vf_end, mut port_end) = (vf.clone(), port.clone());
+        for mask in 0u32..(1 << n) {
+            let (mut a, mut b) = (vf.clone(), port.clone());
+            for (k, w) in s.writes.iter().enumerate() {
+                let landed = mask & (1 << k) != 0;
+                match w {
+                    Write::Vport {
+                        guid, new_pkeys, ..
+                    } if *guid == vf_guid && landed => a = new_pkeys.clone(),
+                    Write::Pkeys {
+                        node,
+                        port: 1,
+                        block: 0,
+                        new,
+                        ..
+                    } if *node == xg && landed => b = new.clone(),
+                    _ => {}
+                }
+            }
+            assert!(
+                !talk(&a, &b),
+                "step {}: the VF ({a:x?}) and vsw4 ({b:x?}) talk in a mix of {:?}",
+                i + 1,
+                s.writes
+            );
+            if mask == (1 << n) - 1 {
+                (vf_end, port_end) = (a, b);
+            }
+        }
+        (vf, port) = (vf_end, port_end);
+    }
+    let trim = |mut t: Vec<u16>| {
+        t.retain(|&k| k != 0);
+        t
+    };
+    assert_eq!(
+        (trim(vf), trim(port)),
+        (vec![0x7fff, 0x8002], vec![0x7fff, 0x8001])
+    );
 }

@@ -28,7 +28,9 @@ mod order;
 
 use serde::Serialize;
 use weft_fabric::plan::{Plan, PlanStep, Write, LFT_BLOCK, PKEY_BLOCK, PLAN_FORMAT, PLAN_VERSION};
-use weft_fabric::{FabricState, Fingerprint, PKey, PortRef, StateErrors, ValidState, WireView};
+use weft_fabric::{
+    FabricState, Fingerprint, PKey, PortRef, StateErrors, ValidState, VirtualPort, WireView,
+};
 use weft_verifier::transition::{Change, StepCheck, Transition};
 use weft_verifier::{Options as VerifyOptions, Property, Scope};
 
@@ -775,33 +777,46 @@ fn pkey_writes(old: &ValidState, new: &ValidState) -> (Vec<Write>, Vec<Write>) {
         .filter(|(_, p)| p.pkeys.is_some())
         .map(|(r, _)| *r)
         .collect();
+    // What stays of each current entry: its key, limited unless full in both.
+    let mid = |a: &[u16], b: &[u16]| -> Vec<u16> {
+        a.iter()
+            .map(|&k| {
+                b.iter()
+                    .find(|&&n| n & 0x7fff == k & 0x7fff)
+                    .map_or(0, |&n| (k & 0x7fff) | (k & n & 0x8000))
+            })
+            .collect()
+    };
     let (mut remove, mut add) = (Vec::new(), Vec::new());
     for r in ports {
         let (a, b) = (table(old, &r), table(new, &r));
         if a == b {
             continue;
         }
-        // What stays of each current entry: its key, limited unless full in both.
-        let mid: Vec<u16> = a
-            .iter()
-            .map(|&k| {
-                b.iter()
-                    .find(|&&n| n & 0x7fff == k & 0x7fff)
-                    .map_or(0, |&n| (k & 0x7fff) | (k & n & 0x8000))
-            })
-            .collect();
+        let mid = mid(&a, &b);
         let guid = new.fabric.node(r.node).guid();
         remove.extend(blocks(guid, r.port.0, &a, &mid));
         add.extend(blocks(guid, r.port.0, &mid, &b));
     }
-    // A VF's table is one block, written whole by one SMP (with its LID, unchanged): no
-    // state between the two tables exists to order.
+    // A VF's table is one block, written whole (with its LID, unchanged) by a `vport` write:
+    // in the same two steps as the ports', so no mix lets it talk where neither table does.
     for v in &old.lids.vports {
         let Some(w) = new.lids.vports.iter().find(|w| w.key() == v.key()) else {
             continue;
         };
-        if v.lid == w.lid && migrate::vf_pkeys(v) != migrate::vf_pkeys(w) {
-            add.push(migrate::vf_write(old, v, w));
+        let (a, b) = (migrate::vf_pkeys(v), migrate::vf_pkeys(w));
+        if v.lid != w.lid || a == b {
+            continue;
+        }
+        let between = VirtualPort {
+            pkeys: Some(mid(&a, &b).into_iter().map(PKey).collect()),
+            ..v.clone()
+        };
+        if migrate::vf_pkeys(&between) != a {
+            remove.push(migrate::vf_write(old, v, &between));
+        }
+        if migrate::vf_pkeys(&between) != b {
+            add.push(migrate::vf_write(old, &between, w));
         }
     }
     (remove, add)
