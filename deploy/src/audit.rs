@@ -67,16 +67,19 @@ pub fn state_of(
     // LIDs, owned by their hypervisor's port (indexed in port GUID order: the wire does not
     // say which VF of its hypervisor an adapter is).
     let mut vfs: Vec<((Guid, u8), u64, Option<u16>)> = Vec::new();
-    for v in expected.map(|e| d.view.vswitches(e)).unwrap_or_default() {
+    let folded = expected.map(|e| d.view.vswitches(e)).unwrap_or_default();
+    // Each VF adapter's one linked port.
+    let mut linked: BTreeMap<Guid, u8> = BTreeMap::new();
+    if !folded.is_empty() {
+        for &(x, y) in &d.view.links {
+            linked.insert(x.0, x.1);
+            linked.insert(y.0, y.1);
+        }
+    }
+    for v in folded {
         let mut here: Vec<(u64, Option<u16>)> = Vec::new();
         for a in &v.vfs {
-            let Some((_, (_, p))) = d
-                .view
-                .links
-                .iter()
-                .find(|(x, y)| x.0 == *a || y.0 == *a)
-                .map(|&(x, y)| if y.0 == *a { (x, y) } else { (y, x) })
-            else {
+            let Some(&p) = linked.get(a) else {
                 continue;
             };
             let guid = d

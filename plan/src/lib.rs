@@ -800,8 +800,10 @@ fn pkey_writes(old: &ValidState, new: &ValidState) -> (Vec<Write>, Vec<Write>) {
     }
     // A VF's table is one block, written whole (with its LID, unchanged) by a `vport` write:
     // in the same two steps as the ports', so no mix lets it talk where neither table does.
+    let desired: std::collections::BTreeMap<_, &VirtualPort> =
+        new.lids.vports.iter().map(|w| (w.key(), w)).collect();
     for v in &old.lids.vports {
-        let Some(w) = new.lids.vports.iter().find(|w| w.key() == v.key()) else {
+        let Some(&w) = desired.get(&v.key()) else {
             continue;
         };
         let (a, b) = (migrate::vf_pkeys(v), migrate::vf_pkeys(w));
