@@ -637,6 +637,21 @@ mod tests {
         let mut x = w.clone();
         x.links.insert(((Guid(0x10), 4), (Guid(0x62), 2)));
         assert!(x.fold_vswitches(&v).diff(&x).is_empty());
+        // A second switch in front of the vSwitch: the vSwitch folds into the hypervisor,
+        // the switch in front stays a difference.
+        let mut x = w.clone();
+        x.nodes.insert(Guid(0x70), w.nodes[&Guid(0x60)]);
+        x.links.remove(&((Guid(0x10), 3), (Guid(0x60), 1)));
+        x.links.insert(((Guid(0x10), 3), (Guid(0x70), 1)));
+        x.links.insert(((Guid(0x60), 1), (Guid(0x70), 2)));
+        let folded = x.fold_vswitches(&v);
+        assert!(!folded.nodes.contains_key(&Guid(0x60)));
+        let d = v.diff(&folded);
+        assert!(d.contains(&WireDiff::ExtraNode(Guid(0x70))), "{d:?}");
+        assert!(
+            d.contains(&WireDiff::MissingLink((Guid(0x10), 3), (Guid(0x30), 1))),
+            "{d:?}"
+        );
     }
 
     #[test]
