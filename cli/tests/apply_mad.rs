@@ -543,3 +543,34 @@ fn a_vm_migration_sends_exactly_the_planned_smps_over_mads() {
     assert!(keys.contains(&0x8001), "{keys:x?}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The re-proof over MADs of a migration on ibsim's vSwitches shown as switches covers the
+/// VM's LID: the plan with its LFT steps in reverse (the source side first, a transient loop
+/// toward the VM's LID) is refused naming the loop, and no table changed.
+#[test]
+fn a_reversed_migration_is_refused_by_its_proof_over_mads() {
+    let Some(tools) = ibsim::require("a_reversed_migration_over_mads", &["dump_fts"]) else {
+        return;
+    };
+    let (d, old, _) = build_and_plan("vm-rev", &with_vms("cn101"), &with_vms("cn120"), &[]);
+    let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
+    let (net, modelled) = ibsim::vswitched_net(old.state());
+    let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(&modelled.fabric))).unwrap();
+    let lock = d.to_str().unwrap().to_owned();
+    let o = apply(&sim, &[&p("old"), "--lock-dir", &lock]);
+    assert!(o.status.success(), "{}\n{}", o.stdout, o.stderr);
+    let mut plan = Plan::from_json(&std::fs::read_to_string(d.join("plan.json")).unwrap()).unwrap();
+    assert!(plan.steps.len() > 2, "{}", plan.steps.len());
+    plan.steps[1..].reverse();
+    std::fs::write(d.join("reversed.json"), plan.to_json()).unwrap();
+    let o = apply(&sim, &[&p("reversed.json"), "--lock-dir", &lock]);
+    assert_eq!(o.status.code(), Some(1), "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        o.stderr.contains("not safe on the fabric as it runs")
+            && o.stderr.contains("transient forwarding loop"),
+        "{}",
+        o.stderr
+    );
+    same_lfts(&fabric_lfts(&sim), &lft_entries(&old), "after the refusal");
+    let _ = std::fs::remove_dir_all(&d);
+}
