@@ -1118,6 +1118,13 @@ fn the_reproof_of_a_migration_through_vswitches_covers_the_vm_lids() {
         let why = unproven(&stolen);
         assert!(why.contains(says), "{why}");
     }
+    // A VF the fabric does not show.
+    let mut ghost = p.clone();
+    if let Some(Write::Vport { vf, guid, .. }) = ghost.steps[0].writes.first_mut() {
+        (*vf, *guid) = (9, weft_fabric::Guid(0x0ddf_0000_0000_0001));
+    }
+    let why = unproven(&ghost);
+    assert!(why.contains("is not a VF of the fabric as read"), "{why}");
 }
 
 /// The journal of a migration through vSwitches shown as switches: each VF PortInfo block,

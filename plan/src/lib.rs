@@ -579,11 +579,16 @@ fn move_vf_lids(
         else {
             continue;
         };
-        let what = format!("VF {vf} (port GUID {guid}) of {node} port {port}");
-        let at = f
-            .find_guid(*node)
-            .map(|id| PortRef::new(id, *port))
-            .ok_or_else(|| format!("{what}: no such node on the fabric"))?;
+        let Some(id) = f.find_guid(*node) else {
+            return Err(format!(
+                "VF {vf} (port GUID {guid}) of {node} port {port}: no such node on the fabric"
+            ));
+        };
+        let what = format!(
+            "VF {vf} (port GUID {guid}) of `{}` port {port}",
+            f.node(id).name()
+        );
+        let at = PortRef::new(id, *port);
         let vs = &start.lids.vports;
         let k = vs
             .iter()
