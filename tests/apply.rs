@@ -1191,3 +1191,29 @@ fn a_migration_lands_with_the_sm_behind_a_vswitch() {
         same_at(&sim.tables(), &want, &node);
     }
 }
+
+/// With prepopulated LIDs (the VM's and the destination VF's LIDs swap), the re-proof of a
+/// migration through vSwitches shown as switches holds too, and the swap lands.
+#[test]
+fn a_prepopulated_swap_through_vswitches_is_reproven_and_lands() {
+    let src = weft_tests::example("vswitch-fig2.weft").replace("dynamic", "prepopulated");
+    let old = compiled(&src);
+    let new = compiled(&src.replace("vm vm1 on vsw1", "vm vm1 on vsw3"));
+    let p = plan(&old, &new, &Options::default()).unwrap();
+    let weft_plan::Target::Migration { moves, .. } = &p.target else {
+        panic!("{:?}", p.target)
+    };
+    assert!(matches!(
+        moves[0].how,
+        weft_plan::migrate::LidMove::Swap { .. }
+    ));
+    let start = weft_tests::ibsim::vswitched(old.state());
+    let checks = reproof(&start, &p.plan);
+    assert!(
+        checks.len() == p.plan.steps.len() && checks.iter().all(|c| c.is_proven()),
+        "{checks:?}"
+    );
+    let end = weft_tests::ibsim::vswitched(p.end.state());
+    let tables = migrate_and_crash(&start, &end, &p.plan, "swap-vswitch");
+    assert_ne!(tables.0.lids, tables.1.lids);
+}
