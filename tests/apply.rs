@@ -1217,3 +1217,46 @@ fn a_prepopulated_swap_through_vswitches_is_reproven_and_lands() {
     let tables = migrate_and_crash(&start, &end, &p.plan, "swap-vswitch");
     assert_ne!(tables.0.lids, tables.1.lids);
 }
+
+/// A VF adapter that does not answer discovery (every NodeInfo toward vsw1's VF adapters
+/// lost) looks like a VF the vSwitch does not show: the wire check still folds the vSwitch,
+/// and the plan writing vm1's VF there is refused before anything is written, naming the VF
+/// (not addressed through the hypervisor's port instead, as a fabric that shows no vSwitch
+/// there would be).
+#[test]
+fn a_vf_adapter_that_does_not_answer_is_refused_before_any_write() {
+    let (old, p) = fig2_migration();
+    let start = weft_tests::ibsim::vswitched(old.state());
+    let f = &start.fabric;
+    let mute: Vec<u64> = (0..4)
+        .filter_map(|k| f.find(&format!("vsw1-vf{k}")))
+        .map(|id| f.node(id).guid().0)
+        .collect();
+    assert_eq!(mute.len(), 4);
+    let mut t = Hostile {
+        sim: SimFabric::new(&start, sm_port(&start)).unwrap(),
+        lie: move |target: &weft_deploy::transport::Target, a: Answer| {
+            if target.attr == weft_deploy::Attr::NodeInfo {
+                if let Ok(p) = &a {
+                    if mute.contains(&weft_deploy::smp::NodeInfo::decode(p).node_guid) {
+                        return Err(weft_deploy::SmpError::Timeout {
+                            target: target.clone(),
+                            tries: 1,
+                        });
+                    }
+                }
+            }
+            a
+        },
+    };
+    let before = t.sim.tables();
+    let dir = tmp("vf-mute");
+    let r = apply(&mut t, &p, &options(&dir), &mut |_| {});
+    let e = r.map(|r| r.state).unwrap_err().to_string();
+    assert!(
+        e.contains("VF 0") && e.contains("did not answer discovery"),
+        "{e}"
+    );
+    assert_eq!(t.sim.counts().sets, 0);
+    same_at(&t.sim.tables(), &before, "");
+}

@@ -74,6 +74,8 @@ pub struct VfPorts {
     ports: BTreeMap<u64, Vec<(Guid, u8)>>,
     /// Per VF adapter: the hypervisor port whose vSwitch it sits behind.
     vf_of: BTreeMap<Guid, (Guid, u8)>,
+    /// The hypervisor ports whose vSwitch the fabric shows (their VFs are its adapters).
+    shown: std::collections::BTreeSet<(Guid, u8)>,
 }
 
 /// Why a VF cannot be addressed (each names the VF: its hypervisor port, index and port GUID).
@@ -140,6 +142,23 @@ pub enum VfError {
         /// Every port holding it.
         holders: Vec<(u64, u8)>,
     },
+    /// The fabric shows the hypervisor port's vSwitch, but no adapter behind it holds the
+    /// VF's port GUID (the adapter did not answer discovery, or the vSwitch does not show it).
+    #[error(
+        "VF {vf} of {host:#018x} port {port}: no adapter behind the vSwitch the fabric shows in \
+         front of that port holds its port GUID {guid:#018x} (it did not answer discovery, or \
+         the vSwitch does not show it)"
+    )]
+    NotShown {
+        /// The hypervisor.
+        host: u64,
+        /// Its port.
+        port: u8,
+        /// The VF's index.
+        vf: u8,
+        /// The VF's port GUID.
+        guid: u64,
+    },
     /// No route to the node the VF is addressed through.
     #[error("VF {vf} of {host:#018x} port {port} (port GUID {guid:#018x}) is not reachable")]
     Unreachable {
@@ -174,9 +193,10 @@ impl Discovery {
     /// Where VF `vf` (port GUID `guid`) of hypervisor port (`host`, `port`) is addressed:
     /// where the VF is a node of the fabric (a vSwitch shown as a switch with one adapter per
     /// VF, folded into that very hypervisor port by `ports`), that node's port by directed
-    /// route; else, when no port of the fabric holds the GUID and `through_host` (the
-    /// transport addresses VFs through their hypervisor's port, as the `sim` fabric does), the
-    /// hypervisor's port with the VF in the modifier. A GUID held by a physical port, by a VF
+    /// route; else, when no port of the fabric holds the GUID, the fabric shows no vSwitch in
+    /// front of that port and `through_host` (the transport addresses VFs through their
+    /// hypervisor's port, as the `sim` fabric does), the hypervisor's port with the VF in the
+    /// modifier. A GUID held by a physical port, by a VF
     /// behind another hypervisor, or by several ports is refused. `ports` is
     /// [`Discovery::vf_ports`].
     pub fn vf_at(
@@ -228,6 +248,12 @@ impl Discovery {
                 guid: g,
                 holders: many.iter().map(|(n, p)| (n.0, *p)).collect(),
             }),
+            None if ports.shown.contains(&(host, port)) => Err(VfError::NotShown {
+                host: h,
+                port,
+                vf,
+                guid: g,
+            }),
             None if through_host => Ok(VfAt {
                 node: host,
                 port,
@@ -255,6 +281,7 @@ impl Discovery {
             }
         }
         for v in self.view.vswitches(expected) {
+            out.shown.insert(v.pf.1);
             for a in v.vfs {
                 out.vf_of.insert(a, v.pf.1);
             }
