@@ -580,8 +580,20 @@ impl Mad {
         // at the same moment; `Mad` is not `Sync`), and keeps one sequence for both: a late
         // response to one never carries the TID of the other.
         let mut fresh_tid = move || (unsafe { trid() } & 0xffff_ffff) as u32;
+        // Deadlines are enforced only when nothing is waiting to be read: a process that was
+        // not scheduled for longer than the timeout (a loaded machine) finds its answers
+        // queued, and must take them before calling their SMPs lost (resent under fresh TIDs,
+        // the queued answers would be dropped as stale, and after every try the SMP would
+        // count as unanswered — a node missing from discovery). A port that never stops
+        // delivering (stray MADs without end) still has its deadlines enforced once a whole
+        // timeout has passed since the queue was last found empty.
+        let mut drained = true;
+        let mut last_empty = Instant::now();
         while !window.done() {
-            window.expire(Instant::now());
+            let now = Instant::now();
+            if drained || now.duration_since(last_empty) >= self.timeout {
+                window.expire(now);
+            }
             while let Some((i, tid)) = window.next(Instant::now(), &mut fresh_tid) {
                 let (Some((target, data)), Some(Some(portid))) = (smps.get(i), portids.get_mut(i))
                 else {
@@ -616,7 +628,12 @@ impl Mad {
             let errno = std::io::Error::last_os_error();
             if got.is_null() {
                 match errno.raw_os_error() {
-                    Some(ETIMEDOUT | EINTR) => continue,
+                    Some(ETIMEDOUT) => {
+                        drained = true;
+                        last_empty = Instant::now();
+                        continue;
+                    }
+                    Some(EINTR) => continue,
                     _ => {
                         window.abort(&format!(
                             "libibmad could not receive on {}: {errno}",
@@ -632,6 +649,7 @@ impl Mad {
             if let Some(mad) = buf.0.get(header..header + MAD_SIZE) {
                 window.receive(status, mad);
             }
+            drained = false;
         }
         window
             .outcomes()
