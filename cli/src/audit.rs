@@ -1,7 +1,7 @@
-//! `weft audit --target mad`: discover a live fabric over SMPs, read its LIDs and LFTs, and
-//! prove or refute it like `weft verify` does for a state — what ibdiagnet does, with proofs.
-//! SL→VL tables are not read (every path on VL 0: a credit loop found may be one the
-//! fabric's VLs break; a proof stays true).
+//! `weft audit --target mad`: discover a live fabric over SMPs, read its LIDs, LFTs, SL→VL
+//! and P_Key tables, and prove or refute it like `weft verify` does for a state — what
+//! ibdiagnet does, with proofs. The SL each path uses is the SA's answer, not on the fabric:
+//! every path counts on SL 0 (and each hop's VL is what the tables map SL 0 to).
 
 use crate::verify::CheckArgs;
 use crate::Fatal;
@@ -108,7 +108,7 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, Fatal> {
     }
     // What was not read is said where the verdict is.
     let origin = format!(
-        "the fabric on {} ({} SMPs; SL→VL tables not read: every path on SL 0 and VL 0)",
+        "the fabric on {} ({} SMPs; path SLs are the SA's, not on the fabric: every path on SL 0)",
         mad.device(),
         audited.smps
     );

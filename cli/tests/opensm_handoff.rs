@@ -175,4 +175,57 @@ fn opensm_distributes_weft_tables_after_the_hand_off() {
             .unwrap();
         assert!(pk.stdout.contains(key), "{host}: {}", pk.stdout);
     }
+    // `weft audit` reads the same SL→VL and P_Key tables off the fabric.
+    let audited = sim.dir().join("audited.json");
+    let weft_bin = env!("CARGO_BIN_EXE_weft");
+    let out = match sim.run_env(
+        weft_bin,
+        &[
+            "audit",
+            "--target",
+            "mad",
+            "--write-state",
+            audited.to_str().unwrap(),
+        ],
+        &[],
+        Duration::from_secs(120),
+    ) {
+        Ok(o) => o,
+        Err(weft_tests::ibsim::IbsimError::Failed { output, .. }) => output,
+        Err(e) => panic!("{e}"),
+    };
+    assert!(
+        out.stdout.contains("path SLs are the SA's"),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    let a =
+        weft_fabric::ValidState::from_json(&std::fs::read_to_string(&audited).unwrap()).unwrap();
+    let id = |g: weft_fabric::Guid| a.fabric.find_guid(g).unwrap();
+    let aleaf = id(f.node(leaf).guid());
+    let read: Vec<u8> = (0..16)
+        .map(|sl| {
+            a.switches[&aleaf]
+                .vl(
+                    weft_fabric::PortNum(1),
+                    weft_fabric::PortNum(19),
+                    weft_fabric::Sl(sl),
+                )
+                .unwrap()
+                .0
+        })
+        .collect();
+    assert_eq!(read, want, "the audit's SL→VL table of leaf1 (1 → 19)");
+    for (host, key) in [("cn001", 0x8001), ("cn300", 0x8002)] {
+        let h = f.node_ids().find(|&n| f.node(n).name() == host).unwrap();
+        let keys = a.ports[&weft_fabric::PortRef::new(id(f.node(h).guid()), 1)]
+            .pkeys
+            .clone()
+            .unwrap_or_default();
+        assert!(
+            keys.iter().any(|k| k.0 & 0x7fff == key & 0x7fff),
+            "{host}: {keys:?}"
+        );
+    }
 }

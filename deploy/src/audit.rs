@@ -39,11 +39,37 @@ pub struct Audited {
     pub smps: usize,
 }
 
-/// Reads the fabric through `t` (named `name`).
+/// Reads the fabric through `t` (named `name`): what [`state_of`] reads, and the SL→VL tables
+/// of every switch (each pair of live ports) and end port, and every end port's P_Key table.
+/// A table that maps every SL to VL 0 is kept as the state's "no QoS" form; a P_Key table
+/// holding only the default key (0xffff) as no table.
 pub fn audit(t: &mut impl TransportExt, name: &str) -> Result<Audited, AuditError> {
     let d = discover(t)?;
     let mut a = state_of(t, &d, name, None)?;
     a.smps += d.smps;
+    let vls = crate::read::read_switch_sl2vl(t, &d, &mut a.smps)?;
+    for (g, (rows, all)) in vls {
+        let Some(id) = a.state.fabric.find_guid(g) else {
+            continue;
+        };
+        let sw = a.state.switches.entry(id).or_default();
+        sw.sl2vl = rows;
+        sw.sl2vl_all = all;
+    }
+    let ends = crate::read::read_end_ports(t, &d, &mut a.smps)?;
+    for ((g, p), (vl, keys)) in ends {
+        let Some(id) = a.state.fabric.find_guid(g) else {
+            continue;
+        };
+        let port = a.state.ports.entry(PortRef::new(id, p)).or_default();
+        if vl != [0; 16] {
+            port.sl2vl = Some(vl);
+        }
+        if keys != [weft_fabric::PKey::DEFAULT.0] {
+            port.pkeys = Some(keys.into_iter().map(weft_fabric::PKey).collect());
+        }
+    }
+    a.state.ports.retain(|_, p| !p.is_empty());
     Ok(a)
 }
 

@@ -4,11 +4,12 @@
 
 use crate::discover::{Discovery, VfError, VfPorts};
 use crate::smp::{
-    decode_pkeys, Attr, DrPath, NodeType, PortInfo, SwitchInfo, LFT_BLOCK, PKEY_BLOCK,
+    decode_pkeys, decode_sl2vl, pkey_modifier, sl2vl_modifier, Attr, DrPath, NodeType, PortInfo,
+    SwitchInfo, LFT_BLOCK, PKEY_BLOCK,
 };
 use crate::transport::{SmpError, Target, TransportExt};
 use std::collections::BTreeMap;
-use weft_fabric::Guid;
+use weft_fabric::{Guid, Sl2VlRow};
 
 /// Entries a switch forwards by: `LFT[lid]` for `lid ≤ LinearFDBTop`, trailing unset entries
 /// (0xff) dropped.
@@ -136,4 +137,134 @@ pub fn read_vf(
         keys.pop();
     }
     Ok(Ok(((lid != 0).then_some(lid), keys)))
+}
+
+/// A switch's SL→VL tables as read: rows per (input, output) port pair, or one map for every
+/// pair, or neither (every SL on VL 0: a fabric without QoS).
+pub type SwitchVls = (Vec<Sl2VlRow>, Option<[u8; 16]>);
+
+/// Reads the SL→VL table of every pair of live ports (input and output, the same port
+/// included: a route may turn back) of every switch `d` found, as one batch. A switch whose
+/// pairs all map every SL to VL 0 gets neither rows nor a map (the state's form of "no QoS");
+/// one whose pairs all agree, that map.
+pub fn read_switch_sl2vl(
+    t: &mut impl TransportExt,
+    d: &Discovery,
+    smps: &mut usize,
+) -> Result<BTreeMap<Guid, SwitchVls>, SmpError> {
+    let mut live: BTreeMap<Guid, Vec<u8>> = BTreeMap::new();
+    for &((a, pa), (b, pb)) in &d.view.links {
+        live.entry(a).or_default().push(pa);
+        live.entry(b).or_default().push(pb);
+    }
+    let mut pairs: Vec<(Guid, u8, u8)> = Vec::new();
+    let mut targets = Vec::new();
+    for (g, f) in &d.nodes {
+        if f.info.node_type != NodeType::Switch {
+            continue;
+        }
+        let mut ports = live.get(g).cloned().unwrap_or_default();
+        ports.sort_unstable();
+        ports.dedup();
+        for &i in &ports {
+            for &o in &ports {
+                pairs.push((*g, i, o));
+                targets.push(Target {
+                    path: f.path.clone(),
+                    attr: Attr::SlToVl,
+                    modifier: sl2vl_modifier(i, o),
+                });
+            }
+        }
+    }
+    *smps += targets.len();
+    let mut rows: BTreeMap<Guid, Vec<Sl2VlRow>> = BTreeMap::new();
+    for ((g, i, o), r) in pairs.into_iter().zip(t.get_all(&targets)) {
+        rows.entry(g).or_default().push(Sl2VlRow {
+            in_port: i,
+            out_port: o,
+            vl: decode_sl2vl(&r?),
+        });
+    }
+    let mut out = BTreeMap::new();
+    for (g, f) in &d.nodes {
+        if f.info.node_type != NodeType::Switch {
+            continue;
+        }
+        let rows = rows.remove(g).unwrap_or_default();
+        let first = rows.first().map(|r| r.vl);
+        let tables = match first {
+            Some(vl) if rows.iter().all(|r| r.vl == vl) => {
+                if vl == [0; 16] {
+                    (Vec::new(), None)
+                } else {
+                    (Vec::new(), Some(vl))
+                }
+            }
+            _ => (rows, None),
+        };
+        out.insert(*g, tables);
+    }
+    Ok(out)
+}
+
+/// Reads, for every end port `d` found, its SL→VL table (the VL each SL is sent on) and its
+/// P_Key table (as many 32-entry blocks as NodeInfo's PartitionCap holds, at most 64), as one
+/// batch each. Empty P_Key slots are dropped from the end.
+pub fn read_end_ports(
+    t: &mut impl TransportExt,
+    d: &Discovery,
+    smps: &mut usize,
+) -> Result<BTreeMap<(Guid, u8), ([u8; 16], Vec<u16>)>, SmpError> {
+    let mut ends: Vec<(Guid, u8, &DrPath, u16)> = Vec::new();
+    for (g, f) in &d.nodes {
+        if f.info.node_type == NodeType::Switch {
+            continue;
+        }
+        let blocks = f
+            .info
+            .partition_cap
+            .div_ceil(PKEY_BLOCK as u16)
+            .clamp(1, 64);
+        for (p, path) in &f.ports {
+            ends.push((*g, *p, path, blocks));
+        }
+    }
+    let vls: Vec<Target> = ends
+        .iter()
+        .map(|(_, _, path, _)| Target {
+            path: (*path).clone(),
+            attr: Attr::SlToVl,
+            modifier: 0,
+        })
+        .collect();
+    let keys: Vec<Target> = ends
+        .iter()
+        .flat_map(|(_, _, path, blocks)| {
+            (0..*blocks).map(|b| Target {
+                path: (*path).clone(),
+                attr: Attr::PKeyTable,
+                modifier: pkey_modifier(b, None),
+            })
+        })
+        .collect();
+    *smps += vls.len() + keys.len();
+    let vls = t.get_all(&vls);
+    let mut keys = t.get_all(&keys).into_iter();
+    let mut out = BTreeMap::new();
+    for ((g, p, _, blocks), vl) in ends.into_iter().zip(vls) {
+        let vl = decode_sl2vl(&vl?);
+        let mut table = Vec::with_capacity(usize::from(blocks) * PKEY_BLOCK);
+        for _ in 0..blocks {
+            let b = keys
+                .next()
+                .ok_or_else(|| SmpError::Transport("a batch came back short".to_owned()))??;
+            table.extend(decode_pkeys(&b));
+        }
+        while table.last() == Some(&0) {
+            table.pop();
+        }
+        out.insert((g, p), (vl, table));
+    }
+    Ok(out)
 }
