@@ -208,6 +208,9 @@ pub fn read_switch_sl2vl(
     Ok(out)
 }
 
+/// An end port's tables as read: the VL per SL, and the P_Key table.
+pub type EndPort = ([u8; 16], Vec<u16>);
+
 /// Reads, for every end port `d` found, its SL→VL table (the VL each SL is sent on) and its
 /// P_Key table (as many 32-entry blocks as NodeInfo's PartitionCap holds, at most 64), as one
 /// batch each. Empty P_Key slots are dropped from the end.
@@ -215,7 +218,7 @@ pub fn read_end_ports(
     t: &mut impl TransportExt,
     d: &Discovery,
     smps: &mut usize,
-) -> Result<BTreeMap<(Guid, u8), ([u8; 16], Vec<u16>)>, SmpError> {
+) -> Result<BTreeMap<(Guid, u8), EndPort>, SmpError> {
     let mut ends: Vec<(Guid, u8, &DrPath, u16)> = Vec::new();
     for (g, f) in &d.nodes {
         if f.info.node_type == NodeType::Switch {
