@@ -1260,3 +1260,44 @@ fn a_vf_adapter_that_does_not_answer_is_refused_before_any_write() {
     assert_eq!(t.sim.counts().sets, 0);
     same_at(&t.sim.tables(), &before, "");
 }
+
+/// `weft audit`'s reading (`weft_deploy::audit::audit`) on the sim: a switch whose every port
+/// pair maps SL s to VL s % 2 reads back as that map; a host's SL→VL table as it is; a P_Key
+/// table with an empty slot, a limited and a full membership of one partition reads as the
+/// partitions it holds, each once (full over limited); default tables as none.
+#[test]
+fn the_audit_reads_sl2vl_and_p_key_tables() {
+    let mut st = tree("").state().clone();
+    let f = st.fabric.clone();
+    let leaf = f.node_ids().find(|&n| f.node(n).name() == "leaf1").unwrap();
+    let host = f
+        .node_ids()
+        .find(|&n| f.node(n).kind() == NodeKind::Hca)
+        .unwrap();
+    let map: [u8; 16] = std::array::from_fn(|s| (s % 2) as u8);
+    st.switches.get_mut(&leaf).unwrap().sl2vl_all = Some(map);
+    let port = st.ports.entry(PortRef::new(host, 1)).or_default();
+    port.sl2vl = Some(map);
+    port.pkeys = Some(
+        [0xffff, 0x0000, 0x0001, 0x8001]
+            .map(weft_fabric::PKey)
+            .to_vec(),
+    );
+    let mut sim = SimFabric::new(&st, sm_port(&st)).unwrap();
+    let a = weft_deploy::audit::audit(&mut sim, "t").unwrap();
+    let id = |n: weft_fabric::NodeId| a.state.fabric.find_guid(f.node(n).guid()).unwrap();
+    assert_eq!(a.state.switches[&id(leaf)].sl2vl_all, Some(map));
+    assert!(a.state.switches[&id(leaf)].sl2vl.is_empty());
+    let other = f
+        .node_ids()
+        .find(|&n| n != leaf && f.node(n).is_switch())
+        .unwrap();
+    assert!(!a.state.switches[&id(other)].has_sl2vl(), "no QoS: VL 0");
+    let p = &a.state.ports[&PortRef::new(id(host), 1)];
+    assert_eq!(p.sl2vl, Some(map));
+    assert_eq!(
+        p.pkeys,
+        Some([0xffff, 0x8001].map(weft_fabric::PKey).to_vec())
+    );
+    ValidState::new(a.state).unwrap();
+}

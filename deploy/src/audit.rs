@@ -41,8 +41,9 @@ pub struct Audited {
 
 /// Reads the fabric through `t` (named `name`): what [`state_of`] reads, and the SL→VL tables
 /// of every switch (each pair of live ports) and end port, and every end port's P_Key table.
-/// A table that maps every SL to VL 0 is kept as the state's "no QoS" form; a P_Key table
-/// holding only the default key (0xffff) as no table.
+/// A table that maps every SL to VL 0 is kept as the state's "no QoS" form; a P_Key table is
+/// kept as the partitions it holds, each once (empty slots dropped, a full membership over a
+/// limited one), and one holding only the default key (0xffff) as no table.
 pub fn audit(t: &mut impl TransportExt, name: &str) -> Result<Audited, AuditError> {
     let d = discover(t)?;
     let mut a = state_of(t, &d, name, None)?;
@@ -65,8 +66,17 @@ pub fn audit(t: &mut impl TransportExt, name: &str) -> Result<Audited, AuditErro
         if vl != [0; 16] {
             port.sl2vl = Some(vl);
         }
-        if keys != [weft_fabric::PKey::DEFAULT.0] {
-            port.pkeys = Some(keys.into_iter().map(weft_fabric::PKey).collect());
+        // The partitions the port is in, each once (a full membership over a limited one):
+        // empty slots and their positions do not change who may talk to whom.
+        let mut member: Vec<u16> = Vec::new();
+        for k in keys.into_iter().filter(|k| k & 0x7fff != 0) {
+            match member.iter_mut().find(|m| **m & 0x7fff == k & 0x7fff) {
+                Some(m) => *m |= k & 0x8000,
+                None => member.push(k),
+            }
+        }
+        if member != [weft_fabric::PKey::DEFAULT.0] {
+            port.pkeys = Some(member.into_iter().map(weft_fabric::PKey).collect());
         }
     }
     a.state.ports.retain(|_, p| !p.is_empty());
