@@ -116,10 +116,7 @@ fn every_fault_at_every_smp_ends_old_or_new() {
 /// state or the new one, and a crash at any SMP recovers back or forward exactly.
 #[test]
 fn every_fault_at_every_smp_of_a_migration_through_vswitches_ends_old_or_new() {
-    let src = weft_tests::example("vswitch-fig2.weft");
-    let old = compiled(&src);
-    let new = compiled(&src.replace("vm vm1 on vsw1", "vm vm1 on vsw3"));
-    let p = plan(&old, &new, &Options::default()).unwrap();
+    let (old, p) = fig2_planned();
     let start = weft_tests::ibsim::vswitched(old.state());
     let end = weft_tests::ibsim::vswitched(p.end.state());
     let (sets, seen) = fault_matrix("matrix-vswitch", &start, &end, &p.plan);
@@ -871,12 +868,18 @@ fn a_recovery_that_fails_part_way_is_reported_and_can_run_again() {
 /// Paper A's Fig. 2 (four vSwitch hypervisors, vsw1 and vsw2 on leaf1) with vm1 moved from
 /// vsw1 to vsw3: the old state and the plan.
 fn fig2_migration() -> (ValidState, weft_fabric::plan::Plan) {
+    let (old, p) = fig2_planned();
+    (old, p.plan)
+}
+
+/// [`fig2_migration`], planned whole (its end state too).
+fn fig2_planned() -> (ValidState, weft_plan::Planned) {
     let src = weft_tests::example("vswitch-fig2.weft");
     let old = compiled(&src);
     let new = compiled(&src.replace("vm vm1 on vsw1", "vm vm1 on vsw3"));
     let p = plan(&old, &new, &Options::default()).unwrap();
     assert!(matches!(p.target, weft_plan::Target::Migration { .. }));
-    (old, p.plan)
+    (old, p)
 }
 
 /// `plan` with its steps replaced by one `vport` write for VF 0 of vsw1 port 1 that names
@@ -1166,10 +1169,7 @@ fn a_vf_portinfo_is_journaled_with_its_states_unchanged() {
 /// another): the migration lands all the same. (The sim puts no SM on a switch.)
 #[test]
 fn a_migration_lands_with_the_sm_behind_a_vswitch() {
-    let src = weft_tests::example("vswitch-fig2.weft");
-    let old = compiled(&src);
-    let new = compiled(&src.replace("vm vm1 on vsw1", "vm vm1 on vsw3"));
-    let p = plan(&old, &new, &Options::default()).unwrap();
+    let (old, p) = fig2_planned();
     let start = weft_tests::ibsim::vswitched(old.state());
     let end = weft_tests::ibsim::vswitched(p.end.state());
     let web = old
