@@ -39,12 +39,22 @@ fn load(path: &Path) -> ValidState {
 /// and has OpenSM load the old tables. Returns the simulator, the work directory, and the old
 /// and new states.
 fn setup(tools: &ibsim::Tools) -> (Ibsim, std::path::PathBuf, ValidState, ValidState) {
+    setup_with(tools, &format!("{}}}\n", tree()))
+}
+
+/// [`setup`] with `old_src` (the 648-node tree and what follows it, closing brace included)
+/// as the old fabric, the drain the new one.
+fn setup_with(
+    tools: &ibsim::Tools,
+    old_src: &str,
+) -> (Ibsim, std::path::PathBuf, ValidState, ValidState) {
+    let i = old_src.rfind('}').unwrap();
     let (d, old, new) = build_and_plan(
         "drain",
-        &format!("{}}}\n", tree()),
+        old_src,
         &format!(
             "{}    faults {{\n        link leaf5.p[25] down\n    }}\n}}\n",
-            tree()
+            &old_src[..i]
         ),
         &["--drain"],
     );
@@ -573,4 +583,41 @@ fn a_reversed_migration_is_refused_by_its_proof_over_mads() {
     );
     same_lfts(&fabric_lfts(&sim), &lft_entries(&old), "after the refusal");
     let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A drain on a fabric with VMs whose vSwitches the fabric does not show (ibsim's plain net
+/// file: the hypervisors cabled to their leaves, no VF on the wire): the plan lands, and the
+/// apply says that the routes toward the VFs' LIDs were not proven again on the fabric.
+#[test]
+fn a_drain_on_a_fabric_that_shows_no_vfs_says_their_routes_were_not_proven_again() {
+    let Some(tools) = ibsim::require("a_drain_with_hidden_vfs", &["opensm", "dump_fts"]) else {
+        return;
+    };
+    let (sim, d, _, new) = setup_with(&tools, &with_vms("cn101"));
+    let plan = d.join("plan.json");
+    let lock = d.to_str().unwrap().to_owned();
+    let o = apply(&sim, &[plan.to_str().unwrap(), "--lock-dir", &lock]);
+    assert!(o.status.success(), "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        o.stderr.contains(
+            "weft: note: 144 of the 144 VFs of the plan's vSwitch hypervisors are not on the \
+             fabric as read; routes toward their LIDs were proven when the plan was made, not \
+             again on the fabric"
+        ),
+        "{}",
+        o.stderr
+    );
+    // OpenSM's file engine loads no entry for a LID it did not assign (the VFs'): compare the
+    // rest.
+    let mut want = lft_entries(&new);
+    let vf_lids: std::collections::BTreeSet<u16> = new
+        .lids
+        .vports
+        .iter()
+        .filter_map(|v| v.lid.map(|l| l.0))
+        .collect();
+    want.retain(|(_, lid), _| !vf_lids.contains(lid));
+    let mut got = fabric_lfts(&sim);
+    got.retain(|(_, lid), _| !vf_lids.contains(lid));
+    same_lfts(&got, &want, "after the drain");
 }
