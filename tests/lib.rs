@@ -11,6 +11,7 @@ pub mod ibsim;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
+use std::path::Path;
 use weft_fabric::{Fabric, FabricBuilder, Guid, LinkError, LinkState, NodeKind, NodeSpec, PortRef};
 
 /// How many differences [`assert_isomorphic`] lists before it stops.
@@ -366,4 +367,41 @@ pub fn parse_sl2vl(text: &str) -> std::collections::BTreeMap<(u8, u8), Vec<u8>> 
         }
     }
     out
+}
+
+/// In `dir` (emptied first): `old.weft` (`old_src`) built by the `weft` binary into `old/`, and
+/// `weft plan` (with `args`) from its state to `new.weft` (`new_src`) into `plan.json`, the end
+/// state into `new.json`.
+#[expect(clippy::panic, reason = "a test fixture stops on a step that fails")]
+pub fn build_and_plan(weft: &Path, dir: &Path, old_src: &str, new_src: &str, args: &[&str]) {
+    let _ = std::fs::remove_dir_all(dir);
+    let run = |a: &[&str]| {
+        let o = std::process::Command::new(weft)
+            .args(a)
+            .output()
+            .unwrap_or_else(|e| panic!("{}: {e}", weft.display()));
+        if !o.status.success() {
+            panic!(
+                "weft {}: {}",
+                a.join(" "),
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+    };
+    std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    for (f, src) in [("old.weft", old_src), ("new.weft", new_src)] {
+        std::fs::write(dir.join(f), src).unwrap_or_else(|e| panic!("{f}: {e}"));
+    }
+    let p = |f: &str| dir.join(f).to_string_lossy().into_owned();
+    run(&["build", &p("old.weft"), "-o", &p("old"), "-q"]);
+    let (from, to, plan, state) = (
+        p("old/state.json"),
+        p("new.weft"),
+        p("plan.json"),
+        p("new.json"),
+    );
+    let mut a = vec!["plan", "--from", &from, &to];
+    a.extend(args);
+    a.extend(["-o", &plan, "--write-state", &state, "-q"]);
+    run(&a);
 }

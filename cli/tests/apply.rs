@@ -27,28 +27,13 @@ const TREE: &str = "use std::hardware::{sb7800, connectx5}\nuse std::topology::f
 /// A directory with `old/state.json`, and `plan.json`: a drain plan taking `leaf3.p[6]` down.
 fn setup(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("weft-apply-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    std::fs::write(d.join("old.weft"), format!("{TREE}}}\n")).unwrap();
-    std::fs::write(
-        d.join("new.weft"),
-        format!("{TREE}    faults {{\n        link leaf3.p[6] down\n    }}\n}}\n"),
-    )
-    .unwrap();
-    let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
-    let o = weft(&["build", &p("old.weft"), "-o", &p("old"), "-q"]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let o = weft(&[
-        "plan",
-        "--from",
-        &p("old/state.json"),
-        &p("new.weft"),
-        "--drain",
-        "-o",
-        &p("plan.json"),
-        "-q",
-    ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    weft_tests::build_and_plan(
+        Path::new(env!("CARGO_BIN_EXE_weft")),
+        &d,
+        &format!("{TREE}}}\n"),
+        &format!("{TREE}    faults {{\n        link leaf3.p[6] down\n    }}\n}}\n"),
+        &["--drain"],
+    );
     d
 }
 
@@ -308,31 +293,18 @@ fn text_of(o: &Output) -> String {
 #[test]
 fn a_migration_is_proven_again_with_its_vfs_on_the_sim() {
     let d = std::env::temp_dir().join(format!("weft-apply-cli-vfs-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
     let src = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/vswitch-fig2.weft"),
     )
     .unwrap();
-    std::fs::write(d.join("old.weft"), &src).unwrap();
-    std::fs::write(
-        d.join("new.weft"),
-        src.replace("vm vm1 on vsw1", "vm vm1 on vsw3"),
-    )
-    .unwrap();
+    weft_tests::build_and_plan(
+        Path::new(env!("CARGO_BIN_EXE_weft")),
+        &d,
+        &src,
+        &src.replace("vm vm1 on vsw1", "vm vm1 on vsw3"),
+        &[],
+    );
     let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
-    let o = weft(&["build", &p("old.weft"), "-o", &p("old"), "-q"]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let o = weft(&[
-        "plan",
-        "--from",
-        &p("old/state.json"),
-        &p("new.weft"),
-        "-o",
-        &p("plan.json"),
-        "-q",
-    ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
     let mut plan = Plan::from_json(&std::fs::read_to_string(d.join("plan.json")).unwrap()).unwrap();
     assert!(plan.steps.len() > 2, "{}", plan.steps.len());
     plan.steps[1..].reverse();

@@ -101,29 +101,15 @@ fn build_and_plan(
         std::process::id(),
         rand_suffix()
     ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    std::fs::write(d.join("old.weft"), old_src).unwrap();
-    std::fs::write(d.join("new.weft"), new_src).unwrap();
-    let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
-    let o = weft(&["build", &p("old.weft"), "-o", &p("old"), "-q"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let (from, to, plan, state) = (
-        p("old/state.json"),
-        p("new.weft"),
-        p("plan.json"),
-        p("new.json"),
+    weft_tests::build_and_plan(
+        Path::new(env!("CARGO_BIN_EXE_weft")),
+        &d,
+        old_src,
+        new_src,
+        args,
     );
-    let mut a = vec!["plan", "--from", &from, &to];
-    a.extend(args);
-    a.extend(["-o", &plan, "--write-state", &state, "-q"]);
-    let o = weft(&a);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    (
-        d.clone(),
-        load(&d.join("old/state.json")),
-        load(&d.join("new.json")),
-    )
+    let (old, new) = (load(&d.join("old/state.json")), load(&d.join("new.json")));
+    (d, old, new)
 }
 
 fn rand_suffix() -> u64 {
