@@ -145,18 +145,7 @@ fn opensm_distributes_weft_tables_after_the_hand_off() {
             Duration::from_secs(60),
         )
         .unwrap();
-    let want: Vec<u8> = (0..16)
-        .map(|sl| {
-            state.switches[&leaf]
-                .vl(
-                    weft_fabric::PortNum(1),
-                    weft_fabric::PortNum(19),
-                    weft_fabric::Sl(sl),
-                )
-                .unwrap()
-                .0
-        })
-        .collect();
+    let want = leaf_vls(&state.switches[&leaf]);
     let got = weft_tests::parse_sl2vl(&sl2vl.stdout)
         .remove(&(1, 19))
         .unwrap_or_default();
@@ -204,19 +193,11 @@ fn opensm_distributes_weft_tables_after_the_hand_off() {
         weft_fabric::ValidState::from_json(&std::fs::read_to_string(&audited).unwrap()).unwrap();
     let id = |g: weft_fabric::Guid| a.fabric.find_guid(g).unwrap();
     let aleaf = id(f.node(leaf).guid());
-    let read: Vec<u8> = (0..16)
-        .map(|sl| {
-            a.switches[&aleaf]
-                .vl(
-                    weft_fabric::PortNum(1),
-                    weft_fabric::PortNum(19),
-                    weft_fabric::Sl(sl),
-                )
-                .unwrap()
-                .0
-        })
-        .collect();
-    assert_eq!(read, want, "the audit's SL→VL table of leaf1 (1 → 19)");
+    assert_eq!(
+        leaf_vls(&a.switches[&aleaf]),
+        want,
+        "the audit's SL→VL table of leaf1 (1 → 19)"
+    );
     for (host, key) in [("cn001", 0x8001), ("cn300", 0x8002)] {
         let h = f.node_ids().find(|&n| f.node(n).name() == host).unwrap();
         let keys = a.ports[&weft_fabric::PortRef::new(id(f.node(h).guid()), 1)]
@@ -228,4 +209,19 @@ fn opensm_distributes_weft_tables_after_the_hand_off() {
             "{host}: {keys:?}"
         );
     }
+}
+
+/// The VL of each SL from port 1 to port 19 of a leaf.
+fn leaf_vls(sw: &weft_fabric::SwitchState) -> Vec<u8> {
+    (0..16)
+        .map(|sl| {
+            sw.vl(
+                weft_fabric::PortNum(1),
+                weft_fabric::PortNum(19),
+                weft_fabric::Sl(sl),
+            )
+            .unwrap()
+            .0
+        })
+        .collect()
 }
