@@ -310,7 +310,8 @@ fn reprove(
     let mut a = weft_deploy::audit::state_of(t, d, &plan.fabric, plan.wire.as_ref())
         .map_err(|e| Fatal(e.to_string()))?;
     if vfs {
-        a.smps += vfs_through_hosts(t, d, plan, &mut a.state).map_err(|e| Fatal(e.to_string()))?;
+        a.smps += weft_deploy::audit::vfs_through_hosts(t, d, plan, &mut a.state)
+            .map_err(|e| Fatal(e.to_string()))?;
     }
     let start = match ValidState::new(a.state) {
         Ok(s) => s,
@@ -352,79 +353,6 @@ fn reprove(
         ));
     }
     Ok(Ok(a.smps))
-}
-
-/// The VFs of a fabric that addresses them through their hypervisor's port (the `sim`
-/// target: they are not on the wire), added to `st` as the fabric holds them, so a proof on
-/// `st` covers their LIDs: VFs 0 to N - 1 of each vSwitch hypervisor port of the plan's wire
-/// view (N its VF count; a VF the fabric does not have is skipped), each with the port GUID a
-/// `vport` write of the plan names for it, else one of its own. The SMPs it took.
-fn vfs_through_hosts(
-    t: &mut impl Transport,
-    d: &weft_deploy::Discovery,
-    plan: &Plan,
-    st: &mut weft_fabric::FabricState,
-) -> Result<usize, weft_deploy::SmpError> {
-    let Some(wire) = &plan.wire else {
-        return Ok(0);
-    };
-    let named: std::collections::BTreeMap<(weft_fabric::Guid, u8, u8), weft_fabric::Guid> = plan
-        .steps
-        .iter()
-        .flat_map(|s| &s.writes)
-        .filter_map(|w| match w {
-            weft_fabric::plan::Write::Vport {
-                node,
-                port,
-                vf,
-                guid,
-                ..
-            } => Some(((*node, *port, *vf), *guid)),
-            _ => None,
-        })
-        .collect();
-    let ports = d.vf_ports(wire);
-    let mut smps = 0;
-    let mut own = u64::MAX;
-    for (&(host, port), &n) in &wire.vf_hosts {
-        let Some(id) = st.fabric.find_guid(host) else {
-            continue;
-        };
-        let at = PortRef::new(id, port);
-        if st.lids.vports.iter().any(|v| v.host == at) {
-            // Shown on the wire: read with the fabric.
-            continue;
-        }
-        for vf in (0..n).filter_map(|k| u8::try_from(k).ok()) {
-            let guid = named.get(&(host, port, vf)).copied().unwrap_or_else(|| {
-                own -= 1;
-                weft_fabric::Guid(own)
-            });
-            match weft_deploy::read::read_vf(
-                t,
-                d,
-                &ports,
-                (host, port),
-                (vf, guid),
-                true,
-                &mut smps,
-            ) {
-                Ok(Ok((lid, _))) => st.lids.vports.push(weft_fabric::VirtualPort {
-                    host: at,
-                    vf,
-                    guid,
-                    lid: lid.map(weft_fabric::Lid),
-                    vm: None,
-                    pkeys: None,
-                }),
-                // Not a VF there (or not one that can be read through the port): the proof
-                // then finds any write to it unproven.
-                Ok(Err(_)) | Err(weft_deploy::SmpError::Status { .. }) => {}
-                Err(e) => return Err(e),
-            }
-        }
-    }
-    Ok(smps)
 }
 
 /// Runs `weft apply`.

@@ -128,12 +128,7 @@ pub fn state_of(
         here.sort_unstable();
         vfs.extend(here.into_iter().map(|(g, l)| (v.pf.1, g, l)));
     }
-    let d = &Discovery {
-        view,
-        nodes: d.nodes.clone(),
-        smps: d.smps,
-    };
-    let shown = |g: &Guid| d.view.nodes.contains_key(g);
+    let shown = |g: &Guid| view.nodes.contains_key(g);
     let mut smps = 0;
     // Names: the node description, made unique with the GUID where it is not.
     let mut descriptions = BTreeMap::new();
@@ -151,7 +146,7 @@ pub fn state_of(
         *uses.entry(s.as_str()).or_default() += 1;
     }
     let mut b = FabricBuilder::new(name);
-    b.set_lmc(d.view.lmc);
+    b.set_lmc(view.lmc);
     let mut ids = BTreeMap::new();
     for (g, f) in d.nodes.iter().filter(|(g, _)| shown(g)) {
         let desc = descriptions.get(g).map_or("", String::as_str);
@@ -192,13 +187,13 @@ pub fn state_of(
         }
         ids.insert(*g, b.add_node(spec)?);
     }
-    for ((ga, pa), (gb, pb)) in &d.view.links {
+    for ((ga, pa), (gb, pb)) in &view.links {
         if let (Some(&a), Some(&bb)) = (ids.get(ga), ids.get(gb)) {
             b.add_link(PortRef::new(a, *pa), PortRef::new(bb, *pb))?;
         }
     }
     let mut state = FabricState::new(b.finish());
-    for ((g, p), lid) in &d.view.lids {
+    for ((g, p), lid) in &view.lids {
         if let Some(&id) = ids.get(g) {
             state
                 .lids
@@ -237,4 +232,69 @@ pub fn state_of(
         }
     }
     Ok(Audited { state, smps })
+}
+
+/// The VFs of a fabric that addresses them through their hypervisor's port (the `sim`
+/// target: they are not on the wire), added to `st` as the fabric holds them, so a proof on
+/// `st` covers their LIDs: VFs 0 to N - 1 of each vSwitch hypervisor port of the plan's wire
+/// view (N its VF count; a VF the fabric does not have is skipped), each with the port GUID a
+/// `vport` write of the plan names for it, else one of its own. The SMPs it took.
+pub fn vfs_through_hosts(
+    t: &mut impl TransportExt,
+    d: &Discovery,
+    plan: &weft_fabric::plan::Plan,
+    st: &mut weft_fabric::FabricState,
+) -> Result<usize, SmpError> {
+    let Some(wire) = &plan.wire else {
+        return Ok(0);
+    };
+    let named: std::collections::BTreeMap<(weft_fabric::Guid, u8, u8), weft_fabric::Guid> = plan
+        .steps
+        .iter()
+        .flat_map(|s| &s.writes)
+        .filter_map(|w| match w {
+            weft_fabric::plan::Write::Vport {
+                node,
+                port,
+                vf,
+                guid,
+                ..
+            } => Some(((*node, *port, *vf), *guid)),
+            _ => None,
+        })
+        .collect();
+    let ports = d.vf_ports(wire);
+    let mut smps = 0;
+    let mut own = u64::MAX;
+    for (&(host, port), &n) in &wire.vf_hosts {
+        let Some(id) = st.fabric.find_guid(host) else {
+            continue;
+        };
+        let at = PortRef::new(id, port);
+        if st.lids.vports.iter().any(|v| v.host == at) {
+            // Shown on the wire: read with the fabric.
+            continue;
+        }
+        for vf in (0..n).filter_map(|k| u8::try_from(k).ok()) {
+            let guid = named.get(&(host, port, vf)).copied().unwrap_or_else(|| {
+                own -= 1;
+                weft_fabric::Guid(own)
+            });
+            match crate::read::read_vf(t, d, &ports, (host, port), (vf, guid), true, &mut smps) {
+                Ok(Ok((lid, _))) => st.lids.vports.push(weft_fabric::VirtualPort {
+                    host: at,
+                    vf,
+                    guid,
+                    lid: lid.map(weft_fabric::Lid),
+                    vm: None,
+                    pkeys: None,
+                }),
+                // Not a VF there (or not one that can be read through the port): the proof
+                // then finds any write to it unproven.
+                Ok(Err(_)) | Err(SmpError::Status { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(smps)
 }

@@ -373,8 +373,6 @@ pub fn discover(t: &mut impl TransportExt) -> Result<Discovery, DiscoverError> {
             continue;
         };
         let switch = me.node_type == NodeType::Switch;
-        // The ports to leave by: every port of a switch; of the SM's own end node, its SM
-        // port.
         // The ports to leave by: every port of a switch whose link is up; of the SM's own end
         // node, its SM port. A switch's PortInfos go out as one batch, then the NodeInfos
         // behind its live ports as another (a transport may keep several in flight).
