@@ -219,19 +219,20 @@ impl WireView {
         // view folds the same fabric again).
         out.vf_hosts = expected.vf_hosts.clone();
         let pair = |a: WireEnd, b: WireEnd| if a <= b { (a, b) } else { (b, a) };
+        // Every folded switch and VF adapter leaves with its links and LIDs (in one pass each,
+        // not one per vSwitch); each uplink then ends at its PF.
+        let mut gone = BTreeSet::new();
+        let mut joined = Vec::new();
         for f in self.vswitches(expected) {
-            let v = f.switch;
-            out.links.remove(&pair((v, f.uplink.0), f.uplink.1));
-            out.links.remove(&pair((v, f.pf.0), f.pf.1));
-            out.links.insert(pair(f.uplink.1, f.pf.1));
-            out.nodes.remove(&v);
-            out.lids.retain(|(g, _), _| *g != v && !f.vfs.contains(g));
-            out.links
-                .retain(|(a, b)| !f.vfs.contains(&a.0) && !f.vfs.contains(&b.0));
-            for g in &f.vfs {
-                out.nodes.remove(g);
-            }
+            gone.insert(f.switch);
+            gone.extend(f.vfs);
+            joined.push(pair(f.uplink.1, f.pf.1));
         }
+        out.nodes.retain(|g, _| !gone.contains(g));
+        out.lids.retain(|(g, _), _| !gone.contains(g));
+        out.links
+            .retain(|(a, b)| !gone.contains(&a.0) && !gone.contains(&b.0));
+        out.links.extend(joined);
         out
     }
 
