@@ -221,9 +221,20 @@ fn plan_live(
     }
     // The VFs: each LID and P_Key table as the fabric holds it.
     let vf_ports = d.vf_ports(&wire);
-    for v in &mut cur.lids.vports {
-        let host = (cur.fabric.node(v.host.node).guid(), v.host.port.0);
-        match weft_deploy::read::read_vf(t, d, &vf_ports, host, (v.vf, v.guid), vfs, &mut smps) {
+    let ids: Vec<weft_deploy::read::VfId> = cur
+        .lids
+        .vports
+        .iter()
+        .map(|v| {
+            (
+                (cur.fabric.node(v.host.node).guid(), v.host.port.0),
+                (v.vf, v.guid),
+            )
+        })
+        .collect();
+    let read = weft_deploy::read::read_vfs(t, d, &vf_ports, &ids, vfs, &mut smps);
+    for (v, r) in cur.lids.vports.iter_mut().zip(read) {
+        match r {
             Ok(Ok((lid, keys))) => {
                 v.lid = lid.map(weft_fabric::Lid);
                 // No table stands for the default one: keep the state's form when equal.

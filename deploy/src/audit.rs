@@ -266,13 +266,16 @@ pub fn vfs_through_hosts(
     let ports = d.vf_ports(wire);
     let mut smps = 0;
     let mut own = u64::MAX;
+    // Shown on the wire: read with the fabric.
+    let shown: std::collections::BTreeSet<PortRef> =
+        st.lids.vports.iter().map(|v| v.host).collect();
+    let mut wanted: Vec<(PortRef, crate::read::VfId)> = Vec::new();
     for (&(host, port), &n) in &wire.vf_hosts {
         let Some(id) = st.fabric.find_guid(host) else {
             continue;
         };
         let at = PortRef::new(id, port);
-        if st.lids.vports.iter().any(|v| v.host == at) {
-            // Shown on the wire: read with the fabric.
+        if shown.contains(&at) {
             continue;
         }
         for vf in (0..n).filter_map(|k| u8::try_from(k).ok()) {
@@ -280,20 +283,25 @@ pub fn vfs_through_hosts(
                 own -= 1;
                 weft_fabric::Guid(own)
             });
-            match crate::read::read_vf(t, d, &ports, (host, port), (vf, guid), true, &mut smps) {
-                Ok(Ok((lid, _))) => st.lids.vports.push(weft_fabric::VirtualPort {
-                    host: at,
-                    vf,
-                    guid,
-                    lid: lid.map(weft_fabric::Lid),
-                    vm: None,
-                    pkeys: None,
-                }),
-                // Not a VF there (or not one that can be read through the port): the proof
-                // then finds any write to it unproven.
-                Ok(Err(_)) | Err(SmpError::Status { .. }) => {}
-                Err(e) => return Err(e),
-            }
+            wanted.push((at, ((host, port), (vf, guid))));
+        }
+    }
+    let ids: Vec<crate::read::VfId> = wanted.iter().map(|(_, id)| *id).collect();
+    let read = crate::read::read_vfs(t, d, &ports, &ids, true, &mut smps);
+    for ((at, (_, (vf, guid))), r) in wanted.into_iter().zip(read) {
+        match r {
+            Ok(Ok((lid, _))) => st.lids.vports.push(weft_fabric::VirtualPort {
+                host: at,
+                vf,
+                guid,
+                lid: lid.map(weft_fabric::Lid),
+                vm: None,
+                pkeys: None,
+            }),
+            // Not a VF there (or not one that can be read through the port): the proof then
+            // finds any write to it unproven.
+            Ok(Err(_)) | Err(SmpError::Status { .. }) => {}
+            Err(e) => return Err(e),
         }
     }
     Ok(smps)

@@ -2,7 +2,7 @@
 //! P_Key tables, over any [`Transport`] — for `weft apply` of a whole state (what to change)
 //! and `weft audit` (what to verify).
 
-use crate::discover::{Discovery, VfError, VfPorts};
+use crate::discover::{Discovery, VfAt, VfError, VfPorts};
 use crate::smp::{
     decode_pkeys, decode_sl2vl, pkey_modifier, sl2vl_modifier, Attr, DrPath, NodeType, PortInfo,
     SwitchInfo, LFT_BLOCK, PKEY_BLOCK,
@@ -104,39 +104,65 @@ pub fn read_pkeys(
 /// A VF as read: its LID (none when 0) and P_Key table.
 pub type Vf = (Option<u16>, Vec<u16>);
 
-/// Reads VF `vf` (port GUID `guid`) of hypervisor port (`host`, `port`): its LID (none when
-/// 0) and P_Key block 0 (empty slots dropped from the end); `Err` inside when it cannot be
-/// addressed (see [`Discovery::vf_at`]).
-pub fn read_vf(
+/// A VF to read: its hypervisor port (`host`, `port`), then its index and port GUID.
+pub type VfId = ((Guid, u8), (u8, Guid));
+
+/// Reads each VF of `vfs`: its LID (none when 0) and P_Key block 0 (empty slots dropped from
+/// the end), every addressable one's PortInfo and P_KeyTable as one batch (a transport may
+/// keep several in flight). One result per VF, in order: `Err` inside when it cannot be
+/// addressed (see [`Discovery::vf_at`]), `Err` outside when an SMP about it failed.
+pub fn read_vfs(
     t: &mut impl TransportExt,
     d: &Discovery,
     ports: &VfPorts,
-    (host, port): (Guid, u8),
-    (vf, guid): (u8, Guid),
+    vfs: &[VfId],
     through_host: bool,
     smps: &mut usize,
-) -> Result<Result<Vf, VfError>, SmpError> {
-    let at = match d.vf_at(ports, (host, port), vf, guid, through_host) {
-        Ok(at) => at,
-        Err(e) => return Ok(Err(e)),
+) -> Vec<Result<Result<Vf, VfError>, SmpError>> {
+    let at: Vec<Result<VfAt, VfError>> = vfs
+        .iter()
+        .map(|&(host, (vf, guid))| d.vf_at(ports, host, vf, guid, through_host))
+        .collect();
+    let targets: Vec<Target> = at
+        .iter()
+        .flatten()
+        .flat_map(|a| {
+            [
+                Target {
+                    path: a.path.clone(),
+                    attr: Attr::PortInfo,
+                    modifier: a.info_modifier,
+                },
+                Target {
+                    path: a.path.clone(),
+                    attr: Attr::PKeyTable,
+                    modifier: a.keys_modifier,
+                },
+            ]
+        })
+        .collect();
+    *smps += targets.len();
+    let mut answers = t.get_all(&targets).into_iter();
+    let mut next = || {
+        answers
+            .next()
+            .unwrap_or_else(|| Err(SmpError::Transport("a batch came back short".to_owned())))
     };
-    let info = t.get(&Target {
-        path: at.path.clone(),
-        attr: Attr::PortInfo,
-        modifier: at.info_modifier,
-    })?;
-    let keys = t.get(&Target {
-        path: at.path,
-        attr: Attr::PKeyTable,
-        modifier: at.keys_modifier,
-    })?;
-    *smps += 2;
-    let lid = PortInfo::decode(&info).lid;
-    let mut keys = decode_pkeys(&keys).to_vec();
-    while keys.last() == Some(&0) {
-        keys.pop();
-    }
-    Ok(Ok(((lid != 0).then_some(lid), keys)))
+    at.into_iter()
+        .map(|a| {
+            if let Err(e) = a {
+                return Ok(Err(e));
+            }
+            // Both answers taken before either is checked: the next VF's come after them.
+            let (info, keys) = (next(), next());
+            let lid = PortInfo::decode(&info?).lid;
+            let mut keys = decode_pkeys(&keys?).to_vec();
+            while keys.last() == Some(&0) {
+                keys.pop();
+            }
+            Ok(Ok(((lid != 0).then_some(lid), keys)))
+        })
+        .collect()
 }
 
 /// A switch's SL→VL tables as read: rows per (input, output) port pair, or one map for every
