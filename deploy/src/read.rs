@@ -170,9 +170,9 @@ pub fn read_vfs(
 pub type SwitchVls = (Vec<Sl2VlRow>, Option<[u8; 16]>);
 
 /// Reads the SL→VL table of every pair of live ports (input and output, the same port
-/// included: a route may turn back) of every switch `d` found, as one batch. A switch whose
-/// pairs all map every SL to VL 0 gets neither rows nor a map (the state's form of "no QoS");
-/// one whose pairs all agree, that map.
+/// included: a route may turn back) of every switch `d` found, a switch's pairs as one
+/// batch. A switch whose pairs all map every SL to VL 0 gets neither rows nor a map (the
+/// state's form of "no QoS"); one whose pairs all agree, that map.
 pub fn read_switch_sl2vl(
     t: &mut impl TransportExt,
     d: &Discovery,
@@ -183,8 +183,9 @@ pub fn read_switch_sl2vl(
         live.entry(a).or_default().push(pa);
         live.entry(b).or_default().push(pb);
     }
-    let mut pairs: Vec<(Guid, u8, u8)> = Vec::new();
-    let mut targets = Vec::new();
+    let mut out = BTreeMap::new();
+    // A switch at a time: its pairs are one batch (a fabric's every pair at once would hold
+    // millions of SMPs in memory).
     for (g, f) in &d.nodes {
         if f.info.node_type != NodeType::Switch {
             continue;
@@ -192,32 +193,27 @@ pub fn read_switch_sl2vl(
         let mut ports = live.get(g).cloned().unwrap_or_default();
         ports.sort_unstable();
         ports.dedup();
-        for &i in &ports {
-            for &o in &ports {
-                pairs.push((*g, i, o));
-                targets.push(Target {
-                    path: f.path.clone(),
-                    attr: Attr::SlToVl,
-                    modifier: sl2vl_modifier(i, o),
-                });
-            }
+        let pairs: Vec<(u8, u8)> = ports
+            .iter()
+            .flat_map(|&i| ports.iter().map(move |&o| (i, o)))
+            .collect();
+        let targets: Vec<Target> = pairs
+            .iter()
+            .map(|&(i, o)| Target {
+                path: f.path.clone(),
+                attr: Attr::SlToVl,
+                modifier: sl2vl_modifier(i, o),
+            })
+            .collect();
+        *smps += targets.len();
+        let mut rows = Vec::with_capacity(pairs.len());
+        for ((i, o), r) in pairs.into_iter().zip(t.get_all(&targets)) {
+            rows.push(Sl2VlRow {
+                in_port: i,
+                out_port: o,
+                vl: decode_sl2vl(&r?),
+            });
         }
-    }
-    *smps += targets.len();
-    let mut rows: BTreeMap<Guid, Vec<Sl2VlRow>> = BTreeMap::new();
-    for ((g, i, o), r) in pairs.into_iter().zip(t.get_all(&targets)) {
-        rows.entry(g).or_default().push(Sl2VlRow {
-            in_port: i,
-            out_port: o,
-            vl: decode_sl2vl(&r?),
-        });
-    }
-    let mut out = BTreeMap::new();
-    for (g, f) in &d.nodes {
-        if f.info.node_type != NodeType::Switch {
-            continue;
-        }
-        let rows = rows.remove(g).unwrap_or_default();
         let first = rows.first().map(|r| r.vl);
         let tables = match first {
             Some(vl) if rows.iter().all(|r| r.vl == vl) => {
