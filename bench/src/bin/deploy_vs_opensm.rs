@@ -36,7 +36,7 @@
     clippy::panic
 )]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use weft_bench::{log_time, median, weft_binary};
 use weft_tests::ibsim::{self, Ibsim, Limits};
@@ -303,7 +303,6 @@ fn main() {
         median(weft_s.clone()) / median(osm_s.clone())
     );
     let _ = std::fs::remove_dir_all(&work);
-    let _: &Path = &work;
 }
 
 /// The number between `before` and `after` in `text`, or 0.
