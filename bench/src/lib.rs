@@ -166,3 +166,13 @@ pub fn log_time(line: &str) -> Option<f64> {
     let us: u32 = us.parse().ok()?;
     Some(f64::from(h * 3600 + m * 60 + s) + f64::from(us) * 1e-6)
 }
+
+/// Milliseconds from `start` to `end`, both seconds since midnight as [`log_time`] reads them
+/// (an end before the start is past midnight).
+pub fn log_span_ms(start: f64, end: f64) -> f64 {
+    let mut d = end - start;
+    if d < 0.0 {
+        d += 86_400.0;
+    }
+    d * 1e3
+}

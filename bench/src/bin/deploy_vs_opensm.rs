@@ -38,7 +38,7 @@
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use weft_bench::{log_time, median, weft_binary};
+use weft_bench::{log_span_ms, log_time, median, weft_binary};
 use weft_tests::ibsim::{self, Ibsim, Limits};
 
 /// Under ibsim (re-run by `main` with `--child-rate W`): LFT-block Gets and Sets per second
@@ -330,10 +330,5 @@ fn distribution_ms(log: &str) -> Option<f64> {
             end = Some(t);
         }
     }
-    let end = end?;
-    let mut d = end - start;
-    if d < 0.0 {
-        d += 86_400.0;
-    }
-    Some(d * 1e3)
+    Some(log_span_ms(start, end?))
 }

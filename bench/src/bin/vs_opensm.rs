@@ -599,12 +599,7 @@ fn routing_time(log: &str) -> Option<(String, f64)> {
             let head = line.get(..pos)?;
             let engine = head.rsplit(' ').next()?.to_owned();
             let end = weft_bench::log_time(line)?;
-            let s = start?;
-            let mut d = end - s;
-            if d < 0.0 {
-                d += 86_400.0; // past midnight
-            }
-            return Some((engine, d * 1e3));
+            return Some((engine, weft_bench::log_span_ms(start?, end)));
         }
     }
     None
