@@ -18,7 +18,7 @@
 
 use crate::smp::{self, Attr, NodeInfo, NodeType, Payload, PortInfo, SwitchInfo, PAYLOAD};
 use crate::transport::{SmpError, Target, Transport};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use weft_fabric::{FabricState, LinkState, NodeKind, PortRef};
 
 /// MAD status: invalid attribute or attribute modifier.
@@ -141,7 +141,7 @@ pub struct SimFabric {
     /// Lost sends still to come, by SMP: (sends left, whether the Set lands).
     pending: BTreeMap<Target, (u32, bool)>,
     /// Reads still to corrupt.
-    corrupt: BTreeMap<Target, ()>,
+    corrupt: BTreeSet<Target>,
     crashed: bool,
     counts: Counts,
 }
@@ -341,7 +341,7 @@ impl SimFabric {
             sm: (sm.node.index(), sm.port.0),
             faults: Vec::new(),
             pending: BTreeMap::new(),
-            corrupt: BTreeMap::new(),
+            corrupt: BTreeSet::new(),
             crashed: false,
             counts: Counts::default(),
         })
@@ -632,7 +632,7 @@ impl Transport for SimFabric {
         }
         self.counts.gets += 1;
         let mut p = self.answer(target, None)?;
-        if self.corrupt.remove(target).is_some() {
+        if self.corrupt.remove(target) {
             // A byte of what was written: LinearFDBTop, a LID, else the first entry.
             let at = match target.attr {
                 Attr::SwitchInfo => 7,
@@ -700,7 +700,7 @@ impl Transport for SimFabric {
             }
             Some(FaultKind::CorruptReadback) => {
                 let p = self.answer(target, Some(data))?;
-                self.corrupt.insert(target.clone(), ());
+                self.corrupt.insert(target.clone());
                 Ok(p)
             }
         }
