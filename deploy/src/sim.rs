@@ -517,12 +517,12 @@ impl SimFabric {
             }
             Attr::SwitchInfo if switch => {
                 if let Some(d) = data {
-                    let top = SwitchInfo::decode(d).linear_fdb_top;
-                    if top >= n.fdb_cap {
+                    let want = SwitchInfo::decode(d);
+                    if want.linear_fdb_top >= n.fdb_cap {
                         return Err(status(STATUS_INVALID));
                     }
                     let before = n.switch_info;
-                    SwitchInfo::decode(d).encode_into(&mut n.switch_info);
+                    want.encode_into(&mut n.switch_info);
                     changed = n.switch_info != before;
                 }
                 n.switch_info
