@@ -394,6 +394,15 @@ fn portid(path: &DrPath) -> Option<IbPortid> {
     })
 }
 
+/// The method of an SMP: a Set of `data`, or a Get (`None`).
+fn method(data: Option<&Payload>) -> u8 {
+    if data.is_some() {
+        METHOD_SET
+    } else {
+        METHOD_GET
+    }
+}
+
 fn clamp(v: u32) -> c_int {
     c_int::try_from(v).unwrap_or(c_int::MAX)
 }
@@ -553,11 +562,7 @@ impl Mad {
             .zip(&portids)
             .map(|((t, data), p)| match p {
                 Some(_) => Ok(Expect {
-                    method: if data.is_some() {
-                        METHOD_SET
-                    } else {
-                        METHOD_GET
-                    },
+                    method: method(*data),
                     attr: t.attr.id(),
                     modifier: t.modifier,
                 }),
@@ -681,11 +686,7 @@ impl Mad {
     ) -> Result<(), std::io::Error> {
         let mut rpc = IbRpc {
             mgtclass: IB_SMI_DIRECT_CLASS,
-            method: c_int::from(if data.is_some() {
-                METHOD_SET
-            } else {
-                METHOD_GET
-            }),
+            method: c_int::from(method(data)),
             attr_id: c_uint::from(target.attr.id()),
             attr_mod: target.modifier,
             rstatus: 0,
