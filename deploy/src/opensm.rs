@@ -157,29 +157,22 @@ pub fn hand_off(build: &Path, conf: &Path) -> Result<Vec<PathBuf>, OpensmError> 
         conf: conf.to_owned(),
         what: "no `lfts_file`".to_owned(),
     })?;
-    let mut written = Vec::new();
     // What each file of the build needs, checked before anything is written.
     let partitions = build.join("partitions.conf");
     let policy = build.join("qos-policy.conf");
     let qos = build.join("opensm.conf");
-    let partition_file = if partitions.exists() {
-        Some(named("partition_config_file").ok_or(OpensmError::Unset {
+    let needed = |file: &Path, key: &'static str, what: &'static str| {
+        if !file.exists() {
+            return Ok(None);
+        }
+        named(key).map(Some).ok_or(OpensmError::Unset {
             conf: conf.to_owned(),
-            what: "partitions",
-            key: "partition_config_file",
-        })?)
-    } else {
-        None
+            what,
+            key,
+        })
     };
-    let policy_file = if policy.exists() {
-        Some(named("qos_policy_file").ok_or(OpensmError::Unset {
-            conf: conf.to_owned(),
-            what: "a QoS policy",
-            key: "qos_policy_file",
-        })?)
-    } else {
-        None
-    };
+    let partition_file = needed(&partitions, "partition_config_file", "partitions")?;
+    let policy_file = needed(&policy, "qos_policy_file", "a QoS policy")?;
     // Every file read, and every place to write checked, before anything is written: a
     // hand-off stops whole or not at all.
     let mut files = vec![(lfts_file, read(&build.join("lfts.dump"))?)];
@@ -203,11 +196,10 @@ pub fn hand_off(build: &Path, conf: &Path) -> Result<Vec<PathBuf>, OpensmError> 
             });
         }
     }
-    for (path, text) in files {
-        replace(&path, &text)?;
-        written.push(path);
+    for (path, text) in &files {
+        replace(path, text)?;
     }
-    Ok(written)
+    Ok(files.into_iter().map(|(path, _)| path).collect())
 }
 
 #[cfg(test)]
