@@ -181,6 +181,15 @@ impl SimFabric {
                     }
                 }
                 let partition_cap = n.spec.partition_cap.unwrap_or(DEFAULT_PARTITION_CAP);
+                let fdb_cap = u16::try_from(n.spec.linear_fdb_cap)
+                    .ok()
+                    .filter(|&c| c > 0)
+                    .unwrap_or(DEFAULT_FDB_CAP);
+                let mut switch_info = [0u8; PAYLOAD];
+                if switch {
+                    switch_info[..2].copy_from_slice(&fdb_cap.to_be_bytes());
+                    switch_info[14..16].copy_from_slice(&partition_cap.to_be_bytes());
+                }
                 SimNode {
                     info: NodeInfo {
                         node_type: match n.kind() {
@@ -205,12 +214,9 @@ impl SimFabric {
                         )
                         .collect(),
                     port_info,
-                    switch_info: [0; PAYLOAD],
+                    switch_info,
                     lft: Vec::new(),
-                    fdb_cap: u16::try_from(n.spec.linear_fdb_cap)
-                        .ok()
-                        .filter(|&c| c > 0)
-                        .unwrap_or(DEFAULT_FDB_CAP),
+                    fdb_cap,
                     partition_cap,
                     pkeys: vec![Vec::new(); usize::from(ports) + 1],
                     sl2vl: BTreeMap::new(),
@@ -219,17 +225,6 @@ impl SimFabric {
                 }
             })
             .collect();
-        for n in &mut nodes {
-            let cap = n.fdb_cap;
-            if n.info.node_type == NodeType::Switch {
-                n.switch_info = {
-                    let mut p = [0u8; PAYLOAD];
-                    p[..2].copy_from_slice(&cap.to_be_bytes());
-                    p[14..16].copy_from_slice(&n.partition_cap.to_be_bytes());
-                    p
-                };
-            }
-        }
         for l in f.links() {
             let up = l.state == LinkState::Up
                 && [l.a, l.b]
