@@ -56,7 +56,7 @@ pub struct Block {
     /// For an end node, the port the SMP goes through.
     pub port: Option<u8>,
     /// The attribute.
-    #[serde(with = "attr_name")]
+    #[serde(with = "attr_id")]
     pub attr: Attr,
     /// Its modifier.
     pub modifier: u32,
@@ -310,7 +310,7 @@ pub fn parse(text: &str) -> Result<Journal, (usize, String)> {
     })
 }
 
-mod attr_name {
+mod attr_id {
     use crate::smp::Attr;
     use serde::{Deserialize, Deserializer, Serializer};
 
