@@ -181,18 +181,46 @@ pub struct Retrying<T> {
 }
 
 impl<T: Transport> Retrying<T> {
+    /// Calls `once` until it answers or `tries` calls in all have timed out, `before` (calls
+    /// made already, and the sends their timeouts reported) counted in both. A timeout
+    /// reports every send it took: those of the transport underneath, which may resend on
+    /// its own, added up.
     fn again<R>(
         &mut self,
+        before: (u32, u32),
         mut once: impl FnMut(&mut T) -> Result<R, SmpError>,
     ) -> Result<R, SmpError> {
-        let mut n = 1;
+        let (mut calls, mut sent) = before;
         loop {
             match once(&mut self.inner) {
-                Err(SmpError::Timeout { target, .. }) if n >= self.tries.max(1) => {
-                    return Err(SmpError::Timeout { target, tries: n })
+                Err(SmpError::Timeout { target, tries }) => {
+                    calls += 1;
+                    sent = sent.saturating_add(tries);
+                    if calls >= self.tries.max(1) {
+                        return Err(SmpError::Timeout {
+                            target,
+                            tries: sent,
+                        });
+                    }
                 }
-                Err(SmpError::Timeout { .. }) => n += 1,
                 r => return r,
+            }
+        }
+    }
+
+    /// After a batch: each SMP that timed out sent again, one by one (`send` sends one).
+    fn again_each<B>(
+        &mut self,
+        out: &mut [Result<Payload, SmpError>],
+        batch: &[B],
+        mut send: impl FnMut(&mut T, &B) -> Result<Payload, SmpError>,
+    ) {
+        for (r, b) in out.iter_mut().zip(batch) {
+            if let Err(SmpError::Timeout { tries, .. }) = r {
+                if self.tries > 1 {
+                    let before = (1, *tries);
+                    *r = self.again(before, |t| send(t, b));
+                }
             }
         }
     }
@@ -200,43 +228,21 @@ impl<T: Transport> Retrying<T> {
 
 impl<T: Transport> Transport for Retrying<T> {
     fn get(&mut self, target: &Target) -> Result<Payload, SmpError> {
-        self.again(|t| t.get(target))
+        self.again((0, 0), |t| t.get(target))
     }
     fn set(&mut self, target: &Target, data: &Payload) -> Result<Payload, SmpError> {
-        self.again(|t| t.set(target, data))
+        self.again((0, 0), |t| t.set(target, data))
     }
     /// The batch goes out through the transport underneath; what timed out is sent again,
     /// one by one.
     fn set_all(&mut self, batch: &[(Target, Payload)]) -> Vec<Result<Payload, SmpError>> {
         let mut out = self.inner.set_all(batch);
-        for (r, (t, d)) in out.iter_mut().zip(batch) {
-            if matches!(r, Err(SmpError::Timeout { .. })) && self.tries > 1 {
-                let mut again = Retrying {
-                    inner: &mut self.inner,
-                    tries: self.tries - 1,
-                };
-                *r = again.set(t, d).map_err(|e| match e {
-                    SmpError::Timeout { target, tries } => SmpError::Timeout {
-                        target,
-                        tries: tries + 1,
-                    },
-                    e => e,
-                });
-            }
-        }
+        self.again_each(&mut out, batch, |t, (target, data)| t.set(target, data));
         out
     }
     fn get_all(&mut self, batch: &[Target]) -> Vec<Result<Payload, SmpError>> {
         let mut out = self.inner.get_all(batch);
-        for (r, t) in out.iter_mut().zip(batch) {
-            if matches!(r, Err(SmpError::Timeout { .. })) && self.tries > 1 {
-                let mut again = Retrying {
-                    inner: &mut self.inner,
-                    tries: self.tries - 1,
-                };
-                *r = again.get(t);
-            }
-        }
+        self.again_each(&mut out, batch, |t, target| t.get(target));
         out
     }
 }
@@ -272,5 +278,56 @@ impl<T: Transport> Transport for Paced<T> {
     }
     fn get_all(&mut self, batch: &[Target]) -> Vec<Result<Payload, SmpError>> {
         self.inner.get_all(batch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Never answers; each call reports that it sent the SMP 4 times (as libibmad, resending
+    /// on its own, does), and counts the calls.
+    struct Silent(u32);
+
+    impl Transport for Silent {
+        fn get(&mut self, target: &Target) -> Result<Payload, SmpError> {
+            self.0 += 1;
+            Err(SmpError::Timeout {
+                target: target.clone(),
+                tries: 4,
+            })
+        }
+        fn set(&mut self, target: &Target, _: &Payload) -> Result<Payload, SmpError> {
+            self.get(target)
+        }
+    }
+
+    fn tries(r: &Result<Payload, SmpError>) -> u32 {
+        match r {
+            Err(SmpError::Timeout { tries, .. }) => *tries,
+            _ => 0,
+        }
+    }
+
+    #[test]
+    fn a_timeout_counts_every_send_underneath() {
+        let t = Target {
+            path: DrPath::local(),
+            attr: Attr::NodeInfo,
+            modifier: 0,
+        };
+        for (calls, sent) in [(1, 4), (3, 12)] {
+            let mut r = Retrying {
+                inner: Silent(0),
+                tries: calls,
+            };
+            assert_eq!(tries(&r.get(&t)), sent);
+            assert_eq!(tries(&r.set(&t, &[0; crate::smp::PAYLOAD])), sent);
+            let all = r.get_all(&[t.clone(), t.clone()]);
+            assert_eq!(all.iter().map(tries).collect::<Vec<_>>(), [sent, sent]);
+            let all = r.set_all(&[(t.clone(), [0; crate::smp::PAYLOAD])]);
+            assert_eq!(all.iter().map(tries).collect::<Vec<_>>(), [sent]);
+            assert_eq!(r.inner.0, 5 * calls, "each SMP called `tries` times");
+        }
     }
 }
