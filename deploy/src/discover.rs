@@ -258,8 +258,8 @@ impl Discovery {
                 node: host,
                 port,
                 path: self.path(host, Some(port)).ok_or_else(unreachable)?.clone(),
-                info_modifier: crate::sim::vf_modifier(vf, u16::from(port)),
-                keys_modifier: crate::sim::vf_modifier(vf, u16::from(port) << 8),
+                info_modifier: crate::smp::vf_modifier(vf, u16::from(port)),
+                keys_modifier: crate::smp::vf_modifier(vf, u16::from(port) << 8),
             }),
             None => Err(VfError::NotFound {
                 host: h,

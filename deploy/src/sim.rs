@@ -31,12 +31,7 @@ const DEFAULT_FDB_CAP: u16 = 0xc000;
 /// P_Key entries per port when the model gives no PartitionCap.
 const DEFAULT_PARTITION_CAP: u16 = 64;
 
-/// The modifier addressing VF `vf` behind a hypervisor port: bit 31 set, the VF in bits
-/// 30:16, and below it what the attribute takes (the port for PortInfo, the block for
-/// P_KeyTable).
-pub fn vf_modifier(vf: u8, low: u16) -> u32 {
-    0x8000_0000 | (u32::from(vf) << 16) | u32::from(low)
-}
+pub use crate::smp::vf_modifier;
 
 /// What goes wrong.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -452,6 +452,13 @@ pub fn sl2vl_modifier(in_port: u8, out_port: u8) -> u32 {
     (u32::from(in_port) << 8) | u32::from(out_port)
 }
 
+/// The modifier addressing VF `vf` through its hypervisor's port, the `sim` fabric's own
+/// convention (no IBA attribute does this): bit 31 set, the VF in bits 30:16, and below it
+/// what the attribute takes (the port for PortInfo, the block for P_KeyTable).
+pub fn vf_modifier(vf: u8, low: u16) -> u32 {
+    0x8000_0000 | (u32::from(vf) << 16) | u32::from(low)
+}
+
 /// The modifier of a P_KeyTable block: the block, and on a switch the port in bits 31:16.
 pub fn pkey_modifier(block: u16, switch_port: Option<u8>) -> u32 {
     u32::from(block) | switch_port.map_or(0, |p| u32::from(p) << 16)
