@@ -157,7 +157,7 @@ struct Op {
 }
 
 fn lft_payload(hex: &str) -> Payload {
-    journal::unhex(hex).unwrap_or([0xff; PAYLOAD])
+    Write::lft_entries(hex)
 }
 
 fn pkey_payload(keys: &[u16]) -> Payload {

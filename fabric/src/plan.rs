@@ -105,6 +105,16 @@ impl Write {
         }
         s
     }
+
+    /// The 64 entries of an LFT block written as hex ([`Write::lft_hex`]); an entry that is
+    /// not two hex digits (a plan file read with [`Plan::from_json`] has none) reads 0xff.
+    pub fn lft_entries(hex: &str) -> [u8; LFT_BLOCK] {
+        std::array::from_fn(|k| {
+            hex.get(2 * k..2 * k + 2)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .unwrap_or(0xff)
+        })
+    }
 }
 
 /// One step: writes that go out together.
@@ -284,12 +294,7 @@ impl Plan {
                         found,
                     });
                 }
-                for (k, e) in slot.iter_mut().enumerate() {
-                    *e = new
-                        .get(2 * k..2 * k + 2)
-                        .and_then(|h| u8::from_str_radix(h, 16).ok())
-                        .unwrap_or(0xff);
-                }
+                slot.copy_from_slice(&Write::lft_entries(new));
             }
         }
         for t in tables.values_mut() {

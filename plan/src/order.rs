@@ -16,22 +16,6 @@ pub(crate) struct Order {
     pub changed: u64,
 }
 
-/// The 64 entries of a hex block (`ff` where the text is short or not hex).
-pub(crate) fn hex_entries(text: &str) -> [u8; LFT_BLOCK] {
-    let mut out = [LFT_UNSET; LFT_BLOCK];
-    let bytes = text.as_bytes();
-    for (i, slot) in out.iter_mut().enumerate() {
-        let pair = bytes
-            .get(2 * i..2 * i + 2)
-            .and_then(|p| std::str::from_utf8(p).ok())
-            .and_then(|p| u8::from_str_radix(p, 16).ok());
-        if let Some(v) = pair {
-            *slot = v;
-        }
-    }
-    out
-}
-
 fn entry(t: &[u8], lid: usize) -> u8 {
     t.get(lid).copied().unwrap_or(LFT_UNSET)
 }
@@ -342,7 +326,12 @@ pub(crate) fn lft_block(w: &Write) -> Option<(Guid, u16, [u8; LFT_BLOCK], [u8; L
             block,
             old,
             new,
-        } => Some((*switch, *block, hex_entries(old), hex_entries(new))),
+        } => Some((
+            *switch,
+            *block,
+            Write::lft_entries(old),
+            Write::lft_entries(new),
+        )),
         Write::Pkeys { .. } | Write::Vport { .. } => None,
     }
 }
