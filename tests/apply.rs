@@ -52,9 +52,8 @@ fn sm_port(st: &FabricState) -> PortRef {
 
 fn options(dir: &std::path::Path) -> ApplyOptions {
     ApplyOptions {
-        journal: dir.join("plan.journal"),
-        lock_dir: dir.to_owned(),
         vfs: true,
+        ..ApplyOptions::new(dir.join("plan.journal"), dir.to_owned())
     }
 }
 
@@ -169,6 +168,7 @@ fn fault_matrix(
                         Final::New => &new_tables,
                         Final::Old => &old_tables,
                         Final::Mixed(why) => panic!("{kind:?} at SMP {at}: mixed: {why:?}"),
+                        Final::Nothing => panic!("{kind:?} at SMP {at}: nothing"),
                     };
                     same_at(&sim.tables(), want, &format!("{kind:?} at SMP {at}: {r:?}"));
                     assert_eq!(
@@ -1055,7 +1055,7 @@ fn reproof(
     let st = ValidState::new(a.state).unwrap();
     let steps: Vec<Vec<weft_fabric::plan::Write>> =
         plan.steps.iter().map(|s| s.writes.clone()).collect();
-    weft_plan::check_steps(&st, &steps, weft_verifier::Scope::All)
+    weft_plan::check_steps(&st, &steps, weft_verifier::Scope::All, &Default::default())
 }
 
 /// The re-proof of a migration on a fabric that shows its vSwitches as switches covers the

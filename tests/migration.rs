@@ -95,7 +95,7 @@ fn reverse_is_caught(old: &ValidState, p: &weft_plan::Planned) {
         .rev()
         .map(|s| s.writes.clone())
         .collect();
-    let checks = check_steps(&start, &reversed, Scope::All);
+    let checks = check_steps(&start, &reversed, Scope::All, &Default::default());
     let bad = checks.last().unwrap();
     assert_eq!(bad.loop_free, Outcome::Violated, "{bad:?}");
     let l = bad.forwarding_loop.as_ref().unwrap();
@@ -140,8 +140,11 @@ fn dynamic_moves_on_648() {
     };
     assert_eq!(moves[0].marked, 2 + 18);
     assert!(p.plan.lft_smps() <= moves[0].marked && p.plan.lft_smps() >= 2);
-    // 702 physical LIDs and 3 VMs: LIDs up to 705, 12 blocks on each of 54 switches.
-    assert_eq!(p.full_reconfiguration, 54 * 12);
+    // 702 physical LIDs and 3 VMs: LIDs up to 705, 12 blocks on each of 54 switches; one
+    // P_Key block of each of the 648 hosts (the tenant gives every end port a table); the
+    // LID and P_Key table of each of the 144 VFs.
+    assert_eq!(p.end.lids.vports.len(), 144);
+    assert_eq!(p.full_reconfiguration, 54 * 12 + 648 + 2 * 144);
     reverse_is_caught(&old, &p);
     // The checker rolled back after a plan plans the same again (and as a fresh one does).
     let moves = weft_plan::migrate::moves(&old, &far).unwrap().unwrap();
@@ -225,7 +228,9 @@ fn table_2_on_11664() {
     ));
     let p = migrated(&old, &near);
     assert_eq!(p.plan.lft_smps(), 1);
-    assert_eq!(p.full_reconfiguration, 336_960);
+    // Every LFT block, one P_Key block per host, two SMPs per VF.
+    let full = 336_960 + 11_664 + 2 * p.end.lids.vports.len() as u64;
+    assert_eq!(p.full_reconfiguration, full);
     let far = compiled(&with_vms(
         &src,
         pool,
@@ -239,7 +244,7 @@ fn table_2_on_11664() {
     // Both leaves, both pods' 18 spines, the 324 cores.
     assert_eq!(moves[0].marked, 2 + 36 + 324);
     assert!(p.plan.lft_smps() <= 3240 && p.plan.lft_smps() <= 2 * 1620);
-    assert_eq!(p.full_reconfiguration, 336_960);
+    assert_eq!(p.full_reconfiguration, full);
     reverse_is_caught(&old, &p);
 }
 

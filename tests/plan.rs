@@ -113,7 +113,7 @@ fn reverse_is_caught(old: &ValidState, new: &ValidState, p: &weft_plan::Planned)
         .rev()
         .map(|s| s.writes.clone())
         .collect();
-    let checks = check_steps(&start, &reversed, Scope::All);
+    let checks = check_steps(&start, &reversed, Scope::All, &Default::default());
     let bad = checks.last().unwrap();
     assert_eq!(bad.loop_free, Outcome::Violated, "{bad:?}");
     let l = bad.forwarding_loop.as_ref().unwrap();

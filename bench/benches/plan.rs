@@ -48,6 +48,7 @@ fn link_failure(c: &mut Criterion) {
                 &start,
                 std::slice::from_ref(&first),
                 Default::default(),
+                &Default::default(),
             ))
         })
     });

@@ -9,7 +9,10 @@ use clap::ValueEnum;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use weft_deploy::apply::{self, ApplyError, ApplyOptions, Direction, Final, Progress, Report};
+use weft_deploy::apply::{
+    self, ApplyError, ApplyOptions, Direction, Final, Progress, ProofMode, Report,
+};
+use weft_deploy::journal::JournalFault;
 use weft_deploy::sim::{Fault, FaultKind, SimFabric, STATUS_INVALID};
 use weft_deploy::{Mad, Paced, Retrying, Transport};
 use weft_fabric::plan::Plan;
@@ -35,7 +38,9 @@ pub struct Args {
     #[arg(long)]
     sm: Option<String>,
     /// `sim`: a fault to inject, `KIND@N` striking the N-th Set (from 0): drop, drop-all
-    /// (every retry too), delay, delay-all, reject, corrupt, crash.
+    /// (every retry too), delay, delay-all, reject, corrupt, crash; or the N-th journal write
+    /// (0: its creation, then each event): journal (that write fails as on a full disk),
+    /// journal-full (that one and every later one).
     #[arg(long)]
     inject: Vec<String>,
     /// How SMPs go out (`mad`: the local HCA port, M_Key, timeout; every target: tries).
@@ -60,9 +65,16 @@ pub struct Args {
     forward: bool,
     /// Do not prove a plan file's steps again on the fabric as it runs (read over SMPs, every
     /// path on VL 0) before writing: for plans whose safety rests on virtual lanes, which
-    /// that reading cannot see. The plan's own proof is then trusted.
+    /// that reading cannot see. The proof the plan carries is then trusted — only when the
+    /// plan's digest matches its content (an edited plan is refused).
     #[arg(long)]
     no_reprove: bool,
+    /// Milliseconds to wait after the last write before every block is read once more (for
+    /// another writer's SMPs still in flight); also twice the longest a step's Sets may follow
+    /// the reads that check its blocks. Default: `sim` 0, `mad` twice the SMP timeout times
+    /// the tries.
+    #[arg(long)]
+    settle_ms: Option<u64>,
     /// Discover and list the SMPs the plan sends, write nothing.
     #[arg(long)]
     dry_run: bool,
@@ -93,15 +105,21 @@ enum TargetArg {
     Opensm,
 }
 
-fn parse_fault(s: &str) -> Result<Fault, Fatal> {
+/// A fault `--inject` asks for: one struck by an SMP Set, or by a journal write.
+enum Injected {
+    Smp(Fault),
+    Journal(JournalFault),
+}
+
+fn parse_fault(s: &str) -> Result<Injected, Fatal> {
     let bad = || {
         Fatal(format!(
             "--inject `{s}`: write KIND@N, KIND one of drop, drop-all, delay, delay-all, \
-             reject, corrupt, crash"
+             reject, corrupt, crash, journal, journal-full"
         ))
     };
     let (kind, at) = s.split_once('@').ok_or_else(bad)?;
-    let at_set: usize = at.parse().map_err(|_| bad())?;
+    let at: usize = at.parse().map_err(|_| bad())?;
     let kind = match kind {
         "drop" => FaultKind::Drop { times: 1 },
         "drop-all" => FaultKind::Drop { times: u32::MAX },
@@ -112,9 +130,15 @@ fn parse_fault(s: &str) -> Result<Fault, Fatal> {
         },
         "corrupt" => FaultKind::CorruptReadback,
         "crash" => FaultKind::Crash,
+        "journal" | "journal-full" => {
+            return Ok(Injected::Journal(JournalFault {
+                at,
+                lasting: kind == "journal-full",
+            }))
+        }
         _ => return Err(bad()),
     };
-    Ok(Fault { at_set, kind })
+    Ok(Injected::Smp(Fault { at_set: at, kind }))
 }
 
 fn read_plan(path: &Path) -> Result<Plan, Fatal> {
@@ -155,215 +179,10 @@ fn sm_port(state: &ValidState, sm: Option<&str>) -> Result<PortRef, Fatal> {
         .ok_or_else(|| Fatal("the fabric has no HCA port on a live link for the SM".into()))
 }
 
-/// For a `weft build` directory: reads what the fabric runs (LFTs, the P_Keys of the ports the
-/// desired state sets) and plans the way to the directory's `state.json` (every step proven),
-/// or says why not (exit 1).
-fn plan_live(
-    t: &mut impl Transport,
-    dir: &Path,
-    d: &weft_deploy::Discovery,
-    vfs: bool,
-    quiet: bool,
-) -> Result<Result<(Plan, usize), ExitCode>, Fatal> {
-    use weft_deploy::read::{read_lfts, read_pkeys};
-    let desired = crate::plan::load_state(&dir.join("state.json"))?;
-    let st = desired.state();
-    let qos = st
-        .switches
-        .values()
-        .any(weft_fabric::SwitchState::has_sl2vl)
-        || st
-            .ports
-            .values()
-            .any(|p| p.sl2vl.is_some() || p.vlarb.is_some());
-    if qos {
-        return Err(Fatal(
-            "not built yet: writing SL→VL and VL arbitration tables over SMPs; hand the \
-             state's opensm.conf to OpenSM (`opensm -Q -F`)"
-                .into(),
-        ));
-    }
-    let wire = weft_fabric::WireView::of(st);
-    let diffs = wire.diff(&d.view.fold_vswitches(&wire));
-    if !diffs.is_empty() {
-        crate::term::clear();
-        let mut err = String::from(
-            "error: the fabric is not the one this state is for (assigning LIDs is not built \
-             yet); nothing was written:\n",
-        );
-        for x in &diffs {
-            let _ = writeln!(err, "  {x}");
-        }
-        eprint_text(&err);
-        return Ok(Err(ExitCode::from(1)));
-    }
-    crate::term::phase("reading the fabric");
-    let mut smps = 0;
-    let lfts = read_lfts(t, d, &mut smps).map_err(|e| Fatal(e.to_string()))?;
-    let mut cur = st.clone();
-    for (id, sw) in &mut cur.switches {
-        let g = cur.fabric.node(*id).guid();
-        sw.lft.ports = lfts.get(&g).cloned().unwrap_or_default();
-    }
-    let ports: Vec<(PortRef, usize)> = cur
-        .ports
-        .iter()
-        .filter_map(|(p, s)| Some((*p, s.pkeys.as_ref()?.len())))
-        .collect();
-    for (p, len) in ports {
-        let g = cur.fabric.node(p.node).guid();
-        let blocks = len.div_ceil(weft_deploy::smp::PKEY_BLOCK).max(1) as u16;
-        let keys =
-            read_pkeys(t, d, g, p.port.0, blocks, &mut smps).map_err(|e| Fatal(e.to_string()))?;
-        if let Some(s) = cur.ports.get_mut(&p) {
-            s.pkeys = keys.map(|k| k.into_iter().map(weft_fabric::PKey).collect());
-        }
-    }
-    // The VFs: each LID and P_Key table as the fabric holds it.
-    let vf_ports = d.vf_ports(&wire);
-    let ids: Vec<weft_deploy::read::VfId> = cur
-        .lids
-        .vports
-        .iter()
-        .map(|v| {
-            (
-                (cur.fabric.node(v.host.node).guid(), v.host.port.0),
-                (v.vf, v.guid),
-            )
-        })
-        .collect();
-    let read = weft_deploy::read::read_vfs(t, d, &vf_ports, &ids, vfs, &mut smps);
-    for (v, r) in cur.lids.vports.iter_mut().zip(read) {
-        match r {
-            Ok(Ok((lid, keys))) => {
-                v.lid = lid.map(weft_fabric::Lid);
-                // No table stands for the default one: keep the state's form when equal.
-                let now: Vec<u16> = v.pkeys.as_ref().map_or_else(
-                    || vec![weft_fabric::PKey::DEFAULT.0],
-                    |k| k.iter().map(|k| k.0).collect(),
-                );
-                if keys != now {
-                    v.pkeys = Some(keys.into_iter().map(weft_fabric::PKey).collect());
-                }
-            }
-            Ok(Err(e @ weft_deploy::discover::VfError::NotFound { .. })) => {
-                return Err(Fatal(format!(
-                    "not built yet: reading {e} (`{}` port {}; a vSwitch shown as a switch with \
-                     one adapter per VF is read by directed route; vendor vPort attributes are \
-                     not built)",
-                    cur.fabric.node(v.host.node).name(),
-                    v.host.port.0
-                )))
-            }
-            Ok(Err(e)) => {
-                return Err(Fatal(format!(
-                    "{e} (`{}` port {}); nothing was written",
-                    cur.fabric.node(v.host.node).name(),
-                    v.host.port.0
-                )))
-            }
-            Err(e) => return Err(Fatal(e.to_string())),
-        }
-    }
-    let current = match ValidState::new(cur) {
-        Ok(v) => v,
-        Err(e) => {
-            eprint_text(&format!(
-                "error: what the fabric runs is not a valid state for this fabric; nothing was \
-                 written:\n{e}\n"
-            ));
-            return Ok(Err(ExitCode::from(1)));
-        }
-    };
-    crate::term::phase("planning");
-    let opts = weft_plan::Options {
-        full: true,
-        ..weft_plan::Options::default()
-    };
-    match weft_plan::plan(&current, &desired, &opts) {
-        Ok(p) => {
-            if !quiet {
-                crate::term::clear();
-                eprint_text(&format!(
-                    "weft: read {} switches' tables ({} SMPs); planned {} step(s), {} SMPs, every \
-                     step proven\n",
-                    lfts.len(),
-                    smps + d.smps + 1,
-                    p.plan.steps.len(),
-                    p.plan.smps()
-                ));
-            }
-            Ok(Ok((p.plan, smps)))
-        }
-        Err(e) => {
-            eprint_text(&format!("error: no plan from what the fabric runs: {e}\n"));
-            Ok(Err(ExitCode::from(1)))
-        }
-    }
-}
-
 fn eprint_text(text: &str) {
     use std::io::Write as _;
     crate::term::clear();
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
-}
-
-/// Proves a plan file's steps again on the fabric as it runs (read over SMPs: LIDs, LFTs;
-/// every path on VL 0): the SMPs it took, or exit 1 naming the step that is not safe.
-fn reprove(
-    t: &mut impl Transport,
-    d: &weft_deploy::Discovery,
-    plan: &Plan,
-    vfs: bool,
-    quiet: bool,
-) -> Result<Result<usize, ExitCode>, Fatal> {
-    crate::term::phase("proving the plan on the fabric");
-    let mut a = weft_deploy::audit::state_of(t, d, &plan.fabric, plan.wire.as_ref())
-        .map_err(|e| Fatal(e.to_string()))?;
-    if vfs {
-        a.smps += weft_deploy::audit::vfs_through_hosts(t, d, plan, &mut a.state)
-            .map_err(|e| Fatal(e.to_string()))?;
-    }
-    let start = match ValidState::new(a.state) {
-        Ok(s) => s,
-        Err(e) => {
-            eprint_text(&format!(
-                "error: what the fabric runs is not a state the plan can be proven on; nothing \
-                 was written:\n{e}\n"
-            ));
-            return Ok(Err(ExitCode::from(1)));
-        }
-    };
-    let steps: Vec<Vec<weft_fabric::plan::Write>> =
-        plan.steps.iter().map(|s| s.writes.clone()).collect();
-    let checks = weft_plan::check_steps(&start, &steps, weft_verifier::Scope::All);
-    if let Some((i, c)) = checks.iter().enumerate().find(|(_, c)| !c.is_proven()) {
-        eprint_text(&format!(
-            "error: step {} of the plan is not safe on the fabric as it runs: {}; nothing was \
-             written (a plan whose safety rests on virtual lanes needs `--no-reprove`: the \
-             fabric's SL→VL tables are not read)\n",
-            i + 1,
-            weft_plan::why(c)
-        ));
-        return Ok(Err(ExitCode::from(1)));
-    }
-    // VFs the plan's fabric has but this one does not show (a vSwitch addressed in vendor
-    // ways): routes toward their LIDs were proven when the plan was made, not again here.
-    let declared: usize = plan
-        .wire
-        .as_ref()
-        .map_or(0, |w| w.vf_hosts.values().map(|&n| usize::from(n)).sum());
-    let seen = start.lids.vports.len();
-    if declared > seen && !quiet {
-        crate::term::clear();
-        eprint_text(&format!(
-            "weft: note: {} of the {declared} VFs of the plan's vSwitch hypervisors are not on \
-             the fabric as read; routes toward their LIDs were proven when the plan was made, \
-             not again on the fabric\n",
-            declared - seen
-        ));
-    }
-    Ok(Ok(a.smps))
 }
 
 /// Runs `weft apply`.
@@ -388,10 +207,15 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, Fatal> {
             let state = crate::plan::load_state(path)?;
             let sm = sm_port(&state, args.sm.as_deref())?;
             let mut sim = SimFabric::new(&state, sm).map_err(|e| Fatal(e.to_string()))?;
+            let mut journal_fault = None;
             for f in &args.inject {
-                sim.inject(parse_fault(f)?);
+                match parse_fault(f)? {
+                    Injected::Smp(f) => sim.inject(f),
+                    Injected::Journal(f) => journal_fault = Some(f),
+                }
             }
-            let code = go(&args, &mut sim, true, quiet)?;
+            let settle = std::time::Duration::from_millis(args.settle_ms.unwrap_or(0));
+            let code = go(&args, &mut sim, true, settle, journal_fault, quiet)?;
             Ok(code)
         }
         TargetArg::Mad => {
@@ -405,8 +229,12 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, Fatal> {
             if let Some(w) = args.window {
                 options.window = w;
             }
+            // Long enough for an SMP another writer sent to land (or time out on every try).
+            let settle = std::time::Duration::from_millis(args.settle_ms.unwrap_or_else(|| {
+                2 * u64::from(options.timeout_ms) * u64::from(options.retries + 1)
+            }));
             let mut mad = Mad::open(&options).map_err(|e| Fatal(e.to_string()))?;
-            go(&args, &mut mad, false, quiet)
+            go(&args, &mut mad, false, settle, None, quiet)
         }
     }
 }
@@ -449,6 +277,7 @@ fn opensm(args: &Args, quiet: bool) -> Result<ExitCode, Fatal> {
         (args.lock_dir.is_some(), "--lock-dir"),
         (args.no_reprove, "--no-reprove"),
         (args.smp_gap_ms != 0, "--smp-gap-ms"),
+        (args.settle_ms.is_some(), "--settle-ms"),
         (args.mad.tries.is_some(), "--tries"),
     ]
     .into_iter()
@@ -553,7 +382,14 @@ fn opensm(args: &Args, quiet: bool) -> Result<ExitCode, Fatal> {
 
 /// Applies (or recovers, or lists) through `t`: the in-process fabric when `sim` (which
 /// addresses VFs, and whose timeouts weft retries), else MADs (libibmad retries by itself).
-fn go(args: &Args, t: &mut impl Transport, sim: bool, quiet: bool) -> Result<ExitCode, Fatal> {
+fn go(
+    args: &Args,
+    t: &mut impl Transport,
+    sim: bool,
+    settle: std::time::Duration,
+    journal_fault: Option<JournalFault>,
+    quiet: bool,
+) -> Result<ExitCode, Fatal> {
     let vfs = sim;
     let mut t = Retrying {
         inner: Paced {
@@ -568,11 +404,14 @@ fn go(args: &Args, t: &mut impl Transport, sim: bool, quiet: bool) -> Result<Exi
             return;
         }
         match p {
-            Progress::Discovered { .. } => crate::term::phase("snapshotting"),
+            Progress::Discovered { .. } => crate::term::phase("checking the fabric"),
+            Progress::Proving => crate::term::phase("proving the plan on the fabric"),
+            Progress::Snapshot => crate::term::phase("snapshotting"),
             Progress::Step { step, of, smps } => crate::term::progress(
                 "applying",
                 format!("step {} of {of} ({smps} SMPs)", step + 1),
             ),
+            Progress::Verifying => crate::term::phase("reading every block again"),
             Progress::Undo { step } => {
                 crate::term::progress("rolling back", format!("undoing step {}", step + 1))
             }
@@ -585,95 +424,130 @@ fn go(args: &Args, t: &mut impl Transport, sim: bool, quiet: bool) -> Result<Exi
         } else {
             Direction::Back
         };
-        let r = apply::recover(&mut t, j, direction, &lock_dir, &mut progress)
-            .map_err(|e| Fatal(e.to_string()))?;
-        // Recovery that ends where it was asked to is a success.
-        let want = match direction {
-            Direction::Back => Final::Old,
-            Direction::Forward => Final::New,
+        return match apply::recover_with(&mut t, j, direction, &lock_dir, settle, &mut progress) {
+            Ok(r) => {
+                // Recovery that ends where it was asked to (or finds nothing to do) is a
+                // success.
+                let ok = matches!(
+                    (&r.state, direction),
+                    (Final::Nothing, _)
+                        | (Final::Old, Direction::Back)
+                        | (Final::New, Direction::Forward)
+                );
+                report(&r, quiet, Some(j), ok)
+            }
+            Err(e) => Ok(refused(&e, Some(j))),
         };
-        return report(&r, quiet, None, r.state == want);
     }
     let plan_path = args.plan.as_deref().unwrap_or(Path::new("plan.json"));
-    // The fabric is discovered once, under the lock: a build directory is read and planned
-    // against; a plan file is checked against it and its steps proven again on it.
-    crate::term::phase("discovering");
-    let local = weft_deploy::TransportExt::node_info(&mut t, &weft_deploy::DrPath::local())
-        .map_err(|e| Fatal(e.to_string()))?;
-    let _lock = apply::lock(&lock_dir, local.node_guid, local.local_port)
-        .map_err(|e| Fatal(e.to_string()))?;
-    let d = weft_deploy::discover(&mut t).map_err(|e| Fatal(e.to_string()))?;
-    let mut gets = d.smps + 1;
-    let plan = if plan_path.is_dir() {
-        match plan_live(&mut t, plan_path, &d, vfs, quiet)? {
-            Ok((p, reads)) => {
-                gets += reads;
-                p
-            }
-            Err(code) => return Ok(code),
-        }
-    } else {
-        let p = read_plan(plan_path)?;
-        if let Err(e) = apply::check_wire(&p, &d) {
-            eprint_text(&format!("error: {e}\n"));
-            return Ok(ExitCode::from(1));
-        }
-        if !args.no_reprove {
-            match reprove(&mut t, &d, &p, vfs, quiet)? {
-                Ok(reads) => gets += reads,
-                Err(code) => return Ok(code),
-            }
-        }
-        p
-    };
-    if plan.steps.is_empty() {
-        if !quiet {
-            out(
-                None,
-                "the fabric already runs this state: nothing to write\n",
-            )?;
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
-    if args.dry_run {
-        let smps = apply::smps_of(&plan, &d, vfs).map_err(|e| Fatal(e.to_string()))?;
-        let mut text = String::new();
-        for (step, target, what) in &smps {
-            let _ = writeln!(text, "step {:>3}  Set {target}  ({what})", step + 1);
-        }
-        let _ = writeln!(
-            text,
-            "{} SMPs in {} steps; nothing was written (dry run)",
-            smps.len(),
-            plan.steps.len()
-        );
-        out(None, &text)?;
-        return Ok(ExitCode::SUCCESS);
-    }
     let journal = args.journal.clone().unwrap_or_else(|| {
         let mut p = plan_path.as_os_str().to_owned();
         p.push(".journal");
         PathBuf::from(p)
     });
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let opts = ApplyOptions {
         journal: journal.clone(),
-        lock_dir: lock_dir.clone(),
+        lock_dir,
         vfs,
+        proof: if args.no_reprove {
+            ProofMode::TrustDigest
+        } else {
+            ProofMode::OnFabric
+        },
+        settle,
+        journal_fault,
+        stop: Some(stop.clone()),
     };
-    match apply::apply_discovered(&mut t, &plan, &opts, &d, gets, &mut progress) {
-        Ok(r) => report(&r, quiet, Some(&journal), r.state == Final::New),
-        Err(ApplyError::Crashed(e)) => {
-            crate::term::clear();
-            Err(Fatal(format!(
-                "{e}; the journal is left for `weft apply --recover {}`",
-                journal.display()
-            )))
+    crate::term::phase("discovering");
+    if plan_path.is_dir() {
+        if args.no_reprove {
+            return Err(Fatal(
+                "--no-reprove is for a plan file: a `weft build` directory is planned and \
+                 proven on the tables read off the fabric"
+                    .into(),
+            ));
         }
-        Err(e) => {
-            eprint_text(&format!("error: {e}\n"));
-            Ok(ExitCode::from(1))
+        let desired = crate::plan::load_state(&plan_path.join("state.json"))?;
+        if args.dry_run {
+            return match apply::dry_run(&mut t, apply::What::State(&desired), &opts) {
+                Ok((plan, smps)) => dry(&plan, &smps),
+                Err(e) => Ok(refused(&e, None)),
+            };
         }
+        let _interrupt = crate::term::stop_on_interrupt(stop);
+        return match apply::apply_state(&mut t, &desired, &opts, &mut progress) {
+            Ok((_, plan)) if plan.steps.is_empty() => {
+                if !quiet {
+                    out(
+                        None,
+                        "the fabric already runs this state: nothing to write\n",
+                    )?;
+                }
+                Ok(ExitCode::SUCCESS)
+            }
+            Ok((r, plan)) => {
+                if !quiet {
+                    eprint_text(&format!(
+                        "weft: planned {} step(s), {} SMPs, every step proven on the tables \
+                         read off the fabric\n",
+                        plan.steps.len(),
+                        plan.smps()
+                    ));
+                }
+                report(&r, quiet, Some(&journal), r.state == Final::New)
+            }
+            Err(e) => Ok(refused(&e, Some(&journal))),
+        };
     }
+    let plan = read_plan(plan_path)?;
+    if args.dry_run {
+        return match apply::dry_run(&mut t, apply::What::Plan(&plan), &opts) {
+            Ok((plan, smps)) => dry(&plan, &smps),
+            Err(e) => Ok(refused(&e, None)),
+        };
+    }
+    if plan.steps.is_empty() {
+        if !quiet {
+            out(None, "the plan has no steps: nothing to write\n")?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let _interrupt = crate::term::stop_on_interrupt(stop);
+    match apply::apply(&mut t, &plan, &opts, &mut progress) {
+        Ok(r) => report(&r, quiet, Some(&journal), r.state == Final::New),
+        Err(e) => Ok(refused(&e, Some(&journal))),
+    }
+}
+
+/// The SMPs a dry run lists.
+fn dry(plan: &Plan, smps: &[(usize, weft_deploy::Target, String)]) -> Result<ExitCode, Fatal> {
+    let mut text = String::new();
+    for (step, target, what) in smps {
+        let _ = writeln!(text, "step {:>3}  Set {target}  ({what})", step + 1);
+    }
+    let _ = writeln!(
+        text,
+        "{} SMPs in {} steps; nothing was written (dry run)",
+        smps.len(),
+        plan.steps.len()
+    );
+    out(None, &text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// An apply (or recovery) that did not start, or crashed: the error, and exit 1 when it
+/// refused a plan or a fabric it checked, 2 when it could not run (a crash leaves the
+/// journal).
+fn refused(e: &ApplyError, journal: Option<&Path>) -> ExitCode {
+    match (e, journal) {
+        (ApplyError::Crashed(_), Some(j)) => eprint_text(&format!(
+            "error: {e}; the journal is left for `weft apply --recover {}`\n",
+            j.display()
+        )),
+        _ => eprint_text(&format!("error: {e}\n")),
+    }
+    ExitCode::from(if e.could_not_run() { 2 } else { 1 })
 }
 
 /// The report; exit 0 when the fabric ended where it was meant to (`ok`), 1 when it was rolled
@@ -685,6 +559,7 @@ fn report(r: &Report, quiet: bool, journal: Option<&Path>, ok: bool) -> Result<E
         Final::Old if ok => ("the fabric holds the old state", 0),
         Final::Old => ("the fabric holds the old state (rolled back)", 1),
         Final::Mixed(_) => ("the fabric holds neither state", 2),
+        Final::Nothing => ("nothing was written", 0),
     };
     if let Some(why) = &r.failure {
         let _ = writeln!(text, "{why}");
@@ -693,20 +568,23 @@ fn report(r: &Report, quiet: bool, journal: Option<&Path>, ok: bool) -> Result<E
         for o in odd {
             let _ = writeln!(text, "  {o}");
         }
-        if let Some(j) = journal {
-            let _ = writeln!(
-                text,
-                "  the journal keeps every block as it was: `weft apply --recover {}`",
-                j.display()
-            );
-        }
+    }
+    for n in &r.notes {
+        let _ = writeln!(text, "note: {n}");
+    }
+    if let (Final::Mixed(_), Some(j), true) = (&r.state, journal, r.journal_open) {
+        let _ = writeln!(
+            text,
+            "  the journal keeps every block as it was: `weft apply --recover {}`",
+            j.display()
+        );
     }
     let _ = writeln!(
         text,
         "{line}: {} steps landed, {} Set and {} Get SMPs",
         r.steps_done, r.sets, r.gets
     );
-    if code == 0 && quiet {
+    if code == 0 && quiet && r.notes.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
     out(None, &text)?;

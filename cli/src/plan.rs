@@ -160,8 +160,13 @@ fn outcome(o: &Outcome) -> &'static str {
     }
 }
 
-fn step_proof(c: Option<&StepCheck>, s: &weft_plan::StepStats) -> String {
-    let phase = s.pkeys;
+fn step_proof(
+    c: Option<&StepCheck>,
+    iso: Option<&weft_verifier::partition_mix::MixCheck>,
+    s: &weft_plan::StepStats,
+) -> String {
+    let isolated = iso.is_some_and(|m| m.outcome == Outcome::Proven);
+    let writes_pkeys = s.pkey_blocks > 0 || s.vports > 0;
     match c {
         Some(c) if c.is_proven() => {
             let broken = if c.failing_before > 0 || c.failing_after > 0 {
@@ -181,11 +186,18 @@ fn step_proof(c: Option<&StepCheck>, s: &weft_plan::StepStats) -> String {
             outcome(&c.deadlock_free),
             outcome(&c.connected)
         ),
-        None if s.vports > 0 => "VFs only (LID and P_Key table of each, two SMPs): the LIDs move with the stopped VMs, and routes toward them fail until the LFT steps mend them".to_owned(),
-        None if phase == Some(weft_plan::PkeyPhase::Remove) => {
-            "P_Keys only, no route changes: tables only lose keys, so every mix lets only pairs talk that talk now".to_owned()
-        }
-        None => "P_Keys only, no route changes: tables become the desired ones, so every mix lets only pairs talk that the desired state (proven isolated) lets talk".to_owned(),
+        None if s.vf_lids > 0 => format!(
+            "VFs (LID and P_Key table of each, two SMPs): the LIDs move with the stopped VMs, and routes toward them fail until the LFT steps mend them; isolated in every mix: {}",
+            iso.map_or("unknown", |m| outcome(&m.outcome))
+        ),
+        None if writes_pkeys && isolated => match s.pkeys {
+            Some(weft_plan::PkeyPhase::Remove) => "P_Keys only, no route changes: tables only lose keys; isolated in every mix: proven (no port talks outside the partitions it is in before the plan or declared in after it)".to_owned(),
+            _ => "P_Keys only, no route changes: tables become the desired ones; isolated in every mix: proven (no port talks outside the partitions it is in before the plan or declared in after it)".to_owned(),
+        },
+        None => format!(
+            "P_Keys only, no route changes; isolated in every mix: {}",
+            iso.map_or("unknown", |m| outcome(&m.outcome))
+        ),
     }
 }
 
@@ -212,12 +224,13 @@ fn human(p: &Planned, written: Option<&Path>, max: usize) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "plan for `{}`: {} step(s), {} SMP(s) ({} LFT); a full reconfiguration would send {} ({})",
+        "plan for `{}`: {} step(s), {} SMP(s) ({} LFT); a full reconfiguration would send {}{} ({})",
         p.plan.fabric,
         p.plan.steps.len(),
         g(p.plan.smps() as u64),
         g(p.plan.lft_smps() as u64),
         g(p.full_reconfiguration),
+        more_than_full(p),
         mode_text(p.mode)
     );
     for (i, s) in p.stats.iter().enumerate() {
@@ -232,7 +245,12 @@ fn human(p: &Planned, written: Option<&Path>, max: usize) -> String {
         } else {
             format!("{} P_Key block(s)", g(s.pkey_blocks as u64))
         };
-        let _ = writeln!(t, "  step {}: {what}; {}", i + 1, step_proof(p.check(i), s));
+        let _ = writeln!(
+            t,
+            "  step {}: {what}; {}",
+            i + 1,
+            step_proof(p.check(i), p.isolation.get(i), s)
+        );
     }
     for line in target_line(&p.target).lines() {
         let _ = writeln!(t, "  {line}");
@@ -263,6 +281,34 @@ fn human(p: &Planned, written: Option<&Path>, max: usize) -> String {
         let _ = writeln!(t, "  wrote {}", w.display());
     }
     t
+}
+
+/// Why a plan sends more SMPs than a full reconfiguration, when it does: blocks written in
+/// more than one step (a full reconfiguration writes each once, in no proven order).
+fn more_than_full(p: &Planned) -> String {
+    let sent = p.plan.smps() as u64;
+    if sent <= p.full_reconfiguration {
+        return String::new();
+    }
+    let mut blocks = std::collections::BTreeSet::new();
+    let mut again = 0u64;
+    for w in p.plan.steps.iter().flat_map(|s| &s.writes) {
+        let key = match w {
+            weft_fabric::plan::Write::Lft { switch, block, .. } => (0, switch.0, 0, *block),
+            weft_fabric::plan::Write::Pkeys {
+                node, port, block, ..
+            } => (1, node.0, *port, *block),
+            weft_fabric::plan::Write::Vport { guid, .. } => (2, guid.0, 0, 0),
+        };
+        if !blocks.insert(key) {
+            again += 1;
+        }
+    }
+    format!(
+        ", fewer than this plan: {} write(s) go to a block an earlier step wrote, so that every \
+         state on the way is proven",
+        crate::verify::group(again)
+    )
 }
 
 fn target_line(t: &weft_plan::Target) -> String {
@@ -318,9 +364,9 @@ fn markdown(p: &Planned, written: Option<&Path>, max: usize) -> String {
     let _ = writeln!(t, "# Plan for `{}`\n", p.plan.fabric);
     let _ = writeln!(
         t,
-        "| step | switches | LFT blocks | P_Key blocks | SMPs | loop-free | deadlock-free | connected |"
+        "| step | switches | LFT blocks | P_Key blocks | SMPs | loop-free | deadlock-free | connected | isolated |"
     );
-    let _ = writeln!(t, "|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(t, "|---|---|---|---|---|---|---|---|---|");
     for (i, s) in p.stats.iter().enumerate() {
         let (l, d, c) = match p.check(i) {
             Some(c) => (
@@ -328,12 +374,16 @@ fn markdown(p: &Planned, written: Option<&Path>, max: usize) -> String {
                 outcome(&c.deadlock_free),
                 outcome(&c.connected),
             ),
-            None if s.vports > 0 => ("VFs only", "VFs only", "VFs only"),
+            None if s.vf_lids > 0 => ("VFs only", "VFs only", "VFs only"),
             None => ("P_Keys only", "P_Keys only", "P_Keys only"),
         };
+        let iso = p
+            .isolation
+            .get(i)
+            .map_or("unknown", |m| outcome(&m.outcome));
         let _ = writeln!(
             t,
-            "| {} | {} | {} | {} | {} | {l} | {d} | {c} |",
+            "| {} | {} | {} | {} | {} | {l} | {d} | {c} | {iso} |",
             i + 1,
             s.switches,
             s.lft_blocks,
@@ -387,6 +437,7 @@ fn json(p: &Planned, written: Option<&Path>) -> serde_json::Value {
                 "pkeys": s.pkeys,
                 "vports": s.vports,
                 "check": p.check(i),
+                "isolation": p.isolation.get(i),
             })
         })
         .collect();

@@ -33,6 +33,9 @@ struct Shared {
     shown: bool,
     /// Outputs being written and not yet in place (removed on interruption).
     unfinished: Vec<PathBuf>,
+    /// Set by the first interruption instead of stopping the run (a `weft apply` between
+    /// two steps), while [`stop_on_interrupt`]'s guard lives.
+    stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 static SHARED: Mutex<Option<Shared>> = Mutex::new(None);
@@ -54,6 +57,7 @@ pub fn start(quiet: bool) {
         since: Instant::now(),
         shown: false,
         unfinished: Vec::new(),
+        stop: None,
     });
     // Without a handler (another one is installed) the default action still stops the run;
     // only the cleanup is lost, which the temporary names make harmless.
@@ -158,9 +162,43 @@ pub fn commit<T>(f: impl FnOnce() -> T) -> T {
     result
 }
 
+/// While the returned guard lives, the first interruption sets `flag` (the run stops at its
+/// next safe point: an apply rolls back) instead of ending the run; a second one ends it as
+/// usual.
+pub fn stop_on_interrupt(flag: std::sync::Arc<std::sync::atomic::AtomicBool>) -> StopGuard {
+    if let Some(s) = lock().as_mut() {
+        s.stop = Some(flag);
+    }
+    StopGuard
+}
+
+/// See [`stop_on_interrupt`].
+pub struct StopGuard;
+
+impl Drop for StopGuard {
+    fn drop(&mut self) {
+        if let Some(s) = lock().as_mut() {
+            s.stop = None;
+        }
+    }
+}
+
 fn interrupted() {
     let mut g = lock();
     let mut err = std::io::stderr().lock();
+    if let Some(flag) = g.as_mut().and_then(|s| s.stop.take()) {
+        if let Some(s) = g.as_mut() {
+            erase(s);
+        }
+        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = writeln!(
+            err,
+            "weft: interrupted: stopping before the next step and rolling back (interrupt \
+             again to stop at once; the journal is kept for `weft apply --recover`)"
+        );
+        let _ = err.flush();
+        return;
+    }
     let mut removed = Vec::new();
     if let Some(s) = g.as_mut() {
         erase(s);

@@ -585,13 +585,13 @@ fn a_drain_on_a_fabric_that_shows_no_vfs_says_their_routes_were_not_proven_again
     let o = apply(&sim, &[plan.to_str().unwrap(), "--lock-dir", &lock]);
     assert!(o.status.success(), "{}\n{}", o.stdout, o.stderr);
     assert!(
-        o.stderr.contains(
-            "weft: note: 144 of the 144 VFs of the plan's vSwitch hypervisors are not on the \
+        o.stdout.contains(
+            "note: 144 of the 144 VFs of the plan's vSwitch hypervisors are not on the \
              fabric as read; routes toward their LIDs were proven when the plan was made, not \
              again on the fabric"
         ),
         "{}",
-        o.stderr
+        o.stdout
     );
     // OpenSM's file engine loads no entry for a LID it did not assign (the VFs'): compare the
     // rest.

@@ -59,12 +59,23 @@ fn dependency_direction() {
         ["weft-fabric"],
         "the verifier must not depend on the compiler"
     );
-    assert_eq!(deps("deploy"), ["weft-fabric"]);
+    assert_eq!(
+        deps("plan"),
+        ["weft-fabric", "weft-verifier"],
+        "the planner proves with the verifier, never compiles"
+    );
+    assert_eq!(
+        deps("deploy"),
+        ["weft-fabric", "weft-plan", "weft-verifier"],
+        "deploy proves what it writes on the tables it reads, never compiles"
+    );
 }
 
 #[test]
 fn libraries_never_print() {
-    for krate in ["fabric", "compiler", "metrics", "verifier", "deploy"] {
+    for krate in [
+        "fabric", "compiler", "metrics", "verifier", "plan", "deploy",
+    ] {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("..")
             .join(krate)

@@ -1,31 +1,57 @@
 //! Transactions: a plan written to a fabric so that it ends in exactly the old state or
-//! exactly the new one.
+//! exactly the new one, and says which — or, when another writer got in the way, exactly
+//! which block holds what.
 //!
 //! 1. Discover the fabric and compare it with the plan's wire view: any difference refuses
 //!    the plan, naming each one, before anything is written.
-//! 2. Read every block the plan touches; one that does not hold the plan's `old` refuses the
+//! 2. Prove the plan's steps again on the tables read off the fabric ([`crate::prove`]);
+//!    `--no-reprove` skips that only for a plan whose digest matches its content.
+//! 3. Read every block the plan touches; one that does not hold the plan's `old` refuses the
 //!    plan (the fabric moved on since it was planned), naming the block.
-//! 3. Journal every block, before and after, to disk (fsync).
-//! 4. Apply the steps in order: a step's SMPs go out together, every response is checked, and
-//!    every block is read back before the next step starts. LinearFDBTop is raised right
-//!    after the step that first writes above it (so the new entries appear together, as the
-//!    step's proof allows) and lowered after the last step.
-//! 5. On any failure, undo the steps that began, last first, writing each block's journaled
-//!    `before` and reading it back. Each undo step is the reverse of a proven step: the states
-//!    it passes through are the ones that step's proof covered (any subset of its writes), so
-//!    it is proven too.
+//! 4. Journal every block, before and after, to disk (fsync).
+//! 5. Apply the steps in order. Before a step, its blocks are read again and must hold what
+//!    the journal says they hold before it (or already what the step writes): a block another
+//!    writer changed stops the apply (compare-and-swap at step granularity). The step's SMPs
+//!    go out together, every response is checked, and every block is read back. LinearFDBTop
+//!    is raised right after the step that first writes above it (stale entries between the
+//!    old and the new top cleared first, in that step), so the new entries appear together,
+//!    as the step's proof allows.
+//! 6. After the last step, a settling time (another writer's SMPs in flight land), then every
+//!    block is read once more: one that does not hold what the plan wrote was changed by
+//!    another writer.
+//! 7. On any failure — an SMP, a read-back, another writer, the journal, a stop request —
+//!    undo the steps that began, last first, writing each block's journaled `before` only
+//!    where the block still holds what this apply wrote (another writer's block is left as
+//!    it is, and named). Each undo step is the reverse of a proven step: the states it passes
+//!    through are the ones that step's proof covered.
 //!
-//! A crash leaves the journal; [`recover`] rolls back (or forward) from it.
+//! A crash leaves the journal; [`recover`] reads the fabric, checks that it holds a state the
+//! journal's steps pass through, and rolls back (or forward) from there.
 
 use crate::discover::{discover, DiscoverError, Discovery, VfError};
-use crate::journal::{self, Block, Event, Header, Journal, JournalError, Writer};
+use crate::journal::{self, Block, Event, Header, Journal, JournalError, JournalFault, Writer};
+use crate::prove::{LiveError, ProofError};
 use crate::smp::{self, Attr, DrPath, Payload, PortInfo, SwitchInfo, PAYLOAD};
 use crate::transport::{SmpError, Target, Transport, TransportExt};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use weft_fabric::plan::{Plan, Write, LFT_BLOCK, PKEY_BLOCK};
-use weft_fabric::{Guid, WireDiff};
+use weft_fabric::{Guid, ValidState, WireDiff};
+
+/// What `weft apply` takes as the proof of a plan's steps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ProofMode {
+    /// Prove every step again on the tables read off the fabric (the default).
+    #[default]
+    OnFabric,
+    /// Trust the proof the plan carries, when its digest matches its content (an edited or
+    /// damaged plan is refused).
+    TrustDigest,
+}
 
 /// How to apply.
 #[derive(Clone, Debug)]
@@ -39,6 +65,32 @@ pub struct ApplyOptions {
     /// switch with one channel adapter per VF, as Paper A describes and as ibsim can model)
     /// is written by directed route to that node.
     pub vfs: bool,
+    /// What proves the plan's steps.
+    pub proof: ProofMode,
+    /// How long to wait after the last write before every block is read once more (SMPs of
+    /// another writer still in flight land by then), and twice the longest a step's Sets may
+    /// follow the reads that checked its blocks.
+    pub settle: Duration,
+    /// A journal failure to inject (drills on the `sim` fabric).
+    pub journal_fault: Option<JournalFault>,
+    /// Set to stop: the apply stops before its next step and rolls back.
+    pub stop: Option<Arc<AtomicBool>>,
+}
+
+impl ApplyOptions {
+    /// Options with the journal at `journal` and locks in `lock_dir`; VFs by directed route
+    /// only, every step proven on the fabric, no settling time, no fault.
+    pub fn new(journal: PathBuf, lock_dir: PathBuf) -> ApplyOptions {
+        ApplyOptions {
+            journal,
+            lock_dir,
+            vfs: false,
+            proof: ProofMode::OnFabric,
+            settle: Duration::ZERO,
+            journal_fault: None,
+            stop: None,
+        }
+    }
 }
 
 /// What happened, step by step (for a progress display).
@@ -51,6 +103,10 @@ pub enum Progress {
         /// Links.
         links: usize,
     },
+    /// Reading the fabric's tables and proving the plan on them.
+    Proving,
+    /// Reading every block the plan touches.
+    Snapshot,
     /// Step `step` (from 0) of `of` goes out with `smps` SMPs.
     Step {
         /// The step.
@@ -60,6 +116,8 @@ pub enum Progress {
         /// Its SMPs.
         smps: usize,
     },
+    /// Waiting for other writers' SMPs, then reading every block once more.
+    Verifying,
     /// Undoing step `step`.
     Undo {
         /// The step.
@@ -74,8 +132,11 @@ pub enum Final {
     New,
     /// Every block holds what it held before.
     Old,
-    /// Neither: these blocks hold something else (or could not be read).
+    /// Neither: these blocks hold something else, another writer's, or could not be read
+    /// (each named, with what it holds).
     Mixed(Vec<String>),
+    /// The journal records no writes: there was nothing to recover.
+    Nothing,
 }
 
 /// How an apply ended (when it could start at all).
@@ -89,8 +150,14 @@ pub struct Report {
     pub steps_done: usize,
     /// Set SMPs sent (retries counted once per try by the transport, not here).
     pub sets: usize,
-    /// Get SMPs sent (discovery, snapshot and read-back).
+    /// Get SMPs sent (discovery, reading, snapshot, checks and read-back).
     pub gets: usize,
+    /// What the report adds: what the proof did not cover, a journal that could not record
+    /// the end.
+    pub notes: Vec<String>,
+    /// Whether the journal still records an apply that did not end (recover it with
+    /// `weft apply --recover`).
+    pub journal_open: bool,
 }
 
 /// Why an apply did not start, or could not end cleanly.
@@ -106,6 +173,19 @@ pub enum ApplyError {
     /// The plan has no wire view to check the fabric against.
     #[error("the plan records no wire view of its fabric (made by an older weft?); plan again")]
     NoWire,
+    /// The plan's steps are not proven on the fabric.
+    #[error(transparent)]
+    Unproven(#[from] ProofError),
+    /// No plan from what the fabric runs to a desired state.
+    #[error(transparent)]
+    Live(#[from] LiveError),
+    /// `--no-reprove` on a plan whose digest does not match its content.
+    #[error(
+        "the plan's digest does not match its content (it was edited or damaged after `weft \
+         plan` wrote it): it is not written without being proven again on the fabric; \
+         nothing was written"
+    )]
+    Edited,
     /// A block does not hold what the plan expects.
     #[error("{0}; the fabric moved on since the plan was made; nothing was written")]
     Moved(String),
@@ -129,15 +209,42 @@ pub enum ApplyError {
         /// What failed.
         source: std::io::Error,
     },
-    /// The journal.
-    #[error(transparent)]
+    /// The journal could not be written before anything was.
+    #[error("{0}; nothing was written")]
     Journal(#[from] JournalError),
+    /// The fabric does not hold a state the journal's steps pass through: recovery refused.
+    #[error("the fabric does not hold a state this journal's plan passes through, so it cannot be rolled back or forward from it; nothing was written:\n  {}",
+        .0.join("\n  "))]
+    NotJournaled(Vec<String>),
     /// An SMP failed before anything was written.
     #[error("{0}; nothing was written")]
     Smp(SmpError),
     /// The writer crashed (fault injection): the journal is left for recovery.
     #[error("{0}; the journal is left for `weft apply --recover`")]
     Crashed(SmpError),
+}
+
+impl ApplyError {
+    /// Whether the apply could not run (a device, file or transport failed; exit 2), rather
+    /// than refusing a plan or a fabric it checked (exit 1). Nothing was written either way,
+    /// but after a crash.
+    pub fn could_not_run(&self) -> bool {
+        match self {
+            // A journal of an apply that did not end refuses the next one.
+            ApplyError::Journal(JournalError::Unfinished(_)) => false,
+            ApplyError::Discover(_)
+            | ApplyError::Lock { .. }
+            | ApplyError::Journal(_)
+            | ApplyError::Smp(_)
+            | ApplyError::Crashed(_)
+            | ApplyError::NotJournaled(_)
+            | ApplyError::Unproven(ProofError::Read(_) | ProofError::Smp(_))
+            | ApplyError::Live(LiveError::Smp(_) | LiveError::Qos | LiveError::VfNotBuilt(_)) => {
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 /// One SMP of the plan, resolved to the wire.
@@ -383,12 +490,6 @@ pub fn smps_of(
         .collect())
 }
 
-fn checked_discovery(t: &mut impl Transport, plan: &Plan) -> Result<Discovery, ApplyError> {
-    let d = discover(t)?;
-    check_wire(plan, &d)?;
-    Ok(d)
-}
-
 /// SMP counters kept while applying.
 #[derive(Default)]
 struct Count {
@@ -396,22 +497,93 @@ struct Count {
     gets: usize,
 }
 
-/// Applies `plan` through `t`.
+/// The lock of the SM port `t` answers from.
+fn sm_lock(t: &mut impl Transport, dir: &Path) -> Result<Lock, ApplyError> {
+    let local = t.node_info(&DrPath::local()).map_err(ApplyError::Smp)?;
+    lock(dir, local.node_guid, local.local_port)
+}
+
+/// Applies `plan` through `t`: locks the SM port, discovers the fabric and applies the plan
+/// to it ([`apply_discovered`]).
 pub fn apply(
     t: &mut impl Transport,
     plan: &Plan,
     opts: &ApplyOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Report, ApplyError> {
-    let local = t.node_info(&DrPath::local()).map_err(ApplyError::Smp)?;
-    let _lock = lock(&opts.lock_dir, local.node_guid, local.local_port)?;
-    let d = checked_discovery(t, plan)?;
+    let _lock = sm_lock(t, &opts.lock_dir)?;
+    let d = discover(t)?;
     let gets = d.smps + 1;
     apply_discovered(t, plan, opts, &d, gets, progress)
 }
 
+/// Makes the fabric run `desired` (a `weft build` directory's state): locks the SM port,
+/// discovers the fabric, reads what it runs, plans the way there (every step proven on what
+/// was read) and applies that plan. A fabric that already runs it is left alone (a report
+/// with no steps).
+pub fn apply_state(
+    t: &mut impl Transport,
+    desired: &ValidState,
+    opts: &ApplyOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(Report, Plan), ApplyError> {
+    let _lock = sm_lock(t, &opts.lock_dir)?;
+    let d = discover(t)?;
+    progress(Progress::Proving);
+    let live = crate::prove::plan_from_fabric(t, &d, desired, opts.vfs)?;
+    let gets = d.smps + 1 + live.smps;
+    if live.plan.steps.is_empty() {
+        return Ok((
+            Report {
+                state: Final::New,
+                failure: None,
+                steps_done: 0,
+                sets: 0,
+                gets,
+                notes: Vec::new(),
+                journal_open: false,
+            },
+            live.plan,
+        ));
+    }
+    // Planned and proven on the tables just read: no second proof.
+    let report = transact(t, &live.plan, opts, &d, gets, Vec::new(), progress)?;
+    Ok((report, live.plan))
+}
+
+/// What a dry run lists the SMPs of.
+#[derive(Clone, Copy, Debug)]
+pub enum What<'a> {
+    /// A plan file's steps.
+    Plan(&'a Plan),
+    /// The way from what the fabric runs to this state (planned as [`apply_state`] plans it).
+    State(&'a ValidState),
+}
+
+/// Discovers the fabric under the lock, checks the plan against it (or plans the way to the
+/// state from what it runs) and lists the SMPs the plan sends; writes nothing.
+pub fn dry_run(
+    t: &mut impl Transport,
+    what: What<'_>,
+    opts: &ApplyOptions,
+) -> Result<(Plan, Vec<(usize, Target, String)>), ApplyError> {
+    let _lock = sm_lock(t, &opts.lock_dir)?;
+    let d = discover(t)?;
+    let plan = match what {
+        What::Plan(p) => {
+            check_wire(p, &d)?;
+            p.clone()
+        }
+        What::State(st) => crate::prove::plan_from_fabric(t, &d, st, opts.vfs)?.plan,
+    };
+    let smps = smps_of(&plan, &d, opts.vfs)?;
+    Ok((plan, smps))
+}
+
 /// [`apply`] on a fabric the caller discovered, holding the lock (see [`lock`]) since before
-/// it did: the plan is checked against `d` and applied. `gets` counts the SMPs already sent.
+/// it did: the plan is checked against `d`, proven on the tables read off it (or, with
+/// [`ProofMode::TrustDigest`], its digest checked) and applied. `gets` counts the SMPs
+/// already sent.
 pub fn apply_discovered(
     t: &mut impl Transport,
     plan: &Plan,
@@ -421,12 +593,425 @@ pub fn apply_discovered(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Report, ApplyError> {
     check_wire(plan, d)?;
-    let mut count = Count { sets: 0, gets };
     progress(Progress::Discovered {
         nodes: d.view.nodes.len(),
         links: d.view.links.len(),
     });
+    let mut gets = gets;
+    let mut notes = Vec::new();
+    // What the plan writes, addressed (nodes there, no block twice in a step) before it is
+    // proven.
+    resolve(plan, d, opts.vfs)?;
+    match opts.proof {
+        ProofMode::OnFabric => {
+            progress(Progress::Proving);
+            let r = crate::prove::reprove(t, d, plan, opts.vfs)?;
+            gets += r.smps;
+            notes.extend(r.notes);
+        }
+        ProofMode::TrustDigest => {
+            if !plan.digest_matches() {
+                return Err(ApplyError::Edited);
+            }
+            notes.push(
+                "not proven again on the fabric (`--no-reprove`): the steps were written on the \
+                 proof the plan carries (its digest matches)"
+                    .to_owned(),
+            );
+        }
+    }
+    transact(t, plan, opts, d, gets, notes, progress)
+}
+
+/// One block of one step, on the wire: what the journal says it holds before the step and
+/// what the step writes.
+#[derive(Clone, Debug)]
+struct Cell {
+    target: Target,
+    before: Payload,
+    after: Payload,
+    what: String,
+}
+
+/// The steps of a journal, addressed through `d`: a block whose node is no longer reachable
+/// has no target (it is reported as such).
+fn cells(d: &Discovery, blocks: &[Block]) -> Vec<Vec<Result<Cell, String>>> {
+    let steps = blocks.iter().map(|b| b.step + 1).max().unwrap_or(0);
+    let mut out: Vec<Vec<Result<Cell, String>>> = vec![Vec::new(); steps];
+    for b in blocks {
+        let what = block_name(b);
+        let cell = match target_of(d, b) {
+            Some(target) => Ok(Cell {
+                target,
+                before: b.before,
+                after: b.after,
+                what,
+            }),
+            None => Err(format!("{what} cannot be reached")),
+        };
+        if let Some(s) = out.get_mut(b.step) {
+            s.push(cell);
+        }
+    }
+    out
+}
+
+fn block_name(b: &Block) -> String {
+    let node = format!(
+        "{:#018x}{}",
+        b.node.0,
+        b.port.map(|p| format!(" port {p}")).unwrap_or_default()
+    );
+    match b.attr {
+        Attr::Lft => format!("switch {node} LFT block {}", b.modifier),
+        Attr::SwitchInfo => format!("switch {node} LinearFDBTop"),
+        Attr::PKeyTable => format!("{node} P_Key table (modifier {:#x})", b.modifier),
+        Attr::PortInfo => format!("{node} LID (PortInfo modifier {:#x})", b.modifier),
+        a => format!("{node} {a} (modifier {:#x})", b.modifier),
+    }
+}
+
+fn target_of(d: &Discovery, b: &Block) -> Option<Target> {
+    Some(Target {
+        path: d.path(b.node, b.port)?.clone(),
+        attr: b.attr,
+        modifier: b.modifier,
+    })
+}
+
+/// Why a transaction stopped going forward.
+enum Stop {
+    /// An SMP failed (lost, rejected, read back wrong).
+    Smp(String),
+    /// Another writer changed blocks this apply was about to write (each named).
+    Foreign(Vec<String>),
+    /// Another writer changed blocks this apply had written (each named), found after its
+    /// last step.
+    Changed(Vec<String>),
+    /// The journal could not be written.
+    Journal(String),
+    /// Asked to stop.
+    Asked,
+    /// The writer crashed (fault injection).
+    Crashed(SmpError),
+}
+
+impl Stop {
+    fn describe(&self, step: usize) -> String {
+        match self {
+            Stop::Smp(e) => format!("step {}: {e}", step + 1),
+            Stop::Foreign(blocks) => format!(
+                "another writer changed the fabric (found before step {}): {}; this apply \
+                 stopped",
+                step + 1,
+                blocks.join("; ")
+            ),
+            Stop::Changed(blocks) => format!(
+                "another writer changed the fabric after this apply wrote it: {}",
+                blocks.join("; ")
+            ),
+            Stop::Journal(e) => format!(
+                "the journal could not be written (at step {}): {e}; rolled back without \
+                 waiting for it",
+                step + 1
+            ),
+            Stop::Asked => format!("stopped before step {} (asked to stop)", step + 1),
+            Stop::Crashed(e) => e.to_string(),
+        }
+    }
+}
+
+/// A transaction under way: the fabric, the journal, the counters.
+struct Txn<'a, T: Transport> {
+    t: &'a mut T,
+    j: Option<Writer>,
+    count: Count,
+    settle: Duration,
+    /// Whether the journal failed (it then records less than happened).
+    journal_failed: Option<String>,
+    /// Whether the journal records an end (committed or rolled back).
+    ended: bool,
+}
+
+impl<T: Transport> Txn<'_, T> {
+    /// Journals `e`; on failure, remembers it (the caller decides what it means).
+    fn event(&mut self, e: Event) -> Result<(), String> {
+        let Some(w) = self.j.as_mut() else {
+            return Err("no journal".to_owned());
+        };
+        match w.event(e) {
+            Ok(()) => {
+                if matches!(e, Event::Committed | Event::RolledBack) {
+                    self.ended = true;
+                }
+                Ok(())
+            }
+            Err(err) => {
+                let text = err.to_string();
+                self.journal_failed.get_or_insert_with(|| text.clone());
+                Err(text)
+            }
+        }
+    }
+
+    /// Reads `cells`' blocks: each result in order.
+    fn read(&mut self, cells: &[&Cell]) -> Vec<Result<Payload, SmpError>> {
+        let targets: Vec<Target> = cells.iter().map(|c| c.target.clone()).collect();
+        self.count.gets += targets.len();
+        self.t.get_all(&targets)
+    }
+
+    /// Goes forward through steps `from..`: each step's blocks checked (they hold what the
+    /// journal says they hold before it, or already what it writes), its start journaled,
+    /// its SMPs sent and read back, its end journaled. The steps that landed whole, or why
+    /// it stopped (and at which step).
+    fn forward(
+        &mut self,
+        steps: &[Vec<Result<Cell, String>>],
+        from: usize,
+        stop: Option<&AtomicBool>,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<usize, (usize, Stop)> {
+        let mut done = 0;
+        for (step, cells) in steps.iter().enumerate().skip(from) {
+            if stop.is_some_and(|s| s.load(Ordering::SeqCst)) {
+                return Err((step, Stop::Asked));
+            }
+            let cells: Vec<&Cell> = cells
+                .iter()
+                .map(|c| c.as_ref().map_err(|e| (step, Stop::Smp(e.clone()))))
+                .collect::<Result<_, _>>()?;
+            progress(Progress::Step {
+                step,
+                of: steps.len(),
+                smps: cells.len(),
+            });
+            self.event(Event::Begin { step })
+                .map_err(|e| (step, Stop::Journal(e)))?;
+            // Compare, then swap: the step's Sets follow the reads that checked its blocks by
+            // less than half the settling time (another writer's final reads wait a whole
+            // one), else the blocks are read again.
+            let bound = self.settle / 2;
+            let batch = loop {
+                let checked = Instant::now();
+                let got = self.read(&cells);
+                let mut batch = Vec::with_capacity(cells.len());
+                let mut foreign = Vec::new();
+                for (c, g) in cells.iter().zip(got) {
+                    match g {
+                        Ok(g) if same(&c.target, &g, &c.before) => {
+                            batch.push((c.target.clone(), c.after));
+                        }
+                        // Already what the step writes (an apply of this same plan got here
+                        // first): written again, which changes nothing.
+                        Ok(g) if same(&c.target, &g, &c.after) => {
+                            batch.push((c.target.clone(), c.after));
+                        }
+                        Ok(_) => foreign.push(format!(
+                            "{} holds neither what it held before this step nor what the step \
+                             writes",
+                            c.what
+                        )),
+                        Err(e @ SmpError::Crashed { .. }) => return Err((step, Stop::Crashed(e))),
+                        Err(e) => return Err((step, Stop::Smp(e.to_string()))),
+                    }
+                }
+                if !foreign.is_empty() {
+                    return Err((step, Stop::Foreign(foreign)));
+                }
+                if bound.is_zero() || checked.elapsed() < bound {
+                    break batch;
+                }
+            };
+            match run_step(self.t, &batch, &mut self.count) {
+                Ok(()) => {}
+                Err(e @ SmpError::Crashed { .. }) => return Err((step, Stop::Crashed(e))),
+                Err(e) => return Err((step, Stop::Smp(e.to_string()))),
+            }
+            done += 1;
+            // The step landed: a failure to journal that rolls it back too.
+            self.event(Event::Done { step })
+                .map_err(|e| (step, Stop::Journal(e)))?;
+        }
+        Ok(done)
+    }
+
+    /// After the settling time, reads every block once more: the ones that do not hold
+    /// what the steps left (another writer changed them since).
+    fn verify(&mut self, steps: &[Vec<Result<Cell, String>>]) -> Result<Vec<String>, SmpError> {
+        if !self.settle.is_zero() {
+            std::thread::sleep(self.settle);
+        }
+        // Per block, what the last step writing it leaves.
+        let mut last: BTreeMap<&Target, &Cell> = BTreeMap::new();
+        for c in steps.iter().flatten().flatten() {
+            last.insert(&c.target, c);
+        }
+        let cells: Vec<&Cell> = last.into_values().collect();
+        let got = self.read(&cells);
+        let mut changed = Vec::new();
+        for (c, g) in cells.iter().zip(got) {
+            match g {
+                Ok(g) if same(&c.target, &g, &c.after) => {}
+                Ok(_) => changed.push(format!("{} no longer holds what this apply wrote", c.what)),
+                Err(e @ SmpError::Crashed { .. }) => return Err(e),
+                Err(e) => changed.push(format!("{} could not be read again: {e}", c.what)),
+            }
+        }
+        Ok(changed)
+    }
+
+    /// Undoes steps `last` down to 0: each block that holds what its step wrote gets what the
+    /// journal says it held before the step, and is read back; a block that holds what it
+    /// held before is left; one that holds anything else (another writer's) is left as it is
+    /// and named. What could not be put back, or was left as another writer's.
+    fn undo(
+        &mut self,
+        steps: &[Vec<Result<Cell, String>>],
+        last: usize,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Vec<String>, SmpError> {
+        let mut left = Vec::new();
+        for step in (0..=last.min(steps.len().saturating_sub(1))).rev() {
+            progress(Progress::Undo { step });
+            let cells: Vec<&Cell> = steps
+                .get(step)
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c.as_ref().ok())
+                .collect();
+            // Undo goes on past a failed block: every other block still goes back.
+            let mut tries = 0;
+            loop {
+                tries += 1;
+                let got = self.read(&cells);
+                let mut batch = Vec::new();
+                let mut foreign = Vec::new();
+                let mut unread = Vec::new();
+                for (c, g) in cells.iter().zip(got) {
+                    match g {
+                        Ok(g) if same(&c.target, &g, &c.after) => {
+                            batch.push((c.target.clone(), c.before));
+                        }
+                        Ok(g) if same(&c.target, &g, &c.before) => {}
+                        Ok(_) => foreign.push(format!(
+                            "{} holds another writer's value: left as it is",
+                            c.what
+                        )),
+                        Err(e @ SmpError::Crashed { .. }) => return Err(e),
+                        Err(e) => unread.push(format!("{}: {e}", c.what)),
+                    }
+                }
+                let r = run_step(self.t, &batch, &mut self.count);
+                match r {
+                    Err(e @ SmpError::Crashed { .. }) => return Err(e),
+                    Ok(()) if unread.is_empty() => {
+                        left.extend(foreign);
+                        break;
+                    }
+                    Ok(()) | Err(_) if tries < 3 => continue,
+                    Ok(()) => {
+                        left.extend(foreign);
+                        left.extend(
+                            unread
+                                .into_iter()
+                                .map(|u| format!("could not put back {u}")),
+                        );
+                        break;
+                    }
+                    Err(e) => {
+                        left.extend(foreign);
+                        left.push(format!("could not put back step {}: {e}", step + 1));
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(left)
+    }
+
+    /// Reads every journaled block and says which state the fabric is in: each block's value
+    /// before the first step that writes it (old) and after the last (new).
+    fn classify(&mut self, steps: &[Vec<Result<Cell, String>>]) -> Final {
+        let mut ends: BTreeMap<&Target, (Payload, Payload, &str)> = BTreeMap::new();
+        let mut unreachable = Vec::new();
+        for c in steps.iter().flatten() {
+            match c {
+                Ok(c) => {
+                    ends.entry(&c.target)
+                        .and_modify(|e| e.1 = c.after)
+                        .or_insert((c.before, c.after, c.what.as_str()));
+                }
+                Err(e) => unreachable.push(e.clone()),
+            }
+        }
+        if ends.is_empty() && unreachable.is_empty() {
+            return Final::Nothing;
+        }
+        let targets: Vec<Target> = ends.keys().map(|t| (*t).clone()).collect();
+        self.count.gets += targets.len();
+        let got = self.t.get_all(&targets);
+        let (mut old, mut new) = (unreachable.is_empty(), unreachable.is_empty());
+        let mut odd = unreachable;
+        let mut newer = Vec::new();
+        let mut older = Vec::new();
+        for ((target, (before, after, what)), g) in ends.iter().zip(got) {
+            match g {
+                Ok(g) => {
+                    let (o, n) = (same(target, &g, before), same(target, &g, after));
+                    old &= o;
+                    new &= n;
+                    if !o && !n {
+                        odd.push(format!(
+                            "{what} holds neither the plan's old value nor its new one (another \
+                             writer's)"
+                        ));
+                    } else if n && !o {
+                        newer.push(format!("{what} holds the plan's new value"));
+                    } else if o && !n {
+                        older.push(format!("{what} holds the plan's old value"));
+                    }
+                }
+                Err(e) => {
+                    old = false;
+                    new = false;
+                    odd.push(format!("{what} could not be read: {e}"));
+                }
+            }
+        }
+        if new {
+            Final::New
+        } else if old {
+            Final::Old
+        } else {
+            // Neither state: every block that is not as it was, and (when some hold the old
+            // values) how many do.
+            odd.extend(newer);
+            if !older.is_empty() {
+                odd.push(format!(
+                    "{} other block(s) hold the plan's old value",
+                    older.len()
+                ));
+            }
+            Final::Mixed(odd)
+        }
+    }
+}
+
+/// Writes `plan`, proven, to the fabric `d` discovered (see the module's doc): snapshot,
+/// journal, the steps with their checks, the final reading, rollback on any failure.
+fn transact(
+    t: &mut impl Transport,
+    plan: &Plan,
+    opts: &ApplyOptions,
+    d: &Discovery,
+    gets: usize,
+    notes: Vec<String>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Report, ApplyError> {
+    let mut count = Count { sets: 0, gets };
     let mut ops = resolve(plan, d, opts.vfs)?;
+    progress(Progress::Snapshot);
     // LinearFDBTop: raise it after the first step writing above it.
     let tops = fdb_tops(t, d, &mut ops, &mut count)?;
     // Snapshot: every block as it is; each must hold the plan's old. A block the plan writes
@@ -489,68 +1074,96 @@ pub fn apply_discovered(
             .as_ref()
             .map_or_else(|| d.view.clone(), |w| d.view.fold_vswitches(w)),
     };
-    let mut j = Writer::create(&opts.journal, &header, &blocks)?;
-    let steps = ops.iter().map(|o| o.step + 1).max().unwrap_or(0);
-    let mut done = 0;
-    let mut failure = None;
-    for step in 0..steps {
-        let batch: Vec<(Target, Payload)> = ops
-            .iter()
-            .filter(|o| o.step == step)
-            .map(|o| (o.target.clone(), o.after))
-            .collect();
-        progress(Progress::Step {
-            step,
-            of: steps,
-            smps: batch.len(),
-        });
-        j.event(Event::Begin { step })?;
-        match run_step(t, &batch, &mut count) {
-            Ok(()) => {
-                j.event(Event::Done { step })?;
-                done += 1;
-            }
-            Err(e @ SmpError::Crashed { .. }) => return Err(ApplyError::Crashed(e)),
-            Err(e) => {
-                failure = Some(format!("step {}: {e}", step + 1));
-                break;
+    let j = Writer::create(&opts.journal, &header, &blocks, opts.journal_fault)?;
+    let steps = cells(d, &blocks);
+    let mut x = Txn {
+        t,
+        j: Some(j),
+        count,
+        settle: opts.settle,
+        journal_failed: None,
+        ended: false,
+    };
+    let stop = opts.stop.as_deref();
+    let (done, failure) = match x.forward(&steps, 0, stop, progress) {
+        Ok(done) => {
+            progress(Progress::Verifying);
+            match x.verify(&steps) {
+                Ok(changed) if changed.is_empty() => (done, None),
+                Ok(changed) => (done, Some((steps.len(), Stop::Changed(changed)))),
+                Err(e) => return Err(ApplyError::Crashed(e)),
             }
         }
-    }
-    let journal = Journal {
-        header,
-        blocks,
-        events: Vec::new(),
+        Err((at, stop)) => (at.min(steps.len()), Some((at, stop))),
     };
-    if failure.is_none() {
-        // Every block read back as its last write left it: the new state.
-        j.event(Event::Committed)?;
+    let Some((at, why)) = failure else {
+        // Every block read back as its last write left it, and again after the settling
+        // time: the new state.
+        let mut notes = notes;
+        if x.event(Event::Committed).is_err() {
+            notes.push(format!(
+                "the journal could not record the commit ({}): it still says the apply did not \
+                 end; `weft apply --recover {} --forward` finds the new state and closes it",
+                x.journal_failed.clone().unwrap_or_default(),
+                opts.journal.display()
+            ));
+        }
         return Ok(Report {
             state: Final::New,
-            failure,
+            failure: None,
             steps_done: done,
-            sets: count.sets,
-            gets: count.gets,
+            sets: x.count.sets,
+            gets: x.count.gets,
+            notes,
+            journal_open: !x.ended,
         });
+    };
+    if let Stop::Crashed(e) = why {
+        return Err(ApplyError::Crashed(e));
     }
-    j.event(Event::RollbackBegin)?;
-    let last = done.min(steps.saturating_sub(1));
-    let undone = undo(t, d, &journal, last, &mut count, progress);
-    if let Err(SmpError::Crashed { .. }) = undone {
-        return Err(ApplyError::Crashed(
-            undone.err().unwrap_or(SmpError::Crashed { after: 0 }),
-        ));
-    }
-    let state = classify(t, d, &journal, &mut count);
+    let failure = why.describe(at.min(steps.len().saturating_sub(1)));
+    rollback(x, &steps, at, failure, done, notes, &opts.journal, progress)
+}
+
+/// Rolls back steps `at` down to 0 after `failure`, and reports.
+#[allow(clippy::too_many_arguments)]
+fn rollback<T: Transport>(
+    mut x: Txn<'_, T>,
+    steps: &[Vec<Result<Cell, String>>],
+    at: usize,
+    failure: String,
+    done: usize,
+    mut notes: Vec<String>,
+    journal: &Path,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Report, ApplyError> {
+    // A rollback the journal cannot record goes on: every state it passes through is one
+    // recovery accepts (each step's blocks old, new, or the one step being undone).
+    let _ = x.event(Event::RollbackBegin);
+    let last = at.min(steps.len().saturating_sub(1));
+    let left = x.undo(steps, last, progress).map_err(ApplyError::Crashed)?;
+    let state = x.classify(steps);
     if state == Final::Old {
-        j.event(Event::RolledBack)?;
+        let _ = x.event(Event::RolledBack);
+    }
+    notes.extend(left);
+    if let Some(e) = &x.journal_failed {
+        if !x.ended {
+            notes.push(format!(
+                "the journal could not be written ({e}): it still says the apply did not end; \
+                 `weft apply --recover {}` checks the fabric and closes it",
+                journal.display()
+            ));
+        }
     }
     Ok(Report {
         state,
-        failure,
+        failure: Some(failure),
         steps_done: done,
-        sets: count.sets,
-        gets: count.gets,
+        sets: x.count.sets,
+        gets: x.count.gets,
+        notes,
+        journal_open: !x.ended,
     })
 }
 
@@ -560,6 +1173,9 @@ fn run_step(
     batch: &[(Target, Payload)],
     count: &mut Count,
 ) -> Result<(), SmpError> {
+    if batch.is_empty() {
+        return Ok(());
+    }
     count.sets += batch.len();
     let results = t.set_all(batch);
     for ((target, want), r) in batch.iter().zip(results) {
@@ -582,111 +1198,8 @@ fn run_step(
     Ok(())
 }
 
-/// Writes the journaled `before` of every block of steps `last` down to 0, last first.
-fn undo(
-    t: &mut impl Transport,
-    d: &Discovery,
-    j: &Journal,
-    last: usize,
-    count: &mut Count,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<(), SmpError> {
-    let mut result = Ok(());
-    for step in (0..=last).rev() {
-        progress(Progress::Undo { step });
-        let batch: Vec<(Target, Payload)> = j
-            .blocks
-            .iter()
-            .filter(|b| b.step == step)
-            .filter_map(|b| Some((target_of(d, b)?, b.before)))
-            .collect();
-        // Undo goes on past a failed block: every other block still goes back.
-        let mut tries = 0;
-        loop {
-            tries += 1;
-            match run_step(t, &batch, count) {
-                Ok(()) => break,
-                Err(e @ SmpError::Crashed { .. }) => return Err(e),
-                Err(e) if tries >= 3 => {
-                    result = Err(e);
-                    break;
-                }
-                Err(_) => {}
-            }
-        }
-    }
-    result
-}
-
-fn target_of(d: &Discovery, b: &Block) -> Option<Target> {
-    Some(Target {
-        path: d.path(b.node, b.port)?.clone(),
-        attr: b.attr,
-        modifier: b.modifier,
-    })
-}
-
-/// Reads every journaled block and says which state the fabric is in.
-fn classify(t: &mut impl Transport, d: &Discovery, j: &Journal, count: &mut Count) -> Final {
-    let (mut old, mut new) = (true, true);
-    let mut odd = Vec::new();
-    let mut newer = Vec::new();
-    // Per block: what it held before the first write and what the last write leaves.
-    let mut ends: BTreeMap<(Guid, Option<u8>, Attr, u32), Block> = BTreeMap::new();
-    for b in &j.blocks {
-        ends.entry((b.node, b.port, b.attr, b.modifier))
-            .and_modify(|e| {
-                if b.step < e.step {
-                    e.before = b.before;
-                } else {
-                    e.after = b.after;
-                }
-            })
-            .or_insert_with(|| b.clone());
-    }
-    for b in ends.values() {
-        let got = target_of(d, b).and_then(|tg| {
-            count.gets += 1;
-            t.get(&tg).ok().map(|g| (tg, g))
-        });
-        let what = format!(
-            "{} (modifier {:#x}) of {:#018x}{}",
-            b.attr,
-            b.modifier,
-            b.node.0,
-            b.port.map(|p| format!(" port {p}")).unwrap_or_default()
-        );
-        match got {
-            Some((tg, g)) => {
-                let (o, n) = (same(&tg, &g, &b.before), same(&tg, &g, &b.after));
-                old &= o;
-                new &= n;
-                if !o && !n {
-                    odd.push(format!("{what} holds neither value"));
-                } else if n && !o {
-                    newer.push(format!("{what} holds the plan's new value"));
-                }
-            }
-            None => {
-                old = false;
-                new = false;
-                odd.push(format!("{what} could not be read"));
-            }
-        }
-    }
-    if new && !j.blocks.is_empty() || j.blocks.is_empty() {
-        Final::New
-    } else if old {
-        Final::Old
-    } else {
-        // Neither state: the blocks that are not as they were.
-        odd.extend(newer);
-        Final::Mixed(odd)
-    }
-}
-
 /// LinearFDBTop changes a plan needs, as extra ops: raising a switch's top right after the
-/// first step that writes above it, lowering it after the last step.
+/// first step that writes above it.
 struct Tops {
     /// Per switch: its top before.
     before: BTreeMap<Guid, u16>,
@@ -710,6 +1223,12 @@ impl Tops {
     }
 }
 
+/// Works out the LinearFDBTop raises `ops` need (an op raising each switch's top to the
+/// highest entry the plan sets, right after the first step that sets one above it), and
+/// clears what a raise would otherwise show: entries between the old and the new top that
+/// hold anything but what the plan counts them as (unset, or its `old`) in blocks no step up
+/// to the raise writes — written, in the raise's step, as the plan counts them (they are
+/// above the top then: no switch forwards by them).
 fn fdb_tops(
     t: &mut impl Transport,
     d: &Discovery,
@@ -752,10 +1271,58 @@ fn fdb_tops(
     for o in ops.iter_mut() {
         o.step *= 2;
     }
-    for (g, (step, top)) in raise {
+    let mut extra = Vec::new();
+    for (&g, &(step, top)) in &raise {
         let Some(path) = d.path(g, None) else {
             continue;
         };
+        let old_top = usize::from(tops.before.get(&g).copied().unwrap_or(0));
+        // The blocks the raise shows, and what the plan counts each entry of them as until
+        // a step writes it: the plan's old where a later step writes the block, else unset.
+        for block in (old_top + 1) / LFT_BLOCK..=top / LFT_BLOCK {
+            let first_write = ops
+                .iter()
+                .filter(|o| {
+                    o.node == g && o.target.attr == Attr::Lft && o.target.modifier as usize == block
+                })
+                .min_by_key(|o| o.step);
+            if first_write.is_some_and(|o| o.step <= 2 * step) {
+                continue;
+            }
+            let counted = first_write
+                .and_then(|o| o.expect)
+                .unwrap_or([0xff; PAYLOAD]);
+            let target = Target {
+                path: path.clone(),
+                attr: Attr::Lft,
+                modifier: block as u32,
+            };
+            let held = t.get(&target).map_err(ApplyError::Smp)?;
+            count.gets += 1;
+            let mut want = held;
+            for (k, (w, c)) in want.iter_mut().zip(counted).enumerate() {
+                let lid = block * LFT_BLOCK + k;
+                if lid > old_top && lid <= top {
+                    *w = c;
+                }
+            }
+            if want != held {
+                extra.push(Op {
+                    step: 2 * step,
+                    node: g,
+                    port: None,
+                    target,
+                    after: want,
+                    expect: None,
+                    lid: None,
+                    what: format!(
+                        "switch {:#018x} LFT block {block} (entries above LinearFDBTop cleared \
+                         before it is raised)",
+                        g.0
+                    ),
+                });
+            }
+        }
         let (_, mut raw) = t.switch_info(path).map_err(ApplyError::Smp)?;
         count.gets += 1;
         SwitchInfo {
@@ -764,7 +1331,7 @@ fn fdb_tops(
             partition_enforcement_cap: 0,
         }
         .encode_into(&mut raw);
-        ops.push(Op {
+        extra.push(Op {
             step: 2 * step + 1,
             node: g,
             port: None,
@@ -779,6 +1346,7 @@ fn fdb_tops(
             what: format!("switch {:#018x} LinearFDBTop", g.0),
         });
     }
+    ops.extend(extra);
     let mut used: Vec<usize> = ops.iter().map(|o| o.step).collect();
     used.sort_unstable();
     used.dedup();
@@ -798,9 +1366,89 @@ pub enum Direction {
     Forward,
 }
 
+/// The step a fabric is in, by the journal: every block holds what the last step before it
+/// that writes the block left (or what it held before the plan), except the blocks of that
+/// step, which hold that or what the step writes (a step landing, or being undone). `None`
+/// when no step up to the last that began fits: then each block that holds none of the
+/// values the plan gives it is named.
+fn in_flight(
+    steps: &[Vec<Result<Cell, String>>],
+    held: &BTreeMap<Target, Payload>,
+    last_begun: Option<usize>,
+) -> Result<usize, Vec<String>> {
+    // Per block: its writes in step order.
+    let mut writes: BTreeMap<&Target, Vec<(usize, &Cell)>> = BTreeMap::new();
+    let mut why = Vec::new();
+    for (s, cells) in steps.iter().enumerate() {
+        for c in cells {
+            match c {
+                Ok(c) => writes.entry(&c.target).or_default().push((s, c)),
+                Err(e) => why.push(e.clone()),
+            }
+        }
+    }
+    if !why.is_empty() {
+        return Err(why);
+    }
+    let fits = |j: usize| {
+        writes.iter().all(|(target, w)| {
+            let Some(g) = held.get(*target) else {
+                return false;
+            };
+            let is = |p: &Payload| same(target, g, p);
+            match w.iter().position(|(s, _)| *s >= j) {
+                // Written in step j: before or after it.
+                Some(i) if w.get(i).is_some_and(|(s, _)| *s == j) => {
+                    w.get(i).is_some_and(|(_, c)| is(&c.before) || is(&c.after))
+                }
+                // Next written after j: what it holds before that write.
+                Some(i) => w.get(i).is_some_and(|(_, c)| is(&c.before)),
+                // Not written from j on: what the last write left.
+                None => w.last().is_some_and(|(_, c)| is(&c.after)),
+            }
+        })
+    };
+    // A step that never began holds its old values; a rollback may have undone any step up
+    // to the last that began.
+    let last = last_begun.unwrap_or(0).min(steps.len().saturating_sub(1));
+    if let Some(j) = (0..=last).find(|&j| fits(j)) {
+        return Ok(j);
+    }
+    for (target, w) in &writes {
+        let Some((_, first)) = w.first() else {
+            continue;
+        };
+        match held.get(*target) {
+            None => why.push(format!("{} could not be read", first.what)),
+            Some(g) => {
+                let known = w
+                    .iter()
+                    .any(|(_, c)| same(target, g, &c.before) || same(target, g, &c.after));
+                if !known {
+                    why.push(format!(
+                        "{} holds neither what it held before the plan nor anything the plan \
+                         writes to it (another writer's)",
+                        first.what
+                    ));
+                }
+            }
+        }
+    }
+    if why.is_empty() {
+        why.push(format!(
+            "the blocks hold old and new values in an order no step of the plan up to the last \
+             that began (step {}) leaves",
+            last + 1
+        ));
+    }
+    Err(why)
+}
+
 /// Recovers from the journal at `path`: discovers the fabric (it must be the journal's),
-/// then writes every block of the steps that began back (or every block forward), reading
-/// each back.
+/// reads every journaled block and checks that the fabric holds a state the journal's steps
+/// pass through (refused, nothing written, otherwise), then from there writes every block
+/// back (or, `Forward`, every block as the plan writes it), step by step with the same checks
+/// as an apply.
 pub fn recover(
     t: &mut impl Transport,
     path: &Path,
@@ -808,104 +1456,128 @@ pub fn recover(
     lock_dir: &Path,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Report, ApplyError> {
-    let j = journal::read(path)?;
-    let local = t.node_info(&DrPath::local()).map_err(ApplyError::Smp)?;
-    let _lock = lock(lock_dir, local.node_guid, local.local_port)?;
+    recover_with(t, path, direction, lock_dir, Duration::ZERO, progress)
+}
+
+/// [`recover`] with a settling time before the final reading of a recovery forward (see
+/// [`ApplyOptions::settle`]).
+pub fn recover_with(
+    t: &mut impl Transport,
+    path: &Path,
+    direction: Direction,
+    lock_dir: &Path,
+    settle: Duration,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Report, ApplyError> {
+    let j: Journal = journal::read(path)?;
+    let _lock = sm_lock(t, lock_dir)?;
     let d = discover(t)?;
-    let mut count = Count {
-        sets: 0,
-        gets: d.smps + 1,
-    };
     let diffs = j.header.wire.diff(&d.view.fold_vswitches(&j.header.wire));
     if !diffs.is_empty() {
         return Err(ApplyError::Stale(diffs));
     }
-    if let Some(end) = j.ended() {
-        let state = classify(t, &d, &j, &mut count);
-        return Ok(Report {
-            state,
-            failure: Some(format!(
-                "nothing to recover: the apply had {}",
-                if end == Event::Committed {
-                    "committed"
-                } else {
-                    "rolled back"
-                }
-            )),
-            steps_done: 0,
+    let steps = cells(&d, &j.blocks);
+    let mut x = Txn {
+        t,
+        j: None,
+        count: Count {
             sets: 0,
-            gets: count.gets,
-        });
+            gets: d.smps + 1,
+        },
+        settle,
+        journal_failed: None,
+        ended: j.ended().is_some(),
+    };
+    let report = |x: &Txn<'_, _>, state: Final, failure: Option<String>, done: usize| Report {
+        state,
+        failure,
+        steps_done: done,
+        sets: x.count.sets,
+        gets: x.count.gets,
+        notes: Vec::new(),
+        journal_open: !x.ended,
+    };
+    if j.blocks.is_empty() {
+        return Ok(report(
+            &x,
+            Final::Nothing,
+            Some("the journal records no writes: nothing to recover".to_owned()),
+            0,
+        ));
     }
-    let mut w = Writer::append(path)?;
-    let steps = j.blocks.iter().map(|b| b.step + 1).max().unwrap_or(0);
+    if let Some(end) = j.ended() {
+        let state = x.classify(&steps);
+        let had = if end == Event::Committed {
+            "committed"
+        } else {
+            "rolled back"
+        };
+        return Ok(report(
+            &x,
+            state,
+            Some(format!("nothing to recover: the apply had {had}")),
+            0,
+        ));
+    }
+    // Where the fabric is, by the journal.
+    let all: Vec<&Cell> = steps
+        .iter()
+        .flatten()
+        .filter_map(|c| c.as_ref().ok())
+        .collect();
+    let got = x.read(&all);
+    let mut held = BTreeMap::new();
+    for (c, g) in all.iter().zip(got) {
+        match g {
+            Ok(g) => {
+                held.insert(c.target.clone(), g);
+            }
+            Err(e @ SmpError::Crashed { .. }) => return Err(ApplyError::Crashed(e)),
+            Err(_) => {}
+        }
+    }
+    let at = in_flight(&steps, &held, j.last_begun()).map_err(ApplyError::NotJournaled)?;
+    x.j = Some(Writer::append(path)?);
     match direction {
         Direction::Back => {
-            w.event(Event::RollbackBegin)?;
-            let last = j.last_begun().unwrap_or(0).min(steps.saturating_sub(1));
-            // A block that will not go back is reported with the others still in place.
-            let failure = match undo(t, &d, &j, last, &mut count, progress) {
-                Err(e @ SmpError::Crashed { .. }) => return Err(ApplyError::Crashed(e)),
-                Err(e) => Some(format!("rolling back: {e}")),
-                Ok(()) => None,
-            };
-            let state = classify(t, &d, &j, &mut count);
+            let _ = x.event(Event::RollbackBegin);
+            let left = x.undo(&steps, at, progress).map_err(ApplyError::Crashed)?;
+            let state = x.classify(&steps);
             if state == Final::Old {
-                w.event(Event::RolledBack)?;
+                let _ = x.event(Event::RolledBack);
             }
-            Ok(Report {
-                state,
-                failure,
-                steps_done: 0,
-                sets: count.sets,
-                gets: count.gets,
-            })
+            // A block that will not go back is reported with the others still in place.
+            let failure = (!left.is_empty()).then(|| format!("rolling back: {}", left.join("; ")));
+            let mut r = report(&x, state, failure, 0);
+            if let Some(e) = x.journal_failed.clone() {
+                r.notes
+                    .push(format!("the journal could not be written: {e}"));
+            }
+            Ok(r)
         }
         Direction::Forward => {
-            // After a rollback that began, every step goes forward again.
-            let first = if j.events.contains(&Event::RollbackBegin) {
-                0
-            } else {
-                j.last_begun().unwrap_or(0)
-            };
-            let mut done = 0;
-            let mut failure = None;
-            for step in first..steps {
-                let batch: Vec<(Target, Payload)> = j
-                    .blocks
-                    .iter()
-                    .filter(|b| b.step == step)
-                    .filter_map(|b| Some((target_of(&d, b)?, b.after)))
-                    .collect();
-                progress(Progress::Step {
-                    step,
-                    of: steps,
-                    smps: batch.len(),
-                });
-                w.event(Event::Begin { step })?;
-                match run_step(t, &batch, &mut count) {
-                    Ok(()) => {}
-                    Err(e @ SmpError::Crashed { .. }) => return Err(ApplyError::Crashed(e)),
-                    Err(e) => {
-                        // Stopped where it failed: the journal still holds every block.
-                        failure = Some(format!("step {}: {e}", step + 1));
-                        break;
-                    }
+            let (done, failure) = match x.forward(&steps, at, None, progress) {
+                Ok(done) => match x.verify(&steps).map_err(ApplyError::Crashed)? {
+                    c if c.is_empty() => (done, None),
+                    c => (done, Some(c.join("; "))),
+                },
+                Err((s, Stop::Crashed(e))) => {
+                    let _ = s;
+                    return Err(ApplyError::Crashed(e));
                 }
-                w.event(Event::Done { step })?;
-                done += 1;
-            }
-            let state = classify(t, &d, &j, &mut count);
+                // Stopped where it failed: the journal still holds every block.
+                Err((s, why)) => (s.saturating_sub(at), Some(why.describe(s))),
+            };
+            let state = x.classify(&steps);
             if state == Final::New {
-                w.event(Event::Committed)?;
+                let _ = x.event(Event::Committed);
             }
-            Ok(Report {
-                state,
-                failure,
-                steps_done: done,
-                sets: count.sets,
-                gets: count.gets,
-            })
+            let mut r = report(&x, state, failure, done);
+            if let Some(e) = x.journal_failed.clone() {
+                r.notes
+                    .push(format!("the journal could not be written: {e}"));
+            }
+            Ok(r)
         }
     }
 }

@@ -238,7 +238,8 @@ pub fn state_of(
 /// target: they are not on the wire), added to `st` as the fabric holds them, so a proof on
 /// `st` covers their LIDs: VFs 0 to N - 1 of each vSwitch hypervisor port of the plan's wire
 /// view (N its VF count; a VF the fabric does not have is skipped), each with the port GUID a
-/// `vport` write of the plan names for it, else one of its own. The SMPs it took.
+/// `vport` write or a declared partition of the plan names for it, else one of its own (no
+/// message names a VF by it). The SMPs it took.
 pub fn vfs_through_hosts(
     t: &mut impl TransportExt,
     d: &Discovery,
@@ -262,6 +263,21 @@ pub fn vfs_through_hosts(
             } => Some(((*node, *port, *vf), *guid)),
             _ => None,
         })
+        .chain(
+            plan.partitions
+                .iter()
+                .flat_map(|p| &p.members)
+                .filter_map(|m| match m {
+                    weft_fabric::plan::Member::Vf {
+                        host,
+                        port,
+                        vf,
+                        guid,
+                        ..
+                    } => Some(((*host, *port, *vf), *guid)),
+                    weft_fabric::plan::Member::Port { .. } => None,
+                }),
+        )
         .collect();
     let ports = d.vf_ports(wire);
     let mut smps = 0;

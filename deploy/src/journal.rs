@@ -160,21 +160,57 @@ pub enum JournalError {
     Unfinished(PathBuf),
 }
 
+/// A journal write that fails, for drills: the `at`-th write (0: the journal's creation —
+/// header and blocks —, then each event in turn) fails as a full disk does, and with
+/// `lasting` every write after it too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JournalFault {
+    /// Which write.
+    pub at: usize,
+    /// Whether every later write fails too (a disk that stays full).
+    pub lasting: bool,
+}
+
+impl JournalFault {
+    /// Whether write `n` fails.
+    fn strikes(self, n: usize) -> bool {
+        n == self.at || (self.lasting && n > self.at)
+    }
+
+    fn error() -> std::io::Error {
+        std::io::Error::new(
+            std::io::ErrorKind::StorageFull,
+            "no space left on device (injected)",
+        )
+    }
+}
+
 /// A journal being written.
 #[derive(Debug)]
 pub struct Writer {
     file: File,
     path: PathBuf,
+    /// Writes so far (the creation is write 0).
+    writes: usize,
+    fault: Option<JournalFault>,
 }
 
 impl Writer {
     /// Creates the journal at `path` with its header and blocks, synced to disk. A journal
     /// already at `path` is replaced only when the apply it records ended.
-    pub fn create(path: &Path, header: &Header, blocks: &[Block]) -> Result<Writer, JournalError> {
+    pub fn create(
+        path: &Path,
+        header: &Header,
+        blocks: &[Block],
+        fault: Option<JournalFault>,
+    ) -> Result<Writer, JournalError> {
         let io = |source| JournalError::Io {
             path: path.to_owned(),
             source,
         };
+        if fault.is_some_and(|f| f.strikes(0)) {
+            return Err(io(JournalFault::error()));
+        }
         if path.exists() {
             match read(path) {
                 Ok(j) if j.ended().is_some() => {}
@@ -201,6 +237,8 @@ impl Writer {
         Ok(Writer {
             file,
             path: path.to_owned(),
+            writes: 1,
+            fault,
         })
     }
 
@@ -216,6 +254,8 @@ impl Writer {
         Ok(Writer {
             file,
             path: path.to_owned(),
+            writes: 1,
+            fault: None,
         })
     }
 
@@ -225,6 +265,11 @@ impl Writer {
             path: self.path.clone(),
             source,
         };
+        let n = self.writes;
+        self.writes += 1;
+        if self.fault.is_some_and(|f| f.strikes(n)) {
+            return Err(io(JournalFault::error()));
+        }
         self.file
             .write_all(line(&Line::Event(event)).as_bytes())
             .map_err(io)?;

@@ -1,7 +1,8 @@
 //! weft's deploy backends (the `Transport` trait, simulator, MAD and OpenSM hand-off).
 //!
-//! Architecture invariant: deploy depends on `weft-fabric` only; it writes a plan someone
-//! else compiled and verified.
+//! Architecture invariant: deploy depends on `weft-fabric`, and on `weft-plan` and
+//! `weft-verifier` to prove what it writes on the tables it reads off the fabric (a plan's
+//! steps again, or the way from what a fabric runs to a desired state); never on the compiler.
 
 // Nothing indexes with a value that might be out of range: `get` and a decision instead.
 #![deny(clippy::indexing_slicing)]
@@ -13,12 +14,15 @@ pub mod discover;
 pub mod journal;
 pub mod mad;
 pub mod opensm;
+pub mod prove;
 pub mod read;
 pub mod sim;
 pub mod smp;
 pub mod transport;
 
-pub use apply::{apply, recover, ApplyError, ApplyOptions, Direction, Final, Progress, Report};
+pub use apply::{
+    apply, recover, ApplyError, ApplyOptions, Direction, Final, Progress, ProofMode, Report,
+};
 pub use discover::{discover, DiscoverError, Discovery};
 pub use mad::{Mad, MadError, MadOptions};
 pub use sim::{Fault, FaultKind, SimFabric};

@@ -233,15 +233,10 @@ pub fn read_switch_sl2vl(
 /// An end port's tables as read: the VL per SL, and the P_Key table.
 pub type EndPort = ([u8; 16], Vec<u16>);
 
-/// Reads, for every end port `d` found, its SL→VL table (the VL each SL is sent on) and its
-/// P_Key table (as many 32-entry blocks as NodeInfo's PartitionCap holds, at most 64), as one
-/// batch each. Empty P_Key slots are dropped from the end.
-pub fn read_end_ports(
-    t: &mut impl TransportExt,
-    d: &Discovery,
-    smps: &mut usize,
-) -> Result<BTreeMap<(Guid, u8), EndPort>, SmpError> {
-    let mut ends: Vec<(Guid, u8, &DrPath, u16)> = Vec::new();
+/// The end ports `d` found: (node GUID, port, the route entering it, its P_Key blocks — as
+/// many 32-entry blocks as NodeInfo's PartitionCap holds, at most 64).
+fn end_ports(d: &Discovery) -> Vec<(Guid, u8, &DrPath, u16)> {
+    let mut ends = Vec::new();
     for (g, f) in &d.nodes {
         if f.info.node_type == NodeType::Switch {
             continue;
@@ -255,14 +250,24 @@ pub fn read_end_ports(
             ends.push((*g, *p, path, blocks));
         }
     }
-    let vls: Vec<Target> = ends
-        .iter()
-        .map(|(_, _, path, _)| Target {
-            path: (*path).clone(),
-            attr: Attr::SlToVl,
-            modifier: 0,
-        })
-        .collect();
+    ends
+}
+
+/// Reads the P_Key table of every end port `d` found (see [`read_end_ports`]), as one batch:
+/// slot by slot, empty slots dropped from the end only.
+pub fn read_end_pkeys(
+    t: &mut impl TransportExt,
+    d: &Discovery,
+    smps: &mut usize,
+) -> Result<BTreeMap<(Guid, u8), Vec<u16>>, SmpError> {
+    pkeys_of(t, &end_ports(d), smps)
+}
+
+fn pkeys_of(
+    t: &mut impl TransportExt,
+    ends: &[(Guid, u8, &DrPath, u16)],
+    smps: &mut usize,
+) -> Result<BTreeMap<(Guid, u8), Vec<u16>>, SmpError> {
     let keys: Vec<Target> = ends
         .iter()
         .flat_map(|(_, _, path, blocks)| {
@@ -273,14 +278,12 @@ pub fn read_end_ports(
             })
         })
         .collect();
-    *smps += vls.len() + keys.len();
-    let vls = t.get_all(&vls);
+    *smps += keys.len();
     let mut keys = t.get_all(&keys).into_iter();
     let mut out = BTreeMap::new();
-    for ((g, p, _, blocks), vl) in ends.into_iter().zip(vls) {
-        let vl = decode_sl2vl(&vl?);
-        let mut table = Vec::with_capacity(usize::from(blocks) * PKEY_BLOCK);
-        for _ in 0..blocks {
+    for (g, p, _, blocks) in ends {
+        let mut table = Vec::with_capacity(usize::from(*blocks) * PKEY_BLOCK);
+        for _ in 0..*blocks {
             let b = keys
                 .next()
                 .ok_or_else(|| SmpError::Transport("a batch came back short".to_owned()))??;
@@ -289,7 +292,36 @@ pub fn read_end_ports(
         while table.last() == Some(&0) {
             table.pop();
         }
-        out.insert((g, p), (vl, table));
+        out.insert((*g, *p), table);
+    }
+    Ok(out)
+}
+
+/// Reads, for every end port `d` found, its SL→VL table (the VL each SL is sent on) and its
+/// P_Key table (as many 32-entry blocks as NodeInfo's PartitionCap holds, at most 64), as one
+/// batch each. Empty P_Key slots are dropped from the end.
+pub fn read_end_ports(
+    t: &mut impl TransportExt,
+    d: &Discovery,
+    smps: &mut usize,
+) -> Result<BTreeMap<(Guid, u8), EndPort>, SmpError> {
+    let ends = end_ports(d);
+    let vls: Vec<Target> = ends
+        .iter()
+        .map(|(_, _, path, _)| Target {
+            path: (*path).clone(),
+            attr: Attr::SlToVl,
+            modifier: 0,
+        })
+        .collect();
+    *smps += vls.len();
+    let vls = t.get_all(&vls);
+    let mut keys = pkeys_of(t, &ends, smps)?;
+    let mut out = BTreeMap::new();
+    for ((g, p, _, _), vl) in ends.iter().zip(vls) {
+        let vl = decode_sl2vl(&vl?);
+        let table = keys.remove(&(*g, *p)).unwrap_or_default();
+        out.insert((*g, *p), (vl, table));
     }
     Ok(out)
 }

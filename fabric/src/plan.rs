@@ -14,12 +14,21 @@
 //!        "old_pkeys": [32767], "new_pkeys": [32767, 32770]},
 //!       …]},
 //!    …]}
+//!  "digest": "sha256 of everything above"}
 //! ```
 //!
 //! Within a step the writes may land in any order (they go out in parallel); a step starts
 //! when the one before it has landed whole. An LFT write carries the whole 64-entry block as
 //! it is before and after (two hex digits per entry, `ff` for none), so a writer keeps an
 //! exact shadow and can undo it; a P_Key write carries one 32-entry block of the table.
+//!
+//! The `partitions` are what the state the plan leads to declares, by port (a physical port
+//! by its node GUID and number, a VM by the port GUID of the VF it runs on there): what
+//! `weft apply` proves every mix of the plan's P_Key writes against. `proof` says what every
+//! step was proven to keep when the plan was made. The `digest` (SHA-256 of the plan's
+//! canonical text without it) tells an edited or damaged file: it is not a signature (whoever
+//! can write the file can write a new digest), so `weft apply` proves a plan again on the
+//! fabric whatever its digest says, and skips that only when asked and the digest matches.
 
 use crate::fingerprint::Fingerprint;
 use crate::ids::Guid;
@@ -28,7 +37,7 @@ use serde::{Deserialize, Serialize};
 /// The `format` of a plan file.
 pub const PLAN_FORMAT: &str = "weft-plan";
 /// The version this weft reads and writes.
-pub const PLAN_VERSION: u32 = 1;
+pub const PLAN_VERSION: u32 = 2;
 
 /// LIDs per LFT block (one LinearForwardingTable SMP).
 pub const LFT_BLOCK: usize = 64;
@@ -144,8 +153,138 @@ pub struct Plan {
     /// what differs (absent in plans that carry only fingerprints).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wire: Option<crate::WireView>,
+    /// The partitions the state it leads to declares (none: it declares none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partitions: Vec<PlanPartition>,
+    /// What every step was proven to keep when the plan was made.
+    pub proof: Proof,
     /// The steps, in order.
     pub steps: Vec<PlanStep>,
+    /// The digest the file carries (see [`Plan::digest`]); `None` for a plan not read from a
+    /// file. [`Plan::to_json`] writes the plan's own digest, whatever this holds.
+    #[serde(default, rename = "digest", skip_serializing)]
+    pub recorded_digest: Option<String>,
+}
+
+/// What the steps of a plan were proven to keep when it was made.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Proof {
+    /// The pairs the proof covers: `all` (every switch and end port) or `hca-to-hca`.
+    pub scope: String,
+    /// What every step keeps in every mix of its writes, by name: `loop_free`,
+    /// `deadlock_free`, `connected`, `isolated` (the last when the plan writes P_Keys).
+    pub properties: Vec<String>,
+    /// Whether the proof rests on path SLs and SL→VL tables (paths on other VLs than 0):
+    /// `weft apply` reads no path SLs off a fabric, so it cannot prove such a plan again.
+    pub path_sls: bool,
+}
+
+/// A declared partition of the state a plan leads to, by port.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanPartition {
+    /// Its name.
+    pub name: String,
+    /// Its number (a P_Key's low 15 bits).
+    pub pkey: u16,
+    /// Its members.
+    pub members: Vec<Member>,
+}
+
+/// A member of a declared partition, written `0x<node guid>:<port> full|limited` for a
+/// physical port and `vf 0x<host guid>:<port>:<vf> 0x<port guid> full|limited` for the VF a
+/// VM runs on (its hypervisor's port, its index there and its own port GUID).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum Member {
+    /// A physical end port.
+    Port {
+        /// Its node's GUID.
+        node: Guid,
+        /// Its number.
+        port: u8,
+        /// Full or limited.
+        membership: crate::Membership,
+    },
+    /// The VF a member VM runs on.
+    Vf {
+        /// Its hypervisor's node GUID.
+        host: Guid,
+        /// The hypervisor's port it sits behind.
+        port: u8,
+        /// Its index there.
+        vf: u8,
+        /// The VF's port GUID.
+        guid: Guid,
+        /// Full or limited.
+        membership: crate::Membership,
+    },
+}
+
+impl From<Member> for String {
+    fn from(m: Member) -> String {
+        match m {
+            Member::Port {
+                node,
+                port,
+                membership,
+            } => format!("{:#018x}:{port} {}", node.0, membership.as_str()),
+            Member::Vf {
+                host,
+                port,
+                vf,
+                guid,
+                membership,
+            } => format!(
+                "vf {:#018x}:{port}:{vf} {:#018x} {}",
+                host.0,
+                guid.0,
+                membership.as_str()
+            ),
+        }
+    }
+}
+
+impl TryFrom<String> for Member {
+    type Error = String;
+
+    fn try_from(s: String) -> Result<Member, String> {
+        let bad = || {
+            format!(
+                "`{s}` is not a partition member (`0x<node guid>:<port> full|limited` or \
+                 `vf 0x<host guid>:<port>:<vf> 0x<port guid> full|limited`)"
+            )
+        };
+        let membership = |w: &str| match w {
+            "full" => Some(crate::Membership::Full),
+            "limited" => Some(crate::Membership::Limited),
+            _ => None,
+        };
+        let words: Vec<&str> = s.split(' ').collect();
+        match words.as_slice() {
+            ["vf", at, g, m] => {
+                let (end, vf) = at.rsplit_once(':').ok_or_else(bad)?;
+                let (host, port) = crate::wire::parse_end(end).ok_or_else(bad)?;
+                Ok(Member::Vf {
+                    host,
+                    port,
+                    vf: vf.parse().map_err(|_| bad())?,
+                    guid: crate::wire::parse_guid(g).ok_or_else(bad)?,
+                    membership: membership(m).ok_or_else(bad)?,
+                })
+            }
+            [end, m] => {
+                let (node, port) = crate::wire::parse_end(end).ok_or_else(bad)?;
+                Ok(Member::Port {
+                    node,
+                    port,
+                    membership: membership(m).ok_or_else(bad)?,
+                })
+            }
+            _ => Err(bad()),
+        }
+    }
 }
 
 impl Plan {
@@ -172,8 +311,29 @@ impl Plan {
     }
 
     /// The plan file: the header fields, then one write per line, so two plans diff line by
-    /// line.
+    /// line; last its digest.
     pub fn to_json(&self) -> String {
+        let mut t = self.canonical();
+        t += &format!(",\n\"digest\": \"{}\"\n}}\n", digest_of(&t));
+        t
+    }
+
+    /// The SHA-256 (hex) of the plan's canonical text: everything [`Plan::to_json`] writes
+    /// but the digest itself. Two plans with the same content have the same digest however
+    /// their files are laid out.
+    pub fn digest(&self) -> String {
+        digest_of(&self.canonical())
+    }
+
+    /// Whether the plan was read from a file whose digest is its own: `false` for a file
+    /// edited (or damaged) after `weft plan` wrote it, and for a plan not read from a file.
+    pub fn digest_matches(&self) -> bool {
+        self.recorded_digest.as_deref() == Some(self.digest().as_str())
+    }
+
+    /// The text [`Plan::to_json`] writes, up to (not including) the digest and the closing
+    /// brace.
+    fn canonical(&self) -> String {
         let mut t = String::from("{\n");
         t += &format!("\"format\": {},\n", compact(&self.format));
         t += &format!("\"version\": {},\n", self.version);
@@ -183,6 +343,15 @@ impl Plan {
         if let Some(w) = &self.wire {
             t += &wire_json(w);
         }
+        if !self.partitions.is_empty() {
+            t += "\"partitions\": [";
+            for (i, p) in self.partitions.iter().enumerate() {
+                t += if i == 0 { "\n  " } else { ",\n  " };
+                t += &compact(p);
+            }
+            t += "\n],\n";
+        }
+        t += &format!("\"proof\": {},\n", compact(&self.proof));
         t += "\"steps\": [";
         for (i, s) in self.steps.iter().enumerate() {
             t += if i == 0 { "\n" } else { ",\n" };
@@ -193,13 +362,30 @@ impl Plan {
             }
             t += "\n  ]}";
         }
-        t += "\n]\n}\n";
+        t += "\n]";
         t
     }
 
-    /// Reads a plan file: its format and version checked, every LFT block 64 entries of hex
-    /// and every P_Key block at most 32 entries.
+    /// Reads a plan file: its format and version checked, every LFT block 64 entries of hex,
+    /// every P_Key block at most 32 entries, every VF LID a unicast LID, every declared
+    /// partition a partition number with each port once. The digest is kept as read (see
+    /// [`Plan::digest_matches`]).
     pub fn from_json(text: &str) -> Result<Plan, PlanFileError> {
+        // The format and version first: a plan of another version is named as such, not as
+        // whatever field it lacks.
+        #[derive(Deserialize)]
+        struct Head {
+            format: String,
+            version: u32,
+        }
+        if let Ok(h) = serde_json::from_str::<Head>(text) {
+            if h.format != PLAN_FORMAT || h.version != PLAN_VERSION {
+                return Err(PlanFileError::Version {
+                    format: h.format,
+                    version: h.version,
+                });
+            }
+        }
         let p: Plan =
             serde_json::from_str(text).map_err(|e| PlanFileError::Parse(e.to_string()))?;
         if p.format != PLAN_FORMAT || p.version != PLAN_VERSION {
@@ -210,6 +396,7 @@ impl Plan {
         }
         for (i, s) in p.steps.iter().enumerate() {
             for w in &s.writes {
+                let text = || serde_json::to_string(w).unwrap_or_default();
                 let bad = match w {
                     Write::Lft { old, new, .. } => [old, new].iter().any(|h| {
                         h.len() != 2 * LFT_BLOCK || !h.bytes().all(|b| b.is_ascii_hexdigit())
@@ -224,18 +411,51 @@ impl Plan {
                         new_pkeys,
                         ..
                     } => {
-                        [old_lid, new_lid]
-                            .iter()
-                            .any(|l| l.is_some_and(|l| l == 0 || l > crate::MAX_UNICAST_LID))
-                            || old_pkeys.len() > PKEY_BLOCK
-                            || new_pkeys.len() > PKEY_BLOCK
+                        if let Some(lid) = [old_lid, new_lid]
+                            .into_iter()
+                            .flatten()
+                            .find(|&&l| l == 0 || l > crate::MAX_UNICAST_LID)
+                        {
+                            return Err(PlanFileError::VfLid {
+                                step: i + 1,
+                                lid: *lid,
+                                write: text(),
+                            });
+                        }
+                        old_pkeys.len() > PKEY_BLOCK || new_pkeys.len() > PKEY_BLOCK
                     }
                 };
                 if bad {
                     return Err(PlanFileError::Write {
                         step: i + 1,
-                        write: serde_json::to_string(w).unwrap_or_default(),
+                        write: text(),
                     });
+                }
+            }
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for part in &p.partitions {
+            let bad = |why: String| PlanFileError::Partition {
+                name: part.name.clone(),
+                why,
+            };
+            if !(1..=0x7ffe).contains(&part.pkey) {
+                return Err(bad(format!(
+                    "{:#06x} is not a partition number (0x0001 to 0x7ffe)",
+                    part.pkey
+                )));
+            }
+            if !names.insert(part.name.as_str()) {
+                return Err(bad("it is declared twice".to_owned()));
+            }
+            let mut seen = std::collections::BTreeSet::new();
+            for m in &part.members {
+                let at = match *m {
+                    Member::Port { node, port, .. } => (node, port, None),
+                    Member::Vf { host, port, vf, .. } => (host, port, Some(vf)),
+                };
+                if !seen.insert(at) {
+                    return Err(bad(format!("{} is a member twice", String::from(*m))));
                 }
             }
         }
@@ -314,7 +534,10 @@ pub enum PlanFileError {
     #[diagnostic(code(weft::plan_file::parse))]
     Parse(String),
     /// Another format or version.
-    #[error("this is `{format}` version {version}; weft reads `weft-plan` version 1")]
+    #[error(
+        "this is `{format}` version {version}; this weft reads `weft-plan` version 2 (plan \
+         again with this weft)"
+    )]
     #[diagnostic(code(weft::plan_file::version))]
     Version {
         /// Its format.
@@ -331,6 +554,33 @@ pub enum PlanFileError {
         /// The write.
         write: String,
     },
+    /// A VF write with a LID that is not a unicast LID.
+    #[error("step {step}: {write} gives a VF LID {lid:#06x}, which is not a unicast LID (0x0001 to 0xbfff)")]
+    #[diagnostic(code(weft::plan_file::vf_lid))]
+    VfLid {
+        /// The step (from 1).
+        step: usize,
+        /// The LID.
+        lid: u16,
+        /// The write.
+        write: String,
+    },
+    /// A declared partition that cannot be.
+    #[error("partition `{name}`: {why}")]
+    #[diagnostic(code(weft::plan_file::partition))]
+    Partition {
+        /// Its name.
+        name: String,
+        /// What is wrong.
+        why: String,
+    },
+}
+
+/// The SHA-256 of `text`, as hex.
+fn digest_of(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let sum = Sha256::digest(text.as_bytes());
+    sum.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The wire view, one entry per line.
@@ -408,6 +658,13 @@ mod tests {
             from: fp(),
             to: fp(),
             wire: None,
+            partitions: Vec::new(),
+            proof: Proof {
+                scope: "all".to_owned(),
+                properties: vec!["loop_free".to_owned(), "connected".to_owned()],
+                path_sls: false,
+            },
+            recorded_digest: None,
             steps: vec![PlanStep {
                 writes: vec![
                     Write::Lft {
@@ -428,13 +685,71 @@ mod tests {
         }
     }
 
+    /// A plan read back from its file: equal but for the digest it now knows.
+    fn read(text: &str) -> Plan {
+        let mut p = Plan::from_json(text).unwrap();
+        assert!(p.digest_matches(), "{text}");
+        p.recorded_digest = None;
+        p
+    }
+
     #[test]
     fn a_plan_reads_back_equal_one_write_per_line() {
-        let p = plan();
+        let mut p = plan();
+        p.partitions = vec![PlanPartition {
+            name: "a".to_owned(),
+            pkey: 0x0001,
+            members: vec![
+                Member::Port {
+                    node: Guid(0xf452_1403_0000_0300),
+                    port: 1,
+                    membership: crate::Membership::Full,
+                },
+                Member::Vf {
+                    host: Guid(0x30),
+                    port: 1,
+                    vf: 2,
+                    guid: Guid(0x0302_0000_0000_0030),
+                    membership: crate::Membership::Limited,
+                },
+            ],
+        }];
         let text = p.to_json();
-        assert_eq!(Plan::from_json(&text).unwrap(), p);
+        assert_eq!(read(&text), p);
         assert_eq!(p.smps(), 2);
         insta::assert_snapshot!(text);
+    }
+
+    /// The digest tells a plan as `weft plan` wrote it from one edited afterwards, whatever
+    /// the edit (a write, a partition, the proof), and not from one laid out anew.
+    #[test]
+    fn the_digest_tells_an_edited_plan() {
+        let text = plan().to_json();
+        assert!(Plan::from_json(&text).unwrap().digest_matches());
+        // Laid out anew (pretty-printed by a tool): the same plan, the same digest.
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let pretty = serde_json::to_string_pretty(&value).unwrap();
+        assert!(Plan::from_json(&pretty).unwrap().digest_matches());
+        for edited in [
+            text.replace("ff01", "ff02"),
+            text.replace("[32767,32769]", "[32767,65535]"),
+            text.replace("\"path_sls\":false", "\"path_sls\":true"),
+            text.replace("\"connected\"", "\"isolated\""),
+        ] {
+            assert_ne!(edited, text);
+            let p = Plan::from_json(&edited).unwrap();
+            assert!(!p.digest_matches(), "{edited}");
+        }
+        // No digest at all, and a plan made in memory: no match either.
+        let bare = text
+            .lines()
+            .filter(|l| !l.starts_with("\"digest\""))
+            .collect::<Vec<_>>()
+            .join("\n")
+            .replace("]\n}", "]}");
+        let p = Plan::from_json(&bare.replace("\n]\n]", "\n]]")).map(|p| p.digest_matches());
+        assert_ne!(p, Ok(true), "{bare}");
+        assert!(!plan().digest_matches());
     }
 
     /// A plan with a wire view and a VF write: the view's vSwitch hosts and the VF's GUID
@@ -468,7 +783,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("\"guid\":\"0x0302000000000030\""), "{text}");
-        assert_eq!(Plan::from_json(&text).unwrap(), p);
+        assert_eq!(read(&text), p);
         assert_eq!(p.smps(), 4);
     }
 
@@ -490,13 +805,43 @@ mod tests {
     #[test]
     fn a_broken_plan_is_refused() {
         let text = plan().to_json();
+        let vf = |lid: &str| {
+            text.replace(
+                "{\"kind\":\"pkeys\"",
+                &format!(
+                    "{{\"kind\":\"vport\",\"node\":\"0x30\",\"port\":1,\"vf\":0,\
+                     \"guid\":\"0x31\",\"old_lid\":null,\"new_lid\":{lid},\"old_pkeys\":[],\
+                     \"new_pkeys\":[]}},{{\"kind\":\"pkeys\""
+                ),
+            )
+        };
+        let member = |m: &str| {
+            text.replace(
+                "\"proof\"",
+                &format!(
+                    "\"partitions\": [{{\"name\":\"a\",\"pkey\":1,\"members\":[{m}]}}],\n\"proof\""
+                ),
+            )
+        };
         let cases = [
-            text.replace("\"version\": 1", "\"version\": 2"),
+            text.replace("\"version\": 2", "\"version\": 1"),
+            text.replace("\"version\": 2", "\"version\": 3"),
             text.replace("ff01", "ff0"),
             text.replace("ff01", "zz01"),
             text.replace("\"kind\":\"lft\"", "\"kind\":\"lft\",\"extra\":1"),
             text.replace("0xf452140300000100", "0x"),
             text.replace("[32767,32769]", &format!("{:?}", vec![1; 33])),
+            vf("0"),
+            vf("65535"),
+            vf("49152"),
+            member("\"0x30:1 full\",\"0x30:1 limited\""),
+            member("\"0x30:1 both\""),
+            member("\"vf 0x31\""),
+            member("\"vf 0x30:1 0x31 full\""),
+            text.replace(
+                "\"proof\"",
+                "\"partitions\": [{\"name\":\"a\",\"pkey\":32767,\"members\":[]}],\n\"proof\"",
+            ),
             "{".to_owned(),
         ];
         let errors: Vec<String> = cases

@@ -386,7 +386,7 @@ impl From<WireView> for WireText {
     }
 }
 
-fn parse_guid(t: &str) -> Option<Guid> {
+pub(crate) fn parse_guid(t: &str) -> Option<Guid> {
     let h = t.strip_prefix("0x")?;
     (!h.is_empty() && h.len() <= 16)
         .then(|| u64::from_str_radix(h, 16).ok())
@@ -394,7 +394,7 @@ fn parse_guid(t: &str) -> Option<Guid> {
         .map(Guid)
 }
 
-fn parse_end(t: &str) -> Option<WireEnd> {
+pub(crate) fn parse_end(t: &str) -> Option<WireEnd> {
     let (g, p) = t.split_once(':')?;
     Some((parse_guid(g)?, p.parse().ok()?))
 }

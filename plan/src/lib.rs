@@ -25,12 +25,16 @@
 
 pub mod migrate;
 mod order;
+pub mod pkeys;
 
 use serde::Serialize;
-use weft_fabric::plan::{Plan, PlanStep, Write, LFT_BLOCK, PKEY_BLOCK, PLAN_FORMAT, PLAN_VERSION};
+use weft_fabric::plan::{
+    Plan, PlanStep, Proof, Write, LFT_BLOCK, PKEY_BLOCK, PLAN_FORMAT, PLAN_VERSION,
+};
 use weft_fabric::{
     FabricState, Fingerprint, PKey, PortRef, StateErrors, ValidState, VirtualPort, WireView,
 };
+use weft_verifier::partition_mix::{Declared, MixCheck, PkeyMix};
 use weft_verifier::transition::{Change, StepCheck, Transition};
 use weft_verifier::{Options as VerifyOptions, Property, Scope};
 
@@ -93,6 +97,8 @@ pub struct StepStats {
     pub pkey_blocks: usize,
     /// VF writes (LID and P_Key table of one VF each).
     pub vports: usize,
+    /// Of those, the ones that change the VF's LID (a VM moving).
+    pub vf_lids: usize,
     /// For a P_Key step: whether its tables only lose keys (the first) or become the desired
     /// ones (the second).
     pub pkeys: Option<PkeyPhase>,
@@ -129,9 +135,13 @@ pub struct Planned {
     pub mode: Mode,
     /// Per step: its writes in numbers.
     pub stats: Vec<StepStats>,
-    /// Per LFT step, its transition check (the P_Key step, when there is one, has none: it
-    /// changes no route; the desired state's isolation is proven with it).
+    /// Per LFT step, its transition check (P_Key and VF steps have none: they change no LFT
+    /// entry).
     pub checks: Vec<StepCheck>,
+    /// Per step, `isolated` in every mix of its P_Key and VF writes (and, for the last, the
+    /// tables it leaves against the desired state's partitions): proven for every step, or
+    /// there is no plan.
+    pub isolation: Vec<MixCheck>,
     /// Steps added by splitting steps that were not safe whole.
     pub splits: usize,
     /// SMPs a full reconfiguration would send: every LFT block of every switch.
@@ -321,8 +331,7 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
             ..step_stats(s)
         })
         .collect();
-    let blocks = (u64::from(new.lids.max_lid(&new.fabric)) + 1).div_ceil(LFT_BLOCK as u64);
-    let switches = new.fabric.switch_count() as u64;
+    let isolation = prove_pkeys(&start, new, &steps)?;
     Ok(Planned {
         plan: Plan {
             format: PLAN_FORMAT.to_owned(),
@@ -331,13 +340,17 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
             from: Fingerprint::of(&start),
             to: Fingerprint::of(new),
             wire: Some(WireView::of(&start)),
+            partitions: pkeys::plan_partitions(new),
+            proof: proof(new, opts.scope, &steps),
             steps,
+            recorded_digest: None,
         },
         mode: opts.mode,
         stats,
         checks,
+        isolation,
         splits,
-        full_reconfiguration: switches * blocks,
+        full_reconfiguration: full_reconfiguration(new),
         rerouted: order.rerouted,
         changed_entries: order.changed,
         apm: (start.lids.lmc > 0 && opts.mode == Mode::Fault)
@@ -382,8 +395,7 @@ fn plan_migration(
         }
     }
     let stats = m.steps.iter().map(step_stats).collect();
-    let blocks = (u64::from(end.lids.max_lid(&end.fabric)) + 1).div_ceil(LFT_BLOCK as u64);
-    let switches = end.fabric.switch_count() as u64;
+    let isolation = prove_pkeys(old, &end, &m.steps)?;
     Ok(Planned {
         plan: Plan {
             format: PLAN_FORMAT.to_owned(),
@@ -392,13 +404,17 @@ fn plan_migration(
             from: Fingerprint::of(old),
             to: Fingerprint::of(&end),
             wire: Some(WireView::of(old)),
+            partitions: pkeys::plan_partitions(&end),
+            proof: proof(&end, opts.scope, &m.steps),
             steps: m.steps,
+            recorded_digest: None,
         },
         mode: opts.mode,
         stats,
         checks: m.checks,
+        isolation,
         splits: m.splits,
-        full_reconfiguration: switches * blocks,
+        full_reconfiguration: full_reconfiguration(&end),
         rerouted: m.rerouted,
         changed_entries: m.entries.len() as u64,
         apm: None,
@@ -408,6 +424,90 @@ fn plan_migration(
         },
         end,
     })
+}
+
+/// Proves `isolated` in every mix of `steps`' P_Key and VF writes from `start`, against the
+/// partitions `end` declares (the last step also leaves tables isolated against them): one
+/// check per step, or the first that is not proven as an error.
+fn prove_pkeys(
+    start: &ValidState,
+    end: &ValidState,
+    steps: &[PlanStep],
+) -> Result<Vec<MixCheck>, PlanError> {
+    let writes: Vec<Vec<weft_verifier::partition_mix::PkeyWrite>> = steps
+        .iter()
+        .map(|s| pkeys::pkey_writes(start, &s.writes))
+        .collect::<Result<_, _>>()
+        .map_err(PlanError::Unproven)?;
+    let mut mix = PkeyMix::new(start, Declared::of_state(end), &writes, None);
+    let mut out = Vec::with_capacity(steps.len());
+    for (i, w) in writes.iter().enumerate() {
+        let mut c = mix.step(w);
+        if i + 1 == writes.len() && c.outcome == weft_verifier::Outcome::Proven {
+            let e = mix.end();
+            if e.outcome == weft_verifier::Outcome::Violated {
+                c = e;
+            }
+        }
+        if c.outcome != weft_verifier::Outcome::Proven {
+            let why = c
+                .breach
+                .as_ref()
+                .map_or_else(|| "not isolated".to_owned(), |b| b.describe());
+            return Err(PlanError::Unproven(format!(
+                "step {} is not isolated in every mix: {why}",
+                i + 1
+            )));
+        }
+        out.push(c);
+    }
+    Ok(out)
+}
+
+/// What the steps of a plan toward `end` were proven to keep.
+fn proof(end: &ValidState, scope: Scope, steps: &[PlanStep]) -> Proof {
+    let mut properties: Vec<String> = ["loop_free", "deadlock_free", "connected"]
+        .map(str::to_owned)
+        .to_vec();
+    let pkeys = steps
+        .iter()
+        .flat_map(|s| &s.writes)
+        .any(|w| matches!(w, Write::Pkeys { .. } | Write::Vport { .. }));
+    if pkeys || !end.partitions.is_empty() {
+        properties.push("isolated".to_owned());
+    }
+    Proof {
+        scope: scope.as_str().to_owned(),
+        properties,
+        path_sls: rests_on_vls(end),
+    }
+}
+
+/// Whether `st`'s routes use other VLs than 0 (path SLs, SL→VL tables): what a proof on VL 0
+/// alone cannot show.
+fn rests_on_vls(st: &ValidState) -> bool {
+    let off_vl0 = |vls: &[u8; 16]| vls.iter().any(|&v| v != 0);
+    st.switches.values().any(|t| {
+        t.sl2vl.iter().any(|r| off_vl0(&r.vl)) || t.sl2vl_all.as_ref().is_some_and(off_vl0)
+    }) || st
+        .ports
+        .values()
+        .any(|p| p.sl2vl.as_ref().is_some_and(off_vl0))
+}
+
+/// SMPs a full reconfiguration of what a plan may write would send: every LFT block of every
+/// switch (up to the highest LID), every block of every end port's P_Key table the state
+/// sets, and two per VF (its LID and its table).
+fn full_reconfiguration(st: &ValidState) -> u64 {
+    let blocks = (u64::from(st.lids.max_lid(&st.fabric)) + 1).div_ceil(LFT_BLOCK as u64);
+    let lfts = st.fabric.switch_count() as u64 * blocks;
+    let pkeys: u64 = st
+        .ports
+        .values()
+        .filter_map(|p| p.pkeys.as_ref())
+        .map(|t| t.len().div_ceil(PKEY_BLOCK).max(1) as u64)
+        .sum();
+    lfts + pkeys + 2 * st.lids.vports.len() as u64
 }
 
 /// Proves `stages` of LFT writes one after another on `t` (from `start`): a stage whose
@@ -524,8 +624,9 @@ fn unproven(st: &ValidState, scope: Scope) -> Option<String> {
     })
 }
 
-/// Checks steps of writes someone ordered, from `start` (see [`start`]): the check of each
-/// step, up to the first that fails.
+/// Checks steps of writes someone ordered, from `start` (see [`start`]), against the
+/// partitions `declared` (see [`pkeys::declared`]; none: the tables the steps leave stand for
+/// the declaration): the check of each step, up to the first that fails.
 ///
 /// A `vport` write gives its VF (found in `start` by hypervisor port and port GUID, else
 /// index) its new LID from its step on: the LID is then owned by the VF's hypervisor port, and
@@ -534,20 +635,75 @@ fn unproven(st: &ValidState, scope: Scope) -> Option<String> {
 /// not proven, and [`why`] says so). A VF `start` does not have, a LID the checker does not
 /// route, a LID a physical port holds or two VFs hold: the step's check is not proven
 /// (`connected` unknown, naming it).
-pub fn check_steps(start: &ValidState, steps: &[Vec<Write>], scope: Scope) -> Vec<StepCheck> {
+///
+/// P_Key blocks and VF tables are checked for `isolated` in every mix
+/// ([`weft_verifier::partition_mix`]): no mix lets two end ports talk that neither `start`'s
+/// tables nor the declared partitions allow, and after the last step the tables are isolated
+/// against the declared partitions. A P_Key write the checker cannot place (a node `start`
+/// does not have, a switch port) leaves `isolated` unknown, naming it.
+pub fn check_steps(
+    start: &ValidState,
+    steps: &[Vec<Write>],
+    scope: Scope,
+    declared: &Declared,
+) -> Vec<StepCheck> {
+    check_steps_read(start, steps, scope, declared, None)
+}
+
+/// [`check_steps`] with P_Key tables as read off a fabric, slot by slot (see
+/// [`PkeyMix::new`]), where `read` has them.
+pub fn check_steps_read(
+    start: &ValidState,
+    steps: &[Vec<Write>],
+    scope: Scope,
+    declared: &Declared,
+    read: Option<&std::collections::BTreeMap<weft_verifier::isolation::End, Vec<u16>>>,
+) -> Vec<StepCheck> {
     let mut t = Transition::new(start, scope);
     let failing = t.failing();
     let mut vf_lids: Vec<Option<weft_fabric::Lid>> =
         start.lids.vports.iter().map(|v| v.lid).collect();
+    let placed: Vec<Result<Vec<weft_verifier::partition_mix::PkeyWrite>, String>> =
+        steps.iter().map(|w| pkeys::pkey_writes(start, w)).collect();
+    let known: Vec<Vec<weft_verifier::partition_mix::PkeyWrite>> = placed
+        .iter()
+        .map(|r| r.clone().unwrap_or_default())
+        .collect();
+    let mut mix = PkeyMix::new(start, declared.clone(), &known, read);
+    // The tables after the plan are checked when the plan writes P_Keys: LFT writes change
+    // no P_Key table, so they leave isolation as they found it.
+    let writes_pkeys = known.iter().any(|w| !w.is_empty());
     let mut out = Vec::new();
     for (i, writes) in steps.iter().enumerate() {
         let moved = move_vf_lids(&mut t, start, &mut vf_lids, writes);
         let mut check = t.step(&lft_changes(start, writes));
+        let last = i + 1 == steps.len();
         if let Err(why) = moved {
             check.connected = weft_verifier::Outcome::Unknown(why);
-        } else if i + 1 == steps.len() && t.failing() > failing {
+        } else if last && t.failing() > failing {
             check.connected = weft_verifier::Outcome::Violated;
         }
+        let iso = match placed.get(i) {
+            Some(Ok(w)) => {
+                let mut c = mix.step(w);
+                if last && writes_pkeys && c.outcome == weft_verifier::Outcome::Proven {
+                    let e = mix.end();
+                    if e.outcome == weft_verifier::Outcome::Violated {
+                        c = e;
+                    }
+                }
+                c
+            }
+            Some(Err(why)) => MixCheck {
+                outcome: weft_verifier::Outcome::Unknown(why.clone()),
+                breach: None,
+                after_plan: false,
+            },
+            None => MixCheck::proven(),
+        };
+        check.isolated = iso.outcome;
+        check.breach = iso.breach;
+        check.breach_after_plan = iso.after_plan;
         let ok = check.is_proven();
         out.push(check);
         if !ok {
@@ -740,6 +896,17 @@ pub fn why(c: &StepCheck) -> String {
             c.failing_after
         );
     }
+    if let Some(b) = &c.breach {
+        let when = if c.breach_after_plan {
+            "after the last step"
+        } else {
+            "in a mix of its P_Key writes"
+        };
+        return format!("not isolated {when}: {}", b.describe());
+    }
+    if let weft_verifier::Outcome::Unknown(why) = &c.isolated {
+        return format!("isolation not proven: {why}");
+    }
     "nothing".to_owned()
 }
 
@@ -753,7 +920,14 @@ fn step_stats(s: &PlanStep) -> StepStats {
                 switches.push(*switch);
             }
             Write::Pkeys { .. } => st.pkey_blocks += 1,
-            Write::Vport { .. } => st.vports += 1,
+            Write::Vport {
+                old_lid, new_lid, ..
+            } => {
+                st.vports += 1;
+                if old_lid != new_lid {
+                    st.vf_lids += 1;
+                }
+            }
         }
     }
     switches.sort_unstable();

@@ -57,7 +57,7 @@ fn plans_replay_to_the_desired_tables() {
                         let s = start(old, new, mode).unwrap();
                         let steps: Vec<Vec<Write>> =
                             p.plan.steps.iter().map(|st| st.writes.clone()).collect();
-                        let checks = check_steps(&s, &steps, Scope::All);
+                        let checks = check_steps(&s, &steps, Scope::All, &Default::default());
                         assert_eq!(checks.len(), steps.len(), "case {k}");
                         assert!(checks.iter().all(|c| c.is_proven()), "case {k}");
                         // Replay the writes on a shadow of the tables.

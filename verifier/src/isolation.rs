@@ -159,7 +159,7 @@ pub(crate) const NOTHING_DECLARED: &str =
 type GroupKey = (Vec<u16>, Vec<(usize, Membership)>);
 
 /// An end port: a physical port, or a VF (its index) behind one.
-type End = (PortRef, Option<u8>);
+pub type End = (PortRef, Option<u8>);
 
 /// A group of end ports with the same table and the same declared memberships.
 struct Group {
@@ -469,14 +469,14 @@ fn classes(state: &ValidState, breaches: &mut Vec<Breach>) -> u64 {
 
 /// The keys (one from each table) that let two tables talk: same partition, not partition
 /// 0, at least one full; `None` when no pair does.
-fn tables_talk(a: &[u16], b: &[u16]) -> Option<(u16, u16)> {
+pub(crate) fn tables_talk(a: &[u16], b: &[u16]) -> Option<(u16, u16)> {
     a.iter()
         .flat_map(|&x| b.iter().map(move |&y| (x, y)))
         .find(|&(x, y)| x & 0x7fff == y & 0x7fff && x & 0x7fff != 0 && (x | y) & 0x8000 != 0)
 }
 
 /// The first declared partition that holds both, one of them as a full member.
-fn declared_talk(a: &[(usize, Membership)], b: &[(usize, Membership)]) -> Option<usize> {
+pub(crate) fn declared_talk(a: &[(usize, Membership)], b: &[(usize, Membership)]) -> Option<usize> {
     a.iter()
         .flat_map(|&x| b.iter().map(move |&y| (x, y)))
         .find(|&((i, m), (j, n))| i == j && (m == Membership::Full || n == Membership::Full))
@@ -484,7 +484,7 @@ fn declared_talk(a: &[(usize, Membership)], b: &[(usize, Membership)]) -> Option
 }
 
 /// A VF is named `cn140 VF 0 (db1)` with its own GUID, on its hypervisor's port.
-fn end_point(state: &ValidState, (r, vf): End) -> Endpoint {
+pub(crate) fn end_point(state: &ValidState, (r, vf): End) -> Endpoint {
     let mut e = endpoint(state, r);
     if let Some(v) = vf.and_then(|k| state.lids.vports.iter().find(|v| (v.host, v.vf) == (r, k))) {
         e.node.name = match &v.vm {

@@ -36,6 +36,7 @@ pub mod explicit;
 mod failures;
 pub mod isolation;
 mod net;
+pub mod partition_mix;
 mod property;
 pub mod reference;
 mod report;

@@ -95,6 +95,18 @@ pub struct StepCheck {
     pub deadlock_free: Outcome,
     /// Every route that arrives before the step arrives in every mix.
     pub connected: Outcome,
+    /// No mix of its P_Key writes lets two end ports talk that nothing allows, and after the
+    /// last step the tables are isolated ([`crate::partition_mix`]); proven for a step that
+    /// writes no P_Key.
+    #[serde(default = "proven")]
+    pub isolated: Outcome,
+    /// A pair of end ports that breaks `isolated`, when one does: in a mix of the step's
+    /// writes, or (`breach_after_plan`) in the tables the last step leaves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breach: Option<crate::isolation::Breach>,
+    /// Whether `breach` is of the tables after the plan.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub breach_after_plan: bool,
     /// A transient forwarding loop, when there is one.
     pub forwarding_loop: Option<ForwardingLoop>,
     /// A cycle of channels in the union dependency graph, when there is one.
@@ -112,10 +124,19 @@ pub struct StepCheck {
 impl StepCheck {
     /// Whether every part is proven.
     pub fn is_proven(&self) -> bool {
-        [&self.loop_free, &self.deadlock_free, &self.connected]
-            .iter()
-            .all(|o| **o == Outcome::Proven)
+        [
+            &self.loop_free,
+            &self.deadlock_free,
+            &self.connected,
+            &self.isolated,
+        ]
+        .iter()
+        .all(|o| **o == Outcome::Proven)
     }
+}
+
+fn proven() -> Outcome {
+    Outcome::Proven
 }
 
 /// Why two states cannot be the two ends of a step.
@@ -562,6 +583,9 @@ impl<'a> Transition<'a> {
             loop_free: verdict(forwarding_loop.is_some()),
             deadlock_free: Outcome::Proven,
             connected,
+            isolated: Outcome::Proven,
+            breach: None,
+            breach_after_plan: false,
             forwarding_loop,
             credit_loop: Vec::new(),
             broken,

@@ -1,0 +1,329 @@
+//! What `weft apply` proves on the fabric before it writes: a plan file's steps proven again
+//! on the tables read off the fabric ([`reprove`]), and the way from what a fabric runs to a
+//! desired state planned and proven on what was read ([`plan_from_fabric`]).
+//!
+//! The fabric is read as `weft audit` reads it ([`crate::audit::state_of`]: LIDs, every
+//! switch's LFT up to its LinearFDBTop, the VFs the fabric shows), plus, when the plan writes
+//! P_Keys or declares partitions, every end port's and VF's P_Key table slot by slot. SL→VL
+//! tables and path SLs are not read: every path counts on VL 0, which can only add channel
+//! dependencies, so a step proven here is proven with whatever VLs the fabric uses (a plan
+//! whose safety rests on VLs may be refused here although it is safe).
+
+use crate::audit::{self, AuditError};
+use crate::discover::{Discovery, VfError};
+use crate::read;
+use crate::transport::{SmpError, TransportExt};
+use std::collections::BTreeMap;
+use weft_fabric::plan::{Plan, Write};
+use weft_fabric::{PortRef, StateErrors, ValidState, WireDiff, WireView};
+use weft_verifier::isolation::End;
+use weft_verifier::Scope;
+
+/// A plan proven again on the fabric.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reproved {
+    /// SMPs the reading took.
+    pub smps: usize,
+    /// What the proof could not cover, for the report.
+    pub notes: Vec<String>,
+}
+
+/// Why a plan is not written on the proof it carries.
+#[derive(Debug, thiserror::Error)]
+pub enum ProofError {
+    /// The fabric could not be read.
+    #[error("reading the fabric to prove the plan on it: {0}")]
+    Read(#[from] AuditError),
+    /// An SMP failed.
+    #[error("reading the fabric to prove the plan on it: {0}")]
+    Smp(#[from] SmpError),
+    /// What the fabric runs is not a state.
+    #[error(
+        "what the fabric runs is not a state the plan can be proven on; nothing was written:\n{0}"
+    )]
+    Invalid(StateErrors),
+    /// The plan's declared partitions name ports the fabric does not have.
+    #[error("the plan's partitions do not fit the fabric: {0}; nothing was written")]
+    Partitions(String),
+    /// A step is not safe.
+    #[error("step {step} of the plan is not safe on the fabric as it runs: {why}; nothing was written{}",
+        if *.path_sls { " (the plan was proven with path SLs and SL→VL tables, which weft does not read off a fabric: `--no-reprove` writes it on the proof it carries, when its digest matches)" } else { "" })]
+    Unsafe {
+        /// The step (from 1).
+        step: usize,
+        /// What its check found.
+        why: String,
+        /// Whether the plan's own proof rests on VLs.
+        path_sls: bool,
+    },
+}
+
+/// Whether the plan writes P_Keys or declares partitions: then every end port's P_Key table
+/// is read, to prove `isolated`.
+fn pkeys_matter(plan: &Plan) -> bool {
+    !plan.partitions.is_empty()
+        || plan
+            .steps
+            .iter()
+            .flat_map(|s| &s.writes)
+            .any(|w| matches!(w, Write::Pkeys { .. } | Write::Vport { .. }))
+}
+
+/// Reads every end port's and VF's P_Key table (slot by slot) into `tables`, keyed as the
+/// checker keys end ports of `st`; each VF's table into `st` too is not needed (the checker
+/// takes `tables`). Returns the SMPs it took.
+fn read_pkeys(
+    t: &mut impl TransportExt,
+    d: &Discovery,
+    st: &weft_fabric::FabricState,
+    wire: &WireView,
+    vfs: bool,
+    tables: &mut BTreeMap<End, Vec<u16>>,
+) -> Result<usize, SmpError> {
+    let mut smps = 0;
+    let f = &st.fabric;
+    for ((g, p), keys) in read::read_end_pkeys(t, d, &mut smps)? {
+        // Adapters folded into a hypervisor (a vSwitch's VFs) are not end ports of `st`.
+        if let Some(id) = f.find_guid(g) {
+            tables.insert((PortRef::new(id, p), None), keys);
+        }
+    }
+    let ports = d.vf_ports(wire);
+    let ids: Vec<read::VfId> = st
+        .lids
+        .vports
+        .iter()
+        .map(|v| ((f.node(v.host.node).guid(), v.host.port.0), (v.vf, v.guid)))
+        .collect();
+    let read = read::read_vfs(t, d, &ports, &ids, vfs, &mut smps);
+    for (v, r) in st.lids.vports.iter().zip(read) {
+        match r {
+            Ok(Ok((_, keys))) => {
+                tables.insert((v.host, Some(v.vf)), keys);
+            }
+            // Not addressable: the checker keeps the table the state says (none: the
+            // default key); a write to it is refused when it is resolved.
+            Ok(Err(_)) | Err(SmpError::Status { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(smps)
+}
+
+/// Proves `plan`'s steps again on the fabric `d` discovered, read through `t` (with `vfs`, VFs
+/// are also addressed through their hypervisor's port, as the `sim` fabric does): every step
+/// loop-free, deadlock-free (every path on VL 0), connected and, where it writes P_Keys or
+/// the plan declares partitions, isolated in every mix, as `weft plan` proved them.
+pub fn reprove(
+    t: &mut impl TransportExt,
+    d: &Discovery,
+    plan: &Plan,
+    vfs: bool,
+) -> Result<Reproved, ProofError> {
+    let mut a = audit::state_of(t, d, &plan.fabric, plan.wire.as_ref())?;
+    if vfs {
+        a.smps += audit::vfs_through_hosts(t, d, plan, &mut a.state)?;
+    }
+    let mut tables = BTreeMap::new();
+    if pkeys_matter(plan) {
+        let wire = plan
+            .wire
+            .as_ref()
+            .map_or_else(|| d.view.clone(), Clone::clone);
+        a.smps += read_pkeys(t, d, &a.state, &wire, vfs, &mut tables)?;
+    }
+    let start = ValidState::new(a.state).map_err(ProofError::Invalid)?;
+    let (declared, unseen) =
+        weft_plan::pkeys::declared(&plan.partitions, &start).map_err(ProofError::Partitions)?;
+    let steps: Vec<Vec<Write>> = plan.steps.iter().map(|s| s.writes.clone()).collect();
+    let scope = match plan.proof.scope.as_str() {
+        "hca-to-hca" => Scope::HcaToHca,
+        _ => Scope::All,
+    };
+    let checks = weft_plan::check_steps_read(&start, &steps, scope, &declared, Some(&tables));
+    if let Some((i, c)) = checks.iter().enumerate().find(|(_, c)| !c.is_proven()) {
+        return Err(ProofError::Unsafe {
+            step: i + 1,
+            why: weft_plan::why(c),
+            path_sls: plan.proof.path_sls,
+        });
+    }
+    let mut notes = Vec::new();
+    // VFs the plan's fabric has but this one does not show (a vSwitch addressed in vendor
+    // ways): routes toward their LIDs were proven when the plan was made, not again here.
+    let declared_vfs: usize = plan
+        .wire
+        .as_ref()
+        .map_or(0, |w| w.vf_hosts.values().map(|&n| usize::from(n)).sum());
+    let seen = start.lids.vports.len();
+    if declared_vfs > seen {
+        notes.push(format!(
+            "{} of the {declared_vfs} VFs of the plan's vSwitch hypervisors are not on the \
+             fabric as read; routes toward their LIDs were proven when the plan was made, not \
+             again on the fabric",
+            declared_vfs - seen
+        ));
+    }
+    if unseen > 0 {
+        notes.push(format!(
+            "{unseen} partition membership(s) of VFs the fabric does not show are not part of \
+             the proof of isolation on the fabric (they were proven when the plan was made)"
+        ));
+    }
+    Ok(Reproved {
+        smps: a.smps,
+        notes,
+    })
+}
+
+/// Why no plan was made from what the fabric runs.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    /// The state has QoS tables, which are not written over SMPs.
+    #[error(
+        "not built yet: writing SL→VL and VL arbitration tables over SMPs; hand the state's \
+         opensm.conf to OpenSM (`opensm -Q -F`)"
+    )]
+    Qos,
+    /// The fabric is not the state's.
+    #[error("the fabric is not the one this state is for (assigning LIDs is not built yet); nothing was written:\n  {}",
+        .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n  "))]
+    Stale(Vec<WireDiff>),
+    /// An SMP failed.
+    #[error("reading the fabric: {0}")]
+    Smp(#[from] SmpError),
+    /// A VF the transport cannot reach.
+    #[error(
+        "not built yet: reading {0} (a vSwitch shown as a switch with one adapter per VF is \
+         read by directed route; vendor vPort attributes are not built)"
+    )]
+    VfNotBuilt(String),
+    /// A VF that cannot be addressed.
+    #[error("{0}; nothing was written")]
+    Vf(String),
+    /// What the fabric runs is not a valid state.
+    #[error(
+        "what the fabric runs is not a valid state for this fabric; nothing was written:\n{0}"
+    )]
+    Invalid(StateErrors),
+    /// No plan.
+    #[error("no plan from what the fabric runs: {0}")]
+    NoPlan(weft_plan::PlanError),
+}
+
+/// What a planned way from a fabric took.
+#[derive(Debug)]
+pub struct Live {
+    /// The plan (every step proven on what was read).
+    pub plan: Plan,
+    /// Switches whose tables were read.
+    pub switches: usize,
+    /// SMPs the reading took.
+    pub smps: usize,
+}
+
+/// Reads what the fabric `d` discovered runs (every switch's LFT, the P_Keys of the ports
+/// `desired` sets, every VF's LID and P_Key table) and plans the way from it to `desired`
+/// exactly (as `weft plan --full`: every step proven).
+pub fn plan_from_fabric(
+    t: &mut impl TransportExt,
+    d: &Discovery,
+    desired: &ValidState,
+    vfs: bool,
+) -> Result<Live, LiveError> {
+    use crate::read::{read_lfts, read_pkeys};
+    let st = desired.state();
+    let qos = st
+        .switches
+        .values()
+        .any(weft_fabric::SwitchState::has_sl2vl)
+        || st
+            .ports
+            .values()
+            .any(|p| p.sl2vl.is_some() || p.vlarb.is_some());
+    if qos {
+        return Err(LiveError::Qos);
+    }
+    let wire = WireView::of(st);
+    let diffs = wire.diff(&d.view.fold_vswitches(&wire));
+    if !diffs.is_empty() {
+        return Err(LiveError::Stale(diffs));
+    }
+    let mut smps = 0;
+    let lfts = read_lfts(t, d, &mut smps)?;
+    let mut cur = st.clone();
+    for (id, sw) in &mut cur.switches {
+        let g = cur.fabric.node(*id).guid();
+        sw.lft.ports = lfts.get(&g).cloned().unwrap_or_default();
+    }
+    let ports: Vec<(PortRef, usize)> = cur
+        .ports
+        .iter()
+        .filter_map(|(p, s)| Some((*p, s.pkeys.as_ref()?.len())))
+        .collect();
+    for (p, len) in ports {
+        let g = cur.fabric.node(p.node).guid();
+        let blocks = len.div_ceil(crate::smp::PKEY_BLOCK).max(1) as u16;
+        let keys = read_pkeys(t, d, g, p.port.0, blocks, &mut smps)?;
+        if let Some(s) = cur.ports.get_mut(&p) {
+            s.pkeys = keys.map(|k| k.into_iter().map(weft_fabric::PKey).collect());
+        }
+    }
+    // The VFs: each LID and P_Key table as the fabric holds it.
+    let vf_ports = d.vf_ports(&wire);
+    let ids: Vec<read::VfId> = cur
+        .lids
+        .vports
+        .iter()
+        .map(|v| {
+            (
+                (cur.fabric.node(v.host.node).guid(), v.host.port.0),
+                (v.vf, v.guid),
+            )
+        })
+        .collect();
+    let read = read::read_vfs(t, d, &vf_ports, &ids, vfs, &mut smps);
+    let names: Vec<String> = cur
+        .lids
+        .vports
+        .iter()
+        .map(|v| {
+            format!(
+                "`{}` port {}",
+                cur.fabric.node(v.host.node).name(),
+                v.host.port.0
+            )
+        })
+        .collect();
+    for ((v, r), name) in cur.lids.vports.iter_mut().zip(read).zip(names) {
+        match r {
+            Ok(Ok((lid, keys))) => {
+                v.lid = lid.map(weft_fabric::Lid);
+                // No table stands for the default one: keep the state's form when equal.
+                let now: Vec<u16> = v.pkeys.as_ref().map_or_else(
+                    || vec![weft_fabric::PKey::DEFAULT.0],
+                    |k| k.iter().map(|k| k.0).collect(),
+                );
+                if keys != now {
+                    v.pkeys = Some(keys.into_iter().map(weft_fabric::PKey).collect());
+                }
+            }
+            Ok(Err(e @ VfError::NotFound { .. })) => {
+                return Err(LiveError::VfNotBuilt(format!("{e} ({name})")))
+            }
+            Ok(Err(e)) => return Err(LiveError::Vf(format!("{e} ({name})"))),
+            Err(e) => return Err(LiveError::Smp(e)),
+        }
+    }
+    let current = ValidState::new(cur).map_err(LiveError::Invalid)?;
+    let opts = weft_plan::Options {
+        full: true,
+        ..weft_plan::Options::default()
+    };
+    let p = weft_plan::plan(&current, desired, &opts).map_err(LiveError::NoPlan)?;
+    Ok(Live {
+        plan: p.plan,
+        switches: lfts.len(),
+        smps,
+    })
+}

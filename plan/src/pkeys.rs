@@ -1,0 +1,216 @@
+//! P_Keys in plans: the declared partitions a plan carries (by GUID, so `weft apply` can
+//! resolve them on the fabric it reads), and a plan's P_Key and VF writes as the checker of
+//! `isolated` in every mix sees them ([`weft_verifier::partition_mix`]).
+
+use std::collections::BTreeMap;
+use weft_fabric::plan::{Member, PlanPartition, Write};
+use weft_fabric::{Lid, PortRef, ValidState};
+use weft_verifier::partition_mix::{Declared, PkeyWrite};
+
+/// The partitions `st` declares, by GUID: each member port by its node's GUID and number,
+/// each member VM by the port GUID of the VF it runs on (a VM on no VF is left out: it has no
+/// port to be a member with).
+pub fn plan_partitions(st: &ValidState) -> Vec<PlanPartition> {
+    let f = &st.fabric;
+    let vf_of: BTreeMap<&str, &weft_fabric::VirtualPort> = st
+        .lids
+        .vports
+        .iter()
+        .filter_map(|v| Some((v.vm.as_deref()?, v)))
+        .collect();
+    st.partitions
+        .iter()
+        .map(|p| {
+            let mut members: Vec<Member> = p
+                .members
+                .iter()
+                .map(|(r, &membership)| Member::Port {
+                    node: f.node(r.node).guid(),
+                    port: r.port.0,
+                    membership,
+                })
+                .chain(p.vms.iter().filter_map(|(vm, &membership)| {
+                    let v = vf_of.get(vm.as_str())?;
+                    Some(Member::Vf {
+                        host: f.node(v.host.node).guid(),
+                        port: v.host.port.0,
+                        vf: v.vf,
+                        guid: v.guid,
+                        membership,
+                    })
+                }))
+                .collect();
+            members.sort();
+            PlanPartition {
+                name: p.name.clone(),
+                pkey: p.pkey,
+                members,
+            }
+        })
+        .collect()
+}
+
+/// The partitions a plan declares, resolved on `st` (the state it starts from, as read off a
+/// fabric): each member port by GUID and number, each VF by its port GUID among `st`'s VFs,
+/// else (a fabric that does not show VF GUIDs) by its hypervisor port and index. A VF of a
+/// hypervisor port behind which `st` has no VF at all (a fabric that addresses VFs in ways
+/// weft does not read) is left out and counted; any other member `st` does not have is
+/// named.
+pub fn declared(parts: &[PlanPartition], st: &ValidState) -> Result<(Declared, usize), String> {
+    let f = &st.fabric;
+    let vfs: BTreeMap<weft_fabric::Guid, (PortRef, u8)> = st
+        .lids
+        .vports
+        .iter()
+        .map(|v| (v.guid, (v.host, v.vf)))
+        .collect();
+    let by_index: BTreeMap<(weft_fabric::Guid, u8, u8), (PortRef, u8)> = st
+        .lids
+        .vports
+        .iter()
+        .map(|v| {
+            (
+                (f.node(v.host.node).guid(), v.host.port.0, v.vf),
+                (v.host, v.vf),
+            )
+        })
+        .collect();
+    let hosts: std::collections::BTreeSet<(weft_fabric::Guid, u8)> = st
+        .lids
+        .vports
+        .iter()
+        .map(|v| (f.node(v.host.node).guid(), v.host.port.0))
+        .collect();
+    let mut unseen = 0;
+    let mut d = Declared::default();
+    for (i, p) in parts.iter().enumerate() {
+        d.partitions.push((p.name.clone(), p.pkey));
+        for m in &p.members {
+            let (end, membership) = match *m {
+                Member::Port {
+                    node,
+                    port,
+                    membership,
+                } => {
+                    let id = f
+                        .find_guid(node)
+                        .filter(|&id| {
+                            let n = f.node(id);
+                            !n.is_switch() && port >= 1 && port <= n.spec.port_count
+                        })
+                        .ok_or_else(|| {
+                            format!(
+                                "partition `{}` declares {node} port {port}, which is not an end \
+                                 port of the fabric",
+                                p.name
+                            )
+                        })?;
+                    ((PortRef::new(id, port), None), membership)
+                }
+                Member::Vf {
+                    host,
+                    port,
+                    vf,
+                    guid,
+                    membership,
+                } => {
+                    if !hosts.contains(&(host, port)) && !vfs.contains_key(&guid) {
+                        unseen += 1;
+                        continue;
+                    }
+                    let &(at, k) = vfs
+                        .get(&guid)
+                        .or_else(|| by_index.get(&(host, port, vf)))
+                        .ok_or_else(|| {
+                            format!(
+                                "partition `{}` declares VF {vf} of {host} port {port} (port GUID \
+                                 {guid}), which the fabric does not show",
+                                p.name
+                            )
+                        })?;
+                    ((at, Some(k)), membership)
+                }
+            };
+            d.members.entry(end).or_default().push((i, membership));
+        }
+    }
+    for m in d.members.values_mut() {
+        m.sort_unstable();
+    }
+    Ok((d, unseen))
+}
+
+/// The P_Key writes of one step as the checker sees them: each port block by its port, each
+/// VF (by hypervisor port, then port GUID, else index) with its LID and table. A write to a
+/// node `st` does not have, to a switch's ports (partition enforcement is not modelled), or
+/// to a VF it does not have is named.
+pub fn pkey_writes(st: &ValidState, writes: &[Write]) -> Result<Vec<PkeyWrite>, String> {
+    let f = &st.fabric;
+    let mut out = Vec::new();
+    for w in writes {
+        match w {
+            Write::Lft { .. } => {}
+            Write::Pkeys {
+                node,
+                port,
+                block,
+                new,
+                ..
+            } => {
+                let id = f.find_guid(*node).ok_or_else(|| {
+                    format!("a P_Key write to {node}, which is not on the fabric")
+                })?;
+                let n = f.node(id);
+                if n.is_switch() {
+                    return Err(format!(
+                        "a P_Key write to switch `{}` port {port}: switch partition enforcement \
+                         is not modelled, so it cannot be proven",
+                        n.name()
+                    ));
+                }
+                if *port == 0 || *port > n.spec.port_count {
+                    return Err(format!(
+                        "a P_Key write to `{}` port {port}, which it does not have",
+                        n.name()
+                    ));
+                }
+                out.push(PkeyWrite::Port {
+                    at: PortRef::new(id, *port),
+                    block: *block,
+                    new: new.clone(),
+                });
+            }
+            Write::Vport {
+                node,
+                port,
+                vf,
+                guid,
+                new_lid,
+                new_pkeys,
+                ..
+            } => {
+                let id = f
+                    .find_guid(*node)
+                    .ok_or_else(|| format!("a VF write to {node}, which is not on the fabric"))?;
+                let at = PortRef::new(id, *port);
+                let vs = &st.lids.vports;
+                let v = vs
+                    .iter()
+                    .find(|v| v.host == at && v.guid == *guid)
+                    .or_else(|| vs.iter().find(|v| v.host == at && v.vf == *vf))
+                    .ok_or_else(|| {
+                        format!(
+                            "VF {vf} of `{}` port {port} is not a VF of the fabric as read",
+                            f.node(id).name()
+                        )
+                    })?;
+                out.push(PkeyWrite::Vf {
+                    at: (v.host, v.vf),
+                    lid: new_lid.map(Lid),
+                    new: new_pkeys.clone(),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
