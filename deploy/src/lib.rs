@@ -10,6 +10,7 @@
 pub mod apply;
 pub mod audit;
 pub mod discover;
+pub mod files;
 pub mod journal;
 pub mod mad;
 pub mod opensm;
