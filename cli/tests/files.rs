@@ -119,3 +119,189 @@ fn apply_locks_in_a_directory_only_its_owner_can_write() {
     assert_eq!(std::fs::read_dir(&open).unwrap().count(), 0);
     let _ = std::fs::remove_dir_all(d);
 }
+
+fn weft(args: &[&str]) -> Output {
+    weft_env(args, &[])
+}
+
+/// Every entry of `dir` with its bytes (files) or its own listing's names (directories).
+fn listing(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| {
+                    let bytes = std::fs::read(e.path()).unwrap_or_default();
+                    (e.file_name().to_string_lossy().into_owned(), bytes)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// The names in `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    listing(dir).into_iter().map(|(n, _)| n).collect()
+}
+
+/// Two proven builds to swap: `A` (lab-16) and `B` (a small fat tree), written to `out` of
+/// `d`; each returns the directory's listing.
+struct Builds {
+    d: PathBuf,
+    tree: PathBuf,
+}
+
+impl Builds {
+    fn new(name: &str) -> Builds {
+        let d = temp_dir(name);
+        let tree = d.join("tree.weft");
+        std::fs::write(&tree, format!("{TREE}}}\n")).unwrap();
+        Builds { d, tree }
+    }
+
+    fn source(&self, which: char) -> String {
+        match which {
+            'A' => "examples/lab-16.weft".to_owned(),
+            _ => self.tree.to_str().unwrap().to_owned(),
+        }
+    }
+
+    /// `weft build` of `which` to `out` (a path in `d`), with `WEFT_TEST_SWAP=swap` if given.
+    fn build(&self, which: char, out: &str, swap: Option<&str>) -> Output {
+        let o = self.d.join(out);
+        let args = ["build", &self.source(which), "-o", o.to_str().unwrap()];
+        match swap {
+            Some(s) => {
+                let mut c = Command::new(env!("CARGO_BIN_EXE_weft"));
+                c.args(args).current_dir(root()).env("WEFT_TEST_SWAP", s);
+                c.output().unwrap()
+            }
+            None => weft(&args),
+        }
+    }
+
+    /// A build that must succeed; the output's listing.
+    fn ok(&self, which: char, out: &str) -> Vec<(String, Vec<u8>)> {
+        let o = self.build(which, out, None);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        listing(&self.d.join(out))
+    }
+}
+
+/// `-o LINK`, a symbolic link to a directory holding a previous build: the directory it
+/// points at is replaced and the link stays (as `-o FILE` writes through a link to a file); a
+/// dangling link gets the directory where it points.
+#[test]
+fn build_through_a_link_replaces_the_directory_it_points_at() {
+    let b = Builds::new("build-link");
+    std::fs::create_dir(b.d.join("builds")).unwrap();
+    let a = b.ok('A', "builds/v1");
+    symlink("builds/v1", b.d.join("out")).unwrap();
+    let o = b.build('B', "out", None);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains(&format!(
+            "wrote     {}",
+            b.d.join("out/lfts.dump").display()
+        )),
+        "{}",
+        text(&o.stdout)
+    );
+    assert!(std::fs::symlink_metadata(b.d.join("out"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let v1 = listing(&b.d.join("builds/v1"));
+    assert_ne!(v1, a);
+    assert_eq!(v1, b.ok('B', "fresh"));
+    assert_eq!(names(&b.d.join("builds")), ["v1"], "nothing left beside it");
+    // A dangling link: the directory is made where it points.
+    symlink("builds/v2", b.d.join("next")).unwrap();
+    b.ok('A', "next");
+    assert_eq!(listing(&b.d.join("builds/v2")), a);
+    assert_eq!(names(&b.d.join("builds")), ["v1", "v2"]);
+    let _ = std::fs::remove_dir_all(&b.d);
+}
+
+/// The exchange: killed right after it (SIGABRT, no cleanup), the output already holds the
+/// whole new build; the next run removes the old one left beside it.
+#[test]
+fn a_kill_after_the_exchange_leaves_the_new_build() {
+    let b = Builds::new("build-exchange");
+    let a = b.ok('A', "out");
+    let new = b.ok('B', "fresh");
+    let o = b.build('B', "out", Some("exchange-abort"));
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&o.status),
+        Some(6),
+        "aborted after the exchange: {}",
+        text(&o.stderr)
+    );
+    assert_eq!(listing(&b.d.join("out")), new);
+    let left: Vec<String> = names(&b.d)
+        .into_iter()
+        .filter(|n| n.starts_with(".out."))
+        .collect();
+    assert_eq!(left.len(), 1, "the old build beside it: {left:?}");
+    assert_eq!(listing(&b.d.join(&left[0])), a);
+    // The next run (any outcome) cleans up; replacing again exchanges cleanly.
+    assert_eq!(b.ok('A', "out"), a);
+    assert_eq!(names(&b.d), ["fresh", "out", "tree.weft"]);
+    assert_eq!(b.ok('B', "out"), new);
+    assert_eq!(names(&b.d), ["fresh", "out", "tree.weft"]);
+    let _ = std::fs::remove_dir_all(&b.d);
+}
+
+/// The two-step fallback (a filesystem without `RENAME_EXCHANGE`): whole when it runs through;
+/// killed between its two renames there is no `out` for a moment, and the next `weft build -o
+/// out` — even one that writes nothing because its own state is not proven — first moves the
+/// whole new build in.
+#[test]
+fn a_kill_between_the_two_renames_is_recovered_by_the_next_run() {
+    let b = Builds::new("build-two-step");
+    let a = b.ok('A', "out");
+    let new = b.ok('B', "fresh");
+    let o = b.build('B', "out", Some("two-step"));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(listing(&b.d.join("out")), new);
+    assert_eq!(names(&b.d), ["fresh", "out", "tree.weft"]);
+    assert_eq!(b.ok('A', "out"), a);
+
+    let o = b.build('B', "out", Some("two-step-abort"));
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&o.status),
+        Some(6),
+        "aborted between the renames: {}",
+        text(&o.stderr)
+    );
+    assert!(!b.d.join("out").exists());
+    assert_eq!(listing(&b.d.join(".out.weft-new")), new);
+    assert_eq!(listing(&b.d.join(".out.weft-old")), a);
+    // The next run: a ring that minhop cannot prove writes nothing, but `out` is back first.
+    let ring = b.d.join("ring.weft");
+    std::fs::write(&ring, "use std::hardware::{sb7800, connectx5}\nuse std::topology::ring\nfabric r {\n    topology = ring(n: 6, switch: sb7800, hca: connectx5)\n    routing { engine = minhop }\n}\n").unwrap();
+    let o = weft(&[
+        "build",
+        ring.to_str().unwrap(),
+        "-o",
+        b.d.join("out").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("was missing: moved in the build an interrupted run"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_eq!(listing(&b.d.join("out")), new);
+    assert_eq!(names(&b.d), ["fresh", "out", "ring.weft", "tree.weft"]);
+
+    // Killed again; this time the old build alone is left beside (the new one lost): it goes
+    // back.
+    let o = b.build('A', "out", Some("two-step-abort"));
+    assert!(o.status.code().is_none());
+    std::fs::remove_dir_all(b.d.join(".out.weft-new")).unwrap();
+    assert_eq!(b.ok('A', "out"), a);
+    assert_eq!(names(&b.d), ["fresh", "out", "ring.weft", "tree.weft"]);
+    let _ = std::fs::remove_dir_all(&b.d);
+}
