@@ -92,8 +92,9 @@ pub struct Args {
     /// `opensm`: seconds to wait for that sweep (default 120).
     #[arg(long, requires = "opensm_log")]
     wait_s: Option<u64>,
-    /// Where lock files go (one per SM port: two applies through one port exclude each other;
-    /// default the temporary directory).
+    /// Where lock files go (one per SM port: two applies through one port exclude each other):
+    /// a directory only you can write, created 0700 if missing (default `$WEFT_RUN_DIR`, else
+    /// /run/weft as root, else `$XDG_RUNTIME_DIR/weft`).
     #[arg(long)]
     lock_dir: Option<PathBuf>,
 }
@@ -398,7 +399,8 @@ fn go(
         },
         tries: if sim { args.mad.tries() } else { 1 },
     };
-    let lock_dir = args.lock_dir.clone().unwrap_or_else(std::env::temp_dir);
+    let lock_dir = weft_deploy::files::run_dir(args.lock_dir.as_deref())
+        .map_err(|e| Fatal(format!("lock directory: {e}")))?;
     let mut progress = |p: Progress| {
         if quiet {
             return;

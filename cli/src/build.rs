@@ -6,7 +6,11 @@
 //! `weft verify --certificate` re-checks). Nothing is written unless the state is proven
 //! (`--allow-unproven` writes it with an `UNPROVEN` file naming what failed). The directory is
 //! written whole beside the target — the tables while the proof runs, since they do not
-//! depend on it — and renamed into place only once proven: all or nothing.
+//! depend on it — and put in place only once proven: all or nothing (see [`swap_in`]: one
+//! `renameat2(RENAME_EXCHANGE)` where the filesystem has it, else two renames that the next
+//! run completes if a kill falls between them; [`recover`]). An output that is a symbolic
+//! link to a directory is written through: the directory it points at is replaced, the link
+//! stays.
 
 use crate::findings::{self, Format};
 use crate::{compile_and_route, human_summary, out, verify, ColorChoice, Fatal};
@@ -41,6 +45,11 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
         allow_unproven,
         format,
     } = args;
+    // A swap a kill interrupted is finished (or undone) first, whatever this run does.
+    if let Some(note) = recover(&output).map_err(Fatal)? {
+        crate::term::clear();
+        let _ = writeln!(std::io::stderr().lock(), "weft: {note}");
+    }
     let (c, routed) = compile_and_route(&file)?;
     let routed = match (routed, c.elaborated.as_ref()) {
         (Some(Ok(b)), Some(e)) => Some(Ok(crate::with_layer_bound(e, b))),
@@ -270,40 +279,52 @@ const EXTRAS: [&str; 7] = [
 /// name is an error, never followed), filled, then put in the output's place: all or nothing.
 /// Dropped without [`Staging::commit`], it is removed.
 struct Staging {
+    /// The output as named (the paths reported).
     dir: PathBuf,
+    /// The directory replaced: the output, or where its symbolic links end.
+    target: PathBuf,
     parent: PathBuf,
     name: String,
     fresh: PathBuf,
     _unfinished: crate::term::Unfinished,
 }
 
+/// The directory `-o DIR` replaces (`DIR`, or where its chain of symbolic links ends), the
+/// directory it is in, and its name.
+fn place(dir: &Path) -> Result<(PathBuf, PathBuf, String), String> {
+    let target = weft_deploy::files::resolve(dir).map_err(|e| e.to_string())?;
+    let name = target
+        .file_name()
+        .and_then(|n| n.to_str())
+        .filter(|n| !n.is_empty() && *n != "." && *n != "..")
+        .ok_or_else(|| {
+            format!(
+                "`{}` cannot be replaced as a whole; name a new or existing output directory",
+                dir.display()
+            )
+        })?
+        .to_owned();
+    let parent = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    Ok((target, parent, name))
+}
+
 impl Staging {
     /// Checks that `dir` may be replaced (absent, or holding nothing but what `weft build`
     /// writes) and creates the fresh directory beside it.
     fn new(dir: &Path) -> Result<Staging, String> {
-        let name = dir
-            .file_name()
-            .and_then(|n| n.to_str())
-            .filter(|n| !n.is_empty() && *n != "." && *n != "..")
-            .ok_or_else(|| {
-                format!(
-                    "`{}` cannot be replaced as a whole; name a new or existing output directory",
-                    dir.display()
-                )
-            })?
-            .to_owned();
-        let parent = match dir.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
+        let (target, parent, name) = place(dir)?;
         std::fs::create_dir_all(&parent)
             .map_err(|e| format!("cannot create `{}`: {e}", parent.display()))?;
-        check_replaceable(dir)?;
+        check_replaceable(&target)?;
         let fresh = parent.join(format!(".{name}.weft-build-{}", std::process::id()));
         std::fs::create_dir(&fresh)
             .map_err(|e| format!("cannot create `{}`: {e}", fresh.display()))?;
         Ok(Staging {
             dir: dir.to_path_buf(),
+            target,
             parent,
             name,
             _unfinished: crate::term::unfinished(&fresh),
@@ -324,7 +345,7 @@ impl Staging {
 
     /// Puts the fresh directory in the output's place; returns the paths of `files` there.
     fn commit(self, files: &[&str]) -> Result<Vec<PathBuf>, String> {
-        crate::term::commit(|| swap_in(&self.fresh, &self.dir, &self.parent, &self.name))?;
+        crate::term::commit(|| swap_in(&self.fresh, &self.target, &self.parent, &self.name))?;
         Ok(files.iter().map(|f| self.dir.join(f)).collect())
     }
 }
@@ -480,19 +501,127 @@ pub fn psl_lines(st: &weft_fabric::FabricState) -> u64 {
     nodes * lids
 }
 
-/// Puts `fresh` where `dir` is: renames an existing `dir` aside, renames `fresh` in, removes
-/// the old one; restores the old one if the second rename fails.
+/// The names beside `DIR` that a swap leaves only when a kill interrupts it: `.DIR.weft-new`, a
+/// whole build (the new one waiting to go in, or after an exchange the old one), and
+/// `.DIR.weft-old`, the previous build moved aside.
+fn aside(parent: &Path, name: &str) -> (PathBuf, PathBuf) {
+    (
+        parent.join(format!(".{name}.weft-new")),
+        parent.join(format!(".{name}.weft-old")),
+    )
+}
+
+/// Test only: `two-step` takes the fallback of [`swap_in`] even where the filesystem has
+/// `RENAME_EXCHANGE`; `two-step-abort` also aborts the process between its two renames, and
+/// `exchange-abort` right after the exchange (what a SIGKILL, an OOM kill or a power loss
+/// there would leave).
+const TEST_SWAP: &str = "WEFT_TEST_SWAP";
+
+fn test_swap(what: &str) -> bool {
+    std::env::var(TEST_SWAP).is_ok_and(|v| v == what || v.starts_with(&format!("{what}-")))
+}
+
+fn abort_if(what: &str) {
+    if std::env::var(TEST_SWAP).is_ok_and(|v| v == what) {
+        std::process::abort();
+    }
+}
+
+/// Puts `fresh` (a whole build, synced) where `dir` is, so that a kill at any moment leaves
+/// `dir` holding the old build or the new one, or (two-step only) lets the next run put one
+/// back ([`recover`]):
+///
+/// - `dir` absent: one rename.
+/// - Otherwise `fresh` is first renamed to `.DIR.weft-new` (a whole build waiting to go in).
+/// - `renameat2(RENAME_EXCHANGE)`: `.DIR.weft-new` and `dir` swap in one step; the old build,
+///   now at `.DIR.weft-new`, is removed.
+/// - Where the filesystem cannot exchange (`EINVAL`, `ENOSYS`): `dir` is renamed to
+///   `.DIR.weft-old`, `.DIR.weft-new` to `dir`, and the old one removed. A kill between these
+///   two renames leaves no `dir`: the next `weft build -o DIR` finds `.DIR.weft-new` and moves
+///   it in before anything else (by hand: `mv .DIR.weft-new DIR`).
+///
+/// The directory holding them is synced after each step that matters.
 fn swap_in(fresh: &Path, dir: &Path, parent: &Path, name: &str) -> Result<(), String> {
+    use weft_deploy::files::{exchange, sync_dir};
     let fail = |e: std::io::Error| format!("cannot replace `{}`: {e}", dir.display());
+    let sync = |p: &Path| sync_dir(p).map_err(|e| e.to_string());
+    sync(fresh)?;
     if std::fs::symlink_metadata(dir).is_err() {
-        return std::fs::rename(fresh, dir).map_err(fail);
+        std::fs::rename(fresh, dir).map_err(fail)?;
+        return sync(parent);
     }
-    let old = parent.join(format!(".{name}.weft-old-{}", std::process::id()));
-    std::fs::rename(dir, &old).map_err(fail)?;
-    if let Err(e) = std::fs::rename(fresh, dir) {
+    let (new, old) = aside(parent, name);
+    std::fs::rename(fresh, &new).map_err(fail)?;
+    // From here a failure puts the build back at `fresh`, for the staging's drop to remove.
+    let undo = |e: String| {
+        let _ = std::fs::rename(&new, fresh);
+        e
+    };
+    sync(parent).map_err(undo)?;
+    let exchanged = if test_swap("two-step") {
+        false
+    } else {
+        exchange(&new, dir).map_err(|e| undo(e.to_string()))?
+    };
+    if exchanged {
+        sync(parent)?;
+        abort_if("exchange-abort");
+        // The old build; a kill while removing it leaves what the next run removes.
+        let _ = std::fs::remove_dir_all(&new);
+        return Ok(());
+    }
+    std::fs::rename(dir, &old).map_err(|e| undo(fail(e)))?;
+    abort_if("two-step-abort");
+    if let Err(e) = std::fs::rename(&new, dir) {
         let _ = std::fs::rename(&old, dir);
-        return Err(fail(e));
+        return Err(undo(fail(e)));
     }
+    sync(parent)?;
     let _ = std::fs::remove_dir_all(&old);
     Ok(())
+}
+
+/// Finishes a swap a kill interrupted ([`swap_in`]), before `weft build -o DIR` does anything
+/// else: with no `DIR`, `.DIR.weft-new` (a whole build) is moved in, else `.DIR.weft-old` is
+/// moved back; with a `DIR`, what is left beside it is removed. Only directories holding
+/// nothing but what `weft build` writes are touched. Returns what was done when something
+/// was put in place.
+fn recover(dir: &Path) -> Result<Option<String>, String> {
+    let Ok((target, parent, name)) = place(dir) else {
+        // Not a name a build can go to: `Staging::new` says why.
+        return Ok(None);
+    };
+    let (new, old) = aside(&parent, &name);
+    let ours = |p: &Path| {
+        std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()) && check_replaceable(p).is_ok()
+    };
+    let fail = |e: std::io::Error| format!("cannot recover `{}`: {e}", target.display());
+    let mut note = None;
+    if std::fs::symlink_metadata(&target).is_err() {
+        for (from, what) in [
+            (
+                &new,
+                "moved in the build an interrupted run was putting there",
+            ),
+            (
+                &old,
+                "put back the previous build an interrupted run had moved aside",
+            ),
+        ] {
+            if ours(from) {
+                std::fs::rename(from, &target).map_err(fail)?;
+                weft_deploy::files::sync_dir(&parent).map_err(|e| e.to_string())?;
+                note = Some(format!("`{}` was missing: {what}", target.display()));
+                break;
+            }
+        }
+    }
+    if std::fs::symlink_metadata(&target).is_ok() {
+        for p in [&new, &old] {
+            if ours(p) {
+                std::fs::remove_dir_all(p).map_err(fail)?;
+            }
+        }
+    }
+    Ok(note)
 }

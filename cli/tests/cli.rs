@@ -663,7 +663,7 @@ fn build_writes_only_what_it_proved() {
     let left: Vec<String> = listing(&dir).into_iter().map(|(n, _)| n).collect();
     assert_eq!(left, ["out", "ring.weft"]);
 
-    // A directory with someone else's files, or a symlink, is never replaced.
+    // A directory with someone else's files is never replaced, nor through a symlink to it.
     let foreign = dir.join("foreign");
     std::fs::create_dir_all(&foreign).unwrap();
     std::fs::write(foreign.join("notes.txt"), "mine").unwrap();
@@ -690,7 +690,7 @@ fn build_writes_only_what_it_proved() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        text(&out.stderr).contains("is not a directory"),
+        text(&out.stderr).contains("which weft build did not write"),
         "{}",
         text(&out.stderr)
     );

@@ -453,17 +453,21 @@ pub struct Lock {
     _file: File,
 }
 
-/// Takes the lock of the SM port `guid` in `dir`.
+/// Takes the lock of the SM port `guid` in the run directory `dir` (see
+/// [`crate::files::lock`]: `dir` only its owner, the current user, can write; the lock file
+/// created exclusively, never through a symbolic link, never truncated; released when the
+/// holder exits, however it ends).
 pub fn lock(dir: &Path, guid: u64, port: u8) -> Result<Lock, ApplyError> {
-    let path = dir.join(format!("weft-apply-{guid:016x}-{port}.lock"));
-    let file = File::create(&path).map_err(|source| ApplyError::Lock {
-        path: path.clone(),
-        source,
-    })?;
-    match file.try_lock() {
-        Ok(()) => Ok(Lock { _file: file }),
-        Err(std::fs::TryLockError::WouldBlock) => Err(ApplyError::Locked(path)),
-        Err(std::fs::TryLockError::Error(source)) => Err(ApplyError::Lock { path, source }),
+    let name = format!("weft-apply-{guid:016x}-{port}.lock");
+    match crate::files::lock(dir, &name) {
+        Ok(l) => Ok(Lock {
+            _file: l.into_file(),
+        }),
+        Err(crate::files::FileError::Locked { path }) => Err(ApplyError::Locked(path)),
+        Err(e) => Err(ApplyError::Lock {
+            path: dir.join(name),
+            source: std::io::Error::other(e),
+        }),
     }
 }
 

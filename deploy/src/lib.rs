@@ -11,6 +11,7 @@
 pub mod apply;
 pub mod audit;
 pub mod discover;
+pub mod files;
 pub mod journal;
 pub mod mad;
 pub mod opensm;

@@ -7,9 +7,12 @@
 //! configuration (the `qos*` lines may change at run time; the paths may not) and sweeps
 //! again, routing with the files' new contents. So the hand-off checks that the running
 //! configuration names those files, replaces their contents (each file whole: written beside
-//! and renamed over, the previous one kept as `FILE.weft-prev`), merges the `qos*` lines into
+//! and written to a temporary file created exclusively beside it under an unpredictable name and
+//! renamed over it, the previous one kept as `FILE.weft-prev`; a link planted at either name is
+//! never followed), merges the `qos*` lines into
 //! `opensm.conf`, and then the caller signals OpenSM.
 
+use crate::files;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -24,6 +27,9 @@ pub enum OpensmError {
         /// What failed.
         source: std::io::Error,
     },
+    /// A file could not be replaced safely (see [`files`]).
+    #[error(transparent)]
+    File(#[from] files::FileError),
     /// OpenSM's configuration does not route from a file weft can write.
     #[error(
         "{conf} has {what}; OpenSM must route with the file engine: set `routing_engine file` \
@@ -96,32 +102,33 @@ pub fn merge_conf(conf: &str, lines: &BTreeMap<String, String>) -> String {
     out
 }
 
-/// Writes `text` to `path` whole (beside it, synced, renamed over it), keeping what was there
-/// as `path.weft-prev`.
+/// Writes `text` to `path` whole ([`files::replace`]: a temporary file created exclusively
+/// beside it under an unpredictable name, synced, renamed over it; a symbolic link at `path` is
+/// written through, the link kept), keeping what was there as `FILE.weft-prev` beside the file
+/// written (with its permissions; whatever is at that name is replaced, a link never followed).
 fn replace(path: &Path, text: &str) -> Result<(), OpensmError> {
-    use std::io::Write as _;
-    let io = |source| OpensmError::Io {
-        path: path.to_owned(),
-        source,
-    };
-    // A symbolic link is followed: the site's file is replaced, the link kept.
-    let real = path
-        .is_symlink()
-        .then(|| std::fs::canonicalize(path).ok())
-        .flatten();
-    let path = real.as_deref().unwrap_or(path);
-    if path.exists() {
-        let mut prev = path.as_os_str().to_owned();
-        prev.push(".weft-prev");
-        std::fs::copy(path, PathBuf::from(prev)).map_err(io)?;
+    let target = files::resolve(path)?;
+    match std::fs::read(&target) {
+        Ok(old) => {
+            let mut prev = target.as_os_str().to_owned();
+            prev.push(".weft-prev");
+            let mut p = files::Pending::at(Path::new(&prev))?;
+            if let Ok(m) = std::fs::metadata(&target) {
+                p.set_mode(std::os::unix::fs::PermissionsExt::mode(&m.permissions()));
+            }
+            p.write_all(&old)?;
+            p.commit()?;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(source) => {
+            return Err(OpensmError::Io {
+                path: target,
+                source,
+            })
+        }
     }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".weft-new");
-    let tmp = PathBuf::from(tmp);
-    let mut f = std::fs::File::create(&tmp).map_err(io)?;
-    f.write_all(text.as_bytes()).map_err(io)?;
-    f.sync_all().map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(io)
+    files::replace(&target, text.as_bytes())?;
+    Ok(())
 }
 
 fn read(path: &Path) -> Result<String, OpensmError> {
@@ -262,6 +269,63 @@ mod tests {
             assert_eq!(hand_off(&dir, &conf).unwrap(), [lfts.as_path()], "{tail:?}");
             assert_eq!(std::fs::read_to_string(&lfts).unwrap(), "weft\n");
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Links planted at the names the hand-off once wrote through (`FILE.weft-new`, the
+    /// temporary file, and `FILE.weft-prev`) are not followed: the files they point at are
+    /// untouched; the site's file is replaced and the previous one kept as a regular file.
+    #[test]
+    fn links_planted_beside_the_site_files_are_not_followed() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = std::env::temp_dir().join(format!("weft-osm-planted-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let build = dir.join("build");
+        std::fs::create_dir_all(&build).unwrap();
+        std::fs::write(build.join("lfts.dump"), "weft\n").unwrap();
+        let conf = dir.join("opensm.conf");
+        let lfts = dir.join("osm-lfts");
+        std::fs::write(
+            &conf,
+            format!("routing_engine file\nlfts_file {}\n", lfts.display()),
+        )
+        .unwrap();
+        std::fs::write(&lfts, "site\n").unwrap();
+        std::fs::set_permissions(&lfts, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let (new_victim, prev_victim) = (dir.join("new-victim"), dir.join("prev-victim"));
+        std::fs::write(&new_victim, "precious\n").unwrap();
+        std::fs::write(&prev_victim, "precious\n").unwrap();
+        std::os::unix::fs::symlink(&new_victim, dir.join("osm-lfts.weft-new")).unwrap();
+        std::os::unix::fs::symlink(&prev_victim, dir.join("osm-lfts.weft-prev")).unwrap();
+        assert_eq!(hand_off(&build, &conf).unwrap(), [lfts.as_path()]);
+        assert_eq!(std::fs::read_to_string(&new_victim).unwrap(), "precious\n");
+        assert_eq!(std::fs::read_to_string(&prev_victim).unwrap(), "precious\n");
+        assert_eq!(std::fs::read_to_string(&lfts).unwrap(), "weft\n");
+        let prev = dir.join("osm-lfts.weft-prev");
+        assert!(std::fs::symlink_metadata(&prev).unwrap().is_file());
+        assert_eq!(std::fs::read_to_string(&prev).unwrap(), "site\n");
+        for f in [&lfts, &prev] {
+            let mode = std::fs::metadata(f).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o640, "{}", f.display());
+        }
+        // Nothing else left beside them.
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "build",
+                "new-victim",
+                "opensm.conf",
+                "osm-lfts",
+                "osm-lfts.weft-new",
+                "osm-lfts.weft-prev",
+                "prev-victim"
+            ]
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
