@@ -95,12 +95,17 @@ fn apply_locks_in_a_directory_only_its_owner_can_write() {
     let run = d.join("run");
     let o = apply(&d, &[], &[("WEFT_RUN_DIR", &run)]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let locks: Vec<String> = std::fs::read_dir(&run)
+    let mut locks: Vec<String> = std::fs::read_dir(&run)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
+    locks.sort();
+    // The SM port's lock and the journal's.
     assert!(
-        locks.len() == 1 && locks[0].starts_with("weft-apply-") && locks[0].ends_with(".lock"),
+        locks.len() == 2
+            && locks[0].starts_with("weft-apply-")
+            && locks[1].starts_with("weft-journal-")
+            && locks.iter().all(|l| l.ends_with(".lock")),
         "{locks:?}"
     );
     let m = std::fs::metadata(&run).unwrap();

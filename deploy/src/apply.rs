@@ -201,6 +201,9 @@ pub enum ApplyError {
     /// Another apply holds the lock.
     #[error("another weft apply holds {0} (the SM port is being written); try again when it ends")]
     Locked(PathBuf),
+    /// Another apply or recovery on this host uses the journal.
+    #[error("another weft apply or recovery is using the journal {0}; try again when it ends")]
+    JournalInUse(PathBuf),
     /// The lock file.
     #[error("lock {path}: {source}")]
     Lock {
@@ -464,6 +467,40 @@ pub fn lock(dir: &Path, guid: u64, port: u8) -> Result<Lock, ApplyError> {
             _file: l.into_file(),
         }),
         Err(crate::files::FileError::Locked { path }) => Err(ApplyError::Locked(path)),
+        Err(e) => Err(ApplyError::Lock {
+            path: dir.join(name),
+            source: std::io::Error::other(e),
+        }),
+    }
+}
+
+/// Takes the lock of the journal `journal` in `dir` (the run directory): two applies or
+/// recoveries on one host never share a journal (the second is refused). The lock is named by
+/// a hash of the journal's absolute path.
+pub fn journal_lock(dir: &Path, journal: &Path) -> Result<Lock, ApplyError> {
+    let parent = journal
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let abs = parent
+        .canonicalize()
+        .unwrap_or_else(|_| parent.to_owned())
+        .join(journal.file_name().unwrap_or_default());
+    // FNV-1a: a stable name from the path (a collision only makes two journals exclude each
+    // other).
+    let hash = abs
+        .as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+    let name = format!("weft-journal-{hash:016x}.lock");
+    match crate::files::lock(dir, &name) {
+        Ok(l) => Ok(Lock {
+            _file: l.into_file(),
+        }),
+        Err(crate::files::FileError::Locked { .. }) => Err(ApplyError::JournalInUse(abs)),
         Err(e) => Err(ApplyError::Lock {
             path: dir.join(name),
             source: std::io::Error::other(e),
@@ -1078,6 +1115,7 @@ fn transact(
             .as_ref()
             .map_or_else(|| d.view.clone(), |w| d.view.fold_vswitches(w)),
     };
+    let _journal = journal_lock(&opts.lock_dir, &opts.journal)?;
     let j = Writer::create(&opts.journal, &header, &blocks, opts.journal_fault)?;
     let steps = cells(d, &blocks);
     let mut x = Txn {
@@ -1473,6 +1511,7 @@ pub fn recover_with(
     settle: Duration,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Report, ApplyError> {
+    let _journal = journal_lock(lock_dir, path)?;
     let j: Journal = journal::read(path)?;
     let _lock = sm_lock(t, lock_dir)?;
     let d = discover(t)?;

@@ -221,19 +221,11 @@ impl Writer {
         for b in blocks {
             text += &line(&Line::Block { block: b.clone() });
         }
-        // Written beside, synced, then renamed over: a crash leaves the old journal or the
-        // new one, whole.
-        let tmp = path.with_extension("journal-new");
-        let mut f = File::create(&tmp).map_err(io)?;
-        f.write_all(text.as_bytes()).map_err(io)?;
-        f.sync_all().map_err(io)?;
-        std::fs::rename(&tmp, path).map_err(io)?;
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            if let Ok(d) = File::open(dir) {
-                let _ = d.sync_all();
-            }
-        }
-        let file = OpenOptions::new().append(true).open(path).map_err(io)?;
+        // Written beside (an exclusive temporary with an unpredictable name), synced, then
+        // renamed over: a crash leaves the old journal or the new one, whole.
+        let written = crate::files::replace(path, text.as_bytes())
+            .map_err(|e| io(std::io::Error::other(e)))?;
+        let file = open_append(&written).map_err(io)?;
         Ok(Writer {
             file,
             path: path.to_owned(),
@@ -244,13 +236,10 @@ impl Writer {
 
     /// Opens an existing journal to append to (recovery).
     pub fn append(path: &Path) -> Result<Writer, JournalError> {
-        let file = OpenOptions::new()
-            .append(true)
-            .open(path)
-            .map_err(|source| JournalError::Io {
-                path: path.to_owned(),
-                source,
-            })?;
+        let file = open_append(path).map_err(|source| JournalError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
         Ok(Writer {
             file,
             path: path.to_owned(),
@@ -275,6 +264,15 @@ impl Writer {
             .map_err(io)?;
         self.file.sync_data().map_err(io)
     }
+}
+
+/// `path` opened to append to, not through a symbolic link.
+fn open_append(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    OpenOptions::new()
+        .append(true)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(path)
 }
 
 fn line(l: &Line) -> String {
