@@ -11,6 +11,7 @@ use weft_deploy::sim::{Fault, FaultKind, SimFabric, STATUS_INVALID};
 use weft_deploy::Retrying;
 use weft_fabric::{FabricState, NodeKind, PortRef, ValidState};
 use weft_plan::{plan, Mode, Options};
+use weft_tests::sim::{same_at, scratch as tmp, sm_port};
 use weft_tests::{compiled, xgft_source};
 
 /// A two-level tree (4 leaves of 4 hosts, 4 spines), and the same with a leaf–spine link down.
@@ -36,32 +37,11 @@ fn link_failure() -> (FabricState, FabricState, weft_fabric::plan::Plan) {
     (start.state().clone(), p.end.state().clone(), p.plan)
 }
 
-/// The first HCA port on a live link: where the SM sits.
-fn sm_port(st: &FabricState) -> PortRef {
-    let f = &st.fabric;
-    f.nodes()
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| n.kind() == NodeKind::Hca)
-        .flat_map(|(i, n)| {
-            (1..=n.spec.port_count).map(move |p| PortRef::new(weft_fabric::NodeId(i as u32), p))
-        })
-        .find(|&p| f.peer(p).is_some())
-        .unwrap()
-}
-
 fn options(dir: &std::path::Path) -> ApplyOptions {
     ApplyOptions {
         vfs: true,
         ..ApplyOptions::new(dir.join("plan.journal"), dir.to_owned())
     }
-}
-
-fn tmp(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("weft-apply-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 #[test]
@@ -494,32 +474,6 @@ fn a_vf_guid_behind_another_hypervisor_is_refused_before_any_write() {
 /// them whole).
 fn same(a: &weft_deploy::sim::Tables, b: &weft_deploy::sim::Tables) {
     same_at(a, b, "");
-}
-
-/// [`same`], saying where (`at`) on a difference.
-fn same_at(a: &weft_deploy::sim::Tables, b: &weft_deploy::sim::Tables, at: &str) {
-    fn first<K: Ord + std::fmt::Debug + Clone, V: PartialEq + std::fmt::Debug>(
-        at: &str,
-        what: &str,
-        x: &std::collections::BTreeMap<K, V>,
-        y: &std::collections::BTreeMap<K, V>,
-    ) {
-        let keys: std::collections::BTreeSet<&K> = x.keys().chain(y.keys()).collect();
-        if let Some(k) = keys.into_iter().find(|k| x.get(k) != y.get(k)) {
-            let show = |v: Option<&V>| format!("{v:?}").chars().take(300).collect::<String>();
-            panic!(
-                "{at}: {what} differ at {k:?}: {} vs {}",
-                show(x.get(k)),
-                show(y.get(k))
-            );
-        }
-    }
-    first(at, "LIDs", &a.lids, &b.lids);
-    first(at, "LFTs", &a.lfts, &b.lfts);
-    first(at, "P_Keys", &a.pkeys, &b.pkeys);
-    first(at, "SL2VL", &a.sl2vl, &b.sl2vl);
-    first(at, "VLArb", &a.vlarb, &b.vlarb);
-    first(at, "VFs", &a.vfs, &b.vfs);
 }
 
 /// A hand-edited plan that writes one block twice in one step (the second write starting from

@@ -405,3 +405,64 @@ pub fn build_and_plan(weft: &Path, dir: &Path, old_src: &str, new_src: &str, arg
     a.extend(["-o", &plan, "--write-state", &state, "-q"]);
     run(&a);
 }
+
+/// Helpers for `weft apply` on the in-process `sim` fabric.
+pub mod sim {
+    use weft_deploy::sim::Tables;
+    use weft_fabric::{FabricState, NodeKind, PortRef};
+
+    /// The first HCA port on a live link: where the SM sits.
+    #[expect(
+        clippy::expect_used,
+        reason = "a test fixture: every test fabric has hosts"
+    )]
+    pub fn sm_port(st: &FabricState) -> PortRef {
+        let f = &st.fabric;
+        f.nodes()
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.kind() == NodeKind::Hca)
+            .flat_map(|(i, n)| {
+                (1..=n.spec.port_count).map(move |p| PortRef::new(weft_fabric::NodeId(i as u32), p))
+            })
+            .find(|&p| f.peer(p).is_some())
+            .expect("a host port on a live link")
+    }
+
+    /// A fresh, empty scratch directory named after `name` and this process.
+    #[expect(clippy::expect_used, reason = "a test fixture")]
+    pub fn scratch(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("weft-apply-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("a scratch directory");
+        d
+    }
+
+    /// Asserts two fabrics hold the same tables, naming the first difference and where
+    /// (`at`), not printing them whole.
+    pub fn same_at(a: &Tables, b: &Tables, at: &str) {
+        #[expect(clippy::panic, reason = "an assertion")]
+        fn first<K: Ord + std::fmt::Debug + Clone, V: PartialEq + std::fmt::Debug>(
+            at: &str,
+            what: &str,
+            x: &std::collections::BTreeMap<K, V>,
+            y: &std::collections::BTreeMap<K, V>,
+        ) {
+            let keys: std::collections::BTreeSet<&K> = x.keys().chain(y.keys()).collect();
+            if let Some(k) = keys.into_iter().find(|k| x.get(k) != y.get(k)) {
+                let show = |v: Option<&V>| format!("{v:?}").chars().take(300).collect::<String>();
+                panic!(
+                    "{at}: {what} differ at {k:?}: {} vs {}",
+                    show(x.get(k)),
+                    show(y.get(k))
+                );
+            }
+        }
+        first(at, "LIDs", &a.lids, &b.lids);
+        first(at, "LFTs", &a.lfts, &b.lfts);
+        first(at, "P_Keys", &a.pkeys, &b.pkeys);
+        first(at, "SL2VL", &a.sl2vl, &b.sl2vl);
+        first(at, "VLArb", &a.vlarb, &b.vlarb);
+        first(at, "VFs", &a.vfs, &b.vfs);
+    }
+}

@@ -844,10 +844,8 @@ impl<T: Transport> Txn<'_, T> {
                             batch.push((c.target.clone(), c.after));
                         }
                         // Already what the step writes (an apply of this same plan got here
-                        // first): written again, which changes nothing.
-                        Ok(g) if same(&c.target, &g, &c.after) => {
-                            batch.push((c.target.clone(), c.after));
-                        }
+                        // first, or a recovery finds it landed): nothing to write.
+                        Ok(g) if same(&c.target, &g, &c.after) => {}
                         Ok(_) => foreign.push(format!(
                             "{} holds neither what it held before this step nor what the step \
                              writes",
