@@ -919,3 +919,148 @@ fn every_fault_and_every_journal_failure_ends_old_or_new() {
     }
     insta::assert_debug_snapshot!((sets, journal_writes, smps.len() * journals.len(), seen));
 }
+
+/// A VM migration (Paper A's Fig. 2: vm1 from vsw1 to vsw3) whose arriving VF is given, by
+/// an edit of the plan file, the default key as a full member (it would talk to every port),
+/// an unrelated key, or an empty table (its tenant's peers cut off): each is refused by the
+/// re-proof with nothing written; the migration as planned lands.
+#[test]
+fn a_migration_whose_arriving_vf_gets_another_table_is_refused() {
+    let src = weft_tests::example("vswitch-fig2.weft");
+    let old = compiled(&src);
+    let new = compiled(&src.replace("vm vm1 on vsw1", "vm vm1 on vsw3"));
+    let p = plan(&old, &new, &Options::default()).unwrap();
+    let (p, end) = (Plan::from_json(&p.plan.to_json()).unwrap(), p.end.into_inner());
+    // The arriving VF: the one whose LID appears.
+    fn arriving(p: &mut Plan) -> &mut Vec<u16> {
+        p.steps
+            .iter_mut()
+            .flat_map(|s| s.writes.iter_mut())
+            .find_map(|w| match w {
+                Write::Vport {
+                    old_lid: None,
+                    new_lid: Some(_),
+                    new_pkeys,
+                    ..
+                } => Some(new_pkeys),
+                _ => None,
+            })
+            .expect("a VF taking a LID")
+    }
+    let dir = scratch("trust-vf-tables");
+    for (name, keys, why) in [
+        ("full-default", vec![0xffff], "not isolated"),
+        ("unrelated", vec![0x7fff, 0x8005], "not isolated after the last step"),
+        ("empty", vec![], "not isolated after the last step"),
+    ] {
+        let mut edited = p.clone();
+        *arriving(&mut edited) = keys;
+        let mut fabric = sim(old.state());
+        let before = fabric.tables();
+        let e = apply(&mut fabric, &edited, &options(&dir, name), &mut |_| {}).unwrap_err();
+        let ApplyError::Unproven(ProofError::Unsafe { why: w, .. }) = &e else {
+            panic!("{name}: {e:?}")
+        };
+        assert!(w.contains(why) && w.contains("vsw3 VF"), "{name}: {w}");
+        assert_eq!(fabric.counts().sets, 0, "{name}");
+        same_at(&fabric.tables(), &before, name);
+    }
+    let mut fabric = sim(old.state());
+    let r = apply(&mut fabric, &p, &options(&dir, "made"), &mut |_| {}).unwrap();
+    assert_eq!(r.state, Final::New, "{r:?}");
+    same_at(&fabric.tables(), &tables(&end), "the migration as planned");
+}
+
+/// A switch whose LFT holds stale entries above its LinearFDBTop (entries it does not
+/// forward by, left from an earlier life) in a block a later step writes: raising the top after
+/// the first step that writes above it would show them, in a state no step proved. They are
+/// cleared (to what the plan counts them as: unset) in that first step, while the switch
+/// still ignores them, and only then is the top raised.
+#[test]
+fn entries_above_linear_fdb_top_are_cleared_before_it_is_raised() {
+    let full = old();
+    let f = &full.state().fabric;
+    let leaf1 = f.find("leaf1").unwrap();
+    let g = f.node(leaf1).guid();
+    // leaf1 forwards LIDs 0..=9 only (its top is 9).
+    let mut start = full.state().clone();
+    start.switches.get_mut(&leaf1).unwrap().lft.ports.truncate(10);
+    let mut fabric = sim(&start);
+    let d = weft_deploy::discover(&mut fabric).unwrap();
+    let block = |b: u16| Target {
+        path: d.path(g, None).unwrap().clone(),
+        attr: weft_deploy::Attr::Lft,
+        modifier: u32::from(b),
+    };
+    // Stale entries in block 1, above the top.
+    fabric.set(&block(1), &[3; 64]).unwrap();
+    let hex = |p: &[u8]| Write::lft_hex(p);
+    let old0 = fabric.get(&block(0)).unwrap();
+    let mut new0 = old0;
+    new0[20] = 1;
+    let mut new1 = [0xff; 64];
+    new1[6] = 1;
+    // Step 1 sets LID 20 (above the top), step 2 LID 70: the top goes to 70 after step 1.
+    let plan = Plan {
+        format: weft_fabric::plan::PLAN_FORMAT.to_owned(),
+        version: weft_fabric::plan::PLAN_VERSION,
+        fabric: "t".to_owned(),
+        from: weft_fabric::Fingerprint::of(full.state()),
+        to: weft_fabric::Fingerprint::of(full.state()),
+        wire: Some(weft_fabric::WireView::of(&start)),
+        partitions: Vec::new(),
+        proof: weft_fabric::plan::Proof::default(),
+        steps: vec![
+            weft_fabric::plan::PlanStep {
+                writes: vec![Write::Lft {
+                    switch: g,
+                    block: 0,
+                    old: hex(&old0),
+                    new: hex(&new0),
+                }],
+            },
+            weft_fabric::plan::PlanStep {
+                writes: vec![Write::Lft {
+                    switch: g,
+                    block: 1,
+                    old: hex(&[0xff; 64]),
+                    new: hex(&new1),
+                }],
+            },
+        ],
+        recorded_digest: None,
+    };
+    let plan = Plan::from_json(&plan.to_json()).unwrap();
+    let dir = scratch("trust-fdb-top");
+    let opts = ApplyOptions {
+        proof: ProofMode::TrustDigest,
+        ..options(&dir, "plan")
+    };
+    let r = apply(&mut fabric, &plan, &opts, &mut |_| {}).unwrap();
+    assert_eq!(r.state, Final::New, "{r:?}");
+    let j = weft_deploy::journal::read(&dir.join("plan.journal")).unwrap();
+    let writes: Vec<(usize, &weft_deploy::journal::Block)> = j
+        .blocks
+        .iter()
+        .filter(|b| b.attr == weft_deploy::Attr::Lft && b.modifier == 1)
+        .map(|b| (b.step, b))
+        .collect();
+    // Block 1 written twice: cleared in the first step (every entry unset, as the plan counts
+    // them), then as the plan writes it.
+    assert_eq!(writes.len(), 2, "{writes:?}");
+    let (s0, clear) = writes[0];
+    assert_eq!(s0, 0);
+    assert!(clear.before.iter().all(|&e| e == 3));
+    assert!(clear.after.iter().all(|&e| e == 0xff), "{:?}", clear.after);
+    // The top is raised after the first step, before the second.
+    let raise = j
+        .blocks
+        .iter()
+        .find(|b| b.attr == weft_deploy::Attr::SwitchInfo)
+        .unwrap();
+    assert!(s0 < raise.step && raise.step < writes[1].0, "{:?}", j.blocks);
+    let lft = fabric.tables().lfts.get(&g.0).cloned().unwrap();
+    assert_eq!(lft.len(), 71);
+    assert_eq!((lft[20], lft[70]), (1, 1));
+    assert!(lft[64..70].iter().all(|&e| e == 0xff), "{lft:?}");
+}

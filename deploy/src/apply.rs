@@ -1265,10 +1265,10 @@ impl Tops {
 
 /// Works out the LinearFDBTop raises `ops` need (an op raising each switch's top to the
 /// highest entry the plan sets, right after the first step that sets one above it), and
-/// clears what a raise would otherwise show: entries between the old and the new top that
-/// hold anything but what the plan counts them as (unset, or its `old`) in blocks no step up
-/// to the raise writes — written, in the raise's step, as the plan counts them (they are
-/// above the top then: no switch forwards by them).
+/// clears what a raise would otherwise show: in the blocks between the old and the new top
+/// that no step up to the raise writes, entries above the old top that hold anything but what
+/// the plan counts them as (unset, or its `old`) — written, in the raise's step, as the plan
+/// counts them (they are above the top then: no switch forwards by them).
 fn fdb_tops(
     t: &mut impl Transport,
     d: &Discovery,
@@ -1339,10 +1339,11 @@ fn fdb_tops(
             };
             let held = t.get(&target).map_err(ApplyError::Smp)?;
             count.gets += 1;
+            // Every entry above the old top as the plan counts it (those above the new top
+            // stay hidden, but a later write of the block starts from the plan's old).
             let mut want = held;
             for (k, (w, c)) in want.iter_mut().zip(counted).enumerate() {
-                let lid = block * LFT_BLOCK + k;
-                if lid > old_top && lid <= top {
+                if block * LFT_BLOCK + k > old_top {
                     *w = c;
                 }
             }
