@@ -930,7 +930,10 @@ fn a_migration_whose_arriving_vf_gets_another_table_is_refused() {
     let old = compiled(&src);
     let new = compiled(&src.replace("vm vm1 on vsw1", "vm vm1 on vsw3"));
     let p = plan(&old, &new, &Options::default()).unwrap();
-    let (p, end) = (Plan::from_json(&p.plan.to_json()).unwrap(), p.end.into_inner());
+    let (p, end) = (
+        Plan::from_json(&p.plan.to_json()).unwrap(),
+        p.end.into_inner(),
+    );
     // The arriving VF: the one whose LID appears.
     fn arriving(p: &mut Plan) -> &mut Vec<u16> {
         p.steps
@@ -950,7 +953,11 @@ fn a_migration_whose_arriving_vf_gets_another_table_is_refused() {
     let dir = scratch("trust-vf-tables");
     for (name, keys, why) in [
         ("full-default", vec![0xffff], "not isolated"),
-        ("unrelated", vec![0x7fff, 0x8005], "not isolated after the last step"),
+        (
+            "unrelated",
+            vec![0x7fff, 0x8005],
+            "not isolated after the last step",
+        ),
         ("empty", vec![], "not isolated after the last step"),
     ] {
         let mut edited = p.clone();
@@ -984,7 +991,13 @@ fn entries_above_linear_fdb_top_are_cleared_before_it_is_raised() {
     let g = f.node(leaf1).guid();
     // leaf1 forwards LIDs 0..=9 only (its top is 9).
     let mut start = full.state().clone();
-    start.switches.get_mut(&leaf1).unwrap().lft.ports.truncate(10);
+    start
+        .switches
+        .get_mut(&leaf1)
+        .unwrap()
+        .lft
+        .ports
+        .truncate(10);
     let mut fabric = sim(&start);
     let d = weft_deploy::discover(&mut fabric).unwrap();
     let block = |b: u16| Target {
@@ -1058,7 +1071,11 @@ fn entries_above_linear_fdb_top_are_cleared_before_it_is_raised() {
         .iter()
         .find(|b| b.attr == weft_deploy::Attr::SwitchInfo)
         .unwrap();
-    assert!(s0 < raise.step && raise.step < writes[1].0, "{:?}", j.blocks);
+    assert!(
+        s0 < raise.step && raise.step < writes[1].0,
+        "{:?}",
+        j.blocks
+    );
     let lft = fabric.tables().lfts.get(&g.0).cloned().unwrap();
     assert_eq!(lft.len(), 71);
     assert_eq!((lft[20], lft[70]), (1, 1));

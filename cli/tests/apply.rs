@@ -229,17 +229,28 @@ fn what_is_not_built_says_so() {
 }
 
 /// A plan file is proven again on the fabric as it runs before anything is written: the
-/// drain plan with its steps swapped (the source side first) is refused naming the step and
-/// the transient loop; `--no-reprove` trusts the file and writes it.
+/// drain plan with its steps swapped by hand (the source side first) is refused naming the
+/// step and the transient loop; `--no-reprove` refuses it too (its digest is the plan's as
+/// made, not this content's), and writes only the plan as `weft plan` wrote it.
 #[test]
 fn a_tampered_plan_is_refused_by_its_proof_on_the_live_fabric() {
     let d = setup("tampered");
-    let mut plan = Plan::from_json(&std::fs::read_to_string(d.join("plan.json")).unwrap()).unwrap();
+    let made = std::fs::read_to_string(d.join("plan.json")).unwrap();
+    let mut plan = Plan::from_json(&made).unwrap();
     assert_eq!(plan.steps.len(), 2);
     plan.steps.reverse();
-    // The blocks' `old` contents must chain again, so the swap is a consistent (but unsafe) plan.
-    let text = plan.to_json();
-    std::fs::write(d.join("swapped.json"), &text).unwrap();
+    // The blocks' `old` contents must chain again, so the swap is a consistent (but unsafe)
+    // plan; the digest line left as the file had it, as a hand edit leaves it.
+    let digest = |t: &str| {
+        t.lines()
+            .find(|l| l.starts_with("\"digest\""))
+            .unwrap()
+            .to_owned()
+    };
+    let swapped = plan
+        .to_json()
+        .replace(&digest(&plan.to_json()), &digest(&made));
+    std::fs::write(d.join("swapped.json"), &swapped).unwrap();
     let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
     let lock = p("");
     let o = weft(&[
@@ -258,16 +269,147 @@ fn a_tampered_plan_is_refused_by_its_proof_on_the_live_fabric() {
     );
     assert!(err.contains("nothing was written"), "{err}");
     assert!(!d.join("swapped.json.journal").exists());
+    let no_reprove = |plan: &str| {
+        weft(&[
+            "apply",
+            &p(plan),
+            "--fabric",
+            &p("old/state.json"),
+            "--lock-dir",
+            &lock,
+            "--no-reprove",
+        ])
+    };
+    let o = no_reprove("swapped.json");
+    assert_eq!(o.status.code(), Some(1), "{}", text_of(&o));
+    assert!(
+        text(&o.stderr).contains("the plan's digest does not match its content")
+            && text(&o.stderr).contains("nothing was written"),
+        "{}",
+        text_of(&o)
+    );
+    assert!(!d.join("swapped.json.journal").exists());
+    let o = no_reprove("plan.json");
+    assert_eq!(o.status.code(), Some(0), "{}", text_of(&o));
+    assert!(
+        text(&o.stdout).contains("note: not proven again on the fabric (`--no-reprove`)"),
+        "{}",
+        text_of(&o)
+    );
+}
+
+/// A journal that cannot grow once the first step has begun (a real write error: the file
+/// size limit lowered to the journal's size while the step's Sets go out — the next write
+/// fails with EFBIG, as a full disk fails it with ENOSPC): the step lands, the journal cannot
+/// record it, and the apply rolls back without it, says so and exits 1 with the old state;
+/// the next apply is refused until `--recover` finds the old state and closes the journal.
+#[test]
+fn a_journal_that_cannot_grow_rolls_back() {
+    let d = setup("efbig");
+    let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
+    let journal = d.join("plan.json.journal");
+    // SIGXFSZ ignored (as `exec` keeps it), so the write fails instead of killing weft.
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg("trap '' XFSZ; exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_weft"))
+        .args([
+            "apply",
+            &p("plan.json"),
+            "--fabric",
+            &p("old/state.json"),
+            "--lock-dir",
+            &p(""),
+            "--smp-gap-ms",
+            "300",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&journal).unwrap_or_default();
+        if text.contains("{\"event\":\"begin\",\"step\":0}") {
+            let size = text.len() as u64;
+            let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+            rustix::process::prlimit(
+                Some(pid),
+                rustix::process::Resource::Fsize,
+                rustix::process::Rlimit {
+                    current: Some(size),
+                    maximum: Some(size),
+                },
+            )
+            .unwrap();
+            break;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "the first step never began"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text_of(&o));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("the journal could not be written")
+            && out.contains("the fabric holds the old state (rolled back)"),
+        "{}",
+        text_of(&o)
+    );
+    assert!(out.contains("weft apply --recover"), "{out}");
+    // The next apply is refused until the journal is recovered; recovery closes it.
+    let o = apply(&d, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text_of(&o));
+    assert!(text(&o.stderr).contains("did not end"), "{}", text_of(&o));
     let o = weft(&[
         "apply",
-        &p("swapped.json"),
+        "--recover",
+        &p("plan.json.journal"),
         "--fabric",
         &p("old/state.json"),
         "--lock-dir",
-        &lock,
-        "--no-reprove",
+        &p(""),
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", text_of(&o));
+    assert!(
+        text(&o.stdout).contains("the fabric holds the old state"),
+        "{}",
+        text_of(&o)
+    );
+}
+
+/// Recovering a journal that records no writes (a header alone) says there was nothing to
+/// recover, exit 0, and does not claim the new state.
+#[test]
+fn recovering_a_journal_without_blocks_says_nothing_was_written() {
+    let d = setup("headeronly");
+    let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
+    let o = apply(&d, &["--journal", &p("full.journal")]);
+    assert_eq!(o.status.code(), Some(0), "{}", text_of(&o));
+    let full = std::fs::read_to_string(d.join("full.journal")).unwrap();
+    std::fs::write(
+        d.join("header.journal"),
+        format!("{}\n", full.lines().next().unwrap()),
+    )
+    .unwrap();
+    let o = weft(&[
+        "apply",
+        "--recover",
+        &p("header.journal"),
+        "--fabric",
+        &p("old/state.json"),
+        "--lock-dir",
+        &p(""),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text_of(&o));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("nothing to recover") && !out.contains("new state"),
+        "{out}"
+    );
 }
 
 fn text_of(o: &Output) -> String {
