@@ -510,6 +510,35 @@ impl Background {
     pub fn running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
+
+    /// Waits (up to `timeout`, else it is killed) for it to exit: how, and what it printed
+    /// (standard output and error together, in [`ClientOutput::stdout`]).
+    pub fn wait(mut self, timeout: Duration) -> Result<ClientOutput, IbsimError> {
+        let start = Instant::now();
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if start.elapsed() > timeout => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    return Err(IbsimError::Timeout {
+                        command: format!("background client {}", self.child.id()),
+                        after: timeout,
+                        log: fs::read_to_string(&self.out).unwrap_or_default(),
+                    });
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+                Err(e) => {
+                    return Err(IbsimError::Io("cannot wait for a client".to_owned(), e));
+                }
+            }
+        };
+        Ok(ClientOutput {
+            status,
+            stdout: fs::read_to_string(&self.out).unwrap_or_default(),
+            stderr: String::new(),
+        })
+    }
 }
 
 impl Drop for Background {
