@@ -33,3 +33,33 @@ pub fn verify(state: &ValidState) {
         );
     }
 }
+
+/// Paper A's Fig. 2 (four vSwitch hypervisors, a tenant of eight VMs) as weft builds it, and
+/// the port the SM sits on: the fabric the deploy targets (plan files, journals) are applied
+/// to on the `sim` target, made once per process.
+pub fn fig2() -> &'static (ValidState, weft_fabric::PortRef) {
+    static STATE: OnceLock<(ValidState, weft_fabric::PortRef)> = OnceLock::new();
+    STATE.get_or_init(|| {
+        let src = include_str!("../../../examples/vswitch-fig2.weft");
+        let c = weft_compiler::check("vswitch-fig2.weft", src, &weft_compiler::NoFiles);
+        let e = c.elaborated.expect("fig2 elaborates");
+        let st = weft_compiler::build::build(&e).expect("fig2 routes").state;
+        let f = &st.fabric;
+        let sm = weft_fabric::PortRef::new(f.find("vsw1").expect("vsw1"), 1);
+        (st, sm)
+    })
+}
+
+/// A private scratch directory of this process (locks, journals), emptied of journals.
+pub fn scratch() -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("weft-fuzz-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&d);
+    if let Ok(entries) = std::fs::read_dir(&d) {
+        for e in entries.flatten() {
+            if e.path().extension().is_some_and(|x| x == "journal") {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+    d
+}
