@@ -816,6 +816,12 @@ pub(crate) fn human_pattern(t: &mut String, p: &FailurePattern) {
         FailureKind::VlNotOperational | FailureKind::Sl2VlUnassigned => {
             "map the SL to a VL every port on the path supports"
         }
+        FailureKind::VlAboveMaxVls => {
+            "map the SL to a VL below max_vls, or let the SM operate more VLs"
+        }
+        FailureKind::VlNotScheduled => {
+            "give the VL a weight above 0 in the port's high or low VL arbitration table"
+        }
         _ => "point the entries at the ports toward the destinations",
     };
     let _ = writeln!(t, "  help: {help}");
