@@ -252,7 +252,7 @@ fn verify_with(state: &ValidState, opts: &Options, one_vl: bool) -> Report {
         .properties
         .contains(&crate::Property::Isolated)
         .then(|| crate::isolation::check(state, opts.max_listed));
-    let isolated = isolation.as_ref().map(|i| i.outcome.clone());
+    let isolated = isolation.as_ref().map(crate::isolation::Isolation::verdict);
     let apm = opts
         .properties
         .contains(&crate::Property::ApmDisjoint)

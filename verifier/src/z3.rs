@@ -420,7 +420,7 @@ impl Z3 {
                 isolated: opts
                     .properties
                     .contains(&crate::Property::Isolated)
-                    .then(|| crate::isolation::check(state, 0).outcome),
+                    .then(|| crate::isolation::check(state, 0).verdict()),
                 apm_disjoint: opts
                     .properties
                     .contains(&crate::Property::ApmDisjoint)

@@ -118,8 +118,9 @@ pub fn check(
     // a proof of it would be).
     if cert.properties.contains(&Property::Isolated) {
         let iso = crate::isolation::check(state, 1);
-        if iso.outcome != crate::Outcome::Proven {
-            let why = match (&iso.outcome, iso.breaches.first()) {
+        let verdict = iso.verdict();
+        if verdict != crate::Outcome::Proven {
+            let why = match (&verdict, iso.breaches.first()) {
                 (_, Some(b)) => b.describe(),
                 (crate::Outcome::Unknown(r), None) => r.clone(),
                 _ => "the P_Key tables do not match the declared partitions".to_owned(),
