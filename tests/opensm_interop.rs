@@ -311,32 +311,6 @@ fn ibdmchk_finds_layered_tables_deadlock_free_with_weft_path_sls() {
     assert!(layered >= 6, "{layered} of the fabrics need layers");
 }
 
-/// `(VL, weight)` entries of a VL arbitration table.
-type ArbTable = Vec<(u8, u8)>;
-
-/// The entries of weight > 0 from `smpquery vlarb` output, low table then high.
-fn parse_vlarb(text: &str) -> (ArbTable, ArbTable) {
-    let hex = |w: &str| u8::from_str_radix(w.trim().trim_start_matches("0x"), 16).ok();
-    let mut tables = Vec::new();
-    let mut vls: Vec<u8> = Vec::new();
-    for line in text.lines() {
-        if let Some(r) = line.strip_prefix("VL    :") {
-            vls = r.split('|').filter_map(hex).collect();
-        } else if let Some(r) = line.strip_prefix("WEIGHT:") {
-            let w: Vec<u8> = r.split('|').filter_map(hex).collect();
-            tables.push(
-                vls.iter()
-                    .zip(w)
-                    .filter(|(_, w)| *w > 0)
-                    .map(|(&v, w)| (v, w))
-                    .collect::<Vec<_>>(),
-            );
-        }
-    }
-    let mut it = tables.into_iter();
-    (it.next().unwrap_or_default(), it.next().unwrap_or_default())
-}
-
 /// weft's QoS tables through the real OpenSM: `weft build`'s `lfts.dump` (`-R file -U`) and
 /// `opensm.conf` (`-Q -F`) for the 648-node tree with three classes; OpenSM brings the subnet
 /// up without errors, and sampled switches and ports answer `smpquery sl2vl` and
@@ -423,7 +397,7 @@ fn opensm_loads_weft_qos_settings() {
                 t.iter().map(|w| (w.vl, w.weight)).collect()
             };
             assert_eq!(
-                parse_vlarb(&out.stdout),
+                weft_tests::parse_vlarb(&out.stdout),
                 (pairs(&want.low), pairs(&want.high)),
                 "{path} port {p}\n{}",
                 out.stdout
