@@ -452,7 +452,7 @@ pub fn check(state: &ValidState, max_listed: usize) -> Isolation {
             Outcome::Violated
         },
         partitions: parts.len(),
-        ports: ports.iter().filter(|r| !sm.contains(r)).count(),
+        ports: ports.len(),
         groups: groups.len(),
         breaches,
         pairs,
