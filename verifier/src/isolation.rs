@@ -105,7 +105,8 @@ pub struct Breach {
     /// The other.
     pub b: Endpoint,
     /// Pairs of ports breaking it the same way (the same two groups of tables and declared
-    /// memberships), this one included.
+    /// memberships), this one included; for [`BreachKind::SmUnreachable`], the end ports
+    /// like `a` (same table and memberships); for [`BreachKind::SmNotFull`], 1.
     pub pairs: u64,
 }
 
