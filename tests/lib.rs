@@ -6,6 +6,7 @@
 //! * [`fat_tree_648`]: the 648-host two-level fat-tree (18 spines, 36 leaves), built directly.
 //! * [`Rng`], [`xgft_source`]: seeded random cases of XGFT trees.
 //! * [`example`], [`compiled`]: an example's text, and the proven state weft compiles.
+//! * [`parse_sl2vl`], [`parse_vlarb`], [`vlarb_of`]: `smpquery sl2vl` and `vlarb` output.
 
 pub mod ibsim;
 
@@ -341,6 +342,47 @@ pub fn lft_entries(state: &weft_fabric::FabricState) -> std::collections::BTreeM
         }
     }
     ours
+}
+
+/// `(VL, weight)` entries of a VL arbitration table.
+pub type ArbTable = Vec<(u8, u8)>;
+
+/// The entries of weight > 0 from `smpquery vlarb` output, low table then high.
+pub fn parse_vlarb(text: &str) -> (ArbTable, ArbTable) {
+    let hex = |w: &str| u8::from_str_radix(w.trim().trim_start_matches("0x"), 16).ok();
+    let mut tables = Vec::new();
+    let mut vls: Vec<u8> = Vec::new();
+    for line in text.lines() {
+        if let Some(r) = line.strip_prefix("VL    :") {
+            vls = r.split('|').filter_map(hex).collect();
+        } else if let Some(r) = line.strip_prefix("WEIGHT:") {
+            let w: Vec<u8> = r.split('|').filter_map(hex).collect();
+            tables.push(
+                vls.iter()
+                    .zip(w)
+                    .filter(|(_, w)| *w > 0)
+                    .map(|(&v, w)| (v, w))
+                    .collect::<Vec<_>>(),
+            );
+        }
+    }
+    let mut it = tables.into_iter();
+    (it.next().unwrap_or_default(), it.next().unwrap_or_default())
+}
+
+/// `smpquery vlarb` output as a state's VL arbitration (the entries of weight > 0).
+pub fn vlarb_of(text: &str) -> weft_fabric::VlArb {
+    let (low, high) = parse_vlarb(text);
+    let entries = |t: ArbTable| {
+        t.into_iter()
+            .map(|(vl, weight)| weft_fabric::VlWeight { vl, weight })
+            .collect()
+    };
+    weft_fabric::VlArb {
+        high_limit: 0,
+        high: entries(high),
+        low: entries(low),
+    }
 }
 
 /// `(in, out) → VLs by SL` from `smpquery sl2vl` output (`ports: in  1, out  2: | 0| 1|…|`).

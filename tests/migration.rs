@@ -314,13 +314,22 @@ fn random_moves_are_proven() {
             let (h, m, w) = shapes[rng.below(shapes.len())];
             weft_tests::xgft_source(h, m, w, "", "    routing { engine = fat_tree }\n")
         };
-        let hosts: Vec<String> = compiled(&base)
+        let base_state = compiled(&base);
+        let hosts: Vec<String> = base_state
             .fabric
             .nodes()
             .iter()
             .filter(|n| !n.is_switch())
             .map(|n| n.name().to_owned())
             .collect();
+        // The SM on the first switch (so that `isolated` knows where it runs).
+        let sm = base_state
+            .fabric
+            .nodes()
+            .iter()
+            .find(|n| n.is_switch())
+            .map(|n| format!("    sm on {}\n", n.name()))
+            .unwrap_or_default();
         let vfs = 1 + rng.below(3);
         let scheme = ["dynamic", "prepopulated"][rng.below(2)];
         // VMs on random hypervisors with a free VF.
@@ -346,7 +355,7 @@ fn random_moves_are_proven() {
                 t += &format!("        vm {vm} on {}\n", hosts[*h]);
             }
             let i = base.rfind('}').unwrap();
-            format!("{}{t}    }}\n}}\n", &base[..i])
+            format!("{}{t}    }}\n{sm}}}\n", &base[..i])
         };
         let old = compiled(&program(&vms));
         let moved = 1 + rng.below(3.min(n));

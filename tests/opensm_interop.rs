@@ -3,8 +3,10 @@
 //! real OpenSM (`-R file -U`) onto ibsim and read back with `dump_fts`, entry for entry; the
 //! `layered` torus's tables, loaded the same way, checked by `ibdmchk` with weft's path SLs and
 //! SL→VL tables; weft's `opensm.conf` QoS settings loaded by OpenSM (`-Q -F`) and read back
-//! from the switches and hosts with `smpquery sl2vl` and `smpquery vlarb`. These run in CI;
-//! locally they skip loudly when a tool is missing.
+//! from the switches and hosts with `smpquery sl2vl` and `smpquery vlarb`; weft's
+//! `partitions.conf` loaded by OpenSM (`-P`) running on a host, its own port a full member of
+//! the default partition (`smpquery pkeys`). These run in CI; locally they skip loudly when a
+//! tool is missing.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -84,16 +86,24 @@ fn opensm_loads_with(
     state: &FabricState,
     extra: impl FnOnce(&std::path::Path) -> Vec<String>,
 ) -> (Ibsim, String) {
+    opensm_loads_on(tools, state, None, extra)
+}
+
+/// [`opensm_loads_with`], OpenSM attached to the end node whose ibsim node id is `host`
+/// (`SIM_HOST`; by default the first node of the net file).
+fn opensm_loads_on(
+    tools: &ibsim::Tools,
+    state: &FabricState,
+    host: Option<&str>,
+    extra: impl FnOnce(&std::path::Path) -> Vec<String>,
+) -> (Ibsim, String) {
     let (sim, mut args, cache, log) = opensm_setup(tools, state);
     args.insert(0, "-o".into());
     args.extend(extra(sim.dir()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let osm = sim.run_env(
-        "opensm",
-        &args,
-        &[("OSM_CACHE_DIR", cache.to_str().unwrap())],
-        Duration::from_secs(180),
-    );
+    let mut env = vec![("OSM_CACHE_DIR", cache.to_str().unwrap())];
+    env.extend(host.map(|h| ("SIM_HOST", h)));
+    let osm = sim.run_env("opensm", &args, &env, Duration::from_secs(180));
     let osm_log = std::fs::read_to_string(&log).unwrap_or_default();
     osm.unwrap_or_else(|e| panic!("{e}\nopensm log:\n{osm_log}"));
     (sim, osm_log)
@@ -311,32 +321,6 @@ fn ibdmchk_finds_layered_tables_deadlock_free_with_weft_path_sls() {
     assert!(layered >= 6, "{layered} of the fabrics need layers");
 }
 
-/// `(VL, weight)` entries of a VL arbitration table.
-type ArbTable = Vec<(u8, u8)>;
-
-/// The entries of weight > 0 from `smpquery vlarb` output, low table then high.
-fn parse_vlarb(text: &str) -> (ArbTable, ArbTable) {
-    let hex = |w: &str| u8::from_str_radix(w.trim().trim_start_matches("0x"), 16).ok();
-    let mut tables = Vec::new();
-    let mut vls: Vec<u8> = Vec::new();
-    for line in text.lines() {
-        if let Some(r) = line.strip_prefix("VL    :") {
-            vls = r.split('|').filter_map(hex).collect();
-        } else if let Some(r) = line.strip_prefix("WEIGHT:") {
-            let w: Vec<u8> = r.split('|').filter_map(hex).collect();
-            tables.push(
-                vls.iter()
-                    .zip(w)
-                    .filter(|(_, w)| *w > 0)
-                    .map(|(&v, w)| (v, w))
-                    .collect::<Vec<_>>(),
-            );
-        }
-    }
-    let mut it = tables.into_iter();
-    (it.next().unwrap_or_default(), it.next().unwrap_or_default())
-}
-
 /// weft's QoS tables through the real OpenSM: `weft build`'s `lfts.dump` (`-R file -U`) and
 /// `opensm.conf` (`-Q -F`) for the 648-node tree with three classes; OpenSM brings the subnet
 /// up without errors, and sampled switches and ports answer `smpquery sl2vl` and
@@ -423,7 +407,7 @@ fn opensm_loads_weft_qos_settings() {
                 t.iter().map(|w| (w.vl, w.weight)).collect()
             };
             assert_eq!(
-                parse_vlarb(&out.stdout),
+                weft_tests::parse_vlarb(&out.stdout),
                 (pairs(&want.low), pairs(&want.high)),
                 "{path} port {p}\n{}",
                 out.stdout
@@ -672,6 +656,117 @@ fn opensm_loads_weft_partitions() {
             !text.contains(&format!("{theirs:#06x}")),
             "host on port {p}:\n{text}"
         );
+    }
+}
+
+/// A small tree shared by two tenants (cn001 and cn002 in `alice`, cn003 and cn004 in `bob`),
+/// with `more` added to its fabric block, built.
+fn tenants_tree(more: &str) -> FabricState {
+    let src = format!(
+        "use std::hardware::{{sb7800, connectx5}}\nuse std::topology::fat_tree\nfabric t {{\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    tenant alice {{ pkey = 0x8001, hosts = [cn001, cn002] }}\n    tenant bob {{ pkey = 0x8002, hosts = [cn003, cn004] }}\n{more}}}\n"
+    );
+    let c = weft_compiler::check("t.weft", &src, &NoFiles);
+    assert!(!c.has_errors(), "{:?}", c.diagnostics);
+    weft_compiler::build::build(&c.elaborated.unwrap())
+        .unwrap_or_else(|d| panic!("{d:?}"))
+        .state
+        .into_inner()
+}
+
+/// The P_Keys `smpquery pkeys` shows on `name`'s port 1, read from the node itself
+/// (`SIM_HOST`, the directed route `0`), sorted, without the empty entries.
+fn pkeys_on(sim: &Ibsim, state: &FabricState, name: &str) -> Vec<u16> {
+    let id = ibsim_id(state, name);
+    let out = sim
+        .run_env(
+            "smpquery",
+            &["-D", "pkeys", "0"],
+            &[("SIM_HOST", id.as_str())],
+            Duration::from_secs(60),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    // `   0: 0x7fff 0x8001 0x0000 …`, eight entries a row.
+    let mut keys: Vec<u16> = out
+        .stdout
+        .lines()
+        .filter_map(|l| l.split_once(':').map(|(_, r)| r))
+        .flat_map(str::split_whitespace)
+        .filter_map(|w| u16::from_str_radix(w.strip_prefix("0x")?, 16).ok())
+        .filter(|&k| k & 0x7fff != 0)
+        .collect();
+    keys.sort_unstable();
+    keys
+}
+
+/// ibsim's node id of end node `name` (what `SIM_HOST` takes): `H-` and its node GUID.
+fn ibsim_id(state: &FabricState, name: &str) -> String {
+    let n = state.fabric.find(name).unwrap();
+    format!("H-{:016x}", state.fabric.node(n).guid().0)
+}
+
+/// Finding: the SM ends up a limited member. OpenSM runs on a host (`SIM_HOST=cn005`, in no
+/// tenant) with weft's `partitions.conf` (`-P`). The state does not say where the SM runs, so
+/// cn005's table is the limited default key like every host's; the file lists it so, and then
+/// `SELF=full` last: `smpquery pkeys` on the SM's own port shows the full default key
+/// `0xffff` (with the old file, `SELF=full` first and cn005's `=limited` after it, OpenSM made
+/// it `0x7fff`: no host, all limited, could reach the SA), and a tenant's host its tenant's
+/// key and the limited default one. Declared (`sm on cn005`), the state says `0xffff` for
+/// cn005 itself, and every host's table on the fabric is exactly the state's; `isolated` is
+/// proven.
+#[test]
+fn opensm_makes_its_own_port_a_full_default_member() {
+    let Some(tools) = ibsim::require(
+        "opensm_makes_its_own_port_a_full_default_member",
+        &["opensm", "smpquery"],
+    ) else {
+        return;
+    };
+    for declared in [false, true] {
+        let state = tenants_tree(if declared { "    sm on cn005\n" } else { "" });
+        let conf = weft_fabric::opensm::write_partitions(&state).unwrap();
+        let sm_host = ibsim_id(&state, "cn005");
+        let (sim, osm_log) = opensm_loads_on(&tools, &state, Some(&sm_host), |dir| {
+            let p = dir.join("partitions.conf");
+            std::fs::write(&p, &conf).unwrap();
+            vec!["-P".into(), p.to_str().unwrap().into()]
+        });
+        assert!(
+            !osm_log.contains(" ERR "),
+            "OpenSM reported errors:\n{osm_log}"
+        );
+        assert!(osm_log.contains("SUBNET UP"), "{osm_log}");
+        assert_eq!(
+            pkeys_on(&sim, &state, "cn005"),
+            [0xffff],
+            "the SM's port (declared: {declared})\n{conf}"
+        );
+        assert_eq!(pkeys_on(&sim, &state, "cn001"), [0x7fff, 0x8001]);
+        assert_eq!(pkeys_on(&sim, &state, "cn003"), [0x7fff, 0x8002]);
+        if declared {
+            // Every host's table on the fabric is the state's.
+            let f = &state.fabric;
+            for id in f.node_ids().filter(|&n| !f.node(n).is_switch()) {
+                let name = f.node(id).name();
+                let mut want: Vec<u16> = state.ports[&weft_fabric::PortRef::new(id, 1)]
+                    .pkeys
+                    .as_ref()
+                    .unwrap()
+                    .iter()
+                    .map(|k| k.0)
+                    .collect();
+                want.sort_unstable();
+                assert_eq!(pkeys_on(&sim, &state, name), want, "{name}");
+            }
+            let v = weft_fabric::ValidState::new(state.clone()).unwrap();
+            let r = weft_verifier::verify(
+                &v,
+                &weft_verifier::Options {
+                    properties: weft_verifier::Property::defaults(&v),
+                    ..weft_verifier::Options::default()
+                },
+            );
+            assert!(r.is_proven(), "{:?}", r.verdict);
+        }
     }
 }
 

@@ -15,6 +15,10 @@
 //! of ours, and its first dead end (ftree, `-a`) is one of our failed routes. (ibdmchk stops at
 //! the first loop or dead end; it reports neither all loops nor all pairs.)
 //!
+//! VL arbitration: OpenSM dumps none, and a state without it sends VL 0 only; the lash and
+//! dfsssp tests read the tables OpenSM programmed (`-Q`: its defaults) off the simulator with
+//! `smpquery vlarb`, port by port, while OpenSM runs.
+//!
 //! Path SLs: OpenSM has no path-SL dump (anchors.md §2.5), so the lash test keeps OpenSM
 //! running as the SM and asks its SA for every pair (`saquery -p --slid S --dlid D`), then
 //! writes the answers as an ibdiagnet `.psl` file, which the verifier reads. (dfsssp would do
@@ -29,7 +33,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use weft_fabric::ibnetdiscover::{self, ParseOptions};
 use weft_fabric::opensm::{self, Dumps};
-use weft_fabric::{Fabric, FabricState, Lid, PortNum, ValidState};
+use weft_fabric::{Fabric, FabricState, Lid, PortNum, PortRef, ValidState, VlArb};
 use weft_tests::ibsim::{self, Ibsim, Limits, Tools};
 use weft_verifier::reference::{replay_credit_loop, replay_pattern};
 use weft_verifier::testkit;
@@ -216,6 +220,42 @@ fn ibdmchk(run: &Run, all: bool) -> (bool, Option<(u64, u8, u8)>) {
         ))
     });
     (loops, at)
+}
+
+/// The VL arbitration OpenSM programmed (`-Q`: its default `qos_vlarb_high` and
+/// `qos_vlarb_low`) on every cabled port of `st`, read back with `smpquery vlarb` by LID
+/// while OpenSM runs (OpenSM dumps no VLArb tables; a state without them sends VL 0 only).
+fn vlarbs(sim: &Ibsim, st: &FabricState) -> Vec<(PortRef, VlArb)> {
+    let f = &st.fabric;
+    let mut out = Vec::new();
+    for id in f.node_ids() {
+        let node = f.node(id);
+        for p in node.ports.iter().filter(|p| p.link.is_some()) {
+            let lid_port = if node.is_switch() { PortNum(0) } else { p.num };
+            let Some(lid) = st.lids.get(id, lid_port) else {
+                continue;
+            };
+            let q = sim
+                .run_retrying(
+                    "smpquery",
+                    &["vlarb", &lid.0.to_string(), &p.num.0.to_string()],
+                    Duration::from_secs(30),
+                    Duration::from_secs(90),
+                )
+                .unwrap_or_else(|e| panic!("{e}"));
+            out.push((PortRef::new(id, p.num.0), weft_tests::vlarb_of(&q.stdout)));
+        }
+    }
+    out
+}
+
+/// `st` with the VL arbitration `arb` read off the fabric.
+fn with_vlarb(st: ValidState, arb: &[(PortRef, VlArb)]) -> ValidState {
+    let mut st = st.into_inner();
+    for (r, a) in arb {
+        st.ports.entry(*r).or_default().vlarb = Some(a.clone());
+    }
+    ValidState::new(st).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn replay_all(st: &FabricState, r: &Report) {
@@ -427,6 +467,7 @@ fn lash_on_a_ring_is_deadlock_free_with_its_sls_and_loops_without() {
     let sl2vl = sm.run.read("opensm-sl2vl.dump");
     let base = state(&d, &sm.run, true, None);
     let psl = path_sls(&sim, &base);
+    let arb = vlarbs(&sim, &base);
     let dir = sm.run.dir.clone();
     drop(sm);
     // OpenSM flushes its log when it stops.
@@ -434,7 +475,7 @@ fn lash_on_a_ring_is_deadlock_free_with_its_sls_and_loops_without() {
     drop(sim);
     assert!(log.contains("Lanes needed"), "lash did not route:\n{log}");
     let with = |psl: Option<&str>| {
-        opensm::assemble(
+        let st = opensm::assemble(
             d.fabric.clone(),
             d.lids.clone(),
             &Dumps {
@@ -445,7 +486,8 @@ fn lash_on_a_ring_is_deadlock_free_with_its_sls_and_loops_without() {
             },
         )
         .unwrap_or_else(|e| panic!("{e}"))
-        .0
+        .0;
+        with_vlarb(st, &arb)
     };
     // With lash's SLs (several layers in use): proven, certificate accepted.
     let st = with(Some(&psl));
@@ -492,6 +534,7 @@ fn dfsssp_on_a_ring_is_deadlock_free_for_hca_traffic() {
     let sl2vl = sm.run.read("opensm-sl2vl.dump");
     let base = state(&d, &sm.run, true, None);
     let psl = path_sls(&sim, &base);
+    let arb = vlarbs(&sim, &base);
     drop(sm);
     drop(sim);
     let (st, _) = opensm::assemble(
@@ -505,6 +548,15 @@ fn dfsssp_on_a_ring_is_deadlock_free_for_hca_traffic() {
         },
     )
     .unwrap_or_else(|e| panic!("{e}"));
+    // Without the VL arbitration OpenSM programmed, the state says none: hops on VL 1 and
+    // above are not scheduled.
+    let r = verify(&st, &all_opts(Scope::HcaToHca));
+    assert_eq!(r.verdict.connected, Outcome::Violated);
+    assert!(r
+        .failures
+        .iter()
+        .all(|p| p.reason == weft_verifier::FailureKind::VlNotScheduled));
+    let st = with_vlarb(st, &arb);
     let r = verify(&st, &all_opts(Scope::HcaToHca));
     assert!(r.is_proven(), "{:#?}\n{:#?}", r.verdict, r.credit_loops);
     let all = verify(&st, &all_opts(Scope::All));
@@ -522,6 +574,7 @@ fn dfsssp_on_a_ring_is_deadlock_free_for_hca_traffic() {
         },
     )
     .unwrap_or_else(|e| panic!("{e}"));
+    let st0 = with_vlarb(st0, &arb);
     assert_eq!(
         verify(&st0, &all_opts(Scope::HcaToHca))
             .verdict

@@ -283,7 +283,7 @@ fn apm_sharing_one_cable_of_three_is_caught() {
 fn pkey_changes_never_leak_while_they_land() {
     use std::collections::BTreeMap;
     use weft_fabric::PortRef;
-    let tree = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n";
+    let tree = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    sm on leaf1\n";
     let old = compiled(&format!("{tree}    tenant alice {{ pkey = 0x8001, hosts = [cn001, cn002] }}\n    tenant bob {{ pkey = 0x8002, hosts = [cn003, cn004] }}\n}}\n"));
     let new = compiled(&format!("{tree}    tenant alice {{ pkey = 0x8001, hosts = [cn001, cn003] }}\n    tenant bob {{ pkey = 0x8002, hosts = [cn002, cn004] }}\n}}\n"));
     let p = plan(&old, &new, &Options::default()).unwrap();

@@ -95,6 +95,26 @@ fn every_class_has_its_own_vls_and_the_example_is_proven() {
     assert_eq!(low, [(1, 48), (2, 48), (3, 48), (4, 48), (5, 24), (6, 24)]);
     let high: Vec<(u8, u8)> = arb.high.iter().map(|w| (w.vl, w.weight)).collect();
     assert_eq!(high, [(0, 16)]);
+    // Seven VLs used: the SM operates eight (max_vls), which opensm.conf asks for twice.
+    assert_eq!(s.max_vls, Some(8));
+    let c = check("qos-648.weft", EXAMPLE, &NoFiles);
+    let b = build::build(&c.elaborated.unwrap()).unwrap();
+    let conf = qos::opensm_conf(&b.lanes, "qos648");
+    assert!(
+        conf.contains("\nmax_op_vls 4\n") && conf.contains("\nqos_max_vls 8\n"),
+        "{conf}"
+    );
+    // Every cabled port's arbitration sends every VL a route may take.
+    for (r, p) in &s.ports {
+        if s.fabric
+            .node(r.node)
+            .port(r.port)
+            .is_some_and(|x| x.link.is_some())
+        {
+            let arb = p.vlarb.as_ref().unwrap();
+            assert!((0..7).all(|vl| arb.schedules(vl)), "{r:?}");
+        }
+    }
     let r = verify(&st, &Options::default());
     assert!(r.is_proven(), "{:?}", r.verdict);
     assert_eq!(r.stats.vls, 7);

@@ -1,14 +1,15 @@
 //! `weft audit --target mad`: discover a live fabric over SMPs, read its LIDs, LFTs, SL→VL
 //! and P_Key tables, and prove or refute it like `weft verify` does for a state — what
 //! ibdiagnet does, with proofs. The SL each path uses is the SA's answer, not on the fabric:
-//! every path counts on SL 0 (and each hop's VL is what the tables map SL 0 to).
+//! every path counts on SL 0 (and each hop's VL is what the tables map SL 0 to). Where the
+//! SM runs is the master SM's LID in the local port's PortInfo (`--sm` overrides it).
 
 use crate::verify::CheckArgs;
 use crate::Fatal;
 use clap::ValueEnum;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use weft_deploy::{Mad, MadOptions};
+use weft_deploy::{Mad, MadOptions, TransportExt};
 use weft_fabric::ValidState;
 
 /// `weft audit` arguments.
@@ -96,8 +97,20 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, Fatal> {
     let AuditTarget::Mad = args.target;
     let mut mad = Mad::open(&args.mad.options()).map_err(|e| Fatal(e.to_string()))?;
     crate::term::phase("reading the fabric");
-    let audited =
+    let mut audited =
         weft_deploy::audit::audit(&mut mad, &args.name).map_err(|e| Fatal(e.to_string()))?;
+    // Where the SM runs: the master SM's LID in the local port's PortInfo (modifier 0: the
+    // port the SMP arrived on), owned by the port the SM runs on. None yet (LID 0), or a LID
+    // no port owns: not said (`isolated` is then unknown unless `--sm` says).
+    let (info, _) = mad
+        .port_info(&weft_deploy::DrPath::local(), 0)
+        .map_err(|e| Fatal(format!("cannot read the local port's PortInfo: {e}")))?;
+    let owners = audited.state.lids.owners(&audited.state.fabric);
+    if let Some(Some((n, p))) = owners.get(usize::from(info.master_sm_lid)) {
+        if info.master_sm_lid != 0 {
+            audited.state.sm = vec![weft_fabric::PortRef::new(*n, p.0)];
+        }
+    }
     let state = ValidState::new(audited.state).map_err(|e| {
         Fatal(format!(
             "what the fabric runs is not a state weft can verify:\n{e}"

@@ -94,6 +94,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
                                 String::new()
                             }
                         );
+                        text += &format!("            the SM {}\n", crate::verify::sm_line(i));
                     }
                     if let Some(a) = &r.apm {
                         text += &format!(

@@ -172,6 +172,24 @@ fn node(name: &str) -> Object {
     }
 }
 
+/// What a failed route's witness names: the node it fails at, and for a hop on a VL that is
+/// not operational or not scheduled, the port and VL (a channel).
+fn witness_objects(w: &weft_verifier::Witness) -> Vec<Object> {
+    use weft_verifier::FailureReason as R;
+    let mut v = vec![node(&w.at.name)];
+    if let R::VlNotOperational { port, vl, .. }
+    | R::VlAboveMaxVls { port, vl, .. }
+    | R::VlNotScheduled { port, vl, .. } = w.reason
+    {
+        v.push(Object {
+            name: w.at.name.clone(),
+            kind: "channel",
+            path: format!("{}/port{port}/vl{vl}", w.at.name),
+        });
+    }
+    v
+}
+
 fn channel(c: &weft_verifier::Channel) -> Object {
     Object {
         name: c.node.name.clone(),
@@ -249,7 +267,7 @@ pub fn of_report(
             help: None,
             place: at(first.map(|w| w.at.id)),
             artifact: Some(artifact.to_owned()),
-            objects: first.map(|w| node(&w.at.name)).into_iter().collect(),
+            objects: first.map(witness_objects).unwrap_or_default(),
             flow: Vec::new(),
             properties: json!({
                 "routes": p.routes,

@@ -86,6 +86,60 @@ pub struct CheckArgs {
     /// Failure patterns, failed routes and credit loops listed at most (all are counted).
     #[arg(long, default_value_t = 20)]
     max_listed: usize,
+    /// A port the subnet manager runs on: `NODE` (an end node's port 1, a switch's port 0),
+    /// `NODE:PORT`, or a node GUID for NODE; repeat for standbys. Replaces where the state
+    /// says the SM runs (`isolated` checks every end port can reach it).
+    #[arg(long = "sm", value_name = "NODE[:PORT]")]
+    pub sm: Vec<String>,
+}
+
+/// `state` with the SM on the ports `specs` name (`NODE`, `NODE:PORT`, a node GUID for NODE).
+fn with_sm(state: ValidState, specs: &[String]) -> Result<ValidState, Fatal> {
+    let mut st = state.into_inner();
+    let f = &st.fabric;
+    let mut ports = Vec::new();
+    for spec in specs {
+        let (name, port) = match spec.rsplit_once(':') {
+            Some((n, p)) => {
+                let p: u8 = p
+                    .parse()
+                    .map_err(|_| Fatal(format!("`--sm {spec}`: `{p}` is not a port number")))?;
+                (n, Some(p))
+            }
+            None => (spec.as_str(), None),
+        };
+        let guid = name
+            .strip_prefix("0x")
+            .and_then(|h| u64::from_str_radix(h, 16).ok())
+            .and_then(|g| f.find_guid(weft_fabric::Guid(g)));
+        let Some(n) = f.find(name).or(guid) else {
+            return Err(Fatal(format!(
+                "`--sm {spec}`: no node `{name}` in the fabric"
+            )));
+        };
+        let node = f.node(n);
+        let p = match (node.is_switch(), port) {
+            (true, None | Some(0)) => 0,
+            (true, Some(p)) => {
+                return Err(Fatal(format!(
+                    "`--sm {spec}`: `{name}` is a switch, whose SM runs on port 0, not {p}"
+                )))
+            }
+            (false, None) => 1,
+            (false, Some(p)) if (1..=node.spec.port_count).contains(&p) => p,
+            (false, Some(p)) => {
+                return Err(Fatal(format!(
+                    "`--sm {spec}`: `{name}` has {} port(s), not port {p}",
+                    node.spec.port_count
+                )))
+            }
+        };
+        ports.push(weft_fabric::PortRef::new(n, p));
+    }
+    ports.sort();
+    ports.dedup();
+    st.sm = ports;
+    ValidState::new(st).map_err(|e| Fatal(format!("with `--sm`, the state is not valid:\n{e}")))
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -270,7 +324,14 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
 }
 
 /// Proves (or re-checks a certificate for) a loaded state and reports.
-pub(crate) fn run_checks(loaded: Loaded, args: &CheckArgs, quiet: bool) -> Result<ExitCode, Fatal> {
+pub(crate) fn run_checks(
+    mut loaded: Loaded,
+    args: &CheckArgs,
+    quiet: bool,
+) -> Result<ExitCode, Fatal> {
+    if !args.sm.is_empty() {
+        loaded.state = with_sm(loaded.state, &args.sm)?;
+    }
     let (state, origin) = (&loaded.state, loaded.origin.as_str());
     let scope = match args.scope {
         ScopeArg::All => Scope::All,
@@ -547,6 +608,7 @@ pub(crate) fn verdict_lines(t: &mut String, r: &Report) {
                     String::new()
                 }
             );
+            let _ = writeln!(t, "  the SM {}", sm_line(i));
         }
         if let Some(a) = &r.apm {
             let _ = writeln!(
@@ -684,12 +746,35 @@ pub(crate) fn human(
     t
 }
 
+/// Where the SM runs, as the isolation check took it (a verb phrase).
+pub(crate) fn sm_line(i: &weft_verifier::Isolation) -> String {
+    if i.sm.is_empty() {
+        return "runs where the state does not say (`sm on NODE` in the source, `--sm NODE`): \
+                every end port holds a default-partition key, the SM's own port is not checked"
+            .to_owned();
+    }
+    let ports: Vec<String> =
+        i.sm.iter()
+            .map(|e| format!("`{}` port {}", e.node.name, e.port))
+            .collect();
+    format!(
+        "runs on {}, a full member of the default partition every end port reaches",
+        ports.join(", ")
+    )
+}
+
 /// How many pairs break the declared partitions (and, with classes, leave them).
 fn isolation_count(i: &weft_verifier::Isolation) -> String {
     let mut t = format!(
         "{} pair(s) of end ports break the declared partitions",
         group(i.pairs)
     );
+    if i.sm_breaches > 0 {
+        t += &format!(
+            "; {} port(s) keep end ports from the SM",
+            group(i.sm_breaches)
+        );
+    }
     if i.classes > 0 {
         t += &format!(
             "; {} pair(s) or hop(s) leave their tenant's class",
@@ -815,6 +900,12 @@ pub(crate) fn human_pattern(t: &mut String, p: &FailurePattern) {
         FailureKind::PortDown | FailureKind::PortUnwired => "reroute around the dead port",
         FailureKind::VlNotOperational | FailureKind::Sl2VlUnassigned => {
             "map the SL to a VL every port on the path supports"
+        }
+        FailureKind::VlAboveMaxVls => {
+            "map the SL to a VL below max_vls, or let the SM operate more VLs"
+        }
+        FailureKind::VlNotScheduled => {
+            "give the VL a weight above 0 in the port's high or low VL arbitration table"
         }
         _ => "point the entries at the ports toward the destinations",
     };

@@ -103,4 +103,16 @@ fn audit_of_opensm_ftree_matches_verify_on_its_dumps() {
     let st = ValidState::from_json(&std::fs::read_to_string(&state).unwrap()).unwrap();
     assert_eq!(st.fabric.nodes().len(), fabric.nodes().len());
     assert_eq!(st.fabric.links().len(), fabric.links().len());
+    // Where the SM runs, from the master SM LID: the port OpenSM ran on, ibsim's first node
+    // (a switch: its port 0).
+    let first = net
+        .lines()
+        .find_map(|l| l.strip_prefix("Switch").or_else(|| l.strip_prefix("Ca")))
+        .and_then(|l| l.split('"').nth(1))
+        .and_then(|id| u64::from_str_radix(&id[2..], 16).ok())
+        .unwrap();
+    assert_eq!(st.sm.len(), 1, "{:?}", st.sm);
+    let sm = st.sm[0];
+    assert_eq!(st.fabric.node(sm.node).guid().0, first, "{sm:?}");
+    assert_eq!(sm.port.0, 0);
 }

@@ -838,7 +838,7 @@ fn tenants_build_writes_partitions_conf() {
     let f = dir.join("t.weft");
     std::fs::write(
         &f,
-        "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    tenant alice { pkey = 0x8001, hosts = cn001..=cn002 }\n    tenant bob { pkey = 0x8002, hosts = cn003 }\n}\n",
+        "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    tenant alice { pkey = 0x8001, hosts = cn001..=cn002 }\n    tenant bob { pkey = 0x8002, hosts = cn003 }\n    sm on leaf1\n}\n",
     )
     .unwrap();
     let out_dir = dir.join("out");

@@ -29,7 +29,7 @@ fn temp_dir(name: &str) -> PathBuf {
     d
 }
 
-const TREE: &str = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric small {\n    topology = fat_tree(levels: 2, radix: 8, switch: sb7800, hca: connectx5)\n    routing { engine = fat_tree, switch_to_switch = sftree }\n";
+const TREE: &str = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric small {\n    topology = fat_tree(levels: 2, radix: 8, switch: sb7800, hca: connectx5)\n    routing { engine = fat_tree, switch_to_switch = sftree }\n    sm on leaf1\n";
 
 /// Writes `NAME.weft` (the tree with `extra` lines) in `dir`.
 fn source(dir: &Path, name: &str, extra: &str) -> String {

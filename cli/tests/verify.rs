@@ -468,7 +468,7 @@ fn leaking_and_cut_pkey_tables_are_refused_naming_the_pair() {
     let dir = temp_dir("isolation");
     let (state_path, state) = built_state(
         &dir,
-        "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    tenant alice { pkey = 0x8001, hosts = cn001..=cn003 }\n    tenant bob { pkey = 0x8002, hosts = [cn004, cn005] }\n    shared storage { pkey = 0x8010, hosts = cn007, members = limited }\n}\n",
+        "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    tenant alice { pkey = 0x8001, hosts = cn001..=cn003 }\n    tenant bob { pkey = 0x8002, hosts = [cn004, cn005] }\n    shared storage { pkey = 0x8010, hosts = cn007, members = limited }\n    sm on leaf1\n}\n",
     );
     let out = weft(&["verify", "--state", state_path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0));
@@ -514,7 +514,7 @@ fn a_tenants_traffic_leaving_its_class_is_refused() {
     let dir = temp_dir("tenant-class");
     let (_, state) = built_state(
         &dir,
-        "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric tc {\n    topology = fat_tree(levels: 2, radix: 8, switch: sb7800, hca: connectx5)\n    vls { budget = 4 }\n    qos {\n        class compute { weight = 8 }\n        class bulk { weight = 2, match { service_id = 0x100 } }\n    }\n    tenant alice { pkey = 0x8001, hosts = cn001..=cn006, class = bulk }\n    tenant bob { pkey = 0x8002, hosts = cn007..=cn012 }\n}\n",
+        "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric tc {\n    topology = fat_tree(levels: 2, radix: 8, switch: sb7800, hca: connectx5)\n    vls { budget = 4 }\n    qos {\n        class compute { weight = 8 }\n        class bulk { weight = 2, match { service_id = 0x100 } }\n    }\n    tenant alice { pkey = 0x8001, hosts = cn001..=cn006, class = bulk }\n    tenant bob { pkey = 0x8002, hosts = cn007..=cn012 }\n    sm on leaf1\n}\n",
     );
     // cn001 is 0x…0d00 (LIDs 1..=6 are alice's hosts); leaf1 is 0x…0100.
     let path = r#"["0x0002c90000000d00",1,1,6,[1]]"#;
@@ -537,5 +537,115 @@ fn a_tenants_traffic_leaving_its_class_is_refused() {
         shown += &format!("## {name}\n{}\n", text(&out.stdout).replace(p, "STATE"));
     }
     insta::assert_snapshot!("verify_tenant_class", shown);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The tenants of [`leaking_and_cut_pkey_tables_are_refused_naming_the_pair`], built.
+const TENANTS: &str = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    tenant alice { pkey = 0x8001, hosts = cn001..=cn003 }\n    tenant bob { pkey = 0x8002, hosts = [cn004, cn005] }\n    sm on leaf1\n}\n";
+
+/// Where the SM runs: a state that does not say leaves `isolated` unknown (exit 2, and the
+/// reason); `--sm` says it — on a host holding only the limited default key, a violation naming
+/// the SM's port (exit 1); on a switch's port 0, proven (exit 0); on no such node, an error.
+#[test]
+fn isolated_needs_to_know_where_the_sm_runs() {
+    let dir = temp_dir("sm");
+    let (_, state) = built_state(&dir, TENANTS);
+    let mut v: serde_json::Value = serde_json::from_str(&state).unwrap();
+    assert_eq!(
+        v["sm"],
+        serde_json::json!([["0x0002c90000000100", 0]]),
+        "leaf1's port 0"
+    );
+    v.as_object_mut().unwrap().remove("sm");
+    let p = dir.join("no-sm.json");
+    std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
+    let p = p.to_str().unwrap();
+    let out = weft(&["verify", "--state", p]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("does not say where the SM runs"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = weft(&["verify", "--state", p, "--sm", "cn006"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let shown = text(&out.stdout).replace(p, "STATE");
+    assert!(
+        shown.contains("the SM runs on `cn006` port 1, which holds the default partition's key only as limited member (0x7fff)"),
+        "{shown}"
+    );
+    let out = weft(&["verify", "--state", p, "--sm", "leaf1", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["verdict"]["isolated"]["result"], "proven", "{j}");
+    assert_eq!(
+        j["report"]["isolation"]["sm"][0]["node"]["name"], "leaf1",
+        "{j}"
+    );
+    let out = weft(&["verify", "--state", p, "--sm", "nobody"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("no node `nobody`"),
+        "{}",
+        text(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A VL the sending port's arbitration never sends: the tenant-class tree's `bulk` class runs
+/// on VL 1; leaf1's ports given tables without VL 1 stop every route on SL 1 there. Exit 1;
+/// the human report names the port and VL, JSON gives the reason's kind and why, SARIF the
+/// channel (node, port, VL) as a logical location.
+#[test]
+fn an_unscheduled_vl_is_refused_in_every_format() {
+    let dir = temp_dir("vlarb");
+    let (_, state) = built_state(
+        &dir,
+        "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric tc {\n    topology = fat_tree(levels: 2, radix: 8, switch: sb7800, hca: connectx5)\n    vls { budget = 4 }\n    qos {\n        class compute { weight = 8 }\n        class bulk { weight = 2, match { service_id = 0x100 } }\n    }\n}\n",
+    );
+    let mut v: serde_json::Value = serde_json::from_str(&state).unwrap();
+    assert_eq!(v["max_vls"], 2, "two VLs used: the SM operates two");
+    let mut edited = 0;
+    for port in v["ports"].as_array_mut().unwrap() {
+        if port["guid"] == "0x0002c90000000100" {
+            for table in ["high", "low"] {
+                port["vlarb"][table]
+                    .as_array_mut()
+                    .unwrap()
+                    .retain(|e| e["vl"] != 1);
+            }
+            edited += 1;
+        }
+    }
+    assert!(edited > 0);
+    let p = dir.join("unscheduled.json");
+    std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
+    let p = p.to_str().unwrap();
+    let out = weft(&["verify", "--state", p]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let human = text(&out.stdout);
+    assert!(
+        human.contains("whose VL arbitration tables do not name VL 1: it is never sent")
+            && human.contains("give the VL a weight above 0"),
+        "{human}"
+    );
+    let out = weft(&["verify", "--state", p, "--format", "json"]);
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let w = &j["report"]["failures"][0]["witnesses"][0];
+    assert_eq!(
+        j["report"]["failures"][0]["reason"], "vl-not-scheduled",
+        "{j}"
+    );
+    assert_eq!(w["reason"]["kind"], "vl-not-scheduled", "{w}");
+    assert_eq!(w["reason"]["vl"], 1, "{w}");
+    assert_eq!(w["reason"]["why"], "not-listed", "{w}");
+    assert_eq!(w["at"]["name"], "leaf1", "{w}");
+    let out = weft(&["verify", "--state", p, "--format", "sarif"]);
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let locations = s["runs"][0]["results"][0]["locations"].to_string();
+    assert!(
+        locations.contains("leaf1/port") && locations.contains("/vl1"),
+        "{locations}"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -239,6 +239,7 @@ fn assemble(
     let (vl_budget, budget_at) = budget(e);
     let mut state = FabricState::new(e.fabric.clone());
     state.lids = lids;
+    state.sm = e.config.sm.clone();
     state.switches = routes
         .lfts
         .into_iter()
@@ -264,8 +265,13 @@ fn assemble(
     )
     .map_err(|d| vec![d])?;
     crate::qos::apply(&mut state, &map, routes.lanes.as_ref());
-    crate::partitions::apply(&mut state, &e.config.tenants, e.fabric_origin.source)
-        .map_err(|d| vec![d])?;
+    crate::partitions::apply(
+        &mut state,
+        &e.config.tenants,
+        &e.config.sm,
+        e.fabric_origin.source,
+    )
+    .map_err(|d| vec![d])?;
     crate::partitions::classes(&mut state, &e.config.tenants, &map, e.fabric_origin.source)
         .map_err(|d| vec![d])?;
     if let Some(lanes) = &routes.lanes {

@@ -168,6 +168,9 @@ pub struct FabricConfig {
     /// `tenant` and `shared` partitions, in declaration order (none: every port a full member
     /// of the default partition).
     pub tenants: Vec<Tenant>,
+    /// `sm on NODES`: the ports the subnet manager runs on (an end node's port, a switch's
+    /// port 0), in declaration order; empty when not said.
+    pub sm: Vec<weft_fabric::PortRef>,
 }
 
 /// How a QoS class spreads its traffic over lanes (each lane its own SL and VL).

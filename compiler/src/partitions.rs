@@ -5,6 +5,8 @@
 //!
 //! - the default partition `0x7fff` as a *limited* member, first (what OpenSM puts at index
 //!   0): the port reaches the SM, switches' port 0 (full members) and nothing else through it;
+//!   a port the SM runs on (`sm on …`) holds it as a *full* member (`0xffff`) instead, so that
+//!   every end port reaches the SA;
 //! - a tenant's host: its tenant's P_Key, full; and every `shared` partition's, as its
 //!   `members` says (limited: it reaches the shared hosts, not other tenants through them);
 //! - a shared partition's host: that partition's P_Key, full;
@@ -32,6 +34,7 @@ const DEFAULT_LIMITED: PKey = PKey(0x7fff);
 pub fn apply(
     state: &mut FabricState,
     tenants: &[Tenant],
+    sm: &[PortRef],
     source: SourceId,
 ) -> Result<(), Diagnostic> {
     if tenants.is_empty() {
@@ -63,9 +66,17 @@ pub fn apply(
             let table = owner
                 .get(&id)
                 .map_or_else(|| vec![DEFAULT_LIMITED], |t| member(t));
-            ports
-                .keys()
-                .map(move |&p: &PortNum| (PortRef { node: id, port: p }, table.clone()))
+            ports.keys().map(move |&p: &PortNum| {
+                let port = PortRef { node: id, port: p };
+                let mut table = table.clone();
+                if sm.contains(&port) {
+                    // The SM's port: a full member of the default partition.
+                    if let Some(k) = table.first_mut() {
+                        *k = PKey::DEFAULT;
+                    }
+                }
+                (port, table)
+            })
         })
         .collect();
     let mut declared: Vec<Partition> = tenants

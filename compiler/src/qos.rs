@@ -9,8 +9,10 @@
 //!
 //! [`apply`] writes what this means into a state: the SL→VL table of every switch (one map
 //! for every input and output port pair) and every end port, a VL arbitration table on every
-//! cabled port, and the path SLs of every (source, destination) pair — the set of the SLs
-//! each class uses for it, since a pair may carry every class's traffic.
+//! cabled port that schedules every VL used (each class's VLs, or with no classes declared
+//! the routing layers' VLs at weight 1), the data VLs the SM operates ([`max_vls`]), and the
+//! path SLs of every (source, destination) pair — the set of the SLs each class uses for
+//! it, since a pair may carry every class's traffic.
 
 use crate::code::Code;
 use crate::diagnostic::{Diagnostic, SourceId};
@@ -369,26 +371,48 @@ pub fn apply(state: &mut FabricState, map: &LaneMap, lanes: Option<&Lanes>) {
     for id in ends {
         state.set_node_injection(id, map.sl2vl);
     }
-    if map.declared {
-        let arb = vlarb(map);
-        let cabled: Vec<PortRef> = state
-            .fabric
-            .node_ids()
-            .flat_map(|id| {
-                state
-                    .fabric
-                    .node(id)
-                    .ports
-                    .iter()
-                    .filter(|p| p.link.is_some())
-                    .map(move |p| PortRef::new(id, p.num.0))
-            })
-            .collect();
-        for p in cabled {
-            state.ports.entry(p).or_default().vlarb = Some(arb.clone());
-        }
+    state.max_vls = Some(max_vls(map));
+    // Every VL a route may take is scheduled on every port that sends it: the classes' VLs,
+    // or without classes the implicit one's (one per routing layer).
+    let arb = vlarb(map);
+    let cabled: Vec<PortRef> = state
+        .fabric
+        .node_ids()
+        .flat_map(|id| {
+            state
+                .fabric
+                .node(id)
+                .ports
+                .iter()
+                .filter(|p| p.link.is_some())
+                .map(move |p| PortRef::new(id, p.num.0))
+        })
+        .collect();
+    for p in cabled {
+        state.ports.entry(p).or_default().vlarb = Some(arb.clone());
     }
     path_sls(state, map, lanes);
+}
+
+/// The data VLs the SM is to operate on every port: the smallest PortInfo setting (1, 2, 4, 8
+/// or 15 VLs) holding every VL used.
+pub fn max_vls(map: &LaneMap) -> u8 {
+    [1u8, 2, 4, 8, 15]
+        .into_iter()
+        .find(|&n| n >= map.vls())
+        .unwrap_or(15)
+}
+
+/// OpenSM's `max_op_vls` for `n` data VLs (PortInfo:OperationalVLs: 1 = VL 0, 2 = VLs 0–1,
+/// 3 = VLs 0–3, 4 = VLs 0–7, 5 = VLs 0–14).
+fn op_vls_code(n: u8) -> u8 {
+    match n {
+        0 | 1 => 1,
+        2 => 2,
+        3 | 4 => 3,
+        5..=8 => 4,
+        _ => 5,
+    }
 }
 
 /// The VL arbitration table every port gets: each class's VLs in its priority's table, its
@@ -593,8 +617,8 @@ fn path_sls(state: &mut FabricState, map: &LaneMap, lanes: Option<&Lanes>) {
 
 /// OpenSM's QoS configuration for the lane map (`opensm -Q -F opensm.conf`): the SL→VL table
 /// every port gets, the VL arbitration tables, the high-priority limit, and the operational
-/// VLs to enable (the smallest PortInfo setting — 1, 2, 4, 8 or 15 VLs — holding every VL
-/// used).
+/// VLs to enable ([`max_vls`], as `max_op_vls` — what OpenSM sets PortInfo:OperationalVLs
+/// from — and as `qos_max_vls`).
 pub fn opensm_conf(map: &LaneMap, fabric: &str) -> String {
     let arb = vlarb(map);
     let list = |t: &[VlWeight]| -> String {
@@ -607,10 +631,7 @@ pub fn opensm_conf(map: &LaneMap, fabric: &str) -> String {
             .collect::<Vec<_>>()
             .join(",")
     };
-    let max_vls = [1u8, 2, 4, 8, 15]
-        .into_iter()
-        .find(|&n| n >= map.vls())
-        .unwrap_or(15);
+    let max_vls = max_vls(map);
     let mut out = format!(
         "# OpenSM QoS settings written by weft for fabric `{fabric}`; load with\n\
          # `opensm -Q -F opensm.conf` (SL→VL and VL arbitration are the same on every port).\n"
@@ -629,6 +650,9 @@ pub fn opensm_conf(map: &LaneMap, fabric: &str) -> String {
         ));
     }
     out.push_str("qos TRUE\n");
+    // `qos_max_vls` is documentation to OpenSM's core (only torus-2QoS reads it);
+    // `max_op_vls` is what limits the operational VLs it sets on every link.
+    out.push_str(&format!("max_op_vls {}\n", op_vls_code(max_vls)));
     out.push_str(&format!("qos_max_vls {max_vls}\n"));
     out.push_str(&format!("qos_high_limit {}\n", arb.high_limit));
     out.push_str(&format!("qos_vlarb_high {}\n", list(&arb.high)));

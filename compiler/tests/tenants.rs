@@ -136,3 +136,59 @@ fn tenants_with_classes_take_their_sls() {
     assert_eq!(class("alice"), Some(("bulk".to_owned(), 0b10)));
     assert_eq!(class("bob"), Some(("compute".to_owned(), 0b01)));
 }
+
+/// [`SRC`] with `line` added at the end of its fabric block.
+fn with_line(line: &str) -> String {
+    let end = SRC.rfind('}').unwrap();
+    format!("{}{line}}}\n", &SRC[..end])
+}
+
+/// `sm on NODES`: the state says where the SM runs (an end node's port 1, or `port = N`; a
+/// switch's port 0), and a host the SM runs on holds the default key as a full member
+/// (`0xffff`, first), its tenant's keys as any host of its tenant.
+#[test]
+fn sm_on_nodes_is_recorded_and_a_full_default_member() {
+    let st = built(&with_line("    sm on [cn002, cn006, leaf1]\n"));
+    let at = |n: &str, p: u8| PortRef::new(st.fabric.find(n).unwrap(), p);
+    let mut want = vec![at("cn002", 1), at("cn006", 1), at("leaf1", 0)];
+    want.sort();
+    assert_eq!(st.sm, want);
+    assert_eq!(table(&st, "cn002"), Some(vec![0xffff, 0x8001, 0x0010]));
+    assert_eq!(table(&st, "cn006"), Some(vec![0xffff]));
+    assert_eq!(table(&st, "cn001"), Some(vec![0x7fff, 0x8001, 0x0010]));
+    assert_eq!(table(&st, "leaf1"), None);
+    // Without `sm`: no SM ports, and cn002's and cn006's default key limited.
+    let plain = built(SRC);
+    assert!(plain.sm.is_empty());
+    assert_eq!(table(&plain, "cn006"), Some(vec![0x7fff]));
+    // Another port of a host.
+    let src = with_line("    sm on cn006 { port = 1 }\n");
+    assert_eq!(built(&src).sm, vec![at("cn006", 1)]);
+}
+
+/// What `sm` refuses, each with its reason.
+#[test]
+fn sm_mistakes_are_named() {
+    let cases = [
+        ("    sm\n", "`sm` needs the node it runs on"),
+        ("    sm main on cn001\n", "`sm` takes no name"),
+        (
+            "    sm on cn001 { port = 2 }\n",
+            "`cn001` has 1 port(s), not port 2",
+        ),
+        ("    sm on leaf1 { port = 1 }\n", "`leaf1` is a switch"),
+        ("    sm on [cn001, cn001]\n", "`cn001` is named twice"),
+        ("    sm on nobody\n", "cannot find `nobody`"),
+        ("    sm on cn001 { lid = 3 }\n", "lid"),
+        (
+            "    sm on cn001\n    sm on cn002\n",
+            "a second `sm` section",
+        ),
+    ];
+    for (line, want) in cases {
+        let c = check("t.weft", &with_line(line), &NoFiles);
+        let text: Vec<String> = c.diagnostics.iter().map(|d| d.message.clone()).collect();
+        assert!(c.has_errors(), "{line}: accepted");
+        assert!(text.iter().any(|m| m.contains(want)), "{line}: {text:?}");
+    }
+}

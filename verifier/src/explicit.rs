@@ -52,7 +52,7 @@ impl Checker for Explicit {
 struct DestResult {
     routes: u64,
     labels: Option<Vec<u16>>,
-    /// Every route arrives on an operational VL (the fast path went through).
+    /// Every route arrives, every hop on an operational, scheduled VL (the fast path went through).
     clean: bool,
 }
 
@@ -61,7 +61,7 @@ struct DestResult {
 #[derive(Clone, Copy, Debug, Default)]
 struct Memo {
     sls: u16,
-    /// 0: not worked out, 1: ok, 2: a VL is not operational.
+    /// 0: not worked out, 1: ok, 2: a VL is not operational or not scheduled.
     status: u8,
     n: u8,
     leave: [(u8, u16); MEMO_LEAVE],
@@ -252,7 +252,7 @@ fn verify_with(state: &ValidState, opts: &Options, one_vl: bool) -> Report {
         .properties
         .contains(&crate::Property::Isolated)
         .then(|| crate::isolation::check(state, opts.max_listed));
-    let isolated = isolation.as_ref().map(|i| i.outcome.clone());
+    let isolated = isolation.as_ref().map(crate::isolation::Isolation::verdict);
     let apm = opts
         .properties
         .contains(&crate::Property::ApmDisjoint)
@@ -602,6 +602,10 @@ fn one_vl_path(
         }
         let x = net.switches.get(k).copied().unwrap_or(0);
         if let Some(Step::Out { out, .. }) = scr.step.get(k).copied() {
+            // A dependency is recorded only for a hop that is taken.
+            if net.vl_ok(x, out, 0).is_err() {
+                return false;
+            }
             let done = net
                 .dirport(x, out)
                 .and_then(|p| scr.group_done.get_mut(p as usize));
@@ -663,6 +667,10 @@ fn one_map_path(
         }
         let x = net.switches.get(k).copied().unwrap_or(0);
         if let Some(Step::Out { out, .. }) = scr.step.get(k).copied() {
+            // A dependency is recorded only for a hop that is taken.
+            if bits(vls).any(|v| net.vl_ok(x, out, v).is_err()) {
+                return false;
+            }
             if let Some(done) = net
                 .dirport(x, out)
                 .and_then(|p| scr.group_vls.get_mut(p as usize))
@@ -689,7 +697,7 @@ fn one_map_path(
 
 /// Adds `vls` to what switch index `k` sends on and carries the VLs new there down the next
 /// hops, recording the dependency where each switch hands them to the next; `false` when a
-/// hop's VL is not operational.
+/// hop's VL is not operational or not scheduled.
 fn carry_vls(net: &Net<'_>, scr: &mut Scratch, deps: &DepSet, mut k: u32, mut vls: u16) -> bool {
     loop {
         let Some(have) = scr.vl_mask.get_mut(k as usize) else {
@@ -720,6 +728,11 @@ fn carry_vls(net: &Net<'_>, scr: &mut Scratch, deps: &DepSet, mut k: u32, mut vl
                 }
                 let m = net.switch_of(to);
                 if let Some(Step::Out { out: next, .. }) = scr.step.get(m as usize).copied() {
+                    // A dependency is recorded only for a hop that is taken.
+                    let y = net.switches.get(m as usize).copied().unwrap_or(0);
+                    if bits(new).any(|v| net.vl_ok(y, next, v).is_err()) {
+                        return false;
+                    }
                     for v in bits(new) {
                         deps.insert(m, to_port, v, next, v);
                     }
@@ -734,7 +747,7 @@ fn carry_vls(net: &Net<'_>, scr: &mut Scratch, deps: &DepSet, mut k: u32, mut vl
 
 /// Marks the switches traffic entering switch index `k` passes through (stopping at one
 /// already marked) and records the dependency where each hands it to the next; `false` when a
-/// hop's VL 0 is not operational.
+/// hop's VL 0 is not operational or not scheduled.
 fn carry(net: &Net<'_>, scr: &mut Scratch, deps: &DepSet, mut k: u32) -> bool {
     loop {
         match scr.queued.get_mut(k as usize) {
@@ -759,6 +772,11 @@ fn carry(net: &Net<'_>, scr: &mut Scratch, deps: &DepSet, mut k: u32) -> bool {
                 }
                 let m = net.switch_of(to);
                 if let Some(Step::Out { out: next, .. }) = scr.step.get(m as usize).copied() {
+                    // A dependency is recorded only for a hop that is taken.
+                    let y = net.switches.get(m as usize).copied().unwrap_or(0);
+                    if net.vl_ok(y, next, 0).is_err() {
+                        return false;
+                    }
                     deps.insert(m, to_port, 0, next, 0);
                 }
                 k = m;
@@ -1030,7 +1048,7 @@ fn group_states(
 
 /// The states the traffic of switch index `k`'s group (its own, and its end nodes') leaves in
 /// when the switch sends the destination out on `out`, recording its dependencies; `false`
-/// when a VL is not operational.
+/// when a VL is not operational or not scheduled.
 #[allow(clippy::too_many_arguments)]
 fn group_compute(
     net: &Net<'_>,
@@ -1258,6 +1276,13 @@ mod tests {
             st.path_sl.set_by_switch(triples);
             if rng.below(3) == 0 {
                 testkit::corrupt(&mut rng, &mut st);
+            }
+            // Arbitration that sends every VL, or (in a quarter of the cases) ports that stop
+            // sending one.
+            if rng.below(4) == 0 {
+                testkit::arbitrate(&mut rng, &mut st);
+            } else {
+                testkit::schedule_all(&mut st);
             }
             let (fast, attach) = same_with_and_without_fast_paths(&testkit::valid(st), n);
             used += usize::from(attach.one_map.is_some());

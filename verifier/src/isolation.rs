@@ -21,6 +21,25 @@
 //! does not match); switch partition enforcement is not modelled, so nothing here relies on
 //! it. Management traffic (SMPs on QP0) is not subject to P_Keys and is not part of the check.
 //!
+//! **The subnet manager.** Every end port must reach the SA, so the SM's port is a full member
+//! of the default partition (`0xffff`) and every end port with a LID holds a key of the
+//! default partition (`0x7fff` or `0xffff`); then each talks to the SM, and the SM to each.
+//! Where the state says where the SM runs ([`FabricState::sm`](weft_fabric::FabricState)):
+//!
+//! * an SM port without the full default key is a breach (**sm-not-full**; with only the
+//!   limited key, the end ports — limited members — cannot reach it);
+//! * an end port without a default key is a breach (**sm-unreachable**);
+//! * pairs with an SM port are not compared with the declared partitions: the SM talks to
+//!   every end port, which is not a leak.
+//!
+//! Where the state does not say: the end ports' default keys are checked all the same (a port
+//! without one reaches no SM, wherever it runs), every port's pairs are compared (a port with
+//! the full default key is a leak like any other), and [`Isolation::outcome`] holds wherever
+//! the SM runs *provided its port holds the full default key* — which the state cannot say of
+//! a port it does not name, so the property's verdict ([`Isolation::verdict`]) is unknown
+//! unless something is violated. (OpenSM makes its own port a full member with the
+//! `partitions.conf` weft writes: `SELF=full`, last.)
+//!
 //! Ports are grouped by (table, declared memberships); only groups that share a partition in
 //! either relation are compared, so the cost follows the number of distinct groups, not the
 //! square of the ports.
@@ -48,6 +67,15 @@ pub enum BreachKind {
         partition: String,
         /// Its number.
         pkey: u16,
+    },
+    /// An end port holds no key of the default partition: it cannot reach the SM (`b`: the
+    /// first declared SM port, or the port itself when the state names none).
+    SmUnreachable,
+    /// A port the SM runs on is not a full member of the default partition (`a` and `b`: the
+    /// port).
+    SmNotFull {
+        /// The default-partition key it holds (`0x7fff`), if any.
+        pkey: Option<u16>,
     },
     /// Traffic between two members of a partition with a class leaves the class: a path
     /// on another SL (`vl` and `at` none), or a hop that puts the class's SL on another VL
@@ -77,7 +105,8 @@ pub struct Breach {
     /// The other.
     pub b: Endpoint,
     /// Pairs of ports breaking it the same way (the same two groups of tables and declared
-    /// memberships), this one included.
+    /// memberships), this one included; for [`BreachKind::SmUnreachable`], the end ports
+    /// like `a` (same table and memberships); for [`BreachKind::SmNotFull`], 1.
     pub pairs: u64,
 }
 
@@ -103,6 +132,26 @@ impl Breach {
                 port(&self.a),
                 port(&self.b),
                 pkey
+            ),
+            BreachKind::SmUnreachable if self.a == self.b => format!(
+                "{} holds no key of the default partition (0x7fff or 0xffff): it cannot reach the SM, wherever it runs{}",
+                port(&self.a),
+                more.replace("pairs", "ports")
+            ),
+            BreachKind::SmUnreachable => format!(
+                "{} holds no key of the default partition (0x7fff or 0xffff): it cannot reach the SM on {}{}",
+                port(&self.a),
+                port(&self.b),
+                more.replace("pairs", "ports")
+            ),
+            BreachKind::SmNotFull { pkey: Some(k) } => format!(
+                "the SM runs on {}, which holds the default partition's key only as limited member ({}): the end ports, limited members too, cannot reach it",
+                port(&self.a),
+                PKey(*k)
+            ),
+            BreachKind::SmNotFull { pkey: None } => format!(
+                "the SM runs on {}, which holds no key of the default partition: no end port can reach it",
+                port(&self.a)
             ),
             BreachKind::OffClass {
                 partition,
@@ -149,6 +198,29 @@ pub struct Isolation {
     pub off_class: u64,
     /// Declared partitions with a class (their traffic checked to stay on it).
     pub classes: usize,
+    /// The ports the state says the SM runs on (empty: it does not say; then `outcome` holds
+    /// wherever the SM runs provided its port is a full member of the default partition, and
+    /// [`Isolation::verdict`] is unknown unless something is violated).
+    #[serde(default)]
+    pub sm: Vec<Endpoint>,
+    /// End ports with a LID holding no key of the default partition (they reach no SM), and
+    /// SM ports that are not full members of it, in all.
+    #[serde(default)]
+    pub sm_breaches: u64,
+}
+
+/// Why `isolated` is unknown on a state that does not say where the SM runs.
+pub(crate) const SM_UNDECLARED: &str = "the P_Key tables match the declared partitions and every end port holds a key of the default partition, but the state does not say where the SM runs, so whether its port is a full member of the default partition (which every end port needs to reach the SA) is not known; declare it (`sm { hosts = [...] }` in the source, `\"sm\"` in state.json, `--sm` for `weft verify`)";
+
+impl Isolation {
+    /// The `isolated` property: [`Isolation::outcome`], except unknown when it is proven on a
+    /// state that does not say where the SM runs (the SM's own port is then not checked).
+    pub fn verdict(&self) -> Outcome {
+        match &self.outcome {
+            Outcome::Proven if self.sm.is_empty() => Outcome::Unknown(SM_UNDECLARED.to_owned()),
+            o => o.clone(),
+        }
+    }
 }
 
 /// Why `isolated` is not decided on a state without declared partitions.
@@ -184,9 +256,13 @@ pub fn check(state: &ValidState, max_listed: usize) -> Isolation {
             pairs: 0,
             off_class: 0,
             classes: 0,
+            sm: Vec::new(),
+            sm_breaches: 0,
         };
     }
     let f = &state.fabric;
+    // The SM's ports: not compared pair by pair (the SM talks to every end port).
+    let sm: BTreeSet<End> = state.sm.iter().map(|&r| (r, None)).collect();
     let mut declared: BTreeMap<End, Vec<(usize, Membership)>> = BTreeMap::new();
     // VFs by the VM on them.
     let vf_of: BTreeMap<&str, End> = state
@@ -220,23 +296,31 @@ pub fn check(state: &ValidState, max_listed: usize) -> Isolation {
             .filter(|v| v.lid.is_some())
             .map(|v| (v.host, Some(v.vf))),
     );
+    // The ports with a LID (they reach the SA): physical ones and VFs.
+    let with_lid = |r: &End| match r.1 {
+        None => state.lids.get(r.0.node, r.0.port).is_some(),
+        Some(vf) => state
+            .lids
+            .vports
+            .iter()
+            .any(|v| (v.host, v.vf) == (r.0, vf) && v.lid.is_some()),
+    };
     let mut by_key: BTreeMap<GroupKey, Vec<End>> = BTreeMap::new();
+    // Per group key: its ports with a LID and no default key.
+    let mut no_default: BTreeMap<GroupKey, Vec<End>> = BTreeMap::new();
     for &r in &ports {
-        let table = match r.1 {
-            None => state.ports.get(&r.0).and_then(|p| p.pkeys.as_ref()),
-            Some(vf) => state
-                .lids
-                .vports
-                .iter()
-                .find(|v| (v.host, v.vf) == (r.0, vf))
-                .and_then(|v| v.pkeys.as_ref()),
-        };
-        let mut keys: Vec<u16> = match table {
-            Some(t) => t.iter().map(|k| k.0).collect(),
-            None => vec![PKey::DEFAULT.0],
-        };
+        if sm.contains(&r) {
+            continue;
+        }
+        let mut keys = keys_of(state, r);
         keys.sort_unstable();
         let d = declared.get(&r).cloned().unwrap_or_default();
+        if !keys.iter().any(|k| k & 0x7fff == 0x7fff) && with_lid(&r) {
+            no_default
+                .entry((keys.clone(), d.clone()))
+                .or_default()
+                .push(r);
+        }
         by_key.entry((keys, d)).or_default().push(r);
     }
     let groups: Vec<Group> = by_key
@@ -330,12 +414,40 @@ pub fn check(state: &ValidState, max_listed: usize) -> Isolation {
         });
     }
     let off_class = classes(state, &mut breaches);
+    // The SM: its ports full members of the default partition, every end port a member.
+    let mut sm_breaches = 0u64;
+    for &p in &sm {
+        let keys = keys_of(state, p);
+        if !keys.contains(&PKey::DEFAULT.0) {
+            sm_breaches += 1;
+            let e = end_point(state, p);
+            breaches.push(Breach {
+                kind: BreachKind::SmNotFull {
+                    pkey: keys.iter().copied().find(|k| k & 0x7fff == 0x7fff),
+                },
+                a: e.clone(),
+                b: e,
+                pairs: 1,
+            });
+        }
+    }
+    let first_sm = sm.iter().next().copied();
+    for group in no_default.values() {
+        let Some(&a) = group.first() else { continue };
+        sm_breaches += group.len() as u64;
+        breaches.push(Breach {
+            kind: BreachKind::SmUnreachable,
+            a: end_point(state, a),
+            b: end_point(state, first_sm.unwrap_or(a)),
+            pairs: group.len() as u64,
+        });
+    }
     breaches.sort();
     breaches.truncate(max_listed);
     Isolation {
         off_class,
         classes: parts.iter().filter(|p| p.class.is_some()).count(),
-        outcome: if pairs == 0 && off_class == 0 {
+        outcome: if pairs == 0 && off_class == 0 && sm_breaches == 0 {
             Outcome::Proven
         } else {
             Outcome::Violated
@@ -345,6 +457,25 @@ pub fn check(state: &ValidState, max_listed: usize) -> Isolation {
         groups: groups.len(),
         breaches,
         pairs,
+        sm: sm.iter().map(|&e| end_point(state, e)).collect(),
+        sm_breaches,
+    }
+}
+
+/// The keys `r`'s table holds (a port without a table: the IBA default `0xffff`).
+fn keys_of(state: &ValidState, r: End) -> Vec<u16> {
+    let table = match r.1 {
+        None => state.ports.get(&r.0).and_then(|p| p.pkeys.as_ref()),
+        Some(vf) => state
+            .lids
+            .vports
+            .iter()
+            .find(|v| (v.host, v.vf) == (r.0, vf))
+            .and_then(|v| v.pkeys.as_ref()),
+    };
+    match table {
+        Some(t) => t.iter().map(|k| k.0).collect(),
+        None => vec![PKey::DEFAULT.0],
     }
 }
 

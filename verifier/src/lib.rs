@@ -14,7 +14,10 @@
 //!   loop (such packets still hold buffers).
 //! * **Connectivity**: every route arrives at the port owning its destination LID: no
 //!   forwarding loop, no unset LFT entry, no entry pointing at a missing, unwired or down port,
-//!   no unassigned SL2VL entry, no hop on VL 15 or on a VL at or above the VLCap of either end.
+//!   no unassigned SL2VL entry, no hop on VL 15 or on a VL at or above the VLCap of either end
+//!   or the state's `max_vls`, and no hop on a VL the sending port's VL arbitration never
+//!   sends (no entry of weight above 0 in either table; a port without a table sends VL 0
+//!   only).
 //!
 //! Engines: [`explicit`] (per-destination in-trees, rayon, the whole LID space) and [`z3`]
 //! (the same conditions as constraints, for cross-checking). Both implement [`Checker`].
@@ -50,7 +53,8 @@ pub use isolation::{Breach, BreachKind, Isolation};
 pub use property::Property;
 pub use report::{
     Channel, CreditLoop, Dependency, Endpoint, FailedRoute, FailureKind, FailurePattern,
-    FailureReason, Hop, NodeClass, NodeRef, Outcome, Report, Route, Stats, Verdict, Witness,
+    FailureReason, Hop, NodeClass, NodeRef, Outcome, Report, Route, Stats, Unscheduled, Verdict,
+    Witness,
 };
 
 use weft_fabric::ValidState;

@@ -1,8 +1,8 @@
 //! A flat, index-based view of a [`FabricState`] and the one-hop semantics every part of the
 //! explicit engine (and the certificate checker) shares: which port a switch forwards a
-//! destination to, which VL a hop takes, and whether that VL is operational.
+//! destination to, which VL a hop takes, and whether that VL is operational and scheduled.
 
-use crate::report::{Endpoint, FailureReason, Hop, NodeClass, NodeRef, Route};
+use crate::report::{Endpoint, FailureReason, Hop, NodeClass, NodeRef, Route, Unscheduled};
 use crate::Scope;
 use weft_fabric::{FabricState, Lid, LinkState, NodeId, PortNum, Sl, SwitchState};
 
@@ -82,6 +82,10 @@ pub(crate) struct Net<'a> {
     pub vls: u8,
     /// Per port: the smaller VLCap of the two ends of a live link (0 otherwise).
     pub cap: Vec<u8>,
+    /// Per port: what its VL arbitration sends.
+    arb: Vec<Arb>,
+    /// The data VLs the SM operates (the state's `max_vls`; 16 when it sets none).
+    max_vls: u8,
     /// Per node: a switch without SL2VL rows (every SL on VL 0).
     pub plain: Vec<bool>,
     /// Per node: its class for failure patterns (kind and tree level).
@@ -108,6 +112,42 @@ pub(crate) struct Net<'a> {
 
 /// No SL→VL row for an `(in, out)` pair.
 const NO_ROW: u16 = u16::MAX;
+
+/// A port's VL arbitration, as masks of VLs (bit `v` for VL `v`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Arb {
+    /// VLs some entry names with a weight above 0 (a port without a table: VL 0).
+    sends: u16,
+    /// VLs some entry names.
+    listed: u16,
+    /// Whether the state records a table.
+    table: bool,
+}
+
+impl Arb {
+    /// A port without a table: VL 0 only.
+    const NONE: Arb = Arb {
+        sends: 1,
+        listed: 0,
+        table: false,
+    };
+
+    fn of(t: Option<&weft_fabric::VlArb>) -> Arb {
+        let Some(t) = t else { return Arb::NONE };
+        let mut a = Arb {
+            sends: 0,
+            listed: 0,
+            table: true,
+        };
+        for e in t.high.iter().chain(&t.low).filter(|e| e.vl < 16) {
+            a.listed |= 1 << e.vl;
+            if e.weight > 0 {
+                a.sends |= 1 << e.vl;
+            }
+        }
+        a
+    }
+}
 
 pub(crate) const NO_INDEX: u32 = u32::MAX;
 
@@ -222,6 +262,20 @@ impl<'a> Net<'a> {
                 _ => 0,
             })
             .collect();
+        let mut arb = vec![Arb::NONE; ports as usize];
+        for (r, p) in &st.ports {
+            let Some(&b) = port_base.get(r.node.index()) else {
+                continue;
+            };
+            let count = port_count.get(r.node.index()).copied().unwrap_or(0);
+            if r.port.0 == 0 || r.port.0 > count {
+                continue;
+            }
+            if let Some(slot) = arb.get_mut(b as usize + usize::from(r.port.0) - 1) {
+                *slot = Arb::of(p.vlarb.as_ref());
+            }
+        }
+        let max_vls = st.max_vls.map_or(16, |m| m.min(16));
         let plain = (0..nodes.len())
             .map(|n| sw.get(n).copied().flatten().is_none_or(|s| !s.has_sl2vl()))
             .collect();
@@ -311,6 +365,8 @@ impl<'a> Net<'a> {
             sl2vl_slots,
             sl2vl_maps,
             cap,
+            arb,
+            max_vls,
             plain,
             alive,
             is_switch,
@@ -435,7 +491,9 @@ impl<'a> Net<'a> {
         Some((n as u32, (dp - base + 1) as u8, vl))
     }
 
-    /// Whether `vl` is operational on the link leaving `(n, p)`.
+    /// Whether a packet on `vl` leaves `(n, p)`: the link is up, the VL operational (below
+    /// 15, both ends' VLCap and the state's `max_vls`) and scheduled by the port's VL
+    /// arbitration (an entry of weight above 0; without a table, VL 0 only).
     pub fn vl_ok(&self, n: u32, p: u8, vl: u8) -> Result<(), FailureReason> {
         let Some(i) = self.dirport(n, p) else {
             return Err(FailureReason::PortDown { port: p });
@@ -450,6 +508,24 @@ impl<'a> Net<'a> {
                 vl,
                 vl_cap: cap,
             });
+        }
+        if vl >= self.max_vls {
+            return Err(FailureReason::VlAboveMaxVls {
+                port: p,
+                vl,
+                max_vls: self.max_vls,
+            });
+        }
+        let arb = self.arb.get(i as usize).copied().unwrap_or(Arb::NONE);
+        if arb.sends & (1 << vl) == 0 {
+            let why = if !arb.table {
+                Unscheduled::NoTable
+            } else if arb.listed & (1 << vl) != 0 {
+                Unscheduled::ZeroWeight
+            } else {
+                Unscheduled::NotListed
+            };
+            return Err(FailureReason::VlNotScheduled { port: p, vl, why });
         }
         Ok(())
     }

@@ -6,7 +6,7 @@
 //! in the explicit engine's one-hop code shows up as a disagreement.
 
 use crate::report::{
-    Channel, CreditLoop, FailedRoute, FailurePattern, FailureReason, Route, Witness,
+    Channel, CreditLoop, FailedRoute, FailurePattern, FailureReason, Route, Unscheduled, Witness,
 };
 use weft_fabric::{FabricState, Lid, LinkState, NodeId, PortNum, PortRef, Sl};
 
@@ -75,7 +75,27 @@ fn check_vl(st: &FabricState, n: NodeId, p: u8, vl: u8) -> Result<(), FailureRea
             vl_cap: c,
         });
     }
-    Ok(())
+    if let Some(m) = st.max_vls.filter(|&m| vl >= m) {
+        return Err(FailureReason::VlAboveMaxVls {
+            port: p,
+            vl,
+            max_vls: m,
+        });
+    }
+    // The sending port's VL arbitration: an entry of weight above 0 for the VL; without a
+    // table, VL 0 only.
+    let why = match st
+        .ports
+        .get(&PortRef::new(n, p))
+        .and_then(|x| x.vlarb.as_ref())
+    {
+        None if vl == 0 => return Ok(()),
+        None => Unscheduled::NoTable,
+        Some(t) if t.schedules(vl) => return Ok(()),
+        Some(t) if t.lists(vl) => Unscheduled::ZeroWeight,
+        Some(_) => Unscheduled::NotListed,
+    };
+    Err(FailureReason::VlNotScheduled { port: p, vl, why })
 }
 
 /// The port owning `dlid`.

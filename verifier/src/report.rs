@@ -166,6 +166,37 @@ pub enum FailureReason {
         /// The smaller VLCap of the two ends.
         vl_cap: u8,
     },
+    /// The VL is operational on the link but at or above the VLs the state's SM operates
+    /// ([`FabricState::max_vls`](weft_fabric::FabricState)).
+    VlAboveMaxVls {
+        /// Output port.
+        port: u8,
+        /// The VL.
+        vl: u8,
+        /// The data VLs the SM operates (VLs `0..max_vls`).
+        max_vls: u8,
+    },
+    /// The port's VL arbitration never sends the VL.
+    VlNotScheduled {
+        /// Output port.
+        port: u8,
+        /// The VL.
+        vl: u8,
+        /// Why.
+        why: Unscheduled,
+    },
+}
+
+/// Why a port's VL arbitration never sends a VL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Unscheduled {
+    /// The state records no VL arbitration for the port, which then sends VL 0 only.
+    NoTable,
+    /// Neither arbitration table names the VL.
+    NotListed,
+    /// Every entry naming the VL has weight 0.
+    ZeroWeight,
 }
 
 impl FailureReason {
@@ -197,6 +228,21 @@ impl FailureReason {
                 "sends it on VL {vl} out of port {port}, which is not operational (VLCap {vl_cap}{})",
                 if *vl == 15 { ", VL 15 drops data" } else { "" }
             ),
+            FailureReason::VlAboveMaxVls { port, vl, max_vls } => format!(
+                "sends it on VL {vl} out of port {port}, but the SM operates VLs 0..={} only (max_vls {max_vls})",
+                max_vls.saturating_sub(1)
+            ),
+            FailureReason::VlNotScheduled { port, vl, why } => match why {
+                Unscheduled::NoTable => format!(
+                    "sends it on VL {vl} out of port {port}, which has no VL arbitration table and so sends VL 0 only"
+                ),
+                Unscheduled::NotListed => format!(
+                    "sends it on VL {vl} out of port {port}, whose VL arbitration tables do not name VL {vl}: it is never sent"
+                ),
+                Unscheduled::ZeroWeight => format!(
+                    "sends it on VL {vl} out of port {port}, whose VL arbitration gives VL {vl} weight 0 in every entry: it is never sent"
+                ),
+            },
         }
     }
 }
@@ -222,6 +268,10 @@ pub enum FailureKind {
     Sl2VlUnassigned,
     /// A hop on VL 15 or on a VL not below the VLCap.
     VlNotOperational,
+    /// A hop on a VL at or above the VLs the SM operates.
+    VlAboveMaxVls,
+    /// A hop on a VL the port's arbitration never sends.
+    VlNotScheduled,
 }
 
 impl FailureReason {
@@ -236,6 +286,8 @@ impl FailureReason {
             FailureReason::Loop => FailureKind::Loop,
             FailureReason::Sl2VlUnassigned { .. } => FailureKind::Sl2VlUnassigned,
             FailureReason::VlNotOperational { .. } => FailureKind::VlNotOperational,
+            FailureReason::VlAboveMaxVls { .. } => FailureKind::VlAboveMaxVls,
+            FailureReason::VlNotScheduled { .. } => FailureKind::VlNotScheduled,
         }
     }
 }
@@ -252,6 +304,8 @@ impl FailureKind {
             FailureKind::Loop => "a forwarding loop",
             FailureKind::Sl2VlUnassigned => "no SL2VL row for the ports",
             FailureKind::VlNotOperational => "a hop on a VL that is not operational",
+            FailureKind::VlAboveMaxVls => "a hop on a VL above the VLs the SM operates",
+            FailureKind::VlNotScheduled => "a hop on a VL the port's arbitration never sends",
         }
     }
 }

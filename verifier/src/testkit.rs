@@ -516,3 +516,105 @@ pub fn corrupt(rng: &mut Rng, st: &mut FabricState) -> Option<Corruption> {
         }
     }
 }
+
+/// Every cabled port's VL arbitration sends every data VL (VLs 0–14 in the low table, weight
+/// 1): the arbitration leaves every route as its SL→VL tables make it.
+pub fn schedule_all(st: &mut FabricState) {
+    let arb = weft_fabric::VlArb {
+        high_limit: 0,
+        high: Vec::new(),
+        low: (0..15)
+            .map(|vl| weft_fabric::VlWeight { vl, weight: 1 })
+            .collect(),
+    };
+    for r in cabled_ports(&st.fabric) {
+        st.ports.entry(r).or_default().vlarb = Some(arb.clone());
+    }
+}
+
+/// Every cabled port of `f`.
+fn cabled_ports(f: &Fabric) -> Vec<PortRef> {
+    f.node_ids()
+        .flat_map(|id| {
+            f.node(id)
+                .ports
+                .iter()
+                .filter(|p| p.link.is_some())
+                .map(move |p| PortRef::new(id, p.num.0))
+        })
+        .collect()
+}
+
+/// What [`arbitrate`] did to one port (or to the state's `max_vls`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ArbEdit {
+    /// The port's tables no longer name the VL.
+    Unlisted(PortRef, u8),
+    /// Every entry of the VL has weight 0.
+    ZeroWeight(PortRef, u8),
+    /// The port's table removed (it sends VL 0 only).
+    NoTable(PortRef),
+    /// The state's `max_vls` set.
+    MaxVls(u8),
+}
+
+/// Random VL arbitration over `st`: every cabled port sends every data VL (high or low table,
+/// weights 1–4), then in half the cases a few edits that make a port stop sending a low VL
+/// (unlisted, weight 0, no table) or set `max_vls` to 1–3.
+pub fn arbitrate(rng: &mut Rng, st: &mut FabricState) -> Vec<ArbEdit> {
+    let ports = cabled_ports(&st.fabric);
+    for &r in &ports {
+        let mut arb = weft_fabric::VlArb::default();
+        for vl in 0..15u8 {
+            let e = weft_fabric::VlWeight {
+                vl,
+                weight: 1 + rng.below(4) as u8,
+            };
+            if rng.below(4) == 0 {
+                arb.high.push(e);
+            } else {
+                arb.low.push(e);
+            }
+        }
+        if !arb.high.is_empty() {
+            arb.high_limit = rng.below(256) as u8;
+        }
+        st.ports.entry(r).or_default().vlarb = Some(arb);
+    }
+    let mut edits = Vec::new();
+    if ports.is_empty() || rng.below(2) == 0 {
+        return edits;
+    }
+    for _ in 0..1 + rng.below(3) {
+        let r = ports[rng.below(ports.len() as u64) as usize];
+        let vl = rng.below(3) as u8;
+        let Some(arb) = st.ports.entry(r).or_default().vlarb.as_mut() else {
+            continue;
+        };
+        match rng.below(4) {
+            0 => {
+                arb.high.retain(|e| e.vl != vl);
+                arb.low.retain(|e| e.vl != vl);
+                edits.push(ArbEdit::Unlisted(r, vl));
+            }
+            1 => {
+                for e in arb.high.iter_mut().chain(arb.low.iter_mut()) {
+                    if e.vl == vl {
+                        e.weight = 0;
+                    }
+                }
+                edits.push(ArbEdit::ZeroWeight(r, vl));
+            }
+            2 => {
+                st.ports.entry(r).or_default().vlarb = None;
+                edits.push(ArbEdit::NoTable(r));
+            }
+            _ => {
+                let m = 1 + rng.below(3) as u8;
+                st.max_vls = Some(m);
+                edits.push(ArbEdit::MaxVls(m));
+            }
+        }
+    }
+    edits
+}

@@ -11,8 +11,9 @@
 //!   found in it is the witness, each dependency with the route that created it.
 //! * **Connectivity**: per destination, an integer distance per switch; per forwarding step
 //!   `x → y` a route takes, `dist(x) > dist(y)`; a route that ends on an invalid step (unset
-//!   entry, missing or down port, misdelivery, unassigned or non-operational VL) contributes a
-//!   tracked `false`. Satisfiable ⇔ every route arrives.
+//!   entry, missing or down port, misdelivery, unassigned, non-operational or unscheduled
+//!   VL — a VL the sending port's arbitration never sends, or one at or above the state's
+//!   `max_vls`) contributes a tracked `false`. Satisfiable ⇔ every route arrives.
 //!
 //! A timeout or an `unknown` answer is [`Outcome::Unknown`], never proven. Limits: routes are
 //! enumerated one by one (pairs × hops), so this engine is for fabrics of up to a few hundred
@@ -419,7 +420,7 @@ impl Z3 {
                 isolated: opts
                     .properties
                     .contains(&crate::Property::Isolated)
-                    .then(|| crate::isolation::check(state, 0).outcome),
+                    .then(|| crate::isolation::check(state, 0).verdict()),
                 apm_disjoint: opts
                     .properties
                     .contains(&crate::Property::ApmDisjoint)

@@ -1,6 +1,7 @@
 //! The explicit and z3 engines agree on every generated case: random small topologies,
-//! min-hop or up/down routing, random SL2VL tables, path-SL sets and table corruptions. Every
-//! witness either engine gives is replayed on the concrete tables.
+//! min-hop or up/down routing, random SL2VL tables, path-SL sets, VL arbitration (some ports
+//! not sending a VL, `max_vls`) and table corruptions. Every witness either engine gives is
+//! replayed on the concrete tables.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -8,7 +9,7 @@ use weft_fabric::{FabricState, Lid, NodeId, PortRef, Sl2VlRow, SlSet, ValidState
 use weft_verifier::reference::{replay_credit_loop, replay_pattern};
 use weft_verifier::testkit::{self, Rng};
 use weft_verifier::z3::Z3;
-use weft_verifier::{verify, Options, Outcome, Scope};
+use weft_verifier::{verify, FailureKind, Options, Outcome, Scope};
 
 fn random_vls(rng: &mut Rng, st: &mut FabricState) {
     let vls = 1 + rng.below(3) as u8;
@@ -105,6 +106,10 @@ fn case(rng: &mut Rng) -> ValidState {
     };
     if rng.below(3) == 0 {
         random_vls(rng, &mut st);
+        // VL arbitration that sends every VL, or that stops some port sending one.
+        testkit::arbitrate(rng, &mut st);
+    } else if rng.below(4) == 0 {
+        testkit::arbitrate(rng, &mut st);
     }
     for _ in 0..rng.below(3) {
         testkit::corrupt(rng, &mut st);
@@ -117,6 +122,7 @@ fn explicit_and_z3_agree_on_generated_cases() {
     let z3 = Z3 { timeout_ms: 10_000 };
     let mut rng = Rng(0x5eed);
     let mut counts = [0usize; 4];
+    let mut unscheduled = 0usize;
     let cases = 1000;
     for n in 0..cases {
         let st = case(&mut rng);
@@ -163,9 +169,19 @@ fn explicit_and_z3_agree_on_generated_cases() {
         let k = usize::from(ours.verdict.deadlock_free == Outcome::Violated) * 2
             + usize::from(ours.verdict.connected == Outcome::Violated);
         counts[k] += 1;
+        unscheduled += usize::from(ours.failures.iter().any(|p| {
+            matches!(
+                p.reason,
+                FailureKind::VlNotScheduled | FailureKind::VlAboveMaxVls
+            )
+        }));
     }
-    // The generator must exercise every combination.
+    // The generator must exercise every combination, and arbitration that stops a VL.
     assert!(counts.iter().all(|&c| c >= 40), "verdict mix {counts:?}");
+    assert!(
+        unscheduled >= 40,
+        "{unscheduled} cases with unscheduled VLs"
+    );
 }
 
 /// A z3 timeout is its own result: with a 1 ms budget the answer is either `unknown` or the

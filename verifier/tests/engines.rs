@@ -153,17 +153,12 @@ fn tampered_certificates_are_rejected() {
     assert!(certificate::check(&broken, &cert).is_err());
 }
 
-#[test]
-fn vls_come_from_sl2vl_and_path_sl() {
-    // Min-hop on a ring loops; routes that cross a "dateline" (the R0–R1 link) use SL 1,
-    // SL 1 runs on VL 1 everywhere: acyclic, as in torus-2QoS. Forcing every SL to 0 brings
-    // the loop back.
+/// Min-hop on a 4-ring, which loops; routes that cross a "dateline" (the R0–R1 link) use
+/// SL 1, SL 1 runs on VL 1 everywhere, every cabled port's arbitration sends every VL:
+/// acyclic, as in torus-2QoS.
+fn dateline_ring() -> FabricState {
     let f = testkit::ring(4, 1);
     let mut st = testkit::route_minhop(&f, testkit::sequential_lids(&f));
-    assert_eq!(
-        verify(&st, &Options::default()).verdict.deadlock_free,
-        Outcome::Violated
-    );
     let mut ident = [0u8; 16];
     for (s, v) in ident.iter_mut().enumerate() {
         *v = (s % 8) as u8;
@@ -185,6 +180,7 @@ fn vls_come_from_sl2vl_and_path_sl() {
             st.set_node_injection(NodeId(i as u32), ident);
         }
     }
+    testkit::schedule_all(&mut st);
     let (r0, r1) = (f.find("R0").unwrap(), f.find("R1").unwrap());
     let ports: Vec<(NodeId, u8)> = st
         .lids
@@ -207,6 +203,18 @@ fn vls_come_from_sl2vl_and_path_sl() {
     }
     assert!(!entries.is_empty());
     st.path_sl.set_by_source(entries);
+    st
+}
+
+#[test]
+fn vls_come_from_sl2vl_and_path_sl() {
+    let f = testkit::ring(4, 1);
+    let st = testkit::route_minhop(&f, testkit::sequential_lids(&f));
+    assert_eq!(
+        verify(&st, &Options::default()).verdict.deadlock_free,
+        Outcome::Violated
+    );
+    let st = dateline_ring();
     proven_with_certificate(&st, &Options::default());
     // Both SLs possible for every pair: the loop is back, on VL 0.
     let mut both = st.clone();
@@ -223,6 +231,179 @@ fn vls_come_from_sl2vl_and_path_sl() {
         .credit_loops
         .iter()
         .any(|l| l.channels.iter().all(|c| c.vl == 1)));
+}
+
+/// The dateline ring with every cabled port's arbitration replaced by `arb`.
+fn dateline_with(arb: weft_fabric::VlArb) -> FabricState {
+    let mut st = dateline_ring();
+    for p in st.ports.values_mut() {
+        if p.vlarb.is_some() {
+            p.vlarb = Some(arb.clone());
+        }
+    }
+    st
+}
+
+fn weights(entries: &[(u8, u8)]) -> Vec<weft_fabric::VlWeight> {
+    entries
+        .iter()
+        .map(|&(vl, weight)| weft_fabric::VlWeight { vl, weight })
+        .collect()
+}
+
+/// What the engines say of a state whose arbitration stops a VL: not connected (deadlock
+/// freedom still proven: the hops a route takes before it stops are real), the same verdict
+/// from z3, every witness replayed on the tables, every failed route's reason
+/// `VlNotScheduled` or `VlAboveMaxVls` naming a port and `vl`, and the certificate of the
+/// dateline ring (same topology and LIDs) refused for this state.
+fn stopped_on(st: &FabricState, vl: u8) -> Report {
+    let r = verify(st, &Options::default());
+    assert_eq!(r.verdict.connected, Outcome::Violated, "{:#?}", r.verdict);
+    assert_eq!(r.verdict.deadlock_free, Outcome::Proven);
+    assert!(r.certificate.is_none());
+    replay_all(st, &r);
+    let z = weft_verifier::z3::Z3 { timeout_ms: 60_000 }
+        .run(&testkit::valid(st.clone()), &Options::default());
+    assert_eq!(z.verdict, r.verdict, "z3 agrees");
+    assert_eq!(z.failed_routes as u64, r.failed_routes);
+    let listed = r.listed_failures();
+    assert!(!listed.is_empty());
+    for f in listed {
+        match f.reason {
+            weft_verifier::FailureReason::VlNotScheduled { vl: v, .. }
+            | weft_verifier::FailureReason::VlAboveMaxVls { vl: v, .. } => {
+                assert_eq!(v, vl, "{f:?}")
+            }
+            other => panic!("unexpected reason {other:?}"),
+        }
+    }
+    let cert = proven_with_certificate(&dateline_ring(), &Options::default());
+    let refused = certificate::check(st, &cert).unwrap_err();
+    let text = refused.to_string();
+    assert!(
+        text.contains(&format!("VL {vl}")) || text.contains("not scheduled"),
+        "{text}"
+    );
+    r
+}
+
+/// Finding: the arbitration tables never schedule a class's only VL. The dateline's SL 1 runs
+/// on VL 1, which no port's table names: every route on SL 1 stops at its first hop, and the
+/// witness names the port and VL 1.
+#[test]
+fn a_vl_no_arbitration_table_names_is_not_connected() {
+    let st = dateline_with(weft_fabric::VlArb {
+        high_limit: 0,
+        high: weights(&[(0, 8)]),
+        low: weights(&[(2, 4), (3, 4)]),
+    });
+    let r = stopped_on(&st, 1);
+    let w = &r.failures[0].witnesses[0];
+    assert!(
+        matches!(
+            w.reason,
+            weft_verifier::FailureReason::VlNotScheduled {
+                vl: 1,
+                why: weft_verifier::Unscheduled::NotListed,
+                ..
+            }
+        ),
+        "{w:?}"
+    );
+    assert!(
+        w.reason.describe().contains("do not name VL 1"),
+        "{}",
+        w.reason.describe()
+    );
+}
+
+/// Finding: every weight 0. VL 0 and VL 1 are named, every entry of weight 0: nothing leaves
+/// any port, every route stops at its first hop on VL 0 (SL 0) or VL 1 (SL 1).
+#[test]
+fn every_weight_zero_is_not_connected() {
+    let st = dateline_with(weft_fabric::VlArb {
+        high_limit: 255,
+        high: weights(&[(0, 0), (1, 0)]),
+        low: weights(&[(0, 0), (1, 0)]),
+    });
+    let r = verify(&st, &Options::default());
+    assert_eq!(r.verdict.connected, Outcome::Violated);
+    replay_all(&st, &r);
+    // Every route fails, and where it starts.
+    assert_eq!(r.failed_routes, r.stats.routes);
+    assert!(r.failures.iter().all(|p| p.at_source));
+    assert!(r.listed_failures().iter().all(|f| matches!(
+        f.reason,
+        weft_verifier::FailureReason::VlNotScheduled {
+            why: weft_verifier::Unscheduled::ZeroWeight,
+            ..
+        }
+    )));
+    let z = weft_verifier::z3::Z3::default().run(&testkit::valid(st.clone()), &Options::default());
+    assert_eq!(z.verdict, r.verdict);
+}
+
+/// Finding: an SL mapped to a VL in no arbitration table and above the VLs the SM operates.
+/// SL 1 runs on VL 1; the tables name VL 0 only and `max_vls` is 1: not connected, the
+/// witness names the port and VL 1 (above max_vls, checked first). With VL 1 in every table
+/// but `max_vls` still 1, the same; with `max_vls` 2, proven again.
+#[test]
+fn a_vl_above_max_vls_is_not_connected() {
+    let mut st = dateline_with(weft_fabric::VlArb {
+        high_limit: 0,
+        high: Vec::new(),
+        low: weights(&[(0, 1)]),
+    });
+    st.max_vls = Some(1);
+    let r = stopped_on(&st, 1);
+    assert!(
+        r.listed_failures().iter().all(|f| matches!(
+            f.reason,
+            weft_verifier::FailureReason::VlAboveMaxVls {
+                vl: 1,
+                max_vls: 1,
+                ..
+            }
+        )),
+        "{:#?}",
+        r.listed_failures()
+    );
+    let mut st = dateline_ring();
+    st.max_vls = Some(1);
+    stopped_on(&st, 1);
+    st.max_vls = Some(2);
+    proven_with_certificate(&st, &Options::default());
+}
+
+/// A port without a VL arbitration table sends VL 0 only: the dateline ring with the tables
+/// of one switch's ports removed stops SL 1 there (why: no table), and SL 0 still goes.
+#[test]
+fn a_port_without_a_table_sends_vl0_only() {
+    let mut st = dateline_ring();
+    let r1 = st.fabric.find("R1").unwrap();
+    for (r, p) in st.ports.iter_mut() {
+        if r.node == r1 {
+            p.vlarb = None;
+        }
+    }
+    let r = stopped_on(&st, 1);
+    assert!(r.listed_failures().iter().all(|f| f.at.name == "R1"
+        && matches!(
+            f.reason,
+            weft_verifier::FailureReason::VlNotScheduled {
+                vl: 1,
+                why: weft_verifier::Unscheduled::NoTable,
+                ..
+            }
+        )));
+    // Without SL 1 (every route on SL 0, VL 0): no table anywhere is fine for connectivity.
+    let mut plain = st.clone();
+    plain.path_sl.by_source.clear();
+    for p in plain.ports.values_mut() {
+        p.vlarb = None;
+    }
+    let r = verify(&plain, &Options::default());
+    assert_eq!(r.verdict.connected, Outcome::Proven);
 }
 
 #[test]

@@ -60,6 +60,7 @@ fn proven_case(rng: &mut Rng) -> (ValidState, Scope) {
                 }
             }
             st.path_sl.default = weft_fabric::SlSet(0b11);
+            testkit::schedule_all(&mut st);
             if rng.below(2) == 0 {
                 // By source switch: any non-empty subset of {0, 1} keeps it proven.
                 let max_lid = st.lids.max_lid(&st.fabric);
@@ -115,6 +116,11 @@ fn tamper_state(rng: &mut Rng, st: &mut FabricState) -> bool {
         let sl = rng.below(16) as usize;
         t[sl] = [15, 8, 1, 2][rng.below(4) as usize];
         st.ports.entry(p).or_default().sl2vl = Some(t);
+        return true;
+    }
+    if rng.below(6) == 0 {
+        // VL arbitration: new tables, some port perhaps no longer sending a VL.
+        testkit::arbitrate(rng, st);
         return true;
     }
     testkit::corrupt(rng, st).is_some()

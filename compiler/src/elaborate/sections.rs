@@ -79,7 +79,7 @@ impl Elab<'_> {
         for s in &f.stmts {
             if let FabricStmt::Section(sec) = s {
                 let kind = sec.kind.name.as_str();
-                if matches!(kind, "vls" | "routing" | "qos") {
+                if matches!(kind, "vls" | "routing" | "qos" | "sm") {
                     if let Some(&(_, first)) = seen.iter().find(|(k, _)| *k == kind) {
                         self.second(
                             &format!("a second `{kind}` section"),
@@ -91,7 +91,8 @@ impl Elab<'_> {
                     }
                     seen.push((kind, sec.kind.span));
                 }
-                if !self.takes_only(sec, matches!(kind, "tenant" | "shared")) {
+                // `sm on NODES` names where it runs; the others take no `on`.
+                if kind != "sm" && !self.takes_only(sec, matches!(kind, "tenant" | "shared")) {
                     continue;
                 }
                 self.section(sec, &mut config);
@@ -408,6 +409,7 @@ impl Elab<'_> {
             }
             "qos" => self.qos(s, config),
             "tenant" | "shared" => self.tenant(s, config),
+            "sm" => self.sm(s, config),
             other => {
                 let help = suggest(other, SECTIONS.iter().copied(), || {
                     format!(
@@ -801,7 +803,7 @@ impl Elab<'_> {
 
 pub(super) const FABRIC_ATTRS: &[&str] = &["guid_base"];
 
-pub(super) const SECTIONS: &[&str] = &["vls", "routing", "qos", "tenant", "shared"];
+pub(super) const SECTIONS: &[&str] = &["vls", "routing", "qos", "tenant", "shared", "sm"];
 
 pub(super) const CLASS_ATTRS: &[&str] = &["sl", "vl", "lanes", "weight", "priority", "match"];
 

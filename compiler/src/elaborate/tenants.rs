@@ -1,5 +1,5 @@
 //! `tenant NAME { pkey = …, hosts = … }` and `shared NAME { pkey = …, hosts = …, members =
-//! limited|full }`: partitions of end nodes.
+//! limited|full }`: partitions of end nodes; `sm on NODES`: where the subnet manager runs.
 
 use super::*;
 use crate::{Membership, Tenant, VfLids, Vm, VmPool};
@@ -10,6 +10,8 @@ const TENANT_ATTRS: &[&str] = &["pkey", "hosts", "class"];
 const POOL_ATTRS: &[&str] = &["vfs_per_host", "lids"];
 /// What a `shared` partition takes.
 const SHARED_ATTRS: &[&str] = &["pkey", "hosts", "members"];
+/// What an `sm on NODES { … }` section takes.
+const SM_ATTRS: &[&str] = &["port"];
 
 impl Elab<'_> {
     /// A `tenant` or `shared` section, checked against those before it: distinct names and
@@ -217,6 +219,103 @@ impl Elab<'_> {
     /// End nodes named by `e` (a node, a range, a list) in `what` (`hosts`, …), and whether
     /// every item was one (what is not is reported).
     fn end_nodes(&mut self, e: &Expr, what: &str) -> (Vec<NodeId>, bool) {
+        self.nodes_in(e, what, false)
+    }
+
+    /// `sm on NODES { port = N }`: where the subnet manager runs (the master and any
+    /// standby) — port `N` (default 1) of each end node, port 0 of each switch. The SM's ports
+    /// become full members of the default partition, and the verifier checks every end port
+    /// can reach them (`isolated`).
+    pub(super) fn sm(&mut self, s: &Section, config: &mut FabricConfig) {
+        if let Some(n) = &s.name {
+            self.err_help(
+                Code::Syntax,
+                "`sm` takes no name",
+                n.span,
+                "a name here would be ignored",
+                "write `sm on cn001` (with a standby: `sm on [cn001, cn002]`)",
+            );
+            return;
+        }
+        let Some(on) = &s.on else {
+            self.err_help(
+                Code::Syntax,
+                "`sm` needs the node it runs on",
+                s.kind.span,
+                "on which node?",
+                "write `sm on cn001` (with a standby: `sm on [cn001, cn002]`; on a switch, its port 0)",
+            );
+            return;
+        };
+        self.attrs_once(s);
+        let mut port: Option<(u8, Span)> = None;
+        let mut ok = true;
+        for item in s.body.iter().flatten() {
+            match item {
+                SectionItem::Attr(a) if a.name.name == "port" => {
+                    match self.int_in(&a.value, 1, 254, "a port number (1..=254)") {
+                        Some(n) => port = Some((n as u8, a.value.span)),
+                        None => ok = false,
+                    }
+                }
+                other => {
+                    self.unknown_in_section(other, "sm", SM_ATTRS);
+                    ok = false;
+                }
+            }
+        }
+        let (nodes, all) = self.nodes_in(on, "sm on", true);
+        if !(ok && all) {
+            return;
+        }
+        let mut ports: Vec<weft_fabric::PortRef> = Vec::new();
+        for n in nodes {
+            let node = self.builder.fabric().node(n);
+            let name = node.name().to_owned();
+            let count = node.spec.port_count;
+            let r = if node.is_switch() {
+                if let Some((_, at)) = port {
+                    self.err_help(
+                        Code::TypeMismatch,
+                        format!("`{name}` is a switch: an SM on it runs on its port 0"),
+                        at,
+                        "`port` is for end nodes",
+                        "remove `port`, or name the switches and the end nodes in two `sm` lists",
+                    );
+                    return;
+                }
+                weft_fabric::PortRef::new(n, 0)
+            } else {
+                let p = port.map_or(1, |(p, _)| p);
+                if p > count {
+                    self.err_help(
+                        Code::OutOfRange,
+                        format!("`{name}` has {count} port(s), not port {p}"),
+                        port.map_or(on.span, |(_, at)| at),
+                        "no such port",
+                        format!("name a port of 1..={count}"),
+                    );
+                    return;
+                }
+                weft_fabric::PortRef::new(n, p)
+            };
+            if ports.contains(&r) {
+                self.err_help(
+                    Code::Syntax,
+                    format!("`{name}` is named twice"),
+                    on.span,
+                    "named twice",
+                    "name each node the SM runs on once",
+                );
+                return;
+            }
+            ports.push(r);
+        }
+        config.sm = ports;
+    }
+
+    /// The nodes `e` names (end nodes; switches too when `switches`), and whether all were.
+    fn nodes_in(&mut self, e: &Expr, what: &str, switches: bool) -> (Vec<NodeId>, bool) {
         let Ok(v) = self.eval(e) else {
             return (Vec::new(), false);
         };
@@ -240,7 +339,7 @@ impl Elab<'_> {
                 continue;
             }
             match self.as_node(it, e.span) {
-                Ok(n) if self.builder.fabric().node(n).is_switch() => {
+                Ok(n) if !switches && self.builder.fabric().node(n).is_switch() => {
                     let sw = self.builder.fabric().node(n).name().to_owned();
                     self.err_help(
                         Code::TypeMismatch,

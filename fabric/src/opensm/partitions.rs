@@ -6,6 +6,12 @@
 //! may run over several lines up to its `;` (OpenSM reads lines of under 4 096 characters, so
 //! members are written one per line). OpenSM keeps the low 15 bits of a P_Key and sets the
 //! membership bit per member.
+//!
+//! How OpenSM applies the members (`osm_prtn.c`, `osm_prtn_config.c`): before reading the file
+//! it puts every port in the default partition as a limited member and its own port as a full
+//! one; then each member line adds its port, and — with `allow_both_pkeys FALSE`, OpenSM's
+//! default — removes it from the partition first, so the *last* line naming a port decides its
+//! membership (`both` then means full only). `SELF` names the port OpenSM runs on.
 
 use crate::{FabricState, Guid, NodeKind, PKey, PortNum, PortRef};
 use std::collections::BTreeMap;
@@ -44,10 +50,14 @@ impl Membership {
 ///
 /// Members are the ports that get P_Keys from the SM: a switch's port 0 and the ports of end
 /// nodes, live ones only. A port with a table belongs to each partition its entries name
-/// (full, limited, or both when it holds both); a port without a table is a full member of the
-/// default partition `0x7fff`, as the IBA default table (`0xffff`) makes it. The default
-/// partition is always written, first, with `SELF=full` so the SM keeps managing the
-/// subnet; the others follow by P_Key, their members by port GUID. The VFs of vSwitch
+/// (full, limited, or both when it holds both — which OpenSM gives only with
+/// `allow_both_pkeys TRUE`, as a comment in the file says); a port without a table is a full
+/// member of the default partition `0x7fff`, as the IBA default table (`0xffff`) makes it.
+/// The default partition is always written, first, its members by port GUID and then
+/// `SELF=full` *last*: whatever port OpenSM runs on ends up a full member of it (a later line
+/// wins), so every end port, a limited member, still reaches the SA — the ports the state
+/// says the SM runs on ([`FabricState::sm`]) hold `0xffff` and are listed full already. The
+/// other partitions follow by P_Key, their members by port GUID. The VFs of vSwitch
 /// hypervisors are members by their own GUIDs, as their P_Key tables say.
 pub fn write_partitions(state: &FabricState) -> Option<String> {
     if state.ports.values().all(|p| p.pkeys.is_none()) {
@@ -97,20 +107,34 @@ pub fn write_partitions(state: &FabricState) -> Option<String> {
     }
     let mut out = String::from(
         "# OpenSM partitions (opensm -P) from weft's P_Key tables: one partition per P_Key,\n\
-         # members by port GUID.\n",
+         # members by port GUID. The last line naming a port decides its membership, so the\n\
+         # SM's own port (SELF) is listed last in the default partition, as a full member.\n",
     );
+    if parts
+        .values()
+        .any(|m| m.values().any(|&m| m == Membership::Both))
+    {
+        out.push_str(
+            "# Ports listed `=both` hold a partition's full and limited keys: OpenSM gives them\n\
+             # both only with `allow_both_pkeys TRUE` in opensm.conf (else the full key only).\n",
+        );
+    }
     let default = parts.remove(&DEFAULT).unwrap_or_default();
     for (base, members) in std::iter::once((&DEFAULT, &default)).chain(parts.iter()) {
         if *base == DEFAULT {
-            let _ = write!(out, "Default={DEFAULT:#06x} :\n    SELF=full");
+            let _ = write!(out, "Default={DEFAULT:#06x} :");
         } else {
             let _ = write!(out, "weft_{base:04x}={base:#06x} :");
         }
-        let mut first = *base != DEFAULT;
+        let mut first = true;
         for (guid, m) in members {
             let sep = if first { "" } else { "," };
             first = false;
             let _ = write!(out, "{sep}\n    {:#018x}={}", guid.0, m.word());
+        }
+        if *base == DEFAULT {
+            let sep = if first { "" } else { "," };
+            let _ = write!(out, "{sep}\n    SELF=full");
         }
         out.push_str(" ;\n");
     }

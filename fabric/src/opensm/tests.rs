@@ -309,6 +309,42 @@ mod never_panic {
     }
 }
 
+/// The SM's port ends a full member of the default partition whatever port OpenSM runs on:
+/// `SELF=full` is the last member line (OpenSM lets the last line naming a port decide, and
+/// the old file's `SELF=full` first was undone by the SM host's own `=limited` line); a port
+/// the state says the SM runs on holds `0xffff` and is listed full itself.
+#[test]
+fn the_sms_port_is_a_full_default_member_last() {
+    let mut st = state();
+    let host = |st: &FabricState, n: u32| st.fabric.node(NodeId(n)).ports[0].guid.0;
+    let (h4, h5) = (host(&st, 4), host(&st, 5));
+    st.ports
+        .entry(PortRef::new(NodeId(4), 1))
+        .or_default()
+        .pkeys = Some(vec![PKey(0x7fff), PKey(0x8001)]);
+    st.ports
+        .entry(PortRef::new(NodeId(5), 1))
+        .or_default()
+        .pkeys = Some(vec![PKey(0xffff)]);
+    st.sm = vec![PortRef::new(NodeId(5), 1)];
+    let text = write_partitions(&st).unwrap();
+    let default = text
+        .split_once("Default=0x7fff :")
+        .and_then(|(_, rest)| rest.split(';').next())
+        .unwrap();
+    let members: Vec<&str> = default.split(',').map(str::trim).collect();
+    assert_eq!(members.last(), Some(&"SELF=full"), "{text}");
+    assert!(
+        members.contains(&format!("{h4:#018x}=limited").as_str()),
+        "{text}"
+    );
+    assert!(
+        members.contains(&format!("{h5:#018x}=full").as_str()),
+        "{text}"
+    );
+    assert!(!text.contains("allow_both_pkeys"), "{text}");
+}
+
 /// `partitions.conf`: nothing without P_Key tables; with them, the default partition first
 /// (`SELF=full`, ports without a table full members), then one partition per P_Key, members
 /// by port GUID with full, limited or both (a port holding the full and the limited key).
@@ -330,7 +366,9 @@ fn partitions_from_pkey_tables() {
     insta::assert_snapshot!(text);
     let line = |g: u64, m: &str| format!("    {g:#018x}={m}");
     let default = text.split(';').next().unwrap_or_default();
-    assert!(default.starts_with("# ") && default.contains("Default=0x7fff :\n    SELF=full"));
+    assert!(default.starts_with("# ") && default.contains("Default=0x7fff :\n"));
+    // The SM's own port last: OpenSM lets the last line naming a port decide.
+    assert!(default.ends_with(",\n    SELF=full "), "{default}");
     assert!(default.contains(&line(h4, "limited")), "{default}");
     assert!(!default.contains(&format!("{h5:#018x}")), "{default}");
     assert!(

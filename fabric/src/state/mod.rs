@@ -259,6 +259,14 @@ pub struct FabricState {
     /// Declared partitions, sorted by name (empty: none declared, and the `isolated`
     /// property does not apply).
     pub partitions: Vec<Partition>,
+    /// The data VLs the subnet manager operates on every port: VLs `0..max_vls` (what
+    /// `weft build` hands OpenSM as `qos_max_vls` and `max_op_vls`). `None`: no limit beyond
+    /// each link's VLCap. A hop on a VL at or above it is not operational.
+    pub max_vls: Option<u8>,
+    /// The ports the subnet manager runs on (the master and any standby), sorted: an end-node
+    /// port, or a switch's port 0. Empty: the state does not say where the SM runs, and the
+    /// `isolated` property cannot check that every end port reaches it.
+    pub sm: Vec<PortRef>,
 }
 
 impl FabricState {
@@ -275,6 +283,8 @@ impl FabricState {
             ports: BTreeMap::new(),
             path_sl: PathSl::default(),
             partitions: Vec::new(),
+            max_vls: None,
+            sm: Vec::new(),
         }
     }
 

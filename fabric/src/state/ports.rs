@@ -10,10 +10,33 @@ use serde::{Deserialize, Serialize};
 pub struct PortState {
     /// End-node ports only: the VL each SL is injected on (`None`: every SL on VL 0).
     pub sl2vl: Option<[u8; 16]>,
-    /// VL arbitration of the port's output.
+    /// VL arbitration of the port's output: a VL leaves the port only when an entry of
+    /// either table names it with a weight above 0. `None`: the state records no arbitration
+    /// for the port, which then sends VL 0 only — what a port with a single data VL does (it
+    /// has no arbitration tables), and what a fabric whose SM configures no QoS runs on
+    /// (OpenSM with `qos FALSE`, its default, writes no VLArb table); a hop on VL 1 or above
+    /// out of such a port is not scheduled. (OpenSM with QoS on programs `qos_vlarb_high` and
+    /// `qos_vlarb_low`, by default VL 0 in the high table and VLs 1–14 in the low one, each
+    /// of weight 4; a state imported from OpenSM records those tables, or its VL ≥ 1 hops are
+    /// reported unscheduled.)
     pub vlarb: Option<VlArb>,
     /// The P_Key table.
     pub pkeys: Option<Vec<PKey>>,
+}
+
+impl VlArb {
+    /// Whether an entry of either table names `vl` with a weight above 0.
+    pub fn schedules(&self, vl: u8) -> bool {
+        self.high
+            .iter()
+            .chain(&self.low)
+            .any(|e| e.vl == vl && e.weight > 0)
+    }
+
+    /// Whether some entry names `vl` (whatever its weight).
+    pub fn lists(&self, vl: u8) -> bool {
+        self.high.iter().chain(&self.low).any(|e| e.vl == vl)
+    }
 }
 
 impl PortState {
@@ -28,6 +51,10 @@ pub const VLARB_MAX_ENTRIES: usize = 64;
 
 /// A VL arbitration configuration: a high- and a low-priority weighted round robin, and how
 /// many high-priority bytes (in 4 KB units) may go before a low-priority packet.
+///
+/// The verifier asks one thing of it: whether a VL is *scheduled* — named by an entry of
+/// either table with a weight above 0. The high limit, and how long a low-priority VL may
+/// wait under high-priority load, are not modelled.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VlArb {

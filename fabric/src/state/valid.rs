@@ -18,6 +18,8 @@
 //!   nodes, VLs ≤ 15; VLArb tables ≤ 64 entries on data VLs (≤ 14); P_Keys non-zero, distinct.
 //! * Path SLs: non-empty sets; ranges inside 1..=0xBFFF, ordered, not overlapping; sources
 //!   that exist and own a LID.
+//! * Max VLs: 1..=15 when set. SM ports: each an end-node port or a switch's port 0, listed
+//!   once.
 //!
 //! LFT *entries* may hold any port number: a wrong entry is a routing fault that the verifier
 //! reports as a violation with a witness, not a malformed state.
@@ -42,6 +44,7 @@ impl ValidState {
         }
         state.path_sl.sort();
         state.partitions.sort_by(|a, b| a.name.cmp(&b.name));
+        state.sm.sort();
         let errors = check(&state);
         if errors.is_empty() {
             Ok(ValidState(state))
@@ -285,6 +288,22 @@ pub enum StateError {
         /// What is wrong.
         what: String,
     },
+    /// A VL budget out of range.
+    #[error("max_vls {max_vls} is out of range (1..=15 data VLs)")]
+    #[diagnostic(code(weft::state::max_vls))]
+    MaxVls {
+        /// The value.
+        max_vls: u8,
+    },
+    /// An SM port that cannot be one.
+    #[error("SM port {port} {what}")]
+    #[diagnostic(code(weft::state::sm))]
+    SmPort {
+        /// The port.
+        port: PortName,
+        /// What is wrong.
+        what: &'static str,
+    },
     /// A path-SL entry that cannot be.
     #[error("path SLs: {what}")]
     #[diagnostic(code(weft::state::path_sl))]
@@ -388,7 +407,45 @@ fn check(st: &FabricState) -> Vec<StateError> {
     check_path_sl(st, &mut errors);
     check_partitions(st, &mut errors);
     check_vports(st, &mut errors);
+    check_sm(st, &mut errors);
     errors
+}
+
+/// The VL budget and where the SM runs.
+fn check_sm(st: &FabricState, errors: &mut Vec<StateError>) {
+    let f = &st.fabric;
+    if let Some(n) = st.max_vls {
+        if !(1..=15).contains(&n) {
+            errors.push(StateError::MaxVls { max_vls: n });
+        }
+    }
+    let mut last: Option<PortRef> = None;
+    for &r in &st.sm {
+        let Some(node) = f.nodes().get(r.node.index()) else {
+            errors.push(StateError::UnknownNode {
+                at: "sm",
+                id: r.node.0,
+            });
+            continue;
+        };
+        let ok = if node.is_switch() {
+            r.port.0 == 0
+        } else {
+            (1..=node.spec.port_count).contains(&r.port.0)
+        };
+        if !ok {
+            errors.push(StateError::SmPort {
+                port: port_name(f, r.node, r.port.0),
+                what: "is not an end-node port or a switch's port 0",
+            });
+        } else if last == Some(r) {
+            errors.push(StateError::SmPort {
+                port: port_name(f, r.node, r.port.0),
+                what: "is listed twice",
+            });
+        }
+        last = Some(r);
+    }
 }
 
 /// The name of a VF in messages: its hypervisor port's, the node shown as `cn140 vf2` and the

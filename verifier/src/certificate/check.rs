@@ -1,6 +1,6 @@
 //! The certificate checker. It shares with the explicit engine only the view of the state
 //! ([`Net`]: which port a switch forwards a destination to, which VL a hop takes, whether that
-//! VL is operational); its logic is its own and trusts nothing in the certificate that it
+//! VL is operational and scheduled); its logic is its own and trusts nothing in the certificate that it
 //! does not check.
 //!
 //! Rules, per required destination `d` (the scope's LIDs, exactly):
@@ -11,10 +11,10 @@
 //!    an unset entry, a missing, unwired or down port, a misdelivery — refuses the certificate.
 //! 2. **Routes.** Every required route (source port, `d`, each SL of its path-SL set) enters
 //!    the switches at a labelled switch: a switch source is labelled itself; an end node's
-//!    first hop is checked (cable up, injection VL operational) and must reach a labelled
+//!    first hop is checked (cable up, injection VL operational and scheduled) and must reach a labelled
 //!    switch or the destination's own port.
 //! 3. **Hops.** Route states are pushed through the switches in decreasing label order; every
-//!    hop's VL is computed from SL2VL and checked operational — the last hop into the
+//!    hop's VL is computed from SL2VL and checked operational and scheduled — the last hop into the
 //!    destination's port included — and every dependency (held channel → wanted channel) must
 //!    have ranks that strictly increase.
 
@@ -118,8 +118,9 @@ pub fn check(
     // a proof of it would be).
     if cert.properties.contains(&Property::Isolated) {
         let iso = crate::isolation::check(state, 1);
-        if iso.outcome != crate::Outcome::Proven {
-            let why = match (&iso.outcome, iso.breaches.first()) {
+        let verdict = iso.verdict();
+        if verdict != crate::Outcome::Proven {
+            let why = match (&verdict, iso.breaches.first()) {
                 (_, Some(b)) => b.describe(),
                 (crate::Outcome::Unknown(r), None) => r.clone(),
                 _ => "the P_Key tables do not match the declared partitions".to_owned(),
@@ -536,7 +537,7 @@ fn check_dest(
             if sls & !attach.valid_and.get(k).copied().unwrap_or(0) != 0 {
                 return Err(label_err(
                     x,
-                    "has an end node injecting an SL on a VL that is not operational".to_owned(),
+                    "has an end node injecting an SL on a VL that is not operational or not scheduled".to_owned(),
                 ));
             }
             if label(k as u32) == NO_LABEL {

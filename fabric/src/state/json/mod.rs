@@ -27,14 +27,17 @@
 //!   "by_dlid": [[1, 40, [0, 1]], …],                first LID, last LID, SLs
 //!   "by_switch": [["0x…", 1, 40, [2]], …],        switch GUID, first LID, last LID, SLs
 //!   "by_source": [["0x…", 1, 1, 40, [2]], …]},      node GUID, port, first LID, last LID, SLs
-//! "partitions": [                                  declared partitions (only when there are)
+//! "partitions": [                                  declared partitions (only when there are; after max_vls)
 //!   {"name": "alice", "pkey": "0x0001", "members": [["0x…", 1, "full"], …],
 //!    "vms": [["db1", "full"], …],                 member VMs (only when there are)
 //!    "class": {"name": "compute", "sls": [1], "vls": [1]}},    a tenant's class, when it has one
 //!   …],
+//! "max_vls": 4,                                   data VLs the SM operates (only when set)
+//! "partitions": [ … ],
 //! "vports": [                                      VFs of vSwitch hypervisors (only when there are)
 //!   {"host": ["0x…", 1], "vf": 0, "guid": "0x…", "lid": 705, "vm": "db1", "pkeys": ["0x7fff", "0x8002"]},
-//!   …]
+//!   …],
+//! "sm": [["0x…", 1], …]                          ports the SM runs on (only when declared)
 //! }
 //! ```
 //!
@@ -309,6 +312,10 @@ struct StateJson {
     partitions: Vec<PartitionJson>,
     #[serde(default)]
     vports: Vec<VportJson>,
+    #[serde(default)]
+    max_vls: Option<u8>,
+    #[serde(default)]
+    sm: Vec<(GuidHex, u8)>,
     /// Written by `weft build` beside the state; not part of it.
     #[serde(default)]
     #[allow(dead_code)]
@@ -498,6 +505,10 @@ pub fn write<W: Write>(state: &FabricState, w: &mut W, extra: &[(&str, &str)]) -
     by_source.sort_unstable_by_key(|e| (e.0, e.1, e.2));
     lines(w, by_source)?;
     w.write_all(b"}")?;
+    if let Some(n) = state.max_vls {
+        // Written only when set, so states without it read and write as before.
+        write!(w, ",\n\"max_vls\": {n}")?;
+    }
     if !state.partitions.is_empty() {
         // Written only when declared, so states without them read as before.
         w.write_all(b",\n\"partitions\": ")?;
@@ -545,6 +556,17 @@ pub fn write<W: Write>(state: &FabricState, w: &mut W, extra: &[(&str, &str)]) -
             .collect();
         vports.sort_by_key(|v| (v.host, v.vf));
         lines(w, vports)?;
+    }
+    if !state.sm.is_empty() {
+        // Written only when declared, so states without it read and write as before.
+        w.write_all(b",\n\"sm\": ")?;
+        let mut sm: Vec<(GuidHex, u8)> = state
+            .sm
+            .iter()
+            .map(|r| (guid_of(f, r.node), r.port.0))
+            .collect();
+        sm.sort_unstable();
+        lines(w, sm)?;
     }
     for (name, json) in extra {
         w.write_all(b",\n")?;
@@ -624,6 +646,16 @@ pub fn read(text: &str) -> Result<ValidState, StateErrors> {
         );
         partitions(&mut st, raw.partitions, &mut errors);
         vports(&mut st, raw.vports, &mut errors);
+        st.max_vls = raw.max_vls;
+        for (i, (g, port)) in raw.sm.into_iter().enumerate() {
+            match st.fabric.find_guid(g.0) {
+                Some(n) => st.sm.push(PortRef::new(n, port)),
+                None => errors.push(StateError::UnknownGuid {
+                    at: format!("sm[{i}]"),
+                    guid: guid_text(g.0),
+                }),
+            }
+        }
         st
     });
     let Some(state) = state else {

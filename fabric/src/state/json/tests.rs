@@ -143,11 +143,27 @@ fn a_written_state_reads_back_equal() {
             vls: 0b10,
         }),
     }];
+    st.max_vls = Some(4);
+    st.sm = vec![PortRef::new(NodeId(0), 0), PortRef::new(NodeId(2), 1)];
     let text = st.to_json();
     let back = read(&text).unwrap();
     assert_eq!(*back, st);
     assert_eq!(back.to_json(), text, "byte-identical when written again");
     insta::assert_snapshot!(text);
+}
+
+/// `max_vls` and `sm` are written only when set: a state without them is the v1 file it was
+/// before they existed, and reads back without them.
+#[test]
+fn max_vls_and_sm_are_written_only_when_set() {
+    let st = small();
+    let text = st.to_json();
+    assert!(
+        !text.contains("max_vls") && !text.contains("\"sm\""),
+        "{text}"
+    );
+    let back = read(&text).unwrap();
+    assert_eq!((back.max_vls, back.sm.is_empty()), (None, true));
 }
 
 #[test]
@@ -289,6 +305,22 @@ fn a_state_file_names_what_is_wrong() {
                                  ["0xf452140300000300", 1, "limited"]]},
                     {"name": "b", "pkey": "0x0002", "members": [["0xf4521403000009ff", 1, "full"]]},
                     {"name": "", "pkey": "0x7fff", "members": [["0xf452140300000400", 2, "full"]]}
+                ])
+            }),
+        ),
+        (
+            "max_vls 16",
+            Box::new(|v: &mut Value| v["max_vls"] = json!(16)),
+        ),
+        (
+            "SM ports that cannot be",
+            Box::new(|v: &mut Value| {
+                v["sm"] = json!([
+                    ["0xf452140300000100", 3],
+                    ["0xf452140300000300", 1],
+                    ["0xf452140300000300", 1],
+                    ["0xf452140300000300", 0],
+                    ["0x1234", 1]
                 ])
             }),
         ),
@@ -499,6 +531,13 @@ fn arb_state() -> impl Strategy<Value = FabricState> {
                 }
             }
             st.path_sl.sort();
+            if let Some(&n) = noise.get(1) {
+                st.max_vls = (n % 2 == 0).then_some(1 + (n % 15) as u8);
+                if n % 3 == 0 {
+                    st.sm = hosts.iter().take(2).map(|&h| PortRef::new(h, 1)).collect();
+                    st.sm.extend(ids.first().map(|&s| PortRef::new(s, 0)));
+                }
+            }
             st
         })
 }
