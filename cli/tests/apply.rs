@@ -309,7 +309,7 @@ fn a_journal_that_cannot_grow_rolls_back() {
     let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
     let journal = d.join("plan.json.journal");
     // SIGXFSZ ignored (as `exec` keeps it), so the write fails instead of killing weft.
-    let mut child = Command::new("sh")
+    let child = Command::new("sh")
         .arg("-c")
         .arg("trap '' XFSZ; exec \"$0\" \"$@\"")
         .arg(env!("CARGO_BIN_EXE_weft"))

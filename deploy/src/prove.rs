@@ -134,7 +134,7 @@ pub fn reprove(
     }
     let start = ValidState::new(a.state).map_err(ProofError::Invalid)?;
     let (declared, unseen) =
-        weft_plan::pkeys::declared(&plan.partitions, &start).map_err(ProofError::Partitions)?;
+        weft_plan::pkeys::declared(plan, &start).map_err(ProofError::Partitions)?;
     let steps: Vec<Vec<Write>> = plan.steps.iter().map(|s| s.writes.clone()).collect();
     let scope = match plan.proof.scope.as_str() {
         "hca-to-hca" => Scope::HcaToHca,

@@ -156,6 +156,11 @@ pub struct Plan {
     /// The partitions the state it leads to declares (none: it declares none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub partitions: Vec<PlanPartition>,
+    /// The ports the subnet manager runs on, as the state it leads to says (full members of
+    /// the default partition, which every end port must reach), written `0x<node guid>:<port>`
+    /// (a switch's port 0).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sm: Vec<SmPort>,
     /// What every step was proven to keep when the plan was made.
     pub proof: Proof,
     /// The steps, in order.
@@ -178,6 +183,32 @@ pub struct Proof {
     /// Whether the proof rests on path SLs and SL→VL tables (paths on other VLs than 0):
     /// `weft apply` reads no path SLs off a fabric, so it cannot prove such a plan again.
     pub path_sls: bool,
+}
+
+/// A port the subnet manager runs on, by its node's GUID and number (0 for a switch).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct SmPort {
+    /// The node's GUID.
+    pub node: Guid,
+    /// The port.
+    pub port: u8,
+}
+
+impl From<SmPort> for String {
+    fn from(p: SmPort) -> String {
+        format!("{:#018x}:{}", p.node.0, p.port)
+    }
+}
+
+impl TryFrom<String> for SmPort {
+    type Error = String;
+
+    fn try_from(s: String) -> Result<SmPort, String> {
+        crate::wire::parse_end(&s)
+            .map(|(node, port)| SmPort { node, port })
+            .ok_or_else(|| format!("`{s}` is not an SM port (`0x<node guid>:<port>`)"))
+    }
 }
 
 /// A declared partition of the state a plan leads to, by port.
@@ -350,6 +381,9 @@ impl Plan {
                 t += &compact(p);
             }
             t += "\n],\n";
+        }
+        if !self.sm.is_empty() {
+            t += &format!("\"sm\": {},\n", compact(&self.sm));
         }
         t += &format!("\"proof\": {},\n", compact(&self.proof));
         t += "\"steps\": [";
@@ -659,6 +693,7 @@ mod tests {
             to: fp(),
             wire: None,
             partitions: Vec::new(),
+            sm: Vec::new(),
             proof: Proof {
                 scope: "all".to_owned(),
                 properties: vec!["loop_free".to_owned(), "connected".to_owned()],

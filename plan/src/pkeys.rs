@@ -3,7 +3,7 @@
 //! `isolated` in every mix sees them ([`weft_verifier::partition_mix`]).
 
 use std::collections::BTreeMap;
-use weft_fabric::plan::{Member, PlanPartition, Write};
+use weft_fabric::plan::{Member, Plan, PlanPartition, SmPort, Write};
 use weft_fabric::{Lid, PortRef, ValidState};
 use weft_verifier::partition_mix::{Declared, PkeyWrite};
 
@@ -50,13 +50,25 @@ pub fn plan_partitions(st: &ValidState) -> Vec<PlanPartition> {
         .collect()
 }
 
+/// The ports the SM runs on in `st`, by GUID.
+pub fn plan_sm(st: &ValidState) -> Vec<SmPort> {
+    st.sm
+        .iter()
+        .map(|r| SmPort {
+            node: st.fabric.node(r.node).guid(),
+            port: r.port.0,
+        })
+        .collect()
+}
+
 /// The partitions a plan declares, resolved on `st` (the state it starts from, as read off a
 /// fabric): each member port by GUID and number, each VF by its port GUID among `st`'s VFs,
 /// else (a fabric that does not show VF GUIDs) by its hypervisor port and index. A VF of a
 /// hypervisor port behind which `st` has no VF at all (a fabric that addresses VFs in ways
 /// weft does not read) is left out and counted; any other member `st` does not have is
 /// named.
-pub fn declared(parts: &[PlanPartition], st: &ValidState) -> Result<(Declared, usize), String> {
+pub fn declared(plan: &Plan, st: &ValidState) -> Result<(Declared, usize), String> {
+    let parts = &plan.partitions;
     let f = &st.fabric;
     let vfs: BTreeMap<weft_fabric::Guid, (PortRef, u8)> = st
         .lids
@@ -136,6 +148,25 @@ pub fn declared(parts: &[PlanPartition], st: &ValidState) -> Result<(Declared, u
     }
     for m in d.members.values_mut() {
         m.sort_unstable();
+    }
+    for p in &plan.sm {
+        let id = f
+            .find_guid(p.node)
+            .filter(|&id| {
+                let n = f.node(id);
+                if n.is_switch() {
+                    p.port == 0
+                } else {
+                    p.port >= 1 && p.port <= n.spec.port_count
+                }
+            })
+            .ok_or_else(|| {
+                format!(
+                    "the SM runs on {} port {}, which is not a port of the fabric",
+                    p.node, p.port
+                )
+            })?;
+        d.sm.insert((PortRef::new(id, p.port), None));
     }
     Ok((d, unseen))
 }

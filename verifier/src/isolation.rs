@@ -210,7 +210,7 @@ pub struct Isolation {
 }
 
 /// Why `isolated` is unknown on a state that does not say where the SM runs.
-pub(crate) const SM_UNDECLARED: &str = "the P_Key tables match the declared partitions and every end port holds a key of the default partition, but the state does not say where the SM runs, so whether its port is a full member of the default partition (which every end port needs to reach the SA) is not known; declare it (`sm { hosts = [...] }` in the source, `\"sm\"` in state.json, `--sm` for `weft verify`)";
+pub(crate) const SM_UNDECLARED: &str = "the P_Key tables match the declared partitions and every end port holds a key of the default partition, but the state does not say where the SM runs, so whether its port is a full member of the default partition (which every end port needs to reach the SA) is not known; declare it (`sm on NODE` in the source, `\"sm\"` in state.json, `--sm` for `weft verify`)";
 
 impl Isolation {
     /// The `isolated` property: [`Isolation::outcome`], except unknown when it is proven on a

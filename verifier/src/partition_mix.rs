@@ -26,6 +26,7 @@
 use crate::isolation::{declared_talk, end_point, tables_talk, Breach, BreachKind, End};
 use crate::report::Outcome;
 use std::collections::{BTreeMap, BTreeSet};
+use weft_fabric::plan::PKEY_BLOCK;
 use weft_fabric::{Lid, Membership, PKey, PortRef, ValidState};
 
 /// One P_Key write of a step.
@@ -58,6 +59,9 @@ pub struct Declared {
     pub partitions: Vec<(String, u16)>,
     /// Each member end port's memberships: (index into `partitions`, membership).
     pub members: BTreeMap<End, Vec<(usize, Membership)>>,
+    /// The ports the SM runs on: full members of the default partition, which every end
+    /// port must reach.
+    pub sm: BTreeSet<End>,
 }
 
 impl Declared {
@@ -85,6 +89,7 @@ impl Declared {
         for m in d.members.values_mut() {
             m.sort_unstable();
         }
+        d.sm = state.sm.iter().map(|&p| (p, None)).collect();
         d
     }
 }
@@ -145,16 +150,11 @@ fn keys(slots: &[u16]) -> Vec<u16> {
 fn apply(now: &mut Vec<u16>, w: &PkeyWrite) {
     match w {
         PkeyWrite::Port { block, new, .. } => {
-            let first = usize::from(*block) * weft_fabric::plan::PKEY_BLOCK;
-            if now.len() < first + weft_fabric::plan::PKEY_BLOCK {
-                now.resize(first + weft_fabric::plan::PKEY_BLOCK, 0);
+            let first = usize::from(*block) * PKEY_BLOCK;
+            if now.len() < first + PKEY_BLOCK {
+                now.resize(first + PKEY_BLOCK, 0);
             }
-            for (k, slot) in now
-                .iter_mut()
-                .skip(first)
-                .take(weft_fabric::plan::PKEY_BLOCK)
-                .enumerate()
-            {
+            for (k, slot) in now.iter_mut().skip(first).take(PKEY_BLOCK).enumerate() {
                 *slot = new.get(k).copied().unwrap_or(0);
             }
         }
@@ -268,6 +268,10 @@ impl<'a> PkeyMix<'a> {
                 a.1 = lid.is_some();
             }
         }
+        // What each port holds in every mix, as far as reaching the SM goes: the keys of the
+        // blocks the step does not write; of a written block, the full default key when both
+        // its contents hold it, and a default key (limited) when both hold one of the two.
+        let mut must: BTreeMap<End, (Vec<u16>, bool)> = BTreeMap::new();
         for (e, (t, live)) in &after {
             let Some(cur) = self.ends.get(e) else {
                 continue;
@@ -275,8 +279,44 @@ impl<'a> PkeyMix<'a> {
             let mut k = keys(&cur.now);
             k.extend(keys(t));
             may.insert(*e, (keys(&k), cur.live || *live));
+            let len = cur.now.len().max(t.len());
+            let written: BTreeSet<usize> = writes
+                .iter()
+                .filter(|w| end_of(w) == *e)
+                .flat_map(|w| match w {
+                    PkeyWrite::Port { block, .. } => vec![usize::from(*block)],
+                    // A VF's table is written whole.
+                    PkeyWrite::Vf { .. } => (0..len.div_ceil(PKEY_BLOCK).max(1)).collect(),
+                })
+                .collect();
+            let mut held = Vec::new();
+            for b in 0..len.div_ceil(PKEY_BLOCK).max(1) {
+                let cut = |v: &[u16]| -> Vec<u16> {
+                    keys(
+                        v.get(b * PKEY_BLOCK..((b + 1) * PKEY_BLOCK).min(v.len()))
+                            .unwrap_or(&[]),
+                    )
+                };
+                let before = cut(&cur.now);
+                if written.contains(&b) {
+                    let after = cut(t);
+                    let full = |v: &[u16]| v.contains(&PKey::DEFAULT.0);
+                    let member = |v: &[u16]| v.iter().any(|k| k & 0x7fff == 0x7fff);
+                    if full(&before) && full(&after) {
+                        held.push(PKey::DEFAULT.0);
+                    } else if member(&before) && member(&after) {
+                        held.push(0x7fff);
+                    }
+                } else {
+                    held.extend(before);
+                }
+            }
+            must.insert(*e, (keys(&held), cur.live && *live));
         }
-        let check = self.compare(&may, |x, _, y, _| tables_talk(x, y).is_some());
+        let mut check = self.compare(&may, |x, _, y, _| tables_talk(x, y).is_some());
+        if check.outcome == Outcome::Proven {
+            check = self.sm_reached(&must, &may);
+        }
         for (e, (t, live)) in after {
             if let Some(cur) = self.ends.get_mut(&e) {
                 cur.now = t;
@@ -286,31 +326,91 @@ impl<'a> PkeyMix<'a> {
         check
     }
 
-    /// Checks the tables the steps left against the declared partitions (no leak, no cut);
-    /// unknown when nothing is declared.
+    /// Checks the tables the steps left against the declared partitions (no leak, no cut;
+    /// the SM's ports full members of the default partition, every end port a member);
+    /// unknown when nothing is declared, or when partitions are but not where the SM runs.
     pub fn end(&self) -> MixCheck {
+        let unknown = |why: &str| MixCheck {
+            outcome: Outcome::Unknown(why.to_owned()),
+            breach: None,
+            after_plan: true,
+        };
         if self.declared.partitions.is_empty() {
-            return MixCheck {
-                outcome: Outcome::Unknown(crate::isolation::NOTHING_DECLARED.to_owned()),
-                breach: None,
-                after_plan: true,
-            };
+            return unknown(crate::isolation::NOTHING_DECLARED);
         }
         let now: BTreeMap<End, (Vec<u16>, bool)> = self
             .ends
             .iter()
             .map(|(e, t)| (*e, (keys(&t.now), t.live)))
             .collect();
-        let leak = self.compare(&now, |_, dx, _, dy| declared_talk(dx, dy).is_some());
-        let check = if leak.outcome == Outcome::Proven {
-            self.cut(&now)
-        } else {
-            leak
-        };
+        let mut check = self.compare(&now, |_, dx, _, dy| declared_talk(dx, dy).is_some());
+        if check.outcome == Outcome::Proven {
+            check = self.cut(&now);
+        }
+        if check.outcome == Outcome::Proven {
+            check = self.sm_reached(&now, &now);
+        }
+        if check.outcome == Outcome::Proven && self.declared.sm.is_empty() {
+            check = unknown(crate::isolation::SM_UNDECLARED);
+        }
         MixCheck {
             after_plan: true,
             ..check
         }
+    }
+
+    /// Where the SM's ports are declared: each of them holds the full default key (`held`:
+    /// the keys a port holds in every mix; one not in it holds its current table), and every
+    /// end port with a LID in some mix (`may`) holds a key of the default partition in every
+    /// mix (it reaches the SA).
+    fn sm_reached(
+        &self,
+        held: &BTreeMap<End, (Vec<u16>, bool)>,
+        may: &BTreeMap<End, (Vec<u16>, bool)>,
+    ) -> MixCheck {
+        let sm = &self.declared.sm;
+        if sm.is_empty() {
+            return MixCheck::proven();
+        }
+        // A port with no table here (a switch's port 0) holds the IBA default, 0xffff.
+        let keys_of = |e: &End| -> Vec<u16> {
+            held.get(e).map_or_else(
+                || {
+                    self.ends
+                        .get(e)
+                        .map_or_else(|| vec![PKey::DEFAULT.0], |t| keys(&t.now))
+                },
+                |(k, _)| k.clone(),
+            )
+        };
+        let breach = |kind: BreachKind, a: End, b: End| MixCheck {
+            outcome: Outcome::Violated,
+            breach: Some(Breach {
+                kind,
+                a: end_point(self.state, a),
+                b: end_point(self.state, b),
+                pairs: 1,
+            }),
+            after_plan: false,
+        };
+        for &p in sm {
+            let k = keys_of(&p);
+            if !k.contains(&PKey::DEFAULT.0) {
+                let pkey = k.iter().copied().find(|k| k & 0x7fff == 0x7fff);
+                return breach(BreachKind::SmNotFull { pkey }, p, p);
+            }
+        }
+        let first = sm.iter().next().copied();
+        for (e, t) in &self.ends {
+            let live = may.get(e).map_or(t.live, |(_, l)| *l);
+            if !live || sm.contains(e) {
+                continue;
+            }
+            if !keys_of(e).iter().any(|k| k & 0x7fff == 0x7fff) {
+                return breach(BreachKind::SmUnreachable, *e, first.unwrap_or(*e));
+            }
+        }
+        MixCheck::proven()
     }
 
     /// Groups every end port by what decides its pairs — `tables` (its table where given,
@@ -328,7 +428,8 @@ impl<'a> PkeyMix<'a> {
             let (k, live) = tables
                 .get(e)
                 .map_or_else(|| (keys(&t.now), t.live), |(k, l)| (k.clone(), *l));
-            if !live {
+            // The SM talks to every end port: its ports are not compared pair by pair.
+            if !live || self.declared.sm.contains(e) {
                 continue;
             }
             let d = self.declared.members.get(e).map_or(&[][..], Vec::as_slice);
@@ -401,6 +502,9 @@ impl<'a> PkeyMix<'a> {
         // Per partition: its live members grouped by (table, membership).
         let mut by: BTreeMap<usize, BTreeMap<(&[u16], Membership), Vec<End>>> = BTreeMap::new();
         for (e, ms) in &d.members {
+            if d.sm.contains(e) {
+                continue;
+            }
             let Some((k, true)) = now.get(e) else {
                 continue;
             };
