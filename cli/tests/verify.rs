@@ -539,3 +539,69 @@ fn a_tenants_traffic_leaving_its_class_is_refused() {
     insta::assert_snapshot!("verify_tenant_class", shown);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Issue 25: an ibsim-style net file where each CA's port GUID (node GUID + 1, as ibsim counts
+/// it) is the next CA's node GUID. ibsim, ibnetdiscover and OpenSM accept it (node GUIDs and
+/// port GUIDs are separate name spaces); `weft import` and `weft verify --topology` called it
+/// an internal error. OpenSM's guid2lid names H-1's port by 0x201, H-2's node GUID: it must
+/// resolve to H-1 port 1 (else H-1 has no LID and the state is refused).
+#[test]
+fn a_port_guid_equal_to_another_nodes_node_guid_is_accepted() {
+    let dir = temp_dir("guid-spaces");
+    let net = dir.join("ibsim.net");
+    std::fs::write(
+        &net,
+        "switchguid=0x100\nSwitch 4 \"S-1\"\n[1] \"H-1\"[1]\n[2] \"H-2\"[1]\n[3] \"H-3\"[1]\n\n\
+         caguid=0x200\nCa 1 \"H-1\"\n[1] \"S-1\"[1]\n\n\
+         caguid=0x201\nCa 1 \"H-2\"\n[1] \"S-1\"[2]\n\n\
+         caguid=0x202\nCa 1 \"H-3\"\n[1] \"S-1\"[3]\n",
+    )
+    .unwrap();
+    let guid2lid = dir.join("guid2lid");
+    std::fs::write(
+        &guid2lid,
+        "0x0000000000000100 0x0001 0x0001\n\n0x0000000000000201 0x0002 0x0002\n\n\
+         0x0000000000000202 0x0003 0x0003\n\n0x0000000000000203 0x0004 0x0004\n",
+    )
+    .unwrap();
+    let lfts = dir.join("opensm-lfts.dump");
+    std::fs::write(
+        &lfts,
+        "Unicast lids [0-4] of switch Lid 1 guid 0x0000000000000100 ('S-1'):\n\
+         0x0001 000\n0x0002 001\n0x0003 002\n0x0004 003\n4 lids dumped\n",
+    )
+    .unwrap();
+    let net = net.to_str().unwrap();
+
+    let out = weft(&["import", net]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let src = text(&out.stdout);
+    for h in [
+        "hca \"H-1\" { ports = 1, guid = 0x0000000000000200 }",
+        "hca \"H-2\" { ports = 1, guid = 0x0000000000000201 }",
+    ] {
+        assert!(src.contains(h), "{src}");
+    }
+    // What it imports compiles: the language's GUIDs follow the same rule.
+    let weft_file = dir.join("ibsim.weft");
+    std::fs::write(&weft_file, &src).unwrap();
+    let out = weft(&["check", weft_file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+
+    let out = weft(&[
+        "verify",
+        "--topology",
+        net,
+        "--guid2lid",
+        guid2lid.to_str().unwrap(),
+        "--lfts",
+        lfts.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["verdict"]["connected"]["result"], "proven", "{v}");
+    assert_eq!(v["verdict"]["deadlock_free"]["result"], "proven", "{v}");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -163,6 +163,10 @@ case!(
     port_guid_reused,
     "use std::hardware::{sb7800}\nmodel dual : hca { ports = 2 }\nfabric f {\n    topology {\n        switch s : sb7800\n        hca h : dual { port_guids = [0x100, 0x100] }\n        link s.p[1] <-> h.p[1]\n    }\n}\n"
 );
+case!(
+    duplicate_port_guid,
+    "use std::hardware::{sb7800, connectx5}\nfabric f {\n    topology {\n        switch s : sb7800 { guid = 0x100 }\n        hca h : connectx5 { guid = 0x200 }\n        hca x : connectx5 { guid = 0x300, port_guids = [0x201] }\n        hca y : connectx5 { guid = 0x400, port_guids = [0x100] }\n        link s.p[1] <-> h.p[1]\n        link s.p[2] <-> x.p[1]\n        link s.p[3] <-> y.p[1]\n    }\n}\n"
+);
 case!(unconnected_nodes, small("        link leaf[1].p[1] <-> cn[1].p[1]\n        link leaf[1].p[2] <-> cn[2].p[1]\n        link leaf[1].p[3] <-> cn[3].p[1]\n        link leaf[1].p[36] <-> leaf[2].p[36]"));
 case!(
     fault_on_unwired_port,
