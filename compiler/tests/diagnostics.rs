@@ -346,6 +346,21 @@ fn evaluation_limit() {
     );
 }
 
+/// Issue 25: two lists of 10^12 shared items compared ran for hours (building them is cheap,
+/// comparing was not charged). The comparison stops at its span once the budget is spent
+/// (a budget of 2 million steps, which building the lists fits in, keeps the test fast; the
+/// default 50 million stops the same way, in about a second of a release build).
+#[test]
+fn evaluation_limit_in_a_comparison() {
+    let src = "fabric f {\n    topology {\n        let big = repeat(repeat(0, 1000000), 1000000) == repeat(repeat(0, 1000000), 1000000)\n    }\n}\n";
+    let limits = weft_compiler::Limits { steps: 2_000_000 };
+    let c = weft_compiler::check_with("fabric.weft", src, &OneFile, limits);
+    insta::assert_snapshot!(
+        "evaluation_limit_in_a_comparison",
+        render(&c.diagnostics, &c.sources, RenderOptions::plain())
+    );
+}
+
 /// A case whose finding only shows when the description is routed: rendered diagnostics of
 /// check and build, then the engine's notes (`code: message`).
 macro_rules! build_case {

@@ -631,6 +631,9 @@ impl Elab<'_> {
             },
             ("port_guids", AttrContext::Node) => match v {
                 Value::List(items) => {
+                    if self.charge_walk(items.len(), span).is_err() {
+                        return;
+                    }
                     let mut guids = Vec::new();
                     for it in items.iter() {
                         match it {

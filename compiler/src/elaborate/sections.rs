@@ -384,6 +384,9 @@ impl Elab<'_> {
                                     }
                                     other => vec![other],
                                 };
+                                if self.charge_walk(items.len(), a.value.span).is_err() {
+                                    continue;
+                                }
                                 for it in items {
                                     if let Ok(n) = self.as_node(it, a.value.span) {
                                         config.routing.roots.push(n);
@@ -593,6 +596,7 @@ impl Elab<'_> {
                             self.type_err("a list of VLs", &v, value.span);
                             return None;
                         };
+                        self.charge_walk(items.len(), value.span).ok()?;
                         let vls: Vec<i64> = items
                             .iter()
                             .map(|i| match i {
@@ -672,6 +676,9 @@ impl Elab<'_> {
                 Value::List(l) => l.iter().cloned().collect(),
                 other => vec![other],
             };
+            if self.charge_walk(items.len(), a.value.span).is_err() {
+                return false;
+            }
             for it in items {
                 match (a.name.name.as_str(), it) {
                     ("pkey", Value::Int(k)) if (1..=0xffff).contains(&k) && k & 0x7fff != 0 => {
