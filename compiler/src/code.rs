@@ -59,7 +59,7 @@ codes! {
     DuplicateTopology = "weft::duplicate_topology": "A second topology in one fabric.",
     EmptyRange = "weft::empty_range": "A node array declared over an empty range.",
     EngineRefused = "weft::engine_refused": "A routing engine that refuses this fabric (it is not of the shape the engine routes).",
-    EvaluationLimit = "weft::evaluation_limit": "A program that ran past the statement budget.",
+    EvaluationLimit = "weft::evaluation_limit": "A program that ran past its evaluation budget (statements, iterations, values built and walked).",
     ExpectedPort = "weft::expected_port": "A node where a port (`node.p[n]`) is required.",
     FabricSplit = "weft::fabric_split": "Cabling in more than one piece.",
     FatTreeUpdn = "weft::fat_tree_updn": "Note: fat_tree found no deadlock-free fat-tree routing for a degraded tree and wrote Up*/Down* tables from one top switch.",
