@@ -92,6 +92,7 @@ codes! {
     NotCallable = "weft::not_callable": "A call of a name that is no function or template.",
     OutOfRange = "weft::out_of_range": "A number outside the range its attribute allows.",
     Overflow = "weft::overflow": "Integer arithmetic that overflows.",
+    OverlappingServiceIds = "weft::overlapping_service_ids": "Two QoS classes that match one service ID (OpenSM gives it to the first, so the other silently loses that traffic).",
     Partitions = "weft::partitions": "Note: the partitions tenants and shared sections made, and their P_Keys.",
     PortOutOfRange = "weft::port_out_of_range": "A port number the node does not have.",
     PortWiredTwice = "weft::port_wired_twice": "One port cabled twice.",

@@ -328,6 +328,13 @@ case!(
     section_name_or_target_ignored,
     format!("{PRELUDE}fabric f {{\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    routing fast {{ engine = fat_tree }}\n    vls on cn001 {{ budget = 2 }}\n    tenant alice on cn002 {{ pkey = 0x8001, hosts = cn001 }}\n    qos {{\n        class a on cn003 {{ vl = 0 }}\n        class b {{ vl = 1, match on cn004 {{ service_id = 1 }} }}\n    }}\n}}\n")
 );
+// Issue 25: OpenSM gives a service ID to the first class whose rule matches it, so each of
+// these was a class silently losing traffic: `b` nested in `a`, `c` partly over `a`'s end, `e`
+// the same range as `d`.
+case!(
+    overlapping_service_ids,
+    format!("{PRELUDE}fabric f {{\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    vls {{ budget = 8 }}\n    qos {{\n        class a {{ match {{ service_id = 0x100..0x200 }} }}\n        class b {{ match {{ service_id = 0x150 }} }}\n        class c {{ match {{ service_id = [0x10, 0x1f0..0x210] }} }}\n        class d {{ match {{ service_id = 0x300..=0x30f }} }}\n        class e {{ match {{ service_id = 0x300..0x310 }} }}\n        class f {{ match {{ service_id = 0x200 }} }}\n    }}\n}}\n")
+);
 case!(
     attribute_twice,
     format!("{PRELUDE}fabric f {{\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    routing {{ engine = updn, lmc = 1, engine = fat_tree }}\n    vls {{ budget = 2, budget = 4 }}\n    qos {{\n        class a {{ vl = 0, weight = 4, weight = 8, match {{ service_id = 1, service_id = 2 }} }}\n    }}\n}}\n")

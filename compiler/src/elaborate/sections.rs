@@ -472,6 +472,8 @@ impl Elab<'_> {
                 config.qos.push(class);
             }
         }
+        let overlaps = crate::qos::overlapping_service_ids(&config.qos, self.main);
+        self.diags.extend(overlaps);
         if s.body.as_ref().is_none_or(|b| b.is_empty()) {
             self.err_help(
                 Code::BadArguments,
@@ -694,10 +696,18 @@ impl Elab<'_> {
                         break;
                     }
                     ("service_id", Value::Int(n)) if n >= 0 => {
-                        out.service_ids.push((n as u64, n as u64));
+                        out.service_ids.push(crate::ServiceIds {
+                            first: n as u64,
+                            last: n as u64,
+                            span: a.value.span,
+                        });
                     }
                     ("service_id", Value::Range(lo, hi)) if lo >= 0 && hi > lo => {
-                        out.service_ids.push((lo as u64, hi as u64 - 1));
+                        out.service_ids.push(crate::ServiceIds {
+                            first: lo as u64,
+                            last: hi as u64 - 1,
+                            span: a.value.span,
+                        });
                     }
                     ("pkey" | "service_id", other) => {
                         self.err(
