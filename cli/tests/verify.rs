@@ -605,3 +605,52 @@ fn a_port_guid_equal_to_another_nodes_node_guid_is_accepted() {
     assert_eq!(v["verdict"]["deadlock_free"]["result"], "proven", "{v}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Issue 25: `--property isolated` on a state that declares no partitions is unknown (nothing
+/// to check the P_Key tables against), not a breach: no `partition_breach` tag or finding in
+/// any format, and exit 1 as README.md's table says ("violated or unknown"); it exited 2
+/// tagged `[weft::partition_breach]`.
+#[test]
+fn isolated_without_partitions_is_unknown_not_a_breach() {
+    let dir = temp_dir("isolated-no-partitions");
+    let st = ring_updown();
+    assert!(st.partitions.is_empty());
+    let p = write_state(&dir, "state.json", &st);
+    let out = weft(&["verify", "--state", &p, "--property", "isolated"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let human = text(&out.stdout).replace(&p, "STATE");
+    assert!(!human.contains("partition_breach"), "{human}");
+    insta::assert_snapshot!("verify_isolated_without_partitions", human);
+    let out = weft(&[
+        "verify",
+        "--state",
+        &p,
+        "--property",
+        "isolated",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["verdict"]["isolated"]["result"], "unknown", "{v}");
+    assert_eq!(v["findings"], serde_json::json!([]), "{v}");
+    let out = weft(&[
+        "verify",
+        "--state",
+        &p,
+        "--property",
+        "isolated",
+        "--format",
+        "sarif",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        !text(&out.stdout).contains("partition_breach"),
+        "{}",
+        text(&out.stdout)
+    );
+    // Asked with the default properties, isolation is not asked at all: proven, exit 0.
+    let out = weft(&["verify", "--state", &p]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    let _ = std::fs::remove_dir_all(dir);
+}
