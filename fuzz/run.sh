@@ -12,7 +12,7 @@ set -eu
 cd "$(dirname "$0")"
 secs="${1:-600}"
 [ "$#" -gt 0 ] && shift
-targets="${*:-state_json certificate lfts sl2vl path_sl guid2lid assemble ibnetdiscover weft_source plan_file journal}"
+targets="${*:-state_json certificate lfts sl2vl path_sl guid2lid assemble ibnetdiscover guid_spaces weft_source plan_file journal}"
 export RUSTC_BOOTSTRAP=1
 cargo fuzz build -O
 mkdir -p logs

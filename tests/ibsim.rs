@@ -636,7 +636,8 @@ pub fn vswitched(state: &weft_fabric::FabricState) -> weft_fabric::FabricState {
     let mut next = 0x7657_0000_0000_0000u64;
     for (host, vfs) in &by_host {
         let h = f.node(host.node);
-        while f.find_guid(Guid(next)).is_some() {
+        // A switch's node GUID is its ports' GUID too: free in both name spaces.
+        while f.find_guid(Guid(next)).is_some() || f.find_port_guid(Guid(next)).is_some() {
             next += 1;
         }
         let mut spec = NodeSpec::new(

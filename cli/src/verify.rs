@@ -10,9 +10,9 @@
 //!
 //! `--certificate FILE` re-checks a certificate against the state instead (linear time,
 //! trusting nothing else); `--write-certificate FILE` writes one when the state is proven.
-//! Output: human (default), `--format json` or `--format sarif` (SARIF 2.1.0). Exit codes:
-//! 0 proven, 1 violations (or a rejected certificate), 2 could not run (including an engine
-//! that could not decide).
+//! Output: human (default), `--format json` or `--format sarif` (SARIF 2.1.0). Exit codes, as
+//! README.md's table gives them: 0 every property asked for proven, 1 one violated or unknown
+//! (or a rejected certificate), 2 could not run (bad input, unreadable files).
 
 use crate::findings::{self, Format, Origins};
 use crate::{ColorChoice, Fatal};
@@ -480,19 +480,14 @@ pub(crate) fn run_checks(
         }
     };
     crate::out(None, &text)?;
-    // Exit 0 only when every property asked for is proven; 2 when one is undecided.
-    Ok(
-        if properties
-            .iter()
-            .any(|&p| matches!(outcome(p), Outcome::Unknown(_)))
-        {
-            ExitCode::from(2)
-        } else if all_proven {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        },
-    )
+    // Exit 0 only when every property asked for is proven; 1 when one is violated or
+    // unknown (the verifier ran and could not prove it: a finding about the state, as `check`
+    // and `build` count it); 2 is for a run that could not happen (bad input), returned above.
+    Ok(if all_proven {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// A count with thin groups of three digits: `13 284`.
@@ -645,10 +640,11 @@ pub(crate) fn verdict_lines(t: &mut String, r: &Report) {
                 r.failures.len()
             ),
         };
-        if *r.outcome(p) == Outcome::Proven {
-            let _ = writeln!(t, "{line}");
-        } else {
+        // A violation carries its finding's code; an unknown found nothing to tag.
+        if *r.outcome(p) == Outcome::Violated {
             let _ = writeln!(t, "{line} [{}]", p.code());
+        } else {
+            let _ = writeln!(t, "{line}");
         }
     }
 }

@@ -225,8 +225,19 @@ pub struct QosClass {
 /// P_Key comes with tenants (partitions); the language refuses it until then.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ClassMatch {
-    /// Service ID ranges (inclusive).
-    pub service_ids: Vec<(u64, u64)>,
+    /// Service ID ranges.
+    pub service_ids: Vec<ServiceIds>,
+}
+
+/// A range of service IDs a class matches (`service_id = 0x100` or `0x100..0x200`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServiceIds {
+    /// The first service ID.
+    pub first: u64,
+    /// The last service ID (inclusive).
+    pub last: u64,
+    /// Where the range was given (the `service_id` value).
+    pub span: Span,
 }
 
 impl ClassMatch {

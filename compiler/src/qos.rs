@@ -25,6 +25,102 @@ use weft_fabric::{FabricState, Lid, LidRange, NodeId, PortRef, SlSet, SwitchSls,
 /// value; 0 would allow a single packet, 255 no limit).
 pub const HIGH_LIMIT: u8 = 4;
 
+/// Two classes matching one service ID: OpenSM's QoS policy gives a PathRecord query to the
+/// first match rule that fits it (weft writes the classes' rules in declaration order), so
+/// the later class would silently lose that traffic. Identical, nested and partly
+/// overlapping ranges are all refused: a service ID gets one SL, so no two classes can share
+/// it. One error per pair of classes, at the later class's range, naming both classes and
+/// both ranges.
+pub fn overlapping_service_ids(classes: &[QosClass], source: SourceId) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for (i, j, x, y) in overlapping_pairs(classes) {
+        let (Some(earlier), Some(later)) = (classes.get(i), classes.get(j)) else {
+            continue;
+        };
+        let (lo, hi) = (x.first.max(y.first), x.last.min(y.last));
+        let ids = if lo == hi {
+            format!("service ID {lo:#x}")
+        } else {
+            format!("service IDs {lo:#x}..={hi:#x}")
+        };
+        out.push(
+            Diagnostic::error(
+                Code::OverlappingServiceIds,
+                format!(
+                    "classes `{}` and `{}` both match {ids}",
+                    earlier.name, later.name
+                ),
+            )
+            .label(
+                source,
+                y.span,
+                format!("`{}` matches {}", later.name, range_text(&y)),
+            )
+            .label(
+                source,
+                x.span,
+                format!("`{}` matches {}", earlier.name, range_text(&x)),
+            )
+            .help(format!(
+                "OpenSM gives a service ID to the first class whose rule matches it, so \
+                 `{}` would never carry this traffic; give each service ID to one class",
+                later.name
+            )),
+        );
+    }
+    out
+}
+
+/// Every pair of classes (earlier, later) that match a common service ID, with the first
+/// two ranges (the earlier's, the later's) that share one.
+fn overlapping_pairs(
+    classes: &[QosClass],
+) -> Vec<(usize, usize, crate::ServiceIds, crate::ServiceIds)> {
+    let sorted: Vec<Vec<crate::ServiceIds>> = classes
+        .iter()
+        .map(|c| {
+            let mut v = c.matches.service_ids.clone();
+            v.sort_by_key(|r| (r.first, r.last));
+            v
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (j, b) in sorted.iter().enumerate() {
+        for (i, a) in sorted.iter().enumerate().take(j) {
+            if let Some((x, y)) = first_overlap(a, b) {
+                out.push((i, j, *x, *y));
+            }
+        }
+    }
+    out
+}
+
+fn range_text(r: &crate::ServiceIds) -> String {
+    if r.first == r.last {
+        format!("{:#x}", r.first)
+    } else {
+        format!("{:#x}..={:#x}", r.first, r.last)
+    }
+}
+
+/// The first pair of ranges, one of each list (each sorted by first ID), that share an ID.
+fn first_overlap<'a>(
+    a: &'a [crate::ServiceIds],
+    b: &'a [crate::ServiceIds],
+) -> Option<(&'a crate::ServiceIds, &'a crate::ServiceIds)> {
+    let (mut i, mut j) = (0, 0);
+    while let (Some(x), Some(y)) = (a.get(i), b.get(j)) {
+        if x.last < y.first {
+            i += 1;
+        } else if y.last < x.first {
+            j += 1;
+        } else {
+            return Some((x, y));
+        }
+    }
+    None
+}
+
 /// One class placed on SLs and VLs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClassLanes {
@@ -810,11 +906,11 @@ pub fn qos_policy(
                 .matches
                 .service_ids
                 .iter()
-                .map(|&(a, b)| {
-                    if a == b {
-                        format!("{a:#x}")
+                .map(|r| {
+                    if r.first == r.last {
+                        format!("{:#x}", r.first)
                     } else {
-                        format!("{a:#x}-{b:#x}")
+                        format!("{:#x}-{:#x}", r.first, r.last)
                     }
                 })
                 .collect();
@@ -904,5 +1000,66 @@ mod tests {
         let m = vftree_matrix(36, 4);
         let starts: Vec<u8> = (0..8).map(|s| m[s][s + 1]).collect();
         assert_eq!(starts, [0, 2, 1, 3, 0, 2, 1, 3]);
+    }
+
+    /// The pairs of classes found sharing a service ID are exactly those that do, on random
+    /// small ranges (identical, nested, partial, adjacent, overlapping within one class).
+    #[test]
+    fn overlapping_pairs_are_exactly_the_classes_sharing_an_id() {
+        let mut seed: u64 = 25;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        for _ in 0..2000 {
+            let classes: Vec<QosClass> = (0..1 + next(4))
+                .map(|c| {
+                    let service_ids = (0..next(4))
+                        .map(|_| {
+                            let first = next(24);
+                            crate::ServiceIds {
+                                first,
+                                last: first + next(5),
+                                span: crate::Span::default(),
+                            }
+                        })
+                        .collect();
+                    QosClass {
+                        name: format!("c{c}"),
+                        span: crate::Span::default(),
+                        sl: None,
+                        vl: None,
+                        lanes: LaneScheme::Single,
+                        lanes_span: None,
+                        weight: 1,
+                        high: false,
+                        matches: ClassMatch { service_ids },
+                    }
+                })
+                .collect();
+            let ids = |c: &QosClass| -> std::collections::BTreeSet<u64> {
+                c.matches
+                    .service_ids
+                    .iter()
+                    .flat_map(|r| r.first..=r.last)
+                    .collect()
+            };
+            let mut want = Vec::new();
+            for j in 0..classes.len() {
+                for i in 0..j {
+                    if !ids(&classes[i]).is_disjoint(&ids(&classes[j])) {
+                        want.push((i, j));
+                    }
+                }
+            }
+            let found = overlapping_pairs(&classes);
+            let got: Vec<(usize, usize)> = found.iter().map(|&(i, j, _, _)| (i, j)).collect();
+            assert_eq!(got, want, "{classes:?}");
+            for (_, _, x, y) in found {
+                assert!(x.first.max(y.first) <= x.last.min(y.last), "{x:?} {y:?}");
+            }
+        }
     }
 }

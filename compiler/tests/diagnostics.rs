@@ -163,6 +163,10 @@ case!(
     port_guid_reused,
     "use std::hardware::{sb7800}\nmodel dual : hca { ports = 2 }\nfabric f {\n    topology {\n        switch s : sb7800\n        hca h : dual { port_guids = [0x100, 0x100] }\n        link s.p[1] <-> h.p[1]\n    }\n}\n"
 );
+case!(
+    duplicate_port_guid,
+    "use std::hardware::{sb7800, connectx5}\nfabric f {\n    topology {\n        switch s : sb7800 { guid = 0x100 }\n        hca h : connectx5 { guid = 0x200 }\n        hca x : connectx5 { guid = 0x300, port_guids = [0x201] }\n        hca y : connectx5 { guid = 0x400, port_guids = [0x100] }\n        link s.p[1] <-> h.p[1]\n        link s.p[2] <-> x.p[1]\n        link s.p[3] <-> y.p[1]\n    }\n}\n"
+);
 case!(unconnected_nodes, small("        link leaf[1].p[1] <-> cn[1].p[1]\n        link leaf[1].p[2] <-> cn[2].p[1]\n        link leaf[1].p[3] <-> cn[3].p[1]\n        link leaf[1].p[36] <-> leaf[2].p[36]"));
 case!(
     fault_on_unwired_port,
@@ -324,6 +328,13 @@ case!(
     section_name_or_target_ignored,
     format!("{PRELUDE}fabric f {{\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    routing fast {{ engine = fat_tree }}\n    vls on cn001 {{ budget = 2 }}\n    tenant alice on cn002 {{ pkey = 0x8001, hosts = cn001 }}\n    qos {{\n        class a on cn003 {{ vl = 0 }}\n        class b {{ vl = 1, match on cn004 {{ service_id = 1 }} }}\n    }}\n}}\n")
 );
+// Issue 25: OpenSM gives a service ID to the first class whose rule matches it, so each of
+// these was a class silently losing traffic: `b` nested in `a`, `c` partly over `a`'s end, `e`
+// the same range as `d`.
+case!(
+    overlapping_service_ids,
+    format!("{PRELUDE}fabric f {{\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    vls {{ budget = 8 }}\n    qos {{\n        class a {{ match {{ service_id = 0x100..0x200 }} }}\n        class b {{ match {{ service_id = 0x150 }} }}\n        class c {{ match {{ service_id = [0x10, 0x1f0..0x210] }} }}\n        class d {{ match {{ service_id = 0x300..=0x30f }} }}\n        class e {{ match {{ service_id = 0x300..0x310 }} }}\n        class f {{ match {{ service_id = 0x200 }} }}\n    }}\n}}\n")
+);
 case!(
     attribute_twice,
     format!("{PRELUDE}fabric f {{\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    routing {{ engine = updn, lmc = 1, engine = fat_tree }}\n    vls {{ budget = 2, budget = 4 }}\n    qos {{\n        class a {{ vl = 0, weight = 4, weight = 8, match {{ service_id = 1, service_id = 2 }} }}\n    }}\n}}\n")
@@ -338,6 +349,21 @@ fn evaluation_limit() {
     let c = weft_compiler::check_with("fabric.weft", &src, &OneFile, limits);
     insta::assert_snapshot!(
         "evaluation_limit",
+        render(&c.diagnostics, &c.sources, RenderOptions::plain())
+    );
+}
+
+/// Issue 25: two lists of 10^12 shared items compared ran for hours (building them is cheap,
+/// comparing was not charged). The comparison stops at its span once the budget is spent
+/// (a budget of 2 million steps, which building the lists fits in, keeps the test fast; the
+/// default 50 million stops the same way, in about a second of a release build).
+#[test]
+fn evaluation_limit_in_a_comparison() {
+    let src = "fabric f {\n    topology {\n        let big = repeat(repeat(0, 1000000), 1000000) == repeat(repeat(0, 1000000), 1000000)\n    }\n}\n";
+    let limits = weft_compiler::Limits { steps: 2_000_000 };
+    let c = weft_compiler::check_with("fabric.weft", src, &OneFile, limits);
+    insta::assert_snapshot!(
+        "evaluation_limit_in_a_comparison",
         render(&c.diagnostics, &c.sources, RenderOptions::plain())
     );
 }

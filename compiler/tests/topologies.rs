@@ -265,3 +265,25 @@ fn design_sketch_compiles() {
         Some(weft_compiler::routing::Engine::FatTree)
     );
 }
+
+/// Node GUIDs and port GUIDs are separate name spaces (issue 25): `h1`'s port GUID is `h2`'s
+/// node GUID, as ibsim counts them, and is accepted; a generated GUID skips the ones whose
+/// port GUIDs another node's port already carries (`c` would have been 0x1100, whose port
+/// 0x1101 is `x`'s).
+#[test]
+fn a_port_guid_may_equal_another_nodes_node_guid() {
+    let f = build(
+        "use std::hardware::{sb7800, connectx5}\nfabric f {\n    guid_base = 0x1000\n    topology {\n        switch s : sb7800 { guid = 0x4000 }\n        hca h1 : connectx5 { guid = 0x5000 }\n        hca h2 : connectx5 { guid = 0x5001 }\n        hca x : connectx5 { guid = 0x6000, port_guids = [0x1101] }\n        hca c : connectx5\n        link s.p[1] <-> h1.p[1]\n        link s.p[2] <-> h2.p[1]\n        link s.p[3] <-> x.p[1]\n        link s.p[4] <-> c.p[1]\n    }\n}\n",
+    );
+    let node = |n: &str| f.node(f.find(n).unwrap());
+    assert_eq!(node("h1").ports[0].guid, weft_fabric::Guid(0x5001));
+    assert_eq!(node("h2").guid(), weft_fabric::Guid(0x5001));
+    assert_eq!(node("c").guid(), weft_fabric::Guid(0x1200));
+    // The port GUID is h1's port; the node GUID h2.
+    let h1 = f.find("h1").unwrap();
+    assert_eq!(
+        f.find_port_guid(weft_fabric::Guid(0x5001)),
+        Some((h1, weft_fabric::PortNum(1)))
+    );
+    assert_eq!(f.find_guid(weft_fabric::Guid(0x5001)), f.find("h2"));
+}

@@ -527,12 +527,18 @@ pub enum LinkError {
         /// The GUID.
         guid: Guid,
     },
-    /// A port GUID another node already uses (as node or port GUID).
-    #[error("`{name}` port {port} has GUID {guid}, already used by `{existing_name}`")]
+    /// A port GUID another node's port already carries. Node GUIDs and port GUIDs are separate
+    /// name spaces (as in OpenSM): an end node's node GUID names no port, so a port GUID may
+    /// equal another node's node GUID; a switch's ports all carry its node GUID (port 0).
+    #[error(
+        "{} has port GUID {guid}, which {} already carries",
+        port_text(name, *port),
+        port_text(existing_name, *existing_port)
+    )]
     DuplicatePortGuid {
         /// The node.
         name: String,
-        /// Its port (0: the node GUID).
+        /// Its port (0: a switch, whose ports carry its node GUID).
         port: u8,
         /// The GUID.
         guid: Guid,
@@ -540,14 +546,28 @@ pub enum LinkError {
         existing: NodeId,
         /// That node's name.
         existing_name: String,
+        /// That node's port carrying it (0: a switch).
+        existing_port: u8,
     },
+}
+
+/// `switch `S`` for port 0 (a switch's ports all carry its node GUID), else `` `H` port 1``.
+fn port_text(name: &str, port: u8) -> String {
+    if port == 0 {
+        format!("switch `{name}`")
+    } else {
+        format!("`{name}` port {port}")
+    }
 }
 
 /// The elaborated topology: nodes, ports and links.
 ///
 /// Built only with [`FabricBuilder`], which enforces the invariants: names and node GUIDs
-/// unique, no GUID 0, port GUIDs unique across nodes, every link end a real port, every port
-/// wired at most once. (It is written and read as JSON only through
+/// unique, no GUID 0, port GUIDs unique (a switch's ports carry its node GUID; an end node's
+/// ports their own), every link end a real port, every port wired at most once. Node GUIDs and
+/// port GUIDs are separate name spaces, as in OpenSM: a port GUID may equal another end
+/// node's node GUID (ibsim counts a CA's port GUID on from its node GUID, so the next CA's
+/// node GUID is often the previous one's port GUID). (It is written and read as JSON only through
 /// [`state::json`](crate::state::json), which goes through the builder.)
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Fabric {
@@ -558,9 +578,12 @@ pub struct Fabric {
     nodes: Vec<Node>,
     links: Vec<Link>,
     by_name: BTreeMap<String, NodeId>,
+    /// Every node GUID.
     by_guid: BTreeMap<Guid, NodeId>,
-    /// Every node and port GUID, and the node carrying it.
-    by_port_guid: BTreeMap<Guid, NodeId>,
+    /// Every port GUID and the port carrying it: a switch's node GUID (port 0; its physical
+    /// ports carry it too), an end node's port GUIDs. An end node's node GUID is not here
+    /// unless one of its ports carries it.
+    by_port_guid: BTreeMap<Guid, (NodeId, PortNum)>,
 }
 
 /// Incremental, validating constructor of a [`Fabric`].
@@ -665,41 +688,40 @@ impl FabricBuilder {
             }
         };
         let id = NodeId(self.fabric.nodes.len() as u32);
-        let own: Vec<(u8, Guid)> = std::iter::once((0, spec.guid))
-            .chain(ports.iter().map(|p| (p.num.0, p.guid)))
-            .collect();
+        let own = port_guids(spec.kind, spec.guid, &ports);
         // An end node's ports each have a GUID of their own (a switch's ports share its GUID;
         // an HCA's node GUID may equal a port GUID, as on QLogic adapters).
         if spec.kind != NodeKind::Switch {
-            for (k, &(port, guid)) in own.iter().enumerate().skip(1) {
+            for (k, &(port, guid)) in own.iter().enumerate() {
                 if let Some(&(first, _)) = own
-                    .get(1..k)
+                    .get(..k)
                     .unwrap_or(&[])
                     .iter()
                     .find(|&&(_, g)| g == guid)
                 {
                     return Err(LinkError::PortGuidReused {
                         name: spec.name,
-                        port,
-                        first,
+                        port: port.0,
+                        first: first.0,
                         guid,
                     });
                 }
             }
         }
         for &(port, guid) in &own {
-            if let Some(&existing) = self.fabric.by_port_guid.get(&guid) {
+            if let Some(&(existing, existing_port)) = self.fabric.by_port_guid.get(&guid) {
                 return Err(LinkError::DuplicatePortGuid {
                     name: spec.name,
-                    port,
+                    port: port.0,
                     guid,
                     existing,
                     existing_name: self.fabric.node(existing).name().to_owned(),
+                    existing_port: existing_port.0,
                 });
             }
         }
-        for (_, guid) in own {
-            self.fabric.by_port_guid.insert(guid, id);
+        for (port, guid) in own {
+            self.fabric.by_port_guid.insert(guid, (id, port));
         }
         self.fabric.by_name.insert(spec.name.clone(), id);
         self.fabric.by_guid.insert(spec.guid, id);
@@ -851,20 +873,18 @@ impl Fabric {
         self.by_guid.get(&guid).copied()
     }
 
-    /// The node and port carrying port GUID `guid` (a switch's port GUID is its node GUID:
-    /// port 0; an end node's node GUID, when no port carries it, is reported as port 0 too).
+    /// The node and port carrying port GUID `guid`: a switch's ports carry its node GUID
+    /// (port 0), an end node's ports their own GUIDs. Port GUIDs are a name space of their
+    /// own: an end node's node GUID names no port (unless one of its ports carries it), and
+    /// a port GUID equal to another node's node GUID is that port's ([`Fabric::find_guid`]
+    /// looks up node GUIDs).
     pub fn find_port_guid(&self, guid: Guid) -> Option<(NodeId, PortNum)> {
-        let id = *self.by_port_guid.get(&guid)?;
-        let node = self.nodes.get(id.index())?;
-        if node.is_switch() {
-            return Some((id, PortNum(0)));
-        }
-        let port = node
-            .ports
-            .iter()
-            .find(|p| p.guid == guid)
-            .map_or(PortNum(0), |p| p.num);
-        Some((id, port))
+        self.by_port_guid.get(&guid).copied()
+    }
+
+    /// Whether some port carries a GUID in `lo..=hi` (a switch's node GUID counts).
+    pub fn port_guid_in(&self, lo: Guid, hi: Guid) -> bool {
+        lo <= hi && self.by_port_guid.range(lo..=hi).next().is_some()
     }
 
     /// The port at the far end of `end`'s link, and the link, if `end` is wired.
@@ -923,11 +943,27 @@ impl Fabric {
             .iter()
             .zip(0u32..)
             .flat_map(|(n, i)| {
-                std::iter::once(n.spec.guid)
-                    .chain(n.ports.iter().map(|p| p.guid))
-                    .map(move |g| (g, NodeId(i)))
+                port_guids(n.kind(), n.guid(), &n.ports)
+                    .into_iter()
+                    .map(move |(p, g)| (g, (NodeId(i), p)))
             })
             .collect();
+    }
+}
+
+/// The port GUIDs a node carries, each with the port it names: a switch's node GUID and any
+/// GUID its ports were given as port 0; an end node's port GUIDs, each at its port.
+fn port_guids(kind: NodeKind, guid: Guid, ports: &[Port]) -> Vec<(PortNum, Guid)> {
+    if kind == NodeKind::Switch {
+        let mut v = vec![(PortNum(0), guid)];
+        for p in ports {
+            if !v.iter().any(|&(_, g)| g == p.guid) {
+                v.push((PortNum(0), p.guid));
+            }
+        }
+        v
+    } else {
+        ports.iter().map(|p| (p.num, p.guid)).collect()
     }
 }
 

@@ -87,8 +87,14 @@ impl Elab<'_> {
                     strs.push(s);
                     ints.push(i);
                 }
+                // Reading the format string and copying every argument into the result.
+                let read = f.len() + strs.iter().map(String::len).sum::<usize>();
+                self.charge_walk(read, span)?;
                 match format(&f, &strs, &ints) {
-                    Ok(s) => Ok(Value::Str(Rc::from(s.as_str()))),
+                    Ok(s) => {
+                        self.value_size(s.len(), MAX_STRING_BYTES, "string of", "bytes", span)?;
+                        Ok(Value::Str(Rc::from(s.as_str())))
+                    }
                     Err(why) => {
                         self.err(Code::BadFormat, why, fsp, "format string");
                         Err(())
@@ -107,7 +113,10 @@ impl Elab<'_> {
                 };
                 match v {
                     Value::List(l) => Ok(Value::Int(l.len() as i64)),
-                    Value::Str(s) => Ok(Value::Int(s.chars().count() as i64)),
+                    Value::Str(s) => {
+                        self.charge_walk(s.len(), span)?;
+                        Ok(Value::Int(s.chars().count() as i64))
+                    }
                     Value::Range(a, b) => Ok(Value::Int((b - a).max(0))),
                     Value::Array(a) => Ok(Value::Int(a.ids.len() as i64)),
                     other => {
@@ -125,6 +134,7 @@ impl Elab<'_> {
                     self.type_err("a list of integers", v, *sp);
                     return Err(());
                 };
+                self.charge_walk(l.len(), span)?;
                 let mut acc: i64 = if name.name == "prod" { 1 } else { 0 };
                 for v in l.iter() {
                     let Value::Int(x) = v else {

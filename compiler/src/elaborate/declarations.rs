@@ -225,7 +225,11 @@ impl Elab<'_> {
         loop {
             self.guid_next = self.guid_next.wrapping_add(GUID_STEP);
             let g = Guid(self.guid_next);
-            if self.builder.fabric().find_guid(g).is_none() {
+            // Free as a node GUID, and so are the port GUIDs its ports would carry (the node
+            // GUID for a switch, node GUID + port for an HCA: all below the next step).
+            let last = Guid(g.0.saturating_add(GUID_STEP - 1));
+            let f = self.builder.fabric();
+            if f.find_guid(g).is_none() && !f.port_guid_in(g, last) {
                 return g;
             }
         }
@@ -257,6 +261,23 @@ impl Elab<'_> {
                 "duplicate GUID",
                 "every node needs its own GUID; omit `guid` to have one generated",
             ),
+            LinkError::DuplicatePortGuid { ref existing, .. } => {
+                let mut d = Diagnostic::error(Code::DuplicateGuid, e.to_string()).label(
+                    self.cur_source(),
+                    span,
+                    "declared here",
+                );
+                if let Some(o) = self.node_origins.get(existing.index()).copied() {
+                    if o.source == self.cur_source() && o.span != span {
+                        d = d.label(o.source, o.span, "carries it first");
+                    }
+                }
+                self.emit(d.help(
+                    "a port GUID names one port (a switch's ports carry its node GUID, an \
+                     HCA's its node GUID + the port number unless `port_guids` says); it may \
+                     equal another node's node GUID, not another port's",
+                ));
+            }
             other => self.err(Code::BadNode, other.to_string(), span, "here"),
         }
     }
@@ -610,6 +631,9 @@ impl Elab<'_> {
             },
             ("port_guids", AttrContext::Node) => match v {
                 Value::List(items) => {
+                    if self.charge_walk(items.len(), span).is_err() {
+                        return;
+                    }
                     let mut guids = Vec::new();
                     for it in items.iter() {
                         match it {

@@ -25,7 +25,9 @@ impl Elab<'_> {
     }
 
     pub(super) fn unknown_name(&mut self, name: &str, span: Span) {
-        if self.poisoned.contains(name) {
+        // Once reported here, not again: the suggestion compares `name` with every name in
+        // scope, which a loop would otherwise redo on every iteration.
+        if self.poisoned.contains(name) || self.reported(span, Code::UnknownName) {
             return;
         }
         let mut candidates: Vec<String> = self.env.iter().map(|(n, _)| n.to_string()).collect();
@@ -222,8 +224,8 @@ impl Elab<'_> {
             (BinOp::Range | BinOp::RangeIncl, Node(x), Node(y)) => {
                 return self.node_range(*x, *y, op == BinOp::RangeIncl, span);
             }
-            (BinOp::Eq, _, _) => Some(Bool(values_eq(&l, &r))),
-            (BinOp::Ne, _, _) => Some(Bool(!values_eq(&l, &r))),
+            (BinOp::Eq, _, _) => Some(Bool(self.equal(&l, &r, span)?)),
+            (BinOp::Ne, _, _) => Some(Bool(!self.equal(&l, &r, span)?)),
             (BinOp::Lt, Int(x), Int(y)) => Some(Bool(x < y)),
             (BinOp::Le, Int(x), Int(y)) => Some(Bool(x <= y)),
             (BinOp::Gt, Int(x), Int(y)) => Some(Bool(x > y)),
@@ -279,6 +281,10 @@ impl Elab<'_> {
         let end = if incl { y } else { y - 1 };
         let mut out = Vec::new();
         for i in x..=end {
+            // A name built and looked up per item (at most one per node before a gap).
+            if out.len() % 4 == 3 {
+                self.tick(span)?;
+            }
             let name = format!("{pa}{i:0w$}", w = da.len());
             match self.builder.fabric().find(&name) {
                 Some(n) => out.push(Value::Node(n)),
@@ -325,6 +331,7 @@ impl Elab<'_> {
                     );
                     return Err(());
                 }
+                self.charge_walk(y - x, span)?;
                 Ok(Value::List(Rc::new(
                     l.get(x..y).map(<[Value]>::to_vec).unwrap_or_default(),
                 )))
@@ -421,19 +428,63 @@ impl Elab<'_> {
     }
 }
 
-pub(super) fn values_eq(a: &Value, b: &Value) -> bool {
-    match (a, b) {
+impl Elab<'_> {
+    /// `a == b`, charged to the budget for every list item and string byte it compares: lists
+    /// share their items, so building `repeat(repeat(0, 1000000), 1000000)` is cheap but
+    /// comparing two of them walks 10^12 items. A comparison the rest of the budget cannot pay
+    /// for stops evaluation here.
+    pub(super) fn equal(&mut self, a: &Value, b: &Value, span: Span) -> R<bool> {
+        let budget = self.walk_fuel();
+        let mut fuel = budget;
+        let eq = values_eq(a, b, &mut fuel);
+        let used = budget.saturating_sub(fuel);
+        match eq {
+            Some(eq) => {
+                self.charge_walk(usize::try_from(used).unwrap_or(usize::MAX), span)?;
+                Ok(eq)
+            }
+            None => {
+                self.charge(u64::MAX, span)?;
+                Err(())
+            }
+        }
+    }
+}
+
+/// Whether `a` and `b` are equal, spending a unit of `fuel` per list item and string byte
+/// compared; `None` when the fuel runs out first.
+pub(super) fn values_eq(a: &Value, b: &Value, fuel: &mut u64) -> Option<bool> {
+    let mut spend = |n: usize| -> Option<()> {
+        *fuel = fuel.checked_sub(n as u64)?;
+        Some(())
+    };
+    Some(match (a, b) {
         (Value::Int(x), Value::Int(y)) => x == y,
         (Value::Bool(x), Value::Bool(y)) => x == y,
-        (Value::Str(x) | Value::Symbol(x), Value::Str(y) | Value::Symbol(y)) => x == y,
+        (Value::Str(x) | Value::Symbol(x), Value::Str(y) | Value::Symbol(y)) => {
+            // Strings of different lengths differ at once; equal lengths compare bytes.
+            if x.len() == y.len() {
+                spend(x.len())?;
+            }
+            x == y
+        }
         (Value::Width(x), Value::Width(y)) => x == y,
         (Value::Node(x), Value::Node(y)) => x == y,
         (Value::Port(a, p), Value::Port(b, q)) => a == b && p == q,
         (Value::Range(a, b), Value::Range(c, d)) => a == c && b == d,
         (Value::List(x), Value::List(y)) => {
-            x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| values_eq(p, q))
+            if x.len() != y.len() {
+                return Some(false);
+            }
+            for (p, q) in x.iter().zip(y.iter()) {
+                *fuel = fuel.checked_sub(1)?;
+                if !values_eq(p, q, fuel)? {
+                    return Some(false);
+                }
+            }
+            true
         }
         (Value::Model(x), Value::Model(y)) => Rc::ptr_eq(x, y),
         _ => false,
-    }
+    })
 }

@@ -219,6 +219,19 @@ impl<'a> Elab<'a> {
         }
     }
 
+    /// Whether an error with `code` labelled at `span` of the current source was reported
+    /// already (so [`Elab::emit`] would drop it): the key `emit` dedups by, where a template
+    /// from another file reports at the user's call. Lets a loop that hits the same error
+    /// on every iteration skip building it again.
+    fn reported(&self, span: Span, code: Code) -> bool {
+        let here = self.cur_source();
+        let key = match self.frames.iter().find(|f| f.call.source == self.main) {
+            Some(f) if here != self.main => (self.main, f.call.span, code),
+            _ => (here, span, code),
+        };
+        self.seen.contains(&key)
+    }
+
     /// Where a declaration at `span` of the current source shows to the user: itself in the
     /// main file, else the user's call of the template that made it.
     fn user_origin(&self, span: Span) -> Origin {

@@ -385,6 +385,9 @@ impl Elab<'_> {
                                     }
                                     other => vec![other],
                                 };
+                                if self.charge_walk(items.len(), a.value.span).is_err() {
+                                    continue;
+                                }
                                 for it in items {
                                     if let Ok(n) = self.as_node(it, a.value.span) {
                                         config.routing.roots.push(n);
@@ -471,6 +474,8 @@ impl Elab<'_> {
                 config.qos.push(class);
             }
         }
+        let overlaps = crate::qos::overlapping_service_ids(&config.qos, self.main);
+        self.diags.extend(overlaps);
         if s.body.as_ref().is_none_or(|b| b.is_empty()) {
             self.err_help(
                 Code::BadArguments,
@@ -595,6 +600,7 @@ impl Elab<'_> {
                             self.type_err("a list of VLs", &v, value.span);
                             return None;
                         };
+                        self.charge_walk(items.len(), value.span).ok()?;
                         let vls: Vec<i64> = items
                             .iter()
                             .map(|i| match i {
@@ -674,6 +680,9 @@ impl Elab<'_> {
                 Value::List(l) => l.iter().cloned().collect(),
                 other => vec![other],
             };
+            if self.charge_walk(items.len(), a.value.span).is_err() {
+                return false;
+            }
             for it in items {
                 match (a.name.name.as_str(), it) {
                     ("pkey", Value::Int(k)) if (1..=0xffff).contains(&k) && k & 0x7fff != 0 => {
@@ -689,10 +698,18 @@ impl Elab<'_> {
                         break;
                     }
                     ("service_id", Value::Int(n)) if n >= 0 => {
-                        out.service_ids.push((n as u64, n as u64));
+                        out.service_ids.push(crate::ServiceIds {
+                            first: n as u64,
+                            last: n as u64,
+                            span: a.value.span,
+                        });
                     }
                     ("service_id", Value::Range(lo, hi)) if lo >= 0 && hi > lo => {
-                        out.service_ids.push((lo as u64, hi as u64 - 1));
+                        out.service_ids.push(crate::ServiceIds {
+                            first: lo as u64,
+                            last: hi as u64 - 1,
+                            span: a.value.span,
+                        });
                     }
                     ("pkey" | "service_id", other) => {
                         self.err(

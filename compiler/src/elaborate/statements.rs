@@ -1,5 +1,6 @@
 //! Statements: blocks, `let`, `for`, `if`, `assert`, template calls, and the budget every
-//! loop iteration and value is charged to.
+//! loop iteration, value built and value walked (compared, formatted, summed, sliced) is
+//! charged to.
 
 use super::*;
 
@@ -19,8 +20,26 @@ impl Elab<'_> {
         self.charge(1, span)
     }
 
-    /// Charges `units` of work (a statement, an iteration, or building a value: a quarter
-    /// step per byte or list item) against the evaluation budget.
+    /// Charges walking `n` list items or string bytes (a quarter step each, as building a
+    /// value is charged); nothing when there are fewer than four.
+    pub(super) fn charge_walk(&mut self, n: usize, span: Span) -> R<()> {
+        match n as u64 / 4 {
+            0 => Ok(()),
+            units => self.charge(units, span),
+        }
+    }
+
+    /// What is left of the budget, in list items or string bytes (four per step), at least
+    /// four: the most a walk at this point may visit.
+    pub(super) fn walk_fuel(&self) -> u64 {
+        self.step_limit
+            .saturating_sub(self.steps)
+            .saturating_add(1)
+            .saturating_mul(4)
+    }
+
+    /// Charges `units` of work (a statement, an iteration, or building or walking a value: a
+    /// quarter step per byte or list item) against the evaluation budget.
     pub(super) fn charge(&mut self, units: u64, span: Span) -> R<()> {
         let before = self.steps;
         self.steps = self.steps.saturating_add(units.max(1));

@@ -324,6 +324,9 @@ impl Elab<'_> {
             Value::Array(arr) => arr.ids.iter().map(|&i| Value::Node(i)).collect(),
             other => vec![other],
         };
+        if self.charge_walk(items.len(), e.span).is_err() {
+            return (Vec::new(), false);
+        }
         let mut ok = true;
         let mut out = Vec::new();
         for it in items {

@@ -46,6 +46,12 @@ pub enum Code {
     SelfLink,
     /// Two sightings of one port disagree on its port GUID.
     PortGuidMismatch,
+    /// Two ports carry one port GUID (a switch's ports carry its node GUID). A port GUID
+    /// equal to another node's node GUID is not one: the two are separate name spaces.
+    DuplicatePortGuid,
+    /// A node or port GUID of 0 (reserved), or an end node's port GUIDs counted on from its
+    /// node GUID past 0xffffffffffffffff.
+    BadGuid,
     /// The two ends of a link report different widths or speeds.
     RateMismatch,
     /// A LID outside the unicast range.
@@ -97,6 +103,8 @@ impl Code {
             Code::LinkEndsDisagree => "weft::ibnet::link_ends_disagree",
             Code::SelfLink => "weft::ibnet::self_link",
             Code::PortGuidMismatch => "weft::ibnet::port_guid_mismatch",
+            Code::DuplicatePortGuid => "weft::ibnet::duplicate_port_guid",
+            Code::BadGuid => "weft::ibnet::bad_guid",
             Code::RateMismatch => "weft::ibnet::rate_mismatch",
             Code::BadLid => "weft::ibnet::bad_lid",
             Code::BadLmc => "weft::ibnet::bad_lmc",

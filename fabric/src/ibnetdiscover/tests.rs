@@ -426,6 +426,131 @@ Ca 2 \"H1\"
     assert_eq!(h1.spec.port_guids, Some(vec![Guid(0x101), Guid(0xabc)]));
 }
 
+/// Node GUIDs and port GUIDs are separate name spaces, as in OpenSM (issue 25): ibsim gives a
+/// CA's port its node GUID + 1, here the next CA's node GUID; the reader called that an
+/// internal error. Each lookup resolves its own space.
+#[test]
+fn a_port_guid_equal_to_the_next_nodes_node_guid_is_accepted() {
+    let d = ok("\
+switchguid=0x100
+Switch 4 \"S1\"
+[1] \"H1\"[1]
+[2] \"H2\"[1]
+[3] \"H3\"[2]
+
+caguid=0x200
+Ca 1 \"H1\"
+[1] \"S1\"[1]
+
+caguid=0x201
+Ca 1 \"H2\"
+[1] \"S1\"[2]
+
+Ca 2 \"H3\"
+[2](203) \"S1\"[3]
+");
+    let f = &d.fabric;
+    let (h1, h2, h3) = (
+        f.find("H1").unwrap(),
+        f.find("H2").unwrap(),
+        f.find("H3").unwrap(),
+    );
+    assert_eq!(f.find_guid(Guid(0x201)), Some(h2));
+    assert_eq!(f.find_port_guid(Guid(0x201)), Some((h1, PortNum(1))));
+    assert_eq!(f.find_port_guid(Guid(0x202)), Some((h2, PortNum(1))));
+    // H3 counts on from H2 (0x201 + 2); its port 2 carries its node GUID, as on QLogic
+    // adapters, and port 1 its node GUID + 1.
+    assert_eq!(f.node(h3).guid(), Guid(0x203));
+    assert_eq!(f.find_port_guid(Guid(0x203)), Some((h3, PortNum(2))));
+    assert_eq!(f.find_port_guid(Guid(0x204)), Some((h3, PortNum(1))));
+    // An end node's node GUID alone names no port.
+    assert_eq!(f.find_port_guid(Guid(0x200)), None);
+    assert_eq!(
+        f.find_port_guid(Guid(0x100)),
+        Some((f.find("S1").unwrap(), PortNum(0)))
+    );
+}
+
+#[test]
+fn duplicate_port_guid() {
+    // H1 port 1 is 0x201 by counting, and H2 says so for its port 1; H3's port counts onto the
+    // switch's GUID; H4 has one GUID on both its ports.
+    let text = "\
+switchguid=0x300
+Switch 8 \"S1\"
+[1] \"H1\"[1]
+[2] \"H2\"[1]
+[3] \"H3\"[1]
+[4] \"H4\"[1]
+[5] \"H4\"[2]
+
+caguid=0x200
+Ca 1 \"H1\"
+[1] \"S1\"[1]
+
+caguid=0x400
+Ca 1 \"H2\"
+[1](201) \"S1\"[2]
+
+caguid=0x2ff
+Ca 1 \"H3\"
+[1] \"S1\"[3]
+
+caguid=0x500
+Ca 2 \"H4\"
+[1](777) \"S1\"[4]
+[2](777) \"S1\"[5]
+";
+    assert_eq!(
+        codes(text),
+        vec![
+            Code::DuplicatePortGuid,
+            Code::DuplicatePortGuid,
+            Code::DuplicatePortGuid
+        ]
+    );
+    check_errors("duplicate_port_guid", text);
+}
+
+#[test]
+fn bad_guid() {
+    // GUID 0 for a router (routers count from 0 without `rtguid=`) and for a port, and port
+    // GUIDs counted past 2^64.
+    let text = "\
+switchguid=0x9
+Switch 8 \"S1\"
+[1] \"H1\"[1]
+[2] \"H2\"[1]
+[3] \"R1\"[1]
+
+caguid=0x10
+Ca 2 \"H1\"
+[1] \"S1\"[1]
+[2](0) \"S1\"[4]
+
+caguid=0xfffffffffffffffe
+Ca 2 \"H2\"
+[1] \"S1\"[2]
+
+Rt 1 \"R1\"
+[1] \"S1\"[3]
+";
+    assert_eq!(codes(text), vec![Code::BadGuid; 3]);
+    check_errors("bad_guid", text);
+}
+
+/// A system image GUID of 0 is "none", as NodeInfo reports it: the node's own GUID.
+#[test]
+fn system_image_guid_zero_is_none() {
+    let d = ok("\
+sysimgguid=0x0
+switchguid=0x5
+Switch 2 \"S1\"
+");
+    let s = d.fabric.node(d.fabric.find("S1").unwrap());
+    assert_eq!(s.spec.system_guid, None);
+}
+
 #[test]
 fn never_panics_on_garbage() {
     for text in [

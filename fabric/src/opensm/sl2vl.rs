@@ -37,11 +37,10 @@ pub struct Sl2VlTables {
 }
 
 /// Finds the port owning a port GUID: a switch's ports carry its node GUID (port 0); an
-/// end node's node GUID alone names no port.
+/// end node's node GUID alone names no port (port GUIDs are a name space of their own, so a
+/// port GUID equal to another node's node GUID is that port's).
 pub(crate) fn node_of_port_guid(fabric: &Fabric, g: Guid) -> Option<(NodeId, u8)> {
-    let (id, port) = fabric.find_port_guid(g)?;
-    let is_switch = fabric.nodes().get(id.index())?.is_switch();
-    (is_switch || port.0 != 0).then_some((id, port.0))
+    fabric.find_port_guid(g).map(|(id, port)| (id, port.0))
 }
 
 /// Reads an SL2VL dump against `fabric`.

@@ -18,23 +18,22 @@ pub(super) fn build(
     for (i, (n, name)) in nodes.iter().zip(names).enumerate() {
         let port_count = u8::try_from(n.port_count).unwrap_or(u8::MAX);
         let mut spec = NodeSpec::new(name, n.kind, n.guid, port_count);
-        spec.system_guid = n.system_guid.filter(|&g| g != n.guid);
+        // A system image GUID of 0 is "none" (as NodeInfo reports it), the node's own.
+        spec.system_guid = n.system_guid.filter(|&g| g != n.guid && g.0 != 0);
         spec.vendor_id = n.vendor_id;
         spec.device_id = n.device_id;
         if n.kind != NodeKind::Switch {
+            // Phase 2 checked that none of these wraps past 2^64 or is 0.
             let guids: Vec<Guid> = (1..=u32::from(port_count))
-                .map(|p| {
-                    checked
-                        .port_guids
-                        .get(&(i, p))
-                        .copied()
-                        .unwrap_or(Guid(n.guid.0.wrapping_add(u64::from(p))))
+                .map(|p| match checked.port_guids.get(&(i, p)) {
+                    Some(&(g, _)) => g,
+                    None => Guid(n.guid.0.wrapping_add(u64::from(p))),
                 })
                 .collect();
             let derived = guids
                 .iter()
                 .zip(1u64..)
-                .all(|(g, p)| g.0 == n.guid.0.wrapping_add(p));
+                .all(|(g, p)| n.guid.0.checked_add(p) == Some(g.0));
             if !derived {
                 spec.port_guids = Some(guids);
             }

@@ -19,8 +19,9 @@ pub(super) struct LinkPlan {
 pub(super) struct Checked {
     /// The links to build, in the order of their first sighting.
     pub(super) links: Vec<LinkPlan>,
-    /// Resolved port GUIDs of end nodes, per node index, for ports with a sighting.
-    pub(super) port_guids: BTreeMap<End, Guid>,
+    /// Resolved port GUIDs of end nodes, per node index, for ports with a sighting (and the
+    /// span of the first sighting that gives it).
+    pub(super) port_guids: BTreeMap<End, (Guid, SourceSpan)>,
 }
 
 pub(super) fn node_name(n: &NodeRec<'_>) -> String {
@@ -330,6 +331,7 @@ pub(super) fn check(cx: &mut Cx<'_>, file: &File<'_>) -> Checked {
         }
     }
     let port_guids = check_port_guids(cx, nodes, &dup, &by_id);
+    check_port_space(cx, nodes, &dup, &port_guids);
     Checked { links, port_guids }
 }
 
@@ -397,7 +399,7 @@ pub(super) fn check_port_guids(
     nodes: &[NodeRec<'_>],
     dup: &[bool],
     by_id: &BTreeMap<&str, usize>,
-) -> BTreeMap<End, Guid> {
+) -> BTreeMap<End, (Guid, SourceSpan)> {
     // Every claim about a port's GUID: (end, guid, span), own lines first.
     let mut claims: Vec<(End, Guid, SourceSpan)> = Vec::new();
     for (i, n) in nodes.iter().enumerate() {
@@ -460,6 +462,122 @@ pub(super) fn check_port_guids(
     resolved
         .into_iter()
         .filter(|(end, _)| nodes.get(end.0).is_some_and(|n| n.kind != NodeKind::Switch))
-        .map(|(end, (g, _))| (end, g))
+        .filter_map(|(end, (g, span))| Some((end, (g, span?))))
         .collect()
+}
+
+/// A port in diagnostics: `switch `S-1`` for a switch (its ports carry its node GUID), else
+/// `port 2 of `H-1``.
+fn port_name(n: &NodeRec<'_>, port: u32) -> String {
+    if n.kind == NodeKind::Switch {
+        format!("switch {}", node_name(n))
+    } else {
+        format!("port {port} of {}", node_name(n))
+    }
+}
+
+/// The port GUID name space, as OpenSM keeps it (apart from node GUIDs: a port GUID may
+/// equal another node's node GUID, as ibsim's counting gives when a CA's port GUID, node
+/// GUID + 1, is the next CA's node GUID): no GUID is 0, no end node's port GUIDs counted on
+/// from its node GUID wrap past 2^64, and no two ports carry one port GUID (a switch's
+/// ports carry its node GUID). Nodes whose node GUID is another's are reported there.
+pub(super) fn check_port_space(
+    cx: &mut Cx<'_>,
+    nodes: &[NodeRec<'_>],
+    dup: &[bool],
+    port_guids: &BTreeMap<End, (Guid, SourceSpan)>,
+) {
+    // Who carries each port GUID: (node index, port, span, label).
+    let mut carried: BTreeMap<Guid, (usize, u32, SourceSpan, String)> = BTreeMap::new();
+    let mut node_guids: std::collections::BTreeSet<Guid> = std::collections::BTreeSet::new();
+    for (i, n) in nodes.iter().enumerate() {
+        if dup.get(i).copied().unwrap_or(true) || !node_guids.insert(n.guid) {
+            continue;
+        }
+        let (site, site_label) = guid_site(n);
+        if n.guid.0 == 0 {
+            cx.error(
+                Code::BadGuid,
+                site,
+                format!("{} has node GUID 0", node_name(n)),
+                site_label,
+                "GUID 0 is reserved; give the node a GUID with a `switchguid=`, `caguid=` or \
+                 `rtguid=` line before its header",
+            );
+            continue;
+        }
+        let mut ports: Vec<(u32, Guid, SourceSpan, String)> = Vec::new();
+        if n.kind == NodeKind::Switch {
+            ports.push((0, n.guid, site, site_label));
+        } else {
+            for p in 1..=n.port_count {
+                if let Some(&(g, span)) = port_guids.get(&(i, p)) {
+                    ports.push((p, g, span, format!("`{g}` here")));
+                    continue;
+                }
+                let Some(g) = n.guid.0.checked_add(u64::from(p)) else {
+                    cx.error(
+                        Code::BadGuid,
+                        site,
+                        format!(
+                            "the port GUIDs of {} (node GUID + port number) wrap past \
+                             0xffffffffffffffff",
+                            node_name(n)
+                        ),
+                        format!("port {p} would have GUID {} + {p}", n.guid),
+                        "an end node's ports carry its node GUID + the port number unless a \
+                         port line gives `[p](guid)`; give the node a lower GUID",
+                    );
+                    break;
+                };
+                ports.push((
+                    p,
+                    Guid(g),
+                    site,
+                    format!(
+                        "port {p} of {} gets `{}` (node GUID + {p})",
+                        node_name(n),
+                        Guid(g)
+                    ),
+                ));
+            }
+        }
+        for (p, g, span, label) in ports {
+            if g.0 == 0 {
+                cx.error(
+                    Code::BadGuid,
+                    span,
+                    format!("{} has port GUID 0", port_name(n, p)),
+                    label,
+                    "GUID 0 is reserved",
+                );
+                continue;
+            }
+            if let Some((fi, fp, fspan, flabel)) = carried.get(&g) {
+                let Some(f) = nodes.get(*fi) else { continue };
+                let d = cx
+                    .diag(
+                        Code::DuplicatePortGuid,
+                        Severity::Error,
+                        span,
+                        format!(
+                            "port GUID `{g}` belongs to two ports, {} and {}",
+                            port_name(f, *fp),
+                            port_name(n, p)
+                        ),
+                        label,
+                    )
+                    .with_secondary(*fspan, flabel.clone())
+                    .with_help(
+                        "a port GUID names one port (a switch's ports all carry its node GUID; \
+                         an end node's carry its node GUID + the port number unless a port \
+                         line gives `[p](guid)`); a port GUID may equal another node's node \
+                         GUID, not another port's",
+                    );
+                cx.push(d);
+                continue;
+            }
+            carried.insert(g, (i, p, span, label));
+        }
+    }
 }
