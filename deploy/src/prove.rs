@@ -120,6 +120,26 @@ pub fn reprove(
     plan: &Plan,
     vfs: bool,
 ) -> Result<Reproved, ProofError> {
+    let (checks, reproved) = checks(t, d, plan, vfs)?;
+    if let Some((i, c)) = checks.iter().enumerate().find(|(_, c)| !c.is_proven()) {
+        return Err(ProofError::Unsafe {
+            step: i + 1,
+            why: weft_plan::why(c),
+            path_sls: plan.proof.path_sls,
+        });
+    }
+    Ok(reproved)
+}
+
+/// The checks [`reprove`] makes of `plan`'s steps on the fabric `d` discovered: one per step,
+/// up to the first that is not proven (see [`weft_plan::check_steps`]), and what the reading
+/// took and did not cover.
+pub fn checks(
+    t: &mut impl TransportExt,
+    d: &Discovery,
+    plan: &Plan,
+    vfs: bool,
+) -> Result<(Vec<weft_verifier::transition::StepCheck>, Reproved), ProofError> {
     let mut a = audit::state_of(t, d, &plan.fabric, plan.wire.as_ref())?;
     if vfs {
         a.smps += audit::vfs_through_hosts(t, d, plan, &mut a.state)?;
@@ -141,13 +161,6 @@ pub fn reprove(
         _ => Scope::All,
     };
     let checks = weft_plan::check_steps_read(&start, &steps, scope, &declared, Some(&tables));
-    if let Some((i, c)) = checks.iter().enumerate().find(|(_, c)| !c.is_proven()) {
-        return Err(ProofError::Unsafe {
-            step: i + 1,
-            why: weft_plan::why(c),
-            path_sls: plan.proof.path_sls,
-        });
-    }
     let mut notes = Vec::new();
     // VFs the plan's fabric has but this one does not show (a vSwitch addressed in vendor
     // ways): routes toward their LIDs were proven when the plan was made, not again here.
@@ -170,10 +183,13 @@ pub fn reprove(
              the proof of isolation on the fabric (they were proven when the plan was made)"
         ));
     }
-    Ok(Reproved {
-        smps: a.smps,
-        notes,
-    })
+    Ok((
+        checks,
+        Reproved {
+            smps: a.smps,
+            notes,
+        },
+    ))
 }
 
 /// Why no plan was made from what the fabric runs.

@@ -781,18 +781,31 @@ fn move_vf_lids(
             .collect()
     };
     let mut held = std::collections::BTreeMap::new();
+    // A VF is named by its hypervisor's port and index: its port GUID may be one the fabric
+    // does not show (a VF addressed through its hypervisor's port).
+    let name = |v: &VirtualPort| {
+        format!(
+            "VF {} of `{}` port {}",
+            v.vf,
+            f.node(v.host.node).name(),
+            v.host.port.0
+        )
+    };
     for (v, l) in start.lids.vports.iter().zip(lids.iter()) {
         let Some(l) = l else { continue };
         if physical.contains(&l.0) {
             return Err(format!(
-                "VF {} (port GUID {}) would hold LID {}, a physical port's",
-                v.vf, v.guid, l.0
+                "{} would hold LID {}, a physical port's",
+                name(v),
+                l.0
             ));
         }
         if let Some(other) = held.insert(l.0, v) {
             return Err(format!(
-                "VFs with port GUIDs {} and {} would both hold LID {}",
-                other.guid, v.guid, l.0
+                "{} and {} would both hold LID {}",
+                name(other),
+                name(v),
+                l.0
             ));
         }
     }
