@@ -234,7 +234,8 @@ enum Held {
 }
 
 fn held(plan: &Plan, t: &Tables) -> BTreeMap<(u64, u8, u16, bool), Held> {
-    let mut ends: BTreeMap<(u64, u8, u16, bool), (Vec<u16>, Vec<u16>)> = BTreeMap::new();
+    type Block = (u64, u8, u16, bool);
+    let mut ends: BTreeMap<Block, (Vec<u16>, Vec<u16>)> = BTreeMap::new();
     for w in plan.steps.iter().flat_map(|s| &s.writes) {
         let (key, old, new) = match w {
             Write::Lft {
@@ -439,7 +440,6 @@ fn a_second_writer_at_any_point_is_caught_and_never_rolled_over() {
                 );
             }
         }
-        eprintln!("{name}: {seen:?}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -520,16 +520,15 @@ pub fn check_wire(plan: &Plan, d: &Discovery) -> Result<(), ApplyError> {
 }
 
 /// The SMPs `plan` sends on the fabric `d` discovered, addressed: (step, SMP, what it writes).
-pub fn smps_of(
-    plan: &Plan,
-    d: &Discovery,
-    vfs: bool,
-) -> Result<Vec<(usize, Target, String)>, ApplyError> {
+pub fn smps_of(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Smps, ApplyError> {
     Ok(resolve(plan, d, vfs)?
         .into_iter()
         .map(|o| (o.step, o.target, o.what))
         .collect())
 }
+
+/// The SMPs a plan sends, addressed: (step, SMP, what it writes).
+pub type Smps = Vec<(usize, Target, String)>;
 
 /// SMP counters kept while applying.
 #[derive(Default)]
@@ -607,7 +606,7 @@ pub fn dry_run(
     t: &mut impl Transport,
     what: What<'_>,
     opts: &ApplyOptions,
-) -> Result<(Plan, Vec<(usize, Target, String)>), ApplyError> {
+) -> Result<(Plan, Smps), ApplyError> {
     let _lock = sm_lock(t, &opts.lock_dir)?;
     let d = discover(t)?;
     let plan = match what {

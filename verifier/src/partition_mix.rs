@@ -500,7 +500,8 @@ impl<'a> PkeyMix<'a> {
     fn cut(&self, now: &BTreeMap<End, (Vec<u16>, bool)>) -> MixCheck {
         let d = &self.declared;
         // Per partition: its live members grouped by (table, membership).
-        let mut by: BTreeMap<usize, BTreeMap<(&[u16], Membership), Vec<End>>> = BTreeMap::new();
+        type Members<'m> = BTreeMap<(&'m [u16], Membership), Vec<End>>;
+        let mut by: BTreeMap<usize, Members<'_>> = BTreeMap::new();
         for (e, ms) in &d.members {
             if d.sm.contains(e) {
                 continue;
@@ -517,7 +518,7 @@ impl<'a> PkeyMix<'a> {
             }
         }
         for (i, groups) in by {
-            let groups: Vec<(&(&[u16], Membership), &Vec<End>)> = groups.iter().collect();
+            let groups: Vec<_> = groups.iter().collect();
             for (n, ((ka, ma), pa)) in groups.iter().enumerate() {
                 for ((kb, mb), pb) in groups.iter().skip(n) {
                     let same = std::ptr::eq(*pa, *pb);
