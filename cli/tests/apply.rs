@@ -460,3 +460,74 @@ fn a_migration_is_proven_again_with_its_vfs_on_the_sim() {
     assert_eq!(o.status.code(), Some(0), "{}", text_of(&o));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Exit codes agree with what the report says in every path a journal failure can take: the
+/// drain plan applied with the journal failing at each of its writes (once, or from there on,
+/// as a full disk does), alone and with a rejected SMP in the second step. Exit 0 says the new
+/// state, 1 the old one (rolled back) or a refusal with nothing written, 2 neither state or an
+/// apply that could not run with nothing written; the journal left open is named with the
+/// command that closes it.
+#[test]
+fn exit_codes_agree_with_the_report_whatever_the_journal_does() {
+    let d = setup("exit-codes");
+    let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
+    let plan = Plan::from_json(&std::fs::read_to_string(d.join("plan.json")).unwrap()).unwrap();
+    let first_step = plan.steps[0].writes.len();
+    let writes = 1 + 2 * plan.steps.len() + 2;
+    let mut seen = std::collections::BTreeMap::new();
+    for at in 0..=writes {
+        for kind in ["journal", "journal-full"] {
+            for smp in [None, Some(format!("reject@{first_step}"))] {
+                let journal = p(&format!("{kind}-{at}-{}.journal", smp.is_some()));
+                let mut args = vec![
+                    "--journal".to_owned(),
+                    journal.clone(),
+                    "--inject".to_owned(),
+                    format!("{kind}@{at}"),
+                ];
+                if let Some(s) = &smp {
+                    args.extend(["--inject".to_owned(), s.clone()]);
+                }
+                let a: Vec<&str> = args.iter().map(String::as_str).collect();
+                let o = apply(&d, &a);
+                let (out, err) = (text(&o.stdout), text(&o.stderr));
+                let said = match o.status.code() {
+                    Some(0) => {
+                        assert!(out.contains("the fabric holds the new state"), "{out}{err}");
+                        "new"
+                    }
+                    Some(1) if out.contains("the fabric holds the old state (rolled back)") => {
+                        "old"
+                    }
+                    Some(1) | Some(2) if err.contains("nothing was written") => "refused",
+                    Some(2) => {
+                        assert!(out.contains("the fabric holds neither state"), "{out}{err}");
+                        "neither"
+                    }
+                    c => panic!("{kind}@{at} {smp:?}: exit {c:?}\n{out}{err}"),
+                };
+                // A journal that could not be closed is said, with the command that closes it.
+                let open = std::path::Path::new(&journal).exists()
+                    && weft_deploy::journal::read(std::path::Path::new(&journal))
+                        .is_ok_and(|j| j.ended().is_none());
+                if open && said != "refused" {
+                    assert!(
+                        out.contains(&format!("weft apply --recover {journal}")),
+                        "{kind}@{at} {smp:?}: {out}"
+                    );
+                }
+                *seen
+                    .entry(format!("{said}{}", if open { ", open" } else { "" }))
+                    .or_insert(0) += 1;
+            }
+        }
+    }
+    // Every way an apply can end under journal failures was met.
+    for want in ["new", "old", "old, open", "refused"] {
+        assert!(seen.contains_key(want), "{want}: {seen:?}");
+    }
+    assert!(
+        !seen.contains_key("neither") && !seen.contains_key("neither, open"),
+        "one writer, no lasting SMP fault: never neither: {seen:?}"
+    );
+}
