@@ -492,6 +492,50 @@ impl Ibsim {
     }
 }
 
+impl Ibsim {
+    /// Every switch's LFT as `dump_fts` prints it: `(switch GUID, LID) → port` (retried while
+    /// the simulator settles).
+    pub fn lfts(&self) -> Result<std::collections::BTreeMap<(u64, u16), u8>, IbsimError> {
+        let out = self.run_retrying(
+            "dump_fts",
+            &[],
+            Duration::from_secs(60),
+            Duration::from_secs(120),
+        )?;
+        Ok(crate::parse_fts(&out.stdout))
+    }
+
+    /// OpenSM, once (`-o`), programs `state`'s LIDs (its `guid2lid` cache) and the LFTs of
+    /// `lfts_dump` (its file engine): the fabric then runs what `weft build` wrote.
+    pub fn load_with_opensm(
+        &self,
+        lfts_dump: &Path,
+        state: &weft_fabric::FabricState,
+    ) -> Result<(), IbsimError> {
+        let cache = self.dir.join("osm-cache");
+        fs::create_dir_all(&cache)
+            .map_err(|e| IbsimError::Io(format!("cannot create {}", cache.display()), e))?;
+        fs::write(
+            cache.join("guid2lid"),
+            weft_fabric::opensm::write_guid2lid(state),
+        )
+        .map_err(|e| IbsimError::Io("cannot write guid2lid".to_owned(), e))?;
+        let log = self.dir.join("osm.log");
+        let (dump, log_s, cache_s) = (
+            lfts_dump.to_string_lossy().into_owned(),
+            log.to_string_lossy().into_owned(),
+            cache.to_string_lossy().into_owned(),
+        );
+        self.run_env(
+            "opensm",
+            &["-o", "-R", "file", "-U", &dump, "-f", &log_s],
+            &[("OSM_CACHE_DIR", &cache_s)],
+            Duration::from_secs(120),
+        )
+        .map(|_| ())
+    }
+}
+
 /// A client left running against a simulator (an SM answering queries); killed, by its own
 /// PID, when dropped.
 pub struct Background {

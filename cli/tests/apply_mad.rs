@@ -14,7 +14,7 @@ use std::time::Duration;
 use weft_fabric::plan::Plan;
 use weft_fabric::ValidState;
 use weft_tests::ibsim::{self, Ibsim, Limits};
-use weft_tests::{lft_entries, parse_fts};
+use weft_tests::lft_entries;
 
 /// The 648-node example without its closing brace (faults go after it).
 fn tree() -> String {
@@ -58,32 +58,10 @@ fn setup_with(
         ),
         &["--drain"],
     );
-    let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
     let net = weft_fabric::ibnetdiscover::write(&old.fabric, Some(&old.lids)).unwrap();
     let sim = Ibsim::start(tools, &net, Some(Limits::for_fabric(&old.fabric))).unwrap();
-    let cache = sim.dir().join("osm-cache");
-    std::fs::create_dir_all(&cache).unwrap();
-    std::fs::write(
-        cache.join("guid2lid"),
-        weft_fabric::opensm::write_guid2lid(&old),
-    )
-    .unwrap();
-    let log = sim.dir().join("osm.log");
-    sim.run_env(
-        "opensm",
-        &[
-            "-o",
-            "-R",
-            "file",
-            "-U",
-            &p("old/lfts.dump"),
-            "-f",
-            log.to_str().unwrap(),
-        ],
-        &[("OSM_CACHE_DIR", cache.to_str().unwrap())],
-        Duration::from_secs(120),
-    )
-    .unwrap_or_else(|e| panic!("{e}\n{}", std::fs::read_to_string(&log).unwrap_or_default()));
+    sim.load_with_opensm(&d.join("old/lfts.dump"), &old)
+        .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
     (sim, d, old, new)
 }
 
@@ -119,15 +97,7 @@ fn rand_suffix() -> u64 {
 }
 
 fn fabric_lfts(sim: &Ibsim) -> std::collections::BTreeMap<(u64, u16), u8> {
-    let out = sim
-        .run_retrying(
-            "dump_fts",
-            &[],
-            Duration::from_secs(60),
-            Duration::from_secs(120),
-        )
-        .unwrap();
-    parse_fts(&out.stdout)
+    sim.lfts().unwrap()
 }
 
 fn apply(sim: &Ibsim, args: &[&str]) -> ibsim::ClientOutput {

@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 use weft_fabric::plan::{Plan, Write};
 use weft_fabric::ValidState;
 use weft_tests::ibsim::{self, Ibsim, Limits};
-use weft_tests::parse_fts;
 
 const TREE: &str = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric small {\n    topology = fat_tree(levels: 2, radix: 8, switch: sb7800, hca: connectx5)\n    routing { engine = fat_tree, switch_to_switch = sftree }\n";
 
@@ -67,42 +66,12 @@ fn start(tools: &ibsim::Tools, old: &ValidState) -> Ibsim {
 /// OpenSM, once, loads the old tables (its file engine, weft's LIDs): every LFT as `old/`
 /// has it.
 fn load_old(sim: &Ibsim, d: &Path, old: &ValidState) {
-    let cache = sim.dir().join("osm-cache");
-    std::fs::create_dir_all(&cache).unwrap();
-    std::fs::write(
-        cache.join("guid2lid"),
-        weft_fabric::opensm::write_guid2lid(old),
-    )
-    .unwrap();
-    let log = sim.dir().join("osm.log");
-    let dump = d.join("old/lfts.dump");
-    sim.run_env(
-        "opensm",
-        &[
-            "-o",
-            "-R",
-            "file",
-            "-U",
-            dump.to_str().unwrap(),
-            "-f",
-            log.to_str().unwrap(),
-        ],
-        &[("OSM_CACHE_DIR", cache.to_str().unwrap())],
-        Duration::from_secs(120),
-    )
-    .unwrap_or_else(|e| panic!("{e}\n{}", std::fs::read_to_string(&log).unwrap_or_default()));
+    sim.load_with_opensm(&d.join("old/lfts.dump"), old)
+        .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
 }
 
 fn fabric_lfts(sim: &Ibsim) -> BTreeMap<(u64, u16), u8> {
-    let out = sim
-        .run_retrying(
-            "dump_fts",
-            &[],
-            Duration::from_secs(60),
-            Duration::from_secs(120),
-        )
-        .unwrap();
-    parse_fts(&out.stdout)
+    sim.lfts().unwrap()
 }
 
 /// What the fabric (`dump_fts`'s entries) holds of each LFT block `plan` writes: its first

@@ -263,24 +263,8 @@ pub fn check(state: &ValidState, max_listed: usize) -> Isolation {
     let f = &state.fabric;
     // The SM's ports: not compared pair by pair (the SM talks to every end port).
     let sm: BTreeSet<End> = state.sm.iter().map(|&r| (r, None)).collect();
-    let mut declared: BTreeMap<End, Vec<(usize, Membership)>> = BTreeMap::new();
-    // VFs by the VM on them.
-    let vf_of: BTreeMap<&str, End> = state
-        .lids
-        .vports
-        .iter()
-        .filter_map(|v| Some((v.vm.as_deref()?, (v.host, Some(v.vf)))))
-        .collect();
-    for (i, p) in parts.iter().enumerate() {
-        for (&r, &m) in &p.members {
-            declared.entry((r, None)).or_default().push((i, m));
-        }
-        for (vm, &m) in &p.vms {
-            if let Some(&e) = vf_of.get(vm.as_str()) {
-                declared.entry(e).or_default().push((i, m));
-            }
-        }
-    }
+    // Each member end port's memberships (a VM's on the VF it runs on).
+    let declared = crate::partition_mix::Declared::of_state(state).members;
     let mut ports: BTreeSet<End> = declared.keys().copied().collect();
     for (&n, lids) in &state.lids.base {
         if f.nodes().get(n.index()).is_some_and(|x| !x.is_switch()) {
