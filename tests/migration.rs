@@ -23,13 +23,19 @@ use weft_verifier::{Outcome, Property, Scope};
 /// The example with a tenant whose VMs run on `pool` (`vms on POOL { … }`), placed as `vms`.
 fn with_vms(src: &str, pool: &str, scheme: &str, vms: &[(&str, &str)]) -> String {
     let i = src.rfind('}').unwrap();
+    // Where the SM runs (isolation is proven only where it is known), unless the example says.
+    let sm = if src.contains("\n    sm on ") {
+        ""
+    } else {
+        "    sm on leaf1\n"
+    };
     let mut t = format!(
         "    tenant cloud {{\n        pkey = 0x8001\n        vms on {pool} {{ vfs_per_host = 4, lids = {scheme} }}\n"
     );
     for (vm, host) in vms {
         t += &format!("        vm {vm} on {host}\n");
     }
-    format!("{}{t}    }}\n}}\n", &src[..i])
+    format!("{}{sm}{t}    }}\n}}\n", &src[..i])
 }
 
 fn by_guid(st: &ValidState) -> std::collections::BTreeMap<weft_fabric::Guid, Vec<u8>> {

@@ -214,3 +214,58 @@ fn vm_migration_plan_in_every_format() {
     assert_eq!(plan.smps(), plan.lft_smps() + 2 * vf);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A VF whose P_Key table differs from the desired state's, no VM moving: its table is written
+/// in the two P_Key steps (keys taken away, then added), and the steps say so — not that LIDs
+/// move with stopped VMs, which no step here does — each proven isolated in every mix.
+#[test]
+fn a_vf_table_change_is_said_to_be_p_keys_only() {
+    let dir = temp_dir("vf-pkeys");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/vswitch-fig2.weft");
+    let src = dir.join("fig2.weft");
+    std::fs::copy(&example, &src).unwrap();
+    let src = src.to_str().unwrap();
+    let state = built(&dir, "old", src);
+    // vm1's VF holds the full default key only (as the IBA default table would).
+    let text_of = std::fs::read_to_string(&state).unwrap();
+    let line = text_of
+        .lines()
+        .find(|l| l.contains("\"vm\":\"vm1\""))
+        .unwrap()
+        .to_owned();
+    let edited: String = text_of
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("\"fingerprint\""))
+        .map(|l| {
+            if l == line {
+                l.replace(
+                    "\"pkeys\":[\"0x7fff\",\"0x8001\"]",
+                    "\"pkeys\":[\"0xffff\"]",
+                )
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert_ne!(edited, text_of);
+    let cur = dir.join("cur.json");
+    std::fs::write(&cur, edited).unwrap();
+    let o = weft(&["plan", "--from", cur.to_str().unwrap(), src]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let steps: Vec<&str> = out
+        .lines()
+        .filter(|l| l.trim_start().starts_with("step "))
+        .collect();
+    assert_eq!(steps.len(), 2, "{out}");
+    for s in steps {
+        assert!(
+            s.contains("1 VF(s); P_Keys only, no route changes")
+                && s.contains("isolated in every mix: proven")
+                && !s.contains("LIDs move"),
+            "{out}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
