@@ -7,7 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use weft_deploy::apply::{apply, recover, ApplyError, ApplyOptions, Direction, Final};
-use weft_deploy::sim::{Fault, FaultKind, SimFabric, STATUS_INVALID};
+use weft_deploy::sim::{Fault, FaultKind, SimFabric};
 use weft_deploy::Retrying;
 use weft_fabric::{FabricState, NodeKind, PortRef, ValidState};
 use weft_plan::{plan, Mode, Options};
@@ -121,17 +121,7 @@ fn fault_matrix(
     let old_tables = SimFabric::new(&start, sm).unwrap().tables();
     let new_tables = SimFabric::new(&end, sm).unwrap().tables();
     let sets = plan.smps();
-    let kinds = [
-        FaultKind::Drop { times: 1 },
-        FaultKind::Drop { times: 3 },
-        FaultKind::Delay { times: 1 },
-        FaultKind::Delay { times: 3 },
-        FaultKind::Reject {
-            status: STATUS_INVALID,
-        },
-        FaultKind::CorruptReadback,
-        FaultKind::Crash,
-    ];
+    let kinds = weft_tests::sim::FAULT_KINDS;
     let mut seen = std::collections::BTreeMap::new();
     for kind in kinds {
         for at in 0..sets {

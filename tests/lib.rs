@@ -453,6 +453,23 @@ pub mod sim {
     use weft_deploy::sim::Tables;
     use weft_fabric::{FabricState, NodeKind, PortRef};
 
+    /// Every kind of fault the sim injects, once each: a Set lost once (the retry lands) and on
+    /// every try, late once and on every try, rejected, read back wrong, the writer crashing.
+    pub const FAULT_KINDS: [weft_deploy::sim::FaultKind; 7] = {
+        use weft_deploy::sim::FaultKind;
+        [
+            FaultKind::Drop { times: 1 },
+            FaultKind::Drop { times: 3 },
+            FaultKind::Delay { times: 1 },
+            FaultKind::Delay { times: 3 },
+            FaultKind::Reject {
+                status: weft_deploy::sim::STATUS_INVALID,
+            },
+            FaultKind::CorruptReadback,
+            FaultKind::Crash,
+        ]
+    };
+
     /// The first HCA port on a live link: where the SM sits.
     #[expect(
         clippy::expect_used,

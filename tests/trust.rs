@@ -831,17 +831,7 @@ fn every_fault_and_every_journal_failure_ends_old_or_new() {
     let (old_t, new_t) = (tables(st.state()), tables(&end));
     let sets = p.smps();
     let journal_writes = 2 + 2 * p.steps.len() + 2;
-    let kinds = [
-        FaultKind::Drop { times: 1 },
-        FaultKind::Drop { times: 3 },
-        FaultKind::Delay { times: 1 },
-        FaultKind::Delay { times: 3 },
-        FaultKind::Reject {
-            status: STATUS_INVALID,
-        },
-        FaultKind::CorruptReadback,
-        FaultKind::Crash,
-    ];
+    let kinds = weft_tests::sim::FAULT_KINDS;
     let smps: Vec<Option<Fault>> = std::iter::once(None)
         .chain(
             kinds
