@@ -329,6 +329,17 @@ pub(crate) fn run_checks(
     args: &CheckArgs,
     quiet: bool,
 ) -> Result<ExitCode, Fatal> {
+    if args.engine != Engine::Explicit && !weft_verifier::z3::BUILT_IN {
+        return Err(Fatal(format!(
+            "--engine {}: {}",
+            if args.engine == Engine::Z3 {
+                "z3"
+            } else {
+                "both"
+            },
+            weft_verifier::z3::NOT_BUILT_IN
+        )));
+    }
     if !args.sm.is_empty() {
         loaded.state = with_sm(loaded.state, &args.sm)?;
     }

@@ -282,7 +282,7 @@ impl Default for Limits {
     }
 }
 
-/// Parses and elaborates one `.weft` file (without the fabric checks of [`check`]).
+/// Parses and elaborates one `.weft` file (without the fabric checks of [`check()`]).
 pub fn elaborate(name: &str, text: &str, host: &dyn Host) -> Compilation {
     elaborate_with(name, text, host, Limits::default())
 }
@@ -342,7 +342,7 @@ pub fn check(name: &str, text: &str, host: &dyn Host) -> Compilation {
     check_with(name, text, host, Limits::default())
 }
 
-/// [`check`] with explicit limits.
+/// [`check()`] with explicit limits.
 pub fn check_with(name: &str, text: &str, host: &dyn Host, limits: Limits) -> Compilation {
     let mut c = elaborate_with(name, text, host, limits);
     if let Some(e) = &c.elaborated {

@@ -23,7 +23,7 @@
 //! a plan and its read-back) keeps up to [`MadOptions::window`] SMPs in flight together on the
 //! same umad port: each is sent with libibmad's `mad_send_via` under a transaction ID of its
 //! own, and whatever `mad_receive_via` brings back is matched to the SMP it answers by the
-//! [`window`] scheduler (TID, attribute, modifier, method), so the results, the statuses and
+//! `window` scheduler (TID, attribute, modifier, method), so the results, the statuses and
 //! the timeouts are those the RPC gives one SMP at a time (a lost SMP is sent again under a
 //! fresh TID; a late or stray response is dropped). libumad2sim (ibsim's umad) serves one umad
 //! port per process only, so the batch shares the port single SMPs use.

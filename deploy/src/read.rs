@@ -1,5 +1,5 @@
 //! Reading what a discovered fabric runs: each switch's LFT (up to its LinearFDBTop) and
-//! P_Key tables, over any [`Transport`] — for `weft apply` of a whole state (what to change)
+//! P_Key tables, over any [`Transport`](crate::transport::Transport) — for `weft apply` of a whole state (what to change)
 //! and `weft audit` (what to verify).
 
 use crate::discover::{Discovery, VfAt, VfError, VfPorts};

@@ -13,7 +13,7 @@
 //!
 //! The dependencies form the channel dependency graph; its strongly connected components are
 //! the credit loops (one witness cycle each, with a concrete route per dependency); when it is
-//! acyclic, a topological rank per channel and the distance labels form the [`Certificate`].
+//! acyclic, a topological rank per channel and the distance labels form the [`Certificate`](crate::Certificate).
 
 use crate::certificate;
 use crate::channels::{self, DepSet, Graph};

@@ -1,9 +1,9 @@
-//! weft's verifier: deadlock freedom and connectivity of any [`FabricState`], with
+//! weft's verifier: deadlock freedom and connectivity of any [`FabricState`](weft_fabric::FabricState), with
 //! certificates and counterexamples, checked by two engines that must agree.
 //!
 //! Semantics (also in `docs/verify.md`): a packet for destination LID `d`
 //! with service level `s` entering switch `x` on port `i` leaves on `o = LFT_x[d]` and VL
-//! `SL2VL_x[i][o][s]`; an end node injects SL `s` on [`FabricState::injection_vl`]; a switch's
+//! `SL2VL_x[i][o][s]`; an end node injects SL `s` on [`FabricState::injection_vl`](weft_fabric::FabricState::injection_vl); a switch's
 //! own (management) traffic enters its tables on port 0. A *route* is (source port,
 //! destination LID, SL) for every required pair (see [`Scope`]) and every SL of the pair's
 //! path-SL set.
@@ -26,7 +26,7 @@
 //! switches, ports and VLs and give concrete routes.
 //!
 //! Architecture invariant: the verifier depends on `weft-fabric` only, never on the compiler,
-//! so it checks any [`FabricState`], whoever produced it. It does no I/O and never prints.
+//! so it checks any [`FabricState`](weft_fabric::FabricState), whoever produced it. It does no I/O and never prints.
 
 // Nothing indexes with a value that might be out of range: `get` and a decision instead.
 #![deny(clippy::indexing_slicing)]

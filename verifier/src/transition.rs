@@ -15,7 +15,7 @@
 //!   is proven connected on its own).
 //!
 //! The two states must agree on everything but their LFTs (fabric, LIDs, SL→VL, path SLs); the
-//! fabric the step is checked on is theirs. VLs follow the verifier's semantics ([`crate::net`]).
+//! fabric the step is checked on is theirs. VLs follow the verifier's semantics (`net.rs`).
 //!
 //! [`Transition`] checks a sequence of steps from one state, each against the state the steps
 //! before it left: it keeps the current tables, a dependency set that contains every dependency

@@ -31,7 +31,7 @@
 //! 5. *turn by turn*, when no root works (faults that cut switches off from the top need
 //!    down→up turns in more than one place): the dependency graph of every up*/down* turn is
 //!    kept acyclic while the missing entries join each destination's routes breadth first,
-//!    a new down→up turn admitted only when it closes no cycle (see [`complete_acyclic`]);
+//!    a new down→up turn admitted only when it closes no cycle (see `complete_acyclic`);
 //! 6. and should that fail too, *Up*/Down* from one top switch* (complete and deadlock-free on
 //!    any connected fabric), with a note and the reason in the engine line: never silently.
 //!

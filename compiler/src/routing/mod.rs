@@ -1,6 +1,6 @@
 //! Routing engines: a fabric and its LIDs in, one linear forwarding table per switch out.
 //!
-//! One engine per module, one registry ([`ENGINES`]) that `routing { engine = … }` is checked
+//! One engine per module, one registry ([`crate::ENGINES`]) that `routing { engine = … }` is checked
 //! against. Engines return their tables; they never write into a shared state, never fall
 //! back to another engine, and say why when a topology is not theirs.
 

@@ -3,14 +3,15 @@
 //! A file is a sequence of node records separated by blank lines. Each record is optional
 //! `key=value` lines (`vendid=`, `devid=`, `sysimgguid=`, `switchguid=`/`caguid=`/`rtguid=`), a
 //! header (`Switch 36 "S-7cfe900300bdd8f0" # "sw1" enhanced port 0 lid 1 lmc 0`, or `Ca`,
-//! `Hca`, `Rt`) and one line per connected port (`[1] "H-0002c90300a1b2c0"[1](2c90300a1b2c1)
-//! # "cn001 HCA-1" lid 5 4xEDR`). Every link appears twice, once from each end.
+//! `Hca`, `Rt`) and one line per connected port
+//! (`[1] "H-0002c90300a1b2c0"[1](2c90300a1b2c1) # "cn001 HCA-1" lid 5 4xEDR`). Every link
+//! appears twice, once from each end.
 //!
 //! * [`parse`] reads real ibnetdiscover output and ibsim net files (including the minimal form
 //!   without GUID lines, whose GUIDs it counts the way ibsim does) into a [`Fabric`], the LIDs
 //!   seen and warnings; it reports every error at once, with spans, as [`ParseErrors`].
 //! * [`parse_node_name_map`] reads an ibnetdiscover `--node-name-map` file.
-//! * [`write`] writes a [`Fabric`] so that ibsim loads it and [`parse`] reads it back to the
+//! * [`write()`] writes a [`Fabric`] so that ibsim loads it and [`parse`] reads it back to the
 //!   same fabric; see the `writer` module for the ibsim quirks it works around.
 //!
 //! The reference for the format is `man ibnetdiscover(8)` and ibsim's `sim_net.c`.

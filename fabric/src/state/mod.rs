@@ -242,7 +242,7 @@ impl SwitchState {
 /// Build one freely; before anything trusts it (the verifier, the writers of plans), it goes
 /// through [`ValidState::new`](crate::ValidState::new), which checks every invariant and names
 /// every violation. `state.json` (schema v1, see [`json`]) is read straight into a
-/// [`ValidState`](crate::ValidState).
+/// [`ValidState`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FabricState {
     /// The topology.

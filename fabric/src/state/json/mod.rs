@@ -587,7 +587,7 @@ impl Fabric {
     }
 }
 
-/// [`write`] into a string.
+/// [`write()`] into a string.
 pub fn to_string(state: &FabricState) -> String {
     let mut v = Vec::new();
     // Writing to a Vec cannot fail.

@@ -1,3 +1,5 @@
+//! Tests of state.json: round trips, versions, and every malformed document refused with its path.
+
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use super::*;

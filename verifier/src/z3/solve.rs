@@ -1,74 +1,15 @@
-//! The z3 engine: the same two properties as constraints, for cross-checking the explicit
-//! engine on small and medium fabrics.
-//!
-//! Facts come from the reference semantics ([`crate::reference`]), route by route, not from
-//! the explicit engine:
-//!
-//! * **Deadlock freedom**: an integer rank per channel and, per dependency `a → b` that some
-//!   route creates, the tracked constraint `rank(a) < rank(b)`. Satisfiable ⇔ the dependency
-//!   graph is acyclic. Unsatisfiable: the unsat core is a set of dependencies that contains a
-//!   cycle (a set of strict inequalities is only contradictory around a cycle); the cycle
-//!   found in it is the witness, each dependency with the route that created it.
-//! * **Connectivity**: per destination, an integer distance per switch; per forwarding step
-//!   `x → y` a route takes, `dist(x) > dist(y)`; a route that ends on an invalid step (unset
-//!   entry, missing or down port, misdelivery, unassigned, non-operational or unscheduled
-//!   VL — a VL the sending port's arbitration never sends, or one at or above the state's
-//!   `max_vls`) contributes a tracked `false`. Satisfiable ⇔ every route arrives.
-//!
-//! A timeout or an `unknown` answer is [`Outcome::Unknown`], never proven. Limits: routes are
-//! enumerated one by one (pairs × hops), so this engine is for fabrics of up to a few hundred
-//! nodes; the explicit engine is the one that scales.
+//! The z3 encodings behind [`Z3`] (built with the `z3` feature).
 
+use super::{LayerBound, Placement, Z3Report, Z3};
 use crate::reference::{self, RefHop};
 use crate::report::{
     Channel, CreditLoop, Dependency, Endpoint, Hop, NodeRef, Outcome, Route, Verdict,
 };
-use crate::{Checker, Options, Scope};
+use crate::{Options, Scope};
 use std::collections::{BTreeMap, BTreeSet};
 use weft_fabric::{FabricState, Lid, NodeId, PortNum, PortRef, ValidState};
 use z3::ast::{Bool, Int};
 use z3::{Params, SatResult, Solver};
-
-/// The z3 engine.
-#[derive(Clone, Copy, Debug)]
-pub struct Z3 {
-    /// Solver timeout per property, in milliseconds.
-    pub timeout_ms: u32,
-}
-
-impl Default for Z3 {
-    fn default() -> Z3 {
-        Z3 { timeout_ms: 60_000 }
-    }
-}
-
-/// What the z3 engine found.
-#[derive(Clone, Debug)]
-pub struct Z3Report {
-    /// The verdict.
-    pub verdict: Verdict,
-    /// A credit loop from the unsat core, when deadlock freedom is violated.
-    pub credit_loop: Option<CreditLoop>,
-    /// Channels, dependencies and routes encoded.
-    pub channels: usize,
-    /// Dependencies encoded.
-    pub dependencies: usize,
-    /// Routes enumerated.
-    pub routes: usize,
-    /// Routes that fail (walked one by one by the reference semantics).
-    pub failed_routes: usize,
-}
-
-impl Checker for Z3 {
-    fn name(&self) -> &'static str {
-        "z3"
-    }
-
-    fn check(&self, state: &ValidState, opts: &Options) -> Verdict {
-        self.run(state, opts).verdict
-    }
-}
-
 type Chan = (NodeId, u8, u8);
 
 struct Facts {
@@ -201,41 +142,12 @@ fn facts(st: &FabricState, scope: Scope) -> Facts {
 /// A switch's output port: a channel, VLs aside.
 type Port = (NodeId, u8);
 
-/// A layer per route group (source switch, destination LID).
-pub type Placement = BTreeMap<(NodeId, Lid), u8>;
-
-/// What [`Z3::min_layers`] found.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum LayerBound {
-    /// The fewest layers the state's routes fit in: z3 placed them in this many, and proved
-    /// every smaller count impossible.
-    Minimum(u8),
-    /// No placement within the limit.
-    MoreThan(u8),
-    /// z3 did not decide a count (timeout or unknown), with everything below it impossible.
-    Unknown {
-        /// The count z3 did not decide.
-        at: u8,
-        /// Why.
-        reason: String,
-    },
-}
-
 impl Z3 {
-    /// The fewest layers (each its own VL) the state's routes can be placed in so that every
-    /// layer's channel dependency graph is acyclic, the routes of one source switch toward one
-    /// destination LID (the switch's own and its end nodes') sharing a layer, as `layered`
-    /// places them. Forwarding comes from the LFTs only: VLs and path SLs are ignored. Tries
-    /// 1, 2, … up to `limit` layers: per count, one integer layer per route group, one rank
-    /// per (layer, channel), and per dependency of a group `layer = l → rank_l(a) < rank_l(b)`.
-    pub fn min_layers(&self, state: &ValidState, limit: u8) -> LayerBound {
-        self.place_layers(state, limit).0
-    }
-
-    /// [`Z3::min_layers`], with z3's placement when it found one: the layer of each route
-    /// group, by source switch and destination LID (groups without dependencies, on layer 0,
-    /// are left out).
-    pub fn place_layers(&self, state: &ValidState, limit: u8) -> (LayerBound, Option<Placement>) {
+    pub(super) fn solve_place_layers(
+        &self,
+        state: &ValidState,
+        limit: u8,
+    ) -> (LayerBound, Option<Placement>) {
         let st: &FabricState = state;
         let (sources, dests) = endpoints(st, Scope::All);
         // Dependencies (channel = node, output port) per route group (source switch, LID).
@@ -333,8 +245,7 @@ impl Z3 {
 }
 
 impl Z3 {
-    /// Runs both encodings.
-    pub fn run(&self, state: &ValidState, opts: &Options) -> Z3Report {
+    pub(super) fn solve_run(&self, state: &ValidState, opts: &Options) -> Z3Report {
         let fx = facts(state, opts.scope);
         let mut params = Params::new();
         params.set_u32("timeout", self.timeout_ms);
