@@ -11,7 +11,7 @@
 //! Certificates, plans and `weft apply` record the fingerprint of the state they were made for
 //! and refuse another one. The digest depends only on the content, never on declaration order.
 
-use crate::model::{Fabric, LinkState, NodeKind};
+use crate::model::{Fabric, NodeKind};
 use crate::state::FabricState;
 use crate::PortRef;
 use serde::{Deserialize, Serialize};
@@ -96,7 +96,7 @@ impl Fingerprint {
                 continue;
             }
             for (&p, &lid) in ports {
-                let live = node.is_switch() || port_live(f, PortRef { node: n, port: p });
+                let live = node.is_switch() || f.live_peer(PortRef { node: n, port: p }).is_some();
                 if live {
                     lids.push((node.guid().0, p.0, lid.0));
                 }
@@ -117,7 +117,7 @@ impl Fingerprint {
             .lids
             .vports
             .iter()
-            .filter(|v| port_live(f, v.host))
+            .filter(|v| f.live_peer(v.host).is_some())
             .filter_map(|v| Some((v.guid.0, v.lid?.0)))
             .collect();
         vfs.sort_unstable();
@@ -155,18 +155,6 @@ impl Fingerprint {
     }
 }
 
-/// Whether the link on `end` is up and both its nodes are alive.
-fn port_live(f: &Fabric, end: PortRef) -> bool {
-    let Some((far, link)) = f.peer(end) else {
-        return false;
-    };
-    f.links()
-        .get(link.index())
-        .is_some_and(|l| l.state == LinkState::Up)
-        && f.nodes().get(far.node.index()).is_some_and(|n| !n.down)
-        && f.nodes().get(end.node.index()).is_some_and(|n| !n.down)
-}
-
 fn topology_digest(f: &Fabric) -> (String, u64, u64) {
     let mut nodes: Vec<(u64, u8, u8, Vec<u64>)> = f
         .nodes()
@@ -190,7 +178,7 @@ fn topology_digest(f: &Fabric) -> (String, u64, u64) {
     let mut links: Vec<((u64, u8), (u64, u8))> = f
         .links()
         .iter()
-        .filter(|l| port_live(f, l.a))
+        .filter(|l| f.live_peer(l.a).is_some())
         .filter_map(|l| {
             let a = (f.nodes().get(l.a.node.index())?.guid().0, l.a.port.0);
             let b = (f.nodes().get(l.b.node.index())?.guid().0, l.b.port.0);

@@ -9,6 +9,11 @@
 //! Readers and writers of external formats live here too: [`ibnetdiscover`] (what
 //! `ibnetdiscover` prints and `ibsim` loads).
 //!
+//! So do the few algorithms every crate needs on these values, in one place each:
+//! [`forward`] (one forwarding step: LFT entry → port → cable → the port at its far end),
+//! [`graph`] (topological order, strongly connected components, cycles) and [`rng`] (the
+//! seeded generator).
+//!
 //! Architecture invariant: this crate does no I/O besides what its callers hand it (text in,
 //! text out) and never prints.
 
@@ -18,11 +23,14 @@
 
 mod edit;
 mod fingerprint;
+pub mod forward;
+pub mod graph;
 pub mod ibnetdiscover;
 mod ids;
 mod model;
 pub mod opensm;
 pub mod plan;
+pub mod rng;
 pub mod state;
 pub mod wire;
 

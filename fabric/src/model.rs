@@ -893,6 +893,18 @@ impl Fabric {
         Some((self.links.get(link.index())?.other(end)?, link))
     }
 
+    /// The port at the far end of `end`'s link when that link carries traffic: it is up and
+    /// the nodes at both ends are up. `None` for a port that is missing, unwired or down.
+    /// This is what "a live port" means everywhere: which ports need a LID, which LIDs and
+    /// links a fingerprint covers, where a packet can go
+    /// ([`forward::leave`](crate::forward::leave) says which of the three it is).
+    pub fn live_peer(&self, end: PortRef) -> Option<PortRef> {
+        let (far, link) = self.peer(end)?;
+        let up = |n: NodeId| self.nodes.get(n.index()).is_some_and(|x| !x.down);
+        (self.links.get(link.index())?.state == LinkState::Up && up(end.node) && up(far.node))
+            .then_some(far)
+    }
+
     /// Number of switches.
     pub fn switch_count(&self) -> usize {
         self.nodes.iter().filter(|n| n.is_switch()).count()

@@ -26,7 +26,7 @@
 
 use super::{FabricState, LidRange};
 use crate::ids::{Lid, NodeId, PortNum};
-use crate::model::{Fabric, LinkState, PortRef, MAX_UNICAST_LID};
+use crate::model::{Fabric, PortRef, MAX_UNICAST_LID};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Deref;
@@ -387,18 +387,6 @@ fn port_name(f: &Fabric, node: NodeId, port: u8) -> PortName {
     }
 }
 
-/// Whether the cable on `end` is up and the nodes at both ends are up.
-pub(crate) fn port_live(f: &Fabric, end: PortRef) -> bool {
-    let Some((far, link)) = f.peer(end) else {
-        return false;
-    };
-    f.links()
-        .get(link.index())
-        .is_some_and(|l| l.state == LinkState::Up)
-        && f.nodes().get(far.node.index()).is_some_and(|n| !n.down)
-        && f.nodes().get(end.node.index()).is_some_and(|n| !n.down)
-}
-
 fn check(st: &FabricState) -> Vec<StateError> {
     let mut errors = Vec::new();
     check_lids(st, &mut errors);
@@ -695,13 +683,12 @@ fn check_lids(st: &FabricState, errors: &mut Vec<StateError>) {
             continue;
         }
         for port in &node.ports {
-            if port_live(
-                f,
-                PortRef {
-                    node: id,
-                    port: port.num,
-                },
-            ) && st.lids.get(id, port.num).is_none()
+            if f.live_peer(PortRef {
+                node: id,
+                port: port.num,
+            })
+            .is_some()
+                && st.lids.get(id, port.num).is_none()
             {
                 errors.push(StateError::LidMissing {
                     port: port_name(f, id, port.num.0),
