@@ -25,18 +25,7 @@ fn plans_replay_to_the_desired_tables() {
     let mut rng = Rng(0x91a7);
     let (mut planned, mut refused) = (0, 0);
     for k in 0..120 {
-        let f = match rng.below(3) {
-            0 => testkit::ring(3 + rng.below(4) as usize, 1 + rng.below(2) as usize),
-            1 => testkit::fat_tree2(
-                1 + rng.below(3) as usize,
-                2 + rng.below(3) as usize,
-                1 + rng.below(3) as usize,
-            ),
-            _ => {
-                let (n, extra) = (3 + rng.below(4) as usize, rng.below(4) as usize);
-                testkit::random_fabric(&mut rng, n, extra, 4, 6)
-            }
-        };
+        let f = testkit::small_fabric(&mut rng);
         let lids = testkit::sequential_lids(&f);
         let a = testkit::valid(testkit::route_updown(&f, lids.clone()));
         let b = testkit::valid(testkit::route_minhop(&f, lids));

@@ -15,7 +15,7 @@
 use crate::report::{Endpoint, NodeRef, Outcome};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use weft_fabric::{FabricState, Lid, LinkState, NodeId, PortRef, ValidState, LFT_UNSET};
+use weft_fabric::{forward, FabricState, Lid, NodeId, PortRef, ValidState};
 
 /// A pair whose primary and alternate paths share a cable between switches.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -78,38 +78,11 @@ pub struct Survivors {
 }
 
 /// The switch-to-switch cables (link indices) a route from switch `x` to `lid` crosses, and
-/// whether it arrives at `dst`.
+/// whether it arrives at `dst` (the model's [`forward::walk`]).
 fn walk(st: &FabricState, x: NodeId, lid: Lid, dst: PortRef, cables: &mut Vec<u32>) -> bool {
     cables.clear();
-    let f = &st.fabric;
-    let mut at = x;
-    // A route longer than there are switches loops.
-    for _ in 0..=st.switches.len() {
-        let port = st
-            .switches
-            .get(&at)
-            .and_then(|t| t.lft.get(lid))
-            .map_or(LFT_UNSET, |p| p.0);
-        if port == 0 || port == LFT_UNSET {
-            return false;
-        }
-        let Some((peer, link)) = f.peer(PortRef::new(at, port)) else {
-            return false;
-        };
-        let l = f.link(link);
-        if l.state != LinkState::Up || f.node(peer.node).down {
-            return false;
-        }
-        if peer == dst {
-            return true;
-        }
-        if !f.node(peer.node).is_switch() {
-            return false;
-        }
-        cables.push(link.0);
-        at = peer.node;
-    }
-    false
+    let dest = forward::Dest { lid, owner: dst };
+    forward::walk(st, x, dest, |h| cables.push(h.link.0)).arrives()
 }
 
 /// End ports cabled to each source switch.
@@ -127,11 +100,9 @@ fn endpoints(st: &FabricState) -> (Vec<(PortRef, Lid)>, Sources) {
         }
         for (&p, &lid) in ports {
             let r = PortRef { node: n, port: p };
-            if let Some((peer, link)) = f.peer(r) {
-                if f.link(link).state == LinkState::Up && f.node(peer.node).is_switch() {
-                    at.entry(peer.node).or_default().push(r);
-                    dsts.push((r, lid));
-                }
+            if let Some(peer) = f.live_peer(r).filter(|p| f.node(p.node).is_switch()) {
+                at.entry(peer.node).or_default().push(r);
+                dsts.push((r, lid));
             }
         }
     }

@@ -43,7 +43,7 @@ pub mod partition_mix;
 mod property;
 pub mod reference;
 mod report;
-#[doc(hidden)]
+#[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 pub mod transition;
 pub mod z3;

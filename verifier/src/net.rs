@@ -1,10 +1,15 @@
 //! A flat, index-based view of a [`FabricState`] and the one-hop semantics every part of the
 //! explicit engine (and the certificate checker) shares: which port a switch forwards a
 //! destination to, which VL a hop takes, and whether that VL is operational and scheduled.
+//!
+//! The forwarding step ([`Net::switch_step`], [`Net::entry_step`], [`Net::out_step`]) is the
+//! model's [`weft_fabric::forward`] step on flat arrays (the hot path of every engine pass);
+//! the port table is built with [`forward::leave`], and a test holds the step equal to
+//! [`forward::step`] on random broken states.
 
 use crate::report::{Endpoint, FailureReason, Hop, NodeClass, NodeRef, Route, Unscheduled};
 use crate::Scope;
-use weft_fabric::{FabricState, Lid, LinkState, NodeId, PortNum, Sl, SwitchState};
+use weft_fabric::{forward, FabricState, Lid, NodeId, PortNum, Sl, SwitchState};
 
 /// What is at the far end of a port.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -177,30 +182,25 @@ impl<'a> Net<'a> {
             port_base.push(ports);
             ports += u32::from(n.spec.port_count);
         }
+        // Where each port leads: the model's rule ([`forward::leave`]), flat.
         let mut link = vec![PortLink::Unwired; ports as usize];
-        for (n, node) in nodes.iter().enumerate() {
+        for (id, node) in f.node_ids().zip(nodes) {
             for port in &node.ports {
-                let Some(lid) = port.link else { continue };
-                let Some(l) = f.links().get(lid.index()) else {
-                    continue;
-                };
                 let me = weft_fabric::PortRef {
-                    node: NodeId(n as u32),
+                    node: id,
                     port: port.num,
                 };
-                let Some(other) = l.other(me) else { continue };
-                let far_alive = alive.get(other.node.index()).copied().unwrap_or(false);
-                let near_alive = alive.get(n).copied().unwrap_or(false);
-                let value = if l.state == LinkState::Up && far_alive && near_alive {
-                    PortLink::Up {
-                        node: other.node.0,
-                        port: other.port.0,
-                    }
-                } else {
-                    PortLink::Down
+                let value = match forward::leave(f, me) {
+                    Ok(h) => PortLink::Up {
+                        node: h.to.node.0,
+                        port: h.to.port.0,
+                    },
+                    Err(forward::Stop::Down(_)) => PortLink::Down,
+                    Err(_) => continue,
                 };
-                let i =
-                    port_base.get(n).copied().unwrap_or(0) as usize + usize::from(port.num.0) - 1;
+                let i = port_base.get(id.index()).copied().unwrap_or(0) as usize
+                    + usize::from(port.num.0)
+                    - 1;
                 if let Some(slot) = link.get_mut(i) {
                     *slot = value;
                 }
@@ -1085,9 +1085,67 @@ fn ranges_by_key(n: usize, keys: impl Iterator<Item = Option<usize>>) -> Vec<(u3
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
-    use super::Net;
-    use crate::testkit::{random_fabric, route_minhop, sequential_lids, Rng};
-    use weft_fabric::{Lid, PortRef, SlSet};
+    use super::{Dest, Net, Step};
+    use crate::report::FailureReason;
+    use crate::testkit::{self, random_fabric, route_minhop, sequential_lids, Rng};
+    use weft_fabric::forward::{self, Stop};
+    use weft_fabric::{Lid, PortNum, PortRef, SlSet};
+
+    /// [`Net::switch_step`] is [`forward::step`] on flat arrays: on random fabrics, routed and
+    /// then broken (entries unset, at port 0, past the last port, anywhere; cables and nodes
+    /// down), every live switch's step toward every destination is the model's.
+    #[test]
+    fn the_flat_step_is_the_models() {
+        let mut rng = Rng(0x5eed_0f0d);
+        let mut seen = [0usize; 4];
+        for case in 0..300 {
+            let f = testkit::small_fabric(&mut rng);
+            let mut st = route_minhop(&f, sequential_lids(&f));
+            for _ in 0..1 + rng.below(4) {
+                testkit::break_forwarding(&mut rng, &mut st);
+            }
+            let net = Net::new(&st);
+            for d in forward::Dest::all(&st) {
+                let ours = Dest {
+                    lid: d.lid,
+                    owner: (d.owner.node.0, d.owner.port.0),
+                };
+                for &x in &net.switches {
+                    if !net.alive(x) {
+                        continue;
+                    }
+                    let model = forward::step(&st, weft_fabric::NodeId(x), d);
+                    let expected = match model {
+                        forward::Step::Arrive => Step::Arrive,
+                        forward::Step::Forward(h) | forward::Step::Deliver(h) => Step::Out {
+                            out: h.out.0,
+                            to: h.to.node.0,
+                            to_port: h.to.port.0,
+                            last: matches!(model, forward::Step::Deliver(_)),
+                        },
+                        forward::Step::Stop(stop) => Step::Fail(match stop {
+                            Stop::Unset => FailureReason::Unset,
+                            Stop::PortMissing(PortNum(port)) => FailureReason::PortMissing { port },
+                            Stop::Unwired(PortNum(port)) => FailureReason::PortUnwired { port },
+                            Stop::Down(PortNum(port)) => FailureReason::PortDown { port },
+                            Stop::Misdelivered(PortNum(port)) => {
+                                FailureReason::Misdelivered { port }
+                            }
+                        }),
+                    };
+                    let got = net.switch_step(x, ours);
+                    assert_eq!(got, expected, "case {case}: {d:?} at switch {x}");
+                    seen[match got {
+                        Step::Arrive => 0,
+                        Step::Out { last: false, .. } => 1,
+                        Step::Out { last: true, .. } => 2,
+                        Step::Fail(_) => 3,
+                    }] += 1;
+                }
+            }
+        }
+        assert!(seen.iter().all(|&c| c > 50), "{seen:?}");
+    }
 
     /// The per-source index answers exactly what `PathSl::get` answers, for every source port
     /// (ports without entries, out-of-range ports and switch port 0 included) and LID.

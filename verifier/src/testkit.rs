@@ -1,6 +1,8 @@
-//! Test fixtures (not product code): small fabrics, sequential LIDs, two simple routers
-//! (min-hop, up/down) and table corruptions, for this crate's tests, the differential tests
-//! in `tests/` and the examples in docs. Deterministic: randomness comes from a seed.
+//! Test fixtures (not product code, and only built with the `testkit` feature or for this
+//! crate's own tests): small fabrics, sequential LIDs, two simple routers (min-hop, up/down)
+//! and table corruptions, for this crate's tests, the differential tests in `tests/`, the
+//! planner's, the metrics' and the workspace's tests and benchmarks. Deterministic:
+//! randomness comes from a seed.
 
 // Generators over fabrics they build themselves, never fed input.
 #![allow(clippy::indexing_slicing)]
@@ -10,29 +12,8 @@ use weft_fabric::{
     PortNum, PortRef, SwitchState,
 };
 
-/// A tiny deterministic generator (SplitMix64).
-#[derive(Clone, Debug)]
-pub struct Rng(pub u64);
-
-impl Rng {
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..n` (0 when `n` is 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            0
-        } else {
-            self.next_u64() % n
-        }
-    }
-}
+/// The seeded generator: weft's one RNG ([`SplitMix64`](weft_fabric::rng::SplitMix64)).
+pub use weft_fabric::rng::SplitMix64 as Rng;
 
 fn switch(b: &mut FabricBuilder, name: String, guid: u64, ports: u8) -> Option<NodeId> {
     b.add_node(NodeSpec::new(name, NodeKind::Switch, Guid(guid), ports))
@@ -172,6 +153,27 @@ pub fn random_fabric(
         }
     }
     b.finish()
+}
+
+/// A random small fabric: a ring of 3 to 6 switches with 1 or 2 hosts each (a quarter of the
+/// time), a two-level tree of 1–3 spines, 2–4 leaves and 1–3 hosts per leaf (a quarter), or
+/// a [`random_fabric`] of 2–6 switches with up to 3 extra cables and 1–6 hosts on 5-port
+/// switches.
+pub fn small_fabric(rng: &mut Rng) -> Fabric {
+    match rng.below(4) {
+        0 => ring(3 + rng.below(4) as usize, 1 + rng.below(2) as usize),
+        1 => fat_tree2(
+            1 + rng.below(3) as usize,
+            2 + rng.below(3) as usize,
+            1 + rng.below(3) as usize,
+        ),
+        _ => {
+            let switches = 2 + rng.below(5) as usize;
+            let extra = rng.below(4) as usize;
+            let hosts = 1 + rng.below(6) as usize;
+            random_fabric(rng, switches, extra, hosts, 5)
+        }
+    }
 }
 
 /// `st` validated; panics (test fixtures only) when it is not valid.
@@ -513,6 +515,54 @@ pub fn corrupt(rng: &mut Rng, st: &mut FabricState) -> Option<Corruption> {
             b.set_link_down(weft_fabric::LinkId(l));
             st.fabric = b.finish();
             Some(Corruption::LinkDown(l))
+        }
+    }
+}
+
+/// Which break [`break_forwarding`] applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Break {
+    /// An LFT entry changed: (switch, LID, new port; 255 unsets it).
+    Lft(NodeId, Lid, u8),
+    /// A cable taken down.
+    LinkDown(weft_fabric::LinkId),
+    /// A node (switch or end node) taken down, with its cables.
+    NodeDown(NodeId),
+}
+
+/// Breaks `st`'s forwarding in one random place and nothing else (no VL, SL or arbitration
+/// change): an LFT entry (seven times in ten) unset, set to port 0, to a port past the
+/// switch's last or to any port; a cable down; or a node down (switch or end node).
+pub fn break_forwarding(rng: &mut Rng, st: &mut FabricState) -> Option<Break> {
+    let max_lid = st.lids.max_lid(&st.fabric);
+    match rng.below(10) {
+        0..=6 => {
+            let switches: Vec<NodeId> = st.switches.keys().copied().collect();
+            let x = *switches.get(rng.below(switches.len() as u64) as usize)?;
+            let ports = st.fabric.node(x).spec.port_count;
+            let lid = Lid(1 + rng.below(u64::from(max_lid.max(1))) as u16);
+            let port = match rng.below(6) {
+                0 => 255,
+                1 => 0,
+                2 => ports + 1,
+                _ => 1 + rng.below(u64::from(ports.max(1))) as u8,
+            };
+            st.switches.get_mut(&x)?.lft.set(lid, PortNum(port));
+            Some(Break::Lft(x, lid, port))
+        }
+        7 | 8 => {
+            let l = weft_fabric::LinkId(rng.below(st.fabric.links().len() as u64) as u32);
+            let mut b = FabricBuilder::from(st.fabric.clone());
+            b.set_link_down(l);
+            st.fabric = b.finish();
+            Some(Break::LinkDown(l))
+        }
+        _ => {
+            let n = NodeId(rng.below(st.fabric.nodes().len() as u64) as u32);
+            let mut b = FabricBuilder::from(st.fabric.clone());
+            b.set_node_down(n);
+            st.fabric = b.finish();
+            Some(Break::NodeDown(n))
         }
     }
 }

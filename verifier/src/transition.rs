@@ -33,6 +33,7 @@ use crate::report::{Channel, Endpoint, FailureReason, NodeRef, Outcome};
 use crate::Scope;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+use weft_fabric::forward::{self, Mark, Next};
 use weft_fabric::{Lid, NodeId, ValidState, LFT_UNSET};
 
 /// Which of a switch's two entries a hop used.
@@ -186,8 +187,8 @@ const SAME: u16 = u16::MAX;
 struct Scratch {
     mark: Vec<u8>,
     /// Per switch index, whether its route arrives with the entries before (`ok[0]`) and
-    /// after (`ok[1]`): 0 unknown, 1 arrives, 2 fails, 3 on the walk being followed.
-    ok: [Vec<u8>; 2],
+    /// after (`ok[1]`).
+    ok: [Vec<Mark<bool>>; 2],
     path: Vec<u32>,
     stack: Vec<(u32, u8)>,
     /// Per (port slot, SL): the VLs a route state was seen on (dense, reset through
@@ -209,7 +210,7 @@ impl Scratch {
         let n = net.switches.len();
         Scratch {
             mark: vec![0; n],
-            ok: [vec![0; n], vec![0; n]],
+            ok: [vec![Mark::Unknown; n], vec![Mark::Unknown; n]],
             path: Vec::new(),
             stack: Vec::new(),
             seen: vec![0; (net.ports as usize + 1) * 16],
@@ -728,42 +729,33 @@ impl Union<'_> {
     }
 
     /// Whether switch index `k`'s route toward `d` arrives with the entries before the step
-    /// (`after` false) or after it, memoised in `ok`.
+    /// (`after` false) or after it, memoised in `ok` ([`forward::memo_walk`]: a loop, or a
+    /// next hop that is no switch, fails).
     fn arrives(
         &self,
         k: usize,
         d: Dest,
         after: bool,
         over: &[u16],
-        ok: &mut [u8],
+        ok: &mut [Mark<bool>],
         path: &mut Vec<u32>,
     ) -> bool {
-        path.clear();
-        let mut at = k;
-        let result = loop {
-            match ok.get(at).copied() {
-                Some(1) => break true,
-                Some(0) => {}
-                _ => break false, // failed, on the walk (a loop), or no switch
-            }
-            if let Some(m) = ok.get_mut(at) {
-                *m = 3;
-            }
-            path.push(at as u32);
-            let x = self.net.switches.get(at).copied().unwrap_or(u32::MAX);
-            let (b, a) = self.entries(at, d.lid, over);
-            match self.net.entry_step(x, if after { a } else { b }, d) {
-                Step::Arrive | Step::Out { last: true, .. } => break true,
-                Step::Out { to, .. } => at = self.net.switch_of(to) as usize,
-                Step::Fail(_) => break false,
-            }
-        };
-        for &p in path.iter() {
-            if let Some(m) = ok.get_mut(p as usize) {
-                *m = if result { 1 } else { 2 };
-            }
-        }
-        result
+        forward::memo_walk(
+            ok,
+            path,
+            k,
+            false,
+            |a| a,
+            |at| {
+                let x = self.net.switches.get(at).copied().unwrap_or(u32::MAX);
+                let (b, a) = self.entries(at, d.lid, over);
+                match self.net.entry_step(x, if after { a } else { b }, d) {
+                    Step::Arrive | Step::Out { last: true, .. } => Next::End(true),
+                    Step::Out { to, .. } => Next::To(self.net.switch_of(to) as usize),
+                    Step::Fail(_) => Next::End(false),
+                }
+            },
+        )
     }
 
     /// Everything about destination `d` with the step's writes `writes` (switch index,
@@ -784,7 +776,7 @@ impl Union<'_> {
         }
         let changed = out.changed > 0;
         for ok in &mut scr.ok {
-            ok.iter_mut().for_each(|m| *m = 0);
+            ok.fill(Mark::Unknown);
         }
         // Loops: a DFS over the union from every start (a destination the step leaves
         // alone forwards as before).

@@ -21,20 +21,7 @@ use weft_verifier::{verify, Certificate, Options, Property, Request, Scope};
 /// up/down, sometimes with two VLs and SL sets that keep it proven.
 fn proven_case(rng: &mut Rng) -> (ValidState, Scope) {
     loop {
-        let f = match rng.below(4) {
-            0 => testkit::ring(3 + rng.below(4) as usize, 1 + rng.below(2) as usize),
-            1 => testkit::fat_tree2(
-                1 + rng.below(3) as usize,
-                2 + rng.below(3) as usize,
-                1 + rng.below(3) as usize,
-            ),
-            _ => {
-                let switches = 2 + rng.below(5) as usize;
-                let extra = rng.below(4) as usize;
-                let hosts = 1 + rng.below(6) as usize;
-                testkit::random_fabric(rng, switches, extra, hosts, 5)
-            }
-        };
+        let f = testkit::small_fabric(rng);
         let mut st = testkit::route_updown(&f, testkit::sequential_lids(&f));
         if rng.below(3) == 0 {
             // Every SL on its own VL mod 2, path SLs {0, 1}: still up/down on each VL.

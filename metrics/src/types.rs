@@ -1,0 +1,238 @@
+//! What the metrics return and the knobs they take: [`QualityOptions`] (with the defaults and
+//! the bisection budget), [`Quality`] and one type per metric, and [`Unroutable`], the
+//! reasons a pair has no route.
+
+use crate::net::Reach;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Knobs of [`quality`](crate::quality).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QualityOptions {
+    /// Seed of the random bisections.
+    pub seed: u64,
+    /// Random bisections to draw; `None` picks [`auto_bisections`].
+    pub bisections: Option<usize>,
+    /// Every shift `k` is evaluated when the hosts are at most this many plus one.
+    pub all_shifts_up_to: usize,
+    /// Otherwise, this many evenly spaced shifts.
+    pub shift_samples: usize,
+}
+
+impl Default for QualityOptions {
+    fn default() -> QualityOptions {
+        QualityOptions {
+            seed: 0,
+            bisections: None,
+            all_shifts_up_to: ALL_SHIFTS_UP_TO,
+            shift_samples: SHIFT_SAMPLES,
+        }
+    }
+}
+
+/// Default [`QualityOptions::all_shifts_up_to`]: every shift up to 1 025 hosts.
+pub const ALL_SHIFTS_UP_TO: usize = 1024;
+
+/// Default [`QualityOptions::shift_samples`].
+pub const SHIFT_SAMPLES: usize = 256;
+
+/// Most random bisections drawn by default.
+pub const MAX_BISECTIONS: usize = 1000;
+
+/// Fewest random bisections drawn by default.
+pub const MIN_BISECTIONS: usize = 32;
+
+/// Flows the default number of bisections aims at.
+pub const BISECTION_FLOW_BUDGET: usize = 2_000_000;
+
+/// The default number of random bisections for `hosts` hosts: as many as fit in
+/// [`BISECTION_FLOW_BUDGET`] flows, between [`MIN_BISECTIONS`] and [`MAX_BISECTIONS`]
+/// (1 000 for 648 hosts, 171 for 11 664).
+pub fn auto_bisections(hosts: usize) -> usize {
+    (BISECTION_FLOW_BUDGET / hosts.max(1)).clamp(MIN_BISECTIONS, MAX_BISECTIONS)
+}
+
+/// The quality of a fabric's routing.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Quality {
+    /// Hosts in the traffic patterns.
+    pub hosts: usize,
+    /// End-node ports left out (no LID, no up cable to a usable switch, node down).
+    pub hosts_excluded: usize,
+    /// Switches that are not down.
+    pub switches: usize,
+    /// Directed switch-to-switch links that are up: what loads are measured on.
+    pub fabric_links: usize,
+    /// Per-port destination counts.
+    pub balance: Balance,
+    /// The shift pattern.
+    pub shift: Shift,
+    /// All-to-all.
+    pub all_to_all: AllToAll,
+    /// Random bisections and the effective bisection bandwidth.
+    pub bisections: Bisections,
+    /// Hop counts of every host-to-host path.
+    pub hops: Hops,
+    /// Switch-to-switch LID routing.
+    pub switch_to_switch: SwitchReach,
+}
+
+/// Per-port destination counts, as `check_lft_balance`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Balance {
+    /// Switches with at least one switch-facing port.
+    pub switches: usize,
+    /// Switches where `max > min + 1` over all switch-facing ports (`check_lft_balance`).
+    pub unbalanced: usize,
+    /// Largest `max − min` over all switch-facing ports of a switch.
+    pub max_spread: u32,
+    /// Switches where `max > min + 1` within the up, the down or the same-level ports.
+    pub unbalanced_by_direction: usize,
+    /// Largest `max − min` within one direction of one switch.
+    pub max_spread_by_direction: u32,
+    /// Per switch, in fabric order.
+    pub per_switch: Vec<SwitchUsage>,
+}
+
+/// One switch's port usage.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SwitchUsage {
+    /// Switch name.
+    pub switch: String,
+    /// Level (1 = has hosts; 0 = no host below).
+    pub level: u32,
+    /// End-node destination LIDs per switch-facing port.
+    pub ports: BTreeMap<u8, u32>,
+    /// Fewest LIDs on a switch-facing port.
+    pub min: u32,
+    /// Most LIDs on a switch-facing port.
+    pub max: u32,
+    /// `max > min + 1`.
+    pub unbalanced: bool,
+    /// Largest `max − min` within the up, down or same-level ports.
+    pub spread_by_direction: u32,
+    /// `max > min + 1` within the up, down or same-level ports.
+    pub unbalanced_by_direction: bool,
+}
+
+/// Loads of the shift pattern.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Shift {
+    /// Shifts `k` evaluated.
+    pub shifts: usize,
+    /// Whether every `k` in `1..N` was evaluated.
+    pub all: bool,
+    /// Flows over all shifts.
+    pub flows: u64,
+    /// Unroutable flows over all shifts.
+    pub unroutable: u64,
+    /// Worst link load of any shift.
+    pub max_load: u32,
+    /// Mean over shifts of the shift's worst link load.
+    pub mean_max_load: f64,
+    /// Mean link load (over fabric links and shifts).
+    pub mean_load: f64,
+    /// How many shifts have each worst link load.
+    pub max_load_histogram: BTreeMap<u32, usize>,
+}
+
+/// Loads of the all-to-all pattern.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AllToAll {
+    /// Flows (`N (N − 1)`).
+    pub flows: u64,
+    /// Unroutable flows.
+    pub unroutable: u64,
+    /// Worst link load.
+    pub max_load: u64,
+    /// Mean link load over fabric links.
+    pub mean_load: f64,
+}
+
+/// Random bisections.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Bisections {
+    /// Bisections drawn.
+    pub count: usize,
+    /// The seed they were drawn from.
+    pub seed: u64,
+    /// Flows over all bisections.
+    pub flows: u64,
+    /// Unroutable flows over all bisections.
+    pub unroutable: u64,
+    /// Worst link load of any bisection.
+    pub max_load: u32,
+    /// Mean over bisections of the bisection's worst link load.
+    pub mean_max_load: f64,
+    /// Mean link load (over fabric links and bisections).
+    pub mean_load: f64,
+    /// Effective bisection bandwidth: mean over bisections of the mean flow share.
+    pub ebb: f64,
+    /// The worst bisection's mean flow share.
+    pub ebb_min: f64,
+    /// The best bisection's mean flow share.
+    pub ebb_max: f64,
+}
+
+/// Hop counts of every host-to-host path.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Hops {
+    /// Ordered host pairs (`N (N − 1)`).
+    pub pairs: u64,
+    /// Pairs without a route, by reason.
+    pub unroutable: Unroutable,
+    /// Links traversed → pairs.
+    pub histogram: BTreeMap<u32, u64>,
+    /// Mean over routed pairs.
+    pub mean: f64,
+    /// Longest routed path.
+    pub max: u32,
+}
+
+/// Switch-to-switch LID routing: every switch toward every other switch's LID.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SwitchReach {
+    /// Ordered pairs of switches (that have a LID, and are not down).
+    pub pairs: u64,
+    /// Pairs without a route, by reason.
+    pub unroutable: Unroutable,
+}
+
+/// Why pairs have no route.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unroutable {
+    /// An unset LFT entry on the way.
+    pub unset: u64,
+    /// Port 0 of another switch, an unwired port, a down link or node.
+    pub dead_end: u64,
+    /// A forwarding loop.
+    pub loops: u64,
+    /// Delivered to the wrong end node.
+    pub misdelivered: u64,
+}
+
+impl Unroutable {
+    /// All unroutable pairs.
+    pub fn total(&self) -> u64 {
+        self.unset + self.dead_end + self.loops + self.misdelivered
+    }
+
+    /// Counts `n` pairs whose route ends as `reach` (a route that arrives is not counted).
+    pub(crate) fn add(&mut self, reach: Reach, n: u64) {
+        match reach {
+            Reach::Hops(_) => {}
+            Reach::Unset => self.unset += n,
+            Reach::Loop => self.loops += n,
+            Reach::Misdelivered => self.misdelivered += n,
+            Reach::DeadEnd => self.dead_end += n,
+        }
+    }
+
+    pub(crate) fn merge(mut self, o: Unroutable) -> Unroutable {
+        self.unset += o.unset;
+        self.dead_end += o.dead_end;
+        self.loops += o.loops;
+        self.misdelivered += o.misdelivered;
+        self
+    }
+}
