@@ -6,6 +6,8 @@
 
 use crate::Rerouted;
 use std::collections::{BTreeMap, BTreeSet};
+use weft_fabric::forward::{self, Dest, Mark, Next, Routes};
+use weft_fabric::graph::{self, Ready};
 use weft_fabric::plan::{Write, LFT_BLOCK};
 use weft_fabric::{Guid, NodeId, PortNum, PortRef, ValidState, LFT_UNSET};
 
@@ -20,18 +22,25 @@ fn entry(t: &[u8], lid: usize) -> u8 {
     t.get(lid).copied().unwrap_or(LFT_UNSET)
 }
 
-/// The switch a switch's port leads to on `st`'s fabric (a live link), if any.
+/// The switch that switch `x`'s LFT entry `port` leads to on `st`'s fabric over a live
+/// cable (the model's [`forward::leave`]), if any: none for an unset entry, port 0, or a
+/// port that is missing, unwired, down or cabled to an end node.
 fn next_switch(st: &ValidState, x: NodeId, port: u8) -> Option<NodeId> {
-    if port == 0 || port == LFT_UNSET {
+    if port == LFT_UNSET {
         return None;
     }
-    let (peer, link) = st.fabric.peer(PortRef {
-        node: x,
-        port: PortNum(port),
-    })?;
-    let l = st.fabric.link(link);
-    let n = st.fabric.node(peer.node);
-    (l.state == weft_fabric::LinkState::Up && n.is_switch() && !n.down).then_some(peer.node)
+    let hop = forward::leave(
+        &st.fabric,
+        PortRef {
+            node: x,
+            port: PortNum(port),
+        },
+    )
+    .ok()?;
+    st.fabric
+        .node(hop.to.node)
+        .is_switch()
+        .then_some(hop.to.node)
 }
 
 /// The stages from `start` to `new` (same fabric, LFTs differ).
@@ -157,44 +166,37 @@ fn longest_paths(
             }
         }
     }
-    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut indeg = vec![0usize; n];
+    let mut succ: Vec<Vec<u32>> = vec![Vec::new(); n];
     for &(a, b) in &edges {
         if let Some(s) = succ.get_mut(a) {
-            s.push(b);
-        }
-        if let Some(d) = indeg.get_mut(b) {
-            *d += 1;
+            s.push(b as u32);
         }
     }
+    let no_succ: &[u32] = &[];
+    let next = |v: u32| {
+        succ.get(v as usize)
+            .map_or(no_succ, |v| v.as_slice())
+            .iter()
+            .copied()
+    };
+    let kahn = graph::kahn(n, next, Ready::Lifo);
+    if !kahn.is_acyclic() {
+        return Err(items
+            .iter()
+            .zip(&kahn.waiting)
+            .filter(|&(_, &w)| w > 0)
+            .map(|(&k, _)| k)
+            .collect());
+    }
+    // Each item's stage: one past its latest parent's, in topological order.
     let mut stage = vec![0u32; n];
-    let mut ready: Vec<usize> = (0..n)
-        .filter(|&i| indeg.get(i).copied() == Some(0))
-        .collect();
-    let mut done = 0;
-    while let Some(a) = ready.pop() {
-        done += 1;
-        let sa = stage.get(a).copied().unwrap_or(0);
-        for &b in succ.get(a).map_or(&[][..], |v| v.as_slice()) {
-            if let Some(sb) = stage.get_mut(b) {
+    for &a in &kahn.order {
+        let sa = stage.get(a as usize).copied().unwrap_or(0);
+        for b in next(a) {
+            if let Some(sb) = stage.get_mut(b as usize) {
                 *sb = (*sb).max(sa + 1);
             }
-            if let Some(d) = indeg.get_mut(b) {
-                *d -= 1;
-                if *d == 0 {
-                    ready.push(b);
-                }
-            }
         }
-    }
-    if done < n {
-        let cyclic = items
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| indeg.get(*i).copied().unwrap_or(0) > 0)
-            .map(|(_, &k)| k)
-            .collect();
-        return Err(cyclic);
     }
     Ok((0..key.len())
         .map(|e| item(e).and_then(|i| stage.get(i).copied()).unwrap_or(0))
@@ -242,28 +244,36 @@ pub(crate) fn rerouted(start: &ValidState, changed: &[(NodeId, u16)]) -> Reroute
     let mut out = Rerouted::default();
     let mut hosts: BTreeSet<NodeId> = BTreeSet::new();
     let mut moved_switches: BTreeSet<usize> = BTreeSet::new();
-    // Per switch index, whether its route meets a changed entry ([`memo_walk`]).
-    let mut memo = vec![0u8; n];
-    let mut path: Vec<usize> = Vec::new();
+    // Per switch index, whether its route meets a changed entry ([`forward::memo_walk`]: a
+    // loop, or a hop to no switch, does not).
+    let mut memo = vec![Mark::Unknown; n];
+    let mut path = Vec::new();
     for (lid, moved) in by_lid {
-        memo.iter_mut().for_each(|m| *m = 0);
+        memo.fill(Mark::Unknown);
         for &k in &moved {
             if let Some(m) = memo.get_mut(k) {
-                *m = 2;
+                *m = Mark::Known(true);
             }
         }
         let owner = owners.get(usize::from(lid)).copied().flatten();
         for s in 0..n {
-            let hit = memo_walk(&mut memo, &mut path, s, |k| {
-                let o = lfts
-                    .get(k)
-                    .map_or(LFT_UNSET, |t| entry(t, usize::from(lid)));
-                Hop::To(
-                    next.get(k)
-                        .and_then(|v| v.get(usize::from(o)))
-                        .map_or(usize::MAX, |&y| y as usize),
-                )
-            });
+            let hit = forward::memo_walk(
+                &mut memo,
+                &mut path,
+                s,
+                false,
+                |a| a,
+                |k| {
+                    let o = lfts
+                        .get(k)
+                        .map_or(LFT_UNSET, |t| entry(t, usize::from(lid)));
+                    Next::To(
+                        next.get(k)
+                            .and_then(|v| v.get(usize::from(o)))
+                            .map_or(usize::MAX, |&y| y as usize),
+                    )
+                },
+            );
             if !hit {
                 continue;
             }
@@ -337,110 +347,21 @@ pub(crate) fn lft_block(w: &Write) -> Option<(Guid, u16, [u8; LFT_BLOCK], [u8; L
 }
 
 /// Destination LIDs some switch's route to which does not arrive on `st`'s fabric with its
-/// tables (a dead end, a down link, a loop, a wrong delivery).
+/// tables (a dead end, a down link, a loop, a wrong delivery): the model's routes
+/// ([`forward::Routes`]) from every live switch with tables, toward every live destination.
 pub(crate) fn broken_destinations(st: &ValidState) -> BTreeSet<u16> {
     let f = &st.fabric;
-    let owners = st.lids.owners(f);
-    let switches: Vec<NodeId> = st.switches.keys().copied().collect();
-    let mut index = vec![usize::MAX; f.nodes().len()];
-    for (k, x) in switches.iter().enumerate() {
-        if let Some(slot) = index.get_mut(x.index()) {
-            *slot = k;
-        }
-    }
-    let mut out = BTreeSet::new();
-    // Per switch index, whether its route arrives ([`memo_walk`]).
-    let mut memo = vec![0u8; switches.len()];
-    let mut path = Vec::new();
-    for (lid, owner) in owners.iter().enumerate() {
-        let Some((dn, dp)) = *owner else { continue };
-        if lid == 0 || f.node(dn).down {
-            continue;
-        }
-        memo.iter_mut().for_each(|m| *m = 0);
-        let broken = (0..switches.len()).any(|s| {
-            let ok = memo_walk(&mut memo, &mut path, s, |k| {
-                let Some(&x) = switches.get(k) else {
-                    return Hop::Done(false);
-                };
-                if f.node(x).down {
-                    return Hop::Done(false);
-                }
-                let port = st
-                    .switches
-                    .get(&x)
-                    .map_or(LFT_UNSET, |t| entry(&t.lft.ports, lid));
-                if port == 0 {
-                    return Hop::Done((x, PortNum(0)) == (dn, dp));
-                }
-                let Some((peer, link)) = (port != LFT_UNSET)
-                    .then(|| {
-                        f.peer(PortRef {
-                            node: x,
-                            port: PortNum(port),
-                        })
-                    })
-                    .flatten()
-                else {
-                    return Hop::Done(false);
-                };
-                if f.link(link).state != weft_fabric::LinkState::Up || f.node(peer.node).down {
-                    return Hop::Done(false);
-                }
-                if (peer.node, peer.port) == (dn, dp) {
-                    return Hop::Done(true);
-                }
-                if !f.node(peer.node).is_switch() {
-                    return Hop::Done(false);
-                }
-                Hop::To(index.get(peer.node.index()).copied().unwrap_or(usize::MAX))
-            });
-            // Only live switches' routes count.
-            !ok && switches.get(s).is_some_and(|&x| !f.node(x).down)
-        });
-        if broken {
-            out.insert(lid as u16);
-        }
-    }
-    out
-}
-
-/// What a switch does on a memoised walk: go on to another switch index, or end it.
-enum Hop {
-    To(usize),
-    Done(bool),
-}
-
-/// Walks from switch index `s` by `hop`, with `memo` per switch index (0 unknown, 1 on this
-/// walk, 2 true, 3 false): the walk's answer, kept for every switch on it. A walk that comes
-/// back onto itself, or leaves the indices, is false.
-fn memo_walk(
-    memo: &mut [u8],
-    path: &mut Vec<usize>,
-    s: usize,
-    mut hop: impl FnMut(usize) -> Hop,
-) -> bool {
-    path.clear();
-    let mut k = s;
-    let answer = loop {
-        match memo.get(k).copied() {
-            Some(2) => break true,
-            Some(0) => {}
-            _ => break false,
-        }
-        if let Some(m) = memo.get_mut(k) {
-            *m = 1;
-        }
-        path.push(k);
-        match hop(k) {
-            Hop::To(next) => k = next,
-            Hop::Done(a) => break a,
-        }
-    };
-    for &p in path.iter() {
-        if let Some(m) = memo.get_mut(p) {
-            *m = if answer { 2 } else { 3 };
-        }
-    }
-    answer
+    let live: Vec<NodeId> = st
+        .switches
+        .keys()
+        .copied()
+        .filter(|&x| !f.node(x).down)
+        .collect();
+    let mut routes = Routes::new(st);
+    Dest::all(st)
+        .into_iter()
+        .filter(|d| d.lid.0 != 0 && !f.node(d.owner.node).down)
+        .filter(|&d| live.iter().any(|&x| !routes.fate(x, d).arrives()))
+        .map(|d| d.lid.0)
+        .collect()
 }
