@@ -3,10 +3,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::collections::BTreeMap;
 use weft_compiler::build::build;
 use weft_compiler::{check, NoFiles};
-use weft_fabric::{FabricState, Lid, LinkState, NodeId, PortRef};
+use weft_fabric::forward::{Dest, Fate, Routes};
+use weft_fabric::{FabricState, Lid, NodeId};
 
 fn compile(src: &str) -> FabricState {
     let c = check("t.weft", src, &NoFiles);
@@ -23,105 +23,39 @@ fn example(name: &str) -> FabricState {
     compile(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")))
 }
 
-/// For each destination LID, walks from every switch (memoised per destination, so a
-/// switch's fate is computed once); returns the (switch, LID, why) failures and the hop
-/// histogram of switch→LID paths.
-type Walked = (Vec<(String, u16, String)>, BTreeMap<usize, usize>);
-
-fn walk(st: &FabricState) -> Walked {
-    #[derive(Clone, Copy, PartialEq)]
-    enum Fate {
-        Unknown,
-        OnStack,
-        Arrives(usize),
-        Fails(&'static str),
-    }
+/// The (switch, LID, why) pairs whose route does not arrive: from every live switch toward
+/// every destination whose owner is live (a live switch, or an end-node port on a live
+/// cable), on the model's forwarding ([`Routes`]: memoised per destination). The engines'
+/// own walks are not used.
+fn walk(st: &FabricState) -> Vec<(String, u16, String)> {
     let f = &st.fabric;
-    let owners = st.lids.owners(f);
-    let mut failures = Vec::new();
-    let mut hops = BTreeMap::new();
     let switches: Vec<NodeId> = st
         .switches
         .keys()
         .copied()
         .filter(|&s| !f.node(s).down)
         .collect();
-    let mut fate = vec![Fate::Unknown; f.nodes().len()];
-    for (lid, owner) in owners.iter().enumerate() {
-        let Some((dst, dport)) = *owner else { continue };
-        let dead_end = f.node(dst).down
-            || (!f.node(dst).is_switch()
-                && f.peer(PortRef {
-                    node: dst,
-                    port: dport,
-                })
-                .is_none_or(|(_, l)| f.link(l).state != LinkState::Up));
-        if dead_end {
+    let mut routes = Routes::new(st);
+    let mut failures = Vec::new();
+    for d in Dest::all(st) {
+        let owner = f.node(d.owner.node);
+        if owner.down || (!owner.is_switch() && f.live_peer(d.owner).is_none()) {
             continue;
         }
-        fate.fill(Fate::Unknown);
         for &start in &switches {
-            let mut path = Vec::new();
-            let mut cur = start;
-            let result = loop {
-                match fate[cur.index()] {
-                    Fate::Arrives(h) => break Fate::Arrives(h),
-                    Fate::Fails(w) => break Fate::Fails(w),
-                    Fate::OnStack => break Fate::Fails("forwarding loop"),
-                    Fate::Unknown => {}
-                }
-                if cur == dst {
-                    break Fate::Arrives(0);
-                }
-                fate[cur.index()] = Fate::OnStack;
-                path.push(cur);
-                let Some(port) = st
-                    .switches
-                    .get(&cur)
-                    .and_then(|s| s.lft.get(Lid(lid as u16)))
-                else {
-                    break Fate::Fails("unset entry");
-                };
-                if port.0 == 0 {
-                    break Fate::Fails("port 0 but not the destination");
-                }
-                let Some((peer, link)) = f.peer(PortRef { node: cur, port }) else {
-                    break Fate::Fails("entry points at an unwired port");
-                };
-                if f.link(link).state != LinkState::Up {
-                    break Fate::Fails("entry points at a down link");
-                }
-                if peer.node == dst && peer.port == dport {
-                    break Fate::Arrives(0);
-                }
-                if !f.node(peer.node).is_switch() {
-                    break Fate::Fails("delivered to the wrong end node");
-                }
-                cur = peer.node;
+            let why = match routes.fate(start, d) {
+                Fate::Arrives { .. } => continue,
+                Fate::Stops { at, why } => format!("{why:?} at {}", f.node(at).name()),
+                Fate::Loops => "forwarding loop".to_owned(),
             };
-            // Unwind: each switch on the path is one hop further than the next.
-            let mut r = result;
-            while let Some(s) = path.pop() {
-                r = match r {
-                    Fate::Arrives(h) => Fate::Arrives(h + 1),
-                    other => other,
-                };
-                fate[s.index()] = r;
-            }
-            match fate[start.index()] {
-                Fate::Arrives(h) => *hops.entry(h).or_insert(0) += 1,
-                Fate::Fails(why) => {
-                    failures.push((f.node(start).name().to_owned(), lid as u16, why.to_owned()))
-                }
-                _ => {}
-            }
+            failures.push((f.node(start).name().to_owned(), d.lid.0, why));
         }
     }
-    (failures, hops)
+    failures
 }
 
 fn assert_all_connected(st: &FabricState) {
-    let (failures, _) = walk(st);
+    let failures = walk(st);
     assert!(
         failures.is_empty(),
         "{} unreachable (switch, LID) pairs, first: {:?}",
@@ -268,7 +202,7 @@ mod random_faults {
             let faults: String = picks.iter().map(|(l, p)| format!("link leaf{l}.p[{p}] down\n")).collect();
             let src = format!("use std::hardware::{{sb7800, connectx5}}\nuse std::topology::fat_tree\nfabric f {{\n    topology = fat_tree(levels: 2, switch: sb7800, hca: connectx5)\n    faults {{\n{faults}}}\n}}\n");
             let st = compile(&src);
-            let (failures, _) = walk(&st);
+            let failures = walk(&st);
             prop_assert!(failures.is_empty(), "{} failures, first {:?}", failures.len(), failures.first());
         }
     }

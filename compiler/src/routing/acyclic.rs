@@ -11,7 +11,10 @@
 //! end is a cycle. Otherwise the first side to run out moves as a block to the other end of
 //! the window, in its own order: the nodes reaching `u` just below `v`'s label, or the nodes
 //! `v` reaches just above `u`'s. Labels leave gaps for that; when a gap is used up, every
-//! label is spread out again in the same order.
+//! label is spread out again in the same order. The first order is Kahn's, from the shared
+//! [`weft_fabric::graph`].
+
+use weft_fabric::graph::{self, Ready};
 
 /// A growing acyclic graph over nodes `0..n`.
 #[derive(Clone, Debug)]
@@ -68,24 +71,11 @@ impl Acyclic {
             list.dedup();
         }
         // Kahn's algorithm, lowest node first so the order is deterministic.
-        let mut indegree: Vec<usize> = into.iter().map(Vec::len).collect();
-        let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<u32>> = (0..n as u32)
-            .filter(|&v| indegree[v as usize] == 0)
-            .map(std::cmp::Reverse)
-            .collect();
-        let mut order: Vec<u32> = Vec::with_capacity(n);
-        while let Some(std::cmp::Reverse(v)) = ready.pop() {
-            order.push(v);
-            for &w in &out[v as usize] {
-                indegree[w as usize] -= 1;
-                if indegree[w as usize] == 0 {
-                    ready.push(std::cmp::Reverse(w));
-                }
-            }
-        }
-        if order.len() != n {
+        let kahn = graph::kahn(n, |v| out[v as usize].iter().copied(), Ready::Lowest);
+        if !kahn.is_acyclic() {
             return None;
         }
+        let order = kahn.order;
         let side = || Side {
             stamp: vec![0; n],
             ..Side::default()

@@ -421,53 +421,29 @@ impl Graph {
         let ch = self.channels();
         let deps = self.dependencies(&ch, rows);
         let (peers, base, n) = (&ch.peers, &ch.base, ch.count());
-        // Kahn's algorithm over the channels.
-        let mut indegree = vec![0u32; n];
-        let targets = |x: usize, p: usize| {
-            let y = peers[x][p] as usize;
-            let bits = deps[x][p];
-            (0..256usize)
-                .filter(move |&q| bits[q / 64] >> (q % 64) & 1 == 1)
-                .map(move |q| (y, q))
-        };
-        for (x, d) in deps.iter().enumerate() {
-            for (p, bits) in d.iter().enumerate() {
-                if *bits == [0; 4] {
-                    continue;
-                }
-                for (y, q) in targets(x, p) {
-                    indegree[base[y] + q] += 1;
-                }
-            }
-        }
         let mut owner = vec![(0usize, 0usize); n];
         for x in 0..peers.len() {
             for p in 0..peers[x].len() {
                 owner[base[x] + p] = (x, p);
             }
         }
-        let mut ready: Vec<usize> = (0..n).filter(|&c| indegree[c] == 0).collect();
-        let mut done = 0usize;
-        while let Some(c) = ready.pop() {
-            done += 1;
-            let (x, p) = owner[c];
-            if deps[x][p] == [0; 4] {
-                continue;
-            }
-            for (y, q) in targets(x, p) {
-                let d = &mut indegree[base[y] + q];
-                *d -= 1;
-                if *d == 0 {
-                    ready.push(base[y] + q);
-                }
-            }
-        }
-        if done == n {
+        // Kahn's algorithm over the channels: a channel's successors are the next switch's
+        // ports its traffic continues on.
+        let succ = |c: u32| {
+            let (x, p) = owner[c as usize];
+            let (y, bits) = (peers[x][p] as usize, deps[x][p]);
+            let top = if bits == [0; 4] { 0 } else { 256 };
+            (0..top)
+                .filter(move |&q| bits[q / 64] >> (q % 64) & 1 == 1)
+                .map(move |q| (base[y] + q) as u32)
+        };
+        let kahn = weft_fabric::graph::kahn(n, succ, weft_fabric::graph::Ready::Lifo);
+        if kahn.is_acyclic() {
             return None;
         }
         // A channel left with dependencies is on a cycle or downstream of one; take the
         // lowest one that still waits on another, and a destination it carries.
-        let c = (0..n).find(|&c| indegree[c] > 0)?;
+        let c = kahn.waiting.iter().position(|&w| w > 0)?;
         let (x, p) = owner[c];
         let lid = rows
             .get(x)
