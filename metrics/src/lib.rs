@@ -381,4 +381,77 @@ mod tests {
         assert_eq!(flows.len(), 4);
         assert_eq!((flows[0].0, flows[0].1), (flows[1].1, flows[1].0));
     }
+
+    /// The metrics' unroutable host pairs are the verifier's failed routes between end nodes:
+    /// on random small fabrics, routed min-hop or up/down and then broken in 1 to 4 places,
+    /// every state whose end-node ports all stay hosts (a port the metrics leave out is a
+    /// source the verifier sees failing at its own cable) has as many unroutable all-to-all
+    /// pairs as the verifier (scope `hca-to-hca`) has failed routes, loops and unset entries
+    /// counted alike.
+    mod against_the_verifier {
+        use super::*;
+        use proptest::prelude::*;
+        use weft_fabric::ValidState;
+        use weft_verifier::testkit::{self, Rng};
+        use weft_verifier::{FailureKind, Options, Property, Scope};
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(150))]
+
+            #[test]
+            fn unroutable_pairs_are_the_verifiers_failed_routes(
+                seed in any::<u64>(),
+                breaks in 1usize..5,
+            ) {
+                let mut rng = Rng(seed);
+                let f = testkit::small_fabric(&mut rng);
+                let lids = testkit::sequential_lids(&f);
+                let mut st = if rng.below(2) == 0 {
+                    testkit::route_updown(&f, lids)
+                } else {
+                    testkit::route_minhop(&f, lids)
+                };
+                for _ in 0..breaks {
+                    testkit::break_forwarding(&mut rng, &mut st);
+                }
+                let q = quality(&st, &QualityOptions::default());
+                let ends = st
+                    .fabric
+                    .nodes()
+                    .iter()
+                    .filter(|n| !n.is_switch())
+                    .map(|n| n.ports.len())
+                    .sum::<usize>();
+                prop_assume!(q.hosts == ends && q.hosts_excluded == 0);
+                let Ok(v) = ValidState::new(st) else {
+                    return Err(TestCaseError::reject("not a valid state"));
+                };
+                prop_assert_eq!(v.path_sl.default.0, 1, "one path SL (SL 0)");
+                let report = weft_verifier::verify(
+                    &v,
+                    &Options {
+                        scope: Scope::HcaToHca,
+                        properties: vec![Property::Connected],
+                        certificate: false,
+                        ..Options::default()
+                    },
+                );
+                let kind = |k: FailureKind| {
+                    report
+                        .failures
+                        .iter()
+                        .filter(|p| p.reason == k)
+                        .map(|p| p.routes)
+                        .sum::<u64>()
+                };
+                let u = q.hops.unroutable;
+                prop_assert_eq!(q.all_to_all.unroutable, report.failed_routes, "{:?}", report.failures);
+                prop_assert_eq!(u.total(), report.failed_routes);
+                prop_assert_eq!(u.loops, kind(FailureKind::Loop));
+                prop_assert_eq!(u.unset, kind(FailureKind::Unset));
+                prop_assert_eq!(q.all_to_all.flows, report.stats.routes);
+                prop_assert_eq!(q.hops.pairs, report.stats.routes);
+            }
+        }
+    }
 }

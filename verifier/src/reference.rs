@@ -375,3 +375,81 @@ pub fn follow(st: &FabricState, src: NodeId, port: u8, dlid: Lid, sl: u8) -> Vec
     }
     hops
 }
+
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::panic, reason = "proptest's assertions")]
+
+    use super::*;
+    use crate::testkit::{self, Rng};
+    use proptest::prelude::*;
+    use weft_fabric::forward::{self, Fate, Routes, Stop};
+
+    /// The reference's reason for a stop of the model's step.
+    fn reason(stop: Stop) -> FailureReason {
+        match stop {
+            Stop::Unset => FailureReason::Unset,
+            Stop::PortMissing(PortNum(port)) => FailureReason::PortMissing { port },
+            Stop::Unwired(PortNum(port)) => FailureReason::PortUnwired { port },
+            Stop::Down(PortNum(port)) => FailureReason::PortDown { port },
+            Stop::Misdelivered(PortNum(port)) => FailureReason::Misdelivered { port },
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// The model's forwarding ([`forward::walk`], and [`Routes`], its memoised form) is
+        /// this hop-by-hop reference walk, written apart from it: on random small fabrics,
+        /// routed min-hop or up/down and then broken in 1 to 4 places (entries unset, at port
+        /// 0, past the last port, anywhere; cables and nodes down), from every live switch
+        /// toward every destination, the route arrives after as many cables, or stops at the
+        /// same switch for the same reason, or loops, in both.
+        #[test]
+        fn forward_walks_are_the_reference_walk(seed in any::<u64>(), breaks in 1usize..5) {
+            let mut rng = Rng(seed);
+            let f = testkit::small_fabric(&mut rng);
+            let lids = testkit::sequential_lids(&f);
+            let mut st = if rng.below(2) == 0 {
+                testkit::route_updown(&f, lids)
+            } else {
+                testkit::route_minhop(&f, lids)
+            };
+            for _ in 0..breaks {
+                testkit::break_forwarding(&mut rng, &mut st);
+            }
+            let mut routes = Routes::new(&st);
+            let live: Vec<NodeId> = st
+                .fabric
+                .node_ids()
+                .filter(|&x| st.fabric.node(x).is_switch() && !st.fabric.node(x).down)
+                .collect();
+            for d in forward::Dest::all(&st) {
+                for &x in &live {
+                    let mut crossed = 0u32;
+                    let fate = forward::walk(&st, x, d, |_| crossed += 1);
+                    prop_assert_eq!(routes.fate(x, d), fate, "memoised, {:?} from {:?}", d, x);
+                    let r = walk(&st, x, 0, d.lid, 0);
+                    match fate {
+                        Fate::Arrives { hops } => {
+                            prop_assert_eq!(&r.failure, &None, "{:?} from {:?}", d, x);
+                            prop_assert_eq!(r.hops.len(), hops as usize);
+                            // `walk` reports every cable but the last one into an end node.
+                            let last = u32::from(!st.fabric.node(d.owner.node).is_switch() && hops > 0);
+                            prop_assert_eq!(crossed + last, hops);
+                        }
+                        Fate::Stops { at, why } => {
+                            prop_assert_eq!(r.failure, Some((at, reason(why))), "{:?} from {:?}", d, x);
+                        }
+                        Fate::Loops => {
+                            prop_assert!(
+                                matches!(r.failure, Some((_, FailureReason::Loop))),
+                                "{:?} from {:?}: {:?}", d, x, r.failure
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
