@@ -251,11 +251,11 @@ fn compile_and_build(
 }
 
 /// What `check` and `build` prove about a build: the properties of routes, `isolated` when it
-/// declares partitions, and `apm_disjoint` when `fat_tree` routed it with LMC > 0 (the engine
-/// promises each port's LIDs link-disjoint paths).
+/// declares partitions, and `apm_disjoint` when the engine that wrote the tables claims it
+/// (`fat_tree` with LMC > 0 promises each port's LIDs link-disjoint paths).
 fn properties(b: &weft_compiler::build::Built) -> Vec<weft_verifier::Property> {
     let mut p = weft_verifier::Property::defaults(&b.state);
-    if b.state.lids.lmc > 0 && b.engine == weft_compiler::routing::Engine::FatTree {
+    if b.claims().apm_disjoint {
         p.push(weft_verifier::Property::ApmDisjoint);
     }
     p
