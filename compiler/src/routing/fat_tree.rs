@@ -50,9 +50,9 @@
 
 use super::graph::{Exit, Graph, Load};
 use super::{Claims, Engine, RouteError, RouteNote, Routes, RoutingEngine, RoutingInput};
-use weft_fabric::LidAssignment;
 use crate::code::Code;
 use rayon::prelude::*;
+use weft_fabric::LidAssignment;
 use weft_fabric::LFT_UNSET;
 
 /// The fat-tree engine.
