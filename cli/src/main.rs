@@ -6,6 +6,7 @@ mod apply;
 mod audit;
 mod build;
 mod check;
+mod codes;
 mod export;
 mod findings;
 mod fmt;
@@ -29,6 +30,8 @@ use weft_compiler::{Compilation, Summary};
 #[command(
     name = "weft",
     version,
+    arg_required_else_help = true,
+    args_conflicts_with_subcommands = true,
     about = "A declarative compiler and verifier for InfiniBand fabrics"
 )]
 struct Cli {
@@ -38,8 +41,11 @@ struct Cli {
     /// No progress line and no summary when all is well: only findings and errors.
     #[arg(long, short, global = true)]
     quiet: bool,
+    /// Print what a finding code means (`weft --explain weft::credit_loop`) and exit.
+    #[arg(long, value_name = "CODE", exclusive = true)]
+    explain: Option<String>,
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -186,8 +192,37 @@ fn human_summary(s: &Summary) -> String {
     t
 }
 
+/// `weft --explain CODE`: the code's section of the codes page, exit 0; an unknown code is
+/// an error naming the closest codes (exit 2).
+fn explain(code: &str) -> Result<ExitCode, Fatal> {
+    let code = code.trim();
+    let full = if code.starts_with("weft::") {
+        code.to_owned()
+    } else {
+        format!("weft::{code}")
+    };
+    if let Some(page) = codes::explain(&full) {
+        out(None, &page)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut near: Vec<(usize, &str)> = codes::REGISTRIES
+        .iter()
+        .flat_map(|(_, c)| c.iter())
+        .map(|c| (weft_fabric::edit_distance(&full, c.code), c.code))
+        .collect();
+    near.sort_unstable();
+    let near: Vec<&str> = near.iter().take(3).map(|(_, c)| *c).collect();
+    Err(Fatal(format!(
+        "no code `{code}`; the closest are {} (every code: docs/codes.md)",
+        near.join(", ")
+    )))
+}
+
 fn run(cli: Cli) -> Result<ExitCode, Fatal> {
-    match cli.command {
+    let Some(command) = cli.command else {
+        return explain(cli.explain.as_deref().unwrap_or_default());
+    };
+    match command {
         Command::Verify(args) => verify::run(args, cli.color, cli.quiet),
         Command::Report(args) => report::run(args, cli.color),
         Command::Build(args) => build::run(args, cli.color, cli.quiet),
