@@ -62,19 +62,19 @@ fn heading(c: &CodeInfo) -> String {
     format!("<a id=\"{}\"></a>\n\n### `{}`\n", c.anchor(), c.code)
 }
 
-/// A code's section of [`PAGE`]: its heading, meaning and status.
-pub fn section(c: &CodeInfo, by: &str) -> String {
-    format!(
-        "{}\n{}\n\nStatus: {}. Reported by {by}.\n",
-        heading(c),
-        c.summary,
-        c.status.as_str()
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A code's section of [`PAGE`]: its heading, meaning and status.
+    fn section(c: &CodeInfo, by: &str) -> String {
+        format!(
+            "{}\n{}\n\nStatus: {}. Reported by {by}.\n",
+            heading(c),
+            c.summary,
+            c.status.as_str()
+        )
+    }
 
     /// `docs/codes.md` as the registries make it.
     fn page() -> String {
