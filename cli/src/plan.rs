@@ -40,7 +40,7 @@ pub struct Args {
     scope: ScopeArg,
     /// Output format.
     #[arg(long, default_value = "human")]
-    format: PlanFormat,
+    pub(crate) format: PlanFormat,
     /// Write the plan file (for `weft apply`) here.
     #[arg(long, short)]
     output: Option<PathBuf>,
@@ -50,10 +50,20 @@ pub struct Args {
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
-enum PlanFormat {
+pub(crate) enum PlanFormat {
     Human,
     Markdown,
     Json,
+}
+
+impl PlanFormat {
+    /// The format refused input is shown in (Markdown's is the human text).
+    pub(crate) fn findings(self) -> crate::findings::Format {
+        match self {
+            PlanFormat::Json => crate::findings::Format::Json,
+            PlanFormat::Human | PlanFormat::Markdown => crate::findings::Format::Human,
+        }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -64,12 +74,12 @@ enum ScopeArg {
 
 pub(crate) fn load_state(path: &Path) -> Result<ValidState, Fatal> {
     let text = weft_driver::input::read_regular(path, weft_driver::input::MAX_DUMP_BYTES)
-        .map_err(|e| Fatal(format!("cannot read `{}`: {e}", path.display())))?;
+        .map_err(|e| Fatal::Run(format!("cannot read `{}`: {e}", path.display())))?;
     ValidState::from_json(&text).map_err(|e| {
-        Fatal(format!(
-            "`{}` is not a valid weft state:\n{e}",
-            path.display()
-        ))
+        Fatal::Input(
+            crate::findings::of_state_errors(&e, &path.display().to_string()),
+            None,
+        )
     })
 }
 
@@ -80,10 +90,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     let new = if args.desired.extension().is_some_and(|e| e == "json") {
         load_state(&args.desired)?
     } else {
-        let Some(built) = crate::compile_and_build(&args.desired, color)? else {
-            return Ok(ExitCode::from(1));
-        };
-        built.state
+        crate::compile_and_build(&args.desired, color)?.state
     };
     let opts = Options {
         full: args.full,
@@ -99,10 +106,10 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
         Err(e) => return refused(&e, args.format),
     };
     if let Some(p) = &args.output {
-        crate::output::write_file(p, planned.plan.to_json().as_bytes()).map_err(Fatal)?;
+        crate::output::write_file(p, planned.plan.to_json().as_bytes()).map_err(Fatal::Run)?;
     }
     if let Some(p) = &args.write_state {
-        crate::output::write_file(p, planned.end.to_json().as_bytes()).map_err(Fatal)?;
+        crate::output::write_file(p, planned.end.to_json().as_bytes()).map_err(Fatal::Run)?;
     }
     let text = match args.format {
         PlanFormat::Human if quiet => String::new(),
@@ -126,12 +133,15 @@ fn refused(e: &PlanError, format: PlanFormat) -> Result<ExitCode, Fatal> {
                 PlanError::NoSafeOrder { check, .. } => serde_json::to_value(check)?,
                 _ => serde_json::Value::Null,
             };
-            serde_json::to_string_pretty(&serde_json::json!({
-                "ok": false,
-                "code": code,
-                "error": e.to_string(),
-                "check": check,
-            }))? + "\n"
+            let found = crate::findings::of_input(&code, None, e.to_string());
+            serde_json::to_string_pretty(&crate::findings::document(
+                "plan",
+                serde_json::json!({
+                    "ok": false,
+                    "findings": [found],
+                    "check": check,
+                }),
+            ))? + "\n"
         }
         _ => format!("× no plan: {e} [{code}]\n"),
     };

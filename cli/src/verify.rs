@@ -82,7 +82,7 @@ pub struct CheckArgs {
     z3_timeout: u32,
     /// Output format.
     #[arg(long, default_value = "human")]
-    format: Format,
+    pub(crate) format: Format,
     /// Failure patterns, failed routes and credit loops listed at most (all are counted).
     #[arg(long, default_value_t = 20)]
     max_listed: usize,
@@ -101,9 +101,9 @@ fn with_sm(state: ValidState, specs: &[String]) -> Result<ValidState, Fatal> {
     for spec in specs {
         let (name, port) = match spec.rsplit_once(':') {
             Some((n, p)) => {
-                let p: u8 = p
-                    .parse()
-                    .map_err(|_| Fatal(format!("`--sm {spec}`: `{p}` is not a port number")))?;
+                let p: u8 = p.parse().map_err(|_| {
+                    Fatal::Run(format!("`--sm {spec}`: `{p}` is not a port number"))
+                })?;
                 (n, Some(p))
             }
             None => (spec.as_str(), None),
@@ -113,7 +113,7 @@ fn with_sm(state: ValidState, specs: &[String]) -> Result<ValidState, Fatal> {
             .and_then(|h| u64::from_str_radix(h, 16).ok())
             .and_then(|g| f.find_guid(weft_fabric::Guid(g)));
         let Some(n) = f.find(name).or(guid) else {
-            return Err(Fatal(format!(
+            return Err(Fatal::Run(format!(
                 "`--sm {spec}`: no node `{name}` in the fabric"
             )));
         };
@@ -121,14 +121,14 @@ fn with_sm(state: ValidState, specs: &[String]) -> Result<ValidState, Fatal> {
         let p = match (node.is_switch(), port) {
             (true, None | Some(0)) => 0,
             (true, Some(p)) => {
-                return Err(Fatal(format!(
+                return Err(Fatal::Run(format!(
                     "`--sm {spec}`: `{name}` is a switch, whose SM runs on port 0, not {p}"
                 )))
             }
             (false, None) => 1,
             (false, Some(p)) if (1..=node.spec.port_count).contains(&p) => p,
             (false, Some(p)) => {
-                return Err(Fatal(format!(
+                return Err(Fatal::Run(format!(
                     "`--sm {spec}`: `{name}` has {} port(s), not port {p}",
                     node.spec.port_count
                 )))
@@ -139,7 +139,8 @@ fn with_sm(state: ValidState, specs: &[String]) -> Result<ValidState, Fatal> {
     ports.sort();
     ports.dedup();
     st.sm = ports;
-    ValidState::new(st).map_err(|e| Fatal(format!("with `--sm`, the state is not valid:\n{e}")))
+    ValidState::new(st)
+        .map_err(|e| Fatal::Run(format!("with `--sm`, the state is not valid:\n{e}")))
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -174,7 +175,7 @@ enum ScopeArg {
 
 fn read(path: &Path) -> Result<String, Fatal> {
     weft_driver::input::read_regular(path, weft_driver::input::MAX_DUMP_BYTES)
-        .map_err(|e| Fatal(format!("cannot read `{}`: {e}", path.display())))
+        .map_err(|e| Fatal::Run(format!("cannot read `{}`: {e}", path.display())))
 }
 
 fn warn(msg: &str) {
@@ -252,8 +253,12 @@ impl Loaded {
 
 fn load(args: &Args, color: ColorChoice) -> Result<Loaded, Fatal> {
     if let Some(p) = &args.state {
-        let st = ValidState::from_json(&read(p)?)
-            .map_err(|e| Fatal(format!("`{}` is not a valid weft state:\n{e}", p.display())))?;
+        let st = ValidState::from_json(&read(p)?).map_err(|e| {
+            Fatal::Input(
+                findings::of_state_errors(&e, &p.display().to_string()),
+                None,
+            )
+        })?;
         return Ok(Loaded::of(st, p.display().to_string()));
     }
     if let Some(topo) = &args.topology {
@@ -267,15 +272,25 @@ fn load(args: &Args, color: ColorChoice) -> Result<Loaded, Fatal> {
             ..Default::default()
         };
         if let Some(m) = &args.node_name_map {
-            opts.name_map = weft_fabric::ibnetdiscover::parse_node_name_map(&read(m)?)
-                .map_err(|e| Fatal(format!("{:?}", miette::Report::new(e))))?;
+            let map = read(m)?;
+            opts.name_map = weft_fabric::ibnetdiscover::parse_node_name_map(&map).map_err(|e| {
+                let e = e.with_source_name(&m.display().to_string());
+                Fatal::Input(
+                    findings::of_miette(&e, &m.display().to_string(), Some(&map)),
+                    None,
+                )
+            })?;
         }
-        let d = weft_fabric::ibnetdiscover::parse(&text, &opts)
-            .map_err(|e| Fatal(format!("{:?}", miette::Report::new(e))))?;
+        let d = weft_fabric::ibnetdiscover::parse(&text, &opts).map_err(|e| {
+            Fatal::Input(
+                findings::of_miette(&e, &topo.display().to_string(), Some(&text)),
+                None,
+            )
+        })?;
         let lfts_path = args
             .lfts
             .as_deref()
-            .ok_or_else(|| Fatal("`--lfts` is required".into()))?;
+            .ok_or_else(|| Fatal::Run("`--lfts` is required".into()))?;
         let lfts = read(lfts_path)?;
         let opt = |p: &Option<PathBuf>| p.as_deref().map(read).transpose();
         let (sl2vl, psl, g2l) = (opt(&args.sl2vl)?, opt(&args.path_sl)?, opt(&args.guid2lid)?);
@@ -285,13 +300,27 @@ fn load(args: &Args, color: ColorChoice) -> Result<Loaded, Fatal> {
             path_sl: psl.as_deref(),
             guid2lid: g2l.as_deref(),
         };
-        let (st, warnings) = weft_fabric::opensm::assemble(d.fabric, d.lids, &dumps)
-            .map_err(|e| Fatal(format!("cannot read OpenSM's files:\n{e}")))?;
+        let path_of = |kind: &str| {
+            let p = match kind {
+                "sl2vl" => args.sl2vl.as_deref(),
+                "path-sl" => args.path_sl.as_deref(),
+                "guid2lid" => args.guid2lid.as_deref(),
+                _ => Some(lfts_path),
+            };
+            p.unwrap_or(lfts_path).display().to_string()
+        };
+        let (st, warnings) =
+            weft_fabric::opensm::assemble(d.fabric, d.lids, &dumps).map_err(|e| {
+                Fatal::Input(
+                    findings::of_assemble_errors(&e, path_of, &topo.display().to_string()),
+                    None,
+                )
+            })?;
         for w in warnings {
             warn(&w.to_string());
         }
         if st.lids.base.is_empty() {
-            return Err(Fatal(format!(
+            return Err(Fatal::Run(format!(
                 "`{}` has no LIDs (`lid N` annotations); give `--guid2lid`",
                 topo.display()
             )));
@@ -299,21 +328,7 @@ fn load(args: &Args, color: ColorChoice) -> Result<Loaded, Fatal> {
         return Ok(Loaded::of(st, lfts_path.display().to_string()));
     }
     if let Some(file) = &args.file {
-        let weft_driver::Compiled {
-            compilation: c,
-            built,
-        } = weft_driver::compile_and_route(file, &crate::progress)?;
-        let found = findings::of_diagnostics(&c.diagnostics, &c.sources);
-        findings::emit_diagnostics(&found, &c.sources, color);
-        let built = match built {
-            None => return Err(Fatal(format!("`{}` does not compile", file.display()))),
-            Some(Err(diags)) => {
-                let found = findings::of_diagnostics(&diags, &c.sources);
-                findings::emit_diagnostics(&found, &c.sources, color);
-                return Err(Fatal(format!("`{}` could not be routed", file.display())));
-            }
-            Some(Ok(b)) => b,
-        };
+        let (c, built) = crate::compiled(file, color)?;
         let promised = Some(weft_driver::properties(&built));
         return Ok(Loaded {
             state: built.state,
@@ -322,7 +337,7 @@ fn load(args: &Args, color: ColorChoice) -> Result<Loaded, Fatal> {
             promised,
         });
     }
-    Err(Fatal(
+    Err(Fatal::Run(
         "nothing to verify: give a `.weft` file, `--state`, or `--topology` and `--lfts`".into(),
     ))
 }
@@ -341,7 +356,7 @@ pub(crate) fn run_checks(
     quiet: bool,
 ) -> Result<ExitCode, Fatal> {
     if args.engine != Engine::Explicit && !weft_verifier::z3::BUILT_IN {
-        return Err(Fatal(format!(
+        return Err(Fatal::Run(format!(
             "--engine {}: {}",
             if args.engine == Engine::Z3 {
                 "z3"
@@ -379,7 +394,12 @@ pub(crate) fn run_checks(
     }
     if let Some(p) = &args.certificate {
         let cert = weft_verifier::Certificate::from_json(&read(p)?)
-            .map_err(|e| Fatal(format!("`{}`: {e}", p.display())))?;
+            .map_err(|e| {
+                Fatal::Input(
+                    vec![findings::of_certificate_error(&e, &p.display().to_string())],
+                    None,
+                )
+            })?;
         let req = weft_verifier::Request {
             scope,
             properties: properties.clone(),
@@ -415,12 +435,22 @@ pub(crate) fn run_checks(
                 serde_json::to_string_pretty(&findings::sarif(&found, summary))? + "\n"
             }
             (r, _) => {
-                serde_json::to_string_pretty(&json!({
-                    "certificate": p.display().to_string(),
-                    "accepted": r.is_ok(),
-                    "summary": r.as_ref().ok(),
-                    "error": r.as_ref().err().map(|e| e.to_string()),
-                }))? + "\n"
+                let found: Vec<findings::Finding> = r
+                    .as_ref()
+                    .err()
+                    .map(|e| findings::of_certificate_error(e, &p.display().to_string()))
+                    .into_iter()
+                    .collect();
+                serde_json::to_string_pretty(&findings::document(
+                    "verify",
+                    json!({
+                        "ok": r.is_ok(),
+                        "certificate": p.display().to_string(),
+                        "accepted": r.is_ok(),
+                        "summary": r.as_ref().ok(),
+                        "findings": found,
+                    }),
+                ))? + "\n"
             }
         };
         crate::out(None, &text)?;
@@ -445,9 +475,10 @@ pub(crate) fn run_checks(
     let z3_report = (args.engine != Engine::Explicit).then(|| z3.run(state, &opts));
     if let (Some(r), Some(z)) = (&report, &z3_report) {
         if r.verdict != z.verdict {
-            return Err(Fatal(format!(
-                "the explicit and z3 engines disagree (explicit: {:?}, z3: {:?}); please report this",
-                r.verdict, z.verdict
+            return Err(Fatal::Run(format!(
+                "the explicit and z3 engines disagree (explicit: {}, z3: {}); please report this [weft::engines_disagree]",
+                serde_json::to_string(&r.verdict)?,
+                serde_json::to_string(&z.verdict)?
             )));
         }
     }
@@ -455,10 +486,10 @@ pub(crate) fn run_checks(
         .as_ref()
         .map(|r| r.verdict.clone())
         .or_else(|| z3_report.as_ref().map(|z| z.verdict.clone()))
-        .ok_or_else(|| Fatal("no engine ran".into()))?;
+        .ok_or_else(|| Fatal::Run("no engine ran".into()))?;
     if let (Some(p), Some(r)) = (&args.write_certificate, &report) {
         if let Some(c) = &r.certificate {
-            crate::output::write_file(p, (c.to_json() + "\n").as_bytes()).map_err(Fatal)?;
+            crate::output::write_file(p, (c.to_json() + "\n").as_bytes()).map_err(Fatal::Run)?;
         }
     }
     let not_asked = Outcome::Unknown(String::new());
@@ -485,11 +516,13 @@ pub(crate) fn run_checks(
             )
         }
         Format::Json => {
-            serde_json::to_string_pretty(&json!({
+            serde_json::to_string_pretty(&findings::document("verify", json!({
+                "ok": all_proven,
                 "input": origin,
                 "verdict": verdict,
+                "proved": report.as_ref().map(|r| findings::proved(state, r)),
                 "findings": loaded.findings(report.as_ref(), z3_report.as_ref()),
-                "report": report,
+                "report": report.as_ref().map(report_json),
                 "z3": z3_report.as_ref().map(|z| json!({
                     "verdict": z.verdict,
                     "channels": z.channels,
@@ -497,7 +530,7 @@ pub(crate) fn run_checks(
                     "routes": z.routes,
                     "credit_loop": z.credit_loop,
                 })),
-            }))? + "\n"
+            })))? + "\n"
         }
         Format::Sarif => {
             let found = loaded.findings(report.as_ref(), z3_report.as_ref());
@@ -513,6 +546,33 @@ pub(crate) fn run_checks(
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The verifier's report for JSON: its scope, verdict, statistics and counts. The violations
+/// themselves (credit loops, failure patterns, partition breaches, shared cables) are the
+/// document's findings, each with its whole record in `properties`, and are not repeated.
+fn report_json(r: &Report) -> Value {
+    let mut v = serde_json::to_value(r).unwrap_or_default();
+    if let Some(o) = v.as_object_mut() {
+        o.remove("credit_loops");
+        o.remove("failures");
+    }
+    if let Some(o) = v.get_mut("isolation").and_then(Value::as_object_mut) {
+        o.remove("breaches");
+    }
+    if let Some(o) = v.get_mut("apm").and_then(Value::as_object_mut) {
+        o.remove("shared");
+    }
+    v
+}
+
+/// An outcome in a word (with the reason it is unknown).
+fn outcome_word(o: &Outcome) -> String {
+    match o {
+        Outcome::Proven => "proven".to_owned(),
+        Outcome::Violated => "violated".to_owned(),
+        Outcome::Unknown(why) => format!("unknown ({why})"),
+    }
 }
 
 /// A count with thin groups of three digits: `13 284`.
@@ -756,8 +816,12 @@ pub(crate) fn human(
     if let Some(z) = z3 {
         let _ = writeln!(
             t,
-            "z3: deadlock free {:?}, connected {:?} ({} channels, {} dependencies, {} routes)",
-            z.verdict.deadlock_free, z.verdict.connected, z.channels, z.dependencies, z.routes
+            "z3: deadlock free {}, connected {} ({} channels, {} dependencies, {} routes)",
+            outcome_word(&z.verdict.deadlock_free),
+            outcome_word(&z.verdict.connected),
+            z.channels,
+            z.dependencies,
+            z.routes
         );
         if report.is_none() {
             t += &findings::human_loops(findings);
