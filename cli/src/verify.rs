@@ -393,13 +393,12 @@ pub(crate) fn run_checks(
         };
     }
     if let Some(p) = &args.certificate {
-        let cert = weft_verifier::Certificate::from_json(&read(p)?)
-            .map_err(|e| {
-                Fatal::Input(
-                    vec![findings::of_certificate_error(&e, &p.display().to_string())],
-                    None,
-                )
-            })?;
+        let cert = weft_verifier::Certificate::from_json(&read(p)?).map_err(|e| {
+            Fatal::Input(
+                vec![findings::of_certificate_error(&e, &p.display().to_string())],
+                None,
+            )
+        })?;
         let req = weft_verifier::Request {
             scope,
             properties: properties.clone(),
@@ -516,21 +515,24 @@ pub(crate) fn run_checks(
             )
         }
         Format::Json => {
-            serde_json::to_string_pretty(&findings::document("verify", json!({
-                "ok": all_proven,
-                "input": origin,
-                "verdict": verdict,
-                "proved": report.as_ref().map(|r| findings::proved(state, r)),
-                "findings": loaded.findings(report.as_ref(), z3_report.as_ref()),
-                "report": report.as_ref().map(report_json),
-                "z3": z3_report.as_ref().map(|z| json!({
-                    "verdict": z.verdict,
-                    "channels": z.channels,
-                    "dependencies": z.dependencies,
-                    "routes": z.routes,
-                    "credit_loop": z.credit_loop,
-                })),
-            })))? + "\n"
+            serde_json::to_string_pretty(&findings::document(
+                "verify",
+                json!({
+                    "ok": all_proven,
+                    "input": origin,
+                    "verdict": verdict,
+                    "proved": report.as_ref().map(|r| findings::proved(state, r)),
+                    "findings": loaded.findings(report.as_ref(), z3_report.as_ref()),
+                    "report": report.as_ref().map(report_json),
+                    "z3": z3_report.as_ref().map(|z| json!({
+                        "verdict": z.verdict,
+                        "channels": z.channels,
+                        "dependencies": z.dependencies,
+                        "routes": z.routes,
+                        "credit_loop": z.credit_loop,
+                    })),
+                }),
+            ))? + "\n"
         }
         Format::Sarif => {
             let found = loaded.findings(report.as_ref(), z3_report.as_ref());

@@ -130,7 +130,10 @@ fn credit_loop_in_every_format() {
         .filter(|f| f["code"] == "weft::credit_loop")
         .count();
     assert_eq!(loops, 2, "{v}");
-    assert!(v["report"].get("credit_loops").is_none(), "listed once: {v}");
+    assert!(
+        v["report"].get("credit_loops").is_none(),
+        "listed once: {v}"
+    );
     let out = weft(&["verify", "--state", &state, "--format", "sarif"]);
     assert_eq!(out.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -48,7 +48,7 @@
 //! * The `fingerprint` is written from the content and checked when read (a mismatch means
 //!   the file was edited; remove the field to accept the edit).
 //! * Unknown fields are refused (a typo never silently drops a table), except the top-level
-//!   fields weft itself writes beside the state (`quality`).
+//!   fields weft itself writes beside the state (`quality`, `routing`).
 
 use super::valid::{guid_text, StateError, StateErrors};
 use super::{
@@ -320,6 +320,11 @@ struct StateJson {
     #[serde(default)]
     #[allow(dead_code)]
     quality: Option<de::IgnoredAny>,
+    /// Written by `weft build` beside the state (the engine asked for and the one whose
+    /// tables these are); not part of it.
+    #[serde(default)]
+    #[allow(dead_code)]
+    routing: Option<de::IgnoredAny>,
 }
 
 #[derive(Deserialize)]
