@@ -13,7 +13,7 @@
 //! stays.
 
 use crate::findings::{self, Format};
-use crate::{human_summary, out, verify, ColorChoice, Fatal};
+use crate::{human_summary, out, ColorChoice, Fatal};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -114,7 +114,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
         let report = weft_driver::prove(&built, proof, &crate::progress);
         // The verdict's files are written while the tables may still be.
         let mut verdict = String::new();
-        verify::verdict_lines(&mut verdict, &report);
+        crate::render::verdict_lines(&mut verdict, &report);
         let verdict = build_dir::write_verdict(staging.path(), &report, allow_unproven, &verdict)
             .map_err(|e| e.to_string());
         let tables = writer
@@ -133,7 +133,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     let mut files = FILES.to_vec();
     files.extend(tables);
     let mut verdict = String::new();
-    verify::verdict_lines(&mut verdict, &report);
+    crate::render::verdict_lines(&mut verdict, &report);
     let proven = report.is_proven();
     if !proven && !allow_unproven {
         drop(staging);
@@ -142,7 +142,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
             out(None, &(serde_json::to_string_pretty(&v)? + "\n"))?;
             return Ok(ExitCode::from(1));
         }
-        let text = verify::human(
+        let text = crate::render::human(
             &built.state,
             Some(&report),
             None,
@@ -190,8 +190,8 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     if build_dir::has_layers(&built.state) && build_dir::psl_lines(&built.state) > PSL_LINES {
         text += &format!(
             "  note      path-sl.psl not written: {} lines exceed {}; state.json has every path SL\n",
-            verify::group(build_dir::psl_lines(&built.state)),
-            verify::group(PSL_LINES)
+            crate::render::group(build_dir::psl_lines(&built.state)),
+            crate::render::group(PSL_LINES)
         );
     }
     out(None, &text)?;

@@ -2,7 +2,7 @@
 //! the result (unless `--no-verify`); a summary, or what is wrong.
 
 use crate::findings::{self, Format};
-use crate::{compile, display_name, human_summary, out, verify, ColorChoice, Fatal};
+use crate::{compile, display_name, human_summary, out, ColorChoice, Fatal};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use weft_compiler::Summary;
@@ -97,7 +97,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
                                 String::new()
                             }
                         );
-                        text += &format!("            the SM {}\n", crate::verify::sm_line(i));
+                        text += &format!("            the SM {}\n", crate::render::sm_line(i));
                     }
                     if let Some(a) = &r.apm {
                         text += &format!(
@@ -106,7 +106,8 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
                         );
                     }
                 } else {
-                    text += &verify::human(st, Some(r), None, &found, &display_name(&file), 20);
+                    text +=
+                        &crate::render::human(st, Some(r), None, &found, &display_name(&file), 20);
                 }
             }
             out(None, &text)?;

@@ -13,6 +13,7 @@ mod fmt;
 mod import;
 mod output;
 mod plan;
+mod render;
 mod report;
 mod term;
 mod verify;

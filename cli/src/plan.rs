@@ -176,8 +176,8 @@ fn step_proof(
             let broken = if c.failing_before > 0 || c.failing_after > 0 {
                 format!(
                     "; routes that do not arrive (a fault's, or toward moving VMs): {} before, {} after",
-                    crate::verify::group(c.failing_before),
-                    crate::verify::group(c.failing_after)
+                    crate::render::group(c.failing_before),
+                    crate::render::group(c.failing_after)
                 )
             } else {
                 String::new()
@@ -224,7 +224,7 @@ fn hosts_line(p: &Planned, max: usize) -> String {
 }
 
 fn human(p: &Planned, written: Option<&Path>, max: usize) -> String {
-    let g = crate::verify::group;
+    let g = crate::render::group;
     let mut t = String::new();
     let _ = writeln!(
         t,
@@ -311,7 +311,7 @@ fn more_than_full(p: &Planned) -> String {
     format!(
         ", fewer than this plan: {} write(s) go to a block an earlier step wrote, so that every \
          state on the way is proven",
-        crate::verify::group(again)
+        crate::render::group(again)
     )
 }
 
@@ -358,8 +358,8 @@ fn target_line(t: &weft_plan::Target) -> String {
 fn apm_line(a: &weft_verifier::apm::Survivors) -> String {
     format!(
         "APM: the fault broke the primary path of {} (source, destination) pair(s); the alternate path of {} of them survives (APM moves them at once, before any write)",
-        crate::verify::group(a.lost_primary),
-        crate::verify::group(a.alternate_survives)
+        crate::render::group(a.lost_primary),
+        crate::render::group(a.alternate_survives)
     )
 }
 

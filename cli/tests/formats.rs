@@ -15,12 +15,14 @@ const BAD: &str = "use std::hardware::{sb7800, connectx5}\nfabric bad {\n    top
 const RING: &str = "use std::hardware::{sb7800, connectx5}\nuse std::topology::ring\nfabric r {\n    topology = ring(n: 4, switch: sb7800, hca: connectx5)\n    routing { engine = minhop }\n}\n";
 
 /// A dump with a port GUID that is not hex and a line that is nothing.
-const DUMP: &str = "Switch 36 \"S-1\"  # \"sw\" base port 0 lid 1 lmc 0\n[1] \"H-2\"[1](x)\nbogus line\n";
+const DUMP: &str =
+    "Switch 36 \"S-1\"  # \"sw\" base port 0 lid 1 lmc 0\n[1] \"H-2\"[1](x)\nbogus line\n";
 
 /// Writes the inputs into a fresh directory and returns it: commands run there, so every
 /// path they show is relative and the snapshots do not depend on where the test runs.
-fn inputs() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("weft-formats-{}", std::process::id()));
+/// (One directory per test: tests run in parallel.)
+fn inputs(test: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("weft-formats-{test}-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     std::fs::write(d.join("bad.weft"), BAD).unwrap();
     std::fs::write(d.join("ring.weft"), RING).unwrap();
@@ -48,10 +50,11 @@ fn run(dir: &Path, args: &[&str], format: &str) -> String {
 }
 
 fn every_format(name: &str, args: &[&str]) {
-    let dir = inputs();
+    let dir = inputs(name);
     for format in ["human", "json", "sarif"] {
         insta::assert_snapshot!(format!("{name}_{format}"), run(&dir, args, format));
     }
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
