@@ -401,6 +401,12 @@ pub(crate) fn run_checks(
         };
         crate::term::phase("checking the certificate");
         let result = certificate::check(state, &cert, &req);
+        let found: Vec<findings::Finding> = result
+            .as_ref()
+            .err()
+            .map(|e| findings::of_certificate_error(e, &p.display().to_string()))
+            .into_iter()
+            .collect();
         let text = match (&result, args.format) {
             (Ok(_), Format::Human) if quiet => String::new(),
             (Ok(s), Format::Human) => format!(
@@ -415,27 +421,12 @@ pub(crate) fn run_checks(
                 crate::render::group(s.routes),
                 crate::render::group(s.states)
             ),
-            (Err(e), Format::Human) => findings::human_loops(&[findings::of_certificate_error(
-                e,
-                &p.display().to_string(),
-            )]),
+            (Err(_), Format::Human) => findings::human_loops(&found),
             (r, Format::Sarif) => {
-                let found: Vec<findings::Finding> = r
-                    .as_ref()
-                    .err()
-                    .map(|e| findings::of_certificate_error(e, &p.display().to_string()))
-                    .into_iter()
-                    .collect();
                 let summary = json!({"accepted": r.is_ok(), "summary": r.as_ref().ok()});
                 serde_json::to_string_pretty(&findings::sarif(&found, summary))? + "\n"
             }
             (r, _) => {
-                let found: Vec<findings::Finding> = r
-                    .as_ref()
-                    .err()
-                    .map(|e| findings::of_certificate_error(e, &p.display().to_string()))
-                    .into_iter()
-                    .collect();
                 serde_json::to_string_pretty(&findings::document(
                     "verify",
                     json!({

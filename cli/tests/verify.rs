@@ -197,15 +197,18 @@ fn opensm_dumps_are_read() {
     .unwrap();
     let lfts = dir.join("opensm-lfts.dump");
     std::fs::write(&lfts, weft_fabric::opensm::write_lfts(&st)).unwrap();
-    let out = weft(&[
-        "verify",
-        "--topology",
-        topo.to_str().unwrap(),
-        "--lfts",
-        lfts.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    let dumps = |format: &str| {
+        weft(&[
+            "verify",
+            "--topology",
+            topo.to_str().unwrap(),
+            "--lfts",
+            lfts.to_str().unwrap(),
+            "--format",
+            format,
+        ])
+    };
+    let out = dumps("json");
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["verdict"]["connected"]["result"], "proven");
@@ -216,13 +219,7 @@ fn opensm_dumps_are_read() {
         "Unicast lids [0-1] of switch Lid 1 guid 0x0000000000200000 ('R0'):\n0x0001 077\n",
     )
     .unwrap();
-    let out = weft(&[
-        "verify",
-        "--topology",
-        topo.to_str().unwrap(),
-        "--lfts",
-        lfts.to_str().unwrap(),
-    ]);
+    let out = dumps("human");
     assert_eq!(out.status.code(), Some(1));
     assert!(
         text(&out.stderr).contains(&format!(
@@ -232,15 +229,7 @@ fn opensm_dumps_are_read() {
         "{}",
         text(&out.stderr)
     );
-    let out = weft(&[
-        "verify",
-        "--topology",
-        topo.to_str().unwrap(),
-        "--lfts",
-        lfts.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    let out = dumps("json");
     assert_eq!(out.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["format"], "weft-verify", "{v}");

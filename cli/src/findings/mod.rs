@@ -279,32 +279,20 @@ pub fn of_report(
         });
     }
     for s in apm.map_or(&[][..], |a| a.shared.as_slice()) {
-        out.push(Finding {
-            code: Property::ApmDisjoint.code().to_owned(),
-            level: Level::Error,
-            message: s.describe(),
-            help: None,
-            place: at(Some(s.from.id)),
-            artifact: Some(artifact.to_owned()),
-            objects: vec![node(&s.from.name), node(&s.dst.node.name)],
-            flow: Vec::new(),
-            properties: json!({"shared": s}),
-            detail: Detail::Breach,
-        });
+        let mut f = of_input(Property::ApmDisjoint.code(), Some(artifact), s.describe());
+        f.place = at(Some(s.from.id));
+        f.objects = vec![node(&s.from.name), node(&s.dst.node.name)];
+        f.properties = json!({"shared": s});
+        f.detail = Detail::Breach;
+        out.push(f);
     }
     for b in isolation.map_or(&[][..], |i| i.breaches.as_slice()) {
-        out.push(Finding {
-            code: Property::Isolated.code().to_owned(),
-            level: Level::Error,
-            message: b.describe(),
-            help: None,
-            place: at(Some(b.a.node.id)),
-            artifact: Some(artifact.to_owned()),
-            objects: vec![node(&b.a.node.name), node(&b.b.node.name)],
-            flow: Vec::new(),
-            properties: json!({"breach": b}),
-            detail: Detail::Breach,
-        });
+        let mut f = of_input(Property::Isolated.code(), Some(artifact), b.describe());
+        f.place = at(Some(b.a.node.id));
+        f.objects = vec![node(&b.a.node.name), node(&b.b.node.name)];
+        f.properties = json!({"breach": b});
+        f.detail = Detail::Breach;
+        out.push(f);
     }
     out
 }
