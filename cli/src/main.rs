@@ -3,6 +3,7 @@
 //! Exit codes: 0 ok, 1 findings (errors in the input or the fabric), 2 could not run.
 
 mod apply;
+mod args;
 mod audit;
 mod build;
 mod check;

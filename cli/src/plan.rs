@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use weft_fabric::ValidState;
 use weft_plan::{Mode, Options, PlanError, Planned};
 use weft_verifier::transition::StepCheck;
-use weft_verifier::{Outcome, Scope};
+use weft_verifier::Outcome;
 
 /// `weft plan` arguments.
 #[derive(clap::Args)]
@@ -36,8 +36,8 @@ pub struct Args {
     #[arg(long)]
     write_state: Option<PathBuf>,
     /// Required pairs: all (every end-node port and switch) or hca-to-hca.
-    #[arg(long, default_value = "all")]
-    scope: ScopeArg,
+    #[arg(long, default_value = "all", value_parser = crate::args::scope())]
+    scope: weft_verifier::Scope,
     /// Output format.
     #[arg(long, default_value = "human")]
     pub(crate) format: PlanFormat,
@@ -66,12 +66,6 @@ impl PlanFormat {
     }
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum ScopeArg {
-    All,
-    HcaToHca,
-}
-
 pub(crate) fn load_state(path: &Path) -> Result<ValidState, Fatal> {
     let text = weft_driver::input::read_regular(path, weft_driver::input::MAX_DUMP_BYTES)
         .map_err(|e| Fatal::Run(format!("cannot read `{}`: {e}", path.display())))?;
@@ -95,10 +89,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     let opts = Options {
         full: args.full,
         mode: if args.drain { Mode::Drain } else { Mode::Fault },
-        scope: match args.scope {
-            ScopeArg::All => Scope::All,
-            ScopeArg::HcaToHca => Scope::HcaToHca,
-        },
+        scope: args.scope,
     };
     crate::term::phase("planning");
     let planned = match weft_plan::plan(&old, &new, &opts) {

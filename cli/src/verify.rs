@@ -63,13 +63,15 @@ pub struct CheckArgs {
     /// Write the certificate here when the state is proven.
     #[arg(long, conflicts_with = "certificate")]
     write_certificate: Option<PathBuf>,
-    /// Required pairs.
-    #[arg(long, default_value = "all")]
-    scope: ScopeArg,
-    /// A property to prove (repeat for several; default: deadlock_free and connected, and
-    /// isolated when the state declares partitions).
-    #[arg(long = "property", value_name = "PROPERTY")]
-    properties: Vec<PropertyArg>,
+    /// Required pairs: all (every end-node port and switch) or hca-to-hca.
+    #[arg(long, default_value = "all", value_parser = crate::args::scope())]
+    scope: Scope,
+    /// A property to prove (repeat for several; default: deadlock_free and connected,
+    /// isolated when the state declares partitions, and what a compiled build promises):
+    /// deadlock_free (`weft::credit_loop` when not), connected (`weft::unreachable`),
+    /// isolated (`weft::partition_breach`), apm_disjoint (`weft::apm_shared_cable`).
+    #[arg(long = "property", value_name = "PROPERTY", value_parser = crate::args::property())]
+    properties: Vec<Property>,
     /// Engine: explicit, z3, or both (they must agree).
     #[arg(long, default_value = "explicit")]
     engine: Engine,
@@ -144,29 +146,6 @@ enum Engine {
     Explicit,
     Z3,
     Both,
-}
-
-#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
-#[value(rename_all = "snake_case")]
-enum PropertyArg {
-    /// The channel dependency graph is acyclic (`weft::credit_loop` when not).
-    DeadlockFree,
-    /// Every required route arrives (`weft::unreachable` when not).
-    Connected,
-    /// The P_Key tables let exactly the declared partitions' pairs talk
-    /// (`weft::partition_breach` when not).
-    Isolated,
-    /// With LMC > 0, every pair's alternate path shares no cable between switches with its
-    /// primary (`weft::apm_shared_cable` when not).
-    ApmDisjoint,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum ScopeArg {
-    /// Every end-node port and switch to every other.
-    All,
-    /// End-node ports to end-node ports.
-    HcaToHca,
 }
 
 fn read(path: &Path) -> Result<String, Fatal> {
@@ -366,20 +345,8 @@ pub(crate) fn run_checks(
         loaded.state = with_sm(loaded.state, &args.sm)?;
     }
     let (state, origin) = (&loaded.state, loaded.origin.as_str());
-    let scope = match args.scope {
-        ScopeArg::All => Scope::All,
-        ScopeArg::HcaToHca => Scope::HcaToHca,
-    };
-    let mut properties: Vec<Property> = args
-        .properties
-        .iter()
-        .map(|p| match p {
-            PropertyArg::DeadlockFree => Property::DeadlockFree,
-            PropertyArg::Connected => Property::Connected,
-            PropertyArg::Isolated => Property::Isolated,
-            PropertyArg::ApmDisjoint => Property::ApmDisjoint,
-        })
-        .collect();
+    let scope = args.scope;
+    let mut properties = args.properties.clone();
     properties.sort();
     properties.dedup();
     if properties.is_empty() {
@@ -478,14 +445,9 @@ pub(crate) fn run_checks(
             crate::output::write_file(p, (c.to_json() + "\n").as_bytes()).map_err(Fatal::Run)?;
         }
     }
-    let not_asked = Outcome::Unknown(String::new());
-    let outcome = |p: Property| match p {
-        Property::DeadlockFree => &verdict.deadlock_free,
-        Property::Connected => &verdict.connected,
-        Property::Isolated => verdict.isolated.as_ref().unwrap_or(&not_asked),
-        _ => verdict.apm_disjoint.as_ref().unwrap_or(&not_asked),
-    };
-    let all_proven = properties.iter().all(|&p| *outcome(p) == Outcome::Proven);
+    let all_proven = properties
+        .iter()
+        .all(|&p| *verdict.outcome(p) == Outcome::Proven);
     let text = match args.format {
         Format::Human if quiet && all_proven => String::new(),
         Format::Human => {
