@@ -3,23 +3,27 @@
 //! Exit codes: 0 ok, 1 findings (errors in the input or the fabric), 2 could not run.
 
 mod apply;
+mod args;
 mod audit;
 mod build;
 mod check;
+mod codes;
 mod export;
 mod findings;
 mod fmt;
 mod import;
-mod input;
 mod output;
 mod plan;
+mod render;
 mod report;
 mod term;
 mod verify;
 
+use weft_driver::display_name;
+
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use weft_compiler::diagnostic::{self, Diagnostic, RenderOptions, SourceMap};
 use weft_compiler::{Compilation, Summary};
@@ -28,6 +32,8 @@ use weft_compiler::{Compilation, Summary};
 #[command(
     name = "weft",
     version,
+    arg_required_else_help = true,
+    args_conflicts_with_subcommands = true,
     about = "A declarative compiler and verifier for InfiniBand fabrics"
 )]
 struct Cli {
@@ -37,8 +43,11 @@ struct Cli {
     /// No progress line and no summary when all is well: only findings and errors.
     #[arg(long, short, global = true)]
     quiet: bool,
+    /// Print what a finding code means (`weft --explain weft::credit_loop`) and exit.
+    #[arg(long, value_name = "CODE", exclusive = true)]
+    explain: Option<String>,
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -75,29 +84,34 @@ enum Command {
     Import(import::Args),
 }
 
-/// Reads imports relative to the main file's directory.
-struct Files {
-    dir: PathBuf,
+/// Why a command stopped short.
+enum Fatal {
+    /// It could not run (exit 2): a file it cannot read or write, a fabric that does not
+    /// answer, options that do not go together.
+    Run(String),
+    /// Its input is wrong (exit 1): what a reader refused, as findings, shown in the
+    /// command's output format ([`Command::output`]); for people, as `human` when given
+    /// (the compiler's rendering of its diagnostics, with source excerpts).
+    Input(Vec<findings::Finding>, Option<String>),
 }
 
-impl weft_compiler::Host for Files {
-    fn read(&self, path: &str) -> Result<String, String> {
-        let p = self.dir.join(path);
-        input::read_regular(&p, input::MAX_SOURCE_BYTES)
-            .map_err(|e| format!("{}: {e}", p.display()))
+impl Fatal {
+    /// A description that does not compile or route: its diagnostics.
+    fn not_compiled(diags: &[Diagnostic], sources: &SourceMap, color: ColorChoice) -> Fatal {
+        let (errors, warnings) = diagnostic::count(diags);
+        let human = diagnostic::render(diags, sources, render_opts(color))
+            + &format!("{errors} error(s), {warnings} warning(s)\n");
+        Fatal::Input(findings::of_diagnostics(diags, sources), Some(human))
     }
 }
-
-/// A failure to run at all (exit 2).
-struct Fatal(String);
 
 impl<E: std::fmt::Display + 'static> From<E> for Fatal {
     fn from(e: E) -> Fatal {
         let io = (&e as &dyn std::any::Any).downcast_ref::<std::io::Error>();
         if io.is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) {
-            return Fatal(CLOSED_PIPE.into());
+            return Fatal::Run(CLOSED_PIPE.into());
         }
-        Fatal(e.to_string())
+        Fatal::Run(e.to_string())
     }
 }
 
@@ -106,11 +120,6 @@ impl<E: std::fmt::Display + 'static> From<E> for Fatal {
 /// cut short.
 const CLOSED_PIPE: &str = "\0closed pipe";
 const CLOSED_PIPE_EXIT: u8 = 141;
-
-fn read(path: &Path) -> Result<String, Fatal> {
-    input::read_regular(path, input::MAX_SOURCE_BYTES)
-        .map_err(|e| Fatal(format!("cannot read `{}`: {e}", path.display())))
-}
 
 fn render_opts(color: ColorChoice) -> RenderOptions {
     use std::io::IsTerminal as _;
@@ -127,22 +136,20 @@ fn render_opts(color: ColorChoice) -> RenderOptions {
     }
 }
 
-fn display_name(path: &Path) -> String {
-    path.display().to_string()
+/// The text of the source (or dump) at `path` (a regular file, under the source size cap).
+fn read(path: &Path) -> Result<String, Fatal> {
+    weft_driver::input::read_regular(path, weft_driver::input::MAX_SOURCE_BYTES)
+        .map_err(|e| Fatal::Run(format!("cannot read `{}`: {e}", path.display())))
 }
 
-fn compile(file: &Path, check: bool) -> Result<Compilation, Fatal> {
-    term::phase("compiling");
-    let text = read(file)?;
-    let host = Files {
-        dir: file.parent().map(Path::to_path_buf).unwrap_or_default(),
-    };
-    let name = display_name(file);
-    Ok(if check {
-        weft_compiler::check(&name, &text, &host)
-    } else {
-        weft_compiler::elaborate(&name, &text, &host)
-    })
+/// Shows the pipeline's phase on the progress line.
+fn progress(p: weft_driver::Phase) {
+    term::phase(p.as_str());
+}
+
+/// Reads and compiles `file` ([`weft_driver::compile`]).
+fn compile(file: &Path, until: weft_driver::Until) -> Result<Compilation, Fatal> {
+    Ok(weft_driver::compile(file, until, &progress)?)
 }
 
 /// Prints `diags` (rendered against `sources`) and their count on stderr.
@@ -158,120 +165,61 @@ fn emit_diagnostics(diags: &[Diagnostic], sources: &SourceMap, color: ColorChoic
     let _ = writeln!(err, "{errors} error(s), {warnings} warning(s)");
 }
 
-/// What compiling and routing a file gave: the compilation, and the build or the routing's
-/// diagnostics (`None` when the description itself has errors).
-type Routed = (
-    Compilation,
-    Option<Result<weft_compiler::build::Built, Vec<Diagnostic>>>,
-);
-
-/// Compiles `file` (check + LIDs + routing) without printing anything.
-fn compile_and_route(file: &Path) -> Result<Routed, Fatal> {
-    let c = compile(file, true)?;
-    let routed = c.elaborated.as_ref().filter(|_| !c.has_errors()).map(|e| {
-        term::phase("routing");
-        weft_compiler::build::build(e)
-    });
-    Ok((c, routed))
-}
-
-/// The most switches a layered build has for z3 to look for fewer layers.
-const Z3_LAYER_SWITCHES: usize = 64;
-
-/// A layered build of a small fabric with z3's word on its layer count as a note: the fewest
-/// layers its routes fit in (every smaller count proven impossible), or that z3 did not
-/// decide. When z3 places the routes in fewer layers than weft's heuristic did, the build
-/// takes z3's placement (the verifier then proves it like any other).
-fn with_layer_bound(
-    e: &weft_compiler::Elaborated,
-    mut b: weft_compiler::build::Built,
-) -> weft_compiler::build::Built {
-    use weft_verifier::z3::{LayerBound, Z3};
-    let layers = b.lanes.layers;
-    // One layer is the fewest there is.
-    if layers < 2 || b.layers.is_none() || b.state.fabric.switch_count() > Z3_LAYER_SWITCHES {
-        return b;
-    }
-    term::phase("z3: fewest layers");
-    let z3 = Z3 { timeout_ms: 20_000 };
-    let message = match z3.place_layers(&b.state, layers) {
-        (LayerBound::Minimum(k), _) if k == layers => format!(
-            "z3: {k} layer(s) is the fewest these routes fit in (every smaller count is impossible)"
-        ),
-        (LayerBound::Minimum(k), Some(placement)) => {
-            match weft_compiler::build::relayer(e, &b, &placement, k) {
-                Ok(mut fewer) => {
-                    fewer.notes.push(weft_compiler::routing::RouteNote {
-                        code: weft_compiler::code::Code::Layers,
-                        message: format!(
-                            "z3 placed these routes in {k} layer(s), the fewest they fit in (every smaller count is impossible); weft's heuristic used {layers}"
-                        ),
-                    });
-                    return fewer;
-                }
-                Err(d) => format!(
-                    "z3: these routes fit in {k} layer(s); weft used {layers} (z3's placement was not taken: {})",
-                    d.first().map_or("", |d| d.message.as_str())
-                ),
-            }
-        }
-        (LayerBound::Minimum(k), None) => {
-            format!("z3: these routes fit in {k} layer(s); weft used {layers} (z3 gave no placement)")
-        }
-        (LayerBound::MoreThan(k), _) => format!(
-            "z3 found no placement of these routes in {k} layer(s) (a bug in weft's layering or in its check)"
-        ),
-        (LayerBound::Unknown { at, reason }, _) => {
-            format!("z3 did not decide whether {at} layer(s) suffice ({reason})")
-        }
-    };
-    b.notes.push(weft_compiler::routing::RouteNote {
-        code: weft_compiler::code::Code::Layers,
-        message,
-    });
-    b
-}
-
-/// Compiles `file` (check + LIDs + routing), printing every diagnostic; `None` when it has
-/// errors (the caller exits 1).
+/// Compiles and routes `file`, printing its warnings; its errors refuse it
+/// ([`Fatal::not_compiled`]).
 fn compile_and_build(
     file: &Path,
     color: ColorChoice,
-) -> Result<Option<weft_compiler::build::Built>, Fatal> {
-    let (c, routed) = compile_and_route(file)?;
-    emit_diagnostics(&c.diagnostics, &c.sources, color);
-    match routed {
-        Some(Ok(b)) => Ok(Some(b)),
-        Some(Err(diags)) => {
-            emit_diagnostics(&diags, &c.sources, color);
-            Ok(None)
-        }
-        None => Ok(None),
-    }
+) -> Result<weft_compiler::build::Built, Fatal> {
+    Ok(compiled(file, color)?.1)
 }
 
-/// What `check` and `build` prove about a build: the properties of routes, `isolated` when it
-/// declares partitions, and `apm_disjoint` when `fat_tree` routed it with LMC > 0 (the engine
-/// promises each port's LIDs link-disjoint paths).
-fn properties(b: &weft_compiler::build::Built) -> Vec<weft_verifier::Property> {
-    let mut p = weft_verifier::Property::defaults(&b.state);
-    if b.state.lids.lmc > 0 && b.engine == weft_compiler::routing::Engine::FatTree {
-        p.push(weft_verifier::Property::ApmDisjoint);
+/// Compiles and routes `file`, printing its warnings: the compilation and its build; its
+/// errors refuse it ([`Fatal::not_compiled`]).
+fn compiled(
+    file: &Path,
+    color: ColorChoice,
+) -> Result<(Compilation, weft_compiler::build::Built), Fatal> {
+    let c = weft_driver::compile_and_route(file, &progress)?;
+    let diags = c.diagnostics();
+    match c.built {
+        Some(Ok(b)) => {
+            emit_diagnostics(&diags, &c.compilation.sources, color);
+            Ok((c.compilation, b))
+        }
+        _ => Err(Fatal::not_compiled(&diags, &c.compilation.sources, color)),
     }
-    p
 }
 
 /// Prints `text` on stdout, or writes it to `output` whole ([`output::write_file`]).
 fn out(output: Option<&Path>, text: &str) -> Result<(), Fatal> {
     term::clear();
     match output {
-        Some(p) => output::write_file(p, text.as_bytes()).map_err(Fatal),
+        Some(p) => output::write_file(p, text.as_bytes()).map_err(Fatal::Run),
         None => {
             let mut o = std::io::stdout().lock();
             o.write_all(text.as_bytes())?;
             Ok(())
         }
     }
+}
+
+/// The engine lines of a build for people: the engine asked for, the one that wrote the
+/// tables when it gave way, and why; then the engine's notes (one the engine line already
+/// carries is not repeated).
+fn engine_line(b: &weft_compiler::build::Built) -> String {
+    let mut t = if b.engine_used == b.engine {
+        format!("  engine    {}: {}\n", b.engine, b.why)
+    } else {
+        format!(
+            "  engine    {} (the tables are {}'s, its last resort): {}\n",
+            b.engine, b.engine_used, b.why
+        )
+    };
+    for n in b.notes.iter().filter(|n| !b.why.contains(&n.message)) {
+        t += &format!("  note      {}\n", n.message);
+    }
+    t
 }
 
 fn human_summary(s: &Summary) -> String {
@@ -290,8 +238,100 @@ fn human_summary(s: &Summary) -> String {
     t
 }
 
+/// `weft --explain CODE`: the code's section of the codes page, exit 0; an unknown code is
+/// an error naming the closest codes (exit 2).
+fn explain(code: &str) -> Result<ExitCode, Fatal> {
+    let code = code.trim();
+    let full = if code.starts_with("weft::") {
+        code.to_owned()
+    } else {
+        format!("weft::{code}")
+    };
+    if let Some(page) = codes::explain(&full) {
+        out(None, &page)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut near: Vec<(usize, &str)> = codes::REGISTRIES
+        .iter()
+        .flat_map(|(_, c)| c.iter())
+        .map(|c| (weft_fabric::edit_distance(&full, c.code), c.code))
+        .collect();
+    near.sort_unstable();
+    let near: Vec<&str> = near.iter().take(3).map(|(_, c)| *c).collect();
+    Err(Fatal::Run(format!(
+        "no code `{code}`; the closest are {} (every code: docs/codes.md)",
+        near.join(", ")
+    )))
+}
+
+impl Command {
+    /// The command's name and the format its findings are shown in.
+    fn output(&self) -> (&'static str, findings::Format) {
+        use findings::Format;
+        match self {
+            Command::Build(a) => ("build", a.format),
+            Command::Report(a) => ("report", a.format.findings()),
+            Command::Verify(a) => ("verify", a.check.format),
+            Command::Check(a) => ("check", a.format),
+            Command::Plan(a) => ("plan", a.format.findings()),
+            Command::Apply(_) => ("apply", Format::Human),
+            Command::Audit(a) => ("audit", a.check.format),
+            Command::Fmt(_) => ("fmt", Format::Human),
+            Command::Export(a) => ("export", a.format.findings()),
+            Command::Import(_) => ("import", Format::Human),
+        }
+    }
+}
+
+/// Shows a refused input's findings in `format` (exit 1): on stderr for people (`human`
+/// when given), as the command's JSON document (`ok: false`) or a SARIF run on stdout.
+fn refused(
+    command: &str,
+    format: findings::Format,
+    found: &[findings::Finding],
+    human: Option<String>,
+) -> ExitCode {
+    use findings::Format;
+    let shown = match format {
+        Format::Human => {
+            term::clear();
+            let text = human.unwrap_or_else(|| findings::human(found));
+            let _ = std::io::stderr().lock().write_all(text.as_bytes());
+            Ok(())
+        }
+        Format::Json => serde_json::to_string_pretty(&findings::document(
+            command,
+            serde_json::json!({"ok": false, "findings": found}),
+        ))
+        .map_err(Fatal::from)
+        .and_then(|t| out(None, &(t + "\n"))),
+        Format::Sarif => {
+            serde_json::to_string_pretty(&findings::sarif(found, serde_json::json!({"ok": false})))
+                .map_err(Fatal::from)
+                .and_then(|t| out(None, &(t + "\n")))
+        }
+    };
+    match shown {
+        Ok(()) => ExitCode::from(1),
+        Err(_) => ExitCode::from(2),
+    }
+}
+
 fn run(cli: Cli) -> Result<ExitCode, Fatal> {
-    match cli.command {
+    let Some(command) = cli.command else {
+        return explain(cli.explain.as_deref().unwrap_or_default());
+    };
+    let (name, format) = command.output();
+    let result = dispatch(command, cli.color, cli.quiet);
+    match result {
+        Err(Fatal::Input(found, human)) => Ok(refused(name, format, &found, human)),
+        other => other,
+    }
+}
+
+fn dispatch(command: Command, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fatal> {
+    let cli = Flags { color, quiet };
+    match command {
         Command::Verify(args) => verify::run(args, cli.color, cli.quiet),
         Command::Report(args) => report::run(args, cli.color),
         Command::Build(args) => build::run(args, cli.color, cli.quiet),
@@ -303,6 +343,12 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
         Command::Export(args) => export::run(args, cli.color),
         Command::Import(args) => import::run(args, cli.color),
     }
+}
+
+/// The global flags a command runs with.
+struct Flags {
+    color: ColorChoice,
+    quiet: bool,
 }
 
 /// Stack of the thread that does the work: the compiler's depth limits keep recursion far
@@ -318,19 +364,25 @@ fn main() -> ExitCode {
         .spawn(move || run(cli));
     let result = match work {
         Ok(handle) => handle.join().unwrap_or_else(|_| {
-            Err(Fatal(
+            Err(Fatal::Run(
                 "internal error (a bug in weft; please report it)".into(),
             ))
         }),
-        Err(e) => Err(Fatal(format!("cannot start the worker thread: {e}"))),
+        Err(e) => Err(Fatal::Run(format!("cannot start the worker thread: {e}"))),
     };
     term::clear();
     match result {
         Ok(code) => code,
-        Err(Fatal(msg)) if msg == CLOSED_PIPE => ExitCode::from(CLOSED_PIPE_EXIT),
-        Err(Fatal(msg)) => {
+        Err(Fatal::Run(msg)) if msg == CLOSED_PIPE => ExitCode::from(CLOSED_PIPE_EXIT),
+        Err(Fatal::Run(msg)) => {
             let _ = writeln!(std::io::stderr(), "error: {msg}");
             ExitCode::from(2)
+        }
+        // `run` shows refused input itself.
+        Err(Fatal::Input(found, human)) => {
+            let text = human.unwrap_or_else(|| findings::human(&found));
+            let _ = std::io::stderr().write_all(text.as_bytes());
+            ExitCode::from(1)
         }
     }
 }

@@ -21,6 +21,7 @@
 #![deny(clippy::indexing_slicing)]
 #![cfg_attr(test, allow(clippy::indexing_slicing))]
 
+pub mod code;
 mod edit;
 mod fingerprint;
 pub mod forward;
