@@ -373,8 +373,6 @@ pub(crate) fn broken_destinations(st: &ValidState) -> BTreeSet<u16> {
 
 #[cfg(test)]
 mod tests {
-    #![expect(clippy::panic, reason = "proptest's assertions")]
-
     use super::*;
     use proptest::prelude::*;
     use weft_verifier::testkit::{self, Rng};

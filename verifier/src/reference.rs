@@ -378,8 +378,6 @@ pub fn follow(st: &FabricState, src: NodeId, port: u8, dlid: Lid, sl: u8) -> Vec
 
 #[cfg(test)]
 mod tests {
-    #![expect(clippy::panic, reason = "proptest's assertions")]
-
     use super::*;
     use crate::testkit::{self, Rng};
     use proptest::prelude::*;
