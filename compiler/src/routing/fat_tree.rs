@@ -50,9 +50,9 @@
 
 use super::graph::{Exit, Graph, Load};
 use super::{Claims, Engine, RouteError, RouteNote, Routes, RoutingEngine, RoutingInput};
-use weft_fabric::LidAssignment;
 use crate::code::Code;
 use rayon::prelude::*;
+use weft_fabric::LidAssignment;
 use weft_fabric::LFT_UNSET;
 
 /// The fat-tree engine.
@@ -264,7 +264,7 @@ impl RoutingEngine for FatTree {
             Ok((rows, notes)) => Ok(Routes {
                 lfts: g.lfts_from_rows(rows),
                 notes,
-                lanes: None,
+                layers: None,
                 engine_used: None,
             }),
             Err(err @ RouteError::CreditLoop { .. }) => last_resort(&g, &t, input, &err),

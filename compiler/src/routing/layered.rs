@@ -24,7 +24,7 @@
 
 use super::acyclic::Acyclic;
 use super::graph::{Channels, Graph, Load};
-use super::{Claims, Lanes, RouteError, Routes, RoutingEngine, RoutingInput};
+use super::{Claims, Layers, RouteError, Routes, RoutingEngine, RoutingInput};
 use weft_fabric::LidAssignment;
 use weft_fabric::LFT_UNSET;
 
@@ -66,7 +66,7 @@ impl RoutingEngine for Layered {
         Ok(Routes {
             lfts: g.lfts_from_rows(best.rows),
             notes: Vec::new(),
-            lanes: Some(Lanes {
+            layers: Some(Layers {
                 layers: best.layers,
                 by_source: g
                     .switches

@@ -50,7 +50,7 @@ pub struct Routes {
     /// Observations (e.g. entries completed through the sFtree subtree).
     pub notes: Vec<RouteNote>,
     /// The layers routes travel on, for engines that use more than VL 0.
-    pub lanes: Option<Lanes>,
+    pub layers: Option<Layers>,
     /// The engine whose method wrote these tables, when it is not the one asked (fat_tree's
     /// last resort on a degraded tree is Up*/Down*). OpenSM records the same thing as
     /// `routing_engine_used`.
@@ -71,7 +71,7 @@ pub struct Claims {
 
 /// Layers of a routing: SL `i` travels on VL `i` on every hop.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Lanes {
+pub struct Layers {
     /// Layers used (at least 1).
     pub layers: u8,
     /// Per source switch, the layer (SL) of its routes toward each LID, indexed by LID; the

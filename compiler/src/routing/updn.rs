@@ -9,8 +9,8 @@
 
 use super::graph::{Graph, Load};
 use super::{Claims, RouteError, Routes, RoutingEngine, RoutingInput};
-use weft_fabric::LidAssignment;
 use std::collections::VecDeque;
+use weft_fabric::LidAssignment;
 
 /// The Up*/Down* engine.
 #[derive(Clone, Copy, Debug, Default)]
