@@ -4,6 +4,7 @@
 
 pub mod ast;
 mod parser;
+pub(crate) mod scan;
 
 pub use parser::parse;
 

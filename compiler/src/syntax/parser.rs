@@ -5,6 +5,7 @@
 //! (keeping byte offsets, so later spans stay right) and parses again, up to a bound.
 
 use super::ast::*;
+use super::scan::{self, Kind};
 use crate::code::Code;
 use crate::diagnostic::{Diagnostic, SourceId};
 use pest::iterators::{Pair, Pairs};
@@ -118,42 +119,43 @@ fn set<T>(v: &mut [T], i: usize, x: T) {
 /// `else if` chain (each one a level of the recursive grammar). Returns the offset and the
 /// token there.
 fn too_deep(text: &str) -> Option<(usize, &'static str)> {
-    let s = scan(text);
-    let b = text.as_bytes();
-    let at = |i: usize| b.get(i).copied().unwrap_or(0);
     // Per bracket depth: links of the current `else if` chain, and whether the last code
     // token at that depth was the `}` closing a branch.
     let mut chain: Vec<usize> = Vec::new();
     let mut closed: Vec<bool> = Vec::new();
     let mut last_else = false;
-    let mut i = 0;
-    while i < b.len() {
-        if !s.code.get(i).copied().unwrap_or(false) || at(i).is_ascii_whitespace() {
-            i += 1;
-            continue;
+    // Brackets open before the token.
+    let mut depth = 0usize;
+    for t in scan::tokens(text) {
+        let word = match t.kind {
+            Kind::Word => true,
+            Kind::Punct => false,
+            Kind::Str { .. } | Kind::LineComment | Kind::BlockComment => continue,
+        };
+        let c = text.as_bytes().get(t.start).copied().unwrap_or(0);
+        // A closing bracket is at the depth it closes to.
+        if matches!(c, b'}' | b')' | b']') {
+            depth = depth.saturating_sub(1);
         }
-        let d = usize::try_from(s.depth.get(i).copied().unwrap_or(0)).unwrap_or(0);
+        let d = depth;
         if chain.len() <= d + 1 {
             chain.resize(d + 2, 0);
             closed.resize(d + 2, false);
         }
-        let c = at(i);
         let bracket = match c {
             b'{' => Some("{"),
             b'(' => Some("("),
             b'[' => Some("["),
             _ => None,
         };
-        if let Some(open) = bracket.filter(|_| d >= MAX_NESTING) {
-            return Some((i, open));
-        }
-        if c.is_ascii_alphanumeric() || c == b'_' {
-            let start = i;
-            while i < b.len() && (at(i).is_ascii_alphanumeric() || at(i) == b'_') {
-                i += 1;
+        if let Some(open) = bracket {
+            if d >= MAX_NESTING {
+                return Some((t.start, open));
             }
-            let word = text.get(start..i).unwrap_or("");
-            match word {
+            depth += 1;
+        }
+        if word {
+            match text.get(t.start..t.end).unwrap_or("") {
                 "else" if closed.get(d) == Some(&true) => last_else = true,
                 "if" if last_else => {
                     let links = chain.get_mut(d).map_or(0, |c| {
@@ -163,7 +165,7 @@ fn too_deep(text: &str) -> Option<(usize, &'static str)> {
                     set(&mut closed, d, false);
                     last_else = false;
                     if d + links > MAX_NESTING {
-                        return Some((start, "if"));
+                        return Some((t.start, "if"));
                     }
                 }
                 _ => {
@@ -174,9 +176,7 @@ fn too_deep(text: &str) -> Option<(usize, &'static str)> {
                     last_else = false;
                 }
             }
-            continue;
-        }
-        if c == b'}' {
+        } else if c == b'}' {
             // Closing to depth d: the next token at d decides whether the chain goes on.
             set(&mut closed, d, true);
             if let Some(inner) = chain.get_mut(d + 1) {
@@ -189,12 +189,11 @@ fn too_deep(text: &str) -> Option<(usize, &'static str)> {
             set(&mut closed, d, false);
             last_else = false;
         }
-        i += 1;
     }
     None
 }
 
-/// Byte-level facts about the text outside strings and comments.
+/// Byte-level facts about the text outside strings and comments, for error regions.
 struct Scan {
     /// Bracket depth (`{`, `(`, `[` combined) before each byte.
     depth: Vec<i32>,
@@ -206,80 +205,46 @@ struct Scan {
     open_string: Option<usize>,
 }
 
+/// [`Scan`] of `text`, from its [`scan::tokens`]: whitespace between tokens is code.
 fn scan(text: &str) -> Scan {
     let b = text.as_bytes();
-    let at = |i: usize| b.get(i).copied().unwrap_or(0);
     let mut depth = Vec::with_capacity(b.len() + 1);
     let mut code = Vec::with_capacity(b.len() + 1);
     let mut stack: Vec<(u8, usize)> = Vec::new();
     let mut open_string = None;
-    let mut i = 0;
-    while i < b.len() {
+    for t in scan::tokens(text) {
         let d = stack.len() as i32;
-        match at(i) {
-            b'/' if b.get(i + 1) == Some(&b'/') => {
-                while i < b.len() && at(i) != b'\n' {
-                    depth.push(d);
-                    code.push(false);
-                    i += 1;
+        depth.resize(t.start, d);
+        code.resize(t.start, true);
+        match t.kind {
+            Kind::Str { .. } | Kind::LineComment | Kind::BlockComment => {
+                if t.kind == (Kind::Str { closed: false }) && open_string.is_none() {
+                    open_string = Some(t.start);
                 }
-                continue;
+                depth.resize(t.end, d);
+                code.resize(t.end, false);
             }
-            b'/' if b.get(i + 1) == Some(&b'*') => {
-                let end = text
-                    .get(i + 2..)
-                    .and_then(|t| t.find("*/"))
-                    .map_or(b.len(), |e| i + 2 + e + 2);
-                while i < end {
-                    depth.push(d);
-                    code.push(false);
-                    i += 1;
-                }
-                continue;
-            }
-            b'"' => {
-                let start = i;
-                depth.push(d);
-                code.push(false);
-                i += 1;
-                while i < b.len() && at(i) != b'"' && at(i) != b'\n' {
-                    if at(i) == b'\\' && i + 1 < b.len() && at(i + 1) != b'\n' {
-                        depth.push(d);
-                        code.push(false);
-                        i += 1;
+            Kind::Word | Kind::Punct => {
+                for i in t.start..t.end {
+                    match b.get(i).copied().unwrap_or(0) {
+                        c @ (b'{' | b'(' | b'[') => {
+                            depth.push(stack.len() as i32);
+                            stack.push((c, i));
+                        }
+                        b'}' | b')' | b']' => {
+                            stack.pop();
+                            depth.push(stack.len() as i32);
+                        }
+                        _ => depth.push(stack.len() as i32),
                     }
-                    depth.push(d);
-                    code.push(false);
-                    i += 1;
+                    code.push(true);
                 }
-                if i < b.len() && at(i) == b'"' {
-                    depth.push(d);
-                    code.push(false);
-                    i += 1;
-                } else if open_string.is_none() {
-                    open_string = Some(start);
-                }
-                continue;
-            }
-            c @ (b'{' | b'(' | b'[') => {
-                depth.push(d);
-                code.push(true);
-                stack.push((c, i));
-            }
-            b'}' | b')' | b']' => {
-                stack.pop();
-                depth.push(stack.len() as i32);
-                code.push(true);
-            }
-            _ => {
-                depth.push(d);
-                code.push(true);
             }
         }
-        i += 1;
     }
-    depth.push(stack.len() as i32);
-    code.push(true);
+    // Trailing whitespace, and one entry past the end.
+    depth.resize(b.len() + 1, stack.len() as i32);
+    code.resize(b.len() + 1, true);
     Scan {
         depth,
         code,
