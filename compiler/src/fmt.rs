@@ -8,6 +8,7 @@
 
 use crate::diagnostic::{Diagnostic, SourceId};
 use crate::syntax::scan::{self, Kind};
+use crate::words::is_keyword;
 
 /// A token of [`scan::tokens`] with its text.
 #[derive(Clone, Debug)]
@@ -31,10 +32,6 @@ fn lex(text: &str) -> Vec<Tok<'_>> {
 
 const BINARY: &[&str] = &[
     "=", "<->", "==", "!=", "<=", ">=", "<", ">", "+", "*", "/", "%", "&&", "||",
-];
-const KEYWORDS: &[&str] = &[
-    "switch", "hca", "router", "if", "for", "in", "else", "link", "use", "let", "model",
-    "template", "fabric", "topology", "faults", "assert", "down", "on",
 ];
 
 /// Formats `text`; errors are the file's syntax errors.
@@ -106,7 +103,7 @@ fn format_tokens(toks: &[Tok<'_>]) -> String {
 
 fn is_value_end(t: &Tok<'_>) -> bool {
     match t.kind {
-        Kind::Word => !KEYWORDS.contains(&t.text) || matches!(t.text, "down"),
+        Kind::Word => !is_keyword(t.text) || matches!(t.text, "down"),
         Kind::Str { .. } => true,
         Kind::Punct => matches!(t.text, ")" | "]" | "}"),
         _ => false,
@@ -137,8 +134,8 @@ fn space_between(p: &Tok<'_>, p_unary: bool, t: &Tok<'_>, stack: &[&str]) -> boo
         "." | "::" | ".." | "..=" | "," | ";" | ")" | "]" => return false,
         "}" => return a != "{",
         ":" => return !in_parens,
-        "(" => return p.kind != Kind::Word || KEYWORDS.contains(&a),
-        "[" => return !is_value_end(p) || (p.kind == Kind::Word && KEYWORDS.contains(&a)),
+        "(" => return p.kind != Kind::Word || is_keyword(a),
+        "[" => return !is_value_end(p) || (p.kind == Kind::Word && is_keyword(a)),
         "-" | "!" if !is_value_end(p) => return true,
         _ => {}
     }

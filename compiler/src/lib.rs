@@ -26,6 +26,7 @@ pub mod routing;
 mod stdlib;
 pub mod syntax;
 mod value;
+pub mod words;
 
 pub use check::Summary;
 pub use elaborate::{Elaborated, Origin, DEFAULT_GUID_BASE};
@@ -47,10 +48,7 @@ pub enum SwitchToSwitch {
     Sftree,
 }
 
-/// Built-in functions.
-pub const BUILTINS: &[&str] = &[
-    "format", "node", "len", "prod", "sum", "min", "max", "pow", "repeat", "import",
-];
+pub use words::BUILTINS;
 
 /// How the compiler reaches files named in the program (`import("…")`).
 pub trait Host {

@@ -6,13 +6,8 @@ pub mod ast;
 mod parser;
 pub(crate) mod scan;
 
+pub use crate::words::RESERVED;
 pub use parser::parse;
-
-/// Words that can never be identifiers.
-pub const RESERVED: &[&str] = &[
-    "use", "let", "model", "template", "fabric", "for", "in", "if", "else", "true", "false",
-    "assert",
-];
 
 /// Whether `s` can be written as a bare identifier.
 pub fn is_plain_ident(s: &str) -> bool {
