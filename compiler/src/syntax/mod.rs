@@ -3,7 +3,9 @@
 //! Architecture invariant: syntax knows nothing of elaboration or the fabric model.
 
 pub mod ast;
+mod lower;
 mod parser;
+mod recover;
 pub(crate) mod scan;
 
 pub use crate::words::RESERVED;
