@@ -37,8 +37,8 @@ use diagnostic::{Diagnostic, SourceId, SourceMap};
 use syntax::ast::{Item, Span};
 use weft_fabric::NodeId;
 
-/// Routing engines `routing { engine = … }` accepts.
-pub const ENGINES: &[&str] = &["fat_tree", "updn", "minhop", "layered"];
+/// Routing engines `routing { engine = … }` accepts: [`routing::Engine::ALL`]'s names.
+pub const ENGINES: &[&str] = &routing::Engine::NAMES;
 
 /// How switch-to-switch paths are routed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

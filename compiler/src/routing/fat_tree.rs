@@ -59,7 +59,8 @@ use weft_fabric::LFT_UNSET;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FatTree;
 
-const NAME: &str = "fat_tree";
+/// The engine's name in `routing { engine = … }`.
+pub(super) const NAME: &str = "fat_tree";
 
 /// Column marker for "climb to some parent that has an entry": resolved per switch once all
 /// columns are known, so that each switch spreads these entries round-robin over its up ports.

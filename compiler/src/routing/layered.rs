@@ -32,7 +32,8 @@ use weft_fabric::LFT_UNSET;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Layered;
 
-const NAME: &str = "layered";
+/// The engine's name in `routing { engine = … }`.
+pub(super) const NAME: &str = "layered";
 
 impl RoutingEngine for Layered {
     fn name(&self) -> &'static str {

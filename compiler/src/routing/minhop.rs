@@ -9,13 +9,16 @@ use super::graph::{Graph, Load};
 use super::{Claims, RouteError, Routes, RoutingEngine, RoutingInput};
 use weft_fabric::LidAssignment;
 
+/// The engine's name in `routing { engine = … }`.
+pub(super) const NAME: &str = "minhop";
+
 /// The min-hop engine.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MinHop;
 
 impl RoutingEngine for MinHop {
     fn name(&self) -> &'static str {
-        "minhop"
+        NAME
     }
 
     fn claims(&self, _: &LidAssignment) -> Claims {

@@ -16,7 +16,8 @@ use weft_fabric::LidAssignment;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct UpDown;
 
-const NAME: &str = "updn";
+/// The engine's name in `routing { engine = … }`.
+pub(super) const NAME: &str = "updn";
 
 fn bfs(g: &Graph, sources: &[usize]) -> Vec<u32> {
     let mut dist = vec![u32::MAX; g.switches.len()];
