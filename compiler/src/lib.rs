@@ -52,8 +52,25 @@ pub use words::BUILTINS;
 
 /// How the compiler reaches files named in the program (`import("…")`).
 pub trait Host {
-    /// The text of `path`, resolved relative to the main file; the error says why not.
-    fn read(&self, path: &str) -> Result<String, String>;
+    /// The text of `path`, resolved relative to the main file; the error says why not (its
+    /// text is the label of the `weft::import_unreadable` error).
+    fn read(&self, path: &str) -> Result<String, HostError>;
+}
+
+/// Why a [`Host`] cannot give the text of a file.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The host has no files at all ([`NoFiles`]).
+    #[error("no files are available here")]
+    NoFiles,
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Unreadable {
+        /// The file as the host resolved it (for messages).
+        path: String,
+        /// What went wrong (I/O, not a regular file, too large, not UTF-8, …).
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 /// A host with no files: every `import` fails.
@@ -61,8 +78,8 @@ pub trait Host {
 pub struct NoFiles;
 
 impl Host for NoFiles {
-    fn read(&self, _path: &str) -> Result<String, String> {
-        Err("no files are available here".into())
+    fn read(&self, _path: &str) -> Result<String, HostError> {
+        Err(HostError::NoFiles)
     }
 }
 

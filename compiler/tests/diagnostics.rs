@@ -5,13 +5,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use weft_compiler::diagnostic::{render, RenderOptions};
-use weft_compiler::Host;
+use weft_compiler::{Host, HostError};
 
 /// A host with one file, `lab.ibnetdiscover`, and nothing else.
 struct OneFile;
 
 impl Host for OneFile {
-    fn read(&self, path: &str) -> Result<String, String> {
+    fn read(&self, path: &str) -> Result<String, HostError> {
         match path {
             "lab.ibnetdiscover" => {
                 Ok("Switch\t8 \"S-1\"\n[1]\t\"H-1\"[1]\n\nCa\t1 \"H-1\"\n[1]\t\"S-1\"[1]\n".into())
@@ -31,7 +31,10 @@ impl Host for OneFile {
                 "[1]\t\"S-1\"[3]\n",
             )
             .into()),
-            _ => Err(format!("{path}: No such file or directory (os error 2)")),
+            _ => Err(HostError::Unreadable {
+                path: path.to_owned(),
+                source: Box::new(std::io::Error::from_raw_os_error(2)),
+            }),
         }
     }
 }

@@ -211,7 +211,7 @@ impl Elab<'_> {
                     Code::ImportUnreadable,
                     format!("cannot read `{path}`"),
                     arg.value.span,
-                    why,
+                    why.to_string(),
                     "paths are relative to the file that imports them",
                 );
                 return;
