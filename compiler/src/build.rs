@@ -111,7 +111,7 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
     let engine = choice.engine.router();
     if let (Some(sp), false) = (e.config.routing.roots_span, choice.engine == Engine::Updn) {
         return Err(vec![Diagnostic::error(
-            Code::Unsupported,
+            Code::NoEffect,
             format!("`roots` has no effect with the `{name}` engine"),
         )
         .label(e.fabric_origin.source, sp, "used only by `engine = updn`")
@@ -127,7 +127,7 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
         choice.engine == Engine::FatTree,
     ) {
         return Err(vec![Diagnostic::error(
-            Code::Unsupported,
+            Code::NoEffect,
             format!("`switch_to_switch = sftree` has no effect with the `{name}` engine"),
         )
         .label(

@@ -237,7 +237,8 @@ pub struct QosClass {
 }
 
 /// What traffic a class is (SA PathRecord queries with any of these service IDs). Matching by
-/// P_Key comes with tenants (partitions); the language refuses it until then.
+/// P_Key is not built (`weft::not_built::pkey_match`); a tenant's `class` gives its
+/// partition's traffic a class instead.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ClassMatch {
     /// Service ID ranges.

@@ -181,7 +181,7 @@ pub fn classes(
         };
         if c.scheme.lanes() > 1 || map.layers > 1 || routed_per_source {
             return Err(Diagnostic::error(
-                Code::Unsupported,
+                Code::NotBuiltTenantClassLanes,
                 format!(
                     "tenant `{}`'s class `{name}` has several lanes or the routes several layers; a tenant's class on one lane and one layer is built, more is not yet",
                     t.name
