@@ -48,7 +48,7 @@
 //!
 //! Parallel cables between two switches share load by destination LID.
 
-use super::graph::{Exit, Graph, Load};
+use super::graph::{Exit, Graph, Load, Table};
 use super::{Claims, Engine, RouteError, RouteNote, Routes, RoutingEngine, RoutingInput};
 use crate::code::Code;
 use rayon::prelude::*;
@@ -517,7 +517,7 @@ fn sftree(
         };
         let mut rows = base.clone();
         let (completed, relayed) = complete(g, t, &mut rows, root, root_lid);
-        let verdict = match g.check_complete_rows(f, NAME, &rows) {
+        let verdict = match g.check_complete(f, NAME, Table::Rows(&rows)) {
             Err(e) => Err(e),
             Ok(()) => match g.first_cycle(&rows) {
                 None => Ok(()),
@@ -564,7 +564,9 @@ fn sftree(
             else {
                 return Err(e);
             };
-            if g.check_complete_rows(f, NAME, &rows).is_err() || g.first_cycle(&rows).is_some() {
+            if g.check_complete(f, NAME, Table::Rows(&rows)).is_err()
+                || g.first_cycle(&rows).is_some()
+            {
                 return Err(e);
             }
             let notes = vec![RouteNote {
@@ -579,7 +581,7 @@ fn sftree(
         Some(e) => Err(e),
         // No leaf with a LID: nothing to complete; whatever is unset is unreachable.
         None => {
-            g.check_complete_rows(f, NAME, &base)?;
+            g.check_complete(f, NAME, Table::Rows(&base))?;
             Ok((base, Vec::new()))
         }
     }

@@ -23,7 +23,7 @@
 //! the credit loop it closes on the first VL.
 
 use super::acyclic::Acyclic;
-use super::graph::{Channels, Graph, Load};
+use super::graph::{Channels, Graph, Load, Table};
 use super::{Claims, Layers, RouteError, Routes, RoutingEngine, RoutingInput};
 use weft_fabric::LidAssignment;
 use weft_fabric::LFT_UNSET;
@@ -179,7 +179,7 @@ fn layering(
             row[lid] = row[rep];
         }
     }
-    g.check_complete(f, NAME, &columns)?;
+    g.check_complete(f, NAME, Table::Columns(&columns))?;
     Ok(Ok(Layering {
         rows: g.rows(&columns),
         layers: layers.len().max(1) as u8,

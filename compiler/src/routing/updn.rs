@@ -7,7 +7,7 @@
 //! shortest legal path, balancing equal choices by port load; a switch that can reach the
 //! destination going only down always does, so packets in their down phase never turn up.
 
-use super::graph::{Graph, Load};
+use super::graph::{Graph, Load, Table};
 use super::{Claims, RouteError, Routes, RoutingEngine, RoutingInput};
 use std::collections::VecDeque;
 use weft_fabric::LidAssignment;
@@ -166,7 +166,7 @@ impl RoutingEngine for UpDown {
                 }
             }
         }
-        g.check_complete(f, NAME, &columns)?;
+        g.check_complete(f, NAME, Table::Columns(&columns))?;
         Ok(Routes {
             lfts: g.lfts(&columns),
             ..Routes::default()
