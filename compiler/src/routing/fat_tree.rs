@@ -6,8 +6,9 @@
 //! and each further level is one cable further from the leaves, down links included); hosts
 //! hang off leaves only; every switch-to-switch cable joins adjacent levels (cables inside a
 //! level are tolerated and used only as sFtree sibling links). Degraded (links or switches
-//! down) and oversubscribed trees are fine. Anything else is refused with the reason, never
-//! routed by another method.
+//! down) and oversubscribed trees are fine. Anything else is refused with the reason. The one
+//! other method is step 6 below, on a fat-tree too degraded for steps 1–5: its tables are
+//! Up*/Down*'s, and the routes record `updn` as the engine used ([`Routes::engine_used`]).
 //!
 //! **Routes**, for each destination LID in leaf order then port order (switch LIDs last):
 //! 1. the *main path*: from the destination's leaf, climb through the least-loaded up port
