@@ -18,7 +18,8 @@ pub const LFTS: &str = "lfts.dump";
 pub const GUID2LID: &str = "guid2lid";
 /// The topology with LIDs, in ibnetdiscover's format (ibsim loads it too).
 pub const TOPOLOGY: &str = "topology.net";
-/// Everything, in weft's state format, with the routing's quality under `quality`.
+/// Everything, in weft's state format, with the routing's quality under `quality` and the
+/// engine asked for and used under `routing`.
 pub const STATE: &str = "state.json";
 /// The proof (`weft verify --certificate` re-checks it).
 pub const CERTIFICATE: &str = "certificate.json";
@@ -167,8 +168,18 @@ pub fn write_tables(
             name: STATE,
             reason: e.to_string(),
         })?;
+        // The engine that wrote the tables is recorded, not only the one asked for (OpenSM
+        // records the engine it used for the same reason: a fallback changes what is
+        // promised).
+        let routing = serde_json::json!({
+            "engine": built.engine.name(),
+            "engine_used": built.engine_used.name(),
+            "why": built.why,
+        })
+        .to_string();
         let mut w = BufWriter::new(f);
-        weft_fabric::state_json::write(st, &mut w, &[("quality", &q)]).map_err(fail)?;
+        weft_fabric::state_json::write(st, &mut w, &[("quality", &q), ("routing", &routing)])
+            .map_err(fail)?;
         w.flush().map_err(fail)
     })?;
     let mut written = Written::default();
