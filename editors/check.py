@@ -9,7 +9,9 @@
 3. TextMate coverage: a small TextMate engine (match rules, begin/end regions, captures,
    includes; leftmost match wins, the region's end wins ties) tokenises every .weft file
    under stdlib/ and examples/ plus editors/sample.weft. An independent reference lexer,
-   written from compiler/src/syntax/weft.pest, says what each token is, and the check asserts
+   written from compiler/src/syntax/weft.pest (its word lists read from editors/words.json,
+   which the compiler's tests keep equal to compiler/src/words.rs), says what each token is,
+   and the check asserts
    the scopes: every reserved word, builtin call, speed word and boolean gets a keyword /
    storage / support / constant scope; every contextual keyword gets a keyword scope where the
    grammar reads it as one and *no* keyword scope where it is a plain name (`switch: sb7800`,
@@ -38,14 +40,19 @@ VSCODE = os.path.join(EDITORS, "vscode")
 VIM = os.path.join(EDITORS, "vim")
 GRAMMAR = os.path.join(VSCODE, "syntaxes", "weft.tmLanguage.json")
 
-RESERVED = {"use", "let", "model", "template", "fabric", "for", "in", "if", "else", "true",
-            "false", "assert"}
-NODE_KINDS = {"switch", "hca", "router"}
-CONTEXTUAL = NODE_KINDS | {"link", "topology", "faults", "down", "on"}
-SPEEDS = {"SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR"}
-BUILTINS = {"format", "node", "len", "prod", "sum", "min", "max", "pow", "repeat", "import"}
+# The word lists are the compiler's (compiler/src/words.rs), written to editors/words.json
+# and checked there by `cargo test -p weft-compiler words`.
+with open(os.path.join(EDITORS, "words.json"), encoding="utf-8") as _f:
+    WORDS = json.load(_f)
+RESERVED = set(WORDS["reserved"])
+NODE_KINDS = set(WORDS["node_kinds"])
+CONTEXTUAL = NODE_KINDS | set(WORDS["contextual"])
+SPEEDS = set(WORDS["speeds"])
+BUILTINS = set(WORDS["builtins"])
+TYPES = set(WORDS["types"])
+# Section names the editors highlight: the top-level sections plus the nested ones (`class`,
+# `vms`, `vm`); not a compiler list (the elaborator knows each section where it reads it).
 SECTIONS = {"vls", "routing", "qos", "tenant", "class", "vms", "vm"}
-TYPES = {"int", "str", "bool", "list", "range", "model", "node", "width", "word"}
 
 # ---------------------------------------------------------------------------------------
 # Bookkeeping

@@ -189,3 +189,30 @@ fn dftree_lanes_multiply_layered_layers() {
     assert!(r.is_proven(), "{:?}", r.verdict);
     assert_eq!(r.stats.vls, 4);
 }
+
+/// `opensm.conf` says the tables the state holds: the lane map's tables are the state's
+/// (one SL→VL map and one arbitration on every port), and the file written from them reads
+/// back as them — on the QoS classes example and on a layered 5×5 torus (two layers), whose
+/// only class is the implicit one spread over the routing layers.
+#[test]
+fn opensm_conf_states_the_states_tables() {
+    use weft_fabric::opensm::{parse_qos_conf, QosConf};
+    for (name, src) in [
+        ("qos-648.weft", EXAMPLE),
+        (
+            "torus-5x5.weft",
+            &include_str!("../examples/torus-4x4.weft")
+                .replace("dims: [4, 4]", "dims: [5, 5]")
+                .replace("engine = updn", "engine = layered"),
+        ),
+    ] {
+        let c = check(name, src, &NoFiles);
+        assert!(!c.has_errors(), "{name}: {:?}", c.diagnostics);
+        let b = build::build(&c.elaborated.unwrap()).unwrap();
+        assert!(!b.lanes.trivial(), "{name}: no QoS tables to compare");
+        let want = qos::qos_conf(&b.lanes);
+        assert_eq!(QosConf::of_state(&b.state), Ok(want.clone()), "{name}");
+        let conf = qos::opensm_conf(&b.lanes, name);
+        assert_eq!(parse_qos_conf(&conf), Ok(want), "{name}: {conf}");
+    }
+}

@@ -526,7 +526,7 @@ fn huge_columns_and_repeated_errors_stay_readable() {
 }
 
 /// A class for a tenant with VMs is parsed but not built yet: `weft check` refuses it (exit 1,
-/// `weft::unsupported`) instead of printing "verified" over a setting it ignored.
+/// `weft::not_built::vm_class`) instead of printing "verified" over a setting it ignored.
 #[test]
 fn check_refuses_what_is_not_built_yet() {
     let dir = std::env::temp_dir().join(format!("weft-cli-unsupported-{}", std::process::id()));
@@ -540,7 +540,7 @@ fn check_refuses_what_is_not_built_yet() {
     let out = weft(&["check", f.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
-    assert_eq!(err.matches("weft::unsupported").count(), 1, "{err}");
+    assert_eq!(err.matches("weft::not_built::vm_class").count(), 1, "{err}");
     assert!(err.contains("has VMs and a class"), "{err}");
     assert!(
         !text(&out.stdout).contains("verified"),

@@ -24,7 +24,7 @@ pub struct Built {
     /// The QoS classes on SLs and VLs.
     pub lanes: crate::qos::LaneMap,
     /// The routing's layer per source switch and LID, when it has layers.
-    pub layers: Option<routing::Lanes>,
+    pub layers: Option<routing::Layers>,
 }
 
 impl Built {
@@ -111,7 +111,7 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
     let engine = choice.engine.router();
     if let (Some(sp), false) = (e.config.routing.roots_span, choice.engine == Engine::Updn) {
         return Err(vec![Diagnostic::error(
-            Code::Unsupported,
+            Code::NoEffect,
             format!("`roots` has no effect with the `{name}` engine"),
         )
         .label(e.fabric_origin.source, sp, "used only by `engine = updn`")
@@ -127,7 +127,7 @@ pub fn build(e: &Elaborated) -> Result<Built, Vec<Diagnostic>> {
         choice.engine == Engine::FatTree,
     ) {
         return Err(vec![Diagnostic::error(
-            Code::Unsupported,
+            Code::NoEffect,
             format!("`switch_to_switch = sftree` has no effect with the `{name}` engine"),
         )
         .label(
@@ -229,7 +229,7 @@ pub fn relayer(
             .filter(|n| !matches!(n.code, Code::Layers | Code::QosLanes | Code::Partitions))
             .cloned()
             .collect(),
-        lanes: Some(routing::Lanes { layers, by_source }),
+        layers: Some(routing::Layers { layers, by_source }),
         engine_used: (built.engine_used != built.engine).then_some(built.engine_used),
     };
     let choice = EngineChoice {
@@ -266,7 +266,7 @@ fn assemble(
         })
         .collect();
     let mut notes = routes.notes;
-    let layers = routes.lanes.as_ref().map_or(1, |l| l.layers);
+    let layers = routes.layers.as_ref().map_or(1, |l| l.layers);
     let map = crate::qos::allocate(
         &e.config.qos,
         layers,
@@ -275,7 +275,7 @@ fn assemble(
         budget_at,
     )
     .map_err(|d| vec![d])?;
-    crate::qos::apply(&mut state, &map, routes.lanes.as_ref());
+    crate::qos::apply(&mut state, &map, routes.layers.as_ref());
     crate::partitions::apply(
         &mut state,
         &e.config.tenants,
@@ -285,7 +285,7 @@ fn assemble(
     .map_err(|d| vec![d])?;
     crate::partitions::classes(&mut state, &e.config.tenants, &map, e.fabric_origin.source)
         .map_err(|d| vec![d])?;
-    if let Some(lanes) = &routes.lanes {
+    if let Some(routed) = &routes.layers {
         let of = if e.config.vls_budget.is_some() {
             format!("the {vl_budget} VL(s) budgeted")
         } else {
@@ -294,7 +294,7 @@ fn assemble(
         let how = if map.declared {
             format!(
                 "each class's lane i, layer j on its SL first + i × {} + j",
-                lanes.layers
+                routed.layers
             )
         } else {
             "SL i on VL i on every hop".to_owned()
@@ -303,7 +303,7 @@ fn assemble(
             code: Code::Layers,
             message: format!(
                 "routes use {} layer(s) of {of}: {how}, path SLs per source",
-                lanes.layers
+                routed.layers
             ),
         });
     }
@@ -344,7 +344,7 @@ fn assemble(
         why: choice.why,
         notes,
         lanes: map,
-        layers: routes.lanes,
+        layers: routes.layers,
     })
 }
 
@@ -370,8 +370,8 @@ fn describe(map: &crate::qos::LaneMap) -> String {
             format!(
                 "`{}` on SL {} → VL {}{lanes}",
                 c.name,
-                span(c.sl),
-                span(c.vl)
+                span(c.sl.0),
+                span(c.vl.0)
             )
         })
         .collect();

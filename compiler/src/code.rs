@@ -93,10 +93,17 @@ codes! {
     ModelKindMismatch = "weft::model_kind_mismatch": "A node declared with a model of another kind (an hca with a switch model).",
     ModelWithoutPorts = "weft::model_without_ports": "A model without a port count.",
     NamedArgument = "weft::named_argument": "A named argument to a built-in function that takes none.",
+    NoEffect = "weft::no_effect": "A routing setting that does nothing with the engine chosen (`roots` without `engine = updn`, `switch_to_switch` without `engine = fat_tree`).",
     NoFabric = "weft::no_fabric": "A program without a `fabric` item.",
     NoTopology = "weft::no_topology": "A fabric without a topology.",
     NodeWithoutModel = "weft::node_without_model": "A node declared without a model.",
     NotATemplate = "weft::not_a_template": "A call statement of something that is not a template.",
+    NotBuiltPkeyMatch = "weft::not_built::pkey_match": "Not built yet: a QoS class matched by P_Key (`match { pkey = … }`); classes match by `service_id`, and a tenant's `class` carries its partition's traffic.",
+    NotBuiltSeed = "weft::not_built::seed": "Not built yet: `routing { seed = … }`; no engine in this version makes a random choice.",
+    NotBuiltSwitchToSwitchNone = "weft::not_built::switch_to_switch_none": "Not built yet: `switch_to_switch = none`; every engine routes the paths between switches.",
+    NotBuiltTenantClassLanes = "weft::not_built::tenant_class_lanes": "Not built yet: a tenant's class of several SLs (several lanes, or routes on several layers); a tenant's class on one lane and one layer is built.",
+    NotBuiltVmClass = "weft::not_built::vm_class": "Not built yet: a class for a tenant with VMs.",
+    NotBuiltVmLmc = "weft::not_built::vm_lmc": "Not built yet: VMs on a fabric with `lmc` above 0 (a VF owns one LID).",
     NotCallable = "weft::not_callable": "A call of a name that is no function or template.",
     OutOfRange = "weft::out_of_range": "A number outside the range its attribute allows.",
     Overflow = "weft::overflow": "Integer arithmetic that overflows.",
@@ -131,7 +138,6 @@ codes! {
     UnknownType = "weft::unknown_type": "A type name (of a template parameter) weft does not know.",
     UnknownWord = "weft::unknown_word": "A word (an engine, a setting) that is not one of those allowed.",
     Unroutable = "weft::unroutable": "Routing that cannot reach every destination or would close a credit loop.",
-    Unsupported = "weft::unsupported": "Accepted by the language but not built yet (`tenant`, `seed`, …).",
     UnwritableName = "weft::unwritable_name": "A node name the output formats cannot carry.",
     UselessCall = "weft::useless_call": "A call statement whose result is thrown away.",
     ValueTooLarge = "weft::value_too_large": "A string or list larger than a program may build.",
@@ -143,7 +149,12 @@ impl Code {
     pub const fn status(self) -> Status {
         match self {
             Code::Internal => Status::Internal,
-            Code::Unsupported => Status::NotBuilt,
+            Code::NotBuiltPkeyMatch
+            | Code::NotBuiltSeed
+            | Code::NotBuiltSwitchToSwitchNone
+            | Code::NotBuiltTenantClassLanes
+            | Code::NotBuiltVmClass
+            | Code::NotBuiltVmLmc => Status::NotBuilt,
             _ => Status::Stable,
         }
     }

@@ -7,16 +7,10 @@
 //! idempotent.
 
 use crate::diagnostic::{Diagnostic, SourceId};
+use crate::syntax::scan::{self, Kind};
+use crate::words::is_keyword;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Word,
-    Str,
-    LineComment,
-    BlockComment,
-    Punct,
-}
-
+/// A token of [`scan::tokens`] with its text.
 #[derive(Clone, Debug)]
 struct Tok<'a> {
     kind: Kind,
@@ -25,77 +19,19 @@ struct Tok<'a> {
     newlines: usize,
 }
 
-const PUNCT3: &[&str] = &["<->", "..="];
-const PUNCT2: &[&str] = &["..", "::", "==", "!=", "<=", ">=", "&&", "||"];
-
+/// The tokens of `text` (the lexer the parser's recovery uses too).
 fn lex(text: &str) -> Vec<Tok<'_>> {
-    let b = text.as_bytes();
-    // Byte at `i` (0 past the end) and the text from `i` ("" off a character boundary).
-    let at = |i: usize| b.get(i).copied().unwrap_or(0);
-    let from = |i: usize| text.get(i..).unwrap_or("");
-    let mut toks = Vec::new();
-    let mut i = 0;
-    let mut newlines = 0;
-    while i < b.len() {
-        let c = at(i);
-        if c == b'\n' {
-            newlines += 1;
-            i += 1;
-            continue;
-        }
-        if c.is_ascii_whitespace() {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        let kind = if from(i).starts_with("//") {
-            i = from(i).find('\n').map_or(b.len(), |e| i + e);
-            Kind::LineComment
-        } else if from(i).starts_with("/*") {
-            i = from(i + 2).find("*/").map_or(b.len(), |e| i + 2 + e + 2);
-            Kind::BlockComment
-        } else if c == b'"' {
-            i += 1;
-            while i < b.len() && at(i) != b'"' && at(i) != b'\n' {
-                i += if at(i) == b'\\' { 2 } else { 1 };
-            }
-            i = (i + 1).min(b.len());
-            Kind::Str
-        } else if c.is_ascii_alphanumeric() || c == b'_' {
-            while i < b.len() && (at(i).is_ascii_alphanumeric() || at(i) == b'_') {
-                i += 1;
-            }
-            Kind::Word
-        } else {
-            let rest = from(i);
-            let len = PUNCT3
-                .iter()
-                .chain(PUNCT2)
-                .find(|p| rest.starts_with(**p))
-                .map_or_else(
-                    || rest.chars().next().map_or(1, char::len_utf8),
-                    |p| p.len(),
-                );
-            i += len;
-            Kind::Punct
-        };
-        let i_end = i.min(b.len());
-        toks.push(Tok {
-            kind,
-            text: text.get(start..i_end).unwrap_or(""),
-            newlines,
-        });
-        newlines = 0;
-    }
-    toks
+    scan::tokens(text)
+        .map(|t| Tok {
+            kind: t.kind,
+            text: text.get(t.start..t.end).unwrap_or(""),
+            newlines: t.newlines,
+        })
+        .collect()
 }
 
 const BINARY: &[&str] = &[
     "=", "<->", "==", "!=", "<=", ">=", "<", ">", "+", "*", "/", "%", "&&", "||",
-];
-const KEYWORDS: &[&str] = &[
-    "switch", "hca", "router", "if", "for", "in", "else", "link", "use", "let", "model",
-    "template", "fabric", "topology", "faults", "assert", "down", "on",
 ];
 
 /// Formats `text`; errors are the file's syntax errors.
@@ -167,8 +103,8 @@ fn format_tokens(toks: &[Tok<'_>]) -> String {
 
 fn is_value_end(t: &Tok<'_>) -> bool {
     match t.kind {
-        Kind::Word => !KEYWORDS.contains(&t.text) || matches!(t.text, "down"),
-        Kind::Str => true,
+        Kind::Word => !is_keyword(t.text) || matches!(t.text, "down"),
+        Kind::Str { .. } => true,
         Kind::Punct => matches!(t.text, ")" | "]" | "}"),
         _ => false,
     }
@@ -198,8 +134,8 @@ fn space_between(p: &Tok<'_>, p_unary: bool, t: &Tok<'_>, stack: &[&str]) -> boo
         "." | "::" | ".." | "..=" | "," | ";" | ")" | "]" => return false,
         "}" => return a != "{",
         ":" => return !in_parens,
-        "(" => return p.kind != Kind::Word || KEYWORDS.contains(&a),
-        "[" => return !is_value_end(p) || (p.kind == Kind::Word && KEYWORDS.contains(&a)),
+        "(" => return p.kind != Kind::Word || is_keyword(a),
+        "[" => return !is_value_end(p) || (p.kind == Kind::Word && is_keyword(a)),
         "-" | "!" if !is_value_end(p) => return true,
         _ => {}
     }

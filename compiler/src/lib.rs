@@ -26,6 +26,7 @@ pub mod routing;
 mod stdlib;
 pub mod syntax;
 mod value;
+pub mod words;
 
 pub use check::Summary;
 pub use elaborate::{Elaborated, Origin, DEFAULT_GUID_BASE};
@@ -36,8 +37,8 @@ use diagnostic::{Diagnostic, SourceId, SourceMap};
 use syntax::ast::{Item, Span};
 use weft_fabric::NodeId;
 
-/// Routing engines `routing { engine = … }` accepts.
-pub const ENGINES: &[&str] = &["fat_tree", "updn", "minhop", "layered"];
+/// Routing engines `routing { engine = … }` accepts: [`routing::Engine::ALL`]'s names.
+pub const ENGINES: &[&str] = &routing::Engine::NAMES;
 
 /// How switch-to-switch paths are routed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,15 +48,29 @@ pub enum SwitchToSwitch {
     Sftree,
 }
 
-/// Built-in functions.
-pub const BUILTINS: &[&str] = &[
-    "format", "node", "len", "prod", "sum", "min", "max", "pow", "repeat", "import",
-];
+pub use words::BUILTINS;
 
 /// How the compiler reaches files named in the program (`import("…")`).
 pub trait Host {
-    /// The text of `path`, resolved relative to the main file; the error says why not.
-    fn read(&self, path: &str) -> Result<String, String>;
+    /// The text of `path`, resolved relative to the main file; the error says why not (its
+    /// text is the label of the `weft::import_unreadable` error).
+    fn read(&self, path: &str) -> Result<String, HostError>;
+}
+
+/// Why a [`Host`] cannot give the text of a file.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The host has no files at all ([`NoFiles`]).
+    #[error("no files are available here")]
+    NoFiles,
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Unreadable {
+        /// The file as the host resolved it (for messages).
+        path: String,
+        /// What went wrong (I/O, not a regular file, too large, not UTF-8, …).
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 /// A host with no files: every `import` fails.
@@ -63,8 +78,8 @@ pub trait Host {
 pub struct NoFiles;
 
 impl Host for NoFiles {
-    fn read(&self, _path: &str) -> Result<String, String> {
-        Err("no files are available here".into())
+    fn read(&self, _path: &str) -> Result<String, HostError> {
+        Err(HostError::NoFiles)
     }
 }
 
@@ -222,7 +237,8 @@ pub struct QosClass {
 }
 
 /// What traffic a class is (SA PathRecord queries with any of these service IDs). Matching by
-/// P_Key comes with tenants (partitions); the language refuses it until then.
+/// P_Key is not built (`weft::not_built::pkey_match`); a tenant's `class` gives its
+/// partition's traffic a class instead.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ClassMatch {
     /// Service ID ranges.

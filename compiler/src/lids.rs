@@ -179,7 +179,7 @@ pub fn assign_vfs(e: &Elaborated, lids: &mut LidAssignment) -> Result<(), Vec<Di
     let source = e.fabric_origin.source;
     if let (true, Some(pool)) = (lids.lmc > 0, tenants.iter().flat_map(|t| &t.pools).next()) {
         return Err(vec![Diagnostic::error(
-            Code::Unsupported,
+            Code::NotBuiltVmLmc,
             format!(
                 "VMs with `lmc = {}` are not built yet: a VF owns one LID",
                 lids.lmc

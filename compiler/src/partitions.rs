@@ -181,7 +181,7 @@ pub fn classes(
         };
         if c.scheme.lanes() > 1 || map.layers > 1 || routed_per_source {
             return Err(Diagnostic::error(
-                Code::Unsupported,
+                Code::NotBuiltTenantClassLanes,
                 format!(
                     "tenant `{}`'s class `{name}` has several lanes or the routes several layers; a tenant's class on one lane and one layer is built, more is not yet",
                     t.name
@@ -190,8 +190,13 @@ pub fn classes(
             .label(source, *span, "a class of several SLs")
             .help("give the tenant a class with one lane (no `lanes = vftree(…)` or `dftree`)"));
         }
-        let sl = c.sl_of(0, 0, map.layers);
-        let vl = map.sl2vl.get(usize::from(sl)).copied().unwrap_or(15);
+        let sl = c.sl_of(0, 0, map.layers).0;
+        let vl = map
+            .sl2vl
+            .get(usize::from(sl))
+            .copied()
+            .unwrap_or(crate::qos::LaneMap::DROP)
+            .0;
         // The tenant's hosts' LIDs, as ranges.
         let mut lids: Vec<u16> = Vec::new();
         let span_of = state.lids.span(false);

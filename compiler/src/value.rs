@@ -3,7 +3,6 @@
 use crate::syntax::ast::{Span, Template};
 use std::fmt::Write as _;
 use std::rc::Rc;
-use weft_fabric::edit_distance;
 use weft_fabric::{NodeId, NodeKind, NodeSpec};
 
 /// A hardware model after its attributes were evaluated.
@@ -234,20 +233,13 @@ pub(crate) fn suggest<'a>(
     }
 }
 
-/// The closest of `candidates` to `name`, if close enough to suggest.
+/// The closest of `candidates` to `name`, if close enough to suggest
+/// ([`weft_fabric::closest`]: the one rule for every "did you mean").
 pub(crate) fn did_you_mean<'a>(
     name: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
-    let mut best: Option<(usize, &str)> = None;
-    for c in candidates {
-        let d = edit_distance(name, c);
-        let limit = (name.len().max(c.len()) / 3).max(1);
-        if d <= limit && best.is_none_or(|(bd, bc)| d < bd || (d == bd && c < bc)) {
-            best = Some((d, c));
-        }
-    }
-    best.map(|(_, c)| c)
+    weft_fabric::closest(name, candidates)
 }
 
 #[cfg(test)]

@@ -5,13 +5,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use weft_compiler::diagnostic::{render, RenderOptions};
-use weft_compiler::Host;
+use weft_compiler::{Host, HostError};
 
 /// A host with one file, `lab.ibnetdiscover`, and nothing else.
 struct OneFile;
 
 impl Host for OneFile {
-    fn read(&self, path: &str) -> Result<String, String> {
+    fn read(&self, path: &str) -> Result<String, HostError> {
         match path {
             "lab.ibnetdiscover" => {
                 Ok("Switch\t8 \"S-1\"\n[1]\t\"H-1\"[1]\n\nCa\t1 \"H-1\"\n[1]\t\"S-1\"[1]\n".into())
@@ -31,7 +31,10 @@ impl Host for OneFile {
                 "[1]\t\"S-1\"[3]\n",
             )
             .into()),
-            _ => Err(format!("{path}: No such file or directory (os error 2)")),
+            _ => Err(HostError::Unreadable {
+                path: path.to_owned(),
+                source: Box::new(std::io::Error::from_raw_os_error(2)),
+            }),
         }
     }
 }
@@ -203,7 +206,8 @@ case!(
 case!(import_then_bad_fault, "fabric f {\n    topology = import(\"lab.ibnetdiscover\")\n    faults { switch \"H-1\" down }\n}\n");
 case!(link_one_end, small("        link leaf[1].p[1]"));
 
-// Accepted by the grammar, not built yet: `weft::unsupported` at the span, never ignored.
+// Accepted by the grammar, not built yet: a `weft::not_built::…` error at the span, never
+// ignored.
 const TREE: &str = "    topology = fat_tree(levels: 2, switch: sb7800, hca: connectx5)\n";
 // QoS classes the language refuses as written.
 case!(
@@ -429,6 +433,11 @@ build_case!(
 case!(
     qos_two_classes_without_match,
     format!("{PRELUDE}fabric f {{\n{TREE}    qos {{\n        class compute {{ weight = 8 }}\n        class storage {{ lanes = dftree }}\n    }}\n}}\n")
+);
+// VMs with LMC above 0: a VF owns one LID (not built).
+build_case!(
+    vms_with_lmc,
+    format!("{PRELUDE}fabric f {{\n{TREE}    routing {{ lmc = 1 }}\n    tenant t {{ pkey = 0x8001, vms on cn001 {{ vfs_per_host = 2 }} }}\n}}\n")
 );
 build_case!(
     qos_lanes_note,

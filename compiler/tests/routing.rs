@@ -223,7 +223,7 @@ fn roots_with_a_tree_engine_are_refused() {
         let errs = build(&e)
             .err()
             .unwrap_or_else(|| panic!("{engine} with roots built"));
-        assert_eq!(errs[0].code, "weft::unsupported");
+        assert_eq!(errs[0].code, "weft::no_effect");
         assert_eq!(
             errs[0].message,
             format!("`roots` has no effect with the `{engine}` engine")

@@ -244,7 +244,7 @@ fn same_input_same_fabric() {
 fn design_sketch_compiles() {
     // The design's language sketch (design-sketch.weft), verbatim plus a faults block: every
     // construct parses and the fabric elaborates; what is not built yet (a class for a
-    // tenant with VMs) is a `weft::unsupported` error at its span, never silently ignored.
+    // tenant with VMs) is a `weft::not_built::vm_class` error at its span, never silently ignored.
     // Its classes have no
     // `match`: `compute` takes its tenants' traffic, `management` the unmatched traffic, and
     // `storage` would carry none (refused).
@@ -253,7 +253,7 @@ fn design_sketch_compiles() {
     let codes: Vec<&str> = c.diagnostics.iter().map(|d| d.code.as_str()).collect();
     assert_eq!(
         codes,
-        ["weft::unsupported", "weft::bad_arguments"],
+        ["weft::not_built::vm_class", "weft::bad_arguments"],
         "{:?}",
         c.diagnostics
     );

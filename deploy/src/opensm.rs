@@ -13,8 +13,8 @@
 //! `opensm.conf`, and then the caller signals OpenSM.
 
 use crate::files;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use weft_fabric::opensm::{conf_values, merge_conf};
 
 /// Why the hand-off cannot be made.
 #[derive(Debug, thiserror::Error)]
@@ -51,55 +51,6 @@ pub enum OpensmError {
         /// The key to set.
         key: &'static str,
     },
-}
-
-/// The `key value` lines of an OpenSM configuration (the last one wins, and a value is its
-/// first word, as in OpenSM).
-pub fn conf_values(text: &str) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        // OpenSM takes the first word after the key (`strtok_r` on blanks); the rest of the
-        // line is ignored.
-        let mut words = line.split_ascii_whitespace();
-        if let (Some(k), Some(v)) = (words.next(), words.next()) {
-            out.insert(k.to_owned(), v.to_owned());
-        }
-    }
-    out
-}
-
-/// `conf` with every `key` of `lines` set to its value there: an existing line replaced in
-/// place, a missing key appended (with a comment saying weft set it).
-pub fn merge_conf(conf: &str, lines: &BTreeMap<String, String>) -> String {
-    let mut done = std::collections::BTreeSet::new();
-    let mut out = String::new();
-    for line in conf.lines() {
-        let key = line.split_whitespace().next().unwrap_or("");
-        let replaced = (!line.trim_start().starts_with('#'))
-            .then(|| lines.get(key))
-            .flatten()
-            .map(|v| {
-                done.insert(key.to_owned());
-                format!("{key} {v}")
-            });
-        match replaced {
-            Some(l) => out += &l,
-            None => out += line,
-        }
-        out.push('\n');
-    }
-    let missing: Vec<_> = lines.iter().filter(|(k, _)| !done.contains(*k)).collect();
-    if !missing.is_empty() {
-        out += "# set by weft apply --target opensm\n";
-        for (k, v) in missing {
-            out += &format!("{k} {v}\n");
-        }
-    }
-    out
 }
 
 /// Writes `text` to `path` whole ([`files::replace`]: a temporary file created exclusively
@@ -213,18 +164,6 @@ pub fn hand_off(build: &Path, conf: &Path) -> Result<Vec<PathBuf>, OpensmError> 
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-
-    #[test]
-    fn qos_lines_replace_in_place_and_append_the_rest() {
-        let conf =
-            "# site settings\nrouting_engine file\nqos FALSE\n# qos_max_vls 2\nlog_flags 0x03\n";
-        let lines = conf_values("qos TRUE\nqos_max_vls 8\nqos_sl2vl 0,1,2\n");
-        assert_eq!(
-            merge_conf(conf, &lines),
-            "# site settings\nrouting_engine file\nqos TRUE\n# qos_max_vls 2\nlog_flags 0x03\n\
-             # set by weft apply --target opensm\nqos_max_vls 8\nqos_sl2vl 0,1,2\n"
-        );
-    }
 
     #[test]
     fn another_engine_is_refused_before_anything_is_written() {

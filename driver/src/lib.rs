@@ -87,10 +87,14 @@ impl FileHost {
 }
 
 impl weft_compiler::Host for FileHost {
-    fn read(&self, path: &str) -> Result<String, String> {
+    fn read(&self, path: &str) -> Result<String, weft_compiler::HostError> {
         let p = self.dir.join(path);
-        input::read_regular(&p, input::MAX_SOURCE_BYTES)
-            .map_err(|e| format!("{}: {e}", p.display()))
+        input::read_regular(&p, input::MAX_SOURCE_BYTES).map_err(|e| {
+            weft_compiler::HostError::Unreadable {
+                path: p.display().to_string(),
+                source: Box::new(e),
+            }
+        })
     }
 }
 

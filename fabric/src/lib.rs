@@ -22,7 +22,6 @@
 #![cfg_attr(test, allow(clippy::indexing_slicing))]
 
 pub mod code;
-mod edit;
 mod fingerprint;
 pub mod forward;
 pub mod graph;
@@ -33,9 +32,9 @@ pub mod opensm;
 pub mod plan;
 pub mod rng;
 pub mod state;
+mod suggest;
 pub mod wire;
 
-pub use edit::edit_distance;
 pub use fingerprint::{Fingerprint, FingerprintMismatch};
 pub use ids::{Guid, Lid, LinkId, NodeId, PortNum, Sl, Vl};
 pub use model::{
@@ -47,4 +46,5 @@ pub use state::{
     Partition, PathSl, PortState, Sl2VlRow, SlSet, SourceSls, StateError, StateErrors, SwitchSls,
     SwitchState, TrafficClass, ValidState, VirtualPort, VlArb, VlWeight, LFT_UNSET,
 };
+pub use suggest::{closest, edit_distance};
 pub use wire::{Folded, WireDiff, WireEnd, WireNode, WireView};

@@ -264,16 +264,10 @@ impl<'a> Elab<'a> {
         self.emit(d);
     }
 
-    /// Something the language accepts but this version does not build: an error at its
-    /// span, never silently ignored.
-    fn unsupported(&mut self, span: Span, msg: &str, help: &str) {
-        self.err_help(
-            Code::Unsupported,
-            msg,
-            span,
-            "not implemented in this version",
-            help,
-        );
+    /// Something the language accepts but this version does not build (`code`, one of the
+    /// `weft::not_built::…` codes): an error at its span, never silently ignored.
+    fn not_built(&mut self, code: Code, span: Span, msg: &str, help: &str) {
+        self.err_help(code, msg, span, "not implemented in this version", help);
     }
 
     fn type_err(&mut self, what: &str, v: &Value, span: Span) {

@@ -139,7 +139,7 @@ impl Elab<'_> {
                 )
                 .label(self.main, second.1, "would carry no traffic")
                 .label(self.main, first.1, "takes the unmatched traffic")
-                .help("say which traffic it is: `match { pkey = …, service_id = … }`, or name it in a tenant's `class`"),
+                .help("say which traffic it is: `match { service_id = … }`, or name it in a tenant's `class`"),
             );
         }
     }
@@ -211,7 +211,7 @@ impl Elab<'_> {
                     Code::ImportUnreadable,
                     format!("cannot read `{path}`"),
                     arg.value.span,
-                    why,
+                    why.to_string(),
                     "paths are relative to the file that imports them",
                 );
                 return;
@@ -358,7 +358,8 @@ impl Elab<'_> {
                                 "switch-to-switch scheme",
                             ) {
                                 if w == "none" {
-                                    self.unsupported(
+                                    self.not_built(
+                                        Code::NotBuiltSwitchToSwitchNone,
                                         a.value.span,
                                         "`switch_to_switch = none` is not implemented yet",
                                         "every engine routes switch-to-switch paths (fat_tree \
@@ -396,7 +397,8 @@ impl Elab<'_> {
                                 config.routing.roots_span = Some(a.value.span);
                             }
                         }
-                        "seed" => self.unsupported(
+                        "seed" => self.not_built(
+                            Code::NotBuiltSeed,
                             a.value.span,
                             "`seed` is not implemented yet",
                             "no routing engine in this version makes a random choice; remove \
@@ -659,7 +661,8 @@ impl Elab<'_> {
         }
     }
 
-    /// `match { pkey = …, service_id = … }`; `false` on an error.
+    /// `match { service_id = … }` (a `pkey = …` is read and refused: not built); `false` on
+    /// an error.
     fn class_match(&mut self, m: &Section, out: &mut crate::ClassMatch) -> bool {
         if !self.takes_only(m, false) {
             return false;
@@ -686,13 +689,13 @@ impl Elab<'_> {
             for it in items {
                 match (a.name.name.as_str(), it) {
                     ("pkey", Value::Int(k)) if (1..=0xffff).contains(&k) && k & 0x7fff != 0 => {
-                        // OpenSM refuses a QoS policy naming a partition it was not given,
-                        // and partitions come with tenants.
-                        self.unsupported(
+                        // OpenSM refuses a QoS policy naming a partition it was not given.
+                        self.not_built(
+                            Code::NotBuiltPkeyMatch,
                             a.value.span,
                             "matching a class by P_Key is not implemented yet",
-                            "a P_Key match needs its partition defined, which comes with \
-                             tenants in a later version; match by `service_id` for now",
+                            "to give a partition's traffic a class, give its tenant the class \
+                             (`tenant t { pkey = …, class = … }`); match by `service_id` here",
                         );
                         ok = false;
                         break;
@@ -742,8 +745,8 @@ impl Elab<'_> {
                 "an empty `match`",
                 m.kind.span,
                 "matches nothing",
-                "give `pkey = …` or `service_id = …`, or remove `match` (the class then takes \
-                 the traffic no other class matches)",
+                "give `service_id = …`, or remove `match` (the class then takes the traffic no \
+                 other class matches)",
             );
             ok = false;
         }

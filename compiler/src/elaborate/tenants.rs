@@ -488,7 +488,8 @@ impl Elab<'_> {
         config: &FabricConfig,
     ) {
         if let (Some((_, span)), false) = (class, pools.is_empty()) {
-            self.unsupported(
+            self.not_built(
+                Code::NotBuiltVmClass,
                 *span,
                 &format!("tenant `{tenant}` has VMs and a class; a class for VM traffic is not built yet"),
                 "a VM's traffic leaves on its hypervisor's cable with the SLs that port uses; remove `class`, or keep the classed hosts in a tenant without VMs",

@@ -6,8 +6,9 @@
 //! and each further level is one cable further from the leaves, down links included); hosts
 //! hang off leaves only; every switch-to-switch cable joins adjacent levels (cables inside a
 //! level are tolerated and used only as sFtree sibling links). Degraded (links or switches
-//! down) and oversubscribed trees are fine. Anything else is refused with the reason, never
-//! routed by another method.
+//! down) and oversubscribed trees are fine. Anything else is refused with the reason. The one
+//! other method is step 6 below, on a fat-tree too degraded for steps 1–5: its tables are
+//! Up*/Down*'s, and the routes record `updn` as the engine used ([`Routes::engine_used`]).
 //!
 //! **Routes**, for each destination LID in leaf order then port order (switch LIDs last):
 //! 1. the *main path*: from the destination's leaf, climb through the least-loaded up port
@@ -48,7 +49,7 @@
 //!
 //! Parallel cables between two switches share load by destination LID.
 
-use super::graph::{Exit, Graph, Load};
+use super::graph::{Exit, Graph, Load, Table};
 use super::{Claims, Engine, RouteError, RouteNote, Routes, RoutingEngine, RoutingInput};
 use crate::code::Code;
 use rayon::prelude::*;
@@ -59,7 +60,8 @@ use weft_fabric::LFT_UNSET;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FatTree;
 
-const NAME: &str = "fat_tree";
+/// The engine's name in `routing { engine = … }`.
+pub(super) const NAME: &str = "fat_tree";
 
 /// Column marker for "climb to some parent that has an entry": resolved per switch once all
 /// columns are known, so that each switch spreads these entries round-robin over its up ports.
@@ -264,7 +266,7 @@ impl RoutingEngine for FatTree {
             Ok((rows, notes)) => Ok(Routes {
                 lfts: g.lfts_from_rows(rows),
                 notes,
-                lanes: None,
+                layers: None,
                 engine_used: None,
             }),
             Err(err @ RouteError::CreditLoop { .. }) => last_resort(&g, &t, input, &err),
@@ -516,7 +518,7 @@ fn sftree(
         };
         let mut rows = base.clone();
         let (completed, relayed) = complete(g, t, &mut rows, root, root_lid);
-        let verdict = match g.check_complete_rows(f, NAME, &rows) {
+        let verdict = match g.check_complete(f, NAME, Table::Rows(&rows)) {
             Err(e) => Err(e),
             Ok(()) => match g.first_cycle(&rows) {
                 None => Ok(()),
@@ -563,7 +565,9 @@ fn sftree(
             else {
                 return Err(e);
             };
-            if g.check_complete_rows(f, NAME, &rows).is_err() || g.first_cycle(&rows).is_some() {
+            if g.check_complete(f, NAME, Table::Rows(&rows)).is_err()
+                || g.first_cycle(&rows).is_some()
+            {
                 return Err(e);
             }
             let notes = vec![RouteNote {
@@ -578,7 +582,7 @@ fn sftree(
         Some(e) => Err(e),
         // No leaf with a LID: nothing to complete; whatever is unset is unreachable.
         None => {
-            g.check_complete_rows(f, NAME, &base)?;
+            g.check_complete(f, NAME, Table::Rows(&base))?;
             Ok((base, Vec::new()))
         }
     }

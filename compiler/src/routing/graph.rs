@@ -40,6 +40,15 @@ pub struct Exit {
     pub port: u8,
 }
 
+/// Forwarding entries by dense switch index, in one of the two layouts the engines build.
+#[derive(Clone, Copy, Debug)]
+pub enum Table<'a> {
+    /// `columns[lid][switch]`: one column per destination (updn, minhop, layered).
+    Columns(&'a [Vec<u8>]),
+    /// `rows[switch][lid]`: one row per switch (fat_tree).
+    Rows(&'a [Vec<u8>]),
+}
+
 /// Usable switches and links of a fabric, plus LID exits.
 #[derive(Clone, Debug)]
 pub struct Graph {
@@ -193,37 +202,28 @@ impl Graph {
         &self,
         fabric: &Fabric,
         engine: &'static str,
-        columns: &[Vec<u8>],
+        table: Table<'_>,
     ) -> Result<(), RouteError> {
-        self.disconnected(
-            fabric,
-            engine,
-            columns.iter().enumerate().flat_map(|(lid, col)| {
-                col.iter()
+        // `(i, j)` of every unset `lines[i][j]`.
+        fn unset((i, line): (usize, &Vec<u8>)) -> impl Iterator<Item = (usize, usize)> + '_ {
+            line.iter()
+                .enumerate()
+                .filter(|&(_, &p)| p == LFT_UNSET)
+                .map(move |(j, _)| (i, j))
+        }
+        match table {
+            Table::Columns(columns) => {
+                self.disconnected(fabric, engine, columns.iter().enumerate().flat_map(unset))
+            }
+            Table::Rows(rows) => self.disconnected(
+                fabric,
+                engine,
+                rows.iter()
                     .enumerate()
-                    .filter(|&(_, &p)| p == LFT_UNSET)
-                    .map(move |(s, _)| (lid, s))
-            }),
-        )
-    }
-
-    /// [`Graph::check_complete`] over per-switch rows (`rows[switch][lid]`).
-    pub fn check_complete_rows(
-        &self,
-        fabric: &Fabric,
-        engine: &'static str,
-        rows: &[Vec<u8>],
-    ) -> Result<(), RouteError> {
-        self.disconnected(
-            fabric,
-            engine,
-            rows.iter().enumerate().flat_map(|(s, row)| {
-                row.iter()
-                    .enumerate()
-                    .filter(|&(_, &p)| p == LFT_UNSET)
-                    .map(move |(lid, _)| (lid, s))
-            }),
-        )
+                    .flat_map(unset)
+                    .map(|(s, lid)| (lid, s)),
+            ),
+        }
     }
 
     /// The error for unset `(lid, switch)` entries of LIDs that have an exit: how many, and

@@ -23,8 +23,8 @@
 //! the credit loop it closes on the first VL.
 
 use super::acyclic::Acyclic;
-use super::graph::{Channels, Graph, Load};
-use super::{Claims, Lanes, RouteError, Routes, RoutingEngine, RoutingInput};
+use super::graph::{Channels, Graph, Load, Table};
+use super::{Claims, Layers, RouteError, Routes, RoutingEngine, RoutingInput};
 use weft_fabric::LidAssignment;
 use weft_fabric::LFT_UNSET;
 
@@ -32,7 +32,8 @@ use weft_fabric::LFT_UNSET;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Layered;
 
-const NAME: &str = "layered";
+/// The engine's name in `routing { engine = … }`.
+pub(super) const NAME: &str = "layered";
 
 impl RoutingEngine for Layered {
     fn name(&self) -> &'static str {
@@ -66,7 +67,7 @@ impl RoutingEngine for Layered {
         Ok(Routes {
             lfts: g.lfts_from_rows(best.rows),
             notes: Vec::new(),
-            lanes: Some(Lanes {
+            layers: Some(Layers {
                 layers: best.layers,
                 by_source: g
                     .switches
@@ -178,7 +179,7 @@ fn layering(
             row[lid] = row[rep];
         }
     }
-    g.check_complete(f, NAME, &columns)?;
+    g.check_complete(f, NAME, Table::Columns(&columns))?;
     Ok(Ok(Layering {
         rows: g.rows(&columns),
         layers: layers.len().max(1) as u8,

@@ -5,9 +5,12 @@
 //! or more switches, or on any fat-tree with switch-to-switch traffic, has credit loops. It is
 //! here as a baseline; the verifier shows the loops.
 
-use super::graph::{Graph, Load};
+use super::graph::{Graph, Load, Table};
 use super::{Claims, RouteError, Routes, RoutingEngine, RoutingInput};
 use weft_fabric::LidAssignment;
+
+/// The engine's name in `routing { engine = … }`.
+pub(super) const NAME: &str = "minhop";
 
 /// The min-hop engine.
 #[derive(Clone, Copy, Debug, Default)]
@@ -15,7 +18,7 @@ pub struct MinHop;
 
 impl RoutingEngine for MinHop {
     fn name(&self) -> &'static str {
-        "minhop"
+        NAME
     }
 
     fn claims(&self, _: &LidAssignment) -> Claims {
@@ -26,7 +29,7 @@ impl RoutingEngine for MinHop {
     fn route(&self, input: &RoutingInput<'_>) -> Result<Routes, RouteError> {
         let g = Graph::new(input.fabric, input.lids);
         let columns = shortest(&g, true);
-        g.check_complete(input.fabric, "minhop", &columns)?;
+        g.check_complete(input.fabric, NAME, Table::Columns(&columns))?;
         Ok(Routes {
             lfts: g.lfts(&columns),
             ..Routes::default()

@@ -1,8 +1,8 @@
 //! Routing engines: a fabric and its LIDs in, one linear forwarding table per switch out.
 //!
-//! One engine per module, one registry ([`crate::ENGINES`]) that `routing { engine = … }` is checked
-//! against. Engines return their tables; they never write into a shared state, and say why
-//! when a topology is not theirs. One engine gives way to another's method, and says so:
+//! One engine per module, one registry ([`Engine::ALL`]; [`crate::ENGINES`] is its names) that
+//! `routing { engine = … }` is checked against. Engines return their tables; they never
+//! write into a shared state, and say why when a topology is not theirs. One engine gives way to another's method, and says so:
 //! `fat_tree` on a degraded tree it cannot route free of credit loops writes Up*/Down* tables
 //! from one top switch ([`Routes::engine_used`], a `weft::fat_tree_updn` note).
 
@@ -50,7 +50,7 @@ pub struct Routes {
     /// Observations (e.g. entries completed through the sFtree subtree).
     pub notes: Vec<RouteNote>,
     /// The layers routes travel on, for engines that use more than VL 0.
-    pub lanes: Option<Lanes>,
+    pub layers: Option<Layers>,
     /// The engine whose method wrote these tables, when it is not the one asked (fat_tree's
     /// last resort on a degraded tree is Up*/Down*). OpenSM records the same thing as
     /// `routing_engine_used`.
@@ -71,7 +71,7 @@ pub struct Claims {
 
 /// Layers of a routing: SL `i` travels on VL `i` on every hop.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Lanes {
+pub struct Layers {
     /// Layers used (at least 1).
     pub layers: u8,
     /// Per source switch, the layer (SL) of its routes toward each LID, indexed by LID; the
@@ -175,9 +175,33 @@ impl Engine {
         }
     }
 
-    /// The name `routing { engine = … }` uses.
-    pub fn name(self) -> &'static str {
-        self.router().name()
+    /// Every engine's name, in [`Engine::ALL`]'s order: the words `routing { engine = … }`
+    /// accepts ([`crate::ENGINES`]).
+    pub const NAMES: [&'static str; Engine::ALL.len()] = {
+        let mut out = [""; Engine::ALL.len()];
+        let mut i = 0;
+        while i < out.len() {
+            #[expect(
+                clippy::indexing_slicing,
+                reason = "evaluated at compile time: an index out of range fails the build"
+            )]
+            {
+                out[i] = Engine::ALL[i].name();
+            }
+            i += 1;
+        }
+        out
+    };
+
+    /// The name `routing { engine = … }` uses (the engine's module says it; its
+    /// [`RoutingEngine::name`] is the same).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Engine::FatTree => fat_tree::NAME,
+            Engine::Updn => updn::NAME,
+            Engine::Minhop => minhop::NAME,
+            Engine::Layered => layered::NAME,
+        }
     }
 
     /// The engine called `name`.
@@ -196,13 +220,13 @@ impl std::fmt::Display for Engine {
 mod tests {
     use super::Engine;
 
-    /// The words `routing { engine = … }` accepts are the built engines, in order.
+    /// Each engine answers to its name, and its router says the same name.
     #[test]
-    fn the_language_accepts_exactly_the_engines() {
-        let built: Vec<&str> = Engine::ALL.iter().map(|e| e.name()).collect();
-        assert_eq!(crate::ENGINES, built.as_slice());
+    fn each_engine_answers_to_its_name() {
         for e in Engine::ALL {
             assert_eq!(Engine::from_name(e.name()), Some(e));
+            assert_eq!(e.router().name(), e.name());
         }
+        assert_eq!(crate::ENGINES, ["fat_tree", "updn", "minhop", "layered"]);
     }
 }

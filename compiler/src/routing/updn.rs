@@ -7,7 +7,7 @@
 //! shortest legal path, balancing equal choices by port load; a switch that can reach the
 //! destination going only down always does, so packets in their down phase never turn up.
 
-use super::graph::{Graph, Load};
+use super::graph::{Graph, Load, Table};
 use super::{Claims, RouteError, Routes, RoutingEngine, RoutingInput};
 use std::collections::VecDeque;
 use weft_fabric::LidAssignment;
@@ -16,7 +16,8 @@ use weft_fabric::LidAssignment;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct UpDown;
 
-const NAME: &str = "updn";
+/// The engine's name in `routing { engine = … }`.
+pub(super) const NAME: &str = "updn";
 
 fn bfs(g: &Graph, sources: &[usize]) -> Vec<u32> {
     let mut dist = vec![u32::MAX; g.switches.len()];
@@ -165,7 +166,7 @@ impl RoutingEngine for UpDown {
                 }
             }
         }
-        g.check_complete(f, NAME, &columns)?;
+        g.check_complete(f, NAME, Table::Columns(&columns))?;
         Ok(Routes {
             lfts: g.lfts(&columns),
             ..Routes::default()

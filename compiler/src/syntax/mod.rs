@@ -3,15 +3,13 @@
 //! Architecture invariant: syntax knows nothing of elaboration or the fabric model.
 
 pub mod ast;
+mod lower;
 mod parser;
+mod recover;
+pub(crate) mod scan;
 
+pub use crate::words::RESERVED;
 pub use parser::parse;
-
-/// Words that can never be identifiers.
-pub const RESERVED: &[&str] = &[
-    "use", "let", "model", "template", "fabric", "for", "in", "if", "else", "true", "false",
-    "assert",
-];
 
 /// Whether `s` can be written as a bare identifier.
 pub fn is_plain_ident(s: &str) -> bool {

@@ -6,6 +6,9 @@
 //! * path SLs in ibdiagnet's `.psl` form ([`write_path_sl`], [`parse_path_sl`]);
 //! * the `guid2lid` cache ([`write_guid2lid`], [`parse_guid2lid`]);
 //! * `partitions.conf` from P_Key tables ([`write_partitions`]);
+//! * `opensm.conf`: its QoS lines ([`QosConf`], from a state or the compiler's lane map;
+//!   [`write_qos_conf`], [`parse_qos_conf`]), and the reader and merger of a site's
+//!   configuration ([`conf_values`], [`merge_conf`]);
 //! * [`assemble`]: a [`FabricState`] from a discovered topology and these files, so weft can
 //!   audit a fabric OpenSM configured.
 //!
@@ -13,6 +16,7 @@
 //! `osm_db_pack.c` the guid2lid records) and ibutils' `Fabric.cpp` (`.psl`). Readers take text
 //! and return the model plus every problem found; they never touch files.
 
+mod conf;
 mod error;
 mod guid2lid;
 mod guid2lid_read;
@@ -25,6 +29,10 @@ mod sl2vl;
 #[cfg(test)]
 mod tests;
 
+pub use conf::{
+    conf_values, merge_conf, parse_qos_conf, write_qos_conf, ConfClass, ConfError, ConfParseError,
+    QosConf,
+};
 pub use error::{AssembleErrors, DumpError, DumpErrors};
 pub use guid2lid::write_guid2lid;
 pub use guid2lid_read::parse_guid2lid;

@@ -2,7 +2,7 @@
 //! assignments (`switchguid=` and the like), directives, and the GUIDs they set.
 
 use super::*;
-use crate::edit_distance;
+use crate::closest;
 
 // Phase 1: lines into records.
 
@@ -276,18 +276,13 @@ pub(super) const KEYWORDS: [&str; 10] = [
     "sysimgguid",
 ];
 
-/// The keyword `word` is most likely a typo of (edit distance at most 2, and less than half
-/// the word), if any.
+/// The keyword `word` is most likely a typo of ([`closest`], the one "did you mean" rule),
+/// if any; words of one or two characters get no suggestion.
 pub(super) fn suggest(word: &str) -> Option<&'static str> {
     if word.len() < 3 {
         return None;
     }
-    KEYWORDS
-        .iter()
-        .map(|k| (edit_distance(word, k), *k))
-        .filter(|&(d, k)| d <= 2 && d * 2 < k.len())
-        .min()
-        .map(|(_, k)| k)
+    closest(word, KEYWORDS)
 }
 
 /// Span of the first word of a line.

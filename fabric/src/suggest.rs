@@ -1,4 +1,5 @@
-//! Edit distance, for "did you mean" suggestions in every reader and in the compiler.
+//! "Did you mean" suggestions, in every reader and in the compiler: the edit distance and the
+//! one rule for when a name is close enough to suggest ([`closest`]).
 
 /// Optimal string alignment distance between `a` and `b` in characters: insertions,
 /// deletions, substitutions and swaps of adjacent characters each cost one.
@@ -34,9 +35,23 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
     get(&d, a.len(), b.len())
 }
 
+/// The closest of `candidates` to `name`, if close enough to suggest: at most a third of the
+/// longer of the two words' length away (at least 1), ties to the alphabetically first.
+pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let mut best: Option<(usize, &str)> = None;
+    for c in candidates {
+        let d = edit_distance(name, c);
+        let limit = (name.len().max(c.len()) / 3).max(1);
+        if d <= limit && best.is_none_or(|(bd, bc)| d < bd || (d == bd && c < bc)) {
+            best = Some((d, c));
+        }
+    }
+    best.map(|(_, c)| c)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::edit_distance;
+    use super::{closest, edit_distance};
 
     #[test]
     fn distances() {
@@ -49,5 +64,14 @@ mod tests {
         assert_eq!(edit_distance("sb7801", "sb7800"), 1);
         assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert_eq!(edit_distance("héllo", "hello"), 1); // characters, not bytes
+    }
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(closest("sb7801", ["sb7800", "qm8700"]), Some("sb7800"));
+        assert_eq!(closest("zzz", ["sb7800"]), None);
+        assert_eq!(closest("levle", ["level", "lid"]), Some("level"));
+        // Ties go to the alphabetically first, whatever the order given.
+        assert_eq!(closest("ab", ["ac", "aa"]), Some("aa"));
     }
 }
