@@ -18,6 +18,7 @@
 
 mod edit;
 mod fingerprint;
+pub mod hex;
 pub mod ibnetdiscover;
 mod ids;
 mod model;
@@ -28,7 +29,7 @@ pub mod wire;
 
 pub use edit::edit_distance;
 pub use fingerprint::{Fingerprint, FingerprintMismatch};
-pub use ids::{Guid, Lid, LinkId, NodeId, PortNum, Sl, Vl};
+pub use ids::{guid_hex, Guid, GuidError, Lid, LinkId, NodeId, PortNum, Sl, Vl};
 pub use model::{
     Fabric, FabricBuilder, Link, LinkError, LinkState, Mtu, Node, NodeKind, NodeSpec, Port,
     PortCaps, PortRef, Speed, Width, MAX_UNICAST_LID,

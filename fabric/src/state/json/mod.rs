@@ -77,30 +77,13 @@ pub struct GuidHex(pub Guid);
 
 impl Serialize for GuidHex {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&guid_text(self.0))
+        crate::ids::guid_hex::serialize(&self.0, s)
     }
 }
 
 impl<'de> Deserialize<'de> for GuidHex {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<GuidHex, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = GuidHex;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a GUID as a hex string such as \"0x0002c90300a1b2c3\"")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<GuidHex, E> {
-                let hex = v
-                    .strip_prefix("0x")
-                    .or_else(|| v.strip_prefix("0X"))
-                    .filter(|h| !h.is_empty() && h.len() <= 16)
-                    .ok_or_else(|| E::invalid_value(de::Unexpected::Str(v), &self))?;
-                u64::from_str_radix(hex, 16)
-                    .map(|g| GuidHex(Guid(g)))
-                    .map_err(|_| E::invalid_value(de::Unexpected::Str(v), &self))
-            }
-        }
-        d.deserialize_str(V)
+        crate::ids::guid_hex::deserialize(d).map(GuidHex)
     }
 }
 
