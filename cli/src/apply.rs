@@ -143,7 +143,7 @@ fn parse_fault(s: &str) -> Result<Injected, Fatal> {
 }
 
 fn read_plan(path: &Path) -> Result<Plan, Fatal> {
-    let text = crate::input::read_regular(path, crate::input::MAX_DUMP_BYTES)
+    let text = weft_driver::input::read_regular(path, weft_driver::input::MAX_DUMP_BYTES)
         .map_err(|e| Fatal(format!("cannot read `{}`: {e}", path.display())))?;
     Plan::from_json(&text).map_err(|e| Fatal(format!("`{}`: {e}", path.display())))
 }

@@ -13,12 +13,13 @@
 //! stays.
 
 use crate::findings::{self, Format};
-use crate::{compile_and_route, human_summary, out, verify, ColorChoice, Fatal};
-use std::io::{BufWriter, Write};
+use crate::{human_summary, out, verify, ColorChoice, Fatal};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use weft_compiler::build::Built;
 use weft_compiler::Summary;
+use weft_driver::build_dir::{self, EXTRAS, FILES, PSL_LINES};
 
 /// `weft build` arguments.
 #[derive(clap::Args)]
@@ -50,15 +51,12 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
         crate::term::clear();
         let _ = writeln!(std::io::stderr().lock(), "weft: {note}");
     }
-    let (c, routed) = compile_and_route(&file)?;
-    let routed = match (routed, c.elaborated.as_ref()) {
-        (Some(Ok(b)), Some(e)) => Some(Ok(crate::with_layer_bound(e, b))),
-        (routed, _) => routed,
-    };
-    let mut diags = c.diagnostics.clone();
-    if let Some(Err(d)) = &routed {
-        diags.extend(d.iter().cloned());
-    }
+    let compiled = weft_driver::compile_and_route(&file, &crate::progress)?;
+    let diags = compiled.diagnostics();
+    let weft_driver::Compiled {
+        compilation: c,
+        built: routed,
+    } = compiled;
     let found = |report: Option<&weft_verifier::Report>| {
         findings::of_compiled(&c, &diags, report, &file.display().to_string())
     };
@@ -99,31 +97,34 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     // The output directory is checked before any work, and written beside it while the
     // proof runs (the tables do not depend on it); it goes in place only when proven.
     let staging = Staging::new(&output).map_err(Fatal)?;
-    let opts = weft_verifier::Options {
+    let proof = weft_driver::Proof {
         certificate: true,
         max_listed: 20,
-        properties: crate::properties(&built),
-        ..weft_verifier::Options::default()
     };
-    crate::term::phase("proving");
     let (report, tables) = std::thread::scope(|scope| {
         let writer = scope.spawn(|| {
             let quality = weft_metrics::of_build(&built.state);
-            fill(staging.path(), &built, &quality)
+            build_dir::write_tables(staging.path(), &built, &quality).map_err(|e| e.to_string())
         });
-        let report = weft_verifier::verify(&built.state, &opts);
+        let report = weft_driver::prove(&built, proof, &crate::progress);
         // The verdict's files are written while the tables may still be.
-        let verdict = verdict_files(&staging, &report, allow_unproven);
+        let mut verdict = String::new();
+        verify::verdict_lines(&mut verdict, &report);
+        let verdict = build_dir::write_verdict(staging.path(), &report, allow_unproven, &verdict)
+            .map_err(|e| e.to_string());
         let tables = writer
             .join()
             .unwrap_or_else(|_| Err("the writer stopped (a bug in weft)".to_owned()));
-        let written = tables.and_then(|(mut t, no_policy)| {
-            t.extend(verdict?);
-            Ok((t, no_policy))
+        let written = tables.and_then(|mut t| {
+            t.extras.extend(verdict?);
+            Ok(t)
         });
         (report, written)
     });
-    let (tables, no_policy) = tables.map_err(Fatal)?;
+    let build_dir::Written {
+        extras: tables,
+        no_policy,
+    } = tables.map_err(Fatal)?;
     let mut files = FILES.to_vec();
     files.extend(tables);
     let mut verdict = String::new();
@@ -189,10 +190,10 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
             "  note      qos-policy.conf not written: {why}; state.json has every path SL\n"
         );
     }
-    if has_layers(&built.state) && psl_lines(&built.state) > PSL_LINES {
+    if build_dir::has_layers(&built.state) && build_dir::psl_lines(&built.state) > PSL_LINES {
         text += &format!(
             "  note      path-sl.psl not written: {} lines exceed {}; state.json has every path SL\n",
-            verify::group(psl_lines(&built.state)),
+            verify::group(build_dir::psl_lines(&built.state)),
             verify::group(PSL_LINES)
         );
     }
@@ -203,77 +204,6 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
         ExitCode::from(1)
     })
 }
-
-/// Writes the verdict's files into the staging directory: the certificate when proven,
-/// `UNPROVEN` when not and `allow_unproven` (nothing otherwise: nothing will be committed).
-/// Returns their names.
-fn verdict_files(
-    staging: &Staging,
-    report: &weft_verifier::Report,
-    allow_unproven: bool,
-) -> Result<Vec<&'static str>, String> {
-    let mut names = Vec::new();
-    if let Some(c) = &report.certificate {
-        staging.write(CERTIFICATE, &c.to_json())?;
-        names.push(CERTIFICATE);
-    }
-    if !report.is_proven() && allow_unproven {
-        let mut verdict = String::new();
-        verify::verdict_lines(&mut verdict, report);
-        let text = format!(
-            "This directory holds tables weft could not prove (written with \
-             --allow-unproven).\n{verdict}"
-        );
-        staging.write(UNPROVEN, &text)?;
-        names.push(UNPROVEN);
-    }
-    Ok(names)
-}
-
-/// The files `weft build` writes, in order.
-pub const FILES: [&str; 4] = ["lfts.dump", "guid2lid", "topology.net", "state.json"];
-
-fn write_one(
-    name: &str,
-    built: &Built,
-    quality: &weft_metrics::Quality,
-    out: &mut dyn Write,
-) -> Result<(), String> {
-    let st = &built.state;
-    let io = |e: std::io::Error| e.to_string();
-    match name {
-        "lfts.dump" => weft_fabric::opensm::write_lfts_to(st, out).map_err(io),
-        "guid2lid" => out
-            .write_all(weft_fabric::opensm::write_guid2lid(st).as_bytes())
-            .map_err(io),
-        "topology.net" => {
-            let net = weft_fabric::ibnetdiscover::write(&st.fabric, Some(&st.lids))
-                .map_err(|e| e.to_string())?;
-            out.write_all(net.as_bytes()).map_err(io)
-        }
-        _ => {
-            let mut w = BufWriter::new(out);
-            let q = serde_json::to_string(quality).map_err(|e| e.to_string())?;
-            weft_fabric::state_json::write(st, &mut w, &[("quality", &q)]).map_err(io)?;
-            w.flush().map_err(io)
-        }
-    }
-}
-
-/// The proof, written beside the tables.
-const CERTIFICATE: &str = "certificate.json";
-/// The marker of a build written with `--allow-unproven`.
-const UNPROVEN: &str = "UNPROVEN";
-/// The files written besides the tables.
-const EXTRAS: [&str; 7] = [
-    CERTIFICATE,
-    UNPROVEN,
-    SL2VL,
-    PATH_SL,
-    OPENSM_CONF,
-    QOS_POLICY,
-    PARTITIONS,
-];
 
 /// A fresh directory beside the output, created exclusively (a planted file or symlink at its
 /// name is an error, never followed), filled, then put in the output's place: all or nothing.
@@ -336,13 +266,6 @@ impl Staging {
         &self.fresh
     }
 
-    /// Writes `text` to a new file `name` in the fresh directory.
-    fn write(&self, name: &str, text: &str) -> Result<(), String> {
-        create_in(&self.fresh, name, |f| {
-            f.write_all(text.as_bytes()).map_err(|e| e.to_string())
-        })
-    }
-
     /// Puts the fresh directory in the output's place; returns the paths of `files` there.
     fn commit(self, files: &[&str]) -> Result<Vec<PathBuf>, String> {
         crate::term::commit(|| swap_in(&self.fresh, &self.target, &self.parent, &self.name))?;
@@ -355,23 +278,6 @@ impl Drop for Staging {
         // After a commit the fresh directory is gone (renamed); otherwise it is removed.
         let _ = std::fs::remove_dir_all(&self.fresh);
     }
-}
-
-/// Creates `name` in `dir` (exclusively), writes it with `write`, syncs it.
-fn create_in(
-    dir: &Path,
-    name: &str,
-    write: impl FnOnce(&mut std::fs::File) -> Result<(), String>,
-) -> Result<(), String> {
-    let p = dir.join(name);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&p)
-        .map_err(|e| format!("cannot write `{}`: {e}", p.display()))?;
-    write(&mut f)
-        .and_then(|()| f.sync_all().map_err(|e| e.to_string()))
-        .map_err(|e| format!("cannot write `{name}`: {e}"))
 }
 
 /// `dir` may be replaced: absent, or a directory holding only what `weft build` writes.
@@ -407,98 +313,6 @@ fn check_replaceable(dir: &Path) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// Writes the tables into the fresh directory (each created exclusively, synced); returns
-/// the names of the files written besides [`FILES`] — for a state with SL→VL tables, those
-/// tables, OpenSM's QoS settings and policy and the path SLs (only up to [`PSL_LINES`]
-/// lines) — and why the QoS policy was not written, when it was not.
-fn fill(
-    fresh: &Path,
-    built: &Built,
-    quality: &weft_metrics::Quality,
-) -> Result<(Vec<&'static str>, Option<String>), String> {
-    for name in FILES {
-        create_in(fresh, name, |f| write_one(name, built, quality, f))?;
-    }
-    let st = &built.state;
-    let mut more = Vec::new();
-    let mut no_policy = None;
-    if has_layers(st) {
-        let io = |e: std::io::Error| e.to_string();
-        create_in(fresh, SL2VL, |f| {
-            f.write_all(weft_fabric::opensm::write_sl2vl(st).as_bytes())
-                .map_err(io)
-        })?;
-        more.push(SL2VL);
-        let conf = weft_compiler::qos::opensm_conf(&built.lanes, &st.fabric.name);
-        create_in(fresh, OPENSM_CONF, |f| {
-            f.write_all(conf.as_bytes()).map_err(io)
-        })?;
-        more.push(OPENSM_CONF);
-        match weft_compiler::qos::qos_policy(st, &built.lanes, built.layers.as_ref()) {
-            Ok(policy) => {
-                create_in(fresh, QOS_POLICY, |f| {
-                    f.write_all(policy.as_bytes()).map_err(io)
-                })?;
-                more.push(QOS_POLICY);
-            }
-            Err(why) => no_policy = Some(why.to_string()),
-        }
-        if psl_lines(st) <= PSL_LINES {
-            create_in(fresh, PATH_SL, |f| {
-                f.write_all(
-                    weft_fabric::opensm::write_path_sl(st, weft_fabric::opensm::PslSls::Lowest)
-                        .as_bytes(),
-                )
-                .map_err(io)
-            })?;
-            more.push(PATH_SL);
-        }
-    }
-    if let Some(conf) = weft_fabric::opensm::write_partitions(st) {
-        create_in(fresh, PARTITIONS, |f| {
-            f.write_all(conf.as_bytes()).map_err(|e| e.to_string())
-        })?;
-        more.push(PARTITIONS);
-    }
-    Ok((more, no_policy))
-}
-
-/// OpenSM's partitions (`-P`), for a state with P_Key tables (tenants).
-const PARTITIONS: &str = "partitions.conf";
-
-/// OpenSM's SL→VL dump, for a state with layers.
-const SL2VL: &str = "sl2vl.dump";
-/// OpenSM's QoS settings (`-Q -F`): the SL→VL and VL arbitration tables of a state with
-/// them.
-const OPENSM_CONF: &str = "opensm.conf";
-/// OpenSM's QoS policy (`-Q -Y`): the SA answers PathRecords with weft's SLs.
-const QOS_POLICY: &str = "qos-policy.conf";
-
-/// ibdmchk's path SLs, for a state with layers.
-const PATH_SL: &str = "path-sl.psl";
-/// The most lines `path-sl.psl` is written with (one per source node and destination LID).
-pub const PSL_LINES: u64 = 10_000_000;
-
-/// Whether a state routes on SL→VL tables (a routing on layers), so that `sl2vl.dump` and
-/// `path-sl.psl` belong beside its tables.
-fn has_layers(st: &weft_fabric::FabricState) -> bool {
-    st.switches
-        .values()
-        .any(weft_fabric::SwitchState::has_sl2vl)
-}
-
-/// Lines `path-sl.psl` would have: one per (source node with a LID, LID of another node).
-pub fn psl_lines(st: &weft_fabric::FabricState) -> u64 {
-    let nodes = st.lids.base.len() as u64;
-    let lids: u64 = st
-        .lids
-        .base
-        .values()
-        .map(|ports| ports.len() as u64 * (1u64 << st.lids.lmc))
-        .sum();
-    nodes * lids
 }
 
 /// The names beside `DIR` that a swap leaves only when a kill interrupts it: `.DIR.weft-new`, a

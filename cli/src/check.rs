@@ -28,32 +28,29 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
         format,
         no_verify,
     } = args;
-    let c = compile(&file, true)?;
+    let c = compile(&file, weft_driver::Until::Checked)?;
     let mut failed = c.has_errors();
     let summary = c.elaborated.as_ref().map(|e| Summary::of(&e.fabric));
     // Compile and prove what the description says, unless it is already wrong.
     let mut routed: Option<weft_compiler::build::Built> = None;
     let mut build_errors = Vec::new();
-    if let (Some(e), false, false) = (c.elaborated.as_ref(), failed, no_verify) {
-        crate::term::phase("routing");
-        match weft_compiler::build::build(e) {
-            Ok(b) => routed = Some(crate::with_layer_bound(e, b)),
-            Err(d) => {
+    if !no_verify {
+        match weft_driver::route(&c, &crate::progress) {
+            Some(Ok(b)) => routed = Some(b),
+            Some(Err(d)) => {
                 failed = true;
                 build_errors = d;
             }
+            None => {}
         }
     }
-    let opts = |b: &weft_compiler::build::Built| weft_verifier::Options {
+    let proof = weft_driver::Proof {
         certificate: false,
         max_listed: 20,
-        properties: crate::properties(b),
-        ..weft_verifier::Options::default()
     };
-    crate::term::phase("proving");
     let report = routed
         .as_ref()
-        .map(|b| weft_verifier::verify(&b.state, &opts(b)));
+        .map(|b| weft_driver::prove(b, proof, &crate::progress));
     if report.as_ref().is_some_and(|r| !r.is_proven()) {
         failed = true;
     }

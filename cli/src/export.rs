@@ -33,7 +33,7 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
         format,
         output,
     } = args;
-    let c = compile(&file, false)?;
+    let c = compile(&file, weft_driver::Until::Elaborated)?;
     emit_diagnostics(&c.diagnostics, &c.sources, color);
     let Some(e) = c.elaborated.as_ref().filter(|_| !c.has_errors()) else {
         return Ok(ExitCode::from(1));

@@ -54,9 +54,6 @@ pub struct Step {
 pub struct Finding {
     /// Stable code (`weft::port_wired_twice`, `weft::credit_loop`, …).
     pub code: String,
-    /// What the code means (SARIF's rule description).
-    #[serde(skip)]
-    pub meaning: String,
     pub level: Level,
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -143,7 +140,6 @@ pub fn of_diagnostics(diags: &[Diagnostic], sources: &SourceMap) -> Vec<Finding>
         .iter()
         .map(|d| Finding {
             code: d.code.as_str().to_owned(),
-            meaning: d.code.summary().to_owned(),
             level: match d.severity {
                 Severity::Error => Level::Error,
                 Severity::Warning => Level::Warning,
@@ -217,7 +213,6 @@ pub fn of_report(
         let names: Vec<String> = l.cycle.iter().map(|d| crate::verify::ch(&d.from)).collect();
         out.push(Finding {
             code: Property::DeadlockFree.code().to_owned(),
-            meaning: "The channel dependency graph has a cycle: a possible deadlock.".to_owned(),
             level: Level::Error,
             message: format!(
                 "credit loop through {} channels: {}",
@@ -261,7 +256,6 @@ pub fn of_report(
         }
         out.push(Finding {
             code: Property::Connected.code().to_owned(),
-            meaning: "A required route does not reach its destination.".to_owned(),
             level: Level::Error,
             message,
             help: None,
@@ -281,7 +275,6 @@ pub fn of_report(
     for s in apm.map_or(&[][..], |a| a.shared.as_slice()) {
         out.push(Finding {
             code: Property::ApmDisjoint.code().to_owned(),
-            meaning: "A pair's alternate path shares a cable with its primary: APM cannot route around that cable failing.".to_owned(),
             level: Level::Error,
             message: s.describe(),
             help: None,
@@ -296,7 +289,6 @@ pub fn of_report(
     for b in isolation.map_or(&[][..], |i| i.breaches.as_slice()) {
         out.push(Finding {
             code: Property::Isolated.code().to_owned(),
-            meaning: "The P_Key tables do not enforce the declared partitions.".to_owned(),
             level: Level::Error,
             message: b.describe(),
             help: None,
@@ -384,8 +376,7 @@ pub fn of_certificate_error(e: &weft_verifier::CertificateError, path: &str) -> 
     Finding {
         code: e
             .code()
-            .map_or_else(|| "weft::certificate".to_owned(), |c| c.to_string()),
-        meaning: "A certificate that does not prove the state it is checked against.".to_owned(),
+            .map_or_else(|| "weft::internal".to_owned(), |c| c.to_string()),
         level: Level::Error,
         message: format!("certificate rejected: {e}"),
         help: None,
@@ -424,7 +415,7 @@ pub fn sarif(findings: &[Finding], properties: Value) -> Value {
     let mut rules: Vec<(&str, &str, Level)> = Vec::new();
     for f in findings {
         if !rules.iter().any(|(c, _, _)| *c == f.code) {
-            rules.push((&f.code, &f.meaning, f.level));
+            rules.push((&f.code, crate::codes::summary(&f.code), f.level));
         }
     }
     rules.sort_by(|a, b| a.0.cmp(b.0));

@@ -6,20 +6,22 @@ mod apply;
 mod audit;
 mod build;
 mod check;
+mod codes;
 mod export;
 mod findings;
 mod fmt;
 mod import;
-mod input;
 mod output;
 mod plan;
 mod report;
 mod term;
 mod verify;
 
+use weft_driver::display_name;
+
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use weft_compiler::diagnostic::{self, Diagnostic, RenderOptions, SourceMap};
 use weft_compiler::{Compilation, Summary};
@@ -28,6 +30,8 @@ use weft_compiler::{Compilation, Summary};
 #[command(
     name = "weft",
     version,
+    arg_required_else_help = true,
+    args_conflicts_with_subcommands = true,
     about = "A declarative compiler and verifier for InfiniBand fabrics"
 )]
 struct Cli {
@@ -37,8 +41,11 @@ struct Cli {
     /// No progress line and no summary when all is well: only findings and errors.
     #[arg(long, short, global = true)]
     quiet: bool,
+    /// Print what a finding code means (`weft --explain weft::credit_loop`) and exit.
+    #[arg(long, value_name = "CODE", exclusive = true)]
+    explain: Option<String>,
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -75,19 +82,6 @@ enum Command {
     Import(import::Args),
 }
 
-/// Reads imports relative to the main file's directory.
-struct Files {
-    dir: PathBuf,
-}
-
-impl weft_compiler::Host for Files {
-    fn read(&self, path: &str) -> Result<String, String> {
-        let p = self.dir.join(path);
-        input::read_regular(&p, input::MAX_SOURCE_BYTES)
-            .map_err(|e| format!("{}: {e}", p.display()))
-    }
-}
-
 /// A failure to run at all (exit 2).
 struct Fatal(String);
 
@@ -107,11 +101,6 @@ impl<E: std::fmt::Display + 'static> From<E> for Fatal {
 const CLOSED_PIPE: &str = "\0closed pipe";
 const CLOSED_PIPE_EXIT: u8 = 141;
 
-fn read(path: &Path) -> Result<String, Fatal> {
-    input::read_regular(path, input::MAX_SOURCE_BYTES)
-        .map_err(|e| Fatal(format!("cannot read `{}`: {e}", path.display())))
-}
-
 fn render_opts(color: ColorChoice) -> RenderOptions {
     use std::io::IsTerminal as _;
     let tty = std::io::stderr().is_terminal();
@@ -127,22 +116,20 @@ fn render_opts(color: ColorChoice) -> RenderOptions {
     }
 }
 
-fn display_name(path: &Path) -> String {
-    path.display().to_string()
+/// The text of the source (or dump) at `path` (a regular file, under the source size cap).
+fn read(path: &Path) -> Result<String, Fatal> {
+    weft_driver::input::read_regular(path, weft_driver::input::MAX_SOURCE_BYTES)
+        .map_err(|e| Fatal(format!("cannot read `{}`: {e}", path.display())))
 }
 
-fn compile(file: &Path, check: bool) -> Result<Compilation, Fatal> {
-    term::phase("compiling");
-    let text = read(file)?;
-    let host = Files {
-        dir: file.parent().map(Path::to_path_buf).unwrap_or_default(),
-    };
-    let name = display_name(file);
-    Ok(if check {
-        weft_compiler::check(&name, &text, &host)
-    } else {
-        weft_compiler::elaborate(&name, &text, &host)
-    })
+/// Shows the pipeline's phase on the progress line.
+fn progress(p: weft_driver::Phase) {
+    term::phase(p.as_str());
+}
+
+/// Reads and compiles `file` ([`weft_driver::compile`]).
+fn compile(file: &Path, until: weft_driver::Until) -> Result<Compilation, Fatal> {
+    Ok(weft_driver::compile(file, until, &progress)?)
 }
 
 /// Prints `diags` (rendered against `sources`) and their count on stderr.
@@ -158,107 +145,22 @@ fn emit_diagnostics(diags: &[Diagnostic], sources: &SourceMap, color: ColorChoic
     let _ = writeln!(err, "{errors} error(s), {warnings} warning(s)");
 }
 
-/// What compiling and routing a file gave: the compilation, and the build or the routing's
-/// diagnostics (`None` when the description itself has errors).
-type Routed = (
-    Compilation,
-    Option<Result<weft_compiler::build::Built, Vec<Diagnostic>>>,
-);
-
-/// Compiles `file` (check + LIDs + routing) without printing anything.
-fn compile_and_route(file: &Path) -> Result<Routed, Fatal> {
-    let c = compile(file, true)?;
-    let routed = c.elaborated.as_ref().filter(|_| !c.has_errors()).map(|e| {
-        term::phase("routing");
-        weft_compiler::build::build(e)
-    });
-    Ok((c, routed))
-}
-
-/// The most switches a layered build has for z3 to look for fewer layers.
-const Z3_LAYER_SWITCHES: usize = 64;
-
-/// A layered build of a small fabric with z3's word on its layer count as a note: the fewest
-/// layers its routes fit in (every smaller count proven impossible), or that z3 did not
-/// decide. When z3 places the routes in fewer layers than weft's heuristic did, the build
-/// takes z3's placement (the verifier then proves it like any other).
-fn with_layer_bound(
-    e: &weft_compiler::Elaborated,
-    mut b: weft_compiler::build::Built,
-) -> weft_compiler::build::Built {
-    use weft_verifier::z3::{LayerBound, Z3};
-    let layers = b.lanes.layers;
-    // One layer is the fewest there is.
-    if layers < 2 || b.layers.is_none() || b.state.fabric.switch_count() > Z3_LAYER_SWITCHES {
-        return b;
-    }
-    term::phase("z3: fewest layers");
-    let z3 = Z3 { timeout_ms: 20_000 };
-    let message = match z3.place_layers(&b.state, layers) {
-        (LayerBound::Minimum(k), _) if k == layers => format!(
-            "z3: {k} layer(s) is the fewest these routes fit in (every smaller count is impossible)"
-        ),
-        (LayerBound::Minimum(k), Some(placement)) => {
-            match weft_compiler::build::relayer(e, &b, &placement, k) {
-                Ok(mut fewer) => {
-                    fewer.notes.push(weft_compiler::routing::RouteNote {
-                        code: weft_compiler::code::Code::Layers,
-                        message: format!(
-                            "z3 placed these routes in {k} layer(s), the fewest they fit in (every smaller count is impossible); weft's heuristic used {layers}"
-                        ),
-                    });
-                    return fewer;
-                }
-                Err(d) => format!(
-                    "z3: these routes fit in {k} layer(s); weft used {layers} (z3's placement was not taken: {})",
-                    d.first().map_or("", |d| d.message.as_str())
-                ),
-            }
-        }
-        (LayerBound::Minimum(k), None) => {
-            format!("z3: these routes fit in {k} layer(s); weft used {layers} (z3 gave no placement)")
-        }
-        (LayerBound::MoreThan(k), _) => format!(
-            "z3 found no placement of these routes in {k} layer(s) (a bug in weft's layering or in its check)"
-        ),
-        (LayerBound::Unknown { at, reason }, _) => {
-            format!("z3 did not decide whether {at} layer(s) suffice ({reason})")
-        }
-    };
-    b.notes.push(weft_compiler::routing::RouteNote {
-        code: weft_compiler::code::Code::Layers,
-        message,
-    });
-    b
-}
-
 /// Compiles `file` (check + LIDs + routing), printing every diagnostic; `None` when it has
 /// errors (the caller exits 1).
 fn compile_and_build(
     file: &Path,
     color: ColorChoice,
 ) -> Result<Option<weft_compiler::build::Built>, Fatal> {
-    let (c, routed) = compile_and_route(file)?;
-    emit_diagnostics(&c.diagnostics, &c.sources, color);
-    match routed {
+    let c = weft_driver::compile_and_route(file, &progress)?;
+    emit_diagnostics(&c.compilation.diagnostics, &c.compilation.sources, color);
+    match c.built {
         Some(Ok(b)) => Ok(Some(b)),
         Some(Err(diags)) => {
-            emit_diagnostics(&diags, &c.sources, color);
+            emit_diagnostics(&diags, &c.compilation.sources, color);
             Ok(None)
         }
         None => Ok(None),
     }
-}
-
-/// What `check` and `build` prove about a build: the properties of routes, `isolated` when it
-/// declares partitions, and `apm_disjoint` when `fat_tree` routed it with LMC > 0 (the engine
-/// promises each port's LIDs link-disjoint paths).
-fn properties(b: &weft_compiler::build::Built) -> Vec<weft_verifier::Property> {
-    let mut p = weft_verifier::Property::defaults(&b.state);
-    if b.state.lids.lmc > 0 && b.engine == weft_compiler::routing::Engine::FatTree {
-        p.push(weft_verifier::Property::ApmDisjoint);
-    }
-    p
 }
 
 /// Prints `text` on stdout, or writes it to `output` whole ([`output::write_file`]).
@@ -290,8 +192,37 @@ fn human_summary(s: &Summary) -> String {
     t
 }
 
+/// `weft --explain CODE`: the code's section of the codes page, exit 0; an unknown code is
+/// an error naming the closest codes (exit 2).
+fn explain(code: &str) -> Result<ExitCode, Fatal> {
+    let code = code.trim();
+    let full = if code.starts_with("weft::") {
+        code.to_owned()
+    } else {
+        format!("weft::{code}")
+    };
+    if let Some(page) = codes::explain(&full) {
+        out(None, &page)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut near: Vec<(usize, &str)> = codes::REGISTRIES
+        .iter()
+        .flat_map(|(_, c)| c.iter())
+        .map(|c| (weft_fabric::edit_distance(&full, c.code), c.code))
+        .collect();
+    near.sort_unstable();
+    let near: Vec<&str> = near.iter().take(3).map(|(_, c)| *c).collect();
+    Err(Fatal(format!(
+        "no code `{code}`; the closest are {} (every code: docs/codes.md)",
+        near.join(", ")
+    )))
+}
+
 fn run(cli: Cli) -> Result<ExitCode, Fatal> {
-    match cli.command {
+    let Some(command) = cli.command else {
+        return explain(cli.explain.as_deref().unwrap_or_default());
+    };
+    match command {
         Command::Verify(args) => verify::run(args, cli.color, cli.quiet),
         Command::Report(args) => report::run(args, cli.color),
         Command::Build(args) => build::run(args, cli.color, cli.quiet),

@@ -63,7 +63,7 @@ enum ScopeArg {
 }
 
 pub(crate) fn load_state(path: &Path) -> Result<ValidState, Fatal> {
-    let text = crate::input::read_regular(path, crate::input::MAX_DUMP_BYTES)
+    let text = weft_driver::input::read_regular(path, weft_driver::input::MAX_DUMP_BYTES)
         .map_err(|e| Fatal(format!("cannot read `{}`: {e}", path.display())))?;
     ValidState::from_json(&text).map_err(|e| {
         Fatal(format!(
@@ -80,16 +80,10 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     let new = if args.desired.extension().is_some_and(|e| e == "json") {
         load_state(&args.desired)?
     } else {
-        let (c, routed) = crate::compile_and_route(&args.desired)?;
-        crate::emit_diagnostics(&c.diagnostics, &c.sources, color);
-        match (routed, c.elaborated.as_ref()) {
-            (Some(Ok(b)), Some(e)) => crate::with_layer_bound(e, b).state,
-            (Some(Err(d)), _) => {
-                crate::emit_diagnostics(&d, &c.sources, color);
-                return Ok(ExitCode::from(1));
-            }
-            _ => return Ok(ExitCode::from(1)),
-        }
+        let Some(built) = crate::compile_and_build(&args.desired, color)? else {
+            return Ok(ExitCode::from(1));
+        };
+        built.state
     };
     let opts = Options {
         full: args.full,

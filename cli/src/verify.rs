@@ -173,7 +173,7 @@ enum ScopeArg {
 }
 
 fn read(path: &Path) -> Result<String, Fatal> {
-    crate::input::read_regular(path, crate::input::MAX_DUMP_BYTES)
+    weft_driver::input::read_regular(path, weft_driver::input::MAX_DUMP_BYTES)
         .map_err(|e| Fatal(format!("cannot read `{}`: {e}", path.display())))
 }
 
@@ -190,6 +190,10 @@ pub(crate) struct Loaded {
     state: ValidState,
     origin: String,
     compiled: Option<weft_compiler::Compilation>,
+    /// What the build promises, when compiled here ([`weft_driver::properties`]): proven
+    /// unless `--property` says otherwise, so `verify x.weft` proves what `check` and `build`
+    /// prove.
+    promised: Option<Vec<Property>>,
 }
 
 impl Loaded {
@@ -199,6 +203,7 @@ impl Loaded {
             state,
             origin,
             compiled: None,
+            promised: None,
         }
     }
 
@@ -294,21 +299,27 @@ fn load(args: &Args, color: ColorChoice) -> Result<Loaded, Fatal> {
         return Ok(Loaded::of(st, lfts_path.display().to_string()));
     }
     if let Some(file) = &args.file {
-        let c = crate::compile(file, true)?;
+        let weft_driver::Compiled {
+            compilation: c,
+            built,
+        } = weft_driver::compile_and_route(file, &crate::progress)?;
         let found = findings::of_diagnostics(&c.diagnostics, &c.sources);
         findings::emit_diagnostics(&found, &c.sources, color);
-        let Some(e) = c.elaborated.as_ref().filter(|_| !c.has_errors()) else {
-            return Err(Fatal(format!("`{}` does not compile", file.display())));
+        let built = match built {
+            None => return Err(Fatal(format!("`{}` does not compile", file.display()))),
+            Some(Err(diags)) => {
+                let found = findings::of_diagnostics(&diags, &c.sources);
+                findings::emit_diagnostics(&found, &c.sources, color);
+                return Err(Fatal(format!("`{}` could not be routed", file.display())));
+            }
+            Some(Ok(b)) => b,
         };
-        let built = weft_compiler::build::build(e).map_err(|diags| {
-            let found = findings::of_diagnostics(&diags, &c.sources);
-            findings::emit_diagnostics(&found, &c.sources, color);
-            Fatal(format!("`{}` could not be routed", file.display()))
-        })?;
+        let promised = Some(weft_driver::properties(&built));
         return Ok(Loaded {
             state: built.state,
             origin: file.display().to_string(),
             compiled: Some(c),
+            promised,
         });
     }
     Err(Fatal(
@@ -361,7 +372,10 @@ pub(crate) fn run_checks(
     properties.sort();
     properties.dedup();
     if properties.is_empty() {
-        properties = Property::defaults(state);
+        properties = match &loaded.promised {
+            Some(p) => p.clone(),
+            None => Property::defaults(state),
+        };
     }
     if let Some(p) = &args.certificate {
         let cert = weft_verifier::Certificate::from_json(&read(p)?)

@@ -43,10 +43,21 @@ const RULES: &[(&str, &[&str], &str)] = &[
         "deploy proves what it writes on the tables it reads, never compiles",
     ),
     (
+        "weft-driver",
+        &[
+            "weft-compiler",
+            "weft-fabric",
+            "weft-metrics",
+            "weft-verifier",
+        ],
+        "the pipeline: source to proven state and build directory; it never deploys",
+    ),
+    (
         "weft",
         &[
             "weft-compiler",
             "weft-deploy",
+            "weft-driver",
             "weft-fabric",
             "weft-metrics",
             "weft-plan",
@@ -83,6 +94,7 @@ const RULES: &[(&str, &[&str], &str)] = &[
 
 /// Library crates: they return values and typed errors; only the CLI writes to a terminal.
 const LIBRARIES: &[&str] = &[
+    "weft-driver",
     "weft-fabric",
     "weft-compiler",
     "weft-metrics",

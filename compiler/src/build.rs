@@ -12,8 +12,11 @@ use weft_fabric::{FabricState, SwitchState, ValidState};
 pub struct Built {
     /// LIDs and tables, validated.
     pub state: ValidState,
-    /// The engine that routed it.
+    /// The engine asked for (or chosen by default).
     pub engine: Engine,
+    /// The engine whose method wrote the tables: [`Built::engine`], unless it gave way
+    /// (fat_tree's Up*/Down* last resort). What the build promises follows this one.
+    pub engine_used: Engine,
     /// Why that engine.
     pub why: String,
     /// What the engine reported.
@@ -22,6 +25,13 @@ pub struct Built {
     pub lanes: crate::qos::LaneMap,
     /// The routing's layer per source switch and LID, when it has layers.
     pub layers: Option<routing::Lanes>,
+}
+
+impl Built {
+    /// What the tables of the engine actually used promise (for the verifier to prove).
+    pub fn claims(&self) -> routing::Claims {
+        self.engine_used.router().claims(&self.state.lids)
+    }
 }
 
 /// The engine that routes a fabric, and why that one.
@@ -220,6 +230,7 @@ pub fn relayer(
             .cloned()
             .collect(),
         lanes: Some(routing::Lanes { layers, by_source }),
+        engine_used: (built.engine_used != built.engine).then_some(built.engine_used),
     };
     let choice = EngineChoice {
         engine: built.engine,
@@ -325,9 +336,11 @@ fn assemble(
     if let Some(n) = notes.iter().find(|n| n.code == Code::FatTreeUpdn) {
         choice.why = format!("{}; {}", choice.why, n.message);
     }
+    let engine_used = routes.engine_used.unwrap_or(choice.engine);
     Ok(Built {
         state,
         engine: choice.engine,
+        engine_used,
         why: choice.why,
         notes,
         lanes: map,

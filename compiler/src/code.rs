@@ -3,6 +3,7 @@
 //! A code is stable: tools match on it. `weft::ibnet::…` codes come from the ibnetdiscover
 //! reader (an `import(…)`) and keep their own registry there.
 
+use weft_fabric::code::{CodeInfo, Status};
 use weft_fabric::ibnetdiscover::Code as IbnetCode;
 
 macro_rules! codes {
@@ -18,6 +19,13 @@ macro_rules! codes {
         impl Code {
             /// Every compiler code (the reader's are [`IbnetCode`]s), in code order.
             pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
+
+            /// The registry entries of [`Code::ALL`], in the same order.
+            pub const INFO: &'static [CodeInfo] = &[$(CodeInfo {
+                code: $text,
+                status: Code::$variant.status(),
+                summary: $doc,
+            },)*];
 
             /// The code as shown, e.g. `weft::port_wired_twice`.
             pub fn as_str(self) -> &'static str {
@@ -129,6 +137,20 @@ codes! {
     ValueTooLarge = "weft::value_too_large": "A string or list larger than a program may build.",
     VlBudgetExceeded = "weft::vl_budget_exceeded": "A VL budget above what a port's VLCap allows, or QoS classes whose SLs and VLs do not fit.",
 }
+
+impl Code {
+    /// How far tools may rely on the code.
+    pub const fn status(self) -> Status {
+        match self {
+            Code::Internal => Status::Internal,
+            Code::Unsupported => Status::NotBuilt,
+            _ => Status::Stable,
+        }
+    }
+}
+
+/// The codes the compiler reports (the ibnetdiscover reader's are `weft_fabric`'s).
+pub const CODES: &[CodeInfo] = Code::INFO;
 
 impl std::fmt::Display for Code {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -1039,3 +1039,32 @@ fn blocks(node: weft_fabric::Guid, port: u8, a: &[u16], b: &[u16]) -> Vec<SmpWri
         })
         .collect()
 }
+
+/// The codes the planner reports.
+pub const CODES: &[weft_fabric::code::CodeInfo] = &{
+    use weft_fabric::code::{CodeInfo as C, Status};
+    [
+        C::stable(
+            "weft::plan::fabric",
+            "The current and desired states are not the same fabric.",
+        ),
+        C {
+            code: "weft::plan::internal",
+            status: Status::Internal,
+            summary: "A state built on the way is invalid (a bug in weft).",
+        },
+        C::stable(
+            "weft::plan::no_safe_order",
+            "No order of block writes keeps every intermediate state proven.",
+        ),
+        C {
+            code: "weft::plan::not_built",
+            status: Status::NotBuilt,
+            summary: "A change between the two states that the planner does not plan yet.",
+        },
+        C::stable(
+            "weft::plan::unproven",
+            "The desired state is not proven; weft plans only toward a proven state.",
+        ),
+    ]
+};

@@ -137,3 +137,28 @@ pub trait Checker {
     /// The verdict on `state`.
     fn check(&self, state: &ValidState, opts: &Options) -> Verdict;
 }
+
+/// The codes the verifier reports: the properties' violations, certificate refusals and
+/// transitions that are not one step.
+pub const CODES: &[weft_fabric::code::CodeInfo] = &{
+    use weft_fabric::code::CodeInfo as C;
+    [
+        C::stable("weft::apm_shared_cable", "A pair's alternate path shares a cable between switches with its primary: APM cannot route around that cable failing."),
+        C::stable("weft::certificate::apm", "A certificate claiming `apm_disjoint`, which the state's routes break."),
+        C::stable("weft::certificate::destinations", "A certificate covering other destinations than the state requires."),
+        C::stable("weft::certificate::duplicate", "A certificate listing something twice."),
+        C::stable("weft::certificate::fingerprint", "A certificate made for another fabric (its fingerprint differs)."),
+        C::stable("weft::certificate::format", "A file that is not a weft certificate."),
+        C::stable("weft::certificate::isolation", "A certificate claiming `isolated`, which the state's P_Key tables break."),
+        C::stable("weft::certificate::label", "A certificate label or next hop that does not lead to its destination."),
+        C::stable("weft::certificate::node", "A certificate naming a node the state does not have, or not as what it claims."),
+        C::stable("weft::certificate::property", "A certificate that does not prove a property asked for."),
+        C::stable("weft::certificate::rank", "A certificate dependency whose channel ranks do not increase, or a channel without a rank."),
+        C::stable("weft::certificate::scope", "A certificate covering fewer pairs than asked for."),
+        C::stable("weft::certificate::version", "A certificate of another version."),
+        C::stable("weft::credit_loop", "The channel dependency graph has a cycle: a possible deadlock."),
+        C::stable("weft::partition_breach", "The P_Key tables do not enforce the declared partitions: two ports talk that must not, or cannot that must, or a port cannot reach the SM."),
+        C::stable("weft::transition::differ", "Two states that differ in more than their forwarding tables, given as the two ends of one step."),
+        C::stable("weft::unreachable", "A required route does not reach its destination."),
+    ]
+};

@@ -49,9 +49,10 @@
 //! Parallel cables between two switches share load by destination LID.
 
 use super::graph::{Exit, Graph, Load};
-use super::{RouteError, RouteNote, Routes, RoutingEngine, RoutingInput};
+use super::{Claims, Engine, RouteError, RouteNote, Routes, RoutingEngine, RoutingInput};
 use crate::code::Code;
 use rayon::prelude::*;
+use weft_fabric::LidAssignment;
 use weft_fabric::LFT_UNSET;
 
 /// The fat-tree engine.
@@ -167,8 +168,11 @@ impl RoutingEngine for FatTree {
         NAME
     }
 
-    fn deadlock_free(&self) -> bool {
-        true
+    fn claims(&self, lids: &LidAssignment) -> Claims {
+        Claims {
+            deadlock_free: true,
+            apm_disjoint: lids.lmc > 0,
+        }
     }
 
     fn route(&self, input: &RoutingInput<'_>) -> Result<Routes, RouteError> {
@@ -261,6 +265,7 @@ impl RoutingEngine for FatTree {
                 lfts: g.lfts_from_rows(rows),
                 notes,
                 lanes: None,
+                engine_used: None,
             }),
             Err(err @ RouteError::CreditLoop { .. }) => last_resort(&g, &t, input, &err),
             Err(err) => Err(err),
@@ -294,6 +299,7 @@ fn last_resort(
         RouteError::CreditLoop { tried, .. } => *tried,
         _ => 0,
     };
+    routes.engine_used = Some(Engine::Updn);
     routes.notes.push(RouteNote {
         code: Code::FatTreeUpdn,
         message: format!(

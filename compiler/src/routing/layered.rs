@@ -24,7 +24,8 @@
 
 use super::acyclic::Acyclic;
 use super::graph::{Channels, Graph, Load};
-use super::{Lanes, RouteError, Routes, RoutingEngine, RoutingInput};
+use super::{Claims, Lanes, RouteError, Routes, RoutingEngine, RoutingInput};
+use weft_fabric::LidAssignment;
 use weft_fabric::LFT_UNSET;
 
 /// The layered engine.
@@ -38,8 +39,12 @@ impl RoutingEngine for Layered {
         NAME
     }
 
-    fn deadlock_free(&self) -> bool {
-        true
+    fn claims(&self, _: &LidAssignment) -> Claims {
+        // Deadlock-free over its layers (SL i on VL i), not on one VL.
+        Claims {
+            deadlock_free: true,
+            apm_disjoint: false,
+        }
     }
 
     fn route(&self, input: &RoutingInput<'_>) -> Result<Routes, RouteError> {
@@ -70,6 +75,7 @@ impl RoutingEngine for Layered {
                     .map(|(s, row)| (s.id, row))
                     .collect(),
             }),
+            engine_used: None,
         })
     }
 }

@@ -1,8 +1,10 @@
 //! Routing engines: a fabric and its LIDs in, one linear forwarding table per switch out.
 //!
 //! One engine per module, one registry ([`crate::ENGINES`]) that `routing { engine = … }` is checked
-//! against. Engines return their tables; they never write into a shared state, never fall
-//! back to another engine, and say why when a topology is not theirs.
+//! against. Engines return their tables; they never write into a shared state, and say why
+//! when a topology is not theirs. One engine gives way to another's method, and says so:
+//! `fat_tree` on a degraded tree it cannot route free of credit loops writes Up*/Down* tables
+//! from one top switch ([`Routes::engine_used`], a `weft::fat_tree_updn` note).
 
 mod acyclic;
 pub mod fat_tree;
@@ -49,6 +51,22 @@ pub struct Routes {
     pub notes: Vec<RouteNote>,
     /// The layers routes travel on, for engines that use more than VL 0.
     pub lanes: Option<Lanes>,
+    /// The engine whose method wrote these tables, when it is not the one asked (fat_tree's
+    /// last resort on a degraded tree is Up*/Down*). OpenSM records the same thing as
+    /// `routing_engine_used`.
+    pub engine_used: Option<Engine>,
+}
+
+/// What an engine's tables promise. Nothing here is trusted: the pipeline turns each claim
+/// into a property the verifier must prove, and tests hold every engine to its claims.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Claims {
+    /// Deadlock-free on the VLs the build programs: VL 0 (or the classes' lanes), or one VL
+    /// per layer for `layered`, with the path SLs it writes.
+    pub deadlock_free: bool,
+    /// With LMC > 0, each end port's LIDs are reached on paths sharing no cable between
+    /// switches with the primary (the alternate paths APM migrates to).
+    pub apm_disjoint: bool,
 }
 
 /// Layers of a routing: SL `i` travels on VL `i` on every hop.
@@ -119,8 +137,8 @@ pub enum RouteError {
 pub trait RoutingEngine: Sync {
     /// The name `routing { engine = … }` uses.
     fn name(&self) -> &'static str;
-    /// Whether the engine's routes are deadlock-free on one VL by construction.
-    fn deadlock_free(&self) -> bool;
+    /// What the engine's tables promise for a fabric with these LIDs.
+    fn claims(&self, lids: &LidAssignment) -> Claims;
     /// Routes every LID of the fabric.
     fn route(&self, input: &RoutingInput<'_>) -> Result<Routes, RouteError>;
 }

@@ -8,8 +8,9 @@
 //! destination going only down always does, so packets in their down phase never turn up.
 
 use super::graph::{Graph, Load};
-use super::{RouteError, Routes, RoutingEngine, RoutingInput};
+use super::{Claims, RouteError, Routes, RoutingEngine, RoutingInput};
 use std::collections::VecDeque;
+use weft_fabric::LidAssignment;
 
 /// The Up*/Down* engine.
 #[derive(Clone, Copy, Debug, Default)]
@@ -61,8 +62,11 @@ impl RoutingEngine for UpDown {
         NAME
     }
 
-    fn deadlock_free(&self) -> bool {
-        true
+    fn claims(&self, _: &LidAssignment) -> Claims {
+        Claims {
+            deadlock_free: true,
+            apm_disjoint: false,
+        }
     }
 
     fn route(&self, input: &RoutingInput<'_>) -> Result<Routes, RouteError> {

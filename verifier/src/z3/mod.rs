@@ -15,7 +15,7 @@
 //!   VL — a VL the sending port's arbitration never sends, or one at or above the state's
 //!   `max_vls`) contributes a tracked `false`. Satisfiable ⇔ every route arrives.
 //!
-//! A timeout or an `unknown` answer is [`Outcome::Unknown`], never proven. Limits: routes are
+//! A timeout or an `unknown` answer is [`Outcome::Unknown`](crate::report::Outcome::Unknown), never proven. Limits: routes are
 //! enumerated one by one (pairs × hops), so this engine is for fabrics of up to a few hundred
 //! nodes; the explicit engine is the one that scales.
 //!
