@@ -15,6 +15,7 @@ use weft_deploy::apply::{
 use weft_deploy::journal::JournalFault;
 use weft_deploy::sim::{Fault, FaultKind, SimFabric, STATUS_INVALID};
 use weft_deploy::{Mad, Paced, Retrying, Transport};
+use weft_fabric::build_dir;
 use weft_fabric::plan::Plan;
 use weft_fabric::{NodeKind, PortNum, PortRef, ValidState};
 
@@ -294,7 +295,7 @@ fn opensm(args: &Args, quiet: bool) -> Result<ExitCode, Fatal> {
             other.join(", ")
         )));
     }
-    if dir.join("UNPROVEN").exists() {
+    if dir.join(build_dir::UNPROVEN).exists() {
         return Err(Fatal(format!(
             "`{}` holds an unproven state (see its UNPROVEN file); weft hands OpenSM only \
              proven states",
@@ -302,7 +303,7 @@ fn opensm(args: &Args, quiet: bool) -> Result<ExitCode, Fatal> {
         )));
     }
     // The state must be one weft can read (and the build's own files beside it).
-    crate::plan::load_state(&dir.join("state.json"))?;
+    crate::plan::load_state(&dir.join(build_dir::STATE))?;
     let written = weft_deploy::opensm::hand_off(
         dir,
         args.opensm_conf
@@ -470,7 +471,7 @@ fn go(
                     .into(),
             ));
         }
-        let desired = crate::plan::load_state(&plan_path.join("state.json"))?;
+        let desired = crate::plan::load_state(&plan_path.join(build_dir::STATE))?;
         if args.dry_run {
             return match apply::dry_run(&mut t, apply::What::State(&desired), &opts) {
                 Ok((plan, smps)) => dry(&plan, &smps),

@@ -15,6 +15,7 @@
 use crate::files;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use weft_fabric::build_dir;
 
 /// Why the hand-off cannot be made.
 #[derive(Debug, thiserror::Error)]
@@ -165,9 +166,9 @@ pub fn hand_off(build: &Path, conf: &Path) -> Result<Vec<PathBuf>, OpensmError> 
         what: "no `lfts_file`".to_owned(),
     })?;
     // What each file of the build needs, checked before anything is written.
-    let partitions = build.join("partitions.conf");
-    let policy = build.join("qos-policy.conf");
-    let qos = build.join("opensm.conf");
+    let partitions = build.join(build_dir::PARTITIONS);
+    let policy = build.join(build_dir::QOS_POLICY);
+    let qos = build.join(build_dir::OPENSM_CONF);
     let needed = |file: &Path, key: &'static str, what: &'static str| {
         if !file.exists() {
             return Ok(None);
@@ -182,7 +183,7 @@ pub fn hand_off(build: &Path, conf: &Path) -> Result<Vec<PathBuf>, OpensmError> 
     let policy_file = needed(&policy, "qos_policy_file", "a QoS policy")?;
     // Every file read, and every place to write checked, before anything is written: a
     // hand-off stops whole or not at all.
-    let mut files = vec![(lfts_file, read(&build.join("lfts.dump"))?)];
+    let mut files = vec![(lfts_file, read(&build.join(build_dir::LFTS))?)];
     if let Some(p) = partition_file {
         files.push((p, read(&partitions)?));
     }

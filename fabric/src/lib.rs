@@ -16,6 +16,7 @@
 #![deny(clippy::indexing_slicing)]
 #![cfg_attr(test, allow(clippy::indexing_slicing))]
 
+pub mod build_dir;
 pub mod code;
 mod edit;
 mod fingerprint;
