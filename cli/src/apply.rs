@@ -13,7 +13,7 @@ use weft_deploy::apply::{
     self, ApplyError, ApplyOptions, Direction, Final, Progress, ProofMode, Report,
 };
 use weft_deploy::journal::JournalFault;
-use weft_deploy::sim::{Fault, FaultKind, SimFabric, STATUS_INVALID};
+use weft_deploy::sim::{Injected, SimFabric};
 use weft_deploy::{Mad, Paced, Retrying, Transport};
 use weft_fabric::build_dir;
 use weft_fabric::plan::Plan;
@@ -107,40 +107,8 @@ enum TargetArg {
     Opensm,
 }
 
-/// A fault `--inject` asks for: one struck by an SMP Set, or by a journal write.
-enum Injected {
-    Smp(Fault),
-    Journal(JournalFault),
-}
-
 fn parse_fault(s: &str) -> Result<Injected, Fatal> {
-    let bad = || {
-        Fatal(format!(
-            "--inject `{s}`: write KIND@N, KIND one of drop, drop-all, delay, delay-all, \
-             reject, corrupt, crash, journal, journal-full"
-        ))
-    };
-    let (kind, at) = s.split_once('@').ok_or_else(bad)?;
-    let at: usize = at.parse().map_err(|_| bad())?;
-    let kind = match kind {
-        "drop" => FaultKind::Drop { times: 1 },
-        "drop-all" => FaultKind::Drop { times: u32::MAX },
-        "delay" => FaultKind::Delay { times: 1 },
-        "delay-all" => FaultKind::Delay { times: u32::MAX },
-        "reject" => FaultKind::Reject {
-            status: STATUS_INVALID,
-        },
-        "corrupt" => FaultKind::CorruptReadback,
-        "crash" => FaultKind::Crash,
-        "journal" | "journal-full" => {
-            return Ok(Injected::Journal(JournalFault {
-                at,
-                lasting: kind == "journal-full",
-            }))
-        }
-        _ => return Err(bad()),
-    };
-    Ok(Injected::Smp(Fault { at_set: at, kind }))
+    s.parse().map_err(|e| Fatal(format!("--inject `{s}`: {e}")))
 }
 
 fn read_plan(path: &Path) -> Result<Plan, Fatal> {

@@ -27,6 +27,6 @@ pub use apply::{
 };
 pub use discover::{discover, DiscoverError, Discovery};
 pub use mad::{Mad, MadError, MadOptions};
-pub use sim::{Fault, FaultKind, SimFabric};
+pub use sim::{Fault, FaultKind, Injected, SimFabric};
 pub use smp::{Attr, DrPath, Payload};
 pub use transport::{Counted, Paced, Retrying, SmpError, Target, Transport, TransportExt};
