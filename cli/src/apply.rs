@@ -291,49 +291,24 @@ fn opensm(args: &Args, quiet: bool) -> Result<ExitCode, Fatal> {
         out(None, &text)?;
         return Ok(ExitCode::SUCCESS);
     };
-    let count = |p: &Path| {
-        std::fs::read_to_string(p)
-            .map(|t| (t.matches("SUBNET UP").count(), t.len()))
-            .unwrap_or((0, 0))
-    };
-    let before = args.opensm_log.as_deref().map(count);
-    let hup = std::process::Command::new("kill")
-        .args(["-HUP", &pid.to_string()])
-        .output()
-        .map_err(|e| Fatal(format!("cannot run `kill`: {e}")))?;
-    if !hup.status.success() {
-        return Err(Fatal(format!(
-            "the files are written, but OpenSM (pid {pid}) could not be signalled: {}",
-            String::from_utf8_lossy(&hup.stderr).trim()
-        )));
-    }
+    let log = args
+        .opensm_log
+        .as_deref()
+        .map(weft_deploy::opensm::OpensmLog::mark);
+    weft_deploy::opensm::signal(pid)
+        .map_err(|e| Fatal(format!("the files are written, but {e}")))?;
     let _ = writeln!(text, "sent SIGHUP to OpenSM (pid {pid})");
     let wait_s = args.wait_s.unwrap_or(120);
-    if let (Some(log), Some((ups, len))) = (args.opensm_log.as_deref(), before) {
+    if let Some(log) = log {
         crate::term::phase("waiting for OpenSM's sweep");
-        let start = std::time::Instant::now();
-        loop {
-            let (now, _) = count(log);
-            if now > ups {
-                break;
-            }
-            if start.elapsed().as_secs() >= wait_s {
-                out(None, &text)?;
-                return Err(Fatal(format!(
-                    "OpenSM did not bring the subnet up within {} s of the signal (see {})",
-                    wait_s,
-                    log.display()
-                )));
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        let new = std::fs::read_to_string(log).unwrap_or_default();
-        let errors: Vec<&str> = new
-            .get(len..)
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| l.contains(" ERR "))
-            .collect();
+        let Some(errors) = log.wait_for_sweep(std::time::Duration::from_secs(wait_s)) else {
+            out(None, &text)?;
+            return Err(Fatal(format!(
+                "OpenSM did not bring the subnet up within {} s of the signal (see {})",
+                wait_s,
+                log.path().display()
+            )));
+        };
         if !errors.is_empty() {
             for e in &errors {
                 let _ = writeln!(text, "  {e}");

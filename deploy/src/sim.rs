@@ -16,6 +16,7 @@
 //! MAD status, a read-back corrupted, or the writer crashing (every SMP from then on fails,
 //! as if the process had died, until [`SimFabric::restart`]).
 
+use crate::observe::{self, PkeyTable};
 use crate::smp::{self, Attr, NodeInfo, NodeType, Payload, PortInfo, SwitchInfo, PAYLOAD};
 use crate::transport::{SmpError, Target, Transport};
 use std::collections::{BTreeMap, BTreeSet};
@@ -39,6 +40,11 @@ pub use crate::smp::vf_modifier;
 
 mod faults;
 pub use faults::{Fault, FaultKind, FaultSyntax, Injected};
+
+/// A P_Key table's slots as read back ([`PkeyTable`]: trailing empty slots dropped).
+fn slots(keys: &[u16]) -> Vec<u16> {
+    PkeyTable::from_slots(keys.iter().copied()).slots().to_vec()
+}
 
 #[derive(Clone, Debug)]
 struct SimNode {
@@ -70,10 +76,11 @@ struct SimNode {
 pub struct Tables {
     /// Per node GUID: base LID and LMC per port.
     pub lids: BTreeMap<u64, Vec<(u16, u8)>>,
-    /// Per switch GUID: the LFT as the switch forwards by it (up to LinearFDBTop, trailing
-    /// unset entries dropped).
+    /// Per switch GUID: the LFT as the switch forwards by it ([`observe::lft`]: up to
+    /// LinearFDBTop, trailing unset entries dropped).
     pub lfts: BTreeMap<u64, Vec<u8>>,
-    /// Per node GUID: the P_Key tables of its ports (empty slots dropped from the end).
+    /// Per node GUID: the P_Key tables of its ports ([`PkeyTable`]'s slots: empty slots
+    /// dropped from the end).
     pub pkeys: BTreeMap<u64, Vec<Vec<u16>>>,
     /// Per node GUID: SL→VL tables by modifier.
     pub sl2vl: BTreeMap<u64, BTreeMap<u32, [u8; 16]>>,
@@ -378,24 +385,9 @@ impl SimFabric {
             );
             if n.info.node_type == NodeType::Switch {
                 let top = SwitchInfo::decode(&n.switch_info).linear_fdb_top;
-                let mut lft = n.lft.clone();
-                lft.truncate(usize::from(top) + 1);
-                while lft.last() == Some(&0xff) {
-                    lft.pop();
-                }
-                t.lfts.insert(g, lft);
+                t.lfts.insert(g, observe::lft(n.lft.clone(), top).ports);
             }
-            let keys: Vec<Vec<u16>> = n
-                .pkeys
-                .iter()
-                .map(|k| {
-                    let mut k = k.clone();
-                    while k.last() == Some(&0) {
-                        k.pop();
-                    }
-                    k
-                })
-                .collect();
+            let keys: Vec<Vec<u16>> = n.pkeys.iter().map(|k| slots(k)).collect();
             t.pkeys.insert(g, keys);
             t.sl2vl.insert(g, n.sl2vl.clone());
             t.vlarb
@@ -403,9 +395,7 @@ impl SimFabric {
             if !n.vfs.is_empty() {
                 let mut vfs = n.vfs.clone();
                 for (_, keys) in vfs.values_mut() {
-                    while keys.last() == Some(&0) {
-                        keys.pop();
-                    }
+                    *keys = slots(keys);
                 }
                 t.vfs.insert(g, vfs);
             }
