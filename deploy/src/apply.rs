@@ -281,8 +281,8 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
     let path = |g: Guid, port: Option<u8>| -> Result<DrPath, ApplyError> {
         d.path(g, port).cloned().ok_or_else(|| {
             ApplyError::Unaddressable(match port {
-                Some(p) => format!("node {:#018x} port {p} is not reachable", g.0),
-                None => format!("node {:#018x} is not on the fabric", g.0),
+                Some(p) => format!("node {g} port {p} is not reachable"),
+                None => format!("node {g} is not on the fabric"),
             })
         })
     };
@@ -320,8 +320,8 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                     known(*sw)?;
                     if !switch(*sw) {
                         return Err(ApplyError::Unaddressable(format!(
-                            "{:#018x} is not a switch on the fabric",
-                            sw.0
+                            "{} is not a switch on the fabric",
+                            sw
                         )));
                     }
                     ops.push(Op {
@@ -336,7 +336,7 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                         after: *new,
                         expect: Some(*old),
                         lid: None,
-                        what: format!("switch {:#018x} LFT block {block}", sw.0),
+                        what: format!("switch {sw} LFT block {block}"),
                     });
                 }
                 SmpWrite::Pkeys {
@@ -360,7 +360,7 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                         after: pkey_payload(new),
                         expect: Some(pkey_payload(old)),
                         lid: None,
-                        what: format!("{:#018x} port {port} P_Key block {block}", node.0),
+                        what: format!("{node} port {port} P_Key block {block}"),
                     });
                 }
                 SmpWrite::Vport {
@@ -402,7 +402,7 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                         after: lid_info(new_lid),
                         expect: Some(lid_info(old_lid)),
                         lid: Some(new_lid.unwrap_or(0)),
-                        what: format!("{:#018x} port {port} VF {vf} LID", node.0),
+                        what: format!("{node} port {port} VF {vf} LID"),
                     });
                     ops.push(Op {
                         step: i,
@@ -416,7 +416,7 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                         after: pkey_payload(new_pkeys),
                         expect: Some(pkey_payload(old_pkeys)),
                         lid: None,
-                        what: format!("{:#018x} port {port} VF {vf} P_Keys", node.0),
+                        what: format!("{node} port {port} VF {vf} P_Keys"),
                     });
                 }
             }
@@ -698,8 +698,8 @@ fn cells(d: &Discovery, blocks: &[Block]) -> Vec<Vec<Result<Cell, String>>> {
 
 fn block_name(b: &Block) -> String {
     let node = format!(
-        "{:#018x}{}",
-        b.node.0,
+        "{}{}",
+        b.node,
         b.port.map(|p| format!(" port {p}")).unwrap_or_default()
     );
     match b.attr {
@@ -1356,9 +1356,8 @@ fn fdb_tops(
                     expect: None,
                     lid: None,
                     what: format!(
-                        "switch {:#018x} LFT block {block} (entries above LinearFDBTop cleared \
-                         before it is raised)",
-                        g.0
+                        "switch {g} LFT block {block} (entries above LinearFDBTop cleared before \
+                         it is raised)"
                     ),
                 });
             }
@@ -1383,7 +1382,7 @@ fn fdb_tops(
             after: raw,
             expect: None,
             lid: None,
-            what: format!("switch {:#018x} LinearFDBTop", g.0),
+            what: format!("switch {g} LinearFDBTop"),
         });
     }
     ops.extend(extra);

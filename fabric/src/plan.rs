@@ -177,7 +177,7 @@ pub struct SmPort {
 
 impl From<SmPort> for String {
     fn from(p: SmPort) -> String {
-        format!("{:#018x}:{}", p.node.0, p.port)
+        format!("{}:{}", p.node, p.port)
     }
 }
 
@@ -240,7 +240,7 @@ impl From<Member> for String {
                 node,
                 port,
                 membership,
-            } => format!("{:#018x}:{port} {}", node.0, membership.as_str()),
+            } => format!("{node}:{port} {}", membership.as_str()),
             Member::Vf {
                 host,
                 port,

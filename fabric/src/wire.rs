@@ -109,7 +109,7 @@ fn lid(l: &Option<Lid>) -> String {
 impl fmt::Display for WireDiff {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            WireDiff::MissingNode(g) => write!(f, "node {:#018x} is not on the fabric", g.0),
+            WireDiff::MissingNode(g) => write!(f, "node {g} is not on the fabric"),
             WireDiff::ExtraNode(g) => {
                 write!(f, "node {:#018x} is on the fabric but not in the plan", g.0)
             }
@@ -119,8 +119,8 @@ impl fmt::Display for WireDiff {
                 found,
             } => write!(
                 f,
-                "node {:#018x} is a {:?} with {} ports, not a {:?} with {}",
-                guid.0, found.kind, found.ports, expected.kind, expected.ports
+                "node {} is a {:?} with {} ports, not a {:?} with {}",
+                guid, found.kind, found.ports, expected.kind, expected.ports
             ),
             WireDiff::MissingLink(a, b) => {
                 write!(f, "link {} — {} is missing", end(a), end(b))
@@ -365,7 +365,7 @@ impl From<WireView> for WireText {
             nodes: v
                 .nodes
                 .iter()
-                .map(|(g, n)| format!("{:#018x} {} {}", g.0, n.kind.keyword(), n.ports))
+                .map(|(g, n)| format!("{g} {} {}", n.kind.keyword(), n.ports))
                 .collect(),
             links: v
                 .links

@@ -50,7 +50,7 @@
 //! * Unknown fields are refused (a typo never silently drops a table), except the top-level
 //!   fields weft itself writes beside the state (`quality`).
 
-use super::valid::{guid_text, StateError, StateErrors};
+use super::valid::{StateError, StateErrors};
 use super::{
     DlidSls, FabricState, Lft, LidRange, Membership, PKey, Partition, PathSl, PortState, Sl2VlRow,
     SlSet, SourceSls, SwitchSls, SwitchState, TrafficClass, ValidState, VlArb,
@@ -635,7 +635,7 @@ pub fn read(text: &str) -> Result<ValidState, StateErrors> {
                 Some(n) => st.sm.push(PortRef::new(n, port)),
                 None => errors.push(StateError::UnknownGuid {
                     at: format!("sm[{i}]"),
-                    guid: guid_text(g.0),
+                    guid: g.0.to_string(),
                 }),
             }
         }
@@ -720,7 +720,7 @@ fn build(raw: FabricJson, errors: &mut Vec<StateError>) -> Option<Fabric> {
             None => {
                 errors.push(StateError::UnknownGuid {
                     at: at.clone(),
-                    guid: guid_text(g.0),
+                    guid: g.0.to_string(),
                 });
                 None
             }
@@ -760,7 +760,7 @@ fn fill(
         if found.is_none() {
             errors.push(StateError::UnknownGuid {
                 at,
-                guid: guid_text(g.0),
+                guid: g.0.to_string(),
             });
         }
         found
@@ -779,7 +779,7 @@ fn fill(
         {
             errors.push(StateError::Fabric {
                 at,
-                message: format!("port {p} of {} has two LID entries", guid_text(g.0)),
+                message: format!("port {p} of {} has two LID entries", g.0),
             });
         }
     }
@@ -797,7 +797,7 @@ fn fill(
         if st.switches.insert(n, table).is_some() {
             errors.push(StateError::Fabric {
                 at,
-                message: format!("{} has two switch tables", guid_text(s.guid.0)),
+                message: format!("{} has two switch tables", s.guid.0),
             });
         }
     }
@@ -814,11 +814,7 @@ fn fill(
         if st.ports.insert(PortRef::new(n, p.port), table).is_some() {
             errors.push(StateError::Fabric {
                 at,
-                message: format!(
-                    "port {} of {} has two port tables",
-                    p.port,
-                    guid_text(p.guid.0)
-                ),
+                message: format!("port {} of {} has two port tables", p.port, p.guid.0),
             });
         }
     }
@@ -876,7 +872,7 @@ fn partitions(st: &mut FabricState, raw: Vec<PartitionJson>, errors: &mut Vec<St
             let Some(n) = st.fabric.find_guid(g.0) else {
                 errors.push(StateError::UnknownGuid {
                     at,
-                    guid: guid_text(g.0),
+                    guid: g.0.to_string(),
                 });
                 continue;
             };
@@ -885,8 +881,7 @@ fn partitions(st: &mut FabricState, raw: Vec<PartitionJson>, errors: &mut Vec<St
                     at,
                     message: format!(
                         "port {port} of {} is listed twice in partition `{}`",
-                        guid_text(g.0),
-                        p.name
+                        g.0, p.name
                     ),
                 });
             }
@@ -933,7 +928,7 @@ fn vports(st: &mut FabricState, raw: Vec<VportJson>, errors: &mut Vec<StateError
         let Some(n) = st.fabric.find_guid(v.host.0 .0) else {
             errors.push(StateError::UnknownGuid {
                 at: format!("vports[{i}].host"),
-                guid: guid_text(v.host.0 .0),
+                guid: v.host.0 .0.to_string(),
             });
             continue;
         };
