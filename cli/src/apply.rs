@@ -13,11 +13,11 @@ use weft_deploy::apply::{
     self, ApplyError, ApplyOptions, Direction, Final, Progress, ProofMode, Report,
 };
 use weft_deploy::journal::JournalFault;
-use weft_deploy::sim::{Injected, SimFabric};
+use weft_deploy::sim::{default_sm_port, named_sm_port, Injected, SimFabric};
 use weft_deploy::{Mad, Paced, Retrying, Transport};
 use weft_fabric::build_dir;
 use weft_fabric::plan::Plan;
-use weft_fabric::{NodeKind, PortNum, PortRef, ValidState};
+use weft_fabric::{PortRef, ValidState};
 
 /// `weft apply` arguments.
 #[derive(clap::Args)]
@@ -117,36 +117,16 @@ fn read_plan(path: &Path) -> Result<Plan, Fatal> {
     Plan::from_json(&text).map_err(|e| Fatal(format!("`{}`: {e}", path.display())))
 }
 
-/// The SM's port in a simulated fabric.
+/// The SM's port in a simulated fabric: the one `--sm` names, else the first HCA port on a
+/// live link.
 fn sm_port(state: &ValidState, sm: Option<&str>) -> Result<PortRef, Fatal> {
-    let f = &state.fabric;
-    if let Some(text) = sm {
-        let (name, port) = text
-            .split_once('/')
-            .and_then(|(n, p)| Some((n, p.parse::<u8>().ok()?)))
-            .ok_or_else(|| Fatal(format!("--sm `{text}`: write NODE/PORT")))?;
-        let id = f
-            .nodes()
-            .iter()
-            .position(|n| n.name() == name)
-            .ok_or_else(|| Fatal(format!("--sm `{text}`: no node `{name}` in the fabric")))?;
-        return Ok(PortRef {
-            node: weft_fabric::NodeId(id as u32),
-            port: PortNum(port),
-        });
+    match sm {
+        Some(text) => {
+            named_sm_port(&state.fabric, text).map_err(|e| Fatal(format!("--sm `{text}`: {e}")))
+        }
+        None => default_sm_port(&state.fabric)
+            .ok_or_else(|| Fatal("the fabric has no HCA port on a live link for the SM".into())),
     }
-    f.nodes()
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| n.kind() == NodeKind::Hca && !n.down)
-        .flat_map(|(i, n)| {
-            (1..=n.spec.port_count).map(move |p| PortRef::new(weft_fabric::NodeId(i as u32), p))
-        })
-        .find(|&p| {
-            f.peer(p)
-                .is_some_and(|(_, l)| f.link(l).state == weft_fabric::LinkState::Up)
-        })
-        .ok_or_else(|| Fatal("the fabric has no HCA port on a live link for the SM".into()))
 }
 
 fn eprint_text(text: &str) {

@@ -20,7 +20,7 @@ use crate::observe::{self, PkeyTable};
 use crate::smp::{self, Attr, NodeInfo, NodeType, Payload, PortInfo, SwitchInfo, PAYLOAD};
 use crate::transport::{SmpError, Target, Transport};
 use std::collections::{BTreeMap, BTreeSet};
-use weft_fabric::{FabricState, LinkState, NodeKind, PortRef};
+use weft_fabric::{Fabric, FabricState, LinkState, NodeId, NodeKind, PortRef};
 
 /// MAD status: invalid attribute or attribute modifier.
 pub const STATUS_INVALID: u16 = 0x001c;
@@ -125,6 +125,44 @@ pub enum SimError {
     /// The SM's port is not an end port on a live link.
     #[error("the SM port {0} is not a live port of the fabric")]
     SmPort(String),
+}
+
+/// Why `NODE/PORT` names no SM port.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SmPortError {
+    /// Not `NODE/PORT`.
+    #[error("write NODE/PORT")]
+    Syntax,
+    /// No node of that name.
+    #[error("no node `{0}` in the fabric")]
+    NoNode(String),
+}
+
+/// The SM's port `text` names, `NODE/PORT` (the node by name). Whether it is a live end port
+/// is [`SimFabric::new`]'s to check.
+pub fn named_sm_port(f: &Fabric, text: &str) -> Result<PortRef, SmPortError> {
+    let (name, port) = text
+        .split_once('/')
+        .and_then(|(n, p)| Some((n, p.parse::<u8>().ok()?)))
+        .ok_or(SmPortError::Syntax)?;
+    let node = f
+        .find(name)
+        .ok_or_else(|| SmPortError::NoNode(name.to_owned()))?;
+    Ok(PortRef::new(node, port))
+}
+
+/// Where the SM sits when no port is named: the first port (in node, then port order) of a
+/// channel adapter that is up, on a link that is up; none when the fabric has no such port.
+pub fn default_sm_port(f: &Fabric) -> Option<PortRef> {
+    f.nodes()
+        .iter()
+        .zip(0u32..)
+        .filter(|(n, _)| n.kind() == NodeKind::Hca && !n.down)
+        .flat_map(|(n, i)| (1..=n.spec.port_count).map(move |p| PortRef::new(NodeId(i), p)))
+        .find(|&p| {
+            f.peer(p)
+                .is_some_and(|(_, l)| f.link(l).state == LinkState::Up)
+        })
 }
 
 impl SimFabric {
@@ -759,6 +797,43 @@ mod tests {
             });
             assert!(matches!(r, Err(SmpError::NoRoute { .. })), "{p:?}: {r:?}");
         }
+    }
+
+    #[test]
+    fn the_sm_sits_on_the_port_named_else_the_first_live_host_port() {
+        let (st, sm) = fabric();
+        let f = &st.fabric;
+        let h2 = f.find("h2").unwrap();
+        assert_eq!(default_sm_port(f), Some(sm), "h1's port 1");
+        assert_eq!(named_sm_port(f, "h2/1"), Ok(PortRef::new(h2, 1)));
+        assert_eq!(named_sm_port(f, "h2"), Err(SmPortError::Syntax));
+        assert_eq!(named_sm_port(f, "h2/x"), Err(SmPortError::Syntax));
+        assert_eq!(
+            named_sm_port(f, "h9/1"),
+            Err(SmPortError::NoNode("h9".to_owned()))
+        );
+        // h1 down: h2's live port 1 (not its unlinked port 2); h2's link down too: none.
+        let with = |down: &[&str], links_down: &[&str]| {
+            let mut b = FabricBuilder::new("t");
+            for n in f.nodes() {
+                b.add_node(n.spec.clone()).unwrap();
+            }
+            for l in f.links() {
+                let id = b.add_link(l.a, l.b).unwrap();
+                if links_down.contains(&f.node(l.a.node).name()) {
+                    b.set_link_down(id);
+                }
+            }
+            for d in down {
+                b.set_node_down(f.find(d).unwrap());
+            }
+            b.finish()
+        };
+        assert_eq!(
+            default_sm_port(&with(&["h1"], &[])),
+            Some(PortRef::new(h2, 1))
+        );
+        assert_eq!(default_sm_port(&with(&["h1"], &["h2"])), None);
     }
 
     /// The PortInfo and SwitchInfo a new fabric answers with, byte by byte at their IBA
