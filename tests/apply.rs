@@ -1254,3 +1254,83 @@ fn the_audit_reads_sl2vl_and_p_key_tables() {
     );
     ValidState::new(a.state).unwrap();
 }
+
+/// The P_Key table a state holds for a port whose table is `keys` (slot by slot), as who may
+/// talk to whom: each partition once (a full membership over a limited one), empty slots
+/// gone, none for the default key alone. Written here apart from `weft_deploy::observe`.
+fn partitions_of(keys: &[u16]) -> Option<Vec<u16>> {
+    let mut out: Vec<u16> = Vec::new();
+    for &k in keys.iter().filter(|k| *k & 0x7fff != 0) {
+        match out.iter().position(|m| m & 0x7fff == k & 0x7fff) {
+            Some(i) => out[i] |= k & 0x8000,
+            None => out.push(k),
+        }
+    }
+    (out != [0xffff]).then_some(out)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// A state simulated and read back over SMPs (discovery, then audit's reading) is the
+    /// state as a state holds what the fabric runs: the same LIDs; each switch's LFT up to its
+    /// last route (trailing unset entries are not forwarded by); each host port's partitions
+    /// and SL→VL map (all VL 0: none), whatever slots its table has.
+    #[test]
+    fn a_simulated_state_reads_back_as_a_state_holds_it(
+        tables in proptest::collection::vec(
+            (0usize..64, proptest::collection::vec(proptest::prelude::any::<u16>(), 0..32)),
+            0..6,
+        ),
+        cuts in proptest::collection::vec((0usize..64, 0usize..40), 0..4),
+        vl in proptest::array::uniform16(0u8..16),
+    ) {
+        let mut st = tree("").state().clone();
+        let f = st.fabric.clone();
+        let hosts: Vec<PortRef> = f
+            .node_ids()
+            .filter(|&n| f.node(n).kind() == NodeKind::Hca)
+            .map(|n| PortRef::new(n, 1))
+            .collect();
+        let switches: Vec<weft_fabric::NodeId> = st.switches.keys().copied().collect();
+        for (i, keys) in &tables {
+            let p = st.ports.entry(hosts[i % hosts.len()]).or_default();
+            p.pkeys = Some(keys.iter().map(|&k| weft_fabric::PKey(k)).collect());
+        }
+        for (i, len) in &cuts {
+            let sw = st.switches.get_mut(&switches[i % switches.len()]).unwrap();
+            sw.lft.ports.truncate(*len);
+            // A trailing unset entry the switch's top still covers.
+            sw.lft.ports.push(weft_fabric::LFT_UNSET);
+        }
+        st.ports.entry(hosts[0]).or_default().sl2vl = Some(vl);
+        let mut sim = SimFabric::new(&st, sm_port(&st)).unwrap();
+        let a = weft_deploy::audit::audit(&mut sim, "t").unwrap();
+        let read = &a.state;
+        let id = |n: weft_fabric::NodeId| read.fabric.find_guid(f.node(n).guid()).unwrap();
+        for (&n, ports) in &st.lids.base {
+            proptest::prop_assert_eq!(&read.lids.base[&id(n)], ports, "{}", f.node(n).name());
+        }
+        for (&n, sw) in &st.switches {
+            let mut want = sw.lft.ports.clone();
+            while want.last() == Some(&weft_fabric::LFT_UNSET) {
+                want.pop();
+            }
+            proptest::prop_assert_eq!(&read.switches[&id(n)].lft.ports, &want);
+        }
+        for &h in &hosts {
+            let p = st.ports.get(&h);
+            let keys: Option<Vec<u16>> =
+                p.and_then(|p| p.pkeys.as_ref()).map(|k| k.iter().map(|k| k.0).collect());
+            let want_keys = partitions_of(&keys.unwrap_or_else(|| vec![0xffff]));
+            let want_vl = p.and_then(|p| p.sl2vl).filter(|v| *v != [0; 16]);
+            let got = read.ports.get(&PortRef::new(id(h.node), 1));
+            proptest::prop_assert_eq!(
+                got.and_then(|p| p.pkeys.as_ref())
+                    .map(|k| k.iter().map(|k| k.0).collect::<Vec<u16>>()),
+                want_keys
+            );
+            proptest::prop_assert_eq!(got.and_then(|p| p.sl2vl), want_vl);
+        }
+    }
+}

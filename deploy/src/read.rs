@@ -1,7 +1,7 @@
 //! Reading what a discovered fabric runs over any [`Transport`](crate::transport::Transport):
 //! each switch's LFT (up to its LinearFDBTop) and SL→VL tables, P_Key tables of end ports and
 //! VFs, VF LIDs — for `weft apply` (what to plan from and prove on) and `weft audit` (what to
-//! verify). Each read returns the [`observe`](crate::observe) model; the SMPs it takes are
+//! verify). Each read returns the [`observe`] model; the SMPs it takes are
 //! counted by whoever wraps the transport in [`Counted`](crate::transport::Counted).
 
 use crate::discover::{Discovery, VfAt, VfError, VfPorts};

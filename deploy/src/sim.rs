@@ -20,7 +20,7 @@ use crate::observe::{self, PkeyTable};
 use crate::smp::{self, Attr, NodeInfo, NodeType, Payload, PortInfo, SwitchInfo, PAYLOAD};
 use crate::transport::{SmpError, Target, Transport};
 use std::collections::{BTreeMap, BTreeSet};
-use weft_fabric::{Fabric, FabricState, LinkState, NodeId, NodeKind, PortRef};
+use weft_fabric::{Fabric, FabricState, LinkState, NodeId, NodeKind, PKey, PortRef};
 
 /// MAD status: invalid attribute or attribute modifier.
 pub const STATUS_INVALID: u16 = 0x001c;
@@ -242,7 +242,17 @@ impl SimFabric {
                     lft: Vec::new(),
                     fdb_cap,
                     partition_cap,
-                    pkeys: vec![Vec::new(); usize::from(ports) + 1],
+                    // A port the state gives no table holds the default key (a switch's
+                    // ports enforce nothing here).
+                    pkeys: (0..=ports)
+                        .map(|p| {
+                            if switch || p == 0 {
+                                Vec::new()
+                            } else {
+                                vec![PKey::DEFAULT.0]
+                            }
+                        })
+                        .collect(),
                     sl2vl: BTreeMap::new(),
                     vlarb: BTreeMap::new(),
                     vfs: BTreeMap::new(),
@@ -353,7 +363,10 @@ impl SimFabric {
                     (v.host.port.0, v.vf),
                     (
                         v.lid.map_or(0, |l| l.0),
-                        v.pkeys.iter().flatten().map(|k| k.0).collect(),
+                        v.pkeys.as_ref().map_or_else(
+                            || vec![PKey::DEFAULT.0],
+                            |t| t.iter().map(|k| k.0).collect(),
+                        ),
                     ),
                 );
             }
