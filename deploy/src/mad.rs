@@ -815,9 +815,10 @@ mod tests {
     #[test]
     fn defaults() {
         let o = MadOptions::default();
+        // 3 sends an SMP: the first and 2 retries, what `weft apply` and `weft audit` send.
         assert_eq!(
             (o.ca, o.port, o.timeout_ms, o.retries, o.mkey, o.window),
-            (None, 0, 200, 3, None, 16)
+            (None, 0, 200, 2, None, 16)
         );
         assert_eq!(clamp(u32::MAX), c_int::MAX);
     }
