@@ -108,24 +108,30 @@ enum TargetArg {
 }
 
 fn parse_fault(s: &str) -> Result<Injected, Fatal> {
-    s.parse().map_err(|e| Fatal(format!("--inject `{s}`: {e}")))
+    s.parse()
+        .map_err(|e| Fatal::Run(format!("--inject `{s}`: {e}")))
 }
 
 fn read_plan(path: &Path) -> Result<Plan, Fatal> {
     let text = weft_driver::input::read_regular(path, weft_driver::input::MAX_DUMP_BYTES)
-        .map_err(|e| Fatal(format!("cannot read `{}`: {e}", path.display())))?;
-    Plan::from_json(&text).map_err(|e| Fatal(format!("`{}`: {e}", path.display())))
+        .map_err(|e| Fatal::Run(format!("cannot read `{}`: {e}", path.display())))?;
+    Plan::from_json(&text).map_err(|e| {
+        Fatal::Input(
+            crate::findings::of_miette(&e, &path.display().to_string(), None),
+            None,
+        )
+    })
 }
 
 /// The SM's port in a simulated fabric: the one `--sm` names, else the first HCA port on a
 /// live link.
 fn sm_port(state: &ValidState, sm: Option<&str>) -> Result<PortRef, Fatal> {
     match sm {
-        Some(text) => {
-            named_sm_port(&state.fabric, text).map_err(|e| Fatal(format!("--sm `{text}`: {e}")))
-        }
-        None => default_sm_port(&state.fabric)
-            .ok_or_else(|| Fatal("the fabric has no HCA port on a live link for the SM".into())),
+        Some(text) => named_sm_port(&state.fabric, text)
+            .map_err(|e| Fatal::Run(format!("--sm `{text}`: {e}"))),
+        None => default_sm_port(&state.fabric).ok_or_else(|| {
+            Fatal::Run("the fabric has no HCA port on a live link for the SM".into())
+        }),
     }
 }
 
@@ -145,18 +151,21 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, Fatal> {
                 hca.push("--window");
             }
             if !hca.is_empty() {
-                return Err(Fatal(format!("{}: only for --target mad", hca.join(", "))));
+                return Err(Fatal::Run(format!(
+                    "{}: only for --target mad",
+                    hca.join(", ")
+                )));
             }
             refuse_opensm_options(&args, "sim")?;
             let path = args.fabric.as_deref().ok_or_else(|| {
-                Fatal(
+                Fatal::Run(
                     "--target sim needs --fabric STATE.json: the state the simulated fabric holds"
                         .into(),
                 )
             })?;
             let state = crate::plan::load_state(path)?;
             let sm = sm_port(&state, args.sm.as_deref())?;
-            let mut sim = SimFabric::new(&state, sm).map_err(|e| Fatal(e.to_string()))?;
+            let mut sim = SimFabric::new(&state, sm).map_err(|e| Fatal::Run(e.to_string()))?;
             let mut journal_fault = None;
             for f in &args.inject {
                 match parse_fault(f)? {
@@ -170,7 +179,7 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, Fatal> {
         }
         TargetArg::Mad => {
             if !args.inject.is_empty() || args.fabric.is_some() || args.sm.is_some() {
-                return Err(Fatal(
+                return Err(Fatal::Run(
                     "--fabric, --sm and --inject are for --target sim".into(),
                 ));
             }
@@ -183,7 +192,7 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, Fatal> {
             let settle = std::time::Duration::from_millis(args.settle_ms.unwrap_or_else(|| {
                 2 * u64::from(options.timeout_ms) * u64::from(options.retries + 1)
             }));
-            let mut mad = Mad::open(&options).map_err(|e| Fatal(e.to_string()))?;
+            let mut mad = Mad::open(&options).map_err(|e| Fatal::Run(e.to_string()))?;
             go(&args, &mut mad, false, settle, None, quiet)
         }
     }
@@ -201,7 +210,7 @@ fn refuse_opensm_options(args: &Args, target: &str) -> Result<(), Fatal> {
     if given.is_empty() {
         Ok(())
     } else {
-        Err(Fatal(format!(
+        Err(Fatal::Run(format!(
             "{}: only for --target opensm, not {target}",
             given.join(", ")
         )))
@@ -211,7 +220,7 @@ fn refuse_opensm_options(args: &Args, target: &str) -> Result<(), Fatal> {
 /// The hand-off to a running OpenSM.
 fn opensm(args: &Args, quiet: bool) -> Result<ExitCode, Fatal> {
     let Some(dir) = args.plan.as_deref().filter(|p| p.is_dir()) else {
-        return Err(Fatal(
+        return Err(Fatal::Run(
             "--target opensm takes a `weft build` directory (OpenSM routes the whole fabric \
              from weft's files; a plan's steps are for --target sim or mad)"
                 .into(),
@@ -238,13 +247,13 @@ fn opensm(args: &Args, quiet: bool) -> Result<ExitCode, Fatal> {
         other.push("--window");
     }
     if !other.is_empty() {
-        return Err(Fatal(format!(
+        return Err(Fatal::Run(format!(
             "{}: not for --target opensm (OpenSM writes the fabric)",
             other.join(", ")
         )));
     }
     if dir.join(build_dir::UNPROVEN).exists() {
-        return Err(Fatal(format!(
+        return Err(Fatal::Run(format!(
             "`{}` holds an unproven state (see its UNPROVEN file); weft hands OpenSM only \
              proven states",
             dir.display()
@@ -258,7 +267,7 @@ fn opensm(args: &Args, quiet: bool) -> Result<ExitCode, Fatal> {
             .as_deref()
             .unwrap_or(Path::new("/etc/opensm/opensm.conf")),
     )
-    .map_err(|e| Fatal(e.to_string()))?;
+    .map_err(|e| Fatal::Run(e.to_string()))?;
     let mut text = String::new();
     for w in &written {
         let _ = writeln!(text, "wrote {}", w.display());
@@ -276,14 +285,14 @@ fn opensm(args: &Args, quiet: bool) -> Result<ExitCode, Fatal> {
         .as_deref()
         .map(weft_deploy::opensm::OpensmLog::mark);
     weft_deploy::opensm::signal(pid)
-        .map_err(|e| Fatal(format!("the files are written, but {e}")))?;
+        .map_err(|e| Fatal::Run(format!("the files are written, but {e}")))?;
     let _ = writeln!(text, "sent SIGHUP to OpenSM (pid {pid})");
     let wait_s = args.wait_s.unwrap_or(120);
     if let Some(log) = log {
         crate::term::phase("waiting for OpenSM's sweep");
         let Some(errors) = log.wait_for_sweep(std::time::Duration::from_secs(wait_s)) else {
             out(None, &text)?;
-            return Err(Fatal(format!(
+            return Err(Fatal::Run(format!(
                 "OpenSM did not bring the subnet up within {} s of the signal (see {})",
                 wait_s,
                 log.path().display()
@@ -324,7 +333,7 @@ fn go(
         tries: if sim { args.mad.tries() } else { 1 },
     };
     let lock_dir = weft_deploy::files::run_dir(args.lock_dir.as_deref())
-        .map_err(|e| Fatal(format!("lock directory: {e}")))?;
+        .map_err(|e| Fatal::Run(format!("lock directory: {e}")))?;
     let mut progress = |p: Progress| {
         if quiet {
             return;
@@ -388,7 +397,7 @@ fn go(
     crate::term::phase("discovering");
     if plan_path.is_dir() {
         if args.no_reprove {
-            return Err(Fatal(
+            return Err(Fatal::Run(
                 "--no-reprove is for a plan file: a `weft build` directory is planned and \
                  proven on the tables read off the fabric"
                     .into(),

@@ -28,7 +28,7 @@ pub struct Args {
     #[arg(long, default_value = "audited")]
     name: String,
     #[command(flatten)]
-    check: CheckArgs,
+    pub(crate) check: CheckArgs,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -95,16 +95,16 @@ fn parse_hex(s: &str) -> Result<u64, String> {
 /// Runs `weft audit`.
 pub fn run(args: Args, quiet: bool) -> Result<ExitCode, Fatal> {
     let AuditTarget::Mad = args.target;
-    let mut mad = Mad::open(&args.mad.options()).map_err(|e| Fatal(e.to_string()))?;
+    let mut mad = Mad::open(&args.mad.options()).map_err(|e| Fatal::Run(e.to_string()))?;
     crate::term::phase("reading the fabric");
     let mut audited =
-        weft_deploy::audit::audit(&mut mad, &args.name).map_err(|e| Fatal(e.to_string()))?;
+        weft_deploy::audit::audit(&mut mad, &args.name).map_err(|e| Fatal::Run(e.to_string()))?;
     // Where the SM runs: the master SM's LID in the local port's PortInfo (modifier 0: the
     // port the SMP arrived on), owned by the port the SM runs on. None yet (LID 0), or a LID
     // no port owns: not said (`isolated` is then unknown unless `--sm` says).
     let (info, _) = mad
         .port_info(&weft_deploy::DrPath::local(), 0)
-        .map_err(|e| Fatal(format!("cannot read the local port's PortInfo: {e}")))?;
+        .map_err(|e| Fatal::Run(format!("cannot read the local port's PortInfo: {e}")))?;
     let owners = audited.state.lids.owners(&audited.state.fabric);
     if let Some(Some((n, p))) = owners.get(usize::from(info.master_sm_lid)) {
         if info.master_sm_lid != 0 {
@@ -112,12 +112,12 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, Fatal> {
         }
     }
     let state = ValidState::new(audited.state).map_err(|e| {
-        Fatal(format!(
+        Fatal::Run(format!(
             "what the fabric runs is not a state weft can verify:\n{e}"
         ))
     })?;
     if let Some(p) = &args.write_state {
-        crate::output::write_file(p, state.to_json().as_bytes()).map_err(Fatal)?;
+        crate::output::write_file(p, state.to_json().as_bytes()).map_err(Fatal::Run)?;
     }
     // What was not read is said where the verdict is.
     let origin = format!(

@@ -13,7 +13,7 @@
 //! stays.
 
 use crate::findings::{self, Format};
-use crate::{human_summary, out, verify, ColorChoice, Fatal};
+use crate::{human_summary, out, ColorChoice, Fatal};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -35,7 +35,7 @@ pub struct Args {
     allow_unproven: bool,
     /// Output format: human, json (the outcome with a `findings` array) or sarif.
     #[arg(long, default_value = "human")]
-    format: Format,
+    pub(crate) format: Format,
 }
 
 /// Runs `weft build`.
@@ -47,7 +47,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
         format,
     } = args;
     // A swap a kill interrupted is finished (or undone) first, whatever this run does.
-    if let Some(note) = recover(&output).map_err(Fatal)? {
+    if let Some(note) = recover(&output).map_err(Fatal::Run)? {
         crate::term::clear();
         let _ = writeln!(std::io::stderr().lock(), "weft: {note}");
     }
@@ -67,19 +67,24 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
                written: &[PathBuf],
                built: Option<&Built>,
                report: Option<&weft_verifier::Report>| {
-        let found = found(report);
+        let mut found = found(report);
+        if let Some(b) = built {
+            found.extend(findings::of_notes(&b.notes, &file.display().to_string()));
+        }
         let outcome = serde_json::json!({
             "ok": ok,
             "output": output.display().to_string(),
             "written": written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
             "engine": built.map(|b| b.engine.name()),
+            "engine_used": built.map(|b| b.engine_used.name()),
             "engine_why": built.map(|b| &b.why),
             "verdict": report.map(|r| &r.verdict),
+            "proved": built.zip(report).map(|(b, r)| findings::proved(&b.state, r)),
         });
         match format {
             Format::Sarif => findings::sarif(&found, outcome),
             _ => {
-                let mut v = outcome;
+                let mut v = findings::document("build", outcome);
                 v["findings"] = serde_json::to_value(&found).unwrap_or_default();
                 v
             }
@@ -96,7 +101,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     };
     // The output directory is checked before any work, and written beside it while the
     // proof runs (the tables do not depend on it); it goes in place only when proven.
-    let staging = Staging::new(&output).map_err(Fatal)?;
+    let staging = Staging::new(&output).map_err(Fatal::Run)?;
     let proof = weft_driver::Proof {
         certificate: true,
         max_listed: 20,
@@ -109,7 +114,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
         let report = weft_driver::prove(&built, proof, &crate::progress);
         // The verdict's files are written while the tables may still be.
         let mut verdict = String::new();
-        verify::verdict_lines(&mut verdict, &report);
+        crate::render::verdict_lines(&mut verdict, &report);
         let verdict = build_dir::write_verdict(staging.path(), &report, allow_unproven, &verdict)
             .map_err(|e| e.to_string());
         let tables = writer
@@ -124,11 +129,11 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     let build_dir::Written {
         extras: tables,
         no_policy,
-    } = tables.map_err(Fatal)?;
+    } = tables.map_err(Fatal::Run)?;
     let mut files = FILES.to_vec();
     files.extend(tables);
     let mut verdict = String::new();
-    verify::verdict_lines(&mut verdict, &report);
+    crate::render::verdict_lines(&mut verdict, &report);
     let proven = report.is_proven();
     if !proven && !allow_unproven {
         drop(staging);
@@ -137,7 +142,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
             out(None, &(serde_json::to_string_pretty(&v)? + "\n"))?;
             return Ok(ExitCode::from(1));
         }
-        let text = verify::human(
+        let text = crate::render::human(
             &built.state,
             Some(&report),
             None,
@@ -157,7 +162,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
         return Ok(ExitCode::from(1));
     }
     crate::term::phase("writing");
-    let written = staging.commit(&files).map_err(Fatal)?;
+    let written = staging.commit(&files).map_err(Fatal::Run)?;
     if format != Format::Human {
         let v = doc(proven, &written, Some(&built), Some(&report));
         out(None, &(serde_json::to_string_pretty(&v)? + "\n"))?;
@@ -172,15 +177,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     }
     let s = Summary::of(&built.state.fabric);
     let mut text = human_summary(&s);
-    text += &format!("  engine    {}: {}\n", built.engine, built.why);
-    // A note the engine line already carries is not repeated.
-    for n in built
-        .notes
-        .iter()
-        .filter(|n| !built.why.contains(&n.message))
-    {
-        text += &format!("  note      {}\n", n.message);
-    }
+    text += &crate::engine_line(&built);
     text += &verdict;
     for p in &written {
         text += &format!("  wrote     {}\n", p.display());
@@ -193,8 +190,8 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     if build_dir::has_layers(&built.state) && build_dir::psl_lines(&built.state) > PSL_LINES {
         text += &format!(
             "  note      path-sl.psl not written: {} lines exceed {}; state.json has every path SL\n",
-            verify::group(build_dir::psl_lines(&built.state)),
-            verify::group(PSL_LINES)
+            crate::render::group(build_dir::psl_lines(&built.state)),
+            crate::render::group(PSL_LINES)
         );
     }
     out(None, &text)?;

@@ -2,10 +2,9 @@
 //! the result (unless `--no-verify`); a summary, or what is wrong.
 
 use crate::findings::{self, Format};
-use crate::{compile, display_name, human_summary, out, verify, ColorChoice, Fatal};
+use crate::{compile, display_name, human_summary, out, ColorChoice, Fatal};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use weft_compiler::diagnostic;
 use weft_compiler::Summary;
 
 /// `weft check` arguments.
@@ -15,7 +14,7 @@ pub struct Args {
     file: PathBuf,
     /// Output format.
     #[arg(long, default_value = "human")]
-    format: Format,
+    pub(crate) format: Format,
     /// Stop after validating the description: no routing, no proof.
     #[arg(long)]
     no_verify: bool,
@@ -56,7 +55,18 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     }
     let all_diags: Vec<_> = c.diagnostics.iter().chain(&build_errors).cloned().collect();
     // Every finding: the diagnostics, then the proof's violations placed at the declarations.
-    let found = || findings::of_compiled(&c, &all_diags, report.as_ref(), &display_name(&file));
+    let found = || {
+        let name = display_name(&file);
+        let mut f = findings::of_compiled(&c, &all_diags, report.as_ref(), &name);
+        if let Some(b) = &routed {
+            f.extend(findings::of_notes(&b.notes, &name));
+        }
+        f
+    };
+    let proved = routed
+        .as_ref()
+        .zip(report.as_ref())
+        .map(|(b, r)| findings::proved(&b.state, r));
     match format {
         Format::Human => {
             let found = found();
@@ -69,11 +79,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
                 text += &human_summary(s);
             }
             if let (Some(b), Some(r)) = (&routed, &report) {
-                text += &format!("  engine    {}: {}\n", b.engine, b.why);
-                // A note the engine line already carries is not repeated.
-                for n in b.notes.iter().filter(|n| !b.why.contains(&n.message)) {
-                    text += &format!("  note      {}\n", n.message);
-                }
+                text += &crate::engine_line(b);
                 let st = &b.state;
                 if r.is_proven() {
                     text += &format!(
@@ -91,7 +97,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
                                 String::new()
                             }
                         );
-                        text += &format!("            the SM {}\n", crate::verify::sm_line(i));
+                        text += &format!("            the SM {}\n", crate::render::sm_line(i));
                     }
                     if let Some(a) = &r.apm {
                         text += &format!(
@@ -100,29 +106,35 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
                         );
                     }
                 } else {
-                    text += &verify::human(st, Some(r), None, &found, &display_name(&file), 20);
+                    text +=
+                        &crate::render::human(st, Some(r), None, &found, &display_name(&file), 20);
                 }
             }
             out(None, &text)?;
         }
         Format::Json => {
-            let v = serde_json::json!({
-                "ok": !failed,
-                "summary": if c.has_errors() { None } else { summary },
-                "engine": routed.as_ref().map(|b| b.engine.name()),
-                "engine_why": routed.as_ref().map(|b| &b.why),
-                "notes": routed.as_ref().map(|b| b.notes.iter().map(|n| serde_json::json!({"code": n.code.as_str(), "message": n.message})).collect::<Vec<_>>()),
-                "verdict": report.as_ref().map(|r| &r.verdict),
-                "diagnostics": diagnostic::to_json(&all_diags, &c.sources),
-                "findings": found(),
-            });
+            let v = findings::document(
+                "check",
+                serde_json::json!({
+                    "ok": !failed,
+                    "summary": if c.has_errors() { None } else { summary },
+                    "engine": routed.as_ref().map(|b| b.engine.name()),
+                    "engine_used": routed.as_ref().map(|b| b.engine_used.name()),
+                    "engine_why": routed.as_ref().map(|b| &b.why),
+                    "verdict": report.as_ref().map(|r| &r.verdict),
+                    "proved": proved,
+                    "findings": found(),
+                }),
+            );
             out(None, &(serde_json::to_string_pretty(&v)? + "\n"))?;
         }
         Format::Sarif => {
             let summary = serde_json::json!({
                 "ok": !failed,
                 "engine": routed.as_ref().map(|b| b.engine.name()),
+                "engine_used": routed.as_ref().map(|b| b.engine_used.name()),
                 "verdict": report.as_ref().map(|r| &r.verdict),
+                "proved": proved,
             });
             out(
                 None,

@@ -6,11 +6,21 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Clone, Copy, ValueEnum)]
-enum ExportFormat {
+pub(crate) enum ExportFormat {
     /// ibnetdiscover topology (also ibsim's net file).
     Ibnetdiscover,
     /// The elaborated fabric as JSON.
     Json,
+}
+
+impl ExportFormat {
+    /// The format refused input is shown in.
+    pub(crate) fn findings(self) -> crate::findings::Format {
+        match self {
+            ExportFormat::Json => crate::findings::Format::Json,
+            ExportFormat::Ibnetdiscover => crate::findings::Format::Human,
+        }
+    }
 }
 
 /// `weft export` arguments.
@@ -20,7 +30,7 @@ pub struct Args {
     file: PathBuf,
     /// Output format.
     #[arg(long, default_value = "ibnetdiscover")]
-    format: ExportFormat,
+    pub(crate) format: ExportFormat,
     /// Output file (default: standard output).
     #[arg(long, short)]
     output: Option<PathBuf>,
@@ -34,10 +44,10 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
         output,
     } = args;
     let c = compile(&file, weft_driver::Until::Elaborated)?;
-    emit_diagnostics(&c.diagnostics, &c.sources, color);
     let Some(e) = c.elaborated.as_ref().filter(|_| !c.has_errors()) else {
-        return Ok(ExitCode::from(1));
+        return Err(Fatal::not_compiled(&c.diagnostics, &c.sources, color));
     };
+    emit_diagnostics(&c.diagnostics, &c.sources, color);
     let text = match format {
         ExportFormat::Ibnetdiscover => weft_compiler::export_ibnetdiscover(&e.fabric)?,
         ExportFormat::Json => {

@@ -3,6 +3,7 @@
 //! Exit codes: 0 ok, 1 findings (errors in the input or the fabric), 2 could not run.
 
 mod apply;
+mod args;
 mod audit;
 mod build;
 mod check;
@@ -13,6 +14,7 @@ mod fmt;
 mod import;
 mod output;
 mod plan;
+mod render;
 mod report;
 mod term;
 mod verify;
@@ -82,16 +84,34 @@ enum Command {
     Import(import::Args),
 }
 
-/// A failure to run at all (exit 2).
-struct Fatal(String);
+/// Why a command stopped short.
+enum Fatal {
+    /// It could not run (exit 2): a file it cannot read or write, a fabric that does not
+    /// answer, options that do not go together.
+    Run(String),
+    /// Its input is wrong (exit 1): what a reader refused, as findings, shown in the
+    /// command's output format ([`Command::output`]); for people, as `human` when given
+    /// (the compiler's rendering of its diagnostics, with source excerpts).
+    Input(Vec<findings::Finding>, Option<String>),
+}
+
+impl Fatal {
+    /// A description that does not compile or route: its diagnostics.
+    fn not_compiled(diags: &[Diagnostic], sources: &SourceMap, color: ColorChoice) -> Fatal {
+        let (errors, warnings) = diagnostic::count(diags);
+        let human = diagnostic::render(diags, sources, render_opts(color))
+            + &format!("{errors} error(s), {warnings} warning(s)\n");
+        Fatal::Input(findings::of_diagnostics(diags, sources), Some(human))
+    }
+}
 
 impl<E: std::fmt::Display + 'static> From<E> for Fatal {
     fn from(e: E) -> Fatal {
         let io = (&e as &dyn std::any::Any).downcast_ref::<std::io::Error>();
         if io.is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) {
-            return Fatal(CLOSED_PIPE.into());
+            return Fatal::Run(CLOSED_PIPE.into());
         }
-        Fatal(e.to_string())
+        Fatal::Run(e.to_string())
     }
 }
 
@@ -119,7 +139,7 @@ fn render_opts(color: ColorChoice) -> RenderOptions {
 /// The text of the source (or dump) at `path` (a regular file, under the source size cap).
 fn read(path: &Path) -> Result<String, Fatal> {
     weft_driver::input::read_regular(path, weft_driver::input::MAX_SOURCE_BYTES)
-        .map_err(|e| Fatal(format!("cannot read `{}`: {e}", path.display())))
+        .map_err(|e| Fatal::Run(format!("cannot read `{}`: {e}", path.display())))
 }
 
 /// Shows the pipeline's phase on the progress line.
@@ -145,21 +165,29 @@ fn emit_diagnostics(diags: &[Diagnostic], sources: &SourceMap, color: ColorChoic
     let _ = writeln!(err, "{errors} error(s), {warnings} warning(s)");
 }
 
-/// Compiles `file` (check + LIDs + routing), printing every diagnostic; `None` when it has
-/// errors (the caller exits 1).
+/// Compiles and routes `file`, printing its warnings; its errors refuse it
+/// ([`Fatal::not_compiled`]).
 fn compile_and_build(
     file: &Path,
     color: ColorChoice,
-) -> Result<Option<weft_compiler::build::Built>, Fatal> {
+) -> Result<weft_compiler::build::Built, Fatal> {
+    Ok(compiled(file, color)?.1)
+}
+
+/// Compiles and routes `file`, printing its warnings: the compilation and its build; its
+/// errors refuse it ([`Fatal::not_compiled`]).
+fn compiled(
+    file: &Path,
+    color: ColorChoice,
+) -> Result<(Compilation, weft_compiler::build::Built), Fatal> {
     let c = weft_driver::compile_and_route(file, &progress)?;
-    emit_diagnostics(&c.compilation.diagnostics, &c.compilation.sources, color);
+    let diags = c.diagnostics();
     match c.built {
-        Some(Ok(b)) => Ok(Some(b)),
-        Some(Err(diags)) => {
+        Some(Ok(b)) => {
             emit_diagnostics(&diags, &c.compilation.sources, color);
-            Ok(None)
+            Ok((c.compilation, b))
         }
-        None => Ok(None),
+        _ => Err(Fatal::not_compiled(&diags, &c.compilation.sources, color)),
     }
 }
 
@@ -167,13 +195,31 @@ fn compile_and_build(
 fn out(output: Option<&Path>, text: &str) -> Result<(), Fatal> {
     term::clear();
     match output {
-        Some(p) => output::write_file(p, text.as_bytes()).map_err(Fatal),
+        Some(p) => output::write_file(p, text.as_bytes()).map_err(Fatal::Run),
         None => {
             let mut o = std::io::stdout().lock();
             o.write_all(text.as_bytes())?;
             Ok(())
         }
     }
+}
+
+/// The engine lines of a build for people: the engine asked for, the one that wrote the
+/// tables when it gave way, and why; then the engine's notes (one the engine line already
+/// carries is not repeated).
+fn engine_line(b: &weft_compiler::build::Built) -> String {
+    let mut t = if b.engine_used == b.engine {
+        format!("  engine    {}: {}\n", b.engine, b.why)
+    } else {
+        format!(
+            "  engine    {} (the tables are {}'s, its last resort): {}\n",
+            b.engine, b.engine_used, b.why
+        )
+    };
+    for n in b.notes.iter().filter(|n| !b.why.contains(&n.message)) {
+        t += &format!("  note      {}\n", n.message);
+    }
+    t
 }
 
 fn human_summary(s: &Summary) -> String {
@@ -212,16 +258,79 @@ fn explain(code: &str) -> Result<ExitCode, Fatal> {
         .collect();
     near.sort_unstable();
     let near: Vec<&str> = near.iter().take(3).map(|(_, c)| *c).collect();
-    Err(Fatal(format!(
+    Err(Fatal::Run(format!(
         "no code `{code}`; the closest are {} (every code: docs/codes.md)",
         near.join(", ")
     )))
+}
+
+impl Command {
+    /// The command's name and the format its findings are shown in.
+    fn output(&self) -> (&'static str, findings::Format) {
+        use findings::Format;
+        match self {
+            Command::Build(a) => ("build", a.format),
+            Command::Report(a) => ("report", a.format.findings()),
+            Command::Verify(a) => ("verify", a.check.format),
+            Command::Check(a) => ("check", a.format),
+            Command::Plan(a) => ("plan", a.format.findings()),
+            Command::Apply(_) => ("apply", Format::Human),
+            Command::Audit(a) => ("audit", a.check.format),
+            Command::Fmt(_) => ("fmt", Format::Human),
+            Command::Export(a) => ("export", a.format.findings()),
+            Command::Import(_) => ("import", Format::Human),
+        }
+    }
+}
+
+/// Shows a refused input's findings in `format` (exit 1): on stderr for people (`human`
+/// when given), as the command's JSON document (`ok: false`) or a SARIF run on stdout.
+fn refused(
+    command: &str,
+    format: findings::Format,
+    found: &[findings::Finding],
+    human: Option<String>,
+) -> ExitCode {
+    use findings::Format;
+    let shown = match format {
+        Format::Human => {
+            term::clear();
+            let text = human.unwrap_or_else(|| findings::human(found));
+            let _ = std::io::stderr().lock().write_all(text.as_bytes());
+            Ok(())
+        }
+        Format::Json => serde_json::to_string_pretty(&findings::document(
+            command,
+            serde_json::json!({"ok": false, "findings": found}),
+        ))
+        .map_err(Fatal::from)
+        .and_then(|t| out(None, &(t + "\n"))),
+        Format::Sarif => {
+            serde_json::to_string_pretty(&findings::sarif(found, serde_json::json!({"ok": false})))
+                .map_err(Fatal::from)
+                .and_then(|t| out(None, &(t + "\n")))
+        }
+    };
+    match shown {
+        Ok(()) => ExitCode::from(1),
+        Err(_) => ExitCode::from(2),
+    }
 }
 
 fn run(cli: Cli) -> Result<ExitCode, Fatal> {
     let Some(command) = cli.command else {
         return explain(cli.explain.as_deref().unwrap_or_default());
     };
+    let (name, format) = command.output();
+    let result = dispatch(command, cli.color, cli.quiet);
+    match result {
+        Err(Fatal::Input(found, human)) => Ok(refused(name, format, &found, human)),
+        other => other,
+    }
+}
+
+fn dispatch(command: Command, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fatal> {
+    let cli = Flags { color, quiet };
     match command {
         Command::Verify(args) => verify::run(args, cli.color, cli.quiet),
         Command::Report(args) => report::run(args, cli.color),
@@ -234,6 +343,12 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
         Command::Export(args) => export::run(args, cli.color),
         Command::Import(args) => import::run(args, cli.color),
     }
+}
+
+/// The global flags a command runs with.
+struct Flags {
+    color: ColorChoice,
+    quiet: bool,
 }
 
 /// Stack of the thread that does the work: the compiler's depth limits keep recursion far
@@ -249,19 +364,25 @@ fn main() -> ExitCode {
         .spawn(move || run(cli));
     let result = match work {
         Ok(handle) => handle.join().unwrap_or_else(|_| {
-            Err(Fatal(
+            Err(Fatal::Run(
                 "internal error (a bug in weft; please report it)".into(),
             ))
         }),
-        Err(e) => Err(Fatal(format!("cannot start the worker thread: {e}"))),
+        Err(e) => Err(Fatal::Run(format!("cannot start the worker thread: {e}"))),
     };
     term::clear();
     match result {
         Ok(code) => code,
-        Err(Fatal(msg)) if msg == CLOSED_PIPE => ExitCode::from(CLOSED_PIPE_EXIT),
-        Err(Fatal(msg)) => {
+        Err(Fatal::Run(msg)) if msg == CLOSED_PIPE => ExitCode::from(CLOSED_PIPE_EXIT),
+        Err(Fatal::Run(msg)) => {
             let _ = writeln!(std::io::stderr(), "error: {msg}");
             ExitCode::from(2)
+        }
+        // `run` shows refused input itself.
+        Err(Fatal::Input(found, human)) => {
+            let text = human.unwrap_or_else(|| findings::human(&found));
+            let _ = std::io::stderr().write_all(text.as_bytes());
+            ExitCode::from(1)
         }
     }
 }

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use weft_fabric::ValidState;
 use weft_plan::{Mode, Options, PlanError, Planned};
 use weft_verifier::transition::StepCheck;
-use weft_verifier::{Outcome, Scope};
+use weft_verifier::Outcome;
 
 /// `weft plan` arguments.
 #[derive(clap::Args)]
@@ -36,11 +36,11 @@ pub struct Args {
     #[arg(long)]
     write_state: Option<PathBuf>,
     /// Required pairs: all (every end-node port and switch) or hca-to-hca.
-    #[arg(long, default_value = "all")]
-    scope: ScopeArg,
+    #[arg(long, default_value = "all", value_parser = crate::args::scope())]
+    scope: weft_verifier::Scope,
     /// Output format.
     #[arg(long, default_value = "human")]
-    format: PlanFormat,
+    pub(crate) format: PlanFormat,
     /// Write the plan file (for `weft apply`) here.
     #[arg(long, short)]
     output: Option<PathBuf>,
@@ -50,26 +50,30 @@ pub struct Args {
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
-enum PlanFormat {
+pub(crate) enum PlanFormat {
     Human,
     Markdown,
     Json,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum ScopeArg {
-    All,
-    HcaToHca,
+impl PlanFormat {
+    /// The format refused input is shown in (Markdown's is the human text).
+    pub(crate) fn findings(self) -> crate::findings::Format {
+        match self {
+            PlanFormat::Json => crate::findings::Format::Json,
+            PlanFormat::Human | PlanFormat::Markdown => crate::findings::Format::Human,
+        }
+    }
 }
 
 pub(crate) fn load_state(path: &Path) -> Result<ValidState, Fatal> {
     let text = weft_driver::input::read_regular(path, weft_driver::input::MAX_DUMP_BYTES)
-        .map_err(|e| Fatal(format!("cannot read `{}`: {e}", path.display())))?;
+        .map_err(|e| Fatal::Run(format!("cannot read `{}`: {e}", path.display())))?;
     ValidState::from_json(&text).map_err(|e| {
-        Fatal(format!(
-            "`{}` is not a valid weft state:\n{e}",
-            path.display()
-        ))
+        Fatal::Input(
+            crate::findings::of_state_errors(&e, &path.display().to_string()),
+            None,
+        )
     })
 }
 
@@ -80,18 +84,12 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     let new = if args.desired.extension().is_some_and(|e| e == "json") {
         load_state(&args.desired)?
     } else {
-        let Some(built) = crate::compile_and_build(&args.desired, color)? else {
-            return Ok(ExitCode::from(1));
-        };
-        built.state
+        crate::compile_and_build(&args.desired, color)?.state
     };
     let opts = Options {
         full: args.full,
         mode: if args.drain { Mode::Drain } else { Mode::Fault },
-        scope: match args.scope {
-            ScopeArg::All => Scope::All,
-            ScopeArg::HcaToHca => Scope::HcaToHca,
-        },
+        scope: args.scope,
     };
     crate::term::phase("planning");
     let planned = match weft_plan::plan(&old, &new, &opts) {
@@ -99,10 +97,10 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
         Err(e) => return refused(&e, args.format),
     };
     if let Some(p) = &args.output {
-        crate::output::write_file(p, planned.plan.to_json().as_bytes()).map_err(Fatal)?;
+        crate::output::write_file(p, planned.plan.to_json().as_bytes()).map_err(Fatal::Run)?;
     }
     if let Some(p) = &args.write_state {
-        crate::output::write_file(p, planned.end.to_json().as_bytes()).map_err(Fatal)?;
+        crate::output::write_file(p, planned.end.to_json().as_bytes()).map_err(Fatal::Run)?;
     }
     let text = match args.format {
         PlanFormat::Human if quiet => String::new(),
@@ -126,12 +124,15 @@ fn refused(e: &PlanError, format: PlanFormat) -> Result<ExitCode, Fatal> {
                 PlanError::NoSafeOrder { check, .. } => serde_json::to_value(check)?,
                 _ => serde_json::Value::Null,
             };
-            serde_json::to_string_pretty(&serde_json::json!({
-                "ok": false,
-                "code": code,
-                "error": e.to_string(),
-                "check": check,
-            }))? + "\n"
+            let found = crate::findings::of_input(&code, None, e.to_string());
+            serde_json::to_string_pretty(&crate::findings::document(
+                "plan",
+                serde_json::json!({
+                    "ok": false,
+                    "findings": [found],
+                    "check": check,
+                }),
+            ))? + "\n"
         }
         _ => format!("× no plan: {e} [{code}]\n"),
     };
@@ -166,8 +167,8 @@ fn step_proof(
             let broken = if c.failing_before > 0 || c.failing_after > 0 {
                 format!(
                     "; routes that do not arrive (a fault's, or toward moving VMs): {} before, {} after",
-                    crate::verify::group(c.failing_before),
-                    crate::verify::group(c.failing_after)
+                    crate::render::group(c.failing_before),
+                    crate::render::group(c.failing_after)
                 )
             } else {
                 String::new()
@@ -214,7 +215,7 @@ fn hosts_line(p: &Planned, max: usize) -> String {
 }
 
 fn human(p: &Planned, written: Option<&Path>, max: usize) -> String {
-    let g = crate::verify::group;
+    let g = crate::render::group;
     let mut t = String::new();
     let _ = writeln!(
         t,
@@ -301,7 +302,7 @@ fn more_than_full(p: &Planned) -> String {
     format!(
         ", fewer than this plan: {} write(s) go to a block an earlier step wrote, so that every \
          state on the way is proven",
-        crate::verify::group(again)
+        crate::render::group(again)
     )
 }
 
@@ -348,8 +349,8 @@ fn target_line(t: &weft_plan::Target) -> String {
 fn apm_line(a: &weft_verifier::apm::Survivors) -> String {
     format!(
         "APM: the fault broke the primary path of {} (source, destination) pair(s); the alternate path of {} of them survives (APM moves them at once, before any write)",
-        crate::verify::group(a.lost_primary),
-        crate::verify::group(a.alternate_survives)
+        crate::render::group(a.lost_primary),
+        crate::render::group(a.alternate_survives)
     )
 }
 

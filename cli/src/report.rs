@@ -9,9 +9,19 @@ use weft_metrics::{self as metrics, Quality, QualityOptions, Unroutable};
 
 /// Output of `weft report`.
 #[derive(Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
-enum Format {
+pub(crate) enum Format {
     Human,
     Json,
+}
+
+impl Format {
+    /// The format refused input is shown in.
+    pub(crate) fn findings(self) -> crate::findings::Format {
+        match self {
+            Format::Human => crate::findings::Format::Human,
+            Format::Json => crate::findings::Format::Json,
+        }
+    }
 }
 
 /// `weft report` arguments.
@@ -21,7 +31,7 @@ pub struct Args {
     file: PathBuf,
     /// Output format.
     #[arg(long, default_value = "human")]
-    format: Format,
+    pub(crate) format: Format,
     /// Random bisections for the eBB (default: 1000, fewer on large fabrics).
     #[arg(long)]
     bisections: Option<usize>,
@@ -35,9 +45,7 @@ pub struct Args {
 
 /// Runs `weft report`.
 pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
-    let Some(built) = crate::compile_and_build(&args.file, color)? else {
-        return Ok(ExitCode::from(1));
-    };
+    let built = crate::compile_and_build(&args.file, color)?;
     let opts = QualityOptions {
         bisections: args.bisections,
         shift_samples: args.shifts,
@@ -56,12 +64,16 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
             t
         }
         Format::Json => {
-            let v = serde_json::json!({
-                "fabric": built.state.fabric.name,
-                "engine": built.engine.name(),
-                "engine_why": built.why,
-                "quality": q,
-            });
+            let v = crate::findings::document(
+                "report",
+                serde_json::json!({
+                    "fabric": built.state.fabric.name,
+                    "engine": built.engine.name(),
+                    "engine_used": built.engine_used.name(),
+                    "engine_why": built.why,
+                    "quality": q,
+                }),
+            );
             serde_json::to_string_pretty(&v)? + "\n"
         }
     };

@@ -102,8 +102,11 @@ fn findings_exit_1_with_every_error() {
     assert_eq!(json.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap_or_default();
     assert_eq!(v["ok"], false);
-    assert_eq!(v["diagnostics"].as_array().map(Vec::len), Some(2));
-    assert_eq!(v["diagnostics"][0]["line"], 7);
+    assert_eq!(v["format"], "weft-check");
+    assert_eq!(v["version"], 1);
+    assert_eq!(v["findings"].as_array().map(Vec::len), Some(2), "{v}");
+    assert_eq!(v["findings"][0]["place"]["line"], 7, "{v}");
+    assert!(v.get("diagnostics").is_none(), "each diagnostic once: {v}");
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -221,7 +224,7 @@ fn export_import_round_trip() {
     let a = json("examples/lab-16.weft");
     let b = json(prog.to_str().unwrap_or_default());
     let nodes = |v: &serde_json::Value| -> Vec<(String, String, String)> {
-        v["nodes"]
+        v["fabric"]["nodes"]
             .as_array()
             .map(|ns| {
                 ns.iter()
@@ -236,9 +239,10 @@ fn export_import_round_trip() {
             })
             .unwrap_or_default()
     };
+    assert_eq!(nodes(&a).len(), 22, "the export lists every node");
     assert_eq!(nodes(&a), nodes(&b));
     let up_links = |v: &serde_json::Value| -> Vec<String> {
-        let mut l: Vec<String> = v["links"]
+        let mut l: Vec<String> = v["fabric"]["links"]
             .as_array()
             .map(|ls| {
                 ls.iter()

@@ -163,7 +163,8 @@ fn refusals_say_why_with_exit_1() {
     let o = weft(&["plan", "--from", &old, &root, "--format", "json"]);
     assert_eq!(o.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["code"], "weft::plan::no_safe_order");
+    assert_eq!(v["format"], "weft-plan", "{v}");
+    assert_eq!(v["findings"][0]["code"], "weft::plan::no_safe_order", "{v}");
     assert_eq!(v["check"]["deadlock_free"]["result"], "violated", "{v}");
     // Another fabric altogether.
     let other = dir.join("other.weft");

@@ -123,7 +123,17 @@ fn credit_loop_in_every_format() {
     assert_eq!(out.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["verdict"]["deadlock_free"]["result"], "violated");
-    assert_eq!(v["report"]["credit_loops"].as_array().unwrap().len(), 2);
+    let loops = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "weft::credit_loop")
+        .count();
+    assert_eq!(loops, 2, "{v}");
+    assert!(
+        v["report"].get("credit_loops").is_none(),
+        "listed once: {v}"
+    );
     let out = weft(&["verify", "--state", &state, "--format", "sarif"]);
     assert_eq!(out.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -143,7 +153,7 @@ fn credit_loop_in_every_format() {
     // Both engines agree.
     let out = weft(&["verify", "--state", &state, "--engine", "both"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("z3: deadlock free Violated"));
+    assert!(text(&out.stdout).contains("z3: deadlock free violated"));
 }
 
 #[test]
@@ -187,38 +197,44 @@ fn opensm_dumps_are_read() {
     .unwrap();
     let lfts = dir.join("opensm-lfts.dump");
     std::fs::write(&lfts, weft_fabric::opensm::write_lfts(&st)).unwrap();
-    let out = weft(&[
-        "verify",
-        "--topology",
-        topo.to_str().unwrap(),
-        "--lfts",
-        lfts.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    let dumps = |format: &str| {
+        weft(&[
+            "verify",
+            "--topology",
+            topo.to_str().unwrap(),
+            "--lfts",
+            lfts.to_str().unwrap(),
+            "--format",
+            format,
+        ])
+    };
+    let out = dumps("json");
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["verdict"]["connected"]["result"], "proven");
     assert_eq!(v["verdict"]["deadlock_free"]["result"], "violated");
-    // A broken dump: exit 2 with the line.
+    // A broken dump: exit 1 (a finding about the input) with the file and line.
     std::fs::write(
         &lfts,
         "Unicast lids [0-1] of switch Lid 1 guid 0x0000000000200000 ('R0'):\n0x0001 077\n",
     )
     .unwrap();
-    let out = weft(&[
-        "verify",
-        "--topology",
-        topo.to_str().unwrap(),
-        "--lfts",
-        lfts.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(2));
+    let out = dumps("human");
+    assert_eq!(out.status.code(), Some(1));
     assert!(
-        text(&out.stderr).contains("lfts:2: `R0` has no port 77"),
+        text(&out.stderr).contains(&format!(
+            "{}:2:1: `R0` has no port 77 (it has 3) [weft::opensm]",
+            lfts.display()
+        )),
         "{}",
         text(&out.stderr)
     );
+    let out = dumps("json");
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["format"], "weft-verify", "{v}");
+    assert_eq!(v["findings"][0]["code"], "weft::opensm", "{v}");
+    assert_eq!(v["findings"][0]["place"]["line"], 2, "{v}");
 }
 
 #[test]
@@ -444,7 +460,14 @@ fn every_entry_at_port_1_is_reported_as_bounded_patterns() {
     assert_eq!(out.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let report = &v["report"];
-    let failures = report["failures"].as_array().unwrap();
+    let failures: Vec<&serde_json::Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "weft::unreachable")
+        .map(|f| &f["properties"]["pattern"])
+        .collect();
+    assert!(!failures.is_empty(), "{v}");
     let total: u64 = failures.iter().map(|p| p["routes"].as_u64().unwrap()).sum();
     assert_eq!(total, report["failed_routes"].as_u64().unwrap());
     let listed: usize = failures
@@ -631,11 +654,9 @@ fn an_unscheduled_vl_is_refused_in_every_format() {
     );
     let out = weft(&["verify", "--state", p, "--format", "json"]);
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let w = &j["report"]["failures"][0]["witnesses"][0];
-    assert_eq!(
-        j["report"]["failures"][0]["reason"], "vl-not-scheduled",
-        "{j}"
-    );
+    let pattern = &j["findings"][0]["properties"]["pattern"];
+    let w = &pattern["witnesses"][0];
+    assert_eq!(pattern["reason"], "vl-not-scheduled", "{j}");
     assert_eq!(w["reason"]["kind"], "vl-not-scheduled", "{w}");
     assert_eq!(w["reason"]["vl"], 1, "{w}");
     assert_eq!(w["reason"]["why"], "not-listed", "{w}");

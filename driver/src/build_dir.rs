@@ -136,8 +136,18 @@ pub fn write_tables(
             name: STATE,
             reason: e.to_string(),
         })?;
+        // The engine that wrote the tables is recorded, not only the one asked for (OpenSM
+        // records the engine it used for the same reason: a fallback changes what is
+        // promised).
+        let routing = serde_json::json!({
+            "engine": built.engine.name(),
+            "engine_used": built.engine_used.name(),
+            "why": built.why,
+        })
+        .to_string();
         let mut w = BufWriter::new(f);
-        weft_fabric::state_json::write(st, &mut w, &[("quality", &q)]).map_err(fail)?;
+        weft_fabric::state_json::write(st, &mut w, &[("quality", &q), ("routing", &routing)])
+            .map_err(fail)?;
         w.flush().map_err(fail)
     })?;
     let mut written = Written::default();

@@ -12,7 +12,8 @@ pub const LFTS: &str = "lfts.dump";
 pub const GUID2LID: &str = "guid2lid";
 /// The topology with LIDs, in ibnetdiscover's format (ibsim loads it too).
 pub const TOPOLOGY: &str = "topology.net";
-/// Everything, in weft's state format, with the routing's quality under `quality`.
+/// Everything, in weft's state format, with the routing's quality under `quality` and the
+/// engine asked for and used under `routing`.
 pub const STATE: &str = "state.json";
 /// The proof (`weft verify --certificate` re-checks it).
 pub const CERTIFICATE: &str = "certificate.json";

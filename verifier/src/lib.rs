@@ -78,6 +78,9 @@ impl std::fmt::Display for Scope {
 }
 
 impl Scope {
+    /// Every scope.
+    pub const ALL: [Scope; 2] = [Scope::All, Scope::HcaToHca];
+
     /// The name used in reports and certificates.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -453,17 +453,22 @@ pub struct Report {
     pub certificate: Option<Certificate>,
 }
 
+impl Verdict {
+    /// The outcome of one property (unknown when it was not asked).
+    pub fn outcome(&self, p: crate::Property) -> &Outcome {
+        match p {
+            crate::Property::DeadlockFree => &self.deadlock_free,
+            crate::Property::Connected => &self.connected,
+            crate::Property::Isolated => self.isolated.as_ref().unwrap_or(&NOT_ASKED),
+            crate::Property::ApmDisjoint => self.apm_disjoint.as_ref().unwrap_or(&NOT_ASKED),
+        }
+    }
+}
+
 impl Report {
     /// The outcome of one property.
     pub fn outcome(&self, p: crate::Property) -> &Outcome {
-        match p {
-            crate::Property::DeadlockFree => &self.verdict.deadlock_free,
-            crate::Property::Connected => &self.verdict.connected,
-            crate::Property::Isolated => self.verdict.isolated.as_ref().unwrap_or(&NOT_ASKED),
-            crate::Property::ApmDisjoint => {
-                self.verdict.apm_disjoint.as_ref().unwrap_or(&NOT_ASKED)
-            }
-        }
+        self.verdict.outcome(p)
     }
 
     /// Whether every property asked for is proven.

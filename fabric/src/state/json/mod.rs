@@ -48,7 +48,7 @@
 //! * The `fingerprint` is written from the content and checked when read (a mismatch means
 //!   the file was edited; remove the field to accept the edit).
 //! * Unknown fields are refused (a typo never silently drops a table), except the top-level
-//!   fields weft itself writes beside the state (`quality`).
+//!   fields weft itself writes beside the state (`quality`, `routing`).
 
 use super::valid::{StateError, StateErrors};
 use super::{
@@ -303,6 +303,11 @@ struct StateJson {
     #[serde(default)]
     #[allow(dead_code)]
     quality: Option<de::IgnoredAny>,
+    /// Written by `weft build` beside the state (the engine asked for and the one whose
+    /// tables these are); not part of it.
+    #[serde(default)]
+    #[allow(dead_code)]
+    routing: Option<de::IgnoredAny>,
 }
 
 #[derive(Deserialize)]
@@ -375,11 +380,39 @@ fn fabric_body<W: Write>(f: &Fabric, w: &mut W) -> io::Result<()> {
     w.write_all(b"}")
 }
 
-/// Writes the fabric alone (what `weft export --format json` prints): the `fabric` object of
-/// a state file.
+/// The format of a fabric alone ([`write_fabric`]).
+pub const FABRIC_FORMAT: &str = "weft-fabric";
+
+/// Writes the fabric alone (what `weft export --format json` prints): a document of format
+/// [`FABRIC_FORMAT`], version [`VERSION`], whose `fabric` is the `fabric` object of a state
+/// file.
 pub fn write_fabric<W: Write>(f: &Fabric, w: &mut W) -> io::Result<()> {
+    write!(
+        w,
+        "{{\n\"format\": \"{FABRIC_FORMAT}\",\n\"version\": {VERSION},\n\"fabric\": "
+    )?;
     fabric_body(f, w)?;
-    w.write_all(b"\n")
+    w.write_all(b"\n}\n")
+}
+
+/// SHA-256 of `state` written as a state file (lowercase hex): two states with the same
+/// digest have the same fabric, LIDs and tables, byte for byte.
+pub fn digest(state: &FabricState) -> String {
+    use sha2::{Digest, Sha256};
+    struct Hashing(Sha256);
+    impl Write for Hashing {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.update(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut h = Hashing(Sha256::new());
+    // Hashing cannot fail.
+    let _ = write(state, &mut h, &[]);
+    h.0.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Writes `state` as schema v1. `extra` are further top-level fields, as (name, JSON text),
@@ -561,7 +594,7 @@ pub fn write<W: Write>(state: &FabricState, w: &mut W, extra: &[(&str, &str)]) -
 }
 
 impl Fabric {
-    /// The fabric as JSON: the `fabric` object of a state file ([`write_fabric`]).
+    /// The fabric as a JSON document ([`write_fabric`]).
     pub fn to_json(&self) -> String {
         let mut v = Vec::new();
         // Writing to a Vec cannot fail.

@@ -1,11 +1,20 @@
-//! One finding type for `check`, `build` and `verify`: compiler diagnostics, verifier
-//! violations (credit loops, failed routes) and certificate refusals all become [`Finding`]s,
-//! rendered for people ([`emit_diagnostics`] on stderr, [`human_loops`] and
-//! [`human_patterns`] for the violations), as
-//! SARIF 2.1.0 ([`sarif`]) and as the `findings` array of `--format json`. A finding points
+//! One finding type for every command: compiler diagnostics, routing notes, verifier
+//! violations (credit loops, failed routes, breaches, shared cables), certificate refusals
+//! and the problems of files a reader refused all become [`Finding`]s, under a code of the
+//! registry ([`crate::codes`]). One renderer per format reads them: for people
+//! ([`human()`]: [`emit_diagnostics`], [`human_loops`], [`human_patterns`]), SARIF 2.1.0
+//! ([`sarif()`]), and the `findings` array of a command's JSON [`document`]. A finding points
 //! at the source where there is one (a diagnostic's span; for a fabric compiled from a
 //! `.weft` file, the declaration of the node a violation names) and names the fabric objects
 //! involved as logical locations.
+
+mod human;
+mod input;
+mod sarif;
+
+pub use human::{emit_diagnostics, human, human_loops, human_patterns};
+pub use input::{of_assemble_errors, of_miette, of_state_errors};
+pub use sarif::sarif;
 
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -93,6 +102,8 @@ pub enum Detail {
     Pattern(Box<FailurePattern>),
     /// A pair of end ports breaking the declared partitions (rendered with the verdict).
     Breach,
+    /// A reader's problem, rendered for people with its source excerpt.
+    Rendered(String),
 }
 
 /// Where a node was declared, for findings about fabrics compiled from source.
@@ -210,7 +221,7 @@ pub fn of_report(
     let at = |id: Option<NodeId>| origins.zip(id).and_then(|(o, id)| o.place(id));
     let mut out = Vec::new();
     for (index, l) in loops.iter().enumerate() {
-        let names: Vec<String> = l.cycle.iter().map(|d| crate::verify::ch(&d.from)).collect();
+        let names: Vec<String> = l.cycle.iter().map(|d| crate::render::ch(&d.from)).collect();
         out.push(Finding {
             code: Property::DeadlockFree.code().to_owned(),
             level: Level::Error,
@@ -229,14 +240,14 @@ pub fn of_report(
                 .map(|d| Step {
                     message: format!(
                         "{} waits for {} (route {})",
-                        crate::verify::ch(&d.from),
-                        crate::verify::ch(&d.to),
-                        crate::verify::route_name(&d.route)
+                        crate::render::ch(&d.from),
+                        crate::render::ch(&d.to),
+                        crate::render::route_name(&d.route)
                     ),
                     object: channel(&d.from),
                 })
                 .collect(),
-            properties: Value::Null,
+            properties: json!({"loop": l}),
             detail: Detail::Loop {
                 index,
                 total: loops_total,
@@ -246,12 +257,12 @@ pub fn of_report(
     }
     for p in patterns {
         let first = p.witnesses.first();
-        let mut message = crate::verify::pattern_sentence(p);
+        let mut message = crate::render::pattern_sentence(p);
         if let Some(w) = first {
             message += &format!(
                 "; e.g. {}: {}",
-                crate::verify::route_name(&w.route),
-                crate::verify::route_line(&w.route)
+                crate::render::route_name(&w.route),
+                crate::render::route_line(&w.route)
             );
         }
         out.push(Finding {
@@ -263,87 +274,27 @@ pub fn of_report(
             artifact: Some(artifact.to_owned()),
             objects: first.map(witness_objects).unwrap_or_default(),
             flow: Vec::new(),
-            properties: json!({
-                "routes": p.routes,
-                "sources": p.sources,
-                "destinations": p.destinations,
-                "atNodes": p.at_nodes,
-            }),
+            properties: json!({"pattern": p}),
             detail: Detail::Pattern(Box::new(p.clone())),
         });
     }
     for s in apm.map_or(&[][..], |a| a.shared.as_slice()) {
-        out.push(Finding {
-            code: Property::ApmDisjoint.code().to_owned(),
-            level: Level::Error,
-            message: s.describe(),
-            help: None,
-            place: at(Some(s.from.id)),
-            artifact: Some(artifact.to_owned()),
-            objects: vec![node(&s.from.name), node(&s.dst.node.name)],
-            flow: Vec::new(),
-            properties: json!({"shared": s}),
-            detail: Detail::Breach,
-        });
+        let mut f = of_input(Property::ApmDisjoint.code(), Some(artifact), s.describe());
+        f.place = at(Some(s.from.id));
+        f.objects = vec![node(&s.from.name), node(&s.dst.node.name)];
+        f.properties = json!({"shared": s});
+        f.detail = Detail::Breach;
+        out.push(f);
     }
     for b in isolation.map_or(&[][..], |i| i.breaches.as_slice()) {
-        out.push(Finding {
-            code: Property::Isolated.code().to_owned(),
-            level: Level::Error,
-            message: b.describe(),
-            help: None,
-            place: at(Some(b.a.node.id)),
-            artifact: Some(artifact.to_owned()),
-            objects: vec![node(&b.a.node.name), node(&b.b.node.name)],
-            flow: Vec::new(),
-            properties: json!({"breach": b}),
-            detail: Detail::Breach,
-        });
+        let mut f = of_input(Property::Isolated.code(), Some(artifact), b.describe());
+        f.place = at(Some(b.a.node.id));
+        f.objects = vec![node(&b.a.node.name), node(&b.b.node.name)];
+        f.properties = json!({"breach": b});
+        f.detail = Detail::Breach;
+        out.push(f);
     }
     out
-}
-
-/// The compiler diagnostics among `findings`, rendered with their source excerpts on stderr
-/// (then the count of errors and warnings); nothing when there are none.
-pub fn emit_diagnostics(findings: &[Finding], sources: &SourceMap, color: crate::ColorChoice) {
-    let diags: Vec<Diagnostic> = findings
-        .iter()
-        .filter_map(|f| match &f.detail {
-            Detail::Diagnostic(d) => Some((**d).clone()),
-            _ => None,
-        })
-        .collect();
-    crate::emit_diagnostics(&diags, sources, color);
-}
-
-/// The credit loops and refusals among `findings`, for people, each in full.
-pub fn human_loops(findings: &[Finding]) -> String {
-    let mut t = String::new();
-    for f in findings {
-        match &f.detail {
-            Detail::Loop {
-                index,
-                total,
-                looped,
-            } => crate::verify::human_loop(&mut t, looped, *index, *total),
-            Detail::None => t += &format!("× {}\n", f.message),
-            Detail::Diagnostic(_) | Detail::Pattern(_) | Detail::Breach => {}
-        }
-    }
-    t
-}
-
-/// The first `max` patterns of failed routes among `findings` (at least one), for people.
-pub fn human_patterns(findings: &[Finding], max: usize) -> String {
-    let mut t = String::new();
-    let patterns = findings.iter().filter_map(|f| match &f.detail {
-        Detail::Pattern(p) => Some(p),
-        _ => None,
-    });
-    for p in patterns.take(max.max(1)) {
-        crate::verify::human_pattern(&mut t, p);
-    }
-    t
 }
 
 /// A `.weft` file's findings: `diags` (its diagnostics, and the routing's), then the verdict's
@@ -389,109 +340,6 @@ pub fn of_certificate_error(e: &weft_verifier::CertificateError, path: &str) -> 
     }
 }
 
-fn physical(f: &Finding) -> Option<Value> {
-    match (&f.place, &f.artifact) {
-        (Some(p), _) => Some(json!({
-            "artifactLocation": {"uri": p.file},
-            "region": {
-                "startLine": p.line,
-                "startColumn": p.column,
-                "endLine": p.end_line,
-                "endColumn": p.end_column,
-            },
-        })),
-        (None, Some(a)) => Some(json!({"artifactLocation": {"uri": a}})),
-        (None, None) => None,
-    }
-}
-
-fn logical(o: &Object) -> Value {
-    json!({"name": o.name, "kind": "resource", "fullyQualifiedName": o.path})
-}
-
-/// The findings as one SARIF 2.1.0 run: a rule per code found, a result per finding.
-/// `properties` are the run's own (a summary), `Null` for none.
-pub fn sarif(findings: &[Finding], properties: Value) -> Value {
-    let mut rules: Vec<(&str, &str, Level)> = Vec::new();
-    for f in findings {
-        if !rules.iter().any(|(c, _, _)| *c == f.code) {
-            rules.push((&f.code, crate::codes::summary(&f.code), f.level));
-        }
-    }
-    rules.sort_by(|a, b| a.0.cmp(b.0));
-    let mut artifacts: Vec<&str> = findings
-        .iter()
-        .filter_map(|f| {
-            f.place
-                .as_ref()
-                .map(|p| p.file.as_str())
-                .or(f.artifact.as_deref())
-        })
-        .collect();
-    artifacts.sort_unstable();
-    artifacts.dedup();
-    let results: Vec<Value> = findings
-        .iter()
-        .map(|f| {
-            let mut text = f.message.clone();
-            if let Some(h) = &f.help {
-                text += &format!(" (help: {h})");
-            }
-            let mut location = json!({});
-            if let Some(p) = physical(f) {
-                location["physicalLocation"] = p;
-            }
-            if !f.objects.is_empty() {
-                location["logicalLocations"] = f.objects.iter().map(logical).collect();
-            }
-            let mut r = json!({
-                "ruleId": f.code,
-                "level": f.level,
-                "message": {"text": text},
-                "locations": [location],
-            });
-            if !f.flow.is_empty() {
-                let steps: Vec<Value> = f
-                    .flow
-                    .iter()
-                    .map(|s| {
-                        json!({"location": {
-                            "message": {"text": s.message},
-                            "logicalLocations": [logical(&s.object)],
-                        }})
-                    })
-                    .collect();
-                r["codeFlows"] = json!([{"threadFlows": [{"locations": steps}]}]);
-            }
-            if !f.properties.is_null() {
-                r["properties"] = f.properties.clone();
-            }
-            r
-        })
-        .collect();
-    let mut run = json!({
-        "tool": {"driver": {
-            "name": "weft",
-            "version": env!("CARGO_PKG_VERSION"),
-            "rules": rules.iter().map(|(code, meaning, level)| json!({
-                "id": code,
-                "shortDescription": {"text": meaning},
-                "defaultConfiguration": {"level": level},
-            })).collect::<Vec<_>>(),
-        }},
-        "artifacts": artifacts.iter().map(|a| json!({"location": {"uri": a}})).collect::<Vec<_>>(),
-        "results": results,
-    });
-    if !properties.is_null() {
-        run["properties"] = properties;
-    }
-    json!({
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [run],
-    })
-}
-
 /// The output formats of the commands that report findings.
 #[derive(Clone, Copy, Debug, clap::ValueEnum, PartialEq, Eq)]
 pub enum Format {
@@ -501,4 +349,57 @@ pub enum Format {
     Json,
     /// SARIF 2.1.0 (code-scanning tools, CI annotations).
     Sarif,
+}
+
+/// `body` (a JSON object) as a versioned document of `command`: `format` is
+/// `weft-COMMAND` and `version` its shape's version, so a tool reading it can refuse a shape
+/// it does not know.
+pub fn document(command: &str, mut body: Value) -> Value {
+    body["format"] = json!(format!("weft-{command}"));
+    body["version"] = json!(DOCUMENT_VERSION);
+    body
+}
+
+/// The version of every command's JSON document.
+pub const DOCUMENT_VERSION: u32 = 1;
+
+/// One finding about a whole input (no place in it): an option or a file the command cannot
+/// use, under `code`.
+pub fn of_input(code: &str, artifact: Option<&str>, message: String) -> Finding {
+    Finding {
+        code: code.to_owned(),
+        level: Level::Error,
+        message,
+        help: None,
+        place: None,
+        artifact: artifact.map(str::to_owned),
+        objects: Vec::new(),
+        flow: Vec::new(),
+        properties: Value::Null,
+        detail: Detail::None,
+    }
+}
+
+/// The routing engine's notes (`weft::sftree_root`, `weft::fat_tree_updn`, …) as findings of
+/// level note about `artifact`.
+pub fn of_notes(notes: &[weft_compiler::routing::RouteNote], artifact: &str) -> Vec<Finding> {
+    notes
+        .iter()
+        .map(|n| {
+            let mut f = of_input(n.code.as_str(), Some(artifact), n.message.clone());
+            f.level = Level::Note;
+            f
+        })
+        .collect()
+}
+
+/// What a command proved, and of which state: the state's fingerprint (topology and LIDs)
+/// and digest (all of it, tables included), and the properties the proof checked. Two
+/// commands that prove the same state show the same three.
+pub fn proved(state: &weft_fabric::FabricState, report: &Report) -> Value {
+    json!({
+        "fingerprint": weft_fabric::Fingerprint::of(state),
+        "digest": weft_fabric::state_json::digest(state),
+        "properties": report.properties,
+    })
 }
