@@ -12,7 +12,7 @@
     clippy::print_stderr
 )]
 
-use weft_fabric::plan::Write;
+use weft_fabric::plan::SmpWrite;
 use weft_fabric::ValidState;
 use weft_plan::migrate::{LidMove, Marking};
 use weft_plan::{check_steps, plan, Options, Target};
@@ -55,7 +55,7 @@ fn migrated(old: &ValidState, new: &ValidState) -> weft_plan::Planned {
     };
     assert_eq!(why, &None, "the skyline's plan is proven");
     assert!(!moves.is_empty());
-    assert!(matches!(p.plan.steps[0].writes[0], Write::Vport { .. }));
+    assert!(matches!(p.plan.steps[0].writes[0], SmpWrite::Vport { .. }));
     assert_eq!(p.checks.len(), p.plan.steps.len() - 1);
     for c in &p.checks {
         assert!(c.is_proven(), "{c:?}");
@@ -96,7 +96,7 @@ fn reverse_is_caught(old: &ValidState, p: &weft_plan::Planned) {
     let mut start = old.state().clone();
     start.lids.vports = p.end.lids.vports.clone();
     let start = ValidState::new(start).unwrap();
-    let reversed: Vec<Vec<Write>> = p.plan.steps[1..]
+    let reversed: Vec<Vec<SmpWrite>> = p.plan.steps[1..]
         .iter()
         .rev()
         .map(|s| s.writes.clone())
@@ -529,7 +529,7 @@ fn a_vf_p_key_table_that_differs_is_written() {
     assert_eq!(p.plan.steps.len(), 2, "{:?}", p.plan.steps);
     let mut tables = vec![vec![0xffff]];
     for s in &p.plan.steps {
-        let [Write::Vport {
+        let [SmpWrite::Vport {
             guid: g,
             old_lid,
             new_lid,
@@ -637,10 +637,10 @@ fn a_vf_p_key_change_keeps_isolation_in_every_mix() {
             for (k, w) in s.writes.iter().enumerate() {
                 let landed = mask & (1 << k) != 0;
                 match w {
-                    Write::Vport {
+                    SmpWrite::Vport {
                         guid, new_pkeys, ..
                     } if *guid == vf_guid && landed => a = new_pkeys.clone(),
-                    Write::Pkeys {
+                    SmpWrite::Pkeys {
                         node,
                         port: 1,
                         block: 0,

@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use weft_fabric::plan::Write;
+use weft_fabric::plan::SmpWrite;
 use weft_fabric::ValidState;
 use weft_plan::{check_steps, plan, Mode, Options, PlanError};
 use weft_tests::{compiled, example};
@@ -51,7 +51,7 @@ fn planned_and_checked(old: &ValidState, new: &ValidState) -> weft_plan::Planned
             .steps
             .iter()
             .flat_map(|s| &s.writes)
-            .all(|w| matches!(w, Write::Lft { .. })));
+            .all(|w| matches!(w, SmpWrite::Lft { .. })));
         // Every write's old block is what the switch holds then; the end is the plan's end.
         let mut tables = by_guid(&start);
         p.plan.replay_lfts(&mut tables).unwrap();
@@ -106,7 +106,7 @@ fn lfts_of(st: &ValidState) -> Vec<Vec<u8>> {
 /// The same steps in reverse (the source side first): caught with a transient loop.
 fn reverse_is_caught(old: &ValidState, new: &ValidState, p: &weft_plan::Planned) {
     let start = weft_plan::start(old, new, Mode::Fault).unwrap();
-    let reversed: Vec<Vec<Write>> = p
+    let reversed: Vec<Vec<SmpWrite>> = p
         .plan
         .steps
         .iter()
@@ -311,8 +311,8 @@ fn pkey_changes_never_leak_while_they_land() {
         v
     };
     let before = talk(&tables);
-    let apply = |t: &mut BTreeMap<PortRef, Vec<u16>>, w: &Write| {
-        let Write::Pkeys {
+    let apply = |t: &mut BTreeMap<PortRef, Vec<u16>>, w: &SmpWrite| {
+        let SmpWrite::Pkeys {
             node,
             port,
             block,
@@ -395,7 +395,7 @@ fn switch_failure_is_planned_without_writing_the_dead_switch() {
             .steps
             .iter()
             .flat_map(|s| &s.writes)
-            .all(|w| !matches!(w, Write::Lft { switch, .. } if *switch == spine3)));
+            .all(|w| !matches!(w, SmpWrite::Lft { switch, .. } if *switch == spine3)));
         let start = weft_plan::start(&old, &new, mode).unwrap();
         let mut tables = by_guid(&start);
         p.plan.replay_lfts(&mut tables).unwrap();

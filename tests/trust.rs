@@ -16,7 +16,7 @@ use weft_deploy::journal::JournalFault;
 use weft_deploy::prove::ProofError;
 use weft_deploy::sim::{Fault, FaultKind, SimFabric, Tables, STATUS_INVALID};
 use weft_deploy::{Payload, Retrying, Target, Transport};
-use weft_fabric::plan::{Plan, Write};
+use weft_fabric::plan::{Plan, SmpWrite};
 use weft_fabric::{FabricState, ValidState};
 use weft_plan::{plan, Mode, Options};
 use weft_tests::sim::{same_at, scratch, sm_port};
@@ -120,7 +120,7 @@ fn last_pkeys<'a>(p: &'a mut Plan, st: &FabricState, host: &str) -> &'a mut Vec<
         .rev()
         .flat_map(|s| s.writes.iter_mut())
         .find_map(|w| match w {
-            Write::Pkeys { node, new, .. } if *node == g => Some(new),
+            SmpWrite::Pkeys { node, new, .. } if *node == g => Some(new),
             _ => None,
         })
         .unwrap_or_else(|| panic!("no P_Key write to {host}"))
@@ -238,30 +238,24 @@ fn held(plan: &Plan, t: &Tables) -> BTreeMap<(u64, u8, u16, bool), Held> {
     let mut ends: BTreeMap<Block, (Vec<u16>, Vec<u16>)> = BTreeMap::new();
     for w in plan.steps.iter().flat_map(|s| &s.writes) {
         let (key, old, new) = match w {
-            Write::Lft {
+            SmpWrite::Lft {
                 switch,
                 block,
                 old,
                 new,
             } => (
                 (switch.0, 0, *block, true),
-                Write::lft_entries(old)
-                    .iter()
-                    .map(|&x| u16::from(x))
-                    .collect(),
-                Write::lft_entries(new)
-                    .iter()
-                    .map(|&x| u16::from(x))
-                    .collect(),
+                old.iter().map(|&x| u16::from(x)).collect(),
+                new.iter().map(|&x| u16::from(x)).collect(),
             ),
-            Write::Pkeys {
+            SmpWrite::Pkeys {
                 node,
                 port,
                 block,
                 old,
                 new,
             } => ((node.0, *port, *block, false), old.clone(), new.clone()),
-            Write::Vport { .. } => continue,
+            SmpWrite::Vport { .. } => continue,
         };
         ends.entry(key)
             .and_modify(|e| e.1.clone_from(&new))
@@ -459,13 +453,13 @@ fn a_block_changed_after_the_last_step_is_found_and_named() {
     // The SMPs up to the final reading: everything but that reading itself.
     let blocks = held(&p, &alone.tables()).len();
     let before_final = alone.counts().gets + alone.counts().sets - blocks;
-    let Write::Lft {
+    let SmpWrite::Lft {
         switch, block, old, ..
     } = &p.steps[0].writes[0]
     else {
         panic!()
     };
-    let (switch, block, old) = (*switch, *block, Write::lft_entries(old));
+    let (switch, block, old) = (*switch, *block, *old);
     let mut fabric = sim(st.state());
     let r = {
         let mut t = Meddled {
@@ -513,7 +507,7 @@ fn a_rollback_leaves_another_writers_block_as_it_is() {
     let (p, _) = drain("leaf3.p[6]");
     assert!(p.steps.len() >= 2);
     let step1 = p.steps[0].writes.len();
-    let Write::Lft { switch, block, .. } = &p.steps[0].writes[0] else {
+    let SmpWrite::Lft { switch, block, .. } = &p.steps[0].writes[0] else {
         panic!()
     };
     let (switch, block) = (*switch, *block);
@@ -752,7 +746,7 @@ fn recovery_starts_from_where_the_fabric_is_and_refuses_what_the_journal_does_no
     assert_eq!(r.state, Final::New, "{r:?}");
     same_at(&back.tables(), &tables(&end), "forward from the old state");
     // A block holding a third value: refused, nothing written.
-    let Write::Lft { switch, block, .. } = &p.steps[0].writes[0] else {
+    let SmpWrite::Lft { switch, block, .. } = &p.steps[0].writes[0] else {
         panic!()
     };
     let d = weft_deploy::discover(&mut fabric).unwrap();
@@ -823,11 +817,11 @@ fn every_fault_and_every_journal_failure_ends_old_or_new() {
     assert!(p
         .steps
         .iter()
-        .any(|s| s.writes.iter().any(|w| matches!(w, Write::Pkeys { .. }))));
+        .any(|s| s.writes.iter().any(|w| matches!(w, SmpWrite::Pkeys { .. }))));
     assert!(p
         .steps
         .iter()
-        .any(|s| s.writes.iter().any(|w| matches!(w, Write::Lft { .. }))));
+        .any(|s| s.writes.iter().any(|w| matches!(w, SmpWrite::Lft { .. }))));
     let (old_t, new_t) = (tables(st.state()), tables(&end));
     let sets = p.smps();
     let journal_writes = 2 + 2 * p.steps.len() + 2;
@@ -930,7 +924,7 @@ fn a_migration_whose_arriving_vf_gets_another_table_is_refused() {
             .iter_mut()
             .flat_map(|s| s.writes.iter_mut())
             .find_map(|w| match w {
-                Write::Vport {
+                SmpWrite::Vport {
                     old_lid: None,
                     new_lid: Some(_),
                     new_pkeys,
@@ -998,7 +992,6 @@ fn entries_above_linear_fdb_top_are_cleared_before_it_is_raised() {
     };
     // Stale entries in block 1, above the top.
     fabric.set(&block(1), &[3; 64]).unwrap();
-    let hex = |p: &[u8]| Write::lft_hex(p);
     let old0 = fabric.get(&block(0)).unwrap();
     let mut new0 = old0;
     new0[20] = 1;
@@ -1008,7 +1001,7 @@ fn entries_above_linear_fdb_top_are_cleared_before_it_is_raised() {
     let plan = Plan {
         format: weft_fabric::plan::PLAN_FORMAT.to_owned(),
         version: weft_fabric::plan::PLAN_VERSION,
-        fabric: "t".to_owned(),
+        fabric_name: "t".to_owned(),
         from: weft_fabric::Fingerprint::of(full.state()),
         to: weft_fabric::Fingerprint::of(full.state()),
         wire: Some(weft_fabric::WireView::of(&start)),
@@ -1017,19 +1010,19 @@ fn entries_above_linear_fdb_top_are_cleared_before_it_is_raised() {
         proof: weft_fabric::plan::Proof::default(),
         steps: vec![
             weft_fabric::plan::PlanStep {
-                writes: vec![Write::Lft {
+                writes: vec![SmpWrite::Lft {
                     switch: g,
                     block: 0,
-                    old: hex(&old0),
-                    new: hex(&new0),
+                    old: old0,
+                    new: new0,
                 }],
             },
             weft_fabric::plan::PlanStep {
-                writes: vec![Write::Lft {
+                writes: vec![SmpWrite::Lft {
                     switch: g,
                     block: 1,
-                    old: hex(&[0xff; 64]),
-                    new: hex(&new1),
+                    old: [0xff; 64],
+                    new: new1,
                 }],
             },
         ],

@@ -13,10 +13,11 @@ use weft_deploy::apply::{
     self, ApplyError, ApplyOptions, Direction, Final, Progress, ProofMode, Report,
 };
 use weft_deploy::journal::JournalFault;
-use weft_deploy::sim::{Fault, FaultKind, SimFabric, STATUS_INVALID};
+use weft_deploy::sim::{default_sm_port, named_sm_port, Injected, SimFabric};
 use weft_deploy::{Mad, Paced, Retrying, Transport};
+use weft_fabric::build_dir;
 use weft_fabric::plan::Plan;
-use weft_fabric::{NodeKind, PortNum, PortRef, ValidState};
+use weft_fabric::{PortRef, ValidState};
 
 /// `weft apply` arguments.
 #[derive(clap::Args)]
@@ -106,40 +107,9 @@ enum TargetArg {
     Opensm,
 }
 
-/// A fault `--inject` asks for: one struck by an SMP Set, or by a journal write.
-enum Injected {
-    Smp(Fault),
-    Journal(JournalFault),
-}
-
 fn parse_fault(s: &str) -> Result<Injected, Fatal> {
-    let bad = || {
-        Fatal::Run(format!(
-            "--inject `{s}`: write KIND@N, KIND one of drop, drop-all, delay, delay-all, \
-             reject, corrupt, crash, journal, journal-full"
-        ))
-    };
-    let (kind, at) = s.split_once('@').ok_or_else(bad)?;
-    let at: usize = at.parse().map_err(|_| bad())?;
-    let kind = match kind {
-        "drop" => FaultKind::Drop { times: 1 },
-        "drop-all" => FaultKind::Drop { times: u32::MAX },
-        "delay" => FaultKind::Delay { times: 1 },
-        "delay-all" => FaultKind::Delay { times: u32::MAX },
-        "reject" => FaultKind::Reject {
-            status: STATUS_INVALID,
-        },
-        "corrupt" => FaultKind::CorruptReadback,
-        "crash" => FaultKind::Crash,
-        "journal" | "journal-full" => {
-            return Ok(Injected::Journal(JournalFault {
-                at,
-                lasting: kind == "journal-full",
-            }))
-        }
-        _ => return Err(bad()),
-    };
-    Ok(Injected::Smp(Fault { at_set: at, kind }))
+    s.parse()
+        .map_err(|e| Fatal::Run(format!("--inject `{s}`: {e}")))
 }
 
 fn read_plan(path: &Path) -> Result<Plan, Fatal> {
@@ -153,36 +123,16 @@ fn read_plan(path: &Path) -> Result<Plan, Fatal> {
     })
 }
 
-/// The SM's port in a simulated fabric.
+/// The SM's port in a simulated fabric: the one `--sm` names, else the first HCA port on a
+/// live link.
 fn sm_port(state: &ValidState, sm: Option<&str>) -> Result<PortRef, Fatal> {
-    let f = &state.fabric;
-    if let Some(text) = sm {
-        let (name, port) = text
-            .split_once('/')
-            .and_then(|(n, p)| Some((n, p.parse::<u8>().ok()?)))
-            .ok_or_else(|| Fatal::Run(format!("--sm `{text}`: write NODE/PORT")))?;
-        let id = f
-            .nodes()
-            .iter()
-            .position(|n| n.name() == name)
-            .ok_or_else(|| Fatal::Run(format!("--sm `{text}`: no node `{name}` in the fabric")))?;
-        return Ok(PortRef {
-            node: weft_fabric::NodeId(id as u32),
-            port: PortNum(port),
-        });
+    match sm {
+        Some(text) => named_sm_port(&state.fabric, text)
+            .map_err(|e| Fatal::Run(format!("--sm `{text}`: {e}"))),
+        None => default_sm_port(&state.fabric).ok_or_else(|| {
+            Fatal::Run("the fabric has no HCA port on a live link for the SM".into())
+        }),
     }
-    f.nodes()
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| n.kind() == NodeKind::Hca && !n.down)
-        .flat_map(|(i, n)| {
-            (1..=n.spec.port_count).map(move |p| PortRef::new(weft_fabric::NodeId(i as u32), p))
-        })
-        .find(|&p| {
-            f.peer(p)
-                .is_some_and(|(_, l)| f.link(l).state == weft_fabric::LinkState::Up)
-        })
-        .ok_or_else(|| Fatal::Run("the fabric has no HCA port on a live link for the SM".into()))
 }
 
 fn eprint_text(text: &str) {
@@ -302,7 +252,7 @@ fn opensm(args: &Args, quiet: bool) -> Result<ExitCode, Fatal> {
             other.join(", ")
         )));
     }
-    if dir.join("UNPROVEN").exists() {
+    if dir.join(build_dir::UNPROVEN).exists() {
         return Err(Fatal::Run(format!(
             "`{}` holds an unproven state (see its UNPROVEN file); weft hands OpenSM only \
              proven states",
@@ -310,7 +260,7 @@ fn opensm(args: &Args, quiet: bool) -> Result<ExitCode, Fatal> {
         )));
     }
     // The state must be one weft can read (and the build's own files beside it).
-    crate::plan::load_state(&dir.join("state.json"))?;
+    crate::plan::load_state(&dir.join(build_dir::STATE))?;
     let written = weft_deploy::opensm::hand_off(
         dir,
         args.opensm_conf
@@ -330,49 +280,24 @@ fn opensm(args: &Args, quiet: bool) -> Result<ExitCode, Fatal> {
         out(None, &text)?;
         return Ok(ExitCode::SUCCESS);
     };
-    let count = |p: &Path| {
-        std::fs::read_to_string(p)
-            .map(|t| (t.matches("SUBNET UP").count(), t.len()))
-            .unwrap_or((0, 0))
-    };
-    let before = args.opensm_log.as_deref().map(count);
-    let hup = std::process::Command::new("kill")
-        .args(["-HUP", &pid.to_string()])
-        .output()
-        .map_err(|e| Fatal::Run(format!("cannot run `kill`: {e}")))?;
-    if !hup.status.success() {
-        return Err(Fatal::Run(format!(
-            "the files are written, but OpenSM (pid {pid}) could not be signalled: {}",
-            String::from_utf8_lossy(&hup.stderr).trim()
-        )));
-    }
+    let log = args
+        .opensm_log
+        .as_deref()
+        .map(weft_deploy::opensm::OpensmLog::mark);
+    weft_deploy::opensm::signal(pid)
+        .map_err(|e| Fatal::Run(format!("the files are written, but {e}")))?;
     let _ = writeln!(text, "sent SIGHUP to OpenSM (pid {pid})");
     let wait_s = args.wait_s.unwrap_or(120);
-    if let (Some(log), Some((ups, len))) = (args.opensm_log.as_deref(), before) {
+    if let Some(log) = log {
         crate::term::phase("waiting for OpenSM's sweep");
-        let start = std::time::Instant::now();
-        loop {
-            let (now, _) = count(log);
-            if now > ups {
-                break;
-            }
-            if start.elapsed().as_secs() >= wait_s {
-                out(None, &text)?;
-                return Err(Fatal::Run(format!(
-                    "OpenSM did not bring the subnet up within {} s of the signal (see {})",
-                    wait_s,
-                    log.display()
-                )));
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        let new = std::fs::read_to_string(log).unwrap_or_default();
-        let errors: Vec<&str> = new
-            .get(len..)
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| l.contains(" ERR "))
-            .collect();
+        let Some(errors) = log.wait_for_sweep(std::time::Duration::from_secs(wait_s)) else {
+            out(None, &text)?;
+            return Err(Fatal::Run(format!(
+                "OpenSM did not bring the subnet up within {} s of the signal (see {})",
+                wait_s,
+                log.path().display()
+            )));
+        };
         if !errors.is_empty() {
             for e in &errors {
                 let _ = writeln!(text, "  {e}");
@@ -478,7 +403,7 @@ fn go(
                     .into(),
             ));
         }
-        let desired = crate::plan::load_state(&plan_path.join("state.json"))?;
+        let desired = crate::plan::load_state(&plan_path.join(build_dir::STATE))?;
         if args.dry_run {
             return match apply::dry_run(&mut t, apply::What::State(&desired), &opts) {
                 Ok((plan, smps)) => dry(&plan, &smps),

@@ -62,7 +62,7 @@ impl MadArgs {
         MadOptions {
             ca: self.ca.clone(),
             port: self.port.unwrap_or(0),
-            timeout_ms: self.timeout_ms.unwrap_or(200),
+            timeout_ms: self.timeout_ms.unwrap_or(MadOptions::DEFAULT_TIMEOUT_MS),
             retries: self.tries().saturating_sub(1),
             mkey: self.mkey,
             window: MadOptions::DEFAULT_WINDOW,
@@ -71,7 +71,7 @@ impl MadArgs {
 
     /// Sends per SMP.
     pub fn tries(&self) -> u32 {
-        self.tries.unwrap_or(3)
+        self.tries.unwrap_or(MadOptions::DEFAULT_TRIES)
     }
 
     /// The options given that only libibmad uses (HCA, port, M_Key, timeout), by name.

@@ -220,7 +220,7 @@ fn human(p: &Planned, written: Option<&Path>, max: usize) -> String {
     let _ = writeln!(
         t,
         "plan for `{}`: {} step(s), {} SMP(s) ({} LFT); a full reconfiguration would send {}{} ({})",
-        p.plan.fabric,
+        p.plan.fabric_name,
         p.plan.steps.len(),
         g(p.plan.smps() as u64),
         g(p.plan.lft_smps() as u64),
@@ -289,11 +289,11 @@ fn more_than_full(p: &Planned) -> String {
     let mut again = 0u64;
     for w in p.plan.steps.iter().flat_map(|s| &s.writes) {
         let key = match w {
-            weft_fabric::plan::Write::Lft { switch, block, .. } => (0, switch.0, 0, *block),
-            weft_fabric::plan::Write::Pkeys {
+            weft_fabric::plan::SmpWrite::Lft { switch, block, .. } => (0, switch.0, 0, *block),
+            weft_fabric::plan::SmpWrite::Pkeys {
                 node, port, block, ..
             } => (1, node.0, *port, *block),
-            weft_fabric::plan::Write::Vport { guid, .. } => (2, guid.0, 0, 0),
+            weft_fabric::plan::SmpWrite::Vport { guid, .. } => (2, guid.0, 0, 0),
         };
         if !blocks.insert(key) {
             again += 1;
@@ -356,7 +356,7 @@ fn apm_line(a: &weft_verifier::apm::Survivors) -> String {
 
 fn markdown(p: &Planned, written: Option<&Path>, max: usize) -> String {
     let mut t = String::new();
-    let _ = writeln!(t, "# Plan for `{}`\n", p.plan.fabric);
+    let _ = writeln!(t, "# Plan for `{}`\n", p.plan.fabric_name);
     let _ = writeln!(
         t,
         "| step | switches | LFT blocks | P_Key blocks | SMPs | loop-free | deadlock-free | connected | isolated |"
@@ -438,7 +438,7 @@ fn json(p: &Planned, written: Option<&Path>) -> serde_json::Value {
         .collect();
     serde_json::json!({
         "ok": true,
-        "fabric": p.plan.fabric,
+        "fabric": p.plan.fabric_name,
         "mode": p.mode,
         "from": p.plan.from,
         "to": p.plan.to,

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use weft_fabric::plan::{Plan, Write};
+use weft_fabric::plan::{Plan, SmpWrite};
 use weft_fabric::{Fingerprint, ValidState};
 
 fn weft(args: &[&str]) -> Output {
@@ -88,7 +88,7 @@ fn link_failure_plan_in_every_format() {
         .steps
         .iter()
         .flat_map(|s| &s.writes)
-        .all(|w| matches!(w, Write::Lft { .. })));
+        .all(|w| matches!(w, SmpWrite::Lft { .. })));
     // The state it leads to, written and proven on its own.
     let end = dir.join("end.json");
     let o = weft(&[
@@ -209,7 +209,7 @@ fn vm_migration_plan_in_every_format() {
     let vf = plan.steps[0]
         .writes
         .iter()
-        .filter(|w| matches!(w, Write::Vport { .. }))
+        .filter(|w| matches!(w, SmpWrite::Vport { .. }))
         .count();
     assert_eq!(vf, 2, "the VF left and the VF taken");
     assert_eq!(plan.smps(), plan.lft_smps() + 2 * vf);

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use weft_fabric::plan::{Plan, Write};
+use weft_fabric::plan::{Plan, SmpWrite};
 use weft_fabric::ValidState;
 use weft_tests::ibsim::{self, Ibsim, Limits};
 
@@ -79,14 +79,14 @@ fn fabric_lfts(sim: &Ibsim) -> BTreeMap<(u64, u16), u8> {
 fn held(plan: &Plan, lfts: &BTreeMap<(u64, u16), u8>) -> BTreeMap<(u64, u16), &'static str> {
     let mut ends: BTreeMap<(u64, u16), ([u8; 64], [u8; 64])> = BTreeMap::new();
     for w in plan.steps.iter().flat_map(|s| &s.writes) {
-        if let Write::Lft {
+        if let SmpWrite::Lft {
             switch,
             block,
             old,
             new,
         } = w
         {
-            let (o, n) = (Write::lft_entries(old), Write::lft_entries(new));
+            let (o, n) = (*old, *new);
             ends.entry((switch.0, *block))
                 .and_modify(|e| e.1 = n)
                 .or_insert((o, n));

@@ -30,6 +30,7 @@
 
 use crate::discover::{discover, DiscoverError, Discovery, VfError};
 use crate::journal::{self, Block, Event, Header, Journal, JournalError, JournalFault, Writer};
+use crate::observe::VfId;
 use crate::prove::{LiveError, ProofError};
 use crate::smp::{self, Attr, DrPath, Payload, PortInfo, SwitchInfo, PAYLOAD};
 use crate::transport::{SmpError, Target, Transport, TransportExt};
@@ -39,8 +40,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use weft_fabric::plan::{Plan, Write, LFT_BLOCK, PKEY_BLOCK};
-use weft_fabric::{Guid, ValidState, WireDiff};
+use weft_fabric::plan::{Plan, SmpWrite, LFT_BLOCK, PKEY_BLOCK};
+use weft_fabric::{Guid, PortNum, ValidState, WireDiff};
 
 /// What `weft apply` takes as the proof of a plan's steps.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -266,10 +267,6 @@ struct Op {
     what: String,
 }
 
-fn lft_payload(hex: &str) -> Payload {
-    Write::lft_entries(hex)
-}
-
 fn pkey_payload(keys: &[u16]) -> Payload {
     let mut k = [0u16; PKEY_BLOCK];
     for (d, s) in k.iter_mut().zip(keys) {
@@ -284,8 +281,8 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
     let path = |g: Guid, port: Option<u8>| -> Result<DrPath, ApplyError> {
         d.path(g, port).cloned().ok_or_else(|| {
             ApplyError::Unaddressable(match port {
-                Some(p) => format!("node {:#018x} port {p} is not reachable", g.0),
-                None => format!("node {:#018x} is not on the fabric", g.0),
+                Some(p) => format!("node {g} port {p} is not reachable"),
+                None => format!("node {g} is not on the fabric"),
             })
         })
     };
@@ -314,7 +311,7 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
     for (i, s) in plan.steps.iter().enumerate() {
         for w in &s.writes {
             match w {
-                Write::Lft {
+                SmpWrite::Lft {
                     switch: sw,
                     block,
                     old,
@@ -323,8 +320,8 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                     known(*sw)?;
                     if !switch(*sw) {
                         return Err(ApplyError::Unaddressable(format!(
-                            "{:#018x} is not a switch on the fabric",
-                            sw.0
+                            "{} is not a switch on the fabric",
+                            sw
                         )));
                     }
                     ops.push(Op {
@@ -336,13 +333,13 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                             attr: Attr::Lft,
                             modifier: u32::from(*block),
                         },
-                        after: lft_payload(new),
-                        expect: Some(lft_payload(old)),
+                        after: *new,
+                        expect: Some(*old),
                         lid: None,
-                        what: format!("switch {:#018x} LFT block {block}", sw.0),
+                        what: format!("switch {sw} LFT block {block}"),
                     });
                 }
-                Write::Pkeys {
+                SmpWrite::Pkeys {
                     node,
                     port,
                     block,
@@ -363,10 +360,10 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                         after: pkey_payload(new),
                         expect: Some(pkey_payload(old)),
                         lid: None,
-                        what: format!("{:#018x} port {port} P_Key block {block}", node.0),
+                        what: format!("{node} port {port} P_Key block {block}"),
                     });
                 }
-                Write::Vport {
+                SmpWrite::Vport {
                     node,
                     port,
                     vf,
@@ -376,22 +373,23 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                     old_pkeys,
                     new_pkeys,
                 } => {
-                    let at = d
-                        .vf_at(&vf_ports, (*node, *port), *vf, *guid, vfs)
-                        .map_err(|e| match e {
-                            VfError::NotFound { .. } => ApplyError::Unsupported(format!(
-                                "writing {e} (a vSwitch shown as a switch with one adapter per \
+                    let id = VfId {
+                        host: *node,
+                        port: PortNum(*port),
+                        vf: *vf,
+                        guid: *guid,
+                    };
+                    let at = d.vf_at(&vf_ports, &id, vfs).map_err(|e| match e {
+                        VfError::NotFound { .. } => ApplyError::Unsupported(format!(
+                            "writing {e} (a vSwitch shown as a switch with one adapter per \
                                  VF is written by directed route; vendor vPort attributes are \
                                  not built)"
-                            )),
-                            e => ApplyError::Unaddressable(e.to_string()),
-                        })?;
+                        )),
+                        e => ApplyError::Unaddressable(e.to_string()),
+                    })?;
                     // A PortInfo is compared by its LID only (see `same`); no LID reads 0.
-                    let lid_info = |lid: &Option<u16>| {
-                        let mut info = [0u8; PAYLOAD];
-                        info[16..18].copy_from_slice(&lid.unwrap_or(0).to_be_bytes());
-                        info
-                    };
+                    let lid_info =
+                        |lid: &Option<u16>| smp::port_lid_write(&[0; PAYLOAD], lid.unwrap_or(0));
                     ops.push(Op {
                         step: i,
                         node: at.node,
@@ -404,7 +402,7 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                         after: lid_info(new_lid),
                         expect: Some(lid_info(old_lid)),
                         lid: Some(new_lid.unwrap_or(0)),
-                        what: format!("{:#018x} port {port} VF {vf} LID", node.0),
+                        what: format!("{node} port {port} VF {vf} LID"),
                     });
                     ops.push(Op {
                         step: i,
@@ -418,7 +416,7 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                         after: pkey_payload(new_pkeys),
                         expect: Some(pkey_payload(old_pkeys)),
                         lid: None,
-                        what: format!("{:#018x} port {port} VF {vf} P_Keys", node.0),
+                        what: format!("{node} port {port} VF {vf} P_Keys"),
                     });
                 }
             }
@@ -444,8 +442,10 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
 /// its own: PortStateChange, counters).
 fn same(target: &Target, got: &Payload, want: &Payload) -> bool {
     match target.attr {
-        Attr::PortInfo => got.get(16..18) == want.get(16..18),
-        Attr::SwitchInfo => got.get(6..8) == want.get(6..8),
+        Attr::PortInfo => PortInfo::decode(got).lid == PortInfo::decode(want).lid,
+        Attr::SwitchInfo => {
+            SwitchInfo::decode(got).linear_fdb_top == SwitchInfo::decode(want).linear_fdb_top
+        }
         _ => got == want,
     }
 }
@@ -698,8 +698,8 @@ fn cells(d: &Discovery, blocks: &[Block]) -> Vec<Vec<Result<Cell, String>>> {
 
 fn block_name(b: &Block) -> String {
     let node = format!(
-        "{:#018x}{}",
-        b.node.0,
+        "{}{}",
+        b.node,
         b.port.map(|p| format!(" port {p}")).unwrap_or_default()
     );
     match b.attr {
@@ -1103,7 +1103,7 @@ fn transact(
     let header = Header {
         format: journal::JOURNAL_FORMAT.to_owned(),
         version: 1,
-        fabric: plan.fabric.clone(),
+        fabric: plan.fabric_name.clone(),
         from: plan.from.clone(),
         to: plan.to.clone(),
         // As the plan sees the fabric: its VFs' LIDs are the journal's to change.
@@ -1356,9 +1356,8 @@ fn fdb_tops(
                     expect: None,
                     lid: None,
                     what: format!(
-                        "switch {:#018x} LFT block {block} (entries above LinearFDBTop cleared \
-                         before it is raised)",
-                        g.0
+                        "switch {g} LFT block {block} (entries above LinearFDBTop cleared before \
+                         it is raised)"
                     ),
                 });
             }
@@ -1383,7 +1382,7 @@ fn fdb_tops(
             after: raw,
             expect: None,
             lid: None,
-            what: format!("switch {:#018x} LinearFDBTop", g.0),
+            what: format!("switch {g} LinearFDBTop"),
         });
     }
     ops.extend(extra);

@@ -7,13 +7,15 @@
 //! true).
 
 use crate::discover::{discover, DiscoverError, Discovery};
-use crate::read::read_lfts;
+use crate::observe::{port_sl2vl, ShownVf, SwitchVls, VfId};
+use crate::read::{read_end_ports, read_lfts, read_switch_sl2vl, read_vfs};
 use crate::smp::{self, Attr, NodeType};
-use crate::transport::{SmpError, Target, TransportExt};
-use std::collections::BTreeMap;
+use crate::transport::{Counted, SmpError, Target, TransportExt};
+use std::collections::{BTreeMap, BTreeSet};
+use weft_fabric::plan::{Member, Plan, SmpWrite};
 use weft_fabric::{
-    FabricBuilder, FabricState, Guid, Lft, Lid, LinkError, NodeKind, NodeSpec, PortNum, PortRef,
-    SwitchState, VirtualPort, WireView,
+    FabricBuilder, FabricState, Guid, LinkError, NodeKind, NodeSpec, PortNum, PortRef, SwitchState,
+    VirtualPort, WireEnd, WireView,
 };
 
 /// Why a fabric could not be read.
@@ -33,103 +35,63 @@ pub enum AuditError {
 /// A fabric read over SMPs.
 #[derive(Debug)]
 pub struct Audited {
-    /// What it runs.
+    /// What it runs, as a state says it ([`crate::observe`]).
     pub state: FabricState,
-    /// SMPs it took.
+    /// The SMPs discovery and the reading took.
     pub smps: usize,
 }
 
 /// Reads the fabric through `t` (named `name`): what [`state_of`] reads, and the SL→VL tables
-/// of every switch (each pair of live ports) and end port, and every end port's P_Key table.
-/// A table that maps every SL to VL 0 is kept as the state's "no QoS" form; a P_Key table is
-/// kept as the partitions it holds, each once (empty slots dropped, a full membership over a
-/// limited one), and one holding only the default key (0xffff) as no table.
+/// of every switch (each pair of live ports) and end port, and every end port's P_Key table,
+/// each as a state holds it ([`crate::observe`]). A P_Key table is kept as the partitions it
+/// holds ([`PkeyTable::memberships`](crate::observe::PkeyTable::memberships)): what is proven
+/// is who may talk to whom, whatever empty slots and repeats the table has.
 pub fn audit(t: &mut impl TransportExt, name: &str) -> Result<Audited, AuditError> {
     let d = discover(t)?;
-    let mut a = state_of(t, &d, name, None)?;
-    a.smps += d.smps;
-    let vls = crate::read::read_switch_sl2vl(t, &d, &mut a.smps)?;
-    for (g, (rows, all)) in vls {
-        let Some(id) = a.state.fabric.find_guid(g) else {
+    let mut t = Counted::new(t);
+    let mut state = state_of(&mut t, &d, name, None)?;
+    for (g, rows) in read_switch_sl2vl(&mut t, &d)? {
+        let Some(id) = state.fabric.find_guid(g) else {
             continue;
         };
-        let sw = a.state.switches.entry(id).or_default();
-        sw.sl2vl = rows;
-        sw.sl2vl_all = all;
+        let vls = SwitchVls::of(rows);
+        let sw = state.switches.entry(id).or_default();
+        sw.sl2vl = vls.rows;
+        sw.sl2vl_all = vls.all;
     }
-    let ends = crate::read::read_end_ports(t, &d, &mut a.smps)?;
-    for ((g, p), (vl, keys)) in ends {
-        let Some(id) = a.state.fabric.find_guid(g) else {
+    for ((g, p), read) in read_end_ports(&mut t, &d)? {
+        let Some(id) = state.fabric.find_guid(g) else {
             continue;
         };
-        let port = a.state.ports.entry(PortRef::new(id, p)).or_default();
-        if vl != [0; 16] {
-            port.sl2vl = Some(vl);
-        }
-        // The partitions the port is in, each once (a full membership over a limited one):
-        // empty slots and their positions do not change who may talk to whom.
-        let mut member: Vec<u16> = Vec::new();
-        for k in keys.into_iter().filter(|k| k & 0x7fff != 0) {
-            match member.iter_mut().find(|m| **m & 0x7fff == k & 0x7fff) {
-                Some(m) => *m |= k & 0x8000,
-                None => member.push(k),
-            }
-        }
-        if member != [weft_fabric::PKey::DEFAULT.0] {
-            port.pkeys = Some(member.into_iter().map(weft_fabric::PKey).collect());
-        }
+        let port = state.ports.entry(PortRef::new(id, p.0)).or_default();
+        port.sl2vl = port_sl2vl(read.sl2vl);
+        port.pkeys = read.pkeys.memberships();
     }
-    a.state.ports.retain(|_, p| !p.is_empty());
-    Ok(a)
+    state.ports.retain(|_, p| !p.is_empty());
+    Ok(Audited {
+        state,
+        smps: d.smps + t.gets(),
+    })
 }
 
-/// What the fabric `d` discovered runs, read through `t` (its SMPs counted, discovery's
-/// not). With `expected` (the wire view of the state a plan starts from), every vSwitch the
-/// fabric shows as a switch with one adapter per VF is folded into its hypervisor, as that
-/// state models it (see [`WireView::fold_vswitches`]); the VFs' adapters become VFs of their
-/// hypervisor's port (with their port GUIDs and LIDs), so a proof on the state covers their
-/// LIDs.
+/// What the fabric `d` discovered runs, read through `t`: its nodes (named by
+/// NodeDescription), links, LIDs and LFTs. With `expected` (the wire view of the state a plan
+/// starts from), every vSwitch the fabric shows as a switch with one adapter per VF is folded
+/// into its hypervisor, as that state models it (see [`WireView::fold_vswitches`]); the VFs'
+/// adapters become VFs of their hypervisor's port (with their port GUIDs and LIDs), so a proof
+/// on the state covers their LIDs.
 pub fn state_of(
     t: &mut impl TransportExt,
     d: &Discovery,
     name: &str,
     expected: Option<&WireView>,
-) -> Result<Audited, AuditError> {
+) -> Result<FabricState, AuditError> {
     let view = match expected {
         Some(e) => d.view.fold_vswitches(e),
         None => d.view.clone(),
     };
-    // The VFs the fabric shows as adapters behind each folded vSwitch: their port GUIDs and
-    // LIDs, owned by their hypervisor's port (indexed in port GUID order: the wire does not
-    // say which VF of its hypervisor an adapter is).
-    let mut vfs: Vec<((Guid, u8), u64, Option<u16>)> = Vec::new();
-    let folded = expected.map(|e| d.view.vswitches(e)).unwrap_or_default();
-    // Each VF adapter's one linked port.
-    let mut linked: BTreeMap<Guid, u8> = BTreeMap::new();
-    if !folded.is_empty() {
-        for &(x, y) in &d.view.links {
-            linked.insert(x.0, x.1);
-            linked.insert(y.0, y.1);
-        }
-    }
-    for v in folded {
-        let mut here: Vec<(u64, Option<u16>)> = Vec::new();
-        for a in &v.vfs {
-            let Some(&p) = linked.get(a) else {
-                continue;
-            };
-            let guid = d
-                .nodes
-                .get(a)
-                .and_then(|f| f.port_guids.get(&p).copied())
-                .unwrap_or_else(|| a.0.wrapping_add(u64::from(p)));
-            here.push((guid, d.view.lids.get(&(*a, p)).copied()));
-        }
-        here.sort_unstable();
-        vfs.extend(here.into_iter().map(|(g, l)| (v.pf.1, g, l)));
-    }
+    let shown_vfs = expected.map(|e| shown_vfs(d, e)).unwrap_or_default();
     let shown = |g: &Guid| view.nodes.contains_key(g);
-    let mut smps = 0;
     // Names: the node description, made unique with the GUID where it is not.
     let mut descriptions = BTreeMap::new();
     for (g, f) in d.nodes.iter().filter(|(g, _)| shown(g)) {
@@ -138,7 +100,6 @@ pub fn state_of(
             attr: Attr::NodeDescription,
             modifier: 0,
         })?;
-        smps += 1;
         descriptions.insert(*g, smp::decode_description(&p).trim().to_owned());
     }
     let mut uses: BTreeMap<&str, usize> = BTreeMap::new();
@@ -174,14 +135,7 @@ pub fn state_of(
         if kind != NodeKind::Switch {
             spec.port_guids = Some(
                 (1..=f.info.num_ports)
-                    .map(|p| {
-                        Guid(
-                            f.port_guids
-                                .get(&p)
-                                .copied()
-                                .unwrap_or_else(|| g.0.wrapping_add(u64::from(p))),
-                        )
-                    })
+                    .map(|p| Guid(port_guid(d, *g, p)))
                     .collect(),
             );
         }
@@ -189,49 +143,84 @@ pub fn state_of(
     }
     for ((ga, pa), (gb, pb)) in &view.links {
         if let (Some(&a), Some(&bb)) = (ids.get(ga), ids.get(gb)) {
-            b.add_link(PortRef::new(a, *pa), PortRef::new(bb, *pb))?;
+            b.add_link(PortRef::new(a, pa.0), PortRef::new(bb, pb.0))?;
         }
     }
     let mut state = FabricState::new(b.finish());
     for ((g, p), lid) in &view.lids {
         if let Some(&id) = ids.get(g) {
-            state
-                .lids
-                .base
-                .entry(id)
-                .or_default()
-                .insert(PortNum(*p), Lid(*lid));
+            state.lids.base.entry(id).or_default().insert(*p, *lid);
         }
     }
-    let mut index: BTreeMap<(Guid, u8), u8> = BTreeMap::new();
-    for ((host, port), guid, lid) in vfs {
-        let Some(&id) = ids.get(&host) else {
+    let mut index: BTreeMap<WireEnd, u8> = BTreeMap::new();
+    for v in shown_vfs {
+        let Some(&id) = ids.get(&v.host.0) else {
             continue;
         };
-        let k = index.entry((host, port)).or_default();
+        let k = index.entry(v.host).or_default();
         state.lids.vports.push(VirtualPort {
-            host: PortRef::new(id, port),
+            host: PortRef::new(id, v.host.1 .0),
             vf: *k,
-            guid: Guid(guid),
-            lid: lid.map(Lid),
+            guid: v.guid,
+            lid: v.lid,
             vm: None,
             pkeys: None,
         });
         *k = k.saturating_add(1);
     }
-    let lfts = read_lfts(t, d, &mut smps)?;
-    for (g, lft) in lfts {
+    for (g, lft) in read_lfts(t, d)? {
         if let Some(&id) = ids.get(&g) {
             state.switches.insert(
                 id,
                 SwitchState {
-                    lft: Lft { ports: lft },
+                    lft,
                     ..SwitchState::default()
                 },
             );
         }
     }
-    Ok(Audited { state, smps })
+    Ok(state)
+}
+
+/// The GUID of port `port` of node `guid` as discovery found it (a port it did not enter:
+/// the node GUID plus the port number, as ibsim numbers them).
+fn port_guid(d: &Discovery, guid: Guid, port: u8) -> u64 {
+    d.nodes
+        .get(&guid)
+        .and_then(|f| f.port_guids.get(&port).copied())
+        .unwrap_or_else(|| guid.0.wrapping_add(u64::from(port)))
+}
+
+/// The VFs the fabric shows as adapters behind each vSwitch that folding into `expected`
+/// folds: their port GUIDs and LIDs, owned by their hypervisor's port, in port GUID order
+/// within it (the wire does not say which VF of its hypervisor an adapter is).
+fn shown_vfs(d: &Discovery, expected: &WireView) -> Vec<ShownVf> {
+    let folded = d.view.vswitches(expected);
+    // Each VF adapter's one linked port.
+    let mut linked: BTreeMap<Guid, PortNum> = BTreeMap::new();
+    if !folded.is_empty() {
+        for &(x, y) in &d.view.links {
+            linked.insert(x.0, x.1);
+            linked.insert(y.0, y.1);
+        }
+    }
+    let mut out = Vec::new();
+    for v in folded {
+        let mut here: Vec<ShownVf> = Vec::new();
+        for a in &v.vfs {
+            let Some(&p) = linked.get(a) else {
+                continue;
+            };
+            here.push(ShownVf {
+                host: v.pf.1,
+                guid: Guid(port_guid(d, *a, p.0)),
+                lid: d.view.lids.get(&(*a, p)).copied(),
+            });
+        }
+        here.sort_unstable();
+        out.extend(here);
+    }
+    out
 }
 
 /// The VFs of a fabric that addresses them through their hypervisor's port (the `sim`
@@ -239,22 +228,22 @@ pub fn state_of(
 /// `st` covers their LIDs: VFs 0 to N - 1 of each vSwitch hypervisor port of the plan's wire
 /// view (N its VF count; a VF the fabric does not have is skipped), each with the port GUID a
 /// `vport` write or a declared partition of the plan names for it, else one of its own (no
-/// message names a VF by it). The SMPs it took.
+/// message names a VF by it).
 pub fn vfs_through_hosts(
     t: &mut impl TransportExt,
     d: &Discovery,
-    plan: &weft_fabric::plan::Plan,
-    st: &mut weft_fabric::FabricState,
-) -> Result<usize, SmpError> {
+    plan: &Plan,
+    st: &mut FabricState,
+) -> Result<(), SmpError> {
     let Some(wire) = &plan.wire else {
-        return Ok(0);
+        return Ok(());
     };
-    let named: std::collections::BTreeMap<(weft_fabric::Guid, u8, u8), weft_fabric::Guid> = plan
+    let named: BTreeMap<(Guid, u8, u8), Guid> = plan
         .steps
         .iter()
         .flat_map(|s| &s.writes)
         .filter_map(|w| match w {
-            weft_fabric::plan::Write::Vport {
+            SmpWrite::Vport {
                 node,
                 port,
                 vf,
@@ -268,49 +257,55 @@ pub fn vfs_through_hosts(
                 .iter()
                 .flat_map(|p| &p.members)
                 .filter_map(|m| match m {
-                    weft_fabric::plan::Member::Vf {
+                    Member::Vf {
                         host,
                         port,
                         vf,
                         guid,
                         ..
                     } => Some(((*host, *port, *vf), *guid)),
-                    weft_fabric::plan::Member::Port { .. } => None,
+                    Member::Port { .. } => None,
                 }),
         )
         .collect();
     let ports = d.vf_ports(wire);
-    let mut smps = 0;
     let mut own = u64::MAX;
     // Shown on the wire: read with the fabric.
-    let shown: std::collections::BTreeSet<PortRef> =
-        st.lids.vports.iter().map(|v| v.host).collect();
-    let mut wanted: Vec<(PortRef, crate::read::VfId)> = Vec::new();
+    let shown: BTreeSet<PortRef> = st.lids.vports.iter().map(|v| v.host).collect();
+    let mut wanted: Vec<(PortRef, VfId)> = Vec::new();
     for (&(host, port), &n) in &wire.vf_hosts {
         let Some(id) = st.fabric.find_guid(host) else {
             continue;
         };
-        let at = PortRef::new(id, port);
+        let at = PortRef::new(id, port.0);
         if shown.contains(&at) {
             continue;
         }
         for vf in (0..n).filter_map(|k| u8::try_from(k).ok()) {
-            let guid = named.get(&(host, port, vf)).copied().unwrap_or_else(|| {
+            let guid = named.get(&(host, port.0, vf)).copied().unwrap_or_else(|| {
                 own -= 1;
-                weft_fabric::Guid(own)
+                Guid(own)
             });
-            wanted.push((at, ((host, port), (vf, guid))));
+            wanted.push((
+                at,
+                VfId {
+                    host,
+                    port,
+                    vf,
+                    guid,
+                },
+            ));
         }
     }
-    let ids: Vec<crate::read::VfId> = wanted.iter().map(|(_, id)| *id).collect();
-    let read = crate::read::read_vfs(t, d, &ports, &ids, true, &mut smps);
-    for ((at, (_, (vf, guid))), r) in wanted.into_iter().zip(read) {
+    let ids: Vec<VfId> = wanted.iter().map(|(_, id)| *id).collect();
+    let read = read_vfs(t, d, &ports, &ids, true);
+    for ((at, id), r) in wanted.into_iter().zip(read) {
         match r {
-            Ok(Ok((lid, _))) => st.lids.vports.push(weft_fabric::VirtualPort {
+            Ok(Ok(v)) => st.lids.vports.push(VirtualPort {
                 host: at,
-                vf,
-                guid,
-                lid: lid.map(weft_fabric::Lid),
+                vf: id.vf,
+                guid: id.guid,
+                lid: v.lid,
                 vm: None,
                 pkeys: None,
             }),
@@ -320,5 +315,5 @@ pub fn vfs_through_hosts(
             Err(e) => return Err(e),
         }
     }
-    Ok(smps)
+    Ok(())
 }

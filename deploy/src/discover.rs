@@ -5,10 +5,11 @@
 //! a NodeInfo Get to learn the node and the port on the far side. End nodes are not walked
 //! through (they do not forward), except the SM's own node, which is left by its SM port.
 
+use crate::observe::VfId;
 use crate::smp::{Attr, DrPath, LinkState, NodeInfo, NodeType, PortInfo};
 use crate::transport::{SmpError, Target, TransportExt};
 use std::collections::{BTreeMap, VecDeque};
-use weft_fabric::{Guid, NodeKind, WireNode, WireView};
+use weft_fabric::{Guid, Lid, NodeKind, PortNum, WireEnd, WireNode, WireView};
 
 /// The most nodes discovery walks: one per unicast LID.
 pub const MAX_NODES: usize = weft_fabric::MAX_UNICAST_LID as usize;
@@ -71,11 +72,11 @@ pub struct VfAt {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VfPorts {
     /// Every end port holding each port GUID.
-    ports: BTreeMap<u64, Vec<(Guid, u8)>>,
+    ports: BTreeMap<u64, Vec<WireEnd>>,
     /// Per VF adapter: the hypervisor port whose vSwitch it sits behind.
-    vf_of: BTreeMap<Guid, (Guid, u8)>,
+    vf_of: BTreeMap<Guid, WireEnd>,
     /// The hypervisor ports whose vSwitch the fabric shows (their VFs are its adapters).
-    shown: std::collections::BTreeSet<(Guid, u8)>,
+    shown: std::collections::BTreeSet<WireEnd>,
 }
 
 /// Why a VF cannot be addressed (each names the VF: its hypervisor port, index and port GUID).
@@ -190,23 +191,22 @@ pub enum VfError {
 }
 
 impl Discovery {
-    /// Where VF `vf` (port GUID `guid`) of hypervisor port (`host`, `port`) is addressed:
+    /// Where the VF `id` (VF `vf`, port GUID `guid`, of hypervisor port `host`, `port`) is
+    /// addressed:
     /// where the VF is a node of the fabric (a vSwitch shown as a switch with one adapter per
     /// VF, folded into that very hypervisor port by `ports`), that node's port by directed
     /// route; else, when no port of the fabric holds the GUID, the fabric shows no vSwitch in
     /// front of that port and `through_host` (the transport addresses VFs through their
     /// hypervisor's port, as the `sim` fabric does), the hypervisor's port with the VF in the
-    /// modifier. A GUID held by a physical port, by a VF
-    /// behind another hypervisor, or by several ports is refused. `ports` is
-    /// [`Discovery::vf_ports`].
-    pub fn vf_at(
-        &self,
-        ports: &VfPorts,
-        (host, port): (Guid, u8),
-        vf: u8,
-        guid: Guid,
-        through_host: bool,
-    ) -> Result<VfAt, VfError> {
+    /// modifier. A GUID held by a physical port, by a VF behind another hypervisor, or by
+    /// several ports is refused. `ports` is [`Discovery::vf_ports`].
+    pub fn vf_at(&self, ports: &VfPorts, id: &VfId, through_host: bool) -> Result<VfAt, VfError> {
+        let VfId {
+            host,
+            port: PortNum(port),
+            vf,
+            guid,
+        } = *id;
         let (h, g) = (host.0, guid.0);
         let unreachable = || VfError::Unreachable {
             host: h,
@@ -215,8 +215,8 @@ impl Discovery {
             guid: g,
         };
         match ports.ports.get(&g).map(Vec::as_slice) {
-            Some(&[(node, p)]) => match ports.vf_of.get(&node) {
-                Some(&behind) if behind == (host, port) => Ok(VfAt {
+            Some(&[(node, PortNum(p))]) => match ports.vf_of.get(&node) {
+                Some(&behind) if behind == (host, id.port) => Ok(VfAt {
                     node,
                     port: p,
                     path: self.path(node, Some(p)).ok_or_else(unreachable)?.clone(),
@@ -230,7 +230,7 @@ impl Discovery {
                     guid: g,
                     holder: node.0,
                     owner: owner.0,
-                    owner_port,
+                    owner_port: owner_port.0,
                 }),
                 None => Err(VfError::Physical {
                     host: h,
@@ -246,9 +246,9 @@ impl Discovery {
                 port,
                 vf,
                 guid: g,
-                holders: many.iter().map(|(n, p)| (n.0, *p)).collect(),
+                holders: many.iter().map(|(n, p)| (n.0, p.0)).collect(),
             }),
-            None if ports.shown.contains(&(host, port)) => Err(VfError::NotShown {
+            None if ports.shown.contains(&(host, id.port)) => Err(VfError::NotShown {
                 host: h,
                 port,
                 vf,
@@ -277,7 +277,7 @@ impl Discovery {
         let mut out = VfPorts::default();
         for (g, f) in &self.nodes {
             for (p, pg) in &f.port_guids {
-                out.ports.entry(*pg).or_default().push((*g, *p));
+                out.ports.entry(*pg).or_default().push((*g, PortNum(*p)));
             }
         }
         for v in self.view.vswitches(expected) {
@@ -390,7 +390,7 @@ pub fn discover(t: &mut impl TransportExt) -> Result<Discovery, DiscoverError> {
                 let pi = PortInfo::decode(&r?);
                 if port == 0 {
                     if pi.lid != 0 {
-                        view.lids.insert((guid, 0), pi.lid);
+                        view.lids.insert((guid, PortNum(0)), Lid(pi.lid));
                     }
                 } else if port_up(&pi) {
                     up.push(port);
@@ -406,7 +406,7 @@ pub fn discover(t: &mut impl TransportExt) -> Result<Discovery, DiscoverError> {
             let (pi, _) = t.port_info(&path, entered)?;
             smps += 1;
             if pi.lid != 0 {
-                view.lids.insert((guid, entered), pi.lid);
+                view.lids.insert((guid, PortNum(entered)), Lid(pi.lid));
             }
             lmc = Some(lmc.map_or(pi.lmc, |l| l.max(pi.lmc)));
         }
@@ -435,7 +435,10 @@ pub fn discover(t: &mut impl TransportExt) -> Result<Discovery, DiscoverError> {
                 Err(e) => return Err(e.into()),
             };
             smps += 1;
-            let (a, b) = ((guid, port), (Guid(far.node_guid), far.local_port));
+            let (a, b) = (
+                (guid, PortNum(port)),
+                (Guid(far.node_guid), PortNum(far.local_port)),
+            );
             view.links.insert(if a <= b { (a, b) } else { (b, a) });
             let fg = Guid(far.node_guid);
             match nodes.get_mut(&fg) {

@@ -351,7 +351,7 @@ fn random_hex() -> Result<String, FileError> {
             Err(e) => return Err(io("read random numbers for", Path::new("a file name"), e)),
         }
     }
-    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+    Ok(weft_fabric::hex::encode(&b))
 }
 
 /// A file being written beside its target, put in place by [`Pending::commit`]; dropped

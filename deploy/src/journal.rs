@@ -16,7 +16,7 @@
 //!
 //! A torn last line (the writer died while writing it) is ignored.
 
-use crate::smp::{Attr, Payload, PAYLOAD};
+use crate::smp::{Attr, Payload};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
@@ -51,7 +51,7 @@ pub struct Block {
     /// The step that writes it (from 0).
     pub step: usize,
     /// The node.
-    #[serde(with = "weft_fabric::plan::guid_hex")]
+    #[serde(with = "weft_fabric::guid_hex")]
     pub node: Guid,
     /// For an end node, the port the SMP goes through.
     pub port: Option<u8>,
@@ -61,10 +61,10 @@ pub struct Block {
     /// Its modifier.
     pub modifier: u32,
     /// The payload before, as read (hex).
-    #[serde(with = "payload_hex")]
+    #[serde(with = "weft_fabric::hex::block")]
     pub before: Payload,
     /// The payload the plan writes (hex).
-    #[serde(with = "payload_hex")]
+    #[serde(with = "weft_fabric::hex::block")]
     pub after: Payload,
 }
 
@@ -369,38 +369,11 @@ mod attr_id {
     }
 }
 
-mod payload_hex {
-    use crate::smp::{Payload, PAYLOAD};
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(p: &Payload, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&weft_fabric::plan::Write::lft_hex(p))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Payload, D::Error> {
-        let text = String::deserialize(d)?;
-        super::unhex(&text).ok_or_else(|| {
-            serde::de::Error::custom(format!("not {PAYLOAD} bytes of hex: `{text}`"))
-        })
-    }
-}
-
-/// 128 hex digits as a payload.
-pub(crate) fn unhex(text: &str) -> Option<Payload> {
-    if text.len() != 2 * PAYLOAD || !text.is_ascii() {
-        return None;
-    }
-    let mut p = [0u8; PAYLOAD];
-    for (k, b) in p.iter_mut().enumerate() {
-        *b = u8::from_str_radix(text.get(2 * k..2 * k + 2)?, 16).ok()?;
-    }
-    Some(p)
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use crate::smp::PAYLOAD;
     use proptest::prelude::*;
 
     fn journal() -> String {

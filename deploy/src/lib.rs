@@ -14,6 +14,7 @@ pub mod discover;
 pub mod files;
 pub mod journal;
 pub mod mad;
+pub mod observe;
 pub mod opensm;
 pub mod prove;
 pub mod read;
@@ -26,6 +27,6 @@ pub use apply::{
 };
 pub use discover::{discover, DiscoverError, Discovery};
 pub use mad::{Mad, MadError, MadOptions};
-pub use sim::{Fault, FaultKind, SimFabric};
+pub use sim::{Fault, FaultKind, Injected, SimFabric};
 pub use smp::{Attr, DrPath, Payload};
-pub use transport::{Paced, Retrying, SmpError, Target, Transport, TransportExt};
+pub use transport::{Counted, Paced, Retrying, SmpError, Target, Transport, TransportExt};

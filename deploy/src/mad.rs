@@ -230,19 +230,28 @@ impl MadOptions {
     /// 16 keeps most of the gain ibsim shows at 4× OpenSM's number; a fabric that loses SMPs
     /// at 16 takes a smaller window.
     pub const DEFAULT_WINDOW: u32 = 16;
+
+    /// The default [`MadOptions::timeout_ms`]: 200, OpenSM's `transaction_timeout`. A switch
+    /// answers an SMP in microseconds, so 200 ms only waits on loss; ibsim reports a dropped
+    /// SMP at once, so the timeout never runs there.
+    pub const DEFAULT_TIMEOUT_MS: u32 = 200;
+
+    /// Sends per SMP by default before it counts as lost: 3 (the first and
+    /// [`MadOptions::retries`] 2 more), what `weft apply` and `weft audit` send unless told
+    /// otherwise (`--tries`).
+    pub const DEFAULT_TRIES: u32 = 3;
 }
 
 impl Default for MadOptions {
-    /// The first CA's first active port; 200 ms and 3 retries, OpenSM's defaults
-    /// (`transaction_timeout`, `transaction_retries`). A switch answers an SMP in
-    /// microseconds, so 200 ms only waits on loss; ibsim reports a dropped SMP at once, so
-    /// the timeout never runs there. Batches go [`MadOptions::DEFAULT_WINDOW`] SMPs at a time.
+    /// The first CA's first active port; [`MadOptions::DEFAULT_TIMEOUT_MS`] and
+    /// [`MadOptions::DEFAULT_TRIES`] sends per SMP. Batches go [`MadOptions::DEFAULT_WINDOW`]
+    /// SMPs at a time.
     fn default() -> MadOptions {
         MadOptions {
             ca: None,
             port: 0,
-            timeout_ms: 200,
-            retries: 3,
+            timeout_ms: MadOptions::DEFAULT_TIMEOUT_MS,
+            retries: MadOptions::DEFAULT_TRIES - 1,
             mkey: None,
             window: MadOptions::DEFAULT_WINDOW,
         }
@@ -806,9 +815,10 @@ mod tests {
     #[test]
     fn defaults() {
         let o = MadOptions::default();
+        // 3 sends an SMP: the first and 2 retries, what `weft apply` and `weft audit` send.
         assert_eq!(
             (o.ca, o.port, o.timeout_ms, o.retries, o.mkey, o.window),
-            (None, 0, 200, 3, None, 16)
+            (None, 0, 200, 2, None, 16)
         );
         assert_eq!(clamp(u32::MAX), c_int::MAX);
     }

@@ -15,6 +15,7 @@
 use crate::files;
 use std::path::{Path, PathBuf};
 use weft_fabric::opensm::{conf_values, merge_conf};
+use weft_fabric::build_dir;
 
 /// Why the hand-off cannot be made.
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +51,14 @@ pub enum OpensmError {
         what: &'static str,
         /// The key to set.
         key: &'static str,
+    },
+    /// OpenSM could not be sent SIGHUP.
+    #[error("OpenSM (pid {pid}) could not be signalled: {reason}")]
+    Signal {
+        /// The process id given.
+        pid: u32,
+        /// Why.
+        reason: String,
     },
 }
 
@@ -116,9 +125,9 @@ pub fn hand_off(build: &Path, conf: &Path) -> Result<Vec<PathBuf>, OpensmError> 
         what: "no `lfts_file`".to_owned(),
     })?;
     // What each file of the build needs, checked before anything is written.
-    let partitions = build.join("partitions.conf");
-    let policy = build.join("qos-policy.conf");
-    let qos = build.join("opensm.conf");
+    let partitions = build.join(build_dir::PARTITIONS);
+    let policy = build.join(build_dir::QOS_POLICY);
+    let qos = build.join(build_dir::OPENSM_CONF);
     let needed = |file: &Path, key: &'static str, what: &'static str| {
         if !file.exists() {
             return Ok(None);
@@ -133,7 +142,7 @@ pub fn hand_off(build: &Path, conf: &Path) -> Result<Vec<PathBuf>, OpensmError> 
     let policy_file = needed(&policy, "qos_policy_file", "a QoS policy")?;
     // Every file read, and every place to write checked, before anything is written: a
     // hand-off stops whole or not at all.
-    let mut files = vec![(lfts_file, read(&build.join("lfts.dump"))?)];
+    let mut files = vec![(lfts_file, read(&build.join(build_dir::LFTS))?)];
     if let Some(p) = partition_file {
         files.push((p, read(&partitions)?));
     }
@@ -160,10 +169,169 @@ pub fn hand_off(build: &Path, conf: &Path) -> Result<Vec<PathBuf>, OpensmError> 
     Ok(files.into_iter().map(|(path, _)| path).collect())
 }
 
+/// Sends OpenSM (process `pid`) SIGHUP: it re-reads its configuration and the files
+/// [`hand_off`] wrote, and sweeps again. Process id 0 (which would signal weft's own process
+/// group) and ids beyond a process id's range are refused.
+pub fn signal(pid: u32) -> Result<(), OpensmError> {
+    let refused = |reason: String| OpensmError::Signal { pid, reason };
+    let id = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .ok_or_else(|| refused("not a process id".to_owned()))?;
+    rustix::process::kill_process(id, rustix::process::Signal::HUP)
+        .map_err(|e| refused(e.to_string()))
+}
+
+/// What OpenSM writes in its log (`-f FILE`) when a sweep brought the subnet up.
+pub const SUBNET_UP: &str = "SUBNET UP";
+/// What each of OpenSM's error lines holds (its level, between blanks).
+pub const ERROR_MARK: &str = " ERR ";
+
+/// OpenSM's log from a mark on: what a hand-off waits for after [`signal`], without counting
+/// what OpenSM wrote before it.
+#[derive(Clone, Debug)]
+pub struct OpensmLog {
+    path: PathBuf,
+    /// Bytes the log held at the mark.
+    offset: u64,
+}
+
+impl OpensmLog {
+    /// The log at `path` from its present end on (a log that cannot be read yet: from its
+    /// start).
+    pub fn mark(path: &Path) -> OpensmLog {
+        OpensmLog {
+            path: path.to_owned(),
+            offset: std::fs::metadata(path).map_or(0, |m| m.len()),
+        }
+    }
+
+    /// The log's file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// What OpenSM wrote since the mark: all of the log when it is now shorter than the mark
+    /// (rotated or truncated); nothing when it cannot be read. Bytes that are not UTF-8 read as
+    /// U+FFFD.
+    pub fn since(&self) -> String {
+        use std::io::{Read, Seek, SeekFrom};
+        let Ok(mut f) = std::fs::File::open(&self.path) else {
+            return String::new();
+        };
+        let len = f.metadata().map_or(0, |m| m.len());
+        let from = if len < self.offset { 0 } else { self.offset };
+        let mut bytes = Vec::new();
+        if f.seek(SeekFrom::Start(from)).is_err() || f.read_to_end(&mut bytes).is_err() {
+            return String::new();
+        }
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    /// Whether a sweep brought the subnet up since the mark.
+    pub fn swept(&self) -> bool {
+        self.since().contains(SUBNET_UP)
+    }
+
+    /// The error lines OpenSM wrote since the mark.
+    pub fn errors(&self) -> Vec<String> {
+        self.since()
+            .lines()
+            .filter(|l| l.contains(ERROR_MARK))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Waits for a sweep since the mark, looking every 100 ms, for up to `timeout`: then the
+    /// error lines written since the mark (none: a clean sweep), or `None` when no sweep
+    /// brought the subnet up in time.
+    pub fn wait_for_sweep(&self, timeout: std::time::Duration) -> Option<Vec<String>> {
+        let start = std::time::Instant::now();
+        while !self.swept() {
+            if start.elapsed() >= timeout {
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        Some(self.errors())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn the_log_is_read_from_the_mark_on() {
+        use std::io::Write as _;
+        let dir = std::env::temp_dir().join(format!("weft-osm-log-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("osm.log");
+        let append = |text: &str| {
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .unwrap();
+            f.write_all(text.as_bytes()).unwrap();
+        };
+        // Not there yet: from its start.
+        let early = OpensmLog::mark(&path);
+        append("1 osm_x ERR 0A01: old\n2 SUBNET UP\n");
+        assert!(early.swept());
+        assert_eq!(early.errors(), ["1 osm_x ERR 0A01: old"]);
+        // What came before the mark does not count.
+        let log = OpensmLog::mark(&path);
+        assert!(!log.swept());
+        assert!(log.errors().is_empty());
+        assert_eq!(
+            log.wait_for_sweep(std::time::Duration::ZERO),
+            None,
+            "no sweep since the mark"
+        );
+        append("3 osm_y ERR 0B02: new\n4 SUBNET UP\n5 ERRANT is not an error\n");
+        assert_eq!(
+            log.wait_for_sweep(std::time::Duration::ZERO),
+            Some(vec!["3 osm_y ERR 0B02: new".to_owned()])
+        );
+        // Rotated: shorter than the mark, read whole.
+        let late = OpensmLog::mark(&path);
+        std::fs::write(&path, "6 SUBNET UP\n").unwrap();
+        assert!(late.swept());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn sighup_goes_to_the_process_named() {
+        use std::os::unix::process::ExitStatusExt as _;
+        let mut child = std::process::Command::new("sleep")
+            .arg("600")
+            .spawn()
+            .unwrap();
+        signal(child.id()).unwrap();
+        assert_eq!(child.wait().unwrap().signal(), Some(1), "SIGHUP");
+        // Process 0 would be weft's own group.
+        for pid in [0, u32::MAX] {
+            let e = signal(pid).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!("OpenSM (pid {pid}) could not be signalled: not a process id")
+            );
+        }
+    }
+
+    #[test]
+    fn qos_lines_replace_in_place_and_append_the_rest() {
+        let conf =
+            "# site settings\nrouting_engine file\nqos FALSE\n# qos_max_vls 2\nlog_flags 0x03\n";
+        let lines = conf_values("qos TRUE\nqos_max_vls 8\nqos_sl2vl 0,1,2\n");
+        assert_eq!(
+            merge_conf(conf, &lines),
+            "# site settings\nrouting_engine file\nqos TRUE\n# qos_max_vls 2\nlog_flags 0x03\n\
+             # set by weft apply --target opensm\nqos_max_vls 8\nqos_sl2vl 0,1,2\n"
+        );
+    }
 
     #[test]
     fn another_engine_is_refused_before_anything_is_written() {

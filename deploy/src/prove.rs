@@ -11,11 +11,12 @@
 
 use crate::audit::{self, AuditError};
 use crate::discover::{Discovery, VfError};
-use crate::read;
-use crate::transport::{SmpError, TransportExt};
+use crate::observe::VfId;
+use crate::read::{read_end_pkeys, read_lfts, read_pkeys, read_vfs};
+use crate::transport::{Counted, SmpError, TransportExt};
 use std::collections::BTreeMap;
-use weft_fabric::plan::{Plan, Write};
-use weft_fabric::{PortRef, StateErrors, ValidState, WireDiff, WireView};
+use weft_fabric::plan::{Plan, SmpWrite};
+use weft_fabric::{FabricState, PortRef, StateErrors, ValidState, WireDiff, WireView};
 use weft_verifier::isolation::End;
 use weft_verifier::Scope;
 
@@ -66,40 +67,44 @@ fn pkeys_matter(plan: &Plan) -> bool {
             .steps
             .iter()
             .flat_map(|s| &s.writes)
-            .any(|w| matches!(w, Write::Pkeys { .. } | Write::Vport { .. }))
+            .any(|w| matches!(w, SmpWrite::Pkeys { .. } | SmpWrite::Vport { .. }))
 }
 
-/// Reads every end port's and VF's P_Key table (slot by slot) into `tables`, keyed as the
-/// checker keys end ports of `st`; each VF's table into `st` too is not needed (the checker
-/// takes `tables`). Returns the SMPs it took.
-fn read_pkeys(
+/// The VF to read for each VF of `st`, in order.
+fn vf_ids(st: &FabricState) -> Vec<VfId> {
+    st.lids
+        .vports
+        .iter()
+        .map(|v| VfId {
+            host: st.fabric.node(v.host.node).guid(),
+            port: v.host.port,
+            vf: v.vf,
+            guid: v.guid,
+        })
+        .collect()
+}
+
+/// Reads every end port's and VF's P_Key table (slot by slot, as the checker takes them) into
+/// `tables`, keyed as the checker keys end ports of `st`.
+fn read_pkey_tables(
     t: &mut impl TransportExt,
     d: &Discovery,
-    st: &weft_fabric::FabricState,
+    st: &FabricState,
     wire: &WireView,
     vfs: bool,
     tables: &mut BTreeMap<End, Vec<u16>>,
-) -> Result<usize, SmpError> {
-    let mut smps = 0;
-    let f = &st.fabric;
-    for ((g, p), keys) in read::read_end_pkeys(t, d, &mut smps)? {
+) -> Result<(), SmpError> {
+    for ((g, p), keys) in read_end_pkeys(t, d)? {
         // Adapters folded into a hypervisor (a vSwitch's VFs) are not end ports of `st`.
-        if let Some(id) = f.find_guid(g) {
-            tables.insert((PortRef::new(id, p), None), keys);
+        if let Some(id) = st.fabric.find_guid(g) {
+            tables.insert((PortRef::new(id, p.0), None), keys.slots().to_vec());
         }
     }
-    let ports = d.vf_ports(wire);
-    let ids: Vec<read::VfId> = st
-        .lids
-        .vports
-        .iter()
-        .map(|v| ((f.node(v.host.node).guid(), v.host.port.0), (v.vf, v.guid)))
-        .collect();
-    let read = read::read_vfs(t, d, &ports, &ids, vfs, &mut smps);
+    let read = read_vfs(t, d, &d.vf_ports(wire), &vf_ids(st), vfs);
     for (v, r) in st.lids.vports.iter().zip(read) {
         match r {
-            Ok(Ok((_, keys))) => {
-                tables.insert((v.host, Some(v.vf)), keys);
+            Ok(Ok(vf)) => {
+                tables.insert((v.host, Some(v.vf)), vf.pkeys.slots().to_vec());
             }
             // Not addressable: the checker keeps the table the state says (none: the
             // default key); a write to it is refused when it is resolved.
@@ -107,7 +112,7 @@ fn read_pkeys(
             Err(e) => return Err(e),
         }
     }
-    Ok(smps)
+    Ok(())
 }
 
 /// Proves `plan`'s steps again on the fabric `d` discovered, read through `t` (with `vfs`, VFs
@@ -140,22 +145,21 @@ pub fn checks(
     plan: &Plan,
     vfs: bool,
 ) -> Result<(Vec<weft_verifier::transition::StepCheck>, Reproved), ProofError> {
-    let mut a = audit::state_of(t, d, &plan.fabric, plan.wire.as_ref())?;
+    let mut t = Counted::new(t);
+    let mut state = audit::state_of(&mut t, d, &plan.fabric_name, plan.wire.as_ref())?;
     if vfs {
-        a.smps += audit::vfs_through_hosts(t, d, plan, &mut a.state)?;
+        audit::vfs_through_hosts(&mut t, d, plan, &mut state)?;
     }
     let mut tables = BTreeMap::new();
     if pkeys_matter(plan) {
-        let wire = plan
-            .wire
-            .as_ref()
-            .map_or_else(|| d.view.clone(), Clone::clone);
-        a.smps += read_pkeys(t, d, &a.state, &wire, vfs, &mut tables)?;
+        let wire = plan.wire.as_ref().unwrap_or(&d.view);
+        read_pkey_tables(&mut t, d, &state, wire, vfs, &mut tables)?;
     }
-    let start = ValidState::new(a.state).map_err(ProofError::Invalid)?;
+    let smps = t.gets();
+    let start = ValidState::new(state).map_err(ProofError::Invalid)?;
     let (declared, unseen) =
         weft_plan::pkeys::declared(plan, &start).map_err(ProofError::Partitions)?;
-    let steps: Vec<Vec<Write>> = plan.steps.iter().map(|s| s.writes.clone()).collect();
+    let steps: Vec<Vec<SmpWrite>> = plan.steps.iter().map(|s| s.writes.clone()).collect();
     let scope = match plan.proof.scope.as_str() {
         "hca-to-hca" => Scope::HcaToHca,
         _ => Scope::All,
@@ -183,13 +187,7 @@ pub fn checks(
              the proof of isolation on the fabric (they were proven when the plan was made)"
         ));
     }
-    Ok((
-        checks,
-        Reproved {
-            smps: a.smps,
-            notes,
-        },
-    ))
+    Ok((checks, Reproved { smps, notes }))
 }
 
 /// Why no plan was made from what the fabric runs.
@@ -239,15 +237,15 @@ pub struct Live {
 }
 
 /// Reads what the fabric `d` discovered runs (every switch's LFT, the P_Keys of the ports
-/// `desired` sets, every VF's LID and P_Key table) and plans the way from it to `desired`
-/// exactly (as `weft plan --full`: every step proven).
+/// `desired` sets, every VF's LID and P_Key table), as a state holds it
+/// ([`crate::observe`]: tables slot by slot, as the plan writes them), and plans the way from
+/// it to `desired` exactly (as `weft plan --full`: every step proven).
 pub fn plan_from_fabric(
     t: &mut impl TransportExt,
     d: &Discovery,
     desired: &ValidState,
     vfs: bool,
 ) -> Result<Live, LiveError> {
-    use crate::read::{read_lfts, read_pkeys};
     let st = desired.state();
     let qos = st
         .switches
@@ -265,12 +263,12 @@ pub fn plan_from_fabric(
     if !diffs.is_empty() {
         return Err(LiveError::Stale(diffs));
     }
-    let mut smps = 0;
-    let lfts = read_lfts(t, d, &mut smps)?;
+    let mut t = Counted::new(t);
+    let lfts = read_lfts(&mut t, d)?;
     let mut cur = st.clone();
     for (id, sw) in &mut cur.switches {
         let g = cur.fabric.node(*id).guid();
-        sw.lft.ports = lfts.get(&g).cloned().unwrap_or_default();
+        sw.lft = lfts.get(&g).cloned().unwrap_or_default();
     }
     let ports: Vec<(PortRef, usize)> = cur
         .ports
@@ -280,57 +278,31 @@ pub fn plan_from_fabric(
     for (p, len) in ports {
         let g = cur.fabric.node(p.node).guid();
         let blocks = len.div_ceil(crate::smp::PKEY_BLOCK).max(1) as u16;
-        let keys = read_pkeys(t, d, g, p.port.0, blocks, &mut smps)?;
+        let keys = read_pkeys(&mut t, d, (g, p.port), blocks)?;
         if let Some(s) = cur.ports.get_mut(&p) {
-            s.pkeys = keys.map(|k| k.into_iter().map(weft_fabric::PKey).collect());
+            // A port the fabric does not show has no table, nor one holding the default key
+            // alone.
+            s.pkeys = keys.and_then(|k| k.to_state());
         }
     }
     // The VFs: each LID and P_Key table as the fabric holds it.
-    let vf_ports = d.vf_ports(&wire);
-    let ids: Vec<read::VfId> = cur
-        .lids
-        .vports
-        .iter()
-        .map(|v| {
-            (
-                (cur.fabric.node(v.host.node).guid(), v.host.port.0),
-                (v.vf, v.guid),
-            )
-        })
-        .collect();
-    let read = read::read_vfs(t, d, &vf_ports, &ids, vfs, &mut smps);
-    let names: Vec<String> = cur
-        .lids
-        .vports
-        .iter()
-        .map(|v| {
-            format!(
-                "`{}` port {}",
-                cur.fabric.node(v.host.node).name(),
-                v.host.port.0
-            )
-        })
-        .collect();
-    for ((v, r), name) in cur.lids.vports.iter_mut().zip(read).zip(names) {
+    let read = read_vfs(&mut t, d, &d.vf_ports(&wire), &vf_ids(&cur), vfs);
+    let f = &cur.fabric;
+    for (v, r) in cur.lids.vports.iter_mut().zip(read) {
+        let name = || format!("`{}` port {}", f.node(v.host.node).name(), v.host.port.0);
         match r {
-            Ok(Ok((lid, keys))) => {
-                v.lid = lid.map(weft_fabric::Lid);
-                // No table stands for the default one: keep the state's form when equal.
-                let now: Vec<u16> = v.pkeys.as_ref().map_or_else(
-                    || vec![weft_fabric::PKey::DEFAULT.0],
-                    |k| k.iter().map(|k| k.0).collect(),
-                );
-                if keys != now {
-                    v.pkeys = Some(keys.into_iter().map(weft_fabric::PKey).collect());
-                }
+            Ok(Ok(vf)) => {
+                v.lid = vf.lid;
+                v.pkeys = vf.pkeys.to_state();
             }
             Ok(Err(e @ VfError::NotFound { .. })) => {
-                return Err(LiveError::VfNotBuilt(format!("{e} ({name})")))
+                return Err(LiveError::VfNotBuilt(format!("{e} ({})", name())))
             }
-            Ok(Err(e)) => return Err(LiveError::Vf(format!("{e} ({name})"))),
+            Ok(Err(e)) => return Err(LiveError::Vf(format!("{e} ({})", name()))),
             Err(e) => return Err(LiveError::Smp(e)),
         }
     }
+    let smps = t.gets();
     let current = ValidState::new(cur).map_err(LiveError::Invalid)?;
     let opts = weft_plan::Options {
         full: true,

@@ -1,28 +1,31 @@
-//! Reading what a discovered fabric runs: each switch's LFT (up to its LinearFDBTop) and
-//! P_Key tables, over any [`Transport`](crate::transport::Transport) — for `weft apply` of a whole state (what to change)
-//! and `weft audit` (what to verify).
+//! Reading what a discovered fabric runs over any [`Transport`](crate::transport::Transport):
+//! each switch's LFT (up to its LinearFDBTop) and SL→VL tables, P_Key tables of end ports and
+//! VFs, VF LIDs — for `weft apply` (what to plan from and prove on) and `weft audit` (what to
+//! verify). Each read returns the [`observe`] model; the SMPs it takes are
+//! counted by whoever wraps the transport in [`Counted`](crate::transport::Counted).
 
 use crate::discover::{Discovery, VfAt, VfError, VfPorts};
+use crate::observe::{self, EndPortRead, PkeyTable, VfId, VfRead};
 use crate::smp::{
     decode_pkeys, decode_sl2vl, pkey_modifier, sl2vl_modifier, Attr, DrPath, NodeType, PortInfo,
     SwitchInfo, LFT_BLOCK, PKEY_BLOCK,
 };
 use crate::transport::{SmpError, Target, TransportExt};
 use std::collections::BTreeMap;
-use weft_fabric::{Guid, Sl2VlRow};
+use weft_fabric::{Guid, Lft, Lid, PortNum, Sl2VlRow, WireEnd};
 
-/// Entries a switch forwards by: `LFT[lid]` for `lid ≤ LinearFDBTop`, trailing unset entries
-/// (0xff) dropped.
-pub type Lfts = BTreeMap<Guid, Vec<u8>>;
+/// A batch answered with fewer results than it asked.
+fn short() -> SmpError {
+    SmpError::Transport("a batch came back short".to_owned())
+}
 
-/// Reads the LFT of every switch `d` found, block by block up to its LinearFDBTop: every
-/// SwitchInfo as one batch, then every block as another (a transport may keep several SMPs in
-/// flight). The number of SMPs it took is added to `smps`.
+/// Reads the LFT of every switch `d` found, block by block up to its LinearFDBTop
+/// ([`observe::lft`]): every SwitchInfo as one batch, then every block as another (a
+/// transport may keep several SMPs in flight).
 pub fn read_lfts(
     t: &mut impl TransportExt,
     d: &Discovery,
-    smps: &mut usize,
-) -> Result<Lfts, SmpError> {
+) -> Result<BTreeMap<Guid, Lft>, SmpError> {
     let switches: Vec<(Guid, &DrPath)> = d
         .nodes
         .iter()
@@ -37,91 +40,69 @@ pub fn read_lfts(
             modifier: 0,
         })
         .collect();
-    *smps += infos.len();
     let mut tops = Vec::with_capacity(switches.len());
     for r in t.get_all(&infos) {
-        tops.push(usize::from(SwitchInfo::decode(&r?).linear_fdb_top));
+        tops.push(SwitchInfo::decode(&r?).linear_fdb_top);
     }
     let blocks: Vec<Target> = switches
         .iter()
         .zip(&tops)
-        .flat_map(|((_, path), top)| {
-            (0..=(top / LFT_BLOCK)).map(|block| Target {
+        .flat_map(|((_, path), &top)| {
+            (0..=(usize::from(top) / LFT_BLOCK)).map(|block| Target {
                 path: (*path).clone(),
                 attr: Attr::Lft,
                 modifier: block as u32,
             })
         })
         .collect();
-    *smps += blocks.len();
     let mut answers = t.get_all(&blocks).into_iter();
     let mut out = BTreeMap::new();
     for ((g, _), &top) in switches.iter().zip(&tops) {
-        let mut lft = Vec::with_capacity(top + 1);
-        for _ in 0..=(top / LFT_BLOCK) {
-            let block = answers
-                .next()
-                .ok_or_else(|| SmpError::Transport("a batch came back short".to_owned()))??;
-            lft.extend_from_slice(&block);
+        let mut entries = Vec::with_capacity(usize::from(top) + 1);
+        for _ in 0..=(usize::from(top) / LFT_BLOCK) {
+            entries.extend_from_slice(&answers.next().ok_or_else(short)??);
         }
-        lft.truncate(top + 1);
-        while lft.last() == Some(&0xff) {
-            lft.pop();
-        }
-        out.insert(*g, lft);
+        out.insert(*g, observe::lft(entries, top));
     }
     Ok(out)
 }
 
-/// Reads `blocks` P_Key blocks of end port (`guid`, `port`) or of switch port `port`; empty
-/// slots (0) dropped from the end.
+/// Reads `blocks` P_Key blocks of end port `port` (its node GUID and number) or of a
+/// switch's port; `None` when `d` did not find it.
 pub fn read_pkeys(
     t: &mut impl TransportExt,
     d: &Discovery,
-    guid: Guid,
-    port: u8,
+    (guid, port): WireEnd,
     blocks: u16,
-    smps: &mut usize,
-) -> Result<Option<Vec<u16>>, SmpError> {
+) -> Result<Option<PkeyTable>, SmpError> {
     let Some(f) = d.nodes.get(&guid) else {
         return Ok(None);
     };
     let switch = f.info.node_type == NodeType::Switch;
-    let Some(path) = d.path(guid, (!switch).then_some(port)) else {
+    let Some(path) = d.path(guid, (!switch).then_some(port.0)) else {
         return Ok(None);
     };
     let mut keys = Vec::with_capacity(usize::from(blocks) * PKEY_BLOCK);
     for b in 0..blocks {
-        keys.extend(t.pkey_block(path, switch.then_some(port), b)?);
-        *smps += 1;
+        keys.extend(t.pkey_block(path, switch.then_some(port.0), b)?);
     }
-    while keys.last() == Some(&0) {
-        keys.pop();
-    }
-    Ok(Some(keys))
+    Ok(Some(PkeyTable::from_slots(keys)))
 }
 
-/// A VF as read: its LID (none when 0) and P_Key table.
-pub type Vf = (Option<u16>, Vec<u16>);
-
-/// A VF to read: its hypervisor port (`host`, `port`), then its index and port GUID.
-pub type VfId = ((Guid, u8), (u8, Guid));
-
-/// Reads each VF of `vfs`: its LID (none when 0) and P_Key block 0 (empty slots dropped from
-/// the end), every addressable one's PortInfo and P_KeyTable as one batch (a transport may
-/// keep several in flight). One result per VF, in order: `Err` inside when it cannot be
-/// addressed (see [`Discovery::vf_at`]), `Err` outside when an SMP about it failed.
+/// Reads each VF of `vfs`: its LID and P_Key block 0, every addressable one's PortInfo and
+/// P_KeyTable as one batch (a transport may keep several in flight). One result per VF, in
+/// order: `Err` inside when it cannot be addressed (see [`Discovery::vf_at`]), `Err` outside
+/// when an SMP about it failed.
 pub fn read_vfs(
     t: &mut impl TransportExt,
     d: &Discovery,
     ports: &VfPorts,
     vfs: &[VfId],
     through_host: bool,
-    smps: &mut usize,
-) -> Vec<Result<Result<Vf, VfError>, SmpError>> {
+) -> Vec<Result<Result<VfRead, VfError>, SmpError>> {
     let at: Vec<Result<VfAt, VfError>> = vfs
         .iter()
-        .map(|&(host, (vf, guid))| d.vf_at(ports, host, vf, guid, through_host))
+        .map(|v| d.vf_at(ports, v, through_host))
         .collect();
     let targets: Vec<Target> = at
         .iter()
@@ -141,13 +122,8 @@ pub fn read_vfs(
             ]
         })
         .collect();
-    *smps += targets.len();
     let mut answers = t.get_all(&targets).into_iter();
-    let mut next = || {
-        answers
-            .next()
-            .unwrap_or_else(|| Err(SmpError::Transport("a batch came back short".to_owned())))
-    };
+    let mut next = || answers.next().unwrap_or_else(|| Err(short()));
     at.into_iter()
         .map(|a| {
             if let Err(e) = a {
@@ -156,29 +132,22 @@ pub fn read_vfs(
             // Both answers taken before either is checked: the next VF's come after them.
             let (info, keys) = (next(), next());
             let lid = PortInfo::decode(&info?).lid;
-            let mut keys = decode_pkeys(&keys?).to_vec();
-            while keys.last() == Some(&0) {
-                keys.pop();
-            }
-            Ok(Ok(((lid != 0).then_some(lid), keys)))
+            Ok(Ok(VfRead {
+                lid: (lid != 0).then_some(Lid(lid)),
+                pkeys: PkeyTable::from_slots(decode_pkeys(&keys?)),
+            }))
         })
         .collect()
 }
 
-/// A switch's SL→VL tables as read: rows per (input, output) port pair, or one map for every
-/// pair, or neither (every SL on VL 0: a fabric without QoS).
-pub type SwitchVls = (Vec<Sl2VlRow>, Option<[u8; 16]>);
-
 /// Reads the SL→VL table of every pair of live ports (input and output, the same port
 /// included: a route may turn back) of every switch `d` found, a switch's pairs as one
-/// batch. A switch whose pairs all map every SL to VL 0 gets neither rows nor a map (the
-/// state's form of "no QoS"); one whose pairs all agree, that map.
+/// batch; [`observe::SwitchVls::of`] makes them a state's.
 pub fn read_switch_sl2vl(
     t: &mut impl TransportExt,
     d: &Discovery,
-    smps: &mut usize,
-) -> Result<BTreeMap<Guid, SwitchVls>, SmpError> {
-    let mut live: BTreeMap<Guid, Vec<u8>> = BTreeMap::new();
+) -> Result<BTreeMap<Guid, Vec<Sl2VlRow>>, SmpError> {
+    let mut live: BTreeMap<Guid, Vec<PortNum>> = BTreeMap::new();
     for &((a, pa), (b, pb)) in &d.view.links {
         live.entry(a).or_default().push(pa);
         live.entry(b).or_default().push(pb);
@@ -195,7 +164,7 @@ pub fn read_switch_sl2vl(
         ports.dedup();
         let pairs: Vec<(u8, u8)> = ports
             .iter()
-            .flat_map(|&i| ports.iter().map(move |&o| (i, o)))
+            .flat_map(|&i| ports.iter().map(move |&o| (i.0, o.0)))
             .collect();
         let targets: Vec<Target> = pairs
             .iter()
@@ -205,7 +174,6 @@ pub fn read_switch_sl2vl(
                 modifier: sl2vl_modifier(i, o),
             })
             .collect();
-        *smps += targets.len();
         let mut rows = Vec::with_capacity(pairs.len());
         for ((i, o), r) in pairs.into_iter().zip(t.get_all(&targets)) {
             rows.push(Sl2VlRow {
@@ -214,28 +182,21 @@ pub fn read_switch_sl2vl(
                 vl: decode_sl2vl(&r?),
             });
         }
-        let first = rows.first().map(|r| r.vl);
-        let tables = match first {
-            Some(vl) if rows.iter().all(|r| r.vl == vl) => {
-                if vl == [0; 16] {
-                    (Vec::new(), None)
-                } else {
-                    (Vec::new(), Some(vl))
-                }
-            }
-            _ => (rows, None),
-        };
-        out.insert(*g, tables);
+        out.insert(*g, rows);
     }
     Ok(out)
 }
 
-/// An end port's tables as read: the VL per SL, and the P_Key table.
-pub type EndPort = ([u8; 16], Vec<u16>);
+/// An end port `d` found: where it is, the route entering it and its P_Key blocks (as many
+/// 32-entry blocks as NodeInfo's PartitionCap holds, at most 64).
+struct EndAt<'a> {
+    port: WireEnd,
+    path: &'a DrPath,
+    blocks: u16,
+}
 
-/// The end ports `d` found: (node GUID, port, the route entering it, its P_Key blocks — as
-/// many 32-entry blocks as NodeInfo's PartitionCap holds, at most 64).
-fn end_ports(d: &Discovery) -> Vec<(Guid, u8, &DrPath, u16)> {
+/// The end ports `d` found.
+fn end_ports(d: &Discovery) -> Vec<EndAt<'_>> {
     let mut ends = Vec::new();
     for (g, f) in &d.nodes {
         if f.info.node_type == NodeType::Switch {
@@ -247,81 +208,77 @@ fn end_ports(d: &Discovery) -> Vec<(Guid, u8, &DrPath, u16)> {
             .div_ceil(PKEY_BLOCK as u16)
             .clamp(1, 64);
         for (p, path) in &f.ports {
-            ends.push((*g, *p, path, blocks));
+            ends.push(EndAt {
+                port: (*g, PortNum(*p)),
+                path,
+                blocks,
+            });
         }
     }
     ends
 }
 
-/// Reads the P_Key table of every end port `d` found (see [`read_end_ports`]), as one batch:
-/// slot by slot, empty slots dropped from the end only.
+/// Reads the P_Key table of every end port `d` found (see [`read_end_ports`]), as one batch.
 pub fn read_end_pkeys(
     t: &mut impl TransportExt,
     d: &Discovery,
-    smps: &mut usize,
-) -> Result<BTreeMap<(Guid, u8), Vec<u16>>, SmpError> {
-    pkeys_of(t, &end_ports(d), smps)
+) -> Result<BTreeMap<WireEnd, PkeyTable>, SmpError> {
+    pkeys_of(t, &end_ports(d))
 }
 
 fn pkeys_of(
     t: &mut impl TransportExt,
-    ends: &[(Guid, u8, &DrPath, u16)],
-    smps: &mut usize,
-) -> Result<BTreeMap<(Guid, u8), Vec<u16>>, SmpError> {
+    ends: &[EndAt<'_>],
+) -> Result<BTreeMap<WireEnd, PkeyTable>, SmpError> {
     let keys: Vec<Target> = ends
         .iter()
-        .flat_map(|(_, _, path, blocks)| {
-            (0..*blocks).map(|b| Target {
-                path: (*path).clone(),
+        .flat_map(|e| {
+            (0..e.blocks).map(|b| Target {
+                path: e.path.clone(),
                 attr: Attr::PKeyTable,
                 modifier: pkey_modifier(b, None),
             })
         })
         .collect();
-    *smps += keys.len();
     let mut keys = t.get_all(&keys).into_iter();
     let mut out = BTreeMap::new();
-    for (g, p, _, blocks) in ends {
-        let mut table = Vec::with_capacity(usize::from(*blocks) * PKEY_BLOCK);
-        for _ in 0..*blocks {
-            let b = keys
-                .next()
-                .ok_or_else(|| SmpError::Transport("a batch came back short".to_owned()))??;
-            table.extend(decode_pkeys(&b));
+    for e in ends {
+        let mut table = Vec::with_capacity(usize::from(e.blocks) * PKEY_BLOCK);
+        for _ in 0..e.blocks {
+            table.extend(decode_pkeys(&keys.next().ok_or_else(short)??));
         }
-        while table.last() == Some(&0) {
-            table.pop();
-        }
-        out.insert((*g, *p), table);
+        out.insert(e.port, PkeyTable::from_slots(table));
     }
     Ok(out)
 }
 
 /// Reads, for every end port `d` found, its SL→VL table (the VL each SL is sent on) and its
 /// P_Key table (as many 32-entry blocks as NodeInfo's PartitionCap holds, at most 64), as one
-/// batch each. Empty P_Key slots are dropped from the end.
+/// batch each.
 pub fn read_end_ports(
     t: &mut impl TransportExt,
     d: &Discovery,
-    smps: &mut usize,
-) -> Result<BTreeMap<(Guid, u8), EndPort>, SmpError> {
+) -> Result<BTreeMap<WireEnd, EndPortRead>, SmpError> {
     let ends = end_ports(d);
     let vls: Vec<Target> = ends
         .iter()
-        .map(|(_, _, path, _)| Target {
-            path: (*path).clone(),
+        .map(|e| Target {
+            path: e.path.clone(),
             attr: Attr::SlToVl,
             modifier: 0,
         })
         .collect();
-    *smps += vls.len();
     let vls = t.get_all(&vls);
-    let mut keys = pkeys_of(t, &ends, smps)?;
+    let mut keys = pkeys_of(t, &ends)?;
     let mut out = BTreeMap::new();
-    for ((g, p, _, _), vl) in ends.iter().zip(vls) {
-        let vl = decode_sl2vl(&vl?);
-        let table = keys.remove(&(*g, *p)).unwrap_or_default();
-        out.insert((*g, *p), (vl, table));
+    for (e, vl) in ends.iter().zip(vls) {
+        out.insert(
+            e.port,
+            EndPortRead {
+                sl2vl: decode_sl2vl(&vl?),
+                pkeys: keys.remove(&e.port).unwrap_or_default(),
+            },
+        );
     }
     Ok(out)
 }

@@ -16,10 +16,11 @@
 //! MAD status, a read-back corrupted, or the writer crashing (every SMP from then on fails,
 //! as if the process had died, until [`SimFabric::restart`]).
 
+use crate::observe::{self, PkeyTable};
 use crate::smp::{self, Attr, NodeInfo, NodeType, Payload, PortInfo, SwitchInfo, PAYLOAD};
 use crate::transport::{SmpError, Target, Transport};
 use std::collections::{BTreeMap, BTreeSet};
-use weft_fabric::{FabricState, LinkState, NodeKind, PortRef};
+use weft_fabric::{Fabric, FabricState, LinkState, NodeId, NodeKind, PKey, PortRef};
 
 /// MAD status: invalid attribute or attribute modifier.
 pub const STATUS_INVALID: u16 = 0x001c;
@@ -30,43 +31,19 @@ pub const STATUS_UNSUPPORTED: u16 = 0x000c;
 const DEFAULT_FDB_CAP: u16 = 0xc000;
 /// P_Key entries per port when the model gives no PartitionCap.
 const DEFAULT_PARTITION_CAP: u16 = 64;
+/// PortPhysicalState 2: Polling (no live link).
+const PHYS_POLLING: u8 = 2;
+/// PortPhysicalState 5: LinkUp.
+const PHYS_LINK_UP: u8 = 5;
 
 pub use crate::smp::vf_modifier;
 
-/// What goes wrong.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FaultKind {
-    /// The Set and the next `times - 1` sends of the same SMP are lost: nothing lands,
-    /// nothing answers.
-    Drop {
-        /// Sends lost.
-        times: u32,
-    },
-    /// The Set lands but its response (and those of the next `times - 1` sends of the same
-    /// SMP) come after the timeout.
-    Delay {
-        /// Responses lost.
-        times: u32,
-    },
-    /// The Set is refused with this MAD status; nothing lands.
-    Reject {
-        /// The status.
-        status: u16,
-    },
-    /// The Set lands, but the next Get of the same attribute reads back wrong (one bit of
-    /// what was written).
-    CorruptReadback,
-    /// The writer dies before this Set goes out: every SMP from here on fails.
-    Crash,
-}
+mod faults;
+pub use faults::{Fault, FaultKind, FaultSyntax, Injected};
 
-/// A fault and the Set it strikes (0: the first Set the fabric receives).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Fault {
-    /// Which Set.
-    pub at_set: usize,
-    /// What happens.
-    pub kind: FaultKind,
+/// A P_Key table's slots as read back ([`PkeyTable`]: trailing empty slots dropped).
+fn slots(keys: &[u16]) -> Vec<u16> {
+    PkeyTable::from_slots(keys.iter().copied()).slots().to_vec()
 }
 
 #[derive(Clone, Debug)]
@@ -99,10 +76,11 @@ struct SimNode {
 pub struct Tables {
     /// Per node GUID: base LID and LMC per port.
     pub lids: BTreeMap<u64, Vec<(u16, u8)>>,
-    /// Per switch GUID: the LFT as the switch forwards by it (up to LinearFDBTop, trailing
-    /// unset entries dropped).
+    /// Per switch GUID: the LFT as the switch forwards by it ([`observe::lft`]: up to
+    /// LinearFDBTop, trailing unset entries dropped).
     pub lfts: BTreeMap<u64, Vec<u8>>,
-    /// Per node GUID: the P_Key tables of its ports (empty slots dropped from the end).
+    /// Per node GUID: the P_Key tables of its ports ([`PkeyTable`]'s slots: empty slots
+    /// dropped from the end).
     pub pkeys: BTreeMap<u64, Vec<Vec<u16>>>,
     /// Per node GUID: SL→VL tables by modifier.
     pub sl2vl: BTreeMap<u64, BTreeMap<u32, [u8; 16]>>,
@@ -149,6 +127,44 @@ pub enum SimError {
     SmPort(String),
 }
 
+/// Why `NODE/PORT` names no SM port.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SmPortError {
+    /// Not `NODE/PORT`.
+    #[error("write NODE/PORT")]
+    Syntax,
+    /// No node of that name.
+    #[error("no node `{0}` in the fabric")]
+    NoNode(String),
+}
+
+/// The SM's port `text` names, `NODE/PORT` (the node by name). Whether it is a live end port
+/// is [`SimFabric::new`]'s to check.
+pub fn named_sm_port(f: &Fabric, text: &str) -> Result<PortRef, SmPortError> {
+    let (name, port) = text
+        .split_once('/')
+        .and_then(|(n, p)| Some((n, p.parse::<u8>().ok()?)))
+        .ok_or(SmPortError::Syntax)?;
+    let node = f
+        .find(name)
+        .ok_or_else(|| SmPortError::NoNode(name.to_owned()))?;
+    Ok(PortRef::new(node, port))
+}
+
+/// Where the SM sits when no port is named: the first port (in node, then port order) of a
+/// channel adapter that is up, on a link that is up; none when the fabric has no such port.
+pub fn default_sm_port(f: &Fabric) -> Option<PortRef> {
+    f.nodes()
+        .iter()
+        .zip(0u32..)
+        .filter(|(n, _)| n.kind() == NodeKind::Hca && !n.down)
+        .flat_map(|(n, i)| (1..=n.spec.port_count).map(move |p| PortRef::new(NodeId(i), p)))
+        .find(|&p| {
+            f.peer(p)
+                .is_some_and(|(_, l)| f.link(l).state == LinkState::Up)
+        })
+}
+
 impl SimFabric {
     /// A fabric holding what `state` says (LIDs, LFTs, P_Keys, SL→VL and VLArb tables, VFs),
     /// with the SM on `sm` (its node and port).
@@ -160,21 +176,30 @@ impl SimFabric {
             .map(|n| {
                 let ports = n.spec.port_count;
                 let switch = n.is_switch();
-                let mut port_info = vec![[0u8; PAYLOAD]; usize::from(ports) + 1];
-                for (p, pi) in port_info.iter_mut().enumerate() {
-                    pi[28] = p as u8;
-                    // VLCap VL0–7, high and low arbitration caps 8 and 8.
-                    pi[37] = 4 << 4;
-                    pi[39] = 8;
-                    pi[40] = 8;
-                    // Down, physical state Polling until a live link says otherwise.
-                    pi[32] = 1;
-                    pi[33] = 2 << 4;
-                    if switch && p == 0 {
-                        pi[32] = 4;
-                        pi[33] = 5 << 4;
-                    }
-                }
+                let port_info = (0..=ports)
+                    .map(|p| {
+                        // Down, physical state Polling until a live link says otherwise; a
+                        // switch's own port 0 Active, LinkUp.
+                        let up = switch && p == 0;
+                        let mut pi = [0u8; PAYLOAD];
+                        PortInfo {
+                            local_port: p,
+                            link_state: if up {
+                                smp::LinkState::Active
+                            } else {
+                                smp::LinkState::Down
+                            },
+                            phys_state: if up { PHYS_LINK_UP } else { PHYS_POLLING },
+                            // VLCap VL0–7, high and low arbitration caps 8 and 8.
+                            vl_cap: 4,
+                            vlarb_high_cap: 8,
+                            vlarb_low_cap: 8,
+                            ..PortInfo::decode(&pi)
+                        }
+                        .encode_held_into(&mut pi);
+                        pi
+                    })
+                    .collect();
                 let partition_cap = n.spec.partition_cap.unwrap_or(DEFAULT_PARTITION_CAP);
                 let fdb_cap = u16::try_from(n.spec.linear_fdb_cap)
                     .ok()
@@ -182,8 +207,12 @@ impl SimFabric {
                     .unwrap_or(DEFAULT_FDB_CAP);
                 let mut switch_info = [0u8; PAYLOAD];
                 if switch {
-                    switch_info[..2].copy_from_slice(&fdb_cap.to_be_bytes());
-                    switch_info[14..16].copy_from_slice(&partition_cap.to_be_bytes());
+                    SwitchInfo {
+                        linear_fdb_cap: fdb_cap,
+                        linear_fdb_top: 0,
+                        partition_enforcement_cap: partition_cap,
+                    }
+                    .encode_held_into(&mut switch_info);
                 }
                 SimNode {
                     info: NodeInfo {
@@ -213,7 +242,17 @@ impl SimFabric {
                     lft: Vec::new(),
                     fdb_cap,
                     partition_cap,
-                    pkeys: vec![Vec::new(); usize::from(ports) + 1],
+                    // A port the state gives no table holds the default key (a switch's
+                    // ports enforce nothing here).
+                    pkeys: (0..=ports)
+                        .map(|p| {
+                            if switch || p == 0 {
+                                Vec::new()
+                            } else {
+                                vec![PKey::DEFAULT.0]
+                            }
+                        })
+                        .collect(),
                     sl2vl: BTreeMap::new(),
                     vlarb: BTreeMap::new(),
                     vfs: BTreeMap::new(),
@@ -234,8 +273,12 @@ impl SimFabric {
                         *slot = Some((y.node.index(), y.port.0));
                     }
                     if let Some(pi) = n.port_info.get_mut(usize::from(x.port.0)) {
-                        pi[32] = 4; // Active
-                        pi[33] = 5 << 4; // LinkUp
+                        PortInfo {
+                            link_state: smp::LinkState::Active,
+                            phys_state: PHYS_LINK_UP,
+                            ..PortInfo::decode(pi)
+                        }
+                        .encode_held_into(pi);
                     }
                 }
             }
@@ -247,10 +290,13 @@ impl SimFabric {
             };
             for (&p, &lid) in ports {
                 if let Some(pi) = n.port_info.get_mut(usize::from(p.0)) {
-                    pi[16..18].copy_from_slice(&lid.0.to_be_bytes());
+                    let mut i = PortInfo::decode(pi);
+                    i.lid = lid.0;
+                    // A switch's port 0 has no LMC of its own.
                     if n.info.node_type != NodeType::Switch {
-                        pi[34] = (pi[34] & !(7 << 3)) | ((lmc & 7) << 3);
+                        i.lmc = lmc;
                     }
+                    i.encode_held_into(pi);
                 }
             }
         }
@@ -259,8 +305,11 @@ impl SimFabric {
                 continue;
             };
             n.lft = sw.lft.ports.clone();
-            let top = u16::try_from(n.lft.len().saturating_sub(1)).unwrap_or(u16::MAX);
-            n.switch_info[6..8].copy_from_slice(&top.to_be_bytes());
+            SwitchInfo {
+                linear_fdb_top: u16::try_from(n.lft.len().saturating_sub(1)).unwrap_or(u16::MAX),
+                ..SwitchInfo::decode(&n.switch_info)
+            }
+            .encode_into(&mut n.switch_info);
             for r in &sw.sl2vl {
                 n.sl2vl
                     .insert(smp::sl2vl_modifier(r.in_port, r.out_port), r.vl);
@@ -300,7 +349,11 @@ impl SimFabric {
                     }
                 }
                 if let Some(pi) = n.port_info.get_mut(usize::from(p)) {
-                    pi[38] = arb.high_limit;
+                    PortInfo {
+                        vl_high_limit: arb.high_limit,
+                        ..PortInfo::decode(pi)
+                    }
+                    .encode_held_into(pi);
                 }
             }
         }
@@ -310,7 +363,10 @@ impl SimFabric {
                     (v.host.port.0, v.vf),
                     (
                         v.lid.map_or(0, |l| l.0),
-                        v.pkeys.iter().flatten().map(|k| k.0).collect(),
+                        v.pkeys.as_ref().map_or_else(
+                            || vec![PKey::DEFAULT.0],
+                            |t| t.iter().map(|k| k.0).collect(),
+                        ),
                     ),
                 );
             }
@@ -380,24 +436,9 @@ impl SimFabric {
             );
             if n.info.node_type == NodeType::Switch {
                 let top = SwitchInfo::decode(&n.switch_info).linear_fdb_top;
-                let mut lft = n.lft.clone();
-                lft.truncate(usize::from(top) + 1);
-                while lft.last() == Some(&0xff) {
-                    lft.pop();
-                }
-                t.lfts.insert(g, lft);
+                t.lfts.insert(g, observe::lft(n.lft.clone(), top).ports);
             }
-            let keys: Vec<Vec<u16>> = n
-                .pkeys
-                .iter()
-                .map(|k| {
-                    let mut k = k.clone();
-                    while k.last() == Some(&0) {
-                        k.pop();
-                    }
-                    k
-                })
-                .collect();
+            let keys: Vec<Vec<u16>> = n.pkeys.iter().map(|k| slots(k)).collect();
             t.pkeys.insert(g, keys);
             t.sl2vl.insert(g, n.sl2vl.clone());
             t.vlarb
@@ -405,9 +446,7 @@ impl SimFabric {
             if !n.vfs.is_empty() {
                 let mut vfs = n.vfs.clone();
                 for (_, keys) in vfs.values_mut() {
-                    while keys.last() == Some(&0) {
-                        keys.pop();
-                    }
+                    *keys = slots(keys);
                 }
                 t.vfs.insert(g, vfs);
             }
@@ -479,9 +518,8 @@ impl SimFabric {
                     changed = v.0 != lid;
                     v.0 = lid;
                 }
-                let mut p = [0u8; PAYLOAD];
-                p[16..18].copy_from_slice(&v.0.to_be_bytes());
-                p
+                // The VF's LID, nothing else.
+                smp::port_lid_write(&[0; PAYLOAD], v.0)
             }
             Attr::PortInfo => {
                 let port = if !switch && m == 0 { entered } else { m as u8 };
@@ -500,7 +538,11 @@ impl SimFabric {
                     }
                     want.encode_into(pi);
                     // The physical state is the device's own.
-                    pi[33] = (pi[33] & 0x0f) | (before[33] & 0xf0);
+                    PortInfo {
+                        phys_state: now.phys_state,
+                        ..PortInfo::decode(pi)
+                    }
+                    .encode_held_into(pi);
                     changed = *pi != before;
                 }
                 *pi
@@ -623,14 +665,23 @@ impl Transport for SimFabric {
         self.counts.gets += 1;
         let mut p = self.answer(target, None)?;
         if self.corrupt.remove(target) {
-            // A byte of what was written: LinearFDBTop, a LID, else the first entry.
-            let at = match target.attr {
-                Attr::SwitchInfo => 7,
-                Attr::PortInfo => 17,
-                _ => 0,
-            };
-            if let Some(b) = p.get_mut(at) {
-                *b ^= 0x01;
+            // A bit of what was written: LinearFDBTop, a LID, else the first entry.
+            match target.attr {
+                Attr::SwitchInfo => {
+                    let mut s = SwitchInfo::decode(&p);
+                    s.linear_fdb_top ^= 1;
+                    s.encode_into(&mut p);
+                }
+                Attr::PortInfo => {
+                    let mut i = PortInfo::decode(&p);
+                    i.lid ^= 1;
+                    i.encode_held_into(&mut p);
+                }
+                _ => {
+                    if let Some(b) = p.first_mut() {
+                        *b ^= 0x01;
+                    }
+                }
             }
         }
         Ok(p)
@@ -703,7 +754,7 @@ mod tests {
     use super::*;
     use crate::smp::DrPath;
     use proptest::prelude::*;
-    use weft_fabric::{FabricBuilder, Guid, NodeSpec};
+    use weft_fabric::{FabricBuilder, Guid, Lid, NodeSpec, PortNum};
 
     /// Two switches cabled twice, a host on each.
     fn fabric() -> (FabricState, PortRef) {
@@ -759,6 +810,113 @@ mod tests {
             });
             assert!(matches!(r, Err(SmpError::NoRoute { .. })), "{p:?}: {r:?}");
         }
+    }
+
+    #[test]
+    fn the_sm_sits_on_the_port_named_else_the_first_live_host_port() {
+        let (st, sm) = fabric();
+        let f = &st.fabric;
+        let h2 = f.find("h2").unwrap();
+        assert_eq!(default_sm_port(f), Some(sm), "h1's port 1");
+        assert_eq!(named_sm_port(f, "h2/1"), Ok(PortRef::new(h2, 1)));
+        assert_eq!(named_sm_port(f, "h2"), Err(SmPortError::Syntax));
+        assert_eq!(named_sm_port(f, "h2/x"), Err(SmPortError::Syntax));
+        assert_eq!(
+            named_sm_port(f, "h9/1"),
+            Err(SmPortError::NoNode("h9".to_owned()))
+        );
+        // h1 down: h2's live port 1 (not its unlinked port 2); h2's link down too: none.
+        let with = |down: &[&str], links_down: &[&str]| {
+            let mut b = FabricBuilder::new("t");
+            for n in f.nodes() {
+                b.add_node(n.spec.clone()).unwrap();
+            }
+            for l in f.links() {
+                let id = b.add_link(l.a, l.b).unwrap();
+                if links_down.contains(&f.node(l.a.node).name()) {
+                    b.set_link_down(id);
+                }
+            }
+            for d in down {
+                b.set_node_down(f.find(d).unwrap());
+            }
+            b.finish()
+        };
+        assert_eq!(
+            default_sm_port(&with(&["h1"], &[])),
+            Some(PortRef::new(h2, 1))
+        );
+        assert_eq!(default_sm_port(&with(&["h1"], &["h2"])), None);
+    }
+
+    /// The PortInfo and SwitchInfo a new fabric answers with, byte by byte at their IBA
+    /// offsets (what the smp encoders must write).
+    #[test]
+    fn port_and_switch_info_sit_at_their_iba_offsets() {
+        let (mut st, sm) = fabric();
+        let (s1, h1) = (st.fabric.find("s1").unwrap(), st.fabric.find("h1").unwrap());
+        st.lids.lmc = 1;
+        st.lids
+            .base
+            .entry(s1)
+            .or_default()
+            .insert(PortNum(0), Lid(1));
+        st.lids
+            .base
+            .entry(h1)
+            .or_default()
+            .insert(PortNum(1), Lid(0x0204));
+        st.switches.entry(s1).or_default().lft.ports = vec![0xff, 0, 3];
+        let mut sim = SimFabric::new(&st, sm).unwrap();
+        let mut get = |path: &[u8], attr, modifier| {
+            sim.get(&Target {
+                path: DrPath(path.to_vec()),
+                attr,
+                modifier,
+            })
+            .unwrap()
+        };
+        // Port number, VLCap VL0–7, arbitration caps 8 and 8; then the state.
+        let port = |p: u8, state: u8, phys: u8| {
+            let mut want = [0u8; PAYLOAD];
+            want[28] = p;
+            want[37] = 4 << 4;
+            want[39] = 8;
+            want[40] = 8;
+            want[32] = state;
+            want[33] = phys << 4;
+            want
+        };
+        let mut s1_own = port(0, 4, 5);
+        s1_own[17] = 1;
+        assert_eq!(
+            get(&[1], Attr::PortInfo, 0),
+            s1_own,
+            "a switch's port 0, no LMC"
+        );
+        assert_eq!(
+            get(&[1], Attr::PortInfo, 3),
+            port(3, 4, 5),
+            "linked: Active, LinkUp"
+        );
+        assert_eq!(
+            get(&[1], Attr::PortInfo, 4),
+            port(4, 1, 2),
+            "no cable: Down, Polling"
+        );
+        let mut h1_port = port(1, 4, 5);
+        h1_port[16..18].copy_from_slice(&[2, 4]);
+        h1_port[34] = 1 << 3;
+        assert_eq!(get(&[], Attr::PortInfo, 0), h1_port, "an HCA's LID and LMC");
+        let mut switch = [0u8; PAYLOAD];
+        switch[..2].copy_from_slice(&DEFAULT_FDB_CAP.to_be_bytes());
+        switch[7] = 2;
+        switch[15] = 64;
+        assert_eq!(
+            get(&[1], Attr::SwitchInfo, 0),
+            switch,
+            "caps and LinearFDBTop"
+        );
     }
 
     proptest! {

@@ -331,6 +331,20 @@ impl PortInfo {
         p[38] = self.vl_high_limit;
         p[43] = (p[43] & 0x0f) | ((self.operational_vls & 15) << 4);
     }
+
+    /// Writes every field [`PortInfo::decode`] reads into `p`, as the device holds them
+    /// (physical state, local port and capabilities included), leaving the other bits: how a
+    /// device (the `sim` fabric) keeps the PortInfo it answers with.
+    pub fn encode_held_into(&self, p: &mut Payload) {
+        self.encode_into(p);
+        put(p, 28, &[self.local_port]);
+        let nibble_high = |p: &mut Payload, at: usize, v: u8| {
+            put(p, at, &[(byte(p, at) & 0x0f) | ((v & 15) << 4)]);
+        };
+        nibble_high(p, 33, self.phys_state);
+        nibble_high(p, 37, self.vl_cap);
+        put(p, 39, &[self.vlarb_high_cap, self.vlarb_low_cap]);
+    }
 }
 
 /// The PortInfo Set that gives the port `read` describes the LID `lid` (0: none) and changes
@@ -370,6 +384,14 @@ impl SwitchInfo {
     /// Writes LinearFDBTop into `p` (read from the switch), leaving the rest.
     pub fn encode_into(&self, p: &mut Payload) {
         put(p, 6, &self.linear_fdb_top.to_be_bytes());
+    }
+
+    /// Writes every field [`SwitchInfo::decode`] reads into `p` (the capabilities too), leaving
+    /// the rest: how a device (the `sim` fabric) keeps the SwitchInfo it answers with.
+    pub fn encode_held_into(&self, p: &mut Payload) {
+        put(p, 0, &self.linear_fdb_cap.to_be_bytes());
+        self.encode_into(p);
+        put(p, 14, &self.partition_enforcement_cap.to_be_bytes());
     }
 }
 
@@ -515,6 +537,27 @@ mod tests {
         assert_eq!(q[33], 0x02, "physical state written as no-change");
         assert_eq!(q[34], 0b01_000_000, "protect bits kept");
         assert_eq!(q[43], 0x4c, "enforcement bits kept");
+        // As a device holds it: the physical state, local port and capabilities too.
+        i.phys_state = 2;
+        i.local_port = 9;
+        i.vl_cap = 1;
+        i.vlarb_high_cap = 8;
+        i.vlarb_low_cap = 7;
+        i.encode_held_into(&mut q);
+        assert_eq!((q[28], q[33], q[37], q[39], q[40]), (9, 0x22, 0x15, 8, 7));
+        assert_eq!(PortInfo::decode(&q), i);
+        let s = SwitchInfo {
+            linear_fdb_cap: 0xc000,
+            linear_fdb_top: 0x0102,
+            partition_enforcement_cap: 64,
+        };
+        let mut p = [0u8; PAYLOAD];
+        s.encode_held_into(&mut p);
+        assert_eq!(
+            (&p[..2], &p[6..8], &p[14..16]),
+            (&[0xc0, 0][..], &[1, 2][..], &[0, 64][..])
+        );
+        assert_eq!(SwitchInfo::decode(&p), s);
     }
 
     #[test]
@@ -559,6 +602,13 @@ mod tests {
             let s = SwitchInfo::decode(&p);
             let mut q = p;
             s.encode_into(&mut q);
+            prop_assert_eq!(q, p);
+            // As a device holds them: every field read back, every other bit kept.
+            let mut q = p;
+            i.encode_held_into(&mut q);
+            prop_assert_eq!(q, p);
+            let mut q = p;
+            s.encode_held_into(&mut q);
             prop_assert_eq!(q, p);
             prop_assert_eq!(encode_pkeys(&decode_pkeys(&p)), p);
             prop_assert_eq!(decode_sl2vl(&encode_sl2vl(&decode_sl2vl(&p))), decode_sl2vl(&p));

@@ -171,6 +171,57 @@ pub trait TransportExt: Transport {
 
 impl<T: Transport + ?Sized> TransportExt for T {}
 
+/// A transport that counts the SMPs asked of it (each one of a batch, a resend underneath not
+/// again): what a reading took, for the reports of `weft apply` and `weft audit`.
+#[derive(Debug)]
+pub struct Counted<T> {
+    /// The transport underneath.
+    pub inner: T,
+    gets: usize,
+    sets: usize,
+}
+
+impl<T: Transport> Counted<T> {
+    /// Counts what goes through to `inner`, from 0.
+    pub fn new(inner: T) -> Counted<T> {
+        Counted {
+            inner,
+            gets: 0,
+            sets: 0,
+        }
+    }
+
+    /// Gets asked so far.
+    pub fn gets(&self) -> usize {
+        self.gets
+    }
+
+    /// Sets asked so far.
+    pub fn sets(&self) -> usize {
+        self.sets
+    }
+}
+
+impl<T: Transport> Transport for Counted<T> {
+    fn get(&mut self, target: &Target) -> Result<Payload, SmpError> {
+        self.gets += 1;
+        self.inner.get(target)
+    }
+    fn set(&mut self, target: &Target, data: &Payload) -> Result<Payload, SmpError> {
+        self.sets += 1;
+        self.inner.set(target, data)
+    }
+    /// The batch goes out as the transport underneath sends batches.
+    fn set_all(&mut self, batch: &[(Target, Payload)]) -> Vec<Result<Payload, SmpError>> {
+        self.sets += batch.len();
+        self.inner.set_all(batch)
+    }
+    fn get_all(&mut self, batch: &[Target]) -> Vec<Result<Payload, SmpError>> {
+        self.gets += batch.len();
+        self.inner.get_all(batch)
+    }
+}
+
 /// A transport that sends each SMP again after a timeout, up to `tries` times in all.
 #[derive(Debug)]
 pub struct Retrying<T> {
@@ -307,6 +358,38 @@ mod tests {
             Err(SmpError::Timeout { tries, .. }) => *tries,
             _ => 0,
         }
+    }
+
+    /// Counted counts what is asked of it, batches SMP by SMP, and passes batches on whole.
+    #[test]
+    fn counted_counts_each_smp_asked() {
+        #[derive(Default)]
+        struct Batches(Vec<usize>);
+        impl Transport for Batches {
+            fn get(&mut self, _: &Target) -> Result<Payload, SmpError> {
+                self.0.push(1);
+                Ok([0; crate::smp::PAYLOAD])
+            }
+            fn set(&mut self, t: &Target, _: &Payload) -> Result<Payload, SmpError> {
+                self.get(t)
+            }
+            fn get_all(&mut self, batch: &[Target]) -> Vec<Result<Payload, SmpError>> {
+                self.0.push(batch.len());
+                batch.iter().map(|_| Ok([0; crate::smp::PAYLOAD])).collect()
+            }
+        }
+        let t = Target {
+            path: DrPath::local(),
+            attr: Attr::NodeInfo,
+            modifier: 0,
+        };
+        let mut c = Counted::new(Batches::default());
+        let _ = c.get(&t);
+        let _ = c.get_all(&[t.clone(), t.clone(), t.clone()]);
+        let _ = c.set(&t, &[0; crate::smp::PAYLOAD]);
+        let _ = c.set_all(&[(t.clone(), [0; crate::smp::PAYLOAD])]);
+        assert_eq!((c.gets(), c.sets()), (4, 2));
+        assert_eq!(c.inner.0, [1, 3, 1, 1], "the batch of 3 went on whole");
     }
 
     #[test]

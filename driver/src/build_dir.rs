@@ -1,5 +1,6 @@
 //! What `weft build` writes into its output directory, and when: the tables every build has
-//! ([`FILES`]), the certificate or the `UNPROVEN` marker, and for a state with SL→VL tables or
+//! ([`FILES`]; the names are `weft_fabric::build_dir`'s, which deploy and the benchmarks read
+//! by), the certificate or the `UNPROVEN` marker, and for a state with SL→VL tables or
 //! partitions the OpenSM files that carry them ([`EXTRAS`]). Each file is created exclusively
 //! in a fresh directory and synced; putting that directory in place, all or nothing, is the
 //! caller's (the CLI's, which also cleans up on interruption).
@@ -9,43 +10,10 @@ use std::path::Path;
 use weft_compiler::build::Built;
 use weft_fabric::FabricState;
 
-/// The files every build writes, in order.
-pub const FILES: [&str; 4] = [LFTS, GUID2LID, TOPOLOGY, STATE];
-
-/// OpenSM's `file` engine input.
-pub const LFTS: &str = "lfts.dump";
-/// OpenSM's LID cache.
-pub const GUID2LID: &str = "guid2lid";
-/// The topology with LIDs, in ibnetdiscover's format (ibsim loads it too).
-pub const TOPOLOGY: &str = "topology.net";
-/// Everything, in weft's state format, with the routing's quality under `quality` and the
-/// engine asked for and used under `routing`.
-pub const STATE: &str = "state.json";
-/// The proof (`weft verify --certificate` re-checks it).
-pub const CERTIFICATE: &str = "certificate.json";
-/// The marker of a build written with `--allow-unproven`.
-pub const UNPROVEN: &str = "UNPROVEN";
-/// OpenSM's partitions (`-P`), for a state with P_Key tables (tenants).
-pub const PARTITIONS: &str = "partitions.conf";
-/// OpenSM's SL→VL dump, for a state with layers.
-pub const SL2VL: &str = "sl2vl.dump";
-/// OpenSM's QoS settings (`-Q -F`): the SL→VL and VL arbitration tables of a state with them.
-pub const OPENSM_CONF: &str = "opensm.conf";
-/// OpenSM's QoS policy (`-Q -Y`): the SA answers PathRecords with weft's SLs.
-pub const QOS_POLICY: &str = "qos-policy.conf";
-/// ibdmchk's path SLs, for a state with layers.
-pub const PATH_SL: &str = "path-sl.psl";
-
-/// The files written besides [`FILES`], when they apply.
-pub const EXTRAS: [&str; 7] = [
-    CERTIFICATE,
-    UNPROVEN,
-    SL2VL,
-    PATH_SL,
-    OPENSM_CONF,
-    QOS_POLICY,
-    PARTITIONS,
-];
+pub use weft_fabric::build_dir::{
+    CERTIFICATE, EXTRAS, FILES, GUID2LID, LFTS, OPENSM_CONF, PARTITIONS, PATH_SL, QOS_POLICY,
+    SL2VL, STATE, TOPOLOGY, UNPROVEN,
+};
 
 /// The most lines `path-sl.psl` is written with (one per source node and destination LID).
 pub const PSL_LINES: u64 = 10_000_000;

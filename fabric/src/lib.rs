@@ -21,10 +21,12 @@
 #![deny(clippy::indexing_slicing)]
 #![cfg_attr(test, allow(clippy::indexing_slicing))]
 
+pub mod build_dir;
 pub mod code;
 mod fingerprint;
 pub mod forward;
 pub mod graph;
+pub mod hex;
 pub mod ibnetdiscover;
 mod ids;
 mod model;
@@ -36,7 +38,7 @@ mod suggest;
 pub mod wire;
 
 pub use fingerprint::{Fingerprint, FingerprintMismatch};
-pub use ids::{Guid, Lid, LinkId, NodeId, PortNum, Sl, Vl};
+pub use ids::{guid_hex, Guid, GuidError, Lid, LinkId, NodeId, PortNum, Sl, Vl};
 pub use model::{
     Fabric, FabricBuilder, Link, LinkError, LinkState, Mtu, Node, NodeKind, NodeSpec, Port,
     PortCaps, PortRef, Speed, Width, MAX_UNICAST_LID,

@@ -44,26 +44,31 @@ pub const LFT_BLOCK: usize = 64;
 /// Entries per P_Key table block (one P_KeyTable SMP).
 pub const PKEY_BLOCK: usize = 32;
 
-/// One SMP Set.
+/// The 64 entries of an LFT block (`0xff`: none), as a plan writes them.
+pub type LftBlock = [u8; LFT_BLOCK];
+
+/// One SMP Set a plan makes (not `std::io::Write`: a write of a block to a device).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind", deny_unknown_fields)]
-pub enum Write {
+pub enum SmpWrite {
     /// A LinearForwardingTable block of a switch.
     Lft {
         /// The switch's node GUID.
-        #[serde(with = "guid_hex")]
+        #[serde(with = "crate::ids::guid_hex")]
         switch: Guid,
         /// The block (LIDs `64 × block ..= 64 × block + 63`).
         block: u16,
-        /// The 64 entries before, as hex (`ff`: none).
-        old: String,
+        /// The 64 entries before (in the file: hex, `ff` for none).
+        #[serde(with = "crate::hex::block")]
+        old: LftBlock,
         /// The 64 entries written.
-        new: String,
+        #[serde(with = "crate::hex::block")]
+        new: LftBlock,
     },
     /// A P_KeyTable block of a port.
     Pkeys {
         /// The node's GUID.
-        #[serde(with = "guid_hex")]
+        #[serde(with = "crate::ids::guid_hex")]
         node: Guid,
         /// The port (0 for a switch).
         port: u8,
@@ -78,7 +83,7 @@ pub enum Write {
     /// hypervisor's port — two SMPs.
     Vport {
         /// The hypervisor's node GUID.
-        #[serde(with = "guid_hex")]
+        #[serde(with = "crate::ids::guid_hex")]
         node: Guid,
         /// Its port the VF sits behind.
         port: u8,
@@ -87,7 +92,7 @@ pub enum Write {
         /// The VF's port GUID: where a fabric presents its vSwitches as Paper A describes (a
         /// switch with the PF and one channel adapter per VF behind it), the VF is the node
         /// holding this port GUID.
-        #[serde(with = "guid_hex")]
+        #[serde(with = "crate::ids::guid_hex")]
         guid: Guid,
         /// The VF's LID before (none: no LID).
         old_lid: Option<u16>,
@@ -100,38 +105,12 @@ pub enum Write {
     },
 }
 
-impl Write {
-    /// The entries of an LFT block as hex.
-    pub fn lft_hex(entries: &[u8]) -> String {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        let mut s = String::with_capacity(entries.len() * 2);
-        for &b in entries {
-            for nibble in [b >> 4, b & 15] {
-                s.push(char::from(
-                    DIGITS.get(usize::from(nibble)).copied().unwrap_or(b'0'),
-                ));
-            }
-        }
-        s
-    }
-
-    /// The 64 entries of an LFT block written as hex ([`Write::lft_hex`]); an entry that is
-    /// not two hex digits (a plan file read with [`Plan::from_json`] has none) reads 0xff.
-    pub fn lft_entries(hex: &str) -> [u8; LFT_BLOCK] {
-        std::array::from_fn(|k| {
-            hex.get(2 * k..2 * k + 2)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .unwrap_or(0xff)
-        })
-    }
-}
-
 /// One step: writes that go out together.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlanStep {
     /// Its writes, sorted.
-    pub writes: Vec<Write>,
+    pub writes: Vec<SmpWrite>,
 }
 
 /// A plan.
@@ -142,8 +121,9 @@ pub struct Plan {
     pub format: String,
     /// [`PLAN_VERSION`].
     pub version: u32,
-    /// The fabric's name.
-    pub fabric: String,
+    /// The fabric's name (the state's, as `weft plan` read it).
+    #[serde(rename = "fabric")]
+    pub fabric_name: String,
     /// The fabric the plan applies to (its live topology and LIDs): `weft apply` refuses
     /// another.
     pub from: Fingerprint,
@@ -197,7 +177,7 @@ pub struct SmPort {
 
 impl From<SmPort> for String {
     fn from(p: SmPort) -> String {
-        format!("{:#018x}:{}", p.node.0, p.port)
+        format!("{}:{}", p.node, p.port)
     }
 }
 
@@ -206,7 +186,7 @@ impl TryFrom<String> for SmPort {
 
     fn try_from(s: String) -> Result<SmPort, String> {
         crate::wire::parse_end(&s)
-            .map(|(node, port)| SmPort { node, port })
+            .map(|(node, port)| SmPort { node, port: port.0 })
             .ok_or_else(|| format!("`{s}` is not an SM port (`0x<node guid>:<port>`)"))
     }
 }
@@ -260,7 +240,7 @@ impl From<Member> for String {
                 node,
                 port,
                 membership,
-            } => format!("{:#018x}:{port} {}", node.0, membership.as_str()),
+            } => format!("{node}:{port} {}", membership.as_str()),
             Member::Vf {
                 host,
                 port,
@@ -299,9 +279,9 @@ impl TryFrom<String> for Member {
                 let (host, port) = crate::wire::parse_end(end).ok_or_else(bad)?;
                 Ok(Member::Vf {
                     host,
-                    port,
+                    port: port.0,
                     vf: vf.parse().map_err(|_| bad())?,
-                    guid: crate::wire::parse_guid(g).ok_or_else(bad)?,
+                    guid: g.parse().map_err(|_| bad())?,
                     membership: membership(m).ok_or_else(bad)?,
                 })
             }
@@ -309,7 +289,7 @@ impl TryFrom<String> for Member {
                 let (node, port) = crate::wire::parse_end(end).ok_or_else(bad)?;
                 Ok(Member::Port {
                     node,
-                    port,
+                    port: port.0,
                     membership: membership(m).ok_or_else(bad)?,
                 })
             }
@@ -326,7 +306,7 @@ impl Plan {
             .iter()
             .flat_map(|s| &s.writes)
             .map(|w| match w {
-                Write::Vport { .. } => 2,
+                SmpWrite::Vport { .. } => 2,
                 _ => 1,
             })
             .sum()
@@ -337,7 +317,7 @@ impl Plan {
         self.steps
             .iter()
             .flat_map(|s| &s.writes)
-            .filter(|w| matches!(w, Write::Lft { .. }))
+            .filter(|w| matches!(w, SmpWrite::Lft { .. }))
             .count()
     }
 
@@ -368,7 +348,7 @@ impl Plan {
         let mut t = String::from("{\n");
         t += &format!("\"format\": {},\n", compact(&self.format));
         t += &format!("\"version\": {},\n", self.version);
-        t += &format!("\"fabric\": {},\n", compact(&self.fabric));
+        t += &format!("\"fabric\": {},\n", compact(&self.fabric_name));
         t += &format!("\"from\": {},\n", compact(&self.from));
         t += &format!("\"to\": {},\n", compact(&self.to));
         if let Some(w) = &self.wire {
@@ -432,13 +412,12 @@ impl Plan {
             for w in &s.writes {
                 let text = || serde_json::to_string(w).unwrap_or_default();
                 let bad = match w {
-                    Write::Lft { old, new, .. } => [old, new].iter().any(|h| {
-                        h.len() != 2 * LFT_BLOCK || !h.bytes().all(|b| b.is_ascii_hexdigit())
-                    }),
-                    Write::Pkeys { old, new, .. } => {
+                    // Whole blocks of hex as the file was read.
+                    SmpWrite::Lft { .. } => false,
+                    SmpWrite::Pkeys { old, new, .. } => {
                         old.len() > PKEY_BLOCK || new.len() > PKEY_BLOCK
                     }
-                    Write::Vport {
+                    SmpWrite::Vport {
                         old_lid,
                         new_lid,
                         old_pkeys,
@@ -522,7 +501,7 @@ impl Plan {
     ) -> Result<(), StaleBlock> {
         for (i, step) in self.steps.iter().enumerate() {
             for w in &step.writes {
-                let Write::Lft {
+                let SmpWrite::Lft {
                     switch,
                     block,
                     old,
@@ -539,16 +518,15 @@ impl Plan {
                 let Some(slot) = t.get_mut(first..first + LFT_BLOCK) else {
                     continue;
                 };
-                let found = Write::lft_hex(slot);
-                if &found != old {
+                if slot != old {
                     return Err(StaleBlock {
                         step: i + 1,
                         switch: *switch,
                         block: *block,
-                        found,
+                        found: crate::hex::encode(slot),
                     });
                 }
-                slot.copy_from_slice(&Write::lft_entries(new));
+                slot.copy_from_slice(new);
             }
         }
         for t in tables.values_mut() {
@@ -614,7 +592,7 @@ pub enum PlanFileError {
 fn digest_of(text: &str) -> String {
     use sha2::{Digest, Sha256};
     let sum = Sha256::digest(text.as_bytes());
-    sum.iter().map(|b| format!("{b:02x}")).collect()
+    crate::hex::encode(&sum)
 }
 
 /// The wire view, one entry per line.
@@ -647,28 +625,6 @@ fn compact<T: Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 
-/// GUIDs as `0x…` hex strings (JSON numbers lose precision above 2^53), for
-/// `#[serde(with = "weft_fabric::plan::guid_hex")]`.
-pub mod guid_hex {
-    use crate::ids::Guid;
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    /// Writes `0x` and 16 hex digits.
-    pub fn serialize<S: Serializer>(g: &Guid, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&format!("{:#018x}", g.0))
-    }
-
-    /// Reads `0x` and 1–16 hex digits.
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Guid, D::Error> {
-        let text = String::deserialize(d)?;
-        text.strip_prefix("0x")
-            .filter(|h| !h.is_empty() && h.len() <= 16)
-            .and_then(|h| u64::from_str_radix(h, 16).ok())
-            .map(Guid)
-            .ok_or_else(|| serde::de::Error::custom(format!("`{text}` is not a hex GUID")))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -688,7 +644,7 @@ mod tests {
         Plan {
             format: PLAN_FORMAT.to_owned(),
             version: PLAN_VERSION,
-            fabric: "f".to_owned(),
+            fabric_name: "f".to_owned(),
             from: fp(),
             to: fp(),
             wire: None,
@@ -702,13 +658,13 @@ mod tests {
             recorded_digest: None,
             steps: vec![PlanStep {
                 writes: vec![
-                    Write::Lft {
+                    SmpWrite::Lft {
                         switch: Guid(0xf452_1403_0000_0100),
                         block: 0,
-                        old: "ff".repeat(64),
-                        new: format!("ff01{}", "ff".repeat(62)),
+                        old: [0xff; LFT_BLOCK],
+                        new: std::array::from_fn(|k| if k == 1 { 0x01 } else { 0xff }),
                     },
-                    Write::Pkeys {
+                    SmpWrite::Pkeys {
                         node: Guid(0xf452_1403_0000_0300),
                         port: 1,
                         block: 0,
@@ -800,9 +756,9 @@ mod tests {
                 ports: 1,
             },
         );
-        w.vf_hosts.insert((Guid(0x30), 1), 4);
+        w.vf_hosts.insert((Guid(0x30), crate::PortNum(1)), 4);
         p.wire = Some(w);
-        p.steps[0].writes.push(Write::Vport {
+        p.steps[0].writes.push(SmpWrite::Vport {
             node: Guid(0x30),
             port: 1,
             vf: 2,

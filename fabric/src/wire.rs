@@ -9,13 +9,13 @@
 
 use crate::model::{Fabric, LinkState, NodeKind};
 use crate::state::FabricState;
-use crate::{Guid, PortRef};
+use crate::{Guid, Lid, PortNum, PortRef};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-/// One end of a link as the wire names it: node GUID and port.
-pub type WireEnd = (Guid, u8);
+/// One end of a link as the wire names it: node GUID and port (a switch's own: 0).
+pub type WireEnd = (Guid, PortNum);
 
 /// A node as NodeInfo reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,7 +41,7 @@ pub struct WireView {
     /// Live links, each with its lower end first.
     pub links: BTreeSet<(WireEnd, WireEnd)>,
     /// Base LIDs by port (a switch: port 0).
-    pub lids: BTreeMap<WireEnd, u16>,
+    pub lids: BTreeMap<WireEnd, Lid>,
     /// The vSwitch hypervisor ports of a state, with their VF counts: not seen on the wire,
     /// but where a fabric may show a vSwitch (see [`WireView::fold_vswitches`]).
     pub vf_hosts: BTreeMap<WireEnd, u16>,
@@ -53,9 +53,9 @@ pub struct Folded {
     /// The switch the fabric shows.
     pub switch: Guid,
     /// Its port to the fabric, and the far end of that link.
-    pub uplink: (u8, WireEnd),
+    pub uplink: (PortNum, WireEnd),
     /// Its port to the hypervisor, and the hypervisor's port (the PF).
-    pub pf: (u8, WireEnd),
+    pub pf: (PortNum, WireEnd),
     /// The channel adapters of the hypervisor's VFs.
     pub vfs: BTreeSet<Guid>,
 }
@@ -84,10 +84,10 @@ pub enum WireDiff {
     Lid {
         /// The port.
         port: WireEnd,
-        /// Expected.
-        expected: Option<u16>,
-        /// Found.
-        found: Option<u16>,
+        /// What the plan expects.
+        expected: Option<Lid>,
+        /// What the fabric has.
+        found: Option<Lid>,
     },
     /// The LMC differs.
     Lmc {
@@ -99,17 +99,17 @@ pub enum WireDiff {
 }
 
 fn end(e: &WireEnd) -> String {
-    format!("{:#018x} port {}", e.0 .0, e.1)
+    format!("{} port {}", e.0, e.1)
 }
 
-fn lid(l: &Option<u16>) -> String {
-    l.map_or_else(|| "none".to_owned(), |l| l.to_string())
+fn lid(l: &Option<Lid>) -> String {
+    l.map_or_else(|| "none".to_owned(), |l| l.0.to_string())
 }
 
 impl fmt::Display for WireDiff {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            WireDiff::MissingNode(g) => write!(f, "node {:#018x} is not on the fabric", g.0),
+            WireDiff::MissingNode(g) => write!(f, "node {g} is not on the fabric"),
             WireDiff::ExtraNode(g) => {
                 write!(f, "node {:#018x} is on the fabric but not in the plan", g.0)
             }
@@ -119,8 +119,8 @@ impl fmt::Display for WireDiff {
                 found,
             } => write!(
                 f,
-                "node {:#018x} is a {:?} with {} ports, not a {:?} with {}",
-                guid.0, found.kind, found.ports, expected.kind, expected.ports
+                "node {} is a {:?} with {} ports, not a {:?} with {}",
+                guid, found.kind, found.ports, expected.kind, expected.ports
             ),
             WireDiff::MissingLink(a, b) => {
                 write!(f, "link {} — {} is missing", end(a), end(b))
@@ -190,9 +190,9 @@ impl WireView {
                 continue;
             }
             for (&p, &l) in ports {
-                let e = (n.guid(), p.0);
+                let e = (n.guid(), p);
                 if n.is_switch() || linked_ports.contains(&e) {
-                    v.lids.insert(e, l.0);
+                    v.lids.insert(e, l);
                 }
             }
         }
@@ -238,7 +238,7 @@ impl WireView {
 
     /// The vSwitches [`WireView::fold_vswitches`] folds, by the GUID of their switch.
     pub fn vswitches(&self, expected: &WireView) -> Vec<Folded> {
-        let mut neighbours: BTreeMap<Guid, Vec<(u8, WireEnd)>> = BTreeMap::new();
+        let mut neighbours: BTreeMap<Guid, Vec<(PortNum, WireEnd)>> = BTreeMap::new();
         for &(a, b) in &self.links {
             neighbours.entry(a.0).or_default().push((a.1, b));
             neighbours.entry(b.0).or_default().push((b.1, a));
@@ -252,15 +252,15 @@ impl WireView {
             let Some(around) = neighbours.get(v) else {
                 continue;
             };
-            let up: Vec<&(u8, WireEnd)> = around
+            let up: Vec<&(PortNum, WireEnd)> = around
                 .iter()
                 .filter(|(_, far)| kind(&far.0) == Some(NodeKind::Switch))
                 .collect();
-            let cas: Vec<&(u8, WireEnd)> = around
+            let cas: Vec<&(PortNum, WireEnd)> = around
                 .iter()
                 .filter(|(_, far)| kind(&far.0) == Some(NodeKind::Hca))
                 .collect();
-            let pf: Vec<&(u8, WireEnd)> = cas
+            let pf: Vec<&(PortNum, WireEnd)> = cas
                 .iter()
                 .copied()
                 .filter(|(_, far)| expected.nodes.contains_key(&far.0))
@@ -359,13 +359,13 @@ struct WireText {
 
 impl From<WireView> for WireText {
     fn from(v: WireView) -> WireText {
-        let e = |(g, p): &WireEnd| format!("{:#018x}:{p}", g.0);
+        let e = |(g, p): &WireEnd| format!("{g}:{p}");
         WireText {
             lmc: v.lmc,
             nodes: v
                 .nodes
                 .iter()
-                .map(|(g, n)| format!("{:#018x} {} {}", g.0, n.kind.keyword(), n.ports))
+                .map(|(g, n)| format!("{g} {} {}", n.kind.keyword(), n.ports))
                 .collect(),
             links: v
                 .links
@@ -375,7 +375,7 @@ impl From<WireView> for WireText {
             lids: v
                 .lids
                 .iter()
-                .map(|(p, l)| format!("{} {l}", e(p)))
+                .map(|(p, l)| format!("{} {}", e(p), l.0))
                 .collect(),
             vf_hosts: v
                 .vf_hosts
@@ -386,17 +386,10 @@ impl From<WireView> for WireText {
     }
 }
 
-pub(crate) fn parse_guid(t: &str) -> Option<Guid> {
-    let h = t.strip_prefix("0x")?;
-    (!h.is_empty() && h.len() <= 16)
-        .then(|| u64::from_str_radix(h, 16).ok())
-        .flatten()
-        .map(Guid)
-}
-
+/// `0x<guid>:<port>`.
 pub(crate) fn parse_end(t: &str) -> Option<WireEnd> {
     let (g, p) = t.split_once(':')?;
-    Some((parse_guid(g)?, p.parse().ok()?))
+    Some((g.parse().ok()?, PortNum(p.parse().ok()?)))
 }
 
 impl TryFrom<WireText> for WireView {
@@ -411,7 +404,7 @@ impl TryFrom<WireText> for WireView {
         for s in &t.nodes {
             let w: Vec<&str> = s.split(' ').collect();
             let node = match w.as_slice() {
-                [g, k, p] => parse_guid(g).zip(
+                [g, k, p] => g.parse().ok().zip(
                     NodeKind::from_keyword(k)
                         .zip(p.parse().ok())
                         .map(|(kind, ports)| WireNode { kind, ports }),
@@ -420,7 +413,7 @@ impl TryFrom<WireText> for WireView {
             };
             let (g, n) = node.ok_or_else(|| bad("node (`0x<guid> <kind> <ports>`)", s))?;
             if v.nodes.insert(g, n).is_some() {
-                return Err(format!("wire view: node {:#018x} is listed twice", g.0));
+                return Err(format!("wire view: node {g} is listed twice"));
             }
         }
         for s in &t.links {
@@ -433,7 +426,7 @@ impl TryFrom<WireText> for WireView {
         for s in &t.lids {
             let (p, l) = s
                 .split_once(' ')
-                .and_then(|(p, l)| Some((parse_end(p)?, l.parse().ok()?)))
+                .and_then(|(p, l)| Some((parse_end(p)?, Lid(l.parse().ok()?))))
                 .ok_or_else(|| bad("LID (`0x<guid>:<port> <lid>`)", s))?;
             v.lids.insert(p, l);
         }
@@ -444,7 +437,9 @@ impl TryFrom<WireText> for WireView {
                 .ok_or_else(|| bad("vSwitch host (`0x<guid>:<port> <VFs>`)", s))?;
             // A channel adapter's port of the view, with VFs, once.
             let host = v.nodes.get(&p.0);
-            if n == 0 || host.is_none_or(|h| h.kind != NodeKind::Hca || p.1 == 0 || p.1 > h.ports) {
+            if n == 0
+                || host.is_none_or(|h| h.kind != NodeKind::Hca || p.1 .0 == 0 || p.1 .0 > h.ports)
+            {
                 return Err(format!(
                     "wire view: vSwitch host `{s}` is not a port of a channel adapter of the view \
                      with VFs"
@@ -452,8 +447,8 @@ impl TryFrom<WireText> for WireView {
             }
             if v.vf_hosts.insert(p, n).is_some() {
                 return Err(format!(
-                    "wire view: vSwitch host {:#018x} port {} is listed twice",
-                    p.0 .0, p.1
+                    "wire view: vSwitch host {} port {} is listed twice",
+                    p.0, p.1
                 ));
             }
         }
@@ -464,13 +459,17 @@ impl TryFrom<WireText> for WireView {
 /// `end` as a wire end, when its node is up.
 fn live_end(f: &Fabric, end: PortRef) -> Option<WireEnd> {
     let n = f.nodes().get(end.node.index())?;
-    (!n.down).then_some((n.guid(), end.port.0))
+    (!n.down).then_some((n.guid(), end.port))
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    fn end_of(guid: u64, port: u8) -> WireEnd {
+        (Guid(guid), PortNum(port))
+    }
     use crate::{FabricBuilder, Lid, NodeSpec, PortNum};
 
     fn state() -> FabricState {
@@ -529,7 +528,7 @@ mod tests {
         let v = WireView::of(&state());
         let mut w = v.clone();
         w.links.clear();
-        w.lids.insert((Guid(0x10), 0), 9);
+        w.lids.insert(end_of(0x10, 0), Lid(9));
         w.nodes.insert(
             Guid(0x50),
             WireNode {
@@ -562,22 +561,22 @@ mod tests {
             ports: 1,
         };
         w.links.clear();
-        w.links.insert(((Guid(0x10), 3), (Guid(0x60), 1)));
-        w.links.insert(((Guid(0x30), 1), (Guid(0x60), 2)));
-        w.links.insert(((Guid(0x60), 3), (Guid(0x61), 1)));
-        w.links.insert(((Guid(0x60), 4), (Guid(0x62), 1)));
+        w.links.insert((end_of(0x10, 3), end_of(0x60, 1)));
+        w.links.insert((end_of(0x30, 1), end_of(0x60, 2)));
+        w.links.insert((end_of(0x60, 3), end_of(0x61, 1)));
+        w.links.insert((end_of(0x60, 4), end_of(0x62, 1)));
         w.nodes.insert(Guid(0x60), sw);
         w.nodes.insert(Guid(0x61), ca);
         w.nodes.insert(Guid(0x62), ca);
-        w.lids.insert((Guid(0x60), 0), 40);
-        w.lids.insert((Guid(0x61), 1), 41);
+        w.lids.insert(end_of(0x60, 0), Lid(40));
+        w.lids.insert(end_of(0x61, 1), Lid(41));
         w
     }
 
     /// The view of `state()` with port 1 of 0x30 a vSwitch hypervisor of two VFs.
     fn with_vfs() -> WireView {
         let mut v = WireView::of(&state());
-        v.vf_hosts.insert((Guid(0x30), 1), 2);
+        v.vf_hosts.insert(end_of(0x30, 1), 2);
         v
     }
 
@@ -608,7 +607,7 @@ mod tests {
             .diff(&w)
             .is_empty());
         let mut e = v.clone();
-        e.vf_hosts.insert((Guid(0x30), 1), 1);
+        e.vf_hosts.insert(end_of(0x30, 1), 1);
         assert!(w.fold_vswitches(&e).diff(&w).is_empty());
         // A second switch link: not a vSwitch.
         let mut w = vswitched(&v);
@@ -619,8 +618,8 @@ mod tests {
                 ports: 4,
             },
         );
-        w.links.insert(((Guid(0x60), 3), (Guid(0x70), 1)));
-        w.links.remove(&((Guid(0x60), 3), (Guid(0x61), 1)));
+        w.links.insert((end_of(0x60, 3), end_of(0x70, 1)));
+        w.links.remove(&(end_of(0x60, 3), end_of(0x61, 1)));
         assert!(w.fold_vswitches(&v).diff(&w).is_empty());
         // Known to the plan: a real switch, not folded.
         let w = vswitched(&v);
@@ -636,21 +635,21 @@ mod tests {
         assert!(w.fold_vswitches(&e).diff(&w).is_empty());
         // A VF adapter with a second link: not folded.
         let mut x = w.clone();
-        x.links.insert(((Guid(0x10), 4), (Guid(0x62), 2)));
+        x.links.insert((end_of(0x10, 4), end_of(0x62, 2)));
         assert!(x.fold_vswitches(&v).diff(&x).is_empty());
         // A second switch in front of the vSwitch: the vSwitch folds into the hypervisor,
         // the switch in front stays a difference.
         let mut x = w.clone();
         x.nodes.insert(Guid(0x70), w.nodes[&Guid(0x60)]);
-        x.links.remove(&((Guid(0x10), 3), (Guid(0x60), 1)));
-        x.links.insert(((Guid(0x10), 3), (Guid(0x70), 1)));
-        x.links.insert(((Guid(0x60), 1), (Guid(0x70), 2)));
+        x.links.remove(&(end_of(0x10, 3), end_of(0x60, 1)));
+        x.links.insert((end_of(0x10, 3), end_of(0x70, 1)));
+        x.links.insert((end_of(0x60, 1), end_of(0x70, 2)));
         let folded = x.fold_vswitches(&v);
         assert!(!folded.nodes.contains_key(&Guid(0x60)));
         let d = v.diff(&folded);
         assert!(d.contains(&WireDiff::ExtraNode(Guid(0x70))), "{d:?}");
         assert!(
-            d.contains(&WireDiff::MissingLink((Guid(0x10), 3), (Guid(0x30), 1))),
+            d.contains(&WireDiff::MissingLink(end_of(0x10, 3), end_of(0x30, 1))),
             "{d:?}"
         );
     }

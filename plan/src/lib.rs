@@ -29,7 +29,7 @@ pub mod pkeys;
 
 use serde::Serialize;
 use weft_fabric::plan::{
-    Plan, PlanStep, Proof, Write, LFT_BLOCK, PKEY_BLOCK, PLAN_FORMAT, PLAN_VERSION,
+    Plan, PlanStep, Proof, SmpWrite, LFT_BLOCK, PKEY_BLOCK, PLAN_FORMAT, PLAN_VERSION,
 };
 use weft_fabric::{
     FabricState, Fingerprint, PKey, PortRef, StateErrors, ValidState, VirtualPort, WireView,
@@ -336,7 +336,7 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
         plan: Plan {
             format: PLAN_FORMAT.to_owned(),
             version: PLAN_VERSION,
-            fabric: new.fabric.name.clone(),
+            fabric_name: new.fabric.name.clone(),
             from: Fingerprint::of(&start),
             to: Fingerprint::of(new),
             wire: Some(WireView::of(&start)),
@@ -401,7 +401,7 @@ fn plan_migration(
         plan: Plan {
             format: PLAN_FORMAT.to_owned(),
             version: PLAN_VERSION,
-            fabric: end.fabric.name.clone(),
+            fabric_name: end.fabric.name.clone(),
             from: Fingerprint::of(old),
             to: Fingerprint::of(&end),
             wire: Some(WireView::of(old)),
@@ -474,7 +474,7 @@ fn proof(end: &ValidState, scope: Scope, steps: &[PlanStep]) -> Proof {
     let pkeys = steps
         .iter()
         .flat_map(|s| &s.writes)
-        .any(|w| matches!(w, Write::Pkeys { .. } | Write::Vport { .. }));
+        .any(|w| matches!(w, SmpWrite::Pkeys { .. } | SmpWrite::Vport { .. }));
     if pkeys || !end.partitions.is_empty() {
         properties.push("isolated".to_owned());
     }
@@ -518,7 +518,7 @@ fn full_reconfiguration(st: &ValidState) -> u64 {
 pub(crate) fn prove_stages(
     t: &mut Transition<'_>,
     start: &ValidState,
-    stages: Vec<Vec<Write>>,
+    stages: Vec<Vec<SmpWrite>>,
 ) -> Result<(Vec<PlanStep>, Vec<StepCheck>, usize), PlanError> {
     let mut checks = Vec::new();
     let mut steps: Vec<PlanStep> = Vec::new();
@@ -645,7 +645,7 @@ fn unproven(st: &ValidState, scope: Scope) -> Option<String> {
 /// does not have, a switch port) leaves `isolated` unknown, naming it.
 pub fn check_steps(
     start: &ValidState,
-    steps: &[Vec<Write>],
+    steps: &[Vec<SmpWrite>],
     scope: Scope,
     declared: &Declared,
 ) -> Vec<StepCheck> {
@@ -656,7 +656,7 @@ pub fn check_steps(
 /// [`PkeyMix::new`]), where `read` has them.
 pub fn check_steps_read(
     start: &ValidState,
-    steps: &[Vec<Write>],
+    steps: &[Vec<SmpWrite>],
     scope: Scope,
     declared: &Declared,
     read: Option<&std::collections::BTreeMap<weft_verifier::isolation::End, Vec<u16>>>,
@@ -721,12 +721,12 @@ fn move_vf_lids(
     t: &mut Transition<'_>,
     start: &ValidState,
     lids: &mut [Option<weft_fabric::Lid>],
-    writes: &[Write],
+    writes: &[SmpWrite],
 ) -> Result<(), String> {
     let f = &start.fabric;
     let mut moved = Vec::new();
     for w in writes {
-        let Write::Vport {
+        let SmpWrite::Vport {
             node,
             port,
             vf,
@@ -821,7 +821,7 @@ fn move_vf_lids(
 }
 
 /// The LFT entries `writes` change.
-fn lft_changes(st: &ValidState, writes: &[Write]) -> Vec<Change> {
+fn lft_changes(st: &ValidState, writes: &[SmpWrite]) -> Vec<Change> {
     let mut out = Vec::new();
     for (switch, block, a, b) in writes.iter().filter_map(order::lft_block) {
         let Some(id) = st.fabric.find_guid(switch) else {
@@ -840,26 +840,26 @@ fn lft_changes(st: &ValidState, writes: &[Write]) -> Vec<Change> {
     out
 }
 
-fn sorted(mut w: Vec<Write>) -> Vec<Write> {
+fn sorted(mut w: Vec<SmpWrite>) -> Vec<SmpWrite> {
     w.sort();
     w
 }
 
 /// One write, for people: "`leaf3` LFT block 2".
-fn describe(st: &ValidState, w: Option<&Write>) -> String {
+fn describe(st: &ValidState, w: Option<&SmpWrite>) -> String {
     let name = |g| {
         st.fabric
             .find_guid(g)
             .map_or_else(|| format!("{g}"), |id| st.fabric.node(id).name().to_owned())
     };
     match w {
-        Some(Write::Lft { switch, block, .. }) => {
+        Some(SmpWrite::Lft { switch, block, .. }) => {
             format!("`{}` LFT block {block}", name(*switch))
         }
-        Some(Write::Pkeys {
+        Some(SmpWrite::Pkeys {
             node, port, block, ..
         }) => format!("`{}` port {port} P_Key block {block}", name(*node)),
-        Some(Write::Vport { node, port, vf, .. }) => {
+        Some(SmpWrite::Vport { node, port, vf, .. }) => {
             format!("`{}` port {port} VF {vf}", name(*node))
         }
         None => "(none)".to_owned(),
@@ -930,12 +930,12 @@ fn step_stats(s: &PlanStep) -> StepStats {
     let mut st = StepStats::default();
     for w in &s.writes {
         match w {
-            Write::Lft { switch, .. } => {
+            SmpWrite::Lft { switch, .. } => {
                 st.lft_blocks += 1;
                 switches.push(*switch);
             }
-            Write::Pkeys { .. } => st.pkey_blocks += 1,
-            Write::Vport {
+            SmpWrite::Pkeys { .. } => st.pkey_blocks += 1,
+            SmpWrite::Vport {
                 old_lid, new_lid, ..
             } => {
                 st.vports += 1;
@@ -957,7 +957,7 @@ fn step_stats(s: &PlanStep) -> StepStats {
 /// pairs talk that the current tables let talk, in the second only pairs the desired ones do:
 /// no pair that neither allows ever talks (a pair whose partition changes may be cut between
 /// the steps). A port without a table holds the default key `0xffff`.
-fn pkey_writes(old: &ValidState, new: &ValidState) -> (Vec<Write>, Vec<Write>) {
+fn pkey_writes(old: &ValidState, new: &ValidState) -> (Vec<SmpWrite>, Vec<SmpWrite>) {
     let table = |s: &ValidState, r: &PortRef| -> Vec<u16> {
         s.ports.get(r).and_then(|p| p.pkeys.as_ref()).map_or_else(
             || vec![PKey::DEFAULT.0],
@@ -1019,7 +1019,7 @@ fn pkey_writes(old: &ValidState, new: &ValidState) -> (Vec<Write>, Vec<Write>) {
 }
 
 /// The 32-entry blocks in which table `a` and `b` differ, as writes from `a` to `b`.
-fn blocks(node: weft_fabric::Guid, port: u8, a: &[u16], b: &[u16]) -> Vec<Write> {
+fn blocks(node: weft_fabric::Guid, port: u8, a: &[u16], b: &[u16]) -> Vec<SmpWrite> {
     let n = a.len().max(b.len()).div_ceil(PKEY_BLOCK);
     (0..n)
         .filter_map(|k| {
@@ -1029,7 +1029,7 @@ fn blocks(node: weft_fabric::Guid, port: u8, a: &[u16], b: &[u16]) -> Vec<Write>
                     .collect()
             };
             let (x, y) = (cut(a), cut(b));
-            (x != y).then_some(Write::Pkeys {
+            (x != y).then_some(SmpWrite::Pkeys {
                 node,
                 port,
                 block: k as u16,

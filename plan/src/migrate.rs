@@ -33,7 +33,7 @@
 use crate::{order, PlanError};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
-use weft_fabric::plan::{PlanStep, Write};
+use weft_fabric::plan::{PlanStep, SmpWrite};
 use weft_fabric::{
     FabricState, Lid, LinkState, NodeId, PKey, PortNum, PortRef, ValidState, VirtualPort, LFT_UNSET,
 };
@@ -560,9 +560,9 @@ pub(crate) fn vf_pkeys(v: &VirtualPort) -> Vec<u16> {
 }
 
 /// The write that takes VF `old` to `new`.
-pub(crate) fn vf_write(st: &ValidState, old: &VirtualPort, new: &VirtualPort) -> Write {
+pub(crate) fn vf_write(st: &ValidState, old: &VirtualPort, new: &VirtualPort) -> SmpWrite {
     let keys = vf_pkeys;
-    Write::Vport {
+    SmpWrite::Vport {
         node: st.fabric.node(old.host.node).guid(),
         port: old.host.port.0,
         vf: old.vf,

@@ -8,12 +8,12 @@ use crate::Rerouted;
 use std::collections::{BTreeMap, BTreeSet};
 use weft_fabric::forward::{self, Dest, Mark, Next, Routes};
 use weft_fabric::graph::{self, Ready};
-use weft_fabric::plan::{Write, LFT_BLOCK};
+use weft_fabric::plan::{SmpWrite, LFT_BLOCK};
 use weft_fabric::{Guid, NodeId, PortNum, PortRef, ValidState, LFT_UNSET};
 
 /// Stages of LFT writes, in order, and what they change.
 pub(crate) struct Order {
-    pub stages: Vec<Vec<Write>>,
+    pub stages: Vec<Vec<SmpWrite>>,
     pub rerouted: Rerouted,
     pub changed: u64,
 }
@@ -83,7 +83,7 @@ pub(crate) fn staged(
     start: &ValidState,
     changed: &[(NodeId, u16)],
     target: &dyn Fn(NodeId, u16) -> u8,
-) -> Vec<Vec<Write>> {
+) -> Vec<Vec<SmpWrite>> {
     let index = |x: NodeId, lid: u16| changed.binary_search(&(x, lid)).ok();
     // Each changed entry's parent: the same LID's entry at its new next switch, when that
     // changes too.
@@ -136,11 +136,11 @@ pub(crate) fn staged(
                     *slot = target(x, lid);
                 }
             }
-            writes.push(Write::Lft {
+            writes.push(SmpWrite::Lft {
                 switch: start.fabric.node(x).guid(),
                 block: b,
-                old: Write::lft_hex(&before),
-                new: Write::lft_hex(now.as_slice()),
+                old: before,
+                new: *now,
             });
         }
         stages.push(writes);
@@ -301,7 +301,7 @@ pub(crate) fn rerouted(start: &ValidState, changed: &[(NodeId, u16)]) -> Reroute
 
 /// An LFT block write as one write per changed entry, in entry order, each block as it is
 /// then (other writes unchanged).
-pub(crate) fn per_entry(w: &Write) -> Vec<Write> {
+pub(crate) fn per_entry(w: &SmpWrite) -> Vec<SmpWrite> {
     let Some((switch, block, a, b)) = lft_block(w) else {
         return vec![w.clone()];
     };
@@ -318,31 +318,26 @@ pub(crate) fn per_entry(w: &Write) -> Vec<Write> {
         if let Some(slot) = now.get_mut(i) {
             *slot = y;
         }
-        out.push(Write::Lft {
+        out.push(SmpWrite::Lft {
             switch,
             block,
-            old: Write::lft_hex(&before),
-            new: Write::lft_hex(&now),
+            old: before,
+            new: now,
         });
     }
     out
 }
 
 /// An LFT write's switch, block and entries before and after (`None` for another write).
-pub(crate) fn lft_block(w: &Write) -> Option<(Guid, u16, [u8; LFT_BLOCK], [u8; LFT_BLOCK])> {
+pub(crate) fn lft_block(w: &SmpWrite) -> Option<(Guid, u16, [u8; LFT_BLOCK], [u8; LFT_BLOCK])> {
     match w {
-        Write::Lft {
+        SmpWrite::Lft {
             switch,
             block,
             old,
             new,
-        } => Some((
-            *switch,
-            *block,
-            Write::lft_entries(old),
-            Write::lft_entries(new),
-        )),
-        Write::Pkeys { .. } | Write::Vport { .. } => None,
+        } => Some((*switch, *block, *old, *new)),
+        SmpWrite::Pkeys { .. } | SmpWrite::Vport { .. } => None,
     }
 }
 

@@ -3,7 +3,7 @@
 //! `isolated` in every mix sees them ([`weft_verifier::partition_mix`]).
 
 use std::collections::BTreeMap;
-use weft_fabric::plan::{Member, Plan, PlanPartition, SmPort, Write};
+use weft_fabric::plan::{Member, Plan, PlanPartition, SmPort, SmpWrite};
 use weft_fabric::{Lid, PortRef, ValidState};
 use weft_verifier::partition_mix::{Declared, PkeyWrite};
 
@@ -175,13 +175,13 @@ pub fn declared(plan: &Plan, st: &ValidState) -> Result<(Declared, usize), Strin
 /// VF (by hypervisor port, then port GUID, else index) with its LID and table. A write to a
 /// node `st` does not have, to a switch's ports (partition enforcement is not modelled), or
 /// to a VF it does not have is named.
-pub fn pkey_writes(st: &ValidState, writes: &[Write]) -> Result<Vec<PkeyWrite>, String> {
+pub fn pkey_writes(st: &ValidState, writes: &[SmpWrite]) -> Result<Vec<PkeyWrite>, String> {
     let f = &st.fabric;
     let mut out = Vec::new();
     for w in writes {
         match w {
-            Write::Lft { .. } => {}
-            Write::Pkeys {
+            SmpWrite::Lft { .. } => {}
+            SmpWrite::Pkeys {
                 node,
                 port,
                 block,
@@ -211,7 +211,7 @@ pub fn pkey_writes(st: &ValidState, writes: &[Write]) -> Result<Vec<PkeyWrite>, 
                     new: new.clone(),
                 });
             }
-            Write::Vport {
+            SmpWrite::Vport {
                 node,
                 port,
                 vf,

@@ -7,7 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
-use weft_fabric::plan::Write;
+use weft_fabric::plan::SmpWrite;
 use weft_fabric::{NodeId, ValidState};
 use weft_plan::{check_steps, plan, start, Mode, Options, PlanError};
 use weft_verifier::testkit::{self, Rng};
@@ -44,7 +44,7 @@ fn plans_replay_to_the_desired_tables() {
                     Ok(p) => {
                         planned += 1;
                         let s = start(old, new, mode).unwrap();
-                        let steps: Vec<Vec<Write>> =
+                        let steps: Vec<Vec<SmpWrite>> =
                             p.plan.steps.iter().map(|st| st.writes.clone()).collect();
                         let checks = check_steps(&s, &steps, Scope::All, &Default::default());
                         assert_eq!(checks.len(), steps.len(), "case {k}");

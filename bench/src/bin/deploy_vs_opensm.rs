@@ -39,6 +39,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use weft_bench::{log_span_ms, log_time, median, weft_binary};
+use weft_fabric::build_dir;
 use weft_tests::ibsim::{self, Ibsim, Limits};
 
 /// Under ibsim (re-run by `main` with `--child-rate W`): LFT-block Gets and Sets per second
@@ -152,10 +153,10 @@ fn main() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let state = weft_fabric::ValidState::from_json(
-        &std::fs::read_to_string(build.join("state.json")).unwrap(),
+        &std::fs::read_to_string(build.join(build_dir::STATE)).unwrap(),
     )
     .unwrap();
-    let net = std::fs::read_to_string(build.join("topology.net")).unwrap();
+    let net = std::fs::read_to_string(build.join(build_dir::TOPOLOGY)).unwrap();
     let limits = Limits::for_fabric(&state.fabric);
     let (mut weft_s, mut smps, mut osm_s, mut osm_dist) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -221,7 +222,7 @@ fn main() {
         let sim = Ibsim::start(&tools, &net, Some(limits)).unwrap();
         let cache = work.join(format!("osm{run}"));
         std::fs::create_dir_all(&cache).unwrap();
-        std::fs::copy(build.join("guid2lid"), cache.join("guid2lid")).unwrap();
+        std::fs::copy(build.join(build_dir::GUID2LID), cache.join("guid2lid")).unwrap();
         let log = cache.join("osm.log");
         let t = Instant::now();
         sim.run_env(
@@ -231,7 +232,7 @@ fn main() {
                 "-R",
                 "file",
                 "-U",
-                build.join("lfts.dump").to_str().unwrap(),
+                build.join(build_dir::LFTS).to_str().unwrap(),
                 "-D",
                 "0x7",
                 "-f",

@@ -120,22 +120,18 @@ fn read_section(s: &Section<'_>, fabric: &Fabric) -> Read {
             let guid = line
                 .split_once(" guid ")
                 .and_then(|(_, r)| r.split_whitespace().next())
-                .and_then(|g| g.strip_prefix("0x"))
-                .and_then(|g| u64::from_str_radix(g, 16).ok());
+                .and_then(|g| g.parse::<crate::Guid>().ok());
             switch = Some(match guid {
                 None => {
                     c.error(line_no, "a switch header without ` guid 0x…`");
                     None
                 }
-                Some(g) => match fabric.find_guid(crate::Guid(g)) {
+                Some(g) => match fabric.find_guid(g) {
                     Some(id) if fabric.node(id).is_switch() => Some(id),
                     Some(id) => {
                         c.error(
                             line_no,
-                            format!(
-                                "`{}` (GUID {g:#018x}) is not a switch",
-                                fabric.node(id).name()
-                            ),
+                            format!("`{}` (GUID {g}) is not a switch", fabric.node(id).name()),
                         );
                         None
                     }
@@ -143,7 +139,7 @@ fn read_section(s: &Section<'_>, fabric: &Fabric) -> Read {
                         c.warn(
                             line_no,
                             format!(
-                                "no switch with GUID {g:#018x} in the topology; its entries are skipped"
+                                "no switch with GUID {g} in the topology; its entries are skipped"
                             ),
                         );
                         None

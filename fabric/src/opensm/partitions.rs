@@ -130,7 +130,7 @@ pub fn write_partitions(state: &FabricState) -> Option<String> {
         for (guid, m) in members {
             let sep = if first { "" } else { "," };
             first = false;
-            let _ = write!(out, "{sep}\n    {:#018x}={}", guid.0, m.word());
+            let _ = write!(out, "{sep}\n    {guid}={}", m.word());
         }
         if *base == DEFAULT {
             let sep = if first { "" } else { "," };

@@ -110,7 +110,7 @@ pub fn write_path_sl(state: &FabricState, which: PslSls) -> String {
                 PslSls::Lowest => 1,
             };
             for sl in sls.iter().take(take) {
-                let _ = writeln!(out, "{:#018x} {lid} {}", g.0, sl.0);
+                let _ = writeln!(out, "{g} {lid} {}", sl.0);
             }
         }
     }

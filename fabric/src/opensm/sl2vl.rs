@@ -211,8 +211,8 @@ pub fn write_sl2vl(state: &FabricState) -> String {
                 let lid = state.lids.get(id, p.num).map_or(0, |l| l.0);
                 let _ = writeln!(
                     out,
-                    "{kind} {:#018x}, base LID {lid}, \"{}\"\n{HEADER}\n{SEPARATOR}",
-                    p.guid.0,
+                    "{kind} {}, base LID {lid}, \"{}\"\n{HEADER}\n{SEPARATOR}",
+                    p.guid,
                     n.name()
                 );
                 let vl = state

@@ -368,15 +368,11 @@ impl fmt::Display for StateErrors {
 
 impl std::error::Error for StateErrors {}
 
-pub(crate) fn guid_text(g: crate::Guid) -> String {
-    format!("{:#018x}", g.0)
-}
-
 fn port_name(f: &Fabric, node: NodeId, port: u8) -> PortName {
     match f.nodes().get(node.index()) {
         Some(n) => PortName {
             node: n.name().to_owned(),
-            guid: guid_text(n.guid()),
+            guid: n.guid().to_string(),
             port,
         },
         None => PortName {
@@ -442,7 +438,7 @@ fn vport_name(f: &Fabric, v: &super::VirtualPort) -> PortName {
     let host = port_name(f, v.host.node, v.host.port.0);
     PortName {
         node: format!("{} vf{}", host.node, v.vf),
-        guid: guid_text(v.guid),
+        guid: v.guid.to_string(),
         port: v.host.port.0,
     }
 }
@@ -495,7 +491,7 @@ fn check_vports(st: &FabricState, errors: &mut Vec<StateError>) {
         if v.guid.0 == 0 || node_guids.contains(&v.guid.0) || !guids.insert(v.guid) {
             errors.push(bad(format!(
                 "GUID {} is zero or another VF's, node's or port's",
-                guid_text(v.guid)
+                v.guid
             )));
         }
         if let Some(vm) = &v.vm {
@@ -708,7 +704,7 @@ fn check_switches(st: &FabricState, errors: &mut Vec<StateError>) {
             });
             continue;
         };
-        let (name, guid) = (node.name().to_owned(), guid_text(node.guid()));
+        let (name, guid) = (node.name().to_owned(), node.guid().to_string());
         if !node.is_switch() {
             errors.push(StateError::NotASwitch { node: name, guid });
             continue;

@@ -63,14 +63,6 @@ pub struct CheckSummary {
     pub states: u64,
 }
 
-fn parse_guid(s: &str) -> Option<Guid> {
-    let h = s.strip_prefix("0x")?;
-    if h.is_empty() || h.len() > 16 {
-        return None;
-    }
-    u64::from_str_radix(h, 16).ok().map(Guid)
-}
-
 /// Re-checks `cert` against `state` for `req`, trusting nothing else.
 pub fn check(
     state: &ValidState,
@@ -144,12 +136,19 @@ pub fn check(
 
     let net = Net::new(state);
     let f = &state.fabric;
+    // The node a certificate names by its GUID.
+    let node_of = |g: &str| {
+        g.parse::<Guid>()
+            .ok()
+            .and_then(|g| f.find_guid(g))
+            .ok_or_else(|| {
+                CertificateError::Node(format!("node `{g}`, which the fabric does not have"))
+            })
+    };
     // Ranks by channel id; u32::MAX where the certificate gives none.
     let mut rank = vec![u32::MAX; net.ports as usize * usize::from(net.vls)];
     for (g, p, vl, r) in &cert.deadlock_free.channels {
-        let node = parse_guid(g).and_then(|g| f.find_guid(g)).ok_or_else(|| {
-            CertificateError::Node(format!("node `{g}`, which the fabric does not have"))
-        })?;
+        let node = node_of(g)?;
         if *r == u32::MAX {
             return Err(CertificateError::Rank {
                 from: format!("{g}:{p} vl {vl}"),
@@ -173,9 +172,7 @@ pub fn check(
     // Label position of each switch index.
     let mut pos = vec![NO_INDEX; net.switches.len()];
     for (j, g) in cert.connected.switches.iter().enumerate() {
-        let node = parse_guid(g).and_then(|g| f.find_guid(g)).ok_or_else(|| {
-            CertificateError::Node(format!("node `{g}`, which the fabric does not have"))
-        })?;
+        let node = node_of(g)?;
         let k = net.switch_of(node.0);
         let Some(slot) = pos.get_mut(k as usize) else {
             return Err(CertificateError::Node(format!(

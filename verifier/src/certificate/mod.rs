@@ -312,10 +312,6 @@ impl Certificate {
     }
 }
 
-pub(crate) fn guid_hex(g: weft_fabric::Guid) -> String {
-    format!("{:#018x}", g.0)
-}
-
 /// Builds the certificate of a proven state from the explicit engine's results.
 pub(crate) fn build(
     net: &Net<'_>,
@@ -333,7 +329,7 @@ pub(crate) fn build(
         .filter_map(|&c| {
             let (n, p, vl) = net.channel_parts(c)?;
             let g = nodes.get(n as usize)?.guid();
-            Some((guid_hex(g), p, vl, ranks.get(c as usize).copied()?))
+            Some((g.to_string(), p, vl, ranks.get(c as usize).copied()?))
         })
         .collect();
     channels.sort();
@@ -349,7 +345,7 @@ pub(crate) fn build(
             switches: net
                 .switches
                 .iter()
-                .filter_map(|&x| nodes.get(x as usize).map(|n| guid_hex(n.guid())))
+                .filter_map(|&x| nodes.get(x as usize).map(|n| n.guid().to_string()))
                 .collect(),
             destinations: labels
                 .into_iter()

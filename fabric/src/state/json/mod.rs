@@ -50,7 +50,7 @@
 //! * Unknown fields are refused (a typo never silently drops a table), except the top-level
 //!   fields weft itself writes beside the state (`quality`, `routing`).
 
-use super::valid::{guid_text, StateError, StateErrors};
+use super::valid::{StateError, StateErrors};
 use super::{
     DlidSls, FabricState, Lft, LidRange, Membership, PKey, Partition, PathSl, PortState, Sl2VlRow,
     SlSet, SourceSls, SwitchSls, SwitchState, TrafficClass, ValidState, VlArb,
@@ -77,30 +77,13 @@ pub struct GuidHex(pub Guid);
 
 impl Serialize for GuidHex {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&guid_text(self.0))
+        crate::ids::guid_hex::serialize(&self.0, s)
     }
 }
 
 impl<'de> Deserialize<'de> for GuidHex {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<GuidHex, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = GuidHex;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a GUID as a hex string such as \"0x0002c90300a1b2c3\"")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<GuidHex, E> {
-                let hex = v
-                    .strip_prefix("0x")
-                    .or_else(|| v.strip_prefix("0X"))
-                    .filter(|h| !h.is_empty() && h.len() <= 16)
-                    .ok_or_else(|| E::invalid_value(de::Unexpected::Str(v), &self))?;
-                u64::from_str_radix(hex, 16)
-                    .map(|g| GuidHex(Guid(g)))
-                    .map_err(|_| E::invalid_value(de::Unexpected::Str(v), &self))
-            }
-        }
-        d.deserialize_str(V)
+        crate::ids::guid_hex::deserialize(d).map(GuidHex)
     }
 }
 
@@ -685,7 +668,7 @@ pub fn read(text: &str) -> Result<ValidState, StateErrors> {
                 Some(n) => st.sm.push(PortRef::new(n, port)),
                 None => errors.push(StateError::UnknownGuid {
                     at: format!("sm[{i}]"),
-                    guid: guid_text(g.0),
+                    guid: g.0.to_string(),
                 }),
             }
         }
@@ -770,7 +753,7 @@ fn build(raw: FabricJson, errors: &mut Vec<StateError>) -> Option<Fabric> {
             None => {
                 errors.push(StateError::UnknownGuid {
                     at: at.clone(),
-                    guid: guid_text(g.0),
+                    guid: g.0.to_string(),
                 });
                 None
             }
@@ -810,7 +793,7 @@ fn fill(
         if found.is_none() {
             errors.push(StateError::UnknownGuid {
                 at,
-                guid: guid_text(g.0),
+                guid: g.0.to_string(),
             });
         }
         found
@@ -829,7 +812,7 @@ fn fill(
         {
             errors.push(StateError::Fabric {
                 at,
-                message: format!("port {p} of {} has two LID entries", guid_text(g.0)),
+                message: format!("port {p} of {} has two LID entries", g.0),
             });
         }
     }
@@ -847,7 +830,7 @@ fn fill(
         if st.switches.insert(n, table).is_some() {
             errors.push(StateError::Fabric {
                 at,
-                message: format!("{} has two switch tables", guid_text(s.guid.0)),
+                message: format!("{} has two switch tables", s.guid.0),
             });
         }
     }
@@ -864,11 +847,7 @@ fn fill(
         if st.ports.insert(PortRef::new(n, p.port), table).is_some() {
             errors.push(StateError::Fabric {
                 at,
-                message: format!(
-                    "port {} of {} has two port tables",
-                    p.port,
-                    guid_text(p.guid.0)
-                ),
+                message: format!("port {} of {} has two port tables", p.port, p.guid.0),
             });
         }
     }
@@ -926,7 +905,7 @@ fn partitions(st: &mut FabricState, raw: Vec<PartitionJson>, errors: &mut Vec<St
             let Some(n) = st.fabric.find_guid(g.0) else {
                 errors.push(StateError::UnknownGuid {
                     at,
-                    guid: guid_text(g.0),
+                    guid: g.0.to_string(),
                 });
                 continue;
             };
@@ -935,8 +914,7 @@ fn partitions(st: &mut FabricState, raw: Vec<PartitionJson>, errors: &mut Vec<St
                     at,
                     message: format!(
                         "port {port} of {} is listed twice in partition `{}`",
-                        guid_text(g.0),
-                        p.name
+                        g.0, p.name
                     ),
                 });
             }
@@ -983,7 +961,7 @@ fn vports(st: &mut FabricState, raw: Vec<VportJson>, errors: &mut Vec<StateError
         let Some(n) = st.fabric.find_guid(v.host.0 .0) else {
             errors.push(StateError::UnknownGuid {
                 at: format!("vports[{i}].host"),
-                guid: guid_text(v.host.0 .0),
+                guid: v.host.0 .0.to_string(),
             });
             continue;
         };
