@@ -9,7 +9,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::Path;
-use weft_compiler::NoFiles;
 use weft_fabric::{FabricState, Lid, NodeId, PortNum, ValidState};
 use weft_verifier::reference::{replay_credit_loop, replay_pattern, walk};
 use weft_verifier::{certificate, verify, Certificate, Options, Outcome};
@@ -18,16 +17,12 @@ fn examples_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
 }
 
-/// The state weft compiles for `examples/NAME`, or `None` when it does not route (an
-/// example may be there to show a diagnostic).
-fn compiled(name: &str) -> Option<ValidState> {
-    let text = std::fs::read_to_string(examples_dir().join(name)).unwrap();
-    let c = weft_compiler::check(name, &text, &NoFiles);
-    if c.has_errors() {
-        return None;
-    }
-    let e = c.elaborated?;
-    weft_compiler::build::build(&e).ok().map(|b| b.state)
+/// The build weft makes of `examples/NAME`, as `weft build` makes it (the driver, with the
+/// files it imports); every example compiles and routes, or the test fails.
+fn compiled(name: &str) -> weft_compiler::build::Built {
+    let c = weft_driver::compile_and_route(&examples_dir().join(name), &weft_driver::quietly)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    weft_tests::built(c)
 }
 
 #[test]
@@ -46,8 +41,10 @@ fn every_compiled_example_is_proven_with_a_checked_certificate() {
         if !big && (name.contains("11664") || name.contains("45056") || name.contains("5832")) {
             continue;
         }
-        let Some(st) = compiled(name) else { continue };
-        let properties = weft_verifier::Property::defaults(&st);
+        let built = compiled(name);
+        // What the build promises (the driver's), as `weft build` proves it.
+        let properties = weft_driver::properties(&built);
+        let st = built.state;
         let r = verify(
             &st,
             &Options {
@@ -82,7 +79,7 @@ fn every_compiled_example_is_proven_with_a_checked_certificate() {
 
 #[test]
 fn every_breaking_lft_corruption_of_a_compiled_fabric_is_caught() {
-    let st = compiled("lab-16.weft").expect("lab-16 compiles");
+    let st = compiled("lab-16.weft").state;
     assert!(verify(&st, &Options::default()).is_proven());
     let lids = st.lids.max_lid(&st.fabric);
     let ports: Vec<(NodeId, u8)> = st

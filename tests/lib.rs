@@ -293,23 +293,35 @@ pub fn example(name: &str) -> String {
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
-/// The state weft compiles for a program (panics, with the rendered diagnostics, on errors).
+/// The state weft compiles for a program, through the driver as every command compiles
+/// (panics, with the rendered diagnostics, on errors).
+pub fn compiled(src: &str) -> weft_fabric::ValidState {
+    built(weft_driver::compile_text(
+        "t.weft",
+        src,
+        &weft_compiler::NoFiles,
+        &weft_driver::quietly,
+    ))
+    .state
+}
+
+/// The build of what the driver compiled (panics, with the rendered diagnostics, when the
+/// program or its routing has errors).
 #[expect(
     clippy::panic,
     reason = "a test fixture stops on a program weft refuses"
 )]
-pub fn compiled(src: &str) -> weft_fabric::ValidState {
+pub fn built(c: weft_driver::Compiled) -> weft_compiler::build::Built {
     use weft_compiler::diagnostic::{render, RenderOptions};
-    let c = weft_compiler::check("t.weft", src, &weft_compiler::NoFiles);
-    assert!(
-        !c.has_errors(),
-        "{}",
-        render(&c.diagnostics, &c.sources, RenderOptions::plain())
+    let shown = render(
+        &c.diagnostics(),
+        &c.compilation.sources,
+        RenderOptions::plain(),
     );
-    let e = c.elaborated.unwrap_or_else(|| panic!("nothing elaborated"));
-    weft_compiler::build::build(&e)
-        .unwrap_or_else(|d| panic!("{d:?}"))
-        .state
+    match c.built {
+        Some(Ok(b)) if !c.compilation.has_errors() => b,
+        _ => panic!("{shown}"),
+    }
 }
 
 /// `(switch GUID, LID) → port` from OpenSM's LFT dump or `dump_fts` output.

@@ -24,7 +24,6 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 use weft_bench::example;
-use weft_compiler::NoFiles;
 use weft_fabric::ValidState;
 use weft_verifier::{certificate, verify, Options};
 
@@ -35,12 +34,7 @@ fn compiled(name: &str) -> ValidState {
 
 /// The state weft compiles for a program.
 fn compiled_text(name: &str, text: &str) -> ValidState {
-    let c = weft_compiler::check(name, text, &NoFiles);
-    assert!(!c.has_errors(), "{name} has errors");
-    let e = c.elaborated.expect("elaborated");
-    weft_compiler::build::build(&e)
-        .unwrap_or_else(|d| panic!("{name} does not route: {d:?}"))
-        .state
+    weft_bench::compiled_as(name, text)
 }
 
 fn peak_rss_mib() -> u64 {

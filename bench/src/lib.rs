@@ -34,16 +34,19 @@ pub fn example_with(name: &str, sections: &str) -> String {
     format!("{}{sections}}}\n", &text[..end])
 }
 
-/// The state weft compiles for a program.
+/// The state weft compiles for a program, through the driver as every command compiles.
 pub fn compiled(text: &str) -> weft_fabric::ValidState {
-    let c = weft_compiler::check("t.weft", text, &weft_compiler::NoFiles);
-    assert!(!c.has_errors(), "the program has errors");
-    let e = c
-        .elaborated
-        .unwrap_or_else(|| panic!("the program elaborates to nothing"));
-    weft_compiler::build::build(&e)
-        .unwrap_or_else(|d| panic!("the program does not route: {d:?}"))
-        .state
+    compiled_as("t.weft", text)
+}
+
+/// [`compiled`], naming the program `name` in what it says.
+pub fn compiled_as(name: &str, text: &str) -> weft_fabric::ValidState {
+    let c = weft_driver::compile_text(name, text, &weft_compiler::NoFiles, &weft_driver::quietly);
+    assert!(!c.has_errors(), "{name} has errors");
+    match c.built {
+        Some(Ok(b)) => b.state,
+        _ => panic!("{name} does not route"),
+    }
 }
 
 /// The fabric an example elaborates to.

@@ -33,7 +33,6 @@ use weft_compiler::{Compilation, Summary};
     name = "weft",
     version,
     arg_required_else_help = true,
-    args_conflicts_with_subcommands = true,
     about = "A declarative compiler and verifier for InfiniBand fabrics"
 )]
 struct Cli {
@@ -43,8 +42,9 @@ struct Cli {
     /// No progress line and no summary when all is well: only findings and errors.
     #[arg(long, short, global = true)]
     quiet: bool,
-    /// Print what a finding code means (`weft --explain weft::credit_loop`) and exit.
-    #[arg(long, value_name = "CODE", exclusive = true)]
+    /// Print what a finding code means (`weft --explain weft::credit_loop`) and exit; not
+    /// with a command.
+    #[arg(long, value_name = "CODE")]
     explain: Option<String>,
     #[command(subcommand)]
     command: Option<Command>,
@@ -318,8 +318,16 @@ fn refused(
 }
 
 fn run(cli: Cli) -> Result<ExitCode, Fatal> {
-    let Some(command) = cli.command else {
-        return explain(cli.explain.as_deref().unwrap_or_default());
+    let command = match (cli.command, &cli.explain) {
+        (None, Some(code)) => return explain(code),
+        (Some(_), Some(_)) => {
+            return Err(Fatal::Run(
+                "`--explain CODE` prints a code's page; give it without a command".into(),
+            ))
+        }
+        (Some(c), None) => c,
+        // `arg_required_else_help` shows the help before this.
+        (None, None) => return Err(Fatal::Run("give a command or `--explain CODE`".into())),
     };
     let (name, format) = command.output();
     let result = dispatch(command, cli.color, cli.quiet);

@@ -873,3 +873,37 @@ fn tenants_build_writes_partitions_conf() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn global_flags_go_before_the_command_and_explain_goes_alone() {
+    let o = weft(&[
+        "--color",
+        "never",
+        "--quiet",
+        "check",
+        "--no-verify",
+        "examples/lab-16.weft",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let o = weft(&["--explain", "credit_loop"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).starts_with("### `weft::credit_loop`\n"),
+        "{}",
+        text(&o.stdout)
+    );
+    let o = weft(&[
+        "--explain",
+        "weft::credit_loop",
+        "check",
+        "examples/lab-16.weft",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stdout));
+    let o = weft(&["--explain", "credit_lop"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("the closest are weft::credit_loop"),
+        "{}",
+        text(&o.stderr)
+    );
+}

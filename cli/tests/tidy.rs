@@ -70,6 +70,7 @@ const RULES: &[(&str, &[&str], &str)] = &[
         &[
             "weft-compiler",
             "weft-deploy",
+            "weft-driver",
             "weft-fabric",
             "weft-metrics",
             "weft-plan",
@@ -82,6 +83,7 @@ const RULES: &[(&str, &[&str], &str)] = &[
         &[
             "weft-compiler",
             "weft-deploy",
+            "weft-driver",
             "weft-fabric",
             "weft-metrics",
             "weft-plan",
