@@ -409,16 +409,7 @@ mod tests {
                 breaks in 1usize..5,
             ) {
                 let mut rng = Rng(seed);
-                let f = testkit::small_fabric(&mut rng);
-                let lids = testkit::sequential_lids(&f);
-                let mut st = if rng.below(2) == 0 {
-                    testkit::route_updown(&f, lids)
-                } else {
-                    testkit::route_minhop(&f, lids)
-                };
-                for _ in 0..breaks {
-                    testkit::break_forwarding(&mut rng, &mut st);
-                }
+                let st = testkit::broken_state(&mut rng, breaks);
                 let q = quality(&st, &QualityOptions::default());
                 let ends = st
                     .fabric

@@ -384,16 +384,7 @@ mod tests {
         #[test]
         fn broken_destinations_are_the_verifiers(seed in any::<u64>(), breaks in 1usize..5) {
             let mut rng = Rng(seed);
-            let f = testkit::small_fabric(&mut rng);
-            let lids = testkit::sequential_lids(&f);
-            let mut st = if rng.below(2) == 0 {
-                testkit::route_updown(&f, lids)
-            } else {
-                testkit::route_minhop(&f, lids)
-            };
-            for _ in 0..breaks {
-                testkit::break_forwarding(&mut rng, &mut st);
-            }
+            let mut st = testkit::broken_state(&mut rng, breaks);
             let Ok(v) = ValidState::new(st) else {
                 return Err(TestCaseError::reject("not a valid state"));
             };

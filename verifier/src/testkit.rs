@@ -668,3 +668,21 @@ pub fn arbitrate(rng: &mut Rng, st: &mut FabricState) -> Vec<ArbEdit> {
     }
     edits
 }
+
+/// A random small fabric ([`small_fabric`]) routed up/down or min-hop (one of the two at
+/// random), then broken in `breaks` places ([`break_forwarding`]): the states on which the
+/// paths that must agree (the model's walk, the metrics, the planner, the verifier) are held
+/// to each other.
+pub fn broken_state(rng: &mut Rng, breaks: usize) -> FabricState {
+    let f = small_fabric(rng);
+    let lids = sequential_lids(&f);
+    let mut st = if rng.below(2) == 0 {
+        route_updown(&f, lids)
+    } else {
+        route_minhop(&f, lids)
+    };
+    for _ in 0..breaks {
+        break_forwarding(rng, &mut st);
+    }
+    st
+}

@@ -42,10 +42,7 @@ impl RoutingEngine for Layered {
 
     fn claims(&self, _: &LidAssignment) -> Claims {
         // Deadlock-free over its layers (SL i on VL i), not on one VL.
-        Claims {
-            deadlock_free: true,
-            apm_disjoint: false,
-        }
+        Claims::DEADLOCK_FREE
     }
 
     fn route(&self, input: &RoutingInput<'_>) -> Result<Routes, RouteError> {

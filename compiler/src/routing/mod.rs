@@ -69,6 +69,14 @@ pub struct Claims {
     pub apm_disjoint: bool,
 }
 
+impl Claims {
+    /// Deadlock-free, and nothing about APM: what `updn` and `layered` claim.
+    pub const DEADLOCK_FREE: Claims = Claims {
+        deadlock_free: true,
+        apm_disjoint: false,
+    };
+}
+
 /// Layers of a routing: SL `i` travels on VL `i` on every hop.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Layers {

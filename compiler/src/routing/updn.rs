@@ -64,10 +64,7 @@ impl RoutingEngine for UpDown {
     }
 
     fn claims(&self, _: &LidAssignment) -> Claims {
-        Claims {
-            deadlock_free: true,
-            apm_disjoint: false,
-        }
+        Claims::DEADLOCK_FREE
     }
 
     fn route(&self, input: &RoutingInput<'_>) -> Result<Routes, RouteError> {
