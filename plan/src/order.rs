@@ -384,7 +384,7 @@ mod tests {
         #[test]
         fn broken_destinations_are_the_verifiers(seed in any::<u64>(), breaks in 1usize..5) {
             let mut rng = Rng(seed);
-            let mut st = testkit::broken_state(&mut rng, breaks);
+            let st = testkit::broken_state(&mut rng, breaks);
             let Ok(v) = ValidState::new(st) else {
                 return Err(TestCaseError::reject("not a valid state"));
             };
