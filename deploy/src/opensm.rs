@@ -322,18 +322,6 @@ mod tests {
     }
 
     #[test]
-    fn qos_lines_replace_in_place_and_append_the_rest() {
-        let conf =
-            "# site settings\nrouting_engine file\nqos FALSE\n# qos_max_vls 2\nlog_flags 0x03\n";
-        let lines = conf_values("qos TRUE\nqos_max_vls 8\nqos_sl2vl 0,1,2\n");
-        assert_eq!(
-            merge_conf(conf, &lines),
-            "# site settings\nrouting_engine file\nqos TRUE\n# qos_max_vls 2\nlog_flags 0x03\n\
-             # set by weft apply --target opensm\nqos_max_vls 8\nqos_sl2vl 0,1,2\n"
-        );
-    }
-
-    #[test]
     fn another_engine_is_refused_before_anything_is_written() {
         let dir = std::env::temp_dir().join(format!("weft-osm-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
