@@ -63,10 +63,14 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
         }
         f
     };
-    let proved = routed
-        .as_ref()
-        .zip(report.as_ref())
-        .map(|(b, r)| findings::proved(&b.state, r));
+    // What was proved, for the JSON and SARIF documents only (the digest writes the whole
+    // state: the human summary does not pay for it).
+    let proved = || {
+        routed
+            .as_ref()
+            .zip(report.as_ref())
+            .map(|(b, r)| findings::proved(&b.state, r))
+    };
     match format {
         Format::Human => {
             let found = found();
@@ -122,7 +126,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
                     "engine_used": routed.as_ref().map(|b| b.engine_used.name()),
                     "engine_why": routed.as_ref().map(|b| &b.why),
                     "verdict": report.as_ref().map(|r| &r.verdict),
-                    "proved": proved,
+                    "proved": proved(),
                     "findings": found(),
                 }),
             );
@@ -134,7 +138,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
                 "engine": routed.as_ref().map(|b| b.engine.name()),
                 "engine_used": routed.as_ref().map(|b| b.engine_used.name()),
                 "verdict": report.as_ref().map(|r| &r.verdict),
-                "proved": proved,
+                "proved": proved(),
             });
             out(
                 None,
