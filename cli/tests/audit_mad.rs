@@ -1,8 +1,8 @@
 //! `weft audit --target mad` on ibsim after the real OpenSM's ftree routed a two-level tree:
 //! the same verdict as `weft verify` on what `ibnetdiscover` and `dump_fts` read from the same
 //! fabric (OpenSM leaves spine pairs unreachable), and the audited state written for later;
-//! and an audit that cannot open the HCA port, shown as a finding under its deploy code in
-//! every format (no ibsim needed).
+//! an audit that cannot open the HCA port, shown as a finding under its deploy code in every
+//! format (no ibsim needed); and a fabric without LIDs, whose audit is the state's findings.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -181,4 +181,56 @@ fn an_audit_that_cannot_open_the_port_is_a_finding_in_every_format() {
         "{err}"
     );
     assert!(!err.contains("error: "), "{err}");
+}
+
+/// A fabric no SM has brought up (ibsim loaded without LIDs): what the audit reads is not a
+/// state weft can verify, so it stops (exit 2, as an audit that cannot run) with the state's
+/// findings under their `weft::state::…` codes, here as one versioned JSON document.
+#[test]
+fn an_audit_of_a_fabric_without_lids_is_the_states_findings() {
+    let Some(tools) = ibsim::require("audit_without_lids", &[]) else {
+        return;
+    };
+    let c = weft_compiler::check("t.weft", TREE, &weft_compiler::NoFiles);
+    let fabric = c.elaborated.unwrap().fabric;
+    let net = weft_fabric::ibnetdiscover::write(&fabric, None).unwrap();
+    let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(&fabric))).unwrap();
+    let out = match sim.run(
+        env!("CARGO_BIN_EXE_weft"),
+        &["audit", "--target", "mad", "--format", "json"],
+        Duration::from_secs(120),
+    ) {
+        Err(ibsim::IbsimError::Failed { output, .. }) => output,
+        other => panic!("a fabric without LIDs is no state: {other:?}"),
+    };
+    assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
+    let doc: serde_json::Value =
+        serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout));
+    assert_eq!(doc["format"], "weft-audit", "{doc}");
+    assert_eq!(doc["version"], 1, "{doc}");
+    assert_eq!(doc["ok"], false, "{doc}");
+    let found = doc["findings"].as_array().unwrap();
+    assert!(!found.is_empty(), "{doc}");
+    // For people: the same findings, rendered as a state file's are, on stderr.
+    let out = match sim.run(
+        env!("CARGO_BIN_EXE_weft"),
+        &["audit", "--target", "mad"],
+        Duration::from_secs(120),
+    ) {
+        Err(ibsim::IbsimError::Failed { output, .. }) => output,
+        other => panic!("a fabric without LIDs is no state: {other:?}"),
+    };
+    assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+    assert!(
+        out.stderr.contains("weft::state::lid_missing") && !out.stderr.contains("error: "),
+        "{}",
+        out.stderr
+    );
+    for f in found {
+        assert!(
+            f["code"].as_str().unwrap().starts_with("weft::state::"),
+            "{doc}"
+        );
+    }
 }
