@@ -105,6 +105,17 @@ pub struct Args {
     lock_dir: Option<PathBuf>,
 }
 
+impl Args {
+    /// The options given that only the `mad` target uses (libibmad's, and `--window`), by name.
+    fn mad_only_options(&self) -> Vec<&'static str> {
+        let mut given = self.mad.hca_options();
+        if self.window.is_some() {
+            given.push("--window");
+        }
+        given
+    }
+}
+
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 enum TargetArg {
     Sim,

@@ -34,10 +34,7 @@ pub(super) fn hand_off(args: &Args, quiet: bool) -> Result<ExitCode, Fatal> {
     .into_iter()
     .filter_map(|(given, name)| given.then_some(name))
     .collect();
-    other.extend(args.mad.hca_options());
-    if args.window.is_some() {
-        other.push("--window");
-    }
+    other.extend(args.mad_only_options());
     if !other.is_empty() {
         return Err(Fatal::Run(format!(
             "{}: not for --target opensm (OpenSM writes the fabric)",

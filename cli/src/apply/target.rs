@@ -14,10 +14,7 @@ use weft_fabric::{PortRef, ValidState};
 /// The simulated fabric `--fabric` holds, its SM on `--sm`, with every `--inject`ed SMP fault;
 /// the journal fault injected, if any.
 pub(super) fn sim(args: &Args) -> Result<(SimFabric, Option<JournalFault>), Fatal> {
-    let mut hca = args.mad.hca_options();
-    if args.window.is_some() {
-        hca.push("--window");
-    }
+    let hca = args.mad_only_options();
     if !hca.is_empty() {
         return Err(Fatal::Run(format!(
             "{}: only for --target mad",
