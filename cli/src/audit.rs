@@ -95,25 +95,34 @@ fn parse_hex(s: &str) -> Result<u64, String> {
 /// Runs `weft audit`.
 pub fn run(args: Args, quiet: bool) -> Result<ExitCode, Fatal> {
     let AuditTarget::Mad = args.target;
-    let mut mad = Mad::open(&args.mad.options()).map_err(|e| Fatal::Run(e.to_string()))?;
+    let mut mad =
+        Mad::open(&args.mad.options()).map_err(|e| Fatal::failed(e.code(), e.to_string()))?;
     crate::term::phase("reading the fabric");
-    let mut audited =
-        weft_deploy::audit::audit(&mut mad, &args.name).map_err(|e| Fatal::Run(e.to_string()))?;
+    let mut audited = weft_deploy::audit::audit(&mut mad, &args.name)
+        .map_err(|e| Fatal::failed(e.code(), e.to_string()))?;
     // Where the SM runs: the master SM's LID in the local port's PortInfo (modifier 0: the
     // port the SMP arrived on), owned by the port the SM runs on. None yet (LID 0), or a LID
     // no port owns: not said (`isolated` is then unknown unless `--sm` says).
     let (info, _) = mad
         .port_info(&weft_deploy::DrPath::local(), 0)
-        .map_err(|e| Fatal::Run(format!("cannot read the local port's PortInfo: {e}")))?;
+        .map_err(|e| {
+            Fatal::failed(
+                e.code(),
+                format!("cannot read the local port's PortInfo: {e}"),
+            )
+        })?;
     let owners = audited.state.lids.owners(&audited.state.fabric);
     if let Some(Some((n, p))) = owners.get(usize::from(info.master_sm_lid)) {
         if info.master_sm_lid != 0 {
             audited.state.sm = vec![weft_fabric::PortRef::new(*n, p.0)];
         }
     }
+    // What the fabric runs is not a state weft can verify: the state's findings, about the
+    // fabric read (the command could not run, as before: exit 2).
     let state = ValidState::new(audited.state).map_err(|e| {
-        Fatal::Run(format!(
-            "what the fabric runs is not a state weft can verify:\n{e}"
+        Fatal::Failed(crate::findings::of_state_errors(
+            &e,
+            &format!("the fabric on {}", mad.device()),
         ))
     })?;
     if let Some(p) = &args.write_state {

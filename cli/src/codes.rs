@@ -4,7 +4,7 @@
 use weft_fabric::code::{CodeInfo, Status};
 
 /// The registries, each with the part of weft that reports its codes.
-pub const REGISTRIES: [(&str, &[CodeInfo]); 5] = [
+pub const REGISTRIES: [(&str, &[CodeInfo]); 6] = [
     (
         "the readers of files (ibnetdiscover, state, plan, OpenSM dumps)",
         weft_fabric::code::CODES,
@@ -12,6 +12,10 @@ pub const REGISTRIES: [(&str, &[CodeInfo]); 5] = [
     ("the compiler", weft_compiler::code::CODES),
     ("the verifier", weft_verifier::CODES),
     ("the planner", weft_plan::CODES),
+    (
+        "the deploy backends (apply, audit, the OpenSM hand-off)",
+        weft_deploy::CODES,
+    ),
     ("the command line", CODES),
 ];
 
@@ -209,7 +213,7 @@ mod tests {
         );
         assert!(!e.contains("weft::partition_breach"), "{e}");
         assert!(explain("weft::no_such_code").is_none());
-        let last = REGISTRIES[4].1.iter().max().unwrap();
+        let last = REGISTRIES[5].1.iter().max().unwrap();
         assert!(explain(last.code).unwrap().contains(last.summary));
     }
 }

@@ -93,6 +93,10 @@ enum Fatal {
     /// command's output format ([`Command::output`]); for people, as `human` when given
     /// (the compiler's rendering of its diagnostics, with source excerpts).
     Input(Vec<findings::Finding>, Option<String>),
+    /// It could not run (exit 2), for a reason with a registered code (a deploy backend's: a
+    /// device, a transport, a lock, journal or OpenSM file): findings, shown as refused input
+    /// is.
+    Failed(Vec<findings::Finding>),
 }
 
 impl Fatal {
@@ -102,6 +106,11 @@ impl Fatal {
         let human = diagnostic::render(diags, sources, render_opts(color))
             + &format!("{errors} error(s), {warnings} warning(s)\n");
         Fatal::Input(findings::of_diagnostics(diags, sources), Some(human))
+    }
+
+    /// A command that could not run, for a reason under `code`, said in `message`.
+    fn failed(code: &str, message: String) -> Fatal {
+        Fatal::Failed(vec![findings::of_input(code, None, message)])
     }
 }
 
@@ -283,13 +292,15 @@ impl Command {
     }
 }
 
-/// Shows a refused input's findings in `format` (exit 1): on stderr for people (`human`
-/// when given), as the command's JSON document (`ok: false`) or a SARIF run on stdout.
+/// Shows the findings of a refused input (exit 1) or of a command that could not run (exit 2),
+/// `status`, in `format`: on stderr for people (`human` when given), as the command's JSON
+/// document (`ok: false`) or a SARIF run on stdout.
 fn refused(
     command: &str,
     format: findings::Format,
     found: &[findings::Finding],
     human: Option<String>,
+    status: u8,
 ) -> ExitCode {
     use findings::Format;
     let shown = match format {
@@ -312,7 +323,7 @@ fn refused(
         }
     };
     match shown {
-        Ok(()) => ExitCode::from(1),
+        Ok(()) => ExitCode::from(status),
         Err(_) => ExitCode::from(2),
     }
 }
@@ -332,7 +343,8 @@ fn run(cli: Cli) -> Result<ExitCode, Fatal> {
     let (name, format) = command.output();
     let result = dispatch(command, cli.color, cli.quiet);
     match result {
-        Err(Fatal::Input(found, human)) => Ok(refused(name, format, &found, human)),
+        Err(Fatal::Input(found, human)) => Ok(refused(name, format, &found, human, 1)),
+        Err(Fatal::Failed(found)) => Ok(refused(name, format, &found, None, 2)),
         other => other,
     }
 }
@@ -386,11 +398,15 @@ fn main() -> ExitCode {
             let _ = writeln!(std::io::stderr(), "error: {msg}");
             ExitCode::from(2)
         }
-        // `run` shows refused input itself.
+        // `run` shows findings itself.
         Err(Fatal::Input(found, human)) => {
             let text = human.unwrap_or_else(|| findings::human(&found));
             let _ = std::io::stderr().write_all(text.as_bytes());
             ExitCode::from(1)
+        }
+        Err(Fatal::Failed(found)) => {
+            let _ = std::io::stderr().write_all(findings::human(&found).as_bytes());
+            ExitCode::from(2)
         }
     }
 }

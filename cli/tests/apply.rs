@@ -1,8 +1,9 @@
 //! `weft apply` end to end on the `sim` target: a drain plan for a link failure on a small
 //! two-level tree applied (exit 0, the new state), a crash injected mid-plan (exit 2, the
 //! journal left) and recovered back and forward, a bad read-back rolled back (exit 1), a dry
-//! run listing exactly the plan's SMPs, a stale fabric refused with the link named, and a
-//! second apply refused while the journal of an unfinished one is there.
+//! run listing exactly the plan's SMPs, a stale fabric refused with the link named, a
+//! second apply refused while the journal of an unfinished one is there, and each refusal or
+//! failure shown as a finding under its deploy code.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -114,6 +115,54 @@ fn a_crash_leaves_a_journal_that_recovers_back_or_forward() {
         let o = weft(&args);
         assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
         assert!(text(&o.stdout).starts_with(want), "{}", text(&o.stdout));
+    }
+}
+
+/// An apply that refuses (a journal of an unfinished apply in the way: exit 1) or cannot run
+/// (a crash: exit 2; a fault or SM port that does not parse) is a finding under the deploy
+/// error's code, shown as every command's findings are, the crash with the journal to recover
+/// as its help.
+#[test]
+fn refusals_and_failures_are_findings_with_their_codes() {
+    let d = setup("codes");
+    let journal = d.join("plan.json.journal");
+    let o = apply(&d, &["--inject", "crash@1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stderr),
+        format!(
+            "× the writer crashed (injected after 1 writes); the journal is left for `weft apply \
+             --recover` [weft::deploy::crashed]\n  help: the journal is left for `weft apply \
+             --recover {}`\n1 error(s), 0 warning(s)\n",
+            journal.display()
+        )
+    );
+    let o = apply(&d, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stderr),
+        format!(
+            "× journal {0} records an apply that did not end: recover it first (`weft apply \
+             --recover {0}`); nothing was written [weft::deploy::journal_unfinished]\n1 error(s), 0 warning(s)\n",
+            journal.display()
+        )
+    );
+    for (extra, code) in [
+        (["--inject", "melt@1"], "weft::deploy::fault_syntax"),
+        (["--sm", "nosuch/1"], "weft::deploy::sm_port_unknown_node"),
+        (["--sm", "nosuch"], "weft::deploy::sm_port_syntax"),
+    ] {
+        let o = apply(&d, &extra);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", text(&o.stderr));
+        let err = text(&o.stderr);
+        assert!(
+            err.starts_with(&format!("× {} `{}`: ", extra[0], extra[1])),
+            "{err}"
+        );
+        assert!(
+            err.ends_with(&format!(" [{code}]\n1 error(s), 0 warning(s)\n")),
+            "{err}"
+        );
     }
 }
 

@@ -1,6 +1,8 @@
 //! `weft audit --target mad` on ibsim after the real OpenSM's ftree routed a two-level tree:
 //! the same verdict as `weft verify` on what `ibnetdiscover` and `dump_fts` read from the same
-//! fabric (OpenSM leaves spine pairs unreachable), and the audited state written for later.
+//! fabric (OpenSM leaves spine pairs unreachable), and the audited state written for later;
+//! an audit that cannot open the HCA port, shown as a finding under its deploy code in every
+//! format (no ibsim needed); and a fabric without LIDs, whose audit is the state's findings.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -115,4 +117,120 @@ fn audit_of_opensm_ftree_matches_verify_on_its_dumps() {
     let sm = st.sm[0];
     assert_eq!(st.fabric.node(sm.node).guid().0, first, "{sm:?}");
     assert_eq!(sm.port.0, 0);
+}
+
+/// An HCA port that cannot be opened (no such CA; on a host without libibmad, the library
+/// that cannot be loaded) stops the audit (exit 2) with one finding under the deploy error's
+/// code: one versioned document for `--format json`, a SARIF rule with the code's meaning,
+/// the finding on stderr for people.
+#[test]
+fn an_audit_that_cannot_open_the_port_is_a_finding_in_every_format() {
+    let weft = env!("CARGO_BIN_EXE_weft");
+    let audit = |format: &str| {
+        std::process::Command::new(weft)
+            .args([
+                "audit",
+                "--target",
+                "mad",
+                "--ca",
+                "weft-no-such-ca",
+                "--format",
+                format,
+            ])
+            .output()
+            .unwrap()
+    };
+    let codes = ["weft::deploy::mad_open", "weft::deploy::mad_load"];
+    let o = audit("json");
+    assert_eq!(o.status.code(), Some(2));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stdout)));
+    assert_eq!(doc["format"], "weft-audit", "{doc}");
+    assert_eq!(doc["version"], 1, "{doc}");
+    assert_eq!(doc["ok"], false, "{doc}");
+    let found = doc["findings"].as_array().unwrap();
+    assert_eq!(found.len(), 1, "{doc}");
+    let code = found[0]["code"].as_str().unwrap();
+    assert!(codes.contains(&code), "{doc}");
+    assert_eq!(found[0]["level"], "error", "{doc}");
+    assert!(
+        found[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("weft-no-such-ca"),
+        "{doc}"
+    );
+
+    let o = audit("sarif");
+    assert_eq!(o.status.code(), Some(2));
+    let sarif: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let run = &sarif["runs"][0];
+    assert_eq!(run["results"][0]["ruleId"], code, "{sarif}");
+    let meaning = run["tool"]["driver"]["rules"][0]["shortDescription"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(meaning.contains("libibmad"), "{meaning}");
+
+    let o = audit("human");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stdout.is_empty());
+    let err = String::from_utf8_lossy(&o.stderr);
+    // libibmad's own warnings come first; weft's finding is the end.
+    assert!(
+        err.ends_with(&format!(" [{code}]\n1 error(s), 0 warning(s)\n")),
+        "{err}"
+    );
+    assert!(!err.contains("error: "), "{err}");
+}
+
+/// A fabric no SM has brought up (ibsim loaded without LIDs): what the audit reads is not a
+/// state weft can verify, so it stops (exit 2, as an audit that cannot run) with the state's
+/// findings under their `weft::state::…` codes, here as one versioned JSON document.
+#[test]
+fn an_audit_of_a_fabric_without_lids_is_the_states_findings() {
+    let Some(tools) = ibsim::require("audit_without_lids", &[]) else {
+        return;
+    };
+    let c = weft_compiler::check("t.weft", TREE, &weft_compiler::NoFiles);
+    let fabric = c.elaborated.unwrap().fabric;
+    let net = weft_fabric::ibnetdiscover::write(&fabric, None).unwrap();
+    let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(&fabric))).unwrap();
+    let out = match sim.run(
+        env!("CARGO_BIN_EXE_weft"),
+        &["audit", "--target", "mad", "--format", "json"],
+        Duration::from_secs(120),
+    ) {
+        Err(ibsim::IbsimError::Failed { output, .. }) => output,
+        other => panic!("a fabric without LIDs is no state: {other:?}"),
+    };
+    assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
+    let doc: serde_json::Value =
+        serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout));
+    assert_eq!(doc["format"], "weft-audit", "{doc}");
+    assert_eq!(doc["version"], 1, "{doc}");
+    assert_eq!(doc["ok"], false, "{doc}");
+    let found = doc["findings"].as_array().unwrap();
+    assert!(!found.is_empty(), "{doc}");
+    // For people: the same findings, rendered as a state file's are, on stderr.
+    let out = match sim.run(
+        env!("CARGO_BIN_EXE_weft"),
+        &["audit", "--target", "mad"],
+        Duration::from_secs(120),
+    ) {
+        Err(ibsim::IbsimError::Failed { output, .. }) => output,
+        other => panic!("a fabric without LIDs is no state: {other:?}"),
+    };
+    assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+    assert!(
+        out.stderr.contains("weft::state::lid_missing") && !out.stderr.contains("error: "),
+        "{}",
+        out.stderr
+    );
+    for f in found {
+        assert!(
+            f["code"].as_str().unwrap().starts_with("weft::state::"),
+            "{doc}"
+        );
+    }
 }

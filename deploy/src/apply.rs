@@ -229,6 +229,30 @@ pub enum ApplyError {
 }
 
 impl ApplyError {
+    /// The error's registered code ([`crate::CODES`]): a wrapped error's own (discovery, the
+    /// proof, the planning, the journal, an SMP), or the apply's.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApplyError::Discover(e) => e.code(),
+            ApplyError::Stale(_) => "weft::deploy::wrong_fabric",
+            ApplyError::NoWire => "weft::deploy::no_wire",
+            ApplyError::Unproven(e) => e.code(),
+            ApplyError::Live(e) => e.code(),
+            ApplyError::Edited => "weft::deploy::edited",
+            ApplyError::Moved(_) => "weft::deploy::moved",
+            ApplyError::Unaddressable(_) => "weft::deploy::unaddressable",
+            ApplyError::Invalid(_) => "weft::deploy::invalid_plan",
+            ApplyError::Unsupported(_) => "weft::deploy::not_built",
+            ApplyError::Locked(_) => "weft::deploy::locked",
+            ApplyError::JournalInUse(_) => "weft::deploy::journal_in_use",
+            ApplyError::Lock { .. } => "weft::deploy::lock_io",
+            ApplyError::Journal(e) => e.code(),
+            ApplyError::NotJournaled(_) => "weft::deploy::not_journaled",
+            ApplyError::Smp(e) => e.code(),
+            ApplyError::Crashed(_) => "weft::deploy::crashed",
+        }
+    }
+
     /// Whether the apply could not run (a device, file or transport failed; exit 2), rather
     /// than refusing a plan or a fabric it checked (exit 1). Nothing was written either way,
     /// but after a crash.

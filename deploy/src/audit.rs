@@ -32,6 +32,18 @@ pub enum AuditError {
     Model(#[from] LinkError),
 }
 
+impl AuditError {
+    /// The error's registered code ([`crate::CODES`]): discovery's or an SMP's own, or the
+    /// model's refusal.
+    pub fn code(&self) -> &'static str {
+        match self {
+            AuditError::Discover(e) => e.code(),
+            AuditError::Smp(e) => e.code(),
+            AuditError::Model(_) => "weft::deploy::fabric_model",
+        }
+    }
+}
+
 /// A fabric read over SMPs.
 #[derive(Debug)]
 pub struct Audited {

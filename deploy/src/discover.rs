@@ -190,6 +190,20 @@ pub enum VfError {
     },
 }
 
+impl VfError {
+    /// The error's registered code ([`crate::CODES`]).
+    pub fn code(&self) -> &'static str {
+        match self {
+            VfError::Physical { .. } => "weft::deploy::vf_physical",
+            VfError::OtherHost { .. } => "weft::deploy::vf_other_host",
+            VfError::Ambiguous { .. } => "weft::deploy::vf_ambiguous",
+            VfError::NotShown { .. } => "weft::deploy::vf_not_shown",
+            VfError::Unreachable { .. } => "weft::deploy::vf_unreachable",
+            VfError::NotFound { .. } => "weft::deploy::vf_not_found",
+        }
+    }
+}
+
 impl Discovery {
     /// Where the VF `id` (VF `vf`, port GUID `guid`, of hypervisor port `host`, `port`) is
     /// addressed:
@@ -315,6 +329,18 @@ pub enum DiscoverError {
     /// A directed route past 63 hops would be needed.
     #[error("discovery: {0} is 63 hops from the SM; deeper routes cannot be walked")]
     TooDeep(DrPath),
+}
+
+impl DiscoverError {
+    /// The error's registered code ([`crate::CODES`]): an SMP's own, or discovery's.
+    pub fn code(&self) -> &'static str {
+        match self {
+            DiscoverError::Smp(e) => e.code(),
+            DiscoverError::NodeType { .. } => "weft::deploy::discover_node_type",
+            DiscoverError::TooMany(_) => "weft::deploy::discover_too_many",
+            DiscoverError::TooDeep(_) => "weft::deploy::discover_too_deep",
+        }
+    }
 }
 
 fn kind(info: &NodeInfo, path: &DrPath) -> Result<NodeKind, DiscoverError> {

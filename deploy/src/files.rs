@@ -117,6 +117,24 @@ pub enum FileError {
     },
 }
 
+impl FileError {
+    /// The error's registered code ([`crate::CODES`]).
+    pub fn code(&self) -> &'static str {
+        match self {
+            FileError::Io { .. } => "weft::deploy::file_io",
+            FileError::Symlink { .. } => "weft::deploy::file_symlink",
+            FileError::Foreign { .. } => "weft::deploy::file_foreign",
+            FileError::Writable { .. } => "weft::deploy::file_writable",
+            FileError::NotDirectory { .. } => "weft::deploy::file_not_directory",
+            FileError::NotRegular { .. } => "weft::deploy::file_not_regular",
+            FileError::Loop { .. } => "weft::deploy::file_loop",
+            FileError::BadName { .. } => "weft::deploy::file_bad_name",
+            FileError::NoRunDir => "weft::deploy::no_run_dir",
+            FileError::Locked { .. } => "weft::deploy::file_locked",
+        }
+    }
+}
+
 fn io(what: impl Into<String>, path: &Path, source: impl Into<std::io::Error>) -> FileError {
     FileError::Io {
         what: what.into(),

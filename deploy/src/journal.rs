@@ -160,6 +160,17 @@ pub enum JournalError {
     Unfinished(PathBuf),
 }
 
+impl JournalError {
+    /// The error's registered code ([`crate::CODES`]).
+    pub fn code(&self) -> &'static str {
+        match self {
+            JournalError::Io { .. } => "weft::deploy::journal_io",
+            JournalError::Parse { .. } => "weft::deploy::journal_parse",
+            JournalError::Unfinished(_) => "weft::deploy::journal_unfinished",
+        }
+    }
+}
+
 /// A journal write that fails, for drills: the `at`-th write (0: the journal's creation —
 /// header and blocks —, then each event in turn) fails as a full disk does, and with
 /// `lasting` every write after it too.

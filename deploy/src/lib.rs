@@ -10,6 +10,7 @@
 
 pub mod apply;
 pub mod audit;
+mod codes;
 pub mod discover;
 pub mod files;
 pub mod journal;
@@ -25,6 +26,7 @@ pub mod transport;
 pub use apply::{
     apply, recover, ApplyError, ApplyOptions, Direction, Final, Progress, ProofMode, Report,
 };
+pub use codes::CODES;
 pub use discover::{discover, DiscoverError, Discovery};
 pub use mad::{Mad, MadError, MadOptions};
 pub use sim::{Fault, FaultKind, Injected, SimFabric};

@@ -303,6 +303,19 @@ pub enum MadError {
     },
 }
 
+impl MadError {
+    /// The error's registered code ([`crate::CODES`]).
+    pub fn code(&self) -> &'static str {
+        match self {
+            MadError::Load { .. } => "weft::deploy::mad_load",
+            MadError::Symbol { .. } => "weft::deploy::mad_symbol",
+            MadError::NoMkey { .. } => "weft::deploy::mad_no_mkey",
+            MadError::CaName(_) => "weft::deploy::mad_ca_name",
+            MadError::Open { .. } => "weft::deploy::mad_open",
+        }
+    }
+}
+
 impl From<MadError> for SmpError {
     fn from(e: MadError) -> SmpError {
         SmpError::Transport(e.to_string())

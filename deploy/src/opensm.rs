@@ -62,6 +62,19 @@ pub enum OpensmError {
     },
 }
 
+impl OpensmError {
+    /// The error's registered code ([`crate::CODES`]): a file's own, or the hand-off's.
+    pub fn code(&self) -> &'static str {
+        match self {
+            OpensmError::Io { .. } => "weft::deploy::opensm_io",
+            OpensmError::File(e) => e.code(),
+            OpensmError::NotFileEngine { .. } => "weft::deploy::opensm_not_file_engine",
+            OpensmError::Unset { .. } => "weft::deploy::opensm_unset",
+            OpensmError::Signal { .. } => "weft::deploy::opensm_signal",
+        }
+    }
+}
+
 /// Writes `text` to `path` whole ([`files::replace`]: a temporary file created exclusively
 /// beside it under an unpredictable name, synced, renamed over it; a symbolic link at `path` is
 /// written through, the link kept), keeping what was there as `FILE.weft-prev` beside the file

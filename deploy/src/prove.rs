@@ -59,6 +59,19 @@ pub enum ProofError {
     },
 }
 
+impl ProofError {
+    /// The error's registered code ([`crate::CODES`]): the reading's own, or the proof's.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ProofError::Read(e) => e.code(),
+            ProofError::Smp(e) => e.code(),
+            ProofError::Invalid(_) => "weft::deploy::fabric_invalid",
+            ProofError::Partitions(_) => "weft::deploy::partitions",
+            ProofError::Unsafe { .. } => "weft::deploy::unsafe_step",
+        }
+    }
+}
+
 /// Whether the plan writes P_Keys or declares partitions: then every end port's P_Key table
 /// is read, to prove `isolated`.
 fn pkeys_matter(plan: &Plan) -> bool {
@@ -223,6 +236,21 @@ pub enum LiveError {
     /// No plan.
     #[error("no plan from what the fabric runs: {0}")]
     NoPlan(weft_plan::PlanError),
+}
+
+impl LiveError {
+    /// The error's registered code ([`crate::CODES`]): an SMP's own, or the planning's.
+    pub fn code(&self) -> &'static str {
+        match self {
+            LiveError::Qos => "weft::deploy::not_built_qos",
+            LiveError::Stale(_) => "weft::deploy::wrong_fabric",
+            LiveError::Smp(e) => e.code(),
+            LiveError::VfNotBuilt(_) => "weft::deploy::not_built",
+            LiveError::Vf(_) => "weft::deploy::unaddressable",
+            LiveError::Invalid(_) => "weft::deploy::fabric_invalid",
+            LiveError::NoPlan(_) => "weft::deploy::no_plan",
+        }
+    }
 }
 
 /// What a planned way from a fabric took.

@@ -127,6 +127,15 @@ pub enum SimError {
     SmPort(String),
 }
 
+impl SimError {
+    /// The error's registered code ([`crate::CODES`]).
+    pub fn code(&self) -> &'static str {
+        match self {
+            SimError::SmPort(_) => "weft::deploy::sim_sm_port",
+        }
+    }
+}
+
 /// Why `NODE/PORT` names no SM port.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SmPortError {
@@ -136,6 +145,16 @@ pub enum SmPortError {
     /// No node of that name.
     #[error("no node `{0}` in the fabric")]
     NoNode(String),
+}
+
+impl SmPortError {
+    /// The error's registered code ([`crate::CODES`]).
+    pub fn code(&self) -> &'static str {
+        match self {
+            SmPortError::Syntax => "weft::deploy::sm_port_syntax",
+            SmPortError::NoNode(_) => "weft::deploy::sm_port_unknown_node",
+        }
+    }
 }
 
 /// The SM's port `text` names, `NODE/PORT` (the node by name). Whether it is a live end port

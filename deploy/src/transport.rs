@@ -63,6 +63,19 @@ pub enum SmpError {
     },
 }
 
+impl SmpError {
+    /// The error's registered code ([`crate::CODES`]).
+    pub fn code(&self) -> &'static str {
+        match self {
+            SmpError::Timeout { .. } => "weft::deploy::smp_timeout",
+            SmpError::Status { .. } => "weft::deploy::smp_status",
+            SmpError::NoRoute { .. } => "weft::deploy::smp_no_route",
+            SmpError::Transport(_) => "weft::deploy::transport",
+            SmpError::Crashed { .. } => "weft::deploy::crashed",
+        }
+    }
+}
+
 fn status_text(status: u16) -> &'static str {
     match status & 0x1c {
         0x04 => " (bad version)",

@@ -50,6 +50,13 @@ pub struct Fault {
 )]
 pub struct FaultSyntax;
 
+impl FaultSyntax {
+    /// The error's registered code ([`crate::CODES`]).
+    pub fn code(&self) -> &'static str {
+        "weft::deploy::fault_syntax"
+    }
+}
+
 impl FromStr for FaultKind {
     type Err = FaultSyntax;
 

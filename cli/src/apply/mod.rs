@@ -3,21 +3,26 @@
 //! block read back, rollback on any failure — and says which state the fabric ends in.
 //! `--recover JOURNAL` finishes what a crashed apply left (back by default, `--forward` to
 //! finish the plan); `--dry-run` lists the SMPs without writing.
+//!
+//! This module holds the arguments and the command's course; [`target`] opens the fabric it
+//! writes through, [`opensm`] hands a build to a running OpenSM instead, and
+//! [`report`](mod@report) says what happened. An apply that does not start, or crashes, is a
+//! finding under the deploy error's code ([`refused`]).
+
+mod opensm;
+mod report;
+mod target;
 
 use crate::{out, Fatal};
 use clap::ValueEnum;
-use std::fmt::Write as _;
+use report::{dry, eprint_text, report};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use weft_deploy::apply::{
-    self, ApplyError, ApplyOptions, Direction, Final, Progress, ProofMode, Report,
-};
+use weft_deploy::apply::{self, ApplyError, ApplyOptions, Direction, Final, Progress, ProofMode};
 use weft_deploy::journal::JournalFault;
-use weft_deploy::sim::{default_sm_port, named_sm_port, Injected, SimFabric};
-use weft_deploy::{Mad, Paced, Retrying, Transport};
+use weft_deploy::{Paced, Retrying, Transport};
 use weft_fabric::build_dir;
 use weft_fabric::plan::Plan;
-use weft_fabric::{PortRef, ValidState};
 
 /// `weft apply` arguments.
 #[derive(clap::Args)]
@@ -100,6 +105,17 @@ pub struct Args {
     lock_dir: Option<PathBuf>,
 }
 
+impl Args {
+    /// The options given that only the `mad` target uses (libibmad's, and `--window`), by name.
+    fn mad_only_options(&self) -> Vec<&'static str> {
+        let mut given = self.mad.hca_options();
+        if self.window.is_some() {
+            given.push("--window");
+        }
+        given
+    }
+}
+
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 enum TargetArg {
     Sim,
@@ -107,11 +123,7 @@ enum TargetArg {
     Opensm,
 }
 
-fn parse_fault(s: &str) -> Result<Injected, Fatal> {
-    s.parse()
-        .map_err(|e| Fatal::Run(format!("--inject `{s}`: {e}")))
-}
-
+/// The plan file at `path`; one that is not a plan is refused input, its problems findings.
 fn read_plan(path: &Path) -> Result<Plan, Fatal> {
     let text = weft_driver::input::read_regular(path, weft_driver::input::MAX_DUMP_BYTES)
         .map_err(|e| Fatal::Run(format!("cannot read `{}`: {e}", path.display())))?;
@@ -123,195 +135,20 @@ fn read_plan(path: &Path) -> Result<Plan, Fatal> {
     })
 }
 
-/// The SM's port in a simulated fabric: the one `--sm` names, else the first HCA port on a
-/// live link.
-fn sm_port(state: &ValidState, sm: Option<&str>) -> Result<PortRef, Fatal> {
-    match sm {
-        Some(text) => named_sm_port(&state.fabric, text)
-            .map_err(|e| Fatal::Run(format!("--sm `{text}`: {e}"))),
-        None => default_sm_port(&state.fabric).ok_or_else(|| {
-            Fatal::Run("the fabric has no HCA port on a live link for the SM".into())
-        }),
-    }
-}
-
-fn eprint_text(text: &str) {
-    use std::io::Write as _;
-    crate::term::clear();
-    let _ = std::io::stderr().lock().write_all(text.as_bytes());
-}
-
 /// Runs `weft apply`.
 pub fn run(args: Args, quiet: bool) -> Result<ExitCode, Fatal> {
     match args.target {
-        TargetArg::Opensm => opensm(&args, quiet),
+        TargetArg::Opensm => opensm::hand_off(&args, quiet),
         TargetArg::Sim => {
-            let mut hca = args.mad.hca_options();
-            if args.window.is_some() {
-                hca.push("--window");
-            }
-            if !hca.is_empty() {
-                return Err(Fatal::Run(format!(
-                    "{}: only for --target mad",
-                    hca.join(", ")
-                )));
-            }
-            refuse_opensm_options(&args, "sim")?;
-            let path = args.fabric.as_deref().ok_or_else(|| {
-                Fatal::Run(
-                    "--target sim needs --fabric STATE.json: the state the simulated fabric holds"
-                        .into(),
-                )
-            })?;
-            let state = crate::plan::load_state(path)?;
-            let sm = sm_port(&state, args.sm.as_deref())?;
-            let mut sim = SimFabric::new(&state, sm).map_err(|e| Fatal::Run(e.to_string()))?;
-            let mut journal_fault = None;
-            for f in &args.inject {
-                match parse_fault(f)? {
-                    Injected::Smp(f) => sim.inject(f),
-                    Injected::Journal(f) => journal_fault = Some(f),
-                }
-            }
+            let (mut sim, journal_fault) = target::sim(&args)?;
             let settle = std::time::Duration::from_millis(args.settle_ms.unwrap_or(0));
-            let code = go(&args, &mut sim, true, settle, journal_fault, quiet)?;
-            Ok(code)
+            go(&args, &mut sim, true, settle, journal_fault, quiet)
         }
         TargetArg::Mad => {
-            if !args.inject.is_empty() || args.fabric.is_some() || args.sm.is_some() {
-                return Err(Fatal::Run(
-                    "--fabric, --sm and --inject are for --target sim".into(),
-                ));
-            }
-            refuse_opensm_options(&args, "mad")?;
-            let mut options = args.mad.options();
-            if let Some(w) = args.window {
-                options.window = w;
-            }
-            // Long enough for an SMP another writer sent to land (or time out on every try).
-            let settle = std::time::Duration::from_millis(args.settle_ms.unwrap_or_else(|| {
-                2 * u64::from(options.timeout_ms) * u64::from(options.retries + 1)
-            }));
-            let mut mad = Mad::open(&options).map_err(|e| Fatal::Run(e.to_string()))?;
+            let (mut mad, settle) = target::mad(&args)?;
             go(&args, &mut mad, false, settle, None, quiet)
         }
     }
-}
-
-/// Refuses the `opensm` target's options on another target (they would have no effect).
-fn refuse_opensm_options(args: &Args, target: &str) -> Result<(), Fatal> {
-    let given: Vec<&str> = [
-        (args.opensm_conf.is_some(), "--opensm-conf"),
-        (args.opensm_pid.is_some(), "--opensm-pid"),
-    ]
-    .into_iter()
-    .filter_map(|(given, name)| given.then_some(name))
-    .collect();
-    if given.is_empty() {
-        Ok(())
-    } else {
-        Err(Fatal::Run(format!(
-            "{}: only for --target opensm, not {target}",
-            given.join(", ")
-        )))
-    }
-}
-
-/// The hand-off to a running OpenSM.
-fn opensm(args: &Args, quiet: bool) -> Result<ExitCode, Fatal> {
-    let Some(dir) = args.plan.as_deref().filter(|p| p.is_dir()) else {
-        return Err(Fatal::Run(
-            "--target opensm takes a `weft build` directory (OpenSM routes the whole fabric \
-             from weft's files; a plan's steps are for --target sim or mad)"
-                .into(),
-        ));
-    };
-    let mut other: Vec<&str> = [
-        (args.recover.is_some(), "--recover"),
-        (args.dry_run, "--dry-run"),
-        (!args.inject.is_empty(), "--inject"),
-        (args.fabric.is_some(), "--fabric"),
-        (args.sm.is_some(), "--sm"),
-        (args.journal.is_some(), "--journal"),
-        (args.lock_dir.is_some(), "--lock-dir"),
-        (args.no_reprove, "--no-reprove"),
-        (args.smp_gap_ms != 0, "--smp-gap-ms"),
-        (args.settle_ms.is_some(), "--settle-ms"),
-        (args.mad.tries.is_some(), "--tries"),
-    ]
-    .into_iter()
-    .filter_map(|(given, name)| given.then_some(name))
-    .collect();
-    other.extend(args.mad.hca_options());
-    if args.window.is_some() {
-        other.push("--window");
-    }
-    if !other.is_empty() {
-        return Err(Fatal::Run(format!(
-            "{}: not for --target opensm (OpenSM writes the fabric)",
-            other.join(", ")
-        )));
-    }
-    if dir.join(build_dir::UNPROVEN).exists() {
-        return Err(Fatal::Run(format!(
-            "`{}` holds an unproven state (see its UNPROVEN file); weft hands OpenSM only \
-             proven states",
-            dir.display()
-        )));
-    }
-    // The state must be one weft can read (and the build's own files beside it).
-    crate::plan::load_state(&dir.join(build_dir::STATE))?;
-    let written = weft_deploy::opensm::hand_off(
-        dir,
-        args.opensm_conf
-            .as_deref()
-            .unwrap_or(Path::new("/etc/opensm/opensm.conf")),
-    )
-    .map_err(|e| Fatal::Run(e.to_string()))?;
-    let mut text = String::new();
-    for w in &written {
-        let _ = writeln!(text, "wrote {}", w.display());
-    }
-    let Some(pid) = args.opensm_pid else {
-        let _ = writeln!(
-            text,
-            "OpenSM was not signalled: `kill -HUP <its pid>` makes it read these and sweep"
-        );
-        out(None, &text)?;
-        return Ok(ExitCode::SUCCESS);
-    };
-    let log = args
-        .opensm_log
-        .as_deref()
-        .map(weft_deploy::opensm::OpensmLog::mark);
-    weft_deploy::opensm::signal(pid)
-        .map_err(|e| Fatal::Run(format!("the files are written, but {e}")))?;
-    let _ = writeln!(text, "sent SIGHUP to OpenSM (pid {pid})");
-    let wait_s = args.wait_s.unwrap_or(120);
-    if let Some(log) = log {
-        crate::term::phase("waiting for OpenSM's sweep");
-        let Some(errors) = log.wait_for_sweep(std::time::Duration::from_secs(wait_s)) else {
-            out(None, &text)?;
-            return Err(Fatal::Run(format!(
-                "OpenSM did not bring the subnet up within {} s of the signal (see {})",
-                wait_s,
-                log.path().display()
-            )));
-        };
-        if !errors.is_empty() {
-            for e in &errors {
-                let _ = writeln!(text, "  {e}");
-            }
-            let _ = writeln!(text, "OpenSM swept again with errors");
-            out(None, &text)?;
-            return Ok(ExitCode::from(1));
-        }
-        let _ = writeln!(text, "OpenSM swept again: SUBNET UP");
-    }
-    if !quiet {
-        out(None, &text)?;
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// Applies (or recovers, or lists) through `t`: the in-process fabric when `sim` (which
@@ -333,7 +170,7 @@ fn go(
         tries: if sim { args.mad.tries() } else { 1 },
     };
     let lock_dir = weft_deploy::files::run_dir(args.lock_dir.as_deref())
-        .map_err(|e| Fatal::Run(format!("lock directory: {e}")))?;
+        .map_err(|e| Fatal::failed(e.code(), format!("lock directory: {e}")))?;
     let mut progress = |p: Progress| {
         if quiet {
             return;
@@ -371,7 +208,7 @@ fn go(
                 );
                 report(&r, quiet, Some(j), ok)
             }
-            Err(e) => Ok(refused(&e, Some(j))),
+            Err(e) => Err(refused(&e, Some(j))),
         };
     }
     let plan_path = args.plan.as_deref().unwrap_or(Path::new("plan.json"));
@@ -407,7 +244,7 @@ fn go(
         if args.dry_run {
             return match apply::dry_run(&mut t, apply::What::State(&desired), &opts) {
                 Ok((plan, smps)) => dry(&plan, &smps),
-                Err(e) => Ok(refused(&e, None)),
+                Err(e) => Err(refused(&e, None)),
             };
         }
         let _interrupt = crate::term::stop_on_interrupt(stop);
@@ -432,14 +269,14 @@ fn go(
                 }
                 report(&r, quiet, Some(&journal), r.state == Final::New)
             }
-            Err(e) => Ok(refused(&e, Some(&journal))),
+            Err(e) => Err(refused(&e, Some(&journal))),
         };
     }
     let plan = read_plan(plan_path)?;
     if args.dry_run {
         return match apply::dry_run(&mut t, apply::What::Plan(&plan), &opts) {
             Ok((plan, smps)) => dry(&plan, &smps),
-            Err(e) => Ok(refused(&e, None)),
+            Err(e) => Err(refused(&e, None)),
         };
     }
     if plan.steps.is_empty() {
@@ -451,77 +288,24 @@ fn go(
     let _interrupt = crate::term::stop_on_interrupt(stop);
     match apply::apply(&mut t, &plan, &opts, &mut progress) {
         Ok(r) => report(&r, quiet, Some(&journal), r.state == Final::New),
-        Err(e) => Ok(refused(&e, Some(&journal))),
+        Err(e) => Err(refused(&e, Some(&journal))),
     }
 }
 
-/// The SMPs a dry run lists.
-fn dry(plan: &Plan, smps: &[(usize, weft_deploy::Target, String)]) -> Result<ExitCode, Fatal> {
-    let mut text = String::new();
-    for (step, target, what) in smps {
-        let _ = writeln!(text, "step {:>3}  Set {target}  ({what})", step + 1);
-    }
-    let _ = writeln!(
-        text,
-        "{} SMPs in {} steps; nothing was written (dry run)",
-        smps.len(),
-        plan.steps.len()
-    );
-    out(None, &text)?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// An apply (or recovery) that did not start, or crashed: the error, and exit 1 when it
-/// refused a plan or a fabric it checked, 2 when it could not run (a crash leaves the
-/// journal).
-fn refused(e: &ApplyError, journal: Option<&Path>) -> ExitCode {
-    match (e, journal) {
-        (ApplyError::Crashed(_), Some(j)) => eprint_text(&format!(
-            "error: {e}; the journal is left for `weft apply --recover {}`\n",
+/// An apply (or recovery) that did not start, or crashed, as a finding under the error's code:
+/// refused input (exit 1) when it refused a plan or a fabric it checked, else it could not run
+/// (exit 2); after a crash the finding's help names the journal to recover.
+fn refused(e: &ApplyError, journal: Option<&Path>) -> Fatal {
+    let mut found = crate::findings::of_input(e.code(), None, e.to_string());
+    if let (ApplyError::Crashed(_), Some(j)) = (e, journal) {
+        found.help = Some(format!(
+            "the journal is left for `weft apply --recover {}`",
             j.display()
-        )),
-        _ => eprint_text(&format!("error: {e}\n")),
+        ));
     }
-    ExitCode::from(if e.could_not_run() { 2 } else { 1 })
-}
-
-/// The report; exit 0 when the fabric ended where it was meant to (`ok`), 1 when it was rolled
-/// back, 2 when it holds neither state.
-fn report(r: &Report, quiet: bool, journal: Option<&Path>, ok: bool) -> Result<ExitCode, Fatal> {
-    let mut text = String::new();
-    let (line, code) = match &r.state {
-        Final::New => ("the fabric holds the new state", 0),
-        Final::Old if ok => ("the fabric holds the old state", 0),
-        Final::Old => ("the fabric holds the old state (rolled back)", 1),
-        Final::Mixed(_) => ("the fabric holds neither state", 2),
-        Final::Nothing => ("nothing was written", 0),
-    };
-    if let Some(why) = &r.failure {
-        let _ = writeln!(text, "{why}");
+    if e.could_not_run() {
+        Fatal::Failed(vec![found])
+    } else {
+        Fatal::Input(vec![found], None)
     }
-    if let Final::Mixed(odd) = &r.state {
-        for o in odd {
-            let _ = writeln!(text, "  {o}");
-        }
-    }
-    for n in &r.notes {
-        let _ = writeln!(text, "note: {n}");
-    }
-    if let (Final::Mixed(_), Some(j), true) = (&r.state, journal, r.journal_open) {
-        let _ = writeln!(
-            text,
-            "  the journal keeps every block as it was: `weft apply --recover {}`",
-            j.display()
-        );
-    }
-    let _ = writeln!(
-        text,
-        "{line}: {} steps landed, {} Set and {} Get SMPs",
-        r.steps_done, r.sets, r.gets
-    );
-    if code == 0 && quiet && r.notes.is_empty() {
-        return Ok(ExitCode::SUCCESS);
-    }
-    out(None, &text)?;
-    Ok(ExitCode::from(code))
 }
