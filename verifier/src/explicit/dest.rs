@@ -5,13 +5,13 @@
 
 use super::fast::{fast_path, one_map_path, one_vl_path};
 use super::BLOCK;
+/// No label: the switch does not reach the destination (the certificate's own marker, as the
+/// labels become the certificate's).
+pub(super) use crate::certificate::NO_LABEL;
 use crate::channels::DepSet;
 use crate::net::{Attach, Dest, Net, Source, Step, NO_INDEX};
 use crate::report::FailureReason;
 use weft_fabric::{SlSet, LFT_UNSET};
-/// No label: the switch does not reach the destination (the certificate's own marker, as the
-/// labels become the certificate's).
-pub(super) use crate::certificate::NO_LABEL;
 
 pub(super) struct DestResult {
     pub(super) routes: u64,
