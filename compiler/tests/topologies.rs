@@ -287,3 +287,58 @@ fn a_port_guid_may_equal_another_nodes_node_guid() {
     );
     assert_eq!(f.find_guid(weft_fabric::Guid(0x5001)), f.find("h2"));
 }
+
+/// Every stdlib model, one node each, as `(name, kind, ports, speed, width, device id)`: the
+/// numbers `stdlib/hardware.weft` documents with their sources.
+#[test]
+fn hardware_models_carry_their_documented_numbers() {
+    let models = [
+        ("sb7800", "switch", 36, "EDR", 4, 0xcf08),
+        ("qm8700", "switch", 40, "HDR", 4, 0xd2f0),
+        ("qm8790", "switch", 40, "HDR", 4, 0xd2f0),
+        ("qm8700_hdr100", "switch", 80, "HDR", 2, 0xd2f0),
+        ("qm9700", "switch", 64, "NDR", 4, 0xd2f2),
+        ("qm9790", "switch", 64, "NDR", 4, 0xd2f2),
+        ("qm9700_ndr200", "switch", 128, "NDR", 2, 0xd2f2),
+        ("q3400", "switch", 144, "XDR", 4, 0xd2f4),
+        ("sharp_an", "hca", 1, "XDR", 4, 0xcf09),
+        ("connectx5", "hca", 1, "EDR", 4, 0x1017),
+        ("connectx6", "hca", 1, "HDR", 4, 0x101b),
+        ("connectx7", "hca", 1, "NDR", 4, 0x1021),
+        ("connectx8", "hca", 1, "XDR", 4, 0x1023),
+        ("bluefield3", "hca", 2, "NDR", 2, 0xa2dc),
+        ("connectx6_dual", "hca", 2, "HDR", 4, 0x101b),
+    ];
+    let names: Vec<&str> = models.iter().map(|m| m.0).collect();
+    let decls: String = models
+        .iter()
+        .map(|(m, kind, ..)| format!("        {kind} n_{m} : {m}\n"))
+        .collect();
+    let src = format!(
+        "use std::hardware::{{{}}}\nfabric t {{\n    topology {{\n{decls}    }}\n}}\n",
+        names.join(", ")
+    );
+    let c = check("t.weft", &src, &NoFiles);
+    let f = c.elaborated.expect("the models elaborate").fabric;
+    for (m, kind, ports, speed, width, device) in models {
+        let id = f.find(&format!("n_{m}")).unwrap();
+        let n = f.node(id);
+        let got = (
+            n.kind() == NodeKind::Switch,
+            n.spec.port_count,
+            n.spec.caps.speed.as_str(),
+            n.spec.caps.width.lanes(),
+            n.spec.device_id,
+            n.spec.vendor_id,
+            n.spec.caps.vl_cap,
+        );
+        assert_eq!(
+            got,
+            (kind == "switch", ports, speed, width, device, 0x02c9, 8),
+            "{m}"
+        );
+        if kind == "switch" {
+            assert_eq!(n.spec.linear_fdb_cap, 49_152, "{m}");
+        }
+    }
+}
