@@ -603,8 +603,11 @@ fn built_example(name: &str, sections: &str) -> weft_compiler::build::Built {
 
 /// Tenants end to end: the 648-node example with two tenants (the first two hosts of the SM's
 /// leaf) compiled, its `partitions.conf` loaded by the real OpenSM (`-P`) on ibsim: SUBNET UP
-/// without ERR, and `smpquery pkeys` on each host shows its tenant's P_Key (full) and the
-/// default one (limited), never the other tenant's.
+/// without ERR or PARSE ERROR, and `smpquery pkeys` on each host shows its tenant's P_Key
+/// (full) and the default one (limited), never the other tenant's. The file names each
+/// partition as declared with its full key (`alice=0x8001`); the second tenant's name is
+/// then replaced, in the state, by one OpenSM's parser cannot take whole (`:`, `#`, `,`, `=`,
+/// `;`, spaces, over 31 bytes), which the file carries mangled, and OpenSM loads that too.
 #[test]
 fn opensm_loads_weft_partitions() {
     let Some(tools) = ibsim::require("opensm_loads_weft_partitions", &["opensm", "smpquery"])
@@ -626,17 +629,39 @@ fn opensm_loads_weft_partitions() {
     assert_eq!(f.node(host(2).node).name(), "cn002");
     let tenants = [(1u8, 0x8001u16, 0x8002u16), (2, 0x8002, 0x8001)];
     let conf = weft_fabric::opensm::write_partitions(&state).unwrap();
-    let (sim, osm_log) = opensm_loads_with(&tools, &state, |dir| {
+    assert!(conf.contains("\nalice=0x8001 :\n"), "{conf}");
+    assert!(conf.contains("\nbob=0x8002 :\n"), "{conf}");
+    let mut hostile = state.clone();
+    hostile.partitions[1].name = "bob's team: a#b, c=d; and a name past 31 bytes".into();
+    let mangled = weft_fabric::opensm::write_partitions(&hostile).unwrap();
+    assert!(
+        mangled.contains("\nbob's_team__a_b__c_d__and_a_nam=0x8002 :\n"),
+        "{mangled}"
+    );
+    for conf in [conf, mangled] {
+        opensm_applies_tenants(&tools, &state, &conf, &tenants);
+    }
+}
+
+/// OpenSM (`-P conf`) on ibsim gives host `(port, mine, theirs)` on the SM's leaf its
+/// tenant's key and the limited default one, never the other tenant's.
+fn opensm_applies_tenants(
+    tools: &ibsim::Tools,
+    state: &FabricState,
+    conf: &str,
+    tenants: &[(u8, u16, u16)],
+) {
+    let (sim, osm_log) = opensm_loads_with(tools, state, |dir| {
         let p = dir.join("partitions.conf");
-        std::fs::write(&p, &conf).unwrap();
+        std::fs::write(&p, conf).unwrap();
         vec!["-P".into(), p.to_str().unwrap().into()]
     });
     assert!(
-        !osm_log.contains(" ERR "),
-        "OpenSM reported errors:\n{osm_log}"
+        !osm_log.contains(" ERR ") && !osm_log.contains("PARSE ERROR"),
+        "OpenSM reported errors:\n{osm_log}\n{conf}"
     );
     assert!(osm_log.contains("SUBNET UP"), "{osm_log}");
-    for &(p, mine, theirs) in &tenants {
+    for &(p, mine, theirs) in tenants {
         // `smpquery pkeys` prints the table, eight entries a row: `   0: 0x7fff 0x8001 …`.
         let out = sim
             .run_retrying(

@@ -245,6 +245,8 @@ fn design_sketch_compiles() {
     // The design's language sketch (design-sketch.weft), verbatim plus a faults block: every
     // construct parses and the fabric elaborates; what is not built yet (a class for a
     // tenant with VMs) is a `weft::not_built::vm_class` error at its span, never silently ignored.
+    // Its name ranges `cn001..cn128` and `cn129..cn256` leave out cn128 and cn256 (`..`
+    // excludes its end): a `weft::exclusive_node_range` warning each.
     // Its classes have no
     // `match`: `compute` takes its tenants' traffic, `management` the unmatched traffic, and
     // `storage` would carry none (refused).
@@ -253,7 +255,12 @@ fn design_sketch_compiles() {
     let codes: Vec<&str> = c.diagnostics.iter().map(|d| d.code.as_str()).collect();
     assert_eq!(
         codes,
-        ["weft::not_built::vm_class", "weft::bad_arguments"],
+        [
+            "weft::exclusive_node_range",
+            "weft::exclusive_node_range",
+            "weft::not_built::vm_class",
+            "weft::bad_arguments"
+        ],
         "{:?}",
         c.diagnostics
     );

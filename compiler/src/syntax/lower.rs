@@ -698,6 +698,20 @@ impl Lower {
             Rule::string => return self.string(p),
             Rule::boolean => ExprKind::Bool(p.as_str() == "true"),
             Rule::ident => ExprKind::Ident(p.as_str().to_owned()),
+            Rule::hostlist => match super::hostlist::parse(p.as_str()) {
+                Ok(h) => ExprKind::HostList(h),
+                Err(e) => {
+                    self.diags.push(
+                        Diagnostic::error(
+                            Code::BadHostList,
+                            format!("host list `{}`: {e}", p.as_str()),
+                        )
+                        .label(self.source, sp, "cannot be expanded")
+                        .help("a host list's ranges count up: `cn[001-128,200]`"),
+                    );
+                    ExprKind::Ident(String::new())
+                }
+            },
             Rule::width => {
                 ExprKind::Width(p.as_str().trim_end_matches('x').parse().unwrap_or(u32::MAX))
             }
