@@ -395,9 +395,30 @@ fn superpod_has_the_reference_architectures_counts() {
         ("qm9700", 32, 2, 64, vec![16, 8], vec![512, 512]),
         ("qm9700", 32, 4, 128, vec![32, 16], vec![1024, 1024]),
         ("qm9700", 32, 8, 256, vec![64, 32], vec![2048, 2048]),
-        ("qm9700", 32, 16, 512, vec![128, 128, 64], vec![4096, 4096, 4096]),
-        ("qm9700", 32, 32, 1024, vec![256, 256, 128], vec![8192, 8192, 8192]),
-        ("qm9700", 32, 64, 2048, vec![512, 512, 256], vec![16384, 16384, 16384]),
+        (
+            "qm9700",
+            32,
+            16,
+            512,
+            vec![128, 128, 64],
+            vec![4096, 4096, 4096],
+        ),
+        (
+            "qm9700",
+            32,
+            32,
+            1024,
+            vec![256, 256, 128],
+            vec![8192, 8192, 8192],
+        ),
+        (
+            "qm9700",
+            32,
+            64,
+            2048,
+            vec![512, 512, 256],
+            vec![16384, 16384, 16384],
+        ),
         ("q3400", 72, 1, 72, vec![8, 4], vec![576, 576]),
         ("q3400", 72, 18, 1296, vec![144, 72], vec![10368, 10368]),
     ];
@@ -408,11 +429,17 @@ fn superpod_has_the_reference_architectures_counts() {
              nodes: {nodes}, switch: {switch}, hca: connectx7)\n}}\n"
         ));
         let what = format!("{units} SU of {switch}");
-        assert_eq!(tree_counts(&f), (switches, nodes as usize * 8, cables), "{what}");
+        assert_eq!(
+            tree_counts(&f),
+            (switches, nodes as usize * 8, cables),
+            "{what}"
+        );
         // Every switch port a tree of this radix uses is cabled: the SUs are built whole.
         let radix = 2 * per_su as usize;
         for n in f.nodes().iter().filter(|n| n.spec.level == Some(1)) {
-            let up = n.ports[per_su as usize..radix].iter().filter(|p| p.link.is_some());
+            let up = n.ports[per_su as usize..radix]
+                .iter()
+                .filter(|p| p.link.is_some());
             assert_eq!(up.count(), per_su as usize, "{what}: {}", n.name());
         }
     }
@@ -439,7 +466,10 @@ fn superpod_cables_every_hca_to_its_rail() {
             let su = (n - 1) / 32 + 1;
             assert_eq!(
                 (f.node(leaf.node).name(), leaf.port.0),
-                (format!("leaf-su{su}-r{rail}").as_str(), ((n - 1) % 32 + 1) as u8),
+                (
+                    format!("leaf-su{su}-r{rail}").as_str(),
+                    ((n - 1) % 32 + 1) as u8
+                ),
                 "{host} rail {rail}"
             );
         }
@@ -449,9 +479,18 @@ fn superpod_cables_every_hca_to_its_rail() {
         let rail = leaf.name().rsplit('r').next().unwrap();
         for p in leaf.ports.iter().filter_map(|p| p.link) {
             let l = &f.links()[p.index()];
-            let other = f.node(if f.node(l.a.node).name() == leaf.name() { l.b.node } else { l.a.node });
+            let other = f.node(if f.node(l.a.node).name() == leaf.name() {
+                l.b.node
+            } else {
+                l.a.node
+            });
             if !other.is_switch() {
-                assert!(other.name().ends_with(&format!("mlx5_{rail}")), "{} on {}", other.name(), leaf.name());
+                assert!(
+                    other.name().ends_with(&format!("mlx5_{rail}")),
+                    "{} on {}",
+                    other.name(),
+                    leaf.name()
+                );
             }
         }
     }
@@ -463,9 +502,18 @@ fn superpod_cables_every_hca_to_its_rail() {
 #[test]
 fn aggregation_nodes_sit_on_every_switchs_extra_port() {
     for (topology, model_ports) in [
-        ("superpod(units: 2, switch: qm9700, hca: connectx7, aggregation: true)", 64),
-        ("superpod(units: 16, nodes: 40, switch: qm9700, hca: connectx7, aggregation: true)", 64),
-        ("fat_tree(levels: 3, radix: 8, switch: sb7800, hca: connectx5, aggregation: true)", 36),
+        (
+            "superpod(units: 2, switch: qm9700, hca: connectx7, aggregation: true)",
+            64,
+        ),
+        (
+            "superpod(units: 16, nodes: 40, switch: qm9700, hca: connectx7, aggregation: true)",
+            64,
+        ),
+        (
+            "fat_tree(levels: 3, radix: 8, switch: sb7800, hca: connectx5, aggregation: true)",
+            36,
+        ),
         ("cs8500(aggregation: true)", 40),
     ] {
         let f = build(&format!(
@@ -476,14 +524,27 @@ fn aggregation_nodes_sit_on_every_switchs_extra_port() {
         let ans = f
             .nodes()
             .iter()
-            .filter(|n| n.name().starts_with("Mellanox Technologies Aggregation Node"))
+            .filter(|n| {
+                n.name()
+                    .starts_with("Mellanox Technologies Aggregation Node")
+            })
             .count();
         assert_eq!(ans, switches.len(), "{topology}");
         for sw in switches {
-            assert_eq!(usize::from(sw.spec.port_count), model_ports + 1, "{topology}");
-            let link = sw.ports[model_ports].link.expect("the extra port is cabled");
+            assert_eq!(
+                usize::from(sw.spec.port_count),
+                model_ports + 1,
+                "{topology}"
+            );
+            let link = sw.ports[model_ports]
+                .link
+                .expect("the extra port is cabled");
             let l = &f.links()[link.index()];
-            let an = f.node(if f.node(l.a.node).name() == sw.name() { l.b.node } else { l.a.node });
+            let an = f.node(if f.node(l.a.node).name() == sw.name() {
+                l.b.node
+            } else {
+                l.a.node
+            });
             assert_eq!(
                 (an.kind(), an.spec.port_count, an.spec.device_id, an.name()),
                 (
@@ -521,8 +582,14 @@ fn directors_are_their_asics() {
     };
     // CS7500: 36 leaf and 18 spine Switch-IB 2 ASICs, 648 front-panel ports; CS8500: 40 leaf
     // and 20 spine Quantum ASICs, 800 front-panel ports (here as a tree's levels 2 and 3).
-    assert_eq!((count(&edr, "edr/L", 1), count(&edr, "edr/S", 2), free(&edr)), (36, 18, 648));
-    assert_eq!((count(&hdr, "hdr/L", 2), count(&hdr, "hdr/S", 3), free(&hdr)), (40, 20, 800));
+    assert_eq!(
+        (count(&edr, "edr/L", 1), count(&edr, "edr/S", 2), free(&edr)),
+        (36, 18, 648)
+    );
+    assert_eq!(
+        (count(&hdr, "hdr/L", 2), count(&hdr, "hdr/S", 3), free(&hdr)),
+        (40, 20, 800)
+    );
     assert_eq!((edr.switch_count(), hdr.switch_count()), (54, 60));
     // The one internal link a public CS8500 dump shows: S02/U1 port 15 to L15/U1 port 22.
     assert!(links(&hdr).contains(&("hdr/L15/U1".into(), 22, "hdr/S02/U1".into(), 15)));

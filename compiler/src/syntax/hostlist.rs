@@ -2,7 +2,7 @@
 //! `rack[1-2]-cn[01-04]`. A host list is one token: a name that starts with a letter or `_`,
 //! goes on with letters, digits, `_` and `-`, and has brackets of numbers and ranges in it,
 //! at least one of them with a range (`1-4`) or a comma; `cn[5]` alone is an index, not a
-//! host list. [`token_len`] is that shape for the hand lexer (`scan.rs`); the grammar's
+//! host list. `token_len` is that shape for the hand lexer (`scan.rs`); the grammar's
 //! `hostlist` rule is the same shape for pest, and a test holds the two equal.
 //!
 //! A range keeps the zero padding of its first number (`cn[001-128]` names `cn001` …
@@ -71,9 +71,7 @@ impl HostList {
             .iter()
             .map(|p| match p {
                 Part::Text(_) => 1,
-                Part::Numbers(runs) => runs
-                    .iter()
-                    .fold(0u64, |n, r| n.saturating_add(r.len())),
+                Part::Numbers(runs) => runs.iter().fold(0u64, |n, r| n.saturating_add(r.len())),
             })
             .fold(1u64, u64::saturating_mul)
     }
@@ -260,6 +258,8 @@ fn bracket(b: &[u8]) -> Option<(usize, bool)> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
     use super::*;
 
     fn names(text: &str) -> Vec<String> {
@@ -268,7 +268,10 @@ mod tests {
 
     #[test]
     fn ranges_commas_padding_and_products() {
-        assert_eq!(names("cn[001-003,200]"), ["cn001", "cn002", "cn003", "cn200"]);
+        assert_eq!(
+            names("cn[001-003,200]"),
+            ["cn001", "cn002", "cn003", "cn200"]
+        );
         assert_eq!(names("n[8-10]"), ["n8", "n9", "n10"]);
         assert_eq!(names("n[08-10]x"), ["n08x", "n09x", "n10x"]);
         assert_eq!(

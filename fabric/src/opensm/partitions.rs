@@ -12,7 +12,7 @@
 //! name what the user wrote. OpenSM's parser ends a name at `=`, `,` or `:`, a definition at
 //! `;` and the line's code at `#`, trims spaces, tabs and newlines around it, and keeps 31
 //! bytes of it (`osm_prtn_t::name` is 32 with its NUL); a name it cannot carry is mangled
-//! ([`conf_name`]). OpenSM keys partitions by P_Key: names only label them.
+//! (`conf_name`). OpenSM keys partitions by P_Key: names only label them.
 //!
 //! How OpenSM applies the members (`osm_prtn.c`, `osm_prtn_config.c`): before reading the file
 //! it puts every port in the default partition as a limited member and its own port as a full
@@ -97,8 +97,8 @@ impl Membership {
 /// wins), so every end port, a limited member, still reaches the SA — the ports the state
 /// says the SM runs on ([`FabricState::sm`]) hold `0xffff` and are listed full already. The
 /// other partitions follow by P_Key, each named as declared ([`FabricState::partitions`],
-/// through [`conf_name`]) with its full key (`alice=0x8001`), their members by port GUID. The VFs of vSwitch
-/// hypervisors are members by their own GUIDs, as their P_Key tables say.
+/// through `conf_name`) with its full key (`alice=0x8001`), their members by port GUID. The
+/// VFs of vSwitch hypervisors are members by their own GUIDs, as their P_Key tables say.
 pub fn write_partitions(state: &FabricState) -> Option<String> {
     if state.ports.values().all(|p| p.pkeys.is_none()) {
         return None;
