@@ -195,6 +195,55 @@ fn opensm_file_engine_loads_weft_lfts() {
     );
 }
 
+/// A rail-optimised SU with a SHARP Aggregation Node on every switch (the stdlib's
+/// `superpod(aggregation: true)` of HDR QM8700s: each switch reports 41 ports, its AN a
+/// one-port CA on port 41, as real Quantum switches do) in ibsim: the real OpenSM loads weft's
+/// LIDs and tables (`-R file`), SUBNET UP without ERR, and `dump_fts` reads back exactly
+/// weft's entries — every AN routed like any end port. (Up*/Down* from one spine: telling
+/// aggregation nodes from hosts, so that `fat_tree` takes such a tree, is fat-tree
+/// detection's business, not this test's.)
+#[test]
+fn opensm_loads_weft_tables_with_aggregation_nodes() {
+    let Some(tools) = ibsim::require(
+        "opensm_loads_weft_tables_with_aggregation_nodes",
+        &["opensm", "dump_fts"],
+    ) else {
+        return;
+    };
+    let src = "use std::hardware::{qm8700, connectx6}\nuse std::topology::superpod\nfabric su {\n    topology = superpod(units: 1, nodes_per_unit: 20, nodes: 4, switch: qm8700, hca: connectx6, aggregation: true)\n    routing { engine = updn, roots = [spine1] }\n}\n";
+    let c = weft_compiler::check("su.weft", src, &NoFiles);
+    assert!(!c.has_errors(), "{:?}", c.diagnostics);
+    let state = weft_compiler::build::build(&c.elaborated.unwrap())
+        .unwrap_or_else(|d| panic!("{d:?}"))
+        .state
+        .into_inner();
+    let net = weft_fabric::ibnetdiscover::write(&state.fabric, Some(&state.lids)).unwrap();
+    assert!(
+        net.contains("# \"Mellanox Technologies Aggregation Node (leaf-su1-r0)\""),
+        "{net}"
+    );
+    let (sim, osm_log) = opensm_loads(&tools, &state);
+    assert!(
+        !osm_log.contains(" ERR "),
+        "OpenSM reported errors:\n{osm_log}"
+    );
+    assert!(osm_log.contains("SUBNET UP"), "{osm_log}");
+    let fts = sim
+        .run_retrying(
+            "dump_fts",
+            &[],
+            Duration::from_secs(120),
+            Duration::from_secs(240),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    drop(sim);
+    // 8 leaves and 4 spines (20 machines per SU on 40-port switches: 20 uplinks per leaf,
+    // 5 to each spine); 32 HCAs, 12 ANs and 12 switches: 56 LIDs on each of 12 switches.
+    let ours = weft_tests::lft_entries(&state);
+    assert_eq!(ours.len(), 12 * 56);
+    assert_eq!(weft_tests::parse_fts(&fts.stdout), ours);
+}
+
 /// What ibdmchk says about a `layered` build of `src` loaded into the real OpenSM: its layers,
 /// the LID count, and ibdmchk's report on OpenSM's dumps with weft's path SLs and SL→VL
 /// tables (`-c`, `-d`) and without them.
@@ -603,8 +652,11 @@ fn built_example(name: &str, sections: &str) -> weft_compiler::build::Built {
 
 /// Tenants end to end: the 648-node example with two tenants (the first two hosts of the SM's
 /// leaf) compiled, its `partitions.conf` loaded by the real OpenSM (`-P`) on ibsim: SUBNET UP
-/// without ERR, and `smpquery pkeys` on each host shows its tenant's P_Key (full) and the
-/// default one (limited), never the other tenant's.
+/// without ERR or PARSE ERROR, and `smpquery pkeys` on each host shows its tenant's P_Key
+/// (full) and the default one (limited), never the other tenant's. The file names each
+/// partition as declared with its full key (`alice=0x8001`); the second tenant's name is
+/// then replaced, in the state, by one OpenSM's parser cannot take whole (`:`, `#`, `,`, `=`,
+/// `;`, spaces, over 31 bytes), which the file carries mangled, and OpenSM loads that too.
 #[test]
 fn opensm_loads_weft_partitions() {
     let Some(tools) = ibsim::require("opensm_loads_weft_partitions", &["opensm", "smpquery"])
@@ -626,17 +678,39 @@ fn opensm_loads_weft_partitions() {
     assert_eq!(f.node(host(2).node).name(), "cn002");
     let tenants = [(1u8, 0x8001u16, 0x8002u16), (2, 0x8002, 0x8001)];
     let conf = weft_fabric::opensm::write_partitions(&state).unwrap();
-    let (sim, osm_log) = opensm_loads_with(&tools, &state, |dir| {
+    assert!(conf.contains("\nalice=0x8001 :\n"), "{conf}");
+    assert!(conf.contains("\nbob=0x8002 :\n"), "{conf}");
+    let mut hostile = state.clone();
+    hostile.partitions[1].name = "bob's team: a#b, c=d; and a name past 31 bytes".into();
+    let mangled = weft_fabric::opensm::write_partitions(&hostile).unwrap();
+    assert!(
+        mangled.contains("\nbob's_team__a_b__c_d__and_a_nam=0x8002 :\n"),
+        "{mangled}"
+    );
+    for conf in [conf, mangled] {
+        opensm_applies_tenants(&tools, &state, &conf, &tenants);
+    }
+}
+
+/// OpenSM (`-P conf`) on ibsim gives host `(port, mine, theirs)` on the SM's leaf its
+/// tenant's key and the limited default one, never the other tenant's.
+fn opensm_applies_tenants(
+    tools: &ibsim::Tools,
+    state: &FabricState,
+    conf: &str,
+    tenants: &[(u8, u16, u16)],
+) {
+    let (sim, osm_log) = opensm_loads_with(tools, state, |dir| {
         let p = dir.join("partitions.conf");
-        std::fs::write(&p, &conf).unwrap();
+        std::fs::write(&p, conf).unwrap();
         vec!["-P".into(), p.to_str().unwrap().into()]
     });
     assert!(
-        !osm_log.contains(" ERR "),
-        "OpenSM reported errors:\n{osm_log}"
+        !osm_log.contains(" ERR ") && !osm_log.contains("PARSE ERROR"),
+        "OpenSM reported errors:\n{osm_log}\n{conf}"
     );
     assert!(osm_log.contains("SUBNET UP"), "{osm_log}");
-    for &(p, mine, theirs) in &tenants {
+    for &(p, mine, theirs) in tenants {
         // `smpquery pkeys` prints the table, eight entries a row: `   0: 0x7fff 0x8001 …`.
         let out = sim
             .run_retrying(

@@ -834,7 +834,8 @@ fn progress_only_on_a_terminal_and_never_when_quiet() {
 }
 
 /// Tenants: `weft build` writes OpenSM's `partitions.conf` beside the tables, one partition
-/// per tenant with its hosts' port GUIDs as full members, and the state carries the P_Key
+/// per tenant — its name and full key as declared, `alice=0x8001` — with its hosts' port GUIDs
+/// as full members, and the state carries the P_Key
 /// tables (`weft verify` of it passes).
 #[test]
 fn tenants_build_writes_partitions_conf() {
@@ -859,10 +860,11 @@ fn tenants_build_writes_partitions_conf() {
         text(&out.stdout)
     );
     let conf = std::fs::read_to_string(out_dir.join("partitions.conf")).unwrap_or_default();
-    let alice = conf.split("weft_0001=0x0001 :").nth(1).unwrap_or_default();
+    // Each partition named and keyed as its tenant was declared.
+    let alice = conf.split("\nalice=0x8001 :").nth(1).unwrap_or_default();
     let alice = alice.split(';').next().unwrap_or_default();
     assert_eq!(alice.matches("=full").count(), 2, "{conf}");
-    assert!(conf.contains("weft_0002=0x0002 :"), "{conf}");
+    assert!(conf.contains("\nbob=0x8002 :"), "{conf}");
     let state = std::fs::read_to_string(out_dir.join("state.json")).unwrap_or_default();
     assert!(state.contains("pkeys"), "P_Key tables in the state");
     let out = weft(&[

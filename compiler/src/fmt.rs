@@ -177,4 +177,15 @@ mod tests {
         );
         assert_eq!(f(&out), out);
     }
+
+    /// A host list is one word: spacing its `-` and `,` like operators would change what it
+    /// names (`cn[1 - 4]` is an index).
+    #[test]
+    fn host_lists_stay_whole() {
+        let src = "fabric x {\ntenant a { pkey = 0x8001, hosts = [cn[001-128,200],rack[1-2]-cn[01-04]] }\nsm on x[1-2]\n}\n";
+        assert_eq!(
+            f(src),
+            "fabric x {\n    tenant a { pkey = 0x8001, hosts = [cn[001-128,200], rack[1-2]-cn[01-04]] }\n    sm on x[1-2]\n}\n"
+        );
+    }
 }

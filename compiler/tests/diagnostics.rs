@@ -230,6 +230,22 @@ case!(
     format!("{PRELUDE}fabric f {{\n{TREE}    routing {{ seed = 7 }}\n}}\n")
 );
 
+// Host lists as operators write them: Slurm's `cn[001-128,200]`; a range that runs backwards
+// cannot be expanded, a name it expands to must be a node, and an exclusive name range
+// (`cn001..cn004`) leaves its end out — a warning suggesting `..=` or the host list.
+case!(
+    bad_host_list,
+    format!("{PRELUDE}fabric f {{\n{TREE}    tenant alice {{ pkey = 0x8001, hosts = cn[009-003] }}\n}}\n")
+);
+case!(
+    host_list_unknown_node,
+    format!("{PRELUDE}fabric f {{\n{TREE}    tenant alice {{ pkey = 0x8001, hosts = cn[001-002,700] }}\n}}\n")
+);
+case!(
+    exclusive_node_range,
+    format!("{PRELUDE}fabric f {{\n{TREE}    tenant alice {{ pkey = 0x8001, hosts = cn001..cn004 }}\n    tenant bob {{ pkey = 0x8002, hosts = [cn[005-008], cn010] }}\n}}\n")
+);
+
 // One case per remaining code, so that every code in the registry has a snapshot (see
 // `every_code_has_a_case` below).
 case!(unknown_field, small("        let z = leaf[1].colour"));

@@ -192,3 +192,47 @@ fn sm_mistakes_are_named() {
         assert!(text.iter().any(|m| m.contains(want)), "{line}: {text:?}");
     }
 }
+
+/// Hosts as operators list them: a Slurm host list names exactly its hosts, zero padding
+/// kept (`cn[001-003,006]` is cn001, cn002, cn003 and cn006), lists of host lists and names are
+/// read in place, and `sm on` takes one too. An exclusive name range leaves its end out, with
+/// a warning; `..=` includes it.
+#[test]
+fn host_lists_name_exactly_their_hosts() {
+    let src = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    tenant alice { pkey = 0x8001, hosts = cn[001-003,006] }\n    tenant bob { pkey = 0x8002, hosts = [cn[004-005], cn007] }\n    sm on cn[008]\n}\n";
+    // `cn[008]` alone is an index (of no array): a host list needs a range or a comma.
+    let c = check("t.weft", src, &NoFiles);
+    assert!(c.has_errors(), "`cn[008]` is not a host list");
+    let st = built(&src.replace("cn[008]", "cn[007-008]"));
+    for (host, key) in [
+        ("cn001", 0x8001),
+        ("cn002", 0x8001),
+        ("cn003", 0x8001),
+        ("cn006", 0x8001),
+        ("cn004", 0x8002),
+        ("cn005", 0x8002),
+        ("cn007", 0x8002),
+    ] {
+        let table = table(&st, host).unwrap();
+        assert_eq!(table.get(1).copied(), Some(key), "{host}: {table:x?}");
+    }
+    // Both SM hosts are full default members.
+    assert_eq!(table(&st, "cn007").unwrap().first(), Some(&0xffff));
+    assert_eq!(table(&st, "cn008"), Some(vec![0xffff]));
+    let members = |st: &FabricState, pkey: u16| {
+        st.partitions
+            .iter()
+            .find(|p| p.pkey == pkey)
+            .map_or(0, |p| p.members.len())
+    };
+    assert_eq!((members(&st, 1), members(&st, 2)), (4, 3));
+    // `cn001..cn004` stops before cn004, and says so; `cn001..=cn004` does not.
+    let exclusive = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    tenant alice { pkey = 0x8001, hosts = cn001..cn004 }\n}\n";
+    let c = check("t.weft", exclusive, &NoFiles);
+    let codes: Vec<&str> = c.diagnostics.iter().map(|d| d.code.as_str()).collect();
+    assert_eq!(codes, ["weft::exclusive_node_range"]);
+    assert_eq!(members(&built(exclusive), 1), 3);
+    let inclusive = exclusive.replace("..", "..=");
+    assert!(check("t.weft", &inclusive, &NoFiles).diagnostics.is_empty());
+    assert_eq!(members(&built(&inclusive), 1), 4);
+}

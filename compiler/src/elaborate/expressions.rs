@@ -1,6 +1,7 @@
 //! Expressions: names, operators, node ranges, indexing and fields.
 
 use super::*;
+use crate::syntax::hostlist::HostList;
 
 impl Elab<'_> {
     pub(super) fn lookup(&self, name: &str) -> Option<Value> {
@@ -149,7 +150,37 @@ impl Elab<'_> {
             ExprKind::Index(base, idx) => self.index(base, idx, e.span),
             ExprKind::Field(base, f) => self.field(base, f),
             ExprKind::Call(name, args) => self.call_expr(name, args, e.span),
+            ExprKind::HostList(h) => self.host_list(h, e.span),
         }
+    }
+
+    /// `cn[001-128,200]`: the nodes a Slurm host list names, in its order; every name must
+    /// be a node.
+    fn host_list(&mut self, h: &HostList, span: Span) -> R<Value> {
+        let len = usize::try_from(h.len()).unwrap_or(usize::MAX);
+        self.value_size(len, MAX_LIST_ITEMS, "list of", "names", span)?;
+        let mut out = Vec::with_capacity(len);
+        for name in h.names() {
+            // A name built and looked up per item, as a node range pays.
+            if out.len() % 4 == 3 {
+                self.tick(span)?;
+            }
+            match self.builder.fabric().find(&name) {
+                Some(n) => out.push(Value::Node(n)),
+                None => {
+                    let text = &h.text;
+                    self.err_help(
+                        Code::UnknownNode,
+                        format!("the host list `{text}` names `{name}`, which does not exist"),
+                        span,
+                        "no such node",
+                        "every name a host list expands to must be a node of the topology",
+                    );
+                    return Err(());
+                }
+            }
+        }
+        Ok(Value::List(Rc::new(out)))
     }
 
     pub(super) fn overflow(&mut self, span: Span) {
@@ -277,6 +308,18 @@ impl Elab<'_> {
                 "a node range joins names like `cn001..cn128`",
             );
             return Err(());
+        }
+        if !incl {
+            self.emit(
+                Diagnostic::warning(
+                    Code::ExclusiveNodeRange,
+                    format!("`{an}..{bn}` leaves out `{bn}`"),
+                )
+                .label(self.cur_source(), span, format!("`..` stops before `{bn}`"))
+                .help(format!(
+                    "`..` excludes its end, as in Rust: write `{an}..={bn}` (or `{pa}[{da}-{db}]`) to include `{bn}`"
+                )),
+            );
         }
         let end = if incl { y } else { y - 1 };
         let mut out = Vec::new();

@@ -319,11 +319,16 @@ impl Elab<'_> {
         let Ok(v) = self.eval(e) else {
             return (Vec::new(), false);
         };
-        let items: Vec<Value> = match v {
-            Value::List(l) => l.iter().cloned().collect(),
-            Value::Array(arr) => arr.ids.iter().map(|&i| Value::Node(i)).collect(),
-            other => vec![other],
-        };
+        // Lists in the list are read in place: `[cn[001-128], st01]`.
+        let mut items: Vec<Value> = Vec::new();
+        let mut stack = vec![v];
+        while let Some(v) = stack.pop() {
+            match v {
+                Value::List(l) => stack.extend(l.iter().rev().cloned()),
+                Value::Array(arr) => items.extend(arr.ids.iter().map(|&i| Value::Node(i))),
+                other => items.push(other),
+            }
+        }
         if self.charge_walk(items.len(), e.span).is_err() {
             return (Vec::new(), false);
         }
@@ -336,7 +341,7 @@ impl Elab<'_> {
                     format!("no node named `{w}`"),
                     e.span,
                     format!("in these {what}"),
-                    "name end nodes of the topology: `cn001`, `cn001..=cn128`, `[cn1, cn2]`",
+                    "name end nodes of the topology: `cn001`, `cn001..=cn128`, `cn[001-128,200]`, `[cn1, cn2]`",
                 );
                 ok = false;
                 continue;

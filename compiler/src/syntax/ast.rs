@@ -468,4 +468,6 @@ pub enum ExprKind {
     Binary(BinOp, Box<Expr>, Box<Expr>),
     /// `if c { a } else { b }`.
     If(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// A Slurm host list, `cn[001-128,200]`: the nodes it names.
+    HostList(super::hostlist::HostList),
 }

@@ -388,10 +388,12 @@ impl Lower {
                         span: sp,
                     }),
                     (false, None) => {
-                        self.diags.push(
-                            Diagnostic::error(Code::Syntax, "a link needs two ends")
-                                .label(self.source, sp, "only one end")
-                                .help("write `link a.p[1] <-> b.p[2]`, or `link a.p[1] down` in `faults`"),
+                        self.error(
+                            Code::Syntax,
+                            "a link needs two ends",
+                            sp,
+                            "only one end",
+                            "write `link a.p[1] <-> b.p[2]`, or `link a.p[1] down` in `faults`",
                         );
                         return None;
                     }
@@ -530,13 +532,21 @@ impl Lower {
     }
 
     fn too_deep(&mut self, sp: Span) {
+        self.error(
+            Code::TooDeep,
+            format!("expression nested deeper than {MAX_EXPR_DEPTH} levels"),
+            sp,
+            "this expression",
+            "split it: bind parts with `let`, or sum a list in a loop",
+        );
+    }
+
+    /// Records an error labelled at `sp` of this source.
+    fn error(&mut self, code: Code, msg: impl Into<String>, sp: Span, label: &str, help: &str) {
         self.diags.push(
-            Diagnostic::error(
-                Code::TooDeep,
-                format!("expression nested deeper than {MAX_EXPR_DEPTH} levels"),
-            )
-            .label(self.source, sp, "this expression")
-            .help("split it: bind parts with `let`, or sum a list in a loop"),
+            Diagnostic::error(code, msg)
+                .label(self.source, sp, label)
+                .help(help),
         );
     }
 
@@ -698,6 +708,19 @@ impl Lower {
             Rule::string => return self.string(p),
             Rule::boolean => ExprKind::Bool(p.as_str() == "true"),
             Rule::ident => ExprKind::Ident(p.as_str().to_owned()),
+            Rule::hostlist => match super::hostlist::parse(p.as_str()) {
+                Ok(h) => ExprKind::HostList(h),
+                Err(e) => {
+                    self.error(
+                        Code::BadHostList,
+                        format!("host list `{}`: {e}", p.as_str()),
+                        sp,
+                        "cannot be expanded",
+                        "a host list's ranges count up: `cn[001-128,200]`",
+                    );
+                    ExprKind::Ident(String::new())
+                }
+            },
             Rule::width => {
                 ExprKind::Width(p.as_str().trim_end_matches('x').parse().unwrap_or(u32::MAX))
             }
@@ -713,13 +736,12 @@ impl Lower {
                 match parsed {
                     Some(v) => ExprKind::Int(v),
                     None => {
-                        self.diags.push(
-                            Diagnostic::error(
-                                Code::NumberTooLarge,
-                                format!("number `{}` is too large", p.as_str()),
-                            )
-                            .label(self.source, sp, "does not fit in 64 bits")
-                            .help("integers are 64-bit; GUIDs may use all 64 bits in hex"),
+                        self.error(
+                            Code::NumberTooLarge,
+                            format!("number `{}` is too large", p.as_str()),
+                            sp,
+                            "does not fit in 64 bits",
+                            "integers are 64-bit; GUIDs may use all 64 bits in hex",
                         );
                         ExprKind::Int(0)
                     }

@@ -3,6 +3,7 @@
 //! Architecture invariant: syntax knows nothing of elaboration or the fabric model.
 
 pub mod ast;
+pub mod hostlist;
 mod lower;
 mod parser;
 mod recover;

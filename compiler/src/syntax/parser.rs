@@ -64,3 +64,30 @@ pub fn parse(text: &str, source: SourceId) -> (File, Vec<Diagnostic>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// What the grammar's `hostlist` rule matches at the start of `s`, as a length.
+    fn rule_len(s: &str) -> Option<usize> {
+        WeftParser::parse(Rule::hostlist, s)
+            .ok()
+            .and_then(|mut p| p.next())
+            .map(|p| p.as_str().len())
+    }
+
+    proptest! {
+        /// The hand lexer's host list token is the grammar's: `weft fmt` keeps every host
+        /// list the parser reads as one word, and reads nothing else as one.
+        #[test]
+        fn the_lexer_and_the_grammar_agree_on_host_lists(
+            s in "[a-c_][a-c0-2_\\-\\[\\],. ]{0,16}",
+            t in "[a-c][a-c-]{0,2}(\\[[0-9]{1,3}(-[0-9]{1,3})?(,[0-9]{1,2}(-[0-9])?){0,2}\\][a-c-]{0,2}){1,3}[\\[\\].,0-9 ]{0,3}",
+        ) {
+            prop_assert_eq!(rule_len(&s), super::super::hostlist::token_len(&s), "{:?}", s);
+            prop_assert_eq!(rule_len(&t), super::super::hostlist::token_len(&t), "{:?}", t);
+        }
+    }
+}

@@ -12,7 +12,8 @@
 /// What a token is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
-    /// ASCII letters, digits and `_`: a name, a keyword or a number (`1.5` is three tokens).
+    /// ASCII letters, digits and `_`: a name, a keyword or a number (`1.5` is three tokens);
+    /// or a whole host list, `cn[001-128,200]` (`hostlist.rs`).
     Word,
     /// A string literal with its quotes; `closed` is false when the line (or text) ended
     /// before its closing quote.
@@ -99,8 +100,14 @@ impl Iterator for Tokens<'_> {
             }
             Kind::Str { closed }
         } else if c.is_ascii_alphanumeric() || c == b'_' {
-            while i < b.len() && (at(i).is_ascii_alphanumeric() || at(i) == b'_') {
-                i += 1;
+            // A host list (`cn[001-128,200]`) is one word, brackets and all.
+            match super::hostlist::token_len(from(i)) {
+                Some(n) => i += n,
+                None => {
+                    while i < b.len() && (at(i).is_ascii_alphanumeric() || at(i) == b'_') {
+                        i += 1;
+                    }
+                }
             }
             Kind::Word
         } else {

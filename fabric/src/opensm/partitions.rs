@@ -5,7 +5,14 @@
 //! `Name=PKey : member, member, … ;`, a member `PortGUID[=full|limited|both]`, and a definition
 //! may run over several lines up to its `;` (OpenSM reads lines of under 4 096 characters, so
 //! members are written one per line). OpenSM keeps the low 15 bits of a P_Key and sets the
-//! membership bit per member.
+//! membership bit per member; each partition is written with its full key, membership bit
+//! set (`alice=0x8001`), as users declare it.
+//!
+//! A partition's name is its tenant's (or shared section's), as declared, so OpenSM's logs
+//! name what the user wrote. OpenSM's parser ends a name at `=`, `,` or `:`, a definition at
+//! `;` and the line's code at `#`, trims spaces, tabs and newlines around it, and keeps 31
+//! bytes of it (`osm_prtn_t::name` is 32 with its NUL); a name it cannot carry is mangled
+//! (`conf_name`). OpenSM keys partitions by P_Key: names only label them.
 //!
 //! How OpenSM applies the members (`osm_prtn.c`, `osm_prtn_config.c`): before reading the file
 //! it puts every port in the default partition as a limited member and its own port as a full
@@ -14,11 +21,43 @@
 //! membership (`both` then means full only). `SELF` names the port OpenSM runs on.
 
 use crate::{FabricState, Guid, NodeKind, PKey, PortNum, PortRef};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 /// The default partition's number.
 const DEFAULT: u16 = 0x7fff;
+
+/// The longest partition name OpenSM keeps, in bytes.
+const NAME_MAX: usize = 31;
+
+/// Partition `base`'s name in `partitions.conf`: `name` (a tenant's, as declared) where
+/// OpenSM's parser takes it whole — printable ASCII without `#`, `:`, `,`, `=` or `;`, at most
+/// 31 bytes, not a name `taken` already (`Default`, an earlier partition's); otherwise each
+/// byte it cannot take becomes `_`, the name is cut to 31 bytes, and a name left empty is
+/// `weft_<key>`, one taken is suffixed `_<key>` (the low 15 bits in hex, unique per
+/// partition).
+fn conf_name(name: &str, base: u16, taken: &BTreeSet<String>) -> String {
+    let mut out: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_graphic() && !matches!(c, '#' | ':' | ',' | '=' | ';') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    // Every character is ASCII now: any byte is a boundary.
+    out.truncate(NAME_MAX);
+    if out.is_empty() {
+        return format!("weft_{base:04x}");
+    }
+    if taken.contains(&out) {
+        out.truncate(NAME_MAX - 5);
+        let _ = write!(out, "_{base:04x}");
+    }
+    out
+}
 
 /// How a port belongs to a partition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,8 +96,9 @@ impl Membership {
 /// `SELF=full` *last*: whatever port OpenSM runs on ends up a full member of it (a later line
 /// wins), so every end port, a limited member, still reaches the SA — the ports the state
 /// says the SM runs on ([`FabricState::sm`]) hold `0xffff` and are listed full already. The
-/// other partitions follow by P_Key, their members by port GUID. The VFs of vSwitch
-/// hypervisors are members by their own GUIDs, as their P_Key tables say.
+/// other partitions follow by P_Key, each named as declared ([`FabricState::partitions`],
+/// through `conf_name`) with its full key (`alice=0x8001`), their members by port GUID. The
+/// VFs of vSwitch hypervisors are members by their own GUIDs, as their P_Key tables say.
 pub fn write_partitions(state: &FabricState) -> Option<String> {
     if state.ports.values().all(|p| p.pkeys.is_none()) {
         return None;
@@ -120,11 +160,24 @@ pub fn write_partitions(state: &FabricState) -> Option<String> {
         );
     }
     let default = parts.remove(&DEFAULT).unwrap_or_default();
+    // The names the partitions were declared with; keys no declaration names (tables someone
+    // else wrote) are `weft_<key>`.
+    let declared: BTreeMap<u16, &str> = state
+        .partitions
+        .iter()
+        .map(|p| (p.pkey & 0x7fff, p.name.as_str()))
+        .collect();
+    let mut taken = BTreeSet::from(["Default".to_owned()]);
     for (base, members) in std::iter::once((&DEFAULT, &default)).chain(parts.iter()) {
         if *base == DEFAULT {
             let _ = write!(out, "Default={DEFAULT:#06x} :");
         } else {
-            let _ = write!(out, "weft_{base:04x}={base:#06x} :");
+            let name = match declared.get(base) {
+                Some(n) => conf_name(n, *base, &taken),
+                None => conf_name("", *base, &taken),
+            };
+            let _ = write!(out, "{name}={:#06x} :", base | 0x8000);
+            taken.insert(name);
         }
         let mut first = true;
         for (guid, m) in members {

@@ -373,16 +373,70 @@ fn partitions_from_pkey_tables() {
     assert!(default.ends_with(",\n    SELF=full "), "{default}");
     assert!(default.contains(&line(h4, "limited")), "{default}");
     assert!(!default.contains(&format!("{h5:#018x}")), "{default}");
+    // Keys no declared partition names: `weft_<key>`, written with the membership bit.
     assert!(
         text.contains(&format!(
-            "weft_0001=0x0001 :\n{},\n{} ;",
+            "weft_0001=0x8001 :\n{},\n{} ;",
             line(h4, "full"),
             line(h5, "both")
         )),
         "{text}"
     );
     assert!(
-        text.contains(&format!("weft_0002=0x0002 :\n{} ;", line(h5, "full"))),
+        text.contains(&format!("weft_0002=0x8002 :\n{} ;", line(h5, "full"))),
+        "{text}"
+    );
+}
+
+/// Partitions are named as their tenants were declared, with the full key (`alice=0x8001`);
+/// a name OpenSM's parser cannot carry is mangled only where it must be: its `#`, `:`, `,`,
+/// `=`, `;`, spaces and non-ASCII bytes become `_`, it is cut to the 31 bytes OpenSM keeps,
+/// and a name already taken (`Default`, an earlier partition's) gets its key appended.
+#[test]
+fn partitions_carry_their_declared_names() {
+    let mut st = state();
+    let key = |n: u16| PKey(0x8000 | n);
+    for (node, keys) in [(4, vec![1u16]), (5, vec![2]), (6, vec![3]), (7, vec![4, 5])] {
+        let mut table = vec![PKey(0x7fff)];
+        table.extend(keys.into_iter().map(key));
+        st.ports
+            .entry(PortRef::new(NodeId(node), 1))
+            .or_default()
+            .pkeys = Some(table);
+    }
+    let names = [
+        "alice",
+        "team a:b#c,d=e;f",
+        "Default",
+        "a-very-long-tenant-name-of-forty-bytes.x",
+        "équipe",
+    ];
+    st.partitions = names
+        .iter()
+        .zip(1u16..)
+        .map(|(name, pkey)| crate::Partition {
+            name: (*name).to_owned(),
+            pkey,
+            members: std::collections::BTreeMap::new(),
+            vms: std::collections::BTreeMap::new(),
+            class: None,
+        })
+        .collect();
+    let text = write_partitions(&st).unwrap();
+    let headers: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && l.ends_with(" :"))
+        .collect();
+    assert_eq!(
+        headers,
+        [
+            "Default=0x7fff :",
+            "alice=0x8001 :",
+            "team_a_b_c_d_e_f=0x8002 :",
+            "Default_0003=0x8003 :",
+            "a-very-long-tenant-name-of-fort=0x8004 :",
+            "_quipe=0x8005 :",
+        ],
         "{text}"
     );
 }
