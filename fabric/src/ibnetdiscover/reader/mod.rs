@@ -21,7 +21,10 @@
 mod build;
 mod checks;
 mod lines;
+mod linkinfo;
+mod noise;
 mod ports;
+mod report;
 mod scan;
 
 use build::*;
@@ -31,23 +34,30 @@ use ports::*;
 use scan::*;
 
 use super::error::{new_source, Code, IbnetDiagnostic, ParseErrors, Source};
-use super::{Discovered, ParseOptions};
+use super::{Discovered, InputFormat, ParseOptions};
 use crate::{
     FabricBuilder, Guid, Lid, LidAssignment, NodeId, NodeKind, NodeSpec, PortNum, PortRef, Speed,
     Width, MAX_UNICAST_LID,
 };
 use miette::{Severity, SourceSpan};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-/// Reads an ibnetdiscover topology (or ibsim net file) into a fabric, collecting every error.
+/// Reads an ibnetdiscover topology (or ibsim net file, or an `ibnetdiscover -p` or
+/// `iblinkinfo` report: [`ParseOptions::format`]) into a fabric, collecting every error.
 pub fn parse(text: &str, opts: &ParseOptions) -> Result<Discovered, ParseErrors> {
     let src = new_source(&opts.source_name, text);
     let mut cx = Cx {
         src: &src,
         diags: Vec::new(),
     };
-    let file = read_lines(&mut cx, text);
-    let checked = check(&mut cx, &file);
+    let format = opts.format.unwrap_or_else(|| detect_format(text));
+    let file = match format {
+        InputFormat::Topology => read_lines(&mut cx, text),
+        InputFormat::PortsReport => report::read(&mut cx, text),
+        InputFormat::LinkInfo => linkinfo::read(&mut cx, text),
+    };
+    let checked = check(&mut cx, &file, opts.partial);
     let built = if cx.diags.iter().any(IbnetDiagnostic::is_error) {
         None
     } else {
@@ -55,12 +65,17 @@ pub fn parse(text: &str, opts: &ParseOptions) -> Result<Discovered, ParseErrors>
     };
     let mut diags = cx.diags;
     diags.sort_by_key(|d| d.span().offset());
-    let diags = cap_repeated(diags, &src);
+    let mut diags = cap_repeated(diags, &src);
+    if opts.strict {
+        diags = diags.into_iter().map(IbnetDiagnostic::strict).collect();
+    }
     match built {
-        Some((fabric, lids)) if !diags.iter().any(IbnetDiagnostic::is_error) => Ok(Discovered {
-            fabric,
-            lids,
+        Some(b) if !diags.iter().any(IbnetDiagnostic::is_error) => Ok(Discovered {
+            fabric: b.fabric,
+            lids: b.lids,
             warnings: diags,
+            unassigned: b.unassigned,
+            format,
         }),
         _ => Err(ParseErrors::new(
             src.clone(),
@@ -70,6 +85,26 @@ pub fn parse(text: &str, opts: &ParseOptions) -> Result<Discovered, ParseErrors>
                 .collect(),
         )),
     }
+}
+
+/// The format of `text`, from its first line that is no blank line, comment or noise: a
+/// `Switch: 0x…`, `CA: …` or `Router: …` line is `iblinkinfo`, a line such as `SW 12 1
+/// 0x… 4x EDR` an `ibnetdiscover -p` report, anything else the topology format.
+pub fn detect_format(text: &str) -> InputFormat {
+    for line in lines(text) {
+        let t = line.text.trim_matches([' ', '\t']);
+        if t.is_empty() || t.starts_with('#') || noise::classify(line.text).is_some() {
+            continue;
+        }
+        if linkinfo::is_header(t) {
+            return InputFormat::LinkInfo;
+        }
+        if report::is_port_line(t) {
+            return InputFormat::PortsReport;
+        }
+        return InputFormat::Topology;
+    }
+    InputFormat::Topology
 }
 
 /// Reads a node name map: `<guid> "<name>"` per line, `#` comments and blank lines.
