@@ -72,7 +72,8 @@ fn read(text: &str, what: &str) -> Discovered {
         source_name: what.to_owned(),
         ..ParseOptions::default()
     };
-    ibnetdiscover::parse(text, &opts).unwrap_or_else(|e| panic!("{what}: {e}: {:#?}", e.diagnostics()))
+    ibnetdiscover::parse(text, &opts)
+        .unwrap_or_else(|e| panic!("{what}: {e}: {:#?}", e.diagnostics()))
 }
 
 /// LIDs by node GUID and port.
@@ -88,8 +89,11 @@ fn lids(d: &Discovered) -> BTreeSet<(Guid, u8, u16)> {
         .collect()
 }
 
-/// Cables by the GUIDs and ports of their ends, with their rates.
-fn rates(f: &Fabric) -> BTreeSet<((Guid, u8), (Guid, u8), String)> {
+/// A cable by the GUIDs and ports of its ends, with its rate.
+type Cable = ((Guid, u8), (Guid, u8), String);
+
+/// Every cable of `f`.
+fn rates(f: &Fabric) -> BTreeSet<Cable> {
     f.links()
         .iter()
         .map(|l| {
@@ -147,7 +151,12 @@ fn discover_and_compare(sim: &Ibsim, fabric: &Fabric, with_lids: bool) {
             .iter()
             .filter(|&&c| c == Code::ToolStderr)
             .count();
-        assert_eq!(stderr_warnings, stderr_lines, "{format:?}: {:?}", codes(&merged));
+        assert_eq!(
+            stderr_warnings,
+            stderr_lines,
+            "{format:?}: {:?}",
+            codes(&merged)
+        );
     }
 }
 

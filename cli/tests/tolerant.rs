@@ -75,7 +75,11 @@ fn noise_class(code: &str, line: &str) {
     let (out, program) = import(&file, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
-    assert_eq!(stderr.matches(&format!("weft::ibnet::{code}")).count(), 2, "{stderr}");
+    assert_eq!(
+        stderr.matches(&format!("weft::ibnet::{code}")).count(),
+        2,
+        "{stderr}"
+    );
     let strip_header = |p: &str| p.lines().skip(1).collect::<Vec<_>>().join("\n");
     assert_eq!(
         strip_header(&program.unwrap()),
@@ -88,7 +92,7 @@ fn noise_class(code: &str, line: &str) {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(program.is_none());
     assert!(
-        text(&out.stderr).contains(&format!("× skipped")),
+        text(&out.stderr).contains("× skipped"),
         "{}",
         text(&out.stderr)
     );
@@ -127,17 +131,27 @@ fn a_dump_cut_short_needs_partial() {
     let dir = temp_dir("partial");
     // cn004's record is missing: spine1 names it, nothing describes it.
     let cut = dump();
-    let start = cut.find("vendid=0x0\ndevid=0x0\nsysimgguid=0x100007").unwrap();
+    let start = cut
+        .find("vendid=0x0\ndevid=0x0\nsysimgguid=0x100007")
+        .unwrap();
     let end = cut[start..].find("\n\n").unwrap() + start + 2;
     let file = dir.join("cut.ibnetdiscover");
     std::fs::write(&file, format!("{}{}", &cut[..start], &cut[end..])).unwrap();
     let (out, program) = import(&file, &[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(program.is_none());
-    assert!(text(&out.stderr).contains("`--partial`"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("`--partial`"),
+        "{}",
+        text(&out.stderr)
+    );
     let (out, program) = import(&file, &["--partial"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("is dropped"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("is dropped"),
+        "{}",
+        text(&out.stderr)
+    );
     let program = program.unwrap();
     assert!(!program.contains("cn004"), "{program}");
     assert!(program.contains("cn003"), "{program}");
@@ -181,19 +195,35 @@ fn ports_without_a_lid_are_imported_unpinned() {
 #[test]
 fn the_reports_import() {
     for (file, format) in [
-        ("fabric/tests/data/ibsim-leaf-spine.ports", "ibnetdiscover -p"),
-        ("fabric/tests/data/ibsim-leaf-spine.iblinkinfo", "iblinkinfo"),
+        (
+            "fabric/tests/data/ibsim-leaf-spine.ports",
+            "ibnetdiscover -p",
+        ),
+        (
+            "fabric/tests/data/ibsim-leaf-spine.iblinkinfo",
+            "iblinkinfo",
+        ),
     ] {
         let out = weft(&["import", file]);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         let program = text(&out.stdout);
         assert!(
-            program.lines().next().unwrap().contains(&format!("(`{format}` output)")),
+            program
+                .lines()
+                .next()
+                .unwrap()
+                .contains(&format!("(`{format}` output)")),
             "{program}"
         );
         let stderr = text(&out.stderr);
-        assert!(stderr.contains("weft::ibnet::port_count_guessed"), "{stderr}");
-        assert!(stderr.contains("weft::ibnet::node_guid_guessed"), "{stderr}");
+        assert!(
+            stderr.contains("weft::ibnet::port_count_guessed"),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains("weft::ibnet::node_guid_guessed"),
+            "{stderr}"
+        );
         assert_eq!(weft(&["import", "--strict", file]).status.code(), Some(1));
     }
 }

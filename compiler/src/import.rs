@@ -36,8 +36,15 @@ pub(crate) fn ibnetdiscover(
     fabric_name: &str,
     source: SourceId,
 ) -> Result<(Fabric, Vec<Diagnostic>), Vec<Diagnostic>> {
-    read(text, path, fabric_name, source, None, ImportOptions::default())
-        .map(|(found, w)| (found.fabric, w))
+    read(
+        text,
+        path,
+        fabric_name,
+        source,
+        None,
+        ImportOptions::default(),
+    )
+    .map(|(found, w)| (found.fabric, w))
 }
 
 fn read(

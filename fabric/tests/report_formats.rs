@@ -41,7 +41,13 @@ fn shape(f: &Fabric) -> Shape {
         .iter()
         .map(|n| {
             let guids = n.ports.iter().map(|p| p.guid).collect();
-            (n.guid(), n.kind(), n.name().to_owned(), n.spec.port_count, guids)
+            (
+                n.guid(),
+                n.kind(),
+                n.name().to_owned(),
+                n.spec.port_count,
+                guids,
+            )
         })
         .collect();
     let cables = f
@@ -103,4 +109,3 @@ fn the_reports_read_as_the_topology_does() {
         }
     }
 }
-

@@ -36,7 +36,10 @@ const NOISE: &[(Code, &str)] = &[
         Code::ShellPrompt,
         "[admin@head-node ~]$ ibnetdiscover -g > fabric.txt",
     ),
-    (Code::ShellPrompt, "user@login2:/scratch/ib$ sudo ibnetdiscover"),
+    (
+        Code::ShellPrompt,
+        "user@login2:/scratch/ib$ sudo ibnetdiscover",
+    ),
     (Code::ShellPrompt, "user@mac ~ % ibnetdiscover -p"),
     (Code::ShellPrompt, "bash-4.2# ibnetdiscover"),
     (Code::ShellPrompt, "$ ibnetdiscover"),
@@ -63,7 +66,10 @@ const NOISE: &[(Code, &str)] = &[
         Code::ToolStderr,
         "ibpanic: [12345] main: discover failed: Connection timed out",
     ),
-    (Code::ToolStderr, "ibnetdiscover: iberror: failed: discover failed"),
+    (
+        Code::ToolStderr,
+        "ibnetdiscover: iberror: failed: discover failed",
+    ),
     (
         Code::ToolStderr,
         "ibnetdiscover: iberror: [pid 4242] main: failed: discover failed",
@@ -329,7 +335,9 @@ fn ports_at_lid_0_or_65535_are_unassigned_and_listed() {
     assert_eq!(d.warnings[0].span().offset(), at);
     insta::assert_snapshot!("unassigned_lids", render(&d.warnings[0]));
     // A file without any LID has nothing to say about them.
-    let none = UNASSIGNED.replace("lid 1 ", "lid 0 ").replace("lid 5 ", "lid 0 ");
+    let none = UNASSIGNED
+        .replace("lid 1 ", "lid 0 ")
+        .replace("lid 5 ", "lid 0 ");
     let d = ok(&none);
     assert!(d.warnings.is_empty(), "{:?}", warning_codes(&d));
     assert!(d.unassigned.is_empty() && d.lids.base.is_empty());
@@ -383,12 +391,13 @@ fn a_node_without_a_record_is_an_error_unless_partial() {
     let d = &e.diagnostics()[0];
     assert_eq!(d.code(), Code::UnknownNode);
     assert!(d.is_error());
-    assert!(d.help_text().unwrap().contains("`--partial`"), "{:?}", d.help_text());
-    let d = parse_with(CUT_SHORT, |o| o.partial = true).unwrap();
-    assert_eq!(
-        warning_codes(&d),
-        vec![Code::UnknownNode, Code::ToolStderr]
+    assert!(
+        d.help_text().unwrap().contains("`--partial`"),
+        "{:?}",
+        d.help_text()
     );
+    let d = parse_with(CUT_SHORT, |o| o.partial = true).unwrap();
+    assert_eq!(warning_codes(&d), vec![Code::UnknownNode, Code::ToolStderr]);
     assert!(!d.warnings[0].is_error());
     let f = &d.fabric;
     assert_eq!(f.nodes().len(), 3, "S9 is left out");
@@ -412,11 +421,7 @@ fn reports_cut_short_are_partial_too() {
     let d = parse_with(&cut, |o| o.partial = true).unwrap();
     assert!(d.fabric.find("cn004 HCA-1").is_none());
     assert_eq!(d.fabric.links().len(), 6);
-    let cut: String = LINKINFO
-        .lines()
-        .skip(2)
-        .map(|l| format!("{l}\n"))
-        .collect();
+    let cut: String = LINKINFO.lines().skip(2).map(|l| format!("{l}\n")).collect();
     assert!(parse(&cut, &opts()).is_err());
     let d = parse_with(&cut, |o| o.partial = true).unwrap();
     assert!(d.fabric.find("cn004 HCA-1").is_none());
@@ -456,7 +461,10 @@ fn the_format_is_detected() {
         (PORTS, InputFormat::PortsReport),
         (LINKINFO, InputFormat::LinkInfo),
         ("", InputFormat::Topology),
-        ("0x0000000000100006 \"  cn003\" 0 2[  ] ==( …", InputFormat::LinkInfo),
+        (
+            "0x0000000000100006 \"  cn003\" 0 2[  ] ==( …",
+            InputFormat::LinkInfo,
+        ),
     ];
     for (text, format) in cases {
         assert_eq!(detect_format(text), format);
@@ -466,7 +474,10 @@ fn the_format_is_detected() {
     }
     // Forced: a ports report read as a topology is refused line by line.
     let e = parse_with(PORTS, |o| o.format = Some(InputFormat::Topology)).unwrap_err();
-    assert!(e.diagnostics().iter().all(|d| d.code() == Code::UnknownLine));
+    assert!(e
+        .diagnostics()
+        .iter()
+        .all(|d| d.code() == Code::UnknownLine));
 }
 
 #[test]
@@ -503,10 +514,7 @@ Switch: 0x0000000000200001 spine1:
 0x0000000000200001 \"                        spine1\"      0    4[  ] ==(                Down/ Polling)==>             [  ] \"\" ( )
 ";
     let e2 = parse_with(linkinfo, |o| o.format = Some(InputFormat::LinkInfo)).unwrap_err();
-    insta::assert_snapshot!(
-        "report_errors",
-        format!("{}\n{}", render(&e), render(&e2))
-    );
+    insta::assert_snapshot!("report_errors", format!("{}\n{}", render(&e), render(&e2)));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -607,4 +615,38 @@ proptest! {
             prop_assert!(lines.iter().any(|l| l == line), "{line}");
         }
     }
+}
+
+#[test]
+fn made_up_node_guids_that_collide_are_refused() {
+    // Port 1 of `a` (0x11) and port 2 of `b` (0x12) both give node GUID 0x10.
+    let ports = "\
+CA     5  1 0x0000000000000011 4x EDR - SW     1  1 0x0000000000200000 ( 'a' - 'sw' )
+CA     6  2 0x0000000000000012 4x EDR - SW     1  2 0x0000000000200000 ( 'b' - 'sw' )
+SW     1  1 0x0000000000200000 4x EDR - CA     5  1 0x0000000000000011 ( 'sw' - 'a' )
+SW     1  2 0x0000000000200000 4x EDR - CA     6  2 0x0000000000000012 ( 'sw' - 'b' )
+";
+    let e = parse(ports, &opts()).unwrap_err();
+    assert_eq!(e.diagnostics()[0].code(), Code::DuplicateGuid);
+    // The two ports of one adapter (one description) are one node.
+    let one = ports.replace("'b'", "'a'");
+    let d = ok(&one);
+    assert_eq!(d.fabric.nodes().len(), 2);
+    assert_eq!(
+        d.fabric.node(d.fabric.find("a").unwrap()).spec.port_count,
+        2
+    );
+    // In `iblinkinfo` every header is a node of its own, whatever its name.
+    let linkinfo = "\
+CA: a:
+      0x0000000000000011      5    1[  ] ==( 4X 25.78125 Gbps Active/  LinkUp)==>       1    1[  ] \"sw\" ( )
+CA: a:
+      0x0000000000000012      6    2[  ] ==( 4X 25.78125 Gbps Active/  LinkUp)==>       1    2[  ] \"sw\" ( )
+Switch: 0x0000000000200000 sw:
+           1    1[  ] ==( 4X 25.78125 Gbps Active/  LinkUp)==>       5    1[  ] \"a\" ( )
+           1    2[  ] ==( 4X 25.78125 Gbps Active/  LinkUp)==>       6    2[  ] \"a\" ( )
+";
+    let e = parse(linkinfo, &opts()).unwrap_err();
+    assert_eq!(e.diagnostics()[0].code(), Code::DuplicateGuid);
+    insta::assert_snapshot!("made_up_guids_collide", render(&e));
 }

@@ -17,7 +17,8 @@
 use super::report::{guid, number, word, Nodes, Shape};
 use super::*;
 
-const HELP: &str = "`iblinkinfo` prints `Switch: 0x7cfe900300bdd8f0 sw1:` or `CA: cn001 HCA-1:`, then \
+const HELP: &str =
+    "`iblinkinfo` prints `Switch: 0x7cfe900300bdd8f0 sw1:` or `CA: cn001 HCA-1:`, then \
                     one line per port such as `1 1[  ] ==( 4X 25.78125 Gbps Active/  LinkUp)==>  \
                     5 1[  ] \"cn001 HCA-1\" ( )` (an end node's starting with its `0x` port GUID)";
 const SHAPE: Shape = (InputFormat::LinkInfo, HELP);
@@ -69,7 +70,8 @@ pub(super) fn read<'a>(cx: &mut Cx<'_>, text: &'a str) -> File<'a> {
     let mut waiting: Vec<Line_<'a>> = Vec::new();
     for line in lines(text) {
         let t = line.text.trim_matches([' ', '\t']);
-        if t.is_empty() || t.starts_with('#') || noise::skip(cx, &line) {
+        let data = is_header(t) || t.starts_with(|c: char| c.is_ascii_digit());
+        if t.is_empty() || t.starts_with('#') || (!data && noise::skip(cx, &line)) {
             continue;
         }
         let lead = line.text.len() - line.text.trim_start_matches([' ', '\t']).len();
@@ -151,7 +153,10 @@ fn read_header<'a>(
     let rest = sc.rest().trim_end_matches([' ', '\t']);
     let name = rest.strip_suffix(':').unwrap_or(rest);
     let desc = Some((name, sp(sc.abs(), name.len())));
-    let node = g.map(|(g, span)| nodes.get_or_add(kind, g, span, desc));
+    let node = match g {
+        Some((g, span)) => nodes.get_or_add(cx, (kind, g, span), desc, true),
+        None => None,
+    };
     Some(Header { kind, node, desc })
 }
 
@@ -181,13 +186,16 @@ fn read_port<'a>(
                 cx.error(
                     Code::BadGuid,
                     span,
-                    format!("port GUID `{g}` of port {} is below its port number", port.0),
+                    format!(
+                        "port GUID `{g}` of port {} is below its port number",
+                        port.0
+                    ),
                     "no node GUID can be made from this",
                     "an end node's GUID is taken as its port GUID minus the port number",
                 );
                 return None;
             };
-            let i = nodes.get_or_add(kind, ng, span, desc);
+            let i = nodes.get_or_add(cx, (kind, ng, span), desc, true)?;
             *node = Some(i);
             i
         }
@@ -219,11 +227,7 @@ fn read_port<'a>(
         rate,
         opts: PortOpts::default(),
     };
-    Some(Line_ {
-        node: i,
-        rec,
-        peer,
-    })
+    Some(Line_ { node: i, rec, peer })
 }
 
 /// `2[  ]` or `2[ 5]`: a port number and its external number (ignored).
@@ -420,14 +424,20 @@ impl<'n> Found<'n> {
             if let Some(&i) = self.switch_by_guid.get(&g) {
                 return Some((id(i)?, p.port.0));
             }
-            return self.port_by_guid.get(&g).and_then(|&(i, port)| Some((id(i)?, port)));
+            return self
+                .port_by_guid
+                .get(&g)
+                .and_then(|&(i, port)| Some((id(i)?, port)));
         }
         let (lid, _) = p.lid;
         if is_assigned(lid) {
             if let Some(&i) = self.switch_by_lid.get(&lid) {
                 return Some((id(i)?, p.port.0));
             }
-            return self.port_by_lid.get(&lid).and_then(|&(i, port)| Some((id(i)?, port)));
+            return self
+                .port_by_lid
+                .get(&lid)
+                .and_then(|&(i, port)| Some((id(i)?, port)));
         }
         match self.by_desc.get(p.desc.0).map(Vec::as_slice) {
             Some([i]) => Some((id(*i)?, p.port.0)),

@@ -1,19 +1,27 @@
-//! The reader: ibnetdiscover output and ibsim net files into a [`Fabric`].
+//! The reader: ibnetdiscover output and ibsim net files, and the port-by-port reports
+//! (`ibnetdiscover -p`, `iblinkinfo`), into a [`Fabric`].
 //!
 //! Three phases:
 //!
-//! 1. **Lines.** Every line is classified (header, port line, assignment, directive, comment,
-//!    blank) and parsed into records with byte spans. GUIDs are resolved here, in file order, the
-//!    way ibsim does it: a `switchguid=`/`caguid=`/`rtguid=` line sets the GUID of the next node
-//!    of that kind, and nodes without such a line count on from it (switches `+1`, end nodes
-//!    `+ports+1`; the counters start at `0x200000` for switches, `0x100000` for CAs and `0` for
-//!    routers).
+//! 1. **Lines.** The format is detected from the first line that is not blank, a comment or
+//!    noise ([`detect_format`]). Every line is classified and parsed into node records with
+//!    byte spans: for the topology format (`lines.rs`, `ports.rs`) headers, port lines,
+//!    assignments, directives, comments and blank lines, GUIDs resolved in file order the way
+//!    ibsim does it (a `switchguid=`/`caguid=`/`rtguid=` line sets the GUID of the next node
+//!    of that kind, and nodes without such a line count on from it: switches `+1`, end nodes
+//!    `+ports+1`; the counters start at `0x200000` for switches, `0x100000` for CAs and `0`
+//!    for routers); for the reports (`report.rs`, `linkinfo.rs`) records made up from port
+//!    lines, with port counts and end-node GUIDs guessed and said so. Noise (`noise.rs`:
+//!    terminal-log headers, shell prompts, captured standard error, grouped-output headers)
+//!    is skipped with a warning per line in every format.
 //! 2. **Checks.** Node ids and GUIDs unique, every port line's ports on their nodes, every
-//!    remote node declared, each port wired once, the two sightings of a link agreeing (ends,
-//!    port GUIDs, rates). A link listed by one end only is accepted with a warning as long as
-//!    the other end does not list that port elsewhere.
+//!    remote node declared (or, reading a partial dump, its link dropped with a warning), each
+//!    port wired once, the two sightings of a link agreeing (ends, port GUIDs; rates differing
+//!    is a warning). A link listed by one end only is accepted with a warning as long as the
+//!    other end does not list that port elsewhere.
 //! 3. **Build.** Only when no error was found: names (node description, name-map entry or node
-//!    id, made unique), the [`Fabric`] through [`FabricBuilder`], and the LIDs seen.
+//!    id, made unique), the [`Fabric`] through [`FabricBuilder`], the LIDs seen, and the ports
+//!    left without one (`lid 0`/`lid 65535`). Strict reading then makes every warning an error.
 //!
 //! Nothing here panics on any input: spans and slices come from `get`, numbers from checked
 //! parsing.

@@ -104,9 +104,18 @@ fn is_chassis_header(t: &str) -> bool {
 /// A message of libibmad, libibumad, libibnetdisc or an infiniband-diags tool.
 fn stderr_message(t: &str) -> Option<Noise> {
     for (prefix, what) in [
-        ("ibwarn: ", "a warning of libibmad or libibumad captured from standard error"),
-        ("ibpanic: ", "a fatal error of libibmad captured from standard error"),
-        ("iberror: ", "an error of an InfiniBand tool captured from standard error"),
+        (
+            "ibwarn: ",
+            "a warning of libibmad or libibumad captured from standard error",
+        ),
+        (
+            "ibpanic: ",
+            "a fatal error of libibmad captured from standard error",
+        ),
+        (
+            "iberror: ",
+            "an error of an InfiniBand tool captured from standard error",
+        ),
     ] {
         if t.starts_with(prefix) {
             return Some(Noise::new(Code::ToolStderr, what));
@@ -137,9 +146,8 @@ fn stderr_message(t: &str) -> Option<Noise> {
          standard error",
     );
     if t.contains("bad status") || t.contains("timed out") {
-        n.note = Some(
-            "a node did not answer during discovery: the dump may lack part of the fabric",
-        );
+        n.note =
+            Some("a node did not answer during discovery: the dump may lack part of the fabric");
     }
     Some(n)
 }
@@ -155,7 +163,8 @@ fn is_program_name(word: &str) -> bool {
 /// `user@host:dir$ `, `[user@host dir]# `, `user@host dir % `, `bash-5.1$ `, or a bare `$ `.
 fn prompt(t: &str) -> Option<&str> {
     if let Some(cmd) = t.strip_prefix("$ ") {
-        return cmd.starts_with(|c: char| c.is_ascii_alphabetic() || c == '.' || c == '/')
+        return cmd
+            .starts_with(|c: char| c.is_ascii_alphabetic() || c == '.' || c == '/')
             .then_some(cmd);
     }
     let after = if let Some(inner) = t.strip_prefix('[') {
@@ -206,8 +215,7 @@ fn is_user_at_host(s: &str) -> bool {
     };
     let ok = |w: &str| {
         !w.is_empty()
-            && w
-                .bytes()
+            && w.bytes()
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
     };
     ok(user) && ok(host)

@@ -73,18 +73,42 @@ pub(super) struct Nodes<'a> {
 }
 
 impl<'a> Nodes<'a> {
-    /// The node `id`, made when first seen (with the GUID at `guid_span` and the description
-    /// `desc`).
+    /// The node of kind `kind` and GUID `guid`, made when first seen (with the GUID at
+    /// `guid_span` and the description `desc`). A node seen before is the same node when its
+    /// GUID is its own (a switch's) or, for an end node whose GUID is made up from a port GUID,
+    /// when `fresh` is false (the line may be another port of it) and the descriptions agree;
+    /// otherwise two nodes make up one GUID, an error.
     pub(super) fn get_or_add(
         &mut self,
-        kind: NodeKind,
-        guid: Guid,
-        guid_span: SourceSpan,
+        cx: &mut Cx<'_>,
+        (kind, guid, guid_span): (NodeKind, Guid, SourceSpan),
         desc: Option<(&'a str, SourceSpan)>,
-    ) -> usize {
+        fresh: bool,
+    ) -> Option<usize> {
         let id = node_id(kind, guid);
         if let Some(&i) = self.by_id.get(&id) {
-            return i;
+            let n = self.nodes.get(i)?;
+            let same_desc =
+                n.desc.map(|(d, _)| d) == desc.map(|(d, _)| d).filter(|d| !d.is_empty());
+            if kind == NodeKind::Switch || (!fresh && same_desc) {
+                return Some(i);
+            }
+            let d = cx
+                .diag(
+                    Code::DuplicateGuid,
+                    Severity::Error,
+                    guid_span,
+                    format!("two nodes would get node GUID `{guid}`"),
+                    "this port GUID minus its port number",
+                )
+                .with_secondary(n.id_span, "and this one's")
+                .with_help(
+                    "the report prints no node GUIDs of end nodes, and taking a port GUID minus \
+                     its port number gives two nodes one GUID here; import the default \
+                     `ibnetdiscover` output, which has the node GUIDs",
+                );
+            cx.push(d);
+            return None;
         }
         if kind != NodeKind::Switch {
             self.first_end_node.get_or_insert(guid_span);
@@ -106,7 +130,7 @@ impl<'a> Nodes<'a> {
             ports: Vec::new(),
         });
         self.by_id.insert(id, i);
-        i
+        Some(i)
     }
 
     /// Port `port` of node `i` is seen (at `span`): the node has at least that many ports.
@@ -121,7 +145,10 @@ impl<'a> Nodes<'a> {
 
     /// A peer names port `port` of node `id`.
     pub(super) fn named(&mut self, id: &str, port: u32, span: SourceSpan) {
-        let e = self.named_ports.entry(id.to_owned()).or_insert((port, span));
+        let e = self
+            .named_ports
+            .entry(id.to_owned())
+            .or_insert((port, span));
         if port > e.0 {
             *e = (port, span);
         }
@@ -243,7 +270,8 @@ pub(super) fn guid(
     }
 }
 
-const HELP: &str = "an `ibnetdiscover -p` line looks like `CA  134  1 0x7cfe9003009ce5b1 4x EDR - SW \
+const HELP: &str =
+    "an `ibnetdiscover -p` line looks like `CA  134  1 0x7cfe9003009ce5b1 4x EDR - SW \
                     1719 10 0x7cfe900300a1b5a0 ( 'o0001 HCA-1' - 'ib-i1l1s01' )`, or ends after \
                     the rate with the node's own description in quotes";
 const SHAPE: Shape = (InputFormat::PortsReport, HELP);
@@ -254,7 +282,7 @@ pub(super) fn read<'a>(cx: &mut Cx<'_>, text: &'a str) -> File<'a> {
     let mut first: Option<SourceSpan> = None;
     for line in lines(text) {
         let t = line.text.trim_matches([' ', '\t']);
-        if t.is_empty() || t.starts_with('#') || noise::skip(cx, &line) {
+        if t.is_empty() || t.starts_with('#') || (!is_port_line(t) && noise::skip(cx, &line)) {
             continue;
         }
         let mut sc = Scan::new(line.text, line.start);
@@ -325,6 +353,16 @@ fn read_rate<'a>(cx: &mut Cx<'_>, sc: &mut Scan<'a>) -> Option<(Rate, &'a str)> 
     if w.starts_with("??") && s.starts_with("??") {
         return None;
     }
+    if s.is_empty() {
+        cx.error(
+            Code::MalformedReportLine,
+            sp(start, w.len().max(1)),
+            "malformed `ibnetdiscover -p` line",
+            "expected the width and speed, like `4x EDR`",
+            HELP,
+        );
+        return None;
+    }
     let width = w
         .strip_suffix('x')
         .and_then(|d| d.parse::<u64>().ok())
@@ -360,10 +398,7 @@ fn read_rate<'a>(cx: &mut Cx<'_>, sc: &mut Scan<'a>) -> Option<(Rate, &'a str)> 
 )]
 fn descriptions<'a>(
     sc: &Scan<'a>,
-) -> (
-    Option<(&'a str, SourceSpan)>,
-    Option<(&'a str, SourceSpan)>,
-) {
+) -> (Option<(&'a str, SourceSpan)>, Option<(&'a str, SourceSpan)>) {
     let rest = sc.rest();
     let at = |s: &str| sc.base + sc.pos + (s.as_ptr() as usize - rest.as_ptr() as usize);
     let trimmed = rest.trim_matches([' ', '\t']);
@@ -426,7 +461,9 @@ fn read_line<'a>(cx: &mut Cx<'_>, sc: &mut Scan<'a>, line_span: SourceSpan, node
         bad_guid(cx, &here);
         return;
     };
-    let i = nodes.get_or_add(here.kind, guid, here.guid.1, own_desc);
+    let Some(i) = nodes.get_or_add(cx, (here.kind, guid, here.guid.1), own_desc, false) else {
+        return;
+    };
     nodes.saw_port(i, here.port.0, here.port.1);
     let Some(node) = nodes.nodes.get_mut(i) else {
         return;

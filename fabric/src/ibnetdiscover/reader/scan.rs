@@ -70,17 +70,20 @@ pub(super) struct Line<'a> {
 pub(super) fn lines(text: &str) -> impl Iterator<Item = Line<'_>> {
     let bom = if text.starts_with('\u{feff}') { 3 } else { 0 };
     let mut start = bom;
-    text.get(bom..).unwrap_or("").split('\n').filter_map(move |raw| {
-        let line_start = start;
-        start += raw.len() + 1;
-        if raw.is_empty() && line_start >= text.len() {
-            return None;
-        }
-        Some(Line {
-            start: line_start,
-            text: raw.strip_suffix('\r').unwrap_or(raw),
+    text.get(bom..)
+        .unwrap_or("")
+        .split('\n')
+        .filter_map(move |raw| {
+            let line_start = start;
+            start += raw.len() + 1;
+            if raw.is_empty() && line_start >= text.len() {
+                return None;
+            }
+            Some(Line {
+                start: line_start,
+                text: raw.strip_suffix('\r').unwrap_or(raw),
+            })
         })
-    })
 }
 
 /// A cursor over one line; `abs()` is the byte offset in the whole text.
