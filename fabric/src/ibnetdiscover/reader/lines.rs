@@ -274,26 +274,10 @@ pub(super) fn read_lines<'a>(cx: &mut Cx<'_>, text: &'a str) -> File<'a> {
     }
 }
 
-/// Every word a line of this format starts with: node kinds, assignments and directives.
-const LINE_WORDS: [&str; 18] = [
-    "Switch",
-    "Hca",
-    "Ca",
-    "Rt",
-    "switchguid",
-    "caguid",
-    "hcaguids",
-    "rtguid",
-    "vendid",
-    "devid",
-    "sysimgguid",
-    "include",
-    "do",
-    "pdebug",
-    "module",
-    "width",
-    "speed",
-    "extspeed",
+/// The words a line of this format starts with besides [`KEYWORDS`]: an old GUID line and the
+/// directives.
+const OTHER_WORDS: [&str; 8] = [
+    "hcaguids", "include", "do", "pdebug", "module", "width", "speed", "extspeed",
 ];
 
 /// Whether the line at `sc` (after its indentation) may be noise ([`noise::classify`]): not
@@ -307,7 +291,7 @@ fn might_be_noise(sc: &Scan<'_>) -> bool {
         Some(_) => {
             let word_len = rest.iter().take_while(|b| b.is_ascii_alphabetic()).count();
             let word = sc.rest().get(..word_len).unwrap_or("");
-            word.is_empty() || !LINE_WORDS.contains(&word)
+            word.is_empty() || !(KEYWORDS.contains(&word) || OTHER_WORDS.contains(&word))
         }
     }
 }

@@ -176,9 +176,7 @@ fn read_port<'a>(
     } else {
         None
     };
-    let (lid, lid_span) = number(cx, sc, "a LID", u32::from(u16::MAX), SHAPE)?;
-    let lid = (u16::try_from(lid).unwrap_or(u16::MAX), lid_span);
-    let port = port_number(cx, sc)?;
+    let (lid, port) = lid_and_port(cx, sc)?;
     let i = match (*node, port_guid) {
         (Some(i), _) => i,
         (None, Some((g, span))) => {
@@ -228,6 +226,16 @@ fn read_port<'a>(
         opts: PortOpts::default(),
     };
     Some(Line_ { node: i, rec, peer })
+}
+
+/// `5    2[  ]`: a LID and a port (of a port line or its peer).
+fn lid_and_port(
+    cx: &mut Cx<'_>,
+    sc: &mut Scan<'_>,
+) -> Option<((u16, SourceSpan), (u32, SourceSpan))> {
+    let (lid, lid_span) = number(cx, sc, "a LID", u32::from(u16::MAX), SHAPE)?;
+    let port = port_number(cx, sc)?;
+    Some(((u16::try_from(lid).unwrap_or(u16::MAX), lid_span), port))
 }
 
 /// `2[  ]` or `2[ 5]`: a port number and its external number (ignored).
@@ -349,9 +357,7 @@ fn read_peer<'a>(cx: &mut Cx<'_>, sc: &mut Scan<'a>) -> Option<Peer<'a>> {
     } else {
         None
     };
-    let (lid, lid_span) = number(cx, sc, "a LID", u32::from(u16::MAX), SHAPE)?;
-    let lid = (u16::try_from(lid).unwrap_or(u16::MAX), lid_span);
-    let port = port_number(cx, sc)?;
+    let (lid, port) = lid_and_port(cx, sc)?;
     sc.skip_ws();
     let desc = match sc.quoted() {
         Ok((d, span)) => (d, span),

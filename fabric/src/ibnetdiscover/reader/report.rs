@@ -390,15 +390,12 @@ fn read_rate<'a>(cx: &mut Cx<'_>, sc: &mut Scan<'a>) -> Option<(Rate, &'a str)> 
     }
 }
 
+/// A node description in a report, with its span (quotes included).
+type Description<'a> = Option<(&'a str, SourceSpan)>;
+
 /// The text in `'…'` quotes: the rest of the line after one end, either `'own'` or `( 'own' -
-/// 'peer' )`. Returns the two descriptions with their spans.
-#[expect(
-    clippy::type_complexity,
-    reason = "two optional spanned strings, named at the one call"
-)]
-fn descriptions<'a>(
-    sc: &Scan<'a>,
-) -> (Option<(&'a str, SourceSpan)>, Option<(&'a str, SourceSpan)>) {
+/// 'peer' )`. Returns the two descriptions.
+fn descriptions<'a>(sc: &Scan<'a>) -> (Description<'a>, Description<'a>) {
     let rest = sc.rest();
     let at = |s: &str| sc.base + sc.pos + (s.as_ptr() as usize - rest.as_ptr() as usize);
     let trimmed = rest.trim_matches([' ', '\t']);
@@ -406,7 +403,7 @@ fn descriptions<'a>(
         .strip_prefix('(')
         .and_then(|x| x.strip_suffix(')'))
         .map(|x| x.trim_matches([' ', '\t']));
-    let quoted = |s: &'a str| -> Option<(&'a str, SourceSpan)> {
+    let quoted = |s: &'a str| -> Description<'a> {
         let body = s.strip_prefix('\'')?.strip_suffix('\'')?;
         Some((body, sp(at(s), s.len())))
     };
