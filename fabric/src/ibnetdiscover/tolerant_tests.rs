@@ -650,3 +650,72 @@ Switch: 0x0000000000200000 sw:
     assert_eq!(e.diagnostics()[0].code(), Code::DuplicateGuid);
     insta::assert_snapshot!("made_up_guids_collide", render(&e));
 }
+
+/// Tokens the reports are made of, and some that break them.
+const REPORT_TOKENS: &[&str] = &[
+    "SW",
+    "CA",
+    "RT",
+    "??",
+    "0",
+    "1",
+    "7",
+    "65535",
+    "99999999999",
+    "0x0000000000200000",
+    "0x0000000000000011",
+    "0x",
+    "0xzz",
+    "4x",
+    "4X",
+    "EDR",
+    "???",
+    "-",
+    "(",
+    ")",
+    "( '",
+    "' )",
+    "'a'",
+    "' - '",
+    "'",
+    "\"",
+    "\"a\"",
+    "Switch:",
+    "CA:",
+    "Router:",
+    "a:",
+    "1[",
+    "2[  ]",
+    "3[ 5]",
+    "]",
+    "==(",
+    ")==>",
+    "==( 4X 25.78125 Gbps Active/  LinkUp)==>",
+    "Down/",
+    "25.78125",
+    "Gbps",
+    "(FDR10)",
+    "[  ] \"\" ( )",
+    "\"Port not available\"",
+    "é",
+    "\t",
+    "  ",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_report_readers_never_panic(
+        lines in proptest::collection::vec(
+            proptest::collection::vec(proptest::sample::select(REPORT_TOKENS), 0..14),
+            0..12,
+        ),
+    ) {
+        let text: String = lines.iter().map(|l| l.join(" ") + "\n").collect();
+        for format in [InputFormat::PortsReport, InputFormat::LinkInfo, InputFormat::Topology] {
+            let _ = parse_with(&text, |o| o.format = Some(format));
+        }
+        let _ = detect_format(&text);
+    }
+}
