@@ -25,6 +25,10 @@ pub const CODES: &[CodeInfo] = &[
         "weft::input",
         "An input the command cannot use as given (an option naming no node, a file of the wrong kind).",
     ),
+    CodeInfo::stable(
+        "weft::not_covered",
+        "Ports `weft verify --topology` could not cover: the topology gives them no LID (not yet assigned by an SM), so no route to or from them was checked.",
+    ),
     CodeInfo {
         code: "weft::engines_disagree",
         status: Status::Internal,

@@ -1,5 +1,7 @@
-//! `weft import DUMP`: an ibnetdiscover dump (and optional node-name map) → an editable weft
-//! program, with tree levels when the cabling is a fat-tree.
+//! `weft import DUMP`: an ibnetdiscover dump (or `ibnetdiscover -p` or `iblinkinfo` output,
+//! detected from the text; and an optional node-name map) → an editable weft program, with
+//! tree levels when the cabling is a fat-tree. `--partial` reads a dump cut short, `--strict`
+//! makes every warning an error.
 
 use crate::{display_name, emit_diagnostics, out, read, ColorChoice, Fatal};
 use std::path::PathBuf;
@@ -9,7 +11,8 @@ use weft_compiler::diagnostic;
 /// `weft import` arguments.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The ibnetdiscover file (or an ibsim net file).
+    /// The ibnetdiscover file (or an ibsim net file, or `ibnetdiscover -p` or `iblinkinfo`
+    /// output).
     file: PathBuf,
     /// A node-name map (`<guid> "<name>"` per line).
     #[arg(long)]
@@ -20,6 +23,13 @@ pub struct Args {
     /// Output file (default: standard output).
     #[arg(long, short)]
     output: Option<PathBuf>,
+    /// Read a dump whose discovery was cut short: a port line naming a node that has no
+    /// record is a warning, its link is dropped and that node left out (its ports unknown).
+    #[arg(long)]
+    partial: bool,
+    /// Every warning is an error (exit 1): for CI, where a dump must read clean.
+    #[arg(long)]
+    strict: bool,
 }
 
 /// Runs `weft import`.
@@ -29,6 +39,8 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
         node_name_map,
         name,
         output,
+        partial,
+        strict,
     } = args;
     let text = read(&file)?;
     let stem = file
@@ -54,12 +66,13 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
         .zip(node_name_map.as_ref())
         .map(|(t, p)| sources.add(display_name(p), t.as_str()));
     crate::term::phase("reading");
-    match weft_compiler::import_ibnetdiscover(
+    match weft_compiler::import_ibnetdiscover_with(
         &text,
         &display_name(&file),
         main,
         map_text.as_deref().zip(map_id),
         &fabric_name,
+        weft_compiler::ImportOptions { partial, strict },
     ) {
         Ok((program, warnings)) => {
             emit_diagnostics(&warnings, &sources, color);

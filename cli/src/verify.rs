@@ -6,7 +6,8 @@
 //! * `weft verify --state state.json`: a state `weft build` wrote;
 //! * `weft verify --topology FILE.ibnetdiscover --lfts opensm-lfts.dump [--sl2vl
 //!   opensm-sl2vl.dump] [--path-sl FILE.psl] [--guid2lid guid2lid]`: a fabric OpenSM
-//!   configured (LIDs from the topology's `lid` annotations unless a guid2lid is given).
+//!   configured (LIDs from the topology's `lid` annotations unless a guid2lid is given; the
+//!   ports it gives none are taken out of the proof and named as not covered).
 //!
 //! `--certificate FILE` re-checks a certificate against the state instead (linear time,
 //! trusting nothing else); `--write-certificate FILE` writes one when the state is proven.
@@ -170,6 +171,9 @@ pub(crate) struct Loaded {
     /// unless `--property` says otherwise, so `verify x.weft` proves what `check` and `build`
     /// prove.
     promised: Option<Vec<Property>>,
+    /// The ports no route to or from was checked: a topology gave them no LID
+    /// ([`without_unassigned`]). Named for people, in fabric order.
+    uncovered: Vec<String>,
 }
 
 impl Loaded {
@@ -180,12 +184,51 @@ impl Loaded {
             origin,
             compiled: None,
             promised: None,
+            uncovered: Vec::new(),
         }
     }
 
-    /// Findings: the compilation's diagnostics, then the verdict's violations (placed at
-    /// node declarations when compiled here).
+    /// The finding naming the ports not covered, if any.
+    fn not_covered(&self) -> Option<findings::Finding> {
+        let n = self.uncovered.len();
+        if n == 0 {
+            return None;
+        }
+        let mut f = findings::of_input(
+            "weft::not_covered",
+            Some(&self.origin),
+            format!(
+                "{n} port{} not covered: the topology gives {} no LID (`lid 0` or `lid 65535`, \
+                 or none), so no route to or from {} was checked: {}",
+                if n == 1 { "" } else { "s" },
+                if n == 1 { "it" } else { "them" },
+                if n == 1 { "it" } else { "them" },
+                self.uncovered.join(", ")
+            ),
+        );
+        f.level = findings::Level::Warning;
+        f.help = Some(
+            "verify again once the subnet manager has assigned every port a LID, or give \
+             `--guid2lid`"
+                .to_owned(),
+        );
+        Some(f)
+    }
+
+    /// Findings: the ports not covered, then [`Loaded::violations`].
     fn findings(
+        &self,
+        report: Option<&Report>,
+        z3: Option<&weft_verifier::z3::Z3Report>,
+    ) -> Vec<findings::Finding> {
+        let mut out: Vec<findings::Finding> = self.not_covered().into_iter().collect();
+        out.extend(self.violations(report, z3));
+        out
+    }
+
+    /// The compilation's diagnostics, then the verdict's violations (placed at node
+    /// declarations when compiled here).
+    fn violations(
         &self,
         report: Option<&Report>,
         z3: Option<&weft_verifier::z3::Z3Report>,
@@ -284,8 +327,15 @@ fn load(args: &Args, color: ColorChoice) -> Result<Loaded, Fatal> {
             };
             p.unwrap_or(lfts_path).display().to_string()
         };
+        // Without a guid2lid, the topology's LIDs are the fabric's: the ports it gives none
+        // cannot be routed to, and are taken out of what is proven.
+        let (fabric, uncovered) = if args.guid2lid.is_none() {
+            without_unassigned(d.fabric, &d.unassigned)
+        } else {
+            (d.fabric, Vec::new())
+        };
         let (st, warnings) =
-            weft_fabric::opensm::assemble(d.fabric, d.lids, &dumps).map_err(|e| {
+            weft_fabric::opensm::assemble(fabric, d.lids, &dumps).map_err(|e| {
                 Fatal::Input(
                     findings::of_assemble_errors(&e, path_of, &topo.display().to_string()),
                     None,
@@ -300,7 +350,9 @@ fn load(args: &Args, color: ColorChoice) -> Result<Loaded, Fatal> {
                 topo.display()
             )));
         }
-        return Ok(Loaded::of(st, lfts_path.display().to_string()));
+        let mut loaded = Loaded::of(st, lfts_path.display().to_string());
+        loaded.uncovered = uncovered;
+        return Ok(loaded);
     }
     if let Some(file) = &args.file {
         let (c, built) = crate::compiled(file, color)?;
@@ -310,11 +362,65 @@ fn load(args: &Args, color: ColorChoice) -> Result<Loaded, Fatal> {
             origin: file.display().to_string(),
             compiled: Some(c),
             promised,
+            uncovered: Vec::new(),
         });
     }
     Err(Fatal::Run(
         "nothing to verify: give a `.weft` file, `--state`, or `--topology` and `--lfts`".into(),
     ))
+}
+
+/// `fabric` without the ports `unassigned` (those a topology gives no LID: not yet assigned
+/// by an SM): an end port's link and a switch are marked down, so no route to or from them is
+/// required — nothing can address a port without a LID — and routes through a switch taken
+/// out fail. Returns the fabric and every live port this leaves uncovered (with the end ports
+/// cut off behind a switch taken out), named for people.
+fn without_unassigned(
+    fabric: weft_fabric::Fabric,
+    unassigned: &[weft_fabric::PortRef],
+) -> (weft_fabric::Fabric, Vec<String>) {
+    if unassigned.is_empty() {
+        return (fabric, Vec::new());
+    }
+    let live_ends = |f: &weft_fabric::Fabric| -> Vec<weft_fabric::PortRef> {
+        f.node_ids()
+            .filter(|&id| !f.node(id).is_switch())
+            .flat_map(|id| {
+                f.node(id)
+                    .ports
+                    .iter()
+                    .map(move |p| weft_fabric::PortRef::new(id, p.num.0))
+            })
+            .filter(|&p| f.live_peer(p).is_some())
+            .collect()
+    };
+    let before = live_ends(&fabric);
+    let mut b = weft_fabric::FabricBuilder::from(fabric);
+    let mut switches = Vec::new();
+    for &p in unassigned {
+        let node = b.fabric().node(p.node);
+        if node.is_switch() {
+            if !node.down {
+                switches.push(p.node);
+                b.set_node_down(p.node);
+            }
+        } else if let Some((_, link)) = b.fabric().peer(p) {
+            b.set_link_down(link);
+        }
+    }
+    let fabric = b.finish();
+    let after: std::collections::BTreeSet<weft_fabric::PortRef> =
+        live_ends(&fabric).into_iter().collect();
+    let mut names: Vec<(weft_fabric::NodeId, u8, String)> = switches
+        .iter()
+        .map(|&id| (id, 0, format!("switch `{}`", fabric.node(id).name())))
+        .collect();
+    names.extend(before.into_iter().filter(|p| !after.contains(p)).map(|p| {
+        let name = format!("`{}` port {}", fabric.node(p.node).name(), p.port.0);
+        (p.node, p.port.0, name)
+    }));
+    names.sort_by_key(|(id, port, _)| (*id, *port));
+    (fabric, names.into_iter().map(|(_, _, n)| n).collect())
 }
 
 /// Runs `weft verify`.
@@ -449,19 +555,28 @@ pub(crate) fn run_checks(
         .iter()
         .all(|&p| *verdict.outcome(p) == Outcome::Proven);
     let text = match args.format {
-        Format::Human if quiet && all_proven => String::new(),
+        Format::Human if quiet && all_proven => {
+            if let Some(f) = loaded.not_covered() {
+                warn(&f.message);
+            }
+            String::new()
+        }
         Format::Human => {
             // The compilation's diagnostics were shown when it was loaded; `human` renders the
-            // violations only.
-            let found = loaded.findings(report.as_ref(), z3_report.as_ref());
-            crate::render::human(
+            // violations only, and the ports not covered follow the verdict.
+            let found = loaded.violations(report.as_ref(), z3_report.as_ref());
+            let mut t = crate::render::human(
                 state,
                 report.as_ref(),
                 z3_report.as_ref(),
                 &found,
                 origin,
                 args.max_listed,
-            )
+            );
+            if let Some(f) = loaded.not_covered() {
+                t += &format!("⚠ {}\n", f.message);
+            }
+            t
         }
         Format::Json => {
             serde_json::to_string_pretty(&findings::document(

@@ -1,10 +1,11 @@
-//! ibnetdiscover dumps read through `weft-fabric`: `topology = import("file")` and
-//! `weft import`.
+//! ibnetdiscover dumps (and `ibnetdiscover -p` and `iblinkinfo` reports) read through
+//! `weft-fabric`: `topology = import("file")` and `weft import` (with its `--partial` and
+//! `--strict`).
 
 use crate::code::Code;
 use crate::diagnostic::{Diagnostic, SourceId};
 use weft_fabric::ibnetdiscover::{self, ParseOptions};
-use weft_fabric::{Fabric, LidAssignment};
+use weft_fabric::Fabric;
 
 fn convert_one(d: &ibnetdiscover::IbnetDiagnostic, source: SourceId) -> Diagnostic {
     Diagnostic::from_miette(d, Code::Ibnet(d.code()), source)
@@ -18,6 +19,16 @@ fn convert(errors: &ibnetdiscover::ParseErrors, source: SourceId) -> Vec<Diagnos
         .collect()
 }
 
+/// How `weft import` reads a dump: its `--partial` and `--strict`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ImportOptions {
+    /// A dump whose discovery was cut short is read: a port line naming a node no record
+    /// describes drops its link with a warning ([`ParseOptions::partial`]).
+    pub partial: bool,
+    /// Every warning is an error ([`ParseOptions::strict`]).
+    pub strict: bool,
+}
+
 /// Reads an ibnetdiscover dump; warnings on success, every error on failure.
 pub(crate) fn ibnetdiscover(
     text: &str,
@@ -25,7 +36,15 @@ pub(crate) fn ibnetdiscover(
     fabric_name: &str,
     source: SourceId,
 ) -> Result<(Fabric, Vec<Diagnostic>), Vec<Diagnostic>> {
-    read(text, path, fabric_name, source, None).map(|(f, _, w)| (f, w))
+    read(
+        text,
+        path,
+        fabric_name,
+        source,
+        None,
+        ImportOptions::default(),
+    )
+    .map(|(found, w)| (found.fabric, w))
 }
 
 fn read(
@@ -34,10 +53,13 @@ fn read(
     fabric_name: &str,
     source: SourceId,
     name_map: Option<(&str, SourceId)>,
-) -> Result<(Fabric, LidAssignment, Vec<Diagnostic>), Vec<Diagnostic>> {
+    options: ImportOptions,
+) -> Result<(ibnetdiscover::Discovered, Vec<Diagnostic>), Vec<Diagnostic>> {
     let mut opts = ParseOptions {
         fabric_name: fabric_name.to_owned(),
         source_name: path.to_owned(),
+        partial: options.partial,
+        strict: options.strict,
         ..Default::default()
     };
     if let Some((map, map_source)) = name_map {
@@ -51,7 +73,7 @@ fn read(
                 .iter()
                 .map(|w| convert_one(w, source))
                 .collect();
-            Ok((found.fabric, found.lids, warnings))
+            Ok((found, warnings))
         }
         Err(errors) => Err(convert(&errors, source)),
     }
@@ -65,9 +87,35 @@ pub fn import_ibnetdiscover(
     name_map: Option<(&str, SourceId)>,
     fabric_name: &str,
 ) -> Result<(String, Vec<Diagnostic>), Vec<Diagnostic>> {
-    let (mut fabric, lids, warnings) = read(text, source_name, fabric_name, source, name_map)?;
+    import_ibnetdiscover_with(
+        text,
+        source_name,
+        source,
+        name_map,
+        fabric_name,
+        ImportOptions::default(),
+    )
+}
+
+/// [`import_ibnetdiscover`], reading as `options` say (`weft import --partial`, `--strict`).
+/// The dump may also be `ibnetdiscover -p` or `iblinkinfo` output; the program's header
+/// says which.
+pub fn import_ibnetdiscover_with(
+    text: &str,
+    source_name: &str,
+    source: SourceId,
+    name_map: Option<(&str, SourceId)>,
+    fabric_name: &str,
+    options: ImportOptions,
+) -> Result<(String, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let (found, warnings) = read(text, source_name, fabric_name, source, name_map, options)?;
+    let mut fabric = found.fabric;
     fabric.name = fabric_name.to_owned();
-    let program = crate::emit::fabric_to_weft(&fabric, Some(&lids), &format!("`{source_name}`"));
+    let origin = match found.format {
+        ibnetdiscover::InputFormat::Topology => format!("`{source_name}`"),
+        other => format!("`{source_name}` (`{}` output)", other.as_str()),
+    };
+    let program = crate::emit::fabric_to_weft(&fabric, Some(&found.lids), &origin);
     Ok((program, warnings))
 }
 

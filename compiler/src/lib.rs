@@ -30,7 +30,9 @@ pub mod words;
 
 pub use check::Summary;
 pub use elaborate::{Elaborated, Origin, DEFAULT_GUID_BASE};
-pub use import::{export_ibnetdiscover, import_ibnetdiscover};
+pub use import::{
+    export_ibnetdiscover, import_ibnetdiscover, import_ibnetdiscover_with, ImportOptions,
+};
 
 use crate::code::Code;
 use diagnostic::{Diagnostic, SourceId, SourceMap};

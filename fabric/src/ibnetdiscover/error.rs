@@ -30,7 +30,8 @@ pub enum Code {
     AliasUnsupported,
     /// A port line whose remote port is separated from the remote node id by a space.
     AmbiguousRemotePort,
-    /// A reference to a node id no header declares.
+    /// A reference to a node no record describes (discovery cut short): an error, or with
+    /// [`ParseOptions::partial`](super::ParseOptions::partial) a warning and the link dropped.
     UnknownNode,
     /// Two headers declare the same node id.
     DuplicateNodeId,
@@ -52,7 +53,8 @@ pub enum Code {
     /// A node or port GUID of 0 (reserved), or an end node's port GUIDs counted on from its
     /// node GUID past 0xffffffffffffffff.
     BadGuid,
-    /// The two ends of a link report different widths or speeds.
+    /// Warning: the two ends of a link report different widths or speeds (the link takes the
+    /// narrower width and the slower speed).
     RateMismatch,
     /// A LID outside the unicast range.
     BadLid,
@@ -78,6 +80,30 @@ pub enum Code {
     LmcMismatch,
     /// Warning: a link rate (`4xEDR`) weft does not know.
     UnknownRate,
+    /// Warning: a terminal-log header (PuTTY's `=~=~=~…`, `script`'s `Script started on`),
+    /// skipped.
+    TerminalLog,
+    /// Warning: a shell prompt line (`root@host:~# ibnetdiscover`), skipped.
+    ShellPrompt,
+    /// Warning: a message of libibmad, libibumad, libibnetdisc or an InfiniBand tool captured
+    /// from standard error (`ibwarn: …`, `src/query_smp.c:195; …`), skipped.
+    ToolStderr,
+    /// Warning: a chassis header of grouped output (`ibnetdiscover -g`: `Non-Chassis Nodes`,
+    /// `Chassis 3 (guid 0x…)`), skipped.
+    GroupedHeader,
+    /// Warning: ports at `lid 0` or `lid 65535` (not yet assigned by an SM) while others have
+    /// LIDs; they are imported without one.
+    UnassignedLid,
+    /// Warning: a format without port counts (`ibnetdiscover -p`, `iblinkinfo`); each node
+    /// gets the highest port number seen.
+    PortCountGuessed,
+    /// Warning: a format without the node GUIDs of end nodes (`ibnetdiscover -p`,
+    /// `iblinkinfo`); each is taken as its port GUID minus the port number.
+    NodeGuidGuessed,
+    /// A line of an `ibnetdiscover -p` or `iblinkinfo` report that does not parse.
+    MalformedReportLine,
+    /// An `iblinkinfo` peer that cannot be told apart: no LID and a name several nodes have.
+    AmbiguousPeer,
     /// An internal inconsistency (a bug in the reader); never expected.
     Internal,
 }
@@ -118,6 +144,15 @@ impl Code {
             Code::IndentedLine => "weft::ibnet::indented_line",
             Code::LmcMismatch => "weft::ibnet::lmc_mismatch",
             Code::UnknownRate => "weft::ibnet::unknown_rate",
+            Code::TerminalLog => "weft::ibnet::terminal_log",
+            Code::ShellPrompt => "weft::ibnet::shell_prompt",
+            Code::ToolStderr => "weft::ibnet::tool_stderr",
+            Code::GroupedHeader => "weft::ibnet::grouped_header",
+            Code::UnassignedLid => "weft::ibnet::unassigned_lid",
+            Code::PortCountGuessed => "weft::ibnet::port_count_guessed",
+            Code::NodeGuidGuessed => "weft::ibnet::node_guid_guessed",
+            Code::MalformedReportLine => "weft::ibnet::malformed_report_line",
+            Code::AmbiguousPeer => "weft::ibnet::ambiguous_peer",
             Code::Internal => "weft::ibnet::internal",
         }
     }
@@ -219,6 +254,22 @@ impl IbnetDiagnostic {
     /// The help line, if any.
     pub fn help_text(&self) -> Option<&str> {
         self.help.as_deref()
+    }
+
+    /// This diagnostic as an error (strict reading: [`ParseOptions::strict`]); a warning says
+    /// so in its help line.
+    ///
+    /// [`ParseOptions::strict`]: super::ParseOptions::strict
+    pub(crate) fn strict(mut self) -> IbnetDiagnostic {
+        if self.severity != Severity::Error {
+            self.severity = Severity::Error;
+            let why = "an error because warnings are errors in strict reading (`--strict`)";
+            self.help = Some(match self.help.take() {
+                Some(h) => format!("{h} ({why})"),
+                None => why.to_owned(),
+            });
+        }
+        self
     }
 
     fn renamed(mut self, name: &str) -> IbnetDiagnostic {

@@ -9,7 +9,11 @@
 //!
 //! * [`parse`] reads real ibnetdiscover output and ibsim net files (including the minimal form
 //!   without GUID lines, whose GUIDs it counts the way ibsim does) into a [`Fabric`], the LIDs
-//!   seen and warnings; it reports every error at once, with spans, as [`ParseErrors`].
+//!   seen and warnings; it reports every error at once, with spans, as [`ParseErrors`]. It
+//!   also reads the two reports that describe a fabric port by port, `ibnetdiscover -p` and
+//!   `iblinkinfo` ([`InputFormat`], detected from the text), and skips the noise real dumps
+//!   carry (terminal-log headers, shell prompts, messages captured from standard error,
+//!   grouped-output headers) with a warning per line.
 //! * [`parse_node_name_map`] reads an ibnetdiscover `--node-name-map` file.
 //! * [`write()`] writes a [`Fabric`] so that ibsim loads it and [`parse`] reads it back to the
 //!   same fabric; see the `writer` module for the ibsim quirks it works around.
@@ -22,13 +26,43 @@ mod writer;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tolerant_tests;
 
 pub use error::{Code, IbnetDiagnostic, ParseErrors, WriteError};
-pub use reader::{parse, parse_node_name_map};
+pub use reader::{detect_format, parse, parse_node_name_map};
 pub use writer::{name_problem, write};
 
-use crate::{Fabric, Guid, LidAssignment};
+use crate::{Fabric, Guid, LidAssignment, PortRef};
 use std::collections::BTreeMap;
+
+/// The text formats [`parse`] reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum InputFormat {
+    /// What `ibnetdiscover` prints by default (also grouped, `-g`) and ibsim loads: node
+    /// records of a header and port lines.
+    Topology,
+    /// `ibnetdiscover -p` (the ports report): one line per port, `CA 134 1 0x… 4x EDR - SW
+    /// 1719 10 0x… ( 'o0001 HCA-1' - 'ib-i1l1s01' )`. No port counts and no node GUIDs of
+    /// end nodes.
+    PortsReport,
+    /// `iblinkinfo` (not `-l`): a `Switch: 0x… name:` or `CA: name:` line per node, then one
+    /// line per port (`1 1[  ] ==( 4X 25.78125 Gbps Active/ LinkUp)==> 2 1[  ] "name" ( )`).
+    /// No port counts and no node GUIDs of end nodes; peers are named by LID (or by name
+    /// before an SM assigned LIDs).
+    LinkInfo,
+}
+
+impl InputFormat {
+    /// The format as users know it (`ibnetdiscover -p`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InputFormat::Topology => "ibnetdiscover",
+            InputFormat::PortsReport => "ibnetdiscover -p",
+            InputFormat::LinkInfo => "iblinkinfo",
+        }
+    }
+}
 
 /// How to read a topology.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,6 +73,14 @@ pub struct ParseOptions {
     pub fabric_name: String,
     /// The name diagnostics show for the text (usually its path).
     pub source_name: String,
+    /// The format; `None` detects it from the text ([`detect_format`]).
+    pub format: Option<InputFormat>,
+    /// Accept a dump whose discovery was cut short (`weft import --partial`): a port line
+    /// naming a node no record describes is a warning instead of an error, its link is
+    /// dropped and the node is left out (its ports unknown).
+    pub partial: bool,
+    /// Every warning is an error (`weft import --strict`, for CI).
+    pub strict: bool,
 }
 
 impl Default for ParseOptions {
@@ -47,6 +89,9 @@ impl Default for ParseOptions {
             name_map: BTreeMap::new(),
             fabric_name: "discovered".to_owned(),
             source_name: "ibnetdiscover".to_owned(),
+            format: None,
+            partial: false,
+            strict: false,
         }
     }
 }
@@ -62,4 +107,11 @@ pub struct Discovered {
     pub lids: LidAssignment,
     /// Warnings (the file is usable, but something is odd or ibsim would read it differently).
     pub warnings: Vec<IbnetDiagnostic>,
+    /// Ports that need a LID (a switch's port 0, a cabled end-node port) and have none while
+    /// the file gives LIDs to others: at `lid 0` or `lid 65535`, not yet assigned by an SM (a
+    /// [`Code::UnassignedLid`] warning lists them). Empty when the file gives no LIDs at all.
+    /// Sorted.
+    pub unassigned: Vec<PortRef>,
+    /// The format the text was read as.
+    pub format: InputFormat,
 }

@@ -5,12 +5,20 @@ use super::*;
 
 // Phase 3: build.
 
+/// What phase 3 makes.
+pub(super) struct Built {
+    pub(super) fabric: crate::Fabric,
+    pub(super) lids: LidAssignment,
+    /// [`Discovered::unassigned`].
+    pub(super) unassigned: Vec<PortRef>,
+}
+
 pub(super) fn build(
     cx: &mut Cx<'_>,
     file: &File<'_>,
     checked: &Checked,
     opts: &ParseOptions,
-) -> Option<(crate::Fabric, LidAssignment)> {
+) -> Option<Built> {
     let nodes = &file.nodes;
     let names = assign_names(cx, nodes, opts);
     let mut b = FabricBuilder::new(opts.fabric_name.clone());
@@ -70,8 +78,13 @@ pub(super) fn build(
         }
     }
     let lids = collect_lids(cx, nodes, &ids);
-    b.set_lmc(lids.lmc);
-    Some((b.finish(), lids))
+    let unassigned = unassigned(cx, nodes, &ids, &lids, b.fabric());
+    b.set_lmc(lids.lids.lmc);
+    Some(Built {
+        fabric: b.finish(),
+        lids: lids.lids,
+        unassigned,
+    })
 }
 
 pub(super) fn internal(cx: &mut Cx<'_>, span: SourceSpan, what: &str) {
@@ -93,7 +106,15 @@ pub(super) fn link_rate(nodes: &[NodeRec<'_>], link: &LinkPlan) -> (Option<Width
         .flatten()
         .filter_map(|&at| port_at(nodes, at))
         .collect();
-    if let Some((rate, _)) = sightings.iter().find_map(|p| p.rate) {
+    // The narrower and slower of the two ends (phase 2 warned when they differ).
+    if let Some(rate) = sightings
+        .iter()
+        .filter_map(|p| p.rate.map(|(r, _)| r))
+        .reduce(|a, b| {
+            let (width, speed) = slower(a, b);
+            Rate { width, speed, ..a }
+        })
+    {
         return (rate.width, rate.speed);
     }
     let common = |get: fn(&PortOpts) -> Option<u64>| -> Option<u64> {
@@ -149,7 +170,7 @@ pub(super) fn assign_names(
         let (base, span) = match (opts.name_map.get(&n.guid), n.desc) {
             (Some(mapped), _) => (mapped.clone(), n.id_span),
             (None, Some((desc, span))) => (desc.to_owned(), span),
-            (None, None) => (n.id.to_owned(), n.id_span),
+            (None, None) => (n.id.as_ref().to_owned(), n.id_span),
         };
         let mut name = base.clone();
         if let Some(&first) = taken.get(&name) {
@@ -181,17 +202,32 @@ pub(super) fn assign_names(
     names
 }
 
+/// The LIDs [`collect_lids`] found, and where the file said a port has none.
+pub(super) struct Lids {
+    pub(super) lids: LidAssignment,
+    /// `(node index, port)` (port 0 for a switch) → the first `lid 0` or `lid 65535` in the
+    /// file said of it, for ports that no annotation gives a LID.
+    pub(super) none_at: BTreeMap<(usize, u8), SourceSpan>,
+}
+
+/// Whether an annotated LID is one: 0 and 0xffff (the permissive LID a port reports before an
+/// SM assigned it one) mean none.
+pub(super) fn is_assigned(lid: u16) -> bool {
+    lid != 0 && lid != 0xffff
+}
+
 /// LIDs seen: a switch's from its header (or a peer's `lid` annotation), an end node's per port
 /// from its port lines (or a peer's). The LMC is the first one an end-node port line gives.
-pub(super) fn collect_lids(
-    cx: &mut Cx<'_>,
-    nodes: &[NodeRec<'_>],
-    ids: &[NodeId],
-) -> LidAssignment {
+pub(super) fn collect_lids(cx: &mut Cx<'_>, nodes: &[NodeRec<'_>], ids: &[NodeId]) -> Lids {
     let mut lids = LidAssignment::default();
+    let mut none_at: BTreeMap<(usize, u8), SourceSpan> = BTreeMap::new();
     let mut lmc: Option<(u8, SourceSpan)> = None;
-    let mut set = |node: usize, port: u8, lid: u16| {
-        if lid == 0 {
+    let mut set = |node: usize, port: u8, (lid, span): (u16, SourceSpan)| {
+        if !is_assigned(lid) {
+            let first = none_at.entry((node, port)).or_insert(span);
+            if span.offset() < first.offset() {
+                *first = span;
+            }
             return;
         }
         if let Some(&id) = ids.get(node) {
@@ -204,11 +240,11 @@ pub(super) fn collect_lids(
     };
     // Own annotations first, so that they win over what peers say.
     for (i, n) in nodes.iter().enumerate() {
-        if let Some((l, _)) = n.lid {
+        if let Some(l) = n.lid {
             set(i, 0, l);
         }
         for p in &n.ports {
-            if let (Some((l, _)), Ok(port)) = (p.local_lid, u8::try_from(p.port)) {
+            if let (Some(l), Ok(port)) = (p.local_lid, u8::try_from(p.port)) {
                 if n.kind != NodeKind::Switch {
                     set(i, port, l);
                 }
@@ -240,11 +276,11 @@ pub(super) fn collect_lids(
         .iter()
         .enumerate()
         .rev()
-        .map(|(i, n)| (n.id, i))
+        .map(|(i, n)| (n.id.as_ref(), i))
         .collect();
     for n in nodes {
         for p in &n.ports {
-            let (Some((l, _)), Some(&r)) = (p.remote_lid, by_id.get(p.remote_id)) else {
+            let (Some(l), Some(&r)) = (p.remote_lid, by_id.get(p.remote_id.as_ref())) else {
                 continue;
             };
             let Some(rn) = nodes.get(r) else { continue };
@@ -259,5 +295,85 @@ pub(super) fn collect_lids(
         }
     }
     lids.lmc = lmc.map(|(m, _)| m).unwrap_or(0);
-    lids
+    let base = &lids.base;
+    none_at.retain(|&(node, port), _| {
+        ids.get(node)
+            .and_then(|id| base.get(id))
+            .is_none_or(|ports| !ports.contains_key(&PortNum(port)))
+    });
+    Lids { lids, none_at }
+}
+
+/// Names at most this many ports in the [`Code::UnassignedLid`] warning.
+const UNASSIGNED_LISTED: usize = 8;
+
+/// The ports that need a LID and have none while the file gives LIDs to others (a switch's
+/// port 0, a cabled end-node port), with one warning listing them; none when the file gives
+/// no LIDs at all.
+pub(super) fn unassigned(
+    cx: &mut Cx<'_>,
+    nodes: &[NodeRec<'_>],
+    ids: &[NodeId],
+    lids: &Lids,
+    fabric: &crate::Fabric,
+) -> Vec<PortRef> {
+    if lids.lids.base.is_empty() {
+        return Vec::new();
+    }
+    let mut missing: Vec<(PortRef, SourceSpan)> = Vec::new();
+    for (i, (n, &id)) in nodes.iter().zip(ids).enumerate() {
+        let has = |port: u8| lids.lids.get(id, PortNum(port)).is_some();
+        let span = |port: u8| lids.none_at.get(&(i, port)).copied().unwrap_or(n.id_span);
+        if n.kind == NodeKind::Switch {
+            if !has(0) {
+                missing.push((PortRef::new(id, 0), span(0)));
+            }
+            continue;
+        }
+        for port in &fabric.node(id).ports {
+            if port.link.is_some() && !has(port.num.0) {
+                missing.push((PortRef::new(id, port.num.0), span(port.num.0)));
+            }
+        }
+    }
+    let Some(&(_, first)) = missing.iter().min_by_key(|(_, span)| span.offset()) else {
+        return Vec::new();
+    };
+    let name = |p: &PortRef| {
+        let node = fabric.node(p.node);
+        if node.is_switch() {
+            format!("switch `{}`", node.name())
+        } else {
+            format!("`{}` port {}", node.name(), p.port.0)
+        }
+    };
+    let mut listed: Vec<String> = missing
+        .iter()
+        .take(UNASSIGNED_LISTED)
+        .map(|(p, _)| name(p))
+        .collect();
+    if missing.len() > UNASSIGNED_LISTED {
+        listed.push(format!("{} more", missing.len() - UNASSIGNED_LISTED));
+    }
+    let n = missing.len();
+    cx.warn(
+        Code::UnassignedLid,
+        first,
+        format!(
+            "{n} port{} no LID while others have one: {}",
+            if n == 1 { " has" } else { "s have" },
+            listed.join(", ")
+        ),
+        if lids.none_at.values().any(|&s| s == first) {
+            "no LID yet"
+        } else {
+            "no LID given for this node"
+        },
+        "`lid 0` and `lid 65535` mean that no subnet manager has assigned the port a LID \
+         yet; these ports are imported without one (weft assigns LIDs when it compiles the \
+         fabric), and `weft verify --topology` lists them as ports it could not cover",
+    );
+    let mut ports: Vec<PortRef> = missing.into_iter().map(|(p, _)| p).collect();
+    ports.sort();
+    ports
 }

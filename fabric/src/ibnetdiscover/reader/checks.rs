@@ -28,13 +28,13 @@ pub(super) fn node_name(n: &NodeRec<'_>) -> String {
     format!("`{}`", n.id)
 }
 
-pub(super) fn check(cx: &mut Cx<'_>, file: &File<'_>) -> Checked {
+pub(super) fn check(cx: &mut Cx<'_>, file: &File<'_>, partial: bool) -> Checked {
     let nodes = &file.nodes;
     // Node ids.
     let mut by_id: BTreeMap<&str, usize> = BTreeMap::new();
     let mut dup = vec![false; nodes.len()];
     for (i, n) in nodes.iter().enumerate() {
-        if let Some(&first) = by_id.get(n.id) {
+        if let Some(&first) = by_id.get(n.id.as_ref()) {
             let first_span = nodes.get(first).map(|f| f.id_span).unwrap_or(n.id_span);
             let d = cx
                 .diag(
@@ -51,7 +51,7 @@ pub(super) fn check(cx: &mut Cx<'_>, file: &File<'_>) -> Checked {
                 *f = true;
             }
         } else {
-            by_id.insert(n.id, i);
+            by_id.insert(n.id.as_ref(), i);
         }
     }
     // Node GUIDs.
@@ -98,24 +98,8 @@ pub(super) fn check(cx: &mut Cx<'_>, file: &File<'_>) -> Checked {
             if !port_in_range(cx, n, p.port, p.port_span) {
                 continue;
             }
-            let Some(&r) = by_id.get(p.remote_id) else {
-                cx.error(
-                    Code::UnknownNode,
-                    p.remote_span,
-                    format!("node `{}` is not declared", p.remote_id),
-                    "no header declares this node",
-                    format!(
-                        "every node a port line names needs its own record, starting with a \
-                         header line such as `{} \"{}\"`",
-                        match p.remote_id.get(..2) {
-                            Some("S-") => "Switch 36",
-                            Some("R-") => "Rt 1",
-                            Some("H-") => "Ca 1",
-                            _ => "Switch 36",
-                        },
-                        p.remote_id
-                    ),
-                );
+            let Some(&r) = by_id.get(p.remote_id.as_ref()) else {
+                unknown_node(cx, file.format, n, p, partial);
                 continue;
             };
             let Some(rn) = nodes.get(r) else { continue };
@@ -234,7 +218,7 @@ pub(super) fn check(cx: &mut Cx<'_>, file: &File<'_>) -> Checked {
                             "but `{}` port {} says it is wired to `{}` port {}",
                             rn.id,
                             there.1,
-                            nodes.get(otarget.0).map(|o| o.id).unwrap_or("?"),
+                            nodes.get(otarget.0).map_or("?", |o| o.id.as_ref()),
                             otarget.1
                         ),
                     )
@@ -310,12 +294,17 @@ pub(super) fn check(cx: &mut Cx<'_>, file: &File<'_>) -> Checked {
                 let (Some(sa_span), Some(sb_span)) = (ra.text_span, rb.text_span) else {
                     continue;
                 };
-                let na = nodes.get(link.a.0).map(|n| n.id).unwrap_or("?");
-                let nb = nodes.get(link.b.0).map(|n| n.id).unwrap_or("?");
+                let na = nodes.get(link.a.0).map_or("?", |n| n.id.as_ref());
+                let nb = nodes.get(link.b.0).map_or("?", |n| n.id.as_ref());
+                let (width, speed) = slower(ra, rb);
+                let taken = match (width, speed) {
+                    (Some(w), Some(s)) => format!("`{w}{s}`"),
+                    _ => "the slower of the two".to_owned(),
+                };
                 let d = cx
                     .diag(
                         Code::RateMismatch,
-                        Severity::Error,
+                        Severity::Warning,
                         sb_span,
                         format!(
                             "the ends of the link between `{na}` port {} and `{nb}` port {} \
@@ -325,7 +314,11 @@ pub(super) fn check(cx: &mut Cx<'_>, file: &File<'_>) -> Checked {
                         format!("`{tb}` here"),
                     )
                     .with_secondary(sa_span, format!("`{ta}` here"))
-                    .with_help("both ends of a link run at the same width and speed");
+                    .with_help(format!(
+                        "the link is imported at {taken}, the narrower width and the slower \
+                         lane speed of its two ends; both ends of a healthy link run at one rate, \
+                         so check the cable and the ports' enabled rates"
+                    ));
                 cx.push(d);
             }
         }
@@ -340,6 +333,70 @@ pub(super) fn port_at<'f, 'a>(
     at: (usize, usize),
 ) -> Option<&'f PortRec<'a>> {
     nodes.get(at.0).and_then(|n| n.ports.get(at.1))
+}
+
+/// The narrower width and the slower lane speed of two rates (either may be unknown).
+pub(super) fn slower(a: Rate, b: Rate) -> (Option<Width>, Option<Speed>) {
+    fn min<T: Ord>(x: Option<T>, y: Option<T>) -> Option<T> {
+        match (x, y) {
+            (Some(x), Some(y)) => Some(std::cmp::min(x, y)),
+            (x, y) => x.or(y),
+        }
+    }
+    (min(a.width, b.width), min(a.speed, b.speed))
+}
+
+/// A port line naming a node no record describes: an error, or with `partial` a warning that
+/// drops the link (discovery was cut short: the node did not answer, or the dump ends early).
+fn unknown_node(
+    cx: &mut Cx<'_>,
+    format: InputFormat,
+    n: &NodeRec<'_>,
+    p: &PortRec<'_>,
+    partial: bool,
+) {
+    let id = p.remote_id.as_ref();
+    if partial {
+        cx.warn(
+            Code::UnknownNode,
+            p.remote_span,
+            format!(
+                "node `{id}` has no record: the link from {} port {} is dropped",
+                node_name(n),
+                p.port
+            ),
+            "no record describes this node",
+            format!(
+                "discovery was cut short (a node that did not answer, or a dump that ends \
+                 early): `{id}` is left out of the fabric and its ports are unknown; discover \
+                 the fabric again to import it whole"
+            ),
+        );
+        return;
+    }
+    let record = match format {
+        InputFormat::Topology => format!(
+            "its own record, starting with a header line such as `{} \"{id}\"`",
+            match id.get(..2) {
+                Some("S-") => "Switch 36",
+                Some("R-") => "Rt 1",
+                Some("H-") => "Ca 1",
+                _ => "Switch 36",
+            }
+        ),
+        InputFormat::PortsReport => "lines of its own ports".to_owned(),
+        InputFormat::LinkInfo => "a header line and lines of its own ports".to_owned(),
+    };
+    cx.error(
+        Code::UnknownNode,
+        p.remote_span,
+        format!("node `{id}` is not declared"),
+        "no record describes this node",
+        format!(
+            "every node a port line names needs {record}; if discovery was cut short, \
+             `--partial` reads the rest, dropping the links to nodes without a record"
+        ),
+    );
 }
 
 /// Where a node's GUID comes from, for diagnostics.
@@ -417,7 +474,7 @@ pub(super) fn check_port_guids(
             continue;
         }
         for p in &n.ports {
-            if let (Some((g, span)), Some(&r)) = (p.remote_guid, by_id.get(p.remote_id)) {
+            if let (Some((g, span)), Some(&r)) = (p.remote_guid, by_id.get(p.remote_id.as_ref())) {
                 claims.push(((r, p.remote_port), g, span));
             }
         }

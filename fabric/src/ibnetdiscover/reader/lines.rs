@@ -17,7 +17,9 @@ pub(super) enum GuidOrigin {
 
 pub(super) struct NodeRec<'a> {
     pub(super) kind: NodeKind,
-    pub(super) id: &'a str,
+    /// The node id (`"S-7cfe900300bdd8f0"` in a header; made up by the readers of the
+    /// other formats, which print none).
+    pub(super) id: Cow<'a, str>,
     pub(super) id_span: SourceSpan,
     pub(super) port_count: u32,
     pub(super) count_span: SourceSpan,
@@ -27,6 +29,7 @@ pub(super) struct NodeRec<'a> {
     pub(super) system_guid: Option<Guid>,
     pub(super) vendor_id: u32,
     pub(super) device_id: u32,
+    /// A switch's LID as its header gives it (0 or 0xffff: none yet).
     pub(super) lid: Option<(u16, SourceSpan)>,
     pub(super) ports: Vec<PortRec<'a>>,
 }
@@ -50,7 +53,7 @@ pub(super) struct PortRec<'a> {
     pub(super) port: u32,
     pub(super) port_span: SourceSpan,
     pub(super) local_guid: Option<(Guid, SourceSpan)>,
-    pub(super) remote_id: &'a str,
+    pub(super) remote_id: Cow<'a, str>,
     pub(super) remote_span: SourceSpan,
     pub(super) remote_port: u32,
     pub(super) remote_port_span: SourceSpan,
@@ -64,6 +67,8 @@ pub(super) struct PortRec<'a> {
 
 pub(super) struct File<'a> {
     pub(super) nodes: Vec<NodeRec<'a>>,
+    /// The format read (for the help lines of later phases).
+    pub(super) format: InputFormat,
 }
 
 /// ibsim's GUID counters and the per-node settings that apply to the next header.
@@ -97,6 +102,10 @@ pub(super) fn read_lines<'a>(cx: &mut Cx<'_>, text: &'a str) -> File<'a> {
         if sc.at_end() {
             in_node = false;
             in_broken = false;
+            continue;
+        }
+        if might_be_noise(&sc) && noise::skip(cx, &line) {
+            // Transparent: a record it interrupts goes on after it.
             continue;
         }
         if indented {
@@ -259,7 +268,32 @@ pub(super) fn read_lines<'a>(cx: &mut Cx<'_>, text: &'a str) -> File<'a> {
             }
         }
     }
-    File { nodes }
+    File {
+        nodes,
+        format: InputFormat::Topology,
+    }
+}
+
+/// The words a line of this format starts with besides [`KEYWORDS`]: an old GUID line and the
+/// directives.
+const OTHER_WORDS: [&str; 8] = [
+    "hcaguids", "include", "do", "pdebug", "module", "width", "speed", "extspeed",
+];
+
+/// Whether the line at `sc` (after its indentation) may be noise ([`noise::classify`]): not
+/// a comment, port line, alias or a line starting with a word of the format. Cheap, so that
+/// the lines of the format are not classified.
+fn might_be_noise(sc: &Scan<'_>) -> bool {
+    let rest = sc.rest().as_bytes();
+    match rest.first() {
+        None | Some(b'#' | b'@') => false,
+        Some(b'[') => !rest.get(1).is_some_and(u8::is_ascii_digit),
+        Some(_) => {
+            let word_len = rest.iter().take_while(|b| b.is_ascii_alphabetic()).count();
+            let word = sc.rest().get(..word_len).unwrap_or("");
+            word.is_empty() || !(KEYWORDS.contains(&word) || OTHER_WORDS.contains(&word))
+        }
+    }
 }
 
 /// Keywords a misspelt line word is compared with.
@@ -517,7 +551,7 @@ pub(super) fn parse_header<'a>(
         if desc.is_none() {
             desc = ann.unquoted_desc.filter(|(d, _)| !d.is_empty());
         }
-        lid = ann.lids.first().copied().filter(|(l, _)| *l != 0);
+        lid = ann.lids.first().copied();
         if let Some(&(lmc, span)) = ann.lmcs.first() {
             check_lmc(cx, lmc, span);
         }
@@ -548,7 +582,7 @@ pub(super) fn parse_header<'a>(
     }
     let node = NodeRec {
         kind,
-        id,
+        id: Cow::Borrowed(id),
         id_span,
         port_count,
         count_span,

@@ -1,19 +1,27 @@
-//! The reader: ibnetdiscover output and ibsim net files into a [`Fabric`].
+//! The reader: ibnetdiscover output and ibsim net files, and the port-by-port reports
+//! (`ibnetdiscover -p`, `iblinkinfo`), into a [`Fabric`].
 //!
 //! Three phases:
 //!
-//! 1. **Lines.** Every line is classified (header, port line, assignment, directive, comment,
-//!    blank) and parsed into records with byte spans. GUIDs are resolved here, in file order, the
-//!    way ibsim does it: a `switchguid=`/`caguid=`/`rtguid=` line sets the GUID of the next node
-//!    of that kind, and nodes without such a line count on from it (switches `+1`, end nodes
-//!    `+ports+1`; the counters start at `0x200000` for switches, `0x100000` for CAs and `0` for
-//!    routers).
+//! 1. **Lines.** The format is detected from the first line that is not blank, a comment or
+//!    noise ([`detect_format`]). Every line is classified and parsed into node records with
+//!    byte spans: for the topology format (`lines.rs`, `ports.rs`) headers, port lines,
+//!    assignments, directives, comments and blank lines, GUIDs resolved in file order the way
+//!    ibsim does it (a `switchguid=`/`caguid=`/`rtguid=` line sets the GUID of the next node
+//!    of that kind, and nodes without such a line count on from it: switches `+1`, end nodes
+//!    `+ports+1`; the counters start at `0x200000` for switches, `0x100000` for CAs and `0`
+//!    for routers); for the reports (`report.rs`, `linkinfo.rs`) records made up from port
+//!    lines, with port counts and end-node GUIDs guessed and said so. Noise (`noise.rs`:
+//!    terminal-log headers, shell prompts, captured standard error, grouped-output headers)
+//!    is skipped with a warning per line in every format.
 //! 2. **Checks.** Node ids and GUIDs unique, every port line's ports on their nodes, every
-//!    remote node declared, each port wired once, the two sightings of a link agreeing (ends,
-//!    port GUIDs, rates). A link listed by one end only is accepted with a warning as long as
-//!    the other end does not list that port elsewhere.
+//!    remote node declared (or, reading a partial dump, its link dropped with a warning), each
+//!    port wired once, the two sightings of a link agreeing (ends, port GUIDs; rates differing
+//!    is a warning). A link listed by one end only is accepted with a warning as long as the
+//!    other end does not list that port elsewhere.
 //! 3. **Build.** Only when no error was found: names (node description, name-map entry or node
-//!    id, made unique), the [`Fabric`] through [`FabricBuilder`], and the LIDs seen.
+//!    id, made unique), the [`Fabric`] through [`FabricBuilder`], the LIDs seen, and the ports
+//!    left without one (`lid 0`/`lid 65535`). Strict reading then makes every warning an error.
 //!
 //! Nothing here panics on any input: spans and slices come from `get`, numbers from checked
 //! parsing.
@@ -21,7 +29,10 @@
 mod build;
 mod checks;
 mod lines;
+mod linkinfo;
+mod noise;
 mod ports;
+mod report;
 mod scan;
 
 use build::*;
@@ -31,23 +42,30 @@ use ports::*;
 use scan::*;
 
 use super::error::{new_source, Code, IbnetDiagnostic, ParseErrors, Source};
-use super::{Discovered, ParseOptions};
+use super::{Discovered, InputFormat, ParseOptions};
 use crate::{
     FabricBuilder, Guid, Lid, LidAssignment, NodeId, NodeKind, NodeSpec, PortNum, PortRef, Speed,
     Width, MAX_UNICAST_LID,
 };
 use miette::{Severity, SourceSpan};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-/// Reads an ibnetdiscover topology (or ibsim net file) into a fabric, collecting every error.
+/// Reads an ibnetdiscover topology (or ibsim net file, or an `ibnetdiscover -p` or
+/// `iblinkinfo` report: [`ParseOptions::format`]) into a fabric, collecting every error.
 pub fn parse(text: &str, opts: &ParseOptions) -> Result<Discovered, ParseErrors> {
     let src = new_source(&opts.source_name, text);
     let mut cx = Cx {
         src: &src,
         diags: Vec::new(),
     };
-    let file = read_lines(&mut cx, text);
-    let checked = check(&mut cx, &file);
+    let format = opts.format.unwrap_or_else(|| detect_format(text));
+    let file = match format {
+        InputFormat::Topology => read_lines(&mut cx, text),
+        InputFormat::PortsReport => report::read(&mut cx, text),
+        InputFormat::LinkInfo => linkinfo::read(&mut cx, text),
+    };
+    let checked = check(&mut cx, &file, opts.partial);
     let built = if cx.diags.iter().any(IbnetDiagnostic::is_error) {
         None
     } else {
@@ -55,12 +73,17 @@ pub fn parse(text: &str, opts: &ParseOptions) -> Result<Discovered, ParseErrors>
     };
     let mut diags = cx.diags;
     diags.sort_by_key(|d| d.span().offset());
-    let diags = cap_repeated(diags, &src);
+    let mut diags = cap_repeated(diags, &src);
+    if opts.strict {
+        diags = diags.into_iter().map(IbnetDiagnostic::strict).collect();
+    }
     match built {
-        Some((fabric, lids)) if !diags.iter().any(IbnetDiagnostic::is_error) => Ok(Discovered {
-            fabric,
-            lids,
+        Some(b) if !diags.iter().any(IbnetDiagnostic::is_error) => Ok(Discovered {
+            fabric: b.fabric,
+            lids: b.lids,
             warnings: diags,
+            unassigned: b.unassigned,
+            format,
         }),
         _ => Err(ParseErrors::new(
             src.clone(),
@@ -70,6 +93,26 @@ pub fn parse(text: &str, opts: &ParseOptions) -> Result<Discovered, ParseErrors>
                 .collect(),
         )),
     }
+}
+
+/// The format of `text`, from its first line that is no blank line, comment or noise: a
+/// `Switch: 0x…`, `CA: …` or `Router: …` line is `iblinkinfo`, a line such as `SW 12 1
+/// 0x… 4x EDR` an `ibnetdiscover -p` report, anything else the topology format.
+pub fn detect_format(text: &str) -> InputFormat {
+    for line in lines(text) {
+        let t = line.text.trim_matches([' ', '\t']);
+        if t.is_empty() || t.starts_with('#') || noise::classify(line.text).is_some() {
+            continue;
+        }
+        if linkinfo::is_header(t) {
+            return InputFormat::LinkInfo;
+        }
+        if report::is_port_line(t) {
+            return InputFormat::PortsReport;
+        }
+        return InputFormat::Topology;
+    }
+    InputFormat::Topology
 }
 
 /// Reads a node name map: `<guid> "<name>"` per line, `#` comments and blank lines.

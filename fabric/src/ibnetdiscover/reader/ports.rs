@@ -104,14 +104,15 @@ pub(super) fn parse_annotation<'a>(
                 };
                 if word == "lid" {
                     match u16::try_from(v) {
-                        Ok(l) if l <= MAX_UNICAST_LID => ann.lids.push((l, span)),
+                        // 0xffff: the permissive LID of a port no SM assigned one yet.
+                        Ok(l) if l <= MAX_UNICAST_LID || l == 0xffff => ann.lids.push((l, span)),
                         _ => {
                             cx.error(
                                 Code::BadLid,
                                 span,
                                 format!("`lid {v}` is not a unicast LID"),
                                 "out of range",
-                                "unicast LIDs are 1 to 0xbfff; 0 means no LID",
+                                "unicast LIDs are 1 to 0xbfff; 0 and 65535 mean no LID yet",
                             );
                         }
                     }
@@ -249,6 +250,16 @@ pub(super) fn parse_port_guid(
     Some((Guid(g), sp(open, sc.abs() - open)))
 }
 
+/// Skips the external port number (`[ext 12]`) grouped output (`ibnetdiscover -g`) prints
+/// after the port number of a chassis port; the model numbers ports as the ASIC does.
+fn skip_ext_port(sc: &mut Scan<'_>) {
+    if sc.rest().starts_with("[ext ") {
+        if let Some(close) = sc.rest().find(']') {
+            sc.pos += close + 1;
+        }
+    }
+}
+
 pub(super) fn parse_port_line<'a>(
     cx: &mut Cx<'_>,
     sc: &mut Scan<'a>,
@@ -279,6 +290,7 @@ pub(super) fn parse_port_line<'a>(
         );
         return None;
     }
+    skip_ext_port(sc);
     let local_guid = if sc.peek() == Some(b'(') {
         Some(parse_port_guid(cx, sc, help)?)
     } else {
@@ -340,6 +352,7 @@ pub(super) fn parse_port_line<'a>(
             );
             return None;
         }
+        skip_ext_port(sc);
         r
     } else {
         // ibsim: no `[n]` directly after the id means port 1.
@@ -426,7 +439,7 @@ pub(super) fn parse_port_line<'a>(
         port,
         port_span,
         local_guid,
-        remote_id,
+        remote_id: Cow::Borrowed(remote_id),
         remote_span,
         remote_port,
         remote_port_span,

@@ -65,19 +65,25 @@ pub(super) struct Line<'a> {
     pub(super) text: &'a str,
 }
 
+/// Every line of `text`, ending at `\n` or `\r\n`, the last one with or without a line end; a
+/// byte-order mark at the start (Windows editors write one) is not part of the first line.
 pub(super) fn lines(text: &str) -> impl Iterator<Item = Line<'_>> {
-    let mut start = 0usize;
-    text.split('\n').filter_map(move |raw| {
-        let line_start = start;
-        start += raw.len() + 1;
-        if raw.is_empty() && line_start >= text.len() {
-            return None;
-        }
-        Some(Line {
-            start: line_start,
-            text: raw.strip_suffix('\r').unwrap_or(raw),
+    let bom = if text.starts_with('\u{feff}') { 3 } else { 0 };
+    let mut start = bom;
+    text.get(bom..)
+        .unwrap_or("")
+        .split('\n')
+        .filter_map(move |raw| {
+            let line_start = start;
+            start += raw.len() + 1;
+            if raw.is_empty() && line_start >= text.len() {
+                return None;
+            }
+            Some(Line {
+                start: line_start,
+                text: raw.strip_suffix('\r').unwrap_or(raw),
+            })
         })
-    })
 }
 
 /// A cursor over one line; `abs()` is the byte offset in the whole text.
