@@ -113,6 +113,8 @@ codes! {
     PortWiredTwice = "weft::port_wired_twice": "One port cabled twice.",
     QosLanes = "weft::qos_lanes": "Note: the SLs and VLs each QoS class was given.",
     RecursiveTemplate = "weft::recursive_template": "A template that calls itself.",
+    RoleFile = "weft::role_file": "A line of a roles file (`weft import --roles`, `--io-guids`) that is not a GUID and a role.",
+    RoleGuid = "weft::role_guid": "A role given on import for a GUID that names no end node of the dump, or a node given two roles.",
     SelfLink = "weft::self_link": "A port cabled to itself.",
     SftreeAcyclic = "weft::sftree_acyclic": "Note: no sFtree subtree root fits a degraded tree; missing entries were chosen so that no credit loop forms.",
     SftreeEntries = "weft::sftree_entries": "Note: switch-to-switch entries completed through the sFtree subtree.",

@@ -30,7 +30,10 @@ pub mod words;
 
 pub use check::Summary;
 pub use elaborate::{Elaborated, Origin, DEFAULT_GUID_BASE};
-pub use import::{export_ibnetdiscover, import_ibnetdiscover};
+pub use import::{
+    export_ibnetdiscover, import_ibnetdiscover, import_ibnetdiscover_with_roles, parse_guid,
+    parse_roles, GivenRole,
+};
 
 use crate::code::Code;
 use diagnostic::{Diagnostic, SourceId, SourceMap};

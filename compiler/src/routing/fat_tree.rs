@@ -2,10 +2,12 @@
 //! sFtree so that every switch reaches every switch, deadlock-free on one VL.
 //!
 //! **Accepts** fat-trees: every switch has a tree level (recorded by the stdlib templates, or
-//! found from the cabling by [`super::shape`]: switches with end nodes are leaves, level 1,
-//! and each further level is one cable further from the leaves, down links included); hosts
-//! hang off leaves only; every switch-to-switch cable joins adjacent levels (cables inside a
-//! level are tolerated and used only as sFtree sibling links). Degraded (links or switches
+//! found from the cabling by [`super::shape`]: switches with hosts are leaves, level 1,
+//! and each further level is one cable further from the leaves, down links included, with the
+//! switches outside the levels set aside); hosts hang off leaves only; every switch-to-switch
+//! cable between switches of the levels joins adjacent levels (cables inside a level are
+//! tolerated and used only as sFtree sibling links). Service nodes (SHARP aggregation nodes,
+//! storage, management) may hang off any switch. Degraded (links or switches
 //! down) and oversubscribed trees are fine. Anything else is refused with the reason. The one
 //! other method is step 6 below, on a fat-tree too degraded for steps 1–5: its tables are
 //! Up*/Down*'s, and the routes record `updn` as the engine used ([`Routes::engine_used`]).
@@ -43,6 +45,14 @@
 //! weigh one cable together and spread over the up ports. With one VM per hypervisor this is
 //! exactly `fat_tree`'s routing of the hypervisors, for the VMs and the hypervisors alike.
 //!
+//! **Service nodes and set-aside switches**: a service node's LID is routed like a switch's
+//! own LID is (its main path climbs from its switch, then steps 2–4), after every host's, so
+//! it takes nothing from the hosts' balance; a switch set aside by [`super::shape`] (a
+//! management sub-tree, a spare switch) has no up or down ports, and its LID, the LIDs of the
+//! service nodes on it and its own routes to everything come from step 4's completion and
+//! relays (or steps 5–6). The subtree root is chosen among the leaves reaching every switch
+//! of the levels.
+//!
 //! **LMC > 0** (which OpenSM's ftree refuses): the `2^lmc` LIDs of a port take main paths
 //! through different up ports at every level where the tree allows (different roots,
 //! link-disjoint up paths from every source), giving APM a disjoint alternate path.
@@ -79,11 +89,16 @@ struct Tree {
     top_down: Vec<usize>,
 }
 
+/// The level of a switch set aside by [`super::shape`] (outside the tree's levels).
+const ASIDE: u8 = 0;
+
+/// Level per switch of the graph: recorded when every switch records one (1 or more), else
+/// found from the hosts with the switches outside the levels at [`ASIDE`].
 fn levels(g: &Graph, input: &RoutingInput<'_>) -> Result<Vec<u8>, RouteError> {
     let f = input.fabric;
     let recorded: Vec<Option<u8>> = g.switches.iter().map(|s| f.node(s.id).spec.level).collect();
-    if recorded.iter().all(Option::is_some) && !recorded.is_empty() {
-        return Ok(recorded.into_iter().map(|l| l.unwrap_or(0)).collect());
+    if recorded.iter().all(|l| l.is_some_and(|l| l >= 1)) && !recorded.is_empty() {
+        return Ok(recorded.into_iter().map(|l| l.unwrap_or(ASIDE)).collect());
     }
     // Found from the cabling (down links included, so faults do not reshape the tree).
     let found =
@@ -94,7 +109,7 @@ fn levels(g: &Graph, input: &RoutingInput<'_>) -> Result<Vec<u8>, RouteError> {
         })?;
     Ok(g.switches
         .iter()
-        .map(|s| found[s.id.index()].unwrap_or(0))
+        .map(|s| found[s.id.index()].unwrap_or(ASIDE))
         .collect())
 }
 
@@ -123,6 +138,10 @@ fn tree(g: &Graph, input: &RoutingInput<'_>) -> Result<Tree, RouteError> {
         }
         for (k, grp) in s.groups.iter().enumerate() {
             let (a, b) = (level[i], level[grp.peer as usize]);
+            if a == ASIDE || b == ASIDE {
+                // A cable of a switch outside the levels: used only to complete the tables.
+                continue;
+            }
             if b == a + 1 {
                 up[i].push(k);
             } else if a == b + 1 {
@@ -204,8 +223,12 @@ impl RoutingEngine for FatTree {
         // behind that port; physical LIDs weigh 1.
         let vf_count = vf_counts(input);
         // Destination order: VF LIDs by leaf (fabric order), their hypervisors by VF count
-        // (fewest first: the heaviest VMs are balanced first), leaf port; then end-node LIDs
-        // by leaf then leaf port; then switch LIDs by level (lowest first) then fabric order.
+        // (fewest first: the heaviest VMs are balanced first), leaf port; then host LIDs by
+        // leaf then leaf port; then service nodes' LIDs (aggregation, storage, management:
+        // after every host, so they take nothing from the hosts' balance) by the level of
+        // their switch, switch, port; then switch LIDs by level (lowest first) then fabric
+        // order.
+        let service = service_lids(&g, input.fabric);
         let mut order: Vec<(u8, u8, u32, u32, u8, u16)> = g
             .exits
             .iter()
@@ -214,7 +237,8 @@ impl RoutingEngine for FatTree {
                 let Exit { sw, port } = (*e)?;
                 let vfs = vf_count.get(lid).copied().unwrap_or(0);
                 let (class, level) = match (port, vfs) {
-                    (0, _) => (2, t.level[sw as usize]),
+                    (0, _) => (3, t.level[sw as usize]),
+                    _ if service.get(lid).copied().unwrap_or(false) => (2, t.level[sw as usize]),
                     (_, 0) => (1, 0),
                     _ => (0, 0),
                 };
@@ -332,6 +356,14 @@ fn vf_counts(input: &RoutingInput<'_>) -> Vec<u32> {
         }
     }
     out
+}
+
+/// Per LID, whether its owner is a service node (an end node whose role is not `host`).
+fn service_lids(g: &Graph, f: &weft_fabric::Fabric) -> Vec<bool> {
+    g.owners
+        .iter()
+        .map(|o| o.is_some_and(|n| !f.node(n).is_switch() && !f.node(n).is_host()))
+        .collect()
 }
 
 /// Climbs from the destination's exit switch to a top switch through least-loaded up ports,
@@ -457,11 +489,16 @@ fn sftree(
     let f = input.fabric;
     let own_lid = g.switch_lids();
     let lid_of = |s: usize| own_lid.get(s).copied().flatten();
+    // The LIDs of the switches in the levels (the ones set aside are reached by the relays
+    // of the completion, from whichever root).
     let switch_lids: Vec<usize> = g
         .exits
         .iter()
         .enumerate()
-        .filter_map(|(lid, e)| e.filter(|e| e.port == 0).map(|_| lid))
+        .filter_map(|(lid, e)| {
+            e.filter(|e| e.port == 0 && t.level[e.sw as usize] != ASIDE)
+                .map(|_| lid)
+        })
         .collect();
     let leaves: Vec<usize> = (0..g.switches.len()).filter(|&i| t.level[i] == 1).collect();
     let rows = &base;
@@ -655,7 +692,9 @@ fn complete_acyclic(
     drop(deps);
     // Roots with turns to admit: the sFtree candidates (leaves), then every other switch,
     // lowest level first (where leaves have one parent, the turns must be higher).
-    let mut by_level: Vec<usize> = (0..g.switches.len()).collect();
+    let mut by_level: Vec<usize> = (0..g.switches.len())
+        .filter(|&s| t.level[s] != ASIDE)
+        .collect();
     by_level.sort_by_key(|&s| (t.level[s], s));
     let mut tried: Vec<usize> = roots.to_vec();
     tried.extend(by_level.into_iter().filter(|s| !roots.contains(s)));
