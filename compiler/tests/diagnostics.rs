@@ -413,6 +413,12 @@ build_case!(
     sftree_notes,
     "use std::hardware::{sb7800, connectx5}\nuse std::topology::xgft\nfabric t222 {\n    topology = xgft(h: 3, m: [2, 2, 2], w: [1, 2, 2], switch: sb7800, hca: connectx5)\n    faults {\n        link spine1.p[3] down\n        link spine1.p[4] down\n    }\n    routing { engine = fat_tree }\n}\n"
 );
+// A management switch hanging off the spine, with an aggregation node: set aside, reached
+// from the subtree root.
+build_case!(
+    sftree_set_aside,
+    "fabric t {\n    topology {\n        switch l1 { ports = 8 }\n        switch l2 { ports = 8 }\n        switch s1 { ports = 8 }\n        switch m1 { ports = 8 }\n        hca h1 { ports = 1 }\n        hca h2 { ports = 1 }\n        hca an { ports = 1, role = aggregation }\n        link l1.p[1] <-> s1.p[1]\n        link l2.p[1] <-> s1.p[2]\n        link m1.p[1] <-> s1.p[3]\n        link h1.p[1] <-> l1.p[8]\n        link h2.p[1] <-> l2.p[8]\n        link an.p[1] <-> m1.p[8]\n    }\n}\n"
+);
 build_case!(
     sftree_turn_by_turn,
     "use std::hardware::{sb7800, connectx5}\nuse std::topology::xgft\nfabric t {\n    topology = xgft(h: 4, m: [2, 2, 2, 2], w: [1, 2, 2, 2], switch: sb7800, hca: connectx5)\n    faults {\n        link core2.p[3] down\n        link core2.p[4] down\n    }\n    routing { engine = fat_tree }\n}\n"

@@ -87,6 +87,10 @@ struct Tree {
     side: Vec<Vec<usize>>,
     /// Switches from the top level down (ties in fabric order).
     top_down: Vec<usize>,
+    /// Hops from the leaves over the usable links, every switch counted (the set-aside ones
+    /// included, above the switches they hang off): with the switch index, the total order
+    /// whose up*/down* paths reach set-aside switches from the subtree root.
+    hops: Vec<u32>,
 }
 
 /// The level of a switch set aside by [`super::shape`] (outside the tree's levels).
@@ -172,12 +176,16 @@ fn tree(g: &Graph, input: &RoutingInput<'_>) -> Result<Tree, RouteError> {
     }
     let mut top_down: Vec<usize> = (0..n).collect();
     top_down.sort_by_key(|&i| (std::cmp::Reverse(level[i]), i));
+    let leaves: Vec<usize> = (0..n).filter(|&i| level[i] == 1).collect();
+    let mut hops = vec![u32::MAX; n];
+    g.hops_into(&leaves, &mut hops);
     Ok(Tree {
         top_down,
         level,
         up,
         down,
         side,
+        hops,
     })
 }
 
@@ -554,7 +562,7 @@ fn sftree(
             continue;
         };
         let mut rows = base.clone();
-        let (completed, relayed) = complete(g, t, &mut rows, root, root_lid);
+        let (completed, relayed, climbed) = complete(g, t, &mut rows, root, root_lid);
         let verdict = match g.check_complete(f, NAME, Table::Rows(&rows)) {
             Err(e) => Err(e),
             Ok(()) => match g.first_cycle(&rows) {
@@ -582,6 +590,14 @@ fn sftree(
             notes.push(RouteNote {
                 code: Code::SftreeEntries,
                 message: format!("{completed} LFT entries route through the sFtree subtree"),
+            });
+        }
+        if climbed > 0 {
+            notes.push(RouteNote {
+                code: Code::SftreeSetAside,
+                message: format!(
+                    "{climbed} LFT entries climb from the subtree root to the switches set aside, which every switch reaches through the root"
+                ),
             });
         }
         if relayed > 0 {
@@ -864,14 +880,15 @@ fn entry(rows: &[Vec<u8>], s: usize, lid: usize) -> u8 {
 }
 
 /// Completes `rows` through `root` (Algorithm 2 and the relays a degraded tree needs);
-/// returns (entries completed through the root, entries relayed).
+/// returns (entries completed through the root, entries relayed, entries of the root's paths
+/// to the switches set aside).
 fn complete(
     g: &Graph,
     t: &Tree,
     rows: &mut [Vec<u8>],
     root: usize,
     root_lid: usize,
-) -> (usize, usize) {
+) -> (usize, usize, usize) {
     // Algorithm 2, sibling part: where the root has no entry, a same-level neighbour of the
     // root that has one (of its own, before any completion).
     let siblings: Vec<(usize, u8)> = t.side[root]
@@ -901,6 +918,9 @@ fn complete(
     // LID toward the nearest switch that has a route to it.
     let mut bfs = Bfs::new(g.switches.len());
     let mut relayed = bfs.complete(g, rows, root_lid);
+    // Destinations on set-aside switches (a management sub-tree): the root climbs to them, so
+    // that Algorithm 2 below reaches them through the root like every other destination.
+    let climbed = root_paths(g, t, rows, root);
     // Algorithm 2: a switch without an entry for a destination the root reaches forwards it
     // as it forwards the root's own LID.
     let root_row = rows[root].clone();
@@ -942,7 +962,72 @@ fn complete(
             relayed += bfs.complete(g, rows, lid);
         }
     }
-    (completed, relayed)
+    (completed, relayed, climbed)
+}
+
+/// For every LID whose exit switch is set aside and which the root has no entry for: the
+/// entries of a shortest path from the root to its switch that never goes up after going
+/// down in the order (`hops`, index) — a set-aside switch is above the tree switches it hangs
+/// off, so the path climbs from the root into the sub-tree, and every route that later
+/// reaches it through the root turns down→up at the root only (sFtree's Theorem 5.2 holds).
+/// Returns the entries set.
+fn root_paths(g: &Graph, t: &Tree, rows: &mut [Vec<u8>], root: usize) -> usize {
+    let n = g.switches.len();
+    let targets: Vec<(usize, usize)> = g
+        .exits
+        .iter()
+        .enumerate()
+        .filter_map(|(lid, e)| {
+            let e = (*e)?;
+            (t.level[e.sw as usize] == ASIDE && entry(rows, root, lid) == LFT_UNSET)
+                .then_some((lid, e.sw as usize))
+        })
+        .collect();
+    if targets.is_empty() {
+        return 0;
+    }
+    let key = |s: usize| (t.hops[s], s);
+    // Breadth first over (switch, gone down): the state reached first, and from which state
+    // over which group.
+    let state = |s: usize, down: bool| s * 2 + usize::from(down);
+    let mut from: Vec<Option<(usize, usize)>> = vec![None; 2 * n];
+    let mut seen = vec![false; 2 * n];
+    let mut queue = std::collections::VecDeque::from([state(root, false)]);
+    seen[state(root, false)] = true;
+    while let Some(st) = queue.pop_front() {
+        let (x, down) = (st / 2, st % 2 == 1);
+        for (k, grp) in g.switches[x].groups.iter().enumerate() {
+            let y = grp.peer as usize;
+            let next = match key(y).cmp(&key(x)) {
+                std::cmp::Ordering::Greater if !down => state(y, false),
+                std::cmp::Ordering::Less => state(y, true),
+                _ => continue,
+            };
+            if !seen[next] {
+                seen[next] = true;
+                from[next] = Some((st, k));
+                queue.push_back(next);
+            }
+        }
+    }
+    let mut set = 0;
+    for (lid, sw) in targets {
+        let Some(mut st) = [state(sw, false), state(sw, true)]
+            .into_iter()
+            .find(|&st| seen[st])
+        else {
+            continue;
+        };
+        while let Some((prev, k)) = from[st] {
+            let x = prev / 2;
+            if rows[x][lid] == LFT_UNSET {
+                rows[x][lid] = port_toward(g, x, k, lid as u16);
+                set += 1;
+            }
+            st = prev;
+        }
+    }
+    set
 }
 
 /// Breadth-first completion of one destination's entries toward the switches that have one.

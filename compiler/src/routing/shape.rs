@@ -8,16 +8,17 @@
 //! still a spine, and service nodes may hang off any switch.
 //!
 //! **Set aside**, when the levels are found from the hosts: switches that have no host and no
-//! place in the levels. A switch `x` of level `ℓ ≥ 2` *joins* leaves when its *cone* (the
-//! leaves below it, reached by stepping one level down at a time) is not the cone of one of
-//! its children (its neighbours at level `ℓ − 1`): it connects two leaves that no single
-//! switch below it connects, as every spine and core of a tree does. The tree is the leaves,
-//! every switch that joins leaves, and every switch below one (the pass-through switches of a
-//! tree whose upper levels have one child). Every other switch is set aside: a host-less
-//! management sub-tree hanging off the tree (its switches' cones are those of the tree switch
-//! they hang off), a spare switch cabled to one switch, a switch above switches that already
-//! join all it could join, and a switch no cable path joins to a leaf. With a single leaf
-//! there is nothing to join and nothing is set aside that way. Cables to set-aside switches
+//! place in the levels. A switch's *cone* is the leaves below it, reached by stepping one
+//! level down at a time. A switch of level `ℓ ≥ 2` *joins* two leaves of its cone when no
+//! switch of a lower level has both in its cone: it is the turning point of the shortest
+//! up/down paths between them, as every spine and core of a tree is for some pair. The tree
+//! is the leaves, every switch that joins some pair, and every switch below one (the
+//! pass-through switches of a tree whose upper levels have one child). Every other switch is
+//! set aside: a host-less management sub-tree hanging off the tree (wherever it is cabled,
+//! the tree below already joins every pair its cone holds), a spare switch cabled to one
+//! switch, a switch above switches that already join all it could join, and a switch no cable
+//! path joins to a leaf. With a single leaf there is nothing to join and nothing is set aside
+//! that way. Cables to set-aside switches
 //! do not count in the levels; `fat_tree` still routes set-aside switches and service nodes,
 //! and the verifier proves them like every switch and end port.
 //!
@@ -283,15 +284,25 @@ fn found(fabric: &Fabric) -> Result<Levels, (String, Option<NodeId>)> {
 
 /// The switches with a level that are neither leaves, nor join leaves, nor are below a
 /// switch that does (see the module documentation), in index order.
+///
+/// Bit sets over the leaves: each switch's cone (the leaves below it), and per leaf `a` the
+/// leaves `b` joined to it at a lower level so far (`joined[a]`, the pair relation, `a`
+/// joined to itself). Level by level from 2 up, a switch joins when some pair of its cone is
+/// not joined yet; then the cones of the switches that join are added to the relation.
+/// Time `O(Σ |cone| · leaves / 64)`, memory `leaves² / 8` bytes.
 fn outside_joins(level: &[Option<u8>], peers: &[Vec<usize>], leaves: &[usize]) -> Vec<usize> {
     let n = level.len();
     let words = leaves.len().div_ceil(64);
+    let bit = |k: usize| (k / 64, 1u64 << (k % 64));
     // Switches by level, lowest first (ties by index).
     let mut order: Vec<usize> = (0..n).filter(|&i| level[i].is_some()).collect();
     order.sort_by_key(|&i| (level[i], i));
     let mut cone = vec![0u64; n * words];
+    let mut joined = vec![0u64; leaves.len() * words];
     for (k, &leaf) in leaves.iter().enumerate() {
-        cone[leaf * words + k / 64] |= 1 << (k % 64);
+        let (w, b) = bit(k);
+        cone[leaf * words + w] |= b;
+        joined[k * words + w] |= b;
     }
     let children = |x: usize| {
         let l = level[x];
@@ -300,26 +311,52 @@ fn outside_joins(level: &[Option<u8>], peers: &[Vec<usize>], leaves: &[usize]) -
             .copied()
             .filter(move |&p| l.is_some_and(|l| level[p] == Some(l - 1)))
     };
-    let mut joins = vec![false; n];
-    let mut acc = vec![0u64; words];
-    for &x in &order {
-        if level[x] == Some(1) {
-            continue;
-        }
-        acc.fill(0);
-        for c in children(x) {
-            for (a, &w) in acc.iter_mut().zip(&cone[c * words..(c + 1) * words]) {
-                *a |= w;
+    // The leaves (by their index in `leaves`) of a cone.
+    let members = |c: &[u64]| -> Vec<usize> {
+        let mut out = Vec::new();
+        for (w, &word) in c.iter().enumerate() {
+            let mut rest = word;
+            while rest != 0 {
+                out.push(w * 64 + rest.trailing_zeros() as usize);
+                rest &= rest - 1;
             }
         }
-        cone[x * words..(x + 1) * words].copy_from_slice(&acc);
-        // Joins unless one child's cone holds the whole of x's.
-        joins[x] = !children(x).any(|c| {
-            cone[c * words..(c + 1) * words]
-                .iter()
-                .zip(&acc)
-                .all(|(&cw, &xw)| xw & !cw == 0)
-        });
+        out
+    };
+    let mut joins = vec![false; n];
+    let mut acc = vec![0u64; words];
+    let mut i = 0;
+    while i < order.len() {
+        let this = level[order[i]];
+        let end = i + order[i..].iter().take_while(|&&x| level[x] == this).count();
+        let at_level = &order[i..end];
+        i = end;
+        if this == Some(1) {
+            continue;
+        }
+        for &x in at_level {
+            acc.fill(0);
+            for c in children(x) {
+                for (a, &w) in acc.iter_mut().zip(&cone[c * words..(c + 1) * words]) {
+                    *a |= w;
+                }
+            }
+            cone[x * words..(x + 1) * words].copy_from_slice(&acc);
+            joins[x] = members(&acc).into_iter().any(|a| {
+                joined[a * words..(a + 1) * words]
+                    .iter()
+                    .zip(&acc)
+                    .any(|(&j, &c)| c & !j != 0)
+            });
+        }
+        for &x in at_level.iter().filter(|&&x| joins[x]) {
+            let c = cone[x * words..(x + 1) * words].to_vec();
+            for a in members(&c) {
+                for (j, &w) in joined[a * words..(a + 1) * words].iter_mut().zip(&c) {
+                    *j |= w;
+                }
+            }
+        }
     }
     // Kept: leaves, switches that join, and every switch below a kept one, top down.
     let mut kept = vec![false; n];
