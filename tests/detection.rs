@@ -11,6 +11,8 @@
 //!   648-node tree always).
 //! - Fabrics that are not fat-trees (torus, ring, mesh, leaves cabled together, hosts on an
 //!   upper switch) are routed with `updn` by default, and the reason names the cable.
+//! - A director chassis seen as its ASICs is a fat-tree whose internal cables (parallel ones)
+//!   form an inner level.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -237,6 +239,54 @@ fn uneven_levels_are_counted_not_refused() {
         "a 2-level fat-tree (3 leaves, 2 at level 2; levels found from the hosts; 2 switches have fewer or more cables than their level-mates)"
     );
     let c = check("t.weft", src, &NoFiles);
+    let built = weft_compiler::build::build(c.elaborated.as_ref().unwrap()).unwrap();
+    assert_eq!(built.engine, weft_compiler::routing::Engine::FatTree);
+    assert!(weft_verifier::verify(&built.state, &weft_verifier::Options::default()).is_proven());
+}
+
+#[test]
+fn a_director_chassis_forms_inner_levels() {
+    // A director seen as its ASICs: four line ASICs (front-panel ports 1–4 to the edge
+    // leaves, internal ports 31–36 three parallel cables to each of two fabric ASICs), and
+    // four edge leaves with hosts, each cabled twice to two line ASICs. The internal cables
+    // form the tree's third level.
+    let mut src = String::from("fabric t { topology {\n");
+    for i in 1..=4 {
+        src += &format!(" switch edge{i} {{ ports = 36 }}\n switch line{i} {{ ports = 36 }}\n");
+        src += &format!(" hca h{i}a {{ ports = 1 }}\n hca h{i}b {{ ports = 1 }}\n");
+    }
+    for i in 1..=4 {
+        src += &format!(" link h{i}a.p[1] <-> edge{i}.p[1]\n link h{i}b.p[1] <-> edge{i}.p[2]\n");
+        let next = i % 4 + 1;
+        src += &format!(
+            " link edge{i}.p[33] <-> line{i}.p[1]\n link edge{i}.p[34] <-> line{i}.p[2]\n"
+        );
+        src += &format!(
+            " link edge{i}.p[35] <-> line{next}.p[3]\n link edge{i}.p[36] <-> line{next}.p[4]\n"
+        );
+    }
+    src += " switch fabric1 { ports = 36 }\n switch fabric2 { ports = 36 }\n";
+    for i in 1..=4 {
+        for (f, base) in [(1, 30), (2, 33)] {
+            for k in 1..=3 {
+                src += &format!(
+                    " link line{i}.p[{}] <-> fabric{f}.p[{}]\n",
+                    base + k,
+                    3 * (i - 1) + k
+                );
+            }
+        }
+    }
+    src += "} }\n";
+    let f = fabric_of(&src);
+    let Shape::FatTree(t) = shape::detect(&f) else {
+        panic!("{:?}", shape::detect(&f));
+    };
+    assert_eq!(
+        t.describe(&f),
+        "a 3-level fat-tree (4 leaves, 4 at level 2, 2 at level 3; levels found from the hosts)"
+    );
+    let c = check("t.weft", &src, &NoFiles);
     let built = weft_compiler::build::build(c.elaborated.as_ref().unwrap()).unwrap();
     assert_eq!(built.engine, weft_compiler::routing::Engine::FatTree);
     assert!(weft_verifier::verify(&built.state, &weft_verifier::Options::default()).is_proven());

@@ -378,3 +378,30 @@ fn the_superpod_generator_builds_the_issue_tree() {
     // Every switch reports 41 ports, its AN on port 41.
     assert!(d.switches.iter().all(|s| s.ports == 41));
 }
+
+/// Recognition in a declared fabric: a node that looks like an AN but says `role = host` stays
+/// a host (even where `host` also names an array of nodes), one with the AN's device ID is an
+/// aggregation node, and a CA on the extra port of a 41-port switch too.
+#[test]
+fn declared_roles_win_over_recognition() {
+    let src = "fabric f { topology {\n switch s { ports = 41 }\n switch t { ports = 41 }\n hca host[1..=2] { ports = 1 }\n hca \"Mellanox Technologies Aggregation Node\" { ports = 1, role = host }\n hca an2 { ports = 1, device = 0xcf09 }\n hca an3 { ports = 1 }\n link host[1].p[1] <-> s.p[1]\n link host[2].p[1] <-> t.p[1]\n link s.p[2] <-> t.p[2]\n link node(\"Mellanox Technologies Aggregation Node\").p[1] <-> s.p[3]\n link an2.p[1] <-> s.p[41]\n link an3.p[1] <-> t.p[41]\n} }\n";
+    let c = weft_compiler::check("t.weft", src, &weft_compiler::NoFiles);
+    assert!(!c.has_errors(), "{:?}", c.diagnostics);
+    let e = c.elaborated.unwrap();
+    let f = &e.fabric;
+    let role = |n: &str| f.node(f.find(n).unwrap()).role();
+    assert_eq!(
+        [
+            role("host1"),
+            role("Mellanox Technologies Aggregation Node"),
+            role("an2"),
+            role("an3"),
+        ],
+        [Role::Host, Role::Host, Role::Aggregation, Role::Aggregation]
+    );
+    let evidence: Vec<String> = e.recognised.iter().map(|r| r.evidence.describe()).collect();
+    assert_eq!(
+        evidence,
+        ["device ID 0xcf09", "port 41 of a 41-port switch"]
+    );
+}
