@@ -386,13 +386,13 @@ pub fn superpod_dump(p: &SuperPod) -> Dump {
         .collect();
     // Leaf uplinks: two cables to each spine of the group, minus the missing ones.
     let mut uplinks: Vec<(End, End)> = Vec::new();
-    for r in 0..p.rails {
-        for u in 0..p.units {
+    for (r, leaves) in leaf.iter().enumerate() {
+        for (u, &l) in leaves.iter().enumerate() {
             let (g, at) = (u / p.group, u % p.group);
             for (k, &s) in spine[r][g].iter().enumerate() {
                 for c in 0..2 {
                     uplinks.push((
-                        End::Switch(leaf[r][u], (21 + 2 * k + c) as u8),
+                        End::Switch(l, (21 + 2 * k + c) as u8),
                         End::Switch(s, (1 + 2 * at + c) as u8),
                     ));
                 }
@@ -453,7 +453,7 @@ pub fn superpod_dump(p: &SuperPod) -> Dump {
         let u = x % p.units;
         let port = next_port[u];
         next_port[u] += 1;
-        for r in 0..p.rails {
+        for (r, rail) in leaf.iter().enumerate() {
             let guid = 0x0c42_a103_0000_0000 + ((x * p.rails + r) as u64) * 4;
             d.cas.push(Ca {
                 guid,
@@ -462,7 +462,7 @@ pub fn superpod_dump(p: &SuperPod) -> Dump {
                 devid: 0x101b,
             });
             let c = d.cas.len() - 1;
-            d.cables.push((End::Switch(leaf[r][u], port), End::Ca(c)));
+            d.cables.push((End::Switch(rail[u], port), End::Ca(c)));
         }
     }
     for o in 0..p.others {
