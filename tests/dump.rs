@@ -447,6 +447,17 @@ pub fn superpod_dump(p: &SuperPod) -> Dump {
             }
         }
     }
+    // A ConnectX-6 (port GUID = node GUID, as mlx5 adapters report) on a leaf's port.
+    let hca = |d: &mut Dump, guid: u64, desc: String, leaf: usize, port: u8| {
+        d.cas.push(Ca {
+            guid,
+            port_guid: guid,
+            desc,
+            devid: 0x101b,
+        });
+        let c = d.cas.len() - 1;
+        d.cables.push((End::Switch(leaf, port), End::Ca(c)));
+    };
     // DGX: units take them in turn, so every unit has some.
     let mut next_port = vec![1u8; p.units];
     for x in 0..p.dgx {
@@ -455,27 +466,13 @@ pub fn superpod_dump(p: &SuperPod) -> Dump {
         next_port[u] += 1;
         for (r, rail) in leaf.iter().enumerate() {
             let guid = 0x0c42_a103_0000_0000 + ((x * p.rails + r) as u64) * 4;
-            d.cas.push(Ca {
-                guid,
-                port_guid: guid,
-                desc: format!("dgx-{:04} mlx5_{r}", x + 1),
-                devid: 0x101b,
-            });
-            let c = d.cas.len() - 1;
-            d.cables.push((End::Switch(rail[u], port), End::Ca(c)));
+            hca(&mut d, guid, format!("dgx-{:04} mlx5_{r}", x + 1), rail[u], port);
         }
     }
     for o in 0..p.others {
         let guid = 0x0c42_a103_1000_0000 + (o as u64) * 4;
-        d.cas.push(Ca {
-            guid,
-            port_guid: guid,
-            desc: format!("ufm-{:02} mlx5_0", o + 1),
-            devid: 0x101b,
-        });
-        let c = d.cas.len() - 1;
         let l = leaf[o % p.rails][o / p.rails % p.units];
-        d.cables.push((End::Switch(l, 20), End::Ca(c)));
+        hca(&mut d, guid, format!("ufm-{:02} mlx5_0", o + 1), l, 20);
     }
     for s in 0..d.switches.len() {
         d.add_an(s);
