@@ -7,7 +7,10 @@
 //! * [`Rng`], [`xgft_source`]: seeded random cases of XGFT trees.
 //! * [`example`], [`compiled`]: an example's text, and the proven state weft compiles.
 //! * [`parse_sl2vl`], [`parse_vlarb`], [`vlarb_of`]: `smpquery sl2vl` and `vlarb` output.
+//! * [`dump`]: `ibnetdiscover` dumps as NVIDIA-era fabrics print them (SHARP aggregation
+//!   nodes, a SuperPOD-class rail-optimised tree), generated.
 
+pub mod dump;
 pub mod ibsim;
 
 use std::collections::{BTreeMap, BTreeSet};

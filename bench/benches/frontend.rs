@@ -1,5 +1,7 @@
 //! Front-end speed on the target fabric sizes: parse + elaborate, full check, a large explicit
-//! program, and the ibnetdiscover reader.
+//! program, the ibnetdiscover reader, and `weft import` + `weft check` of a real-sized dump
+//! (the 666-switch SuperPOD-class tree with an aggregation node on every switch; issue 27's
+//! target: under 2 s).
 //!
 //! Run: `cargo bench -p weft-bench --bench frontend`.
 
@@ -59,6 +61,48 @@ fn ibnetdiscover(c: &mut Criterion) {
             b.iter(|| weft_fabric::ibnetdiscover::write(black_box(&f), None))
         });
     }
+    g.finish();
+}
+
+fn import_and_check(c: &mut Criterion) {
+    // What `weft import DUMP > f.weft && weft check f.weft` does: read the dump, recognise
+    // the aggregation nodes, find the levels and write the program; then parse, elaborate,
+    // validate, route (fat_tree) and prove it.
+    let mut g = c.benchmark_group("import + check");
+    g.sample_size(10);
+    let p = weft_tests::dump::SuperPod::ISSUE_27;
+    let text = weft_tests::dump::superpod(&p);
+    let name = format!(
+        "superpod-{} ({} CAs)",
+        p.switches(),
+        text.matches("\nCa\t").count()
+    );
+    g.bench_function(name, |b| {
+        b.iter(|| {
+            let (program, _) = weft_compiler::import_ibnetdiscover(
+                black_box(&text),
+                "superpod.ibnetdiscover",
+                weft_compiler::diagnostic::SourceId(0),
+                None,
+                "superpod",
+            )
+            .unwrap_or_else(|e| panic!("{e:?}"));
+            let c = weft_driver::compile_text(
+                "superpod.weft",
+                &program,
+                &NoFiles,
+                &weft_driver::quietly,
+            );
+            let Some(Ok(built)) = c.built else {
+                panic!("superpod.weft does not route")
+            };
+            let proof = weft_driver::Proof {
+                certificate: false,
+                max_listed: 20,
+            };
+            assert!(weft_driver::prove(&built, proof, &weft_driver::quietly).is_proven());
+        })
+    });
     g.finish();
 }
 
@@ -124,6 +168,7 @@ criterion_group!(
     elaborate,
     explicit,
     ibnetdiscover,
+    import_and_check,
     compile,
     layered
 );

@@ -1,7 +1,8 @@
 //! `weft import DUMP`: an ibnetdiscover dump (or `ibnetdiscover -p` or `iblinkinfo` output,
 //! detected from the text; and an optional node-name map) → an editable weft program, with
-//! tree levels when the cabling is a fat-tree. `--partial` reads a dump cut short, `--strict`
-//! makes every warning an error.
+//! tree levels when the cabling is a fat-tree and the roles of service nodes (given with
+//! `--role`, `--roles`, `--io-guids`, or recognised aggregation nodes). `--partial` reads a
+//! dump cut short, `--strict` makes every warning an error.
 
 use crate::{display_name, emit_diagnostics, out, read, ColorChoice, Fatal};
 use std::path::PathBuf;
@@ -30,6 +31,29 @@ pub struct Args {
     /// Every warning is an error (exit 1): for CI, where a dump must read clean.
     #[arg(long)]
     strict: bool,
+    /// The role of one end node, by node or port GUID: `--role 0x0002c90300a1b2c1=storage`
+    /// (`host`, `aggregation`, `storage`, `management`); repeatable.
+    #[arg(long = "role", value_name = "GUID=ROLE", value_parser = parse_role)]
+    role: Vec<(weft_fabric::Guid, weft_fabric::Role)>,
+    /// A file of roles: `GUID ROLE` per line, `#` comments.
+    #[arg(long, value_name = "FILE")]
+    roles: Option<PathBuf>,
+    /// OpenSM's `io_guid_file`: one GUID per line, each a storage (IO) node.
+    #[arg(long, value_name = "FILE")]
+    io_guids: Option<PathBuf>,
+}
+
+/// `GUID=ROLE` of `--role`.
+fn parse_role(s: &str) -> Result<(weft_fabric::Guid, weft_fabric::Role), String> {
+    let (g, r) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}` is not `GUID=ROLE`"))?;
+    let guid = weft_compiler::parse_guid(g.trim())
+        .ok_or_else(|| format!("`{g}` is not a GUID (hex, with or without `0x`)"))?;
+    let role = weft_fabric::Role::from_keyword(r.trim()).ok_or_else(|| {
+        format!("`{r}` is not a role (`host`, `aggregation`, `storage` or `management`)")
+    })?;
+    Ok((guid, role))
 }
 
 /// Runs `weft import`.
@@ -41,6 +65,9 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
         output,
         partial,
         strict,
+        role,
+        roles,
+        io_guids,
     } = args;
     let text = read(&file)?;
     let stem = file
@@ -65,6 +92,29 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
         .as_ref()
         .zip(node_name_map.as_ref())
         .map(|(t, p)| sources.add(display_name(p), t.as_str()));
+    let mut given: Vec<weft_compiler::GivenRole> = role
+        .into_iter()
+        .map(|(guid, role)| weft_compiler::GivenRole {
+            guid,
+            role,
+            at: None,
+        })
+        .collect();
+    let files = [(roles, None), (io_guids, Some(weft_fabric::Role::Storage))];
+    let mut role_errors = Vec::new();
+    for (path, only) in files {
+        let Some(path) = path else { continue };
+        let t = read(&path)?;
+        let id = sources.add(display_name(&path), t.as_str());
+        match weft_compiler::parse_roles(&t, id, only) {
+            Ok(found) => given.extend(found),
+            Err(e) => role_errors.extend(e),
+        }
+    }
+    if !role_errors.is_empty() {
+        emit_diagnostics(&role_errors, &sources, color);
+        return Ok(ExitCode::from(1));
+    }
     crate::term::phase("reading");
     match weft_compiler::import_ibnetdiscover_with(
         &text,
@@ -73,6 +123,7 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
         map_text.as_deref().zip(map_id),
         &fabric_name,
         weft_compiler::ImportOptions { partial, strict },
+        &given,
     ) {
         Ok((program, warnings)) => {
             emit_diagnostics(&warnings, &sources, color);

@@ -110,9 +110,13 @@ const NAMED: usize = 8;
 /// The quality as a table.
 pub fn human(q: &Quality) -> String {
     let mut t = String::new();
+    let service = match q.service_ports {
+        0 => String::new(),
+        n => format!("; {n} service node ports routed, not in the patterns"),
+    };
     let _ = writeln!(
         t,
-        "  hosts             {} ({} end ports left out), {} switches, {} directed switch links",
+        "  hosts             {} ({} end ports left out{service}), {} switches, {} directed switch links",
         q.hosts, q.hosts_excluded, q.switches, q.fabric_links
     );
     explain(&mut t, "the hosts the patterns below send between; loads are flows per directed switch-to-switch link");

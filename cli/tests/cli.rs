@@ -292,6 +292,104 @@ fn export_import_round_trip() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// `weft import` with roles given three ways (`--role` by node GUID, `--roles` by port GUID,
+/// `--io-guids` without `0x`): the program writes them, and the report counts the three as
+/// service nodes, not hosts. A GUID that names nothing is refused (exit 1), a malformed
+/// `--role` too (exit 2, clap's usage error).
+#[test]
+fn import_with_roles() {
+    let dir = temp_dir("roles");
+    let roles = dir.join("roles.txt");
+    let io = dir.join("io_guids");
+    let prog = dir.join("lab16.weft");
+    std::fs::write(
+        &roles,
+        "# lab14, by its port GUID\n0x2c90000001401 management\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&io, "2c90000001500\n").unwrap_or_else(|e| panic!("{e}"));
+    let out = weft(&[
+        "import",
+        "examples/lab16.ibnetdiscover",
+        "--role",
+        "0x2c90000001300=storage",
+        "--roles",
+        roles.to_str().unwrap_or_default(),
+        "--io-guids",
+        io.to_str().unwrap_or_default(),
+        "-o",
+        prog.to_str().unwrap_or_default(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let program = std::fs::read_to_string(&prog).unwrap_or_default();
+    let role_of = |name: &str| -> String {
+        program
+            .lines()
+            .find(|l| l.contains(&format!("hca {name} ")))
+            .and_then(|l| l.split("role = ").nth(1))
+            .map(|r| r.split([',', ' ']).next().unwrap_or("").to_owned())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        (
+            role_of("lab13"),
+            role_of("lab14"),
+            role_of("lab15"),
+            role_of("lab16")
+        ),
+        (
+            "storage".into(),
+            "management".into(),
+            "storage".into(),
+            String::new()
+        ),
+        "{program}"
+    );
+    let report = weft(&[
+        "report",
+        prog.to_str().unwrap_or_default(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(report.status.code(), Some(0), "{}", text(&report.stderr));
+    let q: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap_or_default();
+    let quality = if q.get("quality").is_some() {
+        &q["quality"]
+    } else {
+        &q
+    };
+    assert_eq!(
+        (quality["hosts"].as_u64(), quality["service_ports"].as_u64()),
+        (Some(13), Some(3)),
+        "{q}"
+    );
+    let out = weft(&[
+        "import",
+        "examples/lab16.ibnetdiscover",
+        "--role",
+        "0xdead=storage",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("weft::role_guid"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = weft(&[
+        "import",
+        "examples/lab16.ibnetdiscover",
+        "--role",
+        "0x2c9=storge",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("is not a role"),
+        "{}",
+        text(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// `weft build FILE -o OUT` on `threads` threads, which must succeed; its standard output.
 fn build_on_threads(file: &str, threads: &str, out: &Path) -> String {
     let o = Command::new(env!("CARGO_BIN_EXE_weft"))

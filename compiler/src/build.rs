@@ -55,7 +55,7 @@ pub fn choose_engine(e: &Elaborated) -> EngineChoice {
     match routing::shape::detect(&e.fabric) {
         routing::shape::Shape::FatTree(t) => EngineChoice {
             engine: Engine::FatTree,
-            why: format!("the default for {}", t.describe()),
+            why: format!("the default for {}", t.describe(&e.fabric)),
         },
         routing::shape::Shape::Other { reason, .. } => EngineChoice {
             engine: Engine::Updn,

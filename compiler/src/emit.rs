@@ -8,8 +8,9 @@ use weft_fabric::{Fabric, Guid, LidAssignment, LinkState, NodeKind, PortNum};
 /// Writes `fabric` as a weft program with an explicit `topology { … }` block.
 ///
 /// Names that are plain identifiers are written bare, others as strings; GUIDs, port GUIDs
-/// (where they differ from the derived ones), vendor/device ids, LIDs seen in the dump and
-/// negotiated link rates are kept. Links that are down become a `faults` block.
+/// (where they differ from the derived ones), end nodes' roles (when not `host`, or `host`
+/// where the node looks like an aggregation node), vendor/device ids, LIDs seen in the dump
+/// and negotiated link rates are kept. Links that are down become a `faults` block.
 pub fn fabric_to_weft(fabric: &Fabric, lids: Option<&LidAssignment>, origin: &str) -> String {
     let mut out = String::new();
     let links_up = fabric
@@ -31,7 +32,7 @@ pub fn fabric_to_weft(fabric: &Fabric, lids: Option<&LidAssignment>, origin: &st
             let _ = writeln!(
                 out,
                 "// The cabling is {}: `fat_tree` routes it by default.",
-                t.describe()
+                t.describe(fabric)
             );
             t.levels
         }
@@ -43,6 +44,13 @@ pub fn fabric_to_weft(fabric: &Fabric, lids: Option<&LidAssignment>, origin: &st
             Vec::new()
         }
     };
+    // End nodes kept as hosts although they look like aggregation nodes: written
+    // `role = host`, so that recognition leaves them be when the program is compiled.
+    let looks_like_an: std::collections::BTreeSet<weft_fabric::NodeId> =
+        weft_fabric::roles::aggregation_nodes(fabric, |_| false)
+            .into_iter()
+            .map(|r| r.node)
+            .collect();
     let fname = if is_plain_ident(&fabric.name) {
         fabric.name.clone()
     } else {
@@ -69,6 +77,9 @@ pub fn fabric_to_weft(fabric: &Fabric, lids: Option<&LidAssignment>, origin: &st
                 .map(|p| format!("{:#018x}", p.guid.0))
                 .collect();
             attrs.push(format!("port_guids = [{}]", list.join(", ")));
+        }
+        if !n.role().is_host() || looks_like_an.contains(&id) {
+            attrs.push(format!("role = {}", n.role()));
         }
         if let Some(level) = levels.get(id.index()).copied().flatten() {
             attrs.push(format!("level = {level}"));

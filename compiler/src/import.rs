@@ -1,11 +1,14 @@
 //! ibnetdiscover dumps (and `ibnetdiscover -p` and `iblinkinfo` reports) read through
 //! `weft-fabric`: `topology = import("file")` and `weft import` (with its `--partial` and
-//! `--strict`).
+//! `--strict`), with the roles of service nodes given on import (`--role`, `--roles`,
+//! `--io-guids`) or recognised ([`weft_fabric::roles`]).
 
 use crate::code::Code;
 use crate::diagnostic::{Diagnostic, SourceId};
+use crate::syntax::ast::Span;
+use std::collections::BTreeMap;
 use weft_fabric::ibnetdiscover::{self, ParseOptions};
-use weft_fabric::Fabric;
+use weft_fabric::{Fabric, FabricBuilder, Guid, NodeId, Role};
 
 fn convert_one(d: &ibnetdiscover::IbnetDiagnostic, source: SourceId) -> Diagnostic {
     Diagnostic::from_miette(d, Code::Ibnet(d.code()), source)
@@ -94,12 +97,19 @@ pub fn import_ibnetdiscover(
         name_map,
         fabric_name,
         ImportOptions::default(),
+        &[],
     )
 }
 
-/// [`import_ibnetdiscover`], reading as `options` say (`weft import --partial`, `--strict`).
-/// The dump may also be `ibnetdiscover -p` or `iblinkinfo` output; the program's header
-/// says which.
+/// [`import_ibnetdiscover`], reading as `options` say (`weft import --partial`, `--strict`)
+/// and with roles given for some end nodes (`weft import --role`, `--roles`, `--io-guids`):
+/// each GUID names an end node by its node GUID or one of its port GUIDs. The dump may also
+/// be `ibnetdiscover -p` or `iblinkinfo` output; the program's header says which. The end
+/// nodes given no role that look like SHARP aggregation nodes
+/// ([`weft_fabric::roles::aggregation_nodes`]) become aggregation nodes. The program writes
+/// every role that is not `host` (and `role = host` where a given role keeps a node that
+/// looks like an aggregation node a host). A GUID that names no end node of the dump, or one
+/// node given two roles, is an error.
 pub fn import_ibnetdiscover_with(
     text: &str,
     source_name: &str,
@@ -107,16 +117,204 @@ pub fn import_ibnetdiscover_with(
     name_map: Option<(&str, SourceId)>,
     fabric_name: &str,
     options: ImportOptions,
+    roles: &[GivenRole],
 ) -> Result<(String, Vec<Diagnostic>), Vec<Diagnostic>> {
     let (found, warnings) = read(text, source_name, fabric_name, source, name_map, options)?;
-    let mut fabric = found.fabric;
+    let mut b = FabricBuilder::from(found.fabric);
+    let given = give_roles(&mut b, roles, source_name)?;
+    let recognised = weft_fabric::roles::aggregation_nodes(b.fabric(), |id| given.contains(&id));
+    for r in &recognised {
+        b.set_role(r.node, Role::Aggregation);
+    }
+    let mut fabric = b.finish();
     fabric.name = fabric_name.to_owned();
     let origin = match found.format {
         ibnetdiscover::InputFormat::Topology => format!("`{source_name}`"),
         other => format!("`{source_name}` (`{}` output)", other.as_str()),
     };
-    let program = crate::emit::fabric_to_weft(&fabric, Some(&found.lids), &origin);
+    let mut program = crate::emit::fabric_to_weft(&fabric, Some(&found.lids), &origin);
+    if !recognised.is_empty() {
+        program = format!("{}{program}", recognised_comment(&fabric, &recognised));
+    }
     Ok((program, warnings))
+}
+
+/// One comment line saying how many end nodes were recognised as aggregation nodes, and by
+/// what evidence.
+fn recognised_comment(fabric: &Fabric, found: &[weft_fabric::roles::Recognised]) -> String {
+    use weft_fabric::roles::Evidence;
+    let mut by: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in found {
+        let what = match r.evidence {
+            Evidence::Description => "NodeDescription",
+            Evidence::DeviceId => "device ID 0xcf09",
+            Evidence::Position { .. } => "position on a switch's extra port",
+        };
+        *by.entry(what).or_default() += 1;
+    }
+    let how: Vec<String> = by.iter().map(|(w, n)| format!("{n} by {w}")).collect();
+    let first = found
+        .first()
+        .map(|r| format!(", e.g. `{}`", fabric.node(r.node).name()))
+        .unwrap_or_default();
+    format!(
+        "// {} SHARP aggregation node(s) recognised ({}{first}): `role = aggregation` below.\n",
+        found.len(),
+        how.join(", ")
+    )
+}
+
+/// A role given on import for the end node with this node or port GUID.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GivenRole {
+    /// A node GUID, or the port GUID of one of the node's ports.
+    pub guid: Guid,
+    /// The role.
+    pub role: Role,
+    /// Where it was given: a line of a roles file, or `None` for `--role GUID=ROLE`.
+    pub at: Option<(SourceId, Span)>,
+}
+
+/// Sets the given roles; returns the end nodes that were given one. Every GUID must name an
+/// end node, and no node may be given two different roles.
+fn give_roles(
+    b: &mut FabricBuilder,
+    roles: &[GivenRole],
+    dump: &str,
+) -> Result<std::collections::BTreeSet<NodeId>, Vec<Diagnostic>> {
+    let mut errors = Vec::new();
+    let mut set: BTreeMap<NodeId, &GivenRole> = BTreeMap::new();
+    for g in roles {
+        let f = b.fabric();
+        let node = f
+            .find_guid(g.guid)
+            .or_else(|| f.find_port_guid(g.guid).map(|(n, _)| n));
+        let problem = match node {
+            None => Some(format!("GUID {} names no node of `{dump}`", g.guid)),
+            Some(n) if f.node(n).is_switch() => Some(format!(
+                "GUID {} is switch `{}`: roles are for end nodes",
+                g.guid,
+                f.node(n).name()
+            )),
+            Some(n) => match set.get(&n) {
+                Some(first) if first.role != g.role => Some(format!(
+                    "`{}` is given two roles, `{}` and `{}`",
+                    f.node(n).name(),
+                    first.role,
+                    g.role
+                )),
+                _ => {
+                    set.insert(n, g);
+                    None
+                }
+            },
+        };
+        if let Some(message) = problem {
+            let mut d = Diagnostic::error(Code::RoleGuid, message);
+            if let Some((src, span)) = g.at {
+                d = d.label(src, span, "given here");
+            }
+            errors.push(d.help(
+                "name each end node once, by its node GUID or a port GUID as the dump shows \
+                 them (`caguid=`, or the `(…)` after a port)",
+            ));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    for (&n, g) in &set {
+        b.set_role(n, g.role);
+    }
+    Ok(set.into_keys().collect())
+}
+
+/// Reads a roles file: one `GUID ROLE` per line (`0x0002c90300a1b2c1 storage`), or, with
+/// `only`, one GUID per line given that role (OpenSM's `io_guid_file` shape:
+/// `weft import --io-guids FILE` gives `storage`). A GUID is hex with or without `0x`; `#`
+/// starts a comment; blank lines are skipped. Every bad line is reported.
+pub fn parse_roles(
+    text: &str,
+    source: SourceId,
+    only: Option<Role>,
+) -> Result<Vec<GivenRole>, Vec<Diagnostic>> {
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    let mut offset = 0usize;
+    for raw in text.split_inclusive('\n') {
+        let start = offset;
+        offset += raw.len();
+        let line = raw.split('#').next().unwrap_or("");
+        let words: Vec<(usize, &str)> = words(line).collect();
+        let Some(&(at, first)) = words.first() else {
+            continue;
+        };
+        let end = words.last().map_or(at + first.len(), |&(i, w)| i + w.len());
+        let span = Span::new(start + at, start + end);
+        let want = if only.is_some() {
+            "one GUID per line"
+        } else {
+            "`GUID ROLE` per line"
+        };
+        let guid = parse_guid(first);
+        let role = match (only, words.get(1)) {
+            (Some(r), None) => Some(r),
+            (None, Some(&(_, w))) if words.len() == 2 => Role::from_keyword(w),
+            _ => None,
+        };
+        match (guid, role) {
+            (Some(guid), Some(role)) => out.push(GivenRole {
+                guid,
+                role,
+                at: Some((source, span)),
+            }),
+            (guid, _) => {
+                let what = match (guid, only, words.get(1)) {
+                    (None, _, _) => format!("`{first}` is not a GUID"),
+                    (Some(_), None, Some(&(_, w))) if words.len() == 2 => {
+                        format!("`{w}` is not a role")
+                    }
+                    _ => format!("a roles file has {want}"),
+                };
+                errors.push(
+                    Diagnostic::error(Code::RoleFile, what)
+                        .label(source, span, "this line")
+                        .help(format!(
+                            "{want}: a GUID in hex (`0x0002c90300a1b2c1`){}; `#` starts a comment",
+                            if only.is_some() {
+                                String::new()
+                            } else {
+                                ", then `host`, `aggregation`, `storage` or `management`".to_owned()
+                            }
+                        )),
+                );
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
+}
+
+/// The blank-separated words of `line` with their byte offsets.
+fn words(line: &str) -> impl Iterator<Item = (usize, &str)> {
+    line.split_ascii_whitespace().map(move |w| {
+        let at = w.as_ptr() as usize - line.as_ptr() as usize;
+        (at, w)
+    })
+}
+
+/// A GUID as roles files and `--role` write it: hex, with or without `0x`.
+pub fn parse_guid(s: &str) -> Option<Guid> {
+    let hex = s
+        .strip_prefix("0x")
+        .or_else(|| s.strip_prefix("0X"))
+        .unwrap_or(s);
+    ((1..=16).contains(&hex.len()) && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| u64::from_str_radix(hex, 16).ok().map(Guid))
+        .flatten()
 }
 
 /// The fabric in ibnetdiscover format (what `ibsim` loads).

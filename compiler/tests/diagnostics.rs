@@ -429,6 +429,12 @@ build_case!(
     sftree_notes,
     "use std::hardware::{sb7800, connectx5}\nuse std::topology::xgft\nfabric t222 {\n    topology = xgft(h: 3, m: [2, 2, 2], w: [1, 2, 2], switch: sb7800, hca: connectx5)\n    faults {\n        link spine1.p[3] down\n        link spine1.p[4] down\n    }\n    routing { engine = fat_tree }\n}\n"
 );
+// A management switch hanging off the spine, with an aggregation node: set aside, reached
+// from the subtree root.
+build_case!(
+    sftree_set_aside,
+    "fabric t {\n    topology {\n        switch l1 { ports = 8 }\n        switch l2 { ports = 8 }\n        switch s1 { ports = 8 }\n        switch m1 { ports = 8 }\n        hca h1 { ports = 1 }\n        hca h2 { ports = 1 }\n        hca an { ports = 1, role = aggregation }\n        link l1.p[1] <-> s1.p[1]\n        link l2.p[1] <-> s1.p[2]\n        link m1.p[1] <-> s1.p[3]\n        link h1.p[1] <-> l1.p[8]\n        link h2.p[1] <-> l2.p[8]\n        link an.p[1] <-> m1.p[8]\n    }\n}\n"
+);
 build_case!(
     sftree_turn_by_turn,
     "use std::hardware::{sb7800, connectx5}\nuse std::topology::xgft\nfabric t {\n    topology = xgft(h: 4, m: [2, 2, 2, 2], w: [1, 2, 2, 2], switch: sb7800, hca: connectx5)\n    faults {\n        link core2.p[3] down\n        link core2.p[4] down\n    }\n    routing { engine = fat_tree }\n}\n"
@@ -511,6 +517,57 @@ build_case!(
     lid_pin_unused,
     format!("{PRELUDE}fabric f {{\n    topology {{\n        switch s : sb7800\n        hca h1 : connectx5\n        hca h2 : connectx5 {{ lid = 8 }}\n        link s.p[1] <-> h1.p[1]\n    }}\n}}\n")
 );
+
+// Roles: an unknown role, a role on a switch, an aggregation node named as a tenant's host
+// and a storage node as a VM hypervisor.
+case!(
+    role_mistakes,
+    format!("{PRELUDE}fabric f {{\n    topology {{\n        switch s : sb7800 {{ role = aggregation }}\n        hca a : connectx5 {{ role = stroage }}\n        hca an : connectx5 {{ role = aggregation }}\n        hca st : connectx5 {{ role = storage }}\n        hca h : connectx5\n        link s.p[1] <-> a.p[1]\n        link s.p[2] <-> an.p[1]\n        link s.p[3] <-> st.p[1]\n        link s.p[4] <-> h.p[1]\n    }}\n}}\n")
+);
+case!(
+    role_in_tenant_hosts,
+    format!("{PRELUDE}fabric f {{\n    topology {{\n        switch s : sb7800\n        hca an : connectx5 {{ role = aggregation }}\n        hca st : connectx5 {{ role = storage }}\n        hca h : connectx5\n        link s.p[1] <-> an.p[1]\n        link s.p[2] <-> st.p[1]\n        link s.p[3] <-> h.p[1]\n    }}\n    tenant alice {{ pkey = 0x8001, hosts = [h, an] }}\n    shared data {{ pkey = 0x8002, hosts = st }}\n    tenant bob {{ pkey = 0x8003, vms on st {{ vfs_per_host = 2 }} }}\n}}\n")
+);
+
+/// A roles file (`weft import --roles`) with every kind of bad line.
+#[test]
+fn role_file() {
+    let mut sources = weft_compiler::diagnostic::SourceMap::new();
+    let text = "# GUID ROLE\n0x0002c90000001300 storage  # ok\nnot-a-guid storage\n0x10 stroage\n0x11\n0x12 host extra\n";
+    let id = sources.add("roles.txt", text);
+    let errors = weft_compiler::parse_roles(text, id, None).unwrap_err();
+    assert_eq!(errors.len(), 4);
+    insta::assert_snapshot!(
+        "role_file",
+        render(&errors, &sources, RenderOptions::plain())
+    );
+}
+
+/// Roles given on import for GUIDs that name no end node, a switch, or one node twice.
+#[test]
+fn role_guid() {
+    let mut sources = weft_compiler::diagnostic::SourceMap::new();
+    let dump = include_str!("../../examples/lab16.ibnetdiscover");
+    let main = sources.add("lab16.ibnetdiscover", dump);
+    let roles = "0xdead storage\n0x2c90000000200 management\n0x2c90000001300 storage\n0x2c90000001301 host\n";
+    let id = sources.add("roles.txt", roles);
+    let given = weft_compiler::parse_roles(roles, id, None).unwrap();
+    let errors = weft_compiler::import_ibnetdiscover_with(
+        dump,
+        "lab16.ibnetdiscover",
+        main,
+        None,
+        "lab16",
+        weft_compiler::ImportOptions::default(),
+        &given,
+    )
+    .unwrap_err();
+    assert_eq!(errors.len(), 3);
+    insta::assert_snapshot!(
+        "role_guid",
+        render(&errors, &sources, RenderOptions::plain())
+    );
+}
 
 /// Codes no program can produce, with the reason.
 const NO_CASE: &[(&str, &str)] = &[

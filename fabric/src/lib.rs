@@ -33,6 +33,7 @@ mod model;
 pub mod opensm;
 pub mod plan;
 pub mod rng;
+pub mod roles;
 pub mod state;
 mod suggest;
 pub mod wire;
@@ -41,7 +42,7 @@ pub use fingerprint::{Fingerprint, FingerprintMismatch};
 pub use ids::{guid_hex, Guid, GuidError, Lid, LinkId, NodeId, PortNum, Sl, Vl};
 pub use model::{
     Fabric, FabricBuilder, Link, LinkError, LinkState, Mtu, Node, NodeKind, NodeSpec, Port,
-    PortCaps, PortRef, Speed, Width, MAX_UNICAST_LID,
+    PortCaps, PortRef, Role, Speed, Width, MAX_UNICAST_LID,
 };
 pub use state::{
     json as state_json, DlidSls, FabricState, Lft, LidAssignment, LidRange, Membership, PKey,

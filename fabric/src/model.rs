@@ -44,6 +44,67 @@ impl fmt::Display for NodeKind {
     }
 }
 
+/// What an end node is for. Hosts run the applications; the other roles are *service nodes*
+/// (a SHARP Aggregation Node inside a switch, a storage or IO target, a management node such as
+/// the UFM or SM server): they get LIDs and are routed and proven like every end port, but take
+/// no part in finding a fat-tree's leaves, in host counts, in traffic patterns or in tenants'
+/// `hosts`. A switch's role is always [`Role::Host`] (it means nothing there).
+///
+/// Declared in the language (`role = aggregation`), given on import (`weft import --role`),
+/// or recognised ([`crate::roles`]); `state.json` records it when it is not `host`.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// A compute host (the default).
+    #[default]
+    Host,
+    /// A SHARP Aggregation Node: the in-network reduction engine of a Quantum switch, seen as
+    /// a one-port CA on the switch's extra port.
+    Aggregation,
+    /// A storage or IO target (OpenSM's `io_guid_file`).
+    Storage,
+    /// A management node (UFM, the SM's server, monitoring).
+    Management,
+}
+
+impl Role {
+    /// Every role, the default first.
+    pub const ALL: [Role; 4] = [
+        Role::Host,
+        Role::Aggregation,
+        Role::Storage,
+        Role::Management,
+    ];
+
+    /// The word the language and `weft import --role` use.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            Role::Host => "host",
+            Role::Aggregation => "aggregation",
+            Role::Storage => "storage",
+            Role::Management => "management",
+        }
+    }
+
+    /// The role with this word.
+    pub fn from_keyword(word: &str) -> Option<Role> {
+        Role::ALL.into_iter().find(|r| r.keyword() == word)
+    }
+
+    /// Whether this is a host (not a service node).
+    pub fn is_host(&self) -> bool {
+        *self == Role::Host
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.keyword())
+    }
+}
+
 /// Per-lane signalling rate of a link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Speed {
@@ -298,6 +359,9 @@ pub struct NodeSpec {
     pub model: Option<String>,
     /// LID the user pinned for this node (its port 1 for an HCA, port 0 for a switch).
     pub lid: Option<Lid>,
+    /// What an end node is for (always [`Role::Host`] on a switch).
+    #[serde(default, skip_serializing_if = "Role::is_host")]
+    pub role: Role,
 }
 
 impl NodeSpec {
@@ -318,6 +382,7 @@ impl NodeSpec {
             level: None,
             model: None,
             lid: None,
+            role: Role::Host,
         }
     }
 }
@@ -364,6 +429,17 @@ impl Node {
     /// Whether the node is a switch.
     pub fn is_switch(&self) -> bool {
         self.spec.kind == NodeKind::Switch
+    }
+
+    /// What the node is for ([`Role::Host`] for a switch).
+    pub fn role(&self) -> Role {
+        self.spec.role
+    }
+
+    /// Whether the node is an end node whose role is [`Role::Host`]: what leaf detection, host
+    /// counts, traffic patterns and tenants' `hosts` count.
+    pub fn is_host(&self) -> bool {
+        !self.is_switch() && self.spec.role.is_host()
     }
 
     /// Physical port `p` (1-based), if the node has it.
@@ -499,6 +575,14 @@ pub enum LinkError {
     /// An id that does not exist.
     #[error("no node with id {0}")]
     UnknownNode(u32),
+    /// A switch given a role other than `host` (roles say what an end node is for).
+    #[error("`{name}` is a switch and cannot have the role `{role}`: roles are for end nodes")]
+    SwitchRole {
+        /// The switch.
+        name: String,
+        /// The role it was given.
+        role: Role,
+    },
     /// A node, system or port GUID of 0.
     #[error("`{name}` has {what} GUID 0, which is reserved")]
     ZeroGuid {
@@ -632,6 +716,12 @@ impl FabricBuilder {
                 guid: spec.guid,
                 existing,
                 existing_name,
+            });
+        }
+        if spec.kind == NodeKind::Switch && !spec.role.is_host() {
+            return Err(LinkError::SwitchRole {
+                name: spec.name,
+                role: spec.role,
             });
         }
         let zero = |what: &str| LinkError::ZeroGuid {
@@ -806,6 +896,18 @@ impl FabricBuilder {
         }
     }
 
+    /// Sets what end node `node` is for; a switch keeps [`Role::Host`] (returns whether the
+    /// role was set).
+    pub fn set_role(&mut self, node: NodeId, role: Role) -> bool {
+        match self.fabric.nodes.get_mut(node.index()) {
+            Some(n) if n.spec.kind != NodeKind::Switch => {
+                n.spec.role = role;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Marks a link down.
     pub fn set_link_down(&mut self, link: LinkId) {
         if let Some(l) = self.fabric.links.get_mut(link.index()) {
@@ -910,9 +1012,14 @@ impl Fabric {
         self.nodes.iter().filter(|n| n.is_switch()).count()
     }
 
-    /// Number of HCAs (routers included, as end nodes).
+    /// Number of HCAs (routers included, as end nodes), service nodes included.
     pub fn hca_count(&self) -> usize {
         self.nodes.iter().filter(|n| !n.is_switch()).count()
+    }
+
+    /// Number of end nodes that are hosts ([`Node::is_host`]).
+    pub fn host_count(&self) -> usize {
+        self.nodes.iter().filter(|n| n.is_host()).count()
     }
 
     /// Unicast LIDs this fabric needs: one per switch (port 0), `2^lmc` per end-node port

@@ -1,5 +1,5 @@
-//! Per-port balance, as `check_lft_balance` counts it: per switch, the end-node destination
-//! LIDs (every LMC LID) each switch-facing port carries, compared over all of them and within
+//! Per-port balance, as `check_lft_balance` counts it: per switch, the host destination LIDs
+//! (every LMC LID; service nodes' are not counted) each switch-facing port carries, compared over all of them and within
 //! each direction (up, down, same level).
 
 use crate::net::{Net, To};
@@ -11,7 +11,8 @@ impl Net<'_> {
     /// Per switch port, the end-node destination LIDs its LFT sends there (see [`Balance`]).
     pub fn balance(&self) -> Balance {
         let f = &self.state.fabric;
-        // Every LID of an end node, as check_lft_balance counts `Channel Adapter` lines.
+        // Every LID of a host, as check_lft_balance counts `Channel Adapter` lines (service
+        // nodes aside).
         let lids: Vec<u16> = self
             .state
             .lids
@@ -21,7 +22,7 @@ impl Net<'_> {
             .filter_map(|(lid, o)| {
                 let (node, _) = (*o)?;
                 let n = f.nodes().get(node.index())?;
-                (!n.is_switch()).then_some(lid as u16)
+                n.is_host().then_some(lid as u16)
             })
             .collect();
         let per_switch: Vec<Option<SwitchUsage>> = self

@@ -5,7 +5,9 @@
 //!
 //! **Traffic model.** The *hosts* are the end-node ports that can send: a port of a node that
 //! is not a switch and not down, with a LID, cabled by an up link to a switch that is not down
-//! ([`Quality::hosts_excluded`] counts the others). Hosts are numbered in fabric order (node
+//! ([`Quality::hosts_excluded`] counts the others), of an end node whose role is `host`: the
+//! ports of service nodes (SHARP aggregation nodes, storage, management;
+//! [`Quality::service_ports`]) are routed but carry no pattern and count in no balance. Hosts are numbered in fabric order (node
 //! order, then port order). A flow from host `a` to host `b` leaves `a` on its cable, then
 //! follows each switch's LFT entry for `b`'s base LID (with LMC > 0, the base LID is the
 //! primary path) until it arrives at `b`'s port. A flow is *unroutable* when it meets an unset
@@ -18,7 +20,7 @@
 //! exactly what the pattern sends and receives, whatever the routing.
 //!
 //! **Metrics.**
-//! * [`Balance`]: per switch port, the number of end-node destination LIDs (every LMC LID)
+//! * [`Balance`]: per switch port, the number of host destination LIDs (every LMC LID)
 //!   whose LFT entry is that port, as `check_lft_balance` counts them. Ports to end nodes and
 //!   ports that are down or unwired are not compared; a switch is unbalanced when, over its
 //!   switch-facing ports, `max > min + 1`. In a tree of three or more levels that rule flags
@@ -88,6 +90,7 @@ pub fn quality(state: &FabricState, opts: &QualityOptions) -> Quality {
     Quality {
         hosts: net.ends.len(),
         hosts_excluded: net.excluded,
+        service_ports: net.service,
         switches: net.sw.len(),
         fabric_links: net.fabric_links,
         balance,

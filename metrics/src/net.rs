@@ -58,6 +58,8 @@ pub(crate) struct Net<'a> {
     peers: Vec<Peer>,
     pub ends: Vec<End>,
     pub excluded: usize,
+    /// Wired ports of service nodes (not hosts): routed, outside the traffic patterns.
+    pub service: usize,
     /// Directed links (2 × links).
     pub dlinks: usize,
     /// Per directed link: switch to switch, up.
@@ -156,12 +158,18 @@ impl<'a> Net<'a> {
         let switch_at = |n: NodeId| index.get(n.index()).copied().unwrap_or(NONE);
         // The side of `from` on its link: 0 when it is the link's `a` end (`a → b`).
         let side = |link: LinkId, from: PortRef| usize::from(f.link(link).a != from);
-        // Hosts, in fabric order: a live port with a LID on a live cable to a live switch.
+        // Hosts, in fabric order: a live port with a LID on a live cable to a live switch, of
+        // an end node whose role is `host`. Service nodes' ports are counted apart.
         let mut ends = Vec::new();
         let mut excluded = 0usize;
+        let mut service = 0usize;
         let mut host_of: BTreeMap<PortRef, u32> = BTreeMap::new();
         for (id, n) in f.node_ids().zip(nodes) {
             if n.is_switch() {
+                continue;
+            }
+            if !n.is_host() {
+                service += n.ports.iter().filter(|p| p.link.is_some()).count();
                 continue;
             }
             for p in &n.ports {
@@ -221,10 +229,16 @@ impl<'a> Net<'a> {
                 })
                 .collect();
         }
-        // Levels: 1 for switches with an end node, +1 per switch hop (BFS).
+        // Levels: 1 for switches with a host, +1 per switch hop (BFS).
+        let is_host = |r: PortRef| f.nodes().get(r.node.index()).is_some_and(|n| n.is_host());
         let mut queue = std::collections::VecDeque::new();
         for (i, s) in sw.iter_mut().enumerate() {
-            if s.ports.iter().any(|p| matches!(p.to, To::End(_))) {
+            let has_host = (0..s.ports.len()).any(|p| {
+                u8::try_from(p).is_ok_and(|p| {
+                    forward::leave(f, PortRef::new(s.id, p)).is_ok_and(|h| is_host(h.to))
+                })
+            });
+            if has_host {
                 s.level = 1;
                 queue.push_back(i);
             }
@@ -279,6 +293,7 @@ impl<'a> Net<'a> {
             peers,
             ends,
             excluded,
+            service,
             dlinks: f.links().len() * 2,
             is_fabric,
             fabric_links,

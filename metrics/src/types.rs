@@ -59,6 +59,10 @@ pub struct Quality {
     pub hosts: usize,
     /// End-node ports left out (no LID, no up cable to a usable switch, node down).
     pub hosts_excluded: usize,
+    /// Cabled ports of service nodes (aggregation, storage, management end nodes): routed
+    /// and proven like every end port, outside the traffic patterns and the balance.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub service_ports: usize,
     /// Switches that are not down.
     pub switches: usize,
     /// Directed switch-to-switch links that are up: what loads are measured on.
@@ -75,6 +79,10 @@ pub struct Quality {
     pub hops: Hops,
     /// Switch-to-switch LID routing.
     pub switch_to_switch: SwitchReach,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Per-port destination counts, as `check_lft_balance`.

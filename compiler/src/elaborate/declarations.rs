@@ -41,6 +41,8 @@ impl Elab<'_> {
         let mut has_ports = d.model.is_some();
         let mut name_fmt: Option<(Rc<str>, Span)> = None;
         let mut explicit_guid = None;
+        // A `role` written on the node itself (even `role = host`): recognition leaves it be.
+        let mut explicit_role = false;
         for a in &d.attrs {
             let Ok(v) = self.eval_attr(&a.value) else {
                 return;
@@ -56,6 +58,10 @@ impl Elab<'_> {
                 },
                 "ports" => {
                     has_ports = true;
+                    self.apply_attr(&mut spec, a, v, AttrContext::Node);
+                }
+                "role" => {
+                    explicit_role = true;
                     self.apply_attr(&mut spec, a, v, AttrContext::Node);
                 }
                 _ => self.apply_attr(&mut spec, a, v, AttrContext::Node),
@@ -190,6 +196,9 @@ impl Elab<'_> {
             match self.builder.add_node(s) {
                 Ok(id) => {
                     ids.push(id);
+                    if explicit_role {
+                        self.declared_roles.insert(id);
+                    }
                     let origin = self.user_origin(decl_span);
                     self.node_origins.push(origin);
                 }
@@ -625,6 +634,45 @@ impl Elab<'_> {
                     spec.lid = Some(Lid(n as u16));
                 }
             }
+            ("role", _) => {
+                // `role = host` reads the word even where `host` names something else (an
+                // array of hosts).
+                let word = match (&a.value.kind, &v) {
+                    (ExprKind::Ident(w), _) if Role::from_keyword(w).is_some() => Some(w.clone()),
+                    (_, Value::Symbol(w) | Value::Str(w)) => Some(w.to_string()),
+                    _ => None,
+                };
+                match word.as_deref().map(|w| (w, Role::from_keyword(w))) {
+                    Some((_, Some(role))) if spec.kind == NodeKind::Switch && !role.is_host() => {
+                        self.err_help(
+                            Code::UnknownAttribute,
+                            format!("a switch has no `role` (`{role}` is for end nodes)"),
+                            a.name.span,
+                            "on a switch",
+                            "roles say what an end node is for; SHARP's aggregation node inside \
+                             a switch is an hca of its own, cabled to the switch's extra port",
+                        );
+                    }
+                    Some((_, Some(role))) => spec.role = role,
+                    Some((w, None)) => {
+                        let help = suggest(w, Role::ALL.iter().map(|r| r.keyword()), || {
+                            "a role is `host`, `aggregation`, `storage` or `management`".to_owned()
+                        });
+                        self.err_help(
+                            Code::UnknownWord,
+                            format!("`{w}` is not a role"),
+                            span,
+                            "unknown role",
+                            help,
+                        );
+                    }
+                    None => self.type_err(
+                        "a role (`host`, `aggregation`, `storage` or `management`)",
+                        &v,
+                        span,
+                    ),
+                }
+            }
             ("system_guid", AttrContext::Node) => match v {
                 Value::Int(g) => spec.system_guid = Some(Guid(g as u64)),
                 other => self.type_err("a GUID (integer)", &other, span),
@@ -693,6 +741,7 @@ pub(super) fn kind_of(k: NodeKindKw) -> NodeKind {
 
 pub(super) const MODEL_ATTRS: &[&str] = &[
     "ports",
+    "role",
     "speed",
     "width",
     "vlcap",

@@ -25,8 +25,8 @@ use crate::{FabricConfig, Host};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 use weft_fabric::{
-    Fabric, FabricBuilder, Guid, Lid, LinkError, Mtu, NodeId, NodeKind, NodeSpec, PortRef, Speed,
-    Width,
+    Fabric, FabricBuilder, Guid, Lid, LinkError, Mtu, NodeId, NodeKind, NodeSpec, PortRef, Role,
+    Speed, Width,
 };
 
 /// Statements one program may execute by default: far above any real fabric (the 45 056-host
@@ -71,6 +71,10 @@ pub struct Elaborated {
     pub node_origins: Vec<Origin>,
     /// Where the `fabric` item is.
     pub fabric_origin: Origin,
+    /// End nodes recognised as SHARP aggregation nodes (no role declared, and
+    /// [`weft_fabric::roles::aggregation_nodes`] found one), with the evidence; their role in
+    /// [`Elaborated::fabric`] is [`Role::Aggregation`].
+    pub recognised: Vec<weft_fabric::roles::Recognised>,
 }
 
 impl Elaborated {
@@ -124,6 +128,8 @@ pub(crate) struct Elab<'a> {
     /// Names whose definition failed (already reported): uses of them stay quiet, so one
     /// root error gives one diagnostic.
     poisoned: HashSet<String>,
+    /// Nodes whose declaration writes a `role` (even `host`): role recognition skips them.
+    declared_roles: std::collections::BTreeSet<NodeId>,
 }
 
 type R<T> = Result<T, ()>;
@@ -149,6 +155,7 @@ impl<'a> Elab<'a> {
             in_faults: false,
             step_limit: STEP_LIMIT,
             poisoned: HashSet::new(),
+            declared_roles: std::collections::BTreeSet::new(),
         }
     }
 

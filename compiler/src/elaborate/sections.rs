@@ -73,6 +73,8 @@ impl Elab<'_> {
             }
         }
         self.in_faults = false;
+        // Service nodes the topology did not declare: before the sections, which name hosts.
+        let recognised = self.recognise_roles();
         let mut config = FabricConfig::default();
         // `vls`, `routing` and `qos` once each: a second would silently override the first.
         let mut seen: Vec<(&str, Span)> = Vec::new();
@@ -110,7 +112,21 @@ impl Elab<'_> {
                 source: self.main,
                 span: f.name.span,
             },
+            recognised,
         })
+    }
+
+    /// Gives [`Role::Aggregation`] to every end node that looks like a SHARP aggregation node
+    /// ([`weft_fabric::roles::aggregation_nodes`]) and whose declaration wrote no `role`.
+    fn recognise_roles(&mut self) -> Vec<weft_fabric::roles::Recognised> {
+        let declared = std::mem::take(&mut self.declared_roles);
+        let found = weft_fabric::roles::aggregation_nodes(self.builder.fabric(), |id| {
+            declared.contains(&id)
+        });
+        for r in &found {
+            self.builder.set_role(r.node, Role::Aggregation);
+        }
+        found
     }
 
     /// One class takes the traffic no `match` selects (and classes tenants name take their

@@ -358,11 +358,40 @@ impl Elab<'_> {
                     );
                     ok = false;
                 }
+                Ok(n) if !switches && !self.may_be_named_in(n, what) => {
+                    let node = self.builder.fabric().node(n);
+                    let (name, role) = (node.name().to_owned(), node.role());
+                    let help = if role == weft_fabric::Role::Aggregation {
+                        "a SHARP aggregation node stays in the default partition, where every \
+                         host reaches it; the aggregation manager gives it the jobs' P_Keys"
+                    } else {
+                        "a VM hypervisor is a host; name hosts here"
+                    };
+                    self.err_help(
+                        Code::TypeMismatch,
+                        format!("`{name}` is {} node, not a host", article_role(role)),
+                        e.span,
+                        format!("in `{what}`"),
+                        help,
+                    );
+                    ok = false;
+                }
                 Ok(n) => out.push(n),
                 Err(_) => ok = false,
             }
         }
         (out, ok)
+    }
+
+    /// Whether end node `n` may be named in `what`: an aggregation node in none of `hosts`,
+    /// `vms on` and `vm … on`; a storage or management node in `hosts` (a partition's
+    /// members, as a shared storage partition has) but not as a VM hypervisor.
+    fn may_be_named_in(&self, n: NodeId, what: &str) -> bool {
+        match self.builder.fabric().node(n).role() {
+            weft_fabric::Role::Host => true,
+            weft_fabric::Role::Aggregation => false,
+            weft_fabric::Role::Storage | weft_fabric::Role::Management => what == "hosts",
+        }
     }
 
     /// `vms on HOSTS { vfs_per_host = N, lids = dynamic|prepopulated }`, and whether it is
@@ -544,5 +573,13 @@ impl Elab<'_> {
                 );
             }
         }
+    }
+}
+
+/// "an aggregation", "a storage", "a management" (for "… node, not a host").
+fn article_role(r: weft_fabric::Role) -> String {
+    match r {
+        weft_fabric::Role::Aggregation => "an aggregation".to_owned(),
+        other => format!("a {other}"),
     }
 }

@@ -2,10 +2,12 @@
 //! sFtree so that every switch reaches every switch, deadlock-free on one VL.
 //!
 //! **Accepts** fat-trees: every switch has a tree level (recorded by the stdlib templates, or
-//! found from the cabling by [`super::shape`]: switches with end nodes are leaves, level 1,
-//! and each further level is one cable further from the leaves, down links included); hosts
-//! hang off leaves only; every switch-to-switch cable joins adjacent levels (cables inside a
-//! level are tolerated and used only as sFtree sibling links). Degraded (links or switches
+//! found from the cabling by [`super::shape`]: switches with hosts are leaves, level 1,
+//! and each further level is one cable further from the leaves, down links included, with the
+//! switches outside the levels set aside); hosts hang off leaves only; every switch-to-switch
+//! cable between switches of the levels joins adjacent levels (cables inside a level are
+//! tolerated and used only as sFtree sibling links). Service nodes (SHARP aggregation nodes,
+//! storage, management) may hang off any switch. Degraded (links or switches
 //! down) and oversubscribed trees are fine. Anything else is refused with the reason. The one
 //! other method is step 6 below, on a fat-tree too degraded for steps 1–5: its tables are
 //! Up*/Down*'s, and the routes record `updn` as the engine used ([`Routes::engine_used`]).
@@ -43,6 +45,14 @@
 //! weigh one cable together and spread over the up ports. With one VM per hypervisor this is
 //! exactly `fat_tree`'s routing of the hypervisors, for the VMs and the hypervisors alike.
 //!
+//! **Service nodes and set-aside switches**: a service node's LID is routed like a switch's
+//! own LID is (its main path climbs from its switch, then steps 2–4), after every host's, so
+//! it takes nothing from the hosts' balance; a switch set aside by [`super::shape`] (a
+//! management sub-tree, a spare switch) has no up or down ports, and its LID, the LIDs of the
+//! service nodes on it and its own routes to everything come from step 4's completion and
+//! relays (or steps 5–6). The subtree root is chosen among the leaves reaching every switch
+//! of the levels.
+//!
 //! **LMC > 0** (which OpenSM's ftree refuses): the `2^lmc` LIDs of a port take main paths
 //! through different up ports at every level where the tree allows (different roots,
 //! link-disjoint up paths from every source), giving APM a disjoint alternate path.
@@ -77,13 +87,22 @@ struct Tree {
     side: Vec<Vec<usize>>,
     /// Switches from the top level down (ties in fabric order).
     top_down: Vec<usize>,
+    /// Hops from the leaves over the usable links, every switch counted (the set-aside ones
+    /// included, above the switches they hang off): with the switch index, the total order
+    /// whose up*/down* paths reach set-aside switches from the subtree root.
+    hops: Vec<u32>,
 }
 
+/// The level of a switch set aside by [`super::shape`] (outside the tree's levels).
+const ASIDE: u8 = 0;
+
+/// Level per switch of the graph: recorded when every switch records one (1 or more), else
+/// found from the hosts with the switches outside the levels at [`ASIDE`].
 fn levels(g: &Graph, input: &RoutingInput<'_>) -> Result<Vec<u8>, RouteError> {
     let f = input.fabric;
     let recorded: Vec<Option<u8>> = g.switches.iter().map(|s| f.node(s.id).spec.level).collect();
-    if recorded.iter().all(Option::is_some) && !recorded.is_empty() {
-        return Ok(recorded.into_iter().map(|l| l.unwrap_or(0)).collect());
+    if recorded.iter().all(|l| l.is_some_and(|l| l >= 1)) && !recorded.is_empty() {
+        return Ok(recorded.into_iter().map(|l| l.unwrap_or(ASIDE)).collect());
     }
     // Found from the cabling (down links included, so faults do not reshape the tree).
     let found =
@@ -94,7 +113,7 @@ fn levels(g: &Graph, input: &RoutingInput<'_>) -> Result<Vec<u8>, RouteError> {
         })?;
     Ok(g.switches
         .iter()
-        .map(|s| found[s.id.index()].unwrap_or(0))
+        .map(|s| found[s.id.index()].unwrap_or(ASIDE))
         .collect())
 }
 
@@ -123,6 +142,10 @@ fn tree(g: &Graph, input: &RoutingInput<'_>) -> Result<Tree, RouteError> {
         }
         for (k, grp) in s.groups.iter().enumerate() {
             let (a, b) = (level[i], level[grp.peer as usize]);
+            if a == ASIDE || b == ASIDE {
+                // A cable of a switch outside the levels: used only to complete the tables.
+                continue;
+            }
             if b == a + 1 {
                 up[i].push(k);
             } else if a == b + 1 {
@@ -153,12 +176,16 @@ fn tree(g: &Graph, input: &RoutingInput<'_>) -> Result<Tree, RouteError> {
     }
     let mut top_down: Vec<usize> = (0..n).collect();
     top_down.sort_by_key(|&i| (std::cmp::Reverse(level[i]), i));
+    let leaves: Vec<usize> = (0..n).filter(|&i| level[i] == 1).collect();
+    let mut hops = vec![u32::MAX; n];
+    g.hops_into(&leaves, &mut hops);
     Ok(Tree {
         top_down,
         level,
         up,
         down,
         side,
+        hops,
     })
 }
 
@@ -204,8 +231,12 @@ impl RoutingEngine for FatTree {
         // behind that port; physical LIDs weigh 1.
         let vf_count = vf_counts(input);
         // Destination order: VF LIDs by leaf (fabric order), their hypervisors by VF count
-        // (fewest first: the heaviest VMs are balanced first), leaf port; then end-node LIDs
-        // by leaf then leaf port; then switch LIDs by level (lowest first) then fabric order.
+        // (fewest first: the heaviest VMs are balanced first), leaf port; then host LIDs by
+        // leaf then leaf port; then service nodes' LIDs (aggregation, storage, management:
+        // after every host, so they take nothing from the hosts' balance) by the level of
+        // their switch, switch, port; then switch LIDs by level (lowest first) then fabric
+        // order.
+        let service = service_lids(&g, input.fabric);
         let mut order: Vec<(u8, u8, u32, u32, u8, u16)> = g
             .exits
             .iter()
@@ -214,7 +245,8 @@ impl RoutingEngine for FatTree {
                 let Exit { sw, port } = (*e)?;
                 let vfs = vf_count.get(lid).copied().unwrap_or(0);
                 let (class, level) = match (port, vfs) {
-                    (0, _) => (2, t.level[sw as usize]),
+                    (0, _) => (3, t.level[sw as usize]),
+                    _ if service.get(lid).copied().unwrap_or(false) => (2, t.level[sw as usize]),
                     (_, 0) => (1, 0),
                     _ => (0, 0),
                 };
@@ -332,6 +364,14 @@ fn vf_counts(input: &RoutingInput<'_>) -> Vec<u32> {
         }
     }
     out
+}
+
+/// Per LID, whether its owner is a service node (an end node whose role is not `host`).
+fn service_lids(g: &Graph, f: &weft_fabric::Fabric) -> Vec<bool> {
+    g.owners
+        .iter()
+        .map(|o| o.is_some_and(|n| !f.node(n).is_switch() && !f.node(n).is_host()))
+        .collect()
 }
 
 /// Climbs from the destination's exit switch to a top switch through least-loaded up ports,
@@ -457,11 +497,16 @@ fn sftree(
     let f = input.fabric;
     let own_lid = g.switch_lids();
     let lid_of = |s: usize| own_lid.get(s).copied().flatten();
+    // The LIDs of the switches in the levels (the ones set aside are reached by the relays
+    // of the completion, from whichever root).
     let switch_lids: Vec<usize> = g
         .exits
         .iter()
         .enumerate()
-        .filter_map(|(lid, e)| e.filter(|e| e.port == 0).map(|_| lid))
+        .filter_map(|(lid, e)| {
+            e.filter(|e| e.port == 0 && t.level[e.sw as usize] != ASIDE)
+                .map(|_| lid)
+        })
         .collect();
     let leaves: Vec<usize> = (0..g.switches.len()).filter(|&i| t.level[i] == 1).collect();
     let rows = &base;
@@ -517,7 +562,7 @@ fn sftree(
             continue;
         };
         let mut rows = base.clone();
-        let (completed, relayed) = complete(g, t, &mut rows, root, root_lid);
+        let (completed, relayed, climbed) = complete(g, t, &mut rows, root, root_lid);
         let verdict = match g.check_complete(f, NAME, Table::Rows(&rows)) {
             Err(e) => Err(e),
             Ok(()) => match g.first_cycle(&rows) {
@@ -545,6 +590,14 @@ fn sftree(
             notes.push(RouteNote {
                 code: Code::SftreeEntries,
                 message: format!("{completed} LFT entries route through the sFtree subtree"),
+            });
+        }
+        if climbed > 0 {
+            notes.push(RouteNote {
+                code: Code::SftreeSetAside,
+                message: format!(
+                    "{climbed} LFT entries climb from the subtree root to the switches set aside, which every switch reaches through the root"
+                ),
             });
         }
         if relayed > 0 {
@@ -655,7 +708,9 @@ fn complete_acyclic(
     drop(deps);
     // Roots with turns to admit: the sFtree candidates (leaves), then every other switch,
     // lowest level first (where leaves have one parent, the turns must be higher).
-    let mut by_level: Vec<usize> = (0..g.switches.len()).collect();
+    let mut by_level: Vec<usize> = (0..g.switches.len())
+        .filter(|&s| t.level[s] != ASIDE)
+        .collect();
     by_level.sort_by_key(|&s| (t.level[s], s));
     let mut tried: Vec<usize> = roots.to_vec();
     tried.extend(by_level.into_iter().filter(|s| !roots.contains(s)));
@@ -825,14 +880,15 @@ fn entry(rows: &[Vec<u8>], s: usize, lid: usize) -> u8 {
 }
 
 /// Completes `rows` through `root` (Algorithm 2 and the relays a degraded tree needs);
-/// returns (entries completed through the root, entries relayed).
+/// returns (entries completed through the root, entries relayed, entries of the root's paths
+/// to the switches set aside).
 fn complete(
     g: &Graph,
     t: &Tree,
     rows: &mut [Vec<u8>],
     root: usize,
     root_lid: usize,
-) -> (usize, usize) {
+) -> (usize, usize, usize) {
     // Algorithm 2, sibling part: where the root has no entry, a same-level neighbour of the
     // root that has one (of its own, before any completion).
     let siblings: Vec<(usize, u8)> = t.side[root]
@@ -862,6 +918,9 @@ fn complete(
     // LID toward the nearest switch that has a route to it.
     let mut bfs = Bfs::new(g.switches.len());
     let mut relayed = bfs.complete(g, rows, root_lid);
+    // Destinations on set-aside switches (a management sub-tree): the root climbs to them, so
+    // that Algorithm 2 below reaches them through the root like every other destination.
+    let climbed = root_paths(g, t, rows, root);
     // Algorithm 2: a switch without an entry for a destination the root reaches forwards it
     // as it forwards the root's own LID.
     let root_row = rows[root].clone();
@@ -903,7 +962,72 @@ fn complete(
             relayed += bfs.complete(g, rows, lid);
         }
     }
-    (completed, relayed)
+    (completed, relayed, climbed)
+}
+
+/// For every LID whose exit switch is set aside and which the root has no entry for: the
+/// entries of a shortest path from the root to its switch that never goes up after going
+/// down in the order (`hops`, index) — a set-aside switch is above the tree switches it hangs
+/// off, so the path climbs from the root into the sub-tree, and every route that later
+/// reaches it through the root turns down→up at the root only (sFtree's Theorem 5.2 holds).
+/// Returns the entries set.
+fn root_paths(g: &Graph, t: &Tree, rows: &mut [Vec<u8>], root: usize) -> usize {
+    let n = g.switches.len();
+    let targets: Vec<(usize, usize)> = g
+        .exits
+        .iter()
+        .enumerate()
+        .filter_map(|(lid, e)| {
+            let e = (*e)?;
+            (t.level[e.sw as usize] == ASIDE && entry(rows, root, lid) == LFT_UNSET)
+                .then_some((lid, e.sw as usize))
+        })
+        .collect();
+    if targets.is_empty() {
+        return 0;
+    }
+    let key = |s: usize| (t.hops[s], s);
+    // Breadth first over (switch, gone down): the state reached first, and from which state
+    // over which group.
+    let state = |s: usize, down: bool| s * 2 + usize::from(down);
+    let mut from: Vec<Option<(usize, usize)>> = vec![None; 2 * n];
+    let mut seen = vec![false; 2 * n];
+    let mut queue = std::collections::VecDeque::from([state(root, false)]);
+    seen[state(root, false)] = true;
+    while let Some(st) = queue.pop_front() {
+        let (x, down) = (st / 2, st % 2 == 1);
+        for (k, grp) in g.switches[x].groups.iter().enumerate() {
+            let y = grp.peer as usize;
+            let next = match key(y).cmp(&key(x)) {
+                std::cmp::Ordering::Greater if !down => state(y, false),
+                std::cmp::Ordering::Less => state(y, true),
+                _ => continue,
+            };
+            if !seen[next] {
+                seen[next] = true;
+                from[next] = Some((st, k));
+                queue.push_back(next);
+            }
+        }
+    }
+    let mut set = 0;
+    for (lid, sw) in targets {
+        let Some(mut st) = [state(sw, false), state(sw, true)]
+            .into_iter()
+            .find(|&st| seen[st])
+        else {
+            continue;
+        };
+        while let Some((prev, k)) = from[st] {
+            let x = prev / 2;
+            if rows[x][lid] == LFT_UNSET {
+                rows[x][lid] = port_toward(g, x, k, lid as u16);
+                set += 1;
+            }
+            st = prev;
+        }
+    }
+    set
 }
 
 /// Breadth-first completion of one destination's entries toward the switches that have one.

@@ -26,7 +26,8 @@ pub struct Switch {
     pub groups: Vec<Group>,
     /// Number of physical ports (LFT values must be ≤ this).
     pub ports: u8,
-    /// Whether an end node is cabled to it through an up link.
+    /// Whether a host (an end node whose role is `host`, not a service node) is cabled to it
+    /// through an up link.
     pub has_hosts: bool,
 }
 
@@ -91,10 +92,10 @@ impl Graph {
                     add(&mut switches[ia as usize], ib, l.a.port.0, l.b.port.0);
                     add(&mut switches[ib as usize], ia, l.b.port.0, l.a.port.0);
                 }
-                (true, false) if !fabric.node(l.b.node).is_switch() => {
+                (true, false) if fabric.node(l.b.node).is_host() => {
                     switches[ia as usize].has_hosts = true
                 }
-                (false, true) if !fabric.node(l.a.node).is_switch() => {
+                (false, true) if fabric.node(l.a.node).is_host() => {
                     switches[ib as usize].has_hosts = true
                 }
                 _ => {}

@@ -87,7 +87,13 @@ pub fn write(fabric: &Fabric, lids: Option<&LidAssignment>) -> Result<String, Wr
         let g = node.guid().0;
         let sys = node.spec.system_guid.unwrap_or(node.guid()).0;
         let _ = writeln!(out, "vendid={:#x}", node.spec.vendor_id);
-        let _ = writeln!(out, "devid={:#x}", node.spec.device_id);
+        // An aggregation node whose device ID was never recorded is written with the AN's, so
+        // that a reader (weft's, or any tool keyed on it) sees the role the dump cannot carry.
+        let devid = match (node.role(), node.spec.device_id) {
+            (crate::Role::Aggregation, 0) => crate::roles::AN_DEVICE_ID,
+            (_, d) => d,
+        };
+        let _ = writeln!(out, "devid={devid:#x}");
         let _ = writeln!(out, "sysimgguid={sys:#x}");
         match node.kind() {
             NodeKind::Switch => {

@@ -158,7 +158,9 @@ pub(super) fn link_rate(nodes: &[NodeRec<'_>], link: &LinkPlan) -> (Option<Width
 }
 
 /// Names: the name-map entry for the GUID, else the description, else the node id; a name
-/// already taken gets ` (0x<guid>)` appended (and ` #2`, ` #3`, … if even that is taken).
+/// already taken gets ` (0x<guid>)` appended (and ` #2`, ` #3`, … if even that is taken),
+/// with a warning — but for SHARP aggregation nodes, which all share one NodeDescription
+/// ([`crate::roles::is_aggregation_description`]): theirs is renamed without one.
 pub(super) fn assign_names(
     cx: &mut Cx<'_>,
     nodes: &[NodeRec<'_>],
@@ -179,6 +181,11 @@ pub(super) fn assign_names(
             while taken.contains_key(&name) {
                 name = format!("{base} ({}) #{k}", n.guid);
                 k = k.saturating_add(1);
+            }
+            if crate::roles::is_aggregation_description(&base) {
+                taken.insert(name.clone(), i);
+                names.push(name);
+                continue;
             }
             let first_span = nodes
                 .get(first)

@@ -8,6 +8,7 @@
 //! "fingerprint": {"topology": "…", "lids": "…", "nodes": 3, "links": 2, "lid_ports": 3},
 //! "fabric": {"name": "lab", "lmc": 0, "nodes": [
 //!   {"name": "sw1", "kind": "switch", "guid": "0x0002c90000000100", "ports": 36, …},
+//!   {"name": "an1", "kind": "hca", …, "role": "aggregation"},   role only when not `host`
 //!   …], "links": [
 //!   {"a": ["0x0002c90000000100", 1], "b": ["0x0002c90000000200", 1]},
 //!   {"a": …, "b": …, "state": "down"},
@@ -58,7 +59,8 @@ use super::{
 use crate::fingerprint::Fingerprint;
 use crate::ids::{Guid, Lid, NodeId, PortNum, Sl};
 use crate::model::{
-    Fabric, FabricBuilder, LinkState, Mtu, NodeKind, NodeSpec, PortCaps, PortRef, Speed, Width,
+    Fabric, FabricBuilder, LinkState, Mtu, NodeKind, NodeSpec, PortCaps, PortRef, Role, Speed,
+    Width,
 };
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
@@ -174,6 +176,8 @@ struct NodeJson {
     model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     lid: Option<u16>,
+    #[serde(default, skip_serializing_if = "Role::is_host")]
+    role: Role,
     #[serde(default, skip_serializing_if = "is_false")]
     down: bool,
 }
@@ -341,6 +345,7 @@ fn node_json(n: &crate::Node) -> NodeJson {
         level: s.level,
         model: s.model.clone(),
         lid: s.lid.map(|l| l.0),
+        role: s.role,
         down: n.down,
     }
 }
@@ -726,6 +731,7 @@ fn build(raw: FabricJson, errors: &mut Vec<StateError>) -> Option<Fabric> {
             level: n.level,
             model: n.model,
             lid: n.lid.map(Lid),
+            role: n.role,
         };
         match b.add_node(spec) {
             Ok(id) => {

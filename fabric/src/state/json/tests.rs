@@ -168,6 +168,37 @@ fn max_vls_and_sm_are_written_only_when_set() {
     assert_eq!((back.max_vls, back.sm.is_empty()), (None, true));
 }
 
+/// A role is written only when it is not `host` (so states of fabrics without service nodes
+/// are the files they were), reads back, and is refused on a switch.
+#[test]
+fn roles_are_written_only_when_not_host() {
+    let st = small();
+    let text = st.to_json();
+    assert!(!text.contains("\"role\""), "{text}");
+    let mut b = FabricBuilder::from(st.fabric.clone());
+    assert!(b.set_role(NodeId(3), crate::Role::Aggregation));
+    let mut with = st.clone();
+    with.fabric = b.finish();
+    let text = with.to_json();
+    assert_eq!(
+        text.matches("\"role\":\"aggregation\"").count(),
+        1,
+        "{text}"
+    );
+    let back = read(&text).unwrap();
+    assert_eq!(back.fabric.node(NodeId(3)).role(), crate::Role::Aggregation);
+    assert_eq!(back.fabric.node(NodeId(2)).role(), crate::Role::Host);
+    assert_eq!(back.to_json(), text);
+    let mut v = value(&st);
+    v.as_object_mut().unwrap().remove("fingerprint");
+    v["fabric"]["nodes"][0]["role"] = json!("storage");
+    let err = read_value(&v).unwrap_err().to_string();
+    assert!(
+        err.contains("is a switch and cannot have the role `storage`"),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_state_file_names_what_is_wrong() {
     type Edit = Box<dyn FnOnce(&mut Value)>;

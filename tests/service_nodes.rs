@@ -1,0 +1,407 @@
+//! Service nodes and real trees (issue 27): fabrics as NVIDIA-era dumps show them, with a
+//! SHARP Aggregation Node (AN) on every switch, imported with no edits.
+//!
+//! - The 648-host tree with an AN on an extra port of every switch: recognised, the default
+//!   engine is `fat_tree`, proven, and its eBB within 2 % of the same tree without the ANs;
+//!   the same with the ANs declared in a template-built program.
+//! - The 666-switch SuperPOD-class rail-optimised tree ([`weft_tests::dump::SuperPod`]):
+//!   200 leaves, 320 spines, 140 cores, a host-less management sub-tree of 6 switches set
+//!   aside, 13 missing uplinks, 4 341 CAs of which 666 ANs: routed by `fat_tree` with eBB
+//!   ≥ 0.5, proven; `updn`'s eBB on it printed beside.
+//! - Random trees (XGFTs) with ANs on random switches, random missing uplinks and a
+//!   management island: detected as fat-trees with the island set aside, and proven.
+//! - Service nodes stay out of host counts and traffic patterns, but are routed and reach
+//!   every end port.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::print_stderr
+)]
+
+use proptest::prelude::*;
+use weft_compiler::build::Built;
+use weft_compiler::code::Code;
+use weft_compiler::diagnostic::SourceId;
+use weft_compiler::routing::shape::{self, Shape};
+use weft_compiler::routing::Engine;
+use weft_fabric::{FabricState, Role};
+use weft_metrics::QualityOptions;
+use weft_tests::dump::{superpod, superpod_dump, Dump, End, SuperPod};
+use weft_tests::{built, example, Rng};
+
+/// `weft import` of a dump, with no edits: the program. Neither errors nor warnings: the
+/// aggregation nodes' shared NodeDescription is not a duplicate name worth one.
+fn import(text: &str) -> String {
+    match weft_compiler::import_ibnetdiscover(text, "t.ibnd", SourceId(0), None, "imported") {
+        Ok((program, warnings)) => {
+            assert!(warnings.is_empty(), "{warnings:?}");
+            program
+        }
+        Err(e) => panic!("the dump is refused: {e:?}"),
+    }
+}
+
+/// The program compiled and routed through the driver.
+fn build(program: &str) -> Built {
+    built(weft_driver::compile_text(
+        "t.weft",
+        program,
+        &weft_compiler::NoFiles,
+        &weft_driver::quietly,
+    ))
+}
+
+/// The program with a `routing { engine = … }` section.
+fn with_engine(program: &str, engine: &str) -> String {
+    let end = program.rfind('}').unwrap();
+    format!(
+        "{}    routing {{ engine = {engine} }}\n}}\n",
+        &program[..end]
+    )
+}
+
+/// Every route property proven, over every end port and switch (scope `all`).
+fn assert_proven(st: &weft_fabric::ValidState) {
+    let r = weft_verifier::verify(st, &weft_verifier::Options::default());
+    assert!(
+        r.is_proven(),
+        "not proven: {:?}",
+        r.listed_failures().first()
+    );
+}
+
+fn ebb(st: &FabricState, bisections: usize) -> f64 {
+    weft_metrics::quality(
+        st,
+        &QualityOptions {
+            bisections: Some(bisections),
+            ..QualityOptions::default()
+        },
+    )
+    .bisections
+    .ebb
+}
+
+fn count_roles(st: &FabricState, role: Role) -> usize {
+    st.fabric
+        .nodes()
+        .iter()
+        .filter(|n| n.role() == role)
+        .count()
+}
+
+/// The 648-host tree's dump, and the same with an AN on an extra port (37) of every switch.
+fn tree_648() -> (String, String) {
+    let template = weft_driver::compile_text(
+        "cluster-648.weft",
+        &example("cluster-648.weft"),
+        &weft_compiler::NoFiles,
+        &weft_driver::quietly,
+    );
+    let f = &built(template).state.fabric;
+    let plain = Dump::of(f);
+    let mut with = plain.clone();
+    for s in 0..with.switches.len() {
+        with.add_an(s);
+    }
+    (plain.text(), with.text())
+}
+
+#[test]
+fn an_aggregation_node_on_every_switch_of_the_648_tree() {
+    let (plain, with) = tree_648();
+    let program = import(&with);
+    assert_eq!(
+        program.matches(", role = aggregation").count(),
+        54,
+        "{program:.2000}"
+    );
+    assert!(
+        program.starts_with("// 54 SHARP aggregation node(s) recognised (54 by NodeDescription"),
+        "{program:.300}"
+    );
+    let (b0, b1) = (build(&import(&plain)), build(&program));
+    for b in [&b0, &b1] {
+        assert_eq!(b.engine, Engine::FatTree, "{}", b.why);
+        assert_eq!(b.engine_used, Engine::FatTree, "{}", b.why);
+        assert_proven(&b.state);
+    }
+    assert!(
+        b1.why
+            .contains("a 2-level fat-tree (36 leaves, 18 at level 2;")
+            && b1
+                .why
+                .ends_with("; set aside: 54 service nodes (54 aggregation)"),
+        "{}",
+        b1.why
+    );
+    assert_eq!(count_roles(&b1.state, Role::Aggregation), 54);
+    let q = weft_metrics::of_build(&b1.state);
+    assert_eq!((q.hosts, q.service_ports), (648, 54));
+    let (e0, e1) = (ebb(&b0.state, 200), ebb(&b1.state, 200));
+    eprintln!("648-host tree: eBB {e0:.4} without ANs, {e1:.4} with an AN on every switch");
+    assert!((e1 - e0).abs() <= 0.02 * e0, "eBB {e1} against {e0}");
+}
+
+/// The same tree built by the template, its switches given an AN port: recorded levels, ANs
+/// declared (`role = aggregation`) on the spines and leaves.
+#[test]
+fn template_built_tree_with_declared_aggregation_nodes() {
+    let src = "use std::hardware::connectx5\nuse std::topology::fat_tree\nmodel q37 : switch {\n    ports = 37\n    speed = EDR\n    vlcap = 8\n    linear_fdb_cap = 49152\n}\nmodel an : hca {\n    ports = 1\n    role = aggregation\n}\nfabric f {\n    topology {\n        fat_tree(levels: 2, radix: 36, switch: q37, hca: connectx5, host_name: \"cn{:03}\")\n        hca leaf_an[1..=36] : an\n        hca spine_an[1..=18] : an\n        for i in 1..=36 { link node(format(\"leaf{}\", i)).p[37] <-> leaf_an[i].p[1] }\n        for i in 1..=18 { link node(format(\"spine{}\", i)).p[37] <-> spine_an[i].p[1] }\n    }\n}\n";
+    let b = build(src);
+    assert_eq!(b.engine, Engine::FatTree, "{}", b.why);
+    assert!(
+        b.why.contains("levels recorded by the description")
+            && b.why.contains("54 service nodes (54 aggregation)"),
+        "{}",
+        b.why
+    );
+    assert_eq!(count_roles(&b.state, Role::Aggregation), 54);
+    assert_proven(&b.state);
+    let plain = build(&example("cluster-648.weft"));
+    let (e0, e1) = (ebb(&plain.state, 200), ebb(&b.state, 200));
+    assert!((e1 - e0).abs() <= 0.02 * e0, "eBB {e1} against {e0}");
+}
+
+/// The issue's 666-switch tree imports with no edits and gets fat-tree routing.
+#[test]
+fn superpod_class_tree_is_routed_by_fat_tree() {
+    let p = SuperPod::ISSUE_27;
+    let text = superpod(&p);
+    let program = import(&text);
+    assert_eq!(program.matches(", role = aggregation").count(), 666);
+    let b = build(&program);
+    assert_eq!(b.engine, Engine::FatTree, "{}", b.why);
+    assert_eq!(b.engine_used, Engine::FatTree, "{}", b.why);
+    assert!(
+        b.why.contains("a 3-level fat-tree (200 leaves, 320 at level 2, 140 at level 3;")
+            && b.why.contains(
+                "set aside: 6 switches outside the levels (`MF0;mgmt-1:MQM8700/U1`, `MF0;mgmt-2:MQM8700/U1`, `MF0;mgmt-3:MQM8700/U1` and 3 more), 666 service nodes (666 aggregation)"
+            ),
+        "{}",
+        b.why
+    );
+    // sFtree completes it (the subtree root climbs to the management sub-tree), not the
+    // turn-by-turn fallback.
+    let codes: Vec<_> = b.notes.iter().map(|n| n.code).collect();
+    assert!(
+        codes.contains(&Code::SftreeRoot)
+            && codes.contains(&Code::SftreeSetAside)
+            && !codes.contains(&Code::SftreeAcyclic),
+        "{:?}",
+        b.notes
+    );
+    let st = &b.state;
+    assert_eq!(
+        (st.fabric.switch_count(), st.fabric.hca_count()),
+        (666, 4341)
+    );
+    assert_proven(st);
+    let q = weft_metrics::of_build(st);
+    assert_eq!((q.hosts, q.service_ports), (4341 - 666, 666));
+    let fat = q.bisections.ebb;
+    let updn = ebb(&build(&with_engine(&program, "updn")).state, 64);
+    eprintln!(
+        "666-switch tree: fat_tree eBB {fat:.4} ({} bisections), updn eBB {updn:.4} (64)",
+        q.bisections.count
+    );
+    assert!(fat >= 0.5, "fat_tree eBB {fat}");
+}
+
+/// Service nodes are routed: every switch and end port reaches each AN, and each AN reaches
+/// every end port (the proof's scope `all`); and the switch LIDs of the management sub-tree
+/// are reached from the hosts.
+#[test]
+fn service_nodes_and_set_aside_switches_are_reached() {
+    let p = SuperPod {
+        units: 4,
+        group: 2,
+        spines_per_group: 2,
+        cores: 4,
+        core_links: 2,
+        dgx: 10,
+        others: 2,
+        management: 3,
+        missing_uplinks: 2,
+        ..SuperPod::ISSUE_27
+    };
+    let b = build(&import(&superpod(&p)));
+    assert_eq!(b.engine, Engine::FatTree, "{}", b.why);
+    assert!(b.why.contains("3 switches outside the levels"), "{}", b.why);
+    let r = weft_verifier::verify(&b.state, &weft_verifier::Options::default());
+    assert!(r.is_proven(), "{:?}", r.listed_failures().first());
+    let hca = weft_verifier::verify(
+        &b.state,
+        &weft_verifier::Options {
+            scope: weft_verifier::Scope::HcaToHca,
+            ..Default::default()
+        },
+    );
+    assert!(hca.is_proven());
+}
+
+/// Detection holds on real trees: ANs on random switches, leaves with varying host counts,
+/// missing uplinks, parallel cables, and a management island cabled anywhere above the
+/// leaves; the island is set aside, and `fat_tree` routes it all, proven.
+fn random_tree(seed: u64) -> (String, usize) {
+    let mut rng = Rng(seed);
+    let h = 2 + rng.below(2);
+    let m: Vec<u32> = (0..h)
+        .map(|i| if i == 0 { 2 } else { 2 + rng.below(2) as u32 })
+        .collect();
+    let w: Vec<u32> = (0..h)
+        .map(|i| if i == 0 { 1 } else { 1 + rng.below(3) as u32 })
+        .collect();
+    let src = weft_tests::xgft_source(h, &m, &w, "", "");
+    let f = build(&src).state.fabric.clone();
+    let mut d = Dump::of(&f);
+    // Missing uplinks: cables from a switch to a parent dropped, each switch keeping a parent
+    // and each parent two children, the cabling in one piece.
+    let level = |d: &Dump, s: usize| {
+        f.node(f.find(&d.switches[s].desc).unwrap())
+            .spec
+            .level
+            .unwrap_or(0)
+    };
+    let neighbours = |d: &Dump, s: usize, l: u8| {
+        let mut v: Vec<usize> = d
+            .cables
+            .iter()
+            .filter_map(|&c| match c {
+                (End::Switch(x, _), End::Switch(y, _)) if x == s => Some(y),
+                (End::Switch(y, _), End::Switch(x, _)) if x == s => Some(y),
+                _ => None,
+            })
+            .filter(|&y| level(d, y) == l)
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v.len()
+    };
+    for _ in 0..rng.below(4) {
+        let k = rng.below(d.cables.len());
+        let (End::Switch(a, _), End::Switch(b, _)) = d.cables[k] else {
+            continue;
+        };
+        let (low, high) = if level(&d, a) < level(&d, b) {
+            (a, b)
+        } else {
+            (b, a)
+        };
+        let (l, h) = (level(&d, low), level(&d, high));
+        if neighbours(&d, low, l + 1) < 2 || neighbours(&d, high, h - 1) < 3 {
+            continue;
+        }
+        let cable = d.cables.remove(k);
+        if !d.connected() {
+            d.cables.insert(k, cable);
+        }
+    }
+    // Some hosts gone: leaves with varying host counts (never all of a leaf's).
+    for c in (0..d.cas.len()).rev().step_by(3) {
+        let leaf = d.cables.iter().find_map(|&(a, b)| match (a, b) {
+            (End::Switch(s, _), End::Ca(x)) | (End::Ca(x), End::Switch(s, _)) if x == c => Some(s),
+            _ => None,
+        });
+        if leaf.is_some_and(|s| d.cas_on(s) > 1) {
+            d.remove_ca(c);
+        }
+    }
+    // A management island: two switches, one on a random upper switch's free port, the
+    // other on the first; each with an AN.
+    let upper: Vec<usize> = (0..d.switches.len())
+        .filter(|&s| {
+            f.node(f.find(&d.switches[s].desc).unwrap())
+                .spec
+                .level
+                .unwrap_or(0)
+                >= 2
+        })
+        .collect();
+    let anchor = upper[rng.below(upper.len())];
+    let n = d.switches.len();
+    for (i, name) in ["mgmt-a", "mgmt-b"].into_iter().enumerate() {
+        d.switches.push(weft_tests::dump::Switch {
+            guid: 0x7700_0000_0000_0000 + (i as u64) * 16,
+            desc: name.to_owned(),
+            ports: 8,
+            devid: 0xd2f0,
+        });
+    }
+    let free = d.switches[anchor].ports;
+    d.switches[anchor].ports += 1;
+    d.cables
+        .push((End::Switch(anchor, free + 1), End::Switch(n, 1)));
+    d.cables.push((End::Switch(n, 2), End::Switch(n + 1, 1)));
+    let mut ans = 0;
+    for s in 0..d.switches.len() {
+        if s >= n || rng.below(2) == 0 {
+            d.add_an(s);
+            ans += 1;
+        }
+    }
+    (d.text(), ans)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+    #[test]
+    fn random_real_trees_are_fat_trees_and_proven(seed in any::<u64>()) {
+        let (text, ans) = random_tree(seed);
+        let program = import(&text);
+        let b = build(&program);
+        let f = &b.state.fabric;
+        let Shape::FatTree(t) = shape::detect(f) else {
+            panic!("not a fat-tree: {:?}", shape::detect(f));
+        };
+        let aside: Vec<&str> = t.set_aside.iter().map(|s| f.node(s.switch).name()).collect();
+        prop_assert_eq!(aside, vec!["mgmt-a", "mgmt-b"]);
+        prop_assert_eq!(t.service.get(&Role::Aggregation).copied(), Some(ans));
+        prop_assert_eq!(b.engine, Engine::FatTree);
+        prop_assert_eq!(b.engine_used, Engine::FatTree);
+        assert_proven(&b.state);
+    }
+}
+
+/// The dump [`superpod`] writes is the dump [`superpod_dump`] describes: the issue's counts.
+#[test]
+fn the_superpod_generator_builds_the_issue_tree() {
+    let p = SuperPod::ISSUE_27;
+    let d = superpod_dump(&p);
+    assert_eq!(p.switches(), 666);
+    assert_eq!((p.leaves(), p.spines()), (200, 320));
+    assert_eq!((d.switches.len(), d.cas.len()), (666, 4341));
+    let ans = d.cas.iter().filter(|c| c.devid == 0xcf09).count();
+    assert_eq!(ans, 666);
+    // Every switch reports 41 ports, its AN on port 41.
+    assert!(d.switches.iter().all(|s| s.ports == 41));
+}
+
+/// Recognition in a declared fabric: a node that looks like an AN but says `role = host` stays
+/// a host (even where `host` also names an array of nodes), one with the AN's device ID is an
+/// aggregation node, and a CA on the extra port of a 41-port switch too.
+#[test]
+fn declared_roles_win_over_recognition() {
+    let src = "fabric f { topology {\n switch s { ports = 41 }\n switch t { ports = 41 }\n hca host[1..=2] { ports = 1 }\n hca \"Mellanox Technologies Aggregation Node\" { ports = 1, role = host }\n hca an2 { ports = 1, device = 0xcf09 }\n hca an3 { ports = 1 }\n link host[1].p[1] <-> s.p[1]\n link host[2].p[1] <-> t.p[1]\n link s.p[2] <-> t.p[2]\n link node(\"Mellanox Technologies Aggregation Node\").p[1] <-> s.p[3]\n link an2.p[1] <-> s.p[41]\n link an3.p[1] <-> t.p[41]\n} }\n";
+    let c = weft_compiler::check("t.weft", src, &weft_compiler::NoFiles);
+    assert!(!c.has_errors(), "{:?}", c.diagnostics);
+    let e = c.elaborated.unwrap();
+    let f = &e.fabric;
+    let role = |n: &str| f.node(f.find(n).unwrap()).role();
+    assert_eq!(
+        [
+            role("host1"),
+            role("Mellanox Technologies Aggregation Node"),
+            role("an2"),
+            role("an3"),
+        ],
+        [Role::Host, Role::Host, Role::Aggregation, Role::Aggregation]
+    );
+    let evidence: Vec<String> = e.recognised.iter().map(|r| r.evidence.describe()).collect();
+    assert_eq!(
+        evidence,
+        ["device ID 0xcf09", "port 41 of a 41-port switch"]
+    );
+}
