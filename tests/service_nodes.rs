@@ -210,6 +210,46 @@ fn superpod_class_tree_is_routed_by_fat_tree() {
     assert!(fat >= 0.5, "fat_tree eBB {fat}");
 }
 
+/// The real Selene compute fabric (`tests/fixtures/real/ufm-selene-compute.ibnetdiscover`, a
+/// DGX SuperPOD dump: 666 QM8700 switches with an AN on port 41 of each, 458 DGX with 8
+/// rails, a management sub-tree) imports with no edits and no warnings, is routed by
+/// `fat_tree` (it was `updn` before ANs were recognised), proven, with eBB ≥ 0.5 over its
+/// 3 675 hosts.
+#[test]
+fn the_real_selene_dump_is_routed_by_fat_tree() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/real/ufm-selene-compute.ibnetdiscover"
+    ))
+    .unwrap();
+    let program = import(&text);
+    assert_eq!(program.matches(", role = aggregation").count(), 666);
+    let b = build(&program);
+    assert_eq!(b.engine, Engine::FatTree, "{}", b.why);
+    assert_eq!(b.engine_used, Engine::FatTree, "{}", b.why);
+    assert!(
+        b.why
+            .contains("a 3-level fat-tree (203 leaves, 321 at level 2, 140 at level 3;")
+            && b.why.contains("666 service nodes (666 aggregation)"),
+        "{}",
+        b.why
+    );
+    let st = &b.state;
+    assert_eq!(
+        (st.fabric.switch_count(), st.fabric.hca_count()),
+        (666, 4341)
+    );
+    assert_proven(st);
+    let q = weft_metrics::of_build(st);
+    assert_eq!((q.hosts, q.service_ports), (3675, 666));
+    let fat = q.bisections.ebb;
+    eprintln!(
+        "Selene: fat_tree eBB {fat:.4} ({} bisections)",
+        q.bisections.count
+    );
+    assert!(fat >= 0.5, "fat_tree eBB {fat}");
+}
+
 /// Service nodes are routed: every switch and end port reaches each AN, and each AN reaches
 /// every end port (the proof's scope `all`); and the switch LIDs of the management sub-tree
 /// are reached from the hosts.
