@@ -45,6 +45,15 @@ const NOISE: &[(Code, &str)] = &[
     (Code::ShellPrompt, "$ ibnetdiscover"),
     (Code::ShellPrompt, "root@mgmt01:~#"),
     (
+        Code::ShellPrompt,
+        "sat11-0101-0902-02ufm [ mgmt-ha-active ] (config) # ",
+    ),
+    (
+        Code::ShellPrompt,
+        "switch-5a2b3c [standalone: master] > show interfaces ib status",
+    ),
+    (Code::ShellPrompt, "switch # show version"),
+    (
         Code::ToolStderr,
         "src/query_smp.c:195; umad (DR path slid 0; dlid 0; 0,1,1,31 Attr 0x11:0) bad status \
          110; Connection timed out",
@@ -189,6 +198,12 @@ fn lines_that_only_look_like_noise_are_refused() {
         ("sh-x# ls", Code::UnknownLine),
         ("bash-5.1$ls", Code::UnknownLine),
         ("[user host]$ ls", Code::PortOutsideNode),
+        ("switch >> ls", Code::UnknownLine),
+        ("switch #ls", Code::UnknownLine),
+        ("switch [ bad!state ] #", Code::UnknownLine),
+        ("switch (config) x #", Code::UnknownLine),
+        ("switch (enable) #", Code::UnknownLine),
+        ("123 # ls", Code::UnknownLine),
     ] {
         let text = format!("{line}\nSwitch\t8 \"S1\"\n");
         let e = errors(&text);

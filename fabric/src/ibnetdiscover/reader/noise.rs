@@ -217,7 +217,8 @@ fn prompt(t: &str) -> Option<&str> {
 }
 
 /// The command after a switch CLI prompt (possibly empty), if `t` is one: NVIDIA Onyx and
-/// MLNX-OS print `host [ mgmt-ha-active ] (config) # `, `switch > ` or `switch # ` — a host
+/// MLNX-OS print `host [ mgmt-ha-active ] (config) # `, `switch [standalone: master] > ` or
+/// `switch # ` — a host
 /// name, then an optional `[ … ]` (high-availability state) and `(config…)` (mode), then `>`
 /// or `#` followed by a space or the end of the line. No line of the formats has that shape:
 /// their headers have a count or an id after the first word, and port lines start with `[`.
@@ -237,7 +238,7 @@ fn switch_prompt(t: &str) -> Option<&str> {
         let statelike = !state.is_empty()
             && state
                 .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'));
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b':' | b' '));
         if !statelike {
             return None;
         }
