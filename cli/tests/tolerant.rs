@@ -363,7 +363,11 @@ fn every_real_dump_imports() {
         let code = out.status.code();
         // treydock-ports-test2.txt wires one aggregation-node port to two switches (an
         // edited excerpt): it is refused, and the snapshot says with what.
-        let expected = if name == "treydock-ports-test2.txt" { 1 } else { 0 };
+        let expected = if name == "treydock-ports-test2.txt" {
+            1
+        } else {
+            0
+        };
         assert_eq!(code, Some(expected), "{name}:\n{stderr}");
         let summary = std::fs::read_to_string(&out_file)
             .ok()

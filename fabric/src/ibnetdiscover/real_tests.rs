@@ -98,8 +98,15 @@ fn a_capture_without_its_tabs_reads_as_its_respaced_copy() {
         .unwrap();
     insta::assert_snapshot!("real_missing_whitespace", render(w));
     // The switch CLI prompt at the end (no newline, after a bare carriage return) is noise.
-    let last = d.warnings.iter().find(|w| w.code() == Code::ShellPrompt).unwrap();
-    assert!(text.get(last.span().offset()..).unwrap().starts_with("sat11-0101-0902-02ufm ["));
+    let last = d
+        .warnings
+        .iter()
+        .find(|w| w.code() == Code::ShellPrompt)
+        .unwrap();
+    assert!(text
+        .get(last.span().offset()..)
+        .unwrap()
+        .starts_with("sat11-0101-0902-02ufm ["));
 }
 
 #[test]
@@ -146,7 +153,10 @@ fn a_ports_report_excerpt_that_wires_one_port_twice_is_refused() {
         .collect();
     let d = read_ok(name, &without, false);
     assert_eq!(counts(&d), (4, 2, 2));
-    let an = d.fabric.find("Mellanox Technologies Aggregation Node").unwrap();
+    let an = d
+        .fabric
+        .find("Mellanox Technologies Aggregation Node")
+        .unwrap();
     assert_eq!(d.fabric.node(an).spec.kind, NodeKind::Hca);
 }
 

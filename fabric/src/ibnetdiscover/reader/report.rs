@@ -479,9 +479,10 @@ fn descriptions<'a>(sc: &Scan<'a>) -> (Description<'a>, Description<'a>) {
             None => (None, None),
         },
         // Some reports leave a peerless port's description unquoted.
-        None if !trimmed.is_empty() && !trimmed.starts_with(['\'', '(']) => {
-            (quoted(trimmed).or(Some((trimmed, sp(at(trimmed), trimmed.len())))), None)
-        }
+        None if !trimmed.is_empty() && !trimmed.starts_with(['\'', '(']) => (
+            quoted(trimmed).or(Some((trimmed, sp(at(trimmed), trimmed.len())))),
+            None,
+        ),
         None => (quoted(trimmed), None),
     }
 }
