@@ -173,8 +173,9 @@ fn a_full_output_excerpt_reads_with_partial_and_its_extra_fields_ignored() {
     for l in d.fabric.links() {
         assert_eq!((l.width, l.speed), (Some(Width::X4), Some(Speed::HDR)));
     }
-    // `s=4 w=2 v=4 e=4` (`-f`: the port's speed, width, VL and extended speed values) say
-    // nothing the rate does not: the dump without them reads the same.
+    // `s=4 w=2 v=4 e=4` (`-f`, rdma-core's `out_switch_port`: the active speed and width
+    // codes, the VL capability (4: VL0-7, weft's default) and the extended speed) say nothing
+    // the rate does not: the dump without them reads the same.
     let plain: String = text
         .lines()
         .map(|l| match l.find(" s=") {

@@ -7,6 +7,11 @@
 //! port, port GUID, width and speed — then either the peer, ` - %2s %5d %2d 0x%016x ( '%s' -
 //! '%s' )` (type, LID, port, port GUID, the two node descriptions), or only `'%s'`, the
 //! node's own description, for a port without a peer. Every link is listed from both ends.
+//! The speed is `???` for a port whose speed libibnetdisc does not know (read as no rate).
+//! Excerpts of the report are common: a node named only as a peer is made up from the lines
+//! naming it (its type, LID, port, port GUID and description are all there) with one
+//! warning, and a peerless port's description is also read without its quotes (seen in real
+//! excerpts, though rdma-core quotes it).
 //!
 //! The report prints neither port counts nor the node GUID of an end node: each node gets
 //! the highest port number seen (its own lines and its peers'), and an end node's GUID is its
