@@ -310,3 +310,81 @@ fn verify_names_the_ports_it_could_not_cover() {
     );
     assert_eq!(v["verdict"]["connected"]["result"], "violated", "{v}");
 }
+
+/// The warning (or error) codes `weft import` showed and how many of each, counting the ones a
+/// "… and N more like this (code)" line sums up.
+fn code_counts(stderr: &str) -> std::collections::BTreeMap<String, usize> {
+    let mut counts = std::collections::BTreeMap::new();
+    for line in stderr.lines() {
+        if line.starts_with("weft::") && !line.contains(' ') {
+            *counts.entry(line.to_owned()).or_insert(0) += 1;
+        }
+        if let Some(rest) = line.split_once("… and ").map(|(_, r)| r) {
+            let (n, code) = rest.split_once(" more like this (").unwrap();
+            let code = code.trim_end_matches(')');
+            // The summing-up line is itself shown under its code: it stands for `n` more.
+            *counts.get_mut(code).unwrap() += n.parse::<usize>().unwrap() - 1;
+        }
+    }
+    counts
+}
+
+/// Every dump of a real fabric in `tests/fixtures/real/` imports (with `--partial` for the
+/// `-f` excerpt, whose aggregation node has no record): exit status, the summary line of the
+/// written program (switches, HCAs, links) and the codes of the warnings with their counts,
+/// in one snapshot, so that a change in how real data reads shows.
+#[test]
+fn every_real_dump_imports() {
+    let dir = temp_dir("real");
+    let real = root().join("tests/fixtures/real");
+    let mut names: Vec<String> = std::fs::read_dir(&real)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".ibnetdiscover") || n.ends_with(".txt"))
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 11, "{names:?}");
+    let mut report = String::new();
+    for name in &names {
+        let partial = name.starts_with("superbench-");
+        let out_file = dir.join(format!("{name}.weft"));
+        let file = real.join(name);
+        let mut args = vec![
+            "import",
+            file.to_str().unwrap(),
+            "-o",
+            out_file.to_str().unwrap(),
+        ];
+        if partial {
+            args.push("--partial");
+        }
+        let out = weft(&args);
+        let stderr = text(&out.stderr);
+        let code = out.status.code();
+        // treydock-ports-test2.txt wires one aggregation-node port to two switches (an
+        // edited excerpt): it is refused, and the snapshot says with what.
+        let expected = if name == "treydock-ports-test2.txt" {
+            1
+        } else {
+            0
+        };
+        assert_eq!(code, Some(expected), "{name}:\n{stderr}");
+        let summary = std::fs::read_to_string(&out_file)
+            .ok()
+            .and_then(|p| {
+                let first = p.lines().next()?.to_owned();
+                Some(first.split_once("`weft import`: ")?.1.to_owned())
+            })
+            .unwrap_or_else(|| "no program written".to_owned());
+        report.push_str(&format!(
+            "{name}{}: exit {}, {summary}\n",
+            if partial { " (--partial)" } else { "" },
+            code.unwrap()
+        ));
+        for (c, n) in code_counts(&stderr) {
+            report.push_str(&format!("    {c} × {n}\n"));
+        }
+    }
+    insta::assert_snapshot!("real_dumps", report);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -102,6 +102,12 @@ pub enum Code {
     NodeGuidGuessed,
     /// A line of an `ibnetdiscover -p` or `iblinkinfo` report that does not parse.
     MalformedReportLine,
+    /// Warning: a file whose lines lack the whitespace the format puts between fields
+    /// (`Switch41 "S-…"# "…"`: a terminal that dropped the tabs); read as if it were there.
+    MissingWhitespace,
+    /// Warning: nodes of an `ibnetdiscover -p` report seen only as the peers of other nodes'
+    /// ports (an excerpt); made up from those lines.
+    PeerOnlyNode,
     /// An `iblinkinfo` peer that cannot be told apart: no LID and a name several nodes have.
     AmbiguousPeer,
     /// An internal inconsistency (a bug in the reader); never expected.
@@ -152,6 +158,8 @@ impl Code {
             Code::PortCountGuessed => "weft::ibnet::port_count_guessed",
             Code::NodeGuidGuessed => "weft::ibnet::node_guid_guessed",
             Code::MalformedReportLine => "weft::ibnet::malformed_report_line",
+            Code::MissingWhitespace => "weft::ibnet::missing_whitespace",
+            Code::PeerOnlyNode => "weft::ibnet::peer_only_node",
             Code::AmbiguousPeer => "weft::ibnet::ambiguous_peer",
             Code::Internal => "weft::ibnet::internal",
         }

@@ -25,6 +25,8 @@ mod reader;
 mod writer;
 
 #[cfg(test)]
+mod real_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tolerant_tests;

@@ -45,6 +45,15 @@ const NOISE: &[(Code, &str)] = &[
     (Code::ShellPrompt, "$ ibnetdiscover"),
     (Code::ShellPrompt, "root@mgmt01:~#"),
     (
+        Code::ShellPrompt,
+        "sat11-0101-0902-02ufm [ mgmt-ha-active ] (config) # ",
+    ),
+    (
+        Code::ShellPrompt,
+        "switch-5a2b3c [standalone: master] > show interfaces ib status",
+    ),
+    (Code::ShellPrompt, "switch # show version"),
+    (
         Code::ToolStderr,
         "src/query_smp.c:195; umad (DR path slid 0; dlid 0; 0,1,1,31 Attr 0x11:0) bad status \
          110; Connection timed out",
@@ -189,6 +198,12 @@ fn lines_that_only_look_like_noise_are_refused() {
         ("sh-x# ls", Code::UnknownLine),
         ("bash-5.1$ls", Code::UnknownLine),
         ("[user host]$ ls", Code::PortOutsideNode),
+        ("switch >> ls", Code::UnknownLine),
+        ("switch #ls", Code::UnknownLine),
+        ("switch [ bad!state ] #", Code::UnknownLine),
+        ("switch (config) x #", Code::UnknownLine),
+        ("switch (enable) #", Code::UnknownLine),
+        ("123 # ls", Code::UnknownLine),
     ] {
         let text = format!("{line}\nSwitch\t8 \"S1\"\n");
         let e = errors(&text);
@@ -409,18 +424,36 @@ fn a_node_without_a_record_is_an_error_unless_partial() {
 
 #[test]
 fn reports_cut_short_are_partial_too() {
-    // cn004's own line is missing: the switch names it, nothing describes it.
+    // cn004's own line is missing: the switch's line names it with its type, LID, port, port
+    // GUID and description, so it is made up from that line, with a warning.
+    let full = ok(PORTS);
     let cut: String = PORTS
         .lines()
         .filter(|l| !l.starts_with("CA     7"))
         .map(|l| format!("{l}\n"))
         .collect();
-    let e = parse(&cut, &opts()).unwrap_err();
-    let codes: Vec<Code> = e.diagnostics().iter().map(|d| d.code()).collect();
-    assert_eq!(codes, vec![Code::UnknownNode]);
-    let d = parse_with(&cut, |o| o.partial = true).unwrap();
-    assert!(d.fabric.find("cn004 HCA-1").is_none());
-    assert_eq!(d.fabric.links().len(), 6);
+    let d = ok(&cut);
+    assert_eq!(
+        warning_codes(&d),
+        vec![
+            Code::PortCountGuessed,
+            Code::PeerOnlyNode,
+            Code::NodeGuidGuessed
+        ]
+    );
+    let (f, g) = (&d.fabric, &full.fabric);
+    assert_eq!(f.links().len(), g.links().len());
+    let (cn, full_cn) = (
+        f.node(f.find("cn004 HCA-1").unwrap()),
+        g.node(g.find("cn004 HCA-1").unwrap()),
+    );
+    assert_eq!(cn.spec, full_cn.spec);
+    assert_eq!(cn.ports.len(), full_cn.ports.len());
+    assert_eq!(
+        d.lids.base.get(&f.find("cn004 HCA-1").unwrap()),
+        full.lids.base.get(&g.find("cn004 HCA-1").unwrap()),
+        "its LID comes from the switch's line"
+    );
     let cut: String = LINKINFO.lines().skip(2).map(|l| format!("{l}\n")).collect();
     assert!(parse(&cut, &opts()).is_err());
     let d = parse_with(&cut, |o| o.partial = true).unwrap();
@@ -500,7 +533,7 @@ XX     1  7 0x0000000000200000 4x SDR                                    'leaf1'
 SW     1  x 0x0000000000200000 4x SDR                                    'leaf1'
 SW     1  6 0x00000000zz 4x SDR                                    'leaf1'
 SW     1  5 0x0000000000200000 4x SDR - SW 3 1 0x0000000000200001 leaf1 - spine1
-SW     1  4 0x0000000000200000 4x SDR garbage
+SW     1  4 0x0000000000200000 4x SDR 'garbage
 SW 70000  3 0x0000000000200000 4x SDR                                    'leaf1'
 SW     1  2 0x0000000000200000 9x QQQ                                    'leaf1'
 ";

@@ -268,6 +268,18 @@ pub(super) fn read_lines<'a>(cx: &mut Cx<'_>, text: &'a str) -> File<'a> {
             }
         }
     }
+    if let Some(at) = cx.missing_ws {
+        cx.warn(
+            Code::MissingWhitespace,
+            at,
+            "fields run together: the whitespace between them is missing (tabs stripped by a \
+             terminal?)",
+            "no whitespace before this",
+            "read as if the whitespace were there (this is said once per file); capture \
+             `ibnetdiscover` output to a file (`ibnetdiscover > fabric.txt`) rather than from \
+             a terminal window",
+        );
+    }
     File {
         nodes,
         format: InputFormat::Topology,
@@ -453,7 +465,11 @@ pub(super) fn parse_header<'a>(
         NodeKind::Router => "Rt 1 \"R-0002c90300a1b2c0\" # \"router1\"",
     };
     let help = format!("a node header looks like `{example}`");
-    if !sc.skip_ws() {
+    if sc.skip_ws() {
+    } else if sc.peek().is_some_and(|b| b.is_ascii_digit()) {
+        // `Switch41`: the tab went missing (a terminal capture); the count is still clear.
+        cx.missing_ws(sc.abs());
+    } else {
         cx.error(
             Code::MalformedHeader,
             sp(sc.abs(), sc.rest().len().max(1)),
@@ -542,7 +558,9 @@ pub(super) fn parse_header<'a>(
         );
         return None;
     }
-    sc.skip_ws();
+    if !sc.skip_ws() && sc.peek() == Some(b'#') {
+        cx.missing_ws(sc.abs());
+    }
     let mut desc = None;
     let mut lid = None;
     if sc.eat(b'#') {

@@ -58,6 +58,7 @@ pub fn parse(text: &str, opts: &ParseOptions) -> Result<Discovered, ParseErrors>
     let mut cx = Cx {
         src: &src,
         diags: Vec::new(),
+        missing_ws: None,
     };
     let format = opts.format.unwrap_or_else(|| detect_format(text));
     let file = match format {
@@ -124,6 +125,7 @@ pub fn parse_node_name_map(text: &str) -> Result<BTreeMap<Guid, String>, ParseEr
     let mut cx = Cx {
         src: &src,
         diags: Vec::new(),
+        missing_ws: None,
     };
     let mut map: BTreeMap<Guid, (String, SourceSpan)> = BTreeMap::new();
     for line in lines(text) {

@@ -8,7 +8,8 @@
 //!
 //! The shapes are those the tools print: PuTTY's `=~=~=~… PuTTY log 2024.01.02 10:11:12 =~=~…`,
 //! util-linux `script`'s `Script started on …`/`Script done on …`; prompts `user@host:dir$ cmd`,
-//! `[user@host dir]$ cmd`, `bash-5.1# cmd`, `$ cmd`; libibmad's and libibumad's `ibwarn: [pid]
+//! `[user@host dir]$ cmd`, `bash-5.1# cmd`, `$ cmd`, and the switch CLI's (NVIDIA Onyx,
+//! MLNX-OS) `host [ mgmt-ha-active ] (config) # cmd`, `switch > cmd`; libibmad's and libibumad's `ibwarn: [pid]
 //! func: …` and `ibpanic: …`, infiniband-diags' `prog: iberror: …`, libibnetdisc's
 //! `file.c:line; message` (`src/query_smp.c:195; umad (DR path …) bad status 110; Connection
 //! timed out`); grouped output's `Non-Chassis Nodes`, `Chassis 3 (guid 0x…)` and `Hostname: …`
@@ -71,6 +72,13 @@ pub(super) fn classify(line: &str) -> Option<Noise> {
     }
     if let Some(n) = stderr_message(t) {
         return Some(n);
+    }
+    if let Some(cmd) = switch_prompt(t) {
+        let looks_like = match cmd.split_whitespace().next() {
+            Some(command) => format!("a switch CLI prompt running `{command}`"),
+            None => "a switch CLI prompt".to_owned(),
+        };
+        return Some(Noise::new(Code::ShellPrompt, looks_like));
     }
     prompt(t).map(|cmd| {
         let looks_like = match cmd.split_whitespace().next() {
@@ -206,6 +214,48 @@ fn prompt(t: &str) -> Option<&str> {
         return Some(cmd);
     }
     cmd.strip_prefix([' ', '\t'])
+}
+
+/// The command after a switch CLI prompt (possibly empty), if `t` is one: NVIDIA Onyx and
+/// MLNX-OS print `host [ mgmt-ha-active ] (config) # `, `switch [standalone: master] > ` or
+/// `switch # ` — a host
+/// name, then an optional `[ … ]` (high-availability state) and `(config…)` (mode), then `>`
+/// or `#` followed by a space or the end of the line. No line of the formats has that shape:
+/// their headers have a count or an id after the first word, and port lines start with `[`.
+fn switch_prompt(t: &str) -> Option<&str> {
+    let (host, rest) = t.split_once(' ')?;
+    let hostlike = host.bytes().any(|b| b.is_ascii_alphabetic())
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if !hostlike {
+        return None;
+    }
+    let mut rest = rest.trim_start_matches(' ');
+    if let Some(inner) = rest.strip_prefix('[') {
+        let (state, after) = inner.split_once(']')?;
+        let state = state.trim_matches(' ');
+        let statelike = !state.is_empty()
+            && state
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b':' | b' '));
+        if !statelike {
+            return None;
+        }
+        rest = after.trim_start_matches(' ');
+    }
+    if let Some(inner) = rest.strip_prefix('(') {
+        let (mode, after) = inner.split_once(')')?;
+        if !mode.starts_with("config") || mode.contains(' ') {
+            return None;
+        }
+        rest = after.trim_start_matches(' ');
+    }
+    let cmd = rest.strip_prefix(['>', '#'])?;
+    if cmd.is_empty() {
+        return Some(cmd);
+    }
+    cmd.strip_prefix(' ')
 }
 
 /// `user@host` (letters, digits, `_`, `-`, `.` on both sides).

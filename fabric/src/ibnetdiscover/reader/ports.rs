@@ -296,7 +296,9 @@ pub(super) fn parse_port_line<'a>(
     } else {
         None
     };
-    sc.skip_ws();
+    if !sc.skip_ws() && sc.peek() == Some(b'"') {
+        cx.missing_ws(sc.abs());
+    }
     if sc.peek() != Some(b'"') {
         cx.error(
             Code::MalformedPort,
@@ -383,13 +385,20 @@ pub(super) fn parse_port_line<'a>(
     };
     // ibsim port options, then the annotation.
     let mut opts = PortOpts::default();
+    let mut first = true;
     loop {
-        sc.skip_ws();
+        let spaced = sc.skip_ws();
         match sc.peek() {
             None => break,
-            Some(b'#') => break,
+            Some(b'#') => {
+                if first && !spaced {
+                    cx.missing_ws(sc.abs());
+                }
+                break;
+            }
             Some(_) => {}
         }
+        first = false;
         let (word, at) = sc.take(|b| b != b' ' && b != b'\t' && b != b'#');
         let word_span = sp(at, word.len().max(1));
         let parsed = word

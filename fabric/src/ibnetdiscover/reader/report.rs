@@ -7,6 +7,11 @@
 //! port, port GUID, width and speed — then either the peer, ` - %2s %5d %2d 0x%016x ( '%s' -
 //! '%s' )` (type, LID, port, port GUID, the two node descriptions), or only `'%s'`, the
 //! node's own description, for a port without a peer. Every link is listed from both ends.
+//! The speed is `???` for a port whose speed libibnetdisc does not know (read as no rate).
+//! Excerpts of the report are common: a node named only as a peer is made up from the lines
+//! naming it (its type, LID, port, port GUID and description are all there) with one
+//! warning, and a peerless port's description is also read without its quotes (seen in real
+//! excerpts, though rdma-core quotes it).
 //!
 //! The report prints neither port counts nor the node GUID of an end node: each node gets
 //! the highest port number seen (its own lines and its peers'), and an end node's GUID is its
@@ -61,11 +66,46 @@ pub(super) fn node_guid(kind: NodeKind, port_guid: Guid, port: u32) -> Option<Gu
     }
 }
 
+/// A node record made up from a report's lines: no port count yet, no vendor or device id.
+fn made_up_node<'a>(
+    kind: NodeKind,
+    id: String,
+    (guid, guid_span): (Guid, SourceSpan),
+    desc: Option<(&'a str, SourceSpan)>,
+) -> NodeRec<'a> {
+    NodeRec {
+        kind,
+        id: Cow::Owned(id),
+        id_span: guid_span,
+        port_count: 0,
+        count_span: guid_span,
+        desc: desc.filter(|(d, _)| !d.is_empty()),
+        guid,
+        guid_origin: GuidOrigin::Explicit(guid_span),
+        system_guid: None,
+        vendor_id: 0,
+        device_id: 0,
+        lid: None,
+        ports: Vec::new(),
+    }
+}
+
+/// A node of an `ibnetdiscover -p` report as the lines naming it as a peer describe it, kept
+/// in case it has no line of its own (an excerpt): its first sighting and, from every line
+/// naming it, the port record the line implies from its side.
+pub(super) struct PeerOnly<'a> {
+    node: NodeRec<'a>,
+    ports: Vec<PortRec<'a>>,
+}
+
 /// The nodes of a report as its lines make them up, by node id.
 #[derive(Default)]
 pub(super) struct Nodes<'a> {
     pub(super) nodes: Vec<NodeRec<'a>>,
     pub(super) by_id: BTreeMap<String, usize>,
+    /// The nodes seen as peers, by node id (`ibnetdiscover -p`): those without a line of
+    /// their own become nodes in [`Nodes::finish`].
+    pub(super) peers: BTreeMap<String, PeerOnly<'a>>,
     /// The highest port of each node id that a peer names (and where), for port counts.
     pub(super) named_ports: BTreeMap<String, (u32, SourceSpan)>,
     /// The first line of an end node (where the node-GUID warning points), if any.
@@ -114,21 +154,8 @@ impl<'a> Nodes<'a> {
             self.first_end_node.get_or_insert(guid_span);
         }
         let i = self.nodes.len();
-        self.nodes.push(NodeRec {
-            kind,
-            id: Cow::Owned(id.clone()),
-            id_span: guid_span,
-            port_count: 0,
-            count_span: guid_span,
-            desc: desc.filter(|(d, _)| !d.is_empty()),
-            guid,
-            guid_origin: GuidOrigin::Explicit(guid_span),
-            system_guid: None,
-            vendor_id: 0,
-            device_id: 0,
-            lid: None,
-            ports: Vec::new(),
-        });
+        self.nodes
+            .push(made_up_node(kind, id.clone(), (guid, guid_span), desc));
         self.by_id.insert(id, i);
         Some(i)
     }
@@ -162,6 +189,46 @@ impl<'a> Nodes<'a> {
         format: InputFormat,
         first: Option<SourceSpan>,
     ) -> File<'a> {
+        let mut peer_only: Option<(usize, SourceSpan)> = None;
+        for (id, peer) in std::mem::take(&mut self.peers) {
+            if self.by_id.contains_key(&id) {
+                continue;
+            }
+            let mut node = peer.node;
+            for rec in &peer.ports {
+                if rec.port > node.port_count {
+                    node.port_count = rec.port;
+                    node.count_span = rec.port_span;
+                }
+            }
+            node.ports = peer.ports;
+            if node.kind != NodeKind::Switch {
+                self.first_end_node.get_or_insert(node.id_span);
+            }
+            let at = node.id_span;
+            let e = peer_only.get_or_insert((0, at));
+            e.0 += 1;
+            if at.offset() < e.1.offset() {
+                e.1 = at;
+            }
+            self.by_id.insert(id, self.nodes.len());
+            self.nodes.push(node);
+        }
+        if let Some((n, at)) = peer_only {
+            cx.warn(
+                Code::PeerOnlyNode,
+                at,
+                format!(
+                    "{n} node{} only seen as the peer of other nodes' ports: made up from those \
+                     lines",
+                    if n == 1 { " is" } else { "s are" }
+                ),
+                "the first one",
+                "the report is an excerpt: these nodes' other ports are missing from the \
+                 imported fabric; import the whole `ibnetdiscover -p` output (or the default \
+                 `ibnetdiscover` output) for them",
+            );
+        }
         for (id, (port, span)) in std::mem::take(&mut self.named_ports) {
             if let Some(&i) = self.by_id.get(&id) {
                 self.saw_port(i, port, span);
@@ -350,7 +417,8 @@ fn read_rate<'a>(cx: &mut Cx<'_>, sc: &mut Scan<'a>) -> Option<(Rate, &'a str)> 
         .line
         .get(start - sc.base..start - sc.base + len)
         .unwrap_or("");
-    if w.starts_with("??") && s.starts_with("??") {
+    // `?? ???` or `4x ???`: libibnetdisc knows no rate of the port (it is down).
+    if s.starts_with("??") {
         return None;
     }
     if s.is_empty() {
@@ -415,6 +483,11 @@ fn descriptions<'a>(sc: &Scan<'a>) -> (Description<'a>, Description<'a>) {
             }
             None => (None, None),
         },
+        // Some reports leave a peerless port's description unquoted.
+        None if !trimmed.is_empty() && !trimmed.starts_with(['\'', '(']) => (
+            quoted(trimmed).or(Some((trimmed, sp(at(trimmed), trimmed.len())))),
+            None,
+        ),
         None => (quoted(trimmed), None),
     }
 }
@@ -495,6 +568,35 @@ fn read_line<'a>(cx: &mut Cx<'_>, sc: &mut Scan<'a>, line_span: SourceSpan, node
     };
     node.ports.push(rec);
     nodes.named(&remote_id, peer.port.0, peer.port.1);
+    // The line says as much about the peer's port: kept for a peer with no line of its own.
+    let peer_end = peer.kind != NodeKind::Switch;
+    let reverse = PortRec {
+        line_span,
+        port: peer.port.0,
+        port_span: peer.port.1,
+        local_guid: peer_end.then_some(peer.guid),
+        remote_id: Cow::Owned(node_id(here.kind, guid)),
+        remote_span: here.guid.1,
+        remote_port: here.port.0,
+        remote_port_span: here.port.1,
+        remote_guid: end_node.then_some(here.guid),
+        local_lid: peer_end.then_some(peer.lid),
+        local_lmc: None,
+        remote_lid: Some(here.lid),
+        rate,
+        opts: PortOpts::default(),
+    };
+    let seen = nodes.peers.entry(remote_id).or_insert_with_key(|id| {
+        let mut node = made_up_node(peer.kind, id.clone(), (peer_guid, peer.guid.1), peer_desc);
+        if !peer_end {
+            node.lid = Some(peer.lid);
+        }
+        PeerOnly {
+            node,
+            ports: Vec::new(),
+        }
+    });
+    seen.ports.push(reverse);
 }
 
 fn bad_guid(cx: &mut Cx<'_>, end: &End) {

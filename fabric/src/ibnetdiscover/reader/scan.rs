@@ -8,6 +8,9 @@ use super::*;
 pub(super) struct Cx<'s> {
     pub(super) src: &'s Source,
     pub(super) diags: Vec<IbnetDiagnostic>,
+    /// The first place the whitespace between two fields is missing (`Switch41`, `"…"#`),
+    /// which the line parsers accept; the topology reader warns once about it.
+    pub(super) missing_ws: Option<SourceSpan>,
 }
 
 impl Cx<'_> {
@@ -39,6 +42,11 @@ impl Cx<'_> {
         self.push(d);
     }
 
+    /// Whitespace between two fields is missing at byte `at` (the fields are still told apart).
+    pub(super) fn missing_ws(&mut self, at: usize) {
+        self.missing_ws.get_or_insert(sp(at, 1));
+    }
+
     pub(super) fn push(&mut self, d: IbnetDiagnostic) {
         self.diags.push(d);
     }
@@ -65,8 +73,9 @@ pub(super) struct Line<'a> {
     pub(super) text: &'a str,
 }
 
-/// Every line of `text`, ending at `\n` or `\r\n`, the last one with or without a line end; a
-/// byte-order mark at the start (Windows editors write one) is not part of the first line.
+/// Every line of `text`, ending at `\n` or `\r\n`, the last one with or without a line end,
+/// without carriage returns at its start or end; a byte-order mark at the start (Windows
+/// editors write one) is not part of the first line.
 pub(super) fn lines(text: &str) -> impl Iterator<Item = Line<'_>> {
     let bom = if text.starts_with('\u{feff}') { 3 } else { 0 };
     let mut start = bom;
@@ -79,9 +88,12 @@ pub(super) fn lines(text: &str) -> impl Iterator<Item = Line<'_>> {
             if raw.is_empty() && line_start >= text.len() {
                 return None;
             }
+            // A carriage return at either end is a line end or a terminal's return to the
+            // start of the line (`\r\r\n` and `\r` before a prompt in terminal captures).
+            let body = raw.trim_start_matches('\r');
             Some(Line {
-                start: line_start,
-                text: raw.strip_suffix('\r').unwrap_or(raw),
+                start: line_start + (raw.len() - body.len()),
+                text: body.trim_end_matches('\r'),
             })
         })
 }
