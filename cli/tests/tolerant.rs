@@ -372,8 +372,10 @@ fn every_real_dump_imports() {
         let summary = std::fs::read_to_string(&out_file)
             .ok()
             .and_then(|p| {
-                let first = p.lines().next()?.to_owned();
-                Some(first.split_once("`weft import`: ")?.1.to_owned())
+                // The header line (after the line that counts recognised aggregation nodes,
+                // when there are some).
+                let header = p.lines().find(|l| l.contains("`weft import`: "))?;
+                Some(header.split_once("`weft import`: ")?.1.to_owned())
             })
             .unwrap_or_else(|| "no program written".to_owned());
         report.push_str(&format!(
