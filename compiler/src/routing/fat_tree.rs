@@ -48,10 +48,11 @@
 //! **Service nodes and set-aside switches**: a service node's LID is routed like a switch's
 //! own LID is (its main path climbs from its switch, then steps 2–4), after every host's, so
 //! it takes nothing from the hosts' balance; a switch set aside by [`super::shape`] (a
-//! management sub-tree, a spare switch) has no up or down ports, and its LID, the LIDs of the
-//! service nodes on it and its own routes to everything come from step 4's completion and
-//! relays (or steps 5–6). The subtree root is chosen among the leaves reaching every switch
-//! of the levels.
+//! management sub-tree, a spare switch) has no up or down ports: in step 4 the subtree root
+//! climbs to it on an up*/down* path (set-aside switches count as above the switches they hang
+//! off), every other switch reaches it through the root, and it reaches everything through the
+//! root (relayed toward the root's LID); steps 5–6 when that closes a credit loop. The subtree
+//! root is chosen among the leaves reaching every switch of the levels.
 //!
 //! **LMC > 0** (which OpenSM's ftree refuses): the `2^lmc` LIDs of a port take main paths
 //! through different up ports at every level where the tree allows (different roots,
@@ -497,8 +498,8 @@ fn sftree(
     let f = input.fabric;
     let own_lid = g.switch_lids();
     let lid_of = |s: usize| own_lid.get(s).copied().flatten();
-    // The LIDs of the switches in the levels (the ones set aside are reached by the relays
-    // of the completion, from whichever root).
+    // The LIDs of the switches in the levels (the root climbs to the ones set aside during
+    // the completion, whichever leaf it is).
     let switch_lids: Vec<usize> = g
         .exits
         .iter()
