@@ -465,11 +465,11 @@ pub(super) fn parse_header<'a>(
         NodeKind::Router => "Rt 1 \"R-0002c90300a1b2c0\" # \"router1\"",
     };
     let help = format!("a node header looks like `{example}`");
-    if sc.skip_ws() {
-    } else if sc.peek().is_some_and(|b| b.is_ascii_digit()) {
+    let spaced = sc.skip_ws();
+    if !spaced && sc.peek().is_some_and(|b| b.is_ascii_digit()) {
         // `Switch41`: the tab went missing (a terminal capture); the count is still clear.
         cx.missing_ws(sc.abs());
-    } else {
+    } else if !spaced {
         cx.error(
             Code::MalformedHeader,
             sp(sc.abs(), sc.rest().len().max(1)),
