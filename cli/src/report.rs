@@ -114,12 +114,30 @@ pub fn human(q: &Quality) -> String {
         0 => String::new(),
         n => format!("; {n} service node ports routed, not in the patterns"),
     };
-    let _ = writeln!(
-        t,
-        "  hosts             {} ({} end ports left out{service}), {} switches, {} directed switch links",
-        q.hosts, q.hosts_excluded, q.switches, q.fabric_links
-    );
-    explain(&mut t, "the hosts the patterns below send between; loads are flows per directed switch-to-switch link");
+    match &q.machines {
+        Some(m) => {
+            let sizes: Vec<String> = m
+                .ports_per_host
+                .iter()
+                .rev()
+                .map(|(ports, hosts)| format!("{hosts} × {ports}"))
+                .collect();
+            let _ = writeln!(
+                t,
+                "  hosts             {} ({} ports: {}; {} end ports left out{service}), {} switches, {} directed switch links",
+                m.hosts, q.hosts, sizes.join(", "), q.hosts_excluded, q.switches, q.fabric_links
+            );
+            explain(&mut t, "a host of several HCAs (`host = \"…\"`) counts once; the patterns below send between its ports, each on its rail; loads are flows per directed switch-to-switch link");
+        }
+        None => {
+            let _ = writeln!(
+                t,
+                "  hosts             {} ({} end ports left out{service}), {} switches, {} directed switch links",
+                q.hosts, q.hosts_excluded, q.switches, q.fabric_links
+            );
+            explain(&mut t, "the hosts the patterns below send between; loads are flows per directed switch-to-switch link");
+        }
+    }
     let b = &q.balance;
     let _ = writeln!(
         t,
@@ -182,6 +200,9 @@ pub fn human(q: &Quality) -> String {
         r.ebb, r.ebb_min, r.ebb_max
     );
     explain(&mut t, "effective bisection bandwidth: a flow gets 1 / the load of its busiest link, averaged over flows and bisections; 1.0 is full");
+    if let Some(m) = &q.machines {
+        rails(&mut t, m);
+    }
     let h = &q.hops;
     let hist: Vec<String> = h
         .histogram
@@ -206,4 +227,38 @@ pub fn human(q: &Quality) -> String {
     );
     explain(&mut t, "every switch toward every other switch's LID: what management, monitoring and SM traffic need");
     t
+}
+
+/// The patterns over machines and per rail.
+fn rails(t: &mut String, m: &metrics::Hosts) {
+    for (what, b, means) in [
+        (
+            "rail-aligned eBB ",
+            &m.rail_aligned,
+            "random halvings of the hosts, partners exchanging one flow per rail each way (HCA r with HCA r), as rail-aligned collectives send",
+        ),
+        (
+            "cross-rail eBB   ",
+            &m.cross_rail,
+            "the same halvings, each HCA sending to its partner's HCA on the next rail: traffic that must leave its rail",
+        ),
+    ] {
+        let _ = writeln!(
+            t,
+            "  {what}{:.4} (worst bisection {:.4}, best {:.4}; {} bisections, max load {}, {} of {} flows unroutable)",
+            b.ebb, b.ebb_min, b.ebb_max, b.count, b.max_load, b.unroutable, b.flows
+        );
+        explain(t, means);
+    }
+    for r in &m.rails {
+        let b = &r.bisections;
+        let _ = writeln!(
+            t,
+            "  rail {:<3}          eBB {:.4} (worst {:.4}, best {:.4}; {} ports, max load {}, {} of {} flows unroutable)",
+            r.rail, b.ebb, b.ebb_min, b.ebb_max, r.hosts, b.max_load, b.unroutable, b.flows
+        );
+    }
+    if !m.rails.is_empty() {
+        explain(t, "per rail, random halvings of that rail's HCAs alone: the rail's own eBB");
+    }
 }

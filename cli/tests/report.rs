@@ -51,6 +51,24 @@ fn report_prints_a_table() {
     insta::assert_snapshot!("report_lab16", text(&lab.stdout));
 }
 
+/// A DGX SuperPOD SU: 32 machines of 8 HCAs count as 32 hosts, and the machine and per-rail
+/// patterns are printed (each rail's HCAs share a leaf, so rail-aligned traffic loads no
+/// fabric link).
+#[test]
+fn report_counts_a_host_once_and_prints_rails() {
+    let out = weft(&["report", "examples/superpod-1su.weft"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    assert!(t.contains("  hosts             32 (256 ports: 32 × 8;"), "{t}");
+    assert!(t.contains("  rail-aligned eBB 1.0000 "), "{t}");
+    assert_eq!(t.matches("\n  rail ").count(), 8, "{t}");
+    insta::assert_snapshot!("report_superpod_1su", t);
+    let json = weft(&["report", "examples/superpod-1su.weft", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["quality"]["machines"]["hosts"], 32);
+    assert_eq!(v["quality"]["machines"]["rails"].as_array().unwrap().len(), 8);
+}
+
 #[test]
 fn report_json_is_deterministic() {
     let args = [

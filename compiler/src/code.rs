@@ -77,6 +77,7 @@ codes! {
     FaultOnUnwiredPort = "weft::fault_on_unwired_port": "A `link … down` on a port without a cable.",
     FaultWrongLink = "weft::fault_wrong_link": "A `link a <-> b down` whose two ends are not cabled to each other.",
     GuidOnArray = "weft::guid_on_array": "A fixed GUID on a node array (every element would share it).",
+    HostRail = "weft::host_rail": "End nodes grouped into hosts that do not hold together: two HCAs of one host on one rail, or a host named like a node that is not its only HCA.",
     ImportFailed = "weft::import_failed": "An imported ibnetdiscover file with errors (each reported under its own code).",
     ImportUnreadable = "weft::import_unreadable": "An imported file that cannot be read (missing, not a regular file, too large).",
     IndexOutOfRange = "weft::index_out_of_range": "An index outside its array, list or port range.",

@@ -81,6 +81,12 @@ pub fn fabric_to_weft(fabric: &Fabric, lids: Option<&LidAssignment>, origin: &st
         if !n.role().is_host() || looks_like_an.contains(&id) {
             attrs.push(format!("role = {}", n.role()));
         }
+        if let Some(h) = &n.spec.host {
+            attrs.push(format!("host = {}", quote(h)));
+        }
+        if let Some(r) = n.spec.rail {
+            attrs.push(format!("rail = {r}"));
+        }
         if let Some(level) = levels.get(id.index()).copied().flatten() {
             attrs.push(format!("level = {level}"));
         }

@@ -126,6 +126,12 @@ pub fn import_ibnetdiscover_with(
     for r in &recognised {
         b.set_role(r.node, Role::Aggregation);
     }
+    let hosts = weft_fabric::machines::infer(b.fabric());
+    for h in &hosts {
+        for (rail, &n) in h.members.iter().enumerate() {
+            b.set_host(n, &h.name, u8::try_from(rail).ok());
+        }
+    }
     let mut fabric = b.finish();
     fabric.name = fabric_name.to_owned();
     let origin = match found.format {
@@ -133,10 +139,39 @@ pub fn import_ibnetdiscover_with(
         other => format!("`{source_name}` (`{}` output)", other.as_str()),
     };
     let mut program = crate::emit::fabric_to_weft(&fabric, Some(&found.lids), &origin);
+    if !hosts.is_empty() {
+        program = format!("{}{program}", hosts_comment(&fabric, &hosts));
+    }
     if !recognised.is_empty() {
         program = format!("{}{program}", recognised_comment(&fabric, &recognised));
     }
     Ok((program, warnings))
+}
+
+/// One comment line saying how many hosts of several HCAs were found, and by what evidence.
+fn hosts_comment(fabric: &Fabric, hosts: &[weft_fabric::machines::Inferred]) -> String {
+    use weft_fabric::machines::Grouped;
+    let hcas: usize = hosts.iter().map(|h| h.members.len()).sum();
+    let mut by: Vec<String> = Vec::new();
+    for (how, what) in [
+        (Grouped::Description, "by the host name in their NodeDescriptions"),
+        (Grouped::SystemGuid, "by a shared system image GUID"),
+    ] {
+        let mut of = hosts.iter().filter(|h| h.by == how);
+        if let Some(first) = of.next() {
+            let example = first
+                .members
+                .first()
+                .map(|&n| format!(", `{}`", fabric.node(n).name()))
+                .unwrap_or_default();
+            by.push(format!("{} {what}{example}", 1 + of.count()));
+        }
+    }
+    format!(
+        "// {} hosts of several HCAs ({hcas} HCAs) grouped: {}; `host` and `rail` below.\n",
+        hosts.len(),
+        by.join("; ")
+    )
 }
 
 /// One comment line saying how many end nodes were recognised as aggregation nodes, and by

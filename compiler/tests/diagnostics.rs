@@ -529,6 +529,25 @@ case!(
     format!("{PRELUDE}fabric f {{\n    topology {{\n        switch s : sb7800\n        hca an : connectx5 {{ role = aggregation }}\n        hca st : connectx5 {{ role = storage }}\n        hca h : connectx5\n        link s.p[1] <-> an.p[1]\n        link s.p[2] <-> st.p[1]\n        link s.p[3] <-> h.p[1]\n    }}\n    tenant alice {{ pkey = 0x8001, hosts = [h, an] }}\n    shared data {{ pkey = 0x8002, hosts = st }}\n    tenant bob {{ pkey = 0x8003, vms on st {{ vfs_per_host = 2 }} }}\n}}\n")
 );
 
+// Hosts and rails: a host or rail on a switch, an empty host, a rail out of range, and two
+// HCAs of one host on one rail (the second is where it is shown).
+case!(
+    host_mistakes,
+    format!("{PRELUDE}fabric f {{\n    topology {{\n        switch s : sb7800 {{ host = \"rack1\" }}\n        hca e : connectx5 {{ host = \"\" }}\n        hca r : connectx5 {{ host = \"h\", rail = 256 }}\n    }}\n}}\n")
+);
+case!(
+    host_rail_taken,
+    format!("{PRELUDE}fabric f {{\n    topology {{\n        switch s : sb7800\n        hca \"dgx1 mlx5_0\" : connectx5 {{ host = \"dgx1\", rail = 1 }}\n        hca \"dgx1 mlx5_1\" : connectx5 {{ host = \"dgx1\" }}\n    }}\n}}\n")
+);
+case!(
+    host_named_like_a_node,
+    format!("{PRELUDE}fabric f {{\n    topology {{\n        switch s : sb7800\n        hca cn01 : connectx5\n        hca \"cn01 mlx5_0\" : connectx5 {{ host = \"cn01\" }}\n    }}\n}}\n")
+);
+case!(
+    tenant_unknown_host,
+    format!("{PRELUDE}fabric f {{\n    topology {{\n        switch s : sb7800\n        hca \"dgx1 mlx5_0\" : connectx5 {{ host = \"dgx1\" }}\n        link s.p[1] <-> node(\"dgx1 mlx5_0\").p[1]\n    }}\n    tenant a {{ pkey = 0x8001, hosts = \"dgx2\" }}\n}}\n")
+);
+
 /// A roles file (`weft import --roles`) with every kind of bad line.
 #[test]
 fn role_file() {

@@ -236,3 +236,32 @@ fn host_lists_name_exactly_their_hosts() {
     assert!(check("t.weft", &inclusive, &NoFiles).diagnostics.is_empty());
     assert_eq!(members(&built(&inclusive), 1), 4);
 }
+
+/// A tenant's `hosts` may name a host (`host = "…"` on its HCAs): every HCA of it joins the
+/// partition, and an HCA may still be named alone. The host name is looked up only where no
+/// node has it.
+#[test]
+fn a_host_name_stands_for_all_its_hcas() {
+    let src = "use std::hardware::{qm9700, connectx7}\nuse std::topology::superpod\n\
+               fabric su {\n    topology = superpod(units: 1, nodes: 4, switch: qm9700, hca: connectx7)\n\
+               tenant ai { pkey = 0x8001, hosts = [\"dgx001\", \"dgx002\"] }\n\
+               tenant one { pkey = 0x8002, hosts = node(\"dgx003 mlx5_5\") }\n}\n";
+    let st = built(src);
+    let members = |name: &str| -> Vec<String> {
+        let p = st.partitions.iter().find(|p| p.name == name).unwrap();
+        p.members
+            .keys()
+            .map(|r| st.fabric.node(r.node).name().to_owned())
+            .collect()
+    };
+    let ai = members("ai");
+    assert_eq!(ai.len(), 16, "{ai:?}");
+    for h in ["dgx001", "dgx002"] {
+        for r in 0..8 {
+            assert!(ai.contains(&format!("{h} mlx5_{r}")), "{h} rail {r}: {ai:?}");
+        }
+    }
+    assert_eq!(members("one"), ["dgx003 mlx5_5"]);
+    assert_eq!(table(&st, "dgx002 mlx5_7"), Some(vec![0x7fff, 0x8001]));
+    assert_eq!(table(&st, "dgx003 mlx5_4"), Some(vec![0x7fff]));
+}

@@ -27,6 +27,7 @@ mod fingerprint;
 pub mod forward;
 pub mod graph;
 pub mod hex;
+pub mod machines;
 pub mod ibnetdiscover;
 mod ids;
 mod model;

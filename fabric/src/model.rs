@@ -362,6 +362,14 @@ pub struct NodeSpec {
     /// What an end node is for (always [`Role::Host`] on a switch).
     #[serde(default, skip_serializing_if = "Role::is_host")]
     pub role: Role,
+    /// The machine an end node is in (`host = "dgx001"`): the HCAs of one host name are one
+    /// host ([`crate::machines`]). `None`: the end node is a host of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The rail an end node is on (`rail = 3`): which of its machine's HCAs it is, as
+    /// rail-optimised fabrics cable them. `None`: its position among its machine's HCAs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rail: Option<u8>,
 }
 
 impl NodeSpec {
@@ -383,6 +391,8 @@ impl NodeSpec {
             model: None,
             lid: None,
             role: Role::Host,
+            host: None,
+            rail: None,
         }
     }
 }
@@ -583,6 +593,12 @@ pub enum LinkError {
         /// The role it was given.
         role: Role,
     },
+    /// A switch given a `host` or a `rail` (they say which machine an end node is in).
+    #[error("`{name}` is a switch and cannot be in a host or on a rail: those are for end nodes")]
+    SwitchHost {
+        /// The switch.
+        name: String,
+    },
     /// A node, system or port GUID of 0.
     #[error("`{name}` has {what} GUID 0, which is reserved")]
     ZeroGuid {
@@ -723,6 +739,9 @@ impl FabricBuilder {
                 name: spec.name,
                 role: spec.role,
             });
+        }
+        if spec.kind == NodeKind::Switch && (spec.host.is_some() || spec.rail.is_some()) {
+            return Err(LinkError::SwitchHost { name: spec.name });
         }
         let zero = |what: &str| LinkError::ZeroGuid {
             name: spec.name.clone(),
@@ -902,6 +921,19 @@ impl FabricBuilder {
         match self.fabric.nodes.get_mut(node.index()) {
             Some(n) if n.spec.kind != NodeKind::Switch => {
                 n.spec.role = role;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Puts end node `node` in host `host` on `rail` (returns whether it was set: a switch is
+    /// in no host).
+    pub fn set_host(&mut self, node: NodeId, host: &str, rail: Option<u8>) -> bool {
+        match self.fabric.nodes.get_mut(node.index()) {
+            Some(n) if n.spec.kind != NodeKind::Switch => {
+                n.spec.host = Some(host.to_owned());
+                n.spec.rail = rail;
                 true
             }
             _ => false,

@@ -61,6 +61,7 @@
 
 mod all_to_all;
 mod balance;
+mod hosts;
 mod net;
 mod patterns;
 mod reach;
@@ -68,7 +69,8 @@ mod scratch;
 mod types;
 
 pub use types::{
-    auto_bisections, AllToAll, Balance, Bisections, Hops, Quality, QualityOptions, Shift,
+    auto_bisections, AllToAll, Balance, Bisections, Hops, Hosts, Quality, QualityOptions, Rail,
+    Shift,
     SwitchReach, SwitchUsage, Unroutable, ALL_SHIFTS_UP_TO, BISECTION_FLOW_BUDGET, MAX_BISECTIONS,
     MIN_BISECTIONS, SHIFT_SAMPLES,
 };
@@ -87,6 +89,7 @@ pub fn quality(state: &FabricState, opts: &QualityOptions) -> Quality {
         .unwrap_or_else(|| auto_bisections(net.ends.len()));
     let bisections = net.bisections(opts.seed, count);
     let switch_to_switch = net.switch_reach();
+    let machines = net.hosts(opts.seed, opts.bisections);
     Quality {
         hosts: net.ends.len(),
         hosts_excluded: net.excluded,
@@ -99,6 +102,7 @@ pub fn quality(state: &FabricState, opts: &QualityOptions) -> Quality {
         bisections,
         hops,
         switch_to_switch,
+        machines,
     }
 }
 
@@ -452,5 +456,49 @@ mod tests {
                 prop_assert_eq!(q.hops.pairs, report.stats.routes);
             }
         }
+    }
+
+    /// `tiny` with two machines of two HCAs, one on each leaf: `a` = H1 (rail 0) + H3 (rail
+    /// 1), `b` = H2 (rail 0) + H4 (rail 1).
+    fn two_machines(lfts: [[u8; 8]; 4]) -> FabricState {
+        let mut st = tiny(lfts);
+        let mut b = FabricBuilder::from(st.fabric.clone());
+        for (h, host, rail) in [("H1", "a", 0), ("H3", "a", 1), ("H2", "b", 0), ("H4", "b", 1)] {
+            let id = b.fabric().find(h).unwrap();
+            assert!(b.set_host(id, host, Some(rail)));
+        }
+        st.fabric = b.finish();
+        st
+    }
+
+    #[test]
+    fn machines_count_once_and_rails_pair_their_hcas() {
+        assert_eq!(quality(&tiny(GOOD), &opts()).machines, None);
+        let q = quality(&two_machines(GOOD), &opts());
+        // The end-port patterns are unchanged; the machines are two hosts of two ports.
+        assert_eq!(q.hosts, 4);
+        assert_eq!(q.bisections, quality(&tiny(GOOD), &opts()).bisections);
+        let m = q.machines.unwrap();
+        assert_eq!(m.hosts, 2);
+        assert_eq!(m.ports_per_host, BTreeMap::from([(2, 2)]));
+        // Every bisection pairs `a` with `b`: rail 0 is H1 ↔ H2 inside L1, rail 1 H3 ↔ H4
+        // inside L2, so no fabric link is loaded.
+        assert_eq!(m.rail_aligned.flows, 4 * 1000);
+        assert_eq!((m.rail_aligned.max_load, m.rail_aligned.ebb), (0, 1.0));
+        // Cross-rail: H1 → H4, H3 → H2, H2 → H3, H4 → H1 all cross; GOOD spreads them over
+        // both spines, one flow per directed link.
+        assert_eq!(m.cross_rail.flows, 4 * 1000);
+        assert_eq!((m.cross_rail.max_load, m.cross_rail.ebb), (1, 1.0));
+        let rails: Vec<(u8, usize, f64)> = m
+            .rails
+            .iter()
+            .map(|r| (r.rail, r.hosts, r.bisections.ebb))
+            .collect();
+        assert_eq!(rails, [(0, 2, 1.0), (1, 2, 1.0)]);
+        // BAD sends every remote host of L1 through S1: two cross-rail flows share L1 → S1.
+        let bad = quality(&two_machines(BAD), &opts()).machines.unwrap();
+        assert_eq!(bad.cross_rail.max_load, 2);
+        assert!(bad.cross_rail.ebb < 1.0, "{}", bad.cross_rail.ebb);
+        assert_eq!(bad.rail_aligned.ebb, 1.0);
     }
 }

@@ -57,6 +57,8 @@ pub(crate) struct Net<'a> {
     peer_at: Vec<(u32, u8)>,
     peers: Vec<Peer>,
     pub ends: Vec<End>,
+    /// Per host (index into `ends`): its port.
+    pub end_ports: Vec<PortRef>,
     pub excluded: usize,
     /// Wired ports of service nodes (not hosts): routed, outside the traffic patterns.
     pub service: usize,
@@ -161,6 +163,7 @@ impl<'a> Net<'a> {
         // Hosts, in fabric order: a live port with a LID on a live cable to a live switch, of
         // an end node whose role is `host`. Service nodes' ports are counted apart.
         let mut ends = Vec::new();
+        let mut end_ports = Vec::new();
         let mut excluded = 0usize;
         let mut service = 0usize;
         let mut host_of: BTreeMap<PortRef, u32> = BTreeMap::new();
@@ -190,6 +193,7 @@ impl<'a> Net<'a> {
                 match leaf {
                     Some((h, leaf)) => {
                         host_of.insert(me, ends.len() as u32);
+                        end_ports.push(me);
                         ends.push(End {
                             lid: lid.0,
                             leaf,
@@ -292,6 +296,7 @@ impl<'a> Net<'a> {
             peer_at,
             peers,
             ends,
+            end_ports,
             excluded,
             service,
             dlinks: f.links().len() * 2,

@@ -152,9 +152,21 @@ impl Net<'_> {
     /// `count` random bisections drawn from `seed`, and the effective bisection bandwidth.
     pub fn bisections(&self, seed: u64, count: usize) -> Bisections {
         let n = self.ends.len();
+        self.drawn(seed, count, |s| bisection_flows(n, s))
+    }
+
+    /// `count` patterns `flows(s)`, each from its own seed `s` drawn from `seed`, and the
+    /// effective bisection bandwidth over them: what [`Net::bisections`] reports, for any
+    /// way of pairing hosts.
+    pub(crate) fn drawn(
+        &self,
+        seed: u64,
+        count: usize,
+        flows: impl Fn(u64) -> Vec<(u32, u32)> + Sync + Send,
+    ) -> Bisections {
         let mut rng = SplitMix64(seed);
         let seeds: Vec<u64> = (0..count).map(|_| rng.next_u64()).collect();
-        let stats = self.patterns(&seeds, |&s| bisection_flows(n, s));
+        let stats = self.patterns(&seeds, |&s| flows(s));
         let t = self.totals(&stats);
         let mut ebb_min = if stats.is_empty() { 0.0 } else { f64::INFINITY };
         let (mut ebb_max, mut sum_ebb) = (0.0f64, 0.0f64);
@@ -186,16 +198,23 @@ impl Net<'_> {
 /// The flows of one random bisection of `n` hosts: a SplitMix64 Fisher–Yates shuffle, the
 /// first half paired with the second, each pair exchanging one flow in each direction.
 pub(crate) fn bisection_flows(n: usize, seed: u64) -> Vec<(u32, u32)> {
+    let (a, b) = halves(n, seed);
+    a.iter()
+        .zip(&b)
+        .flat_map(|(&x, &y)| [(x, y), (y, x)])
+        .collect()
+}
+
+/// A random halving of `0..n`: a SplitMix64 Fisher–Yates shuffle of `0..n` from `seed`, its
+/// first `n / 2` and the rest (one more when `n` is odd); item `i` of the first half is
+/// paired with item `i` of the second.
+pub(crate) fn halves(n: usize, seed: u64) -> (Vec<u32>, Vec<u32>) {
     let mut perm: Vec<u32> = (0..n as u32).collect();
     let mut rng = SplitMix64(seed);
     for i in (1..n).rev() {
         let j = rng.below(i as u64 + 1) as usize;
         perm.swap(i, j);
     }
-    let half = n / 2;
-    let (a, b) = perm.split_at(half);
-    a.iter()
-        .zip(b)
-        .flat_map(|(&x, &y)| [(x, y), (y, x)])
-        .collect()
+    let b = perm.split_off(n / 2);
+    (perm, b)
 }

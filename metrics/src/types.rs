@@ -79,6 +79,37 @@ pub struct Quality {
     pub hops: Hops,
     /// Switch-to-switch LID routing.
     pub switch_to_switch: SwitchReach,
+    /// Machines and rails, when the fabric groups end nodes into hosts (`host = "…"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machines: Option<Hosts>,
+}
+
+/// Patterns over machines (a host of several HCAs counts once) and per rail.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Hosts {
+    /// Machines with a port in the patterns.
+    pub hosts: usize,
+    /// How many machines have each number of ports in the patterns (`8 → 458`: 458 DGX).
+    pub ports_per_host: BTreeMap<usize, usize>,
+    /// Random bisections of the machines, partners exchanging one flow each way per rail
+    /// (port `r` with port `r`: what rail-aligned collectives send).
+    pub rail_aligned: Bisections,
+    /// The same bisections, each port sending to the partner's port on the next rail (the
+    /// last to the first): traffic that must leave its rail.
+    pub cross_rail: Bisections,
+    /// Per rail, random bisections of that rail's ports alone.
+    pub rails: Vec<Rail>,
+}
+
+/// One rail's own bisections.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Rail {
+    /// The rail.
+    pub rail: u8,
+    /// Its ports in the patterns.
+    pub hosts: usize,
+    /// Random bisections of them (the eBB of the rail).
+    pub bisections: Bisections,
 }
 
 fn is_zero(n: &usize) -> bool {

@@ -673,6 +673,31 @@ impl Elab<'_> {
                     ),
                 }
             }
+            ("host" | "rail", AttrContext::Node) if spec.kind == NodeKind::Switch => self.err_help(
+                Code::UnknownAttribute,
+                format!("a switch has no `{name}`"),
+                a.name.span,
+                "on a switch",
+                "`host` and `rail` say which machine an end node is in and which of its HCAs it \
+                 is; a switch is in neither",
+            ),
+            ("host", AttrContext::Node) => match &v {
+                Value::Str(h) | Value::Symbol(h) if !h.is_empty() => {
+                    spec.host = Some(h.to_string());
+                }
+                Value::Str(_) => self.err(
+                    Code::OutOfRange,
+                    "a host name cannot be empty",
+                    span,
+                    "empty",
+                ),
+                other => self.type_err("a host name (`\"dgx001\"`)", other, span),
+            },
+            ("rail", AttrContext::Node) => {
+                if let Some(n) = int(self, &v, 0, 255, "a rail number") {
+                    spec.rail = Some(n as u8);
+                }
+            }
             ("system_guid", AttrContext::Node) => match v {
                 Value::Int(g) => spec.system_guid = Some(Guid(g as u64)),
                 other => self.type_err("a GUID (integer)", &other, span),
@@ -753,5 +778,13 @@ pub(super) const MODEL_ATTRS: &[&str] = &[
 ];
 
 /// Attributes a node may set besides its model's.
-pub(super) const NODE_ONLY_ATTRS: &[&str] =
-    &["level", "lid", "guid", "system_guid", "port_guids", "name"];
+pub(super) const NODE_ONLY_ATTRS: &[&str] = &[
+    "level",
+    "lid",
+    "guid",
+    "system_guid",
+    "port_guids",
+    "name",
+    "host",
+    "rail",
+];

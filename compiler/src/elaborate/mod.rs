@@ -130,6 +130,9 @@ pub(crate) struct Elab<'a> {
     poisoned: HashSet<String>,
     /// Nodes whose declaration writes a `role` (even `host`): role recognition skips them.
     declared_roles: std::collections::BTreeSet<NodeId>,
+    /// The end nodes grouped into hosts, once the topology is built (the sections name
+    /// hosts by name).
+    machines: weft_fabric::machines::Machines,
 }
 
 type R<T> = Result<T, ()>;
@@ -156,6 +159,7 @@ impl<'a> Elab<'a> {
             step_limit: STEP_LIMIT,
             poisoned: HashSet::new(),
             declared_roles: std::collections::BTreeSet::new(),
+            machines: weft_fabric::machines::Machines::default(),
         }
     }
 

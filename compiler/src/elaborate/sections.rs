@@ -75,6 +75,7 @@ impl Elab<'_> {
         self.in_faults = false;
         // Service nodes the topology did not declare: before the sections, which name hosts.
         let recognised = self.recognise_roles();
+        self.group_machines();
         let mut config = FabricConfig::default();
         // `vls`, `routing` and `qos` once each: a second would silently override the first.
         let mut seen: Vec<(&str, Span)> = Vec::new();
@@ -114,6 +115,29 @@ impl Elab<'_> {
             },
             recognised,
         })
+    }
+
+    /// Groups the end nodes into machines ([`weft_fabric::machines`]) for the sections that
+    /// name hosts; a grouping that does not hold is an error at the node's declaration.
+    fn group_machines(&mut self) {
+        match weft_fabric::machines::Machines::of(self.builder.fabric()) {
+            Ok(m) => self.machines = m,
+            Err(e) => {
+                let at = self.node_origins.get(e.node().index()).copied();
+                let mut d = Diagnostic::error(Code::HostRail, e.to_string()).help(match e {
+                    weft_fabric::machines::MachineError::RailTaken { .. } => {
+                        "each HCA of a host is on its own rail: give them different `rail`s (an \
+                         HCA without one is on its position among the host's HCAs)"
+                    }
+                    _ => "a host is named after its machine; name a node and a host alike only \
+                          when the node is the host's only HCA",
+                });
+                if let Some(o) = at {
+                    d = d.label(o.source, o.span, "declared here");
+                }
+                self.emit(d);
+            }
+        }
     }
 
     /// Gives [`Role::Aggregation`] to every end node that looks like a SHARP aggregation node

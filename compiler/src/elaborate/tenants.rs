@@ -334,14 +334,33 @@ impl Elab<'_> {
         }
         let mut ok = true;
         let mut out = Vec::new();
+        // A host's name (`host = "dgx001"` on its HCAs) stands for every end node of it.
+        let mut resolved: Vec<Value> = Vec::with_capacity(items.len());
         for it in items {
-            if let Value::Symbol(w) = &it {
+            let named = match &it {
+                Value::Symbol(w) | Value::Str(w) if self.builder.fabric().find(w).is_none() => {
+                    self.machines.declared(w)
+                }
+                _ => None,
+            };
+            match named {
+                Some(m) => resolved.extend(m.members.iter().map(|x| Value::Node(x.node))),
+                None => resolved.push(it),
+            }
+        }
+        for it in resolved {
+            let unknown = match &it {
+                Value::Symbol(w) => Some(w),
+                Value::Str(w) if self.builder.fabric().find(w).is_none() => Some(w),
+                _ => None,
+            };
+            if let Some(w) = unknown {
                 self.err_help(
                     Code::UnknownName,
-                    format!("no node named `{w}`"),
+                    format!("no node or host named `{w}`"),
                     e.span,
                     format!("in these {what}"),
-                    "name end nodes of the topology: `cn001`, `cn001..=cn128`, `cn[001-128,200]`, `[cn1, cn2]`",
+                    "name end nodes of the topology or hosts: `cn001`, `cn001..=cn128`, `cn[001-128,200]`, `[cn1, cn2]`, `\"dgx001\"`",
                 );
                 ok = false;
                 continue;

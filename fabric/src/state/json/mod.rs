@@ -178,6 +178,10 @@ struct NodeJson {
     lid: Option<u16>,
     #[serde(default, skip_serializing_if = "Role::is_host")]
     role: Role,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    host: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rail: Option<u8>,
     #[serde(default, skip_serializing_if = "is_false")]
     down: bool,
 }
@@ -346,6 +350,8 @@ fn node_json(n: &crate::Node) -> NodeJson {
         model: s.model.clone(),
         lid: s.lid.map(|l| l.0),
         role: s.role,
+        host: s.host.clone(),
+        rail: s.rail,
         down: n.down,
     }
 }
@@ -732,6 +738,8 @@ fn build(raw: FabricJson, errors: &mut Vec<StateError>) -> Option<Fabric> {
             model: n.model,
             lid: n.lid.map(Lid),
             role: n.role,
+            host: n.host,
+            rail: n.rail,
         };
         match b.add_node(spec) {
             Ok(id) => {
@@ -782,6 +790,12 @@ fn build(raw: FabricJson, errors: &mut Vec<StateError>) -> Option<Fabric> {
     }
     for id in down {
         b.set_node_down(id);
+    }
+    if let Err(e) = crate::machines::Machines::of(b.fabric()) {
+        errors.push(StateError::Fabric {
+            at: format!("fabric.nodes `{}`", b.fabric().node(e.node()).name()),
+            message: e.to_string(),
+        });
     }
     (errors.len() == before).then(|| b.finish())
 }

@@ -1,0 +1,119 @@
+//! Patterns over machines and rails ([`weft_fabric::machines`]): a DGX's eight HCAs are one
+//! host, each on its own rail. Random bisections of the *machines* (one flow per rail each
+//! way between partners: HCA `r` with HCA `r`, as rail-aligned collectives send; or HCA `r`
+//! with the partner's next rail, the cross-rail traffic that must leave a rail's leaves) and,
+//! per rail, random bisections of that rail's HCAs alone.
+
+use crate::net::Net;
+use crate::patterns::halves;
+use crate::types::{auto_bisections, Hosts, Rail};
+use std::collections::BTreeMap;
+use weft_fabric::machines::Machines;
+
+/// A host port's place in its machine: rail (`u16::MAX` for none) and port number, the key
+/// rail-aligned flows match.
+type Slot = (u16, u8);
+
+impl Net<'_> {
+    /// Machines and rails, when the fabric groups its end nodes (`None` when every end node
+    /// is a host of its own without a rail, or the grouping does not hold: validated input
+    /// never has that).
+    pub fn hosts(&self, seed: u64, count: Option<usize>) -> Option<Hosts> {
+        let machines = Machines::of(&self.state.fabric).ok()?;
+        if !machines.any_grouped() {
+            return None;
+        }
+        // Per machine (dense, in fabric order), its host ports sorted by slot.
+        let mut dense: BTreeMap<usize, usize> = BTreeMap::new();
+        let mut members: Vec<Vec<(Slot, u32)>> = Vec::new();
+        let mut on_rail: BTreeMap<u8, Vec<u32>> = BTreeMap::new();
+        for (e, p) in self.end_ports.iter().enumerate() {
+            let Some(m) = machines.index_of(p.node) else {
+                continue;
+            };
+            let rail = machines
+                .machine_of(p.node)
+                .and_then(|x| x.members.iter().find(|y| y.node == p.node))
+                .and_then(|y| y.rail);
+            let k = *dense.entry(m).or_insert_with(|| {
+                members.push(Vec::new());
+                members.len() - 1
+            });
+            if let Some(v) = members.get_mut(k) {
+                v.push(((rail.map_or(u16::MAX, u16::from), p.port.0), e as u32));
+            }
+            if let Some(r) = rail {
+                on_rail.entry(r).or_default().push(e as u32);
+            }
+        }
+        for v in &mut members {
+            v.sort_unstable();
+        }
+        let n = members.len();
+        let count = count.unwrap_or_else(|| auto_bisections(self.ends.len()));
+        let aligned = self.drawn(seed, count, |s| {
+            let (a, b) = halves(n, s);
+            let mut flows = Vec::new();
+            for (&x, &y) in a.iter().zip(&b) {
+                let (Some(x), Some(y)) = (members.get(x as usize), members.get(y as usize)) else {
+                    continue;
+                };
+                for &(slot, e) in x {
+                    if let Ok(j) = y.binary_search_by(|&(t, _)| t.cmp(&slot)) {
+                        if let Some(&(_, f)) = y.get(j) {
+                            flows.push((e, f));
+                            flows.push((f, e));
+                        }
+                    }
+                }
+            }
+            flows
+        });
+        let cross = self.drawn(seed, count, |s| {
+            let (a, b) = halves(n, s);
+            let mut flows = Vec::new();
+            for (&x, &y) in a.iter().zip(&b) {
+                let (Some(x), Some(y)) = (members.get(x as usize), members.get(y as usize)) else {
+                    continue;
+                };
+                for (from, to) in [(x, y), (y, x)] {
+                    for (i, &(_, e)) in from.iter().enumerate() {
+                        if let Some(&(_, f)) = to.get((i + 1) % to.len().max(1)) {
+                            flows.push((e, f));
+                        }
+                    }
+                }
+            }
+            flows
+        });
+        let rails = on_rail
+            .into_iter()
+            .map(|(rail, ends)| {
+                let bisections = self.drawn(seed, count, |s| {
+                    let (a, b) = halves(ends.len(), s);
+                    let at = |i: u32| ends.get(i as usize).copied().unwrap_or(0);
+                    a.iter()
+                        .zip(&b)
+                        .flat_map(|(&x, &y)| [(at(x), at(y)), (at(y), at(x))])
+                        .collect()
+                });
+                Rail {
+                    rail,
+                    hosts: ends.len(),
+                    bisections,
+                }
+            })
+            .collect();
+        let mut sizes: BTreeMap<usize, usize> = BTreeMap::new();
+        for v in &members {
+            *sizes.entry(v.len()).or_default() += 1;
+        }
+        Some(Hosts {
+            hosts: n,
+            ports_per_host: sizes,
+            rail_aligned: aligned,
+            cross_rail: cross,
+            rails,
+        })
+    }
+}
