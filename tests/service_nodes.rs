@@ -208,38 +208,17 @@ fn superpod_class_tree_is_routed_by_fat_tree() {
         q.bisections.count
     );
     assert!(fat >= 0.5, "fat_tree eBB {fat}");
-    // Hosts as machines: the 8 HCAs of each DGX (`luna-0001 mlx5_0` …) are one host, each on
-    // the rail its device number ranks, and that is how the fabric is cabled: every leaf's
-    // hosts are on one rail.
-    assert_eq!(program.matches("host = \"luna-").count(), 3664);
+    // Each DGX (`dgx-0001 mlx5_0` … `mlx5_7`) is one host with its HCAs on their rails.
     let m = q.machines.as_ref().expect("machines");
-    assert_eq!(m.hosts, 469);
-    assert_eq!(
-        m.ports_per_host.iter().map(|(&k, &v)| (k, v)).collect::<Vec<_>>(),
-        [(1, 11), (8, 458)]
+    assert_eq!(m.hosts, p.dgx + p.others);
+    assert_eq!(m.ports_per_host.get(&p.rails), Some(&p.dgx));
+    assert_eq!(m.rails.len(), p.rails);
+    // The other machines have one HCA each: on no rail.
+    assert!(m.rails.iter().all(|r| r.hosts == p.dgx));
+    eprintln!(
+        "666-switch tree: rail-aligned eBB {:.4}, cross-rail {:.4}, rail 0 {:.4}",
+        m.rail_aligned.ebb, m.cross_rail.ebb, m.rails[0].bisections.ebb
     );
-    assert_eq!(m.rails.len(), 8);
-    assert!(m.rails.iter().all(|r| r.hosts == 458 && r.bisections.unroutable == 0));
-    let machines = weft_fabric::machines::Machines::of(&st.fabric).unwrap();
-    let mut rail_of_leaf: std::collections::BTreeMap<weft_fabric::NodeId, u8> =
-        std::collections::BTreeMap::new();
-    for machine in machines.machines.iter().filter(|m| m.members.len() == 8) {
-        for x in &machine.members {
-            let leaf = weft_fabric::forward::leave(
-                &st.fabric,
-                weft_fabric::PortRef::new(x.node, 1),
-            )
-            .unwrap()
-            .to
-            .node;
-            let rail = x.rail.unwrap();
-            assert_eq!(*rail_of_leaf.entry(leaf).or_insert(rail), rail, "{}", machine.name);
-        }
-    }
-    assert_eq!(rail_of_leaf.len(), 200);
-    for r in &m.rails {
-        eprintln!("Selene: rail {} eBB {:.4}", r.rail, r.bisections.ebb);
-    }
 }
 
 /// The real Selene compute fabric (`tests/fixtures/real/ufm-selene-compute.ibnetdiscover`, a
@@ -280,6 +259,47 @@ fn the_real_selene_dump_is_routed_by_fat_tree() {
         q.bisections.count
     );
     assert!(fat >= 0.5, "fat_tree eBB {fat}");
+    // Hosts as machines: the 8 HCAs of each DGX (`luna-0001 mlx5_0` …) are one host, each on
+    // the rail its device number ranks, and that is how the fabric is cabled: every leaf's
+    // hosts are on one rail.
+    assert_eq!(program.matches("host = \"luna-").count(), 3664);
+    let m = q.machines.as_ref().expect("machines");
+    assert_eq!(m.hosts, 469);
+    assert_eq!(
+        m.ports_per_host
+            .iter()
+            .map(|(&k, &v)| (k, v))
+            .collect::<Vec<_>>(),
+        [(1, 11), (8, 458)]
+    );
+    assert_eq!(m.rails.len(), 8);
+    assert!(m
+        .rails
+        .iter()
+        .all(|r| r.hosts == 458 && r.bisections.unroutable == 0));
+    let machines = weft_fabric::machines::Machines::of(&st.fabric).unwrap();
+    let mut rail_of_leaf: std::collections::BTreeMap<weft_fabric::NodeId, u8> =
+        std::collections::BTreeMap::new();
+    for machine in machines.machines.iter().filter(|m| m.members.len() == 8) {
+        for x in &machine.members {
+            let leaf =
+                weft_fabric::forward::leave(&st.fabric, weft_fabric::PortRef::new(x.node, 1))
+                    .unwrap()
+                    .to
+                    .node;
+            let rail = x.rail.unwrap();
+            assert_eq!(
+                *rail_of_leaf.entry(leaf).or_insert(rail),
+                rail,
+                "{}",
+                machine.name
+            );
+        }
+    }
+    assert_eq!(rail_of_leaf.len(), 200);
+    for r in &m.rails {
+        eprintln!("Selene: rail {} eBB {:.4}", r.rail, r.bisections.ebb);
+    }
 }
 
 /// Service nodes are routed: every switch and end port reaches each AN, and each AN reaches

@@ -259,6 +259,9 @@ fn rails(t: &mut String, m: &metrics::Hosts) {
         );
     }
     if !m.rails.is_empty() {
-        explain(t, "per rail, random halvings of that rail's HCAs alone: the rail's own eBB");
+        explain(
+            t,
+            "per rail, random halvings of that rail's HCAs alone: the rail's own eBB",
+        );
     }
 }

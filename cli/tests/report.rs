@@ -59,14 +59,20 @@ fn report_counts_a_host_once_and_prints_rails() {
     let out = weft(&["report", "examples/superpod-1su.weft"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let t = text(&out.stdout);
-    assert!(t.contains("  hosts             32 (256 ports: 32 × 8;"), "{t}");
+    assert!(
+        t.contains("  hosts             32 (256 ports: 32 × 8;"),
+        "{t}"
+    );
     assert!(t.contains("  rail-aligned eBB 1.0000 "), "{t}");
     assert_eq!(t.matches("\n  rail ").count(), 8, "{t}");
     insta::assert_snapshot!("report_superpod_1su", t);
     let json = weft(&["report", "examples/superpod-1su.weft", "--format", "json"]);
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(v["quality"]["machines"]["hosts"], 32);
-    assert_eq!(v["quality"]["machines"]["rails"].as_array().unwrap().len(), 8);
+    assert_eq!(
+        v["quality"]["machines"]["rails"].as_array().unwrap().len(),
+        8
+    );
 }
 
 #[test]

@@ -154,7 +154,10 @@ fn hosts_comment(fabric: &Fabric, hosts: &[weft_fabric::machines::Inferred]) -> 
     let hcas: usize = hosts.iter().map(|h| h.members.len()).sum();
     let mut by: Vec<String> = Vec::new();
     for (how, what) in [
-        (Grouped::Description, "by the host name in their NodeDescriptions"),
+        (
+            Grouped::Description,
+            "by the host name in their NodeDescriptions",
+        ),
         (Grouped::SystemGuid, "by a shared system image GUID"),
     ] {
         let mut of = hosts.iter().filter(|h| h.by == how);

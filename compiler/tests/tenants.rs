@@ -258,7 +258,10 @@ fn a_host_name_stands_for_all_its_hcas() {
     assert_eq!(ai.len(), 16, "{ai:?}");
     for h in ["dgx001", "dgx002"] {
         for r in 0..8 {
-            assert!(ai.contains(&format!("{h} mlx5_{r}")), "{h} rail {r}: {ai:?}");
+            assert!(
+                ai.contains(&format!("{h} mlx5_{r}")),
+                "{h} rail {r}: {ai:?}"
+            );
         }
     }
     assert_eq!(members("one"), ["dgx003 mlx5_5"]);

@@ -145,9 +145,11 @@ impl Machines {
                 .enumerate()
                 .map(|(pos, &node)| Member {
                     node,
-                    rail: fabric.node(node).spec.rail.or_else(|| {
-                        several.then(|| u8::try_from(pos).unwrap_or(u8::MAX))
-                    }),
+                    rail: fabric
+                        .node(node)
+                        .spec
+                        .rail
+                        .or_else(|| several.then(|| u8::try_from(pos).unwrap_or(u8::MAX))),
                 })
                 .collect();
             // Stable: members without a rail keep declaration order, after the others.
@@ -194,9 +196,7 @@ impl Machines {
 
     /// The machine declared with this host name.
     pub fn declared(&self, name: &str) -> Option<&Machine> {
-        self.machines
-            .iter()
-            .find(|m| m.declared && m.name == name)
+        self.machines.iter().find(|m| m.declared && m.name == name)
     }
 
     /// Whether some machine has several end nodes or an end node has a rail: whether hosts
@@ -253,8 +253,10 @@ pub fn infer(fabric: &Fabric) -> Vec<Inferred> {
         if nodes.len() < 2 {
             continue;
         }
-        let names: Vec<Option<(&str, &str)>> =
-            nodes.iter().map(|&n| split(fabric.node(n).name())).collect();
+        let names: Vec<Option<(&str, &str)>> = nodes
+            .iter()
+            .map(|&n| split(fabric.node(n).name()))
+            .collect();
         let common = match names.first().copied().flatten() {
             Some((h, _)) if names.iter().all(|x| x.is_some_and(|(o, _)| o == h)) => h.to_owned(),
             _ => format!("{:#018x}", g.0),
@@ -448,7 +450,15 @@ mod tests {
 
     #[test]
     fn device_names() {
-        for d in ["mlx5_0", "mlx4_1", "HCA-2", "ibp11s0f0", "ib0", "hfi1_0", "qib0"] {
+        for d in [
+            "mlx5_0",
+            "mlx4_1",
+            "HCA-2",
+            "ibp11s0f0",
+            "ib0",
+            "hfi1_0",
+            "qib0",
+        ] {
             assert!(is_device(d), "{d}");
         }
         for d in ["Node", "mlx5", "HCA-", "ib", "cn01", "ibp11-s0"] {

@@ -70,9 +70,8 @@ mod types;
 
 pub use types::{
     auto_bisections, AllToAll, Balance, Bisections, Hops, Hosts, Quality, QualityOptions, Rail,
-    Shift,
-    SwitchReach, SwitchUsage, Unroutable, ALL_SHIFTS_UP_TO, BISECTION_FLOW_BUDGET, MAX_BISECTIONS,
-    MIN_BISECTIONS, SHIFT_SAMPLES,
+    Shift, SwitchReach, SwitchUsage, Unroutable, ALL_SHIFTS_UP_TO, BISECTION_FLOW_BUDGET,
+    MAX_BISECTIONS, MIN_BISECTIONS, SHIFT_SAMPLES,
 };
 
 use net::Net;
@@ -463,7 +462,12 @@ mod tests {
     fn two_machines(lfts: [[u8; 8]; 4]) -> FabricState {
         let mut st = tiny(lfts);
         let mut b = FabricBuilder::from(st.fabric.clone());
-        for (h, host, rail) in [("H1", "a", 0), ("H3", "a", 1), ("H2", "b", 0), ("H4", "b", 1)] {
+        for (h, host, rail) in [
+            ("H1", "a", 0),
+            ("H3", "a", 1),
+            ("H2", "b", 0),
+            ("H4", "b", 1),
+        ] {
             let id = b.fabric().find(h).unwrap();
             assert!(b.set_host(id, host, Some(rail)));
         }

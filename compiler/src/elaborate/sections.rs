@@ -129,8 +129,10 @@ impl Elab<'_> {
                         "each HCA of a host is on its own rail: give them different `rail`s (an \
                          HCA without one is on its position among the host's HCAs)"
                     }
-                    _ => "a host is named after its machine; name a node and a host alike only \
-                          when the node is the host's only HCA",
+                    _ => {
+                        "a host is named after its machine; name a node and a host alike only \
+                          when the node is the host's only HCA"
+                    }
                 });
                 if let Some(o) = at {
                     d = d.label(o.source, o.span, "declared here");
