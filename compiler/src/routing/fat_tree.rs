@@ -260,6 +260,12 @@ impl RoutingEngine for FatTree {
         let mut load = Load::new(&g);
         let lmc = input.lids.lmc.min(7);
         let mut chains: Vec<Chain> = vec![Vec::new(); nlids];
+        // Per LID and switch of its main path, its rank among the destinations whose main
+        // paths pass that switch (in routing order): which of parallel cables a switch takes
+        // toward that one for it, so that those destinations (one leaf's after another's)
+        // take the cables in turn.
+        let mut spread: Vec<Vec<u32>> = vec![Vec::new(); nlids];
+        let mut through: Vec<u32> = vec![0; g.switches.len()];
         for &(_, _, _, vfs, _, lid) in &order {
             let Some(exit) = g.exits[usize::from(lid)] else {
                 continue;
@@ -275,6 +281,14 @@ impl RoutingEngine for FatTree {
                 .collect();
             let weight = WEIGHT_SCALE / u64::from(vfs.max(1));
             let chain = main_path(&g, &t, exit, &mut load, &siblings, weight);
+            spread[usize::from(lid)] = chain
+                .iter()
+                .map(|&(sw, _)| {
+                    let next = &mut through[sw as usize];
+                    *next += 1;
+                    *next - 1
+                })
+                .collect();
             chains[usize::from(lid)] = chain;
         }
 
@@ -282,7 +296,7 @@ impl RoutingEngine for FatTree {
         let columns: Vec<Vec<u8>> = (0..nlids)
             .into_par_iter()
             .map(|lid| match g.exits[lid] {
-                Some(exit) => column(&g, &t, exit, &chains[lid], lid as u16),
+                Some(exit) => column(&g, &t, exit, &chains[lid], &spread[lid]),
                 None => g.empty_column(),
             })
             .collect();
@@ -413,28 +427,33 @@ fn main_path(
     chain
 }
 
-/// The port of `child` toward `parent`, spreading parallel cables by destination LID.
-fn port_toward(g: &Graph, child: usize, group: usize, lid: u16) -> u8 {
+/// The port of `child` in cable group `group` (toward one neighbour), spreading parallel
+/// cables by `key`: the destination LID, or (host routes) its rank among its root's
+/// destinations.
+fn port_toward(g: &Graph, child: usize, group: usize, key: impl Into<u32>) -> u8 {
     let Some(ports) = g.switches.get(child).and_then(|s| s.groups.get(group)) else {
         return LFT_UNSET;
     };
     match ports.ports.as_slice() {
         [(p, _)] => *p,
         many => many
-            .get(usize::from(lid) % many.len().max(1))
+            .get(key.into() as usize % many.len().max(1))
             .map_or(LFT_UNSET, |p| p.0),
     }
 }
 
-/// One destination's entries on every switch: main path, up entries, secondary paths.
-fn column(g: &Graph, t: &Tree, exit: Exit, chain: &Chain, lid: u16) -> Vec<u8> {
+/// One destination's entries on every switch: main path, up entries, secondary paths. The
+/// switches below main-path switch `chain[i]` take parallel cables toward it by `spread[i]`,
+/// the destination's rank among those whose main paths pass it; the ancestors pointing down
+/// toward the main path by its rank at the top.
+fn column(g: &Graph, t: &Tree, exit: Exit, chain: &Chain, spread: &[u32]) -> Vec<u8> {
     let mut col = g.empty_column();
     col[exit.sw as usize] = exit.port;
     for &(sw, port) in chain.iter().skip(1) {
         col[sw as usize] = port;
     }
     let mut stack = Vec::new();
-    let descend = |col: &mut Vec<u8>, from: usize, stack: &mut Vec<usize>| {
+    let descend = |col: &mut Vec<u8>, from: usize, spread: u32, stack: &mut Vec<usize>| {
         stack.push(from);
         while let Some(x) = stack.pop() {
             for &k in &t.down[x] {
@@ -444,26 +463,28 @@ fn column(g: &Graph, t: &Tree, exit: Exit, chain: &Chain, lid: u16) -> Vec<u8> {
                 }
                 // The child's group toward x (an up group of the child, as x is its parent).
                 let back = g.switches[x].groups[k].back as usize;
-                col[c] = port_toward(g, c, back, lid);
+                col[c] = port_toward(g, c, back, spread);
                 stack.push(c);
             }
         }
     };
-    for &(sw, _) in chain {
-        descend(&mut col, sw as usize, &mut stack);
+    let key = |i: usize| spread.get(i).copied().unwrap_or(0);
+    for (i, &(sw, _)) in chain.iter().enumerate() {
+        descend(&mut col, sw as usize, key(i), &mut stack);
     }
     // Secondary: every ancestor points down toward a switch that has an entry.
-    let mut queue: std::collections::VecDeque<usize> =
-        chain.iter().map(|&(s, _)| s as usize).collect();
-    while let Some(x) = queue.pop_front() {
+    let top = key(chain.len().saturating_sub(1));
+    let mut queue: std::collections::VecDeque<(usize, u32)> =
+        chain.iter().map(|&(s, _)| (s as usize, top)).collect();
+    while let Some((x, k0)) = queue.pop_front() {
         for &k in &t.up[x] {
             let grp = &g.switches[x].groups[k];
             let p = grp.peer as usize;
             if col[p] != LFT_UNSET {
                 continue;
             }
-            col[p] = port_toward(g, p, grp.back as usize, lid);
-            queue.push_back(p);
+            col[p] = port_toward(g, p, grp.back as usize, k0);
+            queue.push_back((p, k0));
         }
     }
     // Everybody else climbs to a parent that has an entry, top level first. These entries
