@@ -6,7 +6,8 @@
 //! from the switches and hosts with `smpquery sl2vl` and `smpquery vlarb`; weft's
 //! `partitions.conf` loaded by OpenSM (`-P`) running on a host, its own port a full member of
 //! the default partition (`smpquery pkeys`). These run in CI; locally they skip loudly when a
-//! tool is missing.
+//! tool is missing. (A fat-tree with SHARP aggregation nodes, loaded the same way and then
+//! proven by `weft audit`, is `cli/tests/opensm_aggregation.rs`: it runs the `weft` binary.)
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -193,55 +194,6 @@ fn opensm_file_engine_loads_weft_lfts() {
         ours.len(),
         "dump_fts has entries weft did not write"
     );
-}
-
-/// A rail-optimised SU with a SHARP Aggregation Node on every switch (the stdlib's
-/// `superpod(aggregation: true)` of HDR QM8700s: each switch reports 41 ports, its AN a
-/// one-port CA on port 41, as real Quantum switches do) in ibsim: the real OpenSM loads weft's
-/// LIDs and tables (`-R file`), SUBNET UP without ERR, and `dump_fts` reads back exactly
-/// weft's entries — every AN routed like any end port. (Up*/Down* from one spine: telling
-/// aggregation nodes from hosts, so that `fat_tree` takes such a tree, is fat-tree
-/// detection's business, not this test's.)
-#[test]
-fn opensm_loads_weft_tables_with_aggregation_nodes() {
-    let Some(tools) = ibsim::require(
-        "opensm_loads_weft_tables_with_aggregation_nodes",
-        &["opensm", "dump_fts"],
-    ) else {
-        return;
-    };
-    let src = "use std::hardware::{qm8700, connectx6}\nuse std::topology::superpod\nfabric su {\n    topology = superpod(units: 1, nodes_per_unit: 20, nodes: 4, switch: qm8700, hca: connectx6, aggregation: true)\n    routing { engine = updn, roots = [spine1] }\n}\n";
-    let c = weft_compiler::check("su.weft", src, &NoFiles);
-    assert!(!c.has_errors(), "{:?}", c.diagnostics);
-    let state = weft_compiler::build::build(&c.elaborated.unwrap())
-        .unwrap_or_else(|d| panic!("{d:?}"))
-        .state
-        .into_inner();
-    let net = weft_fabric::ibnetdiscover::write(&state.fabric, Some(&state.lids)).unwrap();
-    assert!(
-        net.contains("# \"Mellanox Technologies Aggregation Node (leaf-su1-r0)\""),
-        "{net}"
-    );
-    let (sim, osm_log) = opensm_loads(&tools, &state);
-    assert!(
-        !osm_log.contains(" ERR "),
-        "OpenSM reported errors:\n{osm_log}"
-    );
-    assert!(osm_log.contains("SUBNET UP"), "{osm_log}");
-    let fts = sim
-        .run_retrying(
-            "dump_fts",
-            &[],
-            Duration::from_secs(120),
-            Duration::from_secs(240),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-    drop(sim);
-    // 8 leaves and 4 spines (20 machines per SU on 40-port switches: 20 uplinks per leaf,
-    // 5 to each spine); 32 HCAs, 12 ANs and 12 switches: 56 LIDs on each of 12 switches.
-    let ours = weft_tests::lft_entries(&state);
-    assert_eq!(ours.len(), 12 * 56);
-    assert_eq!(weft_tests::parse_fts(&fts.stdout), ours);
 }
 
 /// What ibdmchk says about a `layered` build of `src` loaded into the real OpenSM: its layers,

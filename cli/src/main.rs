@@ -234,7 +234,19 @@ fn engine_line(b: &weft_compiler::build::Built) -> String {
 fn human_summary(s: &Summary) -> String {
     let mut t = format!("fabric `{}`\n", s.fabric);
     t += &format!("  switches  {}\n", s.switches);
-    t += &format!("  hcas      {}\n", s.hcas);
+    let service: usize = s.service.values().sum();
+    if service == 0 {
+        t += &format!("  hcas      {}\n", s.hcas);
+    } else {
+        // As the engine line sets them aside: `666 service nodes (666 aggregation)`.
+        let kinds: Vec<String> = s.service.iter().map(|(r, n)| format!("{n} {r}")).collect();
+        t += &format!(
+            "  hcas      {} + {service} service node{} ({})\n",
+            s.hcas,
+            if service == 1 { "" } else { "s" },
+            kinds.join(", ")
+        );
+    }
     t += &format!("  links     {} ({} down)\n", s.links, s.links_down);
     if s.nodes_down > 0 {
         t += &format!("  down      {} node(s)\n", s.nodes_down);

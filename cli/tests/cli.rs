@@ -71,6 +71,44 @@ fn check_json() {
     insta::assert_snapshot!("check_json_lab16", text(&out.stdout));
 }
 
+/// A rail-optimised SU with a SHARP aggregation node on every switch, two storage targets and
+/// a management node: the summary counts the 32 host HCAs and the 15 service nodes apart, by
+/// role, in `weft check` (human and JSON) and `weft build`.
+#[test]
+fn the_summary_counts_service_nodes_apart() {
+    let dir = temp_dir("service");
+    let p = dir.join("roles.weft");
+    std::fs::write(
+        &p,
+        "use std::hardware::{qm8700, connectx6}\nuse std::topology::superpod\nmodel storage_target : hca {\n    ports = 1\n    role = storage\n}\nmodel ufm : hca {\n    ports = 1\n    role = management\n}\nfabric su {\n    topology {\n        superpod(units: 1, nodes_per_unit: 20, nodes: 4, switch: qm8700, hca: connectx6, aggregation: true)\n        hca store[1..=2] : storage_target\n        hca ufm1 : ufm\n        link store[1].p[1] <-> node(\"leaf-su1-r0\").p[5]\n        link store[2].p[1] <-> node(\"leaf-su1-r1\").p[5]\n        link ufm1.p[1] <-> node(\"leaf-su1-r2\").p[5]\n    }\n}\n",
+    )
+    .unwrap();
+    let path = p.to_str().unwrap();
+    let out = weft(&["check", path]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // The summary (the engine line after it is the routing's).
+    let summary: String = text(&out.stdout)
+        .lines()
+        .take_while(|l| !l.starts_with("  engine"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    insta::assert_snapshot!("check_service_nodes", summary);
+    let line = "  hcas      32 + 15 service nodes (12 aggregation, 2 storage, 1 management)\n";
+    assert!(text(&out.stdout).contains(line), "{}", text(&out.stdout));
+    let out = weft(&["check", path, "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["summary"]["hcas"], 32, "{v}");
+    assert_eq!(
+        v["summary"]["service"],
+        serde_json::json!({"aggregation": 12, "storage": 2, "management": 1}),
+        "{v}"
+    );
+    let out = weft(&["build", path, "-o", dir.join("out").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains(line), "{}", text(&out.stdout));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn bad_file(dir: &Path) -> PathBuf {
     let p = dir.join("bad.weft");
     std::fs::write(

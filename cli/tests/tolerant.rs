@@ -1,6 +1,7 @@
 //! Tolerant reading end to end: `weft import` of a dump with a noise line of each class exits 0
 //! with the warning shown on its line (a snapshot per class) and 1 with `--strict`; dumps cut
-//! short need `--partial`; ports without a LID are imported unpinned, and `weft verify
+//! short need `--partial`; a dump that describes no node (a discovery that failed) is refused
+//! in every mode and through `import(…)`; ports without a LID are imported unpinned, and `weft verify
 //! --topology` names them as not covered instead of claiming them; the two reports import.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -124,6 +125,77 @@ fn captured_standard_error_is_skipped() {
 #[test]
 fn a_grouped_output_header_is_skipped() {
     noise_class("grouped_header", "Chassis 2 (guid 0x2c9020040b4db)");
+}
+
+/// What a discovery that could not open the HCA port leaves when its standard error is
+/// captured with its output.
+const FAILED_DISCOVERY: &str = "\
+ibwarn: [12345] mad_rpc_open_port: can't open UMAD port (NULL:0)
+src/ibnetdisc.c:811; ibnd_discover_fabric: Failed to open MAD port
+[root@mgmt01 ~]# ibnetdiscover
+";
+
+/// A dump that describes no node — a failed discovery's messages, an empty file, blank lines,
+/// a lone prompt — is refused (exit 1, nothing written) with `--partial`, `--strict` or
+/// neither, saying what the file holds; through `topology = import(…)` in a `.weft` too.
+#[test]
+fn a_dump_without_nodes_is_refused() {
+    let dir = temp_dir("no-nodes");
+    let cases = [
+        ("failed", FAILED_DISCOVERY, "its 3 lines are noise: 2 messages captured from standard error (`ibwarn: [12345] mad_rpc_open_port: can't open UMAD port (NULL:0)`, `src/ibnetdisc.c:811; ibnd_discover_fabric: Failed to open MAD port`) and a shell prompt (`[root@mgmt01 ~]# ibnetdiscover`)"),
+        ("empty", "", "the dump is empty: it describes no node"),
+        ("blank", "\n  \n", "its 2 lines are blank"),
+        ("prompt", "[root@mgmt01 ~]# ibnetdiscover > fabric.txt\n", "its only line is noise: a shell prompt"),
+    ];
+    for (name, content, says) in cases {
+        let file = dir.join(format!("{name}.ibnetdiscover"));
+        std::fs::write(&file, content).unwrap();
+        for extra in [
+            &[][..],
+            &["--partial"],
+            &["--strict"],
+            &["--partial", "--strict"],
+        ] {
+            let (out, program) = import(&file, extra);
+            let stderr = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{name} {extra:?}: {stderr}");
+            assert!(program.is_none(), "{name} {extra:?}");
+            // The message as one line: miette wraps it behind `│`.
+            let flat = stderr
+                .split_whitespace()
+                .filter(|w| *w != "│")
+                .collect::<Vec<_>>()
+                .join(" ");
+            assert!(
+                flat.contains("weft::ibnet::no_nodes") && flat.contains(says),
+                "{name} {extra:?}: {stderr}"
+            );
+            assert!(flat.contains("discovery probably failed"), "{stderr}");
+        }
+        if name == "failed" {
+            let (out, _) = import(&file, &[]);
+            let stderr = text(&out.stderr).replace(&dir.display().to_string(), "[DIR]");
+            insta::assert_snapshot!("import_no_nodes", stderr);
+        }
+        // The same through the language: `weft check` of a program importing it.
+        let program = dir.join(format!("{name}.weft"));
+        std::fs::write(
+            &program,
+            format!("fabric f {{\n    topology = import(\"{name}.ibnetdiscover\")\n}}\n"),
+        )
+        .unwrap();
+        let out = weft(&["check", program.to_str().unwrap(), "--format", "json"]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let findings = v["findings"].as_array().unwrap();
+        assert!(
+            findings.iter().any(|f| f["code"] == "weft::ibnet::no_nodes"
+                && f["level"] == "error"
+                && f["message"].as_str().unwrap().contains(says)),
+            "{name}: {v}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -16,8 +16,13 @@ pub struct Summary {
     pub fabric: String,
     /// Switches.
     pub switches: usize,
-    /// HCAs (and routers).
+    /// End nodes that are hosts (HCAs and routers whose role is `host`): service nodes are
+    /// counted apart, in [`Summary::service`].
     pub hcas: usize,
+    /// Service nodes (end nodes whose role is not `host`: SHARP aggregation nodes, storage,
+    /// management) per role; empty, and left out of JSON, when there are none.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub service: BTreeMap<weft_fabric::Role, usize>,
     /// Links declared.
     pub links: usize,
     /// Links down (faults, or a node down).
@@ -38,7 +43,15 @@ impl Summary {
         Summary {
             fabric: f.name.clone(),
             switches: f.switch_count(),
-            hcas: f.hca_count(),
+            hcas: f.host_count(),
+            service: f
+                .nodes()
+                .iter()
+                .filter(|n| !n.is_switch() && !n.is_host())
+                .fold(BTreeMap::new(), |mut by_role, n| {
+                    *by_role.entry(n.role()).or_insert(0) += 1;
+                    by_role
+                }),
             links: f.links().len(),
             links_down: f
                 .links()

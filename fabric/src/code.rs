@@ -91,6 +91,7 @@ pub const CODES: &[CodeInfo] = &[
     CodeInfo::stable("weft::ibnet::malformed_report_line", "A line of an `ibnetdiscover -p` or `iblinkinfo` report that does not parse."),
     CodeInfo::stable("weft::ibnet::missing_blank_line", "Warning: a record not followed by a blank line, so ibsim would skip the next line."),
     CodeInfo::stable("weft::ibnet::missing_whitespace", "Warning: a file whose lines lack the whitespace between fields (`Switch41 \"S-…\"# \"…\"`, tabs dropped by a terminal); read as if it were there, once per file."),
+    CodeInfo::stable("weft::ibnet::no_nodes", "A dump that describes no node: empty, blank, or only comments and noise such as the messages of a discovery that failed; an error in every format and mode."),
     CodeInfo::stable("weft::ibnet::node_guid_guessed", "Warning: a report without the node GUIDs of end nodes (`ibnetdiscover -p`, `iblinkinfo`); each is taken as a port GUID minus its port number."),
     CodeInfo::stable("weft::ibnet::node_without_ports", "A node without ports, which ibsim refuses (writing a topology)."),
     CodeInfo::stable("weft::ibnet::one_sided_link", "Warning: a link listed by one end only."),

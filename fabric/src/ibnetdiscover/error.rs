@@ -110,6 +110,9 @@ pub enum Code {
     PeerOnlyNode,
     /// An `iblinkinfo` peer that cannot be told apart: no LID and a name several nodes have.
     AmbiguousPeer,
+    /// A dump that describes no node (empty, blank, or only comments and noise: a discovery
+    /// that failed), in every format and reading mode; the message quotes what it holds.
+    NoNodes,
     /// An internal inconsistency (a bug in the reader); never expected.
     Internal,
 }
@@ -161,6 +164,7 @@ impl Code {
             Code::MissingWhitespace => "weft::ibnet::missing_whitespace",
             Code::PeerOnlyNode => "weft::ibnet::peer_only_node",
             Code::AmbiguousPeer => "weft::ibnet::ambiguous_peer",
+            Code::NoNodes => "weft::ibnet::no_nodes",
             Code::Internal => "weft::ibnet::internal",
         }
     }

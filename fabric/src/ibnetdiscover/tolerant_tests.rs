@@ -1,7 +1,8 @@
 //! Tests of tolerant reading: noise lines skipped with one warning each (a rendered snapshot
 //! per class) and lines that only look like noise still refused, CRLF, a byte-order mark and
 //! no final newline, grouped output, ports without LIDs, rate disagreements, dumps cut short
-//! (`partial`), strict reading, the errors of the two reports, format detection, and a
+//! (`partial`), strict reading, a dump that describes no node (refused in every format and
+//! mode, saying what it holds), the errors of the two reports, format detection, and a
 //! property: noise inserted anywhere leaves the topology alone.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -459,6 +460,165 @@ fn reports_cut_short_are_partial_too() {
     let d = parse_with(&cut, |o| o.partial = true).unwrap();
     assert!(d.fabric.find("cn004 HCA-1").is_none());
     assert_eq!(d.fabric.links().len(), 6);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A dump that describes no node.
+
+/// What a discovery that could not open the HCA port leaves when its standard error is
+/// captured with its output.
+const FAILED_DISCOVERY: &str = "\
+ibwarn: [12345] mad_rpc_open_port: can't open UMAD port (NULL:0)
+src/ibnetdisc.c:811; ibnd_discover_fabric: Failed to open MAD port
+[root@mgmt01 ~]# ibnetdiscover
+";
+
+/// `text` read in `format` (`None`: detected), partial or not, strict or not: refused with
+/// exactly one `no_nodes` error, the only error unless strict reading made the noise
+/// warnings errors too.
+fn no_nodes(text: &str, format: Option<InputFormat>) -> IbnetDiagnostic {
+    let mut found = Vec::new();
+    for (partial, strict) in [(false, false), (true, false), (false, true), (true, true)] {
+        let e = parse_with(text, |o| {
+            o.format = format;
+            o.partial = partial;
+            o.strict = strict;
+        })
+        .map(|d| d.fabric.nodes().len())
+        .expect_err(&format!("{text:?} as {format:?}"));
+        let (no, others): (Vec<_>, Vec<_>) = e
+            .diagnostics()
+            .iter()
+            .partition(|d| d.code() == Code::NoNodes);
+        assert_eq!(no.len(), 1, "{text:?} as {format:?}: {:?}", e.diagnostics());
+        assert!(no[0].is_error());
+        if !strict {
+            assert!(others.is_empty(), "{text:?} as {format:?}: {others:?}");
+        }
+        assert!(
+            others
+                .iter()
+                .all(|d| d.help_text().is_some_and(|h| h.contains("`--strict`"))),
+            "{text:?}: {others:?}"
+        );
+        found.push(no[0].clone());
+    }
+    // The same error whatever the mode.
+    for d in &found {
+        assert_eq!(d.message(), found[0].message());
+    }
+    found.swap_remove(0)
+}
+
+#[test]
+fn a_dump_without_nodes_is_an_error_in_every_format_and_mode() {
+    let formats = [
+        None,
+        Some(InputFormat::Topology),
+        Some(InputFormat::PortsReport),
+        Some(InputFormat::LinkInfo),
+    ];
+    let crlf = FAILED_DISCOVERY.replace('\n', "\r\n");
+    for text in [
+        "",
+        "\n",
+        "  \n\t\n\n",
+        "\u{feff}",
+        FAILED_DISCOVERY,
+        crlf.as_str(),
+        "[root@mgmt01 ~]# ibnetdiscover > fabric.txt",
+        "#\n# Topology file: generated on Tue Jan  2 10:11:12 2024\n#\n",
+    ] {
+        for format in formats {
+            no_nodes(text, format);
+        }
+    }
+    // Lines a reader takes without making a node: settings of a record whose header never
+    // comes; an `iblinkinfo` node header without port lines.
+    no_nodes("vendid=0x2c9\ndevid=0xcf09\n", None);
+    no_nodes("CA: cn001 HCA-1:\n", None);
+    // A node is enough.
+    assert_eq!(ok("Switch\t8 \"S1\"\n").fabric.nodes().len(), 1);
+}
+
+#[test]
+fn a_dump_without_nodes_says_what_it_holds() {
+    let message = |text: &str| no_nodes(text, None).message().to_owned();
+    assert_eq!(message(""), "the dump is empty: it describes no node");
+    assert_eq!(
+        message("\u{feff}"),
+        "the dump is empty: it describes no node"
+    );
+    assert_eq!(
+        message("\n"),
+        "the dump describes no node: its only line is blank"
+    );
+    assert_eq!(
+        message(" \n\t\n\n"),
+        "the dump describes no node: its 3 lines are blank"
+    );
+    assert_eq!(
+        message(FAILED_DISCOVERY),
+        "the dump describes no node: its 3 lines are noise: 2 messages captured from standard \
+         error (`ibwarn: [12345] mad_rpc_open_port: can't open UMAD port (NULL:0)`, \
+         `src/ibnetdisc.c:811; ibnd_discover_fabric: Failed to open MAD port`) and a shell \
+         prompt (`[root@mgmt01 ~]# ibnetdiscover`)"
+    );
+    assert_eq!(
+        message("[root@mgmt01 ~]# ibnetdiscover > fabric.txt"),
+        "the dump describes no node: its only line is noise: a shell prompt (`[root@mgmt01 ~]# \
+         ibnetdiscover > fabric.txt`)"
+    );
+    // More than two lines of a kind: the first two and `…`; long lines cut; blank lines last.
+    let many = format!(
+        "\n{}\n# x\nibwarn: [1] a\nibwarn: [2] b\nibwarn: [3] {}\n",
+        "=~=~=~=~=~=~=~=~=~=~=~= PuTTY log 2024.01.02 10:11:12 =~=~=~=~=~=~=~=~=~=~=~=",
+        "c".repeat(200)
+    );
+    assert_eq!(
+        message(&many),
+        format!(
+            "the dump describes no node: its 6 lines are a terminal-log line (`=~=~=~=~=~=~=~=~=~=~=~= \
+             PuTTY log 2024.01.02 10:11:12 =~=~=~=~=~=~=~=~=~=~=~=`), a comment (`# x`), 3 \
+             messages captured from standard error (`ibwarn: [1] a`, `ibwarn: [2] b`, …) and a \
+             blank line"
+        )
+    );
+    let long = format!("ibwarn: {}", "c".repeat(200));
+    assert_eq!(
+        message(&long),
+        format!(
+            "the dump describes no node: its only line is noise: a message captured from \
+             standard error (`ibwarn: {}…`)",
+            "c".repeat(72)
+        )
+    );
+    assert_eq!(
+        message("vendid=0x2c9\ndevid=0xcf09\n"),
+        "the dump describes no node: its 2 lines are 2 lines outside a node record \
+         (`vendid=0x2c9`, `devid=0xcf09`)"
+    );
+    assert_eq!(
+        message("CA: cn001 HCA-1:\n"),
+        "the dump describes no node: its only line is a node header without port lines (`CA: \
+         cn001 HCA-1:`)"
+    );
+    let d = no_nodes(FAILED_DISCOVERY, None);
+    assert_eq!(
+        (d.span().offset(), d.span().len()),
+        (0, FAILED_DISCOVERY.lines().next().unwrap().len()),
+        "on the first line"
+    );
+    let help = d.help_text().unwrap();
+    assert!(help.starts_with("discovery probably failed"), "{help}");
+    insta::assert_snapshot!(
+        "no_nodes",
+        format!(
+            "{}\n{}",
+            render(&parse(FAILED_DISCOVERY, &opts()).unwrap_err()),
+            render(&parse("", &opts()).unwrap_err())
+        )
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

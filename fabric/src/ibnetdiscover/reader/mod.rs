@@ -13,7 +13,9 @@
 //!    for routers); for the reports (`report.rs`, `linkinfo.rs`) records made up from port
 //!    lines, with port counts and end-node GUIDs guessed and said so. Noise (`noise.rs`:
 //!    terminal-log headers, shell prompts, captured standard error, grouped-output headers)
-//!    is skipped with a warning per line in every format.
+//!    is skipped with a warning per line in every format. A file that yields no node record
+//!    and no error (empty, blank, only comments and noise: a discovery that failed) is an
+//!    error (`empty.rs`), whatever the reading mode.
 //! 2. **Checks.** Node ids and GUIDs unique, every port line's ports on their nodes, every
 //!    remote node declared (or, reading a partial dump, its link dropped with a warning), each
 //!    port wired once, the two sightings of a link agreeing (ends, port GUIDs; rates differing
@@ -28,6 +30,7 @@
 
 mod build;
 mod checks;
+mod empty;
 mod lines;
 mod linkinfo;
 mod noise;
@@ -52,7 +55,9 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// Reads an ibnetdiscover topology (or ibsim net file, or an `ibnetdiscover -p` or
-/// `iblinkinfo` report: [`ParseOptions::format`]) into a fabric, collecting every error.
+/// `iblinkinfo` report: [`ParseOptions::format`]) into a fabric, collecting every error. A
+/// text without any node record is an error ([`Code::NoNodes`]), partial and strict reading
+/// alike: an empty fabric is never what a dump meant.
 pub fn parse(text: &str, opts: &ParseOptions) -> Result<Discovered, ParseErrors> {
     let src = new_source(&opts.source_name, text);
     let mut cx = Cx {
@@ -66,6 +71,9 @@ pub fn parse(text: &str, opts: &ParseOptions) -> Result<Discovered, ParseErrors>
         InputFormat::PortsReport => report::read(&mut cx, text),
         InputFormat::LinkInfo => linkinfo::read(&mut cx, text),
     };
+    if file.nodes.is_empty() && !cx.diags.iter().any(IbnetDiagnostic::is_error) {
+        empty::no_nodes(&mut cx, text, format);
+    }
     let checked = check(&mut cx, &file, opts.partial);
     let built = if cx.diags.iter().any(IbnetDiagnostic::is_error) {
         None
