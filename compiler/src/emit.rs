@@ -18,12 +18,24 @@ pub fn fabric_to_weft(fabric: &Fabric, lids: Option<&LidAssignment>, origin: &st
         .iter()
         .filter(|l| l.state == LinkState::Up)
         .count();
+    // Service nodes apart, as `weft check` counts them.
+    let service = fabric
+        .nodes()
+        .iter()
+        .filter(|n| !n.is_switch() && !n.is_host())
+        .count();
+    let ends = match service {
+        0 => format!("{} HCAs", fabric.hca_count()),
+        n => format!(
+            "{} HCAs + {n} service node{}",
+            fabric.hca_count().saturating_sub(n),
+            if n == 1 { "" } else { "s" }
+        ),
+    };
     let _ = writeln!(
         out,
-        "// Imported from {origin} by `weft import`: {} switches, {} HCAs, {} links.",
+        "// Imported from {origin} by `weft import`: {} switches, {ends}, {links_up} links.",
         fabric.switch_count(),
-        fabric.hca_count(),
-        links_up
     );
     // The levels a fat-tree was found to have are written out, so the program says what it is
     // and routes with `fat_tree` by default.
