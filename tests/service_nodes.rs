@@ -199,7 +199,7 @@ fn superpod_class_tree_is_routed_by_fat_tree() {
         (666, 4341)
     );
     assert_proven(st);
-    let q = weft_metrics::of_build(st);
+    let q = weft_metrics::quality(st, &weft_metrics::QualityOptions::default());
     assert_eq!((q.hosts, q.service_ports), (4341 - 666, 666));
     let fat = q.bisections.ebb;
     let updn = ebb(&build(&with_engine(&program, "updn")).state, 64);
@@ -251,7 +251,7 @@ fn the_real_selene_dump_is_routed_by_fat_tree() {
         (666, 4341)
     );
     assert_proven(st);
-    let q = weft_metrics::of_build(st);
+    let q = weft_metrics::quality(st, &weft_metrics::QualityOptions::default());
     assert_eq!((q.hosts, q.service_ports), (3675, 666));
     let fat = q.bisections.ebb;
     eprintln!(

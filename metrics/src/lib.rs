@@ -88,7 +88,11 @@ pub fn quality(state: &FabricState, opts: &QualityOptions) -> Quality {
         .unwrap_or_else(|| auto_bisections(net.ends.len()));
     let bisections = net.bisections(opts.seed, count);
     let switch_to_switch = net.switch_reach();
-    let machines = net.hosts(opts.seed, opts.bisections);
+    let machines = if opts.machines {
+        net.hosts(opts.seed, opts.bisections)
+    } else {
+        None
+    };
     Quality {
         hosts: net.ends.len(),
         hosts_excluded: net.excluded,
@@ -105,9 +109,16 @@ pub fn quality(state: &FabricState, opts: &QualityOptions) -> Quality {
     }
 }
 
-/// [`quality`] with the default options (seed 0): what `weft build` records in `state.json`.
+/// [`quality`] with the default options (seed 0) but no patterns over machines (`weft
+/// report` measures those): what `weft build` records in `state.json`.
 pub fn of_build(state: &FabricState) -> Quality {
-    quality(state, &QualityOptions::default())
+    quality(
+        state,
+        &QualityOptions {
+            machines: false,
+            ..QualityOptions::default()
+        },
+    )
 }
 
 #[cfg(test)]

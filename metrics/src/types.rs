@@ -17,6 +17,9 @@ pub struct QualityOptions {
     pub all_shifts_up_to: usize,
     /// Otherwise, this many evenly spaced shifts.
     pub shift_samples: usize,
+    /// Whether to measure the patterns over machines and rails ([`Quality::machines`]) when
+    /// end nodes are grouped into hosts.
+    pub machines: bool,
 }
 
 impl Default for QualityOptions {
@@ -26,6 +29,7 @@ impl Default for QualityOptions {
             bisections: None,
             all_shifts_up_to: ALL_SHIFTS_UP_TO,
             shift_samples: SHIFT_SAMPLES,
+            machines: true,
         }
     }
 }
