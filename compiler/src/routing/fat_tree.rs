@@ -1087,11 +1087,25 @@ impl Gateways {
         let n = g.switches.len();
         let mut col = vec![LFT_UNSET; n];
         col[root] = entry(rows, root, lid);
+        // Switch `s`'s entry through its group `k`: its own when that is one of the group's
+        // cables (the main path's choice among parallel ones), else spread by LID.
+        let through = |rows: &[Vec<u8>], s: usize, k: usize| {
+            let own = entry(rows, s, lid);
+            if g.switches[s].groups[k]
+                .ports
+                .iter()
+                .any(|&(mine, _)| mine == own)
+            {
+                own
+            } else {
+                port_toward(g, s, k, lid as u16)
+            }
+        };
         let mut queue = std::collections::VecDeque::new();
         for &k in &self.group {
             let grp = &g.switches[root].groups[k];
             let p = grp.peer as usize;
-            col[p] = port_toward(g, p, grp.back as usize, lid as u16);
+            col[p] = through(rows, p, grp.back as usize);
             queue.push_back(p);
         }
         while let Some(x) = queue.pop_front() {
@@ -1099,7 +1113,7 @@ impl Gateways {
                 let grp = &g.switches[x].groups[k];
                 let p = grp.peer as usize;
                 if col[p] == LFT_UNSET {
-                    col[p] = port_toward(g, p, grp.back as usize, lid as u16);
+                    col[p] = through(rows, p, grp.back as usize);
                     queue.push_back(p);
                 }
             }
@@ -1111,13 +1125,12 @@ impl Gateways {
             let groups = &g.switches[s].groups;
             let set = |k: usize| col[groups[k].peer as usize] != LFT_UNSET;
             let own = entry(rows, s, lid);
-            if t.up[s]
+            if let Some(&k) = t.up[s]
                 .iter()
-                .any(|&k| set(k) && groups[k].ports.iter().any(|&(mine, _)| mine == own))
+                .find(|&&k| set(k) && groups[k].ports.iter().any(|&(mine, _)| mine == own))
+                .or_else(|| t.up[s].iter().find(|&&k| set(k)))
             {
-                col[s] = own;
-            } else if let Some(&k) = t.up[s].iter().find(|&&k| set(k)) {
-                col[s] = port_toward(g, s, k, lid as u16);
+                col[s] = through(rows, s, k);
             }
         }
         for (row, c) in rows.iter_mut().zip(col) {
