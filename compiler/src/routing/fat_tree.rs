@@ -1470,6 +1470,7 @@ fn resolve_climbs(g: &Graph, t: &Tree, rows: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
                 .collect();
             let mut row = rows[s].clone();
             let mut turn = 0usize;
+            let mut descents = vec![0usize; g.switches[s].groups.len()];
             let mut live: Vec<usize> = Vec::with_capacity(ups.len());
             for (lid, entry) in row.iter_mut().enumerate() {
                 if *entry != CLIMB && *entry != DESCEND {
@@ -1489,11 +1490,25 @@ fn resolve_climbs(g: &Graph, t: &Tree, rows: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
                         live.push(k);
                     }
                 }
-                *entry = match live.get(turn % live.len().max(1)) {
+                // A climb takes the next parent in turn; a descent the next of its own
+                // parents, counted apart per set of them (named by its first group), so that
+                // destinations whose main paths alternate between planes each spread over all
+                // of their plane's parents.
+                let next = if descend {
+                    let first = live.first().copied().unwrap_or(0);
+                    let n = descents.get(first).copied().unwrap_or(0);
+                    if let Some(c) = descents.get_mut(first) {
+                        *c += 1;
+                    }
+                    n
+                } else {
+                    turn += 1;
+                    turn - 1
+                };
+                *entry = match live.get(next % live.len().max(1)) {
                     Some(&k) => port_toward(g, s, k, lid as u16),
                     None => LFT_UNSET,
                 };
-                turn += 1;
             }
             row
         })
