@@ -433,28 +433,50 @@ fn column(g: &Graph, t: &Tree, exit: Exit, chain: &Chain, lid: u16) -> Vec<u8> {
         col[sw as usize] = port;
     }
     let mut stack = Vec::new();
-    let descend = |col: &mut Vec<u8>, from: usize, stack: &mut Vec<usize>| {
+    // Per switch marked DESCEND: its group toward the one parent on the way that reached it,
+    // or SEVERAL once a second one does.
+    const SEVERAL: u32 = u32::MAX;
+    let mut way: Vec<(usize, u32)> = Vec::new();
+    let mut at = vec![u32::MAX; 0];
+    for &(from, _) in chain {
+        let from = from as usize;
         stack.push(from);
         while let Some(x) = stack.pop() {
             for &k in &t.down[x] {
-                let c = g.switches[x].groups[k].peer as usize;
+                let grp = &g.switches[x].groups[k];
+                let c = grp.peer as usize;
+                if col[c] == DESCEND && x != from {
+                    // Another parent on the way (x was reached going down from the main path).
+                    if let Some(w) = at.get(c).and_then(|&i| way.get_mut(i as usize)) {
+                        w.1 = SEVERAL;
+                    }
+                    continue;
+                }
                 if col[c] != LFT_UNSET {
                     continue;
                 }
                 // A child of the main-path switch goes up to it (through the child's group
                 // toward x, an up group of the child); a switch further down to one of its
-                // parents on the way, chosen per switch once all columns are known.
-                col[c] = if x == from {
-                    port_toward(g, c, g.switches[x].groups[k].back as usize, lid)
+                // parents on the way: the one when only one is, else chosen per switch once
+                // all columns are known.
+                if x == from {
+                    col[c] = port_toward(g, c, grp.back as usize, lid);
                 } else {
-                    DESCEND
-                };
+                    col[c] = DESCEND;
+                    if at.is_empty() {
+                        at = vec![u32::MAX; col.len()];
+                    }
+                    at[c] = way.len() as u32;
+                    way.push((c, grp.back));
+                }
                 stack.push(c);
             }
         }
-    };
-    for &(sw, _) in chain {
-        descend(&mut col, sw as usize, &mut stack);
+    }
+    for (c, back) in way {
+        if back != SEVERAL {
+            col[c] = port_toward(g, c, back as usize, lid);
+        }
     }
     // Secondary: every ancestor points down toward a switch that has an entry.
     let mut queue: std::collections::VecDeque<usize> =
@@ -1478,16 +1500,22 @@ fn resolve_climbs(g: &Graph, t: &Tree, rows: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
                 }
                 live.clear();
                 let descend = *entry == DESCEND;
-                for &(k, parent, up) in &ups {
-                    let Some(&e) = parent.get(lid) else {
-                        continue;
-                    };
-                    // On the way to the main path: the parent goes up there too (a port of
-                    // its up groups, or a marker of its own resolved that way).
-                    let toward_main = e == DESCEND
-                        || (e < DESCEND && up[usize::from(e / 64)] >> (e % 64) & 1 == 1);
-                    if if descend { toward_main } else { e != LFT_UNSET } {
-                        live.push(k);
+                if descend {
+                    for &(k, parent, up) in &ups {
+                        // On the way to the main path: the parent goes up there too (a port
+                        // of its up groups, or a marker of its own resolved that way).
+                        if parent.get(lid).is_some_and(|&e| {
+                            e == DESCEND
+                                || (e < DESCEND && up[usize::from(e / 64)] >> (e % 64) & 1 == 1)
+                        }) {
+                            live.push(k);
+                        }
+                    }
+                } else {
+                    for &(k, parent, _) in &ups {
+                        if parent.get(lid).is_some_and(|&e| e != LFT_UNSET) {
+                            live.push(k);
+                        }
                     }
                 }
                 // A climb takes the next parent in turn; a descent the next of its own
