@@ -13,6 +13,9 @@
 //!   upper switch) are routed with `updn` by default, and the reason names the cable.
 //! - A director chassis seen as its ASICs is a fat-tree whose internal cables (parallel ones)
 //!   form an inner level.
+//! - A switch without hosts cabled as a leaf is (to two or more of one leaf's parents, at least
+//!   half of them) is a leaf, counted as one without hosts; a spare switch on one spine, or on
+//!   a leaf, stays set aside.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -241,6 +244,36 @@ fn uneven_levels_are_counted_not_refused() {
     let c = check("t.weft", src, &NoFiles);
     let built = weft_compiler::build::build(c.elaborated.as_ref().unwrap()).unwrap();
     assert_eq!(built.engine, weft_compiler::routing::Engine::FatTree);
+    assert!(weft_verifier::verify(&built.state, &weft_verifier::Options::default()).is_proven());
+}
+
+#[test]
+fn host_less_leaves_are_leaves_and_spare_switches_set_aside() {
+    // Three spines; leaves l1, l2 with a host each on all three; e1 (no hosts) on s1 and s2,
+    // a leaf slot with one uplink missing; e2 on s1 only and e3 on l1 only: spares.
+    let src = "fabric t { topology {\n switch s[1..=3] { ports = 8 }\n switch l[1..=2] { ports = 8 }\n switch e[1..=3] { ports = 8 }\n hca h[1..=2] { ports = 1 }\n for i in 1..=2, j in 1..=3 {\n link l[i].p[j] <-> s[j].p[i]\n }\n link e[1].p[1] <-> s[1].p[3]\n link e[1].p[2] <-> s[2].p[3]\n link e[2].p[1] <-> s[1].p[4]\n link e[3].p[1] <-> l[1].p[4]\n link h[1].p[1] <-> l[1].p[8]\n link h[2].p[1] <-> l[2].p[8]\n } }\n";
+    let f = fabric_of(src);
+    let Shape::FatTree(t) = shape::detect(&f) else {
+        panic!("{:?}", shape::detect(&f));
+    };
+    let level = |n: &str| t.levels[f.find(n).unwrap().index()];
+    assert_eq!(
+        [
+            level("e1"),
+            level("e2"),
+            level("e3"),
+            level("l1"),
+            level("s1")
+        ],
+        [Some(1), None, None, Some(1), Some(2)]
+    );
+    assert_eq!(
+        t.describe(&f),
+        "a 2-level fat-tree (3 leaves, 1 of them without hosts, 3 at level 2; levels found from the hosts; 2 switches have fewer or more cables than their level-mates); set aside: 2 switches outside the levels (`e2`, `e3`)"
+    );
+    let c = check("t.weft", src, &NoFiles);
+    let built = weft_compiler::build::build(c.elaborated.as_ref().unwrap()).unwrap();
+    assert_eq!(built.engine_used, weft_compiler::routing::Engine::FatTree);
     assert!(weft_verifier::verify(&built.state, &weft_verifier::Options::default()).is_proven());
 }
 

@@ -9,6 +9,9 @@
 //!   switches added).
 //! * [`superpod`]: a SuperPOD-class rail-optimised three-level tree of HDR QM8700s, with ANs on
 //!   every switch, a host-less management sub-tree and missing uplinks ([`SuperPod`]).
+//! * [`planes_dump`]: a three-level tree cabled as Selene's storage fabric is, each core
+//!   reaching several spines of every pod, in planes, with host-less leaves, missing cables
+//!   and a management island ([`Planes`]).
 
 use crate::Rng;
 use std::collections::BTreeMap;
@@ -482,6 +485,156 @@ pub fn superpod_dump(p: &SuperPod) -> Dump {
     }
     for s in 0..d.switches.len() {
         d.add_an(s);
+    }
+    d
+}
+
+/// A three-level tree cabled as Selene's storage fabric is (see [`planes_dump`]): each core
+/// reaches *several* spines of every pod (unlike a k-ary n-tree or [`SuperPod`], where it
+/// reaches one), the spines of a pod split into planes.
+#[derive(Clone, Copy, Debug)]
+pub struct Planes {
+    /// Pods: leaves and spines cabled all to all.
+    pub pods: usize,
+    /// Leaves with hosts, per pod.
+    pub leaves: usize,
+    /// Hosts per leaf.
+    pub hosts: usize,
+    /// Host-less leaves, cabled as the others are, in the last pod.
+    pub hostless: usize,
+    /// Spines per pod; spine `k` is in plane `k mod planes`.
+    pub spines: usize,
+    /// Planes.
+    pub planes: usize,
+    /// Cores per plane, each cabled to every spine of its plane in every pod.
+    pub cores: usize,
+    /// Cables left out at random (leaf–spine or spine–core), each leaf and spine keeping two
+    /// uplinks and the cabling in one piece.
+    pub missing: usize,
+    /// A management island: a switch on a free port of a random spine, another on it.
+    pub management: bool,
+    /// Seed of the missing cables and the island's spine.
+    pub seed: u64,
+}
+
+/// The dump of a [`Planes`] tree of 40-port QM8700s: leaf `L{pod}-{i}` (hosts on ports 1…,
+/// then one cable to each spine of its pod), spine `S{pod}-{k}` (its pod's leaves, then its
+/// plane's cores), core `C{plane}-{c}` (every spine of its plane, pod by pod), `mgmt-1` and
+/// `mgmt-2`; host HCAs `n{pod}{leaf}{host} mlx5_0`.
+#[expect(
+    clippy::panic,
+    reason = "a test fixture stops on a tree that does not fit"
+)]
+pub fn planes_dump(p: &Planes) -> Dump {
+    let mut d = Dump::default();
+    let sw = |d: &mut Dump, desc: String| {
+        let i = d.switches.len();
+        d.switches.push(Switch {
+            guid: 0x0c42_a103_0070_0000 + (i as u64) * 16,
+            desc: format!("MF0;{desc}:MQM8700/U1"),
+            ports: 40,
+            devid: 0xd2f0,
+        });
+        i
+    };
+    let per_pod = p.leaves + p.hostless;
+    let in_plane = p.spines.div_ceil(p.planes);
+    if p.hosts + p.spines > 40 || per_pod + p.cores + 1 > 40 || p.pods * in_plane > 40 {
+        panic!("{p:?} needs more than 40 ports on a switch");
+    }
+    let leaf: Vec<Vec<usize>> = (0..p.pods)
+        .map(|q| {
+            let n = if q + 1 == p.pods { per_pod } else { p.leaves };
+            (0..n)
+                .map(|i| sw(&mut d, format!("L{}-{:02}", q + 1, i + 1)))
+                .collect()
+        })
+        .collect();
+    let spine: Vec<Vec<usize>> = (0..p.pods)
+        .map(|q| {
+            (0..p.spines)
+                .map(|k| sw(&mut d, format!("S{}-{:02}", q + 1, k + 1)))
+                .collect()
+        })
+        .collect();
+    let core: Vec<Vec<usize>> = (0..p.planes)
+        .map(|pl| {
+            (0..p.cores)
+                .map(|c| sw(&mut d, format!("C{}-{:02}", pl + 1, c + 1)))
+                .collect()
+        })
+        .collect();
+    let mut cables: Vec<(End, End)> = Vec::new();
+    for (q, leaves) in leaf.iter().enumerate() {
+        for (i, &l) in leaves.iter().enumerate() {
+            for (k, &s) in spine[q].iter().enumerate() {
+                cables.push((
+                    End::Switch(l, (p.hosts + k + 1) as u8),
+                    End::Switch(s, (i + 1) as u8),
+                ));
+            }
+        }
+    }
+    for (q, spines) in spine.iter().enumerate() {
+        for (k, &s) in spines.iter().enumerate() {
+            let plane = &core[k % p.planes];
+            // The spine's rank in its plane within the pod.
+            let rank = k / p.planes;
+            for (c, &top) in plane.iter().enumerate() {
+                cables.push((
+                    End::Switch(s, (per_pod + c + 1) as u8),
+                    End::Switch(top, (q * in_plane + rank + 1) as u8),
+                ));
+            }
+        }
+    }
+    d.cables = cables;
+    // Missing cables: a switch's uplink, keeping two and the cabling in one piece.
+    let mut rng = Rng(p.seed);
+    // The lower switch of a cable between two (listed first above).
+    let lower = |c: &(End, End)| match *c {
+        (End::Switch(a, _), End::Switch(_, _)) => Some(a),
+        _ => None,
+    };
+    let mut left = p.missing;
+    let mut tries = 0;
+    while left > 0 && tries < 100 {
+        tries += 1;
+        let k = rng.below(d.cables.len());
+        let Some(a) = lower(&d.cables[k]) else {
+            continue;
+        };
+        let uplinks = d.cables.iter().filter(|c| lower(c) == Some(a)).count();
+        if uplinks <= 2 {
+            continue;
+        }
+        let cable = d.cables.remove(k);
+        if d.connected() {
+            left -= 1;
+        } else {
+            d.cables.insert(k, cable);
+        }
+    }
+    if p.management {
+        let s = spine[rng.below(p.pods)][rng.below(p.spines)];
+        let (m1, m2) = (sw(&mut d, "mgmt-1".into()), sw(&mut d, "mgmt-2".into()));
+        d.cables.push((End::Switch(s, 40), End::Switch(m1, 1)));
+        d.cables.push((End::Switch(m1, 2), End::Switch(m2, 1)));
+    }
+    for (q, leaves) in leaf.iter().enumerate() {
+        for (i, &l) in leaves.iter().take(p.leaves).enumerate() {
+            for h in 0..p.hosts {
+                let guid = 0x0c42_a103_2000_0000 + (d.cas.len() as u64) * 4;
+                d.cas.push(Ca {
+                    guid,
+                    port_guid: guid,
+                    desc: format!("n{}{:02}{:02} mlx5_0", q + 1, i + 1, h + 1),
+                    devid: 0x101b,
+                });
+                d.cables
+                    .push((End::Switch(l, (h + 1) as u8), End::Ca(d.cas.len() - 1)));
+            }
+        }
     }
     d
 }

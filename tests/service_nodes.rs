@@ -10,6 +10,10 @@
 //!   ≥ 0.5, proven; `updn`'s eBB on it printed beside.
 //! - Random trees (XGFTs) with ANs on random switches, random missing uplinks and a
 //!   management island: detected as fat-trees with the island set aside, and proven.
+//! - The real Selene storage fabric and trees cabled like it ([`weft_tests::dump::Planes`]:
+//!   each core reaches several spines of every pod, in planes; host-less leaves, missing
+//!   cables, a management island on a spine): routed by sFtree from a subtree root (neither
+//!   turn by turn nor `updn`), proven, every leaf's uplinks evenly used.
 //! - Service nodes stay out of host counts and traffic patterns, but are routed and reach
 //!   every end port.
 
@@ -28,7 +32,7 @@ use weft_compiler::routing::shape::{self, Shape};
 use weft_compiler::routing::Engine;
 use weft_fabric::{FabricState, Role};
 use weft_metrics::QualityOptions;
-use weft_tests::dump::{superpod, superpod_dump, Dump, End, SuperPod};
+use weft_tests::dump::{planes_dump, superpod, superpod_dump, Dump, End, Planes, SuperPod};
 use weft_tests::{built, example, Rng};
 
 /// `weft import` of a dump, with no edits: the program. Neither errors nor warnings: the
@@ -299,6 +303,181 @@ fn the_real_selene_dump_is_routed_by_fat_tree() {
     assert_eq!(rail_of_leaf.len(), 200);
     for r in &m.rails {
         eprintln!("Selene: rail {} eBB {:.4}", r.rail, r.bisections.ebb);
+    }
+}
+
+/// The engine's note codes of a build.
+fn note_codes(b: &Built) -> Vec<Code> {
+    b.notes.iter().map(|n| n.code).collect()
+}
+
+/// Routed by `fat_tree` with sFtree from a subtree root: not turn by turn, not `updn`.
+fn assert_sftree(b: &Built) {
+    assert_eq!(b.engine, Engine::FatTree, "{}", b.why);
+    assert_eq!(b.engine_used, Engine::FatTree, "{}", b.why);
+    let codes = note_codes(b);
+    assert!(
+        codes.contains(&Code::SftreeRoot)
+            && !codes.contains(&Code::SftreeAcyclic)
+            && !codes.contains(&Code::FatTreeUpdn),
+        "{:?}",
+        b.notes
+    );
+}
+
+/// The real Selene storage fabric (`tests/fixtures/real/ufm-selene-storage.ibnetdiscover`: 160
+/// QM8700s in 4 pods, each core cabled to 8 spines of every pod in two planes, 4 host-less
+/// leaves `SLG03-09`…`12`, missing cables, no ANs) imports with no edits and no warnings and
+/// is routed by `fat_tree`'s sFtree (it fell back to `updn`: the completion closed credit
+/// loops through the subtree root), its host-less leaves as leaves, proven over every switch
+/// and end port, with eBB ≥ 0.4 over its 1 247 hosts (an intact tree of its shape with 24
+/// hosts on every leaf has 0.40; `updn` from the top switch the fallback took, 0.10).
+#[test]
+fn the_real_selene_storage_dump_is_routed_by_fat_tree() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/real/ufm-selene-storage.ibnetdiscover"
+    ))
+    .unwrap();
+    let program = import(&text);
+    let b = build(&program);
+    assert_sftree(&b);
+    assert!(
+        b.why.contains(
+            "a 3-level fat-tree (64 leaves, 4 of them without hosts, 64 at level 2, 32 at level 3;"
+        ) && !b.why.contains("set aside"),
+        "{}",
+        b.why
+    );
+    let st = &b.state;
+    assert_eq!(
+        (st.fabric.switch_count(), st.fabric.hca_count()),
+        (160, 1247)
+    );
+    assert_proven(st);
+    let q = weft_metrics::of_build(st);
+    assert_eq!((q.hosts, q.service_ports), (1247, 0));
+    let fat = q.bisections.ebb;
+    eprintln!(
+        "Selene storage: fat_tree eBB {fat:.4} ({} bisections)",
+        q.bisections.count
+    );
+    assert!(fat >= 0.4, "fat_tree eBB {fat}");
+}
+
+/// The program `weft import` writes for a [`Planes`] tree.
+fn planes_program(p: &Planes) -> String {
+    import(&planes_dump(p).text())
+}
+
+/// The smallest tree that broke sFtree: two pods of three leaves, four spines each in two
+/// planes, three cores per plane each cabled to both spines of its plane in every pod. A core
+/// reaching two spines of the root's pod joined a spine's route to the other over that core
+/// with the routes coming down into the root and turning up there, into a credit loop through
+/// each plane; the completion now enters the root through one gateway per plane.
+#[test]
+fn a_tree_whose_cores_reach_several_spines_of_a_pod_is_routed_by_sftree() {
+    let p = Planes {
+        pods: 2,
+        leaves: 3,
+        hosts: 1,
+        hostless: 0,
+        spines: 4,
+        planes: 2,
+        cores: 3,
+        missing: 0,
+        management: false,
+        seed: 0,
+    };
+    let b = build(&planes_program(&p));
+    assert_sftree(&b);
+    let root = b.notes.iter().find(|n| n.code == Code::SftreeRoot).unwrap();
+    assert_eq!(
+        root.message,
+        "sFtree subtree root is `MF0;L1-01:MQM8700/U1`, entered from above through `MF0;S1-01:MQM8700/U1`, `MF0;S1-02:MQM8700/U1` (one parent per group of its parents sharing switches above)"
+    );
+    assert_proven(&b.state);
+}
+
+/// Sources in other pods spread over every spine of the plane a destination's main path
+/// takes, not one per plane: on an intact tree of 4 pods × 4 leaves of 8 hosts, 8 spines in
+/// 2 planes, every leaf's 8 uplinks carry the same number of host destinations.
+#[test]
+fn every_uplink_of_a_leaf_carries_its_share() {
+    let p = Planes {
+        pods: 4,
+        leaves: 4,
+        hosts: 8,
+        hostless: 0,
+        spines: 8,
+        planes: 2,
+        cores: 4,
+        missing: 0,
+        management: false,
+        seed: 0,
+    };
+    let b = build(&planes_program(&p));
+    assert_sftree(&b);
+    let q = weft_metrics::of_build(&b.state);
+    let leaves: Vec<_> = q
+        .balance
+        .per_switch
+        .iter()
+        .filter(|u| u.level == 1)
+        .collect();
+    assert_eq!(leaves.len(), 16);
+    for u in leaves {
+        // 15 of the 120 host destinations outside the leaf on each of its 8 uplinks.
+        assert!(
+            u.ports.len() == 8 && u.ports.values().all(|&n| n == 15),
+            "{}: {:?}",
+            u.switch,
+            u.ports
+        );
+    }
+    assert!(q.bisections.ebb >= 0.6, "eBB {}", q.bisections.ebb);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+    /// Trees cabled like Selene's storage fabric, random in size, planes, host-less leaves,
+    /// missing cables and a management island on a random spine: sFtree from a subtree
+    /// root, proven; the host-less leaves are leaves (with no cable missing) and the island
+    /// is set aside and reached through the spine it hangs off.
+    #[test]
+    fn trees_in_planes_are_routed_by_sftree_and_proven(
+        pods in 2usize..=3,
+        leaves in 2usize..=3,
+        hosts in 1usize..=3,
+        hostless in 0usize..=1,
+        spines in 2usize..=6,
+        planes in 1usize..=2,
+        cores in 1usize..=3,
+        missing in 0usize..=3,
+        management in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let p = Planes { pods, leaves, hosts, hostless, spines, planes, cores, missing, management, seed };
+        let b = build(&planes_program(&p));
+        assert_sftree(&b);
+        let f = &b.state.fabric;
+        let Shape::FatTree(t) = shape::detect(f) else {
+            panic!("not a fat-tree: {:?}", shape::detect(f));
+        };
+        let aside: Vec<&str> = t.set_aside.iter().map(|s| f.node(s.switch).name()).collect();
+        let mgmt = ["MF0;mgmt-1:MQM8700/U1", "MF0;mgmt-2:MQM8700/U1"];
+        prop_assert!(
+            aside.iter().all(|n| mgmt.contains(n) || n.starts_with(&format!("MF0;L{pods}-"))),
+            "{:?}", aside
+        );
+        prop_assert_eq!(mgmt.iter().all(|m| aside.contains(m)), management);
+        if missing == 0 {
+            prop_assert_eq!(t.hostless, hostless);
+        }
+        if management {
+            prop_assert!(note_codes(&b).contains(&Code::SftreeSetAside), "{:?}", b.notes);
+        }
+        assert_proven(&b.state);
     }
 }
 

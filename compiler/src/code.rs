@@ -123,7 +123,7 @@ codes! {
     SftreeEntries = "weft::sftree_entries": "Note: switch-to-switch entries completed through the sFtree subtree.",
     SftreeRelayed = "weft::sftree_relayed": "Note: LFT entries relayed through the nearest switch that reaches a destination the sFtree root cannot.",
     SftreeRoot = "weft::sftree_root": "Note: the root switch sFtree routes switch-to-switch traffic through.",
-    SftreeSetAside = "weft::sftree_set_aside": "Note: LFT entries climbing from the sFtree subtree root to the switches set aside (outside a fat-tree's levels), which every switch reaches through the root.",
+    SftreeSetAside = "weft::sftree_set_aside": "Note: LFT entries of the switches set aside (outside a fat-tree's levels), routed through the switch each hangs off: reached as that switch is, reaching everything through it.",
     Syntax = "weft::syntax": "Text that does not parse.",
     NumberTooLarge = "weft::syntax::number_too_large": "A number literal too large for 64 bits.",
     UnclosedBrace = "weft::syntax::unclosed_brace": "A `{` without its `}`.",

@@ -78,6 +78,13 @@ pub(super) const NAME: &str = "fat_tree";
 /// columns are known, so that each switch spreads these entries round-robin over its up ports.
 const CLIMB: u8 = 254;
 
+/// Column marker for "climb toward the main path": a switch two or more levels below a
+/// main-path switch goes up to one of its parents on the way there (a parent the main-path
+/// switch's descent reached). Resolved per switch like [`CLIMB`], round-robin over those
+/// parents, so that sources spread over every parent leading to the main path — one per pod
+/// under each core in a k-ary n-tree, several where a core has several spines in a pod.
+const DESCEND: u8 = 253;
+
 /// Levels and up/down port groups of a fat-tree.
 struct Tree {
     /// Level per switch (leaves are 1).
@@ -88,10 +95,6 @@ struct Tree {
     side: Vec<Vec<usize>>,
     /// Switches from the top level down (ties in fabric order).
     top_down: Vec<usize>,
-    /// Hops from the leaves over the usable links, every switch counted (the set-aside ones
-    /// included, above the switches they hang off): with the switch index, the total order
-    /// whose up*/down* paths reach set-aside switches from the subtree root.
-    hops: Vec<u32>,
 }
 
 /// The level of a switch set aside by [`super::shape`] (outside the tree's levels).
@@ -177,16 +180,12 @@ fn tree(g: &Graph, input: &RoutingInput<'_>) -> Result<Tree, RouteError> {
     }
     let mut top_down: Vec<usize> = (0..n).collect();
     top_down.sort_by_key(|&i| (std::cmp::Reverse(level[i]), i));
-    let leaves: Vec<usize> = (0..n).filter(|&i| level[i] == 1).collect();
-    let mut hops = vec![u32::MAX; n];
-    g.hops_into(&leaves, &mut hops);
     Ok(Tree {
         top_down,
         level,
         up,
         down,
         side,
-        hops,
     })
 }
 
@@ -214,11 +213,11 @@ impl RoutingEngine for FatTree {
                 node: None,
             });
         }
-        if let Some(big) = g.switches.iter().find(|s| s.ports >= CLIMB) {
+        if let Some(big) = g.switches.iter().find(|s| s.ports >= DESCEND) {
             return Err(RouteError::Unsupported {
                 engine: NAME,
                 reason: format!(
-                    "`{}` has {} ports; LFT port numbers stop at 253 here",
+                    "`{}` has {} ports; LFT port numbers stop at 252 here",
                     input.fabric.node(big.id).name(),
                     big.ports
                 ),
@@ -453,24 +452,53 @@ fn column(g: &Graph, t: &Tree, exit: Exit, chain: &Chain, spread: &[u32]) -> Vec
         col[sw as usize] = port;
     }
     let mut stack = Vec::new();
-    let descend = |col: &mut Vec<u8>, from: usize, spread: u32, stack: &mut Vec<usize>| {
+    // Per switch marked DESCEND: its group toward the one parent on the way that reached it
+    // (and the spread key of the main-path switch the descent started from), or SEVERAL once
+    // a second one does.
+    const SEVERAL: u32 = u32::MAX;
+    let mut way: Vec<(usize, u32, u32)> = Vec::new();
+    let mut at = vec![u32::MAX; 0];
+    let key = |i: usize| spread.get(i).copied().unwrap_or(0);
+    for (i, &(from, _)) in chain.iter().enumerate() {
+        let from = from as usize;
+        let spread = key(i);
         stack.push(from);
         while let Some(x) = stack.pop() {
             for &k in &t.down[x] {
-                let c = g.switches[x].groups[k].peer as usize;
+                let grp = &g.switches[x].groups[k];
+                let c = grp.peer as usize;
+                if col[c] == DESCEND && x != from {
+                    // Another parent on the way (x was reached going down from the main path).
+                    if let Some(w) = at.get(c).and_then(|&i| way.get_mut(i as usize)) {
+                        w.1 = SEVERAL;
+                    }
+                    continue;
+                }
                 if col[c] != LFT_UNSET {
                     continue;
                 }
-                // The child's group toward x (an up group of the child, as x is its parent).
-                let back = g.switches[x].groups[k].back as usize;
-                col[c] = port_toward(g, c, back, spread);
+                // A child of the main-path switch goes up to it (through the child's group
+                // toward x, an up group of the child); a switch further down to one of its
+                // parents on the way: the one when only one is, else chosen per switch once
+                // all columns are known.
+                if x == from {
+                    col[c] = port_toward(g, c, grp.back as usize, spread);
+                } else {
+                    col[c] = DESCEND;
+                    if at.is_empty() {
+                        at = vec![u32::MAX; col.len()];
+                    }
+                    at[c] = way.len() as u32;
+                    way.push((c, grp.back, spread));
+                }
                 stack.push(c);
             }
         }
-    };
-    let key = |i: usize| spread.get(i).copied().unwrap_or(0);
-    for (i, &(sw, _)) in chain.iter().enumerate() {
-        descend(&mut col, sw as usize, key(i), &mut stack);
+    }
+    for (c, back, spread) in way {
+        if back != SEVERAL {
+            col[c] = port_toward(g, c, back as usize, spread);
+        }
     }
     // Secondary: every ancestor points down toward a switch that has an entry.
     let top = key(chain.len().saturating_sub(1));
@@ -519,8 +547,9 @@ fn sftree(
     let f = input.fabric;
     let own_lid = g.switch_lids();
     let lid_of = |s: usize| own_lid.get(s).copied().flatten();
-    // The LIDs of the switches in the levels (the root climbs to the ones set aside during
-    // the completion, whichever leaf it is).
+    let islands = Islands::of(g, t, &own_lid);
+    // The LIDs of the switches in the levels (the ones set aside are reached through the
+    // switch they hang off, whichever the root).
     let switch_lids: Vec<usize> = g
         .exits
         .iter()
@@ -584,7 +613,8 @@ fn sftree(
             continue;
         };
         let mut rows = base.clone();
-        let (completed, relayed, climbed) = complete(g, t, &mut rows, root, root_lid);
+        let (completed, relayed, gateways) = complete(g, t, &mut rows, root, root_lid);
+        let aside = islands.fill(g, &mut rows);
         let verdict = match g.check_complete(f, NAME, Table::Rows(&rows)) {
             Err(e) => Err(e),
             Ok(()) => match g.first_cycle(&rows) {
@@ -601,12 +631,17 @@ fn sftree(
             refusal.get_or_insert(e);
             continue;
         }
+        let name = |s: usize| format!("`{}`", f.node(g.switches[s].id).name());
+        let through = match gateways.as_slice() {
+            [] => String::new(),
+            gates => format!(
+                ", entered from above through {} (one parent per group of its parents sharing switches above)",
+                gates.iter().map(|&s| name(s)).collect::<Vec<_>>().join(", ")
+            ),
+        };
         let mut notes = vec![RouteNote {
             code: Code::SftreeRoot,
-            message: format!(
-                "sFtree subtree root is `{}`",
-                f.node(g.switches[root].id).name()
-            ),
+            message: format!("sFtree subtree root is {}{through}", name(root)),
         }];
         if completed > 0 {
             notes.push(RouteNote {
@@ -614,14 +649,7 @@ fn sftree(
                 message: format!("{completed} LFT entries route through the sFtree subtree"),
             });
         }
-        if climbed > 0 {
-            notes.push(RouteNote {
-                code: Code::SftreeSetAside,
-                message: format!(
-                    "{climbed} LFT entries climb from the subtree root to the switches set aside, which every switch reaches through the root"
-                ),
-            });
-        }
+        notes.extend(islands.note(f, g, aside));
         if relayed > 0 {
             notes.push(RouteNote {
                 code: Code::SftreeRelayed,
@@ -636,29 +664,33 @@ fn sftree(
         Some(e @ RouteError::CreditLoop { .. }) => {
             // No root keeps every down→up turn harmless: choose the missing entries one by
             // one instead, each only where it closes no channel dependency cycle.
-            let Some((rows, chosen, root)) = complete_acyclic(g, t, &base, order, &candidates)
+            let Some((mut rows, chosen, root)) = complete_acyclic(g, t, &base, order, &candidates)
             else {
                 return Err(e);
             };
+            let aside = islands.fill(g, &mut rows);
             if g.check_complete(f, NAME, Table::Rows(&rows)).is_err()
                 || g.first_cycle(&rows).is_some()
             {
                 return Err(e);
             }
-            let notes = vec![RouteNote {
+            let mut notes = vec![RouteNote {
                 code: Code::SftreeAcyclic,
                 message: format!(
                     "no sFtree subtree root completes this degraded tree without a credit loop ({tries} tried); {chosen} LFT entries were chosen turn by turn so that no channel dependency cycle forms (down→up turns first at `{}`)",
                     f.node(g.switches[root].id).name()
                 ),
             }];
+            notes.extend(islands.note(f, g, aside));
             Ok((rows, notes))
         }
         Some(e) => Err(e),
         // No leaf with a LID: nothing to complete; whatever is unset is unreachable.
         None => {
+            let mut base = base;
+            let aside = islands.fill(g, &mut base);
             g.check_complete(f, NAME, Table::Rows(&base))?;
-            Ok((base, Vec::new()))
+            Ok((base, islands.note(f, g, aside).into_iter().collect()))
         }
     }
 }
@@ -778,8 +810,13 @@ fn join_acyclic(
     let mut joined: Vec<(usize, u32)> = Vec::new();
     for &lid in order {
         let lid = usize::from(lid);
+        // The switches set aside, and the destinations on them, are the islands' (filled
+        // after).
+        if g.exits[lid].is_some_and(|e| t.level[e.sw as usize] == ASIDE) {
+            continue;
+        }
         let mut missing: Vec<usize> = (0..n)
-            .filter(|&s| entry(rows, s, lid) == LFT_UNSET)
+            .filter(|&s| t.level[s] != ASIDE && entry(rows, s, lid) == LFT_UNSET)
             .collect();
         if missing.is_empty() {
             continue;
@@ -901,16 +938,18 @@ fn entry(rows: &[Vec<u8>], s: usize, lid: usize) -> u8 {
         .unwrap_or(LFT_UNSET)
 }
 
-/// Completes `rows` through `root` (Algorithm 2 and the relays a degraded tree needs);
-/// returns (entries completed through the root, entries relayed, entries of the root's paths
-/// to the switches set aside).
+/// Completes `rows` through `root` for the switches and destinations of the levels (the
+/// switches set aside are [`Islands::fill`]ed afterwards): the root's LID through its
+/// gateways ([`Gateways`]), Algorithm 2, and the relays a degraded tree needs. Returns
+/// (entries completed through the root, entries relayed, the gateways when some stand for
+/// several parents of the root).
 fn complete(
     g: &Graph,
     t: &Tree,
     rows: &mut [Vec<u8>],
     root: usize,
     root_lid: usize,
-) -> (usize, usize, usize) {
+) -> (usize, usize, Vec<usize>) {
     // Algorithm 2, sibling part: where the root has no entry, a same-level neighbour of the
     // root that has one (of its own, before any completion).
     let siblings: Vec<(usize, u8)> = t.side[root]
@@ -935,14 +974,14 @@ fn complete(
             rows[root][lid] = port;
         }
     }
+    let gateways = Gateways::of(g, t, root);
+    gateways.route_root(g, t, rows, root, root_lid);
     // On a degraded tree some switches have no up*/down* route to the root (a spine whose up
     // links are all down reaches the rest only through its children): they forward the root's
     // LID toward the nearest switch that has a route to it.
-    let mut bfs = Bfs::new(g.switches.len());
+    let mut bfs = Bfs::new(t);
     let mut relayed = bfs.complete(g, rows, root_lid);
-    // Destinations on set-aside switches (a management sub-tree): the root climbs to them, so
-    // that Algorithm 2 below reaches them through the root like every other destination.
-    let climbed = root_paths(g, t, rows, root);
+    gateways.turn(g, rows, root, root_lid);
     // Algorithm 2: a switch without an entry for a destination the root reaches forwards it
     // as it forwards the root's own LID.
     let root_row = rows[root].clone();
@@ -950,7 +989,7 @@ fn complete(
         .par_iter_mut()
         .enumerate()
         .map(|(s, row)| {
-            if s == root {
+            if s == root || t.level[s] == ASIDE {
                 return 0;
             }
             let toward_root = row.get(root_lid).copied().unwrap_or(LFT_UNSET);
@@ -974,106 +1013,455 @@ fn complete(
     // Destinations the root itself cannot reach (a switch LID reachable only from below):
     // every switch without an entry forwards toward the nearest switch that has one.
     let mut missing = vec![false; nlids];
-    for row in rows.iter() {
+    for (_, row) in rows
+        .iter()
+        .enumerate()
+        .filter(|&(s, _)| t.level[s] != ASIDE)
+    {
         for (m, &e) in missing.iter_mut().zip(row) {
             *m |= e == LFT_UNSET;
         }
     }
     for (lid, _) in missing.iter().enumerate().filter(|&(_, &m)| m) {
-        if g.exits.get(lid).is_some_and(Option::is_some) {
+        if g.exits
+            .get(lid)
+            .copied()
+            .flatten()
+            .is_some_and(|e| t.level[e.sw as usize] != ASIDE)
+        {
             relayed += bfs.complete(g, rows, lid);
         }
     }
-    (completed, relayed, climbed)
+    let shared = gateways.group.len() < t.up[root].len();
+    let gates = if shared {
+        gateways.switches(g, root)
+    } else {
+        Vec::new()
+    };
+    (completed, relayed, gates)
 }
 
-/// For every LID whose exit switch is set aside and which the root has no entry for: the
-/// entries of a shortest path from the root to its switch that never goes up after going
-/// down in the order (`hops`, index) — a set-aside switch is above the tree switches it hangs
-/// off, so the path climbs from the root into the sub-tree, and every route that later
-/// reaches it through the root turns down→up at the root only (sFtree's Theorem 5.2 holds).
-/// Returns the entries set.
-fn root_paths(g: &Graph, t: &Tree, rows: &mut [Vec<u8>], root: usize) -> usize {
-    let n = g.switches.len();
-    let targets: Vec<(usize, usize)> = g
-        .exits
-        .iter()
-        .enumerate()
-        .filter_map(|(lid, e)| {
-            let e = (*e)?;
-            (t.level[e.sw as usize] == ASIDE && entry(rows, root, lid) == LFT_UNSET)
-                .then_some((lid, e.sw as usize))
-        })
-        .collect();
-    if targets.is_empty() {
-        return 0;
-    }
-    let key = |s: usize| (t.hops[s], s);
-    // Breadth first over (switch, gone down): the state reached first, and from which state
-    // over which group.
-    let state = |s: usize, down: bool| s * 2 + usize::from(down);
-    let mut from: Vec<Option<(usize, usize)>> = vec![None; 2 * n];
-    let mut seen = vec![false; 2 * n];
-    let mut queue = std::collections::VecDeque::from([state(root, false)]);
-    seen[state(root, false)] = true;
-    while let Some(st) = queue.pop_front() {
-        let (x, down) = (st / 2, st % 2 == 1);
-        for (k, grp) in g.switches[x].groups.iter().enumerate() {
-            let y = grp.peer as usize;
-            let next = match key(y).cmp(&key(x)) {
-                std::cmp::Ordering::Greater if !down => state(y, false),
-                std::cmp::Ordering::Less => state(y, true),
-                _ => continue,
-            };
-            if !seen[next] {
-                seen[next] = true;
-                from[next] = Some((st, k));
-                queue.push_back(next);
+/// The subtree root's way in and out, so that sFtree's down→up turns at the root close no
+/// credit loop on any 3-level tree.
+///
+/// Two parents of the root are of one *class* when they share a switch above (in a tree whose
+/// cores each reach several spines of a pod, as Selene's do, all the spines of one plane are
+/// one class; in a k-ary n-tree every parent is its own). Each class has one *gateway*, the
+/// parent with the most up links (ties: the first). Routes into the root that then turn up
+/// come down through a gateway only ([`Gateways::route_root`]), and the root sends every
+/// destination some gateway lacks up through a gateway ([`Gateways::turn`]). A route leaving
+/// the root up through gateway `G` of a class then comes back down to the root only through
+/// `G` again, which needs a U-turn at the switch above, which no route takes.
+///
+/// Without gateways, a route up through spine `S` to core `C` (the root's own) and one down
+/// from `C` through another spine `S'` of the class (a core's route to the root) join through
+/// `S`'s route to `S'` over `C` into a loop `root → S → C → S' → root`, and with two planes
+/// each half of the loop turns at the root into the other.
+struct Gateways {
+    /// Per group of the root: the class of an up group, `usize::MAX` for the others.
+    class: Vec<usize>,
+    /// Per class: the root's group toward its gateway.
+    group: Vec<usize>,
+}
+
+impl Gateways {
+    /// The classes and gateways of `root`'s parents: switches above each parent, joined where
+    /// two meet.
+    fn of(g: &Graph, t: &Tree, root: usize) -> Gateways {
+        let ups = &t.up[root];
+        let mut joined: Vec<usize> = (0..ups.len()).collect();
+        let find = |joined: &mut [usize], mut x: usize| {
+            while joined[x] != x {
+                joined[x] = joined[joined[x]];
+                x = joined[x];
             }
-        }
-    }
-    let mut set = 0;
-    for (lid, sw) in targets {
-        let Some(mut st) = [state(sw, false), state(sw, true)]
-            .into_iter()
-            .find(|&st| seen[st])
-        else {
-            continue;
+            x
         };
-        while let Some((prev, k)) = from[st] {
-            let x = prev / 2;
-            if rows[x][lid] == LFT_UNSET {
-                rows[x][lid] = port_toward(g, x, k, lid as u16);
-                set += 1;
+        // Which parent's search reached each switch first.
+        let mut reached = vec![usize::MAX; g.switches.len()];
+        let mut stack = Vec::new();
+        for (i, &k) in ups.iter().enumerate() {
+            stack.push(g.switches[root].groups[k].peer as usize);
+            while let Some(x) = stack.pop() {
+                if reached[x] != usize::MAX {
+                    let (a, b) = (find(&mut joined, reached[x]), find(&mut joined, i));
+                    joined[a.max(b)] = a.min(b);
+                    continue;
+                }
+                reached[x] = i;
+                stack.extend(
+                    t.up[x]
+                        .iter()
+                        .map(|&u| g.switches[x].groups[u].peer as usize),
+                );
             }
-            st = prev;
+        }
+        let ups_of = |k: usize| t.up[g.switches[root].groups[k].peer as usize].len();
+        let mut class = vec![usize::MAX; g.switches[root].groups.len()];
+        let mut group: Vec<usize> = Vec::new();
+        let mut id = vec![usize::MAX; ups.len()];
+        for (i, &k) in ups.iter().enumerate() {
+            let r = find(&mut joined, i);
+            if id[r] == usize::MAX {
+                id[r] = group.len();
+                group.push(k);
+            }
+            class[k] = id[r];
+            if ups_of(k) > ups_of(group[id[r]]) {
+                group[id[r]] = k;
+            }
+        }
+        Gateways { class, group }
+    }
+
+    /// The gateways, by dense switch index.
+    fn switches(&self, g: &Graph, root: usize) -> Vec<usize> {
+        self.group
+            .iter()
+            .map(|&k| g.switches[root].groups[k].peer as usize)
+            .collect()
+    }
+
+    /// Routes the root's own LID so that routes reach the root from above through a gateway
+    /// only: each gateway goes down to the root, every switch above a gateway down toward one
+    /// (the nearest, breadth first), and every other switch of the levels climbs — keeping its
+    /// own climb when it leads to a switch with an entry — top level first. The switches left
+    /// without an entry (set aside, or cut off from every gateway's ancestors) are relayed by
+    /// the caller.
+    fn route_root(&self, g: &Graph, t: &Tree, rows: &mut [Vec<u8>], root: usize, lid: usize) {
+        let n = g.switches.len();
+        let mut col = vec![LFT_UNSET; n];
+        col[root] = entry(rows, root, lid);
+        // Switch `s`'s entry through its group `k`: its own when that is one of the group's
+        // cables (the main path's choice among parallel ones), else spread by LID.
+        let through = |rows: &[Vec<u8>], s: usize, k: usize| {
+            let own = entry(rows, s, lid);
+            if g.switches[s].groups[k]
+                .ports
+                .iter()
+                .any(|&(mine, _)| mine == own)
+            {
+                own
+            } else {
+                port_toward(g, s, k, lid as u16)
+            }
+        };
+        let mut queue = std::collections::VecDeque::new();
+        for &k in &self.group {
+            let grp = &g.switches[root].groups[k];
+            let p = grp.peer as usize;
+            col[p] = through(rows, p, grp.back as usize);
+            queue.push_back(p);
+        }
+        while let Some(x) = queue.pop_front() {
+            for &k in &t.up[x] {
+                let grp = &g.switches[x].groups[k];
+                let p = grp.peer as usize;
+                if col[p] == LFT_UNSET {
+                    col[p] = through(rows, p, grp.back as usize);
+                    queue.push_back(p);
+                }
+            }
+        }
+        for &s in &t.top_down {
+            if col[s] != LFT_UNSET || s == root {
+                continue;
+            }
+            let groups = &g.switches[s].groups;
+            let set = |k: usize| col[groups[k].peer as usize] != LFT_UNSET;
+            let own = entry(rows, s, lid);
+            if let Some(&k) = t.up[s]
+                .iter()
+                .find(|&&k| set(k) && groups[k].ports.iter().any(|&(mine, _)| mine == own))
+                .or_else(|| t.up[s].iter().find(|&&k| set(k)))
+            {
+                col[s] = through(rows, s, k);
+            }
+        }
+        for (row, c) in rows.iter_mut().zip(col) {
+            if let Some(e) = row.get_mut(lid) {
+                *e = c;
+            }
         }
     }
-    set
+
+    /// Where a neighbour that routes the root's LID straight down to the root lacks an entry
+    /// for a destination (so that the destination's routes come down into the root and turn
+    /// up there), the root's entry for it leaves through a gateway that has one: the gateway
+    /// of its own parent's class when that one has an entry, else the first that does.
+    fn turn(&self, g: &Graph, rows: &mut [Vec<u8>], root: usize, root_lid: usize) {
+        let groups = &g.switches[root].groups;
+        let leads_to = |s: usize, port: u8, to: usize| {
+            g.switches[s]
+                .groups
+                .iter()
+                .any(|grp| grp.peer as usize == to && grp.ports.iter().any(|&(m, _)| m == port))
+        };
+        let into: Vec<usize> = groups
+            .iter()
+            .map(|grp| grp.peer as usize)
+            .filter(|&p| leads_to(p, entry(rows, p, root_lid), root))
+            .collect();
+        // The root's group of each of its ports.
+        let mut group_of = [usize::MAX; 256];
+        for (k, grp) in groups.iter().enumerate() {
+            for &(mine, _) in &grp.ports {
+                group_of[usize::from(mine)] = k;
+            }
+        }
+        let nlids = rows.get(root).map_or(0, Vec::len);
+        for lid in 0..nlids {
+            if lid == root_lid
+                || g.exits[lid].is_none()
+                || !into.iter().any(|&p| entry(rows, p, lid) == LFT_UNSET)
+            {
+                continue;
+            }
+            let k = group_of[usize::from(entry(rows, root, lid))];
+            let Some(&class) = self.class.get(k) else {
+                continue;
+            };
+            if class == usize::MAX || self.group[class] == k {
+                continue;
+            }
+            let reaches = |c: usize| {
+                let p = groups[self.group[c]].peer as usize;
+                let e = entry(rows, p, lid);
+                e != LFT_UNSET && !leads_to(p, e, root)
+            };
+            let class = if reaches(class) {
+                Some(class)
+            } else {
+                (0..self.group.len()).find(|&c| reaches(c))
+            };
+            if let Some(c) = class {
+                rows[root][lid] = port_toward(g, root, self.group[c], lid as u16);
+            }
+        }
+    }
 }
 
-/// Breadth-first completion of one destination's entries toward the switches that have one.
+/// The switches set aside by [`super::shape`] (a management sub-tree, a spare switch), in
+/// *islands* of switches cabled to each other, each routed through the one switch of the levels
+/// it hangs off, its *anchor* (the highest-level one it is cabled to, then the first): every
+/// switch reaches an island's switches as it reaches the anchor's own LID, and the anchor then
+/// down the island; the island's switches reach everything up through the anchor, which
+/// forwards as for its own traffic; inside an island, up and down a breadth-first tree from
+/// the switch cabled to the anchor. No route enters an island and leaves it, and the routes
+/// through the levels are the anchor's own, so the islands add no channel dependency that the
+/// routes of the levels lack: they are deadlock-free and complete when those are.
+struct Islands {
+    /// Per switch: its island's index, `usize::MAX` for switches of the levels.
+    of: Vec<usize>,
+    /// Per island switch: its group toward its parent in the island's tree (for the switch
+    /// cabled to the anchor: toward the anchor).
+    up: Vec<usize>,
+    list: Vec<Island>,
+}
+
+/// One island of [`Islands`].
+struct Island {
+    /// The switch of the levels it hangs off, and that switch's LID.
+    anchor: usize,
+    anchor_lid: usize,
+    /// The anchor's group toward the island.
+    down: usize,
+    /// Its switches, breadth first from the one cabled to the anchor.
+    members: Vec<usize>,
+}
+
+impl Islands {
+    /// The islands of `t`'s set-aside switches; an island cabled to no switch of the levels
+    /// with a LID is left out (its switches stay without entries, which the check refuses).
+    fn of(g: &Graph, t: &Tree, own_lid: &[Option<usize>]) -> Islands {
+        let n = g.switches.len();
+        let aside = |s: usize| t.level.get(s) == Some(&ASIDE);
+        let mut of = vec![usize::MAX; n];
+        let mut up = vec![usize::MAX; n];
+        let mut list = Vec::new();
+        let mut seen = vec![false; n];
+        let mut queue = std::collections::VecDeque::new();
+        for first in (0..n).filter(|&s| aside(s)) {
+            if seen[first] {
+                continue;
+            }
+            // The island, and its anchor: (level, switch, member, member's group) best.
+            let mut island = vec![first];
+            seen[first] = true;
+            let mut best: Option<(std::cmp::Reverse<u8>, usize, usize, usize)> = None;
+            let mut i = 0;
+            while let Some(&x) = island.get(i) {
+                i += 1;
+                for (k, grp) in g.switches[x].groups.iter().enumerate() {
+                    let y = grp.peer as usize;
+                    if aside(y) {
+                        if !seen[y] {
+                            seen[y] = true;
+                            island.push(y);
+                        }
+                    } else if own_lid.get(y).is_some_and(Option::is_some) {
+                        let c = (std::cmp::Reverse(t.level[y]), y, x, k);
+                        if best.is_none_or(|b| c < b) {
+                            best = Some(c);
+                        }
+                    }
+                }
+            }
+            let Some((_, anchor, entry, k)) = best else {
+                continue;
+            };
+            // The island's tree, breadth first from the switch cabled to the anchor.
+            let index = list.len();
+            let mut members = Vec::with_capacity(island.len());
+            of[entry] = index;
+            up[entry] = k;
+            queue.push_back(entry);
+            while let Some(x) = queue.pop_front() {
+                members.push(x);
+                for grp in &g.switches[x].groups {
+                    let y = grp.peer as usize;
+                    if aside(y) && of[y] == usize::MAX {
+                        of[y] = index;
+                        up[y] = grp.back as usize;
+                        queue.push_back(y);
+                    }
+                }
+            }
+            list.push(Island {
+                anchor,
+                anchor_lid: own_lid[anchor].unwrap_or(0),
+                down: g.switches[entry].groups[k].back as usize,
+                members,
+            });
+        }
+        Islands { of, up, list }
+    }
+
+    /// Sets every entry of the islands' switches and of the destinations on them (see
+    /// [`Islands`]), over whatever `rows` held there; returns how many.
+    fn fill(&self, g: &Graph, rows: &mut [Vec<u8>]) -> usize {
+        let nlids = rows.first().map_or(0, Vec::len);
+        let mut set = 0;
+        // Per island switch, its group toward the next switch on the way to a destination.
+        let mut toward = vec![usize::MAX; g.switches.len()];
+        for (i, island) in self.list.iter().enumerate() {
+            let here = |lid: usize| {
+                g.exits
+                    .get(lid)
+                    .copied()
+                    .flatten()
+                    .map(|e| self.of.get(e.sw as usize) == Some(&i))
+            };
+            for lid in 0..nlids {
+                match here(lid) {
+                    None => {}
+                    // Elsewhere: up toward the anchor.
+                    Some(false) => {
+                        for &b in &island.members {
+                            rows[b][lid] = port_toward(g, b, self.up[b], lid as u16);
+                            set += 1;
+                        }
+                    }
+                    // Here: as to the anchor, then down the island's tree.
+                    Some(true) => {
+                        let Some(exit) = g.exits[lid] else {
+                            continue;
+                        };
+                        for (s, row) in rows.iter_mut().enumerate() {
+                            if self.of[s] == usize::MAX && s != island.anchor {
+                                row[lid] = row[island.anchor_lid];
+                                set += 1;
+                            }
+                        }
+                        rows[island.anchor][lid] =
+                            port_toward(g, island.anchor, island.down, lid as u16);
+                        let mut x = exit.sw as usize;
+                        while self.up[x] != usize::MAX && x != island.members[0] {
+                            let grp = &g.switches[x].groups[self.up[x]];
+                            toward[grp.peer as usize] = grp.back as usize;
+                            x = grp.peer as usize;
+                        }
+                        for &b in &island.members {
+                            if b == exit.sw as usize {
+                                continue;
+                            }
+                            let k = match toward[b] {
+                                usize::MAX => self.up[b],
+                                k => k,
+                            };
+                            rows[b][lid] = port_toward(g, b, k, lid as u16);
+                            toward[b] = usize::MAX;
+                            set += 1;
+                        }
+                    }
+                }
+            }
+        }
+        set
+    }
+
+    /// The note saying how `set` entries reach the islands, if any.
+    fn note(&self, f: &weft_fabric::Fabric, g: &Graph, set: usize) -> Option<RouteNote> {
+        if set == 0 {
+            return None;
+        }
+        let switches: usize = self.list.iter().map(|i| i.members.len()).sum();
+        let mut anchors: Vec<usize> = self.list.iter().map(|i| i.anchor).collect();
+        anchors.sort_unstable();
+        anchors.dedup();
+        let names: Vec<String> = anchors
+            .iter()
+            .take(3)
+            .map(|&s| format!("`{}`", f.node(g.switches[s].id).name()))
+            .collect();
+        let more = match anchors.len().saturating_sub(3) {
+            0 => String::new(),
+            m => format!(" and {m} more"),
+        };
+        let message = if switches == 1 {
+            format!(
+                "{set} LFT entries route the switch set aside through the switch it hangs off ({}): every switch reaches it as it reaches that switch, and it reaches everything through that switch",
+                names.join(", ")
+            )
+        } else {
+            format!(
+                "{set} LFT entries route the {switches} switches set aside through the switch{} they hang off ({}{more}): every switch reaches them as it reaches the switch they hang off, and they reach everything through it",
+                if anchors.len() == 1 { "" } else { "es" },
+                names.join(", ")
+            )
+        };
+        Some(RouteNote {
+            code: Code::SftreeSetAside,
+            message,
+        })
+    }
+}
+
+/// Breadth-first completion of one destination's entries toward the switches that have one,
+/// over the switches of the levels (the ones set aside are the islands').
 struct Bfs {
     queue: std::collections::VecDeque<usize>,
     seen: Vec<bool>,
+    aside: Vec<bool>,
 }
 
 impl Bfs {
-    fn new(switches: usize) -> Bfs {
+    fn new(t: &Tree) -> Bfs {
         Bfs {
             queue: std::collections::VecDeque::new(),
-            seen: vec![false; switches],
+            seen: vec![false; t.level.len()],
+            aside: t.level.iter().map(|&l| l == ASIDE).collect(),
         }
     }
 
-    /// Every switch without an entry for `lid` that is linked to the switches having one gets
-    /// the port toward a neighbour one hop nearer to them (lowest switch index first, so the
-    /// result is deterministic). Returns how many entries were set.
+    /// Every switch of the levels without an entry for `lid` that is linked to the switches
+    /// having one gets the port toward a neighbour one hop nearer to them (lowest switch index
+    /// first, so the result is deterministic). Returns how many entries were set.
     fn complete(&mut self, g: &Graph, rows: &mut [Vec<u8>], lid: usize) -> usize {
         self.queue.clear();
         for (s, seen) in self.seen.iter_mut().enumerate() {
-            *seen = entry(rows, s, lid) != LFT_UNSET;
-            if *seen {
+            *seen = self.aside[s] || entry(rows, s, lid) != LFT_UNSET;
+            if *seen && !self.aside[s] {
                 self.queue.push_back(s);
             }
         }
@@ -1098,38 +1486,80 @@ impl Bfs {
     }
 }
 
-/// Replaces every [`CLIMB`] marker: each switch walks its LIDs in order and gives the next
-/// climbing destination to the next of its up ports whose parent has an entry for it.
+/// Replaces every [`CLIMB`] and [`DESCEND`] marker: each switch walks its LIDs in order and
+/// gives the next climbing destination to the next of its up ports whose parent has an entry
+/// for it (for [`DESCEND`]: whose parent is on the way to the main path, going up there itself).
 fn resolve_climbs(g: &Graph, t: &Tree, rows: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    // Per switch, its up ports: a bit set over port numbers.
+    let up_ports: Vec<[u64; 4]> = (0..g.switches.len())
+        .map(|s| {
+            let mut bits = [0u64; 4];
+            for &k in &t.up[s] {
+                for &(mine, _) in &g.switches[s].groups[k].ports {
+                    bits[usize::from(mine / 64)] |= 1 << (mine % 64);
+                }
+            }
+            bits
+        })
+        .collect();
     (0..rows.len())
         .into_par_iter()
         .map(|s| {
-            // The up groups and their parents' rows.
-            let ups: Vec<(usize, &[u8])> = t.up[s]
+            // The up groups, their parents' rows and up ports.
+            let ups: Vec<(usize, &[u8], &[u64; 4])> = t.up[s]
                 .iter()
                 .filter_map(|&k| {
                     let p = g.switches[s].groups[k].peer as usize;
-                    rows.get(p).map(|r| (k, r.as_slice()))
+                    Some((k, rows.get(p)?.as_slice(), up_ports.get(p)?))
                 })
                 .collect();
             let mut row = rows[s].clone();
             let mut turn = 0usize;
+            let mut descents = vec![0usize; g.switches[s].groups.len()];
             let mut live: Vec<usize> = Vec::with_capacity(ups.len());
             for (lid, entry) in row.iter_mut().enumerate() {
-                if *entry != CLIMB {
+                if *entry != CLIMB && *entry != DESCEND {
                     continue;
                 }
                 live.clear();
-                for (k, parent) in &ups {
-                    if parent.get(lid).is_some_and(|&e| e != LFT_UNSET) {
-                        live.push(*k);
+                let descend = *entry == DESCEND;
+                if descend {
+                    for &(k, parent, up) in &ups {
+                        // On the way to the main path: the parent goes up there too (a port
+                        // of its up groups, or a marker of its own resolved that way).
+                        if parent.get(lid).is_some_and(|&e| {
+                            e == DESCEND
+                                || (e < DESCEND && up[usize::from(e / 64)] >> (e % 64) & 1 == 1)
+                        }) {
+                            live.push(k);
+                        }
+                    }
+                } else {
+                    for &(k, parent, _) in &ups {
+                        if parent.get(lid).is_some_and(|&e| e != LFT_UNSET) {
+                            live.push(k);
+                        }
                     }
                 }
-                *entry = match live.get(turn % live.len().max(1)) {
+                // A climb takes the next parent in turn; a descent the next of its own
+                // parents, counted apart per set of them (named by its first group), so that
+                // destinations whose main paths alternate between planes each spread over all
+                // of their plane's parents.
+                let next = if descend {
+                    let first = live.first().copied().unwrap_or(0);
+                    let n = descents.get(first).copied().unwrap_or(0);
+                    if let Some(c) = descents.get_mut(first) {
+                        *c += 1;
+                    }
+                    n
+                } else {
+                    turn += 1;
+                    turn - 1
+                };
+                *entry = match live.get(next % live.len().max(1)) {
                     Some(&k) => port_toward(g, s, k, lid as u16),
                     None => LFT_UNSET,
                 };
-                turn += 1;
             }
             row
         })

@@ -3,6 +3,12 @@
 //! level is one cable further from the leaves, hosts hang off leaves only, and every
 //! switch-to-switch cable between two switches of the tree joins adjacent levels.
 //!
+//! **Host-less leaves**: a switch without hosts that is cabled as a leaf is — every one of its
+//! switch cables goes to level 2, to two or more switches that are all parents of one leaf and
+//! at least half of that leaf's parents (a leaf slot whose hosts are not installed yet, as in
+//! Selene's storage fabric) — is a leaf too, routed as one; [`TreeShape::describe`] counts
+//! them. Without this, the search from the hosts puts it at level 3, where it joins nothing.
+//!
 //! **Service nodes** (end nodes whose role is not `host`: SHARP aggregation nodes, storage,
 //! management; see [`weft_fabric::Role`]) take no part: a spine with its aggregation node is
 //! still a spine, and service nodes may hang off any switch.
@@ -93,6 +99,9 @@ pub struct TreeShape {
     pub height: u8,
     /// Number of leaf switches.
     pub leaves: usize,
+    /// Leaves with no host cabled to them (host-less leaves found from the cabling, or
+    /// recorded level-1 switches without hosts).
+    pub hostless: usize,
     /// Switches per level: `per_level[0]` are the leaves, `per_level[height − 1]` the top.
     pub per_level: Vec<usize>,
     /// Whether the levels were recorded by the description rather than found.
@@ -127,6 +136,11 @@ impl TreeShape {
             1 => "1 leaf".to_owned(),
             n => format!("{n} leaves"),
         }];
+        match (self.leaves, self.hostless) {
+            (_, 0) => {}
+            (1, _) => levels.push("without hosts".to_owned()),
+            (_, h) => levels.push(format!("{h} of them without hosts")),
+        }
         for (i, n) in self.per_level.iter().enumerate().skip(1) {
             levels.push(format!("{n} at level {}", i + 1));
         }
@@ -235,8 +249,8 @@ fn found(fabric: &Fabric) -> Result<Levels, (String, Option<NodeId>)> {
             (false, false) => {}
         }
     }
-    let leaves: Vec<usize> = (0..n).filter(|&i| level[i] == Some(1)).collect();
-    if leaves.is_empty() {
+    let with_hosts = (0..n).filter(|&i| level[i] == Some(1)).count();
+    if with_hosts == 0 {
         let reason = if ends == 0 {
             "no switch has end nodes cabled to it, so there are no leaves".to_owned()
         } else {
@@ -246,7 +260,7 @@ fn found(fabric: &Fabric) -> Result<Levels, (String, Option<NodeId>)> {
         };
         return Err((reason, None));
     }
-    let mut queue: VecDeque<usize> = leaves.iter().copied().collect();
+    let mut queue: VecDeque<usize> = (0..n).filter(|&i| level[i] == Some(1)).collect();
     while let Some(i) = queue.pop_front() {
         let next = level[i].unwrap_or(1).saturating_add(1);
         for &p in &switch_peers[i] {
@@ -256,6 +270,10 @@ fn found(fabric: &Fabric) -> Result<Levels, (String, Option<NodeId>)> {
             }
         }
     }
+    for i in hostless_leaves(&level, &switch_peers) {
+        level[i] = Some(1);
+    }
+    let leaves: Vec<usize> = (0..n).filter(|&i| level[i] == Some(1)).collect();
     let mut set_aside: Vec<SetAside> = Vec::new();
     for id in fabric.node_ids() {
         if fabric.node(id).is_switch() && level[id.index()].is_none() {
@@ -280,6 +298,37 @@ fn found(fabric: &Fabric) -> Result<Levels, (String, Option<NodeId>)> {
         recorded: false,
         set_aside,
     })
+}
+
+/// The switches the search from the hosts put at level 3 that are cabled as leaves (see the
+/// module documentation), in index order. Parallel cables count once.
+fn hostless_leaves(level: &[Option<u8>], peers: &[Vec<usize>]) -> Vec<usize> {
+    // Distinct level-2 neighbours of switch `i`, ascending.
+    let parents = |i: usize| {
+        let mut p: Vec<usize> = peers[i]
+            .iter()
+            .copied()
+            .filter(|&p| level[p] == Some(2))
+            .collect();
+        p.sort_unstable();
+        p.dedup();
+        p
+    };
+    let leaves: Vec<Vec<usize>> = (0..level.len())
+        .filter(|&i| level[i] == Some(1))
+        .map(parents)
+        .collect();
+    (0..level.len())
+        .filter(|&i| level[i] == Some(3) && peers[i].iter().all(|&p| level[p] == Some(2)))
+        .filter(|&i| {
+            let mine = parents(i);
+            mine.len() >= 2
+                && leaves.iter().any(|theirs| {
+                    2 * mine.len() >= theirs.len()
+                        && mine.iter().all(|p| theirs.binary_search(p).is_ok())
+                })
+        })
+        .collect()
 }
 
 /// The switches with a level that are neither leaves, nor join leaves, nor are below a
@@ -491,10 +540,22 @@ pub fn detect(fabric: &Fabric) -> Shape {
         }
     }
     let leaves = levels.iter().filter(|&&l| l == Some(1)).count();
+    let mut has_hosts = vec![false; levels.len()];
+    for l in fabric.links() {
+        for (sw, end) in [(l.a.node, l.b.node), (l.b.node, l.a.node)] {
+            if fabric.node(end).is_host() {
+                has_hosts[sw.index()] = true;
+            }
+        }
+    }
+    let hostless = (0..levels.len())
+        .filter(|&i| levels[i] == Some(1) && !has_hosts[i])
+        .count();
     Shape::FatTree(TreeShape {
         levels,
         height,
         leaves,
+        hostless,
         per_level,
         recorded,
         uneven,
