@@ -102,7 +102,7 @@ fn real_saquery_output_gives_the_broadcast_group_without_members() {
     for text in [data!("saquery-MCMR.txt"), data!("saquery-g.txt")] {
         let (groups, w) = parse_mcmembers(text, &f).unwrap();
         assert!(w.is_empty(), "{w:?}");
-        assert_eq!(groups, [want.clone()]);
+        assert_eq!(groups, std::slice::from_ref(&want));
     }
     // `saquery -m` alone has no P_Key or SL: refused, saying what to add.
     let e = parse_mcmembers(data!("saquery-m.txt"), &f).unwrap_err();
