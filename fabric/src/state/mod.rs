@@ -1,6 +1,6 @@
 //! What switches run: LIDs and per-switch tables, next to the [`Fabric`] they belong to.
 //!
-//! Serialised as deterministic JSON ([`json`], schema v1), the input of `weft verify --state`
+//! Serialised as deterministic JSON ([`json`], schema v1, v2 with multicast), the input of `weft verify --state`
 //! and, later, of `weft plan`.
 //!
 //! Semantics the verifier checks: a packet for destination LID `d` with service level `s`
@@ -296,7 +296,7 @@ impl FabricState {
         }
     }
 
-    /// The state as `state.json` (schema v1, [`json`]).
+    /// The state as `state.json` ([`json`]: schema v1, v2 with multicast).
     pub fn to_json(&self) -> String {
         json::to_string(self)
     }

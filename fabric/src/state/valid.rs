@@ -58,7 +58,7 @@ impl ValidState {
         }
     }
 
-    /// Reads `state.json` (schema v1): parsed, built through the fabric builder, every GUID
+    /// Reads `state.json` (schema v1, or v2 with multicast): parsed, built through the fabric builder, every GUID
     /// resolved, the fingerprint checked, validated. Every problem is reported.
     pub fn from_json(text: &str) -> Result<ValidState, StateErrors> {
         super::json::read(text)

@@ -1,5 +1,6 @@
-//! `state.json`, schema v1: the whole [`FabricState`] as deterministic JSON, read back only
-//! through [`FabricBuilder`] and [`ValidState::new`].
+//! `state.json`, schema v1 (v2 when the state has multicast, see [`VERSION_MULTICAST`]): the
+//! whole [`FabricState`] as deterministic JSON, read back only through [`FabricBuilder`] and
+//! [`ValidState::new`].
 //!
 //! ```text
 //! {
@@ -38,7 +39,12 @@
 //! "vports": [                                      VFs of vSwitch hypervisors (only when there are)
 //!   {"host": ["0x…", 1], "vf": 0, "guid": "0x…", "lid": 705, "vm": "db1", "pkeys": ["0x7fff", "0x8002"]},
 //!   …],
-//! "sm": [["0x…", 1], …]                          ports the SM runs on (only when declared)
+//! "sm": [["0x…", 1], …],                         ports the SM runs on (only when declared)
+//! "multicast": {"groups": [                        version 2 only, and only when there is
+//!   {"mlid": "0xc000", "pkey": "0xffff", "sl": 0, "members": [["0x…", 1, "full"], …]},
+//!   …], "mfts": [
+//!   ["0x…", "0xc000", [0, 1, 5]],                  switch GUID, MLID, ports of its mask
+//!   …]}
 //! }
 //! ```
 //!
