@@ -500,20 +500,8 @@ fn check_multicast(st: &FabricState, errors: &mut Vec<StateError>) {
         if g.sl.0 > 15 {
             errors.push(bad(format!("SL {} is out of range (0..=15)", g.sl.0)));
         }
-        for r in g.members.keys() {
-            let Some(node) = f.nodes().get(r.node.index()) else {
-                errors.push(StateError::UnknownNode {
-                    at: "multicast members",
-                    id: r.node.0,
-                });
-                continue;
-            };
-            let ok = if node.is_switch() {
-                r.port.0 == 0
-            } else {
-                (1..=node.spec.port_count).contains(&r.port.0)
-            };
-            if !ok {
+        for &r in g.members.keys() {
+            if end_port_or_port_0(f, r, "multicast members", errors) == Some(false) {
                 errors.push(bad(format!(
                     "member {} is not an end-node port or a switch's port 0",
                     port_name(f, r.node, r.port.0)
@@ -521,6 +509,25 @@ fn check_multicast(st: &FabricState, errors: &mut Vec<StateError>) {
             }
         }
     }
+}
+
+/// Whether `r` is an end-node port or a switch's port 0 (where an SM runs, what joins a
+/// multicast group); `None`, with the error pushed, when its node does not exist.
+fn end_port_or_port_0(
+    f: &Fabric,
+    r: PortRef,
+    at: &'static str,
+    errors: &mut Vec<StateError>,
+) -> Option<bool> {
+    let Some(node) = f.nodes().get(r.node.index()) else {
+        errors.push(StateError::UnknownNode { at, id: r.node.0 });
+        return None;
+    };
+    Some(if node.is_switch() {
+        r.port.0 == 0
+    } else {
+        (1..=node.spec.port_count).contains(&r.port.0)
+    })
 }
 
 /// The VL budget and where the SM runs.
@@ -533,17 +540,8 @@ fn check_sm(st: &FabricState, errors: &mut Vec<StateError>) {
     }
     let mut last: Option<PortRef> = None;
     for &r in &st.sm {
-        let Some(node) = f.nodes().get(r.node.index()) else {
-            errors.push(StateError::UnknownNode {
-                at: "sm",
-                id: r.node.0,
-            });
+        let Some(ok) = end_port_or_port_0(f, r, "sm", errors) else {
             continue;
-        };
-        let ok = if node.is_switch() {
-            r.port.0 == 0
-        } else {
-            (1..=node.spec.port_count).contains(&r.port.0)
         };
         if !ok {
             errors.push(StateError::SmPort {

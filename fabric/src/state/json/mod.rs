@@ -1049,28 +1049,47 @@ fn fill(
     st.path_sl = psl;
 }
 
+/// Members given as (node GUID, port, value), resolved into a map: a GUID no node has is an
+/// error at `at(j)` (`j` the member's index), a port listed twice the error `twice(at, port,
+/// GUID)`.
+fn members_of<V>(
+    f: &Fabric,
+    raw: Vec<(GuidHex, u8, V)>,
+    at: impl Fn(usize) -> String,
+    twice: impl Fn(String, u8, Guid) -> StateError,
+    errors: &mut Vec<StateError>,
+) -> BTreeMap<PortRef, V> {
+    let mut members = BTreeMap::new();
+    for (j, (g, port, v)) in raw.into_iter().enumerate() {
+        let Some(n) = f.find_guid(g.0) else {
+            errors.push(StateError::UnknownGuid {
+                at: at(j),
+                guid: g.0.to_string(),
+            });
+            continue;
+        };
+        if members.insert(PortRef::new(n, port), v).is_some() {
+            errors.push(twice(at(j), port, g.0));
+        }
+    }
+    members
+}
+
 fn partitions(st: &mut FabricState, raw: Vec<PartitionJson>, errors: &mut Vec<StateError>) {
     for (i, p) in raw.into_iter().enumerate() {
-        let mut members = BTreeMap::new();
-        for (j, (g, port, m)) in p.members.into_iter().enumerate() {
-            let at = format!("partitions[{i}].members[{j}]");
-            let Some(n) = st.fabric.find_guid(g.0) else {
-                errors.push(StateError::UnknownGuid {
-                    at,
-                    guid: g.0.to_string(),
-                });
-                continue;
-            };
-            if members.insert(PortRef::new(n, port), m).is_some() {
-                errors.push(StateError::Fabric {
-                    at,
-                    message: format!(
-                        "port {port} of {} is listed twice in partition `{}`",
-                        g.0, p.name
-                    ),
-                });
-            }
-        }
+        let members = members_of(
+            &st.fabric,
+            p.members,
+            |j| format!("partitions[{i}].members[{j}]"),
+            |at, port, g| StateError::Fabric {
+                at,
+                message: format!(
+                    "port {port} of {g} is listed twice in partition `{}`",
+                    p.name
+                ),
+            },
+            errors,
+        );
         let class = p.class.map(|c| {
             let mut vls = 0u16;
             for v in c.vls {
@@ -1127,23 +1146,16 @@ fn multicast(st: &mut FabricState, raw: MulticastJson, errors: &mut Vec<StateErr
             });
             continue;
         }
-        let mut members = BTreeMap::new();
-        for (j, (guid, port, join)) in g.members.into_iter().enumerate() {
-            let at = format!("multicast.groups[{i}].members[{j}]");
-            let Some(n) = st.fabric.find_guid(guid.0) else {
-                errors.push(StateError::UnknownGuid {
-                    at,
-                    guid: guid.0.to_string(),
-                });
-                continue;
-            };
-            if members.insert(PortRef::new(n, port), join.0).is_some() {
-                errors.push(StateError::McGroup {
-                    mlid: mlid.get(),
-                    what: format!("{at}: port {port} of {} is listed twice", guid.0),
-                });
-            }
-        }
+        let members = members_of(
+            &st.fabric,
+            g.members.into_iter().map(|(g, p, j)| (g, p, j.0)).collect(),
+            |j| format!("multicast.groups[{i}].members[{j}]"),
+            |at, port, g| StateError::McGroup {
+                mlid: mlid.get(),
+                what: format!("{at}: port {port} of {g} is listed twice"),
+            },
+            errors,
+        );
         st.multicast.groups.push(McGroup {
             mlid,
             pkey: g.pkey.0,
