@@ -797,52 +797,53 @@ fn arb_state() -> impl Strategy<Value = FabricState> {
         })
 }
 
+/// A valid `st` read back equal from its JSON, and written again byte for byte.
+fn survives_json(st: FabricState) -> Result<(), TestCaseError> {
+    let st = ValidState::new(st).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let text = st.to_json();
+    let back = read(&text).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+    prop_assert_eq!(&*back, &*st);
+    prop_assert_eq!(back.to_json(), text);
+    Ok(())
+}
+
+/// `text` with `len` bytes at `at` (wrapped) replaced by `with`, unless that cuts a character.
+fn mangled(text: &str, at: usize, len: usize, with: &str) -> Option<String> {
+    let at = at % text.len();
+    let end = (at + len).min(text.len());
+    let mut t = text.to_owned();
+    (text.is_char_boundary(at) && text.is_char_boundary(end)).then(|| {
+        t.replace_range(at..end, with);
+        t
+    })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
     /// Any valid state survives JSON: read back equal, written again byte for byte.
     #[test]
     fn round_trip(st in arb_state()) {
-        let st = ValidState::new(st).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let text = st.to_json();
-        let back = read(&text).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
-        prop_assert_eq!(&*back, &*st);
-        prop_assert_eq!(back.to_json(), text);
+        survives_json(st)?;
     }
 
     /// Any valid state with multicast survives JSON the same way.
     #[test]
     fn round_trip_with_multicast(st in arb_mc_state()) {
-        let st = ValidState::new(st).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let text = st.to_json();
-        let back = read(&text).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
-        prop_assert_eq!(&*back, &*st);
-        prop_assert_eq!(back.to_json(), text);
+        survives_json(st)?;
     }
 
     /// Arbitrary edits of a state file with multicast never panic the reader.
     #[test]
     fn mangled_multicast_files_never_panic(at in 0usize..4000, len in 0usize..12, with in ".{0,8}") {
         let text = small_mc().to_json();
-        let at = at % text.len();
-        let end = (at + len).min(text.len());
-        if text.is_char_boundary(at) && text.is_char_boundary(end) {
-            let mut t = text.clone();
-            t.replace_range(at..end, &with);
-            let _ = read(&t);
-        }
+        let _ = mangled(&text, at, len, &with).map(|t| read(&t));
     }
 
     /// Arbitrary edits of a state file never panic the reader.
     #[test]
     fn mangled_files_never_panic(at in 0usize..4000, len in 0usize..12, with in ".{0,8}") {
         let text = small().to_json();
-        let at = at % text.len();
-        let end = (at + len).min(text.len());
-        if text.is_char_boundary(at) && text.is_char_boundary(end) {
-            let mut t = text.clone();
-            t.replace_range(at..end, &with);
-            let _ = read(&t);
-        }
+        let _ = mangled(&text, at, len, &with).map(|t| read(&t));
     }
 }
