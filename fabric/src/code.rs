@@ -129,6 +129,8 @@ pub const CODES: &[CodeInfo] = &[
     CodeInfo::stable("weft::state::lmc", "An LMC outside 0..=7."),
     CodeInfo::stable("weft::state::lmc_mismatch", "LIDs assigned with another LMC than the fabric's."),
     CodeInfo::stable("weft::state::max_vls", "A `max_vls` outside 1..=15 data VLs."),
+    CodeInfo::stable("weft::state::mcast_group", "A multicast group that is not valid (an MLID declared twice, a P_Key without a partition number, a member that is not an end port or a switch's port 0)."),
+    CodeInfo::stable("weft::state::mft", "A multicast forwarding table that is not valid (on a node that is not a switch, a port the switch does not have, an MLID past its MulticastFDBCap)."),
     CodeInfo::stable("weft::state::not_a_switch", "Switch tables (LFT, SL→VL) on a node that is not a switch."),
     CodeInfo::stable("weft::state::partition", "A declared partition that is not valid (a bad key, an unknown member)."),
     CodeInfo::stable("weft::state::path_sl", "Path SLs that name unknown sources or LIDs, or SLs above 15."),

@@ -46,9 +46,10 @@ pub use model::{
     PortCaps, PortRef, Role, Speed, Width, MAX_UNICAST_LID,
 };
 pub use state::{
-    json as state_json, DlidSls, FabricState, Lft, LidAssignment, LidRange, Membership, PKey,
-    Partition, PathSl, PortState, Sl2VlRow, SlSet, SourceSls, StateError, StateErrors, SwitchSls,
-    SwitchState, TrafficClass, ValidState, VirtualPort, VlArb, VlWeight, LFT_UNSET,
+    json as state_json, DlidSls, FabricState, JoinState, Lft, LidAssignment, LidRange, McGroup,
+    Membership, Mft, Mlid, Multicast, PKey, Partition, PathSl, PortMask, PortState, Sl2VlRow,
+    SlSet, SourceSls, StateError, StateErrors, SwitchSls, SwitchState, TrafficClass, ValidState,
+    VirtualPort, VlArb, VlWeight, LFT_UNSET,
 };
 pub use suggest::{closest, edit_distance};
 pub use wire::{Folded, WireDiff, WireEnd, WireNode, WireView};

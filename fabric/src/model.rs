@@ -346,6 +346,10 @@ pub struct NodeSpec {
     pub caps: PortCaps,
     /// LinearFDBCap of a switch (entries its LFT can hold).
     pub linear_fdb_cap: u32,
+    /// MulticastFDBCap of a switch (MLIDs its MFT holds, counted from 0xC000), when known;
+    /// `None`: not checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multicast_fdb_cap: Option<u16>,
     /// P_Key table entries per port (NodeInfo PartitionCap), when the model says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition_cap: Option<u16>,
@@ -384,6 +388,7 @@ impl NodeSpec {
             port_guids: None,
             caps: PortCaps::default(),
             linear_fdb_cap: if kind == NodeKind::Switch { 49_152 } else { 0 },
+            multicast_fdb_cap: None,
             partition_cap: None,
             vendor_id: 0,
             device_id: 0,
@@ -934,6 +939,18 @@ impl FabricBuilder {
             Some(n) if n.spec.kind != NodeKind::Switch => {
                 n.spec.host = Some(host.to_owned());
                 n.spec.rail = rail;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Sets switch `node`'s MulticastFDBCap (returns whether it was set: an end node has
+    /// no MFT).
+    pub fn set_multicast_fdb_cap(&mut self, node: NodeId, cap: Option<u16>) -> bool {
+        match self.fabric.nodes.get_mut(node.index()) {
+            Some(n) if n.spec.kind == NodeKind::Switch => {
+                n.spec.multicast_fdb_cap = cap;
                 true
             }
             _ => false,

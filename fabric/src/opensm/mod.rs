@@ -2,6 +2,9 @@
 //!
 //! * the unicast LFT dump ([`write_lfts`], [`parse_lfts`]): `opensm-lfts.dump`, the input of
 //!   OpenSM's `file` routing engine (`opensm -R file -U FILE`), also what `dump_fts` prints;
+//! * multicast forwarding tables ([`parse_mfts`]): OpenSM's `opensm.mcfdbs`, and `ibroute -M`,
+//!   `dump_fts -M` and `dump_mfts` output; multicast groups from `saquery` output
+//!   ([`parse_mcmembers`]);
 //! * the SL→VL dump `opensm-sl2vl.dump` ([`write_sl2vl`], [`parse_sl2vl`]);
 //! * path SLs in ibdiagnet's `.psl` form ([`write_path_sl`], [`parse_path_sl`]);
 //! * the `guid2lid` cache ([`write_guid2lid`], [`parse_guid2lid`]);
@@ -13,7 +16,8 @@
 //!   audit a fabric OpenSM configured.
 //!
 //! Formats were checked against OpenSM 3.3.23 (`osm_dump.c` writes the dumps, `osm_ucast_file.c` reads the LFT dump,
-//! `osm_db_pack.c` the guid2lid records) and ibutils' `Fabric.cpp` (`.psl`). Readers take text
+//! `osm_db_pack.c` the guid2lid records), ibutils' `Fabric.cpp` (`.psl`) and infiniband-diags
+//! (`ibroute.c`, `dump_fts.c` and `saquery.c` print the MFT and multicast-group forms). Readers take text
 //! and return the model plus every problem found; they never touch files.
 
 mod conf;
@@ -22,6 +26,8 @@ mod guid2lid;
 mod guid2lid_read;
 mod lfts;
 mod lfts_read;
+mod mcmembers_read;
+mod mfts_read;
 mod partitions;
 mod path_sl;
 mod sl2vl;
@@ -38,6 +44,8 @@ pub use guid2lid::write_guid2lid;
 pub use guid2lid_read::parse_guid2lid;
 pub use lfts::{write_lfts, write_lfts_to};
 pub use lfts_read::parse_lfts;
+pub use mcmembers_read::parse_mcmembers;
+pub use mfts_read::{parse_mfts, MftTables};
 pub use partitions::write_partitions;
 pub use path_sl::{parse_path_sl, write_path_sl, PslSls};
 pub use sl2vl::{parse_sl2vl, write_sl2vl, Sl2VlTables};

@@ -1,6 +1,6 @@
 //! What switches run: LIDs and per-switch tables, next to the [`Fabric`] they belong to.
 //!
-//! Serialised as deterministic JSON ([`json`], schema v1), the input of `weft verify --state`
+//! Serialised as deterministic JSON ([`json`], schema v1, v2 with multicast), the input of `weft verify --state`
 //! and, later, of `weft plan`.
 //!
 //! Semantics the verifier checks: a packet for destination LID `d` with service level `s`
@@ -14,12 +14,16 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub mod json;
+mod multicast;
 mod partitions;
 mod path_sl;
 mod ports;
 mod valid;
 mod vports;
 
+pub use multicast::{
+    JoinState, McGroup, Mft, Mlid, Multicast, PortMask, MLIDS_PER_BLOCK, PORTS_PER_POSITION,
+};
 pub use partitions::{Membership, Partition, TrafficClass};
 pub use path_sl::{DlidSls, LidRange, PathSl, SlSet, SourceSls, SwitchSls};
 pub use ports::{PKey, PortState, VlArb, VlWeight};
@@ -267,6 +271,9 @@ pub struct FabricState {
     /// port, or a switch's port 0. Empty: the state does not say where the SM runs, and the
     /// `isolated` property cannot check that every end port reaches it.
     pub sm: Vec<PortRef>,
+    /// Multicast groups and MFTs (empty: the state says nothing about multicast, and what
+    /// is proven covers unicast only).
+    pub multicast: Multicast,
 }
 
 impl FabricState {
@@ -285,10 +292,11 @@ impl FabricState {
             partitions: Vec::new(),
             max_vls: None,
             sm: Vec::new(),
+            multicast: Multicast::default(),
         }
     }
 
-    /// The state as `state.json` (schema v1, [`json`]).
+    /// The state as `state.json` ([`json`]: schema v1, v2 with multicast).
     pub fn to_json(&self) -> String {
         json::to_string(self)
     }

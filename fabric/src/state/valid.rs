@@ -20,6 +20,10 @@
 //!   that exist and own a LID.
 //! * Max VLs: 1..=15 when set. SM ports: each an end-node port or a switch's port 0, listed
 //!   once.
+//! * Multicast: MFTs only on switches, their masks over ports 0..=port count, no MLID past
+//!   MulticastFDBCap when the switch's is known; one group per MLID, P_Keys with a partition
+//!   number, SLs ≤ 15, members that are end-node ports or a switch's port 0 (MLIDs are in
+//!   0xC000..=0xFFFE by construction of [`Mlid`](super::Mlid)).
 //!
 //! LFT *entries* may hold any port number: a wrong entry is a routing fault that the verifier
 //! reports as a violation with a witness, not a malformed state.
@@ -45,6 +49,7 @@ impl ValidState {
         state.path_sl.sort();
         state.partitions.sort_by(|a, b| a.name.cmp(&b.name));
         state.sm.sort();
+        state.multicast.normalize();
         let errors = check(&state);
         if errors.is_empty() {
             Ok(ValidState(state))
@@ -53,7 +58,7 @@ impl ValidState {
         }
     }
 
-    /// Reads `state.json` (schema v1): parsed, built through the fabric builder, every GUID
+    /// Reads `state.json` (schema v1, or v2 with multicast): parsed, built through the fabric builder, every GUID
     /// resolved, the fingerprint checked, validated. Every problem is reported.
     pub fn from_json(text: &str) -> Result<ValidState, StateErrors> {
         super::json::read(text)
@@ -304,6 +309,28 @@ pub enum StateError {
         /// What is wrong.
         what: &'static str,
     },
+    /// A multicast forwarding table that cannot be.
+    #[error("`{node}` ({guid}) MFT{}: {what}", .mlid.map(|m| format!(" MLID {m:#06x}")).unwrap_or_default())]
+    #[diagnostic(code(weft::state::mft))]
+    Mft {
+        /// Node name.
+        node: String,
+        /// Node GUID.
+        guid: String,
+        /// The MLID whose entry is wrong, when one is.
+        mlid: Option<u16>,
+        /// What is wrong.
+        what: String,
+    },
+    /// A multicast group that cannot be.
+    #[error("multicast group {mlid:#06x}: {what}")]
+    #[diagnostic(code(weft::state::mcast_group))]
+    McGroup {
+        /// Its MLID.
+        mlid: u16,
+        /// What is wrong.
+        what: String,
+    },
     /// A path-SL entry that cannot be.
     #[error("path SLs: {what}")]
     #[diagnostic(code(weft::state::path_sl))]
@@ -316,10 +343,10 @@ pub enum StateError {
 fn version_message(format: Option<&str>, version: Option<u64>) -> String {
     match (format, version) {
         (Some(f), Some(v)) => {
-            format!("this is `{f}` version {v}; weft reads `weft-state` version 1")
+            format!("this is `{f}` version {v}{}; weft reads `weft-state` version 1, and version 2 with multicast", if f == "weft-state" && v == 1 { " with multicast" } else { "" })
         }
-        (Some(f), None) => format!("this is `{f}` without a version; weft reads `weft-state` version 1"),
-        (None, _) => "this file has no `format` and `version`: it is not a weft state, or one written by an older weft; weft reads `weft-state` version 1".to_owned(),
+        (Some(f), None) => format!("this is `{f}` without a version; weft reads `weft-state` version 1, and version 2 with multicast"),
+        (None, _) => "this file has no `format` and `version`: it is not a weft state, or one written by an older weft; weft reads `weft-state` version 1, and version 2 with multicast".to_owned(),
     }
 }
 
@@ -392,7 +419,115 @@ fn check(st: &FabricState) -> Vec<StateError> {
     check_partitions(st, &mut errors);
     check_vports(st, &mut errors);
     check_sm(st, &mut errors);
+    check_multicast(st, &mut errors);
     errors
+}
+
+/// MFTs: on switches, masks over ports the switch has (0 to its port count), within its
+/// MulticastFDBCap when known. Groups (sorted): one per MLID, a P_Key with a partition
+/// number, SL ≤ 15, members that are end-node ports or a switch's port 0.
+fn check_multicast(st: &FabricState, errors: &mut Vec<StateError>) {
+    let f = &st.fabric;
+    for (&n, mft) in &st.multicast.mfts {
+        let Some(node) = f.nodes().get(n.index()) else {
+            errors.push(StateError::UnknownNode {
+                at: "mfts",
+                id: n.0,
+            });
+            continue;
+        };
+        let bad = |mlid: Option<u16>, what: String| StateError::Mft {
+            node: node.name().to_owned(),
+            guid: node.guid().to_string(),
+            mlid,
+            what,
+        };
+        if !node.is_switch() {
+            errors.push(bad(
+                None,
+                "the node is not a switch but has an MFT".to_owned(),
+            ));
+            continue;
+        }
+        let ports = node.spec.port_count;
+        if mft.ports_used().highest().is_some_and(|p| p.0 > ports) {
+            for (mlid, mask) in mft.entries() {
+                let beyond: Vec<String> = mask
+                    .iter()
+                    .filter(|p| p.0 > ports)
+                    .map(|p| p.0.to_string())
+                    .collect();
+                if !beyond.is_empty() {
+                    errors.push(bad(
+                        Some(mlid.get()),
+                        format!(
+                            "forwards to port{} {} but the switch has ports 0..={ports}",
+                            if beyond.len() > 1 { "s" } else { "" },
+                            beyond.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        if let (Some(cap), Some(top)) = (node.spec.multicast_fdb_cap, mft.top()) {
+            if top.index() >= usize::from(cap) {
+                errors.push(bad(
+                    Some(top.get()),
+                    format!(
+                        "is past the switch's MulticastFDBCap {cap} (MLIDs 0xc000..={:#06x})",
+                        (0xC000 + u32::from(cap)).saturating_sub(1)
+                    ),
+                ));
+            }
+        }
+    }
+    let mut last: Option<super::Mlid> = None;
+    for g in &st.multicast.groups {
+        let bad = |what: String| StateError::McGroup {
+            mlid: g.mlid.get(),
+            what,
+        };
+        if last == Some(g.mlid) {
+            errors.push(bad("is declared twice (one group per MLID)".to_owned()));
+        }
+        last = Some(g.mlid);
+        if g.pkey & 0x7fff == 0 {
+            errors.push(bad(format!(
+                "P_Key {:#06x} has no partition number",
+                g.pkey
+            )));
+        }
+        if g.sl.0 > 15 {
+            errors.push(bad(format!("SL {} is out of range (0..=15)", g.sl.0)));
+        }
+        for &r in g.members.keys() {
+            if end_port_or_port_0(f, r, "multicast members", errors) == Some(false) {
+                errors.push(bad(format!(
+                    "member {} is not an end-node port or a switch's port 0",
+                    port_name(f, r.node, r.port.0)
+                )));
+            }
+        }
+    }
+}
+
+/// Whether `r` is an end-node port or a switch's port 0 (where an SM runs, what joins a
+/// multicast group); `None`, with the error pushed, when its node does not exist.
+fn end_port_or_port_0(
+    f: &Fabric,
+    r: PortRef,
+    at: &'static str,
+    errors: &mut Vec<StateError>,
+) -> Option<bool> {
+    let Some(node) = f.nodes().get(r.node.index()) else {
+        errors.push(StateError::UnknownNode { at, id: r.node.0 });
+        return None;
+    };
+    Some(if node.is_switch() {
+        r.port.0 == 0
+    } else {
+        (1..=node.spec.port_count).contains(&r.port.0)
+    })
 }
 
 /// The VL budget and where the SM runs.
@@ -405,17 +540,8 @@ fn check_sm(st: &FabricState, errors: &mut Vec<StateError>) {
     }
     let mut last: Option<PortRef> = None;
     for &r in &st.sm {
-        let Some(node) = f.nodes().get(r.node.index()) else {
-            errors.push(StateError::UnknownNode {
-                at: "sm",
-                id: r.node.0,
-            });
+        let Some(ok) = end_port_or_port_0(f, r, "sm", errors) else {
             continue;
-        };
-        let ok = if node.is_switch() {
-            r.port.0 == 0
-        } else {
-            (1..=node.spec.port_count).contains(&r.port.0)
         };
         if !ok {
             errors.push(StateError::SmPort {

@@ -1,5 +1,6 @@
-//! `state.json`, schema v1: the whole [`FabricState`] as deterministic JSON, read back only
-//! through [`FabricBuilder`] and [`ValidState::new`].
+//! `state.json`, schema v1 (v2 when the state has multicast, see [`VERSION_MULTICAST`]): the
+//! whole [`FabricState`] as deterministic JSON, read back only through [`FabricBuilder`] and
+//! [`ValidState::new`].
 //!
 //! ```text
 //! {
@@ -38,7 +39,12 @@
 //! "vports": [                                      VFs of vSwitch hypervisors (only when there are)
 //!   {"host": ["0x…", 1], "vf": 0, "guid": "0x…", "lid": 705, "vm": "db1", "pkeys": ["0x7fff", "0x8002"]},
 //!   …],
-//! "sm": [["0x…", 1], …]                          ports the SM runs on (only when declared)
+//! "sm": [["0x…", 1], …],                         ports the SM runs on (only when declared)
+//! "multicast": {"groups": [                        version 2 only, and only when there is
+//!   {"mlid": "0xc000", "pkey": "0xffff", "sl": 0, "members": [["0x…", 1, "full"], …]},
+//!   …], "mfts": [
+//!   ["0x…", "0xc000", [0, 1, 5]],                  switch GUID, MLID, ports of its mask
+//!   …]}
 //! }
 //! ```
 //!
@@ -53,8 +59,9 @@
 
 use super::valid::{StateError, StateErrors};
 use super::{
-    DlidSls, FabricState, Lft, LidRange, Membership, PKey, Partition, PathSl, PortState, Sl2VlRow,
-    SlSet, SourceSls, SwitchSls, SwitchState, TrafficClass, ValidState, VlArb,
+    DlidSls, FabricState, JoinState, Lft, LidRange, McGroup, Membership, Mlid, PKey, Partition,
+    PathSl, PortMask, PortState, Sl2VlRow, SlSet, SourceSls, SwitchSls, SwitchState, TrafficClass,
+    ValidState, VlArb,
 };
 use crate::fingerprint::Fingerprint;
 use crate::ids::{Guid, Lid, NodeId, PortNum, Sl};
@@ -70,8 +77,29 @@ use std::io::{self, Write};
 
 /// The `format` value of a state file.
 pub const FORMAT: &str = "weft-state";
-/// The schema version this weft reads and writes.
+/// The schema version of a state without multicast (what every weft reads), and of a fabric
+/// file ([`write_fabric`]).
 pub const VERSION: u64 = 1;
+/// The schema version of a state with multicast groups, MFTs or a switch's MulticastFDBCap:
+/// version 1 plus the `multicast` field and the nodes' `multicast_fdb_cap`. This weft reads
+/// both and writes version 1 whenever the state has no multicast, so those files are byte for
+/// byte what earlier versions wrote; an older weft refuses a version-2 file by its version.
+pub const VERSION_MULTICAST: u64 = 2;
+
+/// The version [`write()`] gives `state`: [`VERSION_MULTICAST`] when it has multicast groups,
+/// MFT entries or a switch with a known MulticastFDBCap, else [`VERSION`].
+pub fn version_of(state: &FabricState) -> u64 {
+    let caps = state
+        .fabric
+        .nodes()
+        .iter()
+        .any(|n| n.spec.multicast_fdb_cap.is_some());
+    if caps || !state.multicast.is_empty() {
+        VERSION_MULTICAST
+    } else {
+        VERSION
+    }
+}
 
 /// A GUID written as a hex string (`"0x0002c90300a1b2c3"`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -89,33 +117,50 @@ impl<'de> Deserialize<'de> for GuidHex {
     }
 }
 
-/// A P_Key written as a hex string (`"0xffff"`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct PKeyHex(PKey);
+/// A 16-bit value written as a hex string (`"0xffff"`): P_Keys and MLIDs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Hex16(u16);
 
-impl Serialize for PKeyHex {
+impl Serialize for Hex16 {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&format!("{:#06x}", self.0 .0))
+        s.serialize_str(&format!("{:#06x}", self.0))
     }
 }
 
-impl<'de> Deserialize<'de> for PKeyHex {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<PKeyHex, D::Error> {
+impl<'de> Deserialize<'de> for Hex16 {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Hex16, D::Error> {
         struct V;
         impl Visitor<'_> for V {
-            type Value = PKeyHex;
+            type Value = Hex16;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a P_Key as a hex string such as \"0x8001\"")
+                f.write_str("a P_Key or MLID as a hex string such as \"0x8001\"")
             }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<PKeyHex, E> {
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Hex16, E> {
                 v.strip_prefix("0x")
                     .filter(|h| !h.is_empty() && h.len() <= 4)
                     .and_then(|h| u16::from_str_radix(h, 16).ok())
-                    .map(|k| PKeyHex(PKey(k)))
+                    .map(Hex16)
                     .ok_or_else(|| E::invalid_value(de::Unexpected::Str(v), &self))
             }
         }
         d.deserialize_str(V)
+    }
+}
+
+/// A join state written as its names (`"full"`, `"full+send_only"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct JoinJson(JoinState);
+
+impl Serialize for JoinJson {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for JoinJson {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<JoinJson, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        text.parse().map(JoinJson).map_err(de::Error::custom)
     }
 }
 
@@ -166,6 +211,8 @@ struct NodeJson {
     vl_cap: u8,
     mtu: Mtu,
     linear_fdb_cap: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    multicast_fdb_cap: Option<u16>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     partition_cap: Option<u16>,
     vendor_id: u32,
@@ -233,7 +280,7 @@ struct PortJson {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     vlarb: Option<VlArb>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pkeys: Option<Vec<PKeyHex>>,
+    pkeys: Option<Vec<Hex16>>,
 }
 
 /// One VF of a vSwitch hypervisor port.
@@ -248,7 +295,7 @@ struct VportJson {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     vm: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pkeys: Option<Vec<PKeyHex>>,
+    pkeys: Option<Vec<Hex16>>,
 }
 
 #[derive(Deserialize)]
@@ -268,7 +315,7 @@ struct PathSlJson {
 #[serde(deny_unknown_fields)]
 struct PartitionJson {
     name: String,
-    pkey: PKeyHex,
+    pkey: Hex16,
     members: Vec<(GuidHex, u8, Membership)>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     vms: Vec<(String, Membership)>,
@@ -283,6 +330,27 @@ struct ClassJson {
     name: String,
     sls: SlList,
     vls: Vec<u8>,
+}
+
+/// Multicast groups and MFT entries (version 2).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MulticastJson {
+    #[serde(default)]
+    groups: Vec<GroupJson>,
+    /// (switch GUID, MLID, ports) per non-empty entry.
+    #[serde(default)]
+    mfts: Vec<(GuidHex, Hex16, Vec<u8>)>,
+}
+
+/// A multicast group: MLID, P_Key, SL, members as (node GUID, port, join state).
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GroupJson {
+    mlid: Hex16,
+    pkey: Hex16,
+    sl: u8,
+    members: Vec<(GuidHex, u8, JoinJson)>,
 }
 
 #[derive(Deserialize)]
@@ -307,6 +375,8 @@ struct StateJson {
     max_vls: Option<u8>,
     #[serde(default)]
     sm: Vec<(GuidHex, u8)>,
+    #[serde(default)]
+    multicast: Option<MulticastJson>,
     /// Written by `weft build` beside the state; not part of it.
     #[serde(default)]
     #[allow(dead_code)]
@@ -343,6 +413,7 @@ fn node_json(n: &crate::Node) -> NodeJson {
         vl_cap: s.caps.vl_cap,
         mtu: s.caps.mtu,
         linear_fdb_cap: s.linear_fdb_cap,
+        multicast_fdb_cap: s.multicast_fdb_cap,
         partition_cap: s.partition_cap,
         vendor_id: s.vendor_id,
         device_id: s.device_id,
@@ -426,13 +497,15 @@ pub fn digest(state: &FabricState) -> String {
     h.0.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Writes `state` as schema v1. `extra` are further top-level fields, as (name, JSON text),
-/// written after the state (e.g. `weft build`'s `quality`).
+/// Writes `state` as schema v1, or v2 when it has multicast ([`version_of`]). `extra` are
+/// further top-level fields, as (name, JSON text), written after the state (e.g. `weft
+/// build`'s `quality`).
 pub fn write<W: Write>(state: &FabricState, w: &mut W, extra: &[(&str, &str)]) -> io::Result<()> {
     let f = &state.fabric;
     write!(
         w,
-        "{{\n\"format\": \"{FORMAT}\",\n\"version\": {VERSION},\n\"fingerprint\": "
+        "{{\n\"format\": \"{FORMAT}\",\n\"version\": {},\n\"fingerprint\": ",
+        version_of(state)
     )?;
     serde_json::to_writer(&mut *w, &Fingerprint::of(state))?;
     w.write_all(b",\n\"fabric\": ")?;
@@ -484,7 +557,7 @@ pub fn write<W: Write>(state: &FabricState, w: &mut W, extra: &[(&str, &str)]) -
             pkeys: p
                 .pkeys
                 .as_ref()
-                .map(|v| v.iter().copied().map(PKeyHex).collect()),
+                .map(|v| v.iter().map(|k| Hex16(k.0)).collect()),
         }),
     )?;
     let p = &state.path_sl;
@@ -550,7 +623,7 @@ pub fn write<W: Write>(state: &FabricState, w: &mut W, extra: &[(&str, &str)]) -
                 members.sort_unstable();
                 PartitionJson {
                     name: p.name.clone(),
-                    pkey: PKeyHex(PKey(p.pkey)),
+                    pkey: Hex16(p.pkey),
                     members,
                     vms: p.vms.iter().map(|(n, &m)| (n.clone(), m)).collect(),
                     class: p.class.as_ref().map(|c| ClassJson {
@@ -578,7 +651,7 @@ pub fn write<W: Write>(state: &FabricState, w: &mut W, extra: &[(&str, &str)]) -
                 pkeys: v
                     .pkeys
                     .as_ref()
-                    .map(|t| t.iter().map(|&k| PKeyHex(k)).collect()),
+                    .map(|t| t.iter().map(|k| Hex16(k.0)).collect()),
             })
             .collect();
         vports.sort_by_key(|v| (v.host, v.vf));
@@ -595,6 +668,11 @@ pub fn write<W: Write>(state: &FabricState, w: &mut W, extra: &[(&str, &str)]) -
         sm.sort_unstable();
         lines(w, sm)?;
     }
+    if !state.multicast.is_empty() {
+        // Written only when there is (version 2), so states without multicast are v1 files
+        // byte for byte as before.
+        write_multicast(state, w)?;
+    }
     for (name, json) in extra {
         w.write_all(b",\n")?;
         serde_json::to_writer(&mut *w, name)?;
@@ -602,6 +680,49 @@ pub fn write<W: Write>(state: &FabricState, w: &mut W, extra: &[(&str, &str)]) -
         w.write_all(json.as_bytes())?;
     }
     w.write_all(b"\n}\n")
+}
+
+/// The `multicast` field: groups by MLID with members by GUID and port, then one line per
+/// non-empty MFT entry, by switch GUID and MLID.
+fn write_multicast<W: Write>(state: &FabricState, w: &mut W) -> io::Result<()> {
+    let f = &state.fabric;
+    w.write_all(b",\n\"multicast\": {\"groups\": ")?;
+    let mut groups: Vec<&McGroup> = state.multicast.groups.iter().collect();
+    groups.sort_by_key(|g| g.mlid);
+    lines(
+        w,
+        groups.into_iter().map(|g| {
+            let mut members: Vec<(GuidHex, u8, JoinJson)> = g
+                .members
+                .iter()
+                .map(|(r, &j)| (guid_of(f, r.node), r.port.0, JoinJson(j)))
+                .collect();
+            members.sort_unstable();
+            GroupJson {
+                mlid: Hex16(g.mlid.get()),
+                pkey: Hex16(g.pkey),
+                sl: g.sl.0,
+                members,
+            }
+        }),
+    )?;
+    w.write_all(b", \"mfts\": ")?;
+    let mut switches: Vec<(GuidHex, &super::Mft)> = state
+        .multicast
+        .mfts
+        .iter()
+        .map(|(&n, t)| (guid_of(f, n), t))
+        .collect();
+    switches.sort_unstable_by_key(|(g, _)| *g);
+    lines(
+        w,
+        switches.into_iter().flat_map(|(g, t)| {
+            t.entries()
+                .map(move |(m, mask)| (g, Hex16(m.get()), mask.iter().map(|p| p.0).collect()))
+                .collect::<Vec<(GuidHex, Hex16, Vec<u8>)>>()
+        }),
+    )?;
+    w.write_all(b"}")
 }
 
 impl Fabric {
@@ -644,7 +765,8 @@ pub fn read(text: &str) -> Result<ValidState, StateErrors> {
             // Say "another version" rather than "missing field" when that is the cause.
             let header: Option<Header> = serde_json::from_str(text).ok();
             if let Some(h) = header {
-                if h.format.as_deref() != Some(FORMAT) || h.version != Some(VERSION) {
+                let known = matches!(h.version, Some(VERSION | VERSION_MULTICAST));
+                if h.format.as_deref() != Some(FORMAT) || !known {
                     return Err(StateErrors(vec![StateError::Version {
                         format: h.format,
                         version: h.version,
@@ -654,7 +776,7 @@ pub fn read(text: &str) -> Result<ValidState, StateErrors> {
             return Err(StateErrors(vec![json_error(&e)]));
         }
     };
-    if raw.format != FORMAT || raw.version != VERSION {
+    if raw.format != FORMAT || !matches!(raw.version, VERSION | VERSION_MULTICAST) {
         return Err(StateErrors(vec![StateError::Version {
             format: Some(raw.format),
             version: Some(raw.version),
@@ -674,6 +796,15 @@ pub fn read(text: &str) -> Result<ValidState, StateErrors> {
         partitions(&mut st, raw.partitions, &mut errors);
         vports(&mut st, raw.vports, &mut errors);
         st.max_vls = raw.max_vls;
+        if let Some(m) = raw.multicast {
+            multicast(&mut st, m, &mut errors);
+        }
+        if raw.version == VERSION && version_of(&st) != VERSION {
+            errors.push(StateError::Version {
+                format: Some(FORMAT.to_owned()),
+                version: Some(VERSION),
+            });
+        }
         for (i, (g, port)) in raw.sm.into_iter().enumerate() {
             match st.fabric.find_guid(g.0) {
                 Some(n) => st.sm.push(PortRef::new(n, port)),
@@ -731,6 +862,7 @@ fn build(raw: FabricJson, errors: &mut Vec<StateError>) -> Option<Fabric> {
                 mtu: n.mtu,
             },
             linear_fdb_cap: n.linear_fdb_cap,
+            multicast_fdb_cap: n.multicast_fdb_cap,
             partition_cap: n.partition_cap,
             vendor_id: n.vendor_id,
             device_id: n.device_id,
@@ -862,7 +994,7 @@ fn fill(
         let table = PortState {
             sl2vl: p.sl2vl,
             vlarb: p.vlarb,
-            pkeys: p.pkeys.map(|v| v.into_iter().map(|k| k.0).collect()),
+            pkeys: p.pkeys.map(|v| v.into_iter().map(|k| PKey(k.0)).collect()),
         };
         if st.ports.insert(PortRef::new(n, p.port), table).is_some() {
             errors.push(StateError::Fabric {
@@ -917,28 +1049,47 @@ fn fill(
     st.path_sl = psl;
 }
 
+/// Members given as (node GUID, port, value), resolved into a map: a GUID no node has is an
+/// error at `at(j)` (`j` the member's index), a port listed twice the error `twice(at, port,
+/// GUID)`.
+fn members_of<V>(
+    f: &Fabric,
+    raw: Vec<(GuidHex, u8, V)>,
+    at: impl Fn(usize) -> String,
+    twice: impl Fn(String, u8, Guid) -> StateError,
+    errors: &mut Vec<StateError>,
+) -> BTreeMap<PortRef, V> {
+    let mut members = BTreeMap::new();
+    for (j, (g, port, v)) in raw.into_iter().enumerate() {
+        let Some(n) = f.find_guid(g.0) else {
+            errors.push(StateError::UnknownGuid {
+                at: at(j),
+                guid: g.0.to_string(),
+            });
+            continue;
+        };
+        if members.insert(PortRef::new(n, port), v).is_some() {
+            errors.push(twice(at(j), port, g.0));
+        }
+    }
+    members
+}
+
 fn partitions(st: &mut FabricState, raw: Vec<PartitionJson>, errors: &mut Vec<StateError>) {
     for (i, p) in raw.into_iter().enumerate() {
-        let mut members = BTreeMap::new();
-        for (j, (g, port, m)) in p.members.into_iter().enumerate() {
-            let at = format!("partitions[{i}].members[{j}]");
-            let Some(n) = st.fabric.find_guid(g.0) else {
-                errors.push(StateError::UnknownGuid {
-                    at,
-                    guid: g.0.to_string(),
-                });
-                continue;
-            };
-            if members.insert(PortRef::new(n, port), m).is_some() {
-                errors.push(StateError::Fabric {
-                    at,
-                    message: format!(
-                        "port {port} of {} is listed twice in partition `{}`",
-                        g.0, p.name
-                    ),
-                });
-            }
-        }
+        let members = members_of(
+            &st.fabric,
+            p.members,
+            |j| format!("partitions[{i}].members[{j}]"),
+            |at, port, g| StateError::Fabric {
+                at,
+                message: format!(
+                    "port {port} of {g} is listed twice in partition `{}`",
+                    p.name
+                ),
+            },
+            errors,
+        );
         let class = p.class.map(|c| {
             let mut vls = 0u16;
             for v in c.vls {
@@ -968,11 +1119,80 @@ fn partitions(st: &mut FabricState, raw: Vec<PartitionJson>, errors: &mut Vec<St
         }
         st.partitions.push(Partition {
             name: p.name,
-            pkey: p.pkey.0 .0,
+            pkey: p.pkey.0,
             members,
             vms,
             class,
         });
+    }
+}
+
+fn multicast(st: &mut FabricState, raw: MulticastJson, errors: &mut Vec<StateError>) {
+    for (i, g) in raw.groups.into_iter().enumerate() {
+        let Some(mlid) = Mlid::new(g.mlid.0) else {
+            errors.push(StateError::McGroup {
+                mlid: g.mlid.0,
+                what: format!("multicast.groups[{i}]: not a multicast LID (0xc000..=0xfffe)"),
+            });
+            continue;
+        };
+        if g.sl > 15 {
+            errors.push(StateError::McGroup {
+                mlid: mlid.get(),
+                what: format!(
+                    "multicast.groups[{i}]: SL {} is out of range (0..=15)",
+                    g.sl
+                ),
+            });
+            continue;
+        }
+        let members = members_of(
+            &st.fabric,
+            g.members.into_iter().map(|(g, p, j)| (g, p, j.0)).collect(),
+            |j| format!("multicast.groups[{i}].members[{j}]"),
+            |at, port, g| StateError::McGroup {
+                mlid: mlid.get(),
+                what: format!("{at}: port {port} of {g} is listed twice"),
+            },
+            errors,
+        );
+        st.multicast.groups.push(McGroup {
+            mlid,
+            pkey: g.pkey.0,
+            sl: Sl(g.sl),
+            members,
+        });
+    }
+    for (i, (guid, mlid, ports)) in raw.mfts.into_iter().enumerate() {
+        let at = format!("multicast.mfts[{i}]");
+        let Some(n) = st.fabric.find_guid(guid.0) else {
+            errors.push(StateError::UnknownGuid {
+                at,
+                guid: guid.0.to_string(),
+            });
+            continue;
+        };
+        let node = st.fabric.node(n);
+        let bad = |what: String| StateError::Mft {
+            node: node.name().to_owned(),
+            guid: guid.0.to_string(),
+            mlid: Some(mlid.0),
+            what: format!("{at}: {what}"),
+        };
+        let Some(m) = Mlid::new(mlid.0) else {
+            errors.push(bad("not a multicast LID (0xc000..=0xfffe)".to_owned()));
+            continue;
+        };
+        if ports.is_empty() {
+            errors.push(bad("an entry without ports (leave it out)".to_owned()));
+            continue;
+        }
+        let table = st.multicast.mfts.entry(n).or_default();
+        if !table.get(m).is_empty() {
+            errors.push(bad("is given twice".to_owned()));
+            continue;
+        }
+        table.set(m, PortMask::of(ports.into_iter().map(PortNum)));
     }
 }
 
@@ -991,7 +1211,7 @@ fn vports(st: &mut FabricState, raw: Vec<VportJson>, errors: &mut Vec<StateError
             guid: v.guid.0,
             lid: v.lid.map(Lid),
             vm: v.vm,
-            pkeys: v.pkeys.map(|t| t.into_iter().map(|k| k.0).collect()),
+            pkeys: v.pkeys.map(|t| t.into_iter().map(|k| PKey(k.0)).collect()),
         });
     }
     st.lids.vports.sort_by_key(|v| v.key());

@@ -3,10 +3,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use super::*;
-use crate::TrafficClass;
 use crate::{
     FabricBuilder, Guid, LinkId, NodeKind, NodeSpec, PortNum, PortRef, VirtualPort, VlWeight,
 };
+use crate::{Mft, TrafficClass};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -91,7 +91,12 @@ fn read_value(v: &Value) -> Result<ValidState, StateErrors> {
 /// The rendered errors of a state edited by `edit` (with the fingerprint removed, so the
 /// checks behind it are what speaks).
 fn errors_of(edit: impl FnOnce(&mut Value)) -> String {
-    let mut v = value(&small());
+    errors_of_state(&small(), edit)
+}
+
+/// [`errors_of`] for another state.
+fn errors_of_state(st: &FabricState, edit: impl FnOnce(&mut Value)) -> String {
+    let mut v = value(st);
     v.as_object_mut().unwrap().remove("fingerprint");
     edit(&mut v);
     match read_value(&v) {
@@ -363,7 +368,7 @@ fn a_state_file_names_what_is_wrong() {
         ),
         (
             "another version",
-            Box::new(|v: &mut Value| v["version"] = json!(2)),
+            Box::new(|v: &mut Value| v["version"] = json!(3)),
         ),
         (
             "an unversioned state",
@@ -448,6 +453,223 @@ fn many_errors_of_one_kind_are_capped() {
         text.ends_with("… and 20 more like this (weft::state::path_sl)"),
         "{text}"
     );
+}
+
+/// [`small`] with the default partition's IPoIB group (MLID 0xc000: `h1` full, `h2`
+/// send-only) forwarded by both switches, and a second group 0xc021 (block 1) on `sw2` only.
+fn small_mc() -> FabricState {
+    let mut st = small();
+    let m = |l| Mlid::new(l).unwrap();
+    st.multicast.groups.push(McGroup {
+        mlid: m(0xC000),
+        pkey: 0xffff,
+        sl: Sl(0),
+        members: [
+            (PortRef::new(NodeId(2), 1), JoinState::FULL),
+            (PortRef::new(NodeId(3), 1), JoinState::SEND_ONLY_NON_MEMBER),
+        ]
+        .into(),
+    });
+    st.multicast.groups.push(McGroup {
+        mlid: m(0xC021),
+        pkey: 0x8001,
+        sl: Sl(3),
+        members: [(PortRef::new(NodeId(3), 1), JoinState::FULL)].into(),
+    });
+    for (sw, ports) in [(0u32, vec![0u8, 1, 2]), (1, vec![1])] {
+        let mask = PortMask::of(ports.into_iter().map(PortNum));
+        st.multicast
+            .mfts
+            .entry(NodeId(sw))
+            .or_default()
+            .set(m(0xC000), mask);
+    }
+    st.multicast
+        .mfts
+        .entry(NodeId(1))
+        .or_default()
+        .set(m(0xC021), PortMask::of([PortNum(2)]));
+    st
+}
+
+#[test]
+fn multicast_is_written_as_version_2_and_only_then() {
+    let plain = small();
+    let text = plain.to_json();
+    assert!(text.starts_with("{\n\"format\": \"weft-state\",\n\"version\": 1,\n"));
+    assert!(!text.contains("multicast"), "{text}");
+    let st = ValidState::new(small_mc()).unwrap();
+    let text = st.to_json();
+    assert!(text.starts_with("{\n\"format\": \"weft-state\",\n\"version\": 2,\n"));
+    insta::assert_snapshot!(text.split_once("\"multicast\"").unwrap().1);
+    let back = read(&text).unwrap();
+    assert_eq!(*back, *st);
+    assert_eq!(
+        back.multicast.group(Mlid::new(0xC021).unwrap()).unwrap().sl,
+        Sl(3)
+    );
+    // An empty table is no multicast: version 1 again.
+    let mut none = plain.clone();
+    none.multicast.mfts.insert(NodeId(0), Mft::default());
+    assert_eq!(version_of(&none), VERSION);
+    // A MulticastFDBCap alone is version 2 (an older weft would not know the field).
+    let mut b = FabricBuilder::from(plain.fabric.clone());
+    assert!(b.set_multicast_fdb_cap(NodeId(0), Some(64)));
+    assert!(!b.set_multicast_fdb_cap(NodeId(2), Some(64)));
+    let mut capped = plain;
+    capped.fabric = b.finish();
+    let text = capped.to_json();
+    assert!(text.contains("\"multicast_fdb_cap\":64"), "{text}");
+    assert_eq!(version_of(&capped), VERSION_MULTICAST);
+    assert_eq!(*read(&text).unwrap(), capped);
+}
+
+#[test]
+fn a_multicast_state_names_what_is_wrong() {
+    type Edit = Box<dyn FnOnce(&mut Value)>;
+    let cases: Vec<(&str, Edit)> = vec![
+        (
+            "an MFT entry below the multicast range",
+            Box::new(|v: &mut Value| v["multicast"]["mfts"][0][1] = json!("0xbfff")),
+        ),
+        (
+            "a group at the permissive LID",
+            Box::new(|v: &mut Value| v["multicast"]["groups"][0]["mlid"] = json!("0xffff")),
+        ),
+        (
+            "a port beyond the switch",
+            Box::new(|v: &mut Value| v["multicast"]["mfts"][1][2] = json!([1, 9, 200])),
+        ),
+        (
+            "an MFT on an HCA",
+            Box::new(|v: &mut Value| v["multicast"]["mfts"][2][0] = json!("0xf452140300000300")),
+        ),
+        (
+            "an MFT on a GUID nobody has",
+            Box::new(|v: &mut Value| v["multicast"]["mfts"][2][0] = json!("0x1234")),
+        ),
+        (
+            "an MFT entry given twice",
+            Box::new(|v: &mut Value| {
+                let e = v["multicast"]["mfts"][0].clone();
+                v["multicast"]["mfts"].as_array_mut().unwrap().push(e)
+            }),
+        ),
+        (
+            "an MFT entry without ports",
+            Box::new(|v: &mut Value| v["multicast"]["mfts"][0][2] = json!([])),
+        ),
+        (
+            "two groups with one MLID",
+            Box::new(|v: &mut Value| v["multicast"]["groups"][1]["mlid"] = json!("0xc000")),
+        ),
+        (
+            "members that cannot be",
+            Box::new(|v: &mut Value| {
+                v["multicast"]["groups"][0]["members"] = json!([
+                    ["0xf452140300000100", 3, "full"],
+                    ["0xf452140300000100", 0, "full"],
+                    ["0xf452140300000300", 2, "full"],
+                    ["0xf452140300000400", 1, "full"],
+                    ["0xf452140300000400", 1, "non_member"],
+                    ["0x1234", 1, "full"]
+                ])
+            }),
+        ),
+        (
+            "a join state that is not one",
+            Box::new(|v: &mut Value| {
+                v["multicast"]["groups"][0]["members"][0][2] = json!("fullish")
+            }),
+        ),
+        (
+            "a P_Key without a partition number, an SL past 15",
+            Box::new(|v: &mut Value| {
+                v["multicast"]["groups"][0]["pkey"] = json!("0x8000");
+                v["multicast"]["groups"][1]["sl"] = json!(16);
+            }),
+        ),
+        (
+            "an MLID past MulticastFDBCap",
+            Box::new(|v: &mut Value| v["fabric"]["nodes"][1]["multicast_fdb_cap"] = json!(32)),
+        ),
+        (
+            "multicast in a version 1 file",
+            Box::new(|v: &mut Value| v["version"] = json!(1)),
+        ),
+    ];
+    let st = small_mc();
+    let mut out = String::new();
+    for (name, edit) in cases {
+        out += &format!("## {name}\n{}\n\n", errors_of_state(&st, edit));
+    }
+    insta::assert_snapshot!(out);
+}
+
+/// [`arb_state`] with random valid multicast: groups on random MLIDs (members random end
+/// ports and switch port 0s with random join states) and MFT entries over each switch's own
+/// ports, in any block and position.
+fn arb_mc_state() -> impl Strategy<Value = FabricState> {
+    (
+        arb_state(),
+        proptest::collection::vec(
+            (0xC000u16..=0xFFFE, any::<u16>(), 0u8..16, any::<u64>()),
+            0..6,
+        ),
+        proptest::collection::vec((any::<u8>(), 0xC000u16..=0xFFFE, any::<u16>()), 0..30),
+    )
+        .prop_map(|(mut st, groups, entries)| {
+            let ports: Vec<PortRef> = st
+                .fabric
+                .node_ids()
+                .flat_map(|n| {
+                    let node = st.fabric.node(n);
+                    if node.is_switch() {
+                        vec![PortRef::new(n, 0)]
+                    } else {
+                        (1..=node.spec.port_count)
+                            .map(|p| PortRef::new(n, p))
+                            .collect()
+                    }
+                })
+                .collect();
+            for (mlid, pkey, sl, pick) in groups {
+                let Some(mlid) = Mlid::new(mlid) else {
+                    continue;
+                };
+                if st.multicast.groups.iter().any(|g| g.mlid == mlid) {
+                    continue;
+                }
+                let members = ports
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| pick >> (i % 64) & 1 == 1)
+                    .map(|(i, &r)| (r, JoinState::from_bits(1 + (i as u8 + sl) % 15).unwrap()))
+                    .collect();
+                st.multicast.groups.push(McGroup {
+                    mlid,
+                    pkey: 1 + pkey % 0xfffe,
+                    sl: Sl(sl),
+                    members,
+                });
+            }
+            let switches: Vec<NodeId> = st.switches.keys().copied().collect();
+            for (sw, mlid, bits) in entries {
+                let n = switches[usize::from(sw) % switches.len()];
+                let count = st.fabric.node(n).spec.port_count;
+                let mask = PortMask::of(
+                    (0..=count)
+                        .filter(|p| bits >> (p % 16) & 1 == 1)
+                        .map(PortNum),
+                );
+                st.multicast
+                    .mfts
+                    .entry(n)
+                    .or_default()
+                    .set(Mlid::new(mlid).unwrap(), mask);
+            }
+            st
+        })
 }
 
 fn arb_state() -> impl Strategy<Value = FabricState> {
@@ -575,29 +797,53 @@ fn arb_state() -> impl Strategy<Value = FabricState> {
         })
 }
 
+/// A valid `st` read back equal from its JSON, and written again byte for byte.
+fn survives_json(st: FabricState) -> Result<(), TestCaseError> {
+    let st = ValidState::new(st).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let text = st.to_json();
+    let back = read(&text).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+    prop_assert_eq!(&*back, &*st);
+    prop_assert_eq!(back.to_json(), text);
+    Ok(())
+}
+
+/// `text` with `len` bytes at `at` (wrapped) replaced by `with`, unless that cuts a character.
+fn mangled(text: &str, at: usize, len: usize, with: &str) -> Option<String> {
+    let at = at % text.len();
+    let end = (at + len).min(text.len());
+    let mut t = text.to_owned();
+    (text.is_char_boundary(at) && text.is_char_boundary(end)).then(|| {
+        t.replace_range(at..end, with);
+        t
+    })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
     /// Any valid state survives JSON: read back equal, written again byte for byte.
     #[test]
     fn round_trip(st in arb_state()) {
-        let st = ValidState::new(st).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let text = st.to_json();
-        let back = read(&text).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
-        prop_assert_eq!(&*back, &*st);
-        prop_assert_eq!(back.to_json(), text);
+        survives_json(st)?;
+    }
+
+    /// Any valid state with multicast survives JSON the same way.
+    #[test]
+    fn round_trip_with_multicast(st in arb_mc_state()) {
+        survives_json(st)?;
+    }
+
+    /// Arbitrary edits of a state file with multicast never panic the reader.
+    #[test]
+    fn mangled_multicast_files_never_panic(at in 0usize..4000, len in 0usize..12, with in ".{0,8}") {
+        let text = small_mc().to_json();
+        let _ = mangled(&text, at, len, &with).map(|t| read(&t));
     }
 
     /// Arbitrary edits of a state file never panic the reader.
     #[test]
     fn mangled_files_never_panic(at in 0usize..4000, len in 0usize..12, with in ".{0,8}") {
         let text = small().to_json();
-        let at = at % text.len();
-        let end = (at + len).min(text.len());
-        if text.is_char_boundary(at) && text.is_char_boundary(end) {
-            let mut t = text.clone();
-            t.replace_range(at..end, &with);
-            let _ = read(&t);
-        }
+        let _ = mangled(&text, at, len, &with).map(|t| read(&t));
     }
 }
