@@ -187,8 +187,8 @@ fn superpod_class_tree_is_routed_by_fat_tree() {
         "{}",
         b.why
     );
-    // sFtree completes it (the subtree root climbs to the management sub-tree), not the
-    // turn-by-turn fallback.
+    // sFtree completes it (the management sub-tree is routed through the core it hangs off),
+    // not the turn-by-turn fallback.
     let codes: Vec<_> = b.notes.iter().map(|n| n.code).collect();
     assert!(
         codes.contains(&Code::SftreeRoot)

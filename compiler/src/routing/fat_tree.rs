@@ -19,7 +19,12 @@
 //!    destinations on one leaf spread over different up ports and the downward path of a
 //!    destination is dedicated in a non-blocking tree;
 //! 2. *up entries*: every switch below a main-path switch routes up to it (lowest first, so
-//!    traffic turns at the lowest common ancestor);
+//!    traffic turns at the lowest common ancestor): a child of the main-path switch directly,
+//!    a switch further down through one of its parents on the way there — the one in a k-ary
+//!    n-tree, where a core reaches one spine per pod; where a core reaches several spines of a
+//!    pod (Selene's storage fabric, in two planes), round-robin over them per switch, counted
+//!    apart per set of parents, so that every uplink of a leaf carries its share
+//!    (`DESCEND`);
 //! 3. *secondary paths*: every other ancestor of the destination points down toward it, and
 //!    the switches below those route up to them, so every switch that can reach the destination
 //!    by an up/down path has an entry;
@@ -27,10 +32,15 @@
 //!    leaf whose table reaches every switch LID; any switch still without an entry for a
 //!    destination forwards it as it forwards the subtree root's LID. All down→up turns then
 //!    happen inside the one subtree converging on that leaf, so the whole fabric stays
-//!    deadlock-free on one VL (the paper's Theorem 5.2). If the root cannot reach a
-//!    destination, a same-level sibling linked to it is tried (the paper's multi-core case).
-//!    The result is checked (complete, channel dependencies acyclic with every switch a
-//!    source); on a degraded tree the next candidate root is tried;
+//!    deadlock-free on one VL (the paper's Theorem 5.2) — in a k-ary n-tree. Where a core
+//!    reaches several of the root's parents, routes coming down into the root through one of
+//!    them and turning up through another close a credit loop over that core, so the root's
+//!    parents are grouped into classes that share switches above, and routes into the root
+//!    that turn there come down, and leave it, through one *gateway* per class (`Gateways`;
+//!    with every parent its own class, as in a k-ary n-tree, nothing changes). If the root
+//!    cannot reach a destination, a same-level sibling linked to it is tried (the paper's
+//!    multi-core case). The result is checked (complete, channel dependencies acyclic with
+//!    every switch a source); on a degraded tree the next candidate root is tried;
 //! 5. *turn by turn*, when no root works (faults that cut switches off from the top need
 //!    down→up turns in more than one place): the dependency graph of every up*/down* turn is
 //!    kept acyclic while the missing entries join each destination's routes breadth first,
@@ -48,11 +58,12 @@
 //! **Service nodes and set-aside switches**: a service node's LID is routed like a switch's
 //! own LID is (its main path climbs from its switch, then steps 2–4), after every host's, so
 //! it takes nothing from the hosts' balance; a switch set aside by [`super::shape`] (a
-//! management sub-tree, a spare switch) has no up or down ports: in step 4 the subtree root
-//! climbs to it on an up*/down* path (set-aside switches count as above the switches they hang
-//! off), every other switch reaches it through the root, and it reaches everything through the
-//! root (relayed toward the root's LID); steps 5–6 when that closes a credit loop. The subtree
-//! root is chosen among the leaves reaching every switch of the levels.
+//! management sub-tree, a spare switch) has no up or down ports: steps 4–5 leave it and the
+//! destinations on it out, and it is routed through the switch of the levels it hangs off
+//! (`Islands`): every switch reaches it as it reaches that switch's own LID, and it reaches
+//! everything up through that switch. No route enters a set-aside part and leaves it, so it
+//! adds no channel dependency the routes of the levels lack: it is proven with them, wherever
+//! it hangs. The subtree root is chosen among the leaves reaching every switch of the levels.
 //!
 //! **LMC > 0** (which OpenSM's ftree refuses): the `2^lmc` LIDs of a port take main paths
 //! through different up ports at every level where the tree allows (different roots,
