@@ -1052,17 +1052,20 @@ fn complete(
     (completed, relayed, gates)
 }
 
-/// The subtree root's way in and out, so that sFtree's down→up turns at the root close no
-/// credit loop on any 3-level tree.
+/// The subtree root's way in and out for sFtree's down→up turns.
 ///
 /// Two parents of the root are of one *class* when they share a switch above (in a tree whose
 /// cores each reach several spines of a pod, as Selene's do, all the spines of one plane are
 /// one class; in a k-ary n-tree every parent is its own). Each class has one *gateway*, the
-/// parent with the most up links (ties: the first). Routes into the root that then turn up
-/// come down through a gateway only ([`Gateways::route_root`]), and the root sends every
-/// destination some gateway lacks up through a gateway ([`Gateways::turn`]). A route leaving
-/// the root up through gateway `G` of a class then comes back down to the root only through
-/// `G` again, which needs a U-turn at the switch above, which no route takes.
+/// parent with the most up links (ties: the first). Routes that come down into the root and
+/// turn up there come down through a gateway only ([`Gateways::route_root`]), and leave the
+/// root up through a gateway ([`Gateways::turn`]); where they turn on the way, coming down
+/// from a core into a gateway that routes them up again, that is the gateway too. On a 3-level
+/// tree whose cores are each cabled to their class's gateway, a chain of channel dependencies
+/// that leaves the root or a gateway up through gateway `G` can come back down to a turn only
+/// over `G`'s own cable to the core it climbed to — a U-turn at that core, which no route takes
+/// — so the turns close no credit loop. Elsewhere (more levels, cables missing at a gateway)
+/// the check after the completion says whether they do.
 ///
 /// Without gateways, a route up through spine `S` to core `C` (the root's own) and one down
 /// from `C` through another spine `S'` of the class (a core's route to the root) join through
@@ -1197,9 +1200,10 @@ impl Gateways {
     }
 
     /// Where a neighbour that routes the root's LID straight down to the root lacks an entry
-    /// for a destination (so that the destination's routes come down into the root and turn
-    /// up there), the root's entry for it leaves through a gateway that has one: the gateway
-    /// of its own parent's class when that one has an entry, else the first that does.
+    /// for a destination (so that routes toward it may come down into the root and turn up
+    /// there), the root's entry for it leaves through a gateway that has one, not back toward
+    /// the root: the gateway of the class of the parent the root's entry led to when that one
+    /// has an entry, else the first that does.
     fn turn(&self, g: &Graph, rows: &mut [Vec<u8>], root: usize, root_lid: usize) {
         let groups = &g.switches[root].groups;
         let leads_to = |s: usize, port: u8, to: usize| {
