@@ -317,9 +317,13 @@ fn split(desc: &str) -> Option<(&str, &str)> {
 /// Whether `w` names an RDMA device as hosts set NodeDescription: `mlx5_3`, `mlx4_0`,
 /// `HCA-1`, `ibp11s0f0`, `ib0`, `hfi1_0`, `qib0`, `irdma1`, `bnxt_re0`.
 fn is_device(w: &str) -> bool {
+    // The rest is digit runs joined by single underscores (`5_0`, `3`): never empty, never
+    // ending or starting with `_` (`mlx5_`, `ib_` are not devices).
     let digits_after = |p: &str| {
-        w.strip_prefix(p)
-            .is_some_and(|r| !r.is_empty() && r.bytes().all(|b| b.is_ascii_digit() || b == b'_'))
+        w.strip_prefix(p).is_some_and(|r| {
+            r.split('_')
+                .all(|run| !run.is_empty() && run.bytes().all(|b| b.is_ascii_digit()))
+        })
     };
     (w.starts_with("mlx") && w.contains('_') && digits_after("mlx"))
         || digits_after("HCA-")
@@ -461,7 +465,9 @@ mod tests {
         ] {
             assert!(is_device(d), "{d}");
         }
-        for d in ["Node", "mlx5", "HCA-", "ib", "cn01", "ibp11-s0"] {
+        for d in [
+            "Node", "mlx5", "mlx5_", "ib_", "hfi1__0", "HCA-", "ib", "cn01", "ibp11-s0",
+        ] {
             assert!(!is_device(d), "{d}");
         }
         assert_eq!(split("luna-0001 mlx5_3"), Some(("luna-0001", "mlx5_3")));
