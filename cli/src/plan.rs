@@ -294,6 +294,12 @@ fn more_than_full(p: &Planned) -> String {
                 node, port, block, ..
             } => (1, node.0, *port, *block),
             weft_fabric::plan::SmpWrite::Vport { guid, .. } => (2, guid.0, 0, 0),
+            weft_fabric::plan::SmpWrite::Mft {
+                switch,
+                block,
+                position,
+                ..
+            } => (3, switch.0, *position, *block),
         };
         if !blocks.insert(key) {
             again += 1;

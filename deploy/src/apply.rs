@@ -15,7 +15,9 @@
 //!    go out together, every response is checked, and every block is read back. LinearFDBTop
 //!    is raised right after the step that first writes above it (stale entries between the
 //!    old and the new top cleared first, in that step), so the new entries appear together,
-//!    as the step's proof allows.
+//!    as the step's proof allows. MulticastFDBTop likewise, on switches that support it
+//!    (their port 0's CapabilityMask says so; ibsim's do not, and forward by every MFT block
+//!    up to their cap): raised right after the step that first sets a mask above it.
 //! 6. After the last step, a settling time (another writer's SMPs in flight land), then every
 //!    block is read once more: one that does not hold what the plan wrote was changed by
 //!    another writer.
@@ -288,7 +290,33 @@ struct Op {
     /// For a PortInfo: the LID written into the payload read before (`after` is filled in
     /// then; nothing else of the port changes).
     lid: Option<u16>,
+    /// For a SwitchInfo: the top written into the payload it holds before the op (`after` is
+    /// filled in then, so a raise of one top keeps what an earlier op wrote of the other).
+    top: Option<Top>,
     what: String,
+}
+
+/// A forwarding table top a SwitchInfo op raises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Top {
+    /// LinearFDBTop.
+    Linear(u16),
+    /// MulticastFDBTop.
+    Multicast(u16),
+}
+
+impl Top {
+    /// `before` (a SwitchInfo payload) with this top written.
+    fn write(self, before: &Payload) -> Payload {
+        let mut info = SwitchInfo::decode(before);
+        match self {
+            Top::Linear(t) => info.linear_fdb_top = t,
+            Top::Multicast(t) => info.multicast_fdb_top = t,
+        }
+        let mut p = *before;
+        info.encode_into(&mut p);
+        p
+    }
 }
 
 fn pkey_payload(keys: &[u16]) -> Payload {
@@ -360,7 +388,38 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                         after: *new,
                         expect: Some(*old),
                         lid: None,
+                        top: None,
                         what: format!("switch {sw} LFT block {block}"),
+                    });
+                }
+                SmpWrite::Mft {
+                    switch: sw,
+                    block,
+                    position,
+                    old,
+                    new,
+                } => {
+                    known(*sw)?;
+                    if !switch(*sw) {
+                        return Err(ApplyError::Unaddressable(format!(
+                            "{} is not a switch on the fabric",
+                            sw
+                        )));
+                    }
+                    ops.push(Op {
+                        step: i,
+                        node: *sw,
+                        port: None,
+                        target: Target {
+                            path: path(*sw, None)?,
+                            attr: Attr::Mft,
+                            modifier: smp::mft_modifier(*block, *position),
+                        },
+                        after: *new,
+                        expect: Some(*old),
+                        lid: None,
+                        top: None,
+                        what: format!("switch {sw} MFT block {block} position {position}"),
                     });
                 }
                 SmpWrite::Pkeys {
@@ -384,6 +443,7 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                         after: pkey_payload(new),
                         expect: Some(pkey_payload(old)),
                         lid: None,
+                        top: None,
                         what: format!("{node} port {port} P_Key block {block}"),
                     });
                 }
@@ -426,6 +486,7 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                         after: lid_info(new_lid),
                         expect: Some(lid_info(old_lid)),
                         lid: Some(new_lid.unwrap_or(0)),
+                        top: None,
                         what: format!("{node} port {port} VF {vf} LID"),
                     });
                     ops.push(Op {
@@ -440,6 +501,7 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                         after: pkey_payload(new_pkeys),
                         expect: Some(pkey_payload(old_pkeys)),
                         lid: None,
+                        top: None,
                         what: format!("{node} port {port} VF {vf} P_Keys"),
                     });
                 }
@@ -462,13 +524,14 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
 }
 
 /// Compares what a Get returned with what was meant, by the fields weft writes: a PortInfo by
-/// its LID, a SwitchInfo by LinearFDBTop (the rest of both holds state a device changes on
-/// its own: PortStateChange, counters).
+/// its LID, a SwitchInfo by LinearFDBTop and MulticastFDBTop (the rest of both holds state a
+/// device changes on its own: PortStateChange, counters).
 fn same(target: &Target, got: &Payload, want: &Payload) -> bool {
     match target.attr {
         Attr::PortInfo => PortInfo::decode(got).lid == PortInfo::decode(want).lid,
         Attr::SwitchInfo => {
-            SwitchInfo::decode(got).linear_fdb_top == SwitchInfo::decode(want).linear_fdb_top
+            let (g, w) = (SwitchInfo::decode(got), SwitchInfo::decode(want));
+            (g.linear_fdb_top, g.multicast_fdb_top) == (w.linear_fdb_top, w.multicast_fdb_top)
         }
         _ => got == want,
     }
@@ -728,7 +791,20 @@ fn block_name(b: &Block) -> String {
     );
     match b.attr {
         Attr::Lft => format!("switch {node} LFT block {}", b.modifier),
-        Attr::SwitchInfo => format!("switch {node} LinearFDBTop"),
+        Attr::SwitchInfo => {
+            let (x, y) = (SwitchInfo::decode(&b.before), SwitchInfo::decode(&b.after));
+            if x.linear_fdb_top == y.linear_fdb_top && x.multicast_fdb_top != y.multicast_fdb_top
+            {
+                format!("switch {node} MulticastFDBTop")
+            } else {
+                format!("switch {node} LinearFDBTop")
+            }
+        }
+        Attr::Mft => format!(
+            "switch {node} MFT block {} position {}",
+            b.modifier & 0x1ff,
+            b.modifier >> 28
+        ),
         Attr::PKeyTable => format!("{node} P_Key table (modifier {:#x})", b.modifier),
         Attr::PortInfo => format!("{node} LID (PortInfo modifier {:#x})", b.modifier),
         a => format!("{node} {a} (modifier {:#x})", b.modifier),
@@ -1074,8 +1150,9 @@ fn transact(
     let mut count = Count { sets: 0, gets };
     let mut ops = resolve(plan, d, opts.vfs)?;
     progress(Progress::Snapshot);
-    // LinearFDBTop: raise it after the first step writing above it.
-    let tops = fdb_tops(t, d, &mut ops, &mut count)?;
+    // LinearFDBTop and MulticastFDBTop: raise each after the first step writing above it.
+    let mut tops = fdb_tops(t, d, &mut ops, &mut count)?;
+    mft_tops(t, d, &mut ops, &mut count, &mut tops)?;
     // Snapshot: every block as it is; each must hold the plan's old. A block the plan writes
     // in several steps holds, before each later write, what the write before it left.
     let mut blocks = Vec::with_capacity(ops.len());
@@ -1112,6 +1189,9 @@ fn transact(
         };
         if let Some(lid) = o.lid {
             o.after = smp::port_lid_write(&before, lid);
+        }
+        if let Some(top) = o.top {
+            o.after = top.write(&before);
         }
         left.insert(o.target.clone(), o.after);
         blocks.push(Block {
@@ -1266,12 +1346,27 @@ fn run_step(
 struct Tops {
     /// Per switch: its top before.
     before: BTreeMap<Guid, u16>,
+    /// Per switch that supports MulticastFDBTop: the MFT entries it forwards by before
+    /// (MLIDs from 0xC000 up to its top, as an MFT index: 0 for none).
+    mcast: BTreeMap<Guid, usize>,
 }
 
 impl Tops {
-    /// Whether an LFT block that differs from the plan's old differs only above the switch's
-    /// top (entries a switch does not forward by, which the plan counts as unset).
+    /// Whether a block that differs from the plan's old differs only above the switch's top:
+    /// LFT entries above LinearFDBTop, MFT masks above MulticastFDBTop (entries a switch does
+    /// not forward by, which the plan counts as unset).
     fn beyond(&self, o: &Op, got: &Payload, want: &Payload) -> bool {
+        if o.target.attr == Attr::Mft {
+            let Some(&forwarded) = self.mcast.get(&o.node) else {
+                return false;
+            };
+            let first = (o.target.modifier & 0x1ff) as usize * smp::MFT_BLOCK;
+            return got
+                .chunks_exact(2)
+                .zip(want.chunks_exact(2))
+                .enumerate()
+                .all(|(k, (g, w))| first + k >= forwarded || g == w);
+        }
         if o.target.attr != Attr::Lft {
             return false;
         }
@@ -1300,6 +1395,7 @@ fn fdb_tops(
 ) -> Result<Tops, ApplyError> {
     let mut tops = Tops {
         before: BTreeMap::new(),
+        mcast: BTreeMap::new(),
     };
     let mut switches: Vec<Guid> = ops
         .iter()
@@ -1379,6 +1475,7 @@ fn fdb_tops(
                     after: want,
                     expect: None,
                     lid: None,
+                    top: None,
                     what: format!(
                         "switch {g} LFT block {block} (entries above LinearFDBTop cleared before \
                          it is raised)"
@@ -1386,14 +1483,7 @@ fn fdb_tops(
                 });
             }
         }
-        let (_, mut raw) = t.switch_info(path).map_err(ApplyError::Smp)?;
-        count.gets += 1;
-        SwitchInfo {
-            linear_fdb_cap: 0,
-            linear_fdb_top: u16::try_from(top).unwrap_or(u16::MAX),
-            partition_enforcement_cap: 0,
-        }
-        .encode_into(&mut raw);
+        let top = Top::Linear(u16::try_from(top).unwrap_or(u16::MAX));
         extra.push(Op {
             step: 2 * step + 1,
             node: g,
@@ -1403,9 +1493,11 @@ fn fdb_tops(
                 attr: Attr::SwitchInfo,
                 modifier: 0,
             },
-            after: raw,
+            // Filled in from what the switch holds before the op.
+            after: [0; PAYLOAD],
             expect: None,
             lid: None,
+            top: Some(top),
             what: format!("switch {g} LinearFDBTop"),
         });
     }
@@ -1418,6 +1510,147 @@ fn fdb_tops(
     }
     ops.sort_by_key(|o| o.step);
     Ok(tops)
+}
+
+/// Works out the MulticastFDBTop raises `ops` need, as [`fdb_tops`] does LinearFDBTop's:
+/// on each switch that supports the field (its port 0's CapabilityMask has
+/// IsMulticastFDBTopSupported; a switch that does not forwards by every block up to its cap,
+/// ibsim's among them), an op raising the top to the highest MLID the plan sets a mask for,
+/// right after the first step that sets one above it; and, in the blocks between the old and
+/// the new top that no step up to the raise writes, masks above the old top that hold
+/// anything but what the plan counts them as (empty, or its `old`) written, in the raise's
+/// step, as the plan counts them (they are above the top then: no switch forwards by them).
+fn mft_tops(
+    t: &mut impl Transport,
+    d: &Discovery,
+    ops: &mut Vec<Op>,
+    count: &mut Count,
+    tops: &mut Tops,
+) -> Result<(), ApplyError> {
+    let mut switches: Vec<Guid> = ops
+        .iter()
+        .filter(|o| o.target.attr == Attr::Mft)
+        .map(|o| o.node)
+        .collect();
+    switches.sort_unstable();
+    switches.dedup();
+    for g in &switches {
+        let Some(path) = d.path(*g, None) else {
+            continue;
+        };
+        let (port0, _) = t.port_info(path, 0).map_err(ApplyError::Smp)?;
+        count.gets += 1;
+        if port0.capability_mask & smp::CAP_MCAST_FDB_TOP == 0 {
+            continue;
+        }
+        let (info, _) = t.switch_info(path).map_err(ApplyError::Smp)?;
+        count.gets += 1;
+        let forwarded = weft_fabric::Mlid::new(info.multicast_fdb_top).map_or(0, |m| m.index() + 1);
+        tops.mcast.insert(*g, forwarded);
+    }
+    // Per switch: the first step that sets a mask above its top, and the MFT index it needs.
+    let mut raise: BTreeMap<Guid, (usize, usize)> = BTreeMap::new();
+    for o in ops.iter().filter(|o| o.target.attr == Attr::Mft) {
+        let Some(&forwarded) = tops.mcast.get(&o.node) else {
+            continue;
+        };
+        let first = (o.target.modifier & 0x1ff) as usize * smp::MFT_BLOCK;
+        let masks = smp::decode_mft(&o.after);
+        if let Some(k) = masks.iter().rposition(|&m| m != 0) {
+            if first + k >= forwarded {
+                let r = raise.entry(o.node).or_insert((o.step, 0));
+                r.0 = r.0.min(o.step);
+                r.1 = r.1.max(first + k);
+            }
+        }
+    }
+    if raise.is_empty() {
+        return Ok(());
+    }
+    for o in ops.iter_mut() {
+        o.step *= 2;
+    }
+    let mut extra = Vec::new();
+    for (&g, &(step, top)) in &raise {
+        let (Some(path), Some(node)) = (d.path(g, None), d.nodes.get(&g)) else {
+            continue;
+        };
+        let forwarded = tops.mcast.get(&g).copied().unwrap_or(0);
+        for block in forwarded / smp::MFT_BLOCK..=top / smp::MFT_BLOCK {
+            for position in 0..smp::mft_positions(node.info.num_ports) {
+                let modifier = smp::mft_modifier(block as u16, position);
+                let first_write = ops
+                    .iter()
+                    .filter(|o| {
+                        o.node == g && o.target.attr == Attr::Mft && o.target.modifier == modifier
+                    })
+                    .min_by_key(|o| o.step);
+                if first_write.is_some_and(|o| o.step <= 2 * step) {
+                    continue;
+                }
+                let counted = first_write.and_then(|o| o.expect).unwrap_or([0; PAYLOAD]);
+                let target = Target {
+                    path: path.clone(),
+                    attr: Attr::Mft,
+                    modifier,
+                };
+                let held = t.get(&target).map_err(ApplyError::Smp)?;
+                count.gets += 1;
+                let mut want = held;
+                for (k, (w, c)) in want
+                    .chunks_exact_mut(2)
+                    .zip(counted.chunks_exact(2))
+                    .enumerate()
+                {
+                    if block * smp::MFT_BLOCK + k >= forwarded {
+                        w.copy_from_slice(c);
+                    }
+                }
+                if want != held {
+                    extra.push(Op {
+                        step: 2 * step,
+                        node: g,
+                        port: None,
+                        target,
+                        after: want,
+                        expect: None,
+                        lid: None,
+                        top: None,
+                        what: format!(
+                            "switch {g} MFT block {block} position {position} (masks above \
+                             MulticastFDBTop cleared before it is raised)"
+                        ),
+                    });
+                }
+            }
+        }
+        let mlid = u16::try_from(usize::from(weft_fabric::Mlid::MIN.get()) + top)
+            .unwrap_or(weft_fabric::Mlid::MAX.get());
+        extra.push(Op {
+            step: 2 * step + 1,
+            node: g,
+            port: None,
+            target: Target {
+                path: path.clone(),
+                attr: Attr::SwitchInfo,
+                modifier: 0,
+            },
+            after: [0; PAYLOAD],
+            expect: None,
+            lid: None,
+            top: Some(Top::Multicast(mlid)),
+            what: format!("switch {g} MulticastFDBTop"),
+        });
+    }
+    ops.extend(extra);
+    let mut used: Vec<usize> = ops.iter().map(|o| o.step).collect();
+    used.sort_unstable();
+    used.dedup();
+    for o in ops.iter_mut() {
+        o.step = used.binary_search(&o.step).unwrap_or(0);
+    }
+    ops.sort_by_key(|o| o.step);
+    Ok(())
 }
 
 /// How to recover.

@@ -1,6 +1,12 @@
 //! `weft audit`: a live fabric read over SMPs into a [`FabricState`] — its nodes (named by
-//! NodeDescription), links, LIDs and LFTs — for the verifier to prove or refute, as `weft
-//! verify` does for a compiled state or OpenSM's dumps.
+//! NodeDescription), links, LIDs, LFTs and MFTs — for the verifier to prove or refute, as
+//! `weft verify` does for a compiled state or OpenSM's dumps.
+//!
+//! Multicast: every switch's MFT is read (up to its MulticastFDBTop where the switch supports
+//! that field, else every block up to its MulticastFDBCap) into the state's
+//! `multicast.mfts`. Group membership is not: no SMP carries it (the SA holds it, and answers
+//! MCMemberRecord queries, `saquery -m`, over GMPs), so the audited state has trees and no
+//! groups.
 //!
 //! SL→VL tables are not read: every path counts on VL 0, which can only add channel
 //! dependencies (a credit loop found may be one the fabric's VLs break; "deadlock-free" stays
@@ -8,7 +14,7 @@
 
 use crate::discover::{discover, DiscoverError, Discovery};
 use crate::observe::{port_sl2vl, ShownVf, SwitchVls, VfId};
-use crate::read::{read_end_ports, read_lfts, read_switch_sl2vl, read_vfs};
+use crate::read::{read_end_ports, read_lfts, read_mfts, read_switch_sl2vl, read_vfs};
 use crate::smp::{self, Attr, NodeType};
 use crate::transport::{Counted, SmpError, Target, TransportExt};
 use std::collections::{BTreeMap, BTreeSet};
@@ -87,7 +93,7 @@ pub fn audit(t: &mut impl TransportExt, name: &str) -> Result<Audited, AuditErro
 }
 
 /// What the fabric `d` discovered runs, read through `t`: its nodes (named by
-/// NodeDescription), links, LIDs and LFTs. With `expected` (the wire view of the state a plan
+/// NodeDescription), links, LIDs, LFTs and MFTs ([`read_mfts`]). With `expected` (the wire view of the state a plan
 /// starts from), every vSwitch the fabric shows as a switch with one adapter per VF is folded
 /// into its hypervisor, as that state models it (see [`WireView::fold_vswitches`]); the VFs'
 /// adapters become VFs of their hypervisor's port (with their port GUIDs and LIDs), so a proof
@@ -189,6 +195,13 @@ pub fn state_of(
                     ..SwitchState::default()
                 },
             );
+        }
+    }
+    for (g, read) in read_mfts(t, d)? {
+        if let Some(&id) = ids.get(&g) {
+            if !read.mft.is_empty() {
+                state.multicast.mfts.insert(id, read.mft);
+            }
         }
     }
     Ok(state)

@@ -6,6 +6,8 @@
 //!
 //! - an LFT is the entries up to the switch's LinearFDBTop (the rest is not forwarded by),
 //!   trailing unset entries (0xff) dropped ([`lft`]);
+//! - an MFT is the masks up to the switch's MulticastFDBTop where it supports that field,
+//!   else every block up to its MulticastFDBCap, empty masks dropped ([`mft_up_to`]);
 //! - a P_Key table is its slots in order, trailing empty slots (0) dropped ([`PkeyTable`]); as
 //!   a state holds it, one holding the default key (0xffff) alone is no table, which a state
 //!   reads as that key ([`PkeyTable::to_state`]);
@@ -17,7 +19,7 @@
 //! partitions it holds ([`PkeyTable::memberships`]), which a state can hold whatever empty
 //! slots and repeats the fabric's table has.
 
-use weft_fabric::{Guid, Lft, Lid, PKey, PortNum, Sl2VlRow, WireEnd, LFT_UNSET};
+use weft_fabric::{Guid, Lft, Lid, Mft, Mlid, PKey, PortNum, Sl2VlRow, WireEnd, LFT_UNSET};
 
 /// The forwarding table a switch forwards by: `entries` (its LFT as read, from LID 0) up to
 /// LinearFDBTop `top`, trailing unset entries dropped.
@@ -27,6 +29,18 @@ pub fn lft(mut entries: Vec<u8>, top: u16) -> Lft {
         entries.pop();
     }
     Lft { ports: entries }
+}
+
+/// The multicast table a switch forwards by: the entries of `mft` (its blocks as read) up to
+/// `top` (its MulticastFDBTop; `None`, a top below 0xC000: none).
+pub fn mft_up_to(mft: &Mft, top: Option<Mlid>) -> Mft {
+    let mut out = Mft::default();
+    if let Some(top) = top {
+        for (m, mask) in mft.entries().take_while(|(m, _)| *m <= top) {
+            out.set(m, mask);
+        }
+    }
+    out
 }
 
 /// A P_Key table as read: its slots in order (a key with membership in bit 15; 0 an empty
@@ -176,6 +190,17 @@ mod tests {
     fn an_lft_ends_at_its_top_and_its_last_route() {
         assert_eq!(lft(vec![0xff, 1, 2, 0xff, 3], 3).ports, [0xff, 1, 2]);
         assert_eq!(lft(vec![0xff; 64], 63).ports, Vec::<u8>::new());
+    }
+
+    #[test]
+    fn an_mft_ends_at_its_top() {
+        let m = |l| Mlid::new(l).unwrap();
+        let mut t = Mft::default();
+        t.set(m(0xC000), weft_fabric::PortMask::of([PortNum(1)]));
+        t.set(m(0xC020), weft_fabric::PortMask::of([PortNum(2)]));
+        assert_eq!(mft_up_to(&t, Some(m(0xC01F))).top(), Some(m(0xC000)));
+        assert_eq!(mft_up_to(&t, Some(m(0xC020))), t);
+        assert!(mft_up_to(&t, None).is_empty());
     }
 
     #[test]

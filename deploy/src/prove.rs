@@ -3,7 +3,7 @@
 //! desired state planned and proven on what was read ([`plan_from_fabric`]).
 //!
 //! The fabric is read as `weft audit` reads it ([`crate::audit::state_of`]: LIDs, every
-//! switch's LFT up to its LinearFDBTop, the VFs the fabric shows), plus, when the plan writes
+//! switch's LFT up to its LinearFDBTop and MFT, the VFs the fabric shows), plus, when the plan writes
 //! P_Keys or declares partitions, every end port's and VF's P_Key table slot by slot. SL→VL
 //! tables and path SLs are not read: every path counts on VL 0, which can only add channel
 //! dependencies, so a step proven here is proven with whatever VLs the fabric uses (a plan
@@ -12,7 +12,7 @@
 use crate::audit::{self, AuditError};
 use crate::discover::{Discovery, VfError};
 use crate::observe::VfId;
-use crate::read::{read_end_pkeys, read_lfts, read_pkeys, read_vfs};
+use crate::read::{read_end_pkeys, read_lfts, read_mfts, read_pkeys, read_vfs};
 use crate::transport::{Counted, SmpError, TransportExt};
 use std::collections::BTreeMap;
 use weft_fabric::plan::{Plan, SmpWrite};
@@ -264,7 +264,7 @@ pub struct Live {
     pub smps: usize,
 }
 
-/// Reads what the fabric `d` discovered runs (every switch's LFT, the P_Keys of the ports
+/// Reads what the fabric `d` discovered runs (every switch's LFT and MFT, the P_Keys of the ports
 /// `desired` sets, every VF's LID and P_Key table), as a state holds it
 /// ([`crate::observe`]: tables slot by slot, as the plan writes them), and plans the way from
 /// it to `desired` exactly (as `weft plan --full`: every step proven).
@@ -297,6 +297,16 @@ pub fn plan_from_fabric(
     for (id, sw) in &mut cur.switches {
         let g = cur.fabric.node(*id).guid();
         sw.lft = lfts.get(&g).cloned().unwrap_or_default();
+    }
+    // The MFTs as the fabric holds them (a desired state without multicast keeps them:
+    // `weft_plan::mft::keep_current`).
+    cur.multicast.mfts.clear();
+    for (g, read) in read_mfts(&mut t, d)? {
+        if let Some(id) = cur.fabric.find_guid(g) {
+            if !read.mft.is_empty() {
+                cur.multicast.mfts.insert(id, read.mft);
+            }
+        }
     }
     let ports: Vec<(PortRef, usize)> = cur
         .ports

@@ -1,5 +1,6 @@
 //! Reading what a discovered fabric runs over any [`Transport`](crate::transport::Transport):
-//! each switch's LFT (up to its LinearFDBTop) and SL→VL tables, P_Key tables of end ports and
+//! each switch's LFT (up to its LinearFDBTop), MFT (up to its MulticastFDBTop, or its
+//! MulticastFDBCap where it does not support the top) and SL→VL tables, P_Key tables of end ports and
 //! VFs, VF LIDs — for `weft apply` (what to plan from and prove on) and `weft audit` (what to
 //! verify). Each read returns the [`observe`] model; the SMPs it takes are
 //! counted by whoever wraps the transport in [`Counted`](crate::transport::Counted).
@@ -7,12 +8,13 @@
 use crate::discover::{Discovery, VfAt, VfError, VfPorts};
 use crate::observe::{self, EndPortRead, PkeyTable, VfId, VfRead};
 use crate::smp::{
-    decode_pkeys, decode_sl2vl, pkey_modifier, sl2vl_modifier, Attr, DrPath, NodeType, PortInfo,
-    SwitchInfo, LFT_BLOCK, PKEY_BLOCK,
+    decode_mft, decode_pkeys, decode_sl2vl, mft_modifier, mft_positions, pkey_modifier,
+    sl2vl_modifier, Attr, DrPath, NodeType, PortInfo, SwitchInfo, CAP_MCAST_FDB_TOP, LFT_BLOCK,
+    MFT_BLOCK, PKEY_BLOCK,
 };
 use crate::transport::{SmpError, Target, TransportExt};
 use std::collections::BTreeMap;
-use weft_fabric::{Guid, Lft, Lid, PortNum, Sl2VlRow, WireEnd};
+use weft_fabric::{Guid, Lft, Lid, Mft, Mlid, PortNum, Sl2VlRow, WireEnd};
 
 /// A batch answered with fewer results than it asked.
 fn short() -> SmpError {
@@ -63,6 +65,97 @@ pub fn read_lfts(
             entries.extend_from_slice(&answers.next().ok_or_else(short)??);
         }
         out.insert(*g, observe::lft(entries, top));
+    }
+    Ok(out)
+}
+
+/// A switch's MFT as read, and how far it reaches.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MftRead {
+    /// The entries the switch forwards by ([`observe::mft_up_to`]).
+    pub mft: Mft,
+    /// MulticastFDBTop where the switch supports it (its port 0's CapabilityMask has
+    /// IsMulticastFDBTopSupported); `None`: it forwards by every block up to its cap, and
+    /// every one was read.
+    pub top: Option<u16>,
+    /// MulticastFDBCap: MLIDs its MFT holds from 0xC000.
+    pub cap: u16,
+}
+
+/// Reads the MFT of every switch `d` found: SwitchInfo (MulticastFDBCap, MulticastFDBTop)
+/// and port 0's PortInfo (whether the top is supported) of every switch as one batch, then
+/// every block in use, each position of it, as another — up to MulticastFDBTop where the
+/// switch supports it, else up to MulticastFDBCap (ibsim's switches do not: its SwitchInfo
+/// holds 0 there and ignores a Set of it).
+pub fn read_mfts(
+    t: &mut impl TransportExt,
+    d: &Discovery,
+) -> Result<BTreeMap<Guid, MftRead>, SmpError> {
+    let switches: Vec<(Guid, &DrPath, u8)> = d
+        .nodes
+        .iter()
+        .filter(|(_, f)| f.info.node_type == NodeType::Switch)
+        .map(|(g, f)| (*g, &f.path, f.info.num_ports))
+        .collect();
+    let infos: Vec<Target> = switches
+        .iter()
+        .flat_map(|(_, path, _)| {
+            [(Attr::SwitchInfo, 0), (Attr::PortInfo, 0)].map(|(attr, modifier)| Target {
+                path: (*path).clone(),
+                attr,
+                modifier,
+            })
+        })
+        .collect();
+    let mut answers = t.get_all(&infos).into_iter();
+    // Per switch: the top if supported, the cap, and the blocks to read.
+    let mut reach = Vec::with_capacity(switches.len());
+    for _ in &switches {
+        let si = SwitchInfo::decode(&answers.next().ok_or_else(short)??);
+        let pi = PortInfo::decode(&answers.next().ok_or_else(short)??);
+        let top = (pi.capability_mask & CAP_MCAST_FDB_TOP != 0).then_some(si.multicast_fdb_top);
+        let blocks = match top {
+            Some(top) => Mlid::new(top).map_or(0, |m| usize::from(m.block()) + 1),
+            None => usize::from(si.multicast_fdb_cap).div_ceil(MFT_BLOCK),
+        }
+        .min(usize::from(Mlid::MAX.block()) + 1);
+        reach.push((top, si.multicast_fdb_cap, blocks));
+    }
+    let blocks: Vec<Target> = switches
+        .iter()
+        .zip(&reach)
+        .flat_map(|((_, path, ports), &(_, _, blocks))| {
+            (0..blocks).flat_map(move |b| {
+                (0..mft_positions(*ports)).map(move |pos| Target {
+                    path: (*path).clone(),
+                    attr: Attr::Mft,
+                    modifier: mft_modifier(b as u16, pos),
+                })
+            })
+        })
+        .collect();
+    let mut answers = t.get_all(&blocks).into_iter();
+    let mut out = BTreeMap::new();
+    for ((g, _, ports), &(top, cap, blocks)) in switches.iter().zip(&reach) {
+        let mut mft = Mft::default();
+        for b in 0..blocks {
+            for pos in 0..mft_positions(*ports) {
+                let p = answers.next().ok_or_else(short)??;
+                mft.set_block(b as u16, pos, &decode_mft(&p));
+            }
+        }
+        let forwarded = match top {
+            Some(top) => observe::mft_up_to(&mft, Mlid::new(top)),
+            None => mft,
+        };
+        out.insert(
+            *g,
+            MftRead {
+                mft: forwarded,
+                top,
+                cap,
+            },
+        );
     }
     Ok(out)
 }

@@ -2,7 +2,8 @@
 //! `weft apply`, and the place to inject faults.
 //!
 //! It keeps, per node, what a real device keeps: NodeInfo, NodeDescription, PortInfo per port,
-//! and on switches SwitchInfo and the LFT (0xff where nothing was written); P_Key tables,
+//! and on switches SwitchInfo, the LFT (0xff where nothing was written) and the MFT (a
+//! switch that supports MulticastFDBTop, as its port 0's CapabilityMask says); P_Key tables,
 //! SL→VL and VL arbitration tables per port. Directed routes are walked over the live links
 //! of the fabric from the SM's port; a route through a port with no live link, or forwarded
 //! by a node that is not a switch, leads nowhere.
@@ -17,10 +18,12 @@
 //! as if the process had died, until [`SimFabric::restart`]).
 
 use crate::observe::{self, PkeyTable};
-use crate::smp::{self, Attr, NodeInfo, NodeType, Payload, PortInfo, SwitchInfo, PAYLOAD};
+use crate::smp::{
+    self, Attr, NodeInfo, NodeType, Payload, PortInfo, SwitchInfo, MCAST_TOP_NONE, PAYLOAD,
+};
 use crate::transport::{SmpError, Target, Transport};
 use std::collections::{BTreeMap, BTreeSet};
-use weft_fabric::{Fabric, FabricState, LinkState, NodeId, NodeKind, PKey, PortRef};
+use weft_fabric::{Fabric, FabricState, LinkState, Mft, Mlid, NodeId, NodeKind, PKey, PortRef};
 
 /// MAD status: invalid attribute or attribute modifier.
 pub const STATUS_INVALID: u16 = 0x001c;
@@ -29,6 +32,9 @@ pub const STATUS_UNSUPPORTED: u16 = 0x000c;
 
 /// Entries an LFT holds in the simulator when the model gives no LinearFDBCap.
 const DEFAULT_FDB_CAP: u16 = 0xc000;
+/// MFT entries (MLIDs from 0xC000) a switch holds in the simulator when the model gives no
+/// MulticastFDBCap: ibsim's (`MAXMCASTCAP`).
+const DEFAULT_MCAST_CAP: u16 = 1024;
 /// P_Key entries per port when the model gives no PartitionCap.
 const DEFAULT_PARTITION_CAP: u16 = 64;
 /// PortPhysicalState 2: Polling (no live link).
@@ -59,6 +65,9 @@ struct SimNode {
     switch_info: Payload,
     lft: Vec<u8>,
     fdb_cap: u16,
+    /// The MFT, every entry the switch holds (those above MulticastFDBTop too).
+    mft: Mft,
+    mcast_cap: u16,
     partition_cap: u16,
     /// P_Key table per port (index = port; a CA's port 0 unused).
     pkeys: Vec<Vec<u16>>,
@@ -79,6 +88,9 @@ pub struct Tables {
     /// Per switch GUID: the LFT as the switch forwards by it ([`observe::lft`]: up to
     /// LinearFDBTop, trailing unset entries dropped).
     pub lfts: BTreeMap<u64, Vec<u8>>,
+    /// Per switch GUID: the MFT as the switch forwards by it (up to MulticastFDBTop); a
+    /// switch with an empty one is not listed.
+    pub mfts: BTreeMap<u64, Mft>,
     /// Per node GUID: the P_Key tables of its ports ([`PkeyTable`]'s slots: empty slots
     /// dropped from the end).
     pub pkeys: BTreeMap<u64, Vec<Vec<u16>>>,
@@ -209,6 +221,8 @@ impl SimFabric {
                                 smp::LinkState::Down
                             },
                             phys_state: if up { PHYS_LINK_UP } else { PHYS_POLLING },
+                            // A switch bounds its MFT by MulticastFDBTop.
+                            capability_mask: if up { smp::CAP_MCAST_FDB_TOP } else { 0 },
                             // VLCap VL0–7, high and low arbitration caps 8 and 8.
                             vl_cap: 4,
                             vlarb_high_cap: 8,
@@ -224,12 +238,15 @@ impl SimFabric {
                     .ok()
                     .filter(|&c| c > 0)
                     .unwrap_or(DEFAULT_FDB_CAP);
+                let mcast_cap = n.spec.multicast_fdb_cap.unwrap_or(DEFAULT_MCAST_CAP);
                 let mut switch_info = [0u8; PAYLOAD];
                 if switch {
                     SwitchInfo {
                         linear_fdb_cap: fdb_cap,
                         linear_fdb_top: 0,
                         partition_enforcement_cap: partition_cap,
+                        multicast_fdb_cap: mcast_cap,
+                        multicast_fdb_top: MCAST_TOP_NONE,
                     }
                     .encode_held_into(&mut switch_info);
                 }
@@ -260,6 +277,8 @@ impl SimFabric {
                     switch_info,
                     lft: Vec::new(),
                     fdb_cap,
+                    mft: Mft::default(),
+                    mcast_cap,
                     partition_cap,
                     // A port the state gives no table holds the default key (a switch's
                     // ports enforce nothing here).
@@ -340,6 +359,20 @@ impl SimFabric {
                     }
                 }
             }
+        }
+        for (&id, mft) in &state.multicast.mfts {
+            let Some(n) = nodes.get_mut(id.index()) else {
+                continue;
+            };
+            if n.info.node_type != NodeType::Switch {
+                continue;
+            }
+            n.mft = mft.clone();
+            SwitchInfo {
+                multicast_fdb_top: mft.top().map_or(MCAST_TOP_NONE, Mlid::get),
+                ..SwitchInfo::decode(&n.switch_info)
+            }
+            .encode_into(&mut n.switch_info);
         }
         for (pr, ps) in &state.ports {
             let Some(n) = nodes.get_mut(pr.node.index()) else {
@@ -436,6 +469,7 @@ impl SimFabric {
         let mut t = Tables {
             lids: BTreeMap::new(),
             lfts: BTreeMap::new(),
+            mfts: BTreeMap::new(),
             pkeys: BTreeMap::new(),
             sl2vl: BTreeMap::new(),
             vlarb: BTreeMap::new(),
@@ -456,6 +490,11 @@ impl SimFabric {
             if n.info.node_type == NodeType::Switch {
                 let top = SwitchInfo::decode(&n.switch_info).linear_fdb_top;
                 t.lfts.insert(g, observe::lft(n.lft.clone(), top).ports);
+                let mtop = SwitchInfo::decode(&n.switch_info).multicast_fdb_top;
+                let mft = observe::mft_up_to(&n.mft, Mlid::new(mtop));
+                if !mft.is_empty() {
+                    t.mfts.insert(g, mft);
+                }
             }
             let keys: Vec<Vec<u16>> = n.pkeys.iter().map(|k| slots(k)).collect();
             t.pkeys.insert(g, keys);
@@ -569,7 +608,9 @@ impl SimFabric {
             Attr::SwitchInfo if switch => {
                 if let Some(d) = data {
                     let want = SwitchInfo::decode(d);
-                    if want.linear_fdb_top >= n.fdb_cap {
+                    let mcast_top_ok = Mlid::new(want.multicast_fdb_top)
+                        .is_none_or(|m| m.index() < usize::from(n.mcast_cap));
+                    if want.linear_fdb_top >= n.fdb_cap || !mcast_top_ok {
                         return Err(status(STATUS_INVALID));
                     }
                     let before = n.switch_info;
@@ -599,6 +640,23 @@ impl SimFabric {
                     }
                 }
                 p
+            }
+            Attr::Mft if switch => {
+                // Bits 27:9 of the modifier are reserved.
+                let (block, position) = ((m & 0x1ff) as u16, (m >> 28) as u8);
+                let first = usize::from(block) * smp::MFT_BLOCK;
+                if m & 0x0fff_fe00 != 0
+                    || first + smp::MFT_BLOCK > usize::from(n.mcast_cap)
+                    || position >= smp::mft_positions(n.info.num_ports)
+                {
+                    return Err(status(STATUS_INVALID));
+                }
+                if let Some(d) = data {
+                    let masks = smp::decode_mft(d);
+                    changed = n.mft.block(block, position) != masks;
+                    n.mft.set_block(block, position, &masks);
+                }
+                smp::encode_mft(&n.mft.block(block, position))
             }
             Attr::PKeyTable => {
                 let (port, block) = match vf {
@@ -665,7 +723,7 @@ impl SimFabric {
                 }
                 n.vlarb.get(&m).copied().unwrap_or([0; PAYLOAD])
             }
-            Attr::SwitchInfo | Attr::Lft => return Err(status(STATUS_UNSUPPORTED)),
+            Attr::SwitchInfo | Attr::Lft | Attr::Mft => return Err(status(STATUS_UNSUPPORTED)),
         };
         if changed {
             self.counts.changes += 1;
@@ -908,6 +966,7 @@ mod tests {
         };
         let mut s1_own = port(0, 4, 5);
         s1_own[17] = 1;
+        s1_own[20] = 0x40; // IsMulticastFDBTopSupported
         assert_eq!(
             get(&[1], Attr::PortInfo, 0),
             s1_own,
@@ -929,8 +988,10 @@ mod tests {
         assert_eq!(get(&[], Attr::PortInfo, 0), h1_port, "an HCA's LID and LMC");
         let mut switch = [0u8; PAYLOAD];
         switch[..2].copy_from_slice(&DEFAULT_FDB_CAP.to_be_bytes());
+        switch[4..6].copy_from_slice(&DEFAULT_MCAST_CAP.to_be_bytes());
         switch[7] = 2;
         switch[15] = 64;
+        switch[18..20].copy_from_slice(&MCAST_TOP_NONE.to_be_bytes());
         assert_eq!(
             get(&[1], Attr::SwitchInfo, 0),
             switch,

@@ -20,6 +20,16 @@ pub const LFT_BLOCK: usize = 64;
 pub const PKEY_BLOCK: usize = 32;
 /// Entries in one VLArbitrationTable block.
 pub const VLARB_BLOCK: usize = 32;
+/// MLIDs in one MulticastForwardingTable block (each entry a 16-bit port mask of one
+/// position).
+pub const MFT_BLOCK: usize = 32;
+/// PortInfo CapabilityMask bit 30, IsMulticastFDBTopSupported: a switch (on its port 0) that
+/// sets it forwards no MLID above SwitchInfo's MulticastFDBTop; one that does not forwards by
+/// every block up to its MulticastFDBCap and ignores the field.
+pub const CAP_MCAST_FDB_TOP: u32 = 1 << 30;
+/// MulticastFDBTop of a switch whose MFT holds nothing (IBA: any value below 0xC000; OpenSM
+/// writes 0xBFFF).
+pub const MCAST_TOP_NONE: u16 = 0xbfff;
 /// The most hops a directed route holds (IBA: 63 after the first).
 pub const MAX_HOPS: usize = 63;
 
@@ -42,6 +52,9 @@ pub enum Attr {
     VlArb,
     /// LinearForwardingTable (0x0019); the modifier is the block.
     Lft,
+    /// MulticastForwardingTable (0x001B); the modifier is position << 28 | block
+    /// ([`mft_modifier`]).
+    Mft,
 }
 
 impl Attr {
@@ -56,11 +69,12 @@ impl Attr {
             Attr::SlToVl => 0x0017,
             Attr::VlArb => 0x0018,
             Attr::Lft => 0x0019,
+            Attr::Mft => 0x001b,
         }
     }
 
     /// Every attribute weft uses.
-    pub const ALL: [Attr; 8] = [
+    pub const ALL: [Attr; 9] = [
         Attr::NodeDescription,
         Attr::NodeInfo,
         Attr::SwitchInfo,
@@ -69,6 +83,7 @@ impl Attr {
         Attr::SlToVl,
         Attr::VlArb,
         Attr::Lft,
+        Attr::Mft,
     ];
 
     /// The attribute with this ID.
@@ -88,6 +103,7 @@ impl fmt::Display for Attr {
             Attr::SlToVl => "SLtoVLMappingTable",
             Attr::VlArb => "VLArbitrationTable",
             Attr::Lft => "LinearForwardingTable",
+            Attr::Mft => "MulticastForwardingTable",
         })
     }
 }
@@ -281,6 +297,9 @@ pub struct PortInfo {
     pub lid: u16,
     /// The LID of the master SM.
     pub master_sm_lid: u16,
+    /// CapabilityMask (read-only here): on a switch's port 0, [`CAP_MCAST_FDB_TOP`] says
+    /// whether MulticastFDBTop bounds its MFT.
+    pub capability_mask: u32,
     /// The port number this PortInfo describes (as the device reports it).
     pub local_port: u8,
     /// Logical link state.
@@ -307,6 +326,7 @@ impl PortInfo {
         PortInfo {
             lid: be16(p, 16),
             master_sm_lid: be16(p, 18),
+            capability_mask: be32(p, 20),
             local_port: byte(p, 28),
             link_state: LinkState::from_bits(byte(p, 32) & 15),
             phys_state: byte(p, 33) >> 4,
@@ -337,6 +357,7 @@ impl PortInfo {
     /// device (the `sim` fabric) keeps the PortInfo it answers with.
     pub fn encode_held_into(&self, p: &mut Payload) {
         self.encode_into(p);
+        put(p, 20, &self.capability_mask.to_be_bytes());
         put(p, 28, &[self.local_port]);
         let nibble_high = |p: &mut Payload, at: usize, v: u8| {
             put(p, at, &[(byte(p, at) & 0x0f) | ((v & 15) << 4)]);
@@ -369,6 +390,11 @@ pub struct SwitchInfo {
     pub linear_fdb_top: u16,
     /// P_Key enforcement entries per port.
     pub partition_enforcement_cap: u16,
+    /// MFT entries (MLIDs from 0xC000) the switch holds.
+    pub multicast_fdb_cap: u16,
+    /// The highest MLID its MFT forwards, where the switch supports it
+    /// ([`CAP_MCAST_FDB_TOP`]); [`MCAST_TOP_NONE`] (or anything below 0xC000): none.
+    pub multicast_fdb_top: u16,
 }
 
 impl SwitchInfo {
@@ -378,18 +404,23 @@ impl SwitchInfo {
             linear_fdb_cap: be16(p, 0),
             linear_fdb_top: be16(p, 6),
             partition_enforcement_cap: be16(p, 14),
+            multicast_fdb_cap: be16(p, 4),
+            multicast_fdb_top: be16(p, 18),
         }
     }
 
-    /// Writes LinearFDBTop into `p` (read from the switch), leaving the rest.
+    /// Writes LinearFDBTop and MulticastFDBTop into `p` (read from the switch), leaving the
+    /// rest.
     pub fn encode_into(&self, p: &mut Payload) {
         put(p, 6, &self.linear_fdb_top.to_be_bytes());
+        put(p, 18, &self.multicast_fdb_top.to_be_bytes());
     }
 
     /// Writes every field [`SwitchInfo::decode`] reads into `p` (the capabilities too), leaving
     /// the rest: how a device (the `sim` fabric) keeps the SwitchInfo it answers with.
     pub fn encode_held_into(&self, p: &mut Payload) {
         put(p, 0, &self.linear_fdb_cap.to_be_bytes());
+        put(p, 4, &self.multicast_fdb_cap.to_be_bytes());
         self.encode_into(p);
         put(p, 14, &self.partition_enforcement_cap.to_be_bytes());
     }
@@ -481,6 +512,33 @@ pub fn vf_modifier(vf: u8, low: u16) -> u32 {
     0x8000_0000 | (u32::from(vf) << 16) | u32::from(low)
 }
 
+/// The modifier of a MulticastForwardingTable block: `position` (ports `16·position ..=
+/// 16·position + 15`) in bits 31:28, the block (MLIDs `0xC000 + 32·block ..`) in bits 8:0.
+pub fn mft_modifier(block: u16, position: u8) -> u32 {
+    (u32::from(position & 15) << 28) | u32::from(block & 0x1ff)
+}
+
+/// A MulticastForwardingTable block: 32 port masks, big-endian, entry `k` for MLID
+/// `0xC000 + 32·block + k`, bit `j` for port `16·position + j`.
+pub fn decode_mft(p: &Payload) -> [u16; MFT_BLOCK] {
+    std::array::from_fn(|i| be16(p, 2 * i))
+}
+
+/// Encodes a MulticastForwardingTable block.
+pub fn encode_mft(masks: &[u16; MFT_BLOCK]) -> Payload {
+    let mut p = [0; PAYLOAD];
+    for (i, m) in masks.iter().enumerate() {
+        put(&mut p, 2 * i, &m.to_be_bytes());
+    }
+    p
+}
+
+/// Positions (16 ports each) a switch with `num_ports` ports has in its MFT: ports 0 (its
+/// own) to `num_ports`.
+pub fn mft_positions(num_ports: u8) -> u8 {
+    num_ports / 16 + 1
+}
+
 /// The modifier of a P_KeyTable block: the block, and on a switch the port in bits 31:16.
 pub fn pkey_modifier(block: u16, switch_port: Option<u8>) -> u32 {
     u32::from(block) | switch_port.map_or(0, |p| u32::from(p) << 16)
@@ -550,14 +608,20 @@ mod tests {
             linear_fdb_cap: 0xc000,
             linear_fdb_top: 0x0102,
             partition_enforcement_cap: 64,
+            multicast_fdb_cap: 0x0400,
+            multicast_fdb_top: 0xc01f,
         };
         let mut p = [0u8; PAYLOAD];
         s.encode_held_into(&mut p);
         assert_eq!(
-            (&p[..2], &p[6..8], &p[14..16]),
-            (&[0xc0, 0][..], &[1, 2][..], &[0, 64][..])
+            (&p[..2], &p[4..8], &p[14..16], &p[18..20]),
+            (&[0xc0, 0][..], &[4, 0, 1, 2][..], &[0, 64][..], &[0xc0, 0x1f][..])
         );
         assert_eq!(SwitchInfo::decode(&p), s);
+        // CapabilityMask at bytes 20..24, IsMulticastFDBTopSupported bit 30.
+        let mut q = [0u8; PAYLOAD];
+        q[20] = 0x40;
+        assert_eq!(PortInfo::decode(&q).capability_mask, CAP_MCAST_FDB_TOP);
     }
 
     #[test]
@@ -569,6 +633,28 @@ mod tests {
         let p = encode_sl2vl(&vls);
         assert_eq!(&p[..8], &[0x01, 0x23, 0x45, 0x67, 0x01, 0x23, 0x45, 0x67]);
         assert_eq!(decode_sl2vl(&p), vls);
+    }
+
+    /// The MulticastForwardingTable as IBA (table 150) and ibsim's `do_multicastforwtbl` lay
+    /// it out: the position in the modifier's top 4 bits, the block in its low 9; 32
+    /// big-endian masks, bit `j` port `16·position + j`.
+    #[test]
+    fn mft_blocks_at_the_iba_offsets() {
+        assert_eq!(mft_modifier(3, 0), 3);
+        assert_eq!(mft_modifier(511, 2), 0x2000_01ff);
+        assert_eq!(Attr::Mft.id(), 0x001b);
+        assert_eq!(Attr::from_id(0x001b), Some(Attr::Mft));
+        let mut m = [0u16; MFT_BLOCK];
+        m[0] = 0x0006; // ports 1 and 2 (position 0)
+        m[31] = 0x8001;
+        let p = encode_mft(&m);
+        assert_eq!(&p[..2], &[0, 6]);
+        assert_eq!(&p[62..], &[0x80, 1]);
+        assert_eq!(decode_mft(&p), m);
+        // ibsim's numportmask: (ports + 16) / 16.
+        for (ports, want) in [(8, 1), (15, 1), (16, 2), (36, 3), (255, 16)] {
+            assert_eq!(mft_positions(ports), want, "{ports} ports");
+        }
     }
 
     #[test]
@@ -611,6 +697,7 @@ mod tests {
             s.encode_held_into(&mut q);
             prop_assert_eq!(q, p);
             prop_assert_eq!(encode_pkeys(&decode_pkeys(&p)), p);
+            prop_assert_eq!(encode_mft(&decode_mft(&p)), p);
             prop_assert_eq!(decode_sl2vl(&encode_sl2vl(&decode_sl2vl(&p))), decode_sl2vl(&p));
             prop_assert_eq!(decode_vlarb(&encode_vlarb(&decode_vlarb(&p))), decode_vlarb(&p));
         }

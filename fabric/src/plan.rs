@@ -10,6 +10,7 @@
 //!    {"writes": [
 //!       {"kind": "lft", "switch": "0x…", "block": 3, "old": "ff01…", "new": "ff02…"},
 //!       {"kind": "pkeys", "node": "0x…", "port": 1, "block": 0, "old": ["0x7fff", …], "new": […]},
+//!       {"kind": "mft", "switch": "0x…", "block": 0, "position": 0, "old": "0000…", "new": "0006…"},
 //!       {"kind": "vport", "node": "0x…", "port": 1, "vf": 2, "guid": "0x…", "old_lid": null, "new_lid": 705,
 //!        "old_pkeys": [32767], "new_pkeys": [32767, 32770]},
 //!       …]},
@@ -20,7 +21,10 @@
 //! Within a step the writes may land in any order (they go out in parallel); a step starts
 //! when the one before it has landed whole. An LFT write carries the whole 64-entry block as
 //! it is before and after (two hex digits per entry, `ff` for none), so a writer keeps an
-//! exact shadow and can undo it; a P_Key write carries one 32-entry block of the table.
+//! exact shadow and can undo it; a P_Key write carries one 32-entry block of the table; an MFT
+//! write one MulticastForwardingTable block at one position (32 MLIDs from `0xC000 + 32 ×
+//! block`, each a 16-bit mask of ports `16 × position ..= 16 × position + 15`, four hex
+//! digits, big-endian, as the SMP carries it).
 //!
 //! The `partitions` are what the state the plan leads to declares, by port (a physical port
 //! by its node GUID and number, a VM by the port GUID of the VF it runs on there): what
@@ -46,6 +50,17 @@ pub const PKEY_BLOCK: usize = 32;
 
 /// The 64 entries of an LFT block (`0xff`: none), as a plan writes them.
 pub type LftBlock = [u8; LFT_BLOCK];
+
+/// MLIDs per MFT block (one MulticastForwardingTable SMP at one position).
+pub const MFT_BLOCK: usize = 32;
+
+/// An MFT block at one position as the SMP carries it: 32 big-endian 16-bit port masks.
+pub type MftBlock = [u8; 2 * MFT_BLOCK];
+
+/// The highest MFT block (MLID 0xFFFE is in block 511).
+pub const MFT_MAX_BLOCK: u16 = 511;
+/// The highest MFT position (ports 240–255).
+pub const MFT_MAX_POSITION: u8 = 15;
 
 /// One SMP Set a plan makes (not `std::io::Write`: a write of a block to a device).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -78,6 +93,22 @@ pub enum SmpWrite {
         old: Vec<u16>,
         /// The entries written.
         new: Vec<u16>,
+    },
+    /// A MulticastForwardingTable block of a switch at one position.
+    Mft {
+        /// The switch's node GUID.
+        #[serde(with = "crate::ids::guid_hex")]
+        switch: Guid,
+        /// The block (MLIDs `0xC000 + 32 × block ..= 0xC000 + 32 × block + 31`).
+        block: u16,
+        /// The position (ports `16 × position ..= 16 × position + 15`).
+        position: u8,
+        /// The 32 masks before (in the file: hex, four digits a mask).
+        #[serde(with = "crate::hex::block")]
+        old: MftBlock,
+        /// The 32 masks written.
+        #[serde(with = "crate::hex::block")]
+        new: MftBlock,
     },
     /// A VF of a vSwitch hypervisor: its LID (PortInfo) and P_Key table, set through the
     /// hypervisor's port — two SMPs.
@@ -299,7 +330,7 @@ impl TryFrom<String> for Member {
 }
 
 impl Plan {
-    /// SMPs in all: one per LFT or P_Key block write, two per VF write (PortInfo and
+    /// SMPs in all: one per LFT, MFT or P_Key block write, two per VF write (PortInfo and
     /// P_KeyTable).
     pub fn smps(&self) -> usize {
         self.steps
@@ -414,6 +445,9 @@ impl Plan {
                 let bad = match w {
                     // Whole blocks of hex as the file was read.
                     SmpWrite::Lft { .. } => false,
+                    SmpWrite::Mft {
+                        block, position, ..
+                    } => *block > MFT_MAX_BLOCK || *position > MFT_MAX_POSITION,
                     SmpWrite::Pkeys { old, new, .. } => {
                         old.len() > PKEY_BLOCK || new.len() > PKEY_BLOCK
                     }

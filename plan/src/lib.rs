@@ -24,6 +24,7 @@
 #![cfg_attr(test, allow(clippy::indexing_slicing))]
 
 pub mod migrate;
+pub mod mft;
 mod order;
 pub mod pkeys;
 
@@ -99,9 +100,16 @@ pub struct StepStats {
     pub vports: usize,
     /// Of those, the ones that change the VF's LID (a VM moving).
     pub vf_lids: usize,
+    /// MFT block writes (one block at one position each; [`mft`]).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub mft_blocks: usize,
     /// For a P_Key step: whether its tables only lose keys (the first) or become the desired
     /// ones (the second).
     pub pkeys: Option<PkeyPhase>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The two P_Key steps.
@@ -292,6 +300,7 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
     }
     same_fabric(old, new)?;
     let start = start(old, new, opts.mode)?;
+    let new = &mft::keep_current(&start, new)?;
     // Minimal rerouting answers a change of the fabric (links or nodes down or up); anything
     // else the desired state changes (another engine, other settings) is its tables.
     let (end, target) = if opts.full || old.fabric == new.fabric {
@@ -306,9 +315,25 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
             return Err(PlanError::Unproven(why));
         }
     }
-    let order = order::stages(&start, &end);
-    let mut t = Transition::new(&start, opts.scope);
-    let (mut steps, checks, splits) = prove_stages(&mut t, &start, order.stages)?;
+    // MFT blocks: ports taken away first (each write its own step), then the LFT steps on
+    // the tables that leaves, then ports added.
+    let (mft_remove, mft_add) = mft::writes(&start, &end);
+    let mut steps = mft_steps(start.state().clone(), &start, mft_remove, opts.scope)?;
+    let met = if steps.is_empty() && mft_add.is_empty() {
+        None
+    } else {
+        Some(mft::meet(&start, &end)?)
+    };
+    let lft_start = met.as_ref().unwrap_or(&start);
+    let order = order::stages(lft_start, &end);
+    let mut t = Transition::new(lft_start, opts.scope);
+    let (lft, checks, splits) = prove_stages(&mut t, lft_start, order.stages)?;
+    steps.extend(lft);
+    if !mft_add.is_empty() {
+        let mut after = end.state().clone();
+        after.multicast.mfts = lft_start.multicast.mfts.clone();
+        steps.extend(mft_steps(after, &start, mft_add, opts.scope)?);
+    }
     // P_Keys last (they change no route): what goes away first, then what is added.
     let lft_steps = steps.len();
     let (remove, add) = pkey_writes(&start, new);
@@ -498,9 +523,18 @@ fn rests_on_vls(st: &ValidState) -> bool {
 }
 
 /// SMPs a full reconfiguration of what a plan may write would send: every LFT block of every
-/// switch (up to the highest LID), every block of every end port's P_Key table the state
-/// sets, and two per VF (its LID and its table).
+/// switch (up to the highest LID), every MFT block in use at every position, every block of
+/// every end port's P_Key table the state sets, and two per VF (its LID and its table).
 fn full_reconfiguration(st: &ValidState) -> u64 {
+    let mfts: u64 = st
+        .multicast
+        .mfts
+        .iter()
+        .map(|(id, t)| {
+            let blocks = t.top().map_or(0, |m| u64::from(m.block()) + 1);
+            blocks * u64::from(st.fabric.node(*id).spec.port_count / 16 + 1)
+        })
+        .sum();
     let blocks = (u64::from(st.lids.max_lid(&st.fabric)) + 1).div_ceil(LFT_BLOCK as u64);
     let lfts = st.fabric.switch_count() as u64 * blocks;
     let pkeys: u64 = st
@@ -509,7 +543,36 @@ fn full_reconfiguration(st: &ValidState) -> u64 {
         .filter_map(|p| p.pkeys.as_ref())
         .map(|t| t.len().div_ceil(PKEY_BLOCK).max(1) as u64)
         .sum();
-    lfts + pkeys + 2 * st.lids.vports.len() as u64
+    lfts + mfts + pkeys + 2 * st.lids.vports.len() as u64
+}
+
+/// One step per MFT write of `writes`, in order, from the state `cur`, each proven on the
+/// state it leaves ([`mft::check`]); the first that is not proven is refused.
+fn mft_steps(
+    mut cur: FabricState,
+    names: &ValidState,
+    writes: Vec<SmpWrite>,
+    scope: Scope,
+) -> Result<Vec<PlanStep>, PlanError> {
+    let mut steps = Vec::with_capacity(writes.len());
+    for w in writes {
+        mft::apply(&mut cur, &w).map_err(|e| PlanError::NoSafeOrder {
+            write: describe(names, Some(&w)),
+            why: e.clone(),
+            check: Box::new(mft::check(cur.clone(), scope, &e)),
+        })?;
+        let what = describe(names, Some(&w));
+        let check = mft::check(cur.clone(), scope, &what);
+        if !check.is_proven() {
+            return Err(PlanError::NoSafeOrder {
+                write: what,
+                why: why(&check),
+                check: Box::new(check),
+            });
+        }
+        steps.push(PlanStep { writes: vec![w] });
+    }
+    Ok(steps)
 }
 
 /// Proves `stages` of LFT writes one after another on `t` (from `start`): a stage whose
@@ -606,7 +669,7 @@ fn reroute(
 
 /// `None` when `st` is proven (the properties of routes, and isolation when it declares
 /// partitions); else what is not: "not deadlock_free, not connected".
-fn unproven(st: &ValidState, scope: Scope) -> Option<String> {
+pub(crate) fn unproven(st: &ValidState, scope: Scope) -> Option<String> {
     let verify = VerifyOptions {
         scope,
         properties: Property::defaults(st),
@@ -675,16 +738,31 @@ pub fn check_steps_read(
     // The tables after the plan are checked when the plan writes P_Keys: LFT writes change
     // no P_Key table, so they leave isolation as they found it.
     let writes_pkeys = known.iter().any(|w| !w.is_empty());
+    // With MFT writes: the tables as the steps leave them, each MFT step proven on them.
+    let writes_mfts = steps
+        .iter()
+        .flatten()
+        .any(|w| matches!(w, SmpWrite::Mft { .. }));
+    let mut cur = writes_mfts.then(|| start.state().clone());
     let mut out = Vec::new();
     for (i, writes) in steps.iter().enumerate() {
-        let moved = move_vf_lids(&mut t, start, &mut vf_lids, writes);
-        let mut check = t.step(&lft_changes(start, writes));
         let last = i + 1 == steps.len();
-        if let Err(why) = moved {
-            check.connected = weft_verifier::Outcome::Unknown(why);
-        } else if last && t.failing() > failing {
-            check.connected = weft_verifier::Outcome::Violated;
-        }
+        let mft_check = cur
+            .as_mut()
+            .and_then(|cur| mft_step_check(cur, start, scope, i, writes));
+        let mut check = match mft_check {
+            Some(c) => c,
+            None => {
+                let moved = move_vf_lids(&mut t, start, &mut vf_lids, writes);
+                let mut check = t.step(&lft_changes(start, writes));
+                if let Err(why) = moved {
+                    check.connected = weft_verifier::Outcome::Unknown(why);
+                } else if last && t.failing() > failing {
+                    check.connected = weft_verifier::Outcome::Violated;
+                }
+                check
+            }
+        };
         let iso = match placed.get(i) {
             Some(Ok(w)) => {
                 let mut c = mix.step(w);
@@ -713,6 +791,41 @@ pub fn check_steps_read(
         }
     }
     out
+}
+
+/// Applies step `i`'s `writes` to `cur` (the tables as the steps leave them); when the step
+/// writes an MFT block, its check ([`mft::check`] on what it leaves; a step that writes
+/// anything else with it is not proven, its writes landing in any order).
+fn mft_step_check(
+    cur: &mut FabricState,
+    start: &ValidState,
+    scope: Scope,
+    i: usize,
+    writes: &[SmpWrite],
+) -> Option<StepCheck> {
+    let mfts = writes
+        .iter()
+        .filter(|w| matches!(w, SmpWrite::Mft { .. }))
+        .count();
+    let applied = writes.iter().try_for_each(|w| mft::apply(cur, w));
+    if mfts == 0 {
+        return None;
+    }
+    let what = describe(start, writes.first());
+    Some(match applied {
+        Err(e) => mft::check(cur.clone(), scope, &e),
+        Ok(()) if writes.len() > 1 => {
+            let mut c = mft::check(cur.clone(), scope, &what);
+            c.connected = weft_verifier::Outcome::Unknown(format!(
+                "step {} writes an MFT block with {} other write(s): weft proves an MFT write \
+                 as a step of its own",
+                i + 1,
+                writes.len() - 1
+            ));
+            c
+        }
+        Ok(()) => mft::check(cur.clone(), scope, &what),
+    })
 }
 
 /// The `vport` writes of one step, in the checker `t`: each VF's new LID moves to its
@@ -859,6 +972,16 @@ fn describe(st: &ValidState, w: Option<&SmpWrite>) -> String {
         Some(SmpWrite::Pkeys {
             node, port, block, ..
         }) => format!("`{}` port {port} P_Key block {block}", name(*node)),
+        Some(SmpWrite::Mft {
+            switch,
+            block,
+            position,
+            ..
+        }) => format!(
+            "`{}` MFT block {block} (MLIDs {}) position {position}",
+            name(*switch),
+            mft::mlids(*block)
+        ),
         Some(SmpWrite::Vport { node, port, vf, .. }) => {
             format!("`{}` port {port} VF {vf}", name(*node))
         }
@@ -935,6 +1058,7 @@ fn step_stats(s: &PlanStep) -> StepStats {
                 switches.push(*switch);
             }
             SmpWrite::Pkeys { .. } => st.pkey_blocks += 1,
+            SmpWrite::Mft { .. } => st.mft_blocks += 1,
             SmpWrite::Vport {
                 old_lid, new_lid, ..
             } => {

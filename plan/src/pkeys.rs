@@ -180,7 +180,7 @@ pub fn pkey_writes(st: &ValidState, writes: &[SmpWrite]) -> Result<Vec<PkeyWrite
     let mut out = Vec::new();
     for w in writes {
         match w {
-            SmpWrite::Lft { .. } => {}
+            SmpWrite::Lft { .. } | SmpWrite::Mft { .. } => {}
             SmpWrite::Pkeys {
                 node,
                 port,

@@ -1,0 +1,211 @@
+//! Multicast forwarding table (MFT) writes: which MulticastForwardingTable blocks differ
+//! between two states, in two phases, and the check of a step that writes one.
+//!
+//! A block at one position (32 MLIDs × 16 ports) that changes is written in up to two steps:
+//! first the ports only the old table has are taken away (the mask becomes `old ∧ new`), in the
+//! removal phase before any LFT step; then the ports only the new table has are added, in the
+//! addition phase after the last LFT step. Every intermediate table is then a subset of the
+//! old one (removal phase, with the old LFTs) or of the new one (addition phase, with the new
+//! LFTs): a tree only ever loses branches, or grows toward the proven one.
+//!
+//! Each MFT write is a step of its own, proven by [`weft_verifier::verify`] on the whole state
+//! it leaves (one SMP lands or not: no mix of writes to cover). The verifier's proof of that
+//! state covers multicast as far as the verifier does; a desired state that says nothing about
+//! multicast ([`Multicast::is_empty`](weft_fabric::Multicast::is_empty)) leaves the fabric's
+//! MFTs as they are (see [`keep_current`]).
+
+use crate::{PlanError, StepCheck};
+use weft_fabric::plan::{MftBlock, SmpWrite, LFT_BLOCK, MFT_BLOCK};
+use weft_fabric::{FabricState, Lid, Mft, Mlid, PortNum, ValidState};
+use weft_verifier::{Outcome, Scope};
+
+/// The bytes of a block's 32 masks, big-endian, as the SMP carries them.
+pub fn block_bytes(masks: &[u16; MFT_BLOCK]) -> MftBlock {
+    let mut out = [0u8; 2 * MFT_BLOCK];
+    for (d, m) in out.chunks_exact_mut(2).zip(masks) {
+        d.copy_from_slice(&m.to_be_bytes());
+    }
+    out
+}
+
+/// The 32 masks of a block's bytes.
+pub fn block_masks(bytes: &MftBlock) -> [u16; MFT_BLOCK] {
+    let mut out = [0u16; MFT_BLOCK];
+    for (m, b) in out.iter_mut().zip(bytes.chunks_exact(2)) {
+        *m = u16::from_be_bytes([
+            b.first().copied().unwrap_or(0),
+            b.get(1).copied().unwrap_or(0),
+        ]);
+    }
+    out
+}
+
+/// The MFT writes from `old`'s tables to `new`'s: `(removals, additions)`, each sorted, one
+/// per (switch, block, position) that changes in that phase.
+pub fn writes(old: &ValidState, new: &ValidState) -> (Vec<SmpWrite>, Vec<SmpWrite>) {
+    let (mut remove, mut add) = (Vec::new(), Vec::new());
+    let empty = Mft::default();
+    let mut switches: Vec<_> = old
+        .multicast
+        .mfts
+        .keys()
+        .chain(new.multicast.mfts.keys())
+        .copied()
+        .collect();
+    switches.sort_unstable();
+    switches.dedup();
+    for id in switches {
+        let a = old.multicast.mfts.get(&id).unwrap_or(&empty);
+        let b = new.multicast.mfts.get(&id).unwrap_or(&empty);
+        if a == b {
+            continue;
+        }
+        let node = new.fabric.node(id);
+        let top = a.top().max(b.top()).map_or(0, |m| m.block() + 1);
+        let positions = node.spec.port_count / 16 + 1;
+        for block in 0..top {
+            for position in 0..positions {
+                let (x, y) = (a.block(block, position), b.block(block, position));
+                if x == y {
+                    continue;
+                }
+                let mut mid = x;
+                for (m, n) in mid.iter_mut().zip(&y) {
+                    *m &= n;
+                }
+                let w = |from: &[u16; MFT_BLOCK], to: &[u16; MFT_BLOCK]| SmpWrite::Mft {
+                    switch: node.guid(),
+                    block,
+                    position,
+                    old: block_bytes(from),
+                    new: block_bytes(to),
+                };
+                if mid != x {
+                    remove.push(w(&x, &mid));
+                }
+                if mid != y {
+                    add.push(w(&mid, &y));
+                }
+            }
+        }
+    }
+    remove.sort();
+    add.sort();
+    (remove, add)
+}
+
+/// `new`, or, when it says nothing about multicast and `current` has MFTs, `new` with
+/// `current`'s MFTs: a desired state without multicast leaves the fabric's multicast as it
+/// is, and the plan's end state is proven with it.
+pub fn keep_current(current: &ValidState, new: &ValidState) -> Result<ValidState, PlanError> {
+    if !new.multicast.is_empty() || current.multicast.is_empty() {
+        return Ok(new.clone());
+    }
+    let mut st = new.state().clone();
+    st.multicast.mfts = current.multicast.mfts.clone();
+    ValidState::new(st).map_err(PlanError::State)
+}
+
+/// `st` with every MFT entry reduced to the ports `new` has too (`old ∧ new`): the state the
+/// removal phase leaves.
+pub fn meet(st: &ValidState, new: &ValidState) -> Result<ValidState, PlanError> {
+    let mut out = st.state().clone();
+    for (id, t) in out.multicast.mfts.iter_mut() {
+        let other = new.multicast.mfts.get(id).cloned().unwrap_or_default();
+        let entries: Vec<_> = t.entries().collect();
+        for (m, mask) in entries {
+            let keep = other.get(m);
+            let kept = weft_fabric::PortMask::of(mask.iter().filter(|&p| keep.contains(p)));
+            t.set(m, kept);
+        }
+    }
+    out.multicast.normalize();
+    ValidState::new(out).map_err(PlanError::State)
+}
+
+/// Applies `w` to `st`: an MFT write's block, an LFT write's entries (other writes change
+/// neither table and are left).
+pub fn apply(st: &mut FabricState, w: &SmpWrite) -> Result<(), String> {
+    match w {
+        SmpWrite::Mft {
+            switch,
+            block,
+            position,
+            new,
+            ..
+        } => {
+            let id = st
+                .fabric
+                .find_guid(*switch)
+                .ok_or_else(|| format!("an MFT write to {switch}, which is not on the fabric"))?;
+            st.multicast
+                .mfts
+                .entry(id)
+                .or_default()
+                .set_block(*block, *position, &block_masks(new));
+            st.multicast.normalize();
+        }
+        SmpWrite::Lft {
+            switch, block, new, ..
+        } => {
+            let id = st
+                .fabric
+                .find_guid(*switch)
+                .ok_or_else(|| format!("an LFT write to {switch}, which is not on the fabric"))?;
+            let lft = &mut st.switches.entry(id).or_default().lft;
+            for (k, &p) in new.iter().enumerate() {
+                lft.set(Lid((usize::from(*block) * LFT_BLOCK + k) as u16), PortNum(p));
+            }
+            while lft.ports.last() == Some(&weft_fabric::LFT_UNSET) {
+                lft.ports.pop();
+            }
+        }
+        SmpWrite::Pkeys { .. } | SmpWrite::Vport { .. } => {}
+    }
+    Ok(())
+}
+
+/// The check of a step that writes one MFT block (`what`, for people) and leaves `after`:
+/// every part proven when the verifier proves `after` (every property it checks), else
+/// unknown, saying what is not proven.
+pub fn check(after: FabricState, scope: Scope, what: &str) -> StepCheck {
+    let why = match ValidState::new(after) {
+        Ok(st) => crate::unproven(&st, scope).map(|u| format!("{what} leaves a state that is {u}")),
+        Err(e) => Some(format!("{what} leaves an invalid state: {e}")),
+    };
+    let outcome = || why.clone().map_or(Outcome::Proven, Outcome::Unknown);
+    StepCheck {
+        loop_free: outcome(),
+        deadlock_free: outcome(),
+        connected: outcome(),
+        isolated: Outcome::Proven,
+        breach: None,
+        breach_after_plan: false,
+        forwarding_loop: None,
+        credit_loop: Vec::new(),
+        broken: None,
+        changed_entries: 0,
+        failing_before: 0,
+        failing_after: 0,
+    }
+}
+
+/// The MLIDs a write's block holds: `0xC000 + 32 × block ..`, for people.
+pub fn mlids(block: u16) -> String {
+    let first = u32::from(Mlid::MIN.get()) + u32::from(block) * MFT_BLOCK as u32;
+    format!("{first:#06x}–{:#06x}", (first + 31).min(0xfffe))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn block_bytes_round_trip(masks in proptest::array::uniform32(any::<u16>())) {
+            prop_assert_eq!(block_masks(&block_bytes(&masks)), masks);
+        }
+    }
+}
