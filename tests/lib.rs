@@ -9,6 +9,8 @@
 //! * [`parse_sl2vl`], [`parse_vlarb`], [`vlarb_of`]: `smpquery sl2vl` and `vlarb` output.
 //! * [`dump`]: `ibnetdiscover` dumps as NVIDIA-era fabrics print them (SHARP aggregation
 //!   nodes, a SuperPOD-class rail-optimised tree), generated.
+//! * [`multicast_tree`]: a hand-made multicast group and its MFTs (a shortest-path tree from
+//!   one switch), for the deploy and audit tests.
 
 pub mod dump;
 pub mod ibsim;
@@ -543,5 +545,73 @@ pub mod sim {
         first(at, "SL2VL", &a.sl2vl, &b.sl2vl);
         first(at, "VLArb", &a.vlarb, &b.vlarb);
         first(at, "VFs", &a.vfs, &b.vfs);
+        first(at, "MFTs", &a.mfts, &b.mfts);
     }
+}
+
+/// A multicast group `mlid` whose full members are port 1 of the end nodes named `members`,
+/// and its tree: from switch `root` over live switch-to-switch links (breadth first, ports and
+/// neighbours in order), each member's switch reached along its branch, every switch on it
+/// forwarding to the next one down and to its members. The masks are a tree: a packet from
+/// any member reaches every other member once.
+///
+/// # Panics
+///
+/// When a name is not a node of `st`, or a member's switch is not reachable from `root`.
+#[expect(clippy::expect_used, reason = "a test fixture")]
+pub fn multicast_tree(
+    st: &weft_fabric::FabricState,
+    mlid: u16,
+    root: &str,
+    members: &[&str],
+) -> weft_fabric::Multicast {
+    use weft_fabric::{JoinState, McGroup, Mlid, Multicast, NodeId, PortMask, PortNum};
+    let f = &st.fabric;
+    let mlid = Mlid::new(mlid).expect("a multicast LID");
+    let root = f.find(root).expect("the root switch");
+    // Breadth first from the root: each switch's parent and the ports between them.
+    let mut parent: BTreeMap<NodeId, (NodeId, u8, u8)> = BTreeMap::new();
+    let mut seen = BTreeSet::from([root]);
+    let mut queue = std::collections::VecDeque::from([root]);
+    while let Some(x) = queue.pop_front() {
+        for p in 1..=f.node(x).spec.port_count {
+            let Some((peer, link)) = f.peer(PortRef::new(x, p)) else {
+                continue;
+            };
+            let live = f.link(link).state == LinkState::Up;
+            if live && f.node(peer.node).is_switch() && seen.insert(peer.node) {
+                parent.insert(peer.node, (x, p, peer.port.0));
+                queue.push_back(peer.node);
+            }
+        }
+    }
+    let mut masks: BTreeMap<NodeId, PortMask> = BTreeMap::new();
+    let mut group = McGroup {
+        mlid,
+        pkey: 0xffff,
+        sl: weft_fabric::Sl(0),
+        members: BTreeMap::new(),
+    };
+    for name in members {
+        let host = f.find(name).expect("a member");
+        let at = PortRef::new(host, 1);
+        group.members.insert(at, JoinState::FULL);
+        let (sw, _) = f.peer(at).expect("a cabled member");
+        masks.entry(sw.node).or_default().insert(sw.port);
+        let mut x = sw.node;
+        while x != root {
+            let &(up, up_port, here) = parent.get(&x).expect("a switch the root reaches");
+            masks.entry(x).or_default().insert(PortNum(here));
+            masks.entry(up).or_default().insert(PortNum(up_port));
+            x = up;
+        }
+    }
+    let mut m = Multicast {
+        groups: vec![group],
+        mfts: BTreeMap::new(),
+    };
+    for (sw, mask) in masks {
+        m.mfts.entry(sw).or_default().set(mlid, mask);
+    }
+    m
 }
