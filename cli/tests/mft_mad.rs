@@ -1,0 +1,190 @@
+//! Multicast forwarding tables written with `weft apply --target mad` on ibsim and read back
+//! with the real tools: OpenSM (file engine) loads weft's unicast tables, a plan to the same
+//! state with a hand-made multicast tree (two groups, masks in every MFT position a 36-port
+//! switch has) is applied over real SMPs, and `ibroute -M` (infiniband-diags) and `weft audit
+//! --target mad` both read back exactly the desired MFTs.
+//!
+//! ibsim's switches do not support MulticastFDBTop (their SwitchInfo holds 0 there and ignores
+//! a Set of it; `ibroute -M -v` prints "top is 0x0"): `weft apply` raises no top on them and
+//! `weft audit` reads every block up to their MulticastFDBCap (1024 MLIDs, 32 blocks).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+use weft_fabric::{FabricState, Mft, ValidState};
+use weft_tests::ibsim::{self, Ibsim, Limits};
+
+/// A two-level tree of 36-port switches: two leaves of 18 hosts (on ports 1–18; the uplinks
+/// above port 15, in the MFT's second position), two spines.
+fn tree() -> String {
+    weft_tests::xgft_source(2, &[18, 2], &[1, 2], "", "")
+}
+
+fn weft(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Every non-empty MFT of `st`, by switch GUID.
+fn by_guid(st: &FabricState, mfts: &BTreeMap<weft_fabric::NodeId, Mft>) -> BTreeMap<u64, Mft> {
+    mfts.iter()
+        .filter(|(_, t)| !t.is_empty())
+        .map(|(id, t)| (st.fabric.node(*id).guid().0, t.clone()))
+        .collect()
+}
+
+/// `old` with two groups: the IPoIB broadcast group 0xC000 from the last switch (a spine) over
+/// the first, 17th and last hosts, and 0xC041 (block 2) from the first switch (a leaf) over
+/// the second and last.
+fn with_groups(old: &ValidState) -> ValidState {
+    let f = &old.fabric;
+    let hosts: Vec<&str> = f
+        .nodes()
+        .iter()
+        .filter(|n| !n.is_switch())
+        .map(|n| n.name())
+        .collect();
+    let switches: Vec<&str> = f
+        .nodes()
+        .iter()
+        .filter(|n| n.is_switch())
+        .map(|n| n.name())
+        .collect();
+    let (first, second, last) = (hosts[0], hosts[1], hosts[hosts.len() - 1]);
+    let mut st = old.state().clone();
+    for (mlid, root, members) in [
+        (0xc000, switches[switches.len() - 1], vec![first, hosts[16], last]),
+        (0xc041, switches[0], vec![second, last]),
+    ] {
+        let m = weft_tests::multicast_tree(&st, mlid, root, &members);
+        st.multicast.groups.extend(m.groups);
+        for (sw, t) in m.mfts {
+            for (l, mask) in t.entries() {
+                st.multicast.mfts.entry(sw).or_default().set(l, mask);
+            }
+        }
+    }
+    st.multicast.normalize();
+    ValidState::new(st).unwrap()
+}
+
+#[test]
+fn mfts_written_over_mads_read_back_with_ibroute_and_weft_audit() {
+    let Some(tools) = ibsim::require("mfts_written_over_mads", &["opensm", "ibroute"]) else {
+        return;
+    };
+    let d = std::env::temp_dir().join(format!("weft-mft-mad-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let p = |f: &str| d.join(f).to_string_lossy().into_owned();
+    std::fs::write(d.join("t.weft"), tree()).unwrap();
+    let o = weft(&["build", &p("t.weft"), "-o", &p("old"), "-q"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let old = ValidState::from_json(&std::fs::read_to_string(d.join("old/state.json")).unwrap())
+        .unwrap();
+    let new = with_groups(&old);
+    let want = by_guid(new.state(), &new.multicast.mfts);
+    // Masks in two positions (ports 0–15 and 16–31) of the 36-port switches.
+    let positions: std::collections::BTreeSet<u8> = want
+        .values()
+        .flat_map(|t| t.entries())
+        .flat_map(|(_, m)| m.iter().map(|p| p.0 / 16))
+        .collect();
+    assert!(positions.len() >= 2, "{positions:?}");
+    std::fs::write(d.join("new.json"), new.state().to_json()).unwrap();
+    let o = weft(&[
+        "plan",
+        "--from",
+        &p("old/state.json"),
+        &p("new.json"),
+        "--full",
+        "-o",
+        &p("plan.json"),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let plan =
+        weft_fabric::plan::Plan::from_json(&std::fs::read_to_string(d.join("plan.json")).unwrap())
+            .unwrap();
+    assert!(plan
+        .steps
+        .iter()
+        .all(|s| s.writes.len() == 1
+            && matches!(s.writes[0], weft_fabric::plan::SmpWrite::Mft { .. })));
+
+    let net = weft_fabric::ibnetdiscover::write(&old.fabric, Some(&old.lids)).unwrap();
+    let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(&old.fabric))).unwrap();
+    sim.load_with_opensm(&d.join("old/lfts.dump"), &old)
+        .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
+    let weft_bin = env!("CARGO_BIN_EXE_weft");
+    let o = sim
+        .run_env(
+            weft_bin,
+            &[
+                "apply",
+                "--target",
+                "mad",
+                &p("plan.json"),
+                "--lock-dir",
+                &p(""),
+            ],
+            &[],
+            Duration::from_secs(120),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        o.stdout.starts_with("the fabric holds the new state"),
+        "{}\n{}",
+        o.stdout,
+        o.stderr
+    );
+
+    // `ibroute -M` of every switch, by its LID.
+    let mut text = String::new();
+    for (id, ports) in &old.lids.base {
+        if !old.fabric.node(*id).is_switch() {
+            continue;
+        }
+        let lid = ports.values().next().unwrap().0.to_string();
+        let out = sim
+            .run_retrying(
+                "ibroute",
+                &["-M", &lid],
+                Duration::from_secs(60),
+                Duration::from_secs(120),
+            )
+            .unwrap();
+        text += &out.stdout;
+    }
+    let (read, problems) = weft_fabric::opensm::parse_mfts(&text, &old.fabric).unwrap();
+    assert!(problems.is_empty(), "{problems:?}\n{text}");
+    assert_eq!(by_guid(old.state(), &read.tables), want, "{text}");
+
+    // `weft audit` reads the same tables (and no group: no SMP carries membership).
+    let audited = d.join("audited.json");
+    let o = match sim.run_env(
+        weft_bin,
+        &[
+            "audit",
+            "--target",
+            "mad",
+            "--write-state",
+            audited.to_str().unwrap(),
+        ],
+        &[],
+        Duration::from_secs(120),
+    ) {
+        Ok(o) => o,
+        Err(ibsim::IbsimError::Failed { output, .. }) => output,
+        Err(e) => panic!("{e}"),
+    };
+    let st = ValidState::from_json(&std::fs::read_to_string(&audited).unwrap())
+        .unwrap_or_else(|e| panic!("{e}\n{}\n{}", o.stdout, o.stderr));
+    assert_eq!(by_guid(st.state(), &st.multicast.mfts), want);
+    assert!(st.multicast.groups.is_empty());
+    let _ = std::fs::remove_dir_all(Path::new(&d));
+}
