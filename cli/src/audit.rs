@@ -1,6 +1,7 @@
-//! `weft audit --target mad`: discover a live fabric over SMPs, read its LIDs, LFTs, SL→VL
-//! and P_Key tables, and prove or refute it like `weft verify` does for a state — what
-//! ibdiagnet does, with proofs. The SL each path uses is the SA's answer, not on the fabric:
+//! `weft audit --target mad`: discover a live fabric over SMPs, read its LIDs, LFTs, MFTs,
+//! SL→VL and P_Key tables, and prove or refute it like `weft verify` does for a state — what
+//! ibdiagnet does, with proofs. Multicast group membership is the SA's, not on the fabric: the
+//! audited state has every switch's MFT and no group. The SL each path uses is the SA's answer, not on the fabric:
 //! every path counts on SL 0 (and each hop's VL is what the tables map SL 0 to). Where the
 //! SM runs is the master SM's LID in the local port's PortInfo (`--sm` overrides it).
 
@@ -129,8 +130,18 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, Fatal> {
         crate::output::write_file(p, state.to_json().as_bytes()).map_err(Fatal::Run)?;
     }
     // What was not read is said where the verdict is.
+    let forwarding = state.multicast.mfts.len();
+    let multicast = if forwarding == 0 {
+        "no switch's MFT holds an entry".to_owned()
+    } else {
+        format!(
+            "{forwarding} switch(es) forward multicast by their MFTs; group membership is the \
+             SA's, not on the fabric: no groups"
+        )
+    };
     let origin = format!(
-        "the fabric on {} ({} SMPs; path SLs are the SA's, not on the fabric: every path on SL 0)",
+        "the fabric on {} ({} SMPs; path SLs are the SA's, not on the fabric: every path on SL \
+         0; {multicast})",
         mad.device(),
         audited.smps
     );

@@ -186,5 +186,14 @@ fn mfts_written_over_mads_read_back_with_ibroute_and_weft_audit() {
         .unwrap_or_else(|e| panic!("{e}\n{}\n{}", o.stdout, o.stderr));
     assert_eq!(by_guid(st.state(), &st.multicast.mfts), want);
     assert!(st.multicast.groups.is_empty());
+    assert!(
+        o.stdout.contains(&format!(
+            "{} switch(es) forward multicast by their MFTs; group membership is the SA's, not \
+             on the fabric: no groups",
+            want.len()
+        )),
+        "{}",
+        o.stdout
+    );
     let _ = std::fs::remove_dir_all(Path::new(&d));
 }
