@@ -1362,7 +1362,11 @@ fn multicast(groups: &[(u16, &str, &[&str])]) -> ValidState {
 /// (ports 16 and above of a switch are in its MFT's second position), and a second group in
 /// block 1.
 const GROUPS: &[(u16, &str, &[&str])] = &[
-    (0xc000, "spine1", &["cn001", "cn017", "cn018", "cn019", "cn036"]),
+    (
+        0xc000,
+        "spine1",
+        &["cn001", "cn017", "cn018", "cn019", "cn036"],
+    ),
     (0xc021, "spine2", &["cn002", "cn020"]),
 ];
 
@@ -1416,7 +1420,10 @@ fn a_plan_writes_mft_blocks_one_per_step_and_they_land() {
     // is above port 15.
     assert!(mfts.iter().all(|s| s.writes.len() == 1));
     assert_eq!(mfts.len(), p.plan.smps());
-    assert_eq!(p.stats.iter().map(|s| s.mft_blocks).sum::<usize>(), mfts.len());
+    assert_eq!(
+        p.stats.iter().map(|s| s.mft_blocks).sum::<usize>(),
+        mfts.len()
+    );
     let sm = sm_port(old.state());
     let mut sim = SimFabric::new(old.state(), sm).unwrap();
     let dir = tmp("mft-clean");
@@ -1472,7 +1479,11 @@ fn every_fault_at_every_mft_write_ends_old_or_new() {
         Some(&sets),
         "{seen:?}"
     );
-    assert_eq!(seen.get("Reject { status: 28 } → Old"), Some(&sets), "{seen:?}");
+    assert_eq!(
+        seen.get("Reject { status: 28 } → Old"),
+        Some(&sets),
+        "{seen:?}"
+    );
 }
 
 /// A block the plan writes that holds a mask the plan does not expect (another writer's) is

@@ -57,7 +57,11 @@ fn with_groups(old: &ValidState) -> ValidState {
     let (first, second, last) = (hosts[0], hosts[1], hosts[hosts.len() - 1]);
     let mut st = old.state().clone();
     for (mlid, root, members) in [
-        (0xc000, switches[switches.len() - 1], vec![first, hosts[16], last]),
+        (
+            0xc000,
+            switches[switches.len() - 1],
+            vec![first, hosts[16], last],
+        ),
         (0xc041, switches[0], vec![second, last]),
     ] {
         let m = weft_tests::multicast_tree(&st, mlid, root, &members);
@@ -84,8 +88,8 @@ fn mfts_written_over_mads_read_back_with_ibroute_and_weft_audit() {
     std::fs::write(d.join("t.weft"), tree()).unwrap();
     let o = weft(&["build", &p("t.weft"), "-o", &p("old"), "-q"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let old = ValidState::from_json(&std::fs::read_to_string(d.join("old/state.json")).unwrap())
-        .unwrap();
+    let old =
+        ValidState::from_json(&std::fs::read_to_string(d.join("old/state.json")).unwrap()).unwrap();
     let new = with_groups(&old);
     let want = by_guid(new.state(), &new.multicast.mfts);
     // Masks in two positions (ports 0–15 and 16–31) of the 36-port switches.

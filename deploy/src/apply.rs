@@ -793,8 +793,7 @@ fn block_name(b: &Block) -> String {
         Attr::Lft => format!("switch {node} LFT block {}", b.modifier),
         Attr::SwitchInfo => {
             let (x, y) = (SwitchInfo::decode(&b.before), SwitchInfo::decode(&b.after));
-            if x.linear_fdb_top == y.linear_fdb_top && x.multicast_fdb_top != y.multicast_fdb_top
-            {
+            if x.linear_fdb_top == y.linear_fdb_top && x.multicast_fdb_top != y.multicast_fdb_top {
                 format!("switch {node} MulticastFDBTop")
             } else {
                 format!("switch {node} LinearFDBTop")

@@ -92,6 +92,22 @@ pub fn audit(t: &mut impl TransportExt, name: &str) -> Result<Audited, AuditErro
     })
 }
 
+/// Every switch's MFT (non-empty ones, by switch GUID) as the fabric discovered through `t`
+/// holds it ([`read_mfts`]), and the SMPs discovery and the reading took: what the OpenSM
+/// hand-off reports of OpenSM's own multicast routing after its sweep.
+pub fn read_multicast(
+    t: &mut impl TransportExt,
+) -> Result<(BTreeMap<Guid, weft_fabric::Mft>, usize), AuditError> {
+    let d = discover(t)?;
+    let mut t = Counted::new(t);
+    let mfts = read_mfts(&mut t, &d)?
+        .into_iter()
+        .filter(|(_, r)| !r.mft.is_empty())
+        .map(|(g, r)| (g, r.mft))
+        .collect();
+    Ok((mfts, d.smps + t.gets()))
+}
+
 /// What the fabric `d` discovered runs, read through `t`: its nodes (named by
 /// NodeDescription), links, LIDs, LFTs and MFTs ([`read_mfts`]). With `expected` (the wire view of the state a plan
 /// starts from), every vSwitch the fabric shows as a switch with one adapter per VF is folded

@@ -615,7 +615,12 @@ mod tests {
         s.encode_held_into(&mut p);
         assert_eq!(
             (&p[..2], &p[4..8], &p[14..16], &p[18..20]),
-            (&[0xc0, 0][..], &[4, 0, 1, 2][..], &[0, 64][..], &[0xc0, 0x1f][..])
+            (
+                &[0xc0, 0][..],
+                &[4, 0, 1, 2][..],
+                &[0, 64][..],
+                &[0xc0, 0x1f][..]
+            )
         );
         assert_eq!(SwitchInfo::decode(&p), s);
         // CapabilityMask at bytes 20..24, IsMulticastFDBTopSupported bit 30.

@@ -23,8 +23,8 @@
 #![deny(clippy::indexing_slicing)]
 #![cfg_attr(test, allow(clippy::indexing_slicing))]
 
-pub mod migrate;
 pub mod mft;
+pub mod migrate;
 mod order;
 pub mod pkeys;
 

@@ -138,11 +138,11 @@ pub fn apply(st: &mut FabricState, w: &SmpWrite) -> Result<(), String> {
                 .fabric
                 .find_guid(*switch)
                 .ok_or_else(|| format!("an MFT write to {switch}, which is not on the fabric"))?;
-            st.multicast
-                .mfts
-                .entry(id)
-                .or_default()
-                .set_block(*block, *position, &block_masks(new));
+            st.multicast.mfts.entry(id).or_default().set_block(
+                *block,
+                *position,
+                &block_masks(new),
+            );
             st.multicast.normalize();
         }
         SmpWrite::Lft {
@@ -154,7 +154,10 @@ pub fn apply(st: &mut FabricState, w: &SmpWrite) -> Result<(), String> {
                 .ok_or_else(|| format!("an LFT write to {switch}, which is not on the fabric"))?;
             let lft = &mut st.switches.entry(id).or_default().lft;
             for (k, &p) in new.iter().enumerate() {
-                lft.set(Lid((usize::from(*block) * LFT_BLOCK + k) as u16), PortNum(p));
+                lft.set(
+                    Lid((usize::from(*block) * LFT_BLOCK + k) as u16),
+                    PortNum(p),
+                );
             }
             while lft.ports.last() == Some(&weft_fabric::LFT_UNSET) {
                 lft.ports.pop();

@@ -1,6 +1,8 @@
 //! `weft apply BUILD_DIR --target opensm`: the hand-off to a running OpenSM — a proven build's
 //! files written over the ones OpenSM's configuration names, OpenSM signalled to read them and
-//! sweep, and (with `--opensm-log`) its sweep waited for.
+//! sweep, and (with `--opensm-log`) its sweep waited for, then what OpenSM's own multicast
+//! routing programmed (OpenSM routes multicast itself, whatever unicast engine it runs) read
+//! over SMPs through the first local HCA port and reported.
 
 use super::Args;
 use crate::{out, Fatal};
@@ -96,9 +98,57 @@ pub(super) fn hand_off(args: &Args, quiet: bool) -> Result<ExitCode, Fatal> {
             return Ok(ExitCode::from(1));
         }
         let _ = writeln!(text, "OpenSM swept again: SUBNET UP");
+        let _ = writeln!(text, "{}", opensm_multicast());
     }
     if !quiet {
         out(None, &text)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What OpenSM's multicast routing programmed, read over SMPs through the first local HCA
+/// port (every switch's MFT): the MLIDs forwarded, on how many switches, and the entries in
+/// all; or why it could not be read. Membership is the SA's (`saquery -m`), not on the fabric.
+fn opensm_multicast() -> String {
+    let read = weft_deploy::Mad::open(&weft_deploy::MadOptions::default())
+        .map_err(|e| e.to_string())
+        .and_then(|mut mad| {
+            weft_deploy::audit::read_multicast(&mut mad).map_err(|e| e.to_string())
+        });
+    let (mfts, smps) = match read {
+        Ok(r) => r,
+        Err(e) => return format!("OpenSM's multicast tables were not read: {e}"),
+    };
+    let mut per_mlid: std::collections::BTreeMap<weft_fabric::Mlid, usize> =
+        std::collections::BTreeMap::new();
+    for t in mfts.values() {
+        for (m, _) in t.entries() {
+            *per_mlid.entry(m).or_default() += 1;
+        }
+    }
+    if per_mlid.is_empty() {
+        return format!(
+            "OpenSM's multicast routing: no switch's MFT holds an entry ({smps} SMPs; OpenSM \
+             programs a group's tree once ports join it)"
+        );
+    }
+    let entries: usize = per_mlid.values().sum();
+    let shown: Vec<String> = per_mlid
+        .iter()
+        .take(8)
+        .map(|(m, n)| format!("{m} on {n}"))
+        .collect();
+    let more = per_mlid.len().saturating_sub(shown.len());
+    format!(
+        "OpenSM's multicast routing: {} MLID(s) forwarded ({}{}), {entries} MFT entries on {} \
+         switch(es) ({smps} SMPs; `weft audit --target mad` proves them with the unicast routes)",
+        per_mlid.len(),
+        shown.join(", "),
+        if more > 0 {
+            format!(", {more} more")
+        } else {
+            String::new()
+        },
+        mfts.len()
+    )
 }
