@@ -1508,3 +1508,47 @@ fn an_mft_block_that_moved_on_is_refused_before_any_write() {
     assert_eq!(sim.counts().sets, 0, "{e}");
     same_at(&sim.tables(), &before, "");
 }
+
+/// A link failure that moves both the unicast routes and a multicast tree: the ports the old
+/// tree loses go first, then the LFT steps, then the ports the new tree gains; every fault at
+/// every SMP ends in exactly the old state or the new one.
+#[test]
+fn a_link_failure_moving_routes_and_a_tree_lands_old_or_new() {
+    let members: &[&str] = &["cn001", "cn019", "cn020"];
+    let src = |faults: &str| xgft_source(2, &[18, 2], &[1, 2], faults, "");
+    let with_tree = |st: ValidState, root: &str| {
+        let mut s = st.state().clone();
+        s.multicast = weft_tests::multicast_tree(&s, 0xc000, root, members);
+        ValidState::new(s).unwrap()
+    };
+    let old = with_tree(compiled(&src("")), "spine1");
+    let down = compiled(&src("        link leaf1.p[19] down\n"));
+    // The failed cable is leaf1's to spine1: the new tree hangs from spine2.
+    let new = with_tree(down, "spine2");
+    let p = plan(&old, &new, &Options::default()).unwrap();
+    let kind = |s: &weft_fabric::plan::PlanStep| match s.writes.first() {
+        Some(weft_fabric::plan::SmpWrite::Mft { old, new, .. }) => {
+            let (o, n) = (
+                weft_plan::mft::block_masks(old),
+                weft_plan::mft::block_masks(new),
+            );
+            if o.iter().zip(&n).all(|(a, b)| b & !a == 0) {
+                'r'
+            } else {
+                'a'
+            }
+        }
+        _ => 'l',
+    };
+    let order: String = p.plan.steps.iter().map(kind).collect();
+    let trimmed: String = {
+        let mut o: Vec<char> = order.chars().collect();
+        o.dedup();
+        o.into_iter().collect()
+    };
+    assert_eq!(trimmed, "rla", "{order}");
+    let start = weft_plan::start(&old, &new, Mode::Fault).unwrap();
+    let (sets, seen) = fault_matrix("matrix-mft-lft", start.state(), p.end.state(), &p.plan);
+    assert_eq!(seen.values().sum::<usize>(), 7 * sets, "{seen:?}");
+    assert_eq!(p.end.multicast.mfts, new.multicast.mfts);
+}

@@ -404,3 +404,78 @@ fn switch_failure_is_planned_without_writing_the_dead_switch() {
         assert!(weft_verifier::verify(&p.end, &Default::default()).is_proven());
     }
 }
+
+/// A two-level tree of 36-port switches with the IPoIB broadcast group's tree from `root`
+/// over three hosts, or none.
+fn with_tree(root: Option<&str>) -> ValidState {
+    let base = compiled(&weft_tests::xgft_source(2, &[18, 2], &[1, 2], "", ""));
+    let mut st = base.state().clone();
+    if let Some(root) = root {
+        st.multicast = weft_tests::multicast_tree(&st, 0xc000, root, &["cn001", "cn019", "cn020"]);
+    }
+    ValidState::new(st).unwrap()
+}
+
+/// A desired state that says nothing about multicast leaves the current MFTs as they are: no
+/// MFT write, and the state the plan leads to carries them. One with another tree gets its
+/// MFT writes, each a step of its own, proven again by `check_steps`.
+#[test]
+fn mft_writes_are_planned_only_toward_a_state_with_multicast() {
+    let current = with_tree(Some("spine1"));
+    let p = plan(&current, &with_tree(None), &Options::default()).unwrap();
+    assert!(p.plan.steps.is_empty(), "{:?}", p.plan.steps);
+    assert_eq!(p.end.multicast.mfts, current.multicast.mfts);
+    let desired = with_tree(Some("spine2"));
+    let p = plan(&current, &desired, &Options::default()).unwrap();
+    assert!(!p.plan.steps.is_empty());
+    assert!(p
+        .plan
+        .steps
+        .iter()
+        .all(|s| matches!(s.writes[..], [SmpWrite::Mft { .. }])));
+    let steps: Vec<Vec<SmpWrite>> = p.plan.steps.iter().map(|s| s.writes.clone()).collect();
+    let declared = weft_verifier::partition_mix::Declared::default();
+    let checks = check_steps(&current, &steps, Scope::All, &declared);
+    assert_eq!(checks.len(), steps.len());
+    assert!(checks.iter().all(|c| c.is_proven()), "{checks:?}");
+}
+
+/// Steps someone else ordered: an MFT write in one step with another write is not proven
+/// (their order within the step is unknown), nor is one to a port the switch lacks.
+#[test]
+fn mft_steps_written_by_hand_are_checked() {
+    let current = with_tree(None);
+    let desired = with_tree(Some("spine1"));
+    let p = plan(&current, &desired, &Options::default()).unwrap();
+    let writes: Vec<SmpWrite> = p.plan.steps.iter().flat_map(|s| s.writes.clone()).collect();
+    assert!(writes.len() >= 2);
+    let declared = weft_verifier::partition_mix::Declared::default();
+    let checks = check_steps(&current, &[writes.clone()], Scope::All, &declared);
+    assert!(
+        matches!(&checks[0].connected, Outcome::Unknown(w) if w.contains("weft proves an MFT write as a step of its own")),
+        "{:?}",
+        checks[0].connected
+    );
+    // Port 40 of a 36-port switch: the state after it is not valid.
+    let SmpWrite::Mft {
+        switch, block, old, ..
+    } = writes[0].clone()
+    else {
+        panic!("{:?}", writes[0]);
+    };
+    let mut new = [0u8; 64];
+    new[0] = 0x01; // bit 8 of position 2: port 40
+    let bad = SmpWrite::Mft {
+        switch,
+        block,
+        position: 2,
+        old,
+        new,
+    };
+    let checks = check_steps(&current, &[vec![bad]], Scope::All, &declared);
+    assert!(
+        matches!(&checks[0].connected, Outcome::Unknown(w) if w.contains("invalid state")),
+        "{:?}",
+        checks[0].connected
+    );
+}

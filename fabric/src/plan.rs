@@ -812,6 +812,43 @@ mod tests {
         assert_eq!(p.smps(), 4);
     }
 
+    /// An MFT write reads back as written (its masks as 128 hex digits, big-endian), one SMP;
+    /// a block past 511 or a position past 15 is refused with the write.
+    #[test]
+    fn a_plan_with_an_mft_write_reads_back_equal() {
+        let mut p = plan();
+        let mut new = [0u8; 2 * MFT_BLOCK];
+        new[1] = 0x06; // MLID 0xC000 + 32: ports 1 and 2
+        new[63] = 0x01; // the last MLID of the block: port 0
+        p.steps.push(PlanStep {
+            writes: vec![SmpWrite::Mft {
+                switch: Guid(0xf452_1403_0000_0100),
+                block: 1,
+                position: 2,
+                old: [0; 2 * MFT_BLOCK],
+                new,
+            }],
+        });
+        let text = p.to_json();
+        let line = format!(
+            "{{\"kind\":\"mft\",\"switch\":\"0xf452140300000100\",\"block\":1,\"position\":2,\"old\":\"{}\",\"new\":\"0006{}0001\"}}",
+            "0".repeat(128),
+            "0".repeat(120)
+        );
+        assert!(text.contains(&line), "{text}");
+        assert_eq!(read(&text), p);
+        assert_eq!(p.smps(), 3);
+        for (bad, from, to) in [
+            ("block", "\"block\":1,\"position\"", "\"block\":512,\"position\""),
+            ("position", "\"position\":2", "\"position\":16"),
+        ] {
+            let edited = text.replace(from, to);
+            assert_ne!(edited, text);
+            let e = Plan::from_json(&edited).unwrap_err().to_string();
+            assert!(e.contains("\"kind\":\"mft\""), "{bad}: {e}");
+        }
+    }
+
     #[test]
     fn replay_checks_every_old_block() {
         let p = plan();

@@ -546,8 +546,8 @@ fn full_reconfiguration(st: &ValidState) -> u64 {
     lfts + mfts + pkeys + 2 * st.lids.vports.len() as u64
 }
 
-/// One step per MFT write of `writes`, in order, from the state `cur`, each proven on the
-/// state it leaves ([`mft::check`]); the first that is not proven is refused.
+/// One step per MFT write of `writes`, in order, from the state `cur`, each checked on the
+/// states before and after it ([`mft::check`]); the first that is not proven is refused.
 fn mft_steps(
     mut cur: FabricState,
     names: &ValidState,
@@ -555,14 +555,18 @@ fn mft_steps(
     scope: Scope,
 ) -> Result<Vec<PlanStep>, PlanError> {
     let mut steps = Vec::with_capacity(writes.len());
+    let mut before = if writes.is_empty() {
+        Ok(Vec::new())
+    } else {
+        mft::failing(cur.clone(), scope)
+    };
     for w in writes {
-        mft::apply(&mut cur, &w).map_err(|e| PlanError::NoSafeOrder {
-            write: describe(names, Some(&w)),
-            why: e.clone(),
-            check: Box::new(mft::check(cur.clone(), scope, &e)),
-        })?;
         let what = describe(names, Some(&w));
-        let check = mft::check(cur.clone(), scope, &what);
+        let after = match mft::apply(&mut cur, &w) {
+            Ok(()) => mft::failing(cur.clone(), scope),
+            Err(e) => Err(e),
+        };
+        let check = mft::check(&before, &after, &what);
         if !check.is_proven() {
             return Err(PlanError::NoSafeOrder {
                 write: what,
@@ -571,6 +575,7 @@ fn mft_steps(
             });
         }
         steps.push(PlanStep { writes: vec![w] });
+        before = after;
     }
     Ok(steps)
 }
@@ -669,7 +674,7 @@ fn reroute(
 
 /// `None` when `st` is proven (the properties of routes, and isolation when it declares
 /// partitions); else what is not: "not deadlock_free, not connected".
-pub(crate) fn unproven(st: &ValidState, scope: Scope) -> Option<String> {
+fn unproven(st: &ValidState, scope: Scope) -> Option<String> {
     let verify = VerifyOptions {
         scope,
         properties: Property::defaults(st),
@@ -794,8 +799,8 @@ pub fn check_steps_read(
 }
 
 /// Applies step `i`'s `writes` to `cur` (the tables as the steps leave them); when the step
-/// writes an MFT block, its check ([`mft::check`] on what it leaves; a step that writes
-/// anything else with it is not proven, its writes landing in any order).
+/// writes an MFT block, its check ([`mft::check`] on the states before and after it; a step
+/// that writes anything else with it is not proven, its writes landing in any order).
 fn mft_step_check(
     cur: &mut FabricState,
     start: &ValidState,
@@ -807,25 +812,24 @@ fn mft_step_check(
         .iter()
         .filter(|w| matches!(w, SmpWrite::Mft { .. }))
         .count();
+    let before = (mfts > 0).then(|| mft::failing(cur.clone(), scope));
     let applied = writes.iter().try_for_each(|w| mft::apply(cur, w));
-    if mfts == 0 {
-        return None;
-    }
+    let before = before?;
     let what = describe(start, writes.first());
-    Some(match applied {
-        Err(e) => mft::check(cur.clone(), scope, &e),
-        Ok(()) if writes.len() > 1 => {
-            let mut c = mft::check(cur.clone(), scope, &what);
-            c.connected = weft_verifier::Outcome::Unknown(format!(
-                "step {} writes an MFT block with {} other write(s): weft proves an MFT write \
-                 as a step of its own",
-                i + 1,
-                writes.len() - 1
-            ));
-            c
-        }
-        Ok(()) => mft::check(cur.clone(), scope, &what),
-    })
+    let after = match applied {
+        Ok(()) => mft::failing(cur.clone(), scope),
+        Err(e) => Err(e),
+    };
+    let mut c = mft::check(&before, &after, &what);
+    if writes.len() > 1 {
+        c.connected = weft_verifier::Outcome::Unknown(format!(
+            "step {} writes an MFT block with {} other write(s): weft proves an MFT write as a \
+             step of its own",
+            i + 1,
+            writes.len() - 1
+        ));
+    }
+    Some(c)
 }
 
 /// The `vport` writes of one step, in the checker `t`: each VF's new LID moves to its

@@ -17,7 +17,7 @@
 use crate::{PlanError, StepCheck};
 use weft_fabric::plan::{MftBlock, SmpWrite, LFT_BLOCK, MFT_BLOCK};
 use weft_fabric::{FabricState, Lid, Mft, Mlid, PortNum, ValidState};
-use weft_verifier::{Outcome, Scope};
+use weft_verifier::{Outcome, Property, Scope};
 
 /// The bytes of a block's 32 masks, big-endian, as the SMP carries them.
 pub fn block_bytes(masks: &[u16; MFT_BLOCK]) -> MftBlock {
@@ -168,13 +168,51 @@ pub fn apply(st: &mut FabricState, w: &SmpWrite) -> Result<(), String> {
     Ok(())
 }
 
-/// The check of a step that writes one MFT block (`what`, for people) and leaves `after`:
-/// every part proven when the verifier proves `after` (every property it checks), else
-/// unknown, saying what is not proven.
-pub fn check(after: FabricState, scope: Scope, what: &str) -> StepCheck {
-    let why = match ValidState::new(after) {
-        Ok(st) => crate::unproven(&st, scope).map(|u| format!("{what} leaves a state that is {u}")),
-        Err(e) => Some(format!("{what} leaves an invalid state: {e}")),
+/// The properties the verifier does not prove on `st` (every property it checks by default),
+/// or why `st` is not a valid state.
+pub fn failing(st: FabricState, scope: Scope) -> Result<Vec<Property>, String> {
+    let st = ValidState::new(st).map_err(|e| format!("an invalid state: {e}"))?;
+    let verify = weft_verifier::Options {
+        scope,
+        properties: Property::defaults(&st),
+        certificate: false,
+        max_listed: 1,
+        witnesses: 1,
+    };
+    let report = weft_verifier::verify(&st, &verify);
+    Ok(report
+        .properties
+        .iter()
+        .copied()
+        .filter(|&p| *report.outcome(p) != Outcome::Proven)
+        .collect())
+}
+
+/// The check of a step that writes one MFT block (`what`, for people), from what the verifier
+/// finds on the state before it (`before`, [`failing`]) and after it (`after`): every part
+/// proven when every property it checks holds after the step — except `connected` where it
+/// already failed before (routes a fault broke; an MFT write changes no unicast route, so
+/// every route that arrived before it still arrives, as a step's `connected` asks) — else
+/// unknown, naming what the write leaves unproven.
+pub fn check(
+    before: &Result<Vec<Property>, String>,
+    after: &Result<Vec<Property>, String>,
+    what: &str,
+) -> StepCheck {
+    let why = match after {
+        Err(e) => Some(format!("{what} leaves {e}")),
+        Ok(failing) => {
+            let broken_before = before
+                .as_ref()
+                .is_ok_and(|b| b.contains(&Property::Connected));
+            let new: Vec<&str> = failing
+                .iter()
+                .filter(|&&p| !(p == Property::Connected && broken_before))
+                .map(|p| p.name())
+                .collect();
+            (!new.is_empty())
+                .then(|| format!("{what} leaves a state that is not {}", new.join(", not ")))
+        }
     };
     let outcome = || why.clone().map_or(Outcome::Proven, Outcome::Unknown);
     StepCheck {
