@@ -830,6 +830,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::smp::DrPath;
+    use crate::transport::TransportExt;
     use proptest::prelude::*;
     use weft_fabric::{FabricBuilder, Guid, Lid, NodeSpec, PortNum};
 
@@ -997,6 +998,60 @@ mod tests {
             switch,
             "caps and LinearFDBTop"
         );
+    }
+
+    /// MFT blocks at each position a 4-port switch has (one: ports 0–15), read back as set;
+    /// a position or block past the switch's, reserved modifier bits, and a MulticastFDBTop
+    /// past its cap refused; the table the switch forwards by ends at MulticastFDBTop.
+    #[test]
+    fn mft_blocks_and_multicast_fdb_top() {
+        let (st, sm) = fabric();
+        let mut sim = SimFabric::new(&st, sm).unwrap();
+        let at = |attr, modifier| Target {
+            path: DrPath(vec![1]),
+            attr,
+            modifier,
+        };
+        let mut masks = [0u16; smp::MFT_BLOCK];
+        masks[1] = 0b1010; // MLID 0xC021: ports 1 and 3
+        let block = smp::encode_mft(&masks);
+        let t = at(Attr::Mft, smp::mft_modifier(1, 0));
+        assert_eq!(sim.set(&t, &block).unwrap(), block);
+        assert_eq!(sim.get(&t).unwrap(), block);
+        let status = |r: Result<Payload, SmpError>| match r {
+            Err(SmpError::Status { status, .. }) => status,
+            r => panic!("{r:?}"),
+        };
+        for m in [
+            smp::mft_modifier(1, 1),
+            smp::mft_modifier(32, 0),
+            1 | 1 << 9,
+        ] {
+            assert_eq!(status(sim.get(&at(Attr::Mft, m))), STATUS_INVALID, "{m:#x}");
+        }
+        // Above MulticastFDBTop (none yet) the switch forwards nothing; raised, it does.
+        let s1 = 0x10;
+        assert!(!sim.tables().mfts.contains_key(&s1));
+        let (info, mut raw) = sim.switch_info(&DrPath(vec![1])).unwrap();
+        assert_eq!(
+            (info.multicast_fdb_cap, info.multicast_fdb_top),
+            (DEFAULT_MCAST_CAP, MCAST_TOP_NONE)
+        );
+        for (top, ok) in [(0xc000 + DEFAULT_MCAST_CAP, false), (0xc021, true)] {
+            SwitchInfo {
+                multicast_fdb_top: top,
+                ..info
+            }
+            .encode_into(&mut raw);
+            let r = sim.set(&at(Attr::SwitchInfo, 0), &raw);
+            assert_eq!(r.is_ok(), ok, "{top:#x}: {r:?}");
+        }
+        let mut want = Mft::default();
+        want.set(
+            Mlid::new(0xc021).unwrap(),
+            weft_fabric::PortMask::of([PortNum(1), PortNum(3)]),
+        );
+        assert_eq!(sim.tables().mfts.get(&s1), Some(&want));
     }
 
     proptest! {

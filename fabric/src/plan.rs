@@ -839,7 +839,11 @@ mod tests {
         assert_eq!(read(&text), p);
         assert_eq!(p.smps(), 3);
         for (bad, from, to) in [
-            ("block", "\"block\":1,\"position\"", "\"block\":512,\"position\""),
+            (
+                "block",
+                "\"block\":1,\"position\"",
+                "\"block\":512,\"position\"",
+            ),
             ("position", "\"position\":2", "\"position\":16"),
         ] {
             let edited = text.replace(from, to);
