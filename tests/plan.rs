@@ -450,7 +450,12 @@ fn mft_steps_written_by_hand_are_checked() {
     let writes: Vec<SmpWrite> = p.plan.steps.iter().flat_map(|s| s.writes.clone()).collect();
     assert!(writes.len() >= 2);
     let declared = weft_verifier::partition_mix::Declared::default();
-    let checks = check_steps(&current, &[writes.clone()], Scope::All, &declared);
+    let checks = check_steps(
+        &current,
+        std::slice::from_ref(&writes),
+        Scope::All,
+        &declared,
+    );
     assert!(
         matches!(&checks[0].connected, Outcome::Unknown(w) if w.contains("weft proves an MFT write as a step of its own")),
         "{:?}",
