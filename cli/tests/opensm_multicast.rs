@@ -4,8 +4,8 @@
 //! SubnAdmSet(MCMemberRecord) each, `tests/fixtures/mcjoin/mcjoin.c` built with libibmad and
 //! run under libumad2sim with `SIM_HOST` naming the host), and OpenSM programs their trees;
 //! `weft apply --target opensm` then hands weft's build over, waits for the sweep and reports
-//! the MLIDs OpenSM's multicast routing forwards — the same tables `ibroute -M` prints, and
-//! `weft audit --target mad` reads.
+//! the MLIDs OpenSM's multicast routing forwards — the same tables `ibroute -M` prints,
+//! OpenSM dumps (`opensm.mcfdbs`) and `weft audit --target mad` reads.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -110,9 +110,10 @@ fn the_hand_off_reports_what_opensm_multicast_routing_programmed() {
     std::fs::write(
         &conf,
         format!(
-            "routing_engine file\nlfts_file {}\npartition_config_file {}\nqos FALSE\nforce_log_flush TRUE\n",
+            "routing_engine file\nlfts_file {}\npartition_config_file {}\nqos FALSE\nforce_log_flush TRUE\nlog_flags 0x43\ndump_files_dir {}\n",
             lfts.display(),
             parts.display(),
+            osm.display(),
         ),
     )
     .unwrap();
@@ -231,6 +232,18 @@ fn the_hand_off_reports_what_opensm_multicast_routing_programmed() {
         tables.len()
     );
     assert!(o.stdout.contains(&line), "{line}\n{}", o.stdout);
+    // OpenSM's own dump of its multicast tables (`opensm.mcfdbs`, written with its routing
+    // log flag and `dump_files_dir`) says the same.
+    let dump = std::fs::read_to_string(osm.join("opensm.mcfdbs")).unwrap();
+    let (dumped, problems) = weft_fabric::opensm::parse_mfts(&dump, &state.fabric).unwrap();
+    assert!(problems.is_empty(), "{problems:?}");
+    let dumped: BTreeMap<u64, Mft> = dumped
+        .tables
+        .into_iter()
+        .filter(|(_, t)| !t.is_empty())
+        .map(|(id, t)| (state.fabric.node(id).guid().0, t))
+        .collect();
+    assert_eq!(dumped, tables, "opensm.mcfdbs:\n{dump}");
     // `weft audit` reads the same tables off the fabric.
     let audited = sim.dir().join("audited.json");
     let out = match sim.run_env(

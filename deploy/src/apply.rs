@@ -360,6 +360,36 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
             )))
         }
     };
+    // A forwarding table block of a switch of the plan's wire view (LFT, MFT): the whole
+    // 64-byte payload before and after.
+    let table_op = |step: usize,
+                    sw: Guid,
+                    (attr, modifier): (Attr, u32),
+                    (old, new): (&Payload, &Payload),
+                    what: String|
+     -> Result<Op, ApplyError> {
+        known(sw)?;
+        if !switch(sw) {
+            return Err(ApplyError::Unaddressable(format!(
+                "{sw} is not a switch on the fabric"
+            )));
+        }
+        Ok(Op {
+            step,
+            node: sw,
+            port: None,
+            target: Target {
+                path: path(sw, None)?,
+                attr,
+                modifier,
+            },
+            after: *new,
+            expect: Some(*old),
+            lid: None,
+            top: None,
+            what,
+        })
+    };
     for (i, s) in plan.steps.iter().enumerate() {
         for w in &s.writes {
             match w {
@@ -368,60 +398,26 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                     block,
                     old,
                     new,
-                } => {
-                    known(*sw)?;
-                    if !switch(*sw) {
-                        return Err(ApplyError::Unaddressable(format!(
-                            "{} is not a switch on the fabric",
-                            sw
-                        )));
-                    }
-                    ops.push(Op {
-                        step: i,
-                        node: *sw,
-                        port: None,
-                        target: Target {
-                            path: path(*sw, None)?,
-                            attr: Attr::Lft,
-                            modifier: u32::from(*block),
-                        },
-                        after: *new,
-                        expect: Some(*old),
-                        lid: None,
-                        top: None,
-                        what: format!("switch {sw} LFT block {block}"),
-                    });
-                }
+                } => ops.push(table_op(
+                    i,
+                    *sw,
+                    (Attr::Lft, u32::from(*block)),
+                    (old, new),
+                    format!("switch {sw} LFT block {block}"),
+                )?),
                 SmpWrite::Mft {
                     switch: sw,
                     block,
                     position,
                     old,
                     new,
-                } => {
-                    known(*sw)?;
-                    if !switch(*sw) {
-                        return Err(ApplyError::Unaddressable(format!(
-                            "{} is not a switch on the fabric",
-                            sw
-                        )));
-                    }
-                    ops.push(Op {
-                        step: i,
-                        node: *sw,
-                        port: None,
-                        target: Target {
-                            path: path(*sw, None)?,
-                            attr: Attr::Mft,
-                            modifier: smp::mft_modifier(*block, *position),
-                        },
-                        after: *new,
-                        expect: Some(*old),
-                        lid: None,
-                        top: None,
-                        what: format!("switch {sw} MFT block {block} position {position}"),
-                    });
-                }
+                } => ops.push(table_op(
+                    i,
+                    *sw,
+                    (Attr::Mft, smp::mft_modifier(*block, *position)),
+                    (old, new),
+                    format!("switch {sw} MFT block {block} position {position}"),
+                )?),
                 SmpWrite::Pkeys {
                     node,
                     port,

@@ -426,18 +426,28 @@ impl SwitchInfo {
     }
 }
 
+/// 32 big-endian 16-bit words: a P_KeyTable or a MulticastForwardingTable block.
+fn decode_words(p: &Payload) -> [u16; 32] {
+    std::array::from_fn(|i| be16(p, 2 * i))
+}
+
+/// Encodes 32 big-endian 16-bit words.
+fn encode_words(words: &[u16; 32]) -> Payload {
+    let mut p = [0; PAYLOAD];
+    for (i, k) in words.iter().enumerate() {
+        put(&mut p, 2 * i, &k.to_be_bytes());
+    }
+    p
+}
+
 /// A P_KeyTable block: 32 entries, big-endian, membership in bit 15.
 pub fn decode_pkeys(p: &Payload) -> [u16; PKEY_BLOCK] {
-    std::array::from_fn(|i| be16(p, 2 * i))
+    decode_words(p)
 }
 
 /// Encodes a P_KeyTable block.
 pub fn encode_pkeys(keys: &[u16; PKEY_BLOCK]) -> Payload {
-    let mut p = [0; PAYLOAD];
-    for (i, k) in keys.iter().enumerate() {
-        put(&mut p, 2 * i, &k.to_be_bytes());
-    }
-    p
+    encode_words(keys)
 }
 
 /// An SLtoVLMappingTable: the VL of each of the 16 SLs, two per byte, SL 0 in the high
@@ -521,16 +531,12 @@ pub fn mft_modifier(block: u16, position: u8) -> u32 {
 /// A MulticastForwardingTable block: 32 port masks, big-endian, entry `k` for MLID
 /// `0xC000 + 32·block + k`, bit `j` for port `16·position + j`.
 pub fn decode_mft(p: &Payload) -> [u16; MFT_BLOCK] {
-    std::array::from_fn(|i| be16(p, 2 * i))
+    decode_words(p)
 }
 
 /// Encodes a MulticastForwardingTable block.
 pub fn encode_mft(masks: &[u16; MFT_BLOCK]) -> Payload {
-    let mut p = [0; PAYLOAD];
-    for (i, m) in masks.iter().enumerate() {
-        put(&mut p, 2 * i, &m.to_be_bytes());
-    }
-    p
+    encode_words(masks)
 }
 
 /// Positions (16 ports each) a switch with `num_ports` ports has in its MFT: ports 0 (its
