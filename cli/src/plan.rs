@@ -181,6 +181,8 @@ fn step_proof(
             outcome(&c.deadlock_free),
             outcome(&c.connected)
         ),
+        // The planner keeps an MFT step only when the verifier proves the state it leaves.
+        None if s.mft_blocks > 0 => "multicast only, no unicast route changes: the state it leaves proven (one SMP: no mix)".to_owned(),
         None if s.vf_lids > 0 => format!(
             "VFs (LID and P_Key table of each, two SMPs): the LIDs move with the stopped VMs, and routes toward them fail until the LFT steps mend them; isolated in every mix: {}",
             iso.map_or("unknown", |m| outcome(&m.outcome))
@@ -237,6 +239,8 @@ fn human(p: &Planned, written: Option<&Path>, max: usize) -> String {
             )
         } else if s.vports > 0 {
             format!("{} VF(s)", g(s.vports as u64))
+        } else if s.mft_blocks > 0 {
+            format!("{} MFT block(s)", g(s.mft_blocks as u64))
         } else {
             format!("{} P_Key block(s)", g(s.pkey_blocks as u64))
         };
@@ -375,6 +379,7 @@ fn markdown(p: &Planned, written: Option<&Path>, max: usize) -> String {
                 outcome(&c.deadlock_free),
                 outcome(&c.connected),
             ),
+            None if s.mft_blocks > 0 => ("proven", "proven", "proven"),
             None if s.vf_lids > 0 => ("VFs only", "VFs only", "VFs only"),
             None => ("P_Keys only", "P_Keys only", "P_Keys only"),
         };
@@ -389,7 +394,7 @@ fn markdown(p: &Planned, written: Option<&Path>, max: usize) -> String {
             s.switches,
             s.lft_blocks,
             s.pkey_blocks,
-            s.lft_blocks + s.pkey_blocks + 2 * s.vports
+            s.lft_blocks + s.pkey_blocks + s.mft_blocks + 2 * s.vports
         );
     }
     let _ = writeln!(t, "\nThe plan {}.", target_line(&p.target));
@@ -429,17 +434,22 @@ fn json(p: &Planned, written: Option<&Path>) -> serde_json::Value {
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            serde_json::json!({
+            let mut step = serde_json::json!({
                 "step": i + 1,
                 "switches": s.switches,
                 "lft_blocks": s.lft_blocks,
                 "pkey_blocks": s.pkey_blocks,
-                "smps": s.lft_blocks + s.pkey_blocks + 2 * s.vports,
+                "smps": s.lft_blocks + s.pkey_blocks + s.mft_blocks + 2 * s.vports,
                 "pkeys": s.pkeys,
                 "vports": s.vports,
                 "check": p.check(i),
                 "isolation": p.isolation.get(i),
-            })
+            });
+            // Only in plans that write MFTs: the documents of the others stay as they were.
+            if let (Some(o), true) = (step.as_object_mut(), s.mft_blocks > 0) {
+                o.insert("mft_blocks".to_owned(), s.mft_blocks.into());
+            }
+            step
         })
         .collect();
     serde_json::json!({

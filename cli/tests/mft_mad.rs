@@ -108,9 +108,16 @@ fn mfts_written_over_mads_read_back_with_ibroute_and_weft_audit() {
         "--full",
         "-o",
         &p("plan.json"),
-        "-q",
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let shown = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        shown.contains(
+            "  step 1: 1 MFT block(s); multicast only, no unicast route changes: the state it \
+             leaves proven (one SMP: no mix)\n"
+        ),
+        "{shown}"
+    );
     let plan =
         weft_fabric::plan::Plan::from_json(&std::fs::read_to_string(d.join("plan.json")).unwrap())
             .unwrap();
