@@ -500,6 +500,18 @@ fn migration_refusals() {
         plan(&old, &moved, &Options::default()).unwrap().target,
         Target::Migration { .. }
     ));
+    // With a multicast tree to write besides: refused, not planned without it.
+    let mut st = moved.state().clone();
+    let (leaf, port) = (st.fabric.find("leaf1").unwrap(), weft_fabric::PortNum(0));
+    st.multicast.mfts.entry(leaf).or_default().set(
+        weft_fabric::Mlid::new(0xc000).unwrap(),
+        weft_fabric::PortMask::of([port]),
+    );
+    let with_tree = ValidState::new(st).unwrap();
+    match plan(&old, &with_tree, &Options::default()) {
+        Err(weft_plan::PlanError::NotBuilt("MFTs")) => {}
+        other => panic!("{:?}", other.map(|p| p.target)),
+    }
 }
 
 /// A VF whose P_Key table differs from the desired state's (the VMs where they were) is

@@ -188,7 +188,7 @@ pub enum PlanError {
     #[diagnostic(code(weft::plan::fabric))]
     Fabric(String),
     /// A change the planner does not plan yet.
-    #[error("{0} differ between the two states; planning that is not built yet (only LFT and P_Key changes are planned)")]
+    #[error("{0} differ between the two states; planning that is not built yet (only LFT, MFT and P_Key changes are planned; MFT changes not with VMs moving)")]
     #[diagnostic(code(weft::plan::not_built))]
     NotBuilt(&'static str),
     /// A VM migration the planner does not plan yet.
@@ -296,6 +296,10 @@ pub fn start(old: &ValidState, new: &ValidState, mode: Mode) -> Result<ValidStat
 /// Plans the way from `old` (what the fabric runs) to `new` (what it should run).
 pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planned, PlanError> {
     if let Some(moves) = migrate::moves(old, new)? {
+        // A migration keeps the current MFTs: one toward others is not planned silently.
+        if !new.multicast.is_empty() && new.multicast.mfts != old.multicast.mfts {
+            return Err(PlanError::NotBuilt("MFTs"));
+        }
         return plan_migration(old, new, &moves, opts);
     }
     same_fabric(old, new)?;
