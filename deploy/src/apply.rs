@@ -1392,20 +1392,10 @@ fn fdb_tops(
         before: BTreeMap::new(),
         mcast: BTreeMap::new(),
     };
-    let mut switches: Vec<Guid> = ops
-        .iter()
-        .filter(|o| o.target.attr == Attr::Lft)
-        .map(|o| o.node)
-        .collect();
-    switches.sort_unstable();
-    switches.dedup();
-    for g in &switches {
-        let Some(path) = d.path(*g, None) else {
-            continue;
-        };
+    for (g, path) in written_switches(d, ops, Attr::Lft) {
         let (info, _) = t.switch_info(path).map_err(ApplyError::Smp)?;
         count.gets += 1;
-        tops.before.insert(*g, info.linear_fdb_top);
+        tops.before.insert(g, info.linear_fdb_top);
     }
     // Per switch: the first step that sets an entry above its top, and the top it needs.
     let mut raise: BTreeMap<Guid, (usize, usize)> = BTreeMap::new();
@@ -1461,41 +1451,87 @@ fn fdb_tops(
                     *w = c;
                 }
             }
-            if want != held {
-                extra.push(Op {
-                    step: 2 * step,
-                    node: g,
-                    port: None,
-                    target,
-                    after: want,
-                    expect: None,
-                    lid: None,
-                    top: None,
-                    what: format!(
-                        "switch {g} LFT block {block} (entries above LinearFDBTop cleared before \
-                         it is raised)"
-                    ),
-                });
-            }
+            let what = || {
+                format!(
+                    "switch {g} LFT block {block} (entries above LinearFDBTop cleared before it \
+                     is raised)"
+                )
+            };
+            extra.extend(clear_op(2 * step, g, target, (held, want), what));
         }
         let top = Top::Linear(u16::try_from(top).unwrap_or(u16::MAX));
-        extra.push(Op {
-            step: 2 * step + 1,
-            node: g,
-            port: None,
-            target: Target {
-                path: path.clone(),
-                attr: Attr::SwitchInfo,
-                modifier: 0,
-            },
-            // Filled in from what the switch holds before the op.
-            after: [0; PAYLOAD],
-            expect: None,
-            lid: None,
-            top: Some(top),
-            what: format!("switch {g} LinearFDBTop"),
-        });
+        extra.push(raise_op(2 * step + 1, g, path, top));
     }
+    squeeze(ops, extra);
+    Ok(tops)
+}
+
+/// The SwitchInfo op raising `top` on switch `g` (at `path`) in step `step`: its payload is
+/// filled in from what the switch holds before the op.
+fn raise_op(step: usize, g: Guid, path: &DrPath, top: Top) -> Op {
+    let field = match top {
+        Top::Linear(_) => "LinearFDBTop",
+        Top::Multicast(_) => "MulticastFDBTop",
+    };
+    Op {
+        step,
+        node: g,
+        port: None,
+        target: Target {
+            path: path.clone(),
+            attr: Attr::SwitchInfo,
+            modifier: 0,
+        },
+        after: [0; PAYLOAD],
+        expect: None,
+        lid: None,
+        top: Some(top),
+        what: format!("switch {g} {field}"),
+    }
+}
+
+/// The switches `ops` write `attr` blocks of, each once, with the route to it (a switch `d`
+/// has no route to is left out: its writes fail when they are resolved).
+fn written_switches<'a>(d: &'a Discovery, ops: &[Op], attr: Attr) -> Vec<(Guid, &'a DrPath)> {
+    let mut switches: Vec<Guid> = ops
+        .iter()
+        .filter(|o| o.target.attr == attr)
+        .map(|o| o.node)
+        .collect();
+    switches.sort_unstable();
+    switches.dedup();
+    switches
+        .into_iter()
+        .filter_map(|g| Some((g, d.path(g, None)?)))
+        .collect()
+}
+
+/// The op writing `want` over `held` (a switch's table block, where they differ above its
+/// top) before the top is raised, in step `step`: no `old` to expect (the plan does not count
+/// what a switch does not forward by). None when they are the same.
+fn clear_op(
+    step: usize,
+    g: Guid,
+    target: Target,
+    (held, want): (Payload, Payload),
+    what: impl FnOnce() -> String,
+) -> Option<Op> {
+    (want != held).then(|| Op {
+        step,
+        node: g,
+        port: None,
+        target,
+        after: want,
+        expect: None,
+        lid: None,
+        top: None,
+        what: what(),
+    })
+}
+
+/// Adds `extra` to `ops` (whose steps were doubled to make room) and numbers the steps again
+/// from 0 with none empty, in order.
+fn squeeze(ops: &mut Vec<Op>, extra: Vec<Op>) {
     ops.extend(extra);
     let mut used: Vec<usize> = ops.iter().map(|o| o.step).collect();
     used.sort_unstable();
@@ -1504,7 +1540,6 @@ fn fdb_tops(
         o.step = used.binary_search(&o.step).unwrap_or(0);
     }
     ops.sort_by_key(|o| o.step);
-    Ok(tops)
 }
 
 /// Works out the MulticastFDBTop raises `ops` need, as [`fdb_tops`] does LinearFDBTop's:
@@ -1522,17 +1557,7 @@ fn mft_tops(
     count: &mut Count,
     tops: &mut Tops,
 ) -> Result<(), ApplyError> {
-    let mut switches: Vec<Guid> = ops
-        .iter()
-        .filter(|o| o.target.attr == Attr::Mft)
-        .map(|o| o.node)
-        .collect();
-    switches.sort_unstable();
-    switches.dedup();
-    for g in &switches {
-        let Some(path) = d.path(*g, None) else {
-            continue;
-        };
+    for (g, path) in written_switches(d, ops, Attr::Mft) {
         let (port0, _) = t.port_info(path, 0).map_err(ApplyError::Smp)?;
         count.gets += 1;
         if port0.capability_mask & smp::CAP_MCAST_FDB_TOP == 0 {
@@ -1541,7 +1566,7 @@ fn mft_tops(
         let (info, _) = t.switch_info(path).map_err(ApplyError::Smp)?;
         count.gets += 1;
         let forwarded = weft_fabric::Mlid::new(info.multicast_fdb_top).map_or(0, |m| m.index() + 1);
-        tops.mcast.insert(*g, forwarded);
+        tops.mcast.insert(g, forwarded);
     }
     // Per switch: the first step that sets a mask above its top, and the MFT index it needs.
     let mut raise: BTreeMap<Guid, (usize, usize)> = BTreeMap::new();
@@ -1601,50 +1626,20 @@ fn mft_tops(
                         w.copy_from_slice(c);
                     }
                 }
-                if want != held {
-                    extra.push(Op {
-                        step: 2 * step,
-                        node: g,
-                        port: None,
-                        target,
-                        after: want,
-                        expect: None,
-                        lid: None,
-                        top: None,
-                        what: format!(
-                            "switch {g} MFT block {block} position {position} (masks above \
-                             MulticastFDBTop cleared before it is raised)"
-                        ),
-                    });
-                }
+                let what = || {
+                    format!(
+                        "switch {g} MFT block {block} position {position} (masks above \
+                         MulticastFDBTop cleared before it is raised)"
+                    )
+                };
+                extra.extend(clear_op(2 * step, g, target, (held, want), what));
             }
         }
         let mlid = u16::try_from(usize::from(weft_fabric::Mlid::MIN.get()) + top)
             .unwrap_or(weft_fabric::Mlid::MAX.get());
-        extra.push(Op {
-            step: 2 * step + 1,
-            node: g,
-            port: None,
-            target: Target {
-                path: path.clone(),
-                attr: Attr::SwitchInfo,
-                modifier: 0,
-            },
-            after: [0; PAYLOAD],
-            expect: None,
-            lid: None,
-            top: Some(Top::Multicast(mlid)),
-            what: format!("switch {g} MulticastFDBTop"),
-        });
+        extra.push(raise_op(2 * step + 1, g, path, Top::Multicast(mlid)));
     }
-    ops.extend(extra);
-    let mut used: Vec<usize> = ops.iter().map(|o| o.step).collect();
-    used.sort_unstable();
-    used.dedup();
-    for o in ops.iter_mut() {
-        o.step = used.binary_search(&o.step).unwrap_or(0);
-    }
-    ops.sort_by_key(|o| o.step);
+    squeeze(ops, extra);
     Ok(())
 }
 
