@@ -304,7 +304,8 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
     }
     same_fabric(old, new)?;
     let start = start(old, new, opts.mode)?;
-    let new = &mft::keep_current(&start, new)?;
+    let kept = mft::keep_current(&start, new)?;
+    let new = kept.as_ref().unwrap_or(new);
     // Minimal rerouting answers a change of the fabric (links or nodes down or up); anything
     // else the desired state changes (another engine, other settings) is its tables.
     let (end, target) = if opts.full || old.fabric == new.fabric {

@@ -94,16 +94,19 @@ pub fn writes(old: &ValidState, new: &ValidState) -> (Vec<SmpWrite>, Vec<SmpWrit
     (remove, add)
 }
 
-/// `new`, or, when it says nothing about multicast and `current` has MFTs, `new` with
-/// `current`'s MFTs: a desired state without multicast leaves the fabric's multicast as it
-/// is, and the plan's end state is proven with it.
-pub fn keep_current(current: &ValidState, new: &ValidState) -> Result<ValidState, PlanError> {
+/// When `new` says nothing about multicast and `current` has MFTs, `new` with `current`'s
+/// MFTs (a desired state without multicast leaves the fabric's multicast as it is, and the
+/// plan's end state is proven with it); else none: `new` as it is.
+pub fn keep_current(
+    current: &ValidState,
+    new: &ValidState,
+) -> Result<Option<ValidState>, PlanError> {
     if !new.multicast.is_empty() || current.multicast.is_empty() {
-        return Ok(new.clone());
+        return Ok(None);
     }
     let mut st = new.state().clone();
     st.multicast.mfts = current.multicast.mfts.clone();
-    ValidState::new(st).map_err(PlanError::State)
+    ValidState::new(st).map(Some).map_err(PlanError::State)
 }
 
 /// `st` with every MFT entry reduced to the ports `new` has too (`old ∧ new`): the state the
