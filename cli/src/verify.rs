@@ -93,6 +93,10 @@ pub struct CheckArgs {
     /// Failure patterns, failed routes and credit loops listed at most (all are counted).
     #[arg(long, default_value_t = 20)]
     max_listed: usize,
+    /// The fabric routes adaptively (e.g. NVIDIA's `ar_updn`): what the static tables prove
+    /// about routes is reported unknown ("not proven: adaptive routing"), violations stay.
+    #[arg(long, conflicts_with = "certificate")]
+    adaptive_routing: bool,
     /// A port the subnet manager runs on: `NODE` (an end node's port 1, a switch's port 0),
     /// `NODE:PORT`, or a node GUID for NODE; repeat for standbys. Replaces where the state
     /// says the SM runs (`isolated` checks every end port can reach it).
@@ -528,8 +532,16 @@ pub(crate) fn run_checks(
         timeout_ms: args.z3_timeout.saturating_mul(1000),
     };
     crate::term::phase("proving");
-    let report = (args.engine != Engine::Z3).then(|| weft_verifier::verify(state, &opts));
-    let z3_report = (args.engine != Engine::Explicit).then(|| z3.run(state, &opts));
+    let mut report = (args.engine != Engine::Z3).then(|| weft_verifier::verify(state, &opts));
+    let mut z3_report = (args.engine != Engine::Explicit).then(|| z3.run(state, &opts));
+    if args.adaptive_routing {
+        if let Some(r) = report.as_mut() {
+            r.under_adaptive_routing();
+        }
+        if let Some(z) = z3_report.as_mut() {
+            z.verdict.under_adaptive_routing();
+        }
+    }
     if let (Some(r), Some(z)) = (&report, &z3_report) {
         if r.verdict != z.verdict {
             return Err(Fatal::Run(format!(

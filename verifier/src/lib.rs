@@ -56,7 +56,7 @@ pub use property::Property;
 pub use report::{
     Channel, CreditLoop, Dependency, Endpoint, FailedRoute, FailureKind, FailurePattern,
     FailureReason, Hop, NodeClass, NodeRef, Outcome, Report, Route, Stats, Unscheduled, Verdict,
-    Witness,
+    Witness, ADAPTIVE_ROUTING,
 };
 
 use weft_fabric::ValidState;

@@ -680,9 +680,13 @@ fn by_structure(net: &Net<'_>, mfts: &[Option<&Mft>], f: &Flow, comp: &[u32], ac
             Entry::At(st) => st,
         };
         let c = comp_of(x);
-        let self_counted = placed
-            .iter()
-            .any(|&(n, p, at, ok)| (n, p) == s && ok && at.is_some_and(|(y, _)| comp_of(y) == c));
+        // `placed` is in receiver order: the sender's own entry, if it receives.
+        let self_counted = f
+            .receivers
+            .binary_search(&s)
+            .ok()
+            .and_then(|k| placed.get(k))
+            .is_some_and(|&(_, _, at, ok)| ok && at.is_some_and(|(y, _)| comp_of(y) == c));
         let got = reachable.get(&c).copied().unwrap_or(0) - u64::from(self_counted);
         let want = f.receivers.len() as u64 - u64::from(f.receivers.binary_search(&s).is_ok());
         if got < want {

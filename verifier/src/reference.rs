@@ -444,7 +444,7 @@ mod tests {
 }
 
 /// One copy of a multicast packet leaving a node: the hop, and the copy it was made from
-/// (an index into [`RefFlood::hops`]; `None` for the sender's own first hop).
+/// (an index into [`RefFlood::copies`]; `None` for the sender's own first hop).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RefCopy {
     /// The hop.

@@ -462,7 +462,26 @@ pub struct Report {
     pub certificate: Option<Certificate>,
 }
 
+/// Why a proof over static tables does not cover a fabric whose switches route adaptively.
+pub const ADAPTIVE_ROUTING: &str = "not proven: adaptive routing — the switches choose among output ports at run time, and a proof over the static forwarding tables does not cover those paths";
+
 impl Verdict {
+    /// The verdict for a fabric that routes adaptively: what the static tables proved about
+    /// routes (`deadlock_free`, `connected`, `multicast_connected`) becomes unknown; a
+    /// violation stays one (the static paths are still taken).
+    pub fn under_adaptive_routing(&mut self) {
+        let unknown = |o: &mut Outcome| {
+            if *o == Outcome::Proven {
+                *o = Outcome::Unknown(ADAPTIVE_ROUTING.to_owned());
+            }
+        };
+        unknown(&mut self.deadlock_free);
+        unknown(&mut self.connected);
+        if let Some(o) = self.multicast_connected.as_mut() {
+            unknown(o);
+        }
+    }
+
     /// The outcome of one property (unknown when it was not asked).
     pub fn outcome(&self, p: crate::Property) -> &Outcome {
         match p {
@@ -478,6 +497,13 @@ impl Verdict {
 }
 
 impl Report {
+    /// [`Verdict::under_adaptive_routing`], and no certificate (it would prove the static
+    /// tables only).
+    pub fn under_adaptive_routing(&mut self) {
+        self.verdict.under_adaptive_routing();
+        self.certificate = None;
+    }
+
     /// The outcome of one property.
     pub fn outcome(&self, p: crate::Property) -> &Outcome {
         self.verdict.outcome(p)
