@@ -1,13 +1,16 @@
 //! The multicast groups of a build and their MFTs ([`apply`]): the implicit IPoIB broadcast
 //! groups, as OpenSM creates them when IPoIB joins — the default partition's (MLID 0xC000,
 //! P_Key 0xFFFF, every live end port a full member) and one per `tenant` or `shared`
-//! partition (its full P_Key, its member ports, MLIDs from 0xC001 upward in declaration
-//! order, skipping the declared groups') — unless `multicast { ipoib = false }`, and the
+//! partition with a live member (its full P_Key, its member ports and its VMs'
+//! hypervisors', MLIDs from 0xC001 upward in declaration order, skipping the declared
+//! groups') — unless `multicast { ipoib = false }`, and the
 //! groups `multicast { group … }` declares. Each gets a tree along the routing's own
 //! structure ([`crate::routing::multicast`]), checked against the unicast routes on its VL.
 //!
-//! A group's SL: its `sl`, else the SL of the traffic no class matches (SL 0 without QoS
-//! classes); a tenant's group takes its tenant's class. An SL the lane map drops is an error.
+//! A group's SL: its `sl`, else an SL of the traffic no class matches (SL 0 without QoS
+//! classes and layers): the first of that class's first lane whose layer's VL admits a tree —
+//! on a `layered` ring, layer 0's routes may leave no tree free of credit loops where layer
+//! 1's do. A tenant's group takes its tenant's class. An SL the lane map drops is an error.
 //! Members are end ports whose cable is up: a port that is down cannot join.
 
 use crate::code::Code;
@@ -30,7 +33,9 @@ struct Planned {
     span: Option<Span>,
     mlid: Mlid,
     pkey: u16,
-    sl: u8,
+    /// The SLs it may take, preferred first: its `sl`, else its class's SLs of lane 0, one
+    /// per routing layer (the first whose VL admits a tree is taken).
+    sls: Vec<u8>,
     members: BTreeMap<PortRef, JoinState>,
 }
 
@@ -48,7 +53,7 @@ pub fn apply(
     let source = e.fabric_origin.source;
     let mut errors: Vec<Diagnostic> = Vec::new();
     let live = live_ports(state);
-    let default_sl = default_sl(e, map);
+    let default_sls = class_sls(map, default_class(e, map));
     let mut planned: Vec<Planned> = Vec::new();
     if config.ipoib {
         planned.push(Planned {
@@ -56,7 +61,7 @@ pub fn apply(
             span: None,
             mlid: Mlid::MIN,
             pkey: 0xffff,
-            sl: default_sl,
+            sls: default_sls.clone(),
             members: live.iter().map(|&p| (p, JoinState::FULL)).collect(),
         });
         let declared: BTreeSet<Mlid> = config.groups.iter().map(|g| g.mlid).collect();
@@ -65,25 +70,32 @@ pub fn apply(
             while Mlid::new(next).is_some_and(|m| declared.contains(&m)) {
                 next = next.saturating_add(1);
             }
-            let Some(mlid) = Mlid::new(next) else { break };
-            next = next.saturating_add(1);
-            let ports: BTreeSet<PortRef> = state
+            // The partition's member ports, and its VMs' hypervisors' ports (a VM's IPoIB
+            // joins through its VF, behind that port).
+            let mut ports: BTreeSet<PortRef> = state
                 .partitions
                 .iter()
                 .find(|p| p.name == t.name)
                 .map(|p| p.members.keys().copied().collect())
                 .unwrap_or_default();
-            let sl = t
+            let hosts: BTreeSet<NodeId> = t.members().collect();
+            ports.extend(live.iter().filter(|p| hosts.contains(&p.node)));
+            if ports.is_empty() {
+                continue;
+            }
+            let Some(mlid) = Mlid::new(next) else { break };
+            next = next.saturating_add(1);
+            let sls = t
                 .class
                 .as_ref()
                 .and_then(|(c, _)| map.classes.iter().find(|l| l.name == *c))
-                .map_or(default_sl, |c| c.sl.0);
+                .map_or_else(|| default_sls.clone(), |c| class_sls(map, Some(c)));
             planned.push(Planned {
                 name: format!("ipoib.{}", t.name),
                 span: None,
                 mlid,
                 pkey: 0x8000 | t.pkey,
-                sl,
+                sls,
                 members: ports
                     .into_iter()
                     .filter(|p| live.contains(p))
@@ -108,8 +120,11 @@ pub fn apply(
         for p in of(&g.send_only) {
             members.insert(p, JoinState::SEND_ONLY_NON_MEMBER);
         }
-        let sl = g.sl.map_or(default_sl, |(s, _)| s);
-        if !map.trivial() && map.sl2vl.get(usize::from(sl)) == Some(&LaneMap::DROP) {
+        let sls = g.sl.map_or_else(|| default_sls.clone(), |(s, _)| vec![s]);
+        let dropped = g.sl.filter(|&(sl, _)| {
+            !map.trivial() && map.sl2vl.get(usize::from(sl)) == Some(&LaneMap::DROP)
+        });
+        if let Some((sl, _)) = dropped {
             let used: Vec<String> = (0u8..16)
                 .filter(|&s| map.sl2vl.get(usize::from(s)) != Some(&LaneMap::DROP))
                 .map(|s| s.to_string())
@@ -135,7 +150,7 @@ pub fn apply(
             span: Some(g.span),
             mlid: g.mlid,
             pkey: g.pkey.0,
-            sl,
+            sls,
             members,
         });
     }
@@ -148,11 +163,22 @@ pub fn apply(
     planned.sort_by_key(|p| p.mlid);
     let sl2vl = (!map.trivial()).then(|| map.sl2vl_table());
     let mut trees = Trees::new(state, engine, &e.config.routing, layers, sl2vl);
-    let mut built: Vec<(Mlid, crate::routing::multicast::Tree)> = Vec::new();
+    let mut built: Vec<(Mlid, u8, crate::routing::multicast::Tree)> = Vec::new();
     for p in &planned {
-        match trees.tree(p.mlid, p.sl, &p.members) {
-            Ok(t) => built.push((p.mlid, t)),
-            Err(err) => {
+        let mut last = None;
+        for &sl in &p.sls {
+            match trees.tree(p.mlid, sl, &p.members) {
+                Ok(t) => {
+                    built.push((p.mlid, sl, t));
+                    last = None;
+                    break;
+                }
+                Err(err) => last = Some(err),
+            }
+        }
+        match last {
+            None => {}
+            Some(err) => {
                 let help = match err {
                     TreeError::Loop { .. } => {
                         "put the group on an SL of its own VL (`sl = …`, with a QoS class \
@@ -179,9 +205,9 @@ pub fn apply(
             }
         }
     }
-    let checked = built.iter().all(|(_, t)| t.checked);
+    let checked = built.iter().all(|(_, _, t)| t.checked);
     drop(trees);
-    for (mlid, t) in &built {
+    for (mlid, _, t) in &built {
         for &(sw, mask) in &t.masks {
             let node = state.fabric.node(sw);
             if let Some(cap) = node.spec.multicast_fdb_cap {
@@ -201,7 +227,7 @@ pub fn apply(
                         .label(source, e.fabric_origin.span, "in this fabric")
                         .help("give the group a lower MLID"),
                     );
-                    continue;
+                    break;
                 }
             }
             state.multicast.mfts.entry(sw).or_default().set(*mlid, mask);
@@ -210,30 +236,27 @@ pub fn apply(
     if !errors.is_empty() {
         return Err(errors);
     }
-    let roots: BTreeMap<Mlid, NodeId> = built
-        .iter()
-        .filter_map(|(m, t)| Some((*m, t.root?)))
-        .collect();
+    let roots: BTreeMap<Mlid, (u8, Option<NodeId>)> =
+        built.iter().map(|(m, sl, t)| (*m, (*sl, t.root))).collect();
     let mut listed: Vec<String> = Vec::new();
     for p in &planned {
+        let (sl, root) = roots.get(&p.mlid).copied().unwrap_or((0, None));
         if listed.len() < NOTE_GROUPS {
-            let root = roots
-                .get(&p.mlid)
-                .map(|&r| format!(", root `{}`", state.fabric.node(r).name()))
+            let root = root
+                .map(|r| format!(", root `{}`", state.fabric.node(r).name()))
                 .unwrap_or_default();
             listed.push(format!(
-                "`{}` {} (P_Key {:#06x}, SL {}, {} port(s){root})",
+                "`{}` {} (P_Key {:#06x}, SL {sl}, {} port(s){root})",
                 p.name,
                 p.mlid,
                 p.pkey,
-                p.sl,
                 p.members.len()
             ));
         }
         state.multicast.groups.push(McGroup {
             mlid: p.mlid,
             pkey: p.pkey,
-            sl: Sl(p.sl),
+            sl: Sl(sl),
             members: p.members.clone(),
         });
     }
@@ -274,11 +297,11 @@ fn live_ports(state: &FabricState) -> Vec<PortRef> {
         .collect()
 }
 
-/// The SL of the traffic no class matches: the class without a `match` that no tenant
-/// names, else the first class; SL 0 without classes.
-fn default_sl(e: &Elaborated, map: &LaneMap) -> u8 {
+/// The class of the traffic no class matches: the class without a `match` that no tenant
+/// names, else the first class; `None` without classes.
+fn default_class<'m>(e: &Elaborated, map: &'m LaneMap) -> Option<&'m crate::qos::ClassLanes> {
     if !map.declared {
-        return 0;
+        return None;
     }
     let named = |c: &str| {
         e.config
@@ -290,5 +313,12 @@ fn default_sl(e: &Elaborated, map: &LaneMap) -> u8 {
         .iter()
         .find(|c| c.matches.is_empty() && !named(&c.name))
         .or_else(|| map.classes.first())
-        .map_or(0, |c| c.sl.0)
+}
+
+/// The SLs of `class`'s first lane, one per routing layer (without classes, SL `i` is layer
+/// `i`'s).
+fn class_sls(map: &LaneMap, class: Option<&crate::qos::ClassLanes>) -> Vec<u8> {
+    (0..map.layers.max(1))
+        .map(|layer| class.map_or(layer, |c| c.sl_of(0, layer, map.layers).0))
+        .collect()
 }
