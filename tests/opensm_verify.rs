@@ -170,6 +170,8 @@ fn state(d: &ibnetdiscover::Discovered, run: &Run, sl2vl: bool, psl: Option<&str
             sl2vl: sl2vl_text.as_deref(),
             path_sl: psl,
             guid2lid: None,
+            mfts: None,
+            mcmembers: None,
         },
     )
     .unwrap_or_else(|e| panic!("{e}"));
@@ -483,6 +485,8 @@ fn lash_on_a_ring_is_deadlock_free_with_its_sls_and_loops_without() {
                 sl2vl: Some(&sl2vl),
                 path_sl: psl,
                 guid2lid: None,
+                mfts: None,
+                mcmembers: None,
             },
         )
         .unwrap_or_else(|e| panic!("{e}"))
@@ -545,6 +549,8 @@ fn dfsssp_on_a_ring_is_deadlock_free_for_hca_traffic() {
             sl2vl: Some(&sl2vl),
             path_sl: Some(&psl),
             guid2lid: None,
+            mfts: None,
+            mcmembers: None,
         },
     )
     .unwrap_or_else(|e| panic!("{e}"));
@@ -571,6 +577,8 @@ fn dfsssp_on_a_ring_is_deadlock_free_for_hca_traffic() {
             sl2vl: Some(&sl2vl),
             path_sl: None,
             guid2lid: None,
+            mfts: None,
+            mcmembers: None,
         },
     )
     .unwrap_or_else(|e| panic!("{e}"));

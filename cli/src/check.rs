@@ -126,6 +126,8 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
                     "engine_used": routed.as_ref().map(|b| b.engine_used.name()),
                     "engine_why": routed.as_ref().map(|b| &b.why),
                     "verdict": report.as_ref().map(|r| &r.verdict),
+                "traffic": report.as_ref().map(|r| &r.traffic),
+                    "traffic": report.as_ref().map(|r| &r.traffic),
                     "proved": proved(),
                     "findings": found(),
                 }),

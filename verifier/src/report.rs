@@ -30,6 +30,9 @@ pub struct Verdict {
     /// Every pair's alternate path is disjoint from its primary (when asked).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub apm_disjoint: Option<Outcome>,
+    /// Every multicast group's tree delivers exactly once (when asked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multicast_connected: Option<Outcome>,
 }
 
 /// The outcome of a property that was not asked for.
@@ -448,6 +451,12 @@ pub struct Report {
     /// What `apm_disjoint` found, when asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub apm: Option<crate::apm::Apm>,
+    /// The traffic the verdict covers: unicast, and the multicast groups whose trees are in
+    /// the dependency graph.
+    pub traffic: crate::Traffic,
+    /// What the multicast check found, when the state has multicast.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multicast: Option<crate::McReport>,
     /// The certificate, when proven and asked for.
     #[serde(skip)]
     pub certificate: Option<Certificate>,
@@ -461,6 +470,9 @@ impl Verdict {
             crate::Property::Connected => &self.connected,
             crate::Property::Isolated => self.isolated.as_ref().unwrap_or(&NOT_ASKED),
             crate::Property::ApmDisjoint => self.apm_disjoint.as_ref().unwrap_or(&NOT_ASKED),
+            crate::Property::MulticastConnected => {
+                self.multicast_connected.as_ref().unwrap_or(&NOT_ASKED)
+            }
         }
     }
 }
