@@ -113,9 +113,10 @@ pub fn apply(
         };
         let mut members: BTreeMap<PortRef, JoinState> = match &g.members {
             GroupMembers::All => live.iter().map(|&p| (p, JoinState::FULL)).collect(),
-            GroupMembers::Nodes(nodes) => {
-                of(nodes).into_iter().map(|p| (p, JoinState::FULL)).collect()
-            }
+            GroupMembers::Nodes(nodes) => of(nodes)
+                .into_iter()
+                .map(|p| (p, JoinState::FULL))
+                .collect(),
         };
         for p in of(&g.send_only) {
             members.insert(p, JoinState::SEND_ONLY_NON_MEMBER);
@@ -137,7 +138,11 @@ pub fn apply(
                         g.name
                     ),
                 )
-                .label(source, g.sl.map_or(g.span, |(_, at)| at), "its packets would be dropped")
+                .label(
+                    source,
+                    g.sl.map_or(g.span, |(_, at)| at),
+                    "its packets would be dropped",
+                )
                 .help(format!(
                     "the SLs in use are {}; put the group on one of them",
                     used.join(", ")

@@ -49,10 +49,20 @@ fn flood(st: &FabricState, g: &McGroup, sender: PortRef) -> Result<BTreeMap<Port
                 f.node(at.node).name()
             ));
         }
-        let mask = st.multicast.mfts.get(&at.node).map(|t| t.get(g.mlid)).unwrap_or_default();
+        let mask = st
+            .multicast
+            .mfts
+            .get(&at.node)
+            .map(|t| t.get(g.mlid))
+            .unwrap_or_default();
         for out in mask.iter().filter(|&p| p != at.port && p != PortNum(0)) {
             let Some(next) = f.live_peer(PortRef::new(at.node, out.0)) else {
-                return Err(format!("{}: `{}` port {} leads nowhere", g.mlid, f.node(at.node).name(), out.0));
+                return Err(format!(
+                    "{}: `{}` port {} leads nowhere",
+                    g.mlid,
+                    f.node(at.node).name(),
+                    out.0
+                ));
             };
             if f.node(next.node).is_switch() {
                 stack.push(next);
@@ -69,8 +79,12 @@ fn flood(st: &FabricState, g: &McGroup, sender: PortRef) -> Result<BTreeMap<Port
 fn assert_trees(st: &FabricState, senders: usize) {
     assert!(!st.multicast.groups.is_empty(), "no groups");
     for g in &st.multicast.groups {
-        let receivers: BTreeSet<PortRef> =
-            g.members.iter().filter(|(_, j)| j.receives()).map(|(&p, _)| p).collect();
+        let receivers: BTreeSet<PortRef> = g
+            .members
+            .iter()
+            .filter(|(_, j)| j.receives())
+            .map(|(&p, _)| p)
+            .collect();
         let all: Vec<PortRef> = g.members.keys().copied().collect();
         let step = (all.len() / senders.max(1)).max(1);
         for &s in all.iter().step_by(step) {
@@ -117,7 +131,12 @@ fn implicit_groups_and_turning_them_off() {
         .collect();
     assert_eq!(
         keys,
-        [(0xc000, 0xffff, 32), (0xc001, 0xffff, 3), (0xc002, 0x8001, 4), (0xc003, 0x8003, 4)]
+        [
+            (0xc000, 0xffff, 32),
+            (0xc001, 0xffff, 3),
+            (0xc002, 0x8001, 4),
+            (0xc003, 0x8003, 4)
+        ]
     );
     assert_trees(&on, 64);
     assert!(on.to_json().contains("\"version\": 2"));
@@ -160,18 +179,30 @@ mod random {
         for i in 1..=n {
             let j = i % n + 1;
             cabled.insert((i.min(j), i.max(j)));
-            s += &format!("        link sw[{i}].p[{}] <-> sw[{j}].p[{}]\n", port(i), port(j));
+            s += &format!(
+                "        link sw[{i}].p[{}] <-> sw[{j}].p[{}]\n",
+                port(i),
+                port(j)
+            );
         }
         for &(a, b) in chords {
             let (a, b) = (a % n + 1, b % n + 1);
             if a == b || !cabled.insert((a.min(b), a.max(b))) {
                 continue;
             }
-            s += &format!("        link sw[{a}].p[{}] <-> sw[{b}].p[{}]\n", port(a), port(b));
+            s += &format!(
+                "        link sw[{a}].p[{}] <-> sw[{b}].p[{}]\n",
+                port(a),
+                port(b)
+            );
         }
         for i in 1..=n {
             for k in 0..2 {
-                s += &format!("        link h[{}].p[1] <-> sw[{i}].p[{}]\n", 2 * i - 1 + k, 30 + k);
+                s += &format!(
+                    "        link h[{}].p[1] <-> sw[{i}].p[{}]\n",
+                    2 * i - 1 + k,
+                    30 + k
+                );
             }
         }
         s += &format!("    }}\n    vls {{ budget = 4 }}\n    routing {{ engine = {engine} }}\n    multicast {{ group half {{ mlid = 0xc005, members = h[1]..=h[{n}] }} }}\n}}\n");

@@ -236,11 +236,7 @@ impl<'a> Violations<'a> {
 /// per failure pattern (placed where its first witness fails), per multicast pattern, shared
 /// cable and partition breach. `artifact` names the verified input; `origins` places nodes in
 /// the source they were declared in.
-pub fn of_report(
-    v: Violations<'_>,
-    artifact: &str,
-    origins: Option<&Origins<'_>>,
-) -> Vec<Finding> {
+pub fn of_report(v: Violations<'_>, artifact: &str, origins: Option<&Origins<'_>>) -> Vec<Finding> {
     let Violations {
         loops,
         loops_total,

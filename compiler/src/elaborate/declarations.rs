@@ -604,9 +604,13 @@ impl Elab<'_> {
                 }
             }
             ("multicast_fdb_cap", _) => {
-                if let Some(n) =
-                    int(self, &v, 1, 0x3FFF, "an MFT capacity (MulticastFDBCap, MLIDs from 0xc000)")
-                {
+                if let Some(n) = int(
+                    self,
+                    &v,
+                    1,
+                    0x3FFF,
+                    "an MFT capacity (MulticastFDBCap, MLIDs from 0xc000)",
+                ) {
                     spec.multicast_fdb_cap = Some(n as u16);
                 }
             }

@@ -131,7 +131,10 @@ impl Elab<'_> {
         if let Some(first) = config.multicast.groups.iter().find(|d| d.mlid == mlid) {
             let (first_name, first_span) = (first.name.clone(), first.span);
             self.second(
-                &format!("groups `{first_name}` and `{}` both use MLID {mlid}", name.name),
+                &format!(
+                    "groups `{first_name}` and `{}` both use MLID {mlid}",
+                    name.name
+                ),
                 mlid_span,
                 first_span,
                 "each group needs its own MLID",

@@ -397,8 +397,7 @@ impl<'a> Trees<'a> {
                 if inside[y] || (oriented && !self.down(x, y)) {
                     continue;
                 }
-                let Some(&(px, py)) = grp.ports.get(self.spread_link(grp.ports.len(), root))
-                else {
+                let Some(&(px, py)) = grp.ports.get(self.spread_link(grp.ports.len(), root)) else {
                     continue;
                 };
                 if let Some(d) = deps.as_deref_mut() {
@@ -407,12 +406,9 @@ impl<'a> Trees<'a> {
                     for &f in &ports[x] {
                         let into_f = self.channel_into(x, f);
                         let into_y = self.ch.id(y, py);
-                        let (Some(a), Some(b), Some(c), Some(e)) = (
-                            into_f,
-                            self.ch.id(x, px),
-                            into_y,
-                            self.ch.id(x, f),
-                        ) else {
+                        let (Some(a), Some(b), Some(c), Some(e)) =
+                            (into_f, self.ch.id(x, px), into_y, self.ch.id(x, f))
+                        else {
                             continue;
                         };
                         for (u, v, pa, pb) in [(a, b, f, px), (c, e, px, f)] {
