@@ -375,7 +375,7 @@ impl<'a> Trees<'a> {
         at: &BTreeMap<usize, PortMask>,
         oriented: bool,
         mut deps: Option<&mut Acyclic>,
-    ) -> Result<Vec<(usize, PortMask)>, (usize, Vec<u32>)> {
+    ) -> Result<Vec<(usize, PortMask)>, Unreached> {
         let n = self.g.switches.len();
         // parent[y] = (x, x's port, y's port).
         let mut parent: Vec<Option<(usize, u8, u8)>> = vec![None; n];
@@ -544,6 +544,10 @@ impl<'a> Trees<'a> {
         parts.join(" → ")
     }
 }
+
+/// Why a tree from one root failed: a member's switch it did not reach, and the loop (as
+/// channels) the last link refused would have closed (empty when none was refused).
+type Unreached = (usize, Vec<u32>);
 
 /// The edges of per-channel successor sets (`succ[x][port]`: the next switch's ports).
 fn edges(ch: &Channels, succ: &[Vec<[u64; 4]>]) -> Vec<(u32, u32)> {
