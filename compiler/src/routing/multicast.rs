@@ -6,7 +6,7 @@
 //! mask, so a tree adds, at each switch it passes, a dependency between every two of its
 //! switch links, in both directions. The builder keeps the unicast routes' channel
 //! dependencies (between switch-to-switch channels: a channel to or from an end port takes
-//! part in no loop) in an [`Acyclic`] graph per VL and adds a tree's dependencies edge by
+//! part in no loop) in an acyclic graph (`acyclic.rs`) per VL and adds a tree's dependencies edge by
 //! edge, growing the tree breadth first from a root and attaching a switch only through a
 //! link whose dependencies keep the graph acyclic. Groups on one VL are added one after
 //! another, so their trees are also free of loops among themselves.
