@@ -1,5 +1,5 @@
 //! weft's own output: every example that compiles (LIDs + routing) is proven deadlock-free
-//! and connected, with a certificate the independent checker accepts; and on a small compiled
+//! and connected, its multicast trees (the implicit IPoIB groups) with it, with a certificate the independent checker accepts; and on a small compiled
 //! fabric, every single LFT corruption that breaks a route is caught with a witness that
 //! replays on the tables.
 //!
@@ -44,6 +44,11 @@ fn every_compiled_example_is_proven_with_a_checked_certificate() {
         let built = compiled(name);
         // What the build promises (the driver's), as `weft build` proves it.
         let properties = weft_driver::properties(&built);
+        // Every example has at least the implicit IPoIB group, and its proof covers it.
+        assert!(
+            properties.contains(&weft_verifier::Property::MulticastConnected),
+            "{name}: {properties:?}"
+        );
         let st = built.state;
         let r = verify(
             &st,

@@ -315,7 +315,7 @@ impl Elab<'_> {
     }
 
     /// The nodes `e` names (end nodes; switches too when `switches`), and whether all were.
-    fn nodes_in(&mut self, e: &Expr, what: &str, switches: bool) -> (Vec<NodeId>, bool) {
+    pub(super) fn nodes_in(&mut self, e: &Expr, what: &str, switches: bool) -> (Vec<NodeId>, bool) {
         let Ok(v) = self.eval(e) else {
             return (Vec::new(), false);
         };
@@ -373,7 +373,11 @@ impl Elab<'_> {
                         format!("`{sw}` is a switch, not a host"),
                         e.span,
                         format!("a switch in `{what}`"),
-                        "a partition's members are end nodes (HCAs); switches stay in the default partition",
+                        if matches!(what, "members" | "send_only") {
+                            "a group's members are end nodes' ports; the tree passes through switches without naming them"
+                        } else {
+                            "a partition's members are end nodes (HCAs); switches stay in the default partition"
+                        },
                     );
                     ok = false;
                 }
@@ -404,8 +408,13 @@ impl Elab<'_> {
 
     /// Whether end node `n` may be named in `what`: an aggregation node in none of `hosts`,
     /// `vms on` and `vm … on`; a storage or management node in `hosts` (a partition's
-    /// members, as a shared storage partition has) but not as a VM hypervisor.
+    /// members, as a shared storage partition has) but not as a VM hypervisor; any end node
+    /// in a multicast group's `members` and `send_only`.
     fn may_be_named_in(&self, n: NodeId, what: &str) -> bool {
+        // A multicast group's members are any end ports: service nodes join groups too.
+        if matches!(what, "members" | "send_only") {
+            return true;
+        }
         match self.builder.fabric().node(n).role() {
             weft_fabric::Role::Host => true,
             weft_fabric::Role::Aggregation => false,
