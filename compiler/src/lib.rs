@@ -210,7 +210,7 @@ pub struct MulticastConfig {
 impl Default for MulticastConfig {
     fn default() -> MulticastConfig {
         MulticastConfig {
-            ipoib: true,
+            ipoib: false,
             groups: Vec::new(),
         }
     }

@@ -24,9 +24,19 @@ fn compile(src: &str) -> FabricState {
     try_compile(src).unwrap_or_else(|d| panic!("build failed: {d:?}"))
 }
 
+/// An example with the implicit IPoIB groups turned on (`multicast { ipoib = true }` added
+/// at the end of its fabric).
 fn example(name: &str) -> FabricState {
     let path = format!("{}/../examples/{name}", env!("CARGO_MANIFEST_DIR"));
-    compile(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")))
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let end = text
+        .rfind('}')
+        .unwrap_or_else(|| panic!("{path}: no fabric"));
+    compile(&format!(
+        "{}    multicast {{ ipoib = true }}\n{}",
+        &text[..end],
+        &text[end..]
+    ))
 }
 
 /// Floods group `g`'s packet from `sender` over the MFTs: the end ports it is delivered to,
@@ -115,15 +125,15 @@ fn examples_deliver_to_every_member_once() {
     }
 }
 
-/// The implicit groups: the default partition's on every end port and one per partition,
-/// on the MLIDs after the declared ones; `ipoib = false` builds none, and the state says
-/// nothing about multicast (`state.json` v1).
+/// The implicit groups (`ipoib = true`): the default partition's on every end port and one
+/// per partition, on the MLIDs after the declared ones; without it (the default) or with
+/// `ipoib = false` none, and the state says nothing about multicast (`state.json` v1).
 #[test]
 fn implicit_groups_and_turning_them_off() {
     let tree = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\n";
     let body = "    topology = fat_tree(levels: 2, radix: 8, switch: sb7800, hca: connectx5)\n    tenant a { pkey = 0x8001, hosts = cn001..=cn004 }\n    tenant b { pkey = 0x8003, hosts = cn005..=cn008 }\n";
     let on = compile(&format!(
-        "{tree}fabric f {{\n{body}    multicast {{ group jobs {{ mlid = 0xc001, members = [cn001, cn009], send_only = cn010 }} }}\n}}\n"
+        "{tree}fabric f {{\n{body}    multicast {{\n        ipoib = true\n        group jobs {{ mlid = 0xc001, members = [cn001, cn009], send_only = cn010 }}\n    }}\n}}\n"
     ));
     let keys: Vec<(u16, u16, usize)> = on
         .multicast
@@ -147,6 +157,8 @@ fn implicit_groups_and_turning_them_off() {
     ));
     assert!(off.multicast.is_empty());
     assert!(off.to_json().contains("\"version\": 1"));
+    let default = compile(&format!("{tree}fabric f {{\n{body}}}\n"));
+    assert!(default.multicast.is_empty());
 }
 
 /// A group of two hosts on one leaf stays on that leaf.
