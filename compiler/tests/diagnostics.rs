@@ -564,6 +564,12 @@ case!(
     host_rail_taken,
     format!("{PRELUDE}fabric f {{\n    topology {{\n        switch s : sb7800\n        hca \"dgx1 mlx5_0\" : connectx5 {{ host = \"dgx1\", rail = 1 }}\n        hca \"dgx1 mlx5_1\" : connectx5 {{ host = \"dgx1\" }}\n    }}\n}}\n")
 );
+// A tenant naming the host whose grouping is refused: that one error, not a second "no node
+// or host named" for the tenant.
+case!(
+    host_rail_taken_named_by_a_tenant,
+    format!("{PRELUDE}fabric f {{\n    topology {{\n        switch s : sb7800\n        hca \"dgx1 mlx5_0\" : connectx5 {{ host = \"dgx1\", rail = 1 }}\n        hca \"dgx1 mlx5_1\" : connectx5 {{ host = \"dgx1\" }}\n    }}\n    tenant a {{ pkey = 0x8001, hosts = \"dgx1\" }}\n}}\n")
+);
 case!(
     host_named_like_a_node,
     format!("{PRELUDE}fabric f {{\n    topology {{\n        switch s : sb7800\n        hca cn01 : connectx5\n        hca \"cn01 mlx5_0\" : connectx5 {{ host = \"cn01\" }}\n    }}\n}}\n")

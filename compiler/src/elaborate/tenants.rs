@@ -355,6 +355,19 @@ impl Elab<'_> {
                 _ => None,
             };
             if let Some(w) = unknown {
+                // A host whose grouping was refused (`weft::host_rail`, said at its nodes) is
+                // not unknown: no second error for it, and nothing built.
+                let refused_host = self.machines.machines.is_empty()
+                    && self
+                        .builder
+                        .fabric()
+                        .nodes()
+                        .iter()
+                        .any(|n| n.spec.host.as_deref() == Some(&w[..]));
+                if refused_host {
+                    ok = false;
+                    continue;
+                }
                 self.err_help(
                     Code::UnknownName,
                     format!("no node or host named `{w}`"),
