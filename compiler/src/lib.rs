@@ -196,24 +196,14 @@ pub struct FabricConfig {
 }
 
 /// The `multicast { ipoib = …, group NAME { … } }` section.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct MulticastConfig {
-    /// Whether the implicit IPoIB broadcast groups are built (`ipoib = false` turns them
-    /// off; on without a section): the default partition's (MLID 0xC000, P_Key 0xFFFF,
-    /// every end port) and one per tenant or shared partition, as OpenSM creates them when
-    /// IPoIB joins.
+    /// Whether the implicit IPoIB broadcast groups are built (`ipoib = true`; off without
+    /// it, for now): the default partition's (MLID 0xC000, P_Key 0xFFFF, every end port) and
+    /// one per tenant or shared partition, as OpenSM creates them when IPoIB joins.
     pub ipoib: bool,
     /// Declared groups, in declaration order.
     pub groups: Vec<GroupDecl>,
-}
-
-impl Default for MulticastConfig {
-    fn default() -> MulticastConfig {
-        MulticastConfig {
-            ipoib: false,
-            groups: Vec::new(),
-        }
-    }
 }
 
 /// Which end nodes a group names.
