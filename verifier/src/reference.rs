@@ -307,7 +307,8 @@ fn same_channel(h: &RefHop, c: &Channel) -> bool {
 }
 
 /// Checks a credit loop on the tables: the cycle closes, and each dependency's route takes
-/// its two channels one after the other (following a forwarding loop as far as it goes).
+/// its two channels one after the other (following a forwarding loop as far as it goes; for
+/// a multicast route, its `dlid` an MLID, some copy of the sender's packet does).
 pub fn replay_credit_loop(st: &FabricState, l: &CreditLoop) -> Result<(), String> {
     if l.cycle.len() < 2 {
         return Err("a cycle needs at least two dependencies".to_owned());
@@ -318,11 +319,22 @@ pub fn replay_credit_loop(st: &FabricState, l: &CreditLoop) -> Result<(), String
             return Err(format!("dependency {k} does not chain to the next"));
         }
         let r = &d.route;
-        // Follow the route on the tables, going round forwarding loops up to a bound.
-        let hops = follow(st, r.src.node.id, r.src.port, r.dlid, r.sl);
-        let hit = hops
-            .windows(2)
-            .any(|w| matches!(w, [a, b] if same_channel(a, &d.from) && same_channel(b, &d.to)));
+        let hit = if let Some(mlid) = weft_fabric::Mlid::new(r.dlid.0) {
+            // A multicast copy: some copy of the sender's packet takes `from`, and one made
+            // from it takes `to`.
+            let fl = flood(st, mlid, r.sl, r.src.node.id, r.src.port);
+            fl.copies.iter().any(|c| {
+                same_channel(&c.hop, &d.to)
+                    && c.from
+                        .and_then(|j| fl.copies.get(j))
+                        .is_some_and(|a| same_channel(&a.hop, &d.from))
+            })
+        } else {
+            // Follow the route on the tables, going round forwarding loops up to a bound.
+            let hops = follow(st, r.src.node.id, r.src.port, r.dlid, r.sl);
+            hops.windows(2)
+                .any(|w| matches!(w, [a, b] if same_channel(a, &d.from) && same_channel(b, &d.to)))
+        };
         if !hit {
             return Err(format!(
                 "the route from `{}` to LID {} does not take the dependency {k}",
