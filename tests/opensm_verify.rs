@@ -747,7 +747,6 @@ fn updn_on_a_ring_with_multicast_trees_agrees_with_ibdmchk() {
         );
         verdicts.push(ours);
     }
-    eprintln!("credit loop per cut (weft = ibdmchk -M): {verdicts:?}");
     assert!(
         verdicts.iter().any(|&v| v),
         "no cut closes a loop: {verdicts:?}"
