@@ -71,7 +71,19 @@ fn every_compiled_example_is_proven_with_a_checked_certificate() {
         if !big && (name.contains("11664") || name.contains("45056") || name.contains("5832")) {
             continue;
         }
-        for (ipoib, built) in [(false, compiled(name)), (true, compiled_with_ipoib(name))] {
+        // The IPoIB trees of the largest example (45 056 nodes) are left out: the 11 664-node
+        // tree's show the same at a quarter of the CI time.
+        let variants: &[bool] = if name.contains("45056") {
+            &[false]
+        } else {
+            &[false, true]
+        };
+        for &ipoib in variants {
+            let built = if ipoib {
+                compiled_with_ipoib(name)
+            } else {
+                compiled(name)
+            };
             // What the build promises (the driver's), as `weft build` proves it.
             let properties = weft_driver::properties(&built);
             // With the IPoIB groups, the proof covers their trees; without, it says unicast only.
