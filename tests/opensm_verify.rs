@@ -192,17 +192,14 @@ fn state(d: &ibnetdiscover::Discovered, run: &Run, sl2vl: bool, psl: Option<&str
 
 /// What `ibdmchk` (ibutils) prints about OpenSM's dumps; `all` adds switch paths (`-a`).
 fn ibdmchk_text(run: &Run, all: bool) -> String {
-    let mut args = vec![
-        "-s",
-        "opensm-subnet.lst",
-        "-f",
-        "opensm.fdbs",
-        "-m",
-        "opensm.mcfdbs",
-    ];
-    if all {
-        args.push("-a");
-    }
+    ibdmchk_with(run, "opensm.mcfdbs", if all { &["-a"] } else { &[] })
+}
+
+/// `ibdmchk` on OpenSM's subnet and unicast dumps with the MFT dump `mcfdbs` (in the run's
+/// directory) and more flags.
+fn ibdmchk_with(run: &Run, mcfdbs: &str, flags: &[&str]) -> String {
+    let mut args = vec!["-s", "opensm-subnet.lst", "-f", "opensm.fdbs", "-m", mcfdbs];
+    args.extend_from_slice(flags);
     let out = Command::new(Tools::find(&["ibdmchk"]).unwrap().programs[0].1.clone())
         .args(args)
         .current_dir(&run.dir)
@@ -656,24 +653,7 @@ fn updn_on_a_ring_with_multicast_trees_agrees_with_ibdmchk() {
     );
     let ibdm = |mc: &str, multicast: bool| -> bool {
         std::fs::write(run.dir.join("weft.mcfdbs"), mc).unwrap();
-        let mut args = vec![
-            "-s",
-            "opensm-subnet.lst",
-            "-f",
-            "opensm.fdbs",
-            "-m",
-            "weft.mcfdbs",
-        ];
-        if multicast {
-            args.push("-M");
-        }
-        let out = Command::new(Tools::find(&["ibdmchk"]).unwrap().programs[0].1.clone())
-            .args(args)
-            .current_dir(&run.dir)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let text = ibdmchk_with(&run, "weft.mcfdbs", if multicast { &["-M"] } else { &[] });
         let loops = text.contains("-E- credit loops in routing");
         assert!(
             loops || text.contains("no credit loops found"),

@@ -574,7 +574,7 @@ fn required_pairs(net: &Net<'_>, f: &Flow) -> u64 {
     f.senders
         .iter()
         .filter(|&&s| !matches!(entry(net, s, f.sl), Entry::Offline))
-        .map(|s| f.receivers.len() as u64 - u64::from(f.receivers.binary_search(s).is_ok()))
+        .map(|&s| wanted(f, s))
         .sum()
 }
 
@@ -641,6 +641,35 @@ fn place(net: &Net<'_>, m: (u32, u8)) -> Option<(u32, u8)> {
     }
 }
 
+/// The receivers a sender's packet must reach: every one but itself.
+fn wanted(f: &Flow, s: (u32, u8)) -> u64 {
+    f.receivers.len() as u64 - u64::from(f.receivers.binary_search(&s).is_ok())
+}
+
+/// Where sender `s`'s packet enters the switches; `None` when it sends nothing (offline) or
+/// cannot inject the group's SL (every receiver it must reach recorded as undelivered).
+fn start(net: &Net<'_>, f: &Flow, s: (u32, u8), acc: &mut Acc) -> Option<St> {
+    match entry(net, s, f.sl) {
+        Entry::Offline => None,
+        Entry::Refused(reason) => {
+            acc.add(
+                net,
+                f,
+                McProblem::Undelivered,
+                wanted(f, s),
+                Example {
+                    sender: s,
+                    receiver: f.receivers.iter().copied().find(|&r| r != s),
+                    loop_at: None,
+                    stop: Some(McStop::NotInjected { reason }),
+                },
+            );
+            None
+        }
+        Entry::At(st) => Some(st),
+    }
+}
+
 /// Delivery of a flow whose tree is a forest: receiver `r` gets exactly one copy from sender
 /// `s` when `r`'s port is in its switch's mask and the switch is in the component of `s`'s.
 fn by_structure(net: &Net<'_>, mfts: &[Option<&Mft>], f: &Flow, comp: &[u32], acc: &mut Acc) {
@@ -659,25 +688,8 @@ fn by_structure(net: &Net<'_>, mfts: &[Option<&Mft>], f: &Flow, comp: &[u32], ac
         placed.push((r.0, r.1, at, ok));
     }
     for &s in &f.senders {
-        let (x, _, _) = match entry(net, s, f.sl) {
-            Entry::Offline => continue,
-            Entry::Refused(reason) => {
-                let n = f.receivers.len() as u64 - u64::from(f.receivers.binary_search(&s).is_ok());
-                acc.add(
-                    net,
-                    f,
-                    McProblem::Undelivered,
-                    n,
-                    Example {
-                        sender: s,
-                        receiver: f.receivers.iter().copied().find(|&r| r != s),
-                        loop_at: None,
-                        stop: Some(McStop::NotInjected { reason }),
-                    },
-                );
-                continue;
-            }
-            Entry::At(st) => st,
+        let Some((x, _, _)) = start(net, f, s, acc) else {
+            continue;
         };
         let c = comp_of(x);
         // `placed` is in receiver order: the sender's own entry, if it receives.
@@ -688,7 +700,7 @@ fn by_structure(net: &Net<'_>, mfts: &[Option<&Mft>], f: &Flow, comp: &[u32], ac
             .and_then(|k| placed.get(k))
             .is_some_and(|&(_, _, at, ok)| ok && at.is_some_and(|(y, _)| comp_of(y) == c));
         let got = reachable.get(&c).copied().unwrap_or(0) - u64::from(self_counted);
-        let want = f.receivers.len() as u64 - u64::from(f.receivers.binary_search(&s).is_ok());
+        let want = wanted(f, s);
         if got < want {
             // The first receiver this sender misses, and why.
             let miss = placed.iter().find(|&&(n, p, at, ok)| {
@@ -734,25 +746,8 @@ fn sender_by_sender(net: &Net<'_>, mfts: &[Option<&Mft>], f: &Flow, acc: &mut Ac
     let mut first_in: Vec<Option<u8>> = vec![None; net.is_switch.len()];
     let mut got: BTreeMap<(u32, u8), u32> = BTreeMap::new();
     for &s in &f.senders {
-        let want = f.receivers.len() as u64 - u64::from(f.receivers.binary_search(&s).is_ok());
-        let start = match entry(net, s, f.sl) {
-            Entry::Offline => continue,
-            Entry::Refused(reason) => {
-                acc.add(
-                    net,
-                    f,
-                    McProblem::Undelivered,
-                    want,
-                    Example {
-                        sender: s,
-                        receiver: f.receivers.iter().copied().find(|&r| r != s),
-                        loop_at: None,
-                        stop: Some(McStop::NotInjected { reason }),
-                    },
-                );
-                continue;
-            }
-            Entry::At(st) => st,
+        let Some(start) = start(net, f, s, acc) else {
+            continue;
         };
         first_in.iter_mut().for_each(|x| *x = None);
         got.clear();
