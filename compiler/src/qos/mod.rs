@@ -30,7 +30,7 @@ mod apply;
 mod lanes;
 mod policy;
 
-pub use allocate::{allocate, overlapping_service_ids, total_lanes, ClassLanes, LaneMap};
-pub use apply::{apply, max_vls, opensm_conf, qos_conf, HIGH_LIMIT};
+pub use allocate::{allocate, overlapping_service_ids, total_lanes, ClassLanes, LaneMap, Spare};
+pub use apply::{apply, max_vls, opensm_conf, qos_conf, tables, HIGH_LIMIT};
 pub use lanes::{leaves, vftree_lane, vftree_matrix};
 pub use policy::{qos_policy, PolicyError, QOS_POLICY_BYTES};
