@@ -108,6 +108,33 @@ fn layered_tori_with_ipoib_are_proven() {
     }
 }
 
+/// Many groups share the VL of their own: on the 4×4 torus under `layered` (one layer), 24
+/// groups of hosts far apart, whose trees cross the torus's rings; each group on the VL of
+/// their own is a subtree of one spanning tree (the note names its root), so together they
+/// close no loop there, and the union is proven.
+#[test]
+fn many_groups_share_the_vl_of_their_own() {
+    let src = example("torus-4x4.weft").replace("engine = updn", "engine = layered");
+    let mut groups = String::from("    multicast {\n        ipoib = true\n");
+    for k in 0..24usize {
+        let members: Vec<String> = [0, 9, 18, 27]
+            .iter()
+            .map(|d| format!("h{}", (k * 5 + d) % 32 + 1))
+            .collect();
+        groups += &format!(
+            "        group g{k} {{ mlid = {:#x}, members = [{}] }}\n",
+            0xc010 + k,
+            members.join(", ")
+        );
+    }
+    let b = build(&with(&src, &(groups + "    }\n"))).unwrap_or_else(|d| panic!("{d:?}"));
+    let (sl, vl) = b.lanes.multicast.expect("a VL of their own");
+    assert_eq!(vl.0, 1);
+    let own = b.state.multicast.groups.iter().filter(|g| g.sl == sl).count();
+    assert!(own >= 8, "only {own} groups on the VL of their own");
+    assert_eq!(prove(&b, "torus-4x4 with 25 groups"), 2);
+}
+
 /// Random extra groups for a fabric of `hosts` hosts `h{first}…`: members, sometimes `all`,
 /// sometimes a send-only member, sometimes held to SL 0 (layer 0's, always mapped).
 fn groups(rng: &mut Rng, hosts: usize, first: usize) -> String {
