@@ -250,11 +250,11 @@ impl LaneMap {
     }
 
     /// Gives the multicast groups SL `sl` on VL `vl` ([`LaneMap::spare`]'s). A map that was
-    /// [`trivial`](LaneMap::trivial) had no tables, every SL on VL 0: SL 0 and the SLs of
-    /// `on_vl0` (groups' declared SLs) stay there once tables are written.
+    /// [`trivial`](LaneMap::trivial) had no tables, every SL on VL 0: the SLs of `on_vl0`
+    /// (groups' declared SLs) stay there once tables are written, as SL 0 does.
     pub fn give_multicast(&mut self, sl: Sl, vl: Vl, on_vl0: &[u8]) {
         if self.trivial() {
-            for &s in on_vl0.iter().chain(&[0]) {
+            for &s in on_vl0 {
                 if let Some(v) = self.sl2vl.get_mut(usize::from(s)) {
                     *v = Vl(0);
                 }
