@@ -12,6 +12,13 @@
 //! on a `layered` ring, layer 0's routes may leave no tree free of credit loops where layer
 //! 1's do. A tenant's group takes its tenant's class. An SL the lane map drops is an error.
 //! Members are end ports whose cable is up: a port that is down cannot join.
+//!
+//! A group without a declared `sl` that no layer's VL admits a tree on takes a VL of its own
+//! when the budget has one no SL uses ([`LaneMap::spare`]): a spare SL mapped to it
+//! ([`LaneMap::give_multicast`], the tables written again by [`crate::qos::tables`]). Every
+//! group there is a subtree of one spanning tree ([`Trees::spanning`]): alone on a VL a tree
+//! closes no loop, and the subtrees of one tree have only its dependencies. Without a spare
+//! VL the group is refused with the loop and the budget a VL of its own would need.
 
 use crate::code::Code;
 use crate::diagnostic::Diagnostic;
