@@ -63,7 +63,11 @@ fn prove(b: &Built, what: &str) -> u8 {
         ..Default::default()
     };
     let sum = certificate::check(st, &back, &req).unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert_eq!(sum.traffic.multicast_groups, st.multicast.groups.len() as u64, "{what}");
+    assert_eq!(
+        sum.traffic.multicast_groups,
+        st.multicast.groups.len() as u64,
+        "{what}"
+    );
     r.stats.vls
 }
 
@@ -130,7 +134,13 @@ fn many_groups_share_the_vl_of_their_own() {
     let b = build(&with(&src, &(groups + "    }\n"))).unwrap_or_else(|d| panic!("{d:?}"));
     let (sl, vl) = b.lanes.multicast.expect("a VL of their own");
     assert_eq!(vl.0, 1);
-    let own = b.state.multicast.groups.iter().filter(|g| g.sl == sl).count();
+    let own = b
+        .state
+        .multicast
+        .groups
+        .iter()
+        .filter(|g| g.sl == sl)
+        .count();
     assert!(own >= 8, "only {own} groups on the VL of their own");
     assert_eq!(prove(&b, "torus-4x4 with 25 groups"), 2);
 }
@@ -140,8 +150,9 @@ fn many_groups_share_the_vl_of_their_own() {
 fn groups(rng: &mut Rng, hosts: usize, first: usize) -> String {
     let mut out = String::from("    multicast {\n        ipoib = true\n");
     for k in 0..rng.below(4) {
-        let chosen: std::collections::BTreeSet<usize> =
-            (0..1 + rng.below(hosts)).map(|_| first + rng.below(hosts)).collect();
+        let chosen: std::collections::BTreeSet<usize> = (0..1 + rng.below(hosts))
+            .map(|_| first + rng.below(hosts))
+            .collect();
         let members = if rng.below(4) == 0 {
             "all".to_owned()
         } else {
@@ -189,11 +200,16 @@ fn ring_with_chords(n: usize, chords: &[(usize, usize)], two: &[bool], budget: u
     let mut h = 0;
     for s in 0..n {
         for k in 0..1 + usize::from(two.get(s).copied().unwrap_or(false)) {
-            body += &format!("        hca h{h} : connectx5\n        link h{h}.p[1] <-> s{s}.p[{}]\n", 30 + k);
+            body += &format!(
+                "        hca h{h} : connectx5\n        link h{h}.p[1] <-> s{s}.p[{}]\n",
+                30 + k
+            );
             h += 1;
         }
     }
-    let switches: String = (0..n).map(|s| format!("        switch s{s} : sb7800\n")).collect();
+    let switches: String = (0..n)
+        .map(|s| format!("        switch s{s} : sb7800\n"))
+        .collect();
     format!("use std::hardware::{{sb7800, connectx5}}\nfabric f {{\n    topology {{\n{switches}{body}    }}\n    vls {{ budget = {budget} }}\n    routing {{ engine = layered }}\n}}\n")
 }
 
@@ -211,11 +227,13 @@ fn proven_or_refused(src: &str) -> Result<(), TestCaseError> {
                         prop_assert!(m.contains(" → "), "no loop named: {m}\n{src}");
                         // A group free to move is refused only when no VL is spare.
                         let name = m.split('`').nth(1).unwrap_or("");
-                        let pinned = src
-                            .lines()
-                            .any(|l| l.contains(&format!("group {name} {{")) && l.contains("sl = 0"));
+                        let pinned = src.lines().any(|l| {
+                            l.contains(&format!("group {name} {{")) && l.contains("sl = 0")
+                        });
                         prop_assert!(
-                            pinned || m.contains("would need a budget of") || m.contains("none is left"),
+                            pinned
+                                || m.contains("would need a budget of")
+                                || m.contains("none is left"),
                             "{m}\n{src}"
                         );
                     }

@@ -195,25 +195,15 @@ pub struct FabricConfig {
     pub multicast: MulticastConfig,
 }
 
-/// The `multicast { ipoib = …, group NAME { … } }` section.
-#[derive(Clone, Debug, PartialEq)]
+/// The `multicast { ipoib = …, group NAME { … } }` section (the default: no groups).
+#[derive(Clone, Debug, PartialEq, Default)]
 pub struct MulticastConfig {
-    /// Whether the implicit IPoIB broadcast groups are built (`ipoib = false` turns them
-    /// off; on without a section): the default partition's (MLID 0xC000, P_Key 0xFFFF,
-    /// every end port) and one per tenant or shared partition, as OpenSM creates them when
-    /// IPoIB joins.
+    /// Whether the implicit IPoIB broadcast groups are built (`ipoib = true` turns them on;
+    /// off without it): the default partition's (MLID 0xC000, P_Key 0xFFFF, every end port)
+    /// and one per tenant or shared partition, as OpenSM creates them when IPoIB joins.
     pub ipoib: bool,
     /// Declared groups, in declaration order.
     pub groups: Vec<GroupDecl>,
-}
-
-impl Default for MulticastConfig {
-    fn default() -> MulticastConfig {
-        MulticastConfig {
-            ipoib: false,
-            groups: Vec::new(),
-        }
-    }
 }
 
 /// Which end nodes a group names.

@@ -354,12 +354,7 @@ struct OwnVl {
 
 /// The error for group `p`, which has no tree: `err`; for a loop, with `spare` what kept
 /// it off a VL of its own (and the budget), when that was tried.
-fn refusal(
-    e: &Elaborated,
-    p: &Planned,
-    err: &TreeError,
-    spare: Option<(Spare, u8)>,
-) -> Diagnostic {
+fn refusal(e: &Elaborated, p: &Planned, err: &TreeError, spare: Option<(Spare, u8)>) -> Diagnostic {
     let source = e.fabric_origin.source;
     let (why, help) = match (err, spare) {
         (TreeError::Unreachable { .. }, _) => (

@@ -188,15 +188,14 @@ fn a_layered_torus_gives_its_groups_a_vl_of_their_own() {
     let c = check("t.weft", src, &NoFiles);
     let b = build(c.elaborated.as_ref().unwrap()).unwrap_or_else(|d| panic!("{d:?}"));
     assert_eq!(b.lanes.layers, 1);
-    assert_eq!(
-        b.lanes.multicast.map(|(s, v)| (s.0, v.0)),
-        Some((1, 1))
-    );
+    assert_eq!(b.lanes.multicast.map(|(s, v)| (s.0, v.0)), Some((1, 1)));
     let st = b.state.state();
     let sls: Vec<u8> = st.multicast.groups.iter().map(|g| g.sl.0).collect();
     assert_eq!(sls, [1, 1, 3]);
     for (id, sw) in &st.switches {
-        let t = sw.sl2vl_all.unwrap_or_else(|| panic!("{id:?}: no SL→VL map"));
+        let t = sw
+            .sl2vl_all
+            .unwrap_or_else(|| panic!("{id:?}: no SL→VL map"));
         assert_eq!((t[0], t[1], t[3]), (0, 1, 0), "{id:?}");
     }
     for p in live_ports(st) {
@@ -207,7 +206,10 @@ fn a_layered_torus_gives_its_groups_a_vl_of_their_own() {
         if st.fabric.live_peer(*p).is_none() {
             continue;
         }
-        let arb = ps.vlarb.as_ref().unwrap_or_else(|| panic!("{p:?}: no VLArb"));
+        let arb = ps
+            .vlarb
+            .as_ref()
+            .unwrap_or_else(|| panic!("{p:?}: no VLArb"));
         let vls: Vec<(u8, u8)> = arb.low.iter().map(|w| (w.vl, w.weight)).collect();
         assert_eq!(vls, [(0, 1), (1, 1)], "{p:?}");
     }

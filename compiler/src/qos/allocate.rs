@@ -233,14 +233,13 @@ impl LaneMap {
     pub fn spare(&self, taken: &[u8]) -> Result<(Sl, Vl), Spare> {
         let sl = (0u8..16)
             .find(|&s| {
-                self.sl2vl.get(usize::from(s)) == Some(&LaneMap::DROP)
-                    && !taken.contains(&s)
+                self.sl2vl.get(usize::from(s)) == Some(&LaneMap::DROP) && !taken.contains(&s)
             })
             .ok_or(Spare::Sls)?;
         let used = self.data_vls().fold(0u16, |m, v| m | 1 << v.0);
-        let vl = (0u8..15).find(|&v| used >> v & 1 == 0).ok_or(Spare::Vls {
-            needed: None,
-        })?;
+        let vl = (0u8..15)
+            .find(|&v| used >> v & 1 == 0)
+            .ok_or(Spare::Vls { needed: None })?;
         if vl >= self.budget {
             return Err(Spare::Vls {
                 needed: Some(vl + 1),

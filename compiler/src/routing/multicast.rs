@@ -396,8 +396,7 @@ impl<'a> Trees<'a> {
                 if inside[y] {
                     continue;
                 }
-                let Some(&(px, py)) = grp.ports.get(self.spread_link(grp.ports.len(), root))
-                else {
+                let Some(&(px, py)) = grp.ports.get(self.spread_link(grp.ports.len(), root)) else {
                     continue;
                 };
                 inside[y] = true;
@@ -427,7 +426,12 @@ impl<'a> Trees<'a> {
         let needed: Vec<usize> = at.keys().copied().collect();
         if let Some(&x) = needed.iter().find(|&&x| !span.inside[x]) {
             return Err(TreeError::Unreachable {
-                switch: self.state.fabric.node(self.g.switches[x].id).name().to_owned(),
+                switch: self
+                    .state
+                    .fabric
+                    .node(self.g.switches[x].id)
+                    .name()
+                    .to_owned(),
             });
         }
         let mut keep = ways_to_root(&span.parent, &needed, span.root);
@@ -681,7 +685,11 @@ fn by_centrality(g: &Graph, state: &FabricState) -> Vec<(u32, u64, usize)> {
         .map(|i| {
             g.hops_into(&[i], &mut dist);
             let e = dist.iter().copied().filter(|&d| d != u32::MAX).max();
-            (e.unwrap_or(0), state.fabric.node(g.switches[i].id).guid().0, i)
+            (
+                e.unwrap_or(0),
+                state.fabric.node(g.switches[i].id).guid().0,
+                i,
+            )
         })
         .collect();
     ecc.sort_unstable();
