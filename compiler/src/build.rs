@@ -273,7 +273,7 @@ fn assemble(
         .collect();
     let mut notes = routes.notes;
     let layers = routes.layers.as_ref().map_or(1, |l| l.layers);
-    let map = crate::qos::allocate(
+    let mut map = crate::qos::allocate(
         &e.config.qos,
         layers,
         vl_budget,
@@ -293,7 +293,7 @@ fn assemble(
         .map_err(|d| vec![d])?;
     let engine_used = routes.engine_used.unwrap_or(choice.engine);
     let multicast =
-        crate::multicast::apply(&mut state, e, &map, routes.layers.as_ref(), engine_used)?;
+        crate::multicast::apply(&mut state, e, &mut map, routes.layers.as_ref(), engine_used)?;
     if let Some(routed) = &routes.layers {
         let of = if e.config.vls_budget.is_some() {
             format!("the {vl_budget} VL(s) budgeted")

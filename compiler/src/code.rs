@@ -97,7 +97,7 @@ codes! {
     ModelKindMismatch = "weft::model_kind_mismatch": "A node declared with a model of another kind (an hca with a switch model).",
     ModelWithoutPorts = "weft::model_without_ports": "A model without a port count.",
     Multicast = "weft::multicast": "Note: the multicast groups built (the implicit IPoIB broadcast groups and the declared ones), with their MLIDs, P_Keys, SLs, members and tree roots.",
-    MulticastLoop = "weft::multicast_loop": "A multicast group no tree can reach without closing a credit loop with the unicast routes on its VL (the loop is named).",
+    MulticastLoop = "weft::multicast_loop": "A multicast group no tree can reach without closing a credit loop with the unicast routes on its VL, and no spare VL to take alone (the loop and the VL budget needed are named).",
     MulticastPkey = "weft::multicast_pkey": "A multicast group whose P_Key no partition declares.",
     MulticastSl = "weft::multicast_sl": "A multicast group on an SL that no QoS class or routing layer maps to a VL (its packets would be dropped).",
     NamedArgument = "weft::named_argument": "A named argument to a built-in function that takes none.",

@@ -12,11 +12,18 @@
 //! on a `layered` ring, layer 0's routes may leave no tree free of credit loops where layer
 //! 1's do. A tenant's group takes its tenant's class. An SL the lane map drops is an error.
 //! Members are end ports whose cable is up: a port that is down cannot join.
+//!
+//! A group without a declared `sl` that no layer's VL admits a tree on takes a VL of its own
+//! when the budget has one no SL uses ([`LaneMap::spare`]): a spare SL mapped to it
+//! ([`LaneMap::give_multicast`], the tables written again by [`crate::qos::tables`]). Every
+//! group there is a subtree of one spanning tree ([`Trees::spanning`]): alone on a VL a tree
+//! closes no loop, and the subtrees of one tree have only its dependencies. Without a spare
+//! VL the group is refused with the loop and the budget a VL of its own would need.
 
 use crate::code::Code;
 use crate::diagnostic::Diagnostic;
 use crate::elaborate::Elaborated;
-use crate::qos::LaneMap;
+use crate::qos::{LaneMap, Spare};
 use crate::routing::multicast::{TreeError, Trees};
 use crate::routing::{Engine, Layers, RouteNote};
 use crate::{GroupMembers, Span};
@@ -36,6 +43,8 @@ struct Planned {
     /// The SLs it may take, preferred first: its `sl`, else its class's SLs of lane 0, one
     /// per routing layer (the first whose VL admits a tree is taken).
     sls: Vec<u8>,
+    /// Whether `sls` is its declared `sl` (it cannot move to a VL of its own).
+    pinned: bool,
     members: BTreeMap<PortRef, JoinState>,
 }
 
@@ -45,7 +54,7 @@ struct Planned {
 pub fn apply(
     state: &mut FabricState,
     e: &Elaborated,
-    map: &LaneMap,
+    map: &mut LaneMap,
     layers: Option<&Layers>,
     engine: Engine,
 ) -> Result<Option<RouteNote>, Vec<Diagnostic>> {
@@ -62,6 +71,7 @@ pub fn apply(
             mlid: Mlid::MIN,
             pkey: 0xffff,
             sls: default_sls.clone(),
+            pinned: false,
             members: live.iter().map(|&p| (p, JoinState::FULL)).collect(),
         });
         let declared: BTreeSet<Mlid> = config.groups.iter().map(|g| g.mlid).collect();
@@ -96,6 +106,7 @@ pub fn apply(
                 mlid,
                 pkey: 0x8000 | t.pkey,
                 sls,
+                pinned: false,
                 members: ports
                     .into_iter()
                     .filter(|p| live.contains(p))
@@ -156,6 +167,7 @@ pub fn apply(
             mlid: g.mlid,
             pkey: g.pkey.0,
             sls,
+            pinned: g.sl.is_some(),
             members,
         });
     }
@@ -169,6 +181,8 @@ pub fn apply(
     let sl2vl = (!map.trivial()).then(|| map.sl2vl_table());
     let mut trees = Trees::new(state, engine, &e.config.routing, layers, sl2vl);
     let mut built: Vec<(Mlid, u8, crate::routing::multicast::Tree)> = Vec::new();
+    // The groups no layer's VL admits a tree on, with why, for a VL of their own.
+    let mut homeless: Vec<(&Planned, TreeError)> = Vec::new();
     for p in &planned {
         let mut last = None;
         for &sl in &p.sls {
@@ -183,35 +197,51 @@ pub fn apply(
         }
         match last {
             None => {}
-            Some(err) => {
-                let help = match err {
-                    TreeError::Loop { .. } => {
-                        "put the group on an SL of its own VL (`sl = …`, with a QoS class \
-                         there), or route with `engine = updn`, whose Up*/Down* order every \
-                         tree can follow"
+            Some(err @ TreeError::Loop { .. }) if !p.pinned => homeless.push((p, err)),
+            Some(err) => errors.push(refusal(e, p, &err, None)),
+        }
+    }
+    // A VL of their own: one spanning tree there, each group one of its subtrees.
+    let mut own: Option<OwnVl> = None;
+    if !homeless.is_empty() {
+        let pinned: Vec<u8> = planned
+            .iter()
+            .filter(|p| p.pinned)
+            .flat_map(|p| p.sls.iter().copied())
+            .collect();
+        match map.spare(&pinned) {
+            Ok((sl, vl)) => {
+                map.give_multicast(sl, vl, &pinned);
+                let span = trees.spanning();
+                let mut groups = Vec::new();
+                for (p, _) in &homeless {
+                    match trees.subtree(&span, &p.members) {
+                        Ok(t) => {
+                            built.push((p.mlid, sl.0, t));
+                            groups.push(p.name.clone());
+                        }
+                        Err(err) => errors.push(refusal(e, p, &err, None)),
                     }
-                    TreeError::Unreachable { .. } => {
-                        "the faults cut the group's members apart; check the `faults` block"
-                    }
-                };
-                let d = Diagnostic::error(
-                    Code::MulticastLoop,
-                    format!("multicast group `{}` ({}): {err}", p.name, p.mlid),
-                )
-                .help(help);
-                errors.push(match p.span {
-                    Some(at) => d.label(source, at, "this group"),
-                    None => d.label(
-                        source,
-                        e.fabric_origin.span,
-                        "its implicit IPoIB group (`multicast { ipoib = false }` turns them off)",
-                    ),
+                }
+                own = Some(OwnVl {
+                    sl: sl.0,
+                    vl: vl.0,
+                    root: span.root_switch(&trees),
+                    groups,
                 });
+            }
+            Err(spare) => {
+                for (p, err) in &homeless {
+                    errors.push(refusal(e, p, err, Some((spare, map.budget))));
+                }
             }
         }
     }
     let checked = built.iter().all(|(_, _, t)| t.checked);
     drop(trees);
+    if own.is_some() {
+        crate::qos::tables(state, map);
+    }
     for (mlid, _, t) in &built {
         for &(sw, mask) in &t.masks {
             let node = state.fabric.node(sw);
@@ -277,14 +307,103 @@ pub fn apply(
              one on their own"
         )
     };
+    let own = own.map_or_else(String::new, |o| {
+        let mut names: Vec<String> = o
+            .groups
+            .iter()
+            .take(NOTE_GROUPS)
+            .map(|g| format!("`{g}`"))
+            .collect();
+        if o.groups.len() > NOTE_GROUPS {
+            names.push(format!("and {} more", o.groups.len() - NOTE_GROUPS));
+        }
+        let (they, own, each) = if o.groups.len() == 1 {
+            ("it is", "its", "as")
+        } else {
+            ("they are", "their", "each")
+        };
+        format!(
+            "; no routing layer's VL admits a tree for {}: {they} on SL {} → VL {}, a VL of \
+             {own} own that no unicast route takes, {each} a subtree of one breadth-first \
+             spanning tree from `{}`",
+            names.join(", "),
+            o.sl,
+            o.vl,
+            o.root.map_or("?", |r| state.fabric.node(r).name()),
+        )
+    });
     Ok(Some(RouteNote {
         code: Code::Multicast,
         message: format!(
-            "{} multicast group(s), {how}: {}",
+            "{} multicast group(s), {how}: {}{own}",
             planned.len(),
             listed.join("; ")
         ),
     }))
+}
+
+/// The SL and VL of their own the groups no layer's VL admitted got, and which.
+struct OwnVl {
+    sl: u8,
+    vl: u8,
+    /// The spanning tree's root.
+    root: Option<NodeId>,
+    /// The groups on it, by name, in MLID order.
+    groups: Vec<String>,
+}
+
+/// The error for group `p`, which has no tree: `err`; for a loop, with `spare` what kept
+/// it off a VL of its own (and the budget), when that was tried.
+fn refusal(e: &Elaborated, p: &Planned, err: &TreeError, spare: Option<(Spare, u8)>) -> Diagnostic {
+    let source = e.fabric_origin.source;
+    let (why, help) = match (err, spare) {
+        (TreeError::Unreachable { .. }, _) => (
+            String::new(),
+            "the faults cut the group's members apart; check the `faults` block".to_owned(),
+        ),
+        (TreeError::Loop { .. }, None) => (
+            String::new(),
+            "put the group on an SL of its own VL (`sl = …`, with a QoS class there), leave \
+             out its `sl` (weft then gives it a VL of its own when the budget has one spare), \
+             or route with `engine = updn`, whose Up*/Down* order every tree can follow"
+                .to_owned(),
+        ),
+        (TreeError::Loop { .. }, Some((Spare::Vls { needed: Some(n) }, budget))) => (
+            format!(
+                "; every VL of the budget of {budget} carries unicast routes, and a VL of its \
+                 own would need a budget of {n}"
+            ),
+            format!(
+                "raise `vls {{ budget = {n} }}` (the ports' VLCap allowing), or route with \
+                 `engine = updn`, whose Up*/Down* order every tree can follow"
+            ),
+        ),
+        (TreeError::Loop { .. }, Some((Spare::Vls { needed: None }, _))) => (
+            "; all 15 data VLs carry unicast routes, none is left for a VL of its own".to_owned(),
+            "route with `engine = updn`, whose Up*/Down* order every tree can follow, or \
+             with fewer QoS lanes"
+                .to_owned(),
+        ),
+        (TreeError::Loop { .. }, Some((Spare::Sls, _))) => (
+            "; all 16 SLs are in use, none is left for a VL of its own".to_owned(),
+            "give the QoS classes fewer SLs, or route with `engine = updn`, whose Up*/Down* \
+             order every tree can follow"
+                .to_owned(),
+        ),
+    };
+    let d = Diagnostic::error(
+        Code::MulticastLoop,
+        format!("multicast group `{}` ({}): {err}{why}", p.name, p.mlid),
+    )
+    .help(help);
+    match p.span {
+        Some(at) => d.label(source, at, "this group"),
+        None => d.label(
+            source,
+            e.fabric_origin.span,
+            "its implicit IPoIB group (`multicast { ipoib = false }` turns them off)",
+        ),
+    }
 }
 
 /// Every end port whose cable is up (the ports that can join a group), in order.

@@ -471,6 +471,19 @@ build_case!(
     multicast_loop,
     "use std::hardware::{sb7800, connectx5}\nuse std::topology::ring\nfabric r {\n    topology = ring(n: 6, switch: sb7800, hca: connectx5)\n    vls { budget = 2 }\n    routing { engine = layered }\n    multicast { group jobs { mlid = 0xc001, members = all, sl = 0 } }\n}\n"
 );
+// On the 4×4 torus routed by `layered` (one layer, VL 0), every tree of the IPoIB group and
+// of `jobs` closes a loop with the routes: both get a VL of their own, VL 1 (SL 1), subtrees
+// of one spanning tree; `pinned`, held to SL 0's VL by its `sl`, on a leaf alone, keeps it.
+build_case!(
+    multicast_own_vl_note,
+    "use std::hardware::{sb7800, connectx5}\nuse std::topology::torus\nfabric t {\n    topology = torus(dims: [4, 4], switch: sb7800, hca: connectx5, hosts_per_switch: 2)\n    routing { engine = layered }\n    multicast {\n        ipoib = true\n        group jobs { mlid = 0xc001, members = all }\n        group pinned { mlid = 0xc002, members = [h1, h2], sl = 0 }\n    }\n}\n"
+);
+// The 5×5 torus on 2 VLs: its two layers take both, no layer's VL admits the IPoIB group's
+// tree, and none is left for a VL of its own: refused with the loop and the budget needed.
+build_case!(
+    multicast_loop_no_spare_vl,
+    "use std::hardware::{sb7800, connectx5}\nuse std::topology::torus\nfabric t {\n    topology = torus(dims: [5, 5], switch: sb7800, hca: connectx5, hosts_per_switch: 2)\n    vls { budget = 2 }\n    routing { engine = layered }\n    multicast { ipoib = true }\n}\n"
+);
 // A switch whose MFT holds one MLID (0xc000) cannot carry group 0xc001.
 build_case!(
     mft_capacity_exceeded,

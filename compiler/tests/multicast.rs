@@ -176,6 +176,67 @@ fn a_group_on_one_leaf_stays_there() {
     assert_trees(&st, 8);
 }
 
+/// On the 4×4 torus under `layered` (one layer, VL 0, where a trivial lane map wrote no
+/// tables), the IPoIB group and `jobs` have no tree free of loops with the routes: they get
+/// SL 1 on VL 1, in every switch's SL→VL map and every end port's injection, scheduled by
+/// every cabled port's VL arbitration, within `max_vls`, and in `opensm.conf`'s tables; SL 0
+/// stays on VL 0, and so does SL 3, which `pinned` (on one switch) declares; the trees
+/// deliver once to every member.
+#[test]
+fn a_layered_torus_gives_its_groups_a_vl_of_their_own() {
+    let src = "use std::hardware::{sb7800, connectx5}\nuse std::topology::torus\nfabric t {\n    topology = torus(dims: [4, 4], switch: sb7800, hca: connectx5, hosts_per_switch: 2)\n    routing { engine = layered }\n    multicast {\n        ipoib = true\n        group jobs { mlid = 0xc001, members = all }\n        group pinned { mlid = 0xc002, members = [h1, h2], sl = 3 }\n    }\n}\n";
+    let c = check("t.weft", src, &NoFiles);
+    let b = build(c.elaborated.as_ref().unwrap()).unwrap_or_else(|d| panic!("{d:?}"));
+    assert_eq!(b.lanes.layers, 1);
+    assert_eq!(b.lanes.multicast.map(|(s, v)| (s.0, v.0)), Some((1, 1)));
+    let st = b.state.state();
+    let sls: Vec<u8> = st.multicast.groups.iter().map(|g| g.sl.0).collect();
+    assert_eq!(sls, [1, 1, 3]);
+    for (id, sw) in &st.switches {
+        let t = sw
+            .sl2vl_all
+            .unwrap_or_else(|| panic!("{id:?}: no SL→VL map"));
+        assert_eq!((t[0], t[1], t[3]), (0, 1, 0), "{id:?}");
+    }
+    for p in live_ports(st) {
+        assert_eq!(st.injection_vl(p, weft_fabric::Sl(1)).0, 1, "{p:?}");
+        assert_eq!(st.injection_vl(p, weft_fabric::Sl(0)).0, 0, "{p:?}");
+    }
+    for (p, ps) in &st.ports {
+        if st.fabric.live_peer(*p).is_none() {
+            continue;
+        }
+        let arb = ps
+            .vlarb
+            .as_ref()
+            .unwrap_or_else(|| panic!("{p:?}: no VLArb"));
+        let vls: Vec<(u8, u8)> = arb.low.iter().map(|w| (w.vl, w.weight)).collect();
+        assert_eq!(vls, [(0, 1), (1, 1)], "{p:?}");
+    }
+    assert_eq!(st.max_vls, Some(2));
+    assert_eq!(
+        weft_compiler::qos::qos_conf(&b.lanes),
+        weft_fabric::opensm::QosConf::of_state(st).unwrap()
+    );
+    assert_trees(st, 64);
+}
+
+/// Every end port whose cable is up.
+fn live_ports(st: &FabricState) -> Vec<PortRef> {
+    st.fabric
+        .node_ids()
+        .filter(|&n| !st.fabric.node(n).is_switch())
+        .flat_map(|n| {
+            st.fabric
+                .node(n)
+                .ports
+                .iter()
+                .map(move |p| PortRef::new(n, p.num.0))
+        })
+        .filter(|&p| st.fabric.live_peer(p).is_some())
+        .collect()
+}
+
 mod random {
     use super::*;
     use proptest::prelude::*;

@@ -168,15 +168,7 @@ impl<'a> Trees<'a> {
             }
             None => {
                 // The most central switches first.
-                let mut dist = vec![u32::MAX; n];
-                let mut ecc: Vec<(u32, u64, usize)> = (0..n)
-                    .map(|i| {
-                        g.hops_into(&[i], &mut dist);
-                        let e = dist.iter().copied().filter(|&d| d != u32::MAX).max();
-                        (e.unwrap_or(0), guid(i), i)
-                    })
-                    .collect();
-                ecc.sort_unstable();
+                let ecc = by_centrality(&g, state);
                 let best = ecc.first().map_or(0, |e| e.0);
                 let top = ecc.iter().take_while(|e| e.0 == best).count();
                 (ecc.into_iter().map(|e| e.2).collect(), top)
@@ -274,43 +266,13 @@ impl<'a> Trees<'a> {
         let fabric = &self.state.fabric;
         let vl = self.vl_of(sl);
         let slot = self.deps_for(vl);
-        // Each member's switch and the port toward it.
-        let mut at: BTreeMap<usize, PortMask> = BTreeMap::new();
-        for (&p, js) in members {
-            let Some(peer) = fabric.live_peer(p) else {
-                continue;
-            };
-            let Some(&x) = self.g.index.get(peer.node.index()) else {
-                continue;
-            };
-            if x == u32::MAX {
-                continue;
-            }
-            let mask = at.entry(x as usize).or_default();
-            if js.receives() {
-                mask.insert(peer.port);
-            }
-        }
+        let at = self.member_switches(members);
         let needed: Vec<usize> = at.keys().copied().collect();
-        let finish = |masks: Vec<(usize, PortMask)>, root: usize, checked: bool, g: &Graph| Tree {
-            masks: masks
-                .into_iter()
-                .filter(|(_, m)| !m.is_empty())
-                .map(|(x, m)| (g.switches[x].id, m))
-                .collect(),
-            root: Some(g.switches[root].id),
-            checked,
-        };
-        if let [only] = needed[..] {
-            let m = at.get(&only).copied().unwrap_or_default();
-            return Ok(finish(vec![(only, m)], only, true, &self.g));
+        if let Some(t) = self.at_most_one(&at) {
+            return Ok(t);
         }
         let Some(&first) = needed.first() else {
-            return Ok(Tree {
-                masks: Vec::new(),
-                root: None,
-                checked: true,
-            });
+            return Ok(self.finish(Vec::new(), None, true));
         };
         let mut deps = self.deps.remove(&slot).flatten();
         let checked = deps.is_some();
@@ -349,7 +311,7 @@ impl<'a> Trees<'a> {
         }
         self.deps.insert(slot, deps);
         if let Some((masks, root)) = result {
-            return Ok(finish(masks, root, checked, &self.g));
+            return Ok(self.finish(masks, Some(root), checked));
         }
         let (unreached, cycle) = failure.unwrap_or((first, Vec::new()));
         let switch = fabric.node(self.g.switches[unreached].id).name().to_owned();
@@ -361,6 +323,135 @@ impl<'a> Trees<'a> {
             vl,
             cycle: self.loop_text(&cycle),
         })
+    }
+
+    /// Each member's switch (dense index) and the ports toward its receiving members there.
+    fn member_switches(&self, members: &BTreeMap<PortRef, JoinState>) -> BTreeMap<usize, PortMask> {
+        let mut at: BTreeMap<usize, PortMask> = BTreeMap::new();
+        for (&p, js) in members {
+            let Some(peer) = self.state.fabric.live_peer(p) else {
+                continue;
+            };
+            let Some(&x) = self.g.index.get(peer.node.index()) else {
+                continue;
+            };
+            if x == u32::MAX {
+                continue;
+            }
+            let mask = at.entry(x as usize).or_default();
+            if js.receives() {
+                mask.insert(peer.port);
+            }
+        }
+        at
+    }
+
+    /// The tree of a group whose members are on one switch (its mask there) or on none
+    /// (empty); `None` when they are on several.
+    fn at_most_one(&self, at: &BTreeMap<usize, PortMask>) -> Option<Tree> {
+        match at.iter().collect::<Vec<_>>()[..] {
+            [] => Some(self.finish(Vec::new(), None, true)),
+            [(&only, &m)] => Some(self.finish(vec![(only, m)], Some(only), true)),
+            _ => None,
+        }
+    }
+
+    /// A tree of the masks by dense switch index (empty ones left out).
+    fn finish(&self, masks: Vec<(usize, PortMask)>, root: Option<usize>, checked: bool) -> Tree {
+        Tree {
+            masks: masks
+                .into_iter()
+                .filter(|(_, m)| !m.is_empty())
+                .map(|(x, m)| (self.g.switches[x].id, m))
+                .collect(),
+            root: root.map(|r| self.g.switches[r].id),
+            checked,
+        }
+    }
+
+    /// The spanning tree the groups on a VL of their own share: breadth first from the most
+    /// central switch (the smallest eccentricity, then GUID), one cable per pair of
+    /// neighbours. A tree alone on a VL closes no credit loop — a packet never turns back
+    /// on the cable it came by, and a tree has no cycle to go round — and the dependencies of
+    /// its subtrees are among its own, so every group on the VL may be one of its
+    /// subtrees ([`Trees::subtree`]).
+    pub fn spanning(&self) -> Spanning {
+        let n = self.g.switches.len();
+        let root = match self.key {
+            // Without an orientation the roots are already by centrality.
+            None => self.roots.first().copied().unwrap_or(0),
+            Some(_) => by_centrality(&self.g, self.state)
+                .first()
+                .map_or(0, |c| c.2),
+        };
+        let mut parent: Vec<Option<(usize, u8, u8)>> = vec![None; n];
+        let mut inside = vec![false; n];
+        if let Some(r) = inside.get_mut(root) {
+            *r = true;
+        }
+        let mut queue: VecDeque<usize> = (root < n).then_some(root).into_iter().collect();
+        while let Some(x) = queue.pop_front() {
+            for grp in &self.g.switches[x].groups {
+                let y = grp.peer as usize;
+                if inside[y] {
+                    continue;
+                }
+                let Some(&(px, py)) = grp.ports.get(self.spread_link(grp.ports.len(), root)) else {
+                    continue;
+                };
+                inside[y] = true;
+                parent[y] = Some((x, px, py));
+                queue.push_back(y);
+            }
+        }
+        Spanning {
+            root,
+            parent,
+            inside,
+        }
+    }
+
+    /// Group `members`' tree as the smallest subtree of `span` that holds every member's
+    /// switch: their ways up to its root, without the part above the highest switch where
+    /// they meet.
+    pub fn subtree(
+        &self,
+        span: &Spanning,
+        members: &BTreeMap<PortRef, JoinState>,
+    ) -> Result<Tree, TreeError> {
+        let at = self.member_switches(members);
+        if let Some(t) = self.at_most_one(&at) {
+            return Ok(t);
+        }
+        let needed: Vec<usize> = at.keys().copied().collect();
+        if let Some(&x) = needed.iter().find(|&&x| !span.inside[x]) {
+            return Err(TreeError::Unreachable {
+                switch: self
+                    .state
+                    .fabric
+                    .node(self.g.switches[x].id)
+                    .name()
+                    .to_owned(),
+            });
+        }
+        let mut keep = ways_to_root(&span.parent, &needed, span.root);
+        // Down from the root while it is no member's switch and has a single branch kept.
+        let n = keep.len();
+        let mut children = vec![0u32; n];
+        let mut child = vec![usize::MAX; n];
+        for y in (0..n).filter(|&y| keep[y]) {
+            if let Some((x, ..)) = span.parent[y] {
+                children[x] += 1;
+                child[x] = y;
+            }
+        }
+        let mut top = span.root;
+        while !at.contains_key(&top) && children[top] == 1 {
+            keep[top] = false;
+            top = child[top];
+        }
+        let masks = tree_masks(&span.parent, &keep, &at);
+        Ok(self.finish(masks, Some(top), true))
     }
 
     /// Grows the tree from `root` breadth first (down the orientation when `oriented`) until
@@ -458,45 +549,26 @@ impl<'a> Trees<'a> {
             return Err((x, refused));
         }
         // Keep the members' switches and their ways to the root.
-        let mut keep = vec![false; n];
-        keep[root] = true;
-        for &x in needed {
-            let mut y = x;
-            while !keep[y] {
-                keep[y] = true;
-                match parent[y] {
-                    Some((p, ..)) => y = p,
-                    None => break,
-                }
-            }
-        }
-        let mut masks: BTreeMap<usize, PortMask> = BTreeMap::new();
-        for y in 0..n {
-            if !keep[y] {
-                continue;
-            }
-            let m = masks.entry(y).or_default();
-            if let Some(local) = at.get(&y) {
-                for p in local.iter() {
-                    m.insert(p);
-                }
-            }
-            if let Some((x, px, py)) = parent[y] {
-                m.insert(PortNum(py));
-                masks.entry(x).or_default().insert(PortNum(px));
-            }
-        }
+        let keep = ways_to_root(&parent, needed, root);
+        let masks = tree_masks(&parent, &keep, at);
+        let mask_of = |x: usize| {
+            masks
+                .binary_search_by_key(&x, |m| m.0)
+                .ok()
+                .and_then(|i| masks.get(i))
+                .map_or_else(PortMask::default, |m| m.1)
+        };
         // Dependencies between two links of which one was pruned go again.
         let pruned: Vec<(u32, u32, usize, u8, u8)> = added
             .iter()
             .copied()
             .filter(|&(_, _, x, a, b)| {
-                let m = masks.get(&x).copied().unwrap_or_default();
+                let m = mask_of(x);
                 !(m.contains(PortNum(a)) && m.contains(PortNum(b)))
             })
             .collect();
         undo(deps, &pruned);
-        Ok(masks.into_iter().collect())
+        Ok(masks)
     }
 
     /// Which of `links` parallel cables a tree from `root` takes: spread by root, so trees
@@ -543,6 +615,85 @@ impl<'a> Trees<'a> {
         }
         parts.join(" → ")
     }
+}
+
+/// The spanning tree of [`Trees::spanning`].
+pub struct Spanning {
+    /// Its root (dense switch index).
+    root: usize,
+    /// Per switch: its parent, the parent's port and its own (`None` at the root and off the
+    /// tree).
+    parent: Vec<Option<(usize, u8, u8)>>,
+    /// Per switch: whether the tree reaches it.
+    inside: Vec<bool>,
+}
+
+impl Spanning {
+    /// Its root switch (`None` in a fabric without switches).
+    pub fn root_switch(&self, trees: &Trees<'_>) -> Option<NodeId> {
+        trees.g.switches.get(self.root).map(|s| s.id)
+    }
+}
+
+/// The switches on the ways from each of `needed` up `parent` to `root`, and `root`.
+fn ways_to_root(parent: &[Option<(usize, u8, u8)>], needed: &[usize], root: usize) -> Vec<bool> {
+    let mut keep = vec![false; parent.len()];
+    if let Some(k) = keep.get_mut(root) {
+        *k = true;
+    }
+    for &x in needed {
+        let mut y = x;
+        while keep.get(y) == Some(&false) {
+            keep[y] = true;
+            match parent[y] {
+                Some((p, ..)) => y = p,
+                None => break,
+            }
+        }
+    }
+    keep
+}
+
+/// Each kept switch's mask, by dense index: its members' ports (`at`) and its links to its
+/// kept parent and children.
+fn tree_masks(
+    parent: &[Option<(usize, u8, u8)>],
+    keep: &[bool],
+    at: &BTreeMap<usize, PortMask>,
+) -> Vec<(usize, PortMask)> {
+    let mut masks: BTreeMap<usize, PortMask> = BTreeMap::new();
+    for (y, _) in keep.iter().enumerate().filter(|(_, &k)| k) {
+        let m = masks.entry(y).or_default();
+        if let Some(local) = at.get(&y) {
+            for p in local.iter() {
+                m.insert(p);
+            }
+        }
+        if let Some((x, px, py)) = parent[y].filter(|&(x, ..)| keep[x]) {
+            m.insert(PortNum(py));
+            masks.entry(x).or_default().insert(PortNum(px));
+        }
+    }
+    masks.into_iter().collect()
+}
+
+/// Every switch as (eccentricity in hops, GUID, dense index), the most central first.
+fn by_centrality(g: &Graph, state: &FabricState) -> Vec<(u32, u64, usize)> {
+    let n = g.switches.len();
+    let mut dist = vec![u32::MAX; n];
+    let mut ecc: Vec<(u32, u64, usize)> = (0..n)
+        .map(|i| {
+            g.hops_into(&[i], &mut dist);
+            let e = dist.iter().copied().filter(|&d| d != u32::MAX).max();
+            (
+                e.unwrap_or(0),
+                state.fabric.node(g.switches[i].id).guid().0,
+                i,
+            )
+        })
+        .collect();
+    ecc.sort_unstable();
+    ecc
 }
 
 /// Why a tree from one root failed: a member's switch it did not reach, and the loop (as
