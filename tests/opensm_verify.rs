@@ -8,7 +8,12 @@
 //!   between roots);
 //! * `minhop` on a 6-switch ring: a credit loop, its witness routes replayed on the tables;
 //! * `lash` on the same ring, with its SL2VL dump and its path SLs: deadlock-free; the same
-//!   tables with every SL forced to 0: a credit loop.
+//!   tables with every SL forced to 0: a credit loop;
+//! * `updn` (rooted at `R0`) on the same ring with a multicast tree along the ring, cut at each
+//!   cable in turn, given as an `opensm.mcfdbs` dump: whether the union of the tree and the
+//!   unicast routes has a credit loop, weft and `ibdmchk -M` (multicast in its credit-loop
+//!   analysis) agree on every cut, some with a loop and some without; without `-M` ibdmchk
+//!   finds none.
 //!
 //! The ftree and minhop runs are also checked against `ibdmchk` (ibutils) on OpenSM's
 //! `opensm-subnet.lst`/`opensm.fdbs`: same credit-loop verdict, ibdmchk's loop channel is one
@@ -69,12 +74,18 @@ fn opensm_args(engine: &str, dir: &Path, log: &Path) -> Vec<String> {
 
 /// Runs one OpenSM sweep (`-o`) with `engine`.
 fn opensm_once(sim: &Ibsim, engine: &str) -> Run {
+    opensm_once_with(sim, engine, &[])
+}
+
+/// [`opensm_once`] with more OpenSM arguments.
+fn opensm_once_with(sim: &Ibsim, engine: &str, more: &[&str]) -> Run {
     let dir = sim.dir().join(format!("osm-{engine}"));
     let cache = dir.join("cache");
     std::fs::create_dir_all(&cache).unwrap();
     let log = dir.join("osm.log");
     let mut args = vec!["-o".to_owned()];
     args.extend(opensm_args(engine, &dir, &log));
+    args.extend(more.iter().map(|a| (*a).to_owned()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let r = sim.run_env(
         "opensm",
@@ -170,6 +181,8 @@ fn state(d: &ibnetdiscover::Discovered, run: &Run, sl2vl: bool, psl: Option<&str
             sl2vl: sl2vl_text.as_deref(),
             path_sl: psl,
             guid2lid: None,
+            mfts: None,
+            mcmembers: None,
         },
     )
     .unwrap_or_else(|e| panic!("{e}"));
@@ -179,17 +192,14 @@ fn state(d: &ibnetdiscover::Discovered, run: &Run, sl2vl: bool, psl: Option<&str
 
 /// What `ibdmchk` (ibutils) prints about OpenSM's dumps; `all` adds switch paths (`-a`).
 fn ibdmchk_text(run: &Run, all: bool) -> String {
-    let mut args = vec![
-        "-s",
-        "opensm-subnet.lst",
-        "-f",
-        "opensm.fdbs",
-        "-m",
-        "opensm.mcfdbs",
-    ];
-    if all {
-        args.push("-a");
-    }
+    ibdmchk_with(run, "opensm.mcfdbs", if all { &["-a"] } else { &[] })
+}
+
+/// `ibdmchk` on OpenSM's subnet and unicast dumps with the MFT dump `mcfdbs` (in the run's
+/// directory) and more flags.
+fn ibdmchk_with(run: &Run, mcfdbs: &str, flags: &[&str]) -> String {
+    let mut args = vec!["-s", "opensm-subnet.lst", "-f", "opensm.fdbs", "-m", mcfdbs];
+    args.extend_from_slice(flags);
     let out = Command::new(Tools::find(&["ibdmchk"]).unwrap().programs[0].1.clone())
         .args(args)
         .current_dir(&run.dir)
@@ -483,6 +493,8 @@ fn lash_on_a_ring_is_deadlock_free_with_its_sls_and_loops_without() {
                 sl2vl: Some(&sl2vl),
                 path_sl: psl,
                 guid2lid: None,
+                mfts: None,
+                mcmembers: None,
             },
         )
         .unwrap_or_else(|e| panic!("{e}"))
@@ -545,6 +557,8 @@ fn dfsssp_on_a_ring_is_deadlock_free_for_hca_traffic() {
             sl2vl: Some(&sl2vl),
             path_sl: Some(&psl),
             guid2lid: None,
+            mfts: None,
+            mcmembers: None,
         },
     )
     .unwrap_or_else(|e| panic!("{e}"));
@@ -571,6 +585,8 @@ fn dfsssp_on_a_ring_is_deadlock_free_for_hca_traffic() {
             sl2vl: Some(&sl2vl),
             path_sl: None,
             guid2lid: None,
+            mfts: None,
+            mcmembers: None,
         },
     )
     .unwrap_or_else(|e| panic!("{e}"));
@@ -581,4 +597,143 @@ fn dfsssp_on_a_ring_is_deadlock_free_for_hca_traffic() {
             .deadlock_free,
         Outcome::Violated
     );
+}
+
+/// OpenSM's MFT dump format (`opensm.mcfdbs`): per switch with entries, its GUID line, the
+/// heading, and each MLID with its ports.
+fn mcfdbs(st: &FabricState, mfts: &[(&str, Vec<u8>)], mlid: u16) -> String {
+    let mut t = String::new();
+    for (name, ports) in mfts {
+        let id = st.fabric.find(name).unwrap();
+        let _ = writeln!(
+            t,
+            "\nSwitch {:#018x}\nLID    : Out Port(s)",
+            st.fabric.node(id).guid().0
+        );
+        let _ = write!(t, "{mlid:#06X} :");
+        for p in ports {
+            let _ = write!(t, " {p:#05x} ");
+        }
+        t.push('\n');
+    }
+    t.replace("0XC", "0xC")
+}
+
+/// OpenSM's `updn` on a ring, with a multicast tree along the ring cut at each cable in turn:
+/// a tree whose turn goes down then up closes a credit loop with the unicast routes, which
+/// are acyclic on their own. weft and `ibdmchk -M` (multicast in its credit-loop analysis)
+/// agree on every cut; without the MFTs both find no loop.
+#[test]
+fn updn_on_a_ring_with_multicast_trees_agrees_with_ibdmchk() {
+    let Some(tools) = ibsim::require(
+        "updn_on_a_ring_with_multicast_trees_agrees_with_ibdmchk",
+        &["opensm", "ibnetdiscover", "ibdmchk"],
+    ) else {
+        return;
+    };
+    let n = 6;
+    let fabric = testkit::ring(n, 1);
+    let sim = start(&tools, &fabric);
+    // OpenSM's updn finds no root on a ring by itself (and falls back to minhop): `R0` is.
+    let roots = sim.dir().join("roots");
+    std::fs::write(&roots, "0x0000000000200000\n").unwrap();
+    let run = opensm_once_with(&sim, "updn", &["-a", roots.to_str().unwrap()]);
+    let d = discover(&sim);
+    let unicast = state(&d, &run, false, None);
+    let u = verify(&unicast, &all_opts(Scope::HcaToHca));
+    assert!(
+        u.is_proven(),
+        "{:?}\n{}",
+        u.verdict,
+        run.read("osm.log")
+            .lines()
+            .filter(|l| l.contains("updn") || l.contains("UPDN") || l.contains("routing"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let ibdm = |mc: &str, multicast: bool| -> bool {
+        std::fs::write(run.dir.join("weft.mcfdbs"), mc).unwrap();
+        let text = ibdmchk_with(&run, "weft.mcfdbs", if multicast { &["-M"] } else { &[] });
+        let loops = text.contains("-E- credit loops in routing");
+        assert!(
+            loops || text.contains("no credit loops found"),
+            "ibdmchk said neither:\n{text}"
+        );
+        loops
+    };
+    let lfts = run.read("opensm-lfts.dump");
+    let mut verdicts = Vec::new();
+    for cut in 0..n {
+        // Every switch: its host (port 3) and both ring cables, but the cut cable's ends.
+        let mfts: Vec<(String, Vec<u8>)> = (0..n)
+            .map(|i| {
+                let mut ports = Vec::new();
+                if i != (cut + 1) % n {
+                    ports.push(2);
+                }
+                if i != cut {
+                    ports.push(1);
+                }
+                ports.sort_unstable();
+                ports.push(3);
+                (format!("R{i}"), ports)
+            })
+            .collect();
+        let named: Vec<(&str, Vec<u8>)> =
+            mfts.iter().map(|(s, p)| (s.as_str(), p.clone())).collect();
+        let text = mcfdbs(&unicast, &named, 0xc001);
+        let (st, _) = opensm::assemble(
+            d.fabric.clone(),
+            d.lids.clone(),
+            &Dumps {
+                lfts: &lfts,
+                sl2vl: None,
+                path_sl: None,
+                guid2lid: None,
+                mfts: Some(&text),
+                mcmembers: None,
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let r = verify(
+            &st,
+            &Options {
+                properties: weft_verifier::Property::defaults(&st),
+                ..all_opts(Scope::HcaToHca)
+            },
+        );
+        assert_eq!(r.traffic.multicast_groups, 1);
+        assert_eq!(
+            r.verdict.multicast_connected,
+            Some(Outcome::Proven),
+            "cut {cut}"
+        );
+        let ours = r.verdict.deadlock_free == Outcome::Violated;
+        if ours {
+            replay_all(&st, &r);
+            assert!(r
+                .credit_loops
+                .iter()
+                .any(|l| l.cycle.iter().any(|dep| dep.route.dlid.0 == 0xc001)));
+        }
+        assert!(
+            !ibdm(&text, false),
+            "cut {cut}: ibdmchk without -M finds a loop"
+        );
+        assert_eq!(
+            ibdm(&text, true),
+            ours,
+            "cut {cut}: ibdmchk -M and weft disagree\n{text}"
+        );
+        verdicts.push(ours);
+    }
+    assert!(
+        verdicts.iter().any(|&v| v),
+        "no cut closes a loop: {verdicts:?}"
+    );
+    assert!(
+        verdicts.iter().any(|&v| !v),
+        "every cut closes a loop: {verdicts:?}"
+    );
+    drop(sim);
 }

@@ -442,7 +442,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
     /// Trees cabled like Selene's storage fabric, random in size, planes, host-less leaves,
     /// missing cables and a management island on a random spine: sFtree from a subtree
-    /// root, proven; the host-less leaves are leaves (with no cable missing) and the island
+    /// root (with cables missing, sFtree turn by turn is allowed), proven; the host-less leaves are leaves (with no cable missing) and the island
     /// is set aside and reached through the spine it hangs off.
     #[test]
     fn trees_in_planes_are_routed_by_sftree_and_proven(
@@ -459,7 +459,20 @@ proptest! {
     ) {
         let p = Planes { pods, leaves, hosts, hostless, spines, planes, cores, missing, management, seed };
         let b = build(&planes_program(&p));
-        assert_sftree(&b);
+        if missing == 0 {
+            assert_sftree(&b);
+        } else {
+            // With cables missing, the subtree root's completion may close a loop: sFtree then
+            // goes turn by turn (`weft::sftree_acyclic`, proven all the same), never to updn.
+            // (The saved case of 3 pods, one plane of 2 spines, 3 cores, 2 cables missing.)
+            prop_assert_eq!(b.engine_used, Engine::FatTree, "{}", b.why);
+            let codes = note_codes(&b);
+            prop_assert!(
+                (codes.contains(&Code::SftreeRoot) || codes.contains(&Code::SftreeAcyclic))
+                    && !codes.contains(&Code::FatTreeUpdn),
+                "{:?}", b.notes
+            );
+        }
         let f = &b.state.fabric;
         let Shape::FatTree(t) = shape::detect(f) else {
             panic!("not a fat-tree: {:?}", shape::detect(f));

@@ -5,6 +5,8 @@
 //! * the ≈48 000-LID fabric (`examples/cluster-45056.weft`) — target < 10 s and < 4 GiB
 //!   (peak RSS is printed after the first run);
 //! * the certificate checker on the 11 664-node fabric;
+//! * the 11 664-node fabric with its IPoIB broadcast group and 64 more multicast groups, side
+//!   by side with unicast alone (`WEFT_BENCH_FABRICS=multicast`) — target < 25 % more;
 //! * the z3 engine: how large a fabric it decides within 60 s (a one-off table, printed).
 //!
 //! States come from weft's own compiler (LIDs + routing, `weft_compiler::build`); the verifier
@@ -25,7 +27,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 use weft_bench::example;
 use weft_fabric::ValidState;
-use weft_verifier::{certificate, verify, Options};
+use weft_verifier::{certificate, verify, Options, Property};
 
 /// The state weft compiles for an example.
 fn compiled(name: &str) -> ValidState {
@@ -115,6 +117,38 @@ fn explicit(c: &mut Criterion) {
                 b.iter(|| certificate::check(black_box(&st), cert, &Default::default()).unwrap())
             });
         }
+    }
+    // Multicast (issue 28's target: the broadcast group and 64 more cost < 25 % over unicast
+    // alone). Side by side: the same tables with and without the groups.
+    if only.is_empty() || only.split(',').any(|o| o == "multicast") {
+        let name = "cluster-11664.weft";
+        let unicast = compiled(name);
+        let st = weft_bench::with_multicast(&unicast, 64);
+        let opts = Options {
+            properties: Property::defaults(&st),
+            ..Options::default()
+        };
+        let t = Instant::now();
+        let r = verify(&st, &opts);
+        assert!(r.is_proven(), "{name} + multicast: {:?}", r.verdict);
+        let m = r.multicast.as_ref().unwrap();
+        eprintln!(
+            "{name} + {}: {} (sender, receiver) pairs, {} route states, {} dependencies in all; \
+             first run {:.3} s",
+            r.traffic.describe(),
+            m.pairs,
+            m.states,
+            r.stats.dependencies,
+            t.elapsed().as_secs_f64()
+        );
+        g.bench_function(
+            format!("{name} unicast alone (all pairs, with certificate)"),
+            |b| b.iter(|| verify(black_box(&unicast), &Options::default())),
+        );
+        g.bench_function(
+            format!("{name} + broadcast and 64 groups (all pairs, with certificate)"),
+            |b| b.iter(|| verify(black_box(&st), &opts)),
+        );
     }
     // Path-SL sets: the 11 664-node tree with QoS lanes (issue 9's target: vFtree < 1.5 s).
     if only.is_empty() || only.split(',').any(|o| o == "qos") {

@@ -179,3 +179,122 @@ pub fn log_span_ms(start: f64, end: f64) -> f64 {
     }
     d * 1e3
 }
+
+/// `st` (a fat-tree) with multicast: the IPoIB broadcast group 0xC000 of every end port, and
+/// `more` groups 0xC001… each of every `more`-th end port (by node order, offset by the
+/// group), every member full, SL 0. Each group's tree is the way down from one top-level
+/// switch (the groups spread over them by MLID) to its members' leaves: a switch's level is
+/// its distance in switches from the nearest end node, and a tree cable always joins a switch
+/// to one a level below, so no copy turns from down to up. Switches off the way to a member
+/// are left out.
+pub fn with_multicast(st: &weft_fabric::ValidState, more: usize) -> weft_fabric::ValidState {
+    use std::collections::{BTreeMap, VecDeque};
+    use weft_fabric::{JoinState, McGroup, Mlid, NodeId, PortMask, PortRef, Sl};
+    let mut st = st.clone().into_inner();
+    let f = &st.fabric;
+    let n = f.nodes().len();
+    // Levels: 0 for a switch with an end node, then breadth first.
+    let mut level = vec![u32::MAX; n];
+    let mut queue = VecDeque::new();
+    for id in f.node_ids().filter(|&id| f.node(id).is_switch()) {
+        let leaf = f.node(id).ports.iter().any(|p| {
+            f.live_peer(PortRef::new(id, p.num.0))
+                .is_some_and(|q| !f.node(q.node).is_switch())
+        });
+        if leaf {
+            level[id.index()] = 0;
+            queue.push_back(id);
+        }
+    }
+    while let Some(x) = queue.pop_front() {
+        for p in &f.node(x).ports {
+            if let Some(q) = f.live_peer(PortRef::new(x, p.num.0)) {
+                if f.node(q.node).is_switch() && level[q.node.index()] == u32::MAX {
+                    level[q.node.index()] = level[x.index()] + 1;
+                    queue.push_back(q.node);
+                }
+            }
+        }
+    }
+    let top = level
+        .iter()
+        .filter(|&&l| l != u32::MAX)
+        .max()
+        .copied()
+        .unwrap_or(0);
+    let roots: Vec<NodeId> = f
+        .node_ids()
+        .filter(|&id| f.node(id).is_switch() && level[id.index()] == top)
+        .collect();
+    let ends: Vec<PortRef> = f
+        .node_ids()
+        .filter(|&id| !f.node(id).is_switch())
+        .map(|id| PortRef::new(id, 1))
+        .filter(|&p| f.live_peer(p).is_some())
+        .collect();
+    let mut groups = Vec::new();
+    let mut mfts: BTreeMap<NodeId, weft_fabric::Mft> = BTreeMap::new();
+    for g in 0..=more {
+        let Some(mlid) = Mlid::new(0xc000 + g as u16) else {
+            panic!("group {g} is past the last MLID")
+        };
+        let members: Vec<PortRef> = if g == 0 {
+            ends.clone()
+        } else {
+            ends.iter().copied().skip(g - 1).step_by(more).collect()
+        };
+        let root = roots[g % roots.len()];
+        // The way down from the root: each switch's parent, a level above.
+        let mut parent: BTreeMap<NodeId, (NodeId, u8, u8)> = BTreeMap::new();
+        let mut queue = VecDeque::from([root]);
+        while let Some(x) = queue.pop_front() {
+            for p in &f.node(x).ports {
+                if let Some(q) = f.live_peer(PortRef::new(x, p.num.0)) {
+                    let y = q.node;
+                    if f.node(y).is_switch()
+                        && level[y.index()] + 1 == level[x.index()]
+                        && !parent.contains_key(&y)
+                    {
+                        parent.insert(y, (x, p.num.0, q.port.0));
+                        queue.push_back(y);
+                    }
+                }
+            }
+        }
+        let mut masks: BTreeMap<NodeId, PortMask> = BTreeMap::new();
+        for &m in &members {
+            let Some(leaf) = f.live_peer(m) else { continue };
+            masks.entry(leaf.node).or_default().insert(leaf.port);
+            let mut y = leaf.node;
+            while let Some(&(x, down, up)) = parent.get(&y) {
+                let fresh = !masks
+                    .get(&y)
+                    .is_some_and(|m| m.contains(weft_fabric::PortNum(up)));
+                masks.entry(y).or_default().insert(weft_fabric::PortNum(up));
+                masks
+                    .entry(x)
+                    .or_default()
+                    .insert(weft_fabric::PortNum(down));
+                if !fresh {
+                    break;
+                }
+                y = x;
+            }
+        }
+        for (x, mask) in masks {
+            mfts.entry(x).or_default().set(mlid, mask);
+        }
+        groups.push(McGroup {
+            mlid,
+            pkey: 0xffff,
+            sl: Sl(0),
+            members: members.iter().map(|&m| (m, JoinState::FULL)).collect(),
+        });
+    }
+    st.multicast.groups = groups;
+    st.multicast.mfts = mfts;
+    match weft_fabric::ValidState::new(st) {
+        Ok(v) => v,
+        Err(e) => panic!("the multicast state is not valid: {e}"),
+    }
+}

@@ -79,6 +79,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
             "engine_used": built.map(|b| b.engine_used.name()),
             "engine_why": built.map(|b| &b.why),
             "verdict": report.map(|r| &r.verdict),
+            "traffic": report.map(|r| &r.traffic),
             "proved": built.zip(report).map(|(b, r)| findings::proved(&b.state, r)),
         });
         match format {

@@ -87,9 +87,15 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
                 let st = &b.state;
                 if r.is_proven() {
                     text += &format!(
-                        "  verified  deadlock-free and connected ({} routes, {} channels, {} VL(s))\n",
-                        r.stats.routes, r.stats.channels, r.stats.vls
+                        "  verified  deadlock-free and connected ({} routes, {} channels, {} VL(s))\n            traffic: {}\n",
+                        r.stats.routes, r.stats.channels, r.stats.vls, r.traffic.describe()
                     );
+                    if let Some(m) = &r.multicast {
+                        text += &format!(
+                            "  verified  multicast: each of {} (sender, receiver) pairs of {} group(s) gets exactly one copy, and no copy comes back to a switch\n",
+                            m.pairs, m.traffic.multicast_groups
+                        );
+                    }
                     if let Some(i) = &r.isolation {
                         text += &format!(
                             "  verified  isolated: the P_Key tables of {} end ports enforce exactly the {} declared partition(s){}\n",
@@ -126,6 +132,8 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
                     "engine_used": routed.as_ref().map(|b| b.engine_used.name()),
                     "engine_why": routed.as_ref().map(|b| &b.why),
                     "verdict": report.as_ref().map(|r| &r.verdict),
+                "traffic": report.as_ref().map(|r| &r.traffic),
+                    "traffic": report.as_ref().map(|r| &r.traffic),
                     "proved": proved(),
                     "findings": found(),
                 }),

@@ -102,16 +102,41 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     if let Some(p) = &args.write_state {
         crate::output::write_file(p, planned.end.to_json().as_bytes()).map_err(Fatal::Run)?;
     }
+    let traffic = traffic(&old, &new);
     let text = match args.format {
         PlanFormat::Human if quiet => String::new(),
-        PlanFormat::Human => human(&planned, args.output.as_deref(), args.max_listed),
-        PlanFormat::Markdown => markdown(&planned, args.output.as_deref(), args.max_listed),
+        PlanFormat::Human => {
+            human(&planned, args.output.as_deref(), args.max_listed)
+                + &format!("  traffic: {traffic}\n")
+        }
+        PlanFormat::Markdown => {
+            markdown(&planned, args.output.as_deref(), args.max_listed)
+                + &format!("\nTraffic the proofs cover: {traffic}.\n")
+        }
         PlanFormat::Json => {
-            serde_json::to_string_pretty(&json(&planned, args.output.as_deref()))? + "\n"
+            let mut v = json(&planned, args.output.as_deref());
+            v["traffic"] = serde_json::Value::String(traffic);
+            serde_json::to_string_pretty(&v)? + "\n"
         }
     };
     out(None, &text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What traffic the steps' proofs cover: each MFT write is a step of its own, proven with
+/// the trees by the verifier; the LFT steps' mixes (the transition property) walk unicast
+/// routes only, so the plan says so when either state has multicast.
+fn traffic(old: &ValidState, new: &ValidState) -> String {
+    let groups = weft_verifier::Traffic::of(old)
+        .multicast_groups
+        .max(weft_verifier::Traffic::of(new).multicast_groups);
+    if groups == 0 {
+        weft_verifier::Traffic::default().describe()
+    } else {
+        format!(
+            "unicast and multicast ({groups} group(s)) for the MFT steps, each proven with the trees; the LFT steps' mixes are proven for unicast routes only"
+        )
+    }
 }
 
 /// No plan: the reason (exit 1).

@@ -141,6 +141,18 @@ pub(crate) fn verdict_lines(t: &mut String, r: &Report) {
                 group(a.pairs)
             );
         }
+        if let (Some(m), true) = (
+            &r.multicast,
+            r.properties.contains(&Property::MulticastConnected),
+        ) {
+            let _ = writeln!(
+                t,
+                "  multicast: each of {} (sender, receiver) pairs of {} group(s) gets exactly one copy, and no copy comes back to a switch",
+                group(m.pairs),
+                m.traffic.multicast_groups
+            );
+        }
+        traffic_line(t, r);
         return;
     }
     for &p in &r.properties {
@@ -162,6 +174,15 @@ pub(crate) fn verdict_lines(t: &mut String, r: &Report) {
                 p.noun(),
                 r.isolation.as_ref().map_or_else(String::new, isolation_count)
             ),
+            (Outcome::Violated, Property::MulticastConnected) => {
+                let m = r.multicast.as_ref();
+                format!(
+                    "× {}: {} (sender, receiver) pair(s) or looping sender(s) fail, in {} pattern(s)",
+                    p.noun(),
+                    group(m.map_or(0, |m| m.failed)),
+                    m.map_or(0, |m| m.failures.len())
+                )
+            }
             (Outcome::Violated, _) => format!(
                 "× {}: {} route(s) fail, in {} pattern(s)",
                 p.noun(),
@@ -176,6 +197,12 @@ pub(crate) fn verdict_lines(t: &mut String, r: &Report) {
             let _ = writeln!(t, "{line}");
         }
     }
+    traffic_line(t, r);
+}
+
+/// What traffic the verdict covers, in one line.
+fn traffic_line(t: &mut String, r: &Report) {
+    let _ = writeln!(t, "  traffic: {}", r.traffic.describe());
 }
 
 /// A verification for people: what was checked, the credit loops and failed-route patterns
@@ -246,6 +273,18 @@ pub(crate) fn human(
                 let _ = writeln!(t, "  {}", s.describe());
             }
         }
+        if let Some(m) = r.multicast.as_ref().filter(|m| !m.failures.is_empty()) {
+            let _ = writeln!(
+                t,
+                "\n× multicast: {} failed (sender, receiver) pair(s) and looping sender(s), in {} pattern(s) [{}]",
+                group(m.failed),
+                m.failures.len(),
+                Property::MulticastConnected.code()
+            );
+            for f in &m.failures {
+                let _ = writeln!(t, "  {}", f.describe());
+            }
+        }
         let _ = writeln!(t);
         verdict_lines(&mut t, r);
         if let Some(c) = &r.certificate {
@@ -269,9 +308,13 @@ pub(crate) fn human(
         );
         if report.is_none() {
             t += &findings::human_loops(findings);
+            let _ = writeln!(
+                t,
+                "  traffic: {}",
+                weft_verifier::Traffic::of(state).describe()
+            );
         }
     }
-    let _ = state;
     t
 }
 

@@ -5,8 +5,8 @@
 //! * `weft verify FILE.weft`: compile (LIDs, routing) and verify what was compiled;
 //! * `weft verify --state state.json`: a state `weft build` wrote;
 //! * `weft verify --topology FILE.ibnetdiscover --lfts opensm-lfts.dump [--sl2vl
-//!   opensm-sl2vl.dump] [--path-sl FILE.psl] [--guid2lid guid2lid]`: a fabric OpenSM
-//!   configured (LIDs from the topology's `lid` annotations unless a guid2lid is given; the
+//!   opensm-sl2vl.dump] [--path-sl FILE.psl] [--guid2lid guid2lid] [--mfts opensm.mcfdbs
+//!   [--mcmembers saquery.txt]]`: a fabric OpenSM configured (LIDs from the topology's `lid` annotations unless a guid2lid is given; the
 //!   ports it gives none are taken out of the proof and named as not covered).
 //!
 //! `--certificate FILE` re-checks a certificate against the state instead (linear time,
@@ -47,6 +47,14 @@ pub struct Args {
     /// OpenSM's `guid2lid` cache (instead of the topology's LIDs).
     #[arg(long, requires = "topology")]
     guid2lid: Option<PathBuf>,
+    /// Multicast forwarding tables: OpenSM's `opensm.mcfdbs`, or `ibroute -M`, `dump_fts -M`
+    /// or `dump_mfts` output (without them the proof covers unicast only, and says so).
+    #[arg(long, requires = "topology")]
+    mfts: Option<PathBuf>,
+    /// Multicast groups: `saquery` output (`saquery -g` and `saquery -m`, or `saquery MCMR`),
+    /// giving each group's SL and members (without it: members inferred from the MFTs, SL 0).
+    #[arg(long, requires = "mfts")]
+    mcmembers: Option<PathBuf>,
     /// A node-name map for the topology (`<guid> "<name>"` per line).
     #[arg(long, requires = "topology")]
     node_name_map: Option<PathBuf>,
@@ -85,6 +93,10 @@ pub struct CheckArgs {
     /// Failure patterns, failed routes and credit loops listed at most (all are counted).
     #[arg(long, default_value_t = 20)]
     max_listed: usize,
+    /// The fabric routes adaptively (e.g. NVIDIA's `ar_updn`): what the static tables prove
+    /// about routes is reported unknown ("not proven: adaptive routing"), violations stay.
+    #[arg(long, conflicts_with = "certificate")]
+    adaptive_routing: bool,
     /// A port the subnet manager runs on: `NODE` (an end node's port 1, a switch's port 0),
     /// `NODE:PORT`, or a node GUID for NODE; repeat for standbys. Replaces where the state
     /// says the SM runs (`isolated` checks every end port can reach it).
@@ -233,22 +245,14 @@ impl Loaded {
         report: Option<&Report>,
         z3: Option<&weft_verifier::z3::Z3Report>,
     ) -> Vec<findings::Finding> {
-        let (loops, total, patterns, isolation, apm) = match (report, z3) {
-            (Some(r), _) => (
-                r.credit_loops.as_slice(),
-                r.credit_loops_total,
-                r.failures.as_slice(),
-                r.isolation.as_ref(),
-                r.apm.as_ref(),
-            ),
-            (None, Some(z)) => (
-                z.credit_loop.as_slice(),
-                u64::from(z.credit_loop.is_some()),
-                &[][..],
-                None,
-                None,
-            ),
-            (None, None) => (&[][..], 0, &[][..], None, None),
+        let v = match (report, z3) {
+            (Some(r), _) => findings::Violations::of(r),
+            (None, Some(z)) => findings::Violations {
+                loops: z.credit_loop.as_slice(),
+                loops_total: u64::from(z.credit_loop.is_some()),
+                ..findings::Violations::default()
+            },
+            (None, None) => findings::Violations::default(),
         };
         let mut out: Vec<findings::Finding> = self
             .compiled
@@ -256,15 +260,7 @@ impl Loaded {
             .flat_map(|c| findings::of_diagnostics(&c.diagnostics, &c.sources))
             .collect();
         let origins = self.compiled.as_ref().and_then(Origins::of);
-        out.extend(findings::of_report(
-            loops,
-            total,
-            patterns,
-            isolation,
-            apm,
-            &self.origin,
-            origins.as_ref(),
-        ));
+        out.extend(findings::of_report(v, &self.origin, origins.as_ref()));
         out
     }
 }
@@ -312,17 +308,22 @@ fn load(args: &Args, color: ColorChoice) -> Result<Loaded, Fatal> {
         let lfts = read(lfts_path)?;
         let opt = |p: &Option<PathBuf>| p.as_deref().map(read).transpose();
         let (sl2vl, psl, g2l) = (opt(&args.sl2vl)?, opt(&args.path_sl)?, opt(&args.guid2lid)?);
+        let (mfts, mcmembers) = (opt(&args.mfts)?, opt(&args.mcmembers)?);
         let dumps = weft_fabric::opensm::Dumps {
             lfts: &lfts,
             sl2vl: sl2vl.as_deref(),
             path_sl: psl.as_deref(),
             guid2lid: g2l.as_deref(),
+            mfts: mfts.as_deref(),
+            mcmembers: mcmembers.as_deref(),
         };
         let path_of = |kind: &str| {
             let p = match kind {
                 "sl2vl" => args.sl2vl.as_deref(),
                 "path-sl" => args.path_sl.as_deref(),
                 "guid2lid" => args.guid2lid.as_deref(),
+                "mfts" => args.mfts.as_deref(),
+                "mcmembers" => args.mcmembers.as_deref(),
                 _ => Some(lfts_path),
             };
             p.unwrap_or(lfts_path).display().to_string()
@@ -483,7 +484,7 @@ pub(crate) fn run_checks(
         let text = match (&result, args.format) {
             (Ok(_), Format::Human) if quiet => String::new(),
             (Ok(s), Format::Human) => format!(
-                "✓ certificate accepted: {} ({} routes, {} route states checked)\n",
+                "✓ certificate accepted: {} ({} routes, {} route states checked)\n  traffic: {}\n",
                 crate::render::proven_sentence(
                     &s.properties,
                     s.scope,
@@ -492,7 +493,8 @@ pub(crate) fn run_checks(
                     s.switch_destinations
                 ),
                 crate::render::group(s.routes),
-                crate::render::group(s.states)
+                crate::render::group(s.states),
+                s.traffic.describe()
             ),
             (Err(_), Format::Human) => findings::human_loops(&found),
             (r, Format::Sarif) => {
@@ -530,8 +532,16 @@ pub(crate) fn run_checks(
         timeout_ms: args.z3_timeout.saturating_mul(1000),
     };
     crate::term::phase("proving");
-    let report = (args.engine != Engine::Z3).then(|| weft_verifier::verify(state, &opts));
-    let z3_report = (args.engine != Engine::Explicit).then(|| z3.run(state, &opts));
+    let mut report = (args.engine != Engine::Z3).then(|| weft_verifier::verify(state, &opts));
+    let mut z3_report = (args.engine != Engine::Explicit).then(|| z3.run(state, &opts));
+    if args.adaptive_routing {
+        if let Some(r) = report.as_mut() {
+            r.under_adaptive_routing();
+        }
+        if let Some(z) = z3_report.as_mut() {
+            z.verdict.under_adaptive_routing();
+        }
+    }
     if let (Some(r), Some(z)) = (&report, &z3_report) {
         if r.verdict != z.verdict {
             return Err(Fatal::Run(format!(
@@ -585,6 +595,7 @@ pub(crate) fn run_checks(
                     "ok": all_proven,
                     "input": origin,
                     "verdict": verdict,
+                    "traffic": weft_verifier::Traffic::of(state),
                     "proved": report.as_ref().map(|r| findings::proved(state, r)),
                     "findings": loaded.findings(report.as_ref(), z3_report.as_ref()),
                     "report": report.as_ref().map(report_json),
@@ -600,7 +611,12 @@ pub(crate) fn run_checks(
         }
         Format::Sarif => {
             let found = loaded.findings(report.as_ref(), z3_report.as_ref());
-            serde_json::to_string_pretty(&findings::sarif(&found, Value::Null))? + "\n"
+            let summary = json!({
+                "ok": all_proven,
+                "verdict": verdict,
+                "traffic": weft_verifier::Traffic::of(state),
+            });
+            serde_json::to_string_pretty(&findings::sarif(&found, summary))? + "\n"
         }
     };
     crate::out(None, &text)?;

@@ -416,7 +416,10 @@ fn certificate_scope_is_honoured_and_said() {
         cert.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(0));
-    insta::assert_snapshot!(text(&out.stdout), @"✓ certificate accepted: deadlock freedom and connectivity, 6 HCA LIDs, HCA pairs only (switch LIDs not covered) (30 routes, 60 route states checked)");
+    insta::assert_snapshot!(text(&out.stdout), @r"
+    ✓ certificate accepted: deadlock freedom and connectivity, 6 HCA LIDs, HCA pairs only (switch LIDs not covered) (30 routes, 60 route states checked)
+      traffic: unicast only: no multicast tables were given
+    ");
 }
 
 /// Every LFT entry of every switch at port 1: nearly every route fails. The report is patterns,
@@ -783,4 +786,95 @@ fn isolated_without_partitions_is_unknown_not_a_breach() {
     let out = weft(&["verify", "--state", &p]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The multicast fixtures' fabric (two switches, three HCAs) with its unicast tables.
+const MC: &str = "fabric/tests/data/multicast/";
+
+fn verify_mc(mfts: &str, more: &[&str]) -> Output {
+    let topo = format!("{MC}sim.ibnetdiscover");
+    let lfts = format!("{MC}written-lfts.dump");
+    let mut args = vec![
+        "verify",
+        "--topology",
+        &topo,
+        "--lfts",
+        &lfts,
+        "--mfts",
+        mfts,
+    ];
+    args.extend_from_slice(more);
+    weft(&args)
+}
+
+/// OpenSM's MFT dump and `ibroute -M`'s print of the same tables give the same proof of
+/// unicast and multicast together; the verdict says what traffic it covers and how the
+/// members were known; with `saquery` records the groups' members come from them.
+#[test]
+fn multicast_tables_from_opensm_and_ibroute_are_proven_with_unicast() {
+    let opensm = verify_mc(&format!("{MC}written-opensm.mcfdbs"), &[]);
+    assert_eq!(opensm.status.code(), Some(0), "{}", text(&opensm.stdout));
+    insta::assert_snapshot!("verify_multicast_opensm", text(&opensm.stdout));
+    let json = |mfts: &str| {
+        let out = verify_mc(&format!("{MC}{mfts}"), &["--format", "json"]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (
+            v["verdict"].clone(),
+            v["traffic"].clone(),
+            v["report"]["multicast"].clone(),
+        )
+    };
+    let a = json("written-opensm.mcfdbs");
+    assert_eq!(a, json("written-ibroute-M.txt"));
+    assert_eq!(a.1["multicast_groups"], 2);
+    assert_eq!(a.2["pairs"], 8);
+    assert_eq!(a.0["multicast_connected"]["result"], "proven");
+    // The broadcast group's record (no members yet): nothing of it to deliver, the other
+    // group still inferred.
+    let sa = format!("{MC}saquery-MCMR.txt");
+    let out = verify_mc(&format!("{MC}written-opensm.mcfdbs"), &["--mcmembers", &sa]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains(
+            "traffic: unicast and multicast (2 groups; members of 1 inferred from the MFTs, SL 0)"
+        ),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+/// A switch whose entry lacks the port back toward the sender's side: copies from its HCA
+/// reach no one. Refused in every format, the finding naming the group, the switch and the
+/// port; `--adaptive-routing` makes what was proven unknown.
+#[test]
+fn a_broken_multicast_tree_is_refused_and_adaptive_routing_is_not_proven() {
+    let dir = temp_dir("mc-broken");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let good = std::fs::read_to_string(root.join(MC).join("written-opensm.mcfdbs")).unwrap();
+    // `S-0002c90000000400`'s entry (the last one), not the other switch's longer one.
+    let bad = good.replace("0xC000 : 0x001  0x002 \n", "0xC000 : 0x002 \n");
+    assert_eq!(bad.len() + 7, good.len());
+    let p = dir.join("bad.mcfdbs");
+    std::fs::write(&p, bad).unwrap();
+    let out = verify_mc(p.to_str().unwrap(), &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let human = text(&out.stdout).replace(p.to_str().unwrap(), "BAD");
+    insta::assert_snapshot!("verify_multicast_broken", human);
+    let sarif = verify_mc(p.to_str().unwrap(), &["--format", "sarif"]);
+    let s = text(&sarif.stdout);
+    assert!(
+        s.contains("\"ruleId\": \"weft::multicast_delivery\""),
+        "{s}"
+    );
+
+    let out = verify_mc(
+        &format!("{MC}written-opensm.mcfdbs"),
+        &["--adaptive-routing"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let t = text(&out.stdout);
+    assert!(
+        t.contains("? deadlock freedom: unknown (not proven: adaptive routing"),
+        "{t}"
+    );
 }

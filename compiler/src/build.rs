@@ -1,4 +1,5 @@
-//! The compile passes after elaboration: LIDs, then routing, into a [`FabricState`].
+//! The compile passes after elaboration: LIDs, then routing, QoS lanes, partitions and
+//! multicast trees, into a [`FabricState`].
 
 use crate::code::Code;
 use crate::diagnostic::Diagnostic;
@@ -226,7 +227,12 @@ pub fn relayer(
         notes: built
             .notes
             .iter()
-            .filter(|n| !matches!(n.code, Code::Layers | Code::QosLanes | Code::Partitions))
+            .filter(|n| {
+                !matches!(
+                    n.code,
+                    Code::Layers | Code::QosLanes | Code::Partitions | Code::Multicast
+                )
+            })
             .cloned()
             .collect(),
         layers: Some(routing::Layers { layers, by_source }),
@@ -267,7 +273,7 @@ fn assemble(
         .collect();
     let mut notes = routes.notes;
     let layers = routes.layers.as_ref().map_or(1, |l| l.layers);
-    let map = crate::qos::allocate(
+    let mut map = crate::qos::allocate(
         &e.config.qos,
         layers,
         vl_budget,
@@ -285,6 +291,9 @@ fn assemble(
     .map_err(|d| vec![d])?;
     crate::partitions::classes(&mut state, &e.config.tenants, &map, e.fabric_origin.source)
         .map_err(|d| vec![d])?;
+    let engine_used = routes.engine_used.unwrap_or(choice.engine);
+    let multicast =
+        crate::multicast::apply(&mut state, e, &mut map, routes.layers.as_ref(), engine_used)?;
     if let Some(routed) = &routes.layers {
         let of = if e.config.vls_budget.is_some() {
             format!("the {vl_budget} VL(s) budgeted")
@@ -319,6 +328,7 @@ fn assemble(
             message: crate::partitions::describe(&e.config.tenants),
         });
     }
+    notes.extend(multicast);
     // What the passes produce must be a valid state; if not, that is a bug in weft, reported
     // as such rather than written.
     let state = ValidState::new(state).map_err(|errs| {
@@ -336,7 +346,6 @@ fn assemble(
     if let Some(n) = notes.iter().find(|n| n.code == Code::FatTreeUpdn) {
         choice.why = format!("{}; {}", choice.why, n.message);
     }
-    let engine_used = routes.engine_used.unwrap_or(choice.engine);
     Ok(Built {
         state,
         engine: choice.engine,

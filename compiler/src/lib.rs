@@ -17,6 +17,7 @@ pub mod emit;
 pub mod fmt;
 mod import;
 pub mod lids;
+pub mod multicast;
 pub mod partitions;
 pub mod qos;
 // The engines index their own dense switch and port ids, built from a valid `Fabric`; what
@@ -189,6 +190,48 @@ pub struct FabricConfig {
     /// `sm on NODES`: the ports the subnet manager runs on (an end node's port, a switch's
     /// port 0), in declaration order; empty when not said.
     pub sm: Vec<weft_fabric::PortRef>,
+    /// The `multicast { … }` section: declared groups, and whether IPoIB's broadcast groups
+    /// are built.
+    pub multicast: MulticastConfig,
+}
+
+/// The `multicast { ipoib = …, group NAME { … } }` section.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MulticastConfig {
+    /// Whether the implicit IPoIB broadcast groups are built (`ipoib = true`; off without
+    /// it, for now): the default partition's (MLID 0xC000, P_Key 0xFFFF, every end port) and
+    /// one per tenant or shared partition, as OpenSM creates them when IPoIB joins.
+    pub ipoib: bool,
+    /// Declared groups, in declaration order.
+    pub groups: Vec<GroupDecl>,
+}
+
+/// Which end nodes a group names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GroupMembers {
+    /// `members = all`: every end node's live ports.
+    All,
+    /// These end nodes (hosts expanded to their HCAs), in declaration order.
+    Nodes(Vec<NodeId>),
+}
+
+/// One `group NAME { mlid = …, pkey = …, members = …, sl = …, send_only = … }`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupDecl {
+    /// Its name (for messages; the SA knows groups by MGID, weft by MLID).
+    pub name: String,
+    /// Where it is declared (the name).
+    pub span: Span,
+    /// Its MLID (0xC001..=0xFFFE: 0xC000 is the default partition's IPoIB group).
+    pub mlid: weft_fabric::Mlid,
+    /// Its P_Key with the full-member bit set (`0xffff`: the default partition), and where.
+    pub pkey: (u16, Span),
+    /// Its full members.
+    pub members: GroupMembers,
+    /// End nodes that join send-only (the tree reaches their switch, never their port).
+    pub send_only: Vec<NodeId>,
+    /// `sl = N`, and where; `None`: the SL the default partition's traffic uses.
+    pub sl: Option<(u8, Span)>,
 }
 
 /// How a QoS class spreads its traffic over lanes (each lane its own SL and VL).

@@ -217,6 +217,10 @@ case!(
 // Tenants: a host in two, a P_Key used twice or reserved, a switch or an unknown name in
 // `hosts`, an unknown setting, a missing P_Key, a name declared twice, what is not built yet.
 case!(tenant_mistakes, format!("{PRELUDE}fabric f {{\n{TREE}    tenant alice {{ pkey = 0x8001, hosts = [cn001, nowhere], sl = 99 }}\n    tenant bob {{ pkey = 0x8002, hosts = cn001..=cn003 }}\n    tenant carol {{ pkey = 0x0002, hosts = [leaf1] }}\n    tenant dave {{ pkey = 0x7fff }}\n    tenant erin {{ hosts = cn009 }}\n    tenant bob {{ pkey = 0x8005 }}\n    tenant frank {{ pkey = 0x8006, class = compute, vms on cn010 {{ vfs_per_host = 4 }} }}\n    tenant grace {{ pkey = 0x8007, hosts = [] }}\n    shared storage {{ pkey = 0x8010, hosts = cn020, members = some }}\n}}\n"));
+// Multicast groups: MLIDs out of range or used twice, a name declared twice, an unknown
+// member, a switch as a member, a member also send-only, a missing MLID, an unknown setting,
+// a P_Key no partition declares, `ipoib` not a bool.
+case!(multicast_mistakes, format!("{PRELUDE}fabric f {{\n{TREE}    tenant alice {{ pkey = 0x8001, hosts = cn001..=cn004 }}\n    multicast {{\n        ipoib = 1\n        group a {{ mlid = 0xc000, members = all }}\n        group b {{ mlid = 0xbfff, members = all }}\n        group c {{ mlid = 0xc001, members = [cn001, nowhere] }}\n        group d {{ mlid = 0xc001, members = all }}\n        group c {{ mlid = 0xc002, members = all }}\n        group e {{ mlid = 0xc003, members = [leaf1] }}\n        group f {{ mlid = 0xc004, members = [cn001], send_only = [cn001] }}\n        group g {{ members = all }}\n        group h {{ mlid = 0xc005, members = all, colour = 3 }}\n        group i {{ mlid = 0xc006, pkey = 0x8002, members = all }}\n        group j {{ mlid = 0xc007, pkey = 0x8001, members = \"dgx9\" }}\n    }}\n}}\n"));
 // VMs: a pool without VFs or hypervisors, a VM on no pool, placed twice, too many on one
 // hypervisor, a hypervisor also a host or in two tenants, an unknown LID scheme, a setting
 // written twice, a VF count out of range.
@@ -456,6 +460,40 @@ case!(
     qos_two_classes_without_match,
     format!("{PRELUDE}fabric f {{\n{TREE}    qos {{\n        class compute {{ weight = 8 }}\n        class storage {{ lanes = dftree }}\n    }}\n}}\n")
 );
+// A group on an SL no class maps to a VL.
+build_case!(
+    multicast_sl,
+    format!("{PRELUDE}fabric f {{\n{TREE}    vls {{ budget = 4 }}\n    qos {{ class compute {{ weight = 8 }} }}\n    multicast {{ group jobs {{ mlid = 0xc001, members = all, sl = 5 }} }}\n}}\n")
+);
+// On a `layered` ring, layer 0's routes leave no tree free of credit loops: a group held to
+// SL 0 is refused with the loop (the implicit IPoIB group takes layer 1's SL instead).
+build_case!(
+    multicast_loop,
+    "use std::hardware::{sb7800, connectx5}\nuse std::topology::ring\nfabric r {\n    topology = ring(n: 6, switch: sb7800, hca: connectx5)\n    vls { budget = 2 }\n    routing { engine = layered }\n    multicast { group jobs { mlid = 0xc001, members = all, sl = 0 } }\n}\n"
+);
+// On the 4×4 torus routed by `layered` (one layer, VL 0), every tree of the IPoIB group and
+// of `jobs` closes a loop with the routes: both get a VL of their own, VL 1 (SL 1), subtrees
+// of one spanning tree; `pinned`, held to SL 0's VL by its `sl`, on a leaf alone, keeps it.
+build_case!(
+    multicast_own_vl_note,
+    "use std::hardware::{sb7800, connectx5}\nuse std::topology::torus\nfabric t {\n    topology = torus(dims: [4, 4], switch: sb7800, hca: connectx5, hosts_per_switch: 2)\n    routing { engine = layered }\n    multicast {\n        ipoib = true\n        group jobs { mlid = 0xc001, members = all }\n        group pinned { mlid = 0xc002, members = [h1, h2], sl = 0 }\n    }\n}\n"
+);
+// The 5×5 torus on 2 VLs: its two layers take both, no layer's VL admits the IPoIB group's
+// tree, and none is left for a VL of its own: refused with the loop and the budget needed.
+build_case!(
+    multicast_loop_no_spare_vl,
+    "use std::hardware::{sb7800, connectx5}\nuse std::topology::torus\nfabric t {\n    topology = torus(dims: [5, 5], switch: sb7800, hca: connectx5, hosts_per_switch: 2)\n    vls { budget = 2 }\n    routing { engine = layered }\n    multicast { ipoib = true }\n}\n"
+);
+// A switch whose MFT holds one MLID (0xc000) cannot carry group 0xc001.
+build_case!(
+    mft_capacity_exceeded,
+    format!("use std::hardware::connectx5\nmodel tiny : switch {{ ports = 8, multicast_fdb_cap = 1 }}\nfabric f {{\n    topology {{\n        switch s[1..=2] : tiny\n        hca h[1..=2] : connectx5\n        link s[1].p[1] <-> s[2].p[1]\n        link h[1].p[1] <-> s[1].p[2]\n        link h[2].p[1] <-> s[2].p[2]\n    }}\n    multicast {{ group jobs {{ mlid = 0xc001, members = all }} }}\n}}\n")
+);
+// Multicast groups built: the implicit IPoIB groups (one per tenant) and a declared one.
+build_case!(
+    multicast_note,
+    format!("{PRELUDE}fabric f {{\n{TREE}    tenant alice {{ pkey = 0x8001, hosts = cn001..=cn004 }}\n    multicast {{ group jobs {{ mlid = 0xc001, pkey = 0x8001, members = [cn001, cn002], send_only = cn003 }} }}\n}}\n")
+);
 // VMs with LMC above 0: a VF owns one LID (not built).
 build_case!(
     vms_with_lmc,
@@ -538,6 +576,12 @@ case!(
 case!(
     host_rail_taken,
     format!("{PRELUDE}fabric f {{\n    topology {{\n        switch s : sb7800\n        hca \"dgx1 mlx5_0\" : connectx5 {{ host = \"dgx1\", rail = 1 }}\n        hca \"dgx1 mlx5_1\" : connectx5 {{ host = \"dgx1\" }}\n    }}\n}}\n")
+);
+// A tenant naming the host whose grouping is refused: that one error, not a second "no node
+// or host named" for the tenant.
+case!(
+    host_rail_taken_named_by_a_tenant,
+    format!("{PRELUDE}fabric f {{\n    topology {{\n        switch s : sb7800\n        hca \"dgx1 mlx5_0\" : connectx5 {{ host = \"dgx1\", rail = 1 }}\n        hca \"dgx1 mlx5_1\" : connectx5 {{ host = \"dgx1\" }}\n    }}\n    tenant a {{ pkey = 0x8001, hosts = \"dgx1\" }}\n}}\n")
 );
 case!(
     host_named_like_a_node,

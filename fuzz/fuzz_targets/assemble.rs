@@ -1,5 +1,5 @@
-//! Any bytes → an ibnetdiscover topology and OpenSM dumps (LFTs, SL2VL, `.psl`, `guid2lid`),
-//! split at NUL bytes, assembled into a state: never a panic; an assembled state is valid, and
+//! Any bytes → an ibnetdiscover topology and OpenSM dumps (LFTs, SL2VL, `.psl`, `guid2lid`,
+//! MFTs, `saquery` multicast records), split at NUL bytes, assembled into a state: never a panic; an assembled state is valid, and
 //! the verifier runs on it.
 #![no_main]
 
@@ -26,6 +26,8 @@ fuzz_target!(|data: &[u8]| {
         sl2vl: non_empty(parts.next()),
         path_sl: non_empty(parts.next()),
         guid2lid: non_empty(parts.next()),
+        mfts: non_empty(parts.next()),
+        mcmembers: non_empty(parts.next()),
     };
     let Ok(found) = parse(topology, &ParseOptions::default()) else {
         return;

@@ -51,13 +51,9 @@ impl Net<'_> {
         }
         let n = members.len();
         let count = count.unwrap_or_else(|| auto_bisections(self.ends.len()));
+        // HCA `r` with the partner's HCA `r`, both ways.
         let aligned = self.drawn(seed, count, |s| {
-            let (a, b) = halves(n, s);
-            let mut flows = Vec::new();
-            for (&x, &y) in a.iter().zip(&b) {
-                let (Some(x), Some(y)) = (members.get(x as usize), members.get(y as usize)) else {
-                    continue;
-                };
+            partners(&members, s, |x, y, flows| {
                 for &(slot, e) in x {
                     if let Ok(j) = y.binary_search_by(|&(t, _)| t.cmp(&slot)) {
                         if let Some(&(_, f)) = y.get(j) {
@@ -66,16 +62,11 @@ impl Net<'_> {
                         }
                     }
                 }
-            }
-            flows
+            })
         });
+        // HCA `r` with the partner's next rail, each way.
         let cross = self.drawn(seed, count, |s| {
-            let (a, b) = halves(n, s);
-            let mut flows = Vec::new();
-            for (&x, &y) in a.iter().zip(&b) {
-                let (Some(x), Some(y)) = (members.get(x as usize), members.get(y as usize)) else {
-                    continue;
-                };
+            partners(&members, s, |x, y, flows| {
                 for (from, to) in [(x, y), (y, x)] {
                     for (i, &(_, e)) in from.iter().enumerate() {
                         if let Some(&(_, f)) = to.get((i + 1) % to.len().max(1)) {
@@ -83,8 +74,7 @@ impl Net<'_> {
                         }
                     }
                 }
-            }
-            flows
+            })
         });
         let rails = on_rail
             .into_iter()
@@ -116,4 +106,21 @@ impl Net<'_> {
             rails,
         })
     }
+}
+
+/// The flows of one random halving (`seed`) of the machines: partners paired in order, and
+/// `pair` adding the flows between two partners' ports (each sorted by slot).
+fn partners(
+    members: &[Vec<(Slot, u32)>],
+    seed: u64,
+    pair: impl Fn(&[(Slot, u32)], &[(Slot, u32)], &mut Vec<(u32, u32)>),
+) -> Vec<(u32, u32)> {
+    let (a, b) = halves(members.len(), seed);
+    let mut flows = Vec::new();
+    for (&x, &y) in a.iter().zip(&b) {
+        if let (Some(x), Some(y)) = (members.get(x as usize), members.get(y as usize)) {
+            pair(x, y, &mut flows);
+        }
+    }
+    flows
 }

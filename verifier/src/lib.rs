@@ -38,6 +38,7 @@ mod channels;
 pub mod explicit;
 mod failures;
 pub mod isolation;
+pub mod multicast;
 mod net;
 pub mod partition_mix;
 mod property;
@@ -50,11 +51,12 @@ pub mod z3;
 
 pub use certificate::{Certificate, CertificateError, CheckSummary, Request};
 pub use isolation::{Breach, BreachKind, Isolation};
+pub use multicast::{McFailure, McProblem, McReport, McStop, Traffic};
 pub use property::Property;
 pub use report::{
     Channel, CreditLoop, Dependency, Endpoint, FailedRoute, FailureKind, FailurePattern,
     FailureReason, Hop, NodeClass, NodeRef, Outcome, Report, Route, Stats, Unscheduled, Verdict,
-    Witness,
+    Witness, ADAPTIVE_ROUTING,
 };
 
 use weft_fabric::ValidState;
@@ -154,12 +156,14 @@ pub const CODES: &[weft_fabric::code::CodeInfo] = &{
         C::stable("weft::certificate::format", "A file that is not a weft certificate."),
         C::stable("weft::certificate::isolation", "A certificate claiming `isolated`, which the state's P_Key tables break."),
         C::stable("weft::certificate::label", "A certificate label or next hop that does not lead to its destination."),
+        C::stable("weft::certificate::multicast", "A certificate that does not cover the state's multicast groups, or whose groups' trees break it."),
         C::stable("weft::certificate::node", "A certificate naming a node the state does not have, or not as what it claims."),
         C::stable("weft::certificate::property", "A certificate that does not prove a property asked for."),
         C::stable("weft::certificate::rank", "A certificate dependency whose channel ranks do not increase, or a channel without a rank."),
         C::stable("weft::certificate::scope", "A certificate covering fewer pairs than asked for."),
         C::stable("weft::certificate::version", "A certificate of another version."),
         C::stable("weft::credit_loop", "The channel dependency graph has a cycle: a possible deadlock."),
+        C::stable("weft::multicast_delivery", "A multicast group's tree does not deliver each sender's packets to every other receiving member exactly once, or a copy comes back to a switch (a loop in the tree)."),
         C::stable("weft::partition_breach", "The P_Key tables do not enforce the declared partitions: two ports talk that must not, or cannot that must, or a port cannot reach the SM."),
         C::stable("weft::transition::differ", "Two states that differ in more than their forwarding tables, given as the two ends of one step."),
         C::stable("weft::unreachable", "A required route does not reach its destination."),

@@ -9,6 +9,7 @@
 //! | `connected` (per [`Scope`](crate::Scope)) | a distance label per (destination, switch), decreasing along every next hop | failed routes, grouped ([`UnreachableGroup`](crate::UnreachableGroup)) |
 //! | `isolated` (states that declare partitions) | the P_Key relation recomputed from the tables equals the declared one | a pair of end ports ([`Breach`](crate::Breach)) |
 //! | `apm_disjoint` (LMC > 0; asked for) | every pair's primary and alternate routes walked | a shared cable ([`SharedCable`](crate::apm::SharedCable)) |
+//! | `multicast_connected` (states with multicast) | every group's tree walked: each sender's copies reach every other receiver once, never back to a switch | a pattern of copies ([`McFailure`](crate::McFailure)) |
 //!
 //! Planned (not accepted yet): `within_budget`, `transition(old, new)`.
 
@@ -30,26 +31,34 @@ pub enum Property {
     /// With LMC > 0, every pair's alternate path shares no switch-to-switch cable with its
     /// primary (see [`apm`](crate::apm)).
     ApmDisjoint,
+    /// Every multicast group's tree delivers each sender's packets to every other receiving
+    /// member exactly once and never back to a switch (see [`multicast`](crate::multicast)).
+    MulticastConnected,
 }
 
 impl Property {
     /// Every property the verifier can prove, in report order.
-    pub const ALL: [Property; 4] = [
+    pub const ALL: [Property; 5] = [
         Property::DeadlockFree,
         Property::Connected,
         Property::Isolated,
         Property::ApmDisjoint,
+        Property::MulticastConnected,
     ];
 
     /// The properties of routes: every certificate proves both.
     pub const ROUTES: [Property; 2] = [Property::DeadlockFree, Property::Connected];
 
-    /// What is checked when nothing is asked: the properties of routes, and `isolated` when
-    /// the state declares partitions.
+    /// What is checked when nothing is asked: the properties of routes, `isolated` when
+    /// the state declares partitions, and `multicast_connected` when it has multicast groups
+    /// or tables.
     pub fn defaults(state: &weft_fabric::FabricState) -> Vec<Property> {
         let mut v = Property::ROUTES.to_vec();
         if !state.partitions.is_empty() {
             v.push(Property::Isolated);
+        }
+        if !state.multicast.is_empty() {
+            v.push(Property::MulticastConnected);
         }
         v
     }
@@ -61,6 +70,7 @@ impl Property {
             Property::Connected => "connected",
             Property::Isolated => "isolated",
             Property::ApmDisjoint => "apm_disjoint",
+            Property::MulticastConnected => "multicast_connected",
         }
     }
 
@@ -71,6 +81,7 @@ impl Property {
             Property::Connected => "weft::unreachable",
             Property::Isolated => "weft::partition_breach",
             Property::ApmDisjoint => "weft::apm_shared_cable",
+            Property::MulticastConnected => "weft::multicast_delivery",
         }
     }
 
@@ -81,6 +92,7 @@ impl Property {
             Property::Connected => "connectivity",
             Property::Isolated => "isolation",
             Property::ApmDisjoint => "disjoint APM paths",
+            Property::MulticastConnected => "multicast delivery",
         }
     }
 

@@ -307,7 +307,8 @@ fn same_channel(h: &RefHop, c: &Channel) -> bool {
 }
 
 /// Checks a credit loop on the tables: the cycle closes, and each dependency's route takes
-/// its two channels one after the other (following a forwarding loop as far as it goes).
+/// its two channels one after the other (following a forwarding loop as far as it goes; for
+/// a multicast route, its `dlid` an MLID, some copy of the sender's packet does).
 pub fn replay_credit_loop(st: &FabricState, l: &CreditLoop) -> Result<(), String> {
     if l.cycle.len() < 2 {
         return Err("a cycle needs at least two dependencies".to_owned());
@@ -318,11 +319,22 @@ pub fn replay_credit_loop(st: &FabricState, l: &CreditLoop) -> Result<(), String
             return Err(format!("dependency {k} does not chain to the next"));
         }
         let r = &d.route;
-        // Follow the route on the tables, going round forwarding loops up to a bound.
-        let hops = follow(st, r.src.node.id, r.src.port, r.dlid, r.sl);
-        let hit = hops
-            .windows(2)
-            .any(|w| matches!(w, [a, b] if same_channel(a, &d.from) && same_channel(b, &d.to)));
+        let hit = if let Some(mlid) = weft_fabric::Mlid::new(r.dlid.0) {
+            // A multicast copy: some copy of the sender's packet takes `from`, and one made
+            // from it takes `to`.
+            let fl = flood(st, mlid, r.sl, r.src.node.id, r.src.port);
+            fl.copies.iter().any(|c| {
+                same_channel(&c.hop, &d.to)
+                    && c.from
+                        .and_then(|j| fl.copies.get(j))
+                        .is_some_and(|a| same_channel(&a.hop, &d.from))
+            })
+        } else {
+            // Follow the route on the tables, going round forwarding loops up to a bound.
+            let hops = follow(st, r.src.node.id, r.src.port, r.dlid, r.sl);
+            hops.windows(2)
+                .any(|w| matches!(w, [a, b] if same_channel(a, &d.from) && same_channel(b, &d.to)))
+        };
         if !hit {
             return Err(format!(
                 "the route from `{}` to LID {} does not take the dependency {k}",
@@ -440,5 +452,156 @@ mod tests {
                 }
             }
         }
+    }
+}
+
+/// One copy of a multicast packet leaving a node: the hop, and the copy it was made from
+/// (an index into [`RefFlood::copies`]; `None` for the sender's own first hop).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RefCopy {
+    /// The hop.
+    pub hop: RefHop,
+    /// The copy this one came from.
+    pub from: Option<usize>,
+}
+
+/// What one sender's packet to a multicast group does.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RefFlood {
+    /// Every copy that left a node on a valid VL, breadth first. A copy that comes back to a
+    /// switch is followed once more per (switch, input port, VL) it arrives with, so the
+    /// copies' dependencies are all there.
+    pub copies: Vec<RefCopy>,
+    /// Copies delivered per member port (port 0: a switch itself).
+    pub delivered: std::collections::BTreeMap<(NodeId, u8), u32>,
+    /// Steps between switches, `(from, to)`, the one that closes a loop included.
+    pub steps: Vec<(NodeId, NodeId)>,
+    /// Whether a copy came back to a switch it had passed.
+    pub looped: bool,
+    /// The sender sends nothing: it is down, or its link is not up to a switch.
+    pub offline: bool,
+    /// Whether a copy was dropped on a VL its port cannot send (or an unassigned SL2VL entry).
+    pub dropped: bool,
+}
+
+/// Follows every copy of a packet of MLID `mlid` on SL `sl` sent by `src` port `port` (a
+/// switch sends on port 0), by the MFTs: a switch copies it to every port of its mask but the
+/// one it came in on.
+pub fn flood(st: &FabricState, mlid: weft_fabric::Mlid, sl: u8, src: NodeId, port: u8) -> RefFlood {
+    let mut out = RefFlood::default();
+    let is_switch = |n: NodeId| {
+        st.fabric
+            .nodes()
+            .get(n.index())
+            .is_some_and(|x| x.is_switch())
+    };
+    if st.fabric.nodes().get(src.index()).is_none_or(|x| x.down) {
+        out.offline = true;
+        return out;
+    }
+    // (switch, in port, in VL, copy it came from)
+    let mut queue: std::collections::VecDeque<(NodeId, u8, u8, Option<usize>)> =
+        std::collections::VecDeque::new();
+    if is_switch(src) {
+        queue.push_back((src, 0, 0, None));
+    } else {
+        let peer = match live_peer(st, src, port) {
+            Ok(p) if is_switch(p.node) => p,
+            _ => {
+                out.offline = true;
+                return out;
+            }
+        };
+        let vl = st.injection_vl(PortRef::new(src, port), Sl(sl)).0;
+        if check_vl(st, src, port, vl).is_err() {
+            out.dropped = true;
+            return out;
+        }
+        out.copies.push(RefCopy {
+            hop: RefHop {
+                node: src,
+                in_port: 0,
+                out: port,
+                vl,
+            },
+            from: None,
+        });
+        queue.push_back((peer.node, peer.port.0, vl, Some(0)));
+    }
+    let mut passed = std::collections::BTreeSet::new();
+    let mut states = std::collections::BTreeSet::new();
+    while let Some((x, i, vin, from)) = queue.pop_front() {
+        if let Some(c) = from.and_then(|k| out.copies.get(k)) {
+            if is_switch(c.hop.node) {
+                out.steps.push((c.hop.node, x));
+            }
+        }
+        if !passed.insert(x) {
+            out.looped = true;
+        }
+        if !states.insert((x, i, vin)) {
+            continue;
+        }
+        let Some(sw) = st.switches.get(&x) else {
+            continue;
+        };
+        let mask = st
+            .multicast
+            .mfts
+            .get(&x)
+            .map_or(weft_fabric::PortMask::EMPTY, |m| m.get(mlid));
+        for PortNum(o) in mask.iter() {
+            if o == i && i != 0 {
+                continue;
+            }
+            if o == 0 {
+                *out.delivered.entry((x, 0)).or_default() += 1;
+                continue;
+            }
+            let Ok(peer) = live_peer(st, x, o) else {
+                continue;
+            };
+            let Some(vl) = sw.vl(PortNum(i), PortNum(o), Sl(sl)) else {
+                out.dropped = true;
+                continue;
+            };
+            if check_vl(st, x, o, vl.0).is_err() {
+                out.dropped = true;
+                continue;
+            }
+            out.copies.push(RefCopy {
+                hop: RefHop {
+                    node: x,
+                    in_port: i,
+                    out: o,
+                    vl: vl.0,
+                },
+                from,
+            });
+            let k = out.copies.len() - 1;
+            if is_switch(peer.node) {
+                queue.push_back((peer.node, peer.port.0, vl.0, Some(k)));
+            } else {
+                *out.delivered.entry((peer.node, peer.port.0)).or_default() += 1;
+            }
+        }
+    }
+    out
+}
+
+impl RefFlood {
+    /// The hops from the sender to copy `k`, in order.
+    pub fn path(&self, k: usize) -> Vec<RefHop> {
+        let mut v = Vec::new();
+        let mut at = Some(k);
+        while let Some(c) = at.and_then(|j| self.copies.get(j)) {
+            v.push(c.hop);
+            at = c.from;
+            if v.len() > self.copies.len() {
+                break;
+            }
+        }
+        v.reverse();
+        v
     }
 }

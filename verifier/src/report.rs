@@ -30,6 +30,9 @@ pub struct Verdict {
     /// Every pair's alternate path is disjoint from its primary (when asked).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub apm_disjoint: Option<Outcome>,
+    /// Every multicast group's tree delivers exactly once (when asked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multicast_connected: Option<Outcome>,
 }
 
 /// The outcome of a property that was not asked for.
@@ -448,12 +451,37 @@ pub struct Report {
     /// What `apm_disjoint` found, when asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub apm: Option<crate::apm::Apm>,
+    /// The traffic the verdict covers: unicast, and the multicast groups whose trees are in
+    /// the dependency graph.
+    pub traffic: crate::Traffic,
+    /// What the multicast check found, when the state has multicast.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multicast: Option<crate::McReport>,
     /// The certificate, when proven and asked for.
     #[serde(skip)]
     pub certificate: Option<Certificate>,
 }
 
+/// Why a proof over static tables does not cover a fabric whose switches route adaptively.
+pub const ADAPTIVE_ROUTING: &str = "not proven: adaptive routing — the switches choose among output ports at run time, and a proof over the static forwarding tables does not cover those paths";
+
 impl Verdict {
+    /// The verdict for a fabric that routes adaptively: what the static tables proved about
+    /// routes (`deadlock_free`, `connected`, `multicast_connected`) becomes unknown; a
+    /// violation stays one (the static paths are still taken).
+    pub fn under_adaptive_routing(&mut self) {
+        let unknown = |o: &mut Outcome| {
+            if *o == Outcome::Proven {
+                *o = Outcome::Unknown(ADAPTIVE_ROUTING.to_owned());
+            }
+        };
+        unknown(&mut self.deadlock_free);
+        unknown(&mut self.connected);
+        if let Some(o) = self.multicast_connected.as_mut() {
+            unknown(o);
+        }
+    }
+
     /// The outcome of one property (unknown when it was not asked).
     pub fn outcome(&self, p: crate::Property) -> &Outcome {
         match p {
@@ -461,11 +489,21 @@ impl Verdict {
             crate::Property::Connected => &self.connected,
             crate::Property::Isolated => self.isolated.as_ref().unwrap_or(&NOT_ASKED),
             crate::Property::ApmDisjoint => self.apm_disjoint.as_ref().unwrap_or(&NOT_ASKED),
+            crate::Property::MulticastConnected => {
+                self.multicast_connected.as_ref().unwrap_or(&NOT_ASKED)
+            }
         }
     }
 }
 
 impl Report {
+    /// [`Verdict::under_adaptive_routing`], and no certificate (it would prove the static
+    /// tables only).
+    pub fn under_adaptive_routing(&mut self) {
+        self.verdict.under_adaptive_routing();
+        self.certificate = None;
+    }
+
     /// The outcome of one property.
     pub fn outcome(&self, p: crate::Property) -> &Outcome {
         self.verdict.outcome(p)

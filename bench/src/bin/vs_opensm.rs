@@ -538,6 +538,8 @@ fn opensm_once(
     let dumps = weft_fabric::opensm::Dumps {
         lfts: &fts.stdout,
         guid2lid: g2l.as_deref(),
+        mfts: None,
+        mcmembers: None,
         ..Default::default()
     };
     match weft_fabric::opensm::assemble(fabric.clone(), lids, &dumps) {

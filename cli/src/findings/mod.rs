@@ -205,19 +205,46 @@ fn channel(c: &weft_verifier::Channel) -> Object {
     }
 }
 
+/// What a verification found, for [`of_report`]: the credit loops listed and how many there
+/// were, the failure patterns, and the sections of the properties asked for.
+#[derive(Clone, Copy, Default)]
+pub struct Violations<'a> {
+    pub loops: &'a [CreditLoop],
+    pub loops_total: u64,
+    pub patterns: &'a [FailurePattern],
+    pub isolation: Option<&'a weft_verifier::Isolation>,
+    pub apm: Option<&'a weft_verifier::apm::Apm>,
+    pub multicast: Option<&'a weft_verifier::McReport>,
+}
+
+impl<'a> Violations<'a> {
+    /// Everything the explicit engine's report found.
+    pub fn of(r: &'a Report) -> Violations<'a> {
+        Violations {
+            loops: &r.credit_loops,
+            loops_total: r.credit_loops_total,
+            patterns: &r.failures,
+            isolation: r.isolation.as_ref(),
+            apm: r.apm.as_ref(),
+            multicast: r.multicast.as_ref(),
+        }
+    }
+}
+
 /// The verifier's violations as findings: one per credit loop listed (its channels, the cycle
-/// as a flow, placed at the first channel's switch; `loops_total` of them were found) and one
-/// per failure pattern (placed where its first witness fails). `artifact` names the verified
-/// input; `origins` places nodes in the source they were declared in.
-pub fn of_report(
-    loops: &[CreditLoop],
-    loops_total: u64,
-    patterns: &[FailurePattern],
-    isolation: Option<&weft_verifier::Isolation>,
-    apm: Option<&weft_verifier::apm::Apm>,
-    artifact: &str,
-    origins: Option<&Origins<'_>>,
-) -> Vec<Finding> {
+/// as a flow, placed at the first channel's switch; `loops_total` of them were found), one
+/// per failure pattern (placed where its first witness fails), per multicast pattern, shared
+/// cable and partition breach. `artifact` names the verified input; `origins` places nodes in
+/// the source they were declared in.
+pub fn of_report(v: Violations<'_>, artifact: &str, origins: Option<&Origins<'_>>) -> Vec<Finding> {
+    let Violations {
+        loops,
+        loops_total,
+        patterns,
+        isolation,
+        apm,
+        multicast,
+    } = v;
     let at = |id: Option<NodeId>| origins.zip(id).and_then(|(o, id)| o.place(id));
     let mut out = Vec::new();
     for (index, l) in loops.iter().enumerate() {
@@ -286,6 +313,25 @@ pub fn of_report(
         f.detail = Detail::Breach;
         out.push(f);
     }
+    for m in multicast.map_or(&[][..], |m| m.failures.as_slice()) {
+        let mut f = of_input(
+            Property::MulticastConnected.code(),
+            Some(artifact),
+            m.describe(),
+        );
+        let at_node = m
+            .loop_at
+            .as_ref()
+            .map(|(x, _, _)| x.clone())
+            .unwrap_or_else(|| m.sender.node.clone());
+        f.place = at(Some(at_node.id));
+        f.objects = std::iter::once(node(&at_node.name))
+            .chain(m.receiver.iter().map(|r| node(&r.node.name)))
+            .collect();
+        f.properties = json!({"multicast": m});
+        f.detail = Detail::Breach;
+        out.push(f);
+    }
     for b in isolation.map_or(&[][..], |i| i.breaches.as_slice()) {
         let mut f = of_input(Property::Isolated.code(), Some(artifact), b.describe());
         f.place = at(Some(b.a.node.id));
@@ -308,15 +354,7 @@ pub fn of_compiled(
     let mut out = of_diagnostics(diags, &c.sources);
     if let Some(r) = report {
         let origins = Origins::of(c);
-        out.extend(of_report(
-            &r.credit_loops,
-            r.credit_loops_total,
-            &r.failures,
-            r.isolation.as_ref(),
-            r.apm.as_ref(),
-            artifact,
-            origins.as_ref(),
-        ));
+        out.extend(of_report(Violations::of(r), artifact, origins.as_ref()));
     }
     out
 }

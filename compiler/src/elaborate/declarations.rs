@@ -603,6 +603,17 @@ impl Elab<'_> {
                     spec.linear_fdb_cap = n as u32;
                 }
             }
+            ("multicast_fdb_cap", _) => {
+                if let Some(n) = int(
+                    self,
+                    &v,
+                    1,
+                    0x3FFF,
+                    "an MFT capacity (MulticastFDBCap, MLIDs from 0xc000)",
+                ) {
+                    spec.multicast_fdb_cap = Some(n as u16);
+                }
+            }
             ("partition_cap", _) => {
                 if let Some(n) = int(self, &v, 1, 0xFFFF, "a P_Key table size (PartitionCap)") {
                     spec.partition_cap = Some(n as u16);
@@ -772,6 +783,7 @@ pub(super) const MODEL_ATTRS: &[&str] = &[
     "vlcap",
     "mtu",
     "linear_fdb_cap",
+    "multicast_fdb_cap",
     "partition_cap",
     "vendor",
     "device",

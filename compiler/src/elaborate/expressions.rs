@@ -448,6 +448,9 @@ impl Elab<'_> {
             (Value::Model(m), "linear_fdb_cap") => {
                 Some(Value::Int(i64::from(m.spec.linear_fdb_cap)))
             }
+            (Value::Model(m), "multicast_fdb_cap") => {
+                Some(Value::Int(m.spec.multicast_fdb_cap.map_or(0, i64::from)))
+            }
             (Value::Model(m), "partition_cap") => {
                 Some(Value::Int(m.spec.partition_cap.map_or(0, i64::from)))
             }
@@ -457,7 +460,7 @@ impl Elab<'_> {
         v.ok_or_else(|| {
             let help = match &b {
                 Value::Node(_) => "nodes have `p` (ports), `name`, `ports`, `level` and `guid`",
-                Value::Model(_) => "models have `name`, `ports`, `speed`, `width`, `vlcap`, `mtu`, `linear_fdb_cap` and `partition_cap`",
+                Value::Model(_) => "models have `name`, `ports`, `speed`, `width`, `vlcap`, `mtu`, `linear_fdb_cap`, `multicast_fdb_cap` and `partition_cap`",
                 _ => "only nodes, models and node arrays have fields",
             };
             self.err_help(

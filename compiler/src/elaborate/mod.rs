@@ -10,6 +10,7 @@ mod builtins;
 mod declarations;
 mod expressions;
 mod modules;
+mod multicast;
 mod sections;
 mod statements;
 mod tenants;

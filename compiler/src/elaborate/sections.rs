@@ -1,5 +1,6 @@
 //! The `fabric` item: its attributes, its topology (or `import`), and its sections
-//! (`vls`, `routing`, `qos`; `tenant` and `shared` in `tenants.rs`).
+//! (`vls`, `routing`, `qos`; `tenant` and `shared` in `tenants.rs`, `multicast` in
+//! `multicast.rs`).
 
 use super::*;
 
@@ -82,7 +83,7 @@ impl Elab<'_> {
         for s in &f.stmts {
             if let FabricStmt::Section(sec) = s {
                 let kind = sec.kind.name.as_str();
-                if matches!(kind, "vls" | "routing" | "qos" | "sm") {
+                if matches!(kind, "vls" | "routing" | "qos" | "sm" | "multicast") {
                     if let Some(&(_, first)) = seen.iter().find(|(k, _)| *k == kind) {
                         self.second(
                             &format!("a second `{kind}` section"),
@@ -102,6 +103,7 @@ impl Elab<'_> {
             }
         }
         self.unmatched_classes(&config);
+        self.multicast_pkeys(&config);
         self.env.truncate(mark);
         self.builder.set_lmc(config.routing.lmc);
         std::mem::swap(&mut builder, &mut self.builder);
@@ -457,6 +459,7 @@ impl Elab<'_> {
             "qos" => self.qos(s, config),
             "tenant" | "shared" => self.tenant(s, config),
             "sm" => self.sm(s, config),
+            "multicast" => self.multicast(s, config),
             other => {
                 let help = suggest(other, SECTIONS.iter().copied(), || {
                     format!(
@@ -865,7 +868,15 @@ impl Elab<'_> {
 
 pub(super) const FABRIC_ATTRS: &[&str] = &["guid_base"];
 
-pub(super) const SECTIONS: &[&str] = &["vls", "routing", "qos", "tenant", "shared", "sm"];
+pub(super) const SECTIONS: &[&str] = &[
+    "vls",
+    "routing",
+    "qos",
+    "tenant",
+    "shared",
+    "sm",
+    "multicast",
+];
 
 pub(super) const CLASS_ATTRS: &[&str] = &["sl", "vl", "lanes", "weight", "priority", "match"];
 

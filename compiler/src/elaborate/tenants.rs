@@ -315,7 +315,7 @@ impl Elab<'_> {
     }
 
     /// The nodes `e` names (end nodes; switches too when `switches`), and whether all were.
-    fn nodes_in(&mut self, e: &Expr, what: &str, switches: bool) -> (Vec<NodeId>, bool) {
+    pub(super) fn nodes_in(&mut self, e: &Expr, what: &str, switches: bool) -> (Vec<NodeId>, bool) {
         let Ok(v) = self.eval(e) else {
             return (Vec::new(), false);
         };
@@ -355,6 +355,19 @@ impl Elab<'_> {
                 _ => None,
             };
             if let Some(w) = unknown {
+                // A host whose grouping was refused (`weft::host_rail`, said at its nodes) is
+                // not unknown: no second error for it, and nothing built.
+                let refused_host = self.machines.machines.is_empty()
+                    && self
+                        .builder
+                        .fabric()
+                        .nodes()
+                        .iter()
+                        .any(|n| n.spec.host.as_deref() == Some(&w[..]));
+                if refused_host {
+                    ok = false;
+                    continue;
+                }
                 self.err_help(
                     Code::UnknownName,
                     format!("no node or host named `{w}`"),
@@ -373,7 +386,11 @@ impl Elab<'_> {
                         format!("`{sw}` is a switch, not a host"),
                         e.span,
                         format!("a switch in `{what}`"),
-                        "a partition's members are end nodes (HCAs); switches stay in the default partition",
+                        if matches!(what, "members" | "send_only") {
+                            "a group's members are end nodes' ports; the tree passes through switches without naming them"
+                        } else {
+                            "a partition's members are end nodes (HCAs); switches stay in the default partition"
+                        },
                     );
                     ok = false;
                 }
@@ -404,8 +421,13 @@ impl Elab<'_> {
 
     /// Whether end node `n` may be named in `what`: an aggregation node in none of `hosts`,
     /// `vms on` and `vm … on`; a storage or management node in `hosts` (a partition's
-    /// members, as a shared storage partition has) but not as a VM hypervisor.
+    /// members, as a shared storage partition has) but not as a VM hypervisor; any end node
+    /// in a multicast group's `members` and `send_only`.
     fn may_be_named_in(&self, n: NodeId, what: &str) -> bool {
+        // A multicast group's members are any end ports: service nodes join groups too.
+        if matches!(what, "members" | "send_only") {
+            return true;
+        }
         match self.builder.fabric().node(n).role() {
             weft_fabric::Role::Host => true,
             weft_fabric::Role::Aggregation => false,

@@ -133,6 +133,12 @@ impl ClassLanes {
     pub fn width(&self, layers: u8) -> u8 {
         self.scheme.lanes() * layers
     }
+
+    /// The VL arbitration weight of each of its VLs: its weight split over them, rounded up
+    /// (at least 1).
+    pub fn weight_per_vl(&self, layers: u8) -> u8 {
+        self.weight.div_ceil(self.width(layers).max(1)).max(1)
+    }
 }
 
 /// Every class placed, and the SL→VL map all ports share.
@@ -148,6 +154,10 @@ pub struct LaneMap {
     pub budget: u8,
     /// Whether the description declared classes (else one implicit class on SL 0).
     pub declared: bool,
+    /// The SL and VL of their own the multicast pass gave the groups no routing layer's VL
+    /// admits a tree on (`sl2vl` maps the one to the other; no class uses either): set by
+    /// [`LaneMap::give_multicast`], `None` until then.
+    pub multicast: Option<(Sl, Vl)>,
 }
 
 impl LaneMap {
@@ -188,13 +198,85 @@ impl LaneMap {
                 high: c.high,
                 weight: c.weight,
             })
+            .chain(self.multicast.map(|(sl, vl)| ConfClass {
+                name: "multicast".to_owned(),
+                first_sl: sl,
+                first_vl: vl,
+                width: 1,
+                high: false,
+                weight: self.multicast_weight(),
+            }))
             .collect()
+    }
+
+    /// The VL arbitration weight of the multicast groups' VL of their own: that of one VL of
+    /// the class their SL would be in otherwise (the first class without `match`, else the
+    /// first), rounded up.
+    pub fn multicast_weight(&self) -> u8 {
+        let class = self
+            .classes
+            .iter()
+            .find(|c| c.matches.is_empty())
+            .or_else(|| self.classes.first());
+        class.map_or(1, |c| c.weight_per_vl(self.layers))
     }
 
     /// Whether every route stays on SL 0 and VL 0 (no tables to write).
     pub fn trivial(&self) -> bool {
-        !self.declared && self.layers == 1
+        !self.declared && self.layers == 1 && self.multicast.is_none()
     }
+
+    /// The SL and VL multicast groups could have to themselves: the lowest SL no class uses
+    /// (nor one of `taken`) and the lowest VL of the budget no SL maps to. `Err` says what
+    /// is missing: [`Spare::Sls`] when every SL is taken, else [`Spare::Vls`] with the budget
+    /// that VL would need.
+    pub fn spare(&self, taken: &[u8]) -> Result<(Sl, Vl), Spare> {
+        let sl = (0u8..16)
+            .find(|&s| {
+                self.sl2vl.get(usize::from(s)) == Some(&LaneMap::DROP) && !taken.contains(&s)
+            })
+            .ok_or(Spare::Sls)?;
+        let used = self.data_vls().fold(0u16, |m, v| m | 1 << v.0);
+        let vl = (0u8..15)
+            .find(|&v| used >> v & 1 == 0)
+            .ok_or(Spare::Vls { needed: None })?;
+        if vl >= self.budget {
+            return Err(Spare::Vls {
+                needed: Some(vl + 1),
+            });
+        }
+        Ok((Sl(sl), Vl(vl)))
+    }
+
+    /// Gives the multicast groups SL `sl` on VL `vl` ([`LaneMap::spare`]'s). A map that was
+    /// [`trivial`](LaneMap::trivial) had no tables, every SL on VL 0: the SLs of `on_vl0`
+    /// (groups' declared SLs) stay there once tables are written, as SL 0 does.
+    pub fn give_multicast(&mut self, sl: Sl, vl: Vl, on_vl0: &[u8]) {
+        if self.trivial() {
+            for &s in on_vl0 {
+                if let Some(v) = self.sl2vl.get_mut(usize::from(s)) {
+                    *v = Vl(0);
+                }
+            }
+        }
+        if let Some(v) = self.sl2vl.get_mut(usize::from(sl.0)) {
+            *v = vl;
+        }
+        self.multicast = Some((sl, vl));
+    }
+}
+
+/// What [`LaneMap::spare`] did not find.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Spare {
+    /// Every SL is used.
+    Sls,
+    /// Every VL of the budget is used; `needed` is the budget a VL of their own would take
+    /// (`None`: past the 15 data VLs IBA has).
+    Vls {
+        /// The budget needed.
+        needed: Option<u8>,
+    },
 }
 
 /// Lanes all classes take together: the layered engine may use `budget / lanes` layers.
@@ -234,6 +316,7 @@ pub fn allocate(
         sl2vl: [LaneMap::DROP; 16],
         budget,
         declared,
+        multicast: None,
     };
     // Which class holds each SL and VL.
     let mut sl_owner: [Option<usize>; 16] = [None; 16];

@@ -19,6 +19,14 @@ pub fn apply(state: &mut FabricState, map: &LaneMap, layers: Option<&Layers>) {
     if map.trivial() {
         return;
     }
+    tables(state, map);
+    path_sls(state, map, layers);
+}
+
+/// The SL→VL tables, VL arbitration and operational VLs of [`apply`], without the path SLs:
+/// what the multicast pass writes again when it gives its groups a VL of their own
+/// ([`LaneMap::give_multicast`]), which no path takes.
+pub fn tables(state: &mut FabricState, map: &LaneMap) {
     // One map for every (input, output) port pair of every switch, and every end port's
     // injection.
     let table = map.sl2vl_table();
@@ -54,7 +62,6 @@ pub fn apply(state: &mut FabricState, map: &LaneMap, layers: Option<&Layers>) {
     for p in cabled {
         state.ports.entry(p).or_default().vlarb = Some(arb.clone());
     }
-    path_sls(state, map, layers);
 }
 
 /// The tables [`apply`] gives every port, as `opensm.conf` states them (the same as
@@ -91,15 +98,21 @@ fn vlarb(map: &LaneMap) -> VlArb {
         low: Vec::new(),
     };
     for c in &map.classes {
-        let width = c.width(map.layers);
-        let weight = c.weight.div_ceil(width.max(1)).max(1);
+        let weight = c.weight_per_vl(map.layers);
         let table = if c.high { &mut arb.high } else { &mut arb.low };
-        for k in 0..width {
+        for k in 0..c.width(map.layers) {
             table.push(VlWeight {
                 vl: c.vl.0 + k,
                 weight,
             });
         }
+    }
+    // The multicast groups' VL of their own, at low priority.
+    if let Some((_, vl)) = map.multicast {
+        arb.low.push(VlWeight {
+            vl: vl.0,
+            weight: map.multicast_weight(),
+        });
     }
     if !arb.high.is_empty() {
         arb.high_limit = HIGH_LIMIT;

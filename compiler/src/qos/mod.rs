@@ -14,7 +14,8 @@
 //! - [`apply`] (`apply.rs`) writes what this means into a state: the SL→VL table of every
 //!   switch (one map for every input and output port pair) and every end port, a VL
 //!   arbitration table on every cabled port that schedules every VL used (each class's VLs,
-//!   or with no classes declared the routing layers' VLs at weight 1), the data VLs the SM
+//!   or with no classes declared the routing layers' VLs at weight 1, and the multicast
+//!   groups' VL of their own, [`LaneMap::multicast`]), the data VLs the SM
 //!   operates ([`max_vls`]), and the path SLs of every (source, destination) pair — the set of
 //!   the SLs each class uses for it, since a pair may carry every class's traffic;
 //! - [`qos_policy`] (`policy.rs`) writes OpenSM's `qos-policy.conf`, the one OpenSM file that
@@ -30,7 +31,7 @@ mod apply;
 mod lanes;
 mod policy;
 
-pub use allocate::{allocate, overlapping_service_ids, total_lanes, ClassLanes, LaneMap};
-pub use apply::{apply, max_vls, opensm_conf, qos_conf, HIGH_LIMIT};
+pub use allocate::{allocate, overlapping_service_ids, total_lanes, ClassLanes, LaneMap, Spare};
+pub use apply::{apply, max_vls, opensm_conf, qos_conf, tables, HIGH_LIMIT};
 pub use lanes::{leaves, vftree_lane, vftree_matrix};
 pub use policy::{qos_policy, PolicyError, QOS_POLICY_BYTES};

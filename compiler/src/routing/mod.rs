@@ -11,6 +11,7 @@ pub mod fat_tree;
 mod graph;
 pub mod layered;
 pub mod minhop;
+pub mod multicast;
 pub mod shape;
 pub mod updn;
 

@@ -25,7 +25,9 @@ fn bfs(g: &Graph, sources: &[usize]) -> Vec<u32> {
     dist
 }
 
-fn roots(g: &Graph, input: &RoutingInput<'_>) -> Vec<usize> {
+/// The switches Up*/Down* ranks from: `roots` given, else the top level of a tree that
+/// records levels, else the most central switch (ties by lowest GUID).
+pub(super) fn roots(g: &Graph, input: &RoutingInput<'_>) -> Vec<usize> {
     let f = input.fabric;
     let explicit: Vec<usize> = input
         .config

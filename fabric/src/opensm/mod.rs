@@ -35,6 +35,8 @@ mod sl2vl;
 #[cfg(test)]
 mod tests;
 
+use std::collections::BTreeMap;
+
 pub use conf::{
     conf_values, merge_conf, parse_qos_conf, write_qos_conf, ConfClass, ConfError, ConfParseError,
     QosConf,
@@ -63,6 +65,13 @@ pub struct Dumps<'a> {
     pub path_sl: Option<&'a str>,
     /// A `guid2lid` cache (absent: the LIDs in `lids`).
     pub guid2lid: Option<&'a str>,
+    /// Multicast forwarding tables: `opensm.mcfdbs`, `ibroute -M`, `dump_fts -M` or
+    /// `dump_mfts` output (absent: no multicast tables, and the state says nothing about
+    /// multicast).
+    pub mfts: Option<&'a str>,
+    /// Multicast groups: `saquery` MCMemberRecord output (absent: no group records; what
+    /// the MFTs program is then all that is known).
+    pub mcmembers: Option<&'a str>,
 }
 
 /// Builds the state of `fabric` from OpenSM's files; `lids` are the LIDs the topology file
@@ -81,8 +90,37 @@ pub fn assemble(
         Ok((w, ())) => warnings.extend(w),
         Err(e) => errors.extend(e.0),
     };
+    // Multicast tables first: a dump's MulticastFDBCap lines belong to the fabric's nodes.
+    let mut fabric = fabric;
+    let mut mfts = BTreeMap::new();
+    if let Some(t) = dumps.mfts {
+        match parse_mfts(t, &fabric) {
+            Ok((tables, w)) => {
+                if !tables.fdb_caps.is_empty() {
+                    let mut b = crate::FabricBuilder::from(fabric);
+                    for (&id, &cap) in &tables.fdb_caps {
+                        b.set_multicast_fdb_cap(id, Some(cap));
+                    }
+                    fabric = b.finish();
+                }
+                mfts = tables.tables;
+                keep(Ok((w, ())));
+            }
+            Err(e) => keep(Err(e)),
+        }
+    }
     let mut state = FabricState::new(fabric);
     state.lids = lids;
+    state.multicast.mfts = mfts;
+    if let Some(t) = dumps.mcmembers {
+        match parse_mcmembers(t, &state.fabric) {
+            Ok((groups, w)) => {
+                state.multicast.groups = groups;
+                keep(Ok((w, ())));
+            }
+            Err(e) => keep(Err(e)),
+        }
+    }
     if let Some(t) = dumps.guid2lid {
         match parse_guid2lid(t, &state.fabric) {
             Ok((l, w)) => {

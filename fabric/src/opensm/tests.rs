@@ -237,6 +237,8 @@ fn assemble_builds_a_state() {
             sl2vl: Some(&sl2vl),
             path_sl: Some(&psl),
             guid2lid: None,
+            mfts: None,
+            mcmembers: None,
         },
     )
     .unwrap();
@@ -305,6 +307,8 @@ mod never_panic {
                     sl2vl: Some(&text),
                     path_sl: Some(&text),
                     guid2lid: Some(&text),
+            mfts: None,
+            mcmembers: None,
                 });
             }
         }

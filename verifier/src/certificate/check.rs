@@ -59,8 +59,10 @@ pub struct CheckSummary {
     pub switch_destinations: u64,
     /// Routes (source, destination, SL) shown to arrive.
     pub routes: u64,
-    /// Route states checked (dependencies included).
+    /// Route states checked (dependencies included), multicast copies' included.
     pub states: u64,
+    /// The traffic the certificate covers.
+    pub traffic: crate::Traffic,
 }
 
 /// Re-checks `cert` against `state` for `req`, trusting nothing else.
@@ -224,6 +226,7 @@ pub fn check(
             example,
         });
     }
+    let mc_states = check_multicast(state, &net, cert, &rank)?;
     let attach = net.attach(&sources);
     let results: Vec<Result<(u64, u64), CertificateError>> = dests
         .par_iter()
@@ -243,7 +246,8 @@ pub fn check(
         hca_destinations: dests.len() as u64 - switch_destinations,
         switch_destinations,
         routes: 0,
-        states: 0,
+        states: mc_states,
+        traffic: crate::Traffic::of(state),
     };
     for r in results {
         let (routes, states) = r?;
@@ -382,6 +386,82 @@ fn channel_name(net: &Net<'_>, c: Option<u32>) -> String {
     c.and_then(|c| crate::explicit::channel(net, c))
         .map(|c| format!("{}:{} vl {}", c.node.name, c.port, c.vl))
         .unwrap_or_else(|| "(no channel)".to_owned())
+}
+
+/// The multicast section: the certificate covers exactly the state's groups, every
+/// dependency of their copies climbs in rank, and every tree delivers each sender's packets
+/// to every other receiver once. Returns the route states checked.
+fn check_multicast(
+    state: &ValidState,
+    net: &Net<'_>,
+    cert: &Certificate,
+    rank: &[u32],
+) -> Result<u64, CertificateError> {
+    let flows = crate::multicast::flows(state);
+    let mlids: Vec<u16> = flows.iter().map(|f| f.mlid.get()).collect();
+    let Some(cov) = &cert.multicast else {
+        if flows.is_empty() {
+            return Ok(0);
+        }
+        return Err(CertificateError::Multicast(format!(
+            "the state has {} multicast group(s) and the certificate covers unicast only",
+            flows.len()
+        )));
+    };
+    if cov.groups != mlids {
+        let show = |v: &[u16]| {
+            v.iter()
+                .map(|m| format!("{m:#06x}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        return Err(CertificateError::Multicast(format!(
+            "it covers the groups [{}], the state has [{}]",
+            show(&cov.groups),
+            show(&mlids)
+        )));
+    }
+    if !cert.properties.contains(&Property::MulticastConnected) {
+        return Err(CertificateError::Property(Property::MulticastConnected));
+    }
+    let mfts = crate::multicast::mft_index(state);
+    let mut states = 0u64;
+    for f in &flows {
+        let mut bad: Option<CertificateError> = None;
+        let (st, _) = crate::multicast::states(net, &mfts, f, |x, i, vin, o, vout| {
+            if bad.is_some() {
+                return;
+            }
+            let held = match net.port_link(x, i) {
+                Some(PortLink::Up { node, port }) => net.channel(node, port, vin),
+                _ => None,
+            };
+            if let Err(e) = ranks_increase(net, rank, held, net.channel(x, o, vout)) {
+                bad = Some(e);
+            }
+        });
+        if let Some(e) = bad {
+            return Err(e);
+        }
+        states += st.len() as u64;
+    }
+    let deps = crate::channels::DepSet::new(net);
+    let found = crate::multicast::check(net, state, &deps, 1);
+    if let Some(first) = found.failures.first() {
+        return Err(CertificateError::Multicast(format!(
+            "group {:#06x}: {} ({} pair(s))",
+            first.mlid,
+            first.problem.describe(),
+            first.pairs
+        )));
+    }
+    if found.pairs != cov.pairs {
+        return Err(CertificateError::Multicast(format!(
+            "it claims {} (sender, receiver) pairs, the state's groups have {}",
+            cov.pairs, found.pairs
+        )));
+    }
+    Ok(states)
 }
 
 /// Checks that the ranks of `held` → `want` strictly increase.

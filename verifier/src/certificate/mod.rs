@@ -59,6 +59,36 @@ pub struct Certificate {
     pub deadlock_free: Ranks,
     /// The `connected` section: distance labels.
     pub connected: Labelling,
+    /// The multicast traffic it covers (absent: unicast only, and the state had none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multicast: Option<McCoverage>,
+}
+
+/// The multicast groups a certificate's ranks and proof cover.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McCoverage {
+    /// The MLIDs of every group whose copies' dependencies are ranked, sorted.
+    pub groups: Vec<u16>,
+    /// Of those, the MLIDs whose members were inferred from the MFTs (no group record).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inferred: Vec<u16>,
+    /// (Sender, receiver) pairs shown to get exactly one copy.
+    pub pairs: u64,
+}
+
+impl McCoverage {
+    pub(crate) fn of(flows: &[crate::multicast::Flow], report: &crate::McReport) -> McCoverage {
+        McCoverage {
+            groups: flows.iter().map(|f| f.mlid.get()).collect(),
+            inferred: flows
+                .iter()
+                .filter(|f| f.inferred)
+                .map(|f| f.mlid.get())
+                .collect(),
+            pairs: report.pairs,
+        }
+    }
 }
 
 /// Ranks of the channels of the dependency graph.
@@ -237,6 +267,10 @@ pub enum CertificateError {
     #[error("the certificate claims `apm_disjoint`, which the routes break: {0}")]
     #[diagnostic(code(weft::certificate::apm))]
     Apm(String),
+    /// It does not cover the state's multicast, or the state's multicast trees break it.
+    #[error("the certificate's multicast section does not hold: {0}")]
+    #[diagnostic(code(weft::certificate::multicast))]
+    Multicast(String),
     /// It names a node the state does not have, or not as what it claims.
     #[error("the certificate names {0}")]
     #[diagnostic(code(weft::certificate::node))]
@@ -352,6 +386,7 @@ pub(crate) fn build(
                 .map(|(lid, labels)| Labels { lid: lid.0, labels })
                 .collect(),
         },
+        multicast: None,
     }
 }
 

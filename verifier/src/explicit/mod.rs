@@ -125,6 +125,9 @@ fn verify_with(state: &ValidState, opts: &Options, one_vl: bool) -> Report {
     let failed_routes = acc.failed;
     let failures = failures::finish(&net, &sources, acc, opts.max_listed, opts.witnesses);
 
+    // Multicast: every group's copies add their dependencies to the same graph.
+    let mc = (!state.multicast.is_empty())
+        .then(|| crate::multicast::check(&net, state, &deps, opts.max_listed));
     let dep_list = deps.each(&net);
     let edges = channels::edges(&net, &dep_list);
     let graph = Graph::new(net.ports as usize * usize::from(net.vls), &edges);
@@ -141,10 +144,16 @@ fn verify_with(state: &ValidState, opts: &Options, one_vl: bool) -> Report {
         seen.iter().filter(|&&s| s).count() as u64
     };
     let routes: u64 = results.iter().map(|r| r.routes).sum();
+    let flows = if mc.is_some() {
+        crate::multicast::flows(state)
+    } else {
+        Vec::new()
+    };
+    let mfts = crate::multicast::mft_index(state);
     let credit_loops: Vec<CreditLoop> = sccs
         .iter()
         .take(opts.max_listed)
-        .map(|scc| credit_loop(&net, &graph, scc, &sources, &dests))
+        .map(|scc| credit_loop(&net, &graph, scc, &sources, &dests, (&flows, &mfts)))
         .collect();
 
     // Nothing required: nothing is proven.
@@ -169,10 +178,17 @@ fn verify_with(state: &ValidState, opts: &Options, one_vl: bool) -> Report {
         .contains(&crate::Property::ApmDisjoint)
         .then(|| crate::apm::check(state, opts.max_listed));
     let apm_disjoint = apm.as_ref().map(|a| a.outcome.clone());
+    let multicast_connected = opts
+        .properties
+        .contains(&crate::Property::MulticastConnected)
+        .then(|| crate::multicast::outcome(mc.as_ref()));
     let proven = deadlock_free == Outcome::Proven
         && connected == Outcome::Proven
         && isolated.as_ref().is_none_or(|o| *o == Outcome::Proven)
-        && apm_disjoint.as_ref().is_none_or(|o| *o == Outcome::Proven);
+        && apm_disjoint.as_ref().is_none_or(|o| *o == Outcome::Proven)
+        && multicast_connected
+            .as_ref()
+            .is_none_or(|o| *o == Outcome::Proven);
     let certificate = if opts.certificate && proven {
         graph.topo_ranks().map(|ranks| {
             let labels: Vec<(weft_fabric::Lid, Vec<u16>)> = results
@@ -187,6 +203,10 @@ fn verify_with(state: &ValidState, opts: &Options, one_vl: bool) -> Report {
             if apm_disjoint.is_some() {
                 c.properties.push(crate::Property::ApmDisjoint);
             }
+            if multicast_connected.is_some() {
+                c.properties.push(crate::Property::MulticastConnected);
+            }
+            c.multicast = mc.as_ref().map(|m| certificate::McCoverage::of(&flows, m));
             c
         })
     } else {
@@ -201,6 +221,7 @@ fn verify_with(state: &ValidState, opts: &Options, one_vl: bool) -> Report {
             connected,
             isolated,
             apm_disjoint,
+            multicast_connected,
         },
         stats: Stats {
             sources: sources.len() as u64,
@@ -217,6 +238,8 @@ fn verify_with(state: &ValidState, opts: &Options, one_vl: bool) -> Report {
         failed_routes,
         isolation,
         apm,
+        traffic: mc.as_ref().map(|m| m.traffic.clone()).unwrap_or_default(),
+        multicast: mc,
         certificate,
     }
 }

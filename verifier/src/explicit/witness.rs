@@ -13,6 +13,7 @@ pub(super) fn credit_loop(
     scc: &[u32],
     sources: &[Source],
     dests: &[Dest],
+    multicast: (&[crate::multicast::Flow], &[Option<&weft_fabric::Mft>]),
 ) -> CreditLoop {
     let channels: Vec<Channel> = scc.iter().filter_map(|&c| channel(net, c)).collect();
     let cyc = graph.cycle_in(scc);
@@ -22,7 +23,9 @@ pub(super) fn credit_loop(
         let (Some(from), Some(to)) = (channel(net, a), channel(net, b)) else {
             continue;
         };
-        let Some(route) = witness_route(net, a, b, sources, dests) else {
+        let Some(route) = witness_route(net, a, b, sources, dests)
+            .or_else(|| multicast_route(net, a, b, multicast))
+        else {
             continue;
         };
         cycle.push(Dependency { from, to, route });
@@ -42,6 +45,24 @@ pub(crate) fn channel(net: &Net<'_>, c: u32) -> Option<Channel> {
         to_port: port,
         vl,
     })
+}
+
+/// One multicast copy's route that takes channel `a` then channel `b`.
+fn multicast_route(
+    net: &Net<'_>,
+    a: u32,
+    b: u32,
+    (flows, mfts): (&[crate::multicast::Flow], &[Option<&weft_fabric::Mft>]),
+) -> Option<crate::report::Route> {
+    if flows.is_empty() {
+        return None;
+    }
+    let (an, ap, vin) = net.channel_parts(a)?;
+    let (x, o, vout) = net.channel_parts(b)?;
+    let Some(crate::net::PortLink::Up { port: i, .. }) = net.port_link(an, ap) else {
+        return None;
+    };
+    crate::multicast::witness_route(net, flows, mfts, (x, i, vin, o, vout))
 }
 
 /// One route that takes channel `a` then channel `b`.

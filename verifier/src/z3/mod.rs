@@ -145,6 +145,7 @@ impl Z3 {
                     connected: unknown(),
                     isolated: asked(crate::Property::Isolated),
                     apm_disjoint: asked(crate::Property::ApmDisjoint),
+                    multicast_connected: asked(crate::Property::MulticastConnected),
                 },
                 credit_loop: None,
                 channels: 0,

@@ -12,9 +12,31 @@ use z3::ast::{Bool, Int};
 use z3::{Params, SatResult, Solver};
 type Chan = (NodeId, u8, u8);
 
+/// What creates a dependency first.
+#[derive(Clone, Copy)]
+enum Origin {
+    /// A unicast route (src, port, dlid, sl).
+    Route(NodeId, u8, Lid, u8),
+    /// A multicast copy: (MLID, sender, port, SL, the copy's index in the sender's flood).
+    Copy(weft_fabric::Mlid, NodeId, u8, u8, usize),
+}
+
+/// Multicast facts, per (MLID, sender node, sender port).
+#[derive(Default)]
+struct McFacts {
+    groups: u64,
+    /// Steps between switches a sender's copies take (a loop closes a cycle of steps).
+    steps: BTreeMap<(u16, NodeId, u8), BTreeSet<(NodeId, NodeId)>>,
+    /// Senders some other receiver does not get exactly one copy from.
+    failures: Vec<(u16, NodeId, u8)>,
+    /// (Sender, receiver) pairs required.
+    pairs: u64,
+}
+
 struct Facts {
-    /// Dependencies, each with the first route (src, port, dlid, sl) that creates it.
-    deps: BTreeMap<(Chan, Chan), (NodeId, u8, Lid, u8)>,
+    /// Dependencies, each with the first route or copy that creates it.
+    deps: BTreeMap<(Chan, Chan), Origin>,
+    mc: McFacts,
     /// Per destination LID: forwarding steps between switches.
     steps: BTreeMap<Lid, BTreeSet<(NodeId, NodeId)>>,
     /// Routes that end on an invalid step.
@@ -88,6 +110,7 @@ fn facts(st: &FabricState, scope: Scope) -> Facts {
     let (sources, dests) = endpoints(st, scope);
     let mut fx = Facts {
         deps: BTreeMap::new(),
+        mc: McFacts::default(),
         steps: BTreeMap::new(),
         failures: Vec::new(),
         looped: 0,
@@ -129,14 +152,59 @@ fn facts(st: &FabricState, scope: Scope) -> Facts {
                         if b.in_port != 0 {
                             fx.deps
                                 .entry(((a.node, a.out, a.vl), (b.node, b.out, b.vl)))
-                                .or_insert((s, p, d, sl.0));
+                                .or_insert(Origin::Route(s, p, d, sl.0));
                         }
                     }
                 }
             }
         }
     }
+    multicast_facts(st, &mut fx);
     fx
+}
+
+/// The multicast groups' facts, sender by sender, from the reference flood.
+fn multicast_facts(st: &FabricState, fx: &mut Facts) {
+    let flows = crate::multicast::flows(st);
+    fx.mc.groups = flows.len() as u64;
+    for f in &flows {
+        for &(s, p) in &f.senders {
+            let (s, m) = (NodeId(s), f.mlid);
+            let fl = reference::flood(st, m, f.sl, s, p);
+            if fl.offline {
+                continue;
+            }
+            let mut bad = fl.looped;
+            for &(r, q) in &f.receivers {
+                if (r, q) == (s.0, p) {
+                    continue;
+                }
+                fx.mc.pairs += 1;
+                bad |= fl.delivered.get(&(NodeId(r), q)).copied().unwrap_or(0) != 1;
+            }
+            if bad {
+                fx.mc.failures.push((m.get(), s, p));
+            }
+            fx.mc
+                .steps
+                .entry((m.get(), s, p))
+                .or_default()
+                .extend(fl.steps.iter().copied());
+            for (k, c) in fl.copies.iter().enumerate() {
+                let Some(a) = c.from.and_then(|j| fl.copies.get(j)) else {
+                    continue;
+                };
+                if c.hop.in_port != 0 {
+                    fx.deps
+                        .entry((
+                            (a.hop.node, a.hop.out, a.hop.vl),
+                            (c.hop.node, c.hop.out, c.hop.vl),
+                        ))
+                        .or_insert(Origin::Copy(m, s, p, f.sl, k));
+                }
+            }
+        }
+    }
 }
 
 /// A switch's output port: a channel, VLs aside.
@@ -314,6 +382,49 @@ impl Z3 {
                     .unwrap_or_else(|| "unknown".to_owned()),
             ),
         };
+        // Multicast delivery: per sender, a depth per switch its copies reach, growing along
+        // every step (a loop makes that impossible), and `false` for a sender some receiver
+        // does not get exactly one copy from.
+        let multicast_connected = opts
+            .properties
+            .contains(&crate::Property::MulticastConnected)
+            .then(|| {
+                let solver = Solver::new();
+                solver.set_params(&params);
+                let mut k = 0usize;
+                for ((m, s, p), steps) in &fx.mc.steps {
+                    let nodes: BTreeSet<NodeId> = steps.iter().flat_map(|&(a, b)| [a, b]).collect();
+                    let depth: BTreeMap<NodeId, Int> = nodes
+                        .iter()
+                        .map(|n| (*n, Int::new_const(format!("m_{m}_{}_{p}_{}", s.0, n.0))))
+                        .collect();
+                    for (a, b) in steps {
+                        if let (Some(da), Some(db)) = (depth.get(a), depth.get(b)) {
+                            solver.assert_and_track(da.lt(db), &Bool::new_const(format!("m{k}")));
+                            k += 1;
+                        }
+                    }
+                }
+                for (j, _) in fx.mc.failures.iter().enumerate() {
+                    solver.assert_and_track(
+                        Bool::from_bool(false),
+                        &Bool::new_const(format!("mf{j}")),
+                    );
+                }
+                match solver.check() {
+                    SatResult::Sat => {
+                        crate::multicast::outcome_of(fx.mc.groups, fx.mc.pairs, false)
+                    }
+                    SatResult::Unsat => {
+                        crate::multicast::outcome_of(fx.mc.groups, fx.mc.pairs, true)
+                    }
+                    SatResult::Unknown => Outcome::Unknown(
+                        solver
+                            .get_reason_unknown()
+                            .unwrap_or_else(|| "unknown".to_owned()),
+                    ),
+                }
+            });
         // Nothing required: nothing is proven.
         let (deadlock_free, connected) = if fx.routes == 0 {
             let (s, d) = endpoints(state, opts.scope);
@@ -336,6 +447,7 @@ impl Z3 {
                     .properties
                     .contains(&crate::Property::ApmDisjoint)
                     .then(|| crate::apm::check(state, 0).outcome),
+                multicast_connected,
             },
             credit_loop,
             channels: chans.len(),
@@ -412,11 +524,28 @@ fn witness(st: &FabricState, fx: &Facts, cyc: &[Chan]) -> CreditLoop {
     let mut cycle = Vec::new();
     for (k, &a) in cyc.iter().enumerate() {
         let b = cyc.get((k + 1) % cyc.len()).copied().unwrap_or(a);
-        let Some(&(s, p, d, sl)) = fx.deps.get(&(a, b)) else {
+        let Some(&origin) = fx.deps.get(&(a, b)) else {
             continue;
         };
-        let hops = reference::follow(st, s, p, d, sl);
-        let owner = reference::owner(st, d).unwrap_or((NodeId(0), 0));
+        let (s, p, d, sl, hops, owner) = match origin {
+            Origin::Route(s, p, d, sl) => (
+                s,
+                p,
+                d,
+                sl,
+                reference::follow(st, s, p, d, sl),
+                reference::owner(st, d).unwrap_or((NodeId(0), 0)),
+            ),
+            Origin::Copy(m, s, p, sl, k) => {
+                let hops = reference::flood(st, m, sl, s, p).path(k);
+                // The copy's route ends where its last hop leads.
+                let end = hops
+                    .last()
+                    .and_then(|h| st.fabric.peer(PortRef::new(h.node, h.out)))
+                    .map_or((s, p), |(q, _)| (q.node, q.port.0));
+                (s, p, Lid(m.get()), sl, hops, end)
+            }
+        };
         cycle.push(Dependency {
             from: channel(st, a),
             to: channel(st, b),
