@@ -109,7 +109,12 @@ fn mfts_written_over_mads_read_back_with_ibroute_and_weft_audit() {
         "-o",
         &p("plan.json"),
     ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stderr),
+        String::from_utf8_lossy(&o.stdout)
+    );
     let shown = String::from_utf8_lossy(&o.stdout);
     assert!(
         shown.contains(

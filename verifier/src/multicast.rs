@@ -262,6 +262,11 @@ pub struct McReport {
     pub states: u64,
     /// Failed pairs (and looping senders) in all.
     pub failed: u64,
+    /// Of those, senders whose copies come back to a switch, and pairs with duplicate copies:
+    /// failures that are not just a copy missing (a tree being built or taken down has only
+    /// those).
+    #[serde(default)]
+    pub looped_or_duplicated: u64,
     /// Patterns of failures, by MLID and problem (at most `max_listed`).
     pub failures: Vec<McFailure>,
 }
@@ -460,6 +465,7 @@ pub(crate) fn states(
 struct Acc {
     by: BTreeMap<(u16, McProblem), McFailure>,
     failed: u64,
+    looped_or_duplicated: u64,
 }
 
 impl Acc {
@@ -468,6 +474,9 @@ impl Acc {
             return;
         }
         self.failed += n;
+        if problem != McProblem::Undelivered {
+            self.looped_or_duplicated += n;
+        }
         let key = (f.mlid.get(), problem);
         if let Some(p) = self.by.get_mut(&key) {
             p.pairs += n;
@@ -538,6 +547,7 @@ pub(crate) fn check(
         pairs,
         states: states_total,
         failed: acc.failed,
+        looped_or_duplicated: acc.looped_or_duplicated,
         failures,
     }
 }
