@@ -889,11 +889,7 @@ pub(crate) fn witness_route(
 ) -> Option<Route> {
     let (x, i, vin, o, vout) = dep;
     for f in flows {
-        let mask = mask_at(mfts, x, f.mlid);
-        if !mask.contains(PortNum(i)) && !mask.contains(PortNum(o)) {
-            continue;
-        }
-        if !mask.contains(PortNum(o)) {
+        if !mask_at(mfts, x, f.mlid).contains(PortNum(o)) {
             continue;
         }
         // Breadth-first over states from every sender, with the state each came from.
