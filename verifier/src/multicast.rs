@@ -1253,6 +1253,17 @@ mod tests {
             "{e:?}"
         );
 
+        // A certificate of deadlock freedom and connectivity only (no `multicast_connected`)
+        // still ranks the copies, and is accepted for the state with the group.
+        let routes_only = crate::verify(&with, &Options::default())
+            .certificate
+            .unwrap();
+        assert!(!routes_only
+            .properties
+            .contains(&Property::MulticastConnected));
+        crate::certificate::check(&with, &routes_only, &crate::Request::default())
+            .expect("accepted");
+
         let unicast = crate::verify(&without, &Options::default())
             .certificate
             .unwrap();
