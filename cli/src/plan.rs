@@ -125,7 +125,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
 
 /// What traffic the steps' proofs cover: each MFT write is a step of its own, proven with
 /// the trees by the verifier; the LFT steps' mixes (the transition property) walk unicast
-/// routes only, so the plan says so when either state has multicast.
+/// routes with the dependencies of the trees in place (LFT writes leave them as they are).
 fn traffic(old: &ValidState, new: &ValidState) -> String {
     let groups = weft_verifier::Traffic::of(old)
         .multicast_groups
@@ -134,7 +134,7 @@ fn traffic(old: &ValidState, new: &ValidState) -> String {
         weft_verifier::Traffic::default().describe()
     } else {
         format!(
-            "unicast and multicast ({groups} group(s)) for the MFT steps, each proven with the trees; the LFT steps' mixes are proven for unicast routes only"
+            "unicast and multicast ({groups} group(s)): each MFT step proven with the trees, each LFT step's mixes with the dependencies of the trees in place"
         )
     }
 }

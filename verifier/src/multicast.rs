@@ -504,6 +504,20 @@ struct Example {
     stop: Option<McStop>,
 }
 
+/// Records the dependencies of every flow of `state` in `deps` (what [`check`] records,
+/// without deciding delivery): the multicast part of the channel dependency graph, which LFT
+/// writes do not change.
+pub(crate) fn dependencies(net: &Net<'_>, state: &ValidState, deps: &DepSet) {
+    let mfts = mft_index(state);
+    for f in &flows(state) {
+        states(net, &mfts, f, |x, i, vin, o, vout| {
+            if let Some(&k) = net.switch_index.get(x as usize) {
+                deps.insert(k, i, vin, o, vout);
+            }
+        });
+    }
+}
+
 /// Checks every flow of `state`: records its dependencies in `deps` and returns what
 /// `multicast_connected` found.
 pub(crate) fn check(
@@ -1136,6 +1150,69 @@ mod tests {
             let za = crate::z3::Z3::default().run(&testkit::valid(alone), &opts());
             assert_eq!(za.verdict.deadlock_free, Outcome::Proven);
         }
+    }
+
+    /// The ring's tree cut at cable `cut` (`R{cut}` port 1 – `R{cut+1}` port 2), every host in
+    /// it.
+    fn cut_tree(st: &mut FabricState, n: u32, cut: u32) {
+        everyone(st);
+        for x in 0..n {
+            let mut p = vec![3];
+            if x != cut {
+                p.push(1);
+            }
+            if x != (cut + 1) % n {
+                p.push(2);
+            }
+            p.sort_unstable();
+            set_mask(st, x, &p);
+        }
+    }
+
+    /// A step of a plan is checked with the multicast trees in place (LFT writes leave them
+    /// as they are): rerouting `R0`'s route to `R2`'s host through `R3` (up*/down* either way)
+    /// is proven on unicast alone and with a tree cut at `R1 – R2`; with the tree cut at
+    /// `R3 – R0`, whose turn at `R2` closes a credit loop with the unicast routes, the same
+    /// step is refused with a cycle of channels.
+    #[test]
+    fn a_step_is_checked_with_the_trees_in_place() {
+        let f = testkit::ring(4, 1);
+        let lids = testkit::sequential_lids(&f);
+        let before = testkit::route_updown(&f, lids);
+        let after = ring();
+        for cut in [None, Some(1), Some(3)] {
+            let (mut b, mut a) = (before.clone(), after.clone());
+            if let Some(c) = cut {
+                cut_tree(&mut b, 4, c);
+                cut_tree(&mut a, 4, c);
+            }
+            let (b, a) = (testkit::valid(b), testkit::valid(a));
+            let o = if cut.is_some() {
+                opts()
+            } else {
+                Options::default()
+            };
+            let proven = crate::verify(&b, &o).is_proven();
+            assert_eq!(proven, cut != Some(3), "before, cut {cut:?}");
+            let c = crate::transition::check_step(&b, &a, crate::Scope::All).unwrap();
+            assert_eq!(c.loop_free, Outcome::Proven);
+            assert_eq!(c.changed_entries, 1);
+            if proven {
+                assert_eq!(c.deadlock_free, Outcome::Proven, "cut {cut:?}: {c:?}");
+            } else {
+                assert_eq!(c.deadlock_free, Outcome::Violated, "cut {cut:?}: {c:?}");
+                assert!(!c.credit_loop.is_empty());
+            }
+        }
+        // States whose trees differ are not two ends of a step of LFT writes.
+        let mut a = after.clone();
+        cut_tree(&mut a, 4, 1);
+        let e = crate::transition::check_step(
+            &testkit::valid(before),
+            &testkit::valid(a),
+            crate::Scope::All,
+        );
+        assert!(e.is_err());
     }
 
     /// Masks over the whole ring: copies come back to the switch they started from; both

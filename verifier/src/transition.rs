@@ -8,14 +8,15 @@
 //!   no cycle. A simple cycle in the union uses one entry per switch, so this is exactly "no
 //!   mix of landed writes has a forwarding loop";
 //! * **deadlock-free**: the union channel dependency graph — every dependency any route of any
-//!   mix creates, over every destination — is acyclic (sound for every mix, since each mix's
+//!   mix creates, over every destination, and the dependencies of the start's multicast trees
+//!   (LFT writes leave them as they are) — is acyclic (sound for every mix, since each mix's
 //!   graph is a subgraph);
 //! * **connected**: every route that arrives before the step arrives in every mix (a route a
 //!   fault already broke need not arrive until the write that mends it lands; the final state
 //!   is proven connected on its own).
 //!
-//! The two states must agree on everything but their LFTs (fabric, LIDs, SL→VL, path SLs); the
-//! fabric the step is checked on is theirs. VLs follow the verifier's semantics (`net.rs`).
+//! The two states must agree on everything but their LFTs (fabric, LIDs, SL→VL, path SLs,
+//! multicast groups and MFTs); the fabric the step is checked on is theirs. VLs follow the verifier's semantics (`net.rs`).
 //!
 //! [`Transition`] checks a sequence of steps from one state, each against the state the steps
 //! before it left: it keeps the current tables, a dependency set that contains every dependency
@@ -166,6 +167,9 @@ fn comparable(a: &ValidState, b: &ValidState) -> Result<(), TransitionError> {
     if !a.same_sl2vl(b) || a.switches.keys().ne(b.switches.keys()) {
         return Err(TransitionError::Differ("their SL→VL tables"));
     }
+    if a.multicast != b.multicast {
+        return Err(TransitionError::Differ("their multicast groups or tables"));
+    }
     Ok(())
 }
 
@@ -245,6 +249,9 @@ pub struct Transition<'a> {
     cur: Vec<Vec<u8>>,
     /// Every dependency of the current state, and maybe more.
     deps: DepSet,
+    /// The start's multicast dependencies (its groups' trees), when it has any: LFT writes
+    /// leave them as they are, so every mix has them, and every exact set starts from them.
+    multicast: Option<DepSet>,
     /// A topological rank per channel of `deps`' graph.
     ranks: Vec<u32>,
     /// Per destination index: routes toward it failing in the current state.
@@ -305,6 +312,12 @@ impl<'a> Transition<'a> {
             }
         }
         let deps = DepSet::new(&net);
+        let multicast = (!start.multicast.is_empty()).then(|| {
+            let mc = DepSet::new(&net);
+            crate::multicast::dependencies(&net, start, &mc);
+            deps.absorb(&mc);
+            mc
+        });
         let mut t = Transition {
             sources,
             dest_of,
@@ -312,6 +325,7 @@ impl<'a> Transition<'a> {
             starts,
             cur,
             deps,
+            multicast,
             ranks: Vec::new(),
             failing: Vec::new(),
             start_cycle: Vec::new(),
@@ -392,7 +406,7 @@ impl<'a> Transition<'a> {
             }
         }
         if j.deps_replaced {
-            let deps = DepSet::new(&self.net);
+            let deps = self.fresh_with_multicast();
             self.run(&deps, &[], true);
             let graph = self.graph(&deps, &[]);
             self.deps = deps;
@@ -471,7 +485,7 @@ impl<'a> Transition<'a> {
                     None => {
                         // Maybe only the kept dependencies the current state no longer has:
                         // check exactly.
-                        let exact = DepSet::new(&self.net);
+                        let exact = self.fresh_with_multicast();
                         self.run(&exact, &work, true);
                         let g = self.graph(&exact, &[]);
                         match g.topo_ranks() {
@@ -594,6 +608,15 @@ impl<'a> Transition<'a> {
             failing_before: before,
             failing_after: after,
         }
+    }
+
+    /// A dependency set holding the multicast dependencies only (empty without multicast).
+    fn fresh_with_multicast(&self) -> DepSet {
+        let d = DepSet::new(&self.net);
+        if let Some(mc) = &self.multicast {
+            d.absorb(mc);
+        }
+        d
     }
 
     /// The channel edges of `fresh`'s dependencies that the kept set does not have.

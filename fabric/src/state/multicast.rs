@@ -5,8 +5,8 @@
 //! every port of `MFT_x[m]` except `i` (port 0 is the switch's own management port). IBA's
 //! MulticastForwardingTable attribute carries the table as blocks of 32 MLIDs, each entry a
 //! 16-bit mask of one *position* (ports `16·p ..= 16·p + 15`); [`Mft::block`] and
-//! [`Mft::set_block`] are that view. The table itself is dense: one [`PortMask`] per MLID from
-//! 0xC000 to the highest MLID with an entry (MulticastFDBTop), so a lookup is one index.
+//! [`Mft::set_block`] are that view. The table itself is sparse: its non-empty entries sorted
+//! by MLID (the last is MulticastFDBTop), so memory follows what the table holds.
 //!
 //! Groups and tables are independent on purpose: OpenSM's MFT dump has no groups, `saquery`
 //! output has no tables, and a group without receivers has no tree. [`ValidState::new`]
@@ -168,65 +168,60 @@ impl fmt::Display for PortMask {
 
 /// One switch's multicast forwarding table: a port mask per MLID.
 ///
-/// Dense from 0xC000 to the highest MLID with a non-empty mask, never longer, so two tables
-/// with the same entries are equal and [`Mft::top`] is the table's length.
+/// Sparse: the non-empty entries only, sorted by MLID, so two tables with the same entries
+/// are equal and a table costs what it holds (a dump or a switch with one entry at 0xFFFE
+/// costs one entry, not 16 383).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Mft {
-    masks: Vec<PortMask>,
+    entries: Vec<(Mlid, PortMask)>,
 }
 
 impl Mft {
     /// The ports `mlid` is forwarded to (empty: no entry).
     pub fn get(&self, mlid: Mlid) -> PortMask {
-        self.masks.get(mlid.index()).copied().unwrap_or_default()
+        self.entries
+            .binary_search_by_key(&mlid, |e| e.0)
+            .ok()
+            .and_then(|i| self.entries.get(i))
+            .map_or(PortMask::EMPTY, |e| e.1)
     }
 
     /// Sets the entry of `mlid` (an empty mask removes it).
     pub fn set(&mut self, mlid: Mlid, mask: PortMask) {
-        let i = mlid.index();
-        if self.masks.len() <= i {
-            if mask.is_empty() {
-                return;
+        match self.entries.binary_search_by_key(&mlid, |e| e.0) {
+            Ok(i) if mask.is_empty() => {
+                self.entries.remove(i);
             }
-            self.masks.resize(i + 1, PortMask::EMPTY);
-        }
-        if let Some(m) = self.masks.get_mut(i) {
-            *m = mask;
-        }
-        self.trim();
-    }
-
-    fn trim(&mut self) {
-        while self.masks.last().is_some_and(|m| m.is_empty()) {
-            self.masks.pop();
+            Ok(i) => {
+                if let Some(e) = self.entries.get_mut(i) {
+                    e.1 = mask;
+                }
+            }
+            Err(_) if mask.is_empty() => {}
+            Err(i) => self.entries.insert(i, (mlid, mask)),
         }
     }
 
     /// MulticastFDBTop: the highest MLID with an entry, `None` when the table is empty (the
     /// switch then reports 0xBFFF).
     pub fn top(&self) -> Option<Mlid> {
-        Mlid::new((Mlid::MIN.0 as usize + self.masks.len()).checked_sub(1)? as u16)
-            .filter(|_| !self.masks.is_empty())
+        self.entries.last().map(|e| e.0)
     }
 
     /// Whether no MLID has an entry.
     pub fn is_empty(&self) -> bool {
-        self.masks.is_empty()
+        self.entries.is_empty()
     }
 
-    /// The entries with a non-empty mask, by MLID.
+    /// The entries (every mask non-empty), by MLID.
     pub fn entries(&self) -> impl Iterator<Item = (Mlid, PortMask)> + '_ {
-        self.masks
-            .iter()
-            .enumerate()
-            .filter(|(_, m)| !m.is_empty())
-            .map(|(i, &m)| (Mlid(Mlid::MIN.0 + i as u16), m))
+        self.entries.iter().copied()
     }
 
     /// The union of every entry's ports (for checking them against the switch's ports).
     pub fn ports_used(&self) -> PortMask {
         let mut all = [0u64; 4];
-        for m in &self.masks {
+        for (_, m) in &self.entries {
             for (a, w) in all.iter_mut().zip(m.0) {
                 *a |= w;
             }
@@ -239,12 +234,16 @@ impl Mft {
     /// `16·position ..= 16·position + 15`. The attribute modifier is `position << 28 | block`.
     pub fn block(&self, block: u16, position: u8) -> [u16; MLIDS_PER_BLOCK as usize] {
         let mut out = [0u16; MLIDS_PER_BLOCK as usize];
-        let first = usize::from(block) * usize::from(MLIDS_PER_BLOCK);
-        for (k, e) in out.iter_mut().enumerate() {
-            *e = self
-                .masks
-                .get(first + k)
-                .map_or(0, |m| m.position(position));
+        let first = u32::from(Mlid::MIN.0) + u32::from(block) * u32::from(MLIDS_PER_BLOCK);
+        let from = self.entries.partition_point(|e| u32::from(e.0 .0) < first);
+        for &(m, mask) in self.entries.get(from..).unwrap_or_default() {
+            let Some(e) = u32::from(m.0)
+                .checked_sub(first)
+                .and_then(|k| out.get_mut(k as usize))
+            else {
+                break;
+            };
+            *e = mask.position(position);
         }
         out
     }
@@ -436,6 +435,23 @@ mod tests {
     }
 
     #[test]
+    fn an_entry_at_the_last_mlid_costs_one_entry() {
+        let mut t = Mft::default();
+        t.set(Mlid::MAX, PortMask::of([PortNum(17)]));
+        assert_eq!(t.entries.len(), 1);
+        assert_eq!(t.top(), Some(Mlid::MAX));
+        // 0xFFFE is entry 30 of block 511; port 17 is bit 1 of position 1.
+        let b = t.block(511, 1);
+        assert_eq!(b[30], 0b10);
+        assert_eq!(b.iter().filter(|&&e| e != 0).count(), 1);
+        assert_eq!(t.block(511, 0), [0; 32]);
+        assert_eq!(t.block(510, 1), [0; 32]);
+        let mut u = Mft::default();
+        u.set_block(511, 1, &b);
+        assert_eq!(t, u);
+    }
+
+    #[test]
     fn join_states_read_what_they_write() {
         let both = JoinState::FULL.union(JoinState::SEND_ONLY_NON_MEMBER);
         assert_eq!(both.to_string(), "full+send_only");
@@ -448,7 +464,7 @@ mod tests {
     }
 
     proptest! {
-        /// The block view and the dense view hold the same table.
+        /// The block view and the entry view hold the same table.
         #[test]
         fn blocks_read_back_what_was_set(
             entries in proptest::collection::btree_map(0xC000u16..0xC100, proptest::collection::btree_set(0u8..=255, 1..6), 0..20)
