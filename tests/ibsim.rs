@@ -743,3 +743,38 @@ pub fn vswitched_net(state: &weft_fabric::FabricState) -> (String, weft_fabric::
         weft_fabric::ibnetdiscover::write(&m.fabric, Some(&m.lids)).expect("a writable fabric");
     (net, m)
 }
+
+/// The directed route (`smpquery -D`, `ibroute -D`) from the node ibsim attaches clients to
+/// (the net file's first node, a switch) to `to`: the exit port of every hop, `0` for that
+/// node itself. A fabric on which `to` cannot be reached is a broken test setup: it panics.
+#[expect(
+    clippy::panic,
+    reason = "test support: an unreachable node is a broken setup"
+)]
+pub fn dr_path(f: &weft_fabric::Fabric, to: weft_fabric::NodeId) -> String {
+    use weft_fabric::PortRef;
+    let Some(start) = f.node_ids().next() else {
+        panic!("an empty fabric");
+    };
+    if start == to {
+        return "0".to_owned();
+    }
+    let mut seen = std::collections::BTreeSet::from([start]);
+    let mut queue = std::collections::VecDeque::from([(start, vec![0u8])]);
+    while let Some((n, path)) = queue.pop_front() {
+        for p in &f.node(n).ports {
+            let Some((far, _)) = f.peer(PortRef::new(n, p.num.0)) else {
+                continue;
+            };
+            let mut next = path.clone();
+            next.push(p.num.0);
+            if far.node == to {
+                return next.iter().map(u8::to_string).collect::<Vec<_>>().join(",");
+            }
+            if f.node(far.node).is_switch() && seen.insert(far.node) {
+                queue.push_back((far.node, next));
+            }
+        }
+    }
+    panic!("no route to {}", f.node(to).name())
+}

@@ -371,31 +371,6 @@ fn with_vms(web_host: &str) -> String {
     )
 }
 
-/// The directed route `smpquery -D` takes from the node ibsim attaches clients to (the net
-/// file's first node, a switch) to `to`: the exit port of every hop.
-fn dr_path(f: &weft_fabric::Fabric, to: weft_fabric::NodeId) -> String {
-    use weft_fabric::PortRef;
-    let start = f.node_ids().next().unwrap();
-    let mut seen = std::collections::BTreeSet::from([start]);
-    let mut queue = std::collections::VecDeque::from([(start, vec![0u8])]);
-    while let Some((n, path)) = queue.pop_front() {
-        for p in &f.node(n).ports {
-            let Some((far, _)) = f.peer(PortRef::new(n, p.num.0)) else {
-                continue;
-            };
-            let mut next = path.clone();
-            next.push(p.num.0);
-            if far.node == to {
-                return next.iter().map(u8::to_string).collect::<Vec<_>>().join(",");
-            }
-            if f.node(far.node).is_switch() && seen.insert(far.node) {
-                queue.push_back((far.node, next));
-            }
-        }
-    }
-    panic!("no route to {}", f.node(to).name())
-}
-
 /// A VF's LID and P_Keys as `smpquery` reads them by directed route (keys 0 dropped).
 fn vf_on_wire(sim: &Ibsim, path: &str) -> (u16, Vec<u16>) {
     let run = |what: &str| {
@@ -450,7 +425,7 @@ fn a_vm_migration_sends_exactly_the_planned_smps_over_mads() {
         "after the initial deployment",
     );
     let vf_path = |host: &str, vf: u8| {
-        dr_path(
+        ibsim::dr_path(
             &modelled.fabric,
             modelled.fabric.find(&format!("{host}-vf{vf}")).unwrap(),
         )

@@ -213,3 +213,162 @@ fn mfts_written_over_mads_read_back_with_ibroute_and_weft_audit() {
     );
     let _ = std::fs::remove_dir_all(Path::new(&d));
 }
+
+/// `ibroute -M` on every switch of `st` (by directed route: a fresh ibsim has no LIDs, and a
+/// build directory's deployment sets none), parsed: every non-empty MFT by switch GUID.
+fn ibroute_all(sim: &Ibsim, st: &ValidState) -> BTreeMap<u64, Mft> {
+    let mut text = String::new();
+    for id in st.fabric.node_ids() {
+        if !st.fabric.node(id).is_switch() {
+            continue;
+        }
+        let path = ibsim::dr_path(&st.fabric, id);
+        text += &sim
+            .run_retrying(
+                "ibroute",
+                &["-M", "-D", &path],
+                Duration::from_secs(60),
+                Duration::from_secs(300),
+            )
+            .unwrap()
+            .stdout;
+    }
+    let (read, problems) = weft_fabric::opensm::parse_mfts(&text, &st.fabric).unwrap();
+    assert!(problems.is_empty(), "{problems:?}");
+    by_guid(st.state(), &read.tables)
+}
+
+/// Builds `example` with the IPoIB broadcast group and two declared groups (one of every
+/// host, at an MLID in block 15; one of three hosts), has OpenSM load its LIDs and LFTs on
+/// ibsim, deploys the build directory over real SMPs (`weft apply out/ --target mad`: the
+/// MFTs, in proven steps), and reads
+/// the MFTs back with `ibroute -M` on every switch and with `weft audit --target mad`: both
+/// equal the compiled tables, and the audit proves the union of unicast and multicast.
+fn compiled_mfts_land_over_mads(example: &str, hosts: [&str; 3]) {
+    let Some(tools) = ibsim::require(
+        &format!("compiled_mfts_land_over_mads({example})"),
+        &["opensm", "ibroute"],
+    ) else {
+        return;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let d = std::env::temp_dir().join(format!(
+        "weft-mft-compiled-{}-{}",
+        example.trim_end_matches(".weft"),
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let src = std::fs::read_to_string(root.join("examples").join(example)).unwrap();
+    let i = src.rfind('}').unwrap();
+    let [a, b, c] = hosts;
+    let src = format!(
+        "{}    multicast {{\n        ipoib = true\n        group jobs {{ mlid = 0xc041, members = [{a}, {b}, {c}] }}\n        group all_hosts {{ mlid = 0xc1ff, members = all }}\n    }}\n}}\n",
+        &src[..i]
+    );
+    std::fs::write(d.join("t.weft"), src).unwrap();
+    let out = d.join("out");
+    let o = weft(&[
+        "build",
+        d.join("t.weft").to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let state =
+        ValidState::from_json(&std::fs::read_to_string(out.join("state.json")).unwrap()).unwrap();
+    assert_eq!(
+        state
+            .multicast
+            .groups
+            .iter()
+            .map(|g| g.mlid.get())
+            .collect::<Vec<_>>(),
+        [0xc000, 0xc041, 0xc1ff]
+    );
+    let want = by_guid(state.state(), &state.multicast.mfts);
+    // Every leaf is in a tree (`all_hosts` has a host on each), and each group's top switch.
+    assert!(
+        want.len() > state.fabric.switch_count() / 2,
+        "{}",
+        want.len()
+    );
+    let net = std::fs::read_to_string(out.join("topology.net")).unwrap();
+    let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(&state.fabric))).unwrap();
+    // OpenSM (file engine, once) sets the build's LIDs and loads its LFTs; weft then writes
+    // the MFTs (the LFTs already hold what the build wants).
+    sim.load_with_opensm(&out.join("lfts.dump"), &state)
+        .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
+    let weft_bin = env!("CARGO_BIN_EXE_weft");
+    let o = sim
+        .run_env(
+            weft_bin,
+            &[
+                "apply",
+                out.to_str().unwrap(),
+                "--target",
+                "mad",
+                "--lock-dir",
+                d.to_str().unwrap(),
+            ],
+            &[],
+            Duration::from_secs(1800),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        o.stdout.starts_with("the fabric holds the new state"),
+        "{}\n{}",
+        o.stdout,
+        o.stderr
+    );
+    assert_eq!(ibroute_all(&sim, &state), want, "ibroute -M");
+    let audited = d.join("audited.json");
+    let o = match sim.run_env(
+        weft_bin,
+        &[
+            "audit",
+            "--target",
+            "mad",
+            "--write-state",
+            audited.to_str().unwrap(),
+        ],
+        &[],
+        Duration::from_secs(1800),
+    ) {
+        Ok(o) => o,
+        Err(ibsim::IbsimError::Failed { output, .. }) => output,
+        Err(e) => panic!("{e}"),
+    };
+    let st = ValidState::from_json(&std::fs::read_to_string(&audited).unwrap())
+        .unwrap_or_else(|e| panic!("{e}\n{}\n{}", o.stdout, o.stderr));
+    assert_eq!(by_guid(st.state(), &st.multicast.mfts), want, "weft audit");
+    // No group travels in an SMP: the audit infers the three MLIDs' members from the masks
+    // and proves them with unicast.
+    assert!(
+        o.stdout.contains(
+            "traffic: unicast and multicast (3 groups; members of 3 inferred from the MFTs, SL 0)"
+        ),
+        "{}",
+        o.stdout
+    );
+    assert!(o.status.success(), "{}\n{}", o.stdout, o.stderr);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The 648-node example's compiled trees, written and read back (see
+/// [`compiled_mfts_land_over_mads`]).
+#[test]
+fn compiled_mfts_of_the_648_node_tree_land_over_mads() {
+    compiled_mfts_land_over_mads("cluster-648.weft", ["cn001", "cn300", "cn648"]);
+}
+
+/// The same for the 11 664-node example (release mode, `WEFT_BIG_EXAMPLES=1`: 1 620 switches
+/// in ibsim).
+#[test]
+fn compiled_mfts_of_the_11664_node_tree_land_over_mads() {
+    if std::env::var_os("WEFT_BIG_EXAMPLES").is_none() {
+        return;
+    }
+    compiled_mfts_land_over_mads("cluster-11664.weft", ["cn00001", "cn05000", "cn11664"]);
+}
