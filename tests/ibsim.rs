@@ -512,6 +512,17 @@ impl Ibsim {
         lfts_dump: &Path,
         state: &weft_fabric::FabricState,
     ) -> Result<(), IbsimError> {
+        self.load_with_opensm_qos(lfts_dump, state, None)
+    }
+
+    /// [`Ibsim::load_with_opensm`], with OpenSM's QoS on and the settings of `conf` (a
+    /// build's `opensm.conf`: its SL→VL and VL arbitration tables) when given.
+    pub fn load_with_opensm_qos(
+        &self,
+        lfts_dump: &Path,
+        state: &weft_fabric::FabricState,
+        conf: Option<&Path>,
+    ) -> Result<(), IbsimError> {
         let cache = self.dir.join("osm-cache");
         fs::create_dir_all(&cache)
             .map_err(|e| IbsimError::Io(format!("cannot create {}", cache.display()), e))?;
@@ -526,9 +537,14 @@ impl Ibsim {
             log.to_string_lossy().into_owned(),
             cache.to_string_lossy().into_owned(),
         );
+        let conf_s = conf.map(|c| c.to_string_lossy().into_owned());
+        let mut args = vec!["-o", "-R", "file", "-U", &dump, "-f", &log_s];
+        if let Some(c) = &conf_s {
+            args.extend(["-Q", "-F", c]);
+        }
         self.run_env(
             "opensm",
-            &["-o", "-R", "file", "-U", &dump, "-f", &log_s],
+            &args,
             &[("OSM_CACHE_DIR", &cache_s)],
             Duration::from_secs(120),
         )
