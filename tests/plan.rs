@@ -484,3 +484,63 @@ fn mft_steps_written_by_hand_are_checked() {
         checks[0].connected
     );
 }
+
+/// MFT steps someone ordered that add ports toward a state whose trees loop (both spines
+/// forward the group: copies go up one spine and down the other): every step is checked as
+/// exactly as one by one — the checks stop at the first step whose state the verifier does
+/// not prove (a copy looping or duplicated), each step before it proven, the same steps as
+/// verifying every state in turn finds. Without the loop the run is proven at once.
+#[test]
+fn a_run_of_mft_additions_is_checked_step_by_step_when_its_end_loops() {
+    let current = with_tree(None);
+    let (one, two) = (with_tree(Some("spine1")), with_tree(Some("spine2")));
+    let mut both = current.state().clone();
+    both.multicast = one.multicast.clone();
+    for (id, t) in &two.multicast.mfts {
+        let mine = both.multicast.mfts.entry(*id).or_default();
+        for (m, mask) in t.entries() {
+            mine.set(
+                m,
+                weft_fabric::PortMask::of(mine.get(m).iter().chain(mask.iter())),
+            );
+        }
+    }
+    let both = ValidState::new(both).unwrap();
+    let declared = weft_verifier::partition_mix::Declared::default();
+    for (target, loops) in [(&one, false), (&both, true)] {
+        let (remove, add) = weft_plan::mft::writes(&current, target);
+        assert!(remove.is_empty());
+        assert!(add.len() >= 3, "{add:?}");
+        let steps: Vec<Vec<SmpWrite>> = add.iter().map(|w| vec![w.clone()]).collect();
+        let checks = check_steps(&current, &steps, Scope::All, &declared);
+        // Each state in turn, verified on its own.
+        let mut cur = current.state().clone();
+        let mut first_bad = None;
+        for (i, w) in add.iter().enumerate() {
+            weft_plan::mft::apply(&mut cur, w).unwrap();
+            if !weft_plan::mft::failing(cur.clone(), Scope::All)
+                .unwrap()
+                .is_empty()
+            {
+                first_bad = Some(i);
+                break;
+            }
+        }
+        assert_eq!(first_bad.is_some(), loops);
+        match first_bad {
+            None => {
+                assert_eq!(checks.len(), steps.len());
+                assert!(checks.iter().all(|c| c.is_proven()), "{checks:?}");
+            }
+            Some(k) => {
+                assert_eq!(checks.len(), k + 1, "{checks:?}");
+                assert!(checks[..k].iter().all(|c| c.is_proven()), "{checks:?}");
+                assert!(
+                    matches!(&checks[k].connected, Outcome::Unknown(w) if w.contains("multicast_connected")),
+                    "{:?}",
+                    checks[k]
+                );
+            }
+        }
+    }
+}

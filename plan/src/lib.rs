@@ -552,37 +552,27 @@ fn full_reconfiguration(st: &ValidState) -> u64 {
 }
 
 /// One step per MFT write of `writes`, in order, from the state `cur`, each checked on the
-/// states before and after it ([`mft::check`]); the first that is not proven is refused.
+/// states before and after it ([`mft::run_checks`]); the first that is not proven is refused.
 fn mft_steps(
     mut cur: FabricState,
     names: &ValidState,
     writes: Vec<SmpWrite>,
     scope: Scope,
 ) -> Result<Vec<PlanStep>, PlanError> {
-    let mut steps = Vec::with_capacity(writes.len());
-    let mut before = if writes.is_empty() {
-        Ok(Vec::new())
-    } else {
-        mft::failing(cur.clone(), scope)
-    };
-    for w in writes {
-        let what = describe(names, Some(&w));
-        let after = match mft::apply(&mut cur, &w) {
-            Ok(()) => mft::failing(cur.clone(), scope),
-            Err(e) => Err(e),
-        };
-        let check = mft::check(&before, &after, &what);
-        if !check.is_proven() {
-            return Err(PlanError::NoSafeOrder {
-                write: what,
-                why: why(&check),
-                check: Box::new(check),
-            });
-        }
-        steps.push(PlanStep { writes: vec![w] });
-        before = after;
+    let what: Vec<String> = writes.iter().map(|w| describe(names, Some(w))).collect();
+    let refs: Vec<&SmpWrite> = writes.iter().collect();
+    let checks = mft::run_checks(&mut cur, &refs, &what, scope);
+    if let Some((check, name)) = checks.into_iter().zip(&what).find(|(c, _)| !c.is_proven()) {
+        return Err(PlanError::NoSafeOrder {
+            write: name.clone(),
+            why: why(&check),
+            check: Box::new(check),
+        });
     }
-    Ok(steps)
+    Ok(writes
+        .into_iter()
+        .map(|w| PlanStep { writes: vec![w] })
+        .collect())
 }
 
 /// Proves `stages` of LFT writes one after another on `t` (from `start`): a stage whose
@@ -734,7 +724,19 @@ pub fn check_steps_read(
     declared: &Declared,
     read: Option<&std::collections::BTreeMap<weft_verifier::isolation::End, Vec<u16>>>,
 ) -> Vec<StepCheck> {
-    let mut t = Transition::new(start, scope);
+    // With MFT writes: the tables as the steps leave them, each MFT step proven on them
+    // (runs of one-block steps together, [`mft::run_checks`]); the LFT steps' mixes with the
+    // trees in place when they land.
+    let writes_mfts = steps
+        .iter()
+        .flatten()
+        .any(|w| matches!(w, SmpWrite::Mft { .. }));
+    let walked = writes_mfts.then(|| walk_mfts(start, steps, scope));
+    let (mft_checks, base, trees) = match walked {
+        Some(w) => (w.checks, w.base, w.trees),
+        None => (Vec::new(), None, Vec::new()),
+    };
+    let mut t = Transition::new(base.as_ref().unwrap_or(start), scope);
     let failing = t.failing();
     let mut vf_lids: Vec<Option<weft_fabric::Lid>> =
         start.lids.vports.iter().map(|v| v.lid).collect();
@@ -748,19 +750,13 @@ pub fn check_steps_read(
     // The tables after the plan are checked when the plan writes P_Keys: LFT writes change
     // no P_Key table, so they leave isolation as they found it.
     let writes_pkeys = known.iter().any(|w| !w.is_empty());
-    // With MFT writes: the tables as the steps leave them, each MFT step proven on them.
-    let writes_mfts = steps
-        .iter()
-        .flatten()
-        .any(|w| matches!(w, SmpWrite::Mft { .. }));
-    let mut cur = writes_mfts.then(|| start.state().clone());
     let mut out = Vec::new();
     for (i, writes) in steps.iter().enumerate() {
         let last = i + 1 == steps.len();
-        let mft_check = cur
-            .as_mut()
-            .and_then(|cur| mft_step_check(cur, start, scope, i, writes));
-        let mut check = match mft_check {
+        if let Some(Some(st)) = trees.get(i) {
+            t.add_multicast(st);
+        }
+        let mut check = match mft_checks.get(i).cloned().flatten() {
             Some(c) => c,
             None => {
                 let moved = move_vf_lids(&mut t, start, &mut vf_lids, writes);
@@ -801,6 +797,89 @@ pub fn check_steps_read(
         }
     }
     out
+}
+
+/// What walking a plan's steps over its MFT writes found (see [`walk_mfts`]).
+struct MftWalk {
+    /// Per step, the check of a step that writes an MFT block (`None`: no MFT write, or not
+    /// reached: an MFT step before it failed).
+    checks: Vec<Option<StepCheck>>,
+    /// The state the first LFT step finds, when MFT steps before it changed the trees (the
+    /// LFTs are still the start's): the transition checker starts from it.
+    base: Option<ValidState>,
+    /// Per step, for an LFT step after MFT steps that changed the trees since the last LFT
+    /// step (or since `base`): the state it finds, whose trees' dependencies its mixes must
+    /// have too.
+    trees: Vec<Option<ValidState>>,
+}
+
+/// Walks `steps` from `start` over their table writes: checks every step that writes an MFT
+/// block (runs of one-block steps together, [`mft::run_checks`]; a step that writes more
+/// with it on its own, [`mft_step_check`]) and notes the trees each LFT step finds.
+fn walk_mfts(start: &ValidState, steps: &[Vec<SmpWrite>], scope: Scope) -> MftWalk {
+    let one_block =
+        |w: &[SmpWrite]| w.len() == 1 && matches!(w.first(), Some(SmpWrite::Mft { .. }));
+    let writes_lfts = |w: &[SmpWrite]| w.iter().any(|x| matches!(x, SmpWrite::Lft { .. }));
+    let mut cur = start.state().clone();
+    let mut walk = MftWalk {
+        checks: vec![None; steps.len()],
+        base: None,
+        trees: vec![None; steps.len()],
+    };
+    let mut changed = false;
+    let mut seen_lft = false;
+    let mut i = 0;
+    while let Some(writes) = steps.get(i) {
+        if one_block(writes) {
+            let j = (i..steps.len())
+                .find(|&k| !steps.get(k).is_some_and(|w| one_block(w)))
+                .unwrap_or(steps.len());
+            let run: Vec<&SmpWrite> = steps
+                .get(i..j)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|w| w.first())
+                .collect();
+            let what: Vec<String> = run.iter().map(|w| describe(start, Some(w))).collect();
+            let checks = mft::run_checks(&mut cur, &run, &what, scope);
+            let all = checks.len() == run.len() && checks.iter().all(StepCheck::is_proven);
+            for (k, c) in checks.into_iter().enumerate() {
+                if let Some(slot) = walk.checks.get_mut(i + k) {
+                    *slot = Some(c);
+                }
+            }
+            if !all {
+                break;
+            }
+            changed = true;
+            i = j;
+            continue;
+        }
+        if writes.iter().any(|w| matches!(w, SmpWrite::Mft { .. })) {
+            if let Some(slot) = walk.checks.get_mut(i) {
+                *slot = mft_step_check(&mut cur, start, scope, i, writes);
+            }
+            changed = true;
+        } else {
+            if changed && writes_lfts(writes) {
+                let st = ValidState::new(cur.clone()).ok();
+                if seen_lft {
+                    if let Some(slot) = walk.trees.get_mut(i) {
+                        *slot = st;
+                    }
+                } else {
+                    walk.base = st;
+                }
+                changed = false;
+            }
+            seen_lft |= writes_lfts(writes);
+            for w in writes {
+                let _ = mft::apply(&mut cur, w);
+            }
+        }
+        i += 1;
+    }
+    walk
 }
 
 /// Applies step `i`'s `writes` to `cur` (the tables as the steps leave them); when the step

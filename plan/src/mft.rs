@@ -241,6 +241,117 @@ pub fn check(
     }
 }
 
+/// Which way a run of MFT writes moves the tables, when every write goes the same way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Direction {
+    /// Every write only clears ports: each state of the run is part of the one before it.
+    Remove,
+    /// Every write only sets ports: each state of the run is part of the one after it.
+    Add,
+}
+
+/// The checks of a run of steps that each write one MFT block (`writes`, in order; `what`
+/// names each for people), from `cur` (the state before the run; left as the run leaves
+/// it). Each check is [`check`] of the states before and after its step.
+///
+/// A multicast tree's copies, and so its channel dependencies, loops and duplicates, can only
+/// shrink when ports leave its masks. So when every write of the run only clears ports (or
+/// only sets them), and each write's `old` block is what the tables hold when it lands, every
+/// state of the run is part of the first state (or of the last) with the same unicast tables:
+/// one verification of that state proves every step, when it holds. When the writes do not
+/// go one way, or that state does not hold, every step is verified on its own (the exact
+/// check, and the first failure named).
+pub fn run_checks(
+    cur: &mut FabricState,
+    writes: &[&SmpWrite],
+    what: &[String],
+    scope: Scope,
+) -> Vec<StepCheck> {
+    let first = cur.clone();
+    let direction = one_way(cur, writes);
+    let reference = match direction {
+        Some(Direction::Remove) => Some(first.clone()),
+        Some(Direction::Add) => Some(cur.clone()),
+        None => None,
+    };
+    if let Some(r) = reference {
+        let found = failing(r, scope);
+        // `connected` is the unicast routes' (no MFT write changes it): a step is held to it
+        // only where it held before, so the reference stands for every step when nothing
+        // else fails.
+        if found
+            .as_ref()
+            .is_ok_and(|f| f.iter().all(|&p| p == Property::Connected))
+        {
+            return what.iter().map(|w| check(&found, &found, w)).collect();
+        }
+    }
+    // Step by step, from the first state.
+    *cur = first;
+    let mut out = Vec::with_capacity(writes.len());
+    let mut before = failing(cur.clone(), scope);
+    for (w, name) in writes.iter().zip(what) {
+        let after = match apply(cur, w) {
+            Ok(()) => failing(cur.clone(), scope),
+            Err(e) => Err(e),
+        };
+        let c = check(&before, &after, name);
+        let ok = c.is_proven();
+        out.push(c);
+        if !ok {
+            break;
+        }
+        before = after;
+    }
+    out
+}
+
+/// Applies `writes` to `cur` in order and says which way they all go, if one: each an MFT
+/// write whose `old` block is what `cur` holds when it lands and whose `new` only clears (or
+/// only sets) ports of it. `cur` is left as the writes leave it (as far as they apply).
+fn one_way(cur: &mut FabricState, writes: &[&SmpWrite]) -> Option<Direction> {
+    let mut way: Option<Direction> = None;
+    let mut consistent = true;
+    for w in writes {
+        let SmpWrite::Mft {
+            switch,
+            block,
+            position,
+            old,
+            new,
+        } = w
+        else {
+            return None;
+        };
+        let held = cur
+            .fabric
+            .find_guid(*switch)
+            .and_then(|id| cur.multicast.mfts.get(&id))
+            .map_or([0u16; MFT_BLOCK], |t| t.block(*block, *position));
+        let (o, n) = (block_masks(old), block_masks(new));
+        consistent &= held == o;
+        let clears = o.iter().zip(&n).all(|(a, b)| b & !a == 0);
+        let sets = o.iter().zip(&n).all(|(a, b)| a & !b == 0);
+        let this = match (clears, sets) {
+            (true, true) => way,
+            (true, false) => Some(Direction::Remove),
+            (false, true) => Some(Direction::Add),
+            (false, false) => {
+                consistent = false;
+                way
+            }
+        };
+        if way.is_some() && this != way {
+            consistent = false;
+        }
+        way = way.or(this);
+        if apply(cur, w).is_err() {
+            return None;
+        }
+    }
+    consistent.then_some(way).flatten()
+}
+
 /// The MLIDs a write's block holds: `0xC000 + 32 × block ..`, for people.
 pub fn mlids(block: u16) -> String {
     let first = u32::from(Mlid::MIN.get()) + u32::from(block) * MFT_BLOCK as u32;

@@ -1204,6 +1204,18 @@ mod tests {
                 assert!(!c.credit_loop.is_empty());
             }
         }
+        // Trees written between LFT steps: the checker started without them is told, and the
+        // next step's mixes have their dependencies.
+        let mut looped = before.clone();
+        cut_tree(&mut looped, 4, 3);
+        let (b, looped) = (testkit::valid(before.clone()), testkit::valid(looped));
+        let changes = crate::transition::changes(&b, &testkit::valid(after.clone()));
+        let mut t = crate::transition::Transition::new(&b, crate::Scope::All);
+        t.checkpoint();
+        assert_eq!(t.step(&changes).deadlock_free, Outcome::Proven);
+        t.rollback();
+        t.add_multicast(&looped);
+        assert_eq!(t.step(&changes).deadlock_free, Outcome::Violated);
         // States whose trees differ are not two ends of a step of LFT writes.
         let mut a = after.clone();
         cut_tree(&mut a, 4, 1);

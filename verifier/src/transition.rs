@@ -376,6 +376,29 @@ impl<'a> Transition<'a> {
         true
     }
 
+    /// Adds the multicast dependencies of `st` — the start's fabric with other MFTs (trees
+    /// written between LFT steps) — to those every later step's mixes have. The kept
+    /// dependencies only grow (what was there stays: a superset is sound); when they close a
+    /// cycle, every later step is refused with it.
+    pub fn add_multicast(&mut self, st: &ValidState) {
+        let mc = DepSet::new(&self.net);
+        crate::multicast::dependencies(&self.net, st, &mc);
+        self.deps.absorb(&mc);
+        match &self.multicast {
+            Some(m) => m.absorb(&mc),
+            None => self.multicast = Some(mc),
+        }
+        let graph = self.graph(&self.deps, &[]);
+        match graph.topo_ranks() {
+            Some(r) => self.ranks = r,
+            None => {
+                if self.start_cycle.is_empty() {
+                    self.start_cycle = self.cycle(&graph);
+                }
+            }
+        }
+    }
+
     /// Starts recording what the following steps and relocations change, so that
     /// [`Transition::rollback`] can return here (a plan worked out but not applied).
     pub fn checkpoint(&mut self) {
