@@ -446,7 +446,7 @@ fn group_counts(r: &Run, tables: &BTreeMap<u64, Mft>) -> BTreeMap<u16, (usize, u
 
 /// Everything the engines' tests check the same way; the verdict of `weft verify` with the
 /// group records, for the caller to assert.
-fn check_common(r: &Run, joins: &[Join]) -> Value {
+fn check_common(r: &mut Run, joins: &[Join]) -> Value {
     // The tables: OpenSM's dump, `ibroute -M` and `weft audit` read the same ones.
     let dumped = mfts_of(&r.read("opensm.mcfdbs"), r);
     assert!(!dumped.is_empty());
@@ -494,7 +494,7 @@ fn check_common(r: &Run, joins: &[Join]) -> Value {
 
     // The proof with the group records names the three groups; audit (no records: members
     // from the MFTs) reaches the same verdict on the live fabric.
-    let v = verify(r, true, true, &[]);
+    let v = verify(r, true, true, &["--engine", "both"]);
     assert_eq!(v["traffic"]["multicast_groups"], 3, "{}", v["traffic"]);
     assert!(v["traffic"]["inferred_groups"].is_null(), "{}", v["traffic"]);
     assert_eq!(audited["traffic"]["multicast_groups"], 3);
@@ -535,6 +535,7 @@ fn check_common(r: &Run, joins: &[Join]) -> Value {
         outcome(&v, "deadlock_free") == "violated",
         "ibdmchk -M:\n{with}"
     );
+    assert!(r.osm.running(), "OpenSM exited:\n{}", r.log_tail());
     v
 }
 
@@ -572,8 +573,8 @@ fn on_a_fat_tree(engine: &str) {
         return;
     };
     let src = weft_tests::xgft_source(2, &[18, 2], &[1, 2], "", "");
-    let r = run(&tools, engine, &src, "qos FALSE\n", &TREE_JOINS);
-    let v = check_common(&r, &TREE_JOINS);
+    let mut r = run(&tools, engine, &src, "qos FALSE\n", &TREE_JOINS);
+    let v = check_common(&mut r, &TREE_JOINS);
     // Each tree goes up from a leaf to one spine and down to the other leaf: with the up/down
     // order of the unicast routes no channel waits on one it could be waited on by.
     assert_eq!(outcome(&v, "deadlock_free"), "proven", "{v:#}");
@@ -593,4 +594,189 @@ fn ftree_multicast_on_a_fat_tree_is_read_alike_and_proven() {
 #[test]
 fn updn_multicast_on_a_fat_tree_is_read_alike_and_proven() {
     on_a_fat_tree("updn");
+}
+
+/// Twelve hosts on a ring of six switches (`h1`, `h2` on `sw1`, … `h11`, `h12` on `sw6`): the
+/// broadcast group with a send-only member, a group of three, and a group on SL 1 (lash's
+/// second layer's SL) with the same send-only member; `h1` and `h12` are in two groups each.
+const RING_JOINS: [Join; 11] = [
+    ("h1", &["ipoib"], 0xc000),
+    ("h4", &["ipoib"], 0xc000),
+    ("h7", &["ipoib"], 0xc000),
+    ("h10", &["ipoib"], 0xc000),
+    ("h12", &["ipoib", "4"], 0xc000),
+    ("h2", &["1234"], 0xc001),
+    ("h8", &["1234"], 0xc001),
+    ("h1", &["1234"], 0xc001),
+    ("h3", &["5678", "1", "1"], 0xc002),
+    ("h9", &["5678", "1", "1"], 0xc002),
+    ("h12", &["5678", "4", "1"], 0xc002),
+];
+
+/// The SA's path SL of every HCA pair (`saquery -p --slid S --dlid D`), as an ibdiagnet `.psl`
+/// file (OpenSM dumps none).
+fn path_sls(r: &Run) -> String {
+    let f = &r.d.fabric;
+    let hcas: Vec<(NodeId, u16)> = r
+        .d
+        .lids
+        .base
+        .iter()
+        .filter(|(n, _)| !f.node(**n).is_switch())
+        .flat_map(|(n, ps)| ps.values().map(move |l| (*n, l.0)))
+        .collect();
+    let mut out = String::new();
+    for &(src, slid) in &hcas {
+        for &(_, dlid) in hcas.iter().filter(|(_, l)| *l != slid) {
+            let q = r
+                .sim
+                .run_retrying(
+                    "saquery",
+                    &["-p", "--slid", &slid.to_string(), "--dlid", &dlid.to_string()],
+                    Duration::from_secs(30),
+                    Duration::from_secs(60),
+                )
+                .unwrap_or_else(|e| panic!("{e}"));
+            let sl = q
+                .stdout
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("sl."))
+                .and_then(|v| v.trim_start_matches('.').trim().strip_prefix("0x"))
+                .and_then(|v| u8::from_str_radix(v, 16).ok())
+                .unwrap_or_else(|| panic!("no SL in saquery output:\n{}", q.stdout));
+            let _ = writeln!(out, "{:#018x} {dlid} {sl}", f.node(src).guid().0);
+        }
+    }
+    out
+}
+
+/// The VL arbitration OpenSM programmed (`qos TRUE`: its defaults) on every cabled port, read
+/// with `smpquery vlarb` (OpenSM dumps none; without it a state sends VL 0 only).
+fn with_vlarb(r: &Run, st: ValidState) -> ValidState {
+    let mut st: FabricState = st.into_inner();
+    let f = r.d.fabric.clone();
+    for id in f.node_ids() {
+        let node = f.node(id);
+        for p in node.ports.iter().filter(|p| p.link.is_some()) {
+            let lid_port = if node.is_switch() { PortNum(0) } else { p.num };
+            let lid = r.d.lids.get(id, lid_port).unwrap();
+            let q = r
+                .sim
+                .run_retrying(
+                    "smpquery",
+                    &["vlarb", &lid.0.to_string(), &p.num.0.to_string()],
+                    Duration::from_secs(30),
+                    Duration::from_secs(60),
+                )
+                .unwrap_or_else(|e| panic!("{e}"));
+            st.ports
+                .entry(weft_fabric::PortRef::new(id, p.num.0))
+                .or_default()
+                .vlarb = Some(weft_tests::vlarb_of(&q.stdout));
+        }
+    }
+    ValidState::new(st).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `lash` on a ring. As every tool sees the tables — weft without path SLs, `weft audit`
+/// (the SA's path SLs are not on the fabric) and ibdmchk (one SL) — every route is on SL 0,
+/// where lash's layers together loop round the ring: refuted, by the unicast routes alone,
+/// and the trees change nothing (multicast delivery proven). With lash's path SLs and the VL
+/// arbitration OpenSM programmed, its unicast routes are proven; the union with OpenSM's
+/// trees is asserted below.
+#[test]
+fn lash_multicast_on_a_ring_is_read_alike_and_refuted_without_its_sls() {
+    let Some(tools) = ibsim::require(
+        "lash_multicast_on_a_ring",
+        &[
+            "opensm",
+            "ibroute",
+            "ibnetdiscover",
+            "saquery",
+            "smpquery",
+            "ibdmchk",
+            "gcc",
+        ],
+    ) else {
+        return;
+    };
+    let src = "use std::hardware::{sb7800, connectx5}\nuse std::topology::ring\nfabric ring6 {\n    topology = ring(n: 6, switch: sb7800, hca: connectx5, hosts_per_switch: 2)\n    routing {\n        engine = updn\n    }\n}\n";
+    let mut r = run(&tools, "lash", src, "qos TRUE\n", &RING_JOINS);
+    assert!(
+        r.read("osm.log").contains("Lanes needed"),
+        "lash did not route:\n{}",
+        r.log_tail()
+    );
+    let v = check_common(&mut r, &RING_JOINS);
+    assert_eq!(outcome(&v, "deadlock_free"), "violated", "{v:#}");
+    assert_eq!(outcome(&v, "connected"), "proven", "{v:#}");
+    assert_eq!(outcome(&v, "multicast_connected"), "proven", "{v:#}");
+
+    // lash's own view: its path SLs, its SL2VL and the VL arbitration OpenSM programmed.
+    let psl = path_sls(&r);
+    let lfts = r.read("opensm-lfts.dump");
+    let sl2vl = r.read("opensm-sl2vl.dump");
+    let mfts = r.read("opensm.mcfdbs");
+    let members = std::fs::read_to_string(&r.mcmembers).unwrap();
+    let state = |multicast: bool| {
+        let (st, warnings) = opensm::assemble(
+            r.d.fabric.clone(),
+            r.d.lids.clone(),
+            &Dumps {
+                lfts: &lfts,
+                sl2vl: Some(&sl2vl),
+                path_sl: Some(&psl),
+                guid2lid: None,
+                mfts: multicast.then_some(mfts.as_str()),
+                mcmembers: multicast.then_some(members.as_str()),
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(warnings.is_empty(), "{warnings:?}");
+        st
+    };
+    let unicast = with_vlarb(&r, state(false));
+    let sls: BTreeSet<u16> = unicast.path_sl.by_source.iter().map(|e| e.sls.0).collect();
+    assert!(sls.len() > 1, "lash used one SL only:\n{psl}");
+    // The real CLI on both states (`state.json`): the unicast routes alone, then with the
+    // trees, whose certificate the checker accepts.
+    let mut both: FabricState = unicast.clone().into_inner();
+    both.multicast = state(true).into_inner().multicast;
+    let state_file = |name: &str, st: &FabricState| {
+        let p = r.dir.join(name);
+        std::fs::write(&p, st.to_json()).unwrap();
+        p.to_str().unwrap().to_owned()
+    };
+    let (u, b) = (
+        state_file("unicast.json", &unicast),
+        state_file("both.json", &both),
+    );
+    let cert = r.path("both.cert.json");
+    let cli = |args: &[&str]| {
+        let o = weft(args);
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+            panic!("{e}\n{}", String::from_utf8_lossy(&o.stderr))
+        });
+        (o.status.code(), v)
+    };
+    let hca = ["--scope", "hca-to-hca", "--format", "json"];
+    let (code, v) = cli(&[&["verify", "--state", &u][..], &hca].concat());
+    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(v["traffic"]["multicast_groups"], 0, "{v:#}");
+    let (code, v) = cli(&[&["verify", "--state", &b, "--write-certificate", &cert][..], &hca].concat());
+    // lash's layer 0 (SL 0, VL 0) admits OpenSM's trees of the two SL 0 groups, and its layer
+    // 1 (VL 1) the tree of the SL 1 group: proven.
+    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(v["traffic"]["multicast_groups"], 3, "{v:#}");
+    assert_eq!(outcome(&v, "deadlock_free"), "proven", "{v:#}");
+    assert_eq!(outcome(&v, "multicast_connected"), "proven", "{v:#}");
+    // 5 senders × 4 receivers, 3 × 3, 3 × 2, less the full members' own.
+    assert_eq!(v["report"]["multicast"]["pairs"], 16 + 6 + 4, "{v:#}");
+    // The trees add dependencies to the graph the proof is about.
+    let deps = |v: &Value| v["report"]["stats"]["dependencies"].as_u64().unwrap();
+    let (_, uv) = cli(&[&["verify", "--state", &u][..], &hca].concat());
+    assert!(deps(&v) > deps(&uv), "{} vs {}", deps(&v), deps(&uv));
+    let (code, checked) = cli(&[&["verify", "--state", &b, "--certificate", &cert][..], &hca].concat());
+    assert_eq!(code, Some(0), "{checked:#}");
+    drop(r);
 }
