@@ -36,9 +36,6 @@ use weft_fabric::opensm::{self, Dumps};
 use weft_fabric::{FabricState, Mft, NodeId, PortNum, ValidState};
 use weft_tests::ibsim::{self, Background, Ibsim, IbsimError, Limits, Tools};
 
-/// The IPoIB broadcast group's MLID and the two groups the hosts create.
-const MLIDS: [u16; 3] = [0xc000, 0xc001, 0xc002];
-
 /// One join: the host, what `mcjoin` gets after the host (`ipoib` or the group's MGID low
 /// digits, then its join state and SL), and the MLID the SA must answer.
 type Join = (&'static str, &'static [&'static str], u16);
@@ -103,10 +100,8 @@ fn wait_subnet_up(osm: &mut Background, log: &Path, seen: usize) {
 /// OpenSM sweep again (SIGHUP) so that its dumps hold the joins, and reads the topology and
 /// the group records.
 fn run(tools: &Tools, engine: &str, src: &str, conf: &str, joins: &[Join]) -> Run {
-    let build = std::env::temp_dir().join(format!(
-        "weft-osm-engines-{engine}-{}",
-        std::process::id()
-    ));
+    let build =
+        std::env::temp_dir().join(format!("weft-osm-engines-{engine}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&build);
     std::fs::create_dir_all(&build).unwrap();
     std::fs::write(build.join("t.weft"), src).unwrap();
@@ -119,8 +114,8 @@ fn run(tools: &Tools, engine: &str, src: &str, conf: &str, joins: &[Join]) -> Ru
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let out = build.join("out");
-    let built = ValidState::from_json(&std::fs::read_to_string(out.join("state.json")).unwrap())
-        .unwrap();
+    let built =
+        ValidState::from_json(&std::fs::read_to_string(out.join("state.json")).unwrap()).unwrap();
     let net = std::fs::read_to_string(out.join("topology.net")).unwrap();
     let _ = std::fs::remove_dir_all(&build);
     let sim = Ibsim::start(tools, &net, Some(Limits::for_fabric(&built.fabric))).unwrap();
@@ -146,7 +141,12 @@ fn run(tools: &Tools, engine: &str, src: &str, conf: &str, joins: &[Join]) -> Ru
     let mut osm = sim
         .spawn_env(
             "opensm",
-            &["-F", conf_file.to_str().unwrap(), "-f", log.to_str().unwrap()],
+            &[
+                "-F",
+                conf_file.to_str().unwrap(),
+                "-f",
+                log.to_str().unwrap(),
+            ],
             &[("OSM_CACHE_DIR", dir.to_str().unwrap())],
         )
         .unwrap();
@@ -392,6 +392,33 @@ fn ibdmchk_loops(text: &str) -> bool {
     loops
 }
 
+/// The channel `(switch GUID, port, VL)` ibdmchk names first in a credit loop
+/// (`Found credit loop on: S0002c90000000100/U1/P3 VL: 0`).
+fn ibdmchk_loop_channel(text: &str) -> Option<(u64, u64, u64)> {
+    text.lines().find_map(|l| {
+        let rest = l.strip_prefix("Found credit loop on: S")?;
+        let (guid, rest) = rest.split_once('/')?;
+        let port = rest.split("/P").nth(1)?.split_whitespace().next()?;
+        let vl = rest.split("VL:").nth(1)?.trim();
+        Some((
+            u64::from_str_radix(guid, 16).ok()?,
+            port.parse().ok()?,
+            vl.parse().ok()?,
+        ))
+    })
+}
+
+/// The credit loops a JSON report lists (each finding's `properties.loop`).
+fn loops(v: &Value) -> Vec<&Value> {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "weft::credit_loop")
+        .map(|f| &f["properties"]["loop"])
+        .collect()
+}
+
 /// ibdmchk's multicast check: per group, `(switches, HCAs)` as it counts them
 /// (`-I- Multicast Group:0xC000 has:3 switches and:3 HCAs`), and its errors about groups
 /// (a loop, a disconnected or extra switch).
@@ -455,7 +482,7 @@ fn check_common(r: &mut Run, joins: &[Join]) -> Value {
         .values()
         .flat_map(|t| t.entries().map(|(m, _)| m.get()))
         .collect();
-    assert_eq!(mlids, BTreeSet::from(MLIDS));
+    assert_eq!(mlids, joins.iter().map(|j| j.2).collect::<BTreeSet<u16>>());
     let (audited, st) = audit(r);
     let audited_mfts: BTreeMap<u64, Mft> = st
         .multicast
@@ -486,7 +513,9 @@ fn check_common(r: &mut Run, joins: &[Join]) -> Value {
     let joined: BTreeSet<(u16, String, u8)> = joins
         .iter()
         .map(|&(who, args, mlid)| {
-            let join = args.get(1).map_or(1, |j| u8::from_str_radix(j, 16).unwrap());
+            let join = args
+                .get(1)
+                .map_or(1, |j| u8::from_str_radix(j, 16).unwrap());
             (mlid, who.to_owned(), join)
         })
         .collect();
@@ -495,10 +524,15 @@ fn check_common(r: &mut Run, joins: &[Join]) -> Value {
     // The proof with the group records names the three groups; audit (no records: members
     // from the MFTs) reaches the same verdict on the live fabric.
     let v = verify(r, true, true, &["--engine", "both"]);
-    assert_eq!(v["traffic"]["multicast_groups"], 3, "{}", v["traffic"]);
-    assert!(v["traffic"]["inferred_groups"].is_null(), "{}", v["traffic"]);
-    assert_eq!(audited["traffic"]["multicast_groups"], 3);
-    assert_eq!(audited["traffic"]["inferred_groups"], 3);
+    let n = mlids.len();
+    assert_eq!(v["traffic"]["multicast_groups"], n, "{}", v["traffic"]);
+    assert!(
+        v["traffic"]["inferred_groups"].is_null(),
+        "{}",
+        v["traffic"]
+    );
+    assert_eq!(audited["traffic"]["multicast_groups"], n);
+    assert_eq!(audited["traffic"]["inferred_groups"], n);
     for p in ["deadlock_free", "connected", "multicast_connected"] {
         assert_eq!(
             outcome(&audited, p),
@@ -535,6 +569,24 @@ fn check_common(r: &mut Run, joins: &[Join]) -> Value {
         outcome(&v, "deadlock_free") == "violated",
         "ibdmchk -M:\n{with}"
     );
+    // ibdmchk stops at its first loop, on a channel of one of ours.
+    if let Some(at) = ibdmchk_loop_channel(&with) {
+        let ours: BTreeSet<(u64, u64, u64)> = loops(&v)
+            .iter()
+            .flat_map(|l| l["channels"].as_array().unwrap())
+            .map(|c| {
+                (
+                    c["node"]["guid"].as_u64().unwrap(),
+                    c["port"].as_u64().unwrap(),
+                    c["vl"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert!(
+            ours.contains(&at),
+            "ibdmchk's {at:x?} is in none of {ours:x?}"
+        );
+    }
     assert!(r.osm.running(), "OpenSM exited:\n{}", r.log_tail());
     v
 }
@@ -596,6 +648,11 @@ fn updn_multicast_on_a_fat_tree_is_read_alike_and_proven() {
     on_a_fat_tree("updn");
 }
 
+/// Six switches in a ring (`sw1` … `sw6`, port 3 toward the next, port 4 toward the one
+/// before), two hosts on each (weft routes it with `updn` only to write the net file; OpenSM
+/// routes it with its own engine).
+const RING: &str = "use std::hardware::{sb7800, connectx5}\nuse std::topology::ring\nfabric ring6 {\n    topology = ring(n: 6, switch: sb7800, hca: connectx5, hosts_per_switch: 2)\n    routing {\n        engine = updn\n    }\n}\n";
+
 /// Twelve hosts on a ring of six switches (`h1`, `h2` on `sw1`, … `h11`, `h12` on `sw6`): the
 /// broadcast group with a send-only member, a group of three, and a group on SL 1 (lash's
 /// second layer's SL) with the same send-only member; `h1` and `h12` are in two groups each.
@@ -617,14 +674,13 @@ const RING_JOINS: [Join; 11] = [
 /// file (OpenSM dumps none).
 fn path_sls(r: &Run) -> String {
     let f = &r.d.fabric;
-    let hcas: Vec<(NodeId, u16)> = r
-        .d
-        .lids
-        .base
-        .iter()
-        .filter(|(n, _)| !f.node(**n).is_switch())
-        .flat_map(|(n, ps)| ps.values().map(move |l| (*n, l.0)))
-        .collect();
+    let hcas: Vec<(NodeId, u16)> =
+        r.d.lids
+            .base
+            .iter()
+            .filter(|(n, _)| !f.node(**n).is_switch())
+            .flat_map(|(n, ps)| ps.values().map(move |l| (*n, l.0)))
+            .collect();
     let mut out = String::new();
     for &(src, slid) in &hcas {
         for &(_, dlid) in hcas.iter().filter(|(_, l)| *l != slid) {
@@ -632,7 +688,13 @@ fn path_sls(r: &Run) -> String {
                 .sim
                 .run_retrying(
                     "saquery",
-                    &["-p", "--slid", &slid.to_string(), "--dlid", &dlid.to_string()],
+                    &[
+                        "-p",
+                        "--slid",
+                        &slid.to_string(),
+                        "--dlid",
+                        &dlid.to_string(),
+                    ],
                     Duration::from_secs(30),
                     Duration::from_secs(60),
                 )
@@ -700,8 +762,7 @@ fn lash_multicast_on_a_ring_is_read_alike_and_refuted_without_its_sls() {
     ) else {
         return;
     };
-    let src = "use std::hardware::{sb7800, connectx5}\nuse std::topology::ring\nfabric ring6 {\n    topology = ring(n: 6, switch: sb7800, hca: connectx5, hosts_per_switch: 2)\n    routing {\n        engine = updn\n    }\n}\n";
-    let mut r = run(&tools, "lash", src, "qos TRUE\n", &RING_JOINS);
+    let mut r = run(&tools, "lash", RING, "qos TRUE\n", &RING_JOINS);
     assert!(
         r.read("osm.log").contains("Lanes needed"),
         "lash did not route:\n{}",
@@ -754,16 +815,19 @@ fn lash_multicast_on_a_ring_is_read_alike_and_refuted_without_its_sls() {
     let cert = r.path("both.cert.json");
     let cli = |args: &[&str]| {
         let o = weft(args);
-        let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
-            panic!("{e}\n{}", String::from_utf8_lossy(&o.stderr))
-        });
+        let v: Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{e}\n{}", String::from_utf8_lossy(&o.stderr)));
         (o.status.code(), v)
     };
     let hca = ["--scope", "hca-to-hca", "--format", "json"];
     let (code, v) = cli(&[&["verify", "--state", &u][..], &hca].concat());
     assert_eq!(code, Some(0), "{v:#}");
     assert_eq!(v["traffic"]["multicast_groups"], 0, "{v:#}");
-    let (code, v) = cli(&[&["verify", "--state", &b, "--write-certificate", &cert][..], &hca].concat());
+    let (code, v) = cli(&[
+        &["verify", "--state", &b, "--write-certificate", &cert][..],
+        &hca,
+    ]
+    .concat());
     // lash's layer 0 (SL 0, VL 0) admits OpenSM's trees of the two SL 0 groups, and its layer
     // 1 (VL 1) the tree of the SL 1 group: proven.
     assert_eq!(code, Some(0), "{v:#}");
@@ -776,7 +840,135 @@ fn lash_multicast_on_a_ring_is_read_alike_and_refuted_without_its_sls() {
     let deps = |v: &Value| v["report"]["stats"]["dependencies"].as_u64().unwrap();
     let (_, uv) = cli(&[&["verify", "--state", &u][..], &hca].concat());
     assert!(deps(&v) > deps(&uv), "{} vs {}", deps(&v), deps(&uv));
-    let (code, checked) = cli(&[&["verify", "--state", &b, "--certificate", &cert][..], &hca].concat());
+    let (code, checked) =
+        cli(&[&["verify", "--state", &b, "--certificate", &cert][..], &hca].concat());
     assert_eq!(code, Some(0), "{checked:#}");
+    drop(r);
+}
+
+/// OpenSM's `updn` on the ring, rooted at `sw1` (OpenSM finds no root on a ring by itself):
+/// its unicast routes are proven, and so are the trees of the groups above, but a group of
+/// `h5` (on `sw3`) and `h9` (on `sw5`) gets the min-hop tree through `sw4`, the switch farthest
+/// from the root: a copy comes down to `sw4` and goes up again, a turn up/down routing never
+/// takes, and with the routes the long way round the ring it closes a credit loop (one in
+/// each direction). weft names the group's MLID in the loop and replays it; ibdmchk finds the
+/// loop with `-M` only, on one of weft's channels; `weft audit` refutes the live fabric alike.
+#[test]
+fn updn_multicast_on_a_ring_closes_a_credit_loop_through_the_farthest_switch() {
+    let Some(tools) = ibsim::require(
+        "updn_multicast_on_a_ring",
+        &[
+            "opensm",
+            "ibroute",
+            "ibnetdiscover",
+            "saquery",
+            "ibdmchk",
+            "gcc",
+        ],
+    ) else {
+        return;
+    };
+    let joins: Vec<Join> = RING_JOINS
+        .iter()
+        .copied()
+        .chain([("h5", &["abcd"][..], 0xc003), ("h9", &["abcd"][..], 0xc003)])
+        .collect();
+    // `sw1`'s GUID (weft's numbering: the switches first).
+    let roots = std::env::temp_dir().join(format!("weft-osm-updn-roots-{}", std::process::id()));
+    std::fs::write(&roots, "0x0002c90000000100\n").unwrap();
+    let mut r = run(
+        &tools,
+        "updn",
+        RING,
+        &format!("qos FALSE\nroot_guid_file {}\n", roots.display()),
+        &joins,
+    );
+    let _ = std::fs::remove_file(&roots);
+    let log = r.read("osm.log");
+    assert!(
+        log.contains("updn tables configured on all switches") && !log.contains("minhop"),
+        "updn did not route:\n{}",
+        r.log_tail()
+    );
+    let v = check_common(&mut r, &joins);
+    let unicast = verify(&r, false, false, &[]);
+    assert_eq!(outcome(&unicast, "deadlock_free"), "proven", "{unicast:#}");
+    assert_eq!(outcome(&v, "deadlock_free"), "violated", "{v:#}");
+    assert_eq!(outcome(&v, "connected"), "proven", "{v:#}");
+    assert_eq!(outcome(&v, "multicast_connected"), "proven", "{v:#}");
+    // Each loop goes round the ring through the new group's tree: one dependency of it is a
+    // copy of the group (its MLID the route's LID) turning at `sw4`, and it replays on the
+    // tables.
+    let (st, _) = opensm::assemble(
+        r.d.fabric.clone(),
+        r.d.lids.clone(),
+        &Dumps {
+            lfts: &r.read("opensm-lfts.dump"),
+            sl2vl: None,
+            path_sl: None,
+            guid2lid: None,
+            mfts: Some(&r.read("opensm.mcfdbs")),
+            mcmembers: Some(&std::fs::read_to_string(&r.mcmembers).unwrap()),
+        },
+    )
+    .unwrap();
+    let found = loops(&v);
+    assert_eq!(found.len(), 2, "{v:#}");
+    let sw4 =
+        r.d.fabric
+            .find_guid(weft_fabric::Guid(0x2c90000000400))
+            .unwrap();
+    for l in found {
+        let l: weft_verifier::CreditLoop = serde_json::from_value(l.clone()).unwrap();
+        assert_eq!(l.cycle.len(), 6, "{l:#?}");
+        let turns: Vec<_> = l
+            .cycle
+            .iter()
+            .filter(|dep| dep.route.dlid.0 >= 0xc000)
+            .collect();
+        assert_eq!(turns.len(), 1, "{l:#?}");
+        assert_eq!(turns[0].route.dlid.0, 0xc003, "{l:#?}");
+        assert_eq!(turns[0].to.node.id, sw4, "{l:#?}");
+        weft_verifier::reference::replay_credit_loop(&st, &l).unwrap_or_else(|e| panic!("{e}"));
+    }
+    // Asked without OpenSM's SM_Key, the SA answers with the group's own record (port GID
+    // `::`) and no member: taken as all its members, the group would send nothing and the
+    // loop would be gone ("proven"). Refused instead, the group named.
+    let untrusted = r
+        .sim
+        .run(
+            "saquery",
+            &["--mlid", "0xc003", "MCMR"],
+            Duration::from_secs(30),
+        )
+        .unwrap()
+        .stdout;
+    assert!(
+        untrusted.contains("PortGid.................::"),
+        "{untrusted}"
+    );
+    let hidden = r.dir.join("untrusted.txt");
+    std::fs::write(&hidden, &untrusted).unwrap();
+    let o = weft(&[
+        "verify",
+        "--topology",
+        r.topology.to_str().unwrap(),
+        "--lfts",
+        &r.path("opensm-lfts.dump"),
+        "--mfts",
+        &r.path("opensm.mcfdbs"),
+        "--mcmembers",
+        hidden.to_str().unwrap(),
+        "--scope",
+        "hca-to-hca",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(
+            "group 0xc003 has a tree in the multicast tables but its records name no member"
+        ),
+        "{err}"
+    );
     drop(r);
 }
