@@ -1,28 +1,40 @@
 //! OpenSM's own routing engines with multicast, on ibsim (issue 28's first acceptance item for
 //! `ftree`, `updn` and `lash`): OpenSM runs as the SM with the engine, simulated hosts join the
-//! IPoIB broadcast group and two more groups through the SA (`tests/fixtures/mcjoin/mcjoin.c`
-//! under libumad2sim with `SIM_HOST`; a send-only member in two groups, a host in two groups,
-//! one group created on SL 1), OpenSM programs the trees, and after a SIGHUP sweep:
+//! IPoIB broadcast group and two or three more groups through the SA
+//! (`tests/fixtures/mcjoin/mcjoin.c` under libumad2sim with `SIM_HOST`: a send-only member in
+//! the broadcast group and in a group created on SL 1, hosts in two groups), OpenSM programs
+//! the trees, and after a SIGHUP sweep (its dumps then hold the joins) every test checks:
 //!
-//! * its dump `opensm.mcfdbs`, `ibroute -M` on every switch and `weft audit --target mad
-//!   --write-state` hold the same MFTs;
-//! * `weft verify --topology --lfts --mfts --mcmembers` (the members from the SA's
-//!   MCMemberRecords, read with `saquery --smkey`) names the three groups and proves or
-//!   refutes the union of unicast routes and trees, with the same verdict as `weft audit` on
-//!   the live fabric;
-//! * `ibdmchk -m` counts the same switches and HCAs per group and finds no broken tree where
-//!   weft proves delivery; `ibdmchk -M` (multicast in its credit-loop check) and without it
-//!   agree with weft's verdict with and without the MFTs.
+//! * OpenSM's dump `opensm.mcfdbs`, `ibroute -M` on every switch and `weft audit --target mad
+//!   --write-state` hold the same MFTs, one entry per group;
+//! * the SA's MCMemberRecords (`saquery --smkey 1 --gid PORT_GID MCMR`, port by port) read as
+//!   exactly the joins, each with its join state;
+//! * `weft verify --topology --lfts --mfts --mcmembers` names every group, its explicit and z3
+//!   engines agree, and `weft audit` on the live fabric (no records: members inferred from the
+//!   MFTs) reaches the same verdict;
+//! * `ibdmchk -m` counts the switches and HCAs of each group as the MFTs give them and finds
+//!   no broken tree where weft proves delivery; ibdmchk's credit-loop verdict without the MFTs
+//!   (`-m` alone) is weft's on the unicast routes, and with them (`-M`) weft's on the union,
+//!   its loop on one of weft's channels.
 //!
-//! Verdicts: `ftree` and `updn` on a two-level fat tree are proven (each tree goes up once and
-//! down once, which the up/down order of the unicast routes admits). `lash` on a ring is
-//! refuted as every tool sees it (no path SLs: every route on SL 0, where its layers loop on
-//! their own); with its path SLs (the SA's answers) and the VL arbitration OpenSM programmed,
-//! its unicast routes are proven and the union is decided by the library, see [`lash`].
+//! Verdicts:
+//!
+//! * `ftree` and `updn` on a two-level fat tree: proven (each tree goes up from a leaf to one
+//!   spine and down to the other leaf, which the up/down order of the unicast routes admits).
+//! * `updn` on a ring of six, rooted at `sw1`: its unicast routes are proven, but the min-hop
+//!   tree OpenSM gives a group on `sw3` and `sw5` turns down-then-up at `sw4`, the switch
+//!   farthest from the root, and closes a credit loop with them in each direction (the
+//!   witnesses name the MLID and replay). SA records asked without OpenSM's SM_Key name no
+//!   member and are refused.
+//! * `lash` on the same ring: refuted as every tool sees its tables (no path SLs: every route
+//!   on SL 0, where its layers loop round the ring by themselves); with its path SLs (the SA's
+//!   answers) and the VL arbitration OpenSM programmed, its unicast routes and the union with
+//!   its trees (the SL 0 groups on layer 0's VL, the SL 1 group on layer 1's) are proven.
 //!
 //! `saquery` table answers come back from ibsim with their first MAD only (three
-//! MCMemberRecords; one NodeRecord of forty): the members are asked port by port
-//! (`--gid`), each port being in at most three groups.
+//! MCMemberRecords; one NodeRecord of forty), so the records are asked port by port, each
+//! port being in at most three groups; asked without the SM_Key, OpenSM answers each group's
+//! own record with port GID `::` and no member.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -30,6 +42,7 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use weft_fabric::ibnetdiscover::{self, Discovered, ParseOptions};
 use weft_fabric::opensm::{self, Dumps};
@@ -100,8 +113,12 @@ fn wait_subnet_up(osm: &mut Background, log: &Path, seen: usize) {
 /// OpenSM sweep again (SIGHUP) so that its dumps hold the joins, and reads the topology and
 /// the group records.
 fn run(tools: &Tools, engine: &str, src: &str, conf: &str, joins: &[Join]) -> Run {
-    let build =
-        std::env::temp_dir().join(format!("weft-osm-engines-{engine}-{}", std::process::id()));
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let build = std::env::temp_dir().join(format!(
+        "weft-osm-engines-{}-{}",
+        std::process::id(),
+        RUNS.fetch_add(1, Ordering::Relaxed)
+    ));
     let _ = std::fs::remove_dir_all(&build);
     std::fs::create_dir_all(&build).unwrap();
     std::fs::write(build.join("t.weft"), src).unwrap();
@@ -883,7 +900,12 @@ fn updn_multicast_on_a_ring_closes_a_credit_loop_through_the_farthest_switch() {
         &format!("qos FALSE\nroot_guid_file {}\n", roots.display()),
         &joins,
     );
-    let _ = std::fs::remove_file(&roots);
+    let f = &r.d.fabric;
+    assert_eq!(
+        f.node(f.find_guid(weft_fabric::Guid(0x2c90000000100)).unwrap())
+            .name(),
+        "sw1"
+    );
     let log = r.read("osm.log");
     assert!(
         log.contains("updn tables configured on all switches") && !log.contains("minhop"),
@@ -971,4 +993,5 @@ fn updn_multicast_on_a_ring_closes_a_credit_loop_through_the_farthest_switch() {
         "{err}"
     );
     drop(r);
+    let _ = std::fs::remove_file(&roots);
 }
