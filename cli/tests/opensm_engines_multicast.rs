@@ -49,6 +49,17 @@ use weft_fabric::opensm::{self, Dumps};
 use weft_fabric::{FabricState, Mft, NodeId, PortNum, ValidState};
 use weft_tests::ibsim::{self, Background, Ibsim, IbsimError, Limits, Tools};
 
+/// What the tests run besides ibsim (`smpquery` for the VL arbitration lash's proof needs).
+const TOOLS: [&str; 7] = [
+    "opensm",
+    "ibroute",
+    "ibnetdiscover",
+    "saquery",
+    "smpquery",
+    "ibdmchk",
+    "gcc",
+];
+
 /// One join: the host, what `mcjoin` gets after the host (`ipoib` or the group's MGID low
 /// digits, then its join state and SL), and the MLID the SA must answer.
 type Join = (&'static str, &'static [&'static str], u16);
@@ -628,17 +639,7 @@ const TREE_JOINS: [Join; 12] = [
 
 /// `ftree` or `updn` on the two-level fat tree: everything proven.
 fn on_a_fat_tree(engine: &str) {
-    let Some(tools) = ibsim::require(
-        &format!("{engine}_multicast_on_a_fat_tree"),
-        &[
-            "opensm",
-            "ibroute",
-            "ibnetdiscover",
-            "saquery",
-            "ibdmchk",
-            "gcc",
-        ],
-    ) else {
+    let Some(tools) = ibsim::require(&format!("{engine}_multicast_on_a_fat_tree"), &TOOLS) else {
         return;
     };
     let src = weft_tests::xgft_source(2, &[18, 2], &[1, 2], "", "");
@@ -765,18 +766,7 @@ fn with_vlarb(r: &Run, st: ValidState) -> ValidState {
 /// trees is asserted below.
 #[test]
 fn lash_multicast_on_a_ring_is_read_alike_and_refuted_without_its_sls() {
-    let Some(tools) = ibsim::require(
-        "lash_multicast_on_a_ring",
-        &[
-            "opensm",
-            "ibroute",
-            "ibnetdiscover",
-            "saquery",
-            "smpquery",
-            "ibdmchk",
-            "gcc",
-        ],
-    ) else {
+    let Some(tools) = ibsim::require("lash_multicast_on_a_ring", &TOOLS) else {
         return;
     };
     let mut r = run(&tools, "lash", RING, "qos TRUE\n", &RING_JOINS);
@@ -872,17 +862,7 @@ fn lash_multicast_on_a_ring_is_read_alike_and_refuted_without_its_sls() {
 /// loop with `-M` only, on one of weft's channels; `weft audit` refutes the live fabric alike.
 #[test]
 fn updn_multicast_on_a_ring_closes_a_credit_loop_through_the_farthest_switch() {
-    let Some(tools) = ibsim::require(
-        "updn_multicast_on_a_ring",
-        &[
-            "opensm",
-            "ibroute",
-            "ibnetdiscover",
-            "saquery",
-            "ibdmchk",
-            "gcc",
-        ],
-    ) else {
+    let Some(tools) = ibsim::require("updn_multicast_on_a_ring", &TOOLS) else {
         return;
     };
     let joins: Vec<Join> = RING_JOINS
