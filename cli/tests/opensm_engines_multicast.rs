@@ -549,7 +549,7 @@ fn check_common(r: &mut Run, joins: &[Join]) -> Value {
         .collect();
     assert_eq!(members, joined, "the SA's members are not the joins");
 
-    // The proof with the group records names the three groups; audit (no records: members
+    // The proof with the group records names every group; audit (no records: members
     // from the MFTs) reaches the same verdict on the live fabric.
     let v = verify(r, true, true, &["--engine", "both"]);
     let n = mlids.len();
@@ -762,8 +762,10 @@ fn with_vlarb(r: &Run, st: ValidState) -> ValidState {
 /// (the SA's path SLs are not on the fabric) and ibdmchk (one SL) — every route is on SL 0,
 /// where lash's layers together loop round the ring: refuted, by the unicast routes alone,
 /// and the trees change nothing (multicast delivery proven). With lash's path SLs and the VL
-/// arbitration OpenSM programmed, its unicast routes are proven; the union with OpenSM's
-/// trees is asserted below.
+/// arbitration OpenSM programmed, its unicast routes are proven, and so is their union with
+/// OpenSM's trees: the two SL 0 groups' trees share VL 0 with layer 0's routes, the SL 1
+/// group's VL 1 with layer 1's, and neither closes a loop (`weft verify --state` on the
+/// assembled state; its certificate re-checked).
 #[test]
 fn lash_multicast_on_a_ring_is_read_alike_and_refuted_without_its_sls() {
     let Some(tools) = ibsim::require("lash_multicast_on_a_ring", &TOOLS) else {
