@@ -552,6 +552,68 @@ impl Ibsim {
     }
 }
 
+impl Ibsim {
+    /// `tests/fixtures/mcjoin/mcjoin.c` (a host's SA join: one SubnAdmSet(MCMemberRecord))
+    /// built with gcc against libibmad into the simulator's directory; run it with
+    /// [`Ibsim::run_env`] and `SIM_HOST` naming the host (`H-<node GUID>`). Its path, or gcc's
+    /// error.
+    pub fn build_mcjoin(&self) -> Result<PathBuf, String> {
+        let out = self.dir.join("mcjoin");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcjoin/mcjoin.c");
+        let cc = Command::new("gcc")
+            .arg("-o")
+            .arg(&out)
+            .arg(&src)
+            .args(["-libmad", "-libumad"])
+            .output()
+            .map_err(|e| format!("cannot run gcc: {e}"))?;
+        if cc.status.success() {
+            Ok(out)
+        } else {
+            Err(String::from_utf8_lossy(&cc.stderr).into_owned())
+        }
+    }
+
+    /// Every switch's MFT as `ibroute -M` prints it, asked by the switch's LID in `lids`:
+    /// the non-empty tables by switch GUID (retried while the simulator settles; an error
+    /// when a print does not read cleanly).
+    pub fn mfts(
+        &self,
+        fabric: &Fabric,
+        lids: &weft_fabric::LidAssignment,
+    ) -> Result<std::collections::BTreeMap<u64, weft_fabric::Mft>, String> {
+        let mut text = String::new();
+        for (id, ports) in &lids.base {
+            if !fabric.node(*id).is_switch() {
+                continue;
+            }
+            let Some(lid) = ports.values().next() else {
+                continue;
+            };
+            text += &self
+                .run_retrying(
+                    "ibroute",
+                    &["-M", &lid.0.to_string()],
+                    Duration::from_secs(60),
+                    Duration::from_secs(120),
+                )
+                .map_err(|e| e.to_string())?
+                .stdout;
+        }
+        let (read, problems) =
+            weft_fabric::opensm::parse_mfts(&text, fabric).map_err(|e| format!("{e}\n{text}"))?;
+        if !problems.is_empty() {
+            return Err(format!("{problems:?}\n{text}"));
+        }
+        Ok(read
+            .tables
+            .into_iter()
+            .filter(|(_, t)| !t.is_empty())
+            .map(|(id, t)| (fabric.node(id).guid().0, t))
+            .collect())
+    }
+}
+
 /// A client left running against a simulator (an SM answering queries); killed, by its own
 /// PID, when dropped.
 pub struct Background {

@@ -10,7 +10,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::{Duration, Instant};
 use weft_fabric::{Mft, ValidState};
 use weft_tests::ibsim::{self, Ibsim, Limits};
@@ -24,29 +23,7 @@ fn weft(args: &[&str]) -> std::process::Output {
 
 /// Every switch's MFT as `ibroute -M` prints it (non-empty ones), by switch GUID.
 fn ibroute(sim: &Ibsim, st: &ValidState) -> BTreeMap<u64, Mft> {
-    let mut text = String::new();
-    for (id, ports) in &st.lids.base {
-        if !st.fabric.node(*id).is_switch() {
-            continue;
-        }
-        let lid = ports.values().next().unwrap().0.to_string();
-        text += &sim
-            .run_retrying(
-                "ibroute",
-                &["-M", &lid],
-                Duration::from_secs(60),
-                Duration::from_secs(120),
-            )
-            .unwrap()
-            .stdout;
-    }
-    let (read, problems) = weft_fabric::opensm::parse_mfts(&text, &st.fabric).unwrap();
-    assert!(problems.is_empty(), "{problems:?}\n{text}");
-    read.tables
-        .into_iter()
-        .filter(|(_, t)| !t.is_empty())
-        .map(|(id, t)| (st.fabric.node(id).guid().0, t))
-        .collect()
+    sim.mfts(&st.fabric, &st.lids).unwrap()
 }
 
 #[test]
@@ -57,7 +34,6 @@ fn the_hand_off_reports_what_opensm_multicast_routing_programmed() {
     ) else {
         return;
     };
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let d = std::env::temp_dir().join(format!("weft-osm-mcast-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
@@ -80,19 +56,7 @@ fn the_hand_off_reports_what_opensm_multicast_routing_programmed() {
     let net = std::fs::read_to_string(build.join("topology.net")).unwrap();
     let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(&state.fabric))).unwrap();
     // The join tool, built against libibmad.
-    let mcjoin = sim.dir().join("mcjoin");
-    let cc = std::process::Command::new("gcc")
-        .arg("-o")
-        .arg(&mcjoin)
-        .arg(root.join("tests/fixtures/mcjoin/mcjoin.c"))
-        .args(["-libmad", "-libumad"])
-        .output()
-        .unwrap();
-    assert!(
-        cc.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cc.stderr)
-    );
+    let mcjoin = sim.build_mcjoin().unwrap();
 
     let osm = sim.dir().join("osm");
     std::fs::create_dir_all(&osm).unwrap();

@@ -9,8 +9,9 @@
 //! * `MCMemberRecord member dump:` (`saquery -m`): a member's `Mlid`, `PortGid` and
 //!   `ScopeState` (scope in the high nibble, JoinState in the low one).
 //!
-//! A record with port GID `::` is a group's own (OpenSM's answer for a group without members)
-//! and adds no member. A member is found by its port GID's interface ID, the port GUID (a switch's port GUID is
+//! A record with port GID `::` is a group's own (OpenSM's answer for a group without members,
+//! and for every group to a query without its SM_Key) and adds no member; `assemble` refuses
+//! a group left without members whose MLID the MFTs forward. A member is found by its port GID's interface ID, the port GUID (a switch's port GUID is
 //! its node GUID; a switch member is its port 0). Every group must end with a P_Key and an SL
 //! (records of the first or second kind); two records giving one MLID different ones are an
 //! error naming both lines. A port GUID not in the topology, a record without an MLID and a

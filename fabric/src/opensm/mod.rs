@@ -74,6 +74,32 @@ pub struct Dumps<'a> {
     pub mcmembers: Option<&'a str>,
 }
 
+/// A group whose records name no member while a switch's MFT forwards its MLID: the records
+/// cannot be all of its members (OpenSM programs a tree only for a group with members), so
+/// taking them as "no member" would leave the tree's traffic out of the proof. It happens when
+/// the records come from `saquery -g` alone, or from an untrusted query: OpenSM answers a
+/// MCMemberRecord query without an SM_Key with each group's own record, port GID `::`.
+fn hidden_members(
+    groups: &[crate::McGroup],
+    mfts: &BTreeMap<crate::NodeId, crate::Mft>,
+) -> Vec<DumpError> {
+    groups
+        .iter()
+        .filter(|g| g.members.is_empty() && mfts.values().any(|t| !t.get(g.mlid).is_empty()))
+        .map(|g| DumpError {
+            file: "mcmembers",
+            line: 0,
+            message: format!(
+                "group {} has a tree in the multicast tables but its records name no member: \
+                 `saquery -g` lists no members, and OpenSM hides them from a query without its \
+                 SM_Key (give `saquery --smkey KEY -m` or `saquery --smkey KEY MCMR` output, or \
+                 leave the records out to infer the members from the tables)",
+                g.mlid
+            ),
+        })
+        .collect()
+}
+
 /// Builds the state of `fabric` from OpenSM's files; `lids` are the LIDs the topology file
 /// gave (ibnetdiscover's `lid` annotations), used unless a guid2lid file is given. The result
 /// is validated ([`ValidState::new`]): two ports with one LID, a live port without a LID, LID 0
@@ -115,8 +141,12 @@ pub fn assemble(
     if let Some(t) = dumps.mcmembers {
         match parse_mcmembers(t, &state.fabric) {
             Ok((groups, w)) => {
-                state.multicast.groups = groups;
                 keep(Ok((w, ())));
+                keep(Err(DumpErrors(hidden_members(
+                    &groups,
+                    &state.multicast.mfts,
+                ))));
+                state.multicast.groups = groups;
             }
             Err(e) => keep(Err(e)),
         }
