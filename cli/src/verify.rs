@@ -53,6 +53,8 @@ pub struct Args {
     mfts: Option<PathBuf>,
     /// Multicast groups: `saquery` output (`saquery -g` and `saquery -m`, or `saquery MCMR`),
     /// giving each group's SL and members (without it: members inferred from the MFTs, SL 0).
+    /// Query with the SM_Key (`saquery --smkey …`): OpenSM hides members from an untrusted
+    /// query, and records naming no member of a group the MFTs forward are refused.
     #[arg(long, requires = "mfts")]
     mcmembers: Option<PathBuf>,
     /// A node-name map for the topology (`<guid> "<name>"` per line).
