@@ -45,6 +45,11 @@ pub(crate) struct Flow {
     pub senders: Vec<(u32, u8)>,
     /// Member ports the tree must deliver to, sorted.
     pub receivers: Vec<(u32, u8)>,
+    /// End ports that are not senders but whose switch forwards the MLID, sorted: any end
+    /// port may send to a multicast LID (membership is the SA's bookkeeping, not a switch's
+    /// check), and its switch copies the packet into the tree. Their copies' dependencies are
+    /// in the proof of deadlock freedom; delivery is asked of the senders' copies only.
+    pub injectors: Vec<(u32, u8)>,
     /// Members inferred from the MFTs (no group of the state names this MLID).
     pub inferred: bool,
 }
@@ -294,6 +299,7 @@ pub(crate) fn flows(state: &weft_fabric::FabricState) -> Vec<Flow> {
                 sl: g.sl.0,
                 senders,
                 receivers,
+                injectors: Vec::new(),
                 inferred: false,
             },
         );
@@ -331,9 +337,41 @@ pub(crate) fn flows(state: &weft_fabric::FabricState) -> Vec<Flow> {
                 sl: 0,
                 senders: members.clone(),
                 receivers: members,
+                injectors: Vec::new(),
                 inferred: true,
             },
         );
+    }
+    // Every other end port on a switch that forwards the MLID can inject into the tree.
+    for (&x, mft) in &mc.mfts {
+        let ports = &state.fabric.node(x).ports;
+        for (mlid, mask) in mft.entries() {
+            let Some(f) = out.get_mut(&mlid) else {
+                continue;
+            };
+            if mask.is_empty() {
+                continue;
+            }
+            for p in ports {
+                let Some((far, _)) = state.fabric.peer(weft_fabric::PortRef::new(x, p.num.0))
+                else {
+                    continue;
+                };
+                let end = (far.node.0, far.port.0);
+                let is_end = state
+                    .fabric
+                    .nodes()
+                    .get(far.node.index())
+                    .is_some_and(|n| !n.is_switch());
+                if is_end && f.senders.binary_search(&end).is_err() {
+                    f.injectors.push(end);
+                }
+            }
+        }
+    }
+    for f in out.values_mut() {
+        f.injectors.sort_unstable();
+        f.injectors.dedup();
     }
     out.into_values().collect()
 }
@@ -421,11 +459,35 @@ pub(crate) fn states(
     net: &Net<'_>,
     mfts: &[Option<&Mft>],
     f: &Flow,
+    dep: impl FnMut(u32, u8, u8, u8, u8),
+) -> (Vec<St>, bool) {
+    states_from(net, mfts, f, &f.senders, dep)
+}
+
+/// Calls `dep` on every dependency of the copies the flow's injectors' packets make (see
+/// [`Flow::injectors`]).
+pub(crate) fn injected(
+    net: &Net<'_>,
+    mfts: &[Option<&Mft>],
+    f: &Flow,
+    dep: impl FnMut(u32, u8, u8, u8, u8),
+) {
+    if !f.injectors.is_empty() {
+        states_from(net, mfts, f, &f.injectors, dep);
+    }
+}
+
+/// [`states`] from the ports `from` (senders or injectors of `f`).
+fn states_from(
+    net: &Net<'_>,
+    mfts: &[Option<&Mft>],
+    f: &Flow,
+    from: &[(u32, u8)],
     mut dep: impl FnMut(u32, u8, u8, u8, u8),
 ) -> (Vec<St>, bool) {
     let mut seen: std::collections::HashSet<St> = std::collections::HashSet::new();
     let mut stack: Vec<St> = Vec::new();
-    for &s in &f.senders {
+    for &s in from {
         if let Entry::At(st) = entry(net, s, f.sl) {
             if seen.insert(st) {
                 stack.push(st);
@@ -510,11 +572,13 @@ struct Example {
 pub(crate) fn dependencies(net: &Net<'_>, state: &ValidState, deps: &DepSet) {
     let mfts = mft_index(state);
     for f in &flows(state) {
-        states(net, &mfts, f, |x, i, vin, o, vout| {
+        let mut add = |x: u32, i, vin, o, vout| {
             if let Some(&k) = net.switch_index.get(x as usize) {
                 deps.insert(k, i, vin, o, vout);
             }
-        });
+        };
+        states(net, &mfts, f, &mut add);
+        injected(net, &mfts, f, &mut add);
     }
 }
 
@@ -532,11 +596,13 @@ pub(crate) fn check(
     let mut pairs = 0u64;
     let mut states_total = 0u64;
     for f in &flows {
-        let (states, dropped) = states(net, &mfts, f, |x, i, vin, o, vout| {
+        let mut add = |x: u32, i, vin, o, vout| {
             if let Some(&k) = net.switch_index.get(x as usize) {
                 deps.insert(k, i, vin, o, vout);
             }
-        });
+        };
+        injected(net, &mfts, f, &mut add);
+        let (states, dropped) = states(net, &mfts, f, &mut add);
         states_total += states.len() as u64;
         pairs += required_pairs(net, f);
         let switches: Vec<u32> = {
@@ -906,11 +972,12 @@ pub(crate) fn witness_route(
         if !mask_at(mfts, x, f.mlid).contains(PortNum(o)) {
             continue;
         }
-        // Breadth-first over states from every sender, with the state each came from.
+        // Breadth-first over states from every sender (then injector), with the state each
+        // came from.
         let mut from: BTreeMap<St, Option<(St, u8)>> = BTreeMap::new();
         let mut origin: BTreeMap<St, (u32, u8)> = BTreeMap::new();
         let mut queue = std::collections::VecDeque::new();
-        for &s in &f.senders {
+        for &s in f.senders.iter().chain(&f.injectors) {
             if let Entry::At(st) = entry(net, s, f.sl) {
                 if from.insert(st, None).is_none() {
                     origin.insert(st, s);
@@ -1149,6 +1216,41 @@ mod tests {
             crate::reference::replay_credit_loop(&st, &zl).unwrap();
             let za = crate::z3::Z3::default().run(&testkit::valid(alone), &opts());
             assert_eq!(za.verdict.deadlock_free, Outcome::Proven);
+        }
+    }
+
+    /// Any end port may send to a multicast LID: a group whose record names one member still
+    /// carries what the other hosts on its tree's switches send. With the tree through the
+    /// ring and `H2_0` its only member, `H2_0`'s own copies close no credit loop (proven when
+    /// only members' copies counted), the other hosts' copies do: both engines refuse it, and
+    /// the loop's witness replays.
+    #[test]
+    fn hosts_that_are_not_members_still_inject_into_the_tree() {
+        let mut st = ring();
+        path_tree(&mut st);
+        let h2 = st.fabric.find("H2_0").unwrap();
+        let g = st.multicast.groups.first_mut().unwrap();
+        g.members.retain(|p, _| p.node == h2);
+        assert_eq!(g.members.len(), 1);
+        let st = testkit::valid(st);
+        let f = flows(&st);
+        assert_eq!(f[0].senders.len(), 1);
+        assert_eq!(f[0].injectors.len(), 3, "{:?}", f[0].injectors);
+        let r = crate::verify(&st, &opts());
+        assert_eq!(
+            r.verdict.deadlock_free,
+            Outcome::Violated,
+            "{:?}",
+            r.verdict
+        );
+        let l = r.credit_loops.first().expect("a credit loop");
+        assert!(l.cycle.iter().any(|d| d.route.dlid.0 == GROUP), "{l:?}");
+        crate::reference::replay_credit_loop(&st, l).unwrap();
+        #[cfg(feature = "z3")]
+        {
+            let z = crate::z3::Z3::default().run(&st, &opts());
+            assert_eq!(z.verdict.deadlock_free, Outcome::Violated);
+            crate::reference::replay_credit_loop(&st, &z.credit_loop.expect("z3's loop")).unwrap();
         }
     }
 

@@ -425,7 +425,7 @@ fn check_multicast(
     let mut states = 0u64;
     for f in &flows {
         let mut bad: Option<CertificateError> = None;
-        let (st, _) = crate::multicast::states(net, &mfts, f, |x, i, vin, o, vout| {
+        let mut ranked = |x: u32, i, vin, o, vout| {
             if bad.is_some() {
                 return;
             }
@@ -436,7 +436,10 @@ fn check_multicast(
             if let Err(e) = ranks_increase(net, rank, held, net.channel(x, o, vout)) {
                 bad = Some(e);
             }
-        });
+        };
+        // The injectors' copies too: their dependencies are in the proof.
+        crate::multicast::injected(net, &mfts, f, &mut ranked);
+        let (st, _) = crate::multicast::states(net, &mfts, f, &mut ranked);
         if let Some(e) = bad {
             return Err(e);
         }

@@ -190,19 +190,36 @@ fn multicast_facts(st: &FabricState, fx: &mut Facts) {
                 .entry((m.get(), s, p))
                 .or_default()
                 .extend(fl.steps.iter().copied());
-            for (k, c) in fl.copies.iter().enumerate() {
-                let Some(a) = c.from.and_then(|j| fl.copies.get(j)) else {
-                    continue;
-                };
-                if c.hop.in_port != 0 {
-                    fx.deps
-                        .entry((
-                            (a.hop.node, a.hop.out, a.hop.vl),
-                            (c.hop.node, c.hop.out, c.hop.vl),
-                        ))
-                        .or_insert(Origin::Copy(m, s, p, f.sl, k));
-                }
+            copy_deps(&mut fx.deps, &fl, (m, s, p, f.sl));
+        }
+        // Injectors' copies: their dependencies only (delivery is asked of senders).
+        for &(s, p) in &f.injectors {
+            let fl = reference::flood(st, f.mlid, f.sl, NodeId(s), p);
+            if !fl.offline {
+                copy_deps(&mut fx.deps, &fl, (f.mlid, NodeId(s), p, f.sl));
             }
+        }
+    }
+}
+
+/// The dependencies of a flood's copies (`from`: MLID, sending node and port, SL — where a
+/// witness finds the copy again), each with its origin unless it has one.
+fn copy_deps(
+    deps: &mut BTreeMap<(Chan, Chan), Origin>,
+    fl: &reference::RefFlood,
+    from: (weft_fabric::Mlid, NodeId, u8, u8),
+) {
+    let (m, s, p, sl) = from;
+    for (k, c) in fl.copies.iter().enumerate() {
+        let Some(a) = c.from.and_then(|j| fl.copies.get(j)) else {
+            continue;
+        };
+        if c.hop.in_port != 0 {
+            deps.entry((
+                (a.hop.node, a.hop.out, a.hop.vl),
+                (c.hop.node, c.hop.out, c.hop.vl),
+            ))
+            .or_insert(Origin::Copy(m, s, p, sl, k));
         }
     }
 }
