@@ -57,12 +57,13 @@ fn arb_node() -> impl Strategy<Value = NodeGen> {
             1..=max_ports,
             // Printable ASCII without `"`, `#` and `=`, which the writer refuses.
             "[ !$-<>-~]{1,24}",
-            any::<u64>(),
-            proptest::option::of(any::<u64>()),
+            // GUIDs are never 0 (the builder refuses one; proptest draws 0 often).
+            1..=u64::MAX,
+            proptest::option::of(1..=u64::MAX),
             any::<u32>(),
             any::<u32>(),
             proptest::option::of(proptest::collection::vec(
-                any::<u64>(),
+                1..=u64::MAX,
                 usize::from(max_ports),
             )),
         )
@@ -140,7 +141,7 @@ fn arb_fabric() -> impl Strategy<Value = (Fabric, Option<LidAssignment>)> {
                 }
                 let mut guid = n.guid;
                 while !guids.insert(guid) {
-                    guid = guid.wrapping_add(1);
+                    guid = guid.wrapping_add(1).max(1);
                 }
                 let mut spec = NodeSpec::new(name, n.kind, Guid(guid), n.ports);
                 spec.system_guid = n.system_guid.map(Guid);
