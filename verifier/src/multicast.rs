@@ -465,27 +465,43 @@ pub(crate) fn states(
 }
 
 /// Calls `dep` on every dependency of the copies the flow's injectors' packets make (see
-/// [`Flow::injectors`]).
+/// [`Flow::injectors`]) that the senders' copies, whose route states are `known` (what
+/// [`states`] returned), do not already make: from a known state on, a copy goes where the
+/// senders' copies went.
 pub(crate) fn injected(
     net: &Net<'_>,
     mfts: &[Option<&Mft>],
     f: &Flow,
+    known: &[St],
     dep: impl FnMut(u32, u8, u8, u8, u8),
 ) {
     if !f.injectors.is_empty() {
-        states_from(net, mfts, f, &f.injectors, dep);
+        let seen: std::collections::HashSet<St> = known.iter().copied().collect();
+        states_seen(net, mfts, f, &f.injectors, seen, dep);
     }
 }
 
-/// [`states`] from the ports `from` (senders or injectors of `f`).
+/// [`states`] from the ports `from`.
 fn states_from(
     net: &Net<'_>,
     mfts: &[Option<&Mft>],
     f: &Flow,
     from: &[(u32, u8)],
+    dep: impl FnMut(u32, u8, u8, u8, u8),
+) -> (Vec<St>, bool) {
+    states_seen(net, mfts, f, from, std::collections::HashSet::new(), dep)
+}
+
+/// [`states_from`] past the states of `seen` (taken as explored already): the states seen in
+/// all, sorted, and whether a copy was dropped.
+fn states_seen(
+    net: &Net<'_>,
+    mfts: &[Option<&Mft>],
+    f: &Flow,
+    from: &[(u32, u8)],
+    mut seen: std::collections::HashSet<St>,
     mut dep: impl FnMut(u32, u8, u8, u8, u8),
 ) -> (Vec<St>, bool) {
-    let mut seen: std::collections::HashSet<St> = std::collections::HashSet::new();
     let mut stack: Vec<St> = Vec::new();
     for &s in from {
         if let Entry::At(st) = entry(net, s, f.sl) {
@@ -577,8 +593,8 @@ pub(crate) fn dependencies(net: &Net<'_>, state: &ValidState, deps: &DepSet) {
                 deps.insert(k, i, vin, o, vout);
             }
         };
-        states(net, &mfts, f, &mut add);
-        injected(net, &mfts, f, &mut add);
+        let (known, _) = states(net, &mfts, f, &mut add);
+        injected(net, &mfts, f, &known, &mut add);
     }
 }
 
@@ -601,8 +617,8 @@ pub(crate) fn check(
                 deps.insert(k, i, vin, o, vout);
             }
         };
-        injected(net, &mfts, f, &mut add);
         let (states, dropped) = states(net, &mfts, f, &mut add);
+        injected(net, &mfts, f, &states, &mut add);
         states_total += states.len() as u64;
         pairs += required_pairs(net, f);
         let switches: Vec<u32> = {

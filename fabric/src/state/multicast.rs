@@ -116,11 +116,18 @@ impl PortMask {
         self.0.iter().map(|w| w.count_ones()).sum()
     }
 
-    /// The ports, ascending.
+    /// The ports, ascending (one step per port in the set, not per port number).
     pub fn iter(self) -> impl Iterator<Item = PortNum> {
-        (0..=255u8)
-            .filter(move |&p| self.contains(PortNum(p)))
-            .map(PortNum)
+        self.0.into_iter().enumerate().flat_map(|(w, mut bits)| {
+            std::iter::from_fn(move || {
+                if bits == 0 {
+                    return None;
+                }
+                let b = bits.trailing_zeros();
+                bits &= bits - 1;
+                Some(PortNum((w as u32 * 64 + b) as u8))
+            })
+        })
     }
 
     /// The highest port in the set.
@@ -449,6 +456,17 @@ mod tests {
         let mut u = Mft::default();
         u.set_block(511, 1, &b);
         assert_eq!(t, u);
+    }
+
+    proptest! {
+        /// The ports a mask iterates are the ones it contains, ascending.
+        #[test]
+        fn a_mask_iterates_its_ports(ports in proptest::collection::btree_set(0u8..=255, 0..40)) {
+            let m = PortMask::of(ports.iter().copied().map(PortNum));
+            let back: Vec<u8> = m.iter().map(|p| p.0).collect();
+            prop_assert_eq!(back, ports.iter().copied().collect::<Vec<_>>());
+            prop_assert_eq!(m.len() as usize, ports.len());
+        }
     }
 
     #[test]

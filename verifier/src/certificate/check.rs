@@ -437,9 +437,9 @@ fn check_multicast(
                 bad = Some(e);
             }
         };
-        // The injectors' copies too: their dependencies are in the proof.
-        crate::multicast::injected(net, &mfts, f, &mut ranked);
         let (st, _) = crate::multicast::states(net, &mfts, f, &mut ranked);
+        // The injectors' copies too: their dependencies are in the proof.
+        crate::multicast::injected(net, &mfts, f, &st, &mut ranked);
         if let Some(e) = bad {
             return Err(e);
         }
