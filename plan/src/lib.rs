@@ -27,6 +27,7 @@ pub mod mft;
 pub mod migrate;
 mod order;
 pub mod pkeys;
+pub mod repair;
 
 use serde::Serialize;
 use weft_fabric::plan::{
@@ -71,11 +72,25 @@ pub enum Target {
         /// Why not a minimal reroute, when one was tried.
         why: Option<String>,
     },
-    /// The current tables with only the destinations whose routes the change breaks taken
-    /// from the desired state (proven like any state).
+    /// The current tables with only what the change of the fabric forces changed
+    /// ([`repair`]): dead entries, the ways to the destinations whose routes they cut, every
+    /// other entry kept (proven like any state).
+    Repair {
+        /// Destination LIDs some entry of which changes.
+        destinations: usize,
+        /// How the broken destinations were mended.
+        how: repair::How,
+        /// Why not a detour, when the structured repair was taken instead.
+        why: Option<String>,
+    },
+    /// The fallback when no minimal repair is proven: the current tables with the columns of
+    /// the destinations whose routes the change breaks taken from the desired state (proven
+    /// like any state).
     Reroute {
         /// Destination LIDs rerouted.
         destinations: usize,
+        /// Why not a minimal repair.
+        why: String,
     },
     /// VMs moved: the current tables with their LIDs copied or swapped on the switches that
     /// must change (the desired state's own balance is a later `--full` plan's business).
@@ -163,6 +178,9 @@ pub struct Planned {
     pub apm: Option<weft_verifier::apm::Survivors>,
     /// What the plan leads to.
     pub target: Target,
+    /// After a change of the fabric: the fewest LFT SMPs any repair sends
+    /// ([`repair::LowerBound`]).
+    pub lower_bound: Option<repair::LowerBound>,
     /// The state the plan leads to (on the desired fabric, with the desired P_Keys).
     #[serde(skip)]
     pub end: ValidState,
@@ -308,10 +326,21 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
     let new = kept.as_ref().unwrap_or(new);
     // Minimal rerouting answers a change of the fabric (links or nodes down or up); anything
     // else the desired state changes (another engine, other settings) is its tables.
-    let (end, target) = if opts.full || old.fabric == new.fabric {
-        (new.clone(), Target::Desired { why: None })
+    let probe = if old.fabric == new.fabric {
+        None
     } else {
-        reroute(old, new, opts)?
+        let mut probe = old.state().clone();
+        probe.fabric = new.fabric.clone();
+        let probe = valid(probe)?;
+        let broken = order::broken_destinations(&probe);
+        Some((probe, broken))
+    };
+    let lower_bound = probe
+        .as_ref()
+        .map(|(p, broken)| repair::lower_bound(p, new, broken, opts.scope));
+    let (end, target) = match &probe {
+        Some((p, broken)) if !opts.full => reroute(p, new, broken, opts)?,
+        _ => (new.clone(), Target::Desired { why: None }),
     };
     // The end state is proven before any step is planned toward it (the reroute proved its
     // own).
@@ -387,6 +416,7 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
         apm: (start.lids.lmc > 0 && opts.mode == Mode::Fault)
             .then(|| weft_verifier::apm::survivors(&start)),
         target,
+        lower_bound,
         end,
     })
 }
@@ -454,6 +484,7 @@ fn plan_migration(
             moves: m.moves,
             why,
         },
+        lower_bound: None,
         end,
     })
 }
@@ -622,25 +653,40 @@ pub(crate) fn prove_stages(
     Ok((steps, checks, splits))
 }
 
-/// The current tables with the columns of the destinations whose routes break on the desired
-/// fabric taken from the desired state, when that is proven; else the desired state, and why.
+/// The end state after a change of the fabric, first proven of: the minimal repair by detours,
+/// the structured one ([`repair`]), the current tables with the broken destinations' columns
+/// taken from the desired state, the desired state (each fallback says why).
 fn reroute(
-    old: &ValidState,
+    probe: &ValidState,
     new: &ValidState,
+    broken: &std::collections::BTreeSet<u16>,
     opts: &Options,
 ) -> Result<(ValidState, Target), PlanError> {
-    let mut probe = old.state().clone();
-    probe.fabric = new.fabric.clone();
-    let probe = valid(probe)?;
-    let broken = order::broken_destinations(&probe);
+    let mut not = Vec::new();
+    for how in [repair::How::Detour, repair::How::Structured] {
+        let r = repair::repair(probe, new, broken, opts.scope, how);
+        let st = valid(r.state)?;
+        match unproven(&st, opts.scope) {
+            None => {
+                let why = (!not.is_empty()).then(|| not.join("; "));
+                let target = Target::Repair {
+                    destinations: r.destinations,
+                    how,
+                    why,
+                };
+                return Ok((st, target));
+            }
+            Some(u) => not.push(format!("the {} repair is {u}", how.name())),
+        }
+    }
     let mut hybrid = new.state().clone();
     for (id, t) in &mut hybrid.switches {
-        let Some(before) = old.switches.get(id) else {
+        let Some(before) = probe.switches.get(id) else {
             continue;
         };
         let desired = t.lft.ports.clone();
         t.lft.ports = before.lft.ports.clone();
-        for &lid in &broken {
+        for &lid in broken {
             let port = desired
                 .get(usize::from(lid))
                 .copied()
@@ -652,14 +698,21 @@ fn reroute(
         }
     }
     let hybrid = valid(hybrid)?;
+    let why = format!("no minimal repair is proven ({})", not.join("; "));
     match unproven(&hybrid, opts.scope) {
         None => {
             let n = broken.len();
-            Ok((hybrid, Target::Reroute { destinations: n }))
+            Ok((
+                hybrid,
+                Target::Reroute {
+                    destinations: n,
+                    why,
+                },
+            ))
         }
-        Some(not) => {
+        Some(u) => {
             let why = format!(
-                "rerouting only the {} destination(s) the change breaks is {not}, so the plan leads to the desired state's tables",
+                "{why}, and rerouting the {} destination(s) the change breaks as the desired state routes them is {u}, so the plan leads to the desired state's tables",
                 broken.len()
             );
             Ok((new.clone(), Target::Desired { why: Some(why) }))
