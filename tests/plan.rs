@@ -59,10 +59,10 @@ fn planned_and_checked(old: &ValidState, new: &ValidState) -> weft_plan::Planned
         // One SMP per changed block at least, far fewer than a full reconfiguration.
         assert!(p.plan.smps() as u64 * 5 < p.full_reconfiguration);
         assert!(p.rerouted.pairs > 0 && !p.rerouted.hosts.is_empty());
-        // A fault: only the destinations it breaks are rerouted, never more entries than
+        // A fault: only what it forces is repaired, never more entries than
         // leading to the desired tables takes.
         assert!(
-            matches!(p.target, weft_plan::Target::Reroute { destinations } if destinations > 0),
+            matches!(p.target, weft_plan::Target::Repair { destinations, .. } if destinations > 0),
             "{:?}",
             p.target
         );
@@ -142,15 +142,28 @@ fn link_failure_648_is_planned_in_proven_steps() {
     }
 }
 
-/// A failure at sFtree's subtree root moves the root to another leaf: old and new
-/// switch-to-switch routes turn down→up at different leaves, and any state mixing them has a
-/// credit loop. The planner refuses, naming it.
+/// A failure at sFtree's subtree root moves the root to another leaf in the desired state: old
+/// and new switch-to-switch routes turn down→up at different leaves, and any state mixing them
+/// has a credit loop. The minimal repair does not move the root and is planned in proven
+/// steps; `--full` (the desired tables) is refused, naming the loop.
 #[test]
 fn moving_the_sftree_root_has_no_safe_order() {
     let src = example("cluster-648.weft");
     let old = compiled(&src);
     let new = compiled(&with_faults(&src, "        link leaf1.p[19] down\n"));
-    match plan(&old, &new, &Options::default()) {
+    let p = plan(&old, &new, &Options::default()).unwrap();
+    assert!(
+        matches!(p.target, weft_plan::Target::Repair { .. }),
+        "{:?}",
+        p.target
+    );
+    assert!(p.checks.iter().all(|c| c.is_proven()));
+    assert!(weft_verifier::verify(&p.end, &Default::default()).is_proven());
+    let full = Options {
+        full: true,
+        ..Options::default()
+    };
+    match plan(&old, &new, &full) {
         Err(PlanError::NoSafeOrder { check, why, .. }) => {
             assert_eq!(check.deadlock_free, Outcome::Violated);
             assert!(check.credit_loop.len() >= 4, "{check:?}");
