@@ -517,6 +517,18 @@ fn json(p: &Planned, written: Option<&Path>) -> serde_json::Value {
             step
         })
         .collect();
+    let mut totals = serde_json::json!({
+        "smps": p.plan.smps(),
+        "lft_smps": p.plan.lft_smps(),
+        "full_reconfiguration_smps": p.full_reconfiguration,
+        "changed_entries": p.changed_entries,
+        "splits": p.splits,
+    });
+    // Only after a change of the fabric: the documents of the other plans stay as they were.
+    if let (Some(o), Some(b)) = (totals.as_object_mut(), &p.lower_bound) {
+        o.insert("lower_bound".to_owned(), serde_json::json!(b));
+        o.insert("over_lower_bound".to_owned(), serde_json::json!(over_bound(p, b)));
+    }
     serde_json::json!({
         "ok": true,
         "fabric": p.plan.fabric_name,
@@ -524,15 +536,7 @@ fn json(p: &Planned, written: Option<&Path>) -> serde_json::Value {
         "from": p.plan.from,
         "to": p.plan.to,
         "steps": steps,
-        "totals": {
-            "smps": p.plan.smps(),
-            "lft_smps": p.plan.lft_smps(),
-            "full_reconfiguration_smps": p.full_reconfiguration,
-            "changed_entries": p.changed_entries,
-            "splits": p.splits,
-            "lower_bound": p.lower_bound,
-            "over_lower_bound": p.lower_bound.as_ref().and_then(|b| over_bound(p, b)),
-        },
+        "totals": totals,
         "rerouted": p.rerouted,
         "apm": p.apm,
         "target": p.target,
