@@ -557,3 +557,134 @@ fn a_run_of_mft_additions_is_checked_step_by_step_when_its_end_loops() {
         }
     }
 }
+
+/// Checks a repair plan after a fault: every step proven, the end state proven, the LFT SMPs
+/// at least the printed lower bound, and every entry that changes one whose route failed on the
+/// fabric the fault left (entries the fault does not touch are kept). Returns (LFT SMPs, lower
+/// bound).
+fn repair_checked(old: &ValidState, new: &ValidState) -> (u64, u64) {
+    let p = plan(old, new, &Options::default()).unwrap();
+    assert!(p.checks.iter().all(|c| c.is_proven()), "{:?}", p.checks);
+    assert!(weft_verifier::verify(&p.end, &Default::default()).is_proven());
+    let bound = p.lower_bound.unwrap().smps;
+    let smps = p.plan.lft_smps() as u64;
+    assert!(smps >= bound, "{smps} SMPs under the bound {bound}");
+    let probe = weft_plan::start(old, new, Mode::Fault).unwrap();
+    let mut tables = by_guid(&probe);
+    p.plan.replay_lfts(&mut tables).unwrap();
+    let end = by_guid(&p.end);
+    for (g, t) in &end {
+        assert_eq!(tables.get(g), Some(t), "the plan ends at its end state");
+    }
+    if matches!(p.target, weft_plan::Target::Repair { .. }) {
+        let dests = weft_fabric::forward::Dest::all(&probe);
+        for (&x, t) in &p.end.switches {
+            let before = &probe.switches[&x].lft.ports;
+            let top = before.len().max(t.lft.ports.len());
+            for lid in 0..top {
+                let at = |v: &[u8]| v.get(lid).copied().unwrap_or(weft_fabric::LFT_UNSET);
+                if at(before) == at(&t.lft.ports) {
+                    continue;
+                }
+                let d = dests.iter().find(|d| usize::from(d.lid.0) == lid).unwrap();
+                let fate = weft_fabric::forward::walk(&probe, x, *d, |_| {});
+                assert!(
+                    !fate.arrives(),
+                    "`{}` LID {lid} changed though its route arrived",
+                    probe.fabric.node(x).name()
+                );
+            }
+        }
+    } else {
+        assert!(
+            matches!(
+                &p.target,
+                weft_plan::Target::Reroute { why, .. } if why.contains("no minimal repair")
+            ) || matches!(&p.target, weft_plan::Target::Desired { why: Some(_) }),
+            "a fallback says why: {:?}",
+            p.target
+        );
+    }
+    (smps, bound)
+}
+
+/// The acceptance on the 648-node tree: a leaf's uplink down is repaired within 1.5×
+/// of the printed lower bound, every step and the end state proven.
+#[test]
+fn link_failure_648_repair_is_near_its_lower_bound() {
+    let src = example("cluster-648.weft");
+    let old = compiled(&src);
+    for link in ["leaf5.p[25]", "leaf20.p[36]"] {
+        let new = compiled(&with_faults(&src, &format!("        link {link} down\n")));
+        let (smps, bound) = repair_checked(&old, &new);
+        assert!(bound > 0);
+        assert!(2 * smps <= 3 * bound, "{link}: {smps} LFT SMPs, bound {bound}");
+    }
+}
+
+mod random_faults {
+    use super::*;
+    use proptest::prelude::*;
+    use weft_fabric::NodeKind;
+
+    /// Random faults of a small fat tree: 1 to 3 links (any: a host's cable too), or one
+    /// switch.
+    fn faults(healthy: &ValidState, seed: u64, links: usize, switch: bool) -> String {
+        let f = &healthy.fabric;
+        let mut rng = weft_tests::Rng(seed);
+        if switch {
+            let s: Vec<&str> = f
+                .nodes()
+                .iter()
+                .filter(|n| n.spec.kind == NodeKind::Switch)
+                .map(|n| n.name())
+                .collect();
+            return format!("        switch {} down\n", s[rng.below(s.len())]);
+        }
+        let mut out = std::collections::BTreeSet::new();
+        for _ in 0..links {
+            let l = &f.links()[rng.below(f.links().len())];
+            let end = if f.node(l.a.node).is_switch() { l.a } else { l.b };
+            out.insert(format!(
+                "        link {}.p[{}] down\n",
+                f.node(end.node).name(),
+                end.port.0
+            ));
+        }
+        out.into_iter().collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// On random faults of small fat trees (two and three levels): a plan exists, every
+        /// step and the end state are proven, its LFT SMPs are at least the printed lower
+        /// bound, and a repair changes only entries whose route the fault broke.
+        #[test]
+        fn faults_are_repaired_minimally(
+            seed in any::<u64>(),
+            shape in 0usize..2,
+            links in 1usize..4,
+            switch in any::<bool>(),
+        ) {
+            let program = |faults: &str| match shape {
+                0 => weft_tests::xgft_source(2, &[4, 4], &[1, 4], faults, "    routing { engine = fat_tree }\n"),
+                _ => weft_tests::xgft_source(3, &[2, 2, 2], &[1, 2, 2], faults, "    routing { engine = fat_tree }\n"),
+            };
+            let old = compiled(&program(""));
+            let faults = faults(&old, seed, links, switch);
+            let c = weft_driver::compile_text(
+                "t.weft",
+                &program(&faults),
+                &weft_compiler::NoFiles,
+                &weft_driver::quietly,
+            );
+            // A fault that splits the fabric is refused by the compiler: nothing to plan.
+            let new = match c.built {
+                Some(Ok(b)) if !c.compilation.has_errors() => b.state,
+                _ => return Err(TestCaseError::reject("the fault splits the fabric")),
+            };
+            repair_checked(&old, &new);
+        }
+    }
+}
