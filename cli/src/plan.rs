@@ -527,7 +527,10 @@ fn json(p: &Planned, written: Option<&Path>) -> serde_json::Value {
     // Only after a change of the fabric: the documents of the other plans stay as they were.
     if let (Some(o), Some(b)) = (totals.as_object_mut(), &p.lower_bound) {
         o.insert("lower_bound".to_owned(), serde_json::json!(b));
-        o.insert("over_lower_bound".to_owned(), serde_json::json!(over_bound(p, b)));
+        o.insert(
+            "over_lower_bound".to_owned(),
+            serde_json::json!(over_bound(p, b)),
+        );
     }
     serde_json::json!({
         "ok": true,

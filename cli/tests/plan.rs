@@ -83,7 +83,11 @@ fn link_failure_plan_in_every_format() {
         "the fabric after the fault"
     );
     assert_eq!(plan.to, Fingerprint::of(&desired));
-    assert_eq!(plan.smps(), 3, "the lower bound: two blocks with dead entries and one detour");
+    assert_eq!(
+        plan.smps(),
+        3,
+        "the lower bound: two blocks with dead entries and one detour"
+    );
     assert!(plan
         .steps
         .iter()

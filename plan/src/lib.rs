@@ -338,27 +338,104 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
     let lower_bound = probe
         .as_ref()
         .map(|(p, broken)| repair::lower_bound(p, new, broken, opts.scope));
-    let (end, target) = match &probe {
-        Some((p, broken)) if !opts.full => reroute(p, new, broken, opts)?,
-        _ => (new.clone(), Target::Desired { why: None }),
-    };
-    // The end state is proven before any step is planned toward it (the reroute proved its
-    // own).
-    if matches!(target, Target::Desired { .. }) {
-        if let Some(why) = unproven(&end, opts.scope) {
+    let Some((probe, broken)) = probe.as_ref().filter(|_| !opts.full) else {
+        // The end state is proven before any step is planned toward it.
+        if let Some(why) = unproven(new, opts.scope) {
             return Err(PlanError::Unproven(why));
         }
+        let target = Target::Desired { why: None };
+        return lead(&start, new, new.clone(), target, lower_bound, opts);
+    };
+    // After a change of the fabric: the first end state that is proven and has a safe order,
+    // each fallback saying why the ones before it were not taken.
+    let mut not: Vec<String> = Vec::new();
+    for c in Candidate::ALL {
+        let (end, destinations) = match c {
+            Candidate::Repair(how) => {
+                let r = repair::repair(probe, new, broken, opts.scope, how);
+                (valid(r.state)?, r.destinations)
+            }
+            Candidate::Reroute => (reroute(probe, new, broken)?, broken.len()),
+            Candidate::Desired => (new.clone(), 0),
+        };
+        if let Some(u) = unproven(&end, opts.scope) {
+            if c == Candidate::Desired {
+                return Err(PlanError::Unproven(u));
+            }
+            not.push(format!("{} is {u}", c.name()));
+            continue;
+        }
+        let why = (!not.is_empty()).then(|| not.join("; "));
+        let target = match c {
+            Candidate::Repair(how) => Target::Repair {
+                destinations,
+                how,
+                why,
+            },
+            Candidate::Reroute => Target::Reroute {
+                destinations,
+                why: why.unwrap_or_default(),
+            },
+            Candidate::Desired => Target::Desired { why },
+        };
+        match lead(&start, new, end, target, lower_bound, opts) {
+            Err(e @ PlanError::NoSafeOrder { .. }) if c != Candidate::Desired => {
+                not.push(format!("{} has no safe order ({e})", c.name()));
+            }
+            other => return other,
+        }
     }
+    Err(PlanError::Unproven(not.join("; ")))
+}
+
+/// The end states tried after a change of the fabric, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Candidate {
+    Repair(repair::How),
+    Reroute,
+    Desired,
+}
+
+impl Candidate {
+    const ALL: [Candidate; 4] = [
+        Candidate::Repair(repair::How::Detour),
+        Candidate::Repair(repair::How::Structured),
+        Candidate::Reroute,
+        Candidate::Desired,
+    ];
+
+    fn name(self) -> String {
+        match self {
+            Candidate::Repair(how) => format!("the {} repair", how.name()),
+            Candidate::Reroute => {
+                "rerouting the destinations the change breaks as the desired state routes them"
+                    .to_owned()
+            }
+            Candidate::Desired => "the desired state's tables".to_owned(),
+        }
+    }
+}
+
+/// The plan from `start` to the proven state `end` (what `target` says it is), `new` the
+/// desired state (its P_Keys, partitions and fingerprint).
+fn lead(
+    start: &ValidState,
+    new: &ValidState,
+    end: ValidState,
+    target: Target,
+    lower_bound: Option<repair::LowerBound>,
+    opts: &Options,
+) -> Result<Planned, PlanError> {
     // MFT blocks: ports taken away first (each write its own step), then the LFT steps on
     // the tables that leaves, then ports added.
-    let (mft_remove, mft_add) = mft::writes(&start, &end);
-    let mut steps = mft_steps(start.state().clone(), &start, mft_remove, opts.scope)?;
+    let (mft_remove, mft_add) = mft::writes(start, &end);
+    let mut steps = mft_steps(start.state().clone(), start, mft_remove, opts.scope)?;
     let met = if steps.is_empty() && mft_add.is_empty() {
         None
     } else {
-        Some(mft::meet(&start, &end)?)
+        Some(mft::meet(start, &end)?)
     };
-    let lft_start = met.as_ref().unwrap_or(&start);
+    let lft_start = met.as_ref().unwrap_or(start);
     let order = order::stages(lft_start, &end);
     let mut t = Transition::new(lft_start, opts.scope);
     let (lft, checks, splits) = prove_stages(&mut t, lft_start, order.stages)?;
@@ -366,11 +443,11 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
     if !mft_add.is_empty() {
         let mut after = end.state().clone();
         after.multicast.mfts = lft_start.multicast.mfts.clone();
-        steps.extend(mft_steps(after, &start, mft_add, opts.scope)?);
+        steps.extend(mft_steps(after, start, mft_add, opts.scope)?);
     }
     // P_Keys last (they change no route): what goes away first, then what is added.
     let lft_steps = steps.len();
-    let (remove, add) = pkey_writes(&start, new);
+    let (remove, add) = pkey_writes(start, new);
     let mut phases = Vec::new();
     for (writes, phase) in [(remove, PkeyPhase::Remove), (add, PkeyPhase::Add)] {
         if !writes.is_empty() {
@@ -390,15 +467,15 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
             ..step_stats(s)
         })
         .collect();
-    let isolation = prove_pkeys(&start, new, &steps)?;
+    let isolation = prove_pkeys(start, new, &steps)?;
     Ok(Planned {
         plan: Plan {
             format: PLAN_FORMAT.to_owned(),
             version: PLAN_VERSION,
             fabric_name: new.fabric.name.clone(),
-            from: Fingerprint::of(&start),
+            from: Fingerprint::of(start),
             to: Fingerprint::of(new),
-            wire: Some(WireView::of(&start)),
+            wire: Some(WireView::of(start)),
             partitions: pkeys::plan_partitions(new),
             sm: pkeys::plan_sm(new),
             proof: proof(new, opts.scope, &steps),
@@ -414,7 +491,7 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
         rerouted: order.rerouted,
         changed_entries: order.changed,
         apm: (start.lids.lmc > 0 && opts.mode == Mode::Fault)
-            .then(|| weft_verifier::apm::survivors(&start)),
+            .then(|| weft_verifier::apm::survivors(start)),
         target,
         lower_bound,
         end,
@@ -653,32 +730,13 @@ pub(crate) fn prove_stages(
     Ok((steps, checks, splits))
 }
 
-/// The end state after a change of the fabric, first proven of: the minimal repair by detours,
-/// the structured one ([`repair`]), the current tables with the broken destinations' columns
-/// taken from the desired state, the desired state (each fallback says why).
+/// The current tables (`probe`: on the desired fabric) with the columns of the destinations
+/// whose routes break (`broken`) taken from the desired state.
 fn reroute(
     probe: &ValidState,
     new: &ValidState,
     broken: &std::collections::BTreeSet<u16>,
-    opts: &Options,
-) -> Result<(ValidState, Target), PlanError> {
-    let mut not = Vec::new();
-    for how in [repair::How::Detour, repair::How::Structured] {
-        let r = repair::repair(probe, new, broken, opts.scope, how);
-        let st = valid(r.state)?;
-        match unproven(&st, opts.scope) {
-            None => {
-                let why = (!not.is_empty()).then(|| not.join("; "));
-                let target = Target::Repair {
-                    destinations: r.destinations,
-                    how,
-                    why,
-                };
-                return Ok((st, target));
-            }
-            Some(u) => not.push(format!("the {} repair is {u}", how.name())),
-        }
-    }
+) -> Result<ValidState, PlanError> {
     let mut hybrid = new.state().clone();
     for (id, t) in &mut hybrid.switches {
         let Some(before) = probe.switches.get(id) else {
@@ -697,27 +755,7 @@ fn reroute(
             t.lft.ports.pop();
         }
     }
-    let hybrid = valid(hybrid)?;
-    let why = format!("no minimal repair is proven ({})", not.join("; "));
-    match unproven(&hybrid, opts.scope) {
-        None => {
-            let n = broken.len();
-            Ok((
-                hybrid,
-                Target::Reroute {
-                    destinations: n,
-                    why,
-                },
-            ))
-        }
-        Some(u) => {
-            let why = format!(
-                "{why}, and rerouting the {} destination(s) the change breaks as the desired state routes them is {u}, so the plan leads to the desired state's tables",
-                broken.len()
-            );
-            Ok((new.clone(), Target::Desired { why: Some(why) }))
-        }
-    }
+    valid(hybrid)
 }
 
 /// `None` when `st` is proven (the properties of routes, and isolation when it declares
