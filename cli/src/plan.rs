@@ -27,9 +27,9 @@ pub struct Args {
     /// steps run on the desired fabric, as after a fault.
     #[arg(long)]
     drain: bool,
-    /// Lead to the desired state's tables exactly. Without it, when links or nodes went down or
-    /// up, only the destinations whose routes that breaks are rerouted (their entries from the
-    /// desired state), every other entry kept, when that is proven.
+    /// Lead to the desired state's tables exactly (the rebalance). Without it, when links or
+    /// nodes went down or up, the plan is a minimal repair: only the entries the change forces
+    /// change, every other entry kept, when that is proven (else a fallback, named).
     #[arg(long)]
     full: bool,
     /// Write the state the plan leads to (a `state.json`) here.
