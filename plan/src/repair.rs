@@ -10,7 +10,7 @@
 //! must change too: one more block for each such case whose candidate blocks are disjoint
 //! from the others' and from the dead blocks ([`LowerBound::detours`]).
 //!
-//! [`repair`] mends each broken destination from its dead entries outward, in one of two
+//! `repair` mends each broken destination from its dead entries outward, in one of two
 //! ways ([`How`]): a *detour* moves each dead entry to the cheapest way to a switch whose
 //! route still arrives (a path through switches whose blocks are written anyway costs
 //! nothing, each other block one), preferring the desired state's port where it ties; a
