@@ -275,14 +275,23 @@ pub(crate) fn lower_bound(
     }
 }
 
-/// The (switch, block) pairs holding a dead entry at a switch whose route is required, and how
-/// many further blocks are needed (disjoint candidate sets of stuck dead entries).
+/// The (switch, block) pairs holding a dead entry at a switch whose own route is required (every
+/// live switch's with `Scope::All`; with `HcaToHca` a switch with a live end node, toward an
+/// end node's LID), and how many further blocks are needed (disjoint candidate sets of stuck
+/// dead entries).
 fn needed(net: &Net, dests: &[Dest], scope: Scope) -> (BTreeSet<(u32, u16)>, u64) {
     let mut needed = BTreeSet::new();
     let mut stuck: Vec<BTreeSet<(u32, u16)>> = Vec::new();
     for &d in dests {
         let fates = net.fates(d);
-        for x in net.dead(&fates, scope) {
+        // A dead entry must change where its switch is itself a source of a required route
+        // to `d` (elsewhere a change upstream may mend the routes that meet it).
+        // (A switch's LID is its port 0's; an end node's ports count from 1.)
+        let end_node = d.owner.port.0 != 0;
+        let source = |x: u32| {
+            scope == Scope::All || (end_node && net.hosts.get(x as usize).copied().unwrap_or(false))
+        };
+        for x in net.dead(&fates, scope).into_iter().filter(|&x| source(x)) {
             needed.insert((x, block(d.lid.0)));
             if let Some(c) = candidates(net, &fates, x, d) {
                 stuck.push(c);
