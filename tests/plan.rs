@@ -563,20 +563,21 @@ fn a_run_of_mft_additions_is_checked_step_by_step_when_its_end_loops() {
 /// fabric the fault left (entries the fault does not touch are kept). Returns (LFT SMPs, lower
 /// bound).
 fn repair_checked(old: &ValidState, new: &ValidState) -> (u64, u64) {
-    repair_or_refused(old, new).unwrap()
+    repair_or_refused(old, new, Scope::All).unwrap()
 }
 
 /// [`repair_checked`], or `None` when no end state the planner tries (the repairs, the
 /// reroute, the desired tables) has a safe order of block writes: then `--full` (the desired
 /// tables) is refused the same way.
-fn repair_or_refused(old: &ValidState, new: &ValidState) -> Option<(u64, u64)> {
-    let p = match plan(old, new, &Options::default()) {
+fn repair_or_refused(old: &ValidState, new: &ValidState, scope: Scope) -> Option<(u64, u64)> {
+    let opts = Options {
+        scope,
+        ..Options::default()
+    };
+    let p = match plan(old, new, &opts) {
         Ok(p) => p,
         Err(PlanError::NoSafeOrder { .. }) => {
-            let full = Options {
-                full: true,
-                ..Options::default()
-            };
+            let full = Options { full: true, ..opts };
             let e = plan(old, new, &full).err();
             assert!(matches!(e, Some(PlanError::NoSafeOrder { .. })), "{e:?}");
             return None;
@@ -584,7 +585,11 @@ fn repair_or_refused(old: &ValidState, new: &ValidState) -> Option<(u64, u64)> {
         Err(e) => panic!("{e}"),
     };
     assert!(p.checks.iter().all(|c| c.is_proven()), "{:?}", p.checks);
-    assert!(weft_verifier::verify(&p.end, &Default::default()).is_proven());
+    let verify = weft_verifier::Options {
+        scope,
+        ..Default::default()
+    };
+    assert!(weft_verifier::verify(&p.end, &verify).is_proven());
     let bound = p.lower_bound.unwrap().smps;
     let smps = p.plan.lft_smps() as u64;
     assert!(smps >= bound, "{smps} SMPs under the bound {bound}");
@@ -683,7 +688,8 @@ mod random_faults {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]
 
-        /// On random faults of small fat trees (two and three levels): a plan exists (or no end
+        /// On random faults of small fat trees (two and three levels), in both scopes: a plan
+        /// exists (or no end
         /// state has a safe order of block writes, `--full` refused too), every step and the
         /// end state are proven, its LFT SMPs are at least the printed lower bound, and a
         /// repair changes only entries whose route the fault broke.
@@ -693,6 +699,7 @@ mod random_faults {
             shape in 0usize..2,
             links in 1usize..4,
             switch in any::<bool>(),
+            hca in any::<bool>(),
         ) {
             let program = |faults: &str| match shape {
                 0 => weft_tests::xgft_source(2, &[4, 4], &[1, 4], faults, "    routing { engine = fat_tree }\n"),
@@ -711,7 +718,8 @@ mod random_faults {
                 Some(Ok(b)) if !c.compilation.has_errors() => b.state,
                 _ => return Err(TestCaseError::reject("the fault splits the fabric")),
             };
-            repair_or_refused(&old, &new);
+            let scope = if hca { Scope::HcaToHca } else { Scope::All };
+            repair_or_refused(&old, &new, scope);
         }
     }
 }
