@@ -326,19 +326,22 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
     let new = kept.as_ref().unwrap_or(new);
     // Minimal rerouting answers a change of the fabric (links or nodes down or up); anything
     // else the desired state changes (another engine, other settings) is its tables.
-    let probe = if old.fabric == new.fabric {
-        None
-    } else {
+    // The current tables on the desired fabric, made when needed and dropped before the steps
+    // are planned (a whole state: memory at 11 664 nodes).
+    let probe = || -> Result<ValidState, PlanError> {
         let mut probe = old.state().clone();
         probe.fabric = new.fabric.clone();
-        let probe = valid(probe)?;
-        let broken = order::broken_destinations(&probe);
-        Some((probe, broken))
+        valid(probe)
     };
-    let lower_bound = probe
-        .as_ref()
-        .map(|(p, broken)| repair::lower_bound(p, new, broken, opts.scope));
-    let Some((probe, broken)) = probe.as_ref().filter(|_| !opts.full) else {
+    let (broken, lower_bound) = if old.fabric == new.fabric {
+        (None, None)
+    } else {
+        let p = probe()?;
+        let broken = order::broken_destinations(&p);
+        let bound = repair::lower_bound(&p, new, &broken, opts.scope);
+        (Some(broken), Some(bound))
+    };
+    let Some(broken) = broken.as_ref().filter(|_| !opts.full) else {
         // The end state is proven before any step is planned toward it.
         if let Some(why) = unproven(new, opts.scope) {
             return Err(PlanError::Unproven(why));
@@ -352,10 +355,10 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
     for c in Candidate::ALL {
         let (end, destinations) = match c {
             Candidate::Repair(how) => {
-                let r = repair::repair(probe, new, broken, opts.scope, how);
+                let r = repair::repair(&probe()?, new, broken, opts.scope, how);
                 (valid(r.state)?, r.destinations)
             }
-            Candidate::Reroute => (reroute(probe, new, broken)?, broken.len()),
+            Candidate::Reroute => (reroute(&probe()?, new, broken)?, broken.len()),
             Candidate::Desired => (new.clone(), 0),
         };
         if let Some(u) = unproven(&end, opts.scope) {
