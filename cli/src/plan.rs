@@ -349,11 +349,13 @@ fn target_line(t: &weft_plan::Target) -> String {
         weft_plan::Target::Repair {
             destinations,
             how,
+            structured,
             why,
         } => {
             let way = match how {
-                weft_plan::repair::How::Detour => "each dead entry moved to the cheapest way to a switch whose route still arrives",
-                weft_plan::repair::How::Structured => "every switch whose route fails given the desired state's entry",
+                weft_plan::repair::How::Detour if *structured > 0 => format!("each dead entry moved to the cheapest way to a switch whose route still arrives; for {structured} of them, on credit loops such detours made, every switch whose route fails given the desired state's entry"),
+                weft_plan::repair::How::Detour => "each dead entry moved to the cheapest way to a switch whose route still arrives".to_owned(),
+                weft_plan::repair::How::Structured => "every switch whose route fails given the desired state's entry".to_owned(),
             };
             let mut t = format!(
                 "leads to the current tables repaired: only the entries the fabric change forces change, for {destinations} destination LID(s) ({way}), every other entry kept (proven; `--full` leads to the desired tables exactly)"

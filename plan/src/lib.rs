@@ -78,8 +78,12 @@ pub enum Target {
     Repair {
         /// Destination LIDs some entry of which changes.
         destinations: usize,
-        /// How the broken destinations were mended.
+        /// How the broken destinations were mended: by detours (those on the credit loops of
+        /// detours, at most [`ESCALATIONS`] rounds, the structured way), or all the structured
+        /// way.
         how: repair::How,
+        /// Destination LIDs mended the structured way.
+        structured: usize,
         /// Why not a detour, when the structured repair was taken instead.
         why: Option<String>,
     },
@@ -353,15 +357,28 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
     // each fallback saying why the ones before it were not taken.
     let mut not: Vec<String> = Vec::new();
     for c in Candidate::ALL {
-        let (end, destinations) = match c {
-            Candidate::Repair(how) => {
-                let r = repair::repair(&probe()?, new, broken, opts.scope, how);
-                (valid(r.state)?, r.destinations)
+        let mut structured = 0;
+        let (end, destinations, not_proven) = match c {
+            Candidate::Repair(repair::How::Detour) => {
+                let (end, destinations, n, not) = escalated(&probe()?, new, broken, opts.scope)?;
+                structured = n;
+                (end, destinations, not)
             }
-            Candidate::Reroute => (reroute(&probe()?, new, broken)?, broken.len()),
-            Candidate::Desired => (new.clone(), 0),
+            Candidate::Repair(repair::How::Structured) => {
+                let r = repair::repair(&probe()?, new, broken, opts.scope, &|_| true);
+                structured = r.destinations;
+                let end = valid(r.state)?;
+                let not = unproven(&end, opts.scope);
+                (end, r.destinations, not)
+            }
+            Candidate::Reroute => {
+                let end = reroute(&probe()?, new, broken)?;
+                let not = unproven(&end, opts.scope);
+                (end, broken.len(), not)
+            }
+            Candidate::Desired => (new.clone(), 0, unproven(new, opts.scope)),
         };
-        if let Some(u) = unproven(&end, opts.scope) {
+        if let Some(u) = not_proven {
             if c == Candidate::Desired {
                 return Err(PlanError::Unproven(u));
             }
@@ -373,6 +390,7 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
             Candidate::Repair(how) => Target::Repair {
                 destinations,
                 how,
+                structured,
                 why,
             },
             Candidate::Reroute => Target::Reroute {
@@ -733,6 +751,44 @@ pub(crate) fn prove_stages(
     Ok((steps, checks, splits))
 }
 
+/// Rounds of the detour repair: after each that is not deadlock-free, the broken destinations
+/// on the credit loops the verifier lists are mended the structured way.
+pub const ESCALATIONS: usize = 8;
+
+/// The detour repair ([`repair::repair`]), escalated: while its end state has credit loops
+/// (at most [`ESCALATIONS`] rounds), the broken destinations whose routes make them are
+/// mended the structured way. The end state, the destinations changed, how many of them the
+/// structured way, and what is not proven of the end state ([`unproven`]).
+fn escalated(
+    probe: &ValidState,
+    new: &ValidState,
+    broken: &std::collections::BTreeSet<u16>,
+    scope: Scope,
+) -> Result<(ValidState, usize, usize, Option<String>), PlanError> {
+    let mut structured = std::collections::BTreeSet::new();
+    for _ in 0..ESCALATIONS {
+        let r = repair::repair(probe, new, broken, scope, &|l| structured.contains(&l));
+        let end = valid(r.state)?;
+        let report = weft_verifier::verify(&end, &verify_options(&end, scope, 8));
+        let looped: Vec<u16> = report
+            .credit_loops
+            .iter()
+            .flat_map(|l| &l.cycle)
+            .map(|d| d.route.dlid.0)
+            .filter(|l| broken.contains(l) && !structured.contains(l))
+            .collect();
+        if report.verdict.deadlock_free != weft_verifier::Outcome::Violated || looped.is_empty() {
+            let not = failed(&report);
+            return Ok((end, r.destinations, structured.len(), not));
+        }
+        structured.extend(looped);
+    }
+    let r = repair::repair(probe, new, broken, scope, &|l| structured.contains(&l));
+    let end = valid(r.state)?;
+    let not = unproven(&end, scope);
+    Ok((end, r.destinations, structured.len(), not))
+}
+
 /// The current tables (`probe`: on the desired fabric) with the columns of the destinations
 /// whose routes break (`broken`) taken from the desired state.
 fn reroute(
@@ -761,17 +817,25 @@ fn reroute(
     valid(hybrid)
 }
 
-/// `None` when `st` is proven (the properties of routes, and isolation when it declares
-/// partitions); else what is not: "not deadlock_free, not connected".
-fn unproven(st: &ValidState, scope: Scope) -> Option<String> {
-    let verify = VerifyOptions {
+/// Verifying `st`'s default properties in `scope`, `listed` credit loops and failures listed.
+fn verify_options(st: &ValidState, scope: Scope, listed: usize) -> VerifyOptions {
+    VerifyOptions {
         scope,
         properties: Property::defaults(st),
         certificate: false,
-        max_listed: 1,
+        max_listed: listed,
         witnesses: 1,
-    };
-    let report = weft_verifier::verify(st, &verify);
+    }
+}
+
+/// `None` when `st` is proven (the properties of routes, and isolation when it declares
+/// partitions); else what is not: "not deadlock_free, not connected".
+fn unproven(st: &ValidState, scope: Scope) -> Option<String> {
+    failed(&weft_verifier::verify(st, &verify_options(st, scope, 1)))
+}
+
+/// `None` when `report` proves its state; else what it does not prove.
+fn failed(report: &weft_verifier::Report) -> Option<String> {
     (!report.is_proven()).then(|| {
         let failed: Vec<&str> = report
             .properties

@@ -17,7 +17,9 @@
 //! *structured* repair gives every switch whose route fails the desired state's entry (on
 //! a fat tree: the affected up entries to another live up port, and the sources' way to the
 //! destination through another spine that still reaches it), keeping up/down structure.
-//! Every other entry is kept. The caller proves the result ([`crate::plan`]).
+//! Every other entry is kept; the caller chooses per destination (detours first, the
+//! destinations on the credit loops detours close the structured way) and proves the result
+//! ([`crate::plan`]).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
@@ -349,14 +351,15 @@ pub(crate) struct Repaired {
 }
 
 /// The current tables (`probe`: on the fabric the fault left) with the broken destinations
-/// mended `how`, every other entry kept; `desired` gives the preferred (detour) or the taken
+/// mended, those `structured` says by the structured way and the others by detours, every
+/// other entry kept; `desired` gives the preferred (detour) or the taken
 /// (structured) entries, and the switches that have tables where the plan ends.
 pub(crate) fn repair(
     probe: &ValidState,
     desired: &ValidState,
     broken: &BTreeSet<u16>,
     scope: Scope,
-    how: How,
+    structured: &dyn Fn(u16) -> bool,
 ) -> Repaired {
     let mut net = Net::new(probe, desired);
     let dests = dests(probe, broken);
@@ -374,6 +377,11 @@ pub(crate) fn repair(
         let lid = d.lid.0;
         let mut fates = net.fates(d);
         let mut changed = false;
+        let how = if structured(lid) {
+            How::Structured
+        } else {
+            How::Detour
+        };
         match how {
             How::Structured => {
                 for k in 0..net.switches.len() as u32 {
