@@ -78,9 +78,9 @@ pub enum Target {
     Repair {
         /// Destination LIDs some entry of which changes.
         destinations: usize,
-        /// How the broken destinations were mended: by detours (those on the credit loops of
-        /// detours, at most [`ESCALATIONS`] rounds, the structured way), or all the structured
-        /// way.
+        /// How the broken destinations were mended: by detours (when those close a credit
+        /// loop, the destinations on it and those detoured through another switch the
+        /// structured way), or all the structured way.
         how: repair::How,
         /// Destination LIDs mended the structured way.
         structured: usize,
@@ -751,37 +751,30 @@ pub(crate) fn prove_stages(
     Ok((steps, checks, splits))
 }
 
-/// Rounds of the detour repair: after each that is not deadlock-free, the broken destinations
-/// on the credit loops the verifier lists are mended the structured way.
-pub const ESCALATIONS: usize = 8;
-
-/// The detour repair ([`repair::repair`]), escalated: while its end state has credit loops
-/// (at most [`ESCALATIONS`] rounds), the broken destinations whose routes make them are
-/// mended the structured way. The end state, the destinations changed, how many of them the
-/// structured way, and what is not proven of the end state ([`unproven`]).
+/// The detour repair ([`repair::repair`]), escalated once when its end state has a credit
+/// loop: the broken destinations on the loops the verifier lists and those mended by a detour
+/// through another switch (on a fat tree, a turn from down to up) are then mended the
+/// structured way, the others keep their detours. The end state, the destinations changed, how
+/// many of them the structured way, and what is not proven of the end state ([`unproven`]).
 fn escalated(
     probe: &ValidState,
     new: &ValidState,
     broken: &std::collections::BTreeSet<u16>,
     scope: Scope,
 ) -> Result<(ValidState, usize, usize, Option<String>), PlanError> {
-    let mut structured = std::collections::BTreeSet::new();
-    for _ in 0..ESCALATIONS {
-        let r = repair::repair(probe, new, broken, scope, &|l| structured.contains(&l));
-        let end = valid(r.state)?;
-        let report = weft_verifier::verify(&end, &verify_options(&end, scope, 8));
-        let looped: Vec<u16> = report
-            .credit_loops
-            .iter()
-            .flat_map(|l| &l.cycle)
-            .map(|d| d.route.dlid.0)
-            .filter(|l| broken.contains(l) && !structured.contains(l))
-            .collect();
-        if report.verdict.deadlock_free != weft_verifier::Outcome::Violated || looped.is_empty() {
-            let not = failed(&report);
-            return Ok((end, r.destinations, structured.len(), not));
-        }
-        structured.extend(looped);
+    let r = repair::repair(probe, new, broken, scope, &|_| false);
+    let end = valid(r.state)?;
+    let report = weft_verifier::verify(&end, &verify_options(&end, scope, 8));
+    let mut structured: std::collections::BTreeSet<u16> = report
+        .credit_loops
+        .iter()
+        .flat_map(|l| &l.cycle)
+        .map(|d| d.route.dlid.0)
+        .filter(|l| broken.contains(l))
+        .collect();
+    structured.extend(&r.through);
+    if report.verdict.deadlock_free != weft_verifier::Outcome::Violated || structured.is_empty() {
+        return Ok((end, r.destinations, 0, failed(&report)));
     }
     let r = repair::repair(probe, new, broken, scope, &|l| structured.contains(&l));
     let end = valid(r.state)?;

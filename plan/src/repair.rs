@@ -348,6 +348,9 @@ pub(crate) struct Repaired {
     pub state: FabricState,
     /// Destinations some entry of which changed.
     pub destinations: usize,
+    /// Destinations mended by a detour through another switch whose entry changed too (on a
+    /// fat tree, a spine's way down through a sibling leaf: a turn from down to up).
+    pub through: BTreeSet<u16>,
 }
 
 /// The current tables (`probe`: on the fabric the fault left) with the broken destinations
@@ -373,6 +376,7 @@ pub(crate) fn repair(
             .map_or(LFT_UNSET, |p| p.0)
     };
     let mut destinations = 0;
+    let mut through = BTreeSet::new();
     for &d in &dests {
         let lid = d.lid.0;
         let mut fates = net.fates(d);
@@ -404,6 +408,9 @@ pub(crate) fn repair(
                     let Some(path) = detour(&net, &fates, &written, x, d, &want) else {
                         continue;
                     };
+                    if path.len() > 1 {
+                        through.insert(lid);
+                    }
                     for (k, p) in path {
                         net.set(k, lid, p);
                         written.insert((k, block(lid)));
@@ -435,6 +442,7 @@ pub(crate) fn repair(
     Repaired {
         state,
         destinations,
+        through,
     }
 }
 
