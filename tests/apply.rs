@@ -773,7 +773,7 @@ fn a_recovery_that_fails_part_way_is_reported_and_can_run_again() {
     let mut sim = SimFabric::new(&start, sm).unwrap();
     let old_tables = sim.tables();
     sim.inject(Fault {
-        at_set: 3,
+        at_set: 2,
         kind: FaultKind::Crash,
     });
     let dir = tmp("recover-twice");

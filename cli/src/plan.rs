@@ -27,9 +27,9 @@ pub struct Args {
     /// steps run on the desired fabric, as after a fault.
     #[arg(long)]
     drain: bool,
-    /// Lead to the desired state's tables exactly. Without it, when links or nodes went down or
-    /// up, only the destinations whose routes that breaks are rerouted (their entries from the
-    /// desired state), every other entry kept, when that is proven.
+    /// Lead to the desired state's tables exactly (the rebalance). Without it, when links or
+    /// nodes went down or up, the plan is a minimal repair: only the entries the change forces
+    /// change, every other entry kept, when that is proven (else a fallback, named).
     #[arg(long)]
     full: bool,
     /// Write the state the plan leads to (a `state.json`) here.
@@ -285,6 +285,9 @@ fn human(p: &Planned, written: Option<&Path>, max: usize) -> String {
         g(p.changed_entries),
         p.splits
     );
+    if let Some(b) = &p.lower_bound {
+        let _ = writeln!(t, "  {}", bound_line(p, b));
+    }
     let r = &p.rerouted;
     let _ = writeln!(
         t,
@@ -343,8 +346,27 @@ fn more_than_full(p: &Planned) -> String {
 
 fn target_line(t: &weft_plan::Target) -> String {
     match t {
-        weft_plan::Target::Reroute { destinations } => format!(
-            "leads to the current tables with the {destinations} destination LID(s) whose routes the fabric change breaks rerouted as the desired state routes them, every other entry kept (proven; `--full` leads to the desired tables exactly)"
+        weft_plan::Target::Repair {
+            destinations,
+            how,
+            structured,
+            why,
+        } => {
+            let way = match how {
+                weft_plan::repair::How::Detour if *structured > 0 => format!("each dead entry moved to the cheapest way to a switch whose route still arrives; for {structured} of them, on credit loops such detours made, every switch whose route fails given the desired state's entry"),
+                weft_plan::repair::How::Detour => "each dead entry moved to the cheapest way to a switch whose route still arrives".to_owned(),
+                weft_plan::repair::How::Structured => "every switch whose route fails given the desired state's entry".to_owned(),
+            };
+            let mut t = format!(
+                "leads to the current tables repaired: only the entries the fabric change forces change, for {destinations} destination LID(s) ({way}), every other entry kept (proven; `--full` leads to the desired tables exactly)"
+            );
+            if let Some(w) = why {
+                let _ = write!(t, "\nnot a detour repair: {w}");
+            }
+            t
+        }
+        weft_plan::Target::Reroute { destinations, why } => format!(
+            "leads to the current tables with the {destinations} destination LID(s) whose routes the fabric change breaks rerouted as the desired state routes them, every other entry kept (proven; `--full` leads to the desired tables exactly): {why}"
         ),
         weft_plan::Target::Desired { why: None } => "leads to the desired state's tables".to_owned(),
         weft_plan::Target::Desired { why: Some(w) } => format!("leads to the desired state's tables: {w}"),
@@ -379,6 +401,23 @@ fn target_line(t: &weft_plan::Target) -> String {
             t
         }
     }
+}
+
+/// The ratio of the plan's LFT SMPs to the lower bound (`None` when the bound is 0).
+fn over_bound(p: &Planned, b: &weft_plan::repair::LowerBound) -> Option<f64> {
+    (b.smps > 0).then(|| p.plan.lft_smps() as f64 / b.smps as f64)
+}
+
+/// "N LFT SMPs, lower bound L (×r)" and what the bound counts.
+fn bound_line(p: &Planned, b: &weft_plan::repair::LowerBound) -> String {
+    let ratio = over_bound(p, b).map_or_else(String::new, |r| format!(" (×{r:.2})"));
+    format!(
+        "{} LFT SMPs, lower bound {}{ratio}: any repair writes the {} (switch, block) pair(s) holding an entry whose next hop is dead, and {} more block(s) for dead entries no new port alone mends",
+        crate::render::group(p.plan.lft_smps() as u64),
+        crate::render::group(b.smps),
+        crate::render::group(b.dead_blocks),
+        crate::render::group(b.detours)
+    )
 }
 
 fn apm_line(a: &weft_verifier::apm::Survivors) -> String {
@@ -431,6 +470,9 @@ fn markdown(p: &Planned, written: Option<&Path>, max: usize) -> String {
         mode_text(p.mode),
         p.changed_entries
     );
+    if let Some(b) = &p.lower_bound {
+        let _ = writeln!(t, "\n{}.", bound_line(p, b));
+    }
     let r = &p.rerouted;
     let _ = writeln!(
         t,
@@ -477,6 +519,21 @@ fn json(p: &Planned, written: Option<&Path>) -> serde_json::Value {
             step
         })
         .collect();
+    let mut totals = serde_json::json!({
+        "smps": p.plan.smps(),
+        "lft_smps": p.plan.lft_smps(),
+        "full_reconfiguration_smps": p.full_reconfiguration,
+        "changed_entries": p.changed_entries,
+        "splits": p.splits,
+    });
+    // Only after a change of the fabric: the documents of the other plans stay as they were.
+    if let (Some(o), Some(b)) = (totals.as_object_mut(), &p.lower_bound) {
+        o.insert("lower_bound".to_owned(), serde_json::json!(b));
+        o.insert(
+            "over_lower_bound".to_owned(),
+            serde_json::json!(over_bound(p, b)),
+        );
+    }
     serde_json::json!({
         "ok": true,
         "fabric": p.plan.fabric_name,
@@ -484,13 +541,7 @@ fn json(p: &Planned, written: Option<&Path>) -> serde_json::Value {
         "from": p.plan.from,
         "to": p.plan.to,
         "steps": steps,
-        "totals": {
-            "smps": p.plan.smps(),
-            "lft_smps": p.plan.lft_smps(),
-            "full_reconfiguration_smps": p.full_reconfiguration,
-            "changed_entries": p.changed_entries,
-            "splits": p.splits,
-        },
+        "totals": totals,
         "rerouted": p.rerouted,
         "apm": p.apm,
         "target": p.target,

@@ -27,6 +27,7 @@ pub mod mft;
 pub mod migrate;
 mod order;
 pub mod pkeys;
+pub mod repair;
 
 use serde::Serialize;
 use weft_fabric::plan::{
@@ -71,11 +72,29 @@ pub enum Target {
         /// Why not a minimal reroute, when one was tried.
         why: Option<String>,
     },
-    /// The current tables with only the destinations whose routes the change breaks taken
-    /// from the desired state (proven like any state).
+    /// The current tables with only what the change of the fabric forces changed
+    /// ([`repair`]): dead entries, the ways to the destinations whose routes they cut, every
+    /// other entry kept (proven like any state).
+    Repair {
+        /// Destination LIDs some entry of which changes.
+        destinations: usize,
+        /// How the broken destinations were mended: by detours (when those close a credit
+        /// loop, the destinations on it and those detoured through another switch the
+        /// structured way), or all the structured way.
+        how: repair::How,
+        /// Destination LIDs mended the structured way.
+        structured: usize,
+        /// Why not a detour, when the structured repair was taken instead.
+        why: Option<String>,
+    },
+    /// The fallback when no minimal repair is proven: the current tables with the columns of
+    /// the destinations whose routes the change breaks taken from the desired state (proven
+    /// like any state).
     Reroute {
         /// Destination LIDs rerouted.
         destinations: usize,
+        /// Why not a minimal repair.
+        why: String,
     },
     /// VMs moved: the current tables with their LIDs copied or swapped on the switches that
     /// must change (the desired state's own balance is a later `--full` plan's business).
@@ -163,6 +182,9 @@ pub struct Planned {
     pub apm: Option<weft_verifier::apm::Survivors>,
     /// What the plan leads to.
     pub target: Target,
+    /// After a change of the fabric: the fewest LFT SMPs any repair sends
+    /// ([`repair::LowerBound`]).
+    pub lower_bound: Option<repair::LowerBound>,
     /// The state the plan leads to (on the desired fabric, with the desired P_Keys).
     #[serde(skip)]
     pub end: ValidState,
@@ -308,28 +330,133 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
     let new = kept.as_ref().unwrap_or(new);
     // Minimal rerouting answers a change of the fabric (links or nodes down or up); anything
     // else the desired state changes (another engine, other settings) is its tables.
-    let (end, target) = if opts.full || old.fabric == new.fabric {
-        (new.clone(), Target::Desired { why: None })
-    } else {
-        reroute(old, new, opts)?
+    // The current tables on the desired fabric, made when needed and dropped before the steps
+    // are planned (a whole state: memory at 11 664 nodes).
+    let probe = || -> Result<ValidState, PlanError> {
+        let mut probe = old.state().clone();
+        probe.fabric = new.fabric.clone();
+        valid(probe)
     };
-    // The end state is proven before any step is planned toward it (the reroute proved its
-    // own).
-    if matches!(target, Target::Desired { .. }) {
-        if let Some(why) = unproven(&end, opts.scope) {
+    let (broken, lower_bound) = if old.fabric == new.fabric {
+        (None, None)
+    } else {
+        let p = probe()?;
+        let broken = order::broken_destinations(&p);
+        let bound = repair::lower_bound(&p, new, &broken, opts.scope);
+        (Some(broken), Some(bound))
+    };
+    let Some(broken) = broken.as_ref().filter(|_| !opts.full) else {
+        // The end state is proven before any step is planned toward it.
+        if let Some(why) = unproven(new, opts.scope) {
             return Err(PlanError::Unproven(why));
         }
+        let target = Target::Desired { why: None };
+        return lead(&start, new, new.clone(), target, lower_bound, opts);
+    };
+    // After a change of the fabric: the first end state that is proven and has a safe order,
+    // each fallback saying why the ones before it were not taken.
+    let mut not: Vec<String> = Vec::new();
+    for c in Candidate::ALL {
+        let mut structured = 0;
+        let (end, destinations, not_proven) = match c {
+            Candidate::Repair(repair::How::Detour) => {
+                let (end, destinations, n, not) = escalated(&probe()?, new, broken, opts.scope)?;
+                structured = n;
+                (end, destinations, not)
+            }
+            Candidate::Repair(repair::How::Structured) => {
+                let r = repair::repair(&probe()?, new, broken, opts.scope, &|_| true);
+                structured = r.destinations;
+                let end = valid(r.state)?;
+                let not = unproven(&end, opts.scope);
+                (end, r.destinations, not)
+            }
+            Candidate::Reroute => {
+                let end = reroute(&probe()?, new, broken)?;
+                let not = unproven(&end, opts.scope);
+                (end, broken.len(), not)
+            }
+            Candidate::Desired => (new.clone(), 0, unproven(new, opts.scope)),
+        };
+        if let Some(u) = not_proven {
+            if c == Candidate::Desired {
+                return Err(PlanError::Unproven(u));
+            }
+            not.push(format!("{} is {u}", c.name()));
+            continue;
+        }
+        let why = (!not.is_empty()).then(|| not.join("; "));
+        let target = match c {
+            Candidate::Repair(how) => Target::Repair {
+                destinations,
+                how,
+                structured,
+                why,
+            },
+            Candidate::Reroute => Target::Reroute {
+                destinations,
+                why: why.unwrap_or_default(),
+            },
+            Candidate::Desired => Target::Desired { why },
+        };
+        match lead(&start, new, end, target, lower_bound, opts) {
+            Err(e @ PlanError::NoSafeOrder { .. }) if c != Candidate::Desired => {
+                not.push(format!("{} has no safe order ({e})", c.name()));
+            }
+            other => return other,
+        }
     }
+    Err(PlanError::Unproven(not.join("; ")))
+}
+
+/// The end states tried after a change of the fabric, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Candidate {
+    Repair(repair::How),
+    Reroute,
+    Desired,
+}
+
+impl Candidate {
+    const ALL: [Candidate; 4] = [
+        Candidate::Repair(repair::How::Detour),
+        Candidate::Repair(repair::How::Structured),
+        Candidate::Reroute,
+        Candidate::Desired,
+    ];
+
+    fn name(self) -> String {
+        match self {
+            Candidate::Repair(how) => format!("the {} repair", how.name()),
+            Candidate::Reroute => {
+                "rerouting the destinations the change breaks as the desired state routes them"
+                    .to_owned()
+            }
+            Candidate::Desired => "the desired state's tables".to_owned(),
+        }
+    }
+}
+
+/// The plan from `start` to the proven state `end` (what `target` says it is), `new` the
+/// desired state (its P_Keys, partitions and fingerprint).
+fn lead(
+    start: &ValidState,
+    new: &ValidState,
+    end: ValidState,
+    target: Target,
+    lower_bound: Option<repair::LowerBound>,
+    opts: &Options,
+) -> Result<Planned, PlanError> {
     // MFT blocks: ports taken away first (each write its own step), then the LFT steps on
     // the tables that leaves, then ports added.
-    let (mft_remove, mft_add) = mft::writes(&start, &end);
-    let mut steps = mft_steps(start.state().clone(), &start, mft_remove, opts.scope)?;
+    let (mft_remove, mft_add) = mft::writes(start, &end);
+    let mut steps = mft_steps(start.state().clone(), start, mft_remove, opts.scope)?;
     let met = if steps.is_empty() && mft_add.is_empty() {
         None
     } else {
-        Some(mft::meet(&start, &end)?)
+        Some(mft::meet(start, &end)?)
     };
-    let lft_start = met.as_ref().unwrap_or(&start);
+    let lft_start = met.as_ref().unwrap_or(start);
     let order = order::stages(lft_start, &end);
     let mut t = Transition::new(lft_start, opts.scope);
     let (lft, checks, splits) = prove_stages(&mut t, lft_start, order.stages)?;
@@ -337,11 +464,11 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
     if !mft_add.is_empty() {
         let mut after = end.state().clone();
         after.multicast.mfts = lft_start.multicast.mfts.clone();
-        steps.extend(mft_steps(after, &start, mft_add, opts.scope)?);
+        steps.extend(mft_steps(after, start, mft_add, opts.scope)?);
     }
     // P_Keys last (they change no route): what goes away first, then what is added.
     let lft_steps = steps.len();
-    let (remove, add) = pkey_writes(&start, new);
+    let (remove, add) = pkey_writes(start, new);
     let mut phases = Vec::new();
     for (writes, phase) in [(remove, PkeyPhase::Remove), (add, PkeyPhase::Add)] {
         if !writes.is_empty() {
@@ -361,15 +488,15 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
             ..step_stats(s)
         })
         .collect();
-    let isolation = prove_pkeys(&start, new, &steps)?;
+    let isolation = prove_pkeys(start, new, &steps)?;
     Ok(Planned {
         plan: Plan {
             format: PLAN_FORMAT.to_owned(),
             version: PLAN_VERSION,
             fabric_name: new.fabric.name.clone(),
-            from: Fingerprint::of(&start),
+            from: Fingerprint::of(start),
             to: Fingerprint::of(new),
-            wire: Some(WireView::of(&start)),
+            wire: Some(WireView::of(start)),
             partitions: pkeys::plan_partitions(new),
             sm: pkeys::plan_sm(new),
             proof: proof(new, opts.scope, &steps),
@@ -385,8 +512,9 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
         rerouted: order.rerouted,
         changed_entries: order.changed,
         apm: (start.lids.lmc > 0 && opts.mode == Mode::Fault)
-            .then(|| weft_verifier::apm::survivors(&start)),
+            .then(|| weft_verifier::apm::survivors(start)),
         target,
+        lower_bound,
         end,
     })
 }
@@ -454,6 +582,7 @@ fn plan_migration(
             moves: m.moves,
             why,
         },
+        lower_bound: None,
         end,
     })
 }
@@ -622,25 +751,52 @@ pub(crate) fn prove_stages(
     Ok((steps, checks, splits))
 }
 
-/// The current tables with the columns of the destinations whose routes break on the desired
-/// fabric taken from the desired state, when that is proven; else the desired state, and why.
-fn reroute(
-    old: &ValidState,
+/// The detour repair ([`repair::repair`]), escalated once when its end state has a credit
+/// loop: the broken destinations on the loops the verifier lists and those mended by a detour
+/// through another switch (on a fat tree, a turn from down to up) are then mended the
+/// structured way, the others keep their detours. The end state, the destinations changed, how
+/// many of them the structured way, and what is not proven of the end state ([`unproven`]).
+fn escalated(
+    probe: &ValidState,
     new: &ValidState,
-    opts: &Options,
-) -> Result<(ValidState, Target), PlanError> {
-    let mut probe = old.state().clone();
-    probe.fabric = new.fabric.clone();
-    let probe = valid(probe)?;
-    let broken = order::broken_destinations(&probe);
+    broken: &std::collections::BTreeSet<u16>,
+    scope: Scope,
+) -> Result<(ValidState, usize, usize, Option<String>), PlanError> {
+    let r = repair::repair(probe, new, broken, scope, &|_| false);
+    let end = valid(r.state)?;
+    let report = weft_verifier::verify(&end, &verify_options(&end, scope, 8));
+    let mut structured: std::collections::BTreeSet<u16> = report
+        .credit_loops
+        .iter()
+        .flat_map(|l| &l.cycle)
+        .map(|d| d.route.dlid.0)
+        .filter(|l| broken.contains(l))
+        .collect();
+    structured.extend(&r.through);
+    if report.verdict.deadlock_free != weft_verifier::Outcome::Violated || structured.is_empty() {
+        return Ok((end, r.destinations, 0, failed(&report)));
+    }
+    let r = repair::repair(probe, new, broken, scope, &|l| structured.contains(&l));
+    let end = valid(r.state)?;
+    let not = unproven(&end, scope);
+    Ok((end, r.destinations, structured.len(), not))
+}
+
+/// The current tables (`probe`: on the desired fabric) with the columns of the destinations
+/// whose routes break (`broken`) taken from the desired state.
+fn reroute(
+    probe: &ValidState,
+    new: &ValidState,
+    broken: &std::collections::BTreeSet<u16>,
+) -> Result<ValidState, PlanError> {
     let mut hybrid = new.state().clone();
     for (id, t) in &mut hybrid.switches {
-        let Some(before) = old.switches.get(id) else {
+        let Some(before) = probe.switches.get(id) else {
             continue;
         };
         let desired = t.lft.ports.clone();
         t.lft.ports = before.lft.ports.clone();
-        for &lid in &broken {
+        for &lid in broken {
             let port = desired
                 .get(usize::from(lid))
                 .copied()
@@ -651,33 +807,28 @@ fn reroute(
             t.lft.ports.pop();
         }
     }
-    let hybrid = valid(hybrid)?;
-    match unproven(&hybrid, opts.scope) {
-        None => {
-            let n = broken.len();
-            Ok((hybrid, Target::Reroute { destinations: n }))
-        }
-        Some(not) => {
-            let why = format!(
-                "rerouting only the {} destination(s) the change breaks is {not}, so the plan leads to the desired state's tables",
-                broken.len()
-            );
-            Ok((new.clone(), Target::Desired { why: Some(why) }))
-        }
+    valid(hybrid)
+}
+
+/// Verifying `st`'s default properties in `scope`, `listed` credit loops and failures listed.
+fn verify_options(st: &ValidState, scope: Scope, listed: usize) -> VerifyOptions {
+    VerifyOptions {
+        scope,
+        properties: Property::defaults(st),
+        certificate: false,
+        max_listed: listed,
+        witnesses: 1,
     }
 }
 
 /// `None` when `st` is proven (the properties of routes, and isolation when it declares
 /// partitions); else what is not: "not deadlock_free, not connected".
 fn unproven(st: &ValidState, scope: Scope) -> Option<String> {
-    let verify = VerifyOptions {
-        scope,
-        properties: Property::defaults(st),
-        certificate: false,
-        max_listed: 1,
-        witnesses: 1,
-    };
-    let report = weft_verifier::verify(st, &verify);
+    failed(&weft_verifier::verify(st, &verify_options(st, scope, 1)))
+}
+
+/// `None` when `report` proves its state; else what it does not prove.
+fn failed(report: &weft_verifier::Report) -> Option<String> {
     (!report.is_proven()).then(|| {
         let failed: Vec<&str> = report
             .properties
