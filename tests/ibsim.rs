@@ -472,6 +472,26 @@ impl Ibsim {
         }
     }
 
+    /// [`Ibsim::run_env`] whatever the exit status: a client that ran and failed (a refuted
+    /// fabric, a refused plan) gives its output as one that succeeded; one that could not run
+    /// or timed out is a broken test setup and panics.
+    #[expect(
+        clippy::panic,
+        reason = "test support: a client that cannot run is a broken setup"
+    )]
+    pub fn run_any(
+        &self,
+        program: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        timeout: Duration,
+    ) -> ClientOutput {
+        match self.run_env(program, args, env, timeout) {
+            Ok(o) | Err(IbsimError::Failed { output: o, .. }) => o,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
     /// [`Ibsim::run`], retried until it succeeds or `total` has passed (each try gets
     /// `per_try`); for the first query of a simulator that is still settling.
     pub fn run_retrying(

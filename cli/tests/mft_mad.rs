@@ -182,7 +182,7 @@ fn mfts_written_over_mads_read_back_with_ibroute_and_weft_audit() {
 
     // `weft audit` reads the same tables (and no group: no SMP carries membership).
     let audited = d.join("audited.json");
-    let o = match sim.run_env(
+    let o = sim.run_any(
         weft_bin,
         &[
             "audit",
@@ -193,11 +193,7 @@ fn mfts_written_over_mads_read_back_with_ibroute_and_weft_audit() {
         ],
         &[],
         Duration::from_secs(120),
-    ) {
-        Ok(o) => o,
-        Err(ibsim::IbsimError::Failed { output, .. }) => output,
-        Err(e) => panic!("{e}"),
-    };
+    );
     let st = ValidState::from_json(&std::fs::read_to_string(&audited).unwrap())
         .unwrap_or_else(|e| panic!("{e}\n{}\n{}", o.stdout, o.stderr));
     assert_eq!(by_guid(st.state(), &st.multicast.mfts), want);
@@ -381,7 +377,7 @@ fn compiled_mfts_land_over_mads(
     );
     assert_eq!(ibroute_all(&sim, &state), want, "ibroute -M");
     let audited = d.join("audited.json");
-    let o = match sim.run_env(
+    let o = sim.run_any(
         weft_bin,
         &[
             "audit",
@@ -392,11 +388,7 @@ fn compiled_mfts_land_over_mads(
         ],
         &[],
         Duration::from_secs(1800),
-    ) {
-        Ok(o) => o,
-        Err(ibsim::IbsimError::Failed { output, .. }) => output,
-        Err(e) => panic!("{e}"),
-    };
+    );
     let st = ValidState::from_json(&std::fs::read_to_string(&audited).unwrap())
         .unwrap_or_else(|e| panic!("{e}\n{}\n{}", o.stdout, o.stderr));
     assert_eq!(by_guid(st.state(), &st.multicast.mfts), want, "weft audit");
