@@ -845,6 +845,8 @@ fn vport_at(
         .pkeys[&f.node(v).guid().0][1]
         .clone();
     plan.steps = vec![weft_fabric::plan::PlanStep {
+        drops: Vec::new(),
+        restores: Vec::new(),
         writes: vec![weft_fabric::plan::SmpWrite::Vport {
             node: host,
             port: 1,
@@ -974,7 +976,7 @@ fn a_write_to_a_folded_node_is_refused_before_any_write() {
         ),
     ] {
         let mut hostile = p.clone();
-        hostile.steps = vec![weft_fabric::plan::PlanStep { writes: vec![w] }];
+        hostile.steps = vec![weft_fabric::plan::PlanStep::of(vec![w])];
         let mut sim = SimFabric::new(&start, sm_port(&start)).unwrap();
         let before = sim.tables();
         let dir = tmp(name);

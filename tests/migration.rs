@@ -96,10 +96,10 @@ fn reverse_is_caught(old: &ValidState, p: &weft_plan::Planned) {
     let mut start = old.state().clone();
     start.lids.vports = p.end.lids.vports.clone();
     let start = ValidState::new(start).unwrap();
-    let reversed: Vec<Vec<SmpWrite>> = p.plan.steps[1..]
+    let reversed: Vec<weft_fabric::plan::PlanStep> = p.plan.steps[1..]
         .iter()
         .rev()
-        .map(|s| s.writes.clone())
+        .map(|s| weft_fabric::plan::PlanStep::of(s.writes.clone()))
         .collect();
     let checks = check_steps(&start, &reversed, Scope::All, &Default::default());
     let bad = checks.last().unwrap();

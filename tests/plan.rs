@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use weft_fabric::plan::SmpWrite;
+use weft_fabric::plan::{PlanStep, SmpWrite};
 use weft_fabric::ValidState;
 use weft_plan::{check_steps, plan, Mode, Options, PlanError};
 use weft_tests::{compiled, example};
@@ -106,12 +106,12 @@ fn lfts_of(st: &ValidState) -> Vec<Vec<u8>> {
 /// The same steps in reverse (the source side first): caught with a transient loop.
 fn reverse_is_caught(old: &ValidState, new: &ValidState, p: &weft_plan::Planned) {
     let start = weft_plan::start(old, new, Mode::Fault).unwrap();
-    let reversed: Vec<Vec<SmpWrite>> = p
+    let reversed: Vec<PlanStep> = p
         .plan
         .steps
         .iter()
         .rev()
-        .map(|s| s.writes.clone())
+        .map(|s| PlanStep::of(s.writes.clone()))
         .collect();
     let checks = check_steps(&start, &reversed, Scope::All, &Default::default());
     let bad = checks.last().unwrap();
@@ -158,18 +158,75 @@ fn moving_the_sftree_root_has_no_safe_order() {
         p.target
     );
     assert!(p.checks.iter().all(|c| c.is_proven()));
+    assert!(p.outage.is_none(), "the repair keeps every route");
     assert!(weft_verifier::verify(&p.end, &Default::default()).is_proven());
-    let full = Options {
+    // The desired tables: no order keeps every route ...
+    let zero = Options {
         full: true,
+        max_outage_pairs: Some(0),
         ..Options::default()
     };
-    match plan(&old, &new, &full) {
+    match plan(&old, &new, &zero) {
         Err(PlanError::NoSafeOrder { check, why, .. }) => {
             assert_eq!(check.deadlock_free, Outcome::Violated);
             assert!(check.credit_loop.len() >= 4, "{check:?}");
             assert!(why.contains("credit loop"), "{why}");
         }
         other => panic!("{:?}", other.map(|p| p.plan.smps())),
+    }
+    // ... so the switch-to-switch routes go through break-before-make: dropped, the rest
+    // moved in order, restored; every step proven, the end the desired tables.
+    let full = Options {
+        full: true,
+        ..Options::default()
+    };
+    let p = plan(&old, &new, &full).unwrap();
+    assert!(p.checks.iter().all(|c| c.is_proven()), "{:?}", p.checks);
+    let o = p.outage.as_ref().unwrap();
+    assert!(o.why.contains("credit loop"), "{}", o.why);
+    // Only switch LIDs are dropped: no host loses a route.
+    let owners = new.lids.owners(&new.fabric);
+    for &l in &o.destinations {
+        let (owner, _) = owners[usize::from(l)].unwrap();
+        assert!(new.fabric.node(owner).is_switch(), "LID {l}");
+    }
+    assert!(o.hosts.is_empty(), "{:?}", o.hosts);
+    assert!(o.routes > 0 && o.destinations.len() < 54, "{o:?}");
+    let steps = &p.plan.steps;
+    assert_eq!(
+        steps.iter().flat_map(|s| &s.drops).count(),
+        o.destinations.len()
+    );
+    assert_eq!(steps.last().unwrap().restores, o.destinations);
+    let start = weft_plan::start(&old, &new, Mode::Fault).unwrap();
+    let checks = check_steps(&start, steps, Scope::All, &Default::default());
+    assert!(checks.iter().all(|c| c.is_proven()), "{checks:?}");
+    let mut tables = by_guid(&start);
+    p.plan.replay_lfts(&mut tables).unwrap();
+    assert_eq!(tables, by_guid(&new));
+    // Without the drops the same steps are refused: a route to a dropped LID breaks.
+    let bare: Vec<PlanStep> = steps
+        .iter()
+        .map(|s| PlanStep::of(s.writes.clone()))
+        .collect();
+    let checks = check_steps(&start, &bare, Scope::All, &Default::default());
+    let last = checks.last().unwrap();
+    assert!(!last.is_proven(), "{last:?}");
+    assert!(last.broken.is_some(), "{last:?}");
+    // A bound on the outage below it refuses the plan, naming the numbers.
+    let bounded = Options {
+        full: true,
+        max_outage_pairs: Some(o.routes - 1),
+        ..Options::default()
+    };
+    match plan(&old, &new, &bounded) {
+        Err(e @ PlanError::Outage { .. }) => {
+            assert!(
+                e.to_string().contains(&format!("{} route(s)", o.routes)),
+                "{e}"
+            );
+        }
+        other => panic!("{:?}", other.map(|p| p.outage)),
     }
 }
 
@@ -446,7 +503,7 @@ fn mft_writes_are_planned_only_toward_a_state_with_multicast() {
         .steps
         .iter()
         .all(|s| matches!(s.writes[..], [SmpWrite::Mft { .. }])));
-    let steps: Vec<Vec<SmpWrite>> = p.plan.steps.iter().map(|s| s.writes.clone()).collect();
+    let steps: Vec<PlanStep> = p.plan.steps.clone();
     let declared = weft_verifier::partition_mix::Declared::default();
     let checks = check_steps(&current, &steps, Scope::All, &declared);
     assert_eq!(checks.len(), steps.len());
@@ -465,7 +522,7 @@ fn mft_steps_written_by_hand_are_checked() {
     let declared = weft_verifier::partition_mix::Declared::default();
     let checks = check_steps(
         &current,
-        std::slice::from_ref(&writes),
+        &[PlanStep::of(writes.clone())],
         Scope::All,
         &declared,
     );
@@ -490,7 +547,7 @@ fn mft_steps_written_by_hand_are_checked() {
         old,
         new,
     };
-    let checks = check_steps(&current, &[vec![bad]], Scope::All, &declared);
+    let checks = check_steps(&current, &[PlanStep::of(vec![bad])], Scope::All, &declared);
     assert!(
         matches!(&checks[0].connected, Outcome::Unknown(w) if w.contains("invalid state")),
         "{:?}",
@@ -524,7 +581,7 @@ fn a_run_of_mft_additions_is_checked_step_by_step_when_its_end_loops() {
         let (remove, add) = weft_plan::mft::writes(&current, target);
         assert!(remove.is_empty());
         assert!(add.len() >= 3, "{add:?}");
-        let steps: Vec<Vec<SmpWrite>> = add.iter().map(|w| vec![w.clone()]).collect();
+        let steps: Vec<PlanStep> = add.iter().map(|w| PlanStep::of(vec![w.clone()])).collect();
         let checks = check_steps(&current, &steps, Scope::All, &declared);
         // Each state in turn, verified on its own.
         let mut cur = current.state().clone();
@@ -623,7 +680,7 @@ fn repair_or_refused(old: &ValidState, new: &ValidState, scope: Scope) -> Option
         assert!(
             matches!(
                 &p.target,
-                weft_plan::Target::Reroute { why, .. } if why.contains("no minimal repair")
+                weft_plan::Target::Reroute { why, .. } if why.contains("the detour repair is")
             ) || matches!(&p.target, weft_plan::Target::Desired { why: Some(_) }),
             "a fallback says why: {:?}",
             p.target

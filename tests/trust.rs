@@ -1010,6 +1010,8 @@ fn entries_above_linear_fdb_top_are_cleared_before_it_is_raised() {
         proof: weft_fabric::plan::Proof::default(),
         steps: vec![
             weft_fabric::plan::PlanStep {
+                drops: Vec::new(),
+                restores: Vec::new(),
                 writes: vec![SmpWrite::Lft {
                     switch: g,
                     block: 0,
@@ -1018,6 +1020,8 @@ fn entries_above_linear_fdb_top_are_cleared_before_it_is_raised() {
                 }],
             },
             weft_fabric::plan::PlanStep {
+                drops: Vec::new(),
+                restores: Vec::new(),
                 writes: vec![SmpWrite::Lft {
                     switch: g,
                     block: 1,

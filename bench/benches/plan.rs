@@ -42,7 +42,7 @@ fn link_failure(c: &mut Criterion) {
     });
     let start = weft_plan::start(&old, &new, weft_plan::Mode::Fault).unwrap();
     g.bench_function("5832 transition of the first step", |b| {
-        let first: Vec<_> = p.plan.steps[0].writes.clone();
+        let first = p.plan.steps[0].clone();
         b.iter(|| {
             black_box(weft_plan::check_steps(
                 &start,

@@ -47,7 +47,23 @@ pub struct Args {
     /// Hosts to notify listed at most (all are counted).
     #[arg(long, default_value_t = 20)]
     max_listed: usize,
+    /// Refuse a plan whose break-before-make outage leaves more than N (source, destination)
+    /// routes failing at its worst step. Without it any outage is accepted (and stated).
+    #[arg(long, value_name = "N", conflicts_with = "zero_outage")]
+    max_outage_pairs: Option<u64>,
+    /// Only a plan that keeps every route arriving in every mix of every step (no
+    /// break-before-make); otherwise no plan.
+    #[arg(long)]
+    zero_outage: bool,
+    /// The rate the outage's duration is estimated at, in SMPs per second (measure the
+    /// target's: `weft apply` reports each drop's real duration).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_SMP_RATE)]
+    smp_rate: u64,
 }
+
+/// SMPs per second the outage estimate assumes unless told: `weft apply --target mad` with its
+/// default window on ibsim (docs/plan.md).
+const DEFAULT_SMP_RATE: u64 = 1000;
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub(crate) enum PlanFormat {
@@ -90,7 +106,13 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
         full: args.full,
         mode: if args.drain { Mode::Drain } else { Mode::Fault },
         scope: args.scope,
+        max_outage_pairs: if args.zero_outage {
+            Some(0)
+        } else {
+            args.max_outage_pairs
+        },
     };
+    let rate = args.smp_rate.max(1);
     crate::term::phase("planning");
     let planned = match weft_plan::plan(&old, &new, &opts) {
         Ok(p) => p,
@@ -106,15 +128,15 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     let text = match args.format {
         PlanFormat::Human if quiet => String::new(),
         PlanFormat::Human => {
-            human(&planned, args.output.as_deref(), args.max_listed)
+            human(&planned, args.output.as_deref(), args.max_listed, rate)
                 + &format!("  traffic: {traffic}\n")
         }
         PlanFormat::Markdown => {
-            markdown(&planned, args.output.as_deref(), args.max_listed)
+            markdown(&planned, args.output.as_deref(), args.max_listed, rate)
                 + &format!("\nTraffic the proofs cover: {traffic}.\n")
         }
         PlanFormat::Json => {
-            let mut v = json(&planned, args.output.as_deref());
+            let mut v = json(&planned, args.output.as_deref(), rate);
             v["traffic"] = serde_json::Value::String(traffic);
             serde_json::to_string_pretty(&v)? + "\n"
         }
@@ -188,6 +210,11 @@ fn step_proof(
     let isolated = iso.is_some_and(|m| m.outcome == Outcome::Proven);
     let writes_pkeys = s.pkey_blocks > 0 || s.vports > 0;
     match c {
+        Some(c) if c.is_proven() && (c.outage_routes > 0 || c.out_of_service > 0) => format!(
+            "loop-free and deadlock-free in every mix: proven; connected in every mix but toward the {} destination(s) out of service: proven; {} route(s) toward them do not arrive",
+            crate::render::group(c.out_of_service.max((s.drops + s.restores) as u64)),
+            crate::render::group(c.outage_routes)
+        ),
         Some(c) if c.is_proven() => {
             let broken = if c.failing_before > 0 || c.failing_after > 0 {
                 format!(
@@ -241,7 +268,49 @@ fn hosts_line(p: &Planned, max: usize) -> String {
     t
 }
 
-fn human(p: &Planned, written: Option<&Path>, max: usize) -> String {
+/// "N destination(s) out of service for S step(s) …", or that there is no outage.
+fn outage_line(p: &Planned, rate: u64) -> String {
+    let g = crate::render::group;
+    let Some(o) = &p.outage else {
+        return "outage: none (every route that arrives before the plan arrives in every mix of every step)".to_owned();
+    };
+    let shown: Vec<&str> = o.hosts.iter().take(8).map(String::as_str).collect();
+    let more = o.hosts.len().saturating_sub(shown.len());
+    let mut hosts = shown.join(", ");
+    if more > 0 {
+        let _ = write!(hosts, " … and {more} more");
+    }
+    format!(
+        "outage (break-before-make): {} destination LID(s) out of service from step {} to step {} ({} step(s), {} SMP(s), ≈ {} ms at {} SMPs/s); at worst {} (source, destination) route(s) do not arrive, from {} host(s){}; every other route arrives in every mix; why: {}",
+        g(o.destinations.len() as u64),
+        first_drop(p),
+        first_drop(p) + o.steps.saturating_sub(1),
+        o.steps,
+        g(o.smps),
+        g(estimated_ms(o, rate)),
+        g(rate),
+        g(o.routes),
+        g(o.hosts.len() as u64),
+        if hosts.is_empty() { String::new() } else { format!(" ({hosts})") },
+        o.why
+    )
+}
+
+/// The step (from 1) that drops the first destinations.
+fn first_drop(p: &Planned) -> usize {
+    p.plan
+        .steps
+        .iter()
+        .position(|s| !s.drops.is_empty())
+        .map_or(0, |i| i + 1)
+}
+
+/// The outage's estimated duration: its SMPs at `rate` per second.
+fn estimated_ms(o: &weft_plan::outage::Outage, rate: u64) -> u64 {
+    (o.smps * 1000).div_ceil(rate.max(1))
+}
+
+fn human(p: &Planned, written: Option<&Path>, max: usize, rate: u64) -> String {
     let g = crate::render::group;
     let mut t = String::new();
     let _ = writeln!(
@@ -271,8 +340,9 @@ fn human(p: &Planned, written: Option<&Path>, max: usize) -> String {
         };
         let _ = writeln!(
             t,
-            "  step {}: {what}; {}",
+            "  step {}: {what}{}; {}",
             i + 1,
+            drops_text(s),
             step_proof(p.check(i), p.isolation.get(i), s)
         );
     }
@@ -288,6 +358,7 @@ fn human(p: &Planned, written: Option<&Path>, max: usize) -> String {
     if let Some(b) = &p.lower_bound {
         let _ = writeln!(t, "  {}", bound_line(p, b));
     }
+    let _ = writeln!(t, "  {}", outage_line(p, rate));
     let r = &p.rerouted;
     let _ = writeln!(
         t,
@@ -428,7 +499,19 @@ fn apm_line(a: &weft_verifier::apm::Survivors) -> String {
     )
 }
 
-fn markdown(p: &Planned, written: Option<&Path>, max: usize) -> String {
+/// ", drops N destination(s)" / ", restores N destination(s)" for a break-before-make step.
+fn drops_text(s: &weft_plan::StepStats) -> String {
+    let mut t = String::new();
+    if s.drops > 0 {
+        let _ = write!(t, ", takes {} destination(s) out of service", s.drops);
+    }
+    if s.restores > 0 {
+        let _ = write!(t, ", restores {} destination(s)", s.restores);
+    }
+    t
+}
+
+fn markdown(p: &Planned, written: Option<&Path>, max: usize, rate: u64) -> String {
     let mut t = String::new();
     let _ = writeln!(t, "# Plan for `{}`\n", p.plan.fabric_name);
     let _ = writeln!(
@@ -473,6 +556,7 @@ fn markdown(p: &Planned, written: Option<&Path>, max: usize) -> String {
     if let Some(b) = &p.lower_bound {
         let _ = writeln!(t, "\n{}.", bound_line(p, b));
     }
+    let _ = writeln!(t, "\n{}.", upper_first(&outage_line(p, rate)));
     let r = &p.rerouted;
     let _ = writeln!(
         t,
@@ -495,7 +579,14 @@ fn markdown(p: &Planned, written: Option<&Path>, max: usize) -> String {
     t
 }
 
-fn json(p: &Planned, written: Option<&Path>) -> serde_json::Value {
+fn upper_first(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+fn json(p: &Planned, written: Option<&Path>, rate: u64) -> serde_json::Value {
     let steps: Vec<serde_json::Value> = p
         .stats
         .iter()
@@ -516,6 +607,11 @@ fn json(p: &Planned, written: Option<&Path>) -> serde_json::Value {
             if let (Some(o), true) = (step.as_object_mut(), s.mft_blocks > 0) {
                 o.insert("mft_blocks".to_owned(), s.mft_blocks.into());
             }
+            // Only in break-before-make plans.
+            if let (Some(o), true) = (step.as_object_mut(), s.drops + s.restores > 0) {
+                o.insert("drops".to_owned(), s.drops.into());
+                o.insert("restores".to_owned(), s.restores.into());
+            }
             step
         })
         .collect();
@@ -532,6 +628,25 @@ fn json(p: &Planned, written: Option<&Path>) -> serde_json::Value {
         o.insert(
             "over_lower_bound".to_owned(),
             serde_json::json!(over_bound(p, b)),
+        );
+    }
+    // Only with an outage: plans that keep every route stay as they were.
+    if let (Some(t), Some(o)) = (totals.as_object_mut(), &p.outage) {
+        t.insert(
+            "outage".to_owned(),
+            serde_json::json!({
+                "destinations": o.destinations.len(),
+                "lids": o.destinations,
+                "routes": o.routes,
+                "hosts": o.hosts.len(),
+                "host_names": o.hosts,
+                "steps": o.steps,
+                "first_step": first_drop(p),
+                "smps": o.smps,
+                "estimated_ms": estimated_ms(o, rate),
+                "smp_rate": rate,
+                "why": o.why,
+            }),
         );
     }
     serde_json::json!({

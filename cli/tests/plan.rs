@@ -164,15 +164,70 @@ fn refusals_say_why_with_exit_1() {
     let root = source(&dir, "root", "    faults { link leaf1.p[5] down }\n");
     let o = weft(&["plan", "--from", &old, &root]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stdout));
-    let o = weft(&["plan", "--from", &old, &root, "--full"]);
+    // The desired tables keep no route order: refused with `--zero-outage`, planned with the
+    // switch-to-switch routes through break-before-make (the outage stated) otherwise, and
+    // refused again below a bound on the outage.
+    let zero = ["plan", "--from", &old, &root, "--full", "--zero-outage"];
+    let o = weft(&zero);
     assert_eq!(o.status.code(), Some(1));
     let mut shown = text(&o.stdout);
-    let o = weft(&["plan", "--from", &old, &root, "--full", "--format", "json"]);
+    let o = weft(&[&zero[..], &["--format", "json"]].concat());
     assert_eq!(o.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["format"], "weft-plan", "{v}");
     assert_eq!(v["findings"][0]["code"], "weft::plan::no_safe_order", "{v}");
     assert_eq!(v["check"]["deadlock_free"]["result"], "violated", "{v}");
+    let plan_file = dir.join("outage.json");
+    let o = weft(&[
+        "plan",
+        "--from",
+        &old,
+        &root,
+        "--full",
+        "-o",
+        plan_file.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stdout));
+    let human = text(&o.stdout);
+    assert!(human.contains("outage (break-before-make)"), "{human}");
+    let o = weft(&["plan", "--from", &old, &root, "--full", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let outage = &v["totals"]["outage"];
+    let routes = outage["routes"].as_u64().unwrap();
+    assert!(routes > 0, "{v}");
+    assert_eq!(outage["hosts"], 0, "{v}");
+    assert!(
+        v["steps"][0]["drops"].as_u64().unwrap() > 0,
+        "the first step drops: {v}"
+    );
+    let read =
+        weft_fabric::plan::Plan::from_json(&std::fs::read_to_string(&plan_file).unwrap()).unwrap();
+    assert!(read.digest_matches());
+    assert!(!read.steps[0].drops.is_empty());
+    assert_eq!(
+        read.steps.last().unwrap().restores.len() as u64,
+        outage["destinations"].as_u64().unwrap()
+    );
+    let bound = (routes - 1).to_string();
+    let o = weft(&[
+        "plan",
+        "--from",
+        &old,
+        &root,
+        "--full",
+        "--max-outage-pairs",
+        &bound,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["findings"][0]["code"], "weft::plan::outage", "{v}");
+    insta::assert_snapshot!(
+        "plan_break_before_make",
+        human.replace(dir.to_str().unwrap(), "DIR")
+    );
     // Another fabric altogether.
     let other = dir.join("other.weft");
     std::fs::write(

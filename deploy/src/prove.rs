@@ -172,12 +172,11 @@ pub fn checks(
     let start = ValidState::new(state).map_err(ProofError::Invalid)?;
     let (declared, unseen) =
         weft_plan::pkeys::declared(plan, &start).map_err(ProofError::Partitions)?;
-    let steps: Vec<Vec<SmpWrite>> = plan.steps.iter().map(|s| s.writes.clone()).collect();
     let scope = match plan.proof.scope.as_str() {
         "hca-to-hca" => Scope::HcaToHca,
         _ => Scope::All,
     };
-    let checks = weft_plan::check_steps_read(&start, &steps, scope, &declared, Some(&tables));
+    let checks = weft_plan::check_steps_read(&start, &plan.steps, scope, &declared, Some(&tables));
     let mut notes = Vec::new();
     // VFs the plan's fabric has but this one does not show (a vSwitch addressed in vendor
     // ways): routes toward their LIDs were proven when the plan was made, not again here.

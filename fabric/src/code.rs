@@ -112,6 +112,7 @@ pub const CODES: &[CodeInfo] = &[
     CodeInfo::stable("weft::ibnet::unknown_rate", "Warning: a link rate (`4xEDR`) weft does not know."),
     CodeInfo::stable("weft::ibnet::unwritable_name", "A node name that ibsim or ibnetdiscover would not reproduce (writing a topology)."),
     CodeInfo::stable("weft::opensm", "A line of an OpenSM or ibdiagnet file (LFTs, SL→VL, path SLs, guid2lid) that weft cannot read, or that contradicts the topology."),
+    CodeInfo::stable("weft::plan_file::outage", "A plan step dropping or restoring destinations out of turn (break-before-make)."),
     CodeInfo::stable("weft::plan_file::parse", "A file that is not a weft plan."),
     CodeInfo::stable("weft::plan_file::partition", "A plan's declared partition that names ports or VFs it cannot have."),
     CodeInfo::stable("weft::plan_file::stale", "A plan whose old LFT block is not what the fabric holds: the plan was made for another state."),

@@ -142,6 +142,26 @@ pub enum SmpWrite {
 pub struct PlanStep {
     /// Its writes, sorted.
     pub writes: Vec<SmpWrite>,
+    /// Destination LIDs this step takes out of service (break-before-make): from this step
+    /// on, routes toward them may fail, until the step that names them in `restores`. Sorted;
+    /// empty for a step that keeps every route.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drops: Vec<u16>,
+    /// Destination LIDs whose routes arrive again after this step (each dropped by an
+    /// earlier step). Sorted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restores: Vec<u16>,
+}
+
+impl PlanStep {
+    /// A step of `writes` that keeps every route.
+    pub fn of(writes: Vec<SmpWrite>) -> PlanStep {
+        PlanStep {
+            writes,
+            drops: Vec::new(),
+            restores: Vec::new(),
+        }
+    }
 }
 
 /// A plan.
@@ -405,7 +425,13 @@ impl Plan {
                 t += if j == 0 { "\n    " } else { ",\n    " };
                 t += &compact(w);
             }
-            t += "\n  ]}";
+            t += "\n  ]";
+            for (key, lids) in [("drops", &s.drops), ("restores", &s.restores)] {
+                if !lids.is_empty() {
+                    t += &format!(", \"{key}\": {}", compact(lids));
+                }
+            }
+            t += "}";
         }
         t += "\n]";
         t
@@ -479,6 +505,36 @@ impl Plan {
                     });
                 }
             }
+        }
+        // Every dropped LID a unicast LID, out of service at most once at a time, and
+        // restored by a later step; nothing restored that is not out of service.
+        let mut out: std::collections::BTreeSet<u16> = std::collections::BTreeSet::new();
+        for (i, s) in p.steps.iter().enumerate() {
+            let bad = |lid: u16, why: &'static str| PlanFileError::Outage {
+                step: i + 1,
+                lid,
+                why,
+            };
+            for &lid in &s.restores {
+                if !out.remove(&lid) {
+                    return Err(bad(lid, "it restores a LID no earlier step dropped"));
+                }
+            }
+            for &lid in &s.drops {
+                if lid == 0 || lid > crate::MAX_UNICAST_LID {
+                    return Err(bad(lid, "it drops a LID that is not a unicast LID"));
+                }
+                if s.restores.contains(&lid) || !out.insert(lid) {
+                    return Err(bad(lid, "it drops a LID already out of service"));
+                }
+            }
+        }
+        if let Some(&lid) = out.first() {
+            return Err(PlanFileError::Outage {
+                step: p.steps.len(),
+                lid,
+                why: "no step restores it",
+            });
         }
         let mut names = std::collections::BTreeSet::new();
         for part in &p.partitions {
@@ -611,6 +667,17 @@ pub enum PlanFileError {
         /// The write.
         write: String,
     },
+    /// A step's drops or restores that cannot be.
+    #[error("step {step}, destination LID {lid:#06x}: {why}")]
+    #[diagnostic(code(weft::plan_file::outage))]
+    Outage {
+        /// The step (from 1).
+        step: usize,
+        /// The LID.
+        lid: u16,
+        /// What is wrong.
+        why: &'static str,
+    },
     /// A declared partition that cannot be.
     #[error("partition `{name}`: {why}")]
     #[diagnostic(code(weft::plan_file::partition))]
@@ -691,6 +758,8 @@ mod tests {
             },
             recorded_digest: None,
             steps: vec![PlanStep {
+                drops: Vec::new(),
+                restores: Vec::new(),
                 writes: vec![
                     SmpWrite::Lft {
                         switch: Guid(0xf452_1403_0000_0100),
@@ -821,6 +890,8 @@ mod tests {
         new[1] = 0x06; // MLID 0xC000 + 32: ports 1 and 2
         new[63] = 0x01; // the last MLID of the block: port 0
         p.steps.push(PlanStep {
+            drops: Vec::new(),
+            restores: Vec::new(),
             writes: vec![SmpWrite::Mft {
                 switch: Guid(0xf452_1403_0000_0100),
                 block: 1,

@@ -26,6 +26,7 @@
 pub mod mft;
 pub mod migrate;
 mod order;
+pub mod outage;
 pub mod pkeys;
 pub mod repair;
 
@@ -61,6 +62,17 @@ pub struct Options {
     /// Lead to the desired state's tables exactly, rather than rerouting only the
     /// destinations whose routes a change of the fabric (links or nodes down or up) breaks.
     pub full: bool,
+    /// The most (source, destination) routes a break-before-make outage may leave failing at
+    /// its worst step ([`outage`]): `None` for any, `Some(0)` for none (only an order that
+    /// keeps every route is taken; otherwise there is no plan).
+    pub max_outage_pairs: Option<u64>,
+}
+
+impl Options {
+    /// Whether break-before-make may be planned at all.
+    fn allows_outage(&self) -> bool {
+        self.max_outage_pairs != Some(0)
+    }
 }
 
 /// What the plan leads to.
@@ -125,6 +137,12 @@ pub struct StepStats {
     /// For a P_Key step: whether its tables only lose keys (the first) or become the desired
     /// ones (the second).
     pub pkeys: Option<PkeyPhase>,
+    /// Destinations the step takes out of service (break-before-make, [`outage`]).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub drops: usize,
+    /// Destinations whose routes arrive again after the step.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub restores: usize,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -185,6 +203,9 @@ pub struct Planned {
     /// After a change of the fabric: the fewest LFT SMPs any repair sends
     /// ([`repair::LowerBound`]).
     pub lower_bound: Option<repair::LowerBound>,
+    /// What break-before-make costs, when some destinations go through it (`None`: every
+    /// route that arrives before the plan arrives in every mix of every step).
+    pub outage: Option<outage::Outage>,
     /// The state the plan leads to (on the desired fabric, with the desired P_Keys).
     #[serde(skip)]
     pub end: ValidState,
@@ -231,6 +252,19 @@ pub enum PlanError {
         why: String,
         /// The check.
         check: Box<StepCheck>,
+    },
+    /// The only plan found takes more routes out of service than allowed.
+    #[error("the plan's outage is {routes} route(s) to {destinations} destination(s) at its worst step, more than the {max} allowed (`--max-outage-pairs`); no order that keeps every route was found: {why}")]
+    #[diagnostic(code(weft::plan::outage))]
+    Outage {
+        /// Routes failing at the worst step.
+        routes: u64,
+        /// Destinations taken out of service.
+        destinations: usize,
+        /// The bound.
+        max: u64,
+        /// Why the destinations could not move directly.
+        why: String,
     },
     /// A state built on the way is invalid (a bug in weft).
     #[error("a state on the way is invalid (a bug in weft): {0}")]
@@ -351,11 +385,21 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
             return Err(PlanError::Unproven(why));
         }
         let target = Target::Desired { why: None };
-        return lead(&start, new, new.clone(), target, lower_bound, opts);
+        return lead(
+            &start,
+            new,
+            new.clone(),
+            target,
+            lower_bound,
+            opts,
+            opts.allows_outage(),
+        );
     };
-    // After a change of the fabric: the first end state that is proven and has a safe order,
-    // each fallback saying why the ones before it were not taken.
+    // After a change of the fabric: the first end state that is proven and has an order that
+    // keeps every route, each fallback saying why the ones before it were not taken; when none
+    // has, the first proven one through break-before-make.
     let mut not: Vec<String> = Vec::new();
+    let mut with_outage: Option<(ValidState, Target, usize)> = None;
     for c in Candidate::ALL {
         let mut structured = 0;
         let (end, destinations, not_proven) = match c {
@@ -399,14 +443,40 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
             },
             Candidate::Desired => Target::Desired { why },
         };
-        match lead(&start, new, end, target, lower_bound, opts) {
-            Err(e @ PlanError::NoSafeOrder { .. }) if c != Candidate::Desired => {
-                not.push(format!("{} has no safe order ({e})", c.name()));
+        let keep = opts.allows_outage() && with_outage.is_none();
+        let kept = keep.then(|| (end.clone(), target.clone()));
+        match lead(&start, new, end, target, lower_bound, opts, false) {
+            Err(e @ PlanError::NoSafeOrder { .. }) => {
+                not.push(format!(
+                    "{} has no order that keeps every route ({e})",
+                    c.name()
+                ));
+                if let Some((end, target)) = kept {
+                    with_outage = Some((end, target, not.len()));
+                }
             }
             other => return other,
         }
     }
-    Err(PlanError::Unproven(not.join("; ")))
+    let Some((end, mut target, at)) = with_outage else {
+        return Err(PlanError::Unproven(not.join("; ")));
+    };
+    // The first proven candidate, through break-before-make; why the others were not taken.
+    let before: Vec<String> = not.iter().take(at.saturating_sub(1)).cloned().collect();
+    let rest: Vec<String> = not.iter().skip(at).cloned().collect();
+    let why = (!before.is_empty() || !rest.is_empty()).then(|| {
+        before
+            .into_iter()
+            .chain(rest.into_iter().map(|r| format!("not taken: {r}")))
+            .collect::<Vec<_>>()
+            .join("; ")
+    });
+    match &mut target {
+        Target::Repair { why: w, .. } | Target::Desired { why: w } => *w = why,
+        Target::Reroute { why: w, .. } => *w = why.unwrap_or_default(),
+        Target::Migration { .. } => {}
+    }
+    lead(&start, new, end, target, lower_bound, opts, true)
 }
 
 /// The end states tried after a change of the fabric, in order.
@@ -446,6 +516,7 @@ fn lead(
     target: Target,
     lower_bound: Option<repair::LowerBound>,
     opts: &Options,
+    allow_outage: bool,
 ) -> Result<Planned, PlanError> {
     // MFT blocks: ports taken away first (each write its own step), then the LFT steps on
     // the tables that leaves, then ports added.
@@ -457,10 +528,20 @@ fn lead(
         Some(mft::meet(start, &end)?)
     };
     let lft_start = met.as_ref().unwrap_or(start);
-    let order = order::stages(lft_start, &end);
-    let mut t = Transition::new(lft_start, opts.scope);
-    let (lft, checks, splits) = prove_stages(&mut t, lft_start, order.stages)?;
-    steps.extend(lft);
+    let changed = order::changed(lft_start, &end);
+    let proved = outage::prove(lft_start, &end, &changed, opts.scope, allow_outage)?;
+    if let (Some(o), Some(max)) = (&proved.outage, opts.max_outage_pairs) {
+        if o.routes > max {
+            return Err(PlanError::Outage {
+                routes: o.routes,
+                destinations: o.destinations.len(),
+                max,
+                why: o.why.clone(),
+            });
+        }
+    }
+    let (checks, splits) = (proved.checks, proved.splits);
+    steps.extend(proved.steps);
     if !mft_add.is_empty() {
         let mut after = end.state().clone();
         after.multicast.mfts = lft_start.multicast.mfts.clone();
@@ -472,9 +553,7 @@ fn lead(
     let mut phases = Vec::new();
     for (writes, phase) in [(remove, PkeyPhase::Remove), (add, PkeyPhase::Add)] {
         if !writes.is_empty() {
-            steps.push(PlanStep {
-                writes: sorted(writes),
-            });
+            steps.push(PlanStep::of(sorted(writes)));
             phases.push(phase);
         }
     }
@@ -509,12 +588,13 @@ fn lead(
         isolation,
         splits,
         full_reconfiguration: full_reconfiguration(new),
-        rerouted: order.rerouted,
-        changed_entries: order.changed,
+        rerouted: order::rerouted(lft_start, &changed),
+        changed_entries: changed.len() as u64,
         apm: (start.lids.lmc > 0 && opts.mode == Mode::Fault)
             .then(|| weft_verifier::apm::survivors(start)),
         target,
         lower_bound,
+        outage: proved.outage,
         end,
     })
 }
@@ -583,6 +663,7 @@ fn plan_migration(
             why,
         },
         lower_bound: None,
+        outage: None,
         end,
     })
 }
@@ -698,10 +779,7 @@ fn mft_steps(
             check: Box::new(check),
         });
     }
-    Ok(writes
-        .into_iter()
-        .map(|w| PlanStep { writes: vec![w] })
-        .collect())
+    Ok(writes.into_iter().map(|w| PlanStep::of(vec![w])).collect())
 }
 
 /// Proves `stages` of LFT writes one after another on `t` (from `start`): a stage whose
@@ -712,43 +790,7 @@ pub(crate) fn prove_stages(
     start: &ValidState,
     stages: Vec<Vec<SmpWrite>>,
 ) -> Result<(Vec<PlanStep>, Vec<StepCheck>, usize), PlanError> {
-    let mut checks = Vec::new();
-    let mut steps: Vec<PlanStep> = Vec::new();
-    let mut splits = 0;
-    for stage in stages {
-        let mut todo = vec![stage];
-        while let Some(writes) = todo.pop() {
-            let check = t.step(&lft_changes(start, &writes));
-            if check.is_proven() {
-                checks.push(check);
-                steps.push(PlanStep {
-                    writes: sorted(writes),
-                });
-                continue;
-            }
-            if writes.len() == 1 {
-                // One block: its entries one by one, each its own SMP.
-                let entries = writes.first().map(order::per_entry).unwrap_or_default();
-                if entries.len() > 1 {
-                    todo.extend(entries.into_iter().rev().map(|w| vec![w]));
-                    splits += 1;
-                    continue;
-                }
-                return Err(PlanError::NoSafeOrder {
-                    write: describe(start, writes.first()),
-                    why: why(&check),
-                    check: Box::new(check),
-                });
-            }
-            // Split: the first half, then the rest.
-            let mut first = writes;
-            let rest = first.split_off(first.len() / 2);
-            todo.push(rest);
-            todo.push(first);
-            splits += 1;
-        }
-    }
-    Ok((steps, checks, splits))
+    outage::prove_unbounded(t, start, stages)
 }
 
 /// The detour repair ([`repair::repair`]), escalated once when its end state has a credit
@@ -852,6 +894,13 @@ fn failed(report: &weft_verifier::Report) -> Option<String> {
 /// route, a LID a physical port holds or two VFs hold: the step's check is not proven
 /// (`connected` unknown, naming it).
 ///
+/// A step's `drops` take its destinations out of service before its writes are checked
+/// (break-before-make, [`outage`]): `connected` asks nothing of routes toward them until a
+/// step after which they fail no more than before the first step; a step that names one in
+/// `restores` while its routes still fail is not proven (`connected` unknown, naming it), and
+/// one still out of service after the last step leaves more routes failing than before the
+/// first (not proven).
+///
 /// P_Key blocks and VF tables are checked for `isolated` in every mix
 /// ([`weft_verifier::partition_mix`]): no mix lets two end ports talk that neither `start`'s
 /// tables nor the declared partitions allow, and after the last step the tables are isolated
@@ -859,7 +908,7 @@ fn failed(report: &weft_verifier::Report) -> Option<String> {
 /// does not have, a switch port) leaves `isolated` unknown, naming it.
 pub fn check_steps(
     start: &ValidState,
-    steps: &[Vec<SmpWrite>],
+    steps: &[PlanStep],
     scope: Scope,
     declared: &Declared,
 ) -> Vec<StepCheck> {
@@ -870,7 +919,7 @@ pub fn check_steps(
 /// [`PkeyMix::new`]), where `read` has them.
 pub fn check_steps_read(
     start: &ValidState,
-    steps: &[Vec<SmpWrite>],
+    steps: &[PlanStep],
     scope: Scope,
     declared: &Declared,
     read: Option<&std::collections::BTreeMap<weft_verifier::isolation::End, Vec<u16>>>,
@@ -880,9 +929,10 @@ pub fn check_steps_read(
     // trees in place when they land.
     let writes_mfts = steps
         .iter()
-        .flatten()
+        .flat_map(|s| &s.writes)
         .any(|w| matches!(w, SmpWrite::Mft { .. }));
-    let walked = writes_mfts.then(|| walk_mfts(start, steps, scope));
+    let writes: Vec<Vec<SmpWrite>> = steps.iter().map(|s| s.writes.clone()).collect();
+    let walked = writes_mfts.then(|| walk_mfts(start, &writes, scope));
     let (mft_checks, base, trees) = match walked {
         Some(w) => (w.checks, w.base, w.trees),
         None => (Vec::new(), None, Vec::new()),
@@ -891,8 +941,10 @@ pub fn check_steps_read(
     let failing = t.failing();
     let mut vf_lids: Vec<Option<weft_fabric::Lid>> =
         start.lids.vports.iter().map(|v| v.lid).collect();
-    let placed: Vec<Result<Vec<weft_verifier::partition_mix::PkeyWrite>, String>> =
-        steps.iter().map(|w| pkeys::pkey_writes(start, w)).collect();
+    let placed: Vec<Result<Vec<weft_verifier::partition_mix::PkeyWrite>, String>> = steps
+        .iter()
+        .map(|s| pkeys::pkey_writes(start, &s.writes))
+        .collect();
     let known: Vec<Vec<weft_verifier::partition_mix::PkeyWrite>> = placed
         .iter()
         .map(|r| r.clone().unwrap_or_default())
@@ -902,8 +954,12 @@ pub fn check_steps_read(
     // no P_Key table, so they leave isolation as they found it.
     let writes_pkeys = known.iter().any(|w| !w.is_empty());
     let mut out = Vec::new();
-    for (i, writes) in steps.iter().enumerate() {
+    for (i, step) in steps.iter().enumerate() {
+        let writes = &step.writes;
         let last = i + 1 == steps.len();
+        let drops: Vec<weft_fabric::Lid> =
+            step.drops.iter().map(|&l| weft_fabric::Lid(l)).collect();
+        t.drop_destinations(&drops);
         if let Some(Some(st)) = trees.get(i) {
             t.add_multicast(st);
         }
@@ -912,8 +968,16 @@ pub fn check_steps_read(
             None => {
                 let moved = move_vf_lids(&mut t, start, &mut vf_lids, writes);
                 let mut check = t.step(&lft_changes(start, writes));
+                let still = step
+                    .restores
+                    .iter()
+                    .find(|&&l| t.out_of_service(weft_fabric::Lid(l)));
                 if let Err(why) = moved {
                     check.connected = weft_verifier::Outcome::Unknown(why);
+                } else if let Some(l) = still.filter(|_| check.is_proven()) {
+                    check.connected = weft_verifier::Outcome::Unknown(format!(
+                        "routes toward LID {l}, which this step restores, still fail after it"
+                    ));
                 } else if last && t.failing() > failing {
                     check.connected = weft_verifier::Outcome::Violated;
                 }
@@ -1311,6 +1375,8 @@ fn step_stats(s: &PlanStep) -> StepStats {
     switches.sort_unstable();
     switches.dedup();
     st.switches = switches.len();
+    st.drops = s.drops.len();
+    st.restores = s.restores.len();
     st
 }
 
@@ -1418,13 +1484,17 @@ pub const CODES: &[weft_fabric::code::CodeInfo] = &{
         },
         C::stable(
             "weft::plan::no_safe_order",
-            "No order of block writes keeps every intermediate state proven.",
+            "No order of block writes keeps every intermediate state proven (with `--zero-outage`, or a drop or restore step that is not).",
         ),
         C {
             code: "weft::plan::not_built",
             status: Status::NotBuilt,
             summary: "A change between the two states that the planner does not plan yet.",
         },
+        C::stable(
+            "weft::plan::outage",
+            "The only plan found takes more routes out of service than `--max-outage-pairs` allows.",
+        ),
         C::stable(
             "weft::plan::unproven",
             "The desired state is not proven; weft plans only toward a proven state.",

@@ -238,6 +238,8 @@ pub fn check(
         changed_entries: 0,
         failing_before: 0,
         failing_after: 0,
+        outage_routes: 0,
+        out_of_service: 0,
     }
 }
 

@@ -400,7 +400,7 @@ impl<'a> Migrator<'a> {
             .collect();
         let changed: Vec<(NodeId, u16)> = changes.iter().map(|&(x, l, _)| (x, l)).collect();
         let target = |x: NodeId, lid: u16| entry(&now, x, lid);
-        let stages = order::staged(st, &changed, &target);
+        let stages = order::staged(st, &changed, &target, &mut order::Shadow::new());
         let rerouted = order::rerouted(st, &changed);
         let (lft_steps, checks, splits) = crate::prove_stages(&mut self.t, st, stages)?;
         if self.t.failing() > 0 {
@@ -412,7 +412,7 @@ impl<'a> Migrator<'a> {
         let mut steps = Vec::new();
         if !vf_writes.is_empty() {
             vf_writes.sort();
-            steps.push(PlanStep { writes: vf_writes });
+            steps.push(PlanStep::of(vf_writes));
         }
         steps.extend(lft_steps);
         Ok(Migrated {

@@ -11,13 +11,6 @@ use weft_fabric::graph::{self, Ready};
 use weft_fabric::plan::{SmpWrite, LFT_BLOCK};
 use weft_fabric::{Guid, NodeId, PortNum, PortRef, ValidState, LFT_UNSET};
 
-/// Stages of LFT writes, in order, and what they change.
-pub(crate) struct Order {
-    pub stages: Vec<Vec<SmpWrite>>,
-    pub rerouted: Rerouted,
-    pub changed: u64,
-}
-
 fn entry(t: &[u8], lid: usize) -> u8 {
     t.get(lid).copied().unwrap_or(LFT_UNSET)
 }
@@ -43,10 +36,9 @@ fn next_switch(st: &ValidState, x: NodeId, port: u8) -> Option<NodeId> {
         .then_some(hop.to.node)
 }
 
-/// The stages from `start` to `new` (same fabric, LFTs differ).
-pub(crate) fn stages(start: &ValidState, new: &ValidState) -> Order {
-    // Every changed entry, sorted by (switch, LID). A switch that is down where the steps
-    // run, or has no tables in the end state (down there), is not written.
+/// Every entry that differs from `start` to `new`, sorted by (switch, LID). A switch that is
+/// down where the steps run, or has no tables in the end state (down there), is not written.
+pub(crate) fn changed(start: &ValidState, new: &ValidState) -> Vec<(NodeId, u16)> {
     let mut changed: Vec<(NodeId, u16)> = Vec::new();
     let live = |x: NodeId| !start.fabric.node(x).down && new.switches.contains_key(&x);
     for &x in start.switches.keys().filter(|&&x| live(x)) {
@@ -58,13 +50,101 @@ pub(crate) fn stages(start: &ValidState, new: &ValidState) -> Order {
             }
         }
     }
-    let target = |x: NodeId, lid: u16| entry(table(new, x), usize::from(lid));
-    let stages = staged(start, &changed, &target);
-    let rerouted = rerouted(start, &changed);
-    Order {
-        stages,
-        rerouted,
-        changed: changed.len() as u64,
+    changed
+}
+
+/// `new`'s entry of switch `x` for `lid`.
+pub(crate) fn target_entry(new: &ValidState, x: NodeId, lid: u16) -> u8 {
+    entry(table(new, x), usize::from(lid))
+}
+
+/// The 64-entry blocks as the writes so far leave them, per (switch, block); a block not
+/// written yet is as the start state holds it.
+#[derive(Clone, Default)]
+pub(crate) struct Shadow(BTreeMap<(NodeId, u16), [u8; LFT_BLOCK]>);
+
+impl Shadow {
+    pub(crate) fn new() -> Shadow {
+        Shadow::default()
+    }
+
+    /// Block `b` of switch `x` as the writes so far leave it.
+    fn block(&mut self, start: &ValidState, x: NodeId, b: u16) -> &mut [u8; LFT_BLOCK] {
+        self.0.entry((x, b)).or_insert_with(|| {
+            let old = table(start, x);
+            let mut blk = [LFT_UNSET; LFT_BLOCK];
+            for (i, slot) in blk.iter_mut().enumerate() {
+                *slot = entry(old, usize::from(b) * LFT_BLOCK + i);
+            }
+            blk
+        })
+    }
+
+    /// Switch `x`'s entry for `lid` as the writes so far leave it.
+    pub(crate) fn entry(&self, start: &ValidState, x: NodeId, lid: u16) -> u8 {
+        let b = lid / LFT_BLOCK as u16;
+        match self.0.get(&(x, b)) {
+            Some(blk) => blk
+                .get(usize::from(lid) % LFT_BLOCK)
+                .copied()
+                .unwrap_or(LFT_UNSET),
+            None => entry(table(start, x), usize::from(lid)),
+        }
+    }
+
+    /// Takes LFT `writes` (of `start`'s switches) as landed.
+    pub(crate) fn land(&mut self, start: &ValidState, writes: &[SmpWrite]) {
+        for (g, b, _, new) in writes.iter().filter_map(lft_block) {
+            if let Some(x) = start.fabric.find_guid(g) {
+                self.0.insert((x, b), new);
+            }
+        }
+    }
+
+    /// One write per block that sets `entries` (sorted by switch and LID) to `target`'s,
+    /// the blocks as the writes so far leave them (blocks that would not change are not
+    /// written).
+    pub(crate) fn write_all(
+        &mut self,
+        start: &ValidState,
+        entries: &[(NodeId, u16)],
+        target: &dyn Fn(NodeId, u16) -> u8,
+    ) -> Vec<SmpWrite> {
+        let mut by_block: BTreeMap<(NodeId, u16), Vec<u16>> = BTreeMap::new();
+        for &(x, lid) in entries {
+            by_block
+                .entry((x, lid / LFT_BLOCK as u16))
+                .or_default()
+                .push(lid);
+        }
+        self.write_blocks(start, by_block, target)
+    }
+
+    fn write_blocks(
+        &mut self,
+        start: &ValidState,
+        by_block: BTreeMap<(NodeId, u16), Vec<u16>>,
+        target: &dyn Fn(NodeId, u16) -> u8,
+    ) -> Vec<SmpWrite> {
+        let mut writes = Vec::new();
+        for ((x, b), lids) in by_block {
+            let now = self.block(start, x, b);
+            let before = *now;
+            for lid in lids {
+                if let Some(slot) = now.get_mut(usize::from(lid) % LFT_BLOCK) {
+                    *slot = target(x, lid);
+                }
+            }
+            if *now != before {
+                writes.push(SmpWrite::Lft {
+                    switch: start.fabric.node(x).guid(),
+                    block: b,
+                    old: before,
+                    new: *now,
+                });
+            }
+        }
+        writes
     }
 }
 
@@ -76,13 +156,15 @@ fn table(st: &ValidState, x: NodeId) -> &[u8] {
 }
 
 /// The writes that change the entries `changed` (sorted by switch and LID) of `start`'s
-/// tables to `target`'s, in stages: an entry after its new next switch's (when that changes
-/// too), as 64-entry blocks — a block whose entries need conflicting places is split into
-/// writes per place.
+/// tables (as `shadow` leaves their blocks) to `target`'s, in stages: an entry after its new
+/// next switch's (when that changes too), as 64-entry blocks — a block whose entries need
+/// conflicting places is split into writes per place. `shadow` is left as the writes leave
+/// the blocks.
 pub(crate) fn staged(
     start: &ValidState,
     changed: &[(NodeId, u16)],
     target: &dyn Fn(NodeId, u16) -> u8,
+    shadow: &mut Shadow,
 ) -> Vec<Vec<SmpWrite>> {
     let index = |x: NodeId, lid: u16| changed.binary_search(&(x, lid)).ok();
     // Each changed entry's parent: the same LID's entry at its new next switch, when that
@@ -117,35 +199,11 @@ pub(crate) fn staged(
             .or_default()
             .push(lid);
     }
-    let mut shadow: BTreeMap<(NodeId, u16), [u8; LFT_BLOCK]> = BTreeMap::new();
-    let mut stages = Vec::new();
-    for (_, blocks) in by_stage {
-        let mut writes = Vec::new();
-        for ((x, b), lids) in blocks {
-            let now = shadow.entry((x, b)).or_insert_with(|| {
-                let old = table(start, x);
-                let mut blk = [LFT_UNSET; LFT_BLOCK];
-                for (i, slot) in blk.iter_mut().enumerate() {
-                    *slot = entry(old, usize::from(b) * LFT_BLOCK + i);
-                }
-                blk
-            });
-            let before = *now;
-            for lid in lids {
-                if let Some(slot) = now.get_mut(usize::from(lid) % LFT_BLOCK) {
-                    *slot = target(x, lid);
-                }
-            }
-            writes.push(SmpWrite::Lft {
-                switch: start.fabric.node(x).guid(),
-                block: b,
-                old: before,
-                new: *now,
-            });
-        }
-        stages.push(writes);
-    }
-    stages
+    by_stage
+        .into_values()
+        .map(|blocks| shadow.write_blocks(start, blocks, target))
+        .filter(|w| !w.is_empty())
+        .collect()
 }
 
 /// The longest chain of parents above each entry's item (its stage), or the items on a cycle.

@@ -328,13 +328,21 @@ pub fn route_minhop(f: &Fabric, lids: LidAssignment) -> FabricState {
 /// Up/down routing from a root (the first switch): a switch that can reach the destination
 /// going only down does so; any other goes up. Deadlock-free on any connected topology.
 pub fn route_updown(f: &Fabric, lids: LidAssignment) -> FabricState {
+    route_updown_from(f, lids, 0)
+}
+
+/// [`route_updown`] from the `k`-th live switch (counted modulo their number) as the root.
+pub fn route_updown_from(f: &Fabric, lids: LidAssignment, k: usize) -> FabricState {
     let adj = switch_graph(f);
     let n = adj.len();
-    let root = f
+    let live: Vec<usize> = f
         .nodes()
         .iter()
-        .position(|x| x.is_switch() && !x.down)
-        .unwrap_or(0);
+        .enumerate()
+        .filter(|(_, x)| x.is_switch() && !x.down)
+        .map(|(i, _)| i)
+        .collect();
+    let root = live.get(k % live.len().max(1)).copied().unwrap_or(0);
     let mut rank = vec![u32::MAX; n];
     let mut q = std::collections::VecDeque::from([root]);
     if let Some(r) = rank.get_mut(root) {

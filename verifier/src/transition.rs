@@ -121,6 +121,19 @@ pub struct StepCheck {
     pub failing_before: u64,
     /// Routes that fail after the step.
     pub failing_after: u64,
+    /// Routes toward destinations out of service (break-before-make: see
+    /// [`Transition::drop_destinations`]) that fail before or after the step beyond those
+    /// that failed at the start: the step's outage. For a step that only takes entries away,
+    /// or only puts them back, every mix fails no more routes than one of its two ends.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub outage_routes: u64,
+    /// Destinations out of service after the step.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub out_of_service: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl StepCheck {
@@ -256,13 +269,26 @@ pub struct Transition<'a> {
     ranks: Vec<u32>,
     /// Per destination index: routes toward it failing in the current state.
     failing: Vec<u64>,
+    /// Per destination index: routes toward it failing at the start.
+    failing_at_start: Vec<u64>,
+    /// Per destination index: whether it is out of service (its routes may fail until they
+    /// arrive again).
+    outage: Vec<bool>,
     /// A cycle of the start's own dependencies, when it has one (every step's union then has
     /// it too).
     start_cycle: Vec<Channel>,
     scope: Scope,
     /// What to undo back to the last [`Transition::checkpoint`], when one is set.
     journal: Option<Journal>,
+    /// The credit loops the last refused step's exact check found ([`Transition::last_cycles`]).
+    last_cycles: Vec<Vec<Channel>>,
 }
+
+/// A dependency at a switch: `(switch index, in port, in VL, out port, out VL)`.
+type Dep = (u32, u8, u8, u8, u8);
+
+/// Credit loops [`Transition::last_cycles`] keeps at most.
+pub const MAX_CYCLES: usize = 256;
 
 /// Changes since a checkpoint, oldest first.
 #[derive(Default)]
@@ -281,6 +307,8 @@ enum Undo {
     Failing(usize, u64),
     /// A destination's owner before.
     Owner(usize, (u32, u8)),
+    /// Whether a destination was out of service before.
+    Outage(usize, bool),
 }
 
 impl<'a> Transition<'a> {
@@ -328,14 +356,19 @@ impl<'a> Transition<'a> {
             multicast,
             ranks: Vec::new(),
             failing: Vec::new(),
+            failing_at_start: Vec::new(),
+            outage: Vec::new(),
             start_cycle: Vec::new(),
             scope,
             dests,
             net,
             journal: None,
+            last_cycles: Vec::new(),
         };
         let outs = t.run(&t.deps, &[], true);
         t.failing = outs.iter().map(|o| o.failing_before).collect();
+        t.failing_at_start = t.failing.clone();
+        t.outage = vec![false; t.dests.len()];
         let graph = t.graph(&t.deps, &[]);
         match graph.topo_ranks() {
             Some(r) => t.ranks = r,
@@ -426,6 +459,11 @@ impl<'a> Transition<'a> {
                         d.owner = o;
                     }
                 }
+                Undo::Outage(i, v) => {
+                    if let Some(o) = self.outage.get_mut(i) {
+                        *o = v;
+                    }
+                }
             }
         }
         if j.deps_replaced {
@@ -469,9 +507,228 @@ impl<'a> Transition<'a> {
         self.failing.iter().sum()
     }
 
+    /// Takes destinations out of service (break-before-make): from now on, routes toward
+    /// them may fail in a step's mixes (`connected` asks nothing of them) until a step after
+    /// which they fail no more than at the start, which puts them back in service. LIDs
+    /// that are no destination in scope are ignored. Loops and dependencies are checked for
+    /// them as for any destination.
+    pub fn drop_destinations(&mut self, lids: &[Lid]) {
+        for lid in lids {
+            let Some(i) = self.dest_index(*lid) else {
+                continue;
+            };
+            self.set_outage(i, true);
+        }
+    }
+
+    /// Whether `lid` is out of service ([`Transition::drop_destinations`]).
+    pub fn out_of_service(&self, lid: Lid) -> bool {
+        self.dest_index(lid)
+            .is_some_and(|i| self.outage.get(i).copied().unwrap_or(false))
+    }
+
+    /// Destinations out of service.
+    pub fn outage_count(&self) -> u64 {
+        self.outage.iter().filter(|&&o| o).count() as u64
+    }
+
+    /// Routes toward destinations out of service that fail now beyond those failing at the
+    /// start.
+    pub fn outage_routes(&self) -> u64 {
+        (0..self.dests.len())
+            .filter(|&i| self.outage.get(i).copied().unwrap_or(false))
+            .map(|i| self.beyond_start(i, self.failing.get(i).copied().unwrap_or(0)))
+            .sum()
+    }
+
+    /// The end nodes (by node) whose route toward some destination out of service fails now
+    /// — those an outage reaches at this point — with how many destinations out of service
+    /// each cannot reach. Sorted by node.
+    pub fn outage_sources(&self) -> Vec<(NodeId, u64)> {
+        let u = Union {
+            net: &self.net,
+            outage: &self.outage,
+            cur: &self.cur,
+            sources: &self.sources,
+            attach: &self.attach,
+            deps: &self.deps,
+            starts: &self.starts,
+        };
+        let out: Vec<usize> = (0..self.dests.len())
+            .filter(|&i| self.outage.get(i).copied().unwrap_or(false))
+            .collect();
+        let n = self.sources.len();
+        let counts: Vec<u64> = out
+            .par_iter()
+            .fold(
+                || {
+                    let ok = vec![Mark::Unknown; self.net.switches.len()];
+                    (ok, Vec::new(), vec![0u64; n])
+                },
+                |(mut ok, mut path, mut per), &i| {
+                    let Some(&d) = self.dests.get(i) else {
+                        return (ok, path, per);
+                    };
+                    ok.fill(Mark::Unknown);
+                    for &s in &self.starts {
+                        if u.arrives(s, d, false, &[], &mut ok, &mut path) {
+                            continue;
+                        }
+                        for &(_, j) in self.attach.by_switch.get(s).map_or(&[][..], |v| v) {
+                            let own = self
+                                .sources
+                                .get(j as usize)
+                                .is_some_and(|src| (src.node, src.port) == d.owner);
+                            if let Some(c) = per.get_mut(j as usize).filter(|_| !own) {
+                                *c += 1;
+                            }
+                        }
+                    }
+                    (ok, path, per)
+                },
+            )
+            .map(|(_, _, per)| per)
+            .reduce(
+                || vec![0u64; n],
+                |mut a, b| {
+                    for (x, y) in a.iter_mut().zip(b) {
+                        *x += y;
+                    }
+                    a
+                },
+            );
+        let mut by_node: std::collections::BTreeMap<NodeId, u64> =
+            std::collections::BTreeMap::new();
+        for (j, &c) in counts.iter().enumerate() {
+            let Some(src) = self.sources.get(j).filter(|_| c > 0) else {
+                continue;
+            };
+            if !self.net.is_switch(src.node) {
+                let e = by_node.entry(NodeId(src.node)).or_default();
+                *e = (*e).max(c);
+            }
+        }
+        by_node.into_iter().collect()
+    }
+
+    /// Per cycle of `cycles` (credit loops a step's check found) and per dependency of it
+    /// (from each channel to the next, the last to the first), the destination LIDs whose
+    /// routes create it in some mix of the step writing `changes` on the current state. Where a credit loop is to be broken
+    /// by taking destinations out of service, a dependency few destinations create is the
+    /// cheapest to remove.
+    pub fn creators(&self, changes: &[Change], cycles: &[Vec<Channel>]) -> Vec<Vec<Vec<Lid>>> {
+        // Each cycle's dependencies, in its order: at the switch the next channel leaves,
+        // from the port the channel arrives on.
+        let per_cycle: Vec<Vec<Option<Dep>>> = cycles
+            .iter()
+            .map(|cycle| {
+                let n = cycle.len();
+                (0..n)
+                    .map(|j| {
+                        let (a, b) = (cycle.get(j)?, cycle.get((j + 1) % n)?);
+                        let k = self.net.switch_of(b.node.id.0);
+                        (k != u32::MAX && a.to.id == b.node.id)
+                            .then_some((k, a.to_port, a.vl, b.port, b.vl))
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut wanted: Vec<(u32, u8, u8, u8, u8)> =
+            per_cycle.iter().flatten().flatten().copied().collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mut by_dest: std::collections::BTreeMap<u32, Vec<(usize, u8)>> =
+            std::collections::BTreeMap::new();
+        for c in changes {
+            let k = self.net.switch_of(c.switch.0) as usize;
+            if let Some(i) = self.dest_index(c.lid).filter(|_| k < self.cur.len()) {
+                by_dest.entry(i as u32).or_default().push((k, c.port));
+            }
+        }
+        let none: Vec<(usize, u8)> = Vec::new();
+        let found: Vec<(Lid, Vec<bool>)> = (0..self.dests.len() as u32)
+            .into_par_iter()
+            .map_init(
+                || Scratch::new(&self.net),
+                |scr, i| {
+                    let probe = Probe {
+                        wanted: wanted.clone(),
+                        hit: wanted
+                            .iter()
+                            .map(|_| std::sync::atomic::AtomicBool::new(false))
+                            .collect(),
+                    };
+                    let u = Union {
+                        net: &self.net,
+                        outage: &self.outage,
+                        cur: &self.cur,
+                        sources: &self.sources,
+                        attach: &self.attach,
+                        deps: &probe,
+                        starts: &self.starts,
+                    };
+                    let Some(&d) = self.dests.get(i as usize) else {
+                        return (Lid(0), Vec::new());
+                    };
+                    let w = by_dest.get(&i).unwrap_or(&none);
+                    // The union is loop-free for the destinations that matter here: a
+                    // destination whose walk finds a loop records nothing.
+                    u.destination(i as usize, d, w, scr);
+                    let hits = probe
+                        .hit
+                        .iter()
+                        .map(|h| h.load(std::sync::atomic::Ordering::Relaxed))
+                        .collect();
+                    (d.lid, hits)
+                },
+            )
+            .collect();
+        per_cycle
+            .iter()
+            .map(|deps| {
+                deps.iter()
+                    .map(|dep| {
+                        let Some(at) = dep.and_then(|d| wanted.binary_search(&d).ok()) else {
+                            return Vec::new();
+                        };
+                        found
+                            .iter()
+                            .filter(|(_, hits)| hits.get(at).copied().unwrap_or(false))
+                            .map(|(lid, _)| *lid)
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// `failing` routes toward destination `i` beyond those failing at the start.
+    fn beyond_start(&self, i: usize, failing: u64) -> u64 {
+        failing.saturating_sub(self.failing_at_start.get(i).copied().unwrap_or(0))
+    }
+
+    fn dest_index(&self, lid: Lid) -> Option<usize> {
+        self.dest_of
+            .get(usize::from(lid.0))
+            .copied()
+            .filter(|&i| i != u32::MAX)
+            .map(|i| i as usize)
+    }
+
+    /// Sets destination `i`'s outage flag, journalled.
+    fn set_outage(&mut self, i: usize, v: bool) {
+        if let Some(o) = self.outage.get_mut(i) {
+            if let Some(j) = &mut self.journal {
+                j.undo.push(Undo::Outage(i, *o));
+            }
+            *o = v;
+        }
+    }
+
     /// Checks the step that writes `changes` on the current state; when it is proven, the
     /// step lands (the current state becomes the one after it).
     pub fn step(&mut self, changes: &[Change]) -> StepCheck {
+        self.last_cycles.clear();
         // The writes per destination, as (switch index, port).
         let mut by_dest: std::collections::BTreeMap<u32, Vec<(usize, u8)>> =
             std::collections::BTreeMap::new();
@@ -521,7 +778,9 @@ impl<'a> Transition<'a> {
                             }
                             None => {
                                 check.deadlock_free = Outcome::Violated;
-                                check.credit_loop = self.cycle(&g);
+                                self.last_cycles = self.cycles(&g, MAX_CYCLES);
+                                check.credit_loop =
+                                    self.last_cycles.first().cloned().unwrap_or_default();
                                 return check;
                             }
                         }
@@ -535,10 +794,18 @@ impl<'a> Transition<'a> {
             );
             return check;
         }
-        // The step lands.
+        // The step lands; a destination out of service whose routes fail no more than at the
+        // start is back in service.
         for (i, o) in work.iter().zip(&outs) {
-            self.set_failing(i.0 as usize, o.failing_after);
+            let i = i.0 as usize;
+            self.set_failing(i, o.failing_after);
+            if self.outage.get(i).copied().unwrap_or(false)
+                && self.beyond_start(i, o.failing_after) == 0
+            {
+                self.set_outage(i, false);
+            }
         }
+        check.out_of_service = self.outage_count();
         for (i, writes) in &work {
             let lid = self
                 .dests
@@ -559,6 +826,7 @@ impl<'a> Transition<'a> {
     fn run(&self, sink: &DepSet, work: &[(u32, Vec<(usize, u8)>)], every: bool) -> Vec<DestOut> {
         let u = Union {
             net: &self.net,
+            outage: &self.outage,
             cur: &self.cur,
             sources: &self.sources,
             attach: &self.attach,
@@ -576,7 +844,8 @@ impl<'a> Transition<'a> {
                     |scr, i| {
                         let d = self.dests.get(i as usize).copied();
                         let w = writes.get(&i).copied().unwrap_or(&none);
-                        d.map(|d| u.destination(d, w, scr)).unwrap_or_default()
+                        d.map(|d| u.destination(i as usize, d, w, scr))
+                            .unwrap_or_default()
                     },
                 )
                 .collect()
@@ -587,7 +856,7 @@ impl<'a> Transition<'a> {
                     |scr, (i, w)| {
                         self.dests
                             .get(*i as usize)
-                            .map(|&d| u.destination(d, w, scr))
+                            .map(|&d| u.destination(*i as usize, d, w, scr))
                             .unwrap_or_default()
                     },
                 )
@@ -617,6 +886,20 @@ impl<'a> Transition<'a> {
         } else {
             verdict(broken.is_some())
         };
+        // The outage: every destination out of service as it is now, those the step works
+        // out at the worse of the step's two ends.
+        let mut outage_routes = 0;
+        if self.outage.contains(&true) {
+            outage_routes = self.outage_routes();
+            for (w, o) in work.iter().zip(outs) {
+                let i = w.0 as usize;
+                if self.outage.get(i).copied().unwrap_or(false) {
+                    let now = self.beyond_start(i, self.failing.get(i).copied().unwrap_or(0));
+                    let worst = self.beyond_start(i, o.failing_before.max(o.failing_after));
+                    outage_routes = outage_routes - now + worst;
+                }
+            }
+        }
         StepCheck {
             loop_free: verdict(forwarding_loop.is_some()),
             deadlock_free: Outcome::Proven,
@@ -630,6 +913,8 @@ impl<'a> Transition<'a> {
             changed_entries: outs.iter().map(|o| o.changed).sum(),
             failing_before: before,
             failing_after: after,
+            outage_routes,
+            out_of_service: self.outage_count(),
         }
     }
 
@@ -654,6 +939,27 @@ impl<'a> Transition<'a> {
         edges.sort_unstable();
         edges.dedup();
         Graph::new(self.net.ports as usize * usize::from(self.net.vls), &edges)
+    }
+
+    /// One cycle in each of `g`'s first `most` cyclic components, as channels.
+    fn cycles(&self, g: &Graph, most: usize) -> Vec<Vec<Channel>> {
+        g.cyclic_sccs()
+            .iter()
+            .take(most)
+            .map(|scc| {
+                g.cycle_in(scc)
+                    .into_iter()
+                    .filter_map(|c| crate::explicit::channel(&self.net, c))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The credit loops the last step refused on its exact check found: one per cyclic
+    /// component of its dependency graph, at most [`MAX_CYCLES`] (empty when the last step
+    /// was proven, or refused for another reason).
+    pub fn last_cycles(&self) -> &[Vec<Channel>] {
+        &self.last_cycles
     }
 
     /// One cycle of `g`'s first cyclic component, as channels.
@@ -732,13 +1038,46 @@ pub fn changes(before: &ValidState, after: &ValidState) -> Vec<Change> {
 
 /// One pass's view: the current tables, the step's writes per destination (in the scratch),
 /// where dependencies go.
-struct Union<'a> {
+struct Union<'a, S: Sink = DepSet> {
     net: &'a Net<'a>,
+    /// Per destination index, whether it is out of service (its routes may fail).
+    outage: &'a [bool],
     cur: &'a [Vec<u8>],
     sources: &'a [Source],
     attach: &'a Attach,
-    deps: &'a DepSet,
+    deps: &'a S,
     starts: &'a [usize],
+}
+
+/// Where a walk's dependencies go: a dependency set, or a probe for some of them.
+trait Sink: Sync {
+    /// Records the dependency `(in port, in VL) → (out port, out VL)` at switch index `k`.
+    fn insert(&self, k: u32, i: u8, vin: u8, o: u8, vout: u8);
+}
+
+impl Sink for DepSet {
+    fn insert(&self, k: u32, i: u8, vin: u8, o: u8, vout: u8) {
+        DepSet::insert(self, k, i, vin, o, vout);
+    }
+}
+
+/// Looks for given dependencies: which of them a walk creates.
+struct Probe {
+    /// The dependencies looked for, sorted, each as `(switch index, in port, in VL, out
+    /// port, out VL)`.
+    wanted: Vec<(u32, u8, u8, u8, u8)>,
+    /// Per wanted dependency, whether the walk created it.
+    hit: Vec<std::sync::atomic::AtomicBool>,
+}
+
+impl Sink for Probe {
+    fn insert(&self, k: u32, i: u8, vin: u8, o: u8, vout: u8) {
+        if let Ok(at) = self.wanted.binary_search(&(k, i, vin, o, vout)) {
+            if let Some(h) = self.hit.get(at) {
+                h.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
 }
 
 /// DFS colours.
@@ -746,7 +1085,7 @@ const WHITE: u8 = 0;
 const GREY: u8 = 1;
 const BLACK: u8 = 2;
 
-impl Union<'_> {
+impl<S: Sink> Union<'_, S> {
     /// The entries of switch index `k` for `lid`: before and after the step (`None`: unset).
     fn entries(&self, k: usize, lid: Lid, over: &[u16]) -> (Option<u8>, Option<u8>) {
         let before = self
@@ -804,9 +1143,11 @@ impl Union<'_> {
         )
     }
 
-    /// Everything about destination `d` with the step's writes `writes` (switch index,
-    /// port): its loops, broken routes, failing routes and dependencies.
-    fn destination(&self, d: Dest, writes: &[(usize, u8)], scr: &mut Scratch) -> DestOut {
+    /// Everything about destination `d` (index `i`) with the step's writes `writes` (switch
+    /// index, port): its loops, broken routes (none asked of a destination out of service),
+    /// failing routes and dependencies.
+    fn destination(&self, i: usize, d: Dest, writes: &[(usize, u8)], scr: &mut Scratch) -> DestOut {
+        let may_fail = self.outage.get(i).copied().unwrap_or(false);
         let mut out = DestOut::default();
         let mut over = std::mem::take(&mut scr.over);
         for &(k, port) in writes {
@@ -852,7 +1193,12 @@ impl Union<'_> {
             if !works_after {
                 out.failing_after += count;
             }
-            if works && changed && out.broken.is_none() && out.forwarding_loop.is_none() {
+            if works
+                && changed
+                && !may_fail
+                && out.broken.is_none()
+                && out.forwarding_loop.is_none()
+            {
                 out.broken = self.find_break(s, d, &over);
             }
         }

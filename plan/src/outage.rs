@@ -1,0 +1,411 @@
+//! Break-before-make: the LFT steps between two proven states when some destinations' writes
+//! have no safe order, at the price of an outage that is stated.
+//!
+//! The LFT writes are first ordered and proven as [`crate::prove_stages`] does (each switch
+//! after its new next hop, a stage that fails split down to single entries). When a single
+//! entry is unsafe even on its own (a transient credit or forwarding loop that any state
+//! holding both the old and the new entries has), or the search spends
+//! [`ZERO_OUTAGE_BUDGET`] failed checks, a second search starts from the beginning, in which
+//! some destinations go through break-before-make:
+//!
+//! 1. where a check fails on transient credit loops, the destinations that create each loop's
+//!    rarest dependency (the one fewest destinations create, all of them still changing) are
+//!    dropped: one step sets their entries not yet moved to "no entry" (0xFF), so their routes
+//!    are the routes of the moment cut short, and every mix's routes and channel dependencies
+//!    a part of the state's — that dependency is gone from every later mix. A single entry
+//!    unsafe on its own with no such dependency drops its own destination;
+//! 2. the other destinations go on moving directly, in the proven order;
+//! 3. one last step writes the dropped destinations' new entries: their routes are then the
+//!    new routes cut short or whole, a part of the end state's.
+//!
+//! Each step is proven with the transition property, `connected` asking nothing of the
+//! dropped destinations between their drop and the last step (the verifier's
+//! [`Transition::drop_destinations`]); after it they must arrive again. Dropping every
+//! changing destination always works (steps 1 and 3 alone), which the second search does when
+//! it spends [`SEARCH_BUDGET`] failed checks, so a plan always exists between two proven
+//! states of the same fabric. The destinations are chosen greedily, loop by loop (a feedback
+//! set over destinations, not the least one).
+
+use crate::order::{self, Shadow};
+use crate::{describe, lft_changes, sorted, why, PlanError};
+use serde::Serialize;
+use std::collections::BTreeSet;
+use weft_fabric::plan::{PlanStep, SmpWrite};
+use weft_fabric::{Lid, NodeId, ValidState, LFT_UNSET};
+use weft_verifier::transition::{Change, StepCheck, Transition};
+use weft_verifier::Scope;
+
+/// Failed checks the search without outage may spend before the second search starts (each
+/// is a split of a step that is not proven; a check that fails costs a pass over every
+/// destination at worst). With `--zero-outage` the search is not bounded.
+pub const ZERO_OUTAGE_BUDGET: usize = 64;
+
+/// Failed checks the second search may spend before every destination still changing is
+/// dropped.
+pub const SEARCH_BUDGET: usize = 512;
+
+/// The LFT steps proven, with their outage.
+#[derive(Default)]
+pub(crate) struct Proved {
+    pub steps: Vec<PlanStep>,
+    pub checks: Vec<StepCheck>,
+    pub splits: usize,
+    pub outage: Option<Outage>,
+}
+
+/// What break-before-make costs: the destinations out of service and for how long.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Outage {
+    /// Destination LIDs taken out of service, sorted.
+    pub destinations: Vec<u16>,
+    /// Routes (source port or switch, destination) that do not arrive at the worst step,
+    /// beyond those that failed before the plan.
+    pub routes: u64,
+    /// End nodes whose route to some destination out of service fails after a step that
+    /// drops destinations, by name, sorted.
+    pub hosts: Vec<String>,
+    /// Steps from the first that drops destinations to the one that restores them, both
+    /// included.
+    pub steps: usize,
+    /// SMPs those steps send: the outage lasts as long as they take to land.
+    pub smps: u64,
+    /// Why: what the search found unsafe to write directly.
+    pub why: String,
+}
+
+/// Why a search stopped.
+enum Stop {
+    /// A single entry is unsafe on its own: what the write changes, and the error.
+    Unsafe(Vec<Change>, PlanError),
+    /// The search spent its budget.
+    Budget,
+    /// A check failed on a transient credit loop these destinations (each still changing)
+    /// create the rarest dependency of: drop them.
+    Drop(Vec<u16>),
+}
+
+/// What the second search needs to find the destinations to drop where a check fails.
+struct Eager<'a> {
+    /// The entries the search moves (some may have landed since).
+    pending: &'a [(NodeId, u16)],
+    target: &'a dyn Fn(NodeId, u16) -> u8,
+}
+
+/// The LFT steps from `start` to the proven state `end` (`changed`: the entries that differ,
+/// sorted): without outage when the search finds an order, else (with `allow_outage`)
+/// break-before-make for the destinations the second search finds on transient credit
+/// loops, each dropped where it is met, the others going on in order.
+pub(crate) fn prove(
+    start: &ValidState,
+    end: &ValidState,
+    changed: &[(NodeId, u16)],
+    scope: Scope,
+    allow_outage: bool,
+) -> Result<Proved, PlanError> {
+    let target = |x: NodeId, lid: u16| order::target_entry(end, x, lid);
+    // First without outage. Without outage allowed the search is not bounded (it ends: every
+    // split halves).
+    let mut budget = if allow_outage {
+        ZERO_OUTAGE_BUDGET
+    } else {
+        usize::MAX
+    };
+    let mut t = Transition::new(start, scope);
+    let mut out = Proved::default();
+    let mut live = Shadow::new();
+    let stages = order::staged(start, changed, &target, &mut live.clone());
+    let why = match prove_stages(
+        &mut t,
+        start,
+        stages,
+        &mut budget,
+        &mut out,
+        &mut live,
+        None,
+    ) {
+        Ok(()) => return Ok(out),
+        Err(Stop::Unsafe(_, e)) if !allow_outage => return Err(e),
+        Err(Stop::Unsafe(_, e)) => e.to_string(),
+        Err(Stop::Budget | Stop::Drop(_)) => {
+            format!("the search for an order that keeps every route spent its {ZERO_OUTAGE_BUDGET} failed checks")
+        }
+    };
+    drop(t);
+    // The greedy search, and dropping every changing destination at once (two steps): the
+    // one whose outage costs fewer route-SMPs (routes out at the worst step × SMPs while
+    // any is out), the greedy one on a tie.
+    let greedy = break_before_make(start, changed, scope, &target, why.clone(), false)?;
+    let all = break_before_make(start, changed, scope, &target, why, true)?;
+    let cost = |p: &Proved| {
+        p.outage
+            .as_ref()
+            .map_or(0, |o| o.routes.saturating_mul(o.smps))
+    };
+    Ok(if cost(&all) < cost(&greedy) {
+        all
+    } else {
+        greedy
+    })
+}
+
+/// The second search: from `start` again, every failed check's transient credit loops broken
+/// by dropping the destinations that create their rarest dependencies ([`culprits`]); with
+/// `all`, every changing destination dropped at once.
+fn break_before_make(
+    start: &ValidState,
+    changed: &[(NodeId, u16)],
+    scope: Scope,
+    target: &dyn Fn(NodeId, u16) -> u8,
+    why: String,
+    all: bool,
+) -> Result<Proved, PlanError> {
+    let mut t = Transition::new(start, scope);
+    let mut budget = SEARCH_BUDGET;
+    let mut out = Proved::default();
+    // The blocks as the steps so far leave them.
+    let mut live = Shadow::new();
+    let mut dropped: BTreeSet<u16> = BTreeSet::new();
+    let mut hosts: BTreeSet<String> = BTreeSet::new();
+    let mut pending: Vec<(NodeId, u16)> = changed.to_vec();
+    loop {
+        let mut ahead = live.clone();
+        let stages = order::staged(start, &pending, target, &mut ahead);
+        let eager = Eager {
+            pending: &pending,
+            target,
+        };
+        let run = if all && dropped.is_empty() {
+            Err(Stop::Budget)
+        } else {
+            prove_stages(
+                &mut t,
+                start,
+                stages,
+                &mut budget,
+                &mut out,
+                &mut live,
+                Some(&eager),
+            )
+        };
+        let lids: Vec<u16> = match run {
+            Ok(()) => break,
+            Err(Stop::Drop(lids)) => lids,
+            Err(Stop::Unsafe(changes, _)) => changes.iter().map(|c| c.lid.0).collect(),
+            Err(Stop::Budget) => {
+                budget = usize::MAX;
+                pending.iter().map(|&(_, lid)| lid).collect()
+            }
+        };
+        // Drop the destinations: their entries not moved yet, to no entry.
+        let fresh: BTreeSet<u16> = lids.into_iter().filter(|l| !dropped.contains(l)).collect();
+        let gone: Vec<(NodeId, u16)> = changed
+            .iter()
+            .copied()
+            .filter(|&(x, lid)| fresh.contains(&lid) && live.entry(start, x, lid) != target(x, lid))
+            .collect();
+        let writes = live.write_all(start, &gone, &|_, _| LFT_UNSET);
+        let as_lids: Vec<Lid> = fresh.iter().map(|&l| Lid(l)).collect();
+        t.drop_destinations(&as_lids);
+        let check = t.step(&lft_changes(start, &writes));
+        if !check.is_proven() {
+            return Err(refused(start, &writes, check, "dropping"));
+        }
+        hosts.extend(
+            t.outage_sources()
+                .into_iter()
+                .map(|(n, _)| start.fabric.node(n).name().to_owned()),
+        );
+        out.checks.push(check);
+        out.steps.push(PlanStep {
+            writes: sorted(writes),
+            drops: fresh.iter().copied().collect(),
+            restores: Vec::new(),
+        });
+        dropped.extend(&fresh);
+        // Every other entry not at its target yet goes on in order.
+        pending.retain(|&(x, lid)| {
+            !dropped.contains(&lid) && live.entry(start, x, lid) != target(x, lid)
+        });
+    }
+    if dropped.is_empty() {
+        return Ok(out);
+    }
+    // Restore: the dropped destinations' new entries, in one step.
+    let gone: Vec<(NodeId, u16)> = changed
+        .iter()
+        .copied()
+        .filter(|&(x, lid)| dropped.contains(&lid) && live.entry(start, x, lid) != target(x, lid))
+        .collect();
+    let writes = live.write_all(start, &gone, target);
+    let check = t.step(&lft_changes(start, &writes));
+    if !check.is_proven() {
+        return Err(refused(start, &writes, check, "restoring"));
+    }
+    let lids: Vec<u16> = dropped.iter().copied().collect();
+    if let Some(&l) = lids.iter().find(|&&l| t.out_of_service(Lid(l))) {
+        return Err(PlanError::NoSafeOrder {
+            write: format!("restoring LID {l}"),
+            why: format!(
+                "{} route(s) toward destinations taken out of service still fail after their \
+                 new entries are written",
+                t.outage_routes()
+            ),
+            check: Box::new(check),
+        });
+    }
+    let first = out.steps.iter().position(|s| !s.drops.is_empty());
+    out.checks.push(check);
+    out.steps.push(PlanStep {
+        writes: sorted(writes),
+        drops: Vec::new(),
+        restores: lids.clone(),
+    });
+    let span = out.steps.get(first.unwrap_or(0)..).unwrap_or(&[]);
+    out.outage = Some(Outage {
+        destinations: lids,
+        routes: out
+            .checks
+            .iter()
+            .map(|c| c.outage_routes)
+            .max()
+            .unwrap_or(0),
+        hosts: hosts.into_iter().collect(),
+        steps: span.len(),
+        smps: span.iter().map(|s| s.writes.len() as u64).sum(),
+        why,
+    });
+    Ok(out)
+}
+
+/// The destinations to take out of service where the step writing `changes` failed on
+/// transient credit loops ([`Transition::last_cycles`]): per loop, those that create its
+/// dependency fewest destinations create, when each of them still has an entry to change
+/// (dropping them removes that dependency from every mix from now on). `None` when no loop has
+/// a dependency created by changing destinations alone.
+fn culprits(
+    t: &Transition<'_>,
+    changes: &[Change],
+    start: &ValidState,
+    eager: &Eager<'_>,
+    live: &Shadow,
+) -> Option<Vec<u16>> {
+    let cycles = t.last_cycles();
+    if cycles.is_empty() {
+        return None;
+    }
+    let changing: BTreeSet<u16> = eager
+        .pending
+        .iter()
+        .filter(|&&(x, lid)| live.entry(start, x, lid) != (eager.target)(x, lid))
+        .map(|&(_, lid)| lid)
+        .collect();
+    let mut out: BTreeSet<u16> = BTreeSet::new();
+    for per_dep in t.creators(changes, cycles) {
+        if let Some(c) = per_dep
+            .into_iter()
+            .filter(|c| !c.is_empty() && c.iter().all(|l| changing.contains(&l.0)))
+            .min_by_key(Vec::len)
+        {
+            out.extend(c.into_iter().map(|l| l.0));
+        }
+    }
+    (!out.is_empty()).then(|| out.into_iter().collect())
+}
+
+/// The refusal of a drop or restore step that is not proven (a bug, or a state that is not
+/// what the planner takes it for): both are parts of a proven state.
+fn refused(start: &ValidState, writes: &[SmpWrite], check: StepCheck, what: &str) -> PlanError {
+    PlanError::NoSafeOrder {
+        write: format!("{what} {}", describe(start, writes.first())),
+        why: why(&check),
+        check: Box::new(check),
+    }
+}
+
+/// [`prove_stages`] without a budget: the steps, their checks and the splits, or the
+/// refusal of the first unsafe entry.
+pub(crate) fn prove_unbounded(
+    t: &mut Transition<'_>,
+    start: &ValidState,
+    stages: Vec<Vec<SmpWrite>>,
+) -> Result<(Vec<PlanStep>, Vec<StepCheck>, usize), PlanError> {
+    let mut out = Proved::default();
+    let mut unbounded = usize::MAX;
+    match prove_stages(
+        t,
+        start,
+        stages,
+        &mut unbounded,
+        &mut out,
+        &mut Shadow::new(),
+        None,
+    ) {
+        Ok(()) => Ok((out.steps, out.checks, out.splits)),
+        Err(Stop::Unsafe(_, e)) => Err(e),
+        // An unbounded search does not stop for its budget, nor drops without `eager`.
+        Err(Stop::Budget | Stop::Drop(_)) => Err(PlanError::Unproven(
+            "the search for a safe order stopped early (a bug in weft)".to_owned(),
+        )),
+    }
+}
+
+/// Proves `stages` of LFT writes one after another on `t` (from `start`) into `out`: a stage
+/// whose check fails is split in halves, then a single block into its entries; a single entry
+/// that fails stops with its LID. Each failed check spends one of `budget`; `live` follows
+/// the steps that land.
+fn prove_stages(
+    t: &mut Transition<'_>,
+    start: &ValidState,
+    stages: Vec<Vec<SmpWrite>>,
+    budget: &mut usize,
+    out: &mut Proved,
+    live: &mut Shadow,
+    eager: Option<&Eager<'_>>,
+) -> Result<(), Stop> {
+    for stage in stages {
+        let mut todo = vec![stage];
+        while let Some(writes) = todo.pop() {
+            let changes = lft_changes(start, &writes);
+            let check = t.step(&changes);
+            if check.is_proven() {
+                live.land(start, &writes);
+                out.checks.push(check);
+                out.steps.push(PlanStep::of(sorted(writes)));
+                continue;
+            }
+            if *budget == 0 {
+                return Err(Stop::Budget);
+            }
+            if *budget != usize::MAX {
+                *budget -= 1;
+            }
+            if let Some(lids) = eager.and_then(|e| culprits(t, &changes, start, e, live)) {
+                return Err(Stop::Drop(lids));
+            }
+            if writes.len() == 1 {
+                // One block: its entries one by one, each its own SMP.
+                let entries = writes.first().map(order::per_entry).unwrap_or_default();
+                if entries.len() > 1 {
+                    todo.extend(entries.into_iter().rev().map(|w| vec![w]));
+                    out.splits += 1;
+                    continue;
+                }
+                return Err(Stop::Unsafe(
+                    changes,
+                    PlanError::NoSafeOrder {
+                        write: describe(start, writes.first()),
+                        why: why(&check),
+                        check: Box::new(check),
+                    },
+                ));
+            }
+            // Split: the first half, then the rest.
+            let mut first = writes;
+            let rest = first.split_off(first.len() / 2);
+            todo.push(rest);
+            todo.push(first);
+            out.splits += 1;
+        }
+    }
+    Ok(())
+}
