@@ -90,6 +90,56 @@ fn every_fault_at_every_smp_ends_old_or_new() {
     insta::assert_debug_snapshot!((sets, seen));
 }
 
+/// A break-before-make plan: the desired tables after sFtree's subtree root loses an uplink
+/// (`--full`), whose switch-to-switch routes no order keeps, so their destinations are
+/// dropped and restored. A clean apply (the plan proven again on the sim, drops included)
+/// lands it and measures each drop's outage; every fault at every SMP ends in the old state or
+/// the new one.
+#[test]
+fn a_break_before_make_plan_lands_and_every_fault_at_every_smp_ends_old_or_new() {
+    let old = tree("");
+    let new = tree("        link leaf1.p[5] down\n");
+    let full = Options {
+        full: true,
+        ..Options::default()
+    };
+    let p = plan(&old, &new, &full).unwrap();
+    let outage = p.outage.clone().unwrap();
+    let drops = p.plan.steps.iter().filter(|s| !s.drops.is_empty()).count();
+    assert!(drops > 0 && !outage.destinations.is_empty(), "{outage:?}");
+    let start = weft_plan::start(&old, &new, Mode::Fault).unwrap();
+    let sm = sm_port(start.state());
+    let mut sim = SimFabric::new(start.state(), sm).unwrap();
+    let want = SimFabric::new(p.end.state(), sm).unwrap().tables();
+    let dir = tmp("bbm-clean");
+    let r = apply(
+        &mut Retrying {
+            inner: &mut sim,
+            tries: 3,
+        },
+        &p.plan,
+        &options(&dir),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(r.state, Final::New, "{r:?}");
+    same_at(&sim.tables(), &want, "");
+    assert_eq!(r.outages.len(), drops, "{r:?}");
+    let last = p.plan.steps.len() - 1;
+    for o in &r.outages {
+        assert_eq!(o.restored, last, "{o:?}");
+        assert_eq!(o.destinations, p.plan.steps[o.step].drops.len());
+        assert!(o.micros > 0, "{o:?}");
+    }
+    let (sets, seen) = fault_matrix("matrix-bbm", start.state(), p.end.state(), &p.plan);
+    assert_eq!(sets, p.plan.smps());
+    assert_eq!(
+        seen.values().sum::<usize>(),
+        weft_tests::sim::FAULT_KINDS.len() * sets,
+        "{seen:?}"
+    );
+}
+
 /// The same for a VM migration on a fabric that shows its vSwitches as switches (the VFs
 /// written by directed route to their adapters): every fault at every SMP ends in the old
 /// state or the new one, and a crash at any SMP recovers back or forward exactly.

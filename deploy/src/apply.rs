@@ -161,6 +161,55 @@ pub struct Report {
     /// Whether the journal still records an apply that did not end (recover it with
     /// `weft apply --recover`).
     pub journal_open: bool,
+    /// Per step of the plan that takes destinations out of service (break-before-make), how
+    /// long they were out as measured here: from its first Set to the end of the read-back of
+    /// the step that restores them (an upper bound on the real outage). Empty for a plan that
+    /// keeps every route, and for steps that did not both land.
+    pub outages: Vec<MeasuredOutage>,
+}
+
+/// A break-before-make drop as it happened on the fabric.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MeasuredOutage {
+    /// The step that dropped them (from 0).
+    pub step: usize,
+    /// The step that restored them (from 0).
+    pub restored: usize,
+    /// Destination LIDs dropped.
+    pub destinations: usize,
+    /// Microseconds out of service.
+    pub micros: u64,
+}
+
+/// The outages of `plan`'s drops, from when each step's Sets began and its read-back ended.
+fn measured(plan: &Plan, times: &[Option<(Instant, Instant)>]) -> Vec<MeasuredOutage> {
+    let mut out = Vec::new();
+    for (i, s) in plan.steps.iter().enumerate() {
+        if s.drops.is_empty() {
+            continue;
+        }
+        // The step that restores the first of them (a plan restores each once).
+        let restored = plan
+            .steps
+            .iter()
+            .enumerate()
+            .skip(i + 1)
+            .find(|(_, r)| s.drops.iter().any(|l| r.restores.contains(l)))
+            .map(|(j, _)| j);
+        let (Some(j), Some(Some((began, _)))) = (restored, times.get(i)) else {
+            continue;
+        };
+        let Some(Some((_, ended))) = times.get(j) else {
+            continue;
+        };
+        out.push(MeasuredOutage {
+            step: i,
+            restored: j,
+            destinations: s.drops.len(),
+            micros: ended.saturating_duration_since(*began).as_micros() as u64,
+        });
+    }
+    out
 }
 
 /// Why an apply did not start, or could not end cleanly.
@@ -665,6 +714,7 @@ pub fn apply_state(
                 gets,
                 notes: Vec::new(),
                 journal_open: false,
+                outages: Vec::new(),
             },
             live.plan,
         ));
@@ -866,6 +916,8 @@ struct Txn<'a, T: Transport> {
     journal_failed: Option<String>,
     /// Whether the journal records an end (committed or rolled back).
     ended: bool,
+    /// Per step, when its Sets began and its read-back ended (`None`: not sent by this run).
+    times: Vec<Option<(Instant, Instant)>>,
 }
 
 impl<T: Transport> Txn<'_, T> {
@@ -956,8 +1008,16 @@ impl<T: Transport> Txn<'_, T> {
                     break batch;
                 }
             };
+            let began = Instant::now();
             match run_step(self.t, &batch, &mut self.count) {
-                Ok(()) => {}
+                Ok(()) => {
+                    if self.times.len() <= step {
+                        self.times.resize(step + 1, None);
+                    }
+                    if let Some(t) = self.times.get_mut(step) {
+                        *t = Some((began, Instant::now()));
+                    }
+                }
                 Err(e @ SmpError::Crashed { .. }) => return Err((step, Stop::Crashed(e))),
                 Err(e) => return Err((step, Stop::Smp(e.to_string()))),
             }
@@ -1221,6 +1281,7 @@ fn transact(
         settle: opts.settle,
         journal_failed: None,
         ended: false,
+        times: Vec::new(),
     };
     let stop = opts.stop.as_deref();
     let (done, failure) = match x.forward(&steps, 0, stop, progress) {
@@ -1254,6 +1315,7 @@ fn transact(
             gets: x.count.gets,
             notes,
             journal_open: !x.ended,
+            outages: measured(plan, &x.times),
         });
     };
     if let Stop::Crashed(e) = why {
@@ -1302,6 +1364,7 @@ fn rollback<T: Transport>(
         gets: x.count.gets,
         notes,
         journal_open: !x.ended,
+        outages: Vec::new(),
     })
 }
 
@@ -1774,6 +1837,7 @@ pub fn recover_with(
         settle,
         journal_failed: None,
         ended: j.ended().is_some(),
+        times: Vec::new(),
     };
     let report = |x: &Txn<'_, _>, state: Final, failure: Option<String>, done: usize| Report {
         state,
@@ -1783,6 +1847,7 @@ pub fn recover_with(
         gets: x.count.gets,
         notes: Vec::new(),
         journal_open: !x.ended,
+        outages: Vec::new(),
     };
     if j.blocks.is_empty() {
         return Ok(report(

@@ -73,7 +73,17 @@ pub(super) fn report(
         "{line}: {} steps landed, {} Set and {} Get SMPs",
         r.steps_done, r.sets, r.gets
     );
-    if code == 0 && quiet && r.notes.is_empty() {
+    for o in &r.outages {
+        let _ = writeln!(
+            text,
+            "outage: {} destination(s) dropped by step {} were out of service for {:.1} ms (from its first Set to the read-back of step {}, which restored them)",
+            o.destinations,
+            o.step + 1,
+            o.micros as f64 / 1000.0,
+            o.restored + 1
+        );
+    }
+    if code == 0 && quiet && r.notes.is_empty() && r.outages.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
     out(None, &text)?;
