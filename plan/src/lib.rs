@@ -454,6 +454,10 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
                 if let Some((end, target)) = kept {
                     with_outage = Some((end, target, not.len()));
                 }
+                // Without outage allowed, the desired tables' refusal is the plan's.
+                if c == Candidate::Desired && !opts.allows_outage() {
+                    return Err(e);
+                }
             }
             other => return other,
         }

@@ -196,13 +196,15 @@ fn break_before_make(
                 pending.iter().map(|&(_, lid)| lid).collect()
             }
         };
-        // Drop the destinations: their entries not moved yet, to no entry.
-        let fresh: BTreeSet<u16> = lids.into_iter().filter(|l| !dropped.contains(l)).collect();
+        // Drop the destinations: their entries not moved yet, to no entry (a destination with
+        // none left is not dropped).
+        let asked: BTreeSet<u16> = lids.into_iter().filter(|l| !dropped.contains(l)).collect();
         let gone: Vec<(NodeId, u16)> = changed
             .iter()
             .copied()
-            .filter(|&(x, lid)| fresh.contains(&lid) && live.entry(start, x, lid) != target(x, lid))
+            .filter(|&(x, lid)| asked.contains(&lid) && live.entry(start, x, lid) != target(x, lid))
             .collect();
+        let fresh: BTreeSet<u16> = gone.iter().map(|&(_, lid)| lid).collect();
         let writes = live.write_all(start, &gone, &|_, _| LFT_UNSET);
         let as_lids: Vec<Lid> = fresh.iter().map(|&l| Lid(l)).collect();
         t.drop_destinations(&as_lids);
@@ -243,15 +245,23 @@ fn break_before_make(
     }
     let lids: Vec<u16> = dropped.iter().copied().collect();
     if let Some(&l) = lids.iter().find(|&&l| t.out_of_service(Lid(l))) {
-        return Err(PlanError::NoSafeOrder {
-            write: format!("restoring LID {l}"),
-            why: format!(
-                "{} route(s) toward destinations taken out of service still fail after their \
-                 new entries are written",
-                t.outage_routes()
-            ),
-            check: Box::new(check),
-        });
+        // Every changing entry holds the end state's: its routes toward `l` fail on this
+        // fabric (with `--drain`, the end state cuts it off while its cables are still up).
+        let owner = start
+            .lids
+            .owners(&start.fabric)
+            .get(usize::from(l))
+            .copied()
+            .flatten()
+            .map_or_else(String::new, |(n, _)| {
+                format!(" (`{}`)", start.fabric.node(n).name())
+            });
+        return Err(PlanError::Unproven(format!(
+            "{} route(s) toward LID {l}{owner} do not arrive with its tables on the fabric the \
+             steps run on, so no plan keeps or restores them (with `--drain`, a destination \
+             the desired state cuts off while its cables are still up)",
+            t.outage_routes()
+        )));
     }
     let first = out.steps.iter().position(|s| !s.drops.is_empty());
     out.checks.push(check);

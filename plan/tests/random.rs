@@ -1,5 +1,6 @@
-//! The planner on random fabrics: two routings of one fabric (up/down and min-hop, on the same
-//! LIDs), planned both ways, with break-before-make allowed and without. `plan` never panics;
+//! The planner on random fabrics: routings of one fabric (up/down from two roots and min-hop,
+//! on the same LIDs), planned both ways, and toward the fabric with a random cable down routed
+//! up/down from a third root, with break-before-make allowed and without. `plan` never panics;
 //! a plan always exists between two proven states, with an outage only where no order keeps
 //! every route (then the plan without outage is refused with a witness); replaying its steps
 //! with the transition checker proves every one, each write's `old` block is what the switch
@@ -32,8 +33,14 @@ fn plans_replay_to_the_desired_tables() {
         let a = testkit::valid(testkit::route_updown(&f, lids.clone()));
         let root = 1 + rng.below(8) as usize;
         let c = testkit::valid(testkit::route_updown_from(&f, lids.clone(), root));
-        let b = testkit::valid(testkit::route_minhop(&f, lids));
-        for (old, new) in [(&a, &b), (&b, &a), (&a, &c), (&c, &a)] {
+        let b = testkit::valid(testkit::route_minhop(&f, lids.clone()));
+        // A fault: a random cable down, the fabric routed up/down from another root.
+        let mut faulted = weft_fabric::FabricBuilder::from(f.clone());
+        let cable = rng.below(f.links().len().max(1) as u64) as u32;
+        faulted.set_link_down(weft_fabric::LinkId(cable));
+        let g = faulted.finish();
+        let e = testkit::valid(testkit::route_updown_from(&g, lids, root + 1));
+        for (old, new) in [(&a, &b), (&b, &a), (&a, &c), (&c, &a), (&a, &e), (&c, &e)] {
             for mode in [Mode::Fault, Mode::Drain] {
                 let full = rng.below(2) == 0;
                 let opts = Options {
@@ -86,7 +93,15 @@ fn plans_replay_to_the_desired_tables() {
                         replayed(k, old, new, mode, full, &p);
                     }
                     Err(PlanError::Unproven(_)) => {
-                        assert!(matches!(without, Err(PlanError::Unproven(_))), "case {k}");
+                        // The desired state unproven, or (draining) cutting a destination off
+                        // while its cables are up: no order keeps its routes either.
+                        assert!(
+                            matches!(
+                                without,
+                                Err(PlanError::Unproven(_) | PlanError::NoSafeOrder { .. })
+                            ),
+                            "case {k}"
+                        );
                     }
                     Err(PlanError::NoSafeOrder { .. }) if from_loop => {
                         assert!(without.is_err(), "case {k}");
@@ -97,7 +112,7 @@ fn plans_replay_to_the_desired_tables() {
         }
     }
     assert!(
-        planned > 40 && outages > 20 && refused == outages,
+        planned > 60 && outages > 20 && refused == outages,
         "{planned} planned, {outages} with an outage, {refused} refused without"
     );
 }

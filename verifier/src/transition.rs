@@ -797,12 +797,16 @@ impl<'a> Transition<'a> {
         // The step lands; a destination out of service whose routes fail no more than at the
         // start is back in service.
         for (i, o) in work.iter().zip(&outs) {
-            let i = i.0 as usize;
-            self.set_failing(i, o.failing_after);
-            if self.outage.get(i).copied().unwrap_or(false)
-                && self.beyond_start(i, o.failing_after) == 0
-            {
-                self.set_outage(i, false);
+            self.set_failing(i.0 as usize, o.failing_after);
+        }
+        if self.outage.contains(&true) {
+            for i in 0..self.outage.len() {
+                let failing = self.failing.get(i).copied().unwrap_or(0);
+                if self.outage.get(i).copied().unwrap_or(false)
+                    && self.beyond_start(i, failing) == 0
+                {
+                    self.set_outage(i, false);
+                }
             }
         }
         check.out_of_service = self.outage_count();
