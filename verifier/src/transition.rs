@@ -545,15 +545,7 @@ impl<'a> Transition<'a> {
     /// — those an outage reaches at this point — with how many destinations out of service
     /// each cannot reach. Sorted by node.
     pub fn outage_sources(&self) -> Vec<(NodeId, u64)> {
-        let u = Union {
-            net: &self.net,
-            outage: &self.outage,
-            cur: &self.cur,
-            sources: &self.sources,
-            attach: &self.attach,
-            deps: &self.deps,
-            starts: &self.starts,
-        };
+        let u = self.union(&self.deps);
         let out: Vec<usize> = (0..self.dests.len())
             .filter(|&i| self.outage.get(i).copied().unwrap_or(false))
             .collect();
@@ -658,15 +650,7 @@ impl<'a> Transition<'a> {
                             .map(|_| std::sync::atomic::AtomicBool::new(false))
                             .collect(),
                     };
-                    let u = Union {
-                        net: &self.net,
-                        outage: &self.outage,
-                        cur: &self.cur,
-                        sources: &self.sources,
-                        attach: &self.attach,
-                        deps: &probe,
-                        starts: &self.starts,
-                    };
+                    let u = self.union(&probe);
                     let Some(&d) = self.dests.get(i as usize) else {
                         return (Lid(0), Vec::new());
                     };
@@ -828,15 +812,7 @@ impl<'a> Transition<'a> {
     /// from `work`; dependencies go to `sink`. The results are in destination order, or in
     /// `work`'s.
     fn run(&self, sink: &DepSet, work: &[(u32, Vec<(usize, u8)>)], every: bool) -> Vec<DestOut> {
-        let u = Union {
-            net: &self.net,
-            outage: &self.outage,
-            cur: &self.cur,
-            sources: &self.sources,
-            attach: &self.attach,
-            deps: sink,
-            starts: &self.starts,
-        };
+        let u = self.union(sink);
         let none: Vec<(usize, u8)> = Vec::new();
         if every {
             let writes: std::collections::BTreeMap<u32, &Vec<(usize, u8)>> =
@@ -977,6 +953,19 @@ impl<'a> Transition<'a> {
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    /// The walker over the current tables, its dependencies going to `deps`.
+    fn union<'s, S: Sink>(&'s self, deps: &'s S) -> Union<'s, S> {
+        Union {
+            net: &self.net,
+            outage: &self.outage,
+            cur: &self.cur,
+            sources: &self.sources,
+            attach: &self.attach,
+            deps,
+            starts: &self.starts,
+        }
     }
 
     /// The scope steps are checked for.
