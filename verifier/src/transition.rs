@@ -502,6 +502,11 @@ impl<'a> Transition<'a> {
         set_entry(self.cur.get_mut(k), lid, port);
     }
 
+    /// Destinations in scope (a check that fails may walk every one).
+    pub fn destinations(&self) -> usize {
+        self.dests.len()
+    }
+
     /// Routes failing in the current state.
     pub fn failing(&self) -> u64 {
         self.failing.iter().sum()
