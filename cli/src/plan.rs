@@ -61,8 +61,8 @@ pub struct Args {
     smp_rate: u64,
 }
 
-/// SMPs per second the outage estimate assumes unless told: `weft apply --target mad` with its
-/// default window on ibsim (docs/plan.md).
+/// SMPs per second the outage estimate assumes unless told: a round figure, not a
+/// measurement (`weft apply` measures each drop on the fabric it writes).
 const DEFAULT_SMP_RATE: u64 = 1000;
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
