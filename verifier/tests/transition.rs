@@ -293,3 +293,128 @@ fn incremental_steps_agree_with_single_checks() {
         "{proven_steps} proven, {refused} refused"
     );
 }
+
+/// Per destination, the dependencies every mix of `changes` on `before` creates toward it
+/// (the reference walk from every source).
+fn deps_by_destination(
+    before: &FabricState,
+    changes: &[Change],
+) -> BTreeMap<Lid, BTreeSet<(Chan, Chan)>> {
+    let (srcs, dsts) = endpoints(before);
+    let mut out: BTreeMap<Lid, BTreeSet<(Chan, Chan)>> = BTreeMap::new();
+    for mask in 0u32..(1 << changes.len()) {
+        let landed: Vec<Change> = changes
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| mask & (1 << i) != 0)
+            .map(|(_, c)| *c)
+            .collect();
+        let st = applied(before, &landed);
+        for &(s, p) in &srcs {
+            for &d in &dsts {
+                let w = reference::walk(&st, s, p, d, 0);
+                for pair in w.hops.windows(2) {
+                    let (a, b) = (&pair[0], &pair[1]);
+                    out.entry(d)
+                        .or_default()
+                        .insert(((a.node, a.out, a.vl), (b.node, b.out, b.vl)));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The break-before-make helpers against brute force. Where a step closes transient credit
+/// loops, [`Transition::creators`] names, for every dependency of every loop
+/// ([`Transition::last_cycles`]), exactly the destinations some mix's routes toward which
+/// create it. And a step that sets every entry of one destination to "no entry" is refused
+/// (a broken route) unless the destination is out of service, is then proven, and counts as
+/// its outage exactly the routes toward it that fail after it.
+#[test]
+fn creators_and_outages_agree_with_brute_force() {
+    let mut rng = Rng(0xbb3);
+    let (mut loops, mut drops) = (0, 0);
+    for k in 0..300 {
+        let (a, b) = case(&mut rng);
+        let (va, vb) = (testkit::valid(a.clone()), testkit::valid(b.clone()));
+        if !weft_verifier::verify(
+            &va,
+            &weft_verifier::Options {
+                properties: vec![weft_verifier::Property::DeadlockFree],
+                certificate: false,
+                ..Default::default()
+            },
+        )
+        .is_proven()
+        {
+            continue;
+        }
+        // Creators: a step of up to 5 entries of the other routing.
+        let mut all = transition::changes(&va, &vb);
+        let mut step: Vec<Change> = Vec::new();
+        while !all.is_empty() && step.len() < 5 {
+            step.push(all.swap_remove(rng.below(all.len() as u64) as usize));
+        }
+        let mut t = Transition::new(&va, Scope::All);
+        let check = t.step(&step);
+        if check.deadlock_free == Outcome::Violated && check.loop_free == Outcome::Proven {
+            let cycles = t.last_cycles().to_vec();
+            assert!(!cycles.is_empty(), "case {k}");
+            let by_dest = deps_by_destination(&a, &step);
+            let found = t.creators(&step, &cycles);
+            for (cycle, per_dep) in cycles.iter().zip(&found) {
+                let n = cycle.len();
+                for (j, creators) in per_dep.iter().enumerate() {
+                    let (x, y) = (&cycle[j], &cycle[(j + 1) % n]);
+                    let dep = ((x.node.id, x.port, x.vl), (y.node.id, y.port, y.vl));
+                    let want: Vec<Lid> = by_dest
+                        .iter()
+                        .filter(|(_, d)| d.contains(&dep))
+                        .map(|(&l, _)| l)
+                        .collect();
+                    assert!(
+                        !want.is_empty(),
+                        "case {k}: a loop dependency nobody creates"
+                    );
+                    assert_eq!(creators, &want, "case {k}: {dep:?}");
+                }
+            }
+            loops += 1;
+        }
+        // Drops: every entry of one destination to none, on the start.
+        let (_, dsts) = endpoints(&a);
+        let d = dsts[rng.below(dsts.len() as u64) as usize];
+        let dropping: Vec<Change> = va
+            .switches
+            .keys()
+            .map(|&x| Change {
+                switch: x,
+                lid: d,
+                port: 255,
+            })
+            .collect();
+        let (srcs, _) = endpoints(&a);
+        let after = applied(&a, &dropping);
+        let failing = |st: &FabricState| {
+            srcs.iter()
+                .filter(|&&(s, p)| reference::walk(st, s, p, d, 0).failure.is_some())
+                .count() as u64
+        };
+        let lost = failing(&after) - failing(&a);
+        let mut t = Transition::new(&va, Scope::All);
+        t.checkpoint();
+        let check = t.step(&dropping);
+        assert_eq!(check.connected == Outcome::Violated, lost > 0, "case {k}");
+        t.rollback();
+        t.drop_destinations(&[d]);
+        let check = t.step(&dropping);
+        assert!(check.is_proven(), "case {k}: {check:?}");
+        assert_eq!(check.outage_routes, lost, "case {k}");
+        assert_eq!(t.out_of_service(d), lost > 0, "case {k}");
+        if lost > 0 {
+            drops += 1;
+        }
+    }
+    assert!(loops > 5 && drops > 20, "{loops} loops, {drops} drops");
+}
