@@ -1,0 +1,881 @@
+//! OpenSM's way, measured: how many LFT blocks the real OpenSM writes for a link failure and
+//! for a change of routing engine, and whether its unordered distribution of them can pass
+//! through unsafe states — checked by weft's transition verifier — beside what `weft plan`
+//! does for the same change.
+//!
+//! ```text
+//! bench/opensm-reroute.sh [--link NODE.p[N]] [--root SWITCH] [--scope all|hca-to-hca]
+//!                         [--json FILE] [--timeout SECS] [FILE.weft]
+//!                                        # default examples/cluster-648.weft
+//! ```
+//!
+//! 1. `weft build FILE` (weft's LIDs, the ibsim net file, `guid2lid`), and the same program
+//!    with `faults { link LINK down }` (default `leaf5.p[25]` on `cluster-648`, `leaf3.p[20]`
+//!    on `cluster-11664`; `--link` otherwise) and with `routing { engine = updn, roots = [ROOT] }`
+//!    (default `core1` where there is one, else `spine1`).
+//! 2. ibsim (with its console) on the net file; OpenSM 3.3.23 as a daemon on it:
+//!    `opensm -R ftree -s 0 -D 0x8b -d2` (no periodic sweep: only the fault's trap sweeps;
+//!    DEBUG logging, flushed per line), its `guid2lid` cache weft's (the same LIDs). At
+//!    `SUBNET UP` every switch's LFT is read back with `dump_fts` (SubnGet(LinearForwardingTable)
+//!    over MADs).
+//! 3. **The fault**: ibsim's console `Unlink "S-<guid>"[port]` (both ends go Down, each switch
+//!    sends trap 128 to the SM); OpenSM sweeps on the trap (a SIGHUP, to its PID, only if no
+//!    new `SUBNET UP` came within 60 s; the output says which), and at the new `SUBNET UP` the
+//!    LFTs are read back. Then `ReLink` and OpenSM's sweep back (read back again: the start of
+//!    the engine change).
+//! 4. **The engine change**: OpenSM cannot change its engine while it runs (`routing_engine`
+//!    is not re-read on SIGHUP in 3.3.23, `osm_subnet.c`), so the ftree daemon is stopped
+//!    (SIGTERM to its PID) and `opensm -R updn -a ROOTFILE` (one GUID: ROOT) starts with the
+//!    same cache, as an operator would; at its `SUBNET UP` the LFTs are read back.
+//! 5. For each change:
+//!    * **blocks written**: OpenSM's own count — one `Writing FT block B to switch 0xG` DEBUG
+//!      line per SubnSet(LinearForwardingTable) it sends (`set_lft_block`, `osm_ucast_mgr.c`:
+//!      a block is sent only when it differs from OpenSM's copy of what the switch holds —
+//!      the blocks it set or read before — unless the switch or the subnet needs a full
+//!      update, as every switch does for an SM that just started), in the order it sends
+//!      them (`ucast_mgr_pipeline_fwd_tbl`: block 0 to every switch in GUID order, then block
+//!      1, …; at most `max_wire_smps`, 4, in flight); and the blocks whose content differs
+//!      between the two read-backs (what any writer must send);
+//!    * **every mix at once**: weft states of the fabric (the fault's fabric for the fault:
+//!      the old tables on it are what the switches hold when the trap arrives) with the old
+//!      and with the new tables, checked as one step by
+//!      `weft_verifier::transition::check_step` — any subset of the writes may have landed,
+//!      which is what SMPs in flight (and lost, retried after a timeout) give: loop-free,
+//!      deadlock-free, connected, each with its witness;
+//!    * **in OpenSM's order**: the same writes one SMP at a time in the order of its log, each
+//!      landed before the next (the most orderly run OpenSM can have), each checked against
+//!      the state the ones before it left (`Transition::step`): how many of those states are
+//!      unsafe and the first one.
+//! 6. Beside it, `weft plan --from BUILD/state.json DESIRED --scope S --format json` for the
+//!    same change, from weft's own tables and from OpenSM's (its ftree tables read back,
+//!    written as a `state.json`): LFT SMPs, steps, the lower bound, or the refusal verbatim.
+//!
+//! Everything but the timings is deterministic (OpenSM's engines and its sending order are).
+
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
+
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+use weft_fabric::{build_dir, Fabric, FabricState, Lft, NodeId, SwitchState, ValidState};
+use weft_tests::ibsim::{Background, Ibsim, Limits, Tools};
+use weft_verifier::transition::{self, Change, StepCheck, Transition};
+use weft_verifier::{Outcome, Scope};
+
+struct Opts {
+    file: PathBuf,
+    link: Option<String>,
+    root: Option<String>,
+    scope: Scope,
+    json: Option<PathBuf>,
+    timeout: Duration,
+}
+
+fn usage() -> ! {
+    eprintln!(
+        "usage: opensm_reroute [--link NODE.p[N]] [--root SWITCH] [--scope all|hca-to-hca] \
+         [--json FILE] [--timeout SECS] [FILE.weft]"
+    );
+    std::process::exit(2)
+}
+
+fn parse_args() -> Opts {
+    let mut o = Opts {
+        file: weft_bench::root().join("examples/cluster-648.weft"),
+        link: None,
+        root: None,
+        scope: Scope::HcaToHca,
+        json: None,
+        timeout: Duration::from_secs(1800),
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut value = || args.next().unwrap_or_else(|| usage());
+        match a.as_str() {
+            "--link" => o.link = Some(value()),
+            "--root" => o.root = Some(value()),
+            "--scope" => {
+                o.scope = match value().as_str() {
+                    "all" => Scope::All,
+                    "hca-to-hca" => Scope::HcaToHca,
+                    _ => usage(),
+                }
+            }
+            "--json" => o.json = Some(PathBuf::from(value())),
+            "--timeout" => {
+                o.timeout = Duration::from_secs(value().parse().unwrap_or_else(|_| usage()))
+            }
+            "-h" | "--help" => usage(),
+            f if !f.starts_with('-') => o.file = PathBuf::from(f),
+            _ => usage(),
+        }
+    }
+    o
+}
+
+/// The link of the issue's fault on the two trees it names.
+fn default_link(file: &Path) -> Option<&'static str> {
+    match file.file_stem()?.to_str()? {
+        "cluster-648" => Some("leaf5.p[25]"),
+        "cluster-11664" => Some("leaf3.p[20]"),
+        _ => None,
+    }
+}
+
+/// `src` with `faults { … }` added at the end of its fabric.
+fn with_faults(src: &str, faults: &str) -> String {
+    let i = src.rfind('}').expect("a fabric block");
+    format!("{}    faults {{\n{faults}    }}\n}}\n", &src[..i])
+}
+
+/// `src` with its `routing { … }` section replaced by `updn` rooted at `root`.
+fn with_updn(src: &str, root: &str) -> String {
+    let new = format!("routing {{\n        engine = updn\n        roots = [{root}]\n    }}");
+    match src.find("routing {") {
+        Some(i) => {
+            let end = i + src[i..].find('}').expect("a closed routing section") + 1;
+            format!("{}{new}{}", &src[..i], &src[end..])
+        }
+        None => {
+            let i = src.rfind('}').expect("a fabric block");
+            format!("{}    {new}\n}}\n", &src[..i])
+        }
+    }
+}
+
+/// `weft ARGS`, its output; panics unless it succeeds.
+fn weft_ok(weft: &Path, args: &[&str]) -> std::process::Output {
+    let o = Command::new(weft).args(args).output().unwrap();
+    assert!(
+        o.status.success(),
+        "weft {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+/// `weft build SRC -o DIR` (the text written to `DIR.weft` first); the state it built.
+fn build(weft: &Path, work: &Path, name: &str, src: &str) -> (PathBuf, ValidState) {
+    let file = work.join(format!("{name}.weft"));
+    std::fs::write(&file, src).unwrap();
+    let dir = work.join(name);
+    weft_ok(
+        weft,
+        &[
+            "build",
+            file.to_str().unwrap(),
+            "-o",
+            dir.to_str().unwrap(),
+            "-q",
+        ],
+    );
+    let st =
+        ValidState::from_json(&std::fs::read_to_string(dir.join(build_dir::STATE)).unwrap())
+            .unwrap_or_else(|e| panic!("{e}"));
+    (file, st)
+}
+
+/// `fabric` with `lids`, the SM where `like` says, and the LFTs `dump_fts` read (no SL→VL
+/// tables, path SLs or multicast: OpenSM without QoS sends every SL on VL 0, and SL 0 is
+/// every path's).
+fn osm_state(fabric: &Fabric, like: &FabricState, fts: &BTreeMap<(u64, u16), u8>) -> ValidState {
+    let mut st = FabricState::new(fabric.clone());
+    st.lids = like.lids.clone();
+    st.sm = like.sm.clone();
+    let mut by_guid: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
+    for (&(guid, lid), &port) in fts {
+        let t = by_guid.entry(guid).or_default();
+        let i = usize::from(lid);
+        if t.len() <= i {
+            t.resize(i + 1, weft_fabric::LFT_UNSET);
+        }
+        t[i] = port;
+    }
+    for id in fabric.node_ids().filter(|&id| fabric.node(id).is_switch()) {
+        let ports = by_guid
+            .remove(&fabric.node(id).guid().0)
+            .unwrap_or_default();
+        st.switches.insert(
+            id,
+            SwitchState {
+                lft: Lft { ports },
+                sl2vl: Vec::new(),
+                sl2vl_all: None,
+            },
+        );
+    }
+    assert!(
+        by_guid.is_empty(),
+        "dump_fts read switches the fabric does not have: {:x?}",
+        by_guid.keys().collect::<Vec<_>>()
+    );
+    ValidState::new(st).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// OpenSM's log so far.
+fn read_log(log: &Path) -> String {
+    std::fs::read_to_string(log).unwrap_or_default()
+}
+
+/// Waits until OpenSM's log holds a `SUBNET UP` after byte `from` (panics when OpenSM exits,
+/// logs an error, or `limit` passes); false when `limit` passed.
+fn wait_up(osm: &mut Background, log: &Path, from: usize, limit: Duration) -> bool {
+    let start = Instant::now();
+    loop {
+        let text = read_log(log);
+        let new = text.get(from..).unwrap_or_default();
+        if new.contains("SUBNET UP") {
+            return true;
+        }
+        assert!(
+            osm.running(),
+            "OpenSM exited:\n{}",
+            std::fs::read_to_string(&osm.out).unwrap_or_default()
+        );
+        if start.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Sends `signal` to the process `pid` (one this binary started).
+fn signal(pid: u32, signal: &str) {
+    let ok = Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill -{signal} {pid}");
+}
+
+/// The OpenSM daemon on `sim`: `engine`, more arguments, its log at `log`, the cache `cache`.
+fn start_opensm(
+    sim: &Ibsim,
+    engine: &str,
+    more: &[&str],
+    log: &Path,
+    cache: &Path,
+) -> Background {
+    let mut args = vec![
+        "-R",
+        engine,
+        "-s",
+        "0",
+        "-D",
+        "0x8b",
+        "-d2",
+        "-f",
+        log.to_str().unwrap(),
+    ];
+    args.extend_from_slice(more);
+    sim.spawn_env("opensm", &args, &[("OSM_CACHE_DIR", cache.to_str().unwrap())])
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The engine OpenSM's log says configured the tables last (`<engine> tables configured on
+/// all switches`).
+fn configured_by(log: &str) -> Option<String> {
+    log.lines()
+        .rev()
+        .find_map(|l| {
+            l.split("osm_ucast_mgr_process: ")
+                .nth(1)?
+                .strip_suffix(" tables configured on all switches")
+                .map(str::to_owned)
+        })
+}
+
+/// `(switch GUID, block)` of every `Writing FT block B to switch 0xG` line, in order.
+fn writes(log: &str) -> Vec<(u64, u16)> {
+    log.lines()
+        .filter_map(|l| {
+            let rest = l.split("Writing FT block ").nth(1)?;
+            let (block, guid) = rest.split_once(" to switch 0x")?;
+            Some((
+                u64::from_str_radix(guid.trim(), 16).ok()?,
+                block.trim().parse().ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// A check's outcome as a word.
+fn word(o: &Outcome) -> String {
+    match o {
+        Outcome::Proven => "proven".to_owned(),
+        Outcome::Violated => "VIOLATED".to_owned(),
+        Outcome::Unknown(why) => format!("unknown ({why})"),
+    }
+}
+
+/// The witnesses of a step check, one line each.
+fn witnesses(c: &StepCheck) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(l) = &c.forwarding_loop {
+        let hops: Vec<String> = l
+            .hops
+            .iter()
+            .map(|h| format!("`{}` port {} ({:?})", h.node.name, h.out_port, h.entry))
+            .collect();
+        out.push(format!(
+            "forwarding loop toward LID {} (`{}`): {} → back to the first",
+            l.dlid.0,
+            l.dst.node.name,
+            hops.join(" → ")
+        ));
+    }
+    if !c.credit_loop.is_empty() {
+        let ch: Vec<String> = c
+            .credit_loop
+            .iter()
+            .map(|c| format!("`{}` port {} VL {}", c.node.name, c.port, c.vl))
+            .collect();
+        out.push(format!(
+            "credit loop: {} → back to the first",
+            ch.join(" → ")
+        ));
+    }
+    if let Some(b) = &c.broken {
+        out.push(format!(
+            "broken route from `{}` toward LID {} (`{}`): fails at `{}` ({:?} entry): {:?}",
+            b.from.name, b.dlid.0, b.dst.node.name, b.at.name, b.entry, b.reason
+        ));
+    }
+    out
+}
+
+/// OpenSM's writes in its order, one SMP per step.
+#[derive(Serialize)]
+struct InOrder {
+    /// SMPs checked (those that change no entry are states already checked: skipped).
+    steps: usize,
+    /// Steps whose mix (the one SMP landing or not) is unsafe.
+    unsafe_steps: usize,
+    /// Of those, with a transient forwarding loop, a credit loop, a broken route.
+    forwarding_loops: usize,
+    credit_loops: usize,
+    broken_routes: usize,
+    /// The first unsafe step: its index in OpenSM's order (1-based), the switch and block.
+    first_unsafe: Option<(usize, String, u16)>,
+    first_check: Option<StepCheck>,
+    /// Entries that differ but no logged write covers (0 when the log accounts for all).
+    unlogged_entries: usize,
+}
+
+/// One change as OpenSM made it.
+#[derive(Serialize)]
+struct Measured {
+    what: String,
+    /// How OpenSM was made to recompute (trap, SIGHUP, restart).
+    trigger: String,
+    /// The engine that configured the tables, from OpenSM's log.
+    engine: Option<String>,
+    /// Seconds from the fault (or the start) to the new `SUBNET UP`.
+    seconds: f64,
+    blocks_written: usize,
+    switches_written: usize,
+    blocks_changed: usize,
+    switches_changed: usize,
+    entries_changed: usize,
+    /// The whole change as one step: every mix of the writes.
+    one_step: StepCheck,
+    in_order: InOrder,
+    /// The new tables, verified on their own (deadlock freedom, connectivity).
+    after_verdict: String,
+    weft_plan: Vec<WeftPlan>,
+}
+
+/// What `weft plan` does for the same change.
+#[derive(Serialize)]
+struct WeftPlan {
+    from: String,
+    command: String,
+    ok: bool,
+    lft_smps: Option<u64>,
+    steps: Option<usize>,
+    lower_bound: Option<u64>,
+    how: Option<String>,
+    /// Every step proven (from its JSON).
+    all_proven: Option<bool>,
+    /// The refusal, verbatim, when it refused.
+    refusal: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Out {
+    fabric: String,
+    switches: usize,
+    nodes: usize,
+    scope: String,
+    link: String,
+    root: String,
+    opensm_ftree_verdict: String,
+    changes: Vec<Measured>,
+}
+
+fn verdict(st: &ValidState, scope: Scope) -> String {
+    let r = weft_verifier::verify(
+        st,
+        &weft_verifier::Options {
+            scope,
+            certificate: false,
+            ..weft_verifier::Options::default()
+        },
+    );
+    format!(
+        "deadlock-free {}, connected {} ({} failed route(s))",
+        word(&r.verdict.deadlock_free),
+        word(&r.verdict.connected),
+        r.failed_routes
+    )
+}
+
+/// (switch, block) pairs whose 64 entries differ, and the entries.
+fn differing_blocks(a: &ValidState, b: &ValidState) -> (BTreeSet<(NodeId, u16)>, usize) {
+    let ch = transition::changes(a, b);
+    let blocks = ch.iter().map(|c| (c.switch, c.lid.0 / 64)).collect();
+    (blocks, ch.len())
+}
+
+/// OpenSM's logged writes applied one at a time from `before` toward `after`.
+fn in_order(
+    before: &ValidState,
+    after: &ValidState,
+    log: &[(u64, u16)],
+    scope: Scope,
+) -> InOrder {
+    let f = &before.fabric;
+    let mut pending: BTreeMap<(NodeId, u16), Vec<Change>> = BTreeMap::new();
+    for c in transition::changes(before, after) {
+        pending.entry((c.switch, c.lid.0 / 64)).or_default().push(c);
+    }
+    let mut t = Transition::new(before, scope);
+    let mut out = InOrder {
+        steps: 0,
+        unsafe_steps: 0,
+        forwarding_loops: 0,
+        credit_loops: 0,
+        broken_routes: 0,
+        first_unsafe: None,
+        first_check: None,
+        unlogged_entries: 0,
+    };
+    for (i, &(guid, block)) in log.iter().enumerate() {
+        let Some(id) = f.find_guid(weft_fabric::Guid(guid)) else {
+            continue;
+        };
+        let Some(changes) = pending.remove(&(id, block)) else {
+            continue;
+        };
+        out.steps += 1;
+        let c = t.step(&changes);
+        if !c.is_proven() {
+            out.unsafe_steps += 1;
+            out.forwarding_loops += usize::from(c.forwarding_loop.is_some());
+            out.credit_loops += usize::from(!c.credit_loop.is_empty());
+            out.broken_routes += usize::from(c.broken.is_some());
+            if out.first_unsafe.is_none() {
+                out.first_unsafe = Some((i + 1, f.node(id).name().to_owned(), block));
+                out.first_check = Some(c);
+            }
+        }
+    }
+    out.unlogged_entries = pending.values().map(Vec::len).sum();
+    out
+}
+
+/// `weft plan --from FROM DESIRED`.
+fn weft_plan(weft: &Path, label: &str, from: &Path, desired: &Path, scope: Scope) -> WeftPlan {
+    let args = [
+        "plan",
+        "--from",
+        from.to_str().unwrap(),
+        desired.to_str().unwrap(),
+        "--scope",
+        scope.as_str(),
+        "--format",
+        "json",
+    ];
+    let o = Command::new(weft).args(args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let json: Option<serde_json::Value> = serde_json::from_str(&stdout).ok();
+    let ok = o.status.success() && json.as_ref().is_some_and(|j| j["ok"] == true);
+    let get = |p: &str| json.as_ref().and_then(|j| j.pointer(p)).cloned();
+    let steps = get("/steps").and_then(|s| s.as_array().map(Vec::len));
+    let all_proven = get("/steps").and_then(|s| {
+        s.as_array().map(|v| {
+            v.iter().all(|s| {
+                ["loop_free", "deadlock_free", "connected"]
+                    .iter()
+                    .all(|k| s["check"][k]["result"] == "proven")
+            })
+        })
+    });
+    WeftPlan {
+        from: label.to_owned(),
+        command: format!("weft {}", args.join(" ")),
+        ok,
+        lft_smps: get("/totals/lft_smps").and_then(|v| v.as_u64()),
+        steps,
+        lower_bound: get("/totals/lower_bound/smps").and_then(|v| v.as_u64()),
+        how: get("/target/how")
+            .or_else(|| get("/target/kind"))
+            .and_then(|v| v.as_str().map(str::to_owned)),
+        all_proven,
+        refusal: (!ok).then(|| {
+            let err = String::from_utf8_lossy(&o.stderr).trim().to_owned();
+            if err.is_empty() {
+                stdout.trim().to_owned()
+            } else {
+                err
+            }
+        }),
+    }
+}
+
+#[expect(clippy::too_many_arguments, reason = "one measured change's inputs")]
+fn measure(
+    what: &str,
+    trigger: String,
+    engine: Option<String>,
+    seconds: f64,
+    before: &ValidState,
+    after: &ValidState,
+    log: &[(u64, u16)],
+    scope: Scope,
+) -> Measured {
+    let (blocks, entries) = differing_blocks(before, after);
+    let one_step = transition::check_step(before, after, scope).unwrap_or_else(|e| panic!("{e}"));
+    let in_order = in_order(before, after, log, scope);
+    Measured {
+        what: what.to_owned(),
+        trigger,
+        engine,
+        seconds,
+        blocks_written: log.len(),
+        switches_written: log.iter().map(|w| w.0).collect::<BTreeSet<_>>().len(),
+        blocks_changed: blocks.len(),
+        switches_changed: blocks.iter().map(|b| b.0).collect::<BTreeSet<_>>().len(),
+        entries_changed: entries,
+        one_step,
+        in_order,
+        after_verdict: verdict(after, scope),
+        weft_plan: Vec::new(),
+    }
+}
+
+fn main() {
+    let o = parse_args();
+    let tools = Tools::find(&["opensm", "dump_fts"])
+        .unwrap_or_else(|missing| panic!("missing: {}", missing.join(", ")));
+    let weft = weft_bench::weft_binary()
+        .expect("the release weft binary beside this one (bench/opensm-reroute.sh builds it)");
+    let work = std::env::temp_dir().join(format!("weft-opensm-reroute-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let src = std::fs::read_to_string(&o.file)
+        .unwrap_or_else(|e| panic!("{}: {e}", o.file.display()));
+    let link = o
+        .link
+        .clone()
+        .or_else(|| default_link(&o.file).map(str::to_owned))
+        .unwrap_or_else(|| {
+            eprintln!("no default link for {}: give --link NODE.p[N]", o.file.display());
+            usage()
+        });
+
+    // weft's builds: the fabric as it is, with the fault, with updn.
+    let (_, old) = build(&weft, &work, "old", &src);
+    let f = &old.fabric;
+    let root = o.root.clone().unwrap_or_else(|| {
+        if f.find("core1").is_some() { "core1" } else { "spine1" }.to_owned()
+    });
+    let (fault_file, faulted) = build(
+        &weft,
+        &work,
+        "fault",
+        &with_faults(&src, &format!("        link {link} down\n")),
+    );
+    assert_eq!(faulted.lids, old.lids, "a fault changes no LID");
+    let (updn_file, _) = build(&weft, &work, "updn", &with_updn(&src, &root));
+    let (node, port) = link
+        .split_once(".p[")
+        .and_then(|(n, p)| Some((n, p.strip_suffix(']')?.parse::<u8>().ok()?)))
+        .unwrap_or_else(|| panic!("--link {link}: NODE.p[N]"));
+    let node_guid = f
+        .node(f.find(node).unwrap_or_else(|| panic!("no node `{node}`")))
+        .guid()
+        .0;
+    let root_guid = f
+        .node(f.find(&root).unwrap_or_else(|| panic!("no node `{root}`")))
+        .guid()
+        .0;
+    eprintln!(
+        "{}: {} switches, {} nodes; fault: link {link} down; engine change: ftree → updn rooted at {root}",
+        o.file.display(),
+        f.switch_count(),
+        f.nodes().len()
+    );
+
+    // ibsim and OpenSM (ftree).
+    let net = std::fs::read_to_string(work.join("old").join(build_dir::TOPOLOGY)).unwrap();
+    let sim = Ibsim::start_with_console(&tools, &net, Some(Limits::for_fabric(f)))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let cache = work.join("osm-cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    std::fs::copy(
+        work.join("old").join(build_dir::GUID2LID),
+        cache.join("guid2lid"),
+    )
+    .unwrap();
+    let log1 = work.join("osm-ftree.log");
+    let t = Instant::now();
+    let mut osm = start_opensm(&sim, "ftree", &[], &log1, &cache);
+    assert!(
+        wait_up(&mut osm, &log1, 0, o.timeout),
+        "OpenSM (ftree) did not reach SUBNET UP"
+    );
+    eprintln!(
+        "OpenSM ftree: SUBNET UP after {:.1} s; reading the LFTs back",
+        t.elapsed().as_secs_f64()
+    );
+    let lfts = |sim: &Ibsim| sim.lfts().unwrap_or_else(|e| panic!("{e}"));
+    let ftree = lfts(&sim);
+    let a = osm_state(f, &old, &ftree);
+    let ftree_verdict = verdict(&a, o.scope);
+    eprintln!("OpenSM ftree's tables: {ftree_verdict}");
+    let a_dir = work.join("osm-ftree");
+    std::fs::create_dir_all(&a_dir).unwrap();
+    std::fs::write(a_dir.join(build_dir::STATE), a.to_json()).unwrap();
+
+    // The fault.
+    let from = read_log(&log1).len();
+    let said = sim
+        .console(&format!("Unlink \"S-{node_guid:016x}\"[{port}]"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(!said.contains('#'), "ibsim: {said}");
+    let t = Instant::now();
+    let mut trigger = "trap 128 (ibsim's Unlink)".to_owned();
+    if !wait_up(&mut osm, &log1, from, Duration::from_secs(60)) {
+        signal(osm.pid(), "HUP");
+        trigger = "SIGHUP (no sweep on the trap within 60 s)".to_owned();
+        assert!(
+            wait_up(&mut osm, &log1, from, o.timeout),
+            "OpenSM did not sweep after the fault"
+        );
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let text = read_log(&log1);
+    let new = &text[from..];
+    let fault_writes = writes(new);
+    let ftree_fault = lfts(&sim);
+    let before = osm_state(&faulted.fabric, &old, &ftree);
+    let after = osm_state(&faulted.fabric, &old, &ftree_fault);
+    eprintln!(
+        "fault: SUBNET UP after {secs:.1} s, {} LFT blocks written; checking",
+        fault_writes.len()
+    );
+    let mut fault = measure(
+        &format!("link {link} down"),
+        trigger,
+        configured_by(new),
+        secs,
+        &before,
+        &after,
+        &fault_writes,
+        o.scope,
+    );
+
+    // Back to the healthy fabric.
+    let from = read_log(&log1).len();
+    let said = sim
+        .console(&format!("ReLink \"S-{node_guid:016x}\"[{port}]"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(!said.contains('#'), "ibsim: {said}");
+    if !wait_up(&mut osm, &log1, from, Duration::from_secs(60)) {
+        signal(osm.pid(), "HUP");
+        assert!(wait_up(&mut osm, &log1, from, o.timeout));
+    }
+    let healed = lfts(&sim);
+    eprintln!(
+        "link back up: OpenSM's tables {} the first ones",
+        if healed == ftree { "equal" } else { "differ from" }
+    );
+
+    // The engine change: OpenSM restarted with updn.
+    signal(osm.pid(), "TERM");
+    let _ = osm.wait(Duration::from_secs(30));
+    let roots = work.join("roots");
+    std::fs::write(&roots, format!("0x{root_guid:016x}\n")).unwrap();
+    let log2 = work.join("osm-updn.log");
+    let t = Instant::now();
+    let mut osm = start_opensm(
+        &sim,
+        "updn",
+        &["-a", roots.to_str().unwrap()],
+        &log2,
+        &cache,
+    );
+    assert!(
+        wait_up(&mut osm, &log2, 0, o.timeout),
+        "OpenSM (updn) did not reach SUBNET UP"
+    );
+    let secs = t.elapsed().as_secs_f64();
+    let text = read_log(&log2);
+    let updn_writes = writes(&text);
+    let updn = lfts(&sim);
+    drop(osm);
+    drop(sim);
+    let before = osm_state(f, &old, &healed);
+    let after = osm_state(f, &old, &updn);
+    eprintln!(
+        "engine change: SUBNET UP after {secs:.1} s, {} LFT blocks written; checking",
+        updn_writes.len()
+    );
+    let mut engine = measure(
+        &format!("ftree → updn (root {root})"),
+        "OpenSM restarted with -R updn (the engine is not re-read on SIGHUP)".to_owned(),
+        configured_by(&text),
+        secs,
+        &before,
+        &after,
+        &updn_writes,
+        o.scope,
+    );
+
+    // weft for the same changes.
+    let weft_dir = work.join("old").join(build_dir::STATE);
+    let osm_dir = a_dir.join(build_dir::STATE);
+    for (c, desired) in [(&mut fault, &fault_file), (&mut engine, &updn_file)] {
+        c.weft_plan = vec![
+            weft_plan(&weft, "weft's fat_tree tables", &weft_dir, desired, o.scope),
+            weft_plan(&weft, "OpenSM's ftree tables", &osm_dir, desired, o.scope),
+        ];
+    }
+
+    let out = Out {
+        fabric: o.file.display().to_string(),
+        switches: f.switch_count(),
+        nodes: f.nodes().len(),
+        scope: o.scope.as_str().to_owned(),
+        link,
+        root,
+        opensm_ftree_verdict: ftree_verdict,
+        changes: vec![fault, engine],
+    };
+    print!("{}", human(&out));
+    if let Some(p) = &o.json {
+        std::fs::write(p, serde_json::to_string_pretty(&out).unwrap() + "\n").unwrap();
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// The report as a table and notes.
+fn human(o: &Out) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "fabric: {} ({} switches, {} nodes); pairs checked: {}",
+        o.fabric, o.switches, o.nodes, o.scope
+    );
+    let _ = writeln!(
+        s,
+        "OpenSM ftree's tables at the start: {}",
+        o.opensm_ftree_verdict
+    );
+    for c in &o.changes {
+        let _ = writeln!(s, "\n== {} ==", c.what);
+        let _ = writeln!(
+            s,
+            "OpenSM: {} → {}, SUBNET UP after {:.1} s",
+            c.trigger,
+            c.engine.as_deref().unwrap_or("(engine not logged)"),
+            c.seconds
+        );
+        let _ = writeln!(
+            s,
+            "  LFT blocks written (its log):       {:>7} on {} switch(es)",
+            c.blocks_written, c.switches_written
+        );
+        let _ = writeln!(
+            s,
+            "  LFT blocks that differ (read back): {:>7} on {} switch(es), {} entries",
+            c.blocks_changed, c.switches_changed, c.entries_changed
+        );
+        let one = &c.one_step;
+        let _ = writeln!(
+            s,
+            "  every mix of its writes:  loop-free {}, deadlock-free {}, connected {}",
+            word(&one.loop_free),
+            word(&one.deadlock_free),
+            word(&one.connected)
+        );
+        for w in witnesses(one) {
+            let _ = writeln!(s, "    {w}");
+        }
+        let io = &c.in_order;
+        let _ = writeln!(
+            s,
+            "  in its order, one SMP at a time: {} of {} intermediate states unsafe \
+             ({} forwarding loop, {} credit loop, {} broken route){}",
+            io.unsafe_steps,
+            io.steps,
+            io.forwarding_loops,
+            io.credit_loops,
+            io.broken_routes,
+            if io.unlogged_entries > 0 {
+                format!("; {} changed entries in no logged write", io.unlogged_entries)
+            } else {
+                String::new()
+            }
+        );
+        if let (Some((i, sw, b)), Some(ch)) = (&io.first_unsafe, &io.first_check) {
+            let _ = writeln!(s, "    first: SMP {i} (`{sw}` block {b})");
+            for w in witnesses(ch) {
+                let _ = writeln!(s, "      {w}");
+            }
+        }
+        let _ = writeln!(s, "  the new tables on their own: {}", c.after_verdict);
+        for p in &c.weft_plan {
+            if p.ok {
+                let _ = writeln!(
+                    s,
+                    "weft plan from {}: {} LFT SMPs in {} step(s){}{}, {}",
+                    p.from,
+                    p.lft_smps.unwrap_or(0),
+                    p.steps.unwrap_or(0),
+                    p.lower_bound
+                        .map(|b| format!(", lower bound {b}"))
+                        .unwrap_or_default(),
+                    p.how
+                        .as_ref()
+                        .map(|h| format!(" ({h})"))
+                        .unwrap_or_default(),
+                    if p.all_proven == Some(true) {
+                        "every step proven"
+                    } else {
+                        "NOT every step proven"
+                    }
+                );
+            } else {
+                let _ = writeln!(
+                    s,
+                    "weft plan from {}: refused: {}",
+                    p.from,
+                    p.refusal.as_deref().unwrap_or("")
+                );
+            }
+        }
+    }
+    s
+}
