@@ -75,15 +75,16 @@ struct Opts {
     file: PathBuf,
     link: Option<String>,
     root: Option<String>,
-    scope: Scope,
+    scopes: Vec<Scope>,
     json: Option<PathBuf>,
+    keep: Option<PathBuf>,
     timeout: Duration,
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: opensm_reroute [--link NODE.p[N]] [--root SWITCH] [--scope all|hca-to-hca] \
-         [--json FILE] [--timeout SECS] [FILE.weft]"
+        "usage: opensm_reroute [--link NODE.p[N]] [--root SWITCH] [--scopes hca-to-hca,all] \
+         [--json FILE] [--keep DIR] [--timeout SECS] [FILE.weft]"
     );
     std::process::exit(2)
 }
@@ -93,8 +94,9 @@ fn parse_args() -> Opts {
         file: weft_bench::root().join("examples/cluster-648.weft"),
         link: None,
         root: None,
-        scope: Scope::HcaToHca,
+        scopes: vec![Scope::HcaToHca, Scope::All],
         json: None,
+        keep: None,
         timeout: Duration::from_secs(1800),
     };
     let mut args = std::env::args().skip(1);
@@ -103,14 +105,18 @@ fn parse_args() -> Opts {
         match a.as_str() {
             "--link" => o.link = Some(value()),
             "--root" => o.root = Some(value()),
-            "--scope" => {
-                o.scope = match value().as_str() {
-                    "all" => Scope::All,
-                    "hca-to-hca" => Scope::HcaToHca,
-                    _ => usage(),
-                }
+            "--scopes" => {
+                o.scopes = value()
+                    .split(',')
+                    .map(|s| match s {
+                        "all" => Scope::All,
+                        "hca-to-hca" => Scope::HcaToHca,
+                        _ => usage(),
+                    })
+                    .collect()
             }
             "--json" => o.json = Some(PathBuf::from(value())),
+            "--keep" => o.keep = Some(PathBuf::from(value())),
             "--timeout" => {
                 o.timeout = Duration::from_secs(value().parse().unwrap_or_else(|_| usage()))
             }
@@ -222,30 +228,114 @@ fn osm_state(fabric: &Fabric, like: &FabricState, fts: &BTreeMap<(u64, u16), u8>
     ValidState::new(st).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// OpenSM's log so far.
-fn read_log(log: &Path) -> String {
-    std::fs::read_to_string(log).unwrap_or_default()
+/// What OpenSM's log says, read as it grows (at 11 664 nodes a sweep's DEBUG lines of
+/// `osm_ucast_mgr.c` are gigabytes: never held in memory).
+struct LogTail {
+    path: PathBuf,
+    /// Bytes read so far.
+    pos: u64,
+    /// The end of a line not yet complete.
+    partial: Vec<u8>,
+    /// What the lines since the last [`LogTail::take`] said.
+    seen: Sweep,
 }
 
-/// Waits until OpenSM's log holds a `SUBNET UP` after byte `from` (panics when OpenSM exits,
-/// logs an error, or `limit` passes); false when `limit` passed.
-fn wait_up(osm: &mut Background, log: &Path, from: usize, limit: Duration) -> bool {
-    let start = Instant::now();
-    loop {
-        let text = read_log(log);
-        let new = text.get(from..).unwrap_or_default();
-        if new.contains("SUBNET UP") {
-            return true;
+/// One sweep's lines of OpenSM's log, as far as this bench needs them.
+#[derive(Default)]
+struct Sweep {
+    /// A `SUBNET UP` line was seen.
+    up: bool,
+    /// `(switch GUID, block)` of every `Writing FT block B to switch 0xG` line, in order.
+    writes: Vec<(u64, u16)>,
+    /// The engine of the last `<engine> tables configured on all switches`.
+    engine: Option<String>,
+    /// The first few `ERR` lines (why an engine fell back).
+    errors: Vec<String>,
+}
+
+impl LogTail {
+    fn new(path: &Path) -> LogTail {
+        LogTail {
+            path: path.to_owned(),
+            pos: 0,
+            partial: Vec::new(),
+            seen: Sweep::default(),
         }
-        assert!(
-            osm.running(),
-            "OpenSM exited:\n{}",
-            std::fs::read_to_string(&osm.out).unwrap_or_default()
-        );
-        if start.elapsed() > limit {
-            return false;
+    }
+
+    /// Reads what was appended since the last call.
+    fn poll(&mut self) {
+        use std::io::{BufRead, BufReader, Seek, SeekFrom};
+        let Ok(mut file) = std::fs::File::open(&self.path) else {
+            return;
+        };
+        if file.seek(SeekFrom::Start(self.pos)).is_err() {
+            return;
         }
-        std::thread::sleep(Duration::from_millis(100));
+        let mut r = BufReader::with_capacity(1 << 20, file);
+        loop {
+            let n = match r.read_until(b'\n', &mut self.partial) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            self.pos += n as u64;
+            if self.partial.last() != Some(&b'\n') {
+                break;
+            }
+            let line = String::from_utf8_lossy(&self.partial).into_owned();
+            self.partial.clear();
+            self.line(&line);
+        }
+    }
+
+    fn line(&mut self, l: &str) {
+        let s = &mut self.seen;
+        if let Some(rest) = l.split("Writing FT block ").nth(1) {
+            if let Some((block, guid)) = rest.split_once(" to switch 0x") {
+                if let (Ok(g), Ok(b)) = (u64::from_str_radix(guid.trim(), 16), block.trim().parse())
+                {
+                    s.writes.push((g, b));
+                }
+            }
+        } else if l.contains("SUBNET UP") {
+            s.up = true;
+        } else if let Some(e) = l
+            .split("osm_ucast_mgr_process: ")
+            .nth(1)
+            .and_then(|r| r.trim_end().strip_suffix(" tables configured on all switches"))
+        {
+            s.engine = Some(e.to_owned());
+        } else if l.contains(" ERR ") && s.errors.len() < 5 {
+            s.errors
+                .push(l.split_once(" -> ").map_or(l, |(_, m)| m).trim().to_owned());
+        }
+    }
+
+    /// Waits until a `SUBNET UP` line came since the last [`LogTail::take`] (panics when
+    /// OpenSM exits); false when `limit` passes first.
+    fn wait_up(&mut self, osm: &mut Background, limit: Duration) -> bool {
+        let start = Instant::now();
+        loop {
+            self.poll();
+            if self.seen.up {
+                return true;
+            }
+            assert!(
+                osm.running(),
+                "OpenSM exited:\n{}",
+                std::fs::read_to_string(&osm.out).unwrap_or_default()
+            );
+            if start.elapsed() > limit {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// What the lines since the last call said; starts a new sweep.
+    fn take(&mut self) -> Sweep {
+        self.poll();
+        std::mem::take(&mut self.seen)
     }
 }
 
@@ -258,7 +348,9 @@ fn signal(pid: u32, signal: &str) {
     assert!(ok, "kill -{signal} {pid}");
 }
 
-/// The OpenSM daemon on `sim`: `engine`, more arguments, its log at `log`, the cache `cache`.
+/// The OpenSM daemon on `sim`: `engine` and more arguments, its cache `cache`, logging to
+/// `log` INFO and errors, and the DEBUG lines of `osm_ucast_mgr.c` (its per-module logging:
+/// `Writing FT block …`), flushed per line; no periodic sweep.
 fn start_opensm(
     sim: &Ibsim,
     engine: &str,
@@ -266,47 +358,30 @@ fn start_opensm(
     log: &Path,
     cache: &Path,
 ) -> Background {
+    let conf = log.with_extension("conf");
+    let per_module = log.with_extension("modules");
+    std::fs::write(&per_module, "osm_ucast_mgr.c 0x0b\n").unwrap();
+    std::fs::write(
+        &conf,
+        format!(
+            "log_flags 0x83\nforce_log_flush TRUE\nper_module_logging_file {}\n",
+            per_module.display()
+        ),
+    )
+    .unwrap();
     let mut args = vec![
+        "-F",
+        conf.to_str().unwrap(),
         "-R",
         engine,
         "-s",
         "0",
-        "-D",
-        "0x8b",
-        "-d2",
         "-f",
         log.to_str().unwrap(),
     ];
     args.extend_from_slice(more);
     sim.spawn_env("opensm", &args, &[("OSM_CACHE_DIR", cache.to_str().unwrap())])
         .unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// The engine OpenSM's log says configured the tables last (`<engine> tables configured on
-/// all switches`).
-fn configured_by(log: &str) -> Option<String> {
-    log.lines()
-        .rev()
-        .find_map(|l| {
-            l.split("osm_ucast_mgr_process: ")
-                .nth(1)?
-                .strip_suffix(" tables configured on all switches")
-                .map(str::to_owned)
-        })
-}
-
-/// `(switch GUID, block)` of every `Writing FT block B to switch 0xG` line, in order.
-fn writes(log: &str) -> Vec<(u64, u16)> {
-    log.lines()
-        .filter_map(|l| {
-            let rest = l.split("Writing FT block ").nth(1)?;
-            let (block, guid) = rest.split_once(" to switch 0x")?;
-            Some((
-                u64::from_str_radix(guid.trim(), 16).ok()?,
-                block.trim().parse().ok()?,
-            ))
-        })
-        .collect()
 }
 
 /// A check's outcome as a word.
@@ -384,9 +459,22 @@ struct Measured {
     seconds: f64,
     blocks_written: usize,
     switches_written: usize,
+    /// Logged writes of a block whose content does not change (all of a switch OpenSM
+    /// updates in full, or a block written twice).
+    blocks_written_unchanged: usize,
     blocks_changed: usize,
     switches_changed: usize,
     entries_changed: usize,
+    /// OpenSM's `ERR` lines of the sweep (at most 5): why an engine fell back.
+    opensm_errors: Vec<String>,
+    /// Per scope of pairs checked.
+    checks: Vec<Checked>,
+}
+
+/// The change checked for one scope of pairs.
+#[derive(Serialize)]
+struct Checked {
+    scope: String,
     /// The whole change as one step: every mix of the writes.
     one_step: StepCheck,
     in_order: InOrder,
@@ -416,10 +504,10 @@ struct Out {
     fabric: String,
     switches: usize,
     nodes: usize,
-    scope: String,
     link: String,
     root: String,
-    opensm_ftree_verdict: String,
+    /// OpenSM's ftree tables at the start, verified, per scope.
+    opensm_ftree_verdict: Vec<(String, String)>,
     changes: Vec<Measured>,
 }
 
@@ -543,34 +631,63 @@ fn weft_plan(weft: &Path, label: &str, from: &Path, desired: &Path, scope: Scope
     }
 }
 
-#[expect(clippy::too_many_arguments, reason = "one measured change's inputs")]
-fn measure(
-    what: &str,
+/// What OpenSM did for one change: its sweep's log and the tables before and after.
+struct Observed<'a> {
+    what: String,
     trigger: String,
-    engine: Option<String>,
     seconds: f64,
-    before: &ValidState,
-    after: &ValidState,
-    log: &[(u64, u16)],
-    scope: Scope,
-) -> Measured {
+    sweep: Sweep,
+    before: &'a ValidState,
+    after: &'a ValidState,
+}
+
+fn measure(sw: Observed<'_>, scopes: &[Scope]) -> Measured {
+    let (before, after) = (sw.before, sw.after);
+    let log = &sw.sweep.writes;
     let (blocks, entries) = differing_blocks(before, after);
-    let one_step = transition::check_step(before, after, scope).unwrap_or_else(|e| panic!("{e}"));
-    let in_order = in_order(before, after, log, scope);
+    let checks = scopes
+        .iter()
+        .map(|&scope| {
+            let t = Instant::now();
+            let one_step =
+                transition::check_step(before, after, scope).unwrap_or_else(|e| panic!("{e}"));
+            let in_order = in_order(before, after, log, scope);
+            let after_verdict = verdict(after, scope);
+            eprintln!(
+                "  checked for {scope} in {:.1} s",
+                t.elapsed().as_secs_f64()
+            );
+            Checked {
+                scope: scope.as_str().to_owned(),
+                one_step,
+                in_order,
+                after_verdict,
+                weft_plan: Vec::new(),
+            }
+        })
+        .collect();
     Measured {
-        what: what.to_owned(),
-        trigger,
-        engine,
-        seconds,
+        what: sw.what,
+        trigger: sw.trigger,
+        engine: sw.sweep.engine,
+        seconds: sw.seconds,
         blocks_written: log.len(),
+        blocks_written_unchanged: {
+            let f = &before.fabric;
+            let mut left = blocks.clone();
+            log.iter()
+                .filter(|&&(g, b)| {
+                    !f.find_guid(weft_fabric::Guid(g))
+                        .is_some_and(|id| left.remove(&(id, b)))
+                })
+                .count()
+        },
         switches_written: log.iter().map(|w| w.0).collect::<BTreeSet<_>>().len(),
         blocks_changed: blocks.len(),
         switches_changed: blocks.iter().map(|b| b.0).collect::<BTreeSet<_>>().len(),
         entries_changed: entries,
-        one_step,
-        in_order,
-        after_verdict: verdict(after, scope),
-        weft_plan: Vec::new(),
+        opensm_errors: sw.sweep.errors,
+        checks,
     }
 }
 
@@ -639,85 +756,93 @@ fn main() {
     )
     .unwrap();
     let log1 = work.join("osm-ftree.log");
+    let mut tail = LogTail::new(&log1);
     let t = Instant::now();
     let mut osm = start_opensm(&sim, "ftree", &[], &log1, &cache);
     assert!(
-        wait_up(&mut osm, &log1, 0, o.timeout),
+        tail.wait_up(&mut osm, o.timeout),
         "OpenSM (ftree) did not reach SUBNET UP"
     );
+    let first = tail.take();
     eprintln!(
-        "OpenSM ftree: SUBNET UP after {:.1} s; reading the LFTs back",
-        t.elapsed().as_secs_f64()
+        "OpenSM {}: SUBNET UP after {:.1} s ({} LFT blocks written); reading the LFTs back",
+        first.engine.as_deref().unwrap_or("?"),
+        t.elapsed().as_secs_f64(),
+        first.writes.len()
     );
     let lfts = |sim: &Ibsim| sim.lfts().unwrap_or_else(|e| panic!("{e}"));
     let ftree = lfts(&sim);
     let a = osm_state(f, &old, &ftree);
-    let ftree_verdict = verdict(&a, o.scope);
-    eprintln!("OpenSM ftree's tables: {ftree_verdict}");
+    let ftree_verdict: Vec<(String, String)> = o
+        .scopes
+        .iter()
+        .map(|&s| (s.as_str().to_owned(), verdict(&a, s)))
+        .collect();
     let a_dir = work.join("osm-ftree");
     std::fs::create_dir_all(&a_dir).unwrap();
     std::fs::write(a_dir.join(build_dir::STATE), a.to_json()).unwrap();
 
-    // The fault.
-    let from = read_log(&log1).len();
-    let said = sim
-        .console(&format!("Unlink \"S-{node_guid:016x}\"[{port}]"))
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(!said.contains('#'), "ibsim: {said}");
-    let t = Instant::now();
-    let mut trigger = "trap 128 (ibsim's Unlink)".to_owned();
-    if !wait_up(&mut osm, &log1, from, Duration::from_secs(60)) {
-        signal(osm.pid(), "HUP");
-        trigger = "SIGHUP (no sweep on the trap within 60 s)".to_owned();
-        assert!(
-            wait_up(&mut osm, &log1, from, o.timeout),
-            "OpenSM did not sweep after the fault"
-        );
-    }
-    let secs = t.elapsed().as_secs_f64();
-    let text = read_log(&log1);
-    let new = &text[from..];
-    let fault_writes = writes(new);
-    let ftree_fault = lfts(&sim);
-    let before = osm_state(&faulted.fabric, &old, &ftree);
-    let after = osm_state(&faulted.fabric, &old, &ftree_fault);
+    // The fault: OpenSM sweeps on the trap, or on a SIGHUP when it does not.
+    let sweep = |tail: &mut LogTail, osm: &mut Background, command: &str| {
+        let said = sim.console(command).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!said.contains('#'), "ibsim: {said}");
+        let t = Instant::now();
+        let verb = command.split_whitespace().next().unwrap_or(command);
+        let mut trigger = format!("trap 128 (ibsim's `{verb}`)");
+        if !tail.wait_up(osm, Duration::from_secs(60)) {
+            signal(osm.pid(), "HUP");
+            trigger = "SIGHUP (no sweep on the trap within 60 s)".to_owned();
+            assert!(tail.wait_up(osm, o.timeout), "OpenSM did not sweep");
+        }
+        (trigger, t.elapsed().as_secs_f64(), tail.take())
+    };
+    let (trigger, secs, seen) = sweep(
+        &mut tail,
+        &mut osm,
+        &format!("Unlink \"S-{node_guid:016x}\"[{port}]"),
+    );
     eprintln!(
-        "fault: SUBNET UP after {secs:.1} s, {} LFT blocks written; checking",
-        fault_writes.len()
+        "fault: SUBNET UP after {secs:.1} s ({} LFT blocks written); reading back, checking",
+        seen.writes.len()
+    );
+    let ftree_fault = lfts(&sim);
+    let (before, after) = (
+        osm_state(&faulted.fabric, &old, &ftree),
+        osm_state(&faulted.fabric, &old, &ftree_fault),
     );
     let mut fault = measure(
-        &format!("link {link} down"),
-        trigger,
-        configured_by(new),
-        secs,
-        &before,
-        &after,
-        &fault_writes,
-        o.scope,
+        Observed {
+            what: format!("link {link} down"),
+            trigger,
+            seconds: secs,
+            sweep: seen,
+            before: &before,
+            after: &after,
+        },
+        &o.scopes,
     );
 
     // Back to the healthy fabric.
-    let from = read_log(&log1).len();
-    let said = sim
-        .console(&format!("ReLink \"S-{node_guid:016x}\"[{port}]"))
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(!said.contains('#'), "ibsim: {said}");
-    if !wait_up(&mut osm, &log1, from, Duration::from_secs(60)) {
-        signal(osm.pid(), "HUP");
-        assert!(wait_up(&mut osm, &log1, from, o.timeout));
-    }
+    let (_, _, seen) = sweep(
+        &mut tail,
+        &mut osm,
+        &format!("ReLink \"S-{node_guid:016x}\"[{port}]"),
+    );
     let healed = lfts(&sim);
     eprintln!(
-        "link back up: OpenSM's tables {} the first ones",
+        "link back up: {} LFT blocks written, OpenSM's tables {} the first ones",
+        seen.writes.len(),
         if healed == ftree { "equal" } else { "differ from" }
     );
 
     // The engine change: OpenSM restarted with updn.
     signal(osm.pid(), "TERM");
     let _ = osm.wait(Duration::from_secs(30));
+    let _ = std::fs::remove_file(&log1);
     let roots = work.join("roots");
     std::fs::write(&roots, format!("0x{root_guid:016x}\n")).unwrap();
     let log2 = work.join("osm-updn.log");
+    let mut tail = LogTail::new(&log2);
     let t = Instant::now();
     let mut osm = start_opensm(
         &sim,
@@ -727,47 +852,62 @@ fn main() {
         &cache,
     );
     assert!(
-        wait_up(&mut osm, &log2, 0, o.timeout),
+        tail.wait_up(&mut osm, o.timeout),
         "OpenSM (updn) did not reach SUBNET UP"
     );
     let secs = t.elapsed().as_secs_f64();
-    let text = read_log(&log2);
-    let updn_writes = writes(&text);
+    let seen = tail.take();
+    eprintln!(
+        "engine change: SUBNET UP after {secs:.1} s ({} LFT blocks written); reading back, checking",
+        seen.writes.len()
+    );
     let updn = lfts(&sim);
     drop(osm);
     drop(sim);
-    let before = osm_state(f, &old, &healed);
-    let after = osm_state(f, &old, &updn);
-    eprintln!(
-        "engine change: SUBNET UP after {secs:.1} s, {} LFT blocks written; checking",
-        updn_writes.len()
-    );
+    let _ = std::fs::remove_file(&log2);
+    let (before, after) = (osm_state(f, &old, &healed), osm_state(f, &old, &updn));
     let mut engine = measure(
-        &format!("ftree → updn (root {root})"),
-        "OpenSM restarted with -R updn (the engine is not re-read on SIGHUP)".to_owned(),
-        configured_by(&text),
-        secs,
-        &before,
-        &after,
-        &updn_writes,
-        o.scope,
+        Observed {
+            what: format!("ftree → updn (root {root})"),
+            trigger: "OpenSM restarted with -R updn (the engine is not re-read on SIGHUP)"
+                .to_owned(),
+            seconds: secs,
+            sweep: seen,
+            before: &before,
+            after: &after,
+        },
+        &o.scopes,
     );
+    if let Some(keep) = &o.keep {
+        std::fs::create_dir_all(keep).unwrap();
+        std::fs::copy(
+            a_dir.join(build_dir::STATE),
+            keep.join("opensm-ftree.state.json"),
+        )
+        .unwrap();
+    }
 
     // weft for the same changes.
     let weft_dir = work.join("old").join(build_dir::STATE);
     let osm_dir = a_dir.join(build_dir::STATE);
     for (c, desired) in [(&mut fault, &fault_file), (&mut engine, &updn_file)] {
-        c.weft_plan = vec![
-            weft_plan(&weft, "weft's fat_tree tables", &weft_dir, desired, o.scope),
-            weft_plan(&weft, "OpenSM's ftree tables", &osm_dir, desired, o.scope),
-        ];
+        for ch in &mut c.checks {
+            let scope = if ch.scope == "all" {
+                Scope::All
+            } else {
+                Scope::HcaToHca
+            };
+            ch.weft_plan = vec![
+                weft_plan(&weft, "weft's fat_tree tables", &weft_dir, desired, scope),
+                weft_plan(&weft, "OpenSM's ftree tables", &osm_dir, desired, scope),
+            ];
+        }
     }
 
     let out = Out {
         fabric: o.file.display().to_string(),
         switches: f.switch_count(),
         nodes: f.nodes().len(),
-        scope: o.scope.as_str().to_owned(),
         link,
         root,
         opensm_ftree_verdict: ftree_verdict,
@@ -785,14 +925,12 @@ fn human(o: &Out) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "fabric: {} ({} switches, {} nodes); pairs checked: {}",
-        o.fabric, o.switches, o.nodes, o.scope
+        "fabric: {} ({} switches, {} nodes)",
+        o.fabric, o.switches, o.nodes
     );
-    let _ = writeln!(
-        s,
-        "OpenSM ftree's tables at the start: {}",
-        o.opensm_ftree_verdict
-    );
+    for (scope, v) in &o.opensm_ftree_verdict {
+        let _ = writeln!(s, "OpenSM ftree's tables at the start ({scope}): {v}");
+    }
     for c in &o.changes {
         let _ = writeln!(s, "\n== {} ==", c.what);
         let _ = writeln!(
@@ -802,80 +940,135 @@ fn human(o: &Out) -> String {
             c.engine.as_deref().unwrap_or("(engine not logged)"),
             c.seconds
         );
+        for e in &c.opensm_errors {
+            let _ = writeln!(s, "  its log: {e}");
+        }
         let _ = writeln!(
             s,
-            "  LFT blocks written (its log):       {:>7} on {} switch(es)",
-            c.blocks_written, c.switches_written
+            "  LFT blocks written (its log):       {:>7} on {} switch(es), {} of them unchanged",
+            c.blocks_written, c.switches_written, c.blocks_written_unchanged
         );
         let _ = writeln!(
             s,
             "  LFT blocks that differ (read back): {:>7} on {} switch(es), {} entries",
             c.blocks_changed, c.switches_changed, c.entries_changed
         );
-        let one = &c.one_step;
-        let _ = writeln!(
-            s,
-            "  every mix of its writes:  loop-free {}, deadlock-free {}, connected {}",
-            word(&one.loop_free),
-            word(&one.deadlock_free),
-            word(&one.connected)
-        );
-        for w in witnesses(one) {
-            let _ = writeln!(s, "    {w}");
-        }
-        let io = &c.in_order;
-        let _ = writeln!(
-            s,
-            "  in its order, one SMP at a time: {} of {} intermediate states unsafe \
-             ({} forwarding loop, {} credit loop, {} broken route){}",
-            io.unsafe_steps,
-            io.steps,
-            io.forwarding_loops,
-            io.credit_loops,
-            io.broken_routes,
-            if io.unlogged_entries > 0 {
-                format!("; {} changed entries in no logged write", io.unlogged_entries)
-            } else {
-                String::new()
-            }
-        );
-        if let (Some((i, sw, b)), Some(ch)) = (&io.first_unsafe, &io.first_check) {
-            let _ = writeln!(s, "    first: SMP {i} (`{sw}` block {b})");
-            for w in witnesses(ch) {
-                let _ = writeln!(s, "      {w}");
-            }
-        }
-        let _ = writeln!(s, "  the new tables on their own: {}", c.after_verdict);
-        for p in &c.weft_plan {
-            if p.ok {
-                let _ = writeln!(
-                    s,
-                    "weft plan from {}: {} LFT SMPs in {} step(s){}{}, {}",
-                    p.from,
-                    p.lft_smps.unwrap_or(0),
-                    p.steps.unwrap_or(0),
-                    p.lower_bound
-                        .map(|b| format!(", lower bound {b}"))
-                        .unwrap_or_default(),
-                    p.how
-                        .as_ref()
-                        .map(|h| format!(" ({h})"))
-                        .unwrap_or_default(),
-                    if p.all_proven == Some(true) {
-                        "every step proven"
-                    } else {
-                        "NOT every step proven"
-                    }
-                );
-            } else {
-                let _ = writeln!(
-                    s,
-                    "weft plan from {}: refused: {}",
-                    p.from,
-                    p.refusal.as_deref().unwrap_or("")
-                );
-            }
+        for ch in &c.checks {
+            checked(&mut s, ch);
         }
     }
     s
+}
+
+/// One scope's checks of a change, and weft's plans for it.
+fn checked(s: &mut String, ch: &Checked) {
+    let _ = writeln!(s, "  pairs: {}", ch.scope);
+    let one = &ch.one_step;
+    let _ = writeln!(
+        s,
+        "    every mix of its writes:  loop-free {}, deadlock-free {}, connected {}",
+        word(&one.loop_free),
+        word(&one.deadlock_free),
+        word(&one.connected)
+    );
+    for w in witnesses(one) {
+        let _ = writeln!(s, "      {w}");
+    }
+    let io = &ch.in_order;
+    let _ = writeln!(
+        s,
+        "    in its order, one SMP at a time: {} of {} states unsafe \
+         ({} forwarding loop, {} credit loop, {} broken route){}",
+        io.unsafe_steps,
+        io.steps,
+        io.forwarding_loops,
+        io.credit_loops,
+        io.broken_routes,
+        if io.unlogged_entries > 0 {
+            format!("; {} changed entries in no logged write", io.unlogged_entries)
+        } else {
+            String::new()
+        }
+    );
+    if let (Some((i, sw, b)), Some(c)) = (&io.first_unsafe, &io.first_check) {
+        let _ = writeln!(s, "      first: SMP {i} (`{sw}` block {b})");
+        for w in witnesses(c) {
+            let _ = writeln!(s, "        {w}");
+        }
+    }
+    let _ = writeln!(s, "    the new tables on their own: {}", ch.after_verdict);
+    for p in &ch.weft_plan {
+        if p.ok {
+            let _ = writeln!(
+                s,
+                "    weft plan from {}: {} LFT SMPs in {} step(s){}{}, {}",
+                p.from,
+                p.lft_smps.unwrap_or(0),
+                p.steps.unwrap_or(0),
+                p.lower_bound
+                    .map(|b| format!(", lower bound {b}"))
+                    .unwrap_or_default(),
+                p.how
+                    .as_ref()
+                    .map(|h| format!(" ({h})"))
+                    .unwrap_or_default(),
+                if p.all_proven == Some(true) {
+                    "every step proven"
+                } else {
+                    "NOT every step proven"
+                }
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "    weft plan from {}: refused: {}",
+                p.from,
+                p.refusal.as_deref().unwrap_or("")
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The lines this bench reads from OpenSM 3.3.23's log, as it writes them.
+    #[test]
+    fn log_lines_are_read_as_opensm_writes_them() {
+        let mut t = LogTail::new(Path::new("/nonexistent"));
+        for l in [
+            "Nov 27 03:10:49 726722 [C5C0B6C0] 0x08 -> set_lft_block: Writing FT block 3 to switch 0x2c90000010000",
+            "Nov 27 03:10:49 726723 [C5C0B6C0] 0x08 -> set_lft_block: Writing FT block 0 to switch 0x2c90000000500",
+            "Nov 27 03:10:49 726724 [C5C0B6C0] 0x01 -> fabric_validate_topology: ERR AB0D: Fabric topology hasn't been identified as FatTree",
+            "Nov 27 03:10:49 726725 [C5C0B6C0] 0x02 -> osm_ucast_mgr_process: minhop tables configured on all switches",
+        ] {
+            t.line(l);
+        }
+        assert!(!t.seen.up);
+        t.line("Nov 27 03:10:50 000000 [C5C0B6C0] 0x02 -> SUBNET UP");
+        let s = t.take();
+        assert!(s.up);
+        assert_eq!(s.writes, [(0x2c9_0000_0100_00, 3), (0x2c9_0000_0005_00, 0)]);
+        assert_eq!(s.engine.as_deref(), Some("minhop"));
+        assert_eq!(
+            s.errors,
+            ["fabric_validate_topology: ERR AB0D: Fabric topology hasn't been identified as FatTree"]
+        );
+        assert!(!t.take().up, "a new sweep starts empty");
+    }
+
+    #[test]
+    fn the_desired_programs_are_the_example_with_a_fault_or_updn() {
+        let src = weft_bench::example("cluster-648.weft");
+        let f = with_faults(&src, "        link leaf5.p[25] down\n");
+        assert!(f.ends_with("    faults {\n        link leaf5.p[25] down\n    }\n}\n"));
+        let u = with_updn(&src, "spine1");
+        assert!(!u.contains("engine = fat_tree"));
+        assert!(u.contains("routing {\n        engine = updn\n        roots = [spine1]\n    }"));
+        assert_eq!(
+            default_link(Path::new("examples/cluster-11664.weft")),
+            Some("leaf3.p[20]")
+        );
+    }
 }
