@@ -243,8 +243,14 @@ struct LogTail {
 /// One sweep's lines of OpenSM's log, as far as this bench needs them.
 #[derive(Default)]
 struct Sweep {
-    /// A `SUBNET UP` line was seen.
-    up: bool,
+    /// `SUBNET UP` lines seen (one per sweep: a fault's two traps may make two).
+    ups: usize,
+    /// Lines since the last `SUBNET UP`.
+    after_up: usize,
+    /// Traps 128 (link state change) OpenSM logged receiving.
+    traps: usize,
+    /// When this bench read the first `SUBNET UP` (within 0.1 s of OpenSM writing it).
+    first_up: Option<Instant>,
     /// `(switch GUID, block)` of every `Writing FT block B to switch 0xG` line, in order.
     writes: Vec<(u64, u16)>,
     /// The engine of the last `<engine> tables configured on all switches`.
@@ -290,6 +296,7 @@ impl LogTail {
 
     fn line(&mut self, l: &str) {
         let s = &mut self.seen;
+        s.after_up += 1;
         if let Some(rest) = l.split("Writing FT block ").nth(1) {
             if let Some((block, guid)) = rest.split_once(" to switch 0x") {
                 if let (Ok(g), Ok(b)) = (u64::from_str_radix(guid.trim(), 16), block.trim().parse())
@@ -298,7 +305,11 @@ impl LogTail {
                 }
             }
         } else if l.contains("SUBNET UP") {
-            s.up = true;
+            s.ups += 1;
+            s.after_up = 0;
+            s.first_up.get_or_insert_with(Instant::now);
+        } else if l.contains("Received Generic Notice") && l.contains("num:128") {
+            s.traps += 1;
         } else if let Some(e) = l
             .split("osm_ucast_mgr_process: ")
             .nth(1)
@@ -311,14 +322,27 @@ impl LogTail {
         }
     }
 
-    /// Waits until a `SUBNET UP` line came since the last [`LogTail::take`] (panics when
-    /// OpenSM exits); false when `limit` passes first.
+    /// Waits until OpenSM has swept since the last [`LogTail::take`] and settled: a
+    /// `SUBNET UP` its last line for 10 s (a second sweep, e.g. for a fault's second trap,
+    /// is waited for too), or for 60 s whatever came after it (panics when OpenSM exits);
+    /// false when `limit` passes first.
     fn wait_up(&mut self, osm: &mut Background, limit: Duration) -> bool {
         let start = Instant::now();
+        let mut quiet = Instant::now();
         loop {
+            let pos = self.pos;
             self.poll();
-            if self.seen.up {
-                return true;
+            if self.pos != pos {
+                quiet = Instant::now();
+            }
+            let s = &self.seen;
+            if s.ups > 0 {
+                let q = quiet.elapsed();
+                if (s.after_up == 0 && q >= Duration::from_secs(10))
+                    || q >= Duration::from_secs(60)
+                {
+                    return true;
+                }
             }
             assert!(
                 osm.running(),
@@ -332,9 +356,33 @@ impl LogTail {
         }
     }
 
-    /// What the lines since the last call said; starts a new sweep.
+    /// Waits (up to `limit`) until OpenSM logs a trap 128.
+    fn wait_trap(&mut self, limit: Duration) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < limit {
+            self.poll();
+            if self.seen.traps > 0 {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        false
+    }
+
+    /// What the lines since the last call said; starts a new sweep. The log is emptied
+    /// (OpenSM appends to it: `accum_log_file`), which is safe once it has said `SUBNET UP`
+    /// and waits for the next trap: a sweep's DEBUG lines are gigabytes at 11 664 nodes.
     fn take(&mut self) -> Sweep {
         self.poll();
+        if std::fs::OpenOptions::new()
+            .write(true)
+            .open(&self.path)
+            .and_then(|f| f.set_len(0))
+            .is_ok()
+        {
+            self.pos = 0;
+            self.partial.clear();
+        }
         std::mem::take(&mut self.seen)
     }
 }
@@ -364,7 +412,7 @@ fn start_opensm(
     std::fs::write(
         &conf,
         format!(
-            "log_flags 0x83\nforce_log_flush TRUE\nper_module_logging_file {}\n",
+            "log_flags 0x83\nforce_log_flush TRUE\naccum_log_file TRUE\nper_module_logging_file {}\n",
             per_module.display()
         ),
     )
@@ -455,8 +503,10 @@ struct Measured {
     trigger: String,
     /// The engine that configured the tables, from OpenSM's log.
     engine: Option<String>,
-    /// Seconds from the fault (or the start) to the new `SUBNET UP`.
+    /// Seconds from the fault (or the start) to the first new `SUBNET UP`.
     seconds: f64,
+    /// OpenSM's sweeps that ended in `SUBNET UP` (their writes all counted).
+    sweeps: usize,
     blocks_written: usize,
     switches_written: usize,
     /// Logged writes of a block whose content does not change (all of a switch OpenSM
@@ -671,6 +721,7 @@ fn measure(sw: Observed<'_>, scopes: &[Scope]) -> Measured {
         trigger: sw.trigger,
         engine: sw.sweep.engine,
         seconds: sw.seconds,
+        sweeps: sw.sweep.ups,
         blocks_written: log.len(),
         blocks_written_unchanged: {
             let f = &before.fabric;
@@ -767,7 +818,7 @@ fn main() {
     eprintln!(
         "OpenSM {}: SUBNET UP after {:.1} s ({} LFT blocks written); reading the LFTs back",
         first.engine.as_deref().unwrap_or("?"),
-        t.elapsed().as_secs_f64(),
+        first.first_up.map_or(0.0, |u| (u - t).as_secs_f64()),
         first.writes.len()
     );
     let lfts = |sim: &Ibsim| sim.lfts().unwrap_or_else(|e| panic!("{e}"));
@@ -789,12 +840,14 @@ fn main() {
         let t = Instant::now();
         let verb = command.split_whitespace().next().unwrap_or(command);
         let mut trigger = format!("trap 128 (ibsim's `{verb}`)");
-        if !tail.wait_up(osm, Duration::from_secs(60)) {
+        if !tail.wait_trap(Duration::from_secs(60)) {
             signal(osm.pid(), "HUP");
-            trigger = "SIGHUP (no sweep on the trap within 60 s)".to_owned();
-            assert!(tail.wait_up(osm, o.timeout), "OpenSM did not sweep");
+            trigger = "SIGHUP (no trap 128 in its log within 60 s)".to_owned();
         }
-        (trigger, t.elapsed().as_secs_f64(), tail.take())
+        assert!(tail.wait_up(osm, o.timeout), "OpenSM did not sweep");
+        let seen = tail.take();
+        let secs = seen.first_up.map_or(0.0, |u| (u - t).as_secs_f64());
+        (trigger, secs, seen)
     };
     let (trigger, secs, seen) = sweep(
         &mut tail,
@@ -855,8 +908,8 @@ fn main() {
         tail.wait_up(&mut osm, o.timeout),
         "OpenSM (updn) did not reach SUBNET UP"
     );
-    let secs = t.elapsed().as_secs_f64();
     let seen = tail.take();
+    let secs = seen.first_up.map_or(0.0, |u| (u - t).as_secs_f64());
     eprintln!(
         "engine change: SUBNET UP after {secs:.1} s ({} LFT blocks written); reading back, checking",
         seen.writes.len()
@@ -935,10 +988,11 @@ fn human(o: &Out) -> String {
         let _ = writeln!(s, "\n== {} ==", c.what);
         let _ = writeln!(
             s,
-            "OpenSM: {} → {}, SUBNET UP after {:.1} s",
+            "OpenSM: {} → {}, SUBNET UP after {:.1} s ({} sweep(s))",
             c.trigger,
             c.engine.as_deref().unwrap_or("(engine not logged)"),
-            c.seconds
+            c.seconds,
+            c.sweeps
         );
         for e in &c.opensm_errors {
             let _ = writeln!(s, "  its log: {e}");
@@ -1045,17 +1099,17 @@ mod tests {
         ] {
             t.line(l);
         }
-        assert!(!t.seen.up);
+        assert_eq!((t.seen.ups, t.seen.after_up), (0, 4));
         t.line("Nov 27 03:10:50 000000 [C5C0B6C0] 0x02 -> SUBNET UP");
         let s = t.take();
-        assert!(s.up);
+        assert_eq!((s.ups, s.after_up), (1, 0));
         assert_eq!(s.writes, [(0x2c9_0000_0100_00, 3), (0x2c9_0000_0005_00, 0)]);
         assert_eq!(s.engine.as_deref(), Some("minhop"));
         assert_eq!(
             s.errors,
             ["fabric_validate_topology: ERR AB0D: Fabric topology hasn't been identified as FatTree"]
         );
-        assert!(!t.take().up, "a new sweep starts empty");
+        assert_eq!(t.take().ups, 0, "a new sweep starts empty");
     }
 
     #[test]
