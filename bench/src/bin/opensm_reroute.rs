@@ -79,12 +79,13 @@ struct Opts {
     json: Option<PathBuf>,
     keep: Option<PathBuf>,
     timeout: Duration,
+    unsafe_states: usize,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: opensm_reroute [--link NODE.p[N]] [--root SWITCH] [--scopes hca-to-hca,all] \
-         [--json FILE] [--keep DIR] [--timeout SECS] [FILE.weft]"
+         [--unsafe-states N] [--json FILE] [--keep DIR] [--timeout SECS] [FILE.weft]"
     );
     std::process::exit(2)
 }
@@ -98,6 +99,7 @@ fn parse_args() -> Opts {
         json: None,
         keep: None,
         timeout: Duration::from_secs(1800),
+        unsafe_states: 1,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -117,6 +119,9 @@ fn parse_args() -> Opts {
             }
             "--json" => o.json = Some(PathBuf::from(value())),
             "--keep" => o.keep = Some(PathBuf::from(value())),
+            "--unsafe-states" => {
+                o.unsafe_states = value().parse().unwrap_or_else(|_| usage())
+            }
             "--timeout" => {
                 o.timeout = Duration::from_secs(value().parse().unwrap_or_else(|_| usage()))
             }
@@ -482,6 +487,10 @@ fn witnesses(c: &StepCheck) -> Vec<String> {
 struct InOrder {
     /// SMPs checked (those that change no entry are states already checked: skipped).
     steps: usize,
+    /// SMPs that change an entry, all told.
+    of: usize,
+    /// Whether the check stopped at `--unsafe-states` unsafe states.
+    stopped: bool,
     /// Steps whose mix (the one SMP landing or not) is unsafe.
     unsafe_steps: usize,
     /// Of those, with a transient forwarding loop, a credit loop, a broken route.
@@ -586,11 +595,15 @@ fn differing_blocks(a: &ValidState, b: &ValidState) -> (BTreeSet<(NodeId, u16)>,
 }
 
 /// OpenSM's logged writes applied one at a time from `before` toward `after`.
+/// Stops after `max_unsafe` unsafe states: once a state has a credit loop the ones after it
+/// usually keep it, and each such state is checked exactly (every destination, seconds at
+/// 11 664 nodes).
 fn in_order(
     before: &ValidState,
     after: &ValidState,
     log: &[(u64, u16)],
     scope: Scope,
+    max_unsafe: usize,
 ) -> InOrder {
     let f = &before.fabric;
     let mut pending: BTreeMap<(NodeId, u16), Vec<Change>> = BTreeMap::new();
@@ -607,8 +620,15 @@ fn in_order(
         first_unsafe: None,
         first_check: None,
         unlogged_entries: 0,
+        of: 0,
+        stopped: false,
     };
+    out.of = pending.len();
     for (i, &(guid, block)) in log.iter().enumerate() {
+        if out.unsafe_steps >= max_unsafe {
+            out.stopped = true;
+            break;
+        }
         let Some(id) = f.find_guid(weft_fabric::Guid(guid)) else {
             continue;
         };
@@ -628,12 +648,21 @@ fn in_order(
             }
         }
     }
-    out.unlogged_entries = pending.values().map(Vec::len).sum();
+    if !out.stopped {
+        out.unlogged_entries = pending.values().map(Vec::len).sum();
+    }
     out
 }
 
 /// `weft plan --from FROM DESIRED`.
-fn weft_plan(weft: &Path, label: &str, from: &Path, desired: &Path, scope: Scope) -> WeftPlan {
+fn weft_plan(
+    weft: &Path,
+    work: &Path,
+    label: &str,
+    from: &Path,
+    desired: &Path,
+    scope: Scope,
+) -> WeftPlan {
     let args = [
         "plan",
         "--from",
@@ -661,7 +690,9 @@ fn weft_plan(weft: &Path, label: &str, from: &Path, desired: &Path, scope: Scope
     });
     WeftPlan {
         from: label.to_owned(),
-        command: format!("weft {}", args.join(" ")),
+        // Paths relative to the (temporary) work directory: the same run, the same text.
+        command: format!("weft {}", args.join(" "))
+            .replace(&format!("{}/", work.display()), ""),
         ok,
         lft_smps: get("/totals/lft_smps").and_then(|v| v.as_u64()),
         steps,
@@ -691,7 +722,7 @@ struct Observed<'a> {
     after: &'a ValidState,
 }
 
-fn measure(sw: Observed<'_>, scopes: &[Scope]) -> Measured {
+fn measure(sw: Observed<'_>, scopes: &[Scope], max_unsafe: usize) -> Measured {
     let (before, after) = (sw.before, sw.after);
     let log = &sw.sweep.writes;
     let (blocks, entries) = differing_blocks(before, after);
@@ -701,7 +732,7 @@ fn measure(sw: Observed<'_>, scopes: &[Scope]) -> Measured {
             let t = Instant::now();
             let one_step =
                 transition::check_step(before, after, scope).unwrap_or_else(|e| panic!("{e}"));
-            let in_order = in_order(before, after, log, scope);
+            let in_order = in_order(before, after, log, scope, max_unsafe);
             let after_verdict = verdict(after, scope);
             eprintln!(
                 "  checked for {scope} in {:.1} s",
@@ -873,6 +904,7 @@ fn main() {
             after: &after,
         },
         &o.scopes,
+        o.unsafe_states,
     );
 
     // Back to the healthy fabric.
@@ -930,6 +962,7 @@ fn main() {
             after: &after,
         },
         &o.scopes,
+        o.unsafe_states,
     );
     if let Some(keep) = &o.keep {
         std::fs::create_dir_all(keep).unwrap();
@@ -951,8 +984,8 @@ fn main() {
                 Scope::HcaToHca
             };
             ch.weft_plan = vec![
-                weft_plan(&weft, "weft's fat_tree tables", &weft_dir, desired, scope),
-                weft_plan(&weft, "OpenSM's ftree tables", &osm_dir, desired, scope),
+                weft_plan(&weft, &work, "weft's", &weft_dir, desired, scope),
+                weft_plan(&weft, &work, "OpenSM's", &osm_dir, desired, scope),
             ];
         }
     }
@@ -1031,13 +1064,19 @@ fn checked(s: &mut String, ch: &Checked) {
     let io = &ch.in_order;
     let _ = writeln!(
         s,
-        "    in its order, one SMP at a time: {} of {} states unsafe \
-         ({} forwarding loop, {} credit loop, {} broken route){}",
+        "    in its order, one SMP at a time: {} unsafe state(s) in the {} checked of {} \
+         ({} forwarding loop, {} credit loop, {} broken route){}{}",
         io.unsafe_steps,
         io.steps,
+        io.of,
         io.forwarding_loops,
         io.credit_loops,
         io.broken_routes,
+        if io.stopped {
+            "; stopped there (--unsafe-states)"
+        } else {
+            ""
+        },
         if io.unlogged_entries > 0 {
             format!("; {} changed entries in no logged write", io.unlogged_entries)
         } else {
@@ -1045,7 +1084,7 @@ fn checked(s: &mut String, ch: &Checked) {
         }
     );
     if let (Some((i, sw, b)), Some(c)) = (&io.first_unsafe, &io.first_check) {
-        let _ = writeln!(s, "      first: SMP {i} (`{sw}` block {b})");
+        let _ = writeln!(s, "      the first: after SMP {i} of those it sent (`{sw}` block {b})");
         for w in witnesses(c) {
             let _ = writeln!(s, "        {w}");
         }
@@ -1055,7 +1094,7 @@ fn checked(s: &mut String, ch: &Checked) {
         if p.ok {
             let _ = writeln!(
                 s,
-                "    weft plan from {}: {} LFT SMPs in {} step(s){}{}, {}",
+                "    weft plan from {} tables: {} LFT SMPs in {} step(s){}{}, {}",
                 p.from,
                 p.lft_smps.unwrap_or(0),
                 p.steps.unwrap_or(0),
@@ -1075,7 +1114,7 @@ fn checked(s: &mut String, ch: &Checked) {
         } else {
             let _ = writeln!(
                 s,
-                "    weft plan from {}: refused: {}",
+                "    weft plan from {} tables: refused: {}",
                 p.from,
                 p.refusal.as_deref().unwrap_or("")
             );
