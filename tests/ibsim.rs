@@ -412,7 +412,9 @@ impl Ibsim {
             ));
         };
         {
-            let mut stdin = stdin.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut stdin = stdin
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             writeln!(stdin, "{line}")
                 .and_then(|()| stdin.flush())
                 .map_err(|e| IbsimError::Io("cannot write to ibsim's console".to_owned(), e))?;
