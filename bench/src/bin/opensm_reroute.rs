@@ -1153,7 +1153,10 @@ mod tests {
         t.line("Nov 27 03:10:50 000000 [C5C0B6C0] 0x02 -> SUBNET UP");
         let s = t.take();
         assert_eq!((s.ups, s.after_up), (1, 0));
-        assert_eq!(s.writes, [(0x0002_c900_0001_0000, 3), (0x0002_c900_0000_0500, 0)]);
+        assert_eq!(
+            s.writes,
+            [(0x0002_c900_0001_0000, 3), (0x0002_c900_0000_0500, 0)]
+        );
         assert_eq!(s.engine.as_deref(), Some("minhop"));
         assert_eq!(
             s.errors,
