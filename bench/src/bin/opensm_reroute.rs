@@ -440,42 +440,6 @@ fn word(o: &Outcome) -> String {
     }
 }
 
-/// The witnesses of a step check, one line each.
-fn witnesses(c: &StepCheck) -> Vec<String> {
-    let mut out = Vec::new();
-    if let Some(l) = &c.forwarding_loop {
-        let hops: Vec<String> = l
-            .hops
-            .iter()
-            .map(|h| format!("`{}` port {} ({:?})", h.node.name, h.out_port, h.entry))
-            .collect();
-        out.push(format!(
-            "forwarding loop toward LID {} (`{}`): {} → back to the first",
-            l.dlid.0,
-            l.dst.node.name,
-            hops.join(" → ")
-        ));
-    }
-    if !c.credit_loop.is_empty() {
-        let ch: Vec<String> = c
-            .credit_loop
-            .iter()
-            .map(|c| format!("`{}` port {} VL {}", c.node.name, c.port, c.vl))
-            .collect();
-        out.push(format!(
-            "credit loop: {} → back to the first",
-            ch.join(" → ")
-        ));
-    }
-    if let Some(b) = &c.broken {
-        out.push(format!(
-            "broken route from `{}` toward LID {} (`{}`): fails at `{}` ({:?} entry): {:?}",
-            b.from.name, b.dlid.0, b.dst.node.name, b.at.name, b.entry, b.reason
-        ));
-    }
-    out
-}
-
 /// OpenSM's writes in its order, one SMP per step.
 #[derive(Serialize)]
 struct InOrder {
@@ -1063,8 +1027,8 @@ fn checked(s: &mut String, ch: &Checked) {
         word(&one.deadlock_free),
         word(&one.connected)
     );
-    for w in witnesses(one) {
-        let _ = writeln!(s, "      {w}");
+    if !one.is_proven() {
+        let _ = writeln!(s, "      {}", weft_plan::why(one));
     }
     let io = &ch.in_order;
     let _ = writeln!(
@@ -1096,9 +1060,7 @@ fn checked(s: &mut String, ch: &Checked) {
             s,
             "      the first: after SMP {i} of those it sent (`{sw}` block {b})"
         );
-        for w in witnesses(c) {
-            let _ = writeln!(s, "        {w}");
-        }
+        let _ = writeln!(s, "        {}", weft_plan::why(c));
     }
     let _ = writeln!(s, "    the new tables on their own: {}", ch.after_verdict);
     for p in &ch.weft_plan {
