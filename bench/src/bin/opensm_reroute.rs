@@ -514,6 +514,8 @@ struct WeftPlan {
     all_proven: Option<bool>,
     /// The refusal, verbatim, when it refused.
     refusal: Option<String>,
+    /// Its wall time.
+    seconds: f64,
 }
 
 #[derive(Serialize)]
@@ -631,7 +633,9 @@ fn weft_plan(
         "--format",
         "json",
     ];
+    let t = Instant::now();
     let o = Command::new(weft).args(args).output().unwrap();
+    let seconds = t.elapsed().as_secs_f64();
     let stdout = String::from_utf8_lossy(&o.stdout);
     let json: Option<serde_json::Value> = serde_json::from_str(&stdout).ok();
     let ok = o.status.success() && json.as_ref().is_some_and(|j| j["ok"] == true);
@@ -658,14 +662,28 @@ fn weft_plan(
             .or_else(|| get("/target/kind"))
             .and_then(|v| v.as_str().map(str::to_owned)),
         all_proven,
+        // Its findings' codes and messages (the JSON a refusal prints), else its stderr.
         refusal: (!ok).then(|| {
-            let err = String::from_utf8_lossy(&o.stderr).trim().to_owned();
-            if err.is_empty() {
-                stdout.trim().to_owned()
+            let findings: Vec<String> = get("/findings")
+                .and_then(|f| f.as_array().cloned())
+                .unwrap_or_default()
+                .iter()
+                .filter(|f| f["level"] == "error")
+                .map(|f| {
+                    format!(
+                        "{}: {}",
+                        f["code"].as_str().unwrap_or(""),
+                        f["message"].as_str().unwrap_or("")
+                    )
+                })
+                .collect();
+            if findings.is_empty() {
+                String::from_utf8_lossy(&o.stderr).trim().to_owned()
             } else {
-                err
+                findings.join("; ")
             }
         }),
+        seconds,
     }
 }
 
@@ -1067,7 +1085,7 @@ fn checked(s: &mut String, ch: &Checked) {
         if p.ok {
             let _ = writeln!(
                 s,
-                "    weft plan from {} tables: {} LFT SMPs in {} step(s){}{}, {}",
+                "    weft plan from {} tables: {} LFT SMPs in {} step(s){}{}, {} ({:.1} s)",
                 p.from,
                 p.lft_smps.unwrap_or(0),
                 p.steps.unwrap_or(0),
@@ -1082,13 +1100,15 @@ fn checked(s: &mut String, ch: &Checked) {
                     "every step proven"
                 } else {
                     "NOT every step proven"
-                }
+                },
+                p.seconds
             );
         } else {
             let _ = writeln!(
                 s,
-                "    weft plan from {} tables: refused: {}",
+                "    weft plan from {} tables: refused ({:.1} s): {}",
                 p.from,
+                p.seconds,
                 p.refusal.as_deref().unwrap_or("")
             );
         }
