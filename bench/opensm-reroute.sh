@@ -11,11 +11,13 @@
 #   bench/opensm-reroute.sh examples/cluster-11664.weft --json /tmp/reroute.json
 #   bench/opensm-reroute.sh --link leaf7.p[30] --root spine4 --scopes all
 #
-# One run on cluster-648 (2 cores, ~4 s): OpenSM's ftree refuses the degraded tree and falls
-# back to minhop, writing 74 blocks (65 differ); a mix of them has a forwarding loop
-# (spine7 → leaf12 → spine7 toward cn079); with switch traffic, 17 of the 65 states of its
-# in-order distribution have a credit loop. weft plan: 14 LFT SMPs (lower bound 14), every
-# step proven.
+# One run on cluster-648 (2 cores, 45 s): OpenSM's ftree refuses the degraded tree and falls
+# back to minhop, writing 74 blocks (65 differ) on all 54 switches; a mix of them has a
+# forwarding loop (spine7 → leaf12 → spine7 toward cn079); with switch traffic its own order
+# passes a credit loop after the 57th SMP (`--unsafe-states 100 --scopes all`: 17 of its 65
+# states). weft plan: 14 LFT SMPs (lower bound 14), every step proven. On cluster-11664
+# (20 min): 16 599 blocks against weft's 202, a forwarding loop in a mix; ftree → updn: a
+# forwarding loop after OpenSM's 3rd SMP.
 set -eu
 cd "$(dirname "$0")/.."
 cargo build --release -q -p weft --bin weft
