@@ -4,9 +4,9 @@
 //! does for the same change.
 //!
 //! ```text
-//! bench/opensm-reroute.sh [--link NODE.p[N]] [--root SWITCH] [--scope all|hca-to-hca]
-//!                         [--json FILE] [--timeout SECS] [FILE.weft]
-//!                                        # default examples/cluster-648.weft
+//! bench/opensm-reroute.sh [--link NODE.p[N]] [--root SWITCH] [--scopes hca-to-hca,all]
+//!                         [--unsafe-states N] [--json FILE] [--keep DIR] [--timeout SECS]
+//!                         [FILE.weft]            # default examples/cluster-648.weft
 //! ```
 //!
 //! 1. `weft build FILE` (weft's LIDs, the ibsim net file, `guid2lid`), and the same program
@@ -14,15 +14,18 @@
 //!    on `cluster-11664`; `--link` otherwise) and with `routing { engine = updn, roots = [ROOT] }`
 //!    (default `core1` where there is one, else `spine1`).
 //! 2. ibsim (with its console) on the net file; OpenSM 3.3.23 as a daemon on it:
-//!    `opensm -R ftree -s 0 -D 0x8b -d2` (no periodic sweep: only the fault's trap sweeps;
-//!    DEBUG logging, flushed per line), its `guid2lid` cache weft's (the same LIDs). At
-//!    `SUBNET UP` every switch's LFT is read back with `dump_fts` (SubnGet(LinearForwardingTable)
-//!    over MADs).
+//!    `opensm -F CONF -R ftree -s 0` (no periodic sweep: only the fault's traps sweep; CONF:
+//!    `log_flags 0x83`, and through `per_module_logging_file` DEBUG for `osm_ucast_mgr.c`
+//!    alone, flushed per line — at 11 664 nodes its routing lines are gigabytes a sweep, read
+//!    as they come and the log emptied after each sweep), its `guid2lid` cache weft's (the
+//!    same LIDs). Once its log ends in `SUBNET UP` for 10 s (a second sweep waited for too),
+//!    every switch's LFT is read back with `dump_fts` (SubnGet(LinearForwardingTable) over
+//!    MADs).
 //! 3. **The fault**: ibsim's console `Unlink "S-<guid>"[port]` (both ends go Down, each switch
-//!    sends trap 128 to the SM); OpenSM sweeps on the trap (a SIGHUP, to its PID, only if no
-//!    new `SUBNET UP` came within 60 s; the output says which), and at the new `SUBNET UP` the
-//!    LFTs are read back. Then `ReLink` and OpenSM's sweep back (read back again: the start of
-//!    the engine change).
+//!    sends trap 128 to the SM); OpenSM sweeps on the trap (a SIGHUP, to its PID, only if its
+//!    log shows no trap 128 within 60 s; the output says which), and once it settles the LFTs
+//!    are read back. Then `ReLink` and OpenSM's sweep back (read back again: the start of the
+//!    engine change).
 //! 4. **The engine change**: OpenSM cannot change its engine while it runs (`routing_engine`
 //!    is not re-read on SIGHUP in 3.3.23, `osm_subnet.c`), so the ftree daemon is stopped
 //!    (SIGTERM to its PID) and `opensm -R updn -a ROOTFILE` (one GUID: ROOT) starts with the
@@ -44,8 +47,10 @@
 //!      deadlock-free, connected, each with its witness;
 //!    * **in OpenSM's order**: the same writes one SMP at a time in the order of its log, each
 //!      landed before the next (the most orderly run OpenSM can have), each checked against
-//!      the state the ones before it left (`Transition::step`): how many of those states are
-//!      unsafe and the first one.
+//!      the state the ones before it left (`Transition::step`): the first unsafe state, and
+//!      with `--unsafe-states N` up to N of them (each one past the first is usually unsafe
+//!      too and is checked exactly, over every destination: seconds each at 11 664 nodes).
+//!    Each for the pairs of `hca-to-hca` and of `all` (`--scopes`).
 //! 6. Beside it, `weft plan --from BUILD/state.json DESIRED --scope S --format json` for the
 //!    same change, from weft's own tables and from OpenSM's (its ftree tables read back,
 //!    written as a `state.json`): LFT SMPs, steps, the lower bound, or the refusal verbatim.
