@@ -36,8 +36,9 @@
 //!      a block is sent only when it differs from OpenSM's copy of what the switch holds —
 //!      the blocks it set or read before — unless the switch or the subnet needs a full
 //!      update, as every switch does for an SM that just started), in the order it sends
-//!      them (`ucast_mgr_pipeline_fwd_tbl`: block 0 to every switch in GUID order, then block
-//!      1, …; at most `max_wire_smps`, 4, in flight); and the blocks whose content differs
+//!      them (`ucast_mgr_pipeline_fwd_tbl`: block 0 to every switch in the order of its switch
+//!      table, keyed by the GUID in network byte order, then block 1, …; at most
+//!      `max_wire_smps`, 4, in flight; not switch by switch); and the blocks whose content differs
 //!      between the two read-backs (what any writer must send);
 //!    * **every mix at once**: weft states of the fabric (the fault's fabric for the fault:
 //!      the old tables on it are what the switches hold when the trap arrives) with the old
