@@ -51,7 +51,7 @@
 //!      the state the ones before it left (`Transition::step`): the first unsafe state, and
 //!      with `--unsafe-states N` up to N of them (each one past the first is usually unsafe
 //!      too and is checked exactly, over every destination: seconds each at 11 664 nodes).
-//!    Each for the pairs of `hca-to-hca` and of `all` (`--scopes`).
+//!    * each of these for the pairs of `hca-to-hca` and of `all` (`--scopes`).
 //! 6. Beside it, `weft plan --from BUILD/state.json DESIRED --scope S --format json` for the
 //!    same change, from weft's own tables and from OpenSM's (its ftree tables read back,
 //!    written as a `state.json`): LFT SMPs, steps, the lower bound, or the refusal verbatim.
