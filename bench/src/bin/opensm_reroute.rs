@@ -201,8 +201,8 @@ fn build(weft: &Path, work: &Path, name: &str, src: &str) -> (PathBuf, ValidStat
 }
 
 /// `fabric` with `lids`, the SM where `like` says, and the LFTs `dump_fts` read (no SL→VL
-/// tables, path SLs or multicast: OpenSM without QoS sends every SL on VL 0, and SL 0 is
-/// every path's).
+/// tables, path SLs or multicast: every SL on VL 0, and without QoS SL 0 is every path's;
+/// what is proven covers unicast only).
 fn osm_state(fabric: &Fabric, like: &FabricState, fts: &BTreeMap<(u64, u16), u8>) -> ValidState {
     let mut st = FabricState::new(fabric.clone());
     st.lids = like.lids.clone();
