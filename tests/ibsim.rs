@@ -286,6 +286,8 @@ pub struct Ibsim {
     umad2sim: PathBuf,
     tools: Tools,
     clients: AtomicUsize,
+    /// ibsim's console input, when started with [`Ibsim::start_with_console`].
+    console: Option<std::sync::Mutex<std::process::ChildStdin>>,
 }
 
 static INSTANCES: AtomicUsize = AtomicUsize::new(0);
@@ -297,6 +299,26 @@ impl Ibsim {
         tools: &Tools,
         netfile: &str,
         limits: Option<Limits>,
+    ) -> Result<Ibsim, IbsimError> {
+        Ibsim::start_as(tools, netfile, limits, false)
+    }
+
+    /// [`Ibsim::start`] with ibsim's console open on a pipe (its input never at end of file,
+    /// so it does not spin), for [`Ibsim::console`]: `Unlink`, `ReLink`, … as an operator
+    /// types them.
+    pub fn start_with_console(
+        tools: &Tools,
+        netfile: &str,
+        limits: Option<Limits>,
+    ) -> Result<Ibsim, IbsimError> {
+        Ibsim::start_as(tools, netfile, limits, true)
+    }
+
+    fn start_as(
+        tools: &Tools,
+        netfile: &str,
+        limits: Option<Limits>,
+        console: bool,
     ) -> Result<Ibsim, IbsimError> {
         let n = INSTANCES.fetch_add(1, Ordering::Relaxed);
         let pid = std::process::id();
@@ -314,18 +336,24 @@ impl Ibsim {
         };
         let mut cmd = Command::new(&tools.ibsim);
         cmd.args(limits.map(|l| l.args()).unwrap_or_default())
-            .arg("-n")
+            .args(if console { &[][..] } else { &["-n"][..] })
             .arg("-s")
             .arg(&net)
             .current_dir(&dir)
             .env("IBSIM_SOCKNAME", &sockname)
-            .stdin(Stdio::null())
+            .stdin(if console {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(file("ibsim.out")?)
             .stderr(file("ibsim.err")?);
-        let child = cmd
+        let mut child = cmd
             .spawn()
             .map_err(|e| IbsimError::Io(format!("cannot start {}", tools.ibsim.display()), e))?;
+        let console = child.stdin.take().map(std::sync::Mutex::new);
         let mut sim = Ibsim {
+            console,
             child,
             sockname,
             dir,
@@ -363,6 +391,45 @@ impl Ibsim {
             if start.elapsed() > limit {
                 return Err(IbsimError::NotReady {
                     waited: limit,
+                    log: self.log(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Types `line` at ibsim's console (see [`Ibsim::start_with_console`]) and waits (up to
+    /// 30 s) for its next prompt: what ibsim printed in between (`# …` lines are its
+    /// complaints, e.g. `# nodeid "S-…" (…) not found`).
+    pub fn console(&self, line: &str) -> Result<String, IbsimError> {
+        use std::io::Write as _;
+        let out = self.dir.join("ibsim.out");
+        let from = fs::read(&out).map(|t| t.len()).unwrap_or(0);
+        let Some(stdin) = &self.console else {
+            return Err(IbsimError::Io(
+                "ibsim was started without a console".to_owned(),
+                std::io::ErrorKind::Unsupported.into(),
+            ));
+        };
+        {
+            let mut stdin = stdin
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            writeln!(stdin, "{line}")
+                .and_then(|()| stdin.flush())
+                .map_err(|e| IbsimError::Io("cannot write to ibsim's console".to_owned(), e))?;
+        }
+        let start = Instant::now();
+        loop {
+            let text = fs::read(&out).unwrap_or_default();
+            let new = String::from_utf8_lossy(text.get(from..).unwrap_or_default());
+            if let Some(i) = new.find("sim> ") {
+                return Ok(new.get(..i).unwrap_or_default().to_owned());
+            }
+            if start.elapsed() > Duration::from_secs(30) {
+                return Err(IbsimError::Timeout {
+                    command: format!("ibsim console: {line}"),
+                    after: Duration::from_secs(30),
                     log: self.log(),
                 });
             }

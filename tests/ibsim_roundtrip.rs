@@ -130,3 +130,45 @@ fn a_missing_tool_skips_locally_and_fails_in_ci() {
         );
     }
 }
+
+/// ibsim's console through [`Ibsim::console`]: `Unlink` takes a cable down (the far switch and
+/// its host vanish from `ibnetdiscover`), `ReLink` brings it back, a bad node id is ibsim's
+/// `#` complaint; a simulator started without a console refuses.
+#[test]
+fn the_console_takes_a_cable_down_and_up() {
+    let Some(tools) = ibsim::require("the_console_takes_a_cable_down_and_up", &["ibnetdiscover"])
+    else {
+        return;
+    };
+    let net = "Switch\t8 \"S1\"\n[1]\t\"S2\"[1]\n[2]\t\"H1\"[1]\n\n\
+               Switch\t8 \"S2\"\n[1]\t\"S1\"[1]\n[2]\t\"H2\"[1]\n\n\
+               Ca\t1 \"H1\"\n[1]\t\"S1\"[2]\n\nCa\t1 \"H2\"\n[1]\t\"S2\"[2]\n";
+    let sim = Ibsim::start_with_console(&tools, net, None).unwrap_or_else(|e| panic!("{e}"));
+    let nodes = |sim: &Ibsim| {
+        let out = sim
+            .run_retrying(
+                "ibnetdiscover",
+                &[],
+                Duration::from_secs(30),
+                Duration::from_secs(90),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        out.stdout
+            .lines()
+            .filter(|l| l.starts_with("Switch") || l.starts_with("Ca"))
+            .count()
+    };
+    assert_eq!(nodes(&sim), 4);
+    let said = sim.console("Unlink \"S1\"[1]").unwrap();
+    assert!(!said.contains('#'), "{said}");
+    assert_eq!(nodes(&sim), 2, "S2 and H2 are cut off");
+    let said = sim.console("ReLink \"S1\"[1]").unwrap();
+    assert!(!said.contains('#'), "{said}");
+    assert_eq!(nodes(&sim), 4);
+    assert!(sim
+        .console("Unlink \"S9\"[1]")
+        .unwrap()
+        .contains("not found"));
+    let quiet = Ibsim::start(&tools, net, None).unwrap_or_else(|e| panic!("{e}"));
+    assert!(quiet.console("Unlink \"S1\"[1]").is_err());
+}
