@@ -18,6 +18,10 @@
 //! 3. one last step writes the dropped destinations' new entries: their routes are then the
 //!    new routes cut short or whole, a part of the end state's.
 //!
+//! The same search seeded with every changing switch LID, and dropping every changing
+//! destination at once, are worked out too; the plan whose outage costs fewest route-SMPs is
+//! kept.
+//!
 //! Each step is proven with the transition property, `connected` asking nothing of the
 //! dropped destinations between their drop and the last step (the verifier's
 //! [`Transition::drop_destinations`]); after it they must arrive again. Dropping every
@@ -137,34 +141,81 @@ pub(crate) fn prove(
         }
     };
     drop(t);
-    // The greedy search, and dropping every changing destination at once (two steps): the
-    // one whose outage costs fewer route-SMPs (routes out at the worst step × SMPs while
-    // any is out), the greedy one on a tie.
-    let greedy = break_before_make(start, changed, scope, &target, why.clone(), false)?;
-    let all = break_before_make(start, changed, scope, &target, why, true)?;
-    let cost = |p: &Proved| {
-        p.outage
-            .as_ref()
-            .map_or(0, |o| o.routes.saturating_mul(o.smps))
-    };
-    Ok(if cost(&all) < cost(&greedy) {
-        all
-    } else {
-        greedy
-    })
+    // The greedy search; the same with every changing switch LID dropped first (the
+    // switch-to-switch routes, which turn down then up where host routes do not); and
+    // dropping every changing destination at once (two steps): the one whose outage costs
+    // fewest route-SMPs (routes out at the worst step × SMPs while any is out), the earlier
+    // on a tie.
+    let mut best: Option<Proved> = None;
+    for seed in [Seed::Greedy, Seed::Switches, Seed::All] {
+        let Some(p) = break_before_make(start, changed, scope, &target, why.clone(), seed)? else {
+            continue;
+        };
+        if best.as_ref().is_none_or(|b| cost(&p) < cost(b)) {
+            best = Some(p);
+        }
+    }
+    best.ok_or_else(|| PlanError::Unproven("no plan (a bug in weft)".to_owned()))
 }
 
-/// The second search: from `start` again, every failed check's transient credit loops broken
-/// by dropping the destinations that create their rarest dependencies ([`culprits`]); with
-/// `all`, every changing destination dropped at once.
+/// Every LID with a changing entry, sorted.
+fn every_lid(changed: &[(NodeId, u16)]) -> Vec<u16> {
+    let set: BTreeSet<u16> = changed.iter().map(|&(_, lid)| lid).collect();
+    set.into_iter().collect()
+}
+
+/// What a break-before-make plan's outage costs: routes out at its worst step × SMPs sent
+/// while any destination is out.
+fn cost(p: &Proved) -> u64 {
+    p.outage
+        .as_ref()
+        .map_or(0, |o| o.routes.saturating_mul(o.smps))
+}
+
+/// What the second search drops before it starts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Seed {
+    /// Nothing: only what failed checks name.
+    Greedy,
+    /// Every changing destination that is a switch's LID.
+    Switches,
+    /// Every changing destination.
+    All,
+}
+
+/// The second search: from `start` again, with `seed`'s destinations dropped first, every
+/// failed check's transient credit loops broken by dropping the destinations that create their
+/// rarest dependencies ([`culprits`]). `None` when `seed` names no destination.
 fn break_before_make(
     start: &ValidState,
     changed: &[(NodeId, u16)],
     scope: Scope,
     target: &dyn Fn(NodeId, u16) -> u8,
     why: String,
-    all: bool,
-) -> Result<Proved, PlanError> {
+    seed: Seed,
+) -> Result<Option<Proved>, PlanError> {
+    let first: Vec<u16> = match seed {
+        Seed::Greedy => Vec::new(),
+        Seed::All => every_lid(changed),
+        Seed::Switches => {
+            let owners = start.lids.owners(&start.fabric);
+            let lids: Vec<u16> = every_lid(changed)
+                .into_iter()
+                .filter(|&l| {
+                    owners
+                        .get(usize::from(l))
+                        .copied()
+                        .flatten()
+                        .is_some_and(|(n, _)| start.fabric.node(n).is_switch())
+                })
+                .collect();
+            if lids.is_empty() {
+                return Ok(None);
+            }
+            lids
+        }
+    };
+    let mut first = Some(first).filter(|f| !f.is_empty());
     let mut t = Transition::new(start, scope);
     let mut budget = SEARCH_BUDGET;
     let mut out = Proved::default();
@@ -180,8 +231,8 @@ fn break_before_make(
             pending: &pending,
             target,
         };
-        let run = if all && dropped.is_empty() {
-            Err(Stop::Budget)
+        let run = if let Some(lids) = first.take() {
+            Err(Stop::Drop(lids))
         } else {
             prove_stages(
                 &mut t,
@@ -236,7 +287,7 @@ fn break_before_make(
         });
     }
     if dropped.is_empty() {
-        return Ok(out);
+        return Ok(Some(out));
     }
     // Restore: the dropped destinations' new entries, in one step.
     let gone: Vec<(NodeId, u16)> = changed
@@ -290,7 +341,7 @@ fn break_before_make(
         smps: span.iter().map(|s| s.writes.len() as u64).sum(),
         why,
     });
-    Ok(out)
+    Ok(Some(out))
 }
 
 /// The destinations to take out of service where the step writing `changes` failed on
