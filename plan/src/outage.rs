@@ -1,7 +1,7 @@
 //! Break-before-make: the LFT steps between two proven states when some destinations' writes
 //! have no safe order, at the price of an outage that is stated.
 //!
-//! The LFT writes are first ordered and proven as [`crate::prove_stages`] does (each switch
+//! The LFT writes are first ordered and proven as the planner always has (each switch
 //! after its new next hop, a stage that fails split down to single entries). When a single
 //! entry is unsafe even on its own (a transient credit or forwarding loop that any state
 //! holding both the old and the new entries has), or the search spends its budget
