@@ -191,7 +191,7 @@ fn moving_the_sftree_root_has_no_safe_order() {
         assert!(new.fabric.node(owner).is_switch(), "LID {l}");
     }
     assert!(o.hosts.is_empty(), "{:?}", o.hosts);
-    assert!(o.routes > 0 && o.destinations.len() < 54, "{o:?}");
+    assert!(o.routes > 0 && !o.destinations.is_empty(), "{o:?}");
     let steps = &p.plan.steps;
     assert_eq!(
         steps.iter().flat_map(|s| &s.drops).count(),
