@@ -247,6 +247,64 @@ fn a_build_directory_is_planned_against_the_live_tables() {
     );
 }
 
+/// A build directory whose tables no order reaches from the live ones without outage (from
+/// `layered` to `fat_tree`): `--zero-outage` refuses before writing, naming the transient
+/// credit loop; without it the plan takes switch LIDs out of service, lands, and reports each
+/// drop's measured outage. `--zero-outage` with a plan file is refused: its outage was decided
+/// by `weft plan`.
+#[test]
+fn a_build_directory_needing_break_before_make_obeys_zero_outage() {
+    let d = setup("bbm-builddir");
+    let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
+    std::fs::write(
+        d.join("layered.weft"),
+        TREE.replace(
+            "engine = fat_tree, switch_to_switch = sftree",
+            "engine = layered",
+        ) + "}\n",
+    )
+    .unwrap();
+    let o = weft(&["build", &p("layered.weft"), "-o", &p("layered"), "-q"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let lock = p("");
+    let args = |extra: &[&str]| {
+        let mut a = vec![
+            "apply".to_owned(),
+            p("old"),
+            "--fabric".into(),
+            p("layered/state.json"),
+            "--lock-dir".into(),
+            lock.clone(),
+        ];
+        a.extend(extra.iter().map(|s| (*s).to_owned()));
+        a
+    };
+    let run = |a: Vec<String>| weft(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let o = run(args(&["--zero-outage"]));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stdout));
+    assert!(
+        text(&o.stderr).contains("transient credit loop"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = run(args(&[]));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.starts_with("the fabric holds the new state:"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("outage: ") && l.ends_with("which restored them)")),
+        "{out}"
+    );
+    let o = apply(&d, &["--zero-outage"]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        text(&o.stderr).contains("a plan file's outage"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
 #[test]
 fn what_is_not_built_says_so() {
     let d = setup("unbuilt");

@@ -78,6 +78,10 @@ pub struct ApplyOptions {
     pub journal_fault: Option<JournalFault>,
     /// Set to stop: the apply stops before its next step and rolls back.
     pub stop: Option<Arc<AtomicBool>>,
+    /// For a desired state (a build directory), the most routes the plan worked out against
+    /// the live tables may take out of service at its worst step (break-before-make):
+    /// `Some(0)` for none, `None` for any (as `weft plan --max-outage-pairs`).
+    pub max_outage_pairs: Option<u64>,
 }
 
 impl ApplyOptions {
@@ -92,6 +96,7 @@ impl ApplyOptions {
             settle: Duration::ZERO,
             journal_fault: None,
             stop: None,
+            max_outage_pairs: None,
         }
     }
 }
@@ -702,7 +707,7 @@ pub fn apply_state(
     let _lock = sm_lock(t, &opts.lock_dir)?;
     let d = discover(t)?;
     progress(Progress::Proving);
-    let live = crate::prove::plan_from_fabric(t, &d, desired, opts.vfs)?;
+    let live = crate::prove::plan_from_fabric(t, &d, desired, opts.vfs, opts.max_outage_pairs)?;
     let gets = d.smps + 1 + live.smps;
     if live.plan.steps.is_empty() {
         return Ok((
@@ -747,7 +752,9 @@ pub fn dry_run(
             check_wire(p, &d)?;
             p.clone()
         }
-        What::State(st) => crate::prove::plan_from_fabric(t, &d, st, opts.vfs)?.plan,
+        What::State(st) => {
+            crate::prove::plan_from_fabric(t, &d, st, opts.vfs, opts.max_outage_pairs)?.plan
+        }
     };
     let smps = smps_of(&plan, &d, opts.vfs)?;
     Ok((plan, smps))

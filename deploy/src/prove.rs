@@ -266,12 +266,14 @@ pub struct Live {
 /// Reads what the fabric `d` discovered runs (every switch's LFT and MFT, the P_Keys of the ports
 /// `desired` sets, every VF's LID and P_Key table), as a state holds it
 /// ([`crate::observe`]: tables slot by slot, as the plan writes them), and plans the way from
-/// it to `desired` exactly (as `weft plan --full`: every step proven).
+/// it to `desired` exactly (as `weft plan --full`: every step proven), with a break-before-make
+/// outage of at most `max_outage_pairs` routes (`None`: any; `Some(0)`: none).
 pub fn plan_from_fabric(
     t: &mut impl TransportExt,
     d: &Discovery,
     desired: &ValidState,
     vfs: bool,
+    max_outage_pairs: Option<u64>,
 ) -> Result<Live, LiveError> {
     let st = desired.state();
     let qos = st
@@ -343,6 +345,7 @@ pub fn plan_from_fabric(
     let current = ValidState::new(cur).map_err(LiveError::Invalid)?;
     let opts = weft_plan::Options {
         full: true,
+        max_outage_pairs,
         ..weft_plan::Options::default()
     };
     let p = weft_plan::plan(&current, desired, &opts).map_err(LiveError::NoPlan)?;

@@ -75,6 +75,14 @@ pub struct Args {
     /// plan's digest matches its content (an edited plan is refused).
     #[arg(long)]
     no_reprove: bool,
+    /// With a build directory: refuse a plan (worked out against the live tables) whose
+    /// break-before-make outage leaves more than N routes failing at its worst step.
+    #[arg(long, value_name = "N", conflicts_with = "zero_outage")]
+    max_outage_pairs: Option<u64>,
+    /// With a build directory: only a plan that keeps every route arriving in every mix of
+    /// every step (no break-before-make).
+    #[arg(long)]
+    zero_outage: bool,
     /// Milliseconds to wait after the last write before every block is read once more (for
     /// another writer's SMPs still in flight); also twice the longest a step's Sets may follow
     /// the reads that check its blocks. Default: `sim` 0, `mad` twice the SMP timeout times
@@ -230,7 +238,20 @@ fn go(
         settle,
         journal_fault,
         stop: Some(stop.clone()),
+        max_outage_pairs: if args.zero_outage {
+            Some(0)
+        } else {
+            args.max_outage_pairs
+        },
     };
+    if (args.zero_outage || args.max_outage_pairs.is_some()) && !plan_path.is_dir() {
+        return Err(Fatal::Run(
+            "--zero-outage and --max-outage-pairs bound the plan `weft apply` works out for a \
+             build directory; a plan file's outage was decided by `weft plan` (plan it again \
+             with the bound)"
+                .into(),
+        ));
+    }
     crate::term::phase("discovering");
     if plan_path.is_dir() {
         if args.no_reprove {

@@ -32,6 +32,8 @@ pub(super) fn hand_off(args: &Args, quiet: bool) -> Result<ExitCode, Fatal> {
         (args.smp_gap_ms != 0, "--smp-gap-ms"),
         (args.settle_ms.is_some(), "--settle-ms"),
         (args.mad.tries.is_some(), "--tries"),
+        (args.zero_outage, "--zero-outage"),
+        (args.max_outage_pairs.is_some(), "--max-outage-pairs"),
     ]
     .into_iter()
     .filter_map(|(given, name)| given.then_some(name))
