@@ -52,6 +52,22 @@ fn endpoints(st: &FabricState) -> (Vec<(NodeId, u8)>, Vec<Lid>) {
     (src, dst)
 }
 
+/// Every one of the 2^m mixes of `changes` landed on `before`.
+fn mixes<'a>(
+    before: &'a FabricState,
+    changes: &'a [Change],
+) -> impl Iterator<Item = FabricState> + 'a {
+    (0u32..(1 << changes.len())).map(move |mask| {
+        let landed: Vec<Change> = changes
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| mask & (1 << i) != 0)
+            .map(|(_, c)| *c)
+            .collect();
+        applied(before, &landed)
+    })
+}
+
 /// What the mixes of `changes` on `before` do: (some loop, some route that arrives before
 /// fails, the dependencies of every mix).
 fn brute_force(before: &FabricState, changes: &[Change]) -> (bool, bool, BTreeSet<(Chan, Chan)>) {
@@ -66,14 +82,7 @@ fn brute_force(before: &FabricState, changes: &[Change]) -> (bool, bool, BTreeSe
     }
     let (mut looped, mut broken) = (false, false);
     let mut deps = BTreeSet::new();
-    for mask in 0u32..(1 << changes.len()) {
-        let landed: Vec<Change> = changes
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| mask & (1 << i) != 0)
-            .map(|(_, c)| *c)
-            .collect();
-        let st = applied(before, &landed);
+    for st in mixes(before, changes) {
         for &(s, p) in &srcs {
             for &d in &dsts {
                 let w = reference::walk(&st, s, p, d, 0);
@@ -302,14 +311,7 @@ fn deps_by_destination(
 ) -> BTreeMap<Lid, BTreeSet<(Chan, Chan)>> {
     let (srcs, dsts) = endpoints(before);
     let mut out: BTreeMap<Lid, BTreeSet<(Chan, Chan)>> = BTreeMap::new();
-    for mask in 0u32..(1 << changes.len()) {
-        let landed: Vec<Change> = changes
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| mask & (1 << i) != 0)
-            .map(|(_, c)| *c)
-            .collect();
-        let st = applied(before, &landed);
+    for st in mixes(before, changes) {
         for &(s, p) in &srcs {
             for &d in &dsts {
                 let w = reference::walk(&st, s, p, d, 0);
