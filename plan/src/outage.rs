@@ -225,15 +225,15 @@ fn break_before_make(
     let mut hosts: BTreeSet<String> = BTreeSet::new();
     let mut pending: Vec<(NodeId, u16)> = changed.to_vec();
     loop {
-        let mut ahead = live.clone();
-        let stages = order::staged(start, &pending, target, &mut ahead);
         let eager = Eager {
             pending: &pending,
             target,
         };
+        // The seed's drop goes first; only then are the stages worked out.
         let run = if let Some(lids) = first.take() {
             Err(Stop::Drop(lids))
         } else {
+            let stages = order::staged(start, &pending, target, &mut live.clone());
             prove_stages(
                 &mut t,
                 start,
