@@ -4,6 +4,7 @@
 //! need conflicting places in the order (one entry before another switch's block, another
 //! after it) is split into writes per place.
 
+use rayon::prelude::*;
 use crate::Rerouted;
 use std::collections::{BTreeMap, BTreeSet};
 use weft_fabric::forward::{self, Dest, Mark, Next, Routes};
@@ -117,13 +118,13 @@ impl Shadow {
                 .or_default()
                 .push(lid);
         }
-        self.write_blocks(start, by_block, target)
+        self.write_blocks(start, by_block.into_iter().collect(), target)
     }
 
     fn write_blocks(
         &mut self,
         start: &ValidState,
-        by_block: BTreeMap<(NodeId, u16), Vec<u16>>,
+        by_block: Vec<((NodeId, u16), Vec<u16>)>,
         target: &dyn Fn(NodeId, u16) -> u8,
     ) -> Vec<SmpWrite> {
         let mut writes = Vec::new();
@@ -166,84 +167,141 @@ pub(crate) fn staged(
     target: &dyn Fn(NodeId, u16) -> u8,
     shadow: &mut Shadow,
 ) -> Vec<Vec<SmpWrite>> {
-    let index = |x: NodeId, lid: u16| changed.binary_search(&(x, lid)).ok();
+    // Per switch (by node index), its entries' range in `changed` (sorted by switch, LID),
+    // and each port's next switch (worked out once per switch).
+    let nodes = start.fabric.nodes().len();
+    let mut range: Vec<(usize, usize)> = vec![(0, 0); nodes];
+    let mut hops: Vec<Vec<Option<NodeId>>> = vec![Vec::new(); nodes];
+    let mut at = 0;
+    for run in changed.chunk_by(|a, b| a.0 == b.0) {
+        if let Some(&(x, _)) = run.first() {
+            if let Some(r) = range.get_mut(x.index()) {
+                *r = (at, at + run.len());
+            }
+        }
+        at += run.len();
+    }
+    let mut next_of = |x: NodeId, port: u8| -> Option<NodeId> {
+        let list = hops.get_mut(x.index())?;
+        if list.is_empty() {
+            let ports = start.fabric.node(x).spec.port_count;
+            *list = (0..=ports).map(|p| next_switch(start, x, p)).collect();
+        }
+        list.get(usize::from(port)).copied().flatten()
+    };
+    let index = |y: NodeId, lid: u16| {
+        let &(a, b) = range.get(y.index())?;
+        let run = changed.get(a..b)?;
+        run.binary_search_by_key(&lid, |e| e.1).ok().map(|i| a + i)
+    };
     // Each changed entry's parent: the same LID's entry at its new next switch, when that
     // changes too.
     let parent: Vec<Option<usize>> = changed
         .iter()
-        .map(|&(x, lid)| next_switch(start, x, target(x, lid)).and_then(|y| index(y, lid)))
+        .map(|&(x, lid)| next_of(x, target(x, lid)).and_then(|y| index(y, lid)))
         .collect();
     // Items: first one per (switch, block); the entries of items on a cycle each their own.
-    let block_of = |&(x, lid): &(NodeId, u16)| (x, lid / LFT_BLOCK as u16, u32::MAX);
-    let mut key: Vec<(NodeId, u16, u32)> = changed.iter().map(block_of).collect();
+    let mut split = vec![false; changed.len()];
     let stage_of = loop {
-        match longest_paths(&key, &parent) {
+        match longest_paths(changed, &split, &parent) {
             Ok(stage) => break stage,
             Err(cyclic) => {
-                for (e, k) in key.iter_mut().enumerate() {
-                    if cyclic.contains(&(k.0, k.1, k.2)) {
-                        k.2 = e as u32;
+                for e in cyclic {
+                    if let Some(s) = split.get_mut(e) {
+                        *s = true;
                     }
                 }
             }
         }
     };
-    // Writes: per stage, per (switch, block), the block as it is then and after.
-    let mut by_stage: BTreeMap<u32, BTreeMap<(NodeId, u16), Vec<u16>>> = BTreeMap::new();
+    // Writes: per stage, per (switch, block) in order, the LIDs it sets.
+    let mut by_stage: Vec<Vec<((NodeId, u16), Vec<u16>)>> = Vec::new();
     for (e, &(x, lid)) in changed.iter().enumerate() {
-        let s = stage_of.get(e).copied().unwrap_or(0);
-        by_stage
-            .entry(s)
-            .or_default()
-            .entry((x, lid / LFT_BLOCK as u16))
-            .or_default()
-            .push(lid);
+        let s = stage_of.get(e).copied().unwrap_or(0) as usize;
+        if by_stage.len() <= s {
+            by_stage.resize_with(s + 1, Vec::new);
+        }
+        let Some(blocks) = by_stage.get_mut(s) else {
+            continue;
+        };
+        let key = (x, lid / LFT_BLOCK as u16);
+        match blocks.last_mut() {
+            Some((k, lids)) if *k == key => lids.push(lid),
+            _ => blocks.push((key, vec![lid])),
+        }
     }
     by_stage
-        .into_values()
+        .into_iter()
         .map(|blocks| shadow.write_blocks(start, blocks, target))
         .filter(|w| !w.is_empty())
         .collect()
 }
 
-/// The longest chain of parents above each entry's item (its stage), or the items on a cycle.
+/// The longest chain of parents above each entry's item (its stage), or the entries whose
+/// items are on a cycle. An item is a (switch, block) of `changed` (sorted by switch and
+/// LID), or one entry alone where `split`.
 fn longest_paths(
-    key: &[(NodeId, u16, u32)],
+    changed: &[(NodeId, u16)],
+    split: &[bool],
     parent: &[Option<usize>],
-) -> Result<Vec<u32>, BTreeSet<(NodeId, u16, u32)>> {
-    let items: BTreeSet<(NodeId, u16, u32)> = key.iter().copied().collect();
-    let id: BTreeMap<(NodeId, u16, u32), usize> =
-        items.iter().enumerate().map(|(i, &k)| (k, i)).collect();
-    let item = |e: usize| key.get(e).and_then(|k| id.get(k)).copied();
-    let n = items.len();
-    let mut edges: BTreeSet<(usize, usize)> = BTreeSet::new();
-    for (e, p) in parent.iter().enumerate() {
-        if let (Some(p), Some(b)) = (p.and_then(item), item(e)) {
-            if p != b {
-                edges.insert((p, b));
+) -> Result<Vec<u32>, Vec<usize>> {
+    // Item ids in entry order: an entry not split shares its (switch, block)'s.
+    let mut item: Vec<u32> = Vec::with_capacity(changed.len());
+    let mut n = 0u32;
+    let mut last: Option<((NodeId, u16), u32)> = None;
+    for (e, &(x, lid)) in changed.iter().enumerate() {
+        let key = (x, lid / LFT_BLOCK as u16);
+        let id = if split.get(e).copied().unwrap_or(false) {
+            n += 1;
+            n - 1
+        } else {
+            match last {
+                Some((k, id)) if k == key => id,
+                _ => {
+                    n += 1;
+                    last = Some((key, n - 1));
+                    n - 1
+                }
             }
+        };
+        item.push(id);
+    }
+    let n = n as usize;
+    let mut edges: Vec<(u32, u32)> = parent
+        .iter()
+        .zip(&item)
+        .filter_map(|(p, &b)| {
+            let p = item.get((*p)?).copied()?;
+            (p != b).then_some((p, b))
+        })
+        .collect();
+    edges.sort_unstable();
+    edges.dedup();
+    // Successors as one flat list (`first[a]..first[a + 1]`).
+    let mut first = vec![0usize; n + 1];
+    for &(a, _) in &edges {
+        if let Some(f) = first.get_mut(a as usize + 1) {
+            *f += 1;
         }
     }
-    let mut succ: Vec<Vec<u32>> = vec![Vec::new(); n];
-    for &(a, b) in &edges {
-        if let Some(s) = succ.get_mut(a) {
-            s.push(b as u32);
+    for i in 0..n {
+        let f = first.get(i).copied().unwrap_or(0);
+        if let Some(g) = first.get_mut(i + 1) {
+            *g += f;
         }
     }
-    let no_succ: &[u32] = &[];
     let next = |v: u32| {
-        succ.get(v as usize)
-            .map_or(no_succ, |v| v.as_slice())
-            .iter()
-            .copied()
+        let a = first.get(v as usize).copied().unwrap_or(0);
+        let b = first.get(v as usize + 1).copied().unwrap_or(a);
+        edges.get(a..b).unwrap_or(&[]).iter().map(|&(_, b)| b)
     };
     let kahn = graph::kahn(n, next, Ready::Lifo);
     if !kahn.is_acyclic() {
-        return Err(items
+        return Err(item
             .iter()
-            .zip(&kahn.waiting)
-            .filter(|&(_, &w)| w > 0)
-            .map(|(&k, _)| k)
+            .enumerate()
+            .filter(|&(_, &i)| kahn.waiting.get(i as usize).copied().unwrap_or(0) > 0)
+            .map(|(e, _)| e)
             .collect());
     }
     // Each item's stage: one past its latest parent's, in topological order.
@@ -256,8 +314,9 @@ fn longest_paths(
             }
         }
     }
-    Ok((0..key.len())
-        .map(|e| item(e).and_then(|i| stage.get(i).copied()).unwrap_or(0))
+    Ok(item
+        .iter()
+        .map(|&i| stage.get(i as usize).copied().unwrap_or(0))
         .collect())
 }
 
@@ -295,65 +354,101 @@ pub(crate) fn rerouted(start: &ValidState, changed: &[(NodeId, u16)]) -> Reroute
         })
         .collect();
     let owners = start.lids.owners(f);
-    let mut by_lid: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
-    for &(x, lid) in changed {
-        by_lid.entry(lid).or_default().push(at(x));
+    // The changed switches per LID (`changed` is sorted by switch, then LID).
+    let mut by_lid: Vec<(u16, u32)> = changed.iter().map(|&(x, lid)| (lid, at(x) as u32)).collect();
+    by_lid.sort_unstable();
+    let groups: Vec<&[(u16, u32)]> = by_lid.chunk_by(|a, b| a.0 == b.0).collect();
+    // Per LID, in parallel: the pairs, and the sources (end nodes, switches) whose route meets
+    // a changed entry (per switch index, [`forward::memo_walk`]: a loop, or a hop to no
+    // switch, does not), gathered per worker as flags.
+    struct Acc {
+        pairs: u64,
+        hosts: Vec<bool>,
+        switches: Vec<bool>,
+        memo: Vec<Mark<bool>>,
+        path: Vec<u32>,
     }
-    let mut out = Rerouted::default();
-    let mut hosts: BTreeSet<NodeId> = BTreeSet::new();
-    let mut moved_switches: BTreeSet<usize> = BTreeSet::new();
-    // Per switch index, whether its route meets a changed entry ([`forward::memo_walk`]: a
-    // loop, or a hop to no switch, does not).
-    let mut memo = vec![Mark::Unknown; n];
-    let mut path = Vec::new();
-    for (lid, moved) in by_lid {
-        memo.fill(Mark::Unknown);
-        for &k in &moved {
-            if let Some(m) = memo.get_mut(k) {
-                *m = Mark::Known(true);
+    let fresh = || Acc {
+        pairs: 0,
+        hosts: vec![false; f.nodes().len()],
+        switches: vec![false; n],
+        memo: vec![Mark::Unknown; n],
+        path: Vec::new(),
+    };
+    let acc = groups
+        .par_iter()
+        .fold(fresh, |mut acc, moved| {
+            let lid = moved.first().map_or(0, |m| m.0);
+            acc.memo.fill(Mark::Unknown);
+            for &(_, k) in *moved {
+                if let Some(m) = acc.memo.get_mut(k as usize) {
+                    *m = Mark::Known(true);
+                }
             }
-        }
-        let owner = owners.get(usize::from(lid)).copied().flatten();
-        for s in 0..n {
-            let hit = forward::memo_walk(
-                &mut memo,
-                &mut path,
-                s,
-                false,
-                |a| a,
-                |k| {
-                    let o = lfts
-                        .get(k)
-                        .map_or(LFT_UNSET, |t| entry(t, usize::from(lid)));
-                    Next::To(
-                        next.get(k)
-                            .and_then(|v| v.get(usize::from(o)))
-                            .map_or(usize::MAX, |&y| y as usize),
-                    )
-                },
-            );
-            if !hit {
-                continue;
-            }
-            for &h in attached.get(s).map_or(&[][..], |v| v.as_slice()) {
-                if owner.is_some_and(|(o, _)| o == h) {
+            let owner = owners.get(usize::from(lid)).copied().flatten();
+            for s in 0..n {
+                let hit = forward::memo_walk(
+                    &mut acc.memo,
+                    &mut acc.path,
+                    s,
+                    false,
+                    |a| a,
+                    |k| {
+                        let o = lfts
+                            .get(k)
+                            .map_or(LFT_UNSET, |t| entry(t, usize::from(lid)));
+                        Next::To(
+                            next.get(k)
+                                .and_then(|v| v.get(usize::from(o)))
+                                .map_or(usize::MAX, |&y| y as usize),
+                        )
+                    },
+                );
+                if !hit {
                     continue;
                 }
-                out.pairs += 1;
-                hosts.insert(h);
+                for &h in attached.get(s).map_or(&[][..], |v| v.as_slice()) {
+                    if owner.is_some_and(|(o, _)| o == h) {
+                        continue;
+                    }
+                    acc.pairs += 1;
+                    if let Some(v) = acc.hosts.get_mut(h.index()) {
+                        *v = true;
+                    }
+                }
+                if owner.is_none_or(|(o, _)| Some(&o) != switches.get(s)) {
+                    acc.pairs += 1;
+                    if let Some(v) = acc.switches.get_mut(s) {
+                        *v = true;
+                    }
+                }
             }
-            if owner.is_none_or(|(o, _)| Some(&o) != switches.get(s)) {
-                out.pairs += 1;
-                moved_switches.insert(s);
+            acc
+        })
+        .reduce(fresh, |mut a, b| {
+            a.pairs += b.pairs;
+            for (x, y) in a.hosts.iter_mut().zip(&b.hosts) {
+                *x |= *y;
             }
-        }
-    }
+            for (x, y) in a.switches.iter_mut().zip(&b.switches) {
+                *x |= *y;
+            }
+            a
+        });
+    let mut out = Rerouted {
+        pairs: acc.pairs,
+        ..Rerouted::default()
+    };
+    let hosts: Vec<NodeId> = (0..f.nodes().len() as u32)
+        .map(NodeId)
+        .filter(|h| acc.hosts.get(h.index()).copied().unwrap_or(false))
+        .collect();
+    out.switches = acc.switches.iter().filter(|&&b| b).count();
     out.hosts = hosts
         .into_iter()
         .map(|h| f.node(h).name().to_owned())
         .collect();
     out.hosts.sort();
-    out.switches = moved_switches.len();
     out
 }
 

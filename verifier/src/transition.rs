@@ -220,6 +220,9 @@ struct Scratch {
     /// Per switch index, the entry the step writes for the current destination ([`SAME`]:
     /// none).
     over: Vec<u16>,
+    /// Per switch index, whether every route of every mix from it arrives
+    /// ([`Union::all_arrive`]; `WHITE`: not known yet).
+    sure: Vec<u8>,
 }
 
 impl Scratch {
@@ -235,6 +238,7 @@ impl Scratch {
             states: Vec::new(),
             group: vec![(0, Vec::new()); net.ports as usize],
             over: vec![SAME; n],
+            sure: vec![WHITE; n],
         }
     }
 }
@@ -1176,6 +1180,7 @@ impl<S: Sink> Union<'_, S> {
         }
         // Routes that arrive before must arrive in every mix: everything the union reaches
         // from their start switch must arrive or go on.
+        scr.sure.fill(WHITE);
         for &s in self.starts {
             let count = self.attach.by_switch.get(s).map_or(0, |v| v.len() as u64);
             let [ok_before, ok_after] = &mut scr.ok;
@@ -1196,6 +1201,7 @@ impl<S: Sink> Union<'_, S> {
                 && !may_fail
                 && out.broken.is_none()
                 && out.forwarding_loop.is_none()
+                && !self.all_arrive(s, d, &over, &mut scr.sure, &mut scr.stack)
             {
                 out.broken = self.find_break(s, d, &over);
             }
@@ -1304,6 +1310,77 @@ impl<S: Sink> Union<'_, S> {
             dst: self.net.endpoint(d.owner.0, d.owner.1),
             hops,
         }
+    }
+
+    /// Whether every route of every mix from switch index `s` toward `d` arrives (the union
+    /// from `s` is loop-free here), memoised in `sure` across starts: `BLACK` arrives, `GREY`
+    /// reaches a failure, `WHITE` not known yet; `stack` is scratch. Only where this fails is
+    /// the witness looked for ([`Union::find_break`]).
+    fn all_arrive(
+        &self,
+        s: usize,
+        d: Dest,
+        over: &[u16],
+        sure: &mut [u8],
+        stack: &mut Vec<(u32, u8)>,
+    ) -> bool {
+        // `IN_WORK`: on the stack.
+        const IN_WORK: u8 = 3;
+        match sure.get(s).copied() {
+            Some(BLACK) => return true,
+            Some(WHITE) => {}
+            _ => return false,
+        }
+        let fail = |stack: &[(u32, u8)], sure: &mut [u8]| {
+            for &(k, _) in stack {
+                if let Some(m) = sure.get_mut(k as usize) {
+                    *m = GREY;
+                }
+            }
+        };
+        stack.clear();
+        stack.push((s as u32, 0));
+        if let Some(m) = sure.get_mut(s) {
+            *m = IN_WORK;
+        }
+        while let Some(&(k, i)) = stack.last() {
+            let (opts, count) = self.options(k as usize, d, over);
+            if usize::from(i) >= count {
+                stack.pop();
+                if let Some(m) = sure.get_mut(k as usize) {
+                    *m = BLACK;
+                }
+                continue;
+            }
+            if let Some(top) = stack.last_mut() {
+                top.1 += 1;
+            }
+            match opts.get(usize::from(i)).map(|o| o.1) {
+                Some(Step::Arrive | Step::Out { last: true, .. }) => {}
+                Some(Step::Out { to, .. }) => {
+                    let next = self.net.switch_of(to) as usize;
+                    match sure.get(next).copied() {
+                        Some(WHITE) => {
+                            if let Some(m) = sure.get_mut(next) {
+                                *m = IN_WORK;
+                            }
+                            stack.push((next as u32, 0));
+                        }
+                        Some(BLACK) => {}
+                        // A failure below, or a loop (not here: the union is loop-free).
+                        _ => {
+                            fail(stack, sure);
+                            return false;
+                        }
+                    }
+                }
+                Some(Step::Fail(_)) | None => {
+                    fail(stack, sure);
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     /// A failure the union reaches from switch index `s` (whose route arrives before).
