@@ -4,8 +4,8 @@
 //! need conflicting places in the order (one entry before another switch's block, another
 //! after it) is split into writes per place.
 
-use rayon::prelude::*;
 use crate::Rerouted;
+use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 use weft_fabric::forward::{self, Dest, Mark, Next, Routes};
 use weft_fabric::graph::{self, Ready};
@@ -59,10 +59,13 @@ pub(crate) fn target_entry(new: &ValidState, x: NodeId, lid: u16) -> u8 {
     entry(table(new, x), usize::from(lid))
 }
 
-/// The 64-entry blocks as the writes so far leave them, per (switch, block); a block not
+/// A (switch, block) and the LIDs of it a write sets.
+type BlockLids = ((NodeId, u16), Vec<u16>);
+
+/// The tables as the writes so far leave them, per switch (by node index); a switch not
 /// written yet is as the start state holds it.
 #[derive(Clone, Default)]
-pub(crate) struct Shadow(BTreeMap<(NodeId, u16), [u8; LFT_BLOCK]>);
+pub(crate) struct Shadow(Vec<Option<Vec<u8>>>);
 
 impl Shadow {
     pub(crate) fn new() -> Shadow {
@@ -70,26 +73,42 @@ impl Shadow {
     }
 
     /// Block `b` of switch `x` as the writes so far leave it.
-    fn block(&mut self, start: &ValidState, x: NodeId, b: u16) -> &mut [u8; LFT_BLOCK] {
-        self.0.entry((x, b)).or_insert_with(|| {
-            let old = table(start, x);
-            let mut blk = [LFT_UNSET; LFT_BLOCK];
-            for (i, slot) in blk.iter_mut().enumerate() {
-                *slot = entry(old, usize::from(b) * LFT_BLOCK + i);
-            }
-            blk
-        })
+    fn block(&self, start: &ValidState, x: NodeId, b: u16) -> [u8; LFT_BLOCK] {
+        let t = match self.0.get(x.index()) {
+            Some(Some(t)) => t.as_slice(),
+            _ => table(start, x),
+        };
+        let mut blk = [LFT_UNSET; LFT_BLOCK];
+        for (i, slot) in blk.iter_mut().enumerate() {
+            *slot = entry(t, usize::from(b) * LFT_BLOCK + i);
+        }
+        blk
+    }
+
+    /// Sets block `b` of switch `x`.
+    fn set_block(&mut self, start: &ValidState, x: NodeId, b: u16, blk: &[u8; LFT_BLOCK]) {
+        let i = x.index();
+        if self.0.len() <= i {
+            self.0.resize(i + 1, None);
+        }
+        let Some(slot) = self.0.get_mut(i) else {
+            return;
+        };
+        let t = slot.get_or_insert_with(|| table(start, x).to_vec());
+        let at = usize::from(b) * LFT_BLOCK;
+        if t.len() < at + LFT_BLOCK {
+            t.resize(at + LFT_BLOCK, LFT_UNSET);
+        }
+        if let Some(dst) = t.get_mut(at..at + LFT_BLOCK) {
+            dst.copy_from_slice(blk);
+        }
     }
 
     /// Switch `x`'s entry for `lid` as the writes so far leave it.
     pub(crate) fn entry(&self, start: &ValidState, x: NodeId, lid: u16) -> u8 {
-        let b = lid / LFT_BLOCK as u16;
-        match self.0.get(&(x, b)) {
-            Some(blk) => blk
-                .get(usize::from(lid) % LFT_BLOCK)
-                .copied()
-                .unwrap_or(LFT_UNSET),
-            None => entry(table(start, x), usize::from(lid)),
+        match self.0.get(x.index()) {
+            Some(Some(t)) => entry(t, usize::from(lid)),
+            _ => entry(table(start, x), usize::from(lid)),
         }
     }
 
@@ -97,7 +116,7 @@ impl Shadow {
     pub(crate) fn land(&mut self, start: &ValidState, writes: &[SmpWrite]) {
         for (g, b, _, new) in writes.iter().filter_map(lft_block) {
             if let Some(x) = start.fabric.find_guid(g) {
-                self.0.insert((x, b), new);
+                self.set_block(start, x, b, &new);
             }
         }
     }
@@ -124,24 +143,25 @@ impl Shadow {
     fn write_blocks(
         &mut self,
         start: &ValidState,
-        by_block: Vec<((NodeId, u16), Vec<u16>)>,
+        by_block: Vec<BlockLids>,
         target: &dyn Fn(NodeId, u16) -> u8,
     ) -> Vec<SmpWrite> {
         let mut writes = Vec::new();
         for ((x, b), lids) in by_block {
-            let now = self.block(start, x, b);
-            let before = *now;
+            let before = self.block(start, x, b);
+            let mut now = before;
             for lid in lids {
                 if let Some(slot) = now.get_mut(usize::from(lid) % LFT_BLOCK) {
                     *slot = target(x, lid);
                 }
             }
-            if *now != before {
+            if now != before {
+                self.set_block(start, x, b, &now);
                 writes.push(SmpWrite::Lft {
                     switch: start.fabric.node(x).guid(),
                     block: b,
                     old: before,
-                    new: *now,
+                    new: now,
                 });
             }
         }
@@ -215,7 +235,7 @@ pub(crate) fn staged(
         }
     };
     // Writes: per stage, per (switch, block) in order, the LIDs it sets.
-    let mut by_stage: Vec<Vec<((NodeId, u16), Vec<u16>)>> = Vec::new();
+    let mut by_stage: Vec<Vec<BlockLids>> = Vec::new();
     for (e, &(x, lid)) in changed.iter().enumerate() {
         let s = stage_of.get(e).copied().unwrap_or(0) as usize;
         if by_stage.len() <= s {
@@ -355,7 +375,10 @@ pub(crate) fn rerouted(start: &ValidState, changed: &[(NodeId, u16)]) -> Reroute
         .collect();
     let owners = start.lids.owners(f);
     // The changed switches per LID (`changed` is sorted by switch, then LID).
-    let mut by_lid: Vec<(u16, u32)> = changed.iter().map(|&(x, lid)| (lid, at(x) as u32)).collect();
+    let mut by_lid: Vec<(u16, u32)> = changed
+        .iter()
+        .map(|&(x, lid)| (lid, at(x) as u32))
+        .collect();
     by_lid.sort_unstable();
     let groups: Vec<&[(u16, u32)]> = by_lid.chunk_by(|a, b| a.0 == b.0).collect();
     // Per LID, in parallel: the pairs, and the sources (end nodes, switches) whose route meets

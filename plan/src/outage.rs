@@ -45,8 +45,9 @@ use weft_verifier::Scope;
 /// 4 at 11 664 nodes. With `--zero-outage` the search is not bounded.
 pub const ZERO_OUTAGE_BUDGET: usize = 50_000;
 
-/// Destination walks the second search may spend on failed checks before every destination
-/// still changing is dropped (about 200 failed checks at 648 nodes, 12 at 11 664).
+/// Destination walks the second searches (every seed's, together) may spend on failed checks
+/// before every destination still changing is dropped (about 200 failed checks at 648 nodes,
+/// 12 at 11 664).
 pub const SEARCH_BUDGET: usize = 150_000;
 
 /// The LFT steps proven, with their outage.
@@ -141,14 +142,24 @@ pub(crate) fn prove(
         }
     };
     drop(t);
-    // The greedy search; the same with every changing switch LID dropped first (the
-    // switch-to-switch routes, which turn down then up where host routes do not); and
-    // dropping every changing destination at once (two steps): the one whose outage costs
-    // fewest route-SMPs (routes out at the worst step × SMPs while any is out), the earlier
-    // on a tie.
+    // Dropping every changing destination at once (two steps, cheap: it bounds the rest);
+    // the search with every changing switch LID dropped first (the switch-to-switch routes,
+    // which turn down then up where host routes do not); the greedy search. They share one
+    // budget of failed checks, in that order. Kept: the one whose outage costs fewest
+    // route-SMPs (routes out at the worst step × SMPs while any is out), the earlier on a tie.
     let mut best: Option<Proved> = None;
-    for seed in [Seed::Greedy, Seed::Switches, Seed::All] {
-        let Some(p) = break_before_make(start, changed, scope, &target, why.clone(), seed)? else {
+    let mut budget = SEARCH_BUDGET;
+    for seed in [Seed::All, Seed::Switches, Seed::Greedy] {
+        let Some(p) = break_before_make(
+            start,
+            changed,
+            scope,
+            &target,
+            why.clone(),
+            seed,
+            &mut budget,
+        )?
+        else {
             continue;
         };
         if best.as_ref().is_none_or(|b| cost(&p) < cost(b)) {
@@ -193,6 +204,7 @@ fn break_before_make(
     target: &dyn Fn(NodeId, u16) -> u8,
     why: String,
     seed: Seed,
+    shared: &mut usize,
 ) -> Result<Option<Proved>, PlanError> {
     let first: Vec<u16> = match seed {
         Seed::Greedy => Vec::new(),
@@ -217,7 +229,10 @@ fn break_before_make(
     };
     let mut first = Some(first).filter(|f| !f.is_empty());
     let mut t = Transition::new(start, scope);
-    let mut budget = SEARCH_BUDGET;
+    // This search's failed checks come out of the budget the seeds share; once it is spent,
+    // every destination still changing is dropped and the search ends unbounded.
+    let mut spent = false;
+    let mut unbounded = usize::MAX;
     let mut out = Proved::default();
     // The blocks as the steps so far leave them.
     let mut live = Shadow::new();
@@ -238,7 +253,7 @@ fn break_before_make(
                 &mut t,
                 start,
                 stages,
-                &mut budget,
+                if spent { &mut unbounded } else { &mut *shared },
                 &mut out,
                 &mut live,
                 Some(&eager),
@@ -249,7 +264,7 @@ fn break_before_make(
             Err(Stop::Drop(lids)) => lids,
             Err(Stop::Unsafe(changes, _)) => changes.iter().map(|c| c.lid.0).collect(),
             Err(Stop::Budget) => {
-                budget = usize::MAX;
+                spent = true;
                 pending.iter().map(|&(_, lid)| lid).collect()
             }
         };

@@ -647,13 +647,14 @@ impl<'a> Transition<'a> {
             }
         }
         let none: Vec<(usize, u8)> = Vec::new();
-        let found: Vec<(Lid, Vec<bool>)> = (0..self.dests.len() as u32)
+        // Per destination, the wanted dependencies its walk creates (their indices).
+        let found: Vec<(Lid, Vec<u32>)> = (0..self.dests.len() as u32)
             .into_par_iter()
             .map_init(
                 || Scratch::new(&self.net),
                 |scr, i| {
                     let probe = Probe {
-                        wanted: wanted.clone(),
+                        wanted: &wanted,
                         hit: wanted
                             .iter()
                             .map(|_| std::sync::atomic::AtomicBool::new(false))
@@ -670,25 +671,31 @@ impl<'a> Transition<'a> {
                     let hits = probe
                         .hit
                         .iter()
-                        .map(|h| h.load(std::sync::atomic::Ordering::Relaxed))
+                        .enumerate()
+                        .filter(|(_, h)| h.load(std::sync::atomic::Ordering::Relaxed))
+                        .map(|(j, _)| j as u32)
                         .collect();
                     (d.lid, hits)
                 },
             )
             .collect();
+        // Inverted: per wanted dependency, its creators in destination order.
+        let mut by_dep: Vec<Vec<Lid>> = vec![Vec::new(); wanted.len()];
+        for (lid, hits) in &found {
+            for &j in hits {
+                if let Some(v) = by_dep.get_mut(j as usize) {
+                    v.push(*lid);
+                }
+            }
+        }
         per_cycle
             .iter()
             .map(|deps| {
                 deps.iter()
                     .map(|dep| {
-                        let Some(at) = dep.and_then(|d| wanted.binary_search(&d).ok()) else {
-                            return Vec::new();
-                        };
-                        found
-                            .iter()
-                            .filter(|(_, hits)| hits.get(at).copied().unwrap_or(false))
-                            .map(|(lid, _)| *lid)
-                            .collect()
+                        dep.and_then(|d| wanted.binary_search(&d).ok())
+                            .and_then(|at| by_dep.get(at).cloned())
+                            .unwrap_or_default()
                     })
                     .collect()
             })
@@ -1064,15 +1071,15 @@ impl Sink for DepSet {
 }
 
 /// Looks for given dependencies: which of them a walk creates.
-struct Probe {
+struct Probe<'w> {
     /// The dependencies looked for, sorted, each as `(switch index, in port, in VL, out
     /// port, out VL)`.
-    wanted: Vec<(u32, u8, u8, u8, u8)>,
+    wanted: &'w [(u32, u8, u8, u8, u8)],
     /// Per wanted dependency, whether the walk created it.
     hit: Vec<std::sync::atomic::AtomicBool>,
 }
 
-impl Sink for Probe {
+impl Sink for Probe<'_> {
     fn insert(&self, k: u32, i: u8, vin: u8, o: u8, vout: u8) {
         if let Ok(at) = self.wanted.binary_search(&(k, i, vin, o, vout)) {
             if let Some(h) = self.hit.get(at) {
