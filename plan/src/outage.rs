@@ -233,6 +233,9 @@ fn break_before_make(
     // every destination still changing is dropped and the search ends unbounded.
     let mut spent = false;
     let mut unbounded = usize::MAX;
+    // The dependencies on the credit loops of the last failed check that named destinations
+    // to drop.
+    let mut before: Option<usize> = None;
     let mut out = Proved::default();
     // The blocks as the steps so far leave them.
     let mut live = Shadow::new();
@@ -261,7 +264,27 @@ fn break_before_make(
         };
         let lids: Vec<u16> = match run {
             Ok(()) => break,
-            Err(Stop::Drop(lids)) => lids,
+            Err(Stop::Drop(lids)) => {
+                // The failed check's credit loops are made of `now` dependencies; the last
+                // drop removed `before - now` of them. At that rate, when breaking the rest
+                // would take more failed checks than the budget has left, the search would
+                // end by spending it: every destination still changing is dropped now.
+                let now = t.last_cyclic_dependencies();
+                let left = *shared / t.destinations().max(1);
+                let hopeless = match before {
+                    Some(b) if now > 0 && b > now => now / (b - now) > left,
+                    _ => false,
+                };
+                if now > 0 {
+                    before = Some(now);
+                }
+                if hopeless && !spent {
+                    spent = true;
+                    pending.iter().map(|&(_, lid)| lid).collect()
+                } else {
+                    lids
+                }
+            }
             Err(Stop::Unsafe(changes, _)) => changes.iter().map(|c| c.lid.0).collect(),
             Err(Stop::Budget) => {
                 spent = true;

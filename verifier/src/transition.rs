@@ -286,6 +286,9 @@ pub struct Transition<'a> {
     journal: Option<Journal>,
     /// The credit loops the last refused step's exact check found ([`Transition::last_cycles`]).
     last_cycles: Vec<Vec<Channel>>,
+    /// The dependencies inside the cyclic components of the last refused step's exact check
+    /// ([`Transition::last_cyclic_dependencies`]).
+    last_cyclic: usize,
 }
 
 /// A dependency at a switch: `(switch index, in port, in VL, out port, out VL)`.
@@ -368,6 +371,7 @@ impl<'a> Transition<'a> {
             net,
             journal: None,
             last_cycles: Vec::new(),
+            last_cyclic: 0,
         };
         let outs = t.run(&t.deps, &[], true);
         t.failing = outs.iter().map(|o| o.failing_before).collect();
@@ -729,6 +733,7 @@ impl<'a> Transition<'a> {
     /// step lands (the current state becomes the one after it).
     pub fn step(&mut self, changes: &[Change]) -> StepCheck {
         self.last_cycles.clear();
+        self.last_cyclic = 0;
         // The writes per destination, as (switch index, port).
         let mut by_dest: std::collections::BTreeMap<u32, Vec<(usize, u8)>> =
             std::collections::BTreeMap::new();
@@ -779,6 +784,7 @@ impl<'a> Transition<'a> {
                             None => {
                                 check.deadlock_free = Outcome::Violated;
                                 self.last_cycles = self.cycles(&g, MAX_CYCLES);
+                                self.last_cyclic = cyclic_edges(&g);
                                 check.credit_loop =
                                     self.last_cycles.first().cloned().unwrap_or_default();
                                 return check;
@@ -958,6 +964,14 @@ impl<'a> Transition<'a> {
         &self.last_cycles
     }
 
+    /// How many channel dependencies lie inside the cyclic components of the last refused
+    /// step's exact check (0 when the last step was proven, or refused for another reason):
+    /// every credit loop of that step is made of them, so a search that removes a few at a
+    /// time can tell how far it is from breaking them all.
+    pub fn last_cyclic_dependencies(&self) -> usize {
+        self.last_cyclic
+    }
+
     /// One cycle of `g`'s first cyclic component, as channels.
     fn cycle(&self, g: &Graph) -> Vec<Channel> {
         g.cyclic_sccs()
@@ -988,6 +1002,30 @@ impl<'a> Transition<'a> {
     pub fn scope(&self) -> Scope {
         self.scope
     }
+}
+
+/// The edges of `g` whose two ends lie in one cyclic component.
+fn cyclic_edges(g: &Graph) -> usize {
+    let mut comp = vec![u32::MAX; g.len()];
+    for (i, scc) in g.cyclic_sccs().iter().enumerate() {
+        for &v in scc {
+            if let Some(c) = comp.get_mut(v as usize) {
+                *c = i as u32;
+            }
+        }
+    }
+    (0..g.len() as u32)
+        .map(|v| {
+            let c = comp.get(v as usize).copied().unwrap_or(u32::MAX);
+            if c == u32::MAX {
+                return 0;
+            }
+            g.succ(v)
+                .iter()
+                .filter(|&&w| comp.get(w as usize) == Some(&c))
+                .count()
+        })
+        .sum()
 }
 
 /// Sets `lid`'s entry of a switch's table (growing it with unset entries; trailing unset
