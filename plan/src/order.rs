@@ -6,7 +6,7 @@
 
 use crate::Rerouted;
 use rayon::prelude::*;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use weft_fabric::forward::{self, Dest, Mark, Next, Routes};
 use weft_fabric::graph::{self, Ready};
 use weft_fabric::plan::{SmpWrite, LFT_BLOCK};
@@ -130,14 +130,16 @@ impl Shadow {
         entries: &[(NodeId, u16)],
         target: &dyn Fn(NodeId, u16) -> u8,
     ) -> Vec<SmpWrite> {
-        let mut by_block: BTreeMap<(NodeId, u16), Vec<u16>> = BTreeMap::new();
+        // `entries` is sorted: each block's LIDs are consecutive.
+        let mut by_block: Vec<BlockLids> = Vec::new();
         for &(x, lid) in entries {
-            by_block
-                .entry((x, lid / LFT_BLOCK as u16))
-                .or_default()
-                .push(lid);
+            let key = (x, lid / LFT_BLOCK as u16);
+            match by_block.last_mut() {
+                Some((k, lids)) if *k == key => lids.push(lid),
+                _ => by_block.push((key, vec![lid])),
+            }
         }
-        self.write_blocks(start, by_block.into_iter().collect(), target)
+        self.write_blocks(start, by_block, target)
     }
 
     fn write_blocks(

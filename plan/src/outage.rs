@@ -240,6 +240,8 @@ fn break_before_make(
     // The blocks as the steps so far leave them.
     let mut live = Shadow::new();
     let mut dropped: BTreeSet<u16> = BTreeSet::new();
+    // The same, per LID (the filters below run over every changed entry).
+    let mut is_dropped = vec![false; usize::from(u16::MAX) + 1];
     let mut hosts: BTreeSet<String> = BTreeSet::new();
     let mut pending: Vec<(NodeId, u16)> = changed.to_vec();
     loop {
@@ -293,11 +295,17 @@ fn break_before_make(
         };
         // Drop the destinations: their entries not moved yet, to no entry (a destination with
         // none left is not dropped).
-        let asked: BTreeSet<u16> = lids.into_iter().filter(|l| !dropped.contains(l)).collect();
+        let mut asked = vec![false; usize::from(u16::MAX) + 1];
+        for l in lids {
+            if let Some(a) = asked.get_mut(usize::from(l)) {
+                *a = !dropped.contains(&l);
+            }
+        }
+        let flag = |v: &[bool], lid: u16| v.get(usize::from(lid)).copied().unwrap_or(false);
         let gone: Vec<(NodeId, u16)> = changed
             .iter()
             .copied()
-            .filter(|&(x, lid)| asked.contains(&lid) && live.entry(start, x, lid) != target(x, lid))
+            .filter(|&(x, lid)| flag(&asked, lid) && live.entry(start, x, lid) != target(x, lid))
             .collect();
         let fresh: BTreeSet<u16> = gone.iter().map(|&(_, lid)| lid).collect();
         let writes = live.write_all(start, &gone, &|_, _| LFT_UNSET);
@@ -319,9 +327,14 @@ fn break_before_make(
             restores: Vec::new(),
         });
         dropped.extend(&fresh);
+        for &l in &fresh {
+            if let Some(d) = is_dropped.get_mut(usize::from(l)) {
+                *d = true;
+            }
+        }
         // Every other entry not at its target yet goes on in order.
         pending.retain(|&(x, lid)| {
-            !dropped.contains(&lid) && live.entry(start, x, lid) != target(x, lid)
+            !flag(&is_dropped, lid) && live.entry(start, x, lid) != target(x, lid)
         });
     }
     if dropped.is_empty() {
@@ -331,7 +344,10 @@ fn break_before_make(
     let gone: Vec<(NodeId, u16)> = changed
         .iter()
         .copied()
-        .filter(|&(x, lid)| dropped.contains(&lid) && live.entry(start, x, lid) != target(x, lid))
+        .filter(|&(x, lid)| {
+            is_dropped.get(usize::from(lid)).copied().unwrap_or(false)
+                && live.entry(start, x, lid) != target(x, lid)
+        })
         .collect();
     let writes = live.write_all(start, &gone, target);
     let check = t.step(&lft_changes(start, &writes));

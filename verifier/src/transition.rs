@@ -642,15 +642,10 @@ impl<'a> Transition<'a> {
             per_cycle.iter().flatten().flatten().copied().collect();
         wanted.sort_unstable();
         wanted.dedup();
-        let mut by_dest: std::collections::BTreeMap<u32, Vec<(usize, u8)>> =
-            std::collections::BTreeMap::new();
-        for c in changes {
-            let k = self.net.switch_of(c.switch.0) as usize;
-            if let Some(i) = self.dest_index(c.lid).filter(|_| k < self.cur.len()) {
-                by_dest.entry(i as u32).or_default().push((k, c.port));
-            }
-        }
-        let none: Vec<(usize, u8)> = Vec::new();
+        let (work, _) = self.per_destination(changes);
+        let by_dest: std::collections::BTreeMap<u32, &Writes> =
+            work.iter().map(|(i, w)| (*i, w)).collect();
+        let none: Writes = Vec::new();
         // Per destination, the wanted dependencies its walk creates (their indices).
         let found: Vec<(Lid, Vec<u32>)> = (0..self.dests.len() as u32)
             .into_par_iter()
@@ -668,7 +663,7 @@ impl<'a> Transition<'a> {
                     let Some(&d) = self.dests.get(i as usize) else {
                         return (Lid(0), Vec::new());
                     };
-                    let w = by_dest.get(&i).unwrap_or(&none);
+                    let w = by_dest.get(&i).copied().unwrap_or(&none);
                     // The union is loop-free for the destinations that matter here: a
                     // destination whose walk finds a loop records nothing.
                     u.destination(i as usize, d, w, scr);
@@ -729,26 +724,57 @@ impl<'a> Transition<'a> {
         }
     }
 
+    /// `changes` per destination (by index, ascending), each as (switch index, port) in
+    /// the order given; and the changes of LIDs no destination owns, as (switch index, LID,
+    /// port). Counted first so that each list is allocated once at its size (a step of an
+    /// 11 664-node engine change writes sixteen million entries).
+    fn per_destination(&self, changes: &[Change]) -> (Vec<(u32, Writes)>, Vec<(usize, Lid, u8)>) {
+        let mut count = vec![0u32; self.dests.len()];
+        let mut other: Vec<(usize, Lid, u8)> = Vec::new();
+        let place = |c: &Change| -> Option<(u32, Option<u32>)> {
+            let k = self.net.switch_of(c.switch.0);
+            ((k as usize) < self.cur.len()).then(|| {
+                let i = self.dest_of.get(usize::from(c.lid.0)).copied();
+                (k, i.filter(|&i| i != u32::MAX))
+            })
+        };
+        for c in changes {
+            match place(c) {
+                Some((_, Some(i))) => {
+                    if let Some(n) = count.get_mut(i as usize) {
+                        *n += 1;
+                    }
+                }
+                Some((k, None)) => other.push((k as usize, c.lid, c.port)),
+                None => {}
+            }
+        }
+        let mut lists: Vec<Writes> = count
+            .iter()
+            .map(|&n| Vec::with_capacity(n as usize))
+            .collect();
+        for c in changes {
+            if let Some((k, Some(i))) = place(c) {
+                if let Some(l) = lists.get_mut(i as usize) {
+                    l.push((k, c.port));
+                }
+            }
+        }
+        let work = lists
+            .into_iter()
+            .enumerate()
+            .filter(|(_, l)| !l.is_empty())
+            .map(|(i, l)| (i as u32, l))
+            .collect();
+        (work, other)
+    }
+
     /// Checks the step that writes `changes` on the current state; when it is proven, the
     /// step lands (the current state becomes the one after it).
     pub fn step(&mut self, changes: &[Change]) -> StepCheck {
         self.last_cycles.clear();
         self.last_cyclic = 0;
-        // The writes per destination, as (switch index, port).
-        let mut by_dest: std::collections::BTreeMap<u32, Vec<(usize, u8)>> =
-            std::collections::BTreeMap::new();
-        let mut other: Vec<(usize, Lid, u8)> = Vec::new();
-        for c in changes {
-            let k = self.net.switch_of(c.switch.0) as usize;
-            if k >= self.cur.len() {
-                continue;
-            }
-            match self.dest_of.get(usize::from(c.lid.0)).copied() {
-                Some(i) if i != u32::MAX => by_dest.entry(i).or_default().push((k, c.port)),
-                _ => other.push((k, c.lid, c.port)),
-            }
-        }
-        let work: Vec<(u32, Vec<(usize, u8)>)> = by_dest.into_iter().collect();
+        let (work, other) = self.per_destination(changes);
         let fresh = DepSet::new(&self.net);
         let outs = self.run(&fresh, &work, false);
         let mut check = self.summarise(&outs, &work);
@@ -822,7 +848,7 @@ impl<'a> Transition<'a> {
                 .get(*i as usize)
                 .map_or(0, |d| usize::from(d.lid.0));
             for &(k, port) in writes {
-                self.set_current(k, lid, port);
+                self.set_current(k as usize, lid, port);
             }
         }
         for &(k, lid, port) in &other {
@@ -833,11 +859,11 @@ impl<'a> Transition<'a> {
     /// Works out destinations: every one (`every`) or those of `work`, each with its writes
     /// from `work`; dependencies go to `sink`. The results are in destination order, or in
     /// `work`'s.
-    fn run(&self, sink: &DepSet, work: &[(u32, Vec<(usize, u8)>)], every: bool) -> Vec<DestOut> {
+    fn run(&self, sink: &DepSet, work: &[(u32, Writes)], every: bool) -> Vec<DestOut> {
         let u = self.union(sink);
-        let none: Vec<(usize, u8)> = Vec::new();
+        let none: Writes = Vec::new();
         if every {
-            let writes: std::collections::BTreeMap<u32, &Vec<(usize, u8)>> =
+            let writes: std::collections::BTreeMap<u32, &Writes> =
                 work.iter().map(|(i, w)| (*i, w)).collect();
             (0..self.dests.len() as u32)
                 .into_par_iter()
@@ -867,7 +893,7 @@ impl<'a> Transition<'a> {
     }
 
     /// The check of a step from the destinations it changes (`outs`, in `work`'s order).
-    fn summarise(&self, outs: &[DestOut], work: &[(u32, Vec<(usize, u8)>)]) -> StepCheck {
+    fn summarise(&self, outs: &[DestOut], work: &[(u32, Writes)]) -> StepCheck {
         let forwarding_loop = outs.iter().find_map(|o| o.forwarding_loop.clone());
         let broken = outs.iter().find_map(|o| o.broken.clone());
         let before = self.failing();
@@ -1127,6 +1153,9 @@ impl Sink for Probe<'_> {
     }
 }
 
+/// A destination's writes in one step: (switch index, port).
+type Writes = Vec<(u32, u8)>;
+
 /// DFS colours.
 const WHITE: u8 = 0;
 const GREY: u8 = 1;
@@ -1193,17 +1222,17 @@ impl<S: Sink> Union<'_, S> {
     /// Everything about destination `d` (index `i`) with the step's writes `writes` (switch
     /// index, port): its loops, broken routes (none asked of a destination out of service),
     /// failing routes and dependencies.
-    fn destination(&self, i: usize, d: Dest, writes: &[(usize, u8)], scr: &mut Scratch) -> DestOut {
+    fn destination(&self, i: usize, d: Dest, writes: &[(u32, u8)], scr: &mut Scratch) -> DestOut {
         let may_fail = self.outage.get(i).copied().unwrap_or(false);
         let mut out = DestOut::default();
         let mut over = std::mem::take(&mut scr.over);
         for &(k, port) in writes {
-            if let Some(o) = over.get_mut(k) {
+            if let Some(o) = over.get_mut(k as usize) {
                 *o = u16::from(port);
             }
         }
         for &(k, _) in writes {
-            let (b, a) = self.entries(k, d.lid, &over);
+            let (b, a) = self.entries(k as usize, d.lid, &over);
             if b != a {
                 out.changed += 1;
             }
@@ -1255,7 +1284,7 @@ impl<S: Sink> Union<'_, S> {
             self.dependencies(d, &over, scr);
         }
         for &(k, _) in writes {
-            if let Some(o) = over.get_mut(k) {
+            if let Some(o) = over.get_mut(k as usize) {
                 *o = SAME;
             }
         }
