@@ -728,7 +728,7 @@ impl<'a> Transition<'a> {
     /// the order given; and the changes of LIDs no destination owns, as (switch index, LID,
     /// port). Counted first so that each list is allocated once at its size (a step of an
     /// 11 664-node engine change writes sixteen million entries).
-    fn per_destination(&self, changes: &[Change]) -> (Vec<(u32, Writes)>, Vec<(usize, Lid, u8)>) {
+    fn per_destination(&self, changes: &[Change]) -> (Vec<(u32, Writes)>, Vec<Unowned>) {
         let mut count = vec![0u32; self.dests.len()];
         let mut other: Vec<(usize, Lid, u8)> = Vec::new();
         let place = |c: &Change| -> Option<(u32, Option<u32>)> {
@@ -1155,6 +1155,9 @@ impl Sink for Probe<'_> {
 
 /// A destination's writes in one step: (switch index, port).
 type Writes = Vec<(u32, u8)>;
+
+/// A write of a LID no destination owns: (switch index, LID, port).
+type Unowned = (usize, Lid, u8);
 
 /// DFS colours.
 const WHITE: u8 = 0;
