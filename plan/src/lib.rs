@@ -1242,7 +1242,13 @@ fn move_vf_lids(
 
 /// The LFT entries `writes` change.
 fn lft_changes(st: &ValidState, writes: &[SmpWrite]) -> Vec<Change> {
-    let mut out = Vec::new();
+    // Counted first (a step may change sixteen million entries).
+    let n: usize = writes
+        .iter()
+        .filter_map(order::lft_block)
+        .map(|(_, _, a, b)| a.iter().zip(&b).filter(|(x, y)| x != y).count())
+        .sum();
+    let mut out = Vec::with_capacity(n);
     for (switch, block, a, b) in writes.iter().filter_map(order::lft_block) {
         let Some(id) = st.fabric.find_guid(switch) else {
             continue;

@@ -308,7 +308,7 @@ fn break_before_make(
             .filter(|&(x, lid)| flag(&asked, lid) && live.entry(start, x, lid) != target(x, lid))
             .collect();
         let fresh: BTreeSet<u16> = gone.iter().map(|&(_, lid)| lid).collect();
-        let writes = live.write_all(start, &gone, &|_, _| LFT_UNSET);
+        let writes = live.write_all(start, gone.iter().copied(), &|_, _| LFT_UNSET);
         let as_lids: Vec<Lid> = fresh.iter().map(|&l| Lid(l)).collect();
         t.drop_destinations(&as_lids);
         let check = t.step(&lft_changes(start, &writes));
@@ -349,7 +349,7 @@ fn break_before_make(
                 && live.entry(start, x, lid) != target(x, lid)
         })
         .collect();
-    let writes = live.write_all(start, &gone, target);
+    let writes = live.write_all(start, gone, target);
     let check = t.step(&lft_changes(start, &writes));
     if !check.is_proven() {
         return Err(refused(start, &writes, check, "restoring"));
