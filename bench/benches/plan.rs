@@ -1,6 +1,8 @@
 //! Planner speed: a link failure on the 5 832-node three-level tree (a cable between a leaf
 //! and a spine), planned into proven steps — diff, order, one transition check per step and the
-//! desired state's proof; and the APM view of the same fault with LMC 1.
+//! desired state's proof; and the APM view of the same fault with LMC 1. An engine change of
+//! the 648-node tree (`layered` → `fat_tree`), which no order can make without an outage:
+//! the search without outage, then break-before-make's three searches.
 //!
 //! Run: `cargo bench -p weft-bench --bench plan`.
 
@@ -55,5 +57,31 @@ fn link_failure(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, link_failure);
+fn engine_change(c: &mut Criterion) {
+    let mut g = c.benchmark_group("plan");
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(20));
+    let src = example("cluster-648.weft");
+    let layered = src
+        .replace("engine = fat_tree", "engine = layered")
+        .replace("        switch_to_switch = sftree\n", "");
+    assert!(layered.contains("engine = layered"));
+    let (old, new) = (compiled(&layered), compiled(&src));
+    let opts = weft_plan::Options::default();
+    let p = weft_plan::plan(&old, &new, &opts).unwrap();
+    let o = p.outage.as_ref().expect("break-before-make");
+    eprintln!(
+        "648 layered → fat_tree: {} steps, {} SMPs, {} destinations out, {} routes at worst",
+        p.plan.steps.len(),
+        p.plan.smps(),
+        o.destinations.len(),
+        o.routes
+    );
+    g.bench_function("648 layered to fat_tree (break-before-make)", |b| {
+        b.iter(|| black_box(weft_plan::plan(&old, &new, &opts).unwrap()))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, link_failure, engine_change);
 criterion_main!(benches);
