@@ -59,9 +59,24 @@ pub(crate) fn changed(start: &ValidState, new: &ValidState) -> Vec<(NodeId, u16)
     changed
 }
 
-/// `new`'s entry of switch `x` for `lid`.
-pub(crate) fn target_entry(new: &ValidState, x: NodeId, lid: u16) -> u8 {
-    entry(table(new, x), usize::from(lid))
+/// `new`'s tables by node index (empty for a node without one), for [`Tables::entry`].
+pub(crate) struct Tables<'a>(Vec<&'a [u8]>);
+
+impl<'a> Tables<'a> {
+    pub(crate) fn of(new: &'a ValidState) -> Tables<'a> {
+        Tables(
+            (0..new.fabric.nodes().len() as u32)
+                .map(|i| table(new, NodeId(i)))
+                .collect(),
+        )
+    }
+
+    /// Switch `x`'s entry for `lid`.
+    pub(crate) fn entry(&self, x: NodeId, lid: u16) -> u8 {
+        self.0
+            .get(x.index())
+            .map_or(LFT_UNSET, |t| entry(t, usize::from(lid)))
+    }
 }
 
 /// A (switch, block) and the LIDs of it a write sets.
@@ -294,14 +309,17 @@ fn longest_paths(
         item.push(id);
     }
     let n = n as usize;
-    let mut edges: Vec<(u32, u32)> = parent
-        .iter()
-        .zip(&item)
-        .filter_map(|(p, &b)| {
-            let p = item.get((*p)?).copied()?;
-            (p != b).then_some((p, b))
-        })
-        .collect();
+    // Consecutive entries of a block mostly share their parent's item: those repeats are
+    // left out before sorting.
+    let mut edges: Vec<(u32, u32)> = Vec::new();
+    for (p, &b) in parent.iter().zip(&item) {
+        let Some(p) = p.and_then(|p| item.get(p).copied()) else {
+            continue;
+        };
+        if p != b && edges.last() != Some(&(p, b)) {
+            edges.push((p, b));
+        }
+    }
     edges.sort_unstable();
     edges.dedup();
     // Successors as one flat list (`first[a]..first[a + 1]`).

@@ -108,7 +108,8 @@ pub(crate) fn prove(
     scope: Scope,
     allow_outage: bool,
 ) -> Result<Proved, PlanError> {
-    let target = |x: NodeId, lid: u16| order::target_entry(end, x, lid);
+    let tables = order::Tables::of(end);
+    let target = |x: NodeId, lid: u16| tables.entry(x, lid);
     // First without outage. Without outage allowed the search is not bounded (it ends: every
     // split halves).
     let mut budget = if allow_outage {
