@@ -971,7 +971,7 @@ pub fn check_steps_read(
             Some(c) => c,
             None => {
                 let moved = move_vf_lids(&mut t, start, &mut vf_lids, writes);
-                let mut check = t.step(&lft_changes(start, writes));
+                let mut check = t.step_iter(lft_change_iter(start, writes));
                 let still = step
                     .restores
                     .iter()
@@ -1240,30 +1240,31 @@ fn move_vf_lids(
     Ok(())
 }
 
-/// The LFT entries `writes` change.
-fn lft_changes(st: &ValidState, writes: &[SmpWrite]) -> Vec<Change> {
-    // Counted first (a step may change sixteen million entries).
-    let n: usize = writes
+/// The LFT entries `writes` change, as they are read ([`Transition::step_iter`]).
+fn lft_change_iter<'a>(
+    st: &'a ValidState,
+    writes: &'a [SmpWrite],
+) -> impl Iterator<Item = Change> + Clone + 'a {
+    writes
         .iter()
         .filter_map(order::lft_block)
-        .map(|(_, _, a, b)| a.iter().zip(&b).filter(|(x, y)| x != y).count())
-        .sum();
-    let mut out = Vec::with_capacity(n);
-    for (switch, block, a, b) in writes.iter().filter_map(order::lft_block) {
-        let Some(id) = st.fabric.find_guid(switch) else {
-            continue;
-        };
-        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
-            if x != y {
-                out.push(Change {
+        .filter_map(move |(switch, block, a, b)| {
+            let id = st.fabric.find_guid(switch)?;
+            Some((0..LFT_BLOCK).filter_map(move |i| {
+                let (x, y) = (a.get(i)?, b.get(i)?);
+                (x != y).then(|| Change {
                     switch: id,
                     lid: weft_fabric::Lid((usize::from(block) * LFT_BLOCK + i) as u16),
                     port: *y,
-                });
-            }
-        }
-    }
-    out
+                })
+            }))
+        })
+        .flatten()
+}
+
+/// The LFT entries `writes` change.
+fn lft_changes(st: &ValidState, writes: &[SmpWrite]) -> Vec<Change> {
+    lft_change_iter(st, writes).collect()
 }
 
 fn sorted(mut w: Vec<SmpWrite>) -> Vec<SmpWrite> {

@@ -31,7 +31,7 @@
 //! set over destinations, not the least one).
 
 use crate::order::{self, Shadow};
-use crate::{describe, lft_changes, sorted, why, PlanError};
+use crate::{describe, lft_change_iter, lft_changes, sorted, why, PlanError};
 use serde::Serialize;
 use std::collections::BTreeSet;
 use weft_fabric::plan::{PlanStep, SmpWrite};
@@ -312,7 +312,7 @@ fn break_before_make(
         let writes = live.write_all(start, gone.iter().copied(), &|_, _| LFT_UNSET);
         let as_lids: Vec<Lid> = fresh.iter().map(|&l| Lid(l)).collect();
         t.drop_destinations(&as_lids);
-        let check = t.step(&lft_changes(start, &writes));
+        let check = t.step_iter(lft_change_iter(start, &writes));
         if !check.is_proven() {
             return Err(refused(start, &writes, check, "dropping"));
         }
@@ -351,7 +351,7 @@ fn break_before_make(
         })
         .collect();
     let writes = live.write_all(start, gone, target);
-    let check = t.step(&lft_changes(start, &writes));
+    let check = t.step_iter(lft_change_iter(start, &writes));
     if !check.is_proven() {
         return Err(refused(start, &writes, check, "restoring"));
     }
@@ -487,14 +487,14 @@ fn prove_stages(
     for stage in stages {
         let mut todo = vec![stage];
         while let Some(writes) = todo.pop() {
-            let changes = lft_changes(start, &writes);
-            let check = t.step(&changes);
+            let check = t.step_iter(lft_change_iter(start, &writes));
             if check.is_proven() {
                 live.land(start, &writes);
                 out.checks.push(check);
                 out.steps.push(PlanStep::of(sorted(writes)));
                 continue;
             }
+            let changes = lft_changes(start, &writes);
             if *budget == 0 {
                 return Err(Stop::Budget);
             }

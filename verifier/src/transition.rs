@@ -642,7 +642,7 @@ impl<'a> Transition<'a> {
             per_cycle.iter().flatten().flatten().copied().collect();
         wanted.sort_unstable();
         wanted.dedup();
-        let (work, _) = self.per_destination(changes);
+        let (work, _) = self.per_destination(changes.iter().copied());
         let by_dest: std::collections::BTreeMap<u32, &Writes> =
             work.iter().map(|(i, w)| (*i, w)).collect();
         let none: Writes = Vec::new();
@@ -728,7 +728,10 @@ impl<'a> Transition<'a> {
     /// the order given; and the changes of LIDs no destination owns, as (switch index, LID,
     /// port). Counted first so that each list is allocated once at its size (a step of an
     /// 11 664-node engine change writes sixteen million entries).
-    fn per_destination(&self, changes: &[Change]) -> (Vec<(u32, Writes)>, Vec<Unowned>) {
+    fn per_destination<I>(&self, changes: I) -> (Vec<(u32, Writes)>, Vec<Unowned>)
+    where
+        I: Iterator<Item = Change> + Clone,
+    {
         let mut count = vec![0u32; self.dests.len()];
         let mut other: Vec<(usize, Lid, u8)> = Vec::new();
         let place = |c: &Change| -> Option<(u32, Option<u32>)> {
@@ -738,8 +741,8 @@ impl<'a> Transition<'a> {
                 (k, i.filter(|&i| i != u32::MAX))
             })
         };
-        for c in changes {
-            match place(c) {
+        for c in changes.clone() {
+            match place(&c) {
                 Some((_, Some(i))) => {
                     if let Some(n) = count.get_mut(i as usize) {
                         *n += 1;
@@ -754,7 +757,7 @@ impl<'a> Transition<'a> {
             .map(|&n| Vec::with_capacity(n as usize))
             .collect();
         for c in changes {
-            if let Some((k, Some(i))) = place(c) {
+            if let Some((k, Some(i))) = place(&c) {
                 if let Some(l) = lists.get_mut(i as usize) {
                     l.push((k, c.port));
                 }
@@ -772,6 +775,15 @@ impl<'a> Transition<'a> {
     /// Checks the step that writes `changes` on the current state; when it is proven, the
     /// step lands (the current state becomes the one after it).
     pub fn step(&mut self, changes: &[Change]) -> StepCheck {
+        self.step_iter(changes.iter().copied())
+    }
+
+    /// [`Transition::step`] of changes made as they are read (read twice), so that a step
+    /// of millions of entries need not be held as a list.
+    pub fn step_iter<I>(&mut self, changes: I) -> StepCheck
+    where
+        I: Iterator<Item = Change> + Clone,
+    {
         self.last_cycles.clear();
         self.last_cyclic = 0;
         let (work, other) = self.per_destination(changes);
