@@ -237,10 +237,14 @@ pub(crate) fn staged(
         run.binary_search_by_key(&lid, |e| e.1).ok().map(|i| a + i)
     };
     // Each changed entry's parent: the same LID's entry at its new next switch, when that
-    // changes too.
-    let parent: Vec<Option<usize>> = changed
+    // changes too (`u32::MAX`: none; four bytes, for sixteen million entries).
+    let parent: Vec<u32> = changed
         .iter()
-        .map(|&(x, lid)| next_of(x, target(x, lid)).and_then(|y| index(y, lid)))
+        .map(|&(x, lid)| {
+            next_of(x, target(x, lid))
+                .and_then(|y| index(y, lid))
+                .map_or(u32::MAX, |i| i as u32)
+        })
         .collect();
     // Items: first one per (switch, block); the entries of items on a cycle each their own.
     let mut split = vec![false; changed.len()];
@@ -285,7 +289,7 @@ pub(crate) fn staged(
 fn longest_paths(
     changed: &[(NodeId, u16)],
     split: &[bool],
-    parent: &[Option<usize>],
+    parent: &[u32],
 ) -> Result<Vec<u32>, Vec<usize>> {
     // Item ids in entry order: an entry not split shares its (switch, block)'s.
     let mut item: Vec<u32> = Vec::with_capacity(changed.len());
@@ -312,8 +316,8 @@ fn longest_paths(
     // Consecutive entries of a block mostly share their parent's item: those repeats are
     // left out before sorting.
     let mut edges: Vec<(u32, u32)> = Vec::new();
-    for (p, &b) in parent.iter().zip(&item) {
-        let Some(p) = p.and_then(|p| item.get(p).copied()) else {
+    for (&p, &b) in parent.iter().zip(&item) {
+        let Some(p) = item.get(p as usize).copied() else {
             continue;
         };
         if p != b && edges.last() != Some(&(p, b)) {
