@@ -821,8 +821,9 @@ impl<'a> Transition<'a> {
                             }
                             None => {
                                 check.deadlock_free = Outcome::Violated;
-                                self.last_cycles = self.cycles(&g, MAX_CYCLES);
-                                self.last_cyclic = cyclic_edges(&g);
+                                let sccs = g.cyclic_sccs();
+                                self.last_cycles = self.cycles(&g, &sccs, MAX_CYCLES);
+                                self.last_cyclic = cyclic_edges(&g, &sccs);
                                 check.credit_loop =
                                     self.last_cycles.first().cloned().unwrap_or_default();
                                 return check;
@@ -981,10 +982,9 @@ impl<'a> Transition<'a> {
         Graph::new(self.net.ports as usize * usize::from(self.net.vls), &edges)
     }
 
-    /// One cycle in each of `g`'s first `most` cyclic components, as channels.
-    fn cycles(&self, g: &Graph, most: usize) -> Vec<Vec<Channel>> {
-        g.cyclic_sccs()
-            .iter()
+    /// One cycle in each of the first `most` of `g`'s cyclic components `sccs`, as channels.
+    fn cycles(&self, g: &Graph, sccs: &[Vec<u32>], most: usize) -> Vec<Vec<Channel>> {
+        sccs.iter()
             .take(most)
             .map(|scc| {
                 g.cycle_in(scc)
@@ -1042,10 +1042,10 @@ impl<'a> Transition<'a> {
     }
 }
 
-/// The edges of `g` whose two ends lie in one cyclic component.
-fn cyclic_edges(g: &Graph) -> usize {
+/// The edges of `g` whose two ends lie in one of its cyclic components `sccs`.
+fn cyclic_edges(g: &Graph, sccs: &[Vec<u32>]) -> usize {
     let mut comp = vec![u32::MAX; g.len()];
-    for (i, scc) in g.cyclic_sccs().iter().enumerate() {
+    for (i, scc) in sccs.iter().enumerate() {
         for &v in scc {
             if let Some(c) = comp.get_mut(v as usize) {
                 *c = i as u32;
