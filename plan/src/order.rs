@@ -82,6 +82,16 @@ impl<'a> Tables<'a> {
 /// A (switch, block) and the LIDs of it a write sets.
 type BlockLids = ((NodeId, u16), Vec<u16>);
 
+/// Adds `lid` of switch `x` to `blocks`, whose last entry is its block when the LIDs come
+/// sorted by switch and LID.
+fn push_lid(blocks: &mut Vec<BlockLids>, x: NodeId, lid: u16) {
+    let key = (x, lid / LFT_BLOCK as u16);
+    match blocks.last_mut() {
+        Some((k, lids)) if *k == key => lids.push(lid),
+        _ => blocks.push((key, vec![lid])),
+    }
+}
+
 /// The tables as the writes so far leave them, per switch (by node index); a switch not
 /// written yet is as the start state holds it.
 #[derive(Clone, Default)]
@@ -153,11 +163,7 @@ impl Shadow {
         // `entries` is sorted: each block's LIDs are consecutive.
         let mut by_block: Vec<BlockLids> = Vec::new();
         for (x, lid) in entries {
-            let key = (x, lid / LFT_BLOCK as u16);
-            match by_block.last_mut() {
-                Some((k, lids)) if *k == key => lids.push(lid),
-                _ => by_block.push((key, vec![lid])),
-            }
+            push_lid(&mut by_block, x, lid);
         }
         self.write_blocks(start, by_block, target)
     }
@@ -267,13 +273,8 @@ pub(crate) fn staged(
         if by_stage.len() <= s {
             by_stage.resize_with(s + 1, Vec::new);
         }
-        let Some(blocks) = by_stage.get_mut(s) else {
-            continue;
-        };
-        let key = (x, lid / LFT_BLOCK as u16);
-        match blocks.last_mut() {
-            Some((k, lids)) if *k == key => lids.push(lid),
-            _ => blocks.push((key, vec![lid])),
+        if let Some(blocks) = by_stage.get_mut(s) {
+            push_lid(blocks, x, lid);
         }
     }
     by_stage
@@ -326,24 +327,8 @@ fn longest_paths(
     }
     edges.sort_unstable();
     edges.dedup();
-    // Successors as one flat list (`first[a]..first[a + 1]`).
-    let mut first = vec![0usize; n + 1];
-    for &(a, _) in &edges {
-        if let Some(f) = first.get_mut(a as usize + 1) {
-            *f += 1;
-        }
-    }
-    for i in 0..n {
-        let f = first.get(i).copied().unwrap_or(0);
-        if let Some(g) = first.get_mut(i + 1) {
-            *g += f;
-        }
-    }
-    let next = |v: u32| {
-        let a = first.get(v as usize).copied().unwrap_or(0);
-        let b = first.get(v as usize + 1).copied().unwrap_or(a);
-        edges.get(a..b).unwrap_or(&[]).iter().map(|&(_, b)| b)
-    };
+    let g = graph::Csr::new(n, &edges);
+    let next = |v: u32| g.succ(v).iter().copied();
     let kahn = graph::kahn(n, next, Ready::Lifo);
     if !kahn.is_acyclic() {
         return Err(item
@@ -431,7 +416,8 @@ pub(crate) fn rerouted(start: &ValidState, changed: &[(NodeId, u16)]) -> Reroute
         .filter_map(|lid| {
             let a = first.get(usize::from(lid)).copied()?;
             let b = first.get(usize::from(lid) + 1).copied()?;
-            (b > a).then(|| Some((lid, moved.get(a..b)?)))?
+            let run = moved.get(a..b)?;
+            (!run.is_empty()).then_some((lid, run))
         })
         .collect();
     // Per LID, in parallel: the pairs, and the sources (end nodes, switches) whose route meets
