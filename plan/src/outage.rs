@@ -240,9 +240,8 @@ fn break_before_make(
     let mut out = Proved::default();
     // The blocks as the steps so far leave them.
     let mut live = Shadow::new();
-    let mut dropped: BTreeSet<u16> = BTreeSet::new();
-    // The same, per LID (the filters below run over every changed entry).
-    let mut is_dropped = vec![false; usize::from(u16::MAX) + 1];
+    // Per LID, whether it was dropped (the filters below run over every changed entry).
+    let mut dropped = vec![false; usize::from(u16::MAX) + 1];
     let mut hosts: BTreeSet<String> = BTreeSet::new();
     let mut pending: Vec<(NodeId, u16)> = changed.to_vec();
     loop {
@@ -299,10 +298,9 @@ fn break_before_make(
         let mut asked = vec![false; usize::from(u16::MAX) + 1];
         for l in lids {
             if let Some(a) = asked.get_mut(usize::from(l)) {
-                *a = !dropped.contains(&l);
+                *a = !flag(&dropped, l);
             }
         }
-        let flag = |v: &[bool], lid: u16| v.get(usize::from(lid)).copied().unwrap_or(false);
         let gone: Vec<(NodeId, u16)> = changed
             .iter()
             .copied()
@@ -327,35 +325,31 @@ fn break_before_make(
             drops: fresh.iter().copied().collect(),
             restores: Vec::new(),
         });
-        dropped.extend(&fresh);
         for &l in &fresh {
-            if let Some(d) = is_dropped.get_mut(usize::from(l)) {
+            if let Some(d) = dropped.get_mut(usize::from(l)) {
                 *d = true;
             }
         }
         // Every other entry not at its target yet goes on in order.
         pending.retain(|&(x, lid)| {
-            !flag(&is_dropped, lid) && live.entry(start, x, lid) != target(x, lid)
+            !flag(&dropped, lid) && live.entry(start, x, lid) != target(x, lid)
         });
     }
-    if dropped.is_empty() {
+    let lids: Vec<u16> = (0..=u16::MAX).filter(|&l| flag(&dropped, l)).collect();
+    if lids.is_empty() {
         return Ok(Some(out));
     }
     // Restore: the dropped destinations' new entries, in one step.
     let gone: Vec<(NodeId, u16)> = changed
         .iter()
         .copied()
-        .filter(|&(x, lid)| {
-            is_dropped.get(usize::from(lid)).copied().unwrap_or(false)
-                && live.entry(start, x, lid) != target(x, lid)
-        })
+        .filter(|&(x, lid)| flag(&dropped, lid) && live.entry(start, x, lid) != target(x, lid))
         .collect();
     let writes = live.write_all(start, gone, target);
     let check = t.step_iter(lft_change_iter(start, &writes));
     if !check.is_proven() {
         return Err(refused(start, &writes, check, "restoring"));
     }
-    let lids: Vec<u16> = dropped.iter().copied().collect();
     if let Some(&l) = lids.iter().find(|&&l| t.out_of_service(Lid(l))) {
         // Every changing entry holds the end state's: its routes toward `l` fail on this
         // fabric (with `--drain`, the end state cuts it off while its cables are still up).
@@ -432,6 +426,11 @@ fn culprits(
         }
     }
     (!out.is_empty()).then(|| out.into_iter().collect())
+}
+
+/// Whether `flags` (per LID) holds `lid`.
+fn flag(flags: &[bool], lid: u16) -> bool {
+    flags.get(usize::from(lid)).copied().unwrap_or(false)
 }
 
 /// The refusal of a drop or restore step that is not proven (a bug, or a state that is not
