@@ -196,11 +196,8 @@ fn a_bad_read_back_rolls_back_and_a_stale_fabric_is_refused() {
     insta::assert_snapshot!(text(&o.stderr));
 }
 
-/// A `weft build` directory: the fabric's tables are read and the way to its state planned
-/// and proven, then applied; a fabric already running it gets nothing.
-#[test]
-fn a_build_directory_is_planned_against_the_live_tables() {
-    let d = setup("builddir");
+/// Builds the tree routed by `layered` into `d/layered`.
+fn build_layered(d: &std::path::Path) {
     let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
     std::fs::write(
         d.join("layered.weft"),
@@ -212,6 +209,15 @@ fn a_build_directory_is_planned_against_the_live_tables() {
     .unwrap();
     let o = weft(&["build", &p("layered.weft"), "-o", &p("layered"), "-q"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
+}
+
+/// A `weft build` directory: the fabric's tables are read and the way to its state planned
+/// and proven, then applied; a fabric already running it gets nothing.
+#[test]
+fn a_build_directory_is_planned_against_the_live_tables() {
+    let d = setup("builddir");
+    let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
+    build_layered(&d);
     let lock = p("");
     let o = weft(&[
         "apply",
@@ -256,16 +262,7 @@ fn a_build_directory_is_planned_against_the_live_tables() {
 fn a_build_directory_needing_break_before_make_obeys_zero_outage() {
     let d = setup("bbm-builddir");
     let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
-    std::fs::write(
-        d.join("layered.weft"),
-        TREE.replace(
-            "engine = fat_tree, switch_to_switch = sftree",
-            "engine = layered",
-        ) + "}\n",
-    )
-    .unwrap();
-    let o = weft(&["build", &p("layered.weft"), "-o", &p("layered"), "-q"]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    build_layered(&d);
     let lock = p("");
     let args = |extra: &[&str]| {
         let mut a = vec![
