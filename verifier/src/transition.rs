@@ -262,8 +262,8 @@ pub struct Transition<'a> {
     dest_of: Vec<u32>,
     attach: Attach,
     starts: Vec<usize>,
-    /// The current LFTs, per switch index.
-    cur: Vec<Vec<u8>>,
+    /// The current LFTs.
+    cur: Lfts,
     /// Every dependency of the current state, and maybe more.
     deps: DepSet,
     /// The start's multicast dependencies (its groups' trees), when it has any: LFT writes
@@ -329,17 +329,14 @@ impl<'a> Transition<'a> {
         let starts: Vec<usize> = (0..n)
             .filter(|&k| attach.by_switch.get(k).is_some_and(|v| !v.is_empty()))
             .collect();
-        let cur: Vec<Vec<u8>> = net
-            .switches
-            .iter()
-            .map(|&x| {
-                start
-                    .switches
-                    .get(&NodeId(x))
-                    .map(|t| t.lft.ports.clone())
-                    .unwrap_or_default()
-            })
-            .collect();
+        let mut cur = Lfts::new(n);
+        for (k, &x) in net.switches.iter().enumerate() {
+            if let Some(t) = start.switches.get(&NodeId(x)) {
+                for (lid, &port) in t.lft.ports.iter().enumerate() {
+                    cur.set(k, lid, port);
+                }
+            }
+        }
         let mut dest_of = vec![u32::MAX; usize::from(weft_fabric::MAX_UNICAST_LID) + 1];
         for (i, d) in dests.iter().enumerate() {
             if let Some(slot) = dest_of.get_mut(usize::from(d.lid.0)) {
@@ -410,7 +407,10 @@ impl<'a> Transition<'a> {
             d.owner = (n, p);
         }
         let sink = DepSet::new(&self.net);
+        // The failing routes known are the old owner's: walked again.
+        let failing = std::mem::take(&mut self.failing);
         let outs = self.run(&sink, &[(i, Vec::new())], false);
+        self.failing = failing;
         if let Some(o) = outs.first() {
             self.set_failing(i as usize, o.failing_before);
         }
@@ -440,6 +440,40 @@ impl<'a> Transition<'a> {
         }
     }
 
+    /// The state as it is now, to [`Transition::restore`] later: another search from the
+    /// same start without walking it again (a copy of the tables and dependencies, where a
+    /// [`Transition::checkpoint`] journals every change).
+    pub fn snapshot(&self) -> Snapshot {
+        let deps = DepSet::new(&self.net);
+        deps.absorb(&self.deps);
+        Snapshot {
+            dests: self.dests.clone(),
+            cur: self.cur.clone(),
+            deps,
+            ranks: self.ranks.clone(),
+            failing: self.failing.clone(),
+            outage: self.outage.clone(),
+            start_cycle: self.start_cycle.clone(),
+        }
+    }
+
+    /// Returns to `snap` (taken of this transition): tables, owners, dependencies, failing
+    /// routes and destinations out of service as they were; no checkpoint is kept.
+    pub fn restore(&mut self, snap: &Snapshot) {
+        self.dests.clone_from(&snap.dests);
+        self.cur.clone_from(&snap.cur);
+        let deps = DepSet::new(&self.net);
+        deps.absorb(&snap.deps);
+        self.deps = deps;
+        self.ranks.clone_from(&snap.ranks);
+        self.failing.clone_from(&snap.failing);
+        self.outage.clone_from(&snap.outage);
+        self.start_cycle.clone_from(&snap.start_cycle);
+        self.journal = None;
+        self.last_cycles.clear();
+        self.last_cyclic = 0;
+    }
+
     /// Starts recording what the following steps and relocations change, so that
     /// [`Transition::rollback`] can return here (a plan worked out but not applied).
     pub fn checkpoint(&mut self) {
@@ -456,7 +490,7 @@ impl<'a> Transition<'a> {
         };
         for u in j.undo.into_iter().rev() {
             match u {
-                Undo::Entry(k, lid, port) => set_entry(self.cur.get_mut(k), lid, port),
+                Undo::Entry(k, lid, port) => self.cur.set(k, lid, port),
                 Undo::Failing(i, v) => {
                     if let Some(f) = self.failing.get_mut(i) {
                         *f = v;
@@ -476,7 +510,7 @@ impl<'a> Transition<'a> {
         }
         if j.deps_replaced {
             let deps = self.fresh_with_multicast();
-            self.run(&deps, &[], true);
+            self.run_others(&deps, &[]);
             let graph = self.graph(&deps, &[]);
             self.deps = deps;
             match graph.topo_ranks() {
@@ -499,15 +533,9 @@ impl<'a> Transition<'a> {
     /// Sets an entry of the current tables, journalled.
     fn set_current(&mut self, k: usize, lid: usize, port: u8) {
         if let Some(j) = &mut self.journal {
-            let was = self
-                .cur
-                .get(k)
-                .and_then(|t| t.get(lid))
-                .copied()
-                .unwrap_or(LFT_UNSET);
-            j.undo.push(Undo::Entry(k, lid, was));
+            j.undo.push(Undo::Entry(k, lid, self.cur.get(k, lid)));
         }
-        set_entry(self.cur.get_mut(k), lid, port);
+        self.cur.set(k, lid, port);
     }
 
     /// Destinations in scope (a check that fails may walk every one).
@@ -621,7 +649,10 @@ impl<'a> Transition<'a> {
     /// routes create it in some mix of the step writing `changes` on the current state. Where a credit loop is to be broken
     /// by taking destinations out of service, a dependency few destinations create is the
     /// cheapest to remove.
-    pub fn creators(&self, changes: &[Change], cycles: &[Vec<Channel>]) -> Vec<Vec<Vec<Lid>>> {
+    pub fn creators<I>(&self, changes: I, cycles: &[Vec<Channel>]) -> Vec<Vec<Vec<Lid>>>
+    where
+        I: Iterator<Item = Change> + Clone,
+    {
         // Each cycle's dependencies, in its order: at the switch the next channel leaves,
         // from the port the channel arrives on.
         let per_cycle: Vec<Vec<Option<Dep>>> = cycles
@@ -642,7 +673,7 @@ impl<'a> Transition<'a> {
             per_cycle.iter().flatten().flatten().copied().collect();
         wanted.sort_unstable();
         wanted.dedup();
-        let (work, _) = self.per_destination(changes.iter().copied());
+        let (work, _) = self.per_destination(changes);
         let by_dest: std::collections::BTreeMap<u32, &Writes> =
             work.iter().map(|(i, w)| (*i, w)).collect();
         let none: Writes = Vec::new();
@@ -736,7 +767,7 @@ impl<'a> Transition<'a> {
         let mut other: Vec<(usize, Lid, u8)> = Vec::new();
         let place = |c: &Change| -> Option<(u32, Option<u32>)> {
             let k = self.net.switch_of(c.switch.0);
-            ((k as usize) < self.cur.len()).then(|| {
+            ((k as usize) < self.cur.switches).then(|| {
                 let i = self.dest_of.get(usize::from(c.lid.0)).copied();
                 (k, i.filter(|&i| i != u32::MAX))
             })
@@ -808,8 +839,11 @@ impl<'a> Transition<'a> {
                     None => {
                         // Maybe only the kept dependencies the current state no longer has:
                         // check exactly.
+                        // The step's destinations' dependencies are `fresh`'s already;
+                        // the others' as they are now.
                         let exact = self.fresh_with_multicast();
-                        self.run(&exact, &work, true);
+                        exact.absorb(&fresh);
+                        self.run_others(&exact, &work);
                         let g = self.graph(&exact, &[]);
                         match g.topo_ranks() {
                             Some(r) => {
@@ -903,6 +937,31 @@ impl<'a> Transition<'a> {
                 )
                 .collect()
         }
+    }
+
+    /// Works out the dependencies of every destination `work` does not name (sorted by
+    /// destination index), as the current tables route it, into `sink`.
+    fn run_others(&self, sink: &DepSet, work: &[(u32, Writes)]) {
+        let u = self.union(sink);
+        let mut named = vec![false; self.dests.len()];
+        for (i, _) in work {
+            if let Some(n) = named.get_mut(*i as usize) {
+                *n = true;
+            }
+        }
+        let others: Vec<u32> = (0..self.dests.len() as u32)
+            .filter(|&i| !named.get(i as usize).copied().unwrap_or(false))
+            .collect();
+        others.par_iter().for_each_init(
+            || Scratch::new(&self.net),
+            |scr, &i| {
+                if let Some(&d) = self.dests.get(i as usize) {
+                    let over = std::mem::take(&mut scr.over);
+                    u.dependencies(d, &over, scr);
+                    scr.over = over;
+                }
+            },
+        );
     }
 
     /// The check of a step from the destinations it changes (`outs`, in `work`'s order).
@@ -1029,6 +1088,7 @@ impl<'a> Transition<'a> {
             net: &self.net,
             outage: &self.outage,
             cur: &self.cur,
+            failing: &self.failing,
             sources: &self.sources,
             attach: &self.attach,
             deps,
@@ -1066,21 +1126,69 @@ fn cyclic_edges(g: &Graph, sccs: &[Vec<u32>]) -> usize {
         .sum()
 }
 
-/// Sets `lid`'s entry of a switch's table (growing it with unset entries; trailing unset
-/// entries dropped).
-fn set_entry(table: Option<&mut Vec<u8>>, lid: usize, port: u8) {
-    let Some(t) = table else { return };
-    if t.len() <= lid {
-        if port == LFT_UNSET {
+/// A transition's state at one moment ([`Transition::snapshot`]), to return to without
+/// working the start out again ([`Transition::restore`]).
+pub struct Snapshot {
+    dests: Vec<Dest>,
+    cur: Lfts,
+    deps: DepSet,
+    ranks: Vec<u32>,
+    failing: Vec<u64>,
+    outage: Vec<bool>,
+    start_cycle: Vec<Channel>,
+}
+
+/// LFTs held LID-major: one destination's entries on every switch side by side, since a walk
+/// toward one destination reads them together (switch-major tables cost a cache miss per hop
+/// at 11 664 nodes). A LID no switch has an entry for holds no row.
+#[derive(Clone)]
+struct Lfts {
+    /// Switches (the length of every row).
+    switches: usize,
+    /// Per LID, the entry of each switch index (`LFT_UNSET`: none), or empty.
+    rows: Vec<Vec<u8>>,
+}
+
+impl Lfts {
+    fn new(switches: usize) -> Lfts {
+        Lfts {
+            switches,
+            rows: Vec::new(),
+        }
+    }
+
+    /// Switch index `k`'s entry for `lid` (`LFT_UNSET`: none).
+    fn get(&self, k: usize, lid: usize) -> u8 {
+        self.rows
+            .get(lid)
+            .and_then(|r| r.get(k))
+            .copied()
+            .unwrap_or(LFT_UNSET)
+    }
+
+    /// Sets switch index `k`'s entry for `lid` (a row made on its first entry).
+    fn set(&mut self, k: usize, lid: usize, port: u8) {
+        if k >= self.switches {
             return;
         }
-        t.resize(lid + 1, LFT_UNSET);
-    }
-    if let Some(e) = t.get_mut(lid) {
-        *e = port;
-    }
-    while t.last() == Some(&LFT_UNSET) {
-        t.pop();
+        if self.rows.len() <= lid {
+            if port == LFT_UNSET {
+                return;
+            }
+            self.rows.resize_with(lid + 1, Vec::new);
+        }
+        let Some(row) = self.rows.get_mut(lid) else {
+            return;
+        };
+        if row.is_empty() {
+            if port == LFT_UNSET {
+                return;
+            }
+            *row = vec![LFT_UNSET; self.switches];
+        }
+        if let Some(e) = row.get_mut(k) {
+            *e = port;
+        }
     }
 }
 
@@ -1127,7 +1235,10 @@ struct Union<'a, S: Sink = DepSet> {
     net: &'a Net<'a>,
     /// Per destination index, whether it is out of service (its routes may fail).
     outage: &'a [bool],
-    cur: &'a [Vec<u8>],
+    cur: &'a Lfts,
+    /// Per destination index, its failing routes as `cur` routes it; empty when not known
+    /// (a destination with none needs no walk of the routes before the step).
+    failing: &'a [u64],
     sources: &'a [Source],
     attach: &'a Attach,
     deps: &'a S,
@@ -1179,12 +1290,7 @@ const BLACK: u8 = 2;
 impl<S: Sink> Union<'_, S> {
     /// The entries of switch index `k` for `lid`: before and after the step (`None`: unset).
     fn entries(&self, k: usize, lid: Lid, over: &[u16]) -> (Option<u8>, Option<u8>) {
-        let before = self
-            .cur
-            .get(k)
-            .and_then(|r| r.get(usize::from(lid.0)))
-            .copied()
-            .filter(|&p| p != LFT_UNSET);
+        let before = Some(self.cur.get(k, usize::from(lid.0))).filter(|&p| p != LFT_UNSET);
         let after = match over.get(k).copied() {
             Some(v) if v != SAME => (v as u8 != LFT_UNSET).then_some(v as u8),
             _ => before,
@@ -1270,14 +1376,20 @@ impl<S: Sink> Union<'_, S> {
         // Routes that arrive before must arrive in every mix: everything the union reaches
         // from their start switch must arrive or go on.
         scr.sure.fill(WHITE);
+        // No route toward `d` fails now: every start's arrives before the step, unwalked.
+        let all_before = self.failing.get(i) == Some(&0);
         for &s in self.starts {
             let count = self.attach.by_switch.get(s).map_or(0, |v| v.len() as u64);
             let [ok_before, ok_after] = &mut scr.ok;
-            let works = self.arrives(s, d, false, &over, ok_before, &mut scr.path);
-            let works_after = if changed {
-                self.arrives(s, d, true, &over, ok_after, &mut scr.path)
-            } else {
+            let works = all_before || self.arrives(s, d, false, &over, ok_before, &mut scr.path);
+            // Every mix's route arriving, the route after the step (one of them) does.
+            let every_mix = changed
+                && out.forwarding_loop.is_none()
+                && self.all_arrive(s, d, &over, &mut scr.sure, &mut scr.stack);
+            let works_after = if !changed {
                 works
+            } else {
+                every_mix || self.arrives(s, d, true, &over, ok_after, &mut scr.path)
             };
             if !works {
                 out.failing_before += count;
@@ -1290,7 +1402,7 @@ impl<S: Sink> Union<'_, S> {
                 && !may_fail
                 && out.broken.is_none()
                 && out.forwarding_loop.is_none()
-                && !self.all_arrive(s, d, &over, &mut scr.sure, &mut scr.stack)
+                && !every_mix
             {
                 out.broken = self.find_break(s, d, &over);
             }

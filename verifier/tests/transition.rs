@@ -384,7 +384,7 @@ fn creators_and_outages_agree_with_brute_force() {
             };
             let cyclic = every.iter().filter(|&&(x, y)| reaches(y, x)).count();
             assert_eq!(t.last_cyclic_dependencies(), cyclic, "case {k}");
-            let found = t.creators(&step, &cycles);
+            let found = t.creators(step.iter().copied(), &cycles);
             for (cycle, per_dep) in cycles.iter().zip(&found) {
                 let n = cycle.len();
                 for (j, creators) in per_dep.iter().enumerate() {
