@@ -118,8 +118,9 @@ pub(crate) fn prove(
         usize::MAX
     };
     let mut t = Transition::new(start, scope);
-    // Every search starts from here: the start worked out once.
-    let base = t.snapshot();
+    // Every search starts from here: the start worked out once (kept only where a second
+    // search may run).
+    let base = allow_outage.then(|| t.snapshot());
     let mut out = Proved::default();
     let mut live = Shadow::new();
     let stages = order::staged(start, changed, &target, &mut live.clone());
@@ -152,7 +153,10 @@ pub(crate) fn prove(
     let mut best: Option<Proved> = None;
     let mut budget = SEARCH_BUDGET;
     for seed in [Seed::All, Seed::Switches, Seed::Greedy] {
-        t.restore(&base);
+        match &base {
+            Some(b) => t.restore(b),
+            None => t = Transition::new(start, scope),
+        }
         let Some(p) = break_before_make(
             &mut t,
             start,
@@ -174,8 +178,24 @@ pub(crate) fn prove(
 
 /// Every LID with a changing entry, sorted.
 fn every_lid(changed: &[(NodeId, u16)]) -> Vec<u16> {
-    let set: BTreeSet<u16> = changed.iter().map(|&(_, lid)| lid).collect();
-    set.into_iter().collect()
+    flagged(&flags(changed.iter().map(|&(_, lid)| lid)))
+}
+
+/// Per LID, whether `lids` holds it (sixteen million entries at 11 664 nodes name about as
+/// many LIDs as a set would hold: flags, not a tree).
+fn flags(lids: impl Iterator<Item = u16>) -> Vec<bool> {
+    let mut f = vec![false; usize::from(u16::MAX) + 1];
+    for l in lids {
+        if let Some(x) = f.get_mut(usize::from(l)) {
+            *x = true;
+        }
+    }
+    f
+}
+
+/// The LIDs `flags` holds, sorted.
+fn flagged(flags: &[bool]) -> Vec<u16> {
+    (0..=u16::MAX).filter(|&l| flag(flags, l)).collect()
 }
 
 /// What a break-before-make plan's outage costs: routes out at its worst step × SMPs sent
@@ -307,7 +327,7 @@ fn break_before_make(
             .copied()
             .filter(|&(x, lid)| flag(&asked, lid) && live.entry(start, x, lid) != target(x, lid))
             .collect();
-        let fresh: BTreeSet<u16> = gone.iter().map(|&(_, lid)| lid).collect();
+        let fresh = flagged(&flags(gone.iter().map(|&(_, lid)| lid)));
         let writes = live.write_all(start, gone.iter().copied(), &|_, _| LFT_UNSET);
         let as_lids: Vec<Lid> = fresh.iter().map(|&l| Lid(l)).collect();
         t.drop_destinations(&as_lids);
@@ -323,7 +343,7 @@ fn break_before_make(
         out.checks.push(check);
         out.steps.push(PlanStep {
             writes: sorted(writes),
-            drops: fresh.iter().copied().collect(),
+            drops: fresh.clone(),
             restores: Vec::new(),
         });
         for &l in &fresh {
@@ -336,7 +356,7 @@ fn break_before_make(
             !flag(&dropped, lid) && live.entry(start, x, lid) != target(x, lid)
         });
     }
-    let lids: Vec<u16> = (0..=u16::MAX).filter(|&l| flag(&dropped, l)).collect();
+    let lids = flagged(&dropped);
     if lids.is_empty() {
         return Ok(Some(out));
     }
@@ -410,17 +430,18 @@ fn culprits<I: Iterator<Item = Change> + Clone>(
     if cycles.is_empty() {
         return None;
     }
-    let changing: BTreeSet<u16> = eager
-        .pending
-        .iter()
-        .filter(|&&(x, lid)| live.entry(start, x, lid) != (eager.target)(x, lid))
-        .map(|&(_, lid)| lid)
-        .collect();
+    let changing = flags(
+        eager
+            .pending
+            .iter()
+            .filter(|&&(x, lid)| live.entry(start, x, lid) != (eager.target)(x, lid))
+            .map(|&(_, lid)| lid),
+    );
     let mut out: BTreeSet<u16> = BTreeSet::new();
     for per_dep in t.creators(changes, cycles) {
         if let Some(c) = per_dep
             .into_iter()
-            .filter(|c| !c.is_empty() && c.iter().all(|l| changing.contains(&l.0)))
+            .filter(|c| !c.is_empty() && c.iter().all(|l| flag(&changing, l.0)))
             .min_by_key(Vec::len)
         {
             out.extend(c.into_iter().map(|l| l.0));

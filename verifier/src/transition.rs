@@ -444,12 +444,11 @@ impl<'a> Transition<'a> {
     /// same start without walking it again (a copy of the tables and dependencies, where a
     /// [`Transition::checkpoint`] journals every change).
     pub fn snapshot(&self) -> Snapshot {
-        let deps = DepSet::new(&self.net);
-        deps.absorb(&self.deps);
         Snapshot {
             dests: self.dests.clone(),
             cur: self.cur.clone(),
-            deps,
+            deps: copied(&self.net, &self.deps),
+            multicast: self.multicast.as_ref().map(|m| copied(&self.net, m)),
             ranks: self.ranks.clone(),
             failing: self.failing.clone(),
             outage: self.outage.clone(),
@@ -457,14 +456,14 @@ impl<'a> Transition<'a> {
         }
     }
 
-    /// Returns to `snap` (taken of this transition): tables, owners, dependencies, failing
-    /// routes and destinations out of service as they were; no checkpoint is kept.
+    /// Returns to `snap` (taken of this transition): tables, owners, dependencies (multicast
+    /// ones included), failing routes and destinations out of service as they were; no
+    /// checkpoint is kept.
     pub fn restore(&mut self, snap: &Snapshot) {
         self.dests.clone_from(&snap.dests);
         self.cur.clone_from(&snap.cur);
-        let deps = DepSet::new(&self.net);
-        deps.absorb(&snap.deps);
-        self.deps = deps;
+        self.deps = copied(&self.net, &snap.deps);
+        self.multicast = snap.multicast.as_ref().map(|m| copied(&self.net, m));
         self.ranks.clone_from(&snap.ranks);
         self.failing.clone_from(&snap.failing);
         self.outage.clone_from(&snap.outage);
@@ -1126,12 +1125,20 @@ fn cyclic_edges(g: &Graph, sccs: &[Vec<u32>]) -> usize {
         .sum()
 }
 
+/// A copy of `deps` (a set of atomics is not `Clone`).
+fn copied(net: &Net<'_>, deps: &DepSet) -> DepSet {
+    let c = DepSet::new(net);
+    c.absorb(deps);
+    c
+}
+
 /// A transition's state at one moment ([`Transition::snapshot`]), to return to without
 /// working the start out again ([`Transition::restore`]).
 pub struct Snapshot {
     dests: Vec<Dest>,
     cur: Lfts,
     deps: DepSet,
+    multicast: Option<DepSet>,
     ranks: Vec<u32>,
     failing: Vec<u64>,
     outage: Vec<bool>,

@@ -303,6 +303,45 @@ fn incremental_steps_agree_with_single_checks() {
     );
 }
 
+/// A transition restored to a snapshot of its start checks every step exactly as a new one
+/// does, whatever landed, was refused or was dropped in between.
+#[test]
+fn a_restored_transition_checks_like_a_new_one() {
+    let mut rng = Rng(0x5a9);
+    for k in 0..60 {
+        let f = testkit::fat_tree2(
+            2 + rng.below(2) as usize,
+            2 + rng.below(3) as usize,
+            1 + rng.below(3) as usize,
+        );
+        let lids = testkit::sequential_lids(&f);
+        let va = testkit::valid(testkit::route_updown(&f, lids));
+        let mut t = Transition::new(&va, Scope::All);
+        let snap = t.snapshot();
+        let mut all = random_changes(&va, &mut rng, 12);
+        let probe: Vec<Change> = all.iter().take(3).copied().collect();
+        if k % 2 == 0 {
+            if let Some(c) = all.first() {
+                t.drop_destinations(&[c.lid]);
+            }
+        }
+        while !all.is_empty() {
+            let m = 1 + rng.below(3.min(all.len() as u64)) as usize;
+            let step: Vec<Change> = (0..m)
+                .map(|_| all.swap_remove(rng.below(all.len() as u64) as usize))
+                .collect();
+            t.step(&step);
+        }
+        t.restore(&snap);
+        let mut fresh = Transition::new(&va, Scope::All);
+        assert_eq!(t.failing(), fresh.failing(), "case {k}");
+        assert_eq!(t.outage_count(), 0, "case {k}");
+        let (a, b) = (t.step(&probe), fresh.step(&probe));
+        assert_eq!(a, b, "case {k}");
+        assert_eq!(t.failing(), fresh.failing(), "case {k}");
+    }
+}
+
 /// Per destination, the dependencies every mix of `changes` on `before` creates toward it
 /// (the reference walk from every source).
 fn deps_by_destination(
