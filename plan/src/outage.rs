@@ -88,6 +88,8 @@ enum Stop {
     /// A check failed on a transient credit loop these destinations (each still changing)
     /// create the rarest dependency of: drop them.
     Drop(Vec<u16>),
+    /// The outage so far costs as much as a plan already found ([`Eager::beat`]).
+    Beaten,
 }
 
 /// What the second search needs to find the destinations to drop where a check fails.
@@ -95,6 +97,9 @@ struct Eager<'a> {
     /// The entries the search moves (some may have landed since).
     pending: &'a [(NodeId, u16)],
     target: &'a dyn Fn(NodeId, u16) -> u8,
+    /// The cost of the best plan found so far: a search whose outage costs as much already
+    /// stops.
+    beat: Option<u64>,
 }
 
 /// The LFT steps from `start` to the proven state `end` (`changed`: the entries that differ,
@@ -136,7 +141,7 @@ pub(crate) fn prove(
         Ok(()) => return Ok(out),
         Err(Stop::Unsafe(_, e)) if !allow_outage => return Err(e),
         Err(Stop::Unsafe(_, e)) => e.to_string(),
-        Err(Stop::Budget | Stop::Drop(_)) => {
+        Err(Stop::Budget | Stop::Drop(_) | Stop::Beaten) => {
             format!(
                 "the search for an order that keeps every route spent its budget ({} failed \
                  checks on {} destinations)",
@@ -165,6 +170,7 @@ pub(crate) fn prove(
             why.clone(),
             seed,
             &mut budget,
+            best.as_ref().map(cost),
         )?
         else {
             continue;
@@ -206,6 +212,21 @@ fn cost(p: &Proved) -> u64 {
         .map_or(0, |o| o.routes.saturating_mul(o.smps))
 }
 
+/// What a break-before-make search's outage costs at least already, its steps so far: routes
+/// out at the worst step so far × SMPs sent from the first step that drops destinations.
+fn cost_so_far(p: &Proved) -> u64 {
+    let routes = p.checks.iter().map(|c| c.outage_routes).max().unwrap_or(0);
+    let first = p.steps.iter().position(|s| !s.drops.is_empty());
+    let smps: u64 = p
+        .steps
+        .get(first.unwrap_or(p.steps.len())..)
+        .unwrap_or(&[])
+        .iter()
+        .map(|s| s.writes.len() as u64)
+        .sum();
+    routes.saturating_mul(smps)
+}
+
 /// What the second search drops before it starts.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Seed {
@@ -219,7 +240,10 @@ enum Seed {
 
 /// The second search: from `start` again, with `seed`'s destinations dropped first, every
 /// failed check's transient credit loops broken by dropping the destinations that create their
-/// rarest dependencies ([`culprits`]). `None` when `seed` names no destination.
+/// rarest dependencies ([`culprits`]). `None` when `seed` names no destination, or when the
+/// outage so far already costs `beat` or more (the plan could not be kept: both factors of
+/// [`cost`] only grow as the search goes on).
+#[allow(clippy::too_many_arguments)]
 fn break_before_make(
     t: &mut Transition<'_>,
     start: &ValidState,
@@ -228,6 +252,7 @@ fn break_before_make(
     why: String,
     seed: Seed,
     shared: &mut usize,
+    beat: Option<u64>,
 ) -> Result<Option<Proved>, PlanError> {
     let first: Vec<u16> = match seed {
         Seed::Greedy => Vec::new(),
@@ -269,6 +294,7 @@ fn break_before_make(
         let eager = Eager {
             pending: &pending,
             target,
+            beat,
         };
         // The seed's drop goes first; only then are the stages worked out.
         let run = if let Some(lids) = first.take() {
@@ -313,6 +339,7 @@ fn break_before_make(
                 spent = true;
                 pending.iter().map(|&(_, lid)| lid).collect()
             }
+            Err(Stop::Beaten) => return Ok(None),
         };
         // Drop the destinations: their entries not moved yet, to no entry (a destination with
         // none left is not dropped).
@@ -350,6 +377,9 @@ fn break_before_make(
             if let Some(d) = dropped.get_mut(usize::from(l)) {
                 *d = true;
             }
+        }
+        if beat.is_some_and(|b| cost_so_far(&out) >= b) {
+            return Ok(None);
         }
         // Every other entry not at its target yet goes on in order.
         pending.retain(|&(x, lid)| {
@@ -486,7 +516,7 @@ pub(crate) fn prove_unbounded(
         Ok(()) => Ok((out.steps, out.checks, out.splits)),
         Err(Stop::Unsafe(_, e)) => Err(e),
         // An unbounded search does not stop for its budget, nor drops without `eager`.
-        Err(Stop::Budget | Stop::Drop(_)) => Err(PlanError::Unproven(
+        Err(Stop::Budget | Stop::Drop(_) | Stop::Beaten) => Err(PlanError::Unproven(
             "the search for a safe order stopped early (a bug in weft)".to_owned(),
         )),
     }
@@ -513,6 +543,12 @@ fn prove_stages(
                 live.land(start, &writes);
                 out.checks.push(check);
                 out.steps.push(PlanStep::of(sorted(writes)));
+                if eager
+                    .and_then(|e| e.beat)
+                    .is_some_and(|b| cost_so_far(out) >= b)
+                {
+                    return Err(Stop::Beaten);
+                }
                 continue;
             }
             if *budget == 0 {

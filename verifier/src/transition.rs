@@ -694,9 +694,9 @@ impl<'a> Transition<'a> {
                         return (Lid(0), Vec::new());
                     };
                     let w = by_dest.get(&i).copied().unwrap_or(&none);
-                    // The union is loop-free for the destinations that matter here: a
-                    // destination whose walk finds a loop records nothing.
-                    u.destination(i as usize, d, w, scr);
+                    // Dependencies only: a check fails on credit loops only when every
+                    // route of the step is loop-free and arrives as it must.
+                    u.dependencies_over(d, w, scr);
                     let hits = probe
                         .hit
                         .iter()
@@ -955,9 +955,7 @@ impl<'a> Transition<'a> {
             || Scratch::new(&self.net),
             |scr, &i| {
                 if let Some(&d) = self.dests.get(i as usize) {
-                    let over = std::mem::take(&mut scr.over);
-                    u.dependencies(d, &over, scr);
-                    scr.over = over;
+                    u.dependencies_over(d, &[], scr);
                 }
             },
         );
@@ -1637,6 +1635,24 @@ impl<S: Sink> Union<'_, S> {
             }
         }
         None
+    }
+
+    /// [`Union::dependencies`] toward `d` with the step's writes `writes` (switch index,
+    /// port) over the current entries.
+    fn dependencies_over(&self, d: Dest, writes: &[u32], scr: &mut Scratch) {
+        let mut over = std::mem::take(&mut scr.over);
+        for (k, port) in writes.iter().map(|&w| write_of(w)) {
+            if let Some(o) = over.get_mut(k as usize) {
+                *o = u16::from(port);
+            }
+        }
+        self.dependencies(d, &over, scr);
+        for (k, _) in writes.iter().map(|&w| write_of(w)) {
+            if let Some(o) = over.get_mut(k as usize) {
+                *o = SAME;
+            }
+        }
+        scr.over = over;
     }
 
     /// Records every dependency any route toward `d` creates in any mix (the union is
