@@ -710,10 +710,18 @@ impl SimFabric {
                 smp::encode_sl2vl(&n.sl2vl.get(&key).copied().unwrap_or([0; 16]))
             }
             Attr::VlArb => {
+                // A switch's port by the modifier; an end node's table is the port the SMP
+                // entered (the modifier's port field is ignored, as ibsim does).
                 let block = (m >> 16) & 0xffff;
-                if !(1..=4).contains(&block) || m & 0xffff > u32::from(n.info.num_ports) {
+                if !(1..=4).contains(&block) || (switch && m & 0xffff > u32::from(n.info.num_ports))
+                {
                     return Err(status(STATUS_INVALID));
                 }
+                let m = if switch {
+                    m
+                } else {
+                    (m & 0xffff_0000) | u32::from(entered)
+                };
                 if let Some(d) = data {
                     let mut p = [0u8; PAYLOAD];
                     if let (Some(dst), Some(src)) = (p.get_mut(..64), d.get(..64)) {
