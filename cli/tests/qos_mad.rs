@@ -11,8 +11,8 @@
 
 use std::path::Path;
 use std::time::Duration;
-use weft_fabric::plan::{Plan, PlanStep, Proof, SmpWrite, PLAN_FORMAT, PLAN_VERSION};
-use weft_fabric::{Fingerprint, ValidState, WireView};
+use weft_fabric::plan::SmpWrite;
+use weft_fabric::ValidState;
 use weft_tests::ibsim::{self, Ibsim, Limits};
 
 /// The torus example on a 5×5 grid, routed by `engine`.
@@ -48,27 +48,6 @@ fn build(d: &Path, engine: &str) -> ValidState {
     ValidState::from_json(&std::fs::read_to_string(out.join("state.json")).unwrap()).unwrap()
 }
 
-/// A one-step plan of `writes` from `old` (its fabric, LIDs and wire view) to `new`.
-fn plan_of(old: &ValidState, new: &ValidState, writes: Vec<SmpWrite>) -> Plan {
-    Plan {
-        format: PLAN_FORMAT.to_owned(),
-        version: PLAN_VERSION,
-        fabric_name: old.fabric.name.clone(),
-        from: Fingerprint::of(old),
-        to: Fingerprint::of(new),
-        wire: Some(WireView::of(old)),
-        partitions: Vec::new(),
-        sm: Vec::new(),
-        proof: Proof {
-            scope: "all".to_owned(),
-            properties: Vec::new(),
-            path_sls: true,
-        },
-        steps: vec![PlanStep::of(writes)],
-        recorded_digest: None,
-    }
-}
-
 #[test]
 fn qos_writes_land_over_mads_and_audit_reads_the_layered_tables() {
     let Some(tools) = ibsim::require("qos_writes_land_over_mads", &["opensm"]) else {
@@ -94,7 +73,7 @@ fn qos_writes_land_over_mads_and_audit_reads_the_layered_tables() {
     // 50 hosts; arbitration on every live port, one low-priority block each.
     assert_eq!(kinds(&writes), (25 * 7 * 6 + 50, 25 * 6 + 50));
     assert!(weft_plan::qos::high_limit_changes(&updn, &layered).is_empty());
-    let plan = plan_of(&updn, &layered, writes);
+    let plan = weft_tests::one_step_plan(&updn, &layered, writes);
     std::fs::write(d.join("updn-plan.json"), plan.to_json()).unwrap();
 
     let net = weft_fabric::ibnetdiscover::write(&updn.fabric, Some(&updn.lids)).unwrap();
@@ -160,7 +139,7 @@ fn qos_writes_land_over_mads_and_audit_reads_the_layered_tables() {
     let writes = weft_plan::qos::writes(&before, &layered);
     // The high-priority tables ibsim starts with (VL 0, weight 4) are cleared too.
     assert_eq!(kinds(&writes), (25 * 7 * 6 + 50, 2 * (25 * 6 + 50)));
-    let plan = plan_of(&before, &layered, writes);
+    let plan = weft_tests::one_step_plan(&before, &layered, writes);
     std::fs::write(d.join("plan.json"), plan.to_json()).unwrap();
     let o = apply("plan.json", "b.journal");
     assert!(

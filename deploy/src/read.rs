@@ -381,7 +381,9 @@ pub fn read_end_ports(
 /// arbitration caps, then the blocks the caps hold (1 and 2 the low-priority table, 3 and 4
 /// the high-priority one; a block only where its cap reaches it), each port's as one batch
 /// per switch or end node. Each table is the entries its cap holds, trailing (VL 0, weight 0)
-/// dropped; a port whose caps are both 0 has no arbitration tables and is left out.
+/// dropped; a port whose caps are both 0 has no arbitration tables, and one whose tables hold
+/// only (VL 0, weight 0) with a high limit of 0 was configured by nobody: both are left out
+/// (a state holds them as no arbitration: VL 0 only).
 pub fn read_vlarbs(
     t: &mut impl TransportExt,
     d: &Discovery,
@@ -465,6 +467,11 @@ pub fn read_vlarbs(
                 while table.last() == Some(&weft_fabric::VlWeight { vl: 0, weight: 0 }) {
                     table.pop();
                 }
+            }
+            // Tables of nothing but (VL 0, weight 0) and no high limit: a port nobody
+            // configured, which a state holds as no arbitration (VL 0 only).
+            if low.is_empty() && high.is_empty() && i.vl_high_limit == 0 {
+                continue;
             }
             out.insert(
                 (*g, PortNum(*p)),

@@ -29,7 +29,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use weft_fabric::plan::{vlarb_block, SmpWrite, VLARB_BLOCK};
-use weft_fabric::{FabricState, NodeId, PortNum, PortRef, Sl, SwitchState, ValidState, VlArb};
+use weft_fabric::{FabricState, NodeId, PortNum, PortRef, Sl, SwitchState, VlArb};
 
 /// A port whose VL high limit two states set differently (a state without arbitration on the
 /// port counts as 0).
@@ -84,13 +84,13 @@ fn block_entries(arb: Option<&VlArb>, block: u8) -> Vec<(u8, u8)> {
     e
 }
 
-/// The SL→VL and VL arbitration writes that turn `old`'s tables into `new`'s (the two states
-/// of one fabric; the live links are `new`'s), in a deterministic order: by node GUID, the SL→VL
+/// The SL→VL and VL arbitration writes that turn `old`'s tables into `new`'s (two states of
+/// one fabric, a [`weft_fabric::ValidState`] each or as read; the live links are `new`'s), in a deterministic order: by node GUID, the SL→VL
 /// tables by (input, output) port, then the arbitration blocks by port and block — sorted as
 /// a plan step's writes are. Each write carries what `old` says the table holds. Nothing is
 /// listed for a table that does not change; the VL high limit is never written (see
 /// [`high_limit_changes`]).
-pub fn writes(old: &ValidState, new: &ValidState) -> Vec<SmpWrite> {
+pub fn writes(old: &FabricState, new: &FabricState) -> Vec<SmpWrite> {
     let f = &new.fabric;
     let mut out = Vec::new();
     for id in f.node_ids() {
@@ -121,7 +121,7 @@ pub fn writes(old: &ValidState, new: &ValidState) -> Vec<SmpWrite> {
             for &p in &live {
                 let at = PortRef::new(id, p);
                 let vls =
-                    |st: &ValidState| st.ports.get(&at).and_then(|s| s.sl2vl).unwrap_or([0; 16]);
+                    |st: &FabricState| st.ports.get(&at).and_then(|s| s.sl2vl).unwrap_or([0; 16]);
                 let (from, to) = (vls(old), vls(new));
                 if from != to {
                     out.push(SmpWrite::Sl2vl {
@@ -168,8 +168,8 @@ pub fn writes(old: &ValidState, new: &ValidState) -> Vec<SmpWrite> {
 
 /// The ports whose VL high limit `old` and `new` set differently (a port without arbitration
 /// counts as 0), in port order: what [`writes`] cannot write.
-pub fn high_limit_changes(old: &ValidState, new: &ValidState) -> Vec<HighLimitChange> {
-    let limit = |st: &ValidState, r: &PortRef| {
+pub fn high_limit_changes(old: &FabricState, new: &FabricState) -> Vec<HighLimitChange> {
+    let limit = |st: &FabricState, r: &PortRef| {
         st.ports
             .get(r)
             .and_then(|s| s.vlarb.as_ref())
@@ -331,7 +331,7 @@ pub fn apply(st: &mut FabricState, w: &SmpWrite) -> Result<(), String> {
 /// every pair [`writes`] covers (input port 0 or live, output live) with its VLs (`None`:
 /// unassigned); per live end port, its injection table; per port with arbitration, its four
 /// blocks (entries up to the last that is not (0, 0); blocks of none left out).
-pub fn tables(st: &ValidState) -> QosTables {
+pub fn tables(st: &FabricState) -> QosTables {
     let f = &st.fabric;
     let mut t = QosTables::default();
     for id in f.node_ids() {
