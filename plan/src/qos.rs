@@ -377,3 +377,189 @@ pub struct QosTables {
     /// (node GUID, port, block) → the block's entries (blocks of all (0, 0) left out).
     pub vlarb: BTreeMap<(weft_fabric::Guid, u8, u8), Vec<(u8, u8)>>,
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use weft_verifier::testkit;
+
+    /// Two spines, two leaves of two hosts, routed up/down: no QoS tables.
+    fn base() -> FabricState {
+        let f = testkit::fat_tree2(2, 2, 2);
+        let lids = testkit::sequential_lids(&f);
+        testkit::route_updown(&f, lids)
+    }
+
+    fn switch(st: &FabricState, k: usize) -> NodeId {
+        st.fabric
+            .node_ids()
+            .filter(|&n| st.fabric.node(n).is_switch())
+            .nth(k)
+            .unwrap()
+    }
+
+    #[test]
+    fn the_same_tables_need_no_write() {
+        let st = base();
+        assert!(writes(&st, &st).is_empty());
+        assert!(high_limit_changes(&st, &st).is_empty());
+    }
+
+    /// A map for every pair is written to every pair of live ports and from port 0, each write
+    /// with the old table (every SL on VL 0), in GUID and port order; landing them gives the
+    /// new tables, from which nothing is left to write.
+    #[test]
+    fn a_map_for_every_pair_expands_over_the_live_pairs_and_port_0() {
+        let old = base();
+        let mut new = old.clone();
+        let sw = switch(&old, 0);
+        let map: [u8; 16] = std::array::from_fn(|s| (s % 2) as u8);
+        new.switches.entry(sw).or_default().sl2vl_all = Some(map);
+        let w = writes(&old, &new);
+        let live = live_ports(&old, sw);
+        assert_eq!(w.len(), (live.len() + 1) * live.len());
+        let mut pairs = Vec::new();
+        for x in &w {
+            let SmpWrite::Sl2vl {
+                node,
+                in_port,
+                out_port,
+                old: o,
+                new: n,
+            } = x
+            else {
+                panic!("{x:?}")
+            };
+            assert_eq!(*node, old.fabric.node(sw).guid());
+            assert_eq!((*o, *n), ([0; 16], map));
+            pairs.push((*in_port, *out_port));
+        }
+        let mut sorted = pairs.clone();
+        sorted.sort_unstable();
+        assert_eq!(pairs, sorted);
+        assert_eq!(pairs.first().map(|p| p.0), Some(0));
+        let mut landed = old.clone();
+        for x in &w {
+            apply(&mut landed, x).unwrap();
+        }
+        assert!(writes(&landed, &new).is_empty());
+        assert_eq!(tables(&landed), tables(&new));
+        // Back again: the same pairs, old and new swapped.
+        assert_eq!(writes(&new, &old).len(), w.len());
+    }
+
+    /// A pair the new state leaves unassigned is not written; one the old state leaves
+    /// unassigned counts as every SL on VL 0.
+    #[test]
+    fn unassigned_pairs_are_left_alone_or_counted_as_vl_0() {
+        let old = base();
+        let sw = switch(&old, 1);
+        let live = live_ports(&old, sw);
+        let (a, b) = (live[0], live[1]);
+        let mut new = old.clone();
+        new.switches.entry(sw).or_default().sl2vl = vec![weft_fabric::Sl2VlRow {
+            in_port: a,
+            out_port: b,
+            vl: [3; 16],
+        }];
+        let w = writes(&old, &new);
+        assert_eq!(
+            w,
+            vec![SmpWrite::Sl2vl {
+                node: old.fabric.node(sw).guid(),
+                in_port: a,
+                out_port: b,
+                old: [0; 16],
+                new: [3; 16],
+            }]
+        );
+        // Back: the pairs `new` leaves unassigned count as VL 0, which `old` holds anyway.
+        assert_eq!(
+            writes(&new, &old),
+            vec![SmpWrite::Sl2vl {
+                node: old.fabric.node(sw).guid(),
+                in_port: a,
+                out_port: b,
+                old: [3; 16],
+                new: [0; 16],
+            }]
+        );
+    }
+
+    /// An end port's injection table and arbitration: the table as `in_port` 0, `out_port`
+    /// the port; arbitration blocks only where they differ, each up to its last entry that is
+    /// not (0, 0); a high limit set differently is listed, never written.
+    #[test]
+    fn end_ports_and_arbitration_blocks() {
+        let old = base();
+        let f = &old.fabric;
+        let host = f.node_ids().find(|&n| !f.node(n).is_switch()).unwrap();
+        let at = PortRef::new(host, 1);
+        let mut new = old.clone();
+        let w = |vl, weight| weft_fabric::VlWeight { vl, weight };
+        let p = new.ports.entry(at).or_default();
+        p.sl2vl = Some([1; 16]);
+        p.vlarb = Some(VlArb {
+            high_limit: 4,
+            high: vec![w(0, 1)],
+            low: (0..33)
+                .map(|k| w(k % 15, if k == 32 { 7 } else { 0 }))
+                .collect(),
+        });
+        let g = f.node(host).guid();
+        let got = writes(&old, &new);
+        let second: Vec<(u8, u8)> = vec![(32 % 15, 7)];
+        assert_eq!(
+            got,
+            vec![
+                SmpWrite::Sl2vl {
+                    node: g,
+                    in_port: 0,
+                    out_port: 1,
+                    old: [0; 16],
+                    new: [1; 16],
+                },
+                SmpWrite::VlArb {
+                    node: g,
+                    port: 1,
+                    block: 1,
+                    old: Vec::new(),
+                    new: (0..32u8).map(|k| (k % 15, 0)).collect(),
+                },
+                SmpWrite::VlArb {
+                    node: g,
+                    port: 1,
+                    block: 2,
+                    old: Vec::new(),
+                    new: second,
+                },
+                SmpWrite::VlArb {
+                    node: g,
+                    port: 1,
+                    block: 3,
+                    old: Vec::new(),
+                    new: vec![(0, 1)],
+                },
+            ]
+        );
+        assert_eq!(
+            high_limit_changes(&old, &new),
+            vec![HighLimitChange {
+                port: at,
+                old: 0,
+                new: 4
+            }]
+        );
+        assert_eq!(what(&got[3]), "port 1 VL arbitration block 3 (high 0–31)");
+        assert_eq!(what(&got[0]), "SL→VL input 0 output 1");
+        let mut landed = old.clone();
+        for x in &got {
+            apply(&mut landed, x).unwrap();
+        }
+        assert_eq!(tables(&landed), tables(&new));
+        // A write whose old is not what the state holds is refused, naming the table.
+        let e = apply(&mut landed, &got[0]).unwrap_err();
+        assert!(e.contains("port 1 SL→VL"), "{e}");
+    }
+}
