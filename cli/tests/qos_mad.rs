@@ -48,6 +48,9 @@ fn build(d: &Path, engine: &str) -> ValidState {
     ValidState::from_json(&std::fs::read_to_string(out.join("state.json")).unwrap()).unwrap()
 }
 
+/// A port's QoS tables: its node's GUID, its number, its SL→VL table and arbitration.
+type PortQos = (u64, u8, Option<[u8; 16]>, Option<weft_fabric::VlArb>);
+
 #[test]
 fn qos_writes_land_over_mads_and_audit_reads_the_layered_tables() {
     let Some(tools) = ibsim::require("qos_writes_land_over_mads", &["opensm"]) else {
@@ -165,7 +168,7 @@ fn qos_writes_land_over_mads_and_audit_reads_the_layered_tables() {
             f.node(*id).name()
         );
     }
-    let qos = |s: &ValidState| -> Vec<(u64, u8, Option<[u8; 16]>, Option<weft_fabric::VlArb>)> {
+    let qos = |s: &ValidState| -> Vec<PortQos> {
         s.ports
             .iter()
             .filter(|(_, p)| p.sl2vl.is_some() || p.vlarb.is_some())

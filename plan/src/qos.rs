@@ -380,7 +380,7 @@ pub struct QosTables {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![allow(clippy::unwrap_used, clippy::panic)]
     use super::*;
     use weft_verifier::testkit;
 
