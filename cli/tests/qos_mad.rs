@@ -197,3 +197,33 @@ fn qos_writes_land_over_mads_and_audit_reads_the_layered_tables() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `weft apply PLAN --target opensm` with SL→VL and VL arbitration writes in the plan: refused
+/// under `weft::deploy::not_built_qos`, saying how many and what to do; nothing else runs.
+#[test]
+fn the_opensm_hand_off_refuses_a_plan_with_qos_writes() {
+    let d = std::env::temp_dir().join(format!("weft-qos-osm-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let (updn, layered) = (build(&d, "updn"), build(&d, "layered"));
+    let writes = weft_plan::qos::writes(&updn, &layered);
+    let n = writes.len();
+    let plan = d.join("plan.json");
+    std::fs::write(
+        &plan,
+        weft_tests::one_step_plan(&updn, &layered, writes).to_json(),
+    )
+    .unwrap();
+    let o = weft(&["apply", plan.to_str().unwrap(), "--target", "opensm"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("[weft::deploy::not_built_qos]"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "not built yet: handing a plan's SL→VL and VL arbitration writes ({n} in this plan) \
+             to OpenSM"
+        )),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
