@@ -615,3 +615,31 @@ pub fn multicast_tree(
     }
     m
 }
+
+/// A one-step plan of `writes` (SL→VL and VL arbitration writes, say, from
+/// [`weft_plan::qos::writes`]) from `old` (its fabric, LIDs and wire view) to `new`, as a test
+/// assembles one: nothing proven with it beyond what the steps' re-proof on the fabric shows.
+pub fn one_step_plan(
+    old: &weft_fabric::FabricState,
+    new: &weft_fabric::FabricState,
+    writes: Vec<weft_fabric::plan::SmpWrite>,
+) -> weft_fabric::plan::Plan {
+    use weft_fabric::plan::{Plan, PlanStep, Proof, PLAN_FORMAT, PLAN_VERSION};
+    Plan {
+        format: PLAN_FORMAT.to_owned(),
+        version: PLAN_VERSION,
+        fabric_name: old.fabric.name.clone(),
+        from: weft_fabric::Fingerprint::of(old),
+        to: weft_fabric::Fingerprint::of(new),
+        wire: Some(weft_fabric::WireView::of(old)),
+        partitions: Vec::new(),
+        sm: Vec::new(),
+        proof: Proof {
+            scope: "all".to_owned(),
+            properties: Vec::new(),
+            path_sls: true,
+        },
+        steps: vec![PlanStep::of(writes)],
+        recorded_digest: None,
+    }
+}

@@ -255,7 +255,10 @@ fn held(plan: &Plan, t: &Tables) -> BTreeMap<(u64, u8, u16, bool), Held> {
                 old,
                 new,
             } => ((node.0, *port, *block, false), old.clone(), new.clone()),
-            SmpWrite::Vport { .. } | SmpWrite::Mft { .. } => continue,
+            SmpWrite::Vport { .. }
+            | SmpWrite::Mft { .. }
+            | SmpWrite::Sl2vl { .. }
+            | SmpWrite::VlArb { .. } => continue,
         };
         ends.entry(key)
             .and_modify(|e| e.1.clone_from(&new))

@@ -325,6 +325,7 @@ fn human(p: &Planned, written: Option<&Path>, max: usize, rate: u64) -> String {
         mode_text(p.mode)
     );
     for (i, s) in p.stats.iter().enumerate() {
+        let q = qos_of(p, i);
         let what = if s.lft_blocks > 0 {
             format!(
                 "{} LFT block(s) on {} switch(es)",
@@ -335,16 +336,27 @@ fn human(p: &Planned, written: Option<&Path>, max: usize, rate: u64) -> String {
             format!("{} VF(s)", g(s.vports as u64))
         } else if s.mft_blocks > 0 {
             format!("{} MFT block(s)", g(s.mft_blocks as u64))
+        } else if q.any() && s.pkey_blocks == 0 {
+            String::new()
         } else {
             format!("{} P_Key block(s)", g(s.pkey_blocks as u64))
         };
-        let _ = writeln!(
-            t,
-            "  step {}: {what}{}; {}",
-            i + 1,
-            drops_text(s),
+        let what = match (what.is_empty(), q.any()) {
+            (_, false) => what,
+            (true, true) => q.text(),
+            (false, true) => format!("{what}, {}", q.text()),
+        };
+        let proof = if q.any() && s.lft_blocks + s.pkey_blocks + s.mft_blocks + s.vports == 0 {
+            QOS_ONLY.to_owned()
+        } else if q.any() {
+            format!(
+                "{}; {QOS_LANES}",
+                step_proof(p.check(i), p.isolation.get(i), s)
+            )
+        } else {
             step_proof(p.check(i), p.isolation.get(i), s)
-        );
+        };
+        let _ = writeln!(t, "  step {}: {what}{}; {proof}", i + 1, drops_text(s));
     }
     for line in target_line(&p.target).lines() {
         let _ = writeln!(t, "  {line}");
@@ -403,6 +415,15 @@ fn more_than_full(p: &Planned) -> String {
                 position,
                 ..
             } => (3, switch.0, *position, *block),
+            weft_fabric::plan::SmpWrite::Sl2vl {
+                node,
+                in_port,
+                out_port,
+                ..
+            } => (4, node.0, *in_port, u16::from(*out_port)),
+            weft_fabric::plan::SmpWrite::VlArb {
+                node, port, block, ..
+            } => (5, node.0, *port, u16::from(*block)),
         };
         if !blocks.insert(key) {
             again += 1;
@@ -528,6 +549,9 @@ fn markdown(p: &Planned, written: Option<&Path>, max: usize, rate: u64) -> Strin
             ),
             None if s.mft_blocks > 0 => ("proven", "proven", "proven"),
             None if s.vf_lids > 0 => ("VFs only", "VFs only", "VFs only"),
+            None if qos_of(p, i).any() && s.pkey_blocks == 0 => {
+                ("QoS tables only", "QoS tables only", "QoS tables only")
+            }
             None => ("P_Keys only", "P_Keys only", "P_Keys only"),
         };
         let iso = p
@@ -541,7 +565,7 @@ fn markdown(p: &Planned, written: Option<&Path>, max: usize, rate: u64) -> Strin
             s.switches,
             s.lft_blocks,
             s.pkey_blocks,
-            s.lft_blocks + s.pkey_blocks + s.mft_blocks + 2 * s.vports
+            step_smps(p, i, s)
         );
     }
     let _ = writeln!(t, "\nThe plan {}.", target_line(&p.target));
@@ -579,6 +603,66 @@ fn markdown(p: &Planned, written: Option<&Path>, max: usize, rate: u64) -> Strin
     t
 }
 
+/// The SMPs step `i` sends: one per LFT, P_Key, MFT, SL→VL or VL arbitration write, two per
+/// VF.
+fn step_smps(p: &Planned, i: usize, s: &weft_plan::StepStats) -> usize {
+    let q = qos_of(p, i);
+    s.lft_blocks + s.pkey_blocks + s.mft_blocks + 2 * s.vports + q.sl2vl + q.vlarb
+}
+
+/// A step's SL→VL and VL arbitration writes, counted (the planner's step statistics count the
+/// forwarding and P_Key tables).
+#[derive(Clone, Copy, Debug, Default)]
+struct QosCount {
+    sl2vl: usize,
+    vlarb: usize,
+}
+
+impl QosCount {
+    fn any(self) -> bool {
+        self.sl2vl + self.vlarb > 0
+    }
+
+    fn text(self) -> String {
+        let g = |n: usize| crate::render::group(n as u64);
+        match (self.sl2vl, self.vlarb) {
+            (a, 0) => format!("{} SL→VL table(s)", g(a)),
+            (0, b) => format!("{} VL arbitration block(s)", g(b)),
+            (a, b) => format!(
+                "{} SL→VL table(s) and {} VL arbitration block(s)",
+                g(a),
+                g(b)
+            ),
+        }
+    }
+}
+
+/// The SL→VL and VL arbitration writes of step `i` of `p`.
+fn qos_of(p: &Planned, i: usize) -> QosCount {
+    let mut q = QosCount::default();
+    for w in p
+        .plan
+        .steps
+        .get(i)
+        .map(|s| s.writes.as_slice())
+        .unwrap_or_default()
+    {
+        match w {
+            weft_fabric::plan::SmpWrite::Sl2vl { .. } => q.sl2vl += 1,
+            weft_fabric::plan::SmpWrite::VlArb { .. } => q.vlarb += 1,
+            _ => {}
+        }
+    }
+    q
+}
+
+/// What the proof of a step that writes SL→VL or VL arbitration tables alone says.
+const QOS_ONLY: &str = "SL→VL and VL arbitration tables only, no route changes: which lane a \
+                        packet in flight takes while they land is not proven";
+/// What the proof of a step that writes them beside other tables does not cover.
+const QOS_LANES: &str = "its SL→VL and VL arbitration writes change lanes, which this proof \
+                         does not cover";
+
 fn upper_first(s: &str) -> String {
     let mut c = s.chars();
     c.next()
@@ -597,7 +681,7 @@ fn json(p: &Planned, written: Option<&Path>, rate: u64) -> serde_json::Value {
                 "switches": s.switches,
                 "lft_blocks": s.lft_blocks,
                 "pkey_blocks": s.pkey_blocks,
-                "smps": s.lft_blocks + s.pkey_blocks + s.mft_blocks + 2 * s.vports,
+                "smps": step_smps(p, i, s),
                 "pkeys": s.pkeys,
                 "vports": s.vports,
                 "check": p.check(i),
@@ -606,6 +690,12 @@ fn json(p: &Planned, written: Option<&Path>, rate: u64) -> serde_json::Value {
             // Only in plans that write MFTs: the documents of the others stay as they were.
             if let (Some(o), true) = (step.as_object_mut(), s.mft_blocks > 0) {
                 o.insert("mft_blocks".to_owned(), s.mft_blocks.into());
+            }
+            // Only in plans that write SL→VL or VL arbitration tables.
+            let q = qos_of(p, i);
+            if let (Some(o), true) = (step.as_object_mut(), q.any()) {
+                o.insert("sl2vl_tables".to_owned(), q.sl2vl.into());
+                o.insert("vlarb_blocks".to_owned(), q.vlarb.into());
             }
             // Only in break-before-make plans.
             if let (Some(o), true) = (step.as_object_mut(), s.drops + s.restores > 0) {

@@ -42,7 +42,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use weft_fabric::plan::{Plan, SmpWrite, LFT_BLOCK, PKEY_BLOCK};
+use weft_fabric::plan::{vlarb_block, Plan, SmpWrite, LFT_BLOCK, PKEY_BLOCK};
 use weft_fabric::{Guid, PortNum, ValidState, WireDiff};
 
 /// What `weft apply` takes as the proof of a plan's steps.
@@ -444,6 +444,79 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
             what,
         })
     };
+    // An SL→VL table or VL arbitration block of a node of the plan's wire view: of a switch,
+    // by its modifier (ports in it); of an end node, by directed route to the port, the
+    // modifier's port fields 0 (as OpenSM sends it: the table of the port the SMP enters).
+    let qos_op = |step: usize,
+                  node: Guid,
+                  at: QosAt,
+                  (old, new): (&Payload, &Payload)|
+     -> Result<Op, ApplyError> {
+        known(node)?;
+        let sw = switch(node);
+        let ports = d.nodes.get(&node).map_or(0, |f| f.info.num_ports);
+        let no_port = |p: u8| ApplyError::Unaddressable(format!("{node} has no port {p}"));
+        let (attr, modifier, port, what) = match at {
+            QosAt::Sl2vl(i, o) if sw => {
+                if let Some(p) = [i, o].into_iter().find(|&p| p > ports) {
+                    return Err(no_port(p));
+                }
+                (
+                    Attr::SlToVl,
+                    smp::sl2vl_modifier(i, o),
+                    None,
+                    format!("switch {node} SL→VL input {i} output {o}"),
+                )
+            }
+            QosAt::Sl2vl(i, o) => {
+                if i != 0 {
+                    return Err(ApplyError::Invalid(format!(
+                        "an SL→VL write to end node {node} names input port {i}: an end \
+                         node's table is its port's own (input 0, output the port)"
+                    )));
+                }
+                (Attr::SlToVl, 0, Some(o), format!("{node} port {o} SL→VL"))
+            }
+            QosAt::VlArb(p, block) if sw => {
+                if p > ports {
+                    return Err(no_port(p));
+                }
+                (
+                    Attr::VlArb,
+                    smp::vlarb_modifier(block, p),
+                    None,
+                    format!(
+                        "switch {node} port {p} VL arbitration block {block} ({})",
+                        vlarb_range(block)
+                    ),
+                )
+            }
+            QosAt::VlArb(p, block) => (
+                Attr::VlArb,
+                smp::vlarb_modifier(block, 0),
+                Some(p),
+                format!(
+                    "{node} port {p} VL arbitration block {block} ({})",
+                    vlarb_range(block)
+                ),
+            ),
+        };
+        Ok(Op {
+            step,
+            node,
+            port,
+            target: Target {
+                path: path(node, port)?,
+                attr,
+                modifier,
+            },
+            after: *new,
+            expect: Some(*old),
+            lid: None,
+            top: None,
+            what,
+        })
+    };
     for (i, s) in plan.steps.iter().enumerate() {
         for w in &s.writes {
             match w {
@@ -555,6 +628,33 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                         what: format!("{node} port {port} VF {vf} P_Keys"),
                     });
                 }
+                SmpWrite::Sl2vl {
+                    node,
+                    in_port,
+                    out_port,
+                    old,
+                    new,
+                } => ops.push(qos_op(
+                    i,
+                    *node,
+                    QosAt::Sl2vl(*in_port, *out_port),
+                    (&smp::encode_sl2vl(old), &smp::encode_sl2vl(new)),
+                )?),
+                SmpWrite::VlArb {
+                    node,
+                    port,
+                    block,
+                    old,
+                    new,
+                } => ops.push(qos_op(
+                    i,
+                    *node,
+                    QosAt::VlArb(*port, *block),
+                    (
+                        &smp::encode_vlarb(&vlarb_block(old)),
+                        &smp::encode_vlarb(&vlarb_block(new)),
+                    ),
+                )?),
             }
         }
     }
@@ -573,11 +673,32 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
     Ok(ops)
 }
 
+/// Where a QoS write goes: an SL→VL table (input, output port) or a VL arbitration block
+/// (port, block).
+#[derive(Clone, Copy, Debug)]
+enum QosAt {
+    Sl2vl(u8, u8),
+    VlArb(u8, u8),
+}
+
+/// The entries a VL arbitration block holds, for people.
+fn vlarb_range(block: u8) -> &'static str {
+    match block {
+        1 => "low 0–31",
+        2 => "low 32–63",
+        3 => "high 0–31",
+        _ => "high 32–63",
+    }
+}
+
 /// Compares what a Get returned with what was meant, by the fields weft writes: a PortInfo by
 /// its LID, a SwitchInfo by LinearFDBTop and MulticastFDBTop (the rest of both holds state a
-/// device changes on its own: PortStateChange, counters).
+/// device changes on its own: PortStateChange, counters), an SLtoVLMappingTable by its 16 VLs
+/// and a VLArbitrationTable block by its 32 entries (the rest of their payloads is reserved).
 fn same(target: &Target, got: &Payload, want: &Payload) -> bool {
     match target.attr {
+        Attr::SlToVl => smp::decode_sl2vl(got) == smp::decode_sl2vl(want),
+        Attr::VlArb => smp::decode_vlarb(got) == smp::decode_vlarb(want),
         Attr::PortInfo => PortInfo::decode(got).lid == PortInfo::decode(want).lid,
         Attr::SwitchInfo => {
             let (g, w) = (SwitchInfo::decode(got), SwitchInfo::decode(want));
@@ -859,6 +980,24 @@ fn block_name(b: &Block) -> String {
         ),
         Attr::PKeyTable => format!("{node} P_Key table (modifier {:#x})", b.modifier),
         Attr::PortInfo => format!("{node} LID (PortInfo modifier {:#x})", b.modifier),
+        // An end node's table is its port's (named with the node); a switch's by modifier.
+        Attr::SlToVl if b.port.is_some() => format!("{node} SL→VL"),
+        Attr::SlToVl => format!(
+            "switch {node} SL→VL input {} output {}",
+            (b.modifier >> 8) & 0xff,
+            b.modifier & 0xff
+        ),
+        Attr::VlArb if b.port.is_some() => format!(
+            "{node} VL arbitration block {} ({})",
+            b.modifier >> 16,
+            vlarb_range((b.modifier >> 16) as u8)
+        ),
+        Attr::VlArb => format!(
+            "switch {node} port {} VL arbitration block {} ({})",
+            b.modifier & 0xffff,
+            b.modifier >> 16,
+            vlarb_range((b.modifier >> 16) as u8)
+        ),
         a => format!("{node} {a} (modifier {:#x})", b.modifier),
     }
 }

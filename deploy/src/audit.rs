@@ -14,7 +14,7 @@
 
 use crate::discover::{discover, DiscoverError, Discovery};
 use crate::observe::{port_sl2vl, ShownVf, SwitchVls, VfId};
-use crate::read::{read_end_ports, read_lfts, read_mfts, read_switch_sl2vl, read_vfs};
+use crate::read::{read_end_ports, read_lfts, read_mfts, read_switch_sl2vl, read_vfs, read_vlarbs};
 use crate::smp::{self, Attr, NodeType};
 use crate::transport::{Counted, SmpError, Target, TransportExt};
 use std::collections::{BTreeMap, BTreeSet};
@@ -60,7 +60,9 @@ pub struct Audited {
 }
 
 /// Reads the fabric through `t` (named `name`): what [`state_of`] reads, and the SL→VL tables
-/// of every switch (each pair of live ports) and end port, and every end port's P_Key table,
+/// of every switch (each pair of live ports) and end port, the VL arbitration of every live
+/// port ([`read_vlarbs`]: the entries its caps hold, and its VL high limit), and every end
+/// port's P_Key table,
 /// each as a state holds it ([`crate::observe`]). A P_Key table is kept as the partitions it
 /// holds ([`PkeyTable::memberships`](crate::observe::PkeyTable::memberships)): what is proven
 /// is who may talk to whom, whatever empty slots and repeats the table has.
@@ -76,6 +78,12 @@ pub fn audit(t: &mut impl TransportExt, name: &str) -> Result<Audited, AuditErro
         let sw = state.switches.entry(id).or_default();
         sw.sl2vl = vls.rows;
         sw.sl2vl_all = vls.all;
+    }
+    for ((g, p), arb) in read_vlarbs(&mut t, &d)? {
+        let Some(id) = state.fabric.find_guid(g) else {
+            continue;
+        };
+        state.ports.entry(PortRef::new(id, p.0)).or_default().vlarb = Some(arb);
     }
     for ((g, p), read) in read_end_ports(&mut t, &d)? {
         let Some(id) = state.fabric.find_guid(g) else {

@@ -49,7 +49,7 @@ pub const CODES: &[C] = &[
     C {
         code: "weft::deploy::not_built_qos",
         status: Status::NotBuilt,
-        summary: "Not built yet: writing SL→VL and VL arbitration tables over SMPs (hand a state with QoS classes to OpenSM).",
+        summary: "Not built yet: planning a build directory's SL→VL and VL arbitration tables from what the fabric runs, and handing a plan's SL→VL and VL arbitration writes to OpenSM (a plan file's are written with `--target sim|mad`; hand a state with QoS classes to OpenSM).",
     },
     C::stable("weft::deploy::not_journaled", "Recovery refused: the fabric holds no state the journal's plan passes through; nothing was written."),
     C::stable("weft::deploy::opensm_io", "One of OpenSM's files cannot be read or written."),

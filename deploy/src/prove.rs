@@ -207,8 +207,8 @@ pub fn checks(
 pub enum LiveError {
     /// The state has QoS tables, which are not written over SMPs.
     #[error(
-        "not built yet: writing SL→VL and VL arbitration tables over SMPs; hand the state's \
-         opensm.conf to OpenSM (`opensm -Q -F`)"
+        "not built yet: planning a build directory's SL→VL and VL arbitration tables from \
+         what the fabric runs; hand the state's opensm.conf to OpenSM (`opensm -Q -F`)"
     )]
     Qos,
     /// The fabric is not the state's.

@@ -1,16 +1,16 @@
 //! Reading what a discovered fabric runs over any [`Transport`](crate::transport::Transport):
 //! each switch's LFT (up to its LinearFDBTop), MFT (up to its MulticastFDBTop, or its
-//! MulticastFDBCap where it does not support the top) and SL→VL tables, P_Key tables of end ports and
-//! VFs, VF LIDs — for `weft apply` (what to plan from and prove on) and `weft audit` (what to
+//! MulticastFDBCap where it does not support the top) and SL→VL tables, the VL arbitration of
+//! every live port, P_Key tables of end ports and VFs, VF LIDs — for `weft apply` (what to plan from and prove on) and `weft audit` (what to
 //! verify). Each read returns the [`observe`] model; the SMPs it takes are
 //! counted by whoever wraps the transport in [`Counted`](crate::transport::Counted).
 
 use crate::discover::{Discovery, VfAt, VfError, VfPorts};
 use crate::observe::{self, EndPortRead, PkeyTable, VfId, VfRead};
 use crate::smp::{
-    decode_mft, decode_pkeys, decode_sl2vl, mft_modifier, mft_positions, pkey_modifier,
-    sl2vl_modifier, Attr, DrPath, NodeType, PortInfo, SwitchInfo, CAP_MCAST_FDB_TOP, LFT_BLOCK,
-    MFT_BLOCK, PKEY_BLOCK,
+    decode_mft, decode_pkeys, decode_sl2vl, decode_vlarb, mft_modifier, mft_positions,
+    pkey_modifier, sl2vl_modifier, vlarb_modifier, Attr, DrPath, NodeType, PortInfo, SwitchInfo,
+    CAP_MCAST_FDB_TOP, LFT_BLOCK, MFT_BLOCK, PKEY_BLOCK, VLARB_BLOCK,
 };
 use crate::transport::{SmpError, Target, TransportExt};
 use std::collections::BTreeMap;
@@ -372,6 +372,116 @@ pub fn read_end_ports(
                 pkeys: keys.remove(&e.port).unwrap_or_default(),
             },
         );
+    }
+    Ok(out)
+}
+
+/// Reads the VL arbitration of every port with a live link `d` found (a switch's by its
+/// modifier, an end node's by directed route to the port): PortInfo's VLHighLimit and
+/// arbitration caps, then the blocks the caps hold (1 and 2 the low-priority table, 3 and 4
+/// the high-priority one; a block only where its cap reaches it), each port's as one batch
+/// per switch or end node. Each table is the entries its cap holds, trailing (VL 0, weight 0)
+/// dropped; a port whose caps are both 0 has no arbitration tables, and one whose tables hold
+/// only (VL 0, weight 0) with a high limit of 0 was configured by nobody: both are left out
+/// (a state holds them as no arbitration: VL 0 only).
+pub fn read_vlarbs(
+    t: &mut impl TransportExt,
+    d: &Discovery,
+) -> Result<BTreeMap<WireEnd, weft_fabric::VlArb>, SmpError> {
+    let mut live: BTreeMap<Guid, Vec<u8>> = BTreeMap::new();
+    for &((a, pa), (b, pb)) in &d.view.links {
+        live.entry(a).or_default().push(pa.0);
+        live.entry(b).or_default().push(pb.0);
+    }
+    let mut out = BTreeMap::new();
+    for (g, f) in &d.nodes {
+        let switch = f.info.node_type == NodeType::Switch;
+        let mut ports = live.get(g).cloned().unwrap_or_default();
+        ports.sort_unstable();
+        ports.dedup();
+        // Where each port's SMPs go: (path, the modifier's port field).
+        let at: Vec<(u8, &DrPath, u8)> = ports
+            .iter()
+            .filter_map(|&p| {
+                let path = d.path(*g, (!switch).then_some(p))?;
+                Some((p, path, if switch { p } else { 0 }))
+            })
+            .collect();
+        let infos: Vec<Target> = at
+            .iter()
+            .map(|(_, path, m)| Target {
+                path: (*path).clone(),
+                attr: Attr::PortInfo,
+                modifier: u32::from(*m),
+            })
+            .collect();
+        let mut caps = Vec::with_capacity(at.len());
+        for r in t.get_all(&infos) {
+            caps.push(PortInfo::decode(&r?));
+        }
+        let blocks_of = |i: &PortInfo| -> Vec<u8> {
+            let (low, high) = (usize::from(i.vlarb_low_cap), usize::from(i.vlarb_high_cap));
+            [
+                (1u8, low > 0),
+                (2, low > VLARB_BLOCK),
+                (3, high > 0),
+                (4, high > VLARB_BLOCK),
+            ]
+            .into_iter()
+            .filter_map(|(b, has)| has.then_some(b))
+            .collect()
+        };
+        let blocks: Vec<Target> = at
+            .iter()
+            .zip(&caps)
+            .flat_map(|((_, path, m), i)| {
+                blocks_of(i).into_iter().map(move |b| Target {
+                    path: (*path).clone(),
+                    attr: Attr::VlArb,
+                    modifier: vlarb_modifier(b, *m),
+                })
+            })
+            .collect();
+        let mut answers = t.get_all(&blocks).into_iter();
+        for ((p, _, _), i) in at.iter().zip(&caps) {
+            let (mut low, mut high) = (Vec::new(), Vec::new());
+            for b in blocks_of(i) {
+                let entries = decode_vlarb(&answers.next().ok_or_else(short)??);
+                let (table, cap) = if b <= 2 {
+                    (&mut low, usize::from(i.vlarb_low_cap))
+                } else {
+                    (&mut high, usize::from(i.vlarb_high_cap))
+                };
+                let first = if b % 2 == 1 { 0 } else { VLARB_BLOCK };
+                table.extend(
+                    entries
+                        .iter()
+                        .take(cap.saturating_sub(first).min(VLARB_BLOCK))
+                        .map(|&(vl, weight)| weft_fabric::VlWeight { vl, weight }),
+                );
+            }
+            if blocks_of(i).is_empty() {
+                continue;
+            }
+            for table in [&mut low, &mut high] {
+                while table.last() == Some(&weft_fabric::VlWeight { vl: 0, weight: 0 }) {
+                    table.pop();
+                }
+            }
+            // Tables of nothing but (VL 0, weight 0) and no high limit: a port nobody
+            // configured, which a state holds as no arbitration (VL 0 only).
+            if low.is_empty() && high.is_empty() && i.vl_high_limit == 0 {
+                continue;
+            }
+            out.insert(
+                (*g, PortNum(*p)),
+                weft_fabric::VlArb {
+                    high_limit: i.vl_high_limit,
+                    high,
+                    low,
+                },
+            );
+        }
     }
     Ok(out)
 }

@@ -94,9 +94,11 @@ pub struct Tables {
     /// Per node GUID: the P_Key tables of its ports ([`PkeyTable`]'s slots: empty slots
     /// dropped from the end).
     pub pkeys: BTreeMap<u64, Vec<Vec<u16>>>,
-    /// Per node GUID: SL→VL tables by modifier.
+    /// Per node GUID: SL→VL tables by modifier (an end node's: by port), those of every SL
+    /// on VL 0 left out.
     pub sl2vl: BTreeMap<u64, BTreeMap<u32, [u8; 16]>>,
-    /// Per node GUID: VL arbitration blocks by modifier.
+    /// Per node GUID: VL arbitration blocks by modifier (an end node's: block and port), those
+    /// of nothing but (VL 0, weight 0) left out.
     pub vlarb: BTreeMap<u64, BTreeMap<u32, Vec<u8>>>,
     /// Per node GUID: VFs by (port, VF): LID and P_Keys.
     pub vfs: BTreeMap<u64, VfTables>,
@@ -498,9 +500,24 @@ impl SimFabric {
             }
             let keys: Vec<Vec<u16>> = n.pkeys.iter().map(|k| slots(k)).collect();
             t.pkeys.insert(g, keys);
-            t.sl2vl.insert(g, n.sl2vl.clone());
-            t.vlarb
-                .insert(g, n.vlarb.iter().map(|(k, v)| (*k, v.to_vec())).collect());
+            // A table of every SL on VL 0, a block of nothing but (VL 0, weight 0): what a
+            // node nobody configured holds, the same as none.
+            t.sl2vl.insert(
+                g,
+                n.sl2vl
+                    .iter()
+                    .filter(|(_, v)| **v != [0; 16])
+                    .map(|(k, v)| (*k, *v))
+                    .collect(),
+            );
+            t.vlarb.insert(
+                g,
+                n.vlarb
+                    .iter()
+                    .filter(|(_, v)| v.iter().any(|&b| b != 0))
+                    .map(|(k, v)| (*k, v.to_vec()))
+                    .collect(),
+            );
             if !n.vfs.is_empty() {
                 let mut vfs = n.vfs.clone();
                 for (_, keys) in vfs.values_mut() {
@@ -710,10 +727,18 @@ impl SimFabric {
                 smp::encode_sl2vl(&n.sl2vl.get(&key).copied().unwrap_or([0; 16]))
             }
             Attr::VlArb => {
+                // A switch's port by the modifier; an end node's table is the port the SMP
+                // entered (the modifier's port field is ignored, as ibsim does).
                 let block = (m >> 16) & 0xffff;
-                if !(1..=4).contains(&block) || m & 0xffff > u32::from(n.info.num_ports) {
+                if !(1..=4).contains(&block) || (switch && m & 0xffff > u32::from(n.info.num_ports))
+                {
                     return Err(status(STATUS_INVALID));
                 }
+                let m = if switch {
+                    m
+                } else {
+                    (m & 0xffff_0000) | u32::from(entered)
+                };
                 if let Some(d) = data {
                     let mut p = [0u8; PAYLOAD];
                     if let (Some(dst), Some(src)) = (p.get_mut(..64), d.get(..64)) {

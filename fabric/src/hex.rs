@@ -62,6 +62,85 @@ pub mod block {
     }
 }
 
+/// An SL→VL table as 16 hex digits, one a SL (SL 0 first), as `SmpWrite::Sl2vl` writes it:
+/// `#[serde(with = "weft_fabric::hex::vls")]` on a `[u8; 16]`. Reading refuses anything but
+/// 16 hex digits; writing cuts each VL to its low four bits (an SMP carries no more).
+pub mod vls {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// The 16 VLs, one digit each.
+    pub fn serialize<S: Serializer>(v: &[u8; 16], s: S) -> Result<S::Ok, S::Error> {
+        let text: String = v
+            .iter()
+            .map(|&vl| {
+                char::from(
+                    super::DIGITS
+                        .get(usize::from(vl & 15))
+                        .copied()
+                        .unwrap_or(b'0'),
+                )
+            })
+            .collect();
+        s.serialize_str(&text)
+    }
+
+    /// Reads 16 hex digits.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u8; 16], D::Error> {
+        let text = String::deserialize(d)?;
+        let bad = || serde::de::Error::custom(format!("not 16 VLs of hex: `{text}`"));
+        let digits = text.as_bytes();
+        if digits.len() != 16 {
+            return Err(bad());
+        }
+        let mut out = [0u8; 16];
+        for (v, &c) in out.iter_mut().zip(digits) {
+            *v = super::nibble(c).ok_or_else(bad)?;
+        }
+        Ok(out)
+    }
+}
+
+/// VL arbitration entries as hex, four digits an entry as the SMP carries it (the VL's byte,
+/// then the weight's), as `SmpWrite::VlArb` writes them: `#[serde(with =
+/// "weft_fabric::hex::arb")]` on a `Vec<(u8, u8)>`. Reading refuses a length that is not a
+/// multiple of four digits, a VL above 15 and more than 32 entries.
+pub mod arb {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// The entries, four digits each.
+    pub fn serialize<S: Serializer>(e: &[(u8, u8)], s: S) -> Result<S::Ok, S::Error> {
+        let bytes: Vec<u8> = e.iter().flat_map(|&(vl, w)| [vl & 15, w]).collect();
+        s.serialize_str(&super::encode(&bytes))
+    }
+
+    /// Reads up to 32 entries.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(u8, u8)>, D::Error> {
+        let text = String::deserialize(d)?;
+        let bad = || {
+            serde::de::Error::custom(format!(
+                "not VL arbitration entries (up to 32, four hex digits each, VL 0 to 15):                  `{text}`"
+            ))
+        };
+        let digits = text.as_bytes();
+        if !digits.len().is_multiple_of(4) || digits.len() > 4 * 32 {
+            return Err(bad());
+        }
+        let mut out = Vec::with_capacity(digits.len() / 4);
+        for e in digits.chunks_exact(4) {
+            let [a, b, c, d] = e else {
+                return Err(bad());
+            };
+            let byte = |h: u8, l: u8| Some((super::nibble(h)? << 4) | super::nibble(l)?);
+            let (vl, w) = (byte(*a, *b).ok_or_else(bad)?, byte(*c, *d).ok_or_else(bad)?);
+            if vl > 15 {
+                return Err(bad());
+            }
+            out.push((vl, w));
+        }
+        Ok(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

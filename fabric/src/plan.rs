@@ -1,6 +1,6 @@
 //! Plans: ordered steps of SMP writes that take a fabric from one state to another, as
 //! `weft plan` writes them and `weft apply` reads them (`plan.json`, format `weft-plan`
-//! version 1).
+//! version 2).
 //!
 //! ```text
 //! {"format": "weft-plan", "version": 1, "fabric": "cluster5832",
@@ -13,6 +13,8 @@
 //!       {"kind": "mft", "switch": "0x…", "block": 0, "position": 0, "old": "0000…", "new": "0006…"},
 //!       {"kind": "vport", "node": "0x…", "port": 1, "vf": 2, "guid": "0x…", "old_lid": null, "new_lid": 705,
 //!        "old_pkeys": [32767], "new_pkeys": [32767, 32770]},
+//!       {"kind": "sl2vl", "node": "0x…", "in_port": 3, "out_port": 5, "old": "0000000000000000", "new": "01f…"},
+//!       {"kind": "vlarb", "node": "0x…", "port": 5, "block": 1, "old": "", "new": "00040104…"},
 //!       …]},
 //!    …]}
 //!  "digest": "sha256 of everything above"}
@@ -24,7 +26,16 @@
 //! exact shadow and can undo it; a P_Key write carries one 32-entry block of the table; an MFT
 //! write one MulticastForwardingTable block at one position (32 MLIDs from `0xC000 + 32 ×
 //! block`, each a 16-bit mask of ports `16 × position ..= 16 × position + 15`, four hex
-//! digits, big-endian, as the SMP carries it).
+//! digits, big-endian, as the SMP carries it). An SL→VL write carries one SLtoVLMappingTable
+//! (16 hex digits, the VL of SL 0 first); a VL arbitration write one VLArbitrationTable block
+//! (blocks 1 and 2: the low-priority table's entries 0–31 and 32–63, blocks 3 and 4 the
+//! high-priority table's), four hex digits an entry as the SMP carries it (the VL, then the
+//! weight), the entries after the last given being (VL 0, weight 0).
+//!
+//! The version: a kind of write added to the format (MFT, SL→VL and VL arbitration writes
+//! were) leaves every file without it reading as before, so it keeps the version; a weft that
+//! does not know the kind refuses the file, naming it. The version changes when a file that
+//! was valid would be read otherwise.
 //!
 //! The `partitions` are what the state the plan leads to declares, by port (a physical port
 //! by its node GUID and number, a VM by the port GUID of the VF it runs on there): what
@@ -134,6 +145,64 @@ pub enum SmpWrite {
         /// Its P_Key table after.
         new_pkeys: Vec<u16>,
     },
+    /// An SLtoVLMappingTable. Of a switch: the table of one (input, output) port pair
+    /// (SMP attribute modifier `in_port << 8 | out_port`). Of an end node (a channel adapter
+    /// or router): the injection table of its port `out_port`, written with `in_port` 0 — the
+    /// SMP goes by directed route to that port with attribute modifier 0, as OpenSM sends it
+    /// (an end node's table is the table of the port the SMP enters).
+    Sl2vl {
+        /// The node's GUID.
+        #[serde(with = "crate::ids::guid_hex")]
+        node: Guid,
+        /// The input port (0 for an end node; a switch's port 0 is its own).
+        in_port: u8,
+        /// The output port (an end node: its port).
+        out_port: u8,
+        /// The VL of each SL before (in the file: 16 hex digits, SL 0 first).
+        #[serde(with = "crate::hex::vls")]
+        old: [u8; 16],
+        /// The VL of each SL written.
+        #[serde(with = "crate::hex::vls")]
+        new: [u8; 16],
+    },
+    /// A VLArbitrationTable block of a port: a switch's port (attribute modifier `block << 16
+    /// | port`), or an end node's port (by directed route to it, the modifier's port field 0,
+    /// as OpenSM sends it).
+    #[serde(rename = "vlarb")]
+    VlArb {
+        /// The node's GUID.
+        #[serde(with = "crate::ids::guid_hex")]
+        node: Guid,
+        /// The port.
+        port: u8,
+        /// The block: 1 and 2 the low-priority table's entries 0–31 and 32–63, 3 and 4 the
+        /// high-priority table's.
+        block: u8,
+        /// The entries before, `(VL, weight)`; the block's entries after them are (0, 0) (in
+        /// the file: hex, four digits an entry).
+        #[serde(with = "crate::hex::arb")]
+        old: Vec<(u8, u8)>,
+        /// The entries written.
+        #[serde(with = "crate::hex::arb")]
+        new: Vec<(u8, u8)>,
+    },
+}
+
+/// Entries in one VLArbitrationTable block.
+pub const VLARB_BLOCK: usize = 32;
+
+/// The blocks of a VLArbitrationTable: 1 and 2 the low-priority table, 3 and 4 the
+/// high-priority one.
+pub const VLARB_BLOCKS: std::ops::RangeInclusive<u8> = 1..=4;
+
+/// `entries` as the 32 entries of a VLArbitrationTable block: the ones after them (0, 0),
+/// any past 32 cut.
+pub fn vlarb_block(entries: &[(u8, u8)]) -> [(u8, u8); VLARB_BLOCK] {
+    let mut out = [(0, 0); VLARB_BLOCK];
+    for (slot, e) in out.iter_mut().zip(entries) {
+        *slot = *e;
+    }
+    out
 }
 
 /// One step: writes that go out together.
@@ -350,8 +419,8 @@ impl TryFrom<String> for Member {
 }
 
 impl Plan {
-    /// SMPs in all: one per LFT, MFT or P_Key block write, two per VF write (PortInfo and
-    /// P_KeyTable).
+    /// SMPs in all: one per LFT, MFT, P_Key, SL→VL or VL arbitration write, two per VF write
+    /// (PortInfo and P_KeyTable).
     pub fn smps(&self) -> usize {
         self.steps
             .iter()
@@ -477,6 +546,9 @@ impl Plan {
                     SmpWrite::Pkeys { old, new, .. } => {
                         old.len() > PKEY_BLOCK || new.len() > PKEY_BLOCK
                     }
+                    // 16 VLs of hex and at most 32 entries as the file was read.
+                    SmpWrite::Sl2vl { .. } => false,
+                    SmpWrite::VlArb { block, .. } => !VLARB_BLOCKS.contains(block),
                     SmpWrite::Vport {
                         old_lid,
                         new_lid,
@@ -648,7 +720,10 @@ pub enum PlanFileError {
         version: u32,
     },
     /// A write that cannot be.
-    #[error("step {step}: {write} is not a whole block (64 hex LFT entries, at most 32 P_Keys)")]
+    #[error(
+        "step {step}: {write} is not a whole block (64 hex LFT entries, at most 32 P_Keys, MFT \
+         block 0 to 511 at position 0 to 15, VL arbitration block 1 to 4)"
+    )]
     #[diagnostic(code(weft::plan_file::write))]
     Write {
         /// The step (from 1).
@@ -922,6 +997,81 @@ mod tests {
             let e = Plan::from_json(&edited).unwrap_err().to_string();
             assert!(e.contains("\"kind\":\"mft\""), "{bad}: {e}");
         }
+    }
+
+    /// SL→VL and VL arbitration writes read back as written (16 VL digits; four digits an
+    /// arbitration entry, VL then weight), one SMP each, sorted after the other kinds; a VL
+    /// arbitration block outside 1–4, an entry with a VL above 15, a table of 15 or 17 VLs,
+    /// 33 entries or an unknown field are refused with the write.
+    #[test]
+    fn a_plan_with_qos_writes_reads_back_equal() {
+        let mut p = plan();
+        let sw = Guid(0xf452_1403_0000_0100);
+        let mut new = [0u8; 16];
+        new[1] = 1;
+        new[15] = 15;
+        let qos = vec![
+            SmpWrite::VlArb {
+                node: sw,
+                port: 5,
+                block: 3,
+                old: Vec::new(),
+                new: vec![(0, 4), (1, 255)],
+            },
+            SmpWrite::Sl2vl {
+                node: sw,
+                in_port: 3,
+                out_port: 5,
+                old: [0; 16],
+                new,
+            },
+        ];
+        p.steps.push(PlanStep::of(qos.clone()));
+        let mut sorted = qos;
+        sorted.sort();
+        assert!(matches!(sorted[0], SmpWrite::Sl2vl { .. }));
+        assert!(p.steps[0].writes.iter().all(|w| w < &sorted[0]));
+        let text = p.to_json();
+        for line in [
+            "{\"kind\":\"vlarb\",\"node\":\"0xf452140300000100\",\"port\":5,\"block\":3,\"old\":\"\",\"new\":\"000401ff\"}",
+            "{\"kind\":\"sl2vl\",\"node\":\"0xf452140300000100\",\"in_port\":3,\"out_port\":5,\"old\":\"0000000000000000\",\"new\":\"010000000000000f\"}",
+        ] {
+            assert!(text.contains(line), "{line}\n{text}");
+        }
+        assert_eq!(read(&text), p);
+        assert_eq!(p.smps(), 4);
+        assert_eq!(p.lft_smps(), 1);
+        for (bad, from, to) in [
+            ("block 0", "\"block\":3", "\"block\":0"),
+            ("block 5", "\"block\":3", "\"block\":5"),
+            ("a VL of 16", "000401ff", "00041004"),
+            ("15 VLs", "010000000000000f", "010000000000000"),
+            ("17 VLs", "010000000000000f", "010000000000000f0"),
+            ("not hex", "010000000000000f", "01000000000000zf"),
+            ("an odd entry", "000401ff", "00040"),
+            ("33 entries", "000401ff", &"0004".repeat(33)),
+            (
+                "an unknown field",
+                "\"kind\":\"sl2vl\"",
+                "\"kind\":\"sl2vl\",\"x\":1",
+            ),
+        ] {
+            let edited = text.replace(from, to);
+            assert_ne!(edited, text, "{bad}");
+            let e = Plan::from_json(&edited).unwrap_err().to_string();
+            assert!(
+                e.contains("vlarb")
+                    || e.contains("sl2vl")
+                    || e.contains("VL")
+                    || e.contains("field"),
+                "{bad}: {e}"
+            );
+        }
+        // 32 entries are a whole block.
+        let full = text.replace("000401ff", &"0e01".repeat(32));
+        assert!(Plan::from_json(&full).is_ok());
+        assert_eq!(vlarb_block(&[(1, 2)])[0], (1, 2));
+        assert_eq!(vlarb_block(&[(1, 2)])[1], (0, 0));
     }
 
     #[test]

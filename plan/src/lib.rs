@@ -28,6 +28,7 @@ pub mod migrate;
 mod order;
 pub mod outage;
 pub mod pkeys;
+pub mod qos;
 pub mod repair;
 
 use serde::Serialize;
@@ -1299,6 +1300,9 @@ fn describe(st: &ValidState, w: Option<&SmpWrite>) -> String {
         Some(SmpWrite::Vport { node, port, vf, .. }) => {
             format!("`{}` port {port} VF {vf}", name(*node))
         }
+        Some(w @ (SmpWrite::Sl2vl { node, .. } | SmpWrite::VlArb { node, .. })) => {
+            format!("`{}` {}", name(*node), qos::what(w))
+        }
         None => "(none)".to_owned(),
     }
 }
@@ -1373,6 +1377,7 @@ fn step_stats(s: &PlanStep) -> StepStats {
             }
             SmpWrite::Pkeys { .. } => st.pkey_blocks += 1,
             SmpWrite::Mft { .. } => st.mft_blocks += 1,
+            SmpWrite::Sl2vl { .. } | SmpWrite::VlArb { .. } => {}
             SmpWrite::Vport {
                 old_lid, new_lid, ..
             } => {

@@ -166,7 +166,10 @@ pub fn apply(st: &mut FabricState, w: &SmpWrite) -> Result<(), String> {
                 lft.ports.pop();
             }
         }
-        SmpWrite::Pkeys { .. } | SmpWrite::Vport { .. } => {}
+        SmpWrite::Pkeys { .. }
+        | SmpWrite::Vport { .. }
+        | SmpWrite::Sl2vl { .. }
+        | SmpWrite::VlArb { .. } => {}
     }
     Ok(())
 }

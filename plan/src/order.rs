@@ -551,7 +551,11 @@ pub(crate) fn lft_block(w: &SmpWrite) -> Option<(Guid, u16, [u8; LFT_BLOCK], [u8
             old,
             new,
         } => Some((*switch, *block, *old, *new)),
-        SmpWrite::Pkeys { .. } | SmpWrite::Mft { .. } | SmpWrite::Vport { .. } => None,
+        SmpWrite::Pkeys { .. }
+        | SmpWrite::Mft { .. }
+        | SmpWrite::Vport { .. }
+        | SmpWrite::Sl2vl { .. }
+        | SmpWrite::VlArb { .. } => None,
     }
 }
 

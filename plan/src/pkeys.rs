@@ -180,7 +180,10 @@ pub fn pkey_writes(st: &ValidState, writes: &[SmpWrite]) -> Result<Vec<PkeyWrite
     let mut out = Vec::new();
     for w in writes {
         match w {
-            SmpWrite::Lft { .. } | SmpWrite::Mft { .. } => {}
+            SmpWrite::Lft { .. }
+            | SmpWrite::Mft { .. }
+            | SmpWrite::Sl2vl { .. }
+            | SmpWrite::VlArb { .. } => {}
             SmpWrite::Pkeys {
                 node,
                 port,

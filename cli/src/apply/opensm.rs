@@ -14,6 +14,39 @@ use weft_fabric::build_dir;
 /// The hand-off to a running OpenSM.
 pub(super) fn hand_off(args: &Args, quiet: bool) -> Result<ExitCode, Fatal> {
     let Some(dir) = args.plan.as_deref().filter(|p| p.is_dir()) else {
+        // A plan file whose steps set SL→VL or VL arbitration tables: OpenSM programs those
+        // from its own configuration, never from a plan's writes; said under its own code so
+        // that no such write is taken for handed over.
+        let qos = args
+            .plan
+            .as_deref()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .and_then(|t| weft_fabric::plan::Plan::from_json(&t).ok())
+            .map_or(0, |p| {
+                p.steps
+                    .iter()
+                    .flat_map(|s| &s.writes)
+                    .filter(|w| {
+                        matches!(
+                            w,
+                            weft_fabric::plan::SmpWrite::Sl2vl { .. }
+                                | weft_fabric::plan::SmpWrite::VlArb { .. }
+                        )
+                    })
+                    .count()
+            });
+        if qos > 0 {
+            return Err(Fatal::failed(
+                "weft::deploy::not_built_qos",
+                format!(
+                    "not built yet: handing a plan's SL→VL and VL arbitration writes ({qos} in \
+                     this plan) to OpenSM, which programs those tables from its own \
+                     configuration; nothing was written. Apply the plan with --target sim or \
+                     mad, or hand OpenSM the build directory (its opensm.conf carries the \
+                     tables)"
+                ),
+            ));
+        }
         return Err(Fatal::Run(
             "--target opensm takes a `weft build` directory (OpenSM routes the whole fabric \
              from weft's files; a plan's steps are for --target sim or mad)"

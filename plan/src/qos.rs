@@ -1,0 +1,565 @@
+//! SL→VL and VL arbitration tables in plans: the SMPs that turn one state's QoS tables into
+//! another's ([`writes`]), what a write names ([`what`]), and a write landed on a state
+//! ([`apply`]).
+//!
+//! Which tables, and how a state's form becomes tables on the fabric:
+//!
+//! * **A switch's SL→VL tables**: one SLtoVLMappingTable per (input, output) pair, for every
+//!   output port with a live link and every input port with a live link or port 0 (the switch's
+//!   own traffic enters there), the same port included (a route may turn back) — the pairs
+//!   `weft audit` reads, and port 0's. A state's `sl2vl_all` stands for every pair without a
+//!   row of its own; a switch with neither rows nor `sl2vl_all` maps every SL to VL 0. A pair
+//!   a state leaves unassigned (rows, but none for the pair, and no `sl2vl_all`): in the
+//!   desired state it is not written; in the current state it counts as every SL on VL 0
+//!   (what a switch nobody configured holds — a fabric holding anything else refuses the plan
+//!   as moved on).
+//! * **An end node's SL→VL table**: of each port with a live link, as
+//!   [`SmpWrite::Sl2vl`] with `in_port` 0 and `out_port` the port; none is every SL on VL 0.
+//! * **VL arbitration**: of every port either state records arbitration for (a switch's port
+//!   0 included; an end node's ports with a live link), four blocks: the low-priority table's
+//!   entries 0–31 and 32–63 (blocks 1 and 2), the high-priority table's (3 and 4). A port
+//!   without arbitration holds (VL 0, weight 0) in every entry. Only blocks that differ are
+//!   written, each with its entries up to the last that is not (0, 0).
+//!
+//! The high-priority limit (PortInfo's VLHighLimit) is not written: a PortInfo Set carries
+//! every settable field of the port, so changing one field is a read-modify-write that would
+//! put back whatever another writer changed in between, and the read-back could not tell.
+//! [`high_limit_changes`] lists the ports whose limit two states set differently, for a
+//! planner to refuse.
+
+use std::collections::{BTreeMap, BTreeSet};
+use weft_fabric::plan::{vlarb_block, SmpWrite, VLARB_BLOCK};
+use weft_fabric::{FabricState, NodeId, PortNum, PortRef, Sl, SwitchState, VlArb};
+
+/// A port whose VL high limit two states set differently (a state without arbitration on the
+/// port counts as 0).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HighLimitChange {
+    /// The port.
+    pub port: PortRef,
+    /// Its limit before.
+    pub old: u8,
+    /// Its limit after.
+    pub new: u8,
+}
+
+/// The ports of `st`'s node `id` with a live link, in order.
+fn live_ports(st: &FabricState, id: NodeId) -> Vec<u8> {
+    let n = st.fabric.node(id);
+    (1..=n.spec.port_count)
+        .filter(|&p| st.fabric.live_peer(PortRef::new(id, p)).is_some())
+        .collect()
+}
+
+/// The VLs of every SL a switch's state maps (`in_port`, `out_port`) to; `None` where the
+/// state leaves the pair unassigned.
+fn switch_vls(sw: Option<&SwitchState>, in_port: u8, out_port: u8) -> Option<[u8; 16]> {
+    let Some(sw) = sw else {
+        return Some([0; 16]);
+    };
+    let mut out = [0u8; 16];
+    for (sl, v) in out.iter_mut().enumerate() {
+        *v = sw.vl(PortNum(in_port), PortNum(out_port), Sl(sl as u8))?.0;
+    }
+    Some(out)
+}
+
+/// The entries of block `block` (1–4) of `arb` (none: every entry (0, 0)), up to the last
+/// that is not (0, 0).
+fn block_entries(arb: Option<&VlArb>, block: u8) -> Vec<(u8, u8)> {
+    let Some(arb) = arb else {
+        return Vec::new();
+    };
+    let table = if block <= 2 { &arb.low } else { &arb.high };
+    let first = if block % 2 == 1 { 0 } else { VLARB_BLOCK };
+    let mut e: Vec<(u8, u8)> = table
+        .iter()
+        .skip(first)
+        .take(VLARB_BLOCK)
+        .map(|w| (w.vl, w.weight))
+        .collect();
+    while e.last() == Some(&(0, 0)) {
+        e.pop();
+    }
+    e
+}
+
+/// The SL→VL and VL arbitration writes that turn `old`'s tables into `new`'s (two states of
+/// one fabric, a [`weft_fabric::ValidState`] each or as read; the live links are `new`'s), in a deterministic order: by node GUID, the SL→VL
+/// tables by (input, output) port, then the arbitration blocks by port and block — sorted as
+/// a plan step's writes are. Each write carries what `old` says the table holds. Nothing is
+/// listed for a table that does not change; the VL high limit is never written (see
+/// [`high_limit_changes`]).
+pub fn writes(old: &FabricState, new: &FabricState) -> Vec<SmpWrite> {
+    let f = &new.fabric;
+    let mut out = Vec::new();
+    for id in f.node_ids() {
+        let node = f.node(id);
+        let guid = node.guid();
+        let live = live_ports(new, id);
+        if node.is_switch() {
+            let (o, n) = (old.switches.get(&id), new.switches.get(&id));
+            let inputs: Vec<u8> = std::iter::once(0).chain(live.iter().copied()).collect();
+            for &i in &inputs {
+                for &p in &live {
+                    let Some(to) = switch_vls(n, i, p) else {
+                        continue;
+                    };
+                    let from = switch_vls(o, i, p).unwrap_or([0; 16]);
+                    if from != to {
+                        out.push(SmpWrite::Sl2vl {
+                            node: guid,
+                            in_port: i,
+                            out_port: p,
+                            old: from,
+                            new: to,
+                        });
+                    }
+                }
+            }
+        } else {
+            for &p in &live {
+                let at = PortRef::new(id, p);
+                let vls =
+                    |st: &FabricState| st.ports.get(&at).and_then(|s| s.sl2vl).unwrap_or([0; 16]);
+                let (from, to) = (vls(old), vls(new));
+                if from != to {
+                    out.push(SmpWrite::Sl2vl {
+                        node: guid,
+                        in_port: 0,
+                        out_port: p,
+                        old: from,
+                        new: to,
+                    });
+                }
+            }
+        }
+        let ports: BTreeSet<u8> = old
+            .ports
+            .iter()
+            .chain(&new.ports)
+            .filter(|(r, s)| r.node == id && s.vlarb.is_some())
+            .map(|(r, _)| r.port.0)
+            .filter(|p| node.is_switch() || live.contains(p))
+            .collect();
+        for p in ports {
+            let at = PortRef::new(id, p);
+            let (was, will) = (
+                old.ports.get(&at).and_then(|s| s.vlarb.as_ref()),
+                new.ports.get(&at).and_then(|s| s.vlarb.as_ref()),
+            );
+            for block in weft_fabric::plan::VLARB_BLOCKS {
+                let (from, to) = (block_entries(was, block), block_entries(will, block));
+                if from != to {
+                    out.push(SmpWrite::VlArb {
+                        node: guid,
+                        port: p,
+                        block,
+                        old: from,
+                        new: to,
+                    });
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The ports whose VL high limit `old` and `new` set differently (a port without arbitration
+/// counts as 0), in port order: what [`writes`] cannot write.
+pub fn high_limit_changes(old: &FabricState, new: &FabricState) -> Vec<HighLimitChange> {
+    let limit = |st: &FabricState, r: &PortRef| {
+        st.ports
+            .get(r)
+            .and_then(|s| s.vlarb.as_ref())
+            .map_or(0, |a| a.high_limit)
+    };
+    let ports: BTreeSet<PortRef> = old.ports.keys().chain(new.ports.keys()).copied().collect();
+    ports
+        .into_iter()
+        .filter_map(|r| {
+            let (o, n) = (limit(old, &r), limit(new, &r));
+            (o != n).then_some(HighLimitChange {
+                port: r,
+                old: o,
+                new: n,
+            })
+        })
+        .collect()
+}
+
+/// What a QoS write names, without its node: "SL→VL input 3 output 5" (an end node's port 1:
+/// "SL→VL input 0 output 1"), "port 5 VL arbitration block 3 (high 0–31)"; empty for another
+/// kind of write.
+pub fn what(w: &SmpWrite) -> String {
+    match w {
+        SmpWrite::Sl2vl {
+            in_port, out_port, ..
+        } => format!("SL→VL input {in_port} output {out_port}"),
+        SmpWrite::VlArb { port, block, .. } => {
+            format!(
+                "port {port} VL arbitration block {block} ({})",
+                block_range(*block)
+            )
+        }
+        _ => String::new(),
+    }
+}
+
+/// Which entries a VL arbitration block holds: "low 0–31", "low 32–63", "high 0–31", "high
+/// 32–63".
+pub fn block_range(block: u8) -> &'static str {
+    match block {
+        1 => "low 0–31",
+        2 => "low 32–63",
+        3 => "high 0–31",
+        4 => "high 32–63",
+        _ => "no such block",
+    }
+}
+
+/// `w` landed on `st`, when it is a QoS write: its table holds the write's `new` (a switch's
+/// pair gets a row of its own; an end node's port its injection table; a port's arbitration
+/// table the block's entries, up to its last entry that is not (0, 0)). The write's `old` must
+/// be what `st` holds ([`writes`]' counting: an unassigned pair as every SL on VL 0). Another
+/// kind of write is left alone.
+pub fn apply(st: &mut FabricState, w: &SmpWrite) -> Result<(), String> {
+    match w {
+        SmpWrite::Sl2vl {
+            node,
+            in_port,
+            out_port,
+            old,
+            new,
+        } => {
+            let id = st
+                .fabric
+                .find_guid(*node)
+                .ok_or_else(|| format!("an SL→VL write to {node}, which is not on the fabric"))?;
+            if st.fabric.node(id).is_switch() {
+                let sw = st.switches.entry(id).or_default();
+                let held = switch_vls(Some(sw), *in_port, *out_port).unwrap_or([0; 16]);
+                if held != *old {
+                    return Err(format!(
+                        "{node} SL→VL input {in_port} output {out_port} holds {held:?}, not the \
+                         write's old"
+                    ));
+                }
+                // Rows for every pair the switch maps, so that this one's stands apart.
+                if sw.sl2vl.is_empty() && sw.sl2vl_all.is_none() {
+                    sw.sl2vl_all = Some([0; 16]);
+                }
+                match sw
+                    .sl2vl
+                    .binary_search_by(|r| (r.in_port, r.out_port).cmp(&(*in_port, *out_port)))
+                {
+                    Ok(k) => {
+                        if let Some(r) = sw.sl2vl.get_mut(k) {
+                            r.vl = *new;
+                        }
+                    }
+                    Err(k) => sw.sl2vl.insert(
+                        k,
+                        weft_fabric::Sl2VlRow {
+                            in_port: *in_port,
+                            out_port: *out_port,
+                            vl: *new,
+                        },
+                    ),
+                }
+            } else {
+                let at = PortRef::new(id, *out_port);
+                let port = st.ports.entry(at).or_default();
+                let held = port.sl2vl.unwrap_or([0; 16]);
+                if held != *old {
+                    return Err(format!(
+                        "{node} port {out_port} SL→VL holds {held:?}, not the write's old"
+                    ));
+                }
+                port.sl2vl = (*new != [0; 16]).then_some(*new);
+            }
+            Ok(())
+        }
+        SmpWrite::VlArb {
+            node,
+            port,
+            block,
+            old,
+            new,
+        } => {
+            let id = st.fabric.find_guid(*node).ok_or_else(|| {
+                format!("a VL arbitration write to {node}, which is not on the fabric")
+            })?;
+            let at = PortRef::new(id, *port);
+            let state = st.ports.entry(at).or_default();
+            let held = block_entries(state.vlarb.as_ref(), *block);
+            if vlarb_block(&held) != vlarb_block(old) {
+                return Err(format!(
+                    "{node} port {port} VL arbitration block {block} holds {held:?}, not the \
+                     write's old"
+                ));
+            }
+            let arb = state.vlarb.get_or_insert_with(VlArb::default);
+            let table = if *block <= 2 {
+                &mut arb.low
+            } else {
+                &mut arb.high
+            };
+            let first = if block % 2 == 1 { 0 } else { VLARB_BLOCK };
+            if table.len() < first + VLARB_BLOCK {
+                table.resize(
+                    first + VLARB_BLOCK,
+                    weft_fabric::VlWeight { vl: 0, weight: 0 },
+                );
+            }
+            for (k, (vl, weight)) in vlarb_block(new).into_iter().enumerate() {
+                if let Some(e) = table.get_mut(first + k) {
+                    *e = weft_fabric::VlWeight { vl, weight };
+                }
+            }
+            while table.last() == Some(&weft_fabric::VlWeight { vl: 0, weight: 0 }) {
+                table.pop();
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The QoS tables of `st` as they sit on the fabric, for comparing two states: per switch,
+/// every pair [`writes`] covers (input port 0 or live, output live) with its VLs (`None`:
+/// unassigned); per live end port, its injection table; per port with arbitration, its four
+/// blocks (entries up to the last that is not (0, 0); blocks of none left out).
+pub fn tables(st: &FabricState) -> QosTables {
+    let f = &st.fabric;
+    let mut t = QosTables::default();
+    for id in f.node_ids() {
+        let guid = f.node(id).guid();
+        let live = live_ports(st, id);
+        if f.node(id).is_switch() {
+            for i in std::iter::once(0).chain(live.iter().copied()) {
+                for &o in &live {
+                    t.sl2vl
+                        .insert((guid, i, o), switch_vls(st.switches.get(&id), i, o));
+                }
+            }
+        } else {
+            for &p in &live {
+                let vls = st
+                    .ports
+                    .get(&PortRef::new(id, p))
+                    .and_then(|s| s.sl2vl)
+                    .unwrap_or([0; 16]);
+                t.sl2vl.insert((guid, 0, p), Some(vls));
+            }
+        }
+    }
+    for (r, s) in &st.ports {
+        if let Some(arb) = &s.vlarb {
+            let guid = f.node(r.node).guid();
+            for block in weft_fabric::plan::VLARB_BLOCKS {
+                let e = block_entries(Some(arb), block);
+                if !e.is_empty() {
+                    t.vlarb.insert((guid, r.port.0, block), e);
+                }
+            }
+        }
+    }
+    t
+}
+
+/// A state's QoS tables as [`tables`] lays them out.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QosTables {
+    /// (node GUID, input port, output port) → the VL of each SL (`None`: unassigned).
+    pub sl2vl: BTreeMap<(weft_fabric::Guid, u8, u8), Option<[u8; 16]>>,
+    /// (node GUID, port, block) → the block's entries (blocks of all (0, 0) left out).
+    pub vlarb: BTreeMap<(weft_fabric::Guid, u8, u8), Vec<(u8, u8)>>,
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use super::*;
+    use weft_verifier::testkit;
+
+    /// Two spines, two leaves of two hosts, routed up/down: no QoS tables.
+    fn base() -> FabricState {
+        let f = testkit::fat_tree2(2, 2, 2);
+        let lids = testkit::sequential_lids(&f);
+        testkit::route_updown(&f, lids)
+    }
+
+    fn switch(st: &FabricState, k: usize) -> NodeId {
+        st.fabric
+            .node_ids()
+            .filter(|&n| st.fabric.node(n).is_switch())
+            .nth(k)
+            .unwrap()
+    }
+
+    #[test]
+    fn the_same_tables_need_no_write() {
+        let st = base();
+        assert!(writes(&st, &st).is_empty());
+        assert!(high_limit_changes(&st, &st).is_empty());
+    }
+
+    /// A map for every pair is written to every pair of live ports and from port 0, each write
+    /// with the old table (every SL on VL 0), in GUID and port order; landing them gives the
+    /// new tables, from which nothing is left to write.
+    #[test]
+    fn a_map_for_every_pair_expands_over_the_live_pairs_and_port_0() {
+        let old = base();
+        let mut new = old.clone();
+        let sw = switch(&old, 0);
+        let map: [u8; 16] = std::array::from_fn(|s| (s % 2) as u8);
+        new.switches.entry(sw).or_default().sl2vl_all = Some(map);
+        let w = writes(&old, &new);
+        let live = live_ports(&old, sw);
+        assert_eq!(w.len(), (live.len() + 1) * live.len());
+        let mut pairs = Vec::new();
+        for x in &w {
+            let SmpWrite::Sl2vl {
+                node,
+                in_port,
+                out_port,
+                old: o,
+                new: n,
+            } = x
+            else {
+                panic!("{x:?}")
+            };
+            assert_eq!(*node, old.fabric.node(sw).guid());
+            assert_eq!((*o, *n), ([0; 16], map));
+            pairs.push((*in_port, *out_port));
+        }
+        let mut sorted = pairs.clone();
+        sorted.sort_unstable();
+        assert_eq!(pairs, sorted);
+        assert_eq!(pairs.first().map(|p| p.0), Some(0));
+        let mut landed = old.clone();
+        for x in &w {
+            apply(&mut landed, x).unwrap();
+        }
+        assert!(writes(&landed, &new).is_empty());
+        assert_eq!(tables(&landed), tables(&new));
+        // Back again: the same pairs, old and new swapped.
+        assert_eq!(writes(&new, &old).len(), w.len());
+    }
+
+    /// A pair the new state leaves unassigned is not written; one the old state leaves
+    /// unassigned counts as every SL on VL 0.
+    #[test]
+    fn unassigned_pairs_are_left_alone_or_counted_as_vl_0() {
+        let old = base();
+        let sw = switch(&old, 1);
+        let live = live_ports(&old, sw);
+        let (a, b) = (live[0], live[1]);
+        let mut new = old.clone();
+        new.switches.entry(sw).or_default().sl2vl = vec![weft_fabric::Sl2VlRow {
+            in_port: a,
+            out_port: b,
+            vl: [3; 16],
+        }];
+        let w = writes(&old, &new);
+        assert_eq!(
+            w,
+            vec![SmpWrite::Sl2vl {
+                node: old.fabric.node(sw).guid(),
+                in_port: a,
+                out_port: b,
+                old: [0; 16],
+                new: [3; 16],
+            }]
+        );
+        // Back: the pairs `new` leaves unassigned count as VL 0, which `old` holds anyway.
+        assert_eq!(
+            writes(&new, &old),
+            vec![SmpWrite::Sl2vl {
+                node: old.fabric.node(sw).guid(),
+                in_port: a,
+                out_port: b,
+                old: [3; 16],
+                new: [0; 16],
+            }]
+        );
+    }
+
+    /// An end port's injection table and arbitration: the table as `in_port` 0, `out_port`
+    /// the port; arbitration blocks only where they differ, each up to its last entry that is
+    /// not (0, 0); a high limit set differently is listed, never written.
+    #[test]
+    fn end_ports_and_arbitration_blocks() {
+        let old = base();
+        let f = &old.fabric;
+        let host = f.node_ids().find(|&n| !f.node(n).is_switch()).unwrap();
+        let at = PortRef::new(host, 1);
+        let mut new = old.clone();
+        let w = |vl, weight| weft_fabric::VlWeight { vl, weight };
+        let p = new.ports.entry(at).or_default();
+        p.sl2vl = Some([1; 16]);
+        p.vlarb = Some(VlArb {
+            high_limit: 4,
+            high: vec![w(0, 1)],
+            low: (0..33)
+                .map(|k| w(k % 15, if k == 32 { 7 } else { 0 }))
+                .collect(),
+        });
+        let g = f.node(host).guid();
+        let got = writes(&old, &new);
+        let second: Vec<(u8, u8)> = vec![(32 % 15, 7)];
+        assert_eq!(
+            got,
+            vec![
+                SmpWrite::Sl2vl {
+                    node: g,
+                    in_port: 0,
+                    out_port: 1,
+                    old: [0; 16],
+                    new: [1; 16],
+                },
+                SmpWrite::VlArb {
+                    node: g,
+                    port: 1,
+                    block: 1,
+                    old: Vec::new(),
+                    new: (0..32u8).map(|k| (k % 15, 0)).collect(),
+                },
+                SmpWrite::VlArb {
+                    node: g,
+                    port: 1,
+                    block: 2,
+                    old: Vec::new(),
+                    new: second,
+                },
+                SmpWrite::VlArb {
+                    node: g,
+                    port: 1,
+                    block: 3,
+                    old: Vec::new(),
+                    new: vec![(0, 1)],
+                },
+            ]
+        );
+        assert_eq!(
+            high_limit_changes(&old, &new),
+            vec![HighLimitChange {
+                port: at,
+                old: 0,
+                new: 4
+            }]
+        );
+        assert_eq!(what(&got[3]), "port 1 VL arbitration block 3 (high 0–31)");
+        assert_eq!(what(&got[0]), "SL→VL input 0 output 1");
+        let mut landed = old.clone();
+        for x in &got {
+            apply(&mut landed, x).unwrap();
+        }
+        assert_eq!(tables(&landed), tables(&new));
+        // A write whose old is not what the state holds is refused, naming the table.
+        let e = apply(&mut landed, &got[0]).unwrap_err();
+        assert!(e.contains("port 1 SL→VL"), "{e}");
+    }
+}
