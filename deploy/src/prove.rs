@@ -193,6 +193,20 @@ pub fn checks(
             declared_vfs - seen
         ));
     }
+    let qos = plan
+        .steps
+        .iter()
+        .flat_map(|s| &s.writes)
+        .filter(|w| matches!(w, SmpWrite::Sl2vl { .. } | SmpWrite::VlArb { .. }))
+        .count();
+    if qos > 0 {
+        notes.push(format!(
+            "the plan's {qos} SL→VL and VL arbitration write(s) add no credit loop nor \
+             forwarding loop in any mix (every path counted on VL 0 holds for any VLs); which \
+             VL a packet takes while they land, and that it is a data VL its ports schedule, \
+             is not proven"
+        ));
+    }
     if unseen > 0 {
         notes.push(format!(
             "{unseen} partition membership(s) of VFs the fabric does not show are not part of \
