@@ -44,6 +44,27 @@ fn options(dir: &std::path::Path) -> ApplyOptions {
     }
 }
 
+/// [`options`] for `plan`: written on the proof it carries when it records its digest
+/// ([`trusted`]; `--no-reprove`), else proven again on the sim.
+fn options_for(plan: &weft_fabric::plan::Plan, dir: &std::path::Path) -> ApplyOptions {
+    ApplyOptions {
+        proof: if plan.digest_matches() {
+            weft_deploy::apply::ProofMode::TrustDigest
+        } else {
+            weft_deploy::apply::ProofMode::OnFabric
+        },
+        ..options(dir)
+    }
+}
+
+/// `plan` with its digest recorded, as a plan file read back has it: applied on the proof it
+/// carries (the QoS plans below move lanes in one step, which the proof on the fabric refuses:
+/// they test the writing, not the order).
+fn trusted(mut plan: weft_fabric::plan::Plan) -> weft_fabric::plan::Plan {
+    plan.recorded_digest = Some(plan.digest());
+    plan
+}
+
 #[test]
 fn a_clean_apply_lands_the_new_state_with_exactly_the_planned_smps() {
     let (start, end, plan) = link_failure();
@@ -182,7 +203,7 @@ fn fault_matrix(
                 inner: &mut sim,
                 tries: 3,
             };
-            let outcome = match apply(&mut t, plan, &options(&dir), &mut |_| {}) {
+            let outcome = match apply(&mut t, plan, &options_for(plan, &dir), &mut |_| {}) {
                 Ok(r) => {
                     let want = match &r.state {
                         Final::New => &new_tables,
@@ -1675,12 +1696,12 @@ fn every_fault_at_every_qos_write_ends_old_or_new() {
         ),
         (4, 3)
     );
-    let plan = weft_tests::one_step_plan(&old, &new, writes);
+    let plan = trusted(weft_tests::one_step_plan(&old, &new, writes));
     // Clean: exactly its SMPs, each changing what its table held.
     let sm = sm_port(&old);
     let mut sim = SimFabric::new(&old, sm).unwrap();
     let dir = tmp("qos-clean");
-    let r = apply(&mut sim, &plan, &options(&dir), &mut |_| {}).unwrap();
+    let r = apply(&mut sim, &plan, &options_for(&plan, &dir), &mut |_| {}).unwrap();
     assert_eq!(r.state, Final::New, "{r:?}");
     same_at(
         &sim.tables(),
@@ -1715,7 +1736,11 @@ fn every_fault_at_every_qos_write_ends_old_or_new() {
 #[test]
 fn a_qos_table_another_writer_changed_is_refused_naming_it() {
     let (old, new) = qos_states();
-    let plan = weft_tests::one_step_plan(&old, &new, weft_plan::qos::writes(&old, &new));
+    let plan = trusted(weft_tests::one_step_plan(
+        &old,
+        &new,
+        weft_plan::qos::writes(&old, &new),
+    ));
     let f = &old.fabric;
     let leaf = f.node_ids().find(|&n| f.node(n).name() == "leaf1").unwrap();
     let host = f
@@ -1771,7 +1796,7 @@ fn a_qos_table_another_writer_changed_is_refused_naming_it() {
         let mut sim = SimFabric::new(&moved, sm).unwrap();
         let before = sim.tables();
         let dir = tmp("qos-moved");
-        let err = apply(&mut sim, &plan, &options(&dir), &mut |_| {}).unwrap_err();
+        let err = apply(&mut sim, &plan, &options_for(&plan, &dir), &mut |_| {}).unwrap_err();
         assert!(matches!(err, ApplyError::Moved(_)), "{err}");
         assert!(
             err.to_string()
@@ -1926,11 +1951,11 @@ proptest::proptest! {
         let base = &small_trees()[which];
         let (old, new) = (random_qos(base, &a), random_qos(base, &b));
         let writes = weft_plan::qos::writes(&old, &new);
-        let plan = weft_tests::one_step_plan(&old, &new, writes.clone());
+        let plan = trusted(weft_tests::one_step_plan(&old, &new, writes.clone()));
         let sm = sm_port(&old);
         let mut sim = SimFabric::new(&old, sm).unwrap();
         let dir = tmp("qos-prop");
-        let r = apply(&mut sim, &plan, &options(&dir), &mut |_| {}).unwrap();
+        let r = apply(&mut sim, &plan, &options_for(&plan, &dir), &mut |_| {}).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         let want = if writes.is_empty() { Final::Nothing } else { Final::New };
         proptest::prop_assert_eq!(&r.state, &want, "{:?}", r);
@@ -1947,4 +1972,51 @@ proptest::proptest! {
         }
         proptest::prop_assert!(weft_plan::qos::writes(&landed, &new).is_empty());
     }
+}
+
+/// A plan file whose SL→VL write sends every SL to VL 15 (drops every packet) is refused by the
+/// proof on the fabric, naming the step, the table and the SL; nothing is written. Written on
+/// the proof it carries (`--no-reprove`), it lands, and the report says what is not proven.
+#[test]
+fn a_qos_plan_that_drops_a_lane_is_refused_by_the_proof_on_the_fabric() {
+    let (old, new) = qos_states();
+    let mut writes = weft_plan::qos::writes(&old, &new);
+    let Some(weft_fabric::plan::SmpWrite::Sl2vl {
+        node,
+        in_port,
+        out_port,
+        new: to,
+        ..
+    }) = writes
+        .iter_mut()
+        .find(|w| matches!(w, weft_fabric::plan::SmpWrite::Sl2vl { .. }))
+    else {
+        panic!("no SL→VL write")
+    };
+    *to = [15; 16];
+    let named = format!("{node} SL→VL input {in_port} output {out_port}: SL 0 goes from VL 0 to VL 15, which drops it");
+    let plan = weft_tests::one_step_plan(&old, &new, writes);
+    let sm = sm_port(&old);
+    let mut sim = SimFabric::new(&old, sm).unwrap();
+    let before = sim.tables();
+    let dir = tmp("qos-drop");
+    let err = apply(&mut sim, &plan, &options_for(&plan, &dir), &mut |_| {}).unwrap_err();
+    assert!(
+        err.to_string().starts_with(&format!(
+            "step 1 of the plan is not safe on the fabric as it runs: {named}"
+        )),
+        "{err}"
+    );
+    same_at(&sim.tables(), &before, "");
+    assert_eq!(sim.counts().sets, 0);
+    let plan = trusted(plan);
+    let r = apply(&mut sim, &plan, &options_for(&plan, &dir), &mut |_| {}).unwrap();
+    assert_eq!(r.state, Final::New, "{r:?}");
+    assert!(
+        r.notes.iter().any(|n| n
+            .contains("SL→VL and VL arbitration write(s) are not part of any proof it carries")),
+        "{:?}",
+        r.notes
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

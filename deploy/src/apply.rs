@@ -919,6 +919,19 @@ pub fn apply_discovered(
                  proof the plan carries (its digest matches)"
                     .to_owned(),
             );
+            let qos = plan
+                .steps
+                .iter()
+                .flat_map(|s| &s.writes)
+                .filter(|w| matches!(w, SmpWrite::Sl2vl { .. } | SmpWrite::VlArb { .. }))
+                .count();
+            if qos > 0 {
+                notes.push(format!(
+                    "the plan's {qos} SL→VL and VL arbitration write(s) are not part of any \
+                     proof it carries (`weft plan` does not plan them): which VL a packet takes \
+                     while they land, and whether it is dropped or scheduled, is not proven"
+                ));
+            }
         }
     }
     transact(t, plan, opts, d, gets, notes, progress)

@@ -146,6 +146,14 @@ pub fn reprove(
             path_sls: plan.proof.path_sls,
         });
     }
+    // SL→VL and VL arbitration writes: no mix drops or stalls a lane that may be in use.
+    if let Err(h) = weft_plan::qos::check(&plan.steps) {
+        return Err(ProofError::Unsafe {
+            step: h.step,
+            why: h.why,
+            path_sls: plan.proof.path_sls,
+        });
+    }
     Ok(reproved)
 }
 
@@ -202,9 +210,10 @@ pub fn checks(
     if qos > 0 {
         notes.push(format!(
             "the plan's {qos} SL→VL and VL arbitration write(s) add no credit loop nor \
-             forwarding loop in any mix (every path counted on VL 0 holds for any VLs); which \
-             VL a packet takes while they land, and that it is a data VL its ports schedule, \
-             is not proven"
+             forwarding loop in any mix (every path counted on VL 0 holds for any VLs) and, \
+             from what they say they replace, drop no SL a table sends to a data VL nor leave \
+             a VL unscheduled that an earlier write scheduled; the SLs hosts use and the tables \
+             the plan does not write are not read"
         ));
     }
     if unseen > 0 {

@@ -118,7 +118,7 @@ pub mod arb {
         let text = String::deserialize(d)?;
         let bad = || {
             serde::de::Error::custom(format!(
-                "not VL arbitration entries (up to 32, four hex digits each, VL 0 to 15):                  `{text}`"
+                "not VL arbitration entries (up to 32, four hex digits each, VL 0 to 15): `{text}`"
             ))
         };
         let digits = text.as_bytes();

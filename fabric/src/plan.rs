@@ -3,7 +3,7 @@
 //! version 2).
 //!
 //! ```text
-//! {"format": "weft-plan", "version": 1, "fabric": "cluster5832",
+//! {"format": "weft-plan", "version": 2, "fabric": "cluster5832",
 //!  "from": {fingerprint of the fabric the plan applies to},
 //!  "to": {fingerprint of the desired state},
 //!  "steps": [

@@ -378,6 +378,124 @@ pub struct QosTables {
     pub vlarb: BTreeMap<(weft_fabric::Guid, u8, u8), Vec<(u8, u8)>>,
 }
 
+/// Why a plan's SL→VL and VL arbitration writes are not proven safe while they land.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{why}")]
+pub struct QosHazard {
+    /// The step (from 1).
+    pub step: usize,
+    /// What some mix of its writes does, naming the node, the port or port pair and the SL or
+    /// VL.
+    pub why: String,
+}
+
+/// Checks that no mix of a plan's SL→VL and VL arbitration writes stops a packet that may be in
+/// use, from what the writes themselves say (their `old` is what `weft apply` finds before it
+/// writes; SLs in use are not known, so every SL a table sends to a data VL counts as in use):
+///
+/// * an SL→VL table keeps every SL its `old` sends to a data VL on a data VL (VL 15 drops);
+/// * a VL an SL→VL write moves an SL to is scheduled on that output port by the `new` of an
+///   arbitration block an earlier step wrote, and no write since took it out of that block;
+/// * a VL the `old` of a step's arbitration blocks of a port schedules is scheduled in every
+///   mix of them: some block the step writes has it, with a weight, both before and after, or a
+///   block it leaves alone has it since an earlier step wrote it.
+///
+/// Conservative: a plan that moves lanes in one step, or ends a VL's arbitration, is refused
+/// although the fabric may carry no packet on it (`weft apply --no-reprove` writes it on the
+/// proof the plan carries).
+pub fn check(steps: &[weft_fabric::plan::PlanStep]) -> Result<(), QosHazard> {
+    // Per (node, port, block): the entries the last step to write it left.
+    let mut written: BTreeMap<(weft_fabric::Guid, u8, u8), Vec<(u8, u8)>> = BTreeMap::new();
+    let has = |entries: &[(u8, u8)], vl: u8| entries.iter().any(|&(v, w)| v == vl && w > 0);
+    for (i, s) in steps.iter().enumerate() {
+        let step = i + 1;
+        let hazard = |why: String| QosHazard { step, why };
+        // Arbitration first: what this step's blocks of each port keep in every mix.
+        type Blocks<'a> = Vec<(u8, &'a Vec<(u8, u8)>, &'a Vec<(u8, u8)>)>;
+        let mut arb: BTreeMap<(weft_fabric::Guid, u8), Blocks<'_>> = BTreeMap::new();
+        for w in &s.writes {
+            if let SmpWrite::VlArb {
+                node,
+                port,
+                block,
+                old,
+                new,
+            } = w
+            {
+                arb.entry((*node, *port))
+                    .or_default()
+                    .push((*block, old, new));
+            }
+        }
+        for ((node, port), blocks) in &arb {
+            // Blocks the step leaves alone whose entries an earlier step wrote.
+            let others: Vec<&Vec<(u8, u8)>> = (1..=4u8)
+                .filter(|b| blocks.iter().all(|(x, _, _)| x != b))
+                .filter_map(|b| written.get(&(*node, *port, b)))
+                .collect();
+            for vl in 0..15u8 {
+                let before = blocks.iter().any(|(_, o, _)| has(o, vl));
+                let kept = blocks.iter().any(|(_, o, n)| has(o, vl) && has(n, vl))
+                    || others.iter().any(|e| has(e, vl));
+                if before && !kept {
+                    return Err(hazard(format!(
+                        "{node} port {port}: VL {vl} is scheduled before the step and not in \
+                         some mix of its VL arbitration writes (a packet on it would stall)"
+                    )));
+                }
+            }
+        }
+        for w in &s.writes {
+            let SmpWrite::Sl2vl {
+                node,
+                in_port,
+                out_port,
+                old,
+                new,
+            } = w
+            else {
+                continue;
+            };
+            for (sl, (&o, &n)) in old.iter().zip(new).enumerate() {
+                if o >= 15 || o == n {
+                    continue;
+                }
+                let table = format!("{node} SL→VL input {in_port} output {out_port}");
+                if n >= 15 {
+                    return Err(hazard(format!(
+                        "{table}: SL {sl} goes from VL {o} to VL {n}, which drops it (every SL \
+                         a table sends to a data VL may be in use)"
+                    )));
+                }
+                let scheduled = (1..=4u8).any(|b| {
+                    written
+                        .get(&(*node, *out_port, b))
+                        .is_some_and(|e| has(e, n))
+                });
+                if !scheduled {
+                    return Err(hazard(format!(
+                        "{table}: SL {sl} moves to VL {n}, which no earlier step's VL \
+                         arbitration write schedules on port {out_port}"
+                    )));
+                }
+            }
+        }
+        for w in &s.writes {
+            if let SmpWrite::VlArb {
+                node,
+                port,
+                block,
+                new,
+                ..
+            } = w
+            {
+                written.insert((*node, *port, *block), new.clone());
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::panic)]
@@ -561,5 +679,92 @@ mod tests {
         // A write whose old is not what the state holds is refused, naming the table.
         let e = apply(&mut landed, &got[0]).unwrap_err();
         assert!(e.contains("port 1 SL→VL"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod check_tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use super::*;
+    use weft_fabric::plan::PlanStep;
+    use weft_fabric::Guid;
+
+    const SW: Guid = Guid(0x0002_c900_0000_0100);
+
+    fn sl2vl(old: [u8; 16], new: [u8; 16]) -> SmpWrite {
+        SmpWrite::Sl2vl {
+            node: SW,
+            in_port: 1,
+            out_port: 2,
+            old,
+            new,
+        }
+    }
+
+    fn arb(block: u8, old: &[(u8, u8)], new: &[(u8, u8)]) -> SmpWrite {
+        SmpWrite::VlArb {
+            node: SW,
+            port: 2,
+            block,
+            old: old.to_vec(),
+            new: new.to_vec(),
+        }
+    }
+
+    fn steps(s: Vec<Vec<SmpWrite>>) -> Vec<PlanStep> {
+        s.into_iter().map(PlanStep::of).collect()
+    }
+
+    /// Every SL on VL 0, but SL `sl` on `vl`.
+    fn one(sl: usize, vl: u8) -> [u8; 16] {
+        let mut t = [0; 16];
+        t[sl] = vl;
+        t
+    }
+
+    #[test]
+    fn a_table_that_drops_an_sl_in_use_is_refused() {
+        let e = check(&steps(vec![vec![sl2vl([0; 16], one(3, 15))]])).unwrap_err();
+        assert_eq!(e.step, 1);
+        assert_eq!(
+            e.why,
+            "0x0002c90000000100 SL→VL input 1 output 2: SL 3 goes from VL 0 to VL 15, which \
+             drops it (every SL a table sends to a data VL may be in use)"
+        );
+        // An SL already dropped may stay dropped or come back to VL 0 (scheduled as before).
+        assert!(check(&steps(vec![vec![sl2vl(one(3, 15), one(3, 15))]])).is_ok());
+    }
+
+    #[test]
+    fn an_sl_moves_only_to_a_vl_an_earlier_step_scheduled() {
+        let moved = sl2vl([0; 16], one(1, 1));
+        let e = check(&steps(vec![vec![moved.clone()]])).unwrap_err();
+        assert!(e.why.contains("SL 1 moves to VL 1, which no earlier step's VL arbitration write schedules on port 2"), "{e}");
+        // In the same step as the arbitration that schedules it: some mix has the move first.
+        let add = arb(1, &[(0, 4)], &[(0, 4), (1, 4)]);
+        let e = check(&steps(vec![vec![add.clone(), moved.clone()]])).unwrap_err();
+        assert_eq!(e.step, 1);
+        assert!(check(&steps(vec![vec![add], vec![moved]])).is_ok());
+        // A weight of 0 schedules nothing.
+        let zero = arb(1, &[(0, 4)], &[(0, 4), (1, 0)]);
+        assert!(check(&steps(vec![vec![zero], vec![sl2vl([0; 16], one(1, 1))]])).is_err());
+    }
+
+    #[test]
+    fn a_vl_stays_scheduled_in_every_mix_of_a_step() {
+        // VL 0 moves from the high table to the low one: in one step, some mix has neither.
+        let from_high = arb(3, &[(0, 4)], &[]);
+        let to_low = arb(1, &[(1, 4)], &[(0, 1), (1, 1)]);
+        let e = check(&steps(vec![vec![from_high.clone(), to_low.clone()]])).unwrap_err();
+        assert_eq!(
+            e.why,
+            "0x0002c90000000100 port 2: VL 0 is scheduled before the step and not in some mix \
+             of its VL arbitration writes (a packet on it would stall)"
+        );
+        // The low table takes it on first, then the high table lets it go.
+        let to_low_first = arb(1, &[(1, 4)], &[(0, 1), (1, 1)]);
+        assert!(check(&steps(vec![vec![to_low_first], vec![from_high]])).is_ok());
+        // Writes of other kinds are left alone.
+        assert!(check(&steps(vec![Vec::new()])).is_ok());
     }
 }
