@@ -347,7 +347,11 @@ fn human(p: &Planned, written: Option<&Path>, max: usize, rate: u64) -> String {
             (false, true) => format!("{what}, {}", q.text()),
         };
         let proof = if q.any() && s.lft_blocks + s.pkey_blocks + s.mft_blocks + s.vports == 0 {
-            QOS_ONLY.to_owned()
+            if q.sl2vl == 0 {
+                ARBITRATION_ONLY.to_owned()
+            } else {
+                QOS_ONLY.to_owned()
+            }
         } else if q.any() {
             format!(
                 "{}; {QOS_LANES}",
@@ -396,7 +400,14 @@ fn human(p: &Planned, written: Option<&Path>, max: usize, rate: u64) -> String {
 /// Why a plan sends more SMPs than a full reconfiguration, when it does: blocks written in
 /// more than one step (a full reconfiguration writes each once, in no proven order).
 fn more_than_full(p: &Planned) -> String {
-    let sent = p.plan.smps() as u64;
+    // A full reconfiguration writes forwarding tables: QoS tables are not counted against it.
+    let qos: usize = (0..p.plan.steps.len())
+        .map(|i| {
+            let q = qos_of(p, i);
+            q.sl2vl + q.vlarb
+        })
+        .sum();
+    let sent = p.plan.smps().saturating_sub(qos) as u64;
     if sent <= p.full_reconfiguration {
         return String::new();
     }
@@ -549,6 +560,9 @@ fn markdown(p: &Planned, written: Option<&Path>, max: usize, rate: u64) -> Strin
             ),
             None if s.mft_blocks > 0 => ("proven", "proven", "proven"),
             None if s.vf_lids > 0 => ("VFs only", "VFs only", "VFs only"),
+            None if qos_of(p, i).any() && qos_of(p, i).sl2vl == 0 && s.pkey_blocks == 0 => {
+                ("proven", "proven", "proven")
+            }
             None if qos_of(p, i).any() && s.pkey_blocks == 0 => {
                 ("QoS tables only", "QoS tables only", "QoS tables only")
             }
@@ -656,6 +670,11 @@ fn qos_of(p: &Planned, i: usize) -> QosCount {
     q
 }
 
+/// What the proof of a step that writes VL arbitration tables alone says (`weft plan` puts
+/// them after every other step: the routes and their VLs are the desired state's).
+const ARBITRATION_ONLY: &str = "VL arbitration only, no route nor VL changes (the desired \
+                                state's, proven); every VL a port schedules stays scheduled \
+                                in every mix: proven";
 /// What the proof of a step that writes SL→VL or VL arbitration tables alone says.
 const QOS_ONLY: &str = "SL→VL and VL arbitration tables only, no route changes: which lane a \
                         packet in flight takes while they land is not proven";

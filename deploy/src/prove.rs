@@ -138,7 +138,7 @@ pub fn reprove(
     plan: &Plan,
     vfs: bool,
 ) -> Result<Reproved, ProofError> {
-    let (checks, reproved) = checks(t, d, plan, vfs)?;
+    let (checks, mut reproved) = checks(t, d, plan, vfs)?;
     if let Some((i, c)) = checks.iter().enumerate().find(|(_, c)| !c.is_proven()) {
         return Err(ProofError::Unsafe {
             step: i + 1,
@@ -146,8 +146,22 @@ pub fn reprove(
             path_sls: plan.proof.path_sls,
         });
     }
-    // SL→VL and VL arbitration writes: no mix drops or stalls a lane that may be in use.
-    if let Err(h) = weft_plan::qos::check(&plan.steps) {
+    // SL→VL and VL arbitration writes: no mix drops or stalls a lane that may be in use,
+    // knowing what the arbitration tables hold when the plan writes some.
+    let arbitration = plan
+        .steps
+        .iter()
+        .flat_map(|s| &s.writes)
+        .any(|w| matches!(w, SmpWrite::VlArb { .. }));
+    let known = if arbitration {
+        let mut c = Counted::new(t);
+        let read = crate::read::read_vlarbs(&mut c, d)?;
+        reproved.smps += c.gets();
+        weft_plan::qos::known_blocks(read.iter().map(|((g, p), arb)| (*g, p.0, arb)))
+    } else {
+        BTreeMap::new()
+    };
+    if let Err(h) = weft_plan::qos::check_with(&known, &plan.steps) {
         return Err(ProofError::Unsafe {
             step: h.step,
             why: h.why,
@@ -212,8 +226,8 @@ pub fn checks(
             "the plan's {qos} SL→VL and VL arbitration write(s) add no credit loop nor \
              forwarding loop in any mix (every path counted on VL 0 holds for any VLs) and, \
              from what they say they replace, drop no SL a table sends to a data VL nor leave \
-             a VL unscheduled that an earlier write scheduled; the SLs hosts use and the tables \
-             the plan does not write are not read"
+             a VL unscheduled (the arbitration tables read before the plan); the SLs hosts use \
+             and the SL→VL tables the plan does not write are not read"
         ));
     }
     if unseen > 0 {

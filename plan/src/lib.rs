@@ -232,9 +232,13 @@ pub enum PlanError {
     #[diagnostic(code(weft::plan::fabric))]
     Fabric(String),
     /// A change the planner does not plan yet.
-    #[error("{0} differ between the two states; planning that is not built yet (only LFT, MFT and P_Key changes are planned; MFT changes not with VMs moving)")]
+    #[error("{0} differ between the two states; planning that is not built yet (only LFT, MFT, P_Key and VL arbitration changes are planned; MFT changes not with VMs moving)")]
     #[diagnostic(code(weft::plan::not_built))]
     NotBuilt(&'static str),
+    /// A VL arbitration change that would leave a scheduled VL unscheduled.
+    #[error("the VL arbitration change is not planned: {0}; weft plans arbitration changes that keep every VL a port schedules scheduled (where the plan is applied the SLs hosts use are not known)")]
+    #[diagnostic(code(weft::plan::not_built))]
+    Arbitration(String),
     /// A VM migration the planner does not plan yet.
     #[error("not built yet: {0}")]
     #[diagnostic(code(weft::plan::not_built))]
@@ -323,15 +327,19 @@ fn same_fabric(old: &ValidState, new: &ValidState) -> Result<(), PlanError> {
     if sl2vl_differs {
         return Err(PlanError::NotBuilt("switch SL→VL tables"));
     }
-    let port_tables = |s: &ValidState| -> Vec<_> {
+    let port_sl2vl = |s: &ValidState| -> Vec<_> {
         s.ports
             .iter()
-            .filter(|(_, p)| p.sl2vl.is_some() || p.vlarb.is_some())
-            .map(|(r, p)| (*r, p.sl2vl, p.vlarb.clone()))
+            .filter_map(|(r, p)| p.sl2vl.map(|t| (*r, t)))
             .collect()
     };
-    if port_tables(old) != port_tables(new) {
-        return Err(PlanError::NotBuilt("port SL→VL or VL arbitration tables"));
+    if port_sl2vl(old) != port_sl2vl(new) {
+        return Err(PlanError::NotBuilt("end ports' SL→VL tables"));
+    }
+    // VL arbitration may change (the weights of QoS classes): planned as its own steps
+    // ([`arbitration_steps`]), but not the high-priority limit, which is not written.
+    if !qos::high_limit_changes(old, new).is_empty() {
+        return Err(PlanError::NotBuilt("VL high limits"));
     }
     Ok(())
 }
@@ -356,6 +364,11 @@ pub fn plan(old: &ValidState, new: &ValidState, opts: &Options) -> Result<Planne
         // A migration keeps the current MFTs: one toward others is not planned silently.
         if !new.multicast.is_empty() && new.multicast.mfts != old.multicast.mfts {
             return Err(PlanError::NotBuilt("MFTs"));
+        }
+        if !qos::writes(old, new).is_empty() {
+            return Err(PlanError::Unplanned(
+                "VL arbitration or SL→VL changes with VMs moving; plan the moves, then the arbitration",
+            ));
         }
         return plan_migration(old, new, &moves, opts);
     }
@@ -562,6 +575,8 @@ fn lead(
             phases.push(phase);
         }
     }
+    // VL arbitration last (it changes no route nor any VL a route takes).
+    steps.extend(arbitration_steps(start, new)?);
     let stats = steps
         .iter()
         .enumerate()
@@ -602,6 +617,38 @@ fn lead(
         outage: proved.outage,
         end,
     })
+}
+
+/// The VL arbitration writes from `start`'s tables to `new`'s (the SL→VL tables and path SLs
+/// the same: [`same_fabric`]), as steps every mix of which keeps every scheduled VL scheduled
+/// ([`qos::check`], as `weft apply` proves it on the fabric): first the blocks that keep each
+/// VL they schedule (new weights, VLs taken on), then those that let a VL go, once another
+/// block has it. A VL no block schedules any more is refused: where the plan is applied, the
+/// SLs hosts use are not known, so any VL a port schedules may carry packets.
+fn arbitration_steps(start: &ValidState, new: &ValidState) -> Result<Vec<PlanStep>, PlanError> {
+    let writes: Vec<SmpWrite> = qos::writes(start, new)
+        .into_iter()
+        .filter(|w| matches!(w, SmpWrite::VlArb { .. }))
+        .collect();
+    let keeps = |w: &SmpWrite| match w {
+        SmpWrite::VlArb { old, new, .. } => old
+            .iter()
+            .filter(|&&(_, weight)| weight > 0)
+            .all(|&(vl, _)| new.iter().any(|&(v, weight)| v == vl && weight > 0)),
+        _ => true,
+    };
+    let (grow, shrink): (Vec<SmpWrite>, Vec<SmpWrite>) = writes.into_iter().partition(keeps);
+    let steps: Vec<PlanStep> = [grow, shrink]
+        .into_iter()
+        .filter(|w| !w.is_empty())
+        .map(|w| PlanStep::of(sorted(w)))
+        .collect();
+    let known = qos::known_blocks(start.ports.iter().filter_map(|(r, p)| {
+        let arb = p.vlarb.as_ref()?;
+        Some((start.fabric.node(r.node).guid(), r.port.0, arb))
+    }));
+    qos::check_with(&known, &steps).map_err(|h| PlanError::Arbitration(h.why))?;
+    Ok(steps)
 }
 
 /// Plans VM moves (see [`migrate`]): the skyline first, every switch when the skyline's plan

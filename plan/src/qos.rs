@@ -402,10 +402,37 @@ pub struct QosHazard {
 ///
 /// Conservative: a plan that moves lanes in one step, or ends a VL's arbitration, is refused
 /// although the fabric may carry no packet on it (`weft apply --no-reprove` writes it on the
-/// proof the plan carries).
+/// proof the plan carries). [`check_with`] knows more of the blocks.
 pub fn check(steps: &[weft_fabric::plan::PlanStep]) -> Result<(), QosHazard> {
-    // Per (node, port, block): the entries the last step to write it left.
-    let mut written: BTreeMap<(weft_fabric::Guid, u8, u8), Vec<(u8, u8)>> = BTreeMap::new();
+    check_with(&BTreeMap::new(), steps)
+}
+
+/// The arbitration blocks (node GUID, port, block) → entries of ports' tables, as
+/// [`check_with`] takes what the fabric holds before a plan (blocks of all (0, 0) left out).
+pub fn known_blocks<'a>(
+    ports: impl Iterator<Item = (weft_fabric::Guid, u8, &'a VlArb)>,
+) -> BTreeMap<(weft_fabric::Guid, u8, u8), Vec<(u8, u8)>> {
+    let mut out = BTreeMap::new();
+    for (g, port, arb) in ports {
+        for b in 1..=4u8 {
+            let e = block_entries(Some(arb), b);
+            if !e.is_empty() {
+                out.insert((g, port, b), e);
+            }
+        }
+    }
+    out
+}
+
+/// [`check`], knowing what the blocks in `known` hold before the plan (a block the plan writes
+/// is what its writes say; one it leaves alone and `known` does not hold counts as scheduling
+/// nothing).
+pub fn check_with(
+    known: &BTreeMap<(weft_fabric::Guid, u8, u8), Vec<(u8, u8)>>,
+    steps: &[weft_fabric::plan::PlanStep],
+) -> Result<(), QosHazard> {
+    // Per (node, port, block): the entries the last step to write it left, or what is known.
+    let mut written = known.clone();
     let has = |entries: &[(u8, u8)], vl: u8| entries.iter().any(|&(v, w)| v == vl && w > 0);
     for (i, s) in steps.iter().enumerate() {
         let step = i + 1;

@@ -212,3 +212,57 @@ fn replayed(
         );
     }
 }
+
+/// VL arbitration on random fabrics: a port taking a VL on (or new weights) is planned as
+/// arbitration writes after every other step, proven to keep every scheduled VL scheduled
+/// ([`weft_plan::qos::check`]); a VL moving from one block to another is two steps (the new
+/// block first); a VL no block schedules any more is refused, naming the port and the VL.
+#[test]
+fn arbitration_changes_keep_every_scheduled_vl_scheduled() {
+    use weft_fabric::{PortRef, VlArb, VlWeight};
+    let mut rng = Rng(0x7a1b);
+    let w = |vl, weight| VlWeight { vl, weight };
+    for _ in 0..20 {
+        let f = testkit::small_fabric(&mut rng);
+        let lids = testkit::sequential_lids(&f);
+        let base = testkit::route_updown(&f, lids);
+        let sw = f.node_ids().find(|&n| f.node(n).is_switch()).unwrap();
+        let port = PortRef::new(sw, 1);
+        let with = |high: Vec<VlWeight>, low: Vec<VlWeight>| {
+            let mut st = base.clone();
+            st.ports.entry(port).or_default().vlarb = Some(VlArb {
+                high_limit: 0,
+                high,
+                low,
+            });
+            testkit::valid(st)
+        };
+        let opts = Options::default();
+        // VL 0 in the high table; then also in the low one with VL 1; then in the low one only.
+        let a = with(vec![w(0, 4)], Vec::new());
+        let b = with(vec![w(0, 4)], vec![w(0, 2), w(1, 8)]);
+        let c = with(Vec::new(), vec![w(0, 2), w(1, 8)]);
+        let p = plan(&a, &b, &opts).unwrap();
+        assert_eq!(p.plan.steps.len(), 1);
+        assert!(weft_plan::qos::check(&p.plan.steps).is_ok());
+        // High to low: the low block takes VL 0 on in the first step, the high one lets it go
+        // in the second.
+        let p = plan(&a, &c, &opts).unwrap();
+        assert_eq!(p.plan.steps.len(), 2, "{:?}", p.plan.steps);
+        assert!(matches!(
+            &p.plan.steps[0].writes[..],
+            [weft_fabric::plan::SmpWrite::VlArb { block: 1, .. }]
+        ));
+        assert!(weft_plan::qos::check(&p.plan.steps).is_ok());
+        // VL 1 scheduled no more: refused.
+        match plan(&b, &a, &opts) {
+            Err(PlanError::Arbitration(why)) => {
+                assert!(
+                    why.contains("port 1: VL 1 is scheduled before the step"),
+                    "{why}"
+                )
+            }
+            other => panic!("{:?}", other.map(|p| p.plan.steps)),
+        }
+    }
+}
