@@ -407,11 +407,14 @@ pub fn check(steps: &[weft_fabric::plan::PlanStep]) -> Result<(), QosHazard> {
     check_with(&BTreeMap::new(), steps)
 }
 
-/// The arbitration blocks (node GUID, port, block) → entries of ports' tables, as
-/// [`check_with`] takes what the fabric holds before a plan (blocks of all (0, 0) left out).
+/// VL arbitration blocks: (node GUID, port, block) → the block's entries.
+pub type Blocks = BTreeMap<(weft_fabric::Guid, u8, u8), Vec<(u8, u8)>>;
+
+/// The arbitration blocks of ports' tables, as [`check_with`] takes what the fabric holds
+/// before a plan (blocks of all (0, 0) left out).
 pub fn known_blocks<'a>(
     ports: impl Iterator<Item = (weft_fabric::Guid, u8, &'a VlArb)>,
-) -> BTreeMap<(weft_fabric::Guid, u8, u8), Vec<(u8, u8)>> {
+) -> Blocks {
     let mut out = BTreeMap::new();
     for (g, port, arb) in ports {
         for b in 1..=4u8 {
@@ -428,7 +431,7 @@ pub fn known_blocks<'a>(
 /// is what its writes say; one it leaves alone and `known` does not hold counts as scheduling
 /// nothing).
 pub fn check_with(
-    known: &BTreeMap<(weft_fabric::Guid, u8, u8), Vec<(u8, u8)>>,
+    known: &Blocks,
     steps: &[weft_fabric::plan::PlanStep],
 ) -> Result<(), QosHazard> {
     // Per (node, port, block): the entries the last step to write it left, or what is known.
