@@ -559,6 +559,37 @@ impl Ibsim {
         }
     }
 
+    /// `weft audit --target mad --write-state FILE` (the `weft` binary `weft`) on the
+    /// simulator: the state it wrote, and what it printed.
+    #[expect(
+        clippy::panic,
+        reason = "test support: a state that cannot be read is a failed audit"
+    )]
+    pub fn audit_state(
+        &self,
+        weft: &str,
+        file: &std::path::Path,
+        timeout: Duration,
+    ) -> (weft_fabric::ValidState, ClientOutput) {
+        let o = self.run_any(
+            weft,
+            &[
+                "audit",
+                "--target",
+                "mad",
+                "--write-state",
+                &file.to_string_lossy(),
+            ],
+            &[],
+            timeout,
+        );
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        match weft_fabric::ValidState::from_json(&text) {
+            Ok(st) => (st, o),
+            Err(e) => panic!("{e}\n{}\n{}", o.stdout, o.stderr),
+        }
+    }
+
     /// [`Ibsim::run`], retried until it succeeds or `total` has passed (each try gets
     /// `per_try`); for the first query of a simulator that is still settling.
     pub fn run_retrying(

@@ -263,21 +263,7 @@ fn an_engine_change_of_the_11664_node_tree_lands_over_mads() {
     let sim = started_on(&tools, &d, &old);
     engine_change_lands(&sim, &d, Duration::from_secs(3600));
     let weft = env!("CARGO_BIN_EXE_weft");
-    let audited = d.join("audited.json");
-    let o = sim.run_any(
-        weft,
-        &[
-            "audit",
-            "--target",
-            "mad",
-            "--write-state",
-            audited.to_str().unwrap(),
-        ],
-        &[],
-        Duration::from_secs(1800),
-    );
-    let st = ValidState::from_json(&std::fs::read_to_string(&audited).unwrap())
-        .unwrap_or_else(|e| panic!("{e}\n{}\n{}", o.stdout, o.stderr));
+    let (st, _) = sim.audit_state(weft, &d.join("audited.json"), Duration::from_secs(1800));
     assert!(
         lft_entries(&st) == lft_entries(&new),
         "weft audit reads back the new tables"

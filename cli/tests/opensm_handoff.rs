@@ -165,32 +165,17 @@ fn opensm_distributes_weft_tables_after_the_hand_off() {
         assert!(pk.stdout.contains(key), "{host}: {}", pk.stdout);
     }
     // `weft audit` reads the same SL→VL and P_Key tables off the fabric.
-    let audited = sim.dir().join("audited.json");
-    let weft_bin = env!("CARGO_BIN_EXE_weft");
-    let out = match sim.run_env(
-        weft_bin,
-        &[
-            "audit",
-            "--target",
-            "mad",
-            "--write-state",
-            audited.to_str().unwrap(),
-        ],
-        &[],
+    let (a, out) = sim.audit_state(
+        env!("CARGO_BIN_EXE_weft"),
+        &sim.dir().join("audited.json"),
         Duration::from_secs(120),
-    ) {
-        Ok(o) => o,
-        Err(weft_tests::ibsim::IbsimError::Failed { output, .. }) => output,
-        Err(e) => panic!("{e}"),
-    };
+    );
     assert!(
         out.stdout.contains("path SLs are the SA's"),
         "{}\n{}",
         out.stdout,
         out.stderr
     );
-    let a =
-        weft_fabric::ValidState::from_json(&std::fs::read_to_string(&audited).unwrap()).unwrap();
     let id = |g: weft_fabric::Guid| a.fabric.find_guid(g).unwrap();
     let aleaf = id(f.node(leaf).guid());
     assert_eq!(

@@ -209,21 +209,11 @@ fn the_hand_off_reports_what_opensm_multicast_routing_programmed() {
         .collect();
     assert_eq!(dumped, tables, "opensm.mcfdbs:\n{dump}");
     // `weft audit` reads the same tables off the fabric.
-    let audited = sim.dir().join("audited.json");
-    let out = sim.run_any(
+    let (a, _) = sim.audit_state(
         weft_bin,
-        &[
-            "audit",
-            "--target",
-            "mad",
-            "--write-state",
-            audited.to_str().unwrap(),
-        ],
-        &[],
+        &sim.dir().join("audited.json"),
         Duration::from_secs(120),
     );
-    let a = ValidState::from_json(&std::fs::read_to_string(&audited).unwrap())
-        .unwrap_or_else(|e| panic!("{e}\n{}\n{}", out.stdout, out.stderr));
     let audited: BTreeMap<u64, Mft> = a
         .multicast
         .mfts

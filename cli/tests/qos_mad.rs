@@ -105,21 +105,8 @@ fn qos_writes_land_over_mads_and_audit_reads_the_layered_tables() {
     };
     let apply = |plan: &str, journal: &str| apply_with(plan, journal, false);
     let audit = |file: &str| {
-        let audited = d.join(file);
-        let o = sim.run_any(
-            weft_bin,
-            &[
-                "audit",
-                "--target",
-                "mad",
-                "--write-state",
-                audited.to_str().unwrap(),
-            ],
-            &[],
-            Duration::from_secs(300),
-        );
-        ValidState::from_json(&std::fs::read_to_string(&audited).unwrap())
-            .unwrap_or_else(|e| panic!("{e}\n{}\n{}", o.stdout, o.stderr))
+        sim.audit_state(weft_bin, &d.join(file), Duration::from_secs(300))
+            .0
     };
     // ibsim's ports do not hold what the updn build says (every SL on VL 0, no arbitration):
     // they start with SL n on VL n (SL 15 on VL 7) and arbitration tables of their own, which

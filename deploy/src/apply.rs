@@ -919,12 +919,7 @@ pub fn apply_discovered(
                  proof the plan carries (its digest matches)"
                     .to_owned(),
             );
-            let qos = plan
-                .steps
-                .iter()
-                .flat_map(|s| &s.writes)
-                .filter(|w| matches!(w, SmpWrite::Sl2vl { .. } | SmpWrite::VlArb { .. }))
-                .count();
+            let qos = plan.qos_smps();
             if qos > 0 {
                 notes.push(format!(
                     "the plan's {qos} SL→VL and VL arbitration write(s) are not part of any \

@@ -215,12 +215,7 @@ pub fn checks(
             declared_vfs - seen
         ));
     }
-    let qos = plan
-        .steps
-        .iter()
-        .flat_map(|s| &s.writes)
-        .filter(|w| matches!(w, SmpWrite::Sl2vl { .. } | SmpWrite::VlArb { .. }))
-        .count();
+    let qos = plan.qos_smps();
     if qos > 0 {
         notes.push(format!(
             "the plan's {qos} SL→VL and VL arbitration write(s) add no credit loop nor \

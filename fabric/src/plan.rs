@@ -441,6 +441,15 @@ impl Plan {
             .count()
     }
 
+    /// SL→VL and VL arbitration writes in all.
+    pub fn qos_smps(&self) -> usize {
+        self.steps
+            .iter()
+            .flat_map(|s| &s.writes)
+            .filter(|w| matches!(w, SmpWrite::Sl2vl { .. } | SmpWrite::VlArb { .. }))
+            .count()
+    }
+
     /// The plan file: the header fields, then one write per line, so two plans diff line by
     /// line; last its digest.
     pub fn to_json(&self) -> String {

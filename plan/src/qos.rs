@@ -412,9 +412,7 @@ pub type Blocks = BTreeMap<(weft_fabric::Guid, u8, u8), Vec<(u8, u8)>>;
 
 /// The arbitration blocks of ports' tables, as [`check_with`] takes what the fabric holds
 /// before a plan (blocks of all (0, 0) left out).
-pub fn known_blocks<'a>(
-    ports: impl Iterator<Item = (weft_fabric::Guid, u8, &'a VlArb)>,
-) -> Blocks {
+pub fn known_blocks<'a>(ports: impl Iterator<Item = (weft_fabric::Guid, u8, &'a VlArb)>) -> Blocks {
     let mut out = BTreeMap::new();
     for (g, port, arb) in ports {
         for b in 1..=4u8 {
@@ -430,10 +428,7 @@ pub fn known_blocks<'a>(
 /// [`check`], knowing what the blocks in `known` hold before the plan (a block the plan writes
 /// is what its writes say; one it leaves alone and `known` does not hold counts as scheduling
 /// nothing).
-pub fn check_with(
-    known: &Blocks,
-    steps: &[weft_fabric::plan::PlanStep],
-) -> Result<(), QosHazard> {
+pub fn check_with(known: &Blocks, steps: &[weft_fabric::plan::PlanStep]) -> Result<(), QosHazard> {
     // Per (node, port, block): the entries the last step to write it left, or what is known.
     let mut written = known.clone();
     let has = |entries: &[(u8, u8)], vl: u8| entries.iter().any(|&(v, w)| v == vl && w > 0);
