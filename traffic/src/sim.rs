@@ -271,6 +271,7 @@ impl<'a> Sim<'a> {
         }
         // Hosts: end ports of role host, up, with a LID, cabled to a switch.
         let mut hosts = Vec::new();
+        let mut master = SplitMix64(seed);
         for (i, n) in f.nodes().iter().enumerate() {
             if n.is_switch() || n.down || !n.is_host() {
                 continue;
@@ -292,9 +293,10 @@ impl<'a> Sim<'a> {
                 if !ch.to_switch {
                     continue;
                 }
-                let k = hosts.len() as u64;
-                let mut rng = SplitMix64(seed ^ k.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-                rng.next_u64();
+                // Each host's stream starts at a point of the sequence the master generator
+                // draws (seeding host k with `seed + k·γ` would make its stream host 0's
+                // shifted by k draws: SplitMix64 steps its state by γ).
+                let rng = SplitMix64(master.next_u64());
                 let period = ser(pkt_bytes, ch.mbps);
                 let interval = ((period as f64) / p.load).round().max(1.0) as u64;
                 hosts.push(Host {
@@ -681,9 +683,14 @@ impl<'a> Sim<'a> {
                 *s += hi.saturating_sub(lo);
             }
         }
-        if self.in_window(now) {
+        // The bytes on the wire within the window (a packet straddling its edge counts in
+        // part, so utilisation stays at most 1).
+        let (lo, hi) = (now.max(self.warm), finish.min(self.end));
+        if hi > lo {
+            let part = u128::from(self.pkt_bytes) * u128::from(hi - lo)
+                / u128::from((finish - now).max(1));
             if let Some(s) = self.sent_bytes.get_mut(oi) {
-                *s += u64::from(self.pkt_bytes);
+                *s += part as u64;
             }
         }
         if oi < self.chans.len() && b as usize >= self.chans.len() * self.nvl {

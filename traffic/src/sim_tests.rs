@@ -131,6 +131,30 @@ fn nothing_is_lost_or_duplicated_mid_run() {
 }
 
 #[test]
+fn light_uniform_traffic_gets_through() {
+    // The 648-host tree, every host offering 30 % of its link uniformly at random: the tree
+    // carries all of it (the hosts' streams must be independent for that: correlated
+    // destinations pile onto one host at a time).
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/cluster-648.weft"
+    ))
+    .unwrap();
+    let st = compile(&text);
+    let p = Params {
+        load: 0.3,
+        ..params(30_000)
+    };
+    // Seed 0, the default: with host k seeded `seed ^ k·γ`, host k's stream was host 0's
+    // shifted by k draws.
+    let r = simulate(&st, &Traffic::Uniform, &p, 0).unwrap();
+    let offered = 0.3 * 100.0 * 2048.0 / 2074.0;
+    let got = r.throughput_per_node_gbps.mean;
+    assert!((got - offered).abs() < 0.05 * offered, "{got} of {offered}");
+    assert!(r.hottest_links.iter().all(|l| l.utilisation <= 1.0));
+}
+
+#[test]
 fn same_seed_same_json_other_seed_other_json() {
     let st = tree(2, 4, 2);
     let t = Traffic::parse("uniform").unwrap();
