@@ -730,7 +730,7 @@ impl<'a> Sim<'a> {
             || ps.by_switch.iter().any(|e| e.sls.len() > 1)
             || ps.by_source.iter().any(|e| e.sls.len() > 1);
         if several {
-            vec!["some pairs have several path SLs (dFtree lanes): dFtree's run-time loop is not built yet, so every flow stays on its lowest SL (the fast lane)".to_owned()]
+            vec!["some pairs have several path SLs (QoS classes, dFtree lanes): the simulated traffic carries no service ID and dFtree's run-time loop is not built yet, so every flow takes its pair's lowest SL (a dFtree pair's fast lane)".to_owned()]
         } else {
             Vec::new()
         }
