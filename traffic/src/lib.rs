@@ -46,9 +46,10 @@
 //! JSON. The wall-clock time of a run ([`Report::wall`]) is kept out of the JSON.
 //!
 //! **Why not an existing simulator.** caminos-lib (a maintained Rust interconnection-network
-//! simulator) models routers with virtual channels, credit flow control and pluggable routing
-//! and traffic, but is cycle-driven over its own router and topology abstractions, configured
-//! through its own configuration language; it has no notion of IBA's per-hop SL→VL tables,
+//! simulator; 0.6.3 looked at) models routers with virtual channels, credit flow control and
+//! pluggable routing and traffic, but is cycle-driven (buffers in phits, delays in cycles)
+//! over its own router and topology abstractions (tori, generic routings such as shortest
+//! paths or DOR), configured through its own configuration language; it has no notion of IBA's per-hop SL→VL tables,
 //! VL arbitration tables with a high limit, LFTs read from a state, or path SLs from the SA,
 //! and feeding a weft state into it would mean translating every table into its routing
 //! interfaces (and depending on its sizeable crate tree). The IB rules weft needs are few
