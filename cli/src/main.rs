@@ -16,6 +16,7 @@ mod output;
 mod plan;
 mod render;
 mod report;
+mod simulate;
 mod term;
 mod verify;
 
@@ -64,6 +65,9 @@ enum Command {
     Build(build::Args),
     /// Compile a fabric and print the quality of its routing (balance, loads, eBB, hops).
     Report(report::Args),
+    /// Simulate traffic on a fabric state (credit-based, per VL): throughput per node,
+    /// latency, link utilisation and stalls; `--compare` gives the gain over another state.
+    Simulate(simulate::Args),
     /// Prove a fabric state deadlock-free and connected (or show credit loops and failed routes).
     Verify(verify::Args),
     /// Parse, elaborate, validate, route and prove a fabric; print a summary.
@@ -292,6 +296,7 @@ impl Command {
         match self {
             Command::Build(a) => ("build", a.format),
             Command::Report(a) => ("report", a.format.findings()),
+            Command::Simulate(a) => ("simulate", a.format.findings()),
             Command::Verify(a) => ("verify", a.check.format),
             Command::Check(a) => ("check", a.format),
             Command::Plan(a) => ("plan", a.format.findings()),
@@ -366,6 +371,7 @@ fn dispatch(command: Command, color: ColorChoice, quiet: bool) -> Result<ExitCod
     match command {
         Command::Verify(args) => verify::run(args, cli.color, cli.quiet),
         Command::Report(args) => report::run(args, cli.color),
+        Command::Simulate(args) => simulate::run(args, cli.color),
         Command::Build(args) => build::run(args, cli.color, cli.quiet),
         Command::Check(args) => check::run(args, cli.color, cli.quiet),
         Command::Plan(args) => plan::run(args, cli.color, cli.quiet),

@@ -1,0 +1,146 @@
+//! `weft simulate` end to end: its inputs (a `.weft` file, a build directory, a
+//! `state.json`), `--compare`, the JSON, and the errors of bad options.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn weft(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args(args)
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run weft: {e}"))
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+const LAB: &str = "examples/lab-16.weft";
+
+/// Runs `weft simulate` and expects it to fail with exit code 2 and `needle` on stderr,
+/// and no panic.
+fn refused(args: &[&str], needle: &str) {
+    let mut all = vec!["simulate"];
+    all.extend_from_slice(args);
+    let out = weft(&all);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(err.contains(needle), "{args:?}: `{needle}` not in {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+}
+
+#[test]
+fn bad_options_are_clear_errors() {
+    refused(&[LAB, "--traffic", "zipf"], "known patterns: uniform");
+    refused(
+        &[LAB, "--traffic", "hotspot:x"],
+        "hot-spot count must be a whole number",
+    );
+    refused(
+        &[LAB, "--traffic", "hotspot:17"],
+        "17 hot-spots asked for, but the fabric has 16 hosts",
+    );
+    refused(
+        &[LAB, "--traffic", "shift:16"],
+        "sends every host to itself",
+    );
+    refused(
+        &[LAB, "--traffic", "uniform", "--duration", "10 parsecs"],
+        "duration `10 parsecs`",
+    );
+    refused(
+        &[LAB, "--traffic", "uniform", "--duration", "5"],
+        "duration `5`",
+    );
+    refused(
+        &[LAB, "--traffic", "uniform", "--load", "2"],
+        "offered load",
+    );
+    // Not built yet: per-job traffic files say so; dFtree's loop switch does not exist.
+    refused(
+        &[LAB, "--traffic", "README.md"],
+        "per-job traffic files are not built yet",
+    );
+    refused(
+        &[LAB, "--traffic", "uniform", "--no-dftree-loop"],
+        "unexpected argument",
+    );
+    refused(&["no/such.json", "--traffic", "uniform"], "cannot read");
+}
+
+#[test]
+fn json_from_a_weft_file_a_build_dir_and_a_state_agree() {
+    let dir = std::env::temp_dir().join(format!("weft-simulate-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let built = weft(&["build", LAB, "-o", dir.to_str().unwrap()]);
+    assert!(built.status.success(), "{}", text(&built.stderr));
+    let run = |input: &str, seed: &str| {
+        let out = weft(&[
+            "simulate",
+            input,
+            "--traffic",
+            "hotspot:2",
+            "--duration",
+            "20us",
+            "--seed",
+            seed,
+            "--format",
+            "json",
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let from_file = run(LAB, "3");
+    let state = dir.join("state.json");
+    assert_eq!(from_file, run(dir.to_str().unwrap(), "3"));
+    assert_eq!(from_file, run(state.to_str().unwrap(), "3"));
+    assert_ne!(from_file, run(LAB, "4"));
+    let v: serde_json::Value = serde_json::from_str(&from_file).unwrap();
+    assert_eq!(v["format"], "weft-simulate");
+    assert_eq!(v["hosts"], 16);
+    assert!(v["throughput_per_node_gbps"]["mean"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["classes"]["hotspots"].as_array().unwrap().len(), 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn compare_prints_the_gain() {
+    let out = weft(&[
+        "simulate",
+        LAB,
+        "--traffic",
+        "uniform",
+        "--duration",
+        "20us",
+        "--compare",
+        LAB,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    assert!(t.contains("gain      +0.0 % throughput per node"), "{t}");
+    assert!(t.contains("packets simulated in"), "{t}");
+    let out = weft(&[
+        "simulate",
+        LAB,
+        "--traffic",
+        "uniform",
+        "--duration",
+        "20us",
+        "--compare",
+        LAB,
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    assert_eq!(v["gain_percent"], 0.0);
+    assert_eq!(v["baseline"]["hosts"], 16);
+}

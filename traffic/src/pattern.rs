@@ -1,0 +1,374 @@
+//! Traffic patterns: which end node each generated packet goes to.
+//!
+//! Hosts are numbered in fabric order (node order, then port order), as `weft report`
+//! numbers them. A pattern is parsed from its spec ([`Traffic::parse`]) and drawn from per
+//! host with that host's own seeded generator, so the destinations a host draws do not
+//! depend on what the others do.
+
+use crate::SimError;
+use weft_fabric::rng::SplitMix64;
+
+/// Parts per million in one percent.
+const PPM_PER_PERCENT: f64 = 10_000.0;
+
+/// A traffic pattern, as `--traffic` names it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Traffic {
+    /// Every packet to an end node other than the sender, uniformly at random.
+    Uniform,
+    /// `hotspot:N[:SHARE]`: the hosts are cut into `N` groups of consecutive hosts (sizes
+    /// differing by at most one); the first host of each group is its hot-spot, and every
+    /// other host of the group sends `SHARE` of its packets to it (default 5 %), the rest
+    /// uniformly at random to any other end node (hot-spots included). On the 648-host
+    /// two-level tree this is the vFtree and dFtree papers' scenario: hot-spot node 1 with
+    /// every node contributing; nodes 1, 217, 433 with groups 1–216, 217–432, 433–648; nodes
+    /// 1, 73, …, 577 with groups of 72.
+    Hotspot {
+        /// Number of hot-spots.
+        count: usize,
+        /// Share of each contributor's packets to its hot-spot, in parts per million.
+        share_ppm: u32,
+    },
+    /// `shift:K`: host `i` sends every packet to host `i + K` (modulo the host count).
+    Shift(usize),
+    /// `all-to-all`: host `i` sends to `i + 1`, `i + 2`, … in turn, skipping itself.
+    AllToAll,
+    /// `permutation`: a random single-cycle permutation of the hosts drawn from the seed;
+    /// each host sends every packet to its successor in the cycle.
+    Permutation,
+}
+
+impl Traffic {
+    /// Parses a spec: `uniform`, `hotspot:N[:SHARE]` (SHARE a percentage, `5` or `5%`,
+    /// above 0 and at most 100), `shift:K` (K ≥ 1), `all-to-all`, `permutation`.
+    pub fn parse(spec: &str) -> Result<Traffic, SimError> {
+        let bad = |why: &str| SimError::Traffic {
+            spec: spec.to_owned(),
+            why: why.to_owned(),
+        };
+        let mut parts = spec.trim().split(':');
+        let kind = parts.next().unwrap_or("");
+        let args: Vec<&str> = parts.collect();
+        let t =
+            match (kind, args.as_slice()) {
+                ("uniform", []) => Traffic::Uniform,
+                ("all-to-all", []) => Traffic::AllToAll,
+                ("permutation", []) => Traffic::Permutation,
+                ("hotspot", [n, rest @ ..]) if rest.len() <= 1 => {
+                    let count: usize = n
+                        .parse()
+                        .map_err(|_| bad("the hot-spot count must be a whole number"))?;
+                    if count == 0 {
+                        return Err(bad("there must be at least one hot-spot"));
+                    }
+                    let share_ppm = match rest.first() {
+                        None => 5 * PPM_PER_PERCENT as u32,
+                        Some(s) => {
+                            let pct: f64 =
+                                s.strip_suffix('%').unwrap_or(s).parse().map_err(|_| {
+                                    bad("SHARE must be a percentage such as `5` or `5%`")
+                                })?;
+                            if !(pct > 0.0 && pct <= 100.0) {
+                                return Err(bad("SHARE must be above 0 % and at most 100 %"));
+                            }
+                            (pct * PPM_PER_PERCENT).round() as u32
+                        }
+                    };
+                    Traffic::Hotspot { count, share_ppm }
+                }
+                ("shift", [k]) => {
+                    let k: usize = k
+                        .parse()
+                        .map_err(|_| bad("the shift must be a whole number"))?;
+                    if k == 0 {
+                        return Err(bad("`shift:0` sends every host to itself"));
+                    }
+                    Traffic::Shift(k)
+                }
+                ("uniform" | "all-to-all" | "permutation", _) => {
+                    return Err(bad("this pattern takes no argument"))
+                }
+                ("hotspot", _) => return Err(bad("give `hotspot:N` or `hotspot:N:SHARE`")),
+                ("shift", _) => return Err(bad("give `shift:K`")),
+                _ => return Err(bad(
+                    "known patterns: uniform, hotspot:N[:SHARE], shift:K, all-to-all, permutation",
+                )),
+            };
+        Ok(t)
+    }
+
+    /// The canonical spec (`hotspot:1:5%`).
+    pub fn spec(&self) -> String {
+        match self {
+            Traffic::Uniform => "uniform".into(),
+            Traffic::Hotspot { count, share_ppm } => {
+                format!(
+                    "hotspot:{count}:{}%",
+                    f64::from(*share_ppm) / PPM_PER_PERCENT
+                )
+            }
+            Traffic::Shift(k) => format!("shift:{k}"),
+            Traffic::AllToAll => "all-to-all".into(),
+            Traffic::Permutation => "permutation".into(),
+        }
+    }
+}
+
+/// A pattern laid over `hosts` hosts.
+#[derive(Clone, Debug)]
+pub(crate) struct Pattern {
+    traffic: Traffic,
+    hosts: u32,
+    /// Per host: its hot-spot (hot-spot traffic), its fixed destination (shift, permutation).
+    target: Vec<Option<u32>>,
+    /// All-to-all: the next offset per host.
+    next: Vec<u32>,
+}
+
+impl Pattern {
+    /// The pattern over `hosts` hosts; `seed` draws the permutation.
+    pub(crate) fn new(traffic: &Traffic, hosts: usize, seed: u64) -> Result<Pattern, SimError> {
+        if hosts < 2 {
+            return Err(SimError::TooFewHosts(hosts));
+        }
+        let n = hosts as u32;
+        let target: Vec<Option<u32>> = match traffic {
+            Traffic::Hotspot { count, .. } => {
+                if *count > hosts {
+                    return Err(SimError::TooManyHotspots {
+                        count: *count,
+                        hosts,
+                    });
+                }
+                // Group g holds hosts i with ⌊i·N/H⌋ = g, from ⌈g·H/N⌉: sizes differ by at
+                // most one.
+                let (c, h) = (*count as u64, u64::from(n));
+                (0..h)
+                    .map(|i| Some(((i * c / h) * h).div_ceil(c) as u32))
+                    .collect()
+            }
+            Traffic::Shift(k) => {
+                if *k % hosts == 0 {
+                    return Err(SimError::Traffic {
+                        spec: traffic.spec(),
+                        why: format!(
+                            "a shift by a multiple of {hosts} hosts sends every host to itself"
+                        ),
+                    });
+                }
+                (0..n)
+                    .map(|i| Some(((i as usize + k) % hosts) as u32))
+                    .collect()
+            }
+            Traffic::Permutation => {
+                let mut order: Vec<u32> = (0..n).collect();
+                let mut rng = SplitMix64(seed ^ 0x7065_726d_7574_6521);
+                for i in (1..order.len()).rev() {
+                    let j = rng.below(i as u64 + 1) as usize;
+                    order.swap(i, j);
+                }
+                let mut t = vec![None; hosts];
+                for (j, &h) in order.iter().enumerate() {
+                    let succ = order.get((j + 1) % hosts).copied();
+                    if let Some(slot) = t.get_mut(h as usize) {
+                        *slot = succ;
+                    }
+                }
+                t
+            }
+            Traffic::Uniform | Traffic::AllToAll => vec![None; hosts],
+        };
+        Ok(Pattern {
+            traffic: traffic.clone(),
+            hosts: n,
+            target,
+            next: vec![1; hosts],
+        })
+    }
+
+    /// The hot-spot host `src` contributes to (hot-spot traffic, and not itself one).
+    pub(crate) fn hotspot_of(&self, src: u32) -> Option<u32> {
+        match self.traffic {
+            Traffic::Hotspot { .. } => self
+                .target
+                .get(src as usize)
+                .copied()
+                .flatten()
+                .filter(|&h| h != src),
+            _ => None,
+        }
+    }
+
+    /// Whether `host` is a hot-spot.
+    pub(crate) fn is_hotspot(&self, host: u32) -> bool {
+        matches!(self.traffic, Traffic::Hotspot { .. })
+            && self.target.get(host as usize).copied().flatten() == Some(host)
+    }
+
+    /// The destination of `src`'s next packet.
+    pub(crate) fn draw(&mut self, src: u32, rng: &mut SplitMix64) -> u32 {
+        let uniform = |rng: &mut SplitMix64| {
+            let d = rng.below(u64::from(self.hosts - 1)) as u32;
+            if d >= src {
+                d + 1
+            } else {
+                d
+            }
+        };
+        match self.traffic {
+            Traffic::Uniform => uniform(rng),
+            Traffic::Hotspot { share_ppm, .. } => match self.hotspot_of(src) {
+                Some(h) if rng.below(1_000_000) < u64::from(share_ppm) => h,
+                _ => uniform(rng),
+            },
+            Traffic::Shift(_) | Traffic::Permutation => self
+                .target
+                .get(src as usize)
+                .copied()
+                .flatten()
+                .unwrap_or_else(|| uniform(rng)),
+            Traffic::AllToAll => {
+                let Some(k) = self.next.get_mut(src as usize) else {
+                    return uniform(rng);
+                };
+                let d = (src + *k) % self.hosts;
+                *k = if *k + 1 >= self.hosts { 1 } else { *k + 1 };
+                d
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_and_print() {
+        for (s, canon) in [
+            ("uniform", "uniform"),
+            ("hotspot:1", "hotspot:1:5%"),
+            ("hotspot:9:2.5%", "hotspot:9:2.5%"),
+            ("hotspot:3:10", "hotspot:3:10%"),
+            ("shift:4", "shift:4"),
+            ("all-to-all", "all-to-all"),
+            ("permutation", "permutation"),
+        ] {
+            assert_eq!(
+                Traffic::parse(s).map(|t| t.spec()).ok().as_deref(),
+                Some(canon)
+            );
+        }
+        for s in [
+            "",
+            "zipf",
+            "hotspot",
+            "hotspot:0",
+            "hotspot:x",
+            "hotspot:1:0",
+            "hotspot:1:101%",
+            "hotspot:1:5:6",
+            "shift:0",
+            "shift:-1",
+            "uniform:3",
+        ] {
+            assert!(Traffic::parse(s).is_err(), "{s}");
+        }
+    }
+
+    #[test]
+    fn hotspot_groups_are_the_papers_on_648_hosts() {
+        let p = |n| {
+            Pattern::new(
+                &Traffic::Hotspot {
+                    count: n,
+                    share_ppm: 50_000,
+                },
+                648,
+                0,
+            )
+            .unwrap()
+        };
+        let one = p(1);
+        assert!(one.is_hotspot(0));
+        assert!((1..648).all(|i| one.hotspot_of(i) == Some(0)));
+        let three = p(3);
+        // Nodes 1, 217, 433 (counted from 1) with groups 1–216, 217–432, 433–648.
+        assert_eq!(
+            (0..648)
+                .filter(|&i| three.is_hotspot(i))
+                .collect::<Vec<_>>(),
+            [0, 216, 432]
+        );
+        assert_eq!(three.hotspot_of(215), Some(0));
+        assert_eq!(three.hotspot_of(216), None);
+        assert_eq!(three.hotspot_of(217), Some(216));
+        assert_eq!(three.hotspot_of(647), Some(432));
+        let nine = p(9);
+        assert_eq!(
+            (0..648).filter(|&i| nine.is_hotspot(i)).collect::<Vec<_>>(),
+            [0, 72, 144, 216, 288, 360, 432, 504, 576]
+        );
+        assert_eq!(nine.hotspot_of(143), Some(72));
+        // Uneven: 10 hosts, 3 hot-spots: groups of 4, 3, 3 (first hosts 0, 4, 7).
+        let uneven = Pattern::new(
+            &Traffic::Hotspot {
+                count: 3,
+                share_ppm: 1,
+            },
+            10,
+            0,
+        )
+        .unwrap();
+        assert_eq!(
+            (0..10)
+                .filter(|&i| uneven.is_hotspot(i))
+                .collect::<Vec<_>>(),
+            [0, 4, 7]
+        );
+    }
+
+    #[test]
+    fn permutation_is_one_cycle_and_nobody_sends_to_itself() {
+        let mut p = Pattern::new(&Traffic::Permutation, 17, 5).unwrap();
+        let mut rng = SplitMix64(1);
+        let mut seen = [false; 17];
+        let mut at = 0;
+        for _ in 0..17 {
+            let d = p.draw(at, &mut rng);
+            assert_ne!(d, at);
+            seen[d as usize] = true;
+            at = d;
+        }
+        assert_eq!(at, 0);
+        assert!(seen.iter().all(|&s| s));
+    }
+
+    #[test]
+    fn all_to_all_visits_every_other_host() {
+        let mut p = Pattern::new(&Traffic::AllToAll, 5, 0).unwrap();
+        let mut rng = SplitMix64(1);
+        let d: Vec<u32> = (0..8).map(|_| p.draw(2, &mut rng)).collect();
+        assert_eq!(d, [3, 4, 0, 1, 3, 4, 0, 1]);
+    }
+
+    #[test]
+    fn too_many_hotspots_and_shift_by_host_count_are_refused() {
+        assert!(matches!(
+            Pattern::new(
+                &Traffic::Hotspot {
+                    count: 5,
+                    share_ppm: 1
+                },
+                4,
+                0
+            ),
+            Err(SimError::TooManyHotspots { .. })
+        ));
+        assert!(Pattern::new(&Traffic::Shift(4), 4, 0).is_err());
+        assert!(matches!(
+            Pattern::new(&Traffic::Uniform, 1, 0),
+            Err(SimError::TooFewHosts(1))
+        ));
+    }
+}

@@ -1,0 +1,212 @@
+//! What a simulation measured, as a stable JSON schema (serde) and as text for people.
+//!
+//! Everything is measured over the window after the warm-up: throughput from the payload of
+//! the packets whose tail arrived in it, utilisation from the bytes that started on a link in
+//! it, stalls from the time in it.
+
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// One simulation's results.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Report {
+    /// The fabric's name.
+    pub fabric: String,
+    /// The traffic's canonical spec.
+    pub traffic: String,
+    /// The seed.
+    pub seed: u64,
+    /// The parameters it ran with.
+    pub params: crate::Params,
+    /// The measured window, in nanoseconds (duration minus warm-up).
+    pub window_ns: u64,
+    /// Hosts (end nodes sending and receiving).
+    pub hosts: usize,
+    /// Data VLs the simulation carried (the highest VL in the state's tables, plus one).
+    pub vls: u8,
+    /// Packet payload in bytes (after the MTU cap).
+    pub payload_bytes: u32,
+    /// Payload delivered per end node, by source, in Gb/s: `mean` is the mean throughput per
+    /// end node.
+    pub throughput_per_node_gbps: Throughput,
+    /// Per flow class, with hot-spot traffic (`null` otherwise).
+    pub classes: Option<Classes>,
+    /// From generation to the tail's arrival at the destination, in nanoseconds, over the
+    /// packets delivered in the window.
+    pub latency_ns: Latency,
+    /// Packet counts over the whole run.
+    pub packets: Packets,
+    /// The hottest directed links (by utilisation, then name), at most `params.top`.
+    pub hottest_links: Vec<LinkLoad>,
+    /// The output ports that stalled longest (by stall time, then name), at most
+    /// `params.top`, none that never stalled.
+    pub stalled_ports: Vec<LinkLoad>,
+    /// Sum of every output port's stall time in the window, in nanoseconds.
+    pub stall_total_ns: f64,
+    /// What the run left out that the state asks for (dFtree's run-time loop).
+    pub notes: Vec<String>,
+    /// Events processed (a measure of the work done).
+    pub events: u64,
+    /// Wall-clock time of the run (not in the JSON, which is byte-identical for a seed).
+    #[serde(skip)]
+    pub wall: Duration,
+}
+
+/// Mean, minimum and maximum of a per-node figure.
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq)]
+pub struct Throughput {
+    /// Mean over the end nodes.
+    pub mean: f64,
+    /// The least.
+    pub min: f64,
+    /// The most.
+    pub max: f64,
+}
+
+/// Hot-spot traffic's flow classes.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Classes {
+    /// The hot-spots, `node:port`, in host order.
+    pub hotspots: Vec<String>,
+    /// The flows toward a hot-spot, per contributing node.
+    pub contributors: ClassThroughput,
+    /// Every other flow (the potential victims), per sending node.
+    pub victims: ClassThroughput,
+}
+
+/// One flow class's throughput per node.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+pub struct ClassThroughput {
+    /// Nodes with flows of the class.
+    pub nodes: usize,
+    /// Their throughput in the class, Gb/s.
+    pub gbps: Throughput,
+}
+
+/// Latency percentiles in nanoseconds.
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq)]
+pub struct Latency {
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// The largest.
+    pub max: f64,
+}
+
+/// Where every packet is: `generated = delivered + dropped + in_flight + queued_at_source`.
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct Packets {
+    /// Put in a host's source queue.
+    pub generated: u64,
+    /// Not generated: the source queue of its VL was full.
+    pub refused_at_source: u64,
+    /// Sent by a host onto its link.
+    pub injected: u64,
+    /// Arrived at their destination (over the whole run).
+    pub delivered: u64,
+    /// Delivered in the measured window.
+    pub delivered_in_window: u64,
+    /// Dropped by a switch that could not forward them (no route, SL→VL 15).
+    pub dropped: u64,
+    /// On a link or in a switch buffer at the end.
+    pub in_flight: u64,
+    /// Still in a source queue at the end.
+    pub queued_at_source: u64,
+}
+
+/// One directed link's load.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct LinkLoad {
+    /// `node:port`, the sending end.
+    pub from: String,
+    /// `node:port`, the receiving end.
+    pub to: String,
+    /// Rate in Gb/s.
+    pub gbps: f64,
+    /// Fraction of the window the link was sending.
+    pub utilisation: f64,
+    /// Time the sending port had a packet but sent nothing for lack of credits or
+    /// arbitration, in nanoseconds (PortXmitWait-like).
+    pub xmit_wait_ns: f64,
+}
+
+impl Report {
+    /// The report as text for people.
+    pub fn human(&self) -> String {
+        let mut t = String::new();
+        let p = &self.params;
+        let _ = writeln!(
+            t,
+            "fabric `{}`: {} hosts, {} VL(s), traffic {}, seed {}",
+            self.fabric, self.hosts, self.vls, self.traffic, self.seed
+        );
+        let _ = writeln!(
+            t,
+            "  simulated   {} ns ({} ns measured after warm-up), load {}, {} B payload, buffers {} B per VL",
+            p.duration_ns, self.window_ns, p.load, self.payload_bytes, p.buffer_bytes
+        );
+        let th = &self.throughput_per_node_gbps;
+        let _ = writeln!(
+            t,
+            "  throughput  {:.3} Gb/s per node (min {:.3}, max {:.3})",
+            th.mean, th.min, th.max
+        );
+        if let Some(c) = &self.classes {
+            for (what, k) in [("contributors", &c.contributors), ("victims", &c.victims)] {
+                let _ = writeln!(
+                    t,
+                    "    {what:<13}{:.3} Gb/s per node (min {:.3}) over {} nodes",
+                    k.gbps.mean, k.gbps.min, k.nodes
+                );
+            }
+        }
+        let l = &self.latency_ns;
+        let _ = writeln!(
+            t,
+            "  latency     p50 {:.0} ns, p99 {:.0} ns, max {:.0} ns",
+            l.p50, l.p99, l.max
+        );
+        let k = &self.packets;
+        let _ = writeln!(
+            t,
+            "  packets     {} generated, {} injected, {} delivered ({} in the window), {} dropped, {} in flight, {} queued at sources, {} refused at sources",
+            k.generated, k.injected, k.delivered, k.delivered_in_window, k.dropped, k.in_flight, k.queued_at_source, k.refused_at_source
+        );
+        for n in &self.notes {
+            let _ = writeln!(t, "  note        {n}");
+        }
+        let _ = writeln!(t, "  hottest links");
+        for x in &self.hottest_links {
+            let _ = writeln!(
+                t,
+                "    {:>5.1} %  {} -> {} ({:.0} Gb/s), stalled {:.0} ns",
+                x.utilisation * 100.0,
+                x.from,
+                x.to,
+                x.gbps,
+                x.xmit_wait_ns
+            );
+        }
+        let _ = writeln!(
+            t,
+            "  stalls      {:.0} ns in all, most stalled ports:",
+            self.stall_total_ns
+        );
+        if self.stalled_ports.is_empty() {
+            let _ = writeln!(t, "    none");
+        }
+        for x in &self.stalled_ports {
+            let _ = writeln!(
+                t,
+                "    {:>9.0} ns  {} -> {} ({:.1} % busy)",
+                x.xmit_wait_ns,
+                x.from,
+                x.to,
+                x.utilisation * 100.0
+            );
+        }
+        t
+    }
+}

@@ -1,0 +1,892 @@
+//! The event-driven engine (see the crate's documentation for what it models).
+//!
+//! Time is in picoseconds. Every directed live link is a *channel*; its receiving end has one
+//! input buffer per VL (at a switch; a host consumes at line rate), its sending end one
+//! output with credits per VL, an arbiter, and the requests of the buffers whose head packet
+//! wants to leave on it. Hosts have one source queue (a buffer) per VL.
+
+use crate::arb::Arbiter;
+use crate::pattern::Pattern;
+use crate::report::{ClassThroughput, Classes, Latency, LinkLoad, Packets, Report, Throughput};
+use crate::{Params, SimError, Traffic};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::time::Instant;
+use weft_fabric::rng::SplitMix64;
+use weft_fabric::{FabricState, Lid, NodeKind, PortNum, PortRef, Sl, SwitchState, LFT_UNSET};
+
+/// Credits are 64-byte blocks.
+const BLOCK: u32 = 64;
+/// Picoseconds per nanosecond.
+const PS: u64 = 1000;
+/// No channel.
+const NONE: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug)]
+struct Pkt {
+    src: u32,
+    dst: u32,
+    dlid: u16,
+    sl: u8,
+    /// The VL it travels on (on the link it is on, or it will leave a source queue on).
+    vl: u8,
+    born: u64,
+    /// When its head arrived where it is.
+    head_at: u64,
+    /// When its tail arrived (or will) where it is.
+    tail_at: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Ev {
+    /// A packet's head arrives at the far end of a channel.
+    Arrive { chan: u32, pkt: Pkt },
+    /// A switch buffer's head packet may be routed.
+    Ready { buf: u32 },
+    /// A channel's output finished sending.
+    Free { chan: u32 },
+    /// Credits come back to a channel's output.
+    Credit { chan: u32, vl: u8, blocks: u32 },
+    /// A host generates.
+    Gen { host: u32 },
+}
+
+struct Item {
+    t: u64,
+    seq: u64,
+    ev: Ev,
+}
+
+impl PartialEq for Item {
+    fn eq(&self, o: &Item) -> bool {
+        (self.t, self.seq) == (o.t, o.seq)
+    }
+}
+impl Eq for Item {}
+impl PartialOrd for Item {
+    fn partial_cmp(&self, o: &Item) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Item {
+    fn cmp(&self, o: &Item) -> std::cmp::Ordering {
+        (self.t, self.seq).cmp(&(o.t, o.seq))
+    }
+}
+
+struct Chan {
+    from: PortRef,
+    to: PortRef,
+    /// The host at the receiving end, if a host.
+    to_host: Option<u32>,
+    /// Whether the receiving end is a switch (with input buffers).
+    to_switch: bool,
+    mbps: u64,
+}
+
+struct Host {
+    port: PortRef,
+    lid: Lid,
+    chan: u32,
+    rng: SplitMix64,
+    interval: u64,
+}
+
+/// The simulation's whole state.
+struct Sim<'a> {
+    st: &'a FabricState,
+    p: &'a Params,
+    nvl: usize,
+    pkt_bytes: u32,
+    payload: u32,
+    blocks: u32,
+    link_ps: u64,
+    sw_ps: u64,
+    end: u64,
+    warm: u64,
+    chans: Vec<Chan>,
+    hosts: Vec<Host>,
+    /// Per node: the channel out of each port (index: port number).
+    out_chan: Vec<Vec<u32>>,
+    /// Per node: its switch tables.
+    sw: Vec<Option<&'a SwitchState>>,
+    /// Buffers: `chan·nvl + vl` input buffers, then `(chans + host)·nvl + vl` source queues.
+    bufs: Vec<VecDeque<Pkt>>,
+    /// Per buffer: the (channel, VL) its head packet has asked for.
+    target: Vec<Option<(u32, u8)>>,
+    /// Per channel: sending.
+    busy: Vec<bool>,
+    /// Per `chan·nvl + vl`: credits (blocks) and the buffers asking.
+    credits: Vec<u32>,
+    reqs: Vec<Vec<u32>>,
+    /// Per `chan·nvl + vl`: the buffer served last.
+    last: Vec<u32>,
+    arb: Vec<Arbiter>,
+    stall_since: Vec<Option<u64>>,
+    stall_ps: Vec<u64>,
+    sent_bytes: Vec<u64>,
+    pattern: Pattern,
+    heap: BinaryHeap<Reverse<Item>>,
+    seq: u64,
+    events: u64,
+    // Measurements.
+    counts: Packets,
+    by_src: Vec<u64>,
+    to_hot: Vec<u64>,
+    latencies: Vec<u64>,
+    /// The most blocks any input buffer held (checked against its size in tests).
+    max_fill: u32,
+    fill: Vec<u32>,
+}
+
+/// Simulates `traffic` on `state` for `params.duration_ns` with `seed`.
+pub fn simulate(
+    state: &FabricState,
+    traffic: &Traffic,
+    params: &Params,
+    seed: u64,
+) -> Result<Report, SimError> {
+    let started = Instant::now();
+    let mut sim = Sim::new(state, traffic, params, seed)?;
+    sim.run();
+    let mut r = sim.report(traffic, seed);
+    r.wall = started.elapsed();
+    Ok(r)
+}
+
+/// A channel's serialisation time for `bytes`, in picoseconds.
+fn ser(bytes: u32, mbps: u64) -> u64 {
+    (u64::from(bytes) * 8 * 1_000_000).div_ceil(mbps.max(1))
+}
+
+impl<'a> Sim<'a> {
+    fn new(
+        st: &'a FabricState,
+        traffic: &Traffic,
+        p: &'a Params,
+        seed: u64,
+    ) -> Result<Sim<'a>, SimError> {
+        if !(p.load > 0.0 && p.load <= 1.0) {
+            return Err(SimError::Param(format!(
+                "the offered load must be above 0 and at most 1, not {}",
+                p.load
+            )));
+        }
+        if p.duration_ns == 0 {
+            return Err(SimError::Param("the duration must be above 0".into()));
+        }
+        let warm_ns = p.warmup_ns.unwrap_or(p.duration_ns / 5);
+        if warm_ns >= p.duration_ns {
+            return Err(SimError::Param(format!(
+                "the warm-up ({warm_ns} ns) must be shorter than the duration ({} ns)",
+                p.duration_ns
+            )));
+        }
+        let f = &st.fabric;
+        let mtu = f
+            .nodes()
+            .iter()
+            .map(|n| n.spec.caps.mtu.bytes())
+            .min()
+            .unwrap_or(4096);
+        let payload = p.payload_bytes.min(mtu);
+        if payload == 0 {
+            return Err(SimError::Param(
+                "the payload must be at least 1 byte".into(),
+            ));
+        }
+        let pkt_bytes = payload + p.header_bytes;
+        let blocks = pkt_bytes.div_ceil(BLOCK);
+        let buf_blocks = p.buffer_bytes / BLOCK;
+        if buf_blocks < blocks {
+            return Err(SimError::Param(format!(
+                "an input buffer of {} bytes per VL cannot hold one packet of {} bytes",
+                p.buffer_bytes,
+                blocks * BLOCK
+            )));
+        }
+        // Data VLs: the highest any table names, plus one.
+        let mut top = 0u8;
+        let mut see = |v: u8| {
+            if v < 15 {
+                top = top.max(v);
+            }
+        };
+        for s in st.switches.values() {
+            for r in &s.sl2vl {
+                r.vl.iter().for_each(|&v| see(v));
+            }
+            if let Some(a) = &s.sl2vl_all {
+                a.iter().for_each(|&v| see(v));
+            }
+        }
+        for ps in st.ports.values() {
+            if let Some(t) = &ps.sl2vl {
+                t.iter().for_each(|&v| see(v));
+            }
+            if let Some(a) = &ps.vlarb {
+                a.high.iter().chain(&a.low).for_each(|e| see(e.vl));
+            }
+        }
+        let nvl = usize::from(top) + 1;
+
+        // Channels: both directions of every live link.
+        let mut chans = Vec::new();
+        let mut out_chan: Vec<Vec<u32>> = f
+            .nodes()
+            .iter()
+            .map(|n| vec![NONE; usize::from(n.spec.port_count) + 1])
+            .collect();
+        for link in f.links() {
+            for (a, b) in [(link.a, link.b), (link.b, link.a)] {
+                if f.live_peer(a) != Some(b) {
+                    continue;
+                }
+                let (Some(na), Some(nb)) =
+                    (f.nodes().get(a.node.index()), f.nodes().get(b.node.index()))
+                else {
+                    continue;
+                };
+                let width = link
+                    .width
+                    .unwrap_or(na.spec.caps.width.min(nb.spec.caps.width));
+                let speed = link
+                    .speed
+                    .unwrap_or(na.spec.caps.speed.min(nb.spec.caps.speed));
+                let id = chans.len() as u32;
+                if let Some(slot) = out_chan
+                    .get_mut(a.node.index())
+                    .and_then(|v| v.get_mut(usize::from(a.port.0)))
+                {
+                    *slot = id;
+                }
+                chans.push(Chan {
+                    from: a,
+                    to: b,
+                    to_host: None,
+                    to_switch: nb.spec.kind == NodeKind::Switch,
+                    mbps: u64::from(width.lanes()) * u64::from(speed.lane_mbps()),
+                });
+            }
+        }
+        // Hosts: end ports of role host, up, with a LID, cabled to a switch.
+        let mut hosts = Vec::new();
+        let mut master = SplitMix64(seed);
+        for (i, n) in f.nodes().iter().enumerate() {
+            if n.is_switch() || n.down || !n.is_host() {
+                continue;
+            }
+            for port in &n.ports {
+                let pr = PortRef {
+                    node: weft_fabric::NodeId(i as u32),
+                    port: port.num,
+                };
+                let Some(lid) = st.lids.get(pr.node, pr.port) else {
+                    continue;
+                };
+                let Some(&c) = out_chan.get(i).and_then(|v| v.get(usize::from(port.num.0))) else {
+                    continue;
+                };
+                let Some(ch) = chans.get(c as usize) else {
+                    continue;
+                };
+                if !ch.to_switch {
+                    continue;
+                }
+                // Each host's stream starts at a point of the sequence the master generator
+                // draws (seeding host k with `seed + k·γ` would make its stream host 0's
+                // shifted by k draws: SplitMix64 steps its state by γ).
+                let rng = SplitMix64(master.next_u64());
+                let period = ser(pkt_bytes, ch.mbps);
+                let interval = ((period as f64) / p.load).round().max(1.0) as u64;
+                hosts.push(Host {
+                    port: pr,
+                    lid,
+                    chan: c,
+                    rng,
+                    interval,
+                });
+            }
+        }
+        let pattern = Pattern::new(traffic, hosts.len(), seed)?;
+        for (h, host) in hosts.iter().enumerate() {
+            // Delivery into the host: find the channel whose far end is its port.
+            if let Some(c) = f
+                .live_peer(host.port)
+                .and_then(|peer| {
+                    out_chan
+                        .get(peer.node.index())?
+                        .get(usize::from(peer.port.0))
+                })
+                .and_then(|&c| chans.get_mut(c as usize))
+            {
+                c.to_host = Some(h as u32);
+            }
+        }
+        let sw = f
+            .node_ids()
+            .map(|n| st.switches.get(&n))
+            .collect::<Vec<_>>();
+        let arb = chans
+            .iter()
+            .map(|c| Arbiter::new(st.ports.get(&c.from).and_then(|s| s.vlarb.as_ref())))
+            .collect();
+        let nch = chans.len();
+        let nbuf = (nch + hosts.len()) * nvl;
+        let end = p.duration_ns.saturating_mul(PS);
+        let mut sim = Sim {
+            st,
+            p,
+            nvl,
+            pkt_bytes,
+            payload,
+            blocks,
+            link_ps: p.link_latency_ns.saturating_mul(PS),
+            sw_ps: p.switch_latency_ns.saturating_mul(PS),
+            end,
+            warm: warm_ns.saturating_mul(PS),
+            out_chan,
+            sw,
+            bufs: vec![VecDeque::new(); nbuf],
+            target: vec![None; nbuf],
+            busy: vec![false; nch],
+            credits: vec![buf_blocks; nch * nvl],
+            reqs: vec![Vec::new(); nch * nvl],
+            last: vec![NONE; nch * nvl],
+            arb,
+            stall_since: vec![None; nch],
+            stall_ps: vec![0; nch],
+            sent_bytes: vec![0; nch],
+            pattern,
+            heap: BinaryHeap::new(),
+            seq: 0,
+            events: 0,
+            counts: Packets::default(),
+            by_src: vec![0; hosts.len()],
+            to_hot: vec![0; hosts.len()],
+            latencies: Vec::new(),
+            max_fill: 0,
+            fill: vec![0; nbuf],
+            chans,
+            hosts,
+        };
+        for h in 0..sim.hosts.len() {
+            let first = sim.hosts.get_mut(h).map(|x| {
+                let i = x.interval;
+                x.rng.below(i)
+            });
+            sim.push(first.unwrap_or(0), Ev::Gen { host: h as u32 });
+        }
+        Ok(sim)
+    }
+
+    fn push(&mut self, t: u64, ev: Ev) {
+        self.seq += 1;
+        self.heap.push(Reverse(Item {
+            t,
+            seq: self.seq,
+            ev,
+        }));
+    }
+
+    fn run(&mut self) {
+        while let Some(Reverse(item)) = self.heap.pop() {
+            if item.t > self.end && !self.p.drain {
+                self.heap.push(Reverse(item));
+                break;
+            }
+            self.events += 1;
+            let now = item.t;
+            match item.ev {
+                Ev::Gen { host } => self.generate(now, host),
+                Ev::Arrive { chan, pkt } => self.arrive(now, chan, pkt),
+                Ev::Ready { buf } => self.route(now, buf),
+                Ev::Free { chan } => {
+                    if let Some(b) = self.busy.get_mut(chan as usize) {
+                        *b = false;
+                    }
+                    self.try_send(now, chan);
+                }
+                Ev::Credit { chan, vl, blocks } => {
+                    if let Some(c) = self
+                        .credits
+                        .get_mut(chan as usize * self.nvl + usize::from(vl))
+                    {
+                        *c += blocks;
+                    }
+                    self.try_send(now, chan);
+                }
+            }
+        }
+    }
+
+    fn in_window(&self, t: u64) -> bool {
+        t > self.warm && t <= self.end
+    }
+
+    fn generate(&mut self, now: u64, h: u32) {
+        if now > self.end {
+            return;
+        }
+        let Some(host) = self.hosts.get_mut(h as usize) else {
+            return;
+        };
+        let (port, chan, interval) = (host.port, host.chan, host.interval);
+        let dst = self.pattern.draw(h, &mut host.rng);
+        self.push(now + interval, Ev::Gen { host: h });
+        let Some(dlid) = self.hosts.get(dst as usize).map(|d| d.lid) else {
+            return;
+        };
+        let sl = self.st.path_sls(port, dlid).iter().next().unwrap_or(Sl(0));
+        let vl = self.st.injection_vl(port, sl).0;
+        if usize::from(vl) >= self.nvl {
+            // SL→VL 15 (or beyond the data VLs): the port drops it.
+            self.counts.generated += 1;
+            self.counts.dropped += 1;
+            return;
+        }
+        let b = (self.chans.len() + h as usize) * self.nvl + usize::from(vl);
+        let cap = self.p.source_queue as usize;
+        let Some(q) = self.bufs.get_mut(b) else {
+            return;
+        };
+        if q.len() >= cap {
+            self.counts.refused_at_source += 1;
+            return;
+        }
+        q.push_back(Pkt {
+            src: h,
+            dst,
+            dlid: dlid.0,
+            sl: sl.0,
+            vl,
+            born: now,
+            head_at: now,
+            tail_at: now,
+        });
+        self.counts.generated += 1;
+        if q.len() == 1 {
+            self.request(b as u32, chan, vl);
+            self.try_send(now, chan);
+        }
+    }
+
+    /// Buffer `b`'s head asks for (channel, VL).
+    fn request(&mut self, b: u32, chan: u32, vl: u8) {
+        if let Some(t) = self.target.get_mut(b as usize) {
+            *t = Some((chan, vl));
+        }
+        if let Some(r) = self
+            .reqs
+            .get_mut(chan as usize * self.nvl + usize::from(vl))
+        {
+            r.push(b);
+        }
+    }
+
+    fn arrive(&mut self, now: u64, c: u32, pkt: Pkt) {
+        let Some((to_switch, to_host)) = self
+            .chans
+            .get(c as usize)
+            .map(|ch| (ch.to_switch, ch.to_host))
+        else {
+            return;
+        };
+        if !to_switch {
+            // Into an end node: consumed at line rate, the credit back when the tail is in.
+            self.push(
+                pkt.tail_at + self.link_ps,
+                Ev::Credit {
+                    chan: c,
+                    vl: pkt.vl,
+                    blocks: self.blocks,
+                },
+            );
+            if to_host != Some(pkt.dst) {
+                self.counts.dropped += 1;
+                return;
+            }
+            self.counts.delivered += 1;
+            if self.in_window(pkt.tail_at) {
+                self.counts.delivered_in_window += 1;
+                if let Some(s) = self.by_src.get_mut(pkt.src as usize) {
+                    *s += u64::from(self.payload);
+                }
+                if self.pattern.hotspot_of(pkt.src) == Some(pkt.dst) {
+                    if let Some(s) = self.to_hot.get_mut(pkt.src as usize) {
+                        *s += u64::from(self.payload);
+                    }
+                }
+                self.latencies.push(pkt.tail_at - pkt.born);
+            }
+            return;
+        }
+        let b = c as usize * self.nvl + usize::from(pkt.vl);
+        let blocks = self.blocks;
+        if let Some(f) = self.fill.get_mut(b) {
+            *f += blocks;
+            self.max_fill = self.max_fill.max(*f);
+        }
+        let Some(q) = self.bufs.get_mut(b) else {
+            return;
+        };
+        q.push_back(Pkt {
+            head_at: now,
+            ..pkt
+        });
+        if q.len() == 1 {
+            self.push(now + self.sw_ps, Ev::Ready { buf: b as u32 });
+        }
+    }
+
+    /// Routes switch buffer `b`'s head packet: asks for its output, or drops it.
+    fn route(&mut self, now: u64, b: u32) {
+        let c = b as usize / self.nvl;
+        let Some(ch) = self.chans.get(c) else {
+            return;
+        };
+        let (node, in_port) = (ch.to.node, ch.to.port);
+        let Some(&pkt) = self.bufs.get(b as usize).and_then(|q| q.front()) else {
+            return;
+        };
+        let sw = self.sw.get(node.index()).copied().flatten();
+        let out_port = sw
+            .and_then(|s| s.lft.ports.get(usize::from(pkt.dlid)).copied())
+            .filter(|&p| p != LFT_UNSET && p != 0);
+        let out = out_port.and_then(|p| {
+            let oc = *self.out_chan.get(node.index())?.get(usize::from(p))?;
+            let vl = sw?.vl(in_port, PortNum(p), Sl(pkt.sl))?.0;
+            (oc != NONE && usize::from(vl) < self.nvl).then_some((oc, vl))
+        });
+        match out {
+            Some((oc, vl)) => {
+                self.request(b, oc, vl);
+                self.try_send(now, oc);
+            }
+            None => {
+                self.counts.dropped += 1;
+                self.pop(now, b, now);
+            }
+        }
+    }
+
+    /// Takes buffer `b`'s head out, its tail leaving at `gone`: the room goes back upstream
+    /// and the next head comes up.
+    fn pop(&mut self, now: u64, b: u32, gone: u64) -> Option<Pkt> {
+        let bi = b as usize;
+        let pkt = self.bufs.get_mut(bi)?.pop_front()?;
+        if let Some(t) = self.target.get_mut(bi) {
+            *t = None;
+        }
+        let nch = self.chans.len();
+        let c = bi / self.nvl;
+        if c < nch {
+            if let Some(f) = self.fill.get_mut(bi) {
+                *f = f.saturating_sub(self.blocks);
+            }
+            self.push(
+                gone + self.link_ps,
+                Ev::Credit {
+                    chan: c as u32,
+                    vl: pkt.vl,
+                    blocks: self.blocks,
+                },
+            );
+            if let Some(next) = self.bufs.get(bi).and_then(|q| q.front()) {
+                let t = now.max(next.head_at + self.sw_ps);
+                self.push(t, Ev::Ready { buf: b });
+            }
+        } else if let Some(&next) = self.bufs.get(bi).and_then(|q| q.front()) {
+            let h = c - nch;
+            if let Some(chan) = self.hosts.get(h).map(|x| x.chan) {
+                self.request(b, chan, next.vl);
+            }
+        }
+        Some(pkt)
+    }
+
+    /// Sends on channel `o` if it is idle and a packet with credits is waiting.
+    fn try_send(&mut self, now: u64, o: u32) {
+        let oi = o as usize;
+        if self.busy.get(oi).copied().unwrap_or(true) {
+            return;
+        }
+        let base = oi * self.nvl;
+        let mut ready = 0u16;
+        let mut waiting = false;
+        for v in 0..self.nvl {
+            let Some(r) = self.reqs.get(base + v) else {
+                continue;
+            };
+            if r.is_empty() {
+                continue;
+            }
+            waiting = true;
+            if self.credits.get(base + v).copied().unwrap_or(0) >= self.blocks {
+                ready |= 1 << v;
+            }
+        }
+        let pick = if ready == 0 {
+            None
+        } else {
+            self.arb.get_mut(oi).and_then(|a| a.pick(ready))
+        };
+        let Some(vl) = pick else {
+            if waiting {
+                if let Some(s) = self.stall_since.get_mut(oi) {
+                    s.get_or_insert(now);
+                }
+            }
+            return;
+        };
+        let k = base + usize::from(vl);
+        // Round robin over the buffers asking: the first after the one served last.
+        let last = self.last.get(k).copied().unwrap_or(NONE);
+        let Some(r) = self.reqs.get_mut(k) else {
+            return;
+        };
+        let next_after = r
+            .iter()
+            .copied()
+            .filter(|&x| last == NONE || x > last)
+            .min();
+        let Some(b) = next_after.or_else(|| r.iter().copied().min()) else {
+            return;
+        };
+        r.retain(|&x| x != b);
+        if let Some(l) = self.last.get_mut(k) {
+            *l = b;
+        }
+        let Some(ch) = self.chans.get(oi) else {
+            return;
+        };
+        let mbps = ch.mbps;
+        let Some(&head) = self.bufs.get(b as usize).and_then(|q| q.front()) else {
+            return;
+        };
+        let finish = (now + ser(self.pkt_bytes, mbps)).max(head.tail_at);
+        let Some(pkt) = self.pop(now, b, finish) else {
+            return;
+        };
+        if let Some(c) = self.credits.get_mut(k) {
+            *c -= self.blocks;
+        }
+        if let Some(a) = self.arb.get_mut(oi) {
+            a.sent(u64::from(self.pkt_bytes), self.blocks);
+        }
+        if let Some(x) = self.busy.get_mut(oi) {
+            *x = true;
+        }
+        if let Some(since) = self.stall_since.get_mut(oi).and_then(Option::take) {
+            let (lo, hi) = (since.max(self.warm), now.min(self.end));
+            if let Some(s) = self.stall_ps.get_mut(oi) {
+                *s += hi.saturating_sub(lo);
+            }
+        }
+        // The bytes on the wire within the window (a packet straddling its edge counts in
+        // part, so utilisation stays at most 1).
+        let (lo, hi) = (now.max(self.warm), finish.min(self.end));
+        if hi > lo {
+            let part = u128::from(self.pkt_bytes) * u128::from(hi - lo)
+                / u128::from((finish - now).max(1));
+            if let Some(s) = self.sent_bytes.get_mut(oi) {
+                *s += part as u64;
+            }
+        }
+        if oi < self.chans.len() && b as usize >= self.chans.len() * self.nvl {
+            self.counts.injected += 1;
+        }
+        self.push(finish, Ev::Free { chan: o });
+        let arrive = now + self.link_ps;
+        self.push(
+            arrive,
+            Ev::Arrive {
+                chan: o,
+                pkt: Pkt {
+                    vl,
+                    head_at: arrive,
+                    tail_at: finish + self.link_ps,
+                    ..pkt
+                },
+            },
+        );
+    }
+
+    fn name(&self, p: PortRef) -> String {
+        let n = self
+            .st
+            .fabric
+            .nodes()
+            .get(p.node.index())
+            .map_or("?", |n| n.name());
+        format!("{n}:{}", p.port.0)
+    }
+
+    /// Notes on what the state asks for that is not simulated.
+    fn notes(&self) -> Vec<String> {
+        let ps = &self.st.path_sl;
+        let several = ps.default.len() > 1
+            || ps.by_dlid.iter().any(|e| e.sls.len() > 1)
+            || ps.by_switch.iter().any(|e| e.sls.len() > 1)
+            || ps.by_source.iter().any(|e| e.sls.len() > 1);
+        if several {
+            vec!["some pairs have several path SLs (QoS classes, dFtree lanes): the simulated traffic carries no service ID and dFtree's run-time loop is not built yet, so every flow takes its pair's lowest SL (a dFtree pair's fast lane)".to_owned()]
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn report(&mut self, traffic: &Traffic, seed: u64) -> Report {
+        let end = self.end;
+        // Close the stalls still open.
+        for (i, s) in self.stall_since.iter_mut().enumerate() {
+            if let Some(since) = s.take() {
+                if let Some(x) = self.stall_ps.get_mut(i) {
+                    *x += end.saturating_sub(since.max(self.warm));
+                }
+            }
+        }
+        // Where every packet is.
+        let nsw = self.chans.len() * self.nvl;
+        let buffered: usize = self.bufs.iter().take(nsw).map(VecDeque::len).sum();
+        let queued: usize = self.bufs.iter().skip(nsw).map(VecDeque::len).sum();
+        let on_wire = self
+            .heap
+            .iter()
+            .filter(|Reverse(i)| matches!(i.ev, Ev::Arrive { .. }))
+            .count();
+        self.counts.in_flight = (buffered + on_wire) as u64;
+        self.counts.queued_at_source = queued as u64;
+
+        let window = end - self.warm;
+        let gbps = |bytes: u64| bytes as f64 * 8000.0 / window as f64;
+        let stats = |v: &mut dyn Iterator<Item = f64>| {
+            let (mut n, mut sum, mut min, mut max) = (0usize, 0.0, f64::INFINITY, 0.0f64);
+            for x in v {
+                n += 1;
+                sum += x;
+                min = min.min(x);
+                max = max.max(x);
+            }
+            if n == 0 {
+                Throughput::default()
+            } else {
+                Throughput {
+                    mean: sum / n as f64,
+                    min,
+                    max,
+                }
+            }
+        };
+        let h = self.hosts.len();
+        let throughput = stats(&mut self.by_src.iter().map(|&b| gbps(b)));
+        let classes = matches!(traffic, Traffic::Hotspot { .. }).then(|| {
+            let contrib: Vec<usize> = (0..h)
+                .filter(|&i| self.pattern.hotspot_of(i as u32).is_some())
+                .collect();
+            Classes {
+                hotspots: (0..h as u32)
+                    .filter(|&i| self.pattern.is_hotspot(i))
+                    .filter_map(|i| self.hosts.get(i as usize).map(|x| self.name(x.port)))
+                    .collect(),
+                contributors: ClassThroughput {
+                    nodes: contrib.len(),
+                    gbps: stats(
+                        &mut contrib
+                            .iter()
+                            .map(|&i| gbps(self.to_hot.get(i).copied().unwrap_or(0))),
+                    ),
+                },
+                victims: ClassThroughput {
+                    nodes: h,
+                    gbps: stats(
+                        &mut self
+                            .by_src
+                            .iter()
+                            .zip(&self.to_hot)
+                            .map(|(a, b)| gbps(a - b)),
+                    ),
+                },
+            }
+        });
+        let lat = &mut self.latencies;
+        lat.sort_unstable();
+        let pct = |q: f64| -> f64 {
+            if lat.is_empty() {
+                return 0.0;
+            }
+            let i = ((lat.len() as f64 * q).ceil() as usize).clamp(1, lat.len()) - 1;
+            lat.get(i).map_or(0.0, |&x| x as f64 / PS as f64)
+        };
+        let latency = Latency {
+            p50: pct(0.5),
+            p99: pct(0.99),
+            max: lat.last().map_or(0.0, |&x| x as f64 / PS as f64),
+        };
+        let loads: Vec<LinkLoad> = self
+            .chans
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let bytes = self.sent_bytes.get(i).copied().unwrap_or(0);
+                LinkLoad {
+                    from: self.name(c.from),
+                    to: self.name(c.to),
+                    gbps: c.mbps as f64 / 1000.0,
+                    utilisation: bytes as f64 * 8e6 / c.mbps.max(1) as f64 / window as f64,
+                    xmit_wait_ns: self.stall_ps.get(i).copied().unwrap_or(0) as f64 / PS as f64,
+                }
+            })
+            .collect();
+        let stall_total_ns = self.stall_ps.iter().sum::<u64>() as f64 / PS as f64;
+        let mut hottest = loads.clone();
+        hottest.sort_by(|a, b| {
+            b.utilisation
+                .total_cmp(&a.utilisation)
+                .then_with(|| a.from.cmp(&b.from))
+        });
+        hottest.truncate(self.p.top);
+        let mut stalled: Vec<LinkLoad> =
+            loads.into_iter().filter(|l| l.xmit_wait_ns > 0.0).collect();
+        stalled.sort_by(|a, b| {
+            b.xmit_wait_ns
+                .total_cmp(&a.xmit_wait_ns)
+                .then_with(|| a.from.cmp(&b.from))
+        });
+        stalled.truncate(self.p.top);
+        Report {
+            fabric: self.st.fabric.name.clone(),
+            traffic: traffic.spec(),
+            seed,
+            params: self.p.clone(),
+            window_ns: window / PS,
+            hosts: h,
+            vls: self.nvl as u8,
+            payload_bytes: self.payload,
+            throughput_per_node_gbps: throughput,
+            classes,
+            latency_ns: latency,
+            packets: self.counts,
+            hottest_links: hottest,
+            stalled_ports: stalled,
+            stall_total_ns,
+            notes: self.notes(),
+            events: self.events,
+            wall: std::time::Duration::ZERO,
+        }
+    }
+}
+
+/// Test hooks: the engine's invariants.
+#[cfg(test)]
+pub(crate) fn run_checked(
+    state: &FabricState,
+    traffic: &Traffic,
+    params: &Params,
+    seed: u64,
+) -> (Report, u32, u32) {
+    let mut sim = Sim::new(state, traffic, params, seed).unwrap();
+    sim.run();
+    let (max_fill, cap) = (sim.max_fill, params.buffer_bytes / BLOCK);
+    (sim.report(traffic, seed), max_fill, cap)
+}
