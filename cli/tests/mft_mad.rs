@@ -181,7 +181,7 @@ fn mfts_written_over_mads_read_back_with_ibroute_and_weft_audit() {
     assert_eq!(by_guid(old.state(), &read.tables), want, "{text}");
 
     // `weft audit` reads the same tables (and no group: no SMP carries membership).
-    let (st, _) = sim.audit_state(weft_bin, &d.join("audited.json"), Duration::from_secs(120));
+    let (st, o) = sim.audit_state(weft_bin, &d.join("audited.json"), Duration::from_secs(120));
     assert_eq!(by_guid(st.state(), &st.multicast.mfts), want);
     assert!(st.multicast.groups.is_empty());
     assert!(
@@ -362,7 +362,7 @@ fn compiled_mfts_land_over_mads(
         o.stderr
     );
     assert_eq!(ibroute_all(&sim, &state), want, "ibroute -M");
-    let (st, _) = sim.audit_state(weft_bin, &d.join("audited.json"), Duration::from_secs(1800));
+    let (st, o) = sim.audit_state(weft_bin, &d.join("audited.json"), Duration::from_secs(1800));
     assert_eq!(by_guid(st.state(), &st.multicast.mfts), want, "weft audit");
     // No group travels in an SMP: the audit infers the three MLIDs' members from the masks,
     // on SL 0.
