@@ -7,9 +7,12 @@
 //! - **Hosts.** A host is a machine ([`crate::machines`]) of one or more HCAs whose role is
 //!   `host`; its name is the machine's name (its first word when it is a NodeDescription such
 //!   as `cn01 HCA-1`), or what a [`NameMap`] gives for one of its HCAs (node GUID, port GUID or
-//!   node name) or for the machine. HCAs that end up with one host name are one host.
-//! - **Leaves and levels.** A leaf switch (level 1) has a host cabled to it; every other switch
-//!   is one level above the nearest leaf, counted over switch-to-switch cables — so a tree of
+//!   node name) or for the machine. HCAs that end up with one host name are one host. An HCA
+//!   with no name Slurm could use (`MT4129 ConnectX7 Mellanox Technologies`, `localhost`) and
+//!   none in the map is left out, by GUID.
+//! - **Leaves and levels.** A leaf switch (level 1) has an end node cabled to it (a host, a
+//!   storage or management node, a router; not a SHARP aggregation node, which sits inside a
+//!   switch at any level); every other switch is one level above the nearest leaf, counted over switch-to-switch cables — so a tree of
 //!   any depth gets its levels from its cabling, and a switch's children are its neighbours one
 //!   level down.
 //! - **One leaf per host.** A host cabled to several leaves (several rails, or an HCA with
@@ -143,6 +146,9 @@ pub struct LeftOut {
     pub unattached: Vec<String>,
     /// Hosts cabled to more than one leaf (each listed under one).
     pub multi_leaf: usize,
+    /// HCAs with no host name Slurm could use and none in the name map (a NodeDescription
+    /// such as `MT4129 ConnectX7 Mellanox Technologies`, or `localhost`), by node GUID.
+    pub unnamed: Vec<Guid>,
 }
 
 /// The scheduler's view of a fabric.
@@ -163,30 +169,33 @@ pub enum TreeError {
     /// No host cabled to a switch.
     #[error("fabric `{0}` has no host cabled to a switch")]
     NoHost(String),
-    /// A host name Slurm cannot read.
-    #[error("host `{name}` (node `{node}`) has `{bad}` in its name, which Slurm's host lists cannot hold; give it a name with a name map")]
-    BadHostName {
-        /// The name.
-        name: String,
-        /// The node it came from.
-        node: String,
-        /// The character.
-        bad: char,
-    },
     /// The end nodes cannot be grouped into machines.
     #[error(transparent)]
     Machines(#[from] MachineError),
 }
 
-/// The level of every switch (index by node): 1 for a switch with a host cabled to it, one
-/// more than the nearest such switch for the others, over switch-to-switch cables (down ones
-/// included); `None` for end nodes and for switches no leaf reaches.
+/// The host name of a machine named `name`: the name itself when Slurm can read it, the host
+/// of a NodeDescription that names a host and a device (`cn01 HCA-1` → `cn01`); `None` for
+/// anything else (`MT4129 ConnectX7 Mellanox Technologies`, what an HCA says before its host
+/// sets a description) and for `localhost`, which names no one machine.
+fn host_name(name: &str) -> Option<&str> {
+    let h = match bad_char(name) {
+        None => name,
+        Some(_) => crate::machines::split(name)?.0,
+    };
+    (!h.is_empty() && bad_char(h).is_none() && h != "localhost").then_some(h)
+}
+
+/// The level of every switch (index by node): 1 for a leaf — a switch with an end node other
+/// than a SHARP aggregation node cabled to it —, one more than the nearest leaf for the
+/// others, over switch-to-switch cables (down ones included); `None` for end nodes and for
+/// switches no leaf reaches.
 pub fn switch_levels(fabric: &Fabric) -> Vec<Option<u8>> {
     let adj = switch_adjacency(fabric);
     let mut level: Vec<Option<u8>> = vec![None; fabric.nodes().len()];
     let mut queue = VecDeque::new();
     for (id, n) in fabric.node_ids().zip(fabric.nodes()) {
-        if n.is_switch() && neighbours(fabric, id).any(|m| is_host_hca(fabric, m)) {
+        if n.is_switch() && neighbours(fabric, id).any(|m| is_seed(fabric, m)) {
             if let Some(l) = level.get_mut(id.index()) {
                 *l = Some(1);
                 queue.push_back(id);
@@ -203,6 +212,14 @@ pub fn switch_levels(fabric: &Fabric) -> Vec<Option<u8>> {
         }
     }
     level
+}
+
+/// Whether an end node makes the switch it is cabled to a leaf: every end node but a SHARP
+/// aggregation node (which sits inside a switch at any level). A switch of storage or
+/// management nodes is a leaf too, so it is never taken for a level above the hosts' leaves.
+fn is_seed(fabric: &Fabric, n: NodeId) -> bool {
+    let node = fabric.node(n);
+    !node.is_switch() && node.role() != Role::Aggregation
 }
 
 /// Whether `n` is an HCA whose role is `host`.
@@ -319,20 +336,17 @@ pub fn sched_tree(fabric: &Fabric, names: &NameMap) -> Result<SchedTree, TreeErr
                     .or_else(|| node.ports.iter().find_map(|p| names.by_guid.get(&p.guid)))
                     .or_else(|| names.by_name.get(node.name()))
             })
-            .or_else(|| names.by_name.get(&m.name));
+            .or_else(|| names.by_name.get(&m.name))
+            .or_else(|| host_name(&m.name).and_then(|h| names.by_name.get(h)));
         let name = match mapped {
             Some(h) => h.clone(),
-            None => {
-                let word = m.name.split_whitespace().next().unwrap_or_default();
-                if let Some(bad) = bad_char(word).or(word.is_empty().then_some(' ')) {
-                    return Err(TreeError::BadHostName {
-                        name: m.name.clone(),
-                        node: fabric.node(first).name().to_owned(),
-                        bad,
-                    });
+            None => match host_name(&m.name) {
+                Some(h) => h.to_owned(),
+                None => {
+                    left.unnamed.push(fabric.node(first).guid());
+                    continue;
                 }
-                word.to_owned()
-            }
+            },
         };
         for &n in &members {
             let node = fabric.node(n);
@@ -361,6 +375,7 @@ pub fn sched_tree(fabric: &Fabric, names: &NameMap) -> Result<SchedTree, TreeErr
     left.unattached = unattached.into_iter().collect();
     left.unattached.sort_by(|a, b| natural_cmp(a, b));
     left.multi_leaf = leaves_of.values().filter(|s| s.len() > 1).count();
+    left.unnamed.sort();
     if hosts.is_empty() {
         return Err(TreeError::NoHost(fabric.name.clone()));
     }
@@ -553,4 +568,212 @@ fn leaves_below(switches: &[TreeSwitch], top: &str) -> usize {
         stack.extend(sw.children.iter().map(String::as_str));
     }
     leaves
+}
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "fixtures built by hand")]
+mod tests {
+    use super::*;
+    use crate::{FabricBuilder, NodeSpec, PortRef};
+
+    /// A fabric builder with helpers: switches and HCAs by name, cables by name and port.
+    struct B(FabricBuilder, u64);
+
+    impl B {
+        fn new() -> B {
+            B(FabricBuilder::new("f"), 0x100)
+        }
+        fn node(&mut self, name: &str, kind: NodeKind, ports: u8) -> NodeId {
+            self.1 += 0x100;
+            self.0
+                .add_node(NodeSpec::new(name, kind, Guid(self.1), ports))
+                .unwrap()
+        }
+        fn sw(&mut self, name: &str) -> NodeId {
+            self.node(name, NodeKind::Switch, 36)
+        }
+        fn hca(&mut self, name: &str) -> NodeId {
+            self.node(name, NodeKind::Hca, 2)
+        }
+        fn link(&mut self, a: NodeId, pa: u8, b: NodeId, pb: u8) {
+            self.0
+                .add_link(PortRef::new(a, pa), PortRef::new(b, pb))
+                .unwrap();
+        }
+        /// `n` hosts `prefix1..` on `leaf`'s ports from `first`.
+        fn hosts(&mut self, leaf: NodeId, prefix: &str, n: u8, first: u8) {
+            for i in 1..=n {
+                let h = self.hca(&format!("{prefix}{i:02}"));
+                self.link(h, 1, leaf, first + i - 1);
+            }
+        }
+        fn tree(self, names: &NameMap) -> SchedTree {
+            sched_tree(&self.0.finish(), names).unwrap()
+        }
+    }
+
+    /// Each switch line as `name level: hosts | children`.
+    fn lines(t: &SchedTree) -> Vec<Vec<String>> {
+        t.fabrics
+            .iter()
+            .map(|f| {
+                f.switches
+                    .iter()
+                    .map(|s| {
+                        format!(
+                            "{} {}: {} | {}",
+                            s.name,
+                            s.level,
+                            s.hosts.join(","),
+                            s.children.join(",")
+                        )
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_three_level_tree_gets_three_levels() {
+        let mut b = B::new();
+        let core = b.sw("core1");
+        let spines = [b.sw("spine1"), b.sw("spine2")];
+        let leaves = [b.sw("leaf1"), b.sw("leaf2")];
+        for (i, &s) in spines.iter().enumerate() {
+            b.link(core, i as u8 + 1, s, 36);
+            b.link(s, 1, leaves[i], 36);
+        }
+        b.hosts(leaves[0], "cn", 2, 1);
+        b.hosts(leaves[1], "gpu", 2, 1);
+        let t = b.tree(&NameMap::default());
+        assert_eq!(
+            lines(&t),
+            [[
+                "core1 3:  | spine1,spine2",
+                "spine1 2:  | leaf1",
+                "spine2 2:  | leaf2",
+                "leaf1 1: cn01,cn02 | ",
+                "leaf2 1: gpu01,gpu02 | "
+            ]]
+        );
+        assert_eq!(t.fabrics[0].levels, 3);
+        assert!(!t.fabrics[0].added_top);
+    }
+
+    #[test]
+    fn service_nodes_and_the_switches_that_lead_only_to_them_are_left_out() {
+        let mut b = B::new();
+        let spine = b.sw("spine1");
+        let leaf = b.sw("leaf1");
+        let storage = b.sw("storage-leaf");
+        b.link(spine, 1, leaf, 36);
+        b.link(spine, 2, storage, 36);
+        b.hosts(leaf, "cn", 2, 1);
+        // A SHARP aggregation node inside every switch, on its port 35.
+        for (i, sw) in [spine, leaf, storage].into_iter().enumerate() {
+            let an = b.hca(&format!("an{i}"));
+            b.link(an, 1, sw, 35);
+            b.0.set_role(an, Role::Aggregation);
+        }
+        let st = b.hca("store1");
+        b.link(st, 1, storage, 1);
+        b.0.set_role(st, Role::Storage);
+        let m = b.hca("ufm1");
+        b.link(m, 1, leaf, 10);
+        b.0.set_role(m, Role::Management);
+        let t = b.tree(&NameMap::default());
+        assert_eq!(lines(&t), [["spine1 2:  | leaf1", "leaf1 1: cn01,cn02 | "]]);
+        assert_eq!(t.left_out.switches, ["storage-leaf"]);
+        assert_eq!(t.left_out.service.get(&Role::Aggregation), Some(&3));
+        assert_eq!(t.left_out.service.get(&Role::Storage), Some(&1));
+        assert_eq!(t.left_out.service.get(&Role::Management), Some(&1));
+    }
+
+    #[test]
+    fn disconnected_fabrics_are_one_tree_each() {
+        let mut b = B::new();
+        let a = b.sw("b-leaf");
+        let c = b.sw("a-leaf");
+        b.hosts(a, "x", 1, 1);
+        b.hosts(c, "y", 1, 1);
+        let t = b.tree(&NameMap::default());
+        // In order of their switches' names.
+        assert_eq!(lines(&t), [["a-leaf 1: y01 | "], ["b-leaf 1: x01 | "]]);
+    }
+
+    #[test]
+    fn a_host_on_two_leaves_is_under_its_lowest_port_guid_leaf() {
+        let mut b = B::new();
+        let l1 = b.sw("leaf1");
+        let l2 = b.sw("leaf2");
+        let s = b.sw("spine");
+        b.link(s, 1, l1, 36);
+        b.link(s, 2, l2, 36);
+        // Two HCAs of one machine: the later one (higher GUID) on leaf1.
+        let r0 = b.hca("dgx1 mlx5_0");
+        let r1 = b.hca("dgx1 mlx5_1");
+        b.link(r0, 1, l2, 1);
+        b.link(r1, 1, l1, 1);
+        let t = b.tree(&NameMap::default());
+        assert_eq!(lines(&t), [["spine 2:  | leaf2", "leaf2 1: dgx1 | "]]);
+        assert_eq!(t.left_out.multi_leaf, 1);
+        assert_eq!(t.left_out.switches, ["leaf1"]);
+    }
+
+    #[test]
+    fn leaves_no_switch_joins_get_a_top() {
+        let mut b = B::new();
+        let l1 = b.sw("sw1");
+        let l2 = b.sw("sw2");
+        b.link(l1, 36, l2, 36);
+        b.hosts(l1, "a", 1, 1);
+        b.hosts(l2, "b", 1, 1);
+        let t = b.tree(&NameMap::default());
+        assert_eq!(
+            lines(&t),
+            [["f-top 2:  | sw1,sw2", "sw1 1: a01 | ", "sw2 1: b01 | "]]
+        );
+        assert!(t.fabrics[0].added_top);
+    }
+
+    #[test]
+    fn names_come_from_the_map_and_unnamed_hcas_are_left_out() {
+        let mut b = B::new();
+        let l = b.sw("leaf");
+        let h = b.hca("MT4129 ConnectX7 Mellanox Technologies");
+        b.link(h, 1, l, 1);
+        let g = b.hca("cn7 HCA-1");
+        b.link(g, 1, l, 2);
+        let lh = b.hca("localhost mlx5_0");
+        b.link(lh, 1, l, 3);
+        let hg = b.0.fabric().node(h).guid();
+        let lg = b.0.fabric().node(lh).guid();
+        let t = sched_tree(b.0.fabric(), &NameMap::default()).unwrap();
+        assert_eq!(lines(&t), [["leaf 1: cn7 | "]]);
+        assert_eq!(t.left_out.unnamed, [hg, lg]);
+        let map =
+            NameMap::parse(&format!("# comment\n{hg} node-a\n\ncn7 node-b # by name\n")).unwrap();
+        let t = b.tree(&map);
+        assert_eq!(lines(&t), [["leaf 1: node-a,node-b | "]]);
+    }
+
+    #[test]
+    fn a_bad_name_map_is_refused_with_its_line() {
+        assert_eq!(NameMap::parse("a b\nc\n").unwrap_err().line, 2);
+        assert_eq!(NameMap::parse("a b[1]\n").unwrap_err().line, 1);
+        assert_eq!(NameMap::parse("a b\na c\n").unwrap_err().line, 2);
+    }
+
+    #[test]
+    fn no_switch_is_an_error() {
+        let mut b = B::new();
+        let x = b.hca("x");
+        let y = b.hca("y");
+        b.link(x, 1, y, 1);
+        let f = b.0.finish();
+        assert_eq!(
+            sched_tree(&f, &NameMap::default()),
+            Err(TreeError::NoSwitch("f".into()))
+        );
+    }
 }

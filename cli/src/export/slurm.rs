@@ -45,9 +45,17 @@ fn header(t: &mut String, tree: &SchedTree, fabric: &str, what: &str) {
     );
     let _ = writeln!(
         t,
-        "# Left out: switches with no host below them (they lead only to service nodes, or to nothing): {}.",
+        "# Left out: switches with no host listed below them (they lead only to service nodes, to nothing, or to hosts listed under another leaf): {}.",
         if l.switches.is_empty() { "none".to_owned() } else { compress(&l.switches) }
     );
+    if !l.unnamed.is_empty() {
+        let guids: Vec<String> = l.unnamed.iter().map(ToString::to_string).collect();
+        let _ = writeln!(
+            t,
+            "# Left out: HCAs with no host name (give them one with --name-map): {}.",
+            guids.join(",")
+        );
+    }
     if !l.unattached.is_empty() {
         let _ = writeln!(
             t,
