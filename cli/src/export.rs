@@ -59,6 +59,15 @@ pub struct Args {
     output: Option<PathBuf>,
 }
 
+/// The switches' levels per node index: weft's fat-tree detection (recorded by the
+/// description, else found from the hosts, with host-less sub-trees set aside); all `None`
+/// when the fabric has no host to find them from.
+fn switch_levels(fabric: &weft_fabric::Fabric) -> Vec<Option<u8>> {
+    weft_compiler::routing::shape::levels(fabric)
+        .map(|l| l.level)
+        .unwrap_or_else(|_| vec![None; fabric.nodes().len()])
+}
+
 /// Refused input of `weft export`: a finding under `weft::input`.
 fn refused(message: String) -> Fatal {
     Fatal::Input(
@@ -102,7 +111,8 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
             String::from_utf8(v)?
         }
         ExportFormat::SlurmTree | ExportFormat::SlurmYaml => {
-            let tree = sched_tree(fabric, &names).map_err(|e| refused(e.to_string()))?;
+            let levels = switch_levels(fabric);
+            let tree = sched_tree(fabric, &levels, &names).map_err(|e| refused(e.to_string()))?;
             if format == ExportFormat::SlurmTree {
                 slurm::tree_conf(&tree, &fabric.name)
             } else {

@@ -10,11 +10,11 @@
 //!   node name) or for the machine. HCAs that end up with one host name are one host. An HCA
 //!   with no name Slurm could use (`MT4129 ConnectX7 Mellanox Technologies`, `localhost`) and
 //!   none in the map is left out, by GUID.
-//! - **Leaves and levels.** A leaf switch (level 1) has an end node cabled to it (a host, a
-//!   storage or management node, a router; not a SHARP aggregation node, which sits inside a
-//!   switch at any level); every other switch is one level above the nearest leaf, counted over switch-to-switch cables — so a tree of
-//!   any depth gets its levels from its cabling, and a switch's children are its neighbours one
-//!   level down.
+//! - **Leaves and levels.** The levels are the caller's: weft's fat-tree detection, which
+//!   finds them from the cabling (leaves have hosts, each further level is one cable further
+//!   from them; a host-less management sub-tree or spare switch hanging off the tree is set
+//!   aside) unless the description records them. A switch's children are its neighbours one
+//!   level down; a switch without a level is left out.
 //! - **One leaf per host.** A host cabled to several leaves (several rails, or an HCA with
 //!   ports on two switches) is listed under the leaf of its lowest port GUID.
 //! - **Left out.** Service nodes (SHARP aggregation, storage, management), routers, switches
@@ -186,42 +186,6 @@ fn host_name(name: &str) -> Option<&str> {
     (!h.is_empty() && bad_char(h).is_none() && h != "localhost").then_some(h)
 }
 
-/// The level of every switch (index by node): 1 for a leaf — a switch with an end node other
-/// than a SHARP aggregation node cabled to it —, one more than the nearest leaf for the
-/// others, over switch-to-switch cables (down ones included); `None` for end nodes and for
-/// switches no leaf reaches.
-pub fn switch_levels(fabric: &Fabric) -> Vec<Option<u8>> {
-    let adj = switch_adjacency(fabric);
-    let mut level: Vec<Option<u8>> = vec![None; fabric.nodes().len()];
-    let mut queue = VecDeque::new();
-    for (id, n) in fabric.node_ids().zip(fabric.nodes()) {
-        if n.is_switch() && neighbours(fabric, id).any(|m| is_seed(fabric, m)) {
-            if let Some(l) = level.get_mut(id.index()) {
-                *l = Some(1);
-                queue.push_back(id);
-            }
-        }
-    }
-    while let Some(s) = queue.pop_front() {
-        let here = level.get(s.index()).copied().flatten().unwrap_or(1);
-        for &t in adj.get(s.index()).into_iter().flatten() {
-            if let Some(l @ None) = level.get_mut(t.index()) {
-                *l = Some(here.saturating_add(1));
-                queue.push_back(t);
-            }
-        }
-    }
-    level
-}
-
-/// Whether an end node makes the switch it is cabled to a leaf: every end node but a SHARP
-/// aggregation node (which sits inside a switch at any level). A switch of storage or
-/// management nodes is a leaf too, so it is never taken for a level above the hosts' leaves.
-fn is_seed(fabric: &Fabric, n: NodeId) -> bool {
-    let node = fabric.node(n);
-    !node.is_switch() && node.role() != Role::Aggregation
-}
-
 /// Whether `n` is an HCA whose role is `host`.
 fn is_host_hca(fabric: &Fabric, n: NodeId) -> bool {
     let node = fabric.node(n);
@@ -294,13 +258,18 @@ fn switch_names(fabric: &Fabric) -> BTreeMap<NodeId, String> {
         .collect()
 }
 
-/// The scheduler's tree of `fabric` ([module docs](self)), host names through `names`.
-pub fn sched_tree(fabric: &Fabric, names: &NameMap) -> Result<SchedTree, TreeError> {
+/// The scheduler's tree of `fabric` ([module docs](self)), with the switches' `levels` (per
+/// node index: leaves 1, `None` for end nodes and for switches outside the tree — weft's
+/// fat-tree detection, `weft_compiler::routing::shape::levels`), host names through `names`.
+pub fn sched_tree(
+    fabric: &Fabric,
+    levels: &[Option<u8>],
+    names: &NameMap,
+) -> Result<SchedTree, TreeError> {
     if fabric.switch_count() == 0 {
         return Err(TreeError::NoSwitch(fabric.name.clone()));
     }
     let machines = Machines::of(fabric)?;
-    let levels = switch_levels(fabric);
     let level = |id: NodeId| levels.get(id.index()).copied().flatten();
     let sw_name = switch_names(fabric);
     let mut left = LeftOut::default();
@@ -608,8 +577,37 @@ mod tests {
             }
         }
         fn tree(self, names: &NameMap) -> SchedTree {
-            sched_tree(&self.0.finish(), names).unwrap()
+            let f = self.0.finish();
+            sched_tree(&f, &bfs_levels(&f), names).unwrap()
         }
+    }
+
+    /// Levels for these fixtures (the real ones are the compiler's fat-tree detection): 1 for
+    /// a switch with an end node other than an aggregation node, one more than the nearest
+    /// such switch for the others.
+    fn bfs_levels(f: &Fabric) -> Vec<Option<u8>> {
+        let mut level = vec![None; f.nodes().len()];
+        let mut queue = VecDeque::new();
+        for (id, n) in f.node_ids().zip(f.nodes()) {
+            let seed = neighbours(f, id).any(|m| {
+                let m = f.node(m);
+                !m.is_switch() && m.role() != Role::Aggregation
+            });
+            if n.is_switch() && seed {
+                level[id.index()] = Some(1u8);
+                queue.push_back(id);
+            }
+        }
+        let adj = switch_adjacency(f);
+        while let Some(s) = queue.pop_front() {
+            for &t in &adj[s.index()] {
+                if level[t.index()].is_none() {
+                    level[t.index()] = Some(level[s.index()].unwrap() + 1);
+                    queue.push_back(t);
+                }
+            }
+        }
+        level
     }
 
     /// Each switch line as `name level: hosts | children`.
@@ -748,7 +746,7 @@ mod tests {
         b.link(lh, 1, l, 3);
         let hg = b.0.fabric().node(h).guid();
         let lg = b.0.fabric().node(lh).guid();
-        let t = sched_tree(b.0.fabric(), &NameMap::default()).unwrap();
+        let t = sched_tree(b.0.fabric(), &bfs_levels(b.0.fabric()), &NameMap::default()).unwrap();
         assert_eq!(lines(&t), [["leaf 1: cn7 | "]]);
         assert_eq!(t.left_out.unnamed, [hg, lg]);
         let map =
@@ -772,7 +770,7 @@ mod tests {
         b.link(x, 1, y, 1);
         let f = b.0.finish();
         assert_eq!(
-            sched_tree(&f, &NameMap::default()),
+            sched_tree(&f, &bfs_levels(&f), &NameMap::default()),
             Err(TreeError::NoSwitch("f".into()))
         );
     }

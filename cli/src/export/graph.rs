@@ -1,20 +1,26 @@
 //! The fabric for drawing tools: Graphviz DOT and GraphML. Switches and end nodes are nodes
 //! (kind, role, level, GUID), cables are edges (the port at each end, speed, width, state).
-//! Levels are [`weft_fabric::sched_tree::switch_levels`]'s: leaves 1, end nodes 0.
+//! Levels are weft's fat-tree detection's (`weft_compiler::routing::shape::levels`): leaves 1,
+//! end nodes 0, none for a switch outside the tree's levels or a fabric with no host.
 
 use std::fmt::Write as _;
-use weft_fabric::sched_tree::switch_levels;
 use weft_fabric::{Fabric, Link, LinkState, Node};
 
-/// Each node's level: a switch's from the cabling, 0 for an end node, `None` for a switch no
-/// host reaches.
+/// Each node's level: a switch's from the fat-tree detection, 0 for an end node, `None` for
+/// a switch outside the levels.
 fn levels(fabric: &Fabric) -> Vec<Option<u8>> {
-    let sw = switch_levels(fabric);
+    let sw = super::switch_levels(fabric);
     fabric
         .nodes()
         .iter()
-        .zip(sw)
-        .map(|(n, l)| if n.is_switch() { l } else { Some(0) })
+        .enumerate()
+        .map(|(i, n)| {
+            if n.is_switch() {
+                sw.get(i).copied().flatten()
+            } else {
+                Some(0)
+            }
+        })
         .collect()
 }
 
@@ -175,7 +181,7 @@ pub(crate) fn graphml(fabric: &Fabric) -> String {
     t.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         t,
-        "<!-- fabric `{}`, written by `weft export --format graphml` -->",
+        "<!-- fabric `{}`, written by weft export (GraphML) -->",
         x(&fabric.name).replace("--", "- -")
     );
     t.push_str("<graphml xmlns=\"http://graphml.graphdrawing.org/xmlns\" xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" xsi:schemaLocation=\"http://graphml.graphdrawing.org/xmlns http://graphml.graphdrawing.org/xmlns/1.0/graphml.xsd\">\n");

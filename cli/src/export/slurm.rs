@@ -21,7 +21,7 @@ fn header(t: &mut String, tree: &SchedTree, fabric: &str, what: &str) {
     );
     let _ = writeln!(
         t,
-        "# {hosts} hosts under {leaves} leaf switches. Levels are counted from the cabling: a leaf has hosts cabled to it, every other switch is one level above its nearest leaf, and its children are its switches one level down."
+        "# {hosts} hosts under {leaves} leaf switches. Levels as weft's fat-tree detection finds them from the cabling (a leaf has hosts, each level above is one cable further from the leaves) unless the description records them; a switch's children are its switches one level down."
     );
     let l = &tree.left_out;
     let mut service: Vec<String> = l
@@ -45,7 +45,7 @@ fn header(t: &mut String, tree: &SchedTree, fabric: &str, what: &str) {
     );
     let _ = writeln!(
         t,
-        "# Left out: switches with no host listed below them (they lead only to service nodes, to nothing, or to hosts listed under another leaf): {}.",
+        "# Left out: switches with no host listed below them (they lead only to service nodes, to nothing, or to hosts listed under another leaf) and switches outside the tree's levels (a host-less sub-tree hanging off it): {}.",
         if l.switches.is_empty() { "none".to_owned() } else { compress(&l.switches) }
     );
     if !l.unnamed.is_empty() {
