@@ -109,8 +109,9 @@ fn bad_char(name: &str) -> Option<char> {
 pub struct TreeSwitch {
     /// Its name for the scheduler (the node's name, made safe for Slurm).
     pub name: String,
-    /// The switch, or `None` for a top added above a fabric whose switches no one switch
-    /// joins.
+    /// The switch, or `None` for one that is not real: a top added above a fabric whose
+    /// switches no one switch joins, or a leaf holding the hosts of a switch that also has
+    /// switches below it (Slurm takes one or the other).
     pub node: Option<NodeId>,
     /// Its level: 1 for a leaf, one above its children otherwise.
     pub level: u8,
@@ -167,7 +168,9 @@ pub enum TreeError {
     #[error("fabric `{0}` has no switch: a scheduler's topology is a tree of switches")]
     NoSwitch(String),
     /// No host cabled to a switch.
-    #[error("fabric `{0}` has no host cabled to a switch")]
+    #[error(
+        "fabric `{0}` has no host cabled to a switch (or none with a host name weft could read)"
+    )]
     NoHost(String),
     /// The end nodes cannot be grouped into machines.
     #[error(transparent)]
@@ -436,6 +439,30 @@ pub fn sched_tree(
                 }
             })
             .collect();
+        // Slurm refuses a switch with both hosts and child switches (a host cabled to a
+        // switch the description records above level 1): its hosts go under a leaf of their
+        // own, which is not a real switch.
+        let mut extra = Vec::new();
+        for sw in &mut switches {
+            if sw.hosts.is_empty() || sw.children.is_empty() {
+                continue;
+            }
+            let mut name = format!("{}-hosts", sw.name);
+            while taken.contains(&name) {
+                name.push('_');
+            }
+            taken.insert(name.clone());
+            sw.children.push(name.clone());
+            sw.children.sort_by(|a, b| natural_cmp(a, b));
+            extra.push(TreeSwitch {
+                name,
+                node: None,
+                level: 1,
+                hosts: std::mem::take(&mut sw.hosts),
+                children: Vec::new(),
+            });
+        }
+        switches.extend(extra);
         // Tops: kept switches no kept switch lists as a child. Does one reach every leaf?
         let listed: BTreeSet<&str> = switches
             .iter()
@@ -753,6 +780,31 @@ mod tests {
             NameMap::parse(&format!("# comment\n{hg} node-a\n\ncn7 node-b # by name\n")).unwrap();
         let t = b.tree(&map);
         assert_eq!(lines(&t), [["leaf 1: node-a,node-b | "]]);
+    }
+
+    #[test]
+    fn hosts_on_a_switch_with_children_get_a_leaf_of_their_own() {
+        let mut b = B::new();
+        let spine = b.sw("spine");
+        let leaf = b.sw("leaf");
+        b.link(spine, 1, leaf, 36);
+        b.hosts(leaf, "cn", 1, 1);
+        b.hosts(spine, "login", 1, 2);
+        let f = b.0.finish();
+        // Levels as a description records them: the spine at 2 although a host hangs off it.
+        let mut levels = vec![None; f.nodes().len()];
+        levels[spine.index()] = Some(2);
+        levels[leaf.index()] = Some(1);
+        let t = sched_tree(&f, &levels, &NameMap::default()).unwrap();
+        assert_eq!(
+            lines(&t),
+            [[
+                "spine 2:  | leaf,spine-hosts",
+                "leaf 1: cn01 | ",
+                "spine-hosts 1: login01 | "
+            ]]
+        );
+        assert!(!t.fabrics[0].added_top);
     }
 
     #[test]

@@ -95,8 +95,23 @@ fn fabric_line(t: &mut String, tree: &SchedTree, i: usize, f: &TreeFabric) {
         f.levels,
         if f.levels == 1 { "" } else { "s" }
     );
+    for s in f
+        .switches
+        .iter()
+        .filter(|s| s.node.is_none() && !s.hosts.is_empty())
+    {
+        let _ = writeln!(
+            t,
+            "# `{}` is not a real switch: it holds the hosts cabled straight to a switch that also has switches below it, which Slurm does not take on one line.",
+            s.name
+        );
+    }
     if f.added_top {
-        if let Some(top) = f.switches.iter().find(|s| s.node.is_none()) {
+        if let Some(top) = f
+            .switches
+            .iter()
+            .find(|s| s.node.is_none() && s.hosts.is_empty())
+        {
             let _ = writeln!(
                 t,
                 "# No switch reaches every leaf of this fabric: `{}` is not a real switch, it joins the topmost ones so that jobs may span them.",
