@@ -45,7 +45,8 @@ impl ExportFormat {
 /// `weft export` arguments.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The `.weft` file (an imported dump: a `.weft` whose topology is `import("DUMP")`).
+    /// The fabric: a `.weft` file (an imported dump: a `.weft` whose topology is
+    /// `import("DUMP")`), a `state.json`, or a `weft build` directory.
     file: PathBuf,
     /// Output format.
     #[arg(long, default_value = "ibnetdiscover")]
@@ -97,12 +98,24 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
         }
         None => NameMap::default(),
     };
-    let c = compile(&file, weft_driver::Until::Elaborated)?;
-    let Some(e) = c.elaborated.as_ref().filter(|_| !c.has_errors()) else {
-        return Err(Fatal::not_compiled(&c.diagnostics, &c.sources, color));
+    // A build directory's state, a state file, or a description (which may import a dump).
+    let loaded;
+    let compiled;
+    let fabric = if file.is_dir() {
+        loaded = crate::plan::load_state(&file.join(weft_fabric::build_dir::STATE))?;
+        &loaded.fabric
+    } else if file.extension().is_some_and(|e| e == "json") {
+        loaded = crate::plan::load_state(&file)?;
+        &loaded.fabric
+    } else {
+        compiled = compile(&file, weft_driver::Until::Elaborated)?;
+        let c = &compiled;
+        let Some(e) = c.elaborated.as_ref().filter(|_| !c.has_errors()) else {
+            return Err(Fatal::not_compiled(&c.diagnostics, &c.sources, color));
+        };
+        emit_diagnostics(&c.diagnostics, &c.sources, color);
+        &e.fabric
     };
-    emit_diagnostics(&c.diagnostics, &c.sources, color);
-    let fabric = &e.fabric;
     let text = match format {
         ExportFormat::Ibnetdiscover => weft_compiler::export_ibnetdiscover(fabric)?,
         ExportFormat::Json => {

@@ -347,6 +347,35 @@ fn two_disconnected_fabrics_are_two_trees() {
 }
 
 #[test]
+fn a_build_directory_and_its_state_export_as_the_description_does() {
+    let d = scratch("build");
+    let lab = example("lab-16.weft");
+    let out = d.join("out");
+    let b = weft(&[
+        "-q",
+        "build",
+        lab.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+    for format in ["slurm-tree", "slurm-yaml", "dot", "graphml"] {
+        let want = export(&lab, format);
+        assert_eq!(
+            export(&out, format),
+            want,
+            "{format} of the build directory"
+        );
+        assert_eq!(
+            export(&out.join("state.json"), format),
+            want,
+            "{format} of state.json"
+        );
+    }
+    let _ = std::fs::remove_dir_all(d);
+}
+
+#[test]
 fn bad_input_is_refused() {
     let d = scratch("bad");
     let lab = example("lab-16.weft");
