@@ -67,6 +67,9 @@ fn fixture(name: &str) -> String {
 /// Two fabrics with no cable between them: two leaves under a spine, and one leaf alone.
 const SPLIT: &str = "use std::hardware::{sb7800, connectx5}\nfabric split {\n    topology {\n        switch spine : sb7800\n        switch leaf[1..=3] : sb7800\n        hca h[1..=6] : connectx5 { name = \"cn{:02}\" }\n        link leaf[1].p[36] <-> spine.p[1]\n        link leaf[2].p[36] <-> spine.p[2]\n        for n in 1..=6 {\n            link h[n].p[1] <-> leaf[(n - 1) / 2 + 1].p[(n - 1) % 2 + 1]\n        }\n    }\n}\n";
 
+/// Recorded levels with a login host cabled straight to the level-2 switch.
+const LOGIN: &str = "use std::hardware::{sb7800, connectx5}\nfabric login {\n    topology {\n        switch spine : sb7800 { level = 2 }\n        switch leaf[1..=2] : sb7800 { level = 1 }\n        hca h[1..=4] : connectx5 { name = \"cn{:02}\" }\n        hca login : connectx5\n        link leaf[1].p[36] <-> spine.p[1]\n        link leaf[2].p[36] <-> spine.p[2]\n        link login.p[1] <-> spine.p[3]\n        for n in 1..=4 {\n            link h[n].p[1] <-> leaf[(n - 1) / 2 + 1].p[(n - 1) % 2 + 1]\n        }\n    }\n}\n";
+
 /// Two HCAs cabled to each other, no switch.
 const NO_SWITCH: &str = "use std::hardware::connectx5\nfabric pair {\n    topology {\n        hca a : connectx5\n        hca b : connectx5\n        link a.p[1] <-> b.p[1]\n    }\n}\n";
 
@@ -775,6 +778,14 @@ fn slurm_reads_the_topology_as_weft_wrote_it() {
     let d = scratch("slurm");
     let split = d.join("split.weft");
     std::fs::write(&split, SPLIT).unwrap();
+    let login = d.join("login.weft");
+    std::fs::write(&login, LOGIN).unwrap();
+    let text = export(&login, "slurm-tree");
+    assert!(
+        text.contains("SwitchName=spine Switches=leaf[1-2],spine-hosts\n")
+            && text.contains("SwitchName=spine-hosts Nodes=login\n"),
+        "{text}"
+    );
     let ndr = imported(&d, "ndr", &fixture("topograph-ndr-dgx.ibnetdiscover"));
     let fdr = imported(&d, "fdr", &fixture("loginoff-fdr-sx6036.ibnetdiscover"));
     let mut cases = vec![
@@ -783,6 +794,7 @@ fn slurm_reads_the_topology_as_weft_wrote_it() {
         (ndr, 1),
         (fdr, 1),
         (split, 2),
+        (login, 1),
     ];
     if std::env::var_os("WEFT_BIG_EXAMPLES").is_some() {
         cases.push((example("cluster-11664.weft"), 1));
