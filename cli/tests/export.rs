@@ -1,9 +1,11 @@
 //! `weft export --format slurm-tree|slurm-yaml|dot|graphml`: snapshots of the small lab fabric
 //! in every format; the scheduler tree's properties on the 648-node tree, on imported fabrics
-//! with SHARP aggregation nodes and on two disconnected fabrics; byte-identical re-runs; bad
-//! input. Then the files checked by the tools that read them: Slurm's own parser (`slurmctld`
-//! loads `topology.conf`, `scontrol show topology` says what it understood) and Graphviz's
-//! `dot`; both fail when `CI` is set and the tool is missing, and skip loudly otherwise.
+//! with SHARP aggregation nodes and on two disconnected fabrics; byte-identical re-runs; a
+//! build directory and a `state.json` exported as their description; bad input; GraphML
+//! well-formed. Then the files checked by the tools that read them: Slurm's own parser
+//! (`slurmctld` loads `topology.conf`, `scontrol show topology` says what it understood),
+//! PyYAML for `topology.yaml` and Graphviz's `dot`; each fails when `CI` is set and the tool
+//! is missing, and skips loudly otherwise.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -584,7 +586,6 @@ fn find_program(program: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-#[allow(clippy::print_stderr, reason = "a skipped test says so loudly")]
 /// The programs, or `None` after a loud SKIP — only when `CI` is unset: CI must run these.
 fn require(test: &str, programs: &[&str], packages: &str) -> Option<Vec<PathBuf>> {
     let found: Vec<Option<PathBuf>> = programs.iter().map(|p| find_program(p)).collect();
@@ -597,18 +598,24 @@ fn require(test: &str, programs: &[&str], packages: &str) -> Option<Vec<PathBuf>
         .filter(|(_, f)| f.is_none())
         .map(|(p, _)| *p)
         .collect();
+    skip(test, &missing.join(", "), packages);
+    None
+}
+
+/// Says loudly that `test` is skipped for want of `missing` — and fails instead when `CI` is
+/// set: CI must run it.
+#[allow(clippy::print_stderr, reason = "a skipped test says so loudly")]
+fn skip(test: &str, missing: &str, packages: &str) {
     assert!(
         std::env::var_os("CI").is_none(),
-        "{test}: missing {}; CI must run it (.ci/run installs {packages})",
-        missing.join(", ")
+        "{test}: missing {missing}; CI must run it (.ci/run installs {packages})"
     );
     eprintln!();
     eprintln!("==================================================================");
-    eprintln!("SKIP {test}: missing {}", missing.join(", "));
+    eprintln!("SKIP {test}: missing {missing}");
     eprintln!("     (install {packages} to run it)");
     eprintln!("==================================================================");
     eprintln!();
-    None
 }
 
 #[test]
@@ -634,6 +641,65 @@ fn graphviz_lays_the_dot_files_out() {
         assert_eq!(
             svg.matches("class=\"node\"").count(),
             text.lines().filter(|l| l.contains(" [kind=")).count()
+        );
+    }
+    let _ = std::fs::remove_dir_all(d);
+}
+
+/// Reads `yaml` with a real YAML parser (Python's PyYAML, `safe_load`) and returns its tree
+/// topology's switches as `topology.conf` lines.
+fn pyyaml_as_conf(python: &Path, dir: &Path, yaml: &str) -> Vec<String> {
+    let f = dir.join("topology.yaml");
+    std::fs::write(&f, yaml).unwrap();
+    let script = "import sys, yaml\nd = yaml.safe_load(open(sys.argv[1]))\nassert isinstance(d, list) and len(d) == 1, d\nt = d[0]\nassert list(t)[0] == 'topology' and isinstance(t['topology'], str)\nassert t['cluster_default'] is True\nfor s in t['tree']['switches']:\n    assert isinstance(s['switch'], str)\n    if 'nodes' in s:\n        assert isinstance(s['nodes'], str) and 'children' not in s\n        print('SwitchName=%s Nodes=%s' % (s['switch'], s['nodes']))\n    else:\n        assert isinstance(s['children'], str)\n        print('SwitchName=%s Switches=%s' % (s['switch'], s['children']))\n";
+    let out = Command::new(python)
+        .args(["-c", script, f.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "PyYAML: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn a_yaml_parser_reads_the_topology_yaml_as_the_conf() {
+    let test = "a_yaml_parser_reads_the_topology_yaml_as_the_conf";
+    let Some(tools) = require(test, &["python3"], "python3 and python3-yaml") else {
+        return;
+    };
+    let has_yaml = Command::new(&tools[0])
+        .args(["-c", "import yaml"])
+        .status()
+        .unwrap()
+        .success();
+    if !has_yaml {
+        skip(test, "Python's yaml module", "python3-yaml");
+        return;
+    }
+    let d = scratch("yaml");
+    let split = d.join("split.weft");
+    std::fs::write(&split, SPLIT).unwrap();
+    let ndr = imported(&d, "ndr", &fixture("topograph-ndr-dgx.ibnetdiscover"));
+    for f in [
+        example("lab-16.weft"),
+        example("cluster-648.weft"),
+        ndr,
+        split,
+    ] {
+        let yaml = export(&f, "slurm-yaml");
+        let conf = export(&f, "slurm-tree");
+        assert_eq!(
+            pyyaml_as_conf(&tools[0], &d, &yaml),
+            conf_lines(&conf),
+            "{}",
+            f.display()
         );
     }
     let _ = std::fs::remove_dir_all(d);
