@@ -344,9 +344,37 @@ fn two_disconnected_fabrics_are_two_trees() {
         text.contains("# 2 fabrics with no cable between them, one tree each"),
         "{text}"
     );
-    assert!(text.contains("# fabric 1 of 2: 4 hosts, 3 switches, 2 levels\nSwitchName=spine Switches=leaf[1-2]\nSwitchName=leaf1 Nodes=cn[01-02]\nSwitchName=leaf2 Nodes=cn[03-04]\n# fabric 2 of 2: 2 hosts, 1 switches, 1 level\nSwitchName=leaf3 Nodes=cn[05-06]\n"), "{text}");
+    assert!(text.contains("# fabric 1 of 2: 4 hosts, 3 switches, 2 levels\nSwitchName=spine Switches=leaf[1-2]\nSwitchName=leaf1 Nodes=cn[01-02]\nSwitchName=leaf2 Nodes=cn[03-04]\n# fabric 2 of 2: 2 hosts, 1 switch, 1 level\nSwitchName=leaf3 Nodes=cn[05-06]\n"), "{text}");
     for format in ["slurm-tree", "slurm-yaml", "dot", "graphml"] {
         assert_eq!(export(&f, format), export(&f, format), "{format}");
+    }
+    let _ = std::fs::remove_dir_all(d);
+}
+
+#[test]
+fn a_host_removed_changes_its_leaf_line_and_the_counts_only() {
+    let d = scratch("diff");
+    let before = d.join("before.weft");
+    let after = d.join("after.weft");
+    std::fs::write(&before, SPLIT).unwrap();
+    std::fs::write(
+        &after,
+        SPLIT
+            .replace("h[1..=6]", "h[1..=5]")
+            .replace("for n in 1..=6", "for n in 1..=5"),
+    )
+    .unwrap();
+    for format in ["slurm-tree", "slurm-yaml"] {
+        let a = export(&before, format);
+        let b = export(&after, format);
+        assert_eq!(a.lines().count(), b.lines().count(), "{format}");
+        let changed: Vec<(&str, &str)> = a.lines().zip(b.lines()).filter(|(x, y)| x != y).collect();
+        assert_eq!(changed.len(), 3, "{format}: {changed:#?}");
+        assert!(changed[0].1.starts_with("# 5 hosts under 3 leaf switches."));
+        assert!(changed[1]
+            .1
+            .ends_with("# fabric 2 of 2: 1 host, 1 switch, 1 level"));
+        assert!(changed[2].1.ends_with("cn05"), "{format}: {changed:#?}");
     }
     let _ = std::fs::remove_dir_all(d);
 }

@@ -6,6 +6,11 @@ use weft_fabric::hostlist::compress;
 use weft_fabric::sched_tree::{SchedTree, TreeFabric};
 use weft_fabric::Role;
 
+/// `n` and what it counts, `one` when `n` is 1 and `many` otherwise (`1 host`, `2 hosts`).
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// The comment lines both files open with: what the tree holds, what it leaves out and why.
 fn header(t: &mut String, tree: &SchedTree, fabric: &str, what: &str) {
     let hosts: usize = tree.fabrics.iter().map(|f| f.hosts).sum();
@@ -21,7 +26,9 @@ fn header(t: &mut String, tree: &SchedTree, fabric: &str, what: &str) {
     );
     let _ = writeln!(
         t,
-        "# {hosts} hosts under {leaves} leaf switches. Levels as weft's fat-tree detection finds them from the cabling (a leaf has hosts, each level above is one cable further from the leaves) unless the description records them; a switch's children are its switches one level down."
+        "# {} under {}. Levels as weft's fat-tree detection finds them from the cabling (a leaf has hosts, each level above is one cable further from the leaves) unless the description records them; a switch's children are its switches one level down.",
+        count(hosts, "host", "hosts"),
+        count(leaves, "leaf switch", "leaf switches")
     );
     let l = &tree.left_out;
     let mut service: Vec<String> = l
@@ -68,7 +75,7 @@ fn header(t: &mut String, tree: &SchedTree, fabric: &str, what: &str) {
         "# A host cabled to several leaf switches (several rails or ports) is listed under the leaf of its lowest port GUID only: {}.",
         match l.multi_leaf {
             0 => "none here".to_owned(),
-            n => format!("{n} host{}", if n == 1 { "" } else { "s" }),
+            n => count(n, "host", "hosts"),
         }
     );
     if tree.fabrics.len() > 1 {
@@ -89,11 +96,14 @@ fn fabric_line(t: &mut String, tree: &SchedTree, i: usize, f: &TreeFabric) {
     };
     let _ = writeln!(
         t,
-        "# {which}{} hosts, {} switches, {} level{}",
-        f.hosts,
-        f.switches.iter().filter(|s| s.node.is_some()).count(),
-        f.levels,
-        if f.levels == 1 { "" } else { "s" }
+        "# {which}{}, {}, {}",
+        count(f.hosts, "host", "hosts"),
+        count(
+            f.switches.iter().filter(|s| s.node.is_some()).count(),
+            "switch",
+            "switches"
+        ),
+        count(usize::from(f.levels), "level", "levels")
     );
     for s in f
         .switches
