@@ -177,7 +177,10 @@ pub fn parse_duration(text: &str) -> Result<u64, SimError> {
     let v: f64 = num.parse().map_err(|_| bad())?;
     let ns = (v * scale).round();
     if !(1.0..1e15).contains(&ns) {
-        return Err(bad());
+        return Err(SimError::Param(format!(
+            "duration `{text}` is out of range: from 1 ns to below 10^15 ns (about 11 days of \
+             simulated time)"
+        )));
     }
     Ok(ns as u64)
 }
@@ -227,6 +230,14 @@ mod tests {
         assert_eq!(parse_duration("0.5ms"), Ok(500_000));
         assert_eq!(parse_duration("750ns"), Ok(750));
         assert_eq!(parse_duration("2s"), Ok(2_000_000_000));
+        assert_eq!(
+            parse_duration("1000000000s").map_err(|e| e.to_string()),
+            Err(
+                "duration `1000000000s` is out of range: from 1 ns to below 10^15 ns (about 11 \
+                 days of simulated time)"
+                    .to_owned()
+            )
+        );
         for bad in ["", "1", "ms", "1 h", "0ms", "-1ms", "1.2.3ms", "abc"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
