@@ -381,7 +381,7 @@ fn dispatch(command: Command, color: ColorChoice, quiet: bool) -> Result<ExitCod
         Command::Check(args) => check::run(args, cli.color, cli.quiet),
         Command::Plan(args) => plan::run(args, cli.color, cli.quiet),
         Command::Apply(args) => apply::run(args, cli.quiet),
-        Command::Audit(args) => audit::run(args, cli.quiet),
+        Command::Audit(args) => audit::run(args, cli.color, cli.quiet),
         Command::Fmt(args) => fmt::run(args, cli.color),
         Command::Export(args) => export::run(args, cli.color),
         Command::Diff(args) => diff::run(args, cli.color),
