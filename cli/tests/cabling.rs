@@ -204,3 +204,32 @@ fn an_unreadable_input_is_exit_2() {
     let o = weft(&d, &["diff", "design.weft", "state.json"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
 }
+
+#[test]
+fn link_rates_written_in_both_descriptions_are_compared() {
+    let d = scratch("rates");
+    let cable = "link host[2].p[1] <-> leaf[1].p[2]";
+    variant(
+        &d,
+        "rated.weft",
+        &[(
+            cable,
+            "link host[2].p[1] <-> leaf[1].p[2] { width = 4x, speed = EDR }",
+        )],
+    );
+    variant(
+        &d,
+        "degraded.weft",
+        &[(
+            cable,
+            "link host[2].p[1] <-> leaf[1].p[2] { width = 1x, speed = HDR }",
+        )],
+    );
+    let o = weft(&d, &["diff", "rated.weft", "degraded.weft"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    insta::assert_snapshot!(text(&o.stdout), @r"
+    × degraded.weft: cable host2/1 – leaf1/2 runs at HDR, the design says EDR [weft::cable_speed]
+    × degraded.weft: cable host2/1 – leaf1/2 is 1x wide, the design says 4x [weft::cable_width]
+    2 error(s), 0 warning(s)
+    ");
+}
