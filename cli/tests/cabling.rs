@@ -1,6 +1,6 @@
 //! `weft diff A B`: a small two-level fabric described with explicit links compared with
 //! itself, with two cables swapped, one removed (a down link), one more, and one at 1x width
-//! (imported dumps, which record widths); in every format; the exit codes (0 same, 1 differ,
+//! (imported dumps, which record widths; a description expects its ports' widths); in every format; the exit codes (0 same, 1 differ,
 //! 2 unreadable or not compiling).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -158,8 +158,12 @@ fn a_cable_at_1x_is_a_width_difference_where_both_record_widths() {
     × narrow.weft: cable host2/1 – leaf1/2 is 1x wide, the design says 4x [weft::cable_width]
     1 error(s), 0 warning(s)
     ");
-    // The description records no width: nothing to compare.
+    // The description records no width: its ports' (4x) are expected.
     let o = weft(&d, &["diff", "design.weft", "narrow.weft"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stdout));
+    assert_eq!(text(&o.stdout).matches("weft::cable_width").count(), 1);
+    // The other way round, the description records no rate: nothing to compare.
+    let o = weft(&d, &["diff", "narrow.weft", "design.weft"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stdout));
     // An imported dump of the design is cabled as it says.
     let o = weft(&d, &["diff", "design.weft", "recorded.weft"]);

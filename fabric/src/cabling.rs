@@ -10,9 +10,11 @@
 //! on the found fabric is *miswired* when one of its ends is joined to something else (a swap
 //! of two cables is two miswired cables), else *missing*; a found cable whose ends are both
 //! free in the design is *extra* (a found cable touching a designed port is the miswired
-//! cable's other half, not reported twice); a joined cable whose speed or width both sides
-//! record and differ is a speed or width difference; a design node no found node matches is
-//! a missing node, a found node no design node matches an extra node.
+//! cable's other half, not reported twice); a joined cable whose found speed or width is
+//! recorded and differs from the design's is a speed or width difference (the design's: what
+//! its link records, else the slower speed and narrower width of its two ports'
+//! capabilities; a found link that records none is not compared); a design node no found
+//! node matches is a missing node, a found node no design node matches an extra node.
 
 use crate::model::{Fabric, LinkState};
 use crate::{Guid, NodeId, PortNum, PortRef, Speed, Width};
@@ -253,15 +255,26 @@ pub fn compare(design: &Fabric, found: &Fabric) -> Vec<Difference> {
         })
     };
 
-    // Designed cables, both ways round: every link of the design.
+    // Designed cables, both ways round: every link of the design, at the rate it records,
+    // else the slower speed and narrower width of its two ports' capabilities.
+    let caps = |n: NodeId| design.nodes().get(n.index()).map(|x| x.spec.caps);
     let mut designed: BTreeMap<Key, (Key, Option<Speed>, Option<Width>)> = BTreeMap::new();
     for l in design.links() {
         let (a, b) = (
             Key::Design(l.a.node, l.a.port),
             Key::Design(l.b.node, l.b.port),
         );
-        designed.insert(a, (b, l.speed, l.width));
-        designed.insert(b, (a, l.speed, l.width));
+        let (ca, cb) = (caps(l.a.node), caps(l.b.node));
+        let speed = l.speed.or_else(|| {
+            let (x, y) = (ca?.speed, cb?.speed);
+            Some(if x.lane_mbps() <= y.lane_mbps() { x } else { y })
+        });
+        let width = l.width.or_else(|| {
+            let (x, y) = (ca?.width, cb?.width);
+            Some(if x.lanes() <= y.lanes() { x } else { y })
+        });
+        designed.insert(a, (b, speed, width));
+        designed.insert(b, (a, speed, width));
     }
     // Found cables, both ways round: the links that carry traffic.
     let up = |n: NodeId| found.nodes().get(n.index()).is_some_and(|x| !x.down);
@@ -483,7 +496,15 @@ mod tests {
             d[0].to_string(),
             "cable h3/1 – sw/4 is 1x wide, the design says 4x"
         );
-        // Unrecorded on one side: not compared.
+        // Unrecorded in the design: its ports' widths (4x by default) are expected.
+        let unrecorded = build(&NODES, &[0, 1, 2, 3, 4], &[((0, 4), (4, 1), None)]);
+        let narrow = build(
+            &NODES,
+            &[0, 1, 2, 3, 4],
+            &[((0, 4), (4, 1), Some(Width::X1))],
+        );
+        assert_eq!(compare(&unrecorded, &narrow).len(), 1);
+        // Unrecorded where found: not compared.
         cables[3].2 = None;
         let found = build(&NODES, &[0, 1, 2, 3, 4], &cables);
         assert_eq!(compare(&design(), &found), vec![]);
