@@ -1,7 +1,8 @@
 //! `weft audit --target mad --expect DESIGN.weft` on ibsim after OpenSM assigned LIDs: the
 //! fabric ibsim simulates is the design with two host cables swapped and one leaf uplink
-//! removed, and the audit reports exactly those three differences (two miswired cables, one
-//! missing), each naming both ends (exit 1); the unchanged fabric gives exit 0.
+//! removed, and one uplink narrowed to 1x with `ibportstate`; the audit reports exactly those
+//! four differences (two miswired cables, one missing, one width), each naming both ends
+//! (exit 1); the unchanged fabric gives exit 0.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -38,8 +39,14 @@ fn variant(edits: &[(&str, &str)]) -> String {
 }
 
 /// `weft audit --target mad --expect design.weft ARGS` on ibsim simulating `simulated`
-/// after OpenSM routed it: exit code, stdout and stderr.
-fn audit(tools: &ibsim::Tools, simulated: &str, args: &[&str]) -> (Option<i32>, String, String) {
+/// after OpenSM routed it and `ibportstate` ran with each of `narrowed` (its DR path
+/// arguments and `width 1`): exit code, stdout and stderr.
+fn audit(
+    tools: &ibsim::Tools,
+    simulated: &str,
+    narrowed: &[&[&str]],
+    args: &[&str],
+) -> (Option<i32>, String, String) {
     let c = weft_compiler::check("t.weft", simulated, &weft_compiler::NoFiles);
     let fabric = c.elaborated.unwrap().fabric;
     let net = weft_fabric::ibnetdiscover::write(&fabric, None).unwrap();
@@ -56,6 +63,9 @@ fn audit(tools: &ibsim::Tools, simulated: &str, args: &[&str]) -> (Option<i32>, 
         Duration::from_secs(120),
     )
     .unwrap();
+    for n in narrowed {
+        sim.run("ibportstate", n, Duration::from_secs(30)).unwrap();
+    }
     let design = dir.join("design.weft");
     let mut all = vec![
         "audit",
@@ -80,11 +90,12 @@ fn audit(tools: &ibsim::Tools, simulated: &str, args: &[&str]) -> (Option<i32>, 
 
 #[test]
 fn swapped_and_removed_cables_are_found_against_the_design() {
-    let Some(tools) = ibsim::require("cabling_against_the_design", &["opensm"]) else {
+    let Some(tools) = ibsim::require("cabling_against_the_design", &["opensm", "ibportstate"])
+    else {
         return;
     };
     // Unchanged: exit 0, no cabling finding.
-    let (code, out, err) = audit(&tools, DESIGN, &[]);
+    let (code, out, err) = audit(&tools, DESIGN, &[], &[]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(!out.contains("weft::cable"), "{out}");
     // Two host cables swapped, one leaf uplink removed.
@@ -99,7 +110,14 @@ fn swapped_and_removed_cables_are_found_against_the_design() {
         ),
         ("        link leaf[2].p[34] <-> spine.p[4]\n", ""),
     ]);
-    let (code, out, err) = audit(&tools, &changed, &["--format", "json"]);
+    // The spine's port 3 (leaf1's second uplink) at 1x: `-D 0 3` is the local node's (ibsim's
+    // first, the spine) port 3.
+    let (code, out, err) = audit(
+        &tools,
+        &changed,
+        &[&["-D", "0", "3", "width", "1"]],
+        &["--format", "json"],
+    );
     assert_eq!(code, Some(1), "{out}{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert_eq!(v["ok"], false);
@@ -128,6 +146,10 @@ fn swapped_and_removed_cables_are_found_against_the_design() {
             "cable host3/1 – leaf2/1 is miswired: host3/1 is joined to leaf1/1, leaf2/1 to host1/1",
         ),
         ("weft::cable_missing", "cable leaf2/34 – spine/4 is missing"),
+        (
+            "weft::cable_width",
+            "cable leaf1/34 – spine/3 is 1x wide, the design says 4x",
+        ),
     ]
     .iter()
     .map(|(c, m)| ((*c).to_owned(), (*m).to_owned()))
