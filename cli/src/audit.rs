@@ -28,6 +28,11 @@ pub struct Args {
     /// The fabric's name in reports.
     #[arg(long, default_value = "audited")]
     name: String,
+    /// The design the cabling should match (a `.weft` file, a `state.json` or a build
+    /// directory): each miswired, missing or extra cable, each cable at another speed or
+    /// width, each missing or extra node is a finding (exit 1).
+    #[arg(long, value_name = "DESIGN")]
+    expect: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) check: CheckArgs,
 }
@@ -94,8 +99,17 @@ fn parse_hex(s: &str) -> Result<u64, String> {
 }
 
 /// Runs `weft audit`.
-pub fn run(args: Args, quiet: bool) -> Result<ExitCode, Fatal> {
+pub fn run(args: Args, color: crate::ColorChoice, quiet: bool) -> Result<ExitCode, Fatal> {
     let AuditTarget::Mad = args.target;
+    // The design is read first: one that cannot be read stops the audit before any SMP
+    // (exit 2, as for `weft diff`).
+    let design = match &args.expect {
+        Some(p) => Some(crate::export::load_fabric(p, color).map_err(|e| match e {
+            Fatal::Input(found, _) => Fatal::Failed(found),
+            e => e,
+        })?),
+        None => None,
+    };
     let mut mad =
         Mad::open(&args.mad.options()).map_err(|e| Fatal::failed(e.code(), e.to_string()))?;
     crate::term::phase("reading the fabric");
@@ -112,6 +126,14 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, Fatal> {
                 format!("cannot read the local port's PortInfo: {e}"),
             )
         })?;
+    // The cabling against the design, as read (it needs no LID).
+    let cabling = match &design {
+        Some(d) => crate::diff::of_differences(
+            &weft_fabric::cabling::compare(d, &audited.state.fabric),
+            &format!("the fabric on {}", mad.device()),
+        ),
+        None => Vec::new(),
+    };
     let owners = audited.state.lids.owners(&audited.state.fabric);
     if let Some(Some((n, p))) = owners.get(usize::from(info.master_sm_lid)) {
         if info.master_sm_lid != 0 {
@@ -145,5 +167,9 @@ pub fn run(args: Args, quiet: bool) -> Result<ExitCode, Fatal> {
         mad.device(),
         audited.smps
     );
-    crate::verify::run_checks(crate::verify::Loaded::of(state, origin), &args.check, quiet)
+    crate::verify::run_checks(
+        crate::verify::Loaded::of(state, origin).with_cabling(cabling),
+        &args.check,
+        quiet,
+    )
 }

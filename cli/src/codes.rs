@@ -29,6 +29,34 @@ pub const CODES: &[CodeInfo] = &[
         "weft::not_covered",
         "Ports `weft verify --topology` could not cover: the topology gives them no LID (not yet assigned by an SM), so no route to or from them was checked.",
     ),
+    CodeInfo::stable(
+        "weft::cable_miswired",
+        "A cable of the design whose ends are not joined to each other, one or both joined to another port (`weft diff`, `weft audit --expect`).",
+    ),
+    CodeInfo::stable(
+        "weft::cable_missing",
+        "A cable of the design that is absent, both its ends free (`weft diff`, `weft audit --expect`).",
+    ),
+    CodeInfo::stable(
+        "weft::cable_extra",
+        "A cable between two ports the design leaves free (`weft diff`, `weft audit --expect`).",
+    ),
+    CodeInfo::stable(
+        "weft::cable_speed",
+        "A cable at another lane speed than the design's, where both record one (`weft diff`, `weft audit --expect`).",
+    ),
+    CodeInfo::stable(
+        "weft::cable_width",
+        "A cable at another width than the design's, where both record one (`weft diff`, `weft audit --expect`).",
+    ),
+    CodeInfo::stable(
+        "weft::node_missing",
+        "A node of the design that no node matches, by GUID or by name (`weft diff`, `weft audit --expect`).",
+    ),
+    CodeInfo::stable(
+        "weft::node_extra",
+        "A node that matches no node of the design, by GUID or by name (`weft diff`, `weft audit --expect`).",
+    ),
     CodeInfo {
         code: "weft::engines_disagree",
         status: Status::Internal,

@@ -77,6 +77,30 @@ fn refused(message: String) -> Fatal {
     )
 }
 
+/// The fabric of `file`: a build directory's state, a state file, or a description (which
+/// may import a dump), its diagnostics shown.
+pub(crate) fn load_fabric(
+    file: &std::path::Path,
+    color: ColorChoice,
+) -> Result<weft_fabric::Fabric, Fatal> {
+    if file.is_dir() {
+        Ok(
+            crate::plan::load_state(&file.join(weft_fabric::build_dir::STATE))?
+                .fabric
+                .clone(),
+        )
+    } else if file.extension().is_some_and(|e| e == "json") {
+        Ok(crate::plan::load_state(file)?.fabric.clone())
+    } else {
+        let c = compile(file, weft_driver::Until::Elaborated)?;
+        let Some(e) = c.elaborated.as_ref().filter(|_| !c.has_errors()) else {
+            return Err(Fatal::not_compiled(&c.diagnostics, &c.sources, color));
+        };
+        emit_diagnostics(&c.diagnostics, &c.sources, color);
+        Ok(e.fabric.clone())
+    }
+}
+
 /// Runs `weft export`.
 pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
     let Args {
@@ -98,24 +122,7 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
         }
         None => NameMap::default(),
     };
-    // A build directory's state, a state file, or a description (which may import a dump).
-    let loaded;
-    let compiled;
-    let fabric = if file.is_dir() {
-        loaded = crate::plan::load_state(&file.join(weft_fabric::build_dir::STATE))?;
-        &loaded.fabric
-    } else if file.extension().is_some_and(|e| e == "json") {
-        loaded = crate::plan::load_state(&file)?;
-        &loaded.fabric
-    } else {
-        compiled = compile(&file, weft_driver::Until::Elaborated)?;
-        let c = &compiled;
-        let Some(e) = c.elaborated.as_ref().filter(|_| !c.has_errors()) else {
-            return Err(Fatal::not_compiled(&c.diagnostics, &c.sources, color));
-        };
-        emit_diagnostics(&c.diagnostics, &c.sources, color);
-        &e.fabric
-    };
+    let fabric = &load_fabric(&file, color)?;
     let text = match format {
         ExportFormat::Ibnetdiscover => weft_compiler::export_ibnetdiscover(fabric)?,
         ExportFormat::Json => {

@@ -8,6 +8,7 @@ mod audit;
 mod build;
 mod check;
 mod codes;
+mod diff;
 mod export;
 mod findings;
 mod fmt;
@@ -84,6 +85,9 @@ enum Command {
     Fmt(fmt::Args),
     /// Write the fabric's topology in another format.
     Export(export::Args),
+    /// Compare a fabric's cabling with a design's: miswired, missing and extra cables,
+    /// speeds and widths, missing and extra nodes (exit 1 when they differ).
+    Diff(diff::Args),
     /// Turn an ibnetdiscover dump into a `.weft` program.
     Import(import::Args),
 }
@@ -304,6 +308,7 @@ impl Command {
             Command::Audit(a) => ("audit", a.check.format),
             Command::Fmt(_) => ("fmt", Format::Human),
             Command::Export(a) => ("export", a.format.findings()),
+            Command::Diff(a) => ("diff", a.format),
             Command::Import(_) => ("import", Format::Human),
         }
     }
@@ -376,9 +381,10 @@ fn dispatch(command: Command, color: ColorChoice, quiet: bool) -> Result<ExitCod
         Command::Check(args) => check::run(args, cli.color, cli.quiet),
         Command::Plan(args) => plan::run(args, cli.color, cli.quiet),
         Command::Apply(args) => apply::run(args, cli.quiet),
-        Command::Audit(args) => audit::run(args, cli.quiet),
+        Command::Audit(args) => audit::run(args, cli.color, cli.quiet),
         Command::Fmt(args) => fmt::run(args, cli.color),
         Command::Export(args) => export::run(args, cli.color),
+        Command::Diff(args) => diff::run(args, cli.color),
         Command::Import(args) => import::run(args, cli.color),
     }
 }

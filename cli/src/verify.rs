@@ -188,6 +188,9 @@ pub(crate) struct Loaded {
     /// The ports no route to or from was checked: a topology gave them no LID
     /// ([`without_unassigned`]). Named for people, in fabric order.
     uncovered: Vec<String>,
+    /// How the cabling differs from a design (`weft audit --expect`): findings that fail
+    /// the run (exit 1) whatever the verdict.
+    cabling: Vec<findings::Finding>,
 }
 
 impl Loaded {
@@ -199,7 +202,14 @@ impl Loaded {
             compiled: None,
             promised: None,
             uncovered: Vec::new(),
+            cabling: Vec::new(),
         }
+    }
+
+    /// The same, with how its cabling differs from a design.
+    pub(crate) fn with_cabling(mut self, cabling: Vec<findings::Finding>) -> Loaded {
+        self.cabling = cabling;
+        self
     }
 
     /// The finding naming the ports not covered, if any.
@@ -236,6 +246,7 @@ impl Loaded {
         z3: Option<&weft_verifier::z3::Z3Report>,
     ) -> Vec<findings::Finding> {
         let mut out: Vec<findings::Finding> = self.not_covered().into_iter().collect();
+        out.extend(self.cabling.iter().cloned());
         out.extend(self.violations(report, z3));
         out
     }
@@ -366,6 +377,7 @@ fn load(args: &Args, color: ColorChoice) -> Result<Loaded, Fatal> {
             compiled: Some(c),
             promised,
             uncovered: Vec::new(),
+            cabling: Vec::new(),
         });
     }
     Err(Fatal::Run(
@@ -566,8 +578,9 @@ pub(crate) fn run_checks(
     let all_proven = properties
         .iter()
         .all(|&p| *verdict.outcome(p) == Outcome::Proven);
+    let cabled = loaded.cabling.is_empty();
     let text = match args.format {
-        Format::Human if quiet && all_proven => {
+        Format::Human if quiet && all_proven && cabled => {
             if let Some(f) = loaded.not_covered() {
                 warn(&f.message);
             }
@@ -588,13 +601,16 @@ pub(crate) fn run_checks(
             if let Some(f) = loaded.not_covered() {
                 t += &format!("⚠ {}\n", f.message);
             }
+            if !cabled {
+                t += &findings::human(&loaded.cabling);
+            }
             t
         }
         Format::Json => {
             serde_json::to_string_pretty(&findings::document(
                 "verify",
                 json!({
-                    "ok": all_proven,
+                    "ok": all_proven && cabled,
                     "input": origin,
                     "verdict": verdict,
                     "traffic": weft_verifier::Traffic::of(state),
@@ -614,7 +630,7 @@ pub(crate) fn run_checks(
         Format::Sarif => {
             let found = loaded.findings(report.as_ref(), z3_report.as_ref());
             let summary = json!({
-                "ok": all_proven,
+                "ok": all_proven && cabled,
                 "verdict": verdict,
                 "traffic": weft_verifier::Traffic::of(state),
             });
@@ -625,7 +641,8 @@ pub(crate) fn run_checks(
     // Exit 0 only when every property asked for is proven; 1 when one is violated or
     // unknown (the verifier ran and could not prove it: a finding about the state, as `check`
     // and `build` count it); 2 is for a run that could not happen (bad input), returned above.
-    Ok(if all_proven {
+    // A cabling that differs from the design (`audit --expect`) is exit 1 too.
+    Ok(if all_proven && cabled {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

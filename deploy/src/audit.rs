@@ -185,7 +185,15 @@ pub fn state_of(
     }
     for ((ga, pa), (gb, pb)) in &view.links {
         if let (Some(&a), Some(&bb)) = (ids.get(ga), ids.get(gb)) {
-            b.add_link(PortRef::new(a, pa.0), PortRef::new(bb, pb.0))?;
+            let l = b.add_link(PortRef::new(a, pa.0), PortRef::new(bb, pb.0))?;
+            // The width the switch ends report: the narrower where both do.
+            let width = [d.widths.get(&(*ga, *pa)), d.widths.get(&(*gb, *pb))]
+                .into_iter()
+                .flatten()
+                .min_by_key(|w| w.lanes());
+            if let Some(&w) = width {
+                b.set_link_rate(l, None, Some(w));
+            }
         }
     }
     let mut state = FabricState::new(b.finish());

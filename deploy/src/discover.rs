@@ -37,6 +37,8 @@ pub struct Discovery {
     pub nodes: BTreeMap<Guid, Found>,
     /// SMPs it took.
     pub smps: usize,
+    /// The active width of each live switch port (from its PortInfo), where it reports one.
+    pub widths: BTreeMap<WireEnd, weft_fabric::Width>,
 }
 
 impl Discovery {
@@ -371,6 +373,7 @@ pub fn discover(t: &mut impl TransportExt) -> Result<Discovery, DiscoverError> {
     let mut nodes: BTreeMap<Guid, Found> = BTreeMap::new();
     let mut view = WireView::default();
     let mut lmc: Option<u8> = None;
+    let mut widths = BTreeMap::new();
     let local = DrPath::local();
     let info = t.node_info(&local)?;
     smps += 1;
@@ -420,6 +423,9 @@ pub fn discover(t: &mut impl TransportExt) -> Result<Discovery, DiscoverError> {
                     }
                 } else if port_up(&pi) {
                     up.push(port);
+                    if let Some(w) = pi.width() {
+                        widths.insert((guid, PortNum(port)), w);
+                    }
                 }
             }
             up
@@ -507,5 +513,10 @@ pub fn discover(t: &mut impl TransportExt) -> Result<Discovery, DiscoverError> {
         }
     }
     view.lmc = lmc.unwrap_or(0);
-    Ok(Discovery { view, nodes, smps })
+    Ok(Discovery {
+        view,
+        nodes,
+        smps,
+        widths,
+    })
 }

@@ -302,6 +302,9 @@ pub struct PortInfo {
     pub capability_mask: u32,
     /// The port number this PortInfo describes (as the device reports it).
     pub local_port: u8,
+    /// LinkWidthActive as the device reports it (1: 1x, 2: 4x, 4: 8x, 8: 12x, 16: 2x; read
+    /// only).
+    pub link_width_active: u8,
     /// Logical link state.
     pub link_state: LinkState,
     /// Physical port state (5: LinkUp).
@@ -321,6 +324,19 @@ pub struct PortInfo {
 }
 
 impl PortInfo {
+    /// The active link width, when LinkWidthActive holds one width.
+    pub fn width(&self) -> Option<weft_fabric::Width> {
+        use weft_fabric::Width;
+        match self.link_width_active {
+            1 => Some(Width::X1),
+            2 => Some(Width::X4),
+            4 => Some(Width::X8),
+            8 => Some(Width::X12),
+            16 => Some(Width::X2),
+            _ => None,
+        }
+    }
+
     /// Decodes a PortInfo payload.
     pub fn decode(p: &Payload) -> PortInfo {
         PortInfo {
@@ -328,6 +344,7 @@ impl PortInfo {
             master_sm_lid: be16(p, 18),
             capability_mask: be32(p, 20),
             local_port: byte(p, 28),
+            link_width_active: byte(p, 31),
             link_state: LinkState::from_bits(byte(p, 32) & 15),
             phys_state: byte(p, 33) >> 4,
             lmc: (byte(p, 34) >> 3) & 7,
@@ -359,6 +376,7 @@ impl PortInfo {
         self.encode_into(p);
         put(p, 20, &self.capability_mask.to_be_bytes());
         put(p, 28, &[self.local_port]);
+        put(p, 31, &[self.link_width_active]);
         let nibble_high = |p: &mut Payload, at: usize, v: u8| {
             put(p, at, &[(byte(p, at) & 0x0f) | ((v & 15) << 4)]);
         };

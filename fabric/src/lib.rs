@@ -22,6 +22,7 @@
 #![cfg_attr(test, allow(clippy::indexing_slicing))]
 
 pub mod build_dir;
+pub mod cabling;
 pub mod code;
 mod fingerprint;
 pub mod forward;

@@ -1,0 +1,158 @@
+//! `weft audit --target mad --expect DESIGN.weft` on ibsim after OpenSM assigned LIDs: the
+//! fabric ibsim simulates is the design with two host cables swapped and one leaf uplink
+//! removed, and one uplink narrowed to 1x with `ibportstate`; the audit reports exactly those
+//! four differences (two miswired cables, one missing, one width), each naming both ends
+//! (exit 1); the unchanged fabric gives exit 0.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::time::Duration;
+use weft_tests::ibsim::{self, Ibsim, IbsimError, Limits};
+
+const DESIGN: &str = r#"use std::hardware::{sb7800, connectx5}
+
+fabric small {
+    topology {
+        switch spine : sb7800 { level = 2 }
+        switch leaf[1..=2] : sb7800 { level = 1 }
+        hca host[1..=4] : connectx5
+        link leaf[1].p[33] <-> spine.p[1]
+        link leaf[1].p[34] <-> spine.p[3]
+        link leaf[2].p[33] <-> spine.p[2]
+        link leaf[2].p[34] <-> spine.p[4]
+        link host[1].p[1] <-> leaf[1].p[1]
+        link host[2].p[1] <-> leaf[1].p[2]
+        link host[3].p[1] <-> leaf[2].p[1]
+        link host[4].p[1] <-> leaf[2].p[2]
+    }
+}
+"#;
+
+/// The design with `edits` (from, to) made.
+fn variant(edits: &[(&str, &str)]) -> String {
+    let mut t = DESIGN.to_owned();
+    for (from, to) in edits {
+        assert!(t.contains(from), "{from}");
+        t = t.replacen(from, to, 1);
+    }
+    t
+}
+
+/// `weft audit --target mad --expect design.weft ARGS` on ibsim simulating `simulated`
+/// after OpenSM routed it and `ibportstate` ran with each of `narrowed` (its DR path
+/// arguments and `width 1`): exit code, stdout and stderr.
+fn audit(
+    tools: &ibsim::Tools,
+    simulated: &str,
+    narrowed: &[&[&str]],
+    args: &[&str],
+) -> (Option<i32>, String, String) {
+    let c = weft_compiler::check("t.weft", simulated, &weft_compiler::NoFiles);
+    let fabric = c.elaborated.unwrap().fabric;
+    let net = weft_fabric::ibnetdiscover::write(&fabric, None).unwrap();
+    let sim = Ibsim::start(tools, &net, Some(Limits::for_fabric(&fabric))).unwrap();
+    let dir = sim.dir().to_owned();
+    std::fs::write(dir.join("design.weft"), DESIGN).unwrap();
+    let cache = dir.join("osm");
+    std::fs::create_dir_all(&cache).unwrap();
+    let log = cache.join("osm.log");
+    sim.run_env(
+        "opensm",
+        &["-o", "-f", log.to_str().unwrap()],
+        &[("OSM_CACHE_DIR", cache.to_str().unwrap())],
+        Duration::from_secs(120),
+    )
+    .unwrap();
+    for n in narrowed {
+        sim.run("ibportstate", n, Duration::from_secs(30)).unwrap();
+    }
+    let design = dir.join("design.weft");
+    let mut all = vec![
+        "audit",
+        "--target",
+        "mad",
+        "--expect",
+        design.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    let out = match sim.run_env(
+        env!("CARGO_BIN_EXE_weft"),
+        &all,
+        &[],
+        Duration::from_secs(120),
+    ) {
+        Ok(o) => o,
+        Err(IbsimError::Failed { output, .. }) => output,
+        Err(e) => panic!("{e}"),
+    };
+    (out.status.code(), out.stdout, out.stderr)
+}
+
+#[test]
+fn swapped_and_removed_cables_are_found_against_the_design() {
+    let Some(tools) = ibsim::require("cabling_against_the_design", &["opensm", "ibportstate"])
+    else {
+        return;
+    };
+    // Unchanged: exit 0, no cabling finding.
+    let (code, out, err) = audit(&tools, DESIGN, &[], &[]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(!out.contains("weft::cable"), "{out}");
+    // Two host cables swapped, one leaf uplink removed.
+    let changed = variant(&[
+        (
+            "link host[1].p[1] <-> leaf[1].p[1]",
+            "link host[1].p[1] <-> leaf[2].p[1]",
+        ),
+        (
+            "link host[3].p[1] <-> leaf[2].p[1]",
+            "link host[3].p[1] <-> leaf[1].p[1]",
+        ),
+        ("        link leaf[2].p[34] <-> spine.p[4]\n", ""),
+    ]);
+    // The spine's port 3 (leaf1's second uplink) at 1x: `-D 0 3` is the local node's (ibsim's
+    // first, the spine) port 3.
+    let (code, out, err) = audit(
+        &tools,
+        &changed,
+        &[&["-D", "0", "3", "width", "1"]],
+        &["--format", "json"],
+    );
+    assert_eq!(code, Some(1), "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(v["ok"], false);
+    let cabling: Vec<(String, String)> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| {
+            let c = f["code"].as_str().unwrap();
+            c.starts_with("weft::cable") || c.starts_with("weft::node")
+        })
+        .map(|f| {
+            (
+                f["code"].as_str().unwrap().to_owned(),
+                f["message"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, String)> = [
+        (
+            "weft::cable_miswired",
+            "cable host1/1 – leaf1/1 is miswired: host1/1 is joined to leaf2/1, leaf1/1 to host3/1",
+        ),
+        (
+            "weft::cable_miswired",
+            "cable host3/1 – leaf2/1 is miswired: host3/1 is joined to leaf1/1, leaf2/1 to host1/1",
+        ),
+        ("weft::cable_missing", "cable leaf2/34 – spine/4 is missing"),
+        (
+            "weft::cable_width",
+            "cable leaf1/34 – spine/3 is 1x wide, the design says 4x",
+        ),
+    ]
+    .iter()
+    .map(|(c, m)| ((*c).to_owned(), (*m).to_owned()))
+    .collect();
+    assert_eq!(cabling, expected, "{out}");
+}
