@@ -401,13 +401,7 @@ fn human(p: &Planned, written: Option<&Path>, max: usize, rate: u64) -> String {
 /// more than one step (a full reconfiguration writes each once, in no proven order).
 fn more_than_full(p: &Planned) -> String {
     // A full reconfiguration writes forwarding tables: QoS tables are not counted against it.
-    let qos: usize = (0..p.plan.steps.len())
-        .map(|i| {
-            let q = qos_of(p, i);
-            q.sl2vl + q.vlarb
-        })
-        .sum();
-    let sent = p.plan.smps().saturating_sub(qos) as u64;
+    let sent = p.plan.smps().saturating_sub(p.plan.qos_smps()) as u64;
     if sent <= p.full_reconfiguration {
         return String::new();
     }

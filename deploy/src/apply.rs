@@ -487,7 +487,7 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                     None,
                     format!(
                         "switch {node} port {p} VL arbitration block {block} ({})",
-                        vlarb_range(block)
+                        weft_plan::qos::block_range(block)
                     ),
                 )
             }
@@ -497,7 +497,7 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
                 Some(p),
                 format!(
                     "{node} port {p} VL arbitration block {block} ({})",
-                    vlarb_range(block)
+                    weft_plan::qos::block_range(block)
                 ),
             ),
         };
@@ -679,16 +679,6 @@ fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError>
 enum QosAt {
     Sl2vl(u8, u8),
     VlArb(u8, u8),
-}
-
-/// The entries a VL arbitration block holds, for people.
-fn vlarb_range(block: u8) -> &'static str {
-    match block {
-        1 => "low 0–31",
-        2 => "low 32–63",
-        3 => "high 0–31",
-        _ => "high 32–63",
-    }
 }
 
 /// Compares what a Get returned with what was meant, by the fields weft writes: a PortInfo by
@@ -998,13 +988,13 @@ fn block_name(b: &Block) -> String {
         Attr::VlArb if b.port.is_some() => format!(
             "{node} VL arbitration block {} ({})",
             b.modifier >> 16,
-            vlarb_range((b.modifier >> 16) as u8)
+            weft_plan::qos::block_range((b.modifier >> 16) as u8)
         ),
         Attr::VlArb => format!(
             "switch {node} port {} VL arbitration block {} ({})",
             b.modifier & 0xffff,
             b.modifier >> 16,
-            vlarb_range((b.modifier >> 16) as u8)
+            weft_plan::qos::block_range((b.modifier >> 16) as u8)
         ),
         a => format!("{node} {a} (modifier {:#x})", b.modifier),
     }

@@ -1296,6 +1296,25 @@ fn write_of(w: u32) -> (u32, u8) {
     (w >> 8, (w & 0xFF) as u8)
 }
 
+/// Lays a destination's `writes` over the current entries (per switch index, [`SAME`] where
+/// the step leaves the entry).
+fn set_over(over: &mut [u16], writes: &[u32]) {
+    for (k, port) in writes.iter().map(|&w| write_of(w)) {
+        if let Some(o) = over.get_mut(k as usize) {
+            *o = u16::from(port);
+        }
+    }
+}
+
+/// Takes `writes` off the overlay again ([`set_over`]), for the next destination.
+fn clear_over(over: &mut [u16], writes: &[u32]) {
+    for (k, _) in writes.iter().map(|&w| write_of(w)) {
+        if let Some(o) = over.get_mut(k as usize) {
+            *o = SAME;
+        }
+    }
+}
+
 /// A write of a LID no destination owns: (switch index, LID, port).
 type Unowned = (usize, Lid, u8);
 
@@ -1364,11 +1383,7 @@ impl<S: Sink> Union<'_, S> {
         let may_fail = self.outage.get(i).copied().unwrap_or(false);
         let mut out = DestOut::default();
         let mut over = std::mem::take(&mut scr.over);
-        for (k, port) in writes.iter().map(|&w| write_of(w)) {
-            if let Some(o) = over.get_mut(k as usize) {
-                *o = u16::from(port);
-            }
-        }
+        set_over(&mut over, writes);
         for (k, _) in writes.iter().map(|&w| write_of(w)) {
             let (b, a) = self.entries(k as usize, d.lid, &over);
             if b != a {
@@ -1427,11 +1442,7 @@ impl<S: Sink> Union<'_, S> {
         if out.forwarding_loop.is_none() {
             self.dependencies(d, &over, scr);
         }
-        for (k, _) in writes.iter().map(|&w| write_of(w)) {
-            if let Some(o) = over.get_mut(k as usize) {
-                *o = SAME;
-            }
-        }
+        clear_over(&mut over, writes);
         scr.over = over;
         out
     }
@@ -1641,17 +1652,9 @@ impl<S: Sink> Union<'_, S> {
     /// port) over the current entries.
     fn dependencies_over(&self, d: Dest, writes: &[u32], scr: &mut Scratch) {
         let mut over = std::mem::take(&mut scr.over);
-        for (k, port) in writes.iter().map(|&w| write_of(w)) {
-            if let Some(o) = over.get_mut(k as usize) {
-                *o = u16::from(port);
-            }
-        }
+        set_over(&mut over, writes);
         self.dependencies(d, &over, scr);
-        for (k, _) in writes.iter().map(|&w| write_of(w)) {
-            if let Some(o) = over.get_mut(k as usize) {
-                *o = SAME;
-            }
-        }
+        clear_over(&mut over, writes);
         scr.over = over;
     }
 
