@@ -325,7 +325,7 @@ fn human(p: &Planned, written: Option<&Path>, max: usize, rate: u64) -> String {
         mode_text(p.mode)
     );
     for (i, s) in p.stats.iter().enumerate() {
-        let q = qos_of(p, i);
+        let q = qos_of(s);
         let what = if s.lft_blocks > 0 {
             format!(
                 "{} LFT block(s) on {} switch(es)",
@@ -554,10 +554,10 @@ fn markdown(p: &Planned, written: Option<&Path>, max: usize, rate: u64) -> Strin
             ),
             None if s.mft_blocks > 0 => ("proven", "proven", "proven"),
             None if s.vf_lids > 0 => ("VFs only", "VFs only", "VFs only"),
-            None if qos_of(p, i).any() && qos_of(p, i).sl2vl == 0 && s.pkey_blocks == 0 => {
+            None if qos_of(s).any() && s.sl2vl_tables == 0 && s.pkey_blocks == 0 => {
                 ("proven", "proven", "proven")
             }
-            None if qos_of(p, i).any() && s.pkey_blocks == 0 => {
+            None if qos_of(s).any() && s.pkey_blocks == 0 => {
                 ("QoS tables only", "QoS tables only", "QoS tables only")
             }
             None => ("P_Keys only", "P_Keys only", "P_Keys only"),
@@ -573,7 +573,7 @@ fn markdown(p: &Planned, written: Option<&Path>, max: usize, rate: u64) -> Strin
             s.switches,
             s.lft_blocks,
             s.pkey_blocks,
-            step_smps(p, i, s)
+            step_smps(s)
         );
     }
     let _ = writeln!(t, "\nThe plan {}.", target_line(&p.target));
@@ -611,15 +611,12 @@ fn markdown(p: &Planned, written: Option<&Path>, max: usize, rate: u64) -> Strin
     t
 }
 
-/// The SMPs step `i` sends: one per LFT, P_Key, MFT, SL→VL or VL arbitration write, two per
-/// VF.
-fn step_smps(p: &Planned, i: usize, s: &weft_plan::StepStats) -> usize {
-    let q = qos_of(p, i);
-    s.lft_blocks + s.pkey_blocks + s.mft_blocks + 2 * s.vports + q.sl2vl + q.vlarb
+/// The SMPs a step sends: one per LFT, P_Key, MFT, SL→VL or VL arbitration write, two per VF.
+fn step_smps(s: &weft_plan::StepStats) -> usize {
+    s.lft_blocks + s.pkey_blocks + s.mft_blocks + 2 * s.vports + s.sl2vl_tables + s.vlarb_blocks
 }
 
-/// A step's SL→VL and VL arbitration writes, counted (the planner's step statistics count the
-/// forwarding and P_Key tables).
+/// A step's SL→VL and VL arbitration writes, as the planner's step statistics count them.
 #[derive(Clone, Copy, Debug, Default)]
 struct QosCount {
     sl2vl: usize,
@@ -645,23 +642,12 @@ impl QosCount {
     }
 }
 
-/// The SL→VL and VL arbitration writes of step `i` of `p`.
-fn qos_of(p: &Planned, i: usize) -> QosCount {
-    let mut q = QosCount::default();
-    for w in p
-        .plan
-        .steps
-        .get(i)
-        .map(|s| s.writes.as_slice())
-        .unwrap_or_default()
-    {
-        match w {
-            weft_fabric::plan::SmpWrite::Sl2vl { .. } => q.sl2vl += 1,
-            weft_fabric::plan::SmpWrite::VlArb { .. } => q.vlarb += 1,
-            _ => {}
-        }
+/// The SL→VL and VL arbitration writes of a step.
+fn qos_of(s: &weft_plan::StepStats) -> QosCount {
+    QosCount {
+        sl2vl: s.sl2vl_tables,
+        vlarb: s.vlarb_blocks,
     }
-    q
 }
 
 /// What the proof of a step that writes VL arbitration tables alone says (`weft plan` puts
@@ -694,7 +680,7 @@ fn json(p: &Planned, written: Option<&Path>, rate: u64) -> serde_json::Value {
                 "switches": s.switches,
                 "lft_blocks": s.lft_blocks,
                 "pkey_blocks": s.pkey_blocks,
-                "smps": step_smps(p, i, s),
+                "smps": step_smps(s),
                 "pkeys": s.pkeys,
                 "vports": s.vports,
                 "check": p.check(i),
@@ -705,7 +691,7 @@ fn json(p: &Planned, written: Option<&Path>, rate: u64) -> serde_json::Value {
                 o.insert("mft_blocks".to_owned(), s.mft_blocks.into());
             }
             // Only in plans that write SL→VL or VL arbitration tables.
-            let q = qos_of(p, i);
+            let q = qos_of(s);
             if let (Some(o), true) = (step.as_object_mut(), q.any()) {
                 o.insert("sl2vl_tables".to_owned(), q.sl2vl.into());
                 o.insert("vlarb_blocks".to_owned(), q.vlarb.into());

@@ -135,6 +135,12 @@ pub struct StepStats {
     /// MFT block writes (one block at one position each; [`mft`]).
     #[serde(skip_serializing_if = "is_zero")]
     pub mft_blocks: usize,
+    /// SL→VL table writes ([`qos`]).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub sl2vl_tables: usize,
+    /// VL arbitration block writes ([`qos`]).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub vlarb_blocks: usize,
     /// For a P_Key step: whether its tables only lose keys (the first) or become the desired
     /// ones (the second).
     pub pkeys: Option<PkeyPhase>,
@@ -1424,7 +1430,8 @@ fn step_stats(s: &PlanStep) -> StepStats {
             }
             SmpWrite::Pkeys { .. } => st.pkey_blocks += 1,
             SmpWrite::Mft { .. } => st.mft_blocks += 1,
-            SmpWrite::Sl2vl { .. } | SmpWrite::VlArb { .. } => {}
+            SmpWrite::Sl2vl { .. } => st.sl2vl_tables += 1,
+            SmpWrite::VlArb { .. } => st.vlarb_blocks += 1,
             SmpWrite::Vport {
                 old_lid, new_lid, ..
             } => {
