@@ -581,8 +581,9 @@ fn lead(
             phases.push(phase);
         }
     }
-    // VL arbitration last (it changes no route nor any VL a route takes).
-    steps.extend(arbitration_steps(start, new)?);
+    // VL arbitration last (it changes no route nor any VL a route takes), toward the state
+    // the plan leads to (whose ports are the desired state's, repairs included).
+    steps.extend(arbitration_steps(start, &end)?);
     let stats = steps
         .iter()
         .enumerate()
@@ -625,14 +626,14 @@ fn lead(
     })
 }
 
-/// The VL arbitration writes from `start`'s tables to `new`'s (the SL→VL tables and path SLs
+/// The VL arbitration writes from `start`'s tables to `end`'s (the SL→VL tables and path SLs
 /// the same: [`same_fabric`]), as steps every mix of which keeps every scheduled VL scheduled
 /// ([`qos::check`], as `weft apply` proves it on the fabric): first the blocks that keep each
 /// VL they schedule (new weights, VLs taken on), then those that let a VL go, once another
 /// block has it. A VL no block schedules any more is refused: where the plan is applied, the
 /// SLs hosts use are not known, so any VL a port schedules may carry packets.
-fn arbitration_steps(start: &ValidState, new: &ValidState) -> Result<Vec<PlanStep>, PlanError> {
-    let writes: Vec<SmpWrite> = qos::writes(start, new)
+fn arbitration_steps(start: &ValidState, end: &ValidState) -> Result<Vec<PlanStep>, PlanError> {
+    let writes: Vec<SmpWrite> = qos::writes(start, end)
         .into_iter()
         .filter(|w| matches!(w, SmpWrite::VlArb { .. }))
         .collect();
