@@ -221,8 +221,9 @@ pub fn checks(
             "the plan's {qos} SL→VL and VL arbitration write(s) add no credit loop nor \
              forwarding loop in any mix (every path counted on VL 0 holds for any VLs) and, \
              from what they say they replace, drop no SL a table sends to a data VL nor leave \
-             a VL unscheduled (the arbitration tables read before the plan); the SLs hosts use \
-             and the SL→VL tables the plan does not write are not read"
+             a VL unscheduled (the arbitration tables read before the plan); the SLs hosts use, \
+             the SL→VL tables the plan does not write and the ports' operational VLs (a VL \
+             above them drops its packets) are not read"
         ));
     }
     if unseen > 0 {
