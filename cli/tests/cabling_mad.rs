@@ -1,8 +1,9 @@
 //! `weft audit --target mad --expect DESIGN.weft` on ibsim after OpenSM assigned LIDs: the
 //! fabric ibsim simulates is the design with two host cables swapped and one leaf uplink
-//! removed, and one uplink narrowed to 1x with `ibportstate`; the audit reports exactly those
-//! four differences (two miswired cables, one missing, one width), each naming both ends
-//! (exit 1); the unchanged fabric gives exit 0.
+//! removed, one uplink narrowed to 1x and one slowed to FDR with `ibportstate` (`width 1`,
+//! `espeed 1`: ibsim changes LinkWidthActive and LinkSpeedExtActive as told); the audit reports
+//! exactly those five differences (two miswired cables, one missing, one width, one speed),
+//! each naming both ends (exit 1); the unchanged fabric gives exit 0.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -40,7 +41,7 @@ fn variant(edits: &[(&str, &str)]) -> String {
 
 /// `weft audit --target mad --expect design.weft ARGS` on ibsim simulating `simulated`
 /// after OpenSM routed it and `ibportstate` ran with each of `narrowed` (its DR path
-/// arguments and `width 1`): exit code, stdout and stderr.
+/// arguments and `width 1` or `espeed 1`): exit code, stdout and stderr.
 fn audit(
     tools: &ibsim::Tools,
     simulated: &str,
@@ -111,11 +112,14 @@ fn swapped_and_removed_cables_are_found_against_the_design() {
         ("        link leaf[2].p[34] <-> spine.p[4]\n", ""),
     ]);
     // The spine's port 3 (leaf1's second uplink) at 1x: `-D 0 3` is the local node's (ibsim's
-    // first, the spine) port 3.
+    // first, the spine) port 3; its port 1 (leaf1's first uplink) at FDR (extended speed 1).
     let (code, out, err) = audit(
         &tools,
         &changed,
-        &[&["-D", "0", "3", "width", "1"]],
+        &[
+            &["-D", "0", "3", "width", "1"],
+            &["-D", "0", "1", "espeed", "1"],
+        ],
         &["--format", "json"],
     );
     assert_eq!(code, Some(1), "{out}{err}");
@@ -146,6 +150,10 @@ fn swapped_and_removed_cables_are_found_against_the_design() {
             "cable host3/1 – leaf2/1 is miswired: host3/1 is joined to leaf1/1, leaf2/1 to host1/1",
         ),
         ("weft::cable_missing", "cable leaf2/34 – spine/4 is missing"),
+        (
+            "weft::cable_speed",
+            "cable leaf1/33 – spine/1 runs at FDR, the design says EDR",
+        ),
         (
             "weft::cable_width",
             "cable leaf1/34 – spine/3 is 1x wide, the design says 4x",

@@ -186,13 +186,20 @@ pub fn state_of(
     for ((ga, pa), (gb, pb)) in &view.links {
         if let (Some(&a), Some(&bb)) = (ids.get(ga), ids.get(gb)) {
             let l = b.add_link(PortRef::new(a, pa.0), PortRef::new(bb, pb.0))?;
-            // The width the switch ends report: the narrower where both do.
+            // The width and speed the switch ends report: the narrower and slower where both
+            // do.
             let width = [d.widths.get(&(*ga, *pa)), d.widths.get(&(*gb, *pb))]
                 .into_iter()
                 .flatten()
-                .min_by_key(|w| w.lanes());
-            if let Some(&w) = width {
-                b.set_link_rate(l, None, Some(w));
+                .min_by_key(|w| w.lanes())
+                .copied();
+            let speed = [d.speeds.get(&(*ga, *pa)), d.speeds.get(&(*gb, *pb))]
+                .into_iter()
+                .flatten()
+                .min_by_key(|s| s.lane_mbps())
+                .copied();
+            if width.is_some() || speed.is_some() {
+                b.set_link_rate(l, speed, width);
             }
         }
     }

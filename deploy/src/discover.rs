@@ -39,6 +39,9 @@ pub struct Discovery {
     pub smps: usize,
     /// The active width of each live switch port (from its PortInfo), where it reports one.
     pub widths: BTreeMap<WireEnd, weft_fabric::Width>,
+    /// The active lane speed of each live switch port (from its PortInfo), where it reports
+    /// one.
+    pub speeds: BTreeMap<WireEnd, weft_fabric::Speed>,
 }
 
 impl Discovery {
@@ -374,6 +377,7 @@ pub fn discover(t: &mut impl TransportExt) -> Result<Discovery, DiscoverError> {
     let mut view = WireView::default();
     let mut lmc: Option<u8> = None;
     let mut widths = BTreeMap::new();
+    let mut speeds = BTreeMap::new();
     let local = DrPath::local();
     let info = t.node_info(&local)?;
     smps += 1;
@@ -425,6 +429,9 @@ pub fn discover(t: &mut impl TransportExt) -> Result<Discovery, DiscoverError> {
                     up.push(port);
                     if let Some(w) = pi.width() {
                         widths.insert((guid, PortNum(port)), w);
+                    }
+                    if let Some(s) = pi.speed() {
+                        speeds.insert((guid, PortNum(port)), s);
                     }
                 }
             }
@@ -518,5 +525,6 @@ pub fn discover(t: &mut impl TransportExt) -> Result<Discovery, DiscoverError> {
         nodes,
         smps,
         widths,
+        speeds,
     })
 }

@@ -305,6 +305,11 @@ pub struct PortInfo {
     /// LinkWidthActive as the device reports it (1: 1x, 2: 4x, 4: 8x, 8: 12x, 16: 2x; read
     /// only).
     pub link_width_active: u8,
+    /// LinkSpeedActive (1: SDR, 2: DDR, 4: QDR; read only).
+    pub link_speed_active: u8,
+    /// LinkSpeedExtActive (0: none, the speed is LinkSpeedActive's; 1: FDR, 2: EDR, 4: HDR,
+    /// 8: NDR; read only).
+    pub link_speed_ext_active: u8,
     /// Logical link state.
     pub link_state: LinkState,
     /// Physical port state (5: LinkUp).
@@ -337,6 +342,26 @@ impl PortInfo {
         }
     }
 
+    /// The active lane speed: LinkSpeedExtActive's where it holds one speed, else
+    /// LinkSpeedActive's where that does. FDR10 is Mellanox's own (a vendor attribute says
+    /// it): an FDR10 link reads as QDR here.
+    pub fn speed(&self) -> Option<weft_fabric::Speed> {
+        use weft_fabric::Speed;
+        match self.link_speed_ext_active {
+            0 => match self.link_speed_active {
+                1 => Some(Speed::SDR),
+                2 => Some(Speed::DDR),
+                4 => Some(Speed::QDR),
+                _ => None,
+            },
+            1 => Some(Speed::FDR),
+            2 => Some(Speed::EDR),
+            4 => Some(Speed::HDR),
+            8 => Some(Speed::NDR),
+            _ => None,
+        }
+    }
+
     /// Decodes a PortInfo payload.
     pub fn decode(p: &Payload) -> PortInfo {
         PortInfo {
@@ -345,6 +370,8 @@ impl PortInfo {
             capability_mask: be32(p, 20),
             local_port: byte(p, 28),
             link_width_active: byte(p, 31),
+            link_speed_active: byte(p, 35) >> 4,
+            link_speed_ext_active: byte(p, 62) >> 4,
             link_state: LinkState::from_bits(byte(p, 32) & 15),
             phys_state: byte(p, 33) >> 4,
             lmc: (byte(p, 34) >> 3) & 7,
@@ -381,6 +408,8 @@ impl PortInfo {
             put(p, at, &[(byte(p, at) & 0x0f) | ((v & 15) << 4)]);
         };
         nibble_high(p, 33, self.phys_state);
+        nibble_high(p, 35, self.link_speed_active);
+        nibble_high(p, 62, self.link_speed_ext_active);
         nibble_high(p, 37, self.vl_cap);
         put(p, 39, &[self.vlarb_high_cap, self.vlarb_low_cap]);
     }
