@@ -28,11 +28,20 @@ pub struct Args {
     /// The fabric's name in reports.
     #[arg(long, default_value = "audited")]
     name: String,
-    /// The design the cabling should match (a `.weft` file, a `state.json` or a build
-    /// directory): each miswired, missing or extra cable, each cable at another speed or
-    /// width, each missing or extra node is a finding (exit 1).
+    /// The design the cabling should match (a `.weft` file, a `state.json`, a build
+    /// directory, an ibnetdiscover dump or a cabling spreadsheet `.csv`): each miswired,
+    /// missing or extra cable, each cable at another speed or width, each missing or extra
+    /// node is a finding (exit 1).
     #[arg(long, value_name = "DESIGN")]
     expect: Option<PathBuf>,
+    /// With `--expect`: how the fabric's nodes are matched to the design's.
+    #[arg(
+        long = "match",
+        value_enum,
+        default_value = "auto",
+        requires = "expect"
+    )]
+    matching: crate::diff::MatchArg,
     #[command(flatten)]
     pub(crate) check: CheckArgs,
 }
@@ -104,10 +113,7 @@ pub fn run(args: Args, color: crate::ColorChoice, quiet: bool) -> Result<ExitCod
     // The design is read first: one that cannot be read stops the audit before any SMP
     // (exit 2, as for `weft diff`).
     let design = match &args.expect {
-        Some(p) => Some(crate::export::load_fabric(p, color).map_err(|e| match e {
-            Fatal::Input(found, _) => Fatal::Failed(found),
-            e => e,
-        })?),
+        Some(p) => Some(crate::diff::load_design(p, color)?),
         None => None,
     };
     let mut mad =
@@ -128,10 +134,12 @@ pub fn run(args: Args, color: crate::ColorChoice, quiet: bool) -> Result<ExitCod
         })?;
     // The cabling against the design, as read (it needs no LID).
     let cabling = match &design {
-        Some(d) => crate::diff::of_differences(
-            &weft_fabric::cabling::compare(d, &audited.state.fabric),
+        Some(d) => crate::diff::cabling(
+            d,
+            &audited.state.fabric,
+            args.matching.mode(),
             &format!("the fabric on {}", mad.device()),
-        ),
+        )?,
         None => Vec::new(),
     };
     let owners = audited.state.lids.owners(&audited.state.fabric);

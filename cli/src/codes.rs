@@ -51,11 +51,15 @@ pub const CODES: &[CodeInfo] = &[
     ),
     CodeInfo::stable(
         "weft::node_missing",
-        "A node of the design that no node matches, by GUID or by name (`weft diff`, `weft audit --expect`).",
+        "A node of the design that no node matches, by GUID, name or position as `--match` says (`weft diff`, `weft audit --expect`).",
+    ),
+    CodeInfo::stable(
+        "weft::node_matched_by_position",
+        "Note: a node of the design matched to a found node by its place in the graph, not by GUID or name (`weft diff`, `weft audit --expect`).",
     ),
     CodeInfo::stable(
         "weft::node_extra",
-        "A node that matches no node of the design, by GUID or by name (`weft diff`, `weft audit --expect`).",
+        "A node that matches no node of the design, by GUID, name or position as `--match` says (`weft diff`, `weft audit --expect`).",
     ),
     CodeInfo {
         code: "weft::engines_disagree",

@@ -1,25 +1,206 @@
 //! `weft diff A B`: the cabling of fabric B compared with fabric A's (the design's) — each
 //! miswired, missing or extra cable, each cable at another speed or width, each missing or
 //! extra node — as findings. Exit 0 when they do not differ, 1 when they do, 2 when an input
-//! cannot be read (a description that does not compile included: 1 says they differ).
+//! cannot be read (a description that does not compile included: 1 says they differ) or its
+//! nodes cannot be matched without guessing.
+//!
+//! What a path is, by its form: a directory is a `weft build` directory; `*.json` a
+//! `state.json`; `*.csv` a cabling spreadsheet (the design only,
+//! [`weft_fabric::cabling::table`]); `*.weft` a description; anything else an ibnetdiscover
+//! dump (or `ibnetdiscover -p` / `iblinkinfo` output).
 
 use crate::findings::{self, Finding, Format, Level, Object};
 use crate::{out, ColorChoice, Fatal};
 use serde_json::json;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use weft_fabric::cabling::{Difference, End};
+use weft_fabric::cabling::{Comparison, Difference, End, MatchMode, Options};
+use weft_fabric::Fabric;
 
 /// `weft diff` arguments.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The design: a `.weft` file, a `state.json`, or a `weft build` directory.
+    /// The design: a `.weft` file, a `state.json`, a `weft build` directory, an
+    /// ibnetdiscover dump, or a cabling spreadsheet (`.csv`: StartDevice, StartPort,
+    /// EndDevice, EndPort).
     design: PathBuf,
-    /// The fabric compared with it, in any of the same forms.
+    /// The fabric compared with it, in any of the same forms but a spreadsheet.
     found: PathBuf,
+    /// How nodes are matched to the design's.
+    #[arg(long = "match", value_enum, default_value = "auto")]
+    matching: MatchArg,
     /// Output format.
     #[arg(long, default_value = "human")]
     pub(crate) format: Format,
+}
+
+/// How `--match` matches the found fabric's nodes to the design's.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub(crate) enum MatchArg {
+    /// By name (node description): whole, else its first word.
+    Names,
+    /// By node GUID.
+    Guids,
+    /// By place in the graph (port numbers), from nodes whose place is unique.
+    Position,
+    /// By GUID, then name, then place for the nodes left.
+    Auto,
+}
+
+impl MatchArg {
+    pub(crate) fn mode(self) -> MatchMode {
+        match self {
+            MatchArg::Names => MatchMode::Names,
+            MatchArg::Guids => MatchMode::Guids,
+            MatchArg::Position => MatchMode::Position,
+            MatchArg::Auto => MatchMode::Auto,
+        }
+    }
+}
+
+/// A design as read: its fabric, and whether it is a spreadsheet (made-up GUIDs, no rates but
+/// its columns').
+pub(crate) struct Design {
+    fabric: Fabric,
+    table: bool,
+}
+
+fn is_csv(p: &Path) -> bool {
+    p.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv"))
+}
+
+/// Reads a fabric given by `path` as the module docs say (a spreadsheet is refused here: it
+/// is only a design). What cannot be read is exit 2.
+fn load_found(path: &Path, color: ColorChoice) -> Result<Fabric, Fatal> {
+    if is_csv(path) {
+        return Err(Fatal::failed(
+            "weft::input",
+            format!(
+                "`{}`: a cabling spreadsheet is a design: give it as the design (first)",
+                path.display()
+            ),
+        ));
+    }
+    let weft = path.extension().is_some_and(|e| e == "weft");
+    if path.is_dir() || weft || path.extension().is_some_and(|e| e == "json") {
+        return crate::export::load_fabric(path, color).map_err(|e| match e {
+            Fatal::Input(found, _) => Fatal::Failed(found),
+            e => e,
+        });
+    }
+    let text = crate::read(path)?;
+    let name = path
+        .file_stem()
+        .map_or_else(|| "found".to_owned(), |s| s.to_string_lossy().into_owned());
+    let opts = weft_fabric::ibnetdiscover::ParseOptions {
+        fabric_name: name,
+        source_name: path.display().to_string(),
+        ..Default::default()
+    };
+    weft_fabric::ibnetdiscover::parse(&text, &opts)
+        .map(|d| d.fabric)
+        .map_err(|e| {
+            Fatal::failed(
+                "weft::input",
+                format!(
+                    "`{}` is not a `.weft`, `.json`, `.csv` or build directory, and cannot be read as an ibnetdiscover dump: {e}",
+                    path.display()
+                ),
+            )
+        })
+}
+
+/// Reads a design (any form [`load_found`] reads, or a spreadsheet).
+pub(crate) fn load_design(path: &Path, color: ColorChoice) -> Result<Design, Fatal> {
+    if !is_csv(path) {
+        return Ok(Design {
+            fabric: load_found(path, color)?,
+            table: false,
+        });
+    }
+    let text = crate::read(path)?;
+    let name = path
+        .file_stem()
+        .map_or_else(|| "design".to_owned(), |s| s.to_string_lossy().into_owned());
+    let fabric = weft_fabric::cabling::table::read(&name, text.as_bytes()).map_err(|e| {
+        let code = miette::Diagnostic::code(&e)
+            .map_or_else(|| "weft::input".to_owned(), |c| c.to_string());
+        Fatal::Failed(vec![findings::of_input(
+            &code,
+            Some(&path.display().to_string()),
+            e.to_string(),
+        )])
+    })?;
+    Ok(Design {
+        fabric,
+        table: true,
+    })
+}
+
+/// `found`'s cabling compared with `design`'s, nodes matched as `mode` says: the differences
+/// (errors) and the nodes matched by position (notes), as findings about `artifact`. Matching
+/// that would have to guess is exit 2.
+pub(crate) fn cabling(
+    design: &Design,
+    found: &Fabric,
+    mode: MatchMode,
+    artifact: &str,
+) -> Result<Vec<Finding>, Fatal> {
+    let opts = if design.table {
+        Options::table(mode)
+    } else {
+        Options::fabric(mode)
+    };
+    let Comparison {
+        differences,
+        by_position,
+    } = weft_fabric::cabling::compare(&design.fabric, found, &opts).map_err(|e| {
+        let code = miette::Diagnostic::code(&e)
+            .map_or_else(|| "weft::input".to_owned(), |c| c.to_string());
+        Fatal::Failed(vec![findings::of_input(
+            &code,
+            Some(artifact),
+            e.to_string(),
+        )])
+    })?;
+    let mut out = of_differences(&differences, artifact);
+    for p in &by_position {
+        let mut f = findings::of_input(
+            "weft::node_matched_by_position",
+            Some(artifact),
+            format!(
+                "the design's {} is {} ({}): matched by position",
+                p.design, p.found.node, p.found.guid
+            ),
+        );
+        f.level = Level::Note;
+        f.objects = vec![Object {
+            name: p.found.node.clone(),
+            kind: "node",
+            path: p.found.node.clone(),
+        }];
+        f.properties = serde_json::to_value(p).unwrap_or_default();
+        out.push(f);
+    }
+    Ok(out)
+}
+
+/// Findings for people: the notes as `note: …` lines, then the errors as every command
+/// shows them (with their count), when there are any.
+pub(crate) fn human(shown: &[Finding]) -> String {
+    let mut t = String::new();
+    for f in shown.iter().filter(|f| f.level == Level::Note) {
+        t += &format!("note: {} [{}]\n", f.message, f.code);
+    }
+    let errors: Vec<Finding> = shown
+        .iter()
+        .filter(|f| f.level != Level::Note)
+        .cloned()
+        .collect();
+    if !errors.is_empty() {
+        t += &findings::human(&errors);
+    }
+    t
 }
 
 /// The code of a difference.
@@ -81,28 +262,26 @@ pub(crate) fn of_differences(diffs: &[Difference], artifact: &str) -> Vec<Findin
 /// Runs `weft diff`.
 pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
     // An input that cannot be read or compiled: exit 2 (1 is for fabrics that differ).
-    let load = |p: &std::path::Path| {
-        crate::export::load_fabric(p, color).map_err(|e| match e {
-            Fatal::Input(found, _) => Fatal::Failed(found),
-            e => e,
-        })
-    };
-    let design = load(&args.design)?;
-    let found = load(&args.found)?;
-    let diffs = weft_fabric::cabling::compare(&design, &found);
-    let shown = of_differences(&diffs, &args.found.display().to_string());
-    let ok = diffs.is_empty();
+    let design = load_design(&args.design, color)?;
+    let found = load_found(&args.found, color)?;
+    let shown = cabling(
+        &design,
+        &found,
+        args.matching.mode(),
+        &args.found.display().to_string(),
+    )?;
+    let ok = !shown.iter().any(|f| f.level == Level::Error);
     let text = match args.format {
         Format::Human => {
+            let mut t = human(&shown);
             if ok {
-                format!(
+                t += &format!(
                     "{} is cabled as {} says: no difference\n",
                     args.found.display(),
                     args.design.display()
-                )
-            } else {
-                findings::human(&shown)
+                );
             }
+            t
         }
         Format::Json => {
             serde_json::to_string_pretty(&findings::document(

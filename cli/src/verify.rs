@@ -578,7 +578,11 @@ pub(crate) fn run_checks(
     let all_proven = properties
         .iter()
         .all(|&p| *verdict.outcome(p) == Outcome::Proven);
-    let cabled = loaded.cabling.is_empty();
+    // Cabling notes (nodes matched by position) are no difference.
+    let cabled = !loaded
+        .cabling
+        .iter()
+        .any(|f| f.level == findings::Level::Error);
     let text = match args.format {
         Format::Human if quiet && all_proven && cabled => {
             if let Some(f) = loaded.not_covered() {
@@ -601,9 +605,7 @@ pub(crate) fn run_checks(
             if let Some(f) = loaded.not_covered() {
                 t += &format!("⚠ {}\n", f.message);
             }
-            if !cabled {
-                t += &findings::human(&loaded.cabling);
-            }
+            t += &crate::diff::human(&loaded.cabling);
             t
         }
         Format::Json => {

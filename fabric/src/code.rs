@@ -59,6 +59,16 @@ impl CodeInfo {
 
 /// The codes this crate reports.
 pub const CODES: &[CodeInfo] = &[
+    CodeInfo::stable("weft::cabling::csv", "A cabling spreadsheet the CSV reader cannot read: a row of another length than its header, bytes that are not UTF-8."),
+    CodeInfo::stable("weft::cabling::csv_column", "A cabling spreadsheet whose header lacks StartDevice, StartPort, EndDevice or EndPort, or names a column weft reads twice."),
+    CodeInfo::stable("weft::cabling::csv_cell", "A cabling spreadsheet cell that is empty where a device or port is needed, or is not a port number (1–255), a speed or a width."),
+    CodeInfo::stable("weft::cabling::csv_self_link", "A cabling spreadsheet row whose cable joins a device to itself."),
+    CodeInfo::stable("weft::cabling::csv_duplicate", "A cabling spreadsheet listing the same cable twice."),
+    CodeInfo::stable("weft::cabling::csv_port_twice", "A cabling spreadsheet cabling one port twice."),
+    CodeInfo::stable("weft::cabling::csv_empty", "A cabling spreadsheet with no cable under its header."),
+    CodeInfo::stable("weft::cabling::ambiguous_name", "A design node whose name two found nodes match equally well (whole, or by first word): matching by name would have to guess."),
+    CodeInfo::stable("weft::cabling::ambiguous_position", "A node at the place of two nodes on the other side (reached through different cables): matching by position would have to guess."),
+    CodeInfo::stable("weft::cabling::no_position", "Matching by position only, and no node's place in the design is the place of exactly one found node."),
     CodeInfo::stable("weft::ibnet::alias_unsupported", "An ibsim port alias (`@`) in an ibnetdiscover file; weft does not read aliases."),
     CodeInfo::stable("weft::ibnet::ambiguous_peer", "An `iblinkinfo` port whose peer cannot be told apart: its LID is 0 and several nodes have its name."),
     CodeInfo::stable("weft::ibnet::ambiguous_remote_port", "A port line whose remote port is separated from the remote node id by a space."),
