@@ -237,3 +237,227 @@ fn link_rates_written_in_both_descriptions_are_compared() {
     2 error(s), 0 warning(s)
     ");
 }
+
+/// [`DESIGN`] as a cabling spreadsheet.
+const DESIGN_CSV: &str = "\
+StartDevice,StartPort,EndDevice,EndPort,Label
+leaf1,33,spine,1,U1
+leaf2,33,spine,2,U2
+host1,1,leaf1,1,H1
+host2,1,leaf1,2,H2
+host3,1,leaf2,1,H3
+host4,1,leaf2,2,H4
+";
+
+/// [`DESIGN`] with every node renamed (the same cables; GUIDs follow declaration order, so
+/// they stay the same).
+fn renamed(dir: &Path) {
+    let t = DESIGN
+        .replace("spine", "core")
+        .replace("leaf", "edge")
+        .replace("host", "node");
+    std::fs::write(dir.join("renamed.weft"), t).unwrap();
+}
+
+#[test]
+fn a_spreadsheet_design_is_compared_like_a_description() {
+    let d = scratch("csv");
+    std::fs::write(d.join("design.csv"), DESIGN_CSV).unwrap();
+    let o = weft(&d, &["diff", "design.csv", "design.weft"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    insta::assert_snapshot!(text(&o.stdout), @"design.weft is cabled as design.csv says: no difference");
+    variant(&d, "swapped.weft", &SWAP);
+    let o = weft(&d, &["diff", "design.csv", "swapped.weft"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    insta::assert_snapshot!(text(&o.stdout), @r"
+    × swapped.weft: cable host1/1 – leaf1/1 is miswired: host1/1 is joined to leaf2/1, leaf1/1 to host3/1 [weft::cable_miswired]
+    × swapped.weft: cable host3/1 – leaf2/1 is miswired: host3/1 is joined to leaf1/1, leaf2/1 to host1/1 [weft::cable_miswired]
+    2 error(s), 0 warning(s)
+    ");
+    // The spreadsheet has no GUIDs: its devices are named with their found nodes'.
+    let o = weft(
+        &d,
+        &["diff", "design.csv", "swapped.weft", "--format", "json"],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let p = &v["findings"][0]["properties"];
+    assert_eq!(p["a"]["node"], "host1");
+    assert_ne!(p["a"]["guid"], "0x0000000000000000", "{p}");
+    let o = weft(
+        &d,
+        &["diff", "design.csv", "swapped.weft", "--format", "sarif"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["runs"][0]["results"].as_array().unwrap().len(), 2);
+    // A spreadsheet is a design only.
+    let o = weft(&d, &["diff", "design.weft", "design.csv"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stdout));
+    assert!(
+        text(&o.stderr).contains("a cabling spreadsheet is a design"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn a_bad_spreadsheet_is_exit_2_naming_its_line_and_column() {
+    let d = scratch("badcsv");
+    let cases = [
+        (
+            "noport.csv",
+            "StartDevice,StartPort,EndDevice\nleaf1,1,host1\n",
+        ),
+        (
+            "port.csv",
+            "StartDevice,StartPort,EndDevice,EndPort\nleaf1,1,host1,1\nleaf1,x2,host2,1\n",
+        ),
+        (
+            "twice.csv",
+            "StartDevice,StartPort,EndDevice,EndPort\nleaf1,1,host1,1\nleaf1,1,host2,1\n",
+        ),
+        (
+            "self.csv",
+            "StartDevice,StartPort,EndDevice,EndPort\nleaf1,1,leaf1,2\n",
+        ),
+        (
+            "short.csv",
+            "StartDevice,StartPort,EndDevice,EndPort\nleaf1,1,host1,1\nleaf1,2,host2\n",
+        ),
+    ];
+    let mut all = String::new();
+    for (name, body) in cases {
+        std::fs::write(d.join(name), body).unwrap();
+        let o = weft(&d, &["diff", name, "design.weft"]);
+        assert_eq!(o.status.code(), Some(2), "{name}: {}", text(&o.stdout));
+        all += &text(&o.stderr);
+    }
+    insta::assert_snapshot!(all);
+}
+
+#[test]
+fn a_renamed_fabric_is_matched_by_position() {
+    let d = scratch("position");
+    renamed(&d);
+    let o = weft(
+        &d,
+        &["diff", "design.weft", "renamed.weft", "--match", "position"],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    insta::assert_snapshot!("position_human", text(&o.stdout));
+    // By names, nothing matches: every node missing and extra.
+    let o = weft(
+        &d,
+        &["diff", "design.weft", "renamed.weft", "--match", "names"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(text(&o.stdout).matches("weft::node_missing").count(), 7);
+    // By GUIDs (declaration order, unchanged), everything matches.
+    let o = weft(
+        &d,
+        &["diff", "design.weft", "renamed.weft", "--match", "guids"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stdout));
+    // A spreadsheet has no GUIDs and other names: `auto` falls to position, as notes in JSON.
+    std::fs::write(d.join("design.csv"), DESIGN_CSV).unwrap();
+    let o = weft(
+        &d,
+        &["diff", "design.csv", "renamed.weft", "--format", "json"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stdout));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["ok"], true);
+    let notes: Vec<String> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            assert_eq!(f["code"], "weft::node_matched_by_position");
+            assert_eq!(f["level"], "note");
+            format!(
+                "{} = {}",
+                f["properties"]["design"], f["properties"]["found"]["node"]
+            )
+        })
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            "\"host1\" = \"node1\"",
+            "\"host2\" = \"node2\"",
+            "\"host3\" = \"node3\"",
+            "\"host4\" = \"node4\"",
+            "\"leaf1\" = \"edge1\"",
+            "\"leaf2\" = \"edge2\"",
+            "\"spine\" = \"core\""
+        ]
+    );
+    // A renamed fabric that also differs: from nothing, no node's place is unique (exit 2).
+    let t = std::fs::read_to_string(d.join("renamed.weft"))
+        .unwrap()
+        .replace("        link node[4].p[1] <-> edge[2].p[2]\n", "");
+    std::fs::write(d.join("changed.weft"), t).unwrap();
+    let o = weft(
+        &d,
+        &["diff", "design.weft", "changed.weft", "--match", "position"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stdout));
+    assert!(
+        text(&o.stderr).contains("weft::cabling::no_position"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn a_cable_at_another_speed_is_found_between_dumps_and_against_a_spreadsheet() {
+    let d = scratch("speed");
+    let o = weft(&d, &["export", "design.weft"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let dump = text(&o.stdout);
+    std::fs::write(d.join("design.ibnetdiscover"), &dump).unwrap();
+    let slow = dump.replacen("\"host2\" lid 0 4xEDR", "\"host2\" lid 0 4xQDR", 1);
+    assert_ne!(slow, dump);
+    std::fs::write(d.join("slow.ibnetdiscover"), &slow).unwrap();
+    // Dumps are read directly.
+    let o = weft(&d, &["diff", "design.ibnetdiscover", "slow.ibnetdiscover"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    insta::assert_snapshot!(text(&o.stdout), @r"
+    × slow.ibnetdiscover: cable host2/1 – leaf1/2 runs at QDR, the design says EDR [weft::cable_speed]
+    1 error(s), 0 warning(s)
+    ");
+    let o = weft(
+        &d,
+        &["diff", "design.ibnetdiscover", "design.ibnetdiscover"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stdout));
+    // A spreadsheet with Speed and Width columns expects them; empty cells expect nothing.
+    let sheet = "StartDevice,StartPort,EndDevice,EndPort,Speed,Width\n\
+                 leaf1,33,spine,1,EDR,4x\nleaf2,33,spine,2,,\nhost1,1,leaf1,1,,\n\
+                 host2,1,leaf1,2,EDR,4x\nhost3,1,leaf2,1,,\nhost4,1,leaf2,2,,\n";
+    std::fs::write(d.join("rated.csv"), sheet).unwrap();
+    let o = weft(&d, &["diff", "rated.csv", "slow.ibnetdiscover"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    insta::assert_snapshot!(text(&o.stdout), @r"
+    × slow.ibnetdiscover: cable host2/1 – leaf1/2 runs at QDR, the design says EDR [weft::cable_speed]
+    1 error(s), 0 warning(s)
+    ");
+    let o = weft(&d, &["diff", "rated.csv", "design.ibnetdiscover"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stdout));
+    // Without rate columns, a spreadsheet expects no rate.
+    std::fs::write(d.join("design.csv"), DESIGN_CSV).unwrap();
+    let o = weft(&d, &["diff", "design.csv", "slow.ibnetdiscover"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stdout));
+}

@@ -3,7 +3,9 @@
 //! removed, one uplink narrowed to 1x and one slowed to FDR with `ibportstate` (`width 1`,
 //! `espeed 1`: ibsim changes LinkWidthActive and LinkSpeedExtActive as told); the audit reports
 //! exactly those five differences (two miswired cables, one missing, one width, one speed),
-//! each naming both ends (exit 1); the unchanged fabric gives exit 0.
+//! each naming both ends (exit 1); the unchanged fabric gives exit 0. The same with the design
+//! given as a cabling spreadsheet (`design.csv`, with Speed and Width columns), in JSON and
+//! SARIF.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -29,6 +31,20 @@ fabric small {
 }
 "#;
 
+/// The design as a cabling spreadsheet: the same cables, with a cable type and length weft
+/// ignores, and the speed and width it compares.
+const DESIGN_CSV: &str = "\
+Start Device,Start Port,End Device,End Port,Cable Type,Length,Speed,Width
+leaf1,33,spine,1,AOC,5m,EDR,4x
+leaf1,34,spine,3,AOC,5m,EDR,4x
+leaf2,33,spine,2,AOC,5m,EDR,4x
+leaf2,34,spine,4,AOC,5m,EDR,4x
+host1,1,leaf1,1,DAC,1m,EDR,4x
+host2,1,leaf1,2,DAC,1m,EDR,4x
+host3,1,leaf2,1,DAC,1m,EDR,4x
+host4,1,leaf2,2,DAC,1m,EDR,4x
+";
+
 /// The design with `edits` (from, to) made.
 fn variant(edits: &[(&str, &str)]) -> String {
     let mut t = DESIGN.to_owned();
@@ -39,7 +55,8 @@ fn variant(edits: &[(&str, &str)]) -> String {
     t
 }
 
-/// `weft audit --target mad --expect design.weft ARGS` on ibsim simulating `simulated`
+/// `weft audit --target mad --expect DESIGN ARGS` (`design.weft` or `design.csv`, the first
+/// of `args`) on ibsim simulating `simulated`
 /// after OpenSM routed it and `ibportstate` ran with each of `narrowed` (its DR path
 /// arguments and `width 1` or `espeed 1`): exit code, stdout and stderr.
 fn audit(
@@ -54,6 +71,7 @@ fn audit(
     let sim = Ibsim::start(tools, &net, Some(Limits::for_fabric(&fabric))).unwrap();
     let dir = sim.dir().to_owned();
     std::fs::write(dir.join("design.weft"), DESIGN).unwrap();
+    std::fs::write(dir.join("design.csv"), DESIGN_CSV).unwrap();
     let cache = dir.join("osm");
     std::fs::create_dir_all(&cache).unwrap();
     let log = cache.join("osm.log");
@@ -67,7 +85,7 @@ fn audit(
     for n in narrowed {
         sim.run("ibportstate", n, Duration::from_secs(30)).unwrap();
     }
-    let design = dir.join("design.weft");
+    let design = dir.join(args[0]);
     let mut all = vec![
         "audit",
         "--target",
@@ -75,7 +93,7 @@ fn audit(
         "--expect",
         design.to_str().unwrap(),
     ];
-    all.extend_from_slice(args);
+    all.extend_from_slice(&args[1..]);
     let out = match sim.run_env(
         env!("CARGO_BIN_EXE_weft"),
         &all,
@@ -96,11 +114,75 @@ fn swapped_and_removed_cables_are_found_against_the_design() {
         return;
     };
     // Unchanged: exit 0, no cabling finding.
-    let (code, out, err) = audit(&tools, DESIGN, &[], &[]);
+    let (code, out, err) = audit(&tools, DESIGN, &[], &["design.weft"]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(!out.contains("weft::cable"), "{out}");
-    // Two host cables swapped, one leaf uplink removed.
-    let changed = variant(&[
+    let (code, out, err) = audit(
+        &tools,
+        &changed(),
+        NARROWED,
+        &["design.weft", "--format", "json"],
+    );
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert_eq!(cabling_findings(&out), expected(), "{out}");
+}
+
+#[test]
+fn a_spreadsheet_design_finds_the_same_differences() {
+    let Some(tools) = ibsim::require("cabling_against_a_spreadsheet", &["opensm", "ibportstate"])
+    else {
+        return;
+    };
+    let (code, out, err) = audit(&tools, DESIGN, &[], &["design.csv"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(!out.contains("weft::cable"), "{out}");
+    let (code, out, err) = audit(
+        &tools,
+        &changed(),
+        NARROWED,
+        &["design.csv", "--format", "json"],
+    );
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert_eq!(cabling_findings(&out), expected(), "{out}");
+    // SARIF: the same five, by rule, in the same order.
+    let (code, out, err) = audit(
+        &tools,
+        &changed(),
+        NARROWED,
+        &["design.csv", "--format", "sarif"],
+    );
+    assert_eq!(code, Some(1), "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let rules: Vec<String> = v["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["ruleId"].as_str().unwrap().to_owned())
+        .filter(|r| r.starts_with("weft::cable") || r.starts_with("weft::node"))
+        .collect();
+    assert_eq!(
+        rules,
+        [
+            "weft::cable_miswired",
+            "weft::cable_miswired",
+            "weft::cable_missing",
+            "weft::cable_speed",
+            "weft::cable_width"
+        ],
+        "{out}"
+    );
+}
+
+/// The spine's port 3 (leaf1's second uplink) at 1x: `-D 0 3` is the local node's (ibsim's
+/// first, the spine) port 3; its port 1 (leaf1's first uplink) at FDR (extended speed 1).
+const NARROWED: &[&[&str]] = &[
+    &["-D", "0", "3", "width", "1"],
+    &["-D", "0", "1", "espeed", "1"],
+];
+
+/// The design with two host cables swapped and one leaf uplink removed.
+fn changed() -> String {
+    variant(&[
         (
             "link host[1].p[1] <-> leaf[1].p[1]",
             "link host[1].p[1] <-> leaf[2].p[1]",
@@ -110,22 +192,14 @@ fn swapped_and_removed_cables_are_found_against_the_design() {
             "link host[3].p[1] <-> leaf[1].p[1]",
         ),
         ("        link leaf[2].p[34] <-> spine.p[4]\n", ""),
-    ]);
-    // The spine's port 3 (leaf1's second uplink) at 1x: `-D 0 3` is the local node's (ibsim's
-    // first, the spine) port 3; its port 1 (leaf1's first uplink) at FDR (extended speed 1).
-    let (code, out, err) = audit(
-        &tools,
-        &changed,
-        &[
-            &["-D", "0", "3", "width", "1"],
-            &["-D", "0", "1", "espeed", "1"],
-        ],
-        &["--format", "json"],
-    );
-    assert_eq!(code, Some(1), "{out}{err}");
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    ])
+}
+
+/// The cabling findings of a JSON report: (code, message).
+fn cabling_findings(out: &str) -> Vec<(String, String)> {
+    let v: serde_json::Value = serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert_eq!(v["ok"], false);
-    let cabling: Vec<(String, String)> = v["findings"]
+    v["findings"]
         .as_array()
         .unwrap()
         .iter()
@@ -139,8 +213,12 @@ fn swapped_and_removed_cables_are_found_against_the_design() {
                 f["message"].as_str().unwrap().to_owned(),
             )
         })
-        .collect();
-    let expected: Vec<(String, String)> = [
+        .collect()
+}
+
+/// The five differences of [`changed`] and [`NARROWED`], each naming both ends.
+fn expected() -> Vec<(String, String)> {
+    [
         (
             "weft::cable_miswired",
             "cable host1/1 – leaf1/1 is miswired: host1/1 is joined to leaf2/1, leaf1/1 to host3/1",
@@ -161,6 +239,5 @@ fn swapped_and_removed_cables_are_found_against_the_design() {
     ]
     .iter()
     .map(|(c, m)| ((*c).to_owned(), (*m).to_owned()))
-    .collect();
-    assert_eq!(cabling, expected, "{out}");
+    .collect()
 }
