@@ -730,6 +730,31 @@ mod tests {
         assert_eq!(p.then(1), None);
     }
 
+    #[test]
+    fn the_active_speed_is_the_extended_one_where_it_holds_one() {
+        use weft_fabric::Speed;
+        let mut p = [0u8; PAYLOAD];
+        // LinkSpeedActive QDR (byte 35's high nibble), no extended speed: QDR.
+        p[35] = 4 << 4;
+        assert_eq!(PortInfo::decode(&p).speed(), Some(Speed::QDR));
+        // LinkSpeedExtActive (byte 62's high nibble) wins: 1 FDR, 2 EDR, 4 HDR, 8 NDR.
+        for (ext, speed) in [
+            (1, Speed::FDR),
+            (2, Speed::EDR),
+            (4, Speed::HDR),
+            (8, Speed::NDR),
+        ] {
+            p[62] = ext << 4;
+            assert_eq!(PortInfo::decode(&p).speed(), Some(speed));
+        }
+        // Several bits (not one speed), or nothing: none.
+        p[62] = 3 << 4;
+        assert_eq!(PortInfo::decode(&p).speed(), None);
+        p[62] = 0;
+        p[35] = 0;
+        assert_eq!(PortInfo::decode(&p).speed(), None);
+    }
+
     proptest! {
         #[test]
         fn any_payload_decodes_and_round_trips(bytes in proptest::collection::vec(any::<u8>(), PAYLOAD)) {
