@@ -5,7 +5,8 @@
 //! exactly those five differences (two miswired cables, one missing, one width, one speed),
 //! each naming both ends (exit 1); the unchanged fabric gives exit 0. The same with the design
 //! given as a cabling spreadsheet (`design.csv`, with Speed and Width columns), in JSON and
-//! SARIF.
+//! SARIF; and a spreadsheet whose names are a template's, none the fabric's, matched by
+//! position.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -45,6 +46,15 @@ host3,1,leaf2,1,DAC,1m,EDR,4x
 host4,1,leaf2,2,DAC,1m,EDR,4x
 ";
 
+/// [`DESIGN_CSV`] as a template would write it: every device under another name (no name
+/// matches the fabric's node descriptions; a spreadsheet has no GUIDs).
+fn template_csv() -> String {
+    DESIGN_CSV
+        .replace("spine", "core-a")
+        .replace("leaf", "edge-")
+        .replace("host", "node-")
+}
+
 /// The design with `edits` (from, to) made.
 fn variant(edits: &[(&str, &str)]) -> String {
     let mut t = DESIGN.to_owned();
@@ -72,6 +82,7 @@ fn audit(
     let dir = sim.dir().to_owned();
     std::fs::write(dir.join("design.weft"), DESIGN).unwrap();
     std::fs::write(dir.join("design.csv"), DESIGN_CSV).unwrap();
+    std::fs::write(dir.join("template.csv"), template_csv()).unwrap();
     let cache = dir.join("osm");
     std::fs::create_dir_all(&cache).unwrap();
     let log = cache.join("osm.log");
@@ -144,6 +155,37 @@ fn a_spreadsheet_design_finds_the_same_differences() {
     );
     assert_eq!(code, Some(1), "{out}{err}");
     assert_eq!(cabling_findings(&out), expected(), "{out}");
+    // A template's names: every node matched by position (notes, exit 0).
+    let (code, out, err) = audit(&tools, DESIGN, &[], &["template.csv", "--format", "json"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(v["ok"], true);
+    let placed: Vec<String> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "weft::node_matched_by_position")
+        .map(|f| {
+            format!(
+                "{} = {}",
+                f["properties"]["design"].as_str().unwrap(),
+                f["properties"]["found"]["node"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        placed,
+        [
+            "core-a = spine",
+            "edge-1 = leaf1",
+            "edge-2 = leaf2",
+            "node-1 = host1",
+            "node-2 = host2",
+            "node-3 = host3",
+            "node-4 = host4"
+        ],
+        "{out}"
+    );
     // SARIF: the same five, by rule, in the same order.
     let (code, out, err) = audit(
         &tools,
