@@ -16,7 +16,8 @@ pub struct Args {
     /// The state to simulate: a `.weft` file (compiled here), a `weft build` directory, or a
     /// `state.json`.
     input: PathBuf,
-    /// Traffic: `uniform`, `hotspot:N[:SHARE]` (SHARE in %, default 5), `shift:K`,
+    /// Traffic: `uniform`, `hotspot:N[:SHARE][@FROM-UNTIL]` (SHARE in %, default 5; the hot-spot
+    /// traffic only from FROM until UNTIL, such as `@0-300us` or `@50us-`), `shift:K`,
     /// `all-to-all` or `permutation`.
     #[arg(long, value_name = "SPEC")]
     traffic: String,

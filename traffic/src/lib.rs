@@ -69,7 +69,7 @@ mod pattern;
 mod report;
 mod sim;
 
-pub use pattern::Traffic;
+pub use pattern::{Traffic, Window};
 pub use report::{ClassThroughput, Classes, Latency, LinkLoad, Packets, Report, Throughput};
 pub use sim::simulate;
 

@@ -432,7 +432,7 @@ impl<'a> Sim<'a> {
             return;
         };
         let (port, chan, interval) = (host.port, host.chan, host.interval);
-        let dst = self.pattern.draw(h, &mut host.rng);
+        let dst = self.pattern.draw(h, &mut host.rng, now);
         self.push(now + interval, Ev::Gen { host: h });
         let Some(dlid) = self.hosts.get(dst as usize).map(|d| d.lid) else {
             return;
