@@ -13,7 +13,7 @@
 //! ```
 //!
 //! DURATION defaults to `1ms`, SEED to 0, RECEIVE_RATE (an end node's receive rate, a
-//! fraction of its link's) to 0.9 and LOAD (offered load per host) to 0.8: the loop sees an
+//! fraction of its link's) to 0.9 and LOAD (offered load per host) to 0.7: the loop sees an
 //! end-node hot-spot only when an end node sinks slower than its link delivers (the paper's
 //! hosts reached 12.9 of their links' 16 Gb/s), and hosts offered below what they sink keep
 //! random traffic from making every receiver a hot-spot. The other parameters are the
@@ -41,7 +41,7 @@ fn main() {
     let duration = args.next().unwrap_or_else(|| "1ms".into());
     let seed = args.next().map_or(Some(0), |s| s.parse::<u64>().ok());
     let rate = args.next().map_or(Some(0.9), |s| s.parse::<f64>().ok());
-    let load = args.next().map_or(Some(0.8), |s| s.parse::<f64>().ok());
+    let load = args.next().map_or(Some(0.7), |s| s.parse::<f64>().ok());
     let (Ok(duration_ns), Some(seed), Some(receive_rate), Some(load)) =
         (parse_duration(&duration), seed, rate, load)
     else {
