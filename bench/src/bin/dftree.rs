@@ -9,7 +9,7 @@
 //! second.
 //!
 //! ```text
-//! cargo run --release -p weft-bench --bin dftree -- [DURATION] [SEED] [RECEIVE_RATE] [LOAD]
+//! cargo run --release -p weft-bench --bin dftree -- [DURATION] [SEED] [RECEIVE_RATE] [LOAD] [RELEASE]
 //! ```
 //!
 //! DURATION defaults to `1ms`, SEED to 0, RECEIVE_RATE (an end node's receive rate, a
@@ -17,7 +17,8 @@
 //! end-node hot-spot only when an end node sinks slower than its link delivers (the paper's
 //! hosts reached 12.9 of their links' 16 Gb/s), and hosts offered below what they sink keep
 //! random traffic from making every receiver a hot-spot. The other parameters are the
-//! simulator's defaults (10 µs sweeps, 1 µs re-path delay, threshold 10^7 ticks/s).
+//! simulator's defaults (10 µs sweeps, 1 µs re-path delay, threshold 10^7 ticks/s), and
+//! RELEASE (sweeps below the threshold before a hot-spot's flows move back) its default, 2.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -42,16 +43,22 @@ fn main() {
     let seed = args.next().map_or(Some(0), |s| s.parse::<u64>().ok());
     let rate = args.next().map_or(Some(0.9), |s| s.parse::<f64>().ok());
     let load = args.next().map_or(Some(0.7), |s| s.parse::<f64>().ok());
-    let (Ok(duration_ns), Some(seed), Some(receive_rate), Some(load)) =
-        (parse_duration(&duration), seed, rate, load)
+    let release = args
+        .next()
+        .map_or(Some(Params::default().dftree_release_sweeps), |s| {
+            s.parse::<u32>().ok()
+        });
+    let (Ok(duration_ns), Some(seed), Some(receive_rate), Some(load), Some(release)) =
+        (parse_duration(&duration), seed, rate, load, release)
     else {
-        eprintln!("usage: dftree [DURATION] [SEED] [RECEIVE_RATE] [LOAD]");
+        eprintln!("usage: dftree [DURATION] [SEED] [RECEIVE_RATE] [LOAD] [RELEASE]");
         std::process::exit(2)
     };
     let params = Params {
         duration_ns,
         receive_rate,
         load,
+        dftree_release_sweeps: release,
         ..Params::default()
     };
     let base_text = weft_bench::example("cluster-648.weft");
@@ -66,7 +73,8 @@ fn main() {
     );
     println!(
         "648-port two-level fat-tree, {duration} simulated ({} µs warm-up), seed {seed}, load \
-         {load}, receive rate {receive_rate}, dFtree sweeps every {} ns, moves {} ns after",
+         {load}, receive rate {receive_rate}, dFtree sweeps every {} ns, moves {} ns after, \
+         released after {release} sweeps below the threshold",
         duration_ns / 5 / 1000,
         params.dftree_sweep_ns,
         params.dftree_repath_ns
