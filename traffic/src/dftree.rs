@@ -554,14 +554,21 @@ mod tests {
         assert_eq!(m.to_slow, [lanes(a), lanes(b)]);
         assert!(m.to_fast.is_empty() && m.hotspots_cleared.is_empty());
         assert_eq!(c.slow_flows(), [lanes(a), lanes(b)]);
-        // Still hot: nobody moves again.
+        // Still hot: nobody moves again, but a sender newly congested joins.
         assert!(c.sweep(200_000_000, &k.step(&busy)).is_empty());
+        let late = k.ports[7];
+        let mut more = busy.to_vec();
+        more.push((me(late), 2e6, 0.1));
+        let m = c.sweep(250_000_000, &k.step(&more));
+        assert!(m.hotspots_marked.is_empty());
+        assert_eq!(m.to_slow, [lanes(late)]);
+        assert_eq!(c.slow_flows(), [lanes(a), lanes(b), lanes(late)]);
         // Below the threshold: held for one sweep, released at the second.
         assert!(c.sweep(300_000_000, &k.step(&[])).is_empty());
         assert_eq!(c.hotspots(), [me(hot)]);
         let m = c.sweep(400_000_000, &k.step(&[]));
         assert_eq!(m.hotspots_cleared, [me(hot)]);
-        assert_eq!(m.to_fast, [lanes(a), lanes(b)]);
+        assert_eq!(m.to_fast, [lanes(a), lanes(b), lanes(late)]);
         assert!(c.slow_flows().is_empty() && c.hotspots().is_empty());
     }
 
