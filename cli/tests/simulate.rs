@@ -65,14 +65,44 @@ fn bad_options_are_clear_errors() {
         &[LAB, "--traffic", "uniform", "--load", "2"],
         "offered load",
     );
-    // Not built yet: per-job traffic files say so; dFtree's loop switch does not exist.
+    // Not built yet: per-job traffic files say so.
     refused(
         &[LAB, "--traffic", "README.md"],
         "per-job traffic files are not built yet",
     );
+    // dFtree's switches on a state without dFtree lanes, or on a loop turned off.
     refused(
         &[LAB, "--traffic", "uniform", "--no-dftree-loop"],
-        "unexpected argument",
+        "--no-dftree-loop: the state has no dFtree lanes",
+    );
+    refused(
+        &[
+            LAB,
+            "--traffic",
+            "uniform",
+            "--dftree-sweep",
+            "5us",
+            "--no-dftree-loop",
+        ],
+        "--dftree-sweep sets dFtree's run-time loop, which --no-dftree-loop turns off",
+    );
+    refused(
+        &[
+            LAB,
+            "--traffic",
+            "uniform",
+            "--dftree-oracle",
+            "--no-dftree-loop",
+        ],
+        "cannot be used with",
+    );
+    refused(
+        &[LAB, "--traffic", "hotspot:1@50us-10us"],
+        "UNTIL in `@FROM-UNTIL` must be after FROM",
+    );
+    refused(
+        &[LAB, "--traffic", "uniform", "--receive-rate", "1.5"],
+        "receive rate must be above 0 and at most 1",
     );
     refused(&["no/such.json", "--traffic", "uniform"], "cannot read");
 }
@@ -143,4 +173,80 @@ fn compare_prints_the_gain() {
     let v: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
     assert_eq!(v["gain_percent"], 0.0);
     assert_eq!(v["baseline"]["hosts"], 16);
+}
+
+/// A two-level tree of 6-port switches (18 hosts) on dFtree's fast and slow lane.
+fn dftree_fabric() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("weft-simulate-dftree-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("dftree.weft");
+    std::fs::write(
+        &file,
+        "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\n\
+         fabric small {\n    topology = fat_tree(levels: 2, radix: 6, switch: sb7800, hca: connectx5)\n\
+         vls { budget = 2 }\n    qos { class bulk { lanes = dftree } }\n}\n",
+    )
+    .unwrap();
+    file
+}
+
+#[test]
+fn dftree_loop_moves_the_hotspots_contributors_and_back() {
+    let file = dftree_fabric();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "simulate",
+            file.to_str().unwrap(),
+            "--traffic",
+            "hotspot:1:40%@10us-50us",
+            "--duration",
+            "200us",
+            "--load",
+            "0.4",
+            "--receive-rate",
+            "0.9",
+            "--seed",
+            "1",
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        let out = weft(&args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let json = run(&[]);
+    assert_eq!(json, run(&[]), "same seed, same JSON");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let d = &v["dftree"];
+    assert_eq!(d["mode"], "loop");
+    assert_eq!(d["hotspots"][0]["port"], "cn001:1");
+    insta::assert_snapshot!("dftree_loop_json", serde_json::to_string_pretty(d).unwrap());
+    // The loop off: nothing moves.
+    let v: serde_json::Value = serde_json::from_str(&run(&["--no-dftree-loop"])).unwrap();
+    assert_eq!(v["dftree"]["mode"], "off");
+    assert_eq!(v["dftree"]["moves"].as_array().unwrap().len(), 0);
+    // The human output says what the loop did.
+    let out = weft(&[
+        "simulate",
+        file.to_str().unwrap(),
+        "--traffic",
+        "hotspot:1:40%@10us-50us",
+        "--duration",
+        "200us",
+        "--load",
+        "0.4",
+        "--receive-rate",
+        "0.9",
+        "--seed",
+        "1",
+    ]);
+    let t = text(&out.stdout);
+    assert!(
+        t.contains("dftree      run-time loop, a sweep every 10000 ns"),
+        "{t}"
+    );
+    assert!(t.contains("hot-spot  cn001:1 marked at"), "{t}");
+    assert!(!t.contains("not built yet"), "{t}");
+    let _ = std::fs::remove_dir_all(file.parent().unwrap());
 }
