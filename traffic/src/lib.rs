@@ -64,6 +64,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod arb;
+pub mod dftree;
 mod pattern;
 mod report;
 mod sim;

@@ -1,0 +1,592 @@
+//! dFtree's run-time controller (Paper IV, Algorithm 1): after each performance sweep, find
+//! the end-node hot-spots and their contributors from port counters, and say which flows move
+//! to the slow lane and back.
+//!
+//! The controller is pure: it reads port counters it is given ([`PortCounters`], cumulative,
+//! as a performance manager reads them from each port's PMA) and returns the moves
+//! ([`Moves`]); it sends nothing. `weft simulate` feeds it the simulator's own counters; a
+//! MAD-driven loop feeds it PortCounters(Extended) read from a live fabric and carries the
+//! moves out itself.
+//!
+//! Per port, between two sweeps `interval` seconds apart:
+//!
+//! * *congestion* = ΔXmitWait / interval, in ticks per second;
+//! * *utilisation* = ΔXmitData · 4 / interval / the port's rate in bytes per second
+//!   (XmitData counts 32-bit words).
+//!
+//! A switch port cabled to an end-node port whose congestion exceeds
+//! [`Config::threshold_ticks_per_s`] marks that end-node port a *hot-spot*: the switch cannot
+//! deliver to it. Then every end-node port whose congestion exceeds the threshold and whose
+//! utilisation is below [`Config::max_utilisation`] (a congested sender that is not getting
+//! its fair share) becomes a *contributor* of the hot-spot, and its flow toward the hot-spot's
+//! LID moves to the pair's slow lane (an end node sends its move to every QP with that DLID).
+//! Contributors found at later sweeps, while the hot-spot stays marked, move too. When the
+//! hot-spot's switch port stays at or below the threshold for [`Config::release_sweeps`]
+//! consecutive sweeps, the mark is cleared and every contributor's flow toward it moves back
+//! to the fast lane (the paper clears at the first sweep below: `release_sweeps = 1`).
+//!
+//! **Lanes.** The state does not record which class a path SL belongs to: a pair whose
+//! path-SL set has two or more SLs is taken as a dFtree pair with the lowest SL as its fast
+//! lane (what the SA answers first) and the next as its slow lane. That is exact when the
+//! pairs' only multi-SL scheme is one dFtree class, or when the first class is the dFtree
+//! one; a state with several QoS classes besides may name another class's SL as the slow
+//! lane.
+//!
+//! **Ports** are named by the node GUID and the port number (a switch port and an end-node
+//! port alike), as `perfquery` names the node it reads. Every end-node port with a LID and an
+//! up link to an up switch takes part, whatever its role.
+
+use std::collections::{BTreeMap, BTreeSet};
+use weft_fabric::PathSl;
+use weft_fabric::{FabricState, Lid, NodeId, NodeKind, PortRef, Sl};
+
+/// What the controller can refuse.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum DftreeError {
+    /// No pair has more than one path SL: there is no slow lane to move a flow to.
+    #[error(
+        "the state has no dFtree lanes: no pair of end ports has more than one path SL \
+         (declare a class with `lanes = dftree`)"
+    )]
+    NoLanes,
+    /// A configuration value out of range.
+    #[error("dFtree configuration: {0}")]
+    Config(String),
+}
+
+/// The controller's settings; [`Config::default`] gives the paper's.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Config {
+    /// Congestion above which a port counts as congested, in XmitWait ticks per second
+    /// (default 100 000, the paper's; per port, so independent of the fabric's size).
+    pub threshold_ticks_per_s: f64,
+    /// Utilisation below which a congested end-node port is a contributor rather than a
+    /// sender getting its fair share (default 0.5).
+    pub max_utilisation: f64,
+    /// Consecutive sweeps a hot-spot's switch port must stay at or below the threshold before
+    /// its contributors' flows move back to the fast lane (default 2; at least 1, which is
+    /// the paper's rule).
+    pub release_sweeps: u32,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            threshold_ticks_per_s: 100_000.0,
+            max_utilisation: 0.5,
+            release_sweeps: 2,
+        }
+    }
+}
+
+/// One port's cumulative counters, as read from its PMA (PortCounters or
+/// PortCountersExtended).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PortCounters {
+    /// The node's GUID.
+    pub guid: u64,
+    /// The port number.
+    pub port: u8,
+    /// PortXmitWait: ticks the port had data to send but sent none.
+    pub xmit_wait: u64,
+    /// PortXmitData: 32-bit words sent, on all VLs.
+    pub xmit_data_words: u64,
+}
+
+/// A flow the controller moves: every QP of the source port toward the destination LID.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub struct Flow {
+    /// The source's node GUID.
+    pub src_guid: u64,
+    /// The source port.
+    pub src_port: u8,
+    /// The source port's LID.
+    pub src_lid: u16,
+    /// The destination LID (the hot-spot's).
+    pub dst_lid: u16,
+    /// The pair's slow-lane SL.
+    pub slow_sl: u8,
+    /// The pair's fast-lane SL.
+    pub fast_sl: u8,
+}
+
+/// What one sweep decided, each list sorted.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Moves {
+    /// End-node ports (node GUID, port) newly marked hot-spots.
+    pub hotspots_marked: Vec<(u64, u8)>,
+    /// End-node ports whose hot-spot mark was cleared.
+    pub hotspots_cleared: Vec<(u64, u8)>,
+    /// Flows to move to their slow lane.
+    pub to_slow: Vec<Flow>,
+    /// Flows to move back to their fast lane.
+    pub to_fast: Vec<Flow>,
+}
+
+impl Moves {
+    /// Whether the sweep decided nothing.
+    pub fn is_empty(&self) -> bool {
+        self.hotspots_marked.is_empty()
+            && self.hotspots_cleared.is_empty()
+            && self.to_slow.is_empty()
+            && self.to_fast.is_empty()
+    }
+}
+
+/// An end-node port the controller watches, and the switch port facing it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct EndPort {
+    /// The end node's GUID.
+    pub guid: u64,
+    /// The end node's port.
+    pub port: u8,
+    /// The port's LID.
+    pub lid: u16,
+    /// The switch's node GUID.
+    pub switch_guid: u64,
+    /// The switch's port cabled to it.
+    pub switch_port: u8,
+}
+
+/// An end-node port taking part.
+#[derive(Clone, Debug)]
+struct Hca {
+    key: (u64, u8),
+    port: PortRef,
+    lid: Lid,
+    /// The switch it is cabled to (for the path-SL lookup).
+    via: Option<NodeId>,
+    /// The switch port facing it.
+    facing: (u64, u8),
+    /// Its link's rate, in bytes per second.
+    bytes_per_s: f64,
+}
+
+/// A marked hot-spot.
+#[derive(Clone, Debug, Default)]
+struct Hot {
+    /// Consecutive sweeps at or below the threshold.
+    below: u32,
+    /// Contributors (indices into `hcas`).
+    contributors: BTreeSet<usize>,
+}
+
+/// The previous sweep's readings.
+#[derive(Clone, Debug)]
+struct Reading {
+    at_ns: u64,
+    counters: BTreeMap<(u64, u8), (u64, u64)>,
+}
+
+/// dFtree's controller over one state (see the module's documentation).
+#[derive(Clone, Debug)]
+pub struct Controller {
+    config: Config,
+    path_sl: PathSl,
+    hcas: Vec<Hca>,
+    /// Per hot-spot (index into `hcas`): its mark.
+    hot: BTreeMap<usize, Hot>,
+    prev: Option<Reading>,
+    sweeps: u64,
+}
+
+impl Controller {
+    /// A controller for `state`: finds the end-node ports, the switch ports facing them and
+    /// their rates. Refuses a state without dFtree lanes and a configuration out of range.
+    pub fn new(state: &FabricState, config: Config) -> Result<Controller, DftreeError> {
+        if !(config.threshold_ticks_per_s.is_finite() && config.threshold_ticks_per_s >= 0.0) {
+            return Err(DftreeError::Config(format!(
+                "the threshold must be a number of ticks per second, at least 0, not {}",
+                config.threshold_ticks_per_s
+            )));
+        }
+        if !(config.max_utilisation > 0.0 && config.max_utilisation <= 1.0) {
+            return Err(DftreeError::Config(format!(
+                "the utilisation limit must be above 0 and at most 1, not {}",
+                config.max_utilisation
+            )));
+        }
+        if config.release_sweeps == 0 {
+            return Err(DftreeError::Config(
+                "release_sweeps must be at least 1".into(),
+            ));
+        }
+        let ps = &state.path_sl;
+        let lanes = ps.default.len() > 1
+            || ps.by_dlid.iter().any(|e| e.sls.len() > 1)
+            || ps.by_switch.iter().any(|e| e.sls.len() > 1)
+            || ps.by_source.iter().any(|e| e.sls.len() > 1);
+        if !lanes {
+            return Err(DftreeError::NoLanes);
+        }
+        let f = &state.fabric;
+        let mut hcas = Vec::new();
+        for (i, n) in f.nodes().iter().enumerate() {
+            if n.is_switch() || n.down {
+                continue;
+            }
+            for p in &n.ports {
+                let pr = PortRef {
+                    node: NodeId(i as u32),
+                    port: p.num,
+                };
+                let Some(lid) = state.lids.get(pr.node, pr.port) else {
+                    continue;
+                };
+                let Some(peer) = f.live_peer(pr) else {
+                    continue;
+                };
+                let Some(sw) = f.nodes().get(peer.node.index()) else {
+                    continue;
+                };
+                if sw.spec.kind != NodeKind::Switch {
+                    continue;
+                }
+                let link = p.link.and_then(|l| f.links().get(l.index()));
+                let width = link
+                    .and_then(|l| l.width)
+                    .unwrap_or(n.spec.caps.width.min(sw.spec.caps.width));
+                let speed = link
+                    .and_then(|l| l.speed)
+                    .unwrap_or(n.spec.caps.speed.min(sw.spec.caps.speed));
+                let mbps = f64::from(width.lanes()) * f64::from(speed.lane_mbps());
+                hcas.push(Hca {
+                    key: (n.guid().0, p.num.0),
+                    port: pr,
+                    lid,
+                    via: Some(peer.node),
+                    facing: (sw.guid().0, peer.port.0),
+                    bytes_per_s: mbps * 1e6 / 8.0,
+                });
+            }
+        }
+        Ok(Controller {
+            config,
+            path_sl: ps.clone(),
+            hcas,
+            hot: BTreeMap::new(),
+            prev: None,
+            sweeps: 0,
+        })
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Sweeps taken so far (the first, which only records, included).
+    pub fn sweeps(&self) -> u64 {
+        self.sweeps
+    }
+
+    /// The flow from end port `src` toward end port `dst` (indices into `hcas`), if the pair
+    /// has a slow lane.
+    fn flow(&self, src: usize, dst: usize) -> Option<Flow> {
+        let (s, d) = (self.hcas.get(src)?, self.hcas.get(dst)?);
+        if src == dst {
+            return None;
+        }
+        let mut sls = self.path_sl.get(s.port, s.via, d.lid).iter();
+        let fast = sls.next()?;
+        let slow = sls.next()?;
+        Some(Flow {
+            src_guid: s.key.0,
+            src_port: s.key.1,
+            src_lid: s.lid.0,
+            dst_lid: d.lid.0,
+            slow_sl: slow.0,
+            fast_sl: fast.0,
+        })
+    }
+
+    /// Takes one sweep's counters at `at_ns` (any clock in nanoseconds, increasing) and
+    /// returns what to move. The rates are the deltas against the previous sweep: the first
+    /// sweep only records. A sweep not later than the previous one is ignored. A port missing
+    /// from either sweep is not judged; a counter lower than at the previous sweep was reset
+    /// and counts from 0.
+    pub fn sweep(&mut self, at_ns: u64, counters: &[PortCounters]) -> Moves {
+        let now: BTreeMap<(u64, u8), (u64, u64)> = counters
+            .iter()
+            .map(|c| ((c.guid, c.port), (c.xmit_wait, c.xmit_data_words)))
+            .collect();
+        let mut moves = Moves::default();
+        let prev = match self.prev.take() {
+            Some(p) if at_ns <= p.at_ns => {
+                self.prev = Some(p);
+                return moves;
+            }
+            p => p,
+        };
+        self.sweeps += 1;
+        self.prev = Some(Reading {
+            at_ns,
+            counters: now.clone(),
+        });
+        let Some(prev) = prev else {
+            return moves;
+        };
+        let secs = (at_ns - prev.at_ns) as f64 / 1e9;
+        // (congestion in ticks/s, bytes/s) per port in both sweeps.
+        let rate = |key: (u64, u8)| -> Option<(f64, f64)> {
+            let (w1, d1) = *now.get(&key)?;
+            let (w0, d0) = *prev.counters.get(&key)?;
+            let dw = if w1 >= w0 { w1 - w0 } else { w1 };
+            let dd = if d1 >= d0 { d1 - d0 } else { d1 };
+            Some((dw as f64 / secs, dd as f64 * 4.0 / secs))
+        };
+        let th = self.config.threshold_ticks_per_s;
+        // Congested senders not getting their fair share, in port order.
+        let congested: Vec<usize> = self
+            .hcas
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| {
+                rate(h.key).is_some_and(|(c, b)| {
+                    c > th && b / h.bytes_per_s.max(1.0) < self.config.max_utilisation
+                })
+            })
+            .map(|(i, _)| i)
+            .collect();
+        let mut to_slow = Vec::new();
+        let mut to_fast = Vec::new();
+        for (i, h) in self.hcas.iter().enumerate() {
+            let Some((c, _)) = rate(h.facing) else {
+                continue;
+            };
+            if c > th {
+                let hot = self.hot.entry(i).or_insert_with(|| {
+                    moves.hotspots_marked.push(h.key);
+                    Hot::default()
+                });
+                hot.below = 0;
+                for &k in &congested {
+                    if k != i && !hot.contributors.contains(&k) {
+                        hot.contributors.insert(k);
+                        to_slow.push((k, i));
+                    }
+                }
+            } else if let Some(hot) = self.hot.get_mut(&i) {
+                hot.below += 1;
+                if hot.below >= self.config.release_sweeps {
+                    moves.hotspots_cleared.push(h.key);
+                    to_fast.extend(hot.contributors.iter().map(|&k| (k, i)));
+                    self.hot.remove(&i);
+                }
+            }
+        }
+        moves.to_slow = to_slow
+            .into_iter()
+            .filter_map(|(s, d)| self.flow(s, d))
+            .collect();
+        moves.to_fast = to_fast
+            .into_iter()
+            .filter_map(|(s, d)| self.flow(s, d))
+            .collect();
+        moves.hotspots_marked.sort_unstable();
+        moves.hotspots_cleared.sort_unstable();
+        moves.to_slow.sort_unstable();
+        moves.to_fast.sort_unstable();
+        moves
+    }
+
+    /// The flows on their slow lane now, sorted.
+    pub fn slow_flows(&self) -> Vec<Flow> {
+        let mut v: Vec<Flow> = self
+            .hot
+            .iter()
+            .flat_map(|(&d, h)| h.contributors.iter().filter_map(move |&s| self.flow(s, d)))
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// The end-node ports marked hot-spots now (node GUID, port), sorted.
+    pub fn hotspots(&self) -> Vec<(u64, u8)> {
+        let mut v: Vec<(u64, u8)> = self
+            .hot
+            .keys()
+            .filter_map(|&i| self.hcas.get(i).map(|h| h.key))
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// The end-node ports taking part and the switch port facing each, in fabric order: the
+    /// ports whose counters a sweep reads.
+    pub fn ports(&self) -> Vec<EndPort> {
+        self.hcas
+            .iter()
+            .map(|h| EndPort {
+                guid: h.key.0,
+                port: h.key.1,
+                lid: h.lid.0,
+                switch_guid: h.facing.0,
+                switch_port: h.facing.1,
+            })
+            .collect()
+    }
+}
+
+/// The fast and slow lane of a path-SL set (lowest, next), if it has two or more SLs.
+pub fn lanes_of(sls: weft_fabric::SlSet) -> Option<(Sl, Sl)> {
+    let mut it = sls.iter();
+    Some((it.next()?, it.next()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weft_compiler::build::build;
+    use weft_compiler::{check, NoFiles};
+
+    /// A two-level tree of 4-port switches (8 hosts), with dFtree lanes when `lanes`.
+    fn tree(lanes: bool) -> FabricState {
+        let qos = if lanes {
+            "    vls { budget = 2 }\n    qos { class bulk { lanes = dftree } }\n"
+        } else {
+            ""
+        };
+        let text = format!(
+            "use std::hardware::{{sb7800, connectx5}}\nuse std::topology::fat_tree\nfabric small {{\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n{qos}}}\n"
+        );
+        let c = check("t.weft", &text, &NoFiles);
+        assert!(!c.has_errors(), "{:?}", c.diagnostics);
+        build(&c.elaborated.unwrap()).unwrap().state.into_inner()
+    }
+
+    fn me(p: EndPort) -> (u64, u8) {
+        (p.guid, p.port)
+    }
+
+    fn sw(p: EndPort) -> (u64, u8) {
+        (p.switch_guid, p.switch_port)
+    }
+
+    /// 0.1 s between sweeps: a port congested at `c` ticks/s and sending `u` of its rate.
+    struct Counters {
+        ports: Vec<EndPort>,
+        acc: BTreeMap<(u64, u8), (u64, u64)>,
+        /// 4x EDR in 32-bit words per 0.1 s.
+        words: f64,
+    }
+
+    impl Counters {
+        fn new(c: &Controller) -> Counters {
+            Counters {
+                ports: c.ports(),
+                acc: BTreeMap::new(),
+                words: 100e9 / 8.0 / 4.0 * 0.1,
+            }
+        }
+        /// Adds 0.1 s at (ticks/s, utilisation) per port; the rest idle.
+        fn step(&mut self, set: &[((u64, u8), f64, f64)]) -> Vec<PortCounters> {
+            let mut keys: Vec<(u64, u8)> = self.ports.iter().map(|&p| me(p)).collect();
+            keys.extend(self.ports.iter().map(|&p| sw(p)));
+            for k in keys {
+                let e = self.acc.entry(k).or_default();
+                if let Some(&(_, c, u)) = set.iter().find(|s| s.0 == k) {
+                    e.0 += (c * 0.1) as u64;
+                    e.1 += (u * self.words) as u64;
+                }
+            }
+            self.acc
+                .iter()
+                .map(|(&(guid, port), &(w, d))| PortCounters {
+                    guid,
+                    port,
+                    xmit_wait: w,
+                    xmit_data_words: d,
+                })
+                .collect()
+        }
+    }
+
+    #[test]
+    fn a_state_without_lanes_or_a_bad_config_is_refused() {
+        assert_eq!(
+            Controller::new(&tree(false), Config::default()).err(),
+            Some(DftreeError::NoLanes)
+        );
+        let bad = Config {
+            release_sweeps: 0,
+            ..Config::default()
+        };
+        assert!(matches!(
+            Controller::new(&tree(true), bad),
+            Err(DftreeError::Config(_))
+        ));
+    }
+
+    #[test]
+    fn congested_slow_senders_move_and_come_back_after_the_release_sweeps() {
+        let st = tree(true);
+        let mut c = Controller::new(&st, Config::default()).unwrap();
+        let mut k = Counters::new(&c);
+        assert_eq!(k.ports.len(), 8);
+        let hot = k.ports[0];
+        let (a, b, fair) = (k.ports[3], k.ports[5], k.ports[6]);
+        // First sweep records only.
+        assert!(c.sweep(0, &k.step(&[])).is_empty());
+        let busy = [
+            (sw(hot), 5e6, 1.0),
+            (me(a), 2e6, 0.2),
+            (me(b), 2e6, 0.3),
+            // Congested but getting its share: not a contributor.
+            (me(fair), 2e6, 0.6),
+        ];
+        let m = c.sweep(100_000_000, &k.step(&busy));
+        assert_eq!(m.hotspots_marked, [me(hot)]);
+        let lanes = |src: EndPort| Flow {
+            src_guid: src.guid,
+            src_port: src.port,
+            src_lid: src.lid,
+            dst_lid: hot.lid,
+            slow_sl: 1,
+            fast_sl: 0,
+        };
+        assert_eq!(m.to_slow, [lanes(a), lanes(b)]);
+        assert!(m.to_fast.is_empty() && m.hotspots_cleared.is_empty());
+        assert_eq!(c.slow_flows(), [lanes(a), lanes(b)]);
+        // Still hot: nobody moves again.
+        assert!(c.sweep(200_000_000, &k.step(&busy)).is_empty());
+        // Below the threshold: held for one sweep, released at the second.
+        assert!(c.sweep(300_000_000, &k.step(&[])).is_empty());
+        assert_eq!(c.hotspots(), [me(hot)]);
+        let m = c.sweep(400_000_000, &k.step(&[]));
+        assert_eq!(m.hotspots_cleared, [me(hot)]);
+        assert_eq!(m.to_fast, [lanes(a), lanes(b)]);
+        assert!(c.slow_flows().is_empty() && c.hotspots().is_empty());
+    }
+
+    #[test]
+    fn a_fair_share_is_not_a_hotspot_and_order_does_not_matter() {
+        let st = tree(true);
+        let mut c = Controller::new(&st, Config::default()).unwrap();
+        let mut k = Counters::new(&c);
+        c.sweep(0, &k.step(&[]));
+        // Below the threshold everywhere: nothing marked.
+        let quiet = [
+            (sw(k.ports[0]), 90_000.0, 1.0),
+            (me(k.ports[1]), 90_000.0, 0.1),
+        ];
+        assert!(c.sweep(100_000_000, &k.step(&quiet)).is_empty());
+        // Two hot-spots, counters in any order: the same, sorted moves.
+        let busy: Vec<_> = [0usize, 4]
+            .iter()
+            .map(|&i| (sw(k.ports[i]), 1e6, 1.0))
+            .chain([1usize, 2, 7].iter().map(|&i| (me(k.ports[i]), 1e6, 0.1)))
+            .collect();
+        let counters = k.step(&busy);
+        let mut d = c.clone();
+        let mut rev = counters.clone();
+        rev.reverse();
+        let m = c.sweep(200_000_000, &counters);
+        assert_eq!(m, d.sweep(200_000_000, &rev));
+        assert_eq!(m.hotspots_marked.len(), 2);
+        assert_eq!(m.to_slow.len(), 6);
+        assert!(m.to_slow.windows(2).all(|w| w[0] < w[1]));
+        // A sweep not later than the last is ignored.
+        assert!(c.sweep(200_000_000, &counters).is_empty());
+    }
+}
