@@ -305,7 +305,7 @@ pub fn with_slow_flows(
         .ok_or_else(|| bad("it has no `end-port-groups`"))?;
     let mut out = head.to_owned();
     for &lid in &dsts {
-        let guid = lid_port_guid(state, lid).ok_or_else(|| PolicyError::NoLid { lid })?;
+        let guid = lid_port_guid(state, lid).ok_or(PolicyError::NoLid { lid })?;
         let _ = write!(
             out,
             "    port-group\n        name: {}\n        use: dFtree hot-spot LID {lid}\n        port-guid: {guid:#018x}\n    end-port-group\n",
