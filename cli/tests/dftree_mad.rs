@@ -1,0 +1,169 @@
+//! `weft dftree --target mad` on ibsim: a small tree with a dFtree class, built, loaded by
+//! OpenSM (LIDs and LFTs); two sweeps read PortCounters (and PortCountersExtended, which
+//! ibsim answers) off every live port, by LID. ibsim simulates no congestion (XmitWait stays
+//! 0), so nothing moves and nothing is written. And what is refused before any MAD: a
+//! fabric without dFtree lanes (exit 1), a bad `--interval`, the targets not built.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use weft_tests::ibsim::{self, Ibsim, Limits};
+
+/// One spine, two leaves, four hosts; `qos` as given.
+fn tiny(qos: &str) -> String {
+    format!(
+        "use std::hardware::{{sb7800, connectx5}}\n\
+         fabric tiny {{\n\
+             topology {{\n\
+                 switch spine : sb7800 {{ level = 2 }}\n\
+                 switch leaf[1..=2] : sb7800 {{ level = 1 }}\n\
+                 hca host[1..=4] : connectx5 {{ name = \"h{{}}\" }}\n\
+                 for l in 1..=2 {{ link leaf[l].p[36] <-> spine.p[l] }}\n\
+                 for n in 1..=4 {{ link host[n].p[1] <-> leaf[(n - 1) / 2 + 1].p[(n - 1) % 2 + 1] }}\n\
+             }}\n\
+             vls {{ budget = 4 }}\n\
+             routing {{ engine = fat_tree }}\n\
+             {qos}\n\
+         }}\n"
+    )
+}
+
+fn weft(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("weft-dftree-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// `weft build` of `src` into `d/build`.
+fn build(d: &Path, src: &str) -> PathBuf {
+    let file = d.join("tiny.weft");
+    std::fs::write(&file, src).unwrap();
+    let out = d.join("build");
+    let o = weft(&[
+        "build",
+        file.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+#[test]
+fn dftree_reads_every_live_port_each_sweep() {
+    let Some(tools) = ibsim::require("dftree_reads_every_live_port_each_sweep", &["opensm"]) else {
+        return;
+    };
+    let d = dir("mad");
+    let b = build(&d, &tiny("qos {\n class bulk { lanes = dftree }\n }"));
+    let state =
+        weft_fabric::ValidState::from_json(&std::fs::read_to_string(b.join("state.json")).unwrap())
+            .unwrap();
+    let net = weft_fabric::ibnetdiscover::write(&state.fabric, Some(&state.lids)).unwrap();
+    let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(&state.fabric))).unwrap();
+    sim.load_with_opensm(&b.join("lfts.dump"), &state)
+        .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
+    let out = d.join("out");
+    let o = sim.run_any(
+        env!("CARGO_BIN_EXE_weft"),
+        &[
+            "dftree",
+            b.to_str().unwrap(),
+            "--target",
+            "mad",
+            "--interval",
+            "200ms",
+            "--sweeps",
+            "2",
+            "--out",
+            out.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+        &[],
+        Duration::from_secs(120),
+    );
+    assert!(o.status.success(), "{}\n{}", o.stdout, o.stderr);
+    let sweeps: Vec<serde_json::Value> = o
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    // 6 links (2 leaf uplinks, 4 hosts): 12 live ports, read at 7 LIDs (3 switches' port 0,
+    // 4 hosts). The first sweep asks each LID's ClassPortInfo once; ibsim has extended
+    // counters, so every port takes a PortCounters and a PortCountersExtended Get.
+    let live = 2 * state.fabric.links().len();
+    assert_eq!(live, 12);
+    assert_eq!(sweeps.len(), 2, "{}", o.stdout);
+    for (i, s) in sweeps.iter().enumerate() {
+        assert_eq!(s["sweep"], i + 1);
+        assert_eq!(s["ports_read"], live, "{s}");
+        assert_eq!(s["extended_xmit_data"], live, "{s}");
+        assert_eq!(s["pma_gets"], 2 * live + if i == 0 { 7 } else { 0 }, "{s}");
+        assert_eq!(s["saturated"], 0);
+        // ibsim simulates no congestion: nothing moves, nothing is written.
+        assert_eq!(s["to_slow"], serde_json::json!([]));
+        assert_eq!(s["slow_flows"], 0);
+        assert_eq!(s["wrote"], false);
+    }
+    assert!(!out.join("qos-policy.conf").exists());
+    assert!(!out.join("repath.txt").exists());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn dftree_refuses_what_it_cannot_run() {
+    let d = dir("refused");
+    // No dFtree lanes (no QoS classes: every pair on one SL): refused with a finding, exit
+    // 1, before any MAD.
+    let b = build(&d, &tiny(""));
+    let run = |args: &[&str]| {
+        let mut all = vec!["dftree"];
+        all.extend_from_slice(args);
+        weft(&all)
+    };
+    let bs = b.to_str().unwrap();
+    let o = run(&[bs, "--target", "mad", "--interval", "1s"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("weft::dftree_no_lanes") && err.contains("the state has no dFtree lanes"),
+        "{err}"
+    );
+    // A bad interval: refused before the fabric is read.
+    for bad in ["0s", "5", "1ms", "fast"] {
+        let o = run(&[bs, "--target", "mad", "--interval", bad]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {err}");
+        assert!(
+            err.contains(&format!(
+                "--interval `{bad}`: give a number of milliseconds or seconds"
+            )),
+            "{err}"
+        );
+    }
+    let o = run(&[bs, "--target", "mad", "--interval", "1s", "--sweeps", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    // The simulated loop is `weft simulate`'s.
+    for target in ["sim", "opensm"] {
+        let o = run(&[bs, "--target", target, "--interval", "1s"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!("`weft dftree --target {target}` is not built yet"))
+                && err.contains("`weft simulate`"),
+            "{err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
