@@ -118,6 +118,53 @@ fn dftree_reads_every_live_port_each_sweep() {
     }
     assert!(!out.join("qos-policy.conf").exists());
     assert!(!out.join("repath.txt").exists());
+
+    // Without `--sweeps` it runs until SIGTERM, then stops after the sweep it is in (exit 0).
+    let mut bg = sim
+        .spawn_env(
+            env!("CARGO_BIN_EXE_weft"),
+            &[
+                "dftree",
+                b.to_str().unwrap(),
+                "--target",
+                "mad",
+                "--interval",
+                "100ms",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            &[],
+        )
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !std::fs::read_to_string(&bg.out)
+        .unwrap_or_default()
+        .contains("12 live port(s)")
+    {
+        assert!(
+            bg.running() && start.elapsed() < Duration::from_secs(60),
+            "{}",
+            std::fs::read_to_string(&bg.out).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(bg.running());
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &bg.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let o = bg.wait(Duration::from_secs(60)).unwrap();
+    assert!(o.status.success(), "{}", o.stdout);
+    assert!(
+        o.stdout
+            .contains("weft: interrupted: stopping after this sweep")
+            && o.stdout
+                .contains("sweep(s) of 12 port(s); 0 flow(s) on their slow lane"),
+        "{}",
+        o.stdout
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 
