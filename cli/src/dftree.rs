@@ -301,25 +301,7 @@ pub fn run(args: Args, color: crate::ColorChoice, quiet: bool) -> Result<ExitCod
             });
             crate::out(None, &format!("{line}\n"))?;
         } else {
-            let mut t = String::new();
-            for (g, p) in &moves.hotspots_marked {
-                t += &format!("sweep {sweep}: hot-spot {g:#018x} port {p}\n");
-            }
-            for (g, p) in &moves.hotspots_cleared {
-                t += &format!("sweep {sweep}: hot-spot {g:#018x} port {p} cleared\n");
-            }
-            for f in &moves.to_slow {
-                t += &format!(
-                    "sweep {sweep}: {:#018x} port {} → LID {} to the slow lane (SL {})\n",
-                    f.src_guid, f.src_port, f.dst_lid, f.slow_sl
-                );
-            }
-            for f in &moves.to_fast {
-                t += &format!(
-                    "sweep {sweep}: {:#018x} port {} → LID {} back to the fast lane (SL {})\n",
-                    f.src_guid, f.src_port, f.dst_lid, f.fast_sl
-                );
-            }
+            let t = human(sweep, &moves);
             crate::out(None, &t)?;
         }
         {
@@ -351,6 +333,30 @@ pub fn run(args: Args, color: crate::ColorChoice, quiet: bool) -> Result<ExitCod
     Ok(ExitCode::SUCCESS)
 }
 
+/// A sweep's moves for people, a line each.
+fn human(sweep: u64, moves: &Moves) -> String {
+    let mut t = String::new();
+    for (g, p) in &moves.hotspots_marked {
+        t += &format!("sweep {sweep}: hot-spot {g:#018x} port {p}\n");
+    }
+    for (g, p) in &moves.hotspots_cleared {
+        t += &format!("sweep {sweep}: hot-spot {g:#018x} port {p} cleared\n");
+    }
+    for f in &moves.to_slow {
+        t += &format!(
+            "sweep {sweep}: {:#018x} port {} → LID {} to the slow lane (SL {})\n",
+            f.src_guid, f.src_port, f.dst_lid, f.slow_sl
+        );
+    }
+    for f in &moves.to_fast {
+        t += &format!(
+            "sweep {sweep}: {:#018x} port {} → LID {} back to the fast lane (SL {})\n",
+            f.src_guid, f.src_port, f.dst_lid, f.fast_sl
+        );
+    }
+    t
+}
+
 /// A line for people on standard error.
 fn say(line: &str) {
     use std::io::Write as _;
@@ -361,6 +367,38 @@ fn say(line: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_per_move_and_repath_lines() {
+        let flow = |src: u64, dst: u16| Flow {
+            src_guid: src,
+            src_port: 1,
+            src_lid: 9,
+            dst_lid: dst,
+            slow_sl: 1,
+            fast_sl: 0,
+        };
+        let moves = Moves {
+            hotspots_marked: vec![(0x700, 1)],
+            hotspots_cleared: vec![(0x600, 1)],
+            to_slow: vec![flow(0x400, 4)],
+            to_fast: vec![flow(0x500, 3)],
+        };
+        assert_eq!(
+            human(7, &moves),
+            "sweep 7: hot-spot 0x0000000000000700 port 1\n\
+             sweep 7: hot-spot 0x0000000000000600 port 1 cleared\n\
+             sweep 7: 0x0000000000000400 port 1 → LID 4 to the slow lane (SL 1)\n\
+             sweep 7: 0x0000000000000500 port 1 → LID 3 back to the fast lane (SL 0)\n"
+        );
+        let r = repath(7, &moves);
+        assert!(r.starts_with("# weft dftree, sweep 7: "), "{r}");
+        assert_eq!(
+            r.lines().skip(1).collect::<Vec<_>>(),
+            ["0x0000000000000400 1 4 1", "0x0000000000000500 1 3 0"]
+        );
+        assert_eq!(human(8, &Moves::default()), "");
+    }
 
     #[test]
     fn intervals() {

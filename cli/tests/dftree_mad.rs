@@ -214,3 +214,152 @@ fn dftree_refuses_what_it_cannot_run() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A hot-spot on ibsim: after the first sweep, ibsim's console sets PortXmitWait on the
+/// leaf port facing `h4` and on the ports of `h1` and `h2` (ibsim's `PerformanceSet`; it
+/// simulates no congestion of its own). The second sweep marks `h4` a hot-spot and moves
+/// `h1 → h4` and `h2 → h4` to the slow lane (SL 1): `qos-policy.conf` (the build's, with the
+/// moved pairs on SL 1) and `repath.txt` are written, and the sweep's JSON says so.
+#[test]
+fn dftree_moves_the_contributors_of_a_hot_spot() {
+    let Some(tools) = ibsim::require("dftree_moves_the_contributors_of_a_hot_spot", &["opensm"])
+    else {
+        return;
+    };
+    let d = dir("hot");
+    let b = build(&d, &tiny("qos {\n class bulk { lanes = dftree }\n }"));
+    let state =
+        weft_fabric::ValidState::from_json(&std::fs::read_to_string(b.join("state.json")).unwrap())
+            .unwrap();
+    let f = &state.fabric;
+    let guid = |name: &str| f.node(f.find(name).unwrap()).guid().0;
+    let lid = |name: &str| {
+        state
+            .lids
+            .get(f.find(name).unwrap(), weft_fabric::PortNum(1))
+            .unwrap()
+            .0
+    };
+    let net = weft_fabric::ibnetdiscover::write(f, Some(&state.lids)).unwrap();
+    let sim = Ibsim::start_with_console(&tools, &net, Some(Limits::for_fabric(f))).unwrap();
+    sim.load_with_opensm(&b.join("lfts.dump"), &state)
+        .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
+    let out = d.join("out");
+    let bg = sim
+        .spawn_env(
+            env!("CARGO_BIN_EXE_weft"),
+            &[
+                "dftree",
+                b.to_str().unwrap(),
+                "--target",
+                "mad",
+                "--interval",
+                "2s",
+                "--sweeps",
+                "2",
+                "--out",
+                out.to_str().unwrap(),
+                "--format",
+                "json",
+            ],
+            &[],
+        )
+        .unwrap();
+    // The first sweep (which only records) is done.
+    let start = std::time::Instant::now();
+    while !std::fs::read_to_string(&bg.out)
+        .unwrap_or_default()
+        .contains("\"pma_gets\"")
+    {
+        assert!(start.elapsed() < Duration::from_secs(60));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // h4 sits on leaf2's port 2; 10 M ticks over the 2 s interval is 5 M a second, above
+    // the 100 000 threshold; ibsim's XmitData stays far below half the links' rate.
+    for (node, port) in [
+        (format!("S-{:016x}", guid("leaf2")), 2),
+        (format!("H-{:016x}", guid("h1")), 1),
+        (format!("H-{:016x}", guid("h2")), 1),
+    ] {
+        let said = sim
+            .console(&format!(
+                "PerformanceSet \"{node}\"[{port}] PortCounters.PortXmitWait=10000000"
+            ))
+            .unwrap();
+        assert!(said.contains("has been set to 10000000"), "{said}");
+    }
+    let o = bg.wait(Duration::from_secs(60)).unwrap();
+    assert!(o.status.success(), "{}", o.stdout);
+    let (h1, h2, h4) = (guid("h1"), guid("h2"), guid("h4"));
+    let l4 = lid("h4");
+    let sweeps: Vec<serde_json::Value> = o
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(sweeps.len(), 2, "{}", o.stdout);
+    assert_eq!(sweeps[0]["wrote"], false);
+    let s = &sweeps[1];
+    assert_eq!(
+        s["hotspots_marked"],
+        serde_json::json!([format!("{h4:#018x}:1")])
+    );
+    let slow = |g: u64| serde_json::json!({"src_guid": format!("{g:#018x}"), "src_port": 1, "dst_lid": l4, "sl": 1});
+    assert_eq!(s["to_slow"], serde_json::json!([slow(h1), slow(h2)]), "{s}");
+    assert_eq!(
+        (&s["slow_flows"], &s["wrote"]),
+        (&serde_json::json!(2), &serde_json::json!(true))
+    );
+    let repath = std::fs::read_to_string(out.join("repath.txt")).unwrap();
+    assert_eq!(
+        repath
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .collect::<Vec<_>>(),
+        [
+            format!("{h1:#018x} 1 {l4} 1"),
+            format!("{h2:#018x} 1 {l4} 1")
+        ]
+    );
+    let policy = std::fs::read_to_string(out.join("qos-policy.conf")).unwrap();
+    let port_guid = |name: &str| {
+        f.node(f.find(name).unwrap())
+            .port(weft_fabric::PortNum(1))
+            .unwrap()
+            .guid
+            .0
+    };
+    let base = std::fs::read_to_string(b.join("qos-policy.conf")).unwrap();
+    let moved = [
+        weft_compiler::qos::SlowFlow {
+            src_port_guid: port_guid("h1"),
+            dst_lid: l4,
+            fast_sl: 0,
+            slow_sl: 1,
+        },
+        weft_compiler::qos::SlowFlow {
+            src_port_guid: port_guid("h2"),
+            dst_lid: l4,
+            fast_sl: 0,
+            slow_sl: 1,
+        },
+    ];
+    assert_eq!(
+        policy,
+        weft_compiler::qos::with_slow_flows(&base, state.state(), &moved).unwrap()
+    );
+    assert!(policy.contains(&format!(
+        "port-guid: {:#018x}, {:#018x}",
+        port_guid("h1"),
+        port_guid("h2")
+    )));
+    // Nothing left beside the two files (the temporary files were renamed).
+    let mut names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["qos-policy.conf", "repath.txt"]);
+    let _ = std::fs::remove_dir_all(&d);
+}
