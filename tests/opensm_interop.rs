@@ -839,10 +839,11 @@ fn opensm_sa_answers_a_tenants_class() {
 
 /// dFtree's moves through OpenSM's SA: a small tree with one dFtree class (SLs 0 fast, 1
 /// slow), its `qos-policy.conf` with two sources moved to the slow lane toward a third host
-/// (`weft_compiler::qos::with_slow_flows`, what `weft dftree` writes), loaded by the real
-/// OpenSM (`-Q -F -Y`) on ibsim: no ERR in its log, and `saquery` answers the slow SL for
-/// the moved pairs only (another source toward the same host, and a moved source toward
-/// another host, keep the fast SL).
+/// (`weft_compiler::qos::with_slow_flows`, what `weft dftree` writes) written over the
+/// build's policy under the real OpenSM (`-Q -F -Y`) on ibsim, then SIGHUP: OpenSM reads it
+/// again (no ERR in its log), and `saquery` answers the slow SL for the moved pairs only
+/// (another source toward the same host, and a moved source toward another host, keep the
+/// fast SL).
 #[test]
 fn opensm_sa_answers_dftree_moves() {
     let Some(tools) = ibsim::require("opensm_sa_answers_dftree_moves", &["opensm", "saquery"])
@@ -895,7 +896,28 @@ fn opensm_sa_answers_dftree_moves() {
     let policy =
         weft_compiler::qos::with_slow_flows(&base, &state, &[moved(g1), moved(g2)]).unwrap();
     assert!(policy.contains("weft-dftree-src-"), "{policy}");
-    let (sim, _osm) = opensm_serving(&tools, &state, &conf, &policy, None);
+    // OpenSM starts on the build's policy: every pair on its fast lane.
+    let (sim, osm) = opensm_serving(&tools, &state, &conf, &base, None);
+    assert_eq!(sa_sl(&sim, l1, l4, None), 0, "h1 → h4 before the move");
+    // The moves written over the policy file, and SIGHUP: OpenSM reads it again on the heavy
+    // sweep the signal starts.
+    std::fs::write(sim.dir().join("qos-policy.conf"), &policy).unwrap();
+    let hup = std::process::Command::new("kill")
+        .args(["-HUP", &osm.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(hup.success());
+    let start = std::time::Instant::now();
+    while sa_sl(&sim, l1, l4, None) != 1 {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "OpenSM did not answer the slow lane after SIGHUP:\n{}",
+            std::fs::read_to_string(sim.dir().join("osm.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let log = std::fs::read_to_string(sim.dir().join("osm.log")).unwrap_or_default();
+    assert!(!log.contains(" ERR "), "OpenSM reported errors:\n{log}");
     assert_eq!(sa_sl(&sim, l1, l4, None), 1, "h1 → h4 moved");
     assert_eq!(sa_sl(&sim, l2, l4, None), 1, "h2 → h4 moved");
     assert_eq!(sa_sl(&sim, l3, l4, None), 0, "h3 → h4 not moved");
