@@ -1,14 +1,15 @@
 //! `weft simulate FILE.weft|BUILD_DIR|STATE.json --traffic SPEC`: run the packet simulator
 //! (`weft_traffic`) over a state and print what the traffic got: throughput per node, latency,
-//! link utilisation, stalls; `--compare OTHER` runs a second state on the same traffic and
-//! prints the gain.
+//! link utilisation, stalls, and on a state with dFtree lanes what dFtree's run-time loop did
+//! (`--no-dftree-loop`, `--dftree-oracle`); `--compare OTHER` runs a second state on the same
+//! traffic and prints the gain.
 
 use crate::report::Format;
 use crate::{out, ColorChoice, Fatal};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use weft_fabric::ValidState;
-use weft_traffic::{self as traffic, Params, Report, Traffic};
+use weft_traffic::{self as traffic, DftreeMode, Params, Report, Traffic};
 
 /// `weft simulate` arguments.
 #[derive(clap::Args)]
@@ -16,7 +17,8 @@ pub struct Args {
     /// The state to simulate: a `.weft` file (compiled here), a `weft build` directory, or a
     /// `state.json`.
     input: PathBuf,
-    /// Traffic: `uniform`, `hotspot:N[:SHARE]` (SHARE in %, default 5), `shift:K`,
+    /// Traffic: `uniform`, `hotspot:N[:SHARE][@FROM-UNTIL]` (SHARE in %, default 5; the hot-spot
+    /// traffic only from FROM until UNTIL, such as `@0-300us` or `@50us-`), `shift:K`,
     /// `all-to-all` or `permutation`.
     #[arg(long, value_name = "SPEC")]
     traffic: String,
@@ -39,6 +41,33 @@ pub struct Args {
     /// printed is the input's throughput per node over this one's.
     #[arg(long, value_name = "OTHER")]
     compare: Option<PathBuf>,
+    /// An end node's receive rate, a fraction of its link rate (1: it sinks at line rate).
+    /// Below 1, the switch port facing an end node asked for more waits for credits, which
+    /// is how dFtree's loop sees an end-node hot-spot.
+    #[arg(long, default_value_t = 1.0, value_name = "F")]
+    receive_rate: f64,
+    /// dFtree lanes: turn the run-time loop off (every flow on its fast lane).
+    #[arg(long, conflicts_with = "dftree_oracle")]
+    no_dftree_loop: bool,
+    /// dFtree lanes: the papers' best case instead of the loop (every packet toward a
+    /// hot-spot of the traffic on its slow lane from the start).
+    #[arg(long)]
+    dftree_oracle: bool,
+    /// dFtree's loop: time between performance sweeps (default 10us).
+    #[arg(long, value_name = "T")]
+    dftree_sweep: Option<String>,
+    /// dFtree's loop: from a sweep to its moves reaching the sources' new packets (default
+    /// 1us).
+    #[arg(long, value_name = "T")]
+    dftree_repath: Option<String>,
+    /// dFtree's loop: congestion threshold in XmitWait ticks (64 bytes' time) per second
+    /// (default 10000000).
+    #[arg(long, value_name = "TICKS")]
+    dftree_threshold: Option<f64>,
+    /// dFtree's loop: sweeps below the threshold before a hot-spot's flows move back
+    /// (default 2).
+    #[arg(long, value_name = "N")]
+    dftree_release: Option<u32>,
     /// Output format.
     #[arg(long, default_value = "human")]
     pub(crate) format: Format,
@@ -77,14 +106,81 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
         .map(traffic::parse_duration)
         .transpose()
         .map_err(fail)?;
+    let defaults = Params::default();
+    let dftree = if args.no_dftree_loop {
+        DftreeMode::Off
+    } else if args.dftree_oracle {
+        DftreeMode::Oracle
+    } else {
+        DftreeMode::Loop
+    };
+    let loop_flags = [
+        ("--dftree-sweep", args.dftree_sweep.is_some()),
+        ("--dftree-repath", args.dftree_repath.is_some()),
+        ("--dftree-threshold", args.dftree_threshold.is_some()),
+        ("--dftree-release", args.dftree_release.is_some()),
+    ];
+    if dftree != DftreeMode::Loop {
+        if let Some((flag, _)) = loop_flags.iter().find(|f| f.1) {
+            return Err(Fatal::Run(format!(
+                "{flag} sets dFtree's run-time loop, which {} turns off",
+                if args.no_dftree_loop {
+                    "--no-dftree-loop"
+                } else {
+                    "--dftree-oracle"
+                }
+            )));
+        }
+    }
     let params = Params {
         duration_ns,
         warmup_ns,
         load: args.load,
         top: args.top,
-        ..Params::default()
+        receive_rate: args.receive_rate,
+        dftree,
+        dftree_sweep_ns: args
+            .dftree_sweep
+            .as_deref()
+            .map(traffic::parse_duration)
+            .transpose()
+            .map_err(fail)?
+            .unwrap_or(defaults.dftree_sweep_ns),
+        dftree_repath_ns: args
+            .dftree_repath
+            .as_deref()
+            .map(traffic::parse_duration)
+            .transpose()
+            .map_err(fail)?
+            .unwrap_or(defaults.dftree_repath_ns),
+        dftree_threshold_ticks_per_s: args
+            .dftree_threshold
+            .unwrap_or(defaults.dftree_threshold_ticks_per_s),
+        dftree_release_sweeps: args
+            .dftree_release
+            .unwrap_or(defaults.dftree_release_sweeps),
+        ..defaults
     };
     let state = load(&args.input, color)?;
+    // dFtree's switches act on a state with dFtree lanes: refused when neither state has any.
+    let used = [
+        ("--no-dftree-loop", args.no_dftree_loop),
+        ("--dftree-oracle", args.dftree_oracle),
+    ]
+    .into_iter()
+    .chain(loop_flags)
+    .find(|f| f.1);
+    if let Some((flag, _)) = used {
+        let base = args.compare.as_ref().map(|o| load(o, color)).transpose()?;
+        let lanes = traffic::dftree::has_lanes(&state)
+            || base.as_ref().is_some_and(|b| traffic::dftree::has_lanes(b));
+        if !lanes {
+            return Err(Fatal::Run(format!(
+                "{flag}: the state has no dFtree lanes (no pair has more than one path SL), so \
+                 there is no dFtree loop to set; declare a class with `lanes = dftree`"
+            )));
+        }
+    }
     crate::term::phase("simulating");
     let (report, baseline) = match &args.compare {
         None => (

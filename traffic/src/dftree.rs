@@ -212,11 +212,7 @@ impl Controller {
             ));
         }
         let ps = &state.path_sl;
-        let lanes = ps.default.len() > 1
-            || ps.by_dlid.iter().any(|e| e.sls.len() > 1)
-            || ps.by_switch.iter().any(|e| e.sls.len() > 1)
-            || ps.by_source.iter().any(|e| e.sls.len() > 1);
-        if !lanes {
+        if !has_lanes(state) {
             return Err(DftreeError::NoLanes);
         }
         let f = &state.fabric;
@@ -426,6 +422,16 @@ impl Controller {
             })
             .collect()
     }
+}
+
+/// Whether some pair of `state` has more than one path SL (dFtree lanes, as the controller
+/// takes them).
+pub fn has_lanes(state: &FabricState) -> bool {
+    let ps = &state.path_sl;
+    ps.default.len() > 1
+        || ps.by_dlid.iter().any(|e| e.sls.len() > 1)
+        || ps.by_switch.iter().any(|e| e.sls.len() > 1)
+        || ps.by_source.iter().any(|e| e.sls.len() > 1)
 }
 
 /// The fast and slow lane of a path-SL set (lowest, next), if it has two or more SLs.

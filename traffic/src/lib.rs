@@ -33,11 +33,14 @@
 //!   the input buffers waiting on that VL by round robin.
 //! * *Stalls*: per output port, the time it had a packet waiting but could send nothing for
 //!   lack of credits (or of arbitration), like PortXmitWait.
+//! * *dFtree*: on a state whose pairs have a fast and a slow lane, the run-time loop
+//!   ([`dftree::Controller`] fed with the simulator's own port counters every
+//!   [`Params::dftree_sweep_ns`], its moves applied after [`Params::dftree_repath_ns`] to the
+//!   sources' new packets), the papers' best case, or neither ([`DftreeMode`]).
 //!
 //! **Not modelled**: multicast (MFTs), IB congestion control (FECN/BECN), adaptive routing,
 //! link-level errors and retries, the input side of a crossbar (a switch input port may feed
-//! several outputs at once, one per VL), shared buffer pools, dFtree's run-time loop, per-job
-//! traffic files. Packets a switch cannot forward (no LFT entry, a down link, SL→VL 15) are
+//! several outputs at once, one per VL), shared buffer pools, per-job traffic files. Packets a switch cannot forward (no LFT entry, a down link, SL→VL 15) are
 //! dropped and counted.
 //!
 //! **Determinism**: one event queue ordered by (time in picoseconds, sequence number), one
@@ -68,10 +71,12 @@ pub mod dftree;
 mod pattern;
 mod report;
 mod sim;
+mod sim_dftree;
 
-pub use pattern::Traffic;
+pub use pattern::{Traffic, Window};
 pub use report::{ClassThroughput, Classes, Latency, LinkLoad, Packets, Report, Throughput};
 pub use sim::simulate;
+pub use sim_dftree::{DftreeReport, Hotspot, Move, SlowFlow, TICK_BYTES};
 
 use weft_fabric::FabricState;
 
@@ -139,6 +144,47 @@ pub struct Params {
     /// After the duration, stop generating and run until every packet has arrived or can
     /// move no more (default false: the run stops at the duration).
     pub drain: bool,
+    /// An end node's receive rate, a fraction of its link's (default 1: it sinks packets at
+    /// line rate). Below 1 the end node drains its receive buffer that much slower than its
+    /// link delivers, and returns credits as it drains: the switch port facing an end node
+    /// asked for more than it sinks waits for credits, which is how dFtree's loop sees an
+    /// end-node hot-spot.
+    pub receive_rate: f64,
+    /// What dFtree does on a state with dFtree lanes (default [`DftreeMode::Loop`]).
+    pub dftree: DftreeMode,
+    /// dFtree: time between performance sweeps, in nanoseconds (default 10 µs: the papers'
+    /// seconds, scaled to microsecond-long runs; the first sweep, at 0, only records).
+    pub dftree_sweep_ns: u64,
+    /// dFtree: from a sweep to its moves reaching the sources, in nanoseconds (default 1 µs:
+    /// the re-path trap's delivery and the QP change). Packets generated after it take the
+    /// new SL; packets already in a source queue or in the fabric keep theirs.
+    pub dftree_repath_ns: u64,
+    /// dFtree: a port waiting more than this is congested, in XmitWait ticks per second (a
+    /// simulated tick is [`TICK_BYTES`] bytes' time on the port: 5.12 ns on 4x EDR). Default
+    /// 10 000 000 (a port waiting 5.12 % of the time on 4x EDR): the paper's 100 000 ticks/s
+    /// was set for sweeps seconds apart, which average away the brief collisions of random
+    /// traffic; 10 µs sweeps see them (a receiver of uniform traffic at 0.8 load with a 0.9
+    /// receive rate waits up to about 2 % of the time, a hot-spot's switch port `1 −` the
+    /// receive rate).
+    pub dftree_threshold_ticks_per_s: f64,
+    /// dFtree: sweeps a hot-spot's switch port must stay at or below the threshold before its
+    /// contributors' flows move back to the fast lane (default 2).
+    pub dftree_release_sweeps: u32,
+}
+
+/// What the simulation does with a state's dFtree lanes (pairs with several path SLs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DftreeMode {
+    /// The run-time loop: sweeps, hot-spots and contributors found from the port counters,
+    /// contributors' hot-spot-bound flows moved to the slow lane and back.
+    #[default]
+    Loop,
+    /// The papers' best case: every packet toward a hot-spot of the traffic pattern on the
+    /// slow lane from the start (no detection, no delay).
+    Oracle,
+    /// Every flow on its fast lane (the lowest SL).
+    Off,
 }
 
 impl Default for Params {
@@ -155,6 +201,12 @@ impl Default for Params {
             load: 1.0,
             top: 10,
             drain: false,
+            receive_rate: 1.0,
+            dftree: DftreeMode::Loop,
+            dftree_sweep_ns: 10_000,
+            dftree_repath_ns: 1_000,
+            dftree_threshold_ticks_per_s: 10_000_000.0,
+            dftree_release_sweeps: 2,
         }
     }
 }
@@ -245,5 +297,7 @@ mod tests {
     }
 }
 
+#[cfg(test)]
+mod sim_dftree_tests;
 #[cfg(test)]
 mod sim_tests;

@@ -22,12 +22,16 @@ pub enum Traffic {
     /// uniformly at random to any other end node (hot-spots included). On the 648-host
     /// two-level tree this is the vFtree and dFtree papers' scenario: hot-spot node 1 with
     /// every node contributing; nodes 1, 217, 433 with groups 1–216, 217–432, 433–648; nodes
-    /// 1, 73, …, 577 with groups of 72.
+    /// 1, 73, …, 577 with groups of 72. `@FROM-UNTIL` (`hotspot:1:5%@20us-60us`) limits the
+    /// hot-spot traffic to that span of simulated time (from `FROM`, before `UNTIL`; `UNTIL`
+    /// left out: to the end): outside it, every host sends uniformly at random.
     Hotspot {
         /// Number of hot-spots.
         count: usize,
         /// Share of each contributor's packets to its hot-spot, in parts per million.
         share_ppm: u32,
+        /// When the hot-spot traffic runs (`None`: the whole run).
+        window: Option<Window>,
     },
     /// `shift:K`: host `i` sends every packet to host `i + K` (modulo the host count).
     Shift(usize),
@@ -38,15 +42,83 @@ pub enum Traffic {
     Permutation,
 }
 
+/// A span of simulated time, in nanoseconds: from `from_ns`, before `until_ns`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// Start.
+    pub from_ns: u64,
+    /// End (`None`: the end of the run).
+    pub until_ns: Option<u64>,
+}
+
+impl Window {
+    /// Whether time `ps` (picoseconds) is inside.
+    pub(crate) fn holds(&self, ps: u64) -> bool {
+        ps >= self.from_ns.saturating_mul(1000)
+            && self.until_ns.is_none_or(|u| ps < u.saturating_mul(1000))
+    }
+}
+
+/// A time for a window: `0`, or a duration such as `300us`.
+fn parse_time(text: &str) -> Option<u64> {
+    let t = text.trim();
+    if t.trim_end_matches(|c: char| c.is_ascii_alphabetic() || c == 'µ')
+        .parse::<f64>()
+        .is_ok_and(|v| v == 0.0)
+    {
+        return Some(0);
+    }
+    crate::parse_duration(t).ok()
+}
+
+/// `ns` in the largest unit that divides it (`300us`, `1ms`, `0ns`).
+fn show_ns(ns: u64) -> String {
+    for (unit, scale) in [("s", 1_000_000_000u64), ("ms", 1_000_000), ("us", 1_000)] {
+        if ns > 0 && ns.is_multiple_of(scale) {
+            return format!("{}{unit}", ns / scale);
+        }
+    }
+    format!("{ns}ns")
+}
+
 impl Traffic {
-    /// Parses a spec: `uniform`, `hotspot:N[:SHARE]` (SHARE a percentage, `5` or `5%`,
-    /// above 0 and at most 100), `shift:K` (K ≥ 1), `all-to-all`, `permutation`.
+    /// Parses a spec: `uniform`, `hotspot:N[:SHARE][@FROM-UNTIL]` (SHARE a percentage, `5`
+    /// or `5%`, above 0 and at most 100; FROM and UNTIL durations such as `0`, `20us`,
+    /// `1ms`, UNTIL after FROM or left out), `shift:K` (K ≥ 1), `all-to-all`, `permutation`.
     pub fn parse(spec: &str) -> Result<Traffic, SimError> {
         let bad = |why: &str| SimError::Traffic {
             spec: spec.to_owned(),
             why: why.to_owned(),
         };
-        let mut parts = spec.trim().split(':');
+        let (body, window) = match spec.trim().split_once('@') {
+            None => (spec.trim(), None),
+            Some((body, span)) => {
+                if !body.starts_with("hotspot") {
+                    return Err(bad(
+                        "only hot-spot traffic takes a time span (`hotspot:N[:SHARE]@FROM-UNTIL`)",
+                    ));
+                }
+                let (from, until) = span.split_once('-').ok_or_else(|| {
+                    bad("give the time span as `@FROM-UNTIL` (`@0-300us`) or `@FROM-` (to the end)")
+                })?;
+                let from_ns = parse_time(from).ok_or_else(|| {
+                    bad("FROM in `@FROM-UNTIL` must be a time such as `0`, `20us` or `1ms`")
+                })?;
+                let until_ns = if until.trim().is_empty() {
+                    None
+                } else {
+                    let u = parse_time(until).ok_or_else(|| {
+                        bad("UNTIL in `@FROM-UNTIL` must be a time such as `300us` or `1ms`, or left out")
+                    })?;
+                    if u <= from_ns {
+                        return Err(bad("UNTIL in `@FROM-UNTIL` must be after FROM"));
+                    }
+                    Some(u)
+                };
+                (body, Some(Window { from_ns, until_ns }))
+            }
+        };
+        let mut parts = body.split(':');
         let kind = parts.next().unwrap_or("");
         let args: Vec<&str> = parts.collect();
         let t =
@@ -74,7 +146,11 @@ impl Traffic {
                             (pct * PPM_PER_PERCENT).round() as u32
                         }
                     };
-                    Traffic::Hotspot { count, share_ppm }
+                    Traffic::Hotspot {
+                        count,
+                        share_ppm,
+                        window,
+                    }
                 }
                 ("shift", [k]) => {
                     let k: usize = k
@@ -88,7 +164,11 @@ impl Traffic {
                 ("uniform" | "all-to-all" | "permutation", _) => {
                     return Err(bad("this pattern takes no argument"))
                 }
-                ("hotspot", _) => return Err(bad("give `hotspot:N` or `hotspot:N:SHARE`")),
+                ("hotspot", _) => {
+                    return Err(bad(
+                        "give `hotspot:N`, `hotspot:N:SHARE` or either with `@FROM-UNTIL`",
+                    ))
+                }
                 ("shift", _) => return Err(bad("give `shift:K`")),
                 _ => return Err(bad(
                     "known patterns: uniform, hotspot:N[:SHARE], shift:K, all-to-all, permutation",
@@ -101,9 +181,20 @@ impl Traffic {
     pub fn spec(&self) -> String {
         match self {
             Traffic::Uniform => "uniform".into(),
-            Traffic::Hotspot { count, share_ppm } => {
+            Traffic::Hotspot {
+                count,
+                share_ppm,
+                window,
+            } => {
+                let span = window.map_or(String::new(), |w| {
+                    format!(
+                        "@{}-{}",
+                        show_ns(w.from_ns),
+                        w.until_ns.map_or(String::new(), show_ns)
+                    )
+                });
                 format!(
-                    "hotspot:{count}:{}%",
+                    "hotspot:{count}:{}%{span}",
                     f64::from(*share_ppm) / PPM_PER_PERCENT
                 )
             }
@@ -205,8 +296,19 @@ impl Pattern {
             && self.target.get(host as usize).copied().flatten() == Some(host)
     }
 
-    /// The destination of `src`'s next packet.
-    pub(crate) fn draw(&mut self, src: u32, rng: &mut SplitMix64) -> u32 {
+    /// Whether hot-spot traffic runs at `ps` (picoseconds): always, but for a hot-spot
+    /// pattern with a window outside it.
+    pub(crate) fn hot_at(&self, ps: u64) -> bool {
+        match &self.traffic {
+            Traffic::Hotspot {
+                window: Some(w), ..
+            } => w.holds(ps),
+            _ => true,
+        }
+    }
+
+    /// The destination of `src`'s next packet, generated at `ps` (picoseconds).
+    pub(crate) fn draw(&mut self, src: u32, rng: &mut SplitMix64, ps: u64) -> u32 {
         let uniform = |rng: &mut SplitMix64| {
             let d = rng.below(u64::from(self.hosts - 1)) as u32;
             if d >= src {
@@ -218,7 +320,7 @@ impl Pattern {
         match self.traffic {
             Traffic::Uniform => uniform(rng),
             Traffic::Hotspot { share_ppm, .. } => match self.hotspot_of(src) {
-                Some(h) if rng.below(1_000_000) < u64::from(share_ppm) => h,
+                Some(h) if rng.below(1_000_000) < u64::from(share_ppm) && self.hot_at(ps) => h,
                 _ => uniform(rng),
             },
             Traffic::Shift(_) | Traffic::Permutation => self
@@ -253,6 +355,9 @@ mod tests {
             ("shift:4", "shift:4"),
             ("all-to-all", "all-to-all"),
             ("permutation", "permutation"),
+            ("hotspot:1:5%@0-300us", "hotspot:1:5%@0ns-300us"),
+            ("hotspot:2@20us-", "hotspot:2:5%@20us-"),
+            ("hotspot:1:10@1.5us-2ms", "hotspot:1:10%@1500ns-2ms"),
         ] {
             assert_eq!(
                 Traffic::parse(s).map(|t| t.spec()).ok().as_deref(),
@@ -271,6 +376,13 @@ mod tests {
             "shift:0",
             "shift:-1",
             "uniform:3",
+            "uniform@0-1us",
+            "hotspot:1@",
+            "hotspot:1@5us",
+            "hotspot:1@x-1us",
+            "hotspot:1@0-y",
+            "hotspot:1@5us-5us",
+            "hotspot:1@5us-1us",
         ] {
             assert!(Traffic::parse(s).is_err(), "{s}");
         }
@@ -283,6 +395,7 @@ mod tests {
                 &Traffic::Hotspot {
                     count: n,
                     share_ppm: 50_000,
+                    window: None,
                 },
                 648,
                 0,
@@ -315,6 +428,7 @@ mod tests {
             &Traffic::Hotspot {
                 count: 3,
                 share_ppm: 1,
+                window: None,
             },
             10,
             0,
@@ -329,13 +443,48 @@ mod tests {
     }
 
     #[test]
+    fn a_windowed_hotspot_sends_to_it_only_inside_the_window() {
+        let Traffic::Hotspot { window, .. } = Traffic::parse("hotspot:1:100%@10us-20us").unwrap()
+        else {
+            panic!()
+        };
+        let mut p = Pattern::new(
+            &Traffic::Hotspot {
+                count: 1,
+                share_ppm: 1_000_000,
+                window,
+            },
+            8,
+            0,
+        )
+        .unwrap();
+        let mut rng = SplitMix64(3);
+        let at = |p: &mut Pattern, rng: &mut SplitMix64, ns: u64| {
+            (0..50).filter(|_| p.draw(5, rng, ns * 1000) == 0).count()
+        };
+        assert_eq!(at(&mut p, &mut rng, 10_000), 50);
+        assert_eq!(at(&mut p, &mut rng, 19_999), 50);
+        // Outside: uniform over the 7 others.
+        let before = at(&mut p, &mut rng, 9_999);
+        let after = at(&mut p, &mut rng, 20_000);
+        assert!(before < 20 && after < 20, "{before} {after}");
+        let e = Traffic::parse("hotspot:1@5us-1us").unwrap_err().to_string();
+        assert!(
+            e.contains("UNTIL in `@FROM-UNTIL` must be after FROM"),
+            "{e}"
+        );
+        let e = Traffic::parse("shift:1@0-1us").unwrap_err().to_string();
+        assert!(e.contains("only hot-spot traffic takes a time span"), "{e}");
+    }
+
+    #[test]
     fn permutation_is_one_cycle_and_nobody_sends_to_itself() {
         let mut p = Pattern::new(&Traffic::Permutation, 17, 5).unwrap();
         let mut rng = SplitMix64(1);
         let mut seen = [false; 17];
         let mut at = 0;
         for _ in 0..17 {
-            let d = p.draw(at, &mut rng);
+            let d = p.draw(at, &mut rng, 0);
             assert_ne!(d, at);
             seen[d as usize] = true;
             at = d;
@@ -348,7 +497,7 @@ mod tests {
     fn all_to_all_visits_every_other_host() {
         let mut p = Pattern::new(&Traffic::AllToAll, 5, 0).unwrap();
         let mut rng = SplitMix64(1);
-        let d: Vec<u32> = (0..8).map(|_| p.draw(2, &mut rng)).collect();
+        let d: Vec<u32> = (0..8).map(|_| p.draw(2, &mut rng, 0)).collect();
         assert_eq!(d, [3, 4, 0, 1, 3, 4, 0, 1]);
     }
 
@@ -358,7 +507,8 @@ mod tests {
             Pattern::new(
                 &Traffic::Hotspot {
                     count: 5,
-                    share_ppm: 1
+                    share_ppm: 1,
+                    window: None,
                 },
                 4,
                 0

@@ -44,8 +44,10 @@ pub struct Report {
     pub stalled_ports: Vec<LinkLoad>,
     /// Sum of every output port's stall time in the window, in nanoseconds.
     pub stall_total_ns: f64,
-    /// What the run left out that the state asks for (dFtree's run-time loop).
+    /// What the run left out or assumed about what the state asks for (several path SLs).
     pub notes: Vec<String>,
+    /// What dFtree did, on a state with dFtree lanes (`null` otherwise).
+    pub dftree: Option<crate::DftreeReport>,
     /// Events processed (a measure of the work done).
     pub events: u64,
     /// Wall-clock time of the run (not in the JSON, which is byte-identical for a seed).
@@ -176,6 +178,42 @@ impl Report {
         );
         for n in &self.notes {
             let _ = writeln!(t, "  note        {n}");
+        }
+        if let Some(d) = &self.dftree {
+            let mode = match d.mode {
+                crate::DftreeMode::Loop => format!(
+                    "run-time loop, a sweep every {} ns ({} taken), moves applied {} ns after",
+                    d.sweep_ns, d.sweeps, d.repath_ns
+                ),
+                crate::DftreeMode::Oracle => {
+                    "best case: every packet toward a hot-spot on its slow lane from the start"
+                        .to_owned()
+                }
+                crate::DftreeMode::Off => "off: every flow on its fast lane".to_owned(),
+            };
+            let _ = writeln!(t, "  dftree      {mode}");
+            if d.mode == crate::DftreeMode::Loop {
+                let slow = d.moves.iter().filter(|m| m.lane == "slow").count();
+                let _ = writeln!(
+                    t,
+                    "    {} hot-spot(s) detected, {} flow(s) moved to the slow lane, {} back, {} on it at the end",
+                    d.hotspots.len(),
+                    slow,
+                    d.moves.len() - slow,
+                    d.slow_flows_at_end.len()
+                );
+                for h in &d.hotspots {
+                    let until = h.cleared_ns.map_or_else(
+                        || "still marked at the end".to_owned(),
+                        |c| format!("cleared at {c} ns"),
+                    );
+                    let _ = writeln!(
+                        t,
+                        "    hot-spot  {} marked at {} ns, {until}",
+                        h.port, h.marked_ns
+                    );
+                }
+            }
         }
         let _ = writeln!(t, "  hottest links");
         for x in &self.hottest_links {

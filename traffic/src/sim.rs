@@ -8,7 +8,8 @@
 use crate::arb::Arbiter;
 use crate::pattern::Pattern;
 use crate::report::{ClassThroughput, Classes, Latency, LinkLoad, Packets, Report, Throughput};
-use crate::{Params, SimError, Traffic};
+use crate::sim_dftree::Loop;
+use crate::{DftreeMode, Params, SimError, Traffic};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::time::Instant;
@@ -49,6 +50,10 @@ enum Ev {
     Credit { chan: u32, vl: u8, blocks: u32 },
     /// A host generates.
     Gen { host: u32 },
+    /// dFtree: a performance sweep.
+    Sweep,
+    /// dFtree: a sweep's moves reach the sources.
+    Repath { idx: u32 },
 }
 
 struct Item {
@@ -137,6 +142,10 @@ struct Sim<'a> {
     /// The most blocks any input buffer held (checked against its size in tests).
     max_fill: u32,
     fill: Vec<u32>,
+    /// Per host: when its receive side has drained what arrived (below line rate only).
+    sink_free: Vec<u64>,
+    /// dFtree's loop or best case, on a state with dFtree lanes.
+    dft: Option<Loop>,
 }
 
 /// Simulates `traffic` on `state` for `params.duration_ns` with `seed`.
@@ -155,7 +164,7 @@ pub fn simulate(
 }
 
 /// A channel's serialisation time for `bytes`, in picoseconds.
-fn ser(bytes: u32, mbps: u64) -> u64 {
+pub(crate) fn ser(bytes: u32, mbps: u64) -> u64 {
     (u64::from(bytes) * 8 * 1_000_000).div_ceil(mbps.max(1))
 }
 
@@ -170,6 +179,12 @@ impl<'a> Sim<'a> {
             return Err(SimError::Param(format!(
                 "the offered load must be above 0 and at most 1, not {}",
                 p.load
+            )));
+        }
+        if !(p.receive_rate > 0.0 && p.receive_rate <= 1.0) {
+            return Err(SimError::Param(format!(
+                "the receive rate must be above 0 and at most 1, not {}",
+                p.receive_rate
             )));
         }
         if p.duration_ns == 0 {
@@ -331,6 +346,12 @@ impl<'a> Sim<'a> {
             .iter()
             .map(|c| Arbiter::new(st.ports.get(&c.from).and_then(|s| s.vlarb.as_ref())))
             .collect();
+        let dft = Loop::new(
+            st,
+            p,
+            &chans.iter().map(|c| (c.from, c.mbps)).collect::<Vec<_>>(),
+            &hosts.iter().map(|h| (h.port, h.lid.0)).collect::<Vec<_>>(),
+        )?;
         let nch = chans.len();
         let nbuf = (nch + hosts.len()) * nvl;
         let end = p.duration_ns.saturating_mul(PS);
@@ -367,6 +388,8 @@ impl<'a> Sim<'a> {
             latencies: Vec::new(),
             max_fill: 0,
             fill: vec![0; nbuf],
+            sink_free: vec![0; hosts.len()],
+            dft,
             chans,
             hosts,
         };
@@ -376,6 +399,9 @@ impl<'a> Sim<'a> {
                 x.rng.below(i)
             });
             sim.push(first.unwrap_or(0), Ev::Gen { host: h as u32 });
+        }
+        if sim.dft.as_ref().is_some_and(Loop::sweeping) {
+            sim.push(0, Ev::Sweep);
         }
         Ok(sim)
     }
@@ -416,7 +442,28 @@ impl<'a> Sim<'a> {
                     }
                     self.try_send(now, chan);
                 }
+                Ev::Sweep => self.sweep(now),
+                Ev::Repath { idx } => {
+                    if let Some(d) = self.dft.as_mut() {
+                        d.apply(now, idx);
+                    }
+                }
             }
+        }
+    }
+
+    /// dFtree: a performance sweep, the next one scheduled, the moves after the delay.
+    fn sweep(&mut self, now: u64) {
+        let Some(d) = self.dft.as_mut() else {
+            return;
+        };
+        if let Some(idx) = d.sweep(now, &self.stall_since) {
+            let at = now + self.p.dftree_repath_ns.saturating_mul(PS);
+            self.push(at, Ev::Repath { idx });
+        }
+        let next = now + self.p.dftree_sweep_ns.saturating_mul(PS);
+        if next <= self.end {
+            self.push(next, Ev::Sweep);
         }
     }
 
@@ -432,12 +479,16 @@ impl<'a> Sim<'a> {
             return;
         };
         let (port, chan, interval) = (host.port, host.chan, host.interval);
-        let dst = self.pattern.draw(h, &mut host.rng);
+        let dst = self.pattern.draw(h, &mut host.rng, now);
         self.push(now + interval, Ev::Gen { host: h });
         let Some(dlid) = self.hosts.get(dst as usize).map(|d| d.lid) else {
             return;
         };
-        let sl = self.st.path_sls(port, dlid).iter().next().unwrap_or(Sl(0));
+        let sls = self.st.path_sls(port, dlid);
+        let sl = match &self.dft {
+            Some(d) => d.sl(h, dst, dlid.0, sls, &self.pattern),
+            None => sls.iter().next().unwrap_or(Sl(0)),
+        };
         let vl = self.st.injection_vl(port, sl).0;
         if usize::from(vl) >= self.nvl {
             // SL→VL 15 (or beyond the data VLs): the port drops it.
@@ -493,7 +544,18 @@ impl<'a> Sim<'a> {
             return;
         };
         if !to_switch {
-            // Into an end node: consumed at line rate, the credit back when the tail is in.
+            // Into an end node: consumed at line rate, the credit back when the tail is in;
+            // below line rate, drained one packet after the other at the receive rate, the
+            // credit back when drained.
+            let mut pkt = pkt;
+            if self.p.receive_rate < 1.0 {
+                let mbps = self.chans.get(c as usize).map_or(1, |ch| ch.mbps);
+                let rate = ((mbps as f64) * self.p.receive_rate).max(1.0) as u64;
+                if let Some(free) = to_host.and_then(|h| self.sink_free.get_mut(h as usize)) {
+                    *free = pkt.tail_at.max(*free + ser(self.pkt_bytes, rate));
+                    pkt.tail_at = *free;
+                }
+            }
             self.push(
                 pkt.tail_at + self.link_ps,
                 Ev::Credit {
@@ -677,7 +739,13 @@ impl<'a> Sim<'a> {
         if let Some(x) = self.busy.get_mut(oi) {
             *x = true;
         }
+        if let Some(d) = self.dft.as_mut() {
+            d.sent(oi, self.pkt_bytes);
+        }
         if let Some(since) = self.stall_since.get_mut(oi).and_then(Option::take) {
+            if let Some(d) = self.dft.as_mut() {
+                d.waited(oi, now.saturating_sub(since));
+            }
             let (lo, hi) = (since.max(self.warm), now.min(self.end));
             if let Some(s) = self.stall_ps.get_mut(oi) {
                 *s += hi.saturating_sub(lo);
@@ -729,11 +797,20 @@ impl<'a> Sim<'a> {
             || ps.by_dlid.iter().any(|e| e.sls.len() > 1)
             || ps.by_switch.iter().any(|e| e.sls.len() > 1)
             || ps.by_source.iter().any(|e| e.sls.len() > 1);
+        let mut notes = Vec::new();
         if several {
-            vec!["some pairs have several path SLs (QoS classes, dFtree lanes): the simulated traffic carries no service ID and dFtree's run-time loop is not built yet, so every flow takes its pair's lowest SL (a dFtree pair's fast lane)".to_owned()]
-        } else {
-            Vec::new()
+            let lanes =
+                "the lowest SL of a pair is taken as its fast lane, the next as its slow lane";
+            notes.push(match self.p.dftree {
+                DftreeMode::Off => "some pairs have several path SLs (QoS classes, dFtree lanes): the simulated traffic carries no service ID and dFtree's loop is off, so every flow takes its pair's lowest SL (a dFtree pair's fast lane)".to_owned(),
+                DftreeMode::Loop => format!("some pairs have several path SLs: the simulated traffic carries no service ID; dFtree's run-time loop moves flows between lanes ({lanes})"),
+                DftreeMode::Oracle => format!("some pairs have several path SLs: the simulated traffic carries no service ID; dFtree's best case puts every packet toward a hot-spot on its slow lane from the start, every other on its fast lane ({lanes})"),
+            });
+            if self.p.dftree == DftreeMode::Loop && self.p.receive_rate >= 1.0 {
+                notes.push("end nodes sink at line rate (receive rate 1): a switch port facing one never waits for credits, so dFtree's loop finds no end-node hot-spot; give a receive rate below 1".to_owned());
+            }
         }
+        notes
     }
 
     fn report(&mut self, traffic: &Traffic, seed: u64) -> Report {
@@ -871,6 +948,21 @@ impl<'a> Sim<'a> {
             stalled_ports: stalled,
             stall_total_ns,
             notes: self.notes(),
+            dftree: self.dft.take().map(|d| {
+                d.finish(
+                    |h| {
+                        self.hosts
+                            .get(h as usize)
+                            .map_or_else(|| format!("host {h}"), |x| self.name(x.port))
+                    },
+                    |(g, p)| {
+                        self.st.fabric.find_guid(weft_fabric::Guid(g)).map_or_else(
+                            || format!("{:#018x}:{p}", g),
+                            |n| self.name(PortRef::new(n, p)),
+                        )
+                    },
+                )
+            }),
             events: self.events,
             wall: std::time::Duration::ZERO,
         }
