@@ -245,9 +245,16 @@ pub fn run(args: Args, color: crate::ColorChoice, quiet: bool) -> Result<ExitCod
         let due = start + every * u32::try_from(sweep - 1).unwrap_or(u32::MAX);
         crate::term::phase("reading port counters");
         let gets_before = reader.gets;
-        let read = reader
-            .read(&mut mad, &ports)
-            .map_err(|e| Fatal::failed(e.code(), e.to_string()))?;
+        let (read, unread) = reader.read(&mut mad, &ports);
+        if read.is_empty() {
+            // Not one port answered: the fabric (or the local port) is gone.
+            if let Some(e) = unread.first() {
+                return Err(Fatal::failed(
+                    e.code(),
+                    format!("sweep {sweep}: no port's counters could be read; the first: {e}"),
+                ));
+            }
+        }
         let at_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
         let counters: Vec<PortCounters> = read
             .iter()
@@ -292,6 +299,7 @@ pub fn run(args: Args, color: crate::ColorChoice, quiet: bool) -> Result<ExitCod
                 "pma_gets": reader.gets - gets_before,
                 "extended_xmit_data": read.iter().filter(|c| c.extended).count(),
                 "saturated": read.iter().filter(|c| c.saturated()).count(),
+                "unread": unread.iter().map(|e| serde_json::json!({"code": e.code(), "message": e.to_string()})).collect::<Vec<_>>(),
                 "hotspots_marked": moves.hotspots_marked.iter().map(|(g, p)| format!("{g:#018x}:{p}")).collect::<Vec<_>>(),
                 "hotspots_cleared": moves.hotspots_cleared.iter().map(|(g, p)| format!("{g:#018x}:{p}")).collect::<Vec<_>>(),
                 "to_slow": moves.to_slow.iter().map(|f| flow(f, f.slow_sl)).collect::<Vec<_>>(),
@@ -301,6 +309,9 @@ pub fn run(args: Args, color: crate::ColorChoice, quiet: bool) -> Result<ExitCod
             });
             crate::out(None, &format!("{line}\n"))?;
         } else {
+            for e in &unread {
+                say(&format!("weft dftree: sweep {sweep}: not read: {e}"));
+            }
             let t = human(sweep, &moves);
             crate::out(None, &t)?;
         }

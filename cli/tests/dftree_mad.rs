@@ -219,7 +219,8 @@ fn dftree_refuses_what_it_cannot_run() {
 /// leaf port facing `h4` and on the ports of `h1` and `h2` (ibsim's `PerformanceSet`; it
 /// simulates no congestion of its own). The second sweep marks `h4` a hot-spot and moves
 /// `h1 → h4` and `h2 → h4` to the slow lane (SL 1): `qos-policy.conf` (the build's, with the
-/// moved pairs on SL 1) and `repath.txt` are written, and the sweep's JSON says so.
+/// moved pairs on SL 1) and `repath.txt` are written, and the sweep's JSON says so. `h3`'s
+/// cable is pulled meanwhile: its port is not read (named), the others are.
 #[test]
 fn dftree_moves_the_contributors_of_a_hot_spot() {
     let Some(tools) = ibsim::require("dftree_moves_the_contributors_of_a_hot_spot", &["opensm"])
@@ -288,6 +289,11 @@ fn dftree_moves_the_contributors_of_a_hot_spot() {
             .unwrap();
         assert!(said.contains("has been set to 10000000"), "{said}");
     }
+    // h3's cable pulled: its port no longer answers; the others are read on.
+    let said = sim
+        .console(&format!("Unlink \"H-{:016x}\"[1]", guid("h3")))
+        .unwrap();
+    assert!(!said.contains('#'), "{said}");
     let o = bg.wait(Duration::from_secs(60)).unwrap();
     assert!(o.status.success(), "{}", o.stdout);
     let (h1, h2, h4) = (guid("h1"), guid("h2"), guid("h4"));
@@ -300,7 +306,23 @@ fn dftree_moves_the_contributors_of_a_hot_spot() {
         .collect();
     assert_eq!(sweeps.len(), 2, "{}", o.stdout);
     assert_eq!(sweeps[0]["wrote"], false);
+    assert_eq!(sweeps[0]["ports_read"], 12);
     let s = &sweeps[1];
+    assert_eq!(s["ports_read"], 11, "{s}");
+    let unread = s["unread"].as_array().unwrap();
+    assert_eq!(unread.len(), 1, "{s}");
+    // Its node's ClassPortInfo was read at the first sweep: PortCounters is what times out.
+    assert_eq!(
+        unread[0],
+        serde_json::json!({
+            "code": "weft::deploy::pma_timeout",
+            "message": format!(
+                "node {:#018x} port 1 (LID {}): PortCounters Get got no response after 3 tries",
+                guid("h3"),
+                lid("h3")
+            ),
+        })
+    );
     assert_eq!(
         s["hotspots_marked"],
         serde_json::json!([format!("{h4:#018x}:1")])

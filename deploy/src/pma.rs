@@ -298,38 +298,49 @@ impl CounterReader {
         })
     }
 
-    /// Reads every port's counters, in `ports`' order: the first error stops the sweep.
+    /// Reads one port's counters.
+    pub fn read_port(&mut self, t: &mut impl Pma, at: &PortAt) -> Result<PortCounters, PmaError> {
+        let extended = match self.extended.get(&at.lid) {
+            Some(&e) => e,
+            None => {
+                let info = self.get(t, at, PmaAttr::ClassPortInfo)?;
+                let e = capability_mask(&info) & CAP_EXTENDED != 0;
+                self.extended.insert(at.lid, e);
+                e
+            }
+        };
+        let pc = self.get(t, at, PmaAttr::PortCounters)?;
+        let (data32, xmit_wait) = port_counters(&pc);
+        let xmit_data_words = if extended {
+            port_counters_extended(&self.get(t, at, PmaAttr::PortCountersExtended)?)
+        } else {
+            data32
+        };
+        Ok(PortCounters {
+            at: *at,
+            xmit_wait,
+            xmit_data_words,
+            extended,
+        })
+    }
+
+    /// Reads every port's counters, in `ports`' order: those read, and why each other port
+    /// was not (a port that does not answer does not stop the others; its node's
+    /// ClassPortInfo is asked again next time).
     pub fn read(
         &mut self,
         t: &mut impl Pma,
         ports: &[PortAt],
-    ) -> Result<Vec<PortCounters>, PmaError> {
-        let mut out = Vec::with_capacity(ports.len());
+    ) -> (Vec<PortCounters>, Vec<PmaError>) {
+        let mut read = Vec::with_capacity(ports.len());
+        let mut failed = Vec::new();
         for at in ports {
-            let extended = match self.extended.get(&at.lid) {
-                Some(&e) => e,
-                None => {
-                    let info = self.get(t, at, PmaAttr::ClassPortInfo)?;
-                    let e = capability_mask(&info) & CAP_EXTENDED != 0;
-                    self.extended.insert(at.lid, e);
-                    e
-                }
-            };
-            let pc = self.get(t, at, PmaAttr::PortCounters)?;
-            let (data32, xmit_wait) = port_counters(&pc);
-            let xmit_data_words = if extended {
-                port_counters_extended(&self.get(t, at, PmaAttr::PortCountersExtended)?)
-            } else {
-                data32
-            };
-            out.push(PortCounters {
-                at: *at,
-                xmit_wait,
-                xmit_data_words,
-                extended,
-            });
+            match self.read_port(t, at) {
+                Ok(c) => read.push(c),
+                Err(e) => failed.push(e),
+            }
         }
-        Ok(out)
+        (read, failed)
     }
 }
 
