@@ -836,3 +836,90 @@ fn opensm_sa_answers_a_tenants_class() {
     assert_eq!(sl("cn003", "cn001", 0x8001), 1, "alice: bulk");
     assert_eq!(sl("cn002", "cn004", 0x8002), 0, "bob: the default class");
 }
+
+/// dFtree's moves through OpenSM's SA: a small tree with one dFtree class (SLs 0 fast, 1
+/// slow), its `qos-policy.conf` with two sources moved to the slow lane toward a third host
+/// (`weft_compiler::qos::with_slow_flows`, what `weft dftree` writes) written over the
+/// build's policy under the real OpenSM (`-Q -F -Y`) on ibsim, then SIGHUP: OpenSM reads it
+/// again (no ERR in its log), and `saquery` answers the slow SL for the moved pairs only
+/// (another source toward the same host, and a moved source toward another host, keep the
+/// fast SL).
+#[test]
+fn opensm_sa_answers_dftree_moves() {
+    let Some(tools) = ibsim::require("opensm_sa_answers_dftree_moves", &["opensm", "saquery"])
+    else {
+        return;
+    };
+    let src = "use std::hardware::{sb7800, connectx5}\n\
+        fabric tiny {\n\
+            topology {\n\
+                switch spine : sb7800 { level = 2 }\n\
+                switch leaf[1..=2] : sb7800 { level = 1 }\n\
+                hca host[1..=4] : connectx5 { name = \"h{}\" }\n\
+                for l in 1..=2 { link leaf[l].p[36] <-> spine.p[l] }\n\
+                for n in 1..=4 { link host[n].p[1] <-> leaf[(n - 1) / 2 + 1].p[(n - 1) % 2 + 1] }\n\
+            }\n\
+            vls { budget = 4 }\n\
+            routing { engine = fat_tree }\n\
+            qos { class bulk { lanes = dftree } }\n\
+        }\n";
+    let c = weft_compiler::check("tiny.weft", src, &NoFiles);
+    assert!(!c.has_errors(), "{:?}", c.diagnostics);
+    let built =
+        weft_compiler::build::build(&c.elaborated.unwrap()).unwrap_or_else(|d| panic!("{d:?}"));
+    let conf = weft_compiler::qos::opensm_conf(&built.lanes, "tiny");
+    let state = built.state.state().clone();
+    let base = weft_compiler::qos::qos_policy(&state, &built.lanes, built.layers.as_ref()).unwrap();
+    let f = &state.fabric;
+    let host = |name: &str| -> (u64, u16) {
+        let n = f.find(name).unwrap();
+        let lid = state.lids.get(n, weft_fabric::PortNum(1)).unwrap().0;
+        (weft_compiler::qos::lid_port_guid(&state, lid).unwrap(), lid)
+    };
+    let ((g1, l1), (g2, l2), (_, l3), (_, l4)) = (host("h1"), host("h2"), host("h3"), host("h4"));
+    // Every pair's path SLs: fast 0, slow 1.
+    let src1 = weft_fabric::PortRef::new(f.find("h1").unwrap(), 1);
+    assert_eq!(
+        state
+            .path_sls(src1, Lid(l4))
+            .iter()
+            .map(|s| s.0)
+            .collect::<Vec<_>>(),
+        [0, 1]
+    );
+    let moved = |g| weft_compiler::qos::SlowFlow {
+        src_port_guid: g,
+        dst_lid: l4,
+        fast_sl: 0,
+        slow_sl: 1,
+    };
+    let policy =
+        weft_compiler::qos::with_slow_flows(&base, &state, &[moved(g1), moved(g2)]).unwrap();
+    assert!(policy.contains("weft-dftree-src-"), "{policy}");
+    // OpenSM starts on the build's policy: every pair on its fast lane.
+    let (sim, osm) = opensm_serving(&tools, &state, &conf, &base, None);
+    assert_eq!(sa_sl(&sim, l1, l4, None), 0, "h1 → h4 before the move");
+    // The moves written over the policy file, and SIGHUP: OpenSM reads it again on the heavy
+    // sweep the signal starts.
+    std::fs::write(sim.dir().join("qos-policy.conf"), &policy).unwrap();
+    let hup = std::process::Command::new("kill")
+        .args(["-HUP", &osm.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(hup.success());
+    let start = std::time::Instant::now();
+    while sa_sl(&sim, l1, l4, None) != 1 {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "OpenSM did not answer the slow lane after SIGHUP:\n{}",
+            std::fs::read_to_string(sim.dir().join("osm.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let log = std::fs::read_to_string(sim.dir().join("osm.log")).unwrap_or_default();
+    assert!(!log.contains(" ERR "), "OpenSM reported errors:\n{log}");
+    assert_eq!(sa_sl(&sim, l1, l4, None), 1, "h1 → h4 moved");
+    assert_eq!(sa_sl(&sim, l2, l4, None), 1, "h2 → h4 moved");
+    assert_eq!(sa_sl(&sim, l3, l4, None), 0, "h3 → h4 not moved");
+    assert_eq!(sa_sl(&sim, l1, l3, None), 0, "h1 → h3 not moved");
+}

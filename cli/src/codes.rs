@@ -26,6 +26,10 @@ pub const CODES: &[CodeInfo] = &[
         "An input the command cannot use as given (an option naming no node, a file of the wrong kind).",
     ),
     CodeInfo::stable(
+        "weft::dftree_no_lanes",
+        "`weft dftree` on a fabric with no dFtree lanes: no pair of end ports has a slow lane to move a flow to (declare a class with `lanes = dftree`).",
+    ),
+    CodeInfo::stable(
         "weft::not_covered",
         "Ports `weft verify --topology` could not cover: the topology gives them no LID (not yet assigned by an SM), so no route to or from them was checked.",
     ),

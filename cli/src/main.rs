@@ -8,6 +8,7 @@ mod audit;
 mod build;
 mod check;
 mod codes;
+mod dftree;
 mod diff;
 mod export;
 mod findings;
@@ -81,6 +82,9 @@ enum Command {
     Apply(apply::Args),
     /// Read a live fabric over SMPs (LIDs, LFTs) and prove or refute it like `verify`.
     Audit(audit::Args),
+    /// Run dFtree's loop on a live fabric: read every port's counters each sweep, move
+    /// hot-spot contributors to their slow lane (writes qos-policy.conf and repath.txt).
+    Dftree(dftree::Args),
     /// Format a `.weft` file canonically.
     Fmt(fmt::Args),
     /// Write the fabric's topology in another format.
@@ -306,6 +310,7 @@ impl Command {
             Command::Plan(a) => ("plan", a.format.findings()),
             Command::Apply(_) => ("apply", Format::Human),
             Command::Audit(a) => ("audit", a.check.format),
+            Command::Dftree(a) => ("dftree", a.format.findings()),
             Command::Fmt(_) => ("fmt", Format::Human),
             Command::Export(a) => ("export", a.format.findings()),
             Command::Diff(a) => ("diff", a.format),
@@ -382,6 +387,7 @@ fn dispatch(command: Command, color: ColorChoice, quiet: bool) -> Result<ExitCod
         Command::Plan(args) => plan::run(args, cli.color, cli.quiet),
         Command::Apply(args) => apply::run(args, cli.quiet),
         Command::Audit(args) => audit::run(args, cli.color, cli.quiet),
+        Command::Dftree(args) => dftree::run(args, cli.color, cli.quiet),
         Command::Fmt(args) => fmt::run(args, cli.color),
         Command::Export(args) => export::run(args, cli.color),
         Command::Diff(args) => diff::run(args, cli.color),

@@ -35,7 +35,7 @@ struct Shared {
     unfinished: Vec<PathBuf>,
     /// Set by the first interruption instead of stopping the run (a `weft apply` between
     /// two steps), while [`stop_on_interrupt`]'s guard lives.
-    stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    stop: Option<(std::sync::Arc<std::sync::atomic::AtomicBool>, &'static str)>,
 }
 
 static SHARED: Mutex<Option<Shared>> = Mutex::new(None);
@@ -166,8 +166,21 @@ pub fn commit<T>(f: impl FnOnce() -> T) -> T {
 /// next safe point: an apply rolls back) instead of ending the run; a second one ends it as
 /// usual.
 pub fn stop_on_interrupt(flag: std::sync::Arc<std::sync::atomic::AtomicBool>) -> StopGuard {
+    stop_on_interrupt_saying(
+        flag,
+        "weft: interrupted: stopping before the next step and rolling back (interrupt \
+         again to stop at once; the journal is kept for `weft apply --recover`)",
+    )
+}
+
+/// [`stop_on_interrupt`], saying `message` on standard error when the first interruption
+/// comes.
+pub fn stop_on_interrupt_saying(
+    flag: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    message: &'static str,
+) -> StopGuard {
     if let Some(s) = lock().as_mut() {
-        s.stop = Some(flag);
+        s.stop = Some((flag, message));
     }
     StopGuard
 }
@@ -186,16 +199,12 @@ impl Drop for StopGuard {
 fn interrupted() {
     let mut g = lock();
     let mut err = std::io::stderr().lock();
-    if let Some(flag) = g.as_mut().and_then(|s| s.stop.take()) {
+    if let Some((flag, message)) = g.as_mut().and_then(|s| s.stop.take()) {
         if let Some(s) = g.as_mut() {
             erase(s);
         }
         flag.store(true, std::sync::atomic::Ordering::SeqCst);
-        let _ = writeln!(
-            err,
-            "weft: interrupted: stopping before the next step and rolling back (interrupt \
-             again to stop at once; the journal is kept for `weft apply --recover`)"
-        );
+        let _ = writeln!(err, "{message}");
         let _ = err.flush();
         return;
     }

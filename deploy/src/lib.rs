@@ -17,6 +17,7 @@ pub mod journal;
 pub mod mad;
 pub mod observe;
 pub mod opensm;
+pub mod pma;
 pub mod prove;
 pub mod read;
 pub mod sim;
@@ -29,6 +30,7 @@ pub use apply::{
 pub use codes::CODES;
 pub use discover::{discover, DiscoverError, Discovery};
 pub use mad::{Mad, MadError, MadOptions};
+pub use pma::{CounterReader, Pma, PmaAttr, PmaError, PortAt, PortCounters};
 pub use sim::{Fault, FaultKind, Injected, SimFabric};
 pub use smp::{Attr, DrPath, Payload};
 pub use transport::{Counted, Paced, Retrying, SmpError, Target, Transport, TransportExt};

@@ -54,6 +54,12 @@ pub const LIBIBUMAD_PACKAGE: &str = "libibumad3";
 const IB_SMI_CLASS: c_int = 0x01;
 /// `IB_SMI_DIRECT_CLASS`: directed-route SMPs.
 const IB_SMI_DIRECT_CLASS: c_int = 0x81;
+/// `IB_PERFORMANCE_CLASS`: PMA GMPs (LID-routed, to QP1).
+const IB_PERFORMANCE_CLASS: c_int = 0x04;
+/// `IB_DEFAULT_QP1_QKEY`: the Q_Key of QP1.
+const QP1_QKEY: u32 = 0x8001_0000;
+/// `IB_PC_DATA_OFFS`: where a PMA MAD's data starts.
+const PC_DATA_OFFS: c_int = 64;
 /// `IB_SUBNET_PATH_HOPS_MAX`: entries of `ib_dr_path_t.p` (the first is the local node).
 const IB_SUBNET_PATH_HOPS_MAX: usize = 64;
 /// Linux's `ETIMEDOUT`, which libibmad leaves in `errno` when no response came.
@@ -179,6 +185,13 @@ type SendViaFn = unsafe extern "C" fn(
 ) -> c_int;
 type ReceiveViaFn = unsafe extern "C" fn(*mut c_void, c_int, *mut IbmadPort) -> *mut c_void;
 type TridFn = unsafe extern "C" fn() -> u64;
+type RpcFn = unsafe extern "C" fn(
+    *const IbmadPort,
+    *mut IbRpc,
+    *mut IbPortid,
+    *mut c_void,
+    *mut c_void,
+) -> *mut c_void;
 type UmadSizeFn = unsafe extern "C" fn() -> usize;
 type UmadStatusFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 
@@ -194,6 +207,7 @@ struct Api {
     send_via: SendViaFn,
     receive_via: ReceiveViaFn,
     trid: TridFn,
+    rpc: RpcFn,
     umad_size: UmadSizeFn,
     umad_status: UmadStatusFn,
 }
@@ -432,10 +446,17 @@ fn clamp(v: u32) -> c_int {
 impl Mad {
     /// Opens the SMI of a CA port through libibmad (loaded now).
     pub fn open(options: &MadOptions) -> Result<Mad, MadError> {
-        Mad::open_with(LIBIBMAD, options)
+        Mad::open_with(LIBIBMAD, options, false)
     }
 
-    fn open_with(library: &str, options: &MadOptions) -> Result<Mad, MadError> {
+    /// [`Mad::open`], registering the performance management class too: the port also
+    /// sends PMA Gets ([`crate::pma::Pma`]). One umad port carries both (ibsim's umad serves
+    /// one per process).
+    pub fn open_pm(options: &MadOptions) -> Result<Mad, MadError> {
+        Mad::open_with(LIBIBMAD, options, true)
+    }
+
+    fn open_with(library: &str, options: &MadOptions, pm: bool) -> Result<Mad, MadError> {
         let lib = load(library, LIBIBMAD_PACKAGE)?;
         let umad = load(LIBIBUMAD, LIBIBUMAD_PACKAGE)?;
         macro_rules! mad_fn {
@@ -453,6 +474,7 @@ impl Mad {
             send_via: mad_fn!("mad_send_via")?,
             receive_via: mad_fn!("mad_receive_via")?,
             trid: mad_fn!("mad_trid")?,
+            rpc: mad_fn!("mad_rpc")?,
             umad_size: symbol(&umad, LIBIBUMAD, LIBIBUMAD_PACKAGE, "umad_size")?,
             umad_status: symbol(&umad, LIBIBUMAD, LIBIBUMAD_PACKAGE, "umad_status")?,
         };
@@ -477,14 +499,22 @@ impl Mad {
                 options.port.to_string()
             }
         );
-        let mut classes = [IB_SMI_CLASS, IB_SMI_DIRECT_CLASS];
+        let mut classes = [IB_SMI_CLASS, IB_SMI_DIRECT_CLASS, IB_PERFORMANCE_CLASS];
+        let n_classes: c_int = if pm { 3 } else { 2 };
         let ca_ptr = ca
             .as_ref()
             .map_or(std::ptr::null_mut(), |c| c.as_ptr().cast_mut());
         // SAFETY: `ca_ptr` is NULL or a NUL-terminated string alive for the call (libibmad
-        // only reads it, despite the `char *`); `classes` holds the 2 classes passed.
-        let raw =
-            unsafe { (api.open_port)(ca_ptr, c_int::from(options.port), classes.as_mut_ptr(), 2) };
+        // only reads it, despite the `char *`); `classes` holds at least the `n_classes`
+        // classes passed.
+        let raw = unsafe {
+            (api.open_port)(
+                ca_ptr,
+                c_int::from(options.port),
+                classes.as_mut_ptr(),
+                n_classes,
+            )
+        };
         let errno = std::io::Error::last_os_error();
         let port = NonNull::new(raw).ok_or(MadError::Open {
             device: device.clone(),
@@ -778,6 +808,80 @@ impl Transport for Mad {
     }
 }
 
+impl crate::pma::Pma for Mad {
+    /// One PMA Get through libibmad's RPC (`mad_rpc`), LID-routed to QP1, waiting for its
+    /// answer; the port must have been opened with [`Mad::open_pm`].
+    fn pma_get(
+        &mut self,
+        lid: u16,
+        attr: crate::pma::PmaAttr,
+        port_select: u8,
+    ) -> Result<crate::pma::PmaData, crate::pma::PmaFailure> {
+        use crate::pma::{PmaFailure, PMA_DATA};
+        let mut portid = IbPortid {
+            lid: c_int::from(lid),
+            drpath: IbDrPath {
+                cnt: 0,
+                p: [0; IB_SUBNET_PATH_HOPS_MAX],
+                drslid: 0,
+                drdlid: 0,
+            },
+            grh_present: 0,
+            gid: [0; 16],
+            qp: 1,
+            qkey: QP1_QKEY,
+            sl: 0,
+            pkey_idx: 0,
+        };
+        let mut rpc = IbRpc {
+            mgtclass: IB_PERFORMANCE_CLASS,
+            method: c_int::from(METHOD_GET),
+            attr_id: c_uint::from(attr.id()),
+            attr_mod: 0,
+            rstatus: 0,
+            dataoffs: PC_DATA_OFFS,
+            datasz: c_int::try_from(PMA_DATA).unwrap_or(192),
+            mkey: 0,
+            trid: 0, // libibmad draws one
+            mask: 0,
+            recsz: 0,
+            timeout: 0, // the port's
+            oui: 0,
+        };
+        let mut send = [0u8; PMA_DATA];
+        if let Some(b) = send.get_mut(1) {
+            *b = port_select;
+        }
+        let mut recv = [0u8; PMA_DATA];
+        // SAFETY: `rpc` and `portid` are valid for the call (libibmad reads both and writes
+        // `rpc.rstatus`); `send` and `recv` hold the `rpc.datasz` bytes libibmad copies into
+        // the MAD at `rpc.dataoffs` and out of the answer; the port is open.
+        let res = unsafe {
+            (self.api.rpc)(
+                self.port.as_ptr(),
+                &mut rpc,
+                &mut portid,
+                send.as_mut_ptr().cast(),
+                recv.as_mut_ptr().cast(),
+            )
+        };
+        let errno = std::io::Error::last_os_error();
+        if !res.is_null() {
+            return Ok(recv);
+        }
+        if rpc.rstatus != 0 {
+            return Err(PmaFailure::Status((rpc.rstatus & 0xffff) as u16));
+        }
+        if errno.raw_os_error() == Some(ETIMEDOUT) {
+            return Err(PmaFailure::Timeout { tries: self.tries });
+        }
+        Err(PmaFailure::Transport(format!(
+            "libibmad could not send the PMA Get on {}: {errno}",
+            self.device
+        )))
+    }
+}
+
 impl Drop for Mad {
     fn drop(&mut self) {
         // SAFETY: the port is open and closed here only, once; the library is still loaded
@@ -816,7 +920,7 @@ mod tests {
 
     #[test]
     fn a_missing_library_names_its_package() {
-        let err = Mad::open_with("libibmad-weft-missing.so.5", &MadOptions::default())
+        let err = Mad::open_with("libibmad-weft-missing.so.5", &MadOptions::default(), false)
             .err()
             .unwrap();
         assert!(matches!(err, MadError::Load { .. }), "{err:?}");

@@ -35,6 +35,15 @@ pub enum PolicyError {
         /// The destination switch.
         to: String,
     },
+    /// The policy dFtree's moves go into is not one [`qos_policy`] wrote.
+    #[error("the QoS policy to add dFtree's moves to is not one weft wrote: {0}")]
+    Base(String),
+    /// A moved flow's destination LID that no port of the state owns.
+    #[error("dFtree moved a flow toward LID {lid}, which no port of the state owns")]
+    NoLid {
+        /// The LID.
+        lid: u16,
+    },
 }
 
 /// OpenSM's QoS policy (`opensm -Q -Y qos-policy.conf`) under which its SA answers every
@@ -217,5 +226,197 @@ pub fn qos_policy(
         }
     }
     out.push_str("end-qos-match-rules\n");
+    Ok(out)
+}
+
+/// A flow dFtree moved to its slow lane: every QP of a source port toward a destination LID.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SlowFlow {
+    /// The source's port GUID (what OpenSM's port groups match).
+    pub src_port_guid: u64,
+    /// The destination LID.
+    pub dst_lid: u16,
+    /// The SL the SA answers for the pair without the move (its fast lane).
+    pub fast_sl: u8,
+    /// The SL it answers with the move (its slow lane).
+    pub slow_sl: u8,
+}
+
+/// The port GUID that owns `lid` in `state` (a VF's own GUID for a VF's LID).
+pub fn lid_port_guid(state: &FabricState, lid: u16) -> Option<u64> {
+    if let Some(v) = state
+        .lids
+        .vports
+        .iter()
+        .find(|v| v.lid.is_some_and(|l| l.0 == lid))
+    {
+        return Some(v.guid.0);
+    }
+    let f = &state.fabric;
+    let (n, p) = state
+        .lids
+        .owners(f)
+        .get(usize::from(lid))
+        .copied()
+        .flatten()?;
+    let node = f.nodes().get(n.index())?;
+    Some(node.port(p).map_or(node.guid().0, |port| port.guid.0))
+}
+
+/// One match rule of a policy's text: its lines, and the SL its level names (`SLn`).
+struct Rule {
+    text: String,
+    sl: Option<u8>,
+}
+
+/// `base` (a `qos-policy.conf` [`qos_policy`] wrote) with dFtree's slow flows: a port group
+/// per destination LID (`weft-dftree-dst-<lid>`: its port) and per destination and slow SL
+/// (`weft-dftree-src-<lid>-sl<sl>`: the sources moved toward it), and for each such group a
+/// copy of every match rule that answers the pair's fast SL — its criteria kept, its source
+/// and destination replaced by the groups, its level the slow SL — just before the rule it
+/// copies (OpenSM takes the first rule that matches); when the `DEFAULT` level is the fast SL
+/// (unmatched traffic), one more without criteria after every other rule. With no flows,
+/// `base` unchanged. Same flows in any order, same text.
+pub fn with_slow_flows(
+    base: &str,
+    state: &FabricState,
+    flows: &[SlowFlow],
+) -> Result<String, PolicyError> {
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::fmt::Write as _;
+    if flows.is_empty() {
+        return Ok(base.to_owned());
+    }
+    let bad = |why: &str| PolicyError::Base(why.to_owned());
+    // (destination LID, fast SL, slow SL) → sources.
+    let mut groups: BTreeMap<(u16, u8, u8), BTreeSet<u64>> = BTreeMap::new();
+    for fl in flows {
+        groups
+            .entry((fl.dst_lid, fl.fast_sl, fl.slow_sl))
+            .or_default()
+            .insert(fl.src_port_guid);
+    }
+    let dsts: BTreeSet<u16> = groups.keys().map(|k| k.0).collect();
+    let src_group = |lid: u16, slow: u8| format!("weft-dftree-src-{lid}-sl{slow}");
+    let dst_group = |lid: u16| format!("weft-dftree-dst-{lid}");
+    // Port groups, before the base's end.
+    let (head, rest) = base
+        .split_once("end-port-groups\n")
+        .ok_or_else(|| bad("it has no `end-port-groups`"))?;
+    let mut out = head.to_owned();
+    for &lid in &dsts {
+        let guid = lid_port_guid(state, lid).ok_or(PolicyError::NoLid { lid })?;
+        let _ = write!(
+            out,
+            "    port-group\n        name: {}\n        use: dFtree hot-spot LID {lid}\n        port-guid: {guid:#018x}\n    end-port-group\n",
+            dst_group(lid)
+        );
+    }
+    let mut named: BTreeSet<(u16, u8)> = BTreeSet::new();
+    for (lid, _, slow) in groups.keys() {
+        // Two fast SLs toward one LID with one slow SL share a group: the union of sources.
+        if !named.insert((*lid, *slow)) {
+            continue;
+        }
+        let all: BTreeSet<u64> = groups
+            .iter()
+            .filter(|((l, _, s), _)| l == lid && s == slow)
+            .flat_map(|(_, v)| v.iter().copied())
+            .collect();
+        let list: Vec<String> = all.iter().map(|g| format!("{g:#018x}")).collect();
+        let _ = write!(
+            out,
+            "    port-group\n        name: {}\n        use: dFtree contributors toward LID {lid} (slow lane SL{slow})\n        port-guid: {}\n    end-port-group\n",
+            src_group(*lid, *slow),
+            list.join(", ")
+        );
+    }
+    out.push_str("end-port-groups\n");
+    // Levels: the DEFAULT level's SL, and a level per slow SL (added if missing).
+    let (levels, rules_part) = rest
+        .split_once("qos-match-rules\n")
+        .ok_or_else(|| bad("it has no `qos-match-rules`"))?;
+    let default_sl: Option<u8> = levels
+        .split("qos-level\n")
+        .find(|b| b.contains("name: DEFAULT\n"))
+        .and_then(|b| b.lines().find_map(|l| l.trim().strip_prefix("sl: ")))
+        .and_then(|s| s.trim().parse().ok());
+    let (levels_head, levels_tail) = levels
+        .rsplit_once("end-qos-levels\n")
+        .ok_or_else(|| bad("it has no `end-qos-levels`"))?;
+    out.push_str(levels_head);
+    let slows: BTreeSet<u8> = groups.keys().map(|k| k.2).collect();
+    for sl in slows {
+        if !levels_head.contains(&format!("        name: SL{sl}\n")) {
+            let _ = write!(
+                out,
+                "    qos-level\n        name: SL{sl}\n        sl: {sl}\n    end-qos-level\n"
+            );
+        }
+    }
+    out.push_str("end-qos-levels\n");
+    out.push_str(levels_tail);
+    out.push_str("qos-match-rules\n");
+    let (rules_text, tail) = rules_part
+        .rsplit_once("end-qos-match-rules\n")
+        .ok_or_else(|| bad("it has no `end-qos-match-rules`"))?;
+    let mut rules: Vec<Rule> = Vec::new();
+    for block in rules_text.split_inclusive("    end-qos-match-rule\n") {
+        if block.trim().is_empty() {
+            continue;
+        }
+        let sl = block
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("qos-level-name: SL"))
+            .and_then(|s| s.trim().parse().ok());
+        rules.push(Rule {
+            text: block.to_owned(),
+            sl,
+        });
+    }
+    // A copy of `rule` (its criteria) for a group, or the bare rule when `rule` is `None`.
+    let copy = |rule: Option<&Rule>, (lid, fast, slow): (u16, u8, u8)| -> String {
+        let mut s = format!(
+            "    qos-match-rule\n        use: dFtree slow lane toward LID {lid} (SL{fast} to SL{slow})\n"
+        );
+        if let Some(r) = rule {
+            for l in r.text.lines() {
+                let t = l.trim();
+                if ["service-id:", "pkey:", "qos-class:"]
+                    .iter()
+                    .any(|k| t.starts_with(k))
+                {
+                    let _ = writeln!(s, "        {t}");
+                }
+            }
+        }
+        let _ = write!(
+            s,
+            "        source: {}\n        destination: {}\n        qos-level-name: SL{slow}\n    end-qos-match-rule\n",
+            src_group(lid, slow),
+            dst_group(lid)
+        );
+        s
+    };
+    for r in &rules {
+        for &(lid, fast, slow) in groups.keys() {
+            if r.sl == Some(fast) {
+                out.push_str(&copy(Some(r), (lid, fast, slow)));
+            }
+        }
+        out.push_str(&r.text);
+        if out.len() > QOS_POLICY_BYTES {
+            return Err(PolicyError::TooLarge {
+                limit: QOS_POLICY_BYTES,
+            });
+        }
+    }
+    for &(lid, fast, slow) in groups.keys() {
+        if default_sl == Some(fast) {
+            out.push_str(&copy(None, (lid, fast, slow)));
+        }
+    }
+    out.push_str("end-qos-match-rules\n");
+    out.push_str(tail);
     Ok(out)
 }

@@ -1,0 +1,387 @@
+//! `weft dftree --target mad` on ibsim: a small tree with a dFtree class, built, loaded by
+//! OpenSM (LIDs and LFTs); two sweeps read PortCounters (and PortCountersExtended, which
+//! ibsim answers) off every live port, by LID. ibsim simulates no congestion (XmitWait stays
+//! 0), so nothing moves and nothing is written. And what is refused before any MAD: a
+//! fabric without dFtree lanes (exit 1), a bad `--interval`, the targets not built.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use weft_tests::ibsim::{self, Ibsim, Limits};
+
+/// One spine, two leaves, four hosts; `qos` as given.
+fn tiny(qos: &str) -> String {
+    format!(
+        "use std::hardware::{{sb7800, connectx5}}\n\
+         fabric tiny {{\n\
+             topology {{\n\
+                 switch spine : sb7800 {{ level = 2 }}\n\
+                 switch leaf[1..=2] : sb7800 {{ level = 1 }}\n\
+                 hca host[1..=4] : connectx5 {{ name = \"h{{}}\" }}\n\
+                 for l in 1..=2 {{ link leaf[l].p[36] <-> spine.p[l] }}\n\
+                 for n in 1..=4 {{ link host[n].p[1] <-> leaf[(n - 1) / 2 + 1].p[(n - 1) % 2 + 1] }}\n\
+             }}\n\
+             vls {{ budget = 4 }}\n\
+             routing {{ engine = fat_tree }}\n\
+             {qos}\n\
+         }}\n"
+    )
+}
+
+fn weft(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("weft-dftree-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// `weft build` of `src` into `d/build`.
+fn build(d: &Path, src: &str) -> PathBuf {
+    let file = d.join("tiny.weft");
+    std::fs::write(&file, src).unwrap();
+    let out = d.join("build");
+    let o = weft(&[
+        "build",
+        file.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+#[test]
+fn dftree_reads_every_live_port_each_sweep() {
+    let Some(tools) = ibsim::require("dftree_reads_every_live_port_each_sweep", &["opensm"]) else {
+        return;
+    };
+    let d = dir("mad");
+    let b = build(&d, &tiny("qos {\n class bulk { lanes = dftree }\n }"));
+    let state =
+        weft_fabric::ValidState::from_json(&std::fs::read_to_string(b.join("state.json")).unwrap())
+            .unwrap();
+    let net = weft_fabric::ibnetdiscover::write(&state.fabric, Some(&state.lids)).unwrap();
+    let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(&state.fabric))).unwrap();
+    sim.load_with_opensm(&b.join("lfts.dump"), &state)
+        .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
+    let out = d.join("out");
+    let o = sim.run_any(
+        env!("CARGO_BIN_EXE_weft"),
+        &[
+            "dftree",
+            b.to_str().unwrap(),
+            "--target",
+            "mad",
+            "--interval",
+            "200ms",
+            "--sweeps",
+            "2",
+            "--out",
+            out.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+        &[],
+        Duration::from_secs(120),
+    );
+    assert!(o.status.success(), "{}\n{}", o.stdout, o.stderr);
+    let sweeps: Vec<serde_json::Value> = o
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    // 6 links (2 leaf uplinks, 4 hosts): 12 live ports, read at 7 LIDs (3 switches' port 0,
+    // 4 hosts). The first sweep asks each LID's ClassPortInfo once; ibsim has extended
+    // counters, so every port takes a PortCounters and a PortCountersExtended Get.
+    let live = 2 * state.fabric.links().len();
+    assert_eq!(live, 12);
+    assert_eq!(sweeps.len(), 2, "{}", o.stdout);
+    for (i, s) in sweeps.iter().enumerate() {
+        assert_eq!(s["sweep"], i + 1);
+        assert_eq!(s["ports_read"], live, "{s}");
+        assert_eq!(s["extended_xmit_data"], live, "{s}");
+        assert_eq!(s["pma_gets"], 2 * live + if i == 0 { 7 } else { 0 }, "{s}");
+        assert_eq!(s["saturated"], 0);
+        // ibsim simulates no congestion: nothing moves, nothing is written.
+        assert_eq!(s["to_slow"], serde_json::json!([]));
+        assert_eq!(s["slow_flows"], 0);
+        assert_eq!(s["wrote"], false);
+    }
+    assert!(!out.join("qos-policy.conf").exists());
+    assert!(!out.join("repath.txt").exists());
+
+    // Without `--sweeps` it runs until SIGTERM, then stops after the sweep it is in (exit 0).
+    let mut bg = sim
+        .spawn_env(
+            env!("CARGO_BIN_EXE_weft"),
+            &[
+                "dftree",
+                b.to_str().unwrap(),
+                "--target",
+                "mad",
+                "--interval",
+                "100ms",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            &[],
+        )
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !std::fs::read_to_string(&bg.out)
+        .unwrap_or_default()
+        .contains("12 live port(s)")
+    {
+        assert!(
+            bg.running() && start.elapsed() < Duration::from_secs(60),
+            "{}",
+            std::fs::read_to_string(&bg.out).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(bg.running());
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &bg.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let o = bg.wait(Duration::from_secs(60)).unwrap();
+    assert!(o.status.success(), "{}", o.stdout);
+    assert!(
+        o.stdout
+            .contains("weft: interrupted: stopping after this sweep")
+            && o.stdout
+                .contains("sweep(s) of 12 port(s); 0 flow(s) on their slow lane"),
+        "{}",
+        o.stdout
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn dftree_refuses_what_it_cannot_run() {
+    let d = dir("refused");
+    // No dFtree lanes (no QoS classes: every pair on one SL): refused with a finding, exit
+    // 1, before any MAD.
+    let b = build(&d, &tiny(""));
+    let run = |args: &[&str]| {
+        let mut all = vec!["dftree"];
+        all.extend_from_slice(args);
+        weft(&all)
+    };
+    let bs = b.to_str().unwrap();
+    let o = run(&[bs, "--target", "mad", "--interval", "1s"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("weft::dftree_no_lanes") && err.contains("the state has no dFtree lanes"),
+        "{err}"
+    );
+    // A bad interval: refused before the fabric is read.
+    for bad in ["0s", "5", "1ms", "fast"] {
+        let o = run(&[bs, "--target", "mad", "--interval", bad]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {err}");
+        assert!(
+            err.contains(&format!(
+                "--interval `{bad}`: give a number of milliseconds or seconds"
+            )),
+            "{err}"
+        );
+    }
+    let o = run(&[bs, "--target", "mad", "--interval", "1s", "--sweeps", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    // The simulated loop is `weft simulate`'s.
+    for target in ["sim", "opensm"] {
+        let o = run(&[bs, "--target", target, "--interval", "1s"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!("`weft dftree --target {target}` is not built yet"))
+                && err.contains("`weft simulate`"),
+            "{err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A hot-spot on ibsim: after the first sweep, ibsim's console sets PortXmitWait on the
+/// leaf port facing `h4` and on the ports of `h1` and `h2` (ibsim's `PerformanceSet`; it
+/// simulates no congestion of its own). The second sweep marks `h4` a hot-spot and moves
+/// `h1 → h4` and `h2 → h4` to the slow lane (SL 1): `qos-policy.conf` (the build's, with the
+/// moved pairs on SL 1) and `repath.txt` are written, and the sweep's JSON says so. `h3`'s
+/// cable is pulled meanwhile: its port is not read (named), the others are.
+#[test]
+fn dftree_moves_the_contributors_of_a_hot_spot() {
+    let Some(tools) = ibsim::require("dftree_moves_the_contributors_of_a_hot_spot", &["opensm"])
+    else {
+        return;
+    };
+    let d = dir("hot");
+    let b = build(&d, &tiny("qos {\n class bulk { lanes = dftree }\n }"));
+    let state =
+        weft_fabric::ValidState::from_json(&std::fs::read_to_string(b.join("state.json")).unwrap())
+            .unwrap();
+    let f = &state.fabric;
+    let guid = |name: &str| f.node(f.find(name).unwrap()).guid().0;
+    let lid = |name: &str| {
+        state
+            .lids
+            .get(f.find(name).unwrap(), weft_fabric::PortNum(1))
+            .unwrap()
+            .0
+    };
+    let net = weft_fabric::ibnetdiscover::write(f, Some(&state.lids)).unwrap();
+    let sim = Ibsim::start_with_console(&tools, &net, Some(Limits::for_fabric(f))).unwrap();
+    sim.load_with_opensm(&b.join("lfts.dump"), &state)
+        .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
+    let out = d.join("out");
+    let bg = sim
+        .spawn_env(
+            env!("CARGO_BIN_EXE_weft"),
+            &[
+                "dftree",
+                b.to_str().unwrap(),
+                "--target",
+                "mad",
+                "--interval",
+                "2s",
+                "--sweeps",
+                "2",
+                "--out",
+                out.to_str().unwrap(),
+                "--format",
+                "json",
+            ],
+            &[],
+        )
+        .unwrap();
+    // The first sweep (which only records) is done.
+    let start = std::time::Instant::now();
+    while !std::fs::read_to_string(&bg.out)
+        .unwrap_or_default()
+        .contains("\"pma_gets\"")
+    {
+        assert!(start.elapsed() < Duration::from_secs(60));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // h4 sits on leaf2's port 2; 10 M ticks over the 2 s interval is 5 M a second, above
+    // the 100 000 threshold; ibsim's XmitData stays far below half the links' rate.
+    for (node, port) in [
+        (format!("S-{:016x}", guid("leaf2")), 2),
+        (format!("H-{:016x}", guid("h1")), 1),
+        (format!("H-{:016x}", guid("h2")), 1),
+    ] {
+        let said = sim
+            .console(&format!(
+                "PerformanceSet \"{node}\"[{port}] PortCounters.PortXmitWait=10000000"
+            ))
+            .unwrap();
+        assert!(said.contains("has been set to 10000000"), "{said}");
+    }
+    // h3's cable pulled: its port no longer answers; the others are read on.
+    let said = sim
+        .console(&format!("Unlink \"H-{:016x}\"[1]", guid("h3")))
+        .unwrap();
+    assert!(!said.contains('#'), "{said}");
+    let o = bg.wait(Duration::from_secs(60)).unwrap();
+    assert!(o.status.success(), "{}", o.stdout);
+    let (h1, h2, h4) = (guid("h1"), guid("h2"), guid("h4"));
+    let l4 = lid("h4");
+    let sweeps: Vec<serde_json::Value> = o
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(sweeps.len(), 2, "{}", o.stdout);
+    assert_eq!(sweeps[0]["wrote"], false);
+    assert_eq!(sweeps[0]["ports_read"], 12);
+    let s = &sweeps[1];
+    assert_eq!(s["ports_read"], 11, "{s}");
+    let unread = s["unread"].as_array().unwrap();
+    assert_eq!(unread.len(), 1, "{s}");
+    // Its node's ClassPortInfo was read at the first sweep: PortCounters is what times out.
+    assert_eq!(
+        unread[0],
+        serde_json::json!({
+            "code": "weft::deploy::pma_timeout",
+            "message": format!(
+                "node {:#018x} port 1 (LID {}): PortCounters Get got no response after 3 tries",
+                guid("h3"),
+                lid("h3")
+            ),
+        })
+    );
+    assert_eq!(
+        s["hotspots_marked"],
+        serde_json::json!([format!("{h4:#018x}:1")])
+    );
+    let slow = |g: u64| serde_json::json!({"src_guid": format!("{g:#018x}"), "src_port": 1, "dst_lid": l4, "sl": 1});
+    assert_eq!(s["to_slow"], serde_json::json!([slow(h1), slow(h2)]), "{s}");
+    assert_eq!(
+        (&s["slow_flows"], &s["wrote"]),
+        (&serde_json::json!(2), &serde_json::json!(true))
+    );
+    let repath = std::fs::read_to_string(out.join("repath.txt")).unwrap();
+    assert_eq!(
+        repath
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .collect::<Vec<_>>(),
+        [
+            format!("{h1:#018x} 1 {l4} 1"),
+            format!("{h2:#018x} 1 {l4} 1")
+        ]
+    );
+    let policy = std::fs::read_to_string(out.join("qos-policy.conf")).unwrap();
+    let port_guid = |name: &str| {
+        f.node(f.find(name).unwrap())
+            .port(weft_fabric::PortNum(1))
+            .unwrap()
+            .guid
+            .0
+    };
+    let base = std::fs::read_to_string(b.join("qos-policy.conf")).unwrap();
+    let moved = [
+        weft_compiler::qos::SlowFlow {
+            src_port_guid: port_guid("h1"),
+            dst_lid: l4,
+            fast_sl: 0,
+            slow_sl: 1,
+        },
+        weft_compiler::qos::SlowFlow {
+            src_port_guid: port_guid("h2"),
+            dst_lid: l4,
+            fast_sl: 0,
+            slow_sl: 1,
+        },
+    ];
+    assert_eq!(
+        policy,
+        weft_compiler::qos::with_slow_flows(&base, state.state(), &moved).unwrap()
+    );
+    assert!(policy.contains(&format!(
+        "port-guid: {:#018x}, {:#018x}",
+        port_guid("h1"),
+        port_guid("h2")
+    )));
+    // Nothing left beside the two files (the temporary files were renamed).
+    let mut names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["qos-policy.conf", "repath.txt"]);
+    let _ = std::fs::remove_dir_all(&d);
+}
