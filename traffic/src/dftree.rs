@@ -25,12 +25,11 @@
 //! consecutive sweeps, the mark is cleared and every contributor's flow toward it moves back
 //! to the fast lane (the paper clears at the first sweep below: `release_sweeps = 1`).
 //!
-//! **Lanes.** The state does not record which class a path SL belongs to: a pair whose
-//! path-SL set has two or more SLs is taken as a dFtree pair with the lowest SL as its fast
-//! lane (what the SA answers first) and the next as its slow lane. That is exact when the
-//! pairs' only multi-SL scheme is one dFtree class, or when the first class is the dFtree
-//! one; a state with several QoS classes besides may name another class's SL as the slow
-//! lane.
+//! **Lanes.** The state's [`dftree_lanes`](FabricState::dftree_lanes) are the (fast, slow)
+//! SL pairs the compiler gave dFtree classes (one per class and routing layer): a pair of end
+//! ports whose path-SL set holds both SLs of one of them is a dFtree flow, starting on the fast
+//! SL; any other SL of the set (another class's) is left alone. A state without them (one
+//! written before they were recorded, or with no `lanes = dftree` class) has no dFtree lanes.
 //!
 //! **Ports** are named by the node GUID and the port number (a switch port and an end-node
 //! port alike), as `perfquery` names the node it reads. Every end-node port with a LID and an
@@ -43,10 +42,10 @@ use weft_fabric::{FabricState, Lid, NodeId, NodeKind, PortRef, Sl};
 /// What the controller can refuse.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum DftreeError {
-    /// No pair has more than one path SL: there is no slow lane to move a flow to.
+    /// The state records no dFtree lane pair: there is no slow lane to move a flow to.
     #[error(
-        "the state has no dFtree lanes: no pair of end ports has more than one path SL \
-         (declare a class with `lanes = dftree`)"
+        "the state has no dFtree lanes: it records no (fast, slow) SL pair \
+         (declare a class with `lanes = dftree` and build it again)"
     )]
     NoLanes,
     /// A configuration value out of range.
@@ -183,6 +182,8 @@ struct Reading {
 pub struct Controller {
     config: Config,
     path_sl: PathSl,
+    /// The state's dFtree lane pairs, (fast, slow).
+    lanes: Vec<(Sl, Sl)>,
     hcas: Vec<Hca>,
     /// Per hot-spot (index into `hcas`): its mark.
     hot: BTreeMap<usize, Hot>,
@@ -259,6 +260,7 @@ impl Controller {
         Ok(Controller {
             config,
             path_sl: ps.clone(),
+            lanes: state.dftree_lanes.clone(),
             hcas,
             hot: BTreeMap::new(),
             prev: None,
@@ -283,9 +285,7 @@ impl Controller {
         if src == dst {
             return None;
         }
-        let mut sls = self.path_sl.get(s.port, s.via, d.lid).iter();
-        let fast = sls.next()?;
-        let slow = sls.next()?;
+        let (fast, slow) = lanes_of(&self.lanes, self.path_sl.get(s.port, s.via, d.lid))?;
         Some(Flow {
             src_guid: s.key.0,
             src_port: s.key.1,
@@ -424,20 +424,18 @@ impl Controller {
     }
 }
 
-/// Whether some pair of `state` has more than one path SL (dFtree lanes, as the controller
-/// takes them).
+/// Whether `state` has dFtree lanes (its [`dftree_lanes`](FabricState::dftree_lanes)).
 pub fn has_lanes(state: &FabricState) -> bool {
-    let ps = &state.path_sl;
-    ps.default.len() > 1
-        || ps.by_dlid.iter().any(|e| e.sls.len() > 1)
-        || ps.by_switch.iter().any(|e| e.sls.len() > 1)
-        || ps.by_source.iter().any(|e| e.sls.len() > 1)
+    !state.dftree_lanes.is_empty()
 }
 
-/// The fast and slow lane of a path-SL set (lowest, next), if it has two or more SLs.
-pub fn lanes_of(sls: weft_fabric::SlSet) -> Option<(Sl, Sl)> {
-    let mut it = sls.iter();
-    Some((it.next()?, it.next()?))
+/// The fast and slow lane of a path-SL set: the first of `lanes` (the state's dFtree lane
+/// pairs) whose two SLs the set holds, if any.
+pub fn lanes_of(lanes: &[(Sl, Sl)], sls: weft_fabric::SlSet) -> Option<(Sl, Sl)> {
+    lanes
+        .iter()
+        .copied()
+        .find(|&(fast, slow)| sls.contains(fast) && sls.contains(slow))
 }
 
 #[cfg(test)]
@@ -448,17 +446,50 @@ mod tests {
 
     /// A two-level tree of 4-port switches (8 hosts), with dFtree lanes when `lanes`.
     fn tree(lanes: bool) -> FabricState {
-        let qos = if lanes {
-            "    vls { budget = 2 }\n    qos { class bulk { lanes = dftree } }\n"
+        if lanes {
+            tree_with("    vls { budget = 2 }\n    qos { class bulk { lanes = dftree } }\n")
         } else {
-            ""
-        };
+            tree_with("")
+        }
+    }
+
+    /// The same tree with `sections` in its fabric block.
+    fn tree_with(sections: &str) -> FabricState {
         let text = format!(
-            "use std::hardware::{{sb7800, connectx5}}\nuse std::topology::fat_tree\nfabric small {{\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n{qos}}}\n"
+            "use std::hardware::{{sb7800, connectx5}}\nuse std::topology::fat_tree\nfabric small {{\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n{sections}}}\n"
         );
         let c = check("t.weft", &text, &NoFiles);
         assert!(!c.has_errors(), "{:?}", c.diagnostics);
         build(&c.elaborated.unwrap()).unwrap().state.into_inner()
+    }
+
+    /// The lanes are the state's dFtree pairs, not a pair's lowest two SLs: another class
+    /// on SL 0 before the dFtree class is left alone, and two single-lane classes are no
+    /// dFtree lanes at all.
+    #[test]
+    fn the_lanes_are_the_dftree_class_sls_not_the_lowest_two() {
+        let st = tree_with(
+            "    vls { budget = 3 }\n    qos {\n        class mgmt { weight = 16, match { service_id = 0x1000..0x1100 } }\n        class bulk { lanes = dftree }\n    }\n",
+        );
+        assert_eq!(st.dftree_lanes, [(Sl(1), Sl(2))]);
+        let c = Controller::new(&st, Config::default()).unwrap();
+        let ports = c.ports();
+        let (src, dst) = (ports[1], ports[6]);
+        let f = c
+            .flow(
+                c.hcas.iter().position(|h| h.key == me(src)).unwrap(),
+                c.hcas.iter().position(|h| h.key == me(dst)).unwrap(),
+            )
+            .unwrap();
+        assert_eq!((f.fast_sl, f.slow_sl), (1, 2));
+        let two = tree_with(
+            "    vls { budget = 2 }\n    qos {\n        class mgmt { weight = 16, match { service_id = 0x1000..0x1100 } }\n        class bulk { weight = 32 }\n    }\n",
+        );
+        assert!(two.dftree_lanes.is_empty());
+        assert_eq!(
+            Controller::new(&two, Config::default()).err(),
+            Some(DftreeError::NoLanes)
+        );
     }
 
     fn me(p: EndPort) -> (u64, u8) {

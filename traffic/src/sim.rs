@@ -799,8 +799,7 @@ impl<'a> Sim<'a> {
             || ps.by_source.iter().any(|e| e.sls.len() > 1);
         let mut notes = Vec::new();
         if several {
-            let lanes =
-                "the lowest SL of a pair is taken as its fast lane, the next as its slow lane";
+            let lanes = "the state's dFtree lane pairs name each pair's fast and slow SL";
             notes.push(match self.p.dftree {
                 DftreeMode::Off => "some pairs have several path SLs (QoS classes, dFtree lanes): the simulated traffic carries no service ID and dFtree's loop is off, so every flow takes its pair's lowest SL (a dFtree pair's fast lane)".to_owned(),
                 DftreeMode::Loop => format!("some pairs have several path SLs: the simulated traffic carries no service ID; dFtree's run-time loop moves flows between lanes ({lanes})"),

@@ -95,6 +95,8 @@ pub struct SlowFlow {
 pub(crate) struct Loop {
     mode: DftreeMode,
     ctl: Option<Controller>,
+    /// The state's dFtree lane pairs, (fast, slow).
+    lanes: Vec<(Sl, Sl)>,
     /// Ports read at a sweep: (node GUID, port) and its channel.
     watch: Vec<((u64, u8), u32)>,
     /// Per channel: picoseconds of one tick.
@@ -170,6 +172,7 @@ impl Loop {
         let n = chans.len();
         Ok(Some(Loop {
             mode: p.dftree,
+            lanes: st.dftree_lanes.clone(),
             watch,
             tick_ps: chans
                 .iter()
@@ -224,7 +227,7 @@ impl Loop {
         let fast = sls.iter().next().unwrap_or(Sl(0));
         match self.mode {
             DftreeMode::Off => fast,
-            DftreeMode::Oracle => match lanes_of(sls) {
+            DftreeMode::Oracle => match lanes_of(&self.lanes, sls) {
                 Some((_, slow)) if pattern.is_hotspot(dst) => slow,
                 _ => fast,
             },

@@ -5,8 +5,11 @@
 use super::lanes::Pairs;
 use super::LaneMap;
 use crate::routing::Layers;
+use crate::LaneScheme;
 use weft_fabric::opensm::{write_qos_conf, QosConf};
-use weft_fabric::{FabricState, Lid, LidRange, NodeId, PortRef, SlSet, SwitchSls, VlArb, VlWeight};
+use weft_fabric::{
+    FabricState, Lid, LidRange, NodeId, PortRef, Sl, SlSet, SwitchSls, VlArb, VlWeight,
+};
 
 /// The high-priority limit written when some class has `priority = high`: 4 × 4 KB of
 /// high-priority data before a low-priority packet gets its turn (OpenSM's documented example
@@ -21,6 +24,23 @@ pub fn apply(state: &mut FabricState, map: &LaneMap, layers: Option<&Layers>) {
     }
     tables(state, map);
     path_sls(state, map, layers);
+    state.dftree_lanes = dftree_lanes(map);
+}
+
+/// dFtree's (fast, slow) SL pairs: one per dFtree class and routing layer, sorted.
+pub fn dftree_lanes(map: &LaneMap) -> Vec<(Sl, Sl)> {
+    let layers = map.layers;
+    let mut lanes: Vec<(Sl, Sl)> = map
+        .classes
+        .iter()
+        .filter(|c| c.scheme == LaneScheme::Dftree)
+        .flat_map(|c| {
+            (0..layers.max(1)).map(move |l| (c.sl_of(0, l, layers), c.sl_of(1, l, layers)))
+        })
+        .collect();
+    lanes.sort_unstable();
+    lanes.dedup();
+    lanes
 }
 
 /// The SL→VL tables, VL arbitration and operational VLs of [`apply`], without the path SLs:

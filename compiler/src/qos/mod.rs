@@ -32,7 +32,7 @@ mod lanes;
 mod policy;
 
 pub use allocate::{allocate, overlapping_service_ids, total_lanes, ClassLanes, LaneMap, Spare};
-pub use apply::{apply, max_vls, opensm_conf, qos_conf, tables, HIGH_LIMIT};
+pub use apply::{apply, dftree_lanes, max_vls, opensm_conf, qos_conf, tables, HIGH_LIMIT};
 pub use lanes::{leaves, vftree_lane, vftree_matrix};
 pub use policy::{
     lid_port_guid, qos_policy, with_slow_flows, PolicyError, SlowFlow, QOS_POLICY_BYTES,

@@ -274,6 +274,10 @@ pub struct FabricState {
     /// Multicast groups and MFTs (empty: the state says nothing about multicast, and what
     /// is proven covers unicast only).
     pub multicast: Multicast,
+    /// dFtree's lane pairs, `(fast, slow)`, sorted: a flow whose path-SL set holds both SLs
+    /// of a pair starts on the fast one, and dFtree's run-time loop may move it to the slow
+    /// one. Empty: no dFtree lanes (a pair's several SLs are then its QoS classes' or layers').
+    pub dftree_lanes: Vec<(Sl, Sl)>,
 }
 
 impl FabricState {
@@ -293,6 +297,7 @@ impl FabricState {
             max_vls: None,
             sm: Vec::new(),
             multicast: Multicast::default(),
+            dftree_lanes: Vec::new(),
         }
     }
 

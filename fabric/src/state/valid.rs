@@ -29,7 +29,7 @@
 //! reports as a violation with a witness, not a malformed state.
 
 use super::{FabricState, LidRange};
-use crate::ids::{Lid, NodeId, PortNum};
+use crate::ids::{Lid, NodeId, PortNum, Sl};
 use crate::model::{Fabric, PortRef, MAX_UNICAST_LID};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -300,6 +300,17 @@ pub enum StateError {
         /// The value.
         max_vls: u8,
     },
+    /// A dFtree lane pair that cannot be one.
+    #[error("dFtree lane pair ({fast}, {slow}) {what}")]
+    #[diagnostic(code(weft::state::dftree_lanes))]
+    DftreeLanes {
+        /// The fast lane's SL.
+        fast: u8,
+        /// The slow lane's SL.
+        slow: u8,
+        /// What is wrong.
+        what: &'static str,
+    },
     /// An SM port that cannot be one.
     #[error("SM port {port} {what}")]
     #[diagnostic(code(weft::state::sm))]
@@ -537,6 +548,26 @@ fn check_sm(st: &FabricState, errors: &mut Vec<StateError>) {
         if !(1..=15).contains(&n) {
             errors.push(StateError::MaxVls { max_vls: n });
         }
+    }
+    let mut last: Option<(Sl, Sl)> = None;
+    for &(fast, slow) in &st.dftree_lanes {
+        let what = if fast.0 > 15 || slow.0 > 15 {
+            Some("names an SL above 15")
+        } else if fast == slow {
+            Some("uses one SL twice")
+        } else if last.is_some_and(|l| l >= (fast, slow)) {
+            Some("is out of order or repeated (pairs are sorted)")
+        } else {
+            None
+        };
+        if let Some(what) = what {
+            errors.push(StateError::DftreeLanes {
+                fast: fast.0,
+                slow: slow.0,
+                what,
+            });
+        }
+        last = Some((fast, slow));
     }
     let mut last: Option<PortRef> = None;
     for &r in &st.sm {

@@ -35,6 +35,7 @@
 //!    "class": {"name": "compute", "sls": [1], "vls": [1]}},    a tenant's class, when it has one
 //!   …],
 //! "max_vls": 4,                                   data VLs the SM operates (only when set)
+//! "dftree_lanes": [[1, 2], …],                   dFtree's (fast, slow) SL pairs (only when there are)
 //! "partitions": [ … ],
 //! "vports": [                                      VFs of vSwitch hypervisors (only when there are)
 //!   {"host": ["0x…", 1], "vf": 0, "guid": "0x…", "lid": 705, "vm": "db1", "pkeys": ["0x7fff", "0x8002"]},
@@ -374,6 +375,8 @@ struct StateJson {
     #[serde(default)]
     max_vls: Option<u8>,
     #[serde(default)]
+    dftree_lanes: Vec<(u8, u8)>,
+    #[serde(default)]
     sm: Vec<(GuidHex, u8)>,
     #[serde(default)]
     multicast: Option<MulticastJson>,
@@ -609,6 +612,15 @@ pub fn write<W: Write>(state: &FabricState, w: &mut W, extra: &[(&str, &str)]) -
         // Written only when set, so states without it read and write as before.
         write!(w, ",\n\"max_vls\": {n}")?;
     }
+    if !state.dftree_lanes.is_empty() {
+        // Written only when there are, so states without them read and write as before.
+        w.write_all(b",\n\"dftree_lanes\": [")?;
+        for (i, (fast, slow)) in state.dftree_lanes.iter().enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            write!(w, "{sep}[{}, {}]", fast.0, slow.0)?;
+        }
+        w.write_all(b"]")?;
+    }
     if !state.partitions.is_empty() {
         // Written only when declared, so states without them read as before.
         w.write_all(b",\n\"partitions\": ")?;
@@ -796,6 +808,11 @@ pub fn read(text: &str) -> Result<ValidState, StateErrors> {
         partitions(&mut st, raw.partitions, &mut errors);
         vports(&mut st, raw.vports, &mut errors);
         st.max_vls = raw.max_vls;
+        st.dftree_lanes = raw
+            .dftree_lanes
+            .iter()
+            .map(|&(fast, slow)| (Sl(fast), Sl(slow)))
+            .collect();
         if let Some(m) = raw.multicast {
             multicast(&mut st, m, &mut errors);
         }

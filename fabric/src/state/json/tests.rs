@@ -173,6 +173,29 @@ fn max_vls_and_sm_are_written_only_when_set() {
     assert_eq!((back.max_vls, back.sm.is_empty()), (None, true));
 }
 
+/// dFtree's lane pairs are written only when there are, read back, and a bad pair (one SL
+/// twice, above 15, out of order) is refused naming it.
+#[test]
+fn dftree_lanes_read_back_and_bad_pairs_are_refused() {
+    let mut st = small();
+    assert!(!st.to_json().contains("dftree_lanes"));
+    st.dftree_lanes = vec![(Sl(1), Sl(2)), (Sl(3), Sl(4))];
+    let text = st.to_json();
+    assert!(text.contains("\"dftree_lanes\": [[1, 2], [3, 4]]"), "{text}");
+    let back = read(&text).unwrap();
+    assert_eq!(back.dftree_lanes, st.dftree_lanes);
+    for (bad, what) in [
+        ("[[1, 1]]", "uses one SL twice"),
+        ("[[1, 16]]", "names an SL above 15"),
+        ("[[3, 4], [1, 2]]", "out of order"),
+    ] {
+        let text = text.replace("[[1, 2], [3, 4]]", bad);
+        let err = read(&text).unwrap_err().to_string();
+        let all = format!("{err} {:?}", read(&text).unwrap_err());
+        assert!(all.contains(what), "{bad}: {all}");
+    }
+}
+
 /// A role is written only when it is not `host` (so states of fabrics without service nodes
 /// are the files they were), reads back, and is refused on a switch.
 #[test]
