@@ -294,7 +294,7 @@ mod tests {
                 (q.shift.shifts, q.bisections.count)
             );
             let max = l.links.iter().map(|x| x.all_to_all).max().unwrap();
-            assert_eq!(max, u64::from(q.all_to_all.max_load));
+            assert_eq!(max, q.all_to_all.max_load);
             let sum = |f: fn(&LinkLoad) -> u64| l.links.iter().map(f).sum::<u64>() as f64;
             let links = q.fabric_links as f64;
             assert!((sum(|x| x.all_to_all) / links - q.all_to_all.mean_load).abs() < 1e-9);
