@@ -12,6 +12,7 @@ mod diff;
 mod export;
 mod findings;
 mod fmt;
+mod html;
 mod import;
 mod output;
 mod plan;
