@@ -227,6 +227,6 @@ pub(crate) fn page(title: &str, body: &str) -> String {
     let _ = write!(t, "<script>{CATCH}</script></head><body>");
     t.push_str("<div id=\"weft-errors\"></div>");
     t.push_str(body);
-    let _ = write!(t, "<script>{SCRIPT}</script></body></html>\n");
+    let _ = writeln!(t, "<script>{SCRIPT}</script></body></html>");
     t
 }

@@ -35,8 +35,11 @@ const BH: f64 = 12.0;
 const DX: f64 = 30.0;
 const DY: f64 = 110.0;
 
-/// The heat maps drawn: their key, name, and the load they take from a link.
-pub(crate) const PATTERNS: [(&str, &str, fn(&LinkLoad) -> u64); 3] = [
+/// A heat map: its key, name, and the load it takes from a link.
+pub(crate) type Pattern = (&'static str, &'static str, fn(&LinkLoad) -> u64);
+
+/// The heat maps drawn.
+pub(crate) const PATTERNS: [Pattern; 3] = [
     ("a2a", "all-to-all", |l| l.all_to_all),
     ("shift", "shift (summed over shifts)", |l| l.shift),
     ("bisection", "bisections (summed)", |l| l.bisection),
