@@ -161,7 +161,7 @@ th{background:#f3f5f7}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .topo{border:1px solid #d0d7de;max-width:100%;height:auto;background:#fcfdfe}
 .sw{fill:#fff;stroke:#57606a;stroke-width:1.2}.sw.leaf{fill:#f6f8fa}.sw.down{stroke-dasharray:3 2;fill:#eee}
 .svc{fill:#8250df;stroke:#4c2889}.hosts{font-size:9px;fill:#57606a;text-anchor:middle}
-.lbl{font-size:9px;text-anchor:middle;fill:#24292f}.lvl{font-size:11px;fill:#57606a}
+.lbl{font-size:9px;text-anchor:middle;fill:#24292f}.lbl.slant{text-anchor:start}.lvl{font-size:11px;fill:#57606a}
 .cable{stroke:#c4ccd4;stroke-width:1}.cable.down{stroke:#cf222e;stroke-dasharray:4 3}
 .agg{fill:#f6f8fa;stroke:#57606a;stroke-width:1.2}.agg-t{font-size:10px;text-anchor:middle}
 .heat line{stroke-width:2.2}.bundle{stroke-linecap:round;opacity:.85}

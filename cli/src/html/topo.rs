@@ -296,13 +296,13 @@ impl<'a> Topo<'a> {
             rows.insert(0, (0, outside));
         }
         let widest = rows.iter().map(|r| r.1.len()).max().unwrap_or(1).max(1);
-        let w = widest as f64 * DX + 80.0;
+        let w = widest as f64 * DX + 130.0;
         let mut pos = BTreeMap::new();
         let levels = rows.len();
         for (r, (_, m)) in rows.iter().enumerate() {
             // Rows from the top: the last level first.
-            let y = y0 + 30.0 + DY * (levels - 1 - r) as f64;
-            let x0 = 60.0 + (w - 80.0 - m.len() as f64 * DX) / 2.0;
+            let y = y0 + 64.0 + DY * (levels - 1 - r) as f64;
+            let x0 = 110.0 + (w - 130.0 - m.len() as f64 * DX) / 2.0;
             for (i, &s) in m.iter().enumerate() {
                 pos.insert(s, (x0 + DX * (i as f64 + 0.5), y));
             }
@@ -310,7 +310,7 @@ impl<'a> Topo<'a> {
         (
             pos,
             w,
-            y0 + 30.0 + DY * levels.saturating_sub(1) as f64 + 70.0,
+            y0 + 64.0 + DY * levels.saturating_sub(1) as f64 + 70.0,
         )
     }
 
@@ -608,14 +608,28 @@ impl<'a> Topo<'a> {
             );
         }
         if label {
-            let name: String = node.name().chars().take(12).collect();
-            let _ = write!(
-                t,
-                "<text class=\"lbl\" x=\"{}\" y=\"{}\">{}</text>",
-                n(x),
-                n(y - BH / 2.0 - 3.0),
-                esc(&name)
-            );
+            // Names wider than a box's room are written slanted, from the box's corner.
+            let name: String = node.name().chars().take(16).collect();
+            let (lx, ly) = (x - BW / 2.0 + 2.0, y - BH / 2.0 - 3.0);
+            if name.chars().count() as f64 * 5.0 > DX {
+                let _ = write!(
+                    t,
+                    "<text class=\"lbl slant\" x=\"{}\" y=\"{}\" transform=\"rotate(-35 {} {})\">{}</text>",
+                    n(lx),
+                    n(ly),
+                    n(lx),
+                    n(ly),
+                    esc(&name)
+                );
+            } else {
+                let _ = write!(
+                    t,
+                    "<text class=\"lbl\" x=\"{}\" y=\"{}\">{}</text>",
+                    n(x),
+                    n(ly),
+                    esc(&name)
+                );
+            }
         }
     }
 
@@ -813,7 +827,7 @@ impl<'a> Topo<'a> {
             "<svg id=\"topology\" class=\"topo\" viewBox=\"0 0 {} {}\" width=\"{}\" role=\"img\" aria-label=\"topology\">",
             n(self.w),
             n(self.h),
-            n(self.w.min(1400.0))
+            n(self.w.clamp(720.0, 1400.0))
         );
         if self.grouped_view() {
             if loads.is_none() {
@@ -983,7 +997,7 @@ impl<'a> Topo<'a> {
                 if g.services > 0 { format!(", {} service node(s)", g.services) } else { String::new() },
                 n(w),
                 n(h),
-                n(w.min(1400.0))
+                n(w.clamp(480.0, 1400.0))
             );
             self.cables_svg(&mut t, &pos);
             for (&s, &p) in &pos {
