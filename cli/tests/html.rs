@@ -7,7 +7,8 @@
 //! must not be blank). A page with an error injected shows the check catches it.
 //!
 //! The pages: the 648-node example, a real NDR/DGX dump with SHARP aggregation nodes
-//! imported, a ring under min-hop with its two credit loops, a plan with an outage; the
+//! imported, a ring under min-hop with its two credit loops, lab-16 with a cable gone down
+//! under its tables (failed routes), a plan with an outage; the
 //! 11 664-node example in release mode with `WEFT_BIG_EXAMPLES=1` (its size and load time
 //! printed). lab-16's page is a snapshot, and byte-identical when made twice.
 //!
@@ -596,4 +597,63 @@ fn the_11664_node_example_is_grouped_and_small() {
     println!("  loaded by Chromium (DOM dumped) in {:.2} s", l.secs);
     assert!(l.secs < 60.0, "{} s", l.secs);
     assert_clean(&l, switches);
+}
+
+#[test]
+fn failed_routes_are_placed_where_they_fail() {
+    let Some(bin) = chromium("failed_routes_are_placed_where_they_fail") else {
+        return;
+    };
+    let dir = temp_dir("failed");
+    let out = dir.join("lab16");
+    let o = weft(&[
+        "build",
+        root().join("examples/lab-16.weft").to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    // A cable the tables use goes down after they were written (the fingerprint, which
+    // would refuse the edit, dropped).
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("state.json")).unwrap()).unwrap();
+    v.as_object_mut().unwrap().remove("fingerprint");
+    let names: std::collections::BTreeMap<String, String> = v["fabric"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n["guid"].as_str().unwrap().to_owned(),
+                n["name"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let link = v["fabric"]["links"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|l| {
+            l.get("state").is_none()
+                && names[l["a"][0].as_str().unwrap()].starts_with("leaf")
+                && names[l["b"][0].as_str().unwrap()].starts_with("spine")
+        })
+        .unwrap();
+    link["state"] = "down".into();
+    let broken = dir.join("broken.json");
+    std::fs::write(&broken, v.to_string()).unwrap();
+    let html = page(
+        &["report", broken.to_str().unwrap()],
+        &dir.join("broken.html"),
+    );
+    assert!(html.contains("<th>connected</th><td><span class=\"bad\">violated</span>"));
+    // Each failure pattern: its first witness drawn up to a ✗ where it fails.
+    let findings = count(&html, "data-finding=\"");
+    assert!(findings >= 2, "{findings}");
+    assert_eq!(count(&html, "<path class=\"x\""), findings);
+    assert!(count(&html, "<path class=\"route\"") >= 1);
+    assert!(html.contains("an entry for a port whose link is down"));
+    let l = load(&bin, &dir.join("broken.html"), "lab-16-failed-routes");
+    assert_clean(&l, 6);
 }

@@ -827,7 +827,7 @@ impl<'a> Topo<'a> {
             "<svg id=\"topology\" class=\"topo\" viewBox=\"0 0 {} {}\" width=\"{}\" role=\"img\" aria-label=\"topology\">",
             n(self.w),
             n(self.h),
-            n(self.w.clamp(720.0, 1400.0))
+            n(self.w.clamp(560.0, 1400.0))
         );
         if self.grouped_view() {
             if loads.is_none() {
