@@ -25,8 +25,10 @@ use weft_metrics::{LinkLoad, LinkLoads};
 pub(crate) const GROUP_ABOVE: usize = 200;
 /// Switches up to which a fabric that is not a tree gets a force layout.
 pub(crate) const FORCE_UP_TO: usize = 400;
-/// At most this many groups per row.
+/// At most this many groups in all, of pods or of top switches.
 const MAX_GROUPS: usize = 64;
+/// At most this many group boxes a row.
+const PER_ROW: usize = 18;
 
 /// A switch box's size.
 const BW: f64 = 22.0;
@@ -459,7 +461,8 @@ impl<'a> Topo<'a> {
             .copied()
             .filter(|&s| self.lv(s).is_none())
             .collect();
-        let row_w = |k: usize| k as f64 * 90.0;
+        // At most PER_ROW boxes a row: the pods in rows under the top groups' rows.
+        let row_w = |k: usize| k.min(PER_ROW) as f64 * 90.0;
         let w = row_w(pods.len().max(top_groups.len()).max(1)) + 120.0;
         let add = |name: String, members: Vec<NodeId>, at: (f64, f64), t: &mut Topo| {
             let i = t.groups.len();
@@ -482,31 +485,34 @@ impl<'a> Topo<'a> {
                 services,
             });
         };
-        let x_of =
-            |i: usize, k: usize| 60.0 + (w - 120.0 - row_w(k)) / 2.0 + 90.0 * (i as f64 + 0.5);
+        // Box `i` of `k` in rows from `y`: its centre.
+        let at = |i: usize, k: usize, y: f64| {
+            let row = i / PER_ROW;
+            let in_row = (k - row * PER_ROW).min(PER_ROW);
+            let x = 60.0 + (w - 120.0 - row_w(in_row)) / 2.0 + 90.0 * ((i % PER_ROW) as f64 + 0.5);
+            (x, y + 70.0 * row as f64)
+        };
         let tk = top_groups.len();
         for (i, g) in top_groups.into_iter().enumerate() {
-            let name = format!("top {}", i + 1);
-            add(name, g, (x_of(i, tk), 50.0), self);
+            add(format!("top {}", i + 1), g, at(i, tk, 50.0), self);
         }
+        let pods_y = 50.0 + 70.0 * tk.div_ceil(PER_ROW).saturating_sub(1) as f64 + 200.0;
         let pk = pods.len();
         for (i, g) in pods.into_iter().enumerate() {
-            add(format!("pod {}", i + 1), g, (x_of(i, pk), 260.0), self);
+            add(format!("pod {}", i + 1), g, at(i, pk, pods_y), self);
         }
+        let mut bottom = pods_y + 70.0 * pk.div_ceil(PER_ROW).saturating_sub(1) as f64;
         if !outside.is_empty() {
+            bottom += 110.0;
             add(
                 "outside the levels".to_owned(),
                 outside,
-                (w / 2.0, 380.0),
+                (w / 2.0, bottom),
                 self,
             );
         }
         self.w = w;
-        self.h = if self.groups.iter().any(|g| g.at.1 > 300.0) {
-            430.0
-        } else {
-            330.0
-        };
+        self.h = bottom + 50.0;
     }
 
     /// Where node `id` is drawn in the main drawing: its own centre, or its group's.
