@@ -52,7 +52,8 @@
 //! as flat tables and the forwarding step on them: the model's
 //! [`weft_fabric::forward::step`], tested equal), `all_to_all.rs` (in-trees per
 //! destination: all-to-all and hops), `patterns.rs` (shift and bisections, flow by flow),
-//! `balance.rs`, `reach.rs` (switch to switch), `scratch.rs` (working memory per job). The
+//! `balance.rs`, `reach.rs` (switch to switch), `loads.rs` (the patterns' loads per directed
+//! link, for drawing them: [`link_loads`]), `scratch.rs` (working memory per job). The
 //! bisections draw from weft's one RNG, [`weft_fabric::rng::SplitMix64`].
 
 // Nothing indexes with a value that might be out of range: `get` and a decision instead.

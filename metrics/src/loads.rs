@@ -25,7 +25,8 @@ pub struct LinkLoad {
     pub bisection: u64,
 }
 
-/// Loads per directed switch-to-switch link ([module docs](self)).
+/// Loads per directed switch-to-switch link: the all-to-all pattern's, and the shift and
+/// bisection patterns' summed over the patterns [`crate::quality`] evaluates.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct LinkLoads {
     /// Every directed switch-to-switch link that is up, in link order (each link's `a → b`
@@ -38,7 +39,7 @@ pub struct LinkLoads {
 }
 
 /// The loads per directed switch-to-switch link of `state`'s routing under the patterns
-/// `opts` describes.
+/// `opts` describes (the same shifts and seeded bisections as [`crate::quality`]'s).
 pub fn link_loads(state: &FabricState, opts: &QualityOptions) -> LinkLoads {
     let net = Net::new(state);
     let n = net.ends.len();
