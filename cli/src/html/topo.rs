@@ -760,7 +760,16 @@ impl<'a> Topo<'a> {
     /// The findings' marks: cycles, routes, named nodes.
     fn marks_svg(&self, t: &mut String, marks: &[Mark], at: &dyn Fn(NodeId) -> Option<(f64, f64)>) {
         for m in marks {
-            let _ = write!(t, "<g class=\"ov\" data-f=\"{}\">", m.finding);
+            // Findings through the same nodes (a ring's two loops, one each way) drawn a few
+            // pixels apart, so that each stays visible.
+            let shift = (m.finding % 4) as f64 * 3.0;
+            let _ = write!(
+                t,
+                "<g class=\"ov\" data-f=\"{}\" transform=\"translate({} {})\">",
+                m.finding,
+                n(shift),
+                n(shift)
+            );
             let path = |ids: &[NodeId]| -> Vec<(f64, f64)> {
                 let mut v: Vec<(f64, f64)> = Vec::new();
                 for &id in ids {
