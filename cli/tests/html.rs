@@ -144,8 +144,16 @@ fn run_chromium(bin: &Path, args: &[String], profile: &Path, limit: Duration) ->
 
 /// Loads `file` in Chromium: the DOM and console, then a screenshot named `name`.
 fn load(bin: &Path, file: &Path, name: &str) -> Loaded {
+    load_at(bin, file, "", name)
+}
+
+/// [`load`] at `fragment` (`#step-1`: the page's script acts on it as on a click).
+fn load_at(bin: &Path, file: &Path, fragment: &str, name: &str) -> Loaded {
     let work = temp_dir(&format!("chromium-{name}"));
-    let url = format!("file://{}", file.canonicalize().unwrap().display());
+    let url = format!(
+        "file://{}{fragment}",
+        file.canonicalize().unwrap().display()
+    );
     let start = Instant::now();
     let (dom, err) = run_chromium(
         bin,
@@ -471,6 +479,20 @@ fn a_ring_under_min_hop_shows_its_credit_loops() {
     let l = load(&bin, &dir.join("ring.html"), "ring-minhop-credit-loops");
     assert_clean(&l, 4);
     assert_eq!(count(&l.dom, "class=\"ov\""), 2);
+    // Focusing the second finding (as a click on it does) shows its loop alone.
+    let l = load_at(
+        &bin,
+        &dir.join("ring.html"),
+        "#finding-1",
+        "ring-minhop-finding-1",
+    );
+    assert_clean(&l, 4);
+    assert!(
+        l.dom.contains("class=\"topo focus\""),
+        "the drawing focused"
+    );
+    assert_eq!(count(&l.dom, "class=\"ov\""), 1);
+    assert_eq!(count(&l.dom, "class=\"ov on\" data-f=\"1\""), 1);
 }
 
 #[test]
@@ -561,6 +583,28 @@ fn a_plan_is_a_timeline_on_the_fabric() {
     assert!(html.starts_with("<!DOCTYPE html>"));
     let l = load(&bin, &out, "plan-outage");
     assert_clean(&l, 12);
+    assert_eq!(count(&l.dom, " touched\""), 0);
+    // Choosing step 1 (as a click on it does) outlines the switches it writes, and opens it.
+    let first: Vec<&str> = html
+        .split("data-step=\"1\" data-sw=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .split(' ')
+        .collect();
+    let l = load_at(&bin, &out, "#step-1", "plan-outage-step-1");
+    assert_clean(&l, 12);
+    assert_eq!(count(&l.dom, " touched\""), first.len(), "{first:?}");
+    for id in &first {
+        let at = l.dom.find(&format!("data-id=\"{id}\"")).unwrap();
+        let tag = &l.dom[l.dom[..at].rfind('<').unwrap()..at];
+        assert!(tag.contains("touched"), "switch {id}: {tag}");
+    }
+    assert!(l
+        .dom
+        .contains("<details class=\"stepd\" id=\"step-1\" open=\"\">"));
 }
 
 /// The 11 664-node example: grouped by pod, under 10 MB, loaded by Chromium (its time

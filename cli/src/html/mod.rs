@@ -190,7 +190,8 @@ window.weftErrors=[];window.onerror=function(m,s,l){window.weftErrors.push(Strin
 "#;
 
 /// The page's behaviour: choosing a heat map, focusing a finding, opening a group, choosing
-/// a plan step; then the ready mark.
+/// a plan step (also from the address: `#finding-N`, `#g-N`, `#step-N`); then the ready
+/// mark.
 const SCRIPT: &str = r#"
 (function(){
 function all(s,r){return Array.prototype.slice.call((r||document).querySelectorAll(s));}
@@ -203,8 +204,10 @@ all('[data-finding]').forEach(function(a){a.addEventListener('click',function(ev
  all('svg.topo').forEach(function(s){s.classList.toggle('focus',on);});
  all('.ov').forEach(function(g){g.classList.toggle('on',on&&g.getAttribute('data-f')===f);});
  if(on){a.classList.add('sel');var t=document.getElementById('topology');if(t){t.scrollIntoView();}}});});
-function openHash(){var h=location.hash.slice(1);var d=h&&document.getElementById(h);if(d&&d.tagName==='DETAILS'){d.open=true;}}
-window.addEventListener('hashchange',openHash);openHash();
+function openHash(){var h=location.hash.slice(1);if(!h){return;}
+ var m=/^step-(\d+)$/.exec(h);var s=m&&document.querySelector('.step[data-step='+JSON.stringify(m[1])+']');if(s&&!s.classList.contains('sel')){s.click();}
+ m=/^finding-(\d+)$/.exec(h);var a=m&&document.querySelector('[data-finding='+JSON.stringify(m[1])+']');if(a&&!a.classList.contains('sel')){a.click();}
+ var d=document.getElementById(h);if(d&&d.tagName==='DETAILS'){d.open=true;}}
 all('.step').forEach(function(s){s.addEventListener('click',function(){
  var on=!s.classList.contains('sel');all('.step').forEach(function(b){b.classList.remove('sel');});
  all('.touched').forEach(function(e){e.classList.remove('touched');});
@@ -212,6 +215,7 @@ all('.step').forEach(function(s){s.addEventListener('click',function(){
  (s.getAttribute('data-sw')||'').split(' ').forEach(function(id){if(id){all('[data-id="'+id+'"]').forEach(function(e){e.classList.add('touched');});}});
  (s.getAttribute('data-g')||'').split(' ').forEach(function(id){if(id){all('[data-gid="'+id+'"]').forEach(function(e){e.classList.add('touched');});}});
  var d=document.getElementById('step-'+s.getAttribute('data-step'));if(d){d.open=true;}});});
+window.addEventListener('hashchange',openHash);openHash();
 window.addEventListener('beforeprint',function(){all('details').forEach(function(d){d.open=true;});});
 document.documentElement.setAttribute('data-weft-ready',String(all('.sw').length));
 })();
