@@ -165,7 +165,7 @@ th{background:#f3f5f7}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .cable{stroke:#c4ccd4;stroke-width:1}.cable.down{stroke:#cf222e;stroke-dasharray:4 3}
 .agg{fill:#f6f8fa;stroke:#57606a;stroke-width:1.2}.agg-t{font-size:10px;text-anchor:middle}
 .heat line{stroke-width:2.2}.bundle{stroke-linecap:round;opacity:.85}
-.ov .loop{fill:none;stroke:#cf222e;stroke-width:4;opacity:.8}.ov .mark{fill:none;stroke:#cf222e;stroke-width:3}
+.ov .loop{fill:none;stroke:#cf222e;stroke-width:4;opacity:.8}.ov .arrow{fill:#cf222e}.ov .mark{fill:none;stroke:#cf222e;stroke-width:3}
 .ov .route{fill:none;stroke:#bf8700;stroke-width:3;stroke-dasharray:6 3}.ov .x{stroke:#cf222e;stroke-width:3}
 svg.focus .ov{display:none}svg.focus .ov.on{display:inline}
 .touched{stroke:#cf222e!important;stroke-width:3!important;fill:#ffebe9!important}

@@ -762,7 +762,7 @@ impl<'a> Topo<'a> {
         for m in marks {
             // Findings through the same nodes (a ring's two loops, one each way) drawn a few
             // pixels apart, so that each stays visible.
-            let shift = (m.finding % 4) as f64 * 3.0;
+            let shift = (m.finding % 4) as f64 * 6.0;
             let _ = write!(
                 t,
                 "<g class=\"ov\" data-f=\"{}\" transform=\"translate({} {})\">",
@@ -800,6 +800,18 @@ impl<'a> Topo<'a> {
             let cycle = path(&m.cycle);
             if cycle.len() >= 2 {
                 let _ = write!(t, "<path class=\"loop\" d=\"{}\"/>", d(&cycle, true));
+                // The way the packets wait round it: an arrowhead halfway along each hop.
+                let hops = cycle.iter().zip(cycle.iter().cycle().skip(1));
+                for (a, b) in hops.take(if cycle.len() == 2 { 1 } else { cycle.len() }) {
+                    let deg = (b.1 - a.1).atan2(b.0 - a.0).to_degrees();
+                    let _ = write!(
+                        t,
+                        "<path class=\"arrow\" d=\"M-7 -5L5 0L-7 5z\" transform=\"translate({} {}) rotate({})\"/>",
+                        n((a.0 + b.0) / 2.0),
+                        n((a.1 + b.1) / 2.0),
+                        n(deg)
+                    );
+                }
             }
             let route = path(&m.route);
             if route.len() >= 2 {
