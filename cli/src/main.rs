@@ -13,6 +13,7 @@ mod diff;
 mod export;
 mod findings;
 mod fmt;
+mod html;
 mod import;
 mod output;
 mod plan;

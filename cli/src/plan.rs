@@ -41,7 +41,7 @@ pub struct Args {
     /// Output format.
     #[arg(long, default_value = "human")]
     pub(crate) format: PlanFormat,
-    /// Write the plan file (for `weft apply`) here.
+    /// Write the plan file (for `weft apply`) here; with `--format html`, the page.
     #[arg(long, short)]
     output: Option<PathBuf>,
     /// Hosts to notify listed at most (all are counted).
@@ -70,6 +70,9 @@ pub(crate) enum PlanFormat {
     Human,
     Markdown,
     Json,
+    /// One self-contained page: the steps as a timeline on the fabric drawn; `-o` names the
+    /// page (no plan file is written).
+    Html,
 }
 
 impl PlanFormat {
@@ -77,7 +80,9 @@ impl PlanFormat {
     pub(crate) fn findings(self) -> crate::findings::Format {
         match self {
             PlanFormat::Json => crate::findings::Format::Json,
-            PlanFormat::Human | PlanFormat::Markdown => crate::findings::Format::Human,
+            PlanFormat::Human | PlanFormat::Markdown | PlanFormat::Html => {
+                crate::findings::Format::Human
+            }
         }
     }
 }
@@ -118,7 +123,8 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
         Ok(p) => p,
         Err(e) => return refused(&e, args.format),
     };
-    if let Some(p) = &args.output {
+    let html = args.format == PlanFormat::Html;
+    if let Some(p) = args.output.as_ref().filter(|_| !html) {
         crate::output::write_file(p, planned.plan.to_json().as_bytes()).map_err(Fatal::Run)?;
     }
     if let Some(p) = &args.write_state {
@@ -134,6 +140,18 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
         PlanFormat::Markdown => {
             markdown(&planned, args.output.as_deref(), args.max_listed, rate)
                 + &format!("\nTraffic the proofs cover: {traffic}.\n")
+        }
+        PlanFormat::Html => {
+            let text =
+                human(&planned, None, args.max_listed, rate) + &format!("  traffic: {traffic}\n");
+            let page = crate::html::plan::render(&planned, rate, &text);
+            match &args.output {
+                Some(p) => {
+                    crate::output::write_file(p, page.as_bytes()).map_err(Fatal::Run)?;
+                    String::new()
+                }
+                None => page,
+            }
         }
         PlanFormat::Json => {
             let mut v = json(&planned, args.output.as_deref(), rate);
@@ -269,7 +287,7 @@ fn hosts_line(p: &Planned, max: usize) -> String {
 }
 
 /// "N destination(s) out of service for S step(s) …", or that there is no outage.
-fn outage_line(p: &Planned, rate: u64) -> String {
+pub(crate) fn outage_line(p: &Planned, rate: u64) -> String {
     let g = crate::render::group;
     let Some(o) = &p.outage else {
         return "outage: none (every route that arrives before the plan arrives in every mix of every step)".to_owned();
@@ -297,7 +315,7 @@ fn outage_line(p: &Planned, rate: u64) -> String {
 }
 
 /// The step (from 1) that drops the first destinations.
-fn first_drop(p: &Planned) -> usize {
+pub(crate) fn first_drop(p: &Planned) -> usize {
     p.plan
         .steps
         .iter()
@@ -325,42 +343,7 @@ fn human(p: &Planned, written: Option<&Path>, max: usize, rate: u64) -> String {
         mode_text(p.mode)
     );
     for (i, s) in p.stats.iter().enumerate() {
-        let q = qos_of(s);
-        let what = if s.lft_blocks > 0 {
-            format!(
-                "{} LFT block(s) on {} switch(es)",
-                g(s.lft_blocks as u64),
-                g(s.switches as u64)
-            )
-        } else if s.vports > 0 {
-            format!("{} VF(s)", g(s.vports as u64))
-        } else if s.mft_blocks > 0 {
-            format!("{} MFT block(s)", g(s.mft_blocks as u64))
-        } else if q.any() && s.pkey_blocks == 0 {
-            String::new()
-        } else {
-            format!("{} P_Key block(s)", g(s.pkey_blocks as u64))
-        };
-        let what = match (what.is_empty(), q.any()) {
-            (_, false) => what,
-            (true, true) => q.text(),
-            (false, true) => format!("{what}, {}", q.text()),
-        };
-        let proof = if q.any() && s.lft_blocks + s.pkey_blocks + s.mft_blocks + s.vports == 0 {
-            if q.sl2vl == 0 {
-                ARBITRATION_ONLY.to_owned()
-            } else {
-                QOS_ONLY.to_owned()
-            }
-        } else if q.any() {
-            format!(
-                "{}; {QOS_LANES}",
-                step_proof(p.check(i), p.isolation.get(i), s)
-            )
-        } else {
-            step_proof(p.check(i), p.isolation.get(i), s)
-        };
-        let _ = writeln!(t, "  step {}: {what}{}; {proof}", i + 1, drops_text(s));
+        let _ = writeln!(t, "  step {}: {}", i + 1, step_line(p, i, s));
     }
     for line in target_line(&p.target).lines() {
         let _ = writeln!(t, "  {line}");
@@ -395,6 +378,47 @@ fn human(p: &Planned, written: Option<&Path>, max: usize, rate: u64) -> String {
         let _ = writeln!(t, "  wrote {}", w.display());
     }
     t
+}
+
+/// What step `i` (from 0) writes and what is proven of it, in one line (after "step N: ").
+pub(crate) fn step_line(p: &Planned, i: usize, s: &weft_plan::StepStats) -> String {
+    let g = crate::render::group;
+    let q = qos_of(s);
+    let what = if s.lft_blocks > 0 {
+        format!(
+            "{} LFT block(s) on {} switch(es)",
+            g(s.lft_blocks as u64),
+            g(s.switches as u64)
+        )
+    } else if s.vports > 0 {
+        format!("{} VF(s)", g(s.vports as u64))
+    } else if s.mft_blocks > 0 {
+        format!("{} MFT block(s)", g(s.mft_blocks as u64))
+    } else if q.any() && s.pkey_blocks == 0 {
+        String::new()
+    } else {
+        format!("{} P_Key block(s)", g(s.pkey_blocks as u64))
+    };
+    let what = match (what.is_empty(), q.any()) {
+        (_, false) => what,
+        (true, true) => q.text(),
+        (false, true) => format!("{what}, {}", q.text()),
+    };
+    let proof = if q.any() && s.lft_blocks + s.pkey_blocks + s.mft_blocks + s.vports == 0 {
+        if q.sl2vl == 0 {
+            ARBITRATION_ONLY.to_owned()
+        } else {
+            QOS_ONLY.to_owned()
+        }
+    } else if q.any() {
+        format!(
+            "{}; {QOS_LANES}",
+            step_proof(p.check(i), p.isolation.get(i), s)
+        )
+    } else {
+        step_proof(p.check(i), p.isolation.get(i), s)
+    };
+    format!("{what}{}; {proof}", drops_text(s))
 }
 
 /// Why a plan sends more SMPs than a full reconfiguration, when it does: blocks written in
@@ -441,7 +465,7 @@ fn more_than_full(p: &Planned) -> String {
     )
 }
 
-fn target_line(t: &weft_plan::Target) -> String {
+pub(crate) fn target_line(t: &weft_plan::Target) -> String {
     match t {
         weft_plan::Target::Repair {
             destinations,

@@ -1,5 +1,7 @@
-//! `weft report FILE`: compile a fabric (check + build) and print the quality of its routing
-//! (`weft_metrics`), as a table or as JSON.
+//! `weft report FILE`: compile a fabric (check + build), or read a state (`state.json` or a
+//! build directory), and print the quality of its routing (`weft_metrics`), as a table, as
+//! JSON, or as one self-contained HTML page (`crate::html::report`: the fabric drawn with its
+//! link loads and the verifier's findings on it).
 
 use crate::{out, ColorChoice, Fatal};
 use std::fmt::Write as _;
@@ -24,14 +26,36 @@ impl Format {
     }
 }
 
+/// Output of `weft report`: [`Format`]'s, or a page.
+#[derive(Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
+pub(crate) enum ReportFormat {
+    Human,
+    Json,
+    /// One self-contained page: the fabric drawn with link loads and findings.
+    Html,
+}
+
+impl ReportFormat {
+    /// The format refused input is shown in (the page's is the human text).
+    pub(crate) fn findings(self) -> crate::findings::Format {
+        match self {
+            ReportFormat::Json => crate::findings::Format::Json,
+            ReportFormat::Human | ReportFormat::Html => crate::findings::Format::Human,
+        }
+    }
+}
+
 /// `weft report` arguments.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The `.weft` file.
+    /// The `.weft` file, a build directory, or a `state.json`.
     file: PathBuf,
+    /// Write the output here (default: standard output).
+    #[arg(long, short)]
+    output: Option<PathBuf>,
     /// Output format.
     #[arg(long, default_value = "human")]
-    pub(crate) format: Format,
+    pub(crate) format: ReportFormat,
     /// Random bisections for the eBB (default: 1000, fewer on large fabrics).
     #[arg(long)]
     bisections: Option<usize>,
@@ -43,9 +67,53 @@ pub struct Args {
     seed: Option<u64>,
 }
 
+/// The tables reported on: compiled from a `.weft` file (the engine named), or read from a
+/// build directory or a `state.json`.
+struct Tables {
+    state: weft_fabric::ValidState,
+    /// The build, when compiled here.
+    built: Option<weft_compiler::build::Built>,
+    /// Where the tables come from, in words.
+    source: String,
+}
+
+fn tables(file: &std::path::Path, color: ColorChoice) -> Result<Tables, Fatal> {
+    let state_file = if file.is_dir() {
+        Some(file.join(weft_fabric::build_dir::STATE))
+    } else if file.extension().is_some_and(|e| e == "json") {
+        Some(file.to_path_buf())
+    } else {
+        None
+    };
+    if let Some(p) = state_file {
+        crate::term::phase("reading");
+        let state = crate::plan::load_state(&p)?;
+        return Ok(Tables {
+            state,
+            built: None,
+            source: format!("tables read from `{}`", p.display()),
+        });
+    }
+    let built = crate::compile_and_build(file, color)?;
+    Ok(Tables {
+        state: built.state.clone(),
+        source: format!(
+            "compiled from `{}`, engine {} ({})",
+            file.display(),
+            built.engine,
+            built.why
+        ),
+        built: Some(built),
+    })
+}
+
 /// Runs `weft report`.
 pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
-    let built = crate::compile_and_build(&args.file, color)?;
+    let Tables {
+        state,
+        built,
+        source,
+    } = tables(&args.file, color)?;
     let opts = QualityOptions {
         bisections: args.bisections,
         shift_samples: args.shifts,
@@ -53,33 +121,74 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
         ..QualityOptions::default()
     };
     crate::term::phase("measuring");
-    let q = metrics::quality(&built.state, &opts);
+    let q = metrics::quality(&state, &opts);
+    let head = match &built {
+        Some(b) => format!(
+            "fabric `{}`, engine {} ({})\n",
+            state.fabric.name, b.engine, b.why
+        ),
+        None => format!("fabric `{}`, {source}\n", state.fabric.name),
+    };
     let text = match args.format {
-        Format::Human => {
-            let mut t = format!(
-                "fabric `{}`, engine {} ({})\n",
-                built.state.fabric.name, built.engine, built.why
-            );
-            t += &human(&q);
-            t
-        }
-        Format::Json => {
+        ReportFormat::Human => head + &human(&q),
+        ReportFormat::Json => {
             let v = crate::findings::document(
                 "report",
                 serde_json::json!({
-                    "fabric": built.state.fabric.name,
-                    "engine": built.engine.name(),
-                    "engine_used": built.engine_used.name(),
-                    "engine_why": built.why,
+                    "fabric": state.fabric.name,
+                    "engine": built.as_ref().map(|b| b.engine.name()),
+                    "engine_used": built.as_ref().map(|b| b.engine_used.name()),
+                    "engine_why": built.as_ref().map(|b| b.why.clone()),
+                    "source": source,
                     "quality": q,
                 }),
             );
             serde_json::to_string_pretty(&v)? + "\n"
         }
+        ReportFormat::Html => {
+            crate::term::phase("loading links");
+            let loads = metrics::link_loads(&state, &opts);
+            crate::term::phase("verifying");
+            let properties = match &built {
+                Some(b) => weft_driver::properties(b),
+                None => weft_verifier::Property::defaults(&state),
+            };
+            let report = weft_verifier::verify(
+                &state,
+                &weft_verifier::Options {
+                    properties: properties.clone(),
+                    certificate: false,
+                    max_listed: HTML_LISTED,
+                    ..weft_verifier::Options::default()
+                },
+            );
+            let found = crate::findings::of_report(
+                crate::findings::Violations::of(&report),
+                &args.file.display().to_string(),
+                None,
+            );
+            crate::term::phase("drawing");
+            crate::html::report::render(&crate::html::report::Input {
+                state: &state,
+                source,
+                quality: &q,
+                loads: &loads,
+                report: &report,
+                properties: &properties,
+                findings: &found,
+                text: &(head + &human(&q)),
+            })
+        }
     };
-    out(None, &text)?;
+    match &args.output {
+        Some(p) => crate::output::write_file(p, text.as_bytes()).map_err(Fatal::Run)?,
+        None => out(None, &text)?,
+    }
     Ok(ExitCode::SUCCESS)
 }
+
+/// Credit loops and failed routes listed on the HTML page, at most.
+const HTML_LISTED: usize = 20;
 
 fn unroutable(u: &Unroutable) -> String {
     if u.total() == 0 {

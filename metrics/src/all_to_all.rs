@@ -14,23 +14,7 @@ impl Net<'_> {
     /// All-to-all loads and the hop histogram.
     pub fn per_destination(&self) -> (AllToAll, Hops) {
         let n = self.ends.len();
-        // Destinations in LID order: neighbouring LFT entries share cache lines.
-        let mut order: Vec<u32> = (0..n as u32).collect();
-        order.sort_by_key(|&i| self.ends.get(i as usize).map_or(0, |e| e.lid));
-        let s = self.sw.len();
-        let acc = order
-            .par_chunks(64)
-            .fold(
-                || (Acc::new(self.dlinks, s), Scratch::new(s)),
-                |(mut acc, mut sc), chunk| {
-                    for &d in chunk {
-                        self.one_destination(d, &mut acc, &mut sc);
-                    }
-                    (acc, sc)
-                },
-            )
-            .map(|(acc, _)| acc)
-            .reduce(|| Acc::new(self.dlinks, s), Acc::merge);
+        let acc = self.destinations();
         let flows = (n as u64) * (n as u64).saturating_sub(1);
         let (max_load, sum) = self.fabric_max_sum(&acc.load);
         let all = AllToAll {
@@ -57,6 +41,28 @@ impl Net<'_> {
             max,
         };
         (all, hops)
+    }
+
+    /// Every destination's in-tree summed: loads per directed link, hops, unroutable pairs.
+    pub(crate) fn destinations(&self) -> Acc {
+        let n = self.ends.len();
+        // Destinations in LID order: neighbouring LFT entries share cache lines.
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        order.sort_by_key(|&i| self.ends.get(i as usize).map_or(0, |e| e.lid));
+        let s = self.sw.len();
+        order
+            .par_chunks(64)
+            .fold(
+                || (Acc::new(self.dlinks, s), Scratch::new(s)),
+                |(mut acc, mut sc), chunk| {
+                    for &d in chunk {
+                        self.one_destination(d, &mut acc, &mut sc);
+                    }
+                    (acc, sc)
+                },
+            )
+            .map(|(acc, _)| acc)
+            .reduce(|| Acc::new(self.dlinks, s), Acc::merge)
     }
 
     fn one_destination(&self, d: u32, acc: &mut Acc, sc: &mut Scratch) {

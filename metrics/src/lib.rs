@@ -52,7 +52,8 @@
 //! as flat tables and the forwarding step on them: the model's
 //! [`weft_fabric::forward::step`], tested equal), `all_to_all.rs` (in-trees per
 //! destination: all-to-all and hops), `patterns.rs` (shift and bisections, flow by flow),
-//! `balance.rs`, `reach.rs` (switch to switch), `scratch.rs` (working memory per job). The
+//! `balance.rs`, `reach.rs` (switch to switch), `loads.rs` (the patterns' loads per directed
+//! link, for drawing them: [`link_loads`]), `scratch.rs` (working memory per job). The
 //! bisections draw from weft's one RNG, [`weft_fabric::rng::SplitMix64`].
 
 // Nothing indexes with a value that might be out of range: `get` and a decision instead.
@@ -62,6 +63,7 @@
 mod all_to_all;
 mod balance;
 mod hosts;
+mod loads;
 mod net;
 mod patterns;
 mod reach;
@@ -74,6 +76,7 @@ pub use types::{
     MAX_BISECTIONS, MIN_BISECTIONS, SHIFT_SAMPLES,
 };
 
+pub use loads::{link_loads, LinkLoad, LinkLoads};
 use net::Net;
 use weft_fabric::FabricState;
 
@@ -278,6 +281,40 @@ mod tests {
         assert_eq!(q.bisections.ebb_min, 1.0);
         assert_eq!(q.switch_to_switch.pairs, 12);
         assert_eq!(q.switch_to_switch.unroutable.total(), 0);
+    }
+
+    #[test]
+    fn link_loads_add_up_to_the_quality() {
+        for lfts in [GOOD, BAD] {
+            let st = tiny(lfts);
+            let q = quality(&st, &opts());
+            let l = link_loads(&st, &opts());
+            assert_eq!(l.links.len(), q.fabric_links);
+            assert_eq!(
+                (l.shifts, l.bisections),
+                (q.shift.shifts, q.bisections.count)
+            );
+            let max = l.links.iter().map(|x| x.all_to_all).max().unwrap();
+            assert_eq!(max, q.all_to_all.max_load);
+            let sum = |f: fn(&LinkLoad) -> u64| l.links.iter().map(f).sum::<u64>() as f64;
+            let links = q.fabric_links as f64;
+            assert!((sum(|x| x.all_to_all) / links - q.all_to_all.mean_load).abs() < 1e-9);
+            let shifts = links * q.shift.shifts as f64;
+            assert!((sum(|x| x.shift) / shifts - q.shift.mean_load).abs() < 1e-9);
+            let bis = links * q.bisections.count as f64;
+            assert!((sum(|x| x.bisection) / bis - q.bisections.mean_load).abs() < 1e-9);
+        }
+        // BAD: L1 → S1 carries the four flows from H1, H2 to H3, H4; L1 → S2 none.
+        let l = link_loads(&tiny(BAD), &opts());
+        let name = |r: PortRef| tiny(BAD).fabric.node(r.node).name().to_owned();
+        let load = |a: &str, b: &str| {
+            l.links
+                .iter()
+                .find(|x| name(x.from) == a && name(x.to) == b)
+                .unwrap()
+                .all_to_all
+        };
+        assert_eq!((load("L1", "S1"), load("L1", "S2")), (4, 0));
     }
 
     #[test]

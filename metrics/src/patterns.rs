@@ -122,16 +122,8 @@ impl Net<'_> {
     /// spaced ones.
     pub fn shift(&self, all_up_to: usize, samples: usize) -> Shift {
         let n = self.ends.len();
-        let all = n.saturating_sub(1) <= all_up_to;
-        let ks: Vec<usize> = if all {
-            (1..n).collect()
-        } else {
-            let m = samples.clamp(1, n - 1);
-            (0..m).map(|j| 1 + j * (n - 1) / m).collect()
-        };
-        let stats = self.patterns(&ks, |&k| {
-            (0..n).map(|i| (i as u32, ((i + k) % n) as u32)).collect()
-        });
+        let (ks, all) = shifts(n, all_up_to, samples);
+        let stats = self.patterns(&ks, |&k| shift_flows(n, k));
         let t = self.totals(&stats);
         let mut max_load_histogram = BTreeMap::new();
         for st in &stats {
@@ -164,8 +156,7 @@ impl Net<'_> {
         count: usize,
         flows: impl Fn(u64) -> Vec<(u32, u32)> + Sync + Send,
     ) -> Bisections {
-        let mut rng = SplitMix64(seed);
-        let seeds: Vec<u64> = (0..count).map(|_| rng.next_u64()).collect();
+        let seeds = seeds(seed, count);
         let stats = self.patterns(&seeds, |&s| flows(s));
         let t = self.totals(&stats);
         let mut ebb_min = if stats.is_empty() { 0.0 } else { f64::INFINITY };
@@ -193,6 +184,28 @@ impl Net<'_> {
             ebb_max,
         }
     }
+}
+
+/// The shifts `k` evaluated for `n` hosts, and whether they are all of them: every `k` in
+/// `1..n` when `n − 1 ≤ all_up_to`, else `samples` evenly spaced ones.
+pub(crate) fn shifts(n: usize, all_up_to: usize, samples: usize) -> (Vec<usize>, bool) {
+    let all = n.saturating_sub(1) <= all_up_to;
+    if all {
+        return ((1..n).collect(), true);
+    }
+    let m = samples.clamp(1, n - 1);
+    ((0..m).map(|j| 1 + j * (n - 1) / m).collect(), false)
+}
+
+/// The flows of shift `k` over `n` hosts: `i → (i + k) mod n`.
+pub(crate) fn shift_flows(n: usize, k: usize) -> Vec<(u32, u32)> {
+    (0..n).map(|i| (i as u32, ((i + k) % n) as u32)).collect()
+}
+
+/// The seeds of `count` patterns drawn from `seed`.
+pub(crate) fn seeds(seed: u64, count: usize) -> Vec<u64> {
+    let mut rng = SplitMix64(seed);
+    (0..count).map(|_| rng.next_u64()).collect()
 }
 
 /// The flows of one random bisection of `n` hosts: a SplitMix64 Fisher–Yates shuffle, the
