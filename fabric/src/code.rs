@@ -129,6 +129,7 @@ pub const CODES: &[CodeInfo] = &[
     CodeInfo::stable("weft::plan_file::version", "A plan of another format or version (plan it again with this weft)."),
     CodeInfo::stable("weft::plan_file::vf_lid", "A plan step giving a VF a LID outside the unicast range."),
     CodeInfo::stable("weft::plan_file::write", "A plan step that is not a whole block (64 LFT entries, at most 32 P_Keys)."),
+    CodeInfo::stable("weft::state::dftree_lanes", "A dFtree lane pair that is not valid (one SL twice, an SL above 15, pairs out of order or repeated)."),
     CodeInfo::stable("weft::state::fabric", "A state whose fabric is not valid (a node, port or link the model refuses)."),
     CodeInfo::stable("weft::state::lft_size", "A switch's LFT longer than its LinearFDBCap."),
     CodeInfo::stable("weft::state::lid_alignment", "A base LID that is not a multiple of 2^LMC."),
