@@ -304,6 +304,17 @@ fn a_spreadsheet_design_is_compared_like_a_description() {
         "{}",
         text(&o.stderr)
     );
+    // A spreadsheet has no GUIDs: matching it by GUIDs only is refused, not an empty match.
+    let o = weft(
+        &d,
+        &["diff", "design.csv", "design.weft", "--match", "guids"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stdout));
+    assert!(
+        text(&o.stderr).contains("weft::cabling::no_guids"),
+        "{}",
+        text(&o.stderr)
+    );
 }
 
 #[test]

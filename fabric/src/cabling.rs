@@ -350,6 +350,13 @@ pub enum MatchError {
         help("position matching starts from nodes whose place is unique; with the fabrics this different, match by names or GUIDs")
     )]
     NoPosition,
+    /// `--match guids` with a design that has no GUIDs (a cabling spreadsheet).
+    #[error("the design is a cabling spreadsheet, which has no GUIDs to match by")]
+    #[diagnostic(
+        code(weft::cabling::no_guids),
+        help("match a spreadsheet by names or position (`--match names`, `position` or `auto`)")
+    )]
+    NoGuids,
 }
 
 /// A design node matched to a found node by position.
@@ -449,6 +456,9 @@ fn matching(design: &Fabric, found: &Fabric, opts: &Options) -> Result<Matching,
         to_found: vec![None; design.nodes().len()],
         by_position: Vec::new(),
     };
+    if opts.mode == MatchMode::Guids && !opts.design_guids {
+        return Err(MatchError::NoGuids);
+    }
     // By GUID first.
     if opts.mode.guids() && opts.design_guids {
         for (d, node) in design.node_ids().zip(design.nodes()) {

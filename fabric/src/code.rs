@@ -68,6 +68,7 @@ pub const CODES: &[CodeInfo] = &[
     CodeInfo::stable("weft::cabling::csv_empty", "A cabling spreadsheet with no cable under its header."),
     CodeInfo::stable("weft::cabling::ambiguous_name", "A design node whose name two found nodes match equally well (whole, or by first word): matching by name would have to guess."),
     CodeInfo::stable("weft::cabling::ambiguous_position", "A node at the place of two nodes on the other side (reached through different cables): matching by position would have to guess."),
+    CodeInfo::stable("weft::cabling::no_guids", "`--match guids` with a cabling spreadsheet as the design, which has no GUIDs."),
     CodeInfo::stable("weft::cabling::no_position", "Matching by position only, and no node's place in the design is the place of exactly one found node."),
     CodeInfo::stable("weft::ibnet::alias_unsupported", "An ibsim port alias (`@`) in an ibnetdiscover file; weft does not read aliases."),
     CodeInfo::stable("weft::ibnet::ambiguous_peer", "An `iblinkinfo` port whose peer cannot be told apart: its LID is 0 and several nodes have its name."),

@@ -183,7 +183,7 @@ pub enum DftreeMode {
     /// The papers' best case: every packet toward a hot-spot of the traffic pattern on the
     /// slow lane from the start (no detection, no delay).
     Oracle,
-    /// Every flow on its fast lane (the lowest SL).
+    /// Every flow on its fast lane (its dFtree lane pair's fast SL).
     Off,
 }
 

@@ -801,7 +801,7 @@ impl<'a> Sim<'a> {
         if several {
             let lanes = "the state's dFtree lane pairs name each pair's fast and slow SL";
             notes.push(match self.p.dftree {
-                DftreeMode::Off => "some pairs have several path SLs (QoS classes, dFtree lanes): the simulated traffic carries no service ID and dFtree's loop is off, so every flow takes its pair's lowest SL (a dFtree pair's fast lane)".to_owned(),
+                DftreeMode::Off => "some pairs have several path SLs (QoS classes, dFtree lanes): the simulated traffic carries no service ID and dFtree's loop is off, so a dFtree pair's flow takes its fast lane and any other its pair's lowest SL".to_owned(),
                 DftreeMode::Loop => format!("some pairs have several path SLs: the simulated traffic carries no service ID; dFtree's run-time loop moves flows between lanes ({lanes})"),
                 DftreeMode::Oracle => format!("some pairs have several path SLs: the simulated traffic carries no service ID; dFtree's best case puts every packet toward a hot-spot on its slow lane from the start, every other on its fast lane ({lanes})"),
             });

@@ -224,10 +224,16 @@ impl Loop {
 
     /// The SL of a packet from host `src` to host `dst` (LID `dlid`) whose pair has `sls`.
     pub(crate) fn sl(&self, src: u32, dst: u32, dlid: u16, sls: SlSet, pattern: &Pattern) -> Sl {
-        let fast = sls.iter().next().unwrap_or(Sl(0));
+        // A dFtree pair's fast SL; a pair without lanes, its lowest (the traffic carries no
+        // service ID to pick another class by).
+        let lanes = lanes_of(&self.lanes, sls);
+        let fast = lanes
+            .map(|(fast, _)| fast)
+            .or_else(|| sls.iter().next())
+            .unwrap_or(Sl(0));
         match self.mode {
             DftreeMode::Off => fast,
-            DftreeMode::Oracle => match lanes_of(&self.lanes, sls) {
+            DftreeMode::Oracle => match lanes {
                 Some((_, slow)) if pattern.is_hotspot(dst) => slow,
                 _ => fast,
             },

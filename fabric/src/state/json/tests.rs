@@ -181,7 +181,10 @@ fn dftree_lanes_read_back_and_bad_pairs_are_refused() {
     assert!(!st.to_json().contains("dftree_lanes"));
     st.dftree_lanes = vec![(Sl(1), Sl(2)), (Sl(3), Sl(4))];
     let text = st.to_json();
-    assert!(text.contains("\"dftree_lanes\": [[1, 2], [3, 4]]"), "{text}");
+    assert!(
+        text.contains("\"dftree_lanes\": [[1, 2], [3, 4]]"),
+        "{text}"
+    );
     let back = read(&text).unwrap();
     assert_eq!(back.dftree_lanes, st.dftree_lanes);
     for (bad, what) in [
