@@ -331,18 +331,25 @@ impl<'a> Topo<'a> {
     }
 
     /// A deterministic force layout: switches start on a circle in name order, then
-    /// Fruchterman–Reingold with a fixed cooling schedule.
+    /// Fruchterman–Reingold with a fixed cooling schedule. Only `+ − × ÷` and `sqrt` are
+    /// used (correctly rounded everywhere), never the platform's `sin`/`cos`, so the page is
+    /// the same on every machine.
     fn force(&mut self, switches: &[NodeId], adj: &BTreeMap<NodeId, BTreeSet<NodeId>>) {
         let count = switches.len();
         let side = (80.0 * (count as f64).sqrt()).max(300.0);
         let index: BTreeMap<NodeId, usize> =
             switches.iter().enumerate().map(|(i, &s)| (s, i)).collect();
+        // The circle's rational parametrisation, ((1 − u²)/(1 + u²), 2u/(1 + u²)) for u in
+        // [−1, 1): the first half of the switches on its right half, the rest mirrored.
+        let half = count.div_ceil(2).max(1);
         let mut p: Vec<(f64, f64)> = (0..count)
             .map(|i| {
-                let a = std::f64::consts::TAU * i as f64 / count.max(1) as f64;
+                let (k, side_sign) = if i < half { (i, 1.0) } else { (i - half, -1.0) };
+                let u = 2.0 * k as f64 / half as f64 - 1.0;
+                let (c, s) = ((1.0 - u * u) / (1.0 + u * u), 2.0 * u / (1.0 + u * u));
                 (
-                    side / 2.0 * (1.0 + 0.8 * a.cos()),
-                    side / 2.0 * (1.0 + 0.8 * a.sin()),
+                    side / 2.0 * (1.0 + 0.8 * side_sign * c),
+                    side / 2.0 * (1.0 + 0.8 * side_sign * s),
                 )
             })
             .collect();
