@@ -123,8 +123,12 @@ pub struct Params {
     /// Input buffer per (port, VL), in bytes (default 8448: four 2 KiB packets with headers,
     /// in 64-byte credits).
     pub buffer_bytes: u32,
-    /// Source queue per (host, VL), in packets (default 4).
+    /// Source queue per (host, VL), in packets (default 4); with [`HostModel::Fifo`], the
+    /// length of the host's one send queue.
     pub source_queue: u32,
+    /// What a host does with a packet its queue has no room for (default
+    /// [`HostModel::Refuse`]).
+    pub host: HostModel,
     /// From a packet's head arriving at a switch to its earliest departure, in nanoseconds
     /// (default 100).
     pub switch_latency_ns: u64,
@@ -149,11 +153,56 @@ impl Default for Params {
             header_bytes: 26,
             buffer_bytes: 8448,
             source_queue: 4,
+            host: HostModel::Refuse,
             switch_latency_ns: 100,
             link_latency_ns: 5,
             load: 1.0,
             top: 10,
             drain: false,
+        }
+    }
+}
+
+/// How a host queues what it generates before its link.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HostModel {
+    /// One source queue per VL of [`Params::source_queue`] packets; a packet whose VL queue is
+    /// full is not generated (`refused_at_source`), and the host goes on generating: a host
+    /// is never held back on one VL by another VL's congestion.
+    #[default]
+    Refuse,
+    /// One source queue per VL of [`Params::source_queue`] packets; a packet whose VL queue is
+    /// full is held and the host generates nothing more until it fits (a generator serving
+    /// one message at a time, which waits when its VL queue is full: the Mellanox OMNeT++
+    /// InfiniBand model's HCA generator).
+    Block,
+    /// One send queue of [`Params::source_queue`] packets in generation order (an HCA with
+    /// one send queue): only its head may leave, on its own VL, and a host whose queue is
+    /// full generates nothing more until there is room; a head without credits holds back
+    /// every packet behind it, whatever their VLs.
+    Fifo,
+}
+
+impl HostModel {
+    /// The model's name, as `--host-model` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            HostModel::Refuse => "refuse",
+            HostModel::Block => "block",
+            HostModel::Fifo => "fifo",
+        }
+    }
+
+    /// The model a name gives: `refuse`, `block` or `fifo`.
+    pub fn parse(name: &str) -> Result<HostModel, SimError> {
+        match name.trim() {
+            "refuse" => Ok(HostModel::Refuse),
+            "block" => Ok(HostModel::Block),
+            "fifo" => Ok(HostModel::Fifo),
+            other => Err(SimError::Param(format!(
+                "host model `{other}`: give refuse, block or fifo"
+            ))),
         }
     }
 }
