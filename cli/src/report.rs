@@ -29,6 +29,8 @@ impl Format {
 pub struct Args {
     /// The `.weft` file.
     file: PathBuf,
+    /// More `.weft` files: each is reported in turn, then all of them side by side.
+    more: Vec<PathBuf>,
     /// Output format.
     #[arg(long, default_value = "human")]
     pub(crate) format: Format,
@@ -38,43 +40,85 @@ pub struct Args {
     /// Shifts evaluated, evenly spaced, when the fabric has too many hosts for all of them.
     #[arg(long, default_value_t = metrics::SHIFT_SAMPLES)]
     shifts: usize,
-    /// Seed of the random bisections (default 0).
+    /// Seed of the random bisections (default 0), and of the simulated traffic.
     #[arg(long)]
     seed: Option<u64>,
+    /// Also simulate the standard patterns (uniform, a shift by half the hosts, all-to-all,
+    /// one hot-spot) for T each (default 50us) and print the throughput per node.
+    #[arg(long, value_name = "T", num_args = 0..=1, require_equals = true,
+        default_missing_value = crate::report_sim::DEFAULT_DURATION)]
+    simulate: Option<String>,
 }
 
 /// Runs `weft report`.
 pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
-    let built = crate::compile_and_build(&args.file, color)?;
+    use crate::report_sim::{self as sim, Column};
+    let sim_opts = sim::options(args.simulate.as_deref(), args.seed.unwrap_or(0))?;
     let opts = QualityOptions {
         bisections: args.bisections,
         shift_samples: args.shifts,
         seed: args.seed.unwrap_or(0),
         ..QualityOptions::default()
     };
-    crate::term::phase("measuring");
-    let q = metrics::quality(&built.state, &opts);
-    let text = match args.format {
-        Format::Human => {
-            let mut t = format!(
-                "fabric `{}`, engine {} ({})\n",
-                built.state.fabric.name, built.engine, built.why
-            );
-            t += &human(&q);
-            t
-        }
-        Format::Json => {
-            let v = crate::findings::document(
-                "report",
-                serde_json::json!({
+    let files: Vec<&PathBuf> = std::iter::once(&args.file).chain(&args.more).collect();
+    let (mut texts, mut docs, mut cols) = (Vec::new(), Vec::new(), Vec::new());
+    for file in files {
+        let built = crate::compile_and_build(file, color)?;
+        crate::term::phase("measuring");
+        let q = metrics::quality(&built.state, &opts);
+        let simulated = sim_opts
+            .map(|o| sim::simulate(&built.state, o))
+            .transpose()?;
+        match args.format {
+            Format::Human => {
+                let mut t = format!(
+                    "fabric `{}`, engine {} ({})\n",
+                    built.state.fabric.name, built.engine, built.why
+                );
+                t += &human(&q);
+                if let Some(s) = &simulated {
+                    t += &sim::human(s);
+                }
+                texts.push(t);
+            }
+            Format::Json => {
+                let mut v = serde_json::json!({
                     "fabric": built.state.fabric.name,
                     "engine": built.engine.name(),
                     "engine_used": built.engine_used.name(),
                     "engine_why": built.why,
                     "quality": q,
-                }),
-            );
-            serde_json::to_string_pretty(&v)? + "\n"
+                });
+                if let Some(s) = &simulated {
+                    v["simulated"] = serde_json::to_value(s)?;
+                }
+                if !args.more.is_empty() {
+                    v["file"] = serde_json::json!(file.display().to_string());
+                }
+                docs.push(v);
+            }
+        }
+        cols.push(Column {
+            file: file.clone(),
+            quality: q,
+            simulated,
+        });
+    }
+    let text = match args.format {
+        Format::Human => {
+            let mut t = texts.join("\n");
+            if cols.len() > 1 {
+                t += &sim::side_by_side(&cols);
+            }
+            t
+        }
+        Format::Json => {
+            let body = if docs.len() == 1 {
+                docs.pop().unwrap_or_default()
+            } else {
+                serde_json::json!({ "reports": docs })
+            };
+            serde_json::to_string_pretty(&crate::findings::document("report", body))? + "\n"
         }
     };
     out(None, &text)?;
