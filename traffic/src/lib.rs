@@ -10,11 +10,14 @@
 //!
 //! * *Hosts* are the end-node ports of role `host` with a LID and a live cable to a switch,
 //!   numbered in fabric order. Each generates packets at `load ×` its link rate (full load by
-//!   default: a packet every serialisation time) into one source queue per VL of
-//!   [`Params::source_queue`] packets; a packet whose VL queue is full is not generated
-//!   (counted as `refused_at_source`: the application could not post it). The SL of a packet
-//!   is the lowest of the state's path SLs for the (source, destination LID) pair, the VL it
-//!   is injected on the source port's SL→VL table (none: VL 0).
+//!   default: a packet every serialisation time) into source queues of
+//!   [`Params::source_queue`] packets, as [`Params::host`] says ([`HostModel`]): by default
+//!   one queue per VL, a packet whose VL queue is full not generated (counted as
+//!   `refused_at_source`: the application could not post it); or one queue per VL with a
+//!   generator that waits until the packet fits; or one send queue in generation order whose
+//!   head holds back the rest. The SL of a packet is the lowest of the state's path SLs for
+//!   the (source, destination LID) pair, the VL it is injected on the source port's SL→VL
+//!   table (none: VL 0).
 //! * *Links* run at width × speed (the link's recorded rate, else the slower end's
 //!   capabilities; the model's defaults are 4x EDR), one way each direction, with a fixed
 //!   [`Params::link_latency_ns`].
