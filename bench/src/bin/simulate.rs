@@ -2,7 +2,7 @@
 //! the published one, and how the gains move with the model's parameters.
 //!
 //! ```text
-//! cargo run --release -p weft-bench --bin simulate -- [table|sensitivity|durations] [OPTIONS]
+//! cargo run --release -p weft-bench --bin simulate -- [table|headline|sensitivity|durations] [OPTIONS]
 //!   --duration T     simulated time per run (default 1ms; a fifth of it is warm-up)
 //!   --seeds N        seeds per figure, 0..N, averaged as the papers do (table default 8,
 //!                    sensitivity default 2)
@@ -19,6 +19,7 @@
 //! 5 % of its packets to its hot-spot, the rest uniformly at random), 1 VL against vFtree's
 //! lanes; each figure is the gain of the mean throughput per end node (averaged over the
 //! seeds) over the same on 1 VL, printed beside the vFtree paper's (Fig. 10a and 10b).
+//! `headline`: the table's single hot-spot rows on the full tree only.
 //! `sensitivity`: the single hot-spot's gains at 2 and 8 VLs on the full tree as one
 //! parameter at a time moves away from the options given. Every run's wall-clock time and
 //! simulated packets per second are printed.
@@ -156,7 +157,7 @@ struct Opts {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: simulate [table|sensitivity|durations] [--duration T] [--seeds N] [--host refuse|block|fifo] \
+        "usage: simulate [table|headline|sensitivity|durations] [--duration T] [--seeds N] [--host refuse|block|fifo] \
          [--queue N] [--buffer BYTES] [--port-buffer BYTES] [--switch-ns N] [--link-ns N] \
          [--load F] [--speed DDR|QDR|FDR|EDR]"
     );
@@ -242,7 +243,8 @@ fn pct(x: Option<f64>) -> String {
     x.map_or("-".into(), |g| format!("{g:+.0} %"))
 }
 
-fn table(o: &Opts, states: &States) {
+/// `table`: every figure; `headline`: the single hot-spot on the full tree only.
+fn table(o: &Opts, states: &States, headline: bool) {
     let seeds = o.seeds.unwrap_or(8);
     println!(
         "vFtree, 648-port two-level fat-tree: {}",
@@ -264,6 +266,9 @@ fn table(o: &Opts, states: &States) {
     let started = Instant::now();
     let mut base: BTreeMap<(u32, usize), Mean> = BTreeMap::new();
     for &(roots, hot, vls, paper) in &TABLE {
+        if headline && (roots, hot) != (18, 1) {
+            continue;
+        }
         let tree = |vls| Tree {
             roots,
             vls,
@@ -457,7 +462,8 @@ fn main() {
     let o = opts();
     let states = States(Mutex::new(BTreeMap::new()));
     match o.mode.as_str() {
-        "table" => table(&o, &states),
+        "table" => table(&o, &states, false),
+        "headline" => table(&o, &states, true),
         "sensitivity" => sensitivity(&o, &states),
         "durations" => durations(&o, &states),
         _ => usage(),
