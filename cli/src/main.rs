@@ -19,6 +19,7 @@ mod output;
 mod plan;
 mod render;
 mod report;
+mod report_sim;
 mod simulate;
 mod term;
 mod verify;

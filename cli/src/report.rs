@@ -53,6 +53,8 @@ pub struct Args {
     /// Write the output here (default: standard output).
     #[arg(long, short)]
     output: Option<PathBuf>,
+    /// More inputs (`.weft` files, build directories, `state.json`s): each is reported in turn, then all of them side by side.
+    more: Vec<PathBuf>,
     /// Output format.
     #[arg(long, default_value = "human")]
     pub(crate) format: ReportFormat,
@@ -62,9 +64,14 @@ pub struct Args {
     /// Shifts evaluated, evenly spaced, when the fabric has too many hosts for all of them.
     #[arg(long, default_value_t = metrics::SHIFT_SAMPLES)]
     shifts: usize,
-    /// Seed of the random bisections (default 0).
+    /// Seed of the random bisections (default 0), and of the simulated traffic.
     #[arg(long)]
     seed: Option<u64>,
+    /// Also simulate the standard patterns (uniform, a shift by half the hosts, all-to-all,
+    /// one hot-spot) for T each (default 50us) and print the throughput per node.
+    #[arg(long, value_name = "T", num_args = 0..=1, require_equals = true,
+        default_missing_value = crate::report_sim::DEFAULT_DURATION)]
+    simulate: Option<String>,
 }
 
 /// The tables reported on: compiled from a `.weft` file (the engine named), or read from a
@@ -109,76 +116,121 @@ fn tables(file: &std::path::Path, color: ColorChoice) -> Result<Tables, Fatal> {
 
 /// Runs `weft report`.
 pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
-    let Tables {
-        state,
-        built,
-        source,
-    } = tables(&args.file, color)?;
+    use crate::report_sim::{self as sim, Column};
+    if args.format == ReportFormat::Html && !args.more.is_empty() {
+        return Err(Fatal::Run(
+            "--format html draws one fabric: give one input (the side-by-side comparison of \
+             several is in the human and JSON formats)"
+                .to_owned(),
+        ));
+    }
+    let sim_opts = sim::options(args.simulate.as_deref(), args.seed.unwrap_or(0))?;
     let opts = QualityOptions {
         bisections: args.bisections,
         shift_samples: args.shifts,
         seed: args.seed.unwrap_or(0),
         ..QualityOptions::default()
     };
-    crate::term::phase("measuring");
-    let q = metrics::quality(&state, &opts);
-    let head = match &built {
-        Some(b) => format!(
-            "fabric `{}`, engine {} ({})\n",
-            state.fabric.name, b.engine, b.why
-        ),
-        None => format!("fabric `{}`, {source}\n", state.fabric.name),
-    };
-    let text = match args.format {
-        ReportFormat::Human => head + &human(&q),
-        ReportFormat::Json => {
-            let v = crate::findings::document(
-                "report",
-                serde_json::json!({
+    let files: Vec<&PathBuf> = std::iter::once(&args.file).chain(&args.more).collect();
+    let (mut texts, mut docs, mut cols) = (Vec::new(), Vec::new(), Vec::new());
+    let mut page = None;
+    for file in files {
+        let Tables {
+            state,
+            built,
+            source,
+        } = tables(file, color)?;
+        crate::term::phase("measuring");
+        let q = metrics::quality(&state, &opts);
+        let simulated = sim_opts.map(|o| sim::simulate(&state, o)).transpose()?;
+        let head = match &built {
+            Some(b) => format!(
+                "fabric `{}`, engine {} ({})\n",
+                state.fabric.name, b.engine, b.why
+            ),
+            None => format!("fabric `{}`, {source}\n", state.fabric.name),
+        };
+        let mut text = head + &human(&q);
+        if let Some(s) = &simulated {
+            text += &sim::human(s);
+        }
+        match args.format {
+            ReportFormat::Human => texts.push(text),
+            ReportFormat::Json => {
+                let mut v = serde_json::json!({
                     "fabric": state.fabric.name,
                     "engine": built.as_ref().map(|b| b.engine.name()),
                     "engine_used": built.as_ref().map(|b| b.engine_used.name()),
                     "engine_why": built.as_ref().map(|b| b.why.clone()),
                     "source": source,
                     "quality": q,
-                }),
-            );
-            serde_json::to_string_pretty(&v)? + "\n"
+                });
+                if let Some(s) = &simulated {
+                    v["simulated"] = serde_json::to_value(s)?;
+                }
+                if !args.more.is_empty() {
+                    v["file"] = serde_json::json!(file.display().to_string());
+                }
+                docs.push(v);
+            }
+            ReportFormat::Html => {
+                crate::term::phase("loading links");
+                let loads = metrics::link_loads(&state, &opts);
+                crate::term::phase("verifying");
+                let properties = match &built {
+                    Some(b) => weft_driver::properties(b),
+                    None => weft_verifier::Property::defaults(&state),
+                };
+                let report = weft_verifier::verify(
+                    &state,
+                    &weft_verifier::Options {
+                        properties: properties.clone(),
+                        certificate: false,
+                        max_listed: HTML_LISTED,
+                        ..weft_verifier::Options::default()
+                    },
+                );
+                let found = crate::findings::of_report(
+                    crate::findings::Violations::of(&report),
+                    &file.display().to_string(),
+                    None,
+                );
+                crate::term::phase("drawing");
+                page = Some(crate::html::report::render(&crate::html::report::Input {
+                    state: &state,
+                    source,
+                    quality: &q,
+                    loads: &loads,
+                    report: &report,
+                    properties: &properties,
+                    findings: &found,
+                    text: &text,
+                }));
+            }
         }
-        ReportFormat::Html => {
-            crate::term::phase("loading links");
-            let loads = metrics::link_loads(&state, &opts);
-            crate::term::phase("verifying");
-            let properties = match &built {
-                Some(b) => weft_driver::properties(b),
-                None => weft_verifier::Property::defaults(&state),
+        cols.push(Column {
+            file: file.clone(),
+            quality: q,
+            simulated,
+        });
+    }
+    let text = match args.format {
+        ReportFormat::Human => {
+            let mut t = texts.join("\n");
+            if cols.len() > 1 {
+                t += &sim::side_by_side(&cols);
+            }
+            t
+        }
+        ReportFormat::Json => {
+            let body = if docs.len() == 1 {
+                docs.pop().unwrap_or_default()
+            } else {
+                serde_json::json!({ "reports": docs })
             };
-            let report = weft_verifier::verify(
-                &state,
-                &weft_verifier::Options {
-                    properties: properties.clone(),
-                    certificate: false,
-                    max_listed: HTML_LISTED,
-                    ..weft_verifier::Options::default()
-                },
-            );
-            let found = crate::findings::of_report(
-                crate::findings::Violations::of(&report),
-                &args.file.display().to_string(),
-                None,
-            );
-            crate::term::phase("drawing");
-            crate::html::report::render(&crate::html::report::Input {
-                state: &state,
-                source,
-                quality: &q,
-                loads: &loads,
-                report: &report,
-                properties: &properties,
-                findings: &found,
-                text: &(head + &human(&q)),
-            })
+            serde_json::to_string_pretty(&crate::findings::document("report", body))? + "\n"
         }
+        ReportFormat::Html => page.unwrap_or_default(),
     };
     match &args.output {
         Some(p) => crate::output::write_file(p, text.as_bytes()).map_err(Fatal::Run)?,

@@ -34,6 +34,16 @@ pub struct Args {
     /// Offered load per host, a fraction of its link rate (1: full load).
     #[arg(long, default_value_t = 1.0)]
     load: f64,
+    /// What a host does with a packet its source queue has no room for: `refuse` (one queue
+    /// per VL; the packet is not generated and the host goes on), `block` (one queue per VL;
+    /// the host waits until it fits) or `fifo` (one send queue in generation order; its head
+    /// holds back the rest).
+    #[arg(long, default_value = "refuse", value_name = "MODEL")]
+    host_model: String,
+    /// Source queue length in packets: per VL (`refuse`, `block`), or the one send queue
+    /// (`fifo`).
+    #[arg(long, default_value_t = Params::default().source_queue, value_name = "N")]
+    source_queue: u32,
     /// Hottest links and most stalled ports listed.
     #[arg(long, default_value_t = 10)]
     top: usize,
@@ -106,6 +116,12 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
         .map(traffic::parse_duration)
         .transpose()
         .map_err(fail)?;
+    let host = traffic::HostModel::parse(&args.host_model).map_err(fail)?;
+    if args.source_queue == 0 {
+        return Err(Fatal::Run(
+            "--source-queue must be at least 1 packet".to_owned(),
+        ));
+    }
     let defaults = Params::default();
     let dftree = if args.no_dftree_loop {
         DftreeMode::Off
@@ -159,6 +175,8 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
         dftree_release_sweeps: args
             .dftree_release
             .unwrap_or(defaults.dftree_release_sweeps),
+        host,
+        source_queue: args.source_queue,
         ..defaults
     };
     let state = load(&args.input, color)?;

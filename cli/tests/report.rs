@@ -117,3 +117,135 @@ fn report_of_a_broken_fabric_exits_1() {
     assert!(out.stdout.is_empty());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A small tree of 4-port switches (8 hosts), on 1 VL, on vFtree's 2 lanes or on a dFtree
+/// pair: the three fabrics `weft report A B C --simulate` puts side by side.
+fn small_trees(dir: &Path) -> [PathBuf; 3] {
+    std::fs::create_dir_all(dir).unwrap();
+    let qos = [
+        ("fat-tree", "    vls { budget = 1 }\n"),
+        (
+            "vftree",
+            "    vls { budget = 2 }\n    qos { class compute { lanes = vftree(maxvl: 2) } }\n",
+        ),
+        (
+            "dftree",
+            "    vls { budget = 2 }\n    qos { class compute { lanes = dftree } }\n",
+        ),
+    ];
+    qos.map(|(name, q)| {
+        let f = dir.join(format!("{name}.weft"));
+        std::fs::write(
+            &f,
+            format!(
+                "use std::hardware::{{sb7800, connectx5}}\nuse std::topology::fat_tree\nfabric small {{\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n{q}    routing {{ engine = fat_tree }}\n}}\n"
+            ),
+        )
+        .unwrap();
+        f
+    })
+}
+
+#[test]
+fn report_simulates_the_standard_patterns() {
+    let args = ["report", "examples/lab-16.weft", "--simulate=20us"];
+    let out = weft(&args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    for needle in [
+        "  simulated         20000 ns per pattern (4000 ns warm-up), seed 0, 16 hosts at full load, host model refuse",
+        "    uniform ",
+        "    shift:8 ",
+        "    all-to-all ",
+        "    hotspot:1:5% ",
+    ] {
+        assert!(t.contains(needle), "`{needle}` not in:\n{t}");
+    }
+    insta::assert_snapshot!("report_lab16_simulated", t);
+    // Without --simulate, nothing simulated.
+    let plain = text(&weft(&["report", "examples/lab-16.weft"]).stdout);
+    assert!(!plain.contains("simulated"), "{plain}");
+    // The JSON key, and the same bytes on a re-run.
+    let json = [&args[..], &["--format", "json"]].concat();
+    let a = weft(&json);
+    assert!(a.status.success(), "{}", text(&a.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&a.stdout).unwrap();
+    let s = &v["simulated"];
+    assert_eq!(s["duration_ns"], 20_000);
+    assert_eq!(s["hosts"], 16);
+    let traffic: Vec<&str> = s["patterns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["traffic"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        traffic,
+        ["uniform", "shift:8", "all-to-all", "hotspot:1:5%"]
+    );
+    for p in s["patterns"].as_array().unwrap() {
+        let g = p["throughput_per_node_gbps"]["mean"].as_f64().unwrap();
+        assert!(g > 1.0 && g < 100.0, "{p}");
+    }
+    assert_eq!(weft(&json).stdout, a.stdout, "same input, same bytes");
+    let other = weft(&[&json[..], &["--seed", "3"]].concat());
+    assert_ne!(other.stdout, a.stdout, "the seed moves the traffic");
+    // A duration that does not parse is refused before anything is compiled.
+    let bad = weft(&["report", "examples/lab-16.weft", "--simulate=soon"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad.stderr).contains("--simulate: duration `soon`"));
+}
+
+#[test]
+fn report_puts_fat_tree_vftree_and_dftree_side_by_side() {
+    let dir = std::env::temp_dir().join(format!("weft-report-cmp-{}", std::process::id()));
+    let files = small_trees(&dir);
+    let paths: Vec<&str> = files.iter().map(|f| f.to_str().unwrap()).collect();
+    let out = weft(&[&["report"], &paths[..], &["--simulate=20us"]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    assert_eq!(t.matches("fabric `small`").count(), 3, "{t}");
+    let side = &t[t.find("\nside by side\n").expect("a side-by-side table")..];
+    insta::assert_snapshot!("report_side_by_side", side);
+    // The vFtree lanes carry the hot-spot's victims past it: more than on 1 VL.
+    let row = |label: &str| -> Vec<f64> {
+        let line = side
+            .lines()
+            .find(|l| l.trim_start().starts_with(label))
+            .unwrap();
+        line.split_whitespace()
+            .rev()
+            .take(3)
+            .map(|x| x.parse().unwrap())
+            .collect::<Vec<f64>>()
+            .into_iter()
+            .rev()
+            .collect()
+    };
+    let hot = row("hotspot:1:5% Gb/s/node");
+    assert!(hot[1] > hot[0], "{hot:?}");
+    // JSON: one report per file, under `reports`.
+    let json = weft(
+        &[
+            &["report"],
+            &paths[..],
+            &["--simulate=20us", "--format", "json"],
+        ]
+        .concat(),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let reports = v["reports"].as_array().unwrap();
+    assert_eq!(reports.len(), 3);
+    assert!(reports[1]["file"]
+        .as_str()
+        .unwrap()
+        .ends_with("vftree.weft"));
+    assert_eq!(
+        reports[2]["simulated"]["patterns"]
+            .as_array()
+            .unwrap()
+            .len(),
+        4
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -105,6 +105,60 @@ fn bad_options_are_clear_errors() {
         "receive rate must be above 0 and at most 1",
     );
     refused(&["no/such.json", "--traffic", "uniform"], "cannot read");
+    refused(
+        &[LAB, "--traffic", "uniform", "--host-model", "lazy"],
+        "host model `lazy`: give refuse, block or fifo",
+    );
+    refused(
+        &[LAB, "--traffic", "uniform", "--source-queue", "0"],
+        "--source-queue must be at least 1 packet",
+    );
+}
+
+#[test]
+fn the_host_model_is_chosen_and_recorded() {
+    // Hot-spot traffic on vFtree's 2 lanes: hosts that send in order (`fifo`) refuse nothing
+    // and get less than hosts that refuse what their congested VL cannot take; the JSON says
+    // which ran.
+    let dir = std::env::temp_dir().join(format!("weft-simulate-host-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("vftree.weft");
+    std::fs::write(
+        &file,
+        "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric small {\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    vls { budget = 2 }\n    qos { class compute { lanes = vftree(maxvl: 2) } }\n    routing { engine = fat_tree }\n}\n",
+    )
+    .unwrap();
+    let run = |model: &str| {
+        let out = weft(&[
+            "simulate",
+            file.to_str().unwrap(),
+            "--traffic",
+            "hotspot:1:50",
+            "--duration",
+            "100us",
+            "--host-model",
+            model,
+            "--source-queue",
+            "2",
+            "--format",
+            "json",
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let (refuse, fifo) = (run("refuse"), run("fifo"));
+    assert_eq!(refuse["params"]["host"], "refuse");
+    assert_eq!(fifo["params"]["host"], "fifo");
+    assert_eq!(fifo["params"]["source_queue"], 2);
+    assert_eq!(fifo["packets"]["refused_at_source"], 0);
+    assert!(refuse["packets"]["refused_at_source"].as_u64().unwrap() > 0);
+    let mean = |v: &serde_json::Value| v["throughput_per_node_gbps"]["mean"].as_f64().unwrap();
+    assert!(
+        mean(&refuse) > mean(&fifo),
+        "{} {}",
+        mean(&refuse),
+        mean(&fifo)
+    );
 }
 
 #[test]

@@ -10,11 +10,14 @@
 //!
 //! * *Hosts* are the end-node ports of role `host` with a LID and a live cable to a switch,
 //!   numbered in fabric order. Each generates packets at `load ×` its link rate (full load by
-//!   default: a packet every serialisation time) into one source queue per VL of
-//!   [`Params::source_queue`] packets; a packet whose VL queue is full is not generated
-//!   (counted as `refused_at_source`: the application could not post it). The SL of a packet
-//!   is the lowest of the state's path SLs for the (source, destination LID) pair, the VL it
-//!   is injected on the source port's SL→VL table (none: VL 0).
+//!   default: a packet every serialisation time) into source queues of
+//!   [`Params::source_queue`] packets, as [`Params::host`] says ([`HostModel`]): by default
+//!   one queue per VL, a packet whose VL queue is full not generated (counted as
+//!   `refused_at_source`: the application could not post it); or one queue per VL with a
+//!   generator that waits until the packet fits; or one send queue in generation order whose
+//!   head holds back the rest. The SL of a packet is the lowest of the state's path SLs for
+//!   the (source, destination LID) pair, the VL it is injected on the source port's SL→VL
+//!   table (none: VL 0).
 //! * *Links* run at width × speed (the link's recorded rate, else the slower end's
 //!   capabilities; the model's defaults are 4x EDR), one way each direction, with a fixed
 //!   [`Params::link_latency_ns`].
@@ -129,8 +132,12 @@ pub struct Params {
     /// Input buffer per (port, VL), in bytes (default 8448: four 2 KiB packets with headers,
     /// in 64-byte credits).
     pub buffer_bytes: u32,
-    /// Source queue per (host, VL), in packets (default 4).
+    /// Source queue per (host, VL), in packets (default 4); with [`HostModel::Fifo`], the
+    /// length of the host's one send queue.
     pub source_queue: u32,
+    /// What a host does with a packet its queue has no room for (default
+    /// [`HostModel::Refuse`]).
+    pub host: HostModel,
     /// From a packet's head arriving at a switch to its earliest departure, in nanoseconds
     /// (default 100).
     pub switch_latency_ns: u64,
@@ -196,6 +203,7 @@ impl Default for Params {
             header_bytes: 26,
             buffer_bytes: 8448,
             source_queue: 4,
+            host: HostModel::Refuse,
             switch_latency_ns: 100,
             link_latency_ns: 5,
             load: 1.0,
@@ -207,6 +215,50 @@ impl Default for Params {
             dftree_repath_ns: 1_000,
             dftree_threshold_ticks_per_s: 10_000_000.0,
             dftree_release_sweeps: 2,
+        }
+    }
+}
+
+/// How a host queues what it generates before its link.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HostModel {
+    /// One source queue per VL of [`Params::source_queue`] packets; a packet whose VL queue is
+    /// full is not generated (`refused_at_source`), and the host goes on generating: a host
+    /// is never held back on one VL by another VL's congestion.
+    #[default]
+    Refuse,
+    /// One source queue per VL of [`Params::source_queue`] packets; a packet whose VL queue is
+    /// full is held and the host generates nothing more until it fits (a generator serving
+    /// one message at a time, which waits when its VL queue is full: the Mellanox OMNeT++
+    /// InfiniBand model's HCA generator).
+    Block,
+    /// One send queue of [`Params::source_queue`] packets in generation order (an HCA with
+    /// one send queue): only its head may leave, on its own VL, and a host whose queue is
+    /// full generates nothing more until there is room; a head without credits holds back
+    /// every packet behind it, whatever their VLs.
+    Fifo,
+}
+
+impl HostModel {
+    /// The model's name, as `--host-model` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            HostModel::Refuse => "refuse",
+            HostModel::Block => "block",
+            HostModel::Fifo => "fifo",
+        }
+    }
+
+    /// The model a name gives: `refuse`, `block` or `fifo`.
+    pub fn parse(name: &str) -> Result<HostModel, SimError> {
+        match name.trim() {
+            "refuse" => Ok(HostModel::Refuse),
+            "block" => Ok(HostModel::Block),
+            "fifo" => Ok(HostModel::Fifo),
+            other => Err(SimError::Param(format!(
+                "host model `{other}`: give refuse, block or fifo"
+            ))),
         }
     }
 }

@@ -9,7 +9,7 @@ use crate::arb::Arbiter;
 use crate::pattern::Pattern;
 use crate::report::{ClassThroughput, Classes, Latency, LinkLoad, Packets, Report, Throughput};
 use crate::sim_dftree::Loop;
-use crate::{DftreeMode, Params, SimError, Traffic};
+use crate::{DftreeMode, HostModel, Params, SimError, Traffic};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::time::Instant;
@@ -95,6 +95,8 @@ struct Host {
     chan: u32,
     rng: SplitMix64,
     interval: u64,
+    /// A generated packet its queue had no room for, waiting (host models `block`, `fifo`).
+    held: Option<Pkt>,
 }
 
 /// The simulation's whole state.
@@ -320,6 +322,7 @@ impl<'a> Sim<'a> {
                     chan: c,
                     rng,
                     interval,
+                    held: None,
                 });
             }
         }
@@ -480,8 +483,17 @@ impl<'a> Sim<'a> {
         };
         let (port, chan, interval) = (host.port, host.chan, host.interval);
         let dst = self.pattern.draw(h, &mut host.rng, now);
-        self.push(now + interval, Ev::Gen { host: h });
+        let model = self.p.host;
+        // Refusing hosts generate on; the others only once this packet is queued.
+        let refuse = model == HostModel::Refuse;
+        let next = now + interval;
+        if refuse {
+            self.push(next, Ev::Gen { host: h });
+        }
         let Some(dlid) = self.hosts.get(dst as usize).map(|d| d.lid) else {
+            if !refuse {
+                self.push(next, Ev::Gen { host: h });
+            }
             return;
         };
         let sls = self.st.path_sls(port, dlid);
@@ -494,18 +506,12 @@ impl<'a> Sim<'a> {
             // SL→VL 15 (or beyond the data VLs): the port drops it.
             self.counts.generated += 1;
             self.counts.dropped += 1;
+            if !refuse {
+                self.push(next, Ev::Gen { host: h });
+            }
             return;
         }
-        let b = (self.chans.len() + h as usize) * self.nvl + usize::from(vl);
-        let cap = self.p.source_queue as usize;
-        let Some(q) = self.bufs.get_mut(b) else {
-            return;
-        };
-        if q.len() >= cap {
-            self.counts.refused_at_source += 1;
-            return;
-        }
-        q.push_back(Pkt {
+        let pkt = Pkt {
             src: h,
             dst,
             dlid: dlid.0,
@@ -514,10 +520,50 @@ impl<'a> Sim<'a> {
             born: now,
             head_at: now,
             tail_at: now,
-        });
+        };
+        let b = self.source_buf(h, vl);
+        let cap = self.p.source_queue as usize;
+        let Some(q) = self.bufs.get_mut(b) else {
+            return;
+        };
+        if q.len() >= cap {
+            match model {
+                HostModel::Refuse => self.counts.refused_at_source += 1,
+                // Held until its queue has room (`pop`); no generation meanwhile.
+                HostModel::Block | HostModel::Fifo => {
+                    if let Some(x) = self.hosts.get_mut(h as usize) {
+                        x.held = Some(pkt);
+                    }
+                }
+            }
+            return;
+        }
+        if !refuse {
+            self.push(next, Ev::Gen { host: h });
+        }
+        self.enqueue(now, b, chan, pkt);
+    }
+
+    /// The source queue host `h` puts a packet for `vl` in: its VL's, or with the `fifo`
+    /// host model its one send queue (the slot of VL 0).
+    fn source_buf(&self, h: u32, vl: u8) -> usize {
+        let vl = if self.p.host == HostModel::Fifo {
+            0
+        } else {
+            vl
+        };
+        (self.chans.len() + h as usize) * self.nvl + usize::from(vl)
+    }
+
+    /// Puts a generated packet in source queue `b`; the head asks for the host's link.
+    fn enqueue(&mut self, now: u64, b: usize, chan: u32, pkt: Pkt) {
+        let Some(q) = self.bufs.get_mut(b) else {
+            return;
+        };
+        q.push_back(pkt);
         self.counts.generated += 1;
         if q.len() == 1 {
-            self.request(b as u32, chan, vl);
+            self.request(b as u32, chan, pkt.vl);
             self.try_send(now, chan);
         }
     }
@@ -658,10 +704,33 @@ impl<'a> Sim<'a> {
                 let t = now.max(next.head_at + self.sw_ps);
                 self.push(t, Ev::Ready { buf: b });
             }
-        } else if let Some(&next) = self.bufs.get(bi).and_then(|q| q.front()) {
+        } else {
             let h = c - nch;
-            if let Some(chan) = self.hosts.get(h).map(|x| x.chan) {
-                self.request(b, chan, next.vl);
+            // A packet held for want of room in this queue goes in now, and the host
+            // generates again (host models `block`, `fifo`).
+            let fifo = self.p.host == HostModel::Fifo;
+            let nvl = self.nvl;
+            let held = self.hosts.get_mut(h).and_then(|x| {
+                let vl = x.held.map(|p| if fifo { 0 } else { usize::from(p.vl) });
+                if vl.map(|v| c * nvl + v) == Some(bi) {
+                    x.held.take()
+                } else {
+                    None
+                }
+            });
+            if let (Some(p), Some(q)) = (held, self.bufs.get_mut(bi)) {
+                q.push_back(Pkt {
+                    head_at: now,
+                    tail_at: now,
+                    ..p
+                });
+                self.counts.generated += 1;
+                self.push(now, Ev::Gen { host: h as u32 });
+            }
+            if let Some(&next) = self.bufs.get(bi).and_then(|q| q.front()) {
+                if let Some(chan) = self.hosts.get(h).map(|x| x.chan) {
+                    self.request(b, chan, next.vl);
+                }
             }
         }
         Some(pkt)

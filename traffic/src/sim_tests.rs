@@ -1,7 +1,7 @@
 //! The engine's invariants on small fabrics compiled by weft.
 
 use crate::sim::run_checked;
-use crate::{simulate, Params, Report, Traffic};
+use crate::{simulate, HostModel, Params, Report, Traffic};
 use proptest::prelude::*;
 use weft_compiler::build::build;
 use weft_compiler::{check, NoFiles};
@@ -178,6 +178,45 @@ fn a_flow_on_its_own_vl_passes_a_congested_one() {
 }
 
 #[test]
+fn in_order_hosts_are_held_to_their_hot_spot_share() {
+    // 8 hosts on 2 VLs, 7 of them sending half their packets to host 0. A host that sends in
+    // order (`block`, `fifo`) gets at most the hot-spot link's share per contributor over
+    // its hot share, 98.7 / 7 / 0.5 ≈ 28.2 Gb/s, whatever the VLs; host 0 at most its link:
+    // a mean of (7 × 28.2 + 98.7) / 8 ≈ 37.0. One that refuses what its congested VL cannot
+    // take sends its other packets past them.
+    let st = tree(2, 4, 2);
+    let t = Traffic::parse("hotspot:1:50%").unwrap();
+    let link = 100.0 * 2048.0 / 2074.0;
+    let bound = (7.0 * link / 7.0 / 0.5 + link) / 8.0;
+    let run = |host| {
+        let p = Params {
+            host,
+            ..params(400_000)
+        };
+        let (r, fill, cap) = run_checked(&st, &t, &p, 2);
+        conserved(&r);
+        assert!(fill <= cap);
+        r
+    };
+    let refuse = run(HostModel::Refuse);
+    assert!(refuse.packets.refused_at_source > 0);
+    for host in [HostModel::Block, HostModel::Fifo] {
+        let r = run(host);
+        assert_eq!(r.packets.refused_at_source, 0, "{host:?}");
+        let got = r.throughput_per_node_gbps.mean;
+        assert!(got < bound * 1.05, "{host:?}: {got} over {bound}");
+        assert!(
+            refuse.throughput_per_node_gbps.mean > 1.1 * got,
+            "{host:?}: refuse {} against {got}",
+            refuse.throughput_per_node_gbps.mean
+        );
+    }
+    // Same seed, same bytes, whatever the model.
+    let again = serde_json::to_string(&run(HostModel::Fifo)).unwrap();
+    assert_eq!(again, serde_json::to_string(&run(HostModel::Fifo)).unwrap());
+}
+
+#[test]
 fn bad_parameters_are_refused() {
     let st = star();
     let t = Traffic::Uniform;
@@ -236,6 +275,8 @@ proptest! {
         lanes in prop::sample::select(vec![1u8, 2, 4]),
         spec in prop::sample::select(vec!["uniform", "hotspot:1", "hotspot:2:30", "shift:1", "all-to-all", "permutation"]),
         buffer_packets in 1u32..=3,
+        host in prop::sample::select(vec![HostModel::Refuse, HostModel::Block, HostModel::Fifo]),
+        queue in 1u32..=4,
         seed in 0u64..1000,
     ) {
         prop_assume!(!(levels == 3 && radix == 6));
@@ -243,6 +284,8 @@ proptest! {
         let t = Traffic::parse(spec).unwrap();
         let p = Params {
             buffer_bytes: buffer_packets * 2112,
+            host,
+            source_queue: queue,
             drain: true,
             ..params(5_000)
         };

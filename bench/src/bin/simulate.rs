@@ -1,132 +1,471 @@
-//! The vFtree paper's 648-port experiment in `weft simulate`: the two-level tree of
-//! `examples/cluster-648.weft` on 1 VL and on vFtree's 2, 4 and 8 lanes, `hotspot:N` traffic
-//! (each node sends 5 % of its packets to its hot-spot, the rest uniformly at random), and
-//! the throughput per end node of each beside the gain over 1 VL the paper reports:
+//! The vFtree paper's 648-port experiment in `weft simulate`, every figure of its table beside
+//! the published one, and how the gains move with the model's parameters.
 //!
 //! ```text
-//! cargo run --release -p weft-bench --bin simulate -- [DURATION] [SEED] [HOTSPOTS] [BUFFER_BYTES] [SOURCE_QUEUE]
+//! cargo run --release -p weft-bench --bin simulate -- [table|headline|sensitivity|durations] [OPTIONS]
+//!   --duration T     simulated time per run (default 1ms; a fifth of it is warm-up)
+//!   --seeds N        seeds per figure, 0..N, averaged as the papers do (table default 8,
+//!                    sensitivity default 2)
+//!   --host MODEL     host model: refuse, block or fifo (default: the simulator's)
+//!   --queue N        source queue, packets (default: the simulator's)
+//!   --buffer BYTES   input buffer per (port, VL) (default: the simulator's)
+//!   --switch-ns N    switch latency (default: the simulator's)
+//!   --link-ns N      link latency (default: the simulator's)
+//!   --speed S        link speed of every switch and HCA: DDR, QDR, FDR, EDR (default EDR)
 //! ```
 //!
-//! DURATION defaults to `200us`, SEED to 0, HOTSPOTS to 1, the input buffer per (port, VL)
-//! and the source queue per (host, VL) to the simulator's defaults (8448 bytes, 4 packets). Every run's wall-clock time and
-//! simulated packets per second are printed too. The figures are what this simulator, with
-//! its documented defaults (4x EDR links, 8448-byte buffers per VL, 100 ns switches, 5 ns
-//! links), measures; the papers' simulator was tuned to 2010 DDR/QDR hardware.
+//! `table`: the two-level tree of 36-port switches (18 roots, 36 leaves, 648 hosts) and its
+//! 2:1 oversubscribed variant (9 of the roots removed), `hotspot:N` traffic (each node sends
+//! 5 % of its packets to its hot-spot, the rest uniformly at random), 1 VL against vFtree's
+//! lanes; each figure is the gain of the mean throughput per end node (averaged over the
+//! seeds) over the same on 1 VL, printed beside the vFtree paper's (Fig. 10a and 10b).
+//! `headline`: the table's single hot-spot rows on the full tree only.
+//! `sensitivity`: the single hot-spot's gains at 2 and 8 VLs on the full tree as one
+//! parameter at a time moves away from the options given. Every run's wall-clock time and
+//! simulated packets per second are printed.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-use weft_traffic::{gain_percent, parse_duration, simulate, Params, Traffic};
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Instant;
+use weft_fabric::ValidState;
+use weft_traffic::{gain_percent, parse_duration, simulate, HostModel, Params, Traffic};
 
-/// The VL counts run, and the paper's gains over 1 VL (Fig. 10a): with one hot-spot for 2, 4
-/// and 8 VLs, with nine for 8 VLs; none published for three.
-const PAPER: [(u8, &str, &str); 4] = [
-    (1, "-", "-"),
-    (2, "+459 %", "-"),
-    (4, "+676 %", "-"),
-    (8, "+757 %", "+221 %"),
+/// One figure of the paper's table: (roots, hot-spots, VLs, the published gain over 1 VL).
+type Figure = (u32, usize, u8, Option<f64>);
+
+/// The vFtree paper's 648-port figures (Fig. 10a: the full tree; Fig. 10b: 2:1
+/// oversubscribed), and the unpublished ones run beside them.
+const TABLE: [Figure; 11] = [
+    (18, 1, 2, Some(459.0)),
+    (18, 1, 4, Some(676.0)),
+    (18, 1, 6, Some(744.0)),
+    (18, 1, 8, Some(757.0)),
+    (18, 3, 8, None),
+    (18, 9, 8, Some(221.0)),
+    (9, 1, 8, Some(503.0)),
+    (9, 3, 8, Some(270.0)),
+    (9, 9, 6, Some(97.0)),
+    (9, 9, 8, Some(90.0)),
+    (9, 1, 2, None),
 ];
 
-fn main() {
-    let mut args = std::env::args().skip(1);
-    let duration = args.next().unwrap_or_else(|| "200us".into());
-    let seed = args.next().map_or(Some(0), |s| s.parse::<u64>().ok());
-    let hotspots = args.next().map_or(Some(1), |s| s.parse::<usize>().ok());
-    let defaults = Params::default();
-    let buffer = args
-        .next()
-        .map_or(Some(defaults.buffer_bytes), |s| s.parse::<u32>().ok());
-    let queue = args
-        .next()
-        .map_or(Some(defaults.source_queue), |s| s.parse::<u32>().ok());
-    let (Ok(duration_ns), Some(seed), Some(hotspots), Some(buffer_bytes), Some(source_queue)) =
-        (parse_duration(&duration), seed, hotspots, buffer, queue)
-    else {
-        eprintln!("usage: simulate [DURATION] [SEED] [HOTSPOTS] [BUFFER_BYTES] [SOURCE_QUEUE]");
-        std::process::exit(2)
+/// What a run is on: the tree (roots) and its link speed.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Tree {
+    roots: u32,
+    vls: u8,
+    speed: &'static str,
+}
+
+/// The weft program of a tree: 36 leaves of 18 hosts, one uplink to each of `roots` roots,
+/// on 36-port switches and HCAs of `speed`, vFtree over `vls` lanes (1: no QoS).
+fn program(t: Tree) -> String {
+    let qos = if t.vls == 1 {
+        "    vls { budget = 1 }\n".to_owned()
+    } else {
+        format!(
+            "    vls {{ budget = {v} }}\n    qos {{ class compute {{ lanes = vftree(maxvl: {v}) }} }}\n",
+            v = t.vls
+        )
     };
-    let traffic = match Traffic::parse(&format!("hotspot:{hotspots}")) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("{e}");
-            std::process::exit(2)
+    format!(
+        "use std::topology::pgft\n\
+         model sw36 : switch {{\n    ports = 36\n    speed = {s}\n    width = 4x\n    vlcap = 8\n    mtu = 4096\n    linear_fdb_cap = 49152\n}}\n\
+         model hca1 : hca {{\n    ports = 1\n    speed = {s}\n    width = 4x\n    vlcap = 8\n    mtu = 4096\n}}\n\
+         fabric tree648r{r} {{\n    topology = pgft(m: [18, 36], w: [1, {r}], switch: sw36, hca: hca1)\n{qos}\
+         \x20   routing {{\n        engine = fat_tree\n        switch_to_switch = sftree\n        lmc = 0\n    }}\n}}\n",
+        s = t.speed,
+        r = t.roots,
+    )
+}
+
+/// Compiled trees, each compiled once.
+struct States(Mutex<BTreeMap<Tree, std::sync::Arc<ValidState>>>);
+
+impl States {
+    fn get(&self, t: Tree) -> std::sync::Arc<ValidState> {
+        if let Some(s) = self.0.lock().map(|m| m.get(&t).cloned()).ok().flatten() {
+            return s;
         }
-    };
-    let params = Params {
-        duration_ns,
-        buffer_bytes,
-        source_queue,
-        ..defaults
-    };
-    let base_text = weft_bench::example("cluster-648.weft");
-    println!(
-        "648-port two-level fat-tree, {}, {duration} simulated ({} µs warm-up), seed {seed}, \
-         {buffer_bytes} B input buffers per VL, source queues of {source_queue} packets per VL",
-        traffic.spec(),
-        duration_ns / 5 / 1000
-    );
-    println!(
-        "{:>4}  {:>12}  {:>12}  {:>12}  {:>9}  {:>10}  {:>8}  {:>12}",
-        "VLs", "Gb/s/node", "victims", "gain", "paper", "packets", "wall s", "packets/s"
-    );
-    let mut base = None;
-    let mut one_vl = None;
-    for (vls, one, nine) in PAPER {
-        let paper = match hotspots {
-            1 => one,
-            9 => nine,
-            _ => "-",
-        };
-        let sections = if vls == 1 {
-            "    vls { budget = 1 }\n".to_owned()
-        } else {
-            format!(
-                "    vls {{ budget = {vls} }}\n    qos {{ class compute {{ lanes = vftree(maxvl: {vls}) }} }}\n"
-            )
-        };
-        let text = base_text.replace("    vls { budget = 4 }\n", &sections);
-        let state = weft_bench::compiled_as(&format!("cluster-648-{vls}vl.weft"), &text);
-        if vls == 1 {
-            one_vl = Some(state.clone());
+        let s = std::sync::Arc::new(weft_bench::compiled_as(
+            &format!("tree648-r{}-{}vl-{}.weft", t.roots, t.vls, t.speed),
+            &program(t),
+        ));
+        if let Ok(mut m) = self.0.lock() {
+            m.insert(t, s.clone());
         }
-        let r = match simulate(&state, &traffic, &params, seed) {
+        s
+    }
+}
+
+/// The mean throughput per end node over `seeds` runs, the packets they moved and their
+/// summed wall-clock time.
+struct Mean {
+    gbps: f64,
+    packets: u64,
+    wall: f64,
+}
+
+/// A model: the simulator's parameters, and optionally an input buffer per port shared out
+/// evenly among the VLs a run carries (overriding `buffer_bytes`).
+#[derive(Clone)]
+struct Model {
+    p: Params,
+    port_buffer: Option<u32>,
+}
+
+fn run(states: &States, t: Tree, hotspots: usize, m: &Model, seeds: u64) -> Mean {
+    let state = states.get(t);
+    let p = &Params {
+        buffer_bytes: m
+            .port_buffer
+            .map_or(m.p.buffer_bytes, |b| b / u32::from(t.vls) / 64 * 64),
+        ..m.p
+    };
+    let traffic = Traffic::parse(&format!("hotspot:{hotspots}")).unwrap_or(Traffic::Uniform);
+    let rs: Vec<_> = (0..seeds)
+        .into_par_iter()
+        .map(|seed| match simulate(&state, &traffic, p, seed) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("{e}");
                 std::process::exit(1)
             }
+        })
+        .collect();
+    let n = rs.len().max(1) as f64;
+    Mean {
+        gbps: rs
+            .iter()
+            .map(|r| r.throughput_per_node_gbps.mean)
+            .sum::<f64>()
+            / n,
+        packets: rs.iter().map(|r| r.packets.injected).sum(),
+        wall: rs.iter().map(|r| r.wall.as_secs_f64()).sum(),
+    }
+}
+
+struct Opts {
+    mode: String,
+    seeds: Option<u64>,
+    speed: &'static str,
+    model: Model,
+}
+
+fn usage() -> ! {
+    eprintln!(
+        "usage: simulate [table|headline|sensitivity|durations] [--duration T] [--seeds N] [--host refuse|block|fifo] \
+         [--queue N] [--buffer BYTES] [--port-buffer BYTES] [--switch-ns N] [--link-ns N] \
+         [--load F] [--speed DDR|QDR|FDR|EDR]"
+    );
+    std::process::exit(2)
+}
+
+fn speed(s: &str) -> &'static str {
+    match s {
+        "DDR" => "DDR",
+        "QDR" => "QDR",
+        "FDR" => "FDR",
+        "EDR" => "EDR",
+        _ => usage(),
+    }
+}
+
+fn opts() -> Opts {
+    let mut o = Opts {
+        mode: "table".into(),
+        seeds: None,
+        speed: "EDR",
+        model: Model {
+            p: Params {
+                duration_ns: 1_000_000,
+                ..Params::default()
+            },
+            port_buffer: None,
+        },
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        if !a.starts_with("--") {
+            o.mode = a;
+            continue;
+        }
+        let v = args.next().unwrap_or_else(|| usage());
+        let num = || v.parse::<u64>().unwrap_or_else(|_| usage());
+        let p = &mut o.model.p;
+        match a.as_str() {
+            "--duration" => p.duration_ns = parse_duration(&v).unwrap_or_else(|_| usage()),
+            "--seeds" => o.seeds = Some(num()),
+            "--host" => p.host = HostModel::parse(&v).unwrap_or_else(|_| usage()),
+            "--queue" => p.source_queue = num() as u32,
+            "--buffer" => p.buffer_bytes = num() as u32,
+            "--port-buffer" => o.model.port_buffer = Some(num() as u32),
+            "--switch-ns" => p.switch_latency_ns = num(),
+            "--link-ns" => p.link_latency_ns = num(),
+            "--load" => p.load = v.parse().unwrap_or_else(|_| usage()),
+            "--speed" => o.speed = speed(&v),
+            _ => usage(),
+        }
+    }
+    o
+}
+
+fn describe(speed: &str, m: &Model, seeds: u64) -> String {
+    let p = &m.p;
+    let buffers = match m.port_buffer {
+        Some(b) => format!("{b} B input buffer per port shared out among the VLs"),
+        None => format!("{} B input buffers per VL", p.buffer_bytes),
+    };
+    format!(
+        "{} simulated ({} µs warm-up), seeds 0..{seeds}, 4x {speed} links, load {}, host model {} with queues of {} packets, {buffers}, {} ns switches, {} ns links",
+        fmt_ns(p.duration_ns),
+        p.duration_ns / 5 / 1000,
+        p.load,
+        p.host.name(),
+        p.source_queue,
+        p.switch_latency_ns,
+        p.link_latency_ns
+    )
+}
+
+fn fmt_ns(ns: u64) -> String {
+    if ns.is_multiple_of(1_000_000) {
+        format!("{} ms", ns / 1_000_000)
+    } else {
+        format!("{} µs", ns / 1000)
+    }
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.map_or("-".into(), |g| format!("{g:+.0} %"))
+}
+
+/// `table`: every figure; `headline`: the single hot-spot on the full tree only.
+fn table(o: &Opts, states: &States, headline: bool) {
+    let seeds = o.seeds.unwrap_or(8);
+    println!(
+        "vFtree, 648-port two-level fat-tree: {}",
+        describe(o.speed, &o.model, seeds)
+    );
+    println!(
+        "{:<15} {:>4} {:>4}  {:>10} {:>10}  {:>8} {:>8}  {:>10} {:>8} {:>10}",
+        "tree",
+        "hot",
+        "VLs",
+        "1 VL Gb/s",
+        "Gb/s",
+        "gain",
+        "paper",
+        "packets",
+        "wall s",
+        "packets/s"
+    );
+    let started = Instant::now();
+    let mut base: BTreeMap<(u32, usize), Mean> = BTreeMap::new();
+    for &(roots, hot, vls, paper) in &TABLE {
+        if headline && (roots, hot) != (18, 1) {
+            continue;
+        }
+        let tree = |vls| Tree {
+            roots,
+            vls,
+            speed: o.speed,
         };
-        let mean = r.throughput_per_node_gbps.mean;
-        let b = *base.get_or_insert(mean);
-        let gain = if vls == 1 {
-            "-".to_owned()
-        } else {
-            format!("{:+.0} %", gain_percent(mean, b))
-        };
-        let victims = r.classes.as_ref().map_or(0.0, |c| c.victims.gbps.mean);
-        let wall = r.wall.as_secs_f64();
+        let b = base
+            .entry((roots, hot))
+            .or_insert_with(|| run(states, tree(1), hot, &o.model, seeds))
+            .gbps;
+        let m = run(states, tree(vls), hot, &o.model, seeds);
         println!(
-            "{:>4}  {:>12.3}  {:>12.3}  {:>12}  {:>9}  {:>10}  {:>8.2}  {:>12.0}",
-            r.vls,
-            mean,
-            victims,
-            gain,
-            paper,
-            r.packets.injected,
-            wall,
-            r.packets.injected as f64 / wall.max(1e-9)
+            "{:<15} {:>4} {:>4}  {:>10.3} {:>10.3}  {:>8} {:>8}  {:>10} {:>8.2} {:>10.0}",
+            if roots == 18 {
+                "full (18 roots)"
+            } else {
+                "2:1 (9 roots)"
+            },
+            hot,
+            vls,
+            b,
+            m.gbps,
+            pct(Some(gain_percent(m.gbps, b))),
+            pct(paper),
+            m.packets,
+            m.wall,
+            m.packets as f64 / m.wall.max(1e-9)
         );
     }
-    // The ceiling without a hot-spot: uniform traffic on 1 VL.
-    if let Some(state) = one_vl {
-        match simulate(&state, &Traffic::Uniform, &params, seed) {
-            Ok(r) => println!(
-                "uniform traffic on 1 VL (no hot-spot): {:.3} Gb/s per node, {} packets in {:.2} s ({:.0} packets/s)",
-                r.throughput_per_node_gbps.mean,
-                r.packets.injected,
-                r.wall.as_secs_f64(),
-                r.packets.injected as f64 / r.wall.as_secs_f64().max(1e-9)
-            ),
-            Err(e) => eprintln!("{e}"),
+    for ((roots, hot), m) in &base {
+        println!(
+            "1 VL, {roots} roots, {hot} hot-spot(s): {:.3} Gb/s per node, {} packets in {:.2} s ({:.0} packets/s)",
+            m.gbps,
+            m.packets,
+            m.wall,
+            m.packets as f64 / m.wall.max(1e-9)
+        );
+    }
+    println!(
+        "total wall time {:.1} s on {} threads",
+        started.elapsed().as_secs_f64(),
+        rayon::current_num_threads()
+    );
+}
+
+/// One line of the sensitivity table: the gains at 2 and 8 VLs with one hot-spot.
+fn gains(states: &States, what: &str, speed: &'static str, m: &Model, seeds: u64) {
+    let tree = |vls| Tree {
+        roots: 18,
+        vls,
+        speed,
+    };
+    let b = run(states, tree(1), 1, m, seeds);
+    let two = run(states, tree(2), 1, m, seeds);
+    let eight = run(states, tree(8), 1, m, seeds);
+    let wall = b.wall + two.wall + eight.wall;
+    let packets = b.packets + two.packets + eight.packets;
+    println!(
+        "{:<36} {:>9.3} {:>9.3} {:>9.3}  {:>8} {:>8}  {:>8.2} {:>10.0}",
+        what,
+        b.gbps,
+        two.gbps,
+        eight.gbps,
+        pct(Some(gain_percent(two.gbps, b.gbps))),
+        pct(Some(gain_percent(eight.gbps, b.gbps))),
+        wall,
+        packets as f64 / wall.max(1e-9)
+    );
+}
+
+fn sensitivity(o: &Opts, states: &States) {
+    let seeds = o.seeds.unwrap_or(2);
+    println!(
+        "vFtree sensitivity, 1 hot-spot, full tree; base: {}",
+        describe(o.speed, &o.model, seeds)
+    );
+    println!("the paper: 2 VLs +459 %, 8 VLs +757 %");
+    println!(
+        "{:<36} {:>9} {:>9} {:>9}  {:>8} {:>8}  {:>8} {:>10}",
+        "varied", "1 VL", "2 VLs", "8 VLs", "2 VLs", "8 VLs", "wall s", "packets/s"
+    );
+    let m = &o.model;
+    let with = |f: &dyn Fn(&mut Model)| {
+        let mut x = m.clone();
+        f(&mut x);
+        x
+    };
+    gains(states, "base", o.speed, m, seeds);
+    for s in ["DDR", "QDR", "EDR"] {
+        if s != o.speed {
+            gains(states, &format!("links 4x {s}"), s, m, seeds);
         }
+    }
+    for model in [HostModel::Refuse, HostModel::Block, HostModel::Fifo] {
+        if model != m.p.host {
+            let x = with(&|x| x.p.host = model);
+            gains(
+                states,
+                &format!("host model {}", model.name()),
+                o.speed,
+                &x,
+                seeds,
+            );
+        }
+    }
+    for n in [1, 16] {
+        if n != m.p.source_queue {
+            let x = with(&|x| x.p.source_queue = n);
+            gains(
+                states,
+                &format!("source queues of {n} packets"),
+                o.speed,
+                &x,
+                seeds,
+            );
+        }
+    }
+    for bytes in [2176, 4224, 16896, 33792] {
+        if m.port_buffer.is_some() || bytes != m.p.buffer_bytes {
+            let x = with(&|x| {
+                x.p.buffer_bytes = bytes;
+                x.port_buffer = None;
+            });
+            gains(
+                states,
+                &format!("input buffers {bytes} B per VL"),
+                o.speed,
+                &x,
+                seeds,
+            );
+        }
+    }
+    for bytes in [16896, 33792, 67584] {
+        if m.port_buffer != Some(bytes) {
+            let x = with(&|x| x.port_buffer = Some(bytes));
+            gains(
+                states,
+                &format!("{bytes} B per port, shared out"),
+                o.speed,
+                &x,
+                seeds,
+            );
+        }
+    }
+    for ns in [20, 400] {
+        if ns != m.p.switch_latency_ns {
+            let x = with(&|x| x.p.switch_latency_ns = ns);
+            gains(
+                states,
+                &format!("switch latency {ns} ns"),
+                o.speed,
+                &x,
+                seeds,
+            );
+        }
+    }
+    for load in [0.5, 0.25] {
+        let x = with(&|x| x.p.load = load);
+        gains(states, &format!("load {load}"), o.speed, &x, seeds);
+    }
+    for d in [m.p.duration_ns / 4, m.p.duration_ns * 4] {
+        let x = with(&|x| x.p.duration_ns = d);
+        gains(
+            states,
+            &format!("duration {}", fmt_ns(d)),
+            o.speed,
+            &x,
+            seeds,
+        );
+    }
+}
+
+/// The single hot-spot's gains as the simulated time grows (a fifth of it warm-up).
+fn durations(o: &Opts, states: &States) {
+    let seeds = o.seeds.unwrap_or(2);
+    println!(
+        "vFtree over simulated time, 1 hot-spot, full tree; base: {}",
+        describe(o.speed, &o.model, seeds)
+    );
+    println!(
+        "{:<36} {:>9} {:>9} {:>9}  {:>8} {:>8}  {:>8} {:>10}",
+        "duration", "1 VL", "2 VLs", "8 VLs", "2 VLs", "8 VLs", "wall s", "packets/s"
+    );
+    for us in [25, 50, 100, 200, 500, 1000, 2000] {
+        let mut x = o.model.clone();
+        x.p.duration_ns = us * 1000;
+        gains(states, &fmt_ns(us * 1000), o.speed, &x, seeds);
+    }
+}
+
+fn main() {
+    let o = opts();
+    let states = States(Mutex::new(BTreeMap::new()));
+    match o.mode.as_str() {
+        "table" => table(&o, &states, false),
+        "headline" => table(&o, &states, true),
+        "sensitivity" => sensitivity(&o, &states),
+        "durations" => durations(&o, &states),
+        _ => usage(),
     }
 }
