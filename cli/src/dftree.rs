@@ -101,6 +101,26 @@ enum Base {
 }
 
 impl Base {
+    /// Refuses `--out` when it is the directory the base policy is read from (both
+    /// canonicalized): the policy written there would replace the build's, and the next run
+    /// would add its moves to a policy holding the last run's.
+    fn refuse_out(&self, out: &Path) -> Result<(), Fatal> {
+        let Base::Beside(dir) = self else {
+            return Ok(());
+        };
+        let (Ok(o), Ok(d)) = (out.canonicalize(), dir.canonicalize()) else {
+            return Ok(());
+        };
+        if o == d {
+            return Err(Fatal::Run(format!(
+                "--out `{}` is the directory the build's QoS policy is read from (`{}`):                  dFtree's policy would replace the build's `qos-policy.conf`, which its moves                  are added to; give another directory (the one OpenSM's `-Y` names)",
+                out.display(),
+                d.display()
+            )));
+        }
+        Ok(())
+    }
+
     fn read(self) -> Result<String, Fatal> {
         match self {
             Base::Text(t) => Ok(t),
@@ -201,6 +221,7 @@ pub fn run(args: Args, color: crate::ColorChoice, quiet: bool) -> Result<ExitCod
     };
     crate::term::phase("reading the fabric's description");
     let (st, base) = load(&args.input, color)?;
+    base.refuse_out(&args.out)?;
     let mut controller = Controller::new(&st, config).map_err(|e| match e {
         DftreeError::NoLanes => Fatal::Input(
             vec![crate::findings::of_input(

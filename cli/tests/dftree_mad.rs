@@ -201,6 +201,36 @@ fn dftree_refuses_what_it_cannot_run() {
     }
     let o = run(&[bs, "--target", "mad", "--interval", "1s", "--sweeps", "0"]);
     assert_eq!(o.status.code(), Some(2));
+    // `--out` the directory the build's policy is read from (however it is spelled): the
+    // build's `qos-policy.conf` would be replaced. Refused before anything is read.
+    std::fs::create_dir_all(d.join("lanes")).unwrap();
+    let lanes = build(
+        &d.join("lanes"),
+        &tiny("qos {\n class bulk { lanes = dftree }\n }"),
+    );
+    let policy = std::fs::read_to_string(lanes.join("qos-policy.conf")).unwrap();
+    let ls = lanes.to_str().unwrap();
+    let state = lanes.join("state.json");
+    let dotted = lanes.join("..").join("build");
+    for (input, out) in [
+        (ls, ls),
+        (ls, dotted.to_str().unwrap()),
+        (state.to_str().unwrap(), ls),
+    ] {
+        let o = run(&[input, "--target", "mad", "--interval", "1s", "--out", out]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{input} {out}: {err}");
+        assert!(
+            err.contains(&format!(
+                "--out `{out}` is the directory the build's QoS policy is read from"
+            )),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(lanes.join("qos-policy.conf")).unwrap(),
+        policy
+    );
     // The simulated loop is `weft simulate`'s.
     for target in ["sim", "opensm"] {
         let o = run(&[bs, "--target", target, "--interval", "1s"]);
