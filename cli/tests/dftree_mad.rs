@@ -110,14 +110,26 @@ fn dftree_reads_every_live_port_each_sweep() {
         assert_eq!(s["ports_read"], live, "{s}");
         assert_eq!(s["extended_xmit_data"], live, "{s}");
         assert_eq!(s["pma_gets"], 2 * live + if i == 0 { 7 } else { 0 }, "{s}");
-        assert_eq!(s["saturated"], 0);
-        // ibsim simulates no congestion: nothing moves, nothing is written.
+        assert_eq!(s["saturated"], serde_json::json!([]));
+        // ibsim's PMA counts XmitWait (CapabilityMask 0x1300 has bit 12).
+        assert_eq!(s["no_xmit_wait"], serde_json::json!([]));
+        // ibsim simulates no congestion: nothing moves, nothing more is written.
         assert_eq!(s["to_slow"], serde_json::json!([]));
         assert_eq!(s["slow_flows"], 0);
         assert_eq!(s["wrote"], false);
     }
-    assert!(!out.join("qos-policy.conf").exists());
-    assert!(!out.join("repath.txt").exists());
+    // Written at the start, before the first sweep: the build's policy (OpenSM pointed at
+    // it has it from the start) and a repath.txt that moves nothing; no move, no log.
+    assert_eq!(
+        std::fs::read_to_string(out.join("qos-policy.conf")).unwrap(),
+        std::fs::read_to_string(b.join("qos-policy.conf")).unwrap()
+    );
+    let repath = std::fs::read_to_string(out.join("repath.txt")).unwrap();
+    assert!(
+        repath.starts_with("# weft dftree write 0, sweep 0: ") && repath.lines().count() == 1,
+        "{repath}"
+    );
+    assert!(!out.join("repath.log").exists());
 
     // Without `--sweeps` it runs until SIGTERM, then stops after the sweep it is in (exit 0).
     let mut bg = sim
@@ -160,8 +172,9 @@ fn dftree_reads_every_live_port_each_sweep() {
     assert!(
         o.stdout
             .contains("weft: interrupted: stopping after this sweep")
-            && o.stdout
-                .contains("sweep(s) of 12 port(s); 0 flow(s) on their slow lane"),
+            && o.stdout.contains(
+                "sweep(s) of 12 port(s); 0 flow(s) moved back to their fast lane at the stop"
+            ),
         "{}",
         o.stdout
     );
@@ -287,7 +300,7 @@ fn dftree_moves_the_contributors_of_a_hot_spot() {
                 "--interval",
                 "2s",
                 "--sweeps",
-                "2",
+                "3",
                 "--out",
                 out.to_str().unwrap(),
                 "--format",
@@ -324,17 +337,31 @@ fn dftree_moves_the_contributors_of_a_hot_spot() {
         .console(&format!("Unlink \"H-{:016x}\"[1]", guid("h3")))
         .unwrap();
     assert!(!said.contains('#'), "{said}");
+    // The second sweep is done: the files say what it moved (the third is 2 s away).
+    while std::fs::read_to_string(&bg.out)
+        .unwrap_or_default()
+        .matches("\"pma_gets\"")
+        .count()
+        < 2
+    {
+        assert!(start.elapsed() < Duration::from_secs(60));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let repath = std::fs::read_to_string(out.join("repath.txt")).unwrap();
+    let policy = std::fs::read_to_string(out.join("qos-policy.conf")).unwrap();
     let o = bg.wait(Duration::from_secs(60)).unwrap();
     assert!(o.status.success(), "{}", o.stdout);
     let (h1, h2, h4) = (guid("h1"), guid("h2"), guid("h4"));
     let l4 = lid("h4");
-    let sweeps: Vec<serde_json::Value> = o
+    let lines: Vec<serde_json::Value> = o
         .stdout
         .lines()
         .filter(|l| l.starts_with('{'))
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(sweeps.len(), 2, "{}", o.stdout);
+    // Three sweeps, then the stop.
+    assert_eq!(lines.len(), 4, "{}", o.stdout);
+    let sweeps = &lines[..3];
     assert_eq!(sweeps[0]["wrote"], false);
     assert_eq!(sweeps[0]["ports_read"], 12);
     let s = &sweeps[1];
@@ -363,7 +390,10 @@ fn dftree_moves_the_contributors_of_a_hot_spot() {
         (&s["slow_flows"], &s["wrote"]),
         (&serde_json::json!(2), &serde_json::json!(true))
     );
-    let repath = std::fs::read_to_string(out.join("repath.txt")).unwrap();
+    assert!(
+        repath.starts_with("# weft dftree write 1, sweep 2: "),
+        "{repath}"
+    );
     assert_eq!(
         repath
             .lines()
@@ -374,7 +404,6 @@ fn dftree_moves_the_contributors_of_a_hot_spot() {
             format!("{h2:#018x} 1 {l4} 1")
         ]
     );
-    let policy = std::fs::read_to_string(out.join("qos-policy.conf")).unwrap();
     let port_guid = |name: &str| {
         f.node(f.find(name).unwrap())
             .port(weft_fabric::PortNum(1))
@@ -406,12 +435,59 @@ fn dftree_moves_the_contributors_of_a_hot_spot() {
         port_guid("h1"),
         port_guid("h2")
     )));
-    // Nothing left beside the two files (the temporary files were renamed).
+    // The third sweep: still a hot-spot (below the threshold once; two sweeps release it).
+    assert_eq!(sweeps[2]["slow_flows"], 2, "{}", sweeps[2]);
+    assert_eq!(sweeps[2]["wrote"], false);
+    // `--sweeps` reached with two flows on the slow lane: they move back (the build's policy
+    // again, a repath.txt moving them to SL 0), and the stop says so.
+    let fast = |g: u64| serde_json::json!({"src_guid": format!("{g:#018x}"), "src_port": 1, "dst_lid": l4, "sl": 0});
+    assert_eq!(
+        lines[3],
+        serde_json::json!({"stop": true, "sweep": 3, "to_fast": [fast(h1), fast(h2)], "slow_flows": 0, "wrote": true})
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("qos-policy.conf")).unwrap(),
+        base
+    );
+    let back = std::fs::read_to_string(out.join("repath.txt")).unwrap();
+    assert!(
+        back.starts_with("# weft dftree write 2, sweep 3 (stop): "),
+        "{back}"
+    );
+    assert_eq!(
+        back.lines().skip(1).collect::<Vec<_>>(),
+        [
+            format!("{h1:#018x} 1 {l4} 0"),
+            format!("{h2:#018x} 1 {l4} 0")
+        ]
+    );
+    // repath.log: every move, with its time and sweep.
+    let log = std::fs::read_to_string(out.join("repath.log")).unwrap();
+    let rows: Vec<Vec<&str>> = log.lines().map(|l| l.split(' ').collect()).collect();
+    assert_eq!(rows.len(), 4, "{log}");
+    for (row, (sweep, g, sl)) in rows
+        .iter()
+        .zip([(2, h1, 1), (2, h2, 1), (3, h1, 0), (3, h2, 0)])
+    {
+        assert!(row[0].ends_with('Z') && row[0].len() == 24, "{log}");
+        assert_eq!(
+            row[1..],
+            [
+                sweep.to_string(),
+                format!("{g:#018x}"),
+                "1".into(),
+                l4.to_string(),
+                sl.to_string()
+            ],
+            "{log}"
+        );
+    }
+    // Nothing left beside the three files (the temporary files were renamed).
     let mut names: Vec<String> = std::fs::read_dir(&out)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names, ["qos-policy.conf", "repath.txt"]);
+    assert_eq!(names, ["qos-policy.conf", "repath.log", "repath.txt"]);
     let _ = std::fs::remove_dir_all(&d);
 }
