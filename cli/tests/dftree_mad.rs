@@ -491,3 +491,213 @@ fn dftree_moves_the_contributors_of_a_hot_spot() {
     assert_eq!(names, ["qos-policy.conf", "repath.log", "repath.txt"]);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The controller knows the fabric from the state: a live fabric that is not the state's is
+/// refused before the first sweep, each difference named (exit 1), nothing written. Here
+/// OpenSM gave `h1` and `h2` each other's LIDs; and a `.weft` whose GUIDs are made up
+/// (`guid_base`) is not ibsim's fabric at all.
+#[test]
+fn dftree_refuses_a_fabric_that_is_not_the_states() {
+    let Some(tools) = ibsim::require(
+        "dftree_refuses_a_fabric_that_is_not_the_states",
+        &["opensm"],
+    ) else {
+        return;
+    };
+    let d = dir("wrong");
+    let qos = "qos {\n class bulk { lanes = dftree }\n }";
+    let b = build(&d, &tiny(qos));
+    let state =
+        weft_fabric::ValidState::from_json(&std::fs::read_to_string(b.join("state.json")).unwrap())
+            .unwrap();
+    let f = &state.fabric;
+    let (n1, n2) = (f.find("h1").unwrap(), f.find("h2").unwrap());
+    let p1 = weft_fabric::PortNum(1);
+    let (l1, l2) = (
+        state.lids.get(n1, p1).unwrap(),
+        state.lids.get(n2, p1).unwrap(),
+    );
+    let mut swapped = state.state().clone();
+    swapped.lids.base.get_mut(&n1).unwrap().insert(p1, l2);
+    swapped.lids.base.get_mut(&n2).unwrap().insert(p1, l1);
+    let net = weft_fabric::ibnetdiscover::write(f, Some(&state.lids)).unwrap();
+    let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(f))).unwrap();
+    sim.load_with_opensm(&b.join("lfts.dump"), &swapped)
+        .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
+    let out = d.join("out");
+    let run = |input: &Path| {
+        sim.run_any(
+            env!("CARGO_BIN_EXE_weft"),
+            &[
+                "dftree",
+                input.to_str().unwrap(),
+                "--target",
+                "mad",
+                "--interval",
+                "200ms",
+                "--sweeps",
+                "1",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            &[],
+            Duration::from_secs(120),
+        )
+    };
+    let o = run(&b);
+    let said = format!("{}{}", o.stdout, o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{said}");
+    let g = |n: weft_fabric::NodeId| f.node(n).guid();
+    for (n, found, expected) in [(n1, l2, l1), (n2, l1, l2)] {
+        assert!(
+            said.contains(&format!(
+                "the fabric is not the one `{}` is for (no sweep was taken, nothing written): {} port 1 has LID {}, not {}",
+                b.display(),
+                g(n),
+                found.0,
+                expected.0
+            )),
+            "{said}"
+        );
+    }
+    assert!(said.contains("weft::deploy::wrong_fabric"), "{said}");
+    assert_eq!(said.matches("has LID").count(), 2, "{said}");
+    assert!(!out.join("qos-policy.conf").exists() && !out.join("repath.txt").exists());
+
+    // A `.weft` with made-up GUIDs: every node of either side is named.
+    let other = d.join("other.weft");
+    std::fs::write(&other, tiny(&format!("guid_base = 0x7000000000\n{qos}"))).unwrap();
+    let o = run(&other);
+    let said = format!("{}{}", o.stdout, o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{said}");
+    assert_eq!(said.matches("is not on the fabric").count(), 7, "{said}");
+    assert_eq!(
+        said.matches("is on the fabric but not in the plan").count(),
+        7,
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("node {:#018x} is on the fabric", g(n1).0)),
+        "{said}"
+    );
+    assert!(!out.join("qos-policy.conf").exists());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Counters never reset saturate: `h1`'s and `h2`'s PortXmitWait set to `0xFFFFFFFF` after
+/// the first sweep (and the leaf port facing `h4` congested) would make them contributors of
+/// `h4`; a saturated port is not judged, so `h4` is marked and nothing moves. The JSON names
+/// the saturated ports at every sweep; people are told once per port.
+#[test]
+fn dftree_does_not_judge_saturated_ports() {
+    let Some(tools) = ibsim::require("dftree_does_not_judge_saturated_ports", &["opensm"]) else {
+        return;
+    };
+    let d = dir("saturated");
+    let b = build(&d, &tiny("qos {\n class bulk { lanes = dftree }\n }"));
+    let state =
+        weft_fabric::ValidState::from_json(&std::fs::read_to_string(b.join("state.json")).unwrap())
+            .unwrap();
+    let f = &state.fabric;
+    let guid = |name: &str| f.node(f.find(name).unwrap()).guid().0;
+    let net = weft_fabric::ibnetdiscover::write(f, Some(&state.lids)).unwrap();
+    let sim = Ibsim::start_with_console(&tools, &net, Some(Limits::for_fabric(f))).unwrap();
+    sim.load_with_opensm(&b.join("lfts.dump"), &state)
+        .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
+    let out = d.join("out");
+    let args = |interval: &'static str, sweeps: &'static str, format: &'static str| {
+        vec![
+            "dftree".to_owned(),
+            b.to_str().unwrap().to_owned(),
+            "--target".into(),
+            "mad".into(),
+            "--interval".into(),
+            interval.into(),
+            "--sweeps".into(),
+            sweeps.into(),
+            "--out".into(),
+            out.to_str().unwrap().to_owned(),
+            "--format".into(),
+            format.into(),
+        ]
+    };
+    let json = args("2s", "2", "json");
+    let json: Vec<&str> = json.iter().map(String::as_str).collect();
+    let bg = sim
+        .spawn_env(env!("CARGO_BIN_EXE_weft"), &json, &[])
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !std::fs::read_to_string(&bg.out)
+        .unwrap_or_default()
+        .contains("\"pma_gets\"")
+    {
+        assert!(start.elapsed() < Duration::from_secs(60));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for (node, port, value) in [
+        (format!("S-{:016x}", guid("leaf2")), 2, 10_000_000u64),
+        (format!("H-{:016x}", guid("h1")), 1, u64::from(u32::MAX)),
+        (format!("H-{:016x}", guid("h2")), 1, u64::from(u32::MAX)),
+    ] {
+        let said = sim
+            .console(&format!(
+                "PerformanceSet \"{node}\"[{port}] PortCounters.PortXmitWait={value}"
+            ))
+            .unwrap();
+        assert!(said.contains(&format!("has been set to {value}")), "{said}");
+    }
+    let o = bg.wait(Duration::from_secs(60)).unwrap();
+    assert!(o.status.success(), "{}", o.stdout);
+    let sweeps: Vec<serde_json::Value> = o
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(sweeps.len(), 2, "{}", o.stdout);
+    let s = &sweeps[1];
+    assert_eq!(
+        s["hotspots_marked"],
+        serde_json::json!([format!("{:#018x}:1", guid("h4"))]),
+        "{s}"
+    );
+    assert_eq!(s["to_slow"], serde_json::json!([]), "{s}");
+    assert_eq!(
+        s["saturated"],
+        serde_json::json!([
+            format!("{:#018x}:1", guid("h1")),
+            format!("{:#018x}:1", guid("h2"))
+        ]),
+        "{s}"
+    );
+    assert_eq!(s["ports_read"], 12);
+
+    // For people: each saturated port named once over three sweeps.
+    let human = args("200ms", "3", "human");
+    let human: Vec<&str> = human.iter().map(String::as_str).collect();
+    let o = sim.run_any(
+        env!("CARGO_BIN_EXE_weft"),
+        &human,
+        &[],
+        Duration::from_secs(120),
+    );
+    let said = format!("{}{}", o.stdout, o.stderr);
+    assert!(o.status.success(), "{said}");
+    for h in ["h1", "h2"] {
+        assert_eq!(
+            said.matches(&format!(
+                "{:#018x} port 1 (LID {}): PortXmitWait is saturated at 0xFFFFFFFF",
+                guid(h),
+                state
+                    .lids
+                    .get(f.find(h).unwrap(), weft_fabric::PortNum(1))
+                    .unwrap()
+                    .0
+            ))
+            .count(),
+            1,
+            "{said}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
