@@ -1,12 +1,17 @@
 //! `weft dftree FILE.weft|BUILD_DIR|STATE.json --target mad --interval T`: dFtree's run-time
-//! loop on a live fabric. Each sweep reads every live port's counters from its PMA
-//! (`weft_deploy::pma`: PortCounters' XmitWait, PortCountersExtended's XmitData where the
-//! node has it), feeds them to dFtree's controller (`weft_traffic::dftree`), and when the set
-//! of flows on their slow lane changes, writes `qos-policy.conf` (the build's policy with the
-//! moved flows answered on their slow SL: `weft_compiler::qos::with_slow_flows`) and
-//! `repath.txt` (the flows whose SL changed, for the hosts to re-path their QPs), each
-//! atomically (a temporary file renamed over the old one). It runs until interrupted
-//! (SIGINT, SIGTERM) or `--sweeps N`.
+//! loop on a live fabric. After discovery the fabric is compared with the state the
+//! controller is built from (its wire view, as `weft apply` checks a plan's, and the port GUIDs
+//! of the end ports it watches): a fabric that is not the state's is refused before the first
+//! sweep. Each sweep reads every live port's counters from its PMA (`weft_deploy::pma`:
+//! PortCounters' XmitWait, PortCountersExtended's XmitData where the node has it) and feeds
+//! the ports it may judge to dFtree's controller (`weft_traffic::dftree`): not a port with a
+//! saturated 32-bit counter, nor one whose node does not count XmitWait. `qos-policy.conf`
+//! (the build's policy with the moved flows answered on their slow SL:
+//! `weft_compiler::qos::with_slow_flows`) and `repath.txt` (the flows whose SL changed, for the
+//! hosts to re-path their QPs) are written at the start (no flow moved), whenever the set of
+//! flows on their slow lane changes, and at a clean stop (every flow back on its fast lane),
+//! each atomically (a temporary file renamed over the old one); every move is also appended
+//! to `repath.log`. It runs until interrupted (SIGINT, SIGTERM) or `--sweeps N`.
 
 use crate::audit::MadArgs;
 use crate::Fatal;
@@ -43,8 +48,8 @@ pub struct Args {
     /// Stop after this many sweeps (default: until interrupted).
     #[arg(long)]
     sweeps: Option<u64>,
-    /// Where `qos-policy.conf` and `repath.txt` are written (a directory; created if
-    /// missing).
+    /// Where `qos-policy.conf`, `repath.txt` and `repath.log` are written (a directory;
+    /// created if missing; not the one the build's policy is read from).
     #[arg(long, default_value = ".")]
     out: PathBuf,
     /// Congestion threshold in XmitWait ticks per second (default 100000, Paper IV's).
