@@ -494,8 +494,8 @@ fn dftree_moves_the_contributors_of_a_hot_spot() {
 
 /// The controller knows the fabric from the state: a live fabric that is not the state's is
 /// refused before the first sweep, each difference named (exit 1), nothing written. Here
-/// OpenSM gave `h1` and `h2` each other's LIDs; and a `.weft` whose GUIDs are made up
-/// (`guid_base`) is not ibsim's fabric at all.
+/// OpenSM gave `h1` and `h2` each other's LIDs; a `.weft` whose GUIDs are made up
+/// (`guid_base`) is not ibsim's fabric at all; and a state gives `h1`'s port another port GUID.
 #[test]
 fn dftree_refuses_a_fabric_that_is_not_the_states() {
     let Some(tools) = ibsim::require(
@@ -578,6 +578,40 @@ fn dftree_refuses_a_fabric_that_is_not_the_states() {
     );
     assert!(
         said.contains(&format!("node {:#018x} is on the fabric", g(n1).0)),
+        "{said}"
+    );
+    assert!(!out.join("qos-policy.conf").exists());
+
+    // A state whose h1 port has another port GUID than the fabric's (its node GUID, links and
+    // LIDs the fabric's): the state.json edited, its fingerprint removed to accept the edit.
+    let pg = f.node(n1).port(p1).unwrap().guid.0;
+    let other_pg = pg + 0x80;
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(b.join("state.json")).unwrap()).unwrap();
+    json.as_object_mut().unwrap().remove("fingerprint");
+    let h1 = json["fabric"]["nodes"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|n| n["name"] == "h1")
+        .unwrap();
+    h1["port_guids"] = serde_json::json!([format!("{other_pg:#018x}")]);
+    let edited = d.join("edited");
+    std::fs::create_dir_all(&edited).unwrap();
+    std::fs::write(edited.join("state.json"), json.to_string()).unwrap();
+    std::fs::copy(b.join("qos-policy.conf"), edited.join("qos-policy.conf")).unwrap();
+    let o = run(&edited.join("state.json"));
+    let said = format!("{}{}", o.stdout, o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains(&format!(
+            "node {:#018x} port 1 has port GUID {pg:#018x}, not {other_pg:#018x}",
+            g(n1).0
+        )),
+        "{said}"
+    );
+    assert!(
+        !said.contains("has LID") && !said.contains("not on the fabric"),
         "{said}"
     );
     assert!(!out.join("qos-policy.conf").exists());
