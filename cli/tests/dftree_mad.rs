@@ -582,8 +582,8 @@ fn dftree_refuses_a_fabric_that_is_not_the_states() {
     );
     assert!(!out.join("qos-policy.conf").exists());
 
-    // A state whose h1 port has another port GUID than the fabric's (its node GUID, links and
-    // LIDs the fabric's): the state.json edited, its fingerprint removed to accept the edit.
+    // A state whose h1 port has another port GUID than the fabric's (its node GUID and links
+    // the fabric's): the state.json edited, its fingerprint removed to accept the edit.
     let pg = f.node(n1).port(p1).unwrap().guid.0;
     let other_pg = pg + 0x80;
     let mut json: serde_json::Value =
@@ -610,8 +610,11 @@ fn dftree_refuses_a_fabric_that_is_not_the_states() {
         )),
         "{said}"
     );
-    assert!(
-        !said.contains("has LID") && !said.contains("not on the fabric"),
+    // The port GUID and the two swapped LIDs (OpenSM's, still): nothing else.
+    assert_eq!(said.matches("has LID").count(), 2, "{said}");
+    assert_eq!(
+        said.matches("[weft::deploy::wrong_fabric]").count(),
+        3,
         "{said}"
     );
     assert!(!out.join("qos-policy.conf").exists());
