@@ -85,7 +85,8 @@ enum Command {
     /// Read a live fabric over SMPs (LIDs, LFTs) and prove or refute it like `verify`.
     Audit(audit::Args),
     /// Run dFtree's loop on a live fabric: read every port's counters each sweep, move
-    /// hot-spot contributors to their slow lane (writes qos-policy.conf and repath.txt).
+    /// hot-spot contributors to their slow lane (writes qos-policy.conf and repath.txt,
+    /// appends repath.log).
     Dftree(dftree::Args),
     /// Format a `.weft` file canonically.
     Fmt(fmt::Args),

@@ -10,12 +10,17 @@ use weft_fabric::{FabricState, PortNum, PortRef};
 
 /// One spine, two leaves, four hosts; `qos` as given.
 fn tiny(qos: &str) -> String {
+    tiny_named("leaf{}", qos)
+}
+
+/// [`tiny`] with the leaves named so (`{}` in `leaf`: the leaf's number).
+fn tiny_named(leaf: &str, qos: &str) -> String {
     format!(
         "use std::hardware::{{sb7800, connectx5}}\n\
          fabric tiny {{\n\
              topology {{\n\
                  switch spine : sb7800 {{ level = 2 }}\n\
-                 switch leaf[1..=2] : sb7800 {{ level = 1 }}\n\
+                 switch leaf[1..=2] : sb7800 {{ level = 1, name = \"{leaf}\" }}\n\
                  hca host[1..=4] : connectx5 {{ name = \"h{{}}\" }}\n\
                  for l in 1..=2 {{ link leaf[l].p[36] <-> spine.p[l] }}\n\
                  for n in 1..=4 {{ link host[n].p[1] <-> leaf[(n - 1) / 2 + 1].p[(n - 1) % 2 + 1] }}\n\
@@ -28,8 +33,11 @@ fn tiny(qos: &str) -> String {
 }
 
 fn built(qos: &str) -> (FabricState, String) {
-    let src = tiny(qos);
-    let c = check("tiny.weft", &src, &NoFiles);
+    built_from(&tiny(qos))
+}
+
+fn built_from(src: &str) -> (FabricState, String) {
+    let c = check("tiny.weft", src, &NoFiles);
     assert!(!c.has_errors(), "{:?}", c.diagnostics);
     let b = weft_compiler::build::build(&c.elaborated.unwrap()).unwrap_or_else(|d| panic!("{d:?}"));
     let state = b.state.state().clone();
@@ -130,5 +138,65 @@ fn a_policy_weft_did_not_write_is_refused() {
             .unwrap_err()
             .to_string(),
         "dFtree moved a flow toward LID 999, which no port of the state owns"
+    );
+}
+
+/// The policy's sections are found by their keyword lines alone: leaves whose names contain
+/// `end-port-groups` and `qos-match-rules` (in their port groups' `use:` lines) do not cut
+/// the base in the middle of a port group.
+#[test]
+fn section_keywords_are_whole_lines_not_names_containing_them() {
+    let (state, base) = built_from(&tiny_named(
+        "leaf{}-qos-match-rules-end-port-groups",
+        "qos {\n class bulk { lanes = dftree }\n }",
+    ));
+    assert!(
+        base.contains("use: leaf1-qos-match-rules-end-port-groups\n"),
+        "{base}"
+    );
+    let (h1, _) = host(&state, "h1");
+    let (_, l4) = host(&state, "h4");
+    let text = with_slow_flows(
+        &base,
+        &state,
+        &[SlowFlow {
+            src_port_guid: h1,
+            dst_lid: l4,
+            fast_sl: 0,
+            slow_sl: 1,
+        }],
+    )
+    .unwrap();
+    // Every base port group is whole, before dFtree's two; then the base's levels and rules.
+    let (groups, after) = text.split_once("\nend-port-groups\n").unwrap();
+    let (base_groups, base_after) = base.split_once("\nend-port-groups\n").unwrap();
+    let ours = groups
+        .strip_prefix(base_groups)
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(ours.matches("    port-group\n").count(), 2, "{text}");
+    assert!(
+        ours.contains(&format!("name: weft-dftree-dst-{l4}\n")),
+        "{text}"
+    );
+    assert!(
+        ours.contains(&format!("name: weft-dftree-src-{l4}-sl1\n")),
+        "{text}"
+    );
+    assert!(
+        groups.matches("    port-group\n").count() == groups.matches("    end-port-group").count(),
+        "{text}"
+    );
+    // The levels untouched (SL1 is there already), the moved pair's rule (after DEFAULT's,
+    // the only base rule) in the rules.
+    let (levels, rules) = after.split_once("\nqos-match-rules\n").unwrap();
+    assert_eq!(
+        levels,
+        base_after.split_once("\nqos-match-rules\n").unwrap().0
+    );
+    assert!(
+        rules.starts_with(&format!(
+            "    qos-match-rule\n        use: dFtree slow lane toward LID {l4} (SL0 to SL1)\n"
+        )),
+        "{text}"
     );
 }

@@ -249,9 +249,7 @@ pub fn state_of(
 /// The GUID of port `port` of node `guid` as discovery found it (a port it did not enter:
 /// the node GUID plus the port number, as ibsim numbers them).
 fn port_guid(d: &Discovery, guid: Guid, port: u8) -> u64 {
-    d.nodes
-        .get(&guid)
-        .and_then(|f| f.port_guids.get(&port).copied())
+    d.port_guid(guid, port)
         .unwrap_or_else(|| guid.0.wrapping_add(u64::from(port)))
 }
 

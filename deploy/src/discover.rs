@@ -45,6 +45,12 @@ pub struct Discovery {
 }
 
 impl Discovery {
+    /// The GUID of end node `guid`'s port `port` as NodeInfo reported it on entering that
+    /// port (`None`: a switch, or a port discovery did not enter).
+    pub fn port_guid(&self, guid: Guid, port: u8) -> Option<u64> {
+        self.nodes.get(&guid)?.port_guids.get(&port).copied()
+    }
+
     /// The route to `guid` (its node, or for an end node with `port`, the route entering
     /// that port).
     pub fn path(&self, guid: Guid, port: Option<u8>) -> Option<&DrPath> {

@@ -6,7 +6,8 @@
 //!
 //! * once per LID, `ClassPortInfo` (attribute 0x0001): its CapabilityMask says whether the
 //!   node answers `PortCountersExtended` (bit 9, IsExtendedWidthSupported, or bit 10,
-//!   IsExtendedWidthSupportedNoIETF);
+//!   IsExtendedWidthSupportedNoIETF) and whether it counts PortXmitWait at all (bit 12,
+//!   PortCountersXmitWaitSupported, IBA 1.3 on: a PMA without it leaves the field 0);
 //! * every sweep, `PortCounters` (0x0012): **PortXmitWait** (32 bits: ticks a port had data
 //!   to send and no credit to send it, the congestion dFtree measures), and PortXmitData
 //!   (32 bits, in 4-byte words) where the node has no extended counters;
@@ -16,8 +17,9 @@
 //! XmitWait is taken from `PortCounters` on every node: `PortCountersExtended` carries a
 //! 64-bit XmitWait only where ClassPortInfo's CapabilityMask2 announces the additional
 //! extended counters, which few devices (and not ibsim) do. The 32-bit counters saturate at
-//! `0xFFFF_FFFF` (the IBA says they stop, not wrap); weft never resets them, so a saturated
-//! counter reads as no change from then on ([`PortCounters::saturated`] says so).
+//! `0xFFFF_FFFF` (the IBA says they stop, not wrap); weft never resets them (other tools read
+//! them too), so a saturated counter reads as no change from then on
+//! ([`PortCounters::saturated`] says so, and a reader must not judge the port on it).
 //!
 //! ibsim's PMA answers all three attributes (CapabilityMask `0x1300`: extended counters and
 //! XmitWait supported); it counts the MADs it carries in PortXmitData and PortXmitPkts and
@@ -182,13 +184,27 @@ pub struct PortCounters {
     pub xmit_data_words: u64,
     /// Whether [`PortCounters::xmit_data_words`] came from `PortCountersExtended`.
     pub extended: bool,
+    /// Whether the node's PMA counts PortXmitWait (ClassPortInfo's CapabilityMask bit 12,
+    /// [`CAP_XMIT_WAIT`]); without it [`PortCounters::xmit_wait`] means nothing.
+    pub xmit_wait_supported: bool,
 }
 
 impl PortCounters {
-    /// Whether a 32-bit counter read here has saturated (stopped at `0xFFFF_FFFF`).
+    /// Whether a 32-bit counter read here has saturated (stopped at `0xFFFF_FFFF`): its
+    /// PortXmitWait (where the node counts it), or its PortXmitData where it came from
+    /// `PortCounters`.
     pub fn saturated(&self) -> bool {
-        self.xmit_wait == u64::from(u32::MAX)
-            || (!self.extended && self.xmit_data_words == u64::from(u32::MAX))
+        self.xmit_wait_saturated() || self.xmit_data_saturated()
+    }
+
+    /// Whether PortXmitWait has saturated (and the node counts it).
+    pub fn xmit_wait_saturated(&self) -> bool {
+        self.xmit_wait_supported && self.xmit_wait == u64::from(u32::MAX)
+    }
+
+    /// Whether PortXmitData, read from `PortCounters`' 32 bits, has saturated.
+    pub fn xmit_data_saturated(&self) -> bool {
+        !self.extended && self.xmit_data_words == u64::from(u32::MAX)
     }
 }
 
@@ -227,11 +243,15 @@ pub fn live_ports(d: &Discovery) -> Result<Vec<PortAt>, PmaError> {
 /// IsExtendedWidthSupported (bit 9) and IsExtendedWidthSupportedNoIETF (bit 10).
 pub const CAP_EXTENDED: u16 = (1 << 9) | (1 << 10);
 
-/// Reads counters off PMAs, remembering per LID whether its node has extended counters.
+/// ClassPortInfo's CapabilityMask bit that says PortXmitWait is counted:
+/// PortCountersXmitWaitSupported (bit 12, IBA 1.3 on).
+pub const CAP_XMIT_WAIT: u16 = 1 << 12;
+
+/// Reads counters off PMAs, remembering per LID its ClassPortInfo's CapabilityMask.
 #[derive(Clone, Debug, Default)]
 pub struct CounterReader {
-    /// Per LID: whether its PMA answers `PortCountersExtended`.
-    extended: BTreeMap<u16, bool>,
+    /// Per LID: its PMA's CapabilityMask.
+    caps: BTreeMap<u16, u16>,
     /// PMA Gets sent so far.
     pub gets: usize,
 }
@@ -300,15 +320,16 @@ impl CounterReader {
 
     /// Reads one port's counters.
     pub fn read_port(&mut self, t: &mut impl Pma, at: &PortAt) -> Result<PortCounters, PmaError> {
-        let extended = match self.extended.get(&at.lid) {
-            Some(&e) => e,
+        let caps = match self.caps.get(&at.lid) {
+            Some(&c) => c,
             None => {
                 let info = self.get(t, at, PmaAttr::ClassPortInfo)?;
-                let e = capability_mask(&info) & CAP_EXTENDED != 0;
-                self.extended.insert(at.lid, e);
-                e
+                let c = capability_mask(&info);
+                self.caps.insert(at.lid, c);
+                c
             }
         };
+        let extended = caps & CAP_EXTENDED != 0;
         let pc = self.get(t, at, PmaAttr::PortCounters)?;
         let (data32, xmit_wait) = port_counters(&pc);
         let xmit_data_words = if extended {
@@ -321,6 +342,7 @@ impl CounterReader {
             xmit_wait,
             xmit_data_words,
             extended,
+            xmit_wait_supported: caps & CAP_XMIT_WAIT != 0,
         })
     }
 
@@ -371,9 +393,82 @@ mod tests {
             xmit_wait: u64::from(u32::MAX),
             xmit_data_words: 5,
             extended: true,
+            xmit_wait_supported: true,
         };
-        assert!(c.saturated());
+        assert!(c.saturated() && c.xmit_wait_saturated() && !c.xmit_data_saturated());
         assert!(!PortCounters { xmit_wait: 1, ..c }.saturated());
+        // Without XmitWait counted, its value says nothing; 32-bit XmitData saturates too.
+        assert!(!PortCounters {
+            xmit_wait_supported: false,
+            ..c
+        }
+        .saturated());
+        let d32 = PortCounters {
+            xmit_wait: 1,
+            xmit_data_words: u64::from(u32::MAX),
+            extended: false,
+            ..c
+        };
+        assert!(d32.saturated() && d32.xmit_data_saturated());
+    }
+
+    /// A PMA answering every Get with the same data: ClassPortInfo's CapabilityMask `caps`,
+    /// every counter 7. (ibsim's PMA always sets bit 12; a PMA without it is only had so.)
+    struct Fixed {
+        caps: u16,
+        asked: Vec<PmaAttr>,
+    }
+
+    impl Pma for Fixed {
+        fn pma_get(&mut self, _: u16, attr: PmaAttr, _: u8) -> Result<PmaData, PmaFailure> {
+            self.asked.push(attr);
+            let mut d = [0u8; PMA_DATA];
+            if attr == PmaAttr::ClassPortInfo {
+                d[2..4].copy_from_slice(&self.caps.to_be_bytes());
+            } else {
+                d[8..16].copy_from_slice(&7u64.to_be_bytes());
+                d[24..28].copy_from_slice(&7u32.to_be_bytes());
+                d[40..44].copy_from_slice(&7u32.to_be_bytes());
+            }
+            Ok(d)
+        }
+    }
+
+    #[test]
+    fn the_capability_mask_says_what_is_counted() {
+        let at = PortAt {
+            guid: Guid(1),
+            port: 1,
+            lid: 2,
+            switch: false,
+        };
+        for (caps, extended, wait) in [
+            (0x1300, true, true),
+            (0x0200, true, false),
+            (0x1000, false, true),
+            (0x0000, false, false),
+        ] {
+            let mut pma = Fixed {
+                caps,
+                asked: Vec::new(),
+            };
+            let mut r = CounterReader::new();
+            let c = r.read_port(&mut pma, &at).unwrap();
+            assert_eq!(
+                (c.extended, c.xmit_wait_supported),
+                (extended, wait),
+                "{caps:#x}"
+            );
+            // ClassPortInfo once per LID.
+            r.read_port(&mut pma, &at).unwrap();
+            assert_eq!(
+                pma.asked
+                    .iter()
+                    .filter(|a| **a == PmaAttr::ClassPortInfo)
+                    .count(),
+                1
+            );
+        }
     }
 
     #[test]

@@ -269,6 +269,26 @@ struct Rule {
     sl: Option<u8>,
 }
 
+/// `text` split around a line that is `keyword` alone (surrounding blanks aside): the text
+/// before that line and the text after it, at the first such line (the last with `last`). A
+/// name that merely contains the keyword (a switch called `leaf-end-port-groups`) is no
+/// section line.
+fn section<'a>(text: &'a str, keyword: &str, last: bool) -> Option<(&'a str, &'a str)> {
+    let mut at = 0;
+    let mut found = None;
+    for line in text.split_inclusive('\n') {
+        if line.trim() == keyword {
+            found = Some((at, at + line.len()));
+            if !last {
+                break;
+            }
+        }
+        at += line.len();
+    }
+    let (start, end) = found?;
+    Some((text.get(..start)?, text.get(end..)?))
+}
+
 /// `base` (a `qos-policy.conf` [`qos_policy`] wrote) with dFtree's slow flows: a port group
 /// per destination LID (`weft-dftree-dst-<lid>`: its port) and per destination and slow SL
 /// (`weft-dftree-src-<lid>-sl<sl>`: the sources moved toward it), and for each such group a
@@ -300,8 +320,7 @@ pub fn with_slow_flows(
     let src_group = |lid: u16, slow: u8| format!("weft-dftree-src-{lid}-sl{slow}");
     let dst_group = |lid: u16| format!("weft-dftree-dst-{lid}");
     // Port groups, before the base's end.
-    let (head, rest) = base
-        .split_once("end-port-groups\n")
+    let (head, rest) = section(base, "end-port-groups", false)
         .ok_or_else(|| bad("it has no `end-port-groups`"))?;
     let mut out = head.to_owned();
     for &lid in &dsts {
@@ -333,17 +352,15 @@ pub fn with_slow_flows(
     }
     out.push_str("end-port-groups\n");
     // Levels: the DEFAULT level's SL, and a level per slow SL (added if missing).
-    let (levels, rules_part) = rest
-        .split_once("qos-match-rules\n")
+    let (levels, rules_part) = section(rest, "qos-match-rules", false)
         .ok_or_else(|| bad("it has no `qos-match-rules`"))?;
     let default_sl: Option<u8> = levels
         .split("qos-level\n")
         .find(|b| b.contains("name: DEFAULT\n"))
         .and_then(|b| b.lines().find_map(|l| l.trim().strip_prefix("sl: ")))
         .and_then(|s| s.trim().parse().ok());
-    let (levels_head, levels_tail) = levels
-        .rsplit_once("end-qos-levels\n")
-        .ok_or_else(|| bad("it has no `end-qos-levels`"))?;
+    let (levels_head, levels_tail) =
+        section(levels, "end-qos-levels", true).ok_or_else(|| bad("it has no `end-qos-levels`"))?;
     out.push_str(levels_head);
     let slows: BTreeSet<u8> = groups.keys().map(|k| k.2).collect();
     for sl in slows {
@@ -357,12 +374,13 @@ pub fn with_slow_flows(
     out.push_str("end-qos-levels\n");
     out.push_str(levels_tail);
     out.push_str("qos-match-rules\n");
-    let (rules_text, tail) = rules_part
-        .rsplit_once("end-qos-match-rules\n")
+    let (rules_text, tail) = section(rules_part, "end-qos-match-rules", true)
         .ok_or_else(|| bad("it has no `end-qos-match-rules`"))?;
     let mut rules: Vec<Rule> = Vec::new();
-    for block in rules_text.split_inclusive("    end-qos-match-rule\n") {
-        if block.trim().is_empty() {
+    let mut block = String::new();
+    for line in rules_text.split_inclusive('\n') {
+        block.push_str(line);
+        if line.trim() != "end-qos-match-rule" {
             continue;
         }
         let sl = block
@@ -370,8 +388,14 @@ pub fn with_slow_flows(
             .find_map(|l| l.trim().strip_prefix("qos-level-name: SL"))
             .and_then(|s| s.trim().parse().ok());
         rules.push(Rule {
-            text: block.to_owned(),
+            text: std::mem::take(&mut block),
             sl,
+        });
+    }
+    if !block.trim().is_empty() {
+        rules.push(Rule {
+            text: block,
+            sl: None,
         });
     }
     // A copy of `rule` (its criteria) for a group, or the bare rule when `rule` is `None`.
