@@ -100,6 +100,7 @@ codes! {
     MulticastLoop = "weft::multicast_loop": "A multicast group no tree can reach without closing a credit loop with the unicast routes on its VL, and no spare VL to take alone (the loop and the VL budget needed are named).",
     MulticastPkey = "weft::multicast_pkey": "A multicast group whose P_Key no partition declares.",
     MulticastSl = "weft::multicast_sl": "A multicast group on an SL that no QoS class or routing layer maps to a VL (its packets would be dropped).",
+    NameOnSingleNode = "weft::name_on_single_node": "A `name` format on a single node, which its declaration already names (`name` names an array's nodes).",
     NamedArgument = "weft::named_argument": "A named argument to a built-in function that takes none.",
     NoEffect = "weft::no_effect": "A routing setting that does nothing with the engine chosen (`roots` without `engine = updn`, `switch_to_switch` without `engine = fat_tree`).",
     NoFabric = "weft::no_fabric": "A program without a `fabric` item.",

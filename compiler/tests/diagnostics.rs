@@ -298,6 +298,10 @@ case!(
     guid_on_array,
     small("        switch s[1..=2] : sb7800 { guid = 0x1000 }")
 );
+case!(
+    name_on_single_node,
+    small("        switch s : sb7800 { name = \"core-a\" }")
+);
 case!(zero_guid, small("        switch s : sb7800 { guid = 0 }"));
 case!(overflow, small("        let z = 9223372036854775807 + 1"));
 case!(

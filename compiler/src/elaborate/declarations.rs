@@ -80,7 +80,17 @@ impl Elab<'_> {
             );
             return;
         }
-        // Names.
+        // Names. `name` formats an array's names; a single node is named by its declaration.
+        if let (DeclName::Single(_) | DeclName::Computed(_), Some((_, sp))) = (&d.name, &name_fmt) {
+            self.err_help(
+                Code::NameOnSingleNode,
+                "`name` names the nodes of an array; this node is named by its declaration",
+                *sp,
+                "not used on a single node",
+                format!("name the node in its declaration: `{kind} \"core-a\" : model`, or `{kind} core_a : model`"),
+            );
+            return;
+        }
         let (names, array): (Vec<(String, i64)>, Option<&Ident>) = match &d.name {
             DeclName::Single(id) => (vec![(id.name.clone(), 0)], None),
             DeclName::Computed(e) => match self.eval(e) {
