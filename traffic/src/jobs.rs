@@ -318,3 +318,59 @@ pub(crate) fn resolve(jobs: &Jobs, names: &[String]) -> Result<Vec<Vec<u32>>, Si
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_file_parses() {
+        let j = Jobs::parse(
+            "jobs.txt",
+            "# a comment\n\njob a  hosts cn[001-003],cn010  pattern all-to-all  load 0.8 # tail\n\
+             job b hosts rack[1-2]-cn[01-02] pattern hotspot:1:20% from 50us until 300us\n",
+        )
+        .unwrap();
+        assert_eq!(j.jobs.len(), 2);
+        let a = &j.jobs[0];
+        assert_eq!(a.hosts, ["cn001", "cn002", "cn003", "cn010"]);
+        assert_eq!((a.load, a.line, a.hosts_column), (Some(0.8), 3, 14));
+        assert_eq!(a.traffic, Traffic::AllToAll);
+        let b = &j.jobs[1];
+        assert_eq!(
+            b.hosts,
+            ["rack1-cn01", "rack1-cn02", "rack2-cn01", "rack2-cn02"]
+        );
+        assert_eq!((b.from_ns, b.until_ns), (50_000, Some(300_000)));
+    }
+
+    #[test]
+    fn job_file_errors_name_file_line_and_column() {
+        let cases = [
+            "",
+            "# only a comment\n",
+            "jobs a hosts x,y pattern uniform\n",
+            "job\n",
+            "job a hosts x,y\n",
+            "job a pattern uniform\n",
+            "job a hosts x,y pattern uniform load\n",
+            "job a hosts x,y pattern uniform load 1.5\n",
+            "job a hosts x,y pattern zipf\n",
+            "job a hosts x,y pattern uniform pattern uniform\n",
+            "job a hosts x,y pattern uniform colour red\n",
+            "job a hosts x,y pattern uniform from 1us until 1us\n",
+            "job a hosts x,y pattern uniform from soon\n",
+            "job a hosts x,,y pattern uniform\n",
+            "job a hosts x,cn[9-3] pattern uniform\n",
+            "job a hosts x,cn[1-2 pattern uniform\n",
+            "job a hosts cn[1-4] pattern uniform\njob b hosts cn5,cn3 pattern uniform\n",
+            "job a hosts cn1,cn2,cn1 pattern uniform\n",
+            "job a hosts x,y pattern uniform\n  job a hosts z,w pattern uniform\n",
+        ];
+        let out: Vec<String> = cases
+            .iter()
+            .map(|c| format!("{:?}\n  {}", c, Jobs::parse("jobs.txt", c).unwrap_err()))
+            .collect();
+        insta::assert_snapshot!("job_file_errors", out.join("\n"));
+    }
+}
