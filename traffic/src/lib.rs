@@ -40,6 +40,8 @@
 //!   ([`dftree::Controller`] fed with the simulator's own port counters every
 //!   [`Params::dftree_sweep_ns`], its moves applied after [`Params::dftree_repath_ns`] to the
 //!   sources' new packets), the papers' best case, or neither ([`DftreeMode`]).
+//! * *Per-job traffic files* ([`Jobs`]): each job's pattern among its own hosts; *congestion
+//!   trees* ([`CongestionTree`]) found from what each stalled port waited on.
 //!
 //! **Not modelled**: multicast (MFTs), IB congestion control (FECN/BECN), adaptive routing,
 //! link-level errors and retries, the input side of a crossbar (a switch input port may feed
