@@ -19,7 +19,9 @@ pub struct Args {
     input: PathBuf,
     /// Traffic: `uniform`, `hotspot:N[:SHARE][@FROM-UNTIL]` (SHARE in %, default 5; the hot-spot
     /// traffic only from FROM until UNTIL, such as `@0-300us` or `@50us-`), `shift:K`,
-    /// `all-to-all` or `permutation`.
+    /// `all-to-all` or `permutation`; or a per-job traffic file (`file:PATH`, or a path that
+    /// is not a pattern): one job a line, `job NAME hosts LIST pattern SPEC [load F] [from T]
+    /// [until T]`.
     #[arg(long, value_name = "SPEC")]
     traffic: String,
     /// Seed of the traffic (destinations, start times, the permutation).
@@ -94,6 +96,24 @@ fn load(path: &Path, color: ColorChoice) -> Result<ValidState, Fatal> {
     Ok(crate::compile_and_build(path, color)?.state)
 }
 
+/// `--traffic`: `file:PATH` is a per-job traffic file; a pattern spec is a pattern; anything
+/// else naming a file is a per-job traffic file.
+fn traffic_of(spec: &str) -> Result<Traffic, Fatal> {
+    let file = match spec.strip_prefix("file:") {
+        Some(path) => path,
+        None => match Traffic::parse(spec) {
+            Ok(t) => return Ok(t),
+            Err(e) if !Path::new(spec).is_file() => return Err(fail(e)),
+            Err(_) => spec,
+        },
+    };
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| Fatal::Run(format!("cannot read the traffic file `{file}`: {e}")))?;
+    Ok(Traffic::Jobs(
+        traffic::Jobs::parse(file, &text).map_err(fail)?,
+    ))
+}
+
 fn fail(e: traffic::SimError) -> Fatal {
     Fatal::Run(e.to_string())
 }
@@ -101,14 +121,7 @@ fn fail(e: traffic::SimError) -> Fatal {
 /// Runs `weft simulate`.
 pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
     // Everything about the options first: nothing is compiled for a spec that cannot run.
-    let spec = args.traffic.trim();
-    if !spec.contains(':') && Path::new(spec).is_file() {
-        return Err(Fatal::Run(format!(
-            "`{spec}` is a file: per-job traffic files are not built yet; give uniform, \
-             hotspot:N[:SHARE], shift:K, all-to-all or permutation"
-        )));
-    }
-    let traffic = Traffic::parse(spec).map_err(fail)?;
+    let traffic = traffic_of(args.traffic.trim())?;
     let duration_ns = traffic::parse_duration(&args.duration).map_err(fail)?;
     let warmup_ns = args
         .warmup

@@ -65,10 +65,14 @@ fn bad_options_are_clear_errors() {
         &[LAB, "--traffic", "uniform", "--load", "2"],
         "offered load",
     );
-    // Not built yet: per-job traffic files say so.
+    // A file that is not a pattern is a per-job traffic file, and must read as one.
     refused(
         &[LAB, "--traffic", "README.md"],
-        "per-job traffic files are not built yet",
+        "a line starts with `job NAME`, not",
+    );
+    refused(
+        &[LAB, "--traffic", "file:no/such/jobs.txt"],
+        "cannot read the traffic file `no/such/jobs.txt`",
     );
     // dFtree's switches on a state without dFtree lanes, or on a loop turned off.
     refused(
@@ -303,4 +307,89 @@ fn dftree_loop_moves_the_hotspots_contributors_and_back() {
     assert!(t.contains("hot-spot  cn001:1 marked at"), "{t}");
     assert!(!t.contains("not built yet"), "{t}");
     let _ = std::fs::remove_dir_all(file.parent().unwrap());
+}
+
+#[test]
+fn a_job_file_runs_its_jobs_and_reports_each_and_the_congestion_trees() {
+    let dir = std::env::temp_dir().join(format!("weft-simulate-jobs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let jobs = dir.join("jobs.txt");
+    std::fs::write(
+        &jobs,
+        "# job a shares nothing with job b's hot-spot\n\
+         job a  hosts lab[01-08]  pattern all-to-all  load 0.8\n\
+         job b  hosts lab[09-16]  pattern hotspot:1:50%  from 5us until 30us\n",
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "simulate",
+            LAB,
+            "--traffic",
+            jobs.to_str().unwrap(),
+            "--duration",
+            "40us",
+        ];
+        args.extend_from_slice(extra);
+        let out = weft(&args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let json = run(&["--format", "json"]);
+    assert_eq!(json, run(&["--format", "json"]), "same seed, same JSON");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["jobs"][0]["name"], "a");
+    assert_eq!(v["jobs"][0]["hosts"], 8);
+    assert_eq!(v["jobs"][1]["pattern"], "hotspot:1:50%");
+    assert!(
+        v["jobs"][0]["throughput_per_node_gbps"]["min"]
+            .as_f64()
+            .unwrap()
+            > 75.0
+    );
+    assert!(v["jobs"][1]["latency_ns"]["p99"].as_f64().unwrap() > 0.0);
+    // Job b's hot-spot, lab09, roots the one tree; job a's links are in none.
+    let trees = v["congestion_trees"].as_array().unwrap();
+    assert_eq!(trees.len(), 1, "{trees:#?}");
+    assert_eq!(trees[0]["end_node"], "lab09");
+    let t = run(&[]);
+    assert!(
+        t.contains("  job a       8 hosts, all-to-all, load 0.8: "),
+        "{t}"
+    );
+    assert!(
+        t.contains("  job b       8 hosts, hotspot:1:50%, load 1, 5000-30000 ns: "),
+        "{t}"
+    );
+    assert!(
+        t.contains("  congestion trees  1 found\n    root leaf3:1 -> lab09:1 ("),
+        "{t}"
+    );
+    // The same file as `file:PATH`.
+    let out = weft(&[
+        "simulate",
+        LAB,
+        "--traffic",
+        &format!("file:{}", jobs.display()),
+        "--duration",
+        "40us",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(text(&out.stdout), json);
+    // Errors name the file, line and column, and the host a job names that is not there.
+    std::fs::write(
+        &jobs,
+        "job a hosts lab[01-08] pattern uniform\njob b hosts lab08,lab09 pattern uniform\n",
+    )
+    .unwrap();
+    let out = weft(&["simulate", LAB, "--traffic", jobs.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let shown = text(&out.stderr).replace(&dir.display().to_string(), "DIR");
+    std::fs::write(&jobs, "job a hosts lab01,lab1 pattern uniform\n").unwrap();
+    let out = weft(&["simulate", LAB, "--traffic", jobs.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let shown = shown + &text(&out.stderr).replace(&dir.display().to_string(), "DIR");
+    insta::assert_snapshot!("job_file_errors", shown);
+    let _ = std::fs::remove_dir_all(&dir);
 }

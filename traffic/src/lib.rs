@@ -40,10 +40,12 @@
 //!   ([`dftree::Controller`] fed with the simulator's own port counters every
 //!   [`Params::dftree_sweep_ns`], its moves applied after [`Params::dftree_repath_ns`] to the
 //!   sources' new packets), the papers' best case, or neither ([`DftreeMode`]).
+//! * *Per-job traffic files* ([`Jobs`]): each job's pattern among its own hosts; *congestion
+//!   trees* ([`CongestionTree`]) found from what each stalled port waited on.
 //!
 //! **Not modelled**: multicast (MFTs), IB congestion control (FECN/BECN), adaptive routing,
 //! link-level errors and retries, the input side of a crossbar (a switch input port may feed
-//! several outputs at once, one per VL), shared buffer pools, per-job traffic files. Packets a switch cannot forward (no LFT entry, a down link, SL→VL 15) are
+//! several outputs at once, one per VL), shared buffer pools. Packets a switch cannot forward (no LFT entry, a down link, SL→VL 15) are
 //! dropped and counted.
 //!
 //! **Determinism**: one event queue ordered by (time in picoseconds, sequence number), one
@@ -71,15 +73,21 @@
 
 pub mod arb;
 pub mod dftree;
+mod jobs;
 mod pattern;
 mod report;
 mod sim;
 mod sim_dftree;
+mod trees;
 
+pub use jobs::{Job, Jobs};
 pub use pattern::{Traffic, Window};
-pub use report::{ClassThroughput, Classes, Latency, LinkLoad, Packets, Report, Throughput};
+pub use report::{
+    ClassThroughput, Classes, JobReport, Latency, LinkLoad, Packets, Report, Throughput,
+};
 pub use sim::simulate;
 pub use sim_dftree::{DftreeReport, Hotspot, Move, SlowFlow, TICK_BYTES};
+pub use trees::{CongestionTree, TreePort, ROOT_UTILISATION, STALL_SHARE};
 
 use weft_fabric::FabricState;
 
@@ -111,6 +119,18 @@ pub enum SimError {
     /// A parameter out of range.
     #[error("{0}")]
     Param(String),
+    /// A per-job traffic file that does not parse or does not fit the fabric.
+    #[error("{file}:{line}:{column}: {why}")]
+    JobFile {
+        /// The file, as given.
+        file: String,
+        /// Line, from 1.
+        line: usize,
+        /// Column (characters), from 1.
+        column: usize,
+        /// What is wrong.
+        why: String,
+    },
     /// Two states compared over different hosts.
     #[error("the states have different hosts ({0} and {1}): the same traffic cannot run on both")]
     DifferentHosts(usize, usize),

@@ -40,6 +40,8 @@ pub enum Traffic {
     /// `permutation`: a random single-cycle permutation of the hosts drawn from the seed;
     /// each host sends every packet to its successor in the cycle.
     Permutation,
+    /// A per-job traffic file ([`crate::Jobs`]): each job's pattern among its own hosts.
+    Jobs(crate::Jobs),
 }
 
 /// A span of simulated time, in nanoseconds: from `from_ns`, before `until_ns`.
@@ -60,7 +62,7 @@ impl Window {
 }
 
 /// A time for a window: `0`, or a duration such as `300us`.
-fn parse_time(text: &str) -> Option<u64> {
+pub(crate) fn parse_time(text: &str) -> Option<u64> {
     let t = text.trim();
     if t.trim_end_matches(|c: char| c.is_ascii_alphabetic() || c == 'µ')
         .parse::<f64>()
@@ -201,6 +203,7 @@ impl Traffic {
             Traffic::Shift(k) => format!("shift:{k}"),
             Traffic::AllToAll => "all-to-all".into(),
             Traffic::Permutation => "permutation".into(),
+            Traffic::Jobs(j) => format!("file:{}", j.file),
         }
     }
 }
@@ -214,6 +217,33 @@ pub(crate) struct Pattern {
     target: Vec<Option<u32>>,
     /// All-to-all: the next offset per host.
     next: Vec<u32>,
+    /// A job file: each job's pattern over its own hosts.
+    jobs: Vec<JobRun>,
+    /// A job file: per host, its job and its index among the job's hosts.
+    job_of: Vec<Option<(u32, u32)>>,
+}
+
+/// One job of a job file, laid over its hosts.
+#[derive(Clone, Debug)]
+struct JobRun {
+    pattern: Pattern,
+    /// Its hosts (simulation host indices), in list order.
+    members: Vec<u32>,
+    /// Generation time span, in picoseconds, and interval scale (its load).
+    from_ps: u64,
+    until_ps: Option<u64>,
+    load: Option<f64>,
+}
+
+/// When a host generates.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Active {
+    /// Now.
+    Now,
+    /// Not yet: from this time (picoseconds).
+    From(u64),
+    /// Never again (no job, or its job ended).
+    Never,
 }
 
 impl Pattern {
@@ -267,18 +297,108 @@ impl Pattern {
                 }
                 t
             }
-            Traffic::Uniform | Traffic::AllToAll => vec![None; hosts],
+            Traffic::Uniform | Traffic::AllToAll | Traffic::Jobs(_) => vec![None; hosts],
         };
         Ok(Pattern {
             traffic: traffic.clone(),
             hosts: n,
             target,
             next: vec![1; hosts],
+            jobs: Vec::new(),
+            job_of: Vec::new(),
         })
+    }
+
+    /// A job file's patterns over the simulation's hosts, named `names` (one per host).
+    pub(crate) fn for_jobs(
+        traffic: &Traffic,
+        jobs: &crate::Jobs,
+        names: &[String],
+        seed: u64,
+    ) -> Result<Pattern, SimError> {
+        let members = crate::jobs::resolve(jobs, names)?;
+        let mut job_of = vec![None; names.len()];
+        let mut runs = Vec::new();
+        for (j, (job, m)) in jobs.jobs.iter().zip(members).enumerate() {
+            let pattern = Pattern::new(&job.traffic, m.len(), seed ^ j as u64).map_err(|e| {
+                SimError::JobFile {
+                    file: jobs.file.clone(),
+                    line: job.line,
+                    column: 1,
+                    why: format!("job `{}`: {e}", job.name),
+                }
+            })?;
+            for (l, &h) in m.iter().enumerate() {
+                if let Some(slot) = job_of.get_mut(h as usize) {
+                    *slot = Some((j as u32, l as u32));
+                }
+            }
+            runs.push(JobRun {
+                pattern,
+                members: m,
+                from_ps: job.from_ns.saturating_mul(1000),
+                until_ps: job.until_ns.map(|u| u.saturating_mul(1000)),
+                load: job.load,
+            });
+        }
+        Ok(Pattern {
+            traffic: traffic.clone(),
+            hosts: names.len() as u32,
+            target: vec![None; names.len()],
+            next: Vec::new(),
+            jobs: runs,
+            job_of,
+        })
+    }
+
+    /// Whether this is a job file's pattern.
+    fn is_jobs(&self) -> bool {
+        !self.jobs.is_empty()
+    }
+
+    /// Host `h`'s job, and its index among the job's hosts.
+    fn job_run(&self, h: u32) -> Option<(usize, &JobRun, u32)> {
+        let (j, l) = self.job_of.get(h as usize).copied().flatten()?;
+        Some((j as usize, self.jobs.get(j as usize)?, l))
+    }
+
+    /// Host `h`'s job (job files).
+    pub(crate) fn job(&self, h: u32) -> Option<usize> {
+        self.job_run(h).map(|x| x.0)
+    }
+
+    /// Jobs (job files; 0 otherwise).
+    pub(crate) fn job_count(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// Host `h`'s offered load: its job's, else the run's `load`.
+    pub(crate) fn load_of(&self, h: u32, load: f64) -> f64 {
+        self.job_run(h).and_then(|x| x.1.load).unwrap_or(load)
+    }
+
+    /// Whether host `h` generates at `ps`.
+    pub(crate) fn active(&self, h: u32, ps: u64) -> Active {
+        if !self.is_jobs() {
+            return Active::Now;
+        }
+        match self.job_run(h) {
+            None => Active::Never,
+            Some((_, r, _)) if r.until_ps.is_some_and(|u| ps >= u) => Active::Never,
+            Some((_, r, _)) if ps < r.from_ps => Active::From(r.from_ps),
+            Some(_) => Active::Now,
+        }
     }
 
     /// The hot-spot host `src` contributes to (hot-spot traffic, and not itself one).
     pub(crate) fn hotspot_of(&self, src: u32) -> Option<u32> {
+        if self.is_jobs() {
+            let (_, r, l) = self.job_run(src)?;
+            return r
+                .pattern
+                .hotspot_of(l)
+                .and_then(|x| r.members.get(x as usize).copied());
+        }
         match self.traffic {
             Traffic::Hotspot { .. } => self
                 .target
@@ -292,6 +412,11 @@ impl Pattern {
 
     /// Whether `host` is a hot-spot.
     pub(crate) fn is_hotspot(&self, host: u32) -> bool {
+        if self.is_jobs() {
+            return self
+                .job_run(host)
+                .is_some_and(|(_, r, l)| r.pattern.is_hotspot(l));
+        }
         matches!(self.traffic, Traffic::Hotspot { .. })
             && self.target.get(host as usize).copied().flatten() == Some(host)
     }
@@ -309,6 +434,12 @@ impl Pattern {
 
     /// The destination of `src`'s next packet, generated at `ps` (picoseconds).
     pub(crate) fn draw(&mut self, src: u32, rng: &mut SplitMix64, ps: u64) -> u32 {
+        if let Some((j, l)) = self.job_of.get(src as usize).copied().flatten() {
+            if let Some(r) = self.jobs.get_mut(j as usize) {
+                let d = r.pattern.draw(l, rng, ps);
+                return r.members.get(d as usize).copied().unwrap_or(src);
+            }
+        }
         let uniform = |rng: &mut SplitMix64| {
             let d = rng.below(u64::from(self.hosts - 1)) as u32;
             if d >= src {
@@ -318,7 +449,7 @@ impl Pattern {
             }
         };
         match self.traffic {
-            Traffic::Uniform => uniform(rng),
+            Traffic::Uniform | Traffic::Jobs(_) => uniform(rng),
             Traffic::Hotspot { share_ppm, .. } => match self.hotspot_of(src) {
                 Some(h) if rng.below(1_000_000) < u64::from(share_ppm) && self.hot_at(ps) => h,
                 _ => uniform(rng),

@@ -44,6 +44,10 @@ pub struct Report {
     pub stalled_ports: Vec<LinkLoad>,
     /// Sum of every output port's stall time in the window, in nanoseconds.
     pub stall_total_ns: f64,
+    /// The congestion trees found from the stall counters (most stall first, then by root).
+    pub congestion_trees: Vec<crate::CongestionTree>,
+    /// Per job, with a per-job traffic file (empty otherwise), in file order.
+    pub jobs: Vec<JobReport>,
     /// What the run left out or assumed about what the state asks for (several path SLs).
     pub notes: Vec<String>,
     /// What dFtree did, on a state with dFtree lanes (`null` otherwise).
@@ -84,6 +88,27 @@ pub struct ClassThroughput {
     pub nodes: usize,
     /// Their throughput in the class, Gb/s.
     pub gbps: Throughput,
+}
+
+/// One job's results (per-job traffic files).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct JobReport {
+    /// The job's name.
+    pub name: String,
+    /// Its pattern's canonical spec.
+    pub pattern: String,
+    /// Hosts in it.
+    pub hosts: usize,
+    /// Offered load per host.
+    pub load: f64,
+    /// When its hosts start generating, in nanoseconds.
+    pub from_ns: u64,
+    /// When they stop (`null`: the end).
+    pub until_ns: Option<u64>,
+    /// Payload its hosts delivered in the window, per host, in Gb/s.
+    pub throughput_per_node_gbps: Throughput,
+    /// Its packets' latency (delivered in the window).
+    pub latency_ns: Latency,
 }
 
 /// Latency percentiles in nanoseconds.
@@ -176,6 +201,24 @@ impl Report {
             "  packets     {} generated, {} injected, {} delivered ({} in the window), {} dropped, {} in flight, {} queued at sources, {} refused at sources",
             k.generated, k.injected, k.delivered, k.delivered_in_window, k.dropped, k.in_flight, k.queued_at_source, k.refused_at_source
         );
+        for j in &self.jobs {
+            let span = match (j.from_ns, j.until_ns) {
+                (0, None) => String::new(),
+                (f, None) => format!(", from {f} ns"),
+                (f, Some(u)) => format!(", {f}-{u} ns"),
+            };
+            let _ = writeln!(
+                t,
+                "  job {:<8}{} hosts, {}, load {}{span}: {:.3} Gb/s per node (min {:.3}), latency p99 {:.0} ns",
+                j.name,
+                j.hosts,
+                j.pattern,
+                j.load,
+                j.throughput_per_node_gbps.mean,
+                j.throughput_per_node_gbps.min,
+                j.latency_ns.p99
+            );
+        }
         for n in &self.notes {
             let _ = writeln!(t, "  note        {n}");
         }
@@ -244,6 +287,33 @@ impl Report {
                 x.to,
                 x.utilisation * 100.0
             );
+        }
+        let _ = writeln!(
+            t,
+            "  congestion trees  {} found",
+            self.congestion_trees.len()
+        );
+        for c in &self.congestion_trees {
+            let feeds = c
+                .end_node
+                .as_ref()
+                .map_or(String::new(), |e| format!(", feeds {e}"));
+            let _ = writeln!(
+                t,
+                "    root {} -> {} ({:.1} % busy{feeds}): {} port(s), {:.0} ns stalled",
+                c.root,
+                c.to,
+                c.utilisation * 100.0,
+                c.ports,
+                c.stall_ns
+            );
+            for (i, level) in c.levels.iter().enumerate() {
+                let ports: Vec<String> = level
+                    .iter()
+                    .map(|p| format!("{} ({:.0} ns)", p.port, p.stall_ns))
+                    .collect();
+                let _ = writeln!(t, "      level {}  {}", i + 1, ports.join(", "));
+            }
         }
         t
     }

@@ -6,8 +6,10 @@
 //! wants to leave on it. Hosts have one source queue (a buffer) per VL.
 
 use crate::arb::Arbiter;
-use crate::pattern::Pattern;
-use crate::report::{ClassThroughput, Classes, Latency, LinkLoad, Packets, Report, Throughput};
+use crate::pattern::{Active, Pattern};
+use crate::report::{
+    ClassThroughput, Classes, JobReport, Latency, LinkLoad, Packets, Report, Throughput,
+};
 use crate::sim_dftree::Loop;
 use crate::{DftreeMode, HostModel, Params, SimError, Traffic};
 use std::cmp::Reverse;
@@ -22,6 +24,8 @@ const BLOCK: u32 = 64;
 const PS: u64 = 1000;
 /// No channel.
 const NONE: u32 = u32::MAX;
+/// A stall's blocker: the end node the channel feeds (it drains slower than its link).
+pub(crate) const END_NODE: u32 = u32::MAX - 1;
 
 #[derive(Clone, Copy, Debug)]
 struct Pkt {
@@ -131,6 +135,13 @@ struct Sim<'a> {
     arb: Vec<Arbiter>,
     stall_since: Vec<Option<u64>>,
     stall_ps: Vec<u64>,
+    /// Per channel: what its open stall waits on (the output its next hop's blocked head
+    /// packet asked for, [`END_NODE`], or [`NONE`]: not known).
+    blocker: Vec<u32>,
+    /// Per channel: stall time in the window by blocker (congestion trees).
+    stall_to: Vec<Vec<(u32, u64)>>,
+    /// Per job (job files): latencies of its packets delivered in the window.
+    job_lat: Vec<Vec<u64>>,
     sent_bytes: Vec<u64>,
     pattern: Pattern,
     heap: BinaryHeap<Reverse<Item>>,
@@ -326,7 +337,29 @@ impl<'a> Sim<'a> {
                 });
             }
         }
-        let pattern = Pattern::new(traffic, hosts.len(), seed)?;
+        let pattern = match traffic {
+            Traffic::Jobs(jobs) => {
+                let names: Vec<String> = hosts
+                    .iter()
+                    .map(|x: &Host| {
+                        f.nodes()
+                            .get(x.port.node.index())
+                            .map_or_else(String::new, |n| n.name().to_owned())
+                    })
+                    .collect();
+                Pattern::for_jobs(traffic, jobs, &names, seed)?
+            }
+            t => Pattern::new(t, hosts.len(), seed)?,
+        };
+        for (h, x) in hosts.iter_mut().enumerate() {
+            let load = pattern.load_of(h as u32, p.load);
+            if load != p.load {
+                if let Some(ch) = chans.get(x.chan as usize) {
+                    let period = ser(pkt_bytes, ch.mbps);
+                    x.interval = ((period as f64) / load).round().max(1.0) as u64;
+                }
+            }
+        }
         for (h, host) in hosts.iter().enumerate() {
             // Delivery into the host: find the channel whose far end is its port.
             if let Some(c) = f
@@ -380,6 +413,9 @@ impl<'a> Sim<'a> {
             arb,
             stall_since: vec![None; nch],
             stall_ps: vec![0; nch],
+            blocker: vec![NONE; nch],
+            stall_to: vec![Vec::new(); nch],
+            job_lat: vec![Vec::new(); pattern.job_count()],
             sent_bytes: vec![0; nch],
             pattern,
             heap: BinaryHeap::new(),
@@ -397,11 +433,16 @@ impl<'a> Sim<'a> {
             hosts,
         };
         for h in 0..sim.hosts.len() {
+            let from = match sim.pattern.active(h as u32, 0) {
+                Active::Now => 0,
+                Active::From(t) => t,
+                Active::Never => continue,
+            };
             let first = sim.hosts.get_mut(h).map(|x| {
                 let i = x.interval;
                 x.rng.below(i)
             });
-            sim.push(first.unwrap_or(0), Ev::Gen { host: h as u32 });
+            sim.push(from + first.unwrap_or(0), Ev::Gen { host: h as u32 });
         }
         if sim.dft.as_ref().is_some_and(Loop::sweeping) {
             sim.push(0, Ev::Sweep);
@@ -475,7 +516,7 @@ impl<'a> Sim<'a> {
     }
 
     fn generate(&mut self, now: u64, h: u32) {
-        if now > self.end {
+        if now > self.end || self.pattern.active(h, now) != Active::Now {
             return;
         }
         let Some(host) = self.hosts.get_mut(h as usize) else {
@@ -626,6 +667,13 @@ impl<'a> Sim<'a> {
                     }
                 }
                 self.latencies.push(pkt.tail_at - pkt.born);
+                if let Some(l) = self
+                    .pattern
+                    .job(pkt.src)
+                    .and_then(|j| self.job_lat.get_mut(j))
+                {
+                    l.push(pkt.tail_at - pkt.born);
+                }
             }
             return;
         }
@@ -745,6 +793,7 @@ impl<'a> Sim<'a> {
         let base = oi * self.nvl;
         let mut ready = 0u16;
         let mut waiting = false;
+        let mut starved = None;
         for v in 0..self.nvl {
             let Some(r) = self.reqs.get(base + v) else {
                 continue;
@@ -755,6 +804,8 @@ impl<'a> Sim<'a> {
             waiting = true;
             if self.credits.get(base + v).copied().unwrap_or(0) >= self.blocks {
                 ready |= 1 << v;
+            } else if starved.is_none() {
+                starved = Some(v);
             }
         }
         let pick = if ready == 0 {
@@ -763,9 +814,13 @@ impl<'a> Sim<'a> {
             self.arb.get_mut(oi).and_then(|a| a.pick(ready))
         };
         let Some(vl) = pick else {
-            if waiting {
+            if waiting && self.stall_since.get(oi).is_some_and(Option::is_none) {
                 if let Some(s) = self.stall_since.get_mut(oi) {
-                    s.get_or_insert(now);
+                    *s = Some(now);
+                }
+                let by = self.blocked_by(oi, starved);
+                if let Some(b) = self.blocker.get_mut(oi) {
+                    *b = by;
                 }
             }
             return;
@@ -816,9 +871,7 @@ impl<'a> Sim<'a> {
                 d.waited(oi, now.saturating_sub(since));
             }
             let (lo, hi) = (since.max(self.warm), now.min(self.end));
-            if let Some(s) = self.stall_ps.get_mut(oi) {
-                *s += hi.saturating_sub(lo);
-            }
+            self.stalled(oi, hi.saturating_sub(lo));
         }
         // The bytes on the wire within the window (a packet straddling its edge counts in
         // part, so utilisation stays at most 1).
@@ -847,6 +900,45 @@ impl<'a> Sim<'a> {
                 },
             },
         );
+    }
+
+    /// What channel `oi`'s stall starting now waits on: with VL `starved` out of credits,
+    /// the output the next hop's head packet on that VL asked for (it holds the buffer
+    /// full), or the end node the channel feeds.
+    fn blocked_by(&self, oi: usize, starved: Option<usize>) -> u32 {
+        let Some(v) = starved else {
+            return NONE;
+        };
+        match self.chans.get(oi) {
+            Some(c) if !c.to_switch => END_NODE,
+            Some(_) => self
+                .target
+                .get(oi * self.nvl + v)
+                .copied()
+                .flatten()
+                .map_or(NONE, |(t, _)| t),
+            None => NONE,
+        }
+    }
+
+    /// Adds `ps` of stall in the window to channel `oi`, and to what it waited on.
+    fn stalled(&mut self, oi: usize, ps: u64) {
+        if ps == 0 {
+            return;
+        }
+        if let Some(s) = self.stall_ps.get_mut(oi) {
+            *s += ps;
+        }
+        let by = self.blocker.get(oi).copied().unwrap_or(NONE);
+        if by == NONE {
+            return;
+        }
+        if let Some(v) = self.stall_to.get_mut(oi) {
+            match v.iter_mut().find(|e| e.0 == by) {
+                Some(e) => e.1 += ps,
+                None => v.push((by, ps)),
+            }
+        }
     }
 
     fn name(&self, p: PortRef) -> String {
@@ -884,11 +976,9 @@ impl<'a> Sim<'a> {
     fn report(&mut self, traffic: &Traffic, seed: u64) -> Report {
         let end = self.end;
         // Close the stalls still open.
-        for (i, s) in self.stall_since.iter_mut().enumerate() {
-            if let Some(since) = s.take() {
-                if let Some(x) = self.stall_ps.get_mut(i) {
-                    *x += end.saturating_sub(since.max(self.warm));
-                }
+        for i in 0..self.stall_since.len() {
+            if let Some(since) = self.stall_since.get_mut(i).and_then(Option::take) {
+                self.stalled(i, end.saturating_sub(since.max(self.warm)));
             }
         }
         // Where every packet is.
@@ -983,6 +1073,34 @@ impl<'a> Sim<'a> {
                 }
             })
             .collect();
+        let congestion_trees = crate::trees::find(
+            &self
+                .chans
+                .iter()
+                .zip(&loads)
+                .enumerate()
+                .map(|(i, (c, l))| crate::trees::Port {
+                    from: l.from.clone(),
+                    to: l.to.clone(),
+                    end_node: c.to_host.and_then(|h| {
+                        let x = self.hosts.get(h as usize)?;
+                        Some(
+                            self.st
+                                .fabric
+                                .nodes()
+                                .get(x.port.node.index())?
+                                .name()
+                                .to_owned(),
+                        )
+                    }),
+                    utilisation: l.utilisation,
+                    stall_ps: self.stall_ps.get(i).copied().unwrap_or(0),
+                    stall_to: self.stall_to.get(i).cloned().unwrap_or_default(),
+                })
+                .collect::<Vec<_>>(),
+            window,
+        );
+        let jobs = self.job_reports(traffic, &gbps);
         let stall_total_ns = self.stall_ps.iter().sum::<u64>() as f64 / PS as f64;
         let mut hottest = loads.clone();
         hottest.sort_by(|a, b| {
@@ -1015,6 +1133,8 @@ impl<'a> Sim<'a> {
             hottest_links: hottest,
             stalled_ports: stalled,
             stall_total_ns,
+            congestion_trees,
+            jobs,
             notes: self.notes(),
             dftree: self.dft.take().map(|d| {
                 d.finish(
@@ -1034,6 +1154,67 @@ impl<'a> Sim<'a> {
             events: self.events,
             wall: std::time::Duration::ZERO,
         }
+    }
+}
+
+impl Sim<'_> {
+    /// Per job of a job file: its throughput per node and latency.
+    fn job_reports(&mut self, traffic: &Traffic, gbps: &dyn Fn(u64) -> f64) -> Vec<JobReport> {
+        let Traffic::Jobs(jobs) = traffic else {
+            return Vec::new();
+        };
+        jobs.jobs
+            .iter()
+            .enumerate()
+            .map(|(j, job)| {
+                let members: Vec<u32> = (0..self.hosts.len() as u32)
+                    .filter(|&h| self.pattern.job(h) == Some(j))
+                    .collect();
+                let th: Vec<f64> = members
+                    .iter()
+                    .map(|&h| gbps(self.by_src.get(h as usize).copied().unwrap_or(0)))
+                    .collect();
+                let n = th.len().max(1) as f64;
+                let lat = self
+                    .job_lat
+                    .get_mut(j)
+                    .map(std::mem::take)
+                    .unwrap_or_default();
+                let mut lat = lat;
+                lat.sort_unstable();
+                let pct = |q: f64| -> f64 {
+                    if lat.is_empty() {
+                        return 0.0;
+                    }
+                    let i = ((lat.len() as f64 * q).ceil() as usize).clamp(1, lat.len()) - 1;
+                    lat.get(i).map_or(0.0, |&x| x as f64 / PS as f64)
+                };
+                JobReport {
+                    name: job.name.clone(),
+                    pattern: job.traffic.spec(),
+                    hosts: members.len(),
+                    load: self
+                        .pattern
+                        .load_of(members.first().copied().unwrap_or(0), self.p.load),
+                    from_ns: job.from_ns,
+                    until_ns: job.until_ns,
+                    throughput_per_node_gbps: Throughput {
+                        mean: th.iter().sum::<f64>() / n,
+                        min: th
+                            .iter()
+                            .copied()
+                            .fold(f64::INFINITY, f64::min)
+                            .min(f64::MAX),
+                        max: th.iter().copied().fold(0.0, f64::max),
+                    },
+                    latency_ns: Latency {
+                        p50: pct(0.5),
+                        p99: pct(0.99),
+                        max: lat.last().map_or(0.0, |&x| x as f64 / PS as f64),
+                    },
+                }
+            })
+            .collect()
     }
 }
 

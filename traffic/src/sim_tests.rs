@@ -300,3 +300,145 @@ proptest! {
         prop_assert_eq!(k.injected, k.generated);
     }
 }
+
+fn jobs(text: &str) -> Traffic {
+    Traffic::Jobs(crate::Jobs::parse("jobs.txt", text).unwrap())
+}
+
+/// Job a's hosts, one on each leaf but the hot-spot's, share their leaves' uplinks with
+/// job b's contributors flooding b's hot-spot.
+const JOB_A: &str = "job a hosts cn004,cn007,cn010,cn013,cn016 pattern uniform load 0.8\n";
+const JOB_B: &str =
+    "job b hosts cn001,cn008,cn009,cn011,cn012,cn014,cn015,cn017,cn018 pattern hotspot:1:100%\n";
+
+#[test]
+fn a_jobs_hotspot_slows_another_job_on_one_vl_less_on_vftree_lanes() {
+    let run = |st: &FabricState, text: &str| {
+        let r = simulate(st, &jobs(text), &params(100_000), 0).unwrap();
+        conserved(&r);
+        r
+    };
+    let (one, two) = (tree(2, 6, 1), tree(2, 6, 2));
+    let alone = run(&one, JOB_A);
+    assert_eq!(alone.jobs.len(), 1);
+    let a_alone = alone.jobs[0].throughput_per_node_gbps.mean;
+    // Hosts in no job are idle: the least any host sent is 0.
+    assert_eq!(alone.throughput_per_node_gbps.min, 0.0);
+    assert!((a_alone - 0.8 * 98.7).abs() < 3.0, "{a_alone}");
+    let both1 = run(&one, &format!("{JOB_A}{JOB_B}"));
+    let both2 = run(&two, &format!("{JOB_A}{JOB_B}"));
+    let (a1, a2) = (
+        both1.jobs[0].throughput_per_node_gbps.mean,
+        both2.jobs[0].throughput_per_node_gbps.mean,
+    );
+    assert_eq!(both1.jobs[1].name, "b");
+    assert_eq!(both1.jobs[1].hosts, 9);
+    assert!(
+        a1 < 0.5 * a_alone,
+        "1 VL: job a {a1} against {a_alone} alone"
+    );
+    assert!(a2 > 1.3 * a1, "vFtree: job a {a2} against {a1} on 1 VL");
+    assert!(both1.jobs[0].latency_ns.p99 > alone.jobs[0].latency_ns.p99);
+}
+
+#[test]
+fn a_job_sends_only_among_its_hosts_and_only_in_its_span() {
+    let st = tree(2, 4, 1);
+    // Job a: two hosts on leaves 1 and 3 sending to each other only; job b, on leaf 2, from
+    // 20 us until 40 us.
+    let t = jobs("job a hosts cn001,cn005 pattern shift:1\njob b hosts cn[003-004] pattern uniform from 20us until 40us\n");
+    let r = simulate(&st, &t, &params(60_000), 3).unwrap();
+    conserved(&r);
+    // Job a's pair gets line rate: nothing else reaches cn001 or cn005.
+    let a = &r.jobs[0];
+    assert!((a.throughput_per_node_gbps.min - 98.7).abs() < 1.5, "{a:?}");
+    // Job b ran for 20 of the 48 us measured: well under half its line rate.
+    let b = &r.jobs[1];
+    assert!(
+        b.throughput_per_node_gbps.mean > 30.0 && b.throughput_per_node_gbps.mean < 45.0,
+        "{b:?}"
+    );
+    assert_eq!((b.from_ns, b.until_ns), (20_000, Some(40_000)));
+    // Idle hosts (cn002, cn006–cn008) drag the mean over all hosts down.
+    let all = r.throughput_per_node_gbps;
+    assert_eq!(all.min, 0.0);
+    // Same seed, same report.
+    let again = simulate(&st, &t, &params(60_000), 3).unwrap();
+    assert_eq!(
+        serde_json::to_string(&r).unwrap(),
+        serde_json::to_string(&again).unwrap()
+    );
+}
+
+#[test]
+fn unknown_hosts_and_small_jobs_are_named() {
+    let st = tree(2, 4, 1);
+    let e = |text: &str| {
+        simulate(&st, &jobs(text), &params(10_000), 0)
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(
+        e("job a hosts cn001,cn0008 pattern uniform\n"),
+        "jobs.txt:1:13: job `a`: no host `cn0008` in the fabric (did you mean `cn008`?)"
+    );
+    assert_eq!(
+        e("\njob a hosts cn001 pattern uniform\n"),
+        "jobs.txt:2:13: job `a` has 1 host(s); traffic needs at least two"
+    );
+    assert_eq!(
+        e("job a hosts cn[001-003] pattern hotspot:4\n"),
+        "jobs.txt:1:1: job `a`: 4 hot-spots asked for, but the fabric has 3 hosts"
+    );
+}
+
+#[test]
+fn a_hotspot_grows_one_congestion_tree_from_its_switch_port() {
+    // 8 hosts on a two-level tree of 4-port switches: cn001 is the hot-spot.
+    let st = tree(2, 4, 1);
+    let r = simulate(
+        &st,
+        &Traffic::parse("hotspot:1:100%").unwrap(),
+        &params(40_000),
+        0,
+    )
+    .unwrap();
+    assert_eq!(r.congestion_trees.len(), 1, "{:#?}", r.congestion_trees);
+    let t = &r.congestion_trees[0];
+    assert_eq!((t.root.as_str(), t.to.as_str()), ("leaf1:1", "cn001:1"));
+    assert_eq!(t.end_node.as_deref(), Some("cn001"));
+    assert!(t.utilisation > 0.99, "{t:?}");
+    let ports: Vec<Vec<&str>> = t
+        .levels
+        .iter()
+        .map(|l| l.iter().map(|p| p.port.as_str()).collect())
+        .collect();
+    // Level 1: cn002 (on the hot-spot's leaf) and the spine port down to the leaf; level 2:
+    // the other leaves' uplinks toward that spine; level 3: their hosts.
+    assert_eq!(ports[0], ["cn002:1", "spine1:1"]);
+    assert_eq!(ports[1], ["leaf2:3", "leaf3:3", "leaf4:3"]);
+    assert_eq!(
+        ports[2],
+        ["cn003:1", "cn004:1", "cn005:1", "cn006:1", "cn007:1", "cn008:1"]
+    );
+    assert!(t.levels[1].iter().all(|p| p.toward == "spine1:1"));
+    assert_eq!(t.ports, 11);
+    let sum: f64 = t.levels.iter().flatten().map(|p| p.stall_ns).sum::<f64>() + t.root_stall_ns;
+    assert!((t.stall_ns - sum).abs() < 1e-6);
+    // Light uniform traffic: no tree.
+    let light = simulate(
+        &st,
+        &Traffic::Uniform,
+        &Params {
+            load: 0.3,
+            ..params(40_000)
+        },
+        0,
+    )
+    .unwrap();
+    assert!(
+        light.congestion_trees.is_empty(),
+        "{:#?}",
+        light.congestion_trees
+    );
+}

@@ -202,7 +202,7 @@ pub fn parse(text: &str) -> Result<HostList, HostListError> {
 
 /// The length of the host list token at the start of `s`, if one starts there: the shape
 /// of the grammar's `hostlist` rule, for the hand lexer.
-pub(crate) fn token_len(s: &str) -> Option<usize> {
+pub fn token_len(s: &str) -> Option<usize> {
     let b = s.as_bytes();
     let at = |i: usize| b.get(i).copied().unwrap_or(0);
     let tail = |mut i: usize| {
