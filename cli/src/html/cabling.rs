@@ -42,6 +42,7 @@ const STYLE: &str = r#"
 .ov .dl{font-size:8px;fill:#1b1f24;paint-order:stroke;stroke:#fff;stroke-width:3px}.unlabelled .ov .dl{display:none}.unlabelled svg.focus .ov.on .dl{display:inline}
 .end{fill:#fff;stroke:#57606a;stroke-width:1.2}.end-t{font-size:8px;fill:#57606a;text-anchor:middle}
 .ghost{fill:#f6f8fa;stroke:#8250df;stroke-width:1.2;stroke-dasharray:3 2}.ghost-t{font-size:9px;fill:#8250df;text-anchor:middle}
+.findings a.sel{font-weight:600;background:#fff8c5}
 .k{display:inline-block;width:22px;height:0;margin:0 4px 3px 10px;border-top:3px solid}
 "#;
 
