@@ -1,8 +1,9 @@
-//! `--format html` of `weft report` and `weft plan`: one self-contained page (inline SVG,
+//! `--format html` of `weft report`, `weft plan` and `weft diff`: one self-contained page (inline SVG,
 //! style and script, no fetch), drawn in Rust so that the same input gives the same bytes.
 //!
 //! `topo.rs` lays out and draws the fabric (by level for trees, grouped by pod when large;
-//! a deterministic force layout otherwise), `report.rs` and `plan.rs` are the two pages.
+//! a deterministic force layout otherwise); `report.rs`, `plan.rs` and `cabling.rs` are the
+//! three pages.
 
 pub(crate) mod cabling;
 pub(crate) mod plan;
