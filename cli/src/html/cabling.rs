@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use weft_fabric::cabling::{Comparison, Difference, End};
 use weft_fabric::hostlist::natural_cmp;
-use weft_fabric::{Fabric, NodeId};
+use weft_fabric::{Fabric, Guid, NodeId};
 
 /// What the page shows.
 pub(crate) struct Input<'a> {
@@ -54,6 +54,8 @@ struct Places<'a> {
     found_names: &'a BTreeMap<String, String>,
     /// Design nodes no found node matches.
     missing: BTreeSet<&'a str>,
+    /// The found nodes design nodes match.
+    matched: BTreeSet<&'a str>,
     /// End nodes drawn (in a row under the drawing), with their centres.
     ends: BTreeMap<NodeId, (f64, f64)>,
     /// Design nodes not on the fabric (in a row under the end nodes), with their centres.
@@ -69,9 +71,15 @@ const ROW_DX: f64 = 64.0;
 const ROW_MAX: usize = 20;
 
 impl<'a> Places<'a> {
-    /// The found node a difference's `name` is (a design name when matched or missing, else
-    /// a found node's).
-    fn node(&self, name: &str) -> Option<NodeId> {
+    /// The found node a difference's node `name` (with `guid`) is: a design name when
+    /// matched or missing, else a found node's (an unmatched found node of that name and
+    /// GUID first: a design node may have its name).
+    fn node(&self, name: &str, guid: Guid) -> Option<NodeId> {
+        if let Some(id) = self.f.find(name) {
+            if !self.matched.contains(name) && self.f.node(id).guid() == guid {
+                return Some(id);
+            }
+        }
         if let Some(found) = self.found_names.get(name) {
             return self.f.find(found);
         }
@@ -81,8 +89,8 @@ impl<'a> Places<'a> {
         self.f.find(name)
     }
 
-    fn at(&self, name: &str) -> Option<(f64, f64)> {
-        match self.node(name) {
+    fn at(&self, name: &str, guid: Guid) -> Option<(f64, f64)> {
+        match self.node(name, guid) {
             Some(id) if self.f.node(id).is_switch() => self.topo.place(id),
             Some(id) => self.ends.get(&id).copied(),
             None => self.ghosts.get(name).copied(),
@@ -107,31 +115,35 @@ impl<'a> Places<'a> {
             topo,
             found_names: &c.found_names,
             missing,
+            matched: c.found_names.values().map(String::as_str).collect(),
             ends: BTreeMap::new(),
             ghosts: BTreeMap::new(),
             rows: Vec::new(),
             size: (w, h),
         };
-        let mut names: Vec<&str> = Vec::new();
+        let mut names: Vec<(&str, Guid)> = Vec::new();
         for d in diffs {
             match d {
-                Difference::MissingNode(m) | Difference::ExtraNode(m) => names.push(&m.node),
-                _ => names.extend(ends(d).iter().map(|e| e.node.as_str())),
+                Difference::MissingNode(m) | Difference::ExtraNode(m) => {
+                    names.push((&m.node, m.guid));
+                }
+                _ => names.extend(ends(d).iter().map(|e| (e.node.as_str(), e.guid))),
             }
         }
-        names.sort_by(|a, b| natural_cmp(a, b));
+        names.sort_by(|a, b| natural_cmp(a.0, b.0).then(a.1.cmp(&b.1)));
         names.dedup();
         let mut end_nodes: Vec<(f64, NodeId)> = Vec::new();
         let mut ghosts: Vec<&str> = Vec::new();
-        for name in names {
-            match p.node(name) {
+        for (name, guid) in names {
+            match p.node(name, guid) {
                 Some(id) if f.node(id).is_switch() => {}
                 Some(id) => {
                     // Cabled to nothing: after the rest.
                     let x = topo.place(id).map_or(f64::MAX, |q| q.0);
                     end_nodes.push((x, id));
                 }
-                None => ghosts.push(name),
+                None if !ghosts.contains(&name) => ghosts.push(name),
+                None => {}
             }
         }
         end_nodes.sort_by(|a, b| {
@@ -235,7 +247,7 @@ fn ends(d: &Difference) -> Vec<&End> {
 
 /// A line of `class` from `a` to `b` (the nodes those ends name), titled.
 fn line(t: &mut String, p: &Places<'_>, class: &str, a: &End, b: &End, title: &str) -> bool {
-    let (Some(pa), Some(pb)) = (p.at(&a.node), p.at(&b.node)) else {
+    let (Some(pa), Some(pb)) = (p.at(&a.node, a.guid), p.at(&b.node, b.guid)) else {
         return false;
     };
     let _ = write!(
@@ -251,8 +263,8 @@ fn line(t: &mut String, p: &Places<'_>, class: &str, a: &End, b: &End, title: &s
 }
 
 /// A label beside node `name`, `dy` lower.
-fn label(t: &mut String, p: &Places<'_>, name: &str, dy: f64, text: &str) {
-    if let Some((x, y)) = p.at(name) {
+fn label(t: &mut String, p: &Places<'_>, (name, guid): (&str, Guid), dy: f64, text: &str) {
+    if let Some((x, y)) = p.at(name, guid) {
         let _ = write!(
             t,
             "<text class=\"dl\" x=\"{}\" y=\"{}\">{}</text>",
@@ -265,7 +277,7 @@ fn label(t: &mut String, p: &Places<'_>, name: &str, dy: f64, text: &str) {
 
 /// A label at the middle of the cable `a`–`b`, `dy` lower.
 fn mid_label(t: &mut String, p: &Places<'_>, a: &End, b: &End, dy: f64, text: &str) {
-    if let (Some(pa), Some(pb)) = (p.at(&a.node), p.at(&b.node)) {
+    if let (Some(pa), Some(pb)) = (p.at(&a.node, a.guid), p.at(&b.node, b.guid)) {
         let _ = write!(
             t,
             "<text class=\"dl\" x=\"{}\" y=\"{}\">{}</text>",
@@ -277,8 +289,8 @@ fn mid_label(t: &mut String, p: &Places<'_>, a: &End, b: &End, dy: f64, text: &s
 }
 
 /// A box round node `name`.
-fn ring(t: &mut String, p: &Places<'_>, class: &str, name: &str) -> bool {
-    let Some((x, y)) = p.at(name) else {
+fn ring(t: &mut String, p: &Places<'_>, class: &str, (name, guid): (&str, Guid)) -> bool {
+    let Some((x, y)) = p.at(name, guid) else {
         return false;
     };
     let _ = write!(
@@ -313,7 +325,7 @@ fn difference_svg(t: &mut String, p: &Places<'_>, d: &Difference, k: usize) -> b
                 label(
                     t,
                     p,
-                    &end.node,
+                    (&end.node, end.guid),
                     dy,
                     &format!("{end} ↔ {now}, should join {should}"),
                 );
@@ -365,13 +377,19 @@ fn difference_svg(t: &mut String, p: &Places<'_>, d: &Difference, k: usize) -> b
             placed
         }
         Difference::MissingNode(m) => {
-            let placed = ring(t, p, "node-missing", &m.node);
-            label(t, p, &m.node, dy, &format!("{}: missing", m.node));
+            let placed = ring(t, p, "node-missing", (&m.node, m.guid));
+            label(t, p, (&m.node, m.guid), dy, &format!("{}: missing", m.node));
             placed
         }
         Difference::ExtraNode(m) => {
-            let placed = ring(t, p, "node-extra", &m.node);
-            label(t, p, &m.node, dy, &format!("{}: not in the design", m.node));
+            let placed = ring(t, p, "node-extra", (&m.node, m.guid));
+            label(
+                t,
+                p,
+                (&m.node, m.guid),
+                dy,
+                &format!("{}: not in the design", m.node),
+            );
             placed
         }
     }
