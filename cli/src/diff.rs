@@ -1,8 +1,10 @@
 //! `weft diff A B`: the cabling of fabric B compared with fabric A's (the design's) — each
 //! miswired, missing or extra cable, each cable at another speed or width, each missing or
-//! extra node — as findings. Exit 0 when they do not differ, 1 when they do, 2 when an input
-//! cannot be read (a description that does not compile included: 1 says they differ) or its
-//! nodes cannot be matched without guessing.
+//! extra node — as findings (for people, JSON, SARIF), or as one page drawing the found
+//! fabric with each difference on it (`--format html`, [`crate::html::cabling`]). Exit 0 when
+//! they do not differ, 1 when they do, 2 when an input cannot be read (a description that
+//! does not compile included: 1 says they differ) or its nodes cannot be matched without
+//! guessing, in every format.
 //!
 //! What a path is, by its form: a directory is a `weft build` directory; `*.json` a
 //! `state.json`; `*.csv` a cabling spreadsheet (the design only,
