@@ -6,7 +6,7 @@
 //! drawn as small circles under the switch they are cabled to; design nodes missing from
 //! the fabric, and nodes cabled to nothing, in a row under the drawing.
 
-use super::topo::Topo;
+use super::topo::{Mark, Topo};
 use super::{esc, n, page_styled};
 use crate::findings::{Finding, Level};
 use std::collections::{BTreeMap, BTreeSet};
@@ -424,9 +424,29 @@ pub(crate) fn render(i: &Input<'_>) -> String {
     let mut overlay = String::new();
     places.nodes_svg(&mut overlay);
     let mut placed = Vec::new();
+    let mut group_marks: Vec<Mark> = Vec::new();
     for (k, d) in c.differences.iter().enumerate() {
         let _ = write!(overlay, "<g class=\"ov\" data-f=\"{k}\">");
         placed.push(difference_svg(&mut overlay, &places, d, k));
+        // In a grouped drawing, the switches it names are outlined in the opened groups.
+        if topo.grouped_view() {
+            let named: Vec<(&str, Guid)> = match d {
+                Difference::MissingNode(m) | Difference::ExtraNode(m) => vec![(&m.node, m.guid)],
+                _ => ends(d).iter().map(|e| (e.node.as_str(), e.guid)).collect(),
+            };
+            let mut nodes: Vec<NodeId> = named
+                .into_iter()
+                .filter_map(|(name, guid)| places.node(name, guid))
+                .filter(|&id| f.node(id).is_switch())
+                .collect();
+            nodes.sort();
+            nodes.dedup();
+            group_marks.push(Mark {
+                finding: k,
+                nodes,
+                ..Mark::default()
+            });
+        }
         overlay.push_str("</g>");
     }
     for (j, p) in c.by_position.iter().enumerate() {
@@ -515,7 +535,7 @@ pub(crate) fn render(i: &Input<'_>) -> String {
         },
         topo.svg_with(None, &[], &overlay, places.size)
     );
-    t.push_str(&topo.groups_html(&[]));
+    t.push_str(&topo.groups_html(&group_marks));
     // The findings.
     t.push_str("<h2>Findings</h2>");
     if i.findings.is_empty() {
