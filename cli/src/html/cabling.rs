@@ -404,6 +404,7 @@ fn legend(t: &mut String) {
         ("#8250df", "dotted", "missing cable"),
         ("#bf8700", "solid", "extra cable (or node)"),
         ("#0969da", "solid", "another speed or width"),
+        ("#0969da", "dotted", "a switch matched by position (a note)"),
     ] {
         let _ = write!(
             t,
