@@ -1,8 +1,10 @@
 //! `weft diff A B`: the cabling of fabric B compared with fabric A's (the design's) — each
 //! miswired, missing or extra cable, each cable at another speed or width, each missing or
-//! extra node — as findings. Exit 0 when they do not differ, 1 when they do, 2 when an input
-//! cannot be read (a description that does not compile included: 1 says they differ) or its
-//! nodes cannot be matched without guessing.
+//! extra node — as findings (for people, JSON, SARIF), or as one page drawing the found
+//! fabric with each difference on it (`--format html`, [`crate::html::cabling`]). Exit 0 when
+//! they do not differ, 1 when they do, 2 when an input cannot be read (a description that
+//! does not compile included: 1 says they differ) or its nodes cannot be matched without
+//! guessing, in every format.
 //!
 //! What a path is, by its form: a directory is a `weft build` directory; `*.json` a
 //! `state.json`; `*.csv` a cabling spreadsheet (the design only,
@@ -31,7 +33,34 @@ pub struct Args {
     matching: MatchArg,
     /// Output format.
     #[arg(long, default_value = "human")]
-    pub(crate) format: Format,
+    pub(crate) format: DiffFormat,
+    /// Write the output here (default: standard output).
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+}
+
+/// Output of `weft diff`: the findings' formats, or a page.
+#[derive(Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
+pub(crate) enum DiffFormat {
+    /// Text for people.
+    Human,
+    /// One JSON document, with a `findings` array.
+    Json,
+    /// SARIF 2.1.0 (code-scanning tools, CI annotations).
+    Sarif,
+    /// One self-contained page: the found fabric drawn with every difference on it.
+    Html,
+}
+
+impl DiffFormat {
+    /// The format refused input is shown in (the page's is the human text).
+    pub(crate) fn findings(self) -> Format {
+        match self {
+            DiffFormat::Human | DiffFormat::Html => Format::Human,
+            DiffFormat::Json => Format::Json,
+            DiffFormat::Sarif => Format::Sarif,
+        }
+    }
 }
 
 /// How `--match` matches the found fabric's nodes to the design's.
@@ -137,24 +166,20 @@ pub(crate) fn load_design(path: &Path, color: ColorChoice) -> Result<Design, Fat
     })
 }
 
-/// `found`'s cabling compared with `design`'s, nodes matched as `mode` says: the differences
-/// (errors) and the nodes matched by position (notes), as findings about `artifact`. Matching
-/// that would have to guess is exit 2.
-pub(crate) fn cabling(
+/// `found`'s cabling compared with `design`'s, nodes matched as `mode` says. Matching that
+/// would have to guess is exit 2 (a finding about `artifact`).
+pub(crate) fn compare(
     design: &Design,
     found: &Fabric,
     mode: MatchMode,
     artifact: &str,
-) -> Result<Vec<Finding>, Fatal> {
+) -> Result<Comparison, Fatal> {
     let opts = if design.table {
         Options::table(mode)
     } else {
         Options::fabric(mode)
     };
-    let Comparison {
-        differences,
-        by_position,
-    } = weft_fabric::cabling::compare(&design.fabric, found, &opts).map_err(|e| {
+    weft_fabric::cabling::compare(&design.fabric, found, &opts).map_err(|e| {
         let code = miette::Diagnostic::code(&e)
             .map_or_else(|| "weft::input".to_owned(), |c| c.to_string());
         Fatal::Failed(vec![findings::of_input(
@@ -162,9 +187,14 @@ pub(crate) fn cabling(
             Some(artifact),
             e.to_string(),
         )])
-    })?;
-    let mut out = of_differences(&differences, artifact);
-    for p in &by_position {
+    })
+}
+
+/// A comparison as findings about `artifact`: the differences (errors, in its order), then
+/// the nodes matched by position (notes).
+pub(crate) fn of_comparison(c: &Comparison, artifact: &str) -> Vec<Finding> {
+    let mut out = of_differences(&c.differences, artifact);
+    for p in &c.by_position {
         let mut f = findings::of_input(
             "weft::node_matched_by_position",
             Some(artifact),
@@ -182,7 +212,22 @@ pub(crate) fn cabling(
         f.properties = serde_json::to_value(p).unwrap_or_default();
         out.push(f);
     }
-    Ok(out)
+    out
+}
+
+/// `found`'s cabling compared with `design`'s, nodes matched as `mode` says: the differences
+/// (errors) and the nodes matched by position (notes), as findings about `artifact`. Matching
+/// that would have to guess is exit 2.
+pub(crate) fn cabling(
+    design: &Design,
+    found: &Fabric,
+    mode: MatchMode,
+    artifact: &str,
+) -> Result<Vec<Finding>, Fatal> {
+    Ok(of_comparison(
+        &compare(design, found, mode, artifact)?,
+        artifact,
+    ))
 }
 
 /// Findings for people: the notes as `note: …` lines, then the errors as every command
@@ -264,26 +309,24 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
     // An input that cannot be read or compiled: exit 2 (1 is for fabrics that differ).
     let design = load_design(&args.design, color)?;
     let found = load_found(&args.found, color)?;
-    let shown = cabling(
-        &design,
-        &found,
-        args.matching.mode(),
-        &args.found.display().to_string(),
-    )?;
+    let artifact = args.found.display().to_string();
+    let comparison = compare(&design, &found, args.matching.mode(), &artifact)?;
+    let shown = of_comparison(&comparison, &artifact);
     let ok = !shown.iter().any(|f| f.level == Level::Error);
-    let text = match args.format {
-        Format::Human => {
-            let mut t = human(&shown);
-            if ok {
-                t += &format!(
-                    "{} is cabled as {} says: no difference\n",
-                    args.found.display(),
-                    args.design.display()
-                );
-            }
-            t
+    let human_text = || {
+        let mut t = human(&shown);
+        if ok {
+            t += &format!(
+                "{} is cabled as {} says: no difference\n",
+                args.found.display(),
+                args.design.display()
+            );
         }
-        Format::Json => {
+        t
+    };
+    let text = match args.format {
+        DiffFormat::Human => human_text(),
+        DiffFormat::Json => {
             serde_json::to_string_pretty(&findings::document(
                 "diff",
                 json!({
@@ -294,11 +337,19 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
                 }),
             ))? + "\n"
         }
-        Format::Sarif => {
+        DiffFormat::Sarif => {
             serde_json::to_string_pretty(&findings::sarif(&shown, json!({ "ok": ok })))? + "\n"
         }
+        DiffFormat::Html => crate::html::cabling::render(&crate::html::cabling::Input {
+            found: &found,
+            design_name: args.design.display().to_string(),
+            found_name: artifact.clone(),
+            comparison: &comparison,
+            findings: &shown,
+            text: &human_text(),
+        }),
     };
-    out(None, &text)?;
+    out(args.output.as_deref(), &text)?;
     Ok(if ok {
         ExitCode::SUCCESS
     } else {

@@ -316,7 +316,7 @@ impl Command {
             Command::Dftree(a) => ("dftree", a.format.findings()),
             Command::Fmt(_) => ("fmt", Format::Human),
             Command::Export(a) => ("export", a.format.findings()),
-            Command::Diff(a) => ("diff", a.format),
+            Command::Diff(a) => ("diff", a.format.findings()),
             Command::Import(_) => ("import", Format::Human),
         }
     }

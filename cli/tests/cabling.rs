@@ -472,3 +472,94 @@ fn a_cable_at_another_speed_is_found_between_dumps_and_against_a_spreadsheet() {
     let o = weft(&d, &["diff", "design.csv", "slow.ibnetdiscover"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stdout));
 }
+
+#[test]
+fn the_page_places_extra_cables_nodes_and_speeds_and_notes_by_position() {
+    let d = scratch("html");
+    // A cable more, a host more, a host gone, a cable at another speed (matched by names:
+    // the host more has the GUID of the host gone).
+    variant(
+        &d,
+        "changed.weft",
+        &[
+            (
+                "hca host[1..=4] : connectx5",
+                "hca host[1..=3] : connectx5\n        hca extra : connectx5",
+            ),
+            (
+                "link host[4].p[1] <-> leaf[2].p[2]",
+                "link extra.p[1] <-> leaf[2].p[2]\n        link leaf[1].p[34] <-> spine.p[3]",
+            ),
+            (
+                "link host[2].p[1] <-> leaf[1].p[2]",
+                "link host[2].p[1] <-> leaf[1].p[2] { speed = HDR }",
+            ),
+        ],
+    );
+    let o = weft(
+        &d,
+        &[
+            "diff",
+            "design.weft",
+            "changed.weft",
+            "--match",
+            "names",
+            "--format",
+            "json",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let findings = v["findings"].as_array().unwrap().len();
+    let o = weft(
+        &d,
+        &[
+            "diff",
+            "design.weft",
+            "changed.weft",
+            "--match",
+            "names",
+            "--format",
+            "html",
+            "-o",
+            "changed.html",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let html = std::fs::read_to_string(d.join("changed.html")).unwrap();
+    // Every finding a row, linked to its marks.
+    assert_eq!(html.matches("<tr id=\"finding-").count(), findings);
+    assert_eq!(html.matches("data-finding=\"").count(), findings);
+    assert_eq!(html.matches("<g class=\"ov\"").count(), findings);
+    for (mark, what) in [
+        ("<line class=\"extra\"", "the extra cable"),
+        ("<line class=\"rate\"", "the cable at HDR"),
+        ("<rect class=\"node-missing\"", "host4, missing"),
+        ("<rect class=\"node-extra\"", "the extra host"),
+        ("<rect class=\"ghost\"", "host4, not on the fabric"),
+    ] {
+        assert_eq!(html.matches(mark).count(), 1, "{what}");
+    }
+    assert!(html.contains("HDR (design EDR)"));
+    assert!(html.contains("host4: missing"));
+    // Renamed: every node a note; the switches outlined with their design names, the hosts
+    // (not drawn) listed only.
+    renamed(&d);
+    let o = weft(
+        &d,
+        &[
+            "diff",
+            "design.weft",
+            "renamed.weft",
+            "--match",
+            "position",
+            "--format",
+            "html",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let html = text(&o.stdout);
+    assert!(html.contains("No difference:"));
+    assert_eq!(html.matches("<rect class=\"note\"").count(), 3);
+    assert!(html.contains(">= spine</text>"));
+    assert_eq!(html.matches("(not placed on the drawing)").count(), 4);
+}

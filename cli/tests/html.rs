@@ -1,4 +1,4 @@
-//! `weft report --format html` and `weft plan --format html` in a real browser: Debian's
+//! `weft report`, `weft plan` and `weft diff` `--format html` in a real browser: Debian's
 //! headless Chromium loads each page from disk (no network), and the test reads what it did —
 //! the console (`--enable-logging=stderr`: every console message and uncaught error is an
 //! `INFO:CONSOLE` line), the DOM after the page's script ran (`--dump-dom`: the script marks
@@ -8,9 +8,11 @@
 //!
 //! The pages: the 648-node example, a real NDR/DGX dump with SHARP aggregation nodes
 //! imported, a ring under min-hop with its two credit loops, lab-16 with a cable gone down
-//! under its tables (failed routes), a plan with an outage; the
+//! under its tables (failed routes), a plan with an outage, a cabling diff (two cables
+//! swapped, one removed, one narrowed) and a diff of a fabric with itself; the
 //! 11 664-node example in release mode with `WEFT_BIG_EXAMPLES=1` (its size and load time
-//! printed). lab-16's page is a snapshot, and byte-identical when made twice.
+//! printed). lab-16's page and a diff page are snapshots, each byte-identical when made
+//! twice.
 //!
 //! Screenshots are written under `target/html-screenshots/` and their paths printed.
 
@@ -700,4 +702,192 @@ fn failed_routes_are_placed_where_they_fail() {
     assert!(html.contains("an entry for a port whose link is down"));
     let l = load(&bin, &dir.join("broken.html"), "lab-16-failed-routes");
     assert_clean(&l, 6);
+}
+
+/// A two-level fabric with explicit cables, for `weft diff` pages.
+const CABLED: &str = r#"use std::hardware::{sb7800, connectx5}
+
+fabric small {
+    topology {
+        switch spine : sb7800 { level = 2 }
+        switch leaf[1..=2] : sb7800 { level = 1 }
+        hca host[1..=4] : connectx5
+        link leaf[1].p[33] <-> spine.p[1]
+        link leaf[2].p[33] <-> spine.p[2]
+        link host[1].p[1] <-> leaf[1].p[1]
+        link host[2].p[1] <-> leaf[1].p[2]
+        link host[3].p[1] <-> leaf[2].p[1]
+        link host[4].p[1] <-> leaf[2].p[2]
+    }
+}
+"#;
+
+/// [`CABLED`] with `edits` (from, to) made, written in `dir` as `name`; its path.
+fn cabled(dir: &Path, name: &str, edits: &[(&str, &str)]) -> PathBuf {
+    let mut t = CABLED.to_owned();
+    for (from, to) in edits {
+        assert!(t.contains(from), "{from}");
+        t = t.replacen(from, to, 1);
+    }
+    let p = dir.join(name);
+    std::fs::write(&p, t).unwrap();
+    p
+}
+
+/// Host 1's and host 3's cables swapped between the leaves.
+const SWAPPED: [(&str, &str); 2] = [
+    (
+        "link host[1].p[1] <-> leaf[1].p[1]",
+        "link host[1].p[1] <-> leaf[2].p[1]",
+    ),
+    (
+        "link host[3].p[1] <-> leaf[2].p[1]",
+        "link host[3].p[1] <-> leaf[1].p[1]",
+    ),
+];
+
+/// `weft diff DESIGN FOUND --format html -o OUT`, which must exit `code`; the page.
+fn diff_page(design: &Path, found: &Path, out: &Path, code: i32) -> String {
+    let o = weft(&[
+        "diff",
+        design.to_str().unwrap(),
+        found.to_str().unwrap(),
+        "--format",
+        "html",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(code), "{}", text(&o.stderr));
+    assert!(o.stdout.is_empty(), "the page went to the file");
+    std::fs::read_to_string(out).unwrap()
+}
+
+#[test]
+fn a_cabling_diff_places_every_difference_on_the_fabric() {
+    let Some(bin) = chromium("a_cabling_diff_places_every_difference_on_the_fabric") else {
+        return;
+    };
+    let dir = temp_dir("diff");
+    let design = cabled(&dir, "design.weft", &[]);
+    // Two cables swapped, one removed (down), one at 1x (the design's ports are 4x).
+    let found = cabled(
+        &dir,
+        "found.weft",
+        &[
+            SWAPPED[0],
+            SWAPPED[1],
+            (
+                "link host[4].p[1] <-> leaf[2].p[2]\n    }\n",
+                "link host[4].p[1] <-> leaf[2].p[2] { width = 1x }\n    }\n    faults {\n        link host[2].p[1] down\n    }\n",
+            ),
+        ],
+    );
+    let out = dir.join("diff.html");
+    let html = diff_page(&design, &found, &out, 1);
+    // The same differences as the JSON document's findings, in its order.
+    let o = weft(&[
+        "diff",
+        design.to_str().unwrap(),
+        found.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let codes: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            "weft::cable_miswired",
+            "weft::cable_miswired",
+            "weft::cable_missing",
+            "weft::cable_width"
+        ]
+    );
+    for (k, code) in codes.iter().enumerate() {
+        let row = html
+            .split(&format!("<tr id=\"finding-{k}\">"))
+            .nth(1)
+            .unwrap();
+        let row = row.split("</tr>").next().unwrap();
+        assert!(row.contains(code), "{row}");
+        assert!(row.contains(&format!("data-finding=\"{k}\"")), "{row}");
+    }
+    // Each swapped cable: its two ends' cables as found, and the cable as designed
+    // (dashed), both ends labelled with what they should join.
+    assert_eq!(count(&html, "<line class=\"miswired\""), 4);
+    assert_eq!(count(&html, "<line class=\"expect\""), 2);
+    assert!(html.contains("host1/1 ↔ leaf2/1, should join leaf1/1"));
+    assert!(html.contains("leaf1/1 ↔ host3/1, should join host1/1"));
+    assert_eq!(count(&html, "<line class=\"missing\""), 1);
+    assert!(html.contains("missing: host2/1 – leaf1/2"));
+    assert_eq!(count(&html, "<line class=\"rate\""), 1);
+    assert!(html.contains("1x (design 4x)"));
+    // The hosts named are drawn; the verdict says how many differ.
+    assert_eq!(count(&html, "<circle class=\"end\""), 4);
+    assert!(html.contains("4 difference(s) from the design."));
+    let l = load(&bin, &out, "diff-cabling");
+    assert_clean(&l, 3);
+    assert_eq!(count(&l.dom, "class=\"ov\""), 4);
+    assert_eq!(count(&l.dom, "data-finding=\""), 4);
+    // Focusing the missing cable (as a click on it does) shows it alone.
+    let l = load_at(&bin, &out, "#finding-2", "diff-cabling-finding-2");
+    assert_clean(&l, 3);
+    assert!(l.dom.contains("class=\"topo focus\""));
+    assert_eq!(count(&l.dom, "class=\"ov\""), 3);
+    assert_eq!(count(&l.dom, "class=\"ov on\" data-f=\"2\""), 1);
+    // The same fabric: no difference, nothing placed.
+    let same = dir.join("same.html");
+    let html = diff_page(&design, &design, &same, 0);
+    assert!(html.contains("No difference:"));
+    assert_eq!(count(&html, "class=\"ov\""), 0);
+    let l = load(&bin, &same, "diff-cabling-same");
+    assert_clean(&l, 3);
+}
+
+#[test]
+fn a_diff_page_is_a_snapshot_and_the_same_each_time() {
+    let dir = temp_dir("diff-snapshot");
+    let design = cabled(&dir, "design.weft", &[]);
+    let found = cabled(&dir, "swapped.weft", &SWAPPED);
+    let a = diff_page(&design, &found, &dir.join("a.html"), 1);
+    let b = diff_page(&design, &found, &dir.join("b.html"), 1);
+    assert!(a == b, "two runs, two pages");
+    // Without -o, the page on stdout (and the exit code unchanged).
+    let o = weft(&[
+        "diff",
+        design.to_str().unwrap(),
+        found.to_str().unwrap(),
+        "--format",
+        "html",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stdout) == a, "stdout is the page");
+    // An input that cannot be read: exit 2, said for people on stderr.
+    let o = weft(&[
+        "diff",
+        design.to_str().unwrap(),
+        dir.join("absent.weft").to_str().unwrap(),
+        "--format",
+        "html",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stdout.is_empty());
+    assert!(
+        text(&o.stderr).contains("absent.weft"),
+        "{}",
+        text(&o.stderr)
+    );
+    let lines = a
+        .replace("><", ">\n<")
+        .replace(&dir.display().to_string(), "[dir]");
+    insta::assert_snapshot!("diff_swapped_html", lines);
+    // The same fabric's page says there is no difference.
+    let same = diff_page(&design, &design, &dir.join("same.html"), 0);
+    assert!(same.contains("<p class=\"ok\" id=\"verdict\">No difference: "));
+    assert!(same.contains("No findings: nothing to place on the drawing."));
 }

@@ -375,6 +375,9 @@ pub struct Comparison {
     pub differences: Vec<Difference>,
     /// The nodes matched by position (not by GUID or name), by design name.
     pub by_position: Vec<Placed>,
+    /// Every matched design node's name, with the name of the found node it is (however it
+    /// was matched): where a difference's design end is on the found fabric.
+    pub found_names: BTreeMap<String, String>,
 }
 
 /// How the found fabric's nodes match the design's.
@@ -843,9 +846,17 @@ pub fn compare(design: &Fabric, found: &Fabric, opts: &Options) -> Result<Compar
         })
         .collect();
     by_position.sort();
+    let found_names = design
+        .node_ids()
+        .filter_map(|d| {
+            let f = m.to_found.get(d.index()).copied().flatten()?;
+            Some((name_of(design, d), name_of(found, f)))
+        })
+        .collect();
     Ok(Comparison {
         differences: out,
         by_position,
+        found_names,
     })
 }
 
@@ -1156,9 +1167,13 @@ mod tests {
             .map(|n| ((*n).to_owned(), format!("vendor-{n}")))
             .collect();
         assert_eq!(pairs, want);
+        // Every design node, with the found node it is.
+        let names: Vec<(String, String)> = c.found_names.clone().into_iter().collect();
+        assert_eq!(names, want);
         // By names alone nothing matches: every node and cable missing and extra.
         let c = compare(&design, &renamed, &Options::fabric(MatchMode::Names)).unwrap();
         assert_eq!(c.differences.len(), 7 + 7 + 8 + 8, "{:?}", c.differences);
+        assert!(c.found_names.is_empty());
     }
 
     #[test]

@@ -1,9 +1,11 @@
-//! `--format html` of `weft report` and `weft plan`: one self-contained page (inline SVG,
+//! `--format html` of `weft report`, `weft plan` and `weft diff`: one self-contained page (inline SVG,
 //! style and script, no fetch), drawn in Rust so that the same input gives the same bytes.
 //!
 //! `topo.rs` lays out and draws the fabric (by level for trees, grouped by pod when large;
-//! a deterministic force layout otherwise), `report.rs` and `plan.rs` are the two pages.
+//! a deterministic force layout otherwise); `report.rs`, `plan.rs` and `cabling.rs` are the
+//! three pages.
 
+pub(crate) mod cabling;
 pub(crate) mod plan;
 pub(crate) mod report;
 pub(crate) mod topo;
@@ -223,11 +225,20 @@ document.documentElement.setAttribute('data-weft-ready',String(all('.sw').length
 
 /// The whole page: `title`, then `body`.
 pub(crate) fn page(title: &str, body: &str) -> String {
+    page_styled(title, "", body)
+}
+
+/// The whole page, with `style` after the common style.
+pub(crate) fn page_styled(title: &str, style: &str, body: &str) -> String {
     let mut t = String::with_capacity(body.len() + 8192);
     t.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     t.push_str("<meta name=\"generator\" content=\"weft\">");
     t.push_str("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">");
-    let _ = write!(t, "<title>{}</title><style>{STYLE}</style>", esc(title));
+    let _ = write!(
+        t,
+        "<title>{}</title><style>{STYLE}{style}</style>",
+        esc(title)
+    );
     let _ = write!(t, "<script>{CATCH}</script></head><body>");
     t.push_str("<div id=\"weft-errors\"></div>");
     t.push_str(body);

@@ -855,13 +855,26 @@ impl<'a> Topo<'a> {
 
     /// The main drawing: cables, heat maps (when `loads`), switches or groups, marks.
     pub(crate) fn svg(&self, loads: Option<&LinkLoads>, marks: &[Mark]) -> String {
+        self.svg_with(loads, marks, "", (self.w, self.h))
+    }
+
+    /// [`Topo::svg`], with `overlay` (SVG) drawn last, the drawing `(w, h)` large (at least
+    /// its own size).
+    pub(crate) fn svg_with(
+        &self,
+        loads: Option<&LinkLoads>,
+        marks: &[Mark],
+        overlay: &str,
+        (w, h): (f64, f64),
+    ) -> String {
+        let (w, h) = (w.max(self.w), h.max(self.h));
         let mut t = String::new();
         let _ = write!(
             t,
             "<svg id=\"topology\" class=\"topo\" viewBox=\"0 0 {} {}\" width=\"{}\" role=\"img\" aria-label=\"topology\">",
-            n(self.w),
-            n(self.h),
-            n(self.w.clamp(560.0, 1400.0))
+            n(w),
+            n(h),
+            n(w.clamp(560.0, 1400.0))
         );
         if self.grouped_view() {
             if loads.is_none() {
@@ -910,8 +923,19 @@ impl<'a> Topo<'a> {
             }
         }
         self.marks_svg(&mut t, marks, &|id| self.at(id));
+        t.push_str(overlay);
         t.push_str("</svg>");
         t
+    }
+
+    /// Where node `id` is drawn in the main drawing (an end node: at its switch's place).
+    pub(crate) fn place(&self, id: NodeId) -> Option<(f64, f64)> {
+        self.at(id)
+    }
+
+    /// The main drawing's width and height.
+    pub(crate) fn size(&self) -> (f64, f64) {
+        (self.w, self.h)
     }
 
     /// Bundles between groups without loads: grey, as wide as their cable count.
