@@ -283,20 +283,7 @@ pub(crate) fn of_differences(diffs: &[Difference], artifact: &str) -> Vec<Findin
                     kind: "node",
                     path: n.node.clone(),
                 }],
-                Difference::Miswired {
-                    a,
-                    b,
-                    a_joined,
-                    b_joined,
-                } => [Some(a), Some(b), a_joined.as_ref(), b_joined.as_ref()]
-                    .into_iter()
-                    .flatten()
-                    .map(port)
-                    .collect(),
-                Difference::Missing { a, b }
-                | Difference::Extra { a, b }
-                | Difference::Speed { a, b, .. }
-                | Difference::Width { a, b, .. } => vec![port(a), port(b)],
+                _ => d.ends().into_iter().map(port).collect(),
             };
             f.properties = serde_json::to_value(d).unwrap_or_default();
             f

@@ -128,6 +128,21 @@ fn swapped_and_removed_cables_are_found_against_the_design() {
     let (code, out, err) = audit(&tools, DESIGN, &[], &["design.weft"]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(!out.contains("weft::cable"), "{out}");
+    // Two cables swapped, one removed, one at 1x: exactly those four differences.
+    let (code, out, err) = audit(
+        &tools,
+        &changed(),
+        &NARROWED[..1],
+        &["design.weft", "--format", "json"],
+    );
+    assert_eq!(code, Some(1), "{out}{err}");
+    let four: Vec<(String, String)> = expected()
+        .into_iter()
+        .filter(|(code, _)| code != "weft::cable_speed")
+        .collect();
+    assert_eq!(four.len(), 4);
+    assert_eq!(cabling_findings(&out), four, "{out}");
+    // And one more cable slowed to FDR: the fifth.
     let (code, out, err) = audit(
         &tools,
         &changed(),
@@ -217,6 +232,7 @@ fn a_spreadsheet_design_finds_the_same_differences() {
 
 /// The spine's port 3 (leaf1's second uplink) at 1x: `-D 0 3` is the local node's (ibsim's
 /// first, the spine) port 3; its port 1 (leaf1's first uplink) at FDR (extended speed 1).
+/// The width change comes first (the first test sends it alone).
 const NARROWED: &[&[&str]] = &[
     &["-D", "0", "3", "width", "1"],
     &["-D", "0", "1", "espeed", "1"],

@@ -132,6 +132,27 @@ impl Difference {
             Difference::Width { .. } => "width",
         }
     }
+
+    /// The cable ends it names: both ends of a cable, and for a miswired one what each is
+    /// joined to instead; none for a node's.
+    pub fn ends(&self) -> Vec<&End> {
+        match self {
+            Difference::MissingNode(_) | Difference::ExtraNode(_) => Vec::new(),
+            Difference::Miswired {
+                a,
+                b,
+                a_joined,
+                b_joined,
+            } => [Some(a), Some(b), a_joined.as_ref(), b_joined.as_ref()]
+                .into_iter()
+                .flatten()
+                .collect(),
+            Difference::Missing { a, b }
+            | Difference::Extra { a, b }
+            | Difference::Speed { a, b, .. }
+            | Difference::Width { a, b, .. } => vec![a, b],
+        }
+    }
 }
 
 fn joined(e: &Option<End>) -> String {

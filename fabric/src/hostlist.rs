@@ -2,8 +2,10 @@
 //! ranges (`cn001 cn002 cn003 cn007` → `cn[001-003,007]`), and the natural order they are
 //! listed in (`leaf2` before `leaf10`).
 //!
-//! The reader of host lists is the compiler's (`weft_compiler::syntax::hostlist`); this is
-//! the writer, for the Slurm topology files `weft export` writes.
+//! This is the writer, for the Slurm topology files `weft export` writes; [`parse`] is the
+//! reader (the language's host lists, the simulator's job files).
+
+pub mod parse;
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;

@@ -127,7 +127,7 @@ impl<'a> Places<'a> {
                 Difference::MissingNode(m) | Difference::ExtraNode(m) => {
                     names.push((&m.node, m.guid));
                 }
-                _ => names.extend(ends(d).iter().map(|e| (e.node.as_str(), e.guid))),
+                _ => names.extend(d.ends().iter().map(|e| (e.node.as_str(), e.guid))),
             }
         }
         names.sort_by(|a, b| natural_cmp(a.0, b.0).then(a.1.cmp(&b.1)));
@@ -222,26 +222,6 @@ impl<'a> Places<'a> {
                 esc(&short)
             );
         }
-    }
-}
-
-/// The ends a cable difference names (none for a node's).
-fn ends(d: &Difference) -> Vec<&End> {
-    match d {
-        Difference::MissingNode(_) | Difference::ExtraNode(_) => Vec::new(),
-        Difference::Miswired {
-            a,
-            b,
-            a_joined,
-            b_joined,
-        } => [Some(a), Some(b), a_joined.as_ref(), b_joined.as_ref()]
-            .into_iter()
-            .flatten()
-            .collect(),
-        Difference::Missing { a, b }
-        | Difference::Extra { a, b }
-        | Difference::Speed { a, b, .. }
-        | Difference::Width { a, b, .. } => vec![a, b],
     }
 }
 
@@ -433,7 +413,7 @@ pub(crate) fn render(i: &Input<'_>) -> String {
         if topo.grouped_view() {
             let named: Vec<(&str, Guid)> = match d {
                 Difference::MissingNode(m) | Difference::ExtraNode(m) => vec![(&m.node, m.guid)],
-                _ => ends(d).iter().map(|e| (e.node.as_str(), e.guid)).collect(),
+                _ => d.ends().iter().map(|e| (e.node.as_str(), e.guid)).collect(),
             };
             let mut nodes: Vec<NodeId> = named
                 .into_iter()
