@@ -83,7 +83,7 @@ mod trees;
 pub use jobs::{Job, Jobs};
 pub use pattern::{Traffic, Window};
 pub use report::{
-    ClassThroughput, Classes, JobReport, Latency, LinkLoad, Packets, Report, Throughput,
+    ClassThroughput, Classes, JobReport, Latency, LinkLoad, McReport, Packets, Report, Throughput,
 };
 pub use sim::simulate;
 pub use sim_dftree::{DftreeReport, Hotspot, Move, SlowFlow, TICK_BYTES};
