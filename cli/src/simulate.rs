@@ -19,7 +19,9 @@ pub struct Args {
     input: PathBuf,
     /// Traffic: `uniform`, `hotspot:N[:SHARE][@FROM-UNTIL]` (SHARE in %, default 5; the hot-spot
     /// traffic only from FROM until UNTIL, such as `@0-300us` or `@50us-`), `shift:K`,
-    /// `all-to-all` or `permutation`; or a per-job traffic file (`file:PATH`, or a path that
+    /// `all-to-all`, `permutation` or `multicast:MLID[:SHARE]` (the members of the state's group
+    /// MLID send SHARE, default 100 %, to it; switches replicate by their MFTs); or a per-job
+    /// traffic file (`file:PATH`, or a path that
     /// is not a pattern): one job a line, `job NAME hosts LIST pattern SPEC [load F] [from T]
     /// [until T]`.
     #[arg(long, value_name = "SPEC")]

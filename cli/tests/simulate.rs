@@ -393,3 +393,71 @@ fn a_job_file_runs_its_jobs_and_reports_each_and_the_congestion_trees() {
     insta::assert_snapshot!("job_file_errors", shown);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn multicast_traffic_reports_each_receivers_delivery_and_a_missing_group_is_refused() {
+    let dir = std::env::temp_dir().join(format!("weft-simulate-mc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("mc.weft");
+    std::fs::write(
+        &file,
+        "use std::hardware::{sb7800, connectx5}\n\
+         fabric mc {\n    topology {\n        switch s : sb7800\n        switch l[1..=2] : sb7800\n\
+         hca cn[1..=4] : connectx5\n        for n in 1..=2 { link cn[n].p[1] <-> l[1].p[n] }\n\
+         for n in 3..=4 { link cn[n].p[1] <-> l[2].p[n] }\n        link l[1].p[10] <-> s.p[1]\n\
+         link l[2].p[10] <-> s.p[2]\n    }\n    multicast {\n\
+         group g { mlid = 0xc001, members = [cn2, cn3, cn4], send_only = [cn1] }\n    }\n}\n",
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    let out = weft(&[
+        "simulate",
+        f,
+        "--traffic",
+        "multicast:0xc001",
+        "--duration",
+        "20us",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let m = &v["multicast"];
+    assert_eq!(m["mlid"], "0xc001");
+    assert_eq!(
+        (m["senders"].as_u64(), m["receivers"].as_u64()),
+        (Some(1), Some(3))
+    );
+    assert!(
+        m["delivered_gbps_per_receiver"]["min"].as_f64().unwrap() > 90.0,
+        "{m}"
+    );
+    assert_eq!(m["dropped_no_mft_entry"], 0);
+    assert_eq!(v["traffic"], "multicast:0xc001:100%");
+    let human = weft(&[
+        "simulate",
+        f,
+        "--traffic",
+        "multicast:0xc001",
+        "--duration",
+        "20us",
+    ]);
+    assert!(human.status.success());
+    assert!(
+        text(&human.stdout).contains("multicast   group 0xc001 (SL 0): 1 sender(s), 3 receiver(s)"),
+        "{}",
+        text(&human.stdout)
+    );
+    refused(
+        &[f, "--traffic", "multicast:0xc002"],
+        "traffic `multicast:0xc002:100%`: the state has no multicast group with MLID 0xc002",
+    );
+    refused(
+        &[LAB, "--traffic", "multicast:0xc000"],
+        "no multicast group with MLID 0xc000",
+    );
+    refused(
+        &[LAB, "--traffic", "multicast:0x10"],
+        "MLID must be a multicast LID from 0xc000 to 0xfffe",
+    );
+}

@@ -128,6 +128,13 @@ impl Jobs {
                             return Err(dup());
                         }
                         let t = Traffic::parse(val).map_err(|e| err(line, cv, e.to_string()))?;
+                        if matches!(t, Traffic::Multicast { .. }) {
+                            return Err(err(
+                                line,
+                                cv,
+                                format!("traffic `{val}`: multicast in a job file is not built yet; give it to `--traffic`"),
+                            ));
+                        }
                         traffic = Some(t);
                     }
                     "load" => {
@@ -356,6 +363,7 @@ mod tests {
             "job a hosts x,y pattern uniform load\n",
             "job a hosts x,y pattern uniform load 1.5\n",
             "job a hosts x,y pattern zipf\n",
+            "job a hosts x,y pattern multicast:0xc000\n",
             "job a hosts x,y pattern uniform pattern uniform\n",
             "job a hosts x,y pattern uniform colour red\n",
             "job a hosts x,y pattern uniform from 1us until 1us\n",

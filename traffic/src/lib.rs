@@ -43,7 +43,12 @@
 //! * *Per-job traffic files* ([`Jobs`]): each job's pattern among its own hosts; *congestion
 //!   trees* ([`CongestionTree`]) found from what each stalled port waited on.
 //!
-//! **Not modelled**: multicast (MFTs), IB congestion control (FECN/BECN), adaptive routing,
+//! * *Multicast* (`multicast:MLID`): a switch copies a group packet to every port of its MFT
+//!   entry for the MLID but the ingress port, each copy on its own output's VL with its own
+//!   credits (virtual cut-through per copy); the input buffer's slot is freed when the last
+//!   copy has left. [`Packets::copies`] counts the copies made.
+//!
+//! **Not modelled**: IB congestion control (FECN/BECN), adaptive routing,
 //! link-level errors and retries, the input side of a crossbar (a switch input port may feed
 //! several outputs at once, one per VL), shared buffer pools. Packets a switch cannot forward (no LFT entry, a down link, SL→VL 15) are
 //! dropped and counted.
@@ -83,7 +88,7 @@ mod trees;
 pub use jobs::{Job, Jobs};
 pub use pattern::{Traffic, Window};
 pub use report::{
-    ClassThroughput, Classes, JobReport, Latency, LinkLoad, Packets, Report, Throughput,
+    ClassThroughput, Classes, JobReport, Latency, LinkLoad, McReport, Packets, Report, Throughput,
 };
 pub use sim::simulate;
 pub use sim_dftree::{DftreeReport, Hotspot, Move, SlowFlow, TICK_BYTES};

@@ -42,7 +42,21 @@ pub enum Traffic {
     Permutation,
     /// A per-job traffic file ([`crate::Jobs`]): each job's pattern among its own hosts.
     Jobs(crate::Jobs),
+    /// `multicast:MLID[:SHARE]`: the hosts that are members of the state's group `MLID`
+    /// send `SHARE` of their packets to the group (default 100 %), the rest uniformly at
+    /// random to any other end node; the other hosts send nothing. A group with send-only
+    /// members is a feed: only those send. The switches replicate by their MFTs; the
+    /// members that joined to receive (full or non-member) get the copies.
+    Multicast {
+        /// The group's multicast LID (`0xC000..=0xFFFE`).
+        mlid: u16,
+        /// Share of each sender's packets to the group, in parts per million.
+        share_ppm: u32,
+    },
 }
+
+/// The destination [`Pattern::draw`] gives for a packet to the multicast group.
+pub(crate) const GROUP: u32 = u32::MAX;
 
 /// A span of simulated time, in nanoseconds: from `from_ns`, before `until_ns`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,7 +100,9 @@ fn show_ns(ns: u64) -> String {
 impl Traffic {
     /// Parses a spec: `uniform`, `hotspot:N[:SHARE][@FROM-UNTIL]` (SHARE a percentage, `5`
     /// or `5%`, above 0 and at most 100; FROM and UNTIL durations such as `0`, `20us`,
-    /// `1ms`, UNTIL after FROM or left out), `shift:K` (K ≥ 1), `all-to-all`, `permutation`.
+    /// `1ms`, UNTIL after FROM or left out), `shift:K` (K ≥ 1), `all-to-all`, `permutation`,
+    /// `multicast:MLID[:SHARE]` (MLID hexadecimal `0xc000` or decimal, `0xC000..=0xFFFE`;
+    /// SHARE as for hot-spots, default 100 %).
     pub fn parse(spec: &str) -> Result<Traffic, SimError> {
         let bad = |why: &str| SimError::Traffic {
             spec: spec.to_owned(),
@@ -154,6 +170,34 @@ impl Traffic {
                         window,
                     }
                 }
+                ("multicast", [m, rest @ ..]) if rest.len() <= 1 => {
+                    let m = m.trim();
+                    let lid = match m.strip_prefix("0x").or_else(|| m.strip_prefix("0X")) {
+                        Some(hex) => u16::from_str_radix(hex, 16).ok(),
+                        None => m.parse::<u16>().ok(),
+                    };
+                    let mlid = lid
+                        .and_then(weft_fabric::Mlid::new)
+                        .ok_or_else(|| {
+                            bad("MLID must be a multicast LID from 0xc000 to 0xfffe (`0xc000`)")
+                        })?
+                        .get();
+                    let share_ppm = match rest.first() {
+                        None => 100 * PPM_PER_PERCENT as u32,
+                        Some(s) => {
+                            let pct: f64 =
+                                s.strip_suffix('%').unwrap_or(s).parse().map_err(|_| {
+                                    bad("SHARE must be a percentage such as `50` or `50%`")
+                                })?;
+                            if !(pct > 0.0 && pct <= 100.0) {
+                                return Err(bad("SHARE must be above 0 % and at most 100 %"));
+                            }
+                            (pct * PPM_PER_PERCENT).round() as u32
+                        }
+                    };
+                    Traffic::Multicast { mlid, share_ppm }
+                }
+                ("multicast", _) => return Err(bad("give `multicast:MLID` or `multicast:MLID:SHARE`")),
                 ("shift", [k]) => {
                     let k: usize = k
                         .parse()
@@ -173,7 +217,7 @@ impl Traffic {
                 }
                 ("shift", _) => return Err(bad("give `shift:K`")),
                 _ => return Err(bad(
-                    "known patterns: uniform, hotspot:N[:SHARE], shift:K, all-to-all, permutation",
+                    "known patterns: uniform, hotspot:N[:SHARE], shift:K, all-to-all, permutation, multicast:MLID[:SHARE]",
                 )),
             };
         Ok(t)
@@ -204,6 +248,10 @@ impl Traffic {
             Traffic::AllToAll => "all-to-all".into(),
             Traffic::Permutation => "permutation".into(),
             Traffic::Jobs(j) => format!("file:{}", j.file),
+            Traffic::Multicast { mlid, share_ppm } => format!(
+                "multicast:{mlid:#06x}:{}%",
+                f64::from(*share_ppm) / PPM_PER_PERCENT
+            ),
         }
     }
 }
@@ -297,7 +345,9 @@ impl Pattern {
                 }
                 t
             }
-            Traffic::Uniform | Traffic::AllToAll | Traffic::Jobs(_) => vec![None; hosts],
+            Traffic::Uniform | Traffic::AllToAll | Traffic::Jobs(_) | Traffic::Multicast { .. } => {
+                vec![None; hosts]
+            }
         };
         Ok(Pattern {
             traffic: traffic.clone(),
@@ -454,6 +504,13 @@ impl Pattern {
                 Some(h) if rng.below(1_000_000) < u64::from(share_ppm) && self.hot_at(ps) => h,
                 _ => uniform(rng),
             },
+            Traffic::Multicast { share_ppm, .. } => {
+                if rng.below(1_000_000) < u64::from(share_ppm) {
+                    GROUP
+                } else {
+                    uniform(rng)
+                }
+            }
             Traffic::Shift(_) | Traffic::Permutation => self
                 .target
                 .get(src as usize)
@@ -489,6 +546,9 @@ mod tests {
             ("hotspot:1:5%@0-300us", "hotspot:1:5%@0ns-300us"),
             ("hotspot:2@20us-", "hotspot:2:5%@20us-"),
             ("hotspot:1:10@1.5us-2ms", "hotspot:1:10%@1500ns-2ms"),
+            ("multicast:0xc000", "multicast:0xc000:100%"),
+            ("multicast:0xC001:25%", "multicast:0xc001:25%"),
+            ("multicast:49153:50", "multicast:0xc001:50%"),
         ] {
             assert_eq!(
                 Traffic::parse(s).map(|t| t.spec()).ok().as_deref(),
@@ -514,6 +574,13 @@ mod tests {
             "hotspot:1@0-y",
             "hotspot:1@5us-5us",
             "hotspot:1@5us-1us",
+            "multicast",
+            "multicast:0x1",
+            "multicast:0xffff",
+            "multicast:0xc000:0",
+            "multicast:0xc000:5:6",
+            "multicast:zz",
+            "multicast:0xc000@0-1us",
         ] {
             assert!(Traffic::parse(s).is_err(), "{s}");
         }

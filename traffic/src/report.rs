@@ -52,6 +52,9 @@ pub struct Report {
     pub notes: Vec<String>,
     /// What dFtree did, on a state with dFtree lanes (`null` otherwise).
     pub dftree: Option<crate::DftreeReport>,
+    /// The multicast group's delivery, with multicast traffic (left out otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub multicast: Option<McReport>,
     /// Events processed (a measure of the work done).
     pub events: u64,
     /// Wall-clock time of the run (not in the JSON, which is byte-identical for a seed).
@@ -122,7 +125,34 @@ pub struct Latency {
     pub max: f64,
 }
 
-/// Where every packet is: `generated = delivered + dropped + in_flight + queued_at_source`.
+/// A multicast group's delivery (`multicast:MLID` traffic).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct McReport {
+    /// The group's multicast LID (`0xc000`).
+    pub mlid: String,
+    /// Its SL.
+    pub sl: u8,
+    /// Member hosts that send (every host member, whatever its join state).
+    pub senders: usize,
+    /// Member hosts the tree delivers to (joined as full or non-member).
+    pub receivers: usize,
+    /// Copies of the group's packets delivered to a receiving member (whole run).
+    pub delivered: u64,
+    /// Group payload delivered per receiving member in the window, in Gb/s.
+    pub delivered_gbps_per_receiver: Throughput,
+    /// Group packets a switch dropped for want of an MFT entry for the MLID.
+    pub dropped_no_mft_entry: u64,
+    /// Group copies that reached an end port not receiving (not a member, a send-only
+    /// member, or the sender itself): dropped.
+    pub dropped_at_non_receiver: u64,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
+}
+
+/// Where every packet is: `generated + copies = delivered + dropped + in_flight +
+/// queued_at_source` (`copies` only with multicast traffic).
 #[derive(Clone, Copy, Debug, Default, Serialize, PartialEq, Eq)]
 pub struct Packets {
     /// Put in a host's source queue.
@@ -141,6 +171,10 @@ pub struct Packets {
     pub in_flight: u64,
     /// Still in a source queue at the end.
     pub queued_at_source: u64,
+    /// Multicast: the extra packets switches made by replication (a packet a switch sends
+    /// out on `k` ports counts `k − 1`; left out of the JSON when 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub copies: u64,
 }
 
 /// One directed link's load.
@@ -201,6 +235,24 @@ impl Report {
             "  packets     {} generated, {} injected, {} delivered ({} in the window), {} dropped, {} in flight, {} queued at sources, {} refused at sources",
             k.generated, k.injected, k.delivered, k.delivered_in_window, k.dropped, k.in_flight, k.queued_at_source, k.refused_at_source
         );
+        if k.copies > 0 {
+            let _ = writeln!(t, "    {} copies made by multicast replication", k.copies);
+        }
+        if let Some(m) = &self.multicast {
+            let _ = writeln!(
+                t,
+                "  multicast   group {} (SL {}): {} sender(s), {} receiver(s), {:.3} Gb/s delivered per receiver (min {:.3}), {} copies delivered, {} dropped for want of an MFT entry, {} at non-receivers",
+                m.mlid,
+                m.sl,
+                m.senders,
+                m.receivers,
+                m.delivered_gbps_per_receiver.mean,
+                m.delivered_gbps_per_receiver.min,
+                m.delivered,
+                m.dropped_no_mft_entry,
+                m.dropped_at_non_receiver
+            );
+        }
         for j in &self.jobs {
             let span = match (j.from_ns, j.until_ns) {
                 (0, None) => String::new(),

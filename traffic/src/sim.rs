@@ -6,9 +6,9 @@
 //! wants to leave on it. Hosts have one source queue (a buffer) per VL.
 
 use crate::arb::Arbiter;
-use crate::pattern::{Active, Pattern};
+use crate::pattern::{Active, Pattern, GROUP};
 use crate::report::{
-    ClassThroughput, Classes, JobReport, Latency, LinkLoad, Packets, Report, Throughput,
+    ClassThroughput, Classes, JobReport, Latency, LinkLoad, McReport, Packets, Report, Throughput,
 };
 use crate::sim_dftree::Loop;
 use crate::{DftreeMode, HostModel, Params, SimError, Traffic};
@@ -16,7 +16,9 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::time::Instant;
 use weft_fabric::rng::SplitMix64;
-use weft_fabric::{FabricState, Lid, NodeKind, PortNum, PortRef, Sl, SwitchState, LFT_UNSET};
+use weft_fabric::{
+    FabricState, Lid, Mlid, NodeKind, PortMask, PortNum, PortRef, Sl, SwitchState, LFT_UNSET,
+};
 
 /// Credits are 64-byte blocks.
 const BLOCK: u32 = 64;
@@ -103,6 +105,24 @@ struct Host {
     held: Option<Pkt>,
 }
 
+/// Multicast traffic: the group and what it delivered.
+struct Mc {
+    mlid: Mlid,
+    sl: Sl,
+    /// Per host: a member (it sends), a member the tree delivers to (it receives).
+    sender: Vec<bool>,
+    receiver: Vec<bool>,
+    /// Per host: group payload delivered to it in the window, in bytes.
+    bytes: Vec<u64>,
+    delivered: u64,
+    no_entry: u64,
+    non_receiver: u64,
+    /// Per switch input buffer: copies of its head packet still to send, and when the
+    /// tail of the last one sent leaves.
+    left: Vec<u32>,
+    gone: Vec<u64>,
+}
+
 /// The simulation's whole state.
 struct Sim<'a> {
     st: &'a FabricState,
@@ -159,6 +179,8 @@ struct Sim<'a> {
     sink_free: Vec<u64>,
     /// dFtree's loop or best case, on a state with dFtree lanes.
     dft: Option<Loop>,
+    /// Multicast traffic's group.
+    mc: Option<Mc>,
 }
 
 /// Simulates `traffic` on `state` for `params.duration_ns` with `seed`.
@@ -374,6 +396,12 @@ impl<'a> Sim<'a> {
                 c.to_host = Some(h as u32);
             }
         }
+        let mc = match traffic {
+            Traffic::Multicast { mlid, .. } => {
+                Some(Self::group(st, traffic, *mlid, &hosts, chans.len() * nvl)?)
+            }
+            _ => None,
+        };
         let sw = f
             .node_ids()
             .map(|n| st.switches.get(&n))
@@ -429,10 +457,18 @@ impl<'a> Sim<'a> {
             fill: vec![0; nbuf],
             sink_free: vec![0; hosts.len()],
             dft,
+            mc,
             chans,
             hosts,
         };
         for h in 0..sim.hosts.len() {
+            if sim
+                .mc
+                .as_ref()
+                .is_some_and(|m| !m.sender.get(h).copied().unwrap_or(false))
+            {
+                continue;
+            }
             let from = match sim.pattern.active(h as u32, 0) {
                 Active::Now => 0,
                 Active::From(t) => t,
@@ -448,6 +484,82 @@ impl<'a> Sim<'a> {
             sim.push(0, Ev::Sweep);
         }
         Ok(sim)
+    }
+
+    /// Multicast traffic's group `mlid`: its members among the hosts; refused when the
+    /// state has no such group, no MFTs, or no host member.
+    fn group(
+        st: &FabricState,
+        traffic: &Traffic,
+        mlid: u16,
+        hosts: &[Host],
+        nsw: usize,
+    ) -> Result<Mc, SimError> {
+        let bad = |why: String| SimError::Traffic {
+            spec: traffic.spec(),
+            why,
+        };
+        let g = st
+            .multicast
+            .groups
+            .iter()
+            .find(|g| g.mlid.get() == mlid)
+            .ok_or_else(|| {
+                bad(format!(
+                    "the state has no multicast group with MLID {mlid:#06x} ({} group(s){})",
+                    st.multicast.groups.len(),
+                    if st.multicast.groups.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            ": {}",
+                            st.multicast
+                                .groups
+                                .iter()
+                                .map(|g| g.mlid.to_string())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
+                    }
+                ))
+            })?;
+        if st.multicast.mfts.is_empty() {
+            return Err(bad(format!(
+                "the state has no multicast forwarding tables (MFTs): group {mlid:#06x} cannot be forwarded"
+            )));
+        }
+        // A group with send-only members is a feed: they send, the others only receive.
+        // Without any, every member sends.
+        let feed = g.members.values().any(|j| !j.receives());
+        let sender: Vec<bool> = hosts
+            .iter()
+            .map(|x| {
+                g.members
+                    .get(&x.port)
+                    .is_some_and(|j| !feed || !j.receives())
+            })
+            .collect();
+        let receiver: Vec<bool> = hosts
+            .iter()
+            .map(|x| g.members.get(&x.port).is_some_and(|j| j.receives()))
+            .collect();
+        if !sender.iter().any(|&x| x) {
+            return Err(bad(format!(
+                "no member of group {mlid:#06x} is a host able to send"
+            )));
+        }
+        Ok(Mc {
+            mlid: g.mlid,
+            sl: g.sl,
+            sender,
+            receiver,
+            bytes: vec![0; hosts.len()],
+            delivered: 0,
+            no_entry: 0,
+            non_receiver: 0,
+            left: vec![0; nsw],
+            gone: vec![0; nsw],
+        })
     }
 
     fn push(&mut self, t: u64, ev: Ev) {
@@ -531,16 +643,27 @@ impl<'a> Sim<'a> {
         if refuse {
             self.push(next, Ev::Gen { host: h });
         }
-        let Some(dlid) = self.hosts.get(dst as usize).map(|d| d.lid) else {
-            if !refuse {
-                self.push(next, Ev::Gen { host: h });
-            }
-            return;
+        let group = if dst == GROUP {
+            self.mc.as_ref().map(|m| (Lid(m.mlid.get()), m.sl))
+        } else {
+            None
         };
-        let sls = self.st.path_sls(port, dlid);
-        let sl = match &self.dft {
-            Some(d) => d.sl(h, dst, dlid.0, sls, &self.pattern),
-            None => sls.iter().next().unwrap_or(Sl(0)),
+        let (dlid, sl) = match group {
+            Some(g) => g,
+            None => {
+                let Some(dlid) = self.hosts.get(dst as usize).map(|d| d.lid) else {
+                    if !refuse {
+                        self.push(next, Ev::Gen { host: h });
+                    }
+                    return;
+                };
+                let sls = self.st.path_sls(port, dlid);
+                let sl = match &self.dft {
+                    Some(d) => d.sl(h, dst, dlid.0, sls, &self.pattern),
+                    None => sls.iter().next().unwrap_or(Sl(0)),
+                };
+                (dlid, sl)
+            }
         };
         let vl = self.st.injection_vl(port, sl).0;
         if usize::from(vl) >= self.nvl {
@@ -651,6 +774,10 @@ impl<'a> Sim<'a> {
                     blocks: self.blocks,
                 },
             );
+            if pkt.dst == GROUP {
+                self.delivered_copy(to_host, pkt);
+                return;
+            }
             if to_host != Some(pkt.dst) {
                 self.counts.dropped += 1;
                 return;
@@ -705,6 +832,10 @@ impl<'a> Sim<'a> {
         let Some(&pkt) = self.bufs.get(b as usize).and_then(|q| q.front()) else {
             return;
         };
+        if pkt.dst == GROUP {
+            self.route_group(now, b, node, in_port, pkt);
+            return;
+        }
         let sw = self.sw.get(node.index()).copied().flatten();
         let out_port = sw
             .and_then(|s| s.lft.ports.get(usize::from(pkt.dlid)).copied())
@@ -724,6 +855,133 @@ impl<'a> Sim<'a> {
                 self.pop(now, b, now);
             }
         }
+    }
+
+    /// A multicast copy reaching end node `to_host`: delivered if the host receives the
+    /// group (and did not send it), else dropped.
+    fn delivered_copy(&mut self, to_host: Option<u32>, pkt: Pkt) {
+        let in_window = self.in_window(pkt.tail_at);
+        let payload = u64::from(self.payload);
+        let Some(m) = self.mc.as_mut() else {
+            self.counts.dropped += 1;
+            return;
+        };
+        let h = match to_host {
+            Some(h) if h != pkt.src && m.receiver.get(h as usize).copied().unwrap_or(false) => h,
+            _ => {
+                m.non_receiver += 1;
+                self.counts.dropped += 1;
+                return;
+            }
+        };
+        m.delivered += 1;
+        self.counts.delivered += 1;
+        if in_window {
+            self.counts.delivered_in_window += 1;
+            if let Some(x) = m.bytes.get_mut(h as usize) {
+                *x += payload;
+            }
+            self.latencies.push(pkt.tail_at - pkt.born);
+        }
+    }
+
+    /// Routes switch buffer `b`'s multicast head packet: it asks for every port of the
+    /// switch's MFT entry for its MLID but the one it came in on (and port 0, the switch's
+    /// own), each copy on the VL `SL2VL[in][out][SL]` gives; with none, it is dropped.
+    fn route_group(
+        &mut self,
+        now: u64,
+        b: u32,
+        node: weft_fabric::NodeId,
+        in_port: PortNum,
+        pkt: Pkt,
+    ) {
+        let Some(mlid) = self.mc.as_ref().map(|m| m.mlid) else {
+            self.counts.dropped += 1;
+            self.pop(now, b, now);
+            return;
+        };
+        let mask = self
+            .st
+            .multicast
+            .mfts
+            .get(&node)
+            .map_or(PortMask::EMPTY, |t| t.get(mlid));
+        let sw = self.sw.get(node.index()).copied().flatten();
+        let mut outs: Vec<(u32, u8)> = Vec::new();
+        let mut bad = 0u64;
+        for p in mask.iter() {
+            if p == in_port || p.0 == 0 {
+                continue;
+            }
+            let out = self
+                .out_chan
+                .get(node.index())
+                .and_then(|v| v.get(usize::from(p.0)))
+                .copied()
+                .filter(|&oc| oc != NONE)
+                .and_then(|oc| {
+                    let vl = sw?.vl(in_port, p, Sl(pkt.sl))?.0;
+                    (usize::from(vl) < self.nvl).then_some((oc, vl))
+                });
+            match out {
+                Some(o) => outs.push(o),
+                None => bad += 1,
+            }
+        }
+        if mask.is_empty() {
+            if let Some(m) = self.mc.as_mut() {
+                m.no_entry += 1;
+            }
+        }
+        if outs.is_empty() {
+            // The packet itself goes to one of the ports it cannot leave by (or nowhere).
+            self.counts.copies += bad.saturating_sub(1);
+            self.counts.dropped += bad.max(1);
+            self.pop(now, b, now);
+            return;
+        }
+        self.counts.copies += bad;
+        self.counts.dropped += bad;
+        if let Some(m) = self.mc.as_mut() {
+            if let Some(l) = m.left.get_mut(b as usize) {
+                *l = outs.len() as u32;
+            }
+            if let Some(g) = m.gone.get_mut(b as usize) {
+                *g = 0;
+            }
+        }
+        for &(oc, vl) in &outs {
+            self.request(b, oc, vl);
+        }
+        for &(oc, _) in &outs {
+            self.try_send(now, oc);
+        }
+    }
+
+    /// One copy of buffer `b`'s multicast head leaves, its tail at `finish`: the head stays
+    /// until the last copy has left, and its room goes back when that last tail has.
+    fn copy_out(&mut self, now: u64, b: u32, finish: u64) -> Option<Pkt> {
+        let bi = b as usize;
+        let Some(m) = self
+            .mc
+            .as_mut()
+            .filter(|_| bi < self.chans.len() * self.nvl)
+        else {
+            return self.pop(now, b, finish);
+        };
+        let (Some(left), Some(gone)) = (m.left.get_mut(bi), m.gone.get_mut(bi)) else {
+            return self.pop(now, b, finish);
+        };
+        *gone = (*gone).max(finish);
+        if *left > 1 {
+            *left -= 1;
+            self.counts.copies += 1;
+            return self.bufs.get(bi).and_then(|q| q.front()).copied();
+        }
+        *left = 0;
+        let last = *gone;
+        self.pop(now, b, last)
     }
 
     /// Takes buffer `b`'s head out, its tail leaving at `gone`: the room goes back upstream
@@ -851,7 +1109,12 @@ impl<'a> Sim<'a> {
             return;
         };
         let finish = (now + ser(self.pkt_bytes, mbps)).max(head.tail_at);
-        let Some(pkt) = self.pop(now, b, finish) else {
+        let pkt = if head.dst == GROUP {
+            self.copy_out(now, b, finish)
+        } else {
+            self.pop(now, b, finish)
+        };
+        let Some(pkt) = pkt else {
             return;
         };
         if let Some(c) = self.credits.get_mut(k) {
@@ -1150,6 +1413,23 @@ impl<'a> Sim<'a> {
                         )
                     },
                 )
+            }),
+            multicast: self.mc.as_ref().map(|m| McReport {
+                mlid: m.mlid.to_string(),
+                sl: m.sl.0,
+                senders: m.sender.iter().filter(|&&x| x).count(),
+                receivers: m.receiver.iter().filter(|&&x| x).count(),
+                delivered: m.delivered,
+                delivered_gbps_per_receiver: stats(
+                    &mut m
+                        .bytes
+                        .iter()
+                        .zip(&m.receiver)
+                        .filter(|x| *x.1)
+                        .map(|(&b, _)| gbps(b)),
+                ),
+                dropped_no_mft_entry: m.no_entry,
+                dropped_at_non_receiver: m.non_receiver,
             }),
             events: self.events,
             wall: std::time::Duration::ZERO,

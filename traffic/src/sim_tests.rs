@@ -42,11 +42,12 @@ fn params(duration_ns: u64) -> Params {
     }
 }
 
-/// Every packet is somewhere: delivered, dropped, in flight or queued at its source.
+/// Every packet is somewhere: delivered, dropped, in flight or queued at its source (a
+/// multicast copy a switch made counts as one more packet).
 fn conserved(r: &Report) {
     let k = &r.packets;
     assert_eq!(
-        k.generated,
+        k.generated + k.copies,
         k.delivered + k.dropped + k.in_flight + k.queued_at_source,
         "{k:?}"
     );
@@ -441,4 +442,151 @@ fn a_hotspot_grows_one_congestion_tree_from_its_switch_port() {
         "{:#?}",
         light.congestion_trees
     );
+}
+
+/// A two-level tree: leaves `l1` (cn1, cn2) and `l2` (cn3, cn4) under spine `s`; group
+/// 0xc001 has cn1 sending only and cn2, cn3, cn4 receiving.
+fn mc_tree() -> FabricState {
+    compile(&format!(
+        "{PRELUDE}fabric mc {{\n    topology {{\n        switch s : sb7800\n        switch l[1..=2] : sb7800\n        hca cn[1..=4] : connectx5\n        for n in 1..=2 {{ link cn[n].p[1] <-> l[1].p[n] }}\n        for n in 3..=4 {{ link cn[n].p[1] <-> l[2].p[n] }}\n        link l[1].p[10] <-> s.p[1]\n        link l[2].p[10] <-> s.p[2]\n    }}\n    multicast {{\n        group g {{ mlid = 0xc001, members = [cn2, cn3, cn4], send_only = [cn1] }}\n    }}\n}}\n"
+    ))
+}
+
+fn link<'r>(r: &'r Report, from: &str, to: &str) -> &'r crate::LinkLoad {
+    r.hottest_links
+        .iter()
+        .find(|l| l.from == from && l.to == to)
+        .unwrap_or_else(|| panic!("{from} -> {to}: {:?}", r.hottest_links))
+}
+
+#[test]
+fn a_multicast_sender_reaches_every_receiver_and_never_its_ingress_port() {
+    let mut st = mc_tree();
+    let mlid = weft_fabric::Mlid::new(0xc001).unwrap();
+    // As if cn1 had joined to receive too: l1's entry names its port, which a packet from
+    // cn1 comes in on and must never go back out of.
+    let l1 = st.multicast.mfts.get_mut(&weft_fabric::NodeId(1)).unwrap();
+    let mut m = l1.get(mlid);
+    assert!(!m.contains(weft_fabric::PortNum(1)));
+    m.insert(weft_fabric::PortNum(1));
+    l1.set(mlid, m);
+    let t = Traffic::parse("multicast:0xc001").unwrap();
+    let p = Params {
+        top: 100,
+        ..params(20_000)
+    };
+    let (r, fill, cap) = run_checked(&st, &t, &p, 2);
+    conserved(&r);
+    assert!(fill <= cap);
+    let k = r.packets;
+    assert_eq!(k.dropped, 0, "{k:?}");
+    let m = r.multicast.as_ref().unwrap();
+    assert_eq!((m.mlid.as_str(), m.senders, m.receivers), ("0xc001", 1, 3));
+    assert_eq!((m.dropped_no_mft_entry, m.dropped_at_non_receiver), (0, 0));
+    // Every receiver gets the sender's whole stream: 4x EDR's 98.7 Gb/s of payload.
+    let full = 100.0 * 2048.0 / 2074.0;
+    let g = m.delivered_gbps_per_receiver;
+    assert!(g.min > full - 2.0 && g.max < full + 1.0, "{g:?}");
+    // Three copies of every packet delivered: one made at l1, one at l2, none at the spine
+    // (its other port is the ingress).
+    assert!(
+        m.delivered + 3 * (k.in_flight + k.queued_at_source) >= 3 * k.generated
+            && m.delivered <= 3 * k.generated,
+        "{m:?} {k:?}"
+    );
+    assert_eq!(k.delivered, m.delivered);
+    assert!(k.copies * 3 >= 2 * m.delivered - 6, "{k:?} {m:?}");
+    for (from, to) in [
+        ("cn1:1", "l1:1"),
+        ("l1:2", "cn2:1"),
+        ("l1:10", "s:1"),
+        ("s:2", "l2:10"),
+        ("l2:3", "cn3:1"),
+        ("l2:4", "cn4:1"),
+    ] {
+        let u = link(&r, from, to).utilisation;
+        assert!(u > 0.95, "{from} -> {to}: {u}");
+    }
+    // Never back out the ingress port: not to the sender, not back down to l1.
+    for (from, to) in [("l1:1", "cn1:1"), ("s:1", "l1:10"), ("cn2:1", "l1:2")] {
+        assert_eq!(link(&r, from, to).utilisation, 0.0, "{from} -> {to}");
+    }
+    assert!(r
+        .human()
+        .contains("multicast   group 0xc001 (SL 0): 1 sender(s), 3 receiver(s)"));
+}
+
+#[test]
+fn multicast_runs_are_deterministic_and_mix_unicast_at_a_share() {
+    let st = mc_tree();
+    let t = Traffic::parse("multicast:0xc001:50%").unwrap();
+    let p = params(20_000);
+    let a = simulate(&st, &t, &p, 9).unwrap();
+    let b = simulate(&st, &t, &p, 9).unwrap();
+    let json = |r: &Report| serde_json::to_string(r).unwrap();
+    assert_eq!(json(&a), json(&b));
+    conserved(&a);
+    let (r, _, _) = run_checked(&st, &t, &p, 9);
+    conserved(&r);
+    let m = r.multicast.unwrap();
+    // Half of cn1's stream to the group, the rest unicast to the others.
+    let half = 100.0 * 2048.0 / 2074.0 / 2.0;
+    assert!(
+        (m.delivered_gbps_per_receiver.mean - half).abs() < 8.0,
+        "{m:?}"
+    );
+    assert!(r.packets.delivered > m.delivered);
+    assert!(json(&a).contains("\"multicast\":{\"mlid\":\"0xc001\""));
+    // Unicast reports carry neither key.
+    let u = simulate(&st, &Traffic::Uniform, &p, 9).unwrap();
+    assert!(!json(&u).contains("multicast") && !json(&u).contains("copies"));
+}
+
+#[test]
+fn a_missing_group_or_missing_mfts_is_refused_naming_the_mlid() {
+    let st = mc_tree();
+    let p = params(1_000);
+    let e = simulate(&st, &Traffic::parse("multicast:0xc002").unwrap(), &p, 0)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "traffic `multicast:0xc002:100%`: the state has no multicast group with MLID 0xc002 (1 group(s): 0xc001)"
+    );
+    let mut bare = st.clone();
+    bare.multicast.mfts.clear();
+    let e = simulate(&bare, &Traffic::parse("multicast:0xc001").unwrap(), &p, 0)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "traffic `multicast:0xc001:100%`: the state has no multicast forwarding tables (MFTs): group 0xc001 cannot be forwarded"
+    );
+    let e = simulate(&star(), &Traffic::parse("multicast:0xc001").unwrap(), &p, 0)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("no multicast group with MLID 0xc001 (0 group(s))"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_switch_without_an_mft_entry_drops_and_counts() {
+    let mut st = mc_tree();
+    let mlid = weft_fabric::Mlid::new(0xc001).unwrap();
+    st.multicast
+        .mfts
+        .get_mut(&weft_fabric::NodeId(0))
+        .unwrap()
+        .set(mlid, weft_fabric::PortMask::EMPTY);
+    let t = Traffic::parse("multicast:0xc001").unwrap();
+    let (r, _, _) = run_checked(&st, &t, &params(20_000), 1);
+    conserved(&r);
+    let m = r.multicast.unwrap();
+    assert!(m.dropped_no_mft_entry > 0);
+    assert_eq!(r.packets.dropped, m.dropped_no_mft_entry);
+    // cn2, on the sender's leaf, still gets everything; cn3 and cn4 nothing.
+    assert!(m.delivered_gbps_per_receiver.max > 90.0, "{m:?}");
+    assert_eq!(m.delivered_gbps_per_receiver.min, 0.0, "{m:?}");
 }
