@@ -265,6 +265,13 @@ pub fn run(args: Args, color: crate::ColorChoice, quiet: bool) -> Result<ExitCod
             None,
         ));
     }
+    // Utilisation against each link's live rate, as discovery read it off the switch port.
+    controller.use_live_rates(|guid, port| {
+        let end = (weft_fabric::Guid(guid), weft_fabric::PortNum(port));
+        let width = found.widths.get(&end)?;
+        let speed = found.speeds.get(&end)?;
+        Some(f64::from(width.lanes()) * f64::from(speed.lane_mbps()))
+    });
     let ports = pma::live_ports(&found).map_err(|e| Fatal::failed(e.code(), e.to_string()))?;
     let json = args.format == crate::report::Format::Json;
     if !quiet && !json {

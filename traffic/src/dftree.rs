@@ -408,6 +408,25 @@ impl Controller {
         v
     }
 
+    /// Takes each end port's link rate from `rate_of(switch GUID, switch port)` (in Mb/s:
+    /// the live width × speed of the switch port facing it, as a MAD discovery reads them)
+    /// where it gives one, instead of the rate the state records: a link trained narrower or
+    /// slower than designed would otherwise make a sender getting its fair share of it look
+    /// under-used, and a contributor. Returns how many rates changed.
+    pub fn use_live_rates(&mut self, rate_of: impl Fn(u64, u8) -> Option<f64>) -> usize {
+        let mut changed = 0;
+        for h in &mut self.hcas {
+            if let Some(mbps) = rate_of(h.facing.0, h.facing.1).filter(|m| *m > 0.0) {
+                let bytes = mbps * 1e6 / 8.0;
+                if (bytes - h.bytes_per_s).abs() > f64::EPSILON {
+                    h.bytes_per_s = bytes;
+                    changed += 1;
+                }
+            }
+        }
+        changed
+    }
+
     /// The end-node ports taking part and the switch port facing each, in fabric order: the
     /// ports whose counters a sweep reads.
     pub fn ports(&self) -> Vec<EndPort> {
@@ -537,6 +556,33 @@ mod tests {
                 })
                 .collect()
         }
+    }
+
+    /// A sender on a link trained at 1x (a quarter of the designed 4x) that gets all of it
+    /// is under-used at the designed rate, a contributor; at the live rate it is not.
+    #[test]
+    fn the_live_link_rate_decides_the_utilisation() {
+        let st = tree(true);
+        let run = |live: bool| {
+            let mut c = Controller::new(&st, Config::default()).unwrap();
+            let mut k = Counters::new(&c);
+            let hot = k.ports[0];
+            let slow = k.ports[3];
+            if live {
+                let changed = c.use_live_rates(|g, p| (sw(slow) == (g, p)).then_some(25_000.0));
+                assert_eq!(changed, 1);
+            }
+            c.sweep(0, &k.step(&[]));
+            // A quarter of the designed rate: all of a 1x link.
+            let m = c.sweep(
+                100_000_000,
+                &k.step(&[(sw(hot), 5e6, 1.0), (me(slow), 2e6, 0.25)]),
+            );
+            assert_eq!(m.hotspots_marked, [me(hot)]);
+            m.to_slow.len()
+        };
+        assert_eq!(run(false), 1, "at the designed rate it is a contributor");
+        assert_eq!(run(true), 0, "at its live 1x rate it gets its link");
     }
 
     #[test]
