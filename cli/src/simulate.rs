@@ -125,12 +125,13 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
     // Everything about the options first: nothing is compiled for a spec that cannot run.
     let traffic = traffic_of(args.traffic.trim())?;
     let duration_ns = traffic::parse_duration(&args.duration).map_err(fail)?;
-    let warmup_ns = args
-        .warmup
-        .as_deref()
-        .map(traffic::parse_duration)
-        .transpose()
-        .map_err(fail)?;
+    let duration = |d: &Option<String>| {
+        d.as_deref()
+            .map(traffic::parse_duration)
+            .transpose()
+            .map_err(fail)
+    };
+    let warmup_ns = duration(&args.warmup)?;
     let host = traffic::HostModel::parse(&args.host_model).map_err(fail)?;
     if args.source_queue == 0 {
         return Err(Fatal::Run(
@@ -170,20 +171,8 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
         top: args.top,
         receive_rate: args.receive_rate,
         dftree,
-        dftree_sweep_ns: args
-            .dftree_sweep
-            .as_deref()
-            .map(traffic::parse_duration)
-            .transpose()
-            .map_err(fail)?
-            .unwrap_or(defaults.dftree_sweep_ns),
-        dftree_repath_ns: args
-            .dftree_repath
-            .as_deref()
-            .map(traffic::parse_duration)
-            .transpose()
-            .map_err(fail)?
-            .unwrap_or(defaults.dftree_repath_ns),
+        dftree_sweep_ns: duration(&args.dftree_sweep)?.unwrap_or(defaults.dftree_sweep_ns),
+        dftree_repath_ns: duration(&args.dftree_repath)?.unwrap_or(defaults.dftree_repath_ns),
         dftree_threshold_ticks_per_s: args
             .dftree_threshold
             .unwrap_or(defaults.dftree_threshold_ticks_per_s),

@@ -1044,6 +1044,23 @@ impl Fabric {
         Some((self.links.get(link.index())?.other(end)?, link))
     }
 
+    /// The data rate of `link` in Mb/s: its negotiated width × lane speed where recorded,
+    /// else the narrower and slower of its two ends' capabilities (`None`: an end names no
+    /// node of this fabric).
+    pub fn link_mbps(&self, link: &Link) -> Option<u64> {
+        let (a, b) = (
+            self.nodes.get(link.a.node.index())?,
+            self.nodes.get(link.b.node.index())?,
+        );
+        let width = link
+            .width
+            .unwrap_or(a.spec.caps.width.min(b.spec.caps.width));
+        let speed = link
+            .speed
+            .unwrap_or(a.spec.caps.speed.min(b.spec.caps.speed));
+        Some(u64::from(width.lanes()) * u64::from(speed.lane_mbps()))
+    }
+
     /// The port at the far end of `end`'s link when that link carries traffic: it is up and
     /// the nodes at both ends are up. `None` for a port that is missing, unwired or down.
     /// This is what "a live port" means everywhere: which ports need a LID, which LIDs and

@@ -239,21 +239,20 @@ impl Controller {
                 if sw.spec.kind != NodeKind::Switch {
                     continue;
                 }
-                let link = p.link.and_then(|l| f.links().get(l.index()));
-                let width = link
-                    .and_then(|l| l.width)
-                    .unwrap_or(n.spec.caps.width.min(sw.spec.caps.width));
-                let speed = link
-                    .and_then(|l| l.speed)
-                    .unwrap_or(n.spec.caps.speed.min(sw.spec.caps.speed));
-                let mbps = f64::from(width.lanes()) * f64::from(speed.lane_mbps());
+                let Some(mbps) = p
+                    .link
+                    .and_then(|l| f.links().get(l.index()))
+                    .and_then(|l| f.link_mbps(l))
+                else {
+                    continue;
+                };
                 hcas.push(Hca {
                     key: (n.guid().0, p.num.0),
                     port: pr,
                     lid,
                     via: Some(peer.node),
                     facing: (sw.guid().0, peer.port.0),
-                    bytes_per_s: mbps * 1e6 / 8.0,
+                    bytes_per_s: mbps as f64 * 1e6 / 8.0,
                 });
             }
         }

@@ -292,17 +292,12 @@ impl<'a> Sim<'a> {
                 if f.live_peer(a) != Some(b) {
                     continue;
                 }
-                let (Some(na), Some(nb)) =
-                    (f.nodes().get(a.node.index()), f.nodes().get(b.node.index()))
-                else {
+                let Some(nb) = f.nodes().get(b.node.index()) else {
                     continue;
                 };
-                let width = link
-                    .width
-                    .unwrap_or(na.spec.caps.width.min(nb.spec.caps.width));
-                let speed = link
-                    .speed
-                    .unwrap_or(na.spec.caps.speed.min(nb.spec.caps.speed));
+                let Some(mbps) = f.link_mbps(link) else {
+                    continue;
+                };
                 let id = chans.len() as u32;
                 if let Some(slot) = out_chan
                     .get_mut(a.node.index())
@@ -315,7 +310,7 @@ impl<'a> Sim<'a> {
                     to: b,
                     to_host: None,
                     to_switch: nb.spec.kind == NodeKind::Switch,
-                    mbps: u64::from(width.lanes()) * u64::from(speed.lane_mbps()),
+                    mbps,
                 });
             }
         }

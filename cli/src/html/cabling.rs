@@ -346,14 +346,7 @@ fn difference_svg(t: &mut String, p: &Places<'_>, d: &Difference, k: usize) -> b
             found,
         } => {
             let placed = line(t, p, "rate", a, b, &msg);
-            mid_label(
-                t,
-                p,
-                a,
-                b,
-                dy,
-                &format!("{}x (design {}x)", found.lanes(), expected.lanes()),
-            );
+            mid_label(t, p, a, b, dy, &format!("{found} (design {expected})"));
             placed
         }
         Difference::MissingNode(m) => {
