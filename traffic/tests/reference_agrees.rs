@@ -253,6 +253,11 @@ fn compare(st: &FabricState, case: &Case) -> (String, Vec<String>) {
             f.max_fill.0 <= f.max_fill.1,
             "the reference overfilled a buffer"
         );
+        assert_eq!(
+            f.unaccounted, 0,
+            "the reference lost packets: {}",
+            case.traffic
+        );
         assert_eq!((f.window_ns, f.hosts.len()), (r.window_ns, r.hosts));
         (window_ns, hosts, payload) = (r.window_ns, r.hosts, r.payload_bytes);
         // Compiled states route every packet.

@@ -121,6 +121,10 @@ pub struct Outcome {
     pub utilisation: BTreeMap<(String, String), f64>,
     /// The most blocks any input buffer held, and what one may hold.
     pub max_fill: (u32, u32),
+    /// Packets generated and copies made, less those delivered, dropped, in a buffer, on a
+    /// wire, draining at a receiver or queued at a source at the end: 0 when every packet
+    /// is somewhere.
+    pub unaccounted: i64,
 }
 
 impl Outcome {
@@ -433,6 +437,8 @@ struct Reference<'a> {
     sent_bytes: Vec<f64>,
     hot_bytes: Vec<f64>,
     group_bytes: Vec<f64>,
+    /// Multicast copies made (a packet leaving by `k` ports makes `k − 1`).
+    copies: u64,
 }
 
 /// Runs the reference over `state` with `traffic`, `params` and `seed`. Job files, windowed
@@ -654,6 +660,7 @@ impl<'a> Reference<'a> {
                 .enumerate()
                 .map(|(h, s)| (s.port, h))
                 .collect(),
+            copies: 0,
             sources,
         };
         for h in 0..n {
@@ -678,10 +685,13 @@ impl<'a> Reference<'a> {
     /// Every event up to the end; after all events of an instant, every node they touched
     /// sends what it can.
     fn run(&mut self) {
-        while let Some(Reverse(Timed { t, ev, .. })) = self.events.pop() {
-            if t > self.end {
+        while let Some(Reverse(Timed { t, .. })) = self.events.peek() {
+            if *t > self.end {
                 break;
             }
+            let Some(Reverse(Timed { t, ev, .. })) = self.events.pop() else {
+                break;
+            };
             self.handle(t, ev);
             let more_now = self.events.peek().is_some_and(|e| e.0.t == t);
             if !more_now {
@@ -1016,6 +1026,8 @@ impl<'a> Reference<'a> {
                     .map(|m| m.iter().filter(|&p| p != in_port && p.0 != 0).collect())
                     .unwrap_or_default();
                 let copies: Vec<_> = ports.iter().filter_map(|&p| leave(p)).collect();
+                // Every port but one makes a copy, each a packet of its own from then on.
+                self.copies += ports.len().saturating_sub(1) as u64;
                 self.out.dropped += (ports.len() - copies.len()) as u64;
                 if copies.is_empty() {
                     self.out.dropped += u64::from(ports.is_empty());
@@ -1190,6 +1202,38 @@ impl<'a> Reference<'a> {
                 .insert((name(w.from), name(w.to)), w.bytes_in_window / capacity);
         }
         self.out.max_fill.1 = self.capacity;
+        self.out.unaccounted = self.unaccounted();
         self.out
+    }
+
+    /// Packets made less packets found (see [`Outcome::unaccounted`]). A multicast packet
+    /// part-way copied counts once in its buffer, and each copy sent once where it went: its
+    /// copies not sent yet, but one, are not anywhere yet.
+    fn unaccounted(&self) -> i64 {
+        let slots = self.buffers.iter().flatten().flat_map(|b| b.iter());
+        let (mut in_buffers, mut unsent) = (0u64, 0u64);
+        for slot in slots {
+            in_buffers += 1;
+            let left = slot.copies.iter().flatten().filter(|c| !c.2).count();
+            unsent += left.saturating_sub(1) as u64;
+        }
+        let (mut on_wires, mut in_sinks) = (0u64, 0u64);
+        for Reverse(e) in &self.events {
+            match e.ev {
+                Ev::Head(..) => on_wires += 1,
+                Ev::Drained(..) => in_sinks += 1,
+                _ => {}
+            }
+        }
+        let queued: u64 = self
+            .sources
+            .iter()
+            .flat_map(|s| &s.queues)
+            .map(|q| q.len() as u64)
+            .sum();
+        let made = self.out.generated + self.copies - unsent;
+        let found =
+            self.out.delivered + self.out.dropped + in_buffers + on_wires + in_sinks + queued;
+        made as i64 - found as i64
     }
 }
