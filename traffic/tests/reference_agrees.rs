@@ -443,6 +443,13 @@ fn without_contention_every_figure_and_every_link_agree() {
     agree(&[
         exact("star4", "shift:1", "defaults", run_of(20, d)),
         exact("ft32v4", "shift:4", "defaults", run_of(20, d)),
+        // A window from t = 0, start-up included.
+        exact(
+            "ft32v4",
+            "shift:4",
+            "no warm-up",
+            run_of(20, |p| p.warmup_ns = Some(0)),
+        ),
         // Credit-bound: four packets of credits cover about half the round trip of 400 ns
         // links; then buffers of two packets on 200 ns links.
         exact(
