@@ -32,7 +32,7 @@ pub struct Args {
     /// Simulated time: `1ms`, `200us`, `500ns`.
     #[arg(long, default_value = "100us", value_name = "T")]
     duration: String,
-    /// Warm-up not measured (default: a fifth of the duration).
+    /// Warm-up not measured (default: a fifth of the duration; `0`: measured from the start).
     #[arg(long, value_name = "T")]
     warmup: Option<String>,
     /// Offered load per host, a fraction of its link rate (1: full load).
@@ -40,10 +40,20 @@ pub struct Args {
     load: f64,
     /// What a host does with a packet its source queue has no room for: `refuse` (one queue
     /// per VL; the packet is not generated and the host goes on), `block` (one queue per VL;
-    /// the host waits until it fits) or `fifo` (one send queue in generation order; its head
-    /// holds back the rest).
+    /// the host waits until it fits), `fifo` (one send queue in generation order; its head
+    /// holds back the rest) or `unbounded` (one queue per VL without a bound: every packet is
+    /// queued and the host goes on).
     #[arg(long, default_value = "refuse", value_name = "MODEL")]
     host_model: String,
+    /// How a switch keeps an input port's packets of one VL: `fifo` (one queue; only its
+    /// head competes for an output) or `voq` (one queue per output in the VL's credits; the
+    /// oldest packet for each output competes for it).
+    #[arg(long, default_value = "fifo", value_name = "MODEL")]
+    switch_buffers: String,
+    /// Packets one switch input port may be sending at once, over its VLs and outputs
+    /// (default: no limit).
+    #[arg(long, value_name = "N")]
+    parallel_sends: Option<u32>,
     /// Source queue length in packets: per VL (`refuse`, `block`), or the one send queue
     /// (`fifo`).
     #[arg(long, default_value_t = Params::default().source_queue, value_name = "N")]
@@ -131,8 +141,19 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
             .transpose()
             .map_err(fail)
     };
-    let warmup_ns = duration(&args.warmup)?;
+    let warmup_ns = args
+        .warmup
+        .as_deref()
+        .map(traffic::parse_span)
+        .transpose()
+        .map_err(fail)?;
     let host = traffic::HostModel::parse(&args.host_model).map_err(fail)?;
+    let switch_buffers = traffic::SwitchBuffers::parse(&args.switch_buffers).map_err(fail)?;
+    if args.parallel_sends == Some(0) {
+        return Err(Fatal::Run(
+            "--parallel-sends must be at least 1 packet".to_owned(),
+        ));
+    }
     if args.source_queue == 0 {
         return Err(Fatal::Run(
             "--source-queue must be at least 1 packet".to_owned(),
@@ -180,6 +201,8 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
             .dftree_release
             .unwrap_or(defaults.dftree_release_sweeps),
         host,
+        switch_buffers,
+        parallel_sends: args.parallel_sends,
         source_queue: args.source_queue,
         ..defaults
     };

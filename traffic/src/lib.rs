@@ -163,6 +163,13 @@ pub struct Params {
     /// What a host does with a packet its queue has no room for (default
     /// [`HostModel::Refuse`]).
     pub host: HostModel,
+    /// How a switch keeps the packets in an input port's VL buffer (default
+    /// [`SwitchBuffers::Fifo`]).
+    pub switch_buffers: SwitchBuffers,
+    /// Packets one switch input port may be sending at once, over all its VLs and outputs
+    /// (`None`, the default: no limit, every (input port, VL) buffer may feed an output at
+    /// the same time as the others).
+    pub parallel_sends: Option<u32>,
     /// From a packet's head arriving at a switch to its earliest departure, in nanoseconds
     /// (default 100).
     pub switch_latency_ns: u64,
@@ -229,6 +236,8 @@ impl Default for Params {
             buffer_bytes: 8448,
             source_queue: 4,
             host: HostModel::Refuse,
+            switch_buffers: SwitchBuffers::Fifo,
+            parallel_sends: None,
             switch_latency_ns: 100,
             link_latency_ns: 5,
             load: 1.0,
@@ -263,6 +272,11 @@ pub enum HostModel {
     /// full generates nothing more until there is room; a head without credits holds back
     /// every packet behind it, whatever their VLs.
     Fifo,
+    /// One queue per VL without a bound ([`Params::source_queue`] is not used): every packet
+    /// generated is queued and the host goes on generating, so a packet on one VL passes one
+    /// blocked on another (the generator of the OMNeT++ InfiniBand model of the vFtree and
+    /// dFtree papers' time). What cannot leave piles up: memory grows with it.
+    Unbounded,
 }
 
 impl HostModel {
@@ -272,17 +286,57 @@ impl HostModel {
             HostModel::Refuse => "refuse",
             HostModel::Block => "block",
             HostModel::Fifo => "fifo",
+            HostModel::Unbounded => "unbounded",
         }
     }
 
-    /// The model a name gives: `refuse`, `block` or `fifo`.
+    /// The model a name gives: `refuse`, `block`, `fifo` or `unbounded`.
     pub fn parse(name: &str) -> Result<HostModel, SimError> {
         match name.trim() {
             "refuse" => Ok(HostModel::Refuse),
             "block" => Ok(HostModel::Block),
             "fifo" => Ok(HostModel::Fifo),
+            "unbounded" => Ok(HostModel::Unbounded),
             other => Err(SimError::Param(format!(
-                "host model `{other}`: give refuse, block or fifo"
+                "host model `{other}`: give refuse, block, fifo or unbounded"
+            ))),
+        }
+    }
+}
+
+/// How a switch keeps the packets of one input port's VL.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SwitchBuffers {
+    /// One FIFO per (input port, VL): only its head packet is routed and competes for an
+    /// output, so a head waiting for a congested output holds back every packet behind it
+    /// (head-of-line blocking, as in IB switches).
+    #[default]
+    Fifo,
+    /// Virtual output queues: one queue per (output port, VL) in each (input port, VL)
+    /// buffer, all of them drawing on that VL's credits ([`Params::buffer_bytes`]); every
+    /// packet is routed as it arrives and the oldest packet for each output competes for it,
+    /// so a packet for a free output passes one waiting for a congested output (the switch
+    /// input buffer of the OMNeT++ InfiniBand model the vFtree and dFtree papers used).
+    Voq,
+}
+
+impl SwitchBuffers {
+    /// The model's name, as `--switch-buffers` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SwitchBuffers::Fifo => "fifo",
+            SwitchBuffers::Voq => "voq",
+        }
+    }
+
+    /// The model a name gives: `fifo` or `voq`.
+    pub fn parse(name: &str) -> Result<SwitchBuffers, SimError> {
+        match name.trim() {
+            "fifo" => Ok(SwitchBuffers::Fifo),
+            "voq" => Ok(SwitchBuffers::Voq),
+            other => Err(SimError::Param(format!(
+                "switch buffers `{other}`: give fifo or voq"
             ))),
         }
     }
@@ -313,6 +367,22 @@ pub fn parse_duration(text: &str) -> Result<u64, SimError> {
         )));
     }
     Ok(ns as u64)
+}
+
+/// Parses a time span that may be zero, such as a warm-up: `0` (with or without a unit,
+/// `0ns`, `0us`) or any duration [`parse_duration`] takes.
+pub fn parse_span(text: &str) -> Result<u64, SimError> {
+    let t = text.trim();
+    let num = t.trim_end_matches(|c: char| c.is_alphabetic() || c == 'µ');
+    let unit = t.get(num.len()..).unwrap_or("").trim();
+    let zero = !num.is_empty()
+        && num.chars().all(|c| c == '0' || c == '.')
+        && num.chars().any(|c| c == '0')
+        && ["", "ns", "us", "µs", "ms", "s"].contains(&unit);
+    if zero {
+        return Ok(0);
+    }
+    parse_duration(text)
 }
 
 /// Runs `a` and `b` on the same traffic, parameters and seed (on two threads) and returns
@@ -371,9 +441,20 @@ mod tests {
         for bad in ["", "1", "ms", "1 h", "0ms", "-1ms", "1.2.3ms", "abc"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
+        // A span (a warm-up) may be zero, with or without a unit; anything else parses as a
+        // duration.
+        for zero in ["0", "0ns", "0us", "0µs", "0.0ms", " 0 "] {
+            assert_eq!(parse_span(zero), Ok(0), "{zero}");
+        }
+        assert_eq!(parse_span("200us"), Ok(200_000));
+        for bad in ["", "0h", "0x", "1", "-0ms", ".ms", "abc"] {
+            assert!(parse_span(bad).is_err(), "{bad}");
+        }
     }
 }
 
+#[cfg(test)]
+mod sim_bounds_tests;
 #[cfg(test)]
 mod sim_dftree_tests;
 #[cfg(test)]

@@ -22,6 +22,18 @@ impl<'a> Sim<'a> {
                 p.receive_rate
             )));
         }
+        if p.parallel_sends == Some(0) {
+            return Err(SimError::Param(
+                "the parallel sends of a switch input port must be at least 1".into(),
+            ));
+        }
+        if p.switch_buffers == SwitchBuffers::Voq && matches!(traffic, Traffic::Multicast { .. }) {
+            return Err(SimError::Param(
+                "multicast traffic with virtual output queues (switch buffers `voq`) is not \
+                 built yet: run it with switch buffers `fifo`"
+                    .into(),
+            ));
+        }
         if p.duration_ns == 0 {
             return Err(SimError::Param("the duration must be above 0".into()));
         }
@@ -111,6 +123,7 @@ impl<'a> Sim<'a> {
                     to_host: None,
                     to_switch: nb.spec.kind == NodeKind::Switch,
                     mbps,
+                    drain_ps: drain_time(pkt_bytes, mbps, p.receive_rate),
                 });
             }
         }
@@ -230,6 +243,14 @@ impl<'a> Sim<'a> {
             bufs: vec![VecDeque::new(); nbuf],
             target: vec![None; nbuf],
             busy: vec![false; nch],
+            sending: vec![0; nch],
+            limit: p.parallel_sends.unwrap_or(u32::MAX),
+            voq: p.switch_buffers == SwitchBuffers::Voq,
+            unrouted: if p.switch_buffers == SwitchBuffers::Voq {
+                vec![0; nch * nvl]
+            } else {
+                Vec::new()
+            },
             credits: vec![buf_blocks; nch * nvl],
             reqs: vec![Vec::new(); nch * nvl],
             last: vec![NONE; nch * nvl],
@@ -245,8 +266,10 @@ impl<'a> Sim<'a> {
             seq: 0,
             events: 0,
             counts: Packets::default(),
+            recv: vec![0; hosts.len()],
             by_src: vec![0; hosts.len()],
             to_hot: vec![0; hosts.len()],
+            receiving: 0,
             latencies: Vec::new(),
             max_fill: 0,
             fill: vec![0; nbuf],
@@ -355,5 +378,20 @@ impl<'a> Sim<'a> {
             left: vec![0; nsw],
             gone: vec![0; nsw],
         })
+    }
+}
+
+/// The time an end node takes to drain a packet of `bytes` from a link of `mbps` at
+/// `receive_rate` of it, in picoseconds: the serialisation time at line rate, longer below
+/// it (at most 10^18 ps, about 11 days, for a rate too small to drain anything).
+fn drain_time(bytes: u32, mbps: u64, receive_rate: f64) -> u64 {
+    if receive_rate >= 1.0 {
+        return ser(bytes, mbps);
+    }
+    let ps = (f64::from(bytes) * 8e6 / (mbps.max(1) as f64 * receive_rate)).ceil();
+    if ps.is_finite() && ps < 1e18 {
+        (ps as u64).max(ser(bytes, mbps))
+    } else {
+        1_000_000_000_000_000_000
     }
 }

@@ -16,7 +16,7 @@ use crate::report::{
     ClassThroughput, Classes, JobReport, Latency, LinkLoad, McReport, Packets, Report, Throughput,
 };
 use crate::sim_dftree::Loop;
-use crate::{DftreeMode, HostModel, Params, SimError, Traffic};
+use crate::{DftreeMode, HostModel, Params, SimError, SwitchBuffers, Traffic};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::time::Instant;
@@ -55,8 +55,9 @@ enum Ev {
     Arrive { chan: u32, pkt: Pkt },
     /// A switch buffer's head packet may be routed.
     Ready { buf: u32 },
-    /// A channel's output finished sending.
-    Free { chan: u32 },
+    /// A channel's output finished sending a packet out of input channel `from` (`NONE`: a
+    /// host's source queue).
+    Free { chan: u32, from: u32 },
     /// Credits come back to a channel's output.
     Credit { chan: u32, vl: u8, blocks: u32 },
     /// A host generates.
@@ -98,6 +99,9 @@ struct Chan {
     /// Whether the receiving end is a switch (with input buffers).
     to_switch: bool,
     mbps: u64,
+    /// Into an end node: the time it takes to drain one packet, in picoseconds (its
+    /// serialisation time at the link's rate times the receive rate).
+    drain_ps: u64,
 }
 
 struct Host {
@@ -152,6 +156,16 @@ struct Sim<'a> {
     target: Vec<Option<(u32, u8)>>,
     /// Per channel: sending.
     busy: Vec<bool>,
+    /// Per input channel: packets it is sending (its parallel sends).
+    sending: Vec<u32>,
+    /// Parallel sends an input channel may have ([`Params::parallel_sends`]; `u32::MAX`: no
+    /// limit).
+    limit: u32,
+    /// Virtual output queues ([`crate::SwitchBuffers::Voq`]) instead of FIFO input buffers.
+    voq: bool,
+    /// Virtual output queues, per switch input buffer: its packets not routed yet (the last
+    /// ones to arrive).
+    unrouted: Vec<u32>,
     /// Per `chan·nvl + vl`: credits (blocks) and the buffers asking.
     credits: Vec<u32>,
     reqs: Vec<Vec<u32>>,
@@ -174,8 +188,15 @@ struct Sim<'a> {
     events: u64,
     // Measurements.
     counts: Packets,
+    /// Per host: unicast payload it drained in the window, in bytes (a packet draining
+    /// across the window's edge counts its bytes inside).
+    recv: Vec<u64>,
+    /// Per source host: its unicast payload drained in the window, and the part of it
+    /// toward its hot-spot.
     by_src: Vec<u64>,
     to_hot: Vec<u64>,
+    /// Unicast packets still draining into their end node when the run stopped.
+    receiving: u64,
     latencies: Vec<u64>,
     /// The most blocks any input buffer held (checked against its size in tests).
     max_fill: u32,
@@ -230,12 +251,7 @@ impl Sim<'_> {
                 Ev::Gen { host } => self.generate(now, host),
                 Ev::Arrive { chan, pkt } => self.arrive(now, chan, pkt),
                 Ev::Ready { buf } => self.route(now, buf),
-                Ev::Free { chan } => {
-                    if let Some(b) = self.busy.get_mut(chan as usize) {
-                        *b = false;
-                    }
-                    self.try_send(now, chan);
-                }
+                Ev::Free { chan, from } => self.freed(now, chan, from),
                 Ev::Credit { chan, vl, blocks } => {
                     if let Some(c) = self
                         .credits
@@ -273,6 +289,33 @@ impl Sim<'_> {
     fn in_window(&self, t: u64) -> bool {
         t > self.warm && t <= self.end
     }
+
+    /// The share of `bytes` spread evenly over `(start, done]` that falls in the measured
+    /// window `(warm, end]`.
+    fn window_part(&self, bytes: u64, start: u64, done: u64) -> u64 {
+        if done <= start {
+            return if self.in_window(done) { bytes } else { 0 };
+        }
+        let (lo, hi) = (start.max(self.warm), done.min(self.end));
+        if hi <= lo {
+            return 0;
+        }
+        (u128::from(bytes) * u128::from(hi - lo) / u128::from(done - start)) as u64
+    }
+
+    /// End node `to_host` (fed by channel `c`) drains `pkt`, whose head arrives `now`: from
+    /// then, or once the packet before it has drained, for the channel's drain time, and
+    /// never before its tail has arrived. Returns when it starts and when it is done.
+    fn sink(&mut self, now: u64, c: u32, to_host: Option<u32>, pkt: &Pkt) -> (u64, u64) {
+        let drain = self.chans.get(c as usize).map_or(0, |ch| ch.drain_ps);
+        let free = to_host.and_then(|h| self.sink_free.get_mut(h as usize));
+        let start = free.as_ref().map_or(now, |f| now.max(**f));
+        let done = start.saturating_add(drain).max(pkt.tail_at);
+        if let Some(f) = free {
+            *f = done;
+        }
+        (start, done)
+    }
 }
 
 /// Test hooks: the engine's invariants.
@@ -287,4 +330,39 @@ pub(crate) fn run_checked(
     sim.run();
     let (max_fill, cap) = (sim.max_fill, params.buffer_bytes / BLOCK);
     (sim.report(traffic, seed), max_fill, cap)
+}
+
+/// Test hook: a run's report, and per host the payload it drained in the window (unicast and
+/// multicast) in Gb/s beside what its link allows: the link's payload rate times the
+/// receive rate.
+#[cfg(test)]
+pub(crate) fn run_bounded(
+    state: &FabricState,
+    traffic: &Traffic,
+    params: &Params,
+    seed: u64,
+) -> (Report, Vec<(f64, f64)>, u32, u32) {
+    let mut sim = Sim::new(state, traffic, params, seed).unwrap();
+    sim.run();
+    let window = (sim.end - sim.warm) as f64;
+    let per_host = (0..sim.hosts.len())
+        .map(|h| {
+            let mc = sim
+                .mc
+                .as_ref()
+                .and_then(|m| m.bytes.get(h).copied())
+                .unwrap_or(0);
+            let got = (sim.recv[h] + mc) as f64 * 8000.0 / window;
+            let mbps = sim
+                .chans
+                .iter()
+                .find(|c| c.to_host == Some(h as u32))
+                .map_or(0, |c| c.mbps);
+            let bound = mbps as f64 / 1000.0 * f64::from(sim.payload) / f64::from(sim.pkt_bytes)
+                * params.receive_rate;
+            (got, bound)
+        })
+        .collect();
+    let (max_fill, cap) = (sim.max_fill, params.buffer_bytes / BLOCK);
+    (sim.report(traffic, seed), per_host, max_fill, cap)
 }

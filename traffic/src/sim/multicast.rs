@@ -4,11 +4,13 @@
 use super::*;
 
 impl Sim<'_> {
-    /// A multicast copy reaching end node `to_host`: delivered if the host receives the
-    /// group (and did not send it), else dropped.
-    pub(super) fn delivered_copy(&mut self, to_host: Option<u32>, pkt: Pkt) {
-        let in_window = self.in_window(pkt.tail_at);
-        let payload = u64::from(self.payload);
+    /// A multicast copy reaching end node `to_host`, draining from `start` until `done`:
+    /// delivered if the host receives the group (and did not send it) and has drained it
+    /// before the run stops, else dropped (or, still draining, in flight).
+    pub(super) fn delivered_copy(&mut self, to_host: Option<u32>, pkt: Pkt, start: u64, done: u64) {
+        let in_window = self.in_window(done);
+        let part = self.window_part(u64::from(self.payload), start, done);
+        let unfinished = done > self.end && !self.p.drain;
         let Some(m) = self.mc.as_mut() else {
             self.counts.dropped += 1;
             return;
@@ -21,14 +23,18 @@ impl Sim<'_> {
                 return;
             }
         };
+        if unfinished {
+            self.receiving += 1;
+            return;
+        }
         m.delivered += 1;
         self.counts.delivered += 1;
+        if let Some(x) = m.bytes.get_mut(h as usize) {
+            *x += part;
+        }
         if in_window {
             self.counts.delivered_in_window += 1;
-            if let Some(x) = m.bytes.get_mut(h as usize) {
-                *x += payload;
-            }
-            self.latencies.push(pkt.tail_at - pkt.born);
+            self.latencies.push(done - pkt.born);
         }
     }
 

@@ -52,7 +52,7 @@ impl Sim<'_> {
             .iter()
             .filter(|Reverse(i)| matches!(i.ev, Ev::Arrive { .. }))
             .count();
-        self.counts.in_flight = (buffered + on_wire) as u64;
+        self.counts.in_flight = (buffered + on_wire) as u64 + self.receiving;
         self.counts.queued_at_source = queued as u64;
 
         let window = end - self.warm;
@@ -76,7 +76,7 @@ impl Sim<'_> {
             }
         };
         let h = self.hosts.len();
-        let throughput = stats(&mut self.by_src.iter().map(|&b| gbps(b)));
+        let throughput = stats(&mut self.recv.iter().map(|&b| gbps(b)));
         let classes = matches!(traffic, Traffic::Hotspot { .. }).then(|| {
             let contrib: Vec<usize> = (0..h)
                 .filter(|&i| self.pattern.hotspot_of(i as u32).is_some())
@@ -253,7 +253,7 @@ impl Sim<'_> {
                     .collect();
                 let th: Vec<f64> = members
                     .iter()
-                    .map(|&h| gbps(self.by_src.get(h as usize).copied().unwrap_or(0)))
+                    .map(|&h| gbps(self.recv.get(h as usize).copied().unwrap_or(0)))
                     .collect();
                 let n = th.len().max(1) as f64;
                 let lat = self
