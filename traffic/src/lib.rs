@@ -211,6 +211,39 @@ pub struct Params {
     pub dftree_release_sweeps: u32,
 }
 
+impl Params {
+    /// The presets [`Params::preset`] knows, by name.
+    pub const PRESETS: [&'static str; 1] = ["papers"];
+
+    /// The parameters a preset sets, over the defaults: `papers` (see [`Params::papers`]).
+    pub fn preset(name: &str) -> Result<Params, SimError> {
+        match name.trim() {
+            "papers" => Ok(Params::papers()),
+            other => Err(SimError::Param(format!(
+                "preset `{other}`: give {}",
+                Params::PRESETS.join(", ")
+            ))),
+        }
+    }
+
+    /// The `papers` preset: the vFtree and dFtree papers' 648-port simulations as this
+    /// simulator reproduces them (docs/simulate.md lists every figure, on the papers' tree
+    /// with 4x QDR links): 90 µs measured from the start (no warm-up), hosts with one
+    /// unbounded queue per VL (the generator of the OMNeT++ model of the papers' time), FIFO
+    /// switch buffers without a limit of parallel sends (the defaults), and dFtree's
+    /// threshold at 3.2·10^6 XmitWait ticks per second (a port waiting 5.12 % of the time on
+    /// 4x QDR, as the default is on 4x EDR). Every other parameter is the default.
+    pub fn papers() -> Params {
+        Params {
+            duration_ns: 90_000,
+            warmup_ns: Some(0),
+            host: HostModel::Unbounded,
+            dftree_threshold_ticks_per_s: 3_200_000.0,
+            ..Params::default()
+        }
+    }
+}
+
 /// What the simulation does with a state's dFtree lanes (pairs with several path SLs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
