@@ -448,7 +448,7 @@ fn papers(o: &Opts, states: &States) {
         describe(o.speed, &o.model, seeds)
     );
     let head = format!(
-        "{:<15} {:>3} {:<24} {:>9} {:>9} {:>8} {:>8} {:>6}  {:<8} {:>8} {:>9}",
+        "{:<15} {:>3} {:<34} {:>9} {:>9} {:>8} {:>8} {:>6}  {:<8} {:>8} {:>9}",
         "tree",
         "hot",
         "lanes",
@@ -478,7 +478,7 @@ fn papers(o: &Opts, states: &States) {
         let ratio = gain / paper;
         let ok = (ratio - 1.0).abs() <= TOLERANCE + 1e-9;
         println!(
-            "{:<15} {:>3} {:<24} {:>9.3} {:>9.3} {:>8} {:>8} {:>6.2}  {:<8} {:>8.2} {:>9.0}",
+            "{:<15} {:>3} {:<34} {:>9.3} {:>9.3} {:>8} {:>8} {:>6.2}  {:<8} {:>8.2} {:>9.0}",
             if roots == 18 {
                 "full (18 roots)"
             } else {
