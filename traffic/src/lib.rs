@@ -15,7 +15,7 @@
 //!   one queue per VL, a packet whose VL queue is full not generated (counted as
 //!   `refused_at_source`: the application could not post it); or one queue per VL with a
 //!   generator that waits until the packet fits; or one send queue in generation order whose
-//!   head holds back the rest. The SL of a packet is the lowest of the state's path SLs for
+//!   head holds back the rest; or one unbounded queue per VL. The SL of a packet is the lowest of the state's path SLs for
 //!   the (source, destination LID) pair, the VL it is injected on the source port's SL→VL
 //!   table (none: VL 0).
 //! * *Links* run at width × speed (the link's recorded rate, else the slower end's
@@ -24,12 +24,21 @@
 //! * *Switches* forward by their LFTs (unicast, the destination's base LID), with virtual
 //!   cut-through: a packet may leave [`Params::switch_latency_ns`] after its head arrived,
 //!   before its tail has, and never finishes leaving before its tail arrived. Each (input
-//!   port, VL) has a FIFO buffer of [`Params::buffer_bytes`]; only its head packet competes
-//!   for an output (head-of-line blocking, as in IB switches). The VL out of a switch is
+//!   port, VL) has a buffer of [`Params::buffer_bytes`]: a FIFO whose head alone competes
+//!   for an output (head-of-line blocking, as in IB switches), or virtual output queues in
+//!   its credits whose oldest packet per output competes ([`SwitchBuffers`]); an input port
+//!   may be limited to [`Params::parallel_sends`] packets at once. The VL out of a switch is
 //!   `SL2VL[in][out][SL]` (no table: VL 0).
 //! * *Credit-based flow control*: a packet goes out on a VL only when the next hop's input
 //!   buffer for that VL has room for all of it (credits in 64-byte blocks); the room comes
-//!   back one link latency after the packet's tail has left that buffer (at a host: arrived).
+//!   back one link latency after the packet's tail has left that buffer (at an end node:
+//!   drained).
+//! * *End nodes* drain what arrives one packet after the other, at their link's rate times
+//!   [`Params::receive_rate`]; a packet is delivered when drained.
+//! * *Measurement* over the window `(warm-up, duration]`: a packet's payload counts spread
+//!   evenly over its drain, so one draining across the window's edge counts only its bytes
+//!   inside; no end node is credited more than its link's payload rate (times the receive
+//!   rate) and no link is busy more than the whole window, whatever the window.
 //! * *Output contention*: each output port sends one packet at a time; among the VLs with a
 //!   packet that has credits it picks by the port's VL arbitration (high and low tables,
 //!   weighted round robin, high first within the high limit; no table: VL 0 only), and among
@@ -49,8 +58,9 @@
 //!   copy has left. [`Packets::copies`] counts the copies made.
 //!
 //! **Not modelled**: IB congestion control (FECN/BECN), adaptive routing,
-//! link-level errors and retries, the input side of a crossbar (a switch input port may feed
-//! several outputs at once, one per VL), shared buffer pools. Packets a switch cannot forward (no LFT entry, a down link, SL→VL 15) are
+//! link-level errors and retries, a crossbar's output buffers, buffer pools shared among VLs.
+//! [`Params::papers`] is the setting under which the vFtree and dFtree papers' figures are
+//! reproduced (docs/simulate.md). Packets a switch cannot forward (no LFT entry, a down link, SL→VL 15) are
 //! dropped and counted.
 //!
 //! **Determinism**: one event queue ordered by (time in picoseconds, sequence number), one
