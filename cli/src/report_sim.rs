@@ -1,6 +1,9 @@
 //! `weft report --simulate[=T]`: the packet simulator's throughput for the standard patterns
 //! beside the static metrics (JSON key `simulated`), and `weft report A B C …`: several
-//! fabrics side by side.
+//! fabrics side by side. On a state with dFtree lanes every pattern runs dFtree's run-time
+//! loop, and each says whether the loop saw a hot-spot; the last pattern is the single
+//! hot-spot where end nodes sink slower than their links deliver, which is what the loop
+//! can see.
 
 use crate::Fatal;
 use std::fmt::Write as _;
@@ -13,6 +16,14 @@ use weft_traffic::{self as traffic, Params, Traffic};
 /// tree's four patterns take about a second, long enough for hundreds of 2 KiB packets per
 /// EDR host.
 pub(crate) const DEFAULT_DURATION: &str = "50us";
+
+/// The last pattern's offered load and receive rate: end nodes that sink 90 % of their link,
+/// so that the switch port facing the hot-spot waits for credits and dFtree's loop can see
+/// it, and hosts offering 70 % of theirs, so that random traffic alone makes few receivers
+/// hot-spots (the dFtree bench's setting).
+pub(crate) const HOT_LOAD: f64 = 0.7;
+/// See [`HOT_LOAD`].
+pub(crate) const HOT_RECEIVE_RATE: f64 = 0.9;
 
 /// What `--simulate` asked for.
 #[derive(Clone, Copy)]
@@ -59,11 +70,42 @@ struct PatternRun {
     latency_p99_ns: f64,
     /// Sum of every output port's stall time in the window, nanoseconds.
     stall_total_ns: f64,
+    /// Offered load per host, a fraction of its link rate.
+    load: f64,
+    /// An end node's receive rate, a fraction of its link rate.
+    receive_rate: f64,
+    /// On a state with dFtree lanes, what dFtree's run-time loop did (`null` otherwise).
+    dftree: Option<DftreeRun>,
+}
+
+/// What dFtree's run-time loop did during one pattern.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+struct DftreeRun {
+    /// Hot-spots it marked (re-marks included); 0: it saw no hot-spot.
+    hotspots: usize,
+    /// Flows it moved, to the slow lane and back.
+    moves: usize,
+}
+
+impl PatternRun {
+    /// The pattern's name in the tables: its spec, and its load and receive rate where they
+    /// are not 1.
+    fn label(&self) -> String {
+        if self.load == 1.0 && self.receive_rate == 1.0 {
+            self.traffic.clone()
+        } else {
+            format!(
+                "{} (load {}, receive {})",
+                self.traffic, self.load, self.receive_rate
+            )
+        }
+    }
 }
 
 /// Runs the standard patterns on `state`: `uniform`, `shift:H/2` (every host to the one
 /// half the host list away), `all-to-all`, `hotspot:1` (the vFtree papers' single
-/// hot-spot).
+/// hot-spot), and `hotspot:1` again at [`HOT_LOAD`] and [`HOT_RECEIVE_RATE`] (a hot-spot
+/// dFtree's loop can see).
 pub(crate) fn simulate(state: &FabricState, o: SimOptions) -> Result<Simulated, Fatal> {
     let params = Params {
         duration_ns: o.duration_ns,
@@ -74,19 +116,26 @@ pub(crate) fn simulate(state: &FabricState, o: SimOptions) -> Result<Simulated, 
     // Uniform first: it tells how many hosts send, which the shift needs.
     let uniform = traffic::simulate(state, &Traffic::Uniform, &params, o.seed).map_err(fail)?;
     let hosts = uniform.hosts;
+    let hot = Traffic::Hotspot {
+        count: 1,
+        share_ppm: 50_000,
+        window: None,
+    };
+    let slow_sinks = Params {
+        load: HOT_LOAD,
+        receive_rate: HOT_RECEIVE_RATE,
+        ..params.clone()
+    };
     let rest = [
-        Traffic::Shift((hosts / 2).max(1)),
-        Traffic::AllToAll,
-        Traffic::Hotspot {
-            count: 1,
-            share_ppm: 50_000,
-            window: None,
-        },
+        (Traffic::Shift((hosts / 2).max(1)), &params),
+        (Traffic::AllToAll, &params),
+        (hot.clone(), &params),
+        (hot, &slow_sinks),
     ];
     let others: Vec<Result<traffic::Report, traffic::SimError>> = std::thread::scope(|s| {
         let handles: Vec<_> = rest
             .iter()
-            .map(|t| s.spawn(|| traffic::simulate(state, t, &params, o.seed)))
+            .map(|(t, p)| s.spawn(|| traffic::simulate(state, t, p, o.seed)))
             .collect();
         handles
             .into_iter()
@@ -117,6 +166,12 @@ fn run_of(r: &traffic::Report) -> PatternRun {
         throughput_per_node_gbps: r.throughput_per_node_gbps,
         latency_p99_ns: r.latency_ns.p99,
         stall_total_ns: r.stall_total_ns,
+        load: r.params.load,
+        receive_rate: r.params.receive_rate,
+        dftree: r.dftree.as_ref().map(|d| DftreeRun {
+            hotspots: d.hotspots.len(),
+            moves: d.moves.len(),
+        }),
     }
 }
 
@@ -132,13 +187,28 @@ pub(crate) fn human(s: &Simulated) -> String {
         let th = &p.throughput_per_node_gbps;
         let _ = writeln!(
             t,
-            "    {:<16}{:>8.3} Gb/s per node (min {:.3}, max {:.3}), p99 latency {:.0} ns",
-            p.traffic, th.mean, th.min, th.max, p.latency_p99_ns
+            "    {:<16}{:>8.3} Gb/s per node (min {:.3}, max {:.3}), p99 latency {:.0} ns{}",
+            p.traffic,
+            th.mean,
+            th.min,
+            th.max,
+            p.latency_p99_ns,
+            if p.load == 1.0 && p.receive_rate == 1.0 {
+                String::new()
+            } else {
+                format!(
+                    ", at load {} with end nodes sinking {} of their link",
+                    p.load, p.receive_rate
+                )
+            }
         );
+    }
+    if let Some(words) = dftree_summary(s) {
+        let _ = writeln!(t, "                    · {words}");
     }
     let _ = writeln!(
         t,
-        "                    · a packet simulation (`weft simulate`): payload delivered per host with every host sending 2 KiB packets at its link rate, credits, VLs and arbitration as the tables set them"
+        "                    · a packet simulation (`weft simulate`): payload each end node drained, with every host sending 2 KiB packets at its link rate, credits, VLs and arbitration as the tables set them"
     );
     t
 }
@@ -164,13 +234,31 @@ pub(crate) fn side_by_side(cols: &[Column]) -> String {
         })
         .collect();
     let w = names.iter().map(String::len).max().unwrap_or(0).max(10);
-    let _ = write!(t, "\nside by side\n  {:<24}", "");
+    let runs = cols
+        .iter()
+        .filter_map(|c| c.simulated.as_ref())
+        .map(|s| s.patterns.len())
+        .max()
+        .unwrap_or(0);
+    // Each fabric's own pattern of that rank (the shift is by half its own hosts).
+    let labels: Vec<String> = (0..runs)
+        .map(|i| {
+            cols.iter()
+                .filter_map(|c| c.simulated.as_ref()?.patterns.get(i))
+                .map(PatternRun::label)
+                .next()
+                .unwrap_or_default()
+                + " Gb/s/node"
+        })
+        .collect();
+    let lw = labels.iter().map(String::len).max().unwrap_or(0).max(24);
+    let _ = write!(t, "\nside by side\n  {:<lw$}", "");
     for n in &names {
         let _ = write!(t, " {n:>w$}");
     }
     t.push('\n');
     let mut row = |label: &str, cells: Vec<String>| {
-        let _ = write!(t, "  {label:<24}");
+        let _ = write!(t, "  {label:<lw$}");
         for c in cells {
             let _ = write!(t, " {c:>w$}");
         }
@@ -204,22 +292,9 @@ pub(crate) fn side_by_side(cols: &[Column]) -> String {
             .map(|c| format!("{:.3}", c.quality.hops.mean))
             .collect(),
     );
-    let runs = cols
-        .iter()
-        .filter_map(|c| c.simulated.as_ref())
-        .map(|s| s.patterns.len())
-        .max()
-        .unwrap_or(0);
-    for i in 0..runs {
-        // Each fabric's own pattern of that rank (the shift is by half its own hosts).
-        let label = cols
-            .iter()
-            .filter_map(|c| c.simulated.as_ref()?.patterns.get(i))
-            .map(|p| p.traffic.clone())
-            .next()
-            .unwrap_or_default();
+    for (i, label) in labels.iter().enumerate() {
         row(
-            &format!("{label} Gb/s/node"),
+            label,
             cols.iter()
                 .map(|c| {
                     c.simulated
@@ -232,5 +307,45 @@ pub(crate) fn side_by_side(cols: &[Column]) -> String {
                 .collect(),
         );
     }
+    // What dFtree's loop did in each fabric with dFtree lanes.
+    for (c, name) in cols.iter().zip(&names) {
+        if let Some(words) = c.simulated.as_ref().and_then(dftree_summary) {
+            let _ = writeln!(t, "  {name}: {words}");
+        }
+    }
     t
+}
+
+/// What dFtree's loop did over the patterns of a state with dFtree lanes, in one sentence:
+/// where it saw no hot-spot, and what it did where it saw one.
+fn dftree_summary(s: &Simulated) -> Option<String> {
+    let runs: Vec<(&PatternRun, DftreeRun)> = s
+        .patterns
+        .iter()
+        .filter_map(|p| Some((p, p.dftree?)))
+        .collect();
+    if runs.is_empty() {
+        return None;
+    }
+    let quiet: Vec<String> = runs
+        .iter()
+        .filter(|(_, d)| d.hotspots == 0)
+        .map(|(p, _)| p.label())
+        .collect();
+    let mut parts = Vec::new();
+    if !quiet.is_empty() {
+        parts.push(format!(
+            "dFtree's loop saw no hot-spot on {}",
+            quiet.join(", ")
+        ));
+    }
+    for (p, d) in runs.iter().filter(|(_, d)| d.hotspots > 0) {
+        parts.push(format!(
+            "on {} it marked {} hot-spot(s) and moved {} flow(s)",
+            p.label(),
+            d.hotspots,
+            d.moves
+        ));
+    }
+    Some(parts.join("; "))
 }

@@ -29,25 +29,43 @@ pub struct Args {
     /// Seed of the traffic (destinations, start times, the permutation).
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Simulated time: `1ms`, `200us`, `500ns`.
-    #[arg(long, default_value = "100us", value_name = "T")]
-    duration: String,
-    /// Warm-up not measured (default: a fifth of the duration).
+    /// A setting of the parameters below: `papers` (the vFtree and dFtree papers'
+    /// simulations as this simulator reproduces them; every parameter it sets is listed in
+    /// docs/simulate.md). An option given beside it overrides its value.
+    #[arg(long, value_name = "NAME")]
+    preset: Option<String>,
+    /// Simulated time: `1ms`, `200us`, `500ns` (default 100us).
+    #[arg(long, value_name = "T")]
+    duration: Option<String>,
+    /// Warm-up not measured (default: a fifth of the duration; `0`: measured from the start).
     #[arg(long, value_name = "T")]
     warmup: Option<String>,
-    /// Offered load per host, a fraction of its link rate (1: full load).
-    #[arg(long, default_value_t = 1.0)]
-    load: f64,
+    /// Offered load per host, a fraction of its link rate (default 1: full load).
+    #[arg(long, value_name = "F")]
+    load: Option<f64>,
     /// What a host does with a packet its source queue has no room for: `refuse` (one queue
     /// per VL; the packet is not generated and the host goes on), `block` (one queue per VL;
-    /// the host waits until it fits) or `fifo` (one send queue in generation order; its head
-    /// holds back the rest).
-    #[arg(long, default_value = "refuse", value_name = "MODEL")]
-    host_model: String,
+    /// the host waits until it fits), `fifo` (one send queue in generation order; its head
+    /// holds back the rest) or `unbounded` (one queue per VL without a bound: every packet is
+    /// queued and the host goes on). Default `refuse`.
+    #[arg(long, value_name = "MODEL")]
+    host_model: Option<String>,
+    /// How a switch keeps an input port's packets of one VL: `fifo` (one queue; only its
+    /// head competes for an output) or `voq` (one queue per output in the VL's credits; the
+    /// oldest packet for each output competes for it). Default `fifo`.
+    #[arg(long, value_name = "MODEL")]
+    switch_buffers: Option<String>,
+    /// Packets one switch input port may be sending at once, over its VLs and outputs
+    /// (default: no limit).
+    #[arg(long, value_name = "N")]
+    parallel_sends: Option<u32>,
     /// Source queue length in packets: per VL (`refuse`, `block`), or the one send queue
-    /// (`fifo`).
-    #[arg(long, default_value_t = Params::default().source_queue, value_name = "N")]
-    source_queue: u32,
+    /// (`fifo`). Default 4.
+    #[arg(long, value_name = "N")]
+    source_queue: Option<u32>,
+    /// Input buffer per switch port and VL, in bytes (default 8448: four 2 KiB packets).
+    #[arg(long, value_name = "BYTES")]
+    buffer_bytes: Option<u32>,
     /// Hottest links and most stalled ports listed.
     #[arg(long, default_value_t = 10)]
     top: usize,
@@ -57,9 +75,9 @@ pub struct Args {
     compare: Option<PathBuf>,
     /// An end node's receive rate, a fraction of its link rate (1: it sinks at line rate).
     /// Below 1, the switch port facing an end node asked for more waits for credits, which
-    /// is how dFtree's loop sees an end-node hot-spot.
-    #[arg(long, default_value_t = 1.0, value_name = "F")]
-    receive_rate: f64,
+    /// is how dFtree's loop sees an end-node hot-spot. Default 1.
+    #[arg(long, value_name = "F")]
+    receive_rate: Option<f64>,
     /// dFtree lanes: turn the run-time loop off (every flow on its fast lane).
     #[arg(long, conflicts_with = "dftree_oracle")]
     no_dftree_loop: bool,
@@ -124,21 +142,43 @@ fn fail(e: traffic::SimError) -> Fatal {
 pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
     // Everything about the options first: nothing is compiled for a spec that cannot run.
     let traffic = traffic_of(args.traffic.trim())?;
-    let duration_ns = traffic::parse_duration(&args.duration).map_err(fail)?;
+    // A preset's values, else the defaults; an option given beside it wins.
+    let defaults = match &args.preset {
+        Some(name) => Params::preset(name).map_err(fail)?,
+        None => Params::default(),
+    };
+    let duration_ns = match &args.duration {
+        Some(d) => traffic::parse_duration(d).map_err(fail)?,
+        None => defaults.duration_ns,
+    };
     let duration = |d: &Option<String>| {
         d.as_deref()
             .map(traffic::parse_duration)
             .transpose()
             .map_err(fail)
     };
-    let warmup_ns = duration(&args.warmup)?;
-    let host = traffic::HostModel::parse(&args.host_model).map_err(fail)?;
-    if args.source_queue == 0 {
+    let warmup_ns = match &args.warmup {
+        Some(w) => Some(traffic::parse_span(w).map_err(fail)?),
+        None => defaults.warmup_ns,
+    };
+    let host = match &args.host_model {
+        Some(m) => traffic::HostModel::parse(m).map_err(fail)?,
+        None => defaults.host,
+    };
+    let switch_buffers = match &args.switch_buffers {
+        Some(m) => traffic::SwitchBuffers::parse(m).map_err(fail)?,
+        None => defaults.switch_buffers,
+    };
+    if args.parallel_sends == Some(0) {
+        return Err(Fatal::Run(
+            "--parallel-sends must be at least 1 packet".to_owned(),
+        ));
+    }
+    if args.source_queue == Some(0) {
         return Err(Fatal::Run(
             "--source-queue must be at least 1 packet".to_owned(),
         ));
     }
-    let defaults = Params::default();
     let dftree = if args.no_dftree_loop {
         DftreeMode::Off
     } else if args.dftree_oracle {
@@ -167,9 +207,9 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
     let params = Params {
         duration_ns,
         warmup_ns,
-        load: args.load,
+        load: args.load.unwrap_or(defaults.load),
         top: args.top,
-        receive_rate: args.receive_rate,
+        receive_rate: args.receive_rate.unwrap_or(defaults.receive_rate),
         dftree,
         dftree_sweep_ns: duration(&args.dftree_sweep)?.unwrap_or(defaults.dftree_sweep_ns),
         dftree_repath_ns: duration(&args.dftree_repath)?.unwrap_or(defaults.dftree_repath_ns),
@@ -180,7 +220,10 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
             .dftree_release
             .unwrap_or(defaults.dftree_release_sweeps),
         host,
-        source_queue: args.source_queue,
+        switch_buffers,
+        parallel_sends: args.parallel_sends.or(defaults.parallel_sends),
+        source_queue: args.source_queue.unwrap_or(defaults.source_queue),
+        buffer_bytes: args.buffer_bytes.unwrap_or(defaults.buffer_bytes),
         ..defaults
     };
     let state = load(&args.input, color)?;

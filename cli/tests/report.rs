@@ -158,6 +158,7 @@ fn report_simulates_the_standard_patterns() {
         "    shift:8 ",
         "    all-to-all ",
         "    hotspot:1:5% ",
+        ", at load 0.7 with end nodes sinking 0.9 of their link",
     ] {
         assert!(t.contains(needle), "`{needle}` not in:\n{t}");
     }
@@ -181,12 +182,24 @@ fn report_simulates_the_standard_patterns() {
         .collect();
     assert_eq!(
         traffic,
-        ["uniform", "shift:8", "all-to-all", "hotspot:1:5%"]
+        [
+            "uniform",
+            "shift:8",
+            "all-to-all",
+            "hotspot:1:5%",
+            "hotspot:1:5%"
+        ]
     );
     for p in s["patterns"].as_array().unwrap() {
         let g = p["throughput_per_node_gbps"]["mean"].as_f64().unwrap();
         assert!(g > 1.0 && g < 100.0, "{p}");
+        // No dFtree lanes on this fabric: nothing for the loop to do.
+        assert!(p["dftree"].is_null(), "{p}");
     }
+    // The last pattern: end nodes sink 90 % of their link, hosts offer 70 % of theirs.
+    assert_eq!(s["patterns"][4]["load"], 0.7);
+    assert_eq!(s["patterns"][4]["receive_rate"], 0.9);
+    assert_eq!(s["patterns"][3]["receive_rate"], 1.0);
     assert_eq!(weft(&json).stdout, a.stdout, "same input, same bytes");
     let other = weft(&[&json[..], &["--seed", "3"]].concat());
     assert_ne!(other.stdout, a.stdout, "the seed moves the traffic");
@@ -245,7 +258,76 @@ fn report_puts_fat_tree_vftree_and_dftree_side_by_side() {
             .as_array()
             .unwrap()
             .len(),
-        4
+        5
+    );
+    // Only the dFtree fabric runs the loop; on 8 hosts a 5 % hot-spot is not one it sees.
+    assert!(reports[0]["simulated"]["patterns"][4]["dftree"].is_null());
+    assert_eq!(
+        reports[2]["simulated"]["patterns"][4]["dftree"]["hotspots"],
+        0
+    );
+    assert!(
+        side.contains("  dftree: dFtree's loop saw no hot-spot on uniform, shift:4, all-to-all, hotspot:1:5%, hotspot:1:5% (load 0.7, receive 0.9)\n"),
+        "{side}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn report_runs_dftrees_loop_where_it_can_see_a_hot_spot() {
+    // 32 hosts on a two-level tree of 8-port switches, on 1 VL and on a dFtree pair: with
+    // end nodes sinking at line rate the loop sees no hot-spot (the dFtree column is the
+    // 1-VL tree's, and says why); at a receive rate of 0.9 it marks the hot-spot and moves
+    // its contributors' flows to the slow lane.
+    let dir = std::env::temp_dir().join(format!("weft-report-dftree-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let files = [
+        ("fat-tree", "    vls { budget = 1 }\n"),
+        (
+            "dftree",
+            "    vls { budget = 2 }\n    qos { class compute { lanes = dftree } }\n",
+        ),
+    ]
+    .map(|(name, q)| {
+        let f = dir.join(format!("{name}.weft"));
+        std::fs::write(
+            &f,
+            format!(
+                "use std::hardware::{{sb7800, connectx5}}\nuse std::topology::fat_tree\nfabric small {{\n    topology = fat_tree(levels: 2, radix: 8, switch: sb7800, hca: connectx5)\n{q}    routing {{ engine = fat_tree }}\n}}\n"
+            ),
+        )
+        .unwrap();
+        f
+    });
+    let paths: Vec<&str> = files.iter().map(|f| f.to_str().unwrap()).collect();
+    let out = weft(&[&["report"], &paths[..], &["--simulate"]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    let line = t
+        .lines()
+        .find(|l| l.starts_with("  dftree: "))
+        .unwrap_or_else(|| panic!("no dFtree line in:\n{t}"));
+    assert!(
+        line.starts_with("  dftree: dFtree's loop saw no hot-spot on uniform, shift:16, all-to-all, hotspot:1:5%; on hotspot:1:5% (load 0.7, receive 0.9) it marked "),
+        "{line}"
+    );
+    let json = weft(&[&["report"], &paths[..], &["--simulate", "--format", "json"]].concat());
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let dft = &v["reports"][1]["simulated"]["patterns"];
+    assert_eq!(dft[3]["dftree"]["hotspots"], 0, "{dft}");
+    assert!(dft[4]["dftree"]["hotspots"].as_u64().unwrap() >= 1, "{dft}");
+    assert!(dft[4]["dftree"]["moves"].as_u64().unwrap() > 0, "{dft}");
+    // The flows moved off the hot-spot's lane: the victims get more than on 1 VL.
+    let gbps = |r: usize| {
+        v["reports"][r]["simulated"]["patterns"][4]["throughput_per_node_gbps"]["mean"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(
+        gbps(1) > gbps(0),
+        "dFtree {} against 1 VL {}",
+        gbps(1),
+        gbps(0)
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -111,7 +111,29 @@ fn bad_options_are_clear_errors() {
     refused(&["no/such.json", "--traffic", "uniform"], "cannot read");
     refused(
         &[LAB, "--traffic", "uniform", "--host-model", "lazy"],
-        "host model `lazy`: give refuse, block or fifo",
+        "host model `lazy`: give refuse, block, fifo or unbounded",
+    );
+    refused(
+        &[LAB, "--traffic", "uniform", "--switch-buffers", "crossbar"],
+        "switch buffers `crossbar`: give fifo or voq",
+    );
+    refused(
+        &[LAB, "--traffic", "uniform", "--parallel-sends", "0"],
+        "--parallel-sends must be at least 1 packet",
+    );
+    refused(
+        &[LAB, "--traffic", "uniform", "--preset", "thesis"],
+        "preset `thesis`: give papers",
+    );
+    refused(
+        &[
+            LAB,
+            "--traffic",
+            "multicast:0xc000",
+            "--switch-buffers",
+            "voq",
+        ],
+        "not built yet",
     );
     refused(
         &[LAB, "--traffic", "uniform", "--source-queue", "0"],
@@ -460,4 +482,87 @@ fn multicast_traffic_reports_each_receivers_delivery_and_a_missing_group_is_refu
         &[LAB, "--traffic", "multicast:0x10"],
         "MLID must be a multicast LID from 0xc000 to 0xfffe",
     );
+}
+
+/// `weft simulate … --format json`, parsed.
+fn json(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["simulate"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--format", "json"]);
+    let out = weft(&all);
+    assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn no_figure_above_what_a_link_carries_and_a_zero_warm_up() {
+    // 16 hosts on 4x EDR (98.7 Gb/s of payload), a 1000 ns window: a packet straddling its
+    // edges counts only its bytes inside (whole packets gave 100.352 Gb/s, max 114.688).
+    let v = json(&[
+        LAB,
+        "--traffic",
+        "shift:1",
+        "--duration",
+        "2077ns",
+        "--warmup",
+        "1077ns",
+    ]);
+    let max = v["throughput_per_node_gbps"]["max"].as_f64().unwrap();
+    assert!(max <= 100.0 * 2048.0 / 2074.0, "{max}");
+    assert_eq!(v["window_ns"], 1000);
+    // Measured from the start.
+    let v = json(&[
+        LAB,
+        "--traffic",
+        "shift:1",
+        "--duration",
+        "20us",
+        "--warmup",
+        "0",
+    ]);
+    assert_eq!(v["window_ns"], 20_000);
+    assert_eq!(v["params"]["warmup_ns"], 0);
+    // Receivers that drain nothing deliver nothing.
+    let v = json(&[LAB, "--traffic", "uniform", "--receive-rate", "1e-20"]);
+    assert_eq!(v["packets"]["delivered"], 0);
+}
+
+#[test]
+fn the_papers_preset_sets_its_parameters_and_options_beside_it_win() {
+    let v = json(&[LAB, "--traffic", "hotspot:1", "--preset", "papers"]);
+    let p = &v["params"];
+    assert_eq!(p["duration_ns"], 90_000);
+    assert_eq!(p["warmup_ns"], 0);
+    assert_eq!(p["host"], "unbounded");
+    assert_eq!(p["switch_buffers"], "fifo");
+    assert!(p["parallel_sends"].is_null());
+    assert_eq!(p["dftree_threshold_ticks_per_s"], 3_200_000.0);
+    assert_eq!(v["packets"]["refused_at_source"], 0);
+    let v = json(&[
+        LAB,
+        "--traffic",
+        "hotspot:1",
+        "--preset",
+        "papers",
+        "--duration",
+        "20us",
+        "--switch-buffers",
+        "voq",
+        "--parallel-sends",
+        "1",
+        "--buffer-bytes",
+        "4224",
+    ]);
+    let p = &v["params"];
+    assert_eq!(p["duration_ns"], 20_000);
+    assert_eq!(p["warmup_ns"], 0, "the preset's warm-up stays");
+    assert_eq!(p["switch_buffers"], "voq");
+    assert_eq!(p["parallel_sends"], 1);
+    assert_eq!(p["buffer_bytes"], 4224);
+    assert_eq!(p["host"], "unbounded");
+    // Without a preset, the defaults.
+    let v = json(&[LAB, "--traffic", "uniform", "--duration", "20us"]);
+    assert_eq!(v["params"]["host"], "refuse");
+    assert_eq!(v["params"]["warmup_ns"], serde_json::Value::Null);
+    assert_eq!(v["window_ns"], 16_000);
 }

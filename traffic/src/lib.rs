@@ -15,7 +15,7 @@
 //!   one queue per VL, a packet whose VL queue is full not generated (counted as
 //!   `refused_at_source`: the application could not post it); or one queue per VL with a
 //!   generator that waits until the packet fits; or one send queue in generation order whose
-//!   head holds back the rest. The SL of a packet is the lowest of the state's path SLs for
+//!   head holds back the rest; or one unbounded queue per VL. The SL of a packet is the lowest of the state's path SLs for
 //!   the (source, destination LID) pair, the VL it is injected on the source port's SL→VL
 //!   table (none: VL 0).
 //! * *Links* run at width × speed (the link's recorded rate, else the slower end's
@@ -24,12 +24,21 @@
 //! * *Switches* forward by their LFTs (unicast, the destination's base LID), with virtual
 //!   cut-through: a packet may leave [`Params::switch_latency_ns`] after its head arrived,
 //!   before its tail has, and never finishes leaving before its tail arrived. Each (input
-//!   port, VL) has a FIFO buffer of [`Params::buffer_bytes`]; only its head packet competes
-//!   for an output (head-of-line blocking, as in IB switches). The VL out of a switch is
+//!   port, VL) has a buffer of [`Params::buffer_bytes`]: a FIFO whose head alone competes
+//!   for an output (head-of-line blocking, as in IB switches), or virtual output queues in
+//!   its credits whose oldest packet per output competes ([`SwitchBuffers`]); an input port
+//!   may be limited to [`Params::parallel_sends`] packets at once. The VL out of a switch is
 //!   `SL2VL[in][out][SL]` (no table: VL 0).
 //! * *Credit-based flow control*: a packet goes out on a VL only when the next hop's input
 //!   buffer for that VL has room for all of it (credits in 64-byte blocks); the room comes
-//!   back one link latency after the packet's tail has left that buffer (at a host: arrived).
+//!   back one link latency after the packet's tail has left that buffer (at an end node:
+//!   drained).
+//! * *End nodes* drain what arrives one packet after the other, at their link's rate times
+//!   [`Params::receive_rate`]; a packet is delivered when drained.
+//! * *Measurement* over the window `(warm-up, duration]`: a packet's payload counts spread
+//!   evenly over its drain, so one draining across the window's edge counts only its bytes
+//!   inside; no end node is credited more than its link's payload rate (times the receive
+//!   rate) and no link is busy more than the whole window, whatever the window.
 //! * *Output contention*: each output port sends one packet at a time; among the VLs with a
 //!   packet that has credits it picks by the port's VL arbitration (high and low tables,
 //!   weighted round robin, high first within the high limit; no table: VL 0 only), and among
@@ -49,8 +58,9 @@
 //!   copy has left. [`Packets::copies`] counts the copies made.
 //!
 //! **Not modelled**: IB congestion control (FECN/BECN), adaptive routing,
-//! link-level errors and retries, the input side of a crossbar (a switch input port may feed
-//! several outputs at once, one per VL), shared buffer pools. Packets a switch cannot forward (no LFT entry, a down link, SL→VL 15) are
+//! link-level errors and retries, a crossbar's output buffers, buffer pools shared among VLs.
+//! [`Params::papers`] is the setting under which the vFtree and dFtree papers' figures are
+//! reproduced (docs/simulate.md). Packets a switch cannot forward (no LFT entry, a down link, SL→VL 15) are
 //! dropped and counted.
 //!
 //! **Determinism**: one event queue ordered by (time in picoseconds, sequence number), one
@@ -163,6 +173,13 @@ pub struct Params {
     /// What a host does with a packet its queue has no room for (default
     /// [`HostModel::Refuse`]).
     pub host: HostModel,
+    /// How a switch keeps the packets in an input port's VL buffer (default
+    /// [`SwitchBuffers::Fifo`]).
+    pub switch_buffers: SwitchBuffers,
+    /// Packets one switch input port may be sending at once, over all its VLs and outputs
+    /// (`None`, the default: no limit, every (input port, VL) buffer may feed an output at
+    /// the same time as the others).
+    pub parallel_sends: Option<u32>,
     /// From a packet's head arriving at a switch to its earliest departure, in nanoseconds
     /// (default 100).
     pub switch_latency_ns: u64,
@@ -204,6 +221,39 @@ pub struct Params {
     pub dftree_release_sweeps: u32,
 }
 
+impl Params {
+    /// The presets [`Params::preset`] knows, by name.
+    pub const PRESETS: [&'static str; 1] = ["papers"];
+
+    /// The parameters a preset sets, over the defaults: `papers` (see [`Params::papers`]).
+    pub fn preset(name: &str) -> Result<Params, SimError> {
+        match name.trim() {
+            "papers" => Ok(Params::papers()),
+            other => Err(SimError::Param(format!(
+                "preset `{other}`: give {}",
+                Params::PRESETS.join(", ")
+            ))),
+        }
+    }
+
+    /// The `papers` preset: the vFtree and dFtree papers' 648-port simulations as this
+    /// simulator reproduces them (docs/simulate.md lists every figure, on the papers' tree
+    /// with 4x QDR links): 90 µs measured from the start (no warm-up), hosts with one
+    /// unbounded queue per VL (the generator of the OMNeT++ model of the papers' time), FIFO
+    /// switch buffers without a limit of parallel sends (the defaults), and dFtree's
+    /// threshold at 3.2·10^6 XmitWait ticks per second (a port waiting 5.12 % of the time on
+    /// 4x QDR, as the default is on 4x EDR). Every other parameter is the default.
+    pub fn papers() -> Params {
+        Params {
+            duration_ns: 90_000,
+            warmup_ns: Some(0),
+            host: HostModel::Unbounded,
+            dftree_threshold_ticks_per_s: 3_200_000.0,
+            ..Params::default()
+        }
+    }
+}
+
 /// What the simulation does with a state's dFtree lanes (pairs with several path SLs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -229,6 +279,8 @@ impl Default for Params {
             buffer_bytes: 8448,
             source_queue: 4,
             host: HostModel::Refuse,
+            switch_buffers: SwitchBuffers::Fifo,
+            parallel_sends: None,
             switch_latency_ns: 100,
             link_latency_ns: 5,
             load: 1.0,
@@ -263,6 +315,11 @@ pub enum HostModel {
     /// full generates nothing more until there is room; a head without credits holds back
     /// every packet behind it, whatever their VLs.
     Fifo,
+    /// One queue per VL without a bound ([`Params::source_queue`] is not used): every packet
+    /// generated is queued and the host goes on generating, so a packet on one VL passes one
+    /// blocked on another (the generator of the OMNeT++ InfiniBand model of the vFtree and
+    /// dFtree papers' time). What cannot leave piles up: memory grows with it.
+    Unbounded,
 }
 
 impl HostModel {
@@ -272,17 +329,57 @@ impl HostModel {
             HostModel::Refuse => "refuse",
             HostModel::Block => "block",
             HostModel::Fifo => "fifo",
+            HostModel::Unbounded => "unbounded",
         }
     }
 
-    /// The model a name gives: `refuse`, `block` or `fifo`.
+    /// The model a name gives: `refuse`, `block`, `fifo` or `unbounded`.
     pub fn parse(name: &str) -> Result<HostModel, SimError> {
         match name.trim() {
             "refuse" => Ok(HostModel::Refuse),
             "block" => Ok(HostModel::Block),
             "fifo" => Ok(HostModel::Fifo),
+            "unbounded" => Ok(HostModel::Unbounded),
             other => Err(SimError::Param(format!(
-                "host model `{other}`: give refuse, block or fifo"
+                "host model `{other}`: give refuse, block, fifo or unbounded"
+            ))),
+        }
+    }
+}
+
+/// How a switch keeps the packets of one input port's VL.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SwitchBuffers {
+    /// One FIFO per (input port, VL): only its head packet is routed and competes for an
+    /// output, so a head waiting for a congested output holds back every packet behind it
+    /// (head-of-line blocking, as in IB switches).
+    #[default]
+    Fifo,
+    /// Virtual output queues: one queue per (output port, VL) in each (input port, VL)
+    /// buffer, all of them drawing on that VL's credits ([`Params::buffer_bytes`]); every
+    /// packet is routed as it arrives and the oldest packet for each output competes for it,
+    /// so a packet for a free output passes one waiting for a congested output (the switch
+    /// input buffer of the OMNeT++ InfiniBand model the vFtree and dFtree papers used).
+    Voq,
+}
+
+impl SwitchBuffers {
+    /// The model's name, as `--switch-buffers` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SwitchBuffers::Fifo => "fifo",
+            SwitchBuffers::Voq => "voq",
+        }
+    }
+
+    /// The model a name gives: `fifo` or `voq`.
+    pub fn parse(name: &str) -> Result<SwitchBuffers, SimError> {
+        match name.trim() {
+            "fifo" => Ok(SwitchBuffers::Fifo),
+            "voq" => Ok(SwitchBuffers::Voq),
+            other => Err(SimError::Param(format!(
+                "switch buffers `{other}`: give fifo or voq"
             ))),
         }
     }
@@ -313,6 +410,22 @@ pub fn parse_duration(text: &str) -> Result<u64, SimError> {
         )));
     }
     Ok(ns as u64)
+}
+
+/// Parses a time span that may be zero, such as a warm-up: `0` (with or without a unit,
+/// `0ns`, `0us`) or any duration [`parse_duration`] takes.
+pub fn parse_span(text: &str) -> Result<u64, SimError> {
+    let t = text.trim();
+    let num = t.trim_end_matches(|c: char| c.is_alphabetic() || c == 'µ');
+    let unit = t.get(num.len()..).unwrap_or("").trim();
+    let zero = !num.is_empty()
+        && num.chars().all(|c| c == '0' || c == '.')
+        && num.chars().any(|c| c == '0')
+        && ["", "ns", "us", "µs", "ms", "s"].contains(&unit);
+    if zero {
+        return Ok(0);
+    }
+    parse_duration(text)
 }
 
 /// Runs `a` and `b` on the same traffic, parameters and seed (on two threads) and returns
@@ -371,9 +484,20 @@ mod tests {
         for bad in ["", "1", "ms", "1 h", "0ms", "-1ms", "1.2.3ms", "abc"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
+        // A span (a warm-up) may be zero, with or without a unit; anything else parses as a
+        // duration.
+        for zero in ["0", "0ns", "0us", "0µs", "0.0ms", " 0 "] {
+            assert_eq!(parse_span(zero), Ok(0), "{zero}");
+        }
+        assert_eq!(parse_span("200us"), Ok(200_000));
+        for bad in ["", "0h", "0x", "1", "-0ms", ".ms", "abc"] {
+            assert!(parse_span(bad).is_err(), "{bad}");
+        }
     }
 }
 
+#[cfg(test)]
+mod sim_bounds_tests;
 #[cfg(test)]
 mod sim_dftree_tests;
 #[cfg(test)]

@@ -1,8 +1,11 @@
 //! What a simulation measured, as a stable JSON schema (serde) and as text for people.
 //!
-//! Everything is measured over the window after the warm-up: throughput from the payload of
-//! the packets whose tail arrived in it, utilisation from the bytes that started on a link in
-//! it, stalls from the time in it.
+//! Everything is measured over the window after the warm-up, `(warm-up, duration]`:
+//! throughput from the payload end nodes drained in it (a packet draining across its edge
+//! counts only the bytes drained inside, spread evenly over its drain time), utilisation
+//! from the bytes on a link's wire in it (likewise), stalls from the time in it. So no
+//! throughput per node is above its link's payload rate (times the receive rate), and no
+//! utilisation above 1, whatever the window.
 
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -27,8 +30,10 @@ pub struct Report {
     pub vls: u8,
     /// Packet payload in bytes (after the MTU cap).
     pub payload_bytes: u32,
-    /// Payload delivered per end node, by source, in Gb/s: `mean` is the mean throughput per
-    /// end node.
+    /// Unicast payload each end node drained in the window, in Gb/s: `mean` is the mean
+    /// throughput per end node (the same whether counted where packets are drained or by
+    /// their sources); `min` and `max` are per receiving node, each at most its link's
+    /// payload rate times the receive rate.
     pub throughput_per_node_gbps: Throughput,
     /// Per flow class, with hot-spot traffic (`null` otherwise).
     pub classes: Option<Classes>,
@@ -89,7 +94,9 @@ pub struct Classes {
 pub struct ClassThroughput {
     /// Nodes with flows of the class.
     pub nodes: usize,
-    /// Their throughput in the class, Gb/s.
+    /// Their throughput in the class, Gb/s: the class's payload drained in the window, by
+    /// source node (a flow figure, not a port's: over a window shorter than a packet's trip,
+    /// a source's packets may drain at several receivers at once).
     pub gbps: Throughput,
 }
 
@@ -108,7 +115,8 @@ pub struct JobReport {
     pub from_ns: u64,
     /// When they stop (`null`: the end).
     pub until_ns: Option<u64>,
-    /// Payload its hosts delivered in the window, per host, in Gb/s.
+    /// Payload its hosts drained in the window, per host, in Gb/s (a job's hosts receive
+    /// only from its hosts).
     pub throughput_per_node_gbps: Throughput,
     /// Its packets' latency (delivered in the window).
     pub latency_ns: Latency,
@@ -161,13 +169,14 @@ pub struct Packets {
     pub refused_at_source: u64,
     /// Sent by a host onto its link.
     pub injected: u64,
-    /// Arrived at their destination (over the whole run).
+    /// Drained by their destination end node (over the whole run; a packet still draining
+    /// when the run stops is in flight).
     pub delivered: u64,
-    /// Delivered in the measured window.
+    /// Delivered, their drain ending in the measured window.
     pub delivered_in_window: u64,
     /// Dropped by a switch that could not forward them (no route, SL→VL 15).
     pub dropped: u64,
-    /// On a link or in a switch buffer at the end.
+    /// On a link, in a switch buffer, or still draining into its end node at the end.
     pub in_flight: u64,
     /// Still in a source queue at the end.
     pub queued_at_source: u64,
@@ -207,6 +216,20 @@ impl Report {
             t,
             "  simulated   {} ns ({} ns measured after warm-up), load {}, {} B payload, buffers {} B per VL",
             p.duration_ns, self.window_ns, p.load, self.payload_bytes, p.buffer_bytes
+        );
+        let _ = writeln!(
+            t,
+            "  model       hosts {}{}, switch buffers {}, parallel sends {}, receive rate {}",
+            p.host.name(),
+            if p.host == crate::HostModel::Unbounded {
+                String::new()
+            } else {
+                format!(" (queues of {})", p.source_queue)
+            },
+            p.switch_buffers.name(),
+            p.parallel_sends
+                .map_or_else(|| "unlimited".to_owned(), |n| n.to_string()),
+            p.receive_rate
         );
         let th = &self.throughput_per_node_gbps;
         let _ = writeln!(

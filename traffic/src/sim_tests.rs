@@ -276,8 +276,10 @@ proptest! {
         lanes in prop::sample::select(vec![1u8, 2, 4]),
         spec in prop::sample::select(vec!["uniform", "hotspot:1", "hotspot:2:30", "shift:1", "all-to-all", "permutation"]),
         buffer_packets in 1u32..=3,
-        host in prop::sample::select(vec![HostModel::Refuse, HostModel::Block, HostModel::Fifo]),
+        host in prop::sample::select(vec![HostModel::Refuse, HostModel::Block, HostModel::Fifo, HostModel::Unbounded]),
         queue in 1u32..=4,
+        voq in any::<bool>(),
+        parallel_sends in prop::option::of(1u32..=2),
         seed in 0u64..1000,
     ) {
         prop_assume!(!(levels == 3 && radix == 6));
@@ -286,6 +288,8 @@ proptest! {
         let p = Params {
             buffer_bytes: buffer_packets * 2112,
             host,
+            switch_buffers: if voq { crate::SwitchBuffers::Voq } else { crate::SwitchBuffers::Fifo },
+            parallel_sends,
             source_queue: queue,
             drain: true,
             ..params(5_000)

@@ -31,7 +31,10 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Instant;
 use weft_fabric::ValidState;
-use weft_traffic::{gain_percent, parse_duration, simulate, HostModel, Params, Traffic};
+use weft_traffic::{
+    gain_percent, parse_duration, parse_span, simulate, DftreeMode, HostModel, Params,
+    SwitchBuffers, Traffic,
+};
 
 /// One figure of the paper's table: (roots, hot-spots, VLs, the published gain over 1 VL).
 type Figure = (u32, usize, u8, Option<f64>);
@@ -52,7 +55,8 @@ const TABLE: [Figure; 11] = [
     (9, 1, 2, None),
 ];
 
-/// What a run is on: the tree (roots) and its link speed.
+/// What a run is on: the tree (roots), its lanes (`vls`: vFtree's; 0: dFtree's fast and
+/// slow lane) and its link speed.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Tree {
     roots: u32,
@@ -60,10 +64,16 @@ struct Tree {
     speed: &'static str,
 }
 
+/// `Tree::vls` of dFtree's two lanes.
+const DFTREE: u8 = 0;
+
 /// The weft program of a tree: 36 leaves of 18 hosts, one uplink to each of `roots` roots,
-/// on 36-port switches and HCAs of `speed`, vFtree over `vls` lanes (1: no QoS).
+/// on 36-port switches and HCAs of `speed`, vFtree over `vls` lanes (1: no QoS; 0: dFtree's
+/// fast and slow lane).
 fn program(t: Tree) -> String {
-    let qos = if t.vls == 1 {
+    let qos = if t.vls == DFTREE {
+        "    vls { budget = 2 }\n    qos { class bulk { lanes = dftree } }\n".to_owned()
+    } else if t.vls == 1 {
         "    vls { budget = 1 }\n".to_owned()
     } else {
         format!(
@@ -107,6 +117,8 @@ struct Mean {
     gbps: f64,
     packets: u64,
     wall: f64,
+    /// dFtree's loop: hot-spots marked per run.
+    marks: f64,
 }
 
 /// A model: the simulator's parameters, and optionally an input buffer per port shared out
@@ -118,17 +130,54 @@ struct Model {
 }
 
 fn run(states: &States, t: Tree, hotspots: usize, m: &Model, seeds: u64) -> Mean {
+    run_as(states, t, hotspots, m, seeds, DftreeMode::Loop)
+}
+
+/// Where the single hot-spot is: node 1 (the papers'), or the first node of the last leaf.
+#[derive(Clone, Copy, PartialEq)]
+enum Hot {
+    Papers,
+    LastLeaf,
+}
+
+/// [`run_as`] with the single hot-spot placed as `hot` says.
+fn run_hot(states: &States, t: Tree, m: &Model, seeds: u64, hot: Hot) -> Mean {
+    if hot == Hot::Papers {
+        return run(states, t, 1, m, seeds);
+    }
+    // A job of every host, listed from the last leaf's first host (18 hosts a leaf): its
+    // first host is the hot-spot.
     let state = states.get(t);
-    let p = &Params {
-        buffer_bytes: m
-            .port_buffer
-            .map_or(m.p.buffer_bytes, |b| b / u32::from(t.vls) / 64 * 64),
-        ..m.p
-    };
-    let traffic = Traffic::parse(&format!("hotspot:{hotspots}")).unwrap_or(Traffic::Uniform);
+    let names: Vec<String> = state
+        .fabric
+        .nodes()
+        .iter()
+        .filter(|n| n.is_host())
+        .map(|n| n.name().to_owned())
+        .collect();
+    let cut = names.len().saturating_sub(18);
+    let list = names[cut..]
+        .iter()
+        .chain(&names[..cut])
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(",");
+    let jobs = weft_traffic::Jobs::parse(
+        "last-leaf",
+        &format!("job all hosts {list} pattern hotspot:1\n"),
+    )
+    .unwrap_or_else(|e| {
+        eprintln!("{e}");
+        std::process::exit(1)
+    });
+    mean_of(&state, &Traffic::Jobs(jobs), &m.p, seeds)
+}
+
+/// The mean over `seeds` runs of `traffic` on `state`.
+fn mean_of(state: &ValidState, traffic: &Traffic, p: &Params, seeds: u64) -> Mean {
     let rs: Vec<_> = (0..seeds)
         .into_par_iter()
-        .map(|seed| match simulate(&state, &traffic, p, seed) {
+        .map(|seed| match simulate(state, traffic, p, seed) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("{e}");
@@ -145,21 +194,53 @@ fn run(states: &States, t: Tree, hotspots: usize, m: &Model, seeds: u64) -> Mean
             / n,
         packets: rs.iter().map(|r| r.packets.injected).sum(),
         wall: rs.iter().map(|r| r.wall.as_secs_f64()).sum(),
+        marks: rs
+            .iter()
+            .filter_map(|r| r.dftree.as_ref())
+            .map(|d| d.hotspots.len())
+            .sum::<usize>() as f64
+            / n,
     }
+}
+
+/// [`run`] with dFtree's lanes (a tree of `vls` [`DFTREE`]) run as `dftree` says.
+fn run_as(
+    states: &States,
+    t: Tree,
+    hotspots: usize,
+    m: &Model,
+    seeds: u64,
+    dftree: DftreeMode,
+) -> Mean {
+    let state = states.get(t);
+    let lanes = if t.vls == DFTREE { 2 } else { u32::from(t.vls) };
+    let p = &Params {
+        buffer_bytes: m
+            .port_buffer
+            .map_or(m.p.buffer_bytes, |b| b / lanes / 64 * 64),
+        dftree,
+        ..m.p.clone()
+    };
+    let traffic = Traffic::parse(&format!("hotspot:{hotspots}")).unwrap_or(Traffic::Uniform);
+    mean_of(&state, &traffic, p, seeds)
 }
 
 struct Opts {
     mode: String,
     seeds: Option<u64>,
+    /// Link speed (default EDR; in `papers`, QDR: the papers' links).
     speed: &'static str,
     model: Model,
+    /// `papers`: the receive rate of dFtree's loop rows (and their 1-VL baseline).
+    loop_receive_rate: f64,
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: simulate [table|headline|sensitivity|durations] [--duration T] [--seeds N] [--host refuse|block|fifo] \
-         [--queue N] [--buffer BYTES] [--port-buffer BYTES] [--switch-ns N] [--link-ns N] \
-         [--load F] [--speed DDR|QDR|FDR|EDR]"
+        "usage: simulate [papers|table|headline|sensitivity|durations] [--preset papers] [--duration T] \
+         [--warmup T] [--seeds N] [--host refuse|block|fifo|unbounded] [--queue N] [--buffer BYTES] \
+         [--port-buffer BYTES] [--switch-buffers fifo|voq] [--parallel-sends N] [--switch-ns N] \
+         [--link-ns N] [--load F] [--receive-rate F] [--loop-receive-rate F] [--dftree-threshold TICKS] [--speed DDR|QDR|FDR|EDR]"
     );
     std::process::exit(2)
 }
@@ -179,6 +260,7 @@ fn opts() -> Opts {
         mode: "table".into(),
         seeds: None,
         speed: "EDR",
+        loop_receive_rate: 0.9,
         model: Model {
             p: Params {
                 duration_ns: 1_000_000,
@@ -188,6 +270,7 @@ fn opts() -> Opts {
         },
     };
     let mut args = std::env::args().skip(1);
+    let mut speed_given = None;
     while let Some(a) = args.next() {
         if !a.starts_with("--") {
             o.mode = a;
@@ -197,7 +280,22 @@ fn opts() -> Opts {
         let num = || v.parse::<u64>().unwrap_or_else(|_| usage());
         let p = &mut o.model.p;
         match a.as_str() {
+            "--preset" => *p = Params::preset(&v).unwrap_or_else(|_| usage()),
             "--duration" => p.duration_ns = parse_duration(&v).unwrap_or_else(|_| usage()),
+            "--warmup" => p.warmup_ns = Some(parse_span(&v).unwrap_or_else(|_| usage())),
+            "--switch-buffers" => {
+                p.switch_buffers = SwitchBuffers::parse(&v).unwrap_or_else(|_| usage())
+            }
+            "--parallel-sends" => {
+                p.parallel_sends = match v.as_str() {
+                    "none" => None,
+                    _ => Some(num() as u32),
+                }
+            }
+            "--receive-rate" => p.receive_rate = v.parse().unwrap_or_else(|_| usage()),
+            "--dftree-threshold" => {
+                p.dftree_threshold_ticks_per_s = v.parse().unwrap_or_else(|_| usage())
+            }
             "--seeds" => o.seeds = Some(num()),
             "--host" => p.host = HostModel::parse(&v).unwrap_or_else(|_| usage()),
             "--queue" => p.source_queue = num() as u32,
@@ -206,10 +304,12 @@ fn opts() -> Opts {
             "--switch-ns" => p.switch_latency_ns = num(),
             "--link-ns" => p.link_latency_ns = num(),
             "--load" => p.load = v.parse().unwrap_or_else(|_| usage()),
-            "--speed" => o.speed = speed(&v),
+            "--speed" => speed_given = Some(speed(&v)),
+            "--loop-receive-rate" => o.loop_receive_rate = v.parse().unwrap_or_else(|_| usage()),
             _ => usage(),
         }
     }
+    o.speed = speed_given.unwrap_or(if o.mode == "papers" { "QDR" } else { "EDR" });
     o
 }
 
@@ -220,14 +320,17 @@ fn describe(speed: &str, m: &Model, seeds: u64) -> String {
         None => format!("{} B input buffers per VL", p.buffer_bytes),
     };
     format!(
-        "{} simulated ({} µs warm-up), seeds 0..{seeds}, 4x {speed} links, load {}, host model {} with queues of {} packets, {buffers}, {} ns switches, {} ns links",
+        "{} simulated ({} ns warm-up), seeds 0..{seeds}, 4x {speed} links, load {}, host model {} with queues of {} packets, {buffers}, switch buffers {}, parallel sends {}, {} ns switches, {} ns links, receive rate {}",
         fmt_ns(p.duration_ns),
-        p.duration_ns / 5 / 1000,
+        p.warmup_ns.unwrap_or(p.duration_ns / 5),
         p.load,
         p.host.name(),
         p.source_queue,
+        p.switch_buffers.name(),
+        p.parallel_sends.map_or_else(|| "unlimited".to_owned(), |n| n.to_string()),
         p.switch_latency_ns,
-        p.link_latency_ns
+        p.link_latency_ns,
+        p.receive_rate
     )
 }
 
@@ -311,6 +414,151 @@ fn table(o: &Opts, states: &States, headline: bool) {
         started.elapsed().as_secs_f64(),
         rayon::current_num_threads()
     );
+}
+
+/// The vFtree and dFtree papers' 648-port figures: (roots, hot-spots, lanes (vFtree's
+/// count, or [`DFTREE`]), the published gain over 1 VL in per cent, where it is published).
+const PAPERS: [(u32, usize, u8, f64, &str); 11] = [
+    (18, 1, 2, 459.0, "vFtree Fig. 10a"),
+    (18, 1, 4, 676.0, "vFtree Fig. 10a"),
+    (18, 1, 6, 744.0, "vFtree Fig. 10a"),
+    (18, 1, 8, 757.0, "vFtree Fig. 10a"),
+    (18, 9, 8, 221.0, "vFtree §V"),
+    (9, 1, 8, 503.0, "vFtree Fig. 10b"),
+    (9, 3, 8, 270.0, "vFtree Fig. 10b"),
+    (9, 9, 8, 90.0, "vFtree Fig. 10b"),
+    (18, 1, DFTREE, 480.25, "dFtree Fig. 13"),
+    (18, 3, DFTREE, 345.32, "dFtree Fig. 13"),
+    (18, 9, DFTREE, 169.17, "dFtree Fig. 13"),
+];
+
+/// How far a figure may be from the published one and count as reproduced: ±25 %.
+const TOLERANCE: f64 = 0.25;
+
+/// `papers`: every figure of the papers' tables under the options given (`--preset papers`
+/// for the documented setting), beside the published one, with the ratio of the two gains;
+/// dFtree in the papers' best case (what they simulated) and with its run-time loop (at
+/// `--loop-receive-rate`, its 1-VL baseline too: the loop sees an end-node hot-spot only
+/// where end nodes sink slower than their links deliver). After the table, the 2-lane figure
+/// with the single hot-spot on the last leaf instead of node 1's.
+fn papers(o: &Opts, states: &States) {
+    let seeds = o.seeds.unwrap_or(8);
+    println!(
+        "the vFtree and dFtree papers' 648-port figures: {}",
+        describe(o.speed, &o.model, seeds)
+    );
+    let head = format!(
+        "{:<15} {:>3} {:<34} {:>9} {:>9} {:>8} {:>8} {:>6}  {:<8} {:>8} {:>9}",
+        "tree",
+        "hot",
+        "lanes",
+        "1 VL",
+        "Gb/s",
+        "gain",
+        "paper",
+        "ratio",
+        "±25 %",
+        "wall s",
+        "packets/s"
+    );
+    println!("{head}");
+    let started = Instant::now();
+    let looping = Model {
+        p: Params {
+            receive_rate: o.loop_receive_rate,
+            ..o.model.p.clone()
+        },
+        port_buffer: o.model.port_buffer,
+    };
+    // (roots, hot-spots, receive rate in thousandths) → the 1-VL baseline.
+    let mut base: BTreeMap<(u32, usize, u32), Mean> = BTreeMap::new();
+    let (mut within, mut figures) = (0, 0);
+    let line = |roots: u32, hot: usize, lanes: &str, b: f64, m: &Mean, paper: f64| {
+        let gain = gain_percent(m.gbps, b);
+        let ratio = gain / paper;
+        let ok = (ratio - 1.0).abs() <= TOLERANCE + 1e-9;
+        println!(
+            "{:<15} {:>3} {:<34} {:>9.3} {:>9.3} {:>8} {:>8} {:>6.2}  {:<8} {:>8.2} {:>9.0}",
+            if roots == 18 {
+                "full (18 roots)"
+            } else {
+                "2:1 (9 roots)"
+            },
+            hot,
+            lanes,
+            b,
+            m.gbps,
+            pct(Some(gain)),
+            pct(Some(paper)),
+            ratio,
+            if ok { "within" } else { "OUTSIDE" },
+            m.wall,
+            m.packets as f64 / m.wall.max(1e-9)
+        );
+        ok
+    };
+    for &(roots, hot, vls, paper, _) in &PAPERS {
+        let tree = |vls| Tree {
+            roots,
+            vls,
+            speed: o.speed,
+        };
+        let rows: Vec<(DftreeMode, &Model, String)> = if vls == DFTREE {
+            vec![
+                (DftreeMode::Oracle, &o.model, "dFtree, best case".to_owned()),
+                (
+                    DftreeMode::Loop,
+                    &looping,
+                    format!("dFtree loop, receive {}", o.loop_receive_rate),
+                ),
+            ]
+        } else {
+            vec![(DftreeMode::Loop, &o.model, format!("vFtree, {vls} VLs"))]
+        };
+        for (mode, model, what) in rows {
+            let key = (roots, hot, (model.p.receive_rate * 1000.0).round() as u32);
+            let b = base
+                .entry(key)
+                .or_insert_with(|| run(states, tree(1), hot, model, seeds))
+                .gbps;
+            let m = run_as(states, tree(vls), hot, model, seeds, mode);
+            let what = if mode == DftreeMode::Loop && vls == DFTREE {
+                format!("{what} ({:.0} marks)", m.marks)
+            } else {
+                what
+            };
+            figures += 1;
+            if line(roots, hot, &what, b, &m, paper) {
+                within += 1;
+            }
+        }
+    }
+    println!(
+        "{within} of {figures} figures within ±25 % of the paper's; total wall time {:.1} s on {} threads",
+        started.elapsed().as_secs_f64(),
+        rayon::current_num_threads()
+    );
+    // The single hot-spot on the last leaf, not node 1's: how the 2-lane figure moves with
+    // where Algorithm 1 numbers the hot-spot's leaf.
+    println!("not the papers' placement: the single hot-spot on the first node of the last leaf");
+    let tree = |vls| Tree {
+        roots: 18,
+        vls,
+        speed: o.speed,
+    };
+    let b = run_hot(states, tree(1), &o.model, seeds, Hot::LastLeaf).gbps;
+    for vls in [2, 8] {
+        let m = run_hot(states, tree(vls), &o.model, seeds, Hot::LastLeaf);
+        let paper = if vls == 2 { 459.0 } else { 757.0 };
+        line(
+            18,
+            1,
+            &format!("vFtree, {vls} VLs, last leaf"),
+            b,
+            &m,
+            paper,
+        );
+    }
 }
 
 /// One line of the sensitivity table: the gains at 2 and 8 VLs with one hot-spot.
@@ -462,6 +710,7 @@ fn main() {
     let o = opts();
     let states = States(Mutex::new(BTreeMap::new()));
     match o.mode.as_str() {
+        "papers" => papers(&o, &states),
         "table" => table(&o, &states, false),
         "headline" => table(&o, &states, true),
         "sensitivity" => sensitivity(&o, &states),

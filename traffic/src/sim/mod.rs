@@ -1,0 +1,368 @@
+//! The event-driven engine (see the crate's documentation for what it models).
+//!
+//! Time is in picoseconds. Every directed live link is a *channel*; its receiving end has one
+//! input buffer per VL (at a switch; a host consumes at line rate), its sending end one
+//! output with credits per VL, an arbiter, and the requests of the buffers whose head packet
+//! wants to leave on it. Hosts have one source queue (a buffer) per VL.
+
+mod build;
+mod multicast;
+mod report;
+mod unicast;
+
+use crate::arb::Arbiter;
+use crate::pattern::{Active, Pattern, GROUP};
+use crate::report::{
+    ClassThroughput, Classes, JobReport, Latency, LinkLoad, McReport, Packets, Report, Throughput,
+};
+use crate::sim_dftree::Loop;
+use crate::{DftreeMode, HostModel, Params, SimError, SwitchBuffers, Traffic};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::time::Instant;
+use weft_fabric::rng::SplitMix64;
+use weft_fabric::{
+    FabricState, Lid, Mlid, NodeKind, PortMask, PortNum, PortRef, Sl, SwitchState, LFT_UNSET,
+};
+
+/// Credits are 64-byte blocks.
+const BLOCK: u32 = 64;
+/// Picoseconds per nanosecond.
+const PS: u64 = 1000;
+/// No channel.
+const NONE: u32 = u32::MAX;
+/// A stall's blocker: the end node the channel feeds (it drains slower than its link).
+pub(crate) const END_NODE: u32 = u32::MAX - 1;
+
+#[derive(Clone, Copy, Debug)]
+struct Pkt {
+    src: u32,
+    dst: u32,
+    dlid: u16,
+    sl: u8,
+    /// The VL it travels on (on the link it is on, or it will leave a source queue on).
+    vl: u8,
+    born: u64,
+    /// When its head arrived where it is.
+    head_at: u64,
+    /// When its tail arrived (or will) where it is.
+    tail_at: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Ev {
+    /// A packet's head arrives at the far end of a channel.
+    Arrive { chan: u32, pkt: Pkt },
+    /// A switch buffer's head packet may be routed.
+    Ready { buf: u32 },
+    /// A channel's output finished sending a packet out of input channel `from` (`NONE`: a
+    /// host's source queue).
+    Free { chan: u32, from: u32 },
+    /// Credits come back to a channel's output.
+    Credit { chan: u32, vl: u8, blocks: u32 },
+    /// A host generates.
+    Gen { host: u32 },
+    /// dFtree: a performance sweep.
+    Sweep,
+    /// dFtree: a sweep's moves reach the sources.
+    Repath { idx: u32 },
+}
+
+struct Item {
+    t: u64,
+    seq: u64,
+    ev: Ev,
+}
+
+impl PartialEq for Item {
+    fn eq(&self, o: &Item) -> bool {
+        (self.t, self.seq) == (o.t, o.seq)
+    }
+}
+impl Eq for Item {}
+impl PartialOrd for Item {
+    fn partial_cmp(&self, o: &Item) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Item {
+    fn cmp(&self, o: &Item) -> std::cmp::Ordering {
+        (self.t, self.seq).cmp(&(o.t, o.seq))
+    }
+}
+
+struct Chan {
+    from: PortRef,
+    to: PortRef,
+    /// The host at the receiving end, if a host.
+    to_host: Option<u32>,
+    /// Whether the receiving end is a switch (with input buffers).
+    to_switch: bool,
+    mbps: u64,
+    /// Into an end node: the time it takes to drain one packet, in picoseconds (its
+    /// serialisation time at the link's rate times the receive rate).
+    drain_ps: u64,
+}
+
+struct Host {
+    port: PortRef,
+    lid: Lid,
+    chan: u32,
+    rng: SplitMix64,
+    interval: u64,
+    /// A generated packet its queue had no room for, waiting (host models `block`, `fifo`).
+    held: Option<Pkt>,
+}
+
+/// Multicast traffic: the group and what it delivered.
+struct Mc {
+    mlid: Mlid,
+    sl: Sl,
+    /// Per host: a member (it sends), a member the tree delivers to (it receives).
+    sender: Vec<bool>,
+    receiver: Vec<bool>,
+    /// Per host: group payload delivered to it in the window, in bytes.
+    bytes: Vec<u64>,
+    delivered: u64,
+    no_entry: u64,
+    non_receiver: u64,
+    /// Per switch input buffer: copies of its head packet still to send, and when the
+    /// tail of the last one sent leaves.
+    left: Vec<u32>,
+    gone: Vec<u64>,
+}
+
+/// The simulation's whole state.
+struct Sim<'a> {
+    st: &'a FabricState,
+    p: &'a Params,
+    nvl: usize,
+    pkt_bytes: u32,
+    payload: u32,
+    blocks: u32,
+    link_ps: u64,
+    sw_ps: u64,
+    end: u64,
+    warm: u64,
+    chans: Vec<Chan>,
+    hosts: Vec<Host>,
+    /// Per node: the channel out of each port (index: port number).
+    out_chan: Vec<Vec<u32>>,
+    /// Per node: its switch tables.
+    sw: Vec<Option<&'a SwitchState>>,
+    /// Buffers: `chan·nvl + vl` input buffers, then `(chans + host)·nvl + vl` source queues.
+    bufs: Vec<VecDeque<Pkt>>,
+    /// Per buffer: the (channel, VL) its head packet has asked for.
+    target: Vec<Option<(u32, u8)>>,
+    /// Per channel: sending.
+    busy: Vec<bool>,
+    /// Per input channel: packets it is sending (its parallel sends).
+    sending: Vec<u32>,
+    /// Parallel sends an input channel may have ([`Params::parallel_sends`]; `u32::MAX`: no
+    /// limit).
+    limit: u32,
+    /// Virtual output queues ([`crate::SwitchBuffers::Voq`]) instead of FIFO input buffers.
+    voq: bool,
+    /// Virtual output queues, per switch input buffer: its packets not routed yet (the last
+    /// ones to arrive).
+    unrouted: Vec<u32>,
+    /// Per `chan·nvl + vl`: credits (blocks) and the buffers asking.
+    credits: Vec<u32>,
+    reqs: Vec<Vec<u32>>,
+    /// Per `chan·nvl + vl`: the buffer served last.
+    last: Vec<u32>,
+    arb: Vec<Arbiter>,
+    stall_since: Vec<Option<u64>>,
+    stall_ps: Vec<u64>,
+    /// Per channel: what its open stall waits on (the output its next hop's blocked head
+    /// packet asked for, [`END_NODE`], or [`NONE`]: not known).
+    blocker: Vec<u32>,
+    /// Per channel: stall time in the window by blocker (congestion trees).
+    stall_to: Vec<Vec<(u32, u64)>>,
+    /// Per job (job files): latencies of its packets delivered in the window.
+    job_lat: Vec<Vec<u64>>,
+    sent_bytes: Vec<u64>,
+    pattern: Pattern,
+    heap: BinaryHeap<Reverse<Item>>,
+    seq: u64,
+    events: u64,
+    // Measurements.
+    counts: Packets,
+    /// Per host: unicast payload it drained in the window, in bytes (a packet draining
+    /// across the window's edge counts its bytes inside).
+    recv: Vec<u64>,
+    /// Per source host: its unicast payload drained in the window, and the part of it
+    /// toward its hot-spot.
+    by_src: Vec<u64>,
+    to_hot: Vec<u64>,
+    /// Unicast packets still draining into their end node when the run stopped.
+    receiving: u64,
+    latencies: Vec<u64>,
+    /// The most blocks any input buffer held (checked against its size in tests).
+    max_fill: u32,
+    fill: Vec<u32>,
+    /// Per host: when its receive side has drained what arrived (below line rate only).
+    sink_free: Vec<u64>,
+    /// dFtree's loop or best case, on a state with dFtree lanes.
+    dft: Option<Loop>,
+    /// Multicast traffic's group.
+    mc: Option<Mc>,
+}
+
+/// Simulates `traffic` on `state` for `params.duration_ns` with `seed`.
+pub fn simulate(
+    state: &FabricState,
+    traffic: &Traffic,
+    params: &Params,
+    seed: u64,
+) -> Result<Report, SimError> {
+    let started = Instant::now();
+    let mut sim = Sim::new(state, traffic, params, seed)?;
+    sim.run();
+    let mut r = sim.report(traffic, seed);
+    r.wall = started.elapsed();
+    Ok(r)
+}
+
+/// A channel's serialisation time for `bytes`, in picoseconds.
+pub(crate) fn ser(bytes: u32, mbps: u64) -> u64 {
+    (u64::from(bytes) * 8 * 1_000_000).div_ceil(mbps.max(1))
+}
+
+impl Sim<'_> {
+    fn push(&mut self, t: u64, ev: Ev) {
+        self.seq += 1;
+        self.heap.push(Reverse(Item {
+            t,
+            seq: self.seq,
+            ev,
+        }));
+    }
+
+    fn run(&mut self) {
+        while let Some(Reverse(item)) = self.heap.pop() {
+            if item.t > self.end && !self.p.drain {
+                self.heap.push(Reverse(item));
+                break;
+            }
+            self.events += 1;
+            let now = item.t;
+            match item.ev {
+                Ev::Gen { host } => self.generate(now, host),
+                Ev::Arrive { chan, pkt } => self.arrive(now, chan, pkt),
+                Ev::Ready { buf } => self.route(now, buf),
+                Ev::Free { chan, from } => self.freed(now, chan, from),
+                Ev::Credit { chan, vl, blocks } => {
+                    if let Some(c) = self
+                        .credits
+                        .get_mut(chan as usize * self.nvl + usize::from(vl))
+                    {
+                        *c += blocks;
+                    }
+                    self.try_send(now, chan);
+                }
+                Ev::Sweep => self.sweep(now),
+                Ev::Repath { idx } => {
+                    if let Some(d) = self.dft.as_mut() {
+                        d.apply(now, idx);
+                    }
+                }
+            }
+        }
+    }
+
+    /// dFtree: a performance sweep, the next one scheduled, the moves after the delay.
+    fn sweep(&mut self, now: u64) {
+        let Some(d) = self.dft.as_mut() else {
+            return;
+        };
+        if let Some(idx) = d.sweep(now, &self.stall_since) {
+            let at = now + self.p.dftree_repath_ns.saturating_mul(PS);
+            self.push(at, Ev::Repath { idx });
+        }
+        let next = now + self.p.dftree_sweep_ns.saturating_mul(PS);
+        if next <= self.end {
+            self.push(next, Ev::Sweep);
+        }
+    }
+
+    fn in_window(&self, t: u64) -> bool {
+        t > self.warm && t <= self.end
+    }
+
+    /// The share of `bytes` spread evenly over `(start, done]` that falls in the measured
+    /// window `(warm, end]`.
+    fn window_part(&self, bytes: u64, start: u64, done: u64) -> u64 {
+        if done <= start {
+            return if self.in_window(done) { bytes } else { 0 };
+        }
+        let (lo, hi) = (start.max(self.warm), done.min(self.end));
+        if hi <= lo {
+            return 0;
+        }
+        (u128::from(bytes) * u128::from(hi - lo) / u128::from(done - start)) as u64
+    }
+
+    /// End node `to_host` (fed by channel `c`) drains `pkt`, whose head arrives `now`: from
+    /// then, or once the packet before it has drained, for the channel's drain time, and
+    /// never before its tail has arrived. Returns when it starts and when it is done.
+    fn sink(&mut self, now: u64, c: u32, to_host: Option<u32>, pkt: &Pkt) -> (u64, u64) {
+        let drain = self.chans.get(c as usize).map_or(0, |ch| ch.drain_ps);
+        let free = to_host.and_then(|h| self.sink_free.get_mut(h as usize));
+        let start = free.as_ref().map_or(now, |f| now.max(**f));
+        let done = start.saturating_add(drain).max(pkt.tail_at);
+        if let Some(f) = free {
+            *f = done;
+        }
+        (start, done)
+    }
+}
+
+/// Test hooks: the engine's invariants.
+#[cfg(test)]
+pub(crate) fn run_checked(
+    state: &FabricState,
+    traffic: &Traffic,
+    params: &Params,
+    seed: u64,
+) -> (Report, u32, u32) {
+    let mut sim = Sim::new(state, traffic, params, seed).unwrap();
+    sim.run();
+    let (max_fill, cap) = (sim.max_fill, params.buffer_bytes / BLOCK);
+    (sim.report(traffic, seed), max_fill, cap)
+}
+
+/// Test hook: a run's report, and per host the payload it drained in the window (unicast and
+/// multicast) in Gb/s beside what its link allows: the link's payload rate times the
+/// receive rate.
+#[cfg(test)]
+pub(crate) fn run_bounded(
+    state: &FabricState,
+    traffic: &Traffic,
+    params: &Params,
+    seed: u64,
+) -> (Report, Vec<(f64, f64)>, u32, u32) {
+    let mut sim = Sim::new(state, traffic, params, seed).unwrap();
+    sim.run();
+    let window = (sim.end - sim.warm) as f64;
+    let per_host = (0..sim.hosts.len())
+        .map(|h| {
+            let mc = sim
+                .mc
+                .as_ref()
+                .and_then(|m| m.bytes.get(h).copied())
+                .unwrap_or(0);
+            let got = (sim.recv[h] + mc) as f64 * 8000.0 / window;
+            let mbps = sim
+                .chans
+                .iter()
+                .find(|c| c.to_host == Some(h as u32))
+                .map_or(0, |c| c.mbps);
+            let bound = mbps as f64 / 1000.0 * f64::from(sim.payload) / f64::from(sim.pkt_bytes)
+                * params.receive_rate;
+            (got, bound)
+        })
+        .collect();
+    let (max_fill, cap) = (sim.max_fill, params.buffer_bytes / BLOCK);
+    (sim.report(traffic, seed), per_host, max_fill, cap)
+}
