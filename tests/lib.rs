@@ -1,5 +1,13 @@
 //! Shared helpers of the end-to-end tests.
 //!
+//! The suites (one file each beside this one) cover the examples' proofs, degraded trees,
+//! layered routing, QoS, fat-tree detection, plans, VM migration, `apply` on the sim and over
+//! MADs, OpenSM interop, the ibsim round trip and service nodes on real trees (the real dumps
+//! of `fixtures/real/`, with their provenance). Tests that need ibsim, OpenSM or
+//! infiniband-diags fail when `CI` is set and the tool is missing, and skip loudly otherwise;
+//! `WEFT_BIG_EXAMPLES` and `WEFT_TREE_CASES` gate the large runs. The OpenSM interop of
+//! aggregation-node fat-trees needs the `weft` binary, so it is `cli/tests/opensm_aggregation.rs`.
+//!
 //! * [`ibsim`]: run ibsim and InfiniBand tools against it.
 //! * [`assert_isomorphic`] / [`isomorphism_differences`]: compare two fabrics by node GUID, the
 //!   way a discovery sees them.

@@ -1,4 +1,19 @@
 //! Inputs for the benchmarks, built deterministically from the repository's examples.
+//!
+//! Speed is measured here, never in tests. Criterion benchmarks on the target fabric sizes:
+//! `benches/frontend.rs` (parse + elaborate, explicit programs, ibnetdiscover read/write,
+//! `weft import` + `weft check` of the 666-switch SuperPOD-class dump the `superpod` binary
+//! writes, compile, `layered` on a random irregular fabric of 1 000 switches, [`irregular`],
+//! which the `irregular` binary writes as a `.weft` file for OpenSM), `benches/verify.rs`,
+//! `benches/plan.rs` (a link failure planned and its steps proven), `benches/migrate.rs` (VM
+//! migration plans). Comparison binaries (`src/bin/`, each run by a script in `bench/`):
+//! `vs_opensm` (the same fabric routed by weft and by OpenSM on ibsim: ftree, updn, minhop,
+//! dfsssp, lash, nue; times, layers, quality), `vs_ibdmchk` (`weft verify` against `ibdmchk
+//! -a` on the same dumps), `broken_state` (`weft verify` on a state with every LFT entry at
+//! port 1), `deploy_vs_opensm` (initial deployment over MADs on ibsim: `weft apply --target
+//! mad` against OpenSM's file engine), `opensm_reroute` (OpenSM re-routing a link failure and
+//! changing engine, every mix of its LFT writes checked with the transition verifier, beside
+//! `weft plan`), `simulate`, `dftree`.
 #![expect(
     clippy::panic,
     reason = "benchmark fixtures stop on a broken example; they are not product code"

@@ -1,6 +1,28 @@
-//! `weft`: the command-line front end. The only crate that writes to the terminal.
+//! `weft`: the command-line front end. The only crate that writes to the terminal; it renders
+//! what the libraries return as data and does no domain work (compiling is the driver's,
+//! reading a live fabric deploy's).
 //!
-//! Exit codes: 0 ok, 1 findings (errors in the input or the fabric), 2 could not run.
+//! Exit codes: 0 ok, 1 findings (errors in the input or the fabric), 2 could not run, 130
+//! interrupted, 141 a closed pipe.
+//!
+//! One module per command, each with its clap `Args` and a `run`; this file dispatches, owns
+//! `Fatal` (`Input`: refused input, its findings, exit 1; `Failed`: could not run, for a
+//! coded reason such as a deploy error, exit 2; both shown in the command's format; `Run`:
+//! could not run, no code — option combinations, an unreadable file — `error: …`, exit 2) and
+//! `--explain`. `apply/` is `mod.rs` (arguments, the run, refusals), `target.rs` (the sim or
+//! MAD target, `--inject`, `--sm`), `opensm.rs` (the hand-off) and `report.rs` (the dry-run
+//! listing, the report and its exit status). `export/` writes the formats other tools read
+//! (`slurm.rs`, `graph.rs`); `report_sim.rs` is `weft report --simulate`; `html/` the
+//! self-contained pages of `report`, `plan` and `diff` (`topo.rs` draws the fabric);
+//! `manual.rs` the completion scripts and man pages. `args.rs` parses `--property` and
+//! `--scope` from the verifier's own lists; `codes.rs` puts the crates' code registries
+//! together (the SARIF rules, `--explain`, `docs/codes.md`, the test that every code written
+//! is registered). `findings/` is the one finding model and its renderers (`human.rs`,
+//! `sarif.rs`, the JSON `document`), `input.rs` the findings of files a reader refused;
+//! `render.rs` shows the verifier's results for people. `output.rs` writes `-o` files whole
+//! through `weft_deploy::files`; `build.rs` swaps its directory in with
+//! `renameat2(RENAME_EXCHANGE)`; `term.rs` owns the terminal around a run (the progress line,
+//! Ctrl-C and SIGTERM).
 
 mod apply;
 mod args;
@@ -15,6 +37,7 @@ mod findings;
 mod fmt;
 mod html;
 mod import;
+mod manual;
 mod output;
 mod plan;
 mod render;
@@ -26,7 +49,7 @@ mod verify;
 
 use weft_driver::display_name;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand, ValueEnum};
 use std::io::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
@@ -97,6 +120,10 @@ enum Command {
     Diff(diff::Args),
     /// Turn an ibnetdiscover dump into a `.weft` program.
     Import(import::Args),
+    /// Print a shell completion script for weft (bash, zsh, fish, elvish, powershell).
+    Completions(manual::CompletionsArgs),
+    /// Write weft's man pages (weft.1 and one weft-COMMAND.1 per command) under DIR/man1.
+    Man(manual::ManArgs),
 }
 
 /// Why a command stopped short.
@@ -318,6 +345,8 @@ impl Command {
             Command::Export(a) => ("export", a.format.findings()),
             Command::Diff(a) => ("diff", a.format.findings()),
             Command::Import(_) => ("import", Format::Human),
+            Command::Completions(_) => ("completions", Format::Human),
+            Command::Man(_) => ("man", Format::Human),
         }
     }
 }
@@ -395,6 +424,8 @@ fn dispatch(command: Command, color: ColorChoice, quiet: bool) -> Result<ExitCod
         Command::Export(args) => export::run(args, cli.color),
         Command::Diff(args) => diff::run(args, cli.color),
         Command::Import(args) => import::run(args, cli.color),
+        Command::Completions(args) => manual::completions(&args, Cli::command()),
+        Command::Man(args) => manual::man(&args, Cli::command(), cli.quiet),
     }
 }
 
@@ -409,7 +440,21 @@ struct Flags {
 const STACK_BYTES: usize = 256 << 20;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // The hidden `weft __commands` is added here, outside `Cli`, so that the completion
+    // scripts and man pages made from `Cli::command()` never offer it.
+    let matches = Cli::command()
+        .subcommand(clap::Command::new(manual::COMMANDS).hide(true))
+        .get_matches();
+    if matches.subcommand_name() == Some(manual::COMMANDS) {
+        return match manual::commands(Cli::command()) {
+            Ok(code) => code,
+            Err(_) => ExitCode::from(2),
+        };
+    }
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     term::start(cli.quiet);
     let work = std::thread::Builder::new()
         .name("weft".into())

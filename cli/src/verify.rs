@@ -12,7 +12,7 @@
 //! `--certificate FILE` re-checks a certificate against the state instead (linear time,
 //! trusting nothing else); `--write-certificate FILE` writes one when the state is proven.
 //! Output: human (default), `--format json` or `--format sarif` (SARIF 2.1.0). Exit codes, as
-//! README.md's table gives them: 0 every property asked for proven, 1 one violated or unknown
+//! docs/commands/weft-verify.md gives them: 0 every property asked for proven, 1 one violated or unknown
 //! (or a rejected certificate), 2 could not run (bad input, unreadable files).
 
 use crate::findings::{self, Format, Origins};

@@ -1,6 +1,9 @@
 //! Architecture rules as tests, read from `cargo metadata` (never from hand-parsed manifests):
 //! which crate may depend on which (every workspace member has a rule), that every declared
 //! dependency is used, where printing is allowed, and that every source file says what it is.
+//! The docs are held to the code the same way: ARCHITECTURE.md names every crate, top-level
+//! module, command and dependency rule (and no path that is gone), and each command's page in
+//! `docs/commands/` holds its `--help` exactly.
 
 #![allow(
     clippy::unwrap_used,
@@ -128,6 +131,9 @@ struct Member {
     /// The directories of its library, binaries and benchmarks (what normal dependencies
     /// serve).
     product: Vec<PathBuf>,
+    /// The root files of its library and of its binaries named `main.rs`: where its top-level
+    /// modules are declared.
+    roots: Vec<PathBuf>,
     deps: Vec<Dep>,
 }
 
@@ -184,10 +190,27 @@ fn members() -> Vec<Member> {
             .collect();
         product.sort();
         product.dedup();
+        let mut roots: Vec<PathBuf> = p["targets"]
+            .as_array()
+            .expect("targets")
+            .iter()
+            .filter(|t| {
+                t["kind"].as_array().is_some_and(|k| {
+                    k.iter().any(|k| k.as_str() == Some("lib"))
+                        || (k.iter().any(|k| k.as_str() == Some("bin"))
+                            && t["src_path"]
+                                .as_str()
+                                .is_some_and(|p| p.ends_with("main.rs")))
+                })
+            })
+            .filter_map(|t| Some(PathBuf::from(t["src_path"].as_str()?)))
+            .collect();
+        roots.sort();
         members.push(Member {
             name: p["name"].as_str().expect("name").to_owned(),
             dir: manifest.parent().expect("crate dir").to_path_buf(),
             product,
+            roots,
             deps,
         });
     }
@@ -329,4 +352,380 @@ fn every_source_file_opens_with_what_it_is() {
             );
         }
     }
+}
+
+/// The commands `weft --help` lists, from the binary's own clap definitions (the hidden
+/// `weft __commands`), in its order.
+fn commands() -> Vec<String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_weft"))
+        .arg("__commands")
+        .output()
+        .expect("weft runs");
+    assert!(
+        out.status.success(),
+        "weft __commands: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("weft __commands prints JSON");
+    doc["commands"]
+        .as_array()
+        .expect("commands")
+        .iter()
+        .map(|c| c["name"].as_str().expect("name").to_owned())
+        .collect()
+}
+
+/// `weft ARGS --help` as clap renders it (the long help), each line's trailing blanks removed.
+fn long_help(args: &[String]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args(args)
+        .arg("--help")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("weft runs");
+    assert!(out.status.success(), "weft {args:?} --help fails");
+    String::from_utf8(out.stdout)
+        .expect("help is UTF-8")
+        .lines()
+        .map(|l| l.trim_end().to_owned() + "\n")
+        .collect()
+}
+
+/// How a page's generated block opens (followed by the command line whose help it holds) and
+/// closes.
+const GENERATED: &str = "<!-- generated: ";
+const GENERATED_END: &str = "<!-- end generated -->";
+
+/// `page` with its block generated from `invocation` (`weft plan --help`) set to `help`, or
+/// why it has no such block.
+fn regenerated(page: &str, invocation: &str, help: &str) -> Result<String, String> {
+    let open = format!("{GENERATED}{invocation} ");
+    let start = page
+        .find(&open)
+        .ok_or_else(|| format!("no `{open}…-->` line"))?;
+    let len = page[start..]
+        .find(GENERATED_END)
+        .ok_or_else(|| format!("no `{GENERATED_END}` after `{open}…`"))?;
+    let block = format!(
+        "{open}(WEFT_BLESS=1 cargo test -p weft --test tidy regenerates it) -->\n```text\n{help}```\n"
+    );
+    Ok(format!("{}{block}{}", &page[..start], &page[start + len..]))
+}
+
+/// Every command has a page, `docs/commands/weft-COMMAND.md`, whose options block is exactly
+/// what `weft COMMAND --help` prints (and `docs/commands/README.md` holds `weft --help`'s), so
+/// the reference cannot drift from clap's definitions; no page names a command that is gone.
+/// `WEFT_BLESS=1` rewrites the blocks that differ.
+#[test]
+fn every_command_page_holds_its_help() {
+    let bless = std::env::var_os("WEFT_BLESS").is_some();
+    let dir = workspace().join("docs/commands");
+    let commands = commands();
+    let mut pages = vec![("README.md".to_owned(), Vec::new())];
+    pages.extend(
+        commands
+            .iter()
+            .map(|c| (format!("weft-{c}.md"), vec![c.clone()])),
+    );
+    let mut problems = Vec::new();
+    for (file, args) in &pages {
+        let path = dir.join(file);
+        let Ok(page) = std::fs::read_to_string(&path) else {
+            problems.push(format!("docs/commands/{file} is missing"));
+            continue;
+        };
+        let invocation = std::iter::once("weft")
+            .chain(args.iter().map(String::as_str))
+            .chain(["--help"])
+            .collect::<Vec<_>>()
+            .join(" ");
+        match regenerated(&page, &invocation, &long_help(args)) {
+            Err(why) => problems.push(format!("docs/commands/{file}: {why}")),
+            Ok(new) if new == page => {}
+            Ok(new) if bless => std::fs::write(&path, new).expect("page written"),
+            Ok(_) => problems.push(format!(
+                "docs/commands/{file}: the options differ from `{invocation}` (regenerate: \
+                 WEFT_BLESS=1 cargo test -p weft --test tidy every_command_page)"
+            )),
+        }
+    }
+    for entry in std::fs::read_dir(&dir).expect("docs/commands") {
+        let name = entry
+            .expect("entry")
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
+        if let Some(c) = name
+            .strip_prefix("weft-")
+            .and_then(|n| n.strip_suffix(".md"))
+        {
+            if !commands.iter().any(|k| k == c) {
+                problems.push(format!("docs/commands/{name}: weft has no command `{c}`"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The README and the commands' index link every command's page.
+#[test]
+fn the_readme_and_the_index_link_every_command_page() {
+    let root = workspace();
+    for (doc, prefix) in [
+        ("README.md", "docs/commands/"),
+        ("docs/commands/README.md", ""),
+    ] {
+        let text = std::fs::read_to_string(root.join(doc)).expect(doc);
+        for c in commands() {
+            let link = format!("]({prefix}weft-{c}.md)");
+            assert!(
+                text.contains(&link),
+                "{doc} does not link `weft {c}`'s page (`{link}`)"
+            );
+        }
+    }
+}
+
+/// ARCHITECTURE.md's text.
+fn architecture() -> String {
+    std::fs::read_to_string(workspace().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md")
+}
+
+/// The sections of `text` under headings that start with `marker` (`"## "`, `"### "`): each
+/// heading line and the text up to the next heading of that level or above.
+fn sections<'t>(text: &'t str, marker: &str) -> Vec<(&'t str, &'t str)> {
+    let level = marker.trim_end().len();
+    let mut out = Vec::new();
+    let mut at: Option<(&str, usize)> = None;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let hashes = line.chars().take_while(|c| *c == '#').count();
+        let heading = hashes > 0 && hashes <= level && line[hashes..].starts_with(' ');
+        if heading {
+            if let Some((h, start)) = at.take() {
+                out.push((h, &text[start..offset]));
+            }
+            if line.starts_with(marker) {
+                at = Some((line.trim_end(), offset + line.len()));
+            }
+        }
+        offset += line.len();
+    }
+    if let Some((h, start)) = at {
+        out.push((h, &text[start..]));
+    }
+    out
+}
+
+/// `text` with every run of whitespace one space (so a phrase matches across line breaks).
+fn squeezed(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The `code spans` of `text`.
+fn code_spans(text: &str) -> Vec<&str> {
+    text.split('`').skip(1).step_by(2).collect()
+}
+
+/// Whether `text` names `token` as a path: not preceded by a letter, digit, `_` or `.`.
+fn names_path(text: &str, token: &str) -> bool {
+    text.match_indices(token).any(|(i, _)| {
+        !text[..i]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+    })
+}
+
+/// The file modules a crate root declares at its top level (`mod x;`, `pub mod x;` …, not one
+/// under `#[cfg(test)]`): each name and whether it is a directory (`x/mod.rs`).
+fn top_level_modules(root: &Path) -> Vec<(String, bool)> {
+    let text = std::fs::read_to_string(root).expect("crate root");
+    let dir = root.parent().expect("root dir");
+    let mut out = Vec::new();
+    let mut previous = "";
+    for line in text.lines() {
+        let decl = ["mod ", "pub mod ", "pub(crate) mod "]
+            .iter()
+            .find_map(|p| line.strip_prefix(p))
+            .and_then(|rest| rest.strip_suffix(';'));
+        if let Some(name) = decl {
+            if !previous.contains("cfg(test)") {
+                let is_dir = !dir.join(format!("{name}.rs")).exists();
+                out.push((name.to_owned(), is_dir));
+            }
+        }
+        if !line.trim().is_empty() {
+            previous = line;
+        }
+    }
+    out
+}
+
+/// Every file and directory under `dir` (`target/` and hidden ones left out), as `/`-separated
+/// paths relative to it, directories with a trailing `/`.
+fn tree(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') || name == "target" {
+                continue;
+            }
+            let rel = p
+                .strip_prefix(dir)
+                .expect("under dir")
+                .to_string_lossy()
+                .into_owned();
+            if p.is_dir() {
+                out.push(format!("{rel}/"));
+                stack.push(p);
+            } else {
+                out.push(rel);
+            }
+        }
+    }
+    out
+}
+
+/// ARCHITECTURE.md has a section per workspace member, headed `` ### `DIR/` — PACKAGE ``, and
+/// no section for a crate that is gone; each section names every top-level module of the
+/// crate (`x.rs` or `x/`) and states the crate's dependency rule — a `**Depends on:**`
+/// paragraph naming exactly the weft crates RULES allows, with RULES' reason word for word.
+#[test]
+fn architecture_names_every_crate_module_and_rule() {
+    let text = architecture();
+    let crates = sections(&text, "### ");
+    let root = workspace().canonicalize().expect("workspace");
+    let members = members();
+    let mut problems = Vec::new();
+    for m in &members {
+        let dir = m
+            .dir
+            .canonicalize()
+            .expect("crate dir")
+            .strip_prefix(&root)
+            .expect("member inside the workspace")
+            .to_string_lossy()
+            .into_owned();
+        let heading = format!("### `{dir}/` — {}", m.name);
+        let Some((_, body)) = crates.iter().find(|(h, _)| *h == heading) else {
+            problems.push(format!("no section `{heading}`"));
+            continue;
+        };
+        for r in &m.roots {
+            for (name, is_dir) in top_level_modules(r) {
+                let named = names_path(body, &format!("{name}/"))
+                    || (!is_dir && names_path(body, &format!("{name}.rs")));
+                if !named {
+                    let file = if is_dir {
+                        format!("{name}/")
+                    } else {
+                        format!("{name}.rs")
+                    };
+                    problems.push(format!("`{heading}` does not name the module `{file}`"));
+                }
+            }
+        }
+        let rule = body
+            .split("\n\n")
+            .find(|p| p.trim_start().starts_with("**Depends on:**"))
+            .map(squeezed);
+        let Some(rule) = rule else {
+            problems.push(format!("`{heading}` has no `**Depends on:**` paragraph"));
+            continue;
+        };
+        if let Some((_, allowed, why)) = RULES.iter().find(|(n, ..)| *n == m.name) {
+            let mut named: Vec<&str> = code_spans(&rule)
+                .into_iter()
+                .filter(|s| s.starts_with("weft"))
+                .collect();
+            named.sort_unstable();
+            if named != *allowed {
+                problems.push(format!(
+                    "`{heading}` says it depends on {named:?}; the rule allows {allowed:?}"
+                ));
+            }
+            if !rule.contains(why) {
+                problems.push(format!(
+                    "`{heading}` does not give the rule's reason: \"{why}\""
+                ));
+            }
+        }
+    }
+    for (heading, _) in &crates {
+        let Some((_, rest)) = heading.split_once("` — ") else {
+            continue;
+        };
+        if !members.iter().any(|m| m.name == rest) {
+            problems.push(format!("`{heading}` names no workspace member"));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "ARCHITECTURE.md:\n{}",
+        problems.join("\n")
+    );
+}
+
+/// ARCHITECTURE.md's entry points list exactly the commands of the binary (its clap
+/// definitions: `weft __commands`), every path it names in code spans (`x.rs`, `dir/`) exists,
+/// and it stays under 2 000 words.
+#[test]
+fn architecture_lists_the_commands_and_only_real_paths() {
+    let text = architecture();
+    let mut problems = Vec::new();
+    let entry = sections(&text, "## ")
+        .into_iter()
+        .find(|(h, _)| *h == "## Entry points")
+        .map(|(_, b)| b)
+        .unwrap_or_default();
+    let bullet = entry
+        .split("\n- ")
+        .find(|b| b.trim_start_matches("- ").starts_with("**Commands**"))
+        .unwrap_or_default();
+    let mut listed: Vec<&str> = code_spans(bullet)
+        .into_iter()
+        .filter(|s| !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase() || c == '-'))
+        .collect();
+    listed.sort_unstable();
+    let mut commands = commands();
+    commands.sort();
+    if listed != commands {
+        problems.push(format!(
+            "the `**Commands**` entry point lists {listed:?}; weft's commands are {commands:?}"
+        ));
+    }
+    let files = tree(&workspace());
+    for span in code_spans(&text) {
+        let path_like = span
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_./-".contains(c))
+            && (span.ends_with(".rs") || (span.ends_with('/') && span.len() > 1));
+        if path_like
+            && !files
+                .iter()
+                .any(|f| f == span || f.ends_with(&format!("/{span}")))
+        {
+            problems.push(format!(
+                "`{span}` is no file or directory of the repository"
+            ));
+        }
+    }
+    let words = text.split_whitespace().count();
+    if words > 2000 {
+        problems.push(format!(
+            "{words} words: keep the map under 2 000 (detail goes into the crates' `//!` docs)"
+        ));
+    }
+    assert!(
+        problems.is_empty(),
+        "ARCHITECTURE.md:\n{}",
+        problems.join("\n")
+    );
 }

@@ -741,7 +741,7 @@ fn a_port_guid_equal_to_another_nodes_node_guid_is_accepted() {
 
 /// Issue 25: `--property isolated` on a state that declares no partitions is unknown (nothing
 /// to check the P_Key tables against), not a breach: no `partition_breach` tag or finding in
-/// any format, and exit 1 as README.md's table says ("violated or unknown"); it exited 2
+/// any format, and exit 1 as docs/commands/weft-verify.md says ("violated or unknown"); it exited 2
 /// tagged `[weft::partition_breach]`.
 #[test]
 fn isolated_without_partitions_is_unknown_not_a_breach() {

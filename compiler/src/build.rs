@@ -1,5 +1,7 @@
-//! The compile passes after elaboration: LIDs, then routing, QoS lanes, partitions and
-//! multicast trees, into a [`FabricState`].
+//! The compile passes after elaboration: LIDs, then the engine's choice (with its reason),
+//! routing, QoS lanes, partitions and multicast trees, into a [`FabricState`]. [`Built`] holds
+//! the state, the engine asked for and the one used, and the notes; [`relayer`] places a
+//! `layered` build's layers again (the driver's z3 bound).
 
 use crate::code::Code;
 use crate::diagnostic::Diagnostic;

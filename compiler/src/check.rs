@@ -1,6 +1,7 @@
 //! Validation of an elaborated fabric: connectivity of the cabling, the LID budget, LFT
 //! capacity and VL capabilities. Each check reports through diagnostics; a summary
-//! describes what was checked.
+//! describes what was checked ([`Summary`]: the host HCAs, and service nodes counted apart by
+//! role).
 
 use crate::code::Code;
 use crate::diagnostic::Diagnostic;

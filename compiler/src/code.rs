@@ -1,7 +1,12 @@
 //! The registry of diagnostic codes: every code the compiler reports, with what it means.
 //!
 //! A code is stable: tools match on it. `weft::ibnet::…` codes come from the ibnetdiscover
-//! reader (an `import(…)`) and keep their own registry there.
+//! reader (an `import(…)`) and keep their own registry there; here they come wrapped
+//! (`Code::Ibnet`). One [`Code`] variant per code, with its text, status and one-sentence
+//! meaning ([`CODES`]). What the language accepts but weft does not build is a
+//! `weft::not_built::…` code. Every code has a case in `tests/diagnostics.rs` whose snapshot
+//! shows it (a test checks the registry against the snapshots; the two codes no program can
+//! produce are listed there with the reason).
 
 use weft_fabric::code::{CodeInfo, Status};
 use weft_fabric::ibnetdiscover::Code as IbnetCode;

@@ -3,6 +3,7 @@
 //! Passes return [`Diagnostic`] values; only the CLI decides how to show them. [`render`]
 //! turns them into text with miette's graphical handler (used by the CLI and by snapshot
 //! tests with a fixed, colourless theme) and [`to_json`] into machine-readable records.
+//! [`SourceMap`] holds the texts the spans point into.
 
 use crate::code::Code;
 use crate::syntax::ast::Span;

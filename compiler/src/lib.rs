@@ -2,7 +2,18 @@
 //! standard library, elaboration into a [`weft_fabric::Fabric`], and validation.
 //!
 //! Architecture invariant: no I/O. Files reach the compiler as text through a [`Host`]
-//! (the CLI reads them); results and every diagnostic come back as values.
+//! (the driver's `FileHost` reads them, and a typed `HostError` says when it cannot); results
+//! and every diagnostic come back as values, and nothing here prints. Syntax knows nothing of
+//! elaboration; elaboration knows nothing of files. Every program terminates: no recursion,
+//! finite loops, and a budget that every step whose work grows with a value (comparing,
+//! formatting, summing, slicing, building) pays for in proportion (`tests/robustness.rs` holds
+//! programs of shared lists to it). What the language accepts but weft does not build is a
+//! `weft::not_built::…` error at its span, never ignored.
+//!
+//! After elaboration come the passes ([`build`] runs them in order): [`lids`], [`routing`]
+//! (the engines), [`qos`] (lanes onto SLs and VLs), [`partitions`] and [`multicast`]. The
+//! compiler emits states; it never proves them (that is `weft-verifier`'s, through the
+//! driver).
 
 // Nothing indexes with a value that might be out of range: `get` and a decision instead.
 #![deny(clippy::indexing_slicing)]

@@ -15,7 +15,11 @@
 //! Switch ports keep no table (full members of the default partition).
 //!
 //! The partitions are also recorded as declared ([`FabricState::partitions`]), so the
-//! verifier can check the tables against them (`isolated`).
+//! verifier can check the tables against them (`isolated`). The sections are elaborated in
+//! `elaborate/tenants.rs` (with `sm on NODES`); every table is checked against the HCA
+//! model's `partition_cap`; [`weft_fabric::opensm::write_partitions`] turns the tables into
+//! OpenSM's `partitions.conf`, each partition under its declared name (mangled only where
+//! OpenSM's parser cannot take it) and full key, `alice=0x8001`.
 
 use crate::code::Code;
 use crate::diagnostic::{Diagnostic, SourceId};

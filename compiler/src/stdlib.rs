@@ -1,4 +1,11 @@
 //! The standard library, written in weft and embedded in the binary.
+//!
+//! `../stdlib/*.weft`, embedded with `include_str!`: hardware models (`std::hardware`) and
+//! topology templates (`std::topology`: `pgft`, `xgft`, `fat_tree`, `kary_ntree`, `torus`,
+//! `mesh`, `ring`, the rail-optimised `rail_optimized` and `superpod` of DGX SuperPODs,
+//! director chassis as their ASICs — `director`, `cs7500`, `cs8500` —, and `aggregation: true`
+//! on the fat-trees: a SHARP Aggregation Node, `std::hardware::sharp_an`, on every switch's
+//! extra port).
 
 /// Module names under `std::`.
 pub const MODULES: &[&str] = &["hardware", "topology"];

@@ -8,11 +8,15 @@
 //!
 //! Every command that takes a `.weft` file (`check`, `build`, `verify`, `report`, `plan`,
 //! `export`) goes through here, so they compile, route and prove the same state with the same
-//! properties; tests and benchmarks use it instead of assembling the chain themselves.
+//! properties; tests and benchmarks use it instead of assembling the chain themselves (only
+//! tests of one compiler pass call the compiler's passes directly).
 //!
 //! The driver never prints: progress goes to a callback ([`Phase`]), findings come back as
 //! values. It sits between the libraries and the CLI: it depends on the compiler, the
 //! verifier and the metrics, and nothing but the CLI, tests and benchmarks depends on it.
+//! [`input`] reads inputs: regular files only, under a size cap, with a typed error. A CLI test
+//! (`cli/tests/same_proof.rs`) holds `check`, `verify` and `build` of every example to the same
+//! fingerprint, digest and properties.
 
 // Nothing indexes with a value that might be out of range.
 #![deny(clippy::indexing_slicing)]

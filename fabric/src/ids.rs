@@ -1,5 +1,8 @@
 //! Domain newtypes: GUIDs, LIDs, port numbers, SLs and VLs, and dense ids into a [`Fabric`].
 //!
+//! [`Guid`]'s `Display`/`FromStr` and the [`guid_hex`] serde adaptor are the one GUID text form;
+//! [`crate::hex`] is the one hex codec.
+//!
 //! [`Fabric`]: crate::Fabric
 
 use serde::{Deserialize, Serialize};

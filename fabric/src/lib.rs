@@ -7,7 +7,13 @@
 //! P_Key tables.
 //!
 //! Readers and writers of external formats live here too: [`ibnetdiscover`] (what
-//! `ibnetdiscover` prints and `ibsim` loads).
+//! `ibnetdiscover` prints and `ibsim` loads, and the `ibnetdiscover -p` and `iblinkinfo`
+//! reports), [`opensm`] (OpenSM's and ibdiagnet's files), `state.json` ([`state::json`]), the
+//! plan file ([`plan`]) and the cabling spreadsheet ([`cabling::table`]). Readers take text and
+//! return the model plus every problem found (the ibnetdiscover reader with byte spans, the
+//! others with line numbers). So do two features only the CLI uses: [`cabling`] (a fabric's
+//! cabling against a design's) and [`sched_tree`] (the tree Slurm's topology files describe).
+//! Deliberately absent: anything about the weft language.
 //!
 //! So do the few algorithms every crate needs on these values, in one place each:
 //! [`forward`] (one forwarding step: LFT entry → port → cable → the port at its far end),
@@ -15,7 +21,8 @@
 //! seeded generator).
 //!
 //! Architecture invariant: this crate does no I/O besides what its callers hand it (text in,
-//! text out) and never prints.
+//! text out) and never prints. It is deterministic: `Vec` in declaration order, `BTreeMap` for
+//! every map that is serialised, so the same input gives byte-identical JSON.
 
 // Nothing indexes with a value that might be out of range: `get` and a decision instead.
 #![deny(clippy::indexing_slicing)]

@@ -1,4 +1,12 @@
 //! Nodes, ports, links and the [`Fabric`] that holds them.
+//!
+//! A [`Fabric`] is valid by construction: [`FabricBuilder`] is the only way to make one, and
+//! it returns a typed [`LinkError`] rather than break an invariant (listed on [`Fabric`]).
+//! [`Fabric::find_guid`] looks up node GUIDs, [`Fabric::find_port_guid`] port GUIDs. Faults
+//! never remove anything: a link or node that is down stays in the model with its ids (a
+//! `down` flag), so names, GUIDs and LIDs are stable across faults. Each end node's [`Role`] —
+//! `host`, or a service node: `aggregation`, `storage`, `management` — is in its
+//! [`NodeSpec`]; a switch's role is always `host`.
 
 use crate::ids::{Guid, Lid, LinkId, NodeId, PortNum};
 use serde::{Deserialize, Serialize};

@@ -20,7 +20,8 @@
 //!    ports: that last port is the AN's, so no host can sit there. A CA on the last port of a
 //!    36- or 40-port switch is never classified by position.
 //!
-//! Nothing here sets a role the fabric already carries: declared roles (`role = …`) and roles
+//! The compiler runs it on every fabric it elaborates or imports. Nothing here sets a role the
+//! fabric already carries: declared roles (`role = …`) and roles
 //! given on import win, and an end node declared `role = host` is not looked at.
 
 use crate::{Fabric, NodeId, PortNum, PortRef};

@@ -53,8 +53,15 @@
 //! [`weft_fabric::forward::step`], tested equal), `all_to_all.rs` (in-trees per
 //! destination: all-to-all and hops), `patterns.rs` (shift and bisections, flow by flow),
 //! `balance.rs`, `reach.rs` (switch to switch), `loads.rs` (the patterns' loads per directed
-//! link, for drawing them: [`link_loads`]), `scratch.rs` (working memory per job). The
-//! bisections draw from weft's one RNG, [`weft_fabric::rng::SplitMix64`].
+//! link, for drawing them: [`link_loads`]), `hosts.rs` (bisections of machines, rail-aligned
+//! and cross-rail, and per rail, when end nodes are grouped into hosts), `scratch.rs` (working
+//! memory per job). The bisections draw from weft's one RNG,
+//! [`weft_fabric::rng::SplitMix64`].
+//!
+//! Who reads it: `weft report`, `state.json`'s `quality` (written by `weft build`), and the
+//! OpenSM comparison in `bench/`. A property test holds its unroutable pairs equal to the
+//! verifier's failed routes on random broken states. Architecture invariant: depends on
+//! `weft-fabric` only; no I/O, no printing.
 
 // Nothing indexes with a value that might be out of range: `get` and a decision instead.
 #![deny(clippy::indexing_slicing)]

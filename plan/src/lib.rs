@@ -17,6 +17,25 @@
 //! desired state takes down are still up while the plan runs, so every route must arrive in
 //! every state; take them down afterwards).
 //!
+//! After a change of the fabric (links or nodes down or up) the plan leads to the first of
+//! these end states that is proven and has a safe order, each fallback saying why
+//! ([`Target`]): the minimal repair of [`repair`] (dead entries moved to the cheapest way to a
+//! switch whose route arrives: the *detour*), the *structured* repair (every switch whose route
+//! fails takes the desired entry), the current tables with the broken destinations' columns
+//! from the desired state, the desired state; with `full`, the desired state.
+//!
+//! **Code map.** `order.rs` (LFT writes ordered with `weft_fabric::graph::kahn`, grouped into
+//! blocks by stage; the sources whose routes change; a property test holds its broken
+//! destinations equal to the LIDs the verifier finds routes failing to), [`repair`] (and its
+//! [`repair::LowerBound`]), [`outage`] (break-before-make), [`mft`] (MFT block writes, each a
+//! step of its own), [`pkeys`] (P_Key and VF writes; P_Key blocks go in the last steps, what
+//! goes away, then what is added), [`qos`] (SL→VL and VL arbitration writes), [`migrate`] (VM
+//! migrations: FTreeMinRC's skyline, ItRC). [`check_steps`] and [`check_steps_read`] prove steps
+//! someone else ordered (a plan file, on the tables `weft apply` reads). Plans are
+//! [`weft_fabric::plan::Plan`]: format `weft-plan` v2, one write per line, fingerprints of the
+//! fabric it applies to and of the state it leads to, its wire view, the declared partitions
+//! and SM ports, what the steps were proven to keep, and a digest of the canonical text.
+//!
 //! Architecture invariant: depends on `weft-fabric` and `weft-verifier` only; it never prints.
 
 // Nothing indexes with a value that might be out of range: `get` and a decision instead.

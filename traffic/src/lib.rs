@@ -79,7 +79,22 @@
 //! and exact; a small event-driven engine over the state's own tables keeps them faithful,
 //! deterministic and fast, and lets the reported counters be IB's.
 //!
-//! Architecture invariant: no I/O, no printing; typed errors ([`SimError`]).
+//! **Code map.** `sim/` (the engine: one heap ordered by (picoseconds, sequence number),
+//! flat per-channel and per-buffer arrays; `build.rs` the setup, `unicast.rs` generation,
+//! routing, credits and arbitration, `multicast.rs` replication, `report.rs` the counts), `arb.rs`, `pattern.rs` (the traffic specs and the
+//! papers' hot-spot groups), `jobs.rs` (per-job traffic files, host lists read by
+//! [`weft_fabric::hostlist::parse`]), `report.rs` (the serde schema and the text for people),
+//! `trees.rs`, `dftree.rs` (dFtree's controller: pure, fed by the simulation or by a loop over
+//! real counters), `sim_dftree.rs` (the loop inside a simulation). Every generated packet is
+//! accounted for — delivered (drained), dropped (counted), in a buffer, on a wire, draining or
+//! queued at its source — no input buffer ever holds more than its credits allow, and no end
+//! node is credited more than its link's payload rate times the receive rate (throughput is
+//! the bytes drained inside the window); the tests assert all three (`sim_bounds_tests.rs`),
+//! and `tests/reference/` is a second simulator the engine is held to
+//! (`tests/reference_agrees.rs`).
+//!
+//! Architecture invariant: depends on `weft-fabric` only (it runs any state, whoever routed
+//! it); no I/O, no printing; typed errors ([`SimError`]).
 
 // Nothing indexes with a value that might be out of range: `get` and a decision instead.
 #![deny(clippy::indexing_slicing)]

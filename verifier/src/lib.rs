@@ -25,6 +25,15 @@
 //! time; a violation comes with witnesses ([`CreditLoop`], [`FailurePattern`]) that name
 //! switches, ports and VLs and give concrete routes.
 //!
+//! Beyond these two: `isolated` ([`isolation`]), `apm_disjoint` ([`apm`]) and
+//! `multicast_connected` ([`multicast`], whose dependencies join the unicast ones), each with
+//! one checker both engines call; [`transition`] and [`partition_mix`], a plan's step while it
+//! lands. The crate's [`CODES`] register every property's code with the certificate's and the
+//! transition's. Tests require both engines to agree on the route properties, replay every
+//! witness with the [`reference`](mod@reference) walk, and tamper with thousands of honest certificates (the
+//! checker may accept only what the explicit engine proves). Proven only when every check ran:
+//! no required route unknown, and a z3 timeout or `unknown` is unknown, never proven.
+//!
 //! Architecture invariant: the verifier depends on `weft-fabric` only, never on the compiler,
 //! so it checks any [`FabricState`](weft_fabric::FabricState), whoever produced it. It does no I/O and never prints.
 

@@ -4,7 +4,15 @@
 //! (no recursion), node and link declarations. Errors are collected, never thrown: a bad
 //! statement is reported and skipped, and the same error at the same place is reported once
 //! even when a loop hits it thousands of times. Errors raised inside a template from another
-//! file (the stdlib) are reported at the user's call site.
+//! file (the stdlib) are reported at the user's call site. An evaluation budget is charged for
+//! every statement, iteration and value built or walked (`==`, `format`, slices, …).
+//!
+//! One `Elab` state (here: its fields and the diagnostic helpers), its methods split by job:
+//! `modules.rs` (items, `use`, models), `sections.rs` (the `fabric` item, its topology or
+//! `import`, its sections), `statements.rs` (blocks, `let`, `for`, `if`, template calls, the
+//! budget), `declarations.rs` (nodes, links, faults, ports, attributes), `expressions.rs`,
+//! `builtins.rs`, `tenants.rs` (`tenant`, `shared`, `sm on`) and `multicast.rs` (the
+//! `multicast { … }` section). Values are `crate::value`'s.
 
 mod builtins;
 mod declarations;

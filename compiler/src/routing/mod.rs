@@ -4,7 +4,20 @@
 //! `routing { engine = … }` is checked against. Engines return their tables; they never
 //! write into a shared state, and say why when a topology is not theirs. One engine gives way to another's method, and says so:
 //! `fat_tree` on a degraded tree it cannot route free of credit loops writes Up*/Down* tables
-//! from one top switch ([`Routes::engine_used`], a `weft::fat_tree_updn` note).
+//! from one top switch ([`Routes::engine_used`], a `weft::fat_tree_updn` note), recorded as
+//! the build's `engine_used`, so what the build promises follows the engine that wrote the
+//! tables.
+//!
+//! The engines: `fat_tree.rs` (with sFtree completion and LMC), `updn.rs`, `minhop.rs`,
+//! `layered.rs` (LASH-like layers of shortest paths; its `Layers` are placed on VLs by
+//! [`crate::qos`]). Each states what it claims ([`Claims`]: deadlock-free, APM-disjoint); the
+//! verifier checks the claim anyway. They share `graph.rs` (the switch graph: usable links
+//! only, port groups, where each LID leaves the switches, load counters), `acyclic.rs` (a
+//! dependency graph kept acyclic as it grows: `fat_tree`'s turn-by-turn completion of degraded
+//! trees, `layered`'s layers) and one completeness check that reads either LFT layout
+//! (`fat_tree` builds rows, the others columns). [`shape`] answers "is this cabling a
+//! fat-tree, with which levels?" for the default engine, `fat_tree`, `weft import` and the
+//! summary; `multicast.rs` grows the multicast trees.
 
 mod acyclic;
 pub mod fat_tree;

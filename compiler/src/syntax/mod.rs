@@ -1,5 +1,10 @@
 //! The weft syntax: grammar (`weft.pest`), typed AST and a recovering parser.
 //!
+//! `weft.pest` is the grammar, `ast.rs` the typed AST with spans, `parser.rs` the entry (it
+//! never fails: what it could read plus every syntax error), `recover.rs` the nesting guard
+//! and error regions, `lower.rs` pest's pairs to the AST, `scan.rs` the one hand lexer (for
+//! `weft fmt` and the recovery), `hostlist.rs` Slurm host lists as one token.
+//!
 //! Architecture invariant: syntax knows nothing of elaboration or the fabric model.
 
 pub mod ast;

@@ -388,7 +388,7 @@ pub(super) fn syntax_error(
     } else if rest.starts_with('}') {
         "this `}` closes nothing, or something before it is incomplete"
     } else {
-        "statements are separated by newlines, `;` or `,`; see the language reference in the README"
+        "statements are separated by newlines, `;` or `,`; see the language reference, docs/language.md"
     };
     let len = if found.starts_with('`') {
         found.chars().count().saturating_sub(2).max(1)

@@ -1,7 +1,18 @@
 //! What switches run: LIDs and per-switch tables, next to the [`Fabric`] they belong to.
 //!
-//! Serialised as deterministic JSON ([`json`], schema v1, v2 with multicast), the input of `weft verify --state`
-//! and, later, of `weft plan`.
+//! Serialised as deterministic JSON ([`json`], schema v1, v2 with multicast), the input of `weft verify --state`,
+//! `weft plan --from` and `weft report`.
+//!
+//! A state holds the LIDs; per switch its LFT and SL→VL table (rows per (input, output) port
+//! pair, and one map for every pair without a row); per port the injection SL→VL, VL
+//! arbitration and P_Keys; path SLs as SL sets per destination range, per source switch and
+//! per source port; the data VLs the SM operates (`max_vls`) and the ports it runs on (`sm`);
+//! the declared partitions, the VFs' ports, and multicast (`multicast.rs`: groups and MFTs).
+//!
+//! Nothing proves or writes a state until [`ValidState::new`] accepted it: `state.json`,
+//! OpenSM's dumps ([`crate::opensm::assemble`]) and the compiler all end there. The tolerant
+//! consumers take raw states on purpose, because they must rate or replay garbage: the
+//! metrics, the verifier's `apm::survivors`, deploy's `sim` and the reference walks.
 //!
 //! Semantics the verifier checks: a packet for destination LID `d` with service level `s`
 //! entering switch `x` on port `i` leaves on `o = LFT_x[d]` and VL `SL2VL_x[i][o][s]`. A packet

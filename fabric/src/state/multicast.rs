@@ -14,6 +14,10 @@
 //! ports, within its MulticastFDBCap when known; members that are end ports or a switch's
 //! port 0; one group per MLID).
 //!
+//! [`NodeSpec::multicast_fdb_cap`](crate::NodeSpec::multicast_fdb_cap) is MulticastFDBCap. The
+//! compiler builds groups and MFTs, the verifier proves them with the unicast routes,
+//! `weft-plan`'s `mft.rs` plans their block writes, and deploy writes and reads them.
+//!
 //! [`ValidState::new`]: crate::ValidState::new
 
 use crate::ids::{PortNum, Sl};
