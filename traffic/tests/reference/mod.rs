@@ -93,6 +93,8 @@ pub struct Outcome {
     pub window_ns: u64,
     /// Per source host: its unicast payload drained in the window, Gb/s.
     pub sent_gbps: Vec<f64>,
+    /// Per receiving host: the unicast payload it drained in the window, Gb/s.
+    pub received_gbps: Vec<f64>,
     /// Per source host: the part of [`Outcome::sent_gbps`] that went to its hot-spot.
     pub to_hotspot_gbps: Vec<f64>,
     /// Hot-spot traffic: per host, the hot-spot it contributes to (`None` for a hot-spot).
@@ -435,6 +437,7 @@ struct Reference<'a> {
     dirty: BTreeSet<Who>,
     out: Outcome,
     sent_bytes: Vec<f64>,
+    received_bytes: Vec<f64>,
     hot_bytes: Vec<f64>,
     group_bytes: Vec<f64>,
     /// Multicast copies made (a packet leaving by `k` ports makes `k − 1`).
@@ -639,6 +642,7 @@ impl<'a> Reference<'a> {
             fill: vec![[0; VLS]; wires.len()],
             data_vls: data_vls(st),
             sent_bytes: vec![0.0; n],
+            received_bytes: vec![0.0; n],
             wires,
             out_wire,
             inputs,
@@ -895,6 +899,7 @@ impl<'a> Reference<'a> {
             None => self.group_bytes[h] += payload,
             Some(_) => {
                 self.sent_bytes[pkt.src] += payload;
+                self.received_bytes[h] += payload;
                 if let Draw::Hotspot(hot, _) = &self.draw {
                     if hot[pkt.src] == h && h != pkt.src {
                         self.hot_bytes[pkt.src] += payload;
@@ -1172,6 +1177,7 @@ impl<'a> Reference<'a> {
         let window_ps = (self.end - self.warm) as f64;
         let gbps = |b: f64| b * 8.0 * PS_PER_NS as f64 / window_ps;
         self.out.sent_gbps = self.sent_bytes.iter().map(|&b| gbps(b)).collect();
+        self.out.received_gbps = self.received_bytes.iter().map(|&b| gbps(b)).collect();
         self.out.to_hotspot_gbps = self.hot_bytes.iter().map(|&b| gbps(b)).collect();
         self.out.hotspot_of = match &self.draw {
             Draw::Hotspot(hot, _) => (0..hot.len())
