@@ -92,8 +92,8 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
                     );
                     if let Some(m) = &r.multicast {
                         text += &format!(
-                            "  verified  multicast: each of {} (sender, receiver) pairs of {} group(s) gets exactly one copy, and no copy comes back to a switch\n",
-                            m.pairs, m.traffic.multicast_groups
+                            "  verified  multicast: {}\n",
+                            crate::render::multicast_line(m)
                         );
                     }
                     if let Some(i) = &r.isolation {

@@ -145,12 +145,7 @@ pub(crate) fn verdict_lines(t: &mut String, r: &Report) {
             &r.multicast,
             r.properties.contains(&Property::MulticastConnected),
         ) {
-            let _ = writeln!(
-                t,
-                "  multicast: each of {} (sender, receiver) pairs of {} group(s) gets exactly one copy, and no copy comes back to a switch",
-                group(m.pairs),
-                m.traffic.multicast_groups
-            );
+            let _ = writeln!(t, "  multicast: {}", multicast_line(m));
         }
         traffic_line(t, r);
         return;
@@ -482,4 +477,21 @@ pub(crate) fn human_pattern(t: &mut String, p: &FailurePattern) {
         _ => "point the entries at the ports toward the destinations",
     };
     let _ = writeln!(t, "  help: {help}");
+}
+
+/// What a proven multicast delivery covered: the pairs and groups, or, with no (sender,
+/// receiver) pair to deliver (a group of one member, senders down), that there was nothing
+/// to deliver and no copy looped.
+pub(crate) fn multicast_line(m: &weft_verifier::McReport) -> String {
+    let groups = m.traffic.multicast_groups;
+    if m.pairs == 0 {
+        format!(
+            "nothing to deliver: {groups} group(s), none with a live sender and another receiver; no copy comes back to a switch"
+        )
+    } else {
+        format!(
+            "each of {} (sender, receiver) pairs of {groups} group(s) gets exactly one copy, and no copy comes back to a switch",
+            group(m.pairs)
+        )
+    }
 }

@@ -1208,3 +1208,44 @@ fn the_readme_tour_runs_as_written() {
         "the README's tour shows lines the commands no longer print: {missing:#?}\n\nthey print:\n{printed}"
     );
 }
+
+/// A multicast group of one member (what every group is after its first join) has nothing to
+/// deliver: `check` proves it and says so, `build` writes it; an empty `members` list is a
+/// warning at its span.
+#[test]
+fn a_one_member_group_has_nothing_to_deliver() {
+    let dir = temp_dir("one-member");
+    let lab = std::fs::read_to_string(root().join("examples/lab-16.weft")).unwrap();
+    let body = lab.trim_end().strip_suffix('}').unwrap();
+    let one = format!(
+        "{body}\n    multicast {{\n        group solo {{ mlid = 0xc001, members = [lab01] }}\n    }}\n}}\n"
+    );
+    let p = dir.join("one.weft");
+    std::fs::write(&p, &one).unwrap();
+    let out = weft(&["check", p.to_str().unwrap()]);
+    let so = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{so}{}", text(&out.stderr));
+    assert!(
+        so.contains("verified  multicast: nothing to deliver: 1 group(s), none with a live sender and another receiver"),
+        "{so}"
+    );
+    assert!(!so.lines().any(|l| l.starts_with('×')), "{so}");
+    let built = dir.join("built");
+    let out = weft(&[
+        "build",
+        p.to_str().unwrap(),
+        "--output",
+        built.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(built.join("state.json").is_file());
+
+    let empty = dir.join("empty.weft");
+    std::fs::write(&empty, one.replace("members = [lab01]", "members = []")).unwrap();
+    let out = weft(&["check", empty.to_str().unwrap()]);
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(all.contains("weft::empty_group"), "{all}");
+    assert!(all.contains("group `solo` has no members"), "{all}");
+    assert!(all.contains("empty.weft:"), "{all}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

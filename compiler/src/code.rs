@@ -71,6 +71,7 @@ codes! {
     DuplicateItem = "weft::duplicate_item": "Two items (models, templates, `let`s) of one name in a module.",
     DuplicateName = "weft::duplicate_name": "Two nodes with the same name.",
     DuplicateTopology = "weft::duplicate_topology": "A second topology in one fabric.",
+    EmptyGroup = "weft::empty_group": "A multicast group whose `members` list is empty: it has no port to join and gets no tree.",
     EmptyRange = "weft::empty_range": "A node array declared over an empty range.",
     EngineRefused = "weft::engine_refused": "A routing engine that refuses this fabric (it is not of the shape the engine routes).",
     EvaluationLimit = "weft::evaluation_limit": "A program that ran past its evaluation budget (statements, iterations, values built and walked).",

@@ -220,6 +220,7 @@ case!(tenant_mistakes, format!("{PRELUDE}fabric f {{\n{TREE}    tenant alice {{ 
 // Multicast groups: MLIDs out of range or used twice, a name declared twice, an unknown
 // member, a switch as a member, a member also send-only, a missing MLID, an unknown setting,
 // a P_Key no partition declares, `ipoib` not a bool.
+case!(multicast_empty_members, format!("{PRELUDE}fabric f {{\n{TREE}    multicast {{\n        group nobody {{ mlid = 0xc001, members = [] }}\n    }}\n}}\n"));
 case!(multicast_mistakes, format!("{PRELUDE}fabric f {{\n{TREE}    tenant alice {{ pkey = 0x8001, hosts = cn001..=cn004 }}\n    multicast {{\n        ipoib = 1\n        group a {{ mlid = 0xc000, members = all }}\n        group b {{ mlid = 0xbfff, members = all }}\n        group c {{ mlid = 0xc001, members = [cn001, nowhere] }}\n        group d {{ mlid = 0xc001, members = all }}\n        group c {{ mlid = 0xc002, members = all }}\n        group e {{ mlid = 0xc003, members = [leaf1] }}\n        group f {{ mlid = 0xc004, members = [cn001], send_only = [cn001] }}\n        group g {{ members = all }}\n        group h {{ mlid = 0xc005, members = all, colour = 3 }}\n        group i {{ mlid = 0xc006, pkey = 0x8002, members = all }}\n        group j {{ mlid = 0xc007, pkey = 0x8001, members = \"dgx9\" }}\n    }}\n}}\n"));
 // VMs: a pool without VFs or hypervisors, a VM on no pool, placed twice, too many on one
 // hypervisor, a hypervisor also a host or in two tenants, an unknown LID scheme, a setting

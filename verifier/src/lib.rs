@@ -32,7 +32,9 @@
 //! transition's. Tests require both engines to agree on the route properties, replay every
 //! witness with the [`reference`](mod@reference) walk, and tamper with thousands of honest certificates (the
 //! checker may accept only what the explicit engine proves). Proven only when every check ran:
-//! no required route unknown, and a z3 timeout or `unknown` is unknown, never proven.
+//! no required route unknown, and a z3 timeout or `unknown` is unknown, never proven. (A
+//! multicast group with no pair to deliver, one member as every group is after its first join,
+//! is proven once its live senders' copies were walked loop-free: "nothing to deliver".)
 //!
 //! Architecture invariant: the verifier depends on `weft-fabric` only, never on the compiler,
 //! so it checks any [`FabricState`](weft_fabric::FabricState), whoever produced it. It does no I/O and never prints.

@@ -27,7 +27,12 @@ pub fn human_loops(findings: &[Finding]) -> String {
                 total,
                 looped,
             } => crate::render::human_loop(&mut t, looped, *index, *total),
-            Detail::None => t += &format!("× {}\n", f.message),
+            // A note (the routing's, already in the summary above) is no error.
+            Detail::None => match f.level {
+                Level::Error => t += &format!("× {}\n", f.message),
+                Level::Warning => t += &format!("⚠ {}\n", f.message),
+                Level::Note => {}
+            },
             Detail::Rendered(r) => t += r,
             Detail::Diagnostic(_) | Detail::Pattern(_) | Detail::Breach => {}
         }
@@ -75,4 +80,25 @@ pub fn human(findings: &[Finding]) -> String {
         findings.len() - errors
     );
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Beside a failed proof, an error is marked `×`, a warning `⚠`, and a note (the
+    /// routing's, which the summary already shows) is not printed as an error at all.
+    #[test]
+    fn only_errors_are_marked_as_errors() {
+        let mut warning =
+            super::super::of_input("weft::exclusive_node_range", None, "a warning".to_owned());
+        warning.level = Level::Warning;
+        let mut note = super::super::of_input("weft::sftree_root", None, "a note".to_owned());
+        note.level = Level::Note;
+        let error = super::super::of_input("weft::credit_loop", None, "an error".to_owned());
+        assert_eq!(
+            human_loops(&[note, warning, error]),
+            "⚠ a warning\n× an error\n"
+        );
+    }
 }

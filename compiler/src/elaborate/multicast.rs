@@ -92,6 +92,19 @@ impl Elab<'_> {
                     _ => {
                         let (nodes, all) = self.nodes_in(&a.value, "members", false);
                         ok &= all;
+                        if all && nodes.is_empty() {
+                            self.emit(
+                                Diagnostic::warning(
+                                    Code::EmptyGroup,
+                                    format!("group `{}` has no members", name.name),
+                                )
+                                .label(self.cur_source(), a.value.span, "no member")
+                                .help(
+                                    "name the end nodes or hosts that join it (`members = [cn001, cn002]`, \
+                                     or `all`), or remove the group",
+                                ),
+                            );
+                        }
                         members = Some(GroupMembers::Nodes(nodes));
                     }
                 },

@@ -429,12 +429,8 @@ impl Z3 {
                     );
                 }
                 match solver.check() {
-                    SatResult::Sat => {
-                        crate::multicast::outcome_of(fx.mc.groups, fx.mc.pairs, false)
-                    }
-                    SatResult::Unsat => {
-                        crate::multicast::outcome_of(fx.mc.groups, fx.mc.pairs, true)
-                    }
+                    SatResult::Sat => crate::multicast::outcome_of(fx.mc.groups, false),
+                    SatResult::Unsat => crate::multicast::outcome_of(fx.mc.groups, true),
                     SatResult::Unknown => Outcome::Unknown(
                         solver
                             .get_reason_unknown()
