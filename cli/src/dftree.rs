@@ -118,7 +118,7 @@ impl Base {
         };
         if o == d {
             return Err(Fatal::Run(format!(
-                "--out `{}` is the directory the build's QoS policy is read from (`{}`):                  dFtree's policy would replace the build's `qos-policy.conf`, which its moves                  are added to; give another directory (the one OpenSM's `-Y` names)",
+                "--out `{}` is the directory the build's QoS policy is read from (`{}`): dFtree's policy would replace the build's `qos-policy.conf`, which its moves are added to; give another directory (the one OpenSM's `-Y` names)",
                 out.display(),
                 d.display()
             )));

@@ -268,6 +268,31 @@ fn step_proof(
     }
 }
 
+/// Every kind of write step `s` makes, in the order the apply makes them ("" for a step of
+/// QoS tables alone, which `QosCount::text` names).
+fn writes(s: &weft_plan::StepStats) -> String {
+    let g = crate::render::group;
+    let q = qos_of(s);
+    let mut parts: Vec<String> = Vec::new();
+    if s.lft_blocks > 0 {
+        parts.push(format!(
+            "{} LFT block(s) on {} switch(es)",
+            g(s.lft_blocks as u64),
+            g(s.switches as u64)
+        ));
+    }
+    if s.vports > 0 {
+        parts.push(format!("{} VF(s)", g(s.vports as u64)));
+    }
+    if s.mft_blocks > 0 {
+        parts.push(format!("{} MFT block(s)", g(s.mft_blocks as u64)));
+    }
+    if s.pkey_blocks > 0 || (parts.is_empty() && !q.any()) {
+        parts.push(format!("{} P_Key block(s)", g(s.pkey_blocks as u64)));
+    }
+    parts.join(", ")
+}
+
 /// What a VM migration asks of its peers.
 const MIGRATION_PEERS: &str = "peers to re-path: none (each moved VM keeps its LID and GID, and every path SL is unchanged, so the peers' path records stay valid)";
 
@@ -382,23 +407,8 @@ fn human(p: &Planned, written: Option<&Path>, max: usize, rate: u64) -> String {
 
 /// What step `i` (from 0) writes and what is proven of it, in one line (after "step N: ").
 pub(crate) fn step_line(p: &Planned, i: usize, s: &weft_plan::StepStats) -> String {
-    let g = crate::render::group;
     let q = qos_of(s);
-    let what = if s.lft_blocks > 0 {
-        format!(
-            "{} LFT block(s) on {} switch(es)",
-            g(s.lft_blocks as u64),
-            g(s.switches as u64)
-        )
-    } else if s.vports > 0 {
-        format!("{} VF(s)", g(s.vports as u64))
-    } else if s.mft_blocks > 0 {
-        format!("{} MFT block(s)", g(s.mft_blocks as u64))
-    } else if q.any() && s.pkey_blocks == 0 {
-        String::new()
-    } else {
-        format!("{} P_Key block(s)", g(s.pkey_blocks as u64))
-    };
+    let what = writes(s);
     let what = match (what.is_empty(), q.any()) {
         (_, false) => what,
         (true, true) => q.text(),
@@ -775,4 +785,29 @@ fn json(p: &Planned, written: Option<&Path>, rate: u64) -> serde_json::Value {
         "target": p.target,
         "plan_file": written.map(|w| w.display().to_string()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A step line names every kind of write the step makes: a step of 8 P_Key blocks and 2
+    /// VFs once read "2 VF(s)" alone.
+    #[test]
+    fn a_step_names_every_write() {
+        let s = weft_plan::StepStats {
+            pkey_blocks: 8,
+            vports: 2,
+            ..Default::default()
+        };
+        assert_eq!(writes(&s), "2 VF(s), 8 P_Key block(s)");
+        let s = weft_plan::StepStats {
+            lft_blocks: 3,
+            switches: 2,
+            mft_blocks: 1,
+            ..Default::default()
+        };
+        assert_eq!(writes(&s), "3 LFT block(s) on 2 switch(es), 1 MFT block(s)");
+        assert_eq!(writes(&weft_plan::StepStats::default()), "0 P_Key block(s)");
+    }
 }

@@ -239,6 +239,11 @@ fn dftree_refuses_what_it_cannot_run() {
             )),
             "{err}"
         );
+        // One sentence, without a run of the source's indentation inside it.
+        assert!(
+            err.contains("): dFtree's policy would replace the build's `qos-policy.conf`, which its moves are added to;"),
+            "{err}"
+        );
     }
     assert_eq!(
         std::fs::read_to_string(lanes.join("qos-policy.conf")).unwrap(),
