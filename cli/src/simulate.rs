@@ -127,8 +127,9 @@ fn traffic_of(spec: &str) -> Result<Traffic, Fatal> {
             Err(_) => spec,
         },
     };
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| Fatal::Run(format!("cannot read the traffic file `{file}`: {e}")))?;
+    let text =
+        weft_driver::input::read_regular(Path::new(file), weft_driver::input::MAX_SOURCE_BYTES)
+            .map_err(|e| Fatal::Run(format!("cannot read `{file}`: {e}")))?;
     Ok(Traffic::Jobs(
         traffic::Jobs::parse(file, &text).map_err(fail)?,
     ))

@@ -202,4 +202,68 @@ fn imports_and_inputs_must_be_regular_files() {
         assert_eq!(status, 2, "{out}");
         assert!(out.contains("regular files only"), "{out}");
     }
+    // A traffic file and a journal too, a directory as well: refused at once (these two
+    // read until out of memory, or blocked on the FIFO, before).
+    let lab = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/lab-16.weft");
+    let built = d.join("lab16");
+    let (status, out) = weft_limited(
+        &[
+            "build",
+            lab.to_str().unwrap(),
+            "--output",
+            built.to_str().unwrap(),
+        ],
+        &d,
+    );
+    assert_eq!(status, 0, "{out}");
+    let state = built.join("state.json");
+    let dir_input = d.join("a-directory");
+    std::fs::create_dir_all(&dir_input).unwrap();
+    for path in [
+        "/dev/zero",
+        fifo.to_str().unwrap(),
+        dir_input.to_str().unwrap(),
+    ] {
+        let traffic = format!("file:{path}");
+        let (status, out) = weft_limited(
+            &["simulate", lab.to_str().unwrap(), "--traffic", &traffic],
+            &d,
+        );
+        assert_eq!(status, 2, "{out}");
+        assert!(out.contains(&format!("cannot read `{path}`: ")), "{out}");
+        assert!(out.contains("regular files only"), "{out}");
+        let (status, out) = weft_limited(
+            &[
+                "apply",
+                "--recover",
+                path,
+                "--fabric",
+                state.to_str().unwrap(),
+            ],
+            &d,
+        );
+        assert_eq!(status, 2, "{out}");
+        assert!(out.contains("regular files only"), "{out}");
+        assert!(out.contains("nothing was written"), "{out}");
+    }
+    // An empty journal is not "an apply that did not end" (which `--recover` then refused
+    // for having no header): both say what it is.
+    let empty = d.join("empty.journal");
+    std::fs::write(&empty, "").unwrap();
+    let (status, out) = weft_limited(
+        &[
+            "apply",
+            "--recover",
+            empty.to_str().unwrap(),
+            "--fabric",
+            state.to_str().unwrap(),
+        ],
+        &d,
+    );
+    assert_eq!(status, 2, "{out}");
+    assert!(
+        out.contains("is empty: weft writes a journal whole"),
+        "{out}"
+    );
+    assert!(!out.contains("no header"), "{out}");
 }

@@ -72,7 +72,7 @@ fn bad_options_are_clear_errors() {
     );
     refused(
         &[LAB, "--traffic", "file:no/such/jobs.txt"],
-        "cannot read the traffic file `no/such/jobs.txt`",
+        "cannot read `no/such/jobs.txt`",
     );
     // dFtree's switches on a state without dFtree lanes, or on a loop turned off.
     refused(

@@ -152,6 +152,22 @@ pub enum JournalError {
         /// What is wrong.
         why: String,
     },
+    /// A file that cannot be read as one (a directory, a FIFO, a device, too large, not
+    /// UTF-8), or the system said no.
+    #[error("journal {path}: {source}")]
+    Read {
+        /// Its path.
+        path: PathBuf,
+        /// What is wrong.
+        source: weft_fabric::input::ReadError,
+    },
+    /// An empty file where a journal is: weft writes a journal whole (header first, beside,
+    /// then renamed), so no apply of weft's recorded anything in it.
+    #[error(
+        "journal {0} is empty: weft writes a journal whole, its header first, so no apply \
+         recorded anything in it and nothing is to recover; remove it if no other tool uses it"
+    )]
+    Empty(PathBuf),
     /// A journal already there from an apply that did not end.
     #[error(
         "journal {0} records an apply that did not end: recover it first \
@@ -164,7 +180,8 @@ impl JournalError {
     /// The error's registered code ([`crate::CODES`]).
     pub fn code(&self) -> &'static str {
         match self {
-            JournalError::Io { .. } => "weft::deploy::journal_io",
+            JournalError::Io { .. } | JournalError::Read { .. } => "weft::deploy::journal_io",
+            JournalError::Empty(_) => "weft::deploy::journal_parse",
             JournalError::Parse { .. } => "weft::deploy::journal_parse",
             JournalError::Unfinished(_) => "weft::deploy::journal_unfinished",
         }
@@ -225,7 +242,10 @@ impl Writer {
         if path.exists() {
             match read(path) {
                 Ok(j) if j.ended().is_some() => {}
-                _ => return Err(JournalError::Unfinished(path.to_owned())),
+                Ok(_) => return Err(JournalError::Unfinished(path.to_owned())),
+                // Not a journal weft can read (empty, damaged, not a file): said as such,
+                // never "recover it first", which would refuse it the same way.
+                Err(e) => return Err(e),
             }
         }
         let mut text = line(&Line::Header(header.clone()));
@@ -294,10 +314,15 @@ fn line(l: &Line) -> String {
 
 /// Reads the journal at `path`.
 pub fn read(path: &Path) -> Result<Journal, JournalError> {
-    let text = std::fs::read_to_string(path).map_err(|source| JournalError::Io {
-        path: path.to_owned(),
-        source,
-    })?;
+    let text = weft_fabric::input::read_regular(path, weft_fabric::input::MAX_DUMP_BYTES).map_err(
+        |source| JournalError::Read {
+            path: path.to_owned(),
+            source,
+        },
+    )?;
+    if text.is_empty() {
+        return Err(JournalError::Empty(path.to_owned()));
+    }
     parse(&text).map_err(|(line, why)| JournalError::Parse {
         path: path.to_owned(),
         line,

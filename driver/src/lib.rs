@@ -22,7 +22,7 @@
 #![deny(clippy::indexing_slicing)]
 
 pub mod build_dir;
-pub mod input;
+pub use weft_fabric::input;
 pub mod layers;
 
 use std::path::{Path, PathBuf};

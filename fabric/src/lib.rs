@@ -38,6 +38,7 @@ pub mod hex;
 pub mod hostlist;
 pub mod ibnetdiscover;
 mod ids;
+pub mod input;
 pub mod machines;
 mod model;
 pub mod opensm;

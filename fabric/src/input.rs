@@ -1,6 +1,7 @@
 //! Reading input files: regular files only (a FIFO or a device such as `/dev/zero` would block
 //! or never end), under a size cap, checked before and while reading. Every input weft reads
-//! from a path (sources, states, dumps, plans) comes through here.
+//! from a path (sources, states, dumps, plans, journals, traffic files) comes through here;
+//! it sits in the bottom crate so that every crate that reads a file can use it.
 
 use std::io::Read as _;
 use std::path::Path;
