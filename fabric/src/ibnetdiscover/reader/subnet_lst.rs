@@ -42,6 +42,10 @@ struct End<'a> {
 pub(super) fn read<'a>(cx: &mut Cx<'_>, text: &'a str) -> File<'a> {
     let mut nodes: Vec<NodeRec<'a>> = Vec::new();
     let mut by_guid: BTreeMap<Guid, usize> = BTreeMap::new();
+    // Whether a node's vendor and device ids come from a line of its own port (those of
+    // a peer end are not to be trusted: OpenSM 3.3.23 prints the peer's device id shifted
+    // left by 16 bits).
+    let mut own: Vec<bool> = Vec::new();
     for line in lines(text) {
         let t = line.text.trim_matches([' ', '\t']);
         if t.is_empty() || t.starts_with('#') || (!t.starts_with('{') && noise::skip(cx, &line)) {
@@ -59,8 +63,8 @@ pub(super) fn read<'a>(cx: &mut Cx<'_>, text: &'a str) -> File<'a> {
         };
         let rate = read_rate(cx, &mut sc);
         let (Some(i), Some(_)) = (
-            node(cx, &mut nodes, &mut by_guid, &here),
-            node(cx, &mut nodes, &mut by_guid, &peer),
+            node(cx, (&mut nodes, &mut by_guid, &mut own), &here, true),
+            node(cx, (&mut nodes, &mut by_guid, &mut own), &peer, false),
         ) else {
             continue;
         };
@@ -92,16 +96,31 @@ pub(super) fn read<'a>(cx: &mut Cx<'_>, text: &'a str) -> File<'a> {
     }
 }
 
-/// The record of `end`'s node: made when first seen, else checked against what was seen.
+/// The nodes read so far, by node GUID, and whether each was seen as the near end of a line.
+type Seen<'s, 'a> = (
+    &'s mut Vec<NodeRec<'a>>,
+    &'s mut BTreeMap<Guid, usize>,
+    &'s mut Vec<bool>,
+);
+
+/// The record of `end`'s node (the near end of its line when `near`): made when first seen,
+/// else checked against what was seen.
 fn node<'a>(
     cx: &mut Cx<'_>,
-    nodes: &mut Vec<NodeRec<'a>>,
-    by_guid: &mut BTreeMap<Guid, usize>,
+    (nodes, by_guid, own): Seen<'_, 'a>,
     end: &End<'a>,
+    near: bool,
 ) -> Option<usize> {
     let guid = end.node_guid.0;
     if let Some(&i) = by_guid.get(&guid) {
         let n = nodes.get_mut(i)?;
+        if near && own.get(i) == Some(&false) {
+            n.vendor_id = end.vendor_id;
+            n.device_id = end.device_id;
+            if let Some(o) = own.get_mut(i) {
+                *o = true;
+            }
+        }
         let other = if n.kind != end.kind {
             Some("type")
         } else if n.port_count != end.ports.0 {
@@ -148,6 +167,7 @@ fn node<'a>(
         ports: Vec::new(),
     });
     by_guid.insert(guid, i);
+    own.push(near);
     Some(i)
 }
 
