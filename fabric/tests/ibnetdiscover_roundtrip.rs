@@ -180,6 +180,10 @@ fn arb_fabric() -> impl Strategy<Value = (Fabric, Option<LidAssignment>)> {
                     vports: Vec::new(),
                 };
                 let mut next = u32::from(lid_seed);
+                // Ports own their LIDs (the reader refuses two ports on one): aligned blocks
+                // of 2^lmc, a random stride apart.
+                let block = 1u32 << lmc.min(7);
+                let mut at = block;
                 for id in fabric.node_ids() {
                     let node = fabric.node(id);
                     let ports: Vec<u8> = if node.is_switch() {
@@ -189,13 +193,13 @@ fn arb_fabric() -> impl Strategy<Value = (Fabric, Option<LidAssignment>)> {
                     };
                     for p in ports {
                         next = next.wrapping_mul(2_654_435_761).wrapping_add(1);
-                        // Sometimes no LID (0); else a unicast LID.
-                        let lid = (next >> 8) % 0xC000;
-                        if lid != 0 {
+                        // Sometimes no LID; else the next free block.
+                        if (next >> 8) % 0xC000 != 0 && at + block - 1 < 0xC000 {
                             lids.base
                                 .entry(id)
                                 .or_default()
-                                .insert(PortNum(p), Lid(lid as u16));
+                                .insert(PortNum(p), Lid(at as u16));
+                            at += block * (1 + (next >> 12) % 3);
                         }
                     }
                 }
@@ -306,7 +310,16 @@ proptest! {
             Ok(d) => d,
             Err(e) => panic!("{e}: {:?}\n{text}", e.diagnostics()),
         };
-        prop_assert!(read.warnings.is_empty(), "{:?}\n{}", read.warnings, text);
+        // A loopback cable (two ports of one node) is a warning per cable, and nothing else.
+        let loopbacks = (fabric.links().iter())
+            .filter(|l| l.a.node == l.b.node && l.state == weft_fabric::LinkState::Up)
+            .count();
+        let (looped, other): (Vec<_>, Vec<_>) = read
+            .warnings
+            .iter()
+            .partition(|w| w.code() == ibnetdiscover::Code::Loopback);
+        prop_assert!(other.is_empty(), "{:?}\n{}", other, text);
+        prop_assert_eq!(looped.len(), loopbacks.min(10) + usize::from(loopbacks > 10));
         let (want, want_lids) = expected(&fabric, lids.as_ref());
         prop_assert_eq!(&read.fabric, &want, "{}", text);
         prop_assert_eq!(&read.lids, &want_lids);

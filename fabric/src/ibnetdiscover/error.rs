@@ -100,7 +100,8 @@ pub enum Code {
     /// Warning: a format without the node GUIDs of end nodes (`ibnetdiscover -p`,
     /// `iblinkinfo`); each is taken as its port GUID minus the port number.
     NodeGuidGuessed,
-    /// A line of an `ibnetdiscover -p` or `iblinkinfo` report that does not parse.
+    /// A line of an `ibnetdiscover -p` or `iblinkinfo` report, or of a `subnet.lst`, that
+    /// does not parse.
     MalformedReportLine,
     /// Warning: a file whose lines lack the whitespace the format puts between fields
     /// (`Switch41 "S-…"# "…"`: a terminal that dropped the tabs); read as if it were there.
@@ -113,6 +114,13 @@ pub enum Code {
     /// A dump that describes no node (empty, blank, or only comments and noise: a discovery
     /// that failed), in every format and reading mode; the message quotes what it holds.
     NoNodes,
+    /// A file in a known format that is no topology (an LFT dump, a guid2lid, ibdm's
+    /// topology file, …), refused by name.
+    ForeignFormat,
+    /// Warning: a loopback cable, from a port to another port of the same node.
+    Loopback,
+    /// Two ports given the same LID (or overlapping LID ranges under the LMC).
+    DuplicateLid,
     /// An internal inconsistency (a bug in the reader); never expected.
     Internal,
 }
@@ -165,6 +173,9 @@ impl Code {
             Code::PeerOnlyNode => "weft::ibnet::peer_only_node",
             Code::AmbiguousPeer => "weft::ibnet::ambiguous_peer",
             Code::NoNodes => "weft::ibnet::no_nodes",
+            Code::ForeignFormat => "weft::ibnet::foreign_format",
+            Code::Loopback => "weft::ibnet::loopback",
+            Code::DuplicateLid => "weft::ibnet::duplicate_lid",
             Code::Internal => "weft::ibnet::internal",
         }
     }

@@ -11,7 +11,9 @@
 //!   without GUID lines, whose GUIDs it counts the way ibsim does) into a [`Fabric`], the LIDs
 //!   seen and warnings; it reports every error at once, with spans, as [`ParseErrors`]. It
 //!   also reads the two reports that describe a fabric port by port, `ibnetdiscover -p` and
-//!   `iblinkinfo` ([`InputFormat`], detected from the text), and skips the noise real dumps
+//!   `iblinkinfo`, and ibdm's `subnet.lst` (OpenSM's `opensm-subnet.lst`) ([`InputFormat`],
+//!   detected from the text); refuses, by name, known formats that are no topology (an LFT
+//!   dump, a guid2lid, …); and skips the noise real dumps
 //!   carry (terminal-log headers, shell prompts, messages captured from standard error,
 //!   grouped-output headers) with a warning per line.
 //! * [`parse_node_name_map`] reads an ibnetdiscover `--node-name-map` file.
@@ -53,6 +55,11 @@ pub enum InputFormat {
     /// No port counts and no node GUIDs of end nodes; peers are named by LID (or by name
     /// before an SM assigned LIDs).
     LinkInfo,
+    /// ibdm's `subnet.lst`, which OpenSM writes as `opensm-subnet.lst` and `ibdmchk -s`
+    /// reads: one line per cabled port and its peer, `{ SW Ports:08 SystemGUID:… NodeGUID:…
+    /// PortGUID:… VenID:… DevID:… Rev:… {leaf1} LID:0001 PN:05 } { CA … } PHY=4x LOG=ACT
+    /// SPD=2.5`. Everything the topology format says but the LMC.
+    SubnetLst,
 }
 
 impl InputFormat {
@@ -62,6 +69,7 @@ impl InputFormat {
             InputFormat::Topology => "ibnetdiscover",
             InputFormat::PortsReport => "ibnetdiscover -p",
             InputFormat::LinkInfo => "iblinkinfo",
+            InputFormat::SubnetLst => "subnet.lst",
         }
     }
 }

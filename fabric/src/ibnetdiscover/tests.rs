@@ -877,7 +877,7 @@ Switch\t8 \"S3\"\t\t# \"x\"
 Ca\t1 \"H1\"
 [1]\t\"S3\"[1]\t\t# lid 4 lmc 1
 Ca\t1 \"H2\"
-[1]\t\"S3\"[2]\t\t# lid 5 lmc 0
+[1]\t\"S3\"[2]\t\t# lid 6 lmc 0
 ");
     let rendered: Vec<String> = d.warnings.iter().map(|w| render(w)).collect();
     insta::assert_snapshot!("warnings", rendered.join("\n"));

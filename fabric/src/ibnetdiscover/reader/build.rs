@@ -229,6 +229,8 @@ pub(super) fn collect_lids(cx: &mut Cx<'_>, nodes: &[NodeRec<'_>], ids: &[NodeId
     let mut lids = LidAssignment::default();
     let mut none_at: BTreeMap<(usize, u8), SourceSpan> = BTreeMap::new();
     let mut lmc: Option<(u8, SourceSpan)> = None;
+    // Where each LID taken was given.
+    let mut given_at: BTreeMap<(usize, u8), SourceSpan> = BTreeMap::new();
     let mut set = |node: usize, port: u8, (lid, span): (u16, SourceSpan)| {
         if !is_assigned(lid) {
             let first = none_at.entry((node, port)).or_insert(span);
@@ -238,11 +240,11 @@ pub(super) fn collect_lids(cx: &mut Cx<'_>, nodes: &[NodeRec<'_>], ids: &[NodeId
             return;
         }
         if let Some(&id) = ids.get(node) {
-            lids.base
-                .entry(id)
-                .or_default()
-                .entry(PortNum(port))
-                .or_insert(Lid(lid));
+            let ports = lids.base.entry(id).or_default();
+            if let std::collections::btree_map::Entry::Vacant(e) = ports.entry(PortNum(port)) {
+                e.insert(Lid(lid));
+                given_at.insert((node, port), span);
+            }
         }
     };
     // Own annotations first, so that they win over what peers say.
@@ -302,6 +304,7 @@ pub(super) fn collect_lids(cx: &mut Cx<'_>, nodes: &[NodeRec<'_>], ids: &[NodeId
         }
     }
     lids.lmc = lmc.map(|(m, _)| m).unwrap_or(0);
+    lid_clashes(cx, nodes, ids, &lids, &given_at);
     let base = &lids.base;
     none_at.retain(|&(node, port), _| {
         ids.get(node)
@@ -309,6 +312,77 @@ pub(super) fn collect_lids(cx: &mut Cx<'_>, nodes: &[NodeRec<'_>], ids: &[NodeId
             .is_none_or(|ports| !ports.contains_key(&PortNum(port)))
     });
     Lids { lids, none_at }
+}
+
+/// An error for each port whose LIDs overlap another's (an end-node port has `2^lmc`, a
+/// switch one), at the annotation that gives it: `weft check` refuses two nodes pinned to one
+/// LID, so an import does too.
+fn lid_clashes(
+    cx: &mut Cx<'_>,
+    nodes: &[NodeRec<'_>],
+    ids: &[NodeId],
+    lids: &LidAssignment,
+    given_at: &BTreeMap<(usize, u8), SourceSpan>,
+) {
+    let block = 1u32 << lids.lmc.min(7);
+    let mut ranges: Vec<(u32, u32, usize, u8, SourceSpan)> = Vec::new();
+    for (i, (n, id)) in nodes.iter().zip(ids).enumerate() {
+        let Some(ports) = lids.base.get(id) else {
+            continue;
+        };
+        let size = if n.kind == NodeKind::Switch { 1 } else { block };
+        for (port, lid) in ports {
+            if let Some(&span) = given_at.get(&(i, port.0)) {
+                let start = u32::from(lid.0);
+                ranges.push((start, start + size - 1, i, port.0, span));
+            }
+        }
+    }
+    ranges.sort_by_key(|r| (r.0, r.4.offset()));
+    let mut owner: Option<(u32, usize, u8, SourceSpan)> = None;
+    let name = |i: usize, port: u8| {
+        let n = nodes.get(i);
+        match n {
+            Some(n) if n.kind == NodeKind::Switch => format!("switch {}", node_name(n)),
+            Some(n) => format!("{} port {port}", node_name(n)),
+            None => String::new(),
+        }
+    };
+    for (start, end, i, port, span) in ranges {
+        match owner {
+            Some((last, oi, oport, ospan)) if start <= last => {
+                let d = cx
+                    .diag(
+                        Code::DuplicateLid,
+                        Severity::Error,
+                        span,
+                        format!(
+                            "LID {start} is given to {} and to {}",
+                            name(i, port),
+                            name(oi, oport)
+                        ),
+                        format!("LID {start} here"),
+                    )
+                    .with_secondary(ospan, "and here")
+                    .with_help(if block > 1 {
+                        format!(
+                            "each port has its own LIDs: an end-node port {block} from a \
+                             multiple of {block} (LMC {}), a switch one",
+                            lids.lmc
+                        )
+                    } else {
+                        "each port has its own LID; the subnet manager gives every port another \
+                         one"
+                        .to_owned()
+                    });
+                cx.push(d);
+                if end > last {
+                    owner = Some((end, i, port, span));
+                }
+            }
+            _ => owner = Some((end, i, port, span)),
+        }
+    }
 }
 
 /// Names at most this many ports in the [`Code::UnassignedLid`] warning.

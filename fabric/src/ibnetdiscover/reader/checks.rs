@@ -25,7 +25,7 @@ pub(super) struct Checked {
 }
 
 pub(super) fn node_name(n: &NodeRec<'_>) -> String {
-    format!("`{}`", n.id)
+    format!("`{}`", n.shown.as_deref().unwrap_or(&n.id))
 }
 
 pub(super) fn check(cx: &mut Cx<'_>, file: &File<'_>, partial: bool) -> Checked {
@@ -94,6 +94,12 @@ pub(super) fn check(cx: &mut Cx<'_>, file: &File<'_>, partial: bool) -> Checked 
         if dup.get(i).copied().unwrap_or(true) {
             continue;
         }
+        let named = |id: &str| {
+            by_id
+                .get(id)
+                .and_then(|&r| nodes.get(r))
+                .map_or_else(|| format!("`{id}`"), node_name)
+        };
         for (j, p) in n.ports.iter().enumerate() {
             if !port_in_range(cx, n, p.port, p.port_span) {
                 continue;
@@ -131,13 +137,18 @@ pub(super) fn check(cx: &mut Cx<'_>, file: &File<'_>, partial: bool) -> Checked 
                             Severity::Error,
                             p.port_span,
                             format!("port {} of {} is wired twice", p.port, node_name(n)),
-                            format!("wired to `{}` port {} here", p.remote_id, p.remote_port),
+                            format!(
+                                "wired to {} port {} here",
+                                named(p.remote_id.as_ref()),
+                                p.remote_port
+                            ),
                         )
                         .with_secondary(
                             first.port_span,
                             format!(
-                                "and to `{}` port {} here",
-                                first.remote_id, first.remote_port
+                                "and to {} port {} here",
+                                named(first.remote_id.as_ref()),
+                                first.remote_port
                             ),
                         )
                         .with_help("a port takes one cable; remove one of the two lines");
@@ -205,20 +216,20 @@ pub(super) fn check(cx: &mut Cx<'_>, file: &File<'_>, partial: bool) -> Checked 
                             p.port
                         ),
                         format!(
-                            "{} port {} says it is wired to `{}` port {}",
+                            "{} port {} says it is wired to {} port {}",
                             node_name(n),
                             p.port,
-                            rn.id,
+                            node_name(rn),
                             there.1
                         ),
                     )
                     .with_secondary(
                         other.line_span,
                         format!(
-                            "but `{}` port {} says it is wired to `{}` port {}",
-                            rn.id,
+                            "but {} port {} says it is wired to {} port {}",
+                            node_name(rn),
                             there.1,
-                            nodes.get(otarget.0).map_or("?", |o| o.id.as_ref()),
+                            nodes.get(otarget.0).map_or("?".to_owned(), node_name),
                             otarget.1
                         ),
                     )
@@ -235,12 +246,12 @@ pub(super) fn check(cx: &mut Cx<'_>, file: &File<'_>, partial: bool) -> Checked 
                         Code::PortWiredTwice,
                         Severity::Error,
                         p.line_span,
-                        format!("port {} of `{}` is wired twice", there.1, rn.id),
+                        format!("port {} of {} is wired twice", there.1, node_name(rn)),
                         format!(
-                            "{} port {} says it is wired to `{}` port {}",
+                            "{} port {} says it is wired to {} port {}",
                             node_name(n),
                             p.port,
-                            rn.id,
+                            node_name(rn),
                             there.1
                         ),
                     );
@@ -265,18 +276,26 @@ pub(super) fn check(cx: &mut Cx<'_>, file: &File<'_>, partial: bool) -> Checked 
                     Code::OneSidedLink,
                     p.line_span,
                     format!(
-                        "the link from {} port {} to `{}` port {} is listed by one end only",
+                        "the link from {} port {} to {} port {} is listed by one end only",
                         node_name(n),
                         p.port,
-                        rn.id,
+                        node_name(rn),
                         there.1
                     ),
                     "listed here only",
-                    format!(
-                        "ibnetdiscover lists every link from both ends, and ibsim refuses a link \
-                         listed once; add `[{}] \"{}\"[{}]` to `{}`",
-                        there.1, n.id, p.port, rn.id
-                    ),
+                    if file.format == InputFormat::Topology {
+                        format!(
+                            "ibnetdiscover lists every link from both ends, and ibsim refuses a \
+                             link listed once; add `[{}] \"{}\"[{}]` to `{}`",
+                            there.1, n.id, p.port, rn.id
+                        )
+                    } else {
+                        format!(
+                            "`{}` lists every link from both ends; this file is an excerpt or \
+                             was edited",
+                            file.format.as_str()
+                        )
+                    },
                 );
             }
         }
@@ -294,8 +313,8 @@ pub(super) fn check(cx: &mut Cx<'_>, file: &File<'_>, partial: bool) -> Checked 
                 let (Some(sa_span), Some(sb_span)) = (ra.text_span, rb.text_span) else {
                     continue;
                 };
-                let na = nodes.get(link.a.0).map_or("?", |n| n.id.as_ref());
-                let nb = nodes.get(link.b.0).map_or("?", |n| n.id.as_ref());
+                let na = nodes.get(link.a.0).map_or("?".to_owned(), node_name);
+                let nb = nodes.get(link.b.0).map_or("?".to_owned(), node_name);
                 let (width, speed) = slower(ra, rb);
                 let taken = match (width, speed) {
                     (Some(w), Some(s)) => format!("`{w}{s}`"),
@@ -307,7 +326,7 @@ pub(super) fn check(cx: &mut Cx<'_>, file: &File<'_>, partial: bool) -> Checked 
                         Severity::Warning,
                         sb_span,
                         format!(
-                            "the ends of the link between `{na}` port {} and `{nb}` port {} \
+                            "the ends of the link between {na} port {} and {nb} port {} \
                              report different rates",
                             link.a.1, link.b.1
                         ),
@@ -323,9 +342,41 @@ pub(super) fn check(cx: &mut Cx<'_>, file: &File<'_>, partial: bool) -> Checked 
             }
         }
     }
+    loopbacks(cx, nodes, &links);
     let port_guids = check_port_guids(cx, nodes, &dup, &by_id);
     check_port_space(cx, nodes, &dup, &port_guids);
     Checked { links, port_guids }
+}
+
+/// A warning for each loopback cable, from a port to another port of the same node: it
+/// carries no traffic between nodes, and is usually a test plug or a cabling mistake.
+fn loopbacks(cx: &mut Cx<'_>, nodes: &[NodeRec<'_>], links: &[LinkPlan]) {
+    for link in links.iter().filter(|l| l.a.0 == l.b.0) {
+        let Some(n) = nodes.get(link.a.0) else {
+            continue;
+        };
+        let span = link
+            .seen
+            .iter()
+            .flatten()
+            .find_map(|&at| port_at(nodes, at))
+            .map_or(n.id_span, |p| p.line_span);
+        let named = match n.desc {
+            Some((d, _)) if d != n.id => format!("{} (\"{d}\")", node_name(n)),
+            _ => node_name(n),
+        };
+        cx.warn(
+            Code::Loopback,
+            span,
+            format!(
+                "loopback cable: port {} of {named} is cabled to its own port {}",
+                link.a.1, link.b.1
+            ),
+            "a cable between two ports of one node",
+            "a loopback carries no traffic between nodes (a test plug or a cabling mistake); \
+             it is imported as a link between the two ports",
+        );
+    }
 }
 
 pub(super) fn port_at<'f, 'a>(
@@ -386,6 +437,7 @@ fn unknown_node(
         ),
         InputFormat::PortsReport => "lines of its own ports".to_owned(),
         InputFormat::LinkInfo => "a header line and lines of its own ports".to_owned(),
+        InputFormat::SubnetLst => "lines of its own ports".to_owned(),
     };
     cx.error(
         Code::UnknownNode,
@@ -402,6 +454,11 @@ fn unknown_node(
 /// Where a node's GUID comes from, for diagnostics.
 pub(super) fn guid_site(n: &NodeRec<'_>) -> (SourceSpan, String) {
     match n.guid_origin {
+        // A made-up end node's GUID is guessed from the port GUID here.
+        GuidOrigin::Explicit(span) if n.shown.is_some() => (
+            span,
+            format!("{} gets its node GUID from this port GUID", node_name(n)),
+        ),
         GuidOrigin::Explicit(span) => (
             span,
             format!("{} gets GUID `{}` here", node_name(n), n.guid),

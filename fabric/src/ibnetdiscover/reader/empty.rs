@@ -140,6 +140,10 @@ pub(super) fn no_nodes(cx: &mut Cx<'_>, text: &str, format: InputFormat) {
         InputFormat::PortsReport => {
             "`ibnetdiscover -p` prints a line per port it reaches (`SW 12 1 0x… 4x EDR - CA …`)"
         }
+        InputFormat::SubnetLst => {
+            "`opensm-subnet.lst` holds a line per cabled port (`{ SW Ports:08 … PN:01 } { … } \
+             PHY=4x LOG=ACT SPD=2.5`)"
+        }
         InputFormat::LinkInfo => {
             "`iblinkinfo` prints a `Switch: 0x… name:` or `CA: name:` line per node it reaches, \
              each with its port lines"

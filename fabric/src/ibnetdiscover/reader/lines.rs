@@ -21,6 +21,9 @@ pub(super) struct NodeRec<'a> {
     /// other formats, which print none).
     pub(super) id: Cow<'a, str>,
     pub(super) id_span: SourceSpan,
+    /// How diagnostics name the node when its id is made up from a GUID the input does not
+    /// hold (an end node of the reports, whose node GUID is guessed): by what the input says.
+    pub(super) shown: Option<String>,
     pub(super) port_count: u32,
     pub(super) count_span: SourceSpan,
     pub(super) desc: Option<(&'a str, SourceSpan)>,
@@ -492,14 +495,15 @@ pub(super) fn parse_header<'a>(
         return None;
     }
     let port_count = match parse_uint(tok) {
-        Some(n @ 1..=255) => n as u32,
+        Some(n @ 1..=254) => n as u32,
         Some(_) => {
             cx.error(
                 Code::BadNumber,
                 count_span,
                 format!("port count `{tok}` is out of range"),
-                "not 1 to 255",
-                "a node has 1 to 255 ports, not counting a switch's management port 0",
+                "not 1 to 254",
+                "a node has 1 to 254 ports (port 255 is reserved), not counting a switch's \
+                 management port 0; `weft check` refuses more",
             );
             return None;
         }
@@ -599,6 +603,7 @@ pub(super) fn parse_header<'a>(
         *c = c.wrapping_add(step);
     }
     let node = NodeRec {
+        shown: None,
         kind,
         id: Cow::Borrowed(id),
         id_span,

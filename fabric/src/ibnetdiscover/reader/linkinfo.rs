@@ -154,7 +154,7 @@ fn read_header<'a>(
     let name = rest.strip_suffix(':').unwrap_or(rest);
     let desc = Some((name, sp(sc.abs(), name.len())));
     let node = match g {
-        Some((g, span)) => nodes.get_or_add(cx, (kind, g, span), desc, true),
+        Some((g, span)) => nodes.get_or_add(cx, (kind, g, span, g), desc, true),
         None => None,
     };
     Some(Header { kind, node, desc })
@@ -193,7 +193,7 @@ fn read_port<'a>(
                 );
                 return None;
             };
-            let i = nodes.get_or_add(cx, (kind, ng, span), desc, true)?;
+            let i = nodes.get_or_add(cx, (kind, ng, span, g), desc, true)?;
             *node = Some(i);
             i
         }
@@ -242,7 +242,7 @@ fn lid_and_port(
 fn port_number(cx: &mut Cx<'_>, sc: &mut Scan<'_>) -> Option<(u32, SourceSpan)> {
     sc.skip_ws();
     let (digits, at) = sc.take(|b| b.is_ascii_digit());
-    let port = digits.parse::<u32>().ok().filter(|&p| p <= 255);
+    let port = digits.parse::<u32>().ok().filter(|&p| p <= 254);
     let closed = sc.rest().starts_with('[') && sc.rest().find(']').is_some();
     match (port, closed) {
         (Some(p), true) => {

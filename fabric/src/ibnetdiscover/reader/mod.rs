@@ -31,12 +31,14 @@
 mod build;
 mod checks;
 mod empty;
+mod foreign;
 mod lines;
 mod linkinfo;
 mod noise;
 mod ports;
 mod report;
 mod scan;
+mod subnet_lst;
 
 use build::*;
 use checks::*;
@@ -66,10 +68,16 @@ pub fn parse(text: &str, opts: &ParseOptions) -> Result<Discovered, ParseErrors>
         missing_ws: None,
     };
     let format = opts.format.unwrap_or_else(|| detect_format(text));
+    if opts.format.is_none() && format == InputFormat::Topology {
+        if let Some(refused) = refuse_foreign(&src, text) {
+            return Err(refused);
+        }
+    }
     let file = match format {
         InputFormat::Topology => read_lines(&mut cx, text),
         InputFormat::PortsReport => report::read(&mut cx, text),
         InputFormat::LinkInfo => linkinfo::read(&mut cx, text),
+        InputFormat::SubnetLst => subnet_lst::read(&mut cx, text),
     };
     if file.nodes.is_empty() && !cx.diags.iter().any(IbnetDiagnostic::is_error) {
         empty::no_nodes(&mut cx, text, format);
@@ -104,14 +112,45 @@ pub fn parse(text: &str, opts: &ParseOptions) -> Result<Discovered, ParseErrors>
     }
 }
 
-/// The format of `text`, from its first line that is no blank line, comment or noise: a
-/// `Switch: 0x…`, `CA: …` or `Router: …` line is `iblinkinfo`, a line such as `SW 12 1
-/// 0x… 4x EDR` an `ibnetdiscover -p` report, anything else the topology format.
-pub fn detect_format(text: &str) -> InputFormat {
-    for line in lines(text) {
+/// The first line of `text` that is no blank line, comment or noise, trimmed, with its span
+/// and the lines after it.
+fn first_line(text: &str) -> Option<(&str, SourceSpan, impl Iterator<Item = Line<'_>>)> {
+    let mut all = lines(text);
+    for line in all.by_ref() {
         let t = line.text.trim_matches([' ', '\t']);
         if t.is_empty() || t.starts_with('#') || noise::classify(line.text).is_some() {
             continue;
+        }
+        let lead = line.text.len() - line.text.trim_start_matches([' ', '\t']).len();
+        return Some((t, sp(line.start + lead, t.len()), all));
+    }
+    None
+}
+
+/// The one error for a text in a known format that is no topology ([`foreign`]).
+fn refuse_foreign(src: &Source, text: &str) -> Option<ParseErrors> {
+    let (t, span, rest) = first_line(text)?;
+    let found = foreign::recognise(t, rest.map(|l| l.text))?;
+    let d = IbnetDiagnostic::new(
+        src,
+        Code::ForeignFormat,
+        Severity::Error,
+        span,
+        format!("this is {}, not a topology", found.what),
+        "recognised from this line",
+    )
+    .with_help(found.help);
+    Some(ParseErrors::new(src.clone(), vec![d]))
+}
+
+/// The format of `text`, from its first line that is no blank line, comment or noise: a
+/// `Switch: 0x…`, `CA: …` or `Router: …` line is `iblinkinfo`, a line such as `SW 12 1
+/// 0x… 4x EDR` an `ibnetdiscover -p` report, `{ SW Ports:08 … NodeGUID:… PN:01 } { … }`
+/// a `subnet.lst`, anything else the topology format.
+pub fn detect_format(text: &str) -> InputFormat {
+    if let Some((t, _, _)) = first_line(text) {
+        if subnet_lst::is_line(t) {
+            return InputFormat::SubnetLst;
         }
         if linkinfo::is_header(t) {
             return InputFormat::LinkInfo;
@@ -119,7 +158,6 @@ pub fn detect_format(text: &str) -> InputFormat {
         if report::is_port_line(t) {
             return InputFormat::PortsReport;
         }
-        return InputFormat::Topology;
     }
     InputFormat::Topology
 }

@@ -67,16 +67,24 @@ pub(super) fn node_guid(kind: NodeKind, port_guid: Guid, port: u32) -> Option<Gu
 }
 
 /// A node record made up from a report's lines: no port count yet, no vendor or device id.
+/// An end node, whose node GUID is guessed from `port_guid`, is named in diagnostics by
+/// its type and that port GUID, as the report prints them (`CA 0x…`).
 fn made_up_node<'a>(
     kind: NodeKind,
     id: String,
-    (guid, guid_span): (Guid, SourceSpan),
+    (guid, guid_span, port_guid): (Guid, SourceSpan, Guid),
     desc: Option<(&'a str, SourceSpan)>,
 ) -> NodeRec<'a> {
+    let shown = match kind {
+        NodeKind::Switch => None,
+        NodeKind::Hca => Some(format!("CA {port_guid}")),
+        NodeKind::Router => Some(format!("RT {port_guid}")),
+    };
     NodeRec {
         kind,
         id: Cow::Owned(id),
         id_span: guid_span,
+        shown,
         port_count: 0,
         count_span: guid_span,
         desc: desc.filter(|(d, _)| !d.is_empty()),
@@ -121,7 +129,7 @@ impl<'a> Nodes<'a> {
     pub(super) fn get_or_add(
         &mut self,
         cx: &mut Cx<'_>,
-        (kind, guid, guid_span): (NodeKind, Guid, SourceSpan),
+        (kind, guid, guid_span, port_guid): (NodeKind, Guid, SourceSpan, Guid),
         desc: Option<(&'a str, SourceSpan)>,
         fresh: bool,
     ) -> Option<usize> {
@@ -138,7 +146,7 @@ impl<'a> Nodes<'a> {
                     Code::DuplicateGuid,
                     Severity::Error,
                     guid_span,
-                    format!("two nodes would get node GUID `{guid}`"),
+                    format!("port GUID `{port_guid}` would give this end node another node's GUID"),
                     "this port GUID minus its port number",
                 )
                 .with_secondary(n.id_span, "and this one's")
@@ -154,8 +162,12 @@ impl<'a> Nodes<'a> {
             self.first_end_node.get_or_insert(guid_span);
         }
         let i = self.nodes.len();
-        self.nodes
-            .push(made_up_node(kind, id.clone(), (guid, guid_span), desc));
+        self.nodes.push(made_up_node(
+            kind,
+            id.clone(),
+            (guid, guid_span, port_guid),
+            desc,
+        ));
         self.by_id.insert(id, i);
         Some(i)
     }
@@ -384,7 +396,7 @@ fn read_end(cx: &mut Cx<'_>, sc: &mut Scan<'_>) -> Option<End> {
         return None;
     };
     let (lid, lid_span) = number(cx, sc, "a LID", u32::from(u16::MAX), SHAPE)?;
-    let port = number(cx, sc, "a port number", 255, SHAPE)?;
+    let port = number(cx, sc, "a port number", 254, SHAPE)?;
     let guid = guid(cx, sc, SHAPE)?;
     let lid = u16::try_from(lid).unwrap_or(u16::MAX);
     if !is_assigned(lid) || lid <= MAX_UNICAST_LID {
@@ -531,7 +543,12 @@ fn read_line<'a>(cx: &mut Cx<'_>, sc: &mut Scan<'a>, line_span: SourceSpan, node
         bad_guid(cx, &here);
         return;
     };
-    let Some(i) = nodes.get_or_add(cx, (here.kind, guid, here.guid.1), own_desc, false) else {
+    let Some(i) = nodes.get_or_add(
+        cx,
+        (here.kind, guid, here.guid.1, here.guid.0),
+        own_desc,
+        false,
+    ) else {
         return;
     };
     nodes.saw_port(i, here.port.0, here.port.1);
@@ -587,7 +604,12 @@ fn read_line<'a>(cx: &mut Cx<'_>, sc: &mut Scan<'a>, line_span: SourceSpan, node
         opts: PortOpts::default(),
     };
     let seen = nodes.peers.entry(remote_id).or_insert_with_key(|id| {
-        let mut node = made_up_node(peer.kind, id.clone(), (peer_guid, peer.guid.1), peer_desc);
+        let mut node = made_up_node(
+            peer.kind,
+            id.clone(),
+            (peer_guid, peer.guid.1, peer.guid.0),
+            peer_desc,
+        );
         if !peer_end {
             node.lid = Some(peer.lid);
         }
