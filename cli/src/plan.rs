@@ -111,6 +111,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
         full: args.full,
         mode: if args.drain { Mode::Drain } else { Mode::Fault },
         scope: args.scope,
+        fill_at_once: false,
         max_outage_pairs: if args.zero_outage {
             Some(0)
         } else {

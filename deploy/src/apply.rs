@@ -9,10 +9,11 @@
 //! 3. Read every block the plan touches; one that does not hold the plan's `old` refuses the
 //!    plan (the fabric moved on since it was planned), naming the block.
 //! 4. Journal every block, before and after, to disk (fsync).
-//! 5. Apply the steps in order. Before a step, its blocks are read again and must hold what
-//!    the journal says they hold before it (or already what the step writes): a block another
-//!    writer changed stops the apply (compare-and-swap at step granularity). The step's SMPs
-//!    go out together, every response is checked, and every block is read back. LinearFDBTop
+//! 5. Apply the steps in order, each in parts of [`PART`] blocks. Before a part, its blocks
+//!    must hold what the journal says they hold before the step (or already what the step
+//!    writes), read again unless this apply read them less than half the settling time
+//!    before: a block another writer changed stops the apply (compare-and-swap). The part's
+//!    SMPs go out together, every response is checked, and every block is read back. LinearFDBTop
 //!    is raised right after the step that first writes above it (stale entries between the
 //!    old and the new top cleared first, in that step), so the new entries appear together,
 //!    as the step's proof allows. MulticastFDBTop likewise, on switches that support it
@@ -160,6 +161,10 @@ pub struct Report {
     pub sets: usize,
     /// Get SMPs sent (discovery, reading, snapshot, checks and read-back).
     pub gets: usize,
+    /// Ops of the plan the apply visited to work out LinearFDBTop and MulticastFDBTop raises
+    /// and its snapshot: its own bookkeeping, a count a test holds in proportion to the blocks
+    /// written (a lookup that scans every op per block shows here).
+    pub visits: usize,
     /// What the report adds: what the proof did not cover, a journal that could not record
     /// the end.
     pub notes: Vec<String>,
@@ -783,6 +788,9 @@ pub type Smps = Vec<(usize, Target, String)>;
 struct Count {
     sets: usize,
     gets: usize,
+    /// Ops of the plan visited while working out the raises and the snapshot (bookkeeping
+    /// work, held in proportion to the blocks written).
+    visits: usize,
 }
 
 /// The lock of the SM port `t` answers from.
@@ -828,6 +836,7 @@ pub fn apply_state(
                 steps_done: 0,
                 sets: 0,
                 gets,
+                visits: 0,
                 notes: Vec::new(),
                 journal_open: false,
                 outages: Vec::new(),
@@ -1062,7 +1071,14 @@ struct Txn<'a, T: Transport> {
     ended: bool,
     /// Per step, when its Sets began and its read-back ended (`None`: not sent by this run).
     times: Vec<Option<(Instant, Instant)>>,
+    /// What each block held when this apply last read it (snapshot, check, read-back), and
+    /// when that read began.
+    seen: BTreeMap<Target, (Payload, Instant)>,
 }
+
+/// Blocks checked, then written, then read back together within a step: small enough that
+/// reading them takes far less than half a settling time on any fabric that answers at all.
+const PART: usize = 4096;
 
 impl<T: Transport> Txn<'_, T> {
     /// Journals `e`; on failure, remembers it (the caller decides what it means).
@@ -1119,51 +1135,31 @@ impl<T: Transport> Txn<'_, T> {
             });
             self.event(Event::Begin { step })
                 .map_err(|e| (step, Stop::Journal(e)))?;
-            // Compare, then swap: the step's Sets follow the reads that checked its blocks by
-            // less than half the settling time (another writer's final reads wait a whole
-            // one), else the blocks are read again.
-            let bound = self.settle / 2;
-            let batch = loop {
-                let checked = Instant::now();
-                let got = self.read(&cells);
-                let mut batch = Vec::with_capacity(cells.len());
-                let mut foreign = Vec::new();
-                for (c, g) in cells.iter().zip(got) {
-                    match g {
-                        Ok(g) if same(&c.target, &g, &c.before) => {
-                            batch.push((c.target.clone(), c.after));
+            // The step goes out in parts (its writes land in any order, so any part first):
+            // each part's blocks checked, then its Sets, then its read-back.
+            let mut began = None;
+            let mut rest: &[&Cell] = &cells;
+            let mut width = PART;
+            while !rest.is_empty() {
+                let (n, batch) = self.check(rest, &mut width).map_err(|s| (step, s))?;
+                let sent = Instant::now();
+                began.get_or_insert(sent);
+                match run_step(self.t, &batch, &mut self.count) {
+                    Ok(()) => {
+                        for (target, after) in batch {
+                            self.seen.insert(target, (after, sent));
                         }
-                        // Already what the step writes (an apply of this same plan got here
-                        // first, or a recovery finds it landed): nothing to write.
-                        Ok(g) if same(&c.target, &g, &c.after) => {}
-                        Ok(_) => foreign.push(format!(
-                            "{} holds neither what it held before this step nor what the step \
-                             writes",
-                            c.what
-                        )),
-                        Err(e @ SmpError::Crashed { .. }) => return Err((step, Stop::Crashed(e))),
-                        Err(e) => return Err((step, Stop::Smp(e.to_string()))),
                     }
+                    Err(e @ SmpError::Crashed { .. }) => return Err((step, Stop::Crashed(e))),
+                    Err(e) => return Err((step, Stop::Smp(e.to_string()))),
                 }
-                if !foreign.is_empty() {
-                    return Err((step, Stop::Foreign(foreign)));
-                }
-                if bound.is_zero() || checked.elapsed() < bound {
-                    break batch;
-                }
-            };
-            let began = Instant::now();
-            match run_step(self.t, &batch, &mut self.count) {
-                Ok(()) => {
-                    if self.times.len() <= step {
-                        self.times.resize(step + 1, None);
-                    }
-                    if let Some(t) = self.times.get_mut(step) {
-                        *t = Some((began, Instant::now()));
-                    }
-                }
-                Err(e @ SmpError::Crashed { .. }) => return Err((step, Stop::Crashed(e))),
-                Err(e) => return Err((step, Stop::Smp(e.to_string()))),
+                rest = rest.get(n..).unwrap_or_default();
+            }
+            if self.times.len() <= step {
+                self.times.resize(step + 1, None);
+            }
+            if let Some(t) = self.times.get_mut(step) {
+                *t = Some((began.unwrap_or_else(Instant::now), Instant::now()));
             }
             done += 1;
             // The step landed: a failure to journal that rolls it back too.
@@ -1171,6 +1167,76 @@ impl<T: Transport> Txn<'_, T> {
                 .map_err(|e| (step, Stop::Journal(e)))?;
         }
         Ok(done)
+    }
+
+    /// Compare, before swap: the first `width` of `cells` (fewer when reading them takes too
+    /// long) checked to hold what the journal says they hold before the step (their Sets
+    /// then go out) or already what it writes (nothing to send). The step's Sets follow the
+    /// reads that checked its blocks by less than half the settling time (another writer's
+    /// final reads wait a whole one): a block this apply read (snapshot, read-back) more
+    /// recently than that is not read again; with no settling time, every block is. How many
+    /// cells were checked, and the Sets to send.
+    fn check(
+        &mut self,
+        cells: &[&Cell],
+        width: &mut usize,
+    ) -> Result<(usize, Vec<(Target, Payload)>), Stop> {
+        let bound = self.settle / 2;
+        loop {
+            let part = cells.get(..(*width).min(cells.len())).unwrap_or(cells);
+            let checked = Instant::now();
+            // The oldest reading the part's checks rest on.
+            let mut oldest = checked;
+            let mut held: Vec<Option<Payload>> = Vec::with_capacity(part.len());
+            let mut stale = Vec::new();
+            for c in part {
+                match self.seen.get(&c.target) {
+                    Some((p, at)) if !bound.is_zero() && at.elapsed() < bound => {
+                        oldest = oldest.min(*at);
+                        held.push(Some(*p));
+                    }
+                    _ => {
+                        stale.push(*c);
+                        held.push(None);
+                    }
+                }
+            }
+            let mut got = self.read(&stale).into_iter();
+            let mut batch = Vec::with_capacity(part.len());
+            let mut foreign = Vec::new();
+            for (c, h) in part.iter().zip(held) {
+                let g = match h {
+                    Some(p) => p,
+                    None => match got.next() {
+                        Some(Ok(g)) => {
+                            self.seen.insert(c.target.clone(), (g, checked));
+                            g
+                        }
+                        Some(Err(e @ SmpError::Crashed { .. })) => return Err(Stop::Crashed(e)),
+                        Some(Err(e)) => return Err(Stop::Smp(e.to_string())),
+                        None => return Err(Stop::Smp("a batch came back short".to_owned())),
+                    },
+                };
+                if same(&c.target, &g, &c.before) {
+                    batch.push((c.target.clone(), c.after));
+                } else if !same(&c.target, &g, &c.after) {
+                    // Neither: another writer's. (Already what the step writes: an apply of
+                    // this same plan got here first, or a recovery finds it landed.)
+                    foreign.push(format!(
+                        "{} holds neither what it held before this step nor what the step writes",
+                        c.what
+                    ));
+                }
+            }
+            if !foreign.is_empty() {
+                return Err(Stop::Foreign(foreign));
+            }
+            if bound.is_zero() || oldest.elapsed() < bound {
+                return Ok((part.len(), batch));
+            }
+            // Too slow: a smaller part, read again.
+            *width = (*width / 2).max(1);
+        }
     }
 
     /// After the settling time, reads every block once more: the ones that do not hold
@@ -1346,7 +1412,11 @@ fn transact(
     notes: Vec<String>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Report, ApplyError> {
-    let mut count = Count { sets: 0, gets };
+    let mut count = Count {
+        sets: 0,
+        gets,
+        visits: 0,
+    };
     let mut ops = resolve(plan, d, opts.vfs)?;
     progress(Progress::Snapshot);
     // LinearFDBTop and MulticastFDBTop: raise each after the first step writing above it.
@@ -1354,9 +1424,11 @@ fn transact(
     mft_tops(t, d, &mut ops, &mut count, &mut tops)?;
     // Snapshot: every block as it is; each must hold the plan's old. A block the plan writes
     // in several steps holds, before each later write, what the write before it left.
+    let (mut reads, seen) = snapshot(t, &ops, &mut count);
     let mut blocks = Vec::with_capacity(ops.len());
     let mut left: BTreeMap<Target, Payload> = BTreeMap::new();
-    for o in &mut ops {
+    for (i, o) in ops.iter_mut().enumerate() {
+        count.visits += 1;
         let before = match left.get(&o.target) {
             Some(p) => {
                 if o.expect.is_some_and(|want| !same(&o.target, p, &want)) {
@@ -1369,8 +1441,11 @@ fn transact(
                 *p
             }
             None => {
-                let read = t.get(&o.target).map_err(ApplyError::Smp)?;
-                count.gets += 1;
+                let read = reads
+                    .get_mut(i)
+                    .and_then(Option::take)
+                    .unwrap_or_else(|| Err(SmpError::Transport("a batch came back short".into())))
+                    .map_err(ApplyError::Smp)?;
                 if let Some(want) = &o.expect {
                     if !same(&o.target, &read, want) && !tops.beyond(o, &read, want) {
                         return Err(ApplyError::Moved(format!(
@@ -1426,6 +1501,7 @@ fn transact(
         journal_failed: None,
         ended: false,
         times: Vec::new(),
+        seen,
     };
     let stop = opts.stop.as_deref();
     let (done, failure) = match x.forward(&steps, 0, stop, progress) {
@@ -1457,6 +1533,7 @@ fn transact(
             steps_done: done,
             sets: x.count.sets,
             gets: x.count.gets,
+            visits: x.count.visits,
             notes,
             journal_open: !x.ended,
             outages: measured(plan, &x.times),
@@ -1467,6 +1544,50 @@ fn transact(
     }
     let failure = why.describe(at.min(steps.len().saturating_sub(1)));
     rollback(x, &steps, at, failure, done, notes, &opts.journal, progress)
+}
+
+/// Per op of `ops`, what its block holds for the first op writing the block (`None` for the
+/// others), read in parts of [`PART`] with every part in flight together, the last steps'
+/// blocks first (the first step's are then the freshest when it is checked); and each
+/// block's reading with when its part began.
+#[allow(clippy::type_complexity)]
+fn snapshot(
+    t: &mut impl Transport,
+    ops: &[Op],
+    count: &mut Count,
+) -> (
+    Vec<Option<Result<Payload, SmpError>>>,
+    BTreeMap<Target, (Payload, Instant)>,
+) {
+    let mut firsts = Vec::new();
+    let mut known = std::collections::BTreeSet::new();
+    for (i, o) in ops.iter().enumerate() {
+        count.visits += 1;
+        if known.insert(&o.target) {
+            firsts.push(i);
+        }
+    }
+    let mut reads: Vec<Option<Result<Payload, SmpError>>> =
+        std::iter::repeat_with(|| None).take(ops.len()).collect();
+    let mut seen = BTreeMap::new();
+    for part in firsts.rchunks(PART) {
+        let targets: Vec<Target> = part
+            .iter()
+            .filter_map(|&i| ops.get(i).map(|o| o.target.clone()))
+            .collect();
+        let at = Instant::now();
+        count.gets += targets.len();
+        let got = t.get_all(&targets);
+        for ((&i, target), r) in part.iter().zip(targets).zip(got) {
+            if let Ok(p) = &r {
+                seen.insert(target, (*p, at));
+            }
+            if let Some(slot) = reads.get_mut(i) {
+                *slot = Some(r);
+            }
+        }
+    }
+    (reads, seen)
 }
 
 /// Rolls back steps `at` down to 0 after `failure`, and reports.
@@ -1506,6 +1627,7 @@ fn rollback<T: Transport>(
         steps_done: done,
         sets: x.count.sets,
         gets: x.count.gets,
+        visits: x.count.visits,
         notes,
         journal_open: !x.ended,
         outages: Vec::new(),
@@ -1599,14 +1721,31 @@ fn fdb_tops(
         before: BTreeMap::new(),
         mcast: BTreeMap::new(),
     };
-    for (g, path) in written_switches(d, ops, Attr::Lft) {
-        let (info, _) = t.switch_info(path).map_err(ApplyError::Smp)?;
-        count.gets += 1;
-        tops.before.insert(g, info.linear_fdb_top);
+    // Every switch's SwitchInfo as one batch.
+    let switches = written_switches(d, ops, Attr::Lft);
+    let infos: Vec<Target> = switches
+        .iter()
+        .map(|(_, path)| Target {
+            path: (*path).clone(),
+            attr: Attr::SwitchInfo,
+            modifier: 0,
+        })
+        .collect();
+    count.gets += infos.len();
+    let got = t.get_all(&infos);
+    if got.len() != infos.len() {
+        return Err(ApplyError::Smp(SmpError::Transport(
+            "a batch came back short".to_owned(),
+        )));
+    }
+    for ((g, _), r) in switches.iter().zip(got) {
+        let info = SwitchInfo::decode(&r.map_err(ApplyError::Smp)?);
+        tops.before.insert(*g, info.linear_fdb_top);
     }
     // Per switch: the first step that sets an entry above its top, and the top it needs.
     let mut raise: BTreeMap<Guid, (usize, usize)> = BTreeMap::new();
     for o in ops.iter().filter(|o| o.target.attr == Attr::Lft) {
+        count.visits += 1;
         let before = usize::from(tops.before.get(&o.node).copied().unwrap_or(0));
         let first = o.target.modifier as usize * LFT_BLOCK;
         if let Some(k) = o.after.iter().rposition(|&p| p != 0xff) {
@@ -1622,6 +1761,7 @@ fn fdb_tops(
     for o in ops.iter_mut() {
         o.step *= 2;
     }
+    let first_writes = FirstWrites::of(ops, Attr::Lft, count);
     let mut extra = Vec::new();
     for (&g, &(step, top)) in &raise {
         let Some(path) = d.path(g, None) else {
@@ -1631,12 +1771,7 @@ fn fdb_tops(
         // The blocks the raise shows, and what the plan counts each entry of them as until
         // a step writes it: the plan's old where a later step writes the block, else unset.
         for block in (old_top + 1) / LFT_BLOCK..=top / LFT_BLOCK {
-            let first_write = ops
-                .iter()
-                .filter(|o| {
-                    o.node == g && o.target.attr == Attr::Lft && o.target.modifier as usize == block
-                })
-                .min_by_key(|o| o.step);
+            let first_write = first_writes.get(g, block as u32, ops, count);
             if first_write.is_some_and(|o| o.step <= 2 * step) {
                 continue;
             }
@@ -1671,6 +1806,35 @@ fn fdb_tops(
     }
     squeeze(ops, extra);
     Ok(tops)
+}
+
+/// The first op (lowest step) writing each block of one attribute, by (switch, modifier):
+/// built in one pass over the ops, so working out a raise looks each block up instead of
+/// scanning every op for it (switches × blocks × ops at 11 664 nodes).
+struct FirstWrites(BTreeMap<(Guid, u32), usize>);
+
+impl FirstWrites {
+    /// The index of `ops`' `attr` blocks (each op visited once, counted in `count`).
+    fn of(ops: &[Op], attr: Attr, count: &mut Count) -> FirstWrites {
+        let mut first: BTreeMap<(Guid, u32), usize> = BTreeMap::new();
+        for (i, o) in ops.iter().enumerate() {
+            count.visits += 1;
+            if o.target.attr != attr {
+                continue;
+            }
+            let at = first.entry((o.node, o.target.modifier)).or_insert(i);
+            if ops.get(*at).is_some_and(|f| o.step < f.step) {
+                *at = i;
+            }
+        }
+        FirstWrites(first)
+    }
+
+    /// The first op of `ops` writing `modifier` on switch `g` (one lookup, counted).
+    fn get<'a>(&self, g: Guid, modifier: u32, ops: &'a [Op], count: &mut Count) -> Option<&'a Op> {
+        count.visits += 1;
+        self.0.get(&(g, modifier)).and_then(|&i| ops.get(i))
+    }
 }
 
 /// The SwitchInfo op raising `top` on switch `g` (at `path`) in step `step`: its payload is
@@ -1797,6 +1961,7 @@ fn mft_tops(
     for o in ops.iter_mut() {
         o.step *= 2;
     }
+    let first_writes = FirstWrites::of(ops, Attr::Mft, count);
     let mut extra = Vec::new();
     for (&g, &(step, top)) in &raise {
         let (Some(path), Some(node)) = (d.path(g, None), d.nodes.get(&g)) else {
@@ -1806,12 +1971,7 @@ fn mft_tops(
         for block in forwarded / smp::MFT_BLOCK..=top / smp::MFT_BLOCK {
             for position in 0..smp::mft_positions(node.info.num_ports) {
                 let modifier = smp::mft_modifier(block as u16, position);
-                let first_write = ops
-                    .iter()
-                    .filter(|o| {
-                        o.node == g && o.target.attr == Attr::Mft && o.target.modifier == modifier
-                    })
-                    .min_by_key(|o| o.step);
+                let first_write = first_writes.get(g, modifier, ops, count);
                 if first_write.is_some_and(|o| o.step <= 2 * step) {
                     continue;
                 }
@@ -1977,11 +2137,13 @@ pub fn recover_with(
         count: Count {
             sets: 0,
             gets: d.smps + 1,
+            visits: 0,
         },
         settle,
         journal_failed: None,
         ended: j.ended().is_some(),
         times: Vec::new(),
+        seen: BTreeMap::new(),
     };
     let report = |x: &Txn<'_, _>, state: Final, failure: Option<String>, done: usize| Report {
         state,
@@ -1989,6 +2151,7 @@ pub fn recover_with(
         steps_done: done,
         sets: x.count.sets,
         gets: x.count.gets,
+        visits: x.count.visits,
         notes: Vec::new(),
         journal_open: !x.ended,
         outages: Vec::new(),

@@ -379,6 +379,7 @@ pub fn plan_from_fabric(
     let opts = weft_plan::Options {
         full: true,
         max_outage_pairs,
+        fill_at_once: true,
         ..weft_plan::Options::default()
     };
     let p = weft_plan::plan(&current, desired, &opts).map_err(LiveError::NoPlan)?;

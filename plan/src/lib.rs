@@ -86,6 +86,13 @@ pub struct Options {
     /// its worst step ([`outage`]): `None` for any, `Some(0)` for none (only an order that
     /// keeps every route is taken; otherwise there is no plan).
     pub max_outage_pairs: Option<u64>,
+    /// An initial deployment (every entry that changes is unset where the LFT steps start)
+    /// written as one step, each block once: every mix of its writes is a part of the end
+    /// state's tables, so the one check of that step is one walk of the end state. Without
+    /// it (what `weft plan` does) the entries are ordered as for any change, each after its
+    /// next hop's, so a packet a switch forwards at any moment reaches its end; `weft apply`
+    /// of a build directory sets it (a fabric forwarding nothing carries no traffic to keep).
+    pub fill_at_once: bool,
 }
 
 impl Options {
@@ -572,7 +579,13 @@ fn lead(
     };
     let lft_start = met.as_ref().unwrap_or(start);
     let changed = order::changed(lft_start, &end);
-    let proved = outage::prove(lft_start, &end, &changed, opts.scope, allow_outage)?;
+    let proved = outage::prove(
+        lft_start,
+        &end,
+        &changed,
+        opts.scope,
+        (allow_outage, opts.fill_at_once),
+    )?;
     if let (Some(o), Some(max)) = (&proved.outage, opts.max_outage_pairs) {
         if o.routes > max {
             return Err(PlanError::Outage {

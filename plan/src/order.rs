@@ -92,6 +92,13 @@ fn push_lid(blocks: &mut Vec<BlockLids>, x: NodeId, lid: u16) {
     }
 }
 
+/// Whether every entry of `changed` is unset in `start` (the writes only fill empty entries).
+pub(crate) fn fills_only(start: &ValidState, changed: &[(NodeId, u16)]) -> bool {
+    changed
+        .iter()
+        .all(|&(x, lid)| entry(table(start, x), usize::from(lid)) == LFT_UNSET)
+}
+
 /// The tables as the writes so far leave them, per switch (by node index); a switch not
 /// written yet is as the start state holds it.
 #[derive(Clone, Default)]

@@ -105,13 +105,15 @@ struct Eager<'a> {
 /// The LFT steps from `start` to the proven state `end` (`changed`: the entries that differ,
 /// sorted): without outage when the search finds an order, else (with `allow_outage`)
 /// break-before-make for the destinations the second search finds on transient credit
-/// loops, each dropped where it is met, the others going on in order.
+/// loops, each dropped where it is met, the others going on in order. With `fill_at_once`
+/// and every changed entry unset in `start` (an initial deployment), the first search tries
+/// them all as one step (its check splits it, as any stage's, should it fail).
 pub(crate) fn prove(
     start: &ValidState,
     end: &ValidState,
     changed: &[(NodeId, u16)],
     scope: Scope,
-    allow_outage: bool,
+    (allow_outage, fill_at_once): (bool, bool),
 ) -> Result<Proved, PlanError> {
     let tables = order::Tables::of(end);
     let target = |x: NodeId, lid: u16| tables.entry(x, lid);
@@ -128,7 +130,18 @@ pub(crate) fn prove(
     let base = allow_outage.then(|| t.snapshot());
     let mut out = Proved::default();
     let mut live = Shadow::new();
-    let stages = order::staged(start, changed, &target, &mut live.clone());
+    let stages = if fill_at_once && order::fills_only(start, changed) {
+        let one = live
+            .clone()
+            .write_all(start, changed.iter().copied(), &target);
+        if one.is_empty() {
+            Vec::new()
+        } else {
+            vec![one]
+        }
+    } else {
+        order::staged(start, changed, &target, &mut live.clone())
+    };
     let why = match prove_stages(
         &mut t,
         start,

@@ -48,6 +48,7 @@ fn plans_replay_to_the_desired_tables() {
                     scope: Scope::All,
                     full,
                     max_outage_pairs: None,
+                    fill_at_once: false,
                 };
                 let zero = Options {
                     max_outage_pairs: Some(0),

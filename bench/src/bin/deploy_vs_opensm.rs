@@ -2,8 +2,8 @@
 //! side by side on ibsim and the same machine.
 //!
 //! ```text
-//! bench/deploy-vs-opensm.sh [--runs N] [--windows W,W…] [FILE.weft]
-//!                                                # default examples/cluster-648.weft
+//! bench/deploy-vs-opensm.sh [--runs N] [--windows W,W…] [FILE.weft…]
+//!                       # default examples/cluster-{648,5832,11664}.weft, one run each
 //! ```
 //!
 //! 1. `weft build FILE` once (the release `weft` beside this binary).
@@ -26,7 +26,9 @@
 //!      the same 2 000 Gets as one batch (`get_all`) and the 2 000 Sets as one batch
 //!      (`set_all`), up to W in flight (`MadOptions::window`; by default its default, and
 //!      `--windows 1,4,16` measures each one given, a child per window).
-//! 3. Medians over `--runs` (default 3), min and max.
+//! 3. Per fabric, medians over `--runs` (default 1), min and max, and SMPs per LFT block
+//!    written (blocks holding a set entry in the build); then one table of every fabric:
+//!    seconds each side, the ratio, SMPs, SMPs per block and SMPs per second.
 
 #![allow(
     clippy::print_stdout,
@@ -105,6 +107,16 @@ fn rates(out: &str, key: &str) -> Option<(f64, f64)> {
     }
 }
 
+/// One fabric's medians.
+struct Row {
+    name: String,
+    nodes: usize,
+    blocks: usize,
+    weft_s: f64,
+    smps: f64,
+    osm_s: f64,
+}
+
 fn main() {
     if std::env::args().nth(1).as_deref() == Some("--child-rate") {
         let window = std::env::args()
@@ -114,14 +126,14 @@ fn main() {
         child_rate(window);
         return;
     }
-    let usage = "usage: deploy_vs_opensm [--runs N] [--windows W,W…] [FILE.weft]";
-    let mut runs = 3usize;
+    let usage = "usage: deploy_vs_opensm [--runs N] [--windows W,W…] [FILE.weft…]";
+    let mut runs = 1usize;
     let mut windows = vec![weft_deploy::MadOptions::DEFAULT_WINDOW];
-    let mut file = weft_bench::root().join("examples/cluster-648.weft");
+    let mut files = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
-            "--runs" => runs = args.next().and_then(|n| n.parse().ok()).unwrap_or(3),
+            "--runs" => runs = args.next().and_then(|n| n.parse().ok()).unwrap_or(1),
             "--windows" => {
                 windows = args
                     .next()
@@ -130,18 +142,66 @@ fn main() {
                     .unwrap_or_else(|| panic!("{usage}"))
             }
             _ if a.starts_with('-') => panic!("{usage}"),
-            _ => file = PathBuf::from(a),
+            _ => files.push(PathBuf::from(a)),
         }
+    }
+    if files.is_empty() {
+        files = ["648", "5832", "11664"]
+            .iter()
+            .map(|n| weft_bench::root().join(format!("examples/cluster-{n}.weft")))
+            .collect();
     }
     let tools = ibsim::Tools::find(&["opensm", "dump_fts"])
         .unwrap_or_else(|missing| panic!("missing: {}", missing.join(", ")));
     let weft = weft_binary()
         .expect("the release weft binary beside this one (bench/deploy-vs-opensm.sh builds it)");
+    let rows: Vec<Row> = files
+        .iter()
+        .map(|f| one_fabric(f, runs, &windows, &tools, &weft))
+        .collect();
+    println!();
+    println!(
+        "| fabric | nodes | LFT blocks written | weft apply (s) | OpenSM whole run (s) | ratio | weft SMPs | SMPs per block | SMPs/s |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for r in &rows {
+        println!(
+            "| {} | {} | {} | {:.3} | {:.3} | {:.2}× | {:.0} | {:.2} | {:.0} |",
+            r.name,
+            r.nodes,
+            r.blocks,
+            r.weft_s,
+            r.osm_s,
+            r.weft_s / r.osm_s,
+            r.smps,
+            r.smps / r.blocks.max(1) as f64,
+            r.smps / r.weft_s
+        );
+    }
+}
+
+/// LFT blocks holding at least one set entry: the blocks a first deployment writes.
+fn blocks_written(state: &weft_fabric::ValidState) -> usize {
+    let mut blocks = std::collections::BTreeSet::new();
+    for ((g, lid), _) in weft_tests::lft_entries(state) {
+        blocks.insert((g, lid / 64));
+    }
+    blocks.len()
+}
+
+/// Runs `file` `runs` times (see the module's doc), prints its lines and returns its medians.
+fn one_fabric(
+    file: &std::path::Path,
+    runs: usize,
+    windows: &[u32],
+    tools: &ibsim::Tools,
+    weft: &std::path::Path,
+) -> Row {
     let work = std::env::temp_dir().join(format!("weft-deploy-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).unwrap();
     let build = work.join("build");
-    let o = std::process::Command::new(&weft)
+    let o = std::process::Command::new(weft)
         .args([
             "build",
             file.to_str().unwrap(),
@@ -158,6 +218,7 @@ fn main() {
     .unwrap();
     let net = std::fs::read_to_string(build.join(build_dir::TOPOLOGY)).unwrap();
     let limits = Limits::for_fabric(&state.fabric);
+    let blocks = blocks_written(&state);
     let (mut weft_s, mut smps, mut osm_s, mut osm_dist) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut gets, mut sets) = (Vec::new(), Vec::new());
@@ -165,7 +226,7 @@ fn main() {
     let mut batched: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); windows.len()];
     for run in 0..runs {
         // weft
-        let sim = Ibsim::start(&tools, &net, Some(limits)).unwrap();
+        let sim = Ibsim::start(tools, &net, Some(limits)).unwrap();
         let t = Instant::now();
         let o = sim
             .run_env(
@@ -196,6 +257,10 @@ fn main() {
                 weft_tests::lft_entries(&state),
                 "weft's deployment reads back equal"
             );
+            eprintln!(
+                "{}: dump_fts reads back the build's tables, entry for entry",
+                file.display()
+            );
         }
         // Raw SMP rate through `mad`, on the deployed fabric.
         let me = std::env::current_exe().unwrap();
@@ -219,7 +284,7 @@ fn main() {
         }
         drop(sim);
         // OpenSM
-        let sim = Ibsim::start(&tools, &net, Some(limits)).unwrap();
+        let sim = Ibsim::start(tools, &net, Some(limits)).unwrap();
         let cache = work.join(format!("osm{run}"));
         std::fs::create_dir_all(&cache).unwrap();
         std::fs::copy(build.join(build_dir::GUID2LID), cache.join("guid2lid")).unwrap();
@@ -248,7 +313,8 @@ fn main() {
         }
         drop(sim);
         eprintln!(
-            "run {}: weft {:.3} s ({} SMPs), opensm {:.3} s",
+            "{} run {}: weft {:.3} s ({} SMPs), opensm {:.3} s",
+            file.display(),
             run + 1,
             secs,
             n,
@@ -261,8 +327,9 @@ fn main() {
         format!("{:.3} [{:.3}, {:.3}]", median(v.to_vec()), lo, hi)
     };
     let rate: Vec<f64> = smps.iter().zip(&weft_s).map(|(n, s)| n / s).collect();
+    let per_block: Vec<f64> = smps.iter().map(|n| n / blocks.max(1) as f64).collect();
     println!(
-        "fabric: {} ({} switches, {} nodes), {runs} runs, medians [min, max]",
+        "fabric: {} ({} switches, {} nodes, {blocks} LFT blocks written), {runs} runs, medians [min, max]",
         file.display(),
         state.fabric.switch_count(),
         state.fabric.nodes().len()
@@ -274,6 +341,10 @@ fn main() {
     println!(
         "  SMPs it sent (reads, writes, read-back):        {}",
         stat(&smps).replace(".000", "")
+    );
+    println!(
+        "  SMPs per LFT block written:                     {}",
+        stat(&per_block)
     );
     println!(
         "  SMPs per second (over the whole process):       {}",
@@ -304,6 +375,16 @@ fn main() {
         median(weft_s.clone()) / median(osm_s.clone())
     );
     let _ = std::fs::remove_dir_all(&work);
+    Row {
+        name: file
+            .file_stem()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+        nodes: state.fabric.nodes().len(),
+        blocks,
+        weft_s: median(weft_s),
+        smps: median(smps),
+        osm_s: median(osm_s),
+    }
 }
 
 /// The number between `before` and `after` in `text`, or 0.
