@@ -64,6 +64,8 @@ codes! {
     BadTopology = "weft::bad_topology": "A `topology =` value that is not a template call or `import(…)`.",
     BadVlcap = "weft::bad_vlcap": "A `vlcap` that is not 1, 2, 4, 8 or 15.",
     BadWidth = "weft::bad_width": "A link width weft does not know.",
+    CrossedRails = "weft::crossed_rails": "Warning on import: a host whose HCAs are cabled to other rails' leaves than its peers' (a swapped pair of rail cables).",
+    DefaultNamedHcas = "weft::default_named_hcas": "Warning on import: HCAs with the adapter's default NodeDescription and no shared system image GUID, each counted as a machine of its own (one machine per system image GUID).",
     DivisionByZero = "weft::division_by_zero": "A division or remainder by zero.",
     DuplicateArgument = "weft::duplicate_argument": "A template argument given twice.",
     DuplicateFabric = "weft::duplicate_fabric": "A second `fabric` item in one program.",

@@ -126,12 +126,25 @@ pub fn import_ibnetdiscover_with(
     for r in &recognised {
         b.set_role(r.node, Role::Aggregation);
     }
-    let hosts = weft_fabric::machines::infer(b.fabric());
-    for h in &hosts {
-        for (rail, &n) in h.members.iter().enumerate() {
-            b.set_host(n, &h.name, u8::try_from(rail).ok());
+    let inferred = weft_fabric::machines::infer(b.fabric());
+    for h in &inferred.hosts {
+        for (&n, &rail) in h.members.iter().zip(&h.rails) {
+            b.set_host(n, &h.name, Some(rail));
         }
     }
+    let mut warnings = warnings;
+    let found_here = machine_warnings(b.fabric(), &inferred);
+    if options.strict && !found_here.is_empty() {
+        return Err(found_here
+            .into_iter()
+            .map(|mut d| {
+                d.severity = crate::diagnostic::Severity::Error;
+                d
+            })
+            .collect());
+    }
+    warnings.extend(found_here);
+    let hosts = inferred.hosts;
     let mut fabric = b.finish();
     fabric.name = fabric_name.to_owned();
     let origin = match found.format {
@@ -140,7 +153,10 @@ pub fn import_ibnetdiscover_with(
     };
     let mut program = crate::emit::fabric_to_weft(&fabric, Some(&found.lids), &origin);
     if !hosts.is_empty() {
-        program = format!("{}{program}", hosts_comment(&fabric, &hosts));
+        program = format!(
+            "{}{program}",
+            hosts_comment(&fabric, &hosts, &inferred.rails)
+        );
     }
     if !recognised.is_empty() {
         program = format!("{}{program}", recognised_comment(&fabric, &recognised));
@@ -148,8 +164,72 @@ pub fn import_ibnetdiscover_with(
     Ok((program, warnings))
 }
 
+/// The warnings the machines found on import call for: each machine whose HCAs reach other
+/// rails' leaves than its peers' (crossed cables), and the HCAs with an adapter's default
+/// description, each left a machine of its own.
+fn machine_warnings(fabric: &Fabric, found: &weft_fabric::machines::Inference) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for c in &found.rails.crossed {
+        let Some(h) = found.hosts.get(c.group) else {
+            continue;
+        };
+        let each: Vec<String> = c
+            .misplaced
+            .iter()
+            .map(|m| {
+                format!(
+                    "`{}` is cabled to `{}`, a leaf of rail {}, where its peers are on rail {}",
+                    fabric.node(m.node).name(),
+                    fabric.node(m.leaf).name(),
+                    m.found,
+                    m.expected
+                )
+            })
+            .collect();
+        out.push(
+            Diagnostic::warning(
+                Code::CrossedRails,
+                format!(
+                    "host `{}` has HCAs on other rails' leaves than its peers': {}",
+                    h.name,
+                    each.join("; ")
+                ),
+            )
+            .help(
+                "swap the cables back (each HCA to its rail's leaf); until then its HCAs take \
+                 their leaves' rails",
+            ),
+        );
+    }
+    if let Some(&first) = found.default_named.first() {
+        let n = found.default_named.len();
+        let name = fabric.node(first).name();
+        let shown = name.split(" (0x").next().unwrap_or(name);
+        out.push(
+            Diagnostic::warning(
+                Code::DefaultNamedHcas,
+                format!(
+                    "{n} HCA(s) have the adapter's default NodeDescription (`{shown}`, e.g. GUID {}) \
+                     and no system image GUID shared with another: each is counted as a machine \
+                     of its own (one machine per system image GUID)",
+                    fabric.node(first).guid()
+                ),
+            )
+            .help(
+                "set the hosts' NodeDescriptions (`HOST DEVICE`, e.g. `dgx01 mlx5_0`) or give a \
+                 node-name map (`--node-name-map`) so their HCAs group into machines",
+            ),
+        );
+    }
+    out
+}
+
 /// One comment line saying how many hosts of several HCAs were found, and by what evidence.
-fn hosts_comment(fabric: &Fabric, hosts: &[weft_fabric::machines::Inferred]) -> String {
+fn hosts_comment(
+    fabric: &Fabric,
+    hosts: &[weft_fabric::machines::Inferred],
+    rails: &weft_fabric::machines::Rails,
+) -> String {
     use weft_fabric::machines::Grouped;
     let hcas: usize = hosts.iter().map(|h| h.members.len()).sum();
     let mut by: Vec<String> = Vec::new();
@@ -170,8 +250,19 @@ fn hosts_comment(fabric: &Fabric, hosts: &[weft_fabric::machines::Inferred]) -> 
             by.push(format!("{} {what}{example}", 1 + of.count()));
         }
     }
+    let how = if rails.optimised {
+        format!(
+            "rail-optimised ({} of {} reach a different leaf with each HCA): an HCA's `rail` is its leaf's",
+            rails.spread, rails.machines
+        )
+    } else {
+        format!(
+            "not rail-optimised ({} of {} have all their HCAs on one leaf, {} reach a different leaf with each): an HCA's `rail` is its device's rank",
+            rails.one_leaf, rails.machines, rails.spread
+        )
+    };
     format!(
-        "// {} hosts of several HCAs ({hcas} HCAs) grouped: {}; `host` and `rail` below.\n",
+        "// {} hosts of several HCAs ({hcas} HCAs) grouped: {}; `host` and `rail` below; {how}.\n",
         hosts.len(),
         by.join("; ")
     )

@@ -637,6 +637,39 @@ fn role_guid() {
     );
 }
 
+/// A dump of three two-HCA machines on two rail leaves, one with its rail cables swapped, and
+/// a default-named ConnectX-7: warnings on import, errors with `--strict`.
+#[test]
+fn crossed_rails_and_default_named_hcas() {
+    let mut sources = weft_compiler::diagnostic::SourceMap::new();
+    let dump = include_str!("rails-crossed.ibnetdiscover");
+    let main = sources.add("rails-crossed.ibnetdiscover", dump);
+    let import = |strict| {
+        weft_compiler::import_ibnetdiscover_with(
+            dump,
+            "rails-crossed.ibnetdiscover",
+            main,
+            None,
+            "rails",
+            weft_compiler::ImportOptions {
+                partial: false,
+                strict,
+            },
+            &[],
+        )
+    };
+    let (program, warnings) = import(false).unwrap();
+    assert!(program.contains("host = \"m2\", rail = 1"), "{program}");
+    assert_eq!(warnings.len(), 2);
+    insta::assert_snapshot!(
+        "crossed_rails",
+        render(&warnings, &sources, RenderOptions::plain())
+    );
+    let errors = import(true).unwrap_err();
+    assert_eq!(errors.len(), 2);
+    assert!(errors.iter().all(|e| e.is_error()));
+}
+
 /// Codes no program can produce, with the reason.
 const NO_CASE: &[(&str, &str)] = &[
     ("weft::internal", "reported only for a bug in weft"),

@@ -15,6 +15,9 @@
 use crate::{Fabric, NodeId};
 use std::collections::BTreeMap;
 
+pub mod rails;
+pub use rails::{leaf_of, Crossed, Misplaced, Rails};
+
 /// One machine: a host name and its end nodes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Machine {
@@ -217,15 +220,45 @@ pub enum Grouped {
     Description,
 }
 
-/// A host [`infer`] found: its name, how, and its end nodes in rail order.
+/// A host [`infer`] found: its name, how, and its end nodes in their devices' natural order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Inferred {
     /// The host name.
     pub name: String,
     /// The evidence.
     pub by: Grouped,
-    /// The end nodes; the one at index `r` is on rail `r`.
+    /// The end nodes, in their devices' natural order (`mlx5_2` before `mlx5_10`).
     pub members: Vec<NodeId>,
+    /// Each member's rail, from the cabling ([`rails`]): its leaf's rail on a rail-optimised
+    /// fabric, else its device's rank.
+    pub rails: Vec<u8>,
+}
+
+/// What [`infer`] found in a discovered fabric.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Inference {
+    /// The hosts of several HCAs.
+    pub hosts: Vec<Inferred>,
+    /// Their rails as the cabling shows them (groups in the order of `hosts`).
+    pub rails: Rails,
+    /// Host HCAs left machines of their own whose NodeDescription is the adapter's default
+    /// (`MT4129 ConnectX7   Mellanox Technologies`, [`is_default_description`]): no host
+    /// name says which machine they are in, and no system image GUID is shared, so each is
+    /// one machine (one machine per system image GUID).
+    pub default_named: Vec<NodeId>,
+}
+
+/// Whether a NodeDescription is an adapter's default rather than a host's: it starts with
+/// the chip's part number (`MT4129 ConnectX7   Mellanox Technologies`, `MT25408 ConnectX
+/// Mellanox Technologies`) or is the vendor's name alone, possibly with the
+/// ` (0x…)` weft adds to tell duplicates apart.
+pub fn is_default_description(desc: &str) -> bool {
+    let first = desc.split_whitespace().next().unwrap_or("");
+    let part = first
+        .strip_prefix("MT")
+        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()));
+    let d = desc.trim();
+    part || d == "Mellanox Technologies" || d.starts_with("Mellanox Technologies (0x")
 }
 
 /// Groups a discovered fabric's host end nodes (role `host`, no `host` yet) into machines:
@@ -233,8 +266,10 @@ pub struct Inferred {
 /// a device (`luna-0001 mlx5_3`, `cn01 HCA-2`, `node7 ibp11s0f0`) sharing the host name. Only
 /// groups of two or more are returned; within one, rails follow the devices' natural order
 /// (`mlx5_2` before `mlx5_10`). A group whose name is another node's is left out (naming it
-/// would be ambiguous). In order of each host's first end node.
-pub fn infer(fabric: &Fabric) -> Vec<Inferred> {
+/// would be ambiguous). In order of each host's first end node. Rails come from the cabling
+/// ([`rails`]); host HCAs with an adapter's default description that no system image GUID
+/// groups stay one machine each, and are listed.
+pub fn infer(fabric: &Fabric) -> Inference {
     let candidates: Vec<NodeId> = fabric
         .node_ids()
         .zip(fabric.nodes())
@@ -265,6 +300,7 @@ pub fn infer(fabric: &Fabric) -> Vec<Inferred> {
             name: common,
             by: Grouped::SystemGuid,
             members: nodes,
+            rails: Vec::new(),
         });
     }
     for f in &found {
@@ -289,6 +325,7 @@ pub fn infer(fabric: &Fabric) -> Vec<Inferred> {
                 name: h.to_owned(),
                 by: Grouped::Description,
                 members: nodes,
+                rails: Vec::new(),
             });
         }
     }
@@ -303,7 +340,32 @@ pub fn infer(fabric: &Fabric) -> Vec<Inferred> {
         });
     }
     found.sort_by_key(|f| f.members.iter().min().copied());
-    found
+    let groups: Vec<Vec<NodeId>> = found.iter().map(|f| f.members.clone()).collect();
+    let rails = rails::rails(fabric, &groups);
+    for (f, r) in found.iter_mut().zip(&rails.rails) {
+        f.rails.clone_from(r);
+    }
+    let mut grouped = vec![false; fabric.nodes().len()];
+    for f in &found {
+        for &n in &f.members {
+            if let Some(t) = grouped.get_mut(n.index()) {
+                *t = true;
+            }
+        }
+    }
+    let default_named = candidates
+        .iter()
+        .copied()
+        .filter(|&n| {
+            !grouped.get(n.index()).copied().unwrap_or(true)
+                && is_default_description(fabric.node(n).name())
+        })
+        .collect();
+    Inference {
+        hosts: found,
+        rails,
+        default_named,
+    }
 }
 
 /// A NodeDescription's host name and device (`luna-0001 mlx5_3` → `luna-0001`, `mlx5_3`),
@@ -436,20 +498,44 @@ mod tests {
         hca(&mut b, "x", None, None);
         let found = infer(b.fabric());
         assert_eq!(
-            found,
+            found.hosts,
             [
                 Inferred {
                     name: "luna-0001".into(),
                     by: Grouped::Description,
-                    members: vec![d2, d10]
+                    members: vec![d2, d10],
+                    rails: vec![0, 1],
                 },
                 Inferred {
                     name: "0x0000000000000077".into(),
                     by: Grouped::SystemGuid,
-                    members: vec![g1, g2]
+                    members: vec![g1, g2],
+                    rails: vec![0, 1],
                 },
             ]
         );
+        assert!(found.default_named.is_empty());
+    }
+
+    #[test]
+    fn default_descriptions() {
+        for d in [
+            "MT4129 ConnectX7   Mellanox Technologies",
+            "MT25408 ConnectX Mellanox Technologies",
+            "MT4129 ConnectX7   Mellanox Technologies (0xe09d730300858238)",
+            "Mellanox Technologies",
+        ] {
+            assert!(is_default_description(d), "{d}");
+        }
+        for d in [
+            "cn01 HCA-1",
+            "MTX01",
+            "MT",
+            "login",
+            "Mellanox Technologies Aggregation Node",
+        ] {
+            assert!(!is_default_description(d), "{d}");
+        }
     }
 
     #[test]
