@@ -147,13 +147,20 @@ fn imported(template_src: &str) -> (String, String, f64) {
     let r = weft_verifier::verify(&built.state, &weft_verifier::Options::default());
     assert!(r.is_proven(), "{:?}", r.verdict);
     let q = weft_metrics::of_build(&built.state);
-    (built.engine.name().to_owned(), built.why, q.bisections.ebb)
+    (
+        built.engine.name().to_owned(),
+        built.why,
+        q.bisections.ebb.expect("an eBB"),
+    )
 }
 
 fn template_ebb(src: &str) -> f64 {
     let c = check("t.weft", src, &NoFiles);
     let built = weft_compiler::build::build(c.elaborated.as_ref().unwrap()).unwrap();
-    weft_metrics::of_build(&built.state).bisections.ebb
+    weft_metrics::of_build(&built.state)
+        .bisections
+        .ebb
+        .expect("an eBB")
 }
 
 fn example(name: &str) -> String {

@@ -86,6 +86,7 @@ fn ebb(st: &FabricState, bisections: usize) -> f64 {
     )
     .bisections
     .ebb
+    .expect("an eBB")
 }
 
 fn count_roles(st: &FabricState, role: Role) -> usize {
@@ -143,7 +144,7 @@ fn an_aggregation_node_on_every_switch_of_the_648_tree() {
     );
     assert_eq!(count_roles(&b1.state, Role::Aggregation), 54);
     let q = weft_metrics::of_build(&b1.state);
-    assert_eq!((q.hosts, q.service_ports), (648, 54));
+    assert_eq!((q.end_ports, q.service_ports), (648, 54));
     let (e0, e1) = (ebb(&b0.state, 200), ebb(&b1.state, 200));
     eprintln!("648-host tree: eBB {e0:.4} without ANs, {e1:.4} with an AN on every switch");
     assert!((e1 - e0).abs() <= 0.02 * e0, "eBB {e1} against {e0}");
@@ -204,8 +205,8 @@ fn superpod_class_tree_is_routed_by_fat_tree() {
     );
     assert_proven(st);
     let q = weft_metrics::quality(st, &weft_metrics::QualityOptions::default());
-    assert_eq!((q.hosts, q.service_ports), (4341 - 666, 666));
-    let fat = q.bisections.ebb;
+    assert_eq!((q.end_ports, q.service_ports), (4341 - 666, 666));
+    let fat = q.bisections.ebb.expect("an eBB");
     let updn = ebb(&build(&with_engine(&program, "updn")).state, 64);
     eprintln!(
         "666-switch tree: fat_tree eBB {fat:.4} ({} bisections), updn eBB {updn:.4} (64)",
@@ -221,7 +222,15 @@ fn superpod_class_tree_is_routed_by_fat_tree() {
     assert!(m.rails.iter().all(|r| r.hosts == p.dgx));
     eprintln!(
         "666-switch tree: rail-aligned eBB {:.4}, cross-rail {:.4}, rail 0 {:.4}",
-        m.rail_aligned.ebb, m.cross_rail.ebb, m.rails[0].bisections.ebb
+        m.rail_aligned
+            .as_ref()
+            .and_then(|b| b.ebb)
+            .expect("rail-optimised"),
+        m.cross_rail
+            .as_ref()
+            .and_then(|b| b.ebb)
+            .expect("rail-optimised"),
+        m.rails[0].bisections.ebb.expect("an eBB")
     );
 }
 
@@ -256,8 +265,27 @@ fn the_real_selene_dump_is_routed_by_fat_tree() {
     );
     assert_proven(st);
     let q = weft_metrics::quality(st, &weft_metrics::QualityOptions::default());
-    assert_eq!((q.hosts, q.service_ports), (3675, 666));
-    let fat = q.bisections.ebb;
+    // One meaning per number: hosts are machines, end ports are ports.
+    assert_eq!((q.hosts, q.end_ports, q.service_ports), (469, 3675, 666));
+    // A set-aside switch (no recorded level) has no level in the balance, and every other
+    // switch is at most at the tree's top level.
+    let aside: Vec<&str> = st
+        .fabric
+        .nodes()
+        .iter()
+        .filter(|n| n.is_switch() && n.spec.level.is_none())
+        .map(|n| n.name())
+        .collect();
+    assert!(!aside.is_empty());
+    for u in &q.balance.per_switch {
+        assert_eq!(
+            u.level.is_none(),
+            aside.contains(&u.switch.as_str()),
+            "{u:?}"
+        );
+        assert!(u.level.is_none_or(|l| l <= 3), "{u:?}");
+    }
+    let fat = q.bisections.ebb.expect("an eBB");
     eprintln!(
         "Selene: fat_tree eBB {fat:.4} ({} bisections)",
         q.bisections.count
@@ -302,7 +330,7 @@ fn the_real_selene_dump_is_routed_by_fat_tree() {
     }
     assert_eq!(rail_of_leaf.len(), 200);
     for r in &m.rails {
-        eprintln!("Selene: rail {} eBB {:.4}", r.rail, r.bisections.ebb);
+        eprintln!("Selene: rail {} eBB {:?}", r.rail, r.bisections.ebb);
     }
 }
 
@@ -356,8 +384,8 @@ fn the_real_selene_storage_dump_is_routed_by_fat_tree() {
     );
     assert_proven(st);
     let q = weft_metrics::of_build(st);
-    assert_eq!((q.hosts, q.service_ports), (1247, 0));
-    let fat = q.bisections.ebb;
+    assert_eq!((q.end_ports, q.service_ports), (1247, 0));
+    let fat = q.bisections.ebb.expect("an eBB");
     eprintln!(
         "Selene storage: fat_tree eBB {fat:.4} ({} bisections)",
         q.bisections.count
@@ -423,7 +451,7 @@ fn every_uplink_of_a_leaf_carries_its_share() {
         .balance
         .per_switch
         .iter()
-        .filter(|u| u.level == 1)
+        .filter(|u| u.level == Some(1))
         .collect();
     assert_eq!(leaves.len(), 16);
     for u in leaves {
@@ -435,7 +463,11 @@ fn every_uplink_of_a_leaf_carries_its_share() {
             u.ports
         );
     }
-    assert!(q.bisections.ebb >= 0.6, "eBB {}", q.bisections.ebb);
+    assert!(
+        q.bisections.ebb.is_some_and(|e| e >= 0.6),
+        "eBB {:?}",
+        q.bisections.ebb
+    );
 }
 
 proptest! {

@@ -292,13 +292,62 @@ pub(crate) fn of_differences(diffs: &[Difference], artifact: &str) -> Vec<Findin
 }
 
 /// Runs `weft diff`.
+/// The machines of `fabric` whose rail cables cross: its hosts as declared (`host = "…"`),
+/// else as `weft import` groups a dump's HCAs ([`weft_fabric::machines::infer`]).
+pub(crate) fn crossed_rails(fabric: &Fabric) -> Vec<weft_metrics::CrossedHost> {
+    use weft_fabric::machines::{self, Machines};
+    let declared: Vec<(String, Vec<weft_fabric::NodeId>)> = Machines::of(fabric)
+        .map(|m| {
+            m.machines
+                .into_iter()
+                .filter(|x| x.members.len() > 1)
+                .map(|x| (x.name, x.members.iter().map(|y| y.node).collect()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let groups = if declared.is_empty() {
+        machines::infer(fabric)
+            .hosts
+            .into_iter()
+            .map(|h| (h.name, h.members))
+            .collect()
+    } else {
+        declared
+    };
+    let members: Vec<Vec<weft_fabric::NodeId>> = groups.iter().map(|g| g.1.clone()).collect();
+    let name = |n: weft_fabric::NodeId| fabric.node(n).name().to_owned();
+    machines::rails::rails(fabric, &members)
+        .crossed
+        .iter()
+        .filter_map(|c| {
+            Some(weft_metrics::CrossedHost {
+                host: groups.get(c.group)?.0.clone(),
+                hcas: c
+                    .misplaced
+                    .iter()
+                    .map(|x| weft_metrics::CrossedHca {
+                        hca: name(x.node),
+                        leaf: name(x.leaf),
+                        expected_rail: x.expected,
+                        leaf_rail: x.found,
+                    })
+                    .collect(),
+            })
+        })
+        .collect()
+}
+
 pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
     // An input that cannot be read or compiled: exit 2 (1 is for fabrics that differ).
     let design = load_design(&args.design, color)?;
     let found = load_found(&args.found, color)?;
     let artifact = args.found.display().to_string();
     let comparison = compare(&design, &found, args.matching.mode(), &artifact)?;
-    let shown = of_comparison(&comparison, &artifact);
+    let mut shown = of_comparison(&comparison, &artifact);
+    shown.extend(findings::of_crossed_rails(
+        &crossed_rails(&found),
+        &artifact,
+    ));
     let ok = !shown.iter().any(|f| f.level == Level::Error);
     let human_text = || {
         let mut t = human(&shown);

@@ -164,6 +164,10 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
                     "engine_why": built.as_ref().map(|b| b.why.clone()),
                     "source": source,
                     "quality": q,
+                    "findings": crate::findings::of_crossed_rails(
+                        q.machines.as_ref().map_or(&[][..], |m| &m.cabling.crossed[..]),
+                        &file.display().to_string(),
+                    ),
                 });
                 if let Some(s) = &simulated {
                     v["simulated"] = serde_json::to_value(s)?;
@@ -283,20 +287,24 @@ pub fn human(q: &Quality) -> String {
                 .rev()
                 .map(|(ports, hosts)| format!("{hosts} × {ports}"))
                 .collect();
+            let default_named = match m.default_named {
+                0 => String::new(),
+                n => format!("; {n} of one port with an adapter's default name, one machine per system image GUID"),
+            };
             let _ = writeln!(
                 t,
-                "  hosts             {} ({} ports: {}; {} end ports left out{service}), {} switches, {} directed switch links",
-                m.hosts, q.hosts, sizes.join(", "), q.hosts_excluded, q.switches, q.fabric_links
+                "  hosts             {} machines ({}{default_named}), {} end ports ({} left out{service}), {} switches, {} directed switch links",
+                q.hosts, sizes.join(", "), q.end_ports, q.end_ports_excluded, q.switches, q.fabric_links
             );
-            explain(&mut t, "a host of several HCAs (`host = \"…\"`) counts once; the patterns below send between its ports, each on its rail; loads are flows per directed switch-to-switch link");
+            explain(&mut t, "hosts are machines: a host of several HCAs (`host = \"…\"`) counts once [machines × end ports each]; end ports are what the patterns below send between, each on its rail; loads are flows per directed switch-to-switch link");
         }
         None => {
             let _ = writeln!(
                 t,
-                "  hosts             {} ({} end ports left out{service}), {} switches, {} directed switch links",
-                q.hosts, q.hosts_excluded, q.switches, q.fabric_links
+                "  hosts             {} machines, {} end ports ({} left out{service}), {} switches, {} directed switch links",
+                q.hosts, q.end_ports, q.end_ports_excluded, q.switches, q.fabric_links
             );
-            explain(&mut t, "the hosts the patterns below send between; loads are flows per directed switch-to-switch link");
+            explain(&mut t, "hosts are machines (an end node without `host` is one); end ports are what the patterns below send between; loads are flows per directed switch-to-switch link");
         }
     }
     let b = &q.balance;
@@ -357,8 +365,10 @@ pub fn human(q: &Quality) -> String {
     explain(&mut t, "random halvings of the hosts, each host exchanging one flow with its partner in the other half");
     let _ = writeln!(
         t,
-        "  eBB               {:.4} (worst bisection {:.4}, best {:.4})",
-        r.ebb, r.ebb_min, r.ebb_max
+        "  eBB               {} (worst bisection {}, best {})",
+        ebb(r.ebb),
+        ebb(r.ebb_min),
+        ebb(r.ebb_max)
     );
     explain(&mut t, "effective bisection bandwidth: a flow gets 1 / the load of its busiest link, averaged over flows and bisections; 1.0 is full");
     if let Some(m) = &q.machines {
@@ -390,8 +400,51 @@ pub fn human(q: &Quality) -> String {
     t
 }
 
-/// The patterns over machines and per rail.
+/// An eBB to four places, or `n/a` where no bisection had a flow.
+pub(crate) fn ebb(e: Option<f64>) -> String {
+    e.map_or_else(|| "n/a".to_owned(), |e| format!("{e:.4}"))
+}
+
+/// The patterns over machines and per rail, where the fabric is rail-optimised; what the
+/// cabling says of the rails either way.
 fn rails(t: &mut String, m: &metrics::Hosts) {
+    let c = &m.cabling;
+    if c.rail_optimised {
+        let _ = writeln!(
+            t,
+            "  rails             rail-optimised: {} of {} machines of several HCAs reach a different leaf with each",
+            c.spread, c.machines
+        );
+    } else {
+        let _ = writeln!(
+            t,
+            "  rails             not rail-optimised: {} of {} machines of several HCAs have all their HCAs on one leaf, {} reach a different leaf with each; no rail metrics",
+            c.one_leaf, c.machines, c.spread
+        );
+    }
+    for h in &c.crossed {
+        let each: Vec<String> = h
+            .hcas
+            .iter()
+            .map(|x| {
+                format!(
+                    "`{}` on `{}` (rail {}, its peers' rail {})",
+                    x.hca, x.leaf, x.leaf_rail, x.expected_rail
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            t,
+            "                    crossed cables: host `{}`: {}",
+            h.host,
+            each.join(", ")
+        );
+    }
+    if c.rail_optimised {
+        explain(t, "a rail is the leaves one HCA position of the machines reaches; an HCA's rail is its leaf's; crossed: a host whose HCAs reach their rails' leaves in another order");
+    } else {
+        explain(t, "rail-optimised: more than half the machines of several HCAs reach a different leaf with each; here an HCA's rail is its device's rank, and rail metrics would measure leaves, not rails");
+    }
     for (what, b, means) in [
         (
             "rail-aligned eBB ",
@@ -404,10 +457,13 @@ fn rails(t: &mut String, m: &metrics::Hosts) {
             "the same halvings, each HCA sending to its partner's HCA on the next rail: traffic that must leave its rail",
         ),
     ] {
+        let Some(b) = b else {
+            continue;
+        };
         let _ = writeln!(
             t,
-            "  {what}{:.4} (worst bisection {:.4}, best {:.4}; {} bisections, max load {}, {} of {} flows unroutable)",
-            b.ebb, b.ebb_min, b.ebb_max, b.count, b.max_load, b.unroutable, b.flows
+            "  {what}{} (worst bisection {}, best {}; {} bisections, max load {}, {} of {} flows unroutable)",
+            ebb(b.ebb), ebb(b.ebb_min), ebb(b.ebb_max), b.count, b.max_load, b.unroutable, b.flows
         );
         explain(t, means);
     }
@@ -415,14 +471,14 @@ fn rails(t: &mut String, m: &metrics::Hosts) {
         let b = &r.bisections;
         let _ = writeln!(
             t,
-            "  rail {:<3}          eBB {:.4} (worst {:.4}, best {:.4}; {} ports, max load {}, {} of {} flows unroutable)",
-            r.rail, b.ebb, b.ebb_min, b.ebb_max, r.hosts, b.max_load, b.unroutable, b.flows
+            "  rail {:<3}          eBB {} (worst {}, best {}; {} ports, max load {}, {} of {} flows unroutable)",
+            r.rail, ebb(b.ebb), ebb(b.ebb_min), ebb(b.ebb_max), r.hosts, b.max_load, b.unroutable, b.flows
         );
     }
     if !m.rails.is_empty() {
         explain(
             t,
-            "per rail, random halvings of that rail's HCAs alone: the rail's own eBB",
+            "per rail, random halvings of that rail's HCAs alone: the rail's own eBB (n/a: a rail of one HCA has no pair)",
         );
     }
 }

@@ -269,9 +269,15 @@ pub(crate) fn side_by_side(cols: &[Column]) -> String {
         cols.iter().map(|c| c.quality.hosts.to_string()).collect(),
     );
     row(
+        "end ports",
+        cols.iter()
+            .map(|c| c.quality.end_ports.to_string())
+            .collect(),
+    );
+    row(
         "eBB",
         cols.iter()
-            .map(|c| format!("{:.4}", c.quality.bisections.ebb))
+            .map(|c| crate::report::ebb(c.quality.bisections.ebb))
             .collect(),
     );
     row(

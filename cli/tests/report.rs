@@ -60,7 +60,11 @@ fn report_counts_a_host_once_and_prints_rails() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let t = text(&out.stdout);
     assert!(
-        t.contains("  hosts             32 (256 ports: 32 × 8;"),
+        t.contains("  hosts             32 machines (32 × 8), 256 end ports (0 left out)"),
+        "{t}"
+    );
+    assert!(
+        t.contains("  rails             rail-optimised: 32 of 32 machines"),
         "{t}"
     );
     assert!(t.contains("  rail-aligned eBB 1.0000 "), "{t}");
@@ -69,6 +73,13 @@ fn report_counts_a_host_once_and_prints_rails() {
     let json = weft(&["report", "examples/superpod-1su.weft", "--format", "json"]);
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(v["quality"]["machines"]["hosts"], 32);
+    // One meaning per number: hosts are machines, end ports are ports.
+    assert_eq!(
+        (&v["quality"]["hosts"], &v["quality"]["end_ports"]),
+        (&serde_json::json!(32), &serde_json::json!(256))
+    );
+    assert_eq!(v["quality"]["machines"]["cabling"]["rail_optimised"], true);
+    assert_eq!(v["findings"], serde_json::json!([]));
     assert_eq!(
         v["quality"]["machines"]["rails"].as_array().unwrap().len(),
         8
@@ -330,4 +341,128 @@ fn report_runs_dftrees_loop_where_it_can_see_a_hot_spot() {
         gbps(0)
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A scratch directory of this test process.
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("weft-report-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The topograph NDR DGX dump: hosts are machines and end ports are ports in text and JSON,
+/// the fabric is rail-optimised, the crossed host is a finding, the default-named HCAs are
+/// counted; `weft diff` names the crossed host too.
+#[test]
+fn report_and_diff_find_the_crossed_host_of_a_real_dump() {
+    let d = scratch("topograph");
+    let program = d.join("ndr.weft");
+    let dump = "tests/fixtures/real/topograph-ndr-dgx.ibnetdiscover";
+    let out = weft(&["import", dump, "-o", program.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let p = program.to_str().unwrap();
+    let out = weft(&["report", p, "--bisections", "32"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    let lines: Vec<&str> = t
+        .lines()
+        .filter(|l| {
+            l.starts_with("  hosts ") || l.starts_with("  rails ") || l.contains("crossed cables")
+        })
+        .collect();
+    insta::assert_snapshot!("report_topograph_hosts_and_rails", lines.join("\n"));
+    let json = weft(&["report", p, "--bisections", "32", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let q = &v["quality"];
+    assert_eq!(
+        (&q["hosts"], &q["end_ports"]),
+        (&serde_json::json!(191), &serde_json::json!(542))
+    );
+    assert_eq!(q["machines"]["default_named"], 69);
+    assert_eq!(q["machines"]["cabling"]["rail_optimised"], true);
+    let codes: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, ["weft::crossed_rails"]);
+    assert!(v["findings"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("host `b08-p1-dgx-08-c01`"));
+    // The dump against itself: no difference, and the crossed host a warning.
+    let diff = weft(&["diff", dump, dump, "--format", "json"]);
+    assert!(diff.status.success(), "{}", text(&diff.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&diff.stdout).unwrap();
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["findings"][0]["code"], "weft::crossed_rails");
+    assert_eq!(v["findings"][0]["level"], "warning");
+    assert!(v["findings"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("`b08-p1-dgx-08-c01 HCA-5` is cabled to `MF0;B09-P1-IBLEAF-04-08:MQM9701/U1`"));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// A director fabric whose machines put all their HCAs on one leaf: not rail-optimised, said,
+/// and no rail metrics.
+#[test]
+fn report_says_a_director_fabric_is_not_rail_optimised() {
+    let d = scratch("director");
+    let program = d.join("dir.weft");
+    let dump = "tests/fixtures/real/ufm-ndt-director-putty.ibnetdiscover";
+    let out = weft(&["import", dump, "-o", program.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json = weft(&[
+        "report",
+        program.to_str().unwrap(),
+        "--bisections",
+        "32",
+        "--format",
+        "json",
+    ]);
+    assert!(json.status.success(), "{}", text(&json.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let m = &v["quality"]["machines"];
+    assert_eq!(
+        m["cabling"],
+        serde_json::json!({
+            "rail_optimised": false, "machines": 280, "spread": 2, "one_leaf": 278, "crossed": []
+        })
+    );
+    assert_eq!(
+        (&m["rail_aligned"], &m["cross_rail"]),
+        (&serde_json::Value::Null, &serde_json::Value::Null)
+    );
+    assert_eq!(m["rails"], serde_json::json!([]));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// One host: no bisection has a flow, so the eBB is `n/a` (JSON `null`), not 0.
+#[test]
+fn report_of_one_host_has_no_ebb() {
+    let d = scratch("one");
+    let program = d.join("one.weft");
+    std::fs::write(
+        &program,
+        "use std::hardware::{sb7800, connectx5}\nfabric one {\n    topology {\n        switch s : sb7800\n        hca h : connectx5\n        link s.p[1] <-> h.p[1]\n    }\n}\n",
+    )
+    .unwrap();
+    let p = program.to_str().unwrap();
+    let out = weft(&["report", p]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("  eBB               n/a (worst bisection n/a, best n/a)"),
+        "{}",
+        text(&out.stdout)
+    );
+    let json = weft(&["report", p, "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["quality"]["bisections"]["ebb"], serde_json::Value::Null);
+    assert_eq!(
+        (&v["quality"]["hosts"], &v["quality"]["end_ports"]),
+        (&serde_json::json!(1), &serde_json::json!(1))
+    );
+    std::fs::remove_dir_all(&d).unwrap();
 }

@@ -25,6 +25,14 @@ impl Net<'_> {
                 n.is_host().then_some(lid as u16)
             })
             .collect();
+        // A fabric that records tree levels sets aside the switches it gives none.
+        let recorded = f.levels().is_some();
+        let set_aside = |id: weft_fabric::NodeId| {
+            recorded
+                && f.nodes()
+                    .get(id.index())
+                    .is_some_and(|n| n.spec.level.is_none())
+        };
         let per_switch: Vec<Option<SwitchUsage>> = self
             .sw
             .par_iter()
@@ -68,7 +76,7 @@ impl Net<'_> {
                         .nodes()
                         .get(sw.id.index())
                         .map_or_else(String::new, |n| n.name().to_owned()),
-                    level: sw.level,
+                    level: (!set_aside(sw.id)).then_some(sw.level),
                     ports,
                     min,
                     max,

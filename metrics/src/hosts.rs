@@ -6,15 +6,76 @@
 
 use crate::net::Net;
 use crate::patterns::halves;
-use crate::types::{auto_bisections, Hosts, Rail};
-use std::collections::BTreeMap;
-use weft_fabric::machines::Machines;
+use crate::types::{auto_bisections, CrossedHca, CrossedHost, Hosts, Rail, RailCabling};
+use std::collections::{BTreeMap, BTreeSet};
+use weft_fabric::machines::{self, Machines};
+use weft_fabric::NodeId;
 
 /// A host port's place in its machine: rail (`u16::MAX` for none) and port number, the key
 /// rail-aligned flows match.
 type Slot = (u16, u8);
 
 impl Net<'_> {
+    /// Machines with an end port in the patterns: one per `host` name, one per end node
+    /// without one (each end node its own when the grouping does not hold: validated input
+    /// never has that).
+    pub fn machine_count(&self) -> usize {
+        let grouped = Machines::of(&self.state.fabric).ok();
+        let mut seen: BTreeSet<usize> = BTreeSet::new();
+        for p in &self.end_ports {
+            let k = grouped
+                .as_ref()
+                .and_then(|m| m.index_of(p.node))
+                .unwrap_or(usize::MAX - p.node.index());
+            seen.insert(k);
+        }
+        seen.len()
+    }
+
+    /// Whether the fabric is rail-optimised and whose rail cables cross, for its machines of
+    /// several end nodes (members in rail order).
+    fn rail_cabling(&self, machines: &Machines) -> RailCabling {
+        let f = &self.state.fabric;
+        let several: Vec<&machines::Machine> = machines
+            .machines
+            .iter()
+            .filter(|m| m.members.len() > 1)
+            .collect();
+        let groups: Vec<Vec<NodeId>> = several
+            .iter()
+            .map(|m| m.members.iter().map(|x| x.node).collect())
+            .collect();
+        let r = machines::rails::rails(f, &groups);
+        let name = |n: NodeId| f.nodes().get(n.index()).map_or("", |x| x.name()).to_owned();
+        let crossed = r
+            .crossed
+            .iter()
+            .filter_map(|c| {
+                let m = several.get(c.group)?;
+                Some(CrossedHost {
+                    host: m.name.clone(),
+                    hcas: c
+                        .misplaced
+                        .iter()
+                        .map(|x| CrossedHca {
+                            hca: name(x.node),
+                            leaf: name(x.leaf),
+                            expected_rail: x.expected,
+                            leaf_rail: x.found,
+                        })
+                        .collect(),
+                })
+            })
+            .collect();
+        RailCabling {
+            rail_optimised: r.optimised,
+            machines: r.machines,
+            spread: r.spread,
+            one_leaf: r.one_leaf,
+            crossed,
+        }
+    }
+
     /// Machines and rails, when the fabric groups its end nodes (`None` when every end node
     /// is a host of its own without a rail, or the grouping does not hold: validated input
     /// never has that).
@@ -51,6 +112,34 @@ impl Net<'_> {
         }
         let n = members.len();
         let count = count.unwrap_or_else(|| auto_bisections(self.ends.len()));
+        let cabling = self.rail_cabling(&machines);
+        let default_named = machines
+            .machines
+            .iter()
+            .filter(|m| {
+                m.members.len() == 1
+                    && !m.declared
+                    && m.members.iter().any(|x| {
+                        machines::is_default_description(self.state.fabric.node(x.node).name())
+                            && self.ends_of(x.node)
+                    })
+            })
+            .count();
+        if !cabling.rail_optimised {
+            let mut sizes: BTreeMap<usize, usize> = BTreeMap::new();
+            for v in &members {
+                *sizes.entry(v.len()).or_default() += 1;
+            }
+            return Some(Hosts {
+                hosts: n,
+                ports_per_host: sizes,
+                default_named,
+                cabling,
+                rail_aligned: None,
+                cross_rail: None,
+                rails: Vec::new(),
+            });
+        }
         // HCA `r` with the partner's HCA `r`, both ways.
         let aligned = self.drawn(seed, count, |s| {
             partners(&members, s, |x, y, flows| {
@@ -101,10 +190,19 @@ impl Net<'_> {
         Some(Hosts {
             hosts: n,
             ports_per_host: sizes,
-            rail_aligned: aligned,
-            cross_rail: cross,
+            default_named,
+            cabling,
+            rail_aligned: Some(aligned),
+            cross_rail: Some(cross),
             rails,
         })
+    }
+}
+
+impl Net<'_> {
+    /// Whether end node `n` has a port in the patterns.
+    fn ends_of(&self, n: NodeId) -> bool {
+        self.end_ports.iter().any(|p| p.node == n)
     }
 }
 

@@ -5,7 +5,7 @@
 //!
 //! **Traffic model.** The *hosts* are the end-node ports that can send: a port of a node that
 //! is not a switch and not down, with a LID, cabled by an up link to a switch that is not down
-//! ([`Quality::hosts_excluded`] counts the others), of an end node whose role is `host`: the
+//! ([`Quality::end_ports_excluded`] counts the others), of an end node whose role is `host`: the
 //! ports of service nodes (SHARP aggregation nodes, storage, management;
 //! [`Quality::service_ports`]) are routed but carry no pattern and count in no balance. Hosts are numbered in fabric order (node
 //! order, then port order). A flow from host `a` to host `b` leaves `a` on its cable, then
@@ -78,9 +78,9 @@ mod scratch;
 mod types;
 
 pub use types::{
-    auto_bisections, AllToAll, Balance, Bisections, Hops, Hosts, Quality, QualityOptions, Rail,
-    Shift, SwitchReach, SwitchUsage, Unroutable, ALL_SHIFTS_UP_TO, BISECTION_FLOW_BUDGET,
-    MAX_BISECTIONS, MIN_BISECTIONS, SHIFT_SAMPLES,
+    auto_bisections, AllToAll, Balance, Bisections, CrossedHca, CrossedHost, Hops, Hosts, Quality,
+    QualityOptions, Rail, RailCabling, Shift, SwitchReach, SwitchUsage, Unroutable,
+    ALL_SHIFTS_UP_TO, BISECTION_FLOW_BUDGET, MAX_BISECTIONS, MIN_BISECTIONS, SHIFT_SAMPLES,
 };
 
 pub use loads::{link_loads, LinkLoad, LinkLoads};
@@ -104,8 +104,9 @@ pub fn quality(state: &FabricState, opts: &QualityOptions) -> Quality {
         None
     };
     Quality {
-        hosts: net.ends.len(),
-        hosts_excluded: net.excluded,
+        hosts: net.machine_count(),
+        end_ports: net.ends.len(),
+        end_ports_excluded: net.excluded,
         service_ports: net.service,
         switches: net.sw.len(),
         fabric_links: net.fabric_links,
@@ -245,7 +246,8 @@ mod tests {
     #[test]
     fn good_tree_by_hand() {
         let q = quality(&tiny(GOOD), &opts());
-        assert_eq!((q.hosts, q.hosts_excluded, q.switches), (4, 0, 4));
+        assert_eq!((q.end_ports, q.end_ports_excluded, q.switches), (4, 0, 4));
+        assert_eq!(q.hosts, 4);
         assert_eq!(q.fabric_links, 8);
         // Balance: every leaf sends one remote host up each spine; every spine sends two
         // hosts down each leaf.
@@ -254,13 +256,13 @@ mod tests {
         assert_eq!(q.balance.max_spread, 0);
         let l1 = &q.balance.per_switch[0];
         assert_eq!(l1.switch, "L1");
-        assert_eq!(l1.level, 1);
+        assert_eq!(l1.level, Some(1));
         assert_eq!(l1.ports, BTreeMap::from([(3, 1), (4, 1)]));
         assert_eq!(
             q.balance.per_switch[2].ports,
             BTreeMap::from([(1, 2), (2, 2)])
         );
-        assert_eq!(q.balance.per_switch[2].level, 2);
+        assert_eq!(q.balance.per_switch[2].level, Some(2));
         // Shifts 1, 2, 3: never two flows on one link.
         assert!(q.shift.all);
         assert_eq!(q.shift.shifts, 3);
@@ -284,8 +286,8 @@ mod tests {
         assert_eq!(q.bisections.count, 1000);
         assert_eq!(q.bisections.flows, 4000);
         assert_eq!(q.bisections.max_load, 1);
-        assert_eq!(q.bisections.ebb, 1.0);
-        assert_eq!(q.bisections.ebb_min, 1.0);
+        assert_eq!(q.bisections.ebb, Some(1.0));
+        assert_eq!(q.bisections.ebb_min, Some(1.0));
         assert_eq!(q.switch_to_switch.pairs, 12);
         assert_eq!(q.switch_to_switch.unroutable.total(), 0);
     }
@@ -351,11 +353,14 @@ mod tests {
         assert_eq!(pair_ebb(&tiny(GOOD), &[(0, 2), (1, 3)]), 1.0);
         // Two of three pairings cross: eBB ≈ 1 − 0.5 × 2/3.
         assert!(
-            (q.bisections.ebb - 2.0 / 3.0).abs() < 0.03,
-            "{}",
+            (q.bisections.ebb.unwrap() - 2.0 / 3.0).abs() < 0.03,
+            "{:?}",
             q.bisections.ebb
         );
-        assert_eq!((q.bisections.ebb_min, q.bisections.ebb_max), (0.5, 1.0));
+        assert_eq!(
+            (q.bisections.ebb_min, q.bisections.ebb_max),
+            (Some(0.5), Some(1.0))
+        );
         assert_eq!(q.bisections.max_load, 2);
         // Same tables, same seed: the same numbers.
         assert_eq!(q, quality(&st, &opts()));
@@ -385,7 +390,7 @@ mod tests {
         assert_eq!(q.hops.histogram.values().sum::<u64>(), 6);
         assert!(q.shift.unroutable > 0);
         assert!(q.bisections.unroutable > 0);
-        assert!(q.bisections.ebb < 1.0);
+        assert!(q.bisections.ebb.unwrap() < 1.0);
 
         // Misdelivery: L1 sends H2 to H1's port.
         let mut t = GOOD;
@@ -406,8 +411,9 @@ mod tests {
     fn empty_and_tableless_states_do_not_panic() {
         let st = FabricState::new(FabricBuilder::new("empty").finish());
         let q = quality(&st, &opts());
-        assert_eq!(q.hosts, 0);
-        assert_eq!(q.bisections.ebb, 0.0);
+        assert_eq!((q.hosts, q.end_ports), (0, 0));
+        // No flow, no eBB: `None`, not 0.
+        assert_eq!(q.bisections.ebb, None);
         let mut st = tiny(GOOD);
         st.switches.clear();
         let q = quality(&st, &opts());
@@ -479,7 +485,7 @@ mod tests {
                     .filter(|n| !n.is_switch())
                     .map(|n| n.ports.len())
                     .sum::<usize>();
-                prop_assume!(q.hosts == ends && q.hosts_excluded == 0);
+                prop_assume!(q.end_ports == ends && q.end_ports_excluded == 0);
                 let Ok(v) = ValidState::new(st) else {
                     return Err(TestCaseError::reject("not a valid state"));
                 };
@@ -535,29 +541,79 @@ mod tests {
         assert_eq!(quality(&tiny(GOOD), &opts()).machines, None);
         let q = quality(&two_machines(GOOD), &opts());
         // The end-port patterns are unchanged; the machines are two hosts of two ports.
-        assert_eq!(q.hosts, 4);
+        assert_eq!((q.hosts, q.end_ports), (2, 4));
+        assert_eq!(quality(&tiny(GOOD), &opts()).hosts, 4);
         assert_eq!(q.bisections, quality(&tiny(GOOD), &opts()).bisections);
         let m = q.machines.unwrap();
         assert_eq!(m.hosts, 2);
         assert_eq!(m.ports_per_host, BTreeMap::from([(2, 2)]));
+        assert!(m.cabling.rail_optimised && m.cabling.crossed.is_empty());
+        assert_eq!((m.cabling.machines, m.cabling.spread), (2, 2));
         // Every bisection pairs `a` with `b`: rail 0 is H1 ↔ H2 inside L1, rail 1 H3 ↔ H4
         // inside L2, so no fabric link is loaded.
-        assert_eq!(m.rail_aligned.flows, 4 * 1000);
-        assert_eq!((m.rail_aligned.max_load, m.rail_aligned.ebb), (0, 1.0));
+        let aligned = m.rail_aligned.unwrap();
+        assert_eq!(aligned.flows, 4 * 1000);
+        assert_eq!((aligned.max_load, aligned.ebb), (0, Some(1.0)));
         // Cross-rail: H1 → H4, H3 → H2, H2 → H3, H4 → H1 all cross; GOOD spreads them over
         // both spines, one flow per directed link.
-        assert_eq!(m.cross_rail.flows, 4 * 1000);
-        assert_eq!((m.cross_rail.max_load, m.cross_rail.ebb), (1, 1.0));
-        let rails: Vec<(u8, usize, f64)> = m
+        let cross = m.cross_rail.unwrap();
+        assert_eq!(cross.flows, 4 * 1000);
+        assert_eq!((cross.max_load, cross.ebb), (1, Some(1.0)));
+        let rails: Vec<(u8, usize, Option<f64>)> = m
             .rails
             .iter()
             .map(|r| (r.rail, r.hosts, r.bisections.ebb))
             .collect();
-        assert_eq!(rails, [(0, 2, 1.0), (1, 2, 1.0)]);
+        assert_eq!(rails, [(0, 2, Some(1.0)), (1, 2, Some(1.0))]);
         // BAD sends every remote host of L1 through S1: two cross-rail flows share L1 → S1.
         let bad = quality(&two_machines(BAD), &opts()).machines.unwrap();
-        assert_eq!(bad.cross_rail.max_load, 2);
-        assert!(bad.cross_rail.ebb < 1.0, "{}", bad.cross_rail.ebb);
-        assert_eq!(bad.rail_aligned.ebb, 1.0);
+        let cross = bad.cross_rail.unwrap();
+        assert_eq!(cross.max_load, 2);
+        assert!(cross.ebb.unwrap() < 1.0, "{:?}", cross.ebb);
+        assert_eq!(bad.rail_aligned.unwrap().ebb, Some(1.0));
+    }
+
+    /// Two machines of two HCAs each on one leaf: not rail-optimised, no rail metrics.
+    #[test]
+    fn machines_on_one_leaf_get_no_rail_metrics() {
+        let mut st = tiny(GOOD);
+        let mut b = FabricBuilder::from(st.fabric.clone());
+        for (h, host) in [("H1", "a"), ("H2", "a"), ("H3", "b"), ("H4", "b")] {
+            let id = b.fabric().find(h).unwrap();
+            assert!(b.set_host(id, host, None));
+        }
+        st.fabric = b.finish();
+        let q = quality(&st, &opts());
+        assert_eq!((q.hosts, q.end_ports), (2, 4));
+        let m = q.machines.unwrap();
+        assert!(!m.cabling.rail_optimised);
+        assert_eq!((m.cabling.machines, m.cabling.one_leaf), (2, 2));
+        assert_eq!((m.rail_aligned, m.cross_rail), (None, None));
+        assert!(m.rails.is_empty());
+    }
+
+    /// A rail of one HCA has no bisection flow: its eBB is `None`, not 0.
+    #[test]
+    fn a_rail_of_one_hca_has_no_ebb() {
+        let mut st = tiny(GOOD);
+        let mut b = FabricBuilder::from(st.fabric.clone());
+        // `a` spreads H1, H3 over rails 0, 1; `b` has H2 alone on rail 2... of its own.
+        for (h, host, rail) in [
+            ("H1", "a", 0),
+            ("H3", "a", 1),
+            ("H2", "b", 0),
+            ("H4", "b", 2),
+        ] {
+            let id = b.fabric().find(h).unwrap();
+            assert!(b.set_host(id, host, Some(rail)));
+        }
+        st.fabric = b.finish();
+        let m = quality(&st, &opts()).machines.unwrap();
+        let rails: Vec<(u8, usize, Option<f64>)> = m
+            .rails
+            .iter()
+            .map(|r| (r.rail, r.hosts, r.bisections.ebb))
+            .collect();
+        assert_eq!(rails, [(0, 2, Some(1.0)), (1, 1, None), (2, 1, None)]);
     }
 }

@@ -159,18 +159,18 @@ impl Net<'_> {
         let seeds = seeds(seed, count);
         let stats = self.patterns(&seeds, |&s| flows(s));
         let t = self.totals(&stats);
-        let mut ebb_min = if stats.is_empty() { 0.0 } else { f64::INFINITY };
-        let (mut ebb_max, mut sum_ebb) = (0.0f64, 0.0f64);
-        for st in &stats {
-            let e = if st.flows == 0 {
-                0.0
-            } else {
-                st.share / st.flows as f64
-            };
+        // A bisection without a flow (one host, or a rail of one HCA) has no eBB: it is left
+        // out of the mean, and with no flow at all the eBB is `None`.
+        let (mut ebb_min, mut ebb_max, mut sum_ebb, mut with_flows) =
+            (f64::INFINITY, 0.0f64, 0.0f64, 0usize);
+        for st in stats.iter().filter(|st| st.flows > 0) {
+            let e = st.share / st.flows as f64;
             sum_ebb += e;
             ebb_min = ebb_min.min(e);
             ebb_max = ebb_max.max(e);
+            with_flows += 1;
         }
+        let some = with_flows > 0;
         Bisections {
             count,
             seed,
@@ -179,9 +179,9 @@ impl Net<'_> {
             max_load: t.max_load,
             mean_max_load: t.mean_max_load,
             mean_load: t.mean_load,
-            ebb: mean(sum_ebb, stats.len()),
-            ebb_min,
-            ebb_max,
+            ebb: some.then(|| mean(sum_ebb, with_flows)),
+            ebb_min: some.then_some(ebb_min),
+            ebb_max: some.then_some(ebb_max),
         }
     }
 }

@@ -59,10 +59,13 @@ pub fn auto_bisections(hosts: usize) -> usize {
 /// The quality of a fabric's routing.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Quality {
-    /// Hosts in the traffic patterns.
+    /// Machines with an end port in the traffic patterns: the end nodes of one `host = "…"`
+    /// count once, an end node without one is a machine of its own.
     pub hosts: usize,
+    /// End-node ports in the traffic patterns (what the patterns send between).
+    pub end_ports: usize,
     /// End-node ports left out (no LID, no up cable to a usable switch, node down).
-    pub hosts_excluded: usize,
+    pub end_ports_excluded: usize,
     /// Cabled ports of service nodes (aggregation, storage, management end nodes): routed
     /// and proven like every end port, outside the traffic patterns and the balance.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -95,14 +98,59 @@ pub struct Hosts {
     pub hosts: usize,
     /// How many machines have each number of ports in the patterns (`8 → 458`: 458 DGX).
     pub ports_per_host: BTreeMap<usize, usize>,
+    /// Machines of one end node whose NodeDescription is an adapter's default
+    /// (`MT4129 ConnectX7   Mellanox Technologies`): one machine per system image GUID.
+    pub default_named: usize,
+    /// What the cabling says of the rails.
+    pub cabling: RailCabling,
     /// Random bisections of the machines, partners exchanging one flow each way per rail
-    /// (port `r` with port `r`: what rail-aligned collectives send).
-    pub rail_aligned: Bisections,
+    /// (port `r` with port `r`: what rail-aligned collectives send); `None` when the fabric
+    /// is not rail-optimised.
+    pub rail_aligned: Option<Bisections>,
     /// The same bisections, each port sending to the partner's port on the next rail (the
-    /// last to the first): traffic that must leave its rail.
-    pub cross_rail: Bisections,
-    /// Per rail, random bisections of that rail's ports alone.
+    /// last to the first): traffic that must leave its rail; `None` when not rail-optimised.
+    pub cross_rail: Option<Bisections>,
+    /// Per rail, random bisections of that rail's ports alone (none when not
+    /// rail-optimised).
     pub rails: Vec<Rail>,
+}
+
+/// Whether the fabric is rail-optimised, and the machines whose rail cables cross
+/// ([`weft_fabric::machines::rails`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RailCabling {
+    /// More than half the machines of several HCAs reach a different leaf with each HCA.
+    pub rail_optimised: bool,
+    /// Machines of several HCAs.
+    pub machines: usize,
+    /// Of those, the ones reaching a different leaf with each HCA.
+    pub spread: usize,
+    /// Of those, the ones with all their HCAs on one leaf.
+    pub one_leaf: usize,
+    /// Machines whose HCAs reach their rails' leaves in another order (crossed cables).
+    pub crossed: Vec<CrossedHost>,
+}
+
+/// A machine whose rail cables cross.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CrossedHost {
+    /// The host.
+    pub host: String,
+    /// Its HCAs on another rail's leaf: HCA, leaf, the rail of its peers, the leaf's rail.
+    pub hcas: Vec<CrossedHca>,
+}
+
+/// One HCA of a [`CrossedHost`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CrossedHca {
+    /// The HCA.
+    pub hca: String,
+    /// The leaf its cable reaches.
+    pub leaf: String,
+    /// The rail its peers of its rank are on.
+    pub expected_rail: u8,
+    /// The leaf's rail.
+    pub leaf_rail: u8,
 }
 
 /// One rail's own bisections.
@@ -142,8 +190,10 @@ pub struct Balance {
 pub struct SwitchUsage {
     /// Switch name.
     pub switch: String,
-    /// Level (1 = has hosts; 0 = no host below).
-    pub level: u32,
+    /// Level (1 = has hosts, counted up from there); `None` for a switch the fabric's
+    /// recorded tree levels set aside (a host-less management sub-tree, a switch hanging off
+    /// the tree): it is in no level.
+    pub level: Option<u32>,
     /// End-node destination LIDs per switch-facing port.
     pub ports: BTreeMap<u8, u32>,
     /// Fewest LIDs on a switch-facing port.
@@ -209,12 +259,13 @@ pub struct Bisections {
     pub mean_max_load: f64,
     /// Mean link load (over fabric links and bisections).
     pub mean_load: f64,
-    /// Effective bisection bandwidth: mean over bisections of the mean flow share.
-    pub ebb: f64,
-    /// The worst bisection's mean flow share.
-    pub ebb_min: f64,
-    /// The best bisection's mean flow share.
-    pub ebb_max: f64,
+    /// Effective bisection bandwidth: mean over the bisections that have a flow of the mean
+    /// flow share; `None` (JSON `null`) when no bisection has a flow (one host or none).
+    pub ebb: Option<f64>,
+    /// The worst bisection's mean flow share (`None` as for `ebb`).
+    pub ebb_min: Option<f64>,
+    /// The best bisection's mean flow share (`None` as for `ebb`).
+    pub ebb_max: Option<f64>,
 }
 
 /// Hop counts of every host-to-host path.

@@ -744,7 +744,14 @@ fn table(r: &FabricRun) -> String {
             )
         }),
     );
-    row("eBB", q(&|q| format!("{:.4}", q.bisections.ebb)));
+    row(
+        "eBB",
+        q(&|q| {
+            q.bisections
+                .ebb
+                .map_or_else(|| "n/a".to_owned(), |e| format!("{e:.4}"))
+        }),
+    );
     row("  bisections", q(&|q| q.bisections.count.to_string()));
     row(
         "hops mean / max",

@@ -418,6 +418,51 @@ pub fn of_input(code: &str, artifact: Option<&str>, message: String) -> Finding 
     }
 }
 
+/// Each machine whose rail cables cross (`weft::crossed_rails`, a warning) about `artifact`:
+/// `weft report` and `weft diff` say it as `weft import` does.
+pub fn of_crossed_rails(crossed: &[weft_metrics::CrossedHost], artifact: &str) -> Vec<Finding> {
+    crossed
+        .iter()
+        .map(|h| {
+            let each: Vec<String> = h
+                .hcas
+                .iter()
+                .map(|x| {
+                    format!(
+                        "`{}` is cabled to `{}`, a leaf of rail {}, where its peers are on rail {}",
+                        x.hca, x.leaf, x.leaf_rail, x.expected_rail
+                    )
+                })
+                .collect();
+            let mut f = of_input(
+                "weft::crossed_rails",
+                Some(artifact),
+                format!(
+                    "host `{}` has HCAs on other rails' leaves than its peers': {}",
+                    h.host,
+                    each.join("; ")
+                ),
+            );
+            f.level = Level::Warning;
+            f.help = Some(
+                "swap the cables back (each HCA to its rail's leaf); until then its HCAs take \
+                 their leaves' rails"
+                    .to_owned(),
+            );
+            f.objects = h
+                .hcas
+                .iter()
+                .map(|x| Object {
+                    name: x.hca.clone(),
+                    kind: "node",
+                    path: x.hca.clone(),
+                })
+                .collect();
+            f
+        })
+        .collect()
+}
+
 /// The routing engine's notes (`weft::sftree_root`, `weft::fat_tree_updn`, …) as findings of
 /// level note about `artifact`.
 pub fn of_notes(notes: &[weft_compiler::routing::RouteNote], artifact: &str) -> Vec<Finding> {

@@ -255,7 +255,8 @@ fn balance_html(t: &mut String, q: &Quality) {
             t,
             "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{cells} {}–{}</td></tr>",
             esc(&u.switch),
-            u.level,
+            u.level
+                .map_or_else(|| "set aside".to_owned(), |l| l.to_string()),
             u.spread_by_direction,
             u.min,
             u.max
@@ -286,8 +287,8 @@ pub(crate) fn render(i: &Input<'_>) -> String {
         &mut t,
         "hosts",
         format!(
-            "{} end ports ({} left out, {} service node ports)",
-            q.hosts, q.hosts_excluded, q.service_ports
+            "{} machines; {} end ports ({} left out, {} service node ports)",
+            q.hosts, q.end_ports, q.end_ports_excluded, q.service_ports
         ),
     );
     row(
@@ -302,10 +303,10 @@ pub(crate) fn render(i: &Input<'_>) -> String {
         &mut t,
         "eBB",
         format!(
-            "{:.4} (worst bisection {:.4}, best {:.4}; {} bisections, seed {})",
-            q.bisections.ebb,
-            q.bisections.ebb_min,
-            q.bisections.ebb_max,
+            "{} (worst bisection {}, best {}; {} bisections, seed {})",
+            crate::report::ebb(q.bisections.ebb),
+            crate::report::ebb(q.bisections.ebb_min),
+            crate::report::ebb(q.bisections.ebb_max),
             q.bisections.count,
             q.bisections.seed
         ),
