@@ -389,6 +389,7 @@ pub fn human(q: &Quality) -> String {
         unroutable(&h.unroutable)
     );
     explain(&mut t, "links crossed by each host-to-host path [links: paths]; unroutable paths meet an unset entry, a dead end, a loop or the wrong host");
+    excess(&mut t, &q.hop_excess);
     let w = &q.switch_to_switch;
     let _ = writeln!(
         t,
@@ -403,6 +404,27 @@ pub fn human(q: &Quality) -> String {
 /// An eBB to four places, or `n/a` where no bisection had a flow.
 pub(crate) fn ebb(e: Option<f64>) -> String {
     e.map_or_else(|| "n/a".to_owned(), |e| format!("{e:.4}"))
+}
+
+/// The hop excess: pairs routed longer than a shortest (up*/down*) path, and the worst named.
+fn excess(t: &mut String, e: &metrics::HopExcess) {
+    let _ = writeln!(
+        t,
+        "  hop excess        over the shortest up*/down* path: {} of {} pairs (max {}); over the shortest path: {} pairs (max {}); {} pairs have no up*/down* path",
+        e.over_updown, e.updown_pairs, e.max_over_updown, e.over_shortest, e.max_over_shortest, e.without_updown
+    );
+    for w in &e.worst {
+        let updown = match w.updown {
+            Some(u) => format!("shortest up*/down* {u}"),
+            None => "no up*/down* path".to_owned(),
+        };
+        let _ = writeln!(
+            t,
+            "                    `{}` → `{}`: {} links (shortest {}, {updown})",
+            w.source, w.destination, w.links, w.shortest
+        );
+    }
+    explain(t, "links each host-to-host route crosses beyond the shortest path that climbs then descends (levels counted from the switches with hosts) and beyond the shortest path in the graph; the worst pairs first");
 }
 
 /// The patterns over machines and per rail, where the fabric is rail-optimised; what the

@@ -34,13 +34,14 @@ fn report_prints_a_table() {
         "all-to-all        max load 630,",
         "eBB ",
         "[2: 11016, 4: 408240], 0 unroutable",
+        "hop excess        over the shortest up*/down* path: 0 of 419256 pairs (max 0); over the shortest path: 0 pairs (max 0)",
         "switch-to-switch  2862 pairs, 0 unroutable",
     ] {
         assert!(t.contains(needle), "`{needle}` not in:\n{t}");
     }
     // Every metric is explained in the line under it.
     let lines: Vec<&str> = t.lines().skip(1).collect();
-    assert_eq!(lines.len(), 16, "{t}");
+    assert_eq!(lines.len(), 18, "{t}");
     for pair in lines.chunks(2) {
         assert!(
             pair[0].starts_with("  ") && pair[1].starts_with("                    · "),

@@ -3,6 +3,7 @@
 //! subtree summed down the tree in decreasing distance, `O(switches + hosts)` per
 //! destination.
 
+use crate::excess::{Distances, HopExcess};
 use crate::net::{mean, Net, Reach, NONE};
 use crate::scratch::{Acc, Scratch};
 use crate::types::{AllToAll, Hops};
@@ -11,10 +12,12 @@ use std::collections::BTreeMap;
 use weft_fabric::forward::Mark;
 
 impl Net<'_> {
-    /// All-to-all loads and the hop histogram.
-    pub fn per_destination(&self) -> (AllToAll, Hops) {
+    /// All-to-all loads, the hop histogram and the hop excess.
+    pub fn per_destination(&self) -> (AllToAll, Hops, HopExcess) {
         let n = self.ends.len();
-        let acc = self.destinations();
+        let distances = self.distances();
+        let mut acc = self.destinations(Some(&distances));
+        let excess = self.hop_excess(std::mem::take(&mut acc.excess));
         let flows = (n as u64) * (n as u64).saturating_sub(1);
         let (max_load, sum) = self.fabric_max_sum(&acc.load);
         let all = AllToAll {
@@ -40,11 +43,12 @@ impl Net<'_> {
             mean: mean(weighted as f64, routed as usize),
             max,
         };
-        (all, hops)
+        (all, hops, excess)
     }
 
-    /// Every destination's in-tree summed: loads per directed link, hops, unroutable pairs.
-    pub(crate) fn destinations(&self) -> Acc {
+    /// Every destination's in-tree summed: loads per directed link, hops, unroutable pairs,
+    /// and with `distances` the hop excess.
+    pub(crate) fn destinations(&self, distances: Option<&Distances>) -> Acc {
         let n = self.ends.len();
         // Destinations in LID order: neighbouring LFT entries share cache lines.
         let mut order: Vec<u32> = (0..n as u32).collect();
@@ -57,6 +61,9 @@ impl Net<'_> {
                 |(mut acc, mut sc), chunk| {
                     for &d in chunk {
                         self.one_destination(d, &mut acc, &mut sc);
+                        if let Some(dist) = distances {
+                            self.excess_of(dist, d, &sc, &mut acc.excess);
+                        }
                     }
                     (acc, sc)
                 },

@@ -42,6 +42,9 @@
 //!   ([`auto_bisections`]: 1 000 for 648 hosts, 171 for 11 664).
 //! * [`Hops`]: the histogram of links traversed by every host-to-host path (2 for two hosts
 //!   on one leaf), computed per destination from its in-tree.
+//! * [`HopExcess`]: per host pair, the links its route crosses beyond the shortest up*/down*
+//!   path (climbing, then descending, by the levels above) and beyond the shortest path in
+//!   the graph; how many pairs have any, the most, and the worst pairs by name.
 //! * [`SwitchReach`]: switch-to-switch LID routing (OpenSM's `ftree` leaves spine pairs
 //!   unset).
 //!
@@ -52,7 +55,7 @@
 //! as flat tables and the forwarding step on them: the model's
 //! [`weft_fabric::forward::step`], tested equal), `all_to_all.rs` (in-trees per
 //! destination: all-to-all and hops), `patterns.rs` (shift and bisections, flow by flow),
-//! `balance.rs`, `reach.rs` (switch to switch), `loads.rs` (the patterns' loads per directed
+//! `balance.rs`, `excess.rs` (hop excess), `reach.rs` (switch to switch), `loads.rs` (the patterns' loads per directed
 //! link, for drawing them: [`link_loads`]), `hosts.rs` (bisections of machines, rail-aligned
 //! and cross-rail, and per rail, when end nodes are grouped into hosts), `scratch.rs` (working
 //! memory per job). The bisections draw from weft's one RNG,
@@ -69,6 +72,7 @@
 
 mod all_to_all;
 mod balance;
+mod excess;
 mod hosts;
 mod loads;
 mod net;
@@ -83,6 +87,7 @@ pub use types::{
     ALL_SHIFTS_UP_TO, BISECTION_FLOW_BUDGET, MAX_BISECTIONS, MIN_BISECTIONS, SHIFT_SAMPLES,
 };
 
+pub use excess::{ExcessPair, HopExcess, WORST_PAIRS};
 pub use loads::{link_loads, LinkLoad, LinkLoads};
 use net::Net;
 use weft_fabric::FabricState;
@@ -91,7 +96,7 @@ use weft_fabric::FabricState;
 pub fn quality(state: &FabricState, opts: &QualityOptions) -> Quality {
     let net = Net::new(state);
     let balance = net.balance();
-    let (all_to_all, hops) = net.per_destination();
+    let (all_to_all, hops, hop_excess) = net.per_destination();
     let shift = net.shift(opts.all_shifts_up_to, opts.shift_samples);
     let count = opts
         .bisections
@@ -115,6 +120,7 @@ pub fn quality(state: &FabricState, opts: &QualityOptions) -> Quality {
         all_to_all,
         bisections,
         hops,
+        hop_excess,
         switch_to_switch,
         machines,
     }

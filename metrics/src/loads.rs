@@ -43,7 +43,7 @@ pub struct LinkLoads {
 pub fn link_loads(state: &FabricState, opts: &QualityOptions) -> LinkLoads {
     let net = Net::new(state);
     let n = net.ends.len();
-    let all = net.destinations().load;
+    let all = net.destinations(None).load;
     let (ks, _) = shifts(n, opts.all_shifts_up_to, opts.shift_samples);
     let shift = net.summed(&ks, |&k| shift_flows(n, k));
     let count = opts.bisections.unwrap_or_else(|| auto_bisections(n));

@@ -1,6 +1,7 @@
 //! Working memory reused across destinations and patterns (one of each per rayon job), and
 //! the per-destination accumulators summed over jobs.
 
+use crate::excess::ExcessAcc;
 use crate::net::{Reach, NONE};
 use crate::types::Unroutable;
 use weft_fabric::forward::Mark;
@@ -39,6 +40,7 @@ pub(crate) struct Acc {
     pub load: Vec<u64>,
     pub hops: Vec<u64>,
     pub unroutable: Unroutable,
+    pub excess: ExcessAcc,
 }
 
 impl Acc {
@@ -47,6 +49,7 @@ impl Acc {
             load: vec![0; dlinks],
             hops: vec![0; switches + 3],
             unroutable: Unroutable::default(),
+            excess: ExcessAcc::default(),
         }
     }
 
@@ -58,6 +61,7 @@ impl Acc {
             *a += b;
         }
         self.unroutable = self.unroutable.merge(o.unroutable);
+        self.excess = self.excess.merge(o.excess);
         self
     }
 }

@@ -84,6 +84,9 @@ pub struct Quality {
     pub bisections: Bisections,
     /// Hop counts of every host-to-host path.
     pub hops: Hops,
+    /// Links beyond the shortest (up*/down*) paths.
+    #[serde(default)]
+    pub hop_excess: crate::excess::HopExcess,
     /// Switch-to-switch LID routing.
     pub switch_to_switch: SwitchReach,
     /// Machines and rails, when the fabric groups end nodes into hosts (`host = "…"`).

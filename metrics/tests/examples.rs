@@ -39,6 +39,10 @@ fn fat_tree_648_is_balanced_and_shift_optimal() {
     assert_eq!(q.shift.shifts, 647);
     assert_eq!(q.shift.unroutable, 0);
     assert_eq!(q.shift.max_load, 1);
+    // fat_tree's routes are shortest: every pair has an up*/down* path and takes one.
+    let e = &q.hop_excess;
+    assert_eq!((e.updown_pairs, e.without_updown), (648 * 647, 0));
+    assert_eq!((e.over_updown, e.over_shortest), (0, 0), "{:?}", e.worst);
     // All-to-all: each leaf→spine link carries the flows of the leaf's 18 hosts to 35 hosts.
     assert_eq!(q.all_to_all.unroutable, 0);
     assert_eq!(q.all_to_all.max_load, 18 * 35);

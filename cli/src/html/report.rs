@@ -337,6 +337,20 @@ pub(crate) fn render(i: &Input<'_>) -> String {
             q.hops.unroutable.total()
         ),
     );
+    let e = &q.hop_excess;
+    row(
+        &mut t,
+        "hop excess",
+        format!(
+            "{} of {} pairs over the shortest up*/down* path (max {}), {} over the shortest path (max {}), {} without an up*/down* path",
+            e.over_updown,
+            e.updown_pairs,
+            e.max_over_updown,
+            e.over_shortest,
+            e.max_over_shortest,
+            e.without_updown
+        ),
+    );
     for p in i.properties {
         row(&mut t, p.name(), outcome(i.report.verdict.outcome(*p)));
     }
@@ -416,6 +430,22 @@ pub(crate) fn render(i: &Input<'_>) -> String {
         "links crossed",
         &bars,
     ));
+    if !q.hop_excess.worst.is_empty() {
+        t.push_str("<h3>Routes longer than a shortest path</h3><table><tr><th>source</th><th>destination</th><th>links</th><th>shortest</th><th>shortest up*/down*</th></tr>");
+        for w in &q.hop_excess.worst {
+            let _ = write!(
+                t,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&w.source),
+                esc(&w.destination),
+                w.links,
+                w.shortest,
+                w.updown
+                    .map_or_else(|| "none".to_owned(), |u| u.to_string())
+            );
+        }
+        t.push_str("</table>");
+    }
     let _ = write!(
         t,
         "<h2>The report as text</h2><details><summary>weft report</summary><pre>{}</pre></details>",
