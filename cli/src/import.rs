@@ -1,5 +1,5 @@
 //! `weft import DUMP`: an ibnetdiscover dump (or `ibnetdiscover -p` or `iblinkinfo` output,
-//! detected from the text; and an optional node-name map) → an editable weft program, with
+//! or OpenSM's `opensm-subnet.lst`, detected from the text; and an optional node-name map) → an editable weft program, with
 //! tree levels when the cabling is a fat-tree and the roles of service nodes (given with
 //! `--role`, `--roles`, `--io-guids`, or recognised aggregation nodes). `--partial` reads a
 //! dump cut short, `--strict` makes every warning an error.
@@ -12,8 +12,8 @@ use weft_compiler::diagnostic;
 /// `weft import` arguments.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The ibnetdiscover file (or an ibsim net file, or `ibnetdiscover -p` or `iblinkinfo`
-    /// output).
+    /// The ibnetdiscover file (or an ibsim net file, `ibnetdiscover -p` or `iblinkinfo`
+    /// output, or OpenSM's `opensm-subnet.lst`).
     file: PathBuf,
     /// A node-name map (`<guid> "<name>"` per line).
     #[arg(long)]

@@ -32,7 +32,8 @@ pub struct Args {
     /// A state written by `weft build` (`state.json`).
     #[arg(long, conflicts_with_all = ["file", "topology"])]
     state: Option<PathBuf>,
-    /// An ibnetdiscover topology (with `lid` annotations unless `--guid2lid` is given).
+    /// An ibnetdiscover topology (with `lid` annotations unless `--guid2lid` is given), or
+    /// OpenSM's `opensm-subnet.lst`.
     #[arg(long, requires = "lfts", conflicts_with = "file")]
     topology: Option<PathBuf>,
     /// OpenSM's `opensm-lfts.dump` (or `dump_fts` output).
@@ -191,6 +192,9 @@ pub(crate) struct Loaded {
     /// How the cabling differs from a design (`weft audit --expect`): findings that fail
     /// the run (exit 1) whatever the verdict.
     cabling: Vec<findings::Finding>,
+    /// What the readers of the input warned about (a loopback cable in the topology, a
+    /// guid2lid record naming no port of it), shown and counted with the verdict.
+    warnings: Vec<findings::Finding>,
 }
 
 impl Loaded {
@@ -203,6 +207,7 @@ impl Loaded {
             promised: None,
             uncovered: Vec::new(),
             cabling: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 
@@ -246,6 +251,7 @@ impl Loaded {
         z3: Option<&weft_verifier::z3::Z3Report>,
     ) -> Vec<findings::Finding> {
         let mut out: Vec<findings::Finding> = self.not_covered().into_iter().collect();
+        out.extend(self.warnings.iter().cloned());
         out.extend(self.cabling.iter().cloned());
         out.extend(self.violations(report, z3));
         out
@@ -308,12 +314,14 @@ fn load(args: &Args, color: ColorChoice) -> Result<Loaded, Fatal> {
                 )
             })?;
         }
-        let d = weft_fabric::ibnetdiscover::parse(&text, &opts).map_err(|e| {
-            Fatal::Input(
-                findings::of_miette(&e, &topo.display().to_string(), Some(&text)),
-                None,
-            )
-        })?;
+        let topo_name = topo.display().to_string();
+        let d = weft_fabric::ibnetdiscover::parse(&text, &opts)
+            .map_err(|e| Fatal::Input(findings::of_miette(&e, &topo_name, Some(&text)), None))?;
+        let mut input_warnings: Vec<findings::Finding> = d
+            .warnings
+            .iter()
+            .flat_map(|w| findings::of_miette(w, &topo_name, Some(&text)))
+            .collect();
         let lfts_path = args
             .lfts
             .as_deref()
@@ -348,16 +356,28 @@ fn load(args: &Args, color: ColorChoice) -> Result<Loaded, Fatal> {
         } else {
             (d.fabric, Vec::new())
         };
-        let (st, warnings) =
-            weft_fabric::opensm::assemble(fabric, d.lids, &dumps).map_err(|e| {
-                Fatal::Input(
-                    findings::of_assemble_errors(&e, path_of, &topo.display().to_string()),
-                    None,
-                )
-            })?;
-        for w in warnings {
-            warn(&w.to_string());
-        }
+        let (st, warnings) = match weft_fabric::opensm::assemble(fabric, d.lids, &dumps) {
+            Ok(found) => found,
+            Err(e) => {
+                // The warnings too: the summary counts everything shown.
+                input_warnings.extend(findings::of_assemble_errors(&e, path_of, &topo_name));
+                return Err(Fatal::Input(findings::capped(input_warnings), None));
+            }
+        };
+        let dump_warnings = weft_fabric::opensm::AssembleErrors {
+            dumps: warnings,
+            state: Vec::new(),
+        };
+        input_warnings.extend(
+            findings::of_assemble_errors(&dump_warnings, path_of, &topo_name)
+                .into_iter()
+                .map(|mut f| {
+                    if f.level == findings::Level::Error {
+                        f.level = findings::Level::Warning;
+                    }
+                    f
+                }),
+        );
         if st.lids.base.is_empty() {
             return Err(Fatal::Run(format!(
                 "`{}` has no LIDs (`lid N` annotations); give `--guid2lid`",
@@ -366,6 +386,7 @@ fn load(args: &Args, color: ColorChoice) -> Result<Loaded, Fatal> {
         }
         let mut loaded = Loaded::of(st, lfts_path.display().to_string());
         loaded.uncovered = uncovered;
+        loaded.warnings = findings::capped(input_warnings);
         return Ok(loaded);
     }
     if let Some(file) = &args.file {
@@ -378,6 +399,7 @@ fn load(args: &Args, color: ColorChoice) -> Result<Loaded, Fatal> {
             promised,
             uncovered: Vec::new(),
             cabling: Vec::new(),
+            warnings: Vec::new(),
         });
     }
     Err(Fatal::Run(
@@ -604,6 +626,13 @@ pub(crate) fn run_checks(
             );
             if let Some(f) = loaded.not_covered() {
                 t += &format!("⚠ {}\n", f.message);
+            }
+            for f in &loaded.warnings {
+                let at = f.place.as_ref().map_or_else(
+                    || f.artifact.clone().unwrap_or_default(),
+                    |p| format!("{}:{}", p.file, p.line),
+                );
+                t += &format!("⚠ {at}: {} [{}]\n", f.message, f.code);
             }
             t += &crate::diff::human(&loaded.cabling);
             t

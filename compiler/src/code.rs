@@ -97,6 +97,7 @@ codes! {
     LidPinConflict = "weft::lid_pin_conflict": "Two ports pinned to overlapping LIDs.",
     LidPinUnaligned = "weft::lid_pin_unaligned": "A pinned LID not aligned to the port's `2^lmc` block.",
     LidPinUnused = "weft::lid_pin_unused": "A `lid` pin on a node that gets no LID there.",
+    Loopback = "weft::loopback": "Warning: a loopback cable, from a port to another port of the same node (a test plug or a cabling mistake).",
     MftCapacityExceeded = "weft::mft_capacity_exceeded": "A multicast group whose MLID is beyond the MulticastFDBCap of a switch its tree passes.",
     MisplacedImport = "weft::misplaced_import": "An `import(…)` outside `topology =`.",
     MisplacedStatement = "weft::misplaced_statement": "A statement where it has no meaning (a fault outside `faults`, a node inside it).",

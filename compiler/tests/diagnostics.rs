@@ -105,6 +105,10 @@ case!(
     small("        link leaf[1].p[1] <-> leaf[1].p[1]")
 );
 case!(
+    loopback,
+    small("        link leaf[1].p[3] <-> leaf[1].p[4]")
+);
+case!(
     link_to_node_not_port,
     small("        link leaf[1] <-> cn[1].p[1]")
 );

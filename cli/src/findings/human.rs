@@ -1,7 +1,7 @@
 //! The renderer for people: findings on stderr (compiler diagnostics and readers' problems
 //! with their source excerpts) and the violations of a proof in full.
 
-use super::{Detail, Finding, Level};
+use super::{Detail, Finding};
 use weft_compiler::diagnostic::{Diagnostic, SourceMap};
 
 /// The compiler diagnostics among `findings`, rendered with their source excerpts on stderr
@@ -74,11 +74,8 @@ pub fn human(findings: &[Finding]) -> String {
             }
         }
     }
-    let errors = findings.iter().filter(|f| f.level == Level::Error).count();
-    t += &format!(
-        "{errors} error(s), {} warning(s)\n",
-        findings.len() - errors
-    );
+    let (errors, warnings) = super::counts(findings);
+    t += &format!("{errors} error(s), {warnings} warning(s)\n");
     t
 }
 

@@ -128,27 +128,52 @@ pub const SHOWN_PER_CODE: usize = 10;
 /// more, a note saying how many more were found (a state with a million bad entries gives a
 /// readable document, not a million findings).
 pub fn capped(found: Vec<Finding>) -> Vec<Finding> {
-    let mut count: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut count: std::collections::BTreeMap<String, (usize, Level)> = Default::default();
     let mut out = Vec::new();
     for f in found {
-        let n = count.entry(f.code.clone()).or_insert(0);
-        *n += 1;
-        if *n <= SHOWN_PER_CODE {
+        let n = count.entry(f.code.clone()).or_insert((0, f.level));
+        n.0 += 1;
+        if n.0 <= SHOWN_PER_CODE {
             out.push(f);
         }
     }
-    for (code, n) in count {
+    for (code, (n, level)) in count {
         if n > SHOWN_PER_CODE {
-            let mut note = of_input(
-                &code,
-                None,
-                format!("… and {} more like this", n - SHOWN_PER_CODE),
-            );
+            let more = n - SHOWN_PER_CODE;
+            let mut note = of_input(&code, None, format!("… and {more} more like this"));
             note.level = Level::Note;
+            // What the note stands for, so that a summary counts every finding.
+            note.properties = serde_json::json!({ "more": more, "level": level });
             out.push(note);
         }
     }
     out
+}
+
+/// How many errors and warnings `findings` hold, those a note of [`capped`] stands for
+/// included (notes themselves are neither).
+pub fn counts(findings: &[Finding]) -> (usize, usize) {
+    let mut errors = 0;
+    let mut warnings = 0;
+    for f in findings {
+        let (level, n) = match (f.level, f.properties.get("more").and_then(Value::as_u64)) {
+            (Level::Note, Some(more)) => {
+                let level = match f.properties.get("level").and_then(Value::as_str) {
+                    Some("error") => Level::Error,
+                    Some("warning") => Level::Warning,
+                    _ => Level::Note,
+                };
+                (level, usize::try_from(more).unwrap_or(usize::MAX))
+            }
+            (level, _) => (level, 1),
+        };
+        match level {
+            Level::Error => errors += n,
+            Level::Warning => warnings += n,
+            Level::Note => {}
+        }
+    }
+    (errors, warnings)
 }
 
 /// A state file's problems (`weft::state::…`), in `artifact`.

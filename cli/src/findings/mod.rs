@@ -13,7 +13,7 @@ mod input;
 mod sarif;
 
 pub use human::{emit_diagnostics, human, human_loops, human_patterns};
-pub use input::{of_assemble_errors, of_miette, of_state_errors};
+pub use input::{capped, counts, of_assemble_errors, of_miette, of_state_errors};
 pub use sarif::sarif;
 
 use serde::Serialize;

@@ -353,6 +353,27 @@ impl Elab<'_> {
                 if speed.is_some() || width.is_some() {
                     self.builder.set_link_rate(id, speed, width);
                 }
+                if a.node == b.node {
+                    let name = self.builder.fabric().node(a.node).name().to_owned();
+                    self.emit(
+                        Diagnostic::warning(
+                            Code::Loopback,
+                            format!(
+                                "loopback cable: port {} of `{name}` is cabled to its own port {}",
+                                a.port.0, b.port.0
+                            ),
+                        )
+                        .label(
+                            self.cur_source(),
+                            l.span,
+                            "a cable between two ports of one node",
+                        )
+                        .help(
+                            "a loopback carries no traffic between nodes (a test plug or a \
+                             cabling mistake); remove the link unless the cable is there",
+                        ),
+                    );
+                }
                 let origin = self.user_origin(l.span);
                 self.link_origins.push(origin);
             }

@@ -154,6 +154,13 @@ pub fn assemble(
     if let Some(t) = dumps.guid2lid {
         match parse_guid2lid(t, &state.fabric) {
             Ok((l, w)) => {
+                if let Some(e) = foreign_guid2lid(&state.fabric, &l, t, w.len()) {
+                    // One finding, not one per port left without a LID.
+                    return Err(AssembleErrors {
+                        dumps: vec![e],
+                        state: Vec::new(),
+                    });
+                }
                 // OpenSM's cache says which LMC the fabric runs.
                 state.fabric.lmc = l.lmc;
                 state.lids = l;
@@ -214,4 +221,56 @@ pub fn assemble(
             state: e.0,
         }),
     }
+}
+
+/// The one error for a guid2lid that gives LIDs to fewer than half of the ports of `fabric`
+/// that need one (a live switch's port 0, a cabled live end-node port): it is another
+/// fabric's, or the fabric's port GUIDs were renumbered (ibsim numbers CA port GUIDs anew),
+/// and a "live but has no LID" error per port would bury that. `unmatched` records of the
+/// file name no port of the fabric.
+fn foreign_guid2lid(
+    fabric: &crate::Fabric,
+    lids: &LidAssignment,
+    text: &str,
+    unmatched: usize,
+) -> Option<DumpError> {
+    let mut need = 0usize;
+    let mut given = 0usize;
+    for id in fabric.node_ids() {
+        let n = fabric.node(id);
+        if n.down {
+            continue;
+        }
+        let ports: Vec<crate::PortNum> = if n.is_switch() {
+            vec![crate::PortNum(0)]
+        } else {
+            n.ports
+                .iter()
+                .filter(|p| fabric.live_peer(crate::PortRef::new(id, p.num.0)).is_some())
+                .map(|p| p.num)
+                .collect()
+        };
+        for p in ports {
+            need += 1;
+            given += usize::from(lids.get(id, p).is_some());
+        }
+    }
+    if need == 0 || given * 2 >= need {
+        return None;
+    }
+    let records = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .count();
+    Some(DumpError {
+        file: "guid2lid",
+        line: 0,
+        message: format!(
+            "the guid2lid gives LIDs to {given} of the topology's {need} ports that need one, \
+             and {unmatched} of its {records} records name no port of the topology: it is \
+             another fabric's, or the topology's port GUIDs differ from the ones OpenSM saw \
+             (ibsim numbers CA port GUIDs anew when it loads a fabric)"
+        ),
+    })
 }

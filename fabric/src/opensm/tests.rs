@@ -224,6 +224,45 @@ fn guid2lid_round_trip_with_blank_lines() {
 }
 
 #[test]
+fn a_guid2lid_of_other_port_guids_is_one_error_with_the_counts() {
+    let st = state();
+    let lfts = write_lfts(&st);
+    let g2l = write_guid2lid(&st);
+    let assemble_with = |g2l: &str| {
+        assemble(
+            st.fabric.clone(),
+            LidAssignment::default(),
+            &Dumps {
+                lfts: &lfts,
+                guid2lid: Some(g2l),
+                ..Dumps::default()
+            },
+        )
+    };
+    assert!(assemble_with(&g2l).is_ok());
+    // The end nodes' port GUIDs renumbered (as ibsim does): 4 switches keep their LIDs, the
+    // 4 HCA ports lose theirs. Half covered is not "few": each port is its own error.
+    let renumbered = g2l.replace("0x00000000001000", "0x00000000009000");
+    let e = assemble_with(&renumbered).unwrap_err();
+    assert!(e.dumps.is_empty());
+    assert_eq!(e.state.len(), 4, "{e:?}");
+    // Every GUID renumbered: one error saying so, with the counts.
+    let foreign = renumbered.replace("0x00000000002000", "0x00000000008000");
+    let e = assemble_with(&foreign).unwrap_err();
+    assert!(e.state.is_empty());
+    let [d] = e.dumps.as_slice() else {
+        panic!("{e:?}");
+    };
+    assert_eq!(d.file, "guid2lid");
+    assert!(
+        d.message
+            .starts_with("the guid2lid gives LIDs to 0 of the topology's 8 ports that need one, and 8 of its 8 records"),
+        "{}",
+        d.message
+    );
+}
+
+#[test]
 fn assemble_builds_a_state() {
     let st = state();
     let lfts = write_lfts(&st);
