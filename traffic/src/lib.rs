@@ -79,8 +79,9 @@
 //! and exact; a small event-driven engine over the state's own tables keeps them faithful,
 //! deterministic and fast, and lets the reported counters be IB's.
 //!
-//! **Code map.** `sim/` (the engine: one heap ordered by (picoseconds, sequence number),
-//! flat per-channel and per-buffer arrays; `build.rs` the setup, `unicast.rs` generation,
+//! **Code map.** `sim/` (the engine: one event queue ordered by (picoseconds, sequence
+//! number), `queue.rs` a calendar of 1 ns buckets that pops in that order, flat
+//! per-channel and per-buffer arrays; `build.rs` the setup, `unicast.rs` generation,
 //! routing, credits and arbitration, `multicast.rs` replication, `report.rs` the counts), `arb.rs`, `pattern.rs` (the traffic specs and the
 //! papers' hot-spot groups), `jobs.rs` (per-job traffic files, host lists read by
 //! [`weft_fabric::hostlist::parse`]), `report.rs` (the serde schema and the text for people),

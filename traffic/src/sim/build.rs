@@ -159,6 +159,8 @@ impl<'a> Sim<'a> {
                 let interval = ((period as f64) / p.load).round().max(1.0) as u64;
                 hosts.push(Host {
                     port: pr,
+                    via: st.source_switch(pr),
+                    inj: std::array::from_fn(|sl| st.injection_vl(pr, Sl(sl as u8)).0),
                     lid,
                     chan: c,
                     rng,
@@ -262,7 +264,7 @@ impl<'a> Sim<'a> {
             job_lat: vec![Vec::new(); pattern.job_count()],
             sent_bytes: vec![0; nch],
             pattern,
-            heap: BinaryHeap::new(),
+            heap: Queue::new(),
             seq: 0,
             events: 0,
             counts: Packets::default(),

@@ -7,6 +7,7 @@
 
 mod build;
 mod multicast;
+mod queue;
 mod report;
 mod unicast;
 
@@ -17,8 +18,8 @@ use crate::report::{
 };
 use crate::sim_dftree::Loop;
 use crate::{DftreeMode, HostModel, Params, SimError, SwitchBuffers, Traffic};
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use queue::{Item, Queue};
+use std::collections::VecDeque;
 use std::time::Instant;
 use weft_fabric::rng::SplitMix64;
 use weft_fabric::{
@@ -68,29 +69,6 @@ enum Ev {
     Repath { idx: u32 },
 }
 
-struct Item {
-    t: u64,
-    seq: u64,
-    ev: Ev,
-}
-
-impl PartialEq for Item {
-    fn eq(&self, o: &Item) -> bool {
-        (self.t, self.seq) == (o.t, o.seq)
-    }
-}
-impl Eq for Item {}
-impl PartialOrd for Item {
-    fn partial_cmp(&self, o: &Item) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Item {
-    fn cmp(&self, o: &Item) -> std::cmp::Ordering {
-        (self.t, self.seq).cmp(&(o.t, o.seq))
-    }
-}
-
 struct Chan {
     from: PortRef,
     to: PortRef,
@@ -106,6 +84,10 @@ struct Chan {
 
 struct Host {
     port: PortRef,
+    /// The switch its cable leads to ([`FabricState::source_switch`]).
+    via: Option<weft_fabric::NodeId>,
+    /// Per SL: the VL it injects on ([`FabricState::injection_vl`]).
+    inj: [u8; 16],
     lid: Lid,
     chan: u32,
     rng: SplitMix64,
@@ -183,7 +165,7 @@ struct Sim<'a> {
     job_lat: Vec<Vec<u64>>,
     sent_bytes: Vec<u64>,
     pattern: Pattern,
-    heap: BinaryHeap<Reverse<Item>>,
+    heap: Queue<Ev>,
     seq: u64,
     events: u64,
     // Measurements.
@@ -232,17 +214,17 @@ pub(crate) fn ser(bytes: u32, mbps: u64) -> u64 {
 impl Sim<'_> {
     fn push(&mut self, t: u64, ev: Ev) {
         self.seq += 1;
-        self.heap.push(Reverse(Item {
+        self.heap.push(Item {
             t,
             seq: self.seq,
             ev,
-        }));
+        });
     }
 
     fn run(&mut self) {
-        while let Some(Reverse(item)) = self.heap.pop() {
+        while let Some(item) = self.heap.pop() {
             if item.t > self.end && !self.p.drain {
-                self.heap.push(Reverse(item));
+                self.heap.push(item);
                 break;
             }
             self.events += 1;

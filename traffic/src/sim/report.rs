@@ -50,7 +50,7 @@ impl Sim<'_> {
         let on_wire = self
             .heap
             .iter()
-            .filter(|Reverse(i)| matches!(i.ev, Ev::Arrive { .. }))
+            .filter(|i| matches!(i.ev, Ev::Arrive { .. }))
             .count();
         self.counts.in_flight = (buffered + on_wire) as u64 + self.receiving;
         self.counts.queued_at_source = queued as u64;
@@ -106,20 +106,7 @@ impl Sim<'_> {
                 },
             }
         });
-        let lat = &mut self.latencies;
-        lat.sort_unstable();
-        let pct = |q: f64| -> f64 {
-            if lat.is_empty() {
-                return 0.0;
-            }
-            let i = ((lat.len() as f64 * q).ceil() as usize).clamp(1, lat.len()) - 1;
-            lat.get(i).map_or(0.0, |&x| x as f64 / PS as f64)
-        };
-        let latency = Latency {
-            p50: pct(0.5),
-            p99: pct(0.99),
-            max: lat.last().map_or(0.0, |&x| x as f64 / PS as f64),
-        };
+        let latency = percentiles(&mut self.latencies);
         let loads: Vec<LinkLoad> = self
             .chans
             .iter()
@@ -296,5 +283,35 @@ impl Sim<'_> {
                 }
             })
             .collect()
+    }
+}
+
+/// The 50th and 99th percentile and the maximum of `lat` (picoseconds) in nanoseconds: the
+/// values at those ranks of the sorted list, found by selection (the list is left in an
+/// order of its own).
+fn percentiles(lat: &mut [u64]) -> Latency {
+    let n = lat.len();
+    if n == 0 {
+        return Latency {
+            p50: 0.0,
+            p99: 0.0,
+            max: 0.0,
+        };
+    }
+    let rank = |q: f64| ((n as f64 * q).ceil() as usize).clamp(1, n) - 1;
+    let (i50, i99) = (rank(0.5), rank(0.99));
+    let ns = |x: u64| x as f64 / PS as f64;
+    let (_, &mut p99, above) = lat.select_nth_unstable(i99);
+    let max = above.iter().copied().max().unwrap_or(p99);
+    let p50 = if i50 < i99 {
+        lat.get_mut(..i99)
+            .map_or(p99, |below| *below.select_nth_unstable(i50).1)
+    } else {
+        p99
+    };
+    Latency {
+        p50: ns(p50),
+        p99: ns(p99),
+        max: ns(max),
     }
 }

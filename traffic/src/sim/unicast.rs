@@ -11,7 +11,8 @@ impl Sim<'_> {
         let Some(host) = self.hosts.get_mut(h as usize) else {
             return;
         };
-        let (port, chan, interval) = (host.port, host.chan, host.interval);
+        let (port, via, inj, chan, interval) =
+            (host.port, host.via, host.inj, host.chan, host.interval);
         let dst = self.pattern.draw(h, &mut host.rng, now);
         let model = self.p.host;
         // Refusing hosts and hosts with unbounded queues generate on; the others only once
@@ -35,7 +36,7 @@ impl Sim<'_> {
                     }
                     return;
                 };
-                let sls = self.st.path_sls(port, dlid);
+                let sls = self.st.path_sl.get(port, via, dlid);
                 let sl = match &self.dft {
                     Some(d) => d.sl(h, dst, dlid.0, sls, &self.pattern),
                     None => sls.iter().next().unwrap_or(Sl(0)),
@@ -43,7 +44,7 @@ impl Sim<'_> {
                 (dlid, sl)
             }
         };
-        let vl = self.st.injection_vl(port, sl).0;
+        let vl = inj.get(usize::from(sl.0)).copied().unwrap_or(0);
         if usize::from(vl) >= self.nvl {
             // SL→VL 15 (or beyond the data VLs): the port drops it.
             self.counts.generated += 1;
