@@ -293,7 +293,8 @@ pub struct Ibsim {
 static INSTANCES: AtomicUsize = AtomicUsize::new(0);
 
 impl Ibsim {
-    /// Starts ibsim on the net file `netfile` and waits (up to 30 s) until it is ready.
+    /// Starts ibsim on the net file `netfile` and waits (up to 120 s: an 11 664-node net file
+    /// on a loaded machine takes more than 30) until it is ready.
     /// `limits` raises ibsim's node, switch and port limits where needed.
     pub fn start(
         tools: &Tools,
@@ -361,7 +362,7 @@ impl Ibsim {
             tools: tools.clone(),
             clients: AtomicUsize::new(0),
         };
-        sim.wait_ready(Duration::from_secs(30))?;
+        sim.wait_ready(Duration::from_secs(120))?;
         Ok(sim)
     }
 
