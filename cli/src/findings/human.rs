@@ -1,7 +1,7 @@
 //! The renderer for people: findings on stderr (compiler diagnostics and readers' problems
 //! with their source excerpts) and the violations of a proof in full.
 
-use super::{Detail, Finding};
+use super::{Detail, Finding, Level};
 use weft_compiler::diagnostic::{Diagnostic, SourceMap};
 
 /// The compiler diagnostics among `findings`, rendered with their source excerpts on stderr
