@@ -5,7 +5,8 @@
 //! bench/vs-opensm.sh examples/cluster-648.weft examples/cluster-11664.weft
 //! ```
 //!
-//! For each fabric (default: `examples/cluster-648.weft`):
+//! For each fabric (default: `examples/cluster-648.weft`; a file not ending in `.weft` is an
+//! ibnetdiscover dump, imported as `weft import` does, with no edits):
 //!
 //! 1. **weft**: parse + check once, then time LID assignment alone and LID assignment +
 //!    routing (`build::build`: the engine, sFtree completion for `fat_tree`, the state), the
@@ -46,6 +47,8 @@
 //! Options: `--runs N` (weft timing runs, default 5), `--osm-runs N` (OpenSM runs per engine
 //! for the routing-time median; default 3 below 2 000 hosts, else 1), `--engines a,b`,
 //! `--timeout SECS` (each OpenSM and `dump_fts` run, default 1800), `--weft-only`,
+//! `--partial` (dumps read as `weft import --partial` reads them: a cable to a node the dump
+//! does not describe is left out),
 //! `--keep DIR` (keep OpenSM's logs and dumps there), `--json FILE`, `--seed N`.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -71,12 +74,14 @@ struct Opts {
     json: Option<PathBuf>,
     seed: Option<u64>,
     bisections: Option<usize>,
+    /// Dumps are read as `weft import --partial` reads them.
+    partial: bool,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: vs_opensm [--runs N] [--osm-runs N] [--engines ftree,updn,minhop,dfsssp] \
-         [--timeout SECS] [--weft-only] [--keep DIR] [--json FILE] [--seed N] [--bisections N] [FILE.weft …]"
+         [--timeout SECS] [--weft-only] [--partial] [--keep DIR] [--json FILE] [--seed N] [--bisections N] [FILE.weft …]"
     );
     std::process::exit(2)
 }
@@ -95,6 +100,7 @@ fn parse_args() -> Opts {
         json: None,
         seed: None,
         bisections: None,
+        partial: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -107,6 +113,7 @@ fn parse_args() -> Opts {
                 o.timeout = Duration::from_secs(value().parse().unwrap_or_else(|_| usage()))
             }
             "--weft-only" => o.weft_only = true,
+            "--partial" => o.partial = true,
             "--keep" => o.keep = Some(PathBuf::from(value())),
             "--json" => o.json = Some(PathBuf::from(value())),
             "--seed" => o.seed = Some(value().parse().unwrap_or_else(|_| usage())),
@@ -211,6 +218,8 @@ struct WeftRun {
     check_ms: f64,
     /// The quality metrics, once.
     metrics_ms: f64,
+    /// Whether weft's verifier proves the tables deadlock-free (on the VLs they use).
+    deadlock_free: bool,
     quality: Quality,
 }
 
@@ -229,6 +238,9 @@ struct OsmRun {
     /// What went wrong or is worth knowing.
     notes: Vec<String>,
     quality: Option<Quality>,
+    /// Whether weft's verifier proves the LFTs read back deadlock-free on one VL (OpenSM's SL
+    /// and VL choices are not read back, so an engine that needs more VLs is not proven).
+    deadlock_free: Option<bool>,
     /// Layers (VLs) the engine used, from its log: LASH's `Lanes needed`, DFSSSP's `Virtual
     /// Lanes needed`, Nue's highest `Processing virtual layer` + 1; 1 for engines without.
     layers: Option<u8>,
@@ -276,6 +288,34 @@ fn run_fabric(file: &Path, opts: &Opts) -> Result<FabricRun, String> {
     let loadavg = std::fs::read_to_string("/proc/loadavg")
         .ok()
         .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
+    // A dump (anything not `.weft`) is imported as `weft import` does, with no edits.
+    let text = if file.extension().is_some_and(|x| x == "weft") {
+        text
+    } else {
+        let stem = file
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        weft_compiler::import_ibnetdiscover_with(
+            &text,
+            &name,
+            weft_compiler::diagnostic::SourceId(0),
+            None,
+            &stem,
+            weft_compiler::ImportOptions {
+                partial: opts.partial,
+                strict: false,
+            },
+            &[],
+        )
+        .map_err(|d| {
+            format!(
+                "weft import: {}",
+                d.first().map_or("", |x| x.message.as_str())
+            )
+        })?
+        .0
+    };
     let t = Instant::now();
     let c = weft_compiler::check(&name, &text, &NoFiles);
     let check_ms = ms(t.elapsed());
@@ -311,6 +351,7 @@ fn run_fabric(file: &Path, opts: &Opts) -> Result<FabricRun, String> {
     let t = Instant::now();
     let quality = metrics::quality(&built.state, &qopts);
     let metrics_ms = ms(t.elapsed());
+    let weft_deadlock_free = deadlock_free(&built.state);
     eprintln!(
         "   weft {}: build median {:.1} ms, metrics {:.0} ms",
         built.engine,
@@ -371,6 +412,7 @@ fn run_fabric(file: &Path, opts: &Opts) -> Result<FabricRun, String> {
         build_one_thread: Stat::of(timer.build_1t).ok_or("no runs")?,
         check_ms,
         metrics_ms,
+        deadlock_free: weft_deadlock_free,
         quality,
     };
     Ok(FabricRun {
@@ -382,6 +424,17 @@ fn run_fabric(file: &Path, opts: &Opts) -> Result<FabricRun, String> {
         weft,
         opensm,
     })
+}
+
+/// Whether weft's verifier proves `state`'s routes deadlock-free (every required route, the
+/// channel dependencies on the VLs the state declares).
+fn deadlock_free(state: &weft_fabric::ValidState) -> bool {
+    let opts = weft_verifier::Options {
+        properties: vec![weft_verifier::Property::DeadlockFree],
+        certificate: false,
+        ..weft_verifier::Options::default()
+    };
+    weft_verifier::verify(state, &opts).is_proven()
 }
 
 /// A private work directory for one OpenSM run.
@@ -415,6 +468,7 @@ fn run_opensm(
         dump_fts_ms: None,
         notes: Vec::new(),
         quality: None,
+        deadlock_free: None,
         layers: None,
     };
     let net = match weft_fabric::ibnetdiscover::write(fabric, None) {
@@ -552,6 +606,7 @@ fn opensm_once(
                 ));
             }
             out.quality = Some(metrics::quality(&state, qopts));
+            out.deadlock_free = Some(deadlock_free(&state));
         }
         Err(e) => out.notes.push(format!(
             "cannot read OpenSM's tables: {}",
@@ -619,6 +674,14 @@ fn short(n: u64) -> String {
     }
 }
 
+fn yes_no(b: Option<bool>) -> String {
+    match b {
+        Some(true) => "yes".to_owned(),
+        Some(false) => "no".to_owned(),
+        None => "-".to_owned(),
+    }
+}
+
 fn table(r: &FabricRun) -> String {
     let mut t = String::new();
     let _ = writeln!(
@@ -674,6 +737,11 @@ fn table(r: &FabricRun) -> String {
         layers.push(o.layers.map_or("-".to_owned(), |l| l.to_string()));
     }
     row("layers (VLs)", layers);
+    let mut free = vec![yes_no(Some(r.weft.deadlock_free))];
+    for o in &r.opensm {
+        free.push(yes_no(o.deadlock_free));
+    }
+    row("deadlock-free (proven)", free);
     row("routing ms (median)", times);
     row("  vs weft (×)", ratios);
     let one = r.weft.build_one_thread.median_ms;

@@ -303,29 +303,85 @@ impl RoutingEngine for FatTree {
         }
 
         // Phase 2 (parallel per destination): up entries and secondary paths.
-        let columns: Vec<Vec<u8>> = (0..nlids)
+        // Per destination, the switches whose entries carry no host traffic (secondary
+        // paths, climbs): a bit set, dealt over parallel cables after the others.
+        let (columns, secondary): (Vec<Vec<u8>>, Vec<Vec<u64>>) = (0..nlids)
             .into_par_iter()
             .map(|lid| match g.exits[lid] {
                 Some(exit) => column(&g, &t, exit, &chains[lid], &spread[lid]),
-                None => g.empty_column(),
+                None => (g.empty_column(), Vec::new()),
             })
-            .collect();
+            .unzip();
 
         // Phase 3: climbs resolved to parents with up/down entries of their own — before
         // sFtree, whose completed entries lead toward the subtree root and may come straight
         // back down to the climbing switch.
-        let rows = resolve_climbs(&g, &t, g.rows(&columns));
+        let mut rows = resolve_climbs(&g, &t, g.rows(&columns));
         drop(columns);
 
-        // Phase 4: sFtree completion through the subtree root, checked.
+        // Phase 4: each bundle of parallel cables dealt by per-port counters, in routing order.
+        let weight: Vec<u64> = {
+            let mut w = vec![WEIGHT_SCALE; nlids];
+            for &(_, _, _, vfs, _, lid) in &order {
+                if let Some(x) = w.get_mut(usize::from(lid)) {
+                    *x = WEIGHT_SCALE / u64::from(vfs.max(1));
+                }
+            }
+            w
+        };
+        // Hosts (VF LIDs with them), service nodes, switches: each kind dealt on its own.
+        let kinds: Vec<Vec<u16>> = [0..=1, 2..=2, 3..=3]
+            .into_iter()
+            .map(|k| {
+                order
+                    .iter()
+                    .filter(|o| k.contains(&o.0))
+                    .map(|o| o.5)
+                    .collect()
+            })
+            .collect();
+        let kinds: Vec<&[u16]> = kinds.iter().map(Vec::as_slice).collect();
         let order: Vec<u16> = order.iter().map(|o| o.5).collect();
+        let bit = |set: &[Vec<u64>], i: usize, j: usize| {
+            set.get(i)
+                .and_then(|b| b.get(j / 64))
+                .is_some_and(|w| w >> (j % 64) & 1 == 1)
+        };
+        let weigh = |lid: usize| weight.get(lid).copied().unwrap_or(WEIGHT_SCALE);
+        super::cables::deal(&g, &mut rows, &kinds, weigh, |s, lid| {
+            bit(&secondary, lid, s)
+        });
+        // Per switch, the destinations it has no entry for yet: sFtree completes them (toward
+        // its subtree root), and they are dealt again with the secondary ones.
+        let unset: Vec<Vec<u64>> = rows
+            .par_iter()
+            .map(|row| {
+                let mut b = vec![0u64; row.len().div_ceil(64)];
+                for (lid, &e) in row.iter().enumerate() {
+                    if e == LFT_UNSET {
+                        b[lid / 64] |= 1 << (lid % 64);
+                    }
+                }
+                b
+            })
+            .collect();
+
+        // Phase 5: sFtree completion through the subtree root, checked.
         match sftree(&g, &t, rows, input, &order) {
-            Ok((rows, notes)) => Ok(Routes {
-                lfts: g.lfts_from_rows(rows),
-                notes,
-                layers: None,
-                engine_used: None,
-            }),
+            Ok((mut rows, notes)) => {
+                // The same deal for the entries there were (every cable keeps its
+                // destinations), the completed ones dealt with the secondary ones: a cable
+                // changed for one of the same bundle, so the routes' switches are the same.
+                super::cables::deal(&g, &mut rows, &kinds, weigh, |s, lid| {
+                    bit(&secondary, lid, s) || bit(&unset, s, lid)
+                });
+                Ok(Routes {
+                    lfts: g.lfts_from_rows(rows),
+                    notes,
+                    layers: None,
+                    engine_used: None,
+                })
+            }
             Err(err @ RouteError::CreditLoop { .. }) => last_resort(&g, &t, input, &err),
             Err(err) => Err(err),
         }
@@ -456,8 +512,14 @@ fn port_toward(g: &Graph, child: usize, group: usize, key: impl Into<u32>) -> u8
 /// switches below main-path switch `chain[i]` take parallel cables toward it by `spread[i]`,
 /// the destination's rank among those whose main paths pass it; the ancestors pointing down
 /// toward the main path by its rank at the top.
-fn column(g: &Graph, t: &Tree, exit: Exit, chain: &Chain, spread: &[u32]) -> Vec<u8> {
+fn column(g: &Graph, t: &Tree, exit: Exit, chain: &Chain, spread: &[u32]) -> (Vec<u8>, Vec<u64>) {
     let mut col = g.empty_column();
+    let mut secondary = vec![0u64; col.len().div_ceil(64)];
+    let mut mark = |s: usize| {
+        if let Some(w) = secondary.get_mut(s / 64) {
+            *w |= 1 << (s % 64);
+        }
+    };
     col[exit.sw as usize] = exit.port;
     for &(sw, port) in chain.iter().skip(1) {
         col[sw as usize] = port;
@@ -523,6 +585,7 @@ fn column(g: &Graph, t: &Tree, exit: Exit, chain: &Chain, spread: &[u32]) -> Vec
                 continue;
             }
             col[p] = port_toward(g, p, grp.back as usize, k0);
+            mark(p);
             queue.push_back((p, k0));
         }
     }
@@ -536,9 +599,10 @@ fn column(g: &Graph, t: &Tree, exit: Exit, chain: &Chain, spread: &[u32]) -> Vec
                 .any(|&k| col[g.switches[s].groups[k].peer as usize] != LFT_UNSET)
         {
             col[s] = CLIMB;
+            mark(s);
         }
     }
-    col
+    (col, secondary)
 }
 
 /// How many subtree roots sFtree tries on a degraded tree before it refuses.

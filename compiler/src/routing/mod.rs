@@ -20,6 +20,7 @@
 //! summary; `multicast.rs` grows the multicast trees.
 
 mod acyclic;
+mod cables;
 pub mod fat_tree;
 mod graph;
 pub mod layered;
