@@ -167,6 +167,7 @@ fn judge(run: &Value) -> Result<String, Vec<String>> {
 }
 
 #[test]
+#[ignore = "not yet in CI time: OpenSM's dfsssp alone takes 13 min on Selene compute on 2 cores; run by hand (issue 42 item 2 is open)"]
 fn weft_is_never_worse_than_opensm_on_the_real_dumps() {
     if weft_tests::ibsim::require(
         "never_worse_than_opensm",
