@@ -9,7 +9,7 @@
 //! 3. Read every block the plan touches; one that does not hold the plan's `old` refuses the
 //!    plan (the fabric moved on since it was planned), naming the block.
 //! 4. Journal every block, before and after, to disk (fsync).
-//! 5. Apply the steps in order, each in parts of [`PART`] blocks. Before a part, its blocks
+//! 5. Apply the steps in order, each in parts of `PART` blocks. Before a part, its blocks
 //!    must hold what the journal says they hold before the step (or already what the step
 //!    writes), read again unless this apply read them less than half the settling time
 //!    before: a block another writer changed stops the apply (compare-and-swap). The part's
