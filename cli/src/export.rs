@@ -138,9 +138,10 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
             } else {
                 slurm::tree_yaml(&tree, &fabric.name)
             }
+            .map_err(refused)?
         }
-        ExportFormat::Dot => graph::dot(fabric),
-        ExportFormat::Graphml => graph::graphml(fabric),
+        ExportFormat::Dot => graph::dot(fabric).map_err(refused)?,
+        ExportFormat::Graphml => graph::graphml(fabric).map_err(refused)?,
     };
     out(output.as_deref(), &text)?;
     Ok(ExitCode::SUCCESS)

@@ -22,7 +22,8 @@ fn header(t: &mut String, tree: &SchedTree, fabric: &str, what: &str) {
         .count();
     let _ = writeln!(
         t,
-        "# {what} for fabric `{fabric}`, written by `weft export`."
+        "# {what} for fabric `{}`, written by `weft export`.",
+        comment(fabric)
     );
     let _ = writeln!(
         t,
@@ -53,7 +54,7 @@ fn header(t: &mut String, tree: &SchedTree, fabric: &str, what: &str) {
     let _ = writeln!(
         t,
         "# Left out: switches with no host listed below them (they lead only to service nodes, to nothing, or to hosts listed under another leaf) and switches outside the tree's levels (a host-less sub-tree hanging off it): {}.",
-        if l.switches.is_empty() { "none".to_owned() } else { compress(&l.switches) }
+        if l.switches.is_empty() { "none".to_owned() } else { comment(&compress(&l.switches)) }
     );
     if !l.unnamed.is_empty() {
         let guids: Vec<String> = l.unnamed.iter().map(ToString::to_string).collect();
@@ -67,7 +68,7 @@ fn header(t: &mut String, tree: &SchedTree, fabric: &str, what: &str) {
         let _ = writeln!(
             t,
             "# Left out: hosts cabled to no switch: {}.",
-            compress(&l.unattached)
+            comment(&compress(&l.unattached))
         );
     }
     let _ = writeln!(
@@ -131,8 +132,63 @@ fn fabric_line(t: &mut String, tree: &SchedTree, i: usize, f: &TreeFabric) {
     }
 }
 
+/// `s` in a `#` comment line: control characters (a line break would end the comment) as
+/// spaces.
+fn comment(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// A switch or host name Slurm reads back as written, only ever made by [`slurm_name`].
+struct Name<'a>(&'a str);
+
+impl std::fmt::Display for Name<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+/// `s` as a Slurm switch or host name, or why Slurm could not read it back: whitespace and
+/// control characters end a `key=value` (or a line), `#` starts a comment, `=` splits a pair,
+/// `[`, `]` and `,` are host-list syntax (`a[1-3],b` is four hosts), quotes and `\` are
+/// Slurm's own quoting.
+fn slurm_name(s: &str) -> Result<Name<'_>, String> {
+    let bad = s
+        .chars()
+        .find(|c| c.is_whitespace() || c.is_control() || "#=[],\"'\\".contains(*c));
+    match bad {
+        _ if s.is_empty() => Err("an empty name cannot be written for Slurm".to_owned()),
+        Some(c) => Err(format!(
+            "{s:?} cannot be written for Slurm: it holds {c:?}, which Slurm's topology files and host lists read as syntax; give the host another name with --name-map or rename the node"
+        )),
+        None => Ok(Name(s)),
+    }
+}
+
+/// Every switch, child and host name of `tree` as Slurm names, or the first refusal.
+fn check_names(tree: &SchedTree) -> Result<(), String> {
+    for s in tree.fabrics.iter().flat_map(|f| &f.switches) {
+        slurm_name(&s.name)?;
+        for h in s.hosts.iter().chain(&s.children) {
+            slurm_name(h)?;
+        }
+    }
+    Ok(())
+}
+
+/// A host list of names checked by [`check_names`], compressed.
+fn list(names: &[String]) -> Result<String, String> {
+    for n in names {
+        slurm_name(n)?;
+    }
+    Ok(compress(names))
+}
+
 /// `topology.conf` for `topology/tree`: one `SwitchName=` line per switch, top level first.
-pub(crate) fn tree_conf(tree: &SchedTree, fabric: &str) -> String {
+/// A name Slurm would read otherwise is refused.
+pub(crate) fn tree_conf(tree: &SchedTree, fabric: &str) -> Result<String, String> {
+    check_names(tree)?;
     let mut t = String::new();
     header(
         &mut t,
@@ -143,57 +199,60 @@ pub(crate) fn tree_conf(tree: &SchedTree, fabric: &str) -> String {
     for (i, f) in tree.fabrics.iter().enumerate() {
         fabric_line(&mut t, tree, i, f);
         for s in &f.switches {
+            let name = slurm_name(&s.name)?;
             if s.hosts.is_empty() {
-                let _ = writeln!(
-                    t,
-                    "SwitchName={} Switches={}",
-                    s.name,
-                    compress(&s.children)
-                );
+                let _ = writeln!(t, "SwitchName={name} Switches={}", list(&s.children)?);
             } else {
-                let _ = writeln!(t, "SwitchName={} Nodes={}", s.name, compress(&s.hosts));
+                let _ = writeln!(t, "SwitchName={name} Nodes={}", list(&s.hosts)?);
             }
         }
     }
-    t
+    Ok(t)
 }
 
-/// A YAML scalar: plain when it reads back as the same string, else double-quoted.
-fn yaml(s: &str) -> String {
-    let plain = s
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !s.contains(": ")
-        && !s.contains(" #")
-        && !s.ends_with(':')
-        && s.parse::<f64>().is_err()
+/// A YAML scalar, only ever made by [`yaml`].
+struct Yaml(String);
+
+impl std::fmt::Display for Yaml {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A YAML scalar that YAML 1.1 and 1.2 parsers read back as the string `s`: plain only when
+/// it starts with a letter, holds nothing but letters, digits and `_.,-[]`, and is none of
+/// YAML 1.1's booleans and nulls (so no number, date, sexagesimal `1:20`, `~` or `0x10`);
+/// else double-quoted, `"` and `\` escaped, control and non-characters as `\uXXXX`.
+fn yaml(s: &str) -> Yaml {
+    let plain = s.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.,-[]".contains(c))
         && !matches!(
             s.to_ascii_lowercase().as_str(),
             "true" | "false" | "yes" | "no" | "on" | "off" | "null" | "y" | "n"
         );
     if plain {
-        s.to_owned()
-    } else {
-        let mut q = String::from("\"");
-        for c in s.chars() {
-            match c {
-                '"' => q.push_str("\\\""),
-                '\\' => q.push_str("\\\\"),
-                c if c.is_control() => {
-                    let _ = write!(q, "\\u{:04x}", u32::from(c));
-                }
-                c => q.push(c),
-            }
-        }
-        q.push('"');
-        q
+        return Yaml(s.to_owned());
     }
+    let mut q = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => q.push_str("\\\""),
+            '\\' => q.push_str("\\\\"),
+            c if c.is_control() || matches!(c, '\u{fffe}' | '\u{ffff}' | '\u{feff}') => {
+                let _ = write!(q, "\\u{:04x}", u32::from(c));
+            }
+            c => q.push(c),
+        }
+    }
+    q.push('"');
+    Yaml(q)
 }
 
 /// `topology.yaml`: one tree topology, the cluster's default, with the same switches as
 /// [`tree_conf`].
-pub(crate) fn tree_yaml(tree: &SchedTree, fabric: &str) -> String {
+pub(crate) fn tree_yaml(tree: &SchedTree, fabric: &str) -> Result<String, String> {
+    check_names(tree)?;
     let mut t = String::new();
     header(
         &mut t,
@@ -212,13 +271,13 @@ pub(crate) fn tree_yaml(tree: &SchedTree, fabric: &str) -> String {
             let _ = writeln!(t, "      {line}");
         }
         for s in &f.switches {
-            let _ = writeln!(t, "      - switch: {}", yaml(&s.name));
+            let _ = writeln!(t, "      - switch: {}", yaml(slurm_name(&s.name)?.0));
             if s.hosts.is_empty() {
-                let _ = writeln!(t, "        children: {}", yaml(&compress(&s.children)));
+                let _ = writeln!(t, "        children: {}", yaml(&list(&s.children)?));
             } else {
-                let _ = writeln!(t, "        nodes: {}", yaml(&compress(&s.hosts)));
+                let _ = writeln!(t, "        nodes: {}", yaml(&list(&s.hosts)?));
             }
         }
     }
-    t
+    Ok(t)
 }
