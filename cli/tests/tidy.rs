@@ -309,9 +309,20 @@ fn every_declared_dependency_is_used() {
     }
 }
 
-#[test]
-fn libraries_never_print() {
+/// `p` relative to the workspace root, as the lists here name files.
+fn relative(p: &Path) -> String {
+    let root = workspace().canonicalize().unwrap();
+    p.strip_prefix(&root)
+        .unwrap_or(p)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Every source file of the library crates: its path relative to the workspace root and its
+/// code before the first `#[cfg(test)]` (test modules may print and write their fixtures).
+fn library_code() -> Vec<(String, String)> {
     let members = members();
+    let mut out = Vec::new();
     for name in LIBRARIES {
         let m = members
             .iter()
@@ -319,19 +330,26 @@ fn libraries_never_print() {
             .unwrap_or_else(|| panic!("{name} is not a workspace member"));
         for p in rust_files(&m.dir.join("src")) {
             let text = std::fs::read_to_string(&p).unwrap_or_default();
-            // Test modules may print; library code may not.
-            let code = text.split("#[cfg(test)]").next().unwrap_or("");
-            for needle in [
-                "println!",
-                "eprintln!",
-                "print!(",
-                "eprint!(",
-                "dbg!(",
-                "stdout()",
-                "stderr()",
-            ] {
-                assert!(!code.contains(needle), "{} uses `{needle}`", p.display());
-            }
+            let code = text.split("#[cfg(test)]").next().unwrap_or("").to_owned();
+            out.push((relative(&p), code));
+        }
+    }
+    out
+}
+
+#[test]
+fn libraries_never_print() {
+    for (path, code) in library_code() {
+        for needle in [
+            "println!",
+            "eprintln!",
+            "print!(",
+            "eprint!(",
+            "dbg!(",
+            "stdout()",
+            "stderr()",
+        ] {
+            assert!(!code.contains(needle), "{path} uses `{needle}`");
         }
     }
 }
@@ -366,7 +384,6 @@ const MAX_LINES: usize = 1000;
 
 #[test]
 fn no_file_is_longer_than_the_cap_unless_listed() {
-    let root = workspace().canonicalize().unwrap();
     let mut long = Vec::new();
     for m in members() {
         for p in rust_files(&m.dir) {
@@ -374,11 +391,7 @@ fn no_file_is_longer_than_the_cap_unless_listed() {
                 .unwrap_or_default()
                 .lines()
                 .count();
-            let rel = p
-                .strip_prefix(&root)
-                .unwrap_or(&p)
-                .to_string_lossy()
-                .into_owned();
+            let rel = relative(&p);
             if lines > MAX_LINES {
                 long.push(rel.clone());
                 assert!(
@@ -409,41 +422,25 @@ const FILE_WRITERS: &[&str] = &[
 
 #[test]
 fn libraries_write_files_only_through_files() {
-    let root = workspace().canonicalize().unwrap();
-    let members = members();
-    for name in LIBRARIES {
-        let m = members
-            .iter()
-            .find(|m| m.name == *name)
-            .unwrap_or_else(|| panic!("{name} is not a workspace member"));
-        for p in rust_files(&m.dir.join("src")) {
-            let rel = p
-                .strip_prefix(&root)
-                .unwrap_or(&p)
-                .to_string_lossy()
-                .into_owned();
-            if FILE_WRITERS.contains(&rel.as_str()) {
-                continue;
-            }
-            let text = std::fs::read_to_string(&p).unwrap_or_default();
-            // Test modules may write their fixtures; library code may not.
-            let code = text.split("#[cfg(test)]").next().unwrap_or("");
-            for needle in [
-                "fs::write",
-                "File::create",
-                "OpenOptions",
-                "fs::rename",
-                "fs::copy",
-                "create_dir",
-                "remove_file",
-                "remove_dir",
-                "set_permissions",
-            ] {
-                assert!(
-                    !code.contains(needle),
-                    "{rel} uses `{needle}`: a library writes files only through weft_deploy::files"
-                );
-            }
+    for (path, code) in library_code() {
+        if FILE_WRITERS.contains(&path.as_str()) {
+            continue;
+        }
+        for needle in [
+            "fs::write",
+            "File::create",
+            "OpenOptions",
+            "fs::rename",
+            "fs::copy",
+            "create_dir",
+            "remove_file",
+            "remove_dir",
+            "set_permissions",
+        ] {
+            assert!(
+                !code.contains(needle),
+                "{path} uses `{needle}`: a library writes files only through weft_deploy::files"
+            );
         }
     }
 }
