@@ -19,6 +19,7 @@
     reason = "benchmark fixtures stop on a broken example; they are not product code"
 )]
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -312,4 +313,71 @@ pub fn with_multicast(st: &weft_fabric::ValidState, more: usize) -> weft_fabric:
         Ok(v) => v,
         Err(e) => panic!("the multicast state is not valid: {e}"),
     }
+}
+
+/// OpenSM's `guid2lid` of a run on ibsim, with its end-port GUIDs put back to the ones the
+/// topology gives. ibsim numbers a CA's port GUIDs anew when it loads a fabric (they differ
+/// from the dump's), so OpenSM's cache names ports the topology does not know; the
+/// `opensm-subnet.lst` OpenSM wrote in the same run names each port by node GUID and port
+/// number beside the port GUID it saw, which is what joins the two (by the list, not by the
+/// GUID: ibsim's new GUID of one port may be the dump's GUID of another). A record the list
+/// does not explain is kept as it is (and the reader of the result says so). Returns the
+/// text and how many records name another port GUID than OpenSM's.
+pub fn guid2lid_onto(
+    guid2lid: &str,
+    subnet_lst: &str,
+    fabric: &weft_fabric::Fabric,
+) -> (String, usize) {
+    use std::collections::BTreeMap;
+    use weft_fabric::{Guid, PortNum};
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
+    let field = |end: &str, key: &str| -> Option<u64> {
+        let at = end.find(key)? + key.len();
+        let rest = &end[at..];
+        hex(rest.split(|c: char| !c.is_ascii_hexdigit()).next()?)
+    };
+    // The port GUID OpenSM saw -> the node GUID and port number it belongs to.
+    let mut seen: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    for line in subnet_lst.lines() {
+        for end in line.split('{').filter(|e| e.contains("NodeGUID:")) {
+            // A description in braces splits an end in two: the fields before it and
+            // `LID:… PN:…` after it.
+            if let (Some(node), Some(port)) = (field(end, "NodeGUID:"), field(end, "PortGUID:")) {
+                let pn = line[line.find(end).map_or(0, |i| i + end.len())..]
+                    .split('}')
+                    .nth(1)
+                    .and_then(|tail| field(tail, "PN:"));
+                if let Some(pn) = pn {
+                    seen.insert(port, (node, pn));
+                }
+            }
+        }
+    }
+    let mut out = String::with_capacity(guid2lid.len());
+    let mut renamed = 0;
+    for line in guid2lid.lines() {
+        let mut words = line.split_whitespace();
+        let first = words.next();
+        let own = first.and_then(hex).and_then(|g| {
+            let &(node, pn) = seen.get(&g)?;
+            let id = fabric.find_guid(Guid(node))?;
+            let n = fabric.node(id);
+            if n.is_switch() {
+                return Some(n.guid());
+            }
+            Some(n.port(PortNum(u8::try_from(pn).ok()?))?.guid)
+        });
+        match own.filter(|g| first.and_then(hex) != Some(g.0)) {
+            Some(g) => {
+                renamed += 1;
+                let rest: Vec<&str> = words.collect();
+                let _ = writeln!(out, "{:#018x} {}", g.0, rest.join(" "));
+            }
+            None => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    (out, renamed)
 }

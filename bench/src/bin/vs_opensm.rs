@@ -579,10 +579,17 @@ fn opensm_once(
     if opts.keep.is_some() {
         let _ = std::fs::write(dir.join("dump_fts.txt"), &fts.stdout);
     }
-    let g2l = std::fs::read_to_string(dir.join("guid2lid")).ok();
+    let mut g2l = std::fs::read_to_string(dir.join("guid2lid")).ok();
     if g2l.is_none() {
         out.notes
             .push("no guid2lid in OpenSM's cache; LIDs from the dump only".to_owned());
+    }
+    // ibsim gave the CAs' ports GUIDs of its own: back to the topology's, by OpenSM's list.
+    if let (Some(text), Ok(list)) = (&g2l, std::fs::read_to_string(dir.join("opensm-subnet.lst"))) {
+        let (onto, renamed) = weft_bench::guid2lid_onto(text, &list, fabric);
+        if renamed > 0 {
+            g2l = Some(onto);
+        }
     }
     let lids = LidAssignment {
         lmc: fabric.lmc,
