@@ -103,7 +103,7 @@ pub fn qos_policy(
             out,
             "    port-group\n        name: {}\n        use: {}\n        port-guid: {}\n    end-port-group\n",
             group(*x),
-            f.node(*x).name(),
+            use_text(f.node(*x).name()),
             list.join(", ")
         );
     }
@@ -141,7 +141,10 @@ pub fn qos_policy(
             let _ = write!(
                 out,
                 "    qos-match-rule\n        use: tenant {} (class {})\n        pkey: {:#06x}\n        qos-level-name: SL{}\n    end-qos-match-rule\n",
-                p.name, c.name, p.pkey, sl.0
+                use_text(&p.name),
+                use_text(&c.name),
+                p.pkey,
+                sl.0
             );
         }
     }
@@ -202,8 +205,8 @@ pub fn qos_policy(
                     let _ = write!(
                         out,
                         "    qos-match-rule\n        use: class {} from {}\n{criteria}        source: {}\n        destination: {}\n        qos-level-name: SL{}\n    end-qos-match-rule\n",
-                        class.name,
-                        f.node(x).name(),
+                        use_text(&class.name),
+                        use_text(f.node(x).name()),
                         group(x),
                         names.join(", "),
                         sl.0
@@ -443,4 +446,35 @@ pub fn with_slow_flows(
     out.push_str("end-qos-match-rules\n");
     out.push_str(tail);
     Ok(out)
+}
+
+/// A name as the text of a `use:` line, which OpenSM reads as one line of description: what
+/// could end the line, start a comment or a quoted string, or read as a keyword's `:` (line
+/// ends, `#`, quotes, backslashes, `:`, other controls) becomes `_`, so no name can add a
+/// line or a rule of its own. The group's `name:` (from the GUID) is what rules refer to.
+fn use_text(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_control() || matches!(c, '#' | '"' | '\'' | '\\' | ':' | '`') {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod use_text_tests {
+    use super::use_text;
+
+    #[test]
+    fn a_name_cannot_add_a_line_or_a_comment_to_the_policy() {
+        assert_eq!(use_text("cn001 HCA-1"), "cn001 HCA-1");
+        assert_eq!(
+            use_text("a\n    end-port-group\r\n# x \"q\" y:z"),
+            "a_    end-port-group___ x _q_ y_z"
+        );
+        assert_eq!(use_text("tab\there\u{85}\u{0}"), "tab_here__");
+    }
 }
