@@ -12,7 +12,9 @@ pub(crate) mod topo;
 
 use std::fmt::Write as _;
 
-/// `s` safe in HTML text and attribute values.
+/// `s` safe in HTML text and attribute values. Controls the HTML parser would drop, replace or
+/// fold (NUL, CR, the other C0 controls but tab and line feed, DEL) are shown as their Control
+/// Pictures (`␀`, `␍`, …) and C1 controls as `�`, so the page says what the name holds.
 pub(crate) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
@@ -22,6 +24,12 @@ pub(crate) fn esc(s: &str) -> String {
             '>' => o.push_str("&gt;"),
             '"' => o.push_str("&quot;"),
             '\'' => o.push_str("&#39;"),
+            '\t' | '\n' => o.push(c),
+            '\u{0}'..='\u{1f}' => {
+                o.push(char::from_u32(0x2400 + u32::from(c)).unwrap_or('\u{fffd}'));
+            }
+            '\u{7f}' => o.push('\u{2421}'),
+            '\u{80}'..='\u{9f}' => o.push('\u{fffd}'),
             c => o.push(c),
         }
     }
@@ -244,4 +252,22 @@ pub(crate) fn page_styled(title: &str, style: &str, body: &str) -> String {
     t.push_str(body);
     let _ = writeln!(t, "<script>{SCRIPT}</script></body></html>");
     t
+}
+
+#[cfg(test)]
+mod esc_tests {
+    use super::esc;
+
+    #[test]
+    fn markup_and_controls_cannot_reach_the_page_raw() {
+        assert_eq!(
+            esc("<b a='1'>&\"x\"</b>"),
+            "&lt;b a=&#39;1&#39;&gt;&amp;&quot;x&quot;&lt;/b&gt;"
+        );
+        assert_eq!(
+            esc("a\0b\rc\td\ne\u{1b}\u{7f}\u{85}"),
+            "a\u{2400}b\u{240d}c\td\ne\u{241b}\u{2421}\u{fffd}"
+        );
+        assert_eq!(esc("ib7:SX6036/U1 é"), "ib7:SX6036/U1 é");
+    }
 }
