@@ -212,6 +212,10 @@ fn judge(run: &Value) -> Result<String, Vec<String>> {
 }
 
 #[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "release only: .ci/run runs it with `cargo test --release` (about 4 minutes)"
+)]
 fn weft_is_never_worse_than_opensm_on_the_real_dumps() {
     if weft_tests::ibsim::require(
         "never_worse_than_opensm",
