@@ -52,9 +52,11 @@ struct Pkt {
 
 #[derive(Clone, Copy, Debug)]
 enum Ev {
-    /// A packet's head arrives at the far end of a channel.
+    /// A packet's head arrives at the far end of a channel (into a switch: a switch latency
+    /// later, when it may be routed).
     Arrive { chan: u32, pkt: Pkt },
-    /// A switch buffer's head packet may be routed.
+    /// A switch buffer's next head packet may be routed (it came up when the one before
+    /// left).
     Ready { buf: u32 },
     /// A channel's output finished sending a packet out of input channel `from` (`NONE`: a
     /// host's source queue).

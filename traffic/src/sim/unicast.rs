@@ -124,6 +124,8 @@ impl Sim<'_> {
         }
     }
 
+    /// Packet `pkt` arrives over channel `c`: into an end node when its head arrives, into a
+    /// switch's input buffer a switch latency after that.
     pub(super) fn arrive(&mut self, now: u64, c: u32, pkt: Pkt) {
         let Some((to_switch, to_host)) = self
             .chans
@@ -196,18 +198,17 @@ impl Sim<'_> {
         let Some(q) = self.bufs.get_mut(b) else {
             return;
         };
-        q.push_back(Pkt {
-            head_at: now,
-            ..pkt
-        });
+        // The event comes a switch latency after the head arrived (`pkt.head_at`): the packet
+        // goes into its buffer then, and is routed at once if it is the head (with virtual
+        // output queues, every packet is).
+        q.push_back(pkt);
         if self.voq {
-            // Every packet is routed a switch latency after its head arrived.
             if let Some(u) = self.unrouted.get_mut(b) {
                 *u += 1;
             }
-            self.push(now + self.sw_ps, Ev::Ready { buf: b as u32 });
+            self.route(now, b as u32);
         } else if q.len() == 1 {
-            self.push(now + self.sw_ps, Ev::Ready { buf: b as u32 });
+            self.route(now, b as u32);
         }
     }
 
@@ -598,8 +599,15 @@ impl Sim<'_> {
         }
         self.push(finish, Ev::Free { chan: o, from });
         let arrive = now + self.link_ps;
+        // Into a switch, one event a switch latency after the head arrived: the packet is
+        // buffered and may be routed then (nothing looks at it before).
+        let to_switch = self.chans.get(oi).is_some_and(|c| c.to_switch);
         self.push(
-            arrive,
+            if to_switch {
+                arrive + self.sw_ps
+            } else {
+                arrive
+            },
             Ev::Arrive {
                 chan: o,
                 pkt: Pkt {
