@@ -59,7 +59,7 @@ enum Ev {
     /// left).
     Ready { buf: u32 },
     /// A channel's output finished sending a packet out of input channel `from` (`NONE`: a
-    /// host's source queue).
+    /// host's source queue, or not counted: no limit of parallel sends).
     Free { chan: u32, from: u32 },
     /// Credits come back to a channel's output.
     Credit { chan: u32, vl: u8, blocks: u32 },
@@ -138,8 +138,11 @@ struct Sim<'a> {
     bufs: Vec<VecDeque<Pkt>>,
     /// Per buffer: the (channel, VL) its head packet has asked for.
     target: Vec<Option<(u32, u8)>>,
-    /// Per channel: sending.
-    busy: Vec<bool>,
+    /// Per channel: when the packet it is sending has left (free from then).
+    busy_until: Vec<u64>,
+    /// Per channel: a `Free` event is pending (one is pushed only when something waits for
+    /// the output, or with a limit of parallel sends).
+    wake: Vec<bool>,
     /// Per input channel: packets it is sending (its parallel sends).
     sending: Vec<u32>,
     /// Parallel sends an input channel may have ([`Params::parallel_sends`]; `u32::MAX`: no

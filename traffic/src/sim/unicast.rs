@@ -436,8 +436,8 @@ impl Sim<'_> {
     /// a host's source queue): the output is free again, and an input that was at its
     /// limit of parallel sends may feed the outputs its packets ask for.
     pub(super) fn freed(&mut self, now: u64, o: u32, from: u32) {
-        if let Some(b) = self.busy.get_mut(o as usize) {
-            *b = false;
+        if let Some(w) = self.wake.get_mut(o as usize) {
+            *w = false;
         }
         let mut wake = false;
         if let Some(n) = self.sending.get_mut(from as usize) {
@@ -465,10 +465,24 @@ impl Sim<'_> {
                 .is_none_or(|&n| n < self.limit)
     }
 
-    /// Sends on channel `o` if it is idle and a packet with credits is waiting.
+    /// Sends on channel `o` if it is idle and a packet with credits is waiting. A busy
+    /// channel asked makes sure a `Free` event comes when it is done.
     pub(super) fn try_send(&mut self, now: u64, o: u32) {
         let oi = o as usize;
-        if self.busy.get(oi).copied().unwrap_or(true) {
+        let Some(&until) = self.busy_until.get(oi) else {
+            return;
+        };
+        if now < until {
+            if let Some(w) = self.wake.get_mut(oi).filter(|w| !**w) {
+                *w = true;
+                self.push(
+                    until,
+                    Ev::Free {
+                        chan: o,
+                        from: NONE,
+                    },
+                );
+            }
             return;
         }
         let base = oi * self.nvl;
@@ -516,13 +530,24 @@ impl Sim<'_> {
         let Some(r) = self.reqs.get(k) else {
             return;
         };
-        let next_after = r
-            .iter()
-            .copied()
-            .filter(|&x| (last == NONE || x > last) && self.may_send(x))
-            .min();
-        let Some(b) = next_after.or_else(|| r.iter().copied().filter(|&x| self.may_send(x)).min())
-        else {
+        let pick = if self.limit == u32::MAX {
+            // Every buffer may send: one pass for the first after `last` and the first of all.
+            let (mut after, mut first) = (NONE, NONE);
+            for &x in r {
+                first = first.min(x);
+                if (last == NONE || x > last) && x < after {
+                    after = x;
+                }
+            }
+            Some(if after != NONE { after } else { first }).filter(|&x| x != NONE)
+        } else {
+            r.iter()
+                .copied()
+                .filter(|&x| (last == NONE || x > last) && self.may_send(x))
+                .min()
+                .or_else(|| r.iter().copied().filter(|&x| self.may_send(x)).min())
+        };
+        let Some(b) = pick else {
             return;
         };
         if let Some(r) = self.reqs.get_mut(k) {
@@ -556,7 +581,8 @@ impl Sim<'_> {
         let Some(pkt) = pkt else {
             return;
         };
-        let from = if switch_in {
+        // Parallel sends are counted only under a limit.
+        let from = if switch_in && self.limit != u32::MAX {
             let c = b / self.nvl as u32;
             if let Some(n) = self.sending.get_mut(c as usize) {
                 *n += 1;
@@ -571,8 +597,8 @@ impl Sim<'_> {
         if let Some(a) = self.arb.get_mut(oi) {
             a.sent(u64::from(self.pkt_bytes), self.blocks);
         }
-        if let Some(x) = self.busy.get_mut(oi) {
-            *x = true;
+        if let Some(x) = self.busy_until.get_mut(oi) {
+            *x = finish;
         }
         if let Some(d) = self.dft.as_mut() {
             d.sent(oi, self.pkt_bytes);
@@ -597,7 +623,16 @@ impl Sim<'_> {
         if oi < self.chans.len() && b as usize >= self.chans.len() * self.nvl {
             self.counts.injected += 1;
         }
-        self.push(finish, Ev::Free { chan: o, from });
+        // The output is free at `finish`; an event then only if an input waits for it
+        // already (a later request or credit asks for one, above) or a send is counted.
+        let waiting = (0..self.nvl).any(|v| self.reqs.get(base + v).is_some_and(|r| !r.is_empty()));
+        let wake = waiting || from != NONE;
+        if let Some(w) = self.wake.get_mut(oi) {
+            *w = wake;
+        }
+        if wake {
+            self.push(finish, Ev::Free { chan: o, from });
+        }
         let arrive = now + self.link_ps;
         // Into a switch, one event a switch latency after the head arrived: the packet is
         // buffered and may be routed then (nothing looks at it before).
