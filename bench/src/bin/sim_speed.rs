@@ -72,7 +72,13 @@ fn main() {
     );
     let compile_s = t0.elapsed().as_secs_f64();
     let cpu0 = user_cpu_s();
-    let r = simulate(&st, &traffic, &p, seed).unwrap_or_else(|e| panic!("simulate: {e}"));
+    let r = match simulate(&st, &traffic, &p, seed) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("simulate: {e}");
+            std::process::exit(1)
+        }
+    };
     let cpu = user_cpu_s().zip(cpu0).map(|(a, b)| a - b);
     let wall = r.wall.as_secs_f64().max(1e-9);
     let show =

@@ -145,7 +145,7 @@ impl<T> Queue<T> {
                 if done.capacity() > 0 && self.spare.len() < SPARE {
                     self.spare.push(done);
                 }
-                self.now.sort_unstable_by(|a, b| b.key().cmp(&a.key()));
+                self.now.sort_unstable_by_key(|x| Reverse(x.key()));
             }
             // Far events now within the wheel's reach move onto it (or into the current
             // bucket).
