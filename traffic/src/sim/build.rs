@@ -254,9 +254,14 @@ impl<'a> Sim<'a> {
             } else {
                 Vec::new()
             },
-            credits: vec![buf_blocks; nch * nvl],
-            reqs: vec![Vec::new(); nch * nvl],
-            last: vec![NONE; nch * nvl],
+            outs: vec![
+                OutVl {
+                    credits: buf_blocks,
+                    last: NONE,
+                    reqs: Vec::new(),
+                };
+                nch * nvl
+            ],
             arb,
             stall_since: vec![None; nch],
             stall_ps: vec![0; nch],

@@ -98,6 +98,17 @@ struct Host {
     held: Option<Pkt>,
 }
 
+/// One VL of a channel's output, what a send reads together.
+#[derive(Clone)]
+struct OutVl {
+    /// Credits (blocks) at the far end.
+    credits: u32,
+    /// The buffer served last ([`NONE`]: none yet).
+    last: u32,
+    /// The buffers whose head packet asks for it.
+    reqs: Vec<u32>,
+}
+
 /// Multicast traffic: the group and what it delivered.
 struct Mc {
     mlid: Mlid,
@@ -153,11 +164,8 @@ struct Sim<'a> {
     /// Virtual output queues, per switch input buffer: its packets not routed yet (the last
     /// ones to arrive).
     unrouted: Vec<u32>,
-    /// Per `chan·nvl + vl`: credits (blocks) and the buffers asking.
-    credits: Vec<u32>,
-    reqs: Vec<Vec<u32>>,
-    /// Per `chan·nvl + vl`: the buffer served last.
-    last: Vec<u32>,
+    /// Per `chan·nvl + vl`: its credits, the buffers asking and the one served last.
+    outs: Vec<OutVl>,
     arb: Vec<Arbiter>,
     stall_since: Vec<Option<u64>>,
     stall_ps: Vec<u64>,
@@ -240,13 +248,14 @@ impl Sim<'_> {
                 Ev::Ready { buf } => self.route(now, buf),
                 Ev::Free { chan, from } => self.freed(now, chan, from),
                 Ev::Credit { chan, vl, blocks } => {
-                    if let Some(c) = self
-                        .credits
-                        .get_mut(chan as usize * self.nvl + usize::from(vl))
-                    {
-                        *c += blocks;
+                    // Credits on a VL nothing asks for change no decision of the output.
+                    let k = chan as usize * self.nvl + usize::from(vl);
+                    if let Some(o) = self.outs.get_mut(k) {
+                        o.credits += blocks;
+                        if !o.reqs.is_empty() {
+                            self.try_send(now, chan);
+                        }
                     }
-                    self.try_send(now, chan);
                 }
                 Ev::Sweep => self.sweep(now),
                 Ev::Repath { idx } => {

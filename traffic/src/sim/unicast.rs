@@ -116,11 +116,11 @@ impl Sim<'_> {
         if let Some(t) = self.target.get_mut(b as usize) {
             *t = Some((chan, vl));
         }
-        if let Some(r) = self
-            .reqs
+        if let Some(o) = self
+            .outs
             .get_mut(chan as usize * self.nvl + usize::from(vl))
         {
-            r.push(b);
+            o.reqs.push(b);
         }
     }
 
@@ -490,14 +490,15 @@ impl Sim<'_> {
         let mut waiting = false;
         let mut starved = None;
         for v in 0..self.nvl {
-            let Some(r) = self.reqs.get(base + v) else {
+            let Some(o) = self.outs.get(base + v) else {
                 continue;
             };
+            let r = &o.reqs;
             if r.is_empty() {
                 continue;
             }
             waiting = true;
-            if self.credits.get(base + v).copied().unwrap_or(0) >= self.blocks {
+            if o.credits >= self.blocks {
                 // An input at its limit of parallel sends cannot start another.
                 if r.iter().any(|&b| self.may_send(b)) {
                     ready |= 1 << v;
@@ -526,8 +527,7 @@ impl Sim<'_> {
         let k = base + usize::from(vl);
         // Round robin over the buffers asking (that may start a send): the first after the
         // one served last.
-        let last = self.last.get(k).copied().unwrap_or(NONE);
-        let Some(r) = self.reqs.get(k) else {
+        let Some((last, r)) = self.outs.get(k).map(|o| (o.last, &o.reqs)) else {
             return;
         };
         let pick = if self.limit == u32::MAX {
@@ -550,11 +550,9 @@ impl Sim<'_> {
         let Some(b) = pick else {
             return;
         };
-        if let Some(r) = self.reqs.get_mut(k) {
-            r.retain(|&x| x != b);
-        }
-        if let Some(l) = self.last.get_mut(k) {
-            *l = b;
+        if let Some(o) = self.outs.get_mut(k) {
+            o.reqs.retain(|&x| x != b);
+            o.last = b;
         }
         let Some(ch) = self.chans.get(oi) else {
             return;
@@ -591,8 +589,8 @@ impl Sim<'_> {
         } else {
             NONE
         };
-        if let Some(c) = self.credits.get_mut(k) {
-            *c -= self.blocks;
+        if let Some(o) = self.outs.get_mut(k) {
+            o.credits -= self.blocks;
         }
         if let Some(a) = self.arb.get_mut(oi) {
             a.sent(u64::from(self.pkt_bytes), self.blocks);
@@ -625,7 +623,8 @@ impl Sim<'_> {
         }
         // The output is free at `finish`; an event then only if an input waits for it
         // already (a later request or credit asks for one, above) or a send is counted.
-        let waiting = (0..self.nvl).any(|v| self.reqs.get(base + v).is_some_and(|r| !r.is_empty()));
+        let waiting =
+            (0..self.nvl).any(|v| self.outs.get(base + v).is_some_and(|o| !o.reqs.is_empty()));
         let wake = waiting || from != NONE;
         if let Some(w) = self.wake.get_mut(oi) {
             *w = wake;
