@@ -80,7 +80,7 @@
 //! deterministic and fast, and lets the reported counters be IB's.
 //!
 //! **Code map.** `sim/` (the engine: one event queue ordered by (picoseconds, sequence
-//! number), `queue.rs` a calendar of 1 ns buckets that pops in that order, flat
+//! number), `queue.rs` a calendar of 0.5 ns buckets, each sorted once, that pops in that order, flat
 //! per-channel and per-buffer arrays; `build.rs` the setup, `unicast.rs` generation,
 //! routing, credits and arbitration, `multicast.rs` replication, `report.rs` the counts), `arb.rs`, `pattern.rs` (the traffic specs and the
 //! papers' hot-spot groups), `jobs.rs` (per-job traffic files, host lists read by

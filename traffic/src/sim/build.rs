@@ -244,7 +244,8 @@ impl<'a> Sim<'a> {
             sw,
             bufs: vec![VecDeque::new(); nbuf],
             target: vec![None; nbuf],
-            busy: vec![false; nch],
+            busy_until: vec![0; nch],
+            wake: vec![false; nch],
             sending: vec![0; nch],
             limit: p.parallel_sends.unwrap_or(u32::MAX),
             voq: p.switch_buffers == SwitchBuffers::Voq,
@@ -253,9 +254,14 @@ impl<'a> Sim<'a> {
             } else {
                 Vec::new()
             },
-            credits: vec![buf_blocks; nch * nvl],
-            reqs: vec![Vec::new(); nch * nvl],
-            last: vec![NONE; nch * nvl],
+            outs: vec![
+                OutVl {
+                    credits: buf_blocks,
+                    last: NONE,
+                    reqs: Vec::new(),
+                };
+                nch * nvl
+            ],
             arb,
             stall_since: vec![None; nch],
             stall_ps: vec![0; nch],

@@ -52,12 +52,14 @@ struct Pkt {
 
 #[derive(Clone, Copy, Debug)]
 enum Ev {
-    /// A packet's head arrives at the far end of a channel.
+    /// A packet's head arrives at the far end of a channel (into a switch: a switch latency
+    /// later, when it may be routed).
     Arrive { chan: u32, pkt: Pkt },
-    /// A switch buffer's head packet may be routed.
+    /// A switch buffer's next head packet may be routed (it came up when the one before
+    /// left).
     Ready { buf: u32 },
     /// A channel's output finished sending a packet out of input channel `from` (`NONE`: a
-    /// host's source queue).
+    /// host's source queue, or not counted: no limit of parallel sends).
     Free { chan: u32, from: u32 },
     /// Credits come back to a channel's output.
     Credit { chan: u32, vl: u8, blocks: u32 },
@@ -94,6 +96,17 @@ struct Host {
     interval: u64,
     /// A generated packet its queue had no room for, waiting (host models `block`, `fifo`).
     held: Option<Pkt>,
+}
+
+/// One VL of a channel's output, what a send reads together.
+#[derive(Clone)]
+struct OutVl {
+    /// Credits (blocks) at the far end.
+    credits: u32,
+    /// The buffer served last ([`NONE`]: none yet).
+    last: u32,
+    /// The buffers whose head packet asks for it.
+    reqs: Vec<u32>,
 }
 
 /// Multicast traffic: the group and what it delivered.
@@ -136,8 +149,11 @@ struct Sim<'a> {
     bufs: Vec<VecDeque<Pkt>>,
     /// Per buffer: the (channel, VL) its head packet has asked for.
     target: Vec<Option<(u32, u8)>>,
-    /// Per channel: sending.
-    busy: Vec<bool>,
+    /// Per channel: when the packet it is sending has left (free from then).
+    busy_until: Vec<u64>,
+    /// Per channel: a `Free` event is pending (one is pushed only when something waits for
+    /// the output, or with a limit of parallel sends).
+    wake: Vec<bool>,
     /// Per input channel: packets it is sending (its parallel sends).
     sending: Vec<u32>,
     /// Parallel sends an input channel may have ([`Params::parallel_sends`]; `u32::MAX`: no
@@ -148,11 +164,8 @@ struct Sim<'a> {
     /// Virtual output queues, per switch input buffer: its packets not routed yet (the last
     /// ones to arrive).
     unrouted: Vec<u32>,
-    /// Per `chan·nvl + vl`: credits (blocks) and the buffers asking.
-    credits: Vec<u32>,
-    reqs: Vec<Vec<u32>>,
-    /// Per `chan·nvl + vl`: the buffer served last.
-    last: Vec<u32>,
+    /// Per `chan·nvl + vl`: its credits, the buffers asking and the one served last.
+    outs: Vec<OutVl>,
     arb: Vec<Arbiter>,
     stall_since: Vec<Option<u64>>,
     stall_ps: Vec<u64>,
@@ -235,13 +248,14 @@ impl Sim<'_> {
                 Ev::Ready { buf } => self.route(now, buf),
                 Ev::Free { chan, from } => self.freed(now, chan, from),
                 Ev::Credit { chan, vl, blocks } => {
-                    if let Some(c) = self
-                        .credits
-                        .get_mut(chan as usize * self.nvl + usize::from(vl))
-                    {
-                        *c += blocks;
+                    // Credits on a VL nothing asks for change no decision of the output.
+                    let k = chan as usize * self.nvl + usize::from(vl);
+                    if let Some(o) = self.outs.get_mut(k) {
+                        o.credits += blocks;
+                        if !o.reqs.is_empty() {
+                            self.try_send(now, chan);
+                        }
                     }
-                    self.try_send(now, chan);
                 }
                 Ev::Sweep => self.sweep(now),
                 Ev::Repath { idx } => {

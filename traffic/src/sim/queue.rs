@@ -1,21 +1,24 @@
 //! The event queue: a calendar of time buckets that pops events in (time, sequence) order,
 //! exactly the order a binary heap over every pending event would give, with pushes that
-//! append to a bucket and pops from a small heap of the current bucket's events.
+//! append to a bucket and pops from the current bucket, sorted once.
 //!
 //! Time is cut into buckets of `2^SHIFT` picoseconds; a wheel of `SLOTS` buckets holds the
-//! events of the next `SLOTS · 2^SHIFT` picoseconds, a heap the ones beyond. The current
-//! bucket's events sit in a heap of their own, so an event pushed into the current bucket
-//! (a zero or short delay) still comes out in order.
+//! events of the next `SLOTS · 2^SHIFT` picoseconds, a heap the ones beyond. When a bucket
+//! becomes the current one it is sorted, latest first, and popped from its end; an event
+//! pushed into the current bucket (a zero or short delay) goes to a small heap beside it,
+//! and a pop takes the earlier of the two.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-/// A bucket is 2^10 ps (1.02 ns) wide: an 11 664-host fabric at full load handles about a
-/// thousand events a nanosecond, so the current bucket's heap stays small; most delays (a
-/// packet's serialisation time, the switch latency) reach a few hundred buckets ahead.
-const SHIFT: u32 = 10;
-/// The wheel's buckets (a power of two): 2^16 buckets reach 67 µs ahead.
-const SLOTS: usize = 1 << 16;
+/// A bucket is 2^9 ps (0.51 ns) wide: an 11 664-host fabric at full load handles about a
+/// thousand events a nanosecond, so a bucket holds a few hundred; most delays (a packet's
+/// serialisation time, the switch latency) reach a few hundred buckets ahead.
+const SHIFT: u32 = 9;
+/// The wheel's buckets (a power of two): 2^17 buckets reach 67 µs ahead.
+const SLOTS: usize = 1 << 17;
+/// Emptied bucket vectors kept for reuse (their room stays bounded: a few buckets' worth).
+const SPARE: usize = 16;
 
 /// One pending event: its time, its sequence number (ties in time pop in push order) and
 /// what it is.
@@ -25,9 +28,15 @@ pub(super) struct Item<T> {
     pub(super) ev: T,
 }
 
+impl<T> Item<T> {
+    fn key(&self) -> (u64, u64) {
+        (self.t, self.seq)
+    }
+}
+
 impl<T> PartialEq for Item<T> {
     fn eq(&self, o: &Item<T>) -> bool {
-        (self.t, self.seq) == (o.t, o.seq)
+        self.key() == o.key()
     }
 }
 impl<T> Eq for Item<T> {}
@@ -38,14 +47,16 @@ impl<T> PartialOrd for Item<T> {
 }
 impl<T> Ord for Item<T> {
     fn cmp(&self, o: &Item<T>) -> std::cmp::Ordering {
-        (self.t, self.seq).cmp(&(o.t, o.seq))
+        self.key().cmp(&o.key())
     }
 }
 
 /// The calendar queue.
 pub(super) struct Queue<T> {
-    /// The current bucket's events.
-    now: BinaryHeap<Reverse<Item<T>>>,
+    /// The current bucket's events, sorted latest first (the next one is the last).
+    now: Vec<Item<T>>,
+    /// Events pushed into the current bucket after it was sorted.
+    late: BinaryHeap<Reverse<Item<T>>>,
     /// The current bucket's number (time >> SHIFT).
     cur: u64,
     /// Buckets `cur + 1 .. cur + SLOTS`, at `bucket % SLOTS`.
@@ -54,30 +65,34 @@ pub(super) struct Queue<T> {
     on_wheel: usize,
     /// Events beyond the wheel.
     far: BinaryHeap<Reverse<Item<T>>>,
+    /// Emptied vectors with room, for buckets that have none.
+    spare: Vec<Vec<Item<T>>>,
 }
 
 impl<T> Queue<T> {
     pub(super) fn new() -> Queue<T> {
         Queue {
-            now: BinaryHeap::new(),
+            now: Vec::new(),
+            late: BinaryHeap::new(),
             cur: 0,
             wheel: (0..SLOTS).map(|_| Vec::new()).collect(),
             on_wheel: 0,
             far: BinaryHeap::new(),
+            spare: Vec::new(),
         }
     }
 
     /// Events pending.
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {
-        self.now.len() + self.on_wheel + self.far.len()
+        self.now.len() + self.late.len() + self.on_wheel + self.far.len()
     }
 
     /// Every pending event, in no particular order.
     pub(super) fn iter(&self) -> impl Iterator<Item = &Item<T>> {
         self.now
             .iter()
-            .map(|Reverse(x)| x)
+            .chain(self.late.iter().map(|Reverse(x)| x))
             .chain(self.wheel.iter().flatten())
             .chain(self.far.iter().map(|Reverse(x)| x))
     }
@@ -85,10 +100,15 @@ impl<T> Queue<T> {
     pub(super) fn push(&mut self, item: Item<T>) {
         let b = item.t >> SHIFT;
         if b <= self.cur {
-            self.now.push(Reverse(item));
+            self.late.push(Reverse(item));
         } else if b - self.cur < SLOTS as u64 {
             self.on_wheel += 1;
             if let Some(v) = self.wheel.get_mut((b as usize) & (SLOTS - 1)) {
+                if v.capacity() == 0 {
+                    if let Some(s) = self.spare.pop() {
+                        *v = s;
+                    }
+                }
                 v.push(item);
             }
         } else {
@@ -99,8 +119,13 @@ impl<T> Queue<T> {
     /// The earliest event (by time, then sequence), taken out.
     pub(super) fn pop(&mut self) -> Option<Item<T>> {
         loop {
-            if let Some(Reverse(x)) = self.now.pop() {
-                return Some(x);
+            let sorted = self.now.last().map(Item::key);
+            let late = self.late.peek().map(|Reverse(x)| x.key());
+            match (sorted, late) {
+                (Some(a), Some(b)) if b < a => return self.late.pop().map(|Reverse(x)| x),
+                (Some(_), _) => return self.now.pop(),
+                (None, Some(_)) => return self.late.pop().map(|Reverse(x)| x),
+                (None, None) => {}
             }
             if self.on_wheel == 0 {
                 // Nothing within reach: jump to the first far event's bucket.
@@ -111,11 +136,16 @@ impl<T> Queue<T> {
             }
             let slot = (self.cur as usize) & (SLOTS - 1);
             if let Some(v) = self.wheel.get_mut(slot) {
-                // The bucket's vector becomes the heap (the current one is empty), so no
-                // bucket keeps the room it once needed: memory follows the events pending.
+                // The bucket's vector becomes the current one and the emptied one is kept
+                // for reuse (a few at most), so no bucket keeps the room it once needed:
+                // memory follows the events pending.
                 let v = std::mem::take(v);
                 self.on_wheel -= v.len();
-                self.now = BinaryHeap::from(v.into_iter().map(Reverse).collect::<Vec<_>>());
+                let done = std::mem::replace(&mut self.now, v);
+                if done.capacity() > 0 && self.spare.len() < SPARE {
+                    self.spare.push(done);
+                }
+                self.now.sort_unstable_by_key(|x| Reverse(x.key()));
             }
             // Far events now within the wheel's reach move onto it (or into the current
             // bucket).

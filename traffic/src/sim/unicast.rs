@@ -116,14 +116,16 @@ impl Sim<'_> {
         if let Some(t) = self.target.get_mut(b as usize) {
             *t = Some((chan, vl));
         }
-        if let Some(r) = self
-            .reqs
+        if let Some(o) = self
+            .outs
             .get_mut(chan as usize * self.nvl + usize::from(vl))
         {
-            r.push(b);
+            o.reqs.push(b);
         }
     }
 
+    /// Packet `pkt` arrives over channel `c`: into an end node when its head arrives, into a
+    /// switch's input buffer a switch latency after that.
     pub(super) fn arrive(&mut self, now: u64, c: u32, pkt: Pkt) {
         let Some((to_switch, to_host)) = self
             .chans
@@ -196,18 +198,17 @@ impl Sim<'_> {
         let Some(q) = self.bufs.get_mut(b) else {
             return;
         };
-        q.push_back(Pkt {
-            head_at: now,
-            ..pkt
-        });
+        // The event comes a switch latency after the head arrived (`pkt.head_at`): the packet
+        // goes into its buffer then, and is routed at once if it is the head (with virtual
+        // output queues, every packet is).
+        q.push_back(pkt);
         if self.voq {
-            // Every packet is routed a switch latency after its head arrived.
             if let Some(u) = self.unrouted.get_mut(b) {
                 *u += 1;
             }
-            self.push(now + self.sw_ps, Ev::Ready { buf: b as u32 });
+            self.route(now, b as u32);
         } else if q.len() == 1 {
-            self.push(now + self.sw_ps, Ev::Ready { buf: b as u32 });
+            self.route(now, b as u32);
         }
     }
 
@@ -435,8 +436,8 @@ impl Sim<'_> {
     /// a host's source queue): the output is free again, and an input that was at its
     /// limit of parallel sends may feed the outputs its packets ask for.
     pub(super) fn freed(&mut self, now: u64, o: u32, from: u32) {
-        if let Some(b) = self.busy.get_mut(o as usize) {
-            *b = false;
+        if let Some(w) = self.wake.get_mut(o as usize) {
+            *w = false;
         }
         let mut wake = false;
         if let Some(n) = self.sending.get_mut(from as usize) {
@@ -464,10 +465,24 @@ impl Sim<'_> {
                 .is_none_or(|&n| n < self.limit)
     }
 
-    /// Sends on channel `o` if it is idle and a packet with credits is waiting.
+    /// Sends on channel `o` if it is idle and a packet with credits is waiting. A busy
+    /// channel asked makes sure a `Free` event comes when it is done.
     pub(super) fn try_send(&mut self, now: u64, o: u32) {
         let oi = o as usize;
-        if self.busy.get(oi).copied().unwrap_or(true) {
+        let Some(&until) = self.busy_until.get(oi) else {
+            return;
+        };
+        if now < until {
+            if let Some(w) = self.wake.get_mut(oi).filter(|w| !**w) {
+                *w = true;
+                self.push(
+                    until,
+                    Ev::Free {
+                        chan: o,
+                        from: NONE,
+                    },
+                );
+            }
             return;
         }
         let base = oi * self.nvl;
@@ -475,14 +490,15 @@ impl Sim<'_> {
         let mut waiting = false;
         let mut starved = None;
         for v in 0..self.nvl {
-            let Some(r) = self.reqs.get(base + v) else {
+            let Some(o) = self.outs.get(base + v) else {
                 continue;
             };
+            let r = &o.reqs;
             if r.is_empty() {
                 continue;
             }
             waiting = true;
-            if self.credits.get(base + v).copied().unwrap_or(0) >= self.blocks {
+            if o.credits >= self.blocks {
                 // An input at its limit of parallel sends cannot start another.
                 if r.iter().any(|&b| self.may_send(b)) {
                     ready |= 1 << v;
@@ -511,24 +527,32 @@ impl Sim<'_> {
         let k = base + usize::from(vl);
         // Round robin over the buffers asking (that may start a send): the first after the
         // one served last.
-        let last = self.last.get(k).copied().unwrap_or(NONE);
-        let Some(r) = self.reqs.get(k) else {
+        let Some((last, r)) = self.outs.get(k).map(|o| (o.last, &o.reqs)) else {
             return;
         };
-        let next_after = r
-            .iter()
-            .copied()
-            .filter(|&x| (last == NONE || x > last) && self.may_send(x))
-            .min();
-        let Some(b) = next_after.or_else(|| r.iter().copied().filter(|&x| self.may_send(x)).min())
-        else {
+        let pick = if self.limit == u32::MAX {
+            // Every buffer may send: one pass for the first after `last` and the first of all.
+            let (mut after, mut first) = (NONE, NONE);
+            for &x in r {
+                first = first.min(x);
+                if (last == NONE || x > last) && x < after {
+                    after = x;
+                }
+            }
+            Some(if after != NONE { after } else { first }).filter(|&x| x != NONE)
+        } else {
+            r.iter()
+                .copied()
+                .filter(|&x| (last == NONE || x > last) && self.may_send(x))
+                .min()
+                .or_else(|| r.iter().copied().filter(|&x| self.may_send(x)).min())
+        };
+        let Some(b) = pick else {
             return;
         };
-        if let Some(r) = self.reqs.get_mut(k) {
-            r.retain(|&x| x != b);
-        }
-        if let Some(l) = self.last.get_mut(k) {
-            *l = b;
+        if let Some(o) = self.outs.get_mut(k) {
+            o.reqs.retain(|&x| x != b);
+            o.last = b;
         }
         let Some(ch) = self.chans.get(oi) else {
             return;
@@ -555,7 +579,8 @@ impl Sim<'_> {
         let Some(pkt) = pkt else {
             return;
         };
-        let from = if switch_in {
+        // Parallel sends are counted only under a limit.
+        let from = if switch_in && self.limit != u32::MAX {
             let c = b / self.nvl as u32;
             if let Some(n) = self.sending.get_mut(c as usize) {
                 *n += 1;
@@ -564,14 +589,14 @@ impl Sim<'_> {
         } else {
             NONE
         };
-        if let Some(c) = self.credits.get_mut(k) {
-            *c -= self.blocks;
+        if let Some(o) = self.outs.get_mut(k) {
+            o.credits -= self.blocks;
         }
         if let Some(a) = self.arb.get_mut(oi) {
             a.sent(u64::from(self.pkt_bytes), self.blocks);
         }
-        if let Some(x) = self.busy.get_mut(oi) {
-            *x = true;
+        if let Some(x) = self.busy_until.get_mut(oi) {
+            *x = finish;
         }
         if let Some(d) = self.dft.as_mut() {
             d.sent(oi, self.pkt_bytes);
@@ -596,10 +621,27 @@ impl Sim<'_> {
         if oi < self.chans.len() && b as usize >= self.chans.len() * self.nvl {
             self.counts.injected += 1;
         }
-        self.push(finish, Ev::Free { chan: o, from });
+        // The output is free at `finish`; an event then only if an input waits for it
+        // already (a later request or credit asks for one, above) or a send is counted.
+        let waiting =
+            (0..self.nvl).any(|v| self.outs.get(base + v).is_some_and(|o| !o.reqs.is_empty()));
+        let wake = waiting || from != NONE;
+        if let Some(w) = self.wake.get_mut(oi) {
+            *w = wake;
+        }
+        if wake {
+            self.push(finish, Ev::Free { chan: o, from });
+        }
         let arrive = now + self.link_ps;
+        // Into a switch, one event a switch latency after the head arrived: the packet is
+        // buffered and may be routed then (nothing looks at it before).
+        let to_switch = self.chans.get(oi).is_some_and(|c| c.to_switch);
         self.push(
-            arrive,
+            if to_switch {
+                arrive + self.sw_ps
+            } else {
+                arrive
+            },
             Ev::Arrive {
                 chan: o,
                 pkt: Pkt {
