@@ -259,19 +259,30 @@ fn in_parts_every_fault_and_every_journal_failure_ends_old_or_new() {
     }
 }
 
-/// The sim with another writer's Set of one LFT block of the plan at the `at`-th SMP.
+/// The sim with another writer's Set of one LFT block of the plan before the `at`-th SMP;
+/// and the SMPs (by number) that read and write that block.
 struct Meddled<'a> {
     sim: &'a mut SimFabric,
     at: usize,
     sent: usize,
     block: Target,
     value: Payload,
+    reads: Vec<usize>,
+    writes: Vec<usize>,
 }
 
 impl Meddled<'_> {
-    fn tick(&mut self) {
+    fn tick(&mut self, target: &Target, set: bool) {
         if self.sent == self.at {
             self.sim.set(&self.block, &self.value).unwrap();
+        }
+        if *target == self.block {
+            if set {
+                &mut self.writes
+            } else {
+                &mut self.reads
+            }
+            .push(self.sent);
         }
         self.sent += 1;
     }
@@ -279,11 +290,11 @@ impl Meddled<'_> {
 
 impl Transport for Meddled<'_> {
     fn get(&mut self, target: &Target) -> Result<Payload, SmpError> {
-        self.tick();
+        self.tick(target, false);
         self.sim.get(target)
     }
     fn set(&mut self, target: &Target, data: &Payload) -> Result<Payload, SmpError> {
-        self.tick();
+        self.tick(target, true);
         self.sim.set(target, data)
     }
 }
@@ -295,9 +306,6 @@ fn in_parts_a_second_writer_at_any_smp_is_caught_and_never_rolled_over() {
     let sm = sm_port(empty.state());
     let fresh = || SimFabric::new(empty.state(), sm).unwrap();
     let dir = scratch("parts-writer");
-    let mut alone = fresh();
-    apply(&mut alone, &plan, &in_parts(&dir), &mut |_| {}).unwrap();
-    let n = alone.counts().gets + alone.counts().sets;
     let new_t = SimFabric::new(full.state(), sm).unwrap().tables();
     // The last LFT block the plan writes (its last part): another writer points its first
     // entry at port 1.
@@ -314,6 +322,24 @@ fn in_parts_a_second_writer_at_any_smp_is_caught_and_never_rolled_over() {
     };
     let mut value = old;
     value[0] = if old[0] == 1 { 2 } else { 1 };
+    // Alone (the other writer never comes): the SMPs, and the window in which another
+    // writer's Set is overwritten unseen — after the last reading of the block before its Set
+    // (the compare), up to that Set (the swap).
+    let mut sim = fresh();
+    let mut alone = Meddled {
+        sim: &mut sim,
+        at: usize::MAX,
+        sent: 0,
+        block: target.clone(),
+        value,
+        reads: Vec::new(),
+        writes: Vec::new(),
+    };
+    apply(&mut alone, &plan, &in_parts(&dir), &mut |_| {}).unwrap();
+    let n = alone.sent;
+    let set = alone.writes[0];
+    let compare = *alone.reads.iter().filter(|&&r| r < set).last().unwrap();
+    let unseen = compare + 1..=set;
     // Up to the final reading (a Set after a block's final reading is after the apply).
     let blocks: usize = plan.steps.iter().map(|s| s.writes.len()).sum();
     let switches = full.state().switches.len();
@@ -328,6 +354,8 @@ fn in_parts_a_second_writer_at_any_smp_is_caught_and_never_rolled_over() {
                 sent: 0,
                 block: target.clone(),
                 value,
+                reads: Vec::new(),
+                writes: Vec::new(),
             },
             &plan,
             &in_parts(&dir),
@@ -336,8 +364,8 @@ fn in_parts_a_second_writer_at_any_smp_is_caught_and_never_rolled_over() {
         let holds = fabric.get(&target).unwrap();
         let key = match r {
             Ok(r) if r.state == Final::New => {
-                // Only when its Set landed over the other writer's (between the check and the
-                // Set) or the other writer's came first and was caught: the fabric is new.
+                // Only when the other writer's Set came between the compare and the swap.
+                assert!(unseen.contains(&at), "at {at}: not in {unseen:?}: {r:?}");
                 same_at(&fabric.tables(), &new_t, &format!("at {at}: {r:?}"));
                 "new"
             }
