@@ -338,7 +338,7 @@ fn in_parts_a_second_writer_at_any_smp_is_caught_and_never_rolled_over() {
     apply(&mut alone, &plan, &in_parts(&dir), &mut |_| {}).unwrap();
     let n = alone.sent;
     let set = alone.writes[0];
-    let compare = *alone.reads.iter().filter(|&&r| r < set).last().unwrap();
+    let compare = *alone.reads.iter().rfind(|&&r| r < set).unwrap();
     let unseen = compare + 1..=set;
     // Up to the final reading (a Set after a block's final reading is after the apply).
     let blocks: usize = plan.steps.iter().map(|s| s.writes.len()).sum();
