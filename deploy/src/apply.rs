@@ -9,6 +9,12 @@
 //! 3. Read every block the plan touches; one that does not hold the plan's `old` refuses the
 //!    plan (the fabric moved on since it was planned), naming the block.
 //! 4. Journal every block, before and after, to disk (fsync).
+//!
+//!    A plan with more blocks than one part ([`ApplyOptions::part`]) does 3 to 5 part by
+//!    part instead (`apply/parts.rs`): each part read, journaled (appended, fsync), checked on that
+//!    reading, written and read back before the next part is read — one Get per block before
+//!    its Set, where a whole snapshot would be too old to stand for the checks. A block of a
+//!    later part that does not hold the plan's `old` stops the apply, which rolls back.
 //! 5. Apply the steps in order, each in parts of `PART` blocks. Before a part, its blocks
 //!    must hold what the journal says they hold before the step (or already what the step
 //!    writes), read again unless this apply read them less than half the settling time
