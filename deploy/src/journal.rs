@@ -566,6 +566,41 @@ mod tests {
         assert_eq!(parse(&two_steps).unwrap().blocks.len(), 2);
     }
 
+    #[test]
+    fn a_journal_written_part_by_part_takes_blocks_after_its_events_until_complete() {
+        let text = journal();
+        let lines: Vec<&str> = text.lines().collect();
+        let partial = line(&Line::Event(Event::Partial));
+        let complete = line(&Line::Event(Event::Complete));
+        let done = line(&Line::Event(Event::Done { step: 0 }));
+        let block = format!("{}\n", lines[1]);
+        let next = block.replace("\"step\":0", "\"step\":1");
+        // Header, part one, partial, begin, part two (step 0), complete: read, partial no more.
+        let whole = format!(
+            "{}\n{block}{partial}{}\n{block}{complete}",
+            lines[0], lines[2]
+        );
+        let j = parse(&whole).unwrap();
+        assert_eq!(j.blocks.len(), 2);
+        assert!(!j.partial());
+        // Without `complete`: partial (rolled back only).
+        let cut = format!("{}\n{block}{partial}{}\n{block}", lines[0], lines[2]);
+        assert!(parse(&cut).unwrap().partial());
+        // After `complete`, or of a step that ended, or with no `partial`: refused.
+        for (edited, at) in [
+            (format!("{whole}{block}"), 7),
+            (format!("{cut}{done}{block}"), 7),
+            (format!("{text}{next}"), 4),
+        ] {
+            assert_eq!(parse(&edited).unwrap_err().0, at, "{edited}");
+        }
+        // The next step's blocks after this one ended: read.
+        assert_eq!(
+            parse(&format!("{cut}{done}{next}")).unwrap().blocks.len(),
+            3
+        );
+    }
+
     proptest! {
         /// Any text, and any edit of a real journal, is read or refused; never a panic.
         #[test]
