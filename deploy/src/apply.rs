@@ -9,6 +9,12 @@
 //! 3. Read every block the plan touches; one that does not hold the plan's `old` refuses the
 //!    plan (the fabric moved on since it was planned), naming the block.
 //! 4. Journal every block, before and after, to disk (fsync).
+//!
+//!    A plan with more blocks than one part ([`ApplyOptions::part`]) does 3 to 5 part by
+//!    part instead (`apply/parts.rs`): each part read, journaled (appended, fsync), checked on that
+//!    reading, written and read back before the next part is read — one Get per block before
+//!    its Set, where a whole snapshot would be too old to stand for the checks. A block of a
+//!    later part that does not hold the plan's `old` stops the apply, which rolls back.
 //! 5. Apply the steps in order, each in parts of `PART` blocks. Before a part, its blocks
 //!    must hold what the journal says they hold before the step (or already what the step
 //!    writes), read again unless this apply read them less than half the settling time
@@ -44,6 +50,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weft_fabric::plan::{vlarb_block, Plan, SmpWrite, LFT_BLOCK, PKEY_BLOCK};
+
+mod parts;
 use weft_fabric::{Guid, PortNum, ValidState, WireDiff};
 
 /// What `weft apply` takes as the proof of a plan's steps.
@@ -83,6 +91,11 @@ pub struct ApplyOptions {
     /// the live tables may take out of service at its worst step (break-before-make):
     /// `Some(0)` for none, `None` for any (as `weft plan --max-outage-pairs`).
     pub max_outage_pairs: Option<u64>,
+    /// Blocks read, journaled, checked, written and read back together
+    /// ([`ApplyOptions::PART`] unless a test says otherwise). A plan with more blocks is
+    /// journaled part by part (see the module's doc): each part's reading before the journal
+    /// is the check before its Sets, one Get per block, not two.
+    pub part: usize,
 }
 
 impl ApplyOptions {
@@ -98,8 +111,13 @@ impl ApplyOptions {
             journal_fault: None,
             stop: None,
             max_outage_pairs: None,
+            part: ApplyOptions::PART,
         }
     }
+
+    /// Blocks per part by default: small enough that reading them takes far less than half a
+    /// settling time on any fabric that answers at all.
+    pub const PART: usize = 4096;
 }
 
 /// What happened, step by step (for a progress display).
@@ -287,6 +305,13 @@ pub enum ApplyError {
     /// The writer crashed (fault injection): the journal is left for recovery.
     #[error("{0}; the journal is left for `weft apply --recover`")]
     Crashed(SmpError),
+    /// Recovery forward from a journal that holds only some of the plan's blocks.
+    #[error(
+        "journal {0} holds only the parts of the plan that were journaled before the apply \
+         stopped (it journals a large plan part by part): it can be rolled back (`weft apply \
+         --recover`), not forward; nothing was written"
+    )]
+    PartialJournal(PathBuf),
 }
 
 impl ApplyError {
@@ -311,6 +336,7 @@ impl ApplyError {
             ApplyError::NotJournaled(_) => "weft::deploy::not_journaled",
             ApplyError::Smp(e) => e.code(),
             ApplyError::Crashed(_) => "weft::deploy::crashed",
+            ApplyError::PartialJournal(_) => "weft::deploy::journal_partial",
         }
     }
 
@@ -1076,9 +1102,8 @@ struct Txn<'a, T: Transport> {
     seen: BTreeMap<Target, (Payload, Instant)>,
 }
 
-/// Blocks checked, then written, then read back together within a step: small enough that
-/// reading them takes far less than half a settling time on any fabric that answers at all.
-const PART: usize = 4096;
+/// Blocks checked, then written, then read back together within a step (by default).
+const PART: usize = ApplyOptions::PART;
 
 impl<T: Transport> Txn<'_, T> {
     /// Journals `e`; on failure, remembers it (the caller decides what it means).
@@ -1138,35 +1163,53 @@ impl<T: Transport> Txn<'_, T> {
             // The step goes out in parts (its writes land in any order, so any part first):
             // each part's blocks checked, then its Sets, then its read-back.
             let mut began = None;
-            let mut rest: &[&Cell] = &cells;
-            let mut width = PART;
-            while !rest.is_empty() {
-                let (n, batch) = self.check(rest, &mut width).map_err(|s| (step, s))?;
-                let sent = Instant::now();
-                began.get_or_insert(sent);
-                match run_step(self.t, &batch, &mut self.count) {
-                    Ok(()) => {
-                        for (target, after) in batch {
-                            self.seen.insert(target, (after, sent));
-                        }
-                    }
-                    Err(e @ SmpError::Crashed { .. }) => return Err((step, Stop::Crashed(e))),
-                    Err(e) => return Err((step, Stop::Smp(e.to_string()))),
-                }
-                rest = rest.get(n..).unwrap_or_default();
-            }
-            if self.times.len() <= step {
-                self.times.resize(step + 1, None);
-            }
-            if let Some(t) = self.times.get_mut(step) {
-                *t = Some((began.unwrap_or_else(Instant::now), Instant::now()));
-            }
+            self.send(&cells, PART, &mut began).map_err(|s| (step, s))?;
+            self.landed(step, began);
             done += 1;
             // The step landed: a failure to journal that rolls it back too.
             self.event(Event::Done { step })
                 .map_err(|e| (step, Stop::Journal(e)))?;
         }
         Ok(done)
+    }
+
+    /// Sends `cells` (blocks of one step) in parts of `width`: each part's blocks checked,
+    /// then its Sets, then its read-back; `began` is set when the first Sets go out.
+    fn send(
+        &mut self,
+        cells: &[&Cell],
+        width: usize,
+        began: &mut Option<Instant>,
+    ) -> Result<(), Stop> {
+        let mut rest = cells;
+        let mut width = width.max(1);
+        while !rest.is_empty() {
+            let (n, batch) = self.check(rest, &mut width)?;
+            let sent = Instant::now();
+            began.get_or_insert(sent);
+            match run_step(self.t, &batch, &mut self.count) {
+                Ok(()) => {
+                    for (target, after) in batch {
+                        self.seen.insert(target, (after, sent));
+                    }
+                }
+                Err(e @ SmpError::Crashed { .. }) => return Err(Stop::Crashed(e)),
+                Err(e) => return Err(Stop::Smp(e.to_string())),
+            }
+            rest = rest.get(n..).unwrap_or_default();
+        }
+        Ok(())
+    }
+
+    /// Records that step `step` landed whole: its Sets began at `began`, its read-back ended
+    /// now.
+    fn landed(&mut self, step: usize, began: Option<Instant>) {
+        if self.times.len() <= step {
+            self.times.resize(step + 1, None);
+        }
+        if let Some(t) = self.times.get_mut(step) {
+            *t = Some((began.unwrap_or_else(Instant::now), Instant::now()));
+        }
     }
 
     /// Compare, before swap: the first `width` of `cells` (fewer when reading them takes too
@@ -1422,6 +1465,10 @@ fn transact(
     // LinearFDBTop and MulticastFDBTop: raise each after the first step writing above it.
     let mut tops = fdb_tops(t, d, &mut ops, &mut count)?;
     mft_tops(t, d, &mut ops, &mut count, &mut tops)?;
+    if distinct_blocks(&ops) > opts.part.max(1) {
+        // Too many blocks to read in one part: snapshot, journal and write part by part.
+        return parts::transact(t, plan, opts, d, (count, tops, ops), notes, progress);
+    }
     // Snapshot: every block as it is; each must hold the plan's old. A block the plan writes
     // in several steps holds, before each later write, what the write before it left.
     let (mut reads, seen) = snapshot(t, &ops, &mut count);
@@ -1429,67 +1476,10 @@ fn transact(
     let mut left: BTreeMap<Target, Payload> = BTreeMap::new();
     for (i, o) in ops.iter_mut().enumerate() {
         count.visits += 1;
-        let before = match left.get(&o.target) {
-            Some(p) => {
-                if o.expect.is_some_and(|want| !same(&o.target, p, &want)) {
-                    return Err(ApplyError::Invalid(format!(
-                        "{} in step {} does not start from what the step before it writes",
-                        o.what,
-                        o.step + 1
-                    )));
-                }
-                *p
-            }
-            None => {
-                let read = reads
-                    .get_mut(i)
-                    .and_then(Option::take)
-                    .unwrap_or_else(|| Err(SmpError::Transport("a batch came back short".into())))
-                    .map_err(ApplyError::Smp)?;
-                if let Some(want) = &o.expect {
-                    if !same(&o.target, &read, want) && !tops.beyond(o, &read, want) {
-                        return Err(ApplyError::Moved(format!(
-                            "{} does not hold the plan's old value",
-                            o.what
-                        )));
-                    }
-                }
-                match o.lid {
-                    // Written back on undo: as read, the states "no change".
-                    Some(_) => smp::port_lid_write(&read, PortInfo::decode(&read).lid),
-                    None => read,
-                }
-            }
-        };
-        if let Some(lid) = o.lid {
-            o.after = smp::port_lid_write(&before, lid);
-        }
-        if let Some(top) = o.top {
-            o.after = top.write(&before);
-        }
-        left.insert(o.target.clone(), o.after);
-        blocks.push(Block {
-            step: o.step,
-            node: o.node,
-            port: o.port,
-            attr: o.target.attr,
-            modifier: o.target.modifier,
-            before,
-            after: o.after,
-        });
+        let read = reads.get_mut(i).and_then(Option::take);
+        blocks.push(block_of(o, &mut left, read, &tops)?);
     }
-    let header = Header {
-        format: journal::JOURNAL_FORMAT.to_owned(),
-        version: 1,
-        fabric: plan.fabric_name.clone(),
-        from: plan.from.clone(),
-        to: plan.to.clone(),
-        // As the plan sees the fabric: its VFs' LIDs are the journal's to change.
-        wire: plan
-            .wire
-            .as_ref()
-            .map_or_else(|| d.view.clone(), |w| d.view.fold_vswitches(w)),
-    };
+    let header = header_of(plan, d);
     let _journal = journal_lock(&opts.lock_dir, &opts.journal)?;
     let j = Writer::create(&opts.journal, &header, &blocks, opts.journal_fault)?;
     let steps = cells(d, &blocks);
@@ -1504,10 +1494,108 @@ fn transact(
         seen,
     };
     let stop = opts.stop.as_deref();
-    let (done, failure) = match x.forward(&steps, 0, stop, progress) {
+    let went = x.forward(&steps, 0, stop, progress);
+    conclude(x, &steps, went, plan, opts, notes, progress)
+}
+
+/// How many blocks `ops` write (each once, however many steps write it).
+fn distinct_blocks(ops: &[Op]) -> usize {
+    ops.iter()
+        .map(|o| &o.target)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len()
+}
+
+/// The journal's header for `plan` on the fabric `d` discovered.
+fn header_of(plan: &Plan, d: &Discovery) -> Header {
+    Header {
+        format: journal::JOURNAL_FORMAT.to_owned(),
+        version: 1,
+        fabric: plan.fabric_name.clone(),
+        from: plan.from.clone(),
+        to: plan.to.clone(),
+        // As the plan sees the fabric: its VFs' LIDs are the journal's to change.
+        wire: plan
+            .wire
+            .as_ref()
+            .map_or_else(|| d.view.clone(), |w| d.view.fold_vswitches(w)),
+    }
+}
+
+/// The journal's block for `o`: what the block holds before it — what an earlier op of the
+/// plan leaves (`left`), else `read` off the fabric, which must hold the plan's old (or differ
+/// from it only where the switch does not forward by) — and what `o` writes (a LID or a top
+/// filled into what the block holds before). `left` then holds what `o` leaves.
+fn block_of(
+    o: &mut Op,
+    left: &mut BTreeMap<Target, Payload>,
+    read: Option<Result<Payload, SmpError>>,
+    tops: &Tops,
+) -> Result<Block, ApplyError> {
+    let before = match left.get(&o.target) {
+        Some(p) => {
+            if o.expect.is_some_and(|want| !same(&o.target, p, &want)) {
+                return Err(ApplyError::Invalid(format!(
+                    "{} in step {} does not start from what the step before it writes",
+                    o.what,
+                    o.step + 1
+                )));
+            }
+            *p
+        }
+        None => {
+            let read = read
+                .unwrap_or_else(|| Err(SmpError::Transport("a batch came back short".into())))
+                .map_err(ApplyError::Smp)?;
+            if let Some(want) = &o.expect {
+                if !same(&o.target, &read, want) && !tops.beyond(o, &read, want) {
+                    return Err(ApplyError::Moved(format!(
+                        "{} does not hold the plan's old value",
+                        o.what
+                    )));
+                }
+            }
+            match o.lid {
+                // Written back on undo: as read, the states "no change".
+                Some(_) => smp::port_lid_write(&read, PortInfo::decode(&read).lid),
+                None => read,
+            }
+        }
+    };
+    if let Some(lid) = o.lid {
+        o.after = smp::port_lid_write(&before, lid);
+    }
+    if let Some(top) = o.top {
+        o.after = top.write(&before);
+    }
+    left.insert(o.target.clone(), o.after);
+    Ok(Block {
+        step: o.step,
+        node: o.node,
+        port: o.port,
+        attr: o.target.attr,
+        modifier: o.target.modifier,
+        before,
+        after: o.after,
+    })
+}
+
+/// Ends a transaction whose steps went as `went` says (the steps that landed, or where and
+/// why it stopped): the final reading after the settling time and the commit, or the
+/// rollback.
+fn conclude<T: Transport>(
+    mut x: Txn<'_, T>,
+    steps: &[Vec<Result<Cell, String>>],
+    went: Result<usize, (usize, Stop)>,
+    plan: &Plan,
+    opts: &ApplyOptions,
+    notes: Vec<String>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Report, ApplyError> {
+    let (done, failure) = match went {
         Ok(done) => {
             progress(Progress::Verifying);
-            match x.verify(&steps) {
+            match x.verify(steps) {
                 Ok(changed) if changed.is_empty() => (done, None),
                 Ok(changed) => (done, Some((steps.len(), Stop::Changed(changed)))),
                 Err(e) => return Err(ApplyError::Crashed(e)),
@@ -1543,7 +1631,7 @@ fn transact(
         return Err(ApplyError::Crashed(e));
     }
     let failure = why.describe(at.min(steps.len().saturating_sub(1)));
-    rollback(x, &steps, at, failure, done, notes, &opts.journal, progress)
+    rollback(x, steps, at, failure, done, notes, &opts.journal, progress)
 }
 
 /// Per op of `ops`, what its block holds for the first op writing the block (`None` for the
@@ -2196,6 +2284,9 @@ pub fn recover_with(
         }
     }
     let at = in_flight(&steps, &held, j.last_begun()).map_err(ApplyError::NotJournaled)?;
+    if direction == Direction::Forward && j.partial() {
+        return Err(ApplyError::PartialJournal(path.to_owned()));
+    }
     x.j = Some(Writer::append(path)?);
     match direction {
         Direction::Back => {

@@ -29,6 +29,7 @@ pub const CODES: &[C] = &[
     C::stable("weft::deploy::journal_in_use", "Another weft apply or recovery on this host uses the journal; nothing was written."),
     C::stable("weft::deploy::journal_io", "A journal that cannot be created, written or read."),
     C::stable("weft::deploy::journal_parse", "A journal file that is not a weft journal, or is damaged."),
+    C::stable("weft::deploy::journal_partial", "Recovery forward refused: the journal holds only the parts of a large plan journaled before the apply stopped; it can be rolled back, not forward. Nothing was written."),
     C::stable("weft::deploy::journal_unfinished", "A journal recording an apply that did not end: recover it first (`weft apply --recover`)."),
     C::stable("weft::deploy::lock_io", "The lock file of an SM port or a journal cannot be created or taken."),
     C::stable("weft::deploy::locked", "Another weft apply holds the lock of the SM port; nothing was written."),

@@ -14,6 +14,12 @@
 //! {"event":"committed"}              (or "rolled_back")
 //! ```
 //!
+//! A plan too large to read in one part is journaled part by part: the journal is created
+//! with the first part's blocks and `{"event":"partial"}`, each later part's blocks are
+//! appended (synced) before any of its SMPs goes out, and `{"event":"complete"}` follows the
+//! last. Blocks never journaled were never written; a journal that is partial and not
+//! complete can be rolled back, not forward (the plan's other blocks are not in it).
+//!
 //! A torn last line (the writer died while writing it) is ignored.
 
 use crate::smp::{Attr, Payload};
@@ -88,6 +94,11 @@ pub enum Event {
     Committed,
     /// Every block holds what it held before.
     RolledBack,
+    /// The journal holds the first part of the plan's blocks; the others follow, part by
+    /// part, each before its SMPs go out.
+    Partial,
+    /// Every block of the plan is journaled (after [`Event::Partial`]).
+    Complete,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -117,6 +128,12 @@ impl Journal {
             .rev()
             .find(|e| matches!(e, Event::Committed | Event::RolledBack))
             .copied()
+    }
+
+    /// Whether the journal holds only some of the plan's blocks (journaled part by part, the
+    /// last part never reached): it can be rolled back, not forward.
+    pub fn partial(&self) -> bool {
+        self.events.contains(&Event::Partial) && !self.events.contains(&Event::Complete)
     }
 
     /// The highest step that began, if any.
@@ -232,6 +249,27 @@ impl Writer {
         blocks: &[Block],
         fault: Option<JournalFault>,
     ) -> Result<Writer, JournalError> {
+        Writer::create_with(path, header, blocks, fault, false)
+    }
+
+    /// [`Writer::create`] with the first part of a plan's blocks and [`Event::Partial`] after
+    /// them, in the same write: the other parts follow ([`Writer::blocks`]).
+    pub fn create_partial(
+        path: &Path,
+        header: &Header,
+        blocks: &[Block],
+        fault: Option<JournalFault>,
+    ) -> Result<Writer, JournalError> {
+        Writer::create_with(path, header, blocks, fault, true)
+    }
+
+    fn create_with(
+        path: &Path,
+        header: &Header,
+        blocks: &[Block],
+        fault: Option<JournalFault>,
+        partial: bool,
+    ) -> Result<Writer, JournalError> {
         let io = |source| JournalError::Io {
             path: path.to_owned(),
             source,
@@ -251,6 +289,9 @@ impl Writer {
         let mut text = line(&Line::Header(header.clone()));
         for b in blocks {
             text += &line(&Line::Block { block: b.clone() });
+        }
+        if partial {
+            text += &line(&Line::Event(Event::Partial));
         }
         // Written beside (an exclusive temporary with an unpredictable name), synced, then
         // renamed over: a crash leaves the old journal or the new one, whole.
@@ -279,8 +320,22 @@ impl Writer {
         })
     }
 
+    /// Appends `blocks` (a part of a plan journaled part by part), synced to disk.
+    pub fn blocks(&mut self, blocks: &[Block]) -> Result<(), JournalError> {
+        let text: String = blocks
+            .iter()
+            .map(|b| line(&Line::Block { block: b.clone() }))
+            .collect();
+        self.write(&text)
+    }
+
     /// Appends `event`, synced to disk.
     pub fn event(&mut self, event: Event) -> Result<(), JournalError> {
+        self.write(&line(&Line::Event(event)))
+    }
+
+    /// Appends `text` (whole lines), synced to disk: one write, as the fault counts them.
+    fn write(&mut self, text: &str) -> Result<(), JournalError> {
         let io = |source| JournalError::Io {
             path: self.path.clone(),
             source,
@@ -290,9 +345,7 @@ impl Writer {
         if self.fault.is_some_and(|f| f.strikes(n)) {
             return Err(io(JournalFault::error()));
         }
-        self.file
-            .write_all(line(&Line::Event(event)).as_bytes())
-            .map_err(io)?;
+        self.file.write_all(text.as_bytes()).map_err(io)?;
         self.file.sync_data().map_err(io)
     }
 }
@@ -335,6 +388,9 @@ pub fn parse(text: &str) -> Result<Journal, (usize, String)> {
     let mut header = None;
     let mut blocks = Vec::new();
     let mut events = Vec::new();
+    // Journaled part by part and not complete yet: blocks may follow events.
+    let mut parts_open = false;
+    let mut done = std::collections::BTreeSet::new();
     let torn = !text.ends_with('\n');
     let lines: Vec<&str> = text.lines().collect();
     for (i, l) in lines.iter().enumerate() {
@@ -355,7 +411,9 @@ pub fn parse(text: &str) -> Result<Journal, (usize, String)> {
                 }
                 header = Some(h);
             }
-            (Line::Block { block }, _) if events.is_empty() && header.is_some() => {
+            // Blocks come before the events, or (journaled part by part) after `partial` and
+            // before `complete`.
+            (Line::Block { block }, _) if header.is_some() && (events.is_empty() || parts_open) => {
                 // The writer journals blocks step by step, every step from 0 on holding one:
                 // anything else is an edited journal (and a step far out would have recovery
                 // walk every step up to it).
@@ -368,6 +426,13 @@ pub fn parse(text: &str) -> Result<Journal, (usize, String)> {
                         format!("a block of step {} out of order", block.step),
                     ));
                 }
+                // A part journaled after its step ended: an edited journal.
+                if done.contains(&block.step) {
+                    return Err((
+                        i + 1,
+                        format!("a block of step {} after it ended", block.step),
+                    ));
+                }
                 blocks.push(block)
             }
             (Line::Event(e), _) if header.is_some() => {
@@ -375,6 +440,14 @@ pub fn parse(text: &str) -> Result<Journal, (usize, String)> {
                     if blocks.last().is_none_or(|b| step > b.step) {
                         return Err((i + 1, format!("step {step} has no blocks")));
                     }
+                }
+                match e {
+                    Event::Done { step } => {
+                        done.insert(step);
+                    }
+                    Event::Partial => parts_open = true,
+                    Event::Complete => parts_open = false,
+                    _ => {}
                 }
                 events.push(e)
             }
@@ -491,6 +564,41 @@ mod tests {
         }
         let two_steps = format!("{}\n{}\n{}\n", lines[0], lines[1], second(1));
         assert_eq!(parse(&two_steps).unwrap().blocks.len(), 2);
+    }
+
+    #[test]
+    fn a_journal_written_part_by_part_takes_blocks_after_its_events_until_complete() {
+        let text = journal();
+        let lines: Vec<&str> = text.lines().collect();
+        let partial = line(&Line::Event(Event::Partial));
+        let complete = line(&Line::Event(Event::Complete));
+        let done = line(&Line::Event(Event::Done { step: 0 }));
+        let block = format!("{}\n", lines[1]);
+        let next = block.replace("\"step\":0", "\"step\":1");
+        // Header, part one, partial, begin, part two (step 0), complete: read, partial no more.
+        let whole = format!(
+            "{}\n{block}{partial}{}\n{block}{complete}",
+            lines[0], lines[2]
+        );
+        let j = parse(&whole).unwrap();
+        assert_eq!(j.blocks.len(), 2);
+        assert!(!j.partial());
+        // Without `complete`: partial (rolled back only).
+        let cut = format!("{}\n{block}{partial}{}\n{block}", lines[0], lines[2]);
+        assert!(parse(&cut).unwrap().partial());
+        // After `complete`, or of a step that ended, or with no `partial`: refused.
+        for (edited, at) in [
+            (format!("{whole}{block}"), 7),
+            (format!("{cut}{done}{block}"), 7),
+            (format!("{text}{next}"), 4),
+        ] {
+            assert_eq!(parse(&edited).unwrap_err().0, at, "{edited}");
+        }
+        // The next step's blocks after this one ended: read.
+        assert_eq!(
+            parse(&format!("{cut}{done}{next}")).unwrap().blocks.len(),
+            3
+        );
     }
 
     proptest! {

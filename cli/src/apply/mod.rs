@@ -243,6 +243,7 @@ fn go(
         } else {
             args.max_outage_pairs
         },
+        part: ApplyOptions::PART,
     };
     if (args.zero_outage || args.max_outage_pairs.is_some()) && !plan_path.is_dir() {
         return Err(Fatal::Run(
