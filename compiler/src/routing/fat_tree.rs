@@ -78,6 +78,8 @@ use rayon::prelude::*;
 use weft_fabric::LidAssignment;
 use weft_fabric::LFT_UNSET;
 
+mod shortest;
+
 /// The fat-tree engine.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FatTree;
@@ -95,6 +97,11 @@ const CLIMB: u8 = 254;
 /// parents, so that sources spread over every parent leading to the main path — one per pod
 /// under each core in a k-ary n-tree, several where a core has several spines in a pod.
 const DESCEND: u8 = 253;
+
+/// Column marker for "climb to a parent one link nearer on a shortest up*/down* path", set
+/// by [`shortest`] where a switch has several such parents: resolved per switch like
+/// [`CLIMB`], round-robin over them.
+const NEAR: u8 = 252;
 
 /// Levels and up/down port groups of a fat-tree.
 struct Tree {
@@ -224,11 +231,11 @@ impl RoutingEngine for FatTree {
                 node: None,
             });
         }
-        if let Some(big) = g.switches.iter().find(|s| s.ports >= DESCEND) {
+        if let Some(big) = g.switches.iter().find(|s| s.ports >= NEAR) {
             return Err(RouteError::Unsupported {
                 engine: NAME,
                 reason: format!(
-                    "`{}` has {} ports; LFT port numbers stop at 252 here",
+                    "`{}` has {} ports; LFT port numbers stop at 251 here",
                     input.fabric.node(big.id).name(),
                     big.ports
                 ),
@@ -302,13 +309,19 @@ impl RoutingEngine for FatTree {
             chains[usize::from(lid)] = chain;
         }
 
-        // Phase 2 (parallel per destination): up entries and secondary paths.
+        // Phase 2 (parallel per destination): up entries and secondary paths, then every
+        // entry a step of a shortest up*/down* path where one exists.
+        let ladders = shortest::Ladders::of(&g, &t);
         // Per destination, the switches whose entries carry no host traffic (secondary
         // paths, climbs): a bit set, dealt over parallel cables after the others.
         let (columns, secondary): (Vec<Vec<u8>>, Vec<Vec<u64>>) = (0..nlids)
             .into_par_iter()
             .map(|lid| match g.exits[lid] {
-                Some(exit) => column(&g, &t, exit, &chains[lid], &spread[lid]),
+                Some(exit) => {
+                    let (mut col, secondary) = column(&g, &t, exit, &chains[lid], &spread[lid]);
+                    ladders.straighten(&g, &t, exit.sw as usize, lid, &mut col);
+                    (col, secondary)
+                }
                 None => (g.empty_column(), Vec::new()),
             })
             .unzip();
@@ -316,7 +329,7 @@ impl RoutingEngine for FatTree {
         // Phase 3: climbs resolved to parents with up/down entries of their own — before
         // sFtree, whose completed entries lead toward the subtree root and may come straight
         // back down to the climbing switch.
-        let mut rows = resolve_climbs(&g, &t, g.rows(&columns));
+        let mut rows = resolve_climbs(&g, &t, &ladders, g.rows(&columns));
         drop(columns);
 
         // Phase 4: each bundle of parallel cables dealt by per-port counters, in routing order.
@@ -1568,7 +1581,12 @@ impl Bfs {
 /// Replaces every [`CLIMB`] and [`DESCEND`] marker: each switch walks its LIDs in order and
 /// gives the next climbing destination to the next of its up ports whose parent has an entry
 /// for it (for [`DESCEND`]: whose parent is on the way to the main path, going up there itself).
-fn resolve_climbs(g: &Graph, t: &Tree, rows: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+fn resolve_climbs(
+    g: &Graph,
+    t: &Tree,
+    ladders: &shortest::Ladders,
+    rows: Vec<Vec<u8>>,
+) -> Vec<Vec<u8>> {
     // Per switch, its up ports: a bit set over port numbers.
     let up_ports: Vec<[u64; 4]> = (0..g.switches.len())
         .map(|s| {
@@ -1597,10 +1615,29 @@ fn resolve_climbs(g: &Graph, t: &Tree, rows: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
             let mut descents = vec![0usize; g.switches[s].groups.len()];
             let mut live: Vec<usize> = Vec::with_capacity(ups.len());
             for (lid, entry) in row.iter_mut().enumerate() {
-                if *entry != CLIMB && *entry != DESCEND {
+                if *entry != CLIMB && *entry != DESCEND && *entry != NEAR {
                     continue;
                 }
                 live.clear();
+                if *entry == NEAR {
+                    let exit = g.exits.get(lid).copied().flatten().map(|e| e.sw as usize);
+                    live.extend(t.up[s].iter().copied().filter(|&k| {
+                        let p = g.switches[s].groups[k].peer as usize;
+                        exit.is_some_and(|e| ladders.nearer_up(e, s, p))
+                    }));
+                    // Counted with the descents (per set of parents, named by its first group),
+                    // so that the descents of other destinations keep their turns.
+                    let first = live.first().copied().unwrap_or(0);
+                    let n = descents.get(first).copied().unwrap_or(0);
+                    if let Some(c) = descents.get_mut(first) {
+                        *c += 1;
+                    }
+                    *entry = match live.get(n % live.len().max(1)) {
+                        Some(&k) => port_toward(g, s, k, lid as u16),
+                        None => LFT_UNSET,
+                    };
+                    continue;
+                }
                 let descend = *entry == DESCEND;
                 if descend {
                     for &(k, parent, up) in &ups {

@@ -1,0 +1,194 @@
+//! Shortest up*/down* entries: after a destination's column is built (main path, up entries,
+//! secondary paths, climbs), every switch that an up*/down* path joins to the destination
+//! routes it over a shortest one.
+//!
+//! On a tree with every cable in place the column already is shortest: a switch below a
+//! main-path switch climbs to it, and turns at the lowest common ancestor. Where cables are
+//! missing it is not: a leaf that lacks its cable to the main path's spine climbs toward the
+//! main path's core and comes back down (two links more), though a spine it shares with the
+//! destination's leaf joins them in two; and a spine of the destination's pod that is a child
+//! of the main path's core routes up to that core rather than down to the leaf below it.
+//!
+//! [`Ladders`] holds, per exit switch, each switch's down distance (the links of the shortest
+//! path that only descends to it; the switch is then an *ancestor*) and up*/down* distance (the
+//! shortest path that climbs, then descends). [`Ladders::straighten`] then walks the switches
+//! nearest first and keeps an entry when it leads one link nearer (an ancestor down to an
+//! ancestor, another switch up to a parent one nearer; a climb marker only when every parent
+//! it may resolve to is one nearer), else sets the port toward one such neighbour, chosen by
+//! the destination's LID among them. Every entry it sets goes down from an ancestor or up from
+//! a switch that is not one, so the column still has no down→up turn: the routes it changes
+//! add no channel dependency an up*/down* route may not have.
+
+use super::{Tree, ASIDE, CLIMB, DESCEND, NEAR};
+use crate::routing::graph::Graph;
+use rayon::prelude::*;
+use weft_fabric::LFT_UNSET;
+
+/// No path (or one longer than a `u8` holds).
+const FAR: u8 = u8::MAX;
+
+/// Per exit switch, every switch's (down distance, up*/down* distance) to it.
+pub(super) struct Ladders {
+    n: usize,
+    /// `[exit × n + switch]`.
+    dist: Vec<(u8, u8)>,
+}
+
+impl Ladders {
+    /// The distances to every switch of the levels (a switch set aside has none).
+    pub(super) fn of(g: &Graph, t: &Tree) -> Ladders {
+        let n = g.switches.len();
+        let dist = (0..n)
+            .into_par_iter()
+            .flat_map_iter(|e| {
+                let mut d = vec![(FAR, FAR); n];
+                if t.level[e] == ASIDE {
+                    return d;
+                }
+                // Ancestors, climbing from the exit one level per link.
+                d[e].0 = 0;
+                let mut queue = std::collections::VecDeque::from([e]);
+                while let Some(x) = queue.pop_front() {
+                    let next = d[x].0.saturating_add(1);
+                    for &k in &t.up[x] {
+                        let p = g.switches[x].groups[k].peer as usize;
+                        if d[p].0 == FAR {
+                            d[p].0 = next;
+                            queue.push_back(p);
+                        }
+                    }
+                }
+                // Climb, then descend: from the top level down.
+                for &x in &t.top_down {
+                    let mut best = d[x].0;
+                    for &k in &t.up[x] {
+                        let p = g.switches[x].groups[k].peer as usize;
+                        best = best.min(d[p].1.saturating_add(1));
+                    }
+                    d[x].1 = best;
+                }
+                d
+            })
+            .collect();
+        Ladders { n, dist }
+    }
+
+    /// Whether parent `p` of `s` is one link nearer to `exit` on a shortest up*/down* path.
+    pub(super) fn nearer_up(&self, exit: usize, s: usize, p: usize) -> bool {
+        let (down, updown) = self.at(exit, s);
+        updown != FAR && down != updown && self.at(exit, p).1.saturating_add(1) == updown
+    }
+
+    fn at(&self, exit: usize, s: usize) -> (u8, u8) {
+        self.dist
+            .get(exit * self.n + s)
+            .copied()
+            .unwrap_or((FAR, FAR))
+    }
+
+    /// Makes every entry of `col` (the column of `lid`, leaving the switches at `exit`) a step
+    /// of a shortest up*/down* path wherever one exists; returns the entries changed.
+    pub(super) fn straighten(
+        &self,
+        g: &Graph,
+        t: &Tree,
+        exit: usize,
+        lid: usize,
+        col: &mut [u8],
+    ) -> usize {
+        if t.level.get(exit).is_none_or(|&l| l == ASIDE) {
+            return 0;
+        }
+        // The switches by up*/down* distance, nearest first (a counting sort).
+        let mut count = [0u32; 257];
+        for s in 0..self.n {
+            let (_, u) = self.at(exit, s);
+            if u != FAR {
+                count[usize::from(u) + 1] += 1;
+            }
+        }
+        for i in 1..count.len() {
+            count[i] += count[i - 1];
+        }
+        let mut order = vec![0u32; count[256] as usize];
+        for s in 0..self.n {
+            let (_, u) = self.at(exit, s);
+            if u != FAR {
+                let slot = &mut count[usize::from(u)];
+                order[*slot as usize] = s as u32;
+                *slot += 1;
+            }
+        }
+        let mut changed = 0;
+        for &s in &order {
+            let s = s as usize;
+            let (down, updown) = self.at(exit, s);
+            if s == exit || updown == 0 {
+                continue;
+            }
+            let sw = &g.switches[s];
+            let peer = |k: usize| sw.groups[k].peer as usize;
+            // A neighbour one link nearer: an ancestor's child that is an ancestor, or (not
+            // an ancestor) a parent one link nearer.
+            let ancestor = down == updown;
+            let nearer = |k: usize| {
+                let (d, u) = self.at(exit, peer(k));
+                if ancestor {
+                    d.saturating_add(1) == down
+                } else {
+                    u.saturating_add(1) == updown
+                }
+            };
+            let ways: &[usize] = if ancestor { &t.down[s] } else { &t.up[s] };
+            let e = col[s];
+            let keep = match e {
+                LFT_UNSET => false,
+                NEAR => true,
+                CLIMB | DESCEND => {
+                    // The parents `resolve_climbs` may choose: all one link nearer, and one at
+                    // least.
+                    let candidates = t.up[s].iter().filter(|&&k| {
+                        let pe = col[peer(k)];
+                        if e == CLIMB {
+                            pe != LFT_UNSET
+                        } else {
+                            pe == DESCEND
+                                || (pe < DESCEND
+                                    && t.up[peer(k)].iter().any(|&u| {
+                                        g.switches[peer(k)].groups[u]
+                                            .ports
+                                            .iter()
+                                            .any(|&(m, _)| m == pe)
+                                    }))
+                        }
+                    });
+                    let mut any = false;
+                    let mut all = true;
+                    for &k in candidates {
+                        any = true;
+                        all &= !ancestor && nearer(k);
+                    }
+                    any && all
+                }
+                port => ways
+                    .iter()
+                    .any(|&k| sw.groups[k].ports.iter().any(|&(m, _)| m == port) && nearer(k)),
+            };
+            if keep {
+                continue;
+            }
+            let good: Vec<usize> = ways.iter().copied().filter(|&k| nearer(k)).collect();
+            col[s] = match good.as_slice() {
+                [] => continue,
+                // Several parents: chosen per switch, in turn ([`NEAR`]).
+                [_, _, ..] if !ancestor => NEAR,
+                many => {
+                    let k = many.get(lid % many.len()).copied().unwrap_or(0);
+                    super::port_toward(g, s, k, lid as u32)
+                }
+            };
+            changed += 1;
+        }
+        changed
+    }
+}
