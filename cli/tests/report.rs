@@ -442,7 +442,11 @@ fn report_says_a_director_fabric_is_not_rail_optimised() {
     let e = &v["quality"]["hop_excess"];
     assert_eq!(
         (&e["over_updown"], &e["over_shortest"], &e["without_updown"]),
-        (&serde_json::json!(0), &serde_json::json!(0), &serde_json::json!(0)),
+        (
+            &serde_json::json!(0),
+            &serde_json::json!(0),
+            &serde_json::json!(0)
+        ),
         "{e}"
     );
     std::fs::remove_dir_all(&d).unwrap();

@@ -380,7 +380,7 @@ impl RoutingEngine for FatTree {
             .collect();
 
         // Phase 5: sFtree completion through the subtree root, checked.
-        match sftree(&g, &t, rows, input, &order) {
+        match sftree(&g, &t, &ladders, rows, input, &order) {
             Ok((mut rows, notes)) => {
                 // The same deal for the entries there were (every cable keeps its
                 // destinations), the completed ones dealt with the secondary ones: a cable
@@ -628,6 +628,7 @@ const ROOT_CANDIDATES: usize = 16;
 fn sftree(
     g: &Graph,
     t: &Tree,
+    ladders: &shortest::Ladders,
     base: Vec<Vec<u8>>,
     input: &RoutingInput<'_>,
     order: &[u16],
@@ -719,6 +720,12 @@ fn sftree(
             refusal.get_or_insert(e);
             continue;
         }
+        // Routes that need a down→up turn (no up*/down* path joins their ends) turn at the
+        // nearest switch that keeps the tables free of cycles, not always at the root.
+        let service = service_lids(g, f);
+        ladders.shorten_turns(g, t, &mut rows, |lid| {
+            !service.get(lid).copied().unwrap_or(true)
+        });
         let name = |s: usize| format!("`{}`", f.node(g.switches[s].id).name());
         let through = match gateways.as_slice() {
             [] => String::new(),
@@ -1015,6 +1022,26 @@ fn hops(ch: &super::graph::Channels, rows: &[Vec<u8>], dist: &mut [u32], s: usiz
     for &p in path.iter().rev() {
         d += 1;
         dist[p] = d;
+    }
+}
+
+/// Fills `dist` with every switch's hops to the exit switch of `lid` along the entries of
+/// `rows` ([`NO_ENTRY`] where the route has a hole or loops).
+fn route_hops(ch: &super::graph::Channels, rows: &[Vec<u8>], dist: &mut [u32], lid: usize) {
+    for (s, d) in dist.iter_mut().enumerate() {
+        *d = if entry(rows, s, lid) == LFT_UNSET {
+            NO_ENTRY
+        } else {
+            UNCOUNTED
+        };
+    }
+    for s in 0..dist.len() {
+        hops(ch, rows, dist, s, lid);
+    }
+    for d in dist.iter_mut() {
+        if *d == UNCOUNTED {
+            *d = NO_ENTRY;
+        }
     }
 }
 

@@ -192,3 +192,150 @@ impl Ladders {
         changed
     }
 }
+
+impl Ladders {
+    /// Where no up*/down* path joins a leaf with hosts to a host, the route needs a down→up
+    /// turn, and sFtree makes it at the subtree root (far from both ends, in another unit).
+    /// Walking each such route from the leaf, a switch without an up*/down* path of its own is
+    /// set toward the neighbour whose route is shortest, among those one link shorter than its
+    /// own at least, whose turn closes no cycle in the channel dependency graph of the tables
+    /// (every switch a source): the dependencies the new entry adds (from each channel that
+    /// brings the destination into the switch, and onward from the neighbour) are added to
+    /// that graph only when none closes a cycle. The route then turns at the nearest switch
+    /// that keeps the tables deadlock-free, not always at the root. `hosts` says which LIDs
+    /// are hosts' (service nodes are not: their routes are left as they are). Returns the
+    /// entries changed.
+    pub(super) fn shorten_turns(
+        &self,
+        g: &Graph,
+        t: &Tree,
+        rows: &mut [Vec<u8>],
+        hosts: impl Fn(usize) -> bool,
+    ) -> usize {
+        let n = g.switches.len();
+        let leaves: Vec<usize> = (0..n)
+            .filter(|&s| g.switches[s].has_hosts && t.level[s] != ASIDE)
+            .collect();
+        // Per destination, the leaves with hosts no up*/down* path joins to it.
+        let far = |exit: usize| -> Vec<usize> {
+            leaves
+                .iter()
+                .copied()
+                .filter(|&s| s != exit && self.at(exit, s).1 == FAR)
+                .collect()
+        };
+        let wanted: Vec<(usize, usize, Vec<usize>)> = g
+            .exits
+            .iter()
+            .enumerate()
+            .filter_map(|(lid, e)| {
+                let e = (*e)?;
+                let exit = e.sw as usize;
+                if e.port == 0 || t.level[exit] == ASIDE || !hosts(lid) {
+                    return None;
+                }
+                let from = far(exit);
+                (!from.is_empty()).then_some((lid, exit, from))
+            })
+            .collect();
+        if wanted.is_empty() {
+            return 0;
+        }
+        let ch = g.channels();
+        let deps = g.dependencies(&ch, rows);
+        let edges = deps.iter().enumerate().flat_map(|(x, ports)| {
+            let ch = &ch;
+            ports.iter().enumerate().flat_map(move |(p, bits)| {
+                let y = ch.peer(x, p as u8) as usize;
+                (0..256usize)
+                    .filter(move |&q| bits[q / 64] >> (q % 64) & 1 == 1)
+                    .map(move |q| ((ch.base[x] + p) as u32, (ch.base[y] + q) as u32))
+            })
+        });
+        let Some(mut cdg) = crate::routing::acyclic::Acyclic::new(ch.count(), edges) else {
+            return 0;
+        };
+        drop(deps);
+        let mut changes: Vec<(usize, usize, u8)> = Vec::new();
+        let mut dist = vec![0u32; n];
+        let mut added: Vec<(u32, u32)> = Vec::new();
+        for (lid, exit, from) in wanted {
+            for leaf in from {
+                super::route_hops(&ch, rows, &mut dist, lid);
+                let mut x = leaf;
+                for _ in 0..n {
+                    if x == exit || dist[x] >= super::NO_ENTRY {
+                        break;
+                    }
+                    if self.at(exit, x).1 == FAR {
+                        // Neighbours with a shorter route, shortest first (then group order).
+                        let mut toward: Vec<(u32, usize)> = g.switches[x]
+                            .groups
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, grp)| {
+                                let y = grp.peer as usize;
+                                t.level[y] != ASIDE && dist[y].saturating_add(1) < dist[x]
+                            })
+                            .map(|(k, grp)| (dist[grp.peer as usize], k))
+                            .collect();
+                        toward.sort_unstable();
+                        let turned = toward.into_iter().find_map(|(_, k)| {
+                            let port = super::port_toward(g, x, k, lid as u32);
+                            let out = ch.id(x, port)? as u32;
+                            let grp = &g.switches[x].groups[k];
+                            let y = grp.peer as usize;
+                            added.clear();
+                            let mut new: Vec<(u32, u32)> = Vec::new();
+                            if let Some(next) = ch.id(y, super::entry(rows, y, lid)) {
+                                new.push((out, next as u32));
+                            }
+                            for into in &g.switches[x].groups {
+                                let w = into.peer as usize;
+                                for &(_, theirs) in &into.ports {
+                                    if super::entry(rows, w, lid) == theirs {
+                                        if let Some(c) = ch.id(w, theirs) {
+                                            new.push((c as u32, out));
+                                        }
+                                    }
+                                }
+                            }
+                            for &(a, b) in &new {
+                                if cdg.contains(a, b) {
+                                    continue;
+                                }
+                                if !cdg.insert(a, b) {
+                                    for &(a, b) in &added {
+                                        cdg.remove(a, b);
+                                    }
+                                    return None;
+                                }
+                                added.push((a, b));
+                            }
+                            Some(port)
+                        });
+                        if let Some(port) = turned {
+                            changes.push((x, lid, rows[x][lid]));
+                            rows[x][lid] = port;
+                            break;
+                        }
+                    }
+                    let next = ch.peer(x, super::entry(rows, x, lid));
+                    if next == u32::MAX {
+                        break;
+                    }
+                    x = next as usize;
+                }
+            }
+        }
+        // The graph kept every dependency the old entries had, so it holds the new tables'
+        // and more; checked once more on the tables themselves.
+        if !changes.is_empty() && g.first_cycle(rows).is_some() {
+            for &(s, lid, old) in changes.iter().rev() {
+                rows[s][lid] = old;
+            }
+            return 0;
+        }
+        changes.len()
+    }
+}
