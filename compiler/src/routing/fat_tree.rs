@@ -28,11 +28,16 @@
 //! 3. *secondary paths*: every other ancestor of the destination points down toward it, and
 //!    the switches below those route up to them, so every switch that can reach the destination
 //!    by an up/down path has an entry;
+//!    then every entry is made a step of a shortest up*/down* path wherever one exists
+//!    ([`shortest`]: a leaf missing its cable to the main path's spine turns at a spine it
+//!    shares with the destination's leaf, not over a core);
 //! 4. *sFtree* (Bogdanski et al., TACO 2012, Algorithms 1–2): the subtree root is the first
 //!    leaf whose table reaches every switch LID; any switch still without an entry for a
 //!    destination forwards it as it forwards the subtree root's LID. All down→up turns then
 //!    happen inside the one subtree converging on that leaf, so the whole fabric stays
-//!    deadlock-free on one VL (the paper's Theorem 5.2) — in a k-ary n-tree. Where a core
+//!    deadlock-free on one VL (the paper's Theorem 5.2) — in a k-ary n-tree. Routes between
+//!    hosts that no up*/down* path joins then turn nearer than the root wherever that closes
+//!    no channel dependency cycle with the tables (`Ladders::shorten_turns`). Where a core
 //!    reaches several of the root's parents, routes coming down into the root through one of
 //!    them and turning up through another close a credit loop over that core, so the root's
 //!    parents are grouped into classes that share switches above, and routes into the root
