@@ -12,10 +12,10 @@
 //! [`Ladders`] holds, per exit switch, each switch's down distance (the links of the shortest
 //! path that only descends to it; the switch is then an *ancestor*) and up*/down* distance (the
 //! shortest path that climbs, then descends). [`Ladders::straighten`] then walks the switches
-//! nearest first and keeps an entry when it leads one link nearer (an ancestor down to an
+//! from the top level down and keeps an entry when it leads one link nearer (an ancestor down to an
 //! ancestor, another switch up to a parent one nearer; a climb marker only when every parent
 //! it may resolve to is one nearer), else sets the port toward one such neighbour, chosen by
-//! the destination's LID among them. Every entry it sets goes down from an ancestor or up from
+//! the destination's LID among them (several parents: [`NEAR`], resolved in turn per switch). Every entry it sets goes down from an ancestor or up from
 //! a switch that is not one, so the column still has no down→up turn: the routes it changes
 //! add no channel dependency an up*/down* route may not have.
 
@@ -32,7 +32,15 @@ pub(super) struct Ladders {
     n: usize,
     /// `[exit × n + switch]`.
     dist: Vec<(u8, u8)>,
+    /// Per exit: whether every parent of every switch joined to it but not an ancestor is one
+    /// link nearer (an intact tree): an entry up, or a climb marker, is then a shortest step.
+    regular: Vec<bool>,
+    /// Per switch and port: the index of the port's group, [`NO_GROUP`] for none.
+    group: Vec<[u8; 256]>,
 }
+
+/// [`Ladders::group`] of a port that is in none.
+const NO_GROUP: u8 = u8::MAX;
 
 impl Ladders {
     /// The distances to every switch of the levels (a switch set aside has none).
@@ -69,8 +77,50 @@ impl Ladders {
                 }
                 d
             })
+            .collect::<Vec<(u8, u8)>>();
+        let regular = (0..n)
+            .into_par_iter()
+            .map(|e| {
+                let d = dist.get(e * n..(e + 1) * n).unwrap_or_default();
+                (0..n).all(|s| {
+                    let (down, updown) = d[s];
+                    updown == FAR
+                        || down == updown
+                        || t.up[s].iter().all(|&k| {
+                            let p = g.switches[s].groups[k].peer as usize;
+                            d[p].1.saturating_add(1) == updown
+                        })
+                })
+            })
             .collect();
-        Ladders { n, dist }
+        let group = g
+            .switches
+            .iter()
+            .map(|sw| {
+                let mut of = [NO_GROUP; 256];
+                for (k, grp) in sw.groups.iter().enumerate() {
+                    for &(mine, _) in &grp.ports {
+                        of[usize::from(mine)] = u8::try_from(k).unwrap_or(NO_GROUP);
+                    }
+                }
+                of
+            })
+            .collect();
+        Ladders {
+            n,
+            dist,
+            regular,
+            group,
+        }
+    }
+
+    /// The group of `s` that `port` belongs to.
+    fn group_of(&self, s: usize, port: u8) -> Option<usize> {
+        self.group
+            .get(s)
+            .map(|of| of[usize::from(port)])
+            .filter(|&k| k != NO_GROUP)
+            .map(usize::from)
     }
 
     /// Whether parent `p` of `s` is one link nearer to `exit` on a shortest up*/down* path.
@@ -99,31 +149,12 @@ impl Ladders {
         if t.level.get(exit).is_none_or(|&l| l == ASIDE) {
             return 0;
         }
-        // The switches by up*/down* distance, nearest first (a counting sort).
-        let mut count = [0u32; 257];
-        for s in 0..self.n {
-            let (_, u) = self.at(exit, s);
-            if u != FAR {
-                count[usize::from(u) + 1] += 1;
-            }
-        }
-        for i in 1..count.len() {
-            count[i] += count[i - 1];
-        }
-        let mut order = vec![0u32; count[256] as usize];
-        for s in 0..self.n {
-            let (_, u) = self.at(exit, s);
-            if u != FAR {
-                let slot = &mut count[usize::from(u)];
-                order[*slot as usize] = s as u32;
-                *slot += 1;
-            }
-        }
         let mut changed = 0;
-        for &s in &order {
-            let s = s as usize;
+        // From the top level down: a switch's parents are settled before it (an ancestor's
+        // entry depends on the distances only).
+        for &s in &t.top_down {
             let (down, updown) = self.at(exit, s);
-            if s == exit || updown == 0 {
+            if s == exit || updown == 0 || updown == FAR {
                 continue;
             }
             let sw = &g.switches[s];
@@ -140,39 +171,44 @@ impl Ladders {
                 }
             };
             let ways: &[usize] = if ancestor { &t.down[s] } else { &t.up[s] };
+            let regular = self.regular.get(exit).copied().unwrap_or(false);
+            // Whether group `k` of switch `x` goes up (`up`) or down, between levels.
+            let between = |x: usize, k: usize, up: bool| {
+                let p = g.switches[x].groups[k].peer as usize;
+                let (a, b) = (t.level[x], t.level[p]);
+                a != ASIDE && b != ASIDE && if up { b == a + 1 } else { a == b + 1 }
+            };
             let e = col[s];
+            // The parents `resolve_climbs` may choose for a climb marker.
+            let candidate = |k: usize| {
+                let p = peer(k);
+                let pe = col[p];
+                if e == CLIMB {
+                    pe != LFT_UNSET
+                } else {
+                    pe == DESCEND
+                        || (pe < NEAR && self.group_of(p, pe).is_some_and(|u| between(p, u, true)))
+                }
+            };
             let keep = match e {
                 LFT_UNSET => false,
                 NEAR => true,
+                // On an intact tree every parent is one link nearer: any climb is, when there
+                // is a parent to climb to.
+                CLIMB | DESCEND if regular => !ancestor && t.up[s].iter().any(|&k| candidate(k)),
+                // Otherwise all the parents it may climb to are one link nearer, and one at least.
                 CLIMB | DESCEND => {
-                    // The parents `resolve_climbs` may choose: all one link nearer, and one at
-                    // least.
-                    let candidates = t.up[s].iter().filter(|&&k| {
-                        let pe = col[peer(k)];
-                        if e == CLIMB {
-                            pe != LFT_UNSET
-                        } else {
-                            pe == DESCEND
-                                || (pe < DESCEND
-                                    && t.up[peer(k)].iter().any(|&u| {
-                                        g.switches[peer(k)].groups[u]
-                                            .ports
-                                            .iter()
-                                            .any(|&(m, _)| m == pe)
-                                    }))
-                        }
-                    });
                     let mut any = false;
                     let mut all = true;
-                    for &k in candidates {
+                    for &k in t.up[s].iter().filter(|&&k| candidate(k)) {
                         any = true;
                         all &= !ancestor && nearer(k);
                     }
                     any && all
                 }
-                port => ways
-                    .iter()
-                    .any(|&k| sw.groups[k].ports.iter().any(|&(m, _)| m == port) && nearer(k)),
+                port => self
+                    .group_of(s, port)
+                    .is_some_and(|k| between(s, k, !ancestor) && nearer(k)),
             };
             if keep {
                 continue;
