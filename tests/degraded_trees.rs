@@ -1,7 +1,9 @@
 //! `fat_tree` on degraded fat-trees of 2 to 4 levels: with links and switches down at every
 //! level, the tables weft compiles are complete for all pairs and deadlock-free on one VL —
 //! checked by the verifier (which shares no code with the router) — or the fabric is split and
-//! refused naming the cut-off nodes. Never a loop, never an unset entry written.
+//! refused naming the cut-off nodes. Never a loop, never an unset entry written. Where the
+//! tables are fat-tree tables, every host pair that an up*/down* path joins is routed over a
+//! shortest one (hop excess 0).
 //!
 //! The fixed cases are the ones that once broke: XGFT(3;2,2,2;1,2,2) with one core link down
 //! (a spine climbed to a core whose only live link led straight back), XGFT(3;4,4,4;1,4,4)
@@ -105,10 +107,34 @@ fn route_and_prove(src: &str) -> Result<Proven, String> {
         r.failures.first().map(|p| (p.reason, p.witnesses.first().map(|w| w.route.clone())))
     );
     assert_eq!(r.stats.vls, 1);
+    let notes: Vec<&'static str> = built.notes.iter().map(|n| n.code.as_str()).collect();
+    // Fat-tree tables (not the Up*/Down* last resort) route every pair that an up*/down* path
+    // joins over a shortest one.
+    if !notes.contains(&"weft::fat_tree_updn") {
+        let e = hop_excess(&built.state);
+        assert_eq!(
+            (e.over_updown, e.max_over_updown),
+            (0, 0),
+            "fat_tree routes longer than the shortest up*/down* path:\n{src}\nworst {:?}",
+            e.worst
+        );
+    }
     Ok(Proven {
         routes: r.stats.routes,
-        notes: built.notes.iter().map(|n| n.code.as_str()).collect(),
+        notes,
     })
+}
+
+/// The hop excess of a state's routes (one bisection, one shift: only the hops are wanted).
+fn hop_excess(state: &weft_fabric::FabricState) -> weft_metrics::HopExcess {
+    let opts = weft_metrics::QualityOptions {
+        bisections: Some(1),
+        all_shifts_up_to: 0,
+        shift_samples: 1,
+        machines: false,
+        ..weft_metrics::QualityOptions::default()
+    };
+    weft_metrics::quality(state, &opts).hop_excess
 }
 
 #[test]

@@ -297,6 +297,20 @@ fn the_real_selene_dump_is_routed_by_fat_tree() {
         q.bisections.count
     );
     assert!(fat >= 0.5, "fat_tree eBB {fat}");
+    // Shortest routes: every pair an up*/down* path joins is routed over a shortest one; the
+    // 36 that none joins (the management leaves `MLG01-01`/`02` to `selene-cache-03`/`04`
+    // under `MLG01-04`) take one down→up turn and 2 links more than the shortest path.
+    let e = &q.hop_excess;
+    assert_eq!(
+        (e.updown_pairs, e.over_updown, e.max_over_updown),
+        (13_501_914, 0, 0),
+        "{e:?}"
+    );
+    assert_eq!(
+        (e.without_updown, e.over_shortest, e.max_over_shortest),
+        (36, 36, 2),
+        "{e:?}"
+    );
     // Hosts as machines: the 8 HCAs of each DGX (`luna-0001 mlx5_0` …) are one host, each on
     // the rail its device number ranks, and that is how the fabric is cabled: every leaf's
     // hosts are on one rail.
@@ -397,6 +411,20 @@ fn the_real_selene_storage_dump_is_routed_by_fat_tree() {
         q.bisections.count
     );
     assert!(fat >= 0.4, "fat_tree eBB {fat}");
+    // Leaves missing cables to some spines of their pod (`SLG01-09`, `SLG01-10`, `SLG01-13`,
+    // `SLG02-07`) reach the leaves of their pod through a spine both are cabled to, not over a
+    // core (2 426 ordered host pairs took 2 links more).
+    let e = &q.hop_excess;
+    assert_eq!(
+        (
+            e.updown_pairs,
+            e.over_updown,
+            e.without_updown,
+            e.over_shortest
+        ),
+        (1_553_762, 0, 0, 0),
+        "{e:?}"
+    );
 }
 
 /// The program `weft import` writes for a [`Planes`] tree.
@@ -481,7 +509,8 @@ proptest! {
     /// Trees cabled like Selene's storage fabric, random in size, planes, host-less leaves,
     /// missing cables and a management island on a random spine: sFtree from a subtree
     /// root (with cables missing, sFtree turn by turn is allowed), proven; the host-less leaves are leaves (with no cable missing) and the island
-    /// is set aside and reached through the spine it hangs off.
+    /// is set aside and reached through the spine it hangs off; every host pair that an
+    /// up*/down* path joins is routed over a shortest one.
     #[test]
     fn trees_in_planes_are_routed_by_sftree_and_proven(
         pods in 2usize..=3,
@@ -532,6 +561,10 @@ proptest! {
             prop_assert!(note_codes(&b).contains(&Code::SftreeSetAside), "{:?}", b.notes);
         }
         assert_proven(&b.state);
+        // Every host pair an up*/down* path joins is routed over a shortest one, cables
+        // missing or not.
+        let e = weft_metrics::of_build(&b.state).hop_excess;
+        prop_assert_eq!((e.over_updown, e.max_over_updown), (0, 0), "{:?}\n{:?}", p, e.worst);
     }
 }
 

@@ -28,11 +28,16 @@
 //! 3. *secondary paths*: every other ancestor of the destination points down toward it, and
 //!    the switches below those route up to them, so every switch that can reach the destination
 //!    by an up/down path has an entry;
+//!    then every entry is made a step of a shortest up*/down* path wherever one exists
+//!    ([`shortest`]: a leaf missing its cable to the main path's spine turns at a spine it
+//!    shares with the destination's leaf, not over a core);
 //! 4. *sFtree* (Bogdanski et al., TACO 2012, Algorithms 1–2): the subtree root is the first
 //!    leaf whose table reaches every switch LID; any switch still without an entry for a
 //!    destination forwards it as it forwards the subtree root's LID. All down→up turns then
 //!    happen inside the one subtree converging on that leaf, so the whole fabric stays
-//!    deadlock-free on one VL (the paper's Theorem 5.2) — in a k-ary n-tree. Where a core
+//!    deadlock-free on one VL (the paper's Theorem 5.2) — in a k-ary n-tree. Routes between
+//!    hosts that no up*/down* path joins then turn nearer than the root wherever that closes
+//!    no channel dependency cycle with the tables (`Ladders::shorten_turns`). Where a core
 //!    reaches several of the root's parents, routes coming down into the root through one of
 //!    them and turning up through another close a credit loop over that core, so the root's
 //!    parents are grouped into classes that share switches above, and routes into the root
@@ -78,6 +83,8 @@ use rayon::prelude::*;
 use weft_fabric::LidAssignment;
 use weft_fabric::LFT_UNSET;
 
+mod shortest;
+
 /// The fat-tree engine.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FatTree;
@@ -95,6 +102,11 @@ const CLIMB: u8 = 254;
 /// parents, so that sources spread over every parent leading to the main path — one per pod
 /// under each core in a k-ary n-tree, several where a core has several spines in a pod.
 const DESCEND: u8 = 253;
+
+/// Column marker for "climb to a parent one link nearer on a shortest up*/down* path", set
+/// by [`shortest`] where a switch has several such parents: resolved per switch like
+/// [`CLIMB`], round-robin over them.
+const NEAR: u8 = 252;
 
 /// Levels and up/down port groups of a fat-tree.
 struct Tree {
@@ -224,11 +236,11 @@ impl RoutingEngine for FatTree {
                 node: None,
             });
         }
-        if let Some(big) = g.switches.iter().find(|s| s.ports >= DESCEND) {
+        if let Some(big) = g.switches.iter().find(|s| s.ports >= NEAR) {
             return Err(RouteError::Unsupported {
                 engine: NAME,
                 reason: format!(
-                    "`{}` has {} ports; LFT port numbers stop at 252 here",
+                    "`{}` has {} ports; LFT port numbers stop at 251 here",
                     input.fabric.node(big.id).name(),
                     big.ports
                 ),
@@ -302,13 +314,19 @@ impl RoutingEngine for FatTree {
             chains[usize::from(lid)] = chain;
         }
 
-        // Phase 2 (parallel per destination): up entries and secondary paths.
+        // Phase 2 (parallel per destination): up entries and secondary paths, then every
+        // entry a step of a shortest up*/down* path where one exists.
+        let ladders = shortest::Ladders::of(&g, &t);
         // Per destination, the switches whose entries carry no host traffic (secondary
         // paths, climbs): a bit set, dealt over parallel cables after the others.
         let (columns, secondary): (Vec<Vec<u8>>, Vec<Vec<u64>>) = (0..nlids)
             .into_par_iter()
             .map(|lid| match g.exits[lid] {
-                Some(exit) => column(&g, &t, exit, &chains[lid], &spread[lid]),
+                Some(exit) => {
+                    let (mut col, secondary) = column(&g, &t, exit, &chains[lid], &spread[lid]);
+                    ladders.straighten(&g, &t, exit.sw as usize, lid, &mut col);
+                    (col, secondary)
+                }
                 None => (g.empty_column(), Vec::new()),
             })
             .unzip();
@@ -316,7 +334,7 @@ impl RoutingEngine for FatTree {
         // Phase 3: climbs resolved to parents with up/down entries of their own — before
         // sFtree, whose completed entries lead toward the subtree root and may come straight
         // back down to the climbing switch.
-        let mut rows = resolve_climbs(&g, &t, g.rows(&columns));
+        let mut rows = resolve_climbs(&g, &t, &ladders, g.rows(&columns));
         drop(columns);
 
         // Phase 4: each bundle of parallel cables dealt by per-port counters, in routing order.
@@ -367,7 +385,7 @@ impl RoutingEngine for FatTree {
             .collect();
 
         // Phase 5: sFtree completion through the subtree root, checked.
-        match sftree(&g, &t, rows, input, &order) {
+        match sftree(&g, &t, &ladders, rows, input, &order) {
             Ok((mut rows, notes)) => {
                 // The same deal for the entries there were (every cable keeps its
                 // destinations), the completed ones dealt with the secondary ones: a cable
@@ -615,6 +633,7 @@ const ROOT_CANDIDATES: usize = 16;
 fn sftree(
     g: &Graph,
     t: &Tree,
+    ladders: &shortest::Ladders,
     base: Vec<Vec<u8>>,
     input: &RoutingInput<'_>,
     order: &[u16],
@@ -706,6 +725,12 @@ fn sftree(
             refusal.get_or_insert(e);
             continue;
         }
+        // Routes that need a down→up turn (no up*/down* path joins their ends) turn at the
+        // nearest switch that keeps the tables free of cycles, not always at the root.
+        let service = service_lids(g, f);
+        ladders.shorten_turns(g, t, &mut rows, |lid| {
+            !service.get(lid).copied().unwrap_or(true)
+        });
         let name = |s: usize| format!("`{}`", f.node(g.switches[s].id).name());
         let through = match gateways.as_slice() {
             [] => String::new(),
@@ -1002,6 +1027,26 @@ fn hops(ch: &super::graph::Channels, rows: &[Vec<u8>], dist: &mut [u32], s: usiz
     for &p in path.iter().rev() {
         d += 1;
         dist[p] = d;
+    }
+}
+
+/// Fills `dist` with every switch's hops to the exit switch of `lid` along the entries of
+/// `rows` ([`NO_ENTRY`] where the route has a hole or loops).
+fn route_hops(ch: &super::graph::Channels, rows: &[Vec<u8>], dist: &mut [u32], lid: usize) {
+    for (s, d) in dist.iter_mut().enumerate() {
+        *d = if entry(rows, s, lid) == LFT_UNSET {
+            NO_ENTRY
+        } else {
+            UNCOUNTED
+        };
+    }
+    for s in 0..dist.len() {
+        hops(ch, rows, dist, s, lid);
+    }
+    for d in dist.iter_mut() {
+        if *d == UNCOUNTED {
+            *d = NO_ENTRY;
+        }
     }
 }
 
@@ -1568,7 +1613,12 @@ impl Bfs {
 /// Replaces every [`CLIMB`] and [`DESCEND`] marker: each switch walks its LIDs in order and
 /// gives the next climbing destination to the next of its up ports whose parent has an entry
 /// for it (for [`DESCEND`]: whose parent is on the way to the main path, going up there itself).
-fn resolve_climbs(g: &Graph, t: &Tree, rows: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+fn resolve_climbs(
+    g: &Graph,
+    t: &Tree,
+    ladders: &shortest::Ladders,
+    rows: Vec<Vec<u8>>,
+) -> Vec<Vec<u8>> {
     // Per switch, its up ports: a bit set over port numbers.
     let up_ports: Vec<[u64; 4]> = (0..g.switches.len())
         .map(|s| {
@@ -1597,10 +1647,29 @@ fn resolve_climbs(g: &Graph, t: &Tree, rows: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
             let mut descents = vec![0usize; g.switches[s].groups.len()];
             let mut live: Vec<usize> = Vec::with_capacity(ups.len());
             for (lid, entry) in row.iter_mut().enumerate() {
-                if *entry != CLIMB && *entry != DESCEND {
+                if *entry != CLIMB && *entry != DESCEND && *entry != NEAR {
                     continue;
                 }
                 live.clear();
+                if *entry == NEAR {
+                    let exit = g.exits.get(lid).copied().flatten().map(|e| e.sw as usize);
+                    live.extend(t.up[s].iter().copied().filter(|&k| {
+                        let p = g.switches[s].groups[k].peer as usize;
+                        exit.is_some_and(|e| ladders.nearer_up(e, s, p))
+                    }));
+                    // Counted with the descents (per set of parents, named by its first group),
+                    // so that the descents of other destinations keep their turns.
+                    let first = live.first().copied().unwrap_or(0);
+                    let n = descents.get(first).copied().unwrap_or(0);
+                    if let Some(c) = descents.get_mut(first) {
+                        *c += 1;
+                    }
+                    *entry = match live.get(n % live.len().max(1)) {
+                        Some(&k) => port_toward(g, s, k, lid as u16),
+                        None => LFT_UNSET,
+                    };
+                    continue;
+                }
                 let descend = *entry == DESCEND;
                 if descend {
                     for &(k, parent, up) in &ups {

@@ -1,0 +1,377 @@
+//! Shortest up*/down* entries: after a destination's column is built (main path, up entries,
+//! secondary paths, climbs), every switch that an up*/down* path joins to the destination
+//! routes it over a shortest one.
+//!
+//! On a tree with every cable in place the column already is shortest: a switch below a
+//! main-path switch climbs to it, and turns at the lowest common ancestor. Where cables are
+//! missing it is not: a leaf that lacks its cable to the main path's spine climbs toward the
+//! main path's core and comes back down (two links more), though a spine it shares with the
+//! destination's leaf joins them in two; and a spine of the destination's pod that is a child
+//! of the main path's core routes up to that core rather than down to the leaf below it.
+//!
+//! [`Ladders`] holds, per exit switch, each switch's down distance (the links of the shortest
+//! path that only descends to it; the switch is then an *ancestor*) and up*/down* distance (the
+//! shortest path that climbs, then descends). [`Ladders::straighten`] then walks the switches
+//! from the top level down and keeps an entry when it leads one link nearer (an ancestor down to an
+//! ancestor, another switch up to a parent one nearer; a climb marker only when every parent
+//! it may resolve to is one nearer), else sets the port toward one such neighbour, chosen by
+//! the destination's LID among them (several parents: [`NEAR`], resolved in turn per switch). Every entry it sets goes down from an ancestor or up from
+//! a switch that is not one, so the column still has no down→up turn: the routes it changes
+//! add no channel dependency an up*/down* route may not have.
+
+use super::{Tree, ASIDE, CLIMB, DESCEND, NEAR};
+use crate::routing::graph::Graph;
+use rayon::prelude::*;
+use weft_fabric::LFT_UNSET;
+
+/// No path (or one longer than a `u8` holds).
+const FAR: u8 = u8::MAX;
+
+/// Per exit switch, every switch's (down distance, up*/down* distance) to it.
+pub(super) struct Ladders {
+    n: usize,
+    /// `[exit × n + switch]`.
+    dist: Vec<(u8, u8)>,
+    /// Per exit: whether every parent of every switch joined to it but not an ancestor is one
+    /// link nearer (an intact tree): an entry up, or a climb marker, is then a shortest step.
+    regular: Vec<bool>,
+    /// Per switch and port: the index of the port's group, [`NO_GROUP`] for none.
+    group: Vec<[u8; 256]>,
+}
+
+/// [`Ladders::group`] of a port that is in none.
+const NO_GROUP: u8 = u8::MAX;
+
+impl Ladders {
+    /// The distances to every switch of the levels (a switch set aside has none).
+    pub(super) fn of(g: &Graph, t: &Tree) -> Ladders {
+        let n = g.switches.len();
+        let dist = (0..n)
+            .into_par_iter()
+            .flat_map_iter(|e| {
+                let mut d = vec![(FAR, FAR); n];
+                if t.level[e] == ASIDE {
+                    return d;
+                }
+                // Ancestors, climbing from the exit one level per link.
+                d[e].0 = 0;
+                let mut queue = std::collections::VecDeque::from([e]);
+                while let Some(x) = queue.pop_front() {
+                    let next = d[x].0.saturating_add(1);
+                    for &k in &t.up[x] {
+                        let p = g.switches[x].groups[k].peer as usize;
+                        if d[p].0 == FAR {
+                            d[p].0 = next;
+                            queue.push_back(p);
+                        }
+                    }
+                }
+                // Climb, then descend: from the top level down.
+                for &x in &t.top_down {
+                    let mut best = d[x].0;
+                    for &k in &t.up[x] {
+                        let p = g.switches[x].groups[k].peer as usize;
+                        best = best.min(d[p].1.saturating_add(1));
+                    }
+                    d[x].1 = best;
+                }
+                d
+            })
+            .collect::<Vec<(u8, u8)>>();
+        let regular = (0..n)
+            .into_par_iter()
+            .map(|e| {
+                let d = dist.get(e * n..(e + 1) * n).unwrap_or_default();
+                (0..n).all(|s| {
+                    let (down, updown) = d[s];
+                    updown == FAR
+                        || down == updown
+                        || t.up[s].iter().all(|&k| {
+                            let p = g.switches[s].groups[k].peer as usize;
+                            d[p].1.saturating_add(1) == updown
+                        })
+                })
+            })
+            .collect();
+        let group = g
+            .switches
+            .iter()
+            .map(|sw| {
+                let mut of = [NO_GROUP; 256];
+                for (k, grp) in sw.groups.iter().enumerate() {
+                    for &(mine, _) in &grp.ports {
+                        of[usize::from(mine)] = u8::try_from(k).unwrap_or(NO_GROUP);
+                    }
+                }
+                of
+            })
+            .collect();
+        Ladders {
+            n,
+            dist,
+            regular,
+            group,
+        }
+    }
+
+    /// The group of `s` that `port` belongs to.
+    fn group_of(&self, s: usize, port: u8) -> Option<usize> {
+        self.group
+            .get(s)
+            .map(|of| of[usize::from(port)])
+            .filter(|&k| k != NO_GROUP)
+            .map(usize::from)
+    }
+
+    /// Whether parent `p` of `s` is one link nearer to `exit` on a shortest up*/down* path.
+    pub(super) fn nearer_up(&self, exit: usize, s: usize, p: usize) -> bool {
+        let (down, updown) = self.at(exit, s);
+        updown != FAR && down != updown && self.at(exit, p).1.saturating_add(1) == updown
+    }
+
+    fn at(&self, exit: usize, s: usize) -> (u8, u8) {
+        self.dist
+            .get(exit * self.n + s)
+            .copied()
+            .unwrap_or((FAR, FAR))
+    }
+
+    /// Makes every entry of `col` (the column of `lid`, leaving the switches at `exit`) a step
+    /// of a shortest up*/down* path wherever one exists; returns the entries changed.
+    pub(super) fn straighten(
+        &self,
+        g: &Graph,
+        t: &Tree,
+        exit: usize,
+        lid: usize,
+        col: &mut [u8],
+    ) -> usize {
+        if t.level.get(exit).is_none_or(|&l| l == ASIDE) {
+            return 0;
+        }
+        let mut changed = 0;
+        // From the top level down: a switch's parents are settled before it (an ancestor's
+        // entry depends on the distances only).
+        for &s in &t.top_down {
+            let (down, updown) = self.at(exit, s);
+            if s == exit || updown == 0 || updown == FAR {
+                continue;
+            }
+            let sw = &g.switches[s];
+            let peer = |k: usize| sw.groups[k].peer as usize;
+            // A neighbour one link nearer: an ancestor's child that is an ancestor, or (not
+            // an ancestor) a parent one link nearer.
+            let ancestor = down == updown;
+            let nearer = |k: usize| {
+                let (d, u) = self.at(exit, peer(k));
+                if ancestor {
+                    d.saturating_add(1) == down
+                } else {
+                    u.saturating_add(1) == updown
+                }
+            };
+            let ways: &[usize] = if ancestor { &t.down[s] } else { &t.up[s] };
+            let regular = self.regular.get(exit).copied().unwrap_or(false);
+            // Whether group `k` of switch `x` goes up (`up`) or down, between levels.
+            let between = |x: usize, k: usize, up: bool| {
+                let p = g.switches[x].groups[k].peer as usize;
+                let (a, b) = (t.level[x], t.level[p]);
+                a != ASIDE && b != ASIDE && if up { b == a + 1 } else { a == b + 1 }
+            };
+            let e = col[s];
+            // The parents `resolve_climbs` may choose for a climb marker.
+            let candidate = |k: usize| {
+                let p = peer(k);
+                let pe = col[p];
+                if e == CLIMB {
+                    pe != LFT_UNSET
+                } else {
+                    pe == DESCEND
+                        || (pe < NEAR && self.group_of(p, pe).is_some_and(|u| between(p, u, true)))
+                }
+            };
+            let keep = match e {
+                LFT_UNSET => false,
+                NEAR => true,
+                // On an intact tree every parent is one link nearer: any climb is, when there
+                // is a parent to climb to.
+                CLIMB | DESCEND if regular => !ancestor && t.up[s].iter().any(|&k| candidate(k)),
+                // Otherwise all the parents it may climb to are one link nearer, and one at least.
+                CLIMB | DESCEND => {
+                    let mut any = false;
+                    let mut all = true;
+                    for &k in t.up[s].iter().filter(|&&k| candidate(k)) {
+                        any = true;
+                        all &= !ancestor && nearer(k);
+                    }
+                    any && all
+                }
+                port => self
+                    .group_of(s, port)
+                    .is_some_and(|k| between(s, k, !ancestor) && nearer(k)),
+            };
+            if keep {
+                continue;
+            }
+            let good: Vec<usize> = ways.iter().copied().filter(|&k| nearer(k)).collect();
+            col[s] = match good.as_slice() {
+                [] => continue,
+                // Several parents: chosen per switch, in turn ([`NEAR`]).
+                [_, _, ..] if !ancestor => NEAR,
+                many => {
+                    let k = many.get(lid % many.len()).copied().unwrap_or(0);
+                    super::port_toward(g, s, k, lid as u32)
+                }
+            };
+            changed += 1;
+        }
+        changed
+    }
+}
+
+impl Ladders {
+    /// Where no up*/down* path joins a leaf with hosts to a host, the route needs a down→up
+    /// turn, and sFtree makes it at the subtree root (far from both ends, in another unit).
+    /// Walking each such route from the leaf, a switch without an up*/down* path of its own is
+    /// set toward the neighbour whose route is shortest, among those one link shorter than its
+    /// own at least, whose turn closes no cycle in the channel dependency graph of the tables
+    /// (every switch a source): the dependencies the new entry adds (from each channel that
+    /// brings the destination into the switch, and onward from the neighbour) are added to
+    /// that graph only when none closes a cycle. The route then turns at the nearest switch
+    /// that keeps the tables deadlock-free, not always at the root. `hosts` says which LIDs
+    /// are hosts' (service nodes are not: their routes are left as they are). Returns the
+    /// entries changed.
+    pub(super) fn shorten_turns(
+        &self,
+        g: &Graph,
+        t: &Tree,
+        rows: &mut [Vec<u8>],
+        hosts: impl Fn(usize) -> bool,
+    ) -> usize {
+        let n = g.switches.len();
+        let leaves: Vec<usize> = (0..n)
+            .filter(|&s| g.switches[s].has_hosts && t.level[s] != ASIDE)
+            .collect();
+        // Per destination, the leaves with hosts no up*/down* path joins to it.
+        let far = |exit: usize| -> Vec<usize> {
+            leaves
+                .iter()
+                .copied()
+                .filter(|&s| s != exit && self.at(exit, s).1 == FAR)
+                .collect()
+        };
+        let wanted: Vec<(usize, usize, Vec<usize>)> = g
+            .exits
+            .iter()
+            .enumerate()
+            .filter_map(|(lid, e)| {
+                let e = (*e)?;
+                let exit = e.sw as usize;
+                if e.port == 0 || t.level[exit] == ASIDE || !hosts(lid) {
+                    return None;
+                }
+                let from = far(exit);
+                (!from.is_empty()).then_some((lid, exit, from))
+            })
+            .collect();
+        if wanted.is_empty() {
+            return 0;
+        }
+        let ch = g.channels();
+        let deps = g.dependencies(&ch, rows);
+        let edges = deps.iter().enumerate().flat_map(|(x, ports)| {
+            let ch = &ch;
+            ports.iter().enumerate().flat_map(move |(p, bits)| {
+                let y = ch.peer(x, p as u8) as usize;
+                (0..256usize)
+                    .filter(move |&q| bits[q / 64] >> (q % 64) & 1 == 1)
+                    .map(move |q| ((ch.base[x] + p) as u32, (ch.base[y] + q) as u32))
+            })
+        });
+        let Some(mut cdg) = crate::routing::acyclic::Acyclic::new(ch.count(), edges) else {
+            return 0;
+        };
+        drop(deps);
+        let mut changes: Vec<(usize, usize, u8)> = Vec::new();
+        let mut dist = vec![0u32; n];
+        let mut added: Vec<(u32, u32)> = Vec::new();
+        for (lid, exit, from) in wanted {
+            for leaf in from {
+                super::route_hops(&ch, rows, &mut dist, lid);
+                let mut x = leaf;
+                for _ in 0..n {
+                    if x == exit || dist[x] >= super::NO_ENTRY {
+                        break;
+                    }
+                    if self.at(exit, x).1 == FAR {
+                        // Neighbours with a shorter route, shortest first (then group order).
+                        let mut toward: Vec<(u32, usize)> = g.switches[x]
+                            .groups
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, grp)| {
+                                let y = grp.peer as usize;
+                                t.level[y] != ASIDE && dist[y].saturating_add(1) < dist[x]
+                            })
+                            .map(|(k, grp)| (dist[grp.peer as usize], k))
+                            .collect();
+                        toward.sort_unstable();
+                        let turned = toward.into_iter().find_map(|(_, k)| {
+                            let port = super::port_toward(g, x, k, lid as u32);
+                            let out = ch.id(x, port)? as u32;
+                            let grp = &g.switches[x].groups[k];
+                            let y = grp.peer as usize;
+                            added.clear();
+                            let mut new: Vec<(u32, u32)> = Vec::new();
+                            if let Some(next) = ch.id(y, super::entry(rows, y, lid)) {
+                                new.push((out, next as u32));
+                            }
+                            for into in &g.switches[x].groups {
+                                let w = into.peer as usize;
+                                for &(_, theirs) in &into.ports {
+                                    if super::entry(rows, w, lid) == theirs {
+                                        if let Some(c) = ch.id(w, theirs) {
+                                            new.push((c as u32, out));
+                                        }
+                                    }
+                                }
+                            }
+                            for &(a, b) in &new {
+                                if cdg.contains(a, b) {
+                                    continue;
+                                }
+                                if !cdg.insert(a, b) {
+                                    for &(a, b) in &added {
+                                        cdg.remove(a, b);
+                                    }
+                                    return None;
+                                }
+                                added.push((a, b));
+                            }
+                            Some(port)
+                        });
+                        if let Some(port) = turned {
+                            changes.push((x, lid, rows[x][lid]));
+                            rows[x][lid] = port;
+                            break;
+                        }
+                    }
+                    let next = ch.peer(x, super::entry(rows, x, lid));
+                    if next == u32::MAX {
+                        break;
+                    }
+                    x = next as usize;
+                }
+            }
+        }
+        // The graph kept every dependency the old entries had, so it holds the new tables'
+        // and more; checked once more on the tables themselves.
+        if !changes.is_empty() && g.first_cycle(rows).is_some() {
+            for &(s, lid, old) in changes.iter().rev() {
+                rows[s][lid] = old;
+            }
+            return 0;
+        }
+        changes.len()
+    }
+}
