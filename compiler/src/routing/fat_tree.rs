@@ -29,7 +29,7 @@
 //!    the switches below those route up to them, so every switch that can reach the destination
 //!    by an up/down path has an entry;
 //!    then every entry is made a step of a shortest up*/down* path wherever one exists
-//!    ([`shortest`]: a leaf missing its cable to the main path's spine turns at a spine it
+//!    (`shortest`: a leaf missing its cable to the main path's spine turns at a spine it
 //!    shares with the destination's leaf, not over a core);
 //! 4. *sFtree* (Bogdanski et al., TACO 2012, Algorithms 1–2): the subtree root is the first
 //!    leaf whose table reaches every switch LID; any switch still without an entry for a
