@@ -674,7 +674,8 @@ fn arb_mc_state() -> impl Strategy<Value = FabricState> {
                     .collect();
                 st.multicast.groups.push(McGroup {
                     mlid,
-                    pkey: 1 + pkey % 0xfffe,
+                    // A partition number of 1..=0x7fff, full or limited (0x8000 and 0 name none).
+                    pkey: (1 + pkey % 0x7fff) | (pkey & 0x8000),
                     sl: Sl(sl),
                     members,
                 });
