@@ -849,16 +849,8 @@ fn complete_acyclic(
         }
     }
     let deps = g.dependencies(&ch, base);
-    let used = deps.iter().enumerate().flat_map(|(x, ports)| {
-        let ch = &ch;
-        ports.iter().enumerate().flat_map(move |(p, bits)| {
-            let y = ch.peer(x, p as u8) as usize;
-            (0..256usize)
-                .filter(move |&q| bits[q / 64] >> (q % 64) & 1 == 1)
-                .map(move |q| ((ch.base[x] + p) as u32, (ch.base[y] + q) as u32))
-        })
-    });
-    let updown = super::acyclic::Acyclic::new(ch.count(), turns.into_iter().chain(used))?;
+    let updown =
+        super::acyclic::Acyclic::new(ch.count(), turns.into_iter().chain(ch.edges(&deps)))?;
     drop(deps);
     // Roots with turns to admit: the sFtree candidates (leaves), then every other switch,
     // lowest level first (where leaves have one parent, the turns must be higher).

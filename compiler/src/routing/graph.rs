@@ -327,6 +327,19 @@ impl Channels {
     pub fn id(&self, s: usize, port: u8) -> Option<usize> {
         (self.peer(s, port) != u32::MAX).then(|| self.base[s] + usize::from(port))
     }
+
+    /// The dependencies [`Graph::dependencies`] found, as edges between channel ids: each
+    /// channel to every channel of the next switch its traffic continues on.
+    pub fn edges<'a>(&'a self, deps: &'a [Vec<[u64; 4]>]) -> impl Iterator<Item = (u32, u32)> + 'a {
+        deps.iter().enumerate().flat_map(move |(x, ports)| {
+            ports.iter().enumerate().flat_map(move |(p, bits)| {
+                let y = self.peer(x, p as u8) as usize;
+                (0..256usize)
+                    .filter(move |&q| bits[q / 64] >> (q % 64) & 1 == 1)
+                    .map(move |q| ((self.base[x] + p) as u32, (self.base[y] + q) as u32))
+            })
+        })
+    }
 }
 
 impl Graph {

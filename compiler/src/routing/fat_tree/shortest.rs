@@ -279,16 +279,8 @@ impl Ladders {
         }
         let ch = g.channels();
         let deps = g.dependencies(&ch, rows);
-        let edges = deps.iter().enumerate().flat_map(|(x, ports)| {
-            let ch = &ch;
-            ports.iter().enumerate().flat_map(move |(p, bits)| {
-                let y = ch.peer(x, p as u8) as usize;
-                (0..256usize)
-                    .filter(move |&q| bits[q / 64] >> (q % 64) & 1 == 1)
-                    .map(move |q| ((ch.base[x] + p) as u32, (ch.base[y] + q) as u32))
-            })
-        });
-        let Some(mut cdg) = crate::routing::acyclic::Acyclic::new(ch.count(), edges) else {
+        let Some(mut cdg) = crate::routing::acyclic::Acyclic::new(ch.count(), ch.edges(&deps))
+        else {
             return 0;
         };
         drop(deps);
