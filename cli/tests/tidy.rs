@@ -362,7 +362,6 @@ const LONG_FILES: &[&str] = &[
     "cli/src/html/topo.rs",
     "cli/tests/cli.rs",
     "compiler/src/routing/fat_tree.rs",
-    "deploy/src/sim.rs",
     "fabric/src/cabling.rs",
     "fabric/src/ibnetdiscover/tests.rs",
     "fabric/src/model.rs",
