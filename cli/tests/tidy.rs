@@ -47,7 +47,7 @@ const RULES: &[(&str, &[&str], &str)] = &[
     ),
     (
         "weft-deploy",
-        &["weft-fabric", "weft-plan", "weft-verifier"],
+        &["weft-fabric", "weft-plan", "weft-traffic", "weft-verifier"],
         "deploy proves what it writes on the tables it reads, never compiles",
     ),
     (
