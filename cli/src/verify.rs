@@ -22,6 +22,7 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use weft_fabric::ValidState;
+use weft_verifier::engines::Engines;
 use weft_verifier::{certificate, Options, Outcome, Property, Report, Scope};
 
 /// Arguments of `weft verify`.
@@ -567,31 +568,15 @@ pub(crate) fn run_checks(
     let z3 = weft_verifier::z3::Z3 {
         timeout_ms: args.z3_timeout.saturating_mul(1000),
     };
+    let engines = match args.engine {
+        Engine::Explicit => Engines::Explicit,
+        Engine::Z3 => Engines::Z3,
+        Engine::Both => Engines::Both,
+    };
     crate::term::phase("proving");
-    let mut report = (args.engine != Engine::Z3).then(|| weft_verifier::verify(state, &opts));
-    let mut z3_report = (args.engine != Engine::Explicit).then(|| z3.run(state, &opts));
-    if args.adaptive_routing {
-        if let Some(r) = report.as_mut() {
-            r.under_adaptive_routing();
-        }
-        if let Some(z) = z3_report.as_mut() {
-            z.verdict.under_adaptive_routing();
-        }
-    }
-    if let (Some(r), Some(z)) = (&report, &z3_report) {
-        if r.verdict != z.verdict {
-            return Err(Fatal::Run(format!(
-                "the explicit and z3 engines disagree (explicit: {}, z3: {}); please report this [weft::engines_disagree]",
-                serde_json::to_string(&r.verdict)?,
-                serde_json::to_string(&z.verdict)?
-            )));
-        }
-    }
-    let verdict = report
-        .as_ref()
-        .map(|r| r.verdict.clone())
-        .or_else(|| z3_report.as_ref().map(|z| z.verdict.clone()))
-        .ok_or_else(|| Fatal::Run("no engine ran".into()))?;
+    let run = weft_verifier::engines::run(state, &opts, engines, z3, args.adaptive_routing)
+        .map_err(|e| Fatal::Run(format!("{e} [weft::engines_disagree]")))?;
+    let (report, z3_report, verdict) = (run.explicit, run.z3, run.verdict);
     if let (Some(p), Some(r)) = (&args.write_certificate, &report) {
         if let Some(c) = &r.certificate {
             crate::output::write_file(p, (c.to_json() + "\n").as_bytes()).map_err(Fatal::Run)?;
