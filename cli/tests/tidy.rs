@@ -359,7 +359,6 @@ fn libraries_never_print() {
 /// may join it.
 const LONG_FILES: &[&str] = &[
     "bench/src/bin/opensm_reroute.rs",
-    "cli/src/html/topo.rs",
     "cli/tests/cli.rs",
     "compiler/src/routing/fat_tree.rs",
     "deploy/src/apply.rs",
