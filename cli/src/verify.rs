@@ -500,63 +500,7 @@ pub(crate) fn run_checks(
         };
     }
     if let Some(p) = &args.certificate {
-        let cert = weft_verifier::Certificate::from_json(&read(p)?).map_err(|e| {
-            Fatal::Input(
-                vec![findings::of_certificate_error(&e, &p.display().to_string())],
-                None,
-            )
-        })?;
-        let req = weft_verifier::Request {
-            scope,
-            properties: properties.clone(),
-        };
-        crate::term::phase("checking the certificate");
-        let result = certificate::check(state, &cert, &req);
-        let found: Vec<findings::Finding> = result
-            .as_ref()
-            .err()
-            .map(|e| findings::of_certificate_error(e, &p.display().to_string()))
-            .into_iter()
-            .collect();
-        let text = match (&result, args.format) {
-            (Ok(_), Format::Human) if quiet => String::new(),
-            (Ok(s), Format::Human) => format!(
-                "✓ certificate accepted: {} ({} routes, {} route states checked)\n  traffic: {}\n",
-                crate::render::proven_sentence(
-                    &s.properties,
-                    s.scope,
-                    s.destinations,
-                    s.hca_destinations,
-                    s.switch_destinations
-                ),
-                crate::render::group(s.routes),
-                crate::render::group(s.states),
-                s.traffic.describe()
-            ),
-            (Err(_), Format::Human) => findings::human_loops(&found),
-            (r, Format::Sarif) => {
-                let summary = json!({"accepted": r.is_ok(), "summary": r.as_ref().ok()});
-                serde_json::to_string_pretty(&findings::sarif(&found, summary))? + "\n"
-            }
-            (r, _) => {
-                serde_json::to_string_pretty(&findings::document(
-                    "verify",
-                    json!({
-                        "ok": r.is_ok(),
-                        "certificate": p.display().to_string(),
-                        "accepted": r.is_ok(),
-                        "summary": r.as_ref().ok(),
-                        "findings": found,
-                    }),
-                ))? + "\n"
-            }
-        };
-        crate::out(None, &text)?;
-        return Ok(if result.is_ok() {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        });
+        return check_certificate(state, p, properties, scope, args.format, quiet);
     }
     let opts = Options {
         scope,
@@ -659,6 +603,72 @@ pub(crate) fn run_checks(
     // and `build` count it); 2 is for a run that could not happen (bad input), returned above.
     // A cabling that differs from the design (`audit --expect`) is exit 1 too.
     Ok(if all_proven && cabled {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `weft verify --certificate FILE`: re-checks the certificate against `state` for `properties`
+/// in `scope`, and reports.
+fn check_certificate(
+    state: &ValidState,
+    p: &Path,
+    properties: Vec<Property>,
+    scope: Scope,
+    format: Format,
+    quiet: bool,
+) -> Result<ExitCode, Fatal> {
+    let cert = weft_verifier::Certificate::from_json(&read(p)?).map_err(|e| {
+        Fatal::Input(
+            vec![findings::of_certificate_error(&e, &p.display().to_string())],
+            None,
+        )
+    })?;
+    let req = weft_verifier::Request { scope, properties };
+    crate::term::phase("checking the certificate");
+    let result = certificate::check(state, &cert, &req);
+    let found: Vec<findings::Finding> = result
+        .as_ref()
+        .err()
+        .map(|e| findings::of_certificate_error(e, &p.display().to_string()))
+        .into_iter()
+        .collect();
+    let text = match (&result, format) {
+        (Ok(_), Format::Human) if quiet => String::new(),
+        (Ok(s), Format::Human) => format!(
+            "✓ certificate accepted: {} ({} routes, {} route states checked)\n  traffic: {}\n",
+            crate::render::proven_sentence(
+                &s.properties,
+                s.scope,
+                s.destinations,
+                s.hca_destinations,
+                s.switch_destinations
+            ),
+            crate::render::group(s.routes),
+            crate::render::group(s.states),
+            s.traffic.describe()
+        ),
+        (Err(_), Format::Human) => findings::human_loops(&found),
+        (r, Format::Sarif) => {
+            let summary = json!({"accepted": r.is_ok(), "summary": r.as_ref().ok()});
+            serde_json::to_string_pretty(&findings::sarif(&found, summary))? + "\n"
+        }
+        (r, _) => {
+            serde_json::to_string_pretty(&findings::document(
+                "verify",
+                json!({
+                    "ok": r.is_ok(),
+                    "certificate": p.display().to_string(),
+                    "accepted": r.is_ok(),
+                    "summary": r.as_ref().ok(),
+                    "findings": found,
+                }),
+            ))? + "\n"
+        }
+    };
+    crate::out(None, &text)?;
+    Ok(if result.is_ok() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
