@@ -103,8 +103,10 @@ impl MadArgs {
     }
 }
 
+/// `--mkey`: a 64-bit key in hex ([`weft_fabric::hex::lenient_u64`]).
 fn parse_hex(s: &str) -> Result<u64, String> {
-    u64::from_str_radix(s.trim_start_matches("0x"), 16).map_err(|e| format!("`{s}`: {e}"))
+    weft_fabric::hex::lenient_u64(s)
+        .ok_or_else(|| format!("`{s}` is not a 64-bit key in hex (up to 16 digits, `0x` optional)"))
 }
 
 /// Runs `weft audit`.

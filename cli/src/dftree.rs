@@ -67,28 +67,16 @@ enum DftreeTarget {
     Opensm,
 }
 
-/// Parses `--interval`: a number and `ms` or `s`, from 10 ms to one day.
+/// Parses `--interval`: a duration ([`weft_fabric::input::duration_ns`]) from 10 ms to one day.
 fn interval(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let bad = || {
-        format!(
+    let secs = weft_fabric::input::duration_ns(text).map(|ns| ns / 1e9);
+    match secs {
+        Some(secs) if (0.01..=86_400.0).contains(&secs) => Ok(Duration::from_secs_f64(secs)),
+        _ => Err(format!(
             "--interval `{text}`: give a number of milliseconds or seconds (`500ms`, `2s`), \
              from 10ms to 86400s"
-        )
-    };
-    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1.0)
-    } else {
-        return Err(bad());
-    };
-    let v: f64 = num.trim().parse().map_err(|_| bad())?;
-    let secs = v * scale;
-    if !(0.01..=86_400.0).contains(&secs) {
-        return Err(bad());
+        )),
     }
-    Ok(Duration::from_secs_f64(secs))
 }
 
 /// Where the policy the moves go into comes from.

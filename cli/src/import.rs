@@ -48,8 +48,8 @@ fn parse_role(s: &str) -> Result<(weft_fabric::Guid, weft_fabric::Role), String>
     let (g, r) = s
         .split_once('=')
         .ok_or_else(|| format!("`{s}` is not `GUID=ROLE`"))?;
-    let guid = weft_compiler::parse_guid(g.trim())
-        .ok_or_else(|| format!("`{g}` is not a GUID (hex, with or without `0x`)"))?;
+    let guid = weft_fabric::Guid::lenient(g.trim())
+        .map_err(|_| format!("`{g}` is not a GUID (hex, with or without `0x`)"))?;
     let role = weft_fabric::Role::from_keyword(r.trim()).ok_or_else(|| {
         format!("`{r}` is not a role (`host`, `aggregation`, `storage` or `management`)")
     })?;

@@ -123,10 +123,11 @@ fn with_sm(state: ValidState, specs: &[String]) -> Result<ValidState, Fatal> {
             }
             None => (spec.as_str(), None),
         };
+        // A word that is not a node's name may be a GUID, written with `0x` as weft writes it.
         let guid = name
-            .strip_prefix("0x")
-            .and_then(|h| u64::from_str_radix(h, 16).ok())
-            .and_then(|g| f.find_guid(weft_fabric::Guid(g)));
+            .parse::<weft_fabric::Guid>()
+            .ok()
+            .and_then(|g| f.find_guid(g));
         let Some(n) = f.find(name).or(guid) else {
             return Err(Fatal::Run(format!(
                 "`--sm {spec}`: no node `{name}` in the fabric"

@@ -385,7 +385,7 @@ pub fn parse_roles(
         } else {
             "`GUID ROLE` per line"
         };
-        let guid = parse_guid(first);
+        let guid = Guid::lenient(first).ok();
         let role = match (only, words.get(1)) {
             (Some(r), None) => Some(r),
             (None, Some(&(_, w))) if words.len() == 2 => Role::from_keyword(w),
@@ -433,17 +433,6 @@ fn words(line: &str) -> impl Iterator<Item = (usize, &str)> {
         let at = w.as_ptr() as usize - line.as_ptr() as usize;
         (at, w)
     })
-}
-
-/// A GUID as roles files and `--role` write it: hex, with or without `0x`.
-pub fn parse_guid(s: &str) -> Option<Guid> {
-    let hex = s
-        .strip_prefix("0x")
-        .or_else(|| s.strip_prefix("0X"))
-        .unwrap_or(s);
-    ((1..=16).contains(&hex.len()) && hex.bytes().all(|b| b.is_ascii_hexdigit()))
-        .then(|| u64::from_str_radix(hex, 16).ok().map(Guid))
-        .flatten()
 }
 
 /// The fabric in ibnetdiscover format (what `ibsim` loads).

@@ -43,8 +43,8 @@ pub mod words;
 pub use check::Summary;
 pub use elaborate::{Elaborated, Origin, DEFAULT_GUID_BASE};
 pub use import::{
-    export_ibnetdiscover, import_ibnetdiscover, import_ibnetdiscover_with, parse_guid, parse_roles,
-    GivenRole, ImportOptions,
+    export_ibnetdiscover, import_ibnetdiscover, import_ibnetdiscover_with, parse_roles, GivenRole,
+    ImportOptions,
 };
 
 use crate::code::Code;

@@ -1,6 +1,7 @@
 //! Hex text of bytes: how a plan file writes an LFT block (two digits an entry, `ff` for
 //! none), a journal a 64-byte SMP payload, and both their SHA-256 digests. One encoder, one
-//! decoder and one serde adaptor ([`block`]) for all of them.
+//! decoder and one serde adaptor ([`block`]) for all of them; and [`lenient_u64`], the one
+//! reader of a 64-bit number people write in hex (a GUID, an M_Key).
 
 const DIGITS: &[u8; 16] = b"0123456789abcdef";
 
@@ -15,6 +16,30 @@ pub fn encode(bytes: &[u8]) -> String {
         }
     }
     s
+}
+
+/// A 64-bit number as people and tools write it in hex: with or without `0x` (or `0X`), 1 to
+/// 16 digits (`0x0002c903000a1b2c`, `2c903000a1b2c`), or four groups of four digits joined by
+/// `:` as `ibv_devinfo` prints a GUID (`0002:c903:000a:1b2c`). `None` for anything else: no
+/// sign, no blanks, no empty text.
+pub fn lenient_u64(text: &str) -> Option<u64> {
+    let hex = text
+        .strip_prefix("0x")
+        .or_else(|| text.strip_prefix("0X"))
+        .unwrap_or(text);
+    let digits: String = if hex.contains(':') {
+        let groups: Vec<&str> = hex.split(':').collect();
+        if groups.len() != 4 || groups.iter().any(|g| g.len() != 4) {
+            return None;
+        }
+        groups.concat()
+    } else {
+        hex.to_owned()
+    };
+    if !(1..=16).contains(&digits.len()) || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u64::from_str_radix(&digits, 16).ok()
 }
 
 fn nibble(c: u8) -> Option<u8> {

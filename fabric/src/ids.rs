@@ -41,6 +41,17 @@ impl FromStr for Guid {
     }
 }
 
+impl Guid {
+    /// A GUID where nothing but a GUID can stand (a roles file, `--role`): `0x` optional, or
+    /// `ibv_devinfo`'s four groups ([`crate::hex::lenient_u64`]). [`Guid::from_str`] requires
+    /// `0x`, as weft's files write it and where a word may be a GUID or a node's name.
+    pub fn lenient(s: &str) -> Result<Guid, GuidError> {
+        crate::hex::lenient_u64(s)
+            .map(Guid)
+            .ok_or_else(|| GuidError(s.to_owned()))
+    }
+}
+
 /// GUIDs as `0x…` hex strings in JSON (a number loses precision above 2^53):
 /// `#[serde(with = "weft_fabric::guid_hex")]`. Written as [`Guid`]'s `Display`, read by
 /// [`Guid::from_str`].
@@ -163,6 +174,38 @@ mod tests {
             GuidError("0x".to_owned()).to_string(),
             "`0x` is not a hex GUID"
         );
+    }
+
+    #[test]
+    fn a_lenient_guid_takes_bare_hex_and_four_groups() {
+        assert_eq!(Guid::lenient("0x2c903000a1b2c"), Ok(Guid(0x2c903000a1b2c)));
+        assert_eq!(Guid::lenient("2c903000a1b2c"), Ok(Guid(0x2c903000a1b2c)));
+        assert_eq!(
+            Guid::lenient("0002:c903:000a:1b2c"),
+            Ok(Guid(0x0002_c903_000a_1b2c))
+        );
+        assert_eq!(Guid::lenient("FFFFFFFFFFFFFFFF"), Ok(Guid(u64::MAX)));
+        for bad in [
+            "",
+            "0x",
+            "+1",
+            "0x+1",
+            " 1",
+            "1 ",
+            "0x0x1",
+            "10000000000000000",
+            "g",
+            "1:2:3:4",
+            "0002:c903:000a",
+            "0002:c903:000a:1b2c:0000",
+            "::::",
+        ] {
+            assert_eq!(
+                Guid::lenient(bad),
+                Err(GuidError(bad.to_owned())),
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

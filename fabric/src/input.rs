@@ -77,3 +77,47 @@ pub fn read_regular(path: &Path, cap: u64) -> Result<String, ReadError> {
         offset: e.utf8_error().valid_up_to(),
     })
 }
+
+/// A time span as people write it in options and files: a decimal number (digits and one
+/// optional `.`; no sign, no exponent) and a unit, `ns`, `us` (or `µs`), `ms` or `s`, with
+/// blanks around either allowed (`500ms`, `2s`, `0.25 s`): the span in nanoseconds, unrounded.
+/// `None` for anything else. The one duration parser of weft; callers say which range they
+/// take.
+pub fn duration_ns(text: &str) -> Option<f64> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+    let (num, unit) = t.split_at(split);
+    let scale = match unit.trim() {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return None,
+    };
+    if num.is_empty() || num.matches('.').count() > 1 || num == "." {
+        return None;
+    }
+    let v: f64 = num.parse().ok()?;
+    Some(v * scale)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::duration_ns;
+
+    #[test]
+    fn durations_are_a_number_and_a_unit() {
+        assert_eq!(duration_ns("500ms"), Some(5e8));
+        assert_eq!(duration_ns(" 2 s "), Some(2e9));
+        assert_eq!(duration_ns("0.25s"), Some(2.5e8));
+        assert_eq!(duration_ns("100us"), Some(1e5));
+        assert_eq!(duration_ns("100µs"), Some(1e5));
+        assert_eq!(duration_ns("7ns"), Some(7.0));
+        assert_eq!(duration_ns("0ms"), Some(0.0));
+        for bad in [
+            "", "5", "ms", ".s", "1.2.3s", "-1s", "+1s", "1e9s", "nans", "infs", "2 min", "1 h",
+        ] {
+            assert_eq!(duration_ns(bad), None, "{bad}");
+        }
+    }
+}

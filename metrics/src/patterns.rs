@@ -223,11 +223,7 @@ pub(crate) fn bisection_flows(n: usize, seed: u64) -> Vec<(u32, u32)> {
 /// paired with item `i` of the second.
 pub(crate) fn halves(n: usize, seed: u64) -> (Vec<u32>, Vec<u32>) {
     let mut perm: Vec<u32> = (0..n as u32).collect();
-    let mut rng = SplitMix64(seed);
-    for i in (1..n).rev() {
-        let j = rng.below(i as u64 + 1) as usize;
-        perm.swap(i, j);
-    }
+    SplitMix64(seed).shuffle(&mut perm);
     let b = perm.split_off(n / 2);
     (perm, b)
 }

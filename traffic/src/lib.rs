@@ -404,21 +404,9 @@ impl SwitchBuffers {
 /// Parses a duration such as `1ms`, `200us` (or `200µs`), `500ns`, `0.5ms`, `1s` into
 /// nanoseconds. A zero duration is refused.
 pub fn parse_duration(text: &str) -> Result<u64, SimError> {
-    let t = text.trim();
-    let bad = || SimError::Duration(text.to_owned());
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .ok_or_else(bad)?;
-    let (num, unit) = t.split_at(split);
-    let scale: f64 = match unit.trim() {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        _ => return Err(bad()),
-    };
-    let v: f64 = num.parse().map_err(|_| bad())?;
-    let ns = (v * scale).round();
+    let ns = weft_fabric::input::duration_ns(text)
+        .ok_or_else(|| SimError::Duration(text.to_owned()))?
+        .round();
     if !(1.0..1e15).contains(&ns) {
         return Err(SimError::Param(format!(
             "duration `{text}` is out of range: from 1 ns to below 10^15 ns (about 11 days of \

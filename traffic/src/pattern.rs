@@ -331,11 +331,7 @@ impl Pattern {
             }
             Traffic::Permutation => {
                 let mut order: Vec<u32> = (0..n).collect();
-                let mut rng = SplitMix64(seed ^ 0x7065_726d_7574_6521);
-                for i in (1..order.len()).rev() {
-                    let j = rng.below(i as u64 + 1) as usize;
-                    order.swap(i, j);
-                }
+                SplitMix64(seed ^ 0x7065_726d_7574_6521).shuffle(&mut order);
                 let mut t = vec![None; hosts];
                 for (j, &h) in order.iter().enumerate() {
                     let succ = order.get((j + 1) % hosts).copied();
