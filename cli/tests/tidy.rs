@@ -21,8 +21,13 @@ use std::process::Command;
 const RULES: &[(&str, &[&str], &str)] = &[
     ("weft-fabric", &[], "the model depends on no weft crate"),
     (
-        "weft-compiler",
+        "weft-formats",
         &["weft-fabric"],
+        "formats are read into the model and written from it",
+    ),
+    (
+        "weft-compiler",
+        &["weft-fabric", "weft-formats"],
         "the compiler emits states; it never proves them",
     ),
     (
@@ -32,22 +37,22 @@ const RULES: &[(&str, &[&str], &str)] = &[
     ),
     (
         "weft-traffic",
-        &["weft-fabric"],
+        &["weft-fabric", "weft-formats"],
         "the simulator runs any state, whoever routed it",
     ),
     (
         "weft-verifier",
-        &["weft-fabric"],
+        &["weft-fabric", "weft-formats"],
         "the verifier must not depend on the compiler",
     ),
     (
         "weft-plan",
-        &["weft-fabric", "weft-verifier"],
+        &["weft-fabric", "weft-formats", "weft-verifier"],
         "the planner proves with the verifier, never compiles",
     ),
     (
         "weft-deploy",
-        &["weft-fabric", "weft-plan", "weft-verifier"],
+        &["weft-fabric", "weft-formats", "weft-plan", "weft-verifier"],
         "deploy proves what it writes on the tables it reads, never compiles",
     ),
     (
@@ -55,6 +60,7 @@ const RULES: &[(&str, &[&str], &str)] = &[
         &[
             "weft-compiler",
             "weft-fabric",
+            "weft-formats",
             "weft-metrics",
             "weft-verifier",
         ],
@@ -67,6 +73,7 @@ const RULES: &[(&str, &[&str], &str)] = &[
             "weft-deploy",
             "weft-driver",
             "weft-fabric",
+            "weft-formats",
             "weft-metrics",
             "weft-plan",
             "weft-traffic",
@@ -81,6 +88,7 @@ const RULES: &[(&str, &[&str], &str)] = &[
             "weft-deploy",
             "weft-driver",
             "weft-fabric",
+            "weft-formats",
             "weft-metrics",
             "weft-plan",
             "weft-verifier",
@@ -94,6 +102,7 @@ const RULES: &[(&str, &[&str], &str)] = &[
             "weft-deploy",
             "weft-driver",
             "weft-fabric",
+            "weft-formats",
             "weft-metrics",
             "weft-plan",
             "weft-tests",
@@ -108,6 +117,7 @@ const RULES: &[(&str, &[&str], &str)] = &[
 const LIBRARIES: &[&str] = &[
     "weft-driver",
     "weft-fabric",
+    "weft-formats",
     "weft-compiler",
     "weft-metrics",
     "weft-traffic",
@@ -364,12 +374,12 @@ const LONG_FILES: &[&str] = &[
     "compiler/src/routing/fat_tree.rs",
     "deploy/src/apply.rs",
     "deploy/src/sim.rs",
-    "fabric/src/cabling.rs",
-    "fabric/src/ibnetdiscover/tests.rs",
     "fabric/src/model.rs",
-    "fabric/src/plan.rs",
     "fabric/src/state/json/mod.rs",
     "fabric/src/state/valid.rs",
+    "formats/src/cabling.rs",
+    "formats/src/ibnetdiscover/tests.rs",
+    "formats/src/plan.rs",
     "plan/src/lib.rs",
     "tests/apply.rs",
     "tests/trust.rs",

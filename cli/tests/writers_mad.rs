@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use weft_fabric::plan::{Plan, SmpWrite};
+use weft_formats::plan::{Plan, SmpWrite};
 use weft_fabric::ValidState;
 use weft_tests::ibsim::{self, Ibsim, Limits};
 
@@ -59,7 +59,7 @@ fn plans(name: &str) -> (PathBuf, ValidState) {
 
 /// ibsim on the old fabric.
 fn start(tools: &ibsim::Tools, old: &ValidState) -> Ibsim {
-    let net = weft_fabric::ibnetdiscover::write(&old.fabric, Some(&old.lids)).unwrap();
+    let net = weft_formats::ibnetdiscover::write(&old.fabric, Some(&old.lids)).unwrap();
     Ibsim::start(tools, &net, Some(Limits::for_fabric(&old.fabric))).unwrap()
 }
 

@@ -49,7 +49,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use weft_fabric::plan::{vlarb_block, Plan, SmpWrite, LFT_BLOCK, PKEY_BLOCK};
+use weft_formats::plan::{vlarb_block, Plan, SmpWrite, LFT_BLOCK, PKEY_BLOCK};
 
 mod parts;
 use weft_fabric::{Guid, PortNum, ValidState, WireDiff};

@@ -32,7 +32,7 @@
 //! goes away, then what is added), [`qos`] (SL→VL and VL arbitration writes), [`migrate`] (VM
 //! migrations: FTreeMinRC's skyline, ItRC). [`check_steps`] and [`check_steps_read`] prove steps
 //! someone else ordered (a plan file, on the tables `weft apply` reads). Plans are
-//! [`weft_fabric::plan::Plan`]: format `weft-plan` v2, one write per line, fingerprints of the
+//! [`weft_formats::plan::Plan`]: format `weft-plan` v2, one write per line, fingerprints of the
 //! fabric it applies to and of the state it leads to, its wire view, the declared partitions
 //! and SM ports, what the steps were proven to keep, and a digest of the canonical text.
 //!
@@ -51,7 +51,7 @@ pub mod qos;
 pub mod repair;
 
 use serde::Serialize;
-use weft_fabric::plan::{
+use weft_formats::plan::{
     Plan, PlanStep, Proof, SmpWrite, LFT_BLOCK, PKEY_BLOCK, PLAN_FORMAT, PLAN_VERSION,
 };
 use weft_fabric::{

@@ -15,7 +15,7 @@
 //! MFTs as they are (see [`keep_current`]).
 
 use crate::{PlanError, StepCheck};
-use weft_fabric::plan::{MftBlock, SmpWrite, LFT_BLOCK, MFT_BLOCK};
+use weft_formats::plan::{MftBlock, SmpWrite, LFT_BLOCK, MFT_BLOCK};
 use weft_fabric::{FabricState, Lid, Mft, Mlid, PortNum, ValidState};
 use weft_verifier::{Outcome, Property, Scope};
 

@@ -33,7 +33,7 @@
 use crate::{order, PlanError};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
-use weft_fabric::plan::{PlanStep, SmpWrite};
+use weft_formats::plan::{PlanStep, SmpWrite};
 use weft_fabric::{
     FabricState, Lid, LinkState, NodeId, PKey, PortNum, PortRef, ValidState, VirtualPort, LFT_UNSET,
 };
@@ -323,7 +323,7 @@ impl<'a> Migrator<'a> {
                     if entry(&now, x, lid) != port {
                         mine.push((x, lid, port));
                         updated.insert(x);
-                        blocks.insert((x, lid / weft_fabric::plan::LFT_BLOCK as u16));
+                        blocks.insert((x, lid / weft_formats::plan::LFT_BLOCK as u16));
                     }
                 }
             }

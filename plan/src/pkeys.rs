@@ -3,7 +3,7 @@
 //! `isolated` in every mix sees them ([`weft_verifier::partition_mix`]).
 
 use std::collections::BTreeMap;
-use weft_fabric::plan::{Member, Plan, PlanPartition, SmPort, SmpWrite};
+use weft_formats::plan::{Member, Plan, PlanPartition, SmPort, SmpWrite};
 use weft_fabric::{Lid, PortRef, ValidState};
 use weft_verifier::partition_mix::{Declared, PkeyWrite};
 

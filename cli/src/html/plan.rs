@@ -6,7 +6,7 @@ use super::topo::Topo;
 use super::{esc, page};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use weft_fabric::plan::SmpWrite;
+use weft_formats::plan::SmpWrite;
 use weft_fabric::{Fabric, NodeId};
 use weft_plan::Planned;
 

@@ -17,7 +17,7 @@
 use super::{esc, heat, n, rail_colour};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use weft_fabric::hostlist::natural_cmp;
+use weft_formats::hostlist::natural_cmp;
 use weft_fabric::{Fabric, LinkState, NodeId};
 use weft_metrics::{LinkLoad, LinkLoads};
 

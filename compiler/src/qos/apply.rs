@@ -6,7 +6,7 @@ use super::lanes::Pairs;
 use super::LaneMap;
 use crate::routing::Layers;
 use crate::LaneScheme;
-use weft_fabric::opensm::{write_qos_conf, QosConf};
+use weft_formats::opensm::{write_qos_conf, QosConf};
 use weft_fabric::{
     FabricState, Lid, LidRange, NodeId, PortRef, Sl, SlSet, SwitchSls, VlArb, VlWeight,
 };
