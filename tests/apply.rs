@@ -552,12 +552,14 @@ fn a_block_written_twice_in_one_step_is_refused_before_any_write() {
     let mut again = new;
     // One more entry changed: the same block, onward from what the first write leaves.
     again[1] = if again[1] == 1 { 2 } else { 1 };
-    plan.steps[0].writes.push(weft_formats::plan::SmpWrite::Lft {
-        switch,
-        block,
-        old: new,
-        new: again,
-    });
+    plan.steps[0]
+        .writes
+        .push(weft_formats::plan::SmpWrite::Lft {
+            switch,
+            block,
+            old: new,
+            new: again,
+        });
     let sm = sm_port(&start);
     let mut sim = SimFabric::new(&start, sm).unwrap();
     let before = sim.tables();

@@ -12,8 +12,8 @@
     clippy::print_stderr
 )]
 
-use weft_formats::plan::SmpWrite;
 use weft_fabric::ValidState;
+use weft_formats::plan::SmpWrite;
 use weft_plan::migrate::{LidMove, Marking};
 use weft_plan::{check_steps, plan, Options, Target};
 use weft_tests::{compiled, example};

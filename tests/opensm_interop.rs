@@ -13,8 +13,8 @@
 
 use std::time::Duration;
 use weft_compiler::NoFiles;
-use weft_formats::ibnetdiscover::{self, ParseOptions};
 use weft_fabric::{Fabric, FabricState, Lid};
+use weft_formats::ibnetdiscover::{self, ParseOptions};
 use weft_tests::assert_isomorphic;
 use weft_tests::ibsim::{self, Ibsim, Limits};
 

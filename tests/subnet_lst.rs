@@ -10,8 +10,8 @@
 
 use std::collections::BTreeSet;
 use std::time::Duration;
-use weft_formats::ibnetdiscover::{self, Code, Discovered, InputFormat, ParseOptions};
 use weft_fabric::{Fabric, Guid, NodeKind};
+use weft_formats::ibnetdiscover::{self, Code, Discovered, InputFormat, ParseOptions};
 use weft_tests::ibsim::{self, Ibsim, Limits};
 
 fn read(text: &str, what: &str) -> Discovered {

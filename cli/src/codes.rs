@@ -5,7 +5,10 @@ use weft_fabric::code::{CodeInfo, Status};
 
 /// The registries, each with the part of weft that reports its codes.
 pub const REGISTRIES: [(&str, &[CodeInfo]); 7] = [
-    ("the state file reader (state.json)", weft_fabric::code::CODES),
+    (
+        "the state file reader (state.json)",
+        weft_fabric::code::CODES,
+    ),
     (
         "the readers of files (ibnetdiscover, plan, OpenSM dumps, cabling sheets)",
         weft_formats::CODES,
@@ -193,7 +196,8 @@ mod tests {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let mut out = Vec::new();
         let mut dirs: Vec<std::path::PathBuf> = [
-            "fabric", "formats", "compiler", "verifier", "plan", "deploy", "driver", "metrics", "cli",
+            "fabric", "formats", "compiler", "verifier", "plan", "deploy", "driver", "metrics",
+            "cli",
         ]
         .iter()
         .map(|c| root.join(c).join("src"))

@@ -16,8 +16,8 @@ use crate::{out, ColorChoice, Fatal};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use weft_formats::cabling::{Comparison, Difference, End, MatchMode, Options};
 use weft_fabric::Fabric;
+use weft_formats::cabling::{Comparison, Difference, End, MatchMode, Options};
 
 /// `weft diff` arguments.
 #[derive(clap::Args)]

@@ -306,13 +306,14 @@ fn load(args: &Args, color: ColorChoice) -> Result<Loaded, Fatal> {
         };
         if let Some(m) = &args.node_name_map {
             let map = read(m)?;
-            opts.name_map = weft_formats::ibnetdiscover::parse_node_name_map(&map).map_err(|e| {
-                let e = e.with_source_name(&m.display().to_string());
-                Fatal::Input(
-                    findings::of_miette(&e, &m.display().to_string(), Some(&map)),
-                    None,
-                )
-            })?;
+            opts.name_map =
+                weft_formats::ibnetdiscover::parse_node_name_map(&map).map_err(|e| {
+                    let e = e.with_source_name(&m.display().to_string());
+                    Fatal::Input(
+                        findings::of_miette(&e, &m.display().to_string(), Some(&map)),
+                        None,
+                    )
+                })?;
         }
         let topo_name = topo.display().to_string();
         let d = weft_formats::ibnetdiscover::parse(&text, &opts)

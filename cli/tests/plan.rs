@@ -7,8 +7,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use weft_formats::plan::{Plan, SmpWrite};
 use weft_fabric::{Fingerprint, ValidState};
+use weft_formats::plan::{Plan, SmpWrite};
 
 fn weft(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_weft"))

@@ -23,11 +23,11 @@
 //! capabilities; a found link that records none is not compared); a design node no found
 //! node matches is a missing node, a found node no design node matches an extra node.
 
-use weft_fabric::{Fabric, LinkState};
-use weft_fabric::{Guid, NodeId, PortNum, PortRef, Speed, Width};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt;
+use weft_fabric::{Fabric, LinkState};
+use weft_fabric::{Guid, NodeId, PortNum, PortRef, Speed, Width};
 
 pub mod table;
 
@@ -884,8 +884,8 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
-    use weft_fabric::{FabricBuilder, NodeKind, NodeSpec};
     use proptest::prelude::*;
+    use weft_fabric::{FabricBuilder, NodeKind, NodeSpec};
 
     /// The differences, matching nodes as `weft diff` does by default.
     fn diffs(design: &Fabric, found: &Fabric) -> Vec<Difference> {

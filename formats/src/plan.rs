@@ -45,9 +45,9 @@
 //! can write the file can write a new digest), so `weft apply` proves a plan again on the
 //! fabric whatever its digest says, and skips that only when asked and the digest matches.
 
+use serde::{Deserialize, Serialize};
 use weft_fabric::Fingerprint;
 use weft_fabric::Guid;
-use serde::{Deserialize, Serialize};
 
 /// The `format` of a plan file.
 pub const PLAN_FORMAT: &str = "weft-plan";

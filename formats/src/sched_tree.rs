@@ -29,9 +29,9 @@
 //! order of their first switch.
 
 use crate::hostlist::natural_cmp;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use weft_fabric::machines::{MachineError, Machines};
 use weft_fabric::{Fabric, Guid, NodeId, NodeKind, Role};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// Host names by node GUID, port GUID or name: `GUID-or-name hostname` lines.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -11,11 +11,11 @@
 use proptest::prelude::*;
 use proptest::sample::Index;
 use std::collections::{BTreeMap, BTreeSet};
-use weft_formats::ibnetdiscover::{self, ParseOptions};
 use weft_fabric::{
     Fabric, FabricBuilder, Guid, Lid, LidAssignment, LinkId, LinkState, NodeKind, NodeSpec,
     PortNum, PortRef, Speed, Width,
 };
+use weft_formats::ibnetdiscover::{self, ParseOptions};
 
 #[derive(Clone, Debug)]
 struct NodeGen {

@@ -4,8 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use weft_formats::ibnetdiscover::{self, Discovered, ParseOptions};
 use weft_fabric::{Guid, Lid, NodeKind, PortNum, PortRef, Speed, Width};
+use weft_formats::ibnetdiscover::{self, Discovered, ParseOptions};
 
 const DUMP: &str = include_str!("data/two-switch.ibnetdiscover");
 const NAME_MAP: &str = include_str!("data/two-switch.node-name-map");

@@ -4,12 +4,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use weft_formats::ibnetdiscover::{self, ParseOptions};
-use weft_formats::opensm::{parse_mcmembers, parse_mfts, MftTables};
 use weft_fabric::{
     Fabric, FabricState, JoinState, McGroup, Mlid, NodeId, PortMask, PortNum, PortRef, Sl,
     ValidState,
 };
+use weft_formats::ibnetdiscover::{self, ParseOptions};
+use weft_formats::opensm::{parse_mcmembers, parse_mfts, MftTables};
 
 macro_rules! data {
     ($f:literal) => {

@@ -7,8 +7,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeSet;
-use weft_formats::ibnetdiscover::{self, Code, Discovered, InputFormat, ParseOptions};
 use weft_fabric::{Fabric, Guid, NodeKind};
+use weft_formats::ibnetdiscover::{self, Code, Discovered, InputFormat, ParseOptions};
 
 const TOPOLOGY: &str = include_str!("data/ibsim-leaf-spine.ibnetdiscover");
 const PORTS: &str = include_str!("data/ibsim-leaf-spine.ports");

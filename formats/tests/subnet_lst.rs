@@ -8,9 +8,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeSet;
-use weft_formats::ibnetdiscover::{self, Code, Discovered, InputFormat, ParseErrors, ParseOptions};
 use weft_fabric::rng::SplitMix64;
 use weft_fabric::{Fabric, Guid, NodeKind};
+use weft_formats::ibnetdiscover::{self, Code, Discovered, InputFormat, ParseErrors, ParseOptions};
 
 const TOPOLOGY: &str = include_str!("data/ibsim-leaf-spine.ibnetdiscover");
 const SUBNET: &str = include_str!("data/ibsim-leaf-spine.subnet.lst");

@@ -51,11 +51,11 @@ pub mod qos;
 pub mod repair;
 
 use serde::Serialize;
-use weft_formats::plan::{
-    Plan, PlanStep, Proof, SmpWrite, LFT_BLOCK, PKEY_BLOCK, PLAN_FORMAT, PLAN_VERSION,
-};
 use weft_fabric::{
     FabricState, Fingerprint, PKey, PortRef, StateErrors, ValidState, VirtualPort, WireView,
+};
+use weft_formats::plan::{
+    Plan, PlanStep, Proof, SmpWrite, LFT_BLOCK, PKEY_BLOCK, PLAN_FORMAT, PLAN_VERSION,
 };
 use weft_verifier::partition_mix::{Declared, MixCheck, PkeyMix};
 use weft_verifier::transition::{Change, StepCheck, Transition};

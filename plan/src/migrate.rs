@@ -33,10 +33,10 @@
 use crate::{order, PlanError};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
-use weft_formats::plan::{PlanStep, SmpWrite};
 use weft_fabric::{
     FabricState, Lid, LinkState, NodeId, PKey, PortNum, PortRef, ValidState, VirtualPort, LFT_UNSET,
 };
+use weft_formats::plan::{PlanStep, SmpWrite};
 use weft_verifier::transition::{StepCheck, Transition};
 use weft_verifier::Scope;
 

@@ -3,8 +3,8 @@
 //! `isolated` in every mix sees them ([`weft_verifier::partition_mix`]).
 
 use std::collections::BTreeMap;
-use weft_formats::plan::{Member, Plan, PlanPartition, SmPort, SmpWrite};
 use weft_fabric::{Lid, PortRef, ValidState};
+use weft_formats::plan::{Member, Plan, PlanPartition, SmPort, SmpWrite};
 use weft_verifier::partition_mix::{Declared, PkeyWrite};
 
 /// The partitions `st` declares, by GUID: each member port by its node's GUID and number,

@@ -28,8 +28,8 @@
 //! planner to refuse.
 
 use std::collections::{BTreeMap, BTreeSet};
-use weft_formats::plan::{vlarb_block, SmpWrite, VLARB_BLOCK};
 use weft_fabric::{FabricState, NodeId, PortNum, PortRef, Sl, SwitchState, VlArb};
+use weft_formats::plan::{vlarb_block, SmpWrite, VLARB_BLOCK};
 
 /// A port whose VL high limit two states set differently (a state without arbitration on the
 /// port counts as 0).
@@ -711,8 +711,8 @@ mod tests {
 mod check_tests {
     #![allow(clippy::unwrap_used, clippy::panic)]
     use super::*;
-    use weft_formats::plan::PlanStep;
     use weft_fabric::Guid;
+    use weft_formats::plan::PlanStep;
 
     const SW: Guid = Guid(0x0002_c900_0000_0100);
 

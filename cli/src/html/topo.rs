@@ -17,8 +17,8 @@
 use super::{esc, heat, n, rail_colour};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use weft_formats::hostlist::natural_cmp;
 use weft_fabric::{Fabric, LinkState, NodeId};
+use weft_formats::hostlist::natural_cmp;
 use weft_metrics::{LinkLoad, LinkLoads};
 
 /// Switches above which a tree is drawn grouped by pod.

@@ -5,8 +5,8 @@
 use crate::code::Code;
 use crate::diagnostic::{Diagnostic, SourceId};
 use crate::{ClassMatch, LaneScheme, QosClass};
-use weft_formats::opensm::ConfClass;
 use weft_fabric::{Sl, Vl};
+use weft_formats::opensm::ConfClass;
 
 /// Two classes matching one service ID: OpenSM's QoS policy gives a PathRecord query to the
 /// first match rule that fits it (weft writes the classes' rules in declaration order), so

@@ -20,9 +20,9 @@
 //! number from 1 to 255, a speed or width weft does not know, a cable from a device to
 //! itself, the same cable twice, a port cabled twice, and a file of no cables.
 
+use std::collections::BTreeMap;
 use weft_fabric::{Fabric, FabricBuilder, NodeKind, NodeSpec};
 use weft_fabric::{Guid, NodeId, PortRef, Speed, Width};
-use std::collections::BTreeMap;
 
 /// Why a cabling spreadsheet cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]

@@ -39,8 +39,8 @@ pub use error::{Code, IbnetDiagnostic, ParseErrors, WriteError};
 pub use reader::{detect_format, parse, parse_node_name_map};
 pub use writer::{name_problem, write};
 
-use weft_fabric::{Fabric, Guid, LidAssignment, PortRef};
 use std::collections::BTreeMap;
+use weft_fabric::{Fabric, Guid, LidAssignment, PortRef};
 
 /// The text formats [`parse`] reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -16,7 +16,8 @@ fn one(name: &str) -> (Fabric, NodeId) {
     let ca = b
         .add_node(NodeSpec::new(name, NodeKind::Hca, Guid(0x20), 1))
         .unwrap();
-    b.add_link(PortRef::new(sw, 3), PortRef::new(ca, 1)).unwrap();
+    b.add_link(PortRef::new(sw, 3), PortRef::new(ca, 1))
+        .unwrap();
     (b.finish(), ca)
 }
 

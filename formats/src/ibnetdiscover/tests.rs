@@ -4,7 +4,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use super::*;
-use weft_fabric::{FabricBuilder, Lid, LinkState, NodeKind, NodeSpec, PortNum, PortRef, Speed, Width};
+use weft_fabric::{
+    FabricBuilder, Lid, LinkState, NodeKind, NodeSpec, PortNum, PortRef, Speed, Width,
+};
 
 pub(super) fn opts() -> ParseOptions {
     ParseOptions {

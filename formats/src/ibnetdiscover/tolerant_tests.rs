@@ -9,8 +9,8 @@
 
 use super::tests::{errors, ok, opts, render, warning_codes, SAMPLE};
 use super::*;
-use weft_fabric::{PortNum, PortRef, Speed, Width};
 use proptest::prelude::*;
+use weft_fabric::{PortNum, PortRef, Speed, Width};
 
 const PORTS: &str = include_str!("../../tests/data/ibsim-leaf-spine.ports");
 const LINKINFO: &str = include_str!("../../tests/data/ibsim-leaf-spine.iblinkinfo");
@@ -341,7 +341,10 @@ fn ports_at_lid_0_or_65535_are_unassigned_and_listed() {
             PortRef::new(id("cn3"), 1),
         ]
     );
-    assert_eq!(d.lids.get(id("leaf1"), PortNum(0)), Some(weft_fabric::Lid(1)));
+    assert_eq!(
+        d.lids.get(id("leaf1"), PortNum(0)),
+        Some(weft_fabric::Lid(1))
+    );
     assert_eq!(d.lids.get(id("cn1"), PortNum(1)), Some(weft_fabric::Lid(5)));
     for p in &d.unassigned {
         assert_eq!(d.lids.get(p.node, p.port), None);

@@ -42,10 +42,10 @@
 //! [`Fabric`]: weft_fabric::Fabric
 
 use super::error::WriteError;
+use std::fmt::Write as _;
 use weft_fabric::{
     Fabric, LidAssignment, Link, LinkState, Node, NodeKind, PortNum, PortRef, Speed, Width,
 };
-use std::fmt::Write as _;
 
 /// Longest node description ibsim keeps (it truncates to 63 bytes).
 const MAX_DESC_BYTES: usize = 63;

@@ -10,9 +10,9 @@
 //! entries, comma-separated), `qos_sl2vl` (16 VLs, one per SL), and `max_op_vls` (the
 //! PortInfo:OperationalVLs code OpenSM sets on every link).
 
-use weft_fabric::{FabricState, NodeId, PortRef, Sl, Vl, VlArb, VlWeight};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use weft_fabric::{FabricState, NodeId, PortRef, Sl, Vl, VlArb, VlWeight};
 
 /// One QoS class, for the comment `opensm.conf` gives it: the state records the SL→VL map
 /// and the arbitration tables, not the classes they were made from, so the compiler says
@@ -369,8 +369,8 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
-    use weft_fabric::{FabricBuilder, Guid, NodeKind, NodeSpec, PortState};
     use proptest::prelude::*;
+    use weft_fabric::{FabricBuilder, Guid, NodeKind, NodeSpec, PortState};
 
     /// A switch and two hosts on it, with one SL→VL map and one VLArb everywhere.
     fn state() -> FabricState {

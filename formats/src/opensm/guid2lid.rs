@@ -5,9 +5,9 @@
 //! so consecutive lines would be read as a single garbled record). With this file in its cache
 //! directory OpenSM gives every port the LIDs weft assigned, on its first sweep.
 
-use weft_fabric::{FabricState, Guid};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use weft_fabric::{FabricState, Guid};
 
 /// The LIDs of every port of `state`, sorted by port GUID.
 pub fn write_guid2lid(state: &FabricState) -> String {

@@ -15,8 +15,8 @@
 //! it was 80 % of a 1.44 GB file, and the LIDs it would let OpenSM follow are pinned by the
 //! `guid2lid` file written beside it.
 
-use weft_fabric::{FabricState, Lid, PortNum};
 use std::io::{self, Write};
+use weft_fabric::{FabricState, Lid, PortNum};
 
 /// The LFTs of every switch of `state` in OpenSM's dump format.
 pub fn write_lfts(state: &FabricState) -> String {
@@ -49,7 +49,11 @@ pub fn write_lfts_to(state: &FabricState, out: &mut dyn Write) -> io::Result<()>
 }
 
 /// One switch's block of the dump.
-fn switch_block(state: &FabricState, id: weft_fabric::NodeId, sw: &weft_fabric::SwitchState) -> Vec<u8> {
+fn switch_block(
+    state: &FabricState,
+    id: weft_fabric::NodeId,
+    sw: &weft_fabric::SwitchState,
+) -> Vec<u8> {
     let node = state.fabric.node(id);
     let max_lid = sw.lft.top().0;
     let own = state.lids.get(id, PortNum(0)).map_or(0, |l| l.0);

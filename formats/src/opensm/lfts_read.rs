@@ -16,9 +16,9 @@
 //! so they do not depend on the thread count.
 
 use super::error::{Collector, DumpError, DumpErrors};
-use weft_fabric::{Fabric, Lft, NodeId, MAX_UNICAST_LID};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
+use weft_fabric::{Fabric, Lft, NodeId, MAX_UNICAST_LID};
 
 /// Below this size a dump is read on one thread.
 const PARALLEL_FROM: usize = 1 << 20;

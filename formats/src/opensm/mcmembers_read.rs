@@ -19,8 +19,8 @@
 //! have no MLID, is refused as such. MTU, rate, Q_Key, MGID and the rest are read past.
 
 use super::error::{number, Collector, DumpError, DumpErrors};
-use weft_fabric::{Fabric, JoinState, McGroup, Mlid, PortRef, Sl};
 use std::collections::BTreeMap;
+use weft_fabric::{Fabric, JoinState, McGroup, Mlid, PortRef, Sl};
 
 /// One record as read: its first line and the fields weft uses.
 #[derive(Default)]

@@ -22,8 +22,8 @@
 //! standard error are skipped with a warning.
 
 use super::error::{number, Collector, DumpError, DumpErrors};
-use weft_fabric::{Fabric, Mft, Mlid, NodeId, PortMask, PortNum};
 use std::collections::BTreeMap;
+use weft_fabric::{Fabric, Mft, Mlid, NodeId, PortMask, PortNum};
 
 /// What an MFT dump gives: each listed switch's table, and the MulticastFDBCap of those whose
 /// capability line (`ibroute -M -v`) was printed.

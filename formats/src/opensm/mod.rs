@@ -246,7 +246,11 @@ fn foreign_guid2lid(
         } else {
             n.ports
                 .iter()
-                .filter(|p| fabric.live_peer(weft_fabric::PortRef::new(id, p.num.0)).is_some())
+                .filter(|p| {
+                    fabric
+                        .live_peer(weft_fabric::PortRef::new(id, p.num.0))
+                        .is_some()
+                })
                 .map(|p| p.num)
                 .collect()
         };

@@ -20,9 +20,9 @@
 //! default — removes it from the partition first, so the *last* line naming a port decides its
 //! membership (`both` then means full only). `SELF` names the port OpenSM runs on.
 
-use weft_fabric::{FabricState, Guid, NodeKind, PKey, PortNum, PortRef};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
+use weft_fabric::{FabricState, Guid, NodeKind, PKey, PortNum, PortRef};
 
 /// The default partition's number.
 const DEFAULT: u16 = 0x7fff;

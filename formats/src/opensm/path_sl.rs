@@ -7,9 +7,9 @@
 //! and write this format.
 
 use super::error::{number, Collector, DumpError, DumpErrors};
-use weft_fabric::{Fabric, FabricState, Guid, Lid, PathSl, PortNum, PortRef, Sl, SlSet};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use weft_fabric::{Fabric, FabricState, Guid, Lid, PathSl, PortNum, PortRef, Sl, SlSet};
 
 /// Reads a `.psl` file against `fabric`; pairs it does not list use SL 0. A line names a
 /// source *node*: its SLs apply to every port of that node (port 0 of a switch, every

@@ -20,9 +20,9 @@
 //! injects each SL on). Switches are found by node GUID, end nodes by port GUID.
 
 use super::error::{number, Collector, DumpError, DumpErrors};
-use weft_fabric::{Fabric, FabricState, Guid, NodeId, NodeKind, PortRef, Sl2VlRow};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use weft_fabric::{Fabric, FabricState, Guid, NodeId, NodeKind, PortRef, Sl2VlRow};
 
 const HEADER: &str = "#in out : 0  1  2  3  4  5  6  7  8  9  10 11 12 13 14 15";
 const SEPARATOR: &str = "#--------------------------------------------------------";
@@ -178,7 +178,10 @@ pub fn write_sl2vl(state: &FabricState) -> String {
             NodeKind::Router => "Router",
         };
         if n.is_switch() {
-            let lid = state.lids.get(id, weft_fabric::PortNum(0)).map_or(0, |l| l.0);
+            let lid = state
+                .lids
+                .get(id, weft_fabric::PortNum(0))
+                .map_or(0, |l| l.0);
             let _ = writeln!(
                 out,
                 "{kind} {:#018x}, base LID {lid}, \"{}\"\n{HEADER}\n{SEPARATOR}",
@@ -187,7 +190,10 @@ pub fn write_sl2vl(state: &FabricState) -> String {
             );
             let sw = state.switches.get(&id);
             for o in 1..=n.spec.port_count {
-                if n.port(weft_fabric::PortNum(o)).and_then(|p| p.link).is_none() {
+                if n.port(weft_fabric::PortNum(o))
+                    .and_then(|p| p.link)
+                    .is_none()
+                {
                     continue;
                 }
                 for i in 0..=n.spec.port_count {
@@ -195,7 +201,11 @@ pub fn write_sl2vl(state: &FabricState) -> String {
                     for (s, slot) in vl.iter_mut().enumerate() {
                         *slot = sw
                             .and_then(|x| {
-                                x.vl(weft_fabric::PortNum(i), weft_fabric::PortNum(o), weft_fabric::Sl(s as u8))
+                                x.vl(
+                                    weft_fabric::PortNum(i),
+                                    weft_fabric::PortNum(o),
+                                    weft_fabric::Sl(s as u8),
+                                )
                             })
                             .map_or(15, |v| v.0);
                     }

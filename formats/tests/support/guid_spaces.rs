@@ -10,8 +10,8 @@
 //! unless given); a port GUID may equal another node's node GUID.
 
 use std::collections::BTreeSet;
-use weft_formats::ibnetdiscover::{self, Code, ParseOptions};
 use weft_fabric::{Fabric, FabricBuilder, Guid, LinkError, NodeKind, NodeSpec, PortNum, PortRef};
+use weft_formats::ibnetdiscover::{self, Code, ParseOptions};
 
 /// The GUIDs drawn from: small ones that count into each other, 0, and two that wrap.
 pub const GUIDS: [u64; 8] = [0, 1, 2, 3, 4, 5, u64::MAX - 1, u64::MAX];

@@ -48,13 +48,13 @@ use scan::*;
 
 use super::error::{new_source, Code, IbnetDiagnostic, ParseErrors, Source};
 use super::{Discovered, InputFormat, ParseOptions};
+use miette::{Severity, SourceSpan};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use weft_fabric::{
     FabricBuilder, Guid, Lid, LidAssignment, NodeId, NodeKind, NodeSpec, PortNum, PortRef, Speed,
     Width, MAX_UNICAST_LID,
 };
-use miette::{Severity, SourceSpan};
-use std::borrow::Cow;
-use std::collections::BTreeMap;
 
 /// Reads an ibnetdiscover topology (or ibsim net file, or an `ibnetdiscover -p` or
 /// `iblinkinfo` report: [`ParseOptions::format`]) into a fabric, collecting every error. A
