@@ -4,7 +4,7 @@
 # LIDs); per change, the LFT blocks it wrote (its log's `Writing FT block` lines) and those that
 # differ, every mix of its writes checked as one step by weft's transition verifier
 # (loop-free, deadlock-free, connected, with witnesses) and its writes one at a time in its
-# order; beside `weft plan` for the same change. Method: bench/src/bin/opensm_reroute.rs;
+# order; beside `weft plan` for the same change. Method: bench/src/bin/opensm_reroute/main.rs;
 # numbers: docs/plan.md, "OpenSM's way, measured".
 #
 #   bench/opensm-reroute.sh                                  # examples/cluster-648.weft

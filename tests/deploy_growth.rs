@@ -6,7 +6,7 @@
 //! A lookup that scans every op of the plan for each block (switches × blocks × ops, what made
 //! the 11 664-node apply CPU-bound) shows as visits growing with the square of the blocks: the
 //! growth check below fails on it (checked by putting the scan back into
-//! `deploy/src/apply.rs`'s `FirstWrites::get`: "visits grew 121.78× while the blocks written
+//! `deploy/src/apply/tops.rs`'s `FirstWrites::get`: "visits grew 121.78× while the blocks written
 //! grew 13.33×", 216 → 26 304 visits for 12 → 160 blocks; with the index, 8 per block or less).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

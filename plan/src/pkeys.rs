@@ -2,10 +2,12 @@
 //! resolve them on the fabric it reads), and a plan's P_Key and VF writes as the checker of
 //! `isolated` in every mix sees them ([`weft_verifier::partition_mix`]).
 
+use crate::migrate;
+use crate::PlanError;
 use std::collections::BTreeMap;
-use weft_fabric::{Lid, PortRef, ValidState};
-use weft_formats::plan::{Member, Plan, PlanPartition, SmPort, SmpWrite};
-use weft_verifier::partition_mix::{Declared, PkeyWrite};
+use weft_fabric::{Lid, PKey, PortRef, ValidState, VirtualPort};
+use weft_formats::plan::{Member, Plan, PlanPartition, PlanStep, SmPort, SmpWrite, PKEY_BLOCK};
+use weft_verifier::partition_mix::{Declared, MixCheck, PkeyMix, PkeyWrite};
 
 /// The partitions `st` declares, by GUID: each member port by its node's GUID and number,
 /// each member VM by the port GUID of the VF it runs on (a VM on no VF is left out: it has no
@@ -247,4 +249,130 @@ pub fn pkey_writes(st: &ValidState, writes: &[SmpWrite]) -> Result<Vec<PkeyWrite
         }
     }
     Ok(out)
+}
+/// Proves `isolated` in every mix of `steps`' P_Key and VF writes from `start`, against the
+/// partitions `end` declares (the last step also leaves tables isolated against them): one
+/// check per step, or the first that is not proven as an error.
+pub(crate) fn prove_pkeys(
+    start: &ValidState,
+    end: &ValidState,
+    steps: &[PlanStep],
+) -> Result<Vec<MixCheck>, PlanError> {
+    let writes: Vec<Vec<weft_verifier::partition_mix::PkeyWrite>> = steps
+        .iter()
+        .map(|s| pkey_writes(start, &s.writes))
+        .collect::<Result<_, _>>()
+        .map_err(PlanError::Unproven)?;
+    let mut mix = PkeyMix::new(start, Declared::of_state(end), &writes, None);
+    let mut out = Vec::with_capacity(steps.len());
+    for (i, w) in writes.iter().enumerate() {
+        let mut c = mix.step(w);
+        if i + 1 == writes.len() && c.outcome == weft_verifier::Outcome::Proven {
+            let e = mix.end();
+            if e.outcome == weft_verifier::Outcome::Violated {
+                c = e;
+            }
+        }
+        if c.outcome != weft_verifier::Outcome::Proven {
+            let why = c
+                .breach
+                .as_ref()
+                .map_or_else(|| "not isolated".to_owned(), |b| b.describe());
+            return Err(PlanError::Unproven(format!(
+                "step {} is not isolated in every mix: {why}",
+                i + 1
+            )));
+        }
+        out.push(c);
+    }
+    Ok(out)
+}
+
+/// P_Key table blocks that differ between the two states, in two steps: first every table
+/// loses what the desired one does not have (keys gone, full memberships made limited), in
+/// place; then it becomes the desired one. Any mix of landed writes in the first step lets only
+/// pairs talk that the current tables let talk, in the second only pairs the desired ones do:
+/// no pair that neither allows ever talks (a pair whose partition changes may be cut between
+/// the steps). A port without a table holds the default key `0xffff`.
+pub(crate) fn pkey_steps(old: &ValidState, new: &ValidState) -> (Vec<SmpWrite>, Vec<SmpWrite>) {
+    let table = |s: &ValidState, r: &PortRef| -> Vec<u16> {
+        s.ports.get(r).and_then(|p| p.pkeys.as_ref()).map_or_else(
+            || vec![PKey::DEFAULT.0],
+            |t| t.iter().map(|k: &PKey| k.0).collect(),
+        )
+    };
+    let ports: std::collections::BTreeSet<PortRef> = old
+        .ports
+        .iter()
+        .chain(&new.ports)
+        .filter(|(_, p)| p.pkeys.is_some())
+        .map(|(r, _)| *r)
+        .collect();
+    // What stays of each current entry: its key, limited unless full in both.
+    let mid = |a: &[u16], b: &[u16]| -> Vec<u16> {
+        a.iter()
+            .map(|&k| {
+                b.iter()
+                    .find(|&&n| n & 0x7fff == k & 0x7fff)
+                    .map_or(0, |&n| (k & 0x7fff) | (k & n & 0x8000))
+            })
+            .collect()
+    };
+    let (mut remove, mut add) = (Vec::new(), Vec::new());
+    for r in ports {
+        let (a, b) = (table(old, &r), table(new, &r));
+        if a == b {
+            continue;
+        }
+        let mid = mid(&a, &b);
+        let guid = new.fabric.node(r.node).guid();
+        remove.extend(blocks(guid, r.port.0, &a, &mid));
+        add.extend(blocks(guid, r.port.0, &mid, &b));
+    }
+    // A VF's table is one block, written whole (with its LID, unchanged) by a `vport` write:
+    // in the same two steps as the ports', so no mix lets it talk where neither table does.
+    let desired: std::collections::BTreeMap<_, &VirtualPort> =
+        new.lids.vports.iter().map(|w| (w.key(), w)).collect();
+    for v in &old.lids.vports {
+        let Some(&w) = desired.get(&v.key()) else {
+            continue;
+        };
+        let (a, b) = (migrate::vf_pkeys(v), migrate::vf_pkeys(w));
+        if v.lid != w.lid || a == b {
+            continue;
+        }
+        let between = VirtualPort {
+            pkeys: Some(mid(&a, &b).into_iter().map(PKey).collect()),
+            ..v.clone()
+        };
+        if migrate::vf_pkeys(&between) != a {
+            remove.push(migrate::vf_write(old, v, &between));
+        }
+        if migrate::vf_pkeys(&between) != b {
+            add.push(migrate::vf_write(old, &between, w));
+        }
+    }
+    (remove, add)
+}
+
+/// The 32-entry blocks in which table `a` and `b` differ, as writes from `a` to `b`.
+pub(crate) fn blocks(node: weft_fabric::Guid, port: u8, a: &[u16], b: &[u16]) -> Vec<SmpWrite> {
+    let n = a.len().max(b.len()).div_ceil(PKEY_BLOCK);
+    (0..n)
+        .filter_map(|k| {
+            let cut = |t: &[u16]| -> Vec<u16> {
+                (k * PKEY_BLOCK..(k + 1) * PKEY_BLOCK)
+                    .map(|i| t.get(i).copied().unwrap_or(0))
+                    .collect()
+            };
+            let (x, y) = (cut(a), cut(b));
+            (x != y).then_some(SmpWrite::Pkeys {
+                node,
+                port,
+                block: k as u16,
+                old: x,
+                new: y,
+            })
+        })
+        .collect()
 }
