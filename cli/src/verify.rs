@@ -22,6 +22,7 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use weft_fabric::ValidState;
+use weft_verifier::engines::Engines;
 use weft_verifier::{certificate, Options, Outcome, Property, Report, Scope};
 
 /// Arguments of `weft verify`.
@@ -500,63 +501,7 @@ pub(crate) fn run_checks(
         };
     }
     if let Some(p) = &args.certificate {
-        let cert = weft_verifier::Certificate::from_json(&read(p)?).map_err(|e| {
-            Fatal::Input(
-                vec![findings::of_certificate_error(&e, &p.display().to_string())],
-                None,
-            )
-        })?;
-        let req = weft_verifier::Request {
-            scope,
-            properties: properties.clone(),
-        };
-        crate::term::phase("checking the certificate");
-        let result = certificate::check(state, &cert, &req);
-        let found: Vec<findings::Finding> = result
-            .as_ref()
-            .err()
-            .map(|e| findings::of_certificate_error(e, &p.display().to_string()))
-            .into_iter()
-            .collect();
-        let text = match (&result, args.format) {
-            (Ok(_), Format::Human) if quiet => String::new(),
-            (Ok(s), Format::Human) => format!(
-                "✓ certificate accepted: {} ({} routes, {} route states checked)\n  traffic: {}\n",
-                crate::render::proven_sentence(
-                    &s.properties,
-                    s.scope,
-                    s.destinations,
-                    s.hca_destinations,
-                    s.switch_destinations
-                ),
-                crate::render::group(s.routes),
-                crate::render::group(s.states),
-                s.traffic.describe()
-            ),
-            (Err(_), Format::Human) => findings::human_loops(&found),
-            (r, Format::Sarif) => {
-                let summary = json!({"accepted": r.is_ok(), "summary": r.as_ref().ok()});
-                serde_json::to_string_pretty(&findings::sarif(&found, summary))? + "\n"
-            }
-            (r, _) => {
-                serde_json::to_string_pretty(&findings::document(
-                    "verify",
-                    json!({
-                        "ok": r.is_ok(),
-                        "certificate": p.display().to_string(),
-                        "accepted": r.is_ok(),
-                        "summary": r.as_ref().ok(),
-                        "findings": found,
-                    }),
-                ))? + "\n"
-            }
-        };
-        crate::out(None, &text)?;
-        return Ok(if result.is_ok() {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        });
+        return check_certificate(state, p, properties, scope, args.format, quiet);
     }
     let opts = Options {
         scope,
@@ -568,31 +513,15 @@ pub(crate) fn run_checks(
     let z3 = weft_verifier::z3::Z3 {
         timeout_ms: args.z3_timeout.saturating_mul(1000),
     };
+    let engines = match args.engine {
+        Engine::Explicit => Engines::Explicit,
+        Engine::Z3 => Engines::Z3,
+        Engine::Both => Engines::Both,
+    };
     crate::term::phase("proving");
-    let mut report = (args.engine != Engine::Z3).then(|| weft_verifier::verify(state, &opts));
-    let mut z3_report = (args.engine != Engine::Explicit).then(|| z3.run(state, &opts));
-    if args.adaptive_routing {
-        if let Some(r) = report.as_mut() {
-            r.under_adaptive_routing();
-        }
-        if let Some(z) = z3_report.as_mut() {
-            z.verdict.under_adaptive_routing();
-        }
-    }
-    if let (Some(r), Some(z)) = (&report, &z3_report) {
-        if r.verdict != z.verdict {
-            return Err(Fatal::Run(format!(
-                "the explicit and z3 engines disagree (explicit: {}, z3: {}); please report this [weft::engines_disagree]",
-                serde_json::to_string(&r.verdict)?,
-                serde_json::to_string(&z.verdict)?
-            )));
-        }
-    }
-    let verdict = report
-        .as_ref()
-        .map(|r| r.verdict.clone())
-        .or_else(|| z3_report.as_ref().map(|z| z.verdict.clone()))
-        .ok_or_else(|| Fatal::Run("no engine ran".into()))?;
+    let run = weft_verifier::engines::run(state, &opts, engines, z3, args.adaptive_routing)
+        .map_err(|e| Fatal::Run(format!("{e} [weft::engines_disagree]")))?;
+    let (report, z3_report, verdict) = (run.explicit, run.z3, run.verdict);
     if let (Some(p), Some(r)) = (&args.write_certificate, &report) {
         if let Some(c) = &r.certificate {
             crate::output::write_file(p, (c.to_json() + "\n").as_bytes()).map_err(Fatal::Run)?;
@@ -675,6 +604,72 @@ pub(crate) fn run_checks(
     // and `build` count it); 2 is for a run that could not happen (bad input), returned above.
     // A cabling that differs from the design (`audit --expect`) is exit 1 too.
     Ok(if all_proven && cabled {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `weft verify --certificate FILE`: re-checks the certificate against `state` for `properties`
+/// in `scope`, and reports.
+fn check_certificate(
+    state: &ValidState,
+    p: &Path,
+    properties: Vec<Property>,
+    scope: Scope,
+    format: Format,
+    quiet: bool,
+) -> Result<ExitCode, Fatal> {
+    let cert = weft_verifier::Certificate::from_json(&read(p)?).map_err(|e| {
+        Fatal::Input(
+            vec![findings::of_certificate_error(&e, &p.display().to_string())],
+            None,
+        )
+    })?;
+    let req = weft_verifier::Request { scope, properties };
+    crate::term::phase("checking the certificate");
+    let result = certificate::check(state, &cert, &req);
+    let found: Vec<findings::Finding> = result
+        .as_ref()
+        .err()
+        .map(|e| findings::of_certificate_error(e, &p.display().to_string()))
+        .into_iter()
+        .collect();
+    let text = match (&result, format) {
+        (Ok(_), Format::Human) if quiet => String::new(),
+        (Ok(s), Format::Human) => format!(
+            "✓ certificate accepted: {} ({} routes, {} route states checked)\n  traffic: {}\n",
+            crate::render::proven_sentence(
+                &s.properties,
+                s.scope,
+                s.destinations,
+                s.hca_destinations,
+                s.switch_destinations
+            ),
+            crate::render::group(s.routes),
+            crate::render::group(s.states),
+            s.traffic.describe()
+        ),
+        (Err(_), Format::Human) => findings::human_loops(&found),
+        (r, Format::Sarif) => {
+            let summary = json!({"accepted": r.is_ok(), "summary": r.as_ref().ok()});
+            serde_json::to_string_pretty(&findings::sarif(&found, summary))? + "\n"
+        }
+        (r, _) => {
+            serde_json::to_string_pretty(&findings::document(
+                "verify",
+                json!({
+                    "ok": r.is_ok(),
+                    "certificate": p.display().to_string(),
+                    "accepted": r.is_ok(),
+                    "summary": r.as_ref().ok(),
+                    "findings": found,
+                }),
+            ))? + "\n"
+        }
+    };
+    crate::out(None, &text)?;
+    Ok(if result.is_ok() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

@@ -58,132 +58,193 @@ pub fn apply(
     layers: Option<&Layers>,
     engine: Engine,
 ) -> Result<Option<RouteNote>, Vec<Diagnostic>> {
-    let config = &e.config.multicast;
-    let source = e.fabric_origin.source;
-    let mut errors: Vec<Diagnostic> = Vec::new();
-    let live = live_ports(state);
-    let default_sls = class_sls(map, default_class(e, map));
-    let mut planned: Vec<Planned> = Vec::new();
-    if config.ipoib {
-        planned.push(Planned {
-            name: "ipoib".to_owned(),
-            span: None,
-            mlid: Mlid::MIN,
-            pkey: 0xffff,
-            sls: default_sls.clone(),
-            pinned: false,
-            members: live.iter().map(|&p| (p, JoinState::FULL)).collect(),
-        });
-        let declared: BTreeSet<Mlid> = config.groups.iter().map(|g| g.mlid).collect();
-        let mut next = 0xC001u16;
-        for t in &e.config.tenants {
-            while Mlid::new(next).is_some_and(|m| declared.contains(&m)) {
-                next = next.saturating_add(1);
-            }
-            // The partition's member ports, and its VMs' hypervisors' ports (a VM's IPoIB
-            // joins through its VF, behind that port).
-            let mut ports: BTreeSet<PortRef> = state
-                .partitions
-                .iter()
-                .find(|p| p.name == t.name)
-                .map(|p| p.members.keys().copied().collect())
-                .unwrap_or_default();
-            let hosts: BTreeSet<NodeId> = t.members().collect();
-            ports.extend(live.iter().filter(|p| hosts.contains(&p.node)));
-            if ports.is_empty() {
-                continue;
-            }
-            let Some(mlid) = Mlid::new(next) else { break };
-            next = next.saturating_add(1);
-            let sls = t
-                .class
-                .as_ref()
-                .and_then(|(c, _)| map.classes.iter().find(|l| l.name == *c))
-                .map_or_else(|| default_sls.clone(), |c| class_sls(map, Some(c)));
-            planned.push(Planned {
-                name: format!("ipoib.{}", t.name),
-                span: None,
-                mlid,
-                pkey: 0x8000 | t.pkey,
-                sls,
-                pinned: false,
-                members: ports
-                    .into_iter()
-                    .filter(|p| live.contains(p))
-                    .map(|p| (p, JoinState::FULL))
-                    .collect(),
-            });
-        }
-    }
-    for g in &config.groups {
-        let of = |nodes: &[NodeId]| -> Vec<PortRef> {
-            live.iter()
-                .copied()
-                .filter(|p| nodes.contains(&p.node))
-                .collect()
-        };
-        let mut members: BTreeMap<PortRef, JoinState> = match &g.members {
-            GroupMembers::All => live.iter().map(|&p| (p, JoinState::FULL)).collect(),
-            GroupMembers::Nodes(nodes) => of(nodes)
-                .into_iter()
-                .map(|p| (p, JoinState::FULL))
-                .collect(),
-        };
-        for p in of(&g.send_only) {
-            members.insert(p, JoinState::SEND_ONLY_NON_MEMBER);
-        }
-        let sls = g.sl.map_or_else(|| default_sls.clone(), |(s, _)| vec![s]);
-        let dropped = g.sl.filter(|&(sl, _)| {
-            !map.trivial() && map.sl2vl.get(usize::from(sl)) == Some(&LaneMap::DROP)
-        });
-        if let Some((sl, _)) = dropped {
-            let used: Vec<String> = (0u8..16)
-                .filter(|&s| map.sl2vl.get(usize::from(s)) != Some(&LaneMap::DROP))
-                .map(|s| s.to_string())
-                .collect();
-            errors.push(
-                Diagnostic::error(
-                    Code::MulticastSl,
-                    format!(
-                        "group `{}` is on SL {sl}, which no class or routing layer maps to a VL",
-                        g.name
-                    ),
-                )
-                .label(
-                    source,
-                    g.sl.map_or(g.span, |(_, at)| at),
-                    "its packets would be dropped",
-                )
-                .help(format!(
-                    "the SLs in use are {}; put the group on one of them",
-                    used.join(", ")
-                )),
-            );
-            continue;
-        }
-        planned.push(Planned {
-            name: g.name.clone(),
-            span: Some(g.span),
-            mlid: g.mlid,
-            pkey: g.pkey.0,
-            sls,
-            pinned: g.sl.is_some(),
-            members,
-        });
-    }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
+    let mut planned = planned_groups(state, e, map)?;
     if planned.is_empty() {
         return Ok(None);
     }
     planned.sort_by_key(|p| p.mlid);
     let sl2vl = (!map.trivial()).then(|| map.sl2vl_table());
     let mut trees = Trees::new(state, engine, &e.config.routing, layers, sl2vl);
-    let mut built: Vec<(Mlid, u8, crate::routing::multicast::Tree)> = Vec::new();
+    let (built, own, mut errors) = build_trees(&mut trees, e, map, &planned);
+    let checked = built.iter().all(|(_, _, t)| t.checked);
+    drop(trees);
+    if own.is_some() {
+        crate::qos::tables(state, map);
+    }
+    errors.extend(write_mfts(state, e, &planned, &built));
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let listed = record_groups(state, &planned, &built);
+    state.multicast.normalize();
+    Ok(Some(note(state, engine, &planned, &listed, checked, own)))
+}
+
+/// A group built: its MLID, the SL its tree is on, and the tree.
+type Built = (Mlid, u8, crate::routing::multicast::Tree);
+
+/// The groups to build, unsorted: IPoIB's (the all-ports group and one per tenant) when
+/// configured, then the declared ones; a declared group on an SL no VL carries is refused.
+fn planned_groups(
+    state: &FabricState,
+    e: &Elaborated,
+    map: &LaneMap,
+) -> Result<Vec<Planned>, Vec<Diagnostic>> {
+    let live = live_ports(state);
+    let default_sls = class_sls(map, default_class(e, map));
+    let mut planned: Vec<Planned> = Vec::new();
+    if e.config.multicast.ipoib {
+        ipoib_groups(state, e, map, &live, &default_sls, &mut planned);
+    }
+    let mut errors: Vec<Diagnostic> = Vec::new();
+    for g in &e.config.multicast.groups {
+        match declared_group(e, map, g, &live, &default_sls) {
+            Ok(p) => planned.push(p),
+            Err(d) => errors.push(d),
+        }
+    }
+    if errors.is_empty() {
+        Ok(planned)
+    } else {
+        Err(errors)
+    }
+}
+
+/// IPoIB's groups: every live port in the all-ports group (MLID 0xc000), and per tenant with a
+/// live port one group from 0xc001 on (skipping declared MLIDs), on the tenant's class's SLs.
+fn ipoib_groups(
+    state: &FabricState,
+    e: &Elaborated,
+    map: &LaneMap,
+    live: &[PortRef],
+    default_sls: &[u8],
+    planned: &mut Vec<Planned>,
+) {
+    planned.push(Planned {
+        name: "ipoib".to_owned(),
+        span: None,
+        mlid: Mlid::MIN,
+        pkey: 0xffff,
+        sls: default_sls.to_vec(),
+        pinned: false,
+        members: live.iter().map(|&p| (p, JoinState::FULL)).collect(),
+    });
+    let declared: BTreeSet<Mlid> = e.config.multicast.groups.iter().map(|g| g.mlid).collect();
+    let mut next = 0xC001u16;
+    for t in &e.config.tenants {
+        while Mlid::new(next).is_some_and(|m| declared.contains(&m)) {
+            next = next.saturating_add(1);
+        }
+        // The partition's member ports, and its VMs' hypervisors' ports (a VM's IPoIB
+        // joins through its VF, behind that port).
+        let mut ports: BTreeSet<PortRef> = state
+            .partitions
+            .iter()
+            .find(|p| p.name == t.name)
+            .map(|p| p.members.keys().copied().collect())
+            .unwrap_or_default();
+        let hosts: BTreeSet<NodeId> = t.members().collect();
+        ports.extend(live.iter().filter(|p| hosts.contains(&p.node)));
+        if ports.is_empty() {
+            continue;
+        }
+        let Some(mlid) = Mlid::new(next) else { break };
+        next = next.saturating_add(1);
+        let sls = t
+            .class
+            .as_ref()
+            .and_then(|(c, _)| map.classes.iter().find(|l| l.name == *c))
+            .map_or_else(|| default_sls.to_vec(), |c| class_sls(map, Some(c)));
+        planned.push(Planned {
+            name: format!("ipoib.{}", t.name),
+            span: None,
+            mlid,
+            pkey: 0x8000 | t.pkey,
+            sls,
+            pinned: false,
+            members: ports
+                .into_iter()
+                .filter(|p| live.contains(p))
+                .map(|p| (p, JoinState::FULL))
+                .collect(),
+        });
+    }
+}
+
+/// A declared group with its live member ports, or why its SL cannot carry it.
+fn declared_group(
+    e: &Elaborated,
+    map: &LaneMap,
+    g: &crate::GroupDecl,
+    live: &[PortRef],
+    default_sls: &[u8],
+) -> Result<Planned, Diagnostic> {
+    let of = |nodes: &[NodeId]| -> Vec<PortRef> {
+        live.iter()
+            .copied()
+            .filter(|p| nodes.contains(&p.node))
+            .collect()
+    };
+    let mut members: BTreeMap<PortRef, JoinState> = match &g.members {
+        GroupMembers::All => live.iter().map(|&p| (p, JoinState::FULL)).collect(),
+        GroupMembers::Nodes(nodes) => of(nodes)
+            .into_iter()
+            .map(|p| (p, JoinState::FULL))
+            .collect(),
+    };
+    for p in of(&g.send_only) {
+        members.insert(p, JoinState::SEND_ONLY_NON_MEMBER);
+    }
+    let sls = g.sl.map_or_else(|| default_sls.to_vec(), |(s, _)| vec![s]);
+    let dropped = g.sl.filter(|&(sl, _)| {
+        !map.trivial() && map.sl2vl.get(usize::from(sl)) == Some(&LaneMap::DROP)
+    });
+    if let Some((sl, _)) = dropped {
+        let used: Vec<String> = (0u8..16)
+            .filter(|&s| map.sl2vl.get(usize::from(s)) != Some(&LaneMap::DROP))
+            .map(|s| s.to_string())
+            .collect();
+        return Err(Diagnostic::error(
+            Code::MulticastSl,
+            format!(
+                "group `{}` is on SL {sl}, which no class or routing layer maps to a VL",
+                g.name
+            ),
+        )
+        .label(
+            e.fabric_origin.source,
+            g.sl.map_or(g.span, |(_, at)| at),
+            "its packets would be dropped",
+        )
+        .help(format!(
+            "the SLs in use are {}; put the group on one of them",
+            used.join(", ")
+        )));
+    }
+    Ok(Planned {
+        name: g.name.clone(),
+        span: Some(g.span),
+        mlid: g.mlid,
+        pkey: g.pkey.0,
+        sls,
+        pinned: g.sl.is_some(),
+        members,
+    })
+}
+
+/// Every planned group's tree: on the first of its SLs whose VL admits one, else (an unpinned
+/// group whose trees all close a loop) a subtree of one spanning tree on a VL of their own.
+fn build_trees(
+    trees: &mut Trees<'_>,
+    e: &Elaborated,
+    map: &mut LaneMap,
+    planned: &[Planned],
+) -> (Vec<Built>, Option<OwnVl>, Vec<Diagnostic>) {
+    let mut errors = Vec::new();
+    let mut built: Vec<Built> = Vec::new();
     // The groups no layer's VL admits a tree on, with why, for a VL of their own.
     let mut homeless: Vec<(&Planned, TreeError)> = Vec::new();
-    for p in &planned {
+    for p in planned {
         let mut last = None;
         for &sl in &p.sls {
             match trees.tree(p.mlid, sl, &p.members) {
@@ -201,48 +262,56 @@ pub fn apply(
             Some(err) => errors.push(refusal(e, p, &err, None)),
         }
     }
+    if homeless.is_empty() {
+        return (built, None, errors);
+    }
     // A VL of their own: one spanning tree there, each group one of its subtrees.
-    let mut own: Option<OwnVl> = None;
-    if !homeless.is_empty() {
-        let pinned: Vec<u8> = planned
-            .iter()
-            .filter(|p| p.pinned)
-            .flat_map(|p| p.sls.iter().copied())
-            .collect();
-        match map.spare(&pinned) {
-            Ok((sl, vl)) => {
-                map.give_multicast(sl, vl, &pinned);
-                let span = trees.spanning();
-                let mut groups = Vec::new();
-                for (p, _) in &homeless {
-                    match trees.subtree(&span, &p.members) {
-                        Ok(t) => {
-                            built.push((p.mlid, sl.0, t));
-                            groups.push(p.name.clone());
-                        }
-                        Err(err) => errors.push(refusal(e, p, &err, None)),
+    let pinned: Vec<u8> = planned
+        .iter()
+        .filter(|p| p.pinned)
+        .flat_map(|p| p.sls.iter().copied())
+        .collect();
+    let own = match map.spare(&pinned) {
+        Ok((sl, vl)) => {
+            map.give_multicast(sl, vl, &pinned);
+            let span = trees.spanning();
+            let mut groups = Vec::new();
+            for (p, _) in &homeless {
+                match trees.subtree(&span, &p.members) {
+                    Ok(t) => {
+                        built.push((p.mlid, sl.0, t));
+                        groups.push(p.name.clone());
                     }
-                }
-                own = Some(OwnVl {
-                    sl: sl.0,
-                    vl: vl.0,
-                    root: span.root_switch(&trees),
-                    groups,
-                });
-            }
-            Err(spare) => {
-                for (p, err) in &homeless {
-                    errors.push(refusal(e, p, err, Some((spare, map.budget))));
+                    Err(err) => errors.push(refusal(e, p, &err, None)),
                 }
             }
+            Some(OwnVl {
+                sl: sl.0,
+                vl: vl.0,
+                root: span.root_switch(trees),
+                groups,
+            })
         }
-    }
-    let checked = built.iter().all(|(_, _, t)| t.checked);
-    drop(trees);
-    if own.is_some() {
-        crate::qos::tables(state, map);
-    }
-    for (mlid, _, t) in &built {
+        Err(spare) => {
+            for (p, err) in &homeless {
+                errors.push(refusal(e, p, err, Some((spare, map.budget))));
+            }
+            None
+        }
+    };
+    (built, own, errors)
+}
+
+/// Writes the trees' masks into the MFTs; a tree through a switch whose MFT does not reach
+/// its MLID is refused.
+fn write_mfts(
+    state: &mut FabricState,
+    e: &Elaborated,
+    planned: &[Planned],
+    built: &[Built],
+) -> Vec<Diagnostic> {
+    let mut errors = Vec::new();
+    for (mlid, _, t) in built {
         for &(sw, mask) in &t.masks {
             let node = state.fabric.node(sw);
             if let Some(cap) = node.spec.multicast_fdb_cap {
@@ -259,7 +328,7 @@ pub fn apply(
                                 node.name()
                             ),
                         )
-                        .label(source, e.fabric_origin.span, "in this fabric")
+                        .label(e.fabric_origin.source, e.fabric_origin.span, "in this fabric")
                         .help("give the group a lower MLID"),
                     );
                     break;
@@ -268,13 +337,16 @@ pub fn apply(
             state.multicast.mfts.entry(sw).or_default().set(*mlid, mask);
         }
     }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
+    errors
+}
+
+/// Records every planned group in `state.multicast.groups` (with its tree's SL); the first
+/// [`NOTE_GROUPS`] of them, for the note.
+fn record_groups(state: &mut FabricState, planned: &[Planned], built: &[Built]) -> Vec<String> {
     let roots: BTreeMap<Mlid, (u8, Option<NodeId>)> =
         built.iter().map(|(m, sl, t)| (*m, (*sl, t.root))).collect();
     let mut listed: Vec<String> = Vec::new();
-    for p in &planned {
+    for p in planned {
         let (sl, root) = roots.get(&p.mlid).copied().unwrap_or((0, None));
         if listed.len() < NOTE_GROUPS {
             let root = root
@@ -298,7 +370,19 @@ pub fn apply(
     if planned.len() > NOTE_GROUPS {
         listed.push(format!("and {} more", planned.len() - NOTE_GROUPS));
     }
-    state.multicast.normalize();
+    listed
+}
+
+/// The routing note: how many groups, how their trees were made, the listed ones, and the VL
+/// of their own when some groups needed it.
+fn note(
+    state: &FabricState,
+    engine: Engine,
+    planned: &[Planned],
+    listed: &[String],
+    checked: bool,
+    own: Option<OwnVl>,
+) -> RouteNote {
     let how = if checked {
         format!("trees along the `{engine}` routing, free of credit loops with its routes")
     } else {
@@ -332,14 +416,14 @@ pub fn apply(
             o.root.map_or("?", |r| state.fabric.node(r).name()),
         )
     });
-    Ok(Some(RouteNote {
+    RouteNote {
         code: Code::Multicast,
         message: format!(
             "{} multicast group(s), {how}: {}{own}",
             planned.len(),
             listed.join("; ")
         ),
-    }))
+    }
 }
 
 /// The SL and VL of their own the groups no layer's VL admitted got, and which.

@@ -531,6 +531,31 @@ pub fn replace(target: &Path, bytes: &[u8]) -> Result<PathBuf, FileError> {
     p.commit()
 }
 
+/// Appends `bytes` to the file where `target` ends ([`resolve`]: a symbolic link is written
+/// through, as [`replace`] does), creating it (mode `0666` less the umask) when missing, and
+/// syncs its data. The end of the chain is opened with `O_NOFOLLOW` (a link planted after the
+/// chain was read is refused) and `O_NONBLOCK` (a FIFO does not block the open) and must be a
+/// regular file. Returns the path written.
+pub fn append(target: &Path, bytes: &[u8]) -> Result<PathBuf, FileError> {
+    let path = resolve(target)?;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .custom_flags((OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK).bits() as i32)
+        .open(&path)
+        .map_err(|e| match e.raw_os_error().map(Errno::from_raw_os_error) {
+            Some(Errno::LOOP) => FileError::Symlink { path: path.clone() },
+            _ => io("open", &path, e),
+        })?;
+    let regular = f.metadata().map_err(|e| io("read", &path, e))?.is_file();
+    if !regular {
+        return Err(FileError::NotRegular { path });
+    }
+    f.write_all(bytes).map_err(|e| io("append to", &path, e))?;
+    f.sync_data().map_err(|e| io("sync", &path, e))?;
+    Ok(path)
+}
+
 /// Syncs the directory `dir` (its entries: a rename in it is durable). A filesystem that cannot
 /// sync a directory (`EINVAL`) has nothing more to make durable.
 pub fn sync_dir(dir: &Path) -> Result<(), FileError> {
@@ -819,6 +844,40 @@ mod tests {
         assert!(std::fs::symlink_metadata(&prev).unwrap().is_file());
         assert_eq!(std::fs::read_to_string(&prev).unwrap(), "previous\n");
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+        std::fs::remove_dir_all(d).unwrap();
+    }
+
+    /// [`append`] adds to the end (creating the file), through a link like [`replace`]; a
+    /// FIFO or a directory is refused, and the open does not block on the FIFO.
+    #[test]
+    fn append_adds_to_a_regular_file_only() {
+        let d = tmp("append");
+        let log = d.join("repath.log");
+        assert_eq!(append(&log, b"one\n").unwrap(), log);
+        append(&log, b"two\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "one\ntwo\n");
+        let link = d.join("link.log");
+        symlink("repath.log", &link).unwrap();
+        assert_eq!(append(&link, b"three\n").unwrap(), log);
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "one\ntwo\nthree\n");
+        let fifo = d.join("fifo");
+        rustix::fs::mknodat(
+            rfs::CWD,
+            &fifo,
+            rfs::FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let e = append(&fifo, b"x").unwrap_err();
+        assert!(
+            matches!(e, FileError::NotRegular { .. } | FileError::Io { .. }),
+            "{e}"
+        );
+        assert!(matches!(
+            append(&d, b"x").unwrap_err(),
+            FileError::NotRegular { .. } | FileError::Io { .. }
+        ));
         std::fs::remove_dir_all(d).unwrap();
     }
 

@@ -2,7 +2,8 @@
 //!
 //! Architecture invariant: deploy depends on `weft-fabric`, and on `weft-plan` and
 //! `weft-verifier` to prove what it writes on the tables it reads off the fabric (a plan's
-//! steps again, or the way from what a fabric runs to a desired state); never on the compiler.
+//! steps again, or the way from what a fabric runs to a desired state), and on
+//! `weft-traffic` for dFtree's controller, which its loop feeds; never on the compiler.
 //! A fabric ends an apply in exactly the old state or exactly the new one, or the journal says
 //! which block holds what; no file weft creates is reached through a name someone else could
 //! have planted ([`files`]).
@@ -12,7 +13,8 @@
 //! `Paced`, `Counted`), [`sim`] (the in-process fabric, fault injection keyed to the n-th Set),
 //! [`mad`] (libibmad loaded at run time: the only `unsafe` in weft, each block with its SAFETY
 //! note; `mad/window.rs` decides what a window of SMPs in flight sends), [`pma`] (port
-//! counters for `weft dftree`), [`discover`](mod@discover), [`read`], [`observe`] (the fabric as read, and
+//! counters), [`dftree`] (dFtree's loop on a live fabric, `Loop<P: Pma>`: the counter-trust rules,
+//! the wire check, `qos-policy.conf`, `repath.txt` and `repath.log`), [`discover`](mod@discover), [`read`], [`observe`] (the fabric as read, and
 //! the one normalisation into what a state holds), [`audit`], [`prove`] (what apply proves
 //! before it writes), [`journal`] and [`apply`](mod@apply) (the transaction and recovery), [`opensm`] (the
 //! hand-off to a running OpenSM), [`files`] (locks, files replaced whole, the build
@@ -26,6 +28,7 @@
 pub mod apply;
 pub mod audit;
 mod codes;
+pub mod dftree;
 pub mod discover;
 pub mod files;
 pub mod journal;

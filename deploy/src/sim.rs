@@ -45,7 +45,9 @@ const PHYS_LINK_UP: u8 = 5;
 pub use crate::smp::vf_modifier;
 
 mod faults;
+mod pma;
 pub use faults::{Fault, FaultKind, FaultSyntax, Injected};
+pub use pma::SimPma;
 
 /// A P_Key table's slots as read back ([`PkeyTable`]: trailing empty slots dropped).
 fn slots(keys: &[u16]) -> Vec<u16> {
@@ -131,6 +133,8 @@ pub struct SimFabric {
     corrupt: BTreeSet<Target>,
     crashed: bool,
     counts: Counts,
+    /// Every port's PMA ([`SimPma`]): the counters a test sets.
+    pub pma: SimPma,
 }
 
 /// Why a simulated fabric cannot be built.
@@ -444,6 +448,7 @@ impl SimFabric {
             corrupt: BTreeSet::new(),
             crashed: false,
             counts: Counts::default(),
+            pma: SimPma::default(),
         })
     }
 

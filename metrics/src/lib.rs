@@ -56,7 +56,7 @@
 //! [`weft_fabric::forward::step`], tested equal), `all_to_all.rs` (in-trees per
 //! destination: all-to-all and hops), `patterns.rs` (shift and bisections, flow by flow),
 //! `balance.rs`, `excess.rs` (hop excess), `reach.rs` (switch to switch), `loads.rs` (the patterns' loads per directed
-//! link, for drawing them: [`link_loads`]), `hosts.rs` (bisections of machines, rail-aligned
+//! link, for drawing them: [`link_loads`]), [`layout`] (where a drawing puts each switch), `hosts.rs` (bisections of machines, rail-aligned
 //! and cross-rail, and per rail, when end nodes are grouped into hosts), `scratch.rs` (working
 //! memory per job). The bisections draw from weft's one RNG,
 //! [`weft_fabric::rng::SplitMix64`].
@@ -74,6 +74,7 @@ mod all_to_all;
 mod balance;
 mod excess;
 mod hosts;
+pub mod layout;
 mod loads;
 mod net;
 mod patterns;

@@ -20,7 +20,8 @@
 //!   only).
 //!
 //! Engines: [`explicit`] (per-destination in-trees, rayon, the whole LID space) and [`z3`]
-//! (the same conditions as constraints, for cross-checking). Both implement [`Checker`].
+//! (the same conditions as constraints, for cross-checking). Both implement [`Checker`];
+//! [`engines`] runs one or both and holds them to one verdict.
 //! A proven state comes with a [`Certificate`] that [`certificate::check`] re-checks in linear
 //! time; a violation comes with witnesses ([`CreditLoop`], [`FailurePattern`]) that name
 //! switches, ports and VLs and give concrete routes.
@@ -46,6 +47,7 @@
 pub mod apm;
 pub mod certificate;
 mod channels;
+pub mod engines;
 pub mod explicit;
 mod failures;
 pub mod isolation;

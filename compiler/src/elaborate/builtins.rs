@@ -40,67 +40,9 @@ impl Elab<'_> {
         for a in args {
             vals.push((self.eval_attr(&a.value)?, a.value.span));
         }
-        let arity = |this: &mut Self, n: usize| -> R<()> {
-            if vals.len() == n {
-                Ok(())
-            } else {
-                this.err(
-                    Code::BadArguments,
-                    format!(
-                        "`{}` takes {n} argument(s), found {}",
-                        name.name,
-                        vals.len()
-                    ),
-                    span,
-                    "wrong number of arguments",
-                );
-                Err(())
-            }
-        };
+        let arity = |this: &mut Self, n: usize| this.arity(name, vals.len(), n, span);
         match name.name.as_str() {
-            "format" => {
-                let Some((Value::Str(f), fsp)) = vals.first() else {
-                    self.err(
-                        Code::BadArguments,
-                        "`format` takes a format string first",
-                        span,
-                        "expected `format(\"…\", …)`",
-                    );
-                    return Err(());
-                };
-                let (f, fsp) = (Rc::clone(f), *fsp);
-                let mut strs = Vec::with_capacity(vals.len());
-                let mut ints = Vec::with_capacity(vals.len());
-                for (v, _) in vals.iter().skip(1) {
-                    let (s, i) = match v {
-                        Value::Int(i) => (i.to_string(), Some(*i)),
-                        Value::Str(s) | Value::Symbol(s) => (s.to_string(), None),
-                        Value::Bool(b) => (b.to_string(), None),
-                        Value::Node(n) => (self.builder.fabric().node(*n).name().to_owned(), None),
-                        Value::Model(m) => (m.name.clone(), None),
-                        Value::Width(w) => (format!("{w}x"), None),
-                        other => {
-                            self.type_err("a value to format", other, span);
-                            return Err(());
-                        }
-                    };
-                    strs.push(s);
-                    ints.push(i);
-                }
-                // Reading the format string and copying every argument into the result.
-                let read = f.len() + strs.iter().map(String::len).sum::<usize>();
-                self.charge_walk(read, span)?;
-                match format(&f, &strs, &ints) {
-                    Ok(s) => {
-                        self.value_size(s.len(), MAX_STRING_BYTES, "string of", "bytes", span)?;
-                        Ok(Value::Str(Rc::from(s.as_str())))
-                    }
-                    Err(why) => {
-                        self.err(Code::BadFormat, why, fsp, "format string");
-                        Err(())
-                    }
-                }
-            }
+            "format" => self.format_call(&vals, span),
             "node" => {
                 arity(self, 1)?;
                 let (v, sp) = vals.swap_remove(0);
@@ -125,55 +67,7 @@ impl Elab<'_> {
                     }
                 }
             }
-            "prod" | "sum" => {
-                arity(self, 1)?;
-                let [(v, sp)] = vals.as_slice() else {
-                    return Err(());
-                };
-                let Value::List(l) = v else {
-                    self.type_err("a list of integers", v, *sp);
-                    return Err(());
-                };
-                self.charge_walk(l.len(), span)?;
-                let mut acc: i64 = if name.name == "prod" { 1 } else { 0 };
-                for v in l.iter() {
-                    let Value::Int(x) = v else {
-                        self.type_err("a list of integers", v, *sp);
-                        return Err(());
-                    };
-                    acc = if name.name == "prod" {
-                        acc.checked_mul(*x)
-                    } else {
-                        acc.checked_add(*x)
-                    }
-                    .ok_or_else(|| self.overflow(span))?;
-                }
-                Ok(Value::Int(acc))
-            }
-            "min" | "max" => {
-                if vals.is_empty() {
-                    self.err(
-                        Code::BadArguments,
-                        format!("`{}` needs at least one argument", name.name),
-                        span,
-                        "no arguments",
-                    );
-                    return Err(());
-                }
-                let mut best: Option<i64> = None;
-                for (v, sp) in &vals {
-                    let Value::Int(x) = v else {
-                        self.type_err("an integer", v, *sp);
-                        return Err(());
-                    };
-                    best = Some(match best {
-                        None => *x,
-                        Some(b) if name.name == "min" => b.min(*x),
-                        Some(b) => b.max(*x),
-                    });
-                }
-                Ok(Value::Int(best.unwrap_or(0)))
-            }
+            "prod" | "sum" | "min" | "max" => self.fold_call(name, &vals, span),
             "pow" => {
                 arity(self, 2)?;
                 let [(Value::Int(b), _), (Value::Int(x), _)] = vals.as_slice() else {
@@ -226,6 +120,118 @@ impl Elab<'_> {
                 self.unknown_name(other, name.span);
                 Err(())
             }
+        }
+    }
+
+    /// `format(f, args…)`: the format string with the arguments put in.
+    fn format_call(&mut self, vals: &[(Value, Span)], span: Span) -> R<Value> {
+        let Some((Value::Str(f), fsp)) = vals.first() else {
+            self.err(
+                Code::BadArguments,
+                "`format` takes a format string first",
+                span,
+                "expected `format(\"…\", …)`",
+            );
+            return Err(());
+        };
+        let (f, fsp) = (Rc::clone(f), *fsp);
+        let mut strs = Vec::with_capacity(vals.len());
+        let mut ints = Vec::with_capacity(vals.len());
+        for (v, _) in vals.iter().skip(1) {
+            let (s, i) = match v {
+                Value::Int(i) => (i.to_string(), Some(*i)),
+                Value::Str(s) | Value::Symbol(s) => (s.to_string(), None),
+                Value::Bool(b) => (b.to_string(), None),
+                Value::Node(n) => (self.builder.fabric().node(*n).name().to_owned(), None),
+                Value::Model(m) => (m.name.clone(), None),
+                Value::Width(w) => (format!("{w}x"), None),
+                other => {
+                    self.type_err("a value to format", other, span);
+                    return Err(());
+                }
+            };
+            strs.push(s);
+            ints.push(i);
+        }
+        // Reading the format string and copying every argument into the result.
+        let read = f.len() + strs.iter().map(String::len).sum::<usize>();
+        self.charge_walk(read, span)?;
+        match format(&f, &strs, &ints) {
+            Ok(s) => {
+                self.value_size(s.len(), MAX_STRING_BYTES, "string of", "bytes", span)?;
+                Ok(Value::Str(Rc::from(s.as_str())))
+            }
+            Err(why) => {
+                self.err(Code::BadFormat, why, fsp, "format string");
+                Err(())
+            }
+        }
+    }
+
+    /// `prod(list)`, `sum(list)`, `min(a, …)`, `max(a, …)`: integers folded.
+    fn fold_call(&mut self, name: &Ident, vals: &[(Value, Span)], span: Span) -> R<Value> {
+        if matches!(name.name.as_str(), "prod" | "sum") {
+            self.arity(name, vals.len(), 1, span)?;
+            let [(v, sp)] = vals else {
+                return Err(());
+            };
+            let Value::List(l) = v else {
+                self.type_err("a list of integers", v, *sp);
+                return Err(());
+            };
+            self.charge_walk(l.len(), span)?;
+            let mut acc: i64 = if name.name == "prod" { 1 } else { 0 };
+            for v in l.iter() {
+                let Value::Int(x) = v else {
+                    self.type_err("a list of integers", v, *sp);
+                    return Err(());
+                };
+                acc = if name.name == "prod" {
+                    acc.checked_mul(*x)
+                } else {
+                    acc.checked_add(*x)
+                }
+                .ok_or_else(|| self.overflow(span))?;
+            }
+            Ok(Value::Int(acc))
+        } else {
+            if vals.is_empty() {
+                self.err(
+                    Code::BadArguments,
+                    format!("`{}` needs at least one argument", name.name),
+                    span,
+                    "no arguments",
+                );
+                return Err(());
+            }
+            let mut best: Option<i64> = None;
+            for (v, sp) in vals {
+                let Value::Int(x) = v else {
+                    self.type_err("an integer", v, *sp);
+                    return Err(());
+                };
+                best = Some(match best {
+                    None => *x,
+                    Some(b) if name.name == "min" => b.min(*x),
+                    Some(b) => b.max(*x),
+                });
+            }
+            Ok(Value::Int(best.unwrap_or(0)))
+        }
+    }
+
+    /// Refuses a call of `name` with `found` arguments where it takes `n`.
+    fn arity(&mut self, name: &Ident, found: usize, n: usize, span: Span) -> R<()> {
+        if found == n {
+            Ok(())
+        } else {
+            self.err(
+                Code::BadArguments,
+                format!("`{}` takes {n} argument(s), found {found}", name.name),
+                span,
+                "wrong number of arguments",
+            );
+            Err(())
         }
     }
 }

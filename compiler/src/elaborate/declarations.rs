@@ -6,145 +6,17 @@ use super::*;
 impl Elab<'_> {
     pub(super) fn node_decl(&mut self, d: &NodeDecl) {
         let kind = kind_of(d.kind.kind);
-        let mut spec = match &d.model {
-            Some(m) => match self.eval(m) {
-                Ok(Value::Model(model)) => {
-                    if model.kind != kind {
-                        self.err_help(
-                            Code::ModelKindMismatch,
-                            format!(
-                                "`{}` is {} model, not {} model",
-                                model.name,
-                                article(model.kind),
-                                article(kind)
-                            ),
-                            m.span,
-                            format!("{} model", article(model.kind)),
-                            format!(
-                                "declare the node as `{} …`, or pick {} model",
-                                model.kind,
-                                article(kind)
-                            ),
-                        );
-                        return;
-                    }
-                    model.spec.clone()
-                }
-                Ok(other) => {
-                    self.type_err("a hardware model", &other, m.span);
-                    return;
-                }
-                Err(()) => return,
-            },
-            None => NodeSpec::new(String::new(), kind, Guid(0), 0),
-        };
-        let mut has_ports = d.model.is_some();
-        let mut name_fmt: Option<(Rc<str>, Span)> = None;
-        let mut explicit_guid = None;
-        // A `role` written on the node itself (even `role = host`): recognition leaves it be.
-        let mut explicit_role = false;
-        for a in &d.attrs {
-            let Ok(v) = self.eval_attr(&a.value) else {
-                return;
-            };
-            match a.name.name.as_str() {
-                "name" => match v {
-                    Value::Str(s) => name_fmt = Some((s, a.value.span)),
-                    other => self.type_err("a name format (str)", &other, a.value.span),
-                },
-                "guid" => match v {
-                    Value::Int(g) => explicit_guid = Some((Guid(g as u64), a.value.span)),
-                    other => self.type_err("a GUID (integer)", &other, a.value.span),
-                },
-                "ports" => {
-                    has_ports = true;
-                    self.apply_attr(&mut spec, a, v, AttrContext::Node);
-                }
-                "role" => {
-                    explicit_role = true;
-                    self.apply_attr(&mut spec, a, v, AttrContext::Node);
-                }
-                _ => self.apply_attr(&mut spec, a, v, AttrContext::Node),
-            }
-        }
-        if !has_ports {
-            self.err_help(
-                Code::NodeWithoutModel,
-                "this node has no hardware model and no port count",
-                d.span,
-                "no model",
-                format!(
-                    "give a model (`{} name : model`) or set `{{ ports = N }}`",
-                    kind
-                ),
-            );
+        let Some(mut spec) = self.node_model(d, kind) else {
             return;
-        }
-        // Names. `name` formats an array's names; a single node is named by its declaration.
-        if let (DeclName::Single(_) | DeclName::Computed(_), Some((_, sp))) = (&d.name, &name_fmt) {
-            self.err_help(
-                Code::NameOnSingleNode,
-                "`name` names the nodes of an array; this node is named by its declaration",
-                *sp,
-                "not used on a single node",
-                format!("name the node in its declaration: `{kind} \"core-a\" : model`, or `{kind} core_a : model`"),
-            );
-            return;
-        }
-        let (names, array): (Vec<(String, i64)>, Option<&Ident>) = match &d.name {
-            DeclName::Single(id) => (vec![(id.name.clone(), 0)], None),
-            DeclName::Computed(e) => match self.eval(e) {
-                Ok(Value::Str(s)) => (vec![(s.to_string(), 0)], None),
-                Ok(other) => {
-                    self.type_err("a node name (str)", &other, e.span);
-                    return;
-                }
-                Err(()) => return,
-            },
-            DeclName::Array(id, r) => {
-                let Ok(v) = self.eval(r) else { return };
-                let Value::Range(a, b) = v else {
-                    self.type_err("an index range such as `1..=36`", &v, r.span);
-                    return;
-                };
-                if b.saturating_sub(a) > NODE_LIMIT as i64 {
-                    self.err_help(
-                        Code::TooManyNodes,
-                        format!("`{}` would declare {} nodes", id.name, b.saturating_sub(a)),
-                        r.span,
-                        "too many nodes",
-                        format!("a fabric holds at most {NODE_LIMIT} nodes (the unicast LID space is 49 151)"),
-                    );
-                    return;
-                }
-                if b <= a {
-                    self.err(
-                        Code::EmptyRange,
-                        format!("`{}` would have no nodes", id.name),
-                        r.span,
-                        "empty range",
-                    );
-                    return;
-                }
-                let mut names = Vec::with_capacity((b - a) as usize);
-                for i in a..b {
-                    let n = match &name_fmt {
-                        Some((f, sp)) => match format(f, &[i.to_string()], &[Some(i)]) {
-                            Ok(n) => n,
-                            Err(why) => {
-                                self.err(Code::BadFormat, why, *sp, "bad name format");
-                                return;
-                            }
-                        },
-                        None => format!("{}{}", id.name, i),
-                    };
-                    names.push((n, i));
-                }
-                (names, Some(id))
-            }
         };
-        if explicit_guid.is_some() && names.len() > 1 {
-            if let Some((_, sp)) = explicit_guid {
+        let Some(attrs) = self.node_attrs(d, kind, &mut spec) else {
+            return;
+        };
+        let Some((names, array)) = self.node_names(d, kind, attrs.name_fmt.as_ref()) else {
+            return;
+        };
+        if attrs.guid.is_some() && names.len() > 1 {
+            if let Some((_, sp)) = attrs.guid {
                 self.err(
                     Code::GuidOnArray,
                     "one `guid` cannot name every node of an array",
@@ -169,6 +41,215 @@ impl Elab<'_> {
                 return;
             }
         }
+        let Some(ids) = self.add_nodes(d, kind, &spec, &attrs, names, array) else {
+            return;
+        };
+        if let (Some(id), Some(DeclName::Array(_, r))) = (array, Some(&d.name)) {
+            let lo = match self.eval(r) {
+                Ok(Value::Range(a, _)) => a,
+                _ => 0,
+            };
+            self.arrays.insert(
+                id.name.clone(),
+                Rc::new(NodeArray {
+                    name: id.name.clone(),
+                    lo,
+                    ids,
+                    span: id.span,
+                    source: self.cur_source(),
+                }),
+            );
+        }
+    }
+
+    /// The spec a node declaration starts from: its model's (of the declared kind), else an
+    /// empty one. `None` when the model is wrong (said).
+    fn node_model(&mut self, d: &NodeDecl, kind: NodeKind) -> Option<NodeSpec> {
+        let Some(m) = &d.model else {
+            return Some(NodeSpec::new(String::new(), kind, Guid(0), 0));
+        };
+        match self.eval(m) {
+            Ok(Value::Model(model)) => {
+                if model.kind != kind {
+                    self.err_help(
+                        Code::ModelKindMismatch,
+                        format!(
+                            "`{}` is {} model, not {} model",
+                            model.name,
+                            article(model.kind),
+                            article(kind)
+                        ),
+                        m.span,
+                        format!("{} model", article(model.kind)),
+                        format!(
+                            "declare the node as `{} …`, or pick {} model",
+                            model.kind,
+                            article(kind)
+                        ),
+                    );
+                    return None;
+                }
+                Some(model.spec.clone())
+            }
+            Ok(other) => {
+                self.type_err("a hardware model", &other, m.span);
+                None
+            }
+            Err(()) => None,
+        }
+    }
+
+    /// Applies a node declaration's attributes to `spec`; what it says beside the spec (name
+    /// format, GUID, a role of its own). `None` when an attribute does not evaluate or the node
+    /// has neither a model nor a port count (said).
+    fn node_attrs(
+        &mut self,
+        d: &NodeDecl,
+        kind: NodeKind,
+        spec: &mut NodeSpec,
+    ) -> Option<NodeAttrs> {
+        let mut has_ports = d.model.is_some();
+        let mut out = NodeAttrs::default();
+        for a in &d.attrs {
+            let Ok(v) = self.eval_attr(&a.value) else {
+                return None;
+            };
+            match a.name.name.as_str() {
+                "name" => match v {
+                    Value::Str(s) => out.name_fmt = Some((s, a.value.span)),
+                    other => self.type_err("a name format (str)", &other, a.value.span),
+                },
+                "guid" => match v {
+                    Value::Int(g) => out.guid = Some((Guid(g as u64), a.value.span)),
+                    other => self.type_err("a GUID (integer)", &other, a.value.span),
+                },
+                "ports" => {
+                    has_ports = true;
+                    self.apply_attr(spec, a, v, AttrContext::Node);
+                }
+                "role" => {
+                    out.role = true;
+                    self.apply_attr(spec, a, v, AttrContext::Node);
+                }
+                _ => self.apply_attr(spec, a, v, AttrContext::Node),
+            }
+        }
+        if !has_ports {
+            self.err_help(
+                Code::NodeWithoutModel,
+                "this node has no hardware model and no port count",
+                d.span,
+                "no model",
+                format!(
+                    "give a model (`{} name : model`) or set `{{ ports = N }}`",
+                    kind
+                ),
+            );
+            return None;
+        }
+        Some(out)
+    }
+
+    /// The names a declaration gives (with each array index; 0 for a single node), and the
+    /// array's name when it declares one. `name` formats an array's names; a single node is
+    /// named by its declaration. `None` when the names are wrong (said).
+    fn node_names<'d>(
+        &mut self,
+        d: &'d NodeDecl,
+        kind: NodeKind,
+        name_fmt: Option<&(Rc<str>, Span)>,
+    ) -> Option<(Names, Option<&'d Ident>)> {
+        if let (DeclName::Single(_) | DeclName::Computed(_), Some((_, sp))) = (&d.name, name_fmt) {
+            self.err_help(
+                Code::NameOnSingleNode,
+                "`name` names the nodes of an array; this node is named by its declaration",
+                *sp,
+                "not used on a single node",
+                format!("name the node in its declaration: `{kind} \"core-a\" : model`, or `{kind} core_a : model`"),
+            );
+            return None;
+        }
+        match &d.name {
+            DeclName::Single(id) => Some((vec![(id.name.clone(), 0)], None)),
+            DeclName::Computed(e) => match self.eval(e) {
+                Ok(Value::Str(s)) => Some((vec![(s.to_string(), 0)], None)),
+                Ok(other) => {
+                    self.type_err("a node name (str)", &other, e.span);
+                    None
+                }
+                Err(()) => None,
+            },
+            DeclName::Array(id, r) => {
+                let names = self.array_names(id, r, name_fmt)?;
+                Some((names, Some(id)))
+            }
+        }
+    }
+
+    /// The names of array `id` over range `r`, formatted by `name_fmt` (else the array's name
+    /// and the index). `None` when the range is empty, too large or not a range, or a name
+    /// does not format (said).
+    fn array_names(
+        &mut self,
+        id: &Ident,
+        r: &Expr,
+        name_fmt: Option<&(Rc<str>, Span)>,
+    ) -> Option<Names> {
+        let v = self.eval(r).ok()?;
+        let Value::Range(a, b) = v else {
+            self.type_err("an index range such as `1..=36`", &v, r.span);
+            return None;
+        };
+        if b.saturating_sub(a) > NODE_LIMIT as i64 {
+            self.err_help(
+                Code::TooManyNodes,
+                format!("`{}` would declare {} nodes", id.name, b.saturating_sub(a)),
+                r.span,
+                "too many nodes",
+                format!(
+                    "a fabric holds at most {NODE_LIMIT} nodes (the unicast LID space is 49 151)"
+                ),
+            );
+            return None;
+        }
+        if b <= a {
+            self.err(
+                Code::EmptyRange,
+                format!("`{}` would have no nodes", id.name),
+                r.span,
+                "empty range",
+            );
+            return None;
+        }
+        let mut names = Vec::with_capacity((b - a) as usize);
+        for i in a..b {
+            let n = match name_fmt {
+                Some((f, sp)) => match format(f, &[i.to_string()], &[Some(i)]) {
+                    Ok(n) => n,
+                    Err(why) => {
+                        self.err(Code::BadFormat, why, *sp, "bad name format");
+                        return None;
+                    }
+                },
+                None => format!("{}{}", id.name, i),
+            };
+            names.push((n, i));
+        }
+        Some(names)
+    }
+
+    /// Adds the declared nodes to the fabric (each a copy of `spec` with its name and GUID);
+    /// their ids. An array stops at its first node the builder refuses (its name poisoned, so
+    /// later references are not reported again); `None` at the node or step limit.
+    fn add_nodes(
+        &mut self,
+        d: &NodeDecl,
+        kind: NodeKind,
+        spec: &NodeSpec,
+        attrs: &NodeAttrs,
+        names: Names,
+        array: Option<&Ident>,
+    ) -> Option<Vec<NodeId>> {
         let decl_span = match &d.name {
             DeclName::Single(id) | DeclName::Array(id, _) => id.span,
             DeclName::Computed(e) => e.span,
@@ -186,15 +267,15 @@ impl Elab<'_> {
                 // Stop everything now: the loops declaring these nodes may run for millions
                 // more iterations.
                 self.steps = self.steps.max(self.step_limit.saturating_add(1));
-                return;
+                return None;
             }
             if self.tick(decl_span).is_err() {
-                return;
+                return None;
             }
             let mut s = spec.clone();
             s.name = n;
             s.kind = kind;
-            s.guid = match explicit_guid {
+            s.guid = match attrs.guid {
                 Some((g, _)) => g,
                 None => self.next_guid(),
             };
@@ -206,14 +287,14 @@ impl Elab<'_> {
             match self.builder.add_node(s) {
                 Ok(id) => {
                     ids.push(id);
-                    if explicit_role {
+                    if attrs.role {
                         self.declared_roles.insert(id);
                     }
                     let origin = self.user_origin(decl_span);
                     self.node_origins.push(origin);
                 }
                 Err(e) => {
-                    self.node_error(e, decl_span, explicit_guid.map(|g| g.1));
+                    self.node_error(e, decl_span, attrs.guid.map(|g| g.1));
                     self.poisoned
                         .insert(array.map_or(s_name, |id| id.name.clone()));
                     if array.is_some() {
@@ -222,22 +303,7 @@ impl Elab<'_> {
                 }
             }
         }
-        if let (Some(id), Some(DeclName::Array(_, r))) = (array, Some(&d.name)) {
-            let lo = match self.eval(r) {
-                Ok(Value::Range(a, _)) => a,
-                _ => 0,
-            };
-            self.arrays.insert(
-                id.name.clone(),
-                Rc::new(NodeArray {
-                    name: id.name.clone(),
-                    lo,
-                    ids,
-                    span: id.span,
-                    source: self.cur_source(),
-                }),
-            );
-        }
+        Some(ids)
     }
 
     pub(super) fn next_guid(&mut self) -> Guid {
@@ -555,40 +621,123 @@ impl Elab<'_> {
     // ---- attributes ---------------------------------------------------------------------
 
     pub(super) fn apply_attr(&mut self, spec: &mut NodeSpec, a: &Attr, v: Value, ctx: AttrContext) {
-        let span = a.value.span;
-        let name = a.name.name.as_str();
-        let int = |this: &mut Self, v: &Value, lo: i64, hi: i64, what: &str| -> Option<i64> {
-            match v {
-                Value::Int(n) if (lo..=hi).contains(n) => Some(*n),
-                Value::Int(n) => {
-                    this.err(
-                        Code::OutOfRange,
-                        format!("`{n}` is out of range for `{name}`"),
-                        span,
-                        format!("{what}: {lo}..={hi}"),
-                    );
-                    None
-                }
-                other => {
-                    this.type_err(what, other, span);
-                    None
-                }
+        match (a.name.name.as_str(), ctx) {
+            ("speed" | "width" | "vlcap" | "mtu", _) => self.link_attr(spec, a, &v),
+            ("role", _) => self.role_attr(spec, a, &v),
+            ("host" | "rail" | "system_guid" | "port_guids", AttrContext::Node) => {
+                self.machine_attr(spec, a, v);
             }
-        };
-        match (name, ctx) {
-            ("ports", _) => {
-                if let Some(n) = int(self, &v, 1, 254, "a port count") {
+            (
+                "ports" | "linear_fdb_cap" | "multicast_fdb_cap" | "partition_cap" | "vendor"
+                | "device",
+                _,
+            )
+            | ("level" | "lid", AttrContext::Node) => self.number_attr(spec, a, &v),
+            (other, ctx) => {
+                let extra: &[&str] = match ctx {
+                    AttrContext::Model => &[],
+                    AttrContext::Node => NODE_ONLY_ATTRS,
+                };
+                let known: Vec<&str> = MODEL_ATTRS.iter().chain(extra).copied().collect();
+                let help = suggest(other, known.iter().copied(), || {
+                    format!("known attributes: {}", known.join(", "))
+                });
+                self.err_help(
+                    Code::UnknownAttribute,
+                    format!("unknown attribute `{other}`"),
+                    a.name.span,
+                    "unknown",
+                    help,
+                );
+            }
+        }
+    }
+
+    /// Attribute `a`'s value as an integer in `lo..=hi` (`what` it is, for the error); `None`
+    /// when it is not one (said).
+    fn attr_int(&mut self, a: &Attr, v: &Value, lo: i64, hi: i64, what: &str) -> Option<i64> {
+        let span = a.value.span;
+        match v {
+            Value::Int(n) if (lo..=hi).contains(n) => Some(*n),
+            Value::Int(n) => {
+                self.err(
+                    Code::OutOfRange,
+                    format!("`{n}` is out of range for `{}`", a.name.name),
+                    span,
+                    format!("{what}: {lo}..={hi}"),
+                );
+                None
+            }
+            other => {
+                self.type_err(what, other, span);
+                None
+            }
+        }
+    }
+
+    /// The attributes that are a number in a range: port count, table capacities, ids, level,
+    /// LID.
+    fn number_attr(&mut self, spec: &mut NodeSpec, a: &Attr, v: &Value) {
+        let int = |this: &mut Self, lo: i64, hi: i64, what: &str| this.attr_int(a, v, lo, hi, what);
+        match a.name.name.as_str() {
+            "ports" => {
+                if let Some(n) = int(self, 1, 254, "a port count") {
                     spec.port_count = n as u8;
                 }
             }
-            ("speed", _) => match &v {
+            "linear_fdb_cap" => {
+                if let Some(n) = int(self, 0, 0xC000, "an LFT capacity") {
+                    spec.linear_fdb_cap = n as u32;
+                }
+            }
+            "multicast_fdb_cap" => {
+                let what = "an MFT capacity (MulticastFDBCap, MLIDs from 0xc000)";
+                if let Some(n) = int(self, 1, 0x3FFF, what) {
+                    spec.multicast_fdb_cap = Some(n as u16);
+                }
+            }
+            "partition_cap" => {
+                if let Some(n) = int(self, 1, 0xFFFF, "a P_Key table size (PartitionCap)") {
+                    spec.partition_cap = Some(n as u16);
+                }
+            }
+            "vendor" => {
+                if let Some(n) = int(self, 0, 0xFF_FFFF, "a vendor id (24-bit OUI)") {
+                    spec.vendor_id = n as u32;
+                }
+            }
+            "device" => {
+                if let Some(n) = int(self, 0, 0xFFFF_FFFF, "a device id") {
+                    spec.device_id = n as u32;
+                }
+            }
+            "level" => {
+                if let Some(n) = int(self, 0, 15, "a tree level") {
+                    spec.level = Some(n as u8);
+                }
+            }
+            "lid" => {
+                let max = i64::from(weft_fabric::MAX_UNICAST_LID);
+                if let Some(n) = int(self, 1, max, "a unicast LID") {
+                    spec.lid = Some(Lid(n as u16));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The link attributes: speed, width, VLCap, MTU.
+    fn link_attr(&mut self, spec: &mut NodeSpec, a: &Attr, v: &Value) {
+        let span = a.value.span;
+        match a.name.name.as_str() {
+            "speed" => match v {
                 Value::Symbol(s) | Value::Str(s) => match Speed::parse(s) {
                     Some(sp) => spec.caps.speed = sp,
                     None => self.bad_speed(s, span),
                 },
                 other => self.type_err("a speed such as `EDR`", other, span),
             },
-            ("width", _) => match &v {
+            "width" => match v {
                 Value::Width(w) => match Width::from_lanes(u64::from(*w)) {
                     Some(wd) => spec.caps.width = wd,
                     None => self.err(
@@ -600,8 +749,8 @@ impl Elab<'_> {
                 },
                 other => self.type_err("a width such as `4x`", other, span),
             },
-            ("vlcap", _) => {
-                if let Some(n) = int(self, &v, 1, 15, "a VL count") {
+            "vlcap" => {
+                if let Some(n) = self.attr_int(a, v, 1, 15, "a VL count") {
                     if [1, 2, 4, 8, 15].contains(&n) {
                         spec.caps.vl_cap = n as u8;
                     } else {
@@ -615,8 +764,8 @@ impl Elab<'_> {
                     }
                 }
             }
-            ("mtu", _) => {
-                if let Some(n) = int(self, &v, 0, i64::MAX, "an MTU in bytes") {
+            "mtu" => {
+                if let Some(n) = self.attr_int(a, v, 0, i64::MAX, "an MTU in bytes") {
                     match Mtu::from_bytes(n as u64) {
                         Some(m) => spec.caps.mtu = m,
                         None => self.err_help(
@@ -629,101 +778,69 @@ impl Elab<'_> {
                     }
                 }
             }
-            ("linear_fdb_cap", _) => {
-                if let Some(n) = int(self, &v, 0, 0xC000, "an LFT capacity") {
-                    spec.linear_fdb_cap = n as u32;
-                }
+            _ => {}
+        }
+    }
+
+    /// `role`: what an end node is for (a switch has none but `host`).
+    fn role_attr(&mut self, spec: &mut NodeSpec, a: &Attr, v: &Value) {
+        let span = a.value.span;
+        // `role = host` reads the word even where `host` names something else (an
+        // array of hosts).
+        let word = match (&a.value.kind, v) {
+            (ExprKind::Ident(w), _) if Role::from_keyword(w).is_some() => Some(w.clone()),
+            (_, Value::Symbol(w) | Value::Str(w)) => Some(w.to_string()),
+            _ => None,
+        };
+        match word.as_deref().map(|w| (w, Role::from_keyword(w))) {
+            Some((_, Some(role))) if spec.kind == NodeKind::Switch && !role.is_host() => {
+                self.err_help(
+                    Code::UnknownAttribute,
+                    format!("a switch has no `role` (`{role}` is for end nodes)"),
+                    a.name.span,
+                    "on a switch",
+                    "roles say what an end node is for; SHARP's aggregation node inside \
+                     a switch is an hca of its own, cabled to the switch's extra port",
+                );
             }
-            ("multicast_fdb_cap", _) => {
-                if let Some(n) = int(
-                    self,
-                    &v,
-                    1,
-                    0x3FFF,
-                    "an MFT capacity (MulticastFDBCap, MLIDs from 0xc000)",
-                ) {
-                    spec.multicast_fdb_cap = Some(n as u16);
-                }
+            Some((_, Some(role))) => spec.role = role,
+            Some((w, None)) => {
+                let help = suggest(w, Role::ALL.iter().map(|r| r.keyword()), || {
+                    "a role is `host`, `aggregation`, `storage` or `management`".to_owned()
+                });
+                self.err_help(
+                    Code::UnknownWord,
+                    format!("`{w}` is not a role"),
+                    span,
+                    "unknown role",
+                    help,
+                );
             }
-            ("partition_cap", _) => {
-                if let Some(n) = int(self, &v, 1, 0xFFFF, "a P_Key table size (PartitionCap)") {
-                    spec.partition_cap = Some(n as u16);
-                }
-            }
-            ("vendor", _) => {
-                if let Some(n) = int(self, &v, 0, 0xFF_FFFF, "a vendor id (24-bit OUI)") {
-                    spec.vendor_id = n as u32;
-                }
-            }
-            ("device", _) => {
-                if let Some(n) = int(self, &v, 0, 0xFFFF_FFFF, "a device id") {
-                    spec.device_id = n as u32;
-                }
-            }
-            ("level", AttrContext::Node) => {
-                if let Some(n) = int(self, &v, 0, 15, "a tree level") {
-                    spec.level = Some(n as u8);
-                }
-            }
-            ("lid", AttrContext::Node) => {
-                if let Some(n) = int(
-                    self,
-                    &v,
-                    1,
-                    i64::from(weft_fabric::MAX_UNICAST_LID),
-                    "a unicast LID",
-                ) {
-                    spec.lid = Some(Lid(n as u16));
-                }
-            }
-            ("role", _) => {
-                // `role = host` reads the word even where `host` names something else (an
-                // array of hosts).
-                let word = match (&a.value.kind, &v) {
-                    (ExprKind::Ident(w), _) if Role::from_keyword(w).is_some() => Some(w.clone()),
-                    (_, Value::Symbol(w) | Value::Str(w)) => Some(w.to_string()),
-                    _ => None,
-                };
-                match word.as_deref().map(|w| (w, Role::from_keyword(w))) {
-                    Some((_, Some(role))) if spec.kind == NodeKind::Switch && !role.is_host() => {
-                        self.err_help(
-                            Code::UnknownAttribute,
-                            format!("a switch has no `role` (`{role}` is for end nodes)"),
-                            a.name.span,
-                            "on a switch",
-                            "roles say what an end node is for; SHARP's aggregation node inside \
-                             a switch is an hca of its own, cabled to the switch's extra port",
-                        );
-                    }
-                    Some((_, Some(role))) => spec.role = role,
-                    Some((w, None)) => {
-                        let help = suggest(w, Role::ALL.iter().map(|r| r.keyword()), || {
-                            "a role is `host`, `aggregation`, `storage` or `management`".to_owned()
-                        });
-                        self.err_help(
-                            Code::UnknownWord,
-                            format!("`{w}` is not a role"),
-                            span,
-                            "unknown role",
-                            help,
-                        );
-                    }
-                    None => self.type_err(
-                        "a role (`host`, `aggregation`, `storage` or `management`)",
-                        &v,
-                        span,
-                    ),
-                }
-            }
-            ("host" | "rail", AttrContext::Node) if spec.kind == NodeKind::Switch => self.err_help(
+            None => self.type_err(
+                "a role (`host`, `aggregation`, `storage` or `management`)",
+                v,
+                span,
+            ),
+        }
+    }
+
+    /// The machine attributes of an end node: `host`, `rail`, `system_guid`, `port_guids`.
+    fn machine_attr(&mut self, spec: &mut NodeSpec, a: &Attr, v: Value) {
+        let span = a.value.span;
+        let name = a.name.name.as_str();
+        if matches!(name, "host" | "rail") && spec.kind == NodeKind::Switch {
+            self.err_help(
                 Code::UnknownAttribute,
                 format!("a switch has no `{name}`"),
                 a.name.span,
                 "on a switch",
                 "`host` and `rail` say which machine an end node is in and which of its HCAs it \
                  is; a switch is in neither",
-            ),
-            ("host", AttrContext::Node) => match &v {
+            );
+            return;
+        }
+        match name {
+            "host" => match &v {
                 Value::Str(h) | Value::Symbol(h) if !h.is_empty() => {
                     spec.host = Some(h.to_string());
                 }
@@ -735,16 +852,16 @@ impl Elab<'_> {
                 ),
                 other => self.type_err("a host name (`\"dgx001\"`)", other, span),
             },
-            ("rail", AttrContext::Node) => {
-                if let Some(n) = int(self, &v, 0, 255, "a rail number") {
+            "rail" => {
+                if let Some(n) = self.attr_int(a, &v, 0, 255, "a rail number") {
                     spec.rail = Some(n as u8);
                 }
             }
-            ("system_guid", AttrContext::Node) => match v {
+            "system_guid" => match v {
                 Value::Int(g) => spec.system_guid = Some(Guid(g as u64)),
                 other => self.type_err("a GUID (integer)", &other, span),
             },
-            ("port_guids", AttrContext::Node) => match v {
+            "port_guids" => match v {
                 Value::List(items) => {
                     if self.charge_walk(items.len(), span).is_err() {
                         return;
@@ -763,23 +880,7 @@ impl Elab<'_> {
                 }
                 other => self.type_err("a list of GUIDs", &other, span),
             },
-            (other, ctx) => {
-                let extra: &[&str] = match ctx {
-                    AttrContext::Model => &[],
-                    AttrContext::Node => NODE_ONLY_ATTRS,
-                };
-                let known: Vec<&str> = MODEL_ATTRS.iter().chain(extra).copied().collect();
-                let help = suggest(other, known.iter().copied(), || {
-                    format!("known attributes: {}", known.join(", "))
-                });
-                self.err_help(
-                    Code::UnknownAttribute,
-                    format!("unknown attribute `{other}`"),
-                    a.name.span,
-                    "unknown",
-                    help,
-                );
-            }
+            _ => {}
         }
     }
 }
@@ -831,3 +932,17 @@ pub(super) const NODE_ONLY_ATTRS: &[&str] = &[
     "host",
     "rail",
 ];
+
+/// What a node declaration's attributes say beside its spec.
+#[derive(Default)]
+struct NodeAttrs {
+    /// `name`: the format of an array's names, and where it is written.
+    name_fmt: Option<(Rc<str>, Span)>,
+    /// `guid`, and where it is written.
+    guid: Option<(Guid, Span)>,
+    /// Whether the node sets `role` itself (even `role = host`): recognition leaves it be.
+    role: bool,
+}
+
+/// The names a node declaration gives, each with its array index (0 for a single node).
+type Names = Vec<(String, i64)>;

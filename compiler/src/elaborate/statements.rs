@@ -235,121 +235,11 @@ impl Elab<'_> {
             );
             return;
         }
-        // Bind arguments in the caller's scope.
-        let params = &t.ast.params;
-        let mut bound: Vec<Option<(Value, Span)>> = vec![None; params.len()];
-        let mut ok = true;
-        let mut positional = 0usize;
-        for a in args {
-            let slot = match &a.name {
-                Some(n) => match params.iter().position(|p| p.name.name == n.name) {
-                    Some(i) => i,
-                    None => {
-                        let help =
-                            suggest(&n.name, params.iter().map(|p| p.name.name.as_str()), || {
-                                format!(
-                                    "`{}` takes {}",
-                                    t.ast.name.name,
-                                    params
-                                        .iter()
-                                        .map(|p| format!("`{}`", p.name.name))
-                                        .collect::<Vec<_>>()
-                                        .join(", ")
-                                )
-                            });
-                        self.err_help(
-                            Code::UnknownArgument,
-                            format!("`{}` has no parameter `{}`", t.ast.name.name, n.name),
-                            n.span,
-                            "unknown parameter",
-                            help,
-                        );
-                        ok = false;
-                        continue;
-                    }
-                },
-                None => {
-                    let i = positional;
-                    positional += 1;
-                    if i >= params.len() {
-                        self.err(
-                            Code::TooManyArguments,
-                            format!("`{}` takes {} arguments", t.ast.name.name, params.len()),
-                            a.value.span,
-                            "extra argument",
-                        );
-                        ok = false;
-                        continue;
-                    }
-                    i
-                }
-            };
-            let Some(param) = params.get(slot) else {
-                continue;
-            };
-            match self.eval_attr(&a.value) {
-                Ok(v) => {
-                    if bound.get(slot).is_some_and(|b| b.is_some()) {
-                        self.err(
-                            Code::DuplicateArgument,
-                            format!("`{}` is given twice", param.name.name),
-                            a.value.span,
-                            "given again here",
-                        );
-                        ok = false;
-                    }
-                    if let Some(ty) = &param.ty {
-                        if !v.fits(&ty.name) {
-                            self.err(
-                                Code::TypeMismatch,
-                                format!(
-                                    "`{}` expects {} for `{}`, found {}",
-                                    t.ast.name.name,
-                                    ty.name,
-                                    param.name.name,
-                                    v.type_name()
-                                ),
-                                a.value.span,
-                                format!("this is {}", v.a_type_name()),
-                            );
-                            ok = false;
-                        }
-                    }
-                    if let Some(b) = bound.get_mut(slot) {
-                        *b = Some((v, a.value.span));
-                    }
-                }
-                Err(()) => ok = false,
-            }
-        }
-        let missing: Vec<&str> = params
-            .iter()
-            .zip(&bound)
-            .filter(|(p, b)| b.is_none() && p.default.is_none())
-            .map(|(p, _)| p.name.name.as_str())
-            .collect();
-        if let (Some(first), true) = (missing.first(), ok) {
-            self.err_help(
-                Code::MissingArgument,
-                format!(
-                    "`{}` needs {}",
-                    t.ast.name.name,
-                    missing
-                        .iter()
-                        .map(|m| format!("`{m}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-                span,
-                "missing arguments",
-                format!("pass them by name: `{}({}: …)`", t.ast.name.name, first),
-            );
-            ok = false;
-        }
-        if !ok {
+        let Some(bound) = self.bind_args(t, args, span) else {
             return;
-        }
+        };
         // Run the body in the template's own scope.
+        let params = &t.ast.params;
         let saved_env = std::mem::take(&mut self.env);
         let source = self.modules.get(t.module).map_or(self.main, |m| m.source);
         self.frames.push(Frame {
@@ -380,6 +270,135 @@ impl Elab<'_> {
         }
         self.frames.pop();
         self.env = saved_env;
+    }
+
+    /// The arguments of a call of `t`, evaluated in the caller's scope, one slot per parameter
+    /// (`None`: not given; its default applies). `None` when an argument is unknown, extra,
+    /// given twice, of the wrong type, or a parameter without a default is missing (said).
+    fn bind_args(
+        &mut self,
+        t: &Rc<TemplateDef>,
+        args: &[Arg],
+        span: Span,
+    ) -> Option<Vec<Option<(Value, Span)>>> {
+        let params = &t.ast.params;
+        let mut bound: Vec<Option<(Value, Span)>> = vec![None; params.len()];
+        let mut ok = true;
+        let mut positional = 0usize;
+        for a in args {
+            let Some(slot) = self.arg_slot(t, a, &mut positional) else {
+                ok = false;
+                continue;
+            };
+            let Some(param) = params.get(slot) else {
+                continue;
+            };
+            let Ok(v) = self.eval_attr(&a.value) else {
+                ok = false;
+                continue;
+            };
+            if bound.get(slot).is_some_and(|b| b.is_some()) {
+                self.err(
+                    Code::DuplicateArgument,
+                    format!("`{}` is given twice", param.name.name),
+                    a.value.span,
+                    "given again here",
+                );
+                ok = false;
+            }
+            if let Some(ty) = &param.ty {
+                if !v.fits(&ty.name) {
+                    self.err(
+                        Code::TypeMismatch,
+                        format!(
+                            "`{}` expects {} for `{}`, found {}",
+                            t.ast.name.name,
+                            ty.name,
+                            param.name.name,
+                            v.type_name()
+                        ),
+                        a.value.span,
+                        format!("this is {}", v.a_type_name()),
+                    );
+                    ok = false;
+                }
+            }
+            if let Some(b) = bound.get_mut(slot) {
+                *b = Some((v, a.value.span));
+            }
+        }
+        let missing: Vec<&str> = params
+            .iter()
+            .zip(&bound)
+            .filter(|(p, b)| b.is_none() && p.default.is_none())
+            .map(|(p, _)| p.name.name.as_str())
+            .collect();
+        if let (Some(first), true) = (missing.first(), ok) {
+            self.err_help(
+                Code::MissingArgument,
+                format!(
+                    "`{}` needs {}",
+                    t.ast.name.name,
+                    missing
+                        .iter()
+                        .map(|m| format!("`{m}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                span,
+                "missing arguments",
+                format!("pass them by name: `{}({}: …)`", t.ast.name.name, first),
+            );
+            ok = false;
+        }
+        ok.then_some(bound)
+    }
+
+    /// The parameter argument `a` of a call of `t` binds: by name, else the next position.
+    /// `None` for an unknown name or an extra argument (said).
+    fn arg_slot(&mut self, t: &Rc<TemplateDef>, a: &Arg, positional: &mut usize) -> Option<usize> {
+        let params = &t.ast.params;
+        match &a.name {
+            Some(n) => {
+                let found = params.iter().position(|p| p.name.name == n.name);
+                if found.is_none() {
+                    let help =
+                        suggest(&n.name, params.iter().map(|p| p.name.name.as_str()), || {
+                            format!(
+                                "`{}` takes {}",
+                                t.ast.name.name,
+                                params
+                                    .iter()
+                                    .map(|p| format!("`{}`", p.name.name))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            )
+                        });
+                    self.err_help(
+                        Code::UnknownArgument,
+                        format!("`{}` has no parameter `{}`", t.ast.name.name, n.name),
+                        n.span,
+                        "unknown parameter",
+                        help,
+                    );
+                }
+                found
+            }
+            None => {
+                let i = *positional;
+                *positional += 1;
+                if i >= params.len() {
+                    self.err(
+                        Code::TooManyArguments,
+                        format!("`{}` takes {} arguments", t.ast.name.name, params.len()),
+                        a.value.span,
+                        "extra argument",
+                    );
+                    return None;
+                }
+                Some(i)
+            }
+        }
     }
 }
 

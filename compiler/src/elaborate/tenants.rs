@@ -18,8 +18,6 @@ impl Elab<'_> {
     /// P_Keys, every host an end node in one partition only.
     pub(super) fn tenant(&mut self, s: &Section, config: &mut FabricConfig) {
         let kind = s.kind.name.as_str();
-        let shared = kind == "shared";
-        let known = if shared { SHARED_ATTRS } else { TENANT_ATTRS };
         let Some(name) = &s.name else {
             self.err_help(
                 Code::Syntax,
@@ -40,88 +38,9 @@ impl Elab<'_> {
             );
             return;
         }
-        let mut pkey: Option<(u16, Span)> = None;
-        let mut hosts: Vec<(NodeId, Span)> = Vec::new();
-        let mut others = Membership::Limited;
-        let mut class: Option<(String, Span)> = None;
-        let mut pools: Vec<VmPool> = Vec::new();
-        let mut vms: Vec<Vm> = Vec::new();
-        // Whether every setting was understood (a missing P_Key is reported only then).
-        let mut ok = true;
-        for item in s.body.iter().flatten() {
-            let a = match item {
-                SectionItem::Attr(a) => a,
-                SectionItem::Section(inner) if !shared && inner.kind.name == "vms" => {
-                    let (pool, fine) = self.vm_pool(inner);
-                    pools.extend(pool);
-                    ok &= fine;
-                    continue;
-                }
-                SectionItem::Section(inner) if !shared && inner.kind.name == "vm" => {
-                    match self.vm(inner) {
-                        Some(v) => vms.push(v),
-                        None => ok = false,
-                    }
-                    continue;
-                }
-                other => {
-                    self.unknown_in_section(other, kind, known);
-                    ok = false;
-                    continue;
-                }
-            };
-            match a.name.name.as_str() {
-                "pkey" => match self.int_in(&a.value, 1, 0xffff, "a P_Key (0x0001..=0xffff)") {
-                    Some(n) => {
-                        let base = (n & 0x7fff) as u16;
-                        if base == 0 || base == 0x7fff {
-                            self.err_help(
-                                Code::OutOfRange,
-                                format!("P_Key {n:#06x} names partition {base:#06x}, which a {kind} cannot use"),
-                                a.value.span,
-                                if base == 0 { "partition 0 does not exist" } else { "the default partition" },
-                                "use a partition of 0x0001..=0x7ffe (the full-member bit 0x8000 may be set or not)",
-                            );
-                            ok = false;
-                        } else {
-                            pkey = Some((base, a.value.span));
-                        }
-                    }
-                    None => ok = false,
-                },
-                "hosts" => {
-                    let (found, all) = self.end_nodes(&a.value, "hosts");
-                    hosts.extend(found.into_iter().map(|n| (n, a.value.span)));
-                    ok &= all;
-                }
-                "members" if shared => {
-                    match self.word_in(&a.value, &["limited", "full"], "membership") {
-                        Some(w) if w == "full" => others = Membership::Full,
-                        Some(_) => others = Membership::Limited,
-                        None => ok = false,
-                    }
-                }
-                "class" if !shared => match &a.value.kind {
-                    ExprKind::Ident(id) => class = Some((id.clone(), a.value.span)),
-                    _ => {
-                        self.err_help(
-                            Code::TypeMismatch,
-                            "a tenant's `class` is the name of a QoS class",
-                            a.value.span,
-                            "not a class name",
-                            "write `class = compute`, naming a class of the `qos` section",
-                        );
-                        ok = false;
-                    }
-                },
-                _ => {
-                    self.unknown_in_section(&SectionItem::Attr(a.clone()), kind, known);
-                    ok = false;
-                }
-            }
-        }
-        let (pkey, pkey_span) = pkey.unwrap_or((0, name.span));
-        if pkey == 0 && ok {
+        let mut body = self.tenant_body(s);
+        let (pkey, pkey_span) = body.pkey.unwrap_or((0, name.span));
+        if pkey == 0 && body.ok {
             self.err_help(
                 Code::MissingAttribute,
                 format!("`{}` has no `pkey`", name.name),
@@ -130,7 +49,7 @@ impl Elab<'_> {
                 format!("give it one: `{kind} {} {{ pkey = 0x8001, … }}`", name.name),
             );
         }
-        if hosts.is_empty() && pools.is_empty() && ok {
+        if body.hosts.is_empty() && body.pools.is_empty() && body.ok {
             self.err_help(
                 Code::MissingAttribute,
                 format!("`{}` has no hosts", name.name),
@@ -154,6 +73,130 @@ impl Elab<'_> {
                 "each tenant and shared partition needs its own P_Key",
             );
         }
+        let mut seen = std::collections::BTreeSet::new();
+        body.hosts.retain(|&(h, _)| seen.insert(h));
+        self.tenant_overlaps(&name.name, &body, config);
+        self.check_vms(
+            &name.name,
+            &body.pools,
+            &body.vms,
+            body.class.as_ref(),
+            config,
+        );
+        // Recorded even when something is wrong, so later sections are checked against it
+        // (the errors stop the build).
+        config.tenants.push(Tenant {
+            name: name.name.clone(),
+            span: name.span,
+            pkey,
+            hosts: body.hosts.into_iter().map(|(h, _)| h).collect(),
+            others: (kind == "shared").then_some(body.others),
+            class: body.class,
+            pools: body.pools,
+            vms: body.vms,
+        });
+    }
+
+    /// What a `tenant` or `shared` section's body says: its settings, VM pools and VMs.
+    fn tenant_body(&mut self, s: &Section) -> TenantBody {
+        let kind = s.kind.name.as_str();
+        let shared = kind == "shared";
+        let known = if shared { SHARED_ATTRS } else { TENANT_ATTRS };
+        let mut b = TenantBody {
+            pkey: None,
+            hosts: Vec::new(),
+            others: Membership::Limited,
+            class: None,
+            pools: Vec::new(),
+            vms: Vec::new(),
+            ok: true,
+        };
+        for item in s.body.iter().flatten() {
+            let a = match item {
+                SectionItem::Attr(a) => a,
+                SectionItem::Section(inner) if !shared && inner.kind.name == "vms" => {
+                    let (pool, fine) = self.vm_pool(inner);
+                    b.pools.extend(pool);
+                    b.ok &= fine;
+                    continue;
+                }
+                SectionItem::Section(inner) if !shared && inner.kind.name == "vm" => {
+                    match self.vm(inner) {
+                        Some(v) => b.vms.push(v),
+                        None => b.ok = false,
+                    }
+                    continue;
+                }
+                other => {
+                    self.unknown_in_section(other, kind, known);
+                    b.ok = false;
+                    continue;
+                }
+            };
+            match a.name.name.as_str() {
+                "pkey" => match self.tenant_pkey(a, kind) {
+                    Some(p) => b.pkey = Some((p, a.value.span)),
+                    None => b.ok = false,
+                },
+                "hosts" => {
+                    let (found, all) = self.end_nodes(&a.value, "hosts");
+                    b.hosts.extend(found.into_iter().map(|n| (n, a.value.span)));
+                    b.ok &= all;
+                }
+                "members" if shared => {
+                    match self.word_in(&a.value, &["limited", "full"], "membership") {
+                        Some(w) if w == "full" => b.others = Membership::Full,
+                        Some(_) => b.others = Membership::Limited,
+                        None => b.ok = false,
+                    }
+                }
+                "class" if !shared => match &a.value.kind {
+                    ExprKind::Ident(id) => b.class = Some((id.clone(), a.value.span)),
+                    _ => {
+                        self.err_help(
+                            Code::TypeMismatch,
+                            "a tenant's `class` is the name of a QoS class",
+                            a.value.span,
+                            "not a class name",
+                            "write `class = compute`, naming a class of the `qos` section",
+                        );
+                        b.ok = false;
+                    }
+                },
+                _ => {
+                    self.unknown_in_section(&SectionItem::Attr(a.clone()), kind, known);
+                    b.ok = false;
+                }
+            }
+        }
+        b
+    }
+
+    /// A partition's `pkey`: its partition number (the full-member bit dropped); `None` when it
+    /// is not a P_Key or names partition 0 or the default one (said).
+    fn tenant_pkey(&mut self, a: &Attr, kind: &str) -> Option<u16> {
+        let n = self.int_in(&a.value, 1, 0xffff, "a P_Key (0x0001..=0xffff)")?;
+        let base = (n & 0x7fff) as u16;
+        if base == 0 || base == 0x7fff {
+            self.err_help(
+                Code::OutOfRange,
+                format!("P_Key {n:#06x} names partition {base:#06x}, which a {kind} cannot use"),
+                a.value.span,
+                if base == 0 {
+                    "partition 0 does not exist"
+                } else {
+                    "the default partition"
+                },
+                "use a partition of 0x0001..=0x7ffe (the full-member bit 0x8000 may be set or not)",
+            );
+            return None;
+        }
+        Some(base)
+    }
+
+    /// Hosts of partition `name` that are also its hypervisors, in two of its pools, or in a
+    /// partition before it: each said.
+    fn tenant_overlaps(&mut self, name: &str, body: &TenantBody, config: &FabricConfig) {
         // Each host's partition so far (indices into `config.tenants`).
         let owners: std::collections::BTreeMap<NodeId, usize> = config
             .tenants
@@ -161,15 +204,13 @@ impl Elab<'_> {
             .enumerate()
             .flat_map(|(i, t)| t.members().map(move |h| (h, i)))
             .collect();
-        let mut seen = std::collections::BTreeSet::new();
-        hosts.retain(|&(h, _)| seen.insert(h));
         let mut pooled: Vec<(NodeId, Span)> = Vec::new();
-        for p in &pools {
+        for p in &body.pools {
             for &h in &p.hosts {
-                if let Some(&(_, first)) = hosts.iter().find(|&&(x, _)| x == h) {
+                if let Some(&(_, first)) = body.hosts.iter().find(|&&(x, _)| x == h) {
                     let host = self.builder.fabric().node(h).name().to_owned();
                     self.second(
-                        &format!("`{host}` is both a host and a VM hypervisor of `{}`", name.name),
+                        &format!("`{host}` is both a host and a VM hypervisor of `{name}`"),
                         p.span,
                         first,
                         "a hypervisor's own port stays out of its VMs' partition; list it in `vms on` only",
@@ -177,7 +218,7 @@ impl Elab<'_> {
                 } else if let Some(&(_, first)) = pooled.iter().find(|&&(x, _)| x == h) {
                     let host = self.builder.fabric().node(h).name().to_owned();
                     self.second(
-                        &format!("`{host}` is in two `vms on` pools of `{}`", name.name),
+                        &format!("`{host}` is in two `vms on` pools of `{name}`"),
                         p.span,
                         first,
                         "each hypervisor has one VF count and one LID scheme",
@@ -187,32 +228,17 @@ impl Elab<'_> {
                 }
             }
         }
-        for &(h, span) in hosts.iter().chain(&pooled) {
+        for &(h, span) in body.hosts.iter().chain(&pooled) {
             if let Some(first) = owners.get(&h).and_then(|&i| config.tenants.get(i)) {
                 let (first_name, first_span) = (first.name.clone(), first.span);
                 let host = self.builder.fabric().node(h).name().to_owned();
                 self.second(
-                    &format!("`{host}` is in both `{first_name}` and `{}`", name.name),
+                    &format!("`{host}` is in both `{first_name}` and `{name}`"),
                     span,
                     first_span,
                     "a host belongs to one tenant or shared partition; share it through a `shared` partition instead",
                 );
             }
-        }
-        self.check_vms(&name.name, &pools, &vms, class.as_ref(), config);
-        // Recorded even when something is wrong, so later sections are checked against it
-        // (the errors stop the build).
-        {
-            config.tenants.push(Tenant {
-                name: name.name.clone(),
-                span: name.span,
-                pkey,
-                hosts: hosts.into_iter().map(|(h, _)| h).collect(),
-                others: shared.then_some(others),
-                class,
-                pools,
-                vms,
-            });
         }
     }
 
@@ -623,4 +649,22 @@ fn article_role(r: weft_fabric::Role) -> String {
         weft_fabric::Role::Aggregation => "an aggregation".to_owned(),
         other => format!("a {other}"),
     }
+}
+
+/// What a `tenant` or `shared` section's body says.
+struct TenantBody {
+    /// The partition number, and where it is written.
+    pkey: Option<(u16, Span)>,
+    /// Its hosts, each with where it is named.
+    hosts: Vec<(NodeId, Span)>,
+    /// A shared partition's membership of the hosts (limited unless `members = full`).
+    others: Membership,
+    /// A tenant's QoS class, and where it is named.
+    class: Option<(String, Span)>,
+    /// A tenant's VM pools.
+    pools: Vec<VmPool>,
+    /// A tenant's VMs.
+    vms: Vec<Vm>,
+    /// Whether every setting was understood (a missing P_Key is reported only then).
+    ok: bool,
 }

@@ -7,8 +7,10 @@
 //! SLs per path, not the classes or what traffic each one is.
 
 use super::lanes::Pairs;
-use super::LaneMap;
+use super::{ClassLanes, LaneMap};
 use crate::routing::Layers;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use weft_fabric::{FabricState, NodeId, PortRef, Sl};
 
 /// The largest `qos-policy.conf` weft writes (bytes); past it OpenSM's parser would spend
@@ -58,7 +60,6 @@ pub fn qos_policy(
     map: &LaneMap,
     layers: Option<&Layers>,
 ) -> Result<String, PolicyError> {
-    use std::fmt::Write as _;
     let pairs = Pairs::new(state, map, layers);
     let f = &state.fabric;
     let mut out = String::new();
@@ -68,9 +69,69 @@ pub fn qos_policy(
          # the SA answers PathRecords with the SLs weft verified.",
         f.name
     );
-    // Port groups: per switch, its port 0 and the end ports cabled to it.
-    let group = |x: NodeId| format!("weft-{:016x}", f.node(x).guid().0);
-    let mut members: std::collections::BTreeMap<NodeId, Vec<u64>> = Default::default();
+    let members = port_groups(&mut out, state);
+    let default_class = map
+        .classes
+        .iter()
+        .position(|c| c.matches.is_empty())
+        .unwrap_or(0);
+    qos_levels(&mut out, map, pairs.class_sls(default_class, None, 0).0);
+    out.push_str("\nqos-match-rules\n");
+    tenant_rules(&mut out, state);
+    // Per destination switch: one LID of each port there (the SLs are by switch).
+    let mut by_dst: BTreeMap<NodeId, Vec<usize>> = BTreeMap::new();
+    for (lid, o) in pairs.owners.iter().enumerate() {
+        if let Some((n, p)) = o {
+            if let Some(y) = state.source_switch(PortRef::new(*n, p.0)) {
+                by_dst.entry(y).or_default().push(lid);
+            }
+        }
+    }
+    let order = (0..map.classes.len())
+        .filter(|&c| c != default_class)
+        .chain(std::iter::once(default_class));
+    for c in order {
+        let Some(class) = map.classes.get(c) else {
+            continue;
+        };
+        let criteria = criteria(class);
+        let common = pairs.class_sls(c, None, 0).0;
+        if pairs.per_pair() {
+            let sources = members.keys().copied().filter(|&x| pairs.varies_from(x));
+            for x in sources {
+                let rules = Rules {
+                    state,
+                    pairs: &pairs,
+                    class: c,
+                    lanes: class,
+                    criteria: &criteria,
+                };
+                rules.write_from(&mut out, x, common, &by_dst)?;
+            }
+        }
+        if !criteria.is_empty() {
+            let _ = write!(
+                out,
+                "    qos-match-rule\n        use: class {}\n{criteria}        qos-level-name: SL{}\n    end-qos-match-rule\n",
+                use_text(&class.name),
+                common.0
+            );
+        }
+    }
+    out.push_str("end-qos-match-rules\n");
+    Ok(out)
+}
+
+/// A switch's port group name.
+fn group_name(state: &FabricState, x: NodeId) -> String {
+    format!("weft-{:016x}", state.fabric.node(x).guid().0)
+}
+
+/// Writes the port groups: per switch, its port 0 and the end ports cabled to it (with the VFs
+/// behind them); returns each switch's GUIDs.
+fn port_groups(out: &mut String, state: &FabricState) -> BTreeMap<NodeId, Vec<u64>> {
+    let f = &state.fabric;
+    let mut members: BTreeMap<NodeId, Vec<u64>> = BTreeMap::new();
     for (&n, ports) in &state.lids.base {
         for &p in ports.keys() {
             let src = PortRef::new(n, p.0);
@@ -102,20 +163,19 @@ pub fn qos_policy(
         let _ = write!(
             out,
             "    port-group\n        name: {}\n        use: {}\n        port-guid: {}\n    end-port-group\n",
-            group(*x),
+            group_name(state, *x),
             use_text(f.node(*x).name()),
             list.join(", ")
         );
     }
     out.push_str("end-port-groups\n");
-    let default_class = map
-        .classes
-        .iter()
-        .position(|c| c.matches.is_empty())
-        .unwrap_or(0);
-    let usual = |c: usize| pairs.class_sls(c, None, 0).0;
+    members
+}
+
+/// Writes the QoS levels: `DEFAULT` on the default class's usual SL, and one per SL some class
+/// owns.
+fn qos_levels(out: &mut String, map: &LaneMap, default_sl: Sl) {
     out.push_str("\nqos-levels\n");
-    // A level per SL some class owns.
     let used = map
         .sl2vl
         .iter()
@@ -125,7 +185,7 @@ pub fn qos_policy(
     let _ = write!(
         out,
         "    qos-level\n        name: DEFAULT\n        sl: {}\n    end-qos-level\n",
-        usual(default_class).0
+        default_sl.0
     );
     for sl in (0..16u8).filter(|s| used & (1 << s) != 0) {
         let _ = write!(
@@ -133,8 +193,12 @@ pub fn qos_policy(
             "    qos-level\n        name: SL{sl}\n        sl: {sl}\n    end-qos-level\n"
         );
     }
-    out.push_str("end-qos-levels\n\nqos-match-rules\n");
-    // A tenant's traffic (on its P_Key) is its class's, before any other rule.
+    out.push_str("end-qos-levels\n");
+}
+
+/// Writes the tenants' rules: a tenant's traffic (on its P_Key) is its class's, before any
+/// other rule.
+fn tenant_rules(out: &mut String, state: &FabricState) {
     for p in &state.partitions {
         let Some(c) = &p.class else { continue };
         if let Some(sl) = c.sls.iter().next() {
@@ -148,88 +212,87 @@ pub fn qos_policy(
             );
         }
     }
-    // Per destination switch: one LID of each port there (the SLs are by switch).
-    let mut by_dst: std::collections::BTreeMap<NodeId, Vec<usize>> = Default::default();
-    for (lid, o) in pairs.owners.iter().enumerate() {
-        if let Some((n, p)) = o {
-            if let Some(y) = state.source_switch(PortRef::new(*n, p.0)) {
-                by_dst.entry(y).or_default().push(lid);
-            }
-        }
+}
+
+/// A class's `match` criteria as rule lines (its service IDs), empty when it has none.
+fn criteria(class: &ClassLanes) -> String {
+    let mut criteria = String::new();
+    if !class.matches.service_ids.is_empty() {
+        let ids: Vec<String> = class
+            .matches
+            .service_ids
+            .iter()
+            .map(|r| {
+                if r.first == r.last {
+                    format!("{:#x}", r.first)
+                } else {
+                    format!("{:#x}-{:#x}", r.first, r.last)
+                }
+            })
+            .collect();
+        let _ = writeln!(criteria, "        service-id: {}", ids.join(", "));
     }
-    let order: Vec<usize> = (0..map.classes.len())
-        .filter(|&c| c != default_class)
-        .chain(std::iter::once(default_class))
-        .collect();
-    for c in order {
-        let Some(class) = map.classes.get(c) else {
-            continue;
-        };
-        let mut criteria = String::new();
-        if !class.matches.service_ids.is_empty() {
-            let ids: Vec<String> = class
-                .matches
-                .service_ids
+    criteria
+}
+
+/// One class's per-source rules.
+struct Rules<'a> {
+    state: &'a FabricState,
+    pairs: &'a Pairs<'a>,
+    class: usize,
+    lanes: &'a ClassLanes,
+    criteria: &'a str,
+}
+
+impl Rules<'_> {
+    /// Writes the rules from source switch `x`: per SL other than `common`, the destination
+    /// switches that take it (every LID at a switch must take the same SL).
+    fn write_from(
+        &self,
+        out: &mut String,
+        x: NodeId,
+        common: Sl,
+        by_dst: &BTreeMap<NodeId, Vec<usize>>,
+    ) -> Result<(), PolicyError> {
+        let f = &self.state.fabric;
+        let class = self.lanes;
+        let mut by_sl: BTreeMap<Sl, Vec<NodeId>> = BTreeMap::new();
+        for (&y, lids) in by_dst {
+            let mut sls = lids
                 .iter()
-                .map(|r| {
-                    if r.first == r.last {
-                        format!("{:#x}", r.first)
-                    } else {
-                        format!("{:#x}-{:#x}", r.first, r.last)
-                    }
-                })
-                .collect();
-            let _ = writeln!(criteria, "        service-id: {}", ids.join(", "));
-        }
-        let common = usual(c);
-        if pairs.per_pair() {
-            for &x in members.keys().filter(|&&x| pairs.varies_from(x)) {
-                // Destination switches per SL other than the usual one.
-                let mut by_sl: std::collections::BTreeMap<Sl, Vec<NodeId>> = Default::default();
-                for (&y, lids) in &by_dst {
-                    let mut sls = lids.iter().map(|&l| pairs.class_sls(c, Some(x), l).0);
-                    let Some(first) = sls.next() else { continue };
-                    if sls.any(|s| s != first) {
-                        return Err(PolicyError::Uneven {
-                            class: class.name.clone(),
-                            from: f.node(x).name().to_owned(),
-                            to: f.node(y).name().to_owned(),
-                        });
-                    }
-                    if first != common {
-                        by_sl.entry(first).or_default().push(y);
-                    }
-                }
-                for (sl, ys) in by_sl {
-                    let names: Vec<String> = ys.iter().map(|&y| group(y)).collect();
-                    let _ = write!(
-                        out,
-                        "    qos-match-rule\n        use: class {} from {}\n{criteria}        source: {}\n        destination: {}\n        qos-level-name: SL{}\n    end-qos-match-rule\n",
-                        use_text(&class.name),
-                        use_text(f.node(x).name()),
-                        group(x),
-                        names.join(", "),
-                        sl.0
-                    );
-                    if out.len() > QOS_POLICY_BYTES {
-                        return Err(PolicyError::TooLarge {
-                            limit: QOS_POLICY_BYTES,
-                        });
-                    }
-                }
+                .map(|&l| self.pairs.class_sls(self.class, Some(x), l).0);
+            let Some(first) = sls.next() else { continue };
+            if sls.any(|s| s != first) {
+                return Err(PolicyError::Uneven {
+                    class: class.name.clone(),
+                    from: f.node(x).name().to_owned(),
+                    to: f.node(y).name().to_owned(),
+                });
+            }
+            if first != common {
+                by_sl.entry(first).or_default().push(y);
             }
         }
-        if !criteria.is_empty() {
+        for (sl, ys) in by_sl {
+            let names: Vec<String> = ys.iter().map(|&y| group_name(self.state, y)).collect();
             let _ = write!(
                 out,
-                "    qos-match-rule\n        use: class {}\n{criteria}        qos-level-name: SL{}\n    end-qos-match-rule\n",
-                class.name,
-                common.0
+                "    qos-match-rule\n        use: class {} from {}\n{}        source: {}\n        destination: {}\n        qos-level-name: SL{}\n    end-qos-match-rule\n",
+                use_text(&class.name),
+                use_text(f.node(x).name()),
+                self.criteria,
+                group_name(self.state, x),
+                names.join(", "),
+                sl.0
             );
+            if out.len() > QOS_POLICY_BYTES {
+                return Err(PolicyError::TooLarge {
+                    limit: QOS_POLICY_BYTES,
+                });
+            }
         }
+        Ok(())
     }
-    out.push_str("end-qos-match-rules\n");
-    Ok(out)
 }
 
 /// A flow dFtree moved to its slow lane: every QP of a source port toward a destination LID.
