@@ -20,7 +20,7 @@ fn tree(faults: &str) -> ValidState {
 }
 
 /// The start (the fabric with the link down, old tables), the end, and the plan.
-fn link_failure() -> (FabricState, FabricState, weft_fabric::plan::Plan) {
+fn link_failure() -> (FabricState, FabricState, weft_formats::plan::Plan) {
     let old = tree("");
     let new = tree("        link leaf3.p[6] down\n");
     let p = plan(
@@ -46,7 +46,7 @@ fn options(dir: &std::path::Path) -> ApplyOptions {
 
 /// [`options`] for `plan`: written on the proof it carries when it records its digest
 /// ([`trusted`]; `--no-reprove`), else proven again on the sim.
-fn options_for(plan: &weft_fabric::plan::Plan, dir: &std::path::Path) -> ApplyOptions {
+fn options_for(plan: &weft_formats::plan::Plan, dir: &std::path::Path) -> ApplyOptions {
     ApplyOptions {
         proof: if plan.digest_matches() {
             weft_deploy::apply::ProofMode::TrustDigest
@@ -60,7 +60,7 @@ fn options_for(plan: &weft_fabric::plan::Plan, dir: &std::path::Path) -> ApplyOp
 /// `plan` with its digest recorded, as a plan file read back has it: applied on the proof it
 /// carries (the QoS plans below move lanes in one step, which the proof on the fabric refuses:
 /// they test the writing, not the order).
-fn trusted(mut plan: weft_fabric::plan::Plan) -> weft_fabric::plan::Plan {
+fn trusted(mut plan: weft_formats::plan::Plan) -> weft_formats::plan::Plan {
     plan.recorded_digest = Some(plan.digest());
     plan
 }
@@ -185,7 +185,7 @@ fn fault_matrix(
     name: &str,
     start: &FabricState,
     end: &FabricState,
-    plan: &weft_fabric::plan::Plan,
+    plan: &weft_formats::plan::Plan,
 ) -> (usize, std::collections::BTreeMap<String, usize>) {
     let (start, end) = (start.clone(), end.clone());
     let sm = sm_port(&start);
@@ -271,7 +271,7 @@ fn a_block_that_moved_on_is_refused_before_any_write() {
     let (start, _, plan) = link_failure();
     let mut moved = start.clone();
     // Someone rewrote one entry the plan changes.
-    let weft_fabric::plan::SmpWrite::Lft { switch, block, .. } = &plan.steps[0].writes[0] else {
+    let weft_formats::plan::SmpWrite::Lft { switch, block, .. } = &plan.steps[0].writes[0] else {
         panic!()
     };
     let id = moved
@@ -340,7 +340,7 @@ fn an_initial_deployment_writes_blocks_across_steps_and_survives_faults() {
         .iter()
         .flat_map(|s| &s.writes)
         .map(|w| match w {
-            weft_fabric::plan::SmpWrite::Lft { switch, block, .. } => (*switch, *block),
+            weft_formats::plan::SmpWrite::Lft { switch, block, .. } => (*switch, *block),
             _ => panic!("{w:?}"),
         })
         .collect();
@@ -413,7 +413,7 @@ fn a_vm_migration_sends_exactly_its_planned_smps() {
         .steps
         .iter()
         .flat_map(|s| &s.writes)
-        .filter(|w| matches!(w, weft_fabric::plan::SmpWrite::Vport { .. }))
+        .filter(|w| matches!(w, weft_formats::plan::SmpWrite::Vport { .. }))
         .count();
     assert!(vf_writes >= 2, "the VF web leaves and the one it takes");
     let tables = migrate_and_crash(old.state(), p.end.state(), &p.plan, "migration");
@@ -426,7 +426,7 @@ fn a_vm_migration_sends_exactly_its_planned_smps() {
 fn migrate_and_crash(
     start: &FabricState,
     end: &FabricState,
-    plan: &weft_fabric::plan::Plan,
+    plan: &weft_formats::plan::Plan,
     name: &str,
 ) -> (weft_deploy::sim::Tables, weft_deploy::sim::Tables) {
     let sm = sm_port(start);
@@ -448,7 +448,7 @@ fn migrate_and_crash(
         .steps
         .iter()
         .flat_map(|s| &s.writes)
-        .take_while(|w| !matches!(w, weft_fabric::plan::SmpWrite::Vport { .. }))
+        .take_while(|w| !matches!(w, weft_formats::plan::SmpWrite::Vport { .. }))
         .count();
     let mut sim = SimFabric::new(start, sm).unwrap();
     sim.inject(Fault {
@@ -543,7 +543,7 @@ fn same(a: &weft_deploy::sim::Tables, b: &weft_deploy::sim::Tables) {
 #[test]
 fn a_block_written_twice_in_one_step_is_refused_before_any_write() {
     let (start, _, mut plan) = link_failure();
-    let weft_fabric::plan::SmpWrite::Lft {
+    let weft_formats::plan::SmpWrite::Lft {
         switch, block, new, ..
     } = plan.steps[0].writes[0].clone()
     else {
@@ -552,12 +552,14 @@ fn a_block_written_twice_in_one_step_is_refused_before_any_write() {
     let mut again = new;
     // One more entry changed: the same block, onward from what the first write leaves.
     again[1] = if again[1] == 1 { 2 } else { 1 };
-    plan.steps[0].writes.push(weft_fabric::plan::SmpWrite::Lft {
-        switch,
-        block,
-        old: new,
-        new: again,
-    });
+    plan.steps[0]
+        .writes
+        .push(weft_formats::plan::SmpWrite::Lft {
+            switch,
+            block,
+            old: new,
+            new: again,
+        });
     let sm = sm_port(&start);
     let mut sim = SimFabric::new(&start, sm).unwrap();
     let before = sim.tables();
@@ -591,7 +593,7 @@ fn a_vf_whose_lid_moved_on_is_refused_before_any_write() {
         .iter_mut()
         .flat_map(|s| &mut s.writes)
         .find_map(|w| match w {
-            weft_fabric::plan::SmpWrite::Vport { old_lid, .. } => Some(old_lid),
+            weft_formats::plan::SmpWrite::Vport { old_lid, .. } => Some(old_lid),
             _ => None,
         })
         .unwrap();
@@ -882,7 +884,7 @@ fn a_recovery_that_fails_part_way_is_reported_and_can_run_again() {
 
 /// Paper A's Fig. 2 (four vSwitch hypervisors, vsw1 and vsw2 on leaf1) with vm1 moved from
 /// vsw1 to vsw3: the old state and the plan.
-fn fig2_migration() -> (ValidState, weft_fabric::plan::Plan) {
+fn fig2_migration() -> (ValidState, weft_formats::plan::Plan) {
     let (old, p) = fig2_planned();
     (old, p.plan)
 }
@@ -902,9 +904,9 @@ fn fig2_planned() -> (ValidState, weft_plan::Planned) {
 /// snapshot finds it as the plan says) and a new LID of 999.
 fn vport_at(
     start: &FabricState,
-    mut plan: weft_fabric::plan::Plan,
+    mut plan: weft_formats::plan::Plan,
     victim: &str,
-) -> weft_fabric::plan::Plan {
+) -> weft_formats::plan::Plan {
     let f = &start.fabric;
     let host = f.node(f.find("vsw1").unwrap()).guid();
     let v = f.find(victim).unwrap();
@@ -915,10 +917,10 @@ fn vport_at(
         .tables()
         .pkeys[&f.node(v).guid().0][1]
         .clone();
-    plan.steps = vec![weft_fabric::plan::PlanStep {
+    plan.steps = vec![weft_formats::plan::PlanStep {
         drops: Vec::new(),
         restores: Vec::new(),
-        writes: vec![weft_fabric::plan::SmpWrite::Vport {
+        writes: vec![weft_formats::plan::SmpWrite::Vport {
             node: host,
             port: 1,
             vf: 0,
@@ -974,7 +976,7 @@ fn a_vf_guid_held_twice_is_refused_before_any_write() {
         .iter()
         .flat_map(|s| &s.writes)
         .find_map(|w| match w {
-            weft_fabric::plan::SmpWrite::Vport { guid, .. } => Some(guid.0),
+            weft_formats::plan::SmpWrite::Vport { guid, .. } => Some(guid.0),
             _ => None,
         })
         .unwrap();
@@ -1020,7 +1022,7 @@ fn a_write_to_a_folded_node_is_refused_before_any_write() {
     for (name, w) in [
         (
             "vswitch-lft",
-            weft_fabric::plan::SmpWrite::Lft {
+            weft_formats::plan::SmpWrite::Lft {
                 switch: vswitch,
                 block: 0,
                 old: unset,
@@ -1033,7 +1035,7 @@ fn a_write_to_a_folded_node_is_refused_before_any_write() {
         ),
         (
             "vf-pkeys",
-            weft_fabric::plan::SmpWrite::Pkeys {
+            weft_formats::plan::SmpWrite::Pkeys {
                 node: vf,
                 port: 1,
                 block: 0,
@@ -1047,7 +1049,7 @@ fn a_write_to_a_folded_node_is_refused_before_any_write() {
         ),
     ] {
         let mut hostile = p.clone();
-        hostile.steps = vec![weft_fabric::plan::PlanStep::of(vec![w])];
+        hostile.steps = vec![weft_formats::plan::PlanStep::of(vec![w])];
         let mut sim = SimFabric::new(&start, sm_port(&start)).unwrap();
         let before = sim.tables();
         let dir = tmp(name);
@@ -1066,7 +1068,7 @@ fn a_write_to_a_folded_node_is_refused_before_any_write() {
 /// fabric `start` as discovery reads it (folded into the plan's wire view).
 fn reproof(
     start: &FabricState,
-    plan: &weft_fabric::plan::Plan,
+    plan: &weft_formats::plan::Plan,
 ) -> Vec<weft_verifier::transition::StepCheck> {
     let mut sim = SimFabric::new(start, sm_port(start)).unwrap();
     let d = weft_deploy::discover(&mut sim).unwrap();
@@ -1083,13 +1085,13 @@ fn reproof(
 /// not proven either.
 #[test]
 fn the_reproof_of_a_migration_through_vswitches_covers_the_vm_lids() {
-    use weft_fabric::plan::SmpWrite;
+    use weft_formats::plan::SmpWrite;
     let (old, p) = fig2_migration();
     let start = weft_tests::ibsim::vswitched(old.state());
     let checks = reproof(&start, &p);
     assert_eq!(checks.len(), p.steps.len());
     assert!(checks.iter().all(|c| c.is_proven()), "{checks:?}");
-    let unproven = |plan: &weft_fabric::plan::Plan| {
+    let unproven = |plan: &weft_formats::plan::Plan| {
         let checks = reproof(&start, plan);
         let bad = checks
             .iter()
@@ -1479,14 +1481,14 @@ fn a_plan_writes_mft_blocks_one_per_step_and_they_land() {
     let old = multicast(&[]);
     let new = multicast(GROUPS);
     let p = plan(&old, &new, &Options::default()).unwrap();
-    let mfts: Vec<&weft_fabric::plan::PlanStep> = p
+    let mfts: Vec<&weft_formats::plan::PlanStep> = p
         .plan
         .steps
         .iter()
         .filter(|s| {
             s.writes
                 .iter()
-                .any(|w| matches!(w, weft_fabric::plan::SmpWrite::Mft { .. }))
+                .any(|w| matches!(w, weft_formats::plan::SmpWrite::Mft { .. }))
         })
         .collect();
     // Both groups sit in blocks 0 and 1 (0xc021); leaves write two positions where a member
@@ -1527,7 +1529,7 @@ fn every_fault_at_every_mft_write_ends_old_or_new() {
         .iter()
         .flat_map(|s| &s.writes)
         .map(|w| match w {
-            weft_fabric::plan::SmpWrite::Mft { old, new, .. } => {
+            weft_formats::plan::SmpWrite::Mft { old, new, .. } => {
                 let (o, n) = (
                     weft_plan::mft::block_masks(old),
                     weft_plan::mft::block_masks(new),
@@ -1599,8 +1601,8 @@ fn a_link_failure_moving_routes_and_a_tree_lands_old_or_new() {
     // The failed cable is leaf1's to spine1: the new tree hangs from spine2.
     let new = with_tree(down, "spine2");
     let p = plan(&old, &new, &Options::default()).unwrap();
-    let kind = |s: &weft_fabric::plan::PlanStep| match s.writes.first() {
-        Some(weft_fabric::plan::SmpWrite::Mft { old, new, .. }) => {
+    let kind = |s: &weft_formats::plan::PlanStep| match s.writes.first() {
+        Some(weft_formats::plan::SmpWrite::Mft { old, new, .. }) => {
             let (o, n) = (
                 weft_plan::mft::block_masks(old),
                 weft_plan::mft::block_masks(new),
@@ -1687,12 +1689,12 @@ fn every_fault_at_every_qos_write_ends_old_or_new() {
     let (old, new) = qos_states();
     let writes = weft_plan::qos::writes(&old, &new);
     let kinds =
-        |f: fn(&weft_fabric::plan::SmpWrite) -> bool| writes.iter().filter(|w| f(w)).count();
+        |f: fn(&weft_formats::plan::SmpWrite) -> bool| writes.iter().filter(|w| f(w)).count();
     // Three switch pairs and the host's table; the host's high block, the leaf port's two low.
     assert_eq!(
         (
-            kinds(|w| matches!(w, weft_fabric::plan::SmpWrite::Sl2vl { .. })),
-            kinds(|w| matches!(w, weft_fabric::plan::SmpWrite::VlArb { .. }))
+            kinds(|w| matches!(w, weft_formats::plan::SmpWrite::Sl2vl { .. })),
+            kinds(|w| matches!(w, weft_formats::plan::SmpWrite::VlArb { .. }))
         ),
         (4, 3)
     );
@@ -1748,7 +1750,7 @@ fn a_qos_table_another_writer_changed_is_refused_naming_it() {
         .find(|&n| f.node(n).kind() == NodeKind::Hca)
         .unwrap();
     let sm = sm_port(&old);
-    let [weft_fabric::plan::SmpWrite::Sl2vl {
+    let [weft_formats::plan::SmpWrite::Sl2vl {
         in_port, out_port, ..
     }, ..] = plan.steps[0].writes.as_slice()
     else {
@@ -1981,7 +1983,7 @@ proptest::proptest! {
 fn a_qos_plan_that_drops_a_lane_is_refused_by_the_proof_on_the_fabric() {
     let (old, new) = qos_states();
     let mut writes = weft_plan::qos::writes(&old, &new);
-    let Some(weft_fabric::plan::SmpWrite::Sl2vl {
+    let Some(weft_formats::plan::SmpWrite::Sl2vl {
         node,
         in_port,
         out_port,
@@ -1989,7 +1991,7 @@ fn a_qos_plan_that_drops_a_lane_is_refused_by_the_proof_on_the_fabric() {
         ..
     }) = writes
         .iter_mut()
-        .find(|w| matches!(w, weft_fabric::plan::SmpWrite::Sl2vl { .. }))
+        .find(|w| matches!(w, weft_formats::plan::SmpWrite::Sl2vl { .. }))
     else {
         panic!("no SL→VL write")
     };

@@ -23,8 +23,8 @@ use std::collections::BTreeMap;
 use weft_compiler::diagnostic::SourceId;
 use weft_compiler::routing::shape::{self, Shape};
 use weft_compiler::{check, NoFiles};
-use weft_fabric::ibnetdiscover::{self, ParseOptions};
 use weft_fabric::Fabric;
+use weft_formats::ibnetdiscover::{self, ParseOptions};
 use weft_tests::{xgft_source, Rng};
 
 fn fabric_of(src: &str) -> Fabric {

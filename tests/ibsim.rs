@@ -647,7 +647,7 @@ impl Ibsim {
             .map_err(|e| IbsimError::Io(format!("cannot create {}", cache.display()), e))?;
         fs::write(
             cache.join("guid2lid"),
-            weft_fabric::opensm::write_guid2lid(state),
+            weft_formats::opensm::write_guid2lid(state),
         )
         .map_err(|e| IbsimError::Io("cannot write guid2lid".to_owned(), e))?;
         let log = self.dir.join("osm.log");
@@ -720,7 +720,7 @@ impl Ibsim {
                 .stdout;
         }
         let (read, problems) =
-            weft_fabric::opensm::parse_mfts(&text, fabric).map_err(|e| format!("{e}\n{text}"))?;
+            weft_formats::opensm::parse_mfts(&text, fabric).map_err(|e| format!("{e}\n{text}"))?;
         if !problems.is_empty() {
             return Err(format!("{problems:?}\n{text}"));
         }
@@ -937,7 +937,7 @@ pub fn vswitched(state: &weft_fabric::FabricState) -> weft_fabric::FabricState {
 pub fn vswitched_net(state: &weft_fabric::FabricState) -> (String, weft_fabric::FabricState) {
     let m = vswitched(state);
     let net =
-        weft_fabric::ibnetdiscover::write(&m.fabric, Some(&m.lids)).expect("a writable fabric");
+        weft_formats::ibnetdiscover::write(&m.fabric, Some(&m.lids)).expect("a writable fabric");
     (net, m)
 }
 

@@ -9,8 +9,8 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
-use weft_fabric::ibnetdiscover::{self, Code, Discovered, InputFormat, ParseOptions};
 use weft_fabric::{Fabric, FabricBuilder, Guid, NodeKind, NodeSpec, PortRef};
+use weft_formats::ibnetdiscover::{self, Code, Discovered, InputFormat, ParseOptions};
 use weft_tests::assert_isomorphic;
 use weft_tests::ibsim::{self, Ibsim, Limits};
 

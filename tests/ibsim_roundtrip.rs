@@ -5,8 +5,8 @@
 
 use std::path::Path;
 use std::time::Duration;
-use weft_fabric::ibnetdiscover::{self, ParseOptions};
 use weft_fabric::{FabricBuilder, Guid, NodeKind, NodeSpec, PortRef};
+use weft_formats::ibnetdiscover::{self, ParseOptions};
 use weft_tests::ibsim::{self, Ibsim, IbsimError, Limits};
 use weft_tests::{assert_isomorphic, fat_tree_648, isomorphism_differences};
 

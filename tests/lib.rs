@@ -630,9 +630,9 @@ pub fn multicast_tree(
 pub fn one_step_plan(
     old: &weft_fabric::FabricState,
     new: &weft_fabric::FabricState,
-    writes: Vec<weft_fabric::plan::SmpWrite>,
-) -> weft_fabric::plan::Plan {
-    use weft_fabric::plan::{Plan, PlanStep, Proof, PLAN_FORMAT, PLAN_VERSION};
+    writes: Vec<weft_formats::plan::SmpWrite>,
+) -> weft_formats::plan::Plan {
+    use weft_formats::plan::{Plan, PlanStep, Proof, PLAN_FORMAT, PLAN_VERSION};
     Plan {
         format: PLAN_FORMAT.to_owned(),
         version: PLAN_VERSION,

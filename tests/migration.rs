@@ -12,8 +12,8 @@
     clippy::print_stderr
 )]
 
-use weft_fabric::plan::SmpWrite;
 use weft_fabric::ValidState;
+use weft_formats::plan::SmpWrite;
 use weft_plan::migrate::{LidMove, Marking};
 use weft_plan::{check_steps, plan, Options, Target};
 use weft_tests::{compiled, example};
@@ -96,10 +96,10 @@ fn reverse_is_caught(old: &ValidState, p: &weft_plan::Planned) {
     let mut start = old.state().clone();
     start.lids.vports = p.end.lids.vports.clone();
     let start = ValidState::new(start).unwrap();
-    let reversed: Vec<weft_fabric::plan::PlanStep> = p.plan.steps[1..]
+    let reversed: Vec<weft_formats::plan::PlanStep> = p.plan.steps[1..]
         .iter()
         .rev()
-        .map(|s| weft_fabric::plan::PlanStep::of(s.writes.clone()))
+        .map(|s| weft_formats::plan::PlanStep::of(s.writes.clone()))
         .collect();
     let checks = check_steps(&start, &reversed, Scope::All, &Default::default());
     let bad = checks.last().unwrap();
@@ -410,7 +410,7 @@ fn random_moves_are_proven() {
         st.lids.vports = p.end.lids.vports.clone();
         let mut shadow = by_guid(&old);
         for step in &p.plan.steps[1..] {
-            let one = weft_fabric::plan::Plan {
+            let one = weft_formats::plan::Plan {
                 steps: vec![step.clone()],
                 ..p.plan.clone()
             };

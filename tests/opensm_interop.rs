@@ -13,8 +13,8 @@
 
 use std::time::Duration;
 use weft_compiler::NoFiles;
-use weft_fabric::ibnetdiscover::{self, ParseOptions};
 use weft_fabric::{Fabric, FabricState, Lid};
+use weft_formats::ibnetdiscover::{self, ParseOptions};
 use weft_tests::assert_isomorphic;
 use weft_tests::ibsim::{self, Ibsim, Limits};
 
@@ -117,7 +117,7 @@ fn opensm_setup(
     tools: &ibsim::Tools,
     state: &FabricState,
 ) -> (Ibsim, Vec<String>, std::path::PathBuf, std::path::PathBuf) {
-    let net = weft_fabric::ibnetdiscover::write(&state.fabric, Some(&state.lids)).unwrap();
+    let net = weft_formats::ibnetdiscover::write(&state.fabric, Some(&state.lids)).unwrap();
     let sim = Ibsim::start(tools, &net, Some(Limits::for_fabric(&state.fabric)))
         .unwrap_or_else(|e| panic!("{e}"));
     let cache = sim.dir().join("osm-cache");
@@ -126,11 +126,11 @@ fn opensm_setup(
     std::fs::create_dir_all(&dumps).unwrap();
     std::fs::write(
         cache.join("guid2lid"),
-        weft_fabric::opensm::write_guid2lid(state),
+        weft_formats::opensm::write_guid2lid(state),
     )
     .unwrap();
     let lfts = sim.dir().join("lfts.dump");
-    std::fs::write(&lfts, weft_fabric::opensm::write_lfts(state)).unwrap();
+    std::fs::write(&lfts, weft_formats::opensm::write_lfts(state)).unwrap();
     let log = sim.dir().join("osm.log");
     let args = [
         "-R",
@@ -222,12 +222,12 @@ fn ibdmchk_layered(tools: &ibsim::Tools, name: &str, src: &str) -> (u8, usize, S
     let dumps = sim.dir().join(DUMPS);
     std::fs::write(
         dumps.join("weft.psl"),
-        weft_fabric::opensm::write_path_sl(&state, weft_fabric::opensm::PslSls::Lowest),
+        weft_formats::opensm::write_path_sl(&state, weft_formats::opensm::PslSls::Lowest),
     )
     .unwrap();
     std::fs::write(
         dumps.join("weft-sl2vl.dump"),
-        weft_fabric::opensm::write_sl2vl(&state),
+        weft_formats::opensm::write_sl2vl(&state),
     )
     .unwrap();
     let ibdmchk = |extra: &[&str]| {
@@ -629,12 +629,12 @@ fn opensm_loads_weft_partitions() {
     assert_eq!(f.node(host(1).node).name(), "cn001");
     assert_eq!(f.node(host(2).node).name(), "cn002");
     let tenants = [(1u8, 0x8001u16, 0x8002u16), (2, 0x8002, 0x8001)];
-    let conf = weft_fabric::opensm::write_partitions(&state).unwrap();
+    let conf = weft_formats::opensm::write_partitions(&state).unwrap();
     assert!(conf.contains("\nalice=0x8001 :\n"), "{conf}");
     assert!(conf.contains("\nbob=0x8002 :\n"), "{conf}");
     let mut hostile = state.clone();
     hostile.partitions[1].name = "bob's team: a#b, c=d; and a name past 31 bytes".into();
-    let mangled = weft_fabric::opensm::write_partitions(&hostile).unwrap();
+    let mangled = weft_formats::opensm::write_partitions(&hostile).unwrap();
     assert!(
         mangled.contains("\nbob's_team__a_b__c_d__and_a_nam=0x8002 :\n"),
         "{mangled}"
@@ -749,7 +749,7 @@ fn opensm_makes_its_own_port_a_full_default_member() {
     };
     for declared in [false, true] {
         let state = tenants_tree(if declared { "    sm on cn005\n" } else { "" });
-        let conf = weft_fabric::opensm::write_partitions(&state).unwrap();
+        let conf = weft_formats::opensm::write_partitions(&state).unwrap();
         let sm_host = ibsim_id(&state, "cn005");
         let (sim, osm_log) = opensm_loads_on(&tools, &state, Some(&sm_host), |dir| {
             let p = dir.join("partitions.conf");
@@ -816,7 +816,7 @@ fn opensm_sa_answers_a_tenants_class() {
         weft_compiler::qos::qos_policy(built.state.state(), &built.lanes, built.layers.as_ref())
             .unwrap();
     assert!(policy.contains("pkey: 0x0001"), "{policy}");
-    let partitions = weft_fabric::opensm::write_partitions(built.state.state()).unwrap();
+    let partitions = weft_formats::opensm::write_partitions(built.state.state()).unwrap();
     let state = built.state.into_inner();
     let f = state.fabric.clone();
     let port = |name: &str| weft_fabric::PortRef::new(f.find(name).unwrap(), 1);

@@ -6,8 +6,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use weft_fabric::plan::{PlanStep, SmpWrite};
 use weft_fabric::ValidState;
+use weft_formats::plan::{PlanStep, SmpWrite};
 use weft_plan::{check_steps, plan, Mode, Options, PlanError};
 use weft_tests::{compiled, example};
 use weft_verifier::transition::Entry;

@@ -196,7 +196,7 @@ fn dftree_lanes_multiply_layered_layers() {
 /// only class is the implicit one spread over the routing layers.
 #[test]
 fn opensm_conf_states_the_states_tables() {
-    use weft_fabric::opensm::{parse_qos_conf, QosConf};
+    use weft_formats::opensm::{parse_qos_conf, QosConf};
     for (name, src) in [
         ("qos-648.weft", EXAMPLE),
         (

@@ -10,8 +10,8 @@
 
 use std::collections::BTreeSet;
 use std::time::Duration;
-use weft_fabric::ibnetdiscover::{self, Code, Discovered, InputFormat, ParseOptions};
 use weft_fabric::{Fabric, Guid, NodeKind};
+use weft_formats::ibnetdiscover::{self, Code, Discovered, InputFormat, ParseOptions};
 use weft_tests::ibsim::{self, Ibsim, Limits};
 
 fn read(text: &str, what: &str) -> Discovered {
@@ -149,7 +149,7 @@ fn opensm_subnet_lst_imports_to_the_fabric_ibnetdiscover_finds() {
     let root = env!("CARGO_MANIFEST_DIR");
     let file = |p: &str| std::fs::read_to_string(format!("{root}/{p}")).unwrap();
     // The leaf–spine net as ibsim's own file.
-    let net = file("../fabric/tests/data/ibsim-leaf-spine.net");
+    let net = file("../formats/tests/data/ibsim-leaf-spine.net");
     let fabric = read(&net, "ibsim-leaf-spine.net").fabric;
     assert_eq!(compare(&tools, &net, &fabric), (6, 7, 0));
     // A real lab dump (loopback cables on its SX6036, FDR10 to HDR), written back for ibsim.

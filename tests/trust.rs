@@ -16,8 +16,8 @@ use weft_deploy::journal::JournalFault;
 use weft_deploy::prove::ProofError;
 use weft_deploy::sim::{Fault, FaultKind, SimFabric, Tables, STATUS_INVALID};
 use weft_deploy::{Payload, Retrying, Target, Transport};
-use weft_fabric::plan::{Plan, SmpWrite};
 use weft_fabric::{FabricState, ValidState};
+use weft_formats::plan::{Plan, SmpWrite};
 use weft_plan::{plan, Mode, Options};
 use weft_tests::sim::{same_at, scratch, sm_port};
 use weft_tests::{compiled, xgft_source};
@@ -1002,17 +1002,17 @@ fn entries_above_linear_fdb_top_are_cleared_before_it_is_raised() {
     new1[6] = 1;
     // Step 1 sets LID 20 (above the top), step 2 LID 70: the top goes to 70 after step 1.
     let plan = Plan {
-        format: weft_fabric::plan::PLAN_FORMAT.to_owned(),
-        version: weft_fabric::plan::PLAN_VERSION,
+        format: weft_formats::plan::PLAN_FORMAT.to_owned(),
+        version: weft_formats::plan::PLAN_VERSION,
         fabric_name: "t".to_owned(),
         from: weft_fabric::Fingerprint::of(full.state()),
         to: weft_fabric::Fingerprint::of(full.state()),
         wire: Some(weft_fabric::WireView::of(&start)),
         partitions: Vec::new(),
         sm: Vec::new(),
-        proof: weft_fabric::plan::Proof::default(),
+        proof: weft_formats::plan::Proof::default(),
         steps: vec![
-            weft_fabric::plan::PlanStep {
+            weft_formats::plan::PlanStep {
                 drops: Vec::new(),
                 restores: Vec::new(),
                 writes: vec![SmpWrite::Lft {
@@ -1022,7 +1022,7 @@ fn entries_above_linear_fdb_top_are_cleared_before_it_is_raised() {
                     new: new0,
                 }],
             },
-            weft_fabric::plan::PlanStep {
+            weft_formats::plan::PlanStep {
                 drops: Vec::new(),
                 restores: Vec::new(),
                 writes: vec![SmpWrite::Lft {

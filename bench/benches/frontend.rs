@@ -52,13 +52,13 @@ fn ibnetdiscover(c: &mut Criterion) {
     let mut g = c.benchmark_group("ibnetdiscover");
     for name in ["cluster-648.weft", "cluster-11664.weft"] {
         let f = fabric(name);
-        let text = weft_fabric::ibnetdiscover::write(&f, None).unwrap_or_else(|e| panic!("{e}"));
-        let opts = weft_fabric::ibnetdiscover::ParseOptions::default();
+        let text = weft_formats::ibnetdiscover::write(&f, None).unwrap_or_else(|e| panic!("{e}"));
+        let opts = weft_formats::ibnetdiscover::ParseOptions::default();
         g.bench_function(format!("read {name}"), |b| {
-            b.iter(|| weft_fabric::ibnetdiscover::parse(black_box(&text), &opts))
+            b.iter(|| weft_formats::ibnetdiscover::parse(black_box(&text), &opts))
         });
         g.bench_function(format!("write {name}"), |b| {
-            b.iter(|| weft_fabric::ibnetdiscover::write(black_box(&f), None))
+            b.iter(|| weft_formats::ibnetdiscover::write(black_box(&f), None))
         });
     }
     g.finish();

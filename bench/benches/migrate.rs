@@ -46,7 +46,7 @@ fn migration(c: &mut Criterion) {
     eprintln!(
         "11664 worst-case move: {} steps, {} LFT SMPs on {} switches of {} marked, every step proven: {}",
         p.steps.len(),
-        p.steps.iter().flat_map(|s| &s.writes).filter(|w| matches!(w, weft_fabric::plan::SmpWrite::Lft { .. })).count(),
+        p.steps.iter().flat_map(|s| &s.writes).filter(|w| matches!(w, weft_formats::plan::SmpWrite::Lft { .. })).count(),
         p.moves[0].updated,
         p.moves[0].marked,
         p.checks.iter().all(|c| c.is_proven())

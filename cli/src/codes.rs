@@ -4,10 +4,14 @@
 use weft_fabric::code::{CodeInfo, Status};
 
 /// The registries, each with the part of weft that reports its codes.
-pub const REGISTRIES: [(&str, &[CodeInfo]); 6] = [
+pub const REGISTRIES: [(&str, &[CodeInfo]); 7] = [
     (
-        "the readers of files (ibnetdiscover, state, plan, OpenSM dumps)",
+        "the state file reader (state.json)",
         weft_fabric::code::CODES,
+    ),
+    (
+        "the readers of files (ibnetdiscover, plan, OpenSM dumps, cabling sheets)",
+        weft_formats::CODES,
     ),
     ("the compiler", weft_compiler::code::CODES),
     ("the verifier", weft_verifier::CODES),
@@ -192,7 +196,8 @@ mod tests {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let mut out = Vec::new();
         let mut dirs: Vec<std::path::PathBuf> = [
-            "fabric", "compiler", "verifier", "plan", "deploy", "driver", "metrics", "cli",
+            "fabric", "formats", "compiler", "verifier", "plan", "deploy", "driver", "metrics",
+            "cli",
         ]
         .iter()
         .map(|c| root.join(c).join("src"))
@@ -253,7 +258,7 @@ mod tests {
         );
         assert!(!e.contains("weft::partition_breach"), "{e}");
         assert!(explain("weft::no_such_code").is_none());
-        let last = REGISTRIES[5].1.iter().max().unwrap();
+        let last = REGISTRIES[6].1.iter().max().unwrap();
         assert!(explain(last.code).unwrap().contains(last.summary));
     }
 }

@@ -8,7 +8,7 @@
 //!
 //! What a path is, by its form: a directory is a `weft build` directory; `*.json` a
 //! `state.json`; `*.csv` a cabling spreadsheet (the design only,
-//! [`weft_fabric::cabling::table`]); `*.weft` a description; anything else an ibnetdiscover
+//! [`weft_formats::cabling::table`]); `*.weft` a description; anything else an ibnetdiscover
 //! dump (or `ibnetdiscover -p` / `iblinkinfo` output).
 
 use crate::findings::{self, Finding, Format, Level, Object};
@@ -16,8 +16,8 @@ use crate::{out, ColorChoice, Fatal};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use weft_fabric::cabling::{Comparison, Difference, End, MatchMode, Options};
 use weft_fabric::Fabric;
+use weft_formats::cabling::{Comparison, Difference, End, MatchMode, Options};
 
 /// `weft diff` arguments.
 #[derive(clap::Args)]
@@ -121,12 +121,12 @@ fn load_found(path: &Path, color: ColorChoice) -> Result<Fabric, Fatal> {
     let name = path
         .file_stem()
         .map_or_else(|| "found".to_owned(), |s| s.to_string_lossy().into_owned());
-    let opts = weft_fabric::ibnetdiscover::ParseOptions {
+    let opts = weft_formats::ibnetdiscover::ParseOptions {
         fabric_name: name,
         source_name: path.display().to_string(),
         ..Default::default()
     };
-    weft_fabric::ibnetdiscover::parse(&text, &opts)
+    weft_formats::ibnetdiscover::parse(&text, &opts)
         .map(|d| d.fabric)
         .map_err(|e| {
             Fatal::failed(
@@ -151,7 +151,7 @@ pub(crate) fn load_design(path: &Path, color: ColorChoice) -> Result<Design, Fat
     let name = path
         .file_stem()
         .map_or_else(|| "design".to_owned(), |s| s.to_string_lossy().into_owned());
-    let fabric = weft_fabric::cabling::table::read(&name, text.as_bytes()).map_err(|e| {
+    let fabric = weft_formats::cabling::table::read(&name, text.as_bytes()).map_err(|e| {
         let code = miette::Diagnostic::code(&e)
             .map_or_else(|| "weft::input".to_owned(), |c| c.to_string());
         Fatal::Failed(vec![findings::of_input(
@@ -179,7 +179,7 @@ pub(crate) fn compare(
     } else {
         Options::fabric(mode)
     };
-    weft_fabric::cabling::compare(&design.fabric, found, &opts).map_err(|e| {
+    weft_formats::cabling::compare(&design.fabric, found, &opts).map_err(|e| {
         let code = miette::Diagnostic::code(&e)
             .map_or_else(|| "weft::input".to_owned(), |c| c.to_string());
         Fatal::Failed(vec![findings::of_input(

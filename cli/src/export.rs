@@ -9,7 +9,7 @@ use crate::{compile, emit_diagnostics, out, ColorChoice, Fatal};
 use clap::ValueEnum;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use weft_fabric::sched_tree::{sched_tree, NameMap};
+use weft_formats::sched_tree::{sched_tree, NameMap};
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum ExportFormat {
@@ -85,7 +85,7 @@ pub(crate) fn load_fabric(
 ) -> Result<weft_fabric::Fabric, Fatal> {
     if file.is_dir() {
         Ok(
-            crate::plan::load_state(&file.join(weft_fabric::build_dir::STATE))?
+            crate::plan::load_state(&file.join(weft_formats::build_dir::STATE))?
                 .fabric
                 .clone(),
         )

@@ -444,24 +444,24 @@ fn more_than_full(p: &Planned) -> String {
     let mut again = 0u64;
     for w in p.plan.steps.iter().flat_map(|s| &s.writes) {
         let key = match w {
-            weft_fabric::plan::SmpWrite::Lft { switch, block, .. } => (0, switch.0, 0, *block),
-            weft_fabric::plan::SmpWrite::Pkeys {
+            weft_formats::plan::SmpWrite::Lft { switch, block, .. } => (0, switch.0, 0, *block),
+            weft_formats::plan::SmpWrite::Pkeys {
                 node, port, block, ..
             } => (1, node.0, *port, *block),
-            weft_fabric::plan::SmpWrite::Vport { guid, .. } => (2, guid.0, 0, 0),
-            weft_fabric::plan::SmpWrite::Mft {
+            weft_formats::plan::SmpWrite::Vport { guid, .. } => (2, guid.0, 0, 0),
+            weft_formats::plan::SmpWrite::Mft {
                 switch,
                 block,
                 position,
                 ..
             } => (3, switch.0, *position, *block),
-            weft_fabric::plan::SmpWrite::Sl2vl {
+            weft_formats::plan::SmpWrite::Sl2vl {
                 node,
                 in_port,
                 out_port,
                 ..
             } => (4, node.0, *in_port, u16::from(*out_port)),
-            weft_fabric::plan::SmpWrite::VlArb {
+            weft_formats::plan::SmpWrite::VlArb {
                 node, port, block, ..
             } => (5, node.0, *port, u16::from(*block)),
         };

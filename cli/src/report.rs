@@ -86,7 +86,7 @@ struct Tables {
 
 fn tables(file: &std::path::Path, color: ColorChoice) -> Result<Tables, Fatal> {
     let state_file = if file.is_dir() {
-        Some(file.join(weft_fabric::build_dir::STATE))
+        Some(file.join(weft_formats::build_dir::STATE))
     } else if file.extension().is_some_and(|e| e == "json") {
         Some(file.to_path_buf())
     } else {

@@ -298,7 +298,7 @@ fn load(args: &Args, color: ColorChoice) -> Result<Loaded, Fatal> {
     }
     if let Some(topo) = &args.topology {
         let text = read(topo)?;
-        let mut opts = weft_fabric::ibnetdiscover::ParseOptions {
+        let mut opts = weft_formats::ibnetdiscover::ParseOptions {
             source_name: topo.display().to_string(),
             fabric_name: topo
                 .file_stem()
@@ -308,16 +308,17 @@ fn load(args: &Args, color: ColorChoice) -> Result<Loaded, Fatal> {
         };
         if let Some(m) = &args.node_name_map {
             let map = read(m)?;
-            opts.name_map = weft_fabric::ibnetdiscover::parse_node_name_map(&map).map_err(|e| {
-                let e = e.with_source_name(&m.display().to_string());
-                Fatal::Input(
-                    findings::of_miette(&e, &m.display().to_string(), Some(&map)),
-                    None,
-                )
-            })?;
+            opts.name_map =
+                weft_formats::ibnetdiscover::parse_node_name_map(&map).map_err(|e| {
+                    let e = e.with_source_name(&m.display().to_string());
+                    Fatal::Input(
+                        findings::of_miette(&e, &m.display().to_string(), Some(&map)),
+                        None,
+                    )
+                })?;
         }
         let topo_name = topo.display().to_string();
-        let d = weft_fabric::ibnetdiscover::parse(&text, &opts)
+        let d = weft_formats::ibnetdiscover::parse(&text, &opts)
             .map_err(|e| Fatal::Input(findings::of_miette(&e, &topo_name, Some(&text)), None))?;
         let mut input_warnings: Vec<findings::Finding> = d
             .warnings
@@ -332,7 +333,7 @@ fn load(args: &Args, color: ColorChoice) -> Result<Loaded, Fatal> {
         let opt = |p: &Option<PathBuf>| p.as_deref().map(read).transpose();
         let (sl2vl, psl, g2l) = (opt(&args.sl2vl)?, opt(&args.path_sl)?, opt(&args.guid2lid)?);
         let (mfts, mcmembers) = (opt(&args.mfts)?, opt(&args.mcmembers)?);
-        let dumps = weft_fabric::opensm::Dumps {
+        let dumps = weft_formats::opensm::Dumps {
             lfts: &lfts,
             sl2vl: sl2vl.as_deref(),
             path_sl: psl.as_deref(),
@@ -358,7 +359,7 @@ fn load(args: &Args, color: ColorChoice) -> Result<Loaded, Fatal> {
         } else {
             (d.fabric, Vec::new())
         };
-        let (st, warnings) = match weft_fabric::opensm::assemble(fabric, d.lids, &dumps) {
+        let (st, warnings) = match weft_formats::opensm::assemble(fabric, d.lids, &dumps) {
             Ok(found) => found,
             Err(e) => {
                 // The warnings too: the summary counts everything shown.
@@ -366,7 +367,7 @@ fn load(args: &Args, color: ColorChoice) -> Result<Loaded, Fatal> {
                 return Err(Fatal::Input(findings::capped(input_warnings), None));
             }
         };
-        let dump_warnings = weft_fabric::opensm::AssembleErrors {
+        let dump_warnings = weft_formats::opensm::AssembleErrors {
             dumps: warnings,
             state: Vec::new(),
         };

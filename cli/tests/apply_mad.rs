@@ -11,8 +11,8 @@
 
 use std::path::Path;
 use std::time::Duration;
-use weft_fabric::plan::Plan;
 use weft_fabric::ValidState;
+use weft_formats::plan::Plan;
 use weft_tests::ibsim::{self, Ibsim, Limits};
 use weft_tests::lft_entries;
 
@@ -185,7 +185,7 @@ fn an_engine_change_lands_over_mads_through_break_before_make() {
 
 /// ibsim on `old`'s fabric, its tables (`dir/old/lfts.dump`) loaded by OpenSM.
 fn started_on(tools: &ibsim::Tools, dir: &Path, old: &ValidState) -> Ibsim {
-    let net = weft_fabric::ibnetdiscover::write(&old.fabric, Some(&old.lids)).unwrap();
+    let net = weft_formats::ibnetdiscover::write(&old.fabric, Some(&old.lids)).unwrap();
     let sim = Ibsim::start(tools, &net, Some(Limits::for_fabric(&old.fabric))).unwrap();
     sim.load_with_opensm(&dir.join("old/lfts.dump"), old)
         .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));

@@ -30,7 +30,7 @@ fn audit_of_opensm_ftree_matches_verify_on_its_dumps() {
     };
     let c = weft_compiler::check("t.weft", TREE, &weft_compiler::NoFiles);
     let fabric = c.elaborated.unwrap().fabric;
-    let net = weft_fabric::ibnetdiscover::write(&fabric, None).unwrap();
+    let net = weft_formats::ibnetdiscover::write(&fabric, None).unwrap();
     let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(&fabric))).unwrap();
     let dir = sim.dir().to_owned();
     let cache = dir.join("osm");
@@ -193,7 +193,7 @@ fn an_audit_of_a_fabric_without_lids_is_the_states_findings() {
     };
     let c = weft_compiler::check("t.weft", TREE, &weft_compiler::NoFiles);
     let fabric = c.elaborated.unwrap().fabric;
-    let net = weft_fabric::ibnetdiscover::write(&fabric, None).unwrap();
+    let net = weft_formats::ibnetdiscover::write(&fabric, None).unwrap();
     let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(&fabric))).unwrap();
     let out = match sim.run(
         env!("CARGO_BIN_EXE_weft"),

@@ -77,7 +77,7 @@ fn audit(
 ) -> (Option<i32>, String, String) {
     let c = weft_compiler::check("t.weft", simulated, &weft_compiler::NoFiles);
     let fabric = c.elaborated.unwrap().fabric;
-    let net = weft_fabric::ibnetdiscover::write(&fabric, None).unwrap();
+    let net = weft_formats::ibnetdiscover::write(&fabric, None).unwrap();
     let sim = Ibsim::start(tools, &net, Some(Limits::for_fabric(&fabric))).unwrap();
     let dir = sim.dir().to_owned();
     std::fs::write(dir.join("design.weft"), DESIGN).unwrap();

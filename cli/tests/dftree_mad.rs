@@ -69,7 +69,7 @@ fn dftree_reads_every_live_port_each_sweep() {
     let state =
         weft_fabric::ValidState::from_json(&std::fs::read_to_string(b.join("state.json")).unwrap())
             .unwrap();
-    let net = weft_fabric::ibnetdiscover::write(&state.fabric, Some(&state.lids)).unwrap();
+    let net = weft_formats::ibnetdiscover::write(&state.fabric, Some(&state.lids)).unwrap();
     let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(&state.fabric))).unwrap();
     sim.load_with_opensm(&b.join("lfts.dump"), &state)
         .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
@@ -289,7 +289,7 @@ fn dftree_moves_the_contributors_of_a_hot_spot() {
             .unwrap()
             .0
     };
-    let net = weft_fabric::ibnetdiscover::write(f, Some(&state.lids)).unwrap();
+    let net = weft_formats::ibnetdiscover::write(f, Some(&state.lids)).unwrap();
     let sim = Ibsim::start_with_console(&tools, &net, Some(Limits::for_fabric(f))).unwrap();
     sim.load_with_opensm(&b.join("lfts.dump"), &state)
         .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
@@ -525,7 +525,7 @@ fn dftree_refuses_a_fabric_that_is_not_the_states() {
     let mut swapped = state.state().clone();
     swapped.lids.base.get_mut(&n1).unwrap().insert(p1, l2);
     swapped.lids.base.get_mut(&n2).unwrap().insert(p1, l1);
-    let net = weft_fabric::ibnetdiscover::write(f, Some(&state.lids)).unwrap();
+    let net = weft_formats::ibnetdiscover::write(f, Some(&state.lids)).unwrap();
     let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(f))).unwrap();
     sim.load_with_opensm(&b.join("lfts.dump"), &swapped)
         .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
@@ -642,7 +642,7 @@ fn dftree_does_not_judge_saturated_ports() {
             .unwrap();
     let f = &state.fabric;
     let guid = |name: &str| f.node(f.find(name).unwrap()).guid().0;
-    let net = weft_fabric::ibnetdiscover::write(f, Some(&state.lids)).unwrap();
+    let net = weft_formats::ibnetdiscover::write(f, Some(&state.lids)).unwrap();
     let sim = Ibsim::start_with_console(&tools, &net, Some(Limits::for_fabric(f))).unwrap();
     sim.load_with_opensm(&b.join("lfts.dump"), &state)
         .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));

@@ -124,15 +124,15 @@ fn mfts_written_over_mads_read_back_with_ibroute_and_weft_audit() {
         "{shown}"
     );
     let plan =
-        weft_fabric::plan::Plan::from_json(&std::fs::read_to_string(d.join("plan.json")).unwrap())
+        weft_formats::plan::Plan::from_json(&std::fs::read_to_string(d.join("plan.json")).unwrap())
             .unwrap();
     assert!(plan
         .steps
         .iter()
         .all(|s| s.writes.len() == 1
-            && matches!(s.writes[0], weft_fabric::plan::SmpWrite::Mft { .. })));
+            && matches!(s.writes[0], weft_formats::plan::SmpWrite::Mft { .. })));
 
-    let net = weft_fabric::ibnetdiscover::write(&old.fabric, Some(&old.lids)).unwrap();
+    let net = weft_formats::ibnetdiscover::write(&old.fabric, Some(&old.lids)).unwrap();
     let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(&old.fabric))).unwrap();
     sim.load_with_opensm(&d.join("old/lfts.dump"), &old)
         .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
@@ -176,7 +176,7 @@ fn mfts_written_over_mads_read_back_with_ibroute_and_weft_audit() {
             .unwrap();
         text += &out.stdout;
     }
-    let (read, problems) = weft_fabric::opensm::parse_mfts(&text, &old.fabric).unwrap();
+    let (read, problems) = weft_formats::opensm::parse_mfts(&text, &old.fabric).unwrap();
     assert!(problems.is_empty(), "{problems:?}\n{text}");
     assert_eq!(by_guid(old.state(), &read.tables), want, "{text}");
 
@@ -215,7 +215,7 @@ fn ibroute_all(sim: &Ibsim, st: &ValidState) -> BTreeMap<u64, Mft> {
             .unwrap()
             .stdout;
     }
-    let (read, problems) = weft_fabric::opensm::parse_mfts(&text, &st.fabric).unwrap();
+    let (read, problems) = weft_formats::opensm::parse_mfts(&text, &st.fabric).unwrap();
     assert!(problems.is_empty(), "{problems:?}");
     by_guid(st.state(), &read.tables)
 }

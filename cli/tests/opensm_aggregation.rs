@@ -114,7 +114,7 @@ fn built_loaded_audited(tools: &ibsim::Tools, dir: &Path, program: &Path) -> Run
     // OpenSM takes the build's LIDs (its `guid2lid`, as the state writes it) and LFTs.
     assert_eq!(
         std::fs::read_to_string(build.join("guid2lid")).unwrap(),
-        weft_fabric::opensm::write_guid2lid(&state)
+        weft_formats::opensm::write_guid2lid(&state)
     );
     let loaded = sim.load_with_opensm(&build.join("lfts.dump"), &state);
     let osm_log = std::fs::read_to_string(sim.dir().join("osm.log")).unwrap_or_default();

@@ -35,7 +35,7 @@ fn opensm_ftree_on_the_5832_node_tree_reports_patterns_not_routes() {
     let text = std::fs::read_to_string(root.join("examples/cluster-5832.weft")).unwrap();
     let c = weft_compiler::check("cluster-5832.weft", &text, &NoFiles);
     let fabric = c.elaborated.unwrap().fabric;
-    let net = weft_fabric::ibnetdiscover::write(&fabric, None).unwrap();
+    let net = weft_formats::ibnetdiscover::write(&fabric, None).unwrap();
     let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(&fabric))).unwrap();
     let dir = sim.dir().join("osm");
     std::fs::create_dir_all(&dir).unwrap();

@@ -44,9 +44,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use weft_fabric::ibnetdiscover::{self, Discovered, ParseOptions};
-use weft_fabric::opensm::{self, Dumps};
 use weft_fabric::{FabricState, Mft, NodeId, PortNum, ValidState};
+use weft_formats::ibnetdiscover::{self, Discovered, ParseOptions};
+use weft_formats::opensm::{self, Dumps};
 use weft_tests::ibsim::{self, Background, Ibsim, IbsimError, Limits, Tools};
 
 /// What the tests run besides ibsim (`smpquery` for the VL arbitration lash's proof needs).

@@ -199,7 +199,7 @@ fn the_hand_off_reports_what_opensm_multicast_routing_programmed() {
     // OpenSM's own dump of its multicast tables (`opensm.mcfdbs`, written with its routing
     // log flag and `dump_files_dir`) says the same.
     let dump = std::fs::read_to_string(osm.join("opensm.mcfdbs")).unwrap();
-    let (dumped, problems) = weft_fabric::opensm::parse_mfts(&dump, &state.fabric).unwrap();
+    let (dumped, problems) = weft_formats::opensm::parse_mfts(&dump, &state.fabric).unwrap();
     assert!(problems.is_empty(), "{problems:?}");
     let dumped: BTreeMap<u64, Mft> = dumped
         .tables

@@ -7,8 +7,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use weft_fabric::plan::{Plan, SmpWrite};
 use weft_fabric::{Fingerprint, ValidState};
+use weft_formats::plan::{Plan, SmpWrite};
 
 fn weft(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_weft"))
@@ -202,7 +202,7 @@ fn refusals_say_why_with_exit_1() {
         "the first step drops: {v}"
     );
     let read =
-        weft_fabric::plan::Plan::from_json(&std::fs::read_to_string(&plan_file).unwrap()).unwrap();
+        weft_formats::plan::Plan::from_json(&std::fs::read_to_string(&plan_file).unwrap()).unwrap();
     assert!(read.digest_matches());
     assert!(!read.steps[0].drops.is_empty());
     assert_eq!(

@@ -11,8 +11,8 @@
 
 use std::path::Path;
 use std::time::Duration;
-use weft_fabric::plan::SmpWrite;
 use weft_fabric::ValidState;
+use weft_formats::plan::SmpWrite;
 use weft_tests::ibsim::{self, Ibsim, Limits};
 
 /// The torus example on a 5×5 grid, routed by `engine`.
@@ -79,7 +79,7 @@ fn qos_writes_land_over_mads_and_audit_reads_the_layered_tables() {
     let plan = weft_tests::one_step_plan(&updn, &layered, writes);
     std::fs::write(d.join("updn-plan.json"), plan.to_json()).unwrap();
 
-    let net = weft_fabric::ibnetdiscover::write(&updn.fabric, Some(&updn.lids)).unwrap();
+    let net = weft_formats::ibnetdiscover::write(&updn.fabric, Some(&updn.lids)).unwrap();
     let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(&updn.fabric))).unwrap();
     sim.load_with_opensm(&d.join("updn/lfts.dump"), &updn)
         .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));

@@ -21,33 +21,44 @@ use std::process::Command;
 const RULES: &[(&str, &[&str], &str)] = &[
     ("weft-fabric", &[], "the model depends on no weft crate"),
     (
-        "weft-compiler",
+        "weft-formats",
         &["weft-fabric"],
+        "formats are read into the model and written from it",
+    ),
+    (
+        "weft-compiler",
+        &["weft-fabric", "weft-formats"],
         "the compiler emits states; it never proves them",
     ),
     (
         "weft-metrics",
-        &["weft-fabric"],
+        &["weft-fabric", "weft-formats"],
         "metrics rate any state, whoever routed it",
     ),
     (
         "weft-traffic",
-        &["weft-fabric"],
+        &["weft-fabric", "weft-formats"],
         "the simulator runs any state, whoever routed it",
     ),
     (
         "weft-verifier",
-        &["weft-fabric"],
+        &["weft-fabric", "weft-formats"],
         "the verifier must not depend on the compiler",
     ),
     (
         "weft-plan",
-        &["weft-fabric", "weft-verifier"],
+        &["weft-fabric", "weft-formats", "weft-verifier"],
         "the planner proves with the verifier, never compiles",
     ),
     (
         "weft-deploy",
-        &["weft-fabric", "weft-plan", "weft-traffic", "weft-verifier"],
+        &[
+            "weft-fabric",
+            "weft-formats",
+            "weft-plan",
+            "weft-traffic",
+            "weft-verifier",
+        ],
         "deploy proves what it writes on the tables it reads, never compiles",
     ),
     (
@@ -55,6 +66,7 @@ const RULES: &[(&str, &[&str], &str)] = &[
         &[
             "weft-compiler",
             "weft-fabric",
+            "weft-formats",
             "weft-metrics",
             "weft-verifier",
         ],
@@ -67,6 +79,7 @@ const RULES: &[(&str, &[&str], &str)] = &[
             "weft-deploy",
             "weft-driver",
             "weft-fabric",
+            "weft-formats",
             "weft-metrics",
             "weft-plan",
             "weft-traffic",
@@ -81,6 +94,7 @@ const RULES: &[(&str, &[&str], &str)] = &[
             "weft-deploy",
             "weft-driver",
             "weft-fabric",
+            "weft-formats",
             "weft-metrics",
             "weft-plan",
             "weft-verifier",
@@ -94,6 +108,7 @@ const RULES: &[(&str, &[&str], &str)] = &[
             "weft-deploy",
             "weft-driver",
             "weft-fabric",
+            "weft-formats",
             "weft-metrics",
             "weft-plan",
             "weft-tests",
@@ -108,6 +123,7 @@ const RULES: &[(&str, &[&str], &str)] = &[
 const LIBRARIES: &[&str] = &[
     "weft-driver",
     "weft-fabric",
+    "weft-formats",
     "weft-compiler",
     "weft-metrics",
     "weft-traffic",
@@ -360,12 +376,12 @@ fn libraries_never_print() {
 const LONG_FILES: &[&str] = &[
     "cli/tests/cli.rs",
     "compiler/src/routing/fat_tree.rs",
-    "fabric/src/cabling.rs",
-    "fabric/src/ibnetdiscover/tests.rs",
     "fabric/src/model.rs",
-    "fabric/src/plan.rs",
     "fabric/src/state/json/mod.rs",
     "fabric/src/state/valid.rs",
+    "formats/src/cabling.rs",
+    "formats/src/ibnetdiscover/tests.rs",
+    "formats/src/plan.rs",
     "tests/apply.rs",
     "tests/trust.rs",
 ];

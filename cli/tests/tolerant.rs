@@ -12,7 +12,7 @@ use weft_fabric::{FabricState, PortNum};
 use weft_verifier::testkit;
 
 /// A real dump: ibsim's leaf–spine fabric as `ibnetdiscover` printed it after OpenSM's sweep.
-const DUMP: &str = "fabric/tests/data/ibsim-leaf-spine.ibnetdiscover";
+const DUMP: &str = "formats/tests/data/ibsim-leaf-spine.ibnetdiscover";
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -268,11 +268,11 @@ fn ports_without_a_lid_are_imported_unpinned() {
 fn the_reports_import() {
     for (file, format) in [
         (
-            "fabric/tests/data/ibsim-leaf-spine.ports",
+            "formats/tests/data/ibsim-leaf-spine.ports",
             "ibnetdiscover -p",
         ),
         (
-            "fabric/tests/data/ibsim-leaf-spine.iblinkinfo",
+            "formats/tests/data/ibsim-leaf-spine.iblinkinfo",
             "iblinkinfo",
         ),
     ] {
@@ -318,11 +318,11 @@ fn verify_without(st: &FabricState, drop: &[(&str, u8)], format: &str) -> Output
     let topo = dir.join("fabric.ibnetdiscover");
     std::fs::write(
         &topo,
-        weft_fabric::ibnetdiscover::write(&st.fabric, Some(&lids)).unwrap(),
+        weft_formats::ibnetdiscover::write(&st.fabric, Some(&lids)).unwrap(),
     )
     .unwrap();
     let lfts = dir.join("opensm-lfts.dump");
-    std::fs::write(&lfts, weft_fabric::opensm::write_lfts(st)).unwrap();
+    std::fs::write(&lfts, weft_formats::opensm::write_lfts(st)).unwrap();
     let out = weft(&[
         "verify",
         "--topology",

@@ -192,11 +192,11 @@ fn opensm_dumps_are_read() {
     let topo = dir.join("fabric.ibnetdiscover");
     std::fs::write(
         &topo,
-        weft_fabric::ibnetdiscover::write(&st.fabric, Some(&st.lids)).unwrap(),
+        weft_formats::ibnetdiscover::write(&st.fabric, Some(&st.lids)).unwrap(),
     )
     .unwrap();
     let lfts = dir.join("opensm-lfts.dump");
-    std::fs::write(&lfts, weft_fabric::opensm::write_lfts(&st)).unwrap();
+    std::fs::write(&lfts, weft_formats::opensm::write_lfts(&st)).unwrap();
     let dumps = |format: &str| {
         weft(&[
             "verify",
@@ -309,7 +309,7 @@ fn lab16_last_hop_label_zero_is_refused_on_every_input_path() {
     let broken = weft_fabric::ValidState::new(broken).unwrap();
     let broken_path = write_state(&dir, "broken.json", &broken);
     let sl2vl_path = dir.join("broken.sl2vl");
-    std::fs::write(&sl2vl_path, weft_fabric::opensm::write_sl2vl(&broken)).unwrap();
+    std::fs::write(&sl2vl_path, weft_formats::opensm::write_sl2vl(&broken)).unwrap();
     // The explicit engine: 21 routes toward lab01 fail.
     let out = weft(&["verify", "--state", &broken_path]);
     assert_eq!(out.status.code(), Some(1));
@@ -789,7 +789,7 @@ fn isolated_without_partitions_is_unknown_not_a_breach() {
 }
 
 /// The multicast fixtures' fabric (two switches, three HCAs) with its unicast tables.
-const MC: &str = "fabric/tests/data/multicast/";
+const MC: &str = "formats/tests/data/multicast/";
 
 fn verify_mc(mfts: &str, more: &[&str]) -> Output {
     let topo = format!("{MC}sim.ibnetdiscover");

@@ -11,8 +11,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use weft_fabric::plan::{Plan, SmpWrite};
 use weft_fabric::ValidState;
+use weft_formats::plan::{Plan, SmpWrite};
 use weft_tests::ibsim::{self, Ibsim, Limits};
 
 const TREE: &str = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric small {\n    topology = fat_tree(levels: 2, radix: 8, switch: sb7800, hca: connectx5)\n    routing { engine = fat_tree, switch_to_switch = sftree }\n";
@@ -59,7 +59,7 @@ fn plans(name: &str) -> (PathBuf, ValidState) {
 
 /// ibsim on the old fabric.
 fn start(tools: &ibsim::Tools, old: &ValidState) -> Ibsim {
-    let net = weft_fabric::ibnetdiscover::write(&old.fabric, Some(&old.lids)).unwrap();
+    let net = weft_formats::ibnetdiscover::write(&old.fabric, Some(&old.lids)).unwrap();
     Ibsim::start(tools, &net, Some(Limits::for_fabric(&old.fabric))).unwrap()
 }
 

@@ -212,7 +212,7 @@ fn names(e: &Elaborated, out: &mut Vec<Diagnostic>) {
     let f = &e.fabric;
     for id in f.node_ids() {
         let name = f.node(id).name();
-        let Some(reason) = weft_fabric::ibnetdiscover::name_problem(name) else {
+        let Some(reason) = weft_formats::ibnetdiscover::name_problem(name) else {
             continue;
         };
         let o = e.origin(id);

@@ -9,7 +9,7 @@
 //! produce are listed there with the reason).
 
 use weft_fabric::code::{CodeInfo, Status};
-use weft_fabric::ibnetdiscover::Code as IbnetCode;
+use weft_formats::ibnetdiscover::Code as IbnetCode;
 
 macro_rules! codes {
     ($($variant:ident = $text:literal: $doc:literal,)*) => {

@@ -7,8 +7,8 @@ use crate::code::Code;
 use crate::diagnostic::{Diagnostic, SourceId};
 use crate::syntax::ast::Span;
 use std::collections::BTreeMap;
-use weft_fabric::ibnetdiscover::{self, ParseOptions};
 use weft_fabric::{Fabric, FabricBuilder, Guid, NodeId, Role};
+use weft_formats::ibnetdiscover::{self, ParseOptions};
 
 fn convert_one(d: &ibnetdiscover::IbnetDiagnostic, source: SourceId) -> Diagnostic {
     Diagnostic::from_miette(d, Code::Ibnet(d.code()), source)

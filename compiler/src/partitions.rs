@@ -17,7 +17,7 @@
 //! The partitions are also recorded as declared ([`FabricState::partitions`]), so the
 //! verifier can check the tables against them (`isolated`). The sections are elaborated in
 //! `elaborate/tenants.rs` (with `sm on NODES`); every table is checked against the HCA
-//! model's `partition_cap`; [`weft_fabric::opensm::write_partitions`] turns the tables into
+//! model's `partition_cap`; [`weft_formats::opensm::write_partitions`] turns the tables into
 //! OpenSM's `partitions.conf`, each partition under its declared name (mangled only where
 //! OpenSM's parser cannot take it) and full key, `alice=0x8001`.
 

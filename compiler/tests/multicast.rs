@@ -216,7 +216,7 @@ fn a_layered_torus_gives_its_groups_a_vl_of_their_own() {
     assert_eq!(st.max_vls, Some(2));
     assert_eq!(
         weft_compiler::qos::qos_conf(&b.lanes),
-        weft_fabric::opensm::QosConf::of_state(st).unwrap()
+        weft_formats::opensm::QosConf::of_state(st).unwrap()
     );
     assert_trees(st, 64);
 }

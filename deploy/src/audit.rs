@@ -18,11 +18,11 @@ use crate::read::{read_end_ports, read_lfts, read_mfts, read_switch_sl2vl, read_
 use crate::smp::{self, Attr, NodeType};
 use crate::transport::{Counted, SmpError, Target, TransportExt};
 use std::collections::{BTreeMap, BTreeSet};
-use weft_fabric::plan::{Member, Plan, SmpWrite};
 use weft_fabric::{
     FabricBuilder, FabricState, Guid, LinkError, NodeKind, NodeSpec, PortNum, PortRef, SwitchState,
     VirtualPort, WireEnd, WireView,
 };
+use weft_formats::plan::{Member, Plan, SmpWrite};
 
 /// Why a fabric could not be read.
 #[derive(Debug, thiserror::Error)]

@@ -14,8 +14,8 @@
 
 use crate::files;
 use std::path::{Path, PathBuf};
-use weft_fabric::build_dir;
-use weft_fabric::opensm::{conf_values, merge_conf};
+use weft_formats::build_dir;
+use weft_formats::opensm::{conf_values, merge_conf};
 
 /// Why the hand-off cannot be made.
 #[derive(Debug, thiserror::Error)]

@@ -15,8 +15,8 @@ use crate::observe::VfId;
 use crate::read::{read_end_pkeys, read_lfts, read_mfts, read_pkeys, read_vfs};
 use crate::transport::{Counted, SmpError, TransportExt};
 use std::collections::BTreeMap;
-use weft_fabric::plan::{Plan, SmpWrite};
 use weft_fabric::{FabricState, PortRef, StateErrors, ValidState, WireDiff, WireView};
+use weft_formats::plan::{Plan, SmpWrite};
 use weft_verifier::isolation::End;
 use weft_verifier::Scope;
 

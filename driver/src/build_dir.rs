@@ -1,5 +1,5 @@
 //! What `weft build` writes into its output directory, and when: the tables every build has
-//! ([`FILES`]; the names are `weft_fabric::build_dir`'s, which deploy and the benchmarks read
+//! ([`FILES`]; the names are `weft_formats::build_dir`'s, which deploy and the benchmarks read
 //! by), the certificate or the `UNPROVEN` marker, and for a state with SL→VL tables or
 //! partitions the OpenSM files that carry them ([`EXTRAS`]). Each file is created exclusively
 //! in a fresh directory and synced; putting that directory in place, all or nothing, is the
@@ -10,7 +10,7 @@ use std::path::Path;
 use weft_compiler::build::Built;
 use weft_fabric::FabricState;
 
-pub use weft_fabric::build_dir::{
+pub use weft_formats::build_dir::{
     CERTIFICATE, EXTRAS, FILES, GUID2LID, LFTS, OPENSM_CONF, PARTITIONS, PATH_SL, QOS_POLICY,
     SL2VL, STATE, TOPOLOGY, UNPROVEN,
 };
@@ -116,11 +116,11 @@ pub fn write_tables(
 ) -> Result<Written, WriteError> {
     let st = &built.state;
     create_in(dir, LFTS, |f| {
-        weft_fabric::opensm::write_lfts_to(st, f)
+        weft_formats::opensm::write_lfts_to(st, f)
             .map_err(|source| WriteError::Write { name: LFTS, source })
     })?;
-    create_text(dir, GUID2LID, &weft_fabric::opensm::write_guid2lid(st))?;
-    let net = weft_fabric::ibnetdiscover::write(&st.fabric, Some(&st.lids)).map_err(|e| {
+    create_text(dir, GUID2LID, &weft_formats::opensm::write_guid2lid(st))?;
+    let net = weft_formats::ibnetdiscover::write(&st.fabric, Some(&st.lids)).map_err(|e| {
         WriteError::Content {
             name: TOPOLOGY,
             reason: e.to_string(),
@@ -152,7 +152,7 @@ pub fn write_tables(
     })?;
     let mut written = Written::default();
     if has_layers(st) {
-        create_text(dir, SL2VL, &weft_fabric::opensm::write_sl2vl(st))?;
+        create_text(dir, SL2VL, &weft_formats::opensm::write_sl2vl(st))?;
         written.extras.push(SL2VL);
         let conf = weft_compiler::qos::opensm_conf(&built.lanes, &st.fabric.name);
         create_text(dir, OPENSM_CONF, &conf)?;
@@ -165,12 +165,12 @@ pub fn write_tables(
             Err(why) => written.no_policy = Some(why.to_string()),
         }
         if psl_lines(st) <= PSL_LINES {
-            let psl = weft_fabric::opensm::write_path_sl(st, weft_fabric::opensm::PslSls::Lowest);
+            let psl = weft_formats::opensm::write_path_sl(st, weft_formats::opensm::PslSls::Lowest);
             create_text(dir, PATH_SL, &psl)?;
             written.extras.push(PATH_SL);
         }
     }
-    if let Some(conf) = weft_fabric::opensm::write_partitions(st) {
+    if let Some(conf) = weft_formats::opensm::write_partitions(st) {
         create_text(dir, PARTITIONS, &conf)?;
         written.extras.push(PARTITIONS);
     }

@@ -4,18 +4,16 @@
 //! capabilities, and the links between ports, including the ones a `faults` block marked down
 //! (they stay in the model so that LIDs and names are stable across faults). A [`FabricState`]
 //! adds what switches run: LIDs, linear forwarding tables, SL→VL tables, VL arbitration and
-//! P_Key tables.
+//! P_Key tables. Its file format, `state.json` ([`state::json`]), lives with it: the state is
+//! validated as it is read. What a fabric is made of beyond its cables is here too: the
+//! machines its end nodes form ([`machines`]), the service nodes recognised without help
+//! ([`roles`]), the wire view a subnet manager sees ([`wire`]).
 //!
-//! Readers and writers of external formats live here too: [`ibnetdiscover`] (what
-//! `ibnetdiscover` prints and `ibsim` loads, and the `ibnetdiscover -p` and `iblinkinfo`
-//! reports), [`opensm`] (OpenSM's and ibdiagnet's files), `state.json` ([`state::json`]), the
-//! plan file ([`plan`]) and the cabling spreadsheet ([`cabling::table`]). Readers take text and
-//! return the model plus every problem found (the ibnetdiscover reader with byte spans, the
-//! others with line numbers). So do two features only the CLI uses: [`cabling`] (a fabric's
-//! cabling against a design's) and [`sched_tree`] (the tree Slurm's topology files describe).
-//! Deliberately absent: anything about the weft language.
+//! The readers and writers of every other format (ibnetdiscover, OpenSM's files, plan files,
+//! cabling spreadsheets, Slurm host lists) are in `weft-formats`, which depends on this crate;
+//! this crate depends on no weft crate. Deliberately absent: anything about the weft language.
 //!
-//! So do the few algorithms every crate needs on these values, in one place each:
+//! The few algorithms every crate needs on these values are here too, in one place each:
 //! [`forward`] (one forwarding step: LFT entry → port → cable → the port at its far end),
 //! [`graph`] (topological order, strongly connected components, cycles) and [`rng`] (the
 //! seeded generator).
@@ -28,24 +26,17 @@
 #![deny(clippy::indexing_slicing)]
 #![cfg_attr(test, allow(clippy::indexing_slicing))]
 
-pub mod build_dir;
-pub mod cabling;
 pub mod code;
 mod fingerprint;
 pub mod forward;
 pub mod graph;
 pub mod hex;
-pub mod hostlist;
-pub mod ibnetdiscover;
 mod ids;
 pub mod input;
 pub mod machines;
 mod model;
-pub mod opensm;
-pub mod plan;
 pub mod rng;
 pub mod roles;
-pub mod sched_tree;
 pub mod state;
 mod suggest;
 pub mod wire;

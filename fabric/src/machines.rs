@@ -370,7 +370,7 @@ pub fn infer(fabric: &Fabric) -> Inference {
 
 /// A NodeDescription's host name and device (`luna-0001 mlx5_3` → `luna-0001`, `mlx5_3`),
 /// when its last word is an RDMA device name.
-pub(crate) fn split(desc: &str) -> Option<(&str, &str)> {
+pub fn split(desc: &str) -> Option<(&str, &str)> {
     let (host, dev) = desc.trim().rsplit_once(char::is_whitespace)?;
     let host = host.trim_end();
     (!host.is_empty() && is_device(dev)).then_some((host, dev))

@@ -265,28 +265,4 @@ mod tests {
         assert!(!b.set_role(sw, Role::Storage));
         assert_eq!(b.fabric().node(sw).role(), Role::Host);
     }
-
-    /// An aggregation node without a recorded device ID is written with the AN's, so the
-    /// dump read back (by weft, or by tools keyed on the device ID) still says what it is.
-    #[test]
-    fn a_written_aggregation_node_carries_the_device_id() {
-        let (f, ca) = one(36, 0, "an1", 0, 3);
-        let mut b = FabricBuilder::from(f);
-        b.set_role(ca, Role::Aggregation);
-        let text = crate::ibnetdiscover::write(&b.finish(), None).unwrap();
-        assert!(text.contains("devid=0xcf09"), "{text}");
-        let back = crate::ibnetdiscover::parse(&text, &Default::default())
-            .unwrap()
-            .fabric;
-        let an = back.find("an1").unwrap();
-        assert_eq!(
-            found(&back),
-            [(an, Evidence::DeviceId)],
-            "recognised again from the dump"
-        );
-        // A host keeps its device ID (0 here): nothing is made up for it.
-        let (f, _) = one(36, 0, "cn001", 0, 3);
-        let text = crate::ibnetdiscover::write(&f, None).unwrap();
-        assert!(!text.contains("devid=0xcf09"), "{text}");
-    }
 }

@@ -387,7 +387,7 @@ impl From<WireView> for WireText {
 }
 
 /// `0x<guid>:<port>`.
-pub(crate) fn parse_end(t: &str) -> Option<WireEnd> {
+pub fn parse_end(t: &str) -> Option<WireEnd> {
     let (g, p) = t.split_once(':')?;
     Some((g.parse().ok()?, PortNum(p.parse().ok()?)))
 }

@@ -7,8 +7,8 @@
 mod common;
 
 use libfuzzer_sys::fuzz_target;
-use weft_fabric::ibnetdiscover::{parse, ParseOptions};
-use weft_fabric::opensm::{assemble, Dumps};
+use weft_formats::ibnetdiscover::{parse, ParseOptions};
+use weft_formats::opensm::{assemble, Dumps};
 
 fn non_empty(s: Option<&str>) -> Option<&str> {
     s.filter(|s| !s.is_empty())

@@ -1,12 +1,12 @@
 //! Node and port GUIDs from a tiny set (every kind of collision common) → the fabric builder
 //! against the rules, and ibsim-style net files → the ibnetdiscover reader: each answer the
-//! rules give, never an internal error. The checks are `fabric/tests/support/guid_spaces.rs`,
+//! rules give, never an internal error. The checks are `formats/tests/support/guid_spaces.rs`,
 //! which `cargo test` runs as a property test too.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
-#[path = "../../fabric/tests/support/guid_spaces.rs"]
+#[path = "../../formats/tests/support/guid_spaces.rs"]
 mod guid_spaces;
 
 fuzz_target!(|data: &[u8]| {

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use weft_fabric::ibnetdiscover::{parse, write, ParseOptions};
+use weft_formats::ibnetdiscover::{parse, write, ParseOptions};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

@@ -8,6 +8,6 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
-        let _ = weft_fabric::opensm::parse_path_sl(text, &common::lab16().fabric);
+        let _ = weft_formats::opensm::parse_path_sl(text, &common::lab16().fabric);
     }
 });

@@ -11,7 +11,7 @@ mod common;
 use libfuzzer_sys::fuzz_target;
 use weft_deploy::apply::{apply, ApplyError, ApplyOptions, Final};
 use weft_deploy::sim::SimFabric;
-use weft_fabric::plan::Plan;
+use weft_formats::plan::Plan;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

@@ -16,8 +16,8 @@
 //! A pure, deterministic function of the fabric and the levels: the same page on every machine.
 
 use std::collections::{BTreeMap, BTreeSet};
-use weft_fabric::hostlist::natural_cmp;
 use weft_fabric::{Fabric, NodeId};
+use weft_formats::hostlist::natural_cmp;
 /// Switches above which a tree is drawn grouped by pod.
 pub const GROUP_ABOVE: usize = 200;
 /// Switches up to which a fabric that is not a tree gets a force layout.

@@ -2,8 +2,8 @@
 //! words that say what a failed check found.
 
 use crate::{mft, order, pkeys, qos, StepStats};
-use weft_fabric::plan::{PlanStep, SmpWrite, LFT_BLOCK};
 use weft_fabric::{FabricState, PortRef, ValidState, VirtualPort};
+use weft_formats::plan::{PlanStep, SmpWrite, LFT_BLOCK};
 use weft_verifier::partition_mix::{Declared, MixCheck, PkeyMix};
 use weft_verifier::transition::{Change, StepCheck, Transition};
 use weft_verifier::Scope;

@@ -32,7 +32,7 @@
 //! goes away, then what is added), [`qos`] (SL→VL and VL arbitration writes), [`migrate`] (VM
 //! migrations: FTreeMinRC's skyline, ItRC). `check.rs`: [`check_steps`] and [`check_steps_read`]
 //! prove steps someone else ordered (a plan file, on the tables `weft apply` reads). Plans are
-//! [`weft_fabric::plan::Plan`]: format `weft-plan` v2, one write per line, fingerprints of the
+//! [`weft_formats::plan::Plan`]: format `weft-plan` v2, one write per line, fingerprints of the
 //! fabric it applies to and of the state it leads to, its wire view, the declared partitions
 //! and SM ports, what the steps were proven to keep, and a digest of the canonical text.
 //!
@@ -55,10 +55,10 @@ pub use check::{check_steps, check_steps_read, why};
 use check::{describe, lft_change_iter, lft_changes, sorted, step_stats};
 use pkeys::{pkey_steps, prove_pkeys};
 use serde::Serialize;
-use weft_fabric::plan::{
+use weft_fabric::{FabricState, Fingerprint, StateErrors, ValidState, WireView};
+use weft_formats::plan::{
     Plan, PlanStep, Proof, SmpWrite, LFT_BLOCK, PKEY_BLOCK, PLAN_FORMAT, PLAN_VERSION,
 };
-use weft_fabric::{FabricState, Fingerprint, StateErrors, ValidState, WireView};
 use weft_verifier::partition_mix::MixCheck;
 use weft_verifier::transition::{StepCheck, Transition};
 use weft_verifier::{Options as VerifyOptions, Property, Scope};

@@ -15,8 +15,8 @@
 //! MFTs as they are (see [`keep_current`]).
 
 use crate::{PlanError, StepCheck};
-use weft_fabric::plan::{MftBlock, SmpWrite, LFT_BLOCK, MFT_BLOCK};
 use weft_fabric::{FabricState, Lid, Mft, Mlid, PortNum, ValidState};
+use weft_formats::plan::{MftBlock, SmpWrite, LFT_BLOCK, MFT_BLOCK};
 use weft_verifier::{Outcome, Property, Scope};
 
 /// The bytes of a block's 32 masks, big-endian, as the SMP carries them.

@@ -33,10 +33,10 @@
 use crate::{order, PlanError};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
-use weft_fabric::plan::{PlanStep, SmpWrite};
 use weft_fabric::{
     FabricState, Lid, LinkState, NodeId, PKey, PortNum, PortRef, ValidState, VirtualPort, LFT_UNSET,
 };
+use weft_formats::plan::{PlanStep, SmpWrite};
 use weft_verifier::transition::{StepCheck, Transition};
 use weft_verifier::Scope;
 
@@ -323,7 +323,7 @@ impl<'a> Migrator<'a> {
                     if entry(&now, x, lid) != port {
                         mine.push((x, lid, port));
                         updated.insert(x);
-                        blocks.insert((x, lid / weft_fabric::plan::LFT_BLOCK as u16));
+                        blocks.insert((x, lid / weft_formats::plan::LFT_BLOCK as u16));
                     }
                 }
             }

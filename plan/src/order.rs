@@ -9,8 +9,8 @@ use rayon::prelude::*;
 use std::collections::BTreeSet;
 use weft_fabric::forward::{self, Dest, Mark, Next, Routes};
 use weft_fabric::graph::{self, Ready};
-use weft_fabric::plan::{SmpWrite, LFT_BLOCK};
 use weft_fabric::{Guid, NodeId, PortNum, PortRef, ValidState, LFT_UNSET};
+use weft_formats::plan::{SmpWrite, LFT_BLOCK};
 
 fn entry(t: &[u8], lid: usize) -> u8 {
     t.get(lid).copied().unwrap_or(LFT_UNSET)

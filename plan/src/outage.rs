@@ -34,8 +34,8 @@ use crate::order::{self, Shadow};
 use crate::{describe, lft_change_iter, lft_changes, sorted, why, PlanError};
 use serde::Serialize;
 use std::collections::BTreeSet;
-use weft_fabric::plan::{PlanStep, SmpWrite};
 use weft_fabric::{Lid, NodeId, ValidState, LFT_UNSET};
+use weft_formats::plan::{PlanStep, SmpWrite};
 use weft_verifier::transition::{Change, StepCheck, Transition};
 use weft_verifier::Scope;
 

@@ -5,8 +5,8 @@
 use crate::migrate;
 use crate::PlanError;
 use std::collections::BTreeMap;
-use weft_fabric::plan::{Member, Plan, PlanPartition, PlanStep, SmPort, SmpWrite, PKEY_BLOCK};
 use weft_fabric::{Lid, PKey, PortRef, ValidState, VirtualPort};
+use weft_formats::plan::{Member, Plan, PlanPartition, PlanStep, SmPort, SmpWrite, PKEY_BLOCK};
 use weft_verifier::partition_mix::{Declared, MixCheck, PkeyMix, PkeyWrite};
 
 /// The partitions `st` declares, by GUID: each member port by its node's GUID and number,

@@ -28,8 +28,8 @@
 //! planner to refuse.
 
 use std::collections::{BTreeMap, BTreeSet};
-use weft_fabric::plan::{vlarb_block, SmpWrite, VLARB_BLOCK};
 use weft_fabric::{FabricState, NodeId, PortNum, PortRef, Sl, SwitchState, VlArb};
+use weft_formats::plan::{vlarb_block, SmpWrite, VLARB_BLOCK};
 
 /// A port whose VL high limit two states set differently (a state without arbitration on the
 /// port counts as 0).
@@ -148,7 +148,7 @@ pub fn writes(old: &FabricState, new: &FabricState) -> Vec<SmpWrite> {
                 old.ports.get(&at).and_then(|s| s.vlarb.as_ref()),
                 new.ports.get(&at).and_then(|s| s.vlarb.as_ref()),
             );
-            for block in weft_fabric::plan::VLARB_BLOCKS {
+            for block in weft_formats::plan::VLARB_BLOCKS {
                 let (from, to) = (block_entries(was, block), block_entries(will, block));
                 if from != to {
                     out.push(SmpWrite::VlArb {
@@ -358,7 +358,7 @@ pub fn tables(st: &FabricState) -> QosTables {
     for (r, s) in &st.ports {
         if let Some(arb) = &s.vlarb {
             let guid = f.node(r.node).guid();
-            for block in weft_fabric::plan::VLARB_BLOCKS {
+            for block in weft_formats::plan::VLARB_BLOCKS {
                 let e = block_entries(Some(arb), block);
                 if !e.is_empty() {
                     t.vlarb.insert((guid, r.port.0, block), e);
@@ -403,7 +403,7 @@ pub struct QosHazard {
 /// Conservative: a plan that moves lanes in one step, or ends a VL's arbitration, is refused
 /// although the fabric may carry no packet on it (`weft apply --no-reprove` writes it on the
 /// proof the plan carries). [`check_with`] knows more of the blocks.
-pub fn check(steps: &[weft_fabric::plan::PlanStep]) -> Result<(), QosHazard> {
+pub fn check(steps: &[weft_formats::plan::PlanStep]) -> Result<(), QosHazard> {
     check_with(&BTreeMap::new(), steps)
 }
 
@@ -428,7 +428,7 @@ pub fn known_blocks<'a>(ports: impl Iterator<Item = (weft_fabric::Guid, u8, &'a 
 /// [`check`], knowing what the blocks in `known` hold before the plan (a block the plan writes
 /// is what its writes say; one it leaves alone and `known` does not hold counts as scheduling
 /// nothing).
-pub fn check_with(known: &Blocks, steps: &[weft_fabric::plan::PlanStep]) -> Result<(), QosHazard> {
+pub fn check_with(known: &Blocks, steps: &[weft_formats::plan::PlanStep]) -> Result<(), QosHazard> {
     // Per (node, port, block): the entries the last step to write it left, or what is known.
     let mut written = known.clone();
     let has = |entries: &[(u8, u8)], vl: u8| entries.iter().any(|&(v, w)| v == vl && w > 0);
@@ -711,8 +711,8 @@ mod tests {
 mod check_tests {
     #![allow(clippy::unwrap_used, clippy::panic)]
     use super::*;
-    use weft_fabric::plan::PlanStep;
     use weft_fabric::Guid;
+    use weft_formats::plan::PlanStep;
 
     const SW: Guid = Guid(0x0002_c900_0000_0100);
 

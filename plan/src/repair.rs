@@ -24,8 +24,8 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 use weft_fabric::forward::{self, Dest, Mark, Next};
-use weft_fabric::plan::LFT_BLOCK;
 use weft_fabric::{FabricState, NodeId, PortRef, ValidState, LFT_UNSET};
+use weft_formats::plan::LFT_BLOCK;
 use weft_verifier::Scope;
 
 /// How a repair mends a broken destination.

@@ -153,7 +153,7 @@ fn replayed(
     let mut t = by_guid(&s);
     for (i, step) in steps.iter().enumerate() {
         out.extend(&step.drops);
-        let one = weft_fabric::plan::Plan {
+        let one = weft_formats::plan::Plan {
             steps: vec![step.clone()],
             ..p.plan.clone()
         };
@@ -252,7 +252,7 @@ fn arbitration_changes_keep_every_scheduled_vl_scheduled() {
         assert_eq!(p.plan.steps.len(), 2, "{:?}", p.plan.steps);
         assert!(matches!(
             &p.plan.steps[0].writes[..],
-            [weft_fabric::plan::SmpWrite::VlArb { block: 1, .. }]
+            [weft_formats::plan::SmpWrite::VlArb { block: 1, .. }]
         ));
         assert!(weft_plan::qos::check(&p.plan.steps).is_ok());
         // VL 1 scheduled no more: refused.

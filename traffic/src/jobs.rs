@@ -19,7 +19,7 @@
 
 use crate::pattern::parse_time;
 use crate::{SimError, Traffic};
-use weft_fabric::hostlist::parse as hostlist;
+use weft_formats::hostlist::parse as hostlist;
 
 /// Hosts one job may name, at most (a guard against `cn[1-999999999]`).
 const MAX_HOSTS: u64 = 1_000_000;

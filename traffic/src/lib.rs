@@ -84,7 +84,7 @@
 //! per-channel and per-buffer arrays; `build.rs` the setup, `unicast.rs` generation,
 //! routing, credits and arbitration, `multicast.rs` replication, `report.rs` the counts), `arb.rs`, `pattern.rs` (the traffic specs and the
 //! papers' hot-spot groups), `jobs.rs` (per-job traffic files, host lists read by
-//! [`weft_fabric::hostlist::parse`]), `report.rs` (the serde schema and the text for people),
+//! [`weft_formats::hostlist::parse`]), `report.rs` (the serde schema and the text for people),
 //! `trees.rs`, `dftree.rs` (dFtree's controller: pure, fed by the simulation or by a loop over
 //! real counters), `sim_dftree.rs` (the loop inside a simulation). Every generated packet is
 //! accounted for — delivered (drained), dropped (counted), in a buffer, on a wire, draining or

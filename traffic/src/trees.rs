@@ -144,7 +144,7 @@ pub(crate) fn find(ports: &[Port], window_ps: u64) -> Vec<CongestionTree> {
                 });
             }
             for l in &mut levels {
-                l.sort_by(|a, b| weft_fabric::hostlist::natural_cmp(&a.port, &b.port));
+                l.sort_by(|a, b| weft_formats::hostlist::natural_cmp(&a.port, &b.port));
             }
             Some(CongestionTree {
                 root: root.from.clone(),
@@ -161,7 +161,7 @@ pub(crate) fn find(ports: &[Port], window_ps: u64) -> Vec<CongestionTree> {
     out.sort_by(|a, b| {
         b.stall_ns
             .total_cmp(&a.stall_ns)
-            .then_with(|| weft_fabric::hostlist::natural_cmp(&a.root, &b.root))
+            .then_with(|| weft_formats::hostlist::natural_cmp(&a.root, &b.root))
     });
     out
 }

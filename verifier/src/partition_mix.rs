@@ -26,8 +26,8 @@
 use crate::isolation::{declared_talk, end_point, tables_talk, Breach, BreachKind, End};
 use crate::report::Outcome;
 use std::collections::{BTreeMap, BTreeSet};
-use weft_fabric::plan::PKEY_BLOCK;
 use weft_fabric::{Lid, Membership, PKey, PortRef, ValidState};
+use weft_formats::plan::PKEY_BLOCK;
 
 /// One P_Key write of a step.
 #[derive(Clone, Debug, PartialEq, Eq)]

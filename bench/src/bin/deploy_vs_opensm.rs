@@ -41,7 +41,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use weft_bench::{log_span_ms, log_time, median, weft_binary};
-use weft_fabric::build_dir;
+use weft_formats::build_dir;
 use weft_tests::ibsim::{self, Ibsim, Limits};
 
 /// Under ibsim (re-run by `main` with `--child-rate W`): LFT-block Gets and Sets per second

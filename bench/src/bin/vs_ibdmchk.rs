@@ -101,7 +101,7 @@ fn main() {
         std::process::exit(2)
     };
     let fabric = e.fabric;
-    let net = weft_fabric::ibnetdiscover::write(&fabric, None).unwrap_or_else(|e| {
+    let net = weft_formats::ibnetdiscover::write(&fabric, None).unwrap_or_else(|e| {
         eprintln!("{e}");
         std::process::exit(2)
     });

@@ -13,7 +13,7 @@
 //!    median (and min/max) over `--runs` runs; then the quality metrics of the result.
 //! 2. **OpenSM** (3.3.23 on ibsim 0.10), per engine (`--engines`, default
 //!    `ftree,updn,minhop,dfsssp`), on a fresh simulator each time:
-//!    * the topology is written with `weft_fabric::ibnetdiscover::write`, and ibsim is started
+//!    * the topology is written with `weft_formats::ibnetdiscover::write`, and ibsim is started
 //!      with its node/switch/port limits raised for the fabric (`Limits::for_fabric`);
 //!    * `opensm -o -R <engine> -D 0x7 -f <log> --dump_files_dir <dir>` with
 //!      `OSM_CACHE_DIR=<dir>` (a fresh, private cache: OpenSM otherwise reloads LIDs from
@@ -30,7 +30,7 @@
 //!      the `tables configured` line says so and the table marks the column;
 //!    * OpenSM's LFTs read back from the simulated switches with `dump_fts` (under the
 //!      libumad2sim preload) and OpenSM's LIDs from the `guid2lid` it wrote, assembled with
-//!      `weft_fabric::opensm::assemble` onto weft's own `Fabric` (same nodes, same order: the
+//!      `weft_formats::opensm::assemble` onto weft's own `Fabric` (same nodes, same order: the
 //!      traffic patterns pair the same hosts on both sides).
 //! 3. The same metrics (`weft_metrics::quality`, same seed) on every state, and one
 //!    comparison table; `--json FILE` writes everything as JSON.
@@ -471,7 +471,7 @@ fn run_opensm(
         deadlock_free: None,
         layers: None,
     };
-    let net = match weft_fabric::ibnetdiscover::write(fabric, None) {
+    let net = match weft_formats::ibnetdiscover::write(fabric, None) {
         Ok(n) => n,
         Err(e) => {
             out.notes.push(format!("cannot write the topology: {e}"));
@@ -596,14 +596,14 @@ fn opensm_once(
         base: Default::default(),
         vports: Vec::new(),
     };
-    let dumps = weft_fabric::opensm::Dumps {
+    let dumps = weft_formats::opensm::Dumps {
         lfts: &fts.stdout,
         guid2lid: g2l.as_deref(),
         mfts: None,
         mcmembers: None,
         ..Default::default()
     };
-    match weft_fabric::opensm::assemble(fabric.clone(), lids, &dumps) {
+    match weft_formats::opensm::assemble(fabric.clone(), lids, &dumps) {
         Ok((state, warnings)) => {
             if !warnings.is_empty() {
                 out.notes.push(format!(

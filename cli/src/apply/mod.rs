@@ -21,8 +21,8 @@ use std::process::ExitCode;
 use weft_deploy::apply::{self, ApplyError, ApplyOptions, Direction, Final, Progress, ProofMode};
 use weft_deploy::journal::JournalFault;
 use weft_deploy::{Paced, Retrying, Transport};
-use weft_fabric::build_dir;
-use weft_fabric::plan::Plan;
+use weft_formats::build_dir;
+use weft_formats::plan::Plan;
 
 /// `weft apply` arguments.
 #[derive(clap::Args)]

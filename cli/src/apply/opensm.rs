@@ -9,7 +9,7 @@ use crate::{out, Fatal};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
-use weft_fabric::build_dir;
+use weft_formats::build_dir;
 
 /// The hand-off to a running OpenSM.
 pub(super) fn hand_off(args: &Args, quiet: bool) -> Result<ExitCode, Fatal> {
@@ -21,7 +21,7 @@ pub(super) fn hand_off(args: &Args, quiet: bool) -> Result<ExitCode, Fatal> {
             .plan
             .as_deref()
             .and_then(|p| std::fs::read_to_string(p).ok())
-            .and_then(|t| weft_fabric::plan::Plan::from_json(&t).ok())
+            .and_then(|t| weft_formats::plan::Plan::from_json(&t).ok())
             .map_or(0, |p| {
                 p.steps
                     .iter()
@@ -29,8 +29,8 @@ pub(super) fn hand_off(args: &Args, quiet: bool) -> Result<ExitCode, Fatal> {
                     .filter(|w| {
                         matches!(
                             w,
-                            weft_fabric::plan::SmpWrite::Sl2vl { .. }
-                                | weft_fabric::plan::SmpWrite::VlArb { .. }
+                            weft_formats::plan::SmpWrite::Sl2vl { .. }
+                                | weft_formats::plan::SmpWrite::VlArb { .. }
                         )
                     })
                     .count()

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 use weft_deploy::apply::{Final, Report};
-use weft_fabric::plan::Plan;
+use weft_formats::plan::Plan;
 
 /// Writes `text` on stderr, after clearing the progress line.
 pub(super) fn eprint_text(text: &str) {

@@ -1,10 +1,10 @@
-//! Slurm's topology files from the scheduler tree ([`weft_fabric::sched_tree`]):
+//! Slurm's topology files from the scheduler tree ([`weft_formats::sched_tree`]):
 //! `topology.conf` for the `topology/tree` plugin, and `topology.yaml`'s tree topology.
 
 use std::fmt::Write as _;
-use weft_fabric::hostlist::compress;
-use weft_fabric::sched_tree::{SchedTree, TreeFabric};
 use weft_fabric::Role;
+use weft_formats::hostlist::compress;
+use weft_formats::sched_tree::{SchedTree, TreeFabric};
 
 /// `n` and what it counts, `one` when `n` is 1 and `many` otherwise (`1 host`, `2 hosts`).
 fn count(n: usize, one: &str, many: &str) -> String {

@@ -188,7 +188,7 @@ pub fn of_state_errors(e: &weft_fabric::StateErrors, artifact: &str) -> Vec<Find
 /// OpenSM's files' problems (`weft::opensm`, each at its line of the file it is in, named by
 /// `path_of` from the kind of file) and those of the state they make with the topology.
 pub fn of_assemble_errors(
-    e: &weft_fabric::opensm::AssembleErrors,
+    e: &weft_formats::opensm::AssembleErrors,
     path_of: impl Fn(&str) -> String,
     topology: &str,
 ) -> Vec<Finding> {

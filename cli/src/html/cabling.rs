@@ -11,9 +11,9 @@ use super::{esc, n, page_styled};
 use crate::findings::{Finding, Level};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use weft_fabric::cabling::{Comparison, Difference, End};
-use weft_fabric::hostlist::natural_cmp;
 use weft_fabric::{Fabric, Guid, NodeId};
+use weft_formats::cabling::{Comparison, Difference, End};
+use weft_formats::hostlist::natural_cmp;
 
 /// What the page shows.
 pub(crate) struct Input<'a> {

@@ -234,7 +234,7 @@ fn balance_html(t: &mut String, q: &Quality) {
         b.spread_by_direction
             .cmp(&a.spread_by_direction)
             .then((b.max - b.min).cmp(&(a.max - a.min)))
-            .then(weft_fabric::hostlist::natural_cmp(&a.switch, &b.switch))
+            .then(weft_formats::hostlist::natural_cmp(&a.switch, &b.switch))
     });
     let shown = worst.len().min(32);
     let _ = write!(

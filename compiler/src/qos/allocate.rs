@@ -5,8 +5,8 @@
 use crate::code::Code;
 use crate::diagnostic::{Diagnostic, SourceId};
 use crate::{ClassMatch, LaneScheme, QosClass};
-use weft_fabric::opensm::ConfClass;
 use weft_fabric::{Sl, Vl};
+use weft_formats::opensm::ConfClass;
 
 /// Two classes matching one service ID: OpenSM's QoS policy gives a PathRecord query to the
 /// first match rule that fits it (weft writes the classes' rules in declaration order), so
@@ -186,7 +186,7 @@ impl LaneMap {
     }
 
     /// Each class's SLs, VLs, priority and weight, for the comments of OpenSM's
-    /// `opensm.conf` ([`weft_fabric::opensm::write_qos_conf`]), which the state cannot give.
+    /// `opensm.conf` ([`weft_formats::opensm::write_qos_conf`]), which the state cannot give.
     pub fn conf_classes(&self) -> Vec<ConfClass> {
         self.classes
             .iter()

@@ -6,10 +6,10 @@ use super::lanes::Pairs;
 use super::LaneMap;
 use crate::routing::Layers;
 use crate::LaneScheme;
-use weft_fabric::opensm::{write_qos_conf, QosConf};
 use weft_fabric::{
     FabricState, Lid, LidRange, NodeId, PortRef, Sl, SlSet, SwitchSls, VlArb, VlWeight,
 };
+use weft_formats::opensm::{write_qos_conf, QosConf};
 
 /// The high-priority limit written when some class has `priority = high`: 4 × 4 KB of
 /// high-priority data before a low-priority packet gets its turn (OpenSM's documented example

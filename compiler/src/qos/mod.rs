@@ -21,7 +21,7 @@
 //! - [`qos_policy`] (`policy.rs`) writes OpenSM's `qos-policy.conf`, the one OpenSM file that
 //!   needs more than the state: the classes' match rules.
 //!
-//! OpenSM's `opensm.conf` QoS lines are written and read by [`weft_fabric::opensm`]
+//! OpenSM's `opensm.conf` QoS lines are written and read by [`weft_formats::opensm`]
 //! (`conf.rs`), beside the hand-off's merger: [`opensm_conf`] gives it the lane map's tables
 //! ([`qos_conf`], the same tables [`apply`] writes into the state) and the classes for its
 //! comments ([`LaneMap::conf_classes`]).

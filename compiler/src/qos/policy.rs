@@ -2,7 +2,7 @@
 //! SLs weft chose.
 //!
 //! This writer stays in the compiler, unlike the other OpenSM files (written from the state
-//! by `weft_fabric::opensm`): its match rules are the classes' `match { service_id = … }`
+//! by `weft_formats::opensm`): its match rules are the classes' `match { service_id = … }`
 //! criteria and which class takes the unmatched traffic, and the state (`state.json`) records
 //! SLs per path, not the classes or what traffic each one is.
 

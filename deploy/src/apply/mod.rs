@@ -48,7 +48,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use weft_fabric::plan::Plan;
+use weft_formats::plan::Plan;
 
 mod parts;
 mod recover;

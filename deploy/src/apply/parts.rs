@@ -20,7 +20,7 @@ use crate::transport::{SmpError, Target, Transport};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
-use weft_fabric::plan::Plan;
+use weft_formats::plan::Plan;
 
 /// Writes `plan`'s `ops` (resolved, their tops worked out, in step order) part by part (see
 /// the module's doc), then ends as every apply does ([`conclude`]).

@@ -4,8 +4,8 @@ use crate::discover::VfError;
 use crate::observe::VfId;
 use crate::smp::{PortInfo, SwitchInfo, PAYLOAD, PKEY_BLOCK};
 use crate::{smp, ApplyError, Attr, Discovery, DrPath, Payload, Target};
-use weft_fabric::plan::{vlarb_block, Plan, SmpWrite};
 use weft_fabric::{Guid, PortNum};
+use weft_formats::plan::{vlarb_block, Plan, SmpWrite};
 
 /// One SMP of the plan, resolved to the wire.
 #[derive(Clone, Debug)]

@@ -10,7 +10,7 @@ use crate::{
     journal, smp, ApplyError, ApplyOptions, Attr, Discovery, Final, Payload, Progress, Report,
     SmpError, Target, Transport,
 };
-use weft_fabric::plan::Plan;
+use weft_formats::plan::Plan;
 
 /// One block of one step, on the wire: what the journal says it holds before the step and
 /// what the step writes.

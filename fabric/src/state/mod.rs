@@ -10,7 +10,7 @@
 //! the declared partitions, the VFs' ports, and multicast (`multicast.rs`: groups and MFTs).
 //!
 //! Nothing proves or writes a state until [`ValidState::new`] accepted it: `state.json`,
-//! OpenSM's dumps ([`crate::opensm::assemble`]) and the compiler all end there. The tolerant
+//! OpenSM's dumps (`weft_formats::opensm::assemble`) and the compiler all end there. The tolerant
 //! consumers take raw states on purpose, because they must rate or replay garbage: the
 //! metrics, the verifier's `apm::survivors`, deploy's `sim` and the reference walks.
 //!

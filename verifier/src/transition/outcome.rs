@@ -90,9 +90,10 @@ pub struct StepCheck {
     /// Routes that fail after the step.
     pub failing_after: u64,
     /// Routes toward destinations out of service (break-before-make: see
-    /// [`Transition::drop_destinations`]) that fail before or after the step beyond those
-    /// that failed at the start: the step's outage. For a step that only takes entries away,
-    /// or only puts them back, every mix fails no more routes than one of its two ends.
+    /// [`Transition::drop_destinations`](super::Transition::drop_destinations)) that fail
+    /// before or after the step beyond those that failed at the start: the step's outage. For a
+    /// step that only takes entries away, or only puts them back, every mix fails no more routes
+    /// than one of its two ends.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub outage_routes: u64,
     /// Destinations out of service after the step.
