@@ -228,9 +228,10 @@ impl Ladders {
     /// not an ancestor is one link nearer), with the same result as the general walk, by
     /// tables instead of group look-ups: an ancestor keeps a port down to a child that is an
     /// ancestor one link nearer (its [`Ladders::child`]); any other switch joined to the exit
-    /// keeps a port up (every parent is nearer), [`NEAR`], a [`CLIMB`] to a parent with an
-    /// entry, or a [`DESCEND`] to a parent that goes up itself; the rest are set as the general
-    /// walk sets them.
+    /// keeps a port up (every parent is nearer), [`NEAR`], a [`CLIMB`] (`column` sets one only
+    /// where a parent has an entry, and no entry is unset after, so the general walk keeps it:
+    /// not looked at), or a [`DESCEND`] to a parent that goes up itself; the rest are set as
+    /// the general walk sets them.
     fn straighten_regular(
         &self,
         g: &Graph,
@@ -254,10 +255,11 @@ impl Ladders {
                 continue;
             }
             let e = col[s];
-            let parents = self
-                .parents
-                .get(self.parent_at[s] as usize..self.parent_at[s + 1] as usize)
-                .unwrap_or_default();
+            if down != updown && (e == CLIMB || e == NEAR) {
+                // A climb: `column` sets one only where a parent has an entry, and no entry
+                // is unset after (the general walk keeps it for that parent).
+                continue;
+            }
             if down == updown {
                 // An ancestor: down to a child one link nearer.
                 if e == NEAR {
@@ -282,8 +284,11 @@ impl Ladders {
                 changed += 1;
                 continue;
             }
+            let parents = self
+                .parents
+                .get(self.parent_at[s] as usize..self.parent_at[s + 1] as usize)
+                .unwrap_or_default();
             let keep = match e {
-                NEAR => true,
                 LFT_UNSET => false,
                 CLIMB => parents.iter().any(|&p| col[p as usize] != LFT_UNSET),
                 DESCEND => parents.iter().any(|&p| {
