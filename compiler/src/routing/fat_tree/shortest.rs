@@ -17,7 +17,11 @@
 //! it may resolve to is one nearer), else sets the port toward one such neighbour, chosen by
 //! the destination's LID among them (several parents: [`NEAR`], resolved in turn per switch). Every entry it sets goes down from an ancestor or up from
 //! a switch that is not one, so the column still has no down→up turn: the routes it changes
-//! add no channel dependency an up*/down* route may not have.
+//! add no channel dependency an up*/down* route may not have. On a *regular* exit (every
+//! parent of a switch joined to it but not an ancestor is one link nearer: every exit of an
+//! intact tree) the same walk reads tables instead of groups and passes climbs by
+//! ([`Ladders::straighten_regular`]); the unit tests check it against the general walk on
+//! every column they build.
 
 use super::{Tree, ASIDE, CLIMB, DESCEND, NEAR};
 use crate::routing::graph::Graph;
