@@ -17,7 +17,11 @@
 //! it may resolve to is one nearer), else sets the port toward one such neighbour, chosen by
 //! the destination's LID among them (several parents: [`NEAR`], resolved in turn per switch). Every entry it sets goes down from an ancestor or up from
 //! a switch that is not one, so the column still has no down→up turn: the routes it changes
-//! add no channel dependency an up*/down* route may not have.
+//! add no channel dependency an up*/down* route may not have. On a *regular* exit (every
+//! parent of a switch joined to it but not an ancestor is one link nearer: every exit of an
+//! intact tree) the same walk reads tables instead of groups and passes climbs by
+//! ([`Ladders::straighten_regular`]); the unit tests check it against the general walk on
+//! every column they build.
 
 use super::{Tree, ASIDE, CLIMB, DESCEND, NEAR};
 use crate::routing::graph::Graph;
@@ -37,7 +41,20 @@ pub(super) struct Ladders {
     regular: Vec<bool>,
     /// Per switch and port: the index of the port's group, [`NO_GROUP`] for none.
     group: Vec<[u8; 256]>,
+    /// Per switch, the parents (the peers of its up groups, in `Tree::up` order):
+    /// `parents[parent_at[s]..parent_at[s + 1]]`.
+    parents: Vec<u32>,
+    parent_at: Vec<u32>,
+    /// Per switch, its ports in up groups: a bit set over port numbers.
+    up_ports: Vec<[u64; 4]>,
+    /// Per switch and port in a down group, the child it leads to ([`NO_CHILD`] for a port in
+    /// none); empty when the switches are too many to number in a `u16` (then every exit
+    /// takes the general walk).
+    child: Vec<[u16; 256]>,
 }
+
+/// [`Ladders::child`] of a port that is in no down group.
+const NO_CHILD: u16 = u16::MAX;
 
 /// [`Ladders::group`] of a port that is in none.
 const NO_GROUP: u8 = u8::MAX;
@@ -46,53 +63,66 @@ impl Ladders {
     /// The distances to every switch of the levels (a switch set aside has none).
     pub(super) fn of(g: &Graph, t: &Tree) -> Ladders {
         let n = g.switches.len();
-        let dist = (0..n)
+        let mut parent_at = Vec::with_capacity(n + 1);
+        let mut parents = Vec::new();
+        parent_at.push(0);
+        for (x, up) in t.up.iter().enumerate() {
+            parents.extend(up.iter().map(|&k| g.switches[x].groups[k].peer));
+            parent_at.push(parents.len() as u32);
+        }
+        let parents_of = |x: usize| -> &[u32] {
+            let (a, b) = (parent_at[x] as usize, parent_at[x + 1] as usize);
+            parents.get(a..b).unwrap_or_default()
+        };
+        // Per exit, the distances and whether the exit is regular: computed together, the
+        // column still in cache.
+        let per_exit: Vec<(Vec<(u8, u8)>, bool)> = (0..n)
             .into_par_iter()
-            .flat_map_iter(|e| {
+            .map(|e| {
                 let mut d = vec![(FAR, FAR); n];
                 if t.level[e] == ASIDE {
-                    return d;
+                    return (d, true);
                 }
                 // Ancestors, climbing from the exit one level per link.
                 d[e].0 = 0;
                 let mut queue = std::collections::VecDeque::from([e]);
                 while let Some(x) = queue.pop_front() {
                     let next = d[x].0.saturating_add(1);
-                    for &k in &t.up[x] {
-                        let p = g.switches[x].groups[k].peer as usize;
+                    for &p in parents_of(x) {
+                        let p = p as usize;
                         if d[p].0 == FAR {
                             d[p].0 = next;
                             queue.push_back(p);
                         }
                     }
                 }
-                // Climb, then descend: from the top level down.
+                // Climb, then descend: from the top level down. Regular: every parent of a
+                // switch joined to the exit but not an ancestor is one link nearer (the
+                // largest of the parents' distances is the least).
+                let mut regular = true;
                 for &x in &t.top_down {
-                    let mut best = d[x].0;
-                    for &k in &t.up[x] {
-                        let p = g.switches[x].groups[k].peer as usize;
-                        best = best.min(d[p].1.saturating_add(1));
+                    let (mut least, mut most) = (FAR, 0u8);
+                    for &p in parents_of(x) {
+                        let u = d[p as usize].1.saturating_add(1);
+                        least = least.min(u);
+                        most = most.max(u);
                     }
-                    d[x].1 = best;
+                    let down = d[x].0;
+                    let updown = down.min(least);
+                    d[x].1 = updown;
+                    if updown != FAR && down != updown && most != updown {
+                        regular = false;
+                    }
                 }
-                d
-            })
-            .collect::<Vec<(u8, u8)>>();
-        let regular = (0..n)
-            .into_par_iter()
-            .map(|e| {
-                let d = dist.get(e * n..(e + 1) * n).unwrap_or_default();
-                (0..n).all(|s| {
-                    let (down, updown) = d[s];
-                    updown == FAR
-                        || down == updown
-                        || t.up[s].iter().all(|&k| {
-                            let p = g.switches[s].groups[k].peer as usize;
-                            d[p].1.saturating_add(1) == updown
-                        })
-                })
+                (d, regular)
             })
             .collect();
+        let mut dist = Vec::with_capacity(n * n);
+        let mut regular = Vec::with_capacity(n);
+        for (d, r) in per_exit {
+            dist.extend_from_slice(&d);
+            regular.push(r);
+        }
         let group = g
             .switches
             .iter()
@@ -106,11 +136,42 @@ impl Ladders {
                 of
             })
             .collect();
+        let up_ports = (0..n)
+            .map(|x| {
+                let mut bits = [0u64; 4];
+                for &k in &t.up[x] {
+                    for &(mine, _) in &g.switches[x].groups[k].ports {
+                        bits[usize::from(mine / 64)] |= 1 << (mine % 64);
+                    }
+                }
+                bits
+            })
+            .collect();
+        let child = if n < usize::from(NO_CHILD) {
+            (0..n)
+                .map(|x| {
+                    let mut of = [NO_CHILD; 256];
+                    for &k in &t.down[x] {
+                        let grp = &g.switches[x].groups[k];
+                        for &(mine, _) in &grp.ports {
+                            of[usize::from(mine)] = grp.peer as u16;
+                        }
+                    }
+                    of
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         Ladders {
             n,
             dist,
             regular,
             group,
+            parents,
+            parent_at,
+            up_ports,
+            child,
         }
     }
 
@@ -149,6 +210,119 @@ impl Ladders {
         if t.level.get(exit).is_none_or(|&l| l == ASIDE) {
             return 0;
         }
+        if !self.regular.get(exit).copied().unwrap_or(false) || self.child.is_empty() {
+            return self.straighten_anywhere(g, t, exit, lid, col);
+        }
+        #[cfg(test)]
+        let expected = {
+            let mut c = col.to_vec();
+            let n = self.straighten_anywhere(g, t, exit, lid, &mut c);
+            (n, c)
+        };
+        let changed = self.straighten_regular(g, t, exit, lid, col);
+        #[cfg(test)]
+        assert!(
+            expected.0 == changed && expected.1 == col,
+            "straighten_regular differs from the general walk for LID {lid} (exit {exit})"
+        );
+        changed
+    }
+
+    /// [`Ladders::straighten`] for a regular exit (every parent of a switch joined to it but
+    /// not an ancestor is one link nearer), with the same result as the general walk, by
+    /// tables instead of group look-ups: an ancestor keeps a port down to a child that is an
+    /// ancestor one link nearer (its [`Ladders::child`]); any other switch joined to the exit
+    /// keeps a port up (every parent is nearer), [`NEAR`], a [`CLIMB`] (`column` sets one only
+    /// where a parent has an entry, and no entry is unset after, so the general walk keeps it:
+    /// not looked at), or a [`DESCEND`] to a parent that goes up itself; the rest are set as
+    /// the general walk sets them.
+    fn straighten_regular(
+        &self,
+        g: &Graph,
+        t: &Tree,
+        exit: usize,
+        lid: usize,
+        col: &mut [u8],
+    ) -> usize {
+        let Some(d) = self.dist.get(exit * self.n..(exit + 1) * self.n) else {
+            return 0;
+        };
+        let up_port = |x: usize, port: u8| {
+            self.up_ports
+                .get(x)
+                .is_some_and(|b| b[usize::from(port / 64)] >> (port % 64) & 1 == 1)
+        };
+        let mut changed = 0;
+        for &s in &t.top_down {
+            let (down, updown) = d[s];
+            if s == exit || updown == 0 || updown == FAR {
+                continue;
+            }
+            let e = col[s];
+            if down != updown && (e == CLIMB || e == NEAR) {
+                // A climb: `column` sets one only where a parent has an entry, and no entry
+                // is unset after (the general walk keeps it for that parent).
+                continue;
+            }
+            if down == updown {
+                // An ancestor: down to a child one link nearer.
+                if e == NEAR {
+                    continue;
+                }
+                if e < NEAR {
+                    let c = self.child[s][usize::from(e)];
+                    if c != NO_CHILD && d[usize::from(c)].0.saturating_add(1) == down {
+                        continue;
+                    }
+                }
+                let sw = &g.switches[s];
+                let good = t.down[s]
+                    .iter()
+                    .copied()
+                    .filter(|&k| d[sw.groups[k].peer as usize].0.saturating_add(1) == down);
+                let count = good.clone().count();
+                let Some(k) = good.clone().nth(lid % count.max(1)) else {
+                    continue;
+                };
+                col[s] = super::port_toward(g, s, k, lid as u32);
+                changed += 1;
+                continue;
+            }
+            let parents = self
+                .parents
+                .get(self.parent_at[s] as usize..self.parent_at[s + 1] as usize)
+                .unwrap_or_default();
+            let keep = match e {
+                LFT_UNSET => false,
+                CLIMB => parents.iter().any(|&p| col[p as usize] != LFT_UNSET),
+                DESCEND => parents.iter().any(|&p| {
+                    let pe = col[p as usize];
+                    pe == DESCEND || (pe < NEAR && up_port(p as usize, pe))
+                }),
+                port => up_port(s, port),
+            };
+            if keep {
+                continue;
+            }
+            col[s] = match t.up[s].as_slice() {
+                [] => continue,
+                [k] => super::port_toward(g, s, *k, lid as u32),
+                _ => NEAR,
+            };
+            changed += 1;
+        }
+        changed
+    }
+
+    /// [`Ladders::straighten`] on any exit: every switch's neighbours looked up by group.
+    fn straighten_anywhere(
+        &self,
+        g: &Graph,
+        t: &Tree,
+        exit: usize,
+        lid: usize,
+        col: &mut [u8],
+    ) -> usize {
         let mut changed = 0;
         // From the top level down: a switch's parents are settled before it (an ancestor's
         // entry depends on the distances only).
@@ -365,5 +539,98 @@ impl Ladders {
             return 0;
         }
         changes.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! [`Ladders::straighten`] checks its regular walk against the general one on every
+    //! column of a test build (an assertion compiled into tests only): these builds give it
+    //! intact, degraded and oversubscribed trees.
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use crate::{check, NoFiles};
+
+    fn build(src: &str) {
+        let c = check("t.weft", src, &NoFiles);
+        assert!(!c.has_errors(), "{:?}", c.diagnostics);
+        let e = c.elaborated.unwrap();
+        if let Err(d) = crate::build::build(&e) {
+            panic!("build failed: {d:?}");
+        }
+    }
+
+    fn xgft(m: &str, w: &str, faults: &str) -> String {
+        format!(
+            "use std::hardware::{{sb7800, connectx5}}\nuse std::topology::xgft\nfabric t {{\n    topology = xgft(h: 3, m: [{m}], w: [{w}], switch: sb7800, hca: connectx5)\n    faults {{\n{faults}    }}\n    routing {{ engine = fat_tree }}\n}}\n"
+        )
+    }
+
+    fn example(name: &str) -> String {
+        let path = format!("{}/../examples/{name}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    #[test]
+    fn the_regular_walk_straightens_as_the_general_one_on_intact_trees() {
+        build(&xgft("4, 4, 4", "1, 4, 4", ""));
+        build(&xgft("2, 2, 2", "1, 2, 2", ""));
+        build(&example("cluster-864-oversubscribed.weft"));
+        build(&example("superpod-1su.weft"));
+    }
+
+    #[test]
+    fn the_regular_walk_straightens_as_the_general_one_on_degraded_trees() {
+        let healthy = xgft("4, 4, 4", "1, 4, 4", "");
+        let c = check("t.weft", &healthy, &NoFiles);
+        let f = c.elaborated.unwrap().fabric;
+        let named = |level: u8| -> Vec<String> {
+            f.nodes()
+                .iter()
+                .filter(|n| n.spec.level == Some(level))
+                .map(|n| n.name().to_owned())
+                .collect()
+        };
+        let (spines, cores) = (named(2), named(3));
+        let mut faults = vec![
+            format!("        link {}.p[1] down\n", cores[0]),
+            format!(
+                "        link {}.p[1] down\n        link {}.p[2] down\n",
+                cores[0], cores[1]
+            ),
+            format!("        link {}.p[5] down\n", spines[0]),
+            format!(
+                "        link {}.p[5] down\n        link {}.p[3] down\n",
+                spines[0], cores[2]
+            ),
+            format!("        switch {} down\n", cores[1]),
+            format!("        switch {} down\n", spines[1]),
+        ];
+        faults.push(faults[2..4].concat());
+        for fault in &faults {
+            build(&xgft("4, 4, 4", "1, 4, 4", fault));
+        }
+    }
+
+    /// The real dumps: Selene storage's cores reach several spines of a pod (ancestors the
+    /// columns send up are set down), the NDT director's ASIC levels.
+    #[test]
+    fn the_regular_walk_straightens_as_the_general_one_on_real_dumps() {
+        for name in ["ufm-selene-storage", "ufm-ndt-director-putty"] {
+            let path = format!(
+                "{}/../tests/fixtures/real/{name}.ibnetdiscover",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+            let (program, _) = crate::import_ibnetdiscover(
+                &text,
+                "t.ibnd",
+                crate::diagnostic::SourceId(0),
+                None,
+                "imported",
+            )
+            .unwrap_or_else(|e| panic!("{name}: {e:?}"));
+            build(&program);
+        }
     }
 }
