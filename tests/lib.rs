@@ -6,7 +6,7 @@
 //! of `fixtures/real/`, with their provenance). Tests that need ibsim, OpenSM or
 //! infiniband-diags fail when `CI` is set and the tool is missing, and skip loudly otherwise;
 //! `WEFT_BIG_EXAMPLES` and `WEFT_TREE_CASES` gate the large runs. The OpenSM interop of
-//! aggregation-node fat-trees needs the `weft` binary, so it is `cli/tests/opensm_aggregation.rs`.
+//! aggregation-node fat-trees needs the `weft` binary, so it is `cli/tests/it/opensm_aggregation.rs`.
 //!
 //! * [`ibsim`]: run ibsim and InfiniBand tools against it.
 //! * [`assert_isomorphic`] / [`isomorphism_differences`]: compare two fabrics by node GUID, the

@@ -7,7 +7,7 @@
 //! `partitions.conf` loaded by OpenSM (`-P`) running on a host, its own port a full member of
 //! the default partition (`smpquery pkeys`). These run in CI; locally they skip loudly when a
 //! tool is missing. (A fat-tree with SHARP aggregation nodes, loaded the same way and then
-//! proven by `weft audit`, is `cli/tests/opensm_aggregation.rs`: it runs the `weft` binary.)
+//! proven by `weft audit`, is `cli/tests/it/opensm_aggregation.rs`: it runs the `weft` binary.)
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

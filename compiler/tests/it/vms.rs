@@ -33,7 +33,7 @@ fn vm_lid(st: &FabricState, vm: &str) -> Lid {
         .unwrap_or_else(|| panic!("{vm}"))
 }
 
-const FIG2: &str = include_str!("../../examples/vswitch-fig2.weft");
+const FIG2: &str = include_str!("../../../examples/vswitch-fig2.weft");
 
 /// Fig. 2: which root each VM's main path takes, read from the other leaf's up entry (leaf
 /// port 11 leads to root1, 12 to root2). vsw1 and vsw2 alternate (1/2 each); vsw4 goes

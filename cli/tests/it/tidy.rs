@@ -259,7 +259,7 @@ fn every_member_has_a_dependency_rule_and_keeps_it() {
     for m in &members {
         let Some((_, allowed, why)) = RULES.iter().find(|(n, ..)| *n == m.name) else {
             panic!(
-                "{} has no dependency rule: add one to cli/tests/tidy.rs and ARCHITECTURE.md",
+                "{} has no dependency rule: add one to cli/tests/it/tidy.rs and ARCHITECTURE.md",
                 m.name
             );
         };
@@ -360,7 +360,7 @@ fn libraries_never_print() {
 const LONG_FILES: &[&str] = &[
     "bench/src/bin/opensm_reroute.rs",
     "cli/src/html/topo.rs",
-    "cli/tests/cli.rs",
+    "cli/tests/it/cli.rs",
     "compiler/src/routing/fat_tree.rs",
     "deploy/src/apply.rs",
     "deploy/src/sim.rs",
@@ -371,8 +371,8 @@ const LONG_FILES: &[&str] = &[
     "fabric/src/state/json/mod.rs",
     "fabric/src/state/valid.rs",
     "plan/src/lib.rs",
-    "tests/apply.rs",
-    "tests/trust.rs",
+    "tests/it/apply.rs",
+    "tests/it/trust.rs",
     "traffic/tests/reference/mod.rs",
     "verifier/src/multicast.rs",
     "verifier/src/net.rs",
@@ -516,7 +516,7 @@ fn regenerated(page: &str, invocation: &str, help: &str) -> Result<String, Strin
         .find(GENERATED_END)
         .ok_or_else(|| format!("no `{GENERATED_END}` after `{open}…`"))?;
     let block = format!(
-        "{open}(WEFT_BLESS=1 cargo test -p weft --test tidy regenerates it) -->\n```text\n{help}```\n"
+        "{open}(WEFT_BLESS=1 cargo test -p weft --test it tidy:: regenerates it) -->\n```text\n{help}```\n"
     );
     Ok(format!("{}{block}{}", &page[..start], &page[start + len..]))
 }
@@ -554,7 +554,7 @@ fn every_command_page_holds_its_help() {
             Ok(new) if bless => std::fs::write(&path, new).expect("page written"),
             Ok(_) => problems.push(format!(
                 "docs/commands/{file}: the options differ from `{invocation}` (regenerate: \
-                 WEFT_BLESS=1 cargo test -p weft --test tidy every_command_page)"
+                 WEFT_BLESS=1 cargo test -p weft --test it tidy::every_command_page)"
             )),
         }
     }

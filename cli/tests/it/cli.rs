@@ -44,7 +44,7 @@ fn every_example_checks_clean() {
     for name in names {
         let path = format!("examples/{name}");
         // The 45 056-host fabric is routed and verified in release mode instead
-        // (`WEFT_BIG_EXAMPLES=1 cargo test --release -p weft-tests --test examples_verify`,
+        // (`WEFT_BIG_EXAMPLES=1 cargo test --release -p weft-tests --test it examples_verify::`,
         // run by .ci/run); here, in a debug build, it is only described and validated.
         let out = if name == "cluster-45056.weft" {
             weft(&["check", "--no-verify", &path])

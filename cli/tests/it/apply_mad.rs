@@ -240,7 +240,7 @@ fn engine_change_lands(sim: &Ibsim, dir: &Path, limit: Duration) {
 /// over MADs on ibsim (1 620 switches): every step lands, each drop's outage is measured, and
 /// `weft audit` reads back exactly the new tables. Over ibsim's sockets the apply alone takes
 /// longer than CI allows (about a million MADs at a few thousand a second), so it runs by hand:
-/// `WEFT_BIG_EXAMPLES=1 cargo test --release -p weft --test apply_mad -- --ignored`.
+/// `WEFT_BIG_EXAMPLES=1 cargo test --release -p weft --test it apply_mad:: -- --ignored`.
 #[test]
 #[ignore = "half an hour on ibsim: run by hand with WEFT_BIG_EXAMPLES=1 and --ignored"]
 fn an_engine_change_of_the_11664_node_tree_lands_over_mads() {

@@ -9,7 +9,7 @@ use weft_compiler::{build, check, qos, NoFiles};
 use weft_fabric::{FabricState, Lid, NodeId, NodeKind, PortNum, PortRef, Sl, ValidState};
 use weft_verifier::{verify, Options, Outcome};
 
-const EXAMPLE: &str = include_str!("../examples/qos-648.weft");
+const EXAMPLE: &str = include_str!("../../examples/qos-648.weft");
 
 fn built(src: &str) -> ValidState {
     let c = check("qos-648.weft", src, &NoFiles);
@@ -201,7 +201,7 @@ fn opensm_conf_states_the_states_tables() {
         ("qos-648.weft", EXAMPLE),
         (
             "torus-5x5.weft",
-            &include_str!("../examples/torus-4x4.weft")
+            &include_str!("../../examples/torus-4x4.weft")
                 .replace("dims: [4, 4]", "dims: [5, 5]")
                 .replace("engine = updn", "engine = layered"),
         ),

@@ -619,7 +619,7 @@ fn role_file() {
 #[test]
 fn role_guid() {
     let mut sources = weft_compiler::diagnostic::SourceMap::new();
-    let dump = include_str!("../../examples/lab16.ibnetdiscover");
+    let dump = include_str!("../../../examples/lab16.ibnetdiscover");
     let main = sources.add("lab16.ibnetdiscover", dump);
     let roles = "0xdead storage\n0x2c90000000200 management\n0x2c90000001300 storage\n0x2c90000001301 host\n";
     let id = sources.add("roles.txt", roles);
@@ -689,12 +689,12 @@ const NO_CASE: &[(&str, &str)] = &[
 /// listed in [`NO_CASE`] with the reason.
 #[test]
 fn every_code_has_a_case() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/snapshots");
     let mut seen = String::new();
     for entry in std::fs::read_dir(&dir).expect("the snapshot directory") {
         let path = entry.expect("a directory entry").path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if name.starts_with("diagnostics__") && name.ends_with(".snap") {
+        if name.starts_with("it__diagnostics__") && name.ends_with(".snap") {
             seen += &std::fs::read_to_string(&path).expect("a snapshot");
         }
     }

@@ -16,7 +16,7 @@
 //! worse (so that the entry goes when it is fixed).
 //!
 //! Needs OpenSM, ibsim and infiniband-diags (a failure in CI, a loud skip elsewhere). Run in
-//! release mode (`.ci/run`): `cargo test --release -p weft-bench --test never_worse_than_opensm
+//! release mode (`.ci/run`): `cargo test --release -p weft-bench --test it never_worse_than_opensm::
 //! -- --nocapture` prints each dump's table; `WEFT_NEVER_WORSE_ONLY=selene,director` runs only
 //! the fabrics whose file names contain one of the words. About 4 minutes on 2 cores.
 

@@ -110,7 +110,7 @@ proptest! {
 
     #[test]
     fn mutated_example_never_panics(cut in 0usize..2000, len in 0usize..40, insert in proptest::sample::select(TOKENS)) {
-        let base = include_str!("../../examples/lab-16.weft");
+        let base = include_str!("../../../examples/lab-16.weft");
         let mut cut = cut.min(base.len());
         while !base.is_char_boundary(cut) { cut -= 1; }
         let mut end = (cut + len).min(base.len());
