@@ -11,7 +11,8 @@ use weft_deploy::sim::{Fault, FaultKind, SimFabric};
 use weft_deploy::Retrying;
 use weft_fabric::{FabricState, NodeKind, PortRef, ValidState};
 use weft_plan::{plan, Mode, Options};
-use weft_tests::sim::{same_at, scratch as tmp, sm_port};
+use weft_tests::scratch as tmp;
+use weft_tests::sim::{same_at, sm_port};
 use weft_tests::{compiled, xgft_source};
 
 /// A two-level tree (4 leaves of 4 hosts, 4 spines), and the same with a leaf–spine link down.

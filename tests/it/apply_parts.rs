@@ -23,7 +23,8 @@ use weft_deploy::journal::JournalFault;
 use weft_deploy::{Attr, Fault, Payload, Retrying, SimFabric, SmpError, Target, Transport};
 use weft_fabric::plan::Plan;
 use weft_fabric::ValidState;
-use weft_tests::sim::{same_at, scratch, sm_port, FAULT_KINDS};
+use weft_tests::scratch;
+use weft_tests::sim::{same_at, sm_port, FAULT_KINDS};
 use weft_tests::{compiled, xgft_source};
 
 /// A two-level tree of `k` leaves of `k` hosts (and `k` spines), built, and the same with

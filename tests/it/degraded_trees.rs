@@ -300,7 +300,7 @@ fn a_tree_beyond_fat_tree_routing_gets_up_down_tables_and_a_note() {
 /// The 5 832-node tree with 20 random failed links (release builds only: `WEFT_BIG_EXAMPLES=1`).
 #[test]
 fn cluster_5832_with_random_failed_links() {
-    if std::env::var("WEFT_BIG_EXAMPLES").map_or(true, |v| v != "1") {
+    if !weft_tests::big_examples() {
         eprintln!("cluster_5832_with_random_failed_links: runs with WEFT_BIG_EXAMPLES=1");
         return;
     }

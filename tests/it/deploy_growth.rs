@@ -16,7 +16,8 @@ use weft_deploy::apply::{apply_state, dry_run, ApplyOptions, Final, What};
 use weft_deploy::sim::SimFabric;
 use weft_fabric::plan::SmpWrite;
 use weft_fabric::ValidState;
-use weft_tests::sim::{same_at, scratch, sm_port};
+use weft_tests::scratch;
+use weft_tests::sim::{same_at, sm_port};
 use weft_tests::{compiled, xgft_source};
 
 /// What the first deployment of a two-level tree of `k` leaves of `k` hosts (and `k` spines)

@@ -189,7 +189,7 @@ fn imported_648_node_tree_routes_like_the_template() {
 
 #[test]
 fn imported_5832_node_tree_routes_like_the_template() {
-    if std::env::var_os("WEFT_BIG_EXAMPLES").is_none() {
+    if !weft_tests::big_examples() {
         return; // 5 832 nodes: release mode, in `.ci/run`
     }
     assert_imported_like_template("cluster-5832.weft");

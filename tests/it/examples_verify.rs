@@ -30,8 +30,7 @@ fn compiled(name: &str) -> weft_compiler::build::Built {
 /// [`compiled`] with `multicast { ipoib = true }` added to the example's fabric (in a copy of
 /// the examples directory, so the files it imports are there).
 fn compiled_with_ipoib(name: &str) -> weft_compiler::build::Built {
-    let dir = std::env::temp_dir().join(format!("weft-examples-ipoib-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = weft_tests::scratch("examples-ipoib");
     for e in std::fs::read_dir(examples_dir()).unwrap().flatten() {
         let n = e.file_name().to_string_lossy().into_owned();
         if !n.ends_with(".weft") {
@@ -57,7 +56,7 @@ fn compiled_with_ipoib(name: &str) -> weft_compiler::build::Built {
 
 #[test]
 fn every_compiled_example_is_proven_with_a_checked_certificate() {
-    let big = std::env::var("WEFT_BIG_EXAMPLES").is_ok_and(|v| v == "1");
+    let big = weft_tests::big_examples();
     let mut names: Vec<String> = std::fs::read_dir(examples_dir())
         .unwrap()
         .flatten()

@@ -219,7 +219,7 @@ fn prepopulated_swap_on_648() {
 /// the tree's edges) at most 2 × 1 620 switches and 3 240 SMPs; a full reconfiguration 336 960.
 #[test]
 fn table_2_on_11664() {
-    if std::env::var("WEFT_BIG_EXAMPLES").ok().as_deref() != Some("1") {
+    if !weft_tests::big_examples() {
         return;
     }
     let src = example("cluster-11664.weft");

@@ -233,7 +233,7 @@ fn moving_the_sftree_root_has_no_safe_order() {
 /// The case: a link failure on the 5 832-node tree (release, `WEFT_BIG_EXAMPLES=1`).
 #[test]
 fn link_failure_5832_is_planned_in_proven_steps() {
-    if std::env::var("WEFT_BIG_EXAMPLES").ok().as_deref() != Some("1") {
+    if !weft_tests::big_examples() {
         return;
     }
     let src = example("cluster-5832.weft");

@@ -19,7 +19,8 @@ use weft_deploy::{Payload, Retrying, Target, Transport};
 use weft_fabric::plan::{Plan, SmpWrite};
 use weft_fabric::{FabricState, ValidState};
 use weft_plan::{plan, Mode, Options};
-use weft_tests::sim::{same_at, scratch, sm_port};
+use weft_tests::scratch;
+use weft_tests::sim::{same_at, sm_port};
 use weft_tests::{compiled, xgft_source};
 
 /// The tree with `faults` lines, tenant `a` on `a_hosts` and `b` on `b_hosts`.

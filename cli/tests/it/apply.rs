@@ -7,17 +7,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
+use crate::support::weft;
+use std::path::Path;
 use std::process::{Command, Output};
 use weft_fabric::plan::Plan;
-
-fn weft(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weft"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run weft: {e}"))
-}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -26,10 +19,10 @@ fn text(b: &[u8]) -> String {
 const TREE: &str = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric small {\n    topology = fat_tree(levels: 2, radix: 8, switch: sb7800, hca: connectx5)\n    routing { engine = fat_tree, switch_to_switch = sftree }\n";
 
 /// A directory with `old/state.json`, and `plan.json`: a drain plan taking `leaf3.p[6]` down.
-fn setup(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("weft-apply-cli-{name}-{}", std::process::id()));
+fn setup(name: &str) -> crate::support::Scratch {
+    let d = crate::support::scratch(&format!("apply-cli-{name}"));
     weft_tests::build_and_plan(
-        Path::new(env!("CARGO_BIN_EXE_weft")),
+        Path::new(crate::support::WEFT),
         &d,
         &format!("{TREE}}}\n"),
         &format!("{TREE}    faults {{\n        link leaf3.p[6] down\n    }}\n}}\n"),
@@ -416,7 +409,7 @@ fn a_journal_that_cannot_grow_rolls_back() {
     let child = Command::new("sh")
         .arg("-c")
         .arg("trap '' XFSZ; exec \"$0\" \"$@\"")
-        .arg(env!("CARGO_BIN_EXE_weft"))
+        .arg(crate::support::WEFT)
         .args([
             "apply",
             &p("plan.json"),
@@ -526,13 +519,13 @@ fn text_of(o: &Output) -> String {
 /// naming the loop, nothing written.
 #[test]
 fn a_migration_is_proven_again_with_its_vfs_on_the_sim() {
-    let d = std::env::temp_dir().join(format!("weft-apply-cli-vfs-{}", std::process::id()));
+    let d = crate::support::scratch("apply-cli-vfs");
     let src = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/vswitch-fig2.weft"),
     )
     .unwrap();
     weft_tests::build_and_plan(
-        Path::new(env!("CARGO_BIN_EXE_weft")),
+        Path::new(crate::support::WEFT),
         &d,
         &src,
         &src.replace("vm vm1 on vsw1", "vm vm1 on vsw3"),

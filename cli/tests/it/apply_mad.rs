@@ -9,6 +9,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::support::weft;
 use std::path::Path;
 use std::time::Duration;
 use weft_fabric::plan::Plan;
@@ -24,13 +25,6 @@ fn tree() -> String {
     src[..i].to_owned()
 }
 
-fn weft(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 fn load(path: &Path) -> ValidState {
     ValidState::from_json(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
@@ -38,7 +32,7 @@ fn load(path: &Path) -> ValidState {
 /// Builds the 648-node tree and a drain plan taking `leaf5.p[25]` out of use; starts ibsim on it
 /// and has OpenSM load the old tables. Returns the simulator, the work directory, and the old
 /// and new states.
-fn setup(tools: &ibsim::Tools) -> (Ibsim, std::path::PathBuf, ValidState, ValidState) {
+fn setup(tools: &ibsim::Tools) -> (Ibsim, crate::support::Scratch, ValidState, ValidState) {
     setup_with(tools, &format!("{}}}\n", tree()))
 }
 
@@ -47,7 +41,7 @@ fn setup(tools: &ibsim::Tools) -> (Ibsim, std::path::PathBuf, ValidState, ValidS
 fn setup_with(
     tools: &ibsim::Tools,
     old_src: &str,
-) -> (Ibsim, std::path::PathBuf, ValidState, ValidState) {
+) -> (Ibsim, crate::support::Scratch, ValidState, ValidState) {
     let i = old_src.rfind('}').unwrap();
     let (d, old, new) = build_and_plan(
         "drain",
@@ -70,19 +64,9 @@ fn build_and_plan(
     old_src: &str,
     new_src: &str,
     args: &[&str],
-) -> (std::path::PathBuf, ValidState, ValidState) {
-    let d = std::env::temp_dir().join(format!(
-        "weft-apply-mad-{name}-{}-{}",
-        std::process::id(),
-        rand_suffix()
-    ));
-    weft_tests::build_and_plan(
-        Path::new(env!("CARGO_BIN_EXE_weft")),
-        &d,
-        old_src,
-        new_src,
-        args,
-    );
+) -> (crate::support::Scratch, ValidState, ValidState) {
+    let d = crate::support::scratch(&format!("apply-mad-{name}-{}", rand_suffix()));
+    weft_tests::build_and_plan(Path::new(crate::support::WEFT), &d, old_src, new_src, args);
     let (old, new) = (load(&d.join("old/state.json")), load(&d.join("new.json")));
     (d, old, new)
 }
@@ -98,7 +82,7 @@ fn fabric_lfts(sim: &Ibsim) -> std::collections::BTreeMap<(u64, u16), u8> {
 }
 
 fn apply(sim: &Ibsim, args: &[&str]) -> ibsim::ClientOutput {
-    let weft = env!("CARGO_BIN_EXE_weft");
+    let weft = crate::support::WEFT;
     let mut a = vec!["apply", "--target", "mad"];
     a.extend(args);
     sim.run_any(weft, &a, &[], Duration::from_secs(120))
@@ -202,7 +186,7 @@ fn engine_change_lands(sim: &Ibsim, dir: &Path, limit: Duration) {
     assert!(drops > 0, "a break-before-make plan");
     let lock = dir.to_str().unwrap().to_owned();
     let o = sim.run_any(
-        env!("CARGO_BIN_EXE_weft"),
+        crate::support::WEFT,
         &[
             "apply",
             "--target",
@@ -244,7 +228,7 @@ fn engine_change_lands(sim: &Ibsim, dir: &Path, limit: Duration) {
 #[test]
 #[ignore = "half an hour on ibsim: run by hand with WEFT_BIG_EXAMPLES=1 and --ignored"]
 fn an_engine_change_of_the_11664_node_tree_lands_over_mads() {
-    if std::env::var_os("WEFT_BIG_EXAMPLES").is_none() {
+    if !crate::support::big_examples() {
         return;
     }
     let Some(tools) = ibsim::require("an_engine_change_of_the_11664_node_tree", &["opensm"]) else {
@@ -262,7 +246,7 @@ fn an_engine_change_of_the_11664_node_tree_lands_over_mads() {
     let (d, old, new) = build_and_plan("engine-11664", &old_src, &new_src, &[]);
     let sim = started_on(&tools, &d, &old);
     engine_change_lands(&sim, &d, Duration::from_secs(3600));
-    let weft = env!("CARGO_BIN_EXE_weft");
+    let weft = crate::support::WEFT;
     let (st, _) = sim.audit_state(weft, &d.join("audited.json"), Duration::from_secs(1800));
     assert!(
         lft_entries(&st) == lft_entries(&new),
@@ -328,7 +312,7 @@ fn a_killed_apply_recovers_to_the_old_tables() {
     let plan = d.join("plan.json");
     let lock = d.to_str().unwrap().to_owned();
     let journal = d.join("plan.json.journal");
-    let weft = env!("CARGO_BIN_EXE_weft");
+    let weft = crate::support::WEFT;
     // Paced at 20 ms per Set, the plan takes seconds: kill it once the journal shows a step
     // began.
     let mut bg = sim
@@ -395,9 +379,7 @@ fn an_initial_deployment_of_the_648_node_tree_equals_the_compiled_tables() {
         return;
     };
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let d = std::env::temp_dir().join(format!("weft-apply-mad-648-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
+    let d = crate::support::scratch("apply-mad-648");
     let out = d.join("b648");
     let o = weft(&[
         "build",

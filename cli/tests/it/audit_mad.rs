@@ -43,7 +43,7 @@ fn audit_of_opensm_ftree_matches_verify_on_its_dumps() {
         Duration::from_secs(120),
     )
     .unwrap();
-    let weft = env!("CARGO_BIN_EXE_weft");
+    let weft = crate::support::WEFT;
     let state = dir.join("audited.json");
     let audit = match sim.run_env(
         weft,
@@ -125,7 +125,7 @@ fn audit_of_opensm_ftree_matches_verify_on_its_dumps() {
 /// the finding on stderr for people.
 #[test]
 fn an_audit_that_cannot_open_the_port_is_a_finding_in_every_format() {
-    let weft = env!("CARGO_BIN_EXE_weft");
+    let weft = crate::support::WEFT;
     let audit = |format: &str| {
         std::process::Command::new(weft)
             .args([
@@ -196,7 +196,7 @@ fn an_audit_of_a_fabric_without_lids_is_the_states_findings() {
     let net = weft_fabric::ibnetdiscover::write(&fabric, None).unwrap();
     let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(&fabric))).unwrap();
     let out = match sim.run(
-        env!("CARGO_BIN_EXE_weft"),
+        crate::support::WEFT,
         &["audit", "--target", "mad", "--format", "json"],
         Duration::from_secs(120),
     ) {
@@ -213,7 +213,7 @@ fn an_audit_of_a_fabric_without_lids_is_the_states_findings() {
     assert!(!found.is_empty(), "{doc}");
     // For people: the same findings, rendered as a state file's are, on stderr.
     let out = match sim.run(
-        env!("CARGO_BIN_EXE_weft"),
+        crate::support::WEFT,
         &["audit", "--target", "mad"],
         Duration::from_secs(120),
     ) {

@@ -5,8 +5,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use crate::support::weft_in as weft;
+use std::path::Path;
 
 const DESIGN: &str = r#"use std::hardware::{sb7800, connectx5}
 
@@ -26,10 +26,8 @@ fabric small {
 "#;
 
 /// A fresh directory for one test, with `design.weft` in it.
-fn scratch(test: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("weft-cabling-{test}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
+fn scratch(test: &str) -> crate::support::Scratch {
+    let d = crate::support::scratch(&format!("cabling-{test}"));
     std::fs::write(d.join("design.weft"), DESIGN).unwrap();
     d
 }
@@ -42,16 +40,6 @@ fn variant(dir: &Path, name: &str, edits: &[(&str, &str)]) {
         t = t.replacen(from, to, 1);
     }
     std::fs::write(dir.join(name), t).unwrap();
-}
-
-/// `weft ARGS` run in `dir`.
-fn weft(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weft"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
 }
 
 fn text(b: &[u8]) -> String {

@@ -105,12 +105,7 @@ fn audit(
         design.to_str().unwrap(),
     ];
     all.extend_from_slice(&args[1..]);
-    let out = match sim.run_env(
-        env!("CARGO_BIN_EXE_weft"),
-        &all,
-        &[],
-        Duration::from_secs(120),
-    ) {
+    let out = match sim.run_env(crate::support::WEFT, &all, &[], Duration::from_secs(120)) {
         Ok(o) => o,
         Err(IbsimError::Failed { output, .. }) => output,
         Err(e) => panic!("{e}"),

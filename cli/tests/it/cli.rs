@@ -2,21 +2,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::support::{root, weft};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn weft(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weft"))
-        .args(args)
-        .current_dir(root())
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run weft: {e}"))
-}
+use std::process::Command;
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -119,10 +107,8 @@ fn bad_file(dir: &Path) -> PathBuf {
     p
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("weft-cli-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{e}"));
-    d
+fn temp_dir(name: &str) -> crate::support::Scratch {
+    crate::support::scratch(&format!("cli-{name}"))
 }
 
 #[test]
@@ -430,7 +416,7 @@ fn import_with_roles() {
 
 /// `weft build FILE -o OUT` on `threads` threads, which must succeed; its standard output.
 fn build_on_threads(file: &str, threads: &str, out: &Path) -> String {
-    let o = Command::new(env!("CARGO_BIN_EXE_weft"))
+    let o = Command::new(crate::support::WEFT)
         .args(["build", file, "-o", out.to_str().unwrap_or_default()])
         .current_dir(root())
         .env("RAYON_NUM_THREADS", threads)
@@ -609,8 +595,7 @@ fn check_proves_or_shows_the_credit_loop() {
 /// every switch prints a screen, not an error per line.
 #[test]
 fn huge_columns_and_repeated_errors_stay_readable() {
-    let dir = std::env::temp_dir().join(format!("weft-cli-long-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::support::scratch("cli-long");
     let long = dir.join("long.net");
     std::fs::write(
         &long,
@@ -665,8 +650,7 @@ fn huge_columns_and_repeated_errors_stay_readable() {
 /// `weft::not_built::vm_class`) instead of printing "verified" over a setting it ignored.
 #[test]
 fn check_refuses_what_is_not_built_yet() {
-    let dir = std::env::temp_dir().join(format!("weft-cli-unsupported-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::support::scratch("cli-unsupported");
     let f = dir.join("qos.weft");
     std::fs::write(
         &f,
@@ -710,9 +694,7 @@ fn listing(dir: &Path) -> Vec<(String, Vec<u8>)> {
 /// proven build writes a certificate that `weft verify` accepts.
 #[test]
 fn build_writes_only_what_it_proved() {
-    let dir = std::env::temp_dir().join(format!("weft-cli-build-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::support::scratch("cli-build");
     let ring = dir.join("ring.weft");
     std::fs::write(&ring, MINHOP_RING).unwrap();
     let out_dir = dir.join("out");
@@ -843,7 +825,7 @@ fn build_writes_only_what_it_proved() {
 #[test]
 fn a_closed_pipe_is_quiet() {
     use std::io::Read as _;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_weft"))
+    let mut child = Command::new(crate::support::WEFT)
         .args([
             "export",
             root().join("examples/cluster-648.weft").to_str().unwrap(),
@@ -884,7 +866,7 @@ fn ctrl_c_leaves_the_old_build_or_the_new_one() {
     let old = build("examples/lab-16.weft");
     let mut interrupted = 0;
     for k in 1..=8u32 {
-        let child = Command::new(env!("CARGO_BIN_EXE_weft"))
+        let child = Command::new(crate::support::WEFT)
             .args(["build", "examples/cluster-648.weft", "-o", o])
             .current_dir(root())
             .stdout(std::process::Stdio::null())
@@ -935,7 +917,7 @@ fn ctrl_c_leaves_the_old_build_or_the_new_one() {
 /// and no summary; off a terminal there is no progress line at all.
 #[test]
 fn progress_only_on_a_terminal_and_never_when_quiet() {
-    let bin = env!("CARGO_BIN_EXE_weft");
+    let bin = crate::support::WEFT;
     let big = root().join("examples/cluster-45056.weft");
     let big = big.to_str().unwrap();
     let on_tty = |args: &str| {
@@ -1184,13 +1166,13 @@ fn the_readme_tour_runs_as_written() {
     }
     assert!(script.contains("weft apply"), "{script}");
     // The tour runs the release build; here, the binary under test.
-    let bin = Path::new(env!("CARGO_BIN_EXE_weft")).parent().unwrap();
+    let bin = Path::new(crate::support::WEFT).parent().unwrap();
     let script = script.replace("$PWD/target/release", &bin.to_string_lossy());
     let tmp = temp_dir("tour");
     let out = Command::new("bash")
         .args(["-euo", "pipefail", "-c", &script])
         .current_dir(root())
-        .env("TMPDIR", &tmp)
+        .env("TMPDIR", tmp.path())
         .env("NO_COLOR", "1")
         .env("WEFT_RUN_DIR", tmp.join("run"))
         .output()

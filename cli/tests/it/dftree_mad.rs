@@ -6,6 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::support::weft;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use weft_tests::ibsim::{self, Ibsim, Limits};
@@ -29,18 +30,8 @@ fn tiny(qos: &str) -> String {
     )
 }
 
-fn weft(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("weft-dftree-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn dir(name: &str) -> crate::support::Scratch {
+    crate::support::scratch(&format!("dftree-{name}"))
 }
 
 /// `weft build` of `src` into `d/build`.
@@ -75,7 +66,7 @@ fn dftree_reads_every_live_port_each_sweep() {
         .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
     let out = d.join("out");
     let o = sim.run_any(
-        env!("CARGO_BIN_EXE_weft"),
+        crate::support::WEFT,
         &[
             "dftree",
             b.to_str().unwrap(),
@@ -134,7 +125,7 @@ fn dftree_reads_every_live_port_each_sweep() {
     // Without `--sweeps` it runs until SIGTERM, then stops after the sweep it is in (exit 0).
     let mut bg = sim
         .spawn_env(
-            env!("CARGO_BIN_EXE_weft"),
+            crate::support::WEFT,
             &[
                 "dftree",
                 b.to_str().unwrap(),
@@ -296,7 +287,7 @@ fn dftree_moves_the_contributors_of_a_hot_spot() {
     let out = d.join("out");
     let bg = sim
         .spawn_env(
-            env!("CARGO_BIN_EXE_weft"),
+            crate::support::WEFT,
             &[
                 "dftree",
                 b.to_str().unwrap(),
@@ -532,7 +523,7 @@ fn dftree_refuses_a_fabric_that_is_not_the_states() {
     let out = d.join("out");
     let run = |input: &Path| {
         sim.run_any(
-            env!("CARGO_BIN_EXE_weft"),
+            crate::support::WEFT,
             &[
                 "dftree",
                 input.to_str().unwrap(),
@@ -665,9 +656,7 @@ fn dftree_does_not_judge_saturated_ports() {
     };
     let json = args("2s", "2", "json");
     let json: Vec<&str> = json.iter().map(String::as_str).collect();
-    let bg = sim
-        .spawn_env(env!("CARGO_BIN_EXE_weft"), &json, &[])
-        .unwrap();
+    let bg = sim.spawn_env(crate::support::WEFT, &json, &[]).unwrap();
     let start = std::time::Instant::now();
     while !std::fs::read_to_string(&bg.out)
         .unwrap_or_default()
@@ -717,12 +706,7 @@ fn dftree_does_not_judge_saturated_ports() {
     // For people: each saturated port named once over three sweeps.
     let human = args("200ms", "3", "human");
     let human: Vec<&str> = human.iter().map(String::as_str).collect();
-    let o = sim.run_any(
-        env!("CARGO_BIN_EXE_weft"),
-        &human,
-        &[],
-        Duration::from_secs(120),
-    );
+    let o = sim.run_any(crate::support::WEFT, &human, &[], Duration::from_secs(120));
     let said = format!("{}{}", o.stdout, o.stderr);
     assert!(o.status.success(), "{said}");
     for h in ["h1", "h2"] {

@@ -6,24 +6,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::support::weft;
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn weft(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weft"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
-}
+use std::path::Path;
+use std::process::Command;
 
 /// A fresh directory for one test.
-fn scratch(test: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("weft-escape-{test}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn scratch(test: &str) -> crate::support::Scratch {
+    crate::support::scratch(&format!("escape-{test}"))
 }
 
 /// Slurm's host list expansion, written apart from weft's writer: `a[01-03,7],b` → names,

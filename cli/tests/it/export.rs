@@ -9,25 +9,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::support::{root, weft};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU16, Ordering};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 fn example(name: &str) -> PathBuf {
     root().join("examples").join(name)
-}
-
-fn weft(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weft"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
 }
 
 /// `weft export FILE --format FORMAT` that must succeed: its stdout.
@@ -43,11 +32,8 @@ fn export(file: &Path, format: &str) -> String {
 }
 
 /// A fresh directory for one test.
-fn scratch(test: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("weft-export-{test}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn scratch(test: &str) -> crate::support::Scratch {
+    crate::support::scratch(&format!("export-{test}"))
 }
 
 /// A `.weft` file in `dir` whose topology is the dump `dump` (copied beside it).
@@ -890,7 +876,7 @@ fn slurm_reads_the_topology_as_weft_wrote_it() {
         (split, 2),
         (login, 1),
     ];
-    if std::env::var_os("WEFT_BIG_EXAMPLES").is_some() {
+    if crate::support::big_examples() {
         cases.push((example("cluster-11664.weft"), 1));
     }
     for (i, (f, fabrics)) in cases.iter().enumerate() {

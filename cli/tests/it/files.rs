@@ -4,33 +4,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::support::{root, weft};
 use std::os::unix::fs::{symlink, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn weft_env(args: &[&str], env: &[(&str, &Path)]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_weft"));
-    c.args(args).current_dir(root()).env("NO_COLOR", "1");
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    c.output()
-        .unwrap_or_else(|e| panic!("cannot run weft: {e}"))
-}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
 /// A fresh directory (mode 0700) for one test.
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("weft-files-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
+fn temp_dir(name: &str) -> crate::support::Scratch {
+    let d = crate::support::scratch(&format!("files-cli-{name}"));
     std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
     d
 }
@@ -40,7 +25,7 @@ const TREE: &str = "use std::hardware::{sb7800, connectx5}\nuse std::topology::f
 /// `d` with `old/state.json` and `plan.json`, a drain plan taking `leaf3.p[6]` down.
 fn planned(d: &Path) {
     weft_tests::build_and_plan(
-        Path::new(env!("CARGO_BIN_EXE_weft")),
+        Path::new(crate::support::WEFT),
         d,
         &format!("{TREE}}}\n"),
         &format!("{TREE}    faults {{\n        link leaf3.p[6] down\n    }}\n}}\n"),
@@ -54,7 +39,7 @@ fn apply(d: &Path, extra: &[&str], env: &[(&str, &Path)]) -> Output {
     let (plan, fabric, journal) = (p("plan.json"), p("old/state.json"), p("plan.journal"));
     let mut args = vec!["apply", &plan, "--fabric", &fabric, "--journal", &journal];
     args.extend(extra);
-    weft_env(&args, env)
+    crate::support::weft_env(&root(), &args, env)
 }
 
 /// A symbolic link planted at the lock's name is not followed: the file it points at keeps
@@ -125,10 +110,6 @@ fn apply_locks_in_a_directory_only_its_owner_can_write() {
     let _ = std::fs::remove_dir_all(d);
 }
 
-fn weft(args: &[&str]) -> Output {
-    weft_env(args, &[])
-}
-
 /// Every entry of `dir` with its bytes (files) or its own listing's names (directories).
 fn listing(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
@@ -153,7 +134,7 @@ fn names(dir: &Path) -> Vec<String> {
 /// Two proven builds to swap: `A` (lab-16) and `B` (a small fat tree), written to `out` of
 /// `d`; each returns the directory's listing.
 struct Builds {
-    d: PathBuf,
+    d: crate::support::Scratch,
     tree: PathBuf,
 }
 
@@ -178,7 +159,7 @@ impl Builds {
         let args = ["build", &self.source(which), "-o", o.to_str().unwrap()];
         match swap {
             Some(s) => {
-                let mut c = Command::new(env!("CARGO_BIN_EXE_weft"));
+                let mut c = Command::new(crate::support::WEFT);
                 c.args(args).current_dir(root()).env("WEFT_TEST_SWAP", s);
                 c.output().unwrap()
             }

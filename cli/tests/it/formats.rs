@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 /// A description with a port wired twice and a port the switch does not have.
@@ -21,9 +21,8 @@ const DUMP: &str =
 /// Writes the inputs into a fresh directory and returns it: commands run there, so every
 /// path they show is relative and the snapshots do not depend on where the test runs.
 /// (One directory per test: tests run in parallel.)
-fn inputs(test: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("weft-formats-{test}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
+fn inputs(test: &str) -> crate::support::Scratch {
+    let d = crate::support::scratch(&format!("formats-{test}"));
     std::fs::write(d.join("bad.weft"), BAD).unwrap();
     std::fs::write(d.join("ring.weft"), RING).unwrap();
     std::fs::write(d.join("bad.net"), DUMP).unwrap();
@@ -33,7 +32,7 @@ fn inputs(test: &str) -> PathBuf {
 
 /// `weft ARGS --format FORMAT` run in `dir`: exit code, stdout and stderr, as one text.
 fn run(dir: &Path, args: &[&str], format: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_weft"))
+    let out = Command::new(crate::support::WEFT)
         .args(args)
         .args(["--format", format])
         .current_dir(dir)

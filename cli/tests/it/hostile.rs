@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -14,10 +14,8 @@ fn fabric(extra: &str) -> String {
     format!("{PRELUDE}fabric f {{\n    topology = fat_tree(levels: 2, switch: sb7800, hca: connectx5)\n{extra}}}\n")
 }
 
-fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("weft-hostile-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn dir() -> crate::support::Scratch {
+    crate::support::scratch("hostile")
 }
 
 /// Runs `weft ARGS` under `ulimit -v` (2 GiB) and returns (exit code, stderr + stdout).
@@ -25,7 +23,7 @@ fn weft_limited(args: &[&str], cwd: &Path) -> (i32, String) {
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
         .arg("ulimit -v 2097152; exec \"$0\" \"$@\"")
-        .arg(env!("CARGO_BIN_EXE_weft"))
+        .arg(crate::support::WEFT)
         .args(args)
         .current_dir(cwd)
         .stdout(Stdio::piped())

@@ -24,34 +24,17 @@
     clippy::print_stdout
 )]
 
+use crate::support::{root, weft};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn weft(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weft"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run weft: {e}"))
-}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("weft-html-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn temp_dir(name: &str) -> crate::support::Scratch {
+    crate::support::scratch(&format!("html-{name}"))
 }
 
 /// `weft ARGS --format html -o OUT`, which must succeed; the page.
@@ -613,7 +596,7 @@ fn a_plan_is_a_timeline_on_the_fabric() {
 /// printed; bounded only generously).
 #[test]
 fn the_11664_node_example_is_grouped_and_small() {
-    if std::env::var_os("WEFT_BIG_EXAMPLES").is_none() {
+    if !crate::support::big_examples() {
         eprintln!("SKIP the_11664_node_example_is_grouped_and_small: set WEFT_BIG_EXAMPLES=1 (release mode)");
         return;
     }

@@ -26,6 +26,7 @@ mod qos_mad;
 mod report;
 mod same_proof;
 mod simulate;
+mod support;
 mod tidy;
 mod tolerant;
 mod verify;

@@ -10,6 +10,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::support::weft;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -20,13 +21,6 @@ use weft_tests::ibsim::{self, Ibsim, Limits};
 /// above port 15, in the MFT's second position), two spines.
 fn tree() -> String {
     weft_tests::xgft_source(2, &[18, 2], &[1, 2], "", "")
-}
-
-fn weft(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
-        .args(args)
-        .output()
-        .unwrap()
 }
 
 /// Every non-empty MFT of `st`, by switch GUID.
@@ -81,9 +75,7 @@ fn mfts_written_over_mads_read_back_with_ibroute_and_weft_audit() {
     let Some(tools) = ibsim::require("mfts_written_over_mads", &["opensm", "ibroute"]) else {
         return;
     };
-    let d = std::env::temp_dir().join(format!("weft-mft-mad-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
+    let d = crate::support::scratch("mft-mad");
     let p = |f: &str| d.join(f).to_string_lossy().into_owned();
     std::fs::write(d.join("t.weft"), tree()).unwrap();
     let o = weft(&["build", &p("t.weft"), "-o", &p("old"), "-q"]);
@@ -136,7 +128,7 @@ fn mfts_written_over_mads_read_back_with_ibroute_and_weft_audit() {
     let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(&old.fabric))).unwrap();
     sim.load_with_opensm(&d.join("old/lfts.dump"), &old)
         .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
-    let weft_bin = env!("CARGO_BIN_EXE_weft");
+    let weft_bin = crate::support::WEFT;
     let o = sim
         .run_env(
             weft_bin,
@@ -193,7 +185,6 @@ fn mfts_written_over_mads_read_back_with_ibroute_and_weft_audit() {
         "{}",
         o.stdout
     );
-    let _ = std::fs::remove_dir_all(Path::new(&d));
 }
 
 /// `ibroute -M` on every switch of `st` (by directed route: a fresh ibsim has no LIDs, and a
@@ -237,13 +228,10 @@ fn compiled_mfts_land_over_mads(
         &["opensm", "ibroute"],
     )?;
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let d = std::env::temp_dir().join(format!(
-        "weft-mft-compiled-{}-{}",
-        example.trim_end_matches(".weft"),
-        std::process::id()
+    let d = crate::support::scratch(&format!(
+        "mft-compiled-{}",
+        example.trim_end_matches(".weft")
     ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
     let src = edit(std::fs::read_to_string(root.join("examples").join(example)).unwrap());
     let i = src.rfind('}').unwrap();
     let [a, b, c] = hosts;
@@ -300,7 +288,7 @@ fn compiled_mfts_land_over_mads(
         conf.exists().then_some(conf.as_path()),
     )
     .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
-    let weft_bin = env!("CARGO_BIN_EXE_weft");
+    let weft_bin = crate::support::WEFT;
     // A build directory is planned from what the fabric runs, which `weft apply` refuses
     // when the build sets SL→VL tables (writing them over SMPs is not built): then the way
     // is a plan file from the build's state without MFTs, whose SL→VL OpenSM loaded.
@@ -411,7 +399,7 @@ fn compiled_mfts_of_a_layered_torus_land_over_mads() {
 /// in ibsim).
 #[test]
 fn compiled_mfts_of_the_11664_node_tree_land_over_mads() {
-    if std::env::var_os("WEFT_BIG_EXAMPLES").is_none() {
+    if !crate::support::big_examples() {
         return;
     }
     if let Some((out, ok)) = compiled_mfts_land_over_mads(

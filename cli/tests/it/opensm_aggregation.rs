@@ -12,8 +12,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
-use std::process::Output;
+use crate::support::{root, weft};
+use std::path::Path;
 use std::time::Duration;
 use weft_fabric::ValidState;
 use weft_tests::ibsim::{self, ClientOutput, Ibsim, IbsimError, Limits};
@@ -21,27 +21,12 @@ use weft_tests::lft_entries;
 
 const SU: &str = "use std::hardware::{qm8700, connectx6}\nuse std::topology::superpod\nfabric su {\n    topology = superpod(units: 1, nodes_per_unit: 20, nodes: 4, switch: qm8700, hca: connectx6, aggregation: true)\n}\n";
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn weft(args: &[&str]) -> Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
-}
-
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("weft-an-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn temp_dir(name: &str) -> crate::support::Scratch {
+    crate::support::scratch(&format!("an-{name}"))
 }
 
 /// `weft audit --target mad` with `extra` arguments on the simulator: its output whatever its
@@ -51,7 +36,7 @@ fn audit(sim: &Ibsim, extra: &[&str]) -> ClientOutput {
         .into_iter()
         .chain(extra.iter().copied())
         .collect();
-    match sim.run(env!("CARGO_BIN_EXE_weft"), &args, Duration::from_secs(300)) {
+    match sim.run(crate::support::WEFT, &args, Duration::from_secs(300)) {
         Ok(o) | Err(IbsimError::Failed { output: o, .. }) => o,
         Err(e) => panic!("{e}"),
     }

@@ -21,7 +21,7 @@ use weft_tests::ibsim::{self, Ibsim, Limits};
 
 #[test]
 fn opensm_ftree_on_the_5832_node_tree_reports_patterns_not_routes() {
-    if std::env::var("WEFT_BIG_EXAMPLES").map_or(true, |v| v != "1") {
+    if !crate::support::big_examples() {
         eprintln!(
             "opensm_ftree_on_the_5832_node_tree: runs with WEFT_BIG_EXAMPLES=1 (.ci/run does)"
         );
@@ -63,7 +63,7 @@ fn opensm_ftree_on_the_5832_node_tree_reports_patterns_not_routes() {
     .unwrap_or_else(|e| panic!("opensm: {e}"));
     // The dump files live in the simulator's directory: keep it until weft has read them.
     let weft = |format: &str| {
-        Command::new(env!("CARGO_BIN_EXE_weft"))
+        Command::new(crate::support::WEFT)
             .args([
                 "verify",
                 "--topology",

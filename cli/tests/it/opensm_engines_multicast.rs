@@ -38,6 +38,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::support::weft;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -125,13 +126,10 @@ fn wait_subnet_up(osm: &mut Background, log: &Path, seen: usize) {
 /// the group records.
 fn run(tools: &Tools, engine: &str, src: &str, conf: &str, joins: &[Join]) -> Run {
     static RUNS: AtomicUsize = AtomicUsize::new(0);
-    let build = std::env::temp_dir().join(format!(
-        "weft-osm-engines-{}-{}",
-        std::process::id(),
+    let build = crate::support::scratch(&format!(
+        "osm-engines-{}",
         RUNS.fetch_add(1, Ordering::Relaxed)
     ));
-    let _ = std::fs::remove_dir_all(&build);
-    std::fs::create_dir_all(&build).unwrap();
     std::fs::write(build.join("t.weft"), src).unwrap();
     let o = weft(&[
         "build",
@@ -288,13 +286,6 @@ fn run(tools: &Tools, engine: &str, src: &str, conf: &str, joins: &[Join]) -> Ru
     }
 }
 
-fn weft(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 /// `weft verify` on the run's files (`--mfts` and `--mcmembers` when asked), HCA pairs, JSON.
 fn verify(r: &Run, mfts: bool, mcmembers: bool, more: &[&str]) -> Value {
     let (topo, lfts, mc, members) = (
@@ -344,7 +335,7 @@ fn verify(r: &Run, mfts: bool, mcmembers: bool, more: &[&str]) -> Value {
 fn audit(r: &Run) -> (Value, ValidState) {
     let state = r.dir.join("audited.json");
     let out = match r.sim.run_env(
-        env!("CARGO_BIN_EXE_weft"),
+        crate::support::WEFT,
         &[
             "audit",
             "--target",
@@ -873,7 +864,8 @@ fn updn_multicast_on_a_ring_closes_a_credit_loop_through_the_farthest_switch() {
         .chain([("h5", &["abcd"][..], 0xc003), ("h9", &["abcd"][..], 0xc003)])
         .collect();
     // `sw1`'s GUID (weft's numbering: the switches first).
-    let roots = std::env::temp_dir().join(format!("weft-osm-updn-roots-{}", std::process::id()));
+    let roots_dir = crate::support::scratch("osm-updn-roots");
+    let roots = roots_dir.join("roots");
     std::fs::write(&roots, "0x0002c90000000100\n").unwrap();
     let mut r = run(
         &tools,

@@ -6,18 +6,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::support::weft;
 use std::path::Path;
 use std::time::Duration;
 use weft_fabric::ValidState;
 use weft_tests::ibsim::{self, Ibsim, Limits};
 use weft_tests::{lft_entries, parse_fts};
-
-fn weft(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 #[test]
 fn opensm_distributes_weft_tables_after_the_hand_off() {
@@ -28,9 +22,7 @@ fn opensm_distributes_weft_tables_after_the_hand_off() {
         return;
     };
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let d = std::env::temp_dir().join(format!("weft-handoff-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
+    let d = crate::support::scratch("handoff");
     // The QoS example with two tenants.
     let qos = std::fs::read_to_string(root.join("examples/qos-648.weft")).unwrap();
     let i = qos.rfind('}').unwrap();
@@ -166,7 +158,7 @@ fn opensm_distributes_weft_tables_after_the_hand_off() {
     }
     // `weft audit` reads the same SL→VL and P_Key tables off the fabric.
     let (a, out) = sim.audit_state(
-        env!("CARGO_BIN_EXE_weft"),
+        crate::support::WEFT,
         &sim.dir().join("audited.json"),
         Duration::from_secs(120),
     );

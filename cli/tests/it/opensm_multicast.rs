@@ -9,17 +9,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::support::weft;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use weft_fabric::{Mft, ValidState};
 use weft_tests::ibsim::{self, Ibsim, Limits};
-
-fn weft(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 /// Every switch's MFT as `ibroute -M` prints it (non-empty ones), by switch GUID.
 fn ibroute(sim: &Ibsim, st: &ValidState) -> BTreeMap<u64, Mft> {
@@ -34,9 +28,7 @@ fn the_hand_off_reports_what_opensm_multicast_routing_programmed() {
     ) else {
         return;
     };
-    let d = std::env::temp_dir().join(format!("weft-osm-mcast-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
+    let d = crate::support::scratch("osm-mcast");
     std::fs::write(
         d.join("t.weft"),
         weft_tests::xgft_source(2, &[18, 2], &[1, 2], "", ""),
@@ -149,7 +141,7 @@ fn the_hand_off_reports_what_opensm_multicast_routing_programmed() {
         std::thread::sleep(Duration::from_millis(200));
     }
 
-    let weft_bin = env!("CARGO_BIN_EXE_weft");
+    let weft_bin = crate::support::WEFT;
     let pid = bg.pid().to_string();
     let o = sim
         .run_env(

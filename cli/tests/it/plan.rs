@@ -5,28 +5,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use crate::support::weft;
+use std::path::Path;
 use weft_fabric::plan::{Plan, SmpWrite};
 use weft_fabric::{Fingerprint, ValidState};
-
-fn weft(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weft"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run weft: {e}"))
-}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("weft-plan-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn temp_dir(name: &str) -> crate::support::Scratch {
+    crate::support::scratch(&format!("plan-{name}"))
 }
 
 const TREE: &str = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric small {\n    topology = fat_tree(levels: 2, radix: 8, switch: sb7800, hca: connectx5)\n    routing { engine = fat_tree, switch_to_switch = sftree }\n    sm on leaf1\n";

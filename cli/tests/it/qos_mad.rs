@@ -9,6 +9,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::support::weft;
 use std::path::Path;
 use std::time::Duration;
 use weft_fabric::plan::SmpWrite;
@@ -24,13 +25,6 @@ fn torus(engine: &str) -> String {
         .replace("engine = updn", &format!("engine = {engine}"));
     assert!(src.contains("dims: [5, 5]") && src.contains(engine));
     src
-}
-
-fn weft(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
-        .args(args)
-        .output()
-        .unwrap()
 }
 
 fn build(d: &Path, engine: &str) -> ValidState {
@@ -56,9 +50,7 @@ fn qos_writes_land_over_mads_and_audit_reads_the_layered_tables() {
     let Some(tools) = ibsim::require("qos_writes_land_over_mads", &["opensm"]) else {
         return;
     };
-    let d = std::env::temp_dir().join(format!("weft-qos-mad-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
+    let d = crate::support::scratch("qos-mad");
     let p = |f: &str| d.join(f).to_string_lossy().into_owned();
     let (updn, layered) = (build(&d, "updn"), build(&d, "layered"));
     // The layered build sets QoS tables, the updn build none.
@@ -83,7 +75,7 @@ fn qos_writes_land_over_mads_and_audit_reads_the_layered_tables() {
     let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(&updn.fabric))).unwrap();
     sim.load_with_opensm(&d.join("updn/lfts.dump"), &updn)
         .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
-    let weft_bin = env!("CARGO_BIN_EXE_weft");
+    let weft_bin = crate::support::WEFT;
     // `reprove`: proven again on the fabric (the default), else on the proof the plan
     // carries (`--no-reprove`).
     let apply_with = |plan: &str, journal: &str, reprove: bool| {
@@ -212,9 +204,7 @@ fn qos_writes_land_over_mads_and_audit_reads_the_layered_tables() {
 /// under `weft::deploy::not_built_qos`, saying how many and what to do; nothing else runs.
 #[test]
 fn the_opensm_hand_off_refuses_a_plan_with_qos_writes() {
-    let d = std::env::temp_dir().join(format!("weft-qos-osm-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
+    let d = crate::support::scratch("qos-osm");
     let (updn, layered) = (build(&d, "updn"), build(&d, "layered"));
     let writes = weft_plan::qos::writes(&updn, &layered);
     let n = writes.len();

@@ -2,21 +2,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::support::weft;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn weft(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weft"))
-        .args(args)
-        .current_dir(root())
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run weft: {e}"))
-}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -115,8 +102,7 @@ fn report_json_is_deterministic() {
 
 #[test]
 fn report_of_a_broken_fabric_exits_1() {
-    let dir = std::env::temp_dir().join(format!("weft-report-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::support::scratch("report");
     let f = dir.join("t.weft");
     std::fs::write(
         &f,
@@ -223,7 +209,7 @@ fn report_simulates_the_standard_patterns() {
 
 #[test]
 fn report_puts_fat_tree_vftree_and_dftree_side_by_side() {
-    let dir = std::env::temp_dir().join(format!("weft-report-cmp-{}", std::process::id()));
+    let dir = crate::support::scratch("report-cmp");
     let files = small_trees(&dir);
     let paths: Vec<&str> = files.iter().map(|f| f.to_str().unwrap()).collect();
     let out = weft(&[&["report"], &paths[..], &["--simulate=20us"]].concat());
@@ -291,8 +277,7 @@ fn report_runs_dftrees_loop_where_it_can_see_a_hot_spot() {
     // end nodes sinking at line rate the loop sees no hot-spot (the dFtree column is the
     // 1-VL tree's, and says why); at a receive rate of 0.9 it marks the hot-spot and moves
     // its contributors' flows to the slow lane.
-    let dir = std::env::temp_dir().join(format!("weft-report-dftree-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::support::scratch("report-dftree");
     let files = [
         ("fat-tree", "    vls { budget = 1 }\n"),
         (
@@ -345,10 +330,8 @@ fn report_runs_dftrees_loop_where_it_can_see_a_hot_spot() {
 }
 
 /// A scratch directory of this test process.
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("weft-report-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn scratch(name: &str) -> crate::support::Scratch {
+    crate::support::scratch(&format!("report-{name}"))
 }
 
 /// The topograph NDR DGX dump: hosts are machines and end ports are ports in text and JSON,

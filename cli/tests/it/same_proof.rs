@@ -8,16 +8,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
+use crate::support::root;
+use std::path::Path;
 use std::process::Command;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 /// Runs weft with `args`; its JSON document, after checking its format and exit code 0.
 fn doc(command: &str, args: &[&str]) -> serde_json::Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_weft"))
+    let out = Command::new(crate::support::WEFT)
         .arg(command)
         .args(args)
         .args(["--format", "json"])
@@ -38,7 +35,7 @@ fn doc(command: &str, args: &[&str]) -> serde_json::Value {
 
 #[test]
 fn check_verify_and_build_prove_the_same_state_and_properties() {
-    let big = std::env::var_os("WEFT_BIG_EXAMPLES").is_some();
+    let big = crate::support::big_examples();
     let mut names: Vec<String> = std::fs::read_dir(root().join("examples"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -47,8 +44,7 @@ fn check_verify_and_build_prove_the_same_state_and_properties() {
         .collect();
     names.sort();
     assert!(names.len() >= 8, "{names:?}");
-    let dir = std::env::temp_dir().join(format!("weft-same-proof-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::support::scratch("same-proof");
     // With LMC 1, fat_tree promises APM-disjoint paths: every command proves that too.
     let lab = std::fs::read_to_string(root().join("examples/lab-16.weft")).unwrap();
     let apm = dir.join("lab-16-lmc1.weft");

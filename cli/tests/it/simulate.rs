@@ -3,21 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn weft(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weft"))
-        .args(args)
-        .current_dir(root())
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run weft: {e}"))
-}
+use crate::support::weft;
+use std::path::PathBuf;
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -146,8 +133,7 @@ fn the_host_model_is_chosen_and_recorded() {
     // Hot-spot traffic on vFtree's 2 lanes: hosts that send in order (`fifo`) refuse nothing
     // and get less than hosts that refuse what their congested VL cannot take; the JSON says
     // which ran.
-    let dir = std::env::temp_dir().join(format!("weft-simulate-host-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::support::scratch("simulate-host");
     let file = dir.join("vftree.weft");
     std::fs::write(
         &file,
@@ -189,8 +175,7 @@ fn the_host_model_is_chosen_and_recorded() {
 
 #[test]
 fn json_from_a_weft_file_a_build_dir_and_a_state_agree() {
-    let dir = std::env::temp_dir().join(format!("weft-simulate-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = crate::support::scratch("simulate");
     let built = weft(&["build", LAB, "-o", dir.to_str().unwrap()]);
     assert!(built.status.success(), "{}", text(&built.stderr));
     let run = |input: &str, seed: &str| {
@@ -257,8 +242,7 @@ fn compare_prints_the_gain() {
 
 /// A two-level tree of 6-port switches (18 hosts) on dFtree's fast and slow lane.
 fn dftree_fabric() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("weft-simulate-dftree-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::support::scratch("simulate-dftree");
     let file = dir.join("dftree.weft");
     std::fs::write(
         &file,
@@ -333,8 +317,7 @@ fn dftree_loop_moves_the_hotspots_contributors_and_back() {
 
 #[test]
 fn a_job_file_runs_its_jobs_and_reports_each_and_the_congestion_trees() {
-    let dir = std::env::temp_dir().join(format!("weft-simulate-jobs-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::support::scratch("simulate-jobs");
     let jobs = dir.join("jobs.txt");
     std::fs::write(
         &jobs,
@@ -418,8 +401,7 @@ fn a_job_file_runs_its_jobs_and_reports_each_and_the_congestion_trees() {
 
 #[test]
 fn multicast_traffic_reports_each_receivers_delivery_and_a_missing_group_is_refused() {
-    let dir = std::env::temp_dir().join(format!("weft-simulate-mc-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::support::scratch("simulate-mc");
     let file = dir.join("mc.weft");
     std::fs::write(
         &file,

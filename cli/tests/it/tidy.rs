@@ -134,6 +134,8 @@ struct Member {
     /// The root files of its library and of its binaries named `main.rs`: where its top-level
     /// modules are declared.
     roots: Vec<PathBuf>,
+    /// Its integration-test binaries (`tests/` targets), by name.
+    tests: Vec<String>,
     deps: Vec<Dep>,
 }
 
@@ -206,11 +208,24 @@ fn members() -> Vec<Member> {
             .filter_map(|t| Some(PathBuf::from(t["src_path"].as_str()?)))
             .collect();
         roots.sort();
+        let mut tests: Vec<String> = p["targets"]
+            .as_array()
+            .expect("targets")
+            .iter()
+            .filter(|t| {
+                t["kind"]
+                    .as_array()
+                    .is_some_and(|k| k.iter().any(|k| k.as_str() == Some("test")))
+            })
+            .filter_map(|t| Some(t["name"].as_str()?.to_owned()))
+            .collect();
+        tests.sort();
         members.push(Member {
             name: p["name"].as_str().expect("name").to_owned(),
             dir: manifest.parent().expect("crate dir").to_path_buf(),
             product,
             roots,
+            tests,
             deps,
         });
     }
@@ -379,6 +394,42 @@ const LONG_FILES: &[&str] = &[
     "verifier/src/transition.rs",
 ];
 
+/// Crates with more than one integration-test binary, and how many they had when the rule came
+/// in (issue 43). Each binary links the whole crate graph again, and linking is most of a test
+/// build on CI; a crate's suites are modules of one binary (`tests/it/main.rs`). The list may
+/// only shrink: a crate may not add a binary, and one down to a single binary must leave it.
+const MANY_TEST_BINARIES: &[(&str, usize)] = &[("weft-fabric", 6)];
+
+#[test]
+fn every_crate_has_one_integration_test_binary_unless_listed() {
+    for m in members() {
+        let n = m.tests.len();
+        match MANY_TEST_BINARIES.iter().find(|(name, _)| *name == m.name) {
+            Some(&(_, had)) => {
+                assert!(
+                    n <= had,
+                    "{} has {n} integration-test binaries ({}), more than the {had} it had: \
+                     make the new suite a module of an existing one",
+                    m.name,
+                    m.tests.join(", ")
+                );
+                assert!(
+                    n > 1,
+                    "{} is down to {n} integration-test binary: take it off MANY_TEST_BINARIES",
+                    m.name
+                );
+            }
+            None => assert!(
+                n <= 1,
+                "{} has {n} integration-test binaries ({}): one per crate, each suite a module \
+                 of tests/it/main.rs (every binary is a link step of its own)",
+                m.name,
+                m.tests.join(", ")
+            ),
+        }
+    }
+}
+
 /// The most lines a Rust file may have: a room one can hold.
 const MAX_LINES: usize = 1000;
 
@@ -466,7 +517,7 @@ fn every_source_file_opens_with_what_it_is() {
 /// The commands `weft --help` lists, from the binary's own clap definitions (the hidden
 /// `weft __commands`), in its order.
 fn commands() -> Vec<String> {
-    let out = Command::new(env!("CARGO_BIN_EXE_weft"))
+    let out = Command::new(crate::support::WEFT)
         .arg("__commands")
         .output()
         .expect("weft runs");
@@ -486,7 +537,7 @@ fn commands() -> Vec<String> {
 
 /// `weft ARGS --help` as clap renders it (the long help), each line's trailing blanks removed.
 fn long_help(args: &[String]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_weft"))
+    let out = Command::new(crate::support::WEFT)
         .args(args)
         .arg("--help")
         .env("NO_COLOR", "1")

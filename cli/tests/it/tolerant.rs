@@ -6,36 +6,21 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use crate::support::{root, weft};
+use std::path::Path;
+use std::process::Output;
 use weft_fabric::{FabricState, PortNum};
 use weft_verifier::testkit;
 
 /// A real dump: ibsim's leaf–spine fabric as `ibnetdiscover` printed it after OpenSM's sweep.
 const DUMP: &str = "fabric/tests/data/ibsim-leaf-spine.ibnetdiscover";
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn weft(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weft"))
-        .args(args)
-        .current_dir(root())
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run weft: {e}"))
-}
-
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("weft-tolerant-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn temp_dir(name: &str) -> crate::support::Scratch {
+    crate::support::scratch(&format!("tolerant-{name}"))
 }
 
 fn dump() -> String {

@@ -8,8 +8,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::support::weft;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 use weft_fabric::plan::{Plan, SmpWrite};
 use weft_fabric::ValidState;
@@ -17,19 +18,12 @@ use weft_tests::ibsim::{self, Ibsim, Limits};
 
 const TREE: &str = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric small {\n    topology = fat_tree(levels: 2, radix: 8, switch: sb7800, hca: connectx5)\n    routing { engine = fat_tree, switch_to_switch = sftree }\n";
 
-fn weft(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 /// The work directory: `old/` built, and drain plans `a.json` (around `leaf3.p[6]`) and
 /// `b.json` (around `leaf2.p[5]`).
-fn plans(name: &str) -> (PathBuf, ValidState) {
-    let d = std::env::temp_dir().join(format!("weft-writers-{name}-{}", std::process::id()));
+fn plans(name: &str) -> (crate::support::Scratch, ValidState) {
+    let d = crate::support::scratch(&format!("writers-{name}"));
     weft_tests::build_and_plan(
-        Path::new(env!("CARGO_BIN_EXE_weft")),
+        Path::new(crate::support::WEFT),
         &d,
         &format!("{TREE}}}\n"),
         &format!("{TREE}    faults {{\n        link leaf3.p[6] down\n    }}\n}}\n"),
@@ -168,7 +162,7 @@ fn two_applies_through_two_sm_ports_never_claim_what_is_not_there() {
         format!("H-{:016x}", f.node(f.find(name).unwrap()).guid().0)
     };
     let (ha, hb) = (host("cn001"), host("cn002"));
-    let weft_bin = env!("CARGO_BIN_EXE_weft");
+    let weft_bin = crate::support::WEFT;
     let mut rng = weft_tests::Rng(0x5eed_0025);
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     for run in 0..30 {
@@ -286,7 +280,7 @@ fn a_journal_that_stops_growing_rolls_back_over_mads() {
     let args = [
         "-c",
         "trap '' XFSZ; exec \"$0\" \"$@\"",
-        env!("CARGO_BIN_EXE_weft"),
+        crate::support::WEFT,
         "apply",
         a.to_str().unwrap(),
         "--target",
@@ -335,7 +329,7 @@ fn a_journal_that_stops_growing_rolls_back_over_mads() {
     assert_eq!(fabric_lfts(&sim), before, "dump_fts shows the old tables");
     let o = sim
         .run_env(
-            env!("CARGO_BIN_EXE_weft"),
+            crate::support::WEFT,
             &[
                 "apply",
                 "--target",
