@@ -67,7 +67,7 @@ fn slow_first_deployment(part: usize) -> (usize, usize, usize) {
         // every block of the plan takes here (160 blocks, 2 ms each).
         settle: Duration::from_millis(600),
         part,
-        ..ApplyOptions::new(dir.join("plan.journal"), dir.clone())
+        ..ApplyOptions::new(dir.join("plan.journal"), dir.to_path_buf())
     };
     let mut dry = SimFabric::new(empty.state(), sm).unwrap();
     let (plan, _) = dry_run(&mut dry, What::State(&full), &opts).unwrap();
@@ -112,7 +112,7 @@ fn first_plan() -> (Plan, ValidState, ValidState) {
     let (full, empty) = tree(6);
     let sm = sm_port(empty.state());
     let dir = scratch("parts-plan");
-    let opts = ApplyOptions::new(dir.join("plan.journal"), dir.clone());
+    let opts = ApplyOptions::new(dir.join("plan.journal"), dir.to_path_buf());
     let mut sim = SimFabric::new(empty.state(), sm).unwrap();
     let (plan, _) = dry_run(&mut sim, What::State(&full), &opts).unwrap();
     let _ = std::fs::remove_dir_all(&dir);

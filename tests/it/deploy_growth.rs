@@ -49,7 +49,7 @@ fn first_deployment(k: u32, settle: Duration) -> Run {
     let dir = scratch(&format!("growth-{k}-{}", settle.as_millis()));
     let opts = ApplyOptions {
         settle,
-        ..ApplyOptions::new(dir.join("plan.journal"), dir.clone())
+        ..ApplyOptions::new(dir.join("plan.journal"), dir.to_path_buf())
     };
     // Discovery and planning alone (a dry run reads what the apply reads before it writes).
     let mut dry = SimFabric::new(empty.state(), sm).unwrap();
