@@ -241,7 +241,8 @@ fn compare_prints_the_gain() {
 }
 
 /// A two-level tree of 6-port switches (18 hosts) on dFtree's fast and slow lane.
-fn dftree_fabric() -> PathBuf {
+/// The scratch directory (kept for as long as the file is needed) and the fabric in it.
+fn dftree_fabric() -> (crate::support::Scratch, PathBuf) {
     let dir = crate::support::scratch("simulate-dftree");
     let file = dir.join("dftree.weft");
     std::fs::write(
@@ -251,12 +252,12 @@ fn dftree_fabric() -> PathBuf {
          vls { budget = 2 }\n    qos { class bulk { lanes = dftree } }\n}\n",
     )
     .unwrap();
-    file
+    (dir, file)
 }
 
 #[test]
 fn dftree_loop_moves_the_hotspots_contributors_and_back() {
-    let file = dftree_fabric();
+    let (_dir, file) = dftree_fabric();
     let run = |extra: &[&str]| {
         let mut args = vec![
             "simulate",
