@@ -136,7 +136,7 @@ fn in_child_with(sim: &Ibsim, case: &str, window: Option<u32>) -> Vec<(String, S
     let out = sim
         .run_env(
             exe,
-            &["--exact", "child", "--nocapture", "--test-threads=1"],
+            &["--exact", "mad::child", "--nocapture", "--test-threads=1"],
             &env,
             Duration::from_secs(120),
         )
