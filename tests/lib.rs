@@ -6,7 +6,7 @@
 //! of `fixtures/real/`, with their provenance). Tests that need ibsim, OpenSM or
 //! infiniband-diags fail when `CI` is set and the tool is missing, and skip loudly otherwise;
 //! `WEFT_BIG_EXAMPLES` and `WEFT_TREE_CASES` gate the large runs. The OpenSM interop of
-//! aggregation-node fat-trees needs the `weft` binary, so it is `cli/tests/opensm_aggregation.rs`.
+//! aggregation-node fat-trees needs the `weft` binary, so it is `cli/tests/it/opensm_aggregation.rs`.
 //!
 //! * [`ibsim`]: run ibsim and InfiniBand tools against it.
 //! * [`assert_isomorphic`] / [`isomorphism_differences`]: compare two fabrics by node GUID, the
@@ -19,6 +19,8 @@
 //!   nodes, a SuperPOD-class rail-optimised tree), generated.
 //! * [`multicast_tree`]: a hand-made multicast group and its MFTs (a shortest-path tree from
 //!   one switch), for the deploy and audit tests.
+//! * [`scratch`]: a fresh temporary directory, removed when the test ends (passed or not).
+//! * [`big_examples`]: the one reading of `WEFT_BIG_EXAMPLES`.
 
 pub mod dump;
 pub mod ibsim;
@@ -518,15 +520,6 @@ pub mod sim {
             .expect("a host port on a live link")
     }
 
-    /// A fresh, empty scratch directory named after `name` and this process.
-    #[expect(clippy::expect_used, reason = "a test fixture")]
-    pub fn scratch(name: &str) -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!("weft-apply-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).expect("a scratch directory");
-        d
-    }
-
     /// Asserts two fabrics hold the same tables, naming the first difference and where
     /// (`at`), not printing them whole.
     pub fn same_at(a: &Tables, b: &Tables, at: &str) {
@@ -650,4 +643,53 @@ pub fn one_step_plan(
         steps: vec![PlanStep::of(writes)],
         recorded_digest: None,
     }
+}
+
+/// A test's own temporary directory: fresh and empty, unique even among the tests of one
+/// process (they share a binary), and removed with everything in it when dropped, so a failing
+/// test cleans up as well as a passing one. It reads as the [`Path`] it is.
+#[derive(Debug)]
+pub struct Scratch(tempfile::TempDir);
+
+impl Scratch {
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+/// A fresh [`Scratch`] directory whose name starts with `weft-{name}-` (for whoever looks in
+/// the temporary directory while a test runs).
+#[expect(
+    clippy::panic,
+    reason = "a test fixture: no temporary directory, no test"
+)]
+pub fn scratch(name: &str) -> Scratch {
+    match tempfile::Builder::new()
+        .prefix(&format!("weft-{name}-"))
+        .tempdir()
+    {
+        Ok(d) => Scratch(d),
+        Err(e) => panic!("cannot make a scratch directory for {name}: {e}"),
+    }
+}
+
+/// Whether the large examples run: `WEFT_BIG_EXAMPLES=1` (`.ci/run` sets it for its release
+/// runs). Every suite asks here, so one value means the same everywhere; any other value,
+/// or none, leaves them out.
+pub fn big_examples() -> bool {
+    std::env::var_os("WEFT_BIG_EXAMPLES").is_some_and(|v| v == "1")
 }

@@ -1,0 +1,123 @@
+//! The first deployment at two sizes on the in-process fabric, counted (never timed): the SMPs
+//! and the apply's own work (ops of the plan it visits) grow with the LFT blocks written, not
+//! faster, and each block costs the guarantees' minimum: one Get before (the journal), one
+//! Set, one read-back and the final reading.
+//!
+//! A lookup that scans every op of the plan for each block (switches × blocks × ops, what made
+//! the 11 664-node apply CPU-bound) shows as visits growing with the square of the blocks: the
+//! growth check below fails on it (checked by putting the scan back into
+//! `deploy/src/apply/tops.rs`'s `FirstWrites::get`: "visits grew 121.78× while the blocks written
+//! grew 13.33×", 216 → 26 304 visits for 12 → 160 blocks; with the index, 8 per block or less).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::time::Duration;
+use weft_deploy::apply::{apply_state, dry_run, ApplyOptions, Final, What};
+use weft_deploy::sim::SimFabric;
+use weft_fabric::ValidState;
+use weft_tests::scratch;
+use weft_tests::sim::{same_at, sm_port};
+use weft_tests::{compiled, xgft_source};
+
+/// What the first deployment of a two-level tree of `k` leaves of `k` hosts (and `k` spines)
+/// took.
+#[derive(Debug)]
+struct Run {
+    /// LFT blocks the plan writes.
+    blocks: usize,
+    /// Switches.
+    switches: usize,
+    /// Every SMP the fabric received (discovery, reading, the transaction).
+    smps: usize,
+    /// The transaction's alone (after discovery and planning).
+    txn: usize,
+    /// Sets.
+    sets: usize,
+    /// Ops of the plan the apply visited.
+    visits: usize,
+}
+
+fn first_deployment(k: u32, settle: Duration) -> Run {
+    let full = compiled(&xgft_source(2, &[k, k], &[1, k], "", ""));
+    let mut empty = full.state().clone();
+    for sw in empty.switches.values_mut() {
+        sw.lft.ports.clear();
+    }
+    let empty = ValidState::new(empty).unwrap();
+    let sm = sm_port(empty.state());
+    let dir = scratch(&format!("growth-{k}-{}", settle.as_millis()));
+    let opts = ApplyOptions {
+        settle,
+        ..ApplyOptions::new(dir.join("plan.journal"), dir.to_path_buf())
+    };
+    // Discovery and planning alone (a dry run reads what the apply reads before it writes).
+    let mut dry = SimFabric::new(empty.state(), sm).unwrap();
+    let (planned, _) = dry_run(&mut dry, What::State(&full), &opts).unwrap();
+    let before = dry.counts().gets + dry.counts().sets;
+    let mut sim = SimFabric::new(empty.state(), sm).unwrap();
+    let (r, plan) = apply_state(&mut sim, &full, &opts, &mut |_| {}).unwrap();
+    assert_eq!(r.state, Final::New, "{r:?}");
+    assert_eq!(plan, planned, "the dry run planned what the apply wrote");
+    same_at(
+        &sim.tables(),
+        &SimFabric::new(full.state(), sm).unwrap().tables(),
+        &format!("k = {k}"),
+    );
+    // An initial deployment fills empty entries: one step, each block written once.
+    assert_eq!(plan.steps.len(), 1, "k = {k}");
+    let mut blocks = std::collections::BTreeSet::new();
+    for w in plan.steps.iter().flat_map(|s| &s.writes) {
+        let SmpWrite::Lft { switch, block, .. } = w else {
+            panic!("{w:?}")
+        };
+        assert!(blocks.insert((*switch, *block)), "k = {k}: {w:?} twice");
+    }
+    let smps = sim.counts().gets + sim.counts().sets;
+    assert_eq!(smps, r.gets + r.sets, "the report counts every SMP");
+    let _ = std::fs::remove_dir_all(&dir);
+    Run {
+        blocks: blocks.len(),
+        switches: full.state().switches.len(),
+        smps,
+        txn: smps - before,
+        sets: sim.counts().sets,
+        visits: r.visits,
+    }
+}
+
+#[test]
+fn a_first_deployment_grows_with_the_blocks_it_writes() {
+    // A settling time the sim answers well within: every check rests on the snapshot.
+    let settle = Duration::from_millis(400);
+    let small = first_deployment(6, settle);
+    let large = first_deployment(16, settle);
+    let grew = |a: usize, b: usize| b as f64 / a as f64;
+    let blocks = grew(small.blocks, large.blocks);
+    assert!(blocks > 5.0, "{small:?} {large:?}");
+    for (what, a, b) in [
+        ("SMPs", small.smps, large.smps),
+        ("transaction SMPs", small.txn, large.txn),
+        ("visits", small.visits, large.visits),
+    ] {
+        assert!(
+            grew(a, b) <= 1.2 * blocks,
+            "{what} grew {:.2}× while the blocks written grew {blocks:.2}×: {small:?} {large:?}",
+            grew(a, b)
+        );
+    }
+    for r in [&small, &large] {
+        // One Set per block, and per switch its LinearFDBTop raised once.
+        assert_eq!(r.sets, r.blocks + r.switches, "{r:?}");
+        // Per block: the Get before, the Set, the read-back, the final reading; per switch:
+        // its SwitchInfo read, then the raise's four.
+        assert_eq!(r.txn, 4 * r.blocks + 5 * r.switches, "{r:?}");
+        assert!(r.visits <= 8 * (r.blocks + r.switches), "{r:?}");
+    }
+}
+
+#[test]
+fn without_a_settling_time_every_block_is_checked_again_before_its_set() {
+    // No settling time: no reading is recent enough to stand for the check.
+    let r = first_deployment(6, Duration::ZERO);
+    assert_eq!(r.txn, 5 * r.blocks + 6 * r.switches, "{r:?}");
+}
