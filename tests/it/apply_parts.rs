@@ -22,6 +22,7 @@ use weft_deploy::apply::{ApplyError, ProofMode};
 use weft_deploy::journal::JournalFault;
 use weft_deploy::{Attr, Fault, Payload, Retrying, SimFabric, SmpError, Target, Transport};
 use weft_fabric::ValidState;
+use weft_formats::plan::Plan;
 use weft_tests::scratch;
 use weft_tests::sim::{same_at, sm_port, FAULT_KINDS};
 use weft_tests::{compiled, xgft_source};

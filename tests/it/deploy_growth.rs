@@ -15,6 +15,7 @@ use std::time::Duration;
 use weft_deploy::apply::{apply_state, dry_run, ApplyOptions, Final, What};
 use weft_deploy::sim::SimFabric;
 use weft_fabric::ValidState;
+use weft_formats::plan::SmpWrite;
 use weft_tests::scratch;
 use weft_tests::sim::{same_at, sm_port};
 use weft_tests::{compiled, xgft_source};

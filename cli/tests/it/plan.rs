@@ -7,8 +7,8 @@
 
 use crate::support::weft;
 use std::path::Path;
-use weft_formats::plan::{Plan, SmpWrite};
 use weft_fabric::{Fingerprint, ValidState};
+use weft_formats::plan::{Plan, SmpWrite};
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
