@@ -124,11 +124,13 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
     };
     let fabric = &load_fabric(&file, color)?;
     let text = match format {
-        ExportFormat::Ibnetdiscover => weft_compiler::export_ibnetdiscover(fabric)?,
+        ExportFormat::Ibnetdiscover => weft_compiler::export_ibnetdiscover(fabric)
+            .map_err(|e| Fatal::Run(format!("cannot write the fabric as ibnetdiscover: {e}")))?,
         ExportFormat::Json => {
             let mut v = Vec::new();
             weft_fabric::state_json::write_fabric(fabric, &mut v)?;
-            String::from_utf8(v)?
+            String::from_utf8(v)
+                .map_err(|e| Fatal::Run(format!("the fabric's JSON is not UTF-8: {e}")))?
         }
         ExportFormat::SlurmTree | ExportFormat::SlurmYaml => {
             let levels = switch_levels(fabric);

@@ -139,6 +139,10 @@ enum Fatal {
     /// device, a transport, a lock, journal or OpenSM file): findings, shown as refused input
     /// is.
     Failed(Vec<findings::Finding>),
+    /// Its output went to a pipe whose reader has gone (`weft export … | head`): no message,
+    /// and the exit status a process killed by SIGPIPE has (128 + 13), so a pipeline still sees
+    /// the output was cut short.
+    ClosedPipe,
 }
 
 impl Fatal {
@@ -154,22 +158,45 @@ impl Fatal {
     fn failed(code: &str, message: String) -> Fatal {
         Fatal::Failed(vec![findings::of_input(code, None, message)])
     }
+
+    /// A write to the terminal or an output file that failed: a closed pipe ends quietly, any
+    /// other error says what was being written.
+    fn write(what: &str, e: &std::io::Error) -> Fatal {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            Fatal::ClosedPipe
+        } else {
+            Fatal::Run(format!("cannot write {what}: {e}"))
+        }
+    }
+
+    /// A report that could not be encoded as JSON (a bug: every report is serialisable).
+    fn json(e: &serde_json::Error) -> Fatal {
+        Fatal::Run(format!("cannot encode the report as JSON: {e}"))
+    }
 }
 
-impl<E: std::fmt::Display + 'static> From<E> for Fatal {
-    fn from(e: E) -> Fatal {
-        let io = (&e as &dyn std::any::Any).downcast_ref::<std::io::Error>();
-        if io.is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) {
-            return Fatal::Run(CLOSED_PIPE.into());
-        }
+impl From<std::io::Error> for Fatal {
+    /// Writing the output: [`Fatal::write`].
+    fn from(e: std::io::Error) -> Fatal {
+        Fatal::write("the output", &e)
+    }
+}
+
+impl From<serde_json::Error> for Fatal {
+    /// Encoding a report: [`Fatal::json`].
+    fn from(e: serde_json::Error) -> Fatal {
+        Fatal::json(&e)
+    }
+}
+
+impl From<weft_driver::SourceError> for Fatal {
+    /// A source that could not be read: it cannot run (exit 2), as any unreadable file.
+    fn from(e: weft_driver::SourceError) -> Fatal {
         Fatal::Run(e.to_string())
     }
 }
 
-/// What a write to a closed pipe (`weft export … | head`) becomes: no message, and the exit
-/// status a process killed by SIGPIPE has (128 + 13), so a pipeline still sees the output was
-/// cut short.
-const CLOSED_PIPE: &str = "\0closed pipe";
+/// The exit status of a process killed by SIGPIPE (128 + 13).
 const CLOSED_PIPE_EXIT: u8 = 141;
 
 fn render_opts(color: ColorChoice) -> RenderOptions {
@@ -471,7 +498,7 @@ fn main() -> ExitCode {
     term::clear();
     match result {
         Ok(code) => code,
-        Err(Fatal::Run(msg)) if msg == CLOSED_PIPE => ExitCode::from(CLOSED_PIPE_EXIT),
+        Err(Fatal::ClosedPipe) => ExitCode::from(CLOSED_PIPE_EXIT),
         Err(Fatal::Run(msg)) => {
             let _ = writeln!(std::io::stderr(), "error: {msg}");
             ExitCode::from(2)
