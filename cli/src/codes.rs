@@ -4,7 +4,7 @@
 use weft_fabric::code::{CodeInfo, Status};
 
 /// The registries, each with the part of weft that reports its codes.
-pub const REGISTRIES: [(&str, &[CodeInfo]); 7] = [
+pub const REGISTRIES: [(&str, &[CodeInfo]); 8] = [
     (
         "the state file reader (state.json)",
         weft_fabric::code::CODES,
@@ -16,6 +16,7 @@ pub const REGISTRIES: [(&str, &[CodeInfo]); 7] = [
     ("the compiler", weft_compiler::code::CODES),
     ("the verifier", weft_verifier::CODES),
     ("the planner", weft_plan::CODES),
+    ("the simulator", weft_traffic::CODES),
     (
         "the deploy backends (apply, audit, the OpenSM hand-off)",
         weft_deploy::CODES,

@@ -38,7 +38,7 @@ pub(crate) fn options(duration: Option<&str>, seed: u64) -> Result<Option<SimOpt
         .map(|d| {
             traffic::parse_duration(d)
                 .map(|duration_ns| SimOptions { duration_ns, seed })
-                .map_err(|e| Fatal::Run(format!("--simulate: {e}")))
+                .map_err(crate::simulate::fail)
         })
         .transpose()
 }
@@ -111,7 +111,7 @@ pub(crate) fn simulate(state: &FabricState, o: SimOptions) -> Result<Simulated, 
         duration_ns: o.duration_ns,
         ..Params::default()
     };
-    let fail = |e: traffic::SimError| Fatal::Run(format!("--simulate: {e}"));
+    let fail = crate::simulate::fail;
     crate::term::phase("simulating");
     // Uniform first: it tells how many hosts send, which the shift needs.
     let uniform = traffic::simulate(state, &Traffic::Uniform, &params, o.seed).map_err(fail)?;

@@ -135,8 +135,31 @@ fn traffic_of(spec: &str) -> Result<Traffic, Fatal> {
     ))
 }
 
-fn fail(e: traffic::SimError) -> Fatal {
-    Fatal::Run(e.to_string())
+/// An input the simulator cannot use: a finding under its code (exit 1, in the command's output
+/// format), placed at the line and column of a job file.
+pub(crate) fn fail(e: traffic::SimError) -> Fatal {
+    let message = match &e {
+        traffic::SimError::JobFile { why, .. } => why.clone(),
+        other => other.to_string(),
+    };
+    let mut f = crate::findings::of_input(e.code(), None, message);
+    if let traffic::SimError::JobFile {
+        file, line, column, ..
+    } = &e
+    {
+        let (line, column) = (
+            u32::try_from(*line).unwrap_or(u32::MAX),
+            u32::try_from(*column).unwrap_or(u32::MAX),
+        );
+        f.place = Some(crate::findings::Place {
+            file: file.clone(),
+            line,
+            column,
+            end_line: line,
+            end_column: column,
+        });
+    }
+    Fatal::Input(vec![f], None)
 }
 
 /// Runs `weft simulate`.

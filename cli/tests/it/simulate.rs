@@ -12,9 +12,26 @@ fn text(b: &[u8]) -> String {
 
 const LAB: &str = "examples/lab-16.weft";
 
-/// Runs `weft simulate` and expects it to fail with exit code 2 and `needle` on stderr,
-/// and no panic.
+/// Runs `weft simulate` and expects it to refuse its input (exit 1, a finding under a
+/// `weft::traffic::` code) with `needle` on stderr, and no panic.
 fn refused(args: &[&str], needle: &str) {
+    let mut all = vec!["simulate"];
+    all.extend_from_slice(args);
+    let out = weft(&all);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+    assert!(err.contains(needle), "{args:?}: `{needle}` not in {err}");
+    assert!(
+        err.contains("weft::traffic::"),
+        "{args:?}: no code in {err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+}
+
+/// Runs `weft simulate` and expects it not to run (exit 2: a file it cannot read, options that
+/// do not go together, a value the option parser refuses) with `needle` on stderr.
+fn cannot_run(args: &[&str], needle: &str) {
     let mut all = vec!["simulate"];
     all.extend_from_slice(args);
     let out = weft(&all);
@@ -57,16 +74,16 @@ fn bad_options_are_clear_errors() {
         &[LAB, "--traffic", "README.md"],
         "a line starts with `job NAME`, not",
     );
-    refused(
+    cannot_run(
         &[LAB, "--traffic", "file:no/such/jobs.txt"],
         "cannot read `no/such/jobs.txt`",
     );
     // dFtree's switches on a state without dFtree lanes, or on a loop turned off.
-    refused(
+    cannot_run(
         &[LAB, "--traffic", "uniform", "--no-dftree-loop"],
         "--no-dftree-loop: the state has no dFtree lanes",
     );
-    refused(
+    cannot_run(
         &[
             LAB,
             "--traffic",
@@ -77,7 +94,7 @@ fn bad_options_are_clear_errors() {
         ],
         "--dftree-sweep sets dFtree's run-time loop, which --no-dftree-loop turns off",
     );
-    refused(
+    cannot_run(
         &[
             LAB,
             "--traffic",
@@ -95,7 +112,7 @@ fn bad_options_are_clear_errors() {
         &[LAB, "--traffic", "uniform", "--receive-rate", "1.5"],
         "receive rate must be above 0 and at most 1",
     );
-    refused(&["no/such.json", "--traffic", "uniform"], "cannot read");
+    cannot_run(&["no/such.json", "--traffic", "uniform"], "cannot read");
     refused(
         &[LAB, "--traffic", "uniform", "--host-model", "lazy"],
         "host model `lazy`: give refuse, block, fifo or unbounded",
@@ -104,7 +121,7 @@ fn bad_options_are_clear_errors() {
         &[LAB, "--traffic", "uniform", "--switch-buffers", "crossbar"],
         "switch buffers `crossbar`: give fifo or voq",
     );
-    refused(
+    cannot_run(
         &[LAB, "--traffic", "uniform", "--parallel-sends", "0"],
         "--parallel-sends must be at least 1 packet",
     );
@@ -122,10 +139,16 @@ fn bad_options_are_clear_errors() {
         ],
         "not built yet",
     );
-    refused(
+    cannot_run(
         &[LAB, "--traffic", "uniform", "--source-queue", "0"],
         "--source-queue must be at least 1 packet",
     );
+    // A refused input is a finding in the output format asked for, under its registered code.
+    let out = weft(&["simulate", LAB, "--traffic", "zipf", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ok"], false, "{v}");
+    assert_eq!(v["findings"][0]["code"], "weft::traffic::spec", "{v}");
 }
 
 #[test]
@@ -390,11 +413,11 @@ fn a_job_file_runs_its_jobs_and_reports_each_and_the_congestion_trees() {
     )
     .unwrap();
     let out = weft(&["simulate", LAB, "--traffic", jobs.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1));
     let shown = text(&out.stderr).replace(&dir.display().to_string(), "DIR");
     std::fs::write(&jobs, "job a hosts lab01,lab1 pattern uniform\n").unwrap();
     let out = weft(&["simulate", LAB, "--traffic", jobs.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1));
     let shown = shown + &text(&out.stderr).replace(&dir.display().to_string(), "DIR");
     insta::assert_snapshot!("job_file_errors", shown);
     let _ = std::fs::remove_dir_all(&dir);
