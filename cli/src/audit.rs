@@ -11,6 +11,7 @@ use clap::ValueEnum;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use weft_deploy::{Mad, MadOptions, TransportExt};
+use weft_fabric::code::Coded as _;
 use weft_fabric::ValidState;
 
 /// `weft audit` arguments.
@@ -118,11 +119,10 @@ pub fn run(args: Args, color: crate::ColorChoice, quiet: bool) -> Result<ExitCod
         Some(p) => Some(crate::diff::load_design(p, color)?),
         None => None,
     };
-    let mut mad =
-        Mad::open(&args.mad.options()).map_err(|e| Fatal::failed(e.code(), e.to_string()))?;
+    let mut mad = Mad::open(&args.mad.options()).map_err(|e| Fatal::coded(&e))?;
     crate::term::phase("reading the fabric");
-    let mut audited = weft_deploy::audit::audit(&mut mad, &args.name)
-        .map_err(|e| Fatal::failed(e.code(), e.to_string()))?;
+    let mut audited =
+        weft_deploy::audit::audit(&mut mad, &args.name).map_err(|e| Fatal::coded(&e))?;
     // Where the SM runs: the master SM's LID in the local port's PortInfo (modifier 0: the
     // port the SMP arrived on), owned by the port the SM runs on. None yet (LID 0), or a LID
     // no port owns: not said (`isolated` is then unknown unless `--sm` says).

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant, SystemTime};
 use weft_compiler::qos::SlowFlow;
 use weft_deploy::dftree::{Loop, LoopError, PolicyFn, Sweep};
 use weft_deploy::Mad;
+use weft_fabric::code::Coded as _;
 use weft_fabric::{FabricState, Guid, PortNum};
 use weft_traffic::dftree::{Config, Controller, DftreeError, Flow, Moves};
 
@@ -206,11 +207,9 @@ pub fn run(args: Args, color: crate::ColorChoice, quiet: bool) -> Result<ExitCod
     let base = base.read()?;
     std::fs::create_dir_all(&args.out)
         .map_err(|e| Fatal::Run(format!("cannot create `{}`: {e}", args.out.display())))?;
-    let mut mad =
-        Mad::open_pm(&args.mad.options()).map_err(|e| Fatal::failed(e.code(), e.to_string()))?;
+    let mut mad = Mad::open_pm(&args.mad.options()).map_err(|e| Fatal::coded(&e))?;
     crate::term::phase("discovering the fabric");
-    let found =
-        weft_deploy::discover(&mut mad).map_err(|e| Fatal::failed(e.code(), e.to_string()))?;
+    let found = weft_deploy::discover(&mut mad).map_err(|e| Fatal::coded(&e))?;
     let json = args.format == crate::report::Format::Json;
     let policy_state = st.clone();
     let policy: PolicyFn = Box::new(move |slow: &[Flow]| {
@@ -345,7 +344,7 @@ fn loop_error(e: LoopError, input: &Path) -> Fatal {
                 .collect(),
             None,
         ),
-        LoopError::Ports(e) => Fatal::failed(e.code(), e.to_string()),
+        LoopError::Ports(e) => Fatal::coded(&e),
         LoopError::NothingRead { ref first, .. } => Fatal::failed(first.code(), e.to_string()),
         e => Fatal::Run(e.to_string()),
     }

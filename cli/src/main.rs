@@ -159,6 +159,11 @@ impl Fatal {
         Fatal::Failed(vec![findings::of_input(code, None, message)])
     }
 
+    /// A command that could not run, for the reason `e` gives under its registered code.
+    fn coded(e: &impl weft_fabric::code::Coded) -> Fatal {
+        Fatal::failed(e.code(), e.to_string())
+    }
+
     /// A write to the terminal or an output file that failed: a closed pipe ends quietly, any
     /// other error says what was being written.
     fn write(what: &str, e: &std::io::Error) -> Fatal {

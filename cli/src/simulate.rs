@@ -8,6 +8,7 @@ use crate::report::Format;
 use crate::{out, ColorChoice, Fatal};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use weft_fabric::code::Coded as _;
 use weft_fabric::ValidState;
 use weft_traffic::{self as traffic, DftreeMode, Params, Report, Traffic};
 

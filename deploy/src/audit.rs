@@ -38,10 +38,10 @@ pub enum AuditError {
     Model(#[from] LinkError),
 }
 
-impl AuditError {
+impl weft_fabric::code::Coded for AuditError {
     /// The error's registered code ([`crate::CODES`]): discovery's or an SMP's own, or the
     /// model's refusal.
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         match self {
             AuditError::Discover(e) => e.code(),
             AuditError::Smp(e) => e.code(),

@@ -18,6 +18,7 @@
 //! The caller keeps the clock: it says when each sweep is (its time since the start, and the
 //! wall time for the log), waits between sweeps and decides when to stop.
 
+use weft_fabric::code::Coded as _;
 pub mod trust;
 pub mod utc;
 

@@ -201,9 +201,9 @@ pub enum VfError {
     },
 }
 
-impl VfError {
+impl weft_fabric::code::Coded for VfError {
     /// The error's registered code ([`crate::CODES`]).
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         match self {
             VfError::Physical { .. } => "weft::deploy::vf_physical",
             VfError::OtherHost { .. } => "weft::deploy::vf_other_host",
@@ -342,9 +342,9 @@ pub enum DiscoverError {
     TooDeep(DrPath),
 }
 
-impl DiscoverError {
+impl weft_fabric::code::Coded for DiscoverError {
     /// The error's registered code ([`crate::CODES`]): an SMP's own, or discovery's.
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         match self {
             DiscoverError::Smp(e) => e.code(),
             DiscoverError::NodeType { .. } => "weft::deploy::discover_node_type",

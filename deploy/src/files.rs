@@ -117,9 +117,9 @@ pub enum FileError {
     },
 }
 
-impl FileError {
+impl weft_fabric::code::Coded for FileError {
     /// The error's registered code ([`crate::CODES`]).
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         match self {
             FileError::Io { .. } => "weft::deploy::file_io",
             FileError::Symlink { .. } => "weft::deploy::file_symlink",

@@ -193,9 +193,9 @@ pub enum JournalError {
     Unfinished(PathBuf),
 }
 
-impl JournalError {
+impl weft_fabric::code::Coded for JournalError {
     /// The error's registered code ([`crate::CODES`]).
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         match self {
             JournalError::Io { .. } | JournalError::Read { .. } => "weft::deploy::journal_io",
             JournalError::Empty(_) => "weft::deploy::journal_parse",

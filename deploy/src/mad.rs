@@ -317,9 +317,9 @@ pub enum MadError {
     },
 }
 
-impl MadError {
+impl weft_fabric::code::Coded for MadError {
     /// The error's registered code ([`crate::CODES`]).
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         match self {
             MadError::Load { .. } => "weft::deploy::mad_load",
             MadError::Symbol { .. } => "weft::deploy::mad_symbol",

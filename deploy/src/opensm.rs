@@ -62,9 +62,9 @@ pub enum OpensmError {
     },
 }
 
-impl OpensmError {
+impl weft_fabric::code::Coded for OpensmError {
     /// The error's registered code ([`crate::CODES`]): a file's own, or the hand-off's.
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         match self {
             OpensmError::Io { .. } => "weft::deploy::opensm_io",
             OpensmError::File(e) => e.code(),

@@ -160,9 +160,9 @@ pub enum PmaError {
     },
 }
 
-impl PmaError {
+impl weft_fabric::code::Coded for PmaError {
     /// The error's registered code ([`crate::CODES`]).
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         match self {
             PmaError::NoLid { .. } => "weft::deploy::pma_no_lid",
             PmaError::Timeout { .. } => "weft::deploy::pma_timeout",
@@ -370,6 +370,7 @@ impl CounterReader {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use weft_fabric::code::Coded as _;
 
     #[test]
     fn decodes_the_counters_where_the_iba_puts_them() {

@@ -59,9 +59,9 @@ pub enum ProofError {
     },
 }
 
-impl ProofError {
+impl weft_fabric::code::Coded for ProofError {
     /// The error's registered code ([`crate::CODES`]): the reading's own, or the proof's.
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         match self {
             ProofError::Read(e) => e.code(),
             ProofError::Smp(e) => e.code(),
@@ -270,9 +270,9 @@ pub enum LiveError {
     NoPlan(weft_plan::PlanError),
 }
 
-impl LiveError {
+impl weft_fabric::code::Coded for LiveError {
     /// The error's registered code ([`crate::CODES`]): an SMP's own, or the planning's.
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         match self {
             LiveError::Qos => "weft::deploy::not_built_qos",
             LiveError::Stale(_) => "weft::deploy::wrong_fabric",

@@ -145,9 +145,9 @@ pub enum SimError {
     SmPort(String),
 }
 
-impl SimError {
+impl weft_fabric::code::Coded for SimError {
     /// The error's registered code ([`crate::CODES`]).
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         match self {
             SimError::SmPort(_) => "weft::deploy::sim_sm_port",
         }
@@ -165,9 +165,9 @@ pub enum SmPortError {
     NoNode(String),
 }
 
-impl SmPortError {
+impl weft_fabric::code::Coded for SmPortError {
     /// The error's registered code ([`crate::CODES`]).
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         match self {
             SmPortError::Syntax => "weft::deploy::sm_port_syntax",
             SmPortError::NoNode(_) => "weft::deploy::sm_port_unknown_node",

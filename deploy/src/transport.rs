@@ -63,9 +63,9 @@ pub enum SmpError {
     },
 }
 
-impl SmpError {
+impl weft_fabric::code::Coded for SmpError {
     /// The error's registered code ([`crate::CODES`]).
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         match self {
             SmpError::Timeout { .. } => "weft::deploy::smp_timeout",
             SmpError::Status { .. } => "weft::deploy::smp_status",

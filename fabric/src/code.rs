@@ -58,6 +58,13 @@ impl CodeInfo {
     }
 }
 
+/// An error or finding with a registered code: what turns it into a finding of its own (its
+/// code and its text) wherever it is reported. Every code it returns is in a crate's `CODES`.
+pub trait Coded: std::fmt::Display {
+    /// Its code, such as `weft::apply::lock`.
+    fn code(&self) -> &'static str;
+}
+
 /// The codes this crate reports.
 pub const CODES: &[CodeInfo] = &[
     CodeInfo::stable("weft::state::dftree_lanes", "A dFtree lane pair that is not valid (one SL twice, an SL above 15, pairs out of order or repeated)."),

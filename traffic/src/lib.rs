@@ -167,9 +167,9 @@ pub enum SimError {
     DifferentHosts(usize, usize),
 }
 
-impl SimError {
+impl weft_fabric::code::Coded for SimError {
     /// Its code in [`CODES`].
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         match self {
             SimError::Traffic { .. } => "weft::traffic::spec",
             SimError::TooManyHotspots { .. } => "weft::traffic::hotspots",

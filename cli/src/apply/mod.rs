@@ -9,6 +9,7 @@
 //! [`report`](mod@report) says what happened. An apply that does not start, or crashes, is a
 //! finding under the deploy error's code ([`refused`]).
 
+use weft_fabric::code::Coded as _;
 mod opensm;
 mod report;
 mod target;

@@ -9,6 +9,7 @@ use crate::{out, Fatal};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
+use weft_fabric::code::Coded as _;
 use weft_formats::build_dir;
 
 /// The hand-off to a running OpenSM.
@@ -93,7 +94,7 @@ pub(super) fn hand_off(args: &Args, quiet: bool) -> Result<ExitCode, Fatal> {
             .as_deref()
             .unwrap_or(Path::new("/etc/opensm/opensm.conf")),
     )
-    .map_err(|e| Fatal::failed(e.code(), e.to_string()))?;
+    .map_err(|e| Fatal::coded(&e))?;
     let mut text = String::new();
     for w in &written {
         let _ = writeln!(text, "wrote {}", w.display());

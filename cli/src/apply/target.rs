@@ -9,6 +9,7 @@ use std::time::Duration;
 use weft_deploy::journal::JournalFault;
 use weft_deploy::sim::{default_sm_port, named_sm_port, Injected, SimFabric};
 use weft_deploy::Mad;
+use weft_fabric::code::Coded as _;
 use weft_fabric::{PortRef, ValidState};
 
 /// The simulated fabric `--fabric` holds, its SM on `--sm`, with every `--inject`ed SMP fault;
@@ -29,7 +30,7 @@ pub(super) fn sim(args: &Args) -> Result<(SimFabric, Option<JournalFault>), Fata
     })?;
     let state = crate::plan::load_state(path)?;
     let sm = sm_port(&state, args.sm.as_deref())?;
-    let mut sim = SimFabric::new(&state, sm).map_err(|e| Fatal::failed(e.code(), e.to_string()))?;
+    let mut sim = SimFabric::new(&state, sm).map_err(|e| Fatal::coded(&e))?;
     let mut journal_fault = None;
     for f in &args.inject {
         match parse_fault(f)? {
@@ -58,7 +59,7 @@ pub(super) fn mad(args: &Args) -> Result<(Mad, Duration), Fatal> {
         args.settle_ms
             .unwrap_or_else(|| 2 * u64::from(options.timeout_ms) * u64::from(options.retries + 1)),
     );
-    let mad = Mad::open(&options).map_err(|e| Fatal::failed(e.code(), e.to_string()))?;
+    let mad = Mad::open(&options).map_err(|e| Fatal::coded(&e))?;
     Ok((mad, settle))
 }
 

@@ -323,9 +323,32 @@ pub enum ApplyError {
 }
 
 impl ApplyError {
+    /// Whether the apply could not run (a device, file or transport failed; exit 2), rather
+    /// than refusing a plan or a fabric it checked (exit 1). Nothing was written either way,
+    /// but after a crash.
+    pub fn could_not_run(&self) -> bool {
+        match self {
+            // A journal of an apply that did not end refuses the next one.
+            ApplyError::Journal(JournalError::Unfinished(_)) => false,
+            ApplyError::Discover(_)
+            | ApplyError::Lock { .. }
+            | ApplyError::Journal(_)
+            | ApplyError::Smp(_)
+            | ApplyError::Crashed(_)
+            | ApplyError::NotJournaled(_)
+            | ApplyError::Unproven(ProofError::Read(_) | ProofError::Smp(_))
+            | ApplyError::Live(LiveError::Smp(_) | LiveError::Qos | LiveError::VfNotBuilt(_)) => {
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+impl weft_fabric::code::Coded for ApplyError {
     /// The error's registered code ([`crate::CODES`]): a wrapped error's own (discovery, the
     /// proof, the planning, the journal, an SMP), or the apply's.
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         match self {
             ApplyError::Discover(e) => e.code(),
             ApplyError::Stale(_) => "weft::deploy::wrong_fabric",
@@ -345,27 +368,6 @@ impl ApplyError {
             ApplyError::Smp(e) => e.code(),
             ApplyError::Crashed(_) => "weft::deploy::crashed",
             ApplyError::PartialJournal(_) => "weft::deploy::journal_partial",
-        }
-    }
-
-    /// Whether the apply could not run (a device, file or transport failed; exit 2), rather
-    /// than refusing a plan or a fabric it checked (exit 1). Nothing was written either way,
-    /// but after a crash.
-    pub fn could_not_run(&self) -> bool {
-        match self {
-            // A journal of an apply that did not end refuses the next one.
-            ApplyError::Journal(JournalError::Unfinished(_)) => false,
-            ApplyError::Discover(_)
-            | ApplyError::Lock { .. }
-            | ApplyError::Journal(_)
-            | ApplyError::Smp(_)
-            | ApplyError::Crashed(_)
-            | ApplyError::NotJournaled(_)
-            | ApplyError::Unproven(ProofError::Read(_) | ProofError::Smp(_))
-            | ApplyError::Live(LiveError::Smp(_) | LiveError::Qos | LiveError::VfNotBuilt(_)) => {
-                true
-            }
-            _ => false,
         }
     }
 }

@@ -50,9 +50,9 @@ pub struct Fault {
 )]
 pub struct FaultSyntax;
 
-impl FaultSyntax {
+impl weft_fabric::code::Coded for FaultSyntax {
     /// The error's registered code ([`crate::CODES`]).
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         "weft::deploy::fault_syntax"
     }
 }
