@@ -133,35 +133,53 @@ fn dlink(link: LinkId, side: usize) -> u32 {
     u32::try_from(link.index() * 2 + side).unwrap_or(NONE)
 }
 
-impl<'a> Net<'a> {
-    pub fn new(state: &'a FabricState) -> Net<'a> {
-        let f = &state.fabric;
-        let nodes = f.nodes();
-        let mut index = vec![NONE; nodes.len()];
-        let mut sw = Vec::new();
-        for (i, n) in nodes.iter().enumerate() {
-            if n.is_switch() && !n.down {
-                if let Some(slot) = index.get_mut(i) {
-                    *slot = sw.len() as u32;
-                }
-                let id = NodeId(i as u32);
-                sw.push(Sw {
-                    id,
-                    lft: state
-                        .switches
-                        .get(&id)
-                        .map_or(&[][..], |s| s.lft.ports.as_slice()),
-                    ports: Vec::new(),
-                    level: 0,
-                    lid: state.lids.get(id, PortNum(0)).map(|l| l.0),
-                });
+/// The live switches in fabric order, and each node's dense switch index (`NONE`: none).
+fn live_switches(state: &FabricState) -> (Vec<u32>, Vec<Sw<'_>>) {
+    let nodes = state.fabric.nodes();
+    let mut index = vec![NONE; nodes.len()];
+    let mut sw = Vec::new();
+    for (i, n) in nodes.iter().enumerate() {
+        if n.is_switch() && !n.down {
+            if let Some(slot) = index.get_mut(i) {
+                *slot = sw.len() as u32;
             }
+            let id = NodeId(i as u32);
+            sw.push(Sw {
+                id,
+                lft: state
+                    .switches
+                    .get(&id)
+                    .map_or(&[][..], |s| s.lft.ports.as_slice()),
+                ports: Vec::new(),
+                level: 0,
+                lid: state.lids.get(id, PortNum(0)).map(|l| l.0),
+            });
         }
+    }
+    (index, sw)
+}
+
+/// The hosts a rating counts, and the end ports it does not.
+struct Hosts {
+    ends: Vec<End>,
+    end_ports: Vec<PortRef>,
+    /// Host ports left out (no LID, or not on a live cable to a live switch).
+    excluded: usize,
+    /// Service nodes' cabled ports.
+    service: usize,
+    /// Each host port's index in `ends`.
+    host_of: BTreeMap<PortRef, u32>,
+}
+
+impl Hosts {
+    /// Hosts, in fabric order: a live port with a LID on a live cable to a live switch, of
+    /// an end node whose role is `host`. Service nodes' ports are counted apart.
+    fn of(state: &FabricState, index: &[u32]) -> Hosts {
+        let f = &state.fabric;
         let switch_at = |n: NodeId| index.get(n.index()).copied().unwrap_or(NONE);
         // The side of `from` on its link: 0 when it is the link's `a` end (`a → b`).
         let side = |link: LinkId, from: PortRef| usize::from(f.link(link).a != from);
-        // Hosts, in fabric order: a live port with a LID on a live cable to a live switch, of
-        // an end node whose role is `host`. Service nodes' ports are counted apart.
+        let nodes = f.nodes();
         let mut ends = Vec::new();
         let mut end_ports = Vec::new();
         let mut excluded = 0usize;
@@ -204,72 +222,113 @@ impl<'a> Net<'a> {
                 }
             }
         }
-        // Switch ports, and the directed switch-to-switch links they carry.
-        let mut is_fabric = vec![false; f.links().len() * 2];
-        let mut fabric_links = 0;
-        for s in &mut sw {
-            let count = f.nodes().get(s.id.index()).map_or(0, |n| n.spec.port_count);
-            s.ports = (0..=count)
-                .map(|p| {
-                    let me = PortRef::new(s.id, p);
-                    let Ok(h) = forward::leave(f, me) else {
-                        return Peer {
-                            dlink: NONE,
-                            to: To::Nothing,
-                        };
+        Hosts {
+            ends,
+            end_ports,
+            excluded,
+            service,
+            host_of,
+        }
+    }
+}
+
+/// Switch ports, and the directed switch-to-switch links they carry: returns which directed
+/// links are switch-to-switch, and how many.
+fn switch_ports(
+    state: &FabricState,
+    sw: &mut [Sw<'_>],
+    index: &[u32],
+    host_of: &BTreeMap<PortRef, u32>,
+) -> (Vec<bool>, usize) {
+    let f = &state.fabric;
+    let switch_at = |n: NodeId| index.get(n.index()).copied().unwrap_or(NONE);
+    // The side of `from` on its link: 0 when it is the link's `a` end (`a → b`).
+    let side = |link: LinkId, from: PortRef| usize::from(f.link(link).a != from);
+    let mut is_fabric = vec![false; f.links().len() * 2];
+    let mut fabric_links = 0;
+    for s in sw.iter_mut() {
+        let count = f.nodes().get(s.id.index()).map_or(0, |n| n.spec.port_count);
+        s.ports = (0..=count)
+            .map(|p| {
+                let me = PortRef::new(s.id, p);
+                let Ok(h) = forward::leave(f, me) else {
+                    return Peer {
+                        dlink: NONE,
+                        to: To::Nothing,
                     };
-                    let d = dlink(h.link, side(h.link, me));
-                    let to = match switch_at(h.to.node) {
-                        NONE => To::End(host_of.get(&h.to).copied().unwrap_or(NONE)),
-                        t => {
-                            if let Some(x) = is_fabric.get_mut(d as usize) {
-                                *x = true;
-                                fabric_links += 1;
-                            }
-                            To::Switch(t)
+                };
+                let d = dlink(h.link, side(h.link, me));
+                let to = match switch_at(h.to.node) {
+                    NONE => To::End(host_of.get(&h.to).copied().unwrap_or(NONE)),
+                    t => {
+                        if let Some(x) = is_fabric.get_mut(d as usize) {
+                            *x = true;
+                            fabric_links += 1;
                         }
-                    };
-                    Peer { dlink: d, to }
-                })
-                .collect();
-        }
-        // Levels: 1 for switches with a host, +1 per switch hop (BFS).
-        let is_host = |r: PortRef| f.nodes().get(r.node.index()).is_some_and(|n| n.is_host());
-        let mut queue = std::collections::VecDeque::new();
-        for (i, s) in sw.iter_mut().enumerate() {
-            let has_host = (0..s.ports.len()).any(|p| {
-                u8::try_from(p).is_ok_and(|p| {
-                    forward::leave(f, PortRef::new(s.id, p)).is_ok_and(|h| is_host(h.to))
-                })
-            });
-            if has_host {
-                s.level = 1;
-                queue.push_back(i);
-            }
-        }
-        while let Some(i) = queue.pop_front() {
-            let (lvl, next): (u32, Vec<u32>) = match sw.get(i) {
-                Some(s) => (
-                    s.level,
-                    s.ports
-                        .iter()
-                        .filter_map(|p| match p.to {
-                            To::Switch(n) => Some(n),
-                            _ => None,
-                        })
-                        .collect(),
-                ),
-                None => continue,
-            };
-            for n in next {
-                if let Some(t) = sw.get_mut(n as usize) {
-                    if t.level == 0 {
-                        t.level = lvl + 1;
-                        queue.push_back(n as usize);
+                        To::Switch(t)
                     }
+                };
+                Peer { dlink: d, to }
+            })
+            .collect();
+    }
+    (is_fabric, fabric_links)
+}
+
+/// Levels: 1 for switches with a host, +1 per switch hop (BFS).
+fn levels(state: &FabricState, sw: &mut [Sw<'_>]) {
+    let f = &state.fabric;
+    let is_host = |r: PortRef| f.nodes().get(r.node.index()).is_some_and(|n| n.is_host());
+    let mut queue = std::collections::VecDeque::new();
+    for (i, s) in sw.iter_mut().enumerate() {
+        let has_host = (0..s.ports.len()).any(|p| {
+            u8::try_from(p).is_ok_and(|p| {
+                forward::leave(f, PortRef::new(s.id, p)).is_ok_and(|h| is_host(h.to))
+            })
+        });
+        if has_host {
+            s.level = 1;
+            queue.push_back(i);
+        }
+    }
+    while let Some(i) = queue.pop_front() {
+        let (lvl, next): (u32, Vec<u32>) = match sw.get(i) {
+            Some(s) => (
+                s.level,
+                s.ports
+                    .iter()
+                    .filter_map(|p| match p.to {
+                        To::Switch(n) => Some(n),
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+            None => continue,
+        };
+        for n in next {
+            if let Some(t) = sw.get_mut(n as usize) {
+                if t.level == 0 {
+                    t.level = lvl + 1;
+                    queue.push_back(n as usize);
                 }
             }
         }
+    }
+}
+
+impl<'a> Net<'a> {
+    pub fn new(state: &'a FabricState) -> Net<'a> {
+        let f = &state.fabric;
+        let (index, mut sw) = live_switches(state);
+        let Hosts {
+            ends,
+            end_ports,
+            excluded,
+            service,
+            host_of,
+        } = Hosts::of(state, &index);
+        let (is_fabric, fabric_links) = switch_ports(state, &mut sw, &index, &host_of);
+        levels(state, &mut sw);
         let mut hosts_on = vec![0u32; sw.len()];
         for e in &ends {
             if let Some(c) = hosts_on.get_mut(e.leaf as usize) {

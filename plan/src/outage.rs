@@ -267,26 +267,8 @@ fn break_before_make(
     shared: &mut usize,
     beat: Option<u64>,
 ) -> Result<Option<Proved>, PlanError> {
-    let first: Vec<u16> = match seed {
-        Seed::Greedy => Vec::new(),
-        Seed::All => every_lid(changed),
-        Seed::Switches => {
-            let owners = start.lids.owners(&start.fabric);
-            let lids: Vec<u16> = every_lid(changed)
-                .into_iter()
-                .filter(|&l| {
-                    owners
-                        .get(usize::from(l))
-                        .copied()
-                        .flatten()
-                        .is_some_and(|(n, _)| start.fabric.node(n).is_switch())
-                })
-                .collect();
-            if lids.is_empty() {
-                return Ok(None);
-            }
-            lids
-        }
+    let Some(first) = seed_lids(start, changed, seed) else {
+        return Ok(None);
     };
     let mut first = Some(first).filter(|f| !f.is_empty());
     // This search's failed checks come out of the budget the seeds share; once it is spent,
@@ -296,12 +278,16 @@ fn break_before_make(
     // The dependencies on the credit loops of the last failed check that named destinations
     // to drop.
     let mut before: Option<usize> = None;
-    let mut out = Proved::default();
-    // The blocks as the steps so far leave them.
-    let mut live = Shadow::new();
-    // Per LID, whether it was dropped (the filters below run over every changed entry).
-    let mut dropped = vec![false; usize::from(u16::MAX) + 1];
-    let mut hosts: BTreeSet<String> = BTreeSet::new();
+    let mut s = Dropping {
+        t,
+        start,
+        changed,
+        target,
+        out: Proved::default(),
+        live: Shadow::new(),
+        dropped: vec![false; usize::from(u16::MAX) + 1],
+        hosts: BTreeSet::new(),
+    };
     let mut pending: Vec<(NodeId, u16)> = changed.to_vec();
     loop {
         let eager = Eager {
@@ -313,14 +299,14 @@ fn break_before_make(
         let run = if let Some(lids) = first.take() {
             Err(Stop::Drop(lids))
         } else {
-            let stages = order::staged(start, &pending, target, &mut live.clone());
+            let stages = order::staged(start, &pending, target, &mut s.live.clone());
             prove_stages(
-                t,
+                s.t,
                 start,
                 stages,
                 if spent { &mut unbounded } else { &mut *shared },
-                &mut out,
-                &mut live,
+                &mut s.out,
+                &mut s.live,
                 Some(&eager),
             )
         };
@@ -331,8 +317,8 @@ fn break_before_make(
                 // drop removed `before - now` of them. At that rate, when breaking the rest
                 // would take more failed checks than the budget has left, the search would
                 // end by spending it: every destination still changing is dropped now.
-                let now = t.last_cyclic_dependencies();
-                let left = *shared / t.destinations().max(1);
+                let now = s.t.last_cyclic_dependencies();
+                let left = *shared / s.t.destinations().max(1);
                 let hopeless = match before {
                     Some(b) if now > 0 && b > now => now / (b - now) > left,
                     _ => false,
@@ -354,107 +340,172 @@ fn break_before_make(
             }
             Err(Stop::Beaten) => return Ok(None),
         };
-        // Drop the destinations: their entries not moved yet, to no entry (a destination with
-        // none left is not dropped).
+        s.drop_lids(lids)?;
+        if beat.is_some_and(|b| cost_so_far(&s.out) >= b) {
+            return Ok(None);
+        }
+        // Every other entry not at its target yet goes on in order.
+        pending.retain(|&(x, lid)| {
+            !flag(&s.dropped, lid) && s.live.entry(start, x, lid) != target(x, lid)
+        });
+    }
+    s.restore(why).map(Some)
+}
+
+/// The destinations `seed` drops first; `None` when it names none it should.
+fn seed_lids(start: &ValidState, changed: &[(NodeId, u16)], seed: Seed) -> Option<Vec<u16>> {
+    match seed {
+        Seed::Greedy => Some(Vec::new()),
+        Seed::All => Some(every_lid(changed)),
+        Seed::Switches => {
+            let owners = start.lids.owners(&start.fabric);
+            let lids: Vec<u16> = every_lid(changed)
+                .into_iter()
+                .filter(|&l| {
+                    owners
+                        .get(usize::from(l))
+                        .copied()
+                        .flatten()
+                        .is_some_and(|(n, _)| start.fabric.node(n).is_switch())
+                })
+                .collect();
+            Some(lids).filter(|l| !l.is_empty())
+        }
+    }
+}
+
+/// A break-before-make search's steps so far, and what they dropped.
+struct Dropping<'s, 't> {
+    t: &'s mut Transition<'t>,
+    start: &'s ValidState,
+    changed: &'s [(NodeId, u16)],
+    target: &'s dyn Fn(NodeId, u16) -> u8,
+    out: Proved,
+    /// The blocks as the steps so far leave them.
+    live: Shadow,
+    /// Per LID, whether it was dropped (the filters run over every changed entry).
+    dropped: Vec<bool>,
+    /// The hosts some dropping step cut off.
+    hosts: BTreeSet<String>,
+}
+
+impl Dropping<'_, '_> {
+    /// Drops the destinations `lids`: their entries not moved yet, to no entry (a destination
+    /// with none left is not dropped), in one proven step.
+    fn drop_lids(&mut self, lids: Vec<u16>) -> Result<(), PlanError> {
+        let (start, target) = (self.start, self.target);
         let mut asked = vec![false; usize::from(u16::MAX) + 1];
         for l in lids {
             if let Some(a) = asked.get_mut(usize::from(l)) {
-                *a = !flag(&dropped, l);
+                *a = !flag(&self.dropped, l);
             }
         }
-        let gone: Vec<(NodeId, u16)> = changed
+        let gone: Vec<(NodeId, u16)> = self
+            .changed
             .iter()
             .copied()
-            .filter(|&(x, lid)| flag(&asked, lid) && live.entry(start, x, lid) != target(x, lid))
+            .filter(|&(x, lid)| {
+                flag(&asked, lid) && self.live.entry(start, x, lid) != target(x, lid)
+            })
             .collect();
         let fresh = flagged(&flags(gone.iter().map(|&(_, lid)| lid)));
-        let writes = live.write_all(start, gone.iter().copied(), &|_, _| LFT_UNSET);
+        let writes = self
+            .live
+            .write_all(start, gone.iter().copied(), &|_, _| LFT_UNSET);
         let as_lids: Vec<Lid> = fresh.iter().map(|&l| Lid(l)).collect();
-        t.drop_destinations(&as_lids);
-        let check = t.step_iter(lft_change_iter(start, &writes));
+        self.t.drop_destinations(&as_lids);
+        let check = self.t.step_iter(lft_change_iter(start, &writes));
         if !check.is_proven() {
             return Err(refused(start, &writes, check, "dropping"));
         }
-        hosts.extend(
-            t.outage_sources()
+        self.hosts.extend(
+            self.t
+                .outage_sources()
                 .into_iter()
                 .map(|(n, _)| start.fabric.node(n).name().to_owned()),
         );
-        out.checks.push(check);
-        out.steps.push(PlanStep {
+        self.out.checks.push(check);
+        self.out.steps.push(PlanStep {
             writes: sorted(writes),
             drops: fresh.clone(),
             restores: Vec::new(),
         });
         for &l in &fresh {
-            if let Some(d) = dropped.get_mut(usize::from(l)) {
+            if let Some(d) = self.dropped.get_mut(usize::from(l)) {
                 *d = true;
             }
         }
-        if beat.is_some_and(|b| cost_so_far(&out) >= b) {
-            return Ok(None);
+        Ok(())
+    }
+
+    /// Restores the dropped destinations' new entries in one proven step, and says what the
+    /// outage cost.
+    fn restore(mut self, why: String) -> Result<Proved, PlanError> {
+        let (t, start, target) = (self.t, self.start, self.target);
+        let mut out = self.out;
+        let lids = flagged(&self.dropped);
+        if lids.is_empty() {
+            return Ok(out);
         }
-        // Every other entry not at its target yet goes on in order.
-        pending.retain(|&(x, lid)| {
-            !flag(&dropped, lid) && live.entry(start, x, lid) != target(x, lid)
-        });
-    }
-    let lids = flagged(&dropped);
-    if lids.is_empty() {
-        return Ok(Some(out));
-    }
-    // Restore: the dropped destinations' new entries, in one step.
-    let gone: Vec<(NodeId, u16)> = changed
-        .iter()
-        .copied()
-        .filter(|&(x, lid)| flag(&dropped, lid) && live.entry(start, x, lid) != target(x, lid))
-        .collect();
-    let writes = live.write_all(start, gone, target);
-    let check = t.step_iter(lft_change_iter(start, &writes));
-    if !check.is_proven() {
-        return Err(refused(start, &writes, check, "restoring"));
-    }
-    if let Some(&l) = lids.iter().find(|&&l| t.out_of_service(Lid(l))) {
-        // Every changing entry holds the end state's: its routes toward `l` fail on this
-        // fabric (with `--drain`, the end state cuts it off while its cables are still up).
-        let owner = start
-            .lids
-            .owners(&start.fabric)
-            .get(usize::from(l))
-            .copied()
-            .flatten()
-            .map_or_else(String::new, |(n, _)| {
-                format!(" (`{}`)", start.fabric.node(n).name())
-            });
-        return Err(PlanError::Unproven(format!(
-            "{} route(s) toward LID {l}{owner} do not arrive with its tables on the fabric the \
-             steps run on, so no plan keeps or restores them (with `--drain`, a destination \
-             the desired state cuts off while its cables are still up)",
-            t.outage_routes()
-        )));
-    }
-    let first = out.steps.iter().position(|s| !s.drops.is_empty());
-    out.checks.push(check);
-    out.steps.push(PlanStep {
-        writes: sorted(writes),
-        drops: Vec::new(),
-        restores: lids.clone(),
-    });
-    let span = out.steps.get(first.unwrap_or(0)..).unwrap_or(&[]);
-    out.outage = Some(Outage {
-        destinations: lids,
-        routes: out
-            .checks
+        let gone: Vec<(NodeId, u16)> = self
+            .changed
             .iter()
-            .map(|c| c.outage_routes)
-            .max()
-            .unwrap_or(0),
-        hosts: hosts.into_iter().collect(),
-        steps: span.len(),
-        smps: span.iter().map(|s| s.writes.len() as u64).sum(),
-        why,
-    });
-    Ok(Some(out))
+            .copied()
+            .filter(|&(x, lid)| {
+                flag(&self.dropped, lid) && self.live.entry(start, x, lid) != target(x, lid)
+            })
+            .collect();
+        let writes = self.live.write_all(start, gone, target);
+        let check = t.step_iter(lft_change_iter(start, &writes));
+        if !check.is_proven() {
+            return Err(refused(start, &writes, check, "restoring"));
+        }
+        if let Some(&l) = lids.iter().find(|&&l| t.out_of_service(Lid(l))) {
+            return Err(out_of_service(t, start, l));
+        }
+        let first = out.steps.iter().position(|s| !s.drops.is_empty());
+        out.checks.push(check);
+        out.steps.push(PlanStep {
+            writes: sorted(writes),
+            drops: Vec::new(),
+            restores: lids.clone(),
+        });
+        let span = out.steps.get(first.unwrap_or(0)..).unwrap_or(&[]);
+        out.outage = Some(Outage {
+            destinations: lids,
+            routes: out
+                .checks
+                .iter()
+                .map(|c| c.outage_routes)
+                .max()
+                .unwrap_or(0),
+            hosts: self.hosts.into_iter().collect(),
+            steps: span.len(),
+            smps: span.iter().map(|s| s.writes.len() as u64).sum(),
+            why,
+        });
+        Ok(out)
+    }
+}
+
+/// Every changing entry holds the end state's, and the routes toward `l` still fail on this
+/// fabric (with `--drain`, the end state cuts it off while its cables are still up).
+fn out_of_service(t: &Transition<'_>, start: &ValidState, l: u16) -> PlanError {
+    let owner = start
+        .lids
+        .owners(&start.fabric)
+        .get(usize::from(l))
+        .copied()
+        .flatten()
+        .map_or_else(String::new, |(n, _)| {
+            format!(" (`{}`)", start.fabric.node(n).name())
+        });
+    PlanError::Unproven(format!(
+        "{} route(s) toward LID {l}{owner} do not arrive with its tables on the fabric the \
+         steps run on, so no plan keeps or restores them (with `--drain`, a destination \
+         the desired state cuts off while its cables are still up)",
+        t.outage_routes()
+    ))
 }
 
 /// The destinations to take out of service where the step writing `changes` failed on

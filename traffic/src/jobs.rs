@@ -70,22 +70,7 @@ impl Jobs {
         for (i, raw) in text.lines().enumerate() {
             let line = i + 1;
             let body = raw.split('#').next().unwrap_or("");
-            // Tokens with their 1-based character columns.
-            let mut toks: Vec<(usize, &str)> = Vec::new();
-            let mut start: Option<usize> = None;
-            for (b, c) in body.char_indices().chain([(body.len(), ' ')]) {
-                match (c.is_whitespace(), start) {
-                    (false, None) => start = Some(b),
-                    (true, Some(s)) => {
-                        toks.push((
-                            body.get(..s).map_or(0, |p| p.chars().count()) + 1,
-                            body.get(s..b).unwrap_or(""),
-                        ));
-                        start = None;
-                    }
-                    _ => {}
-                }
-            }
+            let toks = tokens(body);
             let Some(&(c0, first)) = toks.first() else {
                 continue;
             };
@@ -106,79 +91,13 @@ impl Jobs {
                     format!("job `{name}` is already defined on line {}", j.line),
                 ));
             }
-            let mut hosts: Option<(usize, Vec<String>)> = None;
-            let mut traffic: Option<Traffic> = None;
-            let (mut load, mut from, mut until) = (None, None, None);
-            let mut rest = toks.get(2..).unwrap_or_default().iter();
-            while let Some(&(ck, key)) = rest.next() {
-                let Some(&(cv, val)) = rest.next() else {
-                    return Err(err(line, ck, format!("`{key}` needs a value")));
-                };
-                let dup = || err(line, ck, format!("`{key}` is given twice"));
-                match key {
-                    "hosts" => {
-                        if hosts.is_some() {
-                            return Err(dup());
-                        }
-                        let names = expand(val).map_err(|(off, why)| err(line, cv + off, why))?;
-                        hosts = Some((cv, names));
-                    }
-                    "pattern" => {
-                        if traffic.is_some() {
-                            return Err(dup());
-                        }
-                        let t = Traffic::parse(val).map_err(|e| err(line, cv, e.to_string()))?;
-                        if matches!(t, Traffic::Multicast { .. }) {
-                            return Err(err(
-                                line,
-                                cv,
-                                format!("traffic `{val}`: multicast in a job file is not built yet; give it to `--traffic`"),
-                            ));
-                        }
-                        traffic = Some(t);
-                    }
-                    "load" => {
-                        if load.is_some() {
-                            return Err(dup());
-                        }
-                        let f: f64 = val
-                            .parse()
-                            .ok()
-                            .filter(|f| *f > 0.0 && *f <= 1.0)
-                            .ok_or_else(|| {
-                                err(
-                                    line,
-                                    cv,
-                                    format!("load `{val}`: give a fraction above 0 and at most 1"),
-                                )
-                            })?;
-                        load = Some(f);
-                    }
-                    "from" | "until" => {
-                        let slot = if key == "from" { &mut from } else { &mut until };
-                        if slot.is_some() {
-                            return Err(dup());
-                        }
-                        let t = parse_time(val).ok_or_else(|| {
-                            err(
-                                line,
-                                cv,
-                                format!("{key} `{val}`: give a time such as `0`, `50us` or `1ms`"),
-                            )
-                        })?;
-                        *slot = Some((cv, t));
-                    }
-                    _ => {
-                        return Err(err(
-                            line,
-                            ck,
-                            format!(
-                                "unknown key `{key}`: give hosts, pattern, load, from or until"
-                            ),
-                        ))
-                    }
-                }
-            }
+            let Keys {
+                hosts,
+                traffic,
+                load,
+                from,
+                until,
+            } = parse_keys(file, line, toks.get(2..).unwrap_or_default())?;
             let Some((hosts_column, names)) = hosts else {
                 return Err(err(
                     line,
@@ -238,6 +157,125 @@ impl Jobs {
             jobs,
         })
     }
+}
+
+/// A line's tokens with their 1-based character columns.
+fn tokens(body: &str) -> Vec<(usize, &str)> {
+    let mut toks: Vec<(usize, &str)> = Vec::new();
+    let mut start: Option<usize> = None;
+    for (b, c) in body.char_indices().chain([(body.len(), ' ')]) {
+        match (c.is_whitespace(), start) {
+            (false, None) => start = Some(b),
+            (true, Some(s)) => {
+                toks.push((
+                    body.get(..s).map_or(0, |p| p.chars().count()) + 1,
+                    body.get(s..b).unwrap_or(""),
+                ));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    toks
+}
+
+/// A job line's `KEY VALUE` pairs, read.
+struct Keys {
+    /// The hosts' column and names.
+    hosts: Option<(usize, Vec<String>)>,
+    traffic: Option<Traffic>,
+    load: Option<f64>,
+    /// `from` and `until`: the value's column and the time in ns.
+    from: Option<(usize, u64)>,
+    until: Option<(usize, u64)>,
+}
+
+/// Reads the `KEY VALUE` pairs `toks` of line `line` of job file `file`.
+fn parse_keys(file: &str, line: usize, toks: &[(usize, &str)]) -> Result<Keys, SimError> {
+    let err = |line: usize, column: usize, why: String| SimError::JobFile {
+        file: file.to_owned(),
+        line,
+        column,
+        why,
+    };
+    let mut hosts: Option<(usize, Vec<String>)> = None;
+    let mut traffic: Option<Traffic> = None;
+    let (mut load, mut from, mut until) = (None, None, None);
+    let mut rest = toks.iter();
+    while let Some(&(ck, key)) = rest.next() {
+        let Some(&(cv, val)) = rest.next() else {
+            return Err(err(line, ck, format!("`{key}` needs a value")));
+        };
+        let dup = || err(line, ck, format!("`{key}` is given twice"));
+        match key {
+            "hosts" => {
+                if hosts.is_some() {
+                    return Err(dup());
+                }
+                let names = expand(val).map_err(|(off, why)| err(line, cv + off, why))?;
+                hosts = Some((cv, names));
+            }
+            "pattern" => {
+                if traffic.is_some() {
+                    return Err(dup());
+                }
+                let t = Traffic::parse(val).map_err(|e| err(line, cv, e.to_string()))?;
+                if matches!(t, Traffic::Multicast { .. }) {
+                    return Err(err(
+                        line,
+                        cv,
+                        format!("traffic `{val}`: multicast in a job file is not built yet; give it to `--traffic`"),
+                    ));
+                }
+                traffic = Some(t);
+            }
+            "load" => {
+                if load.is_some() {
+                    return Err(dup());
+                }
+                let f: f64 = val
+                    .parse()
+                    .ok()
+                    .filter(|f| *f > 0.0 && *f <= 1.0)
+                    .ok_or_else(|| {
+                        err(
+                            line,
+                            cv,
+                            format!("load `{val}`: give a fraction above 0 and at most 1"),
+                        )
+                    })?;
+                load = Some(f);
+            }
+            "from" | "until" => {
+                let slot = if key == "from" { &mut from } else { &mut until };
+                if slot.is_some() {
+                    return Err(dup());
+                }
+                let t = parse_time(val).ok_or_else(|| {
+                    err(
+                        line,
+                        cv,
+                        format!("{key} `{val}`: give a time such as `0`, `50us` or `1ms`"),
+                    )
+                })?;
+                *slot = Some((cv, t));
+            }
+            _ => {
+                return Err(err(
+                    line,
+                    ck,
+                    format!("unknown key `{key}`: give hosts, pattern, load, from or until"),
+                ))
+            }
+        }
+    }
+    Ok(Keys {
+        hosts,
+        traffic,
+        load,
+        from,
+        until,
+    })
 }
 
 /// The names a `hosts` list names, or the character offset in it and what is wrong.

@@ -206,6 +206,16 @@ impl Report {
     /// The report as text for people.
     pub fn human(&self) -> String {
         let mut t = String::new();
+        self.write_summary(&mut t);
+        self.write_flows(&mut t);
+        self.write_dftree(&mut t);
+        self.write_links(&mut t);
+        self.write_trees(&mut t);
+        t
+    }
+
+    /// The run, the model, throughput, latency and packet counts.
+    fn write_summary(&self, t: &mut String) {
         let p = &self.params;
         let _ = writeln!(
             t,
@@ -258,6 +268,11 @@ impl Report {
             "  packets     {} generated, {} injected, {} delivered ({} in the window), {} dropped, {} in flight, {} queued at sources, {} refused at sources",
             k.generated, k.injected, k.delivered, k.delivered_in_window, k.dropped, k.in_flight, k.queued_at_source, k.refused_at_source
         );
+    }
+
+    /// Multicast copies and the group, each job, and the notes.
+    fn write_flows(&self, t: &mut String) {
+        let k = &self.packets;
         if k.copies > 0 {
             let _ = writeln!(t, "    {} copies made by multicast replication", k.copies);
         }
@@ -297,6 +312,10 @@ impl Report {
         for n in &self.notes {
             let _ = writeln!(t, "  note        {n}");
         }
+    }
+
+    /// What the dftree loop (or its best case) did.
+    fn write_dftree(&self, t: &mut String) {
         if let Some(d) = &self.dftree {
             let mode = match d.mode {
                 crate::DftreeMode::Loop => format!(
@@ -333,6 +352,10 @@ impl Report {
                 }
             }
         }
+    }
+
+    /// The hottest links and the most stalled ports.
+    fn write_links(&self, t: &mut String) {
         let _ = writeln!(t, "  hottest links");
         for x in &self.hottest_links {
             let _ = writeln!(
@@ -363,6 +386,10 @@ impl Report {
                 x.utilisation * 100.0
             );
         }
+    }
+
+    /// The congestion trees, level by level.
+    fn write_trees(&self, t: &mut String) {
         let _ = writeln!(
             t,
             "  congestion trees  {} found",
@@ -390,6 +417,5 @@ impl Report {
                 let _ = writeln!(t, "      level {}  {}", i + 1, ports.join(", "));
             }
         }
-        t
     }
 }

@@ -257,14 +257,49 @@ fn compare(st: &FabricState, case: &Case) -> (String, Vec<String>) {
         top: usize::MAX,
         ..case.params.clone()
     };
-    let (mut a, mut b) = (Figures::default(), Figures::default());
-    let (mut window_ns, mut hosts, mut payload) = (1, 0, 0);
-    let mut diffs = Vec::new();
-    let mut worst_link = (0.0f64, String::new());
-    let mut sources = Vec::new();
+    let mut t = Tally {
+        window_ns: 1,
+        ..Tally::default()
+    };
     for seed in 0..case.seeds {
-        let r = simulate(st, &traffic, &params, seed).unwrap();
-        let f = reference::run(st, &traffic, &params, seed).unwrap();
+        t.add_seed(st, &traffic, &params, case, seed);
+    }
+    let n = case.seeds as f64;
+    t.a.divide(n);
+    t.b.divide(n);
+    let name = format!("{} {} ({})", case.fabric, case.traffic, case.note);
+    (t.line(case, &name), t.disagreements(case, &name))
+}
+
+/// Both engines' figures summed over a case's seeds, and what they saw besides.
+#[derive(Default)]
+struct Tally {
+    /// The crate's figures, and the reference's.
+    a: Figures,
+    b: Figures,
+    window_ns: u64,
+    hosts: usize,
+    payload: u32,
+    /// Per seed: the relative difference of the mean throughputs.
+    diffs: Vec<f64>,
+    /// The link whose utilisations differ most: the difference, and a description.
+    worst_link: (f64, String),
+    /// Source counts that differ (with one seed).
+    sources: Vec<String>,
+}
+
+impl Tally {
+    /// Runs seed `seed` of `case` on both engines and adds its figures.
+    fn add_seed(
+        &mut self,
+        st: &FabricState,
+        traffic: &Traffic,
+        params: &Params,
+        case: &Case,
+        seed: u64,
+    ) {
+        let r = simulate(st, traffic, params, seed).unwrap();
+        let f = reference::run(st, traffic, params, seed).unwrap();
         assert!(
             f.max_fill.0 <= f.max_fill.1,
             "the reference overfilled a buffer"
@@ -275,7 +310,7 @@ fn compare(st: &FabricState, case: &Case) -> (String, Vec<String>) {
             case.traffic
         );
         assert_eq!((f.window_ns, f.hosts.len()), (r.window_ns, r.hosts));
-        (window_ns, hosts, payload) = (r.window_ns, r.hosts, r.payload_bytes);
+        (self.window_ns, self.hosts, self.payload) = (r.window_ns, r.hosts, r.payload_bytes);
         // Compiled states route every packet.
         assert_eq!((r.packets.dropped, f.dropped), (0, 0), "{}", case.traffic);
         if case.seeds == 1 {
@@ -286,31 +321,32 @@ fn compare(st: &FabricState, case: &Case) -> (String, Vec<String>) {
             ] {
                 let (x, y) = (x as f64, y as f64);
                 if (x - y).abs() > case.tol * x.max(y) + 1.0 {
-                    sources.push(format!("{what} {x}, the reference {y}"));
+                    self.sources.push(format!("{what} {x}, the reference {y}"));
                 }
             }
         }
         let t = &r.throughput_per_node_gbps;
         let m = mean(f.sent_gbps.iter().copied());
-        diffs.push(if m > 0.0 { t.mean / m - 1.0 } else { 0.0 });
-        a.mean += t.mean;
-        a.min += t.min;
-        a.max += t.max;
-        a.delivered += r.packets.delivered as f64;
-        b.mean += m;
+        self.diffs
+            .push(if m > 0.0 { t.mean / m - 1.0 } else { 0.0 });
+        self.a.mean += t.mean;
+        self.a.min += t.min;
+        self.a.max += t.max;
+        self.a.delivered += r.packets.delivered as f64;
+        self.b.mean += m;
         // The mean is the same counted by source or by receiver; the minimum and maximum are
         // per receiving node (docs/simulate.md).
-        b.min += f
+        self.b.min += f
             .received_gbps
             .iter()
             .copied()
             .fold(f64::INFINITY, f64::min);
-        b.max += f.received_gbps.iter().copied().fold(0.0, f64::max);
-        b.delivered += f.delivered as f64;
-        b.arrived += f.arrived as f64;
+        self.b.max += f.received_gbps.iter().copied().fold(0.0, f64::max);
+        self.b.delivered += f.delivered as f64;
+        self.b.arrived += f.arrived as f64;
         if let Some(c) = &r.classes {
-            a.hot += c.contributors.gbps.mean;
-            b.hot += mean(
+            self.a.hot += c.contributors.gbps.mean;
+            self.b.hot += mean(
                 f.to_hotspot_gbps
                     .iter()
                     .enumerate()
@@ -319,22 +355,22 @@ fn compare(st: &FabricState, case: &Case) -> (String, Vec<String>) {
             );
         }
         if let Some(m) = &r.multicast {
-            a.group += m.delivered_gbps_per_receiver.mean;
-            b.group += mean(f.group_gbps.iter().flatten().copied());
+            self.a.group += m.delivered_gbps_per_receiver.mean;
+            self.b.group += mean(f.group_gbps.iter().flatten().copied());
         }
         assert_eq!(
             r.hottest_links.len(),
             f.utilisation.len(),
             "every link listed"
         );
-        a.links += mean(r.hottest_links.iter().map(|l| l.utilisation));
-        b.links += mean(f.utilisation.values().copied());
+        self.a.links += mean(r.hottest_links.iter().map(|l| l.utilisation));
+        self.b.links += mean(f.utilisation.values().copied());
         for l in &r.hottest_links {
             let key = (l.from.clone(), l.to.clone());
             let u = f.utilisation.get(&key).copied();
             let u = u.unwrap_or_else(|| panic!("the reference has no link {} → {}", l.from, l.to));
-            if (l.utilisation - u).abs() > worst_link.0.abs() {
-                worst_link = (
+            if (l.utilisation - u).abs() > self.worst_link.0.abs() {
+                self.worst_link = (
                     l.utilisation - u,
                     format!(
                         "{} → {} {:.4}, the reference {u:.4}",
@@ -344,77 +380,120 @@ fn compare(st: &FabricState, case: &Case) -> (String, Vec<String>) {
             }
         }
     }
-    let n = case.seeds as f64;
-    a.divide(n);
-    b.divide(n);
-    let name = format!("{} {} ({})", case.fabric, case.traffic, case.note);
-    // Half a packet per node over the window, in Gb/s: the window's edges.
-    let edge = f64::from(payload) * 8.0 / 2.0 / window_ns as f64;
-    let gbps = |what: &str, x: f64, y: f64, tol: f64| {
-        ((x - y).abs() > tol * x.abs().max(y.abs()) + edge).then(|| {
-            format!(
-                "{name}: {what} {x:.3} Gb/s, the reference {y:.3} ({:+.2} %)",
-                (x / y - 1.0) * 100.0
-            )
-        })
-    };
-    let mut bad: Vec<String> = sources.iter().map(|s| format!("{name}: {s}")).collect();
-    bad.extend(gbps("throughput per node, mean", a.mean, b.mean, case.tol));
-    if case.seeds == 1 {
-        bad.extend(gbps("throughput per node, min", a.min, b.min, case.tol));
-        bad.extend(gbps("throughput per node, max", a.max, b.max, case.tol));
-        if worst_link.0.abs() > case.tol {
-            bad.push(format!("{name}: link utilisation {}", worst_link.1));
+
+    /// What disagrees beyond `case`'s tolerance (the figures already averaged).
+    fn disagreements(&self, case: &Case, name: &str) -> Vec<String> {
+        // Half a packet per node over the window, in Gb/s: the window's edges.
+        let edge = f64::from(self.payload) * 8.0 / 2.0 / self.window_ns as f64;
+        let gbps = |what: &str, x: f64, y: f64, tol: f64| {
+            ((x - y).abs() > tol * x.abs().max(y.abs()) + edge).then(|| {
+                format!(
+                    "{name}: {what} {x:.3} Gb/s, the reference {y:.3} ({:+.2} %)",
+                    (x / y - 1.0) * 100.0
+                )
+            })
+        };
+        let mut bad: Vec<String> = self
+            .sources
+            .iter()
+            .map(|s| format!("{name}: {s}"))
+            .collect();
+        bad.extend(gbps(
+            "throughput per node, mean",
+            self.a.mean,
+            self.b.mean,
+            case.tol,
+        ));
+        if case.seeds == 1 {
+            bad.extend(gbps(
+                "throughput per node, min",
+                self.a.min,
+                self.b.min,
+                case.tol,
+            ));
+            bad.extend(gbps(
+                "throughput per node, max",
+                self.a.max,
+                self.b.max,
+                case.tol,
+            ));
+            if self.worst_link.0.abs() > case.tol {
+                bad.push(format!("{name}: link utilisation {}", self.worst_link.1));
+            }
         }
-    }
-    if a.hot > 0.0 || b.hot > 0.0 {
-        bad.extend(gbps("contributors to the hot-spot", a.hot, b.hot, case.tol));
-    }
-    if a.group > 0.0 || b.group > 0.0 {
-        bad.extend(gbps("multicast per receiver", a.group, b.group, case.tol));
-    }
-    if (a.links - b.links).abs() > case.tol * a.links.max(b.links) {
-        bad.push(format!(
-            "{name}: mean link utilisation {:.4}, the reference {:.4}",
-            a.links, b.links
-        ));
-    }
-    let (lo, hi) = (b.delivered * (1.0 - case.tol), b.arrived * (1.0 + case.tol));
-    if !(lo..=hi).contains(&a.delivered) {
-        bad.push(format!(
-            "{name}: delivered {:.1}, the reference {:.1} drained and {:.1} arrived",
-            a.delivered, b.delivered, b.arrived
-        ));
+        if self.a.hot > 0.0 || self.b.hot > 0.0 {
+            bad.extend(gbps(
+                "contributors to the hot-spot",
+                self.a.hot,
+                self.b.hot,
+                case.tol,
+            ));
+        }
+        if self.a.group > 0.0 || self.b.group > 0.0 {
+            bad.extend(gbps(
+                "multicast per receiver",
+                self.a.group,
+                self.b.group,
+                case.tol,
+            ));
+        }
+        if (self.a.links - self.b.links).abs() > case.tol * self.a.links.max(self.b.links) {
+            bad.push(format!(
+                "{name}: mean link utilisation {:.4}, the reference {:.4}",
+                self.a.links, self.b.links
+            ));
+        }
+        let (lo, hi) = (
+            self.b.delivered * (1.0 - case.tol),
+            self.b.arrived * (1.0 + case.tol),
+        );
+        if !(lo..=hi).contains(&self.a.delivered) {
+            bad.push(format!(
+                "{name}: delivered {:.1}, the reference {:.1} drained and {:.1} arrived",
+                self.a.delivered, self.b.delivered, self.b.arrived
+            ));
+        }
+        bad
     }
 
-    // The standard error of the averaged difference of the means, for the table.
-    let d = mean(diffs.iter().copied());
-    let var = diffs.iter().map(|x| (x - d) * (x - d)).sum::<f64>() / (n - 1.0).max(1.0);
-    let mut line = format!(
-        "{name:48} {hosts:>2} hosts {:>2} seeds  mean {:7.3} {:7.3} ({:+5.2} % ± {:4.2})  \
-         min {:7.3} {:7.3}  max {:7.3} {:7.3}",
-        case.seeds,
-        a.mean,
-        b.mean,
-        d * 100.0,
-        (var / n).sqrt() * 100.0,
-        a.min,
-        b.min,
-        a.max,
-        b.max
-    );
-    if a.hot > 0.0 || b.hot > 0.0 {
-        let _ = write!(line, "  hot {:7.3} {:7.3}", a.hot, b.hot);
+    /// The case's line of the table.
+    fn line(&self, case: &Case, name: &str) -> String {
+        let n = case.seeds as f64;
+        // The standard error of the averaged difference of the means, for the table.
+        let d = mean(self.diffs.iter().copied());
+        let var = self.diffs.iter().map(|x| (x - d) * (x - d)).sum::<f64>() / (n - 1.0).max(1.0);
+        let mut line = format!(
+            "{name:48} {:>2} hosts {:>2} seeds  mean {:7.3} {:7.3} ({:+5.2} % ± {:4.2})  \
+             min {:7.3} {:7.3}  max {:7.3} {:7.3}",
+            self.hosts,
+            case.seeds,
+            self.a.mean,
+            self.b.mean,
+            d * 100.0,
+            (var / n).sqrt() * 100.0,
+            self.a.min,
+            self.b.min,
+            self.a.max,
+            self.b.max
+        );
+        if self.a.hot > 0.0 || self.b.hot > 0.0 {
+            let _ = write!(line, "  hot {:7.3} {:7.3}", self.a.hot, self.b.hot);
+        }
+        if self.a.group > 0.0 || self.b.group > 0.0 {
+            let _ = write!(line, "  group {:7.3} {:7.3}", self.a.group, self.b.group);
+        }
+        let _ = write!(
+            line,
+            "  delivered {:.0} [{:.0}, {:.0}]  links {:.4} {:.4} (worst {:+.4})",
+            self.a.delivered,
+            self.b.delivered,
+            self.b.arrived,
+            self.a.links,
+            self.b.links,
+            self.worst_link.0
+        );
+        line
     }
-    if a.group > 0.0 || b.group > 0.0 {
-        let _ = write!(line, "  group {:7.3} {:7.3}", a.group, b.group);
-    }
-    let _ = write!(
-        line,
-        "  delivered {:.0} [{:.0}, {:.0}]  links {:.4} {:.4} (worst {:+.4})",
-        a.delivered, b.delivered, b.arrived, a.links, b.links, worst_link.0
-    );
-    (line, bad)
 }
 
 /// Runs `cases`, prints their figures, and fails naming every disagreement.

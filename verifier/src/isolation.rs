@@ -227,6 +227,9 @@ impl Isolation {
 pub(crate) const NOTHING_DECLARED: &str =
     "the state declares no partitions: there is nothing to check its P_Key tables against";
 
+/// Each member end port's declared memberships: (partition index, membership).
+type Members = BTreeMap<End, Vec<(usize, Membership)>>;
+
 /// What groups end ports: their keys (sorted) and their declared memberships.
 type GroupKey = (Vec<u16>, Vec<(usize, Membership)>);
 
@@ -260,18 +263,45 @@ pub fn check(state: &ValidState, max_listed: usize) -> Isolation {
             sm_breaches: 0,
         };
     }
-    let f = &state.fabric;
     // The SM's ports: not compared pair by pair (the SM talks to every end port).
     let sm: BTreeSet<End> = state.sm.iter().map(|&r| (r, None)).collect();
     // Each member end port's memberships (a VM's on the VF it runs on).
     let declared = crate::partition_mix::Declared::of_state(state).members;
+    let ports = end_ports(state, &declared);
+    let (groups, no_default) = group_ports(state, &ports, &sm, &declared);
+    let (mut breaches, pairs) = pair_breaches(state, &groups);
+    let off_class = classes(state, &mut breaches);
+    let sm_breaches = sm_breaches(state, &sm, &no_default, &mut breaches);
+    breaches.sort();
+    breaches.truncate(max_listed);
+    Isolation {
+        off_class,
+        classes: parts.iter().filter(|p| p.class.is_some()).count(),
+        outcome: if pairs == 0 && off_class == 0 && sm_breaches == 0 {
+            Outcome::Proven
+        } else {
+            Outcome::Violated
+        },
+        partitions: parts.len(),
+        ports: ports.len(),
+        groups: groups.len(),
+        breaches,
+        pairs,
+        sm: sm.iter().map(|&e| end_point(state, e)).collect(),
+        sm_breaches,
+    }
+}
+
+/// Every end port: the declared members, every end node's port with a LID, and every VF with
+/// a LID (one without cannot talk).
+fn end_ports(state: &ValidState, declared: &Members) -> BTreeSet<End> {
+    let f = &state.fabric;
     let mut ports: BTreeSet<End> = declared.keys().copied().collect();
     for (&n, lids) in &state.lids.base {
         if f.nodes().get(n.index()).is_some_and(|x| !x.is_switch()) {
             ports.extend(lids.keys().map(|&p| (PortRef { node: n, port: p }, None)));
         }
     }
-    // Every VF with a LID is an end port of its own (one without cannot talk).
     ports.extend(
         state
             .lids
@@ -280,6 +310,17 @@ pub fn check(state: &ValidState, max_listed: usize) -> Isolation {
             .filter(|v| v.lid.is_some())
             .map(|v| (v.host, Some(v.vf))),
     );
+    ports
+}
+
+/// The end ports but the SM's, grouped by table and declared memberships; and per group key,
+/// its ports with a LID and no default key.
+fn group_ports(
+    state: &ValidState,
+    ports: &BTreeSet<End>,
+    sm: &BTreeSet<End>,
+    declared: &Members,
+) -> (Vec<Group>, BTreeMap<GroupKey, Vec<End>>) {
     // The ports with a LID (they reach the SA): physical ones and VFs.
     let with_lid = |r: &End| match r.1 {
         None => state.lids.get(r.0.node, r.0.port).is_some(),
@@ -290,9 +331,8 @@ pub fn check(state: &ValidState, max_listed: usize) -> Isolation {
             .any(|v| (v.host, v.vf) == (r.0, vf) && v.lid.is_some()),
     };
     let mut by_key: BTreeMap<GroupKey, Vec<End>> = BTreeMap::new();
-    // Per group key: its ports with a LID and no default key.
     let mut no_default: BTreeMap<GroupKey, Vec<End>> = BTreeMap::new();
-    for &r in &ports {
+    for &r in ports {
         if sm.contains(&r) {
             continue;
         }
@@ -307,7 +347,7 @@ pub fn check(state: &ValidState, max_listed: usize) -> Isolation {
         }
         by_key.entry((keys, d)).or_default().push(r);
     }
-    let groups: Vec<Group> = by_key
+    let groups = by_key
         .into_iter()
         .map(|((keys, declared), ports)| Group {
             keys,
@@ -315,9 +355,12 @@ pub fn check(state: &ValidState, max_listed: usize) -> Isolation {
             ports,
         })
         .collect();
+    (groups, no_default)
+}
 
-    // Pairs of groups that could talk in either relation: one of them a full member of a
-    // partition the other is in.
+/// Pairs of groups that could talk in either relation: one of them a full member of a
+/// partition the other is in.
+fn candidates(groups: &[Group]) -> BTreeSet<(usize, usize)> {
     let mut members: BTreeMap<(bool, u16), (Vec<usize>, Vec<usize>)> = BTreeMap::new();
     for (g, grp) in groups.iter().enumerate() {
         for &k in &grp.keys {
@@ -346,10 +389,16 @@ pub fn check(state: &ValidState, max_listed: usize) -> Isolation {
             }
         }
     }
+    candidates
+}
 
+/// The leaks and cuts between groups, one breach per pair of groups; returns them and the
+/// pairs of ports that breach.
+fn pair_breaches(state: &ValidState, groups: &[Group]) -> (Vec<Breach>, u64) {
+    let parts = &state.partitions;
     let mut breaches: Vec<Breach> = Vec::new();
     let mut pairs = 0u64;
-    for (x, y) in candidates {
+    for (x, y) in candidates(groups) {
         let (Some(gx), Some(gy)) = (groups.get(x), groups.get(y)) else {
             continue;
         };
@@ -397,10 +446,20 @@ pub fn check(state: &ValidState, max_listed: usize) -> Isolation {
             pairs: n,
         });
     }
-    let off_class = classes(state, &mut breaches);
-    // The SM: its ports full members of the default partition, every end port a member.
+    (breaches, pairs)
+}
+
+/// The SM: its ports full members of the default partition, every end port a member. Adds a
+/// breach per offending SM port and per group without the default key; returns how many
+/// ports offend.
+fn sm_breaches(
+    state: &ValidState,
+    sm: &BTreeSet<End>,
+    no_default: &BTreeMap<GroupKey, Vec<End>>,
+    breaches: &mut Vec<Breach>,
+) -> u64 {
     let mut sm_breaches = 0u64;
-    for &p in &sm {
+    for &p in sm {
         let keys = keys_of(state, p);
         if !keys.contains(&PKey::DEFAULT.0) {
             sm_breaches += 1;
@@ -426,24 +485,7 @@ pub fn check(state: &ValidState, max_listed: usize) -> Isolation {
             pairs: group.len() as u64,
         });
     }
-    breaches.sort();
-    breaches.truncate(max_listed);
-    Isolation {
-        off_class,
-        classes: parts.iter().filter(|p| p.class.is_some()).count(),
-        outcome: if pairs == 0 && off_class == 0 && sm_breaches == 0 {
-            Outcome::Proven
-        } else {
-            Outcome::Violated
-        },
-        partitions: parts.len(),
-        ports: ports.len(),
-        groups: groups.len(),
-        breaches,
-        pairs,
-        sm: sm.iter().map(|&e| end_point(state, e)).collect(),
-        sm_breaches,
-    }
+    sm_breaches
 }
 
 /// The keys `r`'s table holds (a port without a table: the IBA default `0xffff`).

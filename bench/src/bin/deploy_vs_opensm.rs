@@ -197,150 +197,235 @@ fn one_fabric(
     tools: &ibsim::Tools,
     weft: &std::path::Path,
 ) -> Row {
-    let work = std::env::temp_dir().join(format!("weft-deploy-bench-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&work);
-    std::fs::create_dir_all(&work).unwrap();
-    let build = work.join("build");
-    let o = std::process::Command::new(weft)
-        .args([
-            "build",
-            file.to_str().unwrap(),
-            "-o",
-            build.to_str().unwrap(),
-            "-q",
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let state = weft_fabric::ValidState::from_json(
-        &std::fs::read_to_string(build.join(build_dir::STATE)).unwrap(),
-    )
-    .unwrap();
-    let net = std::fs::read_to_string(build.join(build_dir::TOPOLOGY)).unwrap();
-    let limits = Limits::for_fabric(&state.fabric);
-    let blocks = blocks_written(&state);
-    let (mut weft_s, mut smps, mut osm_s, mut osm_dist) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let (mut gets, mut sets) = (Vec::new(), Vec::new());
-    // Per window: batched Gets/s and Sets/s.
-    let mut batched: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); windows.len()];
+    let b = Built::make(file, weft);
+    let mut s = Samples::new(windows.len());
     for run in 0..runs {
-        // weft
-        let sim = Ibsim::start(tools, &net, Some(limits)).unwrap();
-        let t = Instant::now();
-        let o = sim
-            .run_env(
-                weft.to_str().unwrap(),
-                &[
-                    "apply",
-                    build.to_str().unwrap(),
-                    "--target",
-                    "mad",
-                    "--lock-dir",
-                    work.to_str().unwrap(),
-                    "--journal",
-                    work.join(format!("j{run}")).to_str().unwrap(),
-                ],
-                &[],
-                Duration::from_secs(1800),
-            )
-            .unwrap_or_else(|e| panic!("{e}"));
-        let secs = t.elapsed().as_secs_f64();
-        weft_s.push(secs);
-        // The Gets it reports include discovery and the reads planning made.
-        let n = count(&o.stdout, "landed, ", " Set") + count(&o.stdout, "Set and ", " Get");
-        smps.push(n as f64);
-        if run == 0 {
-            let fts = sim.run("dump_fts", &[], Duration::from_secs(600)).unwrap();
-            assert_eq!(
-                weft_tests::parse_fts(&fts.stdout),
-                weft_tests::lft_entries(&state),
-                "weft's deployment reads back equal"
-            );
-            eprintln!(
-                "{}: dump_fts reads back the build's tables, entry for entry",
-                file.display()
-            );
-        }
-        // Raw SMP rate through `mad`, on the deployed fabric.
-        let me = std::env::current_exe().unwrap();
-        for (w, (bg, bs)) in windows.iter().zip(&mut batched) {
-            let o = sim
-                .run_env(
-                    me.to_str().unwrap(),
-                    &["--child-rate", &w.to_string()],
-                    &[],
-                    Duration::from_secs(600),
-                )
-                .unwrap_or_else(|e| panic!("{e}"));
-            if let Some((g, s)) = rates(&o.stdout, "rate") {
-                gets.push(g);
-                sets.push(s);
-            }
-            if let Some((g, s)) = rates(&o.stdout, "batch") {
-                bg.push(g);
-                bs.push(s);
-            }
-        }
-        drop(sim);
-        // OpenSM
-        let sim = Ibsim::start(tools, &net, Some(limits)).unwrap();
-        let cache = work.join(format!("osm{run}"));
-        std::fs::create_dir_all(&cache).unwrap();
-        std::fs::copy(build.join(build_dir::GUID2LID), cache.join("guid2lid")).unwrap();
-        let log = cache.join("osm.log");
-        let t = Instant::now();
-        sim.run_env(
-            "opensm",
-            &[
-                "-o",
-                "-R",
-                "file",
-                "-U",
-                build.join(build_dir::LFTS).to_str().unwrap(),
-                "-D",
-                "0x7",
-                "-f",
-                log.to_str().unwrap(),
-            ],
-            &[("OSM_CACHE_DIR", cache.to_str().unwrap())],
-            Duration::from_secs(1800),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-        osm_s.push(t.elapsed().as_secs_f64());
-        if let Some(ms) = distribution_ms(&std::fs::read_to_string(&log).unwrap_or_default()) {
-            osm_dist.push(ms);
-        }
-        drop(sim);
+        let (secs, n) = weft_run(&b, file, run, windows, tools, weft, &mut s);
+        opensm_run(&b, run, tools, &mut s);
         eprintln!(
             "{} run {}: weft {:.3} s ({} SMPs), opensm {:.3} s",
             file.display(),
             run + 1,
             secs,
             n,
-            osm_s.last().unwrap()
+            s.osm_s.last().unwrap()
         );
     }
+    print_summary(file, runs, windows, &b, &s);
+    let _ = std::fs::remove_dir_all(&b.work);
+    Row {
+        name: file
+            .file_stem()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+        nodes: b.state.fabric.nodes().len(),
+        blocks: b.blocks,
+        weft_s: median(s.weft_s),
+        smps: median(s.smps),
+        osm_s: median(s.osm_s),
+    }
+}
+
+/// A fabric built once for every run: its work directory, build directory, state and
+/// ibsim topology.
+struct Built {
+    work: PathBuf,
+    build: PathBuf,
+    state: weft_fabric::ValidState,
+    net: String,
+    limits: Limits,
+    /// The LFT blocks a first deployment writes.
+    blocks: usize,
+}
+
+impl Built {
+    /// Builds `file` with `weft` into a fresh work directory.
+    fn make(file: &std::path::Path, weft: &std::path::Path) -> Built {
+        let work = std::env::temp_dir().join(format!("weft-deploy-bench-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&work);
+        std::fs::create_dir_all(&work).unwrap();
+        let build = work.join("build");
+        let o = std::process::Command::new(weft)
+            .args([
+                "build",
+                file.to_str().unwrap(),
+                "-o",
+                build.to_str().unwrap(),
+                "-q",
+            ])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let state = weft_fabric::ValidState::from_json(
+            &std::fs::read_to_string(build.join(build_dir::STATE)).unwrap(),
+        )
+        .unwrap();
+        let net = std::fs::read_to_string(build.join(build_dir::TOPOLOGY)).unwrap();
+        let limits = Limits::for_fabric(&state.fabric);
+        let blocks = blocks_written(&state);
+        Built {
+            work,
+            build,
+            state,
+            net,
+            limits,
+            blocks,
+        }
+    }
+}
+
+/// Every run's measurements.
+struct Samples {
+    weft_s: Vec<f64>,
+    smps: Vec<f64>,
+    osm_s: Vec<f64>,
+    osm_dist: Vec<f64>,
+    gets: Vec<f64>,
+    sets: Vec<f64>,
+    /// Per window: batched Gets/s and Sets/s.
+    batched: Vec<(Vec<f64>, Vec<f64>)>,
+}
+
+impl Samples {
+    /// No runs yet, for `windows` windows.
+    fn new(windows: usize) -> Samples {
+        Samples {
+            weft_s: Vec::new(),
+            smps: Vec::new(),
+            osm_s: Vec::new(),
+            osm_dist: Vec::new(),
+            gets: Vec::new(),
+            sets: Vec::new(),
+            batched: vec![(Vec::new(), Vec::new()); windows],
+        }
+    }
+}
+
+/// Run `run` of weft on a fresh ibsim: `weft apply`, the read-back (first run), then the raw
+/// SMP rates through `mad`. Returns its seconds and the SMPs it sent.
+fn weft_run(
+    b: &Built,
+    file: &std::path::Path,
+    run: usize,
+    windows: &[u32],
+    tools: &ibsim::Tools,
+    weft: &std::path::Path,
+    s: &mut Samples,
+) -> (f64, u64) {
+    let sim = Ibsim::start(tools, &b.net, Some(b.limits)).unwrap();
+    let t = Instant::now();
+    let o = sim
+        .run_env(
+            weft.to_str().unwrap(),
+            &[
+                "apply",
+                b.build.to_str().unwrap(),
+                "--target",
+                "mad",
+                "--lock-dir",
+                b.work.to_str().unwrap(),
+                "--journal",
+                b.work.join(format!("j{run}")).to_str().unwrap(),
+            ],
+            &[],
+            Duration::from_secs(1800),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let secs = t.elapsed().as_secs_f64();
+    s.weft_s.push(secs);
+    // The Gets it reports include discovery and the reads planning made.
+    let n = count(&o.stdout, "landed, ", " Set") + count(&o.stdout, "Set and ", " Get");
+    s.smps.push(n as f64);
+    if run == 0 {
+        let fts = sim.run("dump_fts", &[], Duration::from_secs(600)).unwrap();
+        assert_eq!(
+            weft_tests::parse_fts(&fts.stdout),
+            weft_tests::lft_entries(&b.state),
+            "weft's deployment reads back equal"
+        );
+        eprintln!(
+            "{}: dump_fts reads back the build's tables, entry for entry",
+            file.display()
+        );
+    }
+    // Raw SMP rate through `mad`, on the deployed fabric.
+    let me = std::env::current_exe().unwrap();
+    for (w, (bg, bs)) in windows.iter().zip(&mut s.batched) {
+        let o = sim
+            .run_env(
+                me.to_str().unwrap(),
+                &["--child-rate", &w.to_string()],
+                &[],
+                Duration::from_secs(600),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        if let Some((g, set)) = rates(&o.stdout, "rate") {
+            s.gets.push(g);
+            s.sets.push(set);
+        }
+        if let Some((g, s)) = rates(&o.stdout, "batch") {
+            bg.push(g);
+            bs.push(s);
+        }
+    }
+    drop(sim);
+    (secs, n)
+}
+
+/// Run `run` of OpenSM on a fresh ibsim, routing from the build's LFT file.
+fn opensm_run(b: &Built, run: usize, tools: &ibsim::Tools, s: &mut Samples) {
+    let sim = Ibsim::start(tools, &b.net, Some(b.limits)).unwrap();
+    let cache = b.work.join(format!("osm{run}"));
+    std::fs::create_dir_all(&cache).unwrap();
+    std::fs::copy(b.build.join(build_dir::GUID2LID), cache.join("guid2lid")).unwrap();
+    let log = cache.join("osm.log");
+    let t = Instant::now();
+    sim.run_env(
+        "opensm",
+        &[
+            "-o",
+            "-R",
+            "file",
+            "-U",
+            b.build.join(build_dir::LFTS).to_str().unwrap(),
+            "-D",
+            "0x7",
+            "-f",
+            log.to_str().unwrap(),
+        ],
+        &[("OSM_CACHE_DIR", cache.to_str().unwrap())],
+        Duration::from_secs(1800),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    s.osm_s.push(t.elapsed().as_secs_f64());
+    if let Some(ms) = distribution_ms(&std::fs::read_to_string(&log).unwrap_or_default()) {
+        s.osm_dist.push(ms);
+    }
+    drop(sim);
+}
+
+/// Prints the medians [min, max] of every measurement.
+fn print_summary(file: &std::path::Path, runs: usize, windows: &[u32], b: &Built, s: &Samples) {
     let stat = |v: &[f64]| {
         let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         format!("{:.3} [{:.3}, {:.3}]", median(v.to_vec()), lo, hi)
     };
-    let rate: Vec<f64> = smps.iter().zip(&weft_s).map(|(n, s)| n / s).collect();
-    let per_block: Vec<f64> = smps.iter().map(|n| n / blocks.max(1) as f64).collect();
+    let rate: Vec<f64> = s.smps.iter().zip(&s.weft_s).map(|(n, s)| n / s).collect();
+    let per_block: Vec<f64> = s.smps.iter().map(|n| n / b.blocks.max(1) as f64).collect();
     println!(
-        "fabric: {} ({} switches, {} nodes, {blocks} LFT blocks written), {runs} runs, medians [min, max]",
+        "fabric: {} ({} switches, {} nodes, {} LFT blocks written), {runs} runs, medians [min, max]",
         file.display(),
-        state.fabric.switch_count(),
-        state.fabric.nodes().len()
+        b.state.fabric.switch_count(),
+        b.state.fabric.nodes().len(),
+        b.blocks
     );
     println!(
         "weft apply --target mad (whole process, s):      {}",
-        stat(&weft_s)
+        stat(&s.weft_s)
     );
     println!(
         "  SMPs it sent (reads, writes, read-back):        {}",
-        stat(&smps).replace(".000", "")
+        stat(&s.smps).replace(".000", "")
     );
     println!(
         "  SMPs per LFT block written:                     {}",
@@ -352,10 +437,10 @@ fn one_fabric(
     );
     println!(
         "mad alone, one SMP at a time (LFT block, 1 hop): {} Gets/s, {} Sets/s",
-        stat(&gets),
-        stat(&sets)
+        stat(&s.gets),
+        stat(&s.sets)
     );
-    for (w, (bg, bs)) in windows.iter().zip(&batched) {
+    for (w, (bg, bs)) in windows.iter().zip(&s.batched) {
         println!(
             "  a batch of 2 000, up to {w:>4} in flight:        {} Gets/s, {} Sets/s",
             stat(bg),
@@ -364,27 +449,16 @@ fn one_fabric(
     }
     println!(
         "opensm -o -R file (whole process, s):             {}",
-        stat(&osm_s)
+        stat(&s.osm_s)
     );
     println!(
         "  routing from the file + LFTs acknowledged (ms): {}",
-        stat(&osm_dist)
+        stat(&s.osm_dist)
     );
     println!(
         "ratio weft / opensm (whole process, medians):     {:.2}",
-        median(weft_s.clone()) / median(osm_s.clone())
+        median(s.weft_s.clone()) / median(s.osm_s.clone())
     );
-    let _ = std::fs::remove_dir_all(&work);
-    Row {
-        name: file
-            .file_stem()
-            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
-        nodes: state.fabric.nodes().len(),
-        blocks,
-        weft_s: median(weft_s),
-        smps: median(smps),
-        osm_s: median(osm_s),
-    }
 }
 
 /// The number between `before` and `after` in `text`, or 0.

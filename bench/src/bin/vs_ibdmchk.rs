@@ -26,7 +26,7 @@
     clippy::panic
 )]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use weft_bench::{median, timed, weft_binary};
 use weft_compiler::NoFiles;
@@ -88,19 +88,7 @@ fn main() {
         eprintln!("build the release `weft` binary first (bench/vs-ibdmchk.sh does)");
         std::process::exit(2)
     });
-    let text = std::fs::read_to_string(&o.file).unwrap_or_else(|e| {
-        eprintln!("{}: {e}", o.file.display());
-        std::process::exit(2)
-    });
-    let c = weft_compiler::check(&o.file.display().to_string(), &text, &NoFiles);
-    let Some(e) = c
-        .elaborated
-        .filter(|_| !c.diagnostics.iter().any(|d| d.is_error()))
-    else {
-        eprintln!("{} does not check", o.file.display());
-        std::process::exit(2)
-    };
-    let fabric = e.fabric;
+    let fabric = checked_fabric(&o);
     let net = weft_formats::ibnetdiscover::write(&fabric, None).unwrap_or_else(|e| {
         eprintln!("{e}");
         std::process::exit(2)
@@ -119,7 +107,34 @@ fn main() {
         fabric.switch_count(),
         o.engine
     );
-    let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(&fabric)))
+    run_opensm(&o, &tools, &fabric, &net, &dir);
+    compare(&o, &weft, &ibdmchk, &dir);
+    if o.keep.is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// The fabric of `o.file`, which must check; exits 2 otherwise.
+fn checked_fabric(o: &Opts) -> weft_fabric::Fabric {
+    let text = std::fs::read_to_string(&o.file).unwrap_or_else(|e| {
+        eprintln!("{}: {e}", o.file.display());
+        std::process::exit(2)
+    });
+    let c = weft_compiler::check(&o.file.display().to_string(), &text, &NoFiles);
+    let Some(e) = c
+        .elaborated
+        .filter(|_| !c.diagnostics.iter().any(|d| d.is_error()))
+    else {
+        eprintln!("{} does not check", o.file.display());
+        std::process::exit(2)
+    };
+    e.fabric
+}
+
+/// OpenSM (`o.engine`) on ibsim over `net`, its dumps into `dir`; prints its time and the
+/// dumps' sizes.
+fn run_opensm(o: &Opts, tools: &Tools, fabric: &weft_fabric::Fabric, net: &str, dir: &Path) {
+    let sim = Ibsim::start(tools, net, Some(Limits::for_fabric(fabric)))
         .unwrap_or_else(|e| panic!("ibsim: {e}"));
     let cache = format!("OSM_CACHE_DIR={}", dir.display());
     let log = dir.join("osm.log").display().to_string();
@@ -154,6 +169,11 @@ fn main() {
         let size = std::fs::metadata(dir.join(f)).map(|m| m.len()).unwrap_or(0);
         println!("   {f}: {:.1} MB", size as f64 / 1e6);
     }
+}
+
+/// `weft verify` and `ibdmchk -a` on the dumps in `dir`, `o.runs` times each: prints their
+/// medians and the last run's summary lines.
+fn compare(o: &Opts, weft: &Path, ibdmchk: &Path, dir: &Path) {
     let weft_args = [
         "verify",
         "--topology",
@@ -176,8 +196,8 @@ fn main() {
     let mut last_weft = None;
     let mut last_ibdm = None;
     for run in 0..o.runs {
-        let w = timed(&weft, &weft_args, &dir);
-        let i = timed(&ibdmchk, &ibdm_args, &dir);
+        let w = timed(weft, &weft_args, dir);
+        let i = timed(ibdmchk, &ibdm_args, dir);
         eprintln!(
             "   run {}: weft {:.2} s / {:.0} MiB, ibdmchk {:.2} s / {:.0} MiB",
             run + 1,
@@ -232,8 +252,5 @@ fn main() {
             println!("  {l}");
         }
         println!("  ({} lines of output)", r.stdout.lines().count());
-    }
-    if o.keep.is_none() {
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -721,9 +721,20 @@ fn table(r: &FabricRun) -> String {
         };
         cols.push((name, o.quality.as_ref()));
     }
-    let mut rows: Vec<(String, Vec<String>)> = Vec::new();
+    let mut rows: Vec<(String, Vec<String>)> =
+        vec![(String::new(), cols.iter().map(|c| c.0.clone()).collect())];
+    run_rows(r, &mut rows);
+    quality_rows(&cols, &mut rows);
+    render_rows(&rows, &mut t);
+    for e in footnotes(r) {
+        let _ = writeln!(t, "  {e}");
+    }
+    t
+}
+
+/// The rows of the runs themselves: layers, deadlock freedom, routing times and ratios.
+fn run_rows(r: &FabricRun, rows: &mut Vec<(String, Vec<String>)>) {
     let mut row = |label: &str, cells: Vec<String>| rows.push((label.to_owned(), cells));
-    row("", cols.iter().map(|c| c.0.clone()).collect());
     let weft_ms = r.weft.build.median_ms;
     let mut times = vec![format!("{weft_ms:.1}")];
     let mut ratios = vec!["1.0".to_owned()];
@@ -760,6 +771,11 @@ fn table(r: &FabricRun) -> String {
         );
     }
     row("  vs weft on 1 thread (×)", ratios1);
+}
+
+/// The rows of the routing's quality, one cell per column (`-` without one).
+fn quality_rows(cols: &[(String, Option<&Quality>)], rows: &mut Vec<(String, Vec<String>)>) {
+    let mut row = |label: &str, cells: Vec<String>| rows.push((label.to_owned(), cells));
     let q = |f: &dyn Fn(&Quality) -> String| -> Vec<String> {
         cols.iter()
             .map(|(_, q)| q.map_or_else(|| "-".to_owned(), f))
@@ -857,6 +873,10 @@ fn table(r: &FabricRun) -> String {
             )
         }),
     );
+}
+
+/// The rows as a table: labels left, cells right-aligned in equal columns.
+fn render_rows(rows: &[(String, Vec<String>)], t: &mut String) {
     let w0 = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0) + 2;
     let w = rows
         .iter()
@@ -865,13 +885,17 @@ fn table(r: &FabricRun) -> String {
         .unwrap_or(0)
         .max(16)
         + 2;
-    for (label, cells) in &rows {
+    for (label, cells) in rows {
         let _ = write!(t, "{label:<w0$}");
         for c in cells {
             let _ = write!(t, "{c:>w$}");
         }
         t.push('\n');
     }
+}
+
+/// The lines under the table: weft's and each OpenSM engine's timings, the load average.
+fn footnotes(r: &FabricRun) -> Vec<String> {
     let mut extra = vec![format!(
         "weft: LIDs {:.2} ms, LIDs + routing {:.1} ms (min {:.1}, max {:.1}; one thread {:.1}), {} runs; check {:.0} ms; metrics {:.0} ms",
         r.weft.lids.median_ms,
@@ -906,8 +930,5 @@ fn table(r: &FabricRun) -> String {
     if let Some(l) = &r.loadavg {
         extra.push(format!("load average at the start: {l}"));
     }
-    for e in extra {
-        let _ = writeln!(t, "  {e}");
-    }
-    t
+    extra
 }

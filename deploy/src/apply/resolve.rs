@@ -1,10 +1,10 @@
 //! Resolving a plan's writes to SMPs on the discovered fabric: targets, payloads, expected old values.
 
-use crate::discover::VfError;
+use crate::discover::{VfError, VfPorts};
 use crate::observe::VfId;
 use crate::smp::{PortInfo, SwitchInfo, PAYLOAD, PKEY_BLOCK};
 use crate::{smp, ApplyError, Attr, Discovery, DrPath, Payload, Target};
-use weft_fabric::{Guid, PortNum};
+use weft_fabric::{Guid, PortNum, WireView};
 use weft_formats::plan::{vlarb_block, Plan, SmpWrite};
 
 /// One SMP of the plan, resolved to the wire.
@@ -59,28 +59,68 @@ pub(super) fn pkey_payload(keys: &[u16]) -> Payload {
 
 /// The SMPs of `plan`, addressed through `d`.
 pub(super) fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, ApplyError> {
+    // The VFs the fabric shows as nodes: the adapters the wire check folded into each
+    // hypervisor (with no wire view, none).
+    let wire = plan.wire.as_ref().unwrap_or(&d.view);
+    let r = Resolver {
+        d,
+        wire,
+        vf_ports: d.vf_ports(wire),
+        vfs,
+    };
     let mut ops = Vec::new();
-    let path = |g: Guid, port: Option<u8>| -> Result<DrPath, ApplyError> {
-        d.path(g, port).cloned().ok_or_else(|| {
+    for (i, s) in plan.steps.iter().enumerate() {
+        for w in &s.writes {
+            r.push_ops(i, w, &mut ops)?;
+        }
+    }
+    // Within a step the writes land in any order: two to one block could not be read back
+    // (which landed last?) nor undone.
+    let mut seen = std::collections::BTreeSet::new();
+    for o in &ops {
+        if !seen.insert((o.step, &o.target)) {
+            return Err(ApplyError::Invalid(format!(
+                "step {} writes {} twice (its writes go out in any order)",
+                o.step + 1,
+                o.what
+            )));
+        }
+    }
+    Ok(ops)
+}
+
+/// What addressing a plan's writes needs: the discovery, the plan's wire view and its VFs.
+struct Resolver<'a> {
+    d: &'a Discovery,
+    wire: &'a WireView,
+    vf_ports: VfPorts,
+    /// Whether VFs are written through their hypervisor's port.
+    vfs: bool,
+}
+
+impl Resolver<'_> {
+    /// The directed route to node `g` (to its `port`, of an end node).
+    fn path(&self, g: Guid, port: Option<u8>) -> Result<DrPath, ApplyError> {
+        self.d.path(g, port).cloned().ok_or_else(|| {
             ApplyError::Unaddressable(match port {
                 Some(p) => format!("node {g} port {p} is not reachable"),
                 None => format!("node {g} is not on the fabric"),
             })
         })
-    };
-    let switch = |g: Guid| {
-        d.nodes
+    }
+
+    /// Whether the fabric shows `g` as a switch.
+    fn switch(&self, g: Guid) -> bool {
+        self.d
+            .nodes
             .get(&g)
             .is_some_and(|f| f.info.node_type == smp::NodeType::Switch)
-    };
-    // The VFs the fabric shows as nodes: the adapters the wire check folded into each
-    // hypervisor (with no wire view, none).
-    let wire = plan.wire.as_ref().unwrap_or(&d.view);
-    let vf_ports = d.vf_ports(wire);
-    // An LFT or P_Key write is to a node of the plan's wire view: not to one the wire check
-    // folded away (a vSwitch's switch, a VF's adapter), which no proof of the plan covers.
-    let known = |g: Guid| -> Result<(), ApplyError> {
-        if wire.nodes.contains_key(&g) {
+    }
+
+    /// An LFT or P_Key write is to a node of the plan's wire view: not to one the wire check
+    /// folded away (a vSwitch's switch, a VF's adapter), which no proof of the plan covers.
+    fn known(&self, g: Guid) -> Result<(), ApplyError> {
+        if self.wire.nodes.contains_key(&g) {
             Ok(())
         } else {
             Err(ApplyError::Unaddressable(format!(
@@ -89,17 +129,105 @@ pub(super) fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, 
                 g.0
             )))
         }
-    };
-    // A forwarding table block of a switch of the plan's wire view (LFT, MFT): the whole
-    // 64-byte payload before and after.
-    let table_op = |step: usize,
-                    sw: Guid,
-                    (attr, modifier): (Attr, u32),
-                    (old, new): (&Payload, &Payload),
-                    what: String|
-     -> Result<Op, ApplyError> {
-        known(sw)?;
-        if !switch(sw) {
+    }
+
+    /// The SMPs of write `w` of step `i`, onto `ops`.
+    fn push_ops(&self, i: usize, w: &SmpWrite, ops: &mut Vec<Op>) -> Result<(), ApplyError> {
+        match w {
+            SmpWrite::Lft {
+                switch: sw,
+                block,
+                old,
+                new,
+            } => ops.push(self.table_op(
+                i,
+                *sw,
+                (Attr::Lft, u32::from(*block)),
+                (old, new),
+                format!("switch {sw} LFT block {block}"),
+            )?),
+            SmpWrite::Mft {
+                switch: sw,
+                block,
+                position,
+                old,
+                new,
+            } => ops.push(self.table_op(
+                i,
+                *sw,
+                (Attr::Mft, smp::mft_modifier(*block, *position)),
+                (old, new),
+                format!("switch {sw} MFT block {block} position {position}"),
+            )?),
+            SmpWrite::Pkeys {
+                node,
+                port,
+                block,
+                old,
+                new,
+            } => {
+                self.known(*node)?;
+                let sw = self.switch(*node);
+                ops.push(Op {
+                    step: i,
+                    node: *node,
+                    port: (!sw).then_some(*port),
+                    target: Target {
+                        path: self.path(*node, (!sw).then_some(*port))?,
+                        attr: Attr::PKeyTable,
+                        modifier: smp::pkey_modifier(*block, sw.then_some(*port)),
+                    },
+                    after: pkey_payload(new),
+                    expect: Some(pkey_payload(old)),
+                    lid: None,
+                    top: None,
+                    what: format!("{node} port {port} P_Key block {block}"),
+                });
+            }
+            SmpWrite::Vport { .. } => self.vport_ops(i, w, ops)?,
+            SmpWrite::Sl2vl {
+                node,
+                in_port,
+                out_port,
+                old,
+                new,
+            } => ops.push(self.qos_op(
+                i,
+                *node,
+                QosAt::Sl2vl(*in_port, *out_port),
+                (&smp::encode_sl2vl(old), &smp::encode_sl2vl(new)),
+            )?),
+            SmpWrite::VlArb {
+                node,
+                port,
+                block,
+                old,
+                new,
+            } => ops.push(self.qos_op(
+                i,
+                *node,
+                QosAt::VlArb(*port, *block),
+                (
+                    &smp::encode_vlarb(&vlarb_block(old)),
+                    &smp::encode_vlarb(&vlarb_block(new)),
+                ),
+            )?),
+        }
+        Ok(())
+    }
+
+    /// A forwarding table block of a switch of the plan's wire view (LFT, MFT): the whole
+    /// 64-byte payload before and after.
+    fn table_op(
+        &self,
+        step: usize,
+        sw: Guid,
+        (attr, modifier): (Attr, u32),
+        (old, new): (&Payload, &Payload),
+        what: String,
+    ) -> Result<Op, ApplyError> {
+        self.known(sw)?;
+        if !self.switch(sw) {
             return Err(ApplyError::Unaddressable(format!(
                 "{sw} is not a switch on the fabric"
             )));
@@ -109,7 +237,7 @@ pub(super) fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, 
             node: sw,
             port: None,
             target: Target {
-                path: path(sw, None)?,
+                path: self.path(sw, None)?,
                 attr,
                 modifier,
             },
@@ -119,18 +247,21 @@ pub(super) fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, 
             top: None,
             what,
         })
-    };
-    // An SL→VL table or VL arbitration block of a node of the plan's wire view: of a switch,
-    // by its modifier (ports in it); of an end node, by directed route to the port, the
-    // modifier's port fields 0 (as OpenSM sends it: the table of the port the SMP enters).
-    let qos_op = |step: usize,
-                  node: Guid,
-                  at: QosAt,
-                  (old, new): (&Payload, &Payload)|
-     -> Result<Op, ApplyError> {
-        known(node)?;
-        let sw = switch(node);
-        let ports = d.nodes.get(&node).map_or(0, |f| f.info.num_ports);
+    }
+
+    /// An SL→VL table or VL arbitration block of a node of the plan's wire view: of a switch,
+    /// by its modifier (ports in it); of an end node, by directed route to the port, the
+    /// modifier's port fields 0 (as OpenSM sends it: the table of the port the SMP enters).
+    fn qos_op(
+        &self,
+        step: usize,
+        node: Guid,
+        at: QosAt,
+        (old, new): (&Payload, &Payload),
+    ) -> Result<Op, ApplyError> {
+        self.known(node)?;
+        let sw = self.switch(node);
+        let ports = self.d.nodes.get(&node).map_or(0, |f| f.info.num_ports);
         let no_port = |p: u8| ApplyError::Unaddressable(format!("{node} has no port {p}"));
         let (attr, modifier, port, what) = match at {
             QosAt::Sl2vl(i, o) if sw => {
@@ -182,7 +313,7 @@ pub(super) fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, 
             node,
             port,
             target: Target {
-                path: path(node, port)?,
+                path: self.path(node, port)?,
                 attr,
                 modifier,
             },
@@ -192,161 +323,74 @@ pub(super) fn resolve(plan: &Plan, d: &Discovery, vfs: bool) -> Result<Vec<Op>, 
             top: None,
             what,
         })
-    };
-    for (i, s) in plan.steps.iter().enumerate() {
-        for w in &s.writes {
-            match w {
-                SmpWrite::Lft {
-                    switch: sw,
-                    block,
-                    old,
-                    new,
-                } => ops.push(table_op(
-                    i,
-                    *sw,
-                    (Attr::Lft, u32::from(*block)),
-                    (old, new),
-                    format!("switch {sw} LFT block {block}"),
-                )?),
-                SmpWrite::Mft {
-                    switch: sw,
-                    block,
-                    position,
-                    old,
-                    new,
-                } => ops.push(table_op(
-                    i,
-                    *sw,
-                    (Attr::Mft, smp::mft_modifier(*block, *position)),
-                    (old, new),
-                    format!("switch {sw} MFT block {block} position {position}"),
-                )?),
-                SmpWrite::Pkeys {
-                    node,
-                    port,
-                    block,
-                    old,
-                    new,
-                } => {
-                    known(*node)?;
-                    let sw = switch(*node);
-                    ops.push(Op {
-                        step: i,
-                        node: *node,
-                        port: (!sw).then_some(*port),
-                        target: Target {
-                            path: path(*node, (!sw).then_some(*port))?,
-                            attr: Attr::PKeyTable,
-                            modifier: smp::pkey_modifier(*block, sw.then_some(*port)),
-                        },
-                        after: pkey_payload(new),
-                        expect: Some(pkey_payload(old)),
-                        lid: None,
-                        top: None,
-                        what: format!("{node} port {port} P_Key block {block}"),
-                    });
-                }
-                SmpWrite::Vport {
-                    node,
-                    port,
-                    vf,
-                    guid,
-                    old_lid,
-                    new_lid,
-                    old_pkeys,
-                    new_pkeys,
-                } => {
-                    let id = VfId {
-                        host: *node,
-                        port: PortNum(*port),
-                        vf: *vf,
-                        guid: *guid,
-                    };
-                    let at = d.vf_at(&vf_ports, &id, vfs).map_err(|e| match e {
-                        VfError::NotFound { .. } => ApplyError::Unsupported(format!(
-                            "writing {e} (a vSwitch shown as a switch with one adapter per \
-                                 VF is written by directed route; vendor vPort attributes are \
-                                 not built)"
-                        )),
-                        e => ApplyError::Unaddressable(e.to_string()),
-                    })?;
-                    // A PortInfo is compared by its LID only (see `same`); no LID reads 0.
-                    let lid_info =
-                        |lid: &Option<u16>| smp::port_lid_write(&[0; PAYLOAD], lid.unwrap_or(0));
-                    ops.push(Op {
-                        step: i,
-                        node: at.node,
-                        port: Some(at.port),
-                        target: Target {
-                            path: at.path.clone(),
-                            attr: Attr::PortInfo,
-                            modifier: at.info_modifier,
-                        },
-                        after: lid_info(new_lid),
-                        expect: Some(lid_info(old_lid)),
-                        lid: Some(new_lid.unwrap_or(0)),
-                        top: None,
-                        what: format!("{node} port {port} VF {vf} LID"),
-                    });
-                    ops.push(Op {
-                        step: i,
-                        node: at.node,
-                        port: Some(at.port),
-                        target: Target {
-                            path: at.path,
-                            attr: Attr::PKeyTable,
-                            modifier: at.keys_modifier,
-                        },
-                        after: pkey_payload(new_pkeys),
-                        expect: Some(pkey_payload(old_pkeys)),
-                        lid: None,
-                        top: None,
-                        what: format!("{node} port {port} VF {vf} P_Keys"),
-                    });
-                }
-                SmpWrite::Sl2vl {
-                    node,
-                    in_port,
-                    out_port,
-                    old,
-                    new,
-                } => ops.push(qos_op(
-                    i,
-                    *node,
-                    QosAt::Sl2vl(*in_port, *out_port),
-                    (&smp::encode_sl2vl(old), &smp::encode_sl2vl(new)),
-                )?),
-                SmpWrite::VlArb {
-                    node,
-                    port,
-                    block,
-                    old,
-                    new,
-                } => ops.push(qos_op(
-                    i,
-                    *node,
-                    QosAt::VlArb(*port, *block),
-                    (
-                        &smp::encode_vlarb(&vlarb_block(old)),
-                        &smp::encode_vlarb(&vlarb_block(new)),
-                    ),
-                )?),
-            }
-        }
     }
-    // Within a step the writes land in any order: two to one block could not be read back
-    // (which landed last?) nor undone.
-    let mut seen = std::collections::BTreeSet::new();
-    for o in &ops {
-        if !seen.insert((o.step, &o.target)) {
-            return Err(ApplyError::Invalid(format!(
-                "step {} writes {} twice (its writes go out in any order)",
-                o.step + 1,
-                o.what
-            )));
-        }
+
+    /// A `vport` write of step `i`: the VF's LID (a PortInfo) and its P_Keys, onto `ops`.
+    fn vport_ops(&self, i: usize, w: &SmpWrite, ops: &mut Vec<Op>) -> Result<(), ApplyError> {
+        let SmpWrite::Vport {
+            node,
+            port,
+            vf,
+            guid,
+            old_lid,
+            new_lid,
+            old_pkeys,
+            new_pkeys,
+        } = w
+        else {
+            return Ok(());
+        };
+        let id = VfId {
+            host: *node,
+            port: PortNum(*port),
+            vf: *vf,
+            guid: *guid,
+        };
+        let at = self
+            .d
+            .vf_at(&self.vf_ports, &id, self.vfs)
+            .map_err(|e| match e {
+                VfError::NotFound { .. } => ApplyError::Unsupported(format!(
+                    "writing {e} (a vSwitch shown as a switch with one adapter per \
+                         VF is written by directed route; vendor vPort attributes are \
+                         not built)"
+                )),
+                e => ApplyError::Unaddressable(e.to_string()),
+            })?;
+        // A PortInfo is compared by its LID only (see `same`); no LID reads 0.
+        let lid_info = |lid: &Option<u16>| smp::port_lid_write(&[0; PAYLOAD], lid.unwrap_or(0));
+        ops.push(Op {
+            step: i,
+            node: at.node,
+            port: Some(at.port),
+            target: Target {
+                path: at.path.clone(),
+                attr: Attr::PortInfo,
+                modifier: at.info_modifier,
+            },
+            after: lid_info(new_lid),
+            expect: Some(lid_info(old_lid)),
+            lid: Some(new_lid.unwrap_or(0)),
+            top: None,
+            what: format!("{node} port {port} VF {vf} LID"),
+        });
+        ops.push(Op {
+            step: i,
+            node: at.node,
+            port: Some(at.port),
+            target: Target {
+                path: at.path,
+                attr: Attr::PKeyTable,
+                modifier: at.keys_modifier,
+            },
+            after: pkey_payload(new_pkeys),
+            expect: Some(pkey_payload(old_pkeys)),
+            lid: None,
+            top: None,
+            what: format!("{node} port {port} VF {vf} P_Keys"),
+        });
+        Ok(())
     }
-    Ok(ops)
 }
 
 /// Where a QoS write goes: an SL→VL table (input, output port) or a VL arbitration block

@@ -10,165 +10,18 @@ impl<'a> Sim<'a> {
         p: &'a Params,
         seed: u64,
     ) -> Result<Sim<'a>, SimError> {
-        if !(p.load > 0.0 && p.load <= 1.0) {
-            return Err(SimError::Param(format!(
-                "the offered load must be above 0 and at most 1, not {}",
-                p.load
-            )));
-        }
-        if !(p.receive_rate > 0.0 && p.receive_rate <= 1.0) {
-            return Err(SimError::Param(format!(
-                "the receive rate must be above 0 and at most 1, not {}",
-                p.receive_rate
-            )));
-        }
-        if p.parallel_sends == Some(0) {
-            return Err(SimError::Param(
-                "the parallel sends of a switch input port must be at least 1".into(),
-            ));
-        }
-        if p.switch_buffers == SwitchBuffers::Voq && matches!(traffic, Traffic::Multicast { .. }) {
-            return Err(SimError::Param(
-                "multicast traffic with virtual output queues (switch buffers `voq`) is not \
-                 built yet: run it with switch buffers `fifo`"
-                    .into(),
-            ));
-        }
-        if p.duration_ns == 0 {
-            return Err(SimError::Param("the duration must be above 0".into()));
-        }
-        let warm_ns = p.warmup_ns.unwrap_or(p.duration_ns / 5);
-        if warm_ns >= p.duration_ns {
-            return Err(SimError::Param(format!(
-                "the warm-up ({warm_ns} ns) must be shorter than the duration ({} ns)",
-                p.duration_ns
-            )));
-        }
+        let warm_ns = Self::check_params(traffic, p)?;
         let f = &st.fabric;
-        let mtu = f
-            .nodes()
-            .iter()
-            .map(|n| n.spec.caps.mtu.bytes())
-            .min()
-            .unwrap_or(4096);
-        let payload = p.payload_bytes.min(mtu);
-        if payload == 0 {
-            return Err(SimError::Param(
-                "the payload must be at least 1 byte".into(),
-            ));
-        }
-        let pkt_bytes = payload + p.header_bytes;
-        let blocks = pkt_bytes.div_ceil(BLOCK);
-        let buf_blocks = p.buffer_bytes / BLOCK;
-        if buf_blocks < blocks {
-            return Err(SimError::Param(format!(
-                "an input buffer of {} bytes per VL cannot hold one packet of {} bytes",
-                p.buffer_bytes,
-                blocks * BLOCK
-            )));
-        }
-        // Data VLs: the highest any table names, plus one.
-        let mut top = 0u8;
-        let mut see = |v: u8| {
-            if v < 15 {
-                top = top.max(v);
-            }
-        };
-        for s in st.switches.values() {
-            for r in &s.sl2vl {
-                r.vl.iter().for_each(|&v| see(v));
-            }
-            if let Some(a) = &s.sl2vl_all {
-                a.iter().for_each(|&v| see(v));
-            }
-        }
-        for ps in st.ports.values() {
-            if let Some(t) = &ps.sl2vl {
-                t.iter().for_each(|&v| see(v));
-            }
-            if let Some(a) = &ps.vlarb {
-                a.high.iter().chain(&a.low).for_each(|e| see(e.vl));
-            }
-        }
-        let nvl = usize::from(top) + 1;
+        let Sizes {
+            payload,
+            pkt_bytes,
+            blocks,
+            buf_blocks,
+        } = Sizes::of(st, p)?;
+        let nvl = Self::data_vls(st);
 
-        // Channels: both directions of every live link.
-        let mut chans = Vec::new();
-        let mut out_chan: Vec<Vec<u32>> = f
-            .nodes()
-            .iter()
-            .map(|n| vec![NONE; usize::from(n.spec.port_count) + 1])
-            .collect();
-        for link in f.links() {
-            for (a, b) in [(link.a, link.b), (link.b, link.a)] {
-                if f.live_peer(a) != Some(b) {
-                    continue;
-                }
-                let Some(nb) = f.nodes().get(b.node.index()) else {
-                    continue;
-                };
-                let Some(mbps) = f.link_mbps(link) else {
-                    continue;
-                };
-                let id = chans.len() as u32;
-                if let Some(slot) = out_chan
-                    .get_mut(a.node.index())
-                    .and_then(|v| v.get_mut(usize::from(a.port.0)))
-                {
-                    *slot = id;
-                }
-                chans.push(Chan {
-                    from: a,
-                    to: b,
-                    to_host: None,
-                    to_switch: nb.spec.kind == NodeKind::Switch,
-                    mbps,
-                    drain_ps: drain_time(pkt_bytes, mbps, p.receive_rate),
-                });
-            }
-        }
-        // Hosts: end ports of role host, up, with a LID, cabled to a switch.
-        let mut hosts = Vec::new();
-        let mut master = SplitMix64(seed);
-        for (i, n) in f.nodes().iter().enumerate() {
-            if n.is_switch() || n.down || !n.is_host() {
-                continue;
-            }
-            for port in &n.ports {
-                let pr = PortRef {
-                    node: weft_fabric::NodeId(i as u32),
-                    port: port.num,
-                };
-                let Some(lid) = st.lids.get(pr.node, pr.port) else {
-                    continue;
-                };
-                let Some(&c) = out_chan.get(i).and_then(|v| v.get(usize::from(port.num.0))) else {
-                    continue;
-                };
-                let Some(ch) = chans.get(c as usize) else {
-                    continue;
-                };
-                if !ch.to_switch {
-                    continue;
-                }
-                // Each host's stream starts at a point of the sequence the master generator
-                // draws (seeding host k with `seed + k·γ` would make its stream host 0's
-                // shifted by k draws: SplitMix64 steps its state by γ).
-                let rng = SplitMix64(master.next_u64());
-                let period = ser(pkt_bytes, ch.mbps);
-                let interval = ((period as f64) / p.load).round().max(1.0) as u64;
-                hosts.push(Host {
-                    port: pr,
-                    via: st.source_switch(pr),
-                    inj: std::array::from_fn(|sl| st.injection_vl(pr, Sl(sl as u8)).0),
-                    lid,
-                    chan: c,
-                    rng,
-                    interval,
-                    held: None,
-                });
-            }
-        }
+        let (mut chans, out_chan) = Self::channels(st, p, pkt_bytes);
+        let mut hosts = Self::hosts(st, p, seed, pkt_bytes, &chans, &out_chan);
         let pattern = match traffic {
             Traffic::Jobs(jobs) => {
                 let names: Vec<String> = hosts
@@ -287,29 +140,197 @@ impl<'a> Sim<'a> {
             chans,
             hosts,
         };
-        for h in 0..sim.hosts.len() {
-            if sim
+        sim.schedule_first();
+        if sim.dft.as_ref().is_some_and(Loop::sweeping) {
+            sim.push(0, Ev::Sweep);
+        }
+        Ok(sim)
+    }
+
+    /// Refuses parameters the simulation cannot run; returns the warm-up in ns.
+    fn check_params(traffic: &Traffic, p: &Params) -> Result<u64, SimError> {
+        if !(p.load > 0.0 && p.load <= 1.0) {
+            return Err(SimError::Param(format!(
+                "the offered load must be above 0 and at most 1, not {}",
+                p.load
+            )));
+        }
+        if !(p.receive_rate > 0.0 && p.receive_rate <= 1.0) {
+            return Err(SimError::Param(format!(
+                "the receive rate must be above 0 and at most 1, not {}",
+                p.receive_rate
+            )));
+        }
+        if p.parallel_sends == Some(0) {
+            return Err(SimError::Param(
+                "the parallel sends of a switch input port must be at least 1".into(),
+            ));
+        }
+        if p.switch_buffers == SwitchBuffers::Voq && matches!(traffic, Traffic::Multicast { .. }) {
+            return Err(SimError::Param(
+                "multicast traffic with virtual output queues (switch buffers `voq`) is not \
+                 built yet: run it with switch buffers `fifo`"
+                    .into(),
+            ));
+        }
+        if p.duration_ns == 0 {
+            return Err(SimError::Param("the duration must be above 0".into()));
+        }
+        let warm_ns = p.warmup_ns.unwrap_or(p.duration_ns / 5);
+        if warm_ns >= p.duration_ns {
+            return Err(SimError::Param(format!(
+                "the warm-up ({warm_ns} ns) must be shorter than the duration ({} ns)",
+                p.duration_ns
+            )));
+        }
+        Ok(warm_ns)
+    }
+
+    /// Data VLs: the highest any table names, plus one.
+    fn data_vls(st: &FabricState) -> usize {
+        let mut top = 0u8;
+        let mut see = |v: u8| {
+            if v < 15 {
+                top = top.max(v);
+            }
+        };
+        for s in st.switches.values() {
+            for r in &s.sl2vl {
+                r.vl.iter().for_each(|&v| see(v));
+            }
+            if let Some(a) = &s.sl2vl_all {
+                a.iter().for_each(|&v| see(v));
+            }
+        }
+        for ps in st.ports.values() {
+            if let Some(t) = &ps.sl2vl {
+                t.iter().for_each(|&v| see(v));
+            }
+            if let Some(a) = &ps.vlarb {
+                a.high.iter().chain(&a.low).for_each(|e| see(e.vl));
+            }
+        }
+        usize::from(top) + 1
+    }
+
+    /// Channels: both directions of every live link; and each node's port's channel out
+    /// (`NONE`: none).
+    fn channels(st: &FabricState, p: &Params, pkt_bytes: u32) -> (Vec<Chan>, Vec<Vec<u32>>) {
+        let f = &st.fabric;
+        let mut chans = Vec::new();
+        let mut out_chan: Vec<Vec<u32>> = f
+            .nodes()
+            .iter()
+            .map(|n| vec![NONE; usize::from(n.spec.port_count) + 1])
+            .collect();
+        for link in f.links() {
+            for (a, b) in [(link.a, link.b), (link.b, link.a)] {
+                if f.live_peer(a) != Some(b) {
+                    continue;
+                }
+                let Some(nb) = f.nodes().get(b.node.index()) else {
+                    continue;
+                };
+                let Some(mbps) = f.link_mbps(link) else {
+                    continue;
+                };
+                let id = chans.len() as u32;
+                if let Some(slot) = out_chan
+                    .get_mut(a.node.index())
+                    .and_then(|v| v.get_mut(usize::from(a.port.0)))
+                {
+                    *slot = id;
+                }
+                chans.push(Chan {
+                    from: a,
+                    to: b,
+                    to_host: None,
+                    to_switch: nb.spec.kind == NodeKind::Switch,
+                    mbps,
+                    drain_ps: drain_time(pkt_bytes, mbps, p.receive_rate),
+                });
+            }
+        }
+        (chans, out_chan)
+    }
+
+    /// Hosts: end ports of role host, up, with a LID, cabled to a switch; each with its own
+    /// random stream drawn from `seed`.
+    fn hosts(
+        st: &FabricState,
+        p: &Params,
+        seed: u64,
+        pkt_bytes: u32,
+        chans: &[Chan],
+        out_chan: &[Vec<u32>],
+    ) -> Vec<Host> {
+        let f = &st.fabric;
+        let mut hosts = Vec::new();
+        let mut master = SplitMix64(seed);
+        for (i, n) in f.nodes().iter().enumerate() {
+            if n.is_switch() || n.down || !n.is_host() {
+                continue;
+            }
+            for port in &n.ports {
+                let pr = PortRef {
+                    node: weft_fabric::NodeId(i as u32),
+                    port: port.num,
+                };
+                let Some(lid) = st.lids.get(pr.node, pr.port) else {
+                    continue;
+                };
+                let Some(&c) = out_chan.get(i).and_then(|v| v.get(usize::from(port.num.0))) else {
+                    continue;
+                };
+                let Some(ch) = chans.get(c as usize) else {
+                    continue;
+                };
+                if !ch.to_switch {
+                    continue;
+                }
+                // Each host's stream starts at a point of the sequence the master generator
+                // draws (seeding host k with `seed + k·γ` would make its stream host 0's
+                // shifted by k draws: SplitMix64 steps its state by γ).
+                let rng = SplitMix64(master.next_u64());
+                let period = ser(pkt_bytes, ch.mbps);
+                let interval = ((period as f64) / p.load).round().max(1.0) as u64;
+                hosts.push(Host {
+                    port: pr,
+                    via: st.source_switch(pr),
+                    inj: std::array::from_fn(|sl| st.injection_vl(pr, Sl(sl as u8)).0),
+                    lid,
+                    chan: c,
+                    rng,
+                    interval,
+                    held: None,
+                });
+            }
+        }
+        hosts
+    }
+
+    /// Every sending host's first packet, at a random point of its first interval (from its
+    /// job's start).
+    fn schedule_first(&mut self) {
+        for h in 0..self.hosts.len() {
+            if self
                 .mc
                 .as_ref()
                 .is_some_and(|m| !m.sender.get(h).copied().unwrap_or(false))
             {
                 continue;
             }
-            let from = match sim.pattern.active(h as u32, 0) {
+            let from = match self.pattern.active(h as u32, 0) {
                 Active::Now => 0,
                 Active::From(t) => t,
                 Active::Never => continue,
             };
-            let first = sim.hosts.get_mut(h).map(|x| {
+            let first = self.hosts.get_mut(h).map(|x| {
                 let i = x.interval;
                 x.rng.below(i)
             });
-            sim.push(from + first.unwrap_or(0), Ev::Gen { host: h as u32 });
+            self.push(from + first.unwrap_or(0), Ev::Gen { host: h as u32 });
         }
-        if sim.dft.as_ref().is_some_and(Loop::sweeping) {
-            sim.push(0, Ev::Sweep);
-        }
-        Ok(sim)
     }
 
     /// Multicast traffic's group `mlid`: its members among the hosts; refused when the
@@ -385,6 +406,53 @@ impl<'a> Sim<'a> {
             non_receiver: 0,
             left: vec![0; nsw],
             gone: vec![0; nsw],
+        })
+    }
+}
+
+/// A packet's sizes, from the parameters and the fabric's smallest MTU.
+struct Sizes {
+    /// Payload bytes per packet.
+    payload: u32,
+    /// Bytes per packet, headers included.
+    pkt_bytes: u32,
+    /// Credit blocks per packet.
+    blocks: u32,
+    /// Credit blocks per input buffer and VL.
+    buf_blocks: u32,
+}
+
+impl Sizes {
+    /// The sizes `p` asks for on `st`'s fabric; refused when a buffer cannot hold a packet.
+    fn of(st: &FabricState, p: &Params) -> Result<Sizes, SimError> {
+        let f = &st.fabric;
+        let mtu = f
+            .nodes()
+            .iter()
+            .map(|n| n.spec.caps.mtu.bytes())
+            .min()
+            .unwrap_or(4096);
+        let payload = p.payload_bytes.min(mtu);
+        if payload == 0 {
+            return Err(SimError::Param(
+                "the payload must be at least 1 byte".into(),
+            ));
+        }
+        let pkt_bytes = payload + p.header_bytes;
+        let blocks = pkt_bytes.div_ceil(BLOCK);
+        let buf_blocks = p.buffer_bytes / BLOCK;
+        if buf_blocks < blocks {
+            return Err(SimError::Param(format!(
+                "an input buffer of {} bytes per VL cannot hold one packet of {} bytes",
+                p.buffer_bytes,
+                blocks * BLOCK
+            )));
+        }
+        Ok(Sizes {
+            payload,
+            pkt_bytes,
+            blocks,
+            buf_blocks,
         })
     }
 }

@@ -37,135 +37,18 @@ impl Sim<'_> {
 
     pub(super) fn report(&mut self, traffic: &Traffic, seed: u64) -> Report {
         let end = self.end;
-        // Close the stalls still open.
-        for i in 0..self.stall_since.len() {
-            if let Some(since) = self.stall_since.get_mut(i).and_then(Option::take) {
-                self.stalled(i, end.saturating_sub(since.max(self.warm)));
-            }
-        }
-        // Where every packet is.
-        let nsw = self.chans.len() * self.nvl;
-        let buffered: usize = self.bufs.iter().take(nsw).map(VecDeque::len).sum();
-        let queued: usize = self.bufs.iter().skip(nsw).map(VecDeque::len).sum();
-        let on_wire = self
-            .heap
-            .iter()
-            .filter(|i| matches!(i.ev, Ev::Arrive { .. }))
-            .count();
-        self.counts.in_flight = (buffered + on_wire) as u64 + self.receiving;
-        self.counts.queued_at_source = queued as u64;
-
+        self.close_books();
         let window = end - self.warm;
         let gbps = |bytes: u64| bytes as f64 * 8000.0 / window as f64;
-        let stats = |v: &mut dyn Iterator<Item = f64>| {
-            let (mut n, mut sum, mut min, mut max) = (0usize, 0.0, f64::INFINITY, 0.0f64);
-            for x in v {
-                n += 1;
-                sum += x;
-                min = min.min(x);
-                max = max.max(x);
-            }
-            if n == 0 {
-                Throughput::default()
-            } else {
-                Throughput {
-                    mean: sum / n as f64,
-                    min,
-                    max,
-                }
-            }
-        };
         let h = self.hosts.len();
         let throughput = stats(&mut self.recv.iter().map(|&b| gbps(b)));
-        let classes = matches!(traffic, Traffic::Hotspot { .. }).then(|| {
-            let contrib: Vec<usize> = (0..h)
-                .filter(|&i| self.pattern.hotspot_of(i as u32).is_some())
-                .collect();
-            Classes {
-                hotspots: (0..h as u32)
-                    .filter(|&i| self.pattern.is_hotspot(i))
-                    .filter_map(|i| self.hosts.get(i as usize).map(|x| self.name(x.port)))
-                    .collect(),
-                contributors: ClassThroughput {
-                    nodes: contrib.len(),
-                    gbps: stats(
-                        &mut contrib
-                            .iter()
-                            .map(|&i| gbps(self.to_hot.get(i).copied().unwrap_or(0))),
-                    ),
-                },
-                victims: ClassThroughput {
-                    nodes: h,
-                    gbps: stats(
-                        &mut self
-                            .by_src
-                            .iter()
-                            .zip(&self.to_hot)
-                            .map(|(a, b)| gbps(a - b)),
-                    ),
-                },
-            }
-        });
+        let classes = self.classes(traffic, &gbps);
         let latency = percentiles(&mut self.latencies);
-        let loads: Vec<LinkLoad> = self
-            .chans
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let bytes = self.sent_bytes.get(i).copied().unwrap_or(0);
-                LinkLoad {
-                    from: self.name(c.from),
-                    to: self.name(c.to),
-                    gbps: c.mbps as f64 / 1000.0,
-                    utilisation: bytes as f64 * 8e6 / c.mbps.max(1) as f64 / window as f64,
-                    xmit_wait_ns: self.stall_ps.get(i).copied().unwrap_or(0) as f64 / PS as f64,
-                }
-            })
-            .collect();
-        let congestion_trees = crate::trees::find(
-            &self
-                .chans
-                .iter()
-                .zip(&loads)
-                .enumerate()
-                .map(|(i, (c, l))| crate::trees::Port {
-                    from: l.from.clone(),
-                    to: l.to.clone(),
-                    end_node: c.to_host.and_then(|h| {
-                        let x = self.hosts.get(h as usize)?;
-                        Some(
-                            self.st
-                                .fabric
-                                .nodes()
-                                .get(x.port.node.index())?
-                                .name()
-                                .to_owned(),
-                        )
-                    }),
-                    utilisation: l.utilisation,
-                    stall_ps: self.stall_ps.get(i).copied().unwrap_or(0),
-                    stall_to: self.stall_to.get(i).cloned().unwrap_or_default(),
-                })
-                .collect::<Vec<_>>(),
-            window,
-        );
+        let loads = self.link_loads(window);
+        let congestion_trees = self.congestion_trees(&loads, window);
         let jobs = self.job_reports(traffic, &gbps);
         let stall_total_ns = self.stall_ps.iter().sum::<u64>() as f64 / PS as f64;
-        let mut hottest = loads.clone();
-        hottest.sort_by(|a, b| {
-            b.utilisation
-                .total_cmp(&a.utilisation)
-                .then_with(|| a.from.cmp(&b.from))
-        });
-        hottest.truncate(self.p.top);
-        let mut stalled: Vec<LinkLoad> =
-            loads.into_iter().filter(|l| l.xmit_wait_ns > 0.0).collect();
-        stalled.sort_by(|a, b| {
-            b.xmit_wait_ns
-                .total_cmp(&a.xmit_wait_ns)
-                .then_with(|| a.from.cmp(&b.from))
-        });
-        stalled.truncate(self.p.top);
+        let (hottest, stalled) = ranked(loads, self.p.top);
         Report {
             fabric: self.st.fabric.name.clone(),
             traffic: traffic.spec(),
@@ -220,6 +103,112 @@ impl Sim<'_> {
             events: self.events,
             wall: std::time::Duration::ZERO,
         }
+    }
+
+    /// Closes the stalls still open and counts where every packet is.
+    fn close_books(&mut self) {
+        let end = self.end;
+        // Close the stalls still open.
+        for i in 0..self.stall_since.len() {
+            if let Some(since) = self.stall_since.get_mut(i).and_then(Option::take) {
+                self.stalled(i, end.saturating_sub(since.max(self.warm)));
+            }
+        }
+        // Where every packet is.
+        let nsw = self.chans.len() * self.nvl;
+        let buffered: usize = self.bufs.iter().take(nsw).map(VecDeque::len).sum();
+        let queued: usize = self.bufs.iter().skip(nsw).map(VecDeque::len).sum();
+        let on_wire = self
+            .heap
+            .iter()
+            .filter(|i| matches!(i.ev, Ev::Arrive { .. }))
+            .count();
+        self.counts.in_flight = (buffered + on_wire) as u64 + self.receiving;
+        self.counts.queued_at_source = queued as u64;
+    }
+
+    /// Under hot-spot traffic: the hot spots, and the throughput of the hosts that send to
+    /// them and of every host.
+    fn classes(&self, traffic: &Traffic, gbps: &dyn Fn(u64) -> f64) -> Option<Classes> {
+        let h = self.hosts.len();
+        matches!(traffic, Traffic::Hotspot { .. }).then(|| {
+            let contrib: Vec<usize> = (0..h)
+                .filter(|&i| self.pattern.hotspot_of(i as u32).is_some())
+                .collect();
+            Classes {
+                hotspots: (0..h as u32)
+                    .filter(|&i| self.pattern.is_hotspot(i))
+                    .filter_map(|i| self.hosts.get(i as usize).map(|x| self.name(x.port)))
+                    .collect(),
+                contributors: ClassThroughput {
+                    nodes: contrib.len(),
+                    gbps: stats(
+                        &mut contrib
+                            .iter()
+                            .map(|&i| gbps(self.to_hot.get(i).copied().unwrap_or(0))),
+                    ),
+                },
+                victims: ClassThroughput {
+                    nodes: h,
+                    gbps: stats(
+                        &mut self
+                            .by_src
+                            .iter()
+                            .zip(&self.to_hot)
+                            .map(|(a, b)| gbps(a - b)),
+                    ),
+                },
+            }
+        })
+    }
+
+    /// Every channel's load over the window of `window` ps.
+    fn link_loads(&self, window: u64) -> Vec<LinkLoad> {
+        self.chans
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let bytes = self.sent_bytes.get(i).copied().unwrap_or(0);
+                LinkLoad {
+                    from: self.name(c.from),
+                    to: self.name(c.to),
+                    gbps: c.mbps as f64 / 1000.0,
+                    utilisation: bytes as f64 * 8e6 / c.mbps.max(1) as f64 / window as f64,
+                    xmit_wait_ns: self.stall_ps.get(i).copied().unwrap_or(0) as f64 / PS as f64,
+                }
+            })
+            .collect()
+    }
+
+    /// The congestion trees the channels' stalls make.
+    fn congestion_trees(&self, loads: &[LinkLoad], window: u64) -> Vec<crate::CongestionTree> {
+        crate::trees::find(
+            &self
+                .chans
+                .iter()
+                .zip(loads)
+                .enumerate()
+                .map(|(i, (c, l))| crate::trees::Port {
+                    from: l.from.clone(),
+                    to: l.to.clone(),
+                    end_node: c.to_host.and_then(|h| {
+                        let x = self.hosts.get(h as usize)?;
+                        Some(
+                            self.st
+                                .fabric
+                                .nodes()
+                                .get(x.port.node.index())?
+                                .name()
+                                .to_owned(),
+                        )
+                    }),
+                    utilisation: l.utilisation,
+                    stall_ps: self.stall_ps.get(i).copied().unwrap_or(0),
+                    stall_to: self.stall_to.get(i).cloned().unwrap_or_default(),
+                })
+                .collect::<Vec<_>>(),
+            window,
+        )
     }
 
     /// Per job of a job file: its throughput per node and latency.
@@ -284,6 +273,45 @@ impl Sim<'_> {
             })
             .collect()
     }
+}
+
+/// Mean, minimum and maximum of `v` (all 0 when it is empty).
+fn stats(v: &mut dyn Iterator<Item = f64>) -> Throughput {
+    let (mut n, mut sum, mut min, mut max) = (0usize, 0.0, f64::INFINITY, 0.0f64);
+    for x in v {
+        n += 1;
+        sum += x;
+        min = min.min(x);
+        max = max.max(x);
+    }
+    if n == 0 {
+        Throughput::default()
+    } else {
+        Throughput {
+            mean: sum / n as f64,
+            min,
+            max,
+        }
+    }
+}
+
+/// The `top` hottest links, and the `top` most stalled ports.
+fn ranked(loads: Vec<LinkLoad>, top: usize) -> (Vec<LinkLoad>, Vec<LinkLoad>) {
+    let mut hottest = loads.clone();
+    hottest.sort_by(|a, b| {
+        b.utilisation
+            .total_cmp(&a.utilisation)
+            .then_with(|| a.from.cmp(&b.from))
+    });
+    hottest.truncate(top);
+    let mut stalled: Vec<LinkLoad> = loads.into_iter().filter(|l| l.xmit_wait_ns > 0.0).collect();
+    stalled.sort_by(|a, b| {
+        b.xmit_wait_ns
+            .total_cmp(&a.xmit_wait_ns)
+            .then_with(|| a.from.cmp(&b.from))
+    });
+    stalled.truncate(top);
+    (hottest, stalled)
 }
 
 /// The 50th and 99th percentile and the maximum of `lat` (picoseconds) in nanoseconds: the

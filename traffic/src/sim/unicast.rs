@@ -486,68 +486,11 @@ impl Sim<'_> {
             return;
         }
         let base = oi * self.nvl;
-        let mut ready = 0u16;
-        let mut waiting = false;
-        let mut starved = None;
-        for v in 0..self.nvl {
-            let Some(o) = self.outs.get(base + v) else {
-                continue;
-            };
-            let r = &o.reqs;
-            if r.is_empty() {
-                continue;
-            }
-            waiting = true;
-            if o.credits >= self.blocks {
-                // An input at its limit of parallel sends cannot start another.
-                if r.iter().any(|&b| self.may_send(b)) {
-                    ready |= 1 << v;
-                }
-            } else if starved.is_none() {
-                starved = Some(v);
-            }
-        }
-        let pick = if ready == 0 {
-            None
-        } else {
-            self.arb.get_mut(oi).and_then(|a| a.pick(ready))
-        };
-        let Some(vl) = pick else {
-            if waiting && self.stall_since.get(oi).is_some_and(Option::is_none) {
-                if let Some(s) = self.stall_since.get_mut(oi) {
-                    *s = Some(now);
-                }
-                let by = self.blocked_by(oi, starved);
-                if let Some(b) = self.blocker.get_mut(oi) {
-                    *b = by;
-                }
-            }
+        let Some(vl) = self.choose_vl(now, oi) else {
             return;
         };
         let k = base + usize::from(vl);
-        // Round robin over the buffers asking (that may start a send): the first after the
-        // one served last.
-        let Some((last, r)) = self.outs.get(k).map(|o| (o.last, &o.reqs)) else {
-            return;
-        };
-        let pick = if self.limit == u32::MAX {
-            // Every buffer may send: one pass for the first after `last` and the first of all.
-            let (mut after, mut first) = (NONE, NONE);
-            for &x in r {
-                first = first.min(x);
-                if (last == NONE || x > last) && x < after {
-                    after = x;
-                }
-            }
-            Some(if after != NONE { after } else { first }).filter(|&x| x != NONE)
-        } else {
-            r.iter()
-                .copied()
-                .filter(|&x| (last == NONE || x > last) && self.may_send(x))
-                .min()
-                .or_else(|| r.iter().copied().filter(|&x| self.may_send(x)).min())
-        };
-        let Some(b) = pick else {
+        let Some(b) = self.pick_buffer(k) else {
             return;
         };
         if let Some(o) = self.outs.get_mut(k) {
@@ -579,6 +522,110 @@ impl Sim<'_> {
         let Some(pkt) = pkt else {
             return;
         };
+        let from = self.account_send(now, oi, b, k, finish);
+        // The output is free at `finish`; an event then only if an input waits for it
+        // already (a later request or credit asks for one, above) or a send is counted.
+        let waiting =
+            (0..self.nvl).any(|v| self.outs.get(base + v).is_some_and(|o| !o.reqs.is_empty()));
+        let wake = waiting || from != NONE;
+        if let Some(w) = self.wake.get_mut(oi) {
+            *w = wake;
+        }
+        if wake {
+            self.push(finish, Ev::Free { chan: o, from });
+        }
+        let arrive = now + self.link_ps;
+        // Into a switch, one event a switch latency after the head arrived: the packet is
+        // buffered and may be routed then (nothing looks at it before).
+        let to_switch = self.chans.get(oi).is_some_and(|c| c.to_switch);
+        self.push(
+            if to_switch {
+                arrive + self.sw_ps
+            } else {
+                arrive
+            },
+            Ev::Arrive {
+                chan: o,
+                pkt: Pkt {
+                    vl,
+                    head_at: arrive,
+                    tail_at: finish + self.link_ps,
+                    ..pkt
+                },
+            },
+        );
+    }
+
+    /// The VL channel `oi` sends on next: one with a request that may start and credits,
+    /// by arbitration. With none, a stall starts now if a request waits.
+    fn choose_vl(&mut self, now: u64, oi: usize) -> Option<u8> {
+        let base = oi * self.nvl;
+        let mut ready = 0u16;
+        let mut waiting = false;
+        let mut starved = None;
+        for v in 0..self.nvl {
+            let Some(o) = self.outs.get(base + v) else {
+                continue;
+            };
+            let r = &o.reqs;
+            if r.is_empty() {
+                continue;
+            }
+            waiting = true;
+            if o.credits >= self.blocks {
+                // An input at its limit of parallel sends cannot start another.
+                if r.iter().any(|&b| self.may_send(b)) {
+                    ready |= 1 << v;
+                }
+            } else if starved.is_none() {
+                starved = Some(v);
+            }
+        }
+        let pick = if ready == 0 {
+            None
+        } else {
+            self.arb.get_mut(oi).and_then(|a| a.pick(ready))
+        };
+        if pick.is_none() && waiting && self.stall_since.get(oi).is_some_and(Option::is_none) {
+            if let Some(s) = self.stall_since.get_mut(oi) {
+                *s = Some(now);
+            }
+            let by = self.blocked_by(oi, starved);
+            if let Some(b) = self.blocker.get_mut(oi) {
+                *b = by;
+            }
+        }
+        pick
+    }
+
+    /// The buffer output VL slot `k` serves next: round robin over the buffers asking (that
+    /// may start a send), the first after the one served last.
+    fn pick_buffer(&self, k: usize) -> Option<u32> {
+        let (last, r) = self.outs.get(k).map(|o| (o.last, &o.reqs))?;
+        if self.limit == u32::MAX {
+            // Every buffer may send: one pass for the first after `last` and the first of all.
+            let (mut after, mut first) = (NONE, NONE);
+            for &x in r {
+                first = first.min(x);
+                if (last == NONE || x > last) && x < after {
+                    after = x;
+                }
+            }
+            Some(if after != NONE { after } else { first }).filter(|&x| x != NONE)
+        } else {
+            r.iter()
+                .copied()
+                .filter(|&x| (last == NONE || x > last) && self.may_send(x))
+                .min()
+                .or_else(|| r.iter().copied().filter(|&x| self.may_send(x)).min())
+        }
+    }
+
+    /// The books of a send from buffer `b` on output VL slot `k` of channel `oi`, from `now`
+    /// to `finish`: parallel sends, credits, arbitration, busy time, stalls ended, bytes in
+    /// the window, injections. Returns the input whose parallel send is counted (`NONE`).
+    fn account_send(&mut self, now: u64, oi: usize, b: u32, k: usize, finish: u64) -> u32 {
+        let switch_in = (b as usize) < self.chans.len() * self.nvl;
         // Parallel sends are counted only under a limit.
         let from = if switch_in && self.limit != u32::MAX {
             let c = b / self.nvl as u32;
@@ -621,37 +668,7 @@ impl Sim<'_> {
         if oi < self.chans.len() && b as usize >= self.chans.len() * self.nvl {
             self.counts.injected += 1;
         }
-        // The output is free at `finish`; an event then only if an input waits for it
-        // already (a later request or credit asks for one, above) or a send is counted.
-        let waiting =
-            (0..self.nvl).any(|v| self.outs.get(base + v).is_some_and(|o| !o.reqs.is_empty()));
-        let wake = waiting || from != NONE;
-        if let Some(w) = self.wake.get_mut(oi) {
-            *w = wake;
-        }
-        if wake {
-            self.push(finish, Ev::Free { chan: o, from });
-        }
-        let arrive = now + self.link_ps;
-        // Into a switch, one event a switch latency after the head arrived: the packet is
-        // buffered and may be routed then (nothing looks at it before).
-        let to_switch = self.chans.get(oi).is_some_and(|c| c.to_switch);
-        self.push(
-            if to_switch {
-                arrive + self.sw_ps
-            } else {
-                arrive
-            },
-            Ev::Arrive {
-                chan: o,
-                pkt: Pkt {
-                    vl,
-                    head_at: arrive,
-                    tail_at: finish + self.link_ps,
-                    ..pkt
-                },
-            },
-        );
+        from
     }
 
     /// What channel `oi`'s stall starting now waits on: with VL `starved` out of credits,

@@ -38,141 +38,17 @@ impl<'a> Reference<'a> {
             return Err("a buffer below one packet, or a warm-up not below the duration".into());
         }
 
-        // Wires: both directions of every live link.
-        let mut wires = Vec::new();
-        let mut out_wire: Vec<Vec<Option<usize>>> = f
-            .nodes()
-            .iter()
-            .map(|n| vec![None; usize::from(n.spec.port_count) + 1])
-            .collect();
-        for link in f.links() {
-            for (from, to) in [(link.a, link.b), (link.b, link.a)] {
-                if f.live_peer(from) != Some(to) {
-                    continue;
-                }
-                let mbps = f.link_mbps(link).ok_or("a link without a rate")?;
-                let into = if f.nodes()[to.node.index()].spec.kind == NodeKind::Switch {
-                    End::Switch(to.node.index())
-                } else {
-                    End::Other
-                };
-                out_wire[from.node.index()][usize::from(from.port.0)] = Some(wires.len());
-                wires.push(Wire {
-                    from,
-                    to,
-                    mbps,
-                    into,
-                    busy_until: 0,
-                    credits: [capacity; VLS],
-                    arb: Arbiter::new(st.ports.get(&from).and_then(|s| s.vlarb.as_ref())),
-                    last_served: [None; VLS],
-                    bytes_in_window: 0.0,
-                });
-            }
-        }
+        let (mut wires, out_wire) = wires(st, capacity)?;
 
-        // Hosts, each with its own generator drawn from the master's stream.
-        let mut master = SplitMix64(seed);
-        let mut sources = Vec::new();
-        let mut names = Vec::new();
-        for (i, node) in f.nodes().iter().enumerate() {
-            if node.is_switch() || node.down || !node.is_host() {
-                continue;
-            }
-            for port in &node.ports {
-                let pr = PortRef::new(weft_fabric::NodeId(i as u32), port.num.0);
-                let Some(lid) = st.lids.get(pr.node, pr.port) else {
-                    continue;
-                };
-                let Some(w) = out_wire[i][usize::from(port.num.0)] else {
-                    continue;
-                };
-                if !matches!(wires[w].into, End::Switch(_)) {
-                    continue;
-                }
-                let h = sources.len();
-                let back = out_wire[wires[w].to.node.index()][usize::from(wires[w].to.port.0)]
-                    .ok_or("a live link with one direction")?;
-                wires[back].into = End::Host(h);
-                let every = (serialise(bytes, wires[w].mbps) as f64 / p.load)
-                    .round()
-                    .max(1.0) as u64;
-                sources.push(Source {
-                    port: pr,
-                    lid: lid.0,
-                    wire: w,
-                    rng: SplitMix64(master.next_u64()),
-                    every,
-                    sends: true,
-                    queues: vec![VecDeque::new(); VLS],
-                    held: None,
-                    drained_until: 0,
-                });
-                names.push(format!("{}:{}", node.name(), port.num.0));
-            }
-        }
+        let (mut sources, names) = sources(st, p, seed, bytes, &mut wires, &out_wire)?;
         let n = sources.len();
         if n < 2 {
             return Err("fewer than two hosts".into());
         }
 
-        let mut group = None;
-        let draw = match traffic {
-            Traffic::Uniform => Draw::Uniform,
-            Traffic::Hotspot {
-                count,
-                share_ppm,
-                window: None,
-            } => {
-                let c = *count;
-                if c == 0 || c > n {
-                    return Err("hot-spots: none, or more than hosts".into());
-                }
-                // Host i is in group ⌊i·c/n⌋, whose first host is ⌈g·n/c⌉.
-                let hot = (0..n).map(|i| (i * c / n * n).div_ceil(c)).collect();
-                Draw::Hotspot(hot, u64::from(*share_ppm))
-            }
-            Traffic::Shift(k) => {
-                if k % n == 0 {
-                    return Err("a shift onto itself".into());
-                }
-                Draw::Fixed((0..n).map(|i| (i + k) % n).collect())
-            }
-            Traffic::AllToAll => Draw::AllToAll(vec![1; n]),
-            Traffic::Multicast { mlid, share_ppm } => {
-                let mlid = Mlid::new(*mlid).ok_or("not a multicast LID")?;
-                let g = st.multicast.group(mlid).ok_or("no such group")?;
-                let join = |s: &Source| g.members.get(&s.port).copied();
-                // Send-only members make the group a feed: only they send.
-                let feed = g.members.values().any(|j| !j.receives());
-                let sends = |j: JoinState| !feed || !j.receives();
-                for s in &mut sources {
-                    s.sends = join(s).is_some_and(sends);
-                }
-                group = Some(Group {
-                    mlid,
-                    sl: g.sl,
-                    receiver: sources
-                        .iter()
-                        .map(|s| join(s).is_some_and(JoinState::receives))
-                        .collect(),
-                });
-                Draw::Group(u64::from(*share_ppm))
-            }
-            other => return Err(format!("`{}` is not modelled here", other.spec())),
-        };
+        let (draw, group) = draw(st, traffic, &mut sources)?;
 
-        let mut inputs = vec![Vec::new(); f.nodes().len()];
-        let mut by_port: Vec<(PortRef, usize)> = wires
-            .iter()
-            .enumerate()
-            .filter(|(_, w)| matches!(w.into, End::Switch(_)))
-            .map(|(i, w)| (w.to, i))
-            .collect();
-        by_port.sort();
-        for (to, w) in by_port {
-            inputs[to.node.index()].push(w);
-        }
+        let inputs = inputs(st, &wires);
         let buffers = wires
             .iter()
             .map(|_| (0..VLS).map(|_| VecDeque::new()).collect())
@@ -228,4 +104,170 @@ impl<'a> Reference<'a> {
         }
         Ok(r)
     }
+}
+
+/// Wires: both directions of every live link, each with `capacity` credits per VL; and each
+/// node's port's wire out.
+#[allow(clippy::type_complexity)]
+fn wires(st: &FabricState, capacity: u32) -> Result<(Vec<Wire>, Vec<Vec<Option<usize>>>), String> {
+    let f = &st.fabric;
+    let mut wires = Vec::new();
+    let mut out_wire: Vec<Vec<Option<usize>>> = f
+        .nodes()
+        .iter()
+        .map(|n| vec![None; usize::from(n.spec.port_count) + 1])
+        .collect();
+    for link in f.links() {
+        for (from, to) in [(link.a, link.b), (link.b, link.a)] {
+            if f.live_peer(from) != Some(to) {
+                continue;
+            }
+            let mbps = f.link_mbps(link).ok_or("a link without a rate")?;
+            let into = if f.nodes()[to.node.index()].spec.kind == NodeKind::Switch {
+                End::Switch(to.node.index())
+            } else {
+                End::Other
+            };
+            out_wire[from.node.index()][usize::from(from.port.0)] = Some(wires.len());
+            wires.push(Wire {
+                from,
+                to,
+                mbps,
+                into,
+                busy_until: 0,
+                credits: [capacity; VLS],
+                arb: Arbiter::new(st.ports.get(&from).and_then(|s| s.vlarb.as_ref())),
+                last_served: [None; VLS],
+                bytes_in_window: 0.0,
+            });
+        }
+    }
+
+    Ok((wires, out_wire))
+}
+
+/// Hosts, each with its own generator drawn from the master's stream; marks the wires into
+/// them. Returns them and their names.
+fn sources(
+    st: &FabricState,
+    p: &Params,
+    seed: u64,
+    bytes: u32,
+    wires: &mut [Wire],
+    out_wire: &[Vec<Option<usize>>],
+) -> Result<(Vec<Source>, Vec<String>), String> {
+    let f = &st.fabric;
+    let mut master = SplitMix64(seed);
+    let mut sources = Vec::new();
+    let mut names = Vec::new();
+    for (i, node) in f.nodes().iter().enumerate() {
+        if node.is_switch() || node.down || !node.is_host() {
+            continue;
+        }
+        for port in &node.ports {
+            let pr = PortRef::new(weft_fabric::NodeId(i as u32), port.num.0);
+            let Some(lid) = st.lids.get(pr.node, pr.port) else {
+                continue;
+            };
+            let Some(w) = out_wire[i][usize::from(port.num.0)] else {
+                continue;
+            };
+            if !matches!(wires[w].into, End::Switch(_)) {
+                continue;
+            }
+            let h = sources.len();
+            let back = out_wire[wires[w].to.node.index()][usize::from(wires[w].to.port.0)]
+                .ok_or("a live link with one direction")?;
+            wires[back].into = End::Host(h);
+            let every = (serialise(bytes, wires[w].mbps) as f64 / p.load)
+                .round()
+                .max(1.0) as u64;
+            sources.push(Source {
+                port: pr,
+                lid: lid.0,
+                wire: w,
+                rng: SplitMix64(master.next_u64()),
+                every,
+                sends: true,
+                queues: vec![VecDeque::new(); VLS],
+                held: None,
+                drained_until: 0,
+            });
+            names.push(format!("{}:{}", node.name(), port.num.0));
+        }
+    }
+    Ok((sources, names))
+}
+
+/// How each host picks its destinations under `traffic` (and a multicast group's senders and
+/// receivers).
+fn draw(
+    st: &FabricState,
+    traffic: &Traffic,
+    sources: &mut [Source],
+) -> Result<(Draw, Option<Group>), String> {
+    let n = sources.len();
+    let mut group = None;
+    let draw = match traffic {
+        Traffic::Uniform => Draw::Uniform,
+        Traffic::Hotspot {
+            count,
+            share_ppm,
+            window: None,
+        } => {
+            let c = *count;
+            if c == 0 || c > n {
+                return Err("hot-spots: none, or more than hosts".into());
+            }
+            // Host i is in group ⌊i·c/n⌋, whose first host is ⌈g·n/c⌉.
+            let hot = (0..n).map(|i| (i * c / n * n).div_ceil(c)).collect();
+            Draw::Hotspot(hot, u64::from(*share_ppm))
+        }
+        Traffic::Shift(k) => {
+            if k % n == 0 {
+                return Err("a shift onto itself".into());
+            }
+            Draw::Fixed((0..n).map(|i| (i + k) % n).collect())
+        }
+        Traffic::AllToAll => Draw::AllToAll(vec![1; n]),
+        Traffic::Multicast { mlid, share_ppm } => {
+            let mlid = Mlid::new(*mlid).ok_or("not a multicast LID")?;
+            let g = st.multicast.group(mlid).ok_or("no such group")?;
+            let join = |s: &Source| g.members.get(&s.port).copied();
+            // Send-only members make the group a feed: only they send.
+            let feed = g.members.values().any(|j| !j.receives());
+            let sends = |j: JoinState| !feed || !j.receives();
+            for s in sources.iter_mut() {
+                s.sends = join(s).is_some_and(sends);
+            }
+            group = Some(Group {
+                mlid,
+                sl: g.sl,
+                receiver: sources
+                    .iter()
+                    .map(|s| join(s).is_some_and(JoinState::receives))
+                    .collect(),
+            });
+            Draw::Group(u64::from(*share_ppm))
+        }
+        other => return Err(format!("`{}` is not modelled here", other.spec())),
+    };
+    Ok((draw, group))
+}
+
+/// Each switch's input wires, by the port they enter.
+fn inputs(st: &FabricState, wires: &[Wire]) -> Vec<Vec<usize>> {
+    let f = &st.fabric;
+    let mut inputs = vec![Vec::new(); f.nodes().len()];
+    let mut by_port: Vec<(PortRef, usize)> = wires
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| matches!(w.into, End::Switch(_)))
+        .map(|(i, w)| (w.to, i))
+        .collect();
+    by_port.sort();
+    for (to, w) in by_port {
+        inputs[to.node.index()].push(w);
+    }
+    inputs
 }

@@ -24,7 +24,7 @@ use crate::{Property, Scope};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use weft_fabric::{Fingerprint, Guid, SlSet, ValidState};
+use weft_fabric::{Fingerprint, Guid, NodeId, SlSet, ValidState};
 
 /// What the certificate must prove.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,6 +71,59 @@ pub fn check(
     cert: &Certificate,
     req: &Request,
 ) -> Result<CheckSummary, CertificateError> {
+    check_claims(state, cert, req)?;
+    let net = Net::new(state);
+    let rank = read_ranks(&net, state, cert)?;
+    let pos = read_positions(&net, state, cert)?;
+    let (sources, dests) = net.endpoints(cert.scope);
+    let by_lid = read_labels(cert, &dests)?;
+    let mc_states = check_multicast(state, &net, cert, &rank)?;
+    let attach = net.attach(&sources);
+    let results: Vec<Result<(u64, u64), CertificateError>> = dests
+        .par_iter()
+        .map_init(
+            || Scratch::new(&net),
+            |scr, d| {
+                let labels = by_lid.get(&d.lid.0).copied().unwrap_or(&[]);
+                let ctx = DestCheck {
+                    net: &net,
+                    sources: &sources,
+                    attach: &attach,
+                    d: *d,
+                    labels,
+                    pos: &pos,
+                    rank: &rank,
+                };
+                ctx.check(scr)
+            },
+        )
+        .collect();
+    let switch_destinations = dests.iter().filter(|d| net.is_switch(d.owner.0)).count() as u64;
+    let mut summary = CheckSummary {
+        scope: cert.scope,
+        properties: cert.properties.clone(),
+        destinations: dests.len() as u64,
+        hca_destinations: dests.len() as u64 - switch_destinations,
+        switch_destinations,
+        routes: 0,
+        states: mc_states,
+        traffic: crate::Traffic::of(state),
+    };
+    for r in results {
+        let (routes, states) = r?;
+        summary.routes += routes;
+        summary.states += states;
+    }
+    Ok(summary)
+}
+
+/// What the certificate is for: its format and version, the state it was made for, the scope
+/// and the properties it claims, and the two properties recomputed rather than read.
+fn check_claims(
+    state: &ValidState,
+    cert: &Certificate,
+    req: &Request,
+) -> Result<(), CertificateError> {
     if cert.format != super::FORMAT {
         return Err(CertificateError::Format(format!(
             "`format` is `{}`",
@@ -108,8 +161,13 @@ pub fn check(
     if seen_props.len() != cert.properties.len() {
         return Err(CertificateError::Duplicate("a property".to_owned()));
     }
-    // `isolated` has no section: it is recomputed from the P_Key tables (as cheap as reading
-    // a proof of it would be).
+    check_recomputed(state, cert)
+}
+
+/// `isolated` and `apm_disjoint` have no section: they are recomputed from the state (as
+/// cheap as reading a proof of them would be).
+fn check_recomputed(state: &ValidState, cert: &Certificate) -> Result<(), CertificateError> {
+    // `isolated`: from the P_Key tables.
     if cert.properties.contains(&Property::Isolated) {
         let iso = crate::isolation::check(state, 1);
         let verdict = iso.verdict();
@@ -122,8 +180,7 @@ pub fn check(
             return Err(CertificateError::Isolation(why));
         }
     }
-    // `apm_disjoint` is recomputed too: two walks per pair of a source switch and a
-    // destination port.
+    // `apm_disjoint`: two walks per pair of a source switch and a destination port.
     if cert.properties.contains(&Property::ApmDisjoint) {
         let apm = crate::apm::check(state, 1);
         if apm.outcome != crate::Outcome::Proven {
@@ -135,22 +192,29 @@ pub fn check(
             return Err(CertificateError::Apm(why));
         }
     }
+    Ok(())
+}
 
-    let net = Net::new(state);
-    let f = &state.fabric;
-    // The node a certificate names by its GUID.
-    let node_of = |g: &str| {
-        g.parse::<Guid>()
-            .ok()
-            .and_then(|g| f.find_guid(g))
-            .ok_or_else(|| {
-                CertificateError::Node(format!("node `{g}`, which the fabric does not have"))
-            })
-    };
-    // Ranks by channel id; u32::MAX where the certificate gives none.
+/// The node a certificate names by its GUID.
+fn node_of(state: &ValidState, g: &str) -> Result<NodeId, CertificateError> {
+    g.parse::<Guid>()
+        .ok()
+        .and_then(|g| state.fabric.find_guid(g))
+        .ok_or_else(|| {
+            CertificateError::Node(format!("node `{g}`, which the fabric does not have"))
+        })
+}
+
+/// The deadlock-freedom section's ranks by channel id; `u32::MAX` where the certificate gives
+/// none.
+fn read_ranks(
+    net: &Net<'_>,
+    state: &ValidState,
+    cert: &Certificate,
+) -> Result<Vec<u32>, CertificateError> {
     let mut rank = vec![u32::MAX; net.ports as usize * usize::from(net.vls)];
     for (g, p, vl, r) in &cert.deadlock_free.channels {
-        let node = node_of(g)?;
+        let node = node_of(state, g)?;
         if *r == u32::MAX {
             return Err(CertificateError::Rank {
                 from: format!("{g}:{p} vl {vl}"),
@@ -171,15 +235,24 @@ pub fn check(
             *slot = *r;
         }
     }
-    // Label position of each switch index.
+    Ok(rank)
+}
+
+/// The connectivity section's label position of each switch index; `NO_INDEX` where the
+/// certificate names none.
+fn read_positions(
+    net: &Net<'_>,
+    state: &ValidState,
+    cert: &Certificate,
+) -> Result<Vec<u32>, CertificateError> {
     let mut pos = vec![NO_INDEX; net.switches.len()];
     for (j, g) in cert.connected.switches.iter().enumerate() {
-        let node = node_of(g)?;
+        let node = node_of(state, g)?;
         let k = net.switch_of(node.0);
         let Some(slot) = pos.get_mut(k as usize) else {
             return Err(CertificateError::Node(format!(
                 "`{}` ({g}) as a switch, but it is not one",
-                f.node(node).name()
+                state.fabric.node(node).name()
             )));
         };
         if *slot != NO_INDEX {
@@ -187,7 +260,14 @@ pub fn check(
         }
         *slot = j as u32;
     }
-    let (sources, dests) = net.endpoints(cert.scope);
+    Ok(pos)
+}
+
+/// The connectivity section's labels by destination LID, which must be exactly `dests`.
+fn read_labels<'c>(
+    cert: &'c Certificate,
+    dests: &[Dest],
+) -> Result<BTreeMap<u16, &'c [u16]>, CertificateError> {
     let mut by_lid: BTreeMap<u16, &[u16]> = BTreeMap::new();
     for l in &cert.connected.destinations {
         if l.labels.len() != cert.connected.switches.len() {
@@ -226,35 +306,7 @@ pub fn check(
             example,
         });
     }
-    let mc_states = check_multicast(state, &net, cert, &rank)?;
-    let attach = net.attach(&sources);
-    let results: Vec<Result<(u64, u64), CertificateError>> = dests
-        .par_iter()
-        .map_init(
-            || Scratch::new(&net),
-            |scr, d| {
-                let labels = by_lid.get(&d.lid.0).copied().unwrap_or(&[]);
-                check_dest(&net, &sources, &attach, scr, *d, labels, &pos, &rank)
-            },
-        )
-        .collect();
-    let switch_destinations = dests.iter().filter(|d| net.is_switch(d.owner.0)).count() as u64;
-    let mut summary = CheckSummary {
-        scope: cert.scope,
-        properties: cert.properties.clone(),
-        destinations: dests.len() as u64,
-        hca_destinations: dests.len() as u64 - switch_destinations,
-        switch_destinations,
-        routes: 0,
-        states: mc_states,
-        traffic: crate::Traffic::of(state),
-    };
-    for r in results {
-        let (routes, states) = r?;
-        summary.routes += routes;
-        summary.states += states;
-    }
-    Ok(summary)
+    Ok(by_lid)
 }
 
 /// Per-thread buffers of the per-destination pass, reused from one destination to the next
@@ -495,100 +547,145 @@ fn ranks_increase(
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
-fn check_dest(
-    net: &Net<'_>,
-    sources: &[Source],
-    attach: &Attach,
-    scr: &mut Scratch,
+/// One destination's check: what it needs besides the per-thread buffers.
+struct DestCheck<'a, 'n> {
+    net: &'a Net<'n>,
+    sources: &'a [Source],
+    attach: &'a Attach,
     d: Dest,
-    labels: &[u16],
-    pos: &[u32],
-    rank: &[u32],
-) -> Result<(u64, u64), CertificateError> {
-    let label_err = |n: u32, problem: String| CertificateError::Label {
-        lid: d.lid.0,
-        node: net.node_ref(n).name,
-        problem,
-    };
-    let s_count = net.switches.len();
-    let label = |k: u32| -> u16 {
-        pos.get(k as usize)
-            .and_then(|&j| labels.get(j as usize))
+    /// The certificate's labels for `d`, by label position.
+    labels: &'a [u16],
+    /// Label position of each switch index.
+    pos: &'a [u32],
+    /// Ranks by channel id.
+    rank: &'a [u32],
+}
+
+impl DestCheck<'_, '_> {
+    /// A refusal of `d`'s labels at node `n`.
+    fn label_err(&self, n: u32, problem: String) -> CertificateError {
+        CertificateError::Label {
+            lid: self.d.lid.0,
+            node: self.net.node_ref(n).name,
+            problem,
+        }
+    }
+
+    /// Switch index `k`'s label for `d`, `NO_LABEL` when it has none.
+    fn label(&self, k: u32) -> u16 {
+        self.pos
+            .get(k as usize)
+            .and_then(|&j| self.labels.get(j as usize))
             .copied()
             .unwrap_or(NO_LABEL)
-    };
-    scr.states.reset();
-    scr.hca.iter_mut().for_each(|h| *h = false);
-    // 1. Labels: 0 only where the switch owns and delivers `d`; otherwise the next hop is the
-    // destination's port, or a switch with a strictly lower label.
-    scr.step.clear();
-    let mut max_label = 0u16;
-    for (k, &x) in net.switches.iter().enumerate() {
-        let st = net.switch_step(x, d);
-        let l = label(k as u32);
-        if l != NO_LABEL {
-            if !net.alive(x) {
-                return Err(label_err(x, format!("has label {l} but is down")));
+    }
+
+    /// Checks the three rules for `d`; returns (routes, route states) checked.
+    fn check(&self, scr: &mut Scratch) -> Result<(u64, u64), CertificateError> {
+        scr.states.reset();
+        scr.hca.iter_mut().for_each(|h| *h = false);
+        let max_label = self.check_labels(scr)?;
+        let (routes, entered) = self.enter(scr)?;
+        let pushed = self.push_hops(scr, max_label)?;
+        Ok((routes, entered + pushed))
+    }
+
+    /// Rule 1, labels: 0 only where the switch owns and delivers `d`; otherwise the next hop
+    /// is the destination's port, or a switch with a strictly lower label. Fills `scr.step`;
+    /// returns the highest label.
+    fn check_labels(&self, scr: &mut Scratch) -> Result<u16, CertificateError> {
+        let net = self.net;
+        scr.step.clear();
+        let mut max_label = 0u16;
+        for (k, &x) in net.switches.iter().enumerate() {
+            let st = net.switch_step(x, self.d);
+            let l = self.label(k as u32);
+            if l != NO_LABEL {
+                if !net.alive(x) {
+                    return Err(self.label_err(x, format!("has label {l} but is down")));
+                }
+                max_label = max_label.max(l);
+                self.check_label(x, l, &st)?;
             }
-            max_label = max_label.max(l);
-            match st {
-                Step::Arrive if l == 0 => {}
-                Step::Arrive => {
-                    return Err(label_err(
+            scr.step.push(st);
+        }
+        Ok(max_label)
+    }
+
+    /// Rule 1 at switch `x`, alive with label `l` and next step `st`.
+    fn check_label(&self, x: u32, l: u16, st: &Step) -> Result<(), CertificateError> {
+        match *st {
+            Step::Arrive if l == 0 => {}
+            Step::Arrive => {
+                return Err(self.label_err(
+                    x,
+                    format!("owns the destination, so its label must be 0, not {l}"),
+                ))
+            }
+            _ if l == 0 => {
+                return Err(
+                    self.label_err(x, "has label 0 but does not own the destination".to_owned())
+                )
+            }
+            Step::Out { last: true, .. } => {}
+            Step::Out { to, .. } => {
+                let lt = self.label(self.net.switch_of(to));
+                if lt == NO_LABEL || lt >= l {
+                    return Err(self.label_err(
                         x,
-                        format!("owns the destination, so its label must be 0, not {l}"),
-                    ))
+                        format!(
+                            "has label {l} but its next hop `{}` has {}",
+                            self.net.node_ref(to).name,
+                            if lt == NO_LABEL {
+                                "none".to_owned()
+                            } else {
+                                format!("label {lt}")
+                            }
+                        ),
+                    ));
                 }
-                _ if l == 0 => {
-                    return Err(label_err(
-                        x,
-                        "has label 0 but does not own the destination".to_owned(),
-                    ))
-                }
-                Step::Out { last: true, .. } => {}
-                Step::Out { to, .. } => {
-                    let lt = label(net.switch_of(to));
-                    if lt == NO_LABEL || lt >= l {
-                        return Err(label_err(
-                            x,
-                            format!(
-                                "has label {l} but its next hop `{}` has {}",
-                                net.node_ref(to).name,
-                                if lt == NO_LABEL {
-                                    "none".to_owned()
-                                } else {
-                                    format!("label {lt}")
-                                }
-                            ),
-                        ));
-                    }
-                }
-                Step::Fail(r) => {
-                    return Err(label_err(x, format!("has label {l} but {}", r.describe())))
-                }
+            }
+            Step::Fail(ref r) => {
+                return Err(self.label_err(x, format!("has label {l} but {}", r.describe())))
             }
         }
-        scr.step.push(st);
+        Ok(())
     }
-    // 2. Route states per switch index.
-    let mut routes = 0u64;
-    let mut count = 0u64;
-    // With destination-only path SLs, end nodes cabled to a switch are checked per switch
-    // (what they do there depends only on the switch's output port); the rest one by one.
-    let uniform_sls = net.st.path_sl.for_destination(d.lid);
-    scr.individual.clear();
-    if attach.grouped {
-        scr.individual.extend(
-            attach
-                .loose
-                .iter()
-                .filter_map(|&j| sources.get(j as usize).copied()),
-        );
-    } else {
-        scr.individual.extend_from_slice(sources);
+
+    /// Rule 2, routes: where every required route enters the switches. Returns (routes,
+    /// route states checked).
+    fn enter(&self, scr: &mut Scratch) -> Result<(u64, u64), CertificateError> {
+        let (mut routes, mut count) = (0u64, 0u64);
+        // With destination-only path SLs, end nodes cabled to a switch are checked per switch
+        // (what they do there depends only on the switch's output port); the rest one by one.
+        scr.individual.clear();
+        if self.attach.grouped {
+            scr.individual.extend(
+                self.attach
+                    .loose
+                    .iter()
+                    .filter_map(|&j| self.sources.get(j as usize).copied()),
+            );
+            self.enter_grouped(scr, &mut routes, &mut count)?;
+        } else {
+            scr.individual.extend_from_slice(self.sources);
+        }
+        let individual = std::mem::take(&mut scr.individual);
+        let entered = self.enter_individual(scr, &individual, &mut routes, &mut count);
+        scr.individual = individual;
+        entered?;
+        Ok((routes, count))
     }
-    if attach.grouped {
+
+    /// Rule 2 for end nodes grouped by the switch they are cabled to, and for switch sources.
+    fn enter_grouped(
+        &self,
+        scr: &mut Scratch,
+        routes: &mut u64,
+        count: &mut u64,
+    ) -> Result<(), CertificateError> {
+        let (net, attach, d) = (self.net, self.attach, self.d);
+        let uniform_sls = net.st.path_sl.for_destination(d.lid);
         for (k, list) in attach.by_switch.iter().enumerate() {
             // Per source switch when the SLs depend on it.
             let sls = if attach.uniform {
@@ -605,7 +702,8 @@ fn check_dest(
                 .iter()
                 .filter(|&&(i, j)| {
                     i != 0
-                        && sources
+                        && self
+                            .sources
                             .get(j as usize)
                             .is_some_and(|s| (s.node, s.port) != d.owner)
                 })
@@ -613,184 +711,214 @@ fn check_dest(
             if senders == 0 || per == 0 {
                 continue;
             }
-            routes += senders as u64 * per;
-            count += senders as u64 * per;
+            *routes += senders as u64 * per;
+            *count += senders as u64 * per;
             let x = net.switches.get(k).copied().unwrap_or(0);
             if sls & !attach.valid_and.get(k).copied().unwrap_or(0) != 0 {
-                return Err(label_err(
+                return Err(self.label_err(
                     x,
                     "has an end node injecting an SL on a VL that is not operational or not scheduled".to_owned(),
                 ));
             }
-            if label(k as u32) == NO_LABEL {
-                return Err(label_err(x, "is entered but has no label".to_owned()));
+            if self.label(k as u32) == NO_LABEL {
+                return Err(self.label_err(x, "is entered but has no label".to_owned()));
             }
             if let Some(h) = scr.hca.get_mut(k) {
                 *h = true;
             }
         }
-        // Switch sources (port 0) one by one below.
+        // Switch sources (port 0) one by one.
         for &j in &attach.switch_sources {
-            if let Some(&s) = sources.get(j as usize) {
+            if let Some(&s) = self.sources.get(j as usize) {
                 if (s.node, s.port) == d.owner {
                     continue;
                 }
                 let sls = net.path_sls(s.node, s.port, d.lid);
-                routes += u64::from(sls.0.count_ones());
+                *routes += u64::from(sls.0.count_ones());
                 let k = net.switch_of(s.node);
-                if label(k) == NO_LABEL {
-                    return Err(label_err(s.node, "sends here but has no label".to_owned()));
+                if self.label(k) == NO_LABEL {
+                    return Err(self.label_err(s.node, "sends here but has no label".to_owned()));
                 }
                 scr.states.add(net, k, 0, 0, sls.0);
             }
         }
+        Ok(())
     }
-    for &s in &scr.individual {
-        if (s.node, s.port) == d.owner {
-            continue;
-        }
-        let sls: SlSet = net.path_sls(s.node, s.port, d.lid);
-        routes += u64::from(sls.0.count_ones());
-        if net.is_switch(s.node) {
-            let k = net.switch_of(s.node);
-            if label(k) == NO_LABEL {
-                return Err(label_err(s.node, "sends here but has no label".to_owned()));
+
+    /// Rule 2 for the sources checked one by one: a switch source is labelled itself; an end
+    /// node's first hop is checked.
+    fn enter_individual(
+        &self,
+        scr: &mut Scratch,
+        individual: &[Source],
+        routes: &mut u64,
+        count: &mut u64,
+    ) -> Result<(), CertificateError> {
+        let (net, d) = (self.net, self.d);
+        for &s in individual {
+            if (s.node, s.port) == d.owner {
+                continue;
             }
-            scr.states.add(net, k, 0, 0, sls.0);
-            continue;
-        }
-        match net.out_step(s.node, s.port, d) {
-            Step::Out {
-                to, to_port, last, ..
-            } => {
-                for sl in bits(sls.0) {
-                    let v = net
-                        .injection_vl(s.node, s.port, sl)
-                        .map_err(|r| label_err(s.node, r.describe()))?;
-                    count += 1;
-                    if !last {
-                        let k = net.switch_of(to);
-                        if label(k) == NO_LABEL {
-                            return Err(label_err(to, "is entered but has no label".to_owned()));
+            let sls: SlSet = net.path_sls(s.node, s.port, d.lid);
+            *routes += u64::from(sls.0.count_ones());
+            if net.is_switch(s.node) {
+                let k = net.switch_of(s.node);
+                if self.label(k) == NO_LABEL {
+                    return Err(self.label_err(s.node, "sends here but has no label".to_owned()));
+                }
+                scr.states.add(net, k, 0, 0, sls.0);
+                continue;
+            }
+            match net.out_step(s.node, s.port, d) {
+                Step::Out {
+                    to, to_port, last, ..
+                } => {
+                    for sl in bits(sls.0) {
+                        let v = net
+                            .injection_vl(s.node, s.port, sl)
+                            .map_err(|r| self.label_err(s.node, r.describe()))?;
+                        *count += 1;
+                        if !last {
+                            let k = net.switch_of(to);
+                            if self.label(k) == NO_LABEL {
+                                return Err(
+                                    self.label_err(to, "is entered but has no label".to_owned())
+                                );
+                            }
+                            scr.states.add(net, k, to_port, v, 1 << sl);
                         }
-                        scr.states.add(net, k, to_port, v, 1 << sl);
                     }
                 }
-            }
-            Step::Fail(r) => return Err(label_err(s.node, r.describe())),
-            Step::Arrive => return Err(label_err(s.node, "cannot send".to_owned())),
-        }
-    }
-    // 3. Switches by label, highest first (counting sort: linear). Label 0 is the owner: a
-    // state reaching it is delivered to port 0, with no further hop.
-    let buckets = &mut scr.buckets;
-    buckets.iter_mut().for_each(Vec::clear);
-    if buckets.len() <= usize::from(max_label) {
-        buckets.resize(usize::from(max_label) + 1, Vec::new());
-    }
-    for k in 0..s_count as u32 {
-        let l = label(k);
-        if l != NO_LABEL && l > 0 {
-            if let Some(b) = buckets.get_mut(usize::from(l)) {
-                b.push(k);
+                Step::Fail(r) => return Err(self.label_err(s.node, r.describe())),
+                Step::Arrive => return Err(self.label_err(s.node, "cannot send".to_owned())),
             }
         }
+        Ok(())
     }
-    for l in (1..=usize::from(max_label)).rev() {
-        let n = scr.buckets.get(l).map_or(0, Vec::len);
-        for b in 0..n {
-            let Some(k) = scr.buckets.get(l).and_then(|v| v.get(b)).copied() else {
-                continue;
-            };
-            let list = std::mem::take(
-                scr.states
-                    .lists
-                    .get_mut(k as usize)
-                    .unwrap_or(&mut Vec::new()),
-            );
-            let from_hcas = scr.hca.get(k as usize).copied().unwrap_or(false);
-            if list.is_empty() && !from_hcas {
-                continue;
+
+    /// Rule 3, hops: switches by label, highest first (counting sort: linear). Label 0 is the
+    /// owner: a state reaching it is delivered to port 0, with no further hop. Returns the
+    /// route states checked.
+    fn push_hops(&self, scr: &mut Scratch, max_label: u16) -> Result<u64, CertificateError> {
+        let buckets = &mut scr.buckets;
+        buckets.iter_mut().for_each(Vec::clear);
+        if buckets.len() <= usize::from(max_label) {
+            buckets.resize(usize::from(max_label) + 1, Vec::new());
+        }
+        for k in 0..self.net.switches.len() as u32 {
+            let l = self.label(k);
+            if l != NO_LABEL && l > 0 {
+                if let Some(b) = buckets.get_mut(usize::from(l)) {
+                    b.push(k);
+                }
             }
-            let x = net.switches.get(k as usize).copied().unwrap_or(0);
-            // Rule 1 made every labelled switch with label > 0 an `Out`.
-            let Some(&Step::Out {
-                out,
-                to,
-                to_port,
-                last,
-            }) = scr.step.get(k as usize)
-            else {
-                return Err(label_err(x, "has a label but no next hop".to_owned()));
-            };
-            // Rule 1: the next switch's label is lower, so nothing enters `k` after this.
-            let kt = net.switch_of(to);
-            let vls = u32::from(net.vls);
-            // Per switch, not per state: the output port, and where states enter the next
-            // switch.
-            let out_port = net.dirport(x, out);
-            let next = if last {
-                None
-            } else {
-                net.dirport(to, to_port).map(|b| b * vls)
-            };
-            for &(i, vin, sls) in &list {
-                // The channel the state holds: the input link's sending side.
-                let held = match (i, net.port_link(x, i)) {
-                    (0, _) => None,
-                    (_, Some(PortLink::Up { node, port })) => net.dirport(node, port),
-                    (_, _) => {
-                        return Err(label_err(
-                            x,
-                            format!("is entered on port {i}, which is not up"),
-                        ))
-                    }
+        }
+        let mut count = 0u64;
+        for l in (1..=usize::from(max_label)).rev() {
+            let n = scr.buckets.get(l).map_or(0, Vec::len);
+            for b in 0..n {
+                let Some(k) = scr.buckets.get(l).and_then(|v| v.get(b)).copied() else {
+                    continue;
                 };
-                for sl in bits(sls) {
-                    count += 1;
-                    let vout = net
-                        .switch_vl(x, i, out, sl)
-                        .map_err(|r| label_err(x, r.describe()))?;
-                    if i != 0 {
-                        ranks_increase(
-                            net,
-                            rank,
-                            held.map(|h| h * vls + u32::from(vin)),
-                            out_port.map(|o| o * vls + u32::from(vout)),
-                        )?;
-                    }
-                    if !last {
-                        scr.states.add_at(kt, to_port, next, vout, 1 << sl);
-                    }
+                count += self.push_switch(scr, k)?;
+            }
+        }
+        Ok(count)
+    }
+
+    /// Rule 3 at switch index `k`: every state entering it takes its next hop (VL computed
+    /// and checked, ranks increasing), and so does the traffic of its end nodes. Returns the
+    /// route states checked.
+    fn push_switch(&self, scr: &mut Scratch, k: u32) -> Result<u64, CertificateError> {
+        let (net, rank) = (self.net, self.rank);
+        let list = std::mem::take(
+            scr.states
+                .lists
+                .get_mut(k as usize)
+                .unwrap_or(&mut Vec::new()),
+        );
+        let from_hcas = scr.hca.get(k as usize).copied().unwrap_or(false);
+        if list.is_empty() && !from_hcas {
+            return Ok(0);
+        }
+        let x = net.switches.get(k as usize).copied().unwrap_or(0);
+        // Rule 1 made every labelled switch with label > 0 an `Out`.
+        let Some(&Step::Out {
+            out,
+            to,
+            to_port,
+            last,
+        }) = scr.step.get(k as usize)
+        else {
+            return Err(self.label_err(x, "has a label but no next hop".to_owned()));
+        };
+        // Rule 1: the next switch's label is lower, so nothing enters `k` after this.
+        let kt = net.switch_of(to);
+        let vls = u32::from(net.vls);
+        // Per switch, not per state: the output port, and where states enter the next
+        // switch.
+        let out_port = net.dirport(x, out);
+        let next = if last {
+            None
+        } else {
+            net.dirport(to, to_port).map(|b| b * vls)
+        };
+        let mut count = 0u64;
+        for &(i, vin, sls) in &list {
+            // The channel the state holds: the input link's sending side.
+            let held = match (i, net.port_link(x, i)) {
+                (0, _) => None,
+                (_, Some(PortLink::Up { node, port })) => net.dirport(node, port),
+                (_, _) => {
+                    return Err(
+                        self.label_err(x, format!("is entered on port {i}, which is not up"))
+                    )
                 }
-            }
-            // Keep the list's memory for the next destination.
-            let mut list = list;
-            list.clear();
-            if let Some(slot) = scr.states.lists.get_mut(k as usize) {
-                *slot = list;
-            }
-            if from_hcas {
-                let leaving = hca_leaving(
-                    net,
-                    sources,
-                    attach,
-                    &mut scr.memo,
-                    rank,
-                    x,
-                    out,
-                    scr.group_sls.get(k as usize).copied().unwrap_or(0),
-                    d,
-                )?;
+            };
+            for sl in bits(sls) {
+                count += 1;
+                let vout = net
+                    .switch_vl(x, i, out, sl)
+                    .map_err(|r| self.label_err(x, r.describe()))?;
+                if i != 0 {
+                    ranks_increase(
+                        net,
+                        rank,
+                        held.map(|h| h * vls + u32::from(vin)),
+                        out_port.map(|o| o * vls + u32::from(vout)),
+                    )?;
+                }
                 if !last {
-                    for &(v, sl) in leaving {
-                        scr.states.add_at(kt, to_port, next, v, sl);
-                    }
+                    scr.states.add_at(kt, to_port, next, vout, 1 << sl);
                 }
             }
         }
+        // Keep the list's memory for the next destination.
+        let mut list = list;
+        list.clear();
+        if let Some(slot) = scr.states.lists.get_mut(k as usize) {
+            *slot = list;
+        }
+        if from_hcas {
+            let leaving = hca_leaving(
+                net,
+                self.sources,
+                self.attach,
+                &mut scr.memo,
+                rank,
+                x,
+                out,
+                scr.group_sls.get(k as usize).copied().unwrap_or(0),
+                self.d,
+            )?;
+            if !last {
+                for &(v, sl) in leaving {
+                    scr.states.add_at(kt, to_port, next, v, sl);
+                }
+            }
+        }
+        Ok(count)
     }
-    Ok((routes, count))
 }
 
 /// What the end nodes cabled to switch `x` do there when it sends the destination out on

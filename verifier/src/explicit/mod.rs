@@ -22,7 +22,7 @@ mod witness;
 use crate::certificate;
 use crate::channels::{self, DepSet, Graph};
 use crate::failures;
-use crate::net::{Dest, Net};
+use crate::net::{Attach, Dest, Net, Source};
 use crate::report::{CreditLoop, Outcome, Report, Stats, Verdict};
 use crate::{Checker, Options};
 use dest::{dest_pass, DestResult, Scratch};
@@ -72,56 +72,8 @@ fn verify_with(state: &ValidState, opts: &Options, one_vl: bool) -> Report {
     if !one_vl {
         attach.one_map = None;
     }
-    let blocks: Vec<Vec<DestResult>> = dests
-        .par_chunks(BLOCK)
-        .map_init(
-            || Scratch::new(&net),
-            |scr, block| {
-                fill_columns(&net, block, &mut scr.columns);
-                let mut out = Vec::with_capacity(block.len());
-                for (j, &d) in block.iter().enumerate() {
-                    let r = dest_pass(&net, &sources, &attach, d, j, scr, &deps, opts.certificate);
-                    out.push(r);
-                }
-                out
-            },
-        )
-        .collect();
-    let results: Vec<DestResult> = blocks.into_iter().flatten().collect();
-
-    // Destinations where some route fails: every route's fate, counted into patterns (this
-    // also records the dependencies of every route toward them, failed or not).
-    let failing: Vec<Dest> = results
-        .iter()
-        .zip(&dests)
-        .filter(|(r, _)| !r.clean)
-        .map(|(_, d)| *d)
-        .collect();
-    let keep = opts.max_listed.max(opts.witnesses);
-    let acc = if failing.is_empty() {
-        failures::Acc::new(&net, sources.len(), keep)
-    } else {
-        let sh = failures::Shared::new(&net, &sources);
-        let chunk = failing
-            .len()
-            .div_ceil(rayon::current_num_threads().max(1) * 4)
-            .max(1);
-        let parts: Vec<failures::Acc> = failing
-            .par_chunks(chunk)
-            .map(|ds| {
-                let mut scr = failures::Scratch::new(&net, &sh);
-                let mut acc = failures::Acc::new(&net, sources.len(), keep);
-                for &d in ds {
-                    failures::destination(&net, &sh, &sources, d, &mut scr, &deps, &mut acc);
-                }
-                acc
-            })
-            .collect();
-        parts.into_iter().fold(
-            failures::Acc::new(&net, sources.len(), keep),
-            failures::Acc::merge,
-        )
-    };
+    let results = dest_passes(&net, &sources, &dests, &attach, &deps, opts.certificate);
+    let acc = count_failures(&net, &sources, &dests, &results, &deps, opts);
     let failed_routes = acc.failed;
     let failures = failures::finish(&net, &sources, acc, opts.max_listed, opts.witnesses);
 
@@ -132,17 +84,7 @@ fn verify_with(state: &ValidState, opts: &Options, one_vl: bool) -> Report {
     let edges = channels::edges(&net, &dep_list);
     let graph = Graph::new(net.ports as usize * usize::from(net.vls), &edges);
     let sccs = graph.cyclic_sccs();
-    let used: u64 = {
-        let mut seen = vec![false; graph.len()];
-        for &(a, b) in &edges {
-            for v in [a, b] {
-                if let Some(s) = seen.get_mut(v as usize) {
-                    *s = true;
-                }
-            }
-        }
-        seen.iter().filter(|&&s| s).count() as u64
-    };
+    let used = used_channels(graph.len(), &edges);
     let routes: u64 = results.iter().map(|r| r.routes).sum();
     let flows = if mc.is_some() {
         crate::multicast::flows(state)
@@ -242,6 +184,88 @@ fn verify_with(state: &ValidState, opts: &Options, one_vl: bool) -> Report {
         multicast: mc,
         certificate,
     }
+}
+
+/// The per-destination pass over every destination, in blocks that share their LFT columns.
+fn dest_passes(
+    net: &Net<'_>,
+    sources: &[Source],
+    dests: &[Dest],
+    attach: &Attach,
+    deps: &DepSet,
+    certificate: bool,
+) -> Vec<DestResult> {
+    let blocks: Vec<Vec<DestResult>> = dests
+        .par_chunks(BLOCK)
+        .map_init(
+            || Scratch::new(net),
+            |scr, block| {
+                fill_columns(net, block, &mut scr.columns);
+                let mut out = Vec::with_capacity(block.len());
+                for (j, &d) in block.iter().enumerate() {
+                    let r = dest_pass(net, sources, attach, d, j, scr, deps, certificate);
+                    out.push(r);
+                }
+                out
+            },
+        )
+        .collect();
+    blocks.into_iter().flatten().collect()
+}
+
+/// Destinations where some route fails: every route's fate, counted into patterns (this
+/// also records the dependencies of every route toward them, failed or not).
+fn count_failures(
+    net: &Net<'_>,
+    sources: &[Source],
+    dests: &[Dest],
+    results: &[DestResult],
+    deps: &DepSet,
+    opts: &Options,
+) -> failures::Acc {
+    let failing: Vec<Dest> = results
+        .iter()
+        .zip(dests)
+        .filter(|(r, _)| !r.clean)
+        .map(|(_, d)| *d)
+        .collect();
+    let keep = opts.max_listed.max(opts.witnesses);
+    if failing.is_empty() {
+        return failures::Acc::new(net, sources.len(), keep);
+    }
+    let sh = failures::Shared::new(net, sources);
+    let chunk = failing
+        .len()
+        .div_ceil(rayon::current_num_threads().max(1) * 4)
+        .max(1);
+    let parts: Vec<failures::Acc> = failing
+        .par_chunks(chunk)
+        .map(|ds| {
+            let mut scr = failures::Scratch::new(net, &sh);
+            let mut acc = failures::Acc::new(net, sources.len(), keep);
+            for &d in ds {
+                failures::destination(net, &sh, sources, d, &mut scr, deps, &mut acc);
+            }
+            acc
+        })
+        .collect();
+    parts.into_iter().fold(
+        failures::Acc::new(net, sources.len(), keep),
+        failures::Acc::merge,
+    )
+}
+
+/// How many of the `channels` channels some dependency uses.
+fn used_channels(channels: usize, edges: &[(u32, u32)]) -> u64 {
+    let mut seen = vec![false; channels];
+    for &(a, b) in edges {
+        for v in [a, b] {
+            if let Some(s) = seen.get_mut(v as usize) {
+                *s = true;
+            }
+        }
+    }
+    seen.iter().filter(|&&s| s).count() as u64
 }
 
 /// Reads the block's LFT entries switch by switch into `columns` (see [`Scratch::columns`]).

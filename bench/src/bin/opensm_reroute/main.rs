@@ -560,6 +560,210 @@ fn measure(sw: Observed<'_>, scopes: &[Scope], max_unsafe: usize) -> Measured {
     }
 }
 
+/// weft's builds of the fabric as it is, with the fault, and with updn; and the names the
+/// run needs.
+struct Builds {
+    old: ValidState,
+    faulted: ValidState,
+    /// The fault's and updn's build directories.
+    fault_file: PathBuf,
+    updn_file: PathBuf,
+    /// The updn root's name.
+    root: String,
+    /// The faulted link's node GUID and port.
+    node_guid: u64,
+    port: u8,
+    root_guid: u64,
+}
+
+impl Builds {
+    /// Builds `src` three ways with `weft` in `work`, faulting `link`.
+    fn make(o: &Opts, weft: &Path, work: &Path, src: &str, link: &str) -> Builds {
+        let (_, old) = build(weft, work, "old", src);
+        let f = &old.fabric;
+        let root = o.root.clone().unwrap_or_else(|| {
+            if f.find("core1").is_some() {
+                "core1"
+            } else {
+                "spine1"
+            }
+            .to_owned()
+        });
+        let (fault_file, faulted) = build(
+            weft,
+            work,
+            "fault",
+            &with_faults(src, &format!("        link {link} down\n")),
+        );
+        assert_eq!(faulted.lids, old.lids, "a fault changes no LID");
+        let (updn_file, _) = build(weft, work, "updn", &with_updn(src, &root));
+        let (node, port) = link
+            .split_once(".p[")
+            .and_then(|(n, p)| Some((n, p.strip_suffix(']')?.parse::<u8>().ok()?)))
+            .unwrap_or_else(|| panic!("--link {link}: NODE.p[N]"));
+        let node_guid = f
+            .node(f.find(node).unwrap_or_else(|| panic!("no node `{node}`")))
+            .guid()
+            .0;
+        let root_guid = f
+            .node(f.find(&root).unwrap_or_else(|| panic!("no node `{root}`")))
+            .guid()
+            .0;
+        eprintln!(
+            "{}: {} switches, {} nodes; fault: link {link} down; engine change: ftree → updn rooted at {root}",
+            o.file.display(),
+            f.switch_count(),
+            f.nodes().len()
+        );
+        Builds {
+            old,
+            faulted,
+            fault_file,
+            updn_file,
+            root,
+            node_guid,
+            port,
+            root_guid,
+        }
+    }
+}
+
+/// Sends `command` to ibsim's console and waits for OpenSM's sweep: on the trap, or on a
+/// SIGHUP when none comes. Returns what triggered it, its seconds and what it wrote.
+fn sweep(
+    sim: &Ibsim,
+    tail: &mut LogTail,
+    osm: &mut Background,
+    command: &str,
+    timeout: Duration,
+) -> (String, f64, Sweep) {
+    let said = sim.console(command).unwrap_or_else(|e| panic!("{e}"));
+    assert!(!said.contains('#'), "ibsim: {said}");
+    let t = Instant::now();
+    let verb = command.split_whitespace().next().unwrap_or(command);
+    let mut trigger = format!("trap 128 (ibsim's `{verb}`)");
+    if !tail.wait_trap(Duration::from_secs(60)) {
+        signal(osm.pid(), "HUP");
+        trigger = "SIGHUP (no trap 128 in its log within 60 s)".to_owned();
+    }
+    assert!(tail.wait_up(osm, timeout), "OpenSM did not sweep");
+    let seen = tail.take();
+    let secs = seen.first_up.map_or(0.0, |u| (u - t).as_secs_f64());
+    (trigger, secs, seen)
+}
+
+/// The engine change: OpenSM stopped, restarted with updn rooted at `root_guid`, its tables
+/// read back; ibsim then stops. Returns its sweep, its seconds and the LFTs.
+fn restart_updn(
+    sim: Ibsim,
+    osm: Background,
+    log1: &Path,
+    work: &Path,
+    cache: &Path,
+    root_guid: u64,
+    timeout: Duration,
+) -> (Sweep, f64, BTreeMap<(u64, u16), u8>) {
+    signal(osm.pid(), "TERM");
+    let _ = osm.wait(Duration::from_secs(30));
+    let _ = std::fs::remove_file(log1);
+    let roots = work.join("roots");
+    std::fs::write(&roots, format!("0x{root_guid:016x}\n")).unwrap();
+    let log2 = work.join("osm-updn.log");
+    let mut tail = LogTail::new(&log2);
+    let t = Instant::now();
+    let mut osm = start_opensm(&sim, "updn", &["-a", roots.to_str().unwrap()], &log2, cache);
+    assert!(
+        tail.wait_up(&mut osm, timeout),
+        "OpenSM (updn) did not reach SUBNET UP"
+    );
+    let seen = tail.take();
+    let secs = seen.first_up.map_or(0.0, |u| (u - t).as_secs_f64());
+    eprintln!(
+        "engine change: SUBNET UP after {secs:.1} s ({} LFT blocks written); reading back, checking",
+        seen.writes.len()
+    );
+    let updn = sim.lfts().unwrap_or_else(|e| panic!("{e}"));
+    drop(osm);
+    drop(sim);
+    let _ = std::fs::remove_file(&log2);
+    (seen, secs, updn)
+}
+
+/// weft's plans from each of `states` (whose, state file) to `desired`, for each of `c`'s
+/// checks' scopes.
+fn add_weft_plans(
+    weft: &Path,
+    work: &Path,
+    states: &[(&str, &Path)],
+    c: &mut Measured,
+    desired: &Path,
+) {
+    for ch in &mut c.checks {
+        let scope = if ch.scope == "all" {
+            Scope::All
+        } else {
+            Scope::HcaToHca
+        };
+        ch.weft_plan = states
+            .iter()
+            .map(|&(whose, from)| weft_plan(weft, work, whose, from, desired, scope))
+            .collect();
+    }
+}
+
+/// ibsim on the healthy fabric, and OpenSM (ftree) up on it with its tables read back.
+struct Ftree {
+    sim: Ibsim,
+    /// OpenSM's cache directory (its `guid2lid` the build's).
+    cache: PathBuf,
+    /// OpenSM's log.
+    log1: PathBuf,
+    tail: LogTail,
+    osm: Background,
+    /// The LFTs OpenSM wrote.
+    ftree: BTreeMap<(u64, u16), u8>,
+}
+
+impl Ftree {
+    /// Starts ibsim on `work`'s `old` build of `f` and OpenSM (ftree) on it.
+    fn start(tools: &Tools, work: &Path, f: &Fabric, timeout: Duration) -> Ftree {
+        let net = std::fs::read_to_string(work.join("old").join(build_dir::TOPOLOGY)).unwrap();
+        let sim = Ibsim::start_with_console(tools, &net, Some(Limits::for_fabric(f)))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let cache = work.join("osm-cache");
+        std::fs::create_dir_all(&cache).unwrap();
+        std::fs::copy(
+            work.join("old").join(build_dir::GUID2LID),
+            cache.join("guid2lid"),
+        )
+        .unwrap();
+        let log1 = work.join("osm-ftree.log");
+        let mut tail = LogTail::new(&log1);
+        let t = Instant::now();
+        let mut osm = start_opensm(&sim, "ftree", &[], &log1, &cache);
+        assert!(
+            tail.wait_up(&mut osm, timeout),
+            "OpenSM (ftree) did not reach SUBNET UP"
+        );
+        let first = tail.take();
+        eprintln!(
+            "OpenSM {}: SUBNET UP after {:.1} s ({} LFT blocks written); reading the LFTs back",
+            first.engine.as_deref().unwrap_or("?"),
+            first.first_up.map_or(0.0, |u| (u - t).as_secs_f64()),
+            first.writes.len()
+        );
+        let ftree = sim.lfts().unwrap_or_else(|e| panic!("{e}"));
+        Ftree {
+            sim,
+            cache,
+            log1,
+            tail,
+            osm,
+            ftree,
+        }
+    }
+}
+
 fn main() {
     let o = parse_args();
     let tools = Tools::find(&["opensm", "dump_fts"])
@@ -584,71 +788,28 @@ fn main() {
         });
 
     // weft's builds: the fabric as it is, with the fault, with updn.
-    let (_, old) = build(&weft, &work, "old", &src);
+    let Builds {
+        old,
+        faulted,
+        fault_file,
+        updn_file,
+        root,
+        node_guid,
+        port,
+        root_guid,
+    } = Builds::make(&o, &weft, &work, &src, &link);
     let f = &old.fabric;
-    let root = o.root.clone().unwrap_or_else(|| {
-        if f.find("core1").is_some() {
-            "core1"
-        } else {
-            "spine1"
-        }
-        .to_owned()
-    });
-    let (fault_file, faulted) = build(
-        &weft,
-        &work,
-        "fault",
-        &with_faults(&src, &format!("        link {link} down\n")),
-    );
-    assert_eq!(faulted.lids, old.lids, "a fault changes no LID");
-    let (updn_file, _) = build(&weft, &work, "updn", &with_updn(&src, &root));
-    let (node, port) = link
-        .split_once(".p[")
-        .and_then(|(n, p)| Some((n, p.strip_suffix(']')?.parse::<u8>().ok()?)))
-        .unwrap_or_else(|| panic!("--link {link}: NODE.p[N]"));
-    let node_guid = f
-        .node(f.find(node).unwrap_or_else(|| panic!("no node `{node}`")))
-        .guid()
-        .0;
-    let root_guid = f
-        .node(f.find(&root).unwrap_or_else(|| panic!("no node `{root}`")))
-        .guid()
-        .0;
-    eprintln!(
-        "{}: {} switches, {} nodes; fault: link {link} down; engine change: ftree → updn rooted at {root}",
-        o.file.display(),
-        f.switch_count(),
-        f.nodes().len()
-    );
 
     // ibsim and OpenSM (ftree).
-    let net = std::fs::read_to_string(work.join("old").join(build_dir::TOPOLOGY)).unwrap();
-    let sim = Ibsim::start_with_console(&tools, &net, Some(Limits::for_fabric(f)))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let cache = work.join("osm-cache");
-    std::fs::create_dir_all(&cache).unwrap();
-    std::fs::copy(
-        work.join("old").join(build_dir::GUID2LID),
-        cache.join("guid2lid"),
-    )
-    .unwrap();
-    let log1 = work.join("osm-ftree.log");
-    let mut tail = LogTail::new(&log1);
-    let t = Instant::now();
-    let mut osm = start_opensm(&sim, "ftree", &[], &log1, &cache);
-    assert!(
-        tail.wait_up(&mut osm, o.timeout),
-        "OpenSM (ftree) did not reach SUBNET UP"
-    );
-    let first = tail.take();
-    eprintln!(
-        "OpenSM {}: SUBNET UP after {:.1} s ({} LFT blocks written); reading the LFTs back",
-        first.engine.as_deref().unwrap_or("?"),
-        first.first_up.map_or(0.0, |u| (u - t).as_secs_f64()),
-        first.writes.len()
-    );
+    let Ftree {
+        sim,
+        cache,
+        log1,
+        mut tail,
+        mut osm,
+        ftree,
+    } = Ftree::start(&tools, &work, f, o.timeout);
     let lfts = |sim: &Ibsim| sim.lfts().unwrap_or_else(|e| panic!("{e}"));
-    let ftree = lfts(&sim);
     let a = osm_state(f, &old, &ftree);
     let ftree_verdict: Vec<(String, String)> = o
         .scopes
@@ -660,25 +821,12 @@ fn main() {
     std::fs::write(a_dir.join(build_dir::STATE), a.to_json()).unwrap();
 
     // The fault: OpenSM sweeps on the trap, or on a SIGHUP when it does not.
-    let sweep = |tail: &mut LogTail, osm: &mut Background, command: &str| {
-        let said = sim.console(command).unwrap_or_else(|e| panic!("{e}"));
-        assert!(!said.contains('#'), "ibsim: {said}");
-        let t = Instant::now();
-        let verb = command.split_whitespace().next().unwrap_or(command);
-        let mut trigger = format!("trap 128 (ibsim's `{verb}`)");
-        if !tail.wait_trap(Duration::from_secs(60)) {
-            signal(osm.pid(), "HUP");
-            trigger = "SIGHUP (no trap 128 in its log within 60 s)".to_owned();
-        }
-        assert!(tail.wait_up(osm, o.timeout), "OpenSM did not sweep");
-        let seen = tail.take();
-        let secs = seen.first_up.map_or(0.0, |u| (u - t).as_secs_f64());
-        (trigger, secs, seen)
-    };
     let (trigger, secs, seen) = sweep(
+        &sim,
         &mut tail,
         &mut osm,
         &format!("Unlink \"S-{node_guid:016x}\"[{port}]"),
+        o.timeout,
     );
     eprintln!(
         "fault: SUBNET UP after {secs:.1} s ({} LFT blocks written); reading back, checking",
@@ -704,9 +852,11 @@ fn main() {
 
     // Back to the healthy fabric.
     let (_, _, seen) = sweep(
+        &sim,
         &mut tail,
         &mut osm,
         &format!("ReLink \"S-{node_guid:016x}\"[{port}]"),
+        o.timeout,
     );
     let healed = lfts(&sim);
     eprintln!(
@@ -720,35 +870,7 @@ fn main() {
     );
 
     // The engine change: OpenSM restarted with updn.
-    signal(osm.pid(), "TERM");
-    let _ = osm.wait(Duration::from_secs(30));
-    let _ = std::fs::remove_file(&log1);
-    let roots = work.join("roots");
-    std::fs::write(&roots, format!("0x{root_guid:016x}\n")).unwrap();
-    let log2 = work.join("osm-updn.log");
-    let mut tail = LogTail::new(&log2);
-    let t = Instant::now();
-    let mut osm = start_opensm(
-        &sim,
-        "updn",
-        &["-a", roots.to_str().unwrap()],
-        &log2,
-        &cache,
-    );
-    assert!(
-        tail.wait_up(&mut osm, o.timeout),
-        "OpenSM (updn) did not reach SUBNET UP"
-    );
-    let seen = tail.take();
-    let secs = seen.first_up.map_or(0.0, |u| (u - t).as_secs_f64());
-    eprintln!(
-        "engine change: SUBNET UP after {secs:.1} s ({} LFT blocks written); reading back, checking",
-        seen.writes.len()
-    );
-    let updn = lfts(&sim);
-    drop(osm);
-    drop(sim);
-    let _ = std::fs::remove_file(&log2);
+    let (seen, secs, updn) = restart_updn(sim, osm, &log1, &work, &cache, root_guid, o.timeout);
     let (before, after) = (osm_state(f, &old, &healed), osm_state(f, &old, &updn));
     let mut engine = measure(
         Observed {
@@ -775,19 +897,12 @@ fn main() {
     // weft for the same changes.
     let weft_dir = work.join("old").join(build_dir::STATE);
     let osm_dir = a_dir.join(build_dir::STATE);
-    for (c, desired) in [(&mut fault, &fault_file), (&mut engine, &updn_file)] {
-        for ch in &mut c.checks {
-            let scope = if ch.scope == "all" {
-                Scope::All
-            } else {
-                Scope::HcaToHca
-            };
-            ch.weft_plan = vec![
-                weft_plan(&weft, &work, "weft's", &weft_dir, desired, scope),
-                weft_plan(&weft, &work, "OpenSM's", &osm_dir, desired, scope),
-            ];
-        }
-    }
+    let states = [
+        ("weft's", weft_dir.as_path()),
+        ("OpenSM's", osm_dir.as_path()),
+    ];
+    add_weft_plans(&weft, &work, &states, &mut fault, &fault_file);
+    add_weft_plans(&weft, &work, &states, &mut engine, &updn_file);
 
     let out = Out {
         fabric: o.file.display().to_string(),
