@@ -103,30 +103,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     // The output directory is checked before any work, and written beside it while the
     // proof runs (the tables do not depend on it); it goes in place only when proven.
     let staging = Staging::new(&output).map_err(Fatal::Run)?;
-    let proof = weft_driver::Proof {
-        certificate: true,
-        max_listed: 20,
-    };
-    let (report, tables) = std::thread::scope(|scope| {
-        let writer = scope.spawn(|| {
-            let quality = weft_metrics::of_build(&built.state);
-            build_dir::write_tables(staging.path(), &built, &quality).map_err(|e| e.to_string())
-        });
-        let report = weft_driver::prove(&built, proof, &crate::progress);
-        // The verdict's files are written while the tables may still be.
-        let mut verdict = String::new();
-        crate::render::verdict_lines(&mut verdict, &report);
-        let verdict = build_dir::write_verdict(staging.path(), &report, allow_unproven, &verdict)
-            .map_err(|e| e.to_string());
-        let tables = writer
-            .join()
-            .unwrap_or_else(|_| Err("the writer stopped (a bug in weft)".to_owned()));
-        let written = tables.and_then(|mut t| {
-            t.extras.extend(verdict?);
-            Ok(t)
-        });
-        (report, written)
-    });
+    let (report, tables) = prove_and_write(&staging, &built, allow_unproven);
     let build_dir::Written {
         extras: tables,
         no_policy,
@@ -176,14 +153,64 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
     if quiet && proven {
         return Ok(ExitCode::SUCCESS);
     }
+    let text = built_text(&built, &verdict, &written, no_policy.as_deref());
+    out(None, &text)?;
+    Ok(if proven {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Proves `built` while its tables are written into `staging` (they do not depend on the
+/// proof), then writes the verdict's files: the report, and what was written or why not.
+fn prove_and_write(
+    staging: &Staging,
+    built: &Built,
+    allow_unproven: bool,
+) -> (weft_verifier::Report, Result<build_dir::Written, String>) {
+    let proof = weft_driver::Proof {
+        certificate: true,
+        max_listed: 20,
+    };
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(|| {
+            let quality = weft_metrics::of_build(&built.state);
+            build_dir::write_tables(staging.path(), built, &quality).map_err(|e| e.to_string())
+        });
+        let report = weft_driver::prove(built, proof, &crate::progress);
+        // The verdict's files are written while the tables may still be.
+        let mut verdict = String::new();
+        crate::render::verdict_lines(&mut verdict, &report);
+        let verdict = build_dir::write_verdict(staging.path(), &report, allow_unproven, &verdict)
+            .map_err(|e| e.to_string());
+        let tables = writer
+            .join()
+            .unwrap_or_else(|_| Err("the writer stopped (a bug in weft)".to_owned()));
+        let written = tables.and_then(|mut t| {
+            t.extras.extend(verdict?);
+            Ok(t)
+        });
+        (report, written)
+    })
+}
+
+/// What a build says for people: the fabric, the engine, the verdict, the files written and
+/// the notes on files left out.
+fn built_text(
+    built: &Built,
+    verdict: &str,
+    written: &[PathBuf],
+    no_policy: Option<&str>,
+) -> String {
     let s = Summary::of(&built.state.fabric);
     let mut text = human_summary(&s);
-    text += &crate::engine_line(&built);
-    text += &verdict;
-    for p in &written {
+    text += &crate::engine_line(built);
+    text += verdict;
+    for p in written {
         text += &format!("  wrote     {}\n", p.display());
     }
-    if let Some(why) = &no_policy {
+    if let Some(why) = no_policy {
         text += &format!(
             "  note      qos-policy.conf not written: {why}; state.json has every path SL\n"
         );
@@ -195,12 +222,7 @@ pub fn run(args: Args, color: ColorChoice, quiet: bool) -> Result<ExitCode, Fata
             crate::render::group(PSL_LINES)
         );
     }
-    out(None, &text)?;
-    Ok(if proven {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    text
 }
 
 /// A fresh directory beside the output, created exclusively (a planted file or symlink at its
