@@ -52,13 +52,9 @@ fn field(line: &str) -> Option<(&str, &str)> {
     (!key.is_empty()).then_some((key, value.trim()))
 }
 
-/// Reads `saquery` multicast output against `fabric`: the groups, sorted by MLID, and
-/// warnings.
-pub fn parse_mcmembers(
-    text: &str,
-    fabric: &Fabric,
-) -> Result<(Vec<McGroup>, Vec<DumpError>), DumpErrors> {
-    let mut c = Collector::new("mcmembers");
+/// The records of `saquery` multicast output, each from its title line, with the fields it
+/// gives; lines that are not fields of a record are errors in `c`.
+fn records(text: &str, c: &mut Collector) -> Vec<Record> {
     let mut records: Vec<Record> = Vec::new();
     for (k, raw) in text.split('\n').enumerate() {
         let line_no = k + 1;
@@ -97,11 +93,11 @@ pub fn parse_mcmembers(
             n
         };
         match key.to_ascii_lowercase().as_str() {
-            "mlid" => rec.mlid = num(&mut c),
-            "pkey" => rec.pkey = num(&mut c),
-            "sl" => rec.sl = num(&mut c),
-            "joinstate" => rec.join = num(&mut c),
-            "scopestate" => rec.join = num(&mut c).map(|s| s & 0xf),
+            "mlid" => rec.mlid = num(c),
+            "pkey" => rec.pkey = num(c),
+            "sl" => rec.sl = num(c),
+            "joinstate" => rec.join = num(c),
+            "scopestate" => rec.join = num(c).map(|s| s & 0xf),
             "portgid" => {
                 // `saquery -m` appends the node's description in parentheses only with an
                 // MLID argument; the GID is the first word.
@@ -111,6 +107,17 @@ pub fn parse_mcmembers(
             _ => {}
         }
     }
+    records
+}
+
+/// Reads `saquery` multicast output against `fabric`: the groups, sorted by MLID, and
+/// warnings.
+pub fn parse_mcmembers(
+    text: &str,
+    fabric: &Fabric,
+) -> Result<(Vec<McGroup>, Vec<DumpError>), DumpErrors> {
+    let mut c = Collector::new("mcmembers");
+    let records = records(text, &mut c);
     let mut groups: BTreeMap<Mlid, Partial> = BTreeMap::new();
     for rec in records {
         let Some(mlid) = rec
