@@ -395,7 +395,6 @@ const LONG_FILES: &[&str] = &[
     "fabric/src/state/json/mod.rs",
     "fabric/src/state/valid.rs",
     "formats/src/ibnetdiscover/tests.rs",
-    "formats/src/plan.rs",
     "tests/it/apply.rs",
     "tests/it/trust.rs",
 ];
