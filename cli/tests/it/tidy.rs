@@ -394,7 +394,6 @@ const LONG_FILES: &[&str] = &[
     "fabric/src/model.rs",
     "fabric/src/state/json/mod.rs",
     "fabric/src/state/valid.rs",
-    "formats/src/ibnetdiscover/tests.rs",
     "tests/it/apply.rs",
     "tests/it/trust.rs",
 ];
