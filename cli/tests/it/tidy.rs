@@ -391,7 +391,6 @@ fn libraries_never_print() {
 const LONG_FILES: &[&str] = &[
     "cli/tests/it/cli.rs",
     "compiler/src/routing/fat_tree.rs",
-    "tests/it/trust.rs",
 ];
 
 /// Crates with more than one integration-test binary, and how many they had when the rule came
