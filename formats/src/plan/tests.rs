@@ -1,3 +1,7 @@
+//! Tests of the plan file: plans with VFs, MFT and QoS writes read back equal (one write per
+//! line), the digest tells an edited plan, replay checks every old block, and a broken plan is
+//! refused with its rendered errors.
+
 #![allow(clippy::unwrap_used)]
 use super::*;
 
