@@ -27,6 +27,8 @@ mod reader;
 mod writer;
 
 #[cfg(test)]
+mod accept_tests;
+#[cfg(test)]
 mod real_tests;
 #[cfg(test)]
 mod roles_tests;
