@@ -298,6 +298,7 @@ fn hostile_names_read_back_as_written_in_every_export_format() {
             }
             compiled += 1;
             for format in [
+                "html",
                 "json",
                 "graphml",
                 "dot",
@@ -305,6 +306,9 @@ fn hostile_names_read_back_as_written_in_every_export_format() {
                 "slurm-tree",
                 "ibnetdiscover",
             ] {
+                if format == "html" && sw != name {
+                    continue;
+                }
                 match read_back(format, &f, &d) {
                     Ok(names) if names.contains(&name) => {}
                     // The scheduler tree names switches for Slurm by design (`sched_tree`:
