@@ -228,8 +228,8 @@ fn read_policy(text: &str) -> Result<(Vec<String>, String), String> {
 }
 
 /// Whether `read` is `written` sanitized: as many characters, each the same or `_`, and `_`
-/// wherever `written` has one OpenSM's lexer reads as more than text (a control character —
-/// a line break among them —, `#`, `"`).
+/// wherever `written` has one OpenSM's lexer reads as more than text (a line break, `#`,
+/// `"`) or any other control character.
 fn sanitized_from(read: &str, written: &str) -> bool {
     read.chars().count() == written.chars().count()
         && read.chars().zip(written.chars()).all(|(r, w)| {
