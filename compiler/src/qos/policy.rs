@@ -67,7 +67,7 @@ pub fn qos_policy(
         out,
         "# OpenSM QoS policy written by weft for fabric `{}`: with `opensm -Q -Y qos-policy.conf`\n\
          # the SA answers PathRecords with the SLs weft verified.",
-        f.name
+        use_text(&f.name)
     );
     let members = port_groups(&mut out, state);
     let default_class = map
