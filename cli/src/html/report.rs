@@ -265,6 +265,130 @@ fn balance_html(t: &mut String, q: &Quality) {
     t.push_str("</table></details>");
 }
 
+/// The summary table: sizes, the metrics, the verdict per property and the findings' count.
+fn summary_html(t: &mut String, i: &Input<'_>) {
+    let q = i.quality;
+    t.push_str("<h2>Summary</h2><table>");
+    let row = |t: &mut String, k: &str, v: String| {
+        let _ = write!(t, "<tr><th>{}</th><td>{v}</td></tr>", esc(k));
+    };
+    row(
+        t,
+        "hosts",
+        format!(
+            "{} machines; {} end ports ({} left out, {} service node ports)",
+            q.hosts, q.end_ports, q.end_ports_excluded, q.service_ports
+        ),
+    );
+    row(
+        t,
+        "switches",
+        format!(
+            "{} ({} directed switch links up)",
+            q.switches, q.fabric_links
+        ),
+    );
+    row(
+        t,
+        "eBB",
+        format!(
+            "{} (worst bisection {}, best {}; {} bisections, seed {})",
+            crate::report::ebb(q.bisections.ebb),
+            crate::report::ebb(q.bisections.ebb_min),
+            crate::report::ebb(q.bisections.ebb_max),
+            q.bisections.count,
+            q.bisections.seed
+        ),
+    );
+    row(
+        t,
+        "shift",
+        format!(
+            "max load {}, mean max {:.3} over {} shifts",
+            q.shift.max_load, q.shift.mean_max_load, q.shift.shifts
+        ),
+    );
+    row(
+        t,
+        "all-to-all",
+        format!(
+            "max load {}, mean load {:.1}",
+            q.all_to_all.max_load, q.all_to_all.mean_load
+        ),
+    );
+    row(
+        t,
+        "hops",
+        format!(
+            "mean {:.3}, max {}, {} unroutable",
+            q.hops.mean,
+            q.hops.max,
+            q.hops.unroutable.total()
+        ),
+    );
+    let e = &q.hop_excess;
+    row(
+        t,
+        "hop excess",
+        format!(
+            "{} of {} pairs over the shortest up*/down* path (max {}), {} over the shortest path (max {}), {} without an up*/down* path",
+            e.over_updown,
+            e.updown_pairs,
+            e.max_over_updown,
+            e.over_shortest,
+            e.max_over_shortest,
+            e.without_updown
+        ),
+    );
+    for p in i.properties {
+        row(t, p.name(), outcome(i.report.verdict.outcome(*p)));
+    }
+    row(
+        t,
+        "findings",
+        format!(
+            "{} ({} credit loop(s), {} failed route(s))",
+            i.findings.len(),
+            i.report.credit_loops_total,
+            i.report.failed_routes
+        ),
+    );
+    t.push_str("</table>");
+}
+
+/// The hop histogram, and the routes longer than a shortest path.
+fn hops_html(t: &mut String, q: &weft_metrics::Quality) {
+    t.push_str("<h2>Hops</h2>");
+    let bars: Vec<(String, u64)> = q
+        .hops
+        .histogram
+        .iter()
+        .map(|(k, v)| (k.to_string(), *v))
+        .collect();
+    t.push_str(&bar_chart(
+        "hops",
+        "host-to-host paths by links crossed",
+        "links crossed",
+        &bars,
+    ));
+    if !q.hop_excess.worst.is_empty() {
+        t.push_str("<h3>Routes longer than a shortest path</h3><table><tr><th>source</th><th>destination</th><th>links</th><th>shortest</th><th>shortest up*/down*</th></tr>");
+        for w in &q.hop_excess.worst {
+            let _ = write!(
+                t,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&w.source),
+                esc(&w.destination),
+                w.links,
+                w.shortest,
+                w.updown
+                    .map_or_else(|| "none".to_owned(), |u| u.to_string())
+            );
+        }
+        t.push_str("</table>");
+    }
+}
+
 /// The page.
 pub(crate) fn render(i: &Input<'_>) -> String {
     let f = &i.state.fabric;
@@ -278,93 +402,7 @@ pub(crate) fn render(i: &Input<'_>) -> String {
         esc(&f.name),
         esc(&i.source)
     );
-    // Summary.
-    t.push_str("<h2>Summary</h2><table>");
-    let row = |t: &mut String, k: &str, v: String| {
-        let _ = write!(t, "<tr><th>{}</th><td>{v}</td></tr>", esc(k));
-    };
-    row(
-        &mut t,
-        "hosts",
-        format!(
-            "{} machines; {} end ports ({} left out, {} service node ports)",
-            q.hosts, q.end_ports, q.end_ports_excluded, q.service_ports
-        ),
-    );
-    row(
-        &mut t,
-        "switches",
-        format!(
-            "{} ({} directed switch links up)",
-            q.switches, q.fabric_links
-        ),
-    );
-    row(
-        &mut t,
-        "eBB",
-        format!(
-            "{} (worst bisection {}, best {}; {} bisections, seed {})",
-            crate::report::ebb(q.bisections.ebb),
-            crate::report::ebb(q.bisections.ebb_min),
-            crate::report::ebb(q.bisections.ebb_max),
-            q.bisections.count,
-            q.bisections.seed
-        ),
-    );
-    row(
-        &mut t,
-        "shift",
-        format!(
-            "max load {}, mean max {:.3} over {} shifts",
-            q.shift.max_load, q.shift.mean_max_load, q.shift.shifts
-        ),
-    );
-    row(
-        &mut t,
-        "all-to-all",
-        format!(
-            "max load {}, mean load {:.1}",
-            q.all_to_all.max_load, q.all_to_all.mean_load
-        ),
-    );
-    row(
-        &mut t,
-        "hops",
-        format!(
-            "mean {:.3}, max {}, {} unroutable",
-            q.hops.mean,
-            q.hops.max,
-            q.hops.unroutable.total()
-        ),
-    );
-    let e = &q.hop_excess;
-    row(
-        &mut t,
-        "hop excess",
-        format!(
-            "{} of {} pairs over the shortest up*/down* path (max {}), {} over the shortest path (max {}), {} without an up*/down* path",
-            e.over_updown,
-            e.updown_pairs,
-            e.max_over_updown,
-            e.over_shortest,
-            e.max_over_shortest,
-            e.without_updown
-        ),
-    );
-    for p in i.properties {
-        row(&mut t, p.name(), outcome(i.report.verdict.outcome(*p)));
-    }
-    row(
-        &mut t,
-        "findings",
-        format!(
-            "{} ({} credit loop(s), {} failed route(s))",
-            i.findings.len(),
-            i.report.credit_loops_total,
-            i.report.failed_routes
-        ),
-    );
-    t.push_str("</table>");
+    summary_html(&mut t, i);
     // Topology.
     let _ = write!(
         t,
@@ -416,36 +454,7 @@ pub(crate) fn render(i: &Input<'_>) -> String {
     // Balance.
     t.push_str("<h2>Per-port balance</h2>");
     balance_html(&mut t, q);
-    // Hops.
-    t.push_str("<h2>Hops</h2>");
-    let bars: Vec<(String, u64)> = q
-        .hops
-        .histogram
-        .iter()
-        .map(|(k, v)| (k.to_string(), *v))
-        .collect();
-    t.push_str(&bar_chart(
-        "hops",
-        "host-to-host paths by links crossed",
-        "links crossed",
-        &bars,
-    ));
-    if !q.hop_excess.worst.is_empty() {
-        t.push_str("<h3>Routes longer than a shortest path</h3><table><tr><th>source</th><th>destination</th><th>links</th><th>shortest</th><th>shortest up*/down*</th></tr>");
-        for w in &q.hop_excess.worst {
-            let _ = write!(
-                t,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&w.source),
-                esc(&w.destination),
-                w.links,
-                w.shortest,
-                w.updown
-                    .map_or_else(|| "none".to_owned(), |u| u.to_string())
-            );
-        }
-        t.push_str("</table>");
-    }
+    hops_html(&mut t, q);
     let _ = write!(
         t,
         "<h2>The report as text</h2><details><summary>weft report</summary><pre>{}</pre></details>",
