@@ -184,36 +184,39 @@ impl weft_fabric::code::Coded for SimError {
 
 /// The codes the simulator reports: each an input it cannot simulate (`weft simulate`,
 /// `weft report --simulate`).
-pub const CODES: &[weft_fabric::code::CodeInfo] = &[
-    weft_fabric::code::CodeInfo::stable(
-        "weft::traffic::spec",
-        "A `--traffic` spec that does not parse or does not fit the fabric (an unknown pattern, a host the fabric does not have).",
-    ),
-    weft_fabric::code::CodeInfo::stable(
-        "weft::traffic::hotspots",
-        "More hot-spots asked for than the fabric has hosts.",
-    ),
-    weft_fabric::code::CodeInfo::stable(
-        "weft::traffic::hosts",
-        "Fewer than two hosts able to send: there is no traffic to simulate.",
-    ),
-    weft_fabric::code::CodeInfo::stable(
-        "weft::traffic::duration",
-        "A duration that is not a number and a unit (`1ms`, `200us`, `500ns`, `2s`).",
-    ),
-    weft_fabric::code::CodeInfo::stable(
-        "weft::traffic::param",
-        "A simulator parameter out of its range (a duration, a load, a preset name, a host model).",
-    ),
-    weft_fabric::code::CodeInfo::stable(
-        "weft::traffic::job_file",
-        "A per-job traffic file (`--traffic file:PATH`) with a line that does not parse or names what the fabric does not have; the finding gives its line and column.",
-    ),
-    weft_fabric::code::CodeInfo::stable(
-        "weft::traffic::different_hosts",
-        "Two states compared under the same traffic have different hosts.",
-    ),
-];
+pub const CODES: &[weft_fabric::code::CodeInfo] = &{
+    use weft_fabric::code::CodeInfo as C;
+    [
+        C::stable(
+            "weft::traffic::spec",
+            "A `--traffic` spec that does not parse or does not fit the fabric (an unknown pattern, a host the fabric does not have).",
+        ),
+        C::stable(
+            "weft::traffic::hotspots",
+            "More hot-spots asked for than the fabric has hosts.",
+        ),
+        C::stable(
+            "weft::traffic::hosts",
+            "Fewer than two hosts able to send: there is no traffic to simulate.",
+        ),
+        C::stable(
+            "weft::traffic::duration",
+            "A duration that is not a number and a unit (`1ms`, `200us`, `500ns`, `2s`).",
+        ),
+        C::stable(
+            "weft::traffic::param",
+            "A simulator parameter out of its range (a duration, a load, a preset name, a host model).",
+        ),
+        C::stable(
+            "weft::traffic::job_file",
+            "A per-job traffic file (`--traffic file:PATH`) with a line that does not parse or names what the fabric does not have; the finding gives its line and column.",
+        ),
+        C::stable(
+            "weft::traffic::different_hosts",
+            "Two states compared under the same traffic have different hosts.",
+        ),
+    ]
+};
 
 /// The simulator's parameters; [`Params::default`] gives the documented defaults.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]

@@ -61,45 +61,6 @@ const LOGIN: &str = "use std::hardware::{sb7800, connectx5}\nfabric login {\n   
 /// Two HCAs cabled to each other, no switch.
 const NO_SWITCH: &str = "use std::hardware::connectx5\nfabric pair {\n    topology {\n        hca a : connectx5\n        hca b : connectx5\n        link a.p[1] <-> b.p[1]\n    }\n}\n";
 
-/// Slurm's host list expansion, written apart from weft's writer: `a[01-03,7],b` → names,
-/// each range at its first number's width.
-fn expand(list: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut item = String::new();
-    let mut depth = 0;
-    let mut items = Vec::new();
-    for c in list.chars() {
-        match c {
-            '[' => depth += 1,
-            ']' => depth -= 1,
-            ',' if depth == 0 => {
-                items.push(std::mem::take(&mut item));
-                continue;
-            }
-            _ => {}
-        }
-        item.push(c);
-    }
-    if !item.is_empty() {
-        items.push(item);
-    }
-    for it in items {
-        match it.split_once('[') {
-            Some((prefix, body)) => {
-                for r in body.trim_end_matches(']').split(',') {
-                    let (lo, hi) = r.split_once('-').unwrap_or((r, r));
-                    let w = lo.len();
-                    for v in lo.parse::<u64>().unwrap()..=hi.parse::<u64>().unwrap() {
-                        out.push(format!("{prefix}{v:0w$}"));
-                    }
-                }
-            }
-            None => out.push(it),
-        }
-    }
-    out
-}
-
 /// A `topology.conf` read back: per switch, its hosts (expanded) and its child switches.
 #[derive(Debug, Default)]
 struct Conf {
@@ -122,14 +83,17 @@ fn parse_conf(text: &str) -> Conf {
                     c.nodes.entry(v.to_owned()).or_default();
                 }
                 "Nodes" => {
-                    let old = c.nodes.insert(name.clone().expect(line), expand(v));
+                    let old = c
+                        .nodes
+                        .insert(name.clone().expect(line), crate::support::expand(v));
                     assert!(
                         old.is_none_or(|x| x.is_empty()),
                         "two Nodes= for one switch: {line}"
                     );
                 }
                 "Switches" => {
-                    c.switches.insert(name.clone().expect(line), expand(v));
+                    c.switches
+                        .insert(name.clone().expect(line), crate::support::expand(v));
                 }
                 _ => panic!("unknown key in {line}"),
             }
@@ -765,7 +729,10 @@ fn slurm_reads(dir: &Path, tools: &[PathBuf], topology: &str) -> SlurmView {
         .filter_map(|l| l.split_once(" Nodes=").map(|(_, list)| list))
         .collect();
     let hosts: BTreeSet<String> = hostnames(&lists.join(",")).into_iter().collect();
-    let ours: BTreeSet<String> = lists.iter().flat_map(|l| expand(l)).collect();
+    let ours: BTreeSet<String> = lists
+        .iter()
+        .flat_map(|l| crate::support::expand(l))
+        .collect();
     assert_eq!(hosts, ours, "Slurm expands the host lists otherwise");
     let user = String::from_utf8(Command::new("id").arg("-un").output().unwrap().stdout).unwrap();
     let base = 20_000 + (std::process::id() % 2000) as u16 * 10;
@@ -836,8 +803,8 @@ fn slurm_reads(dir: &Path, tools: &[PathBuf], topology: &str) -> SlurmView {
             match k {
                 "SwitchName" => name = v.to_owned(),
                 "Level" => entry.0 = v.parse().unwrap(),
-                "Nodes" => entry.1 = expand(v).into_iter().collect(),
-                "Switches" => entry.2 = expand(v),
+                "Nodes" => entry.1 = crate::support::expand(v).into_iter().collect(),
+                "Switches" => entry.2 = crate::support::expand(v),
                 _ => {}
             }
         }

@@ -44,3 +44,42 @@ pub fn weft_env(dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> Output {
     c.output()
         .unwrap_or_else(|e| panic!("cannot run {WEFT}: {e}"))
 }
+
+/// Slurm's host list expansion, written apart from weft's writer: `a[01-03,7],b` → names,
+/// each range at its first number's width.
+pub(crate) fn expand(list: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut item = String::new();
+    let mut depth = 0;
+    let mut items = Vec::new();
+    for c in list.chars() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(std::mem::take(&mut item));
+                continue;
+            }
+            _ => {}
+        }
+        item.push(c);
+    }
+    if !item.is_empty() {
+        items.push(item);
+    }
+    for it in items {
+        match it.split_once('[') {
+            Some((prefix, body)) => {
+                for r in body.trim_end_matches(']').split(',') {
+                    let (lo, hi) = r.split_once('-').unwrap_or((r, r));
+                    let w = lo.len();
+                    for v in lo.parse::<u64>().unwrap()..=hi.parse::<u64>().unwrap() {
+                        out.push(format!("{prefix}{v:0w$}"));
+                    }
+                }
+            }
+            None => out.push(it),
+        }
+    }
+    out
+}

@@ -22,45 +22,6 @@ fn scratch(test: &str) -> crate::support::Scratch {
     crate::support::scratch(&format!("escape-{test}"))
 }
 
-/// Slurm's host list expansion, written apart from weft's writer: `a[01-03,7],b` → names,
-/// each range at its first number's width.
-fn expand(list: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut item = String::new();
-    let mut depth = 0;
-    let mut items = Vec::new();
-    for c in list.chars() {
-        match c {
-            '[' => depth += 1,
-            ']' => depth -= 1,
-            ',' if depth == 0 => {
-                items.push(std::mem::take(&mut item));
-                continue;
-            }
-            _ => {}
-        }
-        item.push(c);
-    }
-    if !item.is_empty() {
-        items.push(item);
-    }
-    for it in items {
-        match it.split_once('[') {
-            Some((prefix, body)) => {
-                for r in body.trim_end_matches(']').split(',') {
-                    let (lo, hi) = r.split_once('-').unwrap_or((r, r));
-                    let w = lo.len();
-                    for v in lo.parse::<u64>().unwrap()..=hi.parse::<u64>().unwrap() {
-                        out.push(format!("{prefix}{v:0w$}"));
-                    }
-                }
-            }
-            None => out.push(it),
-        }
-    }
-    out
-}
-
 /// Hostile names: markup, quotes, `&`, control characters, YAML 1.1 scalars, Slurm host-list
 /// syntax, a leading `-`, spaces, non-ASCII. Written in a `.weft` string (its escapes: `\"`,
 /// `\\`, `\n`, `\t`), so none holds `{`, `}` (a name format's) or NUL.
@@ -137,7 +98,7 @@ fn python(script: &str, input: &str, dir: &Path) -> Result<String, String> {
 /// A Slurm host list as Slurm expands it; a list it cannot expand reads as no host.
 fn hosts(list: &str) -> Vec<String> {
     let l = list.to_owned();
-    std::panic::catch_unwind(move || expand(&l)).unwrap_or_default()
+    std::panic::catch_unwind(move || crate::support::expand(&l)).unwrap_or_default()
 }
 
 /// Every string value under a `"name"` or `"host"` key in `v`.
