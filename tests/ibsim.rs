@@ -35,6 +35,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use weft_fabric::Fabric;
+use weft_formats::state_json::FromJson;
 
 /// ibsim's default limits (`ibsim -h`; printed when it starts).
 const DEFAULT_NODES: usize = 2048;

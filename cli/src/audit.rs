@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use weft_deploy::{Mad, MadOptions, TransportExt};
 use weft_fabric::code::Coded as _;
 use weft_fabric::ValidState;
+use weft_formats::state_json::ToJson;
 
 /// `weft audit` arguments.
 #[derive(clap::Args)]

@@ -128,7 +128,7 @@ pub fn run(args: Args, color: ColorChoice) -> Result<ExitCode, Fatal> {
             .map_err(|e| Fatal::Run(format!("cannot write the fabric as ibnetdiscover: {e}")))?,
         ExportFormat::Json => {
             let mut v = Vec::new();
-            weft_fabric::state_json::write_fabric(fabric, &mut v)?;
+            weft_formats::state_json::write_fabric(fabric, &mut v)?;
             String::from_utf8(v)
                 .map_err(|e| Fatal::Run(format!("the fabric's JSON is not UTF-8: {e}")))?
         }

@@ -10,6 +10,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use weft_fabric::ValidState;
+use weft_formats::state_json::FromJson;
+use weft_formats::state_json::ToJson;
 use weft_plan::{Mode, Options, PlanError, Planned};
 use weft_verifier::transition::StepCheck;
 use weft_verifier::Outcome;

@@ -22,6 +22,7 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use weft_fabric::ValidState;
+use weft_formats::state_json::FromJson;
 use weft_verifier::engines::Engines;
 use weft_verifier::{certificate, Options, Outcome, Property, Report, Scope};
 

@@ -146,7 +146,7 @@ pub fn write_tables(
         })
         .to_string();
         let mut w = BufWriter::new(f);
-        weft_fabric::state_json::write(st, &mut w, &[("quality", &q), ("routing", &routing)])
+        weft_formats::state_json::write(st, &mut w, &[("quality", &q), ("routing", &routing)])
             .map_err(fail)?;
         w.flush().map_err(fail)
     })?;

@@ -4,13 +4,12 @@
 //! capabilities, and the links between ports, including the ones a `faults` block marked down
 //! (they stay in the model so that LIDs and names are stable across faults). A [`FabricState`]
 //! adds what switches run: LIDs, linear forwarding tables, SL→VL tables, VL arbitration and
-//! P_Key tables. Its file format, `state.json` ([`state::json`]), lives with it: the state is
-//! validated as it is read. What a fabric is made of beyond its cables is here too: the
+//! P_Key tables, validated as a [`ValidState`] before anything trusts it. What a fabric is made of beyond its cables is here too: the
 //! machines its end nodes form ([`machines`]), the service nodes recognised without help
 //! ([`roles`]), the wire view a subnet manager sees ([`wire`]).
 //!
-//! The readers and writers of every other format (ibnetdiscover, OpenSM's files, plan files,
-//! cabling spreadsheets, Slurm host lists) are in `weft-formats`, which depends on this crate;
+//! The readers and writers of every format (`state.json`, ibnetdiscover, OpenSM's files, plan
+//! files, cabling spreadsheets, Slurm host lists) are in `weft-formats`, which depends on this crate;
 //! this crate depends on no weft crate. Deliberately absent: anything about the weft language.
 //!
 //! The few algorithms every crate needs on these values are here too, in one place each:
@@ -48,10 +47,10 @@ pub use model::{
     PortCaps, PortRef, Role, Speed, Width, MAX_UNICAST_LID,
 };
 pub use state::{
-    json as state_json, DlidSls, FabricState, JoinState, Lft, LidAssignment, LidRange, McGroup,
-    Membership, Mft, Mlid, Multicast, PKey, Partition, PathSl, PortMask, PortState, Sl2VlRow,
-    SlSet, SourceSls, StateError, StateErrors, SwitchSls, SwitchState, TrafficClass, ValidState,
-    VirtualPort, VlArb, VlWeight, LFT_UNSET,
+    DlidSls, FabricState, JoinState, Lft, LidAssignment, LidRange, McGroup, Membership, Mft, Mlid,
+    Multicast, PKey, Partition, PathSl, PortMask, PortState, Sl2VlRow, SlSet, SourceSls,
+    StateError, StateErrors, SwitchSls, SwitchState, TrafficClass, ValidState, VirtualPort, VlArb,
+    VlWeight, LFT_UNSET,
 };
 pub use suggest::{closest, edit_distance};
 pub use wire::{Folded, WireDiff, WireEnd, WireNode, WireView};

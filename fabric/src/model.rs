@@ -365,7 +365,7 @@ fn port_text(name: &str, port: u8) -> String {
 /// port GUIDs are separate name spaces, as in OpenSM: a port GUID may equal another end
 /// node's node GUID (ibsim counts a CA's port GUID on from its node GUID, so the next CA's
 /// node GUID is often the previous one's port GUID). (It is written and read as JSON only through
-/// [`state::json`](crate::state::json), which goes through the builder.)
+/// `weft_formats::state_json`, which goes through the builder.)
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Fabric {
     /// Fabric name (from `fabric NAME { … }`).

@@ -5,7 +5,7 @@
 //! comparison of a found fabric's cabling with a design's ([`cabling`]), Slurm host lists
 //! ([`hostlist`]) and the tree Slurm's topology files describe ([`sched_tree`]), and the names
 //! of the files of a build directory ([`build_dir`]). `state.json` is the model's own format
-//! and stays in `weft-fabric` (`weft_fabric::state::json`).
+//! and stays in `weft-fabric` (`weft_formats::state_json`).
 //!
 //! Readers take text and return the model plus every problem found (the ibnetdiscover reader
 //! with byte spans, the others with line numbers); writers take the model and return text.
@@ -27,5 +27,6 @@ pub mod ibnetdiscover;
 pub mod opensm;
 pub mod plan;
 pub mod sched_tree;
+pub mod state_json;
 
 pub use code::CODES;

@@ -10,6 +10,7 @@ use weft_fabric::{
 };
 use weft_formats::ibnetdiscover::{self, ParseOptions};
 use weft_formats::opensm::{parse_mcmembers, parse_mfts, MftTables};
+use weft_formats::state_json::ToJson;
 
 macro_rules! data {
     ($f:literal) => {

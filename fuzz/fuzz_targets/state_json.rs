@@ -7,6 +7,7 @@ mod common;
 
 use libfuzzer_sys::fuzz_target;
 use weft_fabric::ValidState;
+use weft_formats::state_json::{FromJson, ToJson};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

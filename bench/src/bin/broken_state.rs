@@ -22,8 +22,8 @@
 use std::path::PathBuf;
 use weft_bench::{median, timed, weft_binary};
 use weft_compiler::NoFiles;
-use weft_fabric::state::json;
 use weft_fabric::{Lid, PortNum};
+use weft_formats::state_json as json;
 
 fn usage() -> ! {
     eprintln!("usage: broken_state [--runs N] [--keep DIR] [FILE.weft]");

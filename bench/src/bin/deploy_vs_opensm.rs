@@ -37,6 +37,7 @@
     clippy::expect_used,
     clippy::panic
 )]
+use weft_formats::state_json::FromJson;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

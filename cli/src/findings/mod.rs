@@ -482,7 +482,7 @@ pub fn of_notes(notes: &[weft_compiler::routing::RouteNote], artifact: &str) -> 
 pub fn proved(state: &weft_fabric::FabricState, report: &Report) -> Value {
     json!({
         "fingerprint": weft_fabric::Fingerprint::of(state),
-        "digest": weft_fabric::state_json::digest(state),
+        "digest": weft_formats::state_json::digest(state),
         "properties": report.properties,
     })
 }

@@ -9,6 +9,7 @@
 use crate::support::weft;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use weft_formats::state_json::FromJson;
 use weft_tests::ibsim::{self, Ibsim, Limits};
 
 /// One spine, two leaves, four hosts; `qos` as given.

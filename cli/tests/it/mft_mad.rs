@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 use weft_fabric::{FabricState, Mft, ValidState};
+use weft_formats::state_json::{FromJson, ToJson};
 use weft_tests::ibsim::{self, Ibsim, Limits};
 
 /// A two-level tree of 36-port switches: two leaves of 18 hosts (on ports 1–18; the uplinks

@@ -16,6 +16,7 @@ use crate::support::{root, weft};
 use std::path::Path;
 use std::time::Duration;
 use weft_fabric::ValidState;
+use weft_formats::state_json::FromJson;
 use weft_tests::ibsim::{self, ClientOutput, Ibsim, IbsimError, Limits};
 use weft_tests::lft_entries;
 

@@ -48,6 +48,7 @@ use std::time::{Duration, Instant};
 use weft_fabric::{FabricState, Mft, NodeId, PortNum, ValidState};
 use weft_formats::ibnetdiscover::{self, Discovered, ParseOptions};
 use weft_formats::opensm::{self, Dumps};
+use weft_formats::state_json::{FromJson, ToJson};
 use weft_tests::ibsim::{self, Background, Ibsim, IbsimError, Limits, Tools};
 
 /// What the tests run besides ibsim (`smpquery` for the VL arbitration lash's proof needs).

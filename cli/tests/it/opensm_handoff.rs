@@ -10,6 +10,7 @@ use crate::support::weft;
 use std::path::Path;
 use std::time::Duration;
 use weft_fabric::ValidState;
+use weft_formats::state_json::FromJson;
 use weft_tests::ibsim::{self, Ibsim, Limits};
 use weft_tests::{lft_entries, parse_fts};
 

@@ -13,6 +13,7 @@ use crate::support::weft;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use weft_fabric::{Mft, ValidState};
+use weft_formats::state_json::FromJson;
 use weft_tests::ibsim::{self, Ibsim, Limits};
 
 /// Every switch's MFT as `ibroute -M` prints it (non-empty ones), by switch GUID.

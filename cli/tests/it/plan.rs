@@ -9,6 +9,7 @@ use crate::support::weft;
 use std::path::Path;
 use weft_fabric::{Fingerprint, ValidState};
 use weft_formats::plan::{Plan, SmpWrite};
+use weft_formats::state_json::FromJson;
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()

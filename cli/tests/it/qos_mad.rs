@@ -14,6 +14,7 @@ use std::path::Path;
 use std::time::Duration;
 use weft_fabric::ValidState;
 use weft_formats::plan::SmpWrite;
+use weft_formats::state_json::FromJson;
 use weft_tests::ibsim::{self, Ibsim, Limits};
 
 /// The torus example on a 5×5 grid, routed by `engine`.

@@ -7,6 +7,7 @@ use crate::support::weft;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use weft_fabric::FabricState;
+use weft_formats::state_json::{FromJson, ToJson};
 use weft_verifier::testkit;
 
 fn text(b: &[u8]) -> String {

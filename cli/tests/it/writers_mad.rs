@@ -14,6 +14,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 use weft_fabric::ValidState;
 use weft_formats::plan::{Plan, SmpWrite};
+use weft_formats::state_json::FromJson;
 use weft_tests::ibsim::{self, Ibsim, Limits};
 
 const TREE: &str = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric small {\n    topology = fat_tree(levels: 2, radix: 8, switch: sb7800, hca: connectx5)\n    routing { engine = fat_tree, switch_to_switch = sftree }\n";

@@ -10,6 +10,7 @@ use weft_compiler::build::build;
 use weft_compiler::diagnostic::Diagnostic;
 use weft_compiler::{check, NoFiles};
 use weft_fabric::{FabricState, McGroup, PortNum, PortRef};
+use weft_formats::state_json::ToJson;
 
 fn try_compile(src: &str) -> Result<FabricState, Vec<Diagnostic>> {
     let c = check("t.weft", src, &NoFiles);

@@ -7,6 +7,7 @@
 
 use weft_compiler::{check, NoFiles};
 use weft_fabric::{FabricState, PKey, PortNum, PortRef};
+use weft_formats::state_json::ToJson;
 
 const SRC: &str = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    tenant alice { pkey = 0x8001, hosts = cn001..=cn003 }\n    tenant bob { pkey = 0x0002, hosts = [cn004, cn005] }\n    shared storage { pkey = 0x8010, hosts = cn007, members = limited }\n}\n";
 

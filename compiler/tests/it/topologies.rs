@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 use weft_compiler::{check, NoFiles};
 use weft_fabric::{Fabric, NodeKind};
+use weft_formats::state_json::ToJson;
 
 fn build(src: &str) -> Fabric {
     let c = check("t.weft", src, &NoFiles);

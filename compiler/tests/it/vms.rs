@@ -6,6 +6,7 @@
 
 use weft_compiler::{check, NoFiles};
 use weft_fabric::{FabricState, Lid, NodeId, PortNum};
+use weft_formats::state_json::ToJson;
 
 fn built(src: &str) -> FabricState {
     let c = check("t.weft", src, &NoFiles);

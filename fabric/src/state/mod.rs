@@ -24,7 +24,6 @@ use crate::model::{Fabric, NodeKind, PortRef};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub mod json;
 mod multicast;
 mod partitions;
 mod path_sl;
@@ -310,11 +309,6 @@ impl FabricState {
             multicast: Multicast::default(),
             dftree_lanes: Vec::new(),
         }
-    }
-
-    /// The state as `state.json` ([`json`]: schema v1, v2 with multicast).
-    pub fn to_json(&self) -> String {
-        json::to_string(self)
     }
 
     /// Sets the injection SL→VL table of every physical port of end node `node`.

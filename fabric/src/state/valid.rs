@@ -60,12 +60,6 @@ impl ValidState {
         }
     }
 
-    /// Reads `state.json` (schema v1, or v2 with multicast): parsed, built through the fabric builder, every GUID
-    /// resolved, the fingerprint checked, validated. Every problem is reported.
-    pub fn from_json(text: &str) -> Result<ValidState, StateErrors> {
-        super::json::read(text)
-    }
-
     /// The state.
     pub fn state(&self) -> &FabricState {
         &self.0

@@ -295,6 +295,7 @@ mod tests {
     use crate::net::Attach;
     use crate::testkit::{self, Rng};
     use crate::Scope;
+    use weft_formats::state_json::ToJson;
 
     /// A small random fabric (a ring a quarter of the time), routed min-hop or up/down, with
     /// at least `hosts` hosts per switch on rings and `hosts` to `hosts + 7` in all otherwise.

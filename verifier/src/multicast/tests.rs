@@ -6,6 +6,7 @@ use super::*;
 use crate::testkit;
 use crate::{Options, Outcome, Property};
 use weft_fabric::{FabricState, JoinState, McGroup, NodeId, PortRef, Sl};
+use weft_formats::state_json::ToJson;
 
 const GROUP: u16 = 0xc001;
 

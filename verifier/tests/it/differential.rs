@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use weft_fabric::{FabricState, Lid, NodeId, PortRef, Sl2VlRow, SlSet, ValidState};
+use weft_formats::state_json::ToJson;
 use weft_verifier::reference::{replay_credit_loop, replay_pattern};
 use weft_verifier::testkit::{self, Rng};
 use weft_verifier::z3::Z3;

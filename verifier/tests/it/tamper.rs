@@ -11,6 +11,7 @@
     clippy::panic,
     clippy::print_stderr
 )]
+use weft_formats::state_json::ToJson;
 
 use weft_fabric::{FabricState, Lid, NodeId, PortRef, ValidState};
 use weft_verifier::certificate::{self, NO_LABEL};

@@ -80,6 +80,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 use weft_fabric::{Fabric, FabricState, Lft, NodeId, SwitchState, ValidState};
 use weft_formats::build_dir;
+use weft_formats::state_json::{FromJson, ToJson};
 use weft_tests::ibsim::{Background, Ibsim, Limits, Tools};
 use weft_verifier::transition::{self, Change, StepCheck, Transition};
 use weft_verifier::{Outcome, Scope};

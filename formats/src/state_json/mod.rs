@@ -58,23 +58,23 @@
 //! * Unknown fields are refused (a typo never silently drops a table), except the top-level
 //!   fields weft itself writes beside the state (`quality`, `routing`).
 
-use super::valid::{StateError, StateErrors};
-use super::{
-    DlidSls, FabricState, JoinState, Lft, LidRange, McGroup, Membership, Mlid, PKey, Partition,
-    PathSl, PortMask, PortState, Sl2VlRow, SlSet, SourceSls, SwitchSls, SwitchState, TrafficClass,
-    ValidState, VlArb,
-};
-use crate::fingerprint::Fingerprint;
-use crate::ids::{Guid, Lid, NodeId, PortNum, Sl};
-use crate::model::{
-    Fabric, FabricBuilder, LinkState, Mtu, NodeKind, NodeSpec, PortCaps, PortRef, Role, Speed,
-    Width,
-};
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{self, Write};
+use weft_fabric::Fingerprint;
+use weft_fabric::{
+    DlidSls, FabricState, JoinState, Lft, LidRange, McGroup, Membership, Mlid, PKey, Partition,
+    PathSl, PortMask, PortState, Sl2VlRow, SlSet, SourceSls, SwitchSls, SwitchState, TrafficClass,
+    ValidState, VlArb,
+};
+use weft_fabric::{
+    Fabric, FabricBuilder, LinkState, Mtu, NodeKind, NodeSpec, PortCaps, PortRef, Role, Speed,
+    Width,
+};
+use weft_fabric::{Guid, Lid, NodeId, PortNum, Sl};
+use weft_fabric::{StateError, StateErrors};
 
 mod reader;
 pub use reader::read;
@@ -111,13 +111,13 @@ pub struct GuidHex(pub Guid);
 
 impl Serialize for GuidHex {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        crate::ids::guid_hex::serialize(&self.0, s)
+        weft_fabric::guid_hex::serialize(&self.0, s)
     }
 }
 
 impl<'de> Deserialize<'de> for GuidHex {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<GuidHex, D::Error> {
-        crate::ids::guid_hex::deserialize(d).map(GuidHex)
+        weft_fabric::guid_hex::deserialize(d).map(GuidHex)
     }
 }
 
@@ -402,7 +402,7 @@ struct Header {
     version: Option<u64>,
 }
 
-fn node_json(n: &crate::Node) -> NodeJson {
+fn node_json(n: &weft_fabric::Node) -> NodeJson {
     let s = &n.spec;
     NodeJson {
         name: s.name.clone(),
@@ -722,7 +722,7 @@ fn write_multicast<W: Write>(state: &FabricState, w: &mut W) -> io::Result<()> {
         }),
     )?;
     w.write_all(b", \"mfts\": ")?;
-    let mut switches: Vec<(GuidHex, &super::Mft)> = state
+    let mut switches: Vec<(GuidHex, &weft_fabric::Mft)> = state
         .multicast
         .mfts
         .iter()
@@ -740,13 +740,48 @@ fn write_multicast<W: Write>(state: &FabricState, w: &mut W) -> io::Result<()> {
     w.write_all(b"}")
 }
 
-impl Fabric {
+/// What can be written as JSON in this module's formats: `state.json` for a state, the
+/// `fabric` object alone for a fabric. Bring it into scope to call `.to_json()`.
+pub trait ToJson {
+    /// The JSON text.
+    fn to_json(&self) -> String;
+}
+
+impl ToJson for Fabric {
     /// The fabric as a JSON document ([`write_fabric`]).
-    pub fn to_json(&self) -> String {
+    fn to_json(&self) -> String {
         let mut v = Vec::new();
         // Writing to a Vec cannot fail.
         let _ = write_fabric(self, &mut v);
         String::from_utf8(v).unwrap_or_default()
+    }
+}
+
+impl ToJson for FabricState {
+    /// The state as `state.json` (schema v1, v2 with multicast).
+    fn to_json(&self) -> String {
+        to_string(self)
+    }
+}
+
+impl ToJson for ValidState {
+    /// The validated state as `state.json`.
+    fn to_json(&self) -> String {
+        to_string(self.state())
+    }
+}
+
+/// A state read from `state.json`. Bring it into scope to call `ValidState::from_json`.
+pub trait FromJson: Sized {
+    /// Reads `state.json` (schema v1, or v2 with multicast): parsed, built through the fabric
+    /// builder, every GUID resolved, the fingerprint checked, validated. Every problem is
+    /// reported.
+    fn from_json(text: &str) -> Result<Self, StateErrors>;
+}
+
+impl FromJson for ValidState {
+    fn from_json(text: &str) -> Result<ValidState, StateErrors> {
+        read(text)
     }
 }
 

@@ -3,12 +3,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use super::*;
-use crate::{
-    FabricBuilder, Guid, LinkId, NodeKind, NodeSpec, PortNum, PortRef, VirtualPort, VlWeight,
-};
-use crate::{Mft, TrafficClass};
 use proptest::prelude::*;
 use serde_json::{json, Value};
+use weft_fabric::{
+    FabricBuilder, Guid, LinkId, NodeKind, NodeSpec, PortNum, PortRef, VirtualPort, VlWeight,
+};
+use weft_fabric::{Mft, TrafficClass};
 
 /// Two switches `sw1`, `sw2` cabled on port 1; `h1` on `sw1` port 2, `h2` on `sw2` port 2.
 fn small() -> FabricState {
@@ -207,7 +207,7 @@ fn roles_are_written_only_when_not_host() {
     let text = st.to_json();
     assert!(!text.contains("\"role\""), "{text}");
     let mut b = FabricBuilder::from(st.fabric.clone());
-    assert!(b.set_role(NodeId(3), crate::Role::Aggregation));
+    assert!(b.set_role(NodeId(3), weft_fabric::Role::Aggregation));
     let mut with = st.clone();
     with.fabric = b.finish();
     let text = with.to_json();
@@ -217,8 +217,11 @@ fn roles_are_written_only_when_not_host() {
         "{text}"
     );
     let back = read(&text).unwrap();
-    assert_eq!(back.fabric.node(NodeId(3)).role(), crate::Role::Aggregation);
-    assert_eq!(back.fabric.node(NodeId(2)).role(), crate::Role::Host);
+    assert_eq!(
+        back.fabric.node(NodeId(3)).role(),
+        weft_fabric::Role::Aggregation
+    );
+    assert_eq!(back.fabric.node(NodeId(2)).role(), weft_fabric::Role::Host);
     assert_eq!(back.to_json(), text);
     let mut v = value(&st);
     v.as_object_mut().unwrap().remove("fingerprint");

@@ -189,7 +189,7 @@ fn build(raw: FabricJson, errors: &mut Vec<StateError>) -> Option<Fabric> {
     for id in down {
         b.set_node_down(id);
     }
-    if let Err(e) = crate::machines::Machines::of(b.fabric()) {
+    if let Err(e) = weft_fabric::machines::Machines::of(b.fabric()) {
         errors.push(StateError::Fabric {
             at: format!("fabric.nodes `{}`", b.fabric().node(e.node()).name()),
             message: e.to_string(),
@@ -471,7 +471,7 @@ fn vports(st: &mut FabricState, raw: Vec<VportJson>, errors: &mut Vec<StateError
             });
             continue;
         };
-        st.lids.vports.push(crate::state::VirtualPort {
+        st.lids.vports.push(weft_fabric::VirtualPort {
             host: PortRef::new(n, v.host.1),
             vf: v.vf,
             guid: v.guid.0,
