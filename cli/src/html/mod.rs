@@ -2,12 +2,12 @@
 //! style and script, no fetch), drawn in Rust so that the same input gives the same bytes.
 //!
 //! Markup is written with `maud` (checked at compile time, every value escaped unless wrapped
-//! in `PreEscaped`, which only the page's own constant style and scripts and markup maud
-//! made are: a tidy test holds that). Text from the input goes through [`Shown`], which also
+//! in `PreEscaped`, which only the page's own constant style and scripts are: a tidy test
+//! holds that). Text from the input goes through [`Shown`], which also
 //! shows its control characters. The style (`style.css`, `cabling.css`) and the scripts
 //! (`catch.js`, `page.js`) are files here, pulled in with `include_str!`, and the page's
-//! Content-Security-Policy admits exactly them by their SHA-256 hashes: no `'unsafe-inline'`,
-//! no `style=` or `on…=` attributes, so markup that slipped into a name could not run. The
+//! Content-Security-Policy admits exactly them by their SHA-256 hashes: no unsafe-inline, no
+//! style attributes, no inline event handlers, so markup that slipped into a name could not run. The
 //! script reads what it acts on from `data-*` attributes (escaped as any attribute).
 //!
 //! `topo.rs` lays out and draws the fabric (by level for trees, grouped by pod when large;
@@ -210,7 +210,7 @@ fn base64(bytes: &[u8]) -> String {
 }
 
 /// The page's Content-Security-Policy: nothing fetched, and only the page's own style and
-/// scripts, named by their hashes (no `'unsafe-inline'`: a `<script>`, `style=` or `on…=`
+/// scripts, named by their hashes (no unsafe-inline: a `<script>`, a style attribute or a handler
 /// that reached the page from data would not run; the page works from disk as served).
 fn csp(style: Style) -> String {
     let css = match style {
@@ -260,7 +260,55 @@ pub(crate) fn page_styled(title: &str, style: Style, body: Markup) -> String {
 
 #[cfg(test)]
 mod esc_tests {
-    use super::esc;
+    use super::{base64, csp, esc, hash_source, Shown, Style, HEAT, RAILS, SCRIPT, STYLE};
+    use maud::html;
+
+    #[test]
+    fn input_text_in_markup_is_escaped_and_its_controls_shown() {
+        let name = "<script>alert(1)</script>\0\"'&";
+        let page = html! { p title=(Shown(name)) { (Shown(name)) } (name) }.into_string();
+        assert_eq!(
+            page,
+            "<p title=\"&lt;script&gt;alert(1)&lt;/script&gt;\u{2400}&quot;&#39;&amp;\">&lt;script&gt;alert(1)&lt;/script&gt;\u{2400}&quot;&#39;&amp;</p>&lt;script&gt;alert(1)&lt;/script&gt;\0&quot;'&amp;"
+        );
+    }
+
+    #[test]
+    fn base64_and_hash_sources_are_the_standard_ones() {
+        // RFC 4648's test vectors.
+        for (bytes, b64) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(bytes.as_bytes()), b64);
+        }
+        // SHA-256 of "abc" (FIPS 180-2), as a CSP hash source.
+        assert_eq!(
+            hash_source("abc"),
+            "'sha256-ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0='"
+        );
+        let policy = csp(Style::Common);
+        assert!(policy.contains(&hash_source(STYLE)), "{policy}");
+        assert!(policy.contains(&hash_source(SCRIPT)), "{policy}");
+        assert!(!policy.contains("unsafe"), "{policy}");
+        assert_ne!(policy, csp(Style::Cabling));
+    }
+
+    #[test]
+    fn the_style_colours_every_heat_step_and_rail() {
+        for (i, c) in HEAT.iter().enumerate() {
+            assert!(STYLE.contains(&format!(".sw-c.h{i}{{background:{c}}}")), "heat {i}");
+        }
+        for (i, c) in RAILS.iter().enumerate() {
+            assert!(STYLE.contains(&format!(".sw-c.r{i}{{background:{c}}}")), "rail {i}");
+            assert!(STYLE.contains(&format!(".sw.r{i}{{stroke:{c};")), "rail {i}");
+        }
+    }
 
     #[test]
     fn markup_and_controls_cannot_reach_the_page_raw() {
