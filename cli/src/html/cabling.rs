@@ -336,7 +336,12 @@ fn legend() -> Markup {
 
 /// Every finding's marks on the drawing (the differences', then the position notes'), the
 /// marks for the opened groups, and whether each finding was placed.
-fn overlay(f: &Fabric, topo: &Topo<'_>, places: &Places<'_>, c: &Comparison) -> (Markup, Vec<Mark>, Vec<bool>) {
+fn overlay(
+    f: &Fabric,
+    topo: &Topo<'_>,
+    places: &Places<'_>,
+    c: &Comparison,
+) -> (Markup, Vec<Mark>, Vec<bool>) {
     let mut placed = Vec::new();
     let mut group_marks: Vec<Mark> = Vec::new();
     let mut diffs = Vec::new();

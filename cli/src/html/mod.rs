@@ -302,11 +302,20 @@ mod esc_tests {
     #[test]
     fn the_style_colours_every_heat_step_and_rail() {
         for (i, c) in HEAT.iter().enumerate() {
-            assert!(STYLE.contains(&format!(".sw-c.h{i}{{background:{c}}}")), "heat {i}");
+            assert!(
+                STYLE.contains(&format!(".sw-c.h{i}{{background:{c}}}")),
+                "heat {i}"
+            );
         }
         for (i, c) in RAILS.iter().enumerate() {
-            assert!(STYLE.contains(&format!(".sw-c.r{i}{{background:{c}}}")), "rail {i}");
-            assert!(STYLE.contains(&format!(".sw.r{i}{{stroke:{c};")), "rail {i}");
+            assert!(
+                STYLE.contains(&format!(".sw-c.r{i}{{background:{c}}}")),
+                "rail {i}"
+            );
+            assert!(
+                STYLE.contains(&format!(".sw.r{i}{{stroke:{c};")),
+                "rail {i}"
+            );
         }
     }
 

@@ -355,7 +355,8 @@ fn without_csp(page: &str) -> String {
 /// so.
 #[test]
 fn the_content_security_policy_refuses_injected_script_and_style() {
-    let Some(bin) = chromium("the_content_security_policy_refuses_injected_script_and_style") else {
+    let Some(bin) = chromium("the_content_security_policy_refuses_injected_script_and_style")
+    else {
         return;
     };
     let dir = temp_dir("csp");
@@ -387,9 +388,13 @@ fn the_content_security_policy_refuses_injected_script_and_style() {
     let file = dir.join("injected.html");
     std::fs::write(&file, injected).unwrap();
     let l = load(&bin, &file, "csp-injected");
-    assert!(!l.dom.contains("data-injected=\"ran\""), "the injected script ran");
     assert!(
-        l.dom.contains("data-weft-error=\"refused by the page's Content-Security-Policy"),
+        !l.dom.contains("data-injected=\"ran\""),
+        "the injected script ran"
+    );
+    assert!(
+        l.dom
+            .contains("data-weft-error=\"refused by the page's Content-Security-Policy"),
         "the refusal is marked on the page"
     );
     let refusals = l
@@ -402,7 +407,10 @@ fn the_content_security_policy_refuses_injected_script_and_style() {
     let open = dir.join("open.html");
     std::fs::write(&open, without_csp(&std::fs::read_to_string(&file).unwrap())).unwrap();
     let l = load(&bin, &open, "csp-absent");
-    assert!(l.dom.contains("data-injected=\"ran\""), "without the CSP the script runs");
+    assert!(
+        l.dom.contains("data-injected=\"ran\""),
+        "without the CSP the script runs"
+    );
 }
 
 #[test]

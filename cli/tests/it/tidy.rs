@@ -980,4 +980,3 @@ fn architecture_lists_the_commands_and_only_real_paths() {
         problems.join("\n")
     );
 }
-

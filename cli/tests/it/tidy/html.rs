@@ -10,7 +10,12 @@ fn html_sources() -> Vec<(String, String)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/html");
     rust_files(&dir)
         .into_iter()
-        .map(|p| (relative(&p), std::fs::read_to_string(&p).unwrap_or_default()))
+        .map(|p| {
+            (
+                relative(&p),
+                std::fs::read_to_string(&p).unwrap_or_default(),
+            )
+        })
         .collect()
 }
 
