@@ -7,10 +7,10 @@
 //! the fabric, and nodes cabled to nothing, in a row under the drawing.
 
 use super::topo::{Mark, Topo};
-use super::{esc, n, page_styled};
+use super::{n, page_styled, Shown, Style};
 use crate::findings::{Finding, Level};
+use maud::{html, Markup};
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
 use weft_fabric::{Fabric, Guid, NodeId};
 use weft_formats::cabling::{Comparison, Difference, End};
 use weft_formats::hostlist::natural_cmp;
@@ -32,19 +32,6 @@ pub(crate) struct Input<'a> {
 
 /// Differences up to which every one is labelled on the drawing (beyond: the one focused).
 const LABELLED: usize = 12;
-
-/// The page's own style: one colour per kind of difference.
-const STYLE: &str = r#"
-.ov .miswired{stroke:#cf222e;stroke-width:3.5}.ov .expect{stroke:#1a7f37;stroke-width:2.5;stroke-dasharray:7 4}
-.ov .missing{stroke:#8250df;stroke-width:3;stroke-dasharray:3 3}.ov .extra{stroke:#bf8700;stroke-width:3.5}
-.ov .rate{stroke:#0969da;stroke-width:5;opacity:.8}.ov .note{fill:none;stroke:#0969da;stroke-width:2;stroke-dasharray:2 2}
-.ov .node-extra{fill:none;stroke:#bf8700;stroke-width:3}.ov .node-missing{fill:none;stroke:#8250df;stroke-width:3}
-.ov .dl{font-size:8px;fill:#1b1f24;paint-order:stroke;stroke:#fff;stroke-width:3px}.unlabelled .ov .dl{display:none}.unlabelled svg.focus .ov.on .dl{display:inline}
-.end{fill:#fff;stroke:#57606a;stroke-width:1.2}.end-t{font-size:8px;fill:#57606a;text-anchor:middle}
-.ghost{fill:#f6f8fa;stroke:#8250df;stroke-width:1.2;stroke-dasharray:3 2}.ghost-t{font-size:9px;fill:#8250df;text-anchor:middle}
-.findings a.sel{font-weight:600;background:#fff8c5}
-.k{display:inline-block;width:22px;height:0;margin:0 4px 3px 10px;border-top:3px solid}
-"#;
 
 /// The places of every node the differences name.
 struct Places<'a> {
@@ -186,107 +173,86 @@ impl<'a> Places<'a> {
     }
 
     /// The end nodes and the design's missing nodes, always shown.
-    fn nodes_svg(&self, t: &mut String) {
-        for (text, y) in &self.rows {
-            let _ = write!(
-                t,
-                "<text class=\"lvl\" x=\"4\" y=\"{}\">{}</text>",
-                n(*y),
-                esc(text)
-            );
-        }
-        for (&id, &(x, y)) in &self.ends {
-            let name = self.f.node(id).name();
-            let short: String = name.chars().take(12).collect();
-            let _ = write!(
-                t,
-                "<circle class=\"end\" cx=\"{}\" cy=\"{}\" r=\"5\"><title>{}</title></circle><text class=\"end-t\" x=\"{}\" y=\"{}\">{}</text>",
-                n(x),
-                n(y),
-                esc(name),
-                n(x),
-                n(y + 15.0),
-                esc(&short)
-            );
-        }
-        for (name, &(x, y)) in &self.ghosts {
-            let short: String = name.chars().take(12).collect();
-            let _ = write!(
-                t,
-                "<rect class=\"ghost\" x=\"{}\" y=\"{}\" width=\"22\" height=\"12\" rx=\"2\"><title>{}: in the design, not on the fabric</title></rect><text class=\"ghost-t\" x=\"{}\" y=\"{}\">{}</text>",
-                n(x - 11.0),
-                n(y - 6.0),
-                esc(name),
-                n(x),
-                n(y + 17.0),
-                esc(&short)
-            );
+    fn nodes_svg(&self) -> Markup {
+        html! {
+            @for (text, y) in &self.rows {
+                text class="lvl" x="4" y=(n(*y)) { (text) }
+            }
+            @for (&id, &(x, y)) in &self.ends {
+                @let name = self.f.node(id).name();
+                @let short: String = name.chars().take(12).collect();
+                circle class="end" cx=(n(x)) cy=(n(y)) r="5" { title { (Shown(name)) } }
+                text class="end-t" x=(n(x)) y=(n(y + 15.0)) { (Shown(&short)) }
+            }
+            @for (name, &(x, y)) in &self.ghosts {
+                @let short: String = name.chars().take(12).collect();
+                rect class="ghost" x=(n(x - 11.0)) y=(n(y - 6.0)) width="22" height="12" rx="2" {
+                    title { (Shown(name)) ": in the design, not on the fabric" }
+                }
+                text class="ghost-t" x=(n(x)) y=(n(y + 17.0)) { (Shown(&short)) }
+            }
         }
     }
 }
 
-/// A line of `class` from `a` to `b` (the nodes those ends name), titled.
-fn line(t: &mut String, p: &Places<'_>, class: &str, a: &End, b: &End, title: &str) -> bool {
-    let (Some(pa), Some(pb)) = (p.at(&a.node, a.guid), p.at(&b.node, b.guid)) else {
-        return false;
-    };
-    let _ = write!(
-        t,
-        "<line class=\"{class}\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"><title>{}</title></line>",
-        n(pa.0),
-        n(pa.1),
-        n(pb.0),
-        n(pb.1),
-        esc(title)
-    );
-    true
+/// A difference's marks, appended to as it is drawn; whether any was placed.
+#[derive(Default)]
+struct Marks {
+    svg: Vec<Markup>,
+    placed: bool,
 }
 
-/// A label beside node `name`, `dy` lower.
-fn label(t: &mut String, p: &Places<'_>, (name, guid): (&str, Guid), dy: f64, text: &str) {
-    if let Some((x, y)) = p.at(name, guid) {
-        let _ = write!(
-            t,
-            "<text class=\"dl\" x=\"{}\" y=\"{}\">{}</text>",
-            n(x + 14.0),
-            n(y - 8.0 + dy),
-            esc(text)
-        );
+impl Marks {
+    /// A line of `class` from `a` to `b` (the nodes those ends name), titled.
+    fn line(&mut self, p: &Places<'_>, class: &str, a: &End, b: &End, title: &str) {
+        let (Some(pa), Some(pb)) = (p.at(&a.node, a.guid), p.at(&b.node, b.guid)) else {
+            return;
+        };
+        self.svg.push(html! {
+            line class=(class) x1=(n(pa.0)) y1=(n(pa.1)) x2=(n(pb.0)) y2=(n(pb.1)) {
+                title { (Shown(title)) }
+            }
+        });
+        self.placed = true;
     }
-}
 
-/// A label at the middle of the cable `a`–`b`, `dy` lower.
-fn mid_label(t: &mut String, p: &Places<'_>, a: &End, b: &End, dy: f64, text: &str) {
-    if let (Some(pa), Some(pb)) = (p.at(&a.node, a.guid), p.at(&b.node, b.guid)) {
-        let _ = write!(
-            t,
-            "<text class=\"dl\" x=\"{}\" y=\"{}\">{}</text>",
-            n((pa.0 + pb.0) / 2.0 + 6.0),
-            n((pa.1 + pb.1) / 2.0 - 4.0 + dy),
-            esc(text)
-        );
+    /// A label beside node `name`, `dy` lower.
+    fn label(&mut self, p: &Places<'_>, (name, guid): (&str, Guid), dy: f64, text: &str) {
+        if let Some((x, y)) = p.at(name, guid) {
+            self.svg.push(html! {
+                text class="dl" x=(n(x + 14.0)) y=(n(y - 8.0 + dy)) { (Shown(text)) }
+            });
+        }
     }
-}
 
-/// A box round node `name`.
-fn ring(t: &mut String, p: &Places<'_>, class: &str, (name, guid): (&str, Guid)) -> bool {
-    let Some((x, y)) = p.at(name, guid) else {
-        return false;
-    };
-    let _ = write!(
-        t,
-        "<rect class=\"{class}\" x=\"{}\" y=\"{}\" width=\"32\" height=\"22\" rx=\"4\"/>",
-        n(x - 16.0),
-        n(y - 11.0)
-    );
-    true
+    /// A label at the middle of the cable `a`–`b`, `dy` lower.
+    fn mid_label(&mut self, p: &Places<'_>, a: &End, b: &End, dy: f64, text: &str) {
+        if let (Some(pa), Some(pb)) = (p.at(&a.node, a.guid), p.at(&b.node, b.guid)) {
+            self.svg.push(html! {
+                text class="dl" x=(n((pa.0 + pb.0) / 2.0 + 6.0)) y=(n((pa.1 + pb.1) / 2.0 - 4.0 + dy)) {
+                    (Shown(text))
+                }
+            });
+        }
+    }
+
+    /// A box round node `name`.
+    fn ring(&mut self, p: &Places<'_>, class: &str, (name, guid): (&str, Guid)) {
+        if let Some((x, y)) = p.at(name, guid) {
+            self.svg.push(html! {
+                rect class=(class) x=(n(x - 16.0)) y=(n(y - 11.0)) width="32" height="22" rx="4" {}
+            });
+            self.placed = true;
+        }
+    }
 }
 
 /// Difference `d`'s marks (the `k`th: its labels a few lines lower than the one before's,
-/// so that labels at one node stay apart); whether anything was placed.
-fn difference_svg(t: &mut String, p: &Places<'_>, d: &Difference, k: usize) -> bool {
+/// so that labels at one node stay apart).
+fn difference_svg(p: &Places<'_>, d: &Difference, k: usize) -> Marks {
     let msg = d.to_string();
     let dy = 10.0 * (k % 5) as f64;
+    let mut m = Marks::default();
     match d {
         Difference::Miswired {
             a,
@@ -294,33 +260,29 @@ fn difference_svg(t: &mut String, p: &Places<'_>, d: &Difference, k: usize) -> b
             a_joined,
             b_joined,
         } => {
-            let mut placed = line(t, p, "expect", a, b, &format!("designed: {a} – {b}"));
+            m.line(p, "expect", a, b, &format!("designed: {a} – {b}"));
             for (end, far, should) in [(a, a_joined, b), (b, b_joined, a)] {
                 if let Some(far) = far {
-                    placed |= line(t, p, "miswired", end, far, &msg);
+                    m.line(p, "miswired", end, far, &msg);
                 }
                 let now = far
                     .as_ref()
                     .map_or_else(|| "nothing".to_owned(), ToString::to_string);
-                label(
-                    t,
+                m.label(
                     p,
                     (&end.node, end.guid),
                     dy,
                     &format!("{end} ↔ {now}, should join {should}"),
                 );
             }
-            placed
         }
         Difference::Missing { a, b } => {
-            let placed = line(t, p, "missing", a, b, &msg);
-            mid_label(t, p, a, b, dy, &format!("missing: {a} – {b}"));
-            placed
+            m.line(p, "missing", a, b, &msg);
+            m.mid_label(p, a, b, dy, &format!("missing: {a} – {b}"));
         }
         Difference::Extra { a, b } => {
-            let placed = line(t, p, "extra", a, b, &msg);
-            mid_label(t, p, a, b, dy, &format!("extra: {a} – {b}"));
-            placed
+            m.line(p, "extra", a, b, &msg);
+            m.mid_label(p, a, b, dy, &format!("extra: {a} – {b}"));
         }
         Difference::Speed {
             a,
@@ -328,16 +290,9 @@ fn difference_svg(t: &mut String, p: &Places<'_>, d: &Difference, k: usize) -> b
             expected,
             found,
         } => {
-            let placed = line(t, p, "rate", a, b, &msg);
-            mid_label(
-                t,
-                p,
-                a,
-                b,
-                dy,
-                &format!("{} (design {})", found.as_str(), expected.as_str()),
-            );
-            placed
+            m.line(p, "rate", a, b, &msg);
+            let text = format!("{} (design {})", found.as_str(), expected.as_str());
+            m.mid_label(p, a, b, dy, &text);
         }
         Difference::Width {
             a,
@@ -345,63 +300,55 @@ fn difference_svg(t: &mut String, p: &Places<'_>, d: &Difference, k: usize) -> b
             expected,
             found,
         } => {
-            let placed = line(t, p, "rate", a, b, &msg);
-            mid_label(t, p, a, b, dy, &format!("{found} (design {expected})"));
-            placed
+            m.line(p, "rate", a, b, &msg);
+            m.mid_label(p, a, b, dy, &format!("{found} (design {expected})"));
         }
-        Difference::MissingNode(m) => {
-            let placed = ring(t, p, "node-missing", (&m.node, m.guid));
-            label(t, p, (&m.node, m.guid), dy, &format!("{}: missing", m.node));
-            placed
+        Difference::MissingNode(x) => {
+            m.ring(p, "node-missing", (&x.node, x.guid));
+            m.label(p, (&x.node, x.guid), dy, &format!("{}: missing", x.node));
         }
-        Difference::ExtraNode(m) => {
-            let placed = ring(t, p, "node-extra", (&m.node, m.guid));
-            label(
-                t,
-                p,
-                (&m.node, m.guid),
-                dy,
-                &format!("{}: not in the design", m.node),
-            );
-            placed
+        Difference::ExtraNode(x) => {
+            m.ring(p, "node-extra", (&x.node, x.guid));
+            let text = format!("{}: not in the design", x.node);
+            m.label(p, (&x.node, x.guid), dy, &text);
+        }
+    }
+    m
+}
+
+/// The legend of the marks (`cabling.css` draws key `kI`).
+fn legend() -> Markup {
+    html! {
+        div class="legend" {
+            @for (k, what) in [
+                "miswired: the cable as found",
+                "miswired: the cable as designed",
+                "missing cable",
+                "extra cable (or node)",
+                "another speed or width",
+                "a switch matched by position (a note)",
+            ].iter().enumerate() {
+                span class={ "k k" (k) } {} (what)
+            }
         }
     }
 }
 
-/// The legend of the marks.
-fn legend(t: &mut String) {
-    t.push_str("<div class=\"legend\">");
-    for (colour, dash, what) in [
-        ("#cf222e", "solid", "miswired: the cable as found"),
-        ("#1a7f37", "dashed", "miswired: the cable as designed"),
-        ("#8250df", "dotted", "missing cable"),
-        ("#bf8700", "solid", "extra cable (or node)"),
-        ("#0969da", "solid", "another speed or width"),
-        ("#0969da", "dotted", "a switch matched by position (a note)"),
-    ] {
-        let _ = write!(
-            t,
-            "<span class=\"k\" style=\"border-top-color:{colour};border-top-style:{dash}\"></span>{}",
-            esc(what)
-        );
-    }
-    t.push_str("</div>");
-}
-
-/// The page.
-pub(crate) fn render(i: &Input<'_>) -> String {
-    let f = i.found;
-    let c = i.comparison;
-    let topo = Topo::of(f);
-    let places = Places::of(f, &topo, c);
-    // Every finding's marks: the differences', then the position notes'.
-    let mut overlay = String::new();
-    places.nodes_svg(&mut overlay);
+/// Every finding's marks on the drawing (the differences', then the position notes'), the
+/// marks for the opened groups, and whether each finding was placed.
+fn overlay(
+    f: &Fabric,
+    topo: &Topo<'_>,
+    places: &Places<'_>,
+    c: &Comparison,
+) -> (Markup, Vec<Mark>, Vec<bool>) {
     let mut placed = Vec::new();
     let mut group_marks: Vec<Mark> = Vec::new();
+    let mut diffs = Vec::new();
     for (k, d) in c.differences.iter().enumerate() {
-        let _ = write!(overlay, "<g class=\"ov\" data-f=\"{k}\">");
-        placed.push(difference_svg(&mut overlay, &places, d, k));
+        let m = difference_svg(places, d, k);
+        placed.push(m.placed);
+        diffs.push(m.svg);
         // In a grouped drawing, the switches it names are outlined in the opened groups.
         if topo.grouped_view() {
             let named: Vec<(&str, Guid)> = match d {
@@ -421,58 +368,76 @@ pub(crate) fn render(i: &Input<'_>) -> String {
                 ..Mark::default()
             });
         }
-        overlay.push_str("</g>");
     }
-    for (j, p) in c.by_position.iter().enumerate() {
-        let k = c.differences.len() + j;
-        let _ = write!(overlay, "<g class=\"ov\" data-f=\"{k}\">");
-        let found = places.f.find(&p.found.node);
-        let at = found.and_then(|id| {
-            if f.node(id).is_switch() {
-                topo.place(id)
-            } else {
-                None
-            }
-        });
-        if let Some((x, y)) = at {
-            let _ = write!(
-                overlay,
-                "<rect class=\"note\" x=\"{}\" y=\"{}\" width=\"32\" height=\"22\" rx=\"4\"/><text class=\"dl\" x=\"{}\" y=\"{}\">= {}</text>",
-                n(x - 16.0),
-                n(y - 11.0),
-                n(x + 14.0),
-                n(y + 16.0),
-                esc(&p.design)
-            );
+    let notes: Vec<(Option<(f64, f64)>, &str)> = c
+        .by_position
+        .iter()
+        .map(|p| {
+            let at = places
+                .f
+                .find(&p.found.node)
+                .filter(|&id| f.node(id).is_switch())
+                .and_then(|id| topo.place(id));
+            (at, p.design.as_str())
+        })
+        .collect();
+    placed.extend(notes.iter().map(|(at, _)| at.is_some()));
+    let svg = html! {
+        (places.nodes_svg())
+        @for (k, marks) in diffs.iter().enumerate() {
+            g class="ov" data-f=(k) { @for m in marks { (m) } }
         }
-        placed.push(at.is_some());
-        overlay.push_str("</g>");
+        @for (j, (at, design)) in notes.iter().enumerate() {
+            g class="ov" data-f=(c.differences.len() + j) {
+                @if let Some((x, y)) = at {
+                    rect class="note" x=(n(x - 16.0)) y=(n(y - 11.0)) width="32" height="22" rx="4" {}
+                    text class="dl" x=(n(x + 14.0)) y=(n(y + 16.0)) { "= " (Shown(design)) }
+                }
+            }
+        }
+    };
+    (svg, group_marks, placed)
+}
+
+/// The findings, each focusing its marks when clicked (when it was `placed`).
+fn findings_html(findings: &[Finding], placed: &[bool]) -> Markup {
+    html! {
+        @if findings.is_empty() {
+            p class="ok" { "No findings: nothing to place on the drawing." }
+        } @else {
+            p class="noprint" { "Click a finding to show it alone on the drawing; click again for all." }
+            table class="findings" {
+                tr { th { "#" } th { "code" } th { "finding" } }
+                @for (k, x) in findings.iter().enumerate() {
+                    tr id={ "finding-" (k) } {
+                        td class="num" { (k + 1) }
+                        td { code { (Shown(&x.code)) } }
+                        td {
+                            @if placed.get(k).copied().unwrap_or(false) {
+                                a href="#topology" data-finding=(k) { (Shown(&x.message)) }
+                            } @else {
+                                (Shown(&x.message)) " (not placed on the drawing)"
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
+}
+
+/// The page.
+pub(crate) fn render(i: &Input<'_>) -> String {
+    let f = i.found;
+    let c = i.comparison;
+    let topo = Topo::of(f);
+    let places = Places::of(f, &topo, c);
+    let (overlay, group_marks, placed) = overlay(f, &topo, &places, c);
     let errors = i
         .findings
         .iter()
         .filter(|x| x.level == Level::Error)
         .count();
-    let mut t = String::new();
-    let _ = write!(
-        t,
-        "<h1>weft diff: <code>{}</code> against the design <code>{}</code></h1>",
-        esc(&i.found_name),
-        esc(&i.design_name)
-    );
-    if errors == 0 {
-        let _ = write!(
-            t,
-            "<p class=\"ok\" id=\"verdict\">No difference: {} is cabled as {} says.</p>",
-            esc(&i.found_name),
-            esc(&i.design_name)
-        );
-    } else {
-        let _ = write!(
-            t,
-            "<p class=\"bad\" id=\"verdict\">{errors} difference(s) from the design.</p>"
-        );
-    }
     // Summary: differences by kind.
     let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
     for d in &c.differences {
@@ -481,67 +446,43 @@ pub(crate) fn render(i: &Input<'_>) -> String {
     if !c.by_position.is_empty() {
         kinds.insert("weft::node_matched_by_position", c.by_position.len());
     }
-    if !kinds.is_empty() {
-        t.push_str("<table><tr><th>kind</th><th>count</th></tr>");
-        for (k, v) in &kinds {
-            let _ = write!(
-                t,
-                "<tr><td><code>{}</code></td><td class=\"num\">{v}</td></tr>",
-                esc(k)
-            );
+    let body = html! {
+        h1 {
+            "weft diff: " code { (Shown(&i.found_name)) } " against the design "
+            code { (Shown(&i.design_name)) }
         }
-        t.push_str("</table>");
-    }
-    let _ = write!(
-        t,
-        "<h2>The fabric found, with the differences</h2><p>{}.</p>",
-        esc(&topo.describe())
-    );
-    legend(&mut t);
-    t.push_str(&topo.rails_legend());
-    let _ = write!(
-        t,
-        "<div class=\"{}\">{}</div>",
-        if c.differences.len() <= LABELLED {
-            "labelled"
-        } else {
-            "unlabelled"
-        },
-        topo.svg_with(None, &[], &overlay, places.size)
-    );
-    t.push_str(&topo.groups_html(&group_marks));
-    // The findings.
-    t.push_str("<h2>Findings</h2>");
-    if i.findings.is_empty() {
-        t.push_str("<p class=\"ok\">No findings: nothing to place on the drawing.</p>");
-    } else {
-        t.push_str("<p class=\"noprint\">Click a finding to show it alone on the drawing; click again for all.</p><table class=\"findings\"><tr><th>#</th><th>code</th><th>finding</th></tr>");
-        for (k, x) in i.findings.iter().enumerate() {
-            let shown = if placed.get(k).copied().unwrap_or(false) {
-                format!(
-                    "<a href=\"#topology\" data-finding=\"{k}\">{}</a>",
-                    esc(&x.message)
-                )
-            } else {
-                format!("{} (not placed on the drawing)", esc(&x.message))
-            };
-            let _ = write!(
-                t,
-                "<tr id=\"finding-{k}\"><td class=\"num\">{}</td><td><code>{}</code></td><td>{shown}</td></tr>",
-                k + 1,
-                esc(&x.code)
-            );
+        @if errors == 0 {
+            p class="ok" id="verdict" {
+                "No difference: " (Shown(&i.found_name)) " is cabled as " (Shown(&i.design_name))
+                " says."
+            }
+        } @else {
+            p class="bad" id="verdict" { (errors) " difference(s) from the design." }
         }
-        t.push_str("</table>");
-    }
-    let _ = write!(
-        t,
-        "<h2>The comparison as text</h2><details><summary>weft diff</summary><pre>{}</pre></details>",
-        esc(i.text)
-    );
+        @if !kinds.is_empty() {
+            table {
+                tr { th { "kind" } th { "count" } }
+                @for (k, v) in &kinds {
+                    tr { td { code { (k) } } td class="num" { (v) } }
+                }
+            }
+        }
+        h2 { "The fabric found, with the differences" }
+        p { (topo.describe()) "." }
+        (legend())
+        (topo.rails_legend())
+        div class=(if c.differences.len() <= LABELLED { "labelled" } else { "unlabelled" }) {
+            (topo.svg_with(None, &[], overlay, places.size))
+        }
+        (topo.groups_html(&group_marks))
+        h2 { "Findings" }
+        (findings_html(i.findings, &placed))
+        h2 { "The comparison as text" }
+        details { summary { "weft diff" } pre { (Shown(i.text)) } }
+    };
     page_styled(
         &format!("weft diff: {} against {}", i.found_name, i.design_name),
-        STYLE,
-        &t,
+        Style::Cabling,
+        body,
     )
 }

@@ -1,6 +1,15 @@
 //! `--format html` of `weft report`, `weft plan` and `weft diff`: one self-contained page (inline SVG,
 //! style and script, no fetch), drawn in Rust so that the same input gives the same bytes.
 //!
+//! Markup is written with `maud` (checked at compile time, every value escaped unless wrapped
+//! in `PreEscaped`, which only the page's own constant style and scripts are: a tidy test
+//! holds that). Text from the input goes through [`Shown`], which also
+//! shows its control characters. The style (`style.css`, `cabling.css`) and the scripts
+//! (`catch.js`, `page.js`) are files here, pulled in with `include_str!`, and the page's
+//! Content-Security-Policy admits exactly them by their SHA-256 hashes: no unsafe-inline, no
+//! style attributes, no inline event handlers, so markup that slipped into a name could not run. The
+//! script reads what it acts on from `data-*` attributes (escaped as any attribute).
+//!
 //! `topo.rs` lays out and draws the fabric (by level for trees, grouped by pod when large;
 //! a deterministic force layout otherwise); `report.rs`, `plan.rs` and `cabling.rs` are the
 //! three pages.
@@ -10,12 +19,12 @@ pub(crate) mod plan;
 pub(crate) mod report;
 pub(crate) mod topo;
 
-use std::fmt::Write as _;
+use maud::{html, Markup, PreEscaped, Render, DOCTYPE};
 
 /// `s` safe in HTML text and attribute values. Controls the HTML parser would drop, replace or
 /// fold (NUL, CR, the other C0 controls but tab and line feed, DEL) are shown as their Control
 /// Pictures (`␀`, `␍`, …) and C1 controls as `�`, so the page says what the name holds.
-pub(crate) fn esc(s: &str) -> String {
+fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -36,6 +45,16 @@ pub(crate) fn esc(s: &str) -> String {
     o
 }
 
+/// Text from the input (names, messages, reports) in a page: escaped as [`esc`] does, its
+/// controls shown. (Any other string maud escapes by itself; this one also shows controls.)
+pub(crate) struct Shown<'a>(pub(crate) &'a str);
+
+impl Render for Shown<'_> {
+    fn render_to(&self, buffer: &mut String) {
+        buffer.push_str(&esc(self.0));
+    }
+}
+
 /// A coordinate, with one decimal (the same text for the same number on every machine).
 pub(crate) fn n(x: f64) -> String {
     let r = (x * 10.0).round() / 10.0;
@@ -46,111 +65,86 @@ pub(crate) fn n(x: f64) -> String {
     }
 }
 
-/// The heat scale, coolest first.
+/// The heat scale, coolest first (`style.css` names each as `.sw-c.hI`).
 const HEAT: [&str; 6] = [
     "#dfe7ef", "#9ecae1", "#fee08b", "#fdae61", "#f46d43", "#b2182b",
 ];
 
-/// The colour of `load` on a scale up to `max` (an idle link the coolest).
-pub(crate) fn heat(load: u64, max: u64) -> &'static str {
+/// The step of the heat scale of `load` on a scale up to `max` (an idle link the coolest).
+pub(crate) fn heat_index(load: u64, max: u64) -> usize {
     if load == 0 || max == 0 {
-        return HEAT[0];
+        return 0;
     }
     let steps = (HEAT.len() - 1) as u64;
-    let i = 1 + ((load.saturating_sub(1)) * steps / max).min(steps - 1);
-    HEAT.get(i as usize).copied().unwrap_or(HEAT[0])
+    (1 + ((load.saturating_sub(1)) * steps / max).min(steps - 1)) as usize
+}
+
+/// The colour of `load` on a scale up to `max` (an idle link the coolest).
+pub(crate) fn heat(load: u64, max: u64) -> &'static str {
+    HEAT.get(heat_index(load, max)).copied().unwrap_or(HEAT[0])
+}
+
+/// A swatch of the heat scale's step `i`.
+pub(crate) fn heat_swatch(i: usize, title: Option<&str>) -> Markup {
+    html! { span class={ "sw-c h" (i) } title=[title] {} }
 }
 
 /// The legend of the heat scale up to `max` (`what` per link).
-pub(crate) fn heat_legend(max: u64, what: &str) -> String {
-    let mut t = String::from("<div class=\"legend\">");
-    let _ = write!(t, "<span>{}:</span>", esc(what));
+pub(crate) fn heat_legend(max: u64, what: &str) -> Markup {
     let steps = (HEAT.len() - 1) as u64;
-    let _ = write!(
-        t,
-        "<span class=\"sw-c\" style=\"background:{}\"></span>0",
-        HEAT[0]
-    );
-    for i in 1..=steps {
-        let lo = (i - 1) * max / steps + 1;
-        let hi = i * max / steps;
-        if max == 0 || lo > hi {
-            continue;
+    html! {
+        div class="legend" {
+            span { (Shown(what)) ":" }
+            (heat_swatch(0, None)) "0"
+            @for i in 1..=steps {
+                @let lo = (i - 1) * max / steps + 1;
+                @let hi = i * max / steps;
+                @if max != 0 && lo <= hi {
+                    " " (heat_swatch(heat_index(hi, max), None))
+                    @if lo == hi { (lo) } @else { (lo) "–" (hi) }
+                }
+            }
         }
-        let c = heat(hi, max);
-        let range = if lo == hi {
-            lo.to_string()
-        } else {
-            format!("{lo}–{hi}")
-        };
-        let _ = write!(
-            t,
-            " <span class=\"sw-c\" style=\"background:{c}\"></span>{range}"
-        );
     }
-    t.push_str("</div>");
-    t
 }
 
-/// Colours of rails 0, 1, … (cycled).
+/// Colours of rails 0, 1, … (cycled; `style.css` names each as `.rI`).
 const RAILS: [&str; 8] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
 ];
 
-/// The colour of rail `r`.
-pub(crate) fn rail_colour(r: u8) -> &'static str {
-    RAILS
-        .get(usize::from(r) % RAILS.len())
-        .copied()
-        .unwrap_or(RAILS[0])
+/// The class of rail `r`'s colour (`r0` …).
+pub(crate) fn rail_class(r: u8) -> String {
+    format!("r{}", usize::from(r) % RAILS.len())
 }
 
 /// A bar chart: one bar per `(label, value)`, labelled with its value.
-pub(crate) fn bar_chart(id: &str, title: &str, x_label: &str, bars: &[(String, u64)]) -> String {
+pub(crate) fn bar_chart(id: &str, title: &str, x_label: &str, bars: &[(String, u64)]) -> Markup {
     let max = bars.iter().map(|b| b.1).max().unwrap_or(0).max(1);
     let bw = 46.0;
     let h = 160.0;
     let left = 10.0;
     let w = left * 2.0 + bw * bars.len().max(1) as f64;
-    let mut t = String::new();
-    let _ = write!(
-        t,
-        "<figure class=\"chart\"><figcaption>{}</figcaption><svg id=\"{}\" class=\"bars\" viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" role=\"img\">",
-        esc(title),
-        esc(id),
-        n(w),
-        n(h + 40.0),
-        n(w),
-        n(h + 40.0)
-    );
-    for (i, (label, v)) in bars.iter().enumerate() {
-        let x = left + bw * i as f64;
-        let bh = (h - 20.0) * (*v as f64) / max as f64;
-        let _ = write!(
-            t,
-            "<g class=\"bar\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"><title>{}: {}</title></rect><text x=\"{}\" y=\"{}\" class=\"v\">{}</text><text x=\"{}\" y=\"{}\">{}</text></g>",
-            n(x + 3.0),
-            n(h - bh),
-            n(bw - 6.0),
-            n(bh),
-            esc(label),
-            v,
-            n(x + bw / 2.0),
-            n(h - bh - 4.0),
-            short(*v),
-            n(x + bw / 2.0),
-            n(h + 14.0),
-            esc(label)
-        );
+    html! {
+        figure class="chart" {
+            figcaption { (Shown(title)) }
+            svg id=(id) class="bars" viewBox={ "0 0 " (n(w)) " " (n(h + 40.0)) }
+                width=(n(w)) height=(n(h + 40.0)) role="img" {
+                @for (i, (label, v)) in bars.iter().enumerate() {
+                    @let x = left + bw * i as f64;
+                    @let bh = (h - 20.0) * (*v as f64) / max as f64;
+                    g class="bar" {
+                        rect x=(n(x + 3.0)) y=(n(h - bh)) width=(n(bw - 6.0)) height=(n(bh)) {
+                            title { (Shown(label)) ": " (v) }
+                        }
+                        text x=(n(x + bw / 2.0)) y=(n(h - bh - 4.0)) class="v" { (short(*v)) }
+                        text x=(n(x + bw / 2.0)) y=(n(h + 14.0)) { (Shown(label)) }
+                    }
+                }
+                text x=(n(w / 2.0)) y=(n(h + 34.0)) class="axis" { (Shown(x_label)) }
+            }
+        }
     }
-    let _ = write!(
-        t,
-        "<text x=\"{}\" y=\"{}\" class=\"axis\">{}</text></svg></figure>",
-        n(w / 2.0),
-        n(h + 34.0),
-        esc(x_label)
-    );
-    t
 }
 
 /// `v` in at most five characters (12k, 3.4M).
@@ -163,100 +157,167 @@ fn short(v: u64) -> String {
 }
 
 /// The page's style: screen and print.
-const STYLE: &str = r#"
-body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em;color:#1b1f24;background:#fff}
-h1{font-size:1.5em;margin:0 0 .3em}h2{font-size:1.2em;margin:1.4em 0 .4em;border-bottom:1px solid #d0d7de}
-table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #d0d7de;padding:2px 8px;text-align:left;vertical-align:top}
-th{background:#f3f5f7}td.num{text-align:right;font-variant-numeric:tabular-nums}
-.topo{border:1px solid #d0d7de;max-width:100%;height:auto;background:#fcfdfe}
-.sw{fill:#fff;stroke:#57606a;stroke-width:1.2}.sw.leaf{fill:#f6f8fa}.sw.down{stroke-dasharray:3 2;fill:#eee}
-.svc{fill:#8250df;stroke:#4c2889}.hosts{font-size:9px;fill:#57606a;text-anchor:middle}
-.lbl{font-size:9px;text-anchor:middle;fill:#24292f}.lbl.slant{text-anchor:start}.lvl{font-size:11px;fill:#57606a}
-.cable{stroke:#c4ccd4;stroke-width:1}.cable.down{stroke:#cf222e;stroke-dasharray:4 3}
-.agg{fill:#f6f8fa;stroke:#57606a;stroke-width:1.2}.agg-t{font-size:10px;text-anchor:middle}
-.heat line{stroke-width:2.2}.bundle{stroke-linecap:round;opacity:.85}
-.ov .loop{fill:none;stroke:#cf222e;stroke-width:4;opacity:.8}.ov .arrow{fill:#cf222e}.ov .mark{fill:none;stroke:#cf222e;stroke-width:3}
-.ov .route{fill:none;stroke:#bf8700;stroke-width:3;stroke-dasharray:6 3}.ov .x{stroke:#cf222e;stroke-width:3}
-svg.focus .ov{display:none}svg.focus .ov.on{display:inline}
-.touched{stroke:#cf222e!important;stroke-width:3!important;fill:#ffebe9!important}
-.legend{font-size:12px;margin:.3em 0}.sw-c{display:inline-block;width:14px;height:10px;margin:0 3px 0 8px;border:1px solid #999}
-.bars rect{fill:#0969da}.bars text{font-size:9px;text-anchor:middle}.bars .axis{font-size:11px}
-figure.chart{display:inline-block;margin:.3em 1em .3em 0}figcaption{font-weight:600;font-size:12px}
-.findings li{margin:.2em 0}.findings a{cursor:pointer}.ok{color:#1a7f37}.bad{color:#cf222e}
-details.group{margin:.2em 0}details.group summary{cursor:pointer}
-.timeline{display:flex;flex-wrap:wrap;gap:4px;align-items:stretch;margin:.5em 0}
-.step{border:1px solid #57606a;border-radius:4px;padding:4px 8px;min-width:5em;cursor:pointer;background:#f6f8fa}
-.step.outage{background:#ffebe9;border-color:#cf222e}.step.sel{outline:3px solid #0969da}
-.controls label{margin-right:1em}pre{white-space:pre-wrap;font-size:12px;background:#f6f8fa;padding:.5em}
-#weft-errors:empty{display:none}#weft-errors{color:#cf222e;white-space:pre-wrap}
-@media print{.controls,.noprint{display:none}body{margin:0;font-size:11px}.topo{border:none}
-h2{break-after:avoid}figure,table,svg{break-inside:avoid}.heat,.heat-legend{display:none!important}.heat.first{display:inline!important}.heat-legend.first{display:block!important}}
-"#;
+const STYLE: &str = include_str!("style.css");
 
-/// Errors caught before anything else runs: written into the page, so a browser test
-/// reads them from the DOM.
-const CATCH: &str = r#"
-window.weftErrors=[];window.onerror=function(m,s,l){window.weftErrors.push(String(m)+' (line '+l+')');var e=document.getElementById('weft-errors');if(e){e.textContent=window.weftErrors.join('\n');}document.documentElement.setAttribute('data-weft-error',String(m));};
-"#;
+/// The cabling page's own style, after [`STYLE`].
+const CABLING_STYLE: &str = include_str!("cabling.css");
+
+/// Errors caught before anything else runs (and style or script the Content-Security-Policy
+/// refused): written into the page, so a browser test reads them from the DOM.
+const CATCH: &str = include_str!("catch.js");
 
 /// The page's behaviour: choosing a heat map, focusing a finding, opening a group, choosing
 /// a plan step (also from the address: `#finding-N`, `#g-N`, `#step-N`); then the ready
-/// mark.
-const SCRIPT: &str = r#"
-(function(){
-function all(s,r){return Array.prototype.slice.call((r||document).querySelectorAll(s));}
-all('input[name=heat]').forEach(function(i){i.addEventListener('change',function(){
- all('.heat').forEach(function(g){g.style.display=(g.getAttribute('data-heat')===i.value)?'inline':'none';});
- all('.heat-legend').forEach(function(g){g.style.display=(g.getAttribute('data-legend')===i.value)?'block':'none';});});});
-all('[data-finding]').forEach(function(a){a.addEventListener('click',function(ev){ev.preventDefault();
- var f=a.getAttribute('data-finding');var on=!a.classList.contains('sel');
- all('[data-finding]').forEach(function(b){b.classList.remove('sel');});
- all('svg.topo').forEach(function(s){s.classList.toggle('focus',on);});
- all('.ov').forEach(function(g){g.classList.toggle('on',on&&g.getAttribute('data-f')===f);});
- if(on){a.classList.add('sel');var t=document.getElementById('topology');if(t){t.scrollIntoView();}}});});
-function openHash(){var h=location.hash.slice(1);if(!h){return;}
- var m=/^step-(\d+)$/.exec(h);var s=m&&document.querySelector('.step[data-step='+JSON.stringify(m[1])+']');if(s&&!s.classList.contains('sel')){s.click();}
- m=/^finding-(\d+)$/.exec(h);var a=m&&document.querySelector('[data-finding='+JSON.stringify(m[1])+']');if(a&&!a.classList.contains('sel')){a.click();}
- var d=document.getElementById(h);if(d&&d.tagName==='DETAILS'){d.open=true;}}
-all('.step').forEach(function(s){s.addEventListener('click',function(){
- var on=!s.classList.contains('sel');all('.step').forEach(function(b){b.classList.remove('sel');});
- all('.touched').forEach(function(e){e.classList.remove('touched');});
- if(!on){return;}s.classList.add('sel');
- (s.getAttribute('data-sw')||'').split(' ').forEach(function(id){if(id){all('[data-id="'+id+'"]').forEach(function(e){e.classList.add('touched');});}});
- (s.getAttribute('data-g')||'').split(' ').forEach(function(id){if(id){all('[data-gid="'+id+'"]').forEach(function(e){e.classList.add('touched');});}});
- var d=document.getElementById('step-'+s.getAttribute('data-step'));if(d){d.open=true;}});});
-window.addEventListener('hashchange',openHash);openHash();
-window.addEventListener('beforeprint',function(){all('details').forEach(function(d){d.open=true;});});
-document.documentElement.setAttribute('data-weft-ready',String(all('.sw').length));
-})();
-"#;
+/// mark. It reads what it acts on from the page's `data-*` attributes.
+const SCRIPT: &str = include_str!("page.js");
 
-/// The whole page: `title`, then `body`.
-pub(crate) fn page(title: &str, body: &str) -> String {
-    page_styled(title, "", body)
+/// Which style a page carries.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Style {
+    /// [`STYLE`] alone.
+    Common,
+    /// [`STYLE`], then [`CABLING_STYLE`].
+    Cabling,
 }
 
-/// The whole page, with `style` after the common style.
-pub(crate) fn page_styled(title: &str, style: &str, body: &str) -> String {
-    let mut t = String::with_capacity(body.len() + 8192);
-    t.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
-    t.push_str("<meta name=\"generator\" content=\"weft\">");
-    t.push_str("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">");
-    let _ = write!(
-        t,
-        "<title>{}</title><style>{STYLE}{style}</style>",
-        esc(title)
-    );
-    let _ = write!(t, "<script>{CATCH}</script></head><body>");
-    t.push_str("<div id=\"weft-errors\"></div>");
-    t.push_str(body);
-    let _ = writeln!(t, "<script>{SCRIPT}</script></body></html>");
+/// `'sha256-…'`: a CSP hash source for an inline element whose text is `text`.
+fn hash_source(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    format!("'sha256-{}'", base64(&Sha256::digest(text.as_bytes())))
+}
+
+/// `bytes` in standard Base64, padded.
+fn base64(bytes: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut o = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk.first().copied().unwrap_or(0),
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let v = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+        for k in 0..4 {
+            if k <= chunk.len() {
+                let i = (v >> (18 - 6 * k)) & 63;
+                o.push(char::from(ABC.get(i as usize).copied().unwrap_or(b'=')));
+            } else {
+                o.push('=');
+            }
+        }
+    }
+    o
+}
+
+/// The page's Content-Security-Policy: nothing fetched, and only the page's own style and
+/// scripts, named by their hashes (no unsafe-inline: a `<script>`, a style attribute or a handler
+/// that reached the page from data would not run; the page works from disk as served).
+fn csp(style: Style) -> String {
+    let css = match style {
+        Style::Common => STYLE.to_owned(),
+        Style::Cabling => [STYLE, CABLING_STYLE].concat(),
+    };
+    format!(
+        "default-src 'none'; style-src {}; script-src {} {}; img-src data:",
+        hash_source(&css),
+        hash_source(CATCH),
+        hash_source(SCRIPT)
+    )
+}
+
+/// The whole page: `title`, then `body`.
+pub(crate) fn page(title: &str, body: Markup) -> String {
+    page_styled(title, Style::Common, body)
+}
+
+/// The whole page, with `style`.
+pub(crate) fn page_styled(title: &str, style: Style, body: Markup) -> String {
+    let page = html! {
+        (DOCTYPE) "\n"
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="generator" content="weft";
+                meta http-equiv="Content-Security-Policy" content=(csp(style));
+                title { (Shown(title)) }
+                style {
+                    (PreEscaped(STYLE))
+                    @if style == Style::Cabling { (PreEscaped(CABLING_STYLE)) }
+                }
+                script { (PreEscaped(CATCH)) }
+            }
+            body {
+                div id="weft-errors" {}
+                (body)
+                script { (PreEscaped(SCRIPT)) }
+            }
+        }
+    };
+    let mut t = page.into_string();
+    t.push('\n');
     t
 }
 
 #[cfg(test)]
 mod esc_tests {
-    use super::esc;
+    use super::{base64, csp, esc, hash_source, Shown, Style, HEAT, RAILS, SCRIPT, STYLE};
+    use maud::html;
+
+    #[test]
+    fn input_text_in_markup_is_escaped_and_its_controls_shown() {
+        let name = "<script>alert(1)</script>\0\"'&";
+        let page = html! { p title=(Shown(name)) { (Shown(name)) } (name) }.into_string();
+        assert_eq!(
+            page,
+            "<p title=\"&lt;script&gt;alert(1)&lt;/script&gt;\u{2400}&quot;&#39;&amp;\">&lt;script&gt;alert(1)&lt;/script&gt;\u{2400}&quot;&#39;&amp;</p>&lt;script&gt;alert(1)&lt;/script&gt;\0&quot;'&amp;"
+        );
+    }
+
+    #[test]
+    fn base64_and_hash_sources_are_the_standard_ones() {
+        // RFC 4648's test vectors.
+        for (bytes, b64) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(bytes.as_bytes()), b64);
+        }
+        // SHA-256 of "abc" (FIPS 180-2), as a CSP hash source.
+        assert_eq!(
+            hash_source("abc"),
+            "'sha256-ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0='"
+        );
+        let policy = csp(Style::Common);
+        assert!(policy.contains(&hash_source(STYLE)), "{policy}");
+        assert!(policy.contains(&hash_source(SCRIPT)), "{policy}");
+        assert!(!policy.contains("unsafe"), "{policy}");
+        assert_ne!(policy, csp(Style::Cabling));
+    }
+
+    #[test]
+    fn the_style_colours_every_heat_step_and_rail() {
+        for (i, c) in HEAT.iter().enumerate() {
+            assert!(
+                STYLE.contains(&format!(".sw-c.h{i}{{background:{c}}}")),
+                "heat {i}"
+            );
+        }
+        for (i, c) in RAILS.iter().enumerate() {
+            assert!(
+                STYLE.contains(&format!(".sw-c.r{i}{{background:{c}}}")),
+                "rail {i}"
+            );
+            assert!(
+                STYLE.contains(&format!(".sw.r{i}{{stroke:{c};")),
+                "rail {i}"
+            );
+        }
+    }
 
     #[test]
     fn markup_and_controls_cannot_reach_the_page_raw() {

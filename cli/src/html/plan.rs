@@ -3,9 +3,9 @@
 //! the break-before-make outage when there is one.
 
 use super::topo::Topo;
-use super::{esc, page};
+use super::{page, Shown};
+use maud::{html, Markup};
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
 use weft_fabric::{Fabric, NodeId};
 use weft_formats::plan::SmpWrite;
 use weft_plan::Planned;
@@ -22,28 +22,12 @@ fn target(f: &Fabric, w: &SmpWrite) -> (Option<NodeId>, &'static str) {
     }
 }
 
-/// The page: `text` is the plan as `weft plan` prints it.
-pub(crate) fn render(p: &Planned, rate: u64, text: &str) -> String {
+/// What each step writes, per node and kind.
+type Touched = BTreeMap<NodeId, BTreeMap<&'static str, usize>>;
+
+/// The steps as a timeline of boxes (those in the outage marked); what each writes.
+fn timeline(p: &Planned, topo: &Topo<'_>) -> (Markup, Vec<Touched>) {
     let f = &p.end.fabric;
-    let topo = Topo::of(f);
-    let mut t = String::new();
-    let _ = write!(
-        t,
-        "<h1>weft plan: fabric <code>{}</code></h1><p>{} step(s), {} SMP(s) ({} LFT); a full reconfiguration would send {}.</p><p>{}</p>",
-        esc(&p.plan.fabric_name),
-        p.plan.steps.len(),
-        p.plan.smps(),
-        p.plan.lft_smps(),
-        p.full_reconfiguration,
-        esc(&crate::plan::target_line(&p.target)).replace('\n', "<br>")
-    );
-    let outage = crate::plan::outage_line(p, rate);
-    let _ = write!(
-        t,
-        "<p class=\"{}\" id=\"outage\">{}</p>",
-        if p.outage.is_some() { "bad" } else { "ok" },
-        esc(&outage)
-    );
     // The steps in the outage, from 1.
     let out: BTreeSet<usize> = match &p.outage {
         Some(o) => {
@@ -52,10 +36,10 @@ pub(crate) fn render(p: &Planned, rate: u64, text: &str) -> String {
         }
         None => BTreeSet::new(),
     };
-    t.push_str("<h2>Steps</h2><p class=\"noprint\">Click a step to highlight the switches it writes on the drawing below and open its details.</p><div class=\"timeline\">");
-    let mut touched: Vec<BTreeMap<NodeId, BTreeMap<&'static str, usize>>> = Vec::new();
+    let mut touched: Vec<Touched> = Vec::new();
+    let mut boxes = Vec::new();
     for (i, step) in p.plan.steps.iter().enumerate() {
-        let mut per: BTreeMap<NodeId, BTreeMap<&'static str, usize>> = BTreeMap::new();
+        let mut per: Touched = BTreeMap::new();
         for w in &step.writes {
             if let (Some(id), kind) = target(f, w) {
                 *per.entry(id).or_default().entry(kind).or_default() += 1;
@@ -84,56 +68,77 @@ pub(crate) fn render(p: &Planned, rate: u64, text: &str) -> String {
                 }
             })
             .sum();
-        let _ = write!(
-            t,
-            "<div class=\"step{}\" data-step=\"{}\" data-sw=\"{sw}\" data-g=\"{groups}\"><b>step {}</b><br>{smps} SMP(s)<br>{} node(s){}</div>",
-            if out.contains(&(i + 1)) { " outage" } else { "" },
-            i + 1,
-            i + 1,
-            ids.len(),
-            if out.contains(&(i + 1)) { "<br>outage" } else { "" }
-        );
+        boxes.push((i + 1, sw, groups, smps, ids.len(), out.contains(&(i + 1))));
         touched.push(per);
     }
-    t.push_str("</div>");
-    // The fabric.
-    let _ = write!(
-        t,
-        "<h2>Fabric (the state the plan leads to)</h2><p>{}.</p>",
-        esc(&topo.describe())
-    );
-    t.push_str(&topo.rails_legend());
-    t.push_str(&topo.svg(None, &[]));
-    t.push_str(&topo.groups_html(&[]));
-    // Each step.
-    t.push_str("<h2>Each step</h2>");
-    for (i, s) in p.stats.iter().enumerate() {
-        let _ = write!(
-            t,
-            "<details class=\"stepd\" id=\"step-{}\"><summary>step {}: {}</summary><table><tr><th>node</th><th>writes</th></tr>",
-            i + 1,
-            i + 1,
-            esc(&crate::plan::step_line(p, i, s))
-        );
-        for (id, kinds) in touched.get(i).into_iter().flatten() {
-            let what = kinds
-                .iter()
-                .map(|(k, c)| format!("{c} {k}(s)"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let _ = write!(
-                t,
-                "<tr><td>{}</td><td>{}</td></tr>",
-                esc(f.node(*id).name()),
-                esc(&what)
-            );
+    let markup = html! {
+        div class="timeline" {
+            @for (step, sw, groups, smps, nodes, outage) in boxes {
+                div class={ "step" @if outage { " outage" } } data-step=(step) data-sw=(sw) data-g=(groups) {
+                    b { "step " (step) } br; (smps) " SMP(s)" br; (nodes) " node(s)"
+                    @if outage { br; "outage" }
+                }
+            }
         }
-        t.push_str("</table></details>");
-    }
-    let _ = write!(
-        t,
-        "<h2>The plan as text</h2><details><summary>weft plan</summary><pre>{}</pre></details>",
-        esc(text)
-    );
-    page(&format!("weft plan: {}", p.plan.fabric_name), &t)
+    };
+    (markup, touched)
+}
+
+/// The page: `text` is the plan as `weft plan` prints it.
+pub(crate) fn render(p: &Planned, rate: u64, text: &str) -> String {
+    let f = &p.end.fabric;
+    let topo = Topo::of(f);
+    let target_line = crate::plan::target_line(&p.target);
+    let (timeline, touched) = timeline(p, &topo);
+    let body = html! {
+        h1 { "weft plan: fabric " code { (Shown(&p.plan.fabric_name)) } }
+        p {
+            (p.plan.steps.len()) " step(s), " (p.plan.smps()) " SMP(s) (" (p.plan.lft_smps())
+            " LFT); a full reconfiguration would send " (p.full_reconfiguration) "."
+        }
+        p {
+            @for (k, line) in target_line.split('\n').enumerate() {
+                @if k > 0 { br; }
+                (Shown(line))
+            }
+        }
+        p class=(if p.outage.is_some() { "bad" } else { "ok" }) id="outage" {
+            (Shown(&crate::plan::outage_line(p, rate)))
+        }
+        h2 { "Steps" }
+        p class="noprint" {
+            "Click a step to highlight the switches it writes on the drawing below and open its details."
+        }
+        (timeline)
+        // The fabric.
+        h2 { "Fabric (the state the plan leads to)" }
+        p { (topo.describe()) "." }
+        (topo.rails_legend())
+        (topo.svg(None, &[]))
+        (topo.groups_html(&[]))
+        // Each step.
+        h2 { "Each step" }
+        @for (i, s) in p.stats.iter().enumerate() {
+            details class="stepd" id={ "step-" (i + 1) } {
+                summary { "step " (i + 1) ": " (Shown(&crate::plan::step_line(p, i, s))) }
+                table {
+                    tr { th { "node" } th { "writes" } }
+                    @for (id, kinds) in touched.get(i).into_iter().flatten() {
+                        tr {
+                            td { (Shown(f.node(*id).name())) }
+                            td {
+                                @for (k, (kind, c)) in kinds.iter().enumerate() {
+                                    @if k > 0 { ", " }
+                                    (c) " " (kind) "(s)"
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        h2 { "The plan as text" }
+        details { summary { "weft plan" } pre { (Shown(text)) } }
+    };
+    page(&format!("weft plan: {}", p.plan.fabric_name), body)
 }

@@ -305,8 +305,9 @@ fn an_error_in_a_page_is_caught() {
         ],
         &dir.join("good.html"),
     );
-    // A console message, and an error thrown after the page's own script.
-    let bad = good.replace(
+    // A console message, and an error thrown after the page's own script (the page's
+    // Content-Security-Policy, which would refuse that script, taken out).
+    let bad = without_csp(&good).replace(
         "</body>",
         "<script>console.log('injected message');throw new Error('injected error')</script></body>",
     );
@@ -337,6 +338,79 @@ fn an_error_in_a_page_is_caught() {
     // The good page passes the same checks.
     let file = dir.join("good.html");
     assert_clean(&load(&bin, &file, "lab-16"), 6);
+}
+
+/// `page` without its Content-Security-Policy.
+fn without_csp(page: &str) -> String {
+    let at = page
+        .find("<meta http-equiv=\"Content-Security-Policy\"")
+        .expect("a Content-Security-Policy");
+    let end = at + page[at..].find('>').unwrap() + 1;
+    format!("{}{}", &page[..at], &page[end..])
+}
+
+/// The page's CSP admits its own style and scripts (no refusal: [`assert_clean`] sees no
+/// console message), and refuses a script and a style attribute injected into it, as a
+/// name that escaped the page's escaping would be: neither takes effect, and the page says
+/// so.
+#[test]
+fn the_content_security_policy_refuses_injected_script_and_style() {
+    let Some(bin) = chromium("the_content_security_policy_refuses_injected_script_and_style")
+    else {
+        return;
+    };
+    let dir = temp_dir("csp");
+    let good = page(
+        &[
+            "report",
+            root().join("examples/lab-16.weft").to_str().unwrap(),
+        ],
+        &dir.join("good.html"),
+    );
+    let csp = good
+        .split("<meta http-equiv=\"Content-Security-Policy\" content=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap();
+    assert!(!csp.contains("unsafe"), "{csp}");
+    assert_eq!(count(csp, "'sha256-"), 3, "{csp}");
+    assert_eq!(count(&good, "<script>"), 2);
+    assert_eq!(count(&good, "<style>"), 1);
+    assert!(!good.contains(" style=\""), "no style attribute");
+    assert_clean(&load(&bin, &dir.join("good.html"), "csp-good"), 6);
+    let injected = good.replace(
+        "<h2>Summary</h2>",
+        "<h2 id=\"injected\" style=\"color:rgb(1, 2, 3)\">Summary</h2><script>document.documentElement.setAttribute('data-injected','ran')</script>",
+    );
+    assert_ne!(injected, good);
+    let file = dir.join("injected.html");
+    std::fs::write(&file, injected).unwrap();
+    let l = load(&bin, &file, "csp-injected");
+    assert!(
+        !l.dom.contains("data-injected=\"ran\""),
+        "the injected script ran"
+    );
+    assert!(
+        l.dom
+            .contains("data-weft-error=\"refused by the page's Content-Security-Policy"),
+        "the refusal is marked on the page"
+    );
+    let refusals = l
+        .console
+        .iter()
+        .filter(|c| c.contains("Content Security Policy"))
+        .count();
+    assert!(refusals >= 2, "script and style refused: {:?}", l.console);
+    // Without the policy, the same injection runs: the check above is the policy's doing.
+    let open = dir.join("open.html");
+    std::fs::write(&open, without_csp(&std::fs::read_to_string(&file).unwrap())).unwrap();
+    let l = load(&bin, &open, "csp-absent");
+    assert!(
+        l.dom.contains("data-injected=\"ran\""),
+        "without the CSP the script runs"
+    );
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! dependency is used, where printing is allowed, and that every source file says what it is.
 //! The docs are held to the code the same way: ARCHITECTURE.md names every crate, top-level
 //! module, command and dependency rule (and no path that is gone), and each command's page in
-//! `docs/commands/` holds its `--help` exactly.
+//! `docs/commands/` holds its `--help` exactly. [`html`]: the rules of the HTML pages' sources.
 
 #![allow(
     clippy::unwrap_used,
@@ -16,6 +16,8 @@
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+mod html;
 
 /// The weft crates each member may depend on (normal dependencies), exactly, and why.
 const RULES: &[(&str, &[&str], &str)] = &[

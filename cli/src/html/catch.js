@@ -1,0 +1,2 @@
+window.weftErrors=[];window.onerror=function(m,s,l){window.weftErrors.push(String(m)+' (line '+l+')');var e=document.getElementById('weft-errors');if(e){e.textContent=window.weftErrors.join('\n');}document.documentElement.setAttribute('data-weft-error',String(m));};
+document.addEventListener('securitypolicyviolation',function(v){window.onerror('refused by the page\'s Content-Security-Policy: '+v.violatedDirective+' '+(v.blockedURI||'inline'),v.sourceFile,v.lineNumber);});
