@@ -85,6 +85,8 @@ use weft_fabric::LFT_UNSET;
 
 mod acyclic;
 mod columns;
+#[cfg(test)]
+mod digest;
 mod islands;
 mod sftree;
 mod shortest;
