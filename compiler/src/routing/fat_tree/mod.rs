@@ -85,13 +85,11 @@ use weft_fabric::LFT_UNSET;
 
 mod acyclic;
 mod columns;
-#[cfg(test)]
-mod digest;
 mod islands;
 mod sftree;
 mod shortest;
 
-use columns::{column, main_path, resolve_climbs};
+use columns::{column, main_path, resolve_climbs, Links, Scratch};
 use sftree::sftree;
 
 /// The fat-tree engine.
@@ -326,13 +324,15 @@ impl RoutingEngine for FatTree {
         // Phase 2 (parallel per destination): up entries and secondary paths, then every
         // entry a step of a shortest up*/down* path where one exists.
         let ladders = shortest::Ladders::of(&g, &t);
+        let links = Links::of(&g, &t);
         // Per destination, the switches whose entries carry no host traffic (secondary
         // paths, climbs): a bit set, dealt over parallel cables after the others.
         let (columns, secondary): (Vec<Vec<u8>>, Vec<Vec<u64>>) = (0..nlids)
             .into_par_iter()
-            .map(|lid| match g.exits[lid] {
+            .map_init(Scratch::default, |scratch, lid| match g.exits[lid] {
                 Some(exit) => {
-                    let (mut col, secondary) = column(&g, &t, exit, &chains[lid], &spread[lid]);
+                    let (mut col, secondary) =
+                        column(&g, &links, scratch, &t, exit, &chains[lid], &spread[lid]);
                     ladders.straighten(&g, &t, exit.sw as usize, lid, &mut col);
                     (col, secondary)
                 }

@@ -1,11 +1,16 @@
 //! A digest of every switch's LFT on every example and real fixture that builds, for checking
 //! that a change to the engine's speed leaves the tables as they were: run
-//! `cargo test -p weft-compiler --release digest -- --ignored --nocapture` before and after,
-//! and compare the lines.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! `cargo test -p weft-compiler --test it lft_digest:: -- --ignored --nocapture` before and
+//! after, and compare the lines.
 
-use crate::{check, NoFiles};
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::print_stdout,
+    reason = "a tool run by hand: the digests printed are what it is for"
+)]
+
 use std::hash::{Hash, Hasher};
+use weft_compiler::{check, NoFiles};
 
 /// `name digest` of the tables `src` builds to, or `name refused` when it does not build.
 fn line(name: &str, program: &str) -> String {
@@ -16,7 +21,7 @@ fn line(name: &str, program: &str) -> String {
     let Some(e) = c.elaborated else {
         return format!("{name} refused");
     };
-    let Ok(b) = crate::build::build(&e) else {
+    let Ok(b) = weft_compiler::build::build(&e) else {
         return format!("{name} refused");
     };
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -55,10 +60,10 @@ fn digest_of_every_lft() {
     for p in dumps {
         let text = std::fs::read_to_string(&p).unwrap();
         let name = p.display().to_string();
-        match crate::import_ibnetdiscover(
+        match weft_compiler::import_ibnetdiscover(
             &text,
             "t.ibnd",
-            crate::diagnostic::SourceId(0),
+            weft_compiler::diagnostic::SourceId(0),
             None,
             "imported",
         ) {
