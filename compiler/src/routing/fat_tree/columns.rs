@@ -60,7 +60,7 @@ pub(super) fn port_toward(g: &Graph, child: usize, group: usize, key: impl Into<
     }
 }
 
-/// The tree's links as flat lists for [`column`]'s walks: per switch its children and its
+/// The tree's links as flat lists for [`column()`]'s walks: per switch its children and its
 /// parents, each with the neighbour's group leading back and that group's port when it is a
 /// single cable ([`MANY`] otherwise).
 pub(super) struct Links {
@@ -130,7 +130,7 @@ fn port_of(g: &Graph, s: usize, group: u32, port: u8, key: u32) -> u8 {
     }
 }
 
-/// Buffers [`column`] reuses from one destination to the next.
+/// Buffers [`column()`] reuses from one destination to the next.
 #[derive(Default)]
 pub(super) struct Scratch {
     /// Per switch marked [`DESCEND`], its index in `way` (read only where the column holds
@@ -149,7 +149,7 @@ pub(super) struct Scratch {
 /// toward the main path by its rank at the top.
 ///
 /// The walks read [`Links`] and reuse `scratch`; test builds check each column against
-/// the walk by group look-ups ([`column_walk`]).
+/// the walk by group look-ups (`column_walk`).
 pub(super) fn column(
     g: &Graph,
     links: &Links,
@@ -257,7 +257,7 @@ pub(super) fn column(
     (col, secondary)
 }
 
-/// [`column`] as first written, by group look-ups: test builds check every column against it.
+/// [`column()`] as first written, by group look-ups: test builds check every column against it.
 #[cfg(test)]
 fn column_walk(
     g: &Graph,
