@@ -3,6 +3,7 @@
 
 mod dftree_policy;
 mod diagnostics;
+mod lft_digest;
 mod multicast;
 mod rails_import;
 mod robustness;

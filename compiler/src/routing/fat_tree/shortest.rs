@@ -284,7 +284,7 @@ impl Ladders {
                 let Some(k) = good.clone().nth(lid % count.max(1)) else {
                     continue;
                 };
-                col[s] = super::port_toward(g, s, k, lid as u32);
+                col[s] = super::columns::port_toward(g, s, k, lid as u32);
                 changed += 1;
                 continue;
             }
@@ -306,7 +306,7 @@ impl Ladders {
             }
             col[s] = match t.up[s].as_slice() {
                 [] => continue,
-                [k] => super::port_toward(g, s, *k, lid as u32),
+                [k] => super::columns::port_toward(g, s, *k, lid as u32),
                 _ => NEAR,
             };
             changed += 1;
@@ -394,7 +394,7 @@ impl Ladders {
                 [_, _, ..] if !ancestor => NEAR,
                 many => {
                     let k = many.get(lid % many.len()).copied().unwrap_or(0);
-                    super::port_toward(g, s, k, lid as u32)
+                    super::columns::port_toward(g, s, k, lid as u32)
                 }
             };
             changed += 1;
@@ -463,10 +463,10 @@ impl Ladders {
         let mut added: Vec<(u32, u32)> = Vec::new();
         for (lid, exit, from) in wanted {
             for leaf in from {
-                super::route_hops(&ch, rows, &mut dist, lid);
+                super::acyclic::route_hops(&ch, rows, &mut dist, lid);
                 let mut x = leaf;
                 for _ in 0..n {
-                    if x == exit || dist[x] >= super::NO_ENTRY {
+                    if x == exit || dist[x] >= super::acyclic::NO_ENTRY {
                         break;
                     }
                     if self.at(exit, x).1 == FAR {
@@ -483,19 +483,19 @@ impl Ladders {
                             .collect();
                         toward.sort_unstable();
                         let turned = toward.into_iter().find_map(|(_, k)| {
-                            let port = super::port_toward(g, x, k, lid as u32);
+                            let port = super::columns::port_toward(g, x, k, lid as u32);
                             let out = ch.id(x, port)? as u32;
                             let grp = &g.switches[x].groups[k];
                             let y = grp.peer as usize;
                             added.clear();
                             let mut new: Vec<(u32, u32)> = Vec::new();
-                            if let Some(next) = ch.id(y, super::entry(rows, y, lid)) {
+                            if let Some(next) = ch.id(y, super::acyclic::entry(rows, y, lid)) {
                                 new.push((out, next as u32));
                             }
                             for into in &g.switches[x].groups {
                                 let w = into.peer as usize;
                                 for &(_, theirs) in &into.ports {
-                                    if super::entry(rows, w, lid) == theirs {
+                                    if super::acyclic::entry(rows, w, lid) == theirs {
                                         if let Some(c) = ch.id(w, theirs) {
                                             new.push((c as u32, out));
                                         }
@@ -522,7 +522,7 @@ impl Ladders {
                             break;
                         }
                     }
-                    let next = ch.peer(x, super::entry(rows, x, lid));
+                    let next = ch.peer(x, super::acyclic::entry(rows, x, lid));
                     if next == u32::MAX {
                         break;
                     }
