@@ -385,12 +385,18 @@ struct StateJson {
     multicast: Option<MulticastJson>,
     /// Written by `weft build` beside the state; not part of it.
     #[serde(default)]
-    #[allow(dead_code)]
+    #[expect(
+        dead_code,
+        reason = "the field is read only so that `deny_unknown_fields` accepts it; its value is ignored"
+    )]
     quality: Option<de::IgnoredAny>,
     /// Written by `weft build` beside the state (the engine asked for and the one whose
     /// tables these are); not part of it.
     #[serde(default)]
-    #[allow(dead_code)]
+    #[expect(
+        dead_code,
+        reason = "the field is read only so that `deny_unknown_fields` accepts it; its value is ignored"
+    )]
     routing: Option<de::IgnoredAny>,
 }
 

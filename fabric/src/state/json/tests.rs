@@ -1,7 +1,5 @@
 //! Tests of state.json: round trips, versions, and every malformed document refused with its path.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use super::*;
 use crate::{
     FabricBuilder, Guid, LinkId, NodeKind, NodeSpec, PortNum, PortRef, VirtualPort, VlWeight,
