@@ -626,7 +626,6 @@ fn leaves_below(switches: &[TreeSwitch], top: &str) -> usize {
 }
 
 #[cfg(test)]
-#[expect(clippy::unwrap_used, reason = "fixtures built by hand")]
 mod tests {
     use super::*;
     use weft_fabric::{FabricBuilder, NodeSpec, PortRef};
