@@ -5,7 +5,7 @@
 //!
 //! Run: `cargo bench -p weft-bench --bench frontend`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(clippy::panic, reason = "test helpers fail by panicking")]
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::hint::black_box;

@@ -7,11 +7,10 @@
 //!
 //! Run: `cargo bench -p weft-bench --bench migrate`.
 
-#![allow(
+#![expect(
     clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::print_stderr
+    clippy::print_stderr,
+    reason = "test helpers fail by panicking and say on the terminal what they skipped or measured"
 )]
 
 use criterion::{criterion_group, criterion_main, Criterion};

@@ -15,11 +15,11 @@
 //! Run: `cargo bench -p weft-bench --bench verify` (`WEFT_BENCH_Z3=0` skips the z3 table,
 //! `WEFT_BENCH_FABRICS=11664` picks fabrics).
 
-#![allow(
+#![expect(
     clippy::print_stderr,
     clippy::unwrap_used,
     clippy::expect_used,
-    clippy::panic
+    reason = "test helpers fail by panicking and say on the terminal what they skipped or measured"
 )]
 
 use criterion::{criterion_group, criterion_main, Criterion};

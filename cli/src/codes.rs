@@ -112,7 +112,6 @@ fn heading(c: &CodeInfo) -> String {
 }
 
 #[cfg(test)]
-#[expect(clippy::unwrap_used, reason = "a test fails on what it cannot read")]
 mod tests {
     use super::*;
 

@@ -24,6 +24,13 @@
 //! `renameat2(RENAME_EXCHANGE)`; `term.rs` owns the terminal around a run (the progress line,
 //! Ctrl-C and SIGTERM).
 
+// A binary: nothing in it is reachable from another crate, so `pub` and `pub(crate)` say the
+// same here (the libraries are held to `unreachable_pub`).
+#![expect(
+    unreachable_pub,
+    reason = "a binary crate: no item is reachable from outside it"
+)]
+
 mod apply;
 mod args;
 mod audit;

@@ -1,4 +1,4 @@
-//! The weft language and compiler: grammar and AST ([`syntax`]), diagnostics, the embedded
+//! The weft language and compiler: grammar and AST (`syntax`), diagnostics, the embedded
 //! standard library, elaboration into a [`weft_fabric::Fabric`], and validation.
 //!
 //! Architecture invariant: no I/O. Files reach the compiler as text through a [`Host`]
@@ -11,13 +11,12 @@
 //! `weft::not_built::…` error at its span, never ignored.
 //!
 //! After elaboration come the passes ([`build`] runs them in order): [`lids`], [`routing`]
-//! (the engines), [`qos`] (lanes onto SLs and VLs), [`partitions`] and [`multicast`]. The
+//! (the engines), [`qos`] (lanes onto SLs and VLs), `partitions` and `multicast`. The
 //! compiler emits states; it never proves them (that is `weft-verifier`'s, through the
 //! driver).
 
 // Nothing indexes with a value that might be out of range: `get` and a decision instead.
 #![deny(clippy::indexing_slicing)]
-#![cfg_attr(test, allow(clippy::indexing_slicing))]
 
 pub mod build;
 pub mod check;
@@ -28,17 +27,25 @@ pub mod emit;
 pub mod fmt;
 mod import;
 pub mod lids;
-pub mod multicast;
-pub mod partitions;
+mod multicast;
+mod partitions;
 pub mod qos;
-// The engines index their own dense switch and port ids, built from a valid `Fabric`; what
-// they read from input (the fabric, the configuration) goes through `get`.
-#[allow(clippy::indexing_slicing)]
+#[expect(
+    clippy::indexing_slicing,
+    reason = "the engines index their own dense switch and port ids, built from a valid \
+              `Fabric`; what they read from input (the fabric, the configuration) goes through \
+              `get`"
+)]
+#[expect(
+    unreachable_pub,
+    reason = "`routing/` is being split on another branch; its items become `pub(crate)` once \
+              that lands (then this expectation fails and goes)"
+)]
 pub mod routing;
 mod stdlib;
-pub mod syntax;
+mod syntax;
 mod value;
-pub mod words;
+mod words;
 
 pub use check::Summary;
 pub use elaborate::{Elaborated, Origin, DEFAULT_GUID_BASE};

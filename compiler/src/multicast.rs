@@ -51,7 +51,7 @@ struct Planned {
 /// Builds every group of `e` into `state.multicast` (groups and MFTs) on the routed,
 /// laned and partitioned `state`; the note says what was built. `engine` is the engine whose
 /// method wrote the tables.
-pub fn apply(
+pub(crate) fn apply(
     state: &mut FabricState,
     e: &Elaborated,
     map: &mut LaneMap,

@@ -35,7 +35,7 @@ const DEFAULT_LIMITED: PKey = PKey(0x7fff);
 /// Writes every end port's P_Key table for `tenants` (nothing when there are none) and records
 /// the partitions as declared. A table longer than its port's PartitionCap is an error at the
 /// partition that made it so.
-pub fn apply(
+pub(crate) fn apply(
     state: &mut FabricState,
     tenants: &[Tenant],
     sm: &[PortRef],
@@ -150,7 +150,7 @@ pub fn apply(
 /// traffic on its P_Key is the class's: `qos-policy.conf` matches the P_Key), recorded in the
 /// declared partition for the verifier. Classes with several lanes (vFtree, dFtree) or routes
 /// on several layers are refused as not built yet.
-pub fn classes(
+pub(crate) fn classes(
     state: &mut FabricState,
     tenants: &[Tenant],
     map: &crate::qos::LaneMap,
@@ -285,7 +285,7 @@ fn over_capacity(
 }
 
 /// One line for the build's notes: each partition, its P_Key and hosts.
-pub fn describe(tenants: &[Tenant]) -> String {
+pub(crate) fn describe(tenants: &[Tenant]) -> String {
     let parts: Vec<String> = tenants
         .iter()
         .map(|t| match t.others {

@@ -8,13 +8,13 @@
 //! extra port).
 
 /// Module names under `std::`.
-pub const MODULES: &[&str] = &["hardware", "topology"];
+pub(crate) const MODULES: &[&str] = &["hardware", "topology"];
 
 const HARDWARE: &str = include_str!("../../stdlib/hardware.weft");
 const TOPOLOGY: &str = include_str!("../../stdlib/topology.weft");
 
 /// The source of `std::<name>`.
-pub fn module(name: &str) -> Option<&'static str> {
+pub(crate) fn module(name: &str) -> Option<&'static str> {
     match name {
         "hardware" => Some(HARDWARE),
         "topology" => Some(TOPOLOGY),
@@ -23,7 +23,7 @@ pub fn module(name: &str) -> Option<&'static str> {
 }
 
 /// The module defining a top-level `model` or `template` called `name`, if any.
-pub fn find_item(name: &str) -> Option<&'static str> {
+pub(crate) fn find_item(name: &str) -> Option<&'static str> {
     MODULES.iter().copied().find(|m| {
         module(m).is_some_and(|text| {
             text.lines().any(|l| {

@@ -41,13 +41,13 @@ pub(crate) struct NodeArray {
 }
 
 impl NodeArray {
-    pub fn get(&self, i: i64) -> Option<NodeId> {
+    pub(crate) fn get(&self, i: i64) -> Option<NodeId> {
         usize::try_from(i.checked_sub(self.lo)?)
             .ok()
             .and_then(|k| self.ids.get(k).copied())
     }
 
-    pub fn hi(&self) -> i64 {
+    pub(crate) fn hi(&self) -> i64 {
         self.lo + self.ids.len() as i64 - 1
     }
 }
@@ -76,7 +76,7 @@ pub(crate) enum Value {
 
 impl Value {
     /// The type's name, as the language reference calls it.
-    pub fn type_name(&self) -> &'static str {
+    pub(crate) fn type_name(&self) -> &'static str {
         match self {
             Value::Int(_) => "int",
             Value::Bool(_) => "bool",
@@ -95,7 +95,7 @@ impl Value {
     }
 
     /// The type name with its article: "an int", "a node array".
-    pub fn a_type_name(&self) -> String {
+    pub(crate) fn a_type_name(&self) -> String {
         let t = self.type_name();
         let article = if t.starts_with(['a', 'e', 'i', 'o', 'u']) {
             "an"
@@ -106,7 +106,7 @@ impl Value {
     }
 
     /// Whether the value fits a declared parameter type.
-    pub fn fits(&self, ty: &str) -> bool {
+    pub(crate) fn fits(&self, ty: &str) -> bool {
         match ty {
             "int" => matches!(self, Value::Int(_)),
             "bool" => matches!(self, Value::Bool(_)),
@@ -122,7 +122,7 @@ impl Value {
     }
 
     /// Known parameter type names.
-    pub const TYPES: [&'static str; 9] = [
+    pub(crate) const TYPES: [&'static str; 9] = [
         "int", "bool", "str", "list", "range", "model", "node", "width", "word",
     ];
 }
@@ -210,7 +210,7 @@ pub(crate) fn format(fmt: &str, args: &[String], ints: &[Option<i64>]) -> Result
 }
 
 /// Widest padding `format` accepts (names are short; a huge width is a memory bomb).
-pub const MAX_FORMAT_WIDTH: usize = 64;
+pub(crate) const MAX_FORMAT_WIDTH: usize = 64;
 
 /// `` `a`, `b`, `c` ``: names as a message lists them.
 pub(crate) fn backticked<S: AsRef<str>>(names: &[S]) -> String {

@@ -6,18 +6,18 @@
 //! lists; `WEFT_BLESS=1` rewrites the JSON file).
 
 /// Words that can never be identifiers (`weft.pest`'s `reserved`).
-pub const RESERVED: &[&str] = &[
+pub(crate) const RESERVED: &[&str] = &[
     "use", "let", "model", "template", "fabric", "for", "in", "if", "else", "true", "false",
     "assert",
 ];
 
 /// The node kinds, keywords at the start of a node declaration and plain names elsewhere
 /// (`switch: sb7800`).
-pub const NODE_KINDS: &[&str] = &["switch", "hca", "router"];
+pub(crate) const NODE_KINDS: &[&str] = &["switch", "hca", "router"];
 
 /// Keywords only where the grammar reads them as such (`link a <-> b`, `topology = …`,
 /// `faults { … }`, `link … down`, `… on …`), plain names elsewhere.
-pub const CONTEXTUAL: &[&str] = &["link", "topology", "faults", "down", "on"];
+pub(crate) const CONTEXTUAL: &[&str] = &["link", "topology", "faults", "down", "on"];
 
 /// Built-in functions (the calls `elaborate/builtins.rs` answers).
 pub const BUILTINS: &[&str] = &[
@@ -26,7 +26,7 @@ pub const BUILTINS: &[&str] = &[
 
 /// Whether `word` is a keyword somewhere in the language: a reserved word other than the
 /// booleans, a node kind or a contextual keyword (the formatter spaces these as keywords).
-pub fn is_keyword(word: &str) -> bool {
+pub(crate) fn is_keyword(word: &str) -> bool {
     (RESERVED.contains(&word) && !matches!(word, "true" | "false"))
         || NODE_KINDS.contains(&word)
         || CONTEXTUAL.contains(&word)
@@ -35,7 +35,8 @@ pub fn is_keyword(word: &str) -> bool {
 /// `editors/words.json`: every list of this module, plus the link speeds
 /// ([`weft_fabric::Speed::ALL`]) and the parameter types (`Value::TYPES`), as one JSON
 /// object of string arrays, keys in order, one line per list.
-pub fn words_json() -> String {
+#[cfg(test)]
+fn words_json() -> String {
     let speeds: Vec<&str> = weft_fabric::Speed::ALL.iter().map(|s| s.as_str()).collect();
     let lists: [(&str, &[&str]); 6] = [
         ("reserved", RESERVED),
@@ -56,7 +57,6 @@ pub fn words_json() -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     /// `editors/words.json` is what [`words_json`] writes; `WEFT_BLESS=1` rewrites it.

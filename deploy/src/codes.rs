@@ -81,7 +81,6 @@ pub const CODES: &[C] = &[
 ];
 
 #[cfg(test)]
-#[expect(clippy::unwrap_used, reason = "a test fails on what it cannot read")]
 mod tests {
     use super::CODES;
 

@@ -584,7 +584,10 @@ pub fn exchange(a: &Path, b: &Path) -> Result<bool, FileError> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::panic, clippy::print_stdout)]
+    #![expect(
+        clippy::print_stdout,
+        reason = "test helpers say on the terminal what they skipped or measured"
+    )]
     use super::*;
     use std::os::unix::fs::symlink;
 

@@ -466,11 +466,11 @@ mod attr_id {
     use crate::smp::Attr;
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(a: &Attr, s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(a: &Attr, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_u16(a.id())
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Attr, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Attr, D::Error> {
         let id = u16::deserialize(d)?;
         Attr::from_id(id).ok_or_else(|| {
             serde::de::Error::custom(format!("attribute {id:#06x} is not one weft writes"))
@@ -480,7 +480,6 @@ mod attr_id {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::smp::PAYLOAD;
     use proptest::prelude::*;

@@ -23,7 +23,6 @@
 
 // Nothing indexes with a value that might be out of range: `get` and a decision instead.
 #![deny(clippy::indexing_slicing)]
-#![cfg_attr(test, allow(clippy::indexing_slicing))]
 
 pub mod apply;
 pub mod audit;

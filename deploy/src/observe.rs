@@ -163,7 +163,6 @@ pub struct ShownVf {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

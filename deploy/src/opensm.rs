@@ -272,7 +272,6 @@ impl OpensmLog {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

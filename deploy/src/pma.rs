@@ -368,7 +368,6 @@ impl CounterReader {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use weft_fabric::code::Coded as _;
 

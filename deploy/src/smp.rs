@@ -599,7 +599,6 @@ pub fn pkey_modifier(block: u16, switch_port: Option<u8>) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use proptest::prelude::*;
 

@@ -220,7 +220,6 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
     use crate::{FabricBuilder, Guid, Lid, NodeId, NodeSpec, PortNum};

@@ -353,7 +353,6 @@ impl<'a> Routes<'a> {
 
 #[cfg(test)]
 mod tests {
-    #![expect(clippy::unwrap_used, reason = "fixtures built by hand")]
 
     use super::*;
     use crate::{FabricBuilder, Guid, Lft, NodeKind, NodeSpec, SwitchState};

@@ -168,7 +168,6 @@ pub mod arb {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use proptest::prelude::*;
 

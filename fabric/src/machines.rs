@@ -419,7 +419,6 @@ fn natural(s: &str) -> Vec<(u8, u64, String)> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
     use crate::{FabricBuilder, Guid, NodeKind, NodeSpec};

@@ -690,13 +690,19 @@ impl Fabric {
     /// Ids come from this fabric (its builder, or a state `ValidState` checked against it),
     /// so they are in range; an id from elsewhere panics. [`Fabric::nodes`] with `get` is the
     /// checked way.
-    #[allow(clippy::indexing_slicing)]
+    #[expect(
+        clippy::indexing_slicing,
+        reason = "ids come from this fabric, so they are in range; `nodes()` with `get` is the checked way"
+    )]
     pub fn node(&self, id: NodeId) -> &Node {
         &self.nodes[id.index()]
     }
 
     /// The link with this id (from this fabric, like [`Fabric::node`]'s).
-    #[allow(clippy::indexing_slicing)]
+    #[expect(
+        clippy::indexing_slicing,
+        reason = "ids come from this fabric, so they are in range; `nodes()` with `get` is the checked way"
+    )]
     pub fn link(&self, id: LinkId) -> &Link {
         &self.links[id.index()]
     }

@@ -143,7 +143,6 @@ fn extra_port(fabric: &Fabric, id: NodeId) -> Option<Evidence> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
     use crate::{FabricBuilder, Guid, NodeKind, NodeSpec, Role};

@@ -463,7 +463,6 @@ fn live_end(f: &Fabric, end: PortRef) -> Option<WireEnd> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

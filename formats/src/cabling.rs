@@ -729,8 +729,63 @@ pub fn compare(design: &Fabric, found: &Fabric, opts: &Options) -> Result<Compar
         })
     };
 
-    // Designed cables, both ways round: every link of the design, at the rate it records,
-    // else the slower speed and narrower width of its two ports' capabilities.
+    let designed = designed_cables(design, opts);
+    let cabled = found_cables(found, &key_of_found);
+
+    let mut out = cable_differences(&designed, &cabled, &end_of);
+    for (d, node) in design.node_ids().zip(design.nodes()) {
+        if m.free_design(d) {
+            out.push(Difference::MissingNode(NodeName {
+                node: node.name().to_owned(),
+                guid: design_guid(d).unwrap_or(Guid(0)),
+            }));
+        }
+    }
+    for (f, node) in found.node_ids().zip(found.nodes()) {
+        if m.to_design.get(f.index()).copied().flatten().is_none() {
+            out.push(Difference::ExtraNode(NodeName {
+                node: node.name().to_owned(),
+                guid: node.guid(),
+            }));
+        }
+    }
+    out.sort();
+    out.dedup();
+    let mut by_position: Vec<Placed> = m
+        .by_position
+        .iter()
+        .filter_map(|&(d, f)| {
+            let node = found.nodes().get(f.index())?;
+            Some(Placed {
+                design: name_of(design, d),
+                found: NodeName {
+                    node: node.name().to_owned(),
+                    guid: node.guid(),
+                },
+            })
+        })
+        .collect();
+    by_position.sort();
+    let found_names = design
+        .node_ids()
+        .filter_map(|d| {
+            let f = m.to_found.get(d.index()).copied().flatten()?;
+            Some((name_of(design, d), name_of(found, f)))
+        })
+        .collect();
+    Ok(Comparison {
+        differences: out,
+        by_position,
+        found_names,
+    })
+}
+
+/// Cables both ways round: each end's far end, speed and width.
+type Cables = BTreeMap<Key, (Key, Option<Speed>, Option<Width>)>;
+
+/// Designed cables, both ways round: every link of the design, at the rate it records, else
+/// the slower speed and narrower width of its two ports' capabilities.
+fn designed_cables(design: &Fabric, opts: &Options) -> Cables {
     let caps = |n: NodeId| {
         design
             .nodes()
@@ -738,7 +793,7 @@ pub fn compare(design: &Fabric, found: &Fabric, opts: &Options) -> Result<Compar
             .filter(|_| opts.design_caps)
             .map(|x| x.spec.caps)
     };
-    let mut designed: BTreeMap<Key, (Key, Option<Speed>, Option<Width>)> = BTreeMap::new();
+    let mut designed = Cables::new();
     for l in design.links() {
         let (a, b) = (
             Key::Design(l.a.node, l.a.port),
@@ -756,9 +811,14 @@ pub fn compare(design: &Fabric, found: &Fabric, opts: &Options) -> Result<Compar
         designed.insert(a, (b, speed, width));
         designed.insert(b, (a, speed, width));
     }
-    // Found cables, both ways round: the links that carry traffic.
+    designed
+}
+
+/// Found cables, both ways round: the links that carry traffic, their ends keyed by
+/// `key_of_found`.
+fn found_cables(found: &Fabric, key_of_found: &dyn Fn(PortRef) -> Key) -> Cables {
     let up = |n: NodeId| found.nodes().get(n.index()).is_some_and(|x| !x.down);
-    let mut cabled: BTreeMap<Key, (Key, Option<Speed>, Option<Width>)> = BTreeMap::new();
+    let mut cabled = Cables::new();
     for l in found.links() {
         if l.state != LinkState::Up || !up(l.a.node) || !up(l.b.node) {
             continue;
@@ -767,13 +827,22 @@ pub fn compare(design: &Fabric, found: &Fabric, opts: &Options) -> Result<Compar
         cabled.insert(a, (b, l.speed, l.width));
         cabled.insert(b, (a, l.speed, l.width));
     }
+    cabled
+}
 
+/// The cables that differ: designed cables found at another rate, missing or miswired, and
+/// found cables the design does not have (`end_of` names a key's end).
+fn cable_differences(
+    designed: &Cables,
+    cabled: &Cables,
+    end_of: &dyn Fn(Key) -> Option<End>,
+) -> Vec<Difference> {
     let mut out = Vec::new();
     let pair = |a: Key, b: Key| -> Option<(End, End)> {
         let (a, b) = (end_of(a)?, end_of(b)?);
         Some(if a <= b { (a, b) } else { (b, a) })
     };
-    for (&a, &(b, speed, width)) in &designed {
+    for (&a, &(b, speed, width)) in designed {
         if a > b {
             continue; // each cable once
         }
@@ -824,7 +893,7 @@ pub fn compare(design: &Fabric, found: &Fabric, opts: &Options) -> Result<Compar
             }
         }
     }
-    for (&a, &(b, _, _)) in &cabled {
+    for (&a, &(b, _, _)) in cabled {
         if a > b || designed.contains_key(&a) || designed.contains_key(&b) {
             continue;
         }
@@ -832,51 +901,7 @@ pub fn compare(design: &Fabric, found: &Fabric, opts: &Options) -> Result<Compar
             out.push(Difference::Extra { a: ea, b: eb });
         }
     }
-    for (d, node) in design.node_ids().zip(design.nodes()) {
-        if m.free_design(d) {
-            out.push(Difference::MissingNode(NodeName {
-                node: node.name().to_owned(),
-                guid: design_guid(d).unwrap_or(Guid(0)),
-            }));
-        }
-    }
-    for (f, node) in found.node_ids().zip(found.nodes()) {
-        if m.to_design.get(f.index()).copied().flatten().is_none() {
-            out.push(Difference::ExtraNode(NodeName {
-                node: node.name().to_owned(),
-                guid: node.guid(),
-            }));
-        }
-    }
-    out.sort();
-    out.dedup();
-    let mut by_position: Vec<Placed> = m
-        .by_position
-        .iter()
-        .filter_map(|&(d, f)| {
-            let node = found.nodes().get(f.index())?;
-            Some(Placed {
-                design: name_of(design, d),
-                found: NodeName {
-                    node: node.name().to_owned(),
-                    guid: node.guid(),
-                },
-            })
-        })
-        .collect();
-    by_position.sort();
-    let found_names = design
-        .node_ids()
-        .filter_map(|d| {
-            let f = m.to_found.get(d.index()).copied().flatten()?;
-            Some((name_of(design, d), name_of(found, f)))
-        })
-        .collect();
-    Ok(Comparison {
-        differences: out,
-        by_position,
-        found_names,
-    })
+    out
 }
 
 #[cfg(test)]

@@ -156,7 +156,6 @@ pub fn compress<S: AsRef<str>>(names: &[S]) -> String {
 }
 
 #[cfg(test)]
-#[expect(clippy::unwrap_used, reason = "a test fails on what it cannot read")]
 mod tests {
     use super::*;
 

@@ -284,7 +284,75 @@ pub fn sched_tree(
         }
     }
 
-    // Hosts: name → (lowest port GUID cabled to a switch, that switch); and names with none.
+    let hosts = host_leaves_of(fabric, &machines, names, &mut left);
+    if hosts.is_empty() {
+        return Err(TreeError::NoHost(fabric.name.clone()));
+    }
+
+    // Each leaf's hosts; then the switches kept: those with a host below them.
+    let mut on_leaf: BTreeMap<NodeId, Vec<String>> = BTreeMap::new();
+    for (h, (_, leaf)) in hosts {
+        on_leaf.entry(leaf).or_default().push(h);
+    }
+    let adj = switch_adjacency(fabric);
+    let (kept, children) = kept_switches(fabric, levels, &adj, &on_leaf);
+    left.switches = fabric
+        .node_ids()
+        .zip(fabric.nodes())
+        .filter(|(id, n)| n.is_switch() && !kept.contains(id))
+        .filter_map(|(id, _)| sw_name.get(&id).cloned())
+        .collect();
+    left.switches.sort_by(|a, b| natural_cmp(a, b));
+
+    let comps = components(&kept, &adj);
+    let name_of = |id: NodeId| sw_name.get(&id).cloned().unwrap_or_default();
+    let mut taken: BTreeSet<String> = sw_name.values().cloned().collect();
+    let many = comps.len() > 1;
+    let mut fabrics: Vec<TreeFabric> = Vec::new();
+    for members in &comps {
+        let switches: Vec<TreeSwitch> = members
+            .iter()
+            .map(|&id| {
+                let mut hosts = on_leaf.get(&id).cloned().unwrap_or_default();
+                hosts.sort_by(|a, b| natural_cmp(a, b));
+                let mut ch: Vec<String> = children
+                    .get(&id)
+                    .into_iter()
+                    .flatten()
+                    .map(|&c| name_of(c))
+                    .collect();
+                ch.sort_by(|a, b| natural_cmp(a, b));
+                TreeSwitch {
+                    name: name_of(id),
+                    node: Some(id),
+                    level: level(id).unwrap_or(1),
+                    hosts,
+                    children: ch,
+                }
+            })
+            .collect();
+        fabrics.push(tree_fabric(
+            fabric,
+            switches,
+            (fabrics.len(), many),
+            &mut taken,
+        ));
+    }
+    fabrics.sort_by(|a, b| first_name(a).cmp_natural(first_name(b)));
+    Ok(SchedTree {
+        fabrics,
+        left_out: left,
+    })
+}
+
+/// Hosts: name → (lowest port GUID cabled to a switch, that switch). Hosts without a name, or
+/// cabled to no switch, and hosts on several leaves are counted in `left`.
+fn host_leaves_of(
+    fabric: &Fabric,
+    machines: &Machines,
+    names: &NameMap,
+    left: &mut LeftOut,
+) -> BTreeMap<String, (Guid, NodeId)> {
     let mut hosts: BTreeMap<String, (Guid, NodeId)> = BTreeMap::new();
     let mut leaves_of: BTreeMap<String, BTreeSet<NodeId>> = BTreeMap::new();
     let mut unattached: BTreeSet<String> = BTreeSet::new();
@@ -348,16 +416,18 @@ pub fn sched_tree(
     left.unattached.sort_by(|a, b| natural_cmp(a, b));
     left.multi_leaf = leaves_of.values().filter(|s| s.len() > 1).count();
     left.unnamed.sort();
-    if hosts.is_empty() {
-        return Err(TreeError::NoHost(fabric.name.clone()));
-    }
+    hosts
+}
 
-    // Each leaf's hosts; then the switches kept: those with a host below them.
-    let mut on_leaf: BTreeMap<NodeId, Vec<String>> = BTreeMap::new();
-    for (h, (_, leaf)) in hosts {
-        on_leaf.entry(leaf).or_default().push(h);
-    }
-    let adj = switch_adjacency(fabric);
+/// The switches kept (those with a host below them, level by level up from the leaves of
+/// `on_leaf`) and each kept switch's kept children.
+fn kept_switches(
+    fabric: &Fabric,
+    levels: &[Option<u8>],
+    adj: &[Vec<NodeId>],
+    on_leaf: &BTreeMap<NodeId, Vec<String>>,
+) -> (BTreeSet<NodeId>, BTreeMap<NodeId, Vec<NodeId>>) {
+    let level = |id: NodeId| levels.get(id.index()).copied().flatten();
     let max_level = levels.iter().flatten().copied().max().unwrap_or(1);
     let mut kept: BTreeSet<NodeId> = on_leaf.keys().copied().collect();
     let mut children: BTreeMap<NodeId, Vec<NodeId>> = BTreeMap::new();
@@ -380,18 +450,14 @@ pub fn sched_tree(
             }
         }
     }
-    left.switches = fabric
-        .node_ids()
-        .zip(fabric.nodes())
-        .filter(|(id, n)| n.is_switch() && !kept.contains(id))
-        .filter_map(|(id, _)| sw_name.get(&id).cloned())
-        .collect();
-    left.switches.sort_by(|a, b| natural_cmp(a, b));
+    (kept, children)
+}
 
-    // Fabrics: the kept switches' connected components over every switch cable.
+/// Fabrics: the kept switches' connected components over every switch cable.
+fn components(kept: &BTreeSet<NodeId>, adj: &[Vec<NodeId>]) -> Vec<Vec<NodeId>> {
     let mut comp: BTreeMap<NodeId, usize> = BTreeMap::new();
     let mut comps: Vec<Vec<NodeId>> = Vec::new();
-    for &start in &kept {
+    for &start in kept {
         if comp.contains_key(&start) {
             continue;
         }
@@ -413,116 +479,109 @@ pub fn sched_tree(
         comps.push(members);
     }
 
-    let name_of = |id: NodeId| sw_name.get(&id).cloned().unwrap_or_default();
-    let mut taken: BTreeSet<String> = sw_name.values().cloned().collect();
-    let many = comps.len() > 1;
-    let mut fabrics: Vec<TreeFabric> = Vec::new();
-    for members in &comps {
-        let mut switches: Vec<TreeSwitch> = members
-            .iter()
-            .map(|&id| {
-                let mut hosts = on_leaf.get(&id).cloned().unwrap_or_default();
-                hosts.sort_by(|a, b| natural_cmp(a, b));
-                let mut ch: Vec<String> = children
-                    .get(&id)
-                    .into_iter()
-                    .flatten()
-                    .map(|&c| name_of(c))
-                    .collect();
-                ch.sort_by(|a, b| natural_cmp(a, b));
-                TreeSwitch {
-                    name: name_of(id),
-                    node: Some(id),
-                    level: level(id).unwrap_or(1),
-                    hosts,
-                    children: ch,
-                }
-            })
-            .collect();
-        // Slurm refuses a switch with both hosts and child switches (a host cabled to a
-        // switch the description records above level 1): its hosts go under a leaf of their
-        // own, which is not a real switch.
-        let mut extra = Vec::new();
-        for sw in &mut switches {
-            if sw.hosts.is_empty() || sw.children.is_empty() {
-                continue;
-            }
-            let mut name = format!("{}-hosts", sw.name);
-            while taken.contains(&name) {
-                name.push('_');
-            }
-            taken.insert(name.clone());
-            sw.children.push(name.clone());
-            sw.children.sort_by(|a, b| natural_cmp(a, b));
-            extra.push(TreeSwitch {
-                name,
-                node: None,
-                level: 1,
-                hosts: std::mem::take(&mut sw.hosts),
-                children: Vec::new(),
-            });
+    comps
+}
+
+/// One fabric of the tree from its kept `switches` (fabric `index`, of `many` or one): host
+/// leaves split off, a top added when no switch reaches every leaf, sorted by level then name.
+fn tree_fabric(
+    fabric: &Fabric,
+    mut switches: Vec<TreeSwitch>,
+    (index, many): (usize, bool),
+    taken: &mut BTreeSet<String>,
+) -> TreeFabric {
+    host_leaves(&mut switches, taken);
+    // Tops: kept switches no kept switch lists as a child. Does one reach every leaf?
+    let listed: BTreeSet<&str> = switches
+        .iter()
+        .flat_map(|s| s.children.iter().map(String::as_str))
+        .collect();
+    let tops: Vec<String> = switches
+        .iter()
+        .filter(|s| !listed.contains(s.name.as_str()))
+        .map(|s| s.name.clone())
+        .collect();
+    let leaves = switches.iter().filter(|s| !s.hosts.is_empty()).count();
+    let reaches_all = tops.iter().any(|t| leaves_below(&switches, t) == leaves);
+    let added_top = !reaches_all;
+    if added_top {
+        let base = if many {
+            format!("{}-top{}", fabric.name, index + 1)
+        } else {
+            format!("{}-top", fabric.name)
+        };
+        add_top(&mut switches, tops, &base, taken);
+    }
+    switches.sort_by(|a, b| b.level.cmp(&a.level).then(natural_cmp(&a.name, &b.name)));
+    TreeFabric {
+        hosts: switches.iter().map(|s| s.hosts.len()).sum(),
+        levels: switches.iter().map(|s| s.level).max().unwrap_or(1),
+        switches,
+        added_top,
+    }
+}
+
+/// Slurm refuses a switch with both hosts and child switches (a host cabled to a switch the
+/// description records above level 1): its hosts go under a leaf of their own, which is not a
+/// real switch.
+fn host_leaves(switches: &mut Vec<TreeSwitch>, taken: &mut BTreeSet<String>) {
+    let mut extra = Vec::new();
+    for sw in switches.iter_mut() {
+        if sw.hosts.is_empty() || sw.children.is_empty() {
+            continue;
         }
-        switches.extend(extra);
-        // Tops: kept switches no kept switch lists as a child. Does one reach every leaf?
-        let listed: BTreeSet<&str> = switches
-            .iter()
-            .flat_map(|s| s.children.iter().map(String::as_str))
-            .collect();
-        let tops: Vec<String> = switches
-            .iter()
-            .filter(|s| !listed.contains(s.name.as_str()))
-            .map(|s| s.name.clone())
-            .collect();
-        let leaves = switches.iter().filter(|s| !s.hosts.is_empty()).count();
-        let reaches_all = tops.iter().any(|t| leaves_below(&switches, t) == leaves);
-        let mut added_top = false;
-        if !reaches_all {
-            let top_level = switches.iter().map(|s| s.level).max().unwrap_or(1);
-            let base = if many {
-                format!("{}-top{}", fabric.name, fabrics.len() + 1)
-            } else {
-                format!("{}-top", fabric.name)
-            };
-            let base: String = base
-                .chars()
-                .map(|c| {
-                    if bad_char(&c.to_string()).is_some() {
-                        '_'
-                    } else {
-                        c
-                    }
-                })
-                .collect();
-            let mut name = base.clone();
-            while taken.contains(&name) {
-                name.push('_');
-            }
-            taken.insert(name.clone());
-            let mut ch = tops;
-            ch.sort_by(|a, b| natural_cmp(a, b));
-            // The tops may sit at different levels; the added switch is above them all.
-            switches.push(TreeSwitch {
-                name,
-                node: None,
-                level: top_level.saturating_add(1),
-                hosts: Vec::new(),
-                children: ch,
-            });
-            added_top = true;
+        let mut name = format!("{}-hosts", sw.name);
+        while taken.contains(&name) {
+            name.push('_');
         }
-        switches.sort_by(|a, b| b.level.cmp(&a.level).then(natural_cmp(&a.name, &b.name)));
-        fabrics.push(TreeFabric {
-            hosts: switches.iter().map(|s| s.hosts.len()).sum(),
-            levels: switches.iter().map(|s| s.level).max().unwrap_or(1),
-            switches,
-            added_top,
+        taken.insert(name.clone());
+        sw.children.push(name.clone());
+        sw.children.sort_by(|a, b| natural_cmp(a, b));
+        extra.push(TreeSwitch {
+            name,
+            node: None,
+            level: 1,
+            hosts: std::mem::take(&mut sw.hosts),
+            children: Vec::new(),
         });
     }
-    fabrics.sort_by(|a, b| first_name(a).cmp_natural(first_name(b)));
-    Ok(SchedTree {
-        fabrics,
-        left_out: left,
-    })
+    switches.extend(extra);
+}
+
+/// A switch named after `base` (made safe for Slurm, and unique) above the `tops`, at a level
+/// above them all.
+fn add_top(
+    switches: &mut Vec<TreeSwitch>,
+    tops: Vec<String>,
+    base: &str,
+    taken: &mut BTreeSet<String>,
+) {
+    let top_level = switches.iter().map(|s| s.level).max().unwrap_or(1);
+    let base: String = base
+        .chars()
+        .map(|c| {
+            if bad_char(&c.to_string()).is_some() {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect();
+    let mut name = base.clone();
+    while taken.contains(&name) {
+        name.push('_');
+    }
+    taken.insert(name.clone());
+    let mut ch = tops;
+    ch.sort_by(|a, b| natural_cmp(a, b));
+    // The tops may sit at different levels; the added switch is above them all.
+    switches.push(TreeSwitch {
+        name,
+        node: None,
+        level: top_level.saturating_add(1),
+        hosts: Vec::new(),
+        children: ch,
+    });
 }
 
 /// The first switch of a fabric in natural order, for ordering the fabrics.
@@ -567,7 +626,6 @@ fn leaves_below(switches: &[TreeSwitch], top: &str) -> usize {
 }
 
 #[cfg(test)]
-#[expect(clippy::unwrap_used, reason = "fixtures built by hand")]
 mod tests {
     use super::*;
     use weft_fabric::{FabricBuilder, NodeSpec, PortRef};

@@ -3,11 +3,10 @@
 //! common, follow the rules exactly and never reach an internal error. The same checks run
 //! under cargo-fuzz (`fuzz/fuzz_targets/guid_spaces.rs`).
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
+#![expect(
     clippy::panic,
-    clippy::indexing_slicing
+    clippy::indexing_slicing,
+    reason = "test helpers fail by panicking and index what they built"
 )]
 
 #[path = "support/guid_spaces.rs"]

@@ -6,7 +6,7 @@
 //!   equal to the node GUID, a missing link rate, which is written as the slower port's);
 //! * the reader never panics on randomly damaged dumps.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(clippy::unwrap_used, reason = "test helpers fail by panicking")]
 
 use proptest::prelude::*;
 use proptest::sample::Index;

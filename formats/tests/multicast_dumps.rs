@@ -2,7 +2,11 @@
 //! layout (`tests/data/multicast/README.md` says which is which and how each was made): MFTs
 //! from `opensm.mcfdbs`, `ibroute -M`, `dump_fts -M` and `dump_mfts`; groups from `saquery`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use weft_fabric::{
     Fabric, FabricState, JoinState, McGroup, Mlid, NodeId, PortMask, PortNum, PortRef, Sl,

@@ -4,7 +4,7 @@
 //! assigned LIDs, imports to the same nodes, GUIDs, cables, rates and LIDs as the default
 //! `ibnetdiscover` output of the same fabric, with the warnings these formats owe.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(clippy::panic, reason = "test helpers fail by panicking")]
 
 use std::collections::BTreeSet;
 use weft_fabric::{Fabric, Guid, NodeKind};

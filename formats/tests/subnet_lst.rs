@@ -5,7 +5,11 @@
 //! and what the readers say names only GUIDs that are in the input (loopback cables, port
 //! counts and LIDs `weft check` refuses, a report's made-up end nodes).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use std::collections::BTreeSet;
 use weft_fabric::rng::SplitMix64;

@@ -13,7 +13,7 @@ use weft_fabric::forward::Mark;
 
 impl Net<'_> {
     /// All-to-all loads, the hop histogram and the hop excess.
-    pub fn per_destination(&self) -> (AllToAll, Hops, HopExcess) {
+    pub(crate) fn per_destination(&self) -> (AllToAll, Hops, HopExcess) {
         let n = self.ends.len();
         let distances = self.distances();
         let mut acc = self.destinations(Some(&distances));

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 impl Net<'_> {
     /// Per switch port, the end-node destination LIDs its LFT sends there (see [`Balance`]).
-    pub fn balance(&self) -> Balance {
+    pub(crate) fn balance(&self) -> Balance {
         let f = &self.state.fabric;
         // Every LID of a host, as check_lft_balance counts `Channel Adapter` lines (service
         // nodes aside).

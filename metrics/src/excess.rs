@@ -87,7 +87,7 @@ pub(crate) struct ExcessAcc {
 }
 
 impl ExcessAcc {
-    pub fn merge(mut self, o: ExcessAcc) -> ExcessAcc {
+    pub(crate) fn merge(mut self, o: ExcessAcc) -> ExcessAcc {
         self.updown_pairs += o.updown_pairs;
         self.over_updown += o.over_updown;
         self.max_over_updown = self.max_over_updown.max(o.max_over_updown);
@@ -316,7 +316,6 @@ fn set(v: &mut [u8], x: u32, d: u8) {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
 
     use crate::{quality, ExcessPair, QualityOptions};
     use weft_fabric::{

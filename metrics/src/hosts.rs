@@ -19,7 +19,7 @@ impl Net<'_> {
     /// Machines with an end port in the patterns: one per `host` name, one per end node
     /// without one (each end node its own when the grouping does not hold: validated input
     /// never has that).
-    pub fn machine_count(&self) -> usize {
+    pub(crate) fn machine_count(&self) -> usize {
         let grouped = Machines::of(&self.state.fabric).ok();
         let mut seen: BTreeSet<usize> = BTreeSet::new();
         for p in &self.end_ports {
@@ -79,7 +79,7 @@ impl Net<'_> {
     /// Machines and rails, when the fabric groups its end nodes (`None` when every end node
     /// is a host of its own without a rail, or the grouping does not hold: validated input
     /// never has that).
-    pub fn hosts(&self, seed: u64, count: Option<usize>) -> Option<Hosts> {
+    pub(crate) fn hosts(&self, seed: u64, count: Option<usize>) -> Option<Hosts> {
         let machines = Machines::of(&self.state.fabric).ok()?;
         if !machines.any_grouped() {
             return None;

@@ -551,7 +551,6 @@ fn chunks(items: Vec<Vec<NodeId>>, max: usize) -> Vec<Vec<NodeId>> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
     use weft_verifier::testkit;
 

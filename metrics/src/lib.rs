@@ -68,7 +68,6 @@
 
 // Nothing indexes with a value that might be out of range: `get` and a decision instead.
 #![deny(clippy::indexing_slicing)]
-#![cfg_attr(test, allow(clippy::indexing_slicing))]
 
 mod all_to_all;
 mod balance;
@@ -141,7 +140,6 @@ pub fn of_build(state: &FabricState) -> Quality {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
     use crate::net::Net;

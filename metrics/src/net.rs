@@ -113,7 +113,7 @@ impl Reach {
     }
 
     /// The end of a route as the memo holds it (an unresolved switch: a dead end).
-    pub fn of(m: Mark<Reach>) -> Reach {
+    pub(crate) fn of(m: Mark<Reach>) -> Reach {
         match m {
             Mark::Known(r) => r,
             Mark::Unknown | Mark::OnWalk => Reach::DeadEnd,
@@ -121,7 +121,7 @@ impl Reach {
     }
 
     /// The distance in links, when the route arrives.
-    pub fn hops(m: Mark<Reach>) -> Option<u32> {
+    pub(crate) fn hops(m: Mark<Reach>) -> Option<u32> {
         match m {
             Mark::Known(Reach::Hops(h)) => Some(h),
             _ => None,
@@ -317,7 +317,7 @@ fn levels(state: &FabricState, sw: &mut [Sw<'_>]) {
 }
 
 impl<'a> Net<'a> {
-    pub fn new(state: &'a FabricState) -> Net<'a> {
+    pub(crate) fn new(state: &'a FabricState) -> Net<'a> {
         let f = &state.fabric;
         let (index, mut sw) = live_switches(state);
         let Hosts {
@@ -368,7 +368,7 @@ impl<'a> Net<'a> {
 
     /// Where switch `s` (dense index) sends `lid`.
     #[inline]
-    pub fn step(&self, s: u32, lid: u16) -> Step {
+    pub(crate) fn step(&self, s: u32, lid: u16) -> Step {
         let (Some(lft), Some(&(base, n))) =
             (self.lfts.get(s as usize), self.peer_at.get(s as usize))
         else {
@@ -396,7 +396,7 @@ impl<'a> Net<'a> {
     /// destination host in lockstep, one LFT step per flow per round, so that their table
     /// lookups (cache misses, mostly) overlap. Each lane ends with its directed links and its
     /// outcome.
-    pub fn walk_lanes(&self, flows: &[(u32, u32)], lanes: &mut [Lane]) {
+    pub(crate) fn walk_lanes(&self, flows: &[(u32, u32)], lanes: &mut [Lane]) {
         let n = flows.len().min(lanes.len());
         for (lane, &(a, b)) in lanes.iter_mut().zip(flows) {
             lane.path.clear();
@@ -452,7 +452,7 @@ impl<'a> Net<'a> {
     /// `sc.dist` (with each switch's directed link out and next switch in `sc.out`,
     /// `sc.next`); `target` is the destination host, or [`NONE`] for a switch target (whose
     /// own `dist` was preset to `Hops(0)`).
-    pub fn resolve(&self, lid: u16, target: u32, s: u32, sc: &mut Scratch) {
+    pub(crate) fn resolve(&self, lid: u16, target: u32, s: u32, sc: &mut Scratch) {
         let Scratch {
             dist,
             out,
@@ -481,7 +481,7 @@ impl<'a> Net<'a> {
     }
 
     /// The worst load and the sum of loads over the fabric links.
-    pub fn fabric_max_sum<T: Copy + Into<u64>>(&self, load: &[T]) -> (u64, u64) {
+    pub(crate) fn fabric_max_sum<T: Copy + Into<u64>>(&self, load: &[T]) -> (u64, u64) {
         load.iter()
             .zip(&self.is_fabric)
             .filter(|(_, &f)| f)
@@ -508,7 +508,6 @@ pub(crate) fn mean(sum: f64, n: usize) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    #![expect(clippy::unwrap_used, reason = "a test on generated fabrics")]
 
     use super::*;
     use weft_fabric::forward::{Dest, Stop};

@@ -35,7 +35,7 @@ struct Totals {
 
 impl Net<'_> {
     /// Routes `flows`, returning their statistics; `sc.load` is left zeroed.
-    pub fn pattern(&self, flows: &[(u32, u32)], sc: &mut WalkScratch) -> PatternStats {
+    pub(crate) fn pattern(&self, flows: &[(u32, u32)], sc: &mut WalkScratch) -> PatternStats {
         sc.path.clear();
         sc.starts.clear();
         let mut st = PatternStats::default();
@@ -120,7 +120,7 @@ impl Net<'_> {
 
     /// The shift pattern: every `k` in `1..N` when `N − 1 ≤ all_up_to`, else `samples` evenly
     /// spaced ones.
-    pub fn shift(&self, all_up_to: usize, samples: usize) -> Shift {
+    pub(crate) fn shift(&self, all_up_to: usize, samples: usize) -> Shift {
         let n = self.ends.len();
         let (ks, all) = shifts(n, all_up_to, samples);
         let stats = self.patterns(&ks, |&k| shift_flows(n, k));
@@ -142,7 +142,7 @@ impl Net<'_> {
     }
 
     /// `count` random bisections drawn from `seed`, and the effective bisection bandwidth.
-    pub fn bisections(&self, seed: u64, count: usize) -> Bisections {
+    pub(crate) fn bisections(&self, seed: u64, count: usize) -> Bisections {
         let n = self.ends.len();
         self.drawn(seed, count, |s| bisection_flows(n, s))
     }

@@ -9,7 +9,7 @@ use weft_fabric::forward::Mark;
 
 impl Net<'_> {
     /// Every switch toward every other switch's LID.
-    pub fn switch_reach(&self) -> SwitchReach {
+    pub(crate) fn switch_reach(&self) -> SwitchReach {
         let s = self.sw.len();
         let targets: Vec<(u32, u16)> = self
             .sw

@@ -22,7 +22,7 @@ pub(crate) struct Scratch {
 }
 
 impl Scratch {
-    pub fn new(s: usize) -> Scratch {
+    pub(crate) fn new(s: usize) -> Scratch {
         Scratch {
             dist: vec![Mark::Unknown; s],
             out: vec![NONE; s],
@@ -44,7 +44,7 @@ pub(crate) struct Acc {
 }
 
 impl Acc {
-    pub fn new(dlinks: usize, switches: usize) -> Acc {
+    pub(crate) fn new(dlinks: usize, switches: usize) -> Acc {
         Acc {
             load: vec![0; dlinks],
             hops: vec![0; switches + 3],
@@ -53,7 +53,7 @@ impl Acc {
         }
     }
 
-    pub fn merge(mut self, o: Acc) -> Acc {
+    pub(crate) fn merge(mut self, o: Acc) -> Acc {
         for (a, b) in self.load.iter_mut().zip(&o.load) {
             *a += b;
         }
@@ -90,7 +90,7 @@ pub(crate) struct Lane {
 }
 
 impl WalkScratch {
-    pub fn new(dlinks: usize) -> WalkScratch {
+    pub(crate) fn new(dlinks: usize) -> WalkScratch {
         WalkScratch {
             load: vec![0; dlinks],
             path: Vec::new(),

@@ -365,7 +365,6 @@ pub fn mlids(block: u16) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use proptest::prelude::*;
 

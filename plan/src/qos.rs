@@ -523,7 +523,6 @@ pub fn check_with(known: &Blocks, steps: &[weft_formats::plan::PlanStep]) -> Res
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::panic)]
     use super::*;
     use weft_verifier::testkit;
 
@@ -709,7 +708,6 @@ mod tests {
 
 #[cfg(test)]
 mod check_tests {
-    #![allow(clippy::unwrap_used, clippy::panic)]
     use super::*;
     use weft_fabric::Guid;
     use weft_formats::plan::PlanStep;

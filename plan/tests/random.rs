@@ -7,7 +7,11 @@
 //! holds when it lands, every state between steps passes an independent check (the reference
 //! walk, the verifier's dependency graph), and the end is exactly the desired tables.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use std::collections::BTreeMap;
 use weft_fabric::{NodeId, ValidState};

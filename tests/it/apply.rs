@@ -4,7 +4,11 @@
 //! state or exactly the new one, and the report says which; a crash leaves a journal that
 //! recovery rolls back (or forward) exactly.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use weft_deploy::apply::{apply, recover, ApplyError, ApplyOptions, Direction, Final};
 use weft_deploy::sim::{Fault, FaultKind, SimFabric};

@@ -9,7 +9,7 @@
 //! Half the cases are compiled from the template (levels recorded), half imported from their
 //! ibnetdiscover dump (levels found from the cabling, the missing cables absent).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(clippy::unwrap_used, reason = "test helpers fail by panicking")]
 
 use proptest::prelude::*;
 use std::collections::BTreeMap;

@@ -9,7 +9,11 @@
 //! `deploy/src/apply/tops.rs`'s `FirstWrites::get`: "visits grew 121.78× while the blocks written
 //! grew 13.33×", 216 → 26 304 visits for 12 → 160 blocks; with the index, 8 per block or less).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use std::time::Duration;
 use weft_deploy::apply::{apply_state, dry_run, ApplyOptions, Final, What};

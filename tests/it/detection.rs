@@ -17,7 +17,12 @@
 //!   half of them) is a leaf, counted as one without hosts; a spare switch on one spine, or on
 //!   a leaf, stays set aside.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use std::collections::BTreeMap;
 use weft_compiler::diagnostic::SourceId;

@@ -8,7 +8,11 @@
 //! The big examples (11 664 and 45 056 nodes) are left to the benchmarks in debug builds
 //! unless `WEFT_BIG_EXAMPLES=1`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use std::path::Path;
 use weft_fabric::{FabricState, Lid, NodeId, PortNum, ValidState};

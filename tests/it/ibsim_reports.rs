@@ -4,7 +4,11 @@
 //! GUIDs, port counts, cables, rates, LIDs); the tools' standard error mixed into their output
 //! (`2>&1`) is skipped with one warning per line.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -1,8 +1,6 @@
 //! ibsim interop: a fabric written by weft, loaded by ibsim and discovered by the real
 //! `ibnetdiscover` reads back to the same fabric.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use std::path::Path;
 use std::time::Duration;
 use weft_fabric::{FabricBuilder, Guid, NodeKind, NodeSpec, PortRef};

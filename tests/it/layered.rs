@@ -7,7 +7,12 @@
 //! thesis's Paper I degraded to a ring by losing its middle link, a fat-tree whose faults break
 //! up*/down*, and random irregular fabrics from a seeded generator.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use weft_compiler::{check, NoFiles};
 use weft_tests::{irregular_source, pgft_source, Rng};

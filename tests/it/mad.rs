@@ -8,12 +8,12 @@
 //! sees in-process and prints `WEFT <key> <value>` lines for the parent, which then checks the
 //! fabric with the diagnostics tools. Without `WEFT_MAD_CASE`, [`child`] does nothing.
 
-#![allow(
+#![expect(
     clippy::unwrap_used,
-    clippy::expect_used,
     clippy::panic,
     clippy::print_stdout,
-    clippy::print_stderr
+    clippy::print_stderr,
+    reason = "test helpers fail by panicking and say on the terminal what they skipped or measured"
 )]
 
 use std::time::{Duration, Instant};

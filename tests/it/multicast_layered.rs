@@ -5,7 +5,12 @@
 //! checker accepts; and random irregular fabrics with random extra groups and budgets, each
 //! build proven or refused naming why, never one the verifier refutes.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use proptest::prelude::*;
 use weft_compiler::build::Built;

@@ -9,7 +9,11 @@
 //! tool is missing. (A fat-tree with SHARP aggregation nodes, loaded the same way and then
 //! proven by `weft audit`, is `cli/tests/it/opensm_aggregation.rs`: it runs the `weft` binary.)
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use std::time::Duration;
 use weft_compiler::NoFiles;

@@ -29,7 +29,11 @@
 //! writes the answers as an ibdiagnet `.psl` file, which the verifier reads. (dfsssp would do
 //! as well, but its SA answers a random SL within a balancing group on every query.)
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;

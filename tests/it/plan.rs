@@ -4,7 +4,11 @@
 //! side first) caught with the transient forwarding loop as witness. The 5 832-node tree with
 //! `WEFT_BIG_EXAMPLES=1` (release, in CI).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use weft_fabric::ValidState;
 use weft_formats::plan::{PlanStep, SmpWrite};

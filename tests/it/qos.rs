@@ -3,7 +3,11 @@
 //! every class's SLs map to its own VLs on every port pair, and a broken SL→VL table (the
 //! slow lane sent on a VL the port lacks) is refused with a witness.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use weft_compiler::{build, check, qos, NoFiles};
 use weft_fabric::{FabricState, Lid, NodeId, NodeKind, PortNum, PortRef, Sl, ValidState};

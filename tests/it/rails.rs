@@ -8,8 +8,6 @@
 //! - a three-level tree whose inner two levels are a CS8500 director's ASICs, routed by
 //!   `fat_tree`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use weft_compiler::routing::Engine;
 use weft_verifier::{verify, Options};
 

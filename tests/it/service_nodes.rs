@@ -17,11 +17,12 @@
 //! - Service nodes stay out of host counts and traffic patterns, but are routed and reach
 //!   every end port.
 
-#![allow(
+#![expect(
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::panic,
-    clippy::print_stderr
+    clippy::print_stderr,
+    reason = "test helpers fail by panicking and say on the terminal what they skipped or measured"
 )]
 
 use proptest::prelude::*;

@@ -6,7 +6,11 @@
 //! system image GUIDs, vendor and device ids), cables and rates, and LIDs; and each is read
 //! with the same warnings (the loopback cables).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use std::collections::BTreeSet;
 use std::time::Duration;

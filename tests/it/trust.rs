@@ -6,7 +6,11 @@
 //! The fabric: a two-level tree of 16 hosts (4 leaves, 4 spines) shared by tenants `a`
 //! (cn001..=cn004) and `b` (cn005..=cn008).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use std::collections::BTreeMap;
 use weft_deploy::apply::{

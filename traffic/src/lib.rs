@@ -99,8 +99,6 @@
 
 // Nothing indexes with a value that might be out of range: `get` and a decision instead.
 #![deny(clippy::indexing_slicing)]
-#![cfg_attr(test, allow(clippy::indexing_slicing))]
-#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod arb;
 pub mod dftree;

@@ -55,7 +55,11 @@
 //! `cargo test -p weft-traffic --test reference_agrees -- --nocapture` prints each case's
 //! figures side by side.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 mod reference;
 
@@ -497,7 +501,7 @@ impl Tally {
 }
 
 /// Runs `cases`, prints their figures, and fails naming every disagreement.
-#[allow(
+#[expect(
     clippy::print_stderr,
     reason = "the figures side by side, for --nocapture"
 )]

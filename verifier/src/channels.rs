@@ -22,7 +22,7 @@ pub(crate) struct DepSet {
 }
 
 impl DepSet {
-    pub fn new(net: &Net<'_>) -> DepSet {
+    pub(crate) fn new(net: &Net<'_>) -> DepSet {
         let vls = u64::from(net.vls);
         let mut base = Vec::with_capacity(net.switches.len());
         let mut stride = Vec::with_capacity(net.switches.len());
@@ -46,7 +46,7 @@ impl DepSet {
     }
 
     /// Records the dependency at switch index `k`.
-    pub fn insert(&self, k: u32, i: u8, vin: u8, o: u8, vout: u8) {
+    pub(crate) fn insert(&self, k: u32, i: u8, vin: u8, o: u8, vout: u8) {
         let (Some(&base), Some(&stride)) = (self.base.get(k as usize), self.stride.get(k as usize))
         else {
             return;
@@ -66,7 +66,7 @@ impl DepSet {
     }
 
     /// Adds every dependency of `other` (a set over the same net).
-    pub fn absorb(&self, other: &DepSet) {
+    pub(crate) fn absorb(&self, other: &DepSet) {
         for (w, o) in self.bits.iter().zip(&other.bits) {
             let v = o.load(Ordering::Relaxed);
             if v != 0 {
@@ -77,12 +77,12 @@ impl DepSet {
 
     /// Every dependency as `(switch, in port, in VL, out port, out VL)`, in switch and bit
     /// order.
-    pub fn each(&self, net: &Net<'_>) -> Vec<(u32, u8, u8, u8, u8)> {
+    pub(crate) fn each(&self, net: &Net<'_>) -> Vec<(u32, u8, u8, u8, u8)> {
         self.each_masked(net, None)
     }
 
     /// [`DepSet::each`] of the dependencies `other` (a set over the same net) does not have.
-    pub fn each_not_in(&self, net: &Net<'_>, other: &DepSet) -> Vec<(u32, u8, u8, u8, u8)> {
+    pub(crate) fn each_not_in(&self, net: &Net<'_>, other: &DepSet) -> Vec<(u32, u8, u8, u8, u8)> {
         self.each_masked(net, Some(other))
     }
 

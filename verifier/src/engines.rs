@@ -102,7 +102,6 @@ fn agree(explicit: Option<&Verdict>, z3: Option<&Verdict>) -> Result<Verdict, Di
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::testkit;
     use crate::Outcome;

@@ -62,7 +62,7 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub fn new(net: &Net<'_>, sources: &[Source]) -> Shared {
+    pub(crate) fn new(net: &Net<'_>, sources: &[Source]) -> Shared {
         let mut peer = Vec::with_capacity(sources.len());
         let mut inj = Vec::with_capacity(sources.len());
         let mut inj_ok = Vec::with_capacity(sources.len());
@@ -133,7 +133,7 @@ pub(crate) struct Scratch {
 }
 
 impl Scratch {
-    pub fn new(net: &Net<'_>, sh: &Shared) -> Scratch {
+    pub(crate) fn new(net: &Net<'_>, sh: &Shared) -> Scratch {
         let s = net.switches.len();
         Scratch {
             step: vec![Step::Fail(FailureReason::Unset); s],
@@ -185,7 +185,7 @@ pub(crate) struct Acc {
 
 impl Acc {
     /// An empty accumulator that keeps the first `keep` routes of each pattern.
-    pub fn new(net: &Net<'_>, sources: usize, keep: usize) -> Acc {
+    pub(crate) fn new(net: &Net<'_>, sources: usize, keep: usize) -> Acc {
         Acc {
             index: BTreeMap::new(),
             pats: Vec::new(),
@@ -219,7 +219,7 @@ impl Acc {
     }
 
     /// Merges another worker's counts.
-    pub fn merge(mut self, other: Acc) -> Acc {
+    pub(crate) fn merge(mut self, other: Acc) -> Acc {
         self.failed += other.failed;
         for (key, p) in other.pats {
             let i = self.pattern(key);
@@ -459,7 +459,6 @@ fn around(
 
 /// Counts every failed route toward `d` into `acc` (and records every route's
 /// dependencies). Returns the number of failed routes.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn destination(
     net: &Net<'_>,
     sh: &Shared,

@@ -5,7 +5,10 @@
 //! randomness comes from a seed.
 
 // Generators over fabrics they build themselves, never fed input.
-#![allow(clippy::indexing_slicing)]
+#![expect(
+    clippy::indexing_slicing,
+    reason = "generators over fabrics they build themselves, never fed input"
+)]
 
 use weft_fabric::{
     Fabric, FabricBuilder, FabricState, Guid, Lid, LidAssignment, NodeId, NodeKind, NodeSpec,

@@ -11,12 +11,11 @@
 //! `weft verify --state broken.json` runs in human and in JSON format under GNU `time`. Prints
 //! medians of wall time and peak RSS, the output sizes, and weft's verdict lines.
 
-#![allow(
+#![expect(
     clippy::print_stdout,
     clippy::print_stderr,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic
+    clippy::panic,
+    reason = "a benchmark binary: it prints its figures and stops at the first failure"
 )]
 
 use std::path::PathBuf;

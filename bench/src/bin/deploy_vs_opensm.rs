@@ -30,12 +30,13 @@
 //!    written (blocks holding a set entry in the build); then one table of every fabric:
 //!    seconds each side, the ratio, SMPs, SMPs per block and SMPs per second.
 
-#![allow(
+#![expect(
     clippy::print_stdout,
     clippy::print_stderr,
     clippy::unwrap_used,
     clippy::expect_used,
-    clippy::panic
+    clippy::panic,
+    reason = "a benchmark binary: it prints its figures and stops at the first failure"
 )]
 use weft_formats::state_json::FromJson;
 

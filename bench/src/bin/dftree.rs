@@ -20,7 +20,11 @@
 //! simulator's defaults (10 µs sweeps, 1 µs re-path delay, threshold 10^7 ticks/s), and
 //! RELEASE (sweeps below the threshold before a hot-spot's flows move back) its default, 2.
 
-#![allow(clippy::print_stdout, clippy::print_stderr)]
+#![expect(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a benchmark binary: it prints its figures and stops at the first failure"
+)]
 
 use weft_traffic::{gain_percent, parse_duration, simulate, DftreeMode, Params, Report, Traffic};
 

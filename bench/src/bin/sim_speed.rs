@@ -13,7 +13,11 @@
 //! packets injected per wall second, events per wall second, and the figures the run
 //! produced (events, packets, mean throughput per node), so the numbers can be quoted.
 
-#![allow(clippy::print_stdout, clippy::print_stderr)]
+#![expect(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a benchmark binary: it prints its figures and stops at the first failure"
+)]
 
 use std::time::Instant;
 use weft_traffic::{parse_duration, simulate, Params, Traffic};

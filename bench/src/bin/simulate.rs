@@ -24,7 +24,11 @@
 //! parameter at a time moves away from the options given. Every run's wall-clock time and
 //! simulated packets per second are printed.
 
-#![allow(clippy::print_stdout, clippy::print_stderr)]
+#![expect(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a benchmark binary: it prints its figures and stops at the first failure"
+)]
 
 use rayon::prelude::*;
 use std::collections::BTreeMap;

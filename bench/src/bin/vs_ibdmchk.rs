@@ -18,12 +18,11 @@
 //! 3. A table of medians, the ratio, and what each said (weft's verdict lines and exit code;
 //!    ibdmchk's summary lines).
 
-#![allow(
+#![expect(
     clippy::print_stdout,
     clippy::print_stderr,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic
+    clippy::panic,
+    reason = "a benchmark binary: it prints its figures and stops at the first failure"
 )]
 
 use std::path::{Path, PathBuf};

@@ -1,8 +1,6 @@
 //! `guid2lid_onto`: OpenSM's cache of a run on ibsim, whose CA port GUIDs ibsim numbered anew,
 //! renamed onto the topology's port GUIDs by the `opensm-subnet.lst` of the same run.
 
-#![allow(clippy::unwrap_used)]
-
 use weft_fabric::Guid;
 
 /// A switch and two one-port CAs, as ibnetdiscover prints them: each CA's port GUID is its

@@ -20,11 +20,10 @@
 //! -- --nocapture` prints each dump's table; `WEFT_NEVER_WORSE_ONLY=selene,director` runs only
 //! the fabrics whose file names contain one of the words. About 4 minutes on 2 cores.
 
-#![allow(
+#![expect(
     clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::print_stderr
+    clippy::print_stderr,
+    reason = "test helpers fail by panicking and say on the terminal what they skipped or measured"
 )]
 
 use serde_json::Value;

@@ -7,7 +7,11 @@
 //! ibsim after planning is refused naming the link, nothing written; an apply SIGKILLed
 //! mid-plan, then `--recover`, leaves the old tables exactly.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use crate::support::weft;
 use std::path::Path;

@@ -4,8 +4,6 @@
 //! an audit that cannot open the HCA port, shown as a finding under its deploy code in every
 //! format (no ibsim needed); and a fabric without LIDs, whose audit is the state's findings.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use std::time::Duration;
 use weft_fabric::ValidState;
 use weft_formats::state_json::FromJson;

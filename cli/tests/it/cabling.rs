@@ -3,7 +3,7 @@
 //! (imported dumps, which record widths; a description expects its ports' widths); in every format; the exit codes (0 same, 1 differ,
 //! 2 unreadable or not compiling).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(clippy::unwrap_used, reason = "test helpers fail by panicking")]
 
 use crate::support::weft_in as weft;
 use std::path::Path;

@@ -8,7 +8,11 @@
 //! SARIF; and a spreadsheet whose names are a template's, none the fabric's, matched by
 //! position.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use std::time::Duration;
 use weft_tests::ibsim::{self, Ibsim, IbsimError, Limits};

@@ -1,6 +1,6 @@
 //! The `weft` binary end to end: every example checks clean, output formats and exit codes.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(clippy::panic, reason = "test helpers fail by panicking")]
 
 use crate::support::{root, weft};
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! 0), so nothing moves and nothing is written. And what is refused before any MAD: a
 //! fabric without dFtree lanes (exit 1), a bad `--interval`, the targets not built.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(clippy::unwrap_used, reason = "test helpers fail by panicking")]
 
 use crate::support::weft;
 use std::path::{Path, PathBuf};
@@ -315,6 +315,83 @@ fn dftree_moves_the_contributors_of_a_hot_spot() {
         assert!(start.elapsed() < Duration::from_secs(60));
         std::thread::sleep(Duration::from_millis(20));
     }
+    make_hot_spot(&sim, &guid);
+    // The second sweep is done: the files say what it moved (the third is 2 s away).
+    while std::fs::read_to_string(&bg.out)
+        .unwrap_or_default()
+        .matches("\"pma_gets\"")
+        .count()
+        < 2
+    {
+        assert!(start.elapsed() < Duration::from_secs(60));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let repath = std::fs::read_to_string(out.join("repath.txt")).unwrap();
+    let policy = std::fs::read_to_string(out.join("qos-policy.conf")).unwrap();
+    let o = bg.wait(Duration::from_secs(60)).unwrap();
+    assert!(o.status.success(), "{}", o.stdout);
+    let (h1, h2) = (guid("h1"), guid("h2"));
+    let l4 = lid("h4");
+    let lines: Vec<serde_json::Value> = o
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // Three sweeps, then the stop.
+    assert_eq!(lines.len(), 4, "{}", o.stdout);
+    let sweeps = &lines[..3];
+    assert_eq!(sweeps[0]["wrote"], false);
+    assert_eq!(sweeps[0]["ports_read"], 12);
+    check_second_sweep(&sweeps[1], &guid, &lid);
+    assert!(
+        repath.starts_with("# weft dftree write 1, sweep 2: "),
+        "{repath}"
+    );
+    assert_eq!(
+        repath
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .collect::<Vec<_>>(),
+        [
+            format!("{h1:#018x} 1 {l4} 1"),
+            format!("{h2:#018x} 1 {l4} 1")
+        ]
+    );
+    let base = check_policy(&state, &b, &policy);
+    // The third sweep: still a hot-spot (below the threshold once; two sweeps release it).
+    assert_eq!(sweeps[2]["slow_flows"], 2, "{}", sweeps[2]);
+    assert_eq!(sweeps[2]["wrote"], false);
+    // `--sweeps` reached with two flows on the slow lane: they move back (the build's policy
+    // again, a repath.txt moving them to SL 0), and the stop says so.
+    let fast = |g: u64| serde_json::json!({"src_guid": format!("{g:#018x}"), "src_port": 1, "dst_lid": l4, "sl": 0});
+    assert_eq!(
+        lines[3],
+        serde_json::json!({"stop": true, "sweep": 3, "to_fast": [fast(h1), fast(h2)], "slow_flows": 0, "wrote": true})
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("qos-policy.conf")).unwrap(),
+        base
+    );
+    let back = std::fs::read_to_string(out.join("repath.txt")).unwrap();
+    assert!(
+        back.starts_with("# weft dftree write 2, sweep 3 (stop): "),
+        "{back}"
+    );
+    assert_eq!(
+        back.lines().skip(1).collect::<Vec<_>>(),
+        [
+            format!("{h1:#018x} 1 {l4} 0"),
+            format!("{h2:#018x} 1 {l4} 0")
+        ]
+    );
+    check_repath_log(&out, h1, h2, l4);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// ibsim's console sets PortXmitWait on the leaf port facing `h4` and on the ports of `h1`
+/// and `h2`, and pulls `h3`'s cable (`guid` names a node's GUID).
+fn make_hot_spot(sim: &Ibsim, guid: &dyn Fn(&str) -> u64) {
     // h4 sits on leaf2's port 2; 10 M ticks over the 2 s interval is 5 M a second, above
     // the 100 000 threshold; ibsim's XmitData stays far below half the links' rate.
     for (node, port) in [
@@ -334,34 +411,17 @@ fn dftree_moves_the_contributors_of_a_hot_spot() {
         .console(&format!("Unlink \"H-{:016x}\"[1]", guid("h3")))
         .unwrap();
     assert!(!said.contains('#'), "{said}");
-    // The second sweep is done: the files say what it moved (the third is 2 s away).
-    while std::fs::read_to_string(&bg.out)
-        .unwrap_or_default()
-        .matches("\"pma_gets\"")
-        .count()
-        < 2
-    {
-        assert!(start.elapsed() < Duration::from_secs(60));
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let repath = std::fs::read_to_string(out.join("repath.txt")).unwrap();
-    let policy = std::fs::read_to_string(out.join("qos-policy.conf")).unwrap();
-    let o = bg.wait(Duration::from_secs(60)).unwrap();
-    assert!(o.status.success(), "{}", o.stdout);
+}
+
+/// The second sweep `s`: `h3` unread (its PortCounters time out), `h4` marked a hot-spot,
+/// `h1 → h4` and `h2 → h4` moved to SL 1 and written.
+fn check_second_sweep(
+    s: &serde_json::Value,
+    guid: &dyn Fn(&str) -> u64,
+    lid: &dyn Fn(&str) -> u16,
+) {
     let (h1, h2, h4) = (guid("h1"), guid("h2"), guid("h4"));
     let l4 = lid("h4");
-    let lines: Vec<serde_json::Value> = o
-        .stdout
-        .lines()
-        .filter(|l| l.starts_with('{'))
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    // Three sweeps, then the stop.
-    assert_eq!(lines.len(), 4, "{}", o.stdout);
-    let sweeps = &lines[..3];
-    assert_eq!(sweeps[0]["wrote"], false);
-    assert_eq!(sweeps[0]["ports_read"], 12);
-    let s = &sweeps[1];
     assert_eq!(s["ports_read"], 11, "{s}");
     let unread = s["unread"].as_array().unwrap();
     assert_eq!(unread.len(), 1, "{s}");
@@ -387,20 +447,17 @@ fn dftree_moves_the_contributors_of_a_hot_spot() {
         (&s["slow_flows"], &s["wrote"]),
         (&serde_json::json!(2), &serde_json::json!(true))
     );
-    assert!(
-        repath.starts_with("# weft dftree write 1, sweep 2: "),
-        "{repath}"
-    );
-    assert_eq!(
-        repath
-            .lines()
-            .filter(|l| !l.starts_with('#'))
-            .collect::<Vec<_>>(),
-        [
-            format!("{h1:#018x} 1 {l4} 1"),
-            format!("{h2:#018x} 1 {l4} 1")
-        ]
-    );
+}
+
+/// The `policy` written is the build's (in `b`) with `h1 → h4` and `h2 → h4` on SL 1; the
+/// build's policy is returned.
+fn check_policy(state: &weft_fabric::ValidState, b: &Path, policy: &str) -> String {
+    let f = &state.fabric;
+    let l4 = state
+        .lids
+        .get(f.find("h4").unwrap(), weft_fabric::PortNum(1))
+        .unwrap()
+        .0;
     let port_guid = |name: &str| {
         f.node(f.find(name).unwrap())
             .port(weft_fabric::PortNum(1))
@@ -432,32 +489,12 @@ fn dftree_moves_the_contributors_of_a_hot_spot() {
         port_guid("h1"),
         port_guid("h2")
     )));
-    // The third sweep: still a hot-spot (below the threshold once; two sweeps release it).
-    assert_eq!(sweeps[2]["slow_flows"], 2, "{}", sweeps[2]);
-    assert_eq!(sweeps[2]["wrote"], false);
-    // `--sweeps` reached with two flows on the slow lane: they move back (the build's policy
-    // again, a repath.txt moving them to SL 0), and the stop says so.
-    let fast = |g: u64| serde_json::json!({"src_guid": format!("{g:#018x}"), "src_port": 1, "dst_lid": l4, "sl": 0});
-    assert_eq!(
-        lines[3],
-        serde_json::json!({"stop": true, "sweep": 3, "to_fast": [fast(h1), fast(h2)], "slow_flows": 0, "wrote": true})
-    );
-    assert_eq!(
-        std::fs::read_to_string(out.join("qos-policy.conf")).unwrap(),
-        base
-    );
-    let back = std::fs::read_to_string(out.join("repath.txt")).unwrap();
-    assert!(
-        back.starts_with("# weft dftree write 2, sweep 3 (stop): "),
-        "{back}"
-    );
-    assert_eq!(
-        back.lines().skip(1).collect::<Vec<_>>(),
-        [
-            format!("{h1:#018x} 1 {l4} 0"),
-            format!("{h2:#018x} 1 {l4} 0")
-        ]
-    );
+    base
+}
+
+/// `repath.log` in `out` holds every move with its time and sweep, and nothing is left beside
+/// the three files (the temporary files were renamed).
+fn check_repath_log(out: &Path, h1: u64, h2: u64, l4: u16) {
     // repath.log: every move, with its time and sweep.
     let log = std::fs::read_to_string(out.join("repath.log")).unwrap();
     let rows: Vec<Vec<&str>> = log.lines().map(|l| l.split(' ').collect()).collect();
@@ -480,13 +517,12 @@ fn dftree_moves_the_contributors_of_a_hot_spot() {
         );
     }
     // Nothing left beside the three files (the temporary files were renamed).
-    let mut names: Vec<String> = std::fs::read_dir(&out)
+    let mut names: Vec<String> = std::fs::read_dir(out)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
     assert_eq!(names, ["qos-policy.conf", "repath.log", "repath.txt"]);
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 /// The controller knows the fabric from the state: a live fabric that is not the state's is

@@ -7,7 +7,12 @@
 //! PyYAML for `topology.yaml` and Graphviz's `dot`; each fails when `CI` is set and the tool
 //! is missing, and skips loudly otherwise.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use crate::support::{root, weft};
 use std::collections::{BTreeMap, BTreeSet};
@@ -582,7 +587,7 @@ fn require(test: &str, programs: &[&str], packages: &str) -> Option<Vec<PathBuf>
 
 /// Says loudly that `test` is skipped for want of `missing` — and fails instead when `CI` is
 /// set: CI must run it.
-#[allow(clippy::print_stderr, reason = "a skipped test says so loudly")]
+#[expect(clippy::print_stderr, reason = "a skipped test says so loudly")]
 fn skip(test: &str, missing: &str, packages: &str) {
     assert!(
         std::env::var_os("CI").is_none(),

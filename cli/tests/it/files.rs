@@ -2,7 +2,7 @@
 //! owner can write, never through a planted link) and `weft build -o DIR` (the directory is
 //! swapped in whole; a kill between any two steps never leaves no `DIR` after the next run).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(clippy::unwrap_used, reason = "test helpers fail by panicking")]
 
 use crate::support::{root, weft};
 use std::os::unix::fs::{symlink, PermissionsExt as _};

@@ -2,7 +2,11 @@
 //! the same SARIF result and the same JSON finding whichever command reports it, placed in the
 //! `.weft` source (a diagnostic's span; a violation at the declaration of the node it names).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use crate::support::weft;
 use serde_json::Value;

@@ -2,7 +2,11 @@
 //! non-zero exit, under a 2 GiB address-space limit and a 60 s deadline (the deadline only
 //! catches hangs; none of these takes more than a second or two).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use std::path::Path;
 use std::process::{Command, Stdio};

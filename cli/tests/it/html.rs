@@ -16,12 +16,12 @@
 //!
 //! Screenshots are written under `target/html-screenshots/` and their paths printed.
 
-#![allow(
+#![expect(
     clippy::unwrap_used,
-    clippy::expect_used,
     clippy::panic,
     clippy::print_stderr,
-    clippy::print_stdout
+    clippy::print_stdout,
+    reason = "test helpers fail by panicking and say on the terminal what they skipped or measured"
 )]
 
 use crate::support::{root, weft};

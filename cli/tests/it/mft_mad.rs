@@ -8,7 +8,11 @@
 //! a Set of it; `ibroute -M -v` prints "top is 0x0"): `weft apply` raises no top on them and
 //! `weft audit` reads every block up to their MulticastFDBCap (1024 MLIDs, 32 blocks).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use crate::support::weft;
 use std::collections::BTreeMap;

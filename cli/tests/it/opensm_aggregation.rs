@@ -10,7 +10,11 @@
 //! `tests/fixtures/real/topograph-ndr-dgx.ibnetdiscover` through `weft import`, its 40 ANs
 //! recognised. Runs in CI; locally it skips loudly when ibsim or OpenSM is missing.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use crate::support::{root, weft};
 use std::path::Path;

@@ -36,7 +36,11 @@
 //! port being in at most three groups; asked without the SM_Key, OpenSM answers each group's
 //! own record with port GID `::` and no member.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use crate::support::weft;
 use serde_json::Value;

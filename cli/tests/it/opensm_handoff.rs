@@ -4,7 +4,7 @@
 //! entry for entry), weft's SL→VL tables (`smpquery sl2vl`) and the tenants' P_Keys
 //! (`smpquery pkeys`).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(clippy::unwrap_used, reason = "test helpers fail by panicking")]
 
 use crate::support::weft;
 use std::path::Path;
@@ -22,8 +22,38 @@ fn opensm_distributes_weft_tables_after_the_hand_off() {
     ) else {
         return;
     };
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let d = crate::support::scratch("handoff");
+    let (build, state) = build_with_tenants(&d);
+    let net = std::fs::read_to_string(build.join("topology.net")).unwrap();
+    let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(&state.fabric))).unwrap();
+    let (conf, log, bg) = start_opensm(&sim, &build);
+    let pid = bg.pid().to_string();
+    let o = weft(&[
+        "apply",
+        build.to_str().unwrap(),
+        "--target",
+        "opensm",
+        "--opensm-conf",
+        conf.to_str().unwrap(),
+        "--opensm-pid",
+        &pid,
+        "--opensm-log",
+        log.to_str().unwrap(),
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out.contains("OpenSM swept again: SUBNET UP\n"), "{out}");
+    let want = check_tables(&sim, &state);
+    check_audit(&sim, &state, &want);
+}
+
+/// The QoS example with two tenants, built in `d`: the build directory and its state.
+fn build_with_tenants(d: &Path) -> (std::path::PathBuf, ValidState) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     // The QoS example with two tenants.
     let qos = std::fs::read_to_string(root.join("examples/qos-648.weft")).unwrap();
     let i = qos.rfind('}').unwrap();
@@ -44,8 +74,15 @@ fn opensm_distributes_weft_tables_after_the_hand_off() {
     let state =
         ValidState::from_json(&std::fs::read_to_string(build.join("state.json")).unwrap()).unwrap();
 
-    let net = std::fs::read_to_string(build.join("topology.net")).unwrap();
-    let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(&state.fabric))).unwrap();
+    (build, state)
+}
+
+/// OpenSM on `sim` with the file engine, no routes, the default partition and no QoS, once it
+/// says SUBNET UP: its configuration file, its log and the running OpenSM.
+fn start_opensm(
+    sim: &Ibsim,
+    build: &Path,
+) -> (std::path::PathBuf, std::path::PathBuf, ibsim::Background) {
     let osm = sim.dir().join("osm");
     std::fs::create_dir_all(&osm).unwrap();
     std::fs::copy(build.join("guid2lid"), osm.join("guid2lid")).unwrap();
@@ -88,26 +125,12 @@ fn opensm_distributes_weft_tables_after_the_hand_off() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    let pid = bg.pid().to_string();
-    let o = weft(&[
-        "apply",
-        build.to_str().unwrap(),
-        "--target",
-        "opensm",
-        "--opensm-conf",
-        conf.to_str().unwrap(),
-        "--opensm-pid",
-        &pid,
-        "--opensm-log",
-        log.to_str().unwrap(),
-    ]);
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{out}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert!(out.contains("OpenSM swept again: SUBNET UP\n"), "{out}");
+    (conf, log, bg)
+}
+
+/// The fabric runs weft's LFTs (`dump_fts`), a leaf's SL→VL table from port 1 to 19
+/// (`smpquery sl2vl`) and the tenants' P_Keys: that leaf table is returned.
+fn check_tables(sim: &Ibsim, state: &ValidState) -> Vec<u8> {
     // The LFTs, entry for entry.
     let fts = sim
         .run_retrying(
@@ -119,7 +142,7 @@ fn opensm_distributes_weft_tables_after_the_hand_off() {
         .unwrap();
     assert_eq!(
         parse_fts(&fts.stdout),
-        lft_entries(&state),
+        lft_entries(state),
         "dump_fts shows weft's LFTs"
     );
     // The SL→VL table of a leaf (from a host port to an uplink) and of a host.
@@ -157,7 +180,14 @@ fn opensm_distributes_weft_tables_after_the_hand_off() {
             .unwrap();
         assert!(pk.stdout.contains(key), "{host}: {}", pk.stdout);
     }
-    // `weft audit` reads the same SL→VL and P_Key tables off the fabric.
+    want
+}
+
+/// `weft audit` reads the same SL→VL (`want`, leaf1 from port 1 to 19) and P_Key tables off
+/// the fabric.
+fn check_audit(sim: &Ibsim, state: &ValidState, want: &[u8]) {
+    let f = &state.fabric;
+    let leaf = f.node_ids().find(|&n| f.node(n).name() == "leaf1").unwrap();
     let (a, out) = sim.audit_state(
         crate::support::WEFT,
         &sim.dir().join("audited.json"),

@@ -3,7 +3,7 @@
 //! it applies to, a tenant change planned as P_Key writes only, and the refusals (no safe
 //! order, another fabric) with exit 1.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(clippy::unwrap_used, reason = "test helpers fail by panicking")]
 
 use crate::support::weft;
 use std::path::Path;

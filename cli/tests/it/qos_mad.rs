@@ -7,7 +7,7 @@
 //! apply --target mad`, and `weft audit --target mad` reads back exactly the layered build's
 //! SL→VL and VL arbitration tables. The same plan again is refused: its tables moved on.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(clippy::unwrap_used, reason = "test helpers fail by panicking")]
 
 use crate::support::weft;
 use std::path::Path;

@@ -6,7 +6,7 @@
 //! release mode) the 5 832- and 11 664-node trees too. The 45 056-node tree is proven in
 //! release by `weft-tests`' `examples_verify`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(clippy::unwrap_used, reason = "test helpers fail by panicking")]
 
 use crate::support::root;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! `weft simulate` end to end: its inputs (a `.weft` file, a build directory, a
 //! `state.json`), `--compare`, the JSON, and the errors of bad options.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(clippy::unwrap_used, reason = "test helpers fail by panicking")]
 
 use crate::support::weft;
 use std::path::PathBuf;

@@ -5,13 +5,14 @@
 //! module, command and dependency rule (and no path that is gone), and each command's page in
 //! `docs/commands/` holds its `--help` exactly. [`html`]: the rules of the HTML pages' sources.
 
-#![allow(
+#![expect(
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::panic,
-    clippy::print_stdout,
-    clippy::print_stderr
+    reason = "test helpers fail by panicking"
 )]
+
+mod lints;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! `weft verify` end to end: every input form, every output format, certificates written and
 //! re-checked, exit codes.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(clippy::unwrap_used, reason = "test helpers fail by panicking")]
 
 use crate::support::weft;
 use std::path::{Path, PathBuf};

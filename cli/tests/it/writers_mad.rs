@@ -6,7 +6,11 @@
 //! The fabric: a two-level fat-tree of radix-8 switches. Two drain plans from the same old
 //! tables: around `leaf3.p[6]`, and around `leaf2.p[5]` (their LFT blocks overlap).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use crate::support::weft;
 use std::collections::BTreeMap;

@@ -40,19 +40,19 @@ use weft_fabric::{
 
 /// Statements one program may execute by default: far above any real fabric (the 45 056-host
 /// example takes about 1.2 million), low enough to stop a runaway loop within seconds.
-pub const STEP_LIMIT: u64 = 50_000_000;
+pub(crate) const STEP_LIMIT: u64 = 50_000_000;
 
 /// Deepest chain of template calls.
-pub const MAX_TEMPLATE_DEPTH: usize = 64;
+pub(crate) const MAX_TEMPLATE_DEPTH: usize = 64;
 
 /// Longest string a program may build.
-pub const MAX_STRING_BYTES: usize = 1 << 20;
+pub(crate) const MAX_STRING_BYTES: usize = 1 << 20;
 
 /// Longest list a program may build.
-pub const MAX_LIST_ITEMS: usize = 1 << 20;
+pub(crate) const MAX_LIST_ITEMS: usize = 1 << 20;
 
 /// Nodes one fabric may declare: more than the unicast LID space can address.
-pub const NODE_LIMIT: usize = 1 << 17;
+pub(crate) const NODE_LIMIT: usize = 1 << 17;
 
 /// Default base of generated GUIDs (NVIDIA's OUI in the top bytes).
 pub const DEFAULT_GUID_BASE: u64 = 0x0002_c900_0000_0000;
@@ -147,7 +147,7 @@ pub(crate) struct Elab<'a> {
 type R<T> = Result<T, ()>;
 
 impl<'a> Elab<'a> {
-    pub fn new(host: &'a dyn Host, sources: SourceMap, main: SourceId) -> Elab<'a> {
+    pub(crate) fn new(host: &'a dyn Host, sources: SourceMap, main: SourceId) -> Elab<'a> {
         Elab {
             host,
             sources,
@@ -173,7 +173,7 @@ impl<'a> Elab<'a> {
     }
 
     /// Lowers the statement budget (fuzzing, tests).
-    pub fn set_step_limit(&mut self, steps: u64) {
+    pub(crate) fn set_step_limit(&mut self, steps: u64) {
         self.step_limit = steps;
     }
 

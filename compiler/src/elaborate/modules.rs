@@ -5,7 +5,7 @@ use super::*;
 
 impl Elab<'_> {
     /// Registers the items of a parsed file as a module and returns its index.
-    pub fn add_module(&mut self, file: &File, source: SourceId) -> usize {
+    pub(crate) fn add_module(&mut self, file: &File, source: SourceId) -> usize {
         let index = self.modules.len();
         self.modules.push(Module {
             source,

@@ -6,7 +6,7 @@ use super::*;
 
 impl Elab<'_> {
     /// Elaborates the `fabric` item.
-    pub fn fabric(&mut self, f: &FabricDef) -> Option<Elaborated> {
+    pub(crate) fn fabric(&mut self, f: &FabricDef) -> Option<Elaborated> {
         let mut builder = FabricBuilder::new(f.name.name.clone());
         std::mem::swap(&mut builder, &mut self.builder);
         let mark = self.env.len();

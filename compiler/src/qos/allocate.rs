@@ -461,7 +461,6 @@ fn vl_span(v: u8, width: u8) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
 

@@ -189,7 +189,6 @@ impl<'a> Pairs<'a> {
 }
 
 #[cfg(test)]
-#[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
 

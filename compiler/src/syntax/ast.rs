@@ -49,7 +49,7 @@ impl From<Span> for miette::SourceSpan {
 
 /// An identifier with its span.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Ident {
+pub(crate) struct Ident {
     /// The text.
     pub name: String,
     /// Where it is.
@@ -64,14 +64,14 @@ impl fmt::Display for Ident {
 
 /// A whole `.weft` file.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct File {
+pub(crate) struct File {
     /// Top-level items in source order.
     pub items: Vec<Item>,
 }
 
 /// A top-level item.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Item {
+pub(crate) enum Item {
     /// `use std::hardware::{a, b}`.
     Use(Use),
     /// `let x = …` at top level.
@@ -86,7 +86,7 @@ pub enum Item {
 
 /// `use a::b::c` or `use a::b::{c, d}`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Use {
+pub(crate) struct Use {
     /// The module path (`std`, `hardware`).
     pub path: Vec<Ident>,
     /// The names imported from it.
@@ -97,7 +97,7 @@ pub struct Use {
 
 /// `let name = value`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Let {
+pub(crate) struct Let {
     /// Bound name.
     pub name: Ident,
     /// Value.
@@ -108,7 +108,7 @@ pub struct Let {
 
 /// A hardware model: `model sb7800 : switch { ports = 36, … }`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Model {
+pub(crate) struct Model {
     /// Model name.
     pub name: Ident,
     /// Switch, HCA or router.
@@ -121,7 +121,7 @@ pub struct Model {
 
 /// The node kind keyword.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NodeKindKw {
+pub(crate) enum NodeKindKw {
     /// `switch`
     Switch,
     /// `hca`
@@ -132,7 +132,7 @@ pub enum NodeKindKw {
 
 /// A node kind keyword with its span.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct NodeKindSyntax {
+pub(crate) struct NodeKindSyntax {
     /// Which keyword.
     pub kind: NodeKindKw,
     /// Where.
@@ -141,7 +141,7 @@ pub struct NodeKindSyntax {
 
 /// `name = value`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Attr {
+pub(crate) struct Attr {
     /// Attribute name.
     pub name: Ident,
     /// Value.
@@ -152,7 +152,7 @@ pub struct Attr {
 
 /// A topology template: `template fat_tree(levels: int, radix: int = 36) { … }`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Template {
+pub(crate) struct Template {
     /// Template name.
     pub name: Ident,
     /// Parameters.
@@ -165,7 +165,7 @@ pub struct Template {
 
 /// A template parameter.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Param {
+pub(crate) struct Param {
     /// Name.
     pub name: Ident,
     /// Declared type (`int`, `str`, `bool`, `model`, `list`, `range`), if any.
@@ -178,7 +178,7 @@ pub struct Param {
 
 /// `fabric name { … }`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct FabricDef {
+pub(crate) struct FabricDef {
     /// Fabric name.
     pub name: Ident,
     /// Statements.
@@ -189,7 +189,7 @@ pub struct FabricDef {
 
 /// A statement directly inside `fabric { … }`.
 #[derive(Clone, Debug, PartialEq)]
-pub enum FabricStmt {
+pub(crate) enum FabricStmt {
     /// `topology = expr` (a template call or `import("…")`).
     TopologyExpr(Expr, Span),
     /// `topology { … }`.
@@ -206,7 +206,7 @@ pub enum FabricStmt {
 
 /// A configuration section such as `qos { class compute { sl = 1 } }` or a bare flag.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Section {
+pub(crate) struct Section {
     /// The leading keyword (`vls`, `class`, `tenant`, `vms`, `vm`, `vswitch`, …).
     pub kind: Ident,
     /// Optional name (`compute`, `bob.db1`).
@@ -221,7 +221,7 @@ pub struct Section {
 
 /// An item of a section body.
 #[derive(Clone, Debug, PartialEq)]
-pub enum SectionItem {
+pub(crate) enum SectionItem {
     /// `key = value`.
     Attr(Attr),
     /// A nested section.
@@ -230,7 +230,7 @@ pub enum SectionItem {
 
 /// `{ stmt* }`.
 #[derive(Clone, Debug, PartialEq, Default)]
-pub struct Block {
+pub(crate) struct Block {
     /// Statements.
     pub stmts: Vec<Stmt>,
     /// Braces included.
@@ -239,7 +239,7 @@ pub struct Block {
 
 /// A statement inside a block (`topology`, `faults`, template bodies, loops).
 #[derive(Clone, Debug, PartialEq)]
-pub enum Stmt {
+pub(crate) enum Stmt {
     /// `let`.
     Let(Let),
     /// `for a in r, b in s { … }`.
@@ -262,7 +262,7 @@ pub enum Stmt {
 
 /// `for` loop.
 #[derive(Clone, Debug, PartialEq)]
-pub struct For {
+pub(crate) struct For {
     /// `(variable, iterable)` pairs, outermost first.
     pub bindings: Vec<(Ident, Expr)>,
     /// Body.
@@ -273,7 +273,7 @@ pub struct For {
 
 /// `if`/`else`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct If {
+pub(crate) struct If {
     /// Condition.
     pub cond: Expr,
     /// Then-branch.
@@ -286,7 +286,7 @@ pub struct If {
 
 /// `assert cond, message`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Assert {
+pub(crate) struct Assert {
     /// Condition.
     pub cond: Expr,
     /// Message (a string expression).
@@ -297,7 +297,7 @@ pub struct Assert {
 
 /// How a node declaration names its node(s).
 #[derive(Clone, Debug, PartialEq)]
-pub enum DeclName {
+pub(crate) enum DeclName {
     /// `leaf` — one node.
     Single(Ident),
     /// `leaf[1..=36]` — an array over a range.
@@ -308,7 +308,7 @@ pub enum DeclName {
 
 /// A node declaration.
 #[derive(Clone, Debug, PartialEq)]
-pub struct NodeDecl {
+pub(crate) struct NodeDecl {
     /// `switch`, `hca` or `router`.
     pub kind: NodeKindSyntax,
     /// Name(s).
@@ -323,7 +323,7 @@ pub struct NodeDecl {
 
 /// A link declaration.
 #[derive(Clone, Debug, PartialEq)]
-pub struct LinkStmt {
+pub(crate) struct LinkStmt {
     /// One end (a port expression).
     pub a: Expr,
     /// The other end.
@@ -336,7 +336,7 @@ pub struct LinkStmt {
 
 /// `link a.p[1] down` or `link a.p[1] <-> b.p[2] down`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct LinkDown {
+pub(crate) struct LinkDown {
     /// A port on the link.
     pub a: Expr,
     /// The other port, when written.
@@ -347,7 +347,7 @@ pub struct LinkDown {
 
 /// `switch x down`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct NodeDown {
+pub(crate) struct NodeDown {
     /// The kind keyword written.
     pub kind: NodeKindSyntax,
     /// The node.
@@ -358,7 +358,7 @@ pub struct NodeDown {
 
 /// Binary operators.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BinOp {
+pub(crate) enum BinOp {
     /// `..`
     Range,
     /// `..=`
@@ -393,7 +393,7 @@ pub enum BinOp {
 
 impl BinOp {
     /// The operator as written.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             BinOp::Range => "..",
             BinOp::RangeIncl => "..=",
@@ -416,7 +416,7 @@ impl BinOp {
 
 /// Unary operators.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UnOp {
+pub(crate) enum UnOp {
     /// `-`
     Neg,
     /// `!`
@@ -425,7 +425,7 @@ pub enum UnOp {
 
 /// A call argument, positional or named.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Arg {
+pub(crate) struct Arg {
     /// `name:` when named.
     pub name: Option<Ident>,
     /// The value.
@@ -434,7 +434,7 @@ pub struct Arg {
 
 /// An expression.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Expr {
+pub(crate) struct Expr {
     /// What it is.
     pub kind: ExprKind,
     /// Where.
@@ -443,7 +443,7 @@ pub struct Expr {
 
 /// Expression forms.
 #[derive(Clone, Debug, PartialEq)]
-pub enum ExprKind {
+pub(crate) enum ExprKind {
     /// Integer literal.
     Int(i64),
     /// Width literal (`4x`): the lane count.

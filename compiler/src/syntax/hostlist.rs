@@ -3,4 +3,4 @@
 //! hand lexer (`scan.rs`) and its grammar's `hostlist` rule take the same token shape
 //! ([`token_len`]), and a test holds the two equal.
 
-pub use weft_formats::hostlist::parse::*;
+pub(crate) use weft_formats::hostlist::parse::*;

@@ -7,18 +7,18 @@
 //!
 //! Architecture invariant: syntax knows nothing of elaboration or the fabric model.
 
-pub mod ast;
-pub mod hostlist;
+pub(crate) mod ast;
+pub(crate) mod hostlist;
 mod lower;
 mod parser;
 mod recover;
 pub(crate) mod scan;
 
-pub use crate::words::RESERVED;
-pub use parser::parse;
+pub(crate) use crate::words::RESERVED;
+pub(crate) use parser::parse;
 
 /// Whether `s` can be written as a bare identifier.
-pub fn is_plain_ident(s: &str) -> bool {
+pub(crate) fn is_plain_ident(s: &str) -> bool {
     let mut chars = s.chars();
     chars
         .next()

@@ -22,14 +22,14 @@ const MAX_ERRORS: usize = 32;
 
 /// Deepest nesting of brackets and `else if` chains the parser accepts: the grammar is
 /// recursive, and a few thousand levels would overflow the stack.
-pub const MAX_NESTING: usize = 128;
+pub(super) const MAX_NESTING: usize = 128;
 
 /// Deepest expression tree (operands of one operator chain count as levels) lowering keeps;
 /// evaluation and formatting recurse over it.
-pub const MAX_EXPR_DEPTH: usize = 256;
+pub(super) const MAX_EXPR_DEPTH: usize = 256;
 
 /// Parses a whole file; returns what could be read and every syntax error.
-pub fn parse(text: &str, source: SourceId) -> (File, Vec<Diagnostic>) {
+pub(crate) fn parse(text: &str, source: SourceId) -> (File, Vec<Diagnostic>) {
     if let Some((at, what)) = too_deep(text) {
         let d = Diagnostic::error(
             Code::TooDeep,

@@ -2,7 +2,11 @@
 //! `weft build` writes for a small tree with a management class and a dFtree class, with two
 //! sources moved to the slow lane toward one hot-spot.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use weft_compiler::qos::{lid_port_guid, qos_policy, with_slow_flows, SlowFlow};
 use weft_compiler::{check, NoFiles};

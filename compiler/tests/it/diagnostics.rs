@@ -2,8 +2,6 @@
 //! 80) and snapshotted. Each case is a small program with one mistake (or, for recovery,
 //! several); none may panic, and each must produce at least one error.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use weft_compiler::diagnostic::{render, RenderOptions};
 use weft_compiler::{Host, HostError};
 

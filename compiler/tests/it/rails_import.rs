@@ -2,7 +2,7 @@
 //! (rail-optimised, a crossed pair of rail cables, hosts without `HCA-5`, default-named
 //! ConnectX-7s) and the director fabrics (not rail-optimised), held by snapshots.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(clippy::unwrap_used, reason = "test helpers fail by panicking")]
 
 use weft_compiler::diagnostic::SourceId;
 use weft_compiler::{import_ibnetdiscover_with, ImportOptions};

@@ -224,7 +224,6 @@ fn model(op: &Op, vars: &[(String, Shape)]) -> (String, Shape, u64, u64) {
             vars[vars.len() - 1 - i % vars.len()].clone()
         }
     };
-    let q = |units: u64| units / 4;
     match *op {
         Op::Repeat(v, n) => {
             let n = SIZES[n];
@@ -313,65 +312,74 @@ fn model(op: &Op, vars: &[(String, Shape)]) -> (String, Shape, u64, u64) {
                 _ => (format!("{src}[0..{k}]"), Shape::Dead, 0, 1),
             }
         }
-        Op::Format(v) => {
-            let (src, s) = pick(v);
-            let arg = match s {
-                Shape::Str(l) => l,
-                // An int or a bool prints in a few bytes.
-                Shape::Int | Shape::Bool => 8,
-                _ => {
-                    return (
-                        format!("format(\"{{}}{{}}\", {src}, {src})"),
-                        Shape::Dead,
-                        0,
-                        1,
-                    )
-                }
-            };
-            let text = format!("format(\"{{}}{{}}\", {src}, {src})");
-            let read = 4 + 2 * arg;
-            let shape = if 2 * arg > MAX_BYTES {
-                Shape::Dead
-            } else {
-                Shape::Str(2 * arg)
-            };
-            let shape = match (s, shape) {
-                (Shape::Str(_), sh) => sh,
-                // Printed numbers are 1 to 8 bytes: two of them at least 2, the length walks
-                // over it are bounded below by (the test then bounds nothing above: a string
-                // of up to 16 bytes, repeated and compared a million times, is far more work
-                // than the slack absorbs).
-                (_, Shape::Str(_)) => Shape::Str(2),
-                (_, sh) => sh,
-            };
-            let lo = if matches!(s, Shape::Str(_)) {
-                q(read).saturating_sub(1)
-            } else {
-                0
-            };
-            (text, shape, lo, q(read) + q(2 * arg) + 2)
-        }
-        Op::Add(v) => {
-            let (src, s) = pick(v);
-            let text = format!("{src} + {src}");
-            match s {
-                Shape::Int => (text, Shape::Int, 0, 1),
-                Shape::Str(l) if 2 * l <= MAX_BYTES => (text, Shape::Str(2 * l), 0, q(2 * l) + 1),
-                Shape::List { len, walk, ints } if 2 * len <= MAX_ITEMS => {
-                    let shape = Shape::List {
-                        len: 2 * len,
-                        walk: 2 * walk,
-                        ints,
-                    };
-                    (text, shape, 0, q(2 * len) + 1)
-                }
-                _ => (text, Shape::Dead, 0, 1),
-            }
-        }
+        Op::Format(v) => model_format(pick(v)),
+        Op::Add(v) => model_add(pick(v)),
         Op::Lit(l) => {
             let l = [0usize, 3, 100][l];
             (format!("\"{}\"", "x".repeat(l)), Shape::Str(l as u64), 0, 0)
         }
+    }
+}
+
+/// The steps a walk of `units` items or bytes charges (four a step).
+fn q(units: u64) -> u64 {
+    units / 4
+}
+
+/// [`model`] of `format("{}{}", v, v)` on `v` (its source and shape).
+fn model_format((src, s): (String, Shape)) -> (String, Shape, u64, u64) {
+    let arg = match s {
+        Shape::Str(l) => l,
+        // An int or a bool prints in a few bytes.
+        Shape::Int | Shape::Bool => 8,
+        _ => {
+            return (
+                format!("format(\"{{}}{{}}\", {src}, {src})"),
+                Shape::Dead,
+                0,
+                1,
+            )
+        }
+    };
+    let text = format!("format(\"{{}}{{}}\", {src}, {src})");
+    let read = 4 + 2 * arg;
+    let shape = if 2 * arg > MAX_BYTES {
+        Shape::Dead
+    } else {
+        Shape::Str(2 * arg)
+    };
+    let shape = match (s, shape) {
+        (Shape::Str(_), sh) => sh,
+        // Printed numbers are 1 to 8 bytes: two of them at least 2, the length walks
+        // over it are bounded below by (the test then bounds nothing above: a string
+        // of up to 16 bytes, repeated and compared a million times, is far more work
+        // than the slack absorbs).
+        (_, Shape::Str(_)) => Shape::Str(2),
+        (_, sh) => sh,
+    };
+    let lo = if matches!(s, Shape::Str(_)) {
+        q(read).saturating_sub(1)
+    } else {
+        0
+    };
+    (text, shape, lo, q(read) + q(2 * arg) + 2)
+}
+
+/// [`model`] of `v + v` on `v` (its source and shape).
+fn model_add((src, s): (String, Shape)) -> (String, Shape, u64, u64) {
+    let text = format!("{src} + {src}");
+    match s {
+        Shape::Int => (text, Shape::Int, 0, 1),
+        Shape::Str(l) if 2 * l <= MAX_BYTES => (text, Shape::Str(2 * l), 0, q(2 * l) + 1),
+        Shape::List { len, walk, ints } if 2 * len <= MAX_ITEMS => {
+            let shape = Shape::List {
+                len: 2 * len,
+                walk: 2 * walk,
+                ints,
+            };
+            (text, shape, 0, q(2 * len) + 1)
+        }
+        _ => (text, Shape::Dead, 0, 1),
     }
 }
 

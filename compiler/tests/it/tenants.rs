@@ -3,7 +3,11 @@
 //! each shared host a full member of its partition; other hosts in the default partition only
 //! (limited); switches without a table (full default members). Deterministic.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use weft_compiler::{check, NoFiles};
 use weft_fabric::{FabricState, PKey, PortNum, PortRef};

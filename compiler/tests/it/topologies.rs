@@ -1,6 +1,6 @@
 //! The topology templates build exactly the fabrics their documentation promises.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(clippy::panic, reason = "test helpers fail by panicking")]
 
 use std::collections::BTreeSet;
 use weft_compiler::{check, NoFiles};

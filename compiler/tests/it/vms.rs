@@ -2,7 +2,11 @@
 //! Paper A's Fig. 2 as a golden test, and with one VM per hypervisor the very routes `fat_tree`
 //! gives the hypervisors themselves.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use weft_compiler::{check, NoFiles};
 use weft_fabric::{FabricState, Lid, NodeId, PortNum};

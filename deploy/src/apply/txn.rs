@@ -696,7 +696,10 @@ pub(super) fn conclude<T: Transport>(
 /// others), read in parts of [`PART`] with every part in flight together, the last steps'
 /// blocks first (the first step's are then the freshest when it is checked); and each
 /// block's reading with when its part began.
-#[allow(clippy::type_complexity)]
+#[expect(
+    clippy::type_complexity,
+    reason = "a tuple returned to one caller, which takes it apart at once"
+)]
 pub(super) fn snapshot(
     t: &mut impl Transport,
     ops: &[Op],
@@ -737,7 +740,10 @@ pub(super) fn snapshot(
 }
 
 /// Rolls back steps `at` down to 0 after `failure`, and reports.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "each argument is a separate borrow of the caller's state; a struct built for this one call would not read better"
+)]
 pub(super) fn rollback<T: Transport>(
     mut x: Txn<'_, T>,
     steps: &[Vec<Result<Cell, String>>],

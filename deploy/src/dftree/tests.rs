@@ -1,8 +1,6 @@
 //! The loop on the in-process simulated fabric: its PMAs answer counters the test sets
 //! (compiled only `#[cfg(test)]`).
 
-#![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
-
 use super::*;
 use crate::sim::{default_sm_port, SimFabric};
 use std::cell::RefCell;

@@ -116,7 +116,6 @@ impl Named {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::indexing_slicing)]
     use super::*;
 
     /// Saturated ports and nodes without PortXmitWait are not judged (the controller is told

@@ -362,7 +362,6 @@ impl Window {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use proptest::prelude::*;
     use std::cmp::Reverse;

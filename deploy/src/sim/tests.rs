@@ -1,6 +1,5 @@
 //! The simulated fabric answers as a switch does: reads, writes, caps, faults.
 
-#![allow(clippy::unwrap_used)]
 use super::*;
 use crate::smp::DrPath;
 use crate::transport::TransportExt;

@@ -236,7 +236,6 @@ fn clamp(pos: usize) -> u8 {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
     use crate::{FabricBuilder, Guid, NodeKind, NodeSpec};

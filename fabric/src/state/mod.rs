@@ -127,7 +127,7 @@ pub struct Lft {
 mod hex_bytes {
     use serde::{de::Error, Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
         const DIGITS: &[u8; 16] = b"0123456789abcdef";
         let mut text = String::with_capacity(bytes.len() * 2);
         for &b in bytes {
@@ -140,13 +140,13 @@ mod hex_bytes {
         s.serialize_str(&text)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
         let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
         decode(text.as_bytes()).map_err(D::Error::custom)
     }
 
     /// Decodes hex pairs (either case).
-    pub fn decode(text: &[u8]) -> Result<Vec<u8>, &'static str> {
+    pub(crate) fn decode(text: &[u8]) -> Result<Vec<u8>, &'static str> {
         if !text.len().is_multiple_of(2) {
             return Err("an LFT hex string has an odd length");
         }

@@ -47,7 +47,7 @@ impl PortState {
 }
 
 /// The most entries a VL arbitration table holds (IBA: VLArbitrationHighCap/LowCap ≤ 64).
-pub const VLARB_MAX_ENTRIES: usize = 64;
+pub(crate) const VLARB_MAX_ENTRIES: usize = 64;
 
 /// A VL arbitration configuration: a high- and a low-priority weighted round robin, and how
 /// many high-priority bytes (in 4 KB units) may go before a low-priority packet.

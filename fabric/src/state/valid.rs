@@ -35,7 +35,8 @@ use std::collections::BTreeMap;
 use std::ops::Deref;
 
 mod error;
-pub use error::{PortName, StateError, StateErrors};
+use error::PortName;
+pub use error::{StateError, StateErrors};
 
 /// A [`FabricState`] that passed every check of [`ValidState::new`].
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -410,7 +410,6 @@ pub fn read(name: &str, data: &[u8]) -> Result<Fabric, TableError> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
     use crate::cabling::{compare, MatchMode, Options};

@@ -1,8 +1,6 @@
 //! Tests of cabling against a design: missing, extra, miswired and narrow cables; nodes matched
 //! by GUID, name or position; and, on random fabrics, k swapped cables found as exactly those.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use super::*;
 use proptest::prelude::*;
 use weft_fabric::{FabricBuilder, NodeKind, NodeSpec};

@@ -259,7 +259,6 @@ fn bracket(b: &[u8]) -> Option<(usize, bool)> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
 

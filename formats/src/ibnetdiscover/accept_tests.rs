@@ -1,8 +1,6 @@
 //! Tests of the inputs the ibnetdiscover reader accepts: real and ibsim output, every rate,
 //! one-sided links, name maps, LIDs, directives and port GUIDs.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use super::tests::{ok, opts, peer_of, warning_codes, SAMPLE};
 use super::*;
 use weft_fabric::{Lid, LinkState, NodeKind, PortNum, PortRef, Speed, Width};

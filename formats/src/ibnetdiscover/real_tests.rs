@@ -4,8 +4,6 @@
 //! (rendered warnings as snapshots); and the `-f` excerpt reads with `partial`, its
 //! `s= w= v= e=` fields ignored.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use super::tests::{render, warning_codes};
 use super::*;
 use weft_fabric::{NodeKind, Speed, Width};

@@ -1,8 +1,6 @@
 //! Service nodes through the dump: an aggregation node ([`weft_fabric::roles`]) is written with
 //! the AN's device ID, so that reading the dump back recognises it again.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use weft_fabric::roles::{aggregation_nodes, Evidence};
 use weft_fabric::{Fabric, FabricBuilder, Guid, NodeId, NodeKind, NodeSpec, PortRef, Role};
 

@@ -1,8 +1,6 @@
 //! Tests of the ibnetdiscover reader and writer: accepted inputs, one rendered snapshot per kind
 //! of error, the writer's output and refusals.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use super::*;
 use weft_fabric::{FabricBuilder, Lid, NodeKind, NodeSpec, PortNum, PortRef, Speed, Width};
 

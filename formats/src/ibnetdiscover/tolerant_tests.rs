@@ -5,8 +5,6 @@
 //! mode, saying what it holds), the errors of the two reports, format detection, and a
 //! property: noise inserted anywhere leaves the topology alone.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use super::tests::{errors, ok, opts, render, warning_codes, SAMPLE};
 use super::*;
 use proptest::prelude::*;

@@ -366,7 +366,6 @@ pub fn merge_conf(conf: &str, lines: &BTreeMap<String, String>) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     use proptest::prelude::*;

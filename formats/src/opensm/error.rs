@@ -111,7 +111,7 @@ pub(crate) struct Collector {
 }
 
 impl Collector {
-    pub fn new(file: &'static str) -> Collector {
+    pub(super) fn new(file: &'static str) -> Collector {
         Collector {
             file,
             errors: Vec::new(),
@@ -119,7 +119,7 @@ impl Collector {
         }
     }
 
-    pub fn error(&mut self, line: usize, message: impl Into<String>) {
+    pub(super) fn error(&mut self, line: usize, message: impl Into<String>) {
         self.errors.push(DumpError {
             file: self.file,
             line,
@@ -127,7 +127,7 @@ impl Collector {
         });
     }
 
-    pub fn warn(&mut self, line: usize, message: impl Into<String>) {
+    pub(super) fn warn(&mut self, line: usize, message: impl Into<String>) {
         self.warnings.push(DumpError {
             file: self.file,
             line,
@@ -135,7 +135,7 @@ impl Collector {
         });
     }
 
-    pub fn finish<T>(self, value: T) -> Result<(T, Vec<DumpError>), DumpErrors> {
+    pub(super) fn finish<T>(self, value: T) -> Result<(T, Vec<DumpError>), DumpErrors> {
         if self.errors.is_empty() {
             Ok((value, self.warnings))
         } else {

@@ -1,7 +1,5 @@
 //! Tests of the OpenSM dump readers and writers: round trips, and every malformed line named.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use super::*;
 use weft_fabric::{
     FabricBuilder, FabricState, Guid, Lid, LidAssignment, NodeId, NodeKind, NodeSpec, PKey,

@@ -2,7 +2,6 @@
 //! line), the digest tells an edited plan, replay checks every old block, and a broken plan is
 //! refused with its rendered errors.
 
-#![allow(clippy::unwrap_used)]
 use super::*;
 
 fn fp() -> Fingerprint {

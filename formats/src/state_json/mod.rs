@@ -385,12 +385,18 @@ struct StateJson {
     multicast: Option<MulticastJson>,
     /// Written by `weft build` beside the state; not part of it.
     #[serde(default)]
-    #[allow(dead_code)]
+    #[expect(
+        dead_code,
+        reason = "the field is read only so that `deny_unknown_fields` accepts it; its value is ignored"
+    )]
     quality: Option<de::IgnoredAny>,
     /// Written by `weft build` beside the state (the engine asked for and the one whose
     /// tables these are); not part of it.
     #[serde(default)]
-    #[allow(dead_code)]
+    #[expect(
+        dead_code,
+        reason = "the field is read only so that `deny_unknown_fields` accepts it; its value is ignored"
+    )]
     routing: Option<de::IgnoredAny>,
 }
 
@@ -516,7 +522,26 @@ pub fn write<W: Write>(state: &FabricState, w: &mut W, extra: &[(&str, &str)]) -
     serde_json::to_writer(&mut *w, &Fingerprint::of(state))?;
     w.write_all(b",\n\"fabric\": ")?;
     fabric_body(f, w)?;
-    // LIDs, switch tables and port tables sorted by node GUID then port.
+    write_tables(state, w)?;
+    write_path_sl(state, w)?;
+    write_optional(state, w)?;
+    if !state.multicast.is_empty() {
+        // Written only when there is (version 2), so states without multicast are v1 files
+        // byte for byte as before.
+        write_multicast(state, w)?;
+    }
+    for (name, json) in extra {
+        w.write_all(b",\n")?;
+        serde_json::to_writer(&mut *w, name)?;
+        w.write_all(b": ")?;
+        w.write_all(json.as_bytes())?;
+    }
+    w.write_all(b"\n}\n")
+}
+
+/// The `lids`, `switches` and `ports` fields, sorted by node GUID then port.
+fn write_tables<W: Write>(state: &FabricState, w: &mut W) -> io::Result<()> {
+    let f = &state.fabric;
     let mut lids: Vec<(GuidHex, u8, u16)> = state
         .lids
         .base
@@ -566,6 +591,12 @@ pub fn write<W: Write>(state: &FabricState, w: &mut W, extra: &[(&str, &str)]) -
                 .map(|v| v.iter().map(|k| Hex16(k.0)).collect()),
         }),
     )?;
+    Ok(())
+}
+
+/// The `path_sl` field: the default SLs, then by DLID, by switch (when used) and by source.
+fn write_path_sl<W: Write>(state: &FabricState, w: &mut W) -> io::Result<()> {
+    let f = &state.fabric;
     let p = &state.path_sl;
     w.write_all(b",\n\"path_sl\": {\"default\": ")?;
     serde_json::to_writer(&mut *w, &SlList(p.default))?;
@@ -610,7 +641,13 @@ pub fn write<W: Write>(state: &FabricState, w: &mut W, extra: &[(&str, &str)]) -
         .collect();
     by_source.sort_unstable_by_key(|e| (e.0, e.1, e.2));
     lines(w, by_source)?;
-    w.write_all(b"}")?;
+    w.write_all(b"}")
+}
+
+/// The fields written only when set (`max_vls`, `dftree_lanes`, `partitions`, `vports`, `sm`),
+/// so states without them read and write as before.
+fn write_optional<W: Write>(state: &FabricState, w: &mut W) -> io::Result<()> {
+    let f = &state.fabric;
     if let Some(n) = state.max_vls {
         // Written only when set, so states without it read and write as before.
         write!(w, ",\n\"max_vls\": {n}")?;
@@ -683,18 +720,7 @@ pub fn write<W: Write>(state: &FabricState, w: &mut W, extra: &[(&str, &str)]) -
         sm.sort_unstable();
         lines(w, sm)?;
     }
-    if !state.multicast.is_empty() {
-        // Written only when there is (version 2), so states without multicast are v1 files
-        // byte for byte as before.
-        write_multicast(state, w)?;
-    }
-    for (name, json) in extra {
-        w.write_all(b",\n")?;
-        serde_json::to_writer(&mut *w, name)?;
-        w.write_all(b": ")?;
-        w.write_all(json.as_bytes())?;
-    }
-    w.write_all(b"\n}\n")
+    Ok(())
 }
 
 /// The `multicast` field: groups by MLID with members by GUID and port, then one line per

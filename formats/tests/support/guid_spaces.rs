@@ -14,13 +14,13 @@ use weft_fabric::{Fabric, FabricBuilder, Guid, LinkError, NodeKind, NodeSpec, Po
 use weft_formats::ibnetdiscover::{self, Code, ParseOptions};
 
 /// The GUIDs drawn from: small ones that count into each other, 0, and two that wrap.
-pub const GUIDS: [u64; 8] = [0, 1, 2, 3, 4, 5, u64::MAX - 1, u64::MAX];
+pub(crate) const GUIDS: [u64; 8] = [0, 1, 2, 3, 4, 5, u64::MAX - 1, u64::MAX];
 
 /// Reads bytes one at a time; 0 once they run out.
-pub struct Bytes<'a>(pub &'a [u8]);
+pub(crate) struct Bytes<'a>(pub &'a [u8]);
 
 impl Bytes<'_> {
-    pub fn byte(&mut self) -> u8 {
+    pub(crate) fn byte(&mut self) -> u8 {
         match self.0.split_first() {
             Some((&b, rest)) => {
                 self.0 = rest;
@@ -30,15 +30,15 @@ impl Bytes<'_> {
         }
     }
 
-    pub fn below(&mut self, n: u8) -> u8 {
+    pub(crate) fn below(&mut self, n: u8) -> u8 {
         self.byte() % n.max(1)
     }
 
-    pub fn guid(&mut self) -> u64 {
+    pub(crate) fn guid(&mut self) -> u64 {
         GUIDS[usize::from(self.below(GUIDS.len() as u8))]
     }
 
-    pub fn kind(&mut self) -> NodeKind {
+    pub(crate) fn kind(&mut self) -> NodeKind {
         match self.below(3) {
             0 => NodeKind::Switch,
             1 => NodeKind::Hca,
@@ -46,7 +46,7 @@ impl Bytes<'_> {
         }
     }
 
-    pub fn done(&self) -> bool {
+    pub(crate) fn done(&self) -> bool {
         self.0.is_empty()
     }
 }
@@ -136,7 +136,7 @@ fn variant(e: &LinkError) -> &'static str {
 
 /// Every node GUID finds its node, every port GUID its port (a switch's: port 0), a GUID no
 /// node has finds no node and one no port carries no port, whatever the other space holds.
-pub fn check_lookups(f: &Fabric) {
+pub(crate) fn check_lookups(f: &Fabric) {
     let mut probe: BTreeSet<u64> = GUIDS.iter().copied().collect();
     for n in f.nodes() {
         probe.insert(n.guid().0);
@@ -174,7 +174,7 @@ pub fn check_lookups(f: &Fabric) {
 }
 
 /// Nodes and links from `data` through the builder; each answer agrees with the rules.
-pub fn builder(data: &[u8]) {
+pub(crate) fn builder(data: &[u8]) {
     let mut b = Bytes(data);
     let mut fb = FabricBuilder::new("f");
     let mut accepted: Vec<(String, NodeKind, u64, Vec<u64>)> = Vec::new();
@@ -255,7 +255,7 @@ pub fn builder(data: &[u8]) {
 }
 
 /// A node as the rules give it: kind, node GUID, port GUIDs.
-pub type Guids = (NodeKind, u64, Vec<u64>);
+pub(crate) type Guids = (NodeKind, u64, Vec<u64>);
 
 /// A node of a generated net file.
 #[derive(Debug)]
@@ -271,7 +271,7 @@ struct NetNode {
 /// An ibsim-style net file from `data` (GUID lines and port GUIDs from [`GUIDS`], nodes
 /// without a GUID line counted on as ibsim does, links written from both ends), and what the
 /// rules say of it: the node and port GUIDs, or that some GUID rule is broken.
-pub fn net_file(data: &[u8]) -> (String, Option<Vec<Guids>>) {
+pub(crate) fn net_file(data: &[u8]) -> (String, Option<Vec<Guids>>) {
     let mut b = Bytes(data);
     let count = 1 + usize::from(b.below(6));
     let mut nodes = Vec::new();
@@ -383,7 +383,7 @@ pub fn net_file(data: &[u8]) -> (String, Option<Vec<Guids>>) {
 /// A generated net file read: never an internal error; read exactly when the rules hold,
 /// with the GUIDs they give; what is read finds every GUID in its own space and writes out
 /// to a file that reads back to the same GUIDs.
-pub fn reader(data: &[u8]) {
+pub(crate) fn reader(data: &[u8]) {
     let (text, want) = net_file(data);
     let opts = ParseOptions::default();
     match ibnetdiscover::parse(&text, &opts) {

@@ -1,7 +1,7 @@
 //! `weft apply` with vSwitch VFs (Paper A's Fig. 2): vport writes that name the wrong port or
 //! a GUID held twice, folded nodes, the reproof covering the VM LIDs, an SM behind a vSwitch.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(clippy::unwrap_used, reason = "test helpers fail by panicking")]
 
 use super::hostile::{node_info, Answer, Hostile};
 use super::*;

@@ -2,7 +2,7 @@
 //! rolled over, a block changed after the last step found and named, and a rollback that leaves
 //! the other writer's block as it is.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(clippy::panic, reason = "test helpers fail by panicking")]
 
 use super::*;
 

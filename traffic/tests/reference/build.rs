@@ -108,7 +108,10 @@ impl<'a> Reference<'a> {
 
 /// Wires: both directions of every live link, each with `capacity` credits per VL; and each
 /// node's port's wire out.
-#[allow(clippy::type_complexity)]
+#[expect(
+    clippy::type_complexity,
+    reason = "a tuple returned to one caller, which takes it apart at once"
+)]
 fn wires(st: &FabricState, capacity: u32) -> Result<(Vec<Wire>, Vec<Vec<Option<usize>>>), String> {
     let f = &st.fabric;
     let mut wires = Vec::new();

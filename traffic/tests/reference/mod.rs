@@ -90,7 +90,7 @@ const PPM: u64 = 1_000_000;
 
 /// What the reference measured.
 #[derive(Clone, Debug, Default)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// Hosts, `node:port`, in host order.
     pub hosts: Vec<String>,
     /// The window, in nanoseconds.
@@ -135,7 +135,7 @@ pub struct Outcome {
 
 impl Outcome {
     /// Whether host `h` contributes to a hot-spot.
-    pub fn is_contributor(&self, h: usize) -> bool {
+    pub(crate) fn is_contributor(&self, h: usize) -> bool {
         self.hotspot_of.get(h).copied().flatten().is_some()
     }
 }
@@ -339,7 +339,7 @@ struct Reference<'a> {
 
 /// Runs the reference over `state` with `traffic`, `params` and `seed`. Job files, windowed
 /// hot-spots, permutations, drain mode and states with dFtree lanes are not modelled here.
-pub fn run(
+pub(crate) fn run(
     st: &FabricState,
     traffic: &Traffic,
     params: &Params,

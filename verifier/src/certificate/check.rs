@@ -924,7 +924,10 @@ impl DestCheck<'_, '_> {
 /// What the end nodes cabled to switch `x` do there when it sends the destination out on
 /// `out`: every hop's VL and every dependency's ranks checked once per (switch, port, SLs),
 /// memoised; returns the (VL, SLs) their traffic leaves on.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "each argument is a separate borrow of the caller's state; a struct built for this one call would not read better"
+)]
 fn hca_leaving<'m>(
     net: &Net<'_>,
     sources: &[Source],

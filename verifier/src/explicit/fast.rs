@@ -444,7 +444,10 @@ fn propagate(
 /// The group's traffic at switch index `k` sent out on `out` with SLs `sls`, from the memo
 /// or worked out and memoised (`None` when it leaves in more states than a memo entry holds;
 /// then [`group_compute`] works it out each time).
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "each argument is a separate borrow of the caller's state; a struct built for this one call would not read better"
+)]
 fn group_states(
     net: &Net<'_>,
     attach: &Attach,
@@ -485,7 +488,10 @@ fn group_states(
 /// The states the traffic of switch index `k`'s group (its own, and its end nodes') leaves in
 /// when the switch sends the destination out on `out`, recording its dependencies; `false`
 /// when a VL is not operational or not scheduled.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "each argument is a separate borrow of the caller's state; a struct built for this one call would not read better"
+)]
 fn group_compute(
     net: &Net<'_>,
     attach: &Attach,

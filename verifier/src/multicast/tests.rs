@@ -1,7 +1,5 @@
 //! The multicast checks on small hand-made fabrics and on random ones (engines and delivery paths agree).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use super::*;
 use crate::testkit;
 use crate::{Options, Outcome, Property};

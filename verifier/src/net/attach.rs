@@ -36,7 +36,7 @@ pub(crate) struct Attach {
 }
 
 impl Net<'_> {
-    pub fn attach(&self, sources: &[Source]) -> Attach {
+    pub(crate) fn attach(&self, sources: &[Source]) -> Attach {
         let s = self.switches.len();
         let mut a = Attach {
             uniform: self.st.path_sl.destination_only(),

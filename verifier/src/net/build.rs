@@ -11,7 +11,7 @@ use weft_fabric::{forward, FabricState};
 
 impl<'a> Net<'a> {
     /// The indexed view of `st`'s fabric and tables.
-    pub fn new(st: &'a FabricState) -> Net<'a> {
+    pub(crate) fn new(st: &'a FabricState) -> Net<'a> {
         let f = &st.fabric;
         let nodes = f.nodes();
         let alive: Vec<bool> = nodes.iter().map(|n| !n.down).collect();

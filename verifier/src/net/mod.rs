@@ -162,12 +162,12 @@ pub(crate) const NO_INDEX: u32 = u32::MAX;
 
 impl<'a> Net<'a> {
     /// `(node, port)` as a [`PortRef`](weft_fabric::PortRef).
-    pub fn port_ref(&self, node: u32, port: u8) -> weft_fabric::PortRef {
+    pub(crate) fn port_ref(&self, node: u32, port: u8) -> weft_fabric::PortRef {
         weft_fabric::PortRef::new(NodeId(node), port)
     }
 
     /// The dense switch index of `node`, or [`NO_INDEX`] for an end node or an unknown id.
-    pub fn switch_of(&self, node: u32) -> u32 {
+    pub(crate) fn switch_of(&self, node: u32) -> u32 {
         self.switch_index
             .get(node as usize)
             .copied()
@@ -176,7 +176,12 @@ impl<'a> Net<'a> {
 
     /// The SLs source port `(node, port)` uses toward `dlid` — what
     /// [`PathSl::get`](weft_fabric::PathSl::get) answers, found through a per-source index.
-    pub fn path_sls(&self, node: u32, port: u8, dlid: weft_fabric::Lid) -> weft_fabric::SlSet {
+    pub(crate) fn path_sls(
+        &self,
+        node: u32,
+        port: u8,
+        dlid: weft_fabric::Lid,
+    ) -> weft_fabric::SlSet {
         if port > self.port_count.get(node as usize).copied().unwrap_or(0) {
             return self.st.path_sls(self.port_ref(node, port), dlid);
         }
@@ -203,7 +208,7 @@ impl<'a> Net<'a> {
     /// [`Net::group_sls`] for destinations met mostly in increasing LID order: `at` is the
     /// position in switch `k`'s ranges the previous lookup ended at (moved forward when the
     /// LID is at or past it, searched for otherwise).
-    pub fn group_sls_at(&self, k: u32, dlid: weft_fabric::Lid, at: &mut u32) -> u16 {
+    pub(crate) fn group_sls_at(&self, k: u32, dlid: weft_fabric::Lid, at: &mut u32) -> u16 {
         let slice = self.switch_ranges(k);
         let mut i = *at as usize;
         if slice.get(i).is_none_or(|e| e.lids.lo > dlid) {
@@ -237,40 +242,40 @@ impl<'a> Net<'a> {
 
     /// The SLs the sources at switch index `k` (its port 0 and the end-node ports cabled to
     /// it, unless they have their own) use toward `dlid`, as a mask.
-    pub fn group_sls(&self, k: u32, dlid: weft_fabric::Lid) -> u16 {
+    pub(crate) fn group_sls(&self, k: u32, dlid: weft_fabric::Lid) -> u16 {
         let slice = self.switch_ranges(k);
         let i = slice.partition_point(|e| e.lids.lo <= dlid);
         self.covered(i.checked_sub(1).and_then(|i| slice.get(i)), dlid)
     }
 
-    pub fn is_switch(&self, n: u32) -> bool {
+    pub(crate) fn is_switch(&self, n: u32) -> bool {
         self.is_switch.get(n as usize).copied().unwrap_or(false)
     }
 
-    pub fn alive(&self, n: u32) -> bool {
+    pub(crate) fn alive(&self, n: u32) -> bool {
         self.alive.get(n as usize).copied().unwrap_or(false)
     }
 
     /// Index of `(node, port)` in the per-port arrays (`port >= 1`).
-    pub fn dirport(&self, n: u32, p: u8) -> Option<u32> {
+    pub(crate) fn dirport(&self, n: u32, p: u8) -> Option<u32> {
         if p == 0 || p > self.port_count.get(n as usize).copied().unwrap_or(0) {
             return None;
         }
         Some(self.port_base.get(n as usize).copied()? + u32::from(p) - 1)
     }
 
-    pub fn port_link(&self, n: u32, p: u8) -> Option<PortLink> {
+    pub(crate) fn port_link(&self, n: u32, p: u8) -> Option<PortLink> {
         self.dirport(n, p)
             .and_then(|i| self.link.get(i as usize).copied())
     }
 
     /// The channel id of `(node, port, vl)`.
-    pub fn channel(&self, n: u32, p: u8, vl: u8) -> Option<u32> {
+    pub(crate) fn channel(&self, n: u32, p: u8, vl: u8) -> Option<u32> {
         Some(self.dirport(n, p)? * u32::from(self.vls) + u32::from(vl))
     }
 
     /// `(node, port, vl)` of a channel id.
-    pub fn channel_parts(&self, c: u32) -> Option<(u32, u8, u8)> {
+    pub(crate) fn channel_parts(&self, c: u32) -> Option<(u32, u8, u8)> {
         let v = u32::from(self.vls);
         let dp = c / v;
         let vl = (c % v) as u8;
@@ -286,7 +291,7 @@ impl<'a> Net<'a> {
     /// Whether a packet on `vl` leaves `(n, p)`: the link is up, the VL operational (below
     /// 15, both ends' VLCap and the state's `max_vls`) and scheduled by the port's VL
     /// arbitration (an entry of weight above 0; without a table, VL 0 only).
-    pub fn vl_ok(&self, n: u32, p: u8, vl: u8) -> Result<(), FailureReason> {
+    pub(crate) fn vl_ok(&self, n: u32, p: u8, vl: u8) -> Result<(), FailureReason> {
         let Some(i) = self.dirport(n, p) else {
             return Err(FailureReason::PortDown { port: p });
         };
@@ -323,7 +328,7 @@ impl<'a> Net<'a> {
     }
 
     /// Where switch `x` sends a packet for `d`.
-    pub fn switch_step(&self, x: u32, d: Dest) -> Step {
+    pub(crate) fn switch_step(&self, x: u32, d: Dest) -> Step {
         let entry = self
             .sw
             .get(x as usize)
@@ -334,7 +339,7 @@ impl<'a> Net<'a> {
     }
 
     /// What switch `x` does with `d` given its LFT entry for `d.lid` (`None`: unset).
-    pub fn entry_step(&self, x: u32, entry: Option<u8>, d: Dest) -> Step {
+    pub(crate) fn entry_step(&self, x: u32, entry: Option<u8>, d: Dest) -> Step {
         let Some(o) = entry else {
             return Step::Fail(FailureReason::Unset);
         };
@@ -349,7 +354,7 @@ impl<'a> Net<'a> {
     }
 
     /// Leaving node `x` on port `o` toward `d`.
-    pub fn out_step(&self, x: u32, o: u8, d: Dest) -> Step {
+    pub(crate) fn out_step(&self, x: u32, o: u8, d: Dest) -> Step {
         match self.port_link(x, o) {
             None => Step::Fail(FailureReason::PortMissing { port: o }),
             Some(PortLink::Unwired) => Step::Fail(FailureReason::PortUnwired { port: o }),
@@ -377,7 +382,7 @@ impl<'a> Net<'a> {
     }
 
     /// The VL switch `x` puts SL `sl` on from `i` to `o`, checked to be operational.
-    pub fn switch_vl(&self, x: u32, i: u8, o: u8, sl: u8) -> Result<u8, FailureReason> {
+    pub(crate) fn switch_vl(&self, x: u32, i: u8, o: u8, sl: u8) -> Result<u8, FailureReason> {
         if self.plain.get(x as usize).copied().unwrap_or(false) {
             self.vl_ok(x, o, 0)?;
             return Ok(0);
@@ -411,7 +416,7 @@ impl<'a> Net<'a> {
     }
 
     /// The VL end node `h` injects SL `sl` on through port `p`, checked.
-    pub fn injection_vl(&self, h: u32, p: u8, sl: u8) -> Result<u8, FailureReason> {
+    pub(crate) fn injection_vl(&self, h: u32, p: u8, sl: u8) -> Result<u8, FailureReason> {
         let vl = match self.dirport(h, p) {
             Some(slot) => self
                 .inj_slot
@@ -427,7 +432,7 @@ impl<'a> Net<'a> {
     }
 
     /// Sources and destinations of `scope`, in node and LID order.
-    pub fn endpoints(&self, scope: Scope) -> (Vec<Source>, Vec<Dest>) {
+    pub(crate) fn endpoints(&self, scope: Scope) -> (Vec<Source>, Vec<Dest>) {
         let live = |n: u32, p: u8| -> bool {
             self.alive(n)
                 && (self.is_switch(n) || matches!(self.port_link(n, p), Some(PortLink::Up { .. })))
@@ -472,7 +477,7 @@ impl<'a> Net<'a> {
     /// dependency it creates at a switch. A route caught in a forwarding loop is reported as a
     /// loop where it first comes back to a switch, and walked on (for its dependencies) until
     /// it repeats a (switch, input port, VL) state.
-    pub fn walk(
+    pub(crate) fn walk(
         &self,
         src: Source,
         d: Dest,
@@ -615,7 +620,7 @@ impl<'a> Net<'a> {
         }
     }
 
-    pub fn node_ref(&self, n: u32) -> NodeRef {
+    pub(crate) fn node_ref(&self, n: u32) -> NodeRef {
         let node = self.st.fabric.nodes().get(n as usize);
         NodeRef {
             id: NodeId(n),
@@ -624,14 +629,14 @@ impl<'a> Net<'a> {
         }
     }
 
-    pub fn endpoint(&self, n: u32, p: u8) -> Endpoint {
+    pub(crate) fn endpoint(&self, n: u32, p: u8) -> Endpoint {
         Endpoint {
             node: self.node_ref(n),
             port: p,
         }
     }
 
-    pub fn route(&self, src: Source, d: Dest, sl: u8, hops: &[RawHop]) -> Route {
+    pub(crate) fn route(&self, src: Source, d: Dest, sl: u8, hops: &[RawHop]) -> Route {
         Route {
             src: self.endpoint(src.node, src.port),
             dlid: d.lid,
@@ -651,5 +656,4 @@ impl<'a> Net<'a> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests;

@@ -588,7 +588,10 @@ impl<S: Sink> Union<'_, S> {
     /// Source `j`, entering switch `x` (index `k`) on `in_port` (0: the switch's own
     /// traffic), sends SLs `sls` out of `out`: its dependencies recorded, the (SL, VL) it
     /// leaves on pushed to `leave`.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "each argument is a separate borrow of the caller's state; a struct built for this one call would not read better"
+    )]
     pub(super) fn first_hop(
         &self,
         x: u32,

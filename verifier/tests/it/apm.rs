@@ -4,8 +4,6 @@
 //! checker must count exactly the reference's pairs and sharing pairs, and each cable it names
 //! must be on both of that pair's paths.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use std::collections::BTreeSet;
 use weft_fabric::{Lid, NodeId, PortNum};
 use weft_verifier::testkit::{self, Rng};

@@ -3,8 +3,6 @@
 //! not sending a VL, `max_vls`) and table corruptions. Every witness either engine gives is
 //! replayed on the concrete tables.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use weft_fabric::{FabricState, Lid, NodeId, PortRef, Sl2VlRow, SlSet, ValidState};
 use weft_formats::state_json::ToJson;
 use weft_verifier::reference::{replay_credit_loop, replay_pattern};

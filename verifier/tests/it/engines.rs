@@ -1,7 +1,12 @@
 //! The explicit engine on small fabrics: proofs with certificates the checker accepts,
 //! credit loops and failed routes with witnesses replayed on the concrete tables.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use weft_fabric::{FabricState, Lid, NodeId, PortNum, Sl2VlRow, SlSet};
 use weft_verifier::reference::{replay_credit_loop, replay_pattern};
@@ -16,7 +21,10 @@ fn verify(st: &FabricState, opts: &Options) -> Report {
 mod certificate {
     use super::*;
     /// The certificate checker on a fixture (validated first).
-    pub fn check(st: &FabricState, c: &Certificate) -> Result<CheckSummary, CertificateError> {
+    pub(super) fn check(
+        st: &FabricState,
+        c: &Certificate,
+    ) -> Result<CheckSummary, CertificateError> {
         weft_verifier::certificate::check(&testkit::valid(st.clone()), c, &Default::default())
     }
 }

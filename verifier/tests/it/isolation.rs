@@ -14,7 +14,7 @@
 //!
 //! `WEFT_ISOLATION_CASES=N` runs more cases than the default.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(clippy::unwrap_used, reason = "test helpers fail by panicking")]
 
 use std::collections::BTreeMap;
 use weft_fabric::{FabricState, Membership, PKey, Partition, PortRef, ValidState};

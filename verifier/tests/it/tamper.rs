@@ -5,11 +5,9 @@
 //!
 //! `WEFT_TAMPER_CASES=N` runs more cases than the default.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::print_stderr
+#![expect(
+    clippy::print_stderr,
+    reason = "test helpers say on the terminal what they skipped or measured"
 )]
 use weft_formats::state_json::ToJson;
 

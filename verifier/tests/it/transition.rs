@@ -9,7 +9,7 @@
 //!
 //! `WEFT_TRANSITION_CASES=N` runs more cases than the default.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![expect(clippy::unwrap_used, reason = "test helpers fail by panicking")]
 
 use std::collections::{BTreeMap, BTreeSet};
 use weft_fabric::{FabricState, Lid, NodeId, ValidState};

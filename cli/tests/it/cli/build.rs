@@ -2,8 +2,6 @@
 //! quiet, Ctrl-C leaving the old build or the new one, progress only on a terminal, tenants'
 //! `partitions.conf`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use super::*;
 
 const MINHOP_RING: &str = "use std::hardware::{sb7800, connectx5}\nuse std::topology::ring\nfabric r {\n    topology = ring(n: 6, switch: sb7800, hca: connectx5)\n    routing { engine = minhop }\n}\n";

@@ -1,8 +1,6 @@
 //! What a user reads before the first command: global flags before the command, the bash
 //! completion loading and completing, the man pages rendering, the README's tour run as written.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use super::*;
 
 #[test]

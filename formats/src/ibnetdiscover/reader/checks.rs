@@ -30,7 +30,29 @@ pub(super) fn node_name(n: &NodeRec<'_>) -> String {
 
 pub(super) fn check(cx: &mut Cx<'_>, file: &File<'_>, partial: bool) -> Checked {
     let nodes = &file.nodes;
-    // Node ids.
+    let (by_id, dup) = check_node_ids(cx, nodes);
+    check_node_guids(cx, nodes, &dup);
+    let (sight, order) = sightings(cx, file, &by_id, &dup, partial);
+    let links = match_links(cx, file, &sight, &order);
+    check_rates(cx, nodes, &links);
+    loopbacks(cx, nodes, &links);
+    let port_guids = check_port_guids(cx, nodes, &dup, &by_id);
+    check_port_space(cx, nodes, &dup, &port_guids);
+    Checked { links, port_guids }
+}
+
+/// The first sighting of each (node, port): (node index, port-line index, the end it names).
+type Sightings = BTreeMap<End, (usize, usize, End)>;
+
+/// Each first sighting in file order: (node index, port-line index, this end, the end it names).
+type Order = Vec<(usize, usize, End, End)>;
+
+/// Node ids unique: the index of each id's first node, and which nodes repeat an id (they are
+/// left out of the later checks).
+fn check_node_ids<'f>(
+    cx: &mut Cx<'_>,
+    nodes: &'f [NodeRec<'_>],
+) -> (BTreeMap<&'f str, usize>, Vec<bool>) {
     let mut by_id: BTreeMap<&str, usize> = BTreeMap::new();
     let mut dup = vec![false; nodes.len()];
     for (i, n) in nodes.iter().enumerate() {
@@ -54,7 +76,11 @@ pub(super) fn check(cx: &mut Cx<'_>, file: &File<'_>, partial: bool) -> Checked 
             by_id.insert(n.id.as_ref(), i);
         }
     }
-    // Node GUIDs.
+    (by_id, dup)
+}
+
+/// Node GUIDs unique (among nodes whose id is).
+fn check_node_guids(cx: &mut Cx<'_>, nodes: &[NodeRec<'_>], dup: &[bool]) {
     let mut by_guid: BTreeMap<Guid, usize> = BTreeMap::new();
     for (i, n) in nodes.iter().enumerate() {
         if dup.get(i).copied().unwrap_or(true) {
@@ -87,9 +113,20 @@ pub(super) fn check(cx: &mut Cx<'_>, file: &File<'_>, partial: bool) -> Checked 
             by_guid.insert(n.guid, i);
         }
     }
-    // Sightings: the first listing of each (node, port).
-    let mut sight: BTreeMap<End, (usize, usize, End)> = BTreeMap::new();
-    let mut order: Vec<(usize, usize, End, End)> = Vec::new();
+}
+
+/// The first listing of each (node, port) whose ports are in range and whose remote node is
+/// declared; a second listing is a duplicate line or a port wired twice.
+fn sightings(
+    cx: &mut Cx<'_>,
+    file: &File<'_>,
+    by_id: &BTreeMap<&str, usize>,
+    dup: &[bool],
+    partial: bool,
+) -> (Sightings, Order) {
+    let nodes = &file.nodes;
+    let mut sight = Sightings::new();
+    let mut order = Order::new();
     for (i, n) in nodes.iter().enumerate() {
         if dup.get(i).copied().unwrap_or(true) {
             continue;
@@ -118,58 +155,82 @@ pub(super) fn check(cx: &mut Cx<'_>, file: &File<'_>, partial: bool) -> Checked 
                 let Some(first) = nodes.get(fi).and_then(|f| f.ports.get(fj)) else {
                     continue;
                 };
-                if ftarget == there {
-                    let d = cx
-                        .diag(
-                            Code::DuplicatePortLine,
-                            Severity::Warning,
-                            p.line_span,
-                            format!("port {} of {} is listed twice", p.port, node_name(n)),
-                            "listed again here",
-                        )
-                        .with_secondary(first.line_span, "first listed here")
-                        .with_help("remove one of the two lines");
-                    cx.push(d);
-                } else {
-                    let d = cx
-                        .diag(
-                            Code::PortWiredTwice,
-                            Severity::Error,
-                            p.port_span,
-                            format!("port {} of {} is wired twice", p.port, node_name(n)),
-                            format!(
-                                "wired to {} port {} here",
-                                named(p.remote_id.as_ref()),
-                                p.remote_port
-                            ),
-                        )
-                        .with_secondary(
-                            first.port_span,
-                            format!(
-                                "and to {} port {} here",
-                                named(first.remote_id.as_ref()),
-                                first.remote_port
-                            ),
-                        )
-                        .with_help("a port takes one cable; remove one of the two lines");
-                    cx.push(d);
-                }
+                second_sighting(cx, &named, n, p, first, ftarget == there);
                 continue;
             }
             sight.insert(here, (i, j, there));
             order.push((i, j, here, there));
         }
     }
-    // Links: match each sighting with the other end.
+    (sight, order)
+}
+
+/// A second listing of port `p` of `n` (`first` the first one): the same line twice when
+/// `same_end`, else a port wired twice.
+fn second_sighting(
+    cx: &mut Cx<'_>,
+    named: &dyn Fn(&str) -> String,
+    n: &NodeRec<'_>,
+    p: &PortRec<'_>,
+    first: &PortRec<'_>,
+    same_end: bool,
+) {
+    if same_end {
+        let d = cx
+            .diag(
+                Code::DuplicatePortLine,
+                Severity::Warning,
+                p.line_span,
+                format!("port {} of {} is listed twice", p.port, node_name(n)),
+                "listed again here",
+            )
+            .with_secondary(first.line_span, "first listed here")
+            .with_help("remove one of the two lines");
+        cx.push(d);
+    } else {
+        let d = cx
+            .diag(
+                Code::PortWiredTwice,
+                Severity::Error,
+                p.port_span,
+                format!("port {} of {} is wired twice", p.port, node_name(n)),
+                format!(
+                    "wired to {} port {} here",
+                    named(p.remote_id.as_ref()),
+                    p.remote_port
+                ),
+            )
+            .with_secondary(
+                first.port_span,
+                format!(
+                    "and to {} port {} here",
+                    named(first.remote_id.as_ref()),
+                    first.remote_port
+                ),
+            )
+            .with_help("a port takes one cable; remove one of the two lines");
+        cx.push(d);
+    }
+}
+
+/// Links: each sighting matched with the other end's; a link to itself, ends that disagree,
+/// a link listed by one end only.
+fn match_links(
+    cx: &mut Cx<'_>,
+    file: &File<'_>,
+    sight: &Sightings,
+    order: &Order,
+) -> Vec<LinkPlan> {
+    let nodes = &file.nodes;
     let mut links: Vec<LinkPlan> = Vec::new();
     let mut claimed: BTreeMap<End, usize> = BTreeMap::new();
-    for &(i, j, here, there) in &order {
+    for &(i, j, here, there) in order {
         let (Some(n), Some(p)) = (nodes.get(i), nodes.get(i).and_then(|n| n.ports.get(j))) else {
             continue;
         };
-        let Some(rn) = nodes.get(there.0) else {
+        if nodes.get(there.0).is_none() {
             continue;
-        };
+        }
         if here == there {
             cx.error(
                 Code::SelfLink,
@@ -205,103 +266,143 @@ pub(super) fn check(cx: &mut Cx<'_>, file: &File<'_>, partial: bool) -> Checked 
                 let Some(other) = nodes.get(oi).and_then(|o| o.ports.get(oj)) else {
                     continue;
                 };
-                let d = cx
-                    .diag(
-                        Code::LinkEndsDisagree,
-                        Severity::Error,
-                        p.line_span,
-                        format!(
-                            "the ends of the link from {} port {} disagree",
-                            node_name(n),
-                            p.port
-                        ),
-                        format!(
-                            "{} port {} says it is wired to {} port {}",
-                            node_name(n),
-                            p.port,
-                            node_name(rn),
-                            there.1
-                        ),
-                    )
-                    .with_secondary(
-                        other.line_span,
-                        format!(
-                            "but {} port {} says it is wired to {} port {}",
-                            node_name(rn),
-                            there.1,
-                            nodes.get(otarget.0).map_or("?".to_owned(), node_name),
-                            otarget.1
-                        ),
-                    )
-                    .with_help("fix one of the two lines so that both ends name each other");
-                cx.push(d);
+                ends_disagree(cx, nodes, (n, p), there, other, otarget);
             }
-            None => {
-                if let Some(&l) = claimed.get(&there) {
-                    let prev = links
-                        .get(l)
-                        .and_then(|link| link.seen.first().copied().flatten())
-                        .and_then(|(pi, pj)| Some((nodes.get(pi)?, nodes.get(pi)?.ports.get(pj)?)));
-                    let mut d = cx.diag(
-                        Code::PortWiredTwice,
-                        Severity::Error,
-                        p.line_span,
-                        format!("port {} of {} is wired twice", there.1, node_name(rn)),
-                        format!(
-                            "{} port {} says it is wired to {} port {}",
-                            node_name(n),
-                            p.port,
-                            node_name(rn),
-                            there.1
-                        ),
-                    );
-                    if let Some((pn, pp)) = prev {
-                        d = d.with_secondary(
-                            pp.line_span,
-                            format!("and {} port {} says so too", node_name(pn), pp.port),
-                        );
-                    }
-                    cx.push(d.with_help("a port takes one cable; remove one of the two lines"));
-                    continue;
-                }
-                let l = links.len();
-                links.push(LinkPlan {
-                    a: here,
-                    b: there,
-                    seen: [Some((i, j)), None],
-                });
-                claimed.insert(here, l);
-                claimed.insert(there, l);
-                cx.warn(
-                    Code::OneSidedLink,
-                    p.line_span,
-                    format!(
-                        "the link from {} port {} to {} port {} is listed by one end only",
-                        node_name(n),
-                        p.port,
-                        node_name(rn),
-                        there.1
-                    ),
-                    "listed here only",
-                    if file.format == InputFormat::Topology {
-                        format!(
-                            "ibnetdiscover lists every link from both ends, and ibsim refuses a \
-                             link listed once; add `[{}] \"{}\"[{}]` to `{}`",
-                            there.1, n.id, p.port, rn.id
-                        )
-                    } else {
-                        format!(
-                            "`{}` lists every link from both ends; this file is an excerpt or \
-                             was edited",
-                            file.format.as_str()
-                        )
-                    },
-                );
-            }
+            None => unmatched_sighting(cx, file, &mut links, &mut claimed, (i, j), there),
         }
     }
-    // Rates agree.
-    for link in &links {
+    links
+}
+
+/// Port `p` of `n` names `there`, whose own line (`other`) names `otarget` instead.
+fn ends_disagree(
+    cx: &mut Cx<'_>,
+    nodes: &[NodeRec<'_>],
+    (n, p): (&NodeRec<'_>, &PortRec<'_>),
+    there: End,
+    other: &PortRec<'_>,
+    otarget: End,
+) {
+    let Some(rn) = nodes.get(there.0) else {
+        return;
+    };
+    let d = cx
+        .diag(
+            Code::LinkEndsDisagree,
+            Severity::Error,
+            p.line_span,
+            format!(
+                "the ends of the link from {} port {} disagree",
+                node_name(n),
+                p.port
+            ),
+            format!(
+                "{} port {} says it is wired to {} port {}",
+                node_name(n),
+                p.port,
+                node_name(rn),
+                there.1
+            ),
+        )
+        .with_secondary(
+            other.line_span,
+            format!(
+                "but {} port {} says it is wired to {} port {}",
+                node_name(rn),
+                there.1,
+                nodes.get(otarget.0).map_or("?".to_owned(), node_name),
+                otarget.1
+            ),
+        )
+        .with_help("fix one of the two lines so that both ends name each other");
+    cx.push(d);
+}
+
+/// The sighting (`i`, `j`) naming `there`, which lists no link back: a port wired twice when
+/// `there` already has a link, else a link listed by one end only (kept, and said).
+fn unmatched_sighting(
+    cx: &mut Cx<'_>,
+    file: &File<'_>,
+    links: &mut Vec<LinkPlan>,
+    claimed: &mut BTreeMap<End, usize>,
+    (i, j): (usize, usize),
+    there: End,
+) {
+    let nodes = &file.nodes;
+    let (Some(n), Some(p), Some(rn)) = (
+        nodes.get(i),
+        nodes.get(i).and_then(|n| n.ports.get(j)),
+        nodes.get(there.0),
+    ) else {
+        return;
+    };
+    let here: End = (i, p.port);
+    if let Some(&l) = claimed.get(&there) {
+        let prev = links
+            .get(l)
+            .and_then(|link| link.seen.first().copied().flatten())
+            .and_then(|(pi, pj)| Some((nodes.get(pi)?, nodes.get(pi)?.ports.get(pj)?)));
+        let mut d = cx.diag(
+            Code::PortWiredTwice,
+            Severity::Error,
+            p.line_span,
+            format!("port {} of {} is wired twice", there.1, node_name(rn)),
+            format!(
+                "{} port {} says it is wired to {} port {}",
+                node_name(n),
+                p.port,
+                node_name(rn),
+                there.1
+            ),
+        );
+        if let Some((pn, pp)) = prev {
+            d = d.with_secondary(
+                pp.line_span,
+                format!("and {} port {} says so too", node_name(pn), pp.port),
+            );
+        }
+        cx.push(d.with_help("a port takes one cable; remove one of the two lines"));
+        return;
+    }
+    let l = links.len();
+    links.push(LinkPlan {
+        a: here,
+        b: there,
+        seen: [Some((i, j)), None],
+    });
+    claimed.insert(here, l);
+    claimed.insert(there, l);
+    cx.warn(
+        Code::OneSidedLink,
+        p.line_span,
+        format!(
+            "the link from {} port {} to {} port {} is listed by one end only",
+            node_name(n),
+            p.port,
+            node_name(rn),
+            there.1
+        ),
+        "listed here only",
+        if file.format == InputFormat::Topology {
+            format!(
+                "ibnetdiscover lists every link from both ends, and ibsim refuses a \
+                 link listed once; add `[{}] \"{}\"[{}]` to `{}`",
+                there.1, n.id, p.port, rn.id
+            )
+        } else {
+            format!(
+                "`{}` lists every link from both ends; this file is an excerpt or \
+                 was edited",
+                file.format.as_str()
+            )
+        },
+    );
+}
+
+/// The two ends of each link seen from both report the same rate, or a warning says which
+/// rate the link is imported at.
+fn check_rates(cx: &mut Cx<'_>, nodes: &[NodeRec<'_>], links: &[LinkPlan]) {
+    for link in links {
         let [Some(sa), Some(sb)] = link.seen else {
             continue;
         };
@@ -342,10 +443,6 @@ pub(super) fn check(cx: &mut Cx<'_>, file: &File<'_>, partial: bool) -> Checked 
             }
         }
     }
-    loopbacks(cx, nodes, &links);
-    let port_guids = check_port_guids(cx, nodes, &dup, &by_id);
-    check_port_space(cx, nodes, &dup, &port_guids);
-    Checked { links, port_guids }
 }
 
 /// A warning for each loopback cable, from a port to another port of the same node: it

@@ -112,73 +112,23 @@ pub(super) fn read_lines<'a>(cx: &mut Cx<'_>, text: &'a str) -> File<'a> {
             continue;
         }
         if indented {
-            let label = match nodes.last() {
-                Some(node) if in_node => {
-                    format!(
-                        "ibsim takes this line as the end of the port list of `{}`",
-                        node.id
-                    )
-                }
-                _ => "ibsim ignores this line".to_owned(),
-            };
-            cx.warn(
-                Code::IndentedLine,
-                sp(line.start, line.text.len()),
-                "line starts with whitespace",
-                label,
-                "remove the leading whitespace so that ibsim reads the line as weft does",
-            );
+            warn_indented(cx, &line, nodes.last().filter(|_| in_node));
         }
         let first = sc.peek();
         if first == Some(b'#') {
             continue;
         }
         if first == Some(b'[') || first == Some(b'@') {
-            if in_broken {
-                continue;
-            }
-            if !in_node {
-                cx.error(
-                    Code::PortOutsideNode,
-                    sp(sc.abs(), sc.rest().len()),
-                    "port line outside a node record",
-                    "no node header above this line",
-                    "port lines directly follow their node's header line, with no blank line in \
-                     between; ibsim ignores this line",
-                );
-                continue;
-            }
-            if first == Some(b'@') {
-                cx.error(
-                    Code::AliasUnsupported,
-                    sp(sc.abs(), sc.rest().len()),
-                    "ibsim port aliases (`@`) are not supported",
-                    "alias",
-                    "write the remote node id and port instead of an alias",
-                );
-                continue;
-            }
-            let kind = nodes.last().map(|n| n.kind).unwrap_or(NodeKind::Switch);
-            if let Some(rec) = parse_port_line(cx, &mut sc, kind, &line) {
-                if let Some(node) = nodes.last_mut() {
-                    node.ports.push(rec);
-                }
+            if !in_broken {
+                let node = nodes.last_mut().filter(|_| in_node);
+                read_port_line(cx, &mut sc, &line, node);
             }
             continue;
         }
-        // Any other line ends a node record. ibsim consumes that line without parsing it unless
-        // it already read as many port lines as the node has ports.
+        // Any other line ends a node record.
         if in_node {
             if let Some(node) = nodes.last() {
-                if (node.ports.len() as u64) < u64::from(node.port_count) {
-                    cx.warn(
-                        Code::MissingBlankLine,
-                        sp(line.start, line.text.len()),
-                        format!("no blank line ends the record of `{}`", node.id),
-                        "ibsim takes this line as the end of the port list and skips it",
-                        "put a blank line between node records",
-                    );
-                }
+                warn_unended_record(cx, &line, node);
             }
             in_node = false;
         }
@@ -200,77 +150,168 @@ pub(super) fn read_lines<'a>(cx: &mut Cx<'_>, text: &'a str) -> File<'a> {
                     None => in_broken = true,
                 }
             }
-            "switchguid" | "caguid" | "hcaguids" | "rtguid" => {
-                let k = match word {
-                    "switchguid" => 0,
-                    "rtguid" => 2,
-                    _ => 1,
-                };
-                parse_guid_base(cx, &mut sc, word, k, &mut pending);
-            }
-            "vendid" | "devid" => {
-                if let Some((v, _)) = parse_assignment(cx, &mut sc, word, false) {
-                    match u32::try_from(v) {
-                        Ok(v) if word == "vendid" => pending.vendor_id = v,
-                        Ok(v) => pending.device_id = v,
-                        Err(_) => cx.error(
-                            Code::BadNumber,
-                            sp(line.start, line.text.len()),
-                            format!("`{word}` value is out of range"),
-                            "too large",
-                            "vendor and device ids are at most 32 bits",
-                        ),
-                    }
-                }
-            }
-            "sysimgguid" => {
-                if let Some((v, _)) = parse_assignment(cx, &mut sc, word, false) {
-                    pending.system_guid = Some(Guid(v));
-                }
-            }
-            "include" => cx.error(
-                Code::IncludeUnsupported,
-                sp(line.start, line.text.len()),
-                "`include` is not supported",
-                "include line",
-                "paste the included file into this one",
-            ),
-            "do" | "pdebug" | "module" | "width" | "speed" | "extspeed" => {
-                let what = match word {
-                    "do" => "ibsim console commands have no effect on the topology weft reads",
-                    "pdebug" => "parser debugging only concerns ibsim",
-                    "module" => "node id prefixes are not supported; node ids are read as written",
-                    _ => {
-                        "default enabled rates only concern ibsim; weft takes link rates from \
-                         the `4xEDR` annotations"
-                    }
-                };
-                cx.warn(
-                    Code::IgnoredDirective,
-                    word_span,
-                    format!("`{word}` lines are ignored"),
-                    "ignored",
-                    what,
-                );
-            }
-            _ => {
-                let help = match suggest(word) {
-                    Some(k) => format!("did you mean `{k}`?"),
-                    None => "node headers start with `Switch`, `Ca`, `Hca` or `Rt`; assignments \
-                             are `vendid=`, `devid=`, `sysimgguid=`, `switchguid=`, `caguid=` and \
-                             `rtguid=`; comments start with `#`"
-                        .to_owned(),
-                };
-                cx.error(
-                    Code::UnknownLine,
-                    first_token_span(&line),
-                    "unrecognised line",
-                    "expected a node header, a port line, a `key=value` line or a comment",
-                    help,
-                );
-            }
+            _ => read_directive(cx, &mut sc, &line, word, word_span, &mut pending),
         }
     }
+    warn_missing_ws(cx);
+    File {
+        nodes,
+        format: InputFormat::Topology,
+    }
+}
+
+/// The warning for an indented line: ibsim ends `node`'s port list there (the node whose
+/// record the line is in, if any) or ignores the line.
+fn warn_indented(cx: &mut Cx<'_>, line: &Line<'_>, node: Option<&NodeRec<'_>>) {
+    let label = match node {
+        Some(node) => format!(
+            "ibsim takes this line as the end of the port list of `{}`",
+            node.id
+        ),
+        None => "ibsim ignores this line".to_owned(),
+    };
+    cx.warn(
+        Code::IndentedLine,
+        sp(line.start, line.text.len()),
+        "line starts with whitespace",
+        label,
+        "remove the leading whitespace so that ibsim reads the line as weft does",
+    );
+}
+
+/// A line starting with `[` or `@`: a port line of `node` (the record it is in, if any), or
+/// the error that says why it is not one.
+fn read_port_line<'a>(
+    cx: &mut Cx<'_>,
+    sc: &mut Scan<'a>,
+    line: &Line<'a>,
+    node: Option<&mut NodeRec<'a>>,
+) {
+    let Some(node) = node else {
+        cx.error(
+            Code::PortOutsideNode,
+            sp(sc.abs(), sc.rest().len()),
+            "port line outside a node record",
+            "no node header above this line",
+            "port lines directly follow their node's header line, with no blank line in \
+             between; ibsim ignores this line",
+        );
+        return;
+    };
+    if sc.peek() == Some(b'@') {
+        cx.error(
+            Code::AliasUnsupported,
+            sp(sc.abs(), sc.rest().len()),
+            "ibsim port aliases (`@`) are not supported",
+            "alias",
+            "write the remote node id and port instead of an alias",
+        );
+        return;
+    }
+    if let Some(rec) = parse_port_line(cx, sc, node.kind, line) {
+        node.ports.push(rec);
+    }
+}
+
+/// A line other than a port line ends `node`'s record. ibsim consumes that line without
+/// parsing it unless it already read as many port lines as the node has ports: said.
+fn warn_unended_record(cx: &mut Cx<'_>, line: &Line<'_>, node: &NodeRec<'_>) {
+    if (node.ports.len() as u64) < u64::from(node.port_count) {
+        cx.warn(
+            Code::MissingBlankLine,
+            sp(line.start, line.text.len()),
+            format!("no blank line ends the record of `{}`", node.id),
+            "ibsim takes this line as the end of the port list and skips it",
+            "put a blank line between node records",
+        );
+    }
+}
+
+/// A line starting with `word` that is not a node header: an assignment that sets what the
+/// next header takes, a directive weft ignores, or an unrecognised line.
+fn read_directive(
+    cx: &mut Cx<'_>,
+    sc: &mut Scan<'_>,
+    line: &Line<'_>,
+    word: &str,
+    word_span: SourceSpan,
+    pending: &mut Pending,
+) {
+    match word {
+        "switchguid" | "caguid" | "hcaguids" | "rtguid" => {
+            let k = match word {
+                "switchguid" => 0,
+                "rtguid" => 2,
+                _ => 1,
+            };
+            parse_guid_base(cx, sc, word, k, pending);
+        }
+        "vendid" | "devid" => {
+            if let Some((v, _)) = parse_assignment(cx, sc, word, false) {
+                match u32::try_from(v) {
+                    Ok(v) if word == "vendid" => pending.vendor_id = v,
+                    Ok(v) => pending.device_id = v,
+                    Err(_) => cx.error(
+                        Code::BadNumber,
+                        sp(line.start, line.text.len()),
+                        format!("`{word}` value is out of range"),
+                        "too large",
+                        "vendor and device ids are at most 32 bits",
+                    ),
+                }
+            }
+        }
+        "sysimgguid" => {
+            if let Some((v, _)) = parse_assignment(cx, sc, word, false) {
+                pending.system_guid = Some(Guid(v));
+            }
+        }
+        "include" => cx.error(
+            Code::IncludeUnsupported,
+            sp(line.start, line.text.len()),
+            "`include` is not supported",
+            "include line",
+            "paste the included file into this one",
+        ),
+        "do" | "pdebug" | "module" | "width" | "speed" | "extspeed" => {
+            let what = match word {
+                "do" => "ibsim console commands have no effect on the topology weft reads",
+                "pdebug" => "parser debugging only concerns ibsim",
+                "module" => "node id prefixes are not supported; node ids are read as written",
+                _ => {
+                    "default enabled rates only concern ibsim; weft takes link rates from \
+                     the `4xEDR` annotations"
+                }
+            };
+            cx.warn(
+                Code::IgnoredDirective,
+                word_span,
+                format!("`{word}` lines are ignored"),
+                "ignored",
+                what,
+            );
+        }
+        _ => {
+            let help = match suggest(word) {
+                Some(k) => format!("did you mean `{k}`?"),
+                None => "node headers start with `Switch`, `Ca`, `Hca` or `Rt`; assignments \
+                         are `vendid=`, `devid=`, `sysimgguid=`, `switchguid=`, `caguid=` and \
+                         `rtguid=`; comments start with `#`"
+                    .to_owned(),
+            };
+            cx.error(
+                Code::UnknownLine,
+                first_token_span(line),
+                "unrecognised line",
+                "expected a node header, a port line, a `key=value` line or a comment",
+                help,
+            );
+        }
+    }
+}
+
+/// The once-per-file warning for fields run together (missing whitespace), if any was seen.
+fn warn_missing_ws(cx: &mut Cx<'_>) {
     if let Some(at) = cx.missing_ws {
         cx.warn(
             Code::MissingWhitespace,
@@ -282,10 +323,6 @@ pub(super) fn read_lines<'a>(cx: &mut Cx<'_>, text: &'a str) -> File<'a> {
              `ibnetdiscover` output to a file (`ibnetdiscover > fabric.txt`) rather than from \
              a terminal window",
         );
-    }
-    File {
-        nodes,
-        format: InputFormat::Topology,
     }
 }
 
@@ -468,6 +505,36 @@ pub(super) fn parse_header<'a>(
         NodeKind::Router => "Rt 1 \"R-0002c90300a1b2c0\" # \"router1\"",
     };
     let help = format!("a node header looks like `{example}`");
+    let (port_count, count_span) = header_port_count(cx, sc, keyword, &help)?;
+    let (id, id_span) = header_id(cx, sc, keyword, &help)?;
+    let (desc, lid) = header_annotation(cx, sc, keyword, &help);
+    let (guid, origin) = next_guid(p, kind, port_count);
+    let node = NodeRec {
+        shown: None,
+        kind,
+        id: Cow::Borrowed(id),
+        id_span,
+        port_count,
+        count_span,
+        desc,
+        guid: Guid(guid),
+        guid_origin: origin,
+        system_guid: p.system_guid.take(),
+        vendor_id: std::mem::take(&mut p.vendor_id),
+        device_id: p.device_id,
+        lid,
+        ports: Vec::new(),
+    };
+    Some(node)
+}
+
+/// A header's port count (after the keyword), or the error that says why it does not read.
+fn header_port_count(
+    cx: &mut Cx<'_>,
+    sc: &mut Scan<'_>,
+    keyword: &str,
+    help: &str,
+) -> Option<(u32, SourceSpan)> {
     let spaced = sc.skip_ws();
     if !spaced && sc.peek().is_some_and(|b| b.is_ascii_digit()) {
         // `Switch41`: the tab went missing (a terminal capture); the count is still clear.
@@ -518,6 +585,16 @@ pub(super) fn parse_header<'a>(
             return None;
         }
     };
+    Some((port_count, count_span))
+}
+
+/// A header's quoted node id, or the error that says why it does not read.
+fn header_id<'a>(
+    cx: &mut Cx<'_>,
+    sc: &mut Scan<'a>,
+    keyword: &str,
+    help: &str,
+) -> Option<(&'a str, SourceSpan)> {
     sc.skip_ws();
     if sc.peek() != Some(b'"') {
         cx.error(
@@ -562,6 +639,19 @@ pub(super) fn parse_header<'a>(
         );
         return None;
     }
+    Some((id, id_span))
+}
+
+/// A node's description and its span.
+type Desc<'a> = Option<(&'a str, SourceSpan)>;
+
+/// The description and LID a header's `#` annotation gives, if any.
+fn header_annotation<'a>(
+    cx: &mut Cx<'_>,
+    sc: &mut Scan<'a>,
+    keyword: &str,
+    help: &str,
+) -> (Desc<'a>, Option<(u16, SourceSpan)>) {
     if !sc.skip_ws() && sc.peek() == Some(b'#') {
         cx.missing_ws(sc.abs());
     }
@@ -588,6 +678,12 @@ pub(super) fn parse_header<'a>(
             help,
         );
     }
+    (desc, lid)
+}
+
+/// The GUID of the next node of `kind` and how it was set; ibsim's counter moves on past the
+/// node (by one for a switch, by its ports and one for others).
+fn next_guid(p: &mut Pending, kind: NodeKind, port_count: u32) -> (u64, GuidOrigin) {
     let k = kind_index(kind);
     let guid = p.cur.get(k).copied().unwrap_or(0);
     let origin = match p.origin.get_mut(k).and_then(Option::take) {
@@ -602,21 +698,5 @@ pub(super) fn parse_header<'a>(
     if let Some(c) = p.cur.get_mut(k) {
         *c = c.wrapping_add(step);
     }
-    let node = NodeRec {
-        shown: None,
-        kind,
-        id: Cow::Borrowed(id),
-        id_span,
-        port_count,
-        count_span,
-        desc,
-        guid: Guid(guid),
-        guid_origin: origin,
-        system_guid: p.system_guid.take(),
-        vendor_id: std::mem::take(&mut p.vendor_id),
-        device_id: p.device_id,
-        lid,
-        ports: Vec::new(),
-    };
-    Some(node)
+    (guid, origin)
 }

@@ -299,6 +299,43 @@ pub(super) fn parse_port_line<'a>(
     if !sc.skip_ws() && sc.peek() == Some(b'"') {
         cx.missing_ws(sc.abs());
     }
+    let (remote_id, remote_span) = remote_node_id(cx, sc, help)?;
+    let (remote_port, remote_port_span) = remote_port(cx, sc, remote_id, remote_span, help)?;
+    let remote_guid = if sc.peek() == Some(b'(') {
+        Some(parse_port_guid(cx, sc, help)?)
+    } else {
+        None
+    };
+    let opts = port_options(cx, sc, help)?;
+    let mut rec = PortRec {
+        line_span,
+        port,
+        port_span,
+        local_guid,
+        remote_id: Cow::Borrowed(remote_id),
+        remote_span,
+        remote_port,
+        remote_port_span,
+        remote_guid,
+        local_lid: None,
+        local_lmc: None,
+        remote_lid: None,
+        rate: None,
+        opts,
+    };
+    if sc.eat(b'#') {
+        read_port_annotation(cx, sc, kind, &mut rec);
+    }
+    Some(rec)
+}
+
+/// The quoted id of the node at the other end of a port line, or the error that says why it
+/// does not read.
+fn remote_node_id<'a>(
+    cx: &mut Cx<'_>,
+    sc: &mut Scan<'a>,
+    help: &str,
+) -> Option<(&'a str, SourceSpan)> {
     if sc.peek() != Some(b'"') {
         cx.error(
             Code::MalformedPort,
@@ -342,7 +379,19 @@ pub(super) fn parse_port_line<'a>(
         );
         return None;
     }
-    let (remote_port, remote_port_span) = if sc.eat(b'[') {
+    Some((remote_id, remote_span))
+}
+
+/// The `[n]` after the remote node id (ibsim: none means port 1), refusing a `[n]` a space
+/// away, which ibsim ignores.
+fn remote_port(
+    cx: &mut Cx<'_>,
+    sc: &mut Scan<'_>,
+    remote_id: &str,
+    remote_span: SourceSpan,
+    help: &str,
+) -> Option<(u32, SourceSpan)> {
+    if sc.eat(b'[') {
         let r = parse_port_number(cx, sc, "a port number after `[`", help)?;
         if !sc.eat(b']') {
             cx.error(
@@ -355,7 +404,7 @@ pub(super) fn parse_port_line<'a>(
             return None;
         }
         skip_ext_port(sc);
-        r
+        Some(r)
     } else {
         // ibsim: no `[n]` directly after the id means port 1.
         let mut probe = Scan::new(sc.line, sc.base);
@@ -376,14 +425,12 @@ pub(super) fn parse_port_line<'a>(
             );
             return None;
         }
-        (1, remote_span)
-    };
-    let remote_guid = if sc.peek() == Some(b'(') {
-        Some(parse_port_guid(cx, sc, help)?)
-    } else {
-        None
-    };
-    // ibsim port options, then the annotation.
+        Some((1, remote_span))
+    }
+}
+
+/// ibsim's port options (`w=`, `s=`, `e=`) up to the annotation's `#` or the end of the line.
+fn port_options(cx: &mut Cx<'_>, sc: &mut Scan<'_>, help: &str) -> Option<PortOpts> {
     let mut opts = PortOpts::default();
     let mut first = true;
     loop {
@@ -443,43 +490,35 @@ pub(super) fn parse_port_line<'a>(
         }
         *slot = Some(value);
     }
-    let mut rec = PortRec {
-        line_span,
-        port,
-        port_span,
-        local_guid,
-        remote_id: Cow::Borrowed(remote_id),
-        remote_span,
-        remote_port,
-        remote_port_span,
-        remote_guid,
-        local_lid: None,
-        local_lmc: None,
-        remote_lid: None,
-        rate: None,
-        opts,
-    };
-    if sc.eat(b'#') {
-        let ann = parse_annotation(cx, sc, true);
-        rec.rate = ann.rate;
-        if is_end_node(kind) {
-            // `# lid 5 lmc 0 "sw1" lid 1 4xEDR`: lids before the description are ours.
-            let local_count = if ann.first_quoted.is_some() {
-                ann.lids_before_quote
-            } else {
-                1
-            };
-            let mut lids = ann.lids.into_iter();
-            if local_count >= 1 {
-                rec.local_lid = lids.next();
-            }
-            rec.remote_lid = lids.last();
-            if let Some(&(lmc, span)) = ann.lmcs.first() {
-                rec.local_lmc = check_lmc(cx, lmc, span).map(|l| (l, span));
-            }
+    Some(opts)
+}
+
+/// A port line's `#` annotation into `rec`: the rate and the LIDs (an end node's LIDs
+/// before the description are its own).
+fn read_port_annotation<'a>(
+    cx: &mut Cx<'_>,
+    sc: &mut Scan<'a>,
+    kind: NodeKind,
+    rec: &mut PortRec<'a>,
+) {
+    let ann = parse_annotation(cx, sc, true);
+    rec.rate = ann.rate;
+    if is_end_node(kind) {
+        // `# lid 5 lmc 0 "sw1" lid 1 4xEDR`: lids before the description are ours.
+        let local_count = if ann.first_quoted.is_some() {
+            ann.lids_before_quote
         } else {
-            rec.remote_lid = ann.lids.last().copied();
+            1
+        };
+        let mut lids = ann.lids.into_iter();
+        if local_count >= 1 {
+            rec.local_lid = lids.next();
         }
+        rec.remote_lid = lids.last();
+        if let Some(&(lmc, span)) = ann.lmcs.first() {
+            rec.local_lmc = check_lmc(cx, lmc, span).map(|l| (l, span));
+        }
+    } else {
+        rec.remote_lid = ann.lids.last().copied();
     }
-    Some(rec)
 }
