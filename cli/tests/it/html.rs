@@ -18,6 +18,7 @@
 
 #![expect(
     clippy::unwrap_used,
+    clippy::expect_used,
     clippy::panic,
     clippy::print_stderr,
     clippy::print_stdout,

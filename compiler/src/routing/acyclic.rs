@@ -18,7 +18,7 @@ use weft_fabric::graph::{self, Ready};
 
 /// A growing acyclic graph over nodes `0..n`.
 #[derive(Clone, Debug)]
-pub struct Acyclic {
+pub(super) struct Acyclic {
     out: Vec<Vec<u32>>,
     into: Vec<Vec<u32>>,
     /// Each node's label: every edge goes from a lower label to a higher one.
@@ -59,7 +59,7 @@ enum Step {
 
 impl Acyclic {
     /// The graph of `edges` over `n` nodes; `None` when they already hold a cycle.
-    pub fn new(n: usize, edges: impl IntoIterator<Item = (u32, u32)>) -> Option<Acyclic> {
+    pub(super) fn new(n: usize, edges: impl IntoIterator<Item = (u32, u32)>) -> Option<Acyclic> {
         let mut out = vec![Vec::new(); n];
         let mut into = vec![Vec::new(); n];
         for (u, v) in edges {
@@ -93,12 +93,12 @@ impl Acyclic {
     }
 
     /// Whether `u → v` is in the graph.
-    pub fn contains(&self, u: u32, v: u32) -> bool {
+    pub(super) fn contains(&self, u: u32, v: u32) -> bool {
         self.out[u as usize].binary_search(&v).is_ok()
     }
 
     /// Adds `u → v` unless it would close a cycle; returns whether the edge is in the graph.
-    pub fn insert(&mut self, u: u32, v: u32) -> bool {
+    pub(super) fn insert(&mut self, u: u32, v: u32) -> bool {
         if u == v {
             return false;
         }
@@ -143,7 +143,7 @@ impl Acyclic {
     }
 
     /// A shortest path from `from` to `to` (both included), `None` when there is none.
-    pub fn path(&self, from: u32, to: u32) -> Option<Vec<u32>> {
+    pub(super) fn path(&self, from: u32, to: u32) -> Option<Vec<u32>> {
         let mut parent: Vec<u32> = vec![u32::MAX; self.out.len()];
         let mut queue = std::collections::VecDeque::from([from]);
         parent[from as usize] = from;
@@ -170,7 +170,7 @@ impl Acyclic {
 
     /// Removes `u → v` if present (the labels stay topological: fewer edges, fewer
     /// constraints).
-    pub fn remove(&mut self, u: u32, v: u32) {
+    pub(super) fn remove(&mut self, u: u32, v: u32) {
         if let Ok(at) = self.out[u as usize].binary_search(&v) {
             self.out[u as usize].remove(at);
         }
@@ -287,7 +287,6 @@ impl Acyclic {
 }
 
 #[cfg(test)]
-#[allow(clippy::expect_used)]
 mod tests {
     use super::Acyclic;
 

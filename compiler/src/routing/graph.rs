@@ -469,14 +469,14 @@ impl Graph {
 
 /// Per-port load counters: how many destinations each switch port already carries.
 #[derive(Clone, Debug)]
-pub struct Load {
+pub(super) struct Load {
     width: usize,
     counts: Vec<u64>,
 }
 
 impl Load {
     /// Zero load on every port of `graph`.
-    pub fn new(graph: &Graph) -> Load {
+    pub(super) fn new(graph: &Graph) -> Load {
         let width = usize::from(graph.switches.iter().map(|s| s.ports).max().unwrap_or(0)) + 1;
         Load {
             width,
@@ -485,7 +485,7 @@ impl Load {
     }
 
     /// The load of port `port` of switch `sw`.
-    pub fn get(&self, sw: usize, port: u8) -> u64 {
+    pub(super) fn get(&self, sw: usize, port: u8) -> u64 {
         self.counts
             .get(sw * self.width + usize::from(port))
             .copied()
@@ -493,19 +493,23 @@ impl Load {
     }
 
     /// One more destination on port `port` of switch `sw`.
-    pub fn add(&mut self, sw: usize, port: u8) {
+    pub(super) fn add(&mut self, sw: usize, port: u8) {
         self.add_weight(sw, port, 1);
     }
 
     /// A destination of weight `w` on port `port` of switch `sw`.
-    pub fn add_weight(&mut self, sw: usize, port: u8, w: u64) {
+    pub(super) fn add_weight(&mut self, sw: usize, port: u8, w: u64) {
         if let Some(c) = self.counts.get_mut(sw * self.width + usize::from(port)) {
             *c += w;
         }
     }
 
     /// The least-loaded of `ports` of switch `sw` (ties: lowest port), counted.
-    pub fn take_least(&mut self, sw: usize, ports: impl IntoIterator<Item = u8>) -> Option<u8> {
+    pub(super) fn take_least(
+        &mut self,
+        sw: usize,
+        ports: impl IntoIterator<Item = u8>,
+    ) -> Option<u8> {
         let best = ports.into_iter().min_by_key(|&p| (self.get(sw, p), p))?;
         self.add(sw, best);
         Some(best)
@@ -527,7 +531,6 @@ fn add(s: &mut Switch, peer: u32, mine: u8, theirs: u8) {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
 

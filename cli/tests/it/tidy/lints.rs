@@ -4,10 +4,6 @@
 
 use super::{members, relative, rust_files};
 
-/// Directories whose `allow` attributes are left until the branch rewriting them lands
-/// (`compiler/src/routing/` is being split elsewhere); may only shrink.
-const ALLOW_LEFT_IN: &[&str] = &["compiler/src/routing/"];
-
 /// The lines of `text` that open an `allow` attribute: `#[allow(`, `#![allow(`, or an
 /// `allow(` inside `cfg_attr(…)`, as (line number from 1, line).
 fn allow_attributes(text: &str) -> Vec<(usize, &str)> {
@@ -27,16 +23,12 @@ fn allow_attributes(text: &str) -> Vec<(usize, &str)> {
 #[test]
 fn lint_exceptions_are_expectations_with_a_reason() {
     let mut found = Vec::new();
-    let mut left = Vec::new();
     for m in members() {
         for p in rust_files(&m.dir) {
             let rel = relative(&p);
             let text = std::fs::read_to_string(&p).unwrap_or_default();
             for (line, attr) in allow_attributes(&text) {
-                match ALLOW_LEFT_IN.iter().find(|d| rel.starts_with(**d)) {
-                    Some(d) => left.push(*d),
-                    None => found.push(format!("{rel}:{line}: {}", attr.trim())),
-                }
+                found.push(format!("{rel}:{line}: {}", attr.trim()));
             }
         }
     }
@@ -46,12 +38,6 @@ fn lint_exceptions_are_expectations_with_a_reason() {
          the lint no longer fires):\n{}",
         found.join("\n")
     );
-    for d in ALLOW_LEFT_IN {
-        assert!(
-            left.contains(d),
-            "{d} holds no `allow` attribute any more: take it off ALLOW_LEFT_IN"
-        );
-    }
 }
 
 #[test]

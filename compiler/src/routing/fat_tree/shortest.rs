@@ -547,7 +547,6 @@ mod tests {
     //! [`Ladders::straighten`] checks its regular walk against the general one on every
     //! column of a test build (an assertion compiled into tests only): these builds give it
     //! intact, degraded and oversubscribed trees.
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use crate::{check, NoFiles};
 
