@@ -3,7 +3,6 @@
 //! `cargo test -p weft-compiler --test it lft_digest:: -- --ignored --nocapture` before and
 //! after, and compare the lines.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![expect(
     clippy::print_stdout,
     reason = "a tool run by hand: the digests printed are what it is for"
