@@ -136,3 +136,42 @@ fn without_a_settling_time_every_block_is_checked_again_before_its_set() {
     let r = first_deployment(16, Duration::ZERO);
     assert_eq!(r.txn, 3 * r.blocks + 8 * r.switches, "{r:?}");
 }
+
+/// The first deployment of the 5 832-node example (972 switches, 104 004 LFT blocks) on the
+/// in-process fabric, every SMP of the whole process counted (discovery, reading what the
+/// fabric runs, the transaction): at most 4 per LFT block written — 3 per block (the Set, the
+/// read-back, the final reading) and per switch its discovery, its SwitchInfo, port 0 and
+/// block 0 read for planning, and block 0's Get before and the raise's five in the
+/// transaction. The in-process switches support MulticastFDBTop (none set: no MFT block is
+/// read); ibsim's do not, and there every switch's MFT is read up to its MulticastFDBCap (96
+/// more per switch, 0.9 per block). Big examples only (`WEFT_BIG_EXAMPLES=1`; 52 s in a debug
+/// build). Measured: 382 970 SMPs, 3.682 per block (checked failing with the bound set to 3).
+#[test]
+fn the_5832_node_first_deployment_sends_at_most_4_smps_per_block_written() {
+    if !weft_tests::big_examples() {
+        return;
+    }
+    let full = compiled(&weft_tests::example("cluster-5832.weft"));
+    let mut empty = full.state().clone();
+    for sw in empty.switches.values_mut() {
+        sw.lft.ports.clear();
+    }
+    let empty = ValidState::new(empty).unwrap();
+    let sm = sm_port(empty.state());
+    let dir = scratch("growth-5832");
+    let opts = ApplyOptions::new(dir.join("plan.journal"), dir.to_path_buf());
+    let mut sim = SimFabric::new(empty.state(), sm).unwrap();
+    let (r, plan) = apply_state(&mut sim, &full, &opts, &mut |_| {}).unwrap();
+    assert_eq!(r.state, Final::New, "{r:?}");
+    let blocks = plan.steps.iter().map(|s| s.writes.len()).sum::<usize>();
+    let switches = full.state().switches.len();
+    assert_eq!((blocks, switches), (104_004, 972));
+    let smps = sim.counts().gets + sim.counts().sets;
+    assert_eq!(smps, r.gets + r.sets, "the report counts every SMP");
+    assert!(
+        smps <= 4 * blocks,
+        "{smps} SMPs for {blocks} blocks: {:.3} per block",
+        smps as f64 / blocks as f64
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
