@@ -2,8 +2,10 @@
 //! sweep does, and build its [`WireView`] with the route to every node and end port.
 //!
 //! Every switch is entered once; each of its ports with a physical link up is followed with
-//! a NodeInfo Get to learn the node and the port on the far side. End nodes are not walked
-//! through (they do not forward), except the SM's own node, which is left by its SM port.
+//! a NodeInfo Get to learn the node and the port on the far side — but for a port whose link
+//! was already found from its far end (a link between two switches is followed once, not
+//! from both). End nodes are not walked through (they do not forward), except the SM's own
+//! node, which is left by its SM port.
 
 use crate::observe::VfId;
 use crate::smp::{Attr, DrPath, LinkState, NodeInfo, NodeType, PortInfo};
@@ -384,6 +386,8 @@ pub fn discover(t: &mut impl TransportExt) -> Result<Discovery, DiscoverError> {
     let mut lmc: Option<u8> = None;
     let mut widths = BTreeMap::new();
     let mut speeds = BTreeMap::new();
+    // Both ends of every link found.
+    let mut ends = std::collections::BTreeSet::new();
     let local = DrPath::local();
     let info = t.node_info(&local)?;
     smps += 1;
@@ -455,6 +459,13 @@ pub fn discover(t: &mut impl TransportExt) -> Result<Discovery, DiscoverError> {
             }
             lmc = Some(lmc.map_or(pi.lmc, |l| l.max(pi.lmc)));
         }
+        // A port whose link was found from its far end (that switch's NodeInfo behind it
+        // named this node and port) needs no NodeInfo again: the link is known, and so is
+        // the node behind it.
+        let out: Vec<u8> = out
+            .into_iter()
+            .filter(|&port| !(switch && ends.contains(&(guid, PortNum(port)))))
+            .collect();
         let mut nexts = Vec::with_capacity(out.len());
         for &port in &out {
             nexts.push(
@@ -484,6 +495,8 @@ pub fn discover(t: &mut impl TransportExt) -> Result<Discovery, DiscoverError> {
                 (guid, PortNum(port)),
                 (Guid(far.node_guid), PortNum(far.local_port)),
             );
+            ends.insert(a);
+            ends.insert(b);
             view.links.insert(if a <= b { (a, b) } else { (b, a) });
             let fg = Guid(far.node_guid);
             match nodes.get_mut(&fg) {

@@ -72,6 +72,12 @@ pub struct Block {
     /// The payload the plan writes (hex).
     #[serde(with = "weft_fabric::hex::block")]
     pub after: Payload,
+    /// An LFT block wholly above its switch's LinearFDBTop when the apply began, written
+    /// before any step raises the top over it: the switch forwards by none of its entries
+    /// then, so whatever it holds counts as its old (the apply does not read it first, and
+    /// `before` is what the plan counts it as, written back on undo while the top hides it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hidden: bool,
 }
 
 /// A journal line after the blocks.
@@ -513,6 +519,7 @@ mod tests {
             modifier: 3,
             before: [0xff; PAYLOAD],
             after: [1; PAYLOAD],
+            hidden: false,
         };
         let mut t = line(&Line::Header(header));
         t += &line(&Line::Block { block });

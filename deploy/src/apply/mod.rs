@@ -7,7 +7,10 @@
 //! 2. Prove the plan's steps again on the tables read off the fabric ([`crate::prove`]);
 //!    `--no-reprove` skips that only for a plan whose digest matches its content.
 //! 3. Read every block the plan touches; one that does not hold the plan's `old` refuses the
-//!    plan (the fabric moved on since it was planned), naming the block.
+//!    plan (the fabric moved on since it was planned), naming the block. An LFT block wholly
+//!    above its switch's LinearFDBTop, written before the top is raised over it, is not read:
+//!    the switch forwards by none of it, so whatever it holds counts as its old (journaled
+//!    `hidden`, with the plan's old as `before`; see [`crate::journal::Block::hidden`]).
 //! 4. Journal every block, before and after, to disk (fsync).
 //!
 //!    A plan with more blocks than one part ([`ApplyOptions::part`]) does 3 to 5 part by

@@ -123,7 +123,7 @@ impl Parts<'_> {
             // `before` and, this recent, the check before the part's Sets.
             let fresh: Vec<Target> = part
                 .iter()
-                .filter(|o| !self.left.contains_key(&o.target))
+                .filter(|o| !o.hidden && !self.left.contains_key(&o.target))
                 .map(|o| o.target.clone())
                 .collect();
             let at = Instant::now();
@@ -187,6 +187,7 @@ impl Parts<'_> {
                     before: b.before,
                     after: b.after,
                     what: block_name(b),
+                    hidden: b.hidden,
                 })
                 .collect();
             if !begun {

@@ -47,11 +47,11 @@ pub(super) fn in_flight(
             let is = |p: &Payload| same(target, g, p);
             match w.iter().position(|(s, _)| *s >= j) {
                 // Written in step j: before or after it.
-                Some(i) if w.get(i).is_some_and(|(s, _)| *s == j) => {
-                    w.get(i).is_some_and(|(_, c)| is(&c.before) || is(&c.after))
-                }
+                Some(i) if w.get(i).is_some_and(|(s, _)| *s == j) => w
+                    .get(i)
+                    .is_some_and(|(_, c)| c.holds_before(g) || is(&c.after)),
                 // Next written after j: what it holds before that write.
-                Some(i) => w.get(i).is_some_and(|(_, c)| is(&c.before)),
+                Some(i) => w.get(i).is_some_and(|(_, c)| c.holds_before(g)),
                 // Not written from j on: what the last write left.
                 None => w.last().is_some_and(|(_, c)| is(&c.after)),
             }
@@ -72,7 +72,7 @@ pub(super) fn in_flight(
             Some(g) => {
                 let known = w
                     .iter()
-                    .any(|(_, c)| same(target, g, &c.before) || same(target, g, &c.after));
+                    .any(|(_, c)| c.holds_before(g) || same(target, g, &c.after));
                 if !known {
                     why.push(format!(
                         "{} holds neither what it held before the plan nor anything the plan \

@@ -24,6 +24,9 @@ pub(super) struct Op {
     /// filled in then, so a raise of one top keeps what an earlier op wrote of the other).
     pub(super) top: Option<Top>,
     pub(super) what: String,
+    /// An LFT block wholly above its switch's LinearFDBTop, written before the top is raised
+    /// over it (see [`crate::journal::Block::hidden`]): not read before its Set.
+    pub(super) hidden: bool,
 }
 
 /// A forwarding table top a SwitchInfo op raises.
@@ -182,6 +185,7 @@ impl Resolver<'_> {
                     lid: None,
                     top: None,
                     what: format!("{node} port {port} P_Key block {block}"),
+                    hidden: false,
                 });
             }
             SmpWrite::Vport { .. } => self.vport_ops(i, w, ops)?,
@@ -246,6 +250,7 @@ impl Resolver<'_> {
             lid: None,
             top: None,
             what,
+            hidden: false,
         })
     }
 
@@ -322,6 +327,7 @@ impl Resolver<'_> {
             lid: None,
             top: None,
             what,
+            hidden: false,
         })
     }
 
@@ -373,6 +379,7 @@ impl Resolver<'_> {
             lid: Some(new_lid.unwrap_or(0)),
             top: None,
             what: format!("{node} port {port} VF {vf} LID"),
+            hidden: false,
         });
         ops.push(Op {
             step: i,
@@ -388,6 +395,7 @@ impl Resolver<'_> {
             lid: None,
             top: None,
             what: format!("{node} port {port} VF {vf} P_Keys"),
+            hidden: false,
         });
         Ok(())
     }

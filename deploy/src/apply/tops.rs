@@ -101,6 +101,17 @@ pub(super) fn fdb_tops(
     // out.
     for o in ops.iter_mut() {
         o.step *= 2;
+        // A block wholly above the top, written before the raise over it (or with no raise):
+        // the switch forwards by none of it until then, so it is not read first.
+        if o.target.attr == Attr::Lft {
+            if let Some(&top) = tops.before.get(&o.node) {
+                let first = o.target.modifier as usize * LFT_BLOCK;
+                o.hidden = first > usize::from(top)
+                    && raise
+                        .get(&o.node)
+                        .is_none_or(|&(step, _)| o.step <= 2 * step);
+            }
+        }
     }
     let first_writes = FirstWrites::of(ops, Attr::Lft, count);
     let mut extra = Vec::new();
@@ -205,6 +216,7 @@ pub(super) fn raise_op(step: usize, g: Guid, path: &DrPath, top: Top) -> Op {
         lid: None,
         top: Some(top),
         what: format!("switch {g} {field}"),
+        hidden: false,
     }
 }
 
@@ -248,6 +260,7 @@ pub(super) fn clear_op(
         lid: None,
         top: None,
         what: what(),
+        hidden: false,
     })
 }
 

@@ -5,7 +5,7 @@ use super::{
     Duration, Instant, Op, Ordering, Path, Tops,
 };
 use crate::journal::{Block, Event, Header, Writer};
-use crate::smp::{PortInfo, SwitchInfo};
+use crate::smp::{PortInfo, SwitchInfo, PAYLOAD};
 use crate::{
     journal, smp, ApplyError, ApplyOptions, Attr, Discovery, Final, Payload, Progress, Report,
     SmpError, Target, Transport,
@@ -20,6 +20,15 @@ pub(super) struct Cell {
     pub(super) before: Payload,
     pub(super) after: Payload,
     pub(super) what: String,
+    /// Whatever the block holds counts as `before` ([`Block::hidden`]).
+    pub(super) hidden: bool,
+}
+
+impl Cell {
+    /// Whether `got` is what the block holds before its step.
+    pub(super) fn holds_before(&self, got: &Payload) -> bool {
+        self.hidden || same(&self.target, got, &self.before)
+    }
 }
 
 /// The steps of a journal, addressed through `d`: a block whose node is no longer reachable
@@ -35,6 +44,7 @@ pub(super) fn cells(d: &Discovery, blocks: &[Block]) -> Vec<Vec<Result<Cell, Str
                 before: b.before,
                 after: b.after,
                 what,
+                hidden: b.hidden,
             }),
             None => Err(format!("{what} cannot be reached")),
         };
@@ -289,6 +299,8 @@ impl<T: Transport> Txn<'_, T> {
             let mut stale = Vec::new();
             for c in part {
                 match self.seen.get(&c.target) {
+                    // Whatever it holds counts as what it held before: nothing to check.
+                    _ if c.hidden => held.push(Some(c.before)),
                     Some((p, at)) if !bound.is_zero() && at.elapsed() < bound => {
                         oldest = oldest.min(*at);
                         held.push(Some(*p));
@@ -315,7 +327,7 @@ impl<T: Transport> Txn<'_, T> {
                         None => return Err(Stop::Smp("a batch came back short".to_owned())),
                     },
                 };
-                if same(&c.target, &g, &c.before) {
+                if c.holds_before(&g) {
                     batch.push((c.target.clone(), c.after));
                 } else if !same(&c.target, &g, &c.after) {
                     // Neither: another writer's. (Already what the step writes: an apply of
@@ -397,7 +409,7 @@ impl<T: Transport> Txn<'_, T> {
                         Ok(g) if same(&c.target, &g, &c.after) => {
                             batch.push((c.target.clone(), c.before));
                         }
-                        Ok(g) if same(&c.target, &g, &c.before) => {}
+                        Ok(g) if c.holds_before(&g) => {}
                         Ok(_) => foreign.push(format!(
                             "{} holds another writer's value: left as it is",
                             c.what
@@ -437,14 +449,15 @@ impl<T: Transport> Txn<'_, T> {
     /// Reads every journaled block and says which state the fabric is in: each block's value
     /// before the first step that writes it (old) and after the last (new).
     pub(super) fn classify(&mut self, steps: &[Vec<Result<Cell, String>>]) -> Final {
-        let mut ends: BTreeMap<&Target, (Payload, Payload, &str)> = BTreeMap::new();
+        // Per block: its first write (what it held before the plan) and what the last leaves.
+        let mut ends: BTreeMap<&Target, (&Cell, Payload)> = BTreeMap::new();
         let mut unreachable = Vec::new();
         for c in steps.iter().flatten() {
             match c {
                 Ok(c) => {
                     ends.entry(&c.target)
                         .and_modify(|e| e.1 = c.after)
-                        .or_insert((c.before, c.after, c.what.as_str()));
+                        .or_insert((c, c.after));
                 }
                 Err(e) => unreachable.push(e.clone()),
             }
@@ -459,10 +472,11 @@ impl<T: Transport> Txn<'_, T> {
         let mut odd = unreachable;
         let mut newer = Vec::new();
         let mut older = Vec::new();
-        for ((target, (before, after, what)), g) in ends.iter().zip(got) {
+        for ((target, (first, after)), g) in ends.iter().zip(got) {
+            let what = first.what.as_str();
             match g {
                 Ok(g) => {
-                    let (o, n) = (same(target, &g, before), same(target, &g, after));
+                    let (o, n) = (first.holds_before(&g), same(target, &g, after));
                     old &= o;
                     new &= n;
                     if !o && !n {
@@ -590,7 +604,11 @@ pub(super) fn block_of(
     read: Option<Result<Payload, SmpError>>,
     tops: &Tops,
 ) -> Result<Block, ApplyError> {
+    let first = !left.contains_key(&o.target);
     let before = match left.get(&o.target) {
+        // Not read: whatever it holds counts as the plan's old (the switch forwards by none
+        // of it), and that is what an undo writes back while the top still hides it.
+        None if o.hidden => o.expect.unwrap_or([0xff; PAYLOAD]),
         Some(p) => {
             if o.expect.is_some_and(|want| !same(&o.target, p, &want)) {
                 return Err(ApplyError::Invalid(format!(
@@ -635,6 +653,7 @@ pub(super) fn block_of(
         modifier: o.target.modifier,
         before,
         after: o.after,
+        hidden: first && o.hidden,
     })
 }
 
@@ -712,7 +731,8 @@ pub(super) fn snapshot(
     let mut known = std::collections::BTreeSet::new();
     for (i, o) in ops.iter().enumerate() {
         count.visits += 1;
-        if known.insert(&o.target) {
+        // A hidden block's first write is not read ([`Op::hidden`]).
+        if known.insert(&o.target) && !o.hidden {
             firsts.push(i);
         }
     }
