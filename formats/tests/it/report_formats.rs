@@ -10,12 +10,12 @@ use std::collections::BTreeSet;
 use weft_fabric::{Fabric, Guid, NodeKind};
 use weft_formats::ibnetdiscover::{self, Code, Discovered, InputFormat, ParseOptions};
 
-const TOPOLOGY: &str = include_str!("data/ibsim-leaf-spine.ibnetdiscover");
-const PORTS: &str = include_str!("data/ibsim-leaf-spine.ports");
-const LINKINFO: &str = include_str!("data/ibsim-leaf-spine.iblinkinfo");
-const TOPOLOGY_NO_SM: &str = include_str!("data/ibsim-leaf-spine-nosm.ibnetdiscover");
-const PORTS_NO_SM: &str = include_str!("data/ibsim-leaf-spine-nosm.ports");
-const LINKINFO_NO_SM: &str = include_str!("data/ibsim-leaf-spine-nosm.iblinkinfo");
+const TOPOLOGY: &str = include_str!("../data/ibsim-leaf-spine.ibnetdiscover");
+const PORTS: &str = include_str!("../data/ibsim-leaf-spine.ports");
+const LINKINFO: &str = include_str!("../data/ibsim-leaf-spine.iblinkinfo");
+const TOPOLOGY_NO_SM: &str = include_str!("../data/ibsim-leaf-spine-nosm.ibnetdiscover");
+const PORTS_NO_SM: &str = include_str!("../data/ibsim-leaf-spine-nosm.ports");
+const LINKINFO_NO_SM: &str = include_str!("../data/ibsim-leaf-spine-nosm.iblinkinfo");
 
 fn read(text: &str) -> Discovered {
     ibnetdiscover::parse(text, &ParseOptions::default()).unwrap_or_else(|e| {

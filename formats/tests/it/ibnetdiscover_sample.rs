@@ -7,8 +7,8 @@
 use weft_fabric::{Guid, Lid, NodeKind, PortNum, PortRef, Speed, Width};
 use weft_formats::ibnetdiscover::{self, Discovered, ParseOptions};
 
-const DUMP: &str = include_str!("data/two-switch.ibnetdiscover");
-const NAME_MAP: &str = include_str!("data/two-switch.node-name-map");
+const DUMP: &str = include_str!("../data/two-switch.ibnetdiscover");
+const NAME_MAP: &str = include_str!("../data/two-switch.node-name-map");
 
 fn read(opts: &ParseOptions) -> Discovered {
     match ibnetdiscover::parse(DUMP, opts) {

@@ -339,7 +339,7 @@ proptest! {
             0..12,
         )
     ) {
-        let mut text = include_str!("data/two-switch.ibnetdiscover").to_owned();
+        let mut text = include_str!("../data/two-switch.ibnetdiscover").to_owned();
         for (at, cut, insert) in edits {
             let mut i = at.index(text.len() + 1);
             while !text.is_char_boundary(i) {

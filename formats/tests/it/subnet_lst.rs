@@ -16,8 +16,8 @@ use weft_fabric::rng::SplitMix64;
 use weft_fabric::{Fabric, Guid, NodeKind};
 use weft_formats::ibnetdiscover::{self, Code, Discovered, InputFormat, ParseErrors, ParseOptions};
 
-const TOPOLOGY: &str = include_str!("data/ibsim-leaf-spine.ibnetdiscover");
-const SUBNET: &str = include_str!("data/ibsim-leaf-spine.subnet.lst");
+const TOPOLOGY: &str = include_str!("../data/ibsim-leaf-spine.ibnetdiscover");
+const SUBNET: &str = include_str!("../data/ibsim-leaf-spine.subnet.lst");
 
 fn read(text: &str) -> Result<Discovered, ParseErrors> {
     ibnetdiscover::parse(text, &ParseOptions::default())

@@ -9,7 +9,7 @@
     reason = "test helpers fail by panicking and index what they built"
 )]
 
-#[path = "support/guid_spaces.rs"]
+#[path = "../support/guid_spaces.rs"]
 mod guid_spaces;
 
 use proptest::prelude::*;

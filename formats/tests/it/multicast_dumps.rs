@@ -18,7 +18,7 @@ use weft_formats::state_json::ToJson;
 
 macro_rules! data {
     ($f:literal) => {
-        include_str!(concat!("data/multicast/", $f))
+        include_str!(concat!("../data/multicast/", $f))
     };
 }
 
