@@ -378,6 +378,55 @@ fn port_up(p: &PortInfo) -> bool {
         )
 }
 
+/// Records the node `far` answered as, reached by `next`: a new node joins `nodes` and the
+/// wire view and is queued to walk; a known end node reached through a new port is queued
+/// again through it (a switch is walked once).
+fn reached(
+    nodes: &mut BTreeMap<Guid, Found>,
+    view: &mut WireView,
+    queue: &mut VecDeque<(Guid, DrPath, u8)>,
+    far: NodeInfo,
+    next: DrPath,
+) -> Result<(), DiscoverError> {
+    let fg = Guid(far.node_guid);
+    match nodes.get_mut(&fg) {
+        Some(f) => {
+            if f.info.node_type != NodeType::Switch && !f.ports.contains_key(&far.local_port) {
+                f.ports.insert(far.local_port, next.clone());
+                queue.push_back((fg, next, far.local_port));
+            }
+        }
+        None => {
+            // Every node holds a LID: a fabric answering with more nodes than there
+            // are unicast LIDs is not one (and one answering with new nodes forever
+            // would be walked forever).
+            if nodes.len() >= MAX_NODES {
+                return Err(DiscoverError::TooMany(MAX_NODES));
+            }
+            view.nodes.insert(
+                fg,
+                WireNode {
+                    kind: kind(&far, &next)?,
+                    ports: far.num_ports,
+                },
+            );
+            let mut f = Found {
+                info: far,
+                path: next.clone(),
+                ports: BTreeMap::new(),
+                port_guids: BTreeMap::new(),
+            };
+            if far.node_type != NodeType::Switch {
+                f.ports.insert(far.local_port, next.clone());
+                f.port_guids.insert(far.local_port, far.port_guid);
+            }
+            nodes.insert(fg, f);
+            queue.push_back((fg, next, far.local_port));
+        }
+    }
+    Ok(())
+}
+
 /// Walks the fabric from the SM's port.
 pub fn discover(t: &mut impl TransportExt) -> Result<Discovery, DiscoverError> {
     let mut smps = 0usize;
@@ -498,44 +547,7 @@ pub fn discover(t: &mut impl TransportExt) -> Result<Discovery, DiscoverError> {
             ends.insert(a);
             ends.insert(b);
             view.links.insert(if a <= b { (a, b) } else { (b, a) });
-            let fg = Guid(far.node_guid);
-            match nodes.get_mut(&fg) {
-                Some(f) => {
-                    if f.info.node_type != NodeType::Switch
-                        && !f.ports.contains_key(&far.local_port)
-                    {
-                        f.ports.insert(far.local_port, next.clone());
-                        queue.push_back((fg, next, far.local_port));
-                    }
-                }
-                None => {
-                    // Every node holds a LID: a fabric answering with more nodes than there
-                    // are unicast LIDs is not one (and one answering with new nodes forever
-                    // would be walked forever).
-                    if nodes.len() >= MAX_NODES {
-                        return Err(DiscoverError::TooMany(MAX_NODES));
-                    }
-                    view.nodes.insert(
-                        fg,
-                        WireNode {
-                            kind: kind(&far, &next)?,
-                            ports: far.num_ports,
-                        },
-                    );
-                    let mut f = Found {
-                        info: far,
-                        path: next.clone(),
-                        ports: BTreeMap::new(),
-                        port_guids: BTreeMap::new(),
-                    };
-                    if far.node_type != NodeType::Switch {
-                        f.ports.insert(far.local_port, next.clone());
-                        f.port_guids.insert(far.local_port, far.port_guid);
-                    }
-                    nodes.insert(fg, f);
-                    queue.push_back((fg, next, far.local_port));
-                }
-            }
+            reached(&mut nodes, &mut view, &mut queue, far, next)?;
         }
     }
     view.lmc = lmc.unwrap_or(0);

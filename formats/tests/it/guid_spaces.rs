@@ -10,7 +10,7 @@
 )]
 
 #[path = "../support/guid_spaces.rs"]
-mod guid_spaces;
+mod checks;
 
 use proptest::prelude::*;
 
@@ -19,12 +19,12 @@ proptest! {
 
     #[test]
     fn the_builder_follows_the_guid_rules(data in proptest::collection::vec(any::<u8>(), 0..200)) {
-        guid_spaces::builder(&data);
+        checks::builder(&data);
     }
 
     #[test]
     fn the_reader_follows_the_guid_rules(data in proptest::collection::vec(any::<u8>(), 0..80)) {
-        guid_spaces::reader(&data);
+        checks::reader(&data);
     }
 }
 
@@ -35,6 +35,6 @@ fn ibsims_counted_port_guid_is_the_next_nodes_node_guid() {
     let text = "switchguid=0x1\nSwitch 2 \"S-0\"\n[1] \"H-1\"[1]\n[2] \"H-2\"[1]\n\n\
                 caguid=0x2\nCa 1 \"H-1\"\n[1] \"S-0\"[1]\n\ncaguid=0x3\nCa 1 \"H-2\"\n[1] \"S-0\"[2]\n\n";
     let d = weft_formats::ibnetdiscover::parse(text, &Default::default()).unwrap();
-    guid_spaces::check_lookups(&d.fabric);
+    checks::check_lookups(&d.fabric);
     assert_eq!(d.fabric.nodes().len(), 3);
 }
