@@ -1,6 +1,6 @@
 //! What switches run: LIDs and per-switch tables, next to the [`Fabric`] they belong to.
 //!
-//! Serialised as deterministic JSON ([`json`], schema v1, v2 with multicast), the input of `weft verify --state`,
+//! Serialised as deterministic JSON (`weft_formats::state_json`, schema v1, v2 with multicast), the input of `weft verify --state`,
 //! `weft plan --from` and `weft report`.
 //!
 //! A state holds the LIDs; per switch its LFT and SL→VL table (rows per (input, output) port
@@ -255,7 +255,7 @@ impl SwitchState {
 ///
 /// Build one freely; before anything trusts it (the verifier, the writers of plans), it goes
 /// through [`ValidState::new`](crate::ValidState::new), which checks every invariant and names
-/// every violation. `state.json` (schema v1, see [`json`]) is read straight into a
+/// every violation. `state.json` (schema v1, see `weft_formats::state_json`) is read straight into a
 /// [`ValidState`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FabricState {
