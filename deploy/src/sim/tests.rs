@@ -250,3 +250,16 @@ proptest! {
         }
     }
 }
+
+/// Discovery reads each node's NodeInfo once per link, not once per link end: a cable between
+/// two switches found from one end is not followed back from the other. Two switches of 4
+/// ports cabled twice, a host on each: 1 NodeInfo of the SM's own node, 1 per live link (4),
+/// a PortInfo per switch port and port 0 (2 × 5) and the PortInfo of each end port entered (2).
+#[test]
+fn discovery_follows_each_link_once() {
+    let (st, sm) = fabric();
+    let mut sim = SimFabric::new(&st, sm).unwrap();
+    let d = crate::discover(&mut sim).unwrap();
+    assert_eq!((d.view.nodes.len(), d.view.links.len()), (4, 4));
+    assert_eq!(d.smps, 1 + 4 + 2 * 5 + 2);
+}
