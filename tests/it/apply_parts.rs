@@ -21,6 +21,7 @@ use weft_deploy::apply::{
 };
 use weft_deploy::apply::{ApplyError, ProofMode};
 use weft_deploy::journal::JournalFault;
+use weft_deploy::sim::Tables;
 use weft_deploy::{Attr, Fault, Payload, Retrying, SimFabric, SmpError, Target, Transport};
 use weft_fabric::ValidState;
 use weft_formats::plan::Plan;
@@ -135,6 +136,30 @@ fn in_parts(dir: &std::path::Path) -> ApplyOptions {
     }
 }
 
+/// After a crash mid-apply, a restarted copy of `fabric` recovers from the journal in `dir`
+/// back to `old` and forward to `new` (forward only from a journal holding every part, as
+/// `weft::deploy::journal_partial` says); whether the journal was partial.
+fn recovers_both_ways(
+    fabric: &SimFabric,
+    dir: &std::path::Path,
+    (old, new): (&Tables, &Tables),
+    at: &str,
+) -> bool {
+    let j = weft_deploy::journal::read(&dir.join("plan.journal")).unwrap();
+    for (d, want) in [(Direction::Back, old), (Direction::Forward, new)] {
+        let mut copy = fabric.clone();
+        copy.restart();
+        let path = dir.join(format!("{d:?}.journal"));
+        std::fs::copy(dir.join("plan.journal"), &path).unwrap();
+        match recover(&mut copy, &path, d, dir, &mut |_| {}) {
+            Ok(r) => same_at(&copy.tables(), want, &format!("{at}: {d:?}: {r:?}")),
+            Err(ApplyError::PartialJournal(_)) if d == Direction::Forward && j.partial() => {}
+            Err(e) => panic!("{at}: recover {d:?}: {e}"),
+        }
+    }
+    j.partial()
+}
+
 #[test]
 fn in_parts_every_fault_and_every_journal_failure_ends_old_or_new() {
     let (mut plan, full, empty) = first_plan();
@@ -224,21 +249,7 @@ fn in_parts_every_fault_and_every_journal_failure_ends_old_or_new() {
                     )
                 }
                 Err(ApplyError::Crashed(_)) => {
-                    let j = weft_deploy::journal::read(&dir.join("plan.journal")).unwrap();
-                    for (d, want) in [(Direction::Back, &old_t), (Direction::Forward, &new_t)] {
-                        let mut copy = fabric.clone();
-                        copy.restart();
-                        let path = dir.join(format!("{d:?}.journal"));
-                        std::fs::copy(dir.join("plan.journal"), &path).unwrap();
-                        match recover(&mut copy, &path, d, &dir, &mut |_| {}) {
-                            Ok(r) => same_at(&copy.tables(), want, &format!("{at}: {d:?}: {r:?}")),
-                            // Forward only from a journal holding every part.
-                            Err(ApplyError::PartialJournal(_))
-                                if d == Direction::Forward && j.partial() => {}
-                            Err(e) => panic!("{at}: recover {d:?}: {e}"),
-                        }
-                    }
-                    if j.partial() {
+                    if recovers_both_ways(&fabric, &dir, (&old_t, &new_t), &at) {
                         "crashed, partial journal, recovered back".to_owned()
                     } else {
                         "crashed, recovered".to_owned()
@@ -345,19 +356,7 @@ fn in_parts_a_first_deployment_over_stale_blocks_above_the_top_ends_old_or_new_a
                     format!("{:?}", r.state)
                 }
                 Err(ApplyError::Crashed(_)) => {
-                    let j = weft_deploy::journal::read(&dir.join("plan.journal")).unwrap();
-                    for (d, want) in [(Direction::Back, &old_t), (Direction::Forward, &new_t)] {
-                        let mut copy = fabric.clone();
-                        copy.restart();
-                        let path = dir.join(format!("{d:?}.journal"));
-                        std::fs::copy(dir.join("plan.journal"), &path).unwrap();
-                        match recover(&mut copy, &path, d, &dir, &mut |_| {}) {
-                            Ok(r) => same_at(&copy.tables(), want, &format!("{at}: {d:?}: {r:?}")),
-                            Err(ApplyError::PartialJournal(_))
-                                if d == Direction::Forward && j.partial() => {}
-                            Err(e) => panic!("{at}: recover {d:?}: {e}"),
-                        }
-                    }
+                    recovers_both_ways(&fabric, &dir, (&old_t, &new_t), &at);
                     "crashed, recovered".to_owned()
                 }
                 Err(e) => panic!("{at}: {e}"),
