@@ -12,7 +12,11 @@
 //! - Another writer's change to a block at any SMP is caught (the apply never ends "new" with
 //!   the fabric holding anything else) and never rolled over.
 
-#![expect(clippy::unwrap_used, reason = "test helpers fail by panicking")]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use std::collections::BTreeMap;
 use std::time::Duration;
