@@ -28,6 +28,7 @@ pub mod fmt;
 mod import;
 pub mod lids;
 mod multicast;
+pub mod outline;
 mod partitions;
 pub mod qos;
 #[expect(
