@@ -44,6 +44,7 @@ mod findings;
 mod fmt;
 mod html;
 mod import;
+mod lsp;
 mod manual;
 mod output;
 mod plan;
@@ -127,6 +128,8 @@ enum Command {
     Diff(diff::Args),
     /// Turn an ibnetdiscover dump into a `.weft` program.
     Import(import::Args),
+    /// Serve the Language Server Protocol on stdin and stdout (for editors).
+    Lsp(lsp::Args),
     /// Print a shell completion script for weft (bash, zsh, fish, elvish, powershell).
     Completions(manual::CompletionsArgs),
     /// Write weft's man pages (weft.1 and one weft-COMMAND.1 per command) under DIR/man1.
@@ -384,6 +387,7 @@ impl Command {
             Command::Export(a) => ("export", a.format.findings()),
             Command::Diff(a) => ("diff", a.format.findings()),
             Command::Import(_) => ("import", Format::Human),
+            Command::Lsp(_) => ("lsp", Format::Human),
             Command::Completions(_) => ("completions", Format::Human),
             Command::Man(_) => ("man", Format::Human),
         }
@@ -463,6 +467,7 @@ fn dispatch(command: Command, color: ColorChoice, quiet: bool) -> Result<ExitCod
         Command::Export(args) => export::run(args, cli.color),
         Command::Diff(args) => diff::run(args, cli.color),
         Command::Import(args) => import::run(args, cli.color),
+        Command::Lsp(args) => lsp::run(args),
         Command::Completions(args) => manual::completions(&args, Cli::command()),
         Command::Man(args) => manual::man(&args, Cli::command(), cli.quiet),
     }

@@ -7,10 +7,10 @@
 //! standard library ([`stdlib_source`]).
 
 use crate::diagnostic::SourceId;
+pub use crate::syntax::ast::Span;
 use crate::syntax::ast::{
     Block, DeclName, Expr, ExprKind, FabricStmt, Item, NodeKindKw, Section, SectionItem, Stmt,
 };
-pub use crate::syntax::ast::Span;
 
 /// What a [`Symbol`] declares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -179,7 +179,13 @@ impl Walker<'_> {
             name,
             name_span,
             span,
-            detail: self.slice(span).lines().next().unwrap_or("").trim().to_owned(),
+            detail: self
+                .slice(span)
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_owned(),
             doc: self.doc(span),
             children: Vec::new(),
         }
@@ -238,8 +244,12 @@ impl Walker<'_> {
                 s
             }
             Item::Template(t) => {
-                let mut s =
-                    self.symbol(SymbolKind::Template, t.name.name.clone(), t.name.span, t.span);
+                let mut s = self.symbol(
+                    SymbolKind::Template,
+                    t.name.name.clone(),
+                    t.name.span,
+                    t.span,
+                );
                 let params: Vec<&str> = t.params.iter().map(|p| self.slice(p.span)).collect();
                 s.detail = format!("template {}({})", t.name.name, params.join(", "));
                 for p in &t.params {
@@ -323,7 +333,12 @@ impl Walker<'_> {
             match st {
                 Stmt::Let(l) => {
                     self.expr(&l.value);
-                    out.push(self.symbol(SymbolKind::Let, l.name.name.clone(), l.name.span, l.span));
+                    out.push(self.symbol(
+                        SymbolKind::Let,
+                        l.name.name.clone(),
+                        l.name.span,
+                        l.span,
+                    ));
                 }
                 Stmt::For(f) => {
                     for (_, e) in &f.bindings {
@@ -443,13 +458,19 @@ mod tests {
                 (SymbolKind::Section, "routing"),
             ]
         );
-        assert_eq!(o.symbols.first().map(|s| s.doc.as_str()), Some("Two leaves."));
+        assert_eq!(
+            o.symbols.first().map(|s| s.doc.as_str()),
+            Some("Two leaves.")
+        );
         assert_eq!(
             o.symbols.first().map(|s| s.detail.as_str()),
             Some("template t(n: int = 2)")
         );
-        let refs: Vec<(&str, RefKind)> =
-            o.references.iter().map(|r| (r.name.as_str(), r.kind)).collect();
+        let refs: Vec<(&str, RefKind)> = o
+            .references
+            .iter()
+            .map(|r| (r.name.as_str(), r.kind))
+            .collect();
         assert!(refs.contains(&("sw", RefKind::Name)), "{refs:?}");
         assert!(refs.contains(&("t", RefKind::Call)), "{refs:?}");
         assert!(refs.contains(&("engine", RefKind::Attr)), "{refs:?}");

@@ -1,0 +1,170 @@
+//! One open document and what the compiler says about it: its compilation (parse, elaborate,
+//! validate: `weft check --no-verify`), its outline, and the diagnostics published for it.
+
+use crate::text::LineIndex;
+use lsp_types::{
+    CodeDescription, Diagnostic as LspDiagnostic, DiagnosticSeverity, NumberOrString, Url,
+};
+use weft_compiler::diagnostic::{Diagnostic, Severity};
+use weft_compiler::outline::Outline;
+use weft_compiler::Compilation;
+
+/// Files above this many bytes are not analysed as they are typed (a warning says so): a
+/// description this large is generated, and `weft check` is the tool for it.
+pub(crate) const MAX_ANALYSED_BYTES: usize = 4 << 20;
+
+/// Where the explanation of every code is (the page `weft --explain CODE` prints from).
+const CODES_PAGE: &str = "https://github.com/weft-fabric/weft/blob/main/docs/codes.md";
+
+/// What a build found, kept until the text changes: LIDs and the engine's line.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct BuildFacts {
+    /// `engine: why`.
+    pub(crate) engine: String,
+    /// Base LID of each node (port 0 of a switch, the first port of an end node), by name.
+    pub(crate) lids: std::collections::BTreeMap<String, u16>,
+}
+
+/// An open document.
+pub(crate) struct Document {
+    pub(crate) uri: Url,
+    pub(crate) version: i32,
+    pub(crate) text: String,
+    pub(crate) index: LineIndex,
+    pub(crate) outline: Outline,
+    /// `None` when the file is too large to analyse as it is typed.
+    pub(crate) compilation: Option<Compilation>,
+    /// Bumped on every change: a proof started for an older generation is stale.
+    pub(crate) generation: u64,
+    /// The last proof's diagnostics (cleared by a change).
+    pub(crate) proof: Vec<LspDiagnostic>,
+    /// The last build's facts (cleared by a change).
+    pub(crate) built: Option<BuildFacts>,
+}
+
+/// The name the compiler gives the document (its path for a file URI).
+pub(crate) fn source_name(uri: &Url) -> String {
+    uri.to_file_path()
+        .map_or_else(|()| uri.to_string(), |p| p.display().to_string())
+}
+
+/// How imports are read: beside the file for a file URI, nowhere for others.
+pub(crate) fn host(uri: &Url) -> Box<dyn weft_compiler::Host> {
+    match uri.to_file_path() {
+        Ok(p) => Box::new(weft_driver::FileHost::beside(&p)),
+        Err(()) => Box::new(weft_compiler::NoFiles),
+    }
+}
+
+impl Document {
+    /// Analyses `text`.
+    pub(crate) fn new(uri: Url, version: i32, text: String, generation: u64) -> Document {
+        let index = LineIndex::new(&text);
+        let (outline, compilation) = if text.len() > MAX_ANALYSED_BYTES {
+            (Outline::default(), None)
+        } else {
+            let c = weft_compiler::check(&source_name(&uri), &text, host(&uri).as_ref());
+            (weft_compiler::outline::outline(&text), Some(c))
+        };
+        Document {
+            uri,
+            version,
+            text,
+            index,
+            outline,
+            compilation,
+            generation,
+            proof: Vec::new(),
+            built: None,
+        }
+    }
+
+    /// The LSP range of a span of this document.
+    pub(crate) fn range(&self, start: u32, end: u32) -> lsp_types::Range {
+        self.index.range(&self.text, start as usize, end as usize)
+    }
+
+    /// The compiler's diagnostics, then the last proof's.
+    pub(crate) fn diagnostics(&self) -> Vec<LspDiagnostic> {
+        let Some(c) = &self.compilation else {
+            return vec![LspDiagnostic {
+                range: self.range(0, 0),
+                severity: Some(DiagnosticSeverity::WARNING),
+                source: Some("weft".into()),
+                message: format!(
+                    "this file is {} bytes, more than the {} the editor analyses as you type; run `weft check`",
+                    self.text.len(),
+                    MAX_ANALYSED_BYTES
+                ),
+                ..LspDiagnostic::default()
+            }];
+        };
+        let mut out: Vec<LspDiagnostic> = c
+            .diagnostics
+            .iter()
+            .map(|d| convert(&self.text, &self.index, c, d))
+            .collect();
+        out.extend(self.proof.iter().cloned());
+        out
+    }
+}
+
+/// One compiler diagnostic: at its first label in this file (the top of the file when
+/// its labels are elsewhere, in an import or the standard library, which it names).
+pub(crate) fn convert(
+    text: &str,
+    index: &LineIndex,
+    c: &Compilation,
+    d: &Diagnostic,
+) -> LspDiagnostic {
+    let main = c.main;
+    let range = |s: u32, e: u32| index.range(text, s as usize, e as usize);
+    let in_main = d.source.is_none_or(|s| s == main);
+    let (range, mut message) = match (in_main, d.labels.first()) {
+        (true, Some(l)) => (range(l.span.start, l.span.end), d.message.clone()),
+        (true, None) => (range(0, 0), d.message.clone()),
+        (false, _) => {
+            let name = d
+                .source
+                .and_then(|s| c.sources.get(s))
+                .map_or("another file", |f| f.name.as_str());
+            (range(0, 0), format!("{} (in {name})", d.message))
+        }
+    };
+    if let Some(l) = d.labels.first().filter(|l| !l.text.is_empty()) {
+        message += &format!(": {}", l.text);
+    }
+    if let Some(h) = &d.help {
+        message += &format!("\nhelp: {h}");
+    }
+    diagnostic(range, d.severity, d.code.as_str(), message)
+}
+
+/// An LSP diagnostic of weft `code`, linked to the code's explanation.
+pub(crate) fn diagnostic(
+    range: lsp_types::Range,
+    severity: Severity,
+    code: &str,
+    message: String,
+) -> LspDiagnostic {
+    let anchor: String = code
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    LspDiagnostic {
+        range,
+        severity: Some(match severity {
+            Severity::Error => DiagnosticSeverity::ERROR,
+            Severity::Warning => DiagnosticSeverity::WARNING,
+            _ => DiagnosticSeverity::INFORMATION,
+        }),
+        code: Some(NumberOrString::String(code.to_owned())),
+        code_description: Url::parse(&format!("{CODES_PAGE}#{anchor}"))
+            .ok()
+            .map(|href| CodeDescription { href }),
+        source: Some("weft".into()),
+        message,
+        data: Some(serde_json::json!({ "explain": format!("weft --explain {code}") })),
+        ..LspDiagnostic::default()
+    }
+}
