@@ -62,9 +62,12 @@ fn diagnostics_on_open_and_change_at_utf16_columns() {
     let (mut c, _) = Client::start();
     let d = c.open(URI, SAMPLE);
     insta::assert_snapshot!("open", shown(&d));
-    // A typo in a model's name, and a name after characters of 4 and 2 bytes (2 and 1
-    // UTF-16 units) on the same line.
-    let changed = SAMPLE.replace("spine : sb7800", "spine : sb780") + "let tag = [\"𝄞é\", nope]\n";
+    // A typo in a model's name, and a wrong value after characters of 4 and 2 bytes (2 and
+    // 1 UTF-16 units) on the same line.
+    let changed = SAMPLE.replace("spine : sb7800", "spine : sb780").replace(
+        "    switch spine",
+        "    hca \"𝄞é\" : connectx5 { rail = nope }\n    switch spine",
+    );
     c.notify(
         "textDocument/didChange",
         json!({ "textDocument": { "uri": URI, "version": 2 },
@@ -76,11 +79,12 @@ fn diagnostics_on_open_and_change_at_utf16_columns() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|d| d["message"].as_str().unwrap().contains("nope"))
-        .expect("`nope` is unknown");
-    // `let tag = ["` is 11 units, `𝄞` 2, `é` 1, `", ` 3: `nope` starts at 17 (20 in bytes).
-    assert_eq!(nope["range"]["start"]["character"], 17, "{nope}");
-    assert_eq!(nope["range"]["end"]["character"], 21, "{nope}");
+        .find(|d| d["message"].as_str().unwrap().contains("rail number"))
+        .expect("`nope` is no rail");
+    // `    hca "` is 9 units, `𝄞` 2, `é` 1, `" : connectx5 { rail = ` 23: `nope` starts at 35
+    // (38 in bytes).
+    assert_eq!(nope["range"]["start"]["character"], 35, "{nope}");
+    assert_eq!(nope["range"]["end"]["character"], 39, "{nope}");
     c.stop();
 }
 

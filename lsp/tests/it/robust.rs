@@ -100,7 +100,7 @@ fn text_that_was_not_utf8_and_a_10_mb_file() {
     let first = &d["diagnostics"][0];
     assert_eq!(first["severity"], 1, "{d}");
     assert_eq!(first["range"]["start"]["line"], 0, "{d}");
-    let big = "// padding\n".repeat(10 << 20 / 11 + 1);
+    let big = "// padding\n".repeat((10 << 20) / 11 + 1);
     assert!(big.len() >= 10 << 20);
     let started = std::time::Instant::now();
     let d = c.open("file:///work/big.weft", &big);
