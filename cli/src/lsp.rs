@@ -21,7 +21,9 @@ pub fn run(args: Args) -> Result<ExitCode, Fatal> {
     // The standard library of the source tree this binary was built from, when it is still
     // there (definitions jump into its files; `weft-std:` URIs otherwise).
     let config = weft_lsp::Config {
-        stdlib_dir: Some(concat!(env!("CARGO_MANIFEST_DIR"), "/../stdlib").into()),
+        stdlib_dir: std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .map(|root| root.join("stdlib")),
     };
     let served = weft_lsp::serve(&conn, &config);
     drop(conn);

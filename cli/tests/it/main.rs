@@ -15,6 +15,7 @@ mod findings;
 mod formats;
 mod hostile;
 mod html;
+mod lsp_nvim;
 mod mft_mad;
 mod opensm_aggregation;
 mod opensm_audit;
