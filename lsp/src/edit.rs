@@ -1,8 +1,8 @@
 //! Completion, formatting (`weft fmt`'s formatter) and code actions (the fixes the
 //! diagnostics already name).
 
+use crate::analysis as attrs;
 use crate::analysis::Document;
-use crate::attrs;
 use crate::stdlib::Stdlib;
 use lsp_types::{
     CodeAction, CodeActionKind, CodeActionOrCommand, CompletionItem, CompletionItemKind,

@@ -3,11 +3,11 @@
 //!
 //! `server.rs` is the loop (handshake, full document sync, dispatch); `analysis.rs` a
 //! document and its compilation (parse, elaborate, validate: what `weft check --no-verify`
-//! runs) with its diagnostics at UTF-16 positions (`text.rs`); `proof.rs` routing and the
+//! runs) with its diagnostics at UTF-16 positions (`text.rs`) and what each attribute means; `proof.rs` routing and the
 //! proof on save in a worker thread, with `$/progress` and cancellation by generation;
 //! `navigate.rs` hover, definition, references, rename and the outline (on
 //! `weft_compiler::outline`); `edit.rs` completion, formatting (`weft fmt`'s formatter) and
-//! quick fixes; `attrs.rs` what each attribute means; `stdlib.rs` the standard library as
+//! quick fixes; `stdlib.rs` the standard library as
 //! documents; `transport.rs` the protocol's framing over any byte streams.
 //!
 //! The library never prints and never touches the process's standard streams: the CLI hands
@@ -18,7 +18,6 @@
 #![deny(clippy::indexing_slicing)]
 
 mod analysis;
-mod attrs;
 mod edit;
 mod navigate;
 mod proof;

@@ -1,8 +1,8 @@
 //! Hover, go to definition, references, rename and the document outline, on the compiler's
 //! outline (`weft_compiler::outline`) and elaborated fabric.
 
+use crate::analysis as attrs;
 use crate::analysis::Document;
-use crate::attrs;
 use crate::stdlib::Stdlib;
 use lsp_types::{
     DocumentSymbol, Hover, HoverContents, Location, MarkupContent, MarkupKind, Position, Range,

@@ -76,6 +76,16 @@ const RULES: &[(&str, &[&str], &str)] = &[
         "the pipeline: source to proven state and build directory; it never deploys",
     ),
     (
+        "weft-lsp",
+        &[
+            "weft-compiler",
+            "weft-driver",
+            "weft-fabric",
+            "weft-verifier",
+        ],
+        "the server answers from the compiler",
+    ),
+    (
         "weft",
         &[
             "weft-compiler",
@@ -83,6 +93,7 @@ const RULES: &[(&str, &[&str], &str)] = &[
             "weft-driver",
             "weft-fabric",
             "weft-formats",
+            "weft-lsp",
             "weft-metrics",
             "weft-plan",
             "weft-traffic",
@@ -125,6 +136,7 @@ const RULES: &[(&str, &[&str], &str)] = &[
 /// Library crates: they return values and typed errors; only the CLI writes to a terminal.
 const LIBRARIES: &[&str] = &[
     "weft-driver",
+    "weft-lsp",
     "weft-fabric",
     "weft-formats",
     "weft-compiler",
