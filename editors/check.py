@@ -2,7 +2,11 @@
 """Check the weft editor support in editors/ (Python 3 standard library only, no network).
 
 1. VS Code: package.json and language-configuration.json are valid JSON with the fields
-   VS Code needs; their regexes compile.
+   VS Code needs; their regexes compile. The extension starts the language server: `main`
+   names extension.js, which exists, requires `vscode-languageclient/node` (a declared
+   dependency) and runs the configured binary with `lsp`; it activates on `onLanguage:weft`
+   and contributes the `weft.server.path` setting. Neovim: editors/nvim/lua/weft.lua starts
+   `weft lsp` with the built-in client.
 2. TextMate grammar: valid JSON; every `match`/`begin`/`end` regex compiles with Python's `re`
    after translating the few Oniguruma-only escapes (and rejecting the rest); every
    `#include` resolves.
@@ -91,6 +95,43 @@ def load_json(path):
 # 1. VS Code manifest and language configuration
 
 
+def check_language_server(pkg):
+    problems = []
+    main = pkg.get("main")
+    entry = os.path.join(VSCODE, main) if isinstance(main, str) else None
+    if not entry or not os.path.isfile(entry):
+        problems.append(f"`main` ({main!r}) names no file")
+    if "onLanguage:weft" not in pkg.get("activationEvents", []):
+        problems.append("no `onLanguage:weft` activation event")
+    if "vscode-languageclient" not in pkg.get("dependencies", {}):
+        problems.append("`vscode-languageclient` is not a dependency")
+    props = pkg.get("contributes", {}).get("configuration", {}).get("properties", {})
+    if props.get("weft.server.path", {}).get("default") != "weft":
+        problems.append("no `weft.server.path` setting defaulting to `weft`")
+    if entry and os.path.isfile(entry):
+        with open(entry, encoding="utf-8") as f:
+            js = f.read()
+        for needle, why in (("require('vscode-languageclient/node')", "the client library"),
+                            ("args: ['lsp']", "the server's arguments"),
+                            ("'weft.server.path'".replace("'weft.", "'"), "the binary setting"),
+                            ("function activate(", "an activate function"),
+                            ("module.exports = { activate, deactivate }", "its exports")):
+            if needle not in js:
+                problems.append(f"{rel(entry)} lacks {why} (`{needle}`)")
+    check("vscode extension starts `weft lsp` with vscode-languageclient", not problems, problems)
+    nvim = os.path.join(EDITORS, "nvim", "lua", "weft.lua")
+    problems = []
+    if not os.path.isfile(nvim):
+        problems.append(f"{rel(nvim)} is missing")
+    else:
+        with open(nvim, encoding="utf-8") as f:
+            lua = f.read()
+        for needle in ("vim.lsp.start_client", "'lsp'", "*.weft"):
+            if needle not in lua:
+                problems.append(f"{rel(nvim)} lacks `{needle}`")
+    check("nvim/lua/weft.lua starts `weft lsp` with Neovim's client", not problems, problems)
+
+
 def check_vscode_manifest():
     pkg, err = load_json(os.path.join(VSCODE, "package.json"))
     check("vscode/package.json is valid JSON", pkg is not None, [err] if err else [])
@@ -124,6 +165,7 @@ def check_vscode_manifest():
             problems.append(f"grammar path `{g.get('path')}` does not exist")
     check("vscode/package.json contributes language `weft` (.weft) and grammar source.weft",
           not problems, problems)
+    check_language_server(pkg)
 
     conf, err = load_json(os.path.join(VSCODE, "language-configuration.json"))
     check("vscode/language-configuration.json is valid JSON", conf is not None,
