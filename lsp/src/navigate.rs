@@ -162,7 +162,7 @@ pub(crate) fn hover(doc: &Document, std: &Stdlib, t: &Target<'_>, offset: usize)
         }
         Target::Use(r) if r.kind == RefKind::Module => format!("module `std::{name}`"),
         _ => {
-            if let Some(n) = node_hover(doc, t, name, offset) {
+            if let Some(n) = node_hover(doc, t, name) {
                 n
             } else if let Some(s) = declarations(doc, name).first() {
                 signature(s)
@@ -250,7 +250,7 @@ fn section_kind(doc: &Document, offset: usize) -> Option<String> {
 }
 
 /// The node a name means: `leaf3`, `"cn001"`, or `leaf[3]` (an array and a literal index).
-fn node_hover(doc: &Document, t: &Target<'_>, name: &str, offset: usize) -> Option<String> {
+fn node_hover(doc: &Document, t: &Target<'_>, name: &str) -> Option<String> {
     let e = doc.compilation.as_ref()?.elaborated.as_ref()?;
     let f = &e.fabric;
     let mut candidates = vec![name.to_owned()];
@@ -266,7 +266,6 @@ fn node_hover(doc: &Document, t: &Target<'_>, name: &str, offset: usize) -> Opti
     {
         candidates.insert(0, format!("{name}{idx}"));
     }
-    let _ = offset;
     let id = candidates.iter().find_map(|c| f.find(c))?;
     let n = f.node(id);
     let s = &n.spec;
