@@ -5,8 +5,6 @@
 #![expect(
     clippy::print_stdout,
     clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
     reason = "a measuring program prints its figures and stops on the first surprise"
 )]
 

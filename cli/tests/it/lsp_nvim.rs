@@ -4,6 +4,11 @@
 //! standard library, completion, formatting. Fails under `CI` when `nvim` is missing (the
 //! `neovim` package); skips loudly otherwise.
 
+#![expect(
+    clippy::print_stderr,
+    reason = "a skipped editor test says so loudly on stderr"
+)]
+
 use crate::support::{root, scratch, WEFT};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -42,7 +47,9 @@ fn nvim() -> bool {
             std::env::var_os("CI").is_none(),
             "nvim is missing; CI must run the editor test (.ci/run installs neovim)"
         );
-        eprintln!("SKIPPED lsp_nvim: nvim is missing (apt-get install neovim)");
+        eprintln!("\n==================================================================");
+        eprintln!("SKIP lsp_nvim: nvim is missing (apt-get install neovim)");
+        eprintln!("==================================================================\n");
     }
     found
 }

@@ -6,7 +6,6 @@
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::panic,
-    clippy::indexing_slicing,
     reason = "tests fail by panicking"
 )]
 
