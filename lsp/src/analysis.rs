@@ -13,9 +13,6 @@ use weft_compiler::Compilation;
 /// description this large is generated, and `weft check` is the tool for it.
 pub(crate) const MAX_ANALYSED_BYTES: usize = 4 << 20;
 
-/// Where the explanation of every code is (the page `weft --explain CODE` prints from).
-const CODES_PAGE: &str = "https://github.com/weft-fabric/weft/blob/main/docs/codes.md";
-
 /// What a build found, kept until the text changes: LIDs and the engine's line.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct BuildFacts {
@@ -140,17 +137,14 @@ pub(crate) fn convert(
     diagnostic(range, d.severity, d.code.as_str(), message)
 }
 
-/// An LSP diagnostic of weft `code`, linked to the code's explanation.
+/// An LSP diagnostic of weft `code`, with the command that explains it in its `data` (the
+/// server links the code to its page, [`link_code`]).
 pub(crate) fn diagnostic(
     range: lsp_types::Range,
     severity: Severity,
     code: &str,
     message: String,
 ) -> LspDiagnostic {
-    let anchor: String = code
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
-        .collect();
     LspDiagnostic {
         range,
         severity: Some(match severity {
@@ -159,9 +153,6 @@ pub(crate) fn diagnostic(
             _ => DiagnosticSeverity::INFORMATION,
         }),
         code: Some(NumberOrString::String(code.to_owned())),
-        code_description: Url::parse(&format!("{CODES_PAGE}#{anchor}"))
-            .ok()
-            .map(|href| CodeDescription { href }),
         source: Some("weft".into()),
         message,
         data: Some(serde_json::json!({ "explain": format!("weft --explain {code}") })),
@@ -325,4 +316,18 @@ pub(crate) fn meaning(context: &str, name: &str) -> Option<&'static str> {
         list.iter().find(|(n, _)| *n == name).map(|(_, m)| *m)
     };
     find(in_context(context)).or_else(|| ATTRS.iter().find_map(|(_, l)| find(l)))
+}
+
+/// Links `d`'s code to its section of `page` (`docs/codes.md`: `### \`weft::x\`` headings,
+/// anchored as Markdown renderers anchor them).
+pub(crate) fn link_code(d: &mut LspDiagnostic, page: &Url) {
+    if let Some(NumberOrString::String(code)) = &d.code {
+        let anchor: String = code
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        let mut href = page.clone();
+        href.set_fragment(Some(&anchor));
+        d.code_description = Some(CodeDescription { href });
+    }
 }

@@ -41,6 +41,8 @@ struct Server<'c> {
     generations: Generations,
     next_generation: u64,
     jobs: Sender<Job>,
+    /// `docs/codes.md` of the source tree beside the standard library, when it is there.
+    codes_page: Option<Url>,
     progress: bool,
     begun: BTreeSet<String>,
     shutdown: bool,
@@ -75,6 +77,13 @@ pub(crate) fn run(conn: &Connection, config: &Config) -> Result<(), Error> {
         generations,
         next_generation: 0,
         jobs,
+        codes_page: config
+            .stdlib_dir
+            .as_deref()
+            .and_then(std::path::Path::parent)
+            .map(|root| root.join("docs/codes.md"))
+            .filter(|p| p.is_file())
+            .and_then(|p| Url::from_file_path(p).ok()),
         progress,
         begun: BTreeSet::new(),
         shutdown: false,
@@ -311,7 +320,14 @@ impl Server<'_> {
 
     fn publish(&self, uri: &Url) -> Result<(), Error> {
         match self.docs.get(uri) {
-            Some(d) => self.publish_raw(uri.clone(), d.diagnostics(), Some(d.version)),
+            Some(d) => {
+                let mut all = d.diagnostics();
+                if let Some(page) = &self.codes_page {
+                    all.iter_mut()
+                        .for_each(|d| crate::analysis::link_code(d, page));
+                }
+                self.publish_raw(uri.clone(), all, Some(d.version))
+            }
             None => Ok(()),
         }
     }
