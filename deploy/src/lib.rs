@@ -40,6 +40,7 @@ pub mod read;
 pub mod sim;
 pub mod smp;
 pub mod transport;
+pub mod watch;
 
 pub use apply::{
     apply, recover, ApplyError, ApplyOptions, Direction, Final, Progress, ProofMode, Report,
