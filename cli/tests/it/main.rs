@@ -30,4 +30,5 @@ mod support;
 mod tidy;
 mod tolerant;
 mod verify;
+mod watch_mad;
 mod writers_mad;

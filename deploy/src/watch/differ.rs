@@ -8,10 +8,32 @@ use weft_fabric::{
     FabricBuilder, FabricState, Guid, Lft, LinkState, StateErrors, ValidState, LFT_UNSET,
 };
 
+/// A GUID as JSON holds it: `0x` and 16 hex digits (a number that large is not exact in
+/// every JSON reader).
+fn hex<S: serde::Serializer>(g: &Guid, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format!("{:#018x}", g.0))
+}
+
+/// GUIDs and names as JSON holds them.
+fn hex_named<S: serde::Serializer>(v: &[(Guid, String)], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq as _;
+    let mut seq = s.serialize_seq(Some(v.len()))?;
+    for (g, n) in v {
+        seq.serialize_element(&(format!("{:#018x}", g.0), n))?;
+    }
+    seq.end()
+}
+
+/// A cable end as JSON holds it.
+fn end<S: serde::Serializer>(e: &(Guid, String, u8), s: S) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&(format!("{:#018x}", e.0 .0), &e.1, e.2), s)
+}
+
 /// An LFT block that differs.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 pub struct Block {
     /// The switch's GUID.
+    #[serde(serialize_with = "hex")]
     pub switch: Guid,
     /// Its name in the reference.
     pub name: String,
@@ -23,8 +45,10 @@ pub struct Block {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 pub struct Cable {
     /// One end.
+    #[serde(serialize_with = "end")]
     pub a: (Guid, String, u8),
     /// The other.
+    #[serde(serialize_with = "end")]
     pub b: (Guid, String, u8),
 }
 
@@ -39,8 +63,10 @@ pub struct Difference {
     /// Cables live and not up in the reference.
     pub cables_new: Vec<Cable>,
     /// Nodes up in the reference, not live (GUID, name).
+    #[serde(serialize_with = "hex_named")]
     pub nodes_gone: Vec<(Guid, String)>,
     /// Nodes live, not in the reference.
+    #[serde(serialize_with = "hex_named")]
     pub nodes_new: Vec<(Guid, String)>,
 }
 
