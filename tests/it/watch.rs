@@ -3,6 +3,8 @@
 //! rebooted switch and a block written by another writer are each found and named; the
 //! repair planned against the desired state, applied, leaves the fabric proven.
 
+#![expect(clippy::unwrap_used, reason = "test helpers fail by panicking")]
+
 use weft_deploy::sim::SimFabric;
 use weft_deploy::watch::{self, Change, Watcher};
 use weft_deploy::{smp, DrPath, Target, Transport as _};

@@ -95,6 +95,54 @@ impl Run<'_> {
         }
     }
 
+    /// The sweep's counters.
+    fn count(
+        &self,
+        light: bool,
+        light_smps: usize,
+        heavy_smps: Option<usize>,
+        changes: usize,
+        took: std::time::Duration,
+    ) {
+        let m = &self.metrics;
+        let kind = |k: &str| KindLabel { kind: k.to_owned() };
+        if light {
+            m.sweeps.get_or_create(&kind("light")).inc();
+            m.smps
+                .get_or_create(&kind("light"))
+                .inc_by(light_smps as u64);
+        }
+        m.duration
+            .get_or_create(&kind(if heavy_smps.is_some() {
+                "heavy"
+            } else {
+                "light"
+            }))
+            .set(took.as_secs_f64());
+        if let Some(smps) = heavy_smps {
+            m.sweeps.get_or_create(&kind("heavy")).inc();
+            m.smps.get_or_create(&kind("heavy")).inc_by(smps as u64);
+        }
+        m.changes.inc_by(changes as u64);
+    }
+
+    /// `weft_fabric_proven`: 1, 0, or NaN for unknown.
+    fn gauge_verdict(&self) {
+        for (p, o) in &self.verdict.outcomes {
+            let v = match o {
+                Outcome::Proven => 1.0,
+                Outcome::Violated => 0.0,
+                Outcome::Unknown(_) => f64::NAN,
+            };
+            self.metrics
+                .proven
+                .get_or_create(&PropertyLabel {
+                    property: p.name().to_owned(),
+                })
+                .set(v);
+        }
+    }
+
     /// Evaluates a read: events, metrics; the exit status `--once` gives.
     pub(super) fn evaluate(
         &mut self,
@@ -121,22 +169,13 @@ impl Run<'_> {
                 )
             }
         };
-        let m = &self.metrics;
-        let kind = |k: &str| KindLabel { kind: k.to_owned() };
-        if let Read::Sweep { .. } = read {
-            m.sweeps.get_or_create(&kind("light")).inc();
-            m.smps
-                .get_or_create(&kind("light"))
-                .inc_by(light_smps as u64);
-        }
-        m.duration
-            .get_or_create(&kind(if heavy.is_some() { "heavy" } else { "light" }))
-            .set(took.as_secs_f64());
-        if let Some((_, smps, _)) = &heavy {
-            m.sweeps.get_or_create(&kind("heavy")).inc();
-            m.smps.get_or_create(&kind("heavy")).inc_by(*smps as u64);
-        }
-        m.changes.inc_by(changes.len() as u64);
+        self.count(
+            matches!(read, Read::Sweep { .. }),
+            light_smps,
+            heavy.as_ref().map(|h| h.1),
+            changes.len(),
+            took,
+        );
         let live = watcher.state();
         // Proven again only on a new read.
         let mut found: Vec<Finding> = Vec::new();
@@ -153,18 +192,7 @@ impl Run<'_> {
             };
             found.extend(self.verdict.findings.iter().cloned());
         }
-        for (p, o) in &self.verdict.outcomes {
-            let v = match o {
-                Outcome::Proven => 1.0,
-                Outcome::Violated => 0.0,
-                Outcome::Unknown(_) => f64::NAN,
-            };
-            m.proven
-                .get_or_create(&PropertyLabel {
-                    property: p.name().to_owned(),
-                })
-                .set(v);
-        }
+        self.gauge_verdict();
         if self.reference.is_none() && self.desired.is_none() {
             self.reference = live.cloned();
         }
@@ -173,9 +201,9 @@ impl Run<'_> {
             _ => None,
         };
         if let Some(d) = &diff {
-            m.ports_down.set(2 * d.cables_down.len() as i64);
-            m.tables_differing.set(d.blocks.len() as i64);
-            m.switches_differing.set(d.switches() as i64);
+            self.metrics.ports_down.set(2 * d.cables_down.len() as i64);
+            self.metrics.tables_differing.set(d.blocks.len() as i64);
+            self.metrics.switches_differing.set(d.switches() as i64);
         }
         let cabling = match (&self.design, live) {
             (Some(design), Some(st)) if heavy.is_some() => crate::diff::cabling(

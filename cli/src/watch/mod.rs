@@ -313,7 +313,10 @@ pub fn run(args: Args, color: crate::ColorChoice, _quiet: bool) -> Result<ExitCo
             &watcher,
             &mut mad,
             &mut w,
-            Read::Sweep { s, t: t.elapsed() },
+            Read::Sweep {
+                s: Box::new(s),
+                t: t.elapsed(),
+            },
         )?;
         return Ok(ExitCode::from(back));
     }
@@ -332,14 +335,17 @@ pub fn run(args: Args, color: crate::ColorChoice, _quiet: bool) -> Result<ExitCo
         next = Instant::now() + every;
         crate::term::clear();
         let full = std::mem::take(&mut run.force_full)
-            || (args.full_every > 0 && (run.sweep + 1) % args.full_every == 0);
+            || (args.full_every > 0 && (run.sweep + 1).is_multiple_of(args.full_every));
         let t = Instant::now();
         let s = watcher.sweep(&mut mad, full);
         run.evaluate(
             &watcher,
             &mut mad,
             &mut w,
-            Read::Sweep { s, t: t.elapsed() },
+            Read::Sweep {
+                s: Box::new(s),
+                t: t.elapsed(),
+            },
         )?;
     }
     w.emit(
@@ -354,7 +360,7 @@ enum Read {
     /// The first read (discovery, every table, a light sweep).
     First { smps: usize, t: Duration },
     /// A sweep.
-    Sweep { s: Sweep, t: Duration },
+    Sweep { s: Box<Sweep>, t: Duration },
 }
 
 /// Events, as lines.

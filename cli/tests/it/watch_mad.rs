@@ -7,7 +7,11 @@
 //! changed `lfts.dump`) wrote is named by switch and block by `--once` (exit 1) and restored
 //! by `--once --repair apply` (exit 0, `dump_fts` as built).
 
-#![expect(clippy::unwrap_used, reason = "test helpers fail by panicking")]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail by panicking"
+)]
 
 use crate::support::weft;
 use serde_json::Value;

@@ -113,8 +113,11 @@ pub(crate) fn blocks_differing(a: &[u8], b: &[u8]) -> Vec<u16> {
     out
 }
 
+/// A cable by its ends' GUIDs and ports, lower end first.
+type CableKey = ((Guid, u8), (Guid, u8));
+
 /// Cables up in `s`, each by its ends' GUIDs and ports, lower end first, with their names.
-fn cables(s: &FabricState) -> BTreeMap<((Guid, u8), (Guid, u8)), Cable> {
+fn cables(s: &FabricState) -> BTreeMap<CableKey, Cable> {
     let f = &s.fabric;
     let mut out = BTreeMap::new();
     for l in f.links().iter().filter(|l| l.state == LinkState::Up) {
@@ -256,7 +259,7 @@ pub fn repair_states(
         }
     }
     let gone: BTreeSet<Guid> = diff.nodes_gone.iter().map(|(g, _)| *g).collect();
-    let down: BTreeSet<((Guid, u8), (Guid, u8))> = diff
+    let down: BTreeSet<CableKey> = diff
         .cables_down
         .iter()
         .map(|c| ((c.a.0, c.a.2), (c.b.0, c.b.2)))
