@@ -5,7 +5,8 @@
 //! `ibnetdiscover` and `dump_fts` read); a real Prometheus scrapes `--metrics` meanwhile and
 //! its HTTP API returns `weft_fabric_proven`. An LFT block another writer (OpenSM, loading a
 //! changed `lfts.dump`) wrote is named by switch and block by `--once` (exit 1) and restored
-//! by `--once --repair apply` (exit 0, `dump_fts` as built).
+//! by `--once --repair apply` (exit 0, `dump_fts` as built). OpenSM's file engine re-sweeping
+//! after a pulled cable writes tables the watch refutes.
 
 #![expect(
     clippy::unwrap_used,
@@ -394,4 +395,125 @@ fn rewrite_entry(dump: &str, sw: u64, lid: u16, port: u8) -> String {
         out += "\n";
     }
     out
+}
+
+/// OpenSM running with its `file` engine (weft's `lfts.dump`), re-sweeping after a cable is
+/// pulled: the file engine cannot route around the cable (it loads the file's entries as they
+/// are), and what it wrote is refuted (`connected`; `deadlock_free` proven) by `weft watch
+/// --once` as by `weft verify` on what `ibnetdiscover` and `dump_fts` read; a repair plan is
+/// written.
+#[test]
+fn opensm_file_engine_after_a_pulled_cable_is_judged() {
+    let Some(tools) = ibsim::require(
+        "watch: opensm_file_engine_after_a_pulled_cable_is_judged",
+        &["opensm", "dump_fts", "ibnetdiscover"],
+    ) else {
+        return;
+    };
+    let d = crate::support::scratch("watch-osm");
+    let (b, st) = build(&d);
+    let f = &st.fabric;
+    let net = weft_formats::ibnetdiscover::write(f, Some(&st.lids)).unwrap();
+    let sim = Ibsim::start_with_console(&tools, &net, Some(Limits::for_fabric(f))).unwrap();
+    sim.load_with_opensm(&b.join("lfts.dump"), &st)
+        .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
+    let cache = sim.dir().join("osm-cache");
+    let log = d.join("osm-bg.log");
+    let dump = b.join("lfts.dump");
+    let conf = d.join("opensm.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "routing_engine file\nlfts_file {}\nsweep_interval 1\nforce_log_flush TRUE\n",
+            dump.display()
+        ),
+    )
+    .unwrap();
+    let mut osm = sim
+        .spawn_env(
+            "opensm",
+            &["-F", conf.to_str().unwrap(), "-f", log.to_str().unwrap()],
+            &[("OSM_CACHE_DIR", cache.to_str().unwrap())],
+        )
+        .unwrap();
+    let ups = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .matches("SUBNET UP")
+            .count()
+    };
+    let start = Instant::now();
+    while ups() < 1 {
+        assert!(
+            osm.running() && start.elapsed() < Duration::from_secs(120),
+            "OpenSM did not come up:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (unlink, _, _) = switch_cable(&st);
+    let said = sim.console(&unlink).unwrap();
+    assert!(!said.contains('#'), "{said}");
+    // OpenSM's re-sweep after the trap: a heavy sweep of its own.
+    let start = Instant::now();
+    while ups() < 2 && start.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let resweeps = ups();
+    let locks = d.join("locks");
+    std::fs::create_dir_all(&locks).unwrap();
+    std::fs::set_permissions(&locks, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let o = sim.run_any(
+        crate::support::WEFT,
+        &[
+            "watch",
+            "--target",
+            "mad",
+            "--once",
+            "--format",
+            "json",
+            "--state",
+            b.to_str().unwrap(),
+            "--lock-dir",
+            locks.to_str().unwrap(),
+            "--plan-file",
+            d.join("p.plan").to_str().unwrap(),
+        ],
+        &[],
+        Duration::from_secs(120),
+    );
+    let ev = events(&o.stdout);
+    let sweep = ev.iter().find(|v| v["event"] == "sweep").unwrap().clone();
+    let disc = sim
+        .run("ibnetdiscover", &[], Duration::from_secs(60))
+        .unwrap();
+    let fts = sim.run("dump_fts", &[], Duration::from_secs(60)).unwrap();
+    drop(osm);
+    std::fs::write(d.join("t.net"), &disc.stdout).unwrap();
+    std::fs::write(d.join("fts.txt"), &fts.stdout).unwrap();
+    let v = weft(&[
+        "verify",
+        "--topology",
+        d.join("t.net").to_str().unwrap(),
+        "--lfts",
+        d.join("fts.txt").to_str().unwrap(),
+    ]);
+    assert!(resweeps >= 2, "OpenSM swept again after the pull");
+    // What the file engine wrote (weft's tables, routes over the dead cable): refuted, by the
+    // watch and by `weft verify` on what the real tools read alike; a repair plan written.
+    assert_eq!(o.status.code(), Some(1), "{}\n{}", o.stdout, o.stderr);
+    assert_eq!(sweep["verdict"]["connected"], "refuted", "{sweep}");
+    assert_eq!(sweep["verdict"]["deadlock_free"], "proven", "{sweep}");
+    assert_eq!(
+        v.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&v.stdout)
+    );
+    assert_eq!(
+        sweep["difference"]["cables_down"].as_array().unwrap().len(),
+        1
+    );
+    assert!(sweep["plan"]["steps"].as_u64().unwrap() > 0, "{sweep}");
+    assert!(d.join("p.plan").exists());
 }
