@@ -6,7 +6,8 @@
 //! ```
 //!
 //! Prints the SMPs and wall time of the first full read (discovery and every table), then of
-//! N light sweeps with nothing changed (SMPs each, mean and worst wall time), and of one
+//! N light sweeps with nothing changed (SMPs each, mean and worst wall time; resident memory
+//! after 100 and after N), and of one
 //! sweep after a cable between two switches is pulled (the heavy sweep it starts).
 
 #![expect(
@@ -18,6 +19,13 @@
 use std::time::Instant;
 use weft_deploy::sim::SimFabric;
 use weft_deploy::watch::Watcher;
+
+/// This process's resident memory in KiB (`VmRSS` of `/proc/self/status`), if readable.
+fn rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
 
 fn main() {
     let mut sweeps = 20usize;
@@ -62,7 +70,11 @@ fn main() {
     );
     let mut times = Vec::with_capacity(sweeps);
     let mut counts = Vec::with_capacity(sweeps);
-    for _ in 0..sweeps {
+    let mut rss_at_100 = None;
+    for k in 0..sweeps {
+        if k == 100 {
+            rss_at_100 = rss_kib();
+        }
         let g0 = sim.counts().gets;
         let t = Instant::now();
         let s = w.sweep(&mut sim, false);
@@ -80,6 +92,11 @@ fn main() {
             worst * 1e3
         );
     }
+    println!(
+        "  memory       VmRSS {} KiB after 100 sweeps, {} KiB after {sweeps}",
+        rss_at_100.map_or_else(|| "?".to_owned(), |r| r.to_string()),
+        rss_kib().map_or_else(|| "?".to_owned(), |r| r.to_string())
+    );
     // A cable between two switches pulled: the sweep that finds it.
     if let Some(l) = f
         .links()
