@@ -401,7 +401,7 @@ fn rewrite_entry(dump: &str, sw: u64, lid: u16, port: u8) -> String {
 /// pulled: the file engine cannot route around the cable (it loads the file's entries as they
 /// are), and what it wrote is refuted (`connected`; `deadlock_free` proven) by `weft watch
 /// --once` as by `weft verify` on what `ibnetdiscover` and `dump_fts` read; a repair plan is
-/// written.
+/// written; against the design (`--design`) the cable is missing.
 #[test]
 fn opensm_file_engine_after_a_pulled_cable_is_judged() {
     let Some(tools) = ibsim::require(
@@ -478,6 +478,8 @@ fn opensm_file_engine_after_a_pulled_cable_is_judged() {
             locks.to_str().unwrap(),
             "--plan-file",
             d.join("p.plan").to_str().unwrap(),
+            "--design",
+            b.join("state.json").to_str().unwrap(),
         ],
         &[],
         Duration::from_secs(120),
@@ -516,4 +518,11 @@ fn opensm_file_engine_after_a_pulled_cable_is_judged() {
     );
     assert!(sweep["plan"]["steps"].as_u64().unwrap() > 0, "{sweep}");
     assert!(d.join("p.plan").exists());
+    // `--design`: the pulled cable is missing, as `weft diff` says it.
+    assert!(
+        ev.iter()
+            .any(|v| v["event"] == "finding" && v["code"] == "weft::cable_missing"),
+        "{}",
+        o.stdout
+    );
 }
