@@ -5,7 +5,8 @@
 //! `ibnetdiscover` and `dump_fts` read); a real Prometheus scrapes `--metrics` meanwhile and
 //! its HTTP API returns `weft_fabric_proven`. An LFT block another writer (OpenSM, loading a
 //! changed `lfts.dump`) wrote is named by switch and block by `--once` (exit 1) and restored
-//! by `--once --repair apply` (exit 0, `dump_fts` as built). OpenSM's file engine re-sweeping
+//! by `--once --repair apply` (exit 0, `dump_fts` as built); SIGTERM stops the loop after its
+//! sweep (exit 0), and a second watch of the SM port is refused meanwhile (exit 2). OpenSM's file engine re-sweeping
 //! after a pulled cable writes tables the watch refutes.
 
 #![expect(
@@ -353,6 +354,56 @@ fn a_block_another_writer_wrote_is_named_and_restored() {
         built,
         "restored: dump_fts reads what was built"
     );
+    // Without `--sweeps` it runs until SIGTERM, then stops after its sweep (exit 0); a second
+    // watch of the same SM port is refused (the lock) while it runs.
+    let bg = sim
+        .spawn_env(
+            crate::support::WEFT,
+            &[
+                "watch",
+                "--target",
+                "mad",
+                "--interval",
+                "200ms",
+                "--format",
+                "json",
+                "--lock-dir",
+                locks.to_str().unwrap(),
+            ],
+            &[],
+        )
+        .unwrap();
+    wait_for(&bg.out, "a second sweep", |v| {
+        v["event"] == "sweep" && v["sweep"] == 2
+    });
+    let second = sim.run_any(
+        crate::support::WEFT,
+        &[
+            "watch",
+            "--target",
+            "mad",
+            "--once",
+            "--lock-dir",
+            locks.to_str().unwrap(),
+        ],
+        &[],
+        Duration::from_secs(60),
+    );
+    assert_eq!(second.status.code(), Some(2), "{}", second.stderr);
+    assert!(
+        second.stderr.contains("weft::deploy::file_locked"),
+        "{}",
+        second.stderr
+    );
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &bg.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let o = bg.wait(Duration::from_secs(60)).unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", o.stdout);
+    let last = events(&o.stdout).pop().unwrap();
+    assert_eq!(last["event"], "stop", "{}", o.stdout);
 }
 
 /// A switch, a LID it forwards to a host port, and another live port of it.
