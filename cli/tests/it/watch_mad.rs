@@ -468,6 +468,7 @@ fn a_rebooted_switch_is_named_and_restored() {
     let locks = d.join("locks");
     std::fs::create_dir_all(&locks).unwrap();
     std::fs::set_permissions(&locks, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let (plan, journal) = (d.join("p.plan"), d.join("j"));
     let once = |repair: &str| {
         let a = [
             "watch",
@@ -483,9 +484,9 @@ fn a_rebooted_switch_is_named_and_restored() {
             "--lock-dir",
             locks.to_str().unwrap(),
             "--plan-file",
-            d.join("p.plan").to_str().unwrap(),
+            plan.to_str().unwrap(),
             "--journal",
-            d.join("j").to_str().unwrap(),
+            journal.to_str().unwrap(),
         ];
         let o = sim.run_any(crate::support::WEFT, &a, &[], Duration::from_secs(120));
         let sweep = events(&o.stdout)
