@@ -7,7 +7,8 @@
 //! changed `lfts.dump`) wrote is named by switch and block by `--once` (exit 1) and restored
 //! by `--once --repair apply` (exit 0, `dump_fts` as built); SIGTERM stops the loop after its
 //! sweep (exit 0), and a second watch of the SM port is refused meanwhile (exit 2). OpenSM's file engine re-sweeping
-//! after a pulled cable writes tables the watch refutes.
+//! after a pulled cable writes tables the watch refutes. A rebooted switch (its LFT emptied,
+//! LinearFDBTop 0) is named with its lost blocks and restored.
 
 #![expect(
     clippy::unwrap_used,
@@ -404,6 +405,132 @@ fn a_block_another_writer_wrote_is_named_and_restored() {
     assert_eq!(o.status.code(), Some(0), "{}", o.stdout);
     let last = events(&o.stdout).pop().unwrap();
     assert_eq!(last["event"], "stop", "{}", o.stdout);
+}
+
+/// A switch rebooted (ibsim has no reboot command: `tests/fixtures/reboot/reboot.c` writes its
+/// LFT blocks all 0xFF and its LinearFDBTop 0 by SubnSet SMPs, as the reboot leaves it) is
+/// named with every block it lost by `--once` (exit 1, `connected` refuted), and `--once
+/// --repair apply` restores it (exit 0, `dump_fts` as built, the next read proven).
+#[test]
+fn a_rebooted_switch_is_named_and_restored() {
+    let Some(tools) = ibsim::require(
+        "watch: a_rebooted_switch_is_named_and_restored",
+        &["opensm", "dump_fts", "gcc"],
+    ) else {
+        return;
+    };
+    let d = crate::support::scratch("watch-reboot");
+    let (b, st) = build(&d);
+    let f = &st.fabric;
+    let net = weft_formats::ibnetdiscover::write(f, Some(&st.lids)).unwrap();
+    let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(f))).unwrap();
+    sim.load_with_opensm(&b.join("lfts.dump"), &st)
+        .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
+    let built = sim.lfts().unwrap();
+    // The last switch (not the one ibsim attaches clients at), and the blocks its table holds.
+    let (&id, sw) = st.switches.iter().next_back().unwrap();
+    let g = f.node(id).guid().0;
+    let lost: Vec<u16> = sw
+        .lft
+        .ports
+        .chunks(64)
+        .enumerate()
+        .filter(|(_, c)| c.iter().any(|&p| p != weft_fabric::LFT_UNSET))
+        .map(|(k, _)| u16::try_from(k).unwrap())
+        .collect();
+    assert!(!lost.is_empty());
+    let reboot = sim.dir().join("reboot");
+    let cc = std::process::Command::new("gcc")
+        .arg("-o")
+        .arg(&reboot)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/reboot/reboot.c"))
+        .args(["-libmad", "-libumad"])
+        .output()
+        .unwrap();
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let said = sim
+        .run(
+            reboot.to_str().unwrap(),
+            &[&ibsim::dr_path(f, id)],
+            Duration::from_secs(60),
+        )
+        .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
+    assert!(said.stdout.contains(" top "), "{}", said.stdout);
+    let now = sim.lfts().unwrap();
+    assert!(
+        !now.keys().any(|&(s, _)| s == g) && now.len() < built.len(),
+        "the switch forwards nothing"
+    );
+    let locks = d.join("locks");
+    std::fs::create_dir_all(&locks).unwrap();
+    std::fs::set_permissions(&locks, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let (plan, journal) = (d.join("p.plan"), d.join("j"));
+    let once = |repair: &str| {
+        let a = [
+            "watch",
+            "--target",
+            "mad",
+            "--once",
+            "--format",
+            "json",
+            "--state",
+            b.to_str().unwrap(),
+            "--repair",
+            repair,
+            "--lock-dir",
+            locks.to_str().unwrap(),
+            "--plan-file",
+            plan.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+        ];
+        let o = sim.run_any(crate::support::WEFT, &a, &[], Duration::from_secs(120));
+        let sweep = events(&o.stdout)
+            .into_iter()
+            .find(|v| v["event"] == "sweep")
+            .unwrap_or_else(|| panic!("{}\n{}", o.stdout, o.stderr));
+        (o, sweep)
+    };
+    let (o, sweep) = once("plan");
+    assert_eq!(o.status.code(), Some(1), "{}\n{}", o.stdout, o.stderr);
+    let name = f.node(id).name();
+    let named: Vec<Value> = lost
+        .iter()
+        .map(|&k| serde_json::json!({"switch": format!("{g:#018x}"), "name": name, "block": k}))
+        .collect();
+    assert_eq!(
+        sweep["difference"]["blocks"],
+        Value::Array(named),
+        "{sweep}"
+    );
+    assert_eq!(
+        sweep["difference"]["cables_down"],
+        serde_json::json!([]),
+        "{sweep}"
+    );
+    assert_eq!(sweep["proven"], false, "{sweep}");
+    assert_eq!(sweep["verdict"]["connected"], "refuted", "{sweep}");
+    assert_eq!(sim.lfts().unwrap(), now, "`--repair plan` writes nothing");
+    let (o, sweep) = once("apply");
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", o.stdout, o.stderr);
+    assert_eq!(sweep["plan"]["applied"], true, "{sweep}");
+    assert_eq!(
+        sim.lfts().unwrap(),
+        built,
+        "restored: dump_fts reads what was built"
+    );
+    let (o, sweep) = once("plan");
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", o.stdout, o.stderr);
+    assert_eq!(sweep["proven"], true, "{sweep}");
+    assert_eq!(
+        sweep["difference"]["blocks"],
+        serde_json::json!([]),
+        "{sweep}"
+    );
 }
 
 /// A switch, a LID it forwards to a host port, and another live port of it.
