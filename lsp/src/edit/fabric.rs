@@ -2,7 +2,7 @@
 //! `leaf1.p[`, and host lists (`cn[001-036]`, as `weft export` writes them) where the
 //! language takes hosts.
 
-use crate::edit::item;
+use super::item;
 use lsp_types::{CompletionItem, CompletionItemKind};
 use std::collections::BTreeMap;
 use weft_fabric::{Fabric, Node};

@@ -1,6 +1,8 @@
 //! Completion, formatting (`weft fmt`'s formatter) and code actions (the fixes the
 //! diagnostics already name).
 
+mod fabric;
+
 use crate::analysis as attrs;
 use crate::analysis::Document;
 use crate::stdlib::Stdlib;
@@ -68,12 +70,12 @@ pub(crate) fn complete(doc: &Document, pos: Position) -> Vec<CompletionItem> {
         .unwrap_or("")
         .trim_end();
     if let Some(f) = doc.fabric() {
-        if let Some(ports) = crate::complete_fabric::ports(f, before_word) {
+        if let Some(ports) = fabric::ports(f, before_word) {
             return ports;
         }
         let context = enclosing(&doc.text, offset).unwrap_or("");
-        if crate::complete_fabric::takes_hosts(before_word, context) {
-            let mut out = crate::complete_fabric::hosts(f);
+        if fabric::takes_hosts(before_word, context) {
+            let mut out = fabric::hosts(f);
             if context == "group" {
                 out.push(item("all", CompletionItemKind::ENUM_MEMBER, "members"));
             }
