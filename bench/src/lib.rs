@@ -13,7 +13,9 @@
 //! port 1), `deploy_vs_opensm` (initial deployment over MADs on ibsim: `weft apply --target
 //! mad` against OpenSM's file engine), `opensm_reroute` (OpenSM re-routing a link failure and
 //! changing engine, every mix of its LFT writes checked with the transition verifier, beside
-//! `weft plan`), `simulate`, `dftree`.
+//! `weft plan`), `simulate`, `dftree`, `speed` (issue 45's figures: routing beside OpenSM, check,
+//! build and plans, medians of runs; with `--count`, CI's instruction-count regression gate
+//! against `bench/baseline/small.json`).
 #![expect(
     clippy::panic,
     reason = "benchmark fixtures stop on a broken example; they are not product code"
@@ -48,6 +50,29 @@ pub fn example_with(name: &str, sections: &str) -> String {
         .rfind('}')
         .unwrap_or_else(|| panic!("{name} has no fabric"));
     format!("{}{sections}}}\n", &text[..end])
+}
+
+/// `src` with `faults { … }` (the lines `faults`) added at the end of its fabric.
+pub fn with_faults(src: &str, faults: &str) -> String {
+    let i = src.rfind('}').unwrap_or_else(|| panic!("no fabric block"));
+    format!("{}    faults {{\n{faults}    }}\n}}\n", &src[..i])
+}
+
+/// `src` with its `routing { … }` section replaced by `updn` rooted at `root`.
+pub fn with_updn(src: &str, root: &str) -> String {
+    let new = format!("routing {{\n        engine = updn\n        roots = [{root}]\n    }}");
+    match src.find("routing {") {
+        Some(i) => {
+            let close = src[i..]
+                .find('}')
+                .unwrap_or_else(|| panic!("an unclosed routing section"));
+            format!("{}{new}{}", &src[..i], &src[i + close + 1..])
+        }
+        None => {
+            let i = src.rfind('}').unwrap_or_else(|| panic!("no fabric block"));
+            format!("{}    {new}\n}}\n", &src[..i])
+        }
+    }
 }
 
 /// The state weft compiles for a program, through the driver as every command compiles.

@@ -54,6 +54,7 @@ mod report_sim;
 mod simulate;
 mod term;
 mod verify;
+mod watch;
 
 use weft_driver::display_name;
 
@@ -119,6 +120,9 @@ enum Command {
     /// hot-spot contributors to their slow lane (writes qos-policy.conf and repath.txt,
     /// appends repath.log).
     Dftree(dftree::Args),
+    /// Keep a live fabric proven: a light sweep each interval, a heavy sweep of what changed,
+    /// the proof, the difference from a desired state and a repair plan; events and metrics.
+    Watch(watch::Args),
     /// Format a `.weft` file canonically.
     Fmt(fmt::Args),
     /// Write the fabric's topology in another format.
@@ -383,6 +387,7 @@ impl Command {
             Command::Apply(_) => ("apply", Format::Human),
             Command::Audit(a) => ("audit", a.check.format),
             Command::Dftree(a) => ("dftree", a.format.findings()),
+            Command::Watch(a) => ("watch", a.findings_format()),
             Command::Fmt(_) => ("fmt", Format::Human),
             Command::Export(a) => ("export", a.format.findings()),
             Command::Diff(a) => ("diff", a.format.findings()),
@@ -463,6 +468,7 @@ fn dispatch(command: Command, color: ColorChoice, quiet: bool) -> Result<ExitCod
         Command::Apply(args) => apply::run(args, cli.quiet),
         Command::Audit(args) => audit::run(args, cli.color, cli.quiet),
         Command::Dftree(args) => dftree::run(args, cli.color, cli.quiet),
+        Command::Watch(args) => watch::run(args, cli.color, cli.quiet),
         Command::Fmt(args) => fmt::run(args, cli.color),
         Command::Export(args) => export::run(args, cli.color),
         Command::Diff(args) => diff::run(args, cli.color),

@@ -68,9 +68,23 @@ pub struct Audited {
 /// is who may talk to whom, whatever empty slots and repeats the table has.
 pub fn audit(t: &mut impl TransportExt, name: &str) -> Result<Audited, AuditError> {
     let d = discover(t)?;
+    let read = audit_discovered(t, &d, name)?;
+    Ok(Audited {
+        state: read.state,
+        smps: d.smps + read.smps,
+    })
+}
+
+/// What [`audit`] reads of the fabric `d` discovered (the SMPs: the reading's, not
+/// discovery's): `weft watch`'s full read, after a discovery of its own.
+pub fn audit_discovered(
+    t: &mut impl TransportExt,
+    d: &Discovery,
+    name: &str,
+) -> Result<Audited, AuditError> {
     let mut t = Counted::new(t);
-    let mut state = state_of(&mut t, &d, name, None)?;
-    for (g, rows) in read_switch_sl2vl(&mut t, &d)? {
+    let mut state = state_of(&mut t, d, name, None)?;
+    for (g, rows) in read_switch_sl2vl(&mut t, d)? {
         let Some(id) = state.fabric.find_guid(g) else {
             continue;
         };
@@ -79,13 +93,13 @@ pub fn audit(t: &mut impl TransportExt, name: &str) -> Result<Audited, AuditErro
         sw.sl2vl = vls.rows;
         sw.sl2vl_all = vls.all;
     }
-    for ((g, p), arb) in read_vlarbs(&mut t, &d)? {
+    for ((g, p), arb) in read_vlarbs(&mut t, d)? {
         let Some(id) = state.fabric.find_guid(g) else {
             continue;
         };
         state.ports.entry(PortRef::new(id, p.0)).or_default().vlarb = Some(arb);
     }
-    for ((g, p), read) in read_end_ports(&mut t, &d)? {
+    for ((g, p), read) in read_end_ports(&mut t, d)? {
         let Some(id) = state.fabric.find_guid(g) else {
             continue;
         };
@@ -96,7 +110,7 @@ pub fn audit(t: &mut impl TransportExt, name: &str) -> Result<Audited, AuditErro
     state.ports.retain(|_, p| !p.is_empty());
     Ok(Audited {
         state,
-        smps: d.smps + t.gets(),
+        smps: t.gets(),
     })
 }
 

@@ -77,6 +77,8 @@ pub const CODES: &[C] = &[
     C::stable("weft::deploy::vf_other_host", "A VF whose port GUID is held by a VF adapter behind another hypervisor port's vSwitch."),
     C::stable("weft::deploy::vf_physical", "A VF whose port GUID is a physical port's, not a VF adapter's behind its hypervisor's vSwitch."),
     C::stable("weft::deploy::vf_unreachable", "A VF whose node has no directed route from the SM."),
+    C::stable("weft::deploy::watch_extra", "`weft watch --state`: the fabric has nodes or cables the desired state does not; no repair is planned (a repair keeps to the desired state's fabric)."),
+    C::stable("weft::deploy::watch_state", "`weft watch --state`: the states a repair is planned between are not valid (the fabric's LIDs or tables against the desired state's fabric)."),
     C::stable("weft::deploy::wrong_fabric", "The fabric is not the one the plan or state was made for (a link, node or LID differs); nothing was written."),
 ];
 

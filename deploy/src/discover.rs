@@ -369,7 +369,7 @@ fn kind(info: &NodeInfo, path: &DrPath) -> Result<NodeKind, DiscoverError> {
     }
 }
 
-fn port_up(p: &PortInfo) -> bool {
+pub(crate) fn port_up(p: &PortInfo) -> bool {
     // Physical state LinkUp (5), or a logical state past Down.
     p.phys_state == 5
         || matches!(

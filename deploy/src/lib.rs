@@ -17,7 +17,7 @@
 //! the wire check, `qos-policy.conf`, `repath.txt` and `repath.log`), [`discover`](mod@discover), [`read`], [`observe`] (the fabric as read, and
 //! the one normalisation into what a state holds), [`audit`], [`prove`] (what apply proves
 //! before it writes), [`journal`] and [`apply`](mod@apply) (the transaction and recovery), [`opensm`] (the
-//! hand-off to a running OpenSM), [`files`] (locks, files replaced whole, the build
+//! hand-off to a running OpenSM), [`watch`] (`weft watch`'s sweeps and differences), [`files`] (locks, files replaced whole, the build
 //! directory's exchange) and `codes.rs` ([`CODES`]: every `weft::deploy::…` code; every error
 //! type's `code()` matches each variant with no wildcard).
 
@@ -40,6 +40,7 @@ pub mod read;
 pub mod sim;
 pub mod smp;
 pub mod transport;
+pub mod watch;
 
 pub use apply::{
     apply, recover, ApplyError, ApplyOptions, Direction, Final, Progress, ProofMode, Report,

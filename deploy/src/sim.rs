@@ -45,6 +45,7 @@ const PHYS_LINK_UP: u8 = 5;
 pub use crate::smp::vf_modifier;
 
 mod faults;
+mod live;
 mod pma;
 pub use faults::{Fault, FaultKind, FaultSyntax, Injected};
 pub use pma::SimPma;

@@ -444,6 +444,28 @@ pub struct SwitchInfo {
     pub multicast_fdb_top: u16,
 }
 
+/// SwitchInfo's PortStateChange bit (byte 11, bit 2: between LifeTimeValue and
+/// OptimizedSLtoVLMappingProgramming): set by the switch when one of its ports changes state,
+/// cleared by a Set with the bit 1.
+const PORT_STATE_CHANGE: (usize, u8) = (11, 0x04);
+
+/// Whether a SwitchInfo payload has PortStateChange set.
+pub fn port_state_change(p: &Payload) -> bool {
+    p.get(PORT_STATE_CHANGE.0)
+        .is_some_and(|b| b & PORT_STATE_CHANGE.1 != 0)
+}
+
+/// Sets (`on`) or clears PortStateChange in a SwitchInfo payload, leaving the rest.
+pub fn put_port_state_change(p: &mut Payload, on: bool) {
+    if let Some(b) = p.get_mut(PORT_STATE_CHANGE.0) {
+        if on {
+            *b |= PORT_STATE_CHANGE.1;
+        } else {
+            *b &= !PORT_STATE_CHANGE.1;
+        }
+    }
+}
+
 impl SwitchInfo {
     /// Decodes a SwitchInfo payload.
     pub fn decode(p: &Payload) -> SwitchInfo {

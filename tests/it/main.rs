@@ -54,3 +54,6 @@ mod subnet_lst;
 /// Deployment you can trust: every write proven on the fabric, a second writer caught, journal
 /// failures rolled back, recovery only from a fabric the journal explains, the fault matrix.
 mod trust;
+/// `weft watch`'s sweeps on the in-process fabric: one SMP per switch when nothing changed; a
+/// pulled cable, a rebooted switch and another writer's block found; repairs proven (issue 47).
+mod watch;

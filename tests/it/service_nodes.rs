@@ -271,6 +271,7 @@ fn the_real_selene_dump_is_routed_by_fat_tree() {
         (666, 4341)
     );
     assert_proven(st);
+    management_pairs_turn_at_the_root(st);
     let q = weft_metrics::quality(st, &weft_metrics::QualityOptions::default());
     // One meaning per number: hosts are machines, end ports are ports.
     assert_eq!((q.hosts, q.end_ports, q.service_ports), (469, 3675, 666));
@@ -353,6 +354,101 @@ fn the_real_selene_dump_is_routed_by_fat_tree() {
     for r in &m.rails {
         eprintln!("Selene: rail {} eBB {:?}", r.rail, r.bisections.ebb);
     }
+}
+
+/// A switch of Selene compute by the name part of its NodeDescription (`MF0;NAME:MQM8700/U1`).
+fn selene_switch(st: &FabricState, name: &str) -> weft_fabric::NodeId {
+    let full = format!("MF0;{name}:MQM8700/U1");
+    st.fabric
+        .find(&full)
+        .unwrap_or_else(|| panic!("no switch {full}"))
+}
+
+/// The host ports cabled to a switch, with their LIDs.
+fn hosts_on(
+    st: &FabricState,
+    sw: weft_fabric::NodeId,
+) -> Vec<(weft_fabric::PortRef, weft_fabric::Lid)> {
+    let node = st.fabric.node(sw);
+    node.ports
+        .iter()
+        .filter_map(|p| st.fabric.live_peer(weft_fabric::PortRef::new(sw, p.num.0)))
+        .filter(|peer| st.fabric.node(peer.node).is_host())
+        .map(|peer| (peer, st.lids.get(peer.node, peer.port).unwrap()))
+        .collect()
+}
+
+/// Per ordered pair of a host on `MLG01-01`/`02` and one on `MLG01-04` (`selene-cache-03`/`04`),
+/// both ways: the links of its route (the host's cable, the switches', the last cable) and
+/// whether it passes `through`.
+fn management_routes(st: &FabricState, through: weft_fabric::NodeId) -> Vec<(u32, bool)> {
+    let mgmt: Vec<_> = ["MLG01-01", "MLG01-02"]
+        .iter()
+        .flat_map(|n| hosts_on(st, selene_switch(st, n)))
+        .collect();
+    let cache = hosts_on(st, selene_switch(st, "MLG01-04"));
+    assert_eq!((mgmt.len(), cache.len()), (9, 2));
+    let route = |from: weft_fabric::PortRef,
+                 (to, lid): (weft_fabric::PortRef, weft_fabric::Lid)| {
+        let first = weft_fabric::forward::leave(&st.fabric, from).unwrap();
+        let dest = weft_fabric::forward::Dest { lid, owner: to };
+        let mut passes = first.to.node == through;
+        let fate = weft_fabric::forward::walk(st, first.to.node, dest, |h| {
+            passes |= h.to.node == through;
+        });
+        match fate {
+            weft_fabric::forward::Fate::Arrives { hops } => (hops + 1, passes),
+            other => panic!("{from:?} to LID {lid:?}: {other:?}"),
+        }
+    };
+    let mut routes = Vec::new();
+    for &m in &mgmt {
+        for &c in &cache {
+            routes.push(route(m.0, c));
+            routes.push(route(c.0, m));
+        }
+    }
+    routes
+}
+
+/// Selene compute's 36 management pairs (issue 42): no up*/down* path joins `MLG01-01`/`02`
+/// (each hung off one spine of another plane than `MLG01-04`'s) to `MLG01-04`, so each route
+/// turns once, at the sFtree subtree root `LG28-07`, and takes 10 links. An 8-link route turns
+/// at `LG01-08` (`MLG01-02 → CSPINE1-80 → LG01-08 → CSPINE1-71 → CCORE1-001 → MSPINE3-01 →
+/// MLG01-04`), but that turn closes a credit loop with the root's turns (the tables are
+/// destination-based and every switch a source, so up*/down* routes join any channel up from
+/// one turn to any channel down into the other): set on the tables, the verifier refuses them.
+fn management_pairs_turn_at_the_root(st: &weft_fabric::ValidState) {
+    let root = selene_switch(st, "LG28-07");
+    let routes = management_routes(st, root);
+    assert_eq!(routes, vec![(10, true); 36]);
+    // The 8-link route for `MLG01-02`'s hosts to the cache nodes: `CSPINE1-80` down to
+    // `LG01-08` (whose own route to `MLG01-04` climbs through `CSPINE1-71`).
+    let spine = selene_switch(st, "CSPINE1-80");
+    let leaf = selene_switch(st, "LG01-08");
+    let port = st
+        .fabric
+        .node(spine)
+        .ports
+        .iter()
+        .map(|p| p.num)
+        .find(|&p| {
+            st.fabric
+                .live_peer(weft_fabric::PortRef::new(spine, p.0))
+                .is_some_and(|peer| peer.node == leaf)
+        })
+        .unwrap();
+    let mut turned = st.state().clone();
+    for (_, lid) in hosts_on(st, selene_switch(st, "MLG01-04")) {
+        let lft = &mut turned.switches.get_mut(&spine).unwrap().lft;
+        lft.ports[usize::from(lid.0)] = port.0;
+    }
+    let turned = weft_fabric::ValidState::new(turned).unwrap();
+    let routes = management_routes(&turned, leaf);
+    let eight = routes.iter().filter(|&&r| r == (8, true)).count();
+    assert_eq!(eight, 8, "{routes:?}");
+    let r = weft_verifier::verify(&turned, &weft_verifier::Options::default());
+    assert!(!r.is_proven(), "the turn at LG01-08 is proven");
 }
 
 /// The engine's note codes of a build.

@@ -31,4 +31,5 @@ mod support;
 mod tidy;
 mod tolerant;
 mod verify;
+mod watch_mad;
 mod writers_mad;

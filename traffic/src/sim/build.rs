@@ -69,6 +69,7 @@ impl<'a> Sim<'a> {
             .node_ids()
             .map(|n| st.switches.get(&n))
             .collect::<Vec<_>>();
+        let (hops, out_flat) = hops(&chans, &out_chan, &sw);
         let arb = chans
             .iter()
             .map(|c| Arbiter::new(st.ports.get(&c.from).and_then(|s| s.vlarb.as_ref())))
@@ -94,7 +95,9 @@ impl<'a> Sim<'a> {
             end,
             warm: warm_ns.saturating_mul(PS),
             out_chan,
+            out_flat,
             sw,
+            hops,
             bufs: vec![VecDeque::new(); nbuf],
             target: vec![None; nbuf],
             busy_until: vec![0; nch],
@@ -408,6 +411,41 @@ impl<'a> Sim<'a> {
             gone: vec![0; nsw],
         })
     }
+}
+
+/// Per channel, what routing at its receiving switch reads; and every node's output channels
+/// in one row (node after node).
+fn hops<'a>(
+    chans: &[Chan],
+    out_chan: &[Vec<u32>],
+    sw: &[Option<&'a SwitchState>],
+) -> (Vec<Hop<'a>>, Vec<u32>) {
+    let mut at = Vec::with_capacity(out_chan.len());
+    let mut out_flat = Vec::new();
+    for row in out_chan {
+        at.push(out_flat.len() as u32);
+        out_flat.extend_from_slice(row);
+    }
+    let hops = chans
+        .iter()
+        .map(|ch| {
+            let n = ch.to.node.index();
+            let s = sw.get(n).copied().flatten();
+            let vl = match s {
+                Some(s) if s.sl2vl.is_empty() => s.sl2vl_all.map_or(VlMap::Zero, VlMap::All),
+                Some(s) => VlMap::Rows(s),
+                None => VlMap::Zero,
+            };
+            Hop {
+                lft: s.map_or(&[][..], |s| &s.lft.ports[..]),
+                out_at: at.get(n).copied().unwrap_or(0),
+                out_len: out_chan.get(n).map_or(0, |r| r.len() as u32),
+                in_port: ch.to.port,
+                vl,
+            }
+        })
+        .collect();
+    (hops, out_flat)
 }
 
 /// A packet's sizes, from the parameters and the fabric's smallest MTU.

@@ -98,6 +98,30 @@ struct Host {
     held: Option<Pkt>,
 }
 
+/// What routing a unicast packet out of a channel's receiving switch reads, gathered per
+/// channel so that a route touches this, the LFT entry and the output row only.
+#[derive(Clone, Copy)]
+struct Hop<'a> {
+    /// The switch's LFT (empty: not a switch, or no tables).
+    lft: &'a [u8],
+    /// Where the switch's ports' channels start in [`Sim::out_flat`], and how many there are.
+    out_at: u32,
+    out_len: u32,
+    in_port: PortNum,
+    vl: VlMap<'a>,
+}
+
+/// A switch's SL→VL map as routing reads it.
+#[derive(Clone, Copy)]
+enum VlMap<'a> {
+    /// No tables: every SL takes VL 0.
+    Zero,
+    /// No rows: every (input, output) pair maps by this.
+    All([u8; 16]),
+    /// Rows: looked up per pair ([`SwitchState::vl`]).
+    Rows(&'a SwitchState),
+}
+
 /// One VL of a channel's output, what a send reads together.
 #[derive(Clone)]
 struct OutVl {
@@ -143,8 +167,12 @@ struct Sim<'a> {
     hosts: Vec<Host>,
     /// Per node: the channel out of each port (index: port number).
     out_chan: Vec<Vec<u32>>,
+    /// `out_chan` flattened, node after node ([`Hop::out_at`]).
+    out_flat: Vec<u32>,
     /// Per node: its switch tables.
     sw: Vec<Option<&'a SwitchState>>,
+    /// Per channel into a switch: what routing a packet there reads ([`Hop`]).
+    hops: Vec<Hop<'a>>,
     /// Buffers: `chan·nvl + vl` input buffers, then `(chans + host)·nvl + vl` source queues.
     bufs: Vec<VecDeque<Pkt>>,
     /// Per buffer: the (channel, VL) its head packet has asked for.

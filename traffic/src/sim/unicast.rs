@@ -216,17 +216,21 @@ impl Sim<'_> {
     /// output channel its LFT entry names and the VL `SL2VL[in][out][SL]` gives, or `None`
     /// (no entry, port 0, no live link, a VL beyond the data VLs): dropped.
     pub(super) fn unicast_out(&self, c: usize, pkt: &Pkt) -> Option<(u32, u8)> {
-        let ch = self.chans.get(c)?;
-        let (node, in_port) = (ch.to.node, ch.to.port);
-        let sw = self.sw.get(node.index()).copied().flatten()?;
-        let p = sw
+        let hop = self.hops.get(c)?;
+        let p = hop
             .lft
-            .ports
             .get(usize::from(pkt.dlid))
             .copied()
             .filter(|&p| p != LFT_UNSET && p != 0)?;
-        let oc = *self.out_chan.get(node.index())?.get(usize::from(p))?;
-        let vl = sw.vl(in_port, PortNum(p), Sl(pkt.sl))?.0;
+        if u32::from(p) >= hop.out_len {
+            return None;
+        }
+        let oc = *self.out_flat.get((hop.out_at + u32::from(p)) as usize)?;
+        let vl = match hop.vl {
+            VlMap::Zero => 0,
+            VlMap::All(t) => *t.get(usize::from(pkt.sl))?,
+            VlMap::Rows(sw) => sw.vl(hop.in_port, PortNum(p), Sl(pkt.sl))?.0,
+        };
         (oc != NONE && usize::from(vl) < self.nvl).then_some((oc, vl))
     }
 

@@ -58,7 +58,7 @@ pub(super) struct Scratch {
     pub(super) queued: Vec<bool>,
     pub(super) buckets: Vec<Vec<u32>>,
     /// Per output port (by port index) and [`memo_way`] of an SL set: the group's traffic
-    /// there. Valid across destinations.
+    /// there. Valid across destinations. Empty until the general fast path first runs.
     pub(super) memo: Vec<Memo>,
     /// Per output port (by port index), on one VL: the group's dependencies through it are
     /// recorded. Valid across destinations.
@@ -73,7 +73,8 @@ pub(super) struct Scratch {
     /// Per output port (by port index): the VLs its group's dependencies through it are
     /// recorded on ([`one_map_path`]). Valid across destinations.
     pub(super) group_vls: Vec<u16>,
-    /// Per (input port or switch, VL): the index of that state in its switch's list.
+    /// Per (input port or switch, VL): the index of that state in its switch's list. Empty
+    /// until the general fast path first runs.
     pub(super) slot: Vec<u32>,
     pub(super) slot_keys: Vec<u32>,
 }
@@ -94,15 +95,28 @@ impl Scratch {
             sls_at: vec![0; s],
             queued: vec![false; s],
             buckets: Vec::new(),
-            memo: vec![Memo::default(); net.ports as usize * MEMO_WAYS],
+            memo: Vec::new(),
             group_done: vec![false; net.ports as usize],
             vl_mask: vec![0; s],
             group_vls: vec![0; net.ports as usize],
-            slot: vec![u32::MAX; (net.ports as usize + s) * usize::from(net.vls)],
+            slot: Vec::new(),
             slot_keys: Vec::new(),
         }
     }
+
+    /// Allocates what only the general fast path uses (its memo is tens of megabytes on the
+    /// largest fabrics; the one-VL and one-map paths never touch it), once per worker.
+    fn for_general_path(&mut self, net: &Net<'_>) {
+        if self.memo.is_empty() {
+            self.memo = vec![Memo::default(); net.ports as usize * MEMO_WAYS];
+        }
+        if self.slot.is_empty() {
+            let s = net.switches.len();
+            self.slot = vec![u32::MAX; (net.ports as usize + s) * usize::from(net.vls)];
+        }
+    }
 }
+
 /// The switch index where the destination's own port enters its switch (the switch itself
 /// for a switch's LID): its group must not count the destination as a sender.
 pub(super) fn owner_switch(net: &Net<'_>, d: Dest) -> usize {
@@ -255,6 +269,7 @@ pub(super) fn dest_pass(
     } else if let Some(map) = attach.one_map {
         one_map_path(net, attach, d, &map, uniform_sls, scr, deps)
     } else {
+        scr.for_general_path(net);
         fast_path(net, sources, attach, d, scr, deps)
     };
     for &k in &scr.touched {

@@ -39,7 +39,7 @@ pub(super) fn one_vl_path(
         let x = net.switches.get(k).copied().unwrap_or(0);
         if let Some(Step::Out { out, .. }) = scr.step.get(k).copied() {
             // A dependency is recorded only for a hop that is taken.
-            if net.vl_ok(x, out, 0).is_err() {
+            if !net.sends(x, out, 0) {
                 return false;
             }
             let done = net
@@ -104,7 +104,7 @@ pub(super) fn one_map_path(
         let x = net.switches.get(k).copied().unwrap_or(0);
         if let Some(Step::Out { out, .. }) = scr.step.get(k).copied() {
             // A dependency is recorded only for a hop that is taken.
-            if bits(vls).any(|v| net.vl_ok(x, out, v).is_err()) {
+            if bits(vls).any(|v| !net.sends(x, out, v)) {
                 return false;
             }
             if let Some(done) = net
@@ -156,7 +156,7 @@ fn carry_vls(net: &Net<'_>, scr: &mut Scratch, deps: &DepSet, mut k: u32, mut vl
                 to_port,
                 last,
             }) => {
-                if bits(new).any(|v| net.vl_ok(x, out, v).is_err()) {
+                if bits(new).any(|v| !net.sends(x, out, v)) {
                     return false;
                 }
                 if last {
@@ -166,7 +166,7 @@ fn carry_vls(net: &Net<'_>, scr: &mut Scratch, deps: &DepSet, mut k: u32, mut vl
                 if let Some(Step::Out { out: next, .. }) = scr.step.get(m as usize).copied() {
                     // A dependency is recorded only for a hop that is taken.
                     let y = net.switches.get(m as usize).copied().unwrap_or(0);
-                    if bits(new).any(|v| net.vl_ok(y, next, v).is_err()) {
+                    if bits(new).any(|v| !net.sends(y, next, v)) {
                         return false;
                     }
                     for v in bits(new) {
@@ -200,7 +200,7 @@ fn carry(net: &Net<'_>, scr: &mut Scratch, deps: &DepSet, mut k: u32) -> bool {
                 to_port,
                 last,
             }) => {
-                if net.vl_ok(x, out, 0).is_err() {
+                if !net.sends(x, out, 0) {
                     return false;
                 }
                 if last {
@@ -210,7 +210,7 @@ fn carry(net: &Net<'_>, scr: &mut Scratch, deps: &DepSet, mut k: u32) -> bool {
                 if let Some(Step::Out { out: next, .. }) = scr.step.get(m as usize).copied() {
                     // A dependency is recorded only for a hop that is taken.
                     let y = net.switches.get(m as usize).copied().unwrap_or(0);
-                    if net.vl_ok(y, next, 0).is_err() {
+                    if !net.sends(y, next, 0) {
                         return false;
                     }
                     deps.insert(m, to_port, 0, next, 0);

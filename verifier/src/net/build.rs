@@ -47,6 +47,7 @@ impl<'a> Net<'a> {
         let cap = link_caps(st, &link, &port_base);
         let arb = arbitration(st, &port_base, &port_count, ports);
         let max_vls = st.max_vls.map_or(16, |m| m.min(16));
+        let sends = send_masks(&link, &cap, &arb, max_vls);
         let plain = (0..nodes.len())
             .map(|n| sw.get(n).copied().flatten().is_none_or(|s| !s.has_sl2vl()))
             .collect();
@@ -74,6 +75,7 @@ impl<'a> Net<'a> {
             sl2vl_maps,
             cap,
             arb,
+            sends,
             max_vls,
             plain,
             alive,
@@ -368,4 +370,22 @@ fn ranges_by_key(n: usize, keys: impl Iterator<Item = Option<usize>>) -> Vec<(u3
         }
     }
     ranges
+}
+
+/// Per port: the VLs [`Net::vl_ok`] accepts there (bit `v` for VL `v`), worked out once so
+/// that the fast paths test a bit per hop.
+fn send_masks(link: &[PortLink], cap: &[u8], arb: &[Arb], max_vls: u8) -> Vec<u16> {
+    link.iter()
+        .enumerate()
+        .map(|(i, l)| {
+            if !matches!(l, PortLink::Up { .. }) {
+                return 0;
+            }
+            let cap = cap.get(i).copied().unwrap_or(0);
+            let sends = arb.get(i).copied().unwrap_or(Arb::NONE).sends;
+            let below = cap.min(15).min(max_vls);
+            // VLs below the cap, 15 and `max_vls`, that the arbitration sends.
+            sends & ((1u32 << below) - 1) as u16
+        })
+        .collect()
 }

@@ -93,6 +93,8 @@ pub(crate) struct Net<'a> {
     pub cap: Vec<u8>,
     /// Per port: what its VL arbitration sends.
     arb: Vec<Arb>,
+    /// Per port: the VLs a packet leaves it on ([`Net::sends`], [`Net::vl_ok`]).
+    sends: Vec<u16>,
     /// The data VLs the SM operates (the state's `max_vls`; 16 when it sets none).
     max_vls: u8,
     /// Per node: a switch without SL2VL rows (every SL on VL 0).
@@ -292,6 +294,15 @@ impl<'a> Net<'a> {
     /// 15, both ends' VLCap and the state's `max_vls`) and scheduled by the port's VL
     /// arbitration (an entry of weight above 0; without a table, VL 0 only).
     pub(crate) fn vl_ok(&self, n: u32, p: u8, vl: u8) -> Result<(), FailureReason> {
+        if self.sends(n, p, vl) {
+            return Ok(());
+        }
+        self.why_not_sent(n, p, vl)
+    }
+
+    /// [`Net::vl_ok`] worked out from the port's link, VLCap, `max_vls` and arbitration (what
+    /// [`Net::sends`] caches, and the reason when it refuses).
+    fn why_not_sent(&self, n: u32, p: u8, vl: u8) -> Result<(), FailureReason> {
         let Some(i) = self.dirport(n, p) else {
             return Err(FailureReason::PortDown { port: p });
         };
@@ -325,6 +336,17 @@ impl<'a> Net<'a> {
             return Err(FailureReason::VlNotScheduled { port: p, vl, why });
         }
         Ok(())
+    }
+
+    /// Whether [`Net::vl_ok`] accepts `vl` at `(n, p)`, as one bit test (the fast paths ask
+    /// this per hop; the slow path asks `vl_ok` for the reason).
+    #[inline]
+    pub(crate) fn sends(&self, n: u32, p: u8, vl: u8) -> bool {
+        vl < 16
+            && self
+                .dirport(n, p)
+                .and_then(|i| self.sends.get(i as usize))
+                .is_some_and(|m| m & (1 << vl) != 0)
     }
 
     /// Where switch `x` sends a packet for `d`.

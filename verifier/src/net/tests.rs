@@ -107,3 +107,40 @@ fn indexed_path_sls_agree_with_the_state() {
         }
     }
 }
+
+/// [`Net::sends`] (the per-port mask the fast paths test) accepts exactly what the link,
+/// VLCap, `max_vls` and arbitration allow: on random fabrics with links and nodes down and
+/// random arbitration (unlisted VLs, zero weights, ports without a table, `max_vls`), every
+/// node, port (0 and one past the last included) and VL.
+#[test]
+fn the_send_mask_is_the_ports_rules() {
+    let mut rng = Rng(0x5e4d_3a5c);
+    // [sent, refused]
+    let mut seen = [0usize; 2];
+    for case in 0..200 {
+        let f = testkit::small_fabric(&mut rng);
+        let mut st = route_minhop(&f, sequential_lids(&f));
+        for _ in 0..rng.below(3) {
+            testkit::break_forwarding(&mut rng, &mut st);
+        }
+        if rng.below(4) != 0 {
+            testkit::arbitrate(&mut rng, &mut st);
+        }
+        let net = Net::new(&st);
+        for n in 0..st.fabric.nodes().len() as u32 {
+            let last = net.port_count.get(n as usize).copied().unwrap_or(0);
+            for p in 0..=last.saturating_add(1) {
+                for vl in 0..17u8 {
+                    let rules = net.why_not_sent(n, p, vl).is_ok();
+                    assert_eq!(
+                        net.sends(n, p, vl),
+                        rules,
+                        "case {case}: node {n} port {p} VL {vl}"
+                    );
+                    seen[usize::from(!rules)] += 1;
+                }
+            }
+        }
+    }
+    assert!(seen.iter().all(|&c| c > 1000), "{seen:?}");
+}

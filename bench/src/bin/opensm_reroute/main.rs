@@ -78,6 +78,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
+use weft_bench::{with_faults, with_updn};
 use weft_fabric::{Fabric, FabricState, Lft, NodeId, SwitchState, ValidState};
 use weft_formats::build_dir;
 use weft_formats::state_json::{FromJson, ToJson};
@@ -151,27 +152,6 @@ fn default_link(file: &Path) -> Option<&'static str> {
         "cluster-648" => Some("leaf5.p[25]"),
         "cluster-11664" => Some("leaf3.p[20]"),
         _ => None,
-    }
-}
-
-/// `src` with `faults { … }` added at the end of its fabric.
-fn with_faults(src: &str, faults: &str) -> String {
-    let i = src.rfind('}').expect("a fabric block");
-    format!("{}    faults {{\n{faults}    }}\n}}\n", &src[..i])
-}
-
-/// `src` with its `routing { … }` section replaced by `updn` rooted at `root`.
-fn with_updn(src: &str, root: &str) -> String {
-    let new = format!("routing {{\n        engine = updn\n        roots = [{root}]\n    }}");
-    match src.find("routing {") {
-        Some(i) => {
-            let end = i + src[i..].find('}').expect("a closed routing section") + 1;
-            format!("{}{new}{}", &src[..i], &src[end..])
-        }
-        None => {
-            let i = src.rfind('}').expect("a fabric block");
-            format!("{}    {new}\n}}\n", &src[..i])
-        }
     }
 }
 

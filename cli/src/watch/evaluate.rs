@@ -1,0 +1,409 @@
+//! What `weft watch` makes of each read: the proof, the difference from the reference, the
+//! cabling, the repair, the events and the metrics.
+
+use super::metrics::{KindLabel, PropertyLabel};
+use super::{now, prove, Events, Read, Repair, Run, Verdict};
+use crate::findings::{Finding, Level};
+use crate::Fatal;
+use serde_json::{json, Value};
+use weft_deploy::watch::{self, Change, Difference, Watcher};
+use weft_deploy::Mad;
+use weft_fabric::code::Coded as _;
+use weft_fabric::{FabricState, Guid};
+use weft_verifier::Outcome;
+
+/// What a repair did.
+enum Repaired {
+    /// Nothing to repair, or not asked.
+    No,
+    /// Written to the plan file (steps); applied too.
+    Planned { steps: usize, applied: bool },
+    /// Not planned: why.
+    Not(String),
+}
+
+impl Run<'_> {
+    /// The reference the state read is compared with: the desired state, else the first
+    /// state read.
+    fn reference(&self) -> Option<&FabricState> {
+        self.desired
+            .as_ref()
+            .map(|d| d.state())
+            .or(self.reference.as_ref())
+    }
+
+    /// A node's name in the reference (else its GUID).
+    fn name(&self, g: Guid) -> String {
+        self.reference()
+            .and_then(|r| {
+                r.fabric
+                    .find_guid(g)
+                    .map(|id| r.fabric.node(id).name().to_owned())
+            })
+            .unwrap_or_else(|| format!("{:#018x}", g.0))
+    }
+
+    fn change_json(&self, c: &Change) -> Value {
+        match c {
+            Change::PortStateChange { switch } => {
+                json!({"kind": "port_state_change", "switch": self.name(*switch), "guid": format!("{:#018x}", switch.0)})
+            }
+            Change::Top { switch, was, now } => {
+                json!({"kind": "linear_fdb_top", "switch": self.name(*switch), "was": was, "now": now})
+            }
+            Change::Unanswered { switch, error } => {
+                json!({"kind": "unanswered", "switch": switch.map(|g| self.name(g)), "code": error.code(), "error": error.to_string()})
+            }
+            Change::MasterSm { was, now } => json!({"kind": "master_sm", "was": was, "now": now}),
+            Change::Ports { switch, ports } => {
+                json!({"kind": "ports", "switch": self.name(*switch), "ports": ports})
+            }
+            Change::Blocks { switch, blocks } => {
+                json!({"kind": "lft_blocks", "switch": self.name(*switch), "blocks": blocks})
+            }
+        }
+    }
+
+    fn change_human(&self, c: &Change) -> String {
+        match c {
+            Change::PortStateChange { switch } => {
+                format!("PortStateChange on `{}`", self.name(*switch))
+            }
+            Change::Top { switch, was, now } => {
+                format!("LinearFDBTop of `{}` {was} → {now}", self.name(*switch))
+            }
+            Change::Unanswered {
+                switch: Some(g),
+                error,
+            } => format!("`{}` did not answer ({error})", self.name(*g)),
+            Change::Unanswered {
+                switch: None,
+                error,
+            } => format!("the local port did not answer ({error})"),
+            Change::MasterSm { was, now } => format!(
+                "master SM LID {} → {now}",
+                was.map_or_else(|| "?".to_owned(), |w| w.to_string())
+            ),
+            Change::Ports { switch, ports } => format!(
+                "ports {ports:?} of `{}` no longer as discovered",
+                self.name(*switch)
+            ),
+            Change::Blocks { switch, blocks } => format!(
+                "LFT block(s) {blocks:?} of `{}` changed",
+                self.name(*switch)
+            ),
+        }
+    }
+
+    /// The sweep's counters.
+    fn count(
+        &self,
+        light: bool,
+        light_smps: usize,
+        heavy_smps: Option<usize>,
+        changes: usize,
+        took: std::time::Duration,
+    ) {
+        let m = &self.metrics;
+        let kind = |k: &str| KindLabel { kind: k.to_owned() };
+        if light {
+            m.sweeps.get_or_create(&kind("light")).inc();
+            m.smps
+                .get_or_create(&kind("light"))
+                .inc_by(light_smps as u64);
+        }
+        m.duration
+            .get_or_create(&kind(if heavy_smps.is_some() {
+                "heavy"
+            } else {
+                "light"
+            }))
+            .set(took.as_secs_f64());
+        if let Some(smps) = heavy_smps {
+            m.sweeps.get_or_create(&kind("heavy")).inc();
+            m.smps.get_or_create(&kind("heavy")).inc_by(smps as u64);
+        }
+        m.changes.inc_by(changes as u64);
+    }
+
+    /// `weft_fabric_proven`: 1, 0, or NaN for unknown.
+    fn gauge_verdict(&self) {
+        for (p, o) in &self.verdict.outcomes {
+            let v = match o {
+                Outcome::Proven => 1.0,
+                Outcome::Violated => 0.0,
+                Outcome::Unknown(_) => f64::NAN,
+            };
+            self.metrics
+                .proven
+                .get_or_create(&PropertyLabel {
+                    property: p.name().to_owned(),
+                })
+                .set(v);
+        }
+    }
+
+    /// Evaluates a read: events, metrics; the exit status `--once` gives.
+    pub(super) fn evaluate(
+        &mut self,
+        watcher: &Watcher,
+        mad: &mut Mad,
+        events: &mut Events,
+        read: Read,
+    ) -> Result<u8, Fatal> {
+        let (light_smps, heavy, changes, took) = match &read {
+            Read::First { smps, t } => (0, Some((true, *smps, None)), Vec::new(), *t),
+            Read::Sweep { s, t } => {
+                self.sweep += 1;
+                (
+                    s.light.smps(),
+                    s.heavy.as_ref().map(|h| {
+                        (
+                            h.full,
+                            h.smps,
+                            h.error.as_ref().map(|e| format!("{e} [{}]", e.code())),
+                        )
+                    }),
+                    s.changes.clone(),
+                    *t,
+                )
+            }
+        };
+        self.count(
+            matches!(read, Read::Sweep { .. }),
+            light_smps,
+            heavy.as_ref().map(|h| h.1),
+            changes.len(),
+            took,
+        );
+        let live = watcher.state();
+        // Proven again only on a new read.
+        let mut found: Vec<Finding> = Vec::new();
+        if heavy.is_some() || live.is_none() {
+            self.verdict = match (live, heavy.as_ref().and_then(|h| h.2.clone())) {
+                (Some(st), _) => prove(st, &self.artifact),
+                (None, why) => Verdict::unknown(
+                    &format!(
+                        "a read the fabric did not answer: {}",
+                        why.unwrap_or_default()
+                    ),
+                    Vec::new(),
+                ),
+            };
+            found.extend(self.verdict.findings.iter().cloned());
+        }
+        self.gauge_verdict();
+        if self.reference.is_none() && self.desired.is_none() {
+            self.reference = live.cloned();
+        }
+        let diff = match (live, self.reference()) {
+            (Some(st), Some(r)) => Some(watch::difference(st, r)),
+            _ => None,
+        };
+        if let Some(d) = &diff {
+            self.metrics.ports_down.set(2 * d.cables_down.len() as i64);
+            self.metrics.tables_differing.set(d.blocks.len() as i64);
+            self.metrics.switches_differing.set(d.switches() as i64);
+        }
+        let cabling = match (&self.design, live) {
+            (Some(design), Some(st)) if heavy.is_some() => crate::diff::cabling(
+                design,
+                &st.fabric,
+                self.args.matching.mode(),
+                &self.artifact,
+            )?,
+            _ => Vec::new(),
+        };
+        found.extend(cabling.iter().cloned());
+        let repaired = match (&diff, live) {
+            (Some(d), Some(st)) if self.desired.is_some() => self.repair(st, d, mad)?,
+            _ => Repaired::No,
+        };
+        let plan_file = self.args.plan_file.display().to_string();
+        let (planned, applied) = match &repaired {
+            Repaired::Planned { steps, applied } => (Some(*steps), *applied),
+            _ => (None, false),
+        };
+        let v = json!({
+            "event": "sweep",
+            "time": now(),
+            "sweep": self.sweep,
+            "smps": {"light": light_smps, "heavy": heavy.as_ref().map(|h| h.1)},
+            "heavy": heavy.as_ref().map(|h| if h.0 { "full" } else { "partial" }),
+            "seconds": took.as_secs_f64(),
+            "changes": changes.iter().map(|c| self.change_json(c)).collect::<Vec<_>>(),
+            "verdict": self.verdict.json(),
+            "proven": self.verdict.proven(),
+            "difference": diff,
+            "plan": planned.map(|steps| json!({"file": plan_file, "steps": steps, "applied": applied})),
+            "repair": match &repaired { Repaired::Not(why) => Some(why.clone()), _ => None },
+        });
+        let mut h = format!("{} sweep {}: ", now(), self.sweep);
+        h += &match &heavy {
+            None => format!("{light_smps} SMPs, no change"),
+            Some((full, smps, _)) => format!(
+                "{} change(s){}; {} read, {smps} SMPs; {}",
+                changes.len(),
+                if changes.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " ({})",
+                        changes
+                            .iter()
+                            .map(|c| self.change_human(c))
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    )
+                },
+                if *full { "full" } else { "partial" },
+                self.verdict.human()
+            ),
+        };
+        if let Some(d) = diff.as_ref().filter(|d| !d.is_empty()) {
+            h += &format!("\n  against the reference: {}", difference_human(d));
+        }
+        match &repaired {
+            Repaired::Planned { steps, applied } => {
+                h += &format!(
+                    "\n  repair plan written to {plan_file} ({steps} step(s), each proven){}",
+                    if *applied { "; applied" } else { "" }
+                );
+            }
+            Repaired::Not(why) => h += &format!("\n  no repair: {why}"),
+            Repaired::No => {}
+        }
+        events.emit(&h, v)?;
+        for f in &found {
+            let mut v = serde_json::to_value(f)?;
+            if let Some(o) = v.as_object_mut() {
+                o.insert("event".into(), "finding".into());
+                o.insert("time".into(), now().into());
+                o.insert("sweep".into(), self.sweep.into());
+            }
+            let human = format!(
+                "  {} {}: {} [{}]",
+                if f.level == Level::Error {
+                    "×"
+                } else {
+                    "note"
+                },
+                self.artifact,
+                f.message,
+                f.code
+            );
+            events.emit(&human, v)?;
+        }
+        let different = diff.as_ref().is_some_and(|d| !d.is_empty())
+            || cabling.iter().any(|f| f.level == Level::Error);
+        Ok(match self.verdict.proven() {
+            None => 2,
+            Some(false) => 1,
+            Some(true) if different => 1,
+            Some(true) => 0,
+        })
+    }
+
+    /// The repair against the desired state: planned when the state read is not proven, or
+    /// its tables differ where no cable or node is lost; applied with `--repair apply`, once
+    /// per change, backing off when the fabric changes again soon after a repair.
+    fn repair(
+        &mut self,
+        live: &FabricState,
+        d: &Difference,
+        mad: &mut Mad,
+    ) -> Result<Repaired, Fatal> {
+        let Some(desired) = &self.desired else {
+            return Ok(Repaired::No);
+        };
+        let lost = !d.cables_down.is_empty() || !d.nodes_gone.is_empty();
+        let needed = self.verdict.proven() == Some(false) || (!d.blocks.is_empty() && !lost);
+        if !needed || d.is_empty() {
+            return Ok(Repaired::No);
+        }
+        if self.tried.as_ref() == Some(d) {
+            return Ok(Repaired::Not("tried once for this change already".into()));
+        }
+        if let Some(at) = self
+            .applied_at
+            .filter(|&a| self.sweep.saturating_sub(a) < self.args.backoff)
+        {
+            self.tried = Some(d.clone());
+            return Ok(Repaired::Not(format!(
+                "the fabric changed again {} sweep(s) after the repair of sweep {at}: another writer? backing off until it is steady for {} sweeps",
+                self.sweep - at,
+                self.args.backoff
+            )));
+        }
+        self.tried = Some(d.clone());
+        let (old, new) = match watch::repair_states(live, desired) {
+            Ok(s) => s,
+            Err(e) => return Ok(Repaired::Not(format!("{e} [{}]", e.code()))),
+        };
+        let planned = match weft_plan::plan(&old, &new, &weft_plan::Options::default()) {
+            Ok(p) => p,
+            Err(e) => return Ok(Repaired::Not(format!("no plan: {e}"))),
+        };
+        if planned.plan.steps.is_empty() {
+            return Ok(Repaired::Not("the plan has no step".into()));
+        }
+        crate::output::write_file(&self.args.plan_file, planned.plan.to_json().as_bytes())
+            .map_err(Fatal::Run)?;
+        self.metrics.plans_written.inc();
+        let steps = planned.plan.steps.len();
+        if self.args.repair != Repair::Apply {
+            return Ok(Repaired::Planned {
+                steps,
+                applied: false,
+            });
+        }
+        let opts = weft_deploy::ApplyOptions::new(self.args.journal.clone(), self.lock_dir.clone());
+        match weft_deploy::apply(mad, &planned.plan, &opts, &mut |_| {}) {
+            Ok(_) => {
+                self.metrics.plans_applied.inc();
+                self.applied_at = Some(self.sweep);
+                self.force_full = true;
+                Ok(Repaired::Planned {
+                    steps,
+                    applied: true,
+                })
+            }
+            Err(e) => Ok(Repaired::Not(format!(
+                "the apply failed: {e} [{}]",
+                e.code()
+            ))),
+        }
+    }
+}
+
+/// A difference for people, on one line.
+fn difference_human(d: &Difference) -> String {
+    let mut parts = Vec::new();
+    for (g, blocks) in d.blocks_by_switch() {
+        let name = d
+            .blocks
+            .iter()
+            .find(|b| b.switch == g)
+            .map_or("", |b| b.name.as_str());
+        parts.push(format!("`{name}` LFT block(s) {blocks:?} differ"));
+    }
+    for c in &d.cables_down {
+        parts.push(format!(
+            "cable `{}`/{} – `{}`/{} down",
+            c.a.1, c.a.2, c.b.1, c.b.2
+        ));
+    }
+    for c in &d.cables_new {
+        parts.push(format!(
+            "cable `{}`/{} – `{}`/{} new",
+            c.a.1, c.a.2, c.b.1, c.b.2
+        ));
+    }
+    for (_, n) in &d.nodes_gone {
+        parts.push(format!("node `{n}` gone"));
+    }
+    for (_, n) in &d.nodes_new {
+        parts.push(format!("node `{n}` new"));
+    }
+    parts.join("; ")
+}

@@ -1,0 +1,135 @@
+//! `weft watch --metrics ADDR`: the watch's figures in the Prometheus (OpenMetrics) text
+//! format through `prometheus-client`, served by a thread on a `TcpListener` to every GET.
+//!
+//! `weft_fabric_proven{property}` is 1 proven, 0 refuted, NaN unknown (a partial read, a
+//! state weft cannot verify): an alert on `weft_fabric_proven == 0` fires on a refutation,
+//! one on `weft_fabric_proven != weft_fabric_proven` (NaN) on unknown.
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use std::io::{Read as _, Write as _};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+/// A property's label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PropertyLabel {
+    /// Its name (`deadlock_free`, `connected`, …).
+    pub property: String,
+}
+
+/// A sweep kind's label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabel {
+    /// `light` or `heavy`.
+    pub kind: String,
+}
+
+/// Every figure the watch keeps.
+#[derive(Clone, Default)]
+pub struct Metrics {
+    pub proven: Family<PropertyLabel, Gauge<f64, AtomicU64>>,
+    pub sweeps: Family<KindLabel, Counter>,
+    pub duration: Family<KindLabel, Gauge<f64, AtomicU64>>,
+    pub smps: Family<KindLabel, Counter>,
+    pub changes: Counter,
+    pub plans_written: Counter,
+    pub plans_applied: Counter,
+    pub ports_down: Gauge,
+    pub tables_differing: Gauge,
+    pub switches_differing: Gauge,
+}
+
+impl Metrics {
+    /// The registry they are encoded from.
+    fn registry(&self) -> Registry {
+        let mut r = Registry::with_prefix("weft");
+        r.register(
+            "fabric_proven",
+            "1 when the property is proven on the state last read, 0 refuted, NaN unknown",
+            self.proven.clone(),
+        );
+        r.register(
+            "sweeps",
+            "Sweeps done, light and heavy",
+            self.sweeps.clone(),
+        );
+        r.register(
+            "sweep_duration_seconds",
+            "Wall time of the last sweep of each kind",
+            self.duration.clone(),
+        );
+        r.register(
+            "smps",
+            "SMPs sent by sweeps of each kind",
+            self.smps.clone(),
+        );
+        r.register("changes", "Changes the sweeps found", self.changes.clone());
+        r.register(
+            "plans_written",
+            "Repair plans written",
+            self.plans_written.clone(),
+        );
+        r.register(
+            "plans_applied",
+            "Repair plans applied",
+            self.plans_applied.clone(),
+        );
+        r.register(
+            "ports_down",
+            "Ports whose cable is up in the reference state and down on the fabric",
+            self.ports_down.clone(),
+        );
+        r.register(
+            "tables_differing",
+            "LFT blocks that differ from the reference state's",
+            self.tables_differing.clone(),
+        );
+        r.register(
+            "switches_differing",
+            "Switches with an LFT block that differs from the reference state's",
+            self.switches_differing.clone(),
+        );
+        r
+    }
+
+    /// Serves the figures on `addr` from a thread of its own (every request gets them); the
+    /// address bound.
+    pub fn serve(&self, addr: &str) -> Result<SocketAddr, String> {
+        let listener = TcpListener::bind(addr)
+            .map_err(|e| format!("--metrics `{addr}`: cannot listen: {e}"))?;
+        let bound = listener
+            .local_addr()
+            .map_err(|e| format!("--metrics `{addr}`: {e}"))?;
+        let registry = Arc::new(self.registry());
+        std::thread::Builder::new()
+            .name("metrics".into())
+            .spawn(move || {
+                for conn in listener.incoming() {
+                    let Ok(mut conn) = conn else { continue };
+                    let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+                    // The request line and headers; what was asked does not matter.
+                    let mut buf = [0u8; 4096];
+                    let _ = conn.read(&mut buf);
+                    let mut body = String::new();
+                    let status = match encode(&mut body, &registry) {
+                        Ok(()) => "200 OK",
+                        Err(_) => "500 Internal Server Error",
+                    };
+                    let head = format!(
+                        "HTTP/1.1 {status}\r\nContent-Type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = conn.write_all(head.as_bytes());
+                    let _ = conn.write_all(body.as_bytes());
+                }
+            })
+            .map_err(|e| format!("--metrics: cannot start the server thread: {e}"))?;
+        Ok(bound)
+    }
+}
