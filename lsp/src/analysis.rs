@@ -37,6 +37,9 @@ pub(crate) struct Document {
     pub(crate) proof: Vec<LspDiagnostic>,
     /// The last build's facts (cleared by a change).
     pub(crate) built: Option<BuildFacts>,
+    /// The last elaboration that built a fabric, while the text does not (a name typed half
+    /// way, `leaf1.`): what completion offers nodes, ports and hosts from.
+    pub(crate) previous: Option<weft_compiler::Elaborated>,
 }
 
 /// The name the compiler gives the document (its path for a file URI).
@@ -73,6 +76,27 @@ impl Document {
             generation,
             proof: Vec::new(),
             built: None,
+            previous: None,
+        }
+    }
+
+    /// The fabric this text elaborates to, else the last one an earlier text did.
+    pub(crate) fn fabric(&self) -> Option<&weft_fabric::Fabric> {
+        self.compilation
+            .as_ref()
+            .and_then(|c| c.elaborated.as_ref())
+            .or(self.previous.as_ref())
+            .map(|e| &e.fabric)
+    }
+
+    /// Keeps `old`'s fabric for completion when this text builds none.
+    pub(crate) fn inherit(&mut self, old: Document) {
+        let built = self
+            .compilation
+            .as_ref()
+            .is_some_and(|c| c.elaborated.is_some());
+        if !built {
+            self.previous = old.compilation.and_then(|c| c.elaborated).or(old.previous);
         }
     }
 

@@ -7,7 +7,7 @@
 //! proof on save in a worker thread, with `$/progress` and cancellation by generation;
 //! `navigate.rs` hover, definition, references, rename and the outline (on
 //! `weft_compiler::outline`); `edit.rs` completion, formatting (`weft fmt`'s formatter) and
-//! quick fixes; `stdlib.rs` the standard library as
+//! quick fixes (`edit/fabric.rs`: ports and host lists from the fabric); `stdlib.rs` the standard library as
 //! documents; `transport.rs` the protocol's framing over any byte streams.
 //!
 //! The library never prints and never touches the process's standard streams: the CLI hands

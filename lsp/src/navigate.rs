@@ -211,11 +211,47 @@ pub(crate) fn hover_code(doc: &Document, offset: usize) -> Option<Hover> {
 }
 
 fn signature(s: &Symbol) -> String {
-    let mut t = format!("```weft\n{}\n```", s.detail);
+    let mut t = format!("```weft\n{}\n```", wrapped(&s.detail));
     if !s.doc.is_empty() {
         t += &format!("\n\n{}", s.doc);
     }
     t
+}
+
+/// A one-line declaration longer than a hover is wide (`model sb7800 : switch { ports = 36,
+/// … }`) with one attribute a line, as the file writes it; shorter ones as they are.
+fn wrapped(detail: &str) -> String {
+    const WIDTH: usize = 80;
+    let (Some(open), Some(body)) = (
+        detail.find(" { "),
+        detail.strip_suffix(" }").filter(|_| detail.len() > WIDTH),
+    ) else {
+        return detail.to_owned();
+    };
+    let (Some(head), Some(inner)) = (detail.get(..open), body.get(open + 3..)) else {
+        return detail.to_owned();
+    };
+    let mut parts = Vec::new();
+    let (mut depth, mut start, mut quoted) = (0i32, 0usize, false);
+    for (i, c) in inner.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            _ if quoted => {}
+            '[' | '(' | '{' => depth += 1,
+            ']' | ')' | '}' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(inner.get(start..i).unwrap_or("").trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(inner.get(start..).unwrap_or("").trim());
+    let mut t = format!("{head} {{\n");
+    for p in parts.into_iter().filter(|p| !p.is_empty()) {
+        t += &format!("    {p}\n");
+    }
+    t + "}"
 }
 
 /// The explanation of a code (`weft::credit_loop`).

@@ -26,7 +26,7 @@ pub(crate) fn capabilities() -> Value {
         "definitionProvider": true,
         "referencesProvider": true,
         "renameProvider": true,
-        "completionProvider": { "triggerCharacters": [":", "=", " "] },
+        "completionProvider": { "triggerCharacters": [":", "=", " ", ".", "["] },
         "documentFormattingProvider": true,
         "documentSymbolProvider": true,
         "codeActionProvider": { "codeActionKinds": ["quickfix"] },
@@ -313,7 +313,10 @@ impl Server<'_> {
         if let Ok(mut g) = self.generations.lock() {
             g.insert(uri.clone(), generation);
         }
-        let doc = Document::new(uri.clone(), version, text, generation);
+        let mut doc = Document::new(uri.clone(), version, text, generation);
+        if let Some(old) = self.docs.remove(&uri) {
+            doc.inherit(old);
+        }
         self.docs.insert(uri.clone(), doc);
         self.publish(&uri)
     }

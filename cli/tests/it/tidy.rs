@@ -81,6 +81,7 @@ const RULES: &[(&str, &[&str], &str)] = &[
             "weft-compiler",
             "weft-driver",
             "weft-fabric",
+            "weft-formats",
             "weft-verifier",
         ],
         "the server answers from the compiler",

@@ -260,3 +260,55 @@ fn unknown_requests_and_closed_documents_are_errors_not_failures() {
     assert!(s["text"].as_str().unwrap().contains("model sb7800"), "{s}");
     c.stop();
 }
+
+/// Completion from the fabric: a node's ports after `NODE.` (with the count, and the free
+/// runs of that node), the valid range inside `NODE.p[`, and host lists where hosts are
+/// named. The text being typed does not build; the last fabric that did answers.
+#[test]
+fn completion_of_ports_and_host_lists() {
+    let (mut c, _) = Client::start();
+    c.open(URI, SAMPLE);
+    let text = SAMPLE
+        .replace(
+            "    switch leaf[1..=2] : sb7800 { level = 1 }\n",
+            "    switch leaf[1..=2] : sb7800 { level = 1 }\n    link spine.\n",
+        )
+        .replace(
+            "hosts = cn11..cn12 }",
+            "hosts =  }\n    multicast {\n        group g { mlid = 0xc001, members = [cn11,  }\n    }",
+        );
+    c.notify(
+        "textDocument/didChange",
+        json!({ "textDocument": { "uri": URI, "version": 2 }, "contentChanges": [{ "text": text }] }),
+    );
+    c.wait_for("textDocument/publishDiagnostics", |p| p["version"] == 2);
+    let mut out = Vec::new();
+    for (what, needle, plus) in [
+        ("after a switch and a dot", "link spine.", 11),
+        ("inside `p[` of a node array", "leaf[l].p[", 10),
+        ("a tenant's hosts", "hosts =  }", 8),
+        ("a multicast group's members", "members = [cn11, ", 17),
+    ] {
+        let v = c.request(
+            "textDocument/completion",
+            json!({ "textDocument": { "uri": URI }, "position": at(&text, needle, 0, plus) }),
+        );
+        let items: Vec<String> = v
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|i| {
+                        format!(
+                            "  {} ({})",
+                            i["label"].as_str().unwrap_or(""),
+                            i["detail"].as_str().unwrap_or("")
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.push(format!("{what}:\n{}", items.join("\n")));
+    }
+    insta::assert_snapshot!(out.join("\n"));
+    c.stop();
+}

@@ -1,6 +1,8 @@
 //! Completion, formatting (`weft fmt`'s formatter) and code actions (the fixes the
 //! diagnostics already name).
 
+mod fabric;
+
 use crate::analysis as attrs;
 use crate::analysis::Document;
 use crate::stdlib::Stdlib;
@@ -14,7 +16,7 @@ use weft_compiler::outline::SymbolKind;
 /// Node names offered at most (a large fabric has tens of thousands).
 const MAX_NODES: usize = 200;
 
-fn item(label: &str, kind: CompletionItemKind, detail: &str) -> CompletionItem {
+pub(crate) fn item(label: &str, kind: CompletionItemKind, detail: &str) -> CompletionItem {
     CompletionItem {
         label: label.to_owned(),
         kind: Some(kind),
@@ -67,6 +69,19 @@ pub(crate) fn complete(doc: &Document, pos: Position) -> Vec<CompletionItem> {
         .get(..line.len() - typed.len())
         .unwrap_or("")
         .trim_end();
+    if let Some(f) = doc.fabric() {
+        if let Some(ports) = fabric::ports(f, before_word) {
+            return ports;
+        }
+        let context = enclosing(&doc.text, offset).unwrap_or("");
+        if fabric::takes_hosts(before_word, context) {
+            let mut out = fabric::hosts(f);
+            if context == "group" {
+                out.push(item("all", CompletionItemKind::ENUM_MEMBER, "members"));
+            }
+            return out;
+        }
+    }
     if before_word.ends_with('=') {
         let attr = before_word
             .trim_end_matches('=')
@@ -133,12 +148,7 @@ fn names(doc: &Document, typed: &str, out: &mut Vec<CompletionItem>) {
             out.push(item(&r.name, CompletionItemKind::FUNCTION, &detail));
         }
     }
-    let fabric = doc
-        .compilation
-        .as_ref()
-        .and_then(|c| c.elaborated.as_ref())
-        .map(|e| &e.fabric);
-    if let Some(f) = fabric {
+    if let Some(f) = doc.fabric() {
         for n in f
             .nodes()
             .iter()
