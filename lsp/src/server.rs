@@ -91,11 +91,45 @@ pub(crate) fn run(conn: &Connection, config: &Config) -> Result<(), Error> {
     loop {
         select! {
             recv(conn.receiver) -> m => match m {
-                Ok(m) => if let Flow::Exit = s.message(m)? { return Ok(()) },
+                Ok(m) => {
+                    let (m, next) = coalesce(m, &conn.receiver);
+                    for m in std::iter::once(m).chain(next) {
+                        if let Flow::Exit = s.message(m)? { return Ok(()) }
+                    }
+                }
                 Err(_) => return Ok(()),
             },
             recv(events) -> e => if let Ok(e) = e { s.event(e)? },
         }
+    }
+}
+
+/// While `m` changes a document and the next queued message is a newer change of the same
+/// document, only the newest is analysed: with full sync each carries the whole text, and
+/// analysing every keystroke of a large file would leave the queue (and hover, completion)
+/// behind the typing. Returns the message to handle and the first queued one that is not
+/// such a change, to handle after it.
+fn coalesce(
+    mut m: Message,
+    rx: &crossbeam_channel::Receiver<Message>,
+) -> (Message, Option<Message>) {
+    while let Some(uri) = changed(&m) {
+        match rx.try_recv() {
+            Ok(next) if changed(&next).as_ref() == Some(&uri) => m = next,
+            Ok(next) => return (m, Some(next)),
+            Err(_) => break,
+        }
+    }
+    (m, None)
+}
+
+/// The document a `didChange` notification changes.
+fn changed(m: &Message) -> Option<Value> {
+    match m {
+        Message::Notification(not) if not.method == n::DidChangeTextDocument::METHOD => {
+            not.params.pointer("/textDocument/uri").cloned()
+        }
+        _ => None,
     }
 }
 

@@ -156,3 +156,47 @@ fn a_newer_change_cancels_the_proof() {
     );
     c.stop();
 }
+
+#[test]
+fn changes_queued_while_analysing_are_analysed_once_newest_first() {
+    let (mut c, _) = Client::start();
+    let text = std::fs::read_to_string(root().join("examples/cluster-648.weft")).unwrap();
+    let uri = format!("file://{}/examples/cluster-648.weft", root().display());
+    c.open(&uri, &text);
+    // Typing faster than the server analyses: 40 changes queued at once.
+    let last = 41;
+    for version in 2..=last {
+        c.notify(
+            "textDocument/didChange",
+            json!({ "textDocument": { "uri": uri, "version": version },
+                    "contentChanges": [{ "text": format!("{text}{}", "\n".repeat(version as usize)) }] }),
+        );
+    }
+    // A request queued behind them is answered with the newest text's outline.
+    let symbols = c.request(
+        "textDocument/documentSymbol",
+        json!({ "textDocument": { "uri": uri } }),
+    );
+    assert!(
+        symbols.as_array().is_some_and(|s| !s.is_empty()),
+        "{symbols}"
+    );
+    c.wait_for("textDocument/publishDiagnostics", |p| {
+        p["uri"] == uri.as_str() && p["version"] == last
+    });
+    let published: Vec<i64> = c
+        .notes
+        .iter()
+        .filter(|n| n.method == "textDocument/publishDiagnostics")
+        .filter_map(|n| n.params["version"].as_i64())
+        .collect();
+    assert!(
+        published.len() < 10,
+        "each of 40 queued changes was analysed: versions published {published:?}"
+    );
+    assert!(
+        published.windows(2).all(|w| w[0] < w[1]),
+        "published out of order: {published:?}"
+    );
+    c.stop();
+}
