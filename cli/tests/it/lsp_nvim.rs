@@ -13,28 +13,8 @@ use crate::support::{root, scratch, WEFT};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const SAMPLE: &str = r#"// A sample for the editor test.
-use std::hardware::{sb7800, connectx5}
-
-// Two leaves under one spine.
-template pair(hosts: int = 2) {
-    switch spine : sb7800 { level = 2 }
-    switch leaf[1..=2] : sb7800 { level = 1 }
-    for l in 1..=2 {
-        link leaf[l].p[36] <-> spine.p[l]
-        for h in 1..=hosts {
-            hca (format("cn{}{}", l, h)) : connectx5
-            link node(format("cn{}{}", l, h)).p[1] <-> leaf[l].p[h]
-        }
-    }
-}
-
-fabric demo {
-    topology = pair(hosts: 2)
-    routing { engine = updn }
-    tenant a { pkey = 0x8001, hosts = cn11..cn12 }
-}
-"#;
+/// The language server's own sample (the `lsp` crate's protocol tests use it too).
+const SAMPLE: &str = include_str!("../../../tests/fixtures/lsp/sample.weft");
 
 fn nvim() -> bool {
     let found = Command::new("nvim")

@@ -10,28 +10,7 @@ const URI: &str = "file:///work/sample.weft";
 
 /// The sample: a template, items of the standard library, a tenant whose host range leaves
 /// out its end, and no `sm on`.
-pub(crate) const SAMPLE: &str = r#"// A sample for the language server's tests.
-use std::hardware::{sb7800, connectx5}
-
-// Two leaves under one spine.
-template pair(hosts: int = 2) {
-    switch spine : sb7800 { level = 2 }
-    switch leaf[1..=2] : sb7800 { level = 1 }
-    for l in 1..=2 {
-        link leaf[l].p[36] <-> spine.p[l]
-        for h in 1..=hosts {
-            hca (format("cn{}{}", l, h)) : connectx5
-            link node(format("cn{}{}", l, h)).p[1] <-> leaf[l].p[h]
-        }
-    }
-}
-
-fabric demo {
-    topology = pair(hosts: 2)
-    routing { engine = updn }
-    tenant a { pkey = 0x8001, hosts = cn11..cn12 }
-}
-"#;
+pub(crate) const SAMPLE: &str = include_str!("../../../tests/fixtures/lsp/sample.weft");
 
 /// The position of the `nth` (0-based) occurrence of `needle` in `text`, plus `plus` columns
 /// (ASCII lines only).
