@@ -1,7 +1,7 @@
 //! What `weft watch` makes of each read: the proof, the difference from the reference, the
 //! cabling, the repair, the events and the metrics.
 
-use super::metrics::{KindLabel, PropertyLabel};
+use super::metrics::KindLabel;
 use super::{now, prove, Events, Read, Repair, Run, Verdict};
 use crate::findings::{Finding, Level};
 use crate::Fatal;
@@ -10,7 +10,6 @@ use weft_deploy::watch::{self, Change, Difference, Watcher};
 use weft_deploy::Mad;
 use weft_fabric::code::Coded as _;
 use weft_fabric::{FabricState, Guid};
-use weft_verifier::Outcome;
 
 /// What a repair did.
 enum Repaired {
@@ -126,23 +125,6 @@ impl Run<'_> {
         m.changes.inc_by(changes as u64);
     }
 
-    /// `weft_fabric_proven`: 1, 0, or NaN for unknown.
-    fn gauge_verdict(&self) {
-        for (p, o) in &self.verdict.outcomes {
-            let v = match o {
-                Outcome::Proven => 1.0,
-                Outcome::Violated => 0.0,
-                Outcome::Unknown(_) => f64::NAN,
-            };
-            self.metrics
-                .proven
-                .get_or_create(&PropertyLabel {
-                    property: p.name().to_owned(),
-                })
-                .set(v);
-        }
-    }
-
     /// Evaluates a read: events, metrics; the exit status `--once` gives.
     pub(super) fn evaluate(
         &mut self,
@@ -181,18 +163,19 @@ impl Run<'_> {
         let mut found: Vec<Finding> = Vec::new();
         if heavy.is_some() || live.is_none() {
             self.verdict = match (live, heavy.as_ref().and_then(|h| h.2.clone())) {
-                (Some(st), _) => prove(st, &self.artifact),
+                (Some(st), _) => prove(st, &self.artifact, &self.verdict),
                 (None, why) => Verdict::unknown(
                     &format!(
                         "a read the fabric did not answer: {}",
                         why.unwrap_or_default()
                     ),
                     Vec::new(),
+                    &self.verdict,
                 ),
             };
             found.extend(self.verdict.findings.iter().cloned());
         }
-        self.gauge_verdict();
+        self.metrics.set_verdict(&self.verdict.outcomes);
         if self.reference.is_none() && self.desired.is_none() {
             self.reference = live.cloned();
         }

@@ -15,6 +15,7 @@ use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
+use weft_verifier::{Outcome, Property};
 
 /// A property's label.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -46,6 +47,32 @@ pub struct Metrics {
 }
 
 impl Metrics {
+    /// `weft_fabric_proven` for `outcomes`: 1, 0, or NaN for unknown; a property set before
+    /// and not judged now is NaN too (never a stale 1).
+    pub fn set_verdict(&self, outcomes: &[(Property, Outcome)]) {
+        let label = |p: &Property| PropertyLabel {
+            property: p.name().to_owned(),
+        };
+        for p in Property::ALL {
+            let now = outcomes.iter().find(|(q, _)| *q == p).map(|(_, o)| o);
+            let v = match now {
+                Some(Outcome::Proven) => 1.0,
+                Some(Outcome::Violated) => 0.0,
+                Some(Outcome::Unknown(_)) => f64::NAN,
+                None if self.proven.get(&label(&p)).is_some() => f64::NAN,
+                None => continue,
+            };
+            self.proven.get_or_create(&label(&p)).set(v);
+        }
+    }
+
+    /// The figures in the text format.
+    pub fn encode(&self) -> Result<String, std::fmt::Error> {
+        let mut body = String::new();
+        encode(&mut body, &self.registry())?;
+        Ok(body)
+    }
+
     /// The registry they are encoded from.
     fn registry(&self) -> Registry {
         let mut r = Registry::with_prefix("weft");
@@ -131,5 +158,44 @@ impl Metrics {
             })
             .map_err(|e| format!("--metrics: cannot start the server thread: {e}"))?;
         Ok(bound)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The value of `weft_fabric_proven{property="p"}` as served.
+    fn proven(m: &Metrics, p: &str) -> Option<String> {
+        let head = format!("weft_fabric_proven{{property=\"{p}\"}} ");
+        m.encode()
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix(&head).map(str::to_owned))
+    }
+
+    /// An unknown verdict after a proven one leaves no property at 1: `isolated` (judged
+    /// before, not now) once kept its 1.
+    #[test]
+    fn no_property_stays_proven_after_an_unknown_verdict() {
+        let m = Metrics::default();
+        m.set_verdict(&[
+            (Property::DeadlockFree, Outcome::Proven),
+            (Property::Connected, Outcome::Violated),
+            (Property::Isolated, Outcome::Proven),
+        ]);
+        assert_eq!(proven(&m, "deadlock_free").as_deref(), Some("1.0"));
+        assert_eq!(proven(&m, "connected").as_deref(), Some("0.0"));
+        assert_eq!(proven(&m, "isolated").as_deref(), Some("1.0"));
+        assert_eq!(proven(&m, "multicast_connected"), None);
+        let unknown = Outcome::Unknown("a read the fabric did not answer".into());
+        m.set_verdict(&[
+            (Property::DeadlockFree, unknown.clone()),
+            (Property::Connected, unknown),
+        ]);
+        for p in ["deadlock_free", "connected", "isolated"] {
+            assert_eq!(proven(&m, p).as_deref(), Some("NaN"), "{p}");
+        }
+        assert_eq!(proven(&m, "multicast_connected"), None, "never judged");
     }
 }

@@ -130,12 +130,20 @@ struct Verdict {
 }
 
 impl Verdict {
-    /// Every property unknown, for `why`.
-    fn unknown(why: &str, findings: Vec<Finding>) -> Verdict {
+    /// Every property unknown, for `why`: the properties of routes and every property the
+    /// verdict `before` judged (a partial read proves nothing, `isolated` included).
+    fn unknown(why: &str, findings: Vec<Finding>, before: &Verdict) -> Verdict {
+        let mut props: Vec<Property> = Property::ROUTES.to_vec();
+        for (p, _) in &before.outcomes {
+            if !props.contains(p) {
+                props.push(*p);
+            }
+        }
+        props.sort_by_key(|p| Property::ALL.iter().position(|q| q == p));
         Verdict {
-            outcomes: Property::ROUTES
-                .iter()
-                .map(|&p| (p, Outcome::Unknown(why.to_owned())))
+            outcomes: props
+                .into_iter()
+                .map(|p| (p, Outcome::Unknown(why.to_owned())))
                 .collect(),
             findings,
         }
@@ -188,13 +196,14 @@ fn outcome_name(o: &Outcome) -> &'static str {
 }
 
 /// Proves `state` as `weft audit` does (the explicit engine, the default properties).
-fn prove(state: &FabricState, artifact: &str) -> Verdict {
+fn prove(state: &FabricState, artifact: &str, before: &Verdict) -> Verdict {
     let valid = match ValidState::new(state.clone()) {
         Ok(v) => v,
         Err(e) => {
             return Verdict::unknown(
                 "the fabric as read is not a state weft can verify",
                 findings::of_state_errors(&e, artifact),
+                before,
             )
         }
     };
@@ -401,4 +410,41 @@ struct Run<'a> {
     reference: Option<FabricState>,
     /// A repair was applied: the next sweep reads every table back.
     force_full: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An unknown verdict names every property the verdict before it judged: `isolated`
+    /// once kept its last word (maybe proven) through a partial read.
+    #[test]
+    fn an_unknown_verdict_covers_every_property_judged_before() {
+        let before = Verdict {
+            outcomes: vec![
+                (Property::DeadlockFree, Outcome::Proven),
+                (Property::Connected, Outcome::Proven),
+                (Property::MulticastConnected, Outcome::Proven),
+                (Property::Isolated, Outcome::Proven),
+            ],
+            findings: Vec::new(),
+        };
+        let v = Verdict::unknown("no answer", Vec::new(), &before);
+        assert_eq!(
+            v.json(),
+            json!({"deadlock_free": "unknown", "connected": "unknown", "isolated": "unknown", "multicast_connected": "unknown"})
+        );
+        assert_eq!(
+            v.outcomes.iter().map(|(p, _)| *p).collect::<Vec<_>>(),
+            [
+                Property::DeadlockFree,
+                Property::Connected,
+                Property::Isolated,
+                Property::MulticastConnected
+            ]
+        );
+        assert_eq!(v.proven(), None);
+        let first = Verdict::unknown("no answer", Vec::new(), &Verdict::default());
+        assert_eq!(first.outcomes.len(), 2, "the properties of routes");
+    }
 }
