@@ -134,7 +134,7 @@ impl Run<'_> {
         read: Read,
     ) -> Result<u8, Fatal> {
         let (light_smps, heavy, changes, took) = match &read {
-            Read::First { smps, t } => (0, Some((true, *smps, None)), Vec::new(), *t),
+            Read::First { smps, t, .. } => (0, Some((true, *smps, None)), Vec::new(), *t),
             Read::Sweep { s, t } => {
                 self.sweep += 1;
                 (
@@ -158,6 +158,15 @@ impl Run<'_> {
             changes.len(),
             took,
         );
+        // Reads the fabric did not answer in this sweep: its light sweep's (the first
+        // read's too), or a heavy read that failed.
+        let unanswered = match &read {
+            Read::First { unanswered, .. } => *unanswered,
+            Read::Sweep { .. } => changes
+                .iter()
+                .filter(|c| matches!(c, Change::Unanswered { .. }))
+                .count(),
+        } + usize::from(heavy.as_ref().is_some_and(|h| h.2.is_some()));
         let live = watcher.state();
         // Proven again only on a new read.
         let mut found: Vec<Finding> = Vec::new();
@@ -217,6 +226,7 @@ impl Run<'_> {
             "changes": changes.iter().map(|c| self.change_json(c)).collect::<Vec<_>>(),
             "verdict": self.verdict.json(),
             "proven": self.verdict.proven(),
+            "unanswered": unanswered,
             "difference": diff,
             "plan": planned.map(|steps| json!({"file": plan_file, "steps": steps, "applied": applied})),
             "repair": match &repaired { Repaired::Not(why) => Some(why.clone()), _ => None },
@@ -243,6 +253,9 @@ impl Run<'_> {
                 self.verdict.human()
             ),
         };
+        if unanswered > 0 {
+            h += &format!("\n  {unanswered} read(s) the fabric did not answer");
+        }
         if let Some(d) = diff.as_ref().filter(|d| !d.is_empty()) {
             h += &format!("\n  against the reference: {}", difference_human(d));
         }
@@ -279,12 +292,7 @@ impl Run<'_> {
         }
         let different = diff.as_ref().is_some_and(|d| !d.is_empty())
             || cabling.iter().any(|f| f.level == Level::Error);
-        Ok(match self.verdict.proven() {
-            None => 2,
-            Some(false) => 1,
-            Some(true) if different => 1,
-            Some(true) => 0,
-        })
+        Ok(exit_status(self.verdict.proven(), unanswered, different))
     }
 
     /// The repair against the desired state: planned when the state read is not proven, or
@@ -359,6 +367,19 @@ impl Run<'_> {
     }
 }
 
+/// The exit status `--once` gives: 2 when a read of the sweep went unanswered or a property
+/// is unknown (never 0 from a partial read, even when the state read before it is proven), 1
+/// when one is refuted or anything differs, else 0.
+pub(super) fn exit_status(proven: Option<bool>, unanswered: usize, different: bool) -> u8 {
+    match proven {
+        _ if unanswered > 0 => 2,
+        None => 2,
+        Some(false) => 1,
+        Some(true) if different => 1,
+        Some(true) => 0,
+    }
+}
+
 /// A difference for people, on one line.
 fn difference_human(d: &Difference) -> String {
     let mut parts = Vec::new();
@@ -389,4 +410,21 @@ fn difference_human(d: &Difference) -> String {
         parts.push(format!("node `{n}` new"));
     }
     parts.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exit_status;
+
+    /// `--once` exits 2 on a sweep with a read unanswered, whatever the state read before
+    /// it proves: a proven, same-as-desired fabric with one switch silent once exited 0.
+    #[test]
+    fn an_unanswered_read_is_never_exit_0() {
+        assert_eq!(exit_status(Some(true), 0, false), 0);
+        assert_eq!(exit_status(Some(true), 1, false), 2);
+        assert_eq!(exit_status(Some(false), 1, true), 2);
+        assert_eq!(exit_status(None, 0, false), 2);
+        assert_eq!(exit_status(Some(false), 0, false), 1);
+        assert_eq!(exit_status(Some(true), 0, true), 1);
+    }
 }

@@ -309,6 +309,7 @@ pub fn run(args: Args, color: crate::ColorChoice, _quiet: bool) -> Result<ExitCo
         Read::First {
             smps,
             t: t0.elapsed(),
+            unanswered: first_unanswered(&watcher),
         },
     )?;
     if args.once {
@@ -364,10 +365,28 @@ pub fn run(args: Args, color: crate::ColorChoice, _quiet: bool) -> Result<ExitCo
     Ok(ExitCode::SUCCESS)
 }
 
+/// The switches whose SwitchInfo the first light sweep did not get: discovery found them,
+/// and the watcher keeps no LinearFDBTop for them (`Watcher::start` keeps the light sweep's
+/// answers and drops its failures).
+fn first_unanswered(watcher: &Watcher) -> usize {
+    let switches = watcher
+        .discovery()
+        .nodes
+        .values()
+        .filter(|f| f.info.node_type == weft_deploy::smp::NodeType::Switch)
+        .count();
+    switches.saturating_sub(watcher.switch_count())
+}
+
 /// What a sweep read.
 enum Read {
-    /// The first read (discovery, every table, a light sweep).
-    First { smps: usize, t: Duration },
+    /// The first read (discovery, every table, a light sweep); `unanswered`: the reads of
+    /// its light sweep the fabric did not answer.
+    First {
+        smps: usize,
+        t: Duration,
+        unanswered: usize,
+    },
     /// A sweep.
     Sweep { s: Box<Sweep>, t: Duration },
 }
