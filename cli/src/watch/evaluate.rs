@@ -1,6 +1,7 @@
 //! What `weft watch` makes of each read: the proof, the difference from the reference, the
 //! cabling, the repair, the events and the metrics.
 
+use super::backoff::Decision;
 use super::metrics::KindLabel;
 use super::{now, prove, Events, Read, Repair, Run, Verdict};
 use crate::findings::{Finding, Level};
@@ -307,26 +308,25 @@ impl Run<'_> {
         let Some(desired) = &self.desired else {
             return Ok(Repaired::No);
         };
+        self.repairs.observe(self.sweep, d);
         let lost = !d.cables_down.is_empty() || !d.nodes_gone.is_empty();
         let needed = self.verdict.proven() == Some(false) || (!d.blocks.is_empty() && !lost);
         if !needed || d.is_empty() {
             return Ok(Repaired::No);
         }
-        if self.tried.as_ref() == Some(d) {
-            return Ok(Repaired::Not("tried once for this change already".into()));
+        match self.repairs.decide(self.sweep, self.args.backoff) {
+            Decision::Repair => {}
+            Decision::Tried => {
+                return Ok(Repaired::Not("tried once for this change already".into()))
+            }
+            Decision::BackOff { applied, steady } => {
+                return Ok(Repaired::Not(format!(
+                    "the fabric changed again soon after the repair of sweep {applied}: another writer? backing off until it holds still for {} sweeps ({steady} so far)",
+                    self.args.backoff
+                )))
+            }
         }
-        if let Some(at) = self
-            .applied_at
-            .filter(|&a| self.sweep.saturating_sub(a) < self.args.backoff)
-        {
-            self.tried = Some(d.clone());
-            return Ok(Repaired::Not(format!(
-                "the fabric changed again {} sweep(s) after the repair of sweep {at}: another writer? backing off until it is steady for {} sweeps",
-                self.sweep - at,
-                self.args.backoff
-            )));
-        }
-        self.tried = Some(d.clone());
+        self.repairs.tried(None);
         let (old, new) = match watch::repair_states(live, desired) {
             Ok(s) => s,
             Err(e) => return Ok(Repaired::Not(format!("{e} [{}]", e.code()))),
@@ -352,7 +352,7 @@ impl Run<'_> {
         match weft_deploy::apply(mad, &planned.plan, &opts, &mut |_| {}) {
             Ok(_) => {
                 self.metrics.plans_applied.inc();
-                self.applied_at = Some(self.sweep);
+                self.repairs.tried(Some(self.sweep));
                 self.force_full = true;
                 Ok(Repaired::Planned {
                     steps,

@@ -8,6 +8,7 @@
 //! (`--format human|json`); `--metrics ADDR` serves the figures (`metrics.rs`). One watch per
 //! SM port: a lock of its own beside `weft apply`'s.
 
+mod backoff;
 mod evaluate;
 mod metrics;
 
@@ -21,7 +22,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
-use weft_deploy::watch::{Difference, Sweep, Watcher};
+use weft_deploy::watch::{Sweep, Watcher};
 use weft_deploy::{Mad, TransportExt as _};
 use weft_fabric::{FabricState, ValidState};
 use weft_verifier::{Outcome, Property, Report};
@@ -297,8 +298,7 @@ pub fn run(args: Args, color: crate::ColorChoice, _quiet: bool) -> Result<ExitCo
         lock_dir,
         sweep: 0,
         verdict: Verdict::default(),
-        applied_at: None,
-        tried: None,
+        repairs: backoff::Repairs::default(),
         reference: None,
         force_full: false,
     };
@@ -421,10 +421,8 @@ struct Run<'a> {
     lock_dir: PathBuf,
     sweep: u64,
     verdict: Verdict,
-    /// The sweep a repair was last applied at.
-    applied_at: Option<u64>,
-    /// The difference a repair was last planned for (one try per change).
-    tried: Option<Difference>,
+    /// The repairs tried, and when to back off.
+    repairs: backoff::Repairs,
     /// Without `--state`: the first state read, what later ones are compared with.
     reference: Option<FabricState>,
     /// A repair was applied: the next sweep reads every table back.
