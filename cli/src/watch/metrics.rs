@@ -12,9 +12,10 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use std::io::{Read as _, Write as _};
-use std::net::{SocketAddr, TcpListener};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use weft_verifier::{Outcome, Property};
 
 /// A property's label.
@@ -128,6 +129,13 @@ impl Metrics {
     /// Serves the figures on `addr` from a thread of its own (every request gets them); the
     /// address bound.
     pub fn serve(&self, addr: &str) -> Result<SocketAddr, String> {
+        self.serve_within(addr, IO_TIMEOUT)
+    }
+
+    /// [`Metrics::serve`], each connection given `limit` to send its request and take the
+    /// answer: a scraper that stalls (sends nothing, or reads nothing) is dropped then, and
+    /// never holds up the next one.
+    fn serve_within(&self, addr: &str, limit: Duration) -> Result<SocketAddr, String> {
         let listener = TcpListener::bind(addr)
             .map_err(|e| format!("--metrics `{addr}`: cannot listen: {e}"))?;
         let bound = listener
@@ -139,26 +147,58 @@ impl Metrics {
             .spawn(move || {
                 for conn in listener.incoming() {
                     let Ok(mut conn) = conn else { continue };
-                    let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(5)));
-                    // The request line and headers; what was asked does not matter.
-                    let mut buf = [0u8; 4096];
-                    let _ = conn.read(&mut buf);
-                    let mut body = String::new();
-                    let status = match encode(&mut body, &registry) {
-                        Ok(()) => "200 OK",
-                        Err(_) => "500 Internal Server Error",
-                    };
-                    let head = format!(
-                        "HTTP/1.1 {status}\r\nContent-Type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                        body.len()
-                    );
-                    let _ = conn.write_all(head.as_bytes());
-                    let _ = conn.write_all(body.as_bytes());
+                    answer(&mut conn, &registry, limit);
                 }
             })
             .map_err(|e| format!("--metrics: cannot start the server thread: {e}"))?;
         Ok(bound)
     }
+}
+
+/// Time a scraper has to send its request and to take the answer (Prometheus's default
+/// scrape timeout is 10 s; the answer is a few kB).
+const IO_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Reads one request on `conn` and answers it with the figures, all within `limit` (else
+/// drops it).
+fn answer(conn: &mut TcpStream, registry: &Registry, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    if conn.set_read_timeout(Some(limit)).is_err() {
+        return;
+    }
+    // The request line and headers; what was asked does not matter.
+    let mut buf = [0u8; 4096];
+    let _ = conn.read(&mut buf);
+    let mut body = String::new();
+    let status = match encode(&mut body, registry) {
+        Ok(()) => "200 OK",
+        Err(_) => "500 Internal Server Error",
+    };
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = write_before(conn, head.as_bytes(), deadline)
+        .and_then(|()| write_before(conn, body.as_bytes(), deadline));
+}
+
+/// Writes `bytes` to `conn` by `deadline` (a reader that takes a byte now and then cannot
+/// stretch it: each write waits only for what is left).
+fn write_before(conn: &mut TcpStream, mut bytes: &[u8], deadline: Instant) -> std::io::Result<()> {
+    while !bytes.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        conn.set_write_timeout(Some(left))?;
+        match conn.write(bytes) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = bytes.get(n..).unwrap_or_default(),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -197,5 +237,37 @@ mod tests {
             assert_eq!(proven(&m, p).as_deref(), Some("NaN"), "{p}");
         }
         assert_eq!(proven(&m, "multicast_connected"), None, "never judged");
+    }
+
+    /// A scraper that sends its request and never reads the answer (larger than the socket
+    /// buffers) holds the server no longer than its time limit: the next scraper is
+    /// answered. Without a write timeout the server waited on the first for ever.
+    #[test]
+    fn a_scraper_that_never_reads_does_not_hold_up_the_next() {
+        use std::io::{Read as _, Write as _};
+        let m = Metrics::default();
+        // About 12 MB of text: more than loopback's socket buffers hold.
+        for k in 0..200_000 {
+            m.proven
+                .get_or_create(&PropertyLabel {
+                    property: format!("p{k:0>40}"),
+                })
+                .set(1.0);
+        }
+        let addr = m
+            .serve_within("127.0.0.1:0", Duration::from_millis(300))
+            .unwrap();
+        let mut stalled = TcpStream::connect(addr).unwrap();
+        stalled.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let mut next = TcpStream::connect(addr).unwrap();
+        next.set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        next.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+        let mut got = Vec::new();
+        next.read_to_end(&mut got)
+            .expect("the next scraper is answered");
+        assert!(got.starts_with(b"HTTP/1.1 200 OK"), "{}", got.len());
+        drop(stalled);
     }
 }
