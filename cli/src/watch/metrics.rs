@@ -163,12 +163,20 @@ const IO_TIMEOUT: Duration = Duration::from_secs(2);
 /// drops it).
 fn answer(conn: &mut TcpStream, registry: &Registry, limit: Duration) {
     let deadline = Instant::now() + limit;
-    if conn.set_read_timeout(Some(limit)).is_err() {
-        return;
+    // The request line and headers, to the blank line (what was asked does not matter; a
+    // request answered before it is all read may meet a reset).
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") && got.len() < 16 * 1024 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || conn.set_read_timeout(Some(left)).is_err() {
+            return;
+        }
+        match conn.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(buf.get(..n).unwrap_or_default()),
+        }
     }
-    // The request line and headers; what was asked does not matter.
-    let mut buf = [0u8; 4096];
-    let _ = conn.read(&mut buf);
     let mut body = String::new();
     let status = match encode(&mut body, registry) {
         Ok(()) => "200 OK",
