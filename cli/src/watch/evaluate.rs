@@ -3,7 +3,7 @@
 
 use super::backoff::Decision;
 use super::metrics::KindLabel;
-use super::{now, prove, Events, Read, Repair, Run, Verdict};
+use super::{now, prove, Events, Read, ReadAt, Repair, Run, Verdict};
 use crate::findings::{Finding, Level};
 use crate::Fatal;
 use serde_json::{json, Value};
@@ -126,6 +126,18 @@ impl Run<'_> {
         m.changes.inc_by(changes as u64);
     }
 
+    /// The read the verdict is on, and the last full one, as figures.
+    fn gauge_read_at(&self) {
+        let m = &self.metrics;
+        m.verdict_sweep
+            .set(i64::try_from(self.verdict_of.sweep).unwrap_or(i64::MAX));
+        m.verdict_full.set(i64::from(self.verdict_of.full));
+        m.verdict_time.set(self.verdict_of.unix());
+        if let Some(r) = &self.last_full {
+            m.last_full_time.set(r.unix());
+        }
+    }
+
     /// Evaluates a read: events, metrics; the exit status `--once` gives.
     pub(super) fn evaluate(
         &mut self,
@@ -184,8 +196,17 @@ impl Run<'_> {
                 ),
             };
             found.extend(self.verdict.findings.iter().cloned());
+            self.verdict_of = ReadAt {
+                sweep: self.sweep,
+                full: heavy.as_ref().is_some_and(|h| h.0),
+                time: std::time::SystemTime::now(),
+            };
+            if self.verdict_of.full && live.is_some() && unanswered == 0 {
+                self.last_full = Some(self.verdict_of);
+            }
         }
         self.metrics.set_verdict(&self.verdict.outcomes);
+        self.gauge_read_at();
         if self.reference.is_none() && self.desired.is_none() {
             self.reference = live.cloned();
         }
@@ -227,6 +248,8 @@ impl Run<'_> {
             "changes": changes.iter().map(|c| self.change_json(c)).collect::<Vec<_>>(),
             "verdict": self.verdict.json(),
             "proven": self.verdict.proven(),
+            "verdict_of": self.verdict_of.json(),
+            "last_full": self.last_full.map(|r| r.json()),
             "unanswered": unanswered,
             "difference": diff,
             "plan": planned.map(|steps| json!({"file": plan_file, "steps": steps, "applied": applied})),
@@ -234,7 +257,15 @@ impl Run<'_> {
         });
         let mut h = format!("{} sweep {}: ", now(), self.sweep);
         h += &match &heavy {
-            None => format!("{light_smps} SMPs, no change"),
+            None => format!(
+                "{light_smps} SMPs, no change; verdict of sweep {} ({} read)",
+                self.verdict_of.sweep,
+                if self.verdict_of.full {
+                    "full"
+                } else {
+                    "partial"
+                }
+            ),
             Some((full, smps, _)) => format!(
                 "{} change(s){}; {} read, {smps} SMPs; {}",
                 changes.len(),
@@ -277,6 +308,7 @@ impl Run<'_> {
                 o.insert("event".into(), "finding".into());
                 o.insert("time".into(), now().into());
                 o.insert("sweep".into(), self.sweep.into());
+                o.insert("verdict_of".into(), self.verdict_of.json());
             }
             let human = format!(
                 "  {} {}: {} [{}]",

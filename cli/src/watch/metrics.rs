@@ -45,6 +45,10 @@ pub struct Metrics {
     pub ports_down: Gauge,
     pub tables_differing: Gauge,
     pub switches_differing: Gauge,
+    pub verdict_sweep: Gauge,
+    pub verdict_full: Gauge,
+    pub verdict_time: Gauge<f64, AtomicU64>,
+    pub last_full_time: Gauge<f64, AtomicU64>,
 }
 
 impl Metrics {
@@ -68,6 +72,7 @@ impl Metrics {
     }
 
     /// The figures in the text format.
+    #[cfg(test)]
     pub fn encode(&self) -> Result<String, std::fmt::Error> {
         let mut body = String::new();
         encode(&mut body, &self.registry())?;
@@ -122,6 +127,26 @@ impl Metrics {
             "switches_differing",
             "Switches with an LFT block that differs from the reference state's",
             self.switches_differing.clone(),
+        );
+        r.register(
+            "verdict_sweep",
+            "The sweep whose read weft_fabric_proven is on (0: the first read); older than the last sweep when nothing changed since",
+            self.verdict_sweep.clone(),
+        );
+        r.register(
+            "verdict_full",
+            "1 when the read weft_fabric_proven is on read every table, 0 when it read only what changed",
+            self.verdict_full.clone(),
+        );
+        r.register(
+            "verdict_timestamp_seconds",
+            "Unix time of the read weft_fabric_proven is on",
+            self.verdict_time.clone(),
+        );
+        r.register(
+            "last_full_sweep_timestamp_seconds",
+            "Unix time of the last read of every table that every node answered",
+            self.last_full_time.clone(),
         );
         r
     }

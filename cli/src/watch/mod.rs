@@ -301,6 +301,12 @@ pub fn run(args: Args, color: crate::ColorChoice, _quiet: bool) -> Result<ExitCo
         repairs: backoff::Repairs::default(),
         reference: None,
         force_full: false,
+        verdict_of: ReadAt {
+            sweep: 0,
+            full: true,
+            time: SystemTime::now(),
+        },
+        last_full: None,
     };
     let first = run.evaluate(
         &watcher,
@@ -427,6 +433,32 @@ struct Run<'a> {
     reference: Option<FabricState>,
     /// A repair was applied: the next sweep reads every table back.
     force_full: bool,
+    /// The read the verdict is on.
+    verdict_of: ReadAt,
+    /// The last read of every table that every node answered.
+    last_full: Option<ReadAt>,
+}
+
+/// A read: at which sweep (0: the first), whether of every table, when.
+#[derive(Clone, Copy, Debug)]
+struct ReadAt {
+    sweep: u64,
+    full: bool,
+    time: SystemTime,
+}
+
+impl ReadAt {
+    fn json(&self) -> Value {
+        json!({"sweep": self.sweep, "full": self.full, "time": weft_deploy::dftree::utc::utc_of(self.time)})
+    }
+
+    /// Seconds since the Unix epoch.
+    fn unix(&self) -> f64 {
+        self.time
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs_f64()
+    }
 }
 
 #[cfg(test)]

@@ -207,11 +207,22 @@ fn a_pulled_cable_is_noticed_repaired_and_scraped() {
     );
     let prom = Prometheus::start(&d, &target);
     // Pulled between two sweeps.
-    let n = wait_for(&bg.out, "a light sweep", |v| {
+    let light = wait_for(&bg.out, "a light sweep", |v| {
         v["event"] == "sweep" && v["sweep"] == 1
-    })["sweep"]
-        .as_u64()
-        .unwrap();
+    });
+    let n = light["sweep"].as_u64().unwrap();
+    // Nothing changed: the verdict is the first read's, and says so.
+    assert_eq!(light["heavy"], Value::Null, "{light}");
+    assert_eq!(light["verdict_of"]["sweep"], 0, "{light}");
+    assert_eq!(light["verdict_of"]["full"], true, "{light}");
+    assert_eq!(light["last_full"]["sweep"], 0, "{light}");
+    let served = get(&target, "/metrics");
+    assert!(served.contains("weft_verdict_sweep 0\n"), "{served}");
+    assert!(served.contains("weft_verdict_full 1\n"), "{served}");
+    assert!(
+        served.contains("weft_last_full_sweep_timestamp_seconds "),
+        "{served}"
+    );
     let (unlink, g, _) = switch_cable(&st);
     let said = sim.console(&unlink).unwrap();
     assert!(!said.contains('#'), "{said}");
@@ -221,6 +232,7 @@ fn a_pulled_cable_is_noticed_repaired_and_scraped() {
     });
     assert!(found["sweep"].as_u64().unwrap() <= n + 2, "{found}");
     assert_eq!(found["heavy"], "full", "{found}");
+    assert_eq!(found["verdict_of"]["sweep"], found["sweep"], "{found}");
     assert_eq!(found["verdict"]["connected"], "refuted", "{found}");
     let down = &found["difference"]["cables_down"];
     assert_eq!(down.as_array().unwrap().len(), 1, "{found}");
