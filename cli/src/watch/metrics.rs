@@ -184,8 +184,8 @@ impl Metrics {
 /// scrape timeout is 10 s; the answer is a few kB).
 const IO_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Reads one request on `conn` and answers it with the figures, all within `limit` (else
-/// drops it).
+/// Reads one request on `conn` within `limit` and answers it with the figures within
+/// `limit` more (else drops it).
 fn answer(conn: &mut TcpStream, registry: &Registry, limit: Duration) {
     let deadline = Instant::now() + limit;
     // The request line and headers, to the blank line (what was asked does not matter; a
@@ -211,6 +211,8 @@ fn answer(conn: &mut TcpStream, registry: &Registry, limit: Duration) {
         "HTTP/1.1 {status}\r\nContent-Type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
+    // The answer's own time, from when it is ready.
+    let deadline = Instant::now() + limit;
     let _ = write_before(conn, head.as_bytes(), deadline)
         .and_then(|()| write_before(conn, body.as_bytes(), deadline));
 }
@@ -288,7 +290,7 @@ mod tests {
                 .set(1.0);
         }
         let addr = m
-            .serve_within("127.0.0.1:0", Duration::from_millis(300))
+            .serve_within("127.0.0.1:0", Duration::from_millis(500))
             .unwrap();
         let mut stalled = TcpStream::connect(addr).unwrap();
         stalled.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
