@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use weft_fabric::ValidState;
 use weft_formats::state_json::FromJson;
-use weft_tests::ibsim::{self, Ibsim, Limits};
+use weft_tests::ibsim::{self, ClientOutput, Ibsim, Limits};
 
 const TREE: &str = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric small {\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    routing { engine = fat_tree }\n}\n";
 
@@ -50,6 +50,51 @@ fn events(text: &str) -> Vec<Value> {
         .filter(|l| l.starts_with('{'))
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
+}
+
+/// What `weft watch --once` printed: its output and its JSON events.
+struct Once {
+    out: ClientOutput,
+    events: Vec<Value>,
+}
+
+impl Once {
+    /// Its sweep event.
+    fn sweep(&self) -> &Value {
+        self.events
+            .iter()
+            .find(|v| v["event"] == "sweep")
+            .unwrap_or_else(|| panic!("no sweep event:\n{}\n{}", self.out.stdout, self.out.stderr))
+    }
+
+    /// Its exit status (and what it printed, when not `code`).
+    fn exits(&self, code: i32) {
+        assert_eq!(
+            self.out.status.code(),
+            Some(code),
+            "{}\n{}",
+            self.out.stdout,
+            self.out.stderr
+        );
+    }
+}
+
+/// `weft watch --target mad --once --format json --lock-dir LOCKS MORE…` on `sim`.
+fn watch_once(sim: &Ibsim, locks: &Path, more: &[&str]) -> Once {
+    let mut a = vec![
+        "watch",
+        "--target",
+        "mad",
+        "--once",
+        "--format",
+        "json",
+        "--lock-dir",
+        locks.to_str().unwrap(),
+    ];
+    a.extend_from_slice(more);
+    let out = sim.run_any(crate::support::WEFT, &a, &[], Duration::from_secs(120));
+    let events = events(&out.stdout);
+    Once { out, events }
 }
 
 /// Waits (up to 120 s) until `file` holds a JSON line `pick` accepts.
@@ -316,52 +361,33 @@ fn a_block_another_writer_wrote_is_named_and_restored() {
     let locks = d.join("locks");
     std::fs::create_dir_all(&locks).unwrap();
     std::fs::set_permissions(&locks, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
-    let args = |repair: &str| -> Vec<String> {
-        [
-            "watch",
-            "--target",
-            "mad",
-            "--once",
-            "--format",
-            "json",
-            "--state",
-            b.to_str().unwrap(),
-            "--repair",
-            repair,
-            "--lock-dir",
-            locks.to_str().unwrap(),
-            "--plan-file",
-            d.join("p.plan").to_str().unwrap(),
-            "--journal",
-            d.join("j").to_str().unwrap(),
-        ]
-        .map(str::to_owned)
-        .to_vec()
+    let (plan, journal) = (d.join("p.plan"), d.join("j"));
+    let once = |repair: &str| {
+        watch_once(
+            &sim,
+            &locks,
+            &[
+                "--state",
+                b.to_str().unwrap(),
+                "--repair",
+                repair,
+                "--plan-file",
+                plan.to_str().unwrap(),
+                "--journal",
+                journal.to_str().unwrap(),
+            ],
+        )
     };
-    let a: Vec<String> = args("plan");
-    let o = sim.run_any(
-        crate::support::WEFT,
-        &a.iter().map(String::as_str).collect::<Vec<_>>(),
-        &[],
-        Duration::from_secs(120),
-    );
-    assert_eq!(o.status.code(), Some(1), "{}\n{}", o.stdout, o.stderr);
-    let ev = events(&o.stdout);
-    let sweep = ev.iter().find(|v| v["event"] == "sweep").unwrap();
+    let o = once("plan");
+    o.exits(1);
+    let sweep = o.sweep();
     let name = f.node(f.find_guid(weft_fabric::Guid(sw)).unwrap()).name();
     assert_eq!(
         sweep["difference"]["blocks"],
         serde_json::json!([{"switch": format!("{sw:#018x}"), "name": name, "block": lid / 64}]),
         "{sweep}"
     );
-    let a = args("apply");
-    let o = sim.run_any(
-        crate::support::WEFT,
-        &a.iter().map(String::as_str).collect::<Vec<_>>(),
-        &[],
-        Duration::from_secs(120),
-    );
-    assert_eq!(o.status.code(), Some(0), "{}\n{}", o.stdout, o.stderr);
+    once("apply").exits(0);
     assert_eq!(
         sim.lfts().unwrap(),
         built,
@@ -482,33 +508,24 @@ fn a_rebooted_switch_is_named_and_restored() {
     std::fs::set_permissions(&locks, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
     let (plan, journal) = (d.join("p.plan"), d.join("j"));
     let once = |repair: &str| {
-        let a = [
-            "watch",
-            "--target",
-            "mad",
-            "--once",
-            "--format",
-            "json",
-            "--state",
-            b.to_str().unwrap(),
-            "--repair",
-            repair,
-            "--lock-dir",
-            locks.to_str().unwrap(),
-            "--plan-file",
-            plan.to_str().unwrap(),
-            "--journal",
-            journal.to_str().unwrap(),
-        ];
-        let o = sim.run_any(crate::support::WEFT, &a, &[], Duration::from_secs(120));
-        let sweep = events(&o.stdout)
-            .into_iter()
-            .find(|v| v["event"] == "sweep")
-            .unwrap_or_else(|| panic!("{}\n{}", o.stdout, o.stderr));
-        (o, sweep)
+        watch_once(
+            &sim,
+            &locks,
+            &[
+                "--state",
+                b.to_str().unwrap(),
+                "--repair",
+                repair,
+                "--plan-file",
+                plan.to_str().unwrap(),
+                "--journal",
+                journal.to_str().unwrap(),
+            ],
+        )
     };
-    let (o, sweep) = once("plan");
-    assert_eq!(o.status.code(), Some(1), "{}\n{}", o.stdout, o.stderr);
+    let o = once("plan");
+    o.exits(1);
+    let sweep = o.sweep();
     let name = f.node(id).name();
     let named: Vec<Value> = lost
         .iter()
@@ -527,16 +544,18 @@ fn a_rebooted_switch_is_named_and_restored() {
     assert_eq!(sweep["proven"], false, "{sweep}");
     assert_eq!(sweep["verdict"]["connected"], "refuted", "{sweep}");
     assert_eq!(sim.lfts().unwrap(), now, "`--repair plan` writes nothing");
-    let (o, sweep) = once("apply");
-    assert_eq!(o.status.code(), Some(0), "{}\n{}", o.stdout, o.stderr);
+    let o = once("apply");
+    o.exits(0);
+    let sweep = o.sweep();
     assert_eq!(sweep["plan"]["applied"], true, "{sweep}");
     assert_eq!(
         sim.lfts().unwrap(),
         built,
         "restored: dump_fts reads what was built"
     );
-    let (o, sweep) = once("plan");
-    assert_eq!(o.status.code(), Some(0), "{}\n{}", o.stdout, o.stderr);
+    let o = once("plan");
+    o.exits(0);
+    let sweep = o.sweep();
     assert_eq!(sweep["proven"], true, "{sweep}");
     assert_eq!(
         sweep["difference"]["blocks"],
@@ -653,29 +672,19 @@ fn opensm_file_engine_after_a_pulled_cable_is_judged() {
     let locks = d.join("locks");
     std::fs::create_dir_all(&locks).unwrap();
     std::fs::set_permissions(&locks, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
-    let o = sim.run_any(
-        crate::support::WEFT,
+    let o = watch_once(
+        &sim,
+        &locks,
         &[
-            "watch",
-            "--target",
-            "mad",
-            "--once",
-            "--format",
-            "json",
             "--state",
             b.to_str().unwrap(),
-            "--lock-dir",
-            locks.to_str().unwrap(),
             "--plan-file",
             d.join("p.plan").to_str().unwrap(),
             "--design",
             b.join("state.json").to_str().unwrap(),
         ],
-        &[],
-        Duration::from_secs(120),
     );
-    let ev = events(&o.stdout);
-    let sweep = ev.iter().find(|v| v["event"] == "sweep").unwrap().clone();
+    let sweep = o.sweep().clone();
     let disc = sim
         .run("ibnetdiscover", &[], Duration::from_secs(60))
         .unwrap();
@@ -693,7 +702,7 @@ fn opensm_file_engine_after_a_pulled_cable_is_judged() {
     assert!(resweeps >= 2, "OpenSM swept again after the pull");
     // What the file engine wrote (weft's tables, routes over the dead cable): refuted, by the
     // watch and by `weft verify` on what the real tools read alike; a repair plan written.
-    assert_eq!(o.status.code(), Some(1), "{}\n{}", o.stdout, o.stderr);
+    o.exits(1);
     assert_eq!(sweep["verdict"]["connected"], "refuted", "{sweep}");
     assert_eq!(sweep["verdict"]["deadlock_free"], "proven", "{sweep}");
     assert_eq!(
@@ -710,9 +719,10 @@ fn opensm_file_engine_after_a_pulled_cable_is_judged() {
     assert!(d.join("p.plan").exists());
     // `--design`: the pulled cable is missing, as `weft diff` says it.
     assert!(
-        ev.iter()
+        o.events
+            .iter()
             .any(|v| v["event"] == "finding" && v["code"] == "weft::cable_missing"),
         "{}",
-        o.stdout
+        o.out.stdout
     );
 }
