@@ -226,6 +226,13 @@ pub enum IbsimError {
         /// ibsim's log, which says why when it died.
         log: String,
     },
+    /// OpenSM did not load the built tables.
+    NotLoaded {
+        /// Why.
+        error: Box<IbsimError>,
+        /// ibsim's log.
+        log: String,
+    },
     /// A client exited unsuccessfully.
     Failed {
         /// The command.
@@ -256,6 +263,9 @@ impl fmt::Display for IbsimError {
                 f,
                 "`{command}` did not finish within {after:?} and was killed; ibsim's log:\n{log}"
             ),
+            IbsimError::NotLoaded { error, log } => {
+                write!(f, "{error}\nibsim's log:\n{log}")
+            }
             IbsimError::Failed { command, output } => write!(
                 f,
                 "`{command}` failed ({}); stderr:\n{}",
@@ -623,6 +633,37 @@ impl Ibsim {
             Duration::from_secs(120),
         )?;
         Ok(crate::parse_fts(&out.stdout))
+    }
+
+    /// ibsim running what `weft build` wrote to `build_dir` for `state`: started on the
+    /// state's net file (with its console open when `console`, for [`Ibsim::console`]), then
+    /// its LIDs and `lfts.dump` loaded by OpenSM ([`Ibsim::load_with_opensm`]).
+    pub fn start_built(
+        tools: &Tools,
+        build_dir: &Path,
+        state: &weft_fabric::FabricState,
+        console: bool,
+    ) -> Result<Ibsim, IbsimError> {
+        let net =
+            weft_formats::ibnetdiscover::write(&state.fabric, Some(&state.lids)).map_err(|e| {
+                IbsimError::Io(
+                    "cannot write the net file".to_owned(),
+                    std::io::Error::other(e.to_string()),
+                )
+            })?;
+        let sim = Ibsim::start_as(
+            tools,
+            &net,
+            Some(Limits::for_fabric(&state.fabric)),
+            console,
+        )?;
+        match sim.load_with_opensm(&build_dir.join("lfts.dump"), state) {
+            Ok(()) => Ok(sim),
+            Err(e) => Err(IbsimError::NotLoaded {
+                error: Box::new(e),
+                log: sim.log(),
+            }),
+        }
     }
 
     /// OpenSM, once (`-o`), programs `state`'s LIDs (its `guid2lid` cache) and the LFTs of

@@ -22,26 +22,13 @@ use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use weft_fabric::ValidState;
-use weft_formats::state_json::FromJson;
-use weft_tests::ibsim::{self, ClientOutput, Ibsim, Limits};
+use weft_tests::ibsim::{self, ClientOutput, Ibsim};
 
 const TREE: &str = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric small {\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    routing { engine = fat_tree }\n}\n";
 
+/// `weft build` of [`TREE`].
 fn build(d: &Path) -> (PathBuf, ValidState) {
-    let file = d.join("small.weft");
-    std::fs::write(&file, TREE).unwrap();
-    let out = d.join("build");
-    let o = weft(&[
-        "build",
-        file.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "-q",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let st =
-        ValidState::from_json(&std::fs::read_to_string(out.join("state.json")).unwrap()).unwrap();
-    (out, st)
+    crate::support::build(d, "small.weft", TREE)
 }
 
 /// The JSON lines of `text`.
@@ -198,11 +185,7 @@ fn a_pulled_cable_is_noticed_repaired_and_scraped() {
     };
     let d = crate::support::scratch("watch-cable");
     let (b, st) = build(&d);
-    let f = &st.fabric;
-    let net = weft_formats::ibnetdiscover::write(f, Some(&st.lids)).unwrap();
-    let sim = Ibsim::start_with_console(&tools, &net, Some(Limits::for_fabric(f))).unwrap();
-    sim.load_with_opensm(&b.join("lfts.dump"), &st)
-        .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
+    let sim = Ibsim::start_built(&tools, &b, &st, true).unwrap_or_else(|e| panic!("{e}"));
     let (plan, journal, locks) = (
         d.join("repair.plan"),
         d.join("repair.journal"),
@@ -342,10 +325,7 @@ fn a_block_another_writer_wrote_is_named_and_restored() {
     let d = crate::support::scratch("watch-writer");
     let (b, st) = build(&d);
     let f = &st.fabric;
-    let net = weft_formats::ibnetdiscover::write(f, Some(&st.lids)).unwrap();
-    let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(f))).unwrap();
-    sim.load_with_opensm(&b.join("lfts.dump"), &st)
-        .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
+    let sim = Ibsim::start_built(&tools, &b, &st, false).unwrap_or_else(|e| panic!("{e}"));
     let built = sim.lfts().unwrap();
     // Another writer: OpenSM's file engine loading a dump with one entry of one switch moved
     // (the first host LID of the first leaf, to another live port).
@@ -460,10 +440,7 @@ fn a_rebooted_switch_is_named_and_restored() {
     let d = crate::support::scratch("watch-reboot");
     let (b, st) = build(&d);
     let f = &st.fabric;
-    let net = weft_formats::ibnetdiscover::write(f, Some(&st.lids)).unwrap();
-    let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(f))).unwrap();
-    sim.load_with_opensm(&b.join("lfts.dump"), &st)
-        .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
+    let sim = Ibsim::start_built(&tools, &b, &st, false).unwrap_or_else(|e| panic!("{e}"));
     let built = sim.lfts().unwrap();
     // The last switch (not the one ibsim attaches clients at), and the blocks its table holds.
     let (&id, sw) = st.switches.iter().next_back().unwrap();
@@ -621,11 +598,7 @@ fn opensm_file_engine_after_a_pulled_cable_is_judged() {
     };
     let d = crate::support::scratch("watch-osm");
     let (b, st) = build(&d);
-    let f = &st.fabric;
-    let net = weft_formats::ibnetdiscover::write(f, Some(&st.lids)).unwrap();
-    let sim = Ibsim::start_with_console(&tools, &net, Some(Limits::for_fabric(f))).unwrap();
-    sim.load_with_opensm(&b.join("lfts.dump"), &st)
-        .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
+    let sim = Ibsim::start_built(&tools, &b, &st, true).unwrap_or_else(|e| panic!("{e}"));
     let cache = sim.dir().join("osm-cache");
     let log = d.join("osm-bg.log");
     let dump = b.join("lfts.dump");
