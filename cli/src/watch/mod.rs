@@ -323,17 +323,7 @@ pub fn run(args: Args, color: crate::ColorChoice, _quiet: bool) -> Result<ExitCo
             return Ok(ExitCode::from(first));
         }
         // A repair was applied: read back, and the verdict on what was read is the exit.
-        let t = Instant::now();
-        let s = watcher.sweep(&mut mad, true);
-        let back = run.evaluate(
-            &watcher,
-            &mut mad,
-            &mut w,
-            Read::Sweep {
-                s: Box::new(s),
-                t: t.elapsed(),
-            },
-        )?;
+        let back = run.sweep(&mut watcher, &mut mad, &mut w, true)?;
         return Ok(ExitCode::from(back));
     }
     let mut next = Instant::now() + every;
@@ -352,17 +342,7 @@ pub fn run(args: Args, color: crate::ColorChoice, _quiet: bool) -> Result<ExitCo
         crate::term::clear();
         let full = std::mem::take(&mut run.force_full)
             || (args.full_every > 0 && (run.sweep + 1).is_multiple_of(args.full_every));
-        let t = Instant::now();
-        let s = watcher.sweep(&mut mad, full);
-        run.evaluate(
-            &watcher,
-            &mut mad,
-            &mut w,
-            Read::Sweep {
-                s: Box::new(s),
-                t: t.elapsed(),
-            },
-        )?;
+        run.sweep(&mut watcher, &mut mad, &mut w, full)?;
     }
     w.emit(
         &format!("{} stopped after sweep {}", now(), run.sweep),
@@ -382,6 +362,26 @@ fn first_unanswered(watcher: &Watcher) -> usize {
         .filter(|f| f.info.node_type == weft_deploy::smp::NodeType::Switch)
         .count();
     switches.saturating_sub(watcher.switch_count())
+}
+
+impl Run<'_> {
+    /// A sweep (`full`: of every table) and what it makes of it; the exit status `--once`
+    /// gives.
+    fn sweep(
+        &mut self,
+        watcher: &mut Watcher,
+        mad: &mut Mad,
+        events: &mut Events,
+        full: bool,
+    ) -> Result<u8, Fatal> {
+        let t = Instant::now();
+        let s = watcher.sweep(mad, full);
+        let read = Read::Sweep {
+            s: Box::new(s),
+            t: t.elapsed(),
+        };
+        self.evaluate(watcher, mad, events, read)
+    }
 }
 
 /// What a sweep read.
