@@ -138,6 +138,65 @@ impl Run<'_> {
         }
     }
 
+    /// Proves the state read again when the sweep read anything (a verdict is proven again
+    /// only on a new read; a partial read is unknown); the findings.
+    fn judge(
+        &mut self,
+        live: Option<&FabricState>,
+        heavy: Option<&(bool, usize, Option<String>)>,
+        unanswered: usize,
+    ) -> Vec<Finding> {
+        if heavy.is_none() && live.is_some() {
+            return Vec::new();
+        }
+        self.verdict = match (live, heavy.and_then(|h| h.2.clone())) {
+            (Some(st), _) => prove(st, &self.artifact, &self.verdict),
+            (None, why) => Verdict::unknown(
+                &format!(
+                    "a read the fabric did not answer: {}",
+                    why.unwrap_or_default()
+                ),
+                Vec::new(),
+                &self.verdict,
+            ),
+        };
+        self.verdict_of = ReadAt {
+            sweep: self.sweep,
+            full: heavy.is_some_and(|h| h.0),
+            time: std::time::SystemTime::now(),
+        };
+        if self.verdict_of.full && live.is_some() && unanswered == 0 {
+            self.last_full = Some(self.verdict_of);
+        }
+        self.verdict.findings.clone()
+    }
+
+    /// One event per finding.
+    fn emit_findings(&self, events: &mut Events, found: &[Finding]) -> Result<(), Fatal> {
+        for f in found {
+            let mut v = serde_json::to_value(f)?;
+            if let Some(o) = v.as_object_mut() {
+                o.insert("event".into(), "finding".into());
+                o.insert("time".into(), now().into());
+                o.insert("sweep".into(), self.sweep.into());
+                o.insert("verdict_of".into(), self.verdict_of.json());
+            }
+            let human = format!(
+                "  {} {}: {} [{}]",
+                if f.level == Level::Error {
+                    "×"
+                } else {
+                    "note"
+                },
+                self.artifact,
+                f.message,
+                f.code
+            );
+            events.emit(&human, v)?;
+        }
+        Ok(())
+    }
+
     /// Evaluates a read: events, metrics; the exit status `--once` gives.
     pub(super) fn evaluate(
         &mut self,
@@ -181,30 +240,7 @@ impl Run<'_> {
                 .count(),
         } + usize::from(heavy.as_ref().is_some_and(|h| h.2.is_some()));
         let live = watcher.state();
-        // Proven again only on a new read.
-        let mut found: Vec<Finding> = Vec::new();
-        if heavy.is_some() || live.is_none() {
-            self.verdict = match (live, heavy.as_ref().and_then(|h| h.2.clone())) {
-                (Some(st), _) => prove(st, &self.artifact, &self.verdict),
-                (None, why) => Verdict::unknown(
-                    &format!(
-                        "a read the fabric did not answer: {}",
-                        why.unwrap_or_default()
-                    ),
-                    Vec::new(),
-                    &self.verdict,
-                ),
-            };
-            found.extend(self.verdict.findings.iter().cloned());
-            self.verdict_of = ReadAt {
-                sweep: self.sweep,
-                full: heavy.as_ref().is_some_and(|h| h.0),
-                time: std::time::SystemTime::now(),
-            };
-            if self.verdict_of.full && live.is_some() && unanswered == 0 {
-                self.last_full = Some(self.verdict_of);
-            }
-        }
+        let mut found = self.judge(live, heavy.as_ref(), unanswered);
         self.metrics.set_verdict(&self.verdict.outcomes);
         self.gauge_read_at();
         if self.reference.is_none() && self.desired.is_none() {
@@ -302,27 +338,7 @@ impl Run<'_> {
             Repaired::No => {}
         }
         events.emit(&h, v)?;
-        for f in &found {
-            let mut v = serde_json::to_value(f)?;
-            if let Some(o) = v.as_object_mut() {
-                o.insert("event".into(), "finding".into());
-                o.insert("time".into(), now().into());
-                o.insert("sweep".into(), self.sweep.into());
-                o.insert("verdict_of".into(), self.verdict_of.json());
-            }
-            let human = format!(
-                "  {} {}: {} [{}]",
-                if f.level == Level::Error {
-                    "×"
-                } else {
-                    "note"
-                },
-                self.artifact,
-                f.message,
-                f.code
-            );
-            events.emit(&human, v)?;
-        }
+        self.emit_findings(events, &found)?;
         let different = diff.as_ref().is_some_and(|d| !d.is_empty())
             || cabling.iter().any(|f| f.level == Level::Error);
         Ok(exit_status(self.verdict.proven(), unanswered, different))

@@ -351,16 +351,13 @@ pub fn run(args: Args, color: crate::ColorChoice, _quiet: bool) -> Result<ExitCo
     Ok(ExitCode::SUCCESS)
 }
 
-/// The switches whose SwitchInfo the first light sweep did not get: discovery found them,
-/// and the watcher keeps no LinearFDBTop for them (`Watcher::start` keeps the light sweep's
+/// The switches whose SwitchInfo the first light sweep did not get: in the state read, and
+/// the watcher keeps no LinearFDBTop for them (`Watcher::start` keeps the light sweep's
 /// answers and drops its failures).
 fn first_unanswered(watcher: &Watcher) -> usize {
-    let switches = watcher
-        .discovery()
-        .nodes
-        .values()
-        .filter(|f| f.info.node_type == weft_deploy::smp::NodeType::Switch)
-        .count();
+    let switches = watcher.state().map_or(0, |st| {
+        st.fabric.nodes().iter().filter(|n| n.is_switch()).count()
+    });
     switches.saturating_sub(watcher.switch_count())
 }
 
