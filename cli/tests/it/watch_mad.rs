@@ -84,6 +84,34 @@ fn watch_once(sim: &Ibsim, locks: &Path, more: &[&str]) -> Once {
     Once { out, events }
 }
 
+/// `d/locks`, a lock directory only its owner may write (as `weft apply` asks).
+fn lock_dir(d: &Path) -> PathBuf {
+    let locks = d.join("locks");
+    std::fs::create_dir_all(&locks).unwrap();
+    std::fs::set_permissions(&locks, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    locks
+}
+
+/// [`watch_once`] against the build `b` with `--repair REPAIR`, its lock directory, plan and
+/// journal in `d`.
+fn repair_once(sim: &Ibsim, d: &Path, b: &Path, repair: &str) -> Once {
+    let (plan, journal) = (d.join("p.plan"), d.join("j"));
+    watch_once(
+        sim,
+        &d.join("locks"),
+        &[
+            "--state",
+            b.to_str().unwrap(),
+            "--repair",
+            repair,
+            "--plan-file",
+            plan.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+    )
+}
+
 /// Waits (up to 120 s) until `file` holds a JSON line `pick` accepts.
 fn wait_for(file: &Path, what: &str, pick: impl Fn(&Value) -> bool) -> Value {
     let start = Instant::now();
@@ -338,26 +366,8 @@ fn a_block_another_writer_wrote_is_named_and_restored() {
     sim.load_with_opensm(&other, &st)
         .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
     assert_ne!(sim.lfts().unwrap(), built, "the other writer wrote");
-    let locks = d.join("locks");
-    std::fs::create_dir_all(&locks).unwrap();
-    std::fs::set_permissions(&locks, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
-    let (plan, journal) = (d.join("p.plan"), d.join("j"));
-    let once = |repair: &str| {
-        watch_once(
-            &sim,
-            &locks,
-            &[
-                "--state",
-                b.to_str().unwrap(),
-                "--repair",
-                repair,
-                "--plan-file",
-                plan.to_str().unwrap(),
-                "--journal",
-                journal.to_str().unwrap(),
-            ],
-        )
-    };
+    let locks = lock_dir(&d);
+    let once = |repair: &str| repair_once(&sim, &d, &b, repair);
     let o = once("plan");
     o.exits(1);
     let sweep = o.sweep();
@@ -480,26 +490,8 @@ fn a_rebooted_switch_is_named_and_restored() {
         !now.keys().any(|&(s, _)| s == g) && now.len() < built.len(),
         "the switch forwards nothing"
     );
-    let locks = d.join("locks");
-    std::fs::create_dir_all(&locks).unwrap();
-    std::fs::set_permissions(&locks, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
-    let (plan, journal) = (d.join("p.plan"), d.join("j"));
-    let once = |repair: &str| {
-        watch_once(
-            &sim,
-            &locks,
-            &[
-                "--state",
-                b.to_str().unwrap(),
-                "--repair",
-                repair,
-                "--plan-file",
-                plan.to_str().unwrap(),
-                "--journal",
-                journal.to_str().unwrap(),
-            ],
-        )
-    };
+    lock_dir(&d);
+    let once = |repair: &str| repair_once(&sim, &d, &b, repair);
     let o = once("plan");
     o.exits(1);
     let sweep = o.sweep();
@@ -642,9 +634,7 @@ fn opensm_file_engine_after_a_pulled_cable_is_judged() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let resweeps = ups();
-    let locks = d.join("locks");
-    std::fs::create_dir_all(&locks).unwrap();
-    std::fs::set_permissions(&locks, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let locks = lock_dir(&d);
     let o = watch_once(
         &sim,
         &locks,
