@@ -37,6 +37,8 @@ use std::time::{Duration, Instant};
 use weft_fabric::Fabric;
 use weft_formats::state_json::FromJson;
 
+mod load;
+
 /// ibsim's default limits (`ibsim -h`; printed when it starts).
 const DEFAULT_NODES: usize = 2048;
 const DEFAULT_SWITCHES: usize = 256;
@@ -226,6 +228,13 @@ pub enum IbsimError {
         /// ibsim's log, which says why when it died.
         log: String,
     },
+    /// OpenSM did not load the built tables.
+    NotLoaded {
+        /// Why.
+        error: Box<IbsimError>,
+        /// ibsim's log.
+        log: String,
+    },
     /// A client exited unsuccessfully.
     Failed {
         /// The command.
@@ -256,6 +265,9 @@ impl fmt::Display for IbsimError {
                 f,
                 "`{command}` did not finish within {after:?} and was killed; ibsim's log:\n{log}"
             ),
+            IbsimError::NotLoaded { error, log } => {
+                write!(f, "{error}\nibsim's log:\n{log}")
+            }
             IbsimError::Failed { command, output } => write!(
                 f,
                 "`{command}` failed ({}); stderr:\n{}",
@@ -609,66 +621,6 @@ impl Ibsim {
                 Err(_) => std::thread::sleep(Duration::from_millis(100)),
             }
         }
-    }
-}
-
-impl Ibsim {
-    /// Every switch's LFT as `dump_fts` prints it: `(switch GUID, LID) → port` (retried while
-    /// the simulator settles).
-    pub fn lfts(&self) -> Result<std::collections::BTreeMap<(u64, u16), u8>, IbsimError> {
-        let out = self.run_retrying(
-            "dump_fts",
-            &[],
-            Duration::from_secs(60),
-            Duration::from_secs(120),
-        )?;
-        Ok(crate::parse_fts(&out.stdout))
-    }
-
-    /// OpenSM, once (`-o`), programs `state`'s LIDs (its `guid2lid` cache) and the LFTs of
-    /// `lfts_dump` (its file engine): the fabric then runs what `weft build` wrote.
-    pub fn load_with_opensm(
-        &self,
-        lfts_dump: &Path,
-        state: &weft_fabric::FabricState,
-    ) -> Result<(), IbsimError> {
-        self.load_with_opensm_qos(lfts_dump, state, None)
-    }
-
-    /// [`Ibsim::load_with_opensm`], with OpenSM's QoS on and the settings of `conf` (a
-    /// build's `opensm.conf`: its SL→VL and VL arbitration tables) when given.
-    pub fn load_with_opensm_qos(
-        &self,
-        lfts_dump: &Path,
-        state: &weft_fabric::FabricState,
-        conf: Option<&Path>,
-    ) -> Result<(), IbsimError> {
-        let cache = self.dir.join("osm-cache");
-        fs::create_dir_all(&cache)
-            .map_err(|e| IbsimError::Io(format!("cannot create {}", cache.display()), e))?;
-        fs::write(
-            cache.join("guid2lid"),
-            weft_formats::opensm::write_guid2lid(state),
-        )
-        .map_err(|e| IbsimError::Io("cannot write guid2lid".to_owned(), e))?;
-        let log = self.dir.join("osm.log");
-        let (dump, log_s, cache_s) = (
-            lfts_dump.to_string_lossy().into_owned(),
-            log.to_string_lossy().into_owned(),
-            cache.to_string_lossy().into_owned(),
-        );
-        let conf_s = conf.map(|c| c.to_string_lossy().into_owned());
-        let mut args = vec!["-o", "-R", "file", "-U", &dump, "-f", &log_s];
-        if let Some(c) = &conf_s {
-            args.extend(["-Q", "-F", c]);
-        }
-        self.run_env(
-            "opensm",
-            &args,
-            &[("OSM_CACHE_DIR", &cache_s)],
-            Duration::from_secs(120),
-        )
-        .map(|_| ())
     }
 }
 

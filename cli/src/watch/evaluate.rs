@@ -1,8 +1,9 @@
 //! What `weft watch` makes of each read: the proof, the difference from the reference, the
 //! cabling, the repair, the events and the metrics.
 
-use super::metrics::{KindLabel, PropertyLabel};
-use super::{now, prove, Events, Read, Repair, Run, Verdict};
+use super::backoff::Decision;
+use super::metrics::KindLabel;
+use super::{now, prove, Events, Read, ReadAt, Repair, Run, Verdict};
 use crate::findings::{Finding, Level};
 use crate::Fatal;
 use serde_json::{json, Value};
@@ -10,7 +11,6 @@ use weft_deploy::watch::{self, Change, Difference, Watcher};
 use weft_deploy::Mad;
 use weft_fabric::code::Coded as _;
 use weft_fabric::{FabricState, Guid};
-use weft_verifier::Outcome;
 
 /// What a repair did.
 enum Repaired {
@@ -126,21 +126,75 @@ impl Run<'_> {
         m.changes.inc_by(changes as u64);
     }
 
-    /// `weft_fabric_proven`: 1, 0, or NaN for unknown.
-    fn gauge_verdict(&self) {
-        for (p, o) in &self.verdict.outcomes {
-            let v = match o {
-                Outcome::Proven => 1.0,
-                Outcome::Violated => 0.0,
-                Outcome::Unknown(_) => f64::NAN,
-            };
-            self.metrics
-                .proven
-                .get_or_create(&PropertyLabel {
-                    property: p.name().to_owned(),
-                })
-                .set(v);
+    /// The read the verdict is on, and the last full one, as figures.
+    fn gauge_read_at(&self) {
+        let m = &self.metrics;
+        m.verdict_sweep
+            .set(i64::try_from(self.verdict_of.sweep).unwrap_or(i64::MAX));
+        m.verdict_full.set(i64::from(self.verdict_of.full));
+        m.verdict_time.set(self.verdict_of.unix());
+        if let Some(r) = &self.last_full {
+            m.last_full_time.set(r.unix());
         }
+    }
+
+    /// Proves the state read again when the sweep read anything (a verdict is proven again
+    /// only on a new read; a partial read is unknown); the findings.
+    fn judge(
+        &mut self,
+        live: Option<&FabricState>,
+        heavy: Option<&(bool, usize, Option<String>)>,
+        unanswered: usize,
+    ) -> Vec<Finding> {
+        if heavy.is_none() && live.is_some() {
+            return Vec::new();
+        }
+        self.verdict = match (live, heavy.and_then(|h| h.2.clone())) {
+            (Some(st), _) => prove(st, &self.artifact, &self.verdict),
+            (None, why) => Verdict::unknown(
+                &format!(
+                    "a read the fabric did not answer: {}",
+                    why.unwrap_or_default()
+                ),
+                Vec::new(),
+                &self.verdict,
+            ),
+        };
+        self.verdict_of = ReadAt {
+            sweep: self.sweep,
+            full: heavy.is_some_and(|h| h.0),
+            time: std::time::SystemTime::now(),
+        };
+        if self.verdict_of.full && live.is_some() && unanswered == 0 {
+            self.last_full = Some(self.verdict_of);
+        }
+        self.verdict.findings.clone()
+    }
+
+    /// One event per finding.
+    fn emit_findings(&self, events: &mut Events, found: &[Finding]) -> Result<(), Fatal> {
+        for f in found {
+            let mut v = serde_json::to_value(f)?;
+            if let Some(o) = v.as_object_mut() {
+                o.insert("event".into(), "finding".into());
+                o.insert("time".into(), now().into());
+                o.insert("sweep".into(), self.sweep.into());
+                o.insert("verdict_of".into(), self.verdict_of.json());
+            }
+            let human = format!(
+                "  {} {}: {} [{}]",
+                if f.level == Level::Error {
+                    "×"
+                } else {
+                    "note"
+                },
+                self.artifact,
+                f.message,
+                f.code
+            );
+            events.emit(&human, v)?;
+        }
+        Ok(())
     }
 
     /// Evaluates a read: events, metrics; the exit status `--once` gives.
@@ -152,7 +206,7 @@ impl Run<'_> {
         read: Read,
     ) -> Result<u8, Fatal> {
         let (light_smps, heavy, changes, took) = match &read {
-            Read::First { smps, t } => (0, Some((true, *smps, None)), Vec::new(), *t),
+            Read::First { smps, t, .. } => (0, Some((true, *smps, None)), Vec::new(), *t),
             Read::Sweep { s, t } => {
                 self.sweep += 1;
                 (
@@ -176,23 +230,19 @@ impl Run<'_> {
             changes.len(),
             took,
         );
+        // Reads the fabric did not answer in this sweep: its light sweep's (the first
+        // read's too), or a heavy read that failed.
+        let unanswered = match &read {
+            Read::First { unanswered, .. } => *unanswered,
+            Read::Sweep { .. } => changes
+                .iter()
+                .filter(|c| matches!(c, Change::Unanswered { .. }))
+                .count(),
+        } + usize::from(heavy.as_ref().is_some_and(|h| h.2.is_some()));
         let live = watcher.state();
-        // Proven again only on a new read.
-        let mut found: Vec<Finding> = Vec::new();
-        if heavy.is_some() || live.is_none() {
-            self.verdict = match (live, heavy.as_ref().and_then(|h| h.2.clone())) {
-                (Some(st), _) => prove(st, &self.artifact),
-                (None, why) => Verdict::unknown(
-                    &format!(
-                        "a read the fabric did not answer: {}",
-                        why.unwrap_or_default()
-                    ),
-                    Vec::new(),
-                ),
-            };
-            found.extend(self.verdict.findings.iter().cloned());
-        }
-        self.gauge_verdict();
+        let mut found = self.judge(live, heavy.as_ref(), unanswered);
+        self.metrics.set_verdict(&self.verdict.outcomes);
+        self.gauge_read_at();
         if self.reference.is_none() && self.desired.is_none() {
             self.reference = live.cloned();
         }
@@ -234,13 +284,24 @@ impl Run<'_> {
             "changes": changes.iter().map(|c| self.change_json(c)).collect::<Vec<_>>(),
             "verdict": self.verdict.json(),
             "proven": self.verdict.proven(),
+            "verdict_of": self.verdict_of.json(),
+            "last_full": self.last_full.map(|r| r.json()),
+            "unanswered": unanswered,
             "difference": diff,
             "plan": planned.map(|steps| json!({"file": plan_file, "steps": steps, "applied": applied})),
             "repair": match &repaired { Repaired::Not(why) => Some(why.clone()), _ => None },
         });
         let mut h = format!("{} sweep {}: ", now(), self.sweep);
         h += &match &heavy {
-            None => format!("{light_smps} SMPs, no change"),
+            None => format!(
+                "{light_smps} SMPs, no change; verdict of sweep {} ({} read)",
+                self.verdict_of.sweep,
+                if self.verdict_of.full {
+                    "full"
+                } else {
+                    "partial"
+                }
+            ),
             Some((full, smps, _)) => format!(
                 "{} change(s){}; {} read, {smps} SMPs; {}",
                 changes.len(),
@@ -260,6 +321,9 @@ impl Run<'_> {
                 self.verdict.human()
             ),
         };
+        if unanswered > 0 {
+            h += &format!("\n  {unanswered} read(s) the fabric did not answer");
+        }
         if let Some(d) = diff.as_ref().filter(|d| !d.is_empty()) {
             h += &format!("\n  against the reference: {}", difference_human(d));
         }
@@ -274,34 +338,10 @@ impl Run<'_> {
             Repaired::No => {}
         }
         events.emit(&h, v)?;
-        for f in &found {
-            let mut v = serde_json::to_value(f)?;
-            if let Some(o) = v.as_object_mut() {
-                o.insert("event".into(), "finding".into());
-                o.insert("time".into(), now().into());
-                o.insert("sweep".into(), self.sweep.into());
-            }
-            let human = format!(
-                "  {} {}: {} [{}]",
-                if f.level == Level::Error {
-                    "×"
-                } else {
-                    "note"
-                },
-                self.artifact,
-                f.message,
-                f.code
-            );
-            events.emit(&human, v)?;
-        }
+        self.emit_findings(events, &found)?;
         let different = diff.as_ref().is_some_and(|d| !d.is_empty())
             || cabling.iter().any(|f| f.level == Level::Error);
-        Ok(match self.verdict.proven() {
-            None => 2,
-            Some(false) => 1,
-            Some(true) if different => 1,
-            Some(true) => 0,
-        })
+        Ok(exit_status(self.verdict.proven(), unanswered, different))
     }
 
     /// The repair against the desired state: planned when the state read is not proven, or
@@ -316,26 +356,25 @@ impl Run<'_> {
         let Some(desired) = &self.desired else {
             return Ok(Repaired::No);
         };
+        self.repairs.observe(self.sweep, d);
         let lost = !d.cables_down.is_empty() || !d.nodes_gone.is_empty();
         let needed = self.verdict.proven() == Some(false) || (!d.blocks.is_empty() && !lost);
         if !needed || d.is_empty() {
             return Ok(Repaired::No);
         }
-        if self.tried.as_ref() == Some(d) {
-            return Ok(Repaired::Not("tried once for this change already".into()));
+        match self.repairs.decide(self.sweep, self.args.backoff) {
+            Decision::Repair => {}
+            Decision::Tried => {
+                return Ok(Repaired::Not("tried once for this change already".into()))
+            }
+            Decision::BackOff { applied, steady } => {
+                return Ok(Repaired::Not(format!(
+                    "the fabric changed again soon after the repair of sweep {applied}: another writer? backing off until it holds still for {} sweeps ({steady} so far)",
+                    self.args.backoff
+                )))
+            }
         }
-        if let Some(at) = self
-            .applied_at
-            .filter(|&a| self.sweep.saturating_sub(a) < self.args.backoff)
-        {
-            self.tried = Some(d.clone());
-            return Ok(Repaired::Not(format!(
-                "the fabric changed again {} sweep(s) after the repair of sweep {at}: another writer? backing off until it is steady for {} sweeps",
-                self.sweep - at,
-                self.args.backoff
-            )));
-        }
-        self.tried = Some(d.clone());
+        self.repairs.tried(None);
         let (old, new) = match watch::repair_states(live, desired) {
             Ok(s) => s,
             Err(e) => return Ok(Repaired::Not(format!("{e} [{}]", e.code()))),
@@ -361,7 +400,7 @@ impl Run<'_> {
         match weft_deploy::apply(mad, &planned.plan, &opts, &mut |_| {}) {
             Ok(_) => {
                 self.metrics.plans_applied.inc();
-                self.applied_at = Some(self.sweep);
+                self.repairs.tried(Some(self.sweep));
                 self.force_full = true;
                 Ok(Repaired::Planned {
                     steps,
@@ -373,6 +412,19 @@ impl Run<'_> {
                 e.code()
             ))),
         }
+    }
+}
+
+/// The exit status `--once` gives: 2 when a read of the sweep went unanswered or a property
+/// is unknown (never 0 from a partial read, even when the state read before it is proven), 1
+/// when one is refuted or anything differs, else 0.
+pub(super) fn exit_status(proven: Option<bool>, unanswered: usize, different: bool) -> u8 {
+    match proven {
+        _ if unanswered > 0 => 2,
+        None => 2,
+        Some(false) => 1,
+        Some(true) if different => 1,
+        Some(true) => 0,
     }
 }
 
@@ -406,4 +458,21 @@ fn difference_human(d: &Difference) -> String {
         parts.push(format!("node `{n}` new"));
     }
     parts.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exit_status;
+
+    /// `--once` exits 2 on a sweep with a read unanswered, whatever the state read before
+    /// it proves: a proven, same-as-desired fabric with one switch silent once exited 0.
+    #[test]
+    fn an_unanswered_read_is_never_exit_0() {
+        assert_eq!(exit_status(Some(true), 0, false), 0);
+        assert_eq!(exit_status(Some(true), 1, false), 2);
+        assert_eq!(exit_status(Some(false), 1, true), 2);
+        assert_eq!(exit_status(None, 0, false), 2);
+        assert_eq!(exit_status(Some(false), 0, false), 1);
+        assert_eq!(exit_status(Some(true), 0, true), 1);
+    }
 }

@@ -8,6 +8,7 @@
 //! (`--format human|json`); `--metrics ADDR` serves the figures (`metrics.rs`). One watch per
 //! SM port: a lock of its own beside `weft apply`'s.
 
+mod backoff;
 mod evaluate;
 mod metrics;
 
@@ -21,7 +22,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
-use weft_deploy::watch::{Difference, Sweep, Watcher};
+use weft_deploy::watch::{Sweep, Watcher};
 use weft_deploy::{Mad, TransportExt as _};
 use weft_fabric::{FabricState, ValidState};
 use weft_verifier::{Outcome, Property, Report};
@@ -130,12 +131,20 @@ struct Verdict {
 }
 
 impl Verdict {
-    /// Every property unknown, for `why`.
-    fn unknown(why: &str, findings: Vec<Finding>) -> Verdict {
+    /// Every property unknown, for `why`: the properties of routes and every property the
+    /// verdict `before` judged (a partial read proves nothing, `isolated` included).
+    fn unknown(why: &str, findings: Vec<Finding>, before: &Verdict) -> Verdict {
+        let mut props: Vec<Property> = Property::ROUTES.to_vec();
+        for (p, _) in &before.outcomes {
+            if !props.contains(p) {
+                props.push(*p);
+            }
+        }
+        props.sort_by_key(|p| Property::ALL.iter().position(|q| q == p));
         Verdict {
-            outcomes: Property::ROUTES
-                .iter()
-                .map(|&p| (p, Outcome::Unknown(why.to_owned())))
+            outcomes: props
+                .into_iter()
+                .map(|p| (p, Outcome::Unknown(why.to_owned())))
                 .collect(),
             findings,
         }
@@ -188,13 +197,14 @@ fn outcome_name(o: &Outcome) -> &'static str {
 }
 
 /// Proves `state` as `weft audit` does (the explicit engine, the default properties).
-fn prove(state: &FabricState, artifact: &str) -> Verdict {
+fn prove(state: &FabricState, artifact: &str, before: &Verdict) -> Verdict {
     let valid = match ValidState::new(state.clone()) {
         Ok(v) => v,
         Err(e) => {
             return Verdict::unknown(
                 "the fabric as read is not a state weft can verify",
                 findings::of_state_errors(&e, artifact),
+                before,
             )
         }
     };
@@ -288,10 +298,15 @@ pub fn run(args: Args, color: crate::ColorChoice, _quiet: bool) -> Result<ExitCo
         lock_dir,
         sweep: 0,
         verdict: Verdict::default(),
-        applied_at: None,
-        tried: None,
+        repairs: backoff::Repairs::default(),
         reference: None,
         force_full: false,
+        verdict_of: ReadAt {
+            sweep: 0,
+            full: true,
+            time: SystemTime::now(),
+        },
+        last_full: None,
     };
     let first = run.evaluate(
         &watcher,
@@ -300,6 +315,7 @@ pub fn run(args: Args, color: crate::ColorChoice, _quiet: bool) -> Result<ExitCo
         Read::First {
             smps,
             t: t0.elapsed(),
+            unanswered: first_unanswered(&watcher),
         },
     )?;
     if args.once {
@@ -307,17 +323,7 @@ pub fn run(args: Args, color: crate::ColorChoice, _quiet: bool) -> Result<ExitCo
             return Ok(ExitCode::from(first));
         }
         // A repair was applied: read back, and the verdict on what was read is the exit.
-        let t = Instant::now();
-        let s = watcher.sweep(&mut mad, true);
-        let back = run.evaluate(
-            &watcher,
-            &mut mad,
-            &mut w,
-            Read::Sweep {
-                s: Box::new(s),
-                t: t.elapsed(),
-            },
-        )?;
+        let back = run.sweep(&mut watcher, &mut mad, &mut w, true)?;
         return Ok(ExitCode::from(back));
     }
     let mut next = Instant::now() + every;
@@ -336,17 +342,7 @@ pub fn run(args: Args, color: crate::ColorChoice, _quiet: bool) -> Result<ExitCo
         crate::term::clear();
         let full = std::mem::take(&mut run.force_full)
             || (args.full_every > 0 && (run.sweep + 1).is_multiple_of(args.full_every));
-        let t = Instant::now();
-        let s = watcher.sweep(&mut mad, full);
-        run.evaluate(
-            &watcher,
-            &mut mad,
-            &mut w,
-            Read::Sweep {
-                s: Box::new(s),
-                t: t.elapsed(),
-            },
-        )?;
+        run.sweep(&mut watcher, &mut mad, &mut w, full)?;
     }
     w.emit(
         &format!("{} stopped after sweep {}", now(), run.sweep),
@@ -355,10 +351,45 @@ pub fn run(args: Args, color: crate::ColorChoice, _quiet: bool) -> Result<ExitCo
     Ok(ExitCode::SUCCESS)
 }
 
+/// The switches whose SwitchInfo the first light sweep did not get: in the state read, and
+/// the watcher keeps no LinearFDBTop for them (`Watcher::start` keeps the light sweep's
+/// answers and drops its failures).
+fn first_unanswered(watcher: &Watcher) -> usize {
+    let switches = watcher.state().map_or(0, |st| {
+        st.fabric.nodes().iter().filter(|n| n.is_switch()).count()
+    });
+    switches.saturating_sub(watcher.switch_count())
+}
+
+impl Run<'_> {
+    /// A sweep (`full`: of every table) and what it makes of it; the exit status `--once`
+    /// gives.
+    fn sweep(
+        &mut self,
+        watcher: &mut Watcher,
+        mad: &mut Mad,
+        events: &mut Events,
+        full: bool,
+    ) -> Result<u8, Fatal> {
+        let t = Instant::now();
+        let s = watcher.sweep(mad, full);
+        let read = Read::Sweep {
+            s: Box::new(s),
+            t: t.elapsed(),
+        };
+        self.evaluate(watcher, mad, events, read)
+    }
+}
+
 /// What a sweep read.
 enum Read {
-    /// The first read (discovery, every table, a light sweep).
-    First { smps: usize, t: Duration },
+    /// The first read (discovery, every table, a light sweep); `unanswered`: the reads of
+    /// its light sweep the fabric did not answer.
+    First {
+        smps: usize,
+        t: Duration,
+        unanswered: usize,
+    },
     /// A sweep.
     Sweep { s: Box<Sweep>, t: Duration },
 }
@@ -393,12 +424,73 @@ struct Run<'a> {
     lock_dir: PathBuf,
     sweep: u64,
     verdict: Verdict,
-    /// The sweep a repair was last applied at.
-    applied_at: Option<u64>,
-    /// The difference a repair was last planned for (one try per change).
-    tried: Option<Difference>,
+    /// The repairs tried, and when to back off.
+    repairs: backoff::Repairs,
     /// Without `--state`: the first state read, what later ones are compared with.
     reference: Option<FabricState>,
     /// A repair was applied: the next sweep reads every table back.
     force_full: bool,
+    /// The read the verdict is on.
+    verdict_of: ReadAt,
+    /// The last read of every table that every node answered.
+    last_full: Option<ReadAt>,
+}
+
+/// A read: at which sweep (0: the first), whether of every table, when.
+#[derive(Clone, Copy, Debug)]
+struct ReadAt {
+    sweep: u64,
+    full: bool,
+    time: SystemTime,
+}
+
+impl ReadAt {
+    fn json(&self) -> Value {
+        json!({"sweep": self.sweep, "full": self.full, "time": weft_deploy::dftree::utc::utc_of(self.time)})
+    }
+
+    /// Seconds since the Unix epoch.
+    fn unix(&self) -> f64 {
+        self.time
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs_f64()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An unknown verdict names every property the verdict before it judged: `isolated`
+    /// once kept its last word (maybe proven) through a partial read.
+    #[test]
+    fn an_unknown_verdict_covers_every_property_judged_before() {
+        let before = Verdict {
+            outcomes: vec![
+                (Property::DeadlockFree, Outcome::Proven),
+                (Property::Connected, Outcome::Proven),
+                (Property::MulticastConnected, Outcome::Proven),
+                (Property::Isolated, Outcome::Proven),
+            ],
+            findings: Vec::new(),
+        };
+        let v = Verdict::unknown("no answer", Vec::new(), &before);
+        assert_eq!(
+            v.json(),
+            json!({"deadlock_free": "unknown", "connected": "unknown", "isolated": "unknown", "multicast_connected": "unknown"})
+        );
+        assert_eq!(
+            v.outcomes.iter().map(|(p, _)| *p).collect::<Vec<_>>(),
+            [
+                Property::DeadlockFree,
+                Property::Connected,
+                Property::Isolated,
+                Property::MulticastConnected
+            ]
+        );
+        assert_eq!(v.proven(), None);
+        let first = Verdict::unknown("no answer", Vec::new(), &Verdict::default());
+        assert_eq!(first.outcomes.len(), 2, "the properties of routes");
+    }
 }

@@ -9,7 +9,6 @@
 use crate::support::weft;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use weft_formats::state_json::FromJson;
 use weft_tests::ibsim::{self, Ibsim, Limits};
 
 /// One spine, two leaves, four hosts; `qos` as given.
@@ -35,20 +34,9 @@ fn dir(name: &str) -> crate::support::Scratch {
     crate::support::scratch(&format!("dftree-{name}"))
 }
 
-/// `weft build` of `src` into `d/build`.
-fn build(d: &Path, src: &str) -> PathBuf {
-    let file = d.join("tiny.weft");
-    std::fs::write(&file, src).unwrap();
-    let out = d.join("build");
-    let o = weft(&[
-        "build",
-        file.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "-q",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    out
+/// `weft build` of `src` into `d/build`: that directory and the state built.
+fn build(d: &Path, src: &str) -> (PathBuf, weft_fabric::ValidState) {
+    crate::support::build(d, "tiny.weft", src)
 }
 
 #[test]
@@ -57,14 +45,8 @@ fn dftree_reads_every_live_port_each_sweep() {
         return;
     };
     let d = dir("mad");
-    let b = build(&d, &tiny("qos {\n class bulk { lanes = dftree }\n }"));
-    let state =
-        weft_fabric::ValidState::from_json(&std::fs::read_to_string(b.join("state.json")).unwrap())
-            .unwrap();
-    let net = weft_formats::ibnetdiscover::write(&state.fabric, Some(&state.lids)).unwrap();
-    let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(&state.fabric))).unwrap();
-    sim.load_with_opensm(&b.join("lfts.dump"), &state)
-        .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
+    let (b, state) = build(&d, &tiny("qos {\n class bulk { lanes = dftree }\n }"));
+    let sim = Ibsim::start_built(&tools, &b, &state, false).unwrap_or_else(|e| panic!("{e}"));
     let out = d.join("out");
     let o = sim.run_any(
         crate::support::WEFT,
@@ -178,7 +160,7 @@ fn dftree_refuses_what_it_cannot_run() {
     let d = dir("refused");
     // No dFtree lanes (no QoS classes: every pair on one SL): refused with a finding, exit
     // 1, before any MAD.
-    let b = build(&d, &tiny(""));
+    let (b, _) = build(&d, &tiny(""));
     let run = |args: &[&str]| {
         let mut all = vec!["dftree"];
         all.extend_from_slice(args);
@@ -209,7 +191,7 @@ fn dftree_refuses_what_it_cannot_run() {
     // `--out` the directory the build's policy is read from (however it is spelled): the
     // build's `qos-policy.conf` would be replaced. Refused before anything is read.
     std::fs::create_dir_all(d.join("lanes")).unwrap();
-    let lanes = build(
+    let (lanes, _) = build(
         &d.join("lanes"),
         &tiny("qos {\n class bulk { lanes = dftree }\n }"),
     );
@@ -268,10 +250,7 @@ fn dftree_moves_the_contributors_of_a_hot_spot() {
         return;
     };
     let d = dir("hot");
-    let b = build(&d, &tiny("qos {\n class bulk { lanes = dftree }\n }"));
-    let state =
-        weft_fabric::ValidState::from_json(&std::fs::read_to_string(b.join("state.json")).unwrap())
-            .unwrap();
+    let (b, state) = build(&d, &tiny("qos {\n class bulk { lanes = dftree }\n }"));
     let f = &state.fabric;
     let guid = |name: &str| f.node(f.find(name).unwrap()).guid().0;
     let lid = |name: &str| {
@@ -281,10 +260,7 @@ fn dftree_moves_the_contributors_of_a_hot_spot() {
             .unwrap()
             .0
     };
-    let net = weft_formats::ibnetdiscover::write(f, Some(&state.lids)).unwrap();
-    let sim = Ibsim::start_with_console(&tools, &net, Some(Limits::for_fabric(f))).unwrap();
-    sim.load_with_opensm(&b.join("lfts.dump"), &state)
-        .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
+    let sim = Ibsim::start_built(&tools, &b, &state, true).unwrap_or_else(|e| panic!("{e}"));
     let out = d.join("out");
     let bg = sim
         .spawn_env(
@@ -539,10 +515,7 @@ fn dftree_refuses_a_fabric_that_is_not_the_states() {
     };
     let d = dir("wrong");
     let qos = "qos {\n class bulk { lanes = dftree }\n }";
-    let b = build(&d, &tiny(qos));
-    let state =
-        weft_fabric::ValidState::from_json(&std::fs::read_to_string(b.join("state.json")).unwrap())
-            .unwrap();
+    let (b, state) = build(&d, &tiny(qos));
     let f = &state.fabric;
     let (n1, n2) = (f.find("h1").unwrap(), f.find("h2").unwrap());
     let p1 = weft_fabric::PortNum(1);
@@ -664,16 +637,10 @@ fn dftree_does_not_judge_saturated_ports() {
         return;
     };
     let d = dir("saturated");
-    let b = build(&d, &tiny("qos {\n class bulk { lanes = dftree }\n }"));
-    let state =
-        weft_fabric::ValidState::from_json(&std::fs::read_to_string(b.join("state.json")).unwrap())
-            .unwrap();
+    let (b, state) = build(&d, &tiny("qos {\n class bulk { lanes = dftree }\n }"));
     let f = &state.fabric;
     let guid = |name: &str| f.node(f.find(name).unwrap()).guid().0;
-    let net = weft_formats::ibnetdiscover::write(f, Some(&state.lids)).unwrap();
-    let sim = Ibsim::start_with_console(&tools, &net, Some(Limits::for_fabric(f))).unwrap();
-    sim.load_with_opensm(&b.join("lfts.dump"), &state)
-        .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
+    let sim = Ibsim::start_built(&tools, &b, &state, true).unwrap_or_else(|e| panic!("{e}"));
     let out = d.join("out");
     let args = |interval: &'static str, sweeps: &'static str, format: &'static str| {
         vec![

@@ -50,6 +50,28 @@ pub(crate) fn weft_env(dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> Outp
         .unwrap_or_else(|e| panic!("cannot run {WEFT}: {e}"))
 }
 
+/// `weft build` of `src` (written to `d/FILE`) into `d/build`: that directory and the state
+/// built.
+pub(crate) fn build(d: &Path, file: &str, src: &str) -> (PathBuf, weft_fabric::ValidState) {
+    use weft_formats::state_json::FromJson as _;
+    let file = d.join(file);
+    std::fs::write(&file, src).unwrap();
+    let out = d.join("build");
+    let o = weft(&[
+        "build",
+        file.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let state = weft_fabric::ValidState::from_json(
+        &std::fs::read_to_string(out.join("state.json")).unwrap(),
+    )
+    .unwrap();
+    (out, state)
+}
+
 /// Slurm's host list expansion, written apart from weft's writer: `a[01-03,7],b` → names,
 /// each range at its first number's width.
 pub(crate) fn expand(list: &str) -> Vec<String> {

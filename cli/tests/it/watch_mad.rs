@@ -22,26 +22,13 @@ use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use weft_fabric::ValidState;
-use weft_formats::state_json::FromJson;
-use weft_tests::ibsim::{self, Ibsim, Limits};
+use weft_tests::ibsim::{self, ClientOutput, Ibsim};
 
 const TREE: &str = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric small {\n    topology = fat_tree(levels: 2, radix: 4, switch: sb7800, hca: connectx5)\n    routing { engine = fat_tree }\n}\n";
 
+/// `weft build` of [`TREE`].
 fn build(d: &Path) -> (PathBuf, ValidState) {
-    let file = d.join("small.weft");
-    std::fs::write(&file, TREE).unwrap();
-    let out = d.join("build");
-    let o = weft(&[
-        "build",
-        file.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "-q",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let st =
-        ValidState::from_json(&std::fs::read_to_string(out.join("state.json")).unwrap()).unwrap();
-    (out, st)
+    crate::support::build(d, "small.weft", TREE)
 }
 
 /// The JSON lines of `text`.
@@ -50,6 +37,79 @@ fn events(text: &str) -> Vec<Value> {
         .filter(|l| l.starts_with('{'))
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
+}
+
+/// What `weft watch --once` printed: its output and its JSON events.
+struct Once {
+    out: ClientOutput,
+    events: Vec<Value>,
+}
+
+impl Once {
+    /// Its sweep event.
+    fn sweep(&self) -> &Value {
+        self.events
+            .iter()
+            .find(|v| v["event"] == "sweep")
+            .unwrap_or_else(|| panic!("no sweep event:\n{}\n{}", self.out.stdout, self.out.stderr))
+    }
+
+    /// Its exit status (and what it printed, when not `code`).
+    fn exits(&self, code: i32) {
+        assert_eq!(
+            self.out.status.code(),
+            Some(code),
+            "{}\n{}",
+            self.out.stdout,
+            self.out.stderr
+        );
+    }
+}
+
+/// `weft watch --target mad --once --format json --lock-dir LOCKS MORE…` on `sim`.
+fn watch_once(sim: &Ibsim, locks: &Path, more: &[&str]) -> Once {
+    let mut a = vec![
+        "watch",
+        "--target",
+        "mad",
+        "--once",
+        "--format",
+        "json",
+        "--lock-dir",
+        locks.to_str().unwrap(),
+    ];
+    a.extend_from_slice(more);
+    let out = sim.run_any(crate::support::WEFT, &a, &[], Duration::from_secs(120));
+    let events = events(&out.stdout);
+    Once { out, events }
+}
+
+/// `d/locks`, a lock directory only its owner may write (as `weft apply` asks).
+fn lock_dir(d: &Path) -> PathBuf {
+    let locks = d.join("locks");
+    std::fs::create_dir_all(&locks).unwrap();
+    std::fs::set_permissions(&locks, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    locks
+}
+
+/// [`watch_once`] against the build `b` with `--repair REPAIR`, its lock directory, plan and
+/// journal in `d`.
+fn repair_once(sim: &Ibsim, d: &Path, b: &Path, repair: &str) -> Once {
+    let (plan, journal) = (d.join("p.plan"), d.join("j"));
+    watch_once(
+        sim,
+        &d.join("locks"),
+        &[
+            "--state",
+            b.to_str().unwrap(),
+            "--repair",
+            repair,
+            "--plan-file",
+            plan.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+    )
 }
 
 /// Waits (up to 120 s) until `file` holds a JSON line `pick` accepts.
@@ -153,11 +213,7 @@ fn a_pulled_cable_is_noticed_repaired_and_scraped() {
     };
     let d = crate::support::scratch("watch-cable");
     let (b, st) = build(&d);
-    let f = &st.fabric;
-    let net = weft_formats::ibnetdiscover::write(f, Some(&st.lids)).unwrap();
-    let sim = Ibsim::start_with_console(&tools, &net, Some(Limits::for_fabric(f))).unwrap();
-    sim.load_with_opensm(&b.join("lfts.dump"), &st)
-        .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
+    let sim = Ibsim::start_built(&tools, &b, &st, true).unwrap_or_else(|e| panic!("{e}"));
     let (plan, journal, locks) = (
         d.join("repair.plan"),
         d.join("repair.journal"),
@@ -207,11 +263,22 @@ fn a_pulled_cable_is_noticed_repaired_and_scraped() {
     );
     let prom = Prometheus::start(&d, &target);
     // Pulled between two sweeps.
-    let n = wait_for(&bg.out, "a light sweep", |v| {
+    let light = wait_for(&bg.out, "a light sweep", |v| {
         v["event"] == "sweep" && v["sweep"] == 1
-    })["sweep"]
-        .as_u64()
-        .unwrap();
+    });
+    let n = light["sweep"].as_u64().unwrap();
+    // Nothing changed: the verdict is the first read's, and says so.
+    assert_eq!(light["heavy"], Value::Null, "{light}");
+    assert_eq!(light["verdict_of"]["sweep"], 0, "{light}");
+    assert_eq!(light["verdict_of"]["full"], true, "{light}");
+    assert_eq!(light["last_full"]["sweep"], 0, "{light}");
+    let served = get(&target, "/metrics");
+    assert!(served.contains("weft_verdict_sweep 0\n"), "{served}");
+    assert!(served.contains("weft_verdict_full 1\n"), "{served}");
+    assert!(
+        served.contains("weft_last_full_sweep_timestamp_seconds "),
+        "{served}"
+    );
     let (unlink, g, _) = switch_cable(&st);
     let said = sim.console(&unlink).unwrap();
     assert!(!said.contains('#'), "{said}");
@@ -221,6 +288,7 @@ fn a_pulled_cable_is_noticed_repaired_and_scraped() {
     });
     assert!(found["sweep"].as_u64().unwrap() <= n + 2, "{found}");
     assert_eq!(found["heavy"], "full", "{found}");
+    assert_eq!(found["verdict_of"]["sweep"], found["sweep"], "{found}");
     assert_eq!(found["verdict"]["connected"], "refuted", "{found}");
     let down = &found["difference"]["cables_down"];
     assert_eq!(down.as_array().unwrap().len(), 1, "{found}");
@@ -285,10 +353,7 @@ fn a_block_another_writer_wrote_is_named_and_restored() {
     let d = crate::support::scratch("watch-writer");
     let (b, st) = build(&d);
     let f = &st.fabric;
-    let net = weft_formats::ibnetdiscover::write(f, Some(&st.lids)).unwrap();
-    let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(f))).unwrap();
-    sim.load_with_opensm(&b.join("lfts.dump"), &st)
-        .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
+    let sim = Ibsim::start_built(&tools, &b, &st, false).unwrap_or_else(|e| panic!("{e}"));
     let built = sim.lfts().unwrap();
     // Another writer: OpenSM's file engine loading a dump with one entry of one switch moved
     // (the first host LID of the first leaf, to another live port).
@@ -301,55 +366,18 @@ fn a_block_another_writer_wrote_is_named_and_restored() {
     sim.load_with_opensm(&other, &st)
         .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
     assert_ne!(sim.lfts().unwrap(), built, "the other writer wrote");
-    let locks = d.join("locks");
-    std::fs::create_dir_all(&locks).unwrap();
-    std::fs::set_permissions(&locks, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
-    let args = |repair: &str| -> Vec<String> {
-        [
-            "watch",
-            "--target",
-            "mad",
-            "--once",
-            "--format",
-            "json",
-            "--state",
-            b.to_str().unwrap(),
-            "--repair",
-            repair,
-            "--lock-dir",
-            locks.to_str().unwrap(),
-            "--plan-file",
-            d.join("p.plan").to_str().unwrap(),
-            "--journal",
-            d.join("j").to_str().unwrap(),
-        ]
-        .map(str::to_owned)
-        .to_vec()
-    };
-    let a: Vec<String> = args("plan");
-    let o = sim.run_any(
-        crate::support::WEFT,
-        &a.iter().map(String::as_str).collect::<Vec<_>>(),
-        &[],
-        Duration::from_secs(120),
-    );
-    assert_eq!(o.status.code(), Some(1), "{}\n{}", o.stdout, o.stderr);
-    let ev = events(&o.stdout);
-    let sweep = ev.iter().find(|v| v["event"] == "sweep").unwrap();
+    let locks = lock_dir(&d);
+    let once = |repair: &str| repair_once(&sim, &d, &b, repair);
+    let o = once("plan");
+    o.exits(1);
+    let sweep = o.sweep();
     let name = f.node(f.find_guid(weft_fabric::Guid(sw)).unwrap()).name();
     assert_eq!(
         sweep["difference"]["blocks"],
         serde_json::json!([{"switch": format!("{sw:#018x}"), "name": name, "block": lid / 64}]),
         "{sweep}"
     );
-    let a = args("apply");
-    let o = sim.run_any(
-        crate::support::WEFT,
-        &a.iter().map(String::as_str).collect::<Vec<_>>(),
-        &[],
-        Duration::from_secs(120),
-    );
-    assert_eq!(o.status.code(), Some(0), "{}\n{}", o.stdout, o.stderr);
+    once("apply").exits(0);
     assert_eq!(
         sim.lfts().unwrap(),
         built,
@@ -422,10 +450,7 @@ fn a_rebooted_switch_is_named_and_restored() {
     let d = crate::support::scratch("watch-reboot");
     let (b, st) = build(&d);
     let f = &st.fabric;
-    let net = weft_formats::ibnetdiscover::write(f, Some(&st.lids)).unwrap();
-    let sim = Ibsim::start(&tools, &net, Some(Limits::for_fabric(f))).unwrap();
-    sim.load_with_opensm(&b.join("lfts.dump"), &st)
-        .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
+    let sim = Ibsim::start_built(&tools, &b, &st, false).unwrap_or_else(|e| panic!("{e}"));
     let built = sim.lfts().unwrap();
     // The last switch (not the one ibsim attaches clients at), and the blocks its table holds.
     let (&id, sw) = st.switches.iter().next_back().unwrap();
@@ -465,38 +490,11 @@ fn a_rebooted_switch_is_named_and_restored() {
         !now.keys().any(|&(s, _)| s == g) && now.len() < built.len(),
         "the switch forwards nothing"
     );
-    let locks = d.join("locks");
-    std::fs::create_dir_all(&locks).unwrap();
-    std::fs::set_permissions(&locks, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
-    let (plan, journal) = (d.join("p.plan"), d.join("j"));
-    let once = |repair: &str| {
-        let a = [
-            "watch",
-            "--target",
-            "mad",
-            "--once",
-            "--format",
-            "json",
-            "--state",
-            b.to_str().unwrap(),
-            "--repair",
-            repair,
-            "--lock-dir",
-            locks.to_str().unwrap(),
-            "--plan-file",
-            plan.to_str().unwrap(),
-            "--journal",
-            journal.to_str().unwrap(),
-        ];
-        let o = sim.run_any(crate::support::WEFT, &a, &[], Duration::from_secs(120));
-        let sweep = events(&o.stdout)
-            .into_iter()
-            .find(|v| v["event"] == "sweep")
-            .unwrap_or_else(|| panic!("{}\n{}", o.stdout, o.stderr));
-        (o, sweep)
-    };
-    let (o, sweep) = once("plan");
-    assert_eq!(o.status.code(), Some(1), "{}\n{}", o.stdout, o.stderr);
+    lock_dir(&d);
+    let once = |repair: &str| repair_once(&sim, &d, &b, repair);
+    let o = once("plan");
+    o.exits(1);
+    let sweep = o.sweep();
     let name = f.node(id).name();
     let named: Vec<Value> = lost
         .iter()
@@ -515,16 +513,18 @@ fn a_rebooted_switch_is_named_and_restored() {
     assert_eq!(sweep["proven"], false, "{sweep}");
     assert_eq!(sweep["verdict"]["connected"], "refuted", "{sweep}");
     assert_eq!(sim.lfts().unwrap(), now, "`--repair plan` writes nothing");
-    let (o, sweep) = once("apply");
-    assert_eq!(o.status.code(), Some(0), "{}\n{}", o.stdout, o.stderr);
+    let o = once("apply");
+    o.exits(0);
+    let sweep = o.sweep();
     assert_eq!(sweep["plan"]["applied"], true, "{sweep}");
     assert_eq!(
         sim.lfts().unwrap(),
         built,
         "restored: dump_fts reads what was built"
     );
-    let (o, sweep) = once("plan");
-    assert_eq!(o.status.code(), Some(0), "{}\n{}", o.stdout, o.stderr);
+    let o = once("plan");
+    o.exits(0);
+    let sweep = o.sweep();
     assert_eq!(sweep["proven"], true, "{sweep}");
     assert_eq!(
         sweep["difference"]["blocks"],
@@ -590,11 +590,7 @@ fn opensm_file_engine_after_a_pulled_cable_is_judged() {
     };
     let d = crate::support::scratch("watch-osm");
     let (b, st) = build(&d);
-    let f = &st.fabric;
-    let net = weft_formats::ibnetdiscover::write(f, Some(&st.lids)).unwrap();
-    let sim = Ibsim::start_with_console(&tools, &net, Some(Limits::for_fabric(f))).unwrap();
-    sim.load_with_opensm(&b.join("lfts.dump"), &st)
-        .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
+    let sim = Ibsim::start_built(&tools, &b, &st, true).unwrap_or_else(|e| panic!("{e}"));
     let cache = sim.dir().join("osm-cache");
     let log = d.join("osm-bg.log");
     let dump = b.join("lfts.dump");
@@ -638,32 +634,20 @@ fn opensm_file_engine_after_a_pulled_cable_is_judged() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let resweeps = ups();
-    let locks = d.join("locks");
-    std::fs::create_dir_all(&locks).unwrap();
-    std::fs::set_permissions(&locks, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
-    let o = sim.run_any(
-        crate::support::WEFT,
+    let locks = lock_dir(&d);
+    let o = watch_once(
+        &sim,
+        &locks,
         &[
-            "watch",
-            "--target",
-            "mad",
-            "--once",
-            "--format",
-            "json",
             "--state",
             b.to_str().unwrap(),
-            "--lock-dir",
-            locks.to_str().unwrap(),
             "--plan-file",
             d.join("p.plan").to_str().unwrap(),
             "--design",
             b.join("state.json").to_str().unwrap(),
         ],
-        &[],
-        Duration::from_secs(120),
     );
-    let ev = events(&o.stdout);
-    let sweep = ev.iter().find(|v| v["event"] == "sweep").unwrap().clone();
+    let sweep = o.sweep().clone();
     let disc = sim
         .run("ibnetdiscover", &[], Duration::from_secs(60))
         .unwrap();
@@ -681,7 +665,7 @@ fn opensm_file_engine_after_a_pulled_cable_is_judged() {
     assert!(resweeps >= 2, "OpenSM swept again after the pull");
     // What the file engine wrote (weft's tables, routes over the dead cable): refuted, by the
     // watch and by `weft verify` on what the real tools read alike; a repair plan written.
-    assert_eq!(o.status.code(), Some(1), "{}\n{}", o.stdout, o.stderr);
+    o.exits(1);
     assert_eq!(sweep["verdict"]["connected"], "refuted", "{sweep}");
     assert_eq!(sweep["verdict"]["deadlock_free"], "proven", "{sweep}");
     assert_eq!(
@@ -698,9 +682,10 @@ fn opensm_file_engine_after_a_pulled_cable_is_judged() {
     assert!(d.join("p.plan").exists());
     // `--design`: the pulled cable is missing, as `weft diff` says it.
     assert!(
-        ev.iter()
+        o.events
+            .iter()
             .any(|v| v["event"] == "finding" && v["code"] == "weft::cable_missing"),
         "{}",
-        o.stdout
+        o.out.stdout
     );
 }
