@@ -95,8 +95,8 @@ pub(super) fn routes(d: &Discovery, down: &BTreeSet<WireEnd>) -> Routes {
                 continue;
             };
             out.end.entry(far).or_insert_with(|| next.clone());
-            if !out.node.contains_key(&far.0) {
-                out.node.insert(far.0, next.clone());
+            if let std::collections::btree_map::Entry::Vacant(e) = out.node.entry(far.0) {
+                e.insert(next.clone());
                 if is_switch(&far.0) {
                     queue.push_back((far.0, next));
                 }
