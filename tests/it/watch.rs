@@ -408,3 +408,41 @@ fn a_short_lft_batch_is_unknown_not_an_empty_table() {
     assert!(heavy.error.is_some(), "{heavy:?}");
     assert!(w.state().is_none(), "unknown, not an empty LFT");
 }
+
+#[test]
+fn a_host_cable_pulled_is_a_node_gone_without_a_full_read() {
+    let (st, mut sim) = setup();
+    let (mut w, _) = Watcher::start(&mut sim, "f").unwrap();
+    let f = &st.fabric;
+    // A host other than the SM's, by its cable's switch end.
+    let sm = sm_port(&st);
+    let l = f
+        .links()
+        .iter()
+        .find(|l| {
+            f.node(l.a.node).is_switch() != f.node(l.b.node).is_switch()
+                && l.a.node != sm.node
+                && l.b.node != sm.node
+        })
+        .unwrap();
+    let (sw, host) = if f.node(l.a.node).is_switch() {
+        (l.a, l.b)
+    } else {
+        (l.b, l.a)
+    };
+    assert!(sim.unlink(f.node(sw.node).guid().0, sw.port.0));
+    let s = w.sweep(&mut sim, false);
+    let heavy = s.heavy.unwrap();
+    assert!(!heavy.full, "{:?}", heavy.because);
+    assert_eq!(heavy.switches, [f.node(sw.node).guid()]);
+    let live = w.state().unwrap();
+    let fresh = weft_deploy::audit::audit(&mut sim, "f").unwrap().state;
+    assert!(watch::difference(live, &fresh).is_empty());
+    let diff = watch::difference(live, &st);
+    assert_eq!(
+        diff.nodes_gone.iter().map(|n| n.0).collect::<Vec<_>>(),
+        [f.node(host.node).guid()]
+    );
+    assert!(!w.discovery().nodes.contains_key(&f.node(host.node).guid()));
+    assert_eq!(proven(live), proven(&fresh));
+}

@@ -12,17 +12,23 @@
 //! SM came up (seen: a process started before OpenSM read `sm_lid` 0 for 25 s after
 //! OpenSM had set it to 3, while a fresh `ibstat` read 3). A master SM that changes while no
 //! switch does is therefore seen at the next heavy or full sweep.
+//!
 //! weft never clears PortStateChange: that is the SM's (a watcher that cleared it would hide
 //! the change from OpenSM's own light sweep); a bit that stays set costs its switch's
 //! PortInfos each sweep, and nothing more while its ports stay as they were.
 //!
 //! A **heavy sweep** ([`Watcher::sweep`]) reads what changed: the PortInfo of every port of
-//! each switch flagged, and its LFT blocks up to its LinearFDBTop; when a port's state no
-//! longer matches the cables discovery found (a cable pulled or plugged), a switch stopped
-//! answering, or the last read was partial, the whole fabric is discovered and read again
-//! ([`audit_discovered`]: what `weft audit` reads). An LFT block written by someone else
-//! shows in no SwitchInfo: a **full** sweep (every `--full-every` sweeps, and `--once`)
-//! reads every table.
+//! each switch flagged. A port down where discovery found a cable takes that cable out of
+//! the topology known; the switches that stopped answering (their directed routes crossed
+//! it) are routed around it over the links already known (`reroute`: no SMP) and asked their
+//! NodeInfo and SwitchInfo there, and those that show a change are read the same way. Then
+//! the LFT blocks, up to LinearFDBTop, of the switches whose PortStateChange or LinearFDBTop
+//! moved. The new routes are kept for the light sweeps that follow. The whole fabric is
+//! discovered and read again ([`audit_discovered`]: what `weft audit` reads) only when that
+//! cannot be done, and [`Heavy::because`] says why ([`FullBecause`]). An LFT block written by
+//! someone else shows in no SwitchInfo, nor does a PortStateChange the SM set and cleared
+//! between two sweeps: a **full** sweep (every `--full-every` sweeps, and `--once`) reads
+//! every table, and every [`Sweep`] says which sweep last did ([`Sweep::last_full`]).
 //!
 //! A state is offered for proof only when every read of the sweep answered
 //! ([`Watcher::state`]); otherwise the verdict is unknown and the error is said.
@@ -721,8 +727,9 @@ impl Watcher {
     }
 
     /// Takes the cables with an end in `down` out of the discovery (and marks them down in
-    /// the state), and gives every node whose route crossed one a route around them. The
-    /// node no route reaches any more, if one.
+    /// the state), and gives every node whose route crossed one a route around them; an end
+    /// node no route reaches any more is gone (out of the discovery, down in the state). The
+    /// switch no route reaches any more, if one.
     fn route_around(&mut self, down: &BTreeSet<WireEnd>) -> Result<(), FullBecause> {
         if down.is_empty() {
             return Ok(());
@@ -730,13 +737,19 @@ impl Watcher {
         let peers = reroute::peers(&self.d);
         let local = reroute::local(&self.d).ok_or(FullBecause::Partial)?;
         let routes = reroute::routes(&self.d, down);
+        // End nodes no route reaches any more: gone, as a discovery would not find them.
+        let mut gone = Vec::new();
         for (g, f) in &mut self.d.nodes {
+            let switch = f.info.node_type == NodeType::Switch;
             if reroute::crosses(&peers, local, &f.path, down) {
-                f.path = routes
-                    .node
-                    .get(g)
-                    .cloned()
-                    .ok_or(FullBecause::Unreachable { node: *g })?;
+                match routes.node.get(g) {
+                    Some(r) => f.path = r.clone(),
+                    None if switch => return Err(FullBecause::Unreachable { node: *g }),
+                    None => {
+                        gone.push(*g);
+                        continue;
+                    }
+                }
             }
             let mut ports = BTreeMap::new();
             for (p, path) in &f.ports {
@@ -747,14 +760,18 @@ impl Watcher {
                 }
             }
             if ports.is_empty() && !f.ports.is_empty() {
-                return Err(FullBecause::Unreachable { node: *g });
+                gone.push(*g);
             }
             f.ports = ports;
         }
-        self.d
-            .view
-            .links
-            .retain(|(a, b)| !down.contains(a) && !down.contains(b));
+        for g in &gone {
+            self.d.nodes.remove(g);
+            self.d.view.nodes.remove(g);
+            self.d.view.lids.retain(|(n, _), _| n != g);
+        }
+        self.d.view.links.retain(|(a, b)| {
+            !down.contains(a) && !down.contains(b) && !gone.contains(&a.0) && !gone.contains(&b.0)
+        });
         for end in down {
             self.d.widths.remove(end);
             self.d.speeds.remove(end);
@@ -767,9 +784,13 @@ impl Watcher {
                 f.peer(PortRef::new(id, p.0)).map(|(_, l)| l)
             })
             .collect();
+        let nodes: Vec<_> = gone.iter().filter_map(|g| f.find_guid(*g)).collect();
         let mut b = FabricBuilder::from(self.state.fabric.clone());
         for l in links {
             b.set_link_down(l);
+        }
+        for n in nodes {
+            b.set_node_down(n);
         }
         self.state.fabric = b.finish();
         Ok(())
