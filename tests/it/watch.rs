@@ -1,14 +1,15 @@
 //! `weft watch`'s sweeps on the in-process fabric (issue 47): a sweep with nothing changed
-//! costs one SwitchInfo per switch and the local PortInfo, counted; a pulled cable, a
+//! costs one SwitchInfo per switch and nothing else, counted; a pulled cable, a
 //! rebooted switch and a block written by another writer are each found and named; the
 //! repair planned against the desired state, applied, leaves the fabric proven.
 
 #![expect(clippy::unwrap_used, reason = "test helpers fail by panicking")]
 
+use std::collections::BTreeMap;
 use weft_deploy::sim::SimFabric;
 use weft_deploy::watch::{self, Change, Watcher};
-use weft_deploy::{smp, DrPath, Target, Transport as _};
-use weft_fabric::{FabricState, Guid, ValidState};
+use weft_deploy::{smp, Discovery, DrPath, SmpError, Target, Transport};
+use weft_fabric::{FabricState, Guid, PortNum, ValidState, WireEnd};
 use weft_tests::sim::sm_port;
 
 const TREE: &str = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 2, radix: 8, switch: sb7800, hca: connectx5)\n    routing { engine = fat_tree }\n}\n";
@@ -47,12 +48,8 @@ fn a_sweep_with_nothing_changed_costs_one_smp_per_switch() {
         let s = w.sweep(&mut sim, false);
         assert!(s.changes.is_empty(), "{:?}", s.changes);
         assert!(s.heavy.is_none());
-        assert_eq!((s.light.switch_smps, s.light.local_smps), (n, 1));
-        assert_eq!(
-            sim.counts().gets - before,
-            n + 1,
-            "SMPs the fabric answered"
-        );
+        assert_eq!((s.light.switch_smps, s.light.smps()), (n, n));
+        assert_eq!(sim.counts().gets - before, n, "SMPs the fabric answered");
     }
     assert!(proven(w.state().unwrap()));
     assert!(watch::difference(w.state().unwrap(), &st).is_empty());
@@ -82,7 +79,8 @@ fn a_pulled_cable_is_found_and_a_proven_repair_restores_every_route() {
         s.changes
     );
     let heavy = s.heavy.unwrap();
-    assert!(heavy.full && heavy.error.is_none(), "{heavy:?}");
+    // What stopped answering is reached around the cable: no full read.
+    assert!(!heavy.full && heavy.error.is_none(), "{heavy:?}");
     let live = w.state().unwrap().clone();
     let diff = watch::difference(&live, &st);
     assert_eq!(diff.cables_down.len(), 1, "{diff:?}");
@@ -176,9 +174,9 @@ fn a_rebooted_switch_is_found_with_its_empty_table() {
             .spec
             .port_count,
     );
-    // Its ports and its one LFT block (top 0), beside the light sweep.
-    assert_eq!(heavy.smps, ports + 1);
-    assert_eq!(sim.counts().gets - before, s.light.smps() + ports + 1);
+    // Its ports, its one LFT block (top 0) and the master SM's LID, beside the light sweep.
+    assert_eq!(heavy.smps, ports + 2);
+    assert_eq!(sim.counts().gets - before, s.light.smps() + ports + 2);
     let diff = watch::difference(w.state().unwrap(), &st);
     assert!(!diff.blocks.is_empty());
     assert!(diff.blocks.iter().all(|b| b.switch == g));
@@ -209,4 +207,242 @@ fn a_partial_read_is_never_proven() {
         .any(|c| matches!(c, Change::Unanswered { .. })));
     assert!(s.heavy.unwrap().error.is_some());
     assert!(w.state().is_none(), "unknown, not proven");
+}
+
+/// A three-level tree of 320 switches and 1 024 hosts.
+const TREE3: &str = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\nfabric f {\n    topology = fat_tree(levels: 3, radix: 16, switch: sb7800, hca: connectx5)\n    routing { engine = fat_tree }\n}\n";
+
+/// The cable between two switches that the most switches' directed routes cross: one of
+/// its ends (switch GUID, port), and how many routes.
+fn busiest_cable(d: &Discovery) -> ((Guid, u8), usize) {
+    let peers: BTreeMap<WireEnd, WireEnd> = d
+        .view
+        .links
+        .iter()
+        .flat_map(|&(a, b)| [(a, b), (b, a)])
+        .collect();
+    let switch = |g: &Guid| d.nodes[g].info.node_type == smp::NodeType::Switch;
+    let local = *d.nodes.iter().find(|(_, f)| f.path.0.is_empty()).unwrap().0;
+    let mut crossing: BTreeMap<WireEnd, usize> = BTreeMap::new();
+    for (g, f) in d.nodes.iter().filter(|(g, _)| switch(g)) {
+        let mut at = local;
+        for &hop in &f.path.0 {
+            let end = (at, PortNum(hop));
+            let far = peers[&end];
+            if switch(&at) && switch(&far.0) {
+                *crossing.entry(end.min(far)).or_default() += 1;
+            }
+            at = far.0;
+        }
+        assert_eq!(at, *g, "the route leads to its switch");
+    }
+    let (end, n) = crossing.into_iter().max_by_key(|(e, n)| (*n, *e)).unwrap();
+    ((end.0, end.1 .0), n)
+}
+
+#[test]
+fn a_pulled_cable_reroutes_what_stopped_answering_and_reads_only_what_changed() {
+    let st = weft_tests::compiled(TREE3);
+    let mut sim = SimFabric::new(&st, sm_port(&st)).unwrap();
+    let (mut w, first) = Watcher::start(&mut sim, "f").unwrap();
+    let n = switches(&st).len();
+    assert!(n >= 300, "{n} switches");
+    let ((g, p), crossing) = busiest_cable(w.discovery());
+    assert!(crossing >= 10, "the cable carries {crossing} routes");
+    assert!(sim.unlink(g.0, p));
+    let before = sim.counts().gets;
+    let s = w.sweep(&mut sim, false);
+    let heavy = s.heavy.as_ref().unwrap();
+    assert!(!heavy.full, "{:?}", heavy.because);
+    assert!(heavy.error.is_none(), "{:?}", heavy.error);
+    let unanswered: Vec<Guid> = s
+        .changes
+        .iter()
+        .filter_map(|c| match c {
+            Change::Unanswered {
+                switch: Some(g), ..
+            } => Some(*g),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(unanswered.len(), crossing, "each switch behind the cable");
+    assert_eq!(heavy.rerouted, unanswered);
+    // Bounded by what changed: the ports and LFT blocks of the switches read, a NodeInfo
+    // and SwitchInfo per switch rerouted, the master SM's LID.
+    let f = &st.fabric;
+    let read_cost: usize = heavy
+        .switches
+        .iter()
+        .map(|g| {
+            let id = f.find_guid(*g).unwrap();
+            usize::from(f.node(id).spec.port_count) + st.switches[&id].lft.ports.len() / 64 + 1
+        })
+        .sum();
+    assert!(heavy.switches.len() <= 4, "{:?}", heavy.switches);
+    assert!(heavy.switches.contains(&g));
+    assert_eq!(heavy.smps, read_cost + 2 * crossing + 1, "{heavy:?}");
+    assert_eq!(sim.counts().gets - before, s.light.smps() + heavy.smps);
+    assert!(
+        heavy.smps * 20 < first,
+        "{} SMPs against {first} for a full read",
+        heavy.smps
+    );
+    // What it read is what a full read reads now, with the same verdict.
+    let fresh = weft_deploy::audit::audit(&mut sim, "f").unwrap().state;
+    let live = w.state().unwrap().clone();
+    assert!(watch::difference(&live, &fresh).is_empty());
+    assert_eq!(watch::difference(&live, &st).cables_down.len(), 1);
+    assert!(!proven(&live), "routes over the pulled cable fail");
+    assert!(!proven(&fresh));
+    // The next light sweep reaches every switch on its new route: switches only, and the
+    // two switches whose PortStateChange stays set (no SM clears it here) their ports.
+    let before = sim.counts().gets;
+    let s = w.sweep(&mut sim, false);
+    assert_eq!(s.light.smps(), n);
+    assert!(s.changes.is_empty(), "{:?}", s.changes);
+    let heavy = s.heavy.unwrap();
+    assert!(!heavy.full && heavy.rerouted.is_empty());
+    let flagged_ports: usize = heavy
+        .switches
+        .iter()
+        .map(|g| usize::from(f.node(f.find_guid(*g).unwrap()).spec.port_count))
+        .sum();
+    assert_eq!(heavy.smps, flagged_ports + 1);
+    assert_eq!(sim.counts().gets - before, n + flagged_ports + 1);
+    assert_eq!(s.last_full, 0, "no full read since the first");
+}
+
+/// Fails the next `fail` SwitchInfo Gets to `path`, as a switch that drops them.
+struct Flaky<'a> {
+    sim: &'a mut SimFabric,
+    path: DrPath,
+    fail: usize,
+    short_lft: bool,
+}
+
+impl Transport for Flaky<'_> {
+    fn get(&mut self, t: &Target) -> Result<smp::Payload, SmpError> {
+        if t.attr == smp::Attr::SwitchInfo && t.path == self.path && self.fail > 0 {
+            self.fail -= 1;
+            return Err(SmpError::Timeout {
+                target: t.clone(),
+                tries: 1,
+            });
+        }
+        self.sim.get(t)
+    }
+    fn set(&mut self, t: &Target, d: &smp::Payload) -> Result<smp::Payload, SmpError> {
+        self.sim.set(t, d)
+    }
+    /// With `short_lft`, a batch of LFT blocks comes back one short.
+    fn get_all(&mut self, batch: &[Target]) -> Vec<Result<smp::Payload, SmpError>> {
+        let mut out: Vec<_> = batch.iter().map(|t| self.get(t)).collect();
+        if self.short_lft && batch.iter().all(|t| t.attr == smp::Attr::Lft) {
+            out.pop();
+        }
+        out
+    }
+}
+
+#[test]
+fn a_switch_unanswered_at_the_first_read_is_unknown_then_read_again() {
+    let (st, mut sim) = setup();
+    let g = switches(&st)[2];
+    let path = weft_deploy::discover(&mut sim).unwrap().nodes[&g]
+        .path
+        .clone();
+    let mut t = Flaky {
+        sim: &mut sim,
+        path,
+        fail: 1,
+        short_lft: false,
+    };
+    let (mut w, first) = Watcher::begin(&mut t, "f").unwrap();
+    assert!(
+        first
+            .changes
+            .iter()
+            .any(|c| matches!(c, Change::Unanswered { switch: Some(s), .. } if *s == g)),
+        "{:?}",
+        first.changes
+    );
+    assert!(first.heavy.unwrap().error.is_some());
+    assert!(w.state().is_none(), "unknown until a read answers");
+    // The sweep's SwitchInfo and the full read's own fail; its tables answer.
+    t.fail = 2;
+    let s = w.sweep(&mut t, false);
+    let heavy = s.heavy.unwrap();
+    assert_eq!(heavy.because, Some(watch::FullBecause::Partial));
+    assert!(heavy.error.is_none());
+    assert_eq!((s.number, s.last_full), (1, 1));
+    assert!(w.state().is_some());
+    // No top was read for it: the next sweep counts that as a change and reads its LFT.
+    let s = w.sweep(&mut t, false);
+    assert!(
+        s.changes
+            .iter()
+            .any(|c| matches!(c, Change::Top { switch, .. } if *switch == g)),
+        "{:?}",
+        s.changes
+    );
+    let heavy = s.heavy.unwrap();
+    assert!(!heavy.full && heavy.switches.contains(&g));
+    assert_eq!((s.number, s.last_full), (2, 1));
+}
+
+#[test]
+fn a_short_lft_batch_is_unknown_not_an_empty_table() {
+    let (st, mut sim) = setup();
+    let g = switches(&st)[1];
+    let mut t = Flaky {
+        sim: &mut sim,
+        path: DrPath::local(),
+        fail: 0,
+        short_lft: true,
+    };
+    let (mut w, _) = Watcher::start(&mut t.sim, "f").unwrap();
+    assert!(t.sim.reboot_switch(g.0));
+    let s = w.sweep(&mut t, false);
+    let heavy = s.heavy.unwrap();
+    assert!(!heavy.full);
+    assert!(heavy.error.is_some(), "{heavy:?}");
+    assert!(w.state().is_none(), "unknown, not an empty LFT");
+}
+
+#[test]
+fn a_host_cable_pulled_is_a_node_gone_without_a_full_read() {
+    let (st, mut sim) = setup();
+    let (mut w, _) = Watcher::start(&mut sim, "f").unwrap();
+    let f = &st.fabric;
+    // A host other than the SM's, by its cable's switch end.
+    let sm = sm_port(&st);
+    let l = f
+        .links()
+        .iter()
+        .find(|l| {
+            f.node(l.a.node).is_switch() != f.node(l.b.node).is_switch()
+                && l.a.node != sm.node
+                && l.b.node != sm.node
+        })
+        .unwrap();
+    let (sw, host) = if f.node(l.a.node).is_switch() {
+        (l.a, l.b)
+    } else {
+        (l.b, l.a)
+    };
+    assert!(sim.unlink(f.node(sw.node).guid().0, sw.port.0));
+    let s = w.sweep(&mut sim, false);
+    let heavy = s.heavy.unwrap();
+    assert!(!heavy.full, "{:?}", heavy.because);
+    assert_eq!(heavy.switches, [f.node(sw.node).guid()]);
+    let live = w.state().unwrap();
+    let fresh = weft_deploy::audit::audit(&mut sim, "f").unwrap().state;
+    assert!(watch::difference(live, &fresh).is_empty());
+    let diff = watch::difference(live, &st);
+    assert_eq!(
+        diff.nodes_gone.iter().map(|n| n.0).collect::<Vec<_>>(),
+        [f.node(host.node).guid()]
+    );
+    assert!(!w.discovery().nodes.contains_key(&f.node(host.node).guid()));
+    assert_eq!(proven(live), proven(&fresh));
 }

@@ -7,8 +7,9 @@
 //!
 //! Prints the SMPs and wall time of the first full read (discovery and every table), then of
 //! N light sweeps with nothing changed (SMPs each, mean and worst wall time; resident memory
-//! after 100 and after N), and of one
-//! sweep after a cable between two switches is pulled (the heavy sweep it starts).
+//! after 100 and after N), of the sweep after a cable between two switches is pulled (the
+//! switches whose routes crossed it rerouted around it, the switches that changed read) and
+//! of the sweep after that.
 
 #![expect(
     clippy::print_stdout,
@@ -86,7 +87,7 @@ fn main() {
     let all_same = counts.windows(2).all(|w| w[0] == w[1]);
     if let Some((light, answered, changes)) = counts.first() {
         println!(
-            "  light sweep  {light} SMPs ({switches} SwitchInfo + 1 local PortInfo; {answered} answered, {changes} changes{}), mean {:.3} ms, worst {:.3} ms over {sweeps}",
+            "  light sweep  {light} SMPs ({switches} SwitchInfo; {answered} answered, {changes} changes{}), mean {:.3} ms, worst {:.3} ms over {sweeps}",
             if all_same { ", every sweep alike" } else { ", sweeps differ" },
             mean * 1e3,
             worst * 1e3
@@ -104,20 +105,44 @@ fn main() {
         .find(|l| f.node(l.a.node).is_switch() && f.node(l.b.node).is_switch())
     {
         sim.unlink(f.node(l.a.node).guid().0, l.a.port.0);
+        let g0 = sim.counts().gets;
         let t = Instant::now();
         let s = w.sweep(&mut sim, false);
+        let took = t.elapsed().as_secs_f64();
         let heavy = s.heavy.as_ref();
+        let unanswered = s
+            .changes
+            .iter()
+            .filter(|c| matches!(c, weft_deploy::watch::Change::Unanswered { .. }))
+            .count();
         println!(
-            "  cable pulled {} changes, light {} SMPs + heavy {} SMPs ({}), {:.2} s",
+            "  cable pulled {} changes ({unanswered} switches unanswered, {} rerouted), light {} SMPs + heavy {} SMPs ({}; {} answered), {:.2} ms",
             s.changes.len(),
+            heavy.map_or(0, |h| h.rerouted.len()),
             s.light.smps(),
             heavy.map_or(0, |h| h.smps),
-            if heavy.is_some_and(|h| h.full) {
-                "full read"
-            } else {
-                "partial"
+            match heavy {
+                Some(h) if h.full => format!(
+                    "full read: {}",
+                    h.because.as_ref().map_or_else(String::new, ToString::to_string)
+                ),
+                Some(h) => format!("partial: {} switches read", h.switches.len()),
+                None => "none".to_owned(),
             },
-            t.elapsed().as_secs_f64()
+            sim.counts().gets - g0,
+            took * 1e3
+        );
+        // The sweep after: the light sweep on the new routes.
+        let g0 = sim.counts().gets;
+        let t = Instant::now();
+        let s = w.sweep(&mut sim, false);
+        println!(
+            "  next sweep   {} changes, light {} SMPs + heavy {} SMPs ({} answered), {:.3} ms",
+            s.changes.len(),
+            s.light.smps(),
+            s.heavy.as_ref().map_or(0, |h| h.smps),
+            sim.counts().gets - g0,
+            t.elapsed().as_secs_f64() * 1e3
         );
     }
 }
