@@ -9,7 +9,7 @@
 
 use super::graph::{Graph, Load, Table};
 use super::{Claims, RouteError, Routes, RoutingEngine, RoutingInput};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use weft_fabric::LidAssignment;
 
 /// The Up*/Down* engine.
@@ -93,6 +93,8 @@ impl RoutingEngine for UpDown {
         let mut dist = vec![u32::MAX; n];
         let mut queue = VecDeque::new();
         let mut buckets: Vec<Vec<usize>> = Vec::new();
+        let mut width = vec![0usize; n];
+        let mut shares = Shares::new();
         for (lid, exit) in g.exits.iter().enumerate() {
             let Some(exit) = *exit else { continue };
             let t = exit.sw as usize;
@@ -141,26 +143,43 @@ impl RoutingEngine for UpDown {
                 }
                 d += 1;
             }
+            // The candidate groups of x: its neighbours on a shortest legal path.
+            let candidate = |x: usize, grp: &super::graph::Group| {
+                let y = grp.peer as usize;
+                if down[x] != u32::MAX {
+                    !is_up(x, y) && down[y] != u32::MAX && down[y] + 1 == down[x]
+                } else {
+                    is_up(x, y) && dist[y] != u32::MAX && dist[y] + 1 == dist[x]
+                }
+            };
+            // width[x]: the cables x can send toward t on (t: unbounded).
+            for x in 0..n {
+                width[x] = if x == t {
+                    usize::MAX
+                } else if dist[x] == u32::MAX {
+                    0
+                } else {
+                    g.switches[x]
+                        .groups
+                        .iter()
+                        .filter(|grp| candidate(x, grp))
+                        .map(|grp| grp.ports.len())
+                        .sum()
+                };
+            }
             let col = &mut columns[lid];
             col[t] = exit.port;
             for x in 0..n {
                 if x == t || dist[x] == u32::MAX {
                     continue;
                 }
-                let going_down = down[x] != u32::MAX;
-                let candidates = g.switches[x]
+                let groups: Vec<(usize, &super::graph::Group)> = g.switches[x]
                     .groups
                     .iter()
-                    .filter(|grp| {
-                        let y = grp.peer as usize;
-                        if going_down {
-                            !is_up(x, y) && down[y] != u32::MAX && down[y] + 1 == down[x]
-                        } else {
-                            is_up(x, y) && dist[y] != u32::MAX && dist[y] + 1 == dist[x]
-                        }
-                    })
-                    .flat_map(|grp| grp.ports.iter().map(|p| p.0));
-                if let Some(port) = load.take_least(x, candidates) {
+                    .enumerate()
+                    .filter(|(_, grp)| candidate(x, grp))
+                    .collect();
+                if let Some(port) = choose(&mut load, &mut shares, &width, x, t, &groups) {
                     col[x] = port;
                 }
             }
@@ -171,4 +190,54 @@ impl RoutingEngine for UpDown {
             ..Routes::default()
         })
     }
+}
+
+/// How many destinations of each destination switch every switch has sent through each of
+/// its neighbour groups: `(switch, destination switch, group)`.
+type Shares = BTreeMap<(usize, usize, usize), u64>;
+
+/// The port `x` takes toward destination switch `t`, among the ports of `groups` (its
+/// neighbours on a shortest legal path), counted in `load` and `shares`.
+///
+/// A neighbour carries the destinations on at most `min(cables to it, its own cables toward
+/// t)` cables (`width`). When those widths are equal, the least-loaded port of all (ties:
+/// lowest port). When they differ (unequal bundles further down), the destinations of `t`
+/// are dealt over the neighbours in proportion to their widths: the neighbour whose share so
+/// far, plus this one, over its width is least (ties: its least-loaded port, then lowest
+/// port), then the least-loaded port toward it.
+fn choose(
+    load: &mut Load,
+    shares: &mut Shares,
+    width: &[usize],
+    x: usize,
+    t: usize,
+    groups: &[(usize, &super::graph::Group)],
+) -> Option<u8> {
+    let through = |grp: &super::graph::Group| {
+        let beyond = width.get(grp.peer as usize).copied().unwrap_or(0);
+        grp.ports.len().min(beyond).max(1) as u64
+    };
+    let first = groups.first().map(|(_, grp)| through(grp));
+    if groups.iter().all(|(_, grp)| Some(through(grp)) == first) {
+        let ports = groups
+            .iter()
+            .flat_map(|(_, grp)| grp.ports.iter().map(|p| p.0));
+        return load.take_least(x, ports);
+    }
+    let least = |grp: &super::graph::Group| {
+        grp.ports
+            .iter()
+            .map(|p| (load.get(x, p.0), p.0))
+            .min()
+            .unwrap_or((u64::MAX, u8::MAX))
+    };
+    let share = |k: usize| shares.get(&(x, t, k)).copied().unwrap_or(0) + 1;
+    let &(k, grp) = groups.iter().min_by(|(a, ga), (b, gb)| {
+        // share(a) / width(a) against share(b) / width(b), cross-multiplied.
+        (u128::from(share(*a)) * u128::from(through(gb)))
+            .cmp(&(u128::from(share(*b)) * u128::from(through(ga))))
+            .then_with(|| least(ga).cmp(&least(gb)))
+    })?;
+    *shares.entry((x, t, k)).or_insert(0) += 1;
+    load.take_least(x, grp.ports.iter().map(|p| p.0))
 }
