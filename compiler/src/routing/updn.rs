@@ -95,8 +95,10 @@ impl RoutingEngine for UpDown {
         let mut buckets: Vec<Vec<usize>> = Vec::new();
         let mut width = vec![0usize; n];
         let mut shares = Shares::new();
-        for (lid, exit) in g.exits.iter().enumerate() {
-            let Some(exit) = *exit else { continue };
+        for lid in destinations(&g, f) {
+            let Some(Some(exit)) = g.exits.get(lid).copied() else {
+                continue;
+            };
             let t = exit.sw as usize;
             // down[x]: hops from x to t going only down.
             down.fill(u32::MAX);
@@ -240,4 +242,29 @@ fn choose(
     })?;
     *shares.entry((x, t, k)).or_insert(0) += 1;
     load.take_least(x, grp.ports.iter().map(|p| p.0))
+}
+
+/// The LIDs in routing order: hosts' in fabric order (the order of the shift pattern, so
+/// that consecutive hosts take consecutive ports), then service nodes', then switches', each
+/// in fabric order (ties by LID).
+fn destinations(g: &Graph, f: &weft_fabric::Fabric) -> Vec<usize> {
+    let mut order: Vec<(u8, usize, usize)> = g
+        .owners
+        .iter()
+        .enumerate()
+        .filter_map(|(lid, owner)| {
+            let node = (*owner)?;
+            let n = f.node(node);
+            let class = if n.is_host() {
+                0
+            } else if n.is_switch() {
+                2
+            } else {
+                1
+            };
+            Some((class, node.index(), lid))
+        })
+        .collect();
+    order.sort_unstable();
+    order.into_iter().map(|(_, _, lid)| lid).collect()
 }
