@@ -95,6 +95,18 @@ impl RoutingEngine for UpDown {
         let mut buckets: Vec<Vec<usize>> = Vec::new();
         let mut width = vec![0usize; n];
         let mut shares = Shares::new();
+        // hosts[x]: the host LIDs behind x, the sources it sends from.
+        let mut hosts = vec![0u64; n];
+        for (exit, owner) in g.exits.iter().zip(&g.owners) {
+            if let (Some(e), Some(o)) = (exit, owner) {
+                if f.node(*o).is_host() {
+                    hosts[e.sw as usize] += 1;
+                }
+            }
+        }
+        let mut through = vec![0u64; n];
+        let mut far = Vec::with_capacity(n);
+        let mut counts = Vec::new();
         for lid in destinations(&g, f) {
             let Some(Some(exit)) = g.exits.get(lid).copied() else {
                 continue;
@@ -171,8 +183,11 @@ impl RoutingEngine for UpDown {
             }
             let col = &mut columns[lid];
             col[t] = exit.port;
-            for x in 0..n {
-                if x == t || dist[x] == u32::MAX {
+            // Farthest first, so that each switch knows how many hosts send through it.
+            farthest_first(&dist, &mut far, &mut counts);
+            through.copy_from_slice(&hosts);
+            for &x in &far {
+                if x == t {
                     continue;
                 }
                 let groups: Vec<(usize, &super::graph::Group)> = g.switches[x]
@@ -181,8 +196,18 @@ impl RoutingEngine for UpDown {
                     .enumerate()
                     .filter(|(_, grp)| candidate(x, grp))
                     .collect();
-                if let Some(port) = choose(&mut load, &mut shares, &width, x, t, &groups) {
-                    col[x] = port;
+                let weight = through[x].max(1);
+                let Some(port) = choose(&mut load, &mut shares, &width, (x, t, weight), &groups)
+                else {
+                    continue;
+                };
+                col[x] = port;
+                let next = groups
+                    .iter()
+                    .find(|(_, grp)| grp.ports.iter().any(|p| p.0 == port))
+                    .map(|(_, grp)| grp.peer as usize);
+                if let Some(y) = next {
+                    through[y] += through[x];
                 }
             }
         }
@@ -194,9 +219,9 @@ impl RoutingEngine for UpDown {
     }
 }
 
-/// How many destinations of each destination switch every switch has sent through each of
-/// its neighbour groups: `(switch, destination switch, group)`.
-type Shares = BTreeMap<(usize, usize, usize), u64>;
+/// The hosts' traffic toward each destination switch sent through each switch so far by its
+/// neighbours dealing over unequal widths: `(switch, destination switch)`.
+type Shares = BTreeMap<(usize, usize), u64>;
 
 /// The port `x` takes toward destination switch `t`, among the ports of `groups` (its
 /// neighbours on a shortest legal path), counted in `load` and `shares`.
@@ -211,8 +236,7 @@ fn choose(
     load: &mut Load,
     shares: &mut Shares,
     width: &[usize],
-    x: usize,
-    t: usize,
+    (x, t, weight): (usize, usize, u64),
     groups: &[(usize, &super::graph::Group)],
 ) -> Option<u8> {
     let through = |grp: &super::graph::Group| {
@@ -224,7 +248,7 @@ fn choose(
         let ports = groups
             .iter()
             .flat_map(|(_, grp)| grp.ports.iter().map(|p| p.0));
-        return load.take_least(x, ports);
+        return take(load, x, ports, weight);
     }
     let least = |grp: &super::graph::Group| {
         grp.ports
@@ -233,15 +257,57 @@ fn choose(
             .min()
             .unwrap_or((u64::MAX, u8::MAX))
     };
-    let share = |k: usize| shares.get(&(x, t, k)).copied().unwrap_or(0) + 1;
-    let &(k, grp) = groups.iter().min_by(|(a, ga), (b, gb)| {
+    let share = |grp: &super::graph::Group| {
+        shares.get(&(grp.peer as usize, t)).copied().unwrap_or(0) + weight
+    };
+    let &(_, grp) = groups.iter().min_by(|(_, ga), (_, gb)| {
         // share(a) / width(a) against share(b) / width(b), cross-multiplied.
-        (u128::from(share(*a)) * u128::from(through(gb)))
-            .cmp(&(u128::from(share(*b)) * u128::from(through(ga))))
+        (u128::from(share(ga)) * u128::from(through(gb)))
+            .cmp(&(u128::from(share(gb)) * u128::from(through(ga))))
             .then_with(|| least(ga).cmp(&least(gb)))
     })?;
-    *shares.entry((x, t, k)).or_insert(0) += 1;
-    load.take_least(x, grp.ports.iter().map(|p| p.0))
+    *shares.entry((grp.peer as usize, t)).or_insert(0) += weight;
+    take(load, x, grp.ports.iter().map(|p| p.0), weight)
+}
+
+/// The least-loaded of `ports` of switch `x` (ties: lowest port), which then carries
+/// `weight` more.
+fn take(load: &mut Load, x: usize, ports: impl Iterator<Item = u8>, weight: u64) -> Option<u8> {
+    let best = ports.min_by_key(|&p| (load.get(x, p), p))?;
+    load.add_weight(x, best, weight);
+    Some(best)
+}
+
+/// The switches that reach the destination (`dist` finite) into `far`, farthest first (ties:
+/// lowest index), by a counting sort over the distances (`counts` is scratch).
+fn farthest_first(dist: &[u32], far: &mut Vec<usize>, counts: &mut Vec<usize>) {
+    let top = dist
+        .iter()
+        .copied()
+        .filter(|&d| d != u32::MAX)
+        .max()
+        .map_or(0, |d| d as usize + 1);
+    counts.clear();
+    counts.resize(top + 1, 0);
+    for &d in dist.iter().filter(|&&d| d != u32::MAX) {
+        // Slot of distance d: after every farther switch.
+        counts[top - d as usize] += 1;
+    }
+    let mut start = 0;
+    for c in counts.iter_mut() {
+        let here = *c;
+        *c = start;
+        start += here;
+    }
+    far.clear();
+    far.resize(start, 0);
+    for (x, &d) in dist.iter().enumerate() {
+        if d != u32::MAX {
+            let slot = &mut counts[top - d as usize];
+            far[*slot] = x;
+            *slot += 1;
+        }
+    }
 }
 
 /// The LIDs in routing order: hosts' in fabric order (the order of the shift pattern, so
