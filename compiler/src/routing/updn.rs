@@ -6,6 +6,11 @@
 //! going down, which leaves no cycle in the channel dependency graph. Each switch takes the
 //! shortest legal path, balancing equal choices by port load; a switch that can reach the
 //! destination going only down always does, so packets in their down phase never turn up.
+//!
+//! Destinations are routed hosts first, in fabric order (the shift pattern's, so consecutive
+//! hosts take consecutive ports), then service nodes, then switches. Where the next hops'
+//! onward cables differ (a spine with 3 cables to a leaf beside one with 4), a destination
+//! switch's traffic is dealt over them in proportion to those cables, not half and half.
 
 use super::graph::{Graph, Load, Table};
 use super::{Claims, RouteError, Routes, RoutingEngine, RoutingInput};
@@ -224,14 +229,15 @@ impl RoutingEngine for UpDown {
 type Shares = BTreeMap<(usize, usize), u64>;
 
 /// The port `x` takes toward destination switch `t`, among the ports of `groups` (its
-/// neighbours on a shortest legal path), counted in `load` and `shares`.
+/// neighbours on a shortest legal path), counted in `load`; `weight` is the hosts' traffic
+/// `x` forwards toward `t` (its own hosts and the switches farther away that chose it).
 ///
 /// A neighbour carries the destinations on at most `min(cables to it, its own cables toward
-/// t)` cables (`width`). When those widths are equal, the least-loaded port of all (ties:
-/// lowest port). When they differ (unequal bundles further down), the destinations of `t`
-/// are dealt over the neighbours in proportion to their widths: the neighbour whose share so
-/// far, plus this one, over its width is least (ties: its least-loaded port, then lowest
-/// port), then the least-loaded port toward it.
+/// t)` cables (its width). When the widths are equal, the least-loaded port of all (ties:
+/// lowest port). When they differ (unequal bundles further on), the traffic toward `t` is
+/// dealt over the neighbours in proportion to their widths: the neighbour whose traffic
+/// toward `t` so far (`shares`, from every switch), plus `weight`, over its width is least
+/// (ties: its least-loaded port, then lowest port); then the least-loaded port toward it.
 fn choose(
     load: &mut Load,
     shares: &mut Shares,
@@ -248,7 +254,7 @@ fn choose(
         let ports = groups
             .iter()
             .flat_map(|(_, grp)| grp.ports.iter().map(|p| p.0));
-        return take(load, x, ports, weight);
+        return load.take_least(x, ports);
     }
     let least = |grp: &super::graph::Group| {
         grp.ports
@@ -267,15 +273,7 @@ fn choose(
             .then_with(|| least(ga).cmp(&least(gb)))
     })?;
     *shares.entry((grp.peer as usize, t)).or_insert(0) += weight;
-    take(load, x, grp.ports.iter().map(|p| p.0), weight)
-}
-
-/// The least-loaded of `ports` of switch `x` (ties: lowest port), which then carries
-/// `weight` more.
-fn take(load: &mut Load, x: usize, ports: impl Iterator<Item = u8>, weight: u64) -> Option<u8> {
-    let best = ports.min_by_key(|&p| (load.get(x, p), p))?;
-    load.add_weight(x, best, weight);
-    Some(best)
+    load.take_least(x, grp.ports.iter().map(|p| p.0))
 }
 
 /// The switches that reach the destination (`dist` finite) into `far`, farthest first (ties:
