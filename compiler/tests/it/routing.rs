@@ -232,3 +232,49 @@ fn roots_with_a_tree_engine_are_refused() {
     let c = check("t.weft", &src("updn"), &NoFiles);
     assert!(build(&c.elaborated.unwrap()).is_ok());
 }
+
+/// Two spines between leaves `a` (the root of `updn`) and `b`: `a` has two cables to each
+/// spine, but `s8` has one cable down to `b` where `s7` has two. `a` sends `b`'s hosts
+/// through the spines in proportion to what each carries on toward `b` (2 : 1), not half
+/// and half (issue 42, the loginoff dump).
+#[test]
+fn updn_deals_over_unequal_bundles_in_proportion() {
+    let mut src = String::from("fabric f {\n    topology {\n");
+    for (i, s) in ["a", "b", "s7", "s8"].iter().enumerate() {
+        src += &format!("        switch \"{s}\" {{ ports = 36, guid = 0x{:x} }}\n", 0x100 + i);
+    }
+    for h in 0..13 {
+        src += &format!("        hca \"h{h}\" {{ ports = 1, guid = 0x{:x} }}\n", 0x200 + h);
+    }
+    let mut link = |a: &str, pa: u32, b: &str, pb: u32| {
+        src += &format!("        link node(\"{a}\").p[{pa}] <-> node(\"{b}\").p[{pb}]\n");
+    };
+    link("a", 1, "s7", 1);
+    link("a", 2, "s7", 2);
+    link("a", 3, "s8", 1);
+    link("a", 4, "s8", 2);
+    link("s7", 3, "b", 1);
+    link("s7", 4, "b", 2);
+    link("s8", 3, "b", 3);
+    link("a", 10, "h12", 1);
+    for h in 0..12 {
+        link("b", 10 + h, &format!("h{h}"), 1);
+    }
+    src += "    }\n    routing { engine = updn, roots = [a] }\n}\n";
+    let st = compile(&src);
+    assert_all_connected(&st);
+    let f = &st.fabric;
+    let a = f.find("a").unwrap_or_else(|| panic!());
+    let mut via_s8 = 0;
+    for h in 0..12 {
+        let host = f.find(&format!("h{h}")).unwrap_or_else(|| panic!());
+        let lid = st
+            .lids
+            .get(host, weft_fabric::PortNum(1))
+            .unwrap_or_else(|| panic!());
+        let port = st.switches[&a].lft.get(lid).map(|p| p.0);
+        assert!(matches!(port, Some(1..=4)), "a sends h{h} up: {port:?}");
+        via_s8 += usize::from(matches!(port, Some(3 | 4)));
+    }
+    assert_eq!(via_s8, 4, "a sends 4 of b's 12 hosts through s8 (1 cable to b of 3)");
+}
