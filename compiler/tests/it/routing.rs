@@ -241,10 +241,16 @@ fn roots_with_a_tree_engine_are_refused() {
 fn updn_deals_over_unequal_bundles_in_proportion() {
     let mut src = String::from("fabric f {\n    topology {\n");
     for (i, s) in ["a", "b", "s7", "s8"].iter().enumerate() {
-        src += &format!("        switch \"{s}\" {{ ports = 36, guid = 0x{:x} }}\n", 0x100 + i);
+        src += &format!(
+            "        switch \"{s}\" {{ ports = 36, guid = 0x{:x} }}\n",
+            0x100 + i
+        );
     }
     for h in 0..13 {
-        src += &format!("        hca \"h{h}\" {{ ports = 1, guid = 0x{:x} }}\n", 0x200 + h);
+        src += &format!(
+            "        hca \"h{h}\" {{ ports = 1, guid = 0x{:x} }}\n",
+            0x200 + h
+        );
     }
     let mut link = |a: &str, pa: u32, b: &str, pb: u32| {
         src += &format!("        link node(\"{a}\").p[{pa}] <-> node(\"{b}\").p[{pb}]\n");
@@ -276,5 +282,57 @@ fn updn_deals_over_unequal_bundles_in_proportion() {
         assert!(matches!(port, Some(1..=4)), "a sends h{h} up: {port:?}");
         via_s8 += usize::from(matches!(port, Some(3 | 4)));
     }
-    assert_eq!(via_s8, 4, "a sends 4 of b's 12 hosts through s8 (1 cable to b of 3)");
+    assert_eq!(
+        via_s8, 4,
+        "a sends 4 of b's 12 hosts through s8 (1 cable to b of 3)"
+    );
+}
+
+/// `updn` routes hosts in fabric order, whatever their LIDs: `b`'s hosts, whose LIDs are
+/// shuffled, take `a`'s four cables up in turn, so four consecutive hosts (a shift pattern's
+/// neighbours) never share a cable (issue 42, the loginoff dump).
+#[test]
+fn updn_deals_hosts_in_fabric_order() {
+    let lids = [2, 6, 3, 7, 4, 8, 5, 9];
+    let mut src = String::from("fabric f {\n    topology {\n");
+    for (i, s) in ["a", "b", "s"].iter().enumerate() {
+        src += &format!(
+            "        switch \"{s}\" {{ ports = 36, guid = 0x{:x}, lid = {} }}\n",
+            0x100 + i,
+            20 + i
+        );
+    }
+    for (h, lid) in lids.iter().enumerate() {
+        src += &format!(
+            "        hca \"h{h}\" {{ ports = 1, guid = 0x{:x}, lid = {lid} }}\n",
+            0x200 + h
+        );
+    }
+    for p in 1..=4 {
+        src += &format!("        link node(\"a\").p[{p}] <-> node(\"s\").p[{p}]\n");
+    }
+    src += "        link node(\"s\").p[5] <-> node(\"b\").p[1]\n";
+    for h in 0..lids.len() {
+        src += &format!(
+            "        link node(\"b\").p[{}] <-> node(\"h{h}\").p[1]\n",
+            10 + h
+        );
+    }
+    src += "    }\n    routing { engine = updn, roots = [s] }\n}\n";
+    let st = compile(&src);
+    assert_all_connected(&st);
+    let f = &st.fabric;
+    let a = f.find("a").unwrap_or_else(|| panic!());
+    let ports: Vec<Option<u8>> = (0..lids.len())
+        .map(|h| {
+            let host = f.find(&format!("h{h}")).unwrap_or_else(|| panic!());
+            let lid = st
+                .lids
+                .get(host, weft_fabric::PortNum(1))
+                .unwrap_or_else(|| panic!());
+            st.switches[&a].lft.get(lid).map(|p| p.0)
+        })
+        .collect();
+    let up = [1, 2, 3, 4, 1, 2, 3, 4].map(Some);
+    assert_eq!(ports, up, "a's ports toward h0..h7");
 }
