@@ -41,8 +41,8 @@ pub struct Args {
     #[arg(long, default_value = "10s")]
     interval: String,
     /// Every N-th sweep reads every table (an LFT block written by someone else shows in no
-    /// SwitchInfo); 0: never.
-    #[arg(long, default_value_t = 6)]
+    /// SwitchInfo; on 11 664 nodes that read is about 2.8 M SMPs); 0: never.
+    #[arg(long, default_value_t = 60)]
     full_every: u64,
     /// One read (discovery, every table, one light sweep), its verdict and differences, then
     /// exit (see the exit codes below).
