@@ -14,7 +14,7 @@
 
 use super::graph::{Graph, Load, Table};
 use super::{Claims, RouteError, Routes, RoutingEngine, RoutingInput};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use weft_fabric::LidAssignment;
 
 /// The Up*/Down* engine.
@@ -98,8 +98,10 @@ impl RoutingEngine for UpDown {
         let mut dist = vec![u32::MAX; n];
         let mut queue = VecDeque::new();
         let mut buckets: Vec<Vec<usize>> = Vec::new();
-        let mut width = vec![0usize; n];
-        let mut shares = Shares::new();
+        // count: destinations per port; deal: a destination switch's LIDs dealt over its
+        // cables to other switches (the anchor of each).
+        let mut count = Load::new(&g);
+        let mut deal = Load::new(&g);
         // hosts[x]: the host LIDs behind x, the sources it sends from.
         let mut hosts = vec![0u64; n];
         for (exit, owner) in g.exits.iter().zip(&g.owners) {
@@ -171,21 +173,16 @@ impl RoutingEngine for UpDown {
                     is_up(x, y) && dist[y] != u32::MAX && dist[y] + 1 == dist[x]
                 }
             };
-            // width[x]: the cables x can send toward t on (t: unbounded).
-            for x in 0..n {
-                width[x] = if x == t {
-                    usize::MAX
-                } else if dist[x] == u32::MAX {
-                    0
-                } else {
-                    g.switches[x]
-                        .groups
-                        .iter()
-                        .filter(|grp| candidate(x, grp))
-                        .map(|grp| grp.ports.len())
-                        .sum()
-                };
-            }
+            // The anchor: the switch at the far end of the cable of t this LID is dealt to.
+            let anchor = g.switches[t]
+                .groups
+                .iter()
+                .flat_map(|grp| grp.ports.iter().map(move |p| (p.0, grp.peer as usize)))
+                .min_by_key(|&(p, _)| (deal.get(t, p), p))
+                .map(|(p, peer)| {
+                    deal.add(t, p);
+                    peer
+                });
             let col = &mut columns[lid];
             col[t] = exit.port;
             // Farthest first, so that each switch knows how many hosts send through it.
@@ -202,7 +199,7 @@ impl RoutingEngine for UpDown {
                     .filter(|(_, grp)| candidate(x, grp))
                     .collect();
                 let weight = through[x].max(1);
-                let Some(port) = choose(&mut load, &mut shares, &width, (x, t, weight), &groups)
+                let Some(port) = choose((&mut load, &mut count), (x, weight), anchor, &groups)
                 else {
                     continue;
                 };
@@ -224,56 +221,71 @@ impl RoutingEngine for UpDown {
     }
 }
 
-/// The hosts' traffic toward each destination switch sent through each switch so far by its
-/// neighbours dealing over unequal widths: `(switch, destination switch)`.
-type Shares = BTreeMap<(usize, usize), u64>;
-
-/// The port `x` takes toward destination switch `t`, among the ports of `groups` (its
-/// neighbours on a shortest legal path), counted in `load`; `weight` is the hosts' traffic
-/// `x` forwards toward `t` (its own hosts and the switches farther away that chose it).
+/// The port `x` takes toward the destination, among the ports of `groups` (its neighbours on
+/// a shortest legal path); `weight` is the hosts' traffic `x` forwards toward it (its own
+/// hosts and those of the switches farther away that chose it), added to `load`, while
+/// `count` counts destinations.
 ///
-/// A neighbour carries the destinations on at most `min(cables to it, its own cables toward
-/// t)` cables (its width). When the widths are equal, the least-loaded port of all (ties:
-/// lowest port). When they differ (unequal bundles further on), the traffic toward `t` is
-/// dealt over the neighbours in proportion to their widths: the neighbour whose traffic
-/// toward `t` so far (`shares`, from every switch), plus `weight`, over its width is least
-/// (ties: its least-loaded port, then lowest port); then the least-loaded port toward it.
+/// The neighbour is the destination's `anchor` when that is a candidate, so that every switch
+/// sends a destination through the same switch next to it and its traffic enters by as few
+/// cables as possible. When `x`'s bundles to its candidates differ in width (3 cables beside
+/// 4), `x` keeps to the anchor while the traffic it has sent over the anchor's bundle, this
+/// destination's included, exceeds that bundle's share of all it sent over the candidates'
+/// bundles (in proportion to their cables) by at most this destination's weight; otherwise
+/// it takes the bundle whose traffic per cable would be least (ties: the anchor, then the
+/// lowest port). Without an anchor among the candidates, every candidate port is open. The
+/// port is the least loaded of the neighbour's (ties: fewest destinations, then lowest port).
 fn choose(
-    load: &mut Load,
-    shares: &mut Shares,
-    width: &[usize],
-    (x, t, weight): (usize, usize, u64),
+    (load, count): (&mut Load, &mut Load),
+    (x, weight): (usize, u64),
+    anchor: Option<usize>,
     groups: &[(usize, &super::graph::Group)],
 ) -> Option<u8> {
-    let through = |grp: &super::graph::Group| {
-        let beyond = width.get(grp.peer as usize).copied().unwrap_or(0);
-        grp.ports.len().min(beyond).max(1) as u64
+    let share = |grp: &super::graph::Group| -> u128 {
+        grp.ports.iter().map(|p| u128::from(load.get(x, p.0))).sum()
     };
-    let first = groups.first().map(|(_, grp)| through(grp));
-    if groups.iter().all(|(_, grp)| Some(through(grp)) == first) {
-        let ports = groups
+    let cables = |grp: &super::graph::Group| grp.ports.len() as u128;
+    let lowest = |grp: &super::graph::Group| grp.ports.first().map_or(u8::MAX, |p| p.0);
+    let w = u128::from(weight);
+    let chosen = anchor
+        .and_then(|a| groups.iter().find(|(_, grp)| grp.peer as usize == a))
+        .map(|&(_, home)| {
+            if groups
+                .iter()
+                .all(|(_, grp)| grp.ports.len() == home.ports.len())
+            {
+                return home;
+            }
+            let total: u128 = groups.iter().map(|(_, grp)| share(grp)).sum::<u128>() + w;
+            let all: u128 = groups.iter().map(|(_, grp)| cables(grp)).sum();
+            if (share(home) + w) * all <= total * cables(home) + w * all {
+                return home;
+            }
+            groups
+                .iter()
+                .map(|&(_, grp)| grp)
+                .min_by(|a, b| {
+                    // (share(a) + w) / cables(a) against (share(b) + w) / cables(b).
+                    ((share(a) + w) * cables(b))
+                        .cmp(&((share(b) + w) * cables(a)))
+                        .then_with(|| (a.peer != home.peer).cmp(&(b.peer != home.peer)))
+                        .then_with(|| lowest(a).cmp(&lowest(b)))
+                })
+                .unwrap_or(home)
+        });
+    let ports: Vec<u8> = match chosen {
+        Some(grp) => grp.ports.iter().map(|p| p.0).collect(),
+        None => groups
             .iter()
-            .flat_map(|(_, grp)| grp.ports.iter().map(|p| p.0));
-        return load.take_least(x, ports);
-    }
-    let least = |grp: &super::graph::Group| {
-        grp.ports
-            .iter()
-            .map(|p| (load.get(x, p.0), p.0))
-            .min()
-            .unwrap_or((u64::MAX, u8::MAX))
+            .flat_map(|(_, grp)| grp.ports.iter().map(|p| p.0))
+            .collect(),
     };
-    let share = |grp: &super::graph::Group| {
-        shares.get(&(grp.peer as usize, t)).copied().unwrap_or(0) + weight
-    };
-    let &(_, grp) = groups.iter().min_by(|(_, ga), (_, gb)| {
-        // share(a) / width(a) against share(b) / width(b), cross-multiplied.
-        (u128::from(share(ga)) * u128::from(through(gb)))
-            .cmp(&(u128::from(share(gb)) * u128::from(through(ga))))
-            .then_with(|| least(ga).cmp(&least(gb)))
-    })?;
-    *shares.entry((grp.peer as usize, t)).or_insert(0) += weight;
-    load.take_least(x, grp.ports.iter().map(|p| p.0))
+    let best = ports
+        .into_iter()
+        .min_by_key(|&p| (load.get(x, p), count.get(x, p), p))?;
+    load.add_weight(x, best, weight);
+    count.add(x, best);
+    Some(best)
 }
 
 /// The switches that reach the destination (`dist` finite) into `far`, farthest first (ties:
