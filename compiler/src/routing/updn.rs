@@ -102,6 +102,9 @@ impl RoutingEngine for UpDown {
         // cables to other switches (the anchor of each).
         let mut count = Load::new(&g);
         let mut deal = Load::new(&g);
+        let mut width = vec![0usize; n];
+        let mut every = vec![false; n];
+        let mut shares = Shares::new();
         // hosts[x]: the host LIDs behind x, the sources it sends from.
         let mut hosts = vec![0u64; n];
         for (exit, owner) in g.exits.iter().zip(&g.owners) {
@@ -183,6 +186,31 @@ impl RoutingEngine for UpDown {
                     deal.add(t, p);
                     peer
                 });
+            // width[x]: the cables x can send toward t on (t: unbounded).
+            for x in 0..n {
+                width[x] = if x == t {
+                    usize::MAX
+                } else if dist[x] == u32::MAX {
+                    0
+                } else {
+                    g.switches[x]
+                        .groups
+                        .iter()
+                        .filter(|grp| candidate(x, grp))
+                        .map(|grp| grp.ports.len())
+                        .sum()
+                };
+            }
+            // every[x]: x can go through every switch next to t (a leaf beside a spine's).
+            let beside = &g.switches[t].groups;
+            for x in 0..n {
+                let mut peers = g.switches[x].groups.iter().filter(|grp| candidate(x, grp));
+                every[x] = x != t
+                    && dist[x] != u32::MAX
+                    && peers.clone().count() == beside.len()
+                    && peers.all(|grp| beside.iter().any(|b| b.peer == grp.peer));
+            }
+            let anchored = every.iter().any(|&e| e);
             let col = &mut columns[lid];
             col[t] = exit.port;
             // Farthest first, so that each switch knows how many hosts send through it.
@@ -199,8 +227,12 @@ impl RoutingEngine for UpDown {
                     .filter(|(_, grp)| candidate(x, grp))
                     .collect();
                 let weight = through[x].max(1);
-                let Some(port) = choose((&mut load, &mut count), (x, weight), anchor, &groups)
-                else {
+                let Some(port) = choose(
+                    (&mut load, &mut count, &mut shares),
+                    (&width, x, t, weight),
+                    (anchor.filter(|_| every[x]), anchored),
+                    &groups,
+                ) else {
                     continue;
                 };
                 col[x] = port;
@@ -236,9 +268,9 @@ impl RoutingEngine for UpDown {
 /// lowest port). Without an anchor among the candidates, every candidate port is open. The
 /// port is the least loaded of the neighbour's (ties: fewest destinations, then lowest port).
 fn choose(
-    (load, count): (&mut Load, &mut Load),
-    (x, weight): (usize, u64),
-    anchor: Option<usize>,
+    (load, count, shares): (&mut Load, &mut Load, &mut Shares),
+    (width, x, t, weight): (&[usize], usize, usize, u64),
+    (anchor, anchored): (Option<usize>, bool),
     groups: &[(usize, &super::graph::Group)],
 ) -> Option<u8> {
     let share = |grp: &super::graph::Group| -> u128 {
@@ -273,6 +305,16 @@ fn choose(
                 })
                 .unwrap_or(home)
         });
+    let chosen = match chosen {
+        Some(grp) => Some(grp),
+        None => by_width(
+            if anchored { load } else { count },
+            shares,
+            width,
+            (x, t, weight),
+            groups,
+        ),
+    };
     let ports: Vec<u8> = match chosen {
         Some(grp) => grp.ports.iter().map(|p| p.0).collect(),
         None => groups
@@ -280,12 +322,58 @@ fn choose(
             .flat_map(|(_, grp)| grp.ports.iter().map(|p| p.0))
             .collect(),
     };
-    let best = ports
-        .into_iter()
-        .min_by_key(|&p| (load.get(x, p), count.get(x, p), p))?;
+    let best = ports.into_iter().min_by_key(|&p| {
+        if anchored {
+            (load.get(x, p), count.get(x, p), p)
+        } else {
+            (count.get(x, p), 0, p)
+        }
+    })?;
     load.add_weight(x, best, weight);
     count.add(x, best);
     Some(best)
+}
+
+/// The hosts' traffic toward each destination switch sent through each switch so far by its
+/// neighbours dealing over unequal widths: `(switch, destination switch)`.
+type Shares = std::collections::BTreeMap<(usize, usize), u64>;
+
+/// Without an anchor among `groups`: none (every port open) when the neighbours' widths
+/// (`min(cables to it, its own cables toward t)`) are equal; else the neighbour whose
+/// traffic toward `t` so far (`shares`, from every switch), plus `weight`, over its width is
+/// least (ties: its least-loaded port, then lowest port), counted in `shares`.
+fn by_width<'g>(
+    load: &Load,
+    shares: &mut Shares,
+    width: &[usize],
+    (x, t, weight): (usize, usize, u64),
+    groups: &[(usize, &'g super::graph::Group)],
+) -> Option<&'g super::graph::Group> {
+    let through = |grp: &super::graph::Group| {
+        let beyond = width.get(grp.peer as usize).copied().unwrap_or(0);
+        grp.ports.len().min(beyond).max(1) as u64
+    };
+    let first = groups.first().map(|(_, grp)| through(grp));
+    if groups.iter().all(|(_, grp)| Some(through(grp)) == first) {
+        return None;
+    }
+    let least = |grp: &super::graph::Group| {
+        grp.ports
+            .iter()
+            .map(|p| (load.get(x, p.0), p.0))
+            .min()
+            .unwrap_or((u64::MAX, u8::MAX))
+    };
+    let share = |grp: &super::graph::Group| {
+        shares.get(&(grp.peer as usize, t)).copied().unwrap_or(0) + weight
+    };
+    let &(_, grp) = groups.iter().min_by(|(_, ga), (_, gb)| {
+        (u128::from(share(ga)) * u128::from(through(gb)))
+            .cmp(&(u128::from(share(gb)) * u128::from(through(ga))))
+            .then_with(|| least(ga).cmp(&least(gb)))
+    })?;
+    *shares.entry((grp.peer as usize, t)).or_insert(0) += weight;
+    Some(grp)
 }
 
 /// The switches that reach the destination (`dist` finite) into `far`, farthest first (ties:
