@@ -338,12 +338,12 @@ fn updn_deals_hosts_in_fabric_order() {
 }
 
 /// A fabric of switches and one-port HCAs (`guid`s in order) with `links` (`a`, port, `b`,
-/// port), routed by `updn` from `root`.
+/// port), routed by `updn` from `roots`.
 fn updn_fabric(
     switches: &[&str],
     hcas: usize,
     links: &[(&str, u32, &str, u32)],
-    root: &str,
+    roots: &str,
 ) -> String {
     let mut src = String::from("fabric f {\n    topology {\n");
     for (i, s) in switches.iter().enumerate() {
@@ -361,7 +361,7 @@ fn updn_fabric(
     for (a, pa, b, pb) in links {
         src += &format!("        link node(\"{a}\").p[{pa}] <-> node(\"{b}\").p[{pb}]\n");
     }
-    src + &format!("    }}\n    routing {{ engine = updn, roots = [{root}] }}\n}}\n")
+    src + &format!("    }}\n    routing {{ engine = updn, roots = [{roots}] }}\n}}\n")
 }
 
 /// The port of switch `sw` toward host `h{h}`.
@@ -401,7 +401,7 @@ fn updn_sends_a_destination_through_one_spine_from_every_leaf() {
             1,
         ));
     }
-    let src = updn_fabric(&["s7", "s8", "a", "b", "c"], 9, &links, "s7");
+    let src = updn_fabric(&["s7", "s8", "a", "b", "c"], 9, &links, "b");
     let st = compile(&src);
     assert_all_connected(&st);
     let mut via = Vec::new();
