@@ -210,7 +210,10 @@ impl RoutingEngine for UpDown {
                     && peers.clone().count() == beside.len()
                     && peers.all(|grp| beside.iter().any(|b| b.peer == grp.peer));
             }
-            let anchored = every.iter().any(|&e| e);
+            // Anchored: t sits below a layer that every switch two hops away or more goes
+            // through whole (a leaf of a two-level fabric), and one such switch at least.
+            let far_off = |x: usize| x != t && dist[x] != u32::MAX && dist[x] >= 2;
+            let anchored = (0..n).any(far_off) && (0..n).filter(|&x| far_off(x)).all(|x| every[x]);
             let col = &mut columns[lid];
             col[t] = exit.port;
             // Farthest first, so that each switch knows how many hosts send through it.
@@ -230,7 +233,7 @@ impl RoutingEngine for UpDown {
                 let Some(port) = choose(
                     (&mut load, &mut count, &mut shares),
                     (&width, x, t, weight),
-                    (anchor.filter(|_| every[x]), anchored),
+                    (anchor.filter(|_| anchored && every[x]), anchored),
                     &groups,
                 ) else {
                     continue;
