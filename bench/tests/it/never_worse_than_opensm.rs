@@ -65,14 +65,7 @@ const NOT_FABRICS: &[(&str, &str)] = &[
 ];
 
 /// Dumps on which weft's default engine is worse than an OpenSM engine today, and why.
-const KNOWN_WORSE: &[(&str, &str)] = &[(
-    "loginoff-fdr-sx6036.ibnetdiscover",
-    "not a fat-tree (the spine `ib7` has 3 hosts and is cabled to the leaves), so weft's \
-     default is `updn`; since it deals over unequal bundles (`ib8` has 3 cables to `ib1`, \
-     `ib7` 4) in proportion and routes hosts in fabric order, its shift and all-to-all max \
-     loads are no worse (5 and 442 against 5 and 472, 2026-12-07), but its eBB is still \
-     below OpenSM's updn and minhop (0.4034 against 0.4070)",
-)];
+const KNOWN_WORSE: &[(&str, &str)] = &[];
 
 /// The real dumps: every file of `tests/fixtures/real/` but the provenance note.
 fn dumps() -> Vec<PathBuf> {

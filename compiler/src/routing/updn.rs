@@ -8,9 +8,14 @@
 //! destination going only down always does, so packets in their down phase never turn up.
 //!
 //! Destinations are routed hosts first, in fabric order (the shift pattern's, so consecutive
-//! hosts take consecutive ports), then service nodes, then switches. Where the next hops'
-//! onward cables differ (a spine with 3 cables to a leaf beside one with 4), a destination
-//! switch's traffic is dealt over them in proportion to those cables, not half and half.
+//! hosts take consecutive ports), then service nodes, then switches. A destination's switch
+//! deals its LIDs over its cables; the switch at the far end is the destination's anchor, and
+//! when every switch two hops away or more can go through every neighbour of the destination's
+//! switch (a leaf of a leaf–spine fabric) they all go through it, so its traffic comes down one
+//! spine; a switch with a narrower bundle to the anchor keeps to it only within its
+//! proportional share. Without an anchor, where the next hops' onward cables differ (a spine
+//! with 3 cables to a leaf beside one with 4), a destination switch's traffic is dealt over
+//! them in proportion to those cables, not half and half. `docs/routing.md` says why.
 
 use super::graph::{Graph, Load, Table};
 use super::{Claims, RouteError, Routes, RoutingEngine, RoutingInput};
@@ -268,8 +273,10 @@ impl RoutingEngine for UpDown {
 /// destination's included, exceeds that bundle's share of all it sent over the candidates'
 /// bundles (in proportion to their cables) by at most this destination's weight; otherwise
 /// it takes the bundle whose traffic per cable would be least (ties: the anchor, then the
-/// lowest port). Without an anchor among the candidates, every candidate port is open. The
-/// port is the least loaded of the neighbour's (ties: fewest destinations, then lowest port).
+/// lowest port). Without an anchor, [`by_width`] chooses, as before anchors. The port is,
+/// for an `anchored` destination (one with anchors at all), the least loaded of the
+/// neighbour's (ties: fewest destinations, then lowest port), else the one with fewest
+/// destinations (ties: lowest port).
 fn choose(
     (load, count, shares): (&mut Load, &mut Load, &mut Shares),
     (width, x, t, weight): (&[usize], usize, usize, u64),
