@@ -191,34 +191,7 @@ impl RoutingEngine for UpDown {
                     deal.add(t, p);
                     peer
                 });
-            // width[x]: the cables x can send toward t on (t: unbounded).
-            for x in 0..n {
-                width[x] = if x == t {
-                    usize::MAX
-                } else if dist[x] == u32::MAX {
-                    0
-                } else {
-                    g.switches[x]
-                        .groups
-                        .iter()
-                        .filter(|grp| candidate(x, grp))
-                        .map(|grp| grp.ports.len())
-                        .sum()
-                };
-            }
-            // every[x]: x can go through every switch next to t (a leaf beside a spine's).
-            let beside = &g.switches[t].groups;
-            for x in 0..n {
-                let mut peers = g.switches[x].groups.iter().filter(|grp| candidate(x, grp));
-                every[x] = x != t
-                    && dist[x] != u32::MAX
-                    && peers.clone().count() == beside.len()
-                    && peers.all(|grp| beside.iter().any(|b| b.peer == grp.peer));
-            }
-            // Anchored: t sits below a layer that every switch two hops away or more goes
-            // through whole (a leaf of a two-level fabric), and one such switch at least.
-            let far_off = |x: usize| x != t && dist[x] != u32::MAX && dist[x] >= 2;
-            let anchored = (0..n).any(far_off) && (0..n).filter(|&x| far_off(x)).all(|x| every[x]);
+            let anchored = widths(&g, (t, &dist), &candidate, (&mut width, &mut every));
             let col = &mut columns[lid];
             col[t] = exit.port;
             // Farthest first, so that each switch knows how many hosts send through it.
@@ -384,6 +357,37 @@ fn by_width<'g>(
     })?;
     *shares.entry((grp.peer as usize, t)).or_insert(0) += weight;
     Some(grp)
+}
+
+/// `width[x]`: the cables `x` can send toward `t` on (`t`: unbounded); `every[x]`: `x` can
+/// go through every switch next to `t` (a leaf beside a spine's). Whether the destination
+/// is anchored: `t` sits below a layer that every switch two hops away or more goes through
+/// whole (a leaf of a two-level fabric), and one such switch at least.
+fn widths(
+    g: &Graph,
+    (t, dist): (usize, &[u32]),
+    candidate: &impl Fn(usize, &super::graph::Group) -> bool,
+    (width, every): (&mut [usize], &mut [bool]),
+) -> bool {
+    let beside = &g.switches[t].groups;
+    for (x, sw) in g.switches.iter().enumerate() {
+        let reached = dist.get(x).is_some_and(|&d| d != u32::MAX);
+        let mut peers = sw.groups.iter().filter(|grp| candidate(x, grp));
+        width[x] = if x == t {
+            usize::MAX
+        } else if !reached {
+            0
+        } else {
+            peers.clone().map(|grp| grp.ports.len()).sum()
+        };
+        every[x] = x != t
+            && reached
+            && peers.clone().count() == beside.len()
+            && peers.all(|grp| beside.iter().any(|b| b.peer == grp.peer));
+    }
+    let far_off = |x: &usize| *x != t && dist.get(*x).is_some_and(|&d| d != u32::MAX && d >= 2);
+    let mut far = (0..g.switches.len()).filter(far_off).peekable();
+    far.peek().is_some() && far.all(|x| every[x])
 }
 
 /// The switches that reach the destination (`dist` finite) into `far`, farthest first (ties:
