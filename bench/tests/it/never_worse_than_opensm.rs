@@ -65,11 +65,7 @@ const NOT_FABRICS: &[(&str, &str)] = &[
 ];
 
 /// Dumps on which weft's default engine is worse than an OpenSM engine today, and why.
-const KNOWN_WORSE: &[(&str, &str)] = &[(
-    "loginoff-fdr-sx6036.ibnetdiscover",
-    "not a fat-tree (the spine `ib7` has 3 hosts and is cabled to the leaves), so weft's \
-     default is `updn`, ranked from one most central switch; OpenSM's updn does better",
-)];
+const KNOWN_WORSE: &[(&str, &str)] = &[];
 
 /// The real dumps: every file of `tests/fixtures/real/` but the provenance note.
 fn dumps() -> Vec<PathBuf> {

@@ -232,3 +232,225 @@ fn roots_with_a_tree_engine_are_refused() {
     let c = check("t.weft", &src("updn"), &NoFiles);
     assert!(build(&c.elaborated.unwrap()).is_ok());
 }
+
+/// Two spines between leaves `a` (the root of `updn`) and `b`: `a` has two cables to each
+/// spine, but `s8` has one cable down to `b` where `s7` has two. `a` sends `b`'s hosts
+/// through the spines in proportion to what each carries on toward `b` (2 : 1), not half
+/// and half (issue 42, the loginoff dump).
+#[test]
+fn updn_deals_over_unequal_bundles_in_proportion() {
+    let mut src = String::from("fabric f {\n    topology {\n");
+    for (i, s) in ["a", "b", "s7", "s8"].iter().enumerate() {
+        src += &format!(
+            "        switch \"{s}\" {{ ports = 36, guid = 0x{:x} }}\n",
+            0x100 + i
+        );
+    }
+    for h in 0..13 {
+        src += &format!(
+            "        hca \"h{h}\" {{ ports = 1, guid = 0x{:x} }}\n",
+            0x200 + h
+        );
+    }
+    let mut link = |a: &str, pa: u32, b: &str, pb: u32| {
+        src += &format!("        link node(\"{a}\").p[{pa}] <-> node(\"{b}\").p[{pb}]\n");
+    };
+    link("a", 1, "s7", 1);
+    link("a", 2, "s7", 2);
+    link("a", 3, "s8", 1);
+    link("a", 4, "s8", 2);
+    link("s7", 3, "b", 1);
+    link("s7", 4, "b", 2);
+    link("s8", 3, "b", 3);
+    link("a", 10, "h12", 1);
+    for h in 0..12 {
+        link("b", 10 + h, &format!("h{h}"), 1);
+    }
+    src += "    }\n    routing { engine = updn, roots = [a] }\n}\n";
+    let st = compile(&src);
+    assert_all_connected(&st);
+    let f = &st.fabric;
+    let a = f.find("a").unwrap_or_else(|| panic!());
+    let mut via_s8 = 0;
+    for h in 0..12 {
+        let host = f.find(&format!("h{h}")).unwrap_or_else(|| panic!());
+        let lid = st
+            .lids
+            .get(host, weft_fabric::PortNum(1))
+            .unwrap_or_else(|| panic!());
+        let port = st.switches[&a].lft.get(lid).map(|p| p.0);
+        assert!(matches!(port, Some(1..=4)), "a sends h{h} up: {port:?}");
+        via_s8 += usize::from(matches!(port, Some(3 | 4)));
+    }
+    assert_eq!(
+        via_s8, 4,
+        "a sends 4 of b's 12 hosts through s8 (1 cable to b of 3)"
+    );
+}
+
+/// `updn` routes hosts in fabric order, whatever their LIDs: `b`'s hosts, whose LIDs are
+/// shuffled, take `a`'s four cables up in turn, so four consecutive hosts (a shift pattern's
+/// neighbours) never share a cable (issue 42, the loginoff dump).
+#[test]
+fn updn_deals_hosts_in_fabric_order() {
+    let lids = [2, 6, 3, 7, 4, 8, 5, 9];
+    let mut src = String::from("fabric f {\n    topology {\n");
+    for (i, s) in ["a", "b", "s"].iter().enumerate() {
+        src += &format!(
+            "        switch \"{s}\" {{ ports = 36, guid = 0x{:x}, lid = {} }}\n",
+            0x100 + i,
+            20 + i
+        );
+    }
+    for (h, lid) in lids.iter().enumerate() {
+        src += &format!(
+            "        hca \"h{h}\" {{ ports = 1, guid = 0x{:x}, lid = {lid} }}\n",
+            0x200 + h
+        );
+    }
+    for p in 1..=4 {
+        src += &format!("        link node(\"a\").p[{p}] <-> node(\"s\").p[{p}]\n");
+    }
+    src += "        link node(\"s\").p[5] <-> node(\"b\").p[1]\n";
+    for h in 0..lids.len() {
+        src += &format!(
+            "        link node(\"b\").p[{}] <-> node(\"h{h}\").p[1]\n",
+            10 + h
+        );
+    }
+    src += "    }\n    routing { engine = updn, roots = [s] }\n}\n";
+    let st = compile(&src);
+    assert_all_connected(&st);
+    let f = &st.fabric;
+    let a = f.find("a").unwrap_or_else(|| panic!());
+    let ports: Vec<Option<u8>> = (0..lids.len())
+        .map(|h| {
+            let host = f.find(&format!("h{h}")).unwrap_or_else(|| panic!());
+            let lid = st
+                .lids
+                .get(host, weft_fabric::PortNum(1))
+                .unwrap_or_else(|| panic!());
+            st.switches[&a].lft.get(lid).map(|p| p.0)
+        })
+        .collect();
+    let up = [1, 2, 3, 4, 1, 2, 3, 4].map(Some);
+    assert_eq!(ports, up, "a's ports toward h0..h7");
+}
+
+/// A fabric of switches and one-port HCAs (`guid`s in order) with `links` (`a`, port, `b`,
+/// port), routed by `updn` from `roots`.
+fn updn_fabric(
+    switches: &[&str],
+    hcas: usize,
+    links: &[(&str, u32, &str, u32)],
+    roots: &str,
+) -> String {
+    let mut src = String::from("fabric f {\n    topology {\n");
+    for (i, s) in switches.iter().enumerate() {
+        src += &format!(
+            "        switch \"{s}\" {{ ports = 36, guid = 0x{:x} }}\n",
+            0x100 + i
+        );
+    }
+    for h in 0..hcas {
+        src += &format!(
+            "        hca \"h{h}\" {{ ports = 1, guid = 0x{:x} }}\n",
+            0x200 + h
+        );
+    }
+    for (a, pa, b, pb) in links {
+        src += &format!("        link node(\"{a}\").p[{pa}] <-> node(\"{b}\").p[{pb}]\n");
+    }
+    src + &format!("    }}\n    routing {{ engine = updn, roots = [{roots}] }}\n}}\n")
+}
+
+/// The port of switch `sw` toward host `h{h}`.
+fn port_toward(st: &FabricState, sw: &str, h: usize) -> Option<u8> {
+    let f = &st.fabric;
+    let sw = f.find(sw).unwrap_or_else(|| panic!("no {sw}"));
+    let host = f
+        .find(&format!("h{h}"))
+        .unwrap_or_else(|| panic!("no h{h}"));
+    let lid = st
+        .lids
+        .get(host, weft_fabric::PortNum(1))
+        .unwrap_or_else(|| panic!("h{h} has no LID"));
+    st.switches[&sw].lft.get(lid).map(|p| p.0)
+}
+
+/// Leaves `a` and `c` send each of `b`'s hosts through the same spine, the one at the far end
+/// of the cable `b` dealt it to, although `a`'s host `h0` comes first in fabric order and so
+/// loads `c`'s ports, not `a`'s (issue 42): a destination entering `b` by one spine's cables
+/// whoever sends to it is what random bisections reward.
+#[test]
+fn updn_sends_a_destination_through_one_spine_from_every_leaf() {
+    let mut links = vec![
+        ("a", 1, "s7", 1),
+        ("a", 2, "s8", 1),
+        ("c", 1, "s7", 2),
+        ("c", 2, "s8", 2),
+        ("b", 1, "s7", 3),
+        ("b", 2, "s8", 3),
+        ("a", 10, "h0", 1),
+    ];
+    for h in 1..=8 {
+        links.push((
+            "b",
+            9 + h,
+            ["h1", "h2", "h3", "h4", "h5", "h6", "h7", "h8"][h as usize - 1],
+            1,
+        ));
+    }
+    let src = updn_fabric(&["s7", "s8", "a", "b", "c"], 9, &links, "b");
+    let st = compile(&src);
+    assert_all_connected(&st);
+    let mut via = Vec::new();
+    for h in 1..=8 {
+        let (pa, pc) = (port_toward(&st, "a", h), port_toward(&st, "c", h));
+        via.push((pa, pc));
+    }
+    assert!(
+        via.iter().all(|(pa, pc)| pa == pc),
+        "a and c go up by the same spine (port 1: s7, 2: s8) toward h1..h8: {via:?}"
+    );
+    let s7 = via.iter().filter(|(pa, _)| *pa == Some(1)).count();
+    assert_eq!(
+        s7, 4,
+        "b's hosts are dealt half and half over its two cables: {via:?}"
+    );
+}
+
+/// Leaf `a` has two cables to `s7` but one to `s8`, while `b` has two to each, so `b` deals
+/// its hosts half and half over the spines; `a` keeps to that while it stays within one host
+/// of sending a third of its traffic through `s8`'s one cable, and otherwise deals over its
+/// bundles in proportion (issue 42, the loginoff dump's leaf with 3 cables beside 4).
+#[test]
+fn updn_narrow_bundle_takes_its_share_not_half() {
+    let mut links = vec![
+        ("a", 1, "s7", 1),
+        ("a", 2, "s7", 2),
+        ("a", 3, "s8", 1),
+        ("b", 1, "s7", 3),
+        ("b", 2, "s7", 4),
+        ("b", 3, "s8", 3),
+        ("b", 4, "s8", 4),
+        ("a", 10, "h12", 1),
+    ];
+    let names: Vec<String> = (0..12).map(|h| format!("h{h}")).collect();
+    for (h, name) in names.iter().enumerate() {
+        links.push(("b", 10 + h as u32, name.as_str(), 1));
+    }
+    let src = updn_fabric(&["a", "b", "s7", "s8"], 13, &links, "a");
+    let st = compile(&src);
+    assert_all_connected(&st);
+    let ports: Vec<Option<u8>> = (0..12).map(|h| port_toward(&st, "a", h)).collect();
+    assert!(
+        ports.iter().all(|p| matches!(p, Some(1..=3))),
+        "a sends b's hosts up: {ports:?}"
+    );
+    let via_s8 = ports.iter().filter(|p| **p == Some(3)).count();
+    assert_eq!(
+        via_s8, 5,
+        "a's one cable to s8 carries 4 of 12 (a third) plus one: {ports:?}"
+    );
+}
