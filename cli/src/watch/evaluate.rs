@@ -205,6 +205,7 @@ impl Run<'_> {
         events: &mut Events,
         read: Read,
     ) -> Result<u8, Fatal> {
+        let (because, rerouted, unanswered_light) = facts(&read);
         let (light_smps, heavy, changes, took) = match &read {
             Read::First { smps, t, .. } => (0, Some((true, *smps, None)), Vec::new(), *t),
             Read::Sweep { s, t } => {
@@ -232,13 +233,8 @@ impl Run<'_> {
         );
         // Reads the fabric did not answer in this sweep: its light sweep's (the first
         // read's too), or a heavy read that failed.
-        let unanswered = match &read {
-            Read::First { unanswered, .. } => *unanswered,
-            Read::Sweep { .. } => changes
-                .iter()
-                .filter(|c| matches!(c, Change::Unanswered { .. }))
-                .count(),
-        } + usize::from(heavy.as_ref().is_some_and(|h| h.2.is_some()));
+        let unanswered =
+            unanswered_light + usize::from(heavy.as_ref().is_some_and(|h| h.2.is_some()));
         let live = watcher.state();
         let mut found = self.judge(live, heavy.as_ref(), unanswered);
         self.metrics.set_verdict(&self.verdict.outcomes);
@@ -280,6 +276,8 @@ impl Run<'_> {
             "sweep": self.sweep,
             "smps": {"light": light_smps, "heavy": heavy.as_ref().map(|h| h.1)},
             "heavy": heavy.as_ref().map(|h| if h.0 { "full" } else { "partial" }),
+            "full_because": because,
+            "rerouted": rerouted,
             "seconds": took.as_secs_f64(),
             "changes": changes.iter().map(|c| self.change_json(c)).collect::<Vec<_>>(),
             "verdict": self.verdict.json(),
@@ -323,6 +321,17 @@ impl Run<'_> {
         };
         if unanswered > 0 {
             h += &format!("\n  {unanswered} read(s) the fabric did not answer");
+        }
+        if let Some(b) = because
+            .as_ref()
+            .filter(|_| matches!(read, Read::Sweep { .. }))
+        {
+            h += &format!("\n  a full read: {b}");
+        }
+        if rerouted > 0 {
+            h += &format!(
+                "\n  {rerouted} switch(es) reached again on routes around the cables down"
+            );
         }
         if let Some(d) = diff.as_ref().filter(|d| !d.is_empty()) {
             h += &format!("\n  against the reference: {}", difference_human(d));
@@ -458,6 +467,33 @@ fn difference_human(d: &Difference) -> String {
         parts.push(format!("node `{n}` new"));
     }
     parts.join("; ")
+}
+
+/// Of a read: why its heavy read was whole, how many switches were reached again on routes
+/// around cables down, and how many of its light reads the fabric did not answer (the first
+/// read's too; a switch reached again did answer).
+fn facts(read: &Read) -> (Option<String>, usize, usize) {
+    match read {
+        Read::First { unanswered, .. } => (Some("the first read".to_owned()), 0, *unanswered),
+        Read::Sweep { s, .. } => {
+            let rerouted = s.heavy.as_ref().map_or(&[][..], |h| &h.rerouted[..]);
+            let unanswered = s
+                .changes
+                .iter()
+                .filter(|c| match c {
+                    Change::Unanswered { switch, .. } => {
+                        !switch.is_some_and(|g| rerouted.contains(&g))
+                    }
+                    _ => false,
+                })
+                .count();
+            let because = s
+                .heavy
+                .as_ref()
+                .and_then(|h| h.because.as_ref().map(ToString::to_string));
+            (because, rerouted.len(), unanswered)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
-use weft_deploy::watch::{Sweep, Watcher};
+use weft_deploy::watch::{Change, Sweep, Watcher};
 use weft_deploy::{Mad, TransportExt as _};
 use weft_fabric::{FabricState, ValidState};
 use weft_verifier::{Outcome, Property, Report};
@@ -286,7 +286,8 @@ pub fn run(args: Args, color: crate::ColorChoice, _quiet: bool) -> Result<ExitCo
     );
     crate::term::phase("reading the fabric");
     let t0 = Instant::now();
-    let (mut watcher, smps) = Watcher::start(&mut mad, &args.name).map_err(|e| Fatal::coded(&e))?;
+    let (mut watcher, begun) =
+        Watcher::begin(&mut mad, &args.name).map_err(|e| Fatal::coded(&e))?;
     crate::term::clear();
     let artifact = format!("the fabric on {}", mad.device());
     let mut run = Run {
@@ -313,9 +314,13 @@ pub fn run(args: Args, color: crate::ColorChoice, _quiet: bool) -> Result<ExitCo
         &mut mad,
         &mut w,
         Read::First {
-            smps,
+            smps: begun.smps(),
             t: t0.elapsed(),
-            unanswered: first_unanswered(&watcher),
+            unanswered: begun
+                .changes
+                .iter()
+                .filter(|c| matches!(c, Change::Unanswered { .. }))
+                .count(),
         },
     )?;
     if args.once {
@@ -349,16 +354,6 @@ pub fn run(args: Args, color: crate::ColorChoice, _quiet: bool) -> Result<ExitCo
         json!({"event": "stop", "time": now(), "sweep": run.sweep}),
     )?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// The switches whose SwitchInfo the first light sweep did not get: in the state read, and
-/// the watcher keeps no LinearFDBTop for them (`Watcher::start` keeps the light sweep's
-/// answers and drops its failures).
-fn first_unanswered(watcher: &Watcher) -> usize {
-    let switches = watcher.state().map_or(0, |st| {
-        st.fabric.nodes().iter().filter(|n| n.is_switch()).count()
-    });
-    switches.saturating_sub(watcher.switch_count())
 }
 
 impl Run<'_> {
