@@ -5,7 +5,7 @@
 
 #![expect(clippy::unwrap_used, reason = "test helpers fail by panicking")]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use weft_deploy::sim::SimFabric;
 use weft_deploy::watch::{self, Change, Watcher};
 use weft_deploy::{smp, Discovery, DrPath, SmpError, Target, Transport};
@@ -174,9 +174,20 @@ fn a_rebooted_switch_is_found_with_its_empty_table() {
             .spec
             .port_count,
     );
-    // Its ports, its one LFT block (top 0) and the master SM's LID, beside the light sweep.
-    assert_eq!(heavy.smps, ports + 2);
-    assert_eq!(sim.counts().gets - before, s.light.smps() + ports + 2);
+    // Its ports, the NodeInfo across each of its cables (the same peers?), its one LFT
+    // block (top 0) and the master SM's LID, beside the light sweep.
+    let id = st.fabric.find_guid(g).unwrap();
+    let cables = st
+        .fabric
+        .links()
+        .iter()
+        .filter(|l| l.a.node == id || l.b.node == id)
+        .count();
+    assert_eq!(heavy.smps, ports + cables + 2);
+    assert_eq!(
+        sim.counts().gets - before,
+        s.light.smps() + ports + cables + 2
+    );
     let diff = watch::difference(w.state().unwrap(), &st);
     assert!(!diff.blocks.is_empty());
     assert!(diff.blocks.iter().all(|b| b.switch == g));
@@ -267,23 +278,47 @@ fn a_pulled_cable_reroutes_what_stopped_answering_and_reads_only_what_changed() 
         .collect();
     assert_eq!(unanswered.len(), crossing, "each switch behind the cable");
     assert_eq!(heavy.rerouted, unanswered);
-    // Bounded by what changed: the ports and LFT blocks of the switches read, a NodeInfo
-    // and SwitchInfo per switch rerouted, the master SM's LID.
+    // Bounded by what changed: the ports of the switches flagged and the NodeInfo across
+    // each of their cables (the same peer?), a NodeInfo and SwitchInfo per switch rerouted,
+    // the master SM's LID; and, a cable being down (when an SM reroutes, in writes no
+    // SwitchInfo shows), every switch's LFT blocks.
     let f = &st.fabric;
-    let read_cost: usize = heavy
+    let lft_blocks: usize = st
         .switches
+        .values()
+        .map(|s| s.lft.ports.len().div_ceil(64))
+        .sum();
+    let ends = [g, {
+        let id = f.find_guid(g).unwrap();
+        let l = f
+            .links()
+            .iter()
+            .find(|l| (l.a.node == id && l.a.port.0 == p) || (l.b.node == id && l.b.port.0 == p))
+            .unwrap();
+        f.node(if l.a.node == id { l.b.node } else { l.a.node })
+            .guid()
+    }];
+    let port_cost: usize = ends
         .iter()
         .map(|g| {
             let id = f.find_guid(*g).unwrap();
-            usize::from(f.node(id).spec.port_count) + st.switches[&id].lft.ports.len() / 64 + 1
+            let cables = f
+                .links()
+                .iter()
+                .filter(|l| l.a.node == id || l.b.node == id)
+                .count();
+            usize::from(f.node(id).spec.port_count) + cables - 1
         })
         .sum();
-    assert!(heavy.switches.len() <= 4, "{:?}", heavy.switches);
-    assert!(heavy.switches.contains(&g));
-    assert_eq!(heavy.smps, read_cost + 2 * crossing + 1, "{heavy:?}");
+    assert_eq!(heavy.switches.len(), n, "every LFT read again");
+    assert_eq!(
+        heavy.smps,
+        lft_blocks + port_cost + 2 * crossing + 1,
+        "{heavy:?}"
+    );
     assert_eq!(sim.counts().gets - before, s.light.smps() + heavy.smps);
     assert!(
-        heavy.smps * 20 < first,
+        heavy.smps * 3 < first,
         "{} SMPs against {first} for a full read",
         heavy.smps
     );
@@ -295,20 +330,20 @@ fn a_pulled_cable_reroutes_what_stopped_answering_and_reads_only_what_changed() 
     assert!(!proven(&live), "routes over the pulled cable fail");
     assert!(!proven(&fresh));
     // The next light sweep reaches every switch on its new route: switches only, and the
-    // two switches whose PortStateChange stays set (no SM clears it here) their ports.
+    // two switches whose PortStateChange stays set (no SM clears it here) their ports and
+    // the NodeInfo across their cables.
     let before = sim.counts().gets;
     let s = w.sweep(&mut sim, false);
     assert_eq!(s.light.smps(), n);
     assert!(s.changes.is_empty(), "{:?}", s.changes);
     let heavy = s.heavy.unwrap();
     assert!(!heavy.full && heavy.rerouted.is_empty());
-    let flagged_ports: usize = heavy
-        .switches
-        .iter()
-        .map(|g| usize::from(f.node(f.find_guid(*g).unwrap()).spec.port_count))
-        .sum();
-    assert_eq!(heavy.smps, flagged_ports + 1);
-    assert_eq!(sim.counts().gets - before, n + flagged_ports + 1);
+    assert_eq!(
+        heavy.switches.iter().copied().collect::<BTreeSet<_>>(),
+        ends.iter().copied().collect::<BTreeSet<_>>()
+    );
+    assert_eq!(heavy.smps, port_cost + 1);
+    assert_eq!(sim.counts().gets - before, n + port_cost + 1);
     assert_eq!(s.last_full, 0, "no full read since the first");
 }
 
@@ -434,7 +469,9 @@ fn a_host_cable_pulled_is_a_node_gone_without_a_full_read() {
     let s = w.sweep(&mut sim, false);
     let heavy = s.heavy.unwrap();
     assert!(!heavy.full, "{:?}", heavy.because);
-    assert_eq!(heavy.switches, [f.node(sw.node).guid()]);
+    // A cable down: every LFT is read again (an SM reroutes around it).
+    assert_eq!(heavy.switches.len(), switches(&st).len());
+    assert!(heavy.switches.contains(&f.node(sw.node).guid()));
     let live = w.state().unwrap();
     let fresh = weft_deploy::audit::audit(&mut sim, "f").unwrap().state;
     assert!(watch::difference(live, &fresh).is_empty());
@@ -445,4 +482,39 @@ fn a_host_cable_pulled_is_a_node_gone_without_a_full_read() {
     );
     assert!(!w.discovery().nodes.contains_key(&f.node(host.node).guid()));
     assert_eq!(proven(live), proven(&fresh));
+}
+
+#[test]
+fn swapped_cables_keep_their_ports_up_and_are_read_whole() {
+    let (st, mut sim) = setup();
+    let (mut w, _) = Watcher::start(&mut sim, "f").unwrap();
+    let f = &st.fabric;
+    let g = switches(&st)[0];
+    let id = f.find_guid(g).unwrap();
+    let ports: Vec<u8> = f
+        .links()
+        .iter()
+        .filter_map(|l| {
+            if l.a.node == id {
+                Some(l.a.port.0)
+            } else if l.b.node == id {
+                Some(l.b.port.0)
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert!(sim.swap_cables(g.0, ports[0], ports[1]));
+    let s = w.sweep(&mut sim, false);
+    let heavy = s.heavy.unwrap();
+    // Every port is still up: only the node across them tells.
+    assert!(heavy.full, "{heavy:?}");
+    assert!(
+        matches!(heavy.because, Some(watch::FullBecause::Moved { .. })),
+        "{:?}",
+        heavy.because
+    );
+    let fresh = weft_deploy::audit::audit(&mut sim, "f").unwrap().state;
+    assert!(watch::difference(w.state().unwrap(), &fresh).is_empty());
+    assert!(!watch::difference(w.state().unwrap(), &st).is_empty());
 }

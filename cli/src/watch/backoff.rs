@@ -1,7 +1,9 @@
 //! When `weft watch` repairs: once per distinct difference from the desired state; after a
 //! repair it applied, a difference that shows within `--backoff` sweeps is another writer's,
 //! and the watch waits until that difference has held still for `--backoff` sweeps, then
-//! repairs it (once). A difference that goes away and comes back is a new one.
+//! repairs it (once). A difference that goes away and comes back is a new one, repaired
+//! again once; the same difference back a third time after two applied repairs is another
+//! writer restoring it, and is left alone (said, never fought in a loop).
 
 use weft_deploy::watch::Difference;
 
@@ -15,7 +17,13 @@ pub enum Decision {
     /// Changed soon after the repair applied at sweep `applied`, and steady for `steady`
     /// sweeps only: wait.
     BackOff { applied: u64, steady: u64 },
+    /// The same difference came back after `times` applied repairs of it: another writer
+    /// restores it; not repaired again.
+    Fought { times: u32 },
 }
+
+/// Applied repairs of one difference before its return counts as another writer's.
+const MAX_REPAIRS: u32 = 2;
 
 /// The repairs tried, and how long the difference has held still.
 #[derive(Debug, Default)]
@@ -29,6 +37,8 @@ pub struct Repairs {
     /// Backing off: the difference changed soon after a repair, and has not held still
     /// since.
     backing_off: bool,
+    /// The differences a repair was applied for, with how many times.
+    repaired: Vec<(Difference, u32)>,
 }
 
 impl Repairs {
@@ -38,6 +48,17 @@ impl Repairs {
             self.seen = Some((d.clone(), sweep));
             self.tried = false;
         }
+        if d.is_empty() {
+            self.backing_off = false;
+        }
+    }
+
+    /// How many repairs were applied for `d`.
+    fn times(&self, d: &Difference) -> u32 {
+        self.repaired
+            .iter()
+            .find(|(r, _)| r == d)
+            .map_or(0, |(_, n)| *n)
     }
 
     /// Whether to repair the difference last observed, at `sweep`, backing off `backoff`
@@ -45,6 +66,10 @@ impl Repairs {
     pub fn decide(&mut self, sweep: u64, backoff: u64) -> Decision {
         if self.tried {
             return Decision::Tried;
+        }
+        let times = self.seen.as_ref().map_or(0, |(d, _)| self.times(d));
+        if times >= MAX_REPAIRS {
+            return Decision::Fought { times };
         }
         let since = self.seen.as_ref().map_or(sweep, |(_, at)| *at);
         let steady = sweep.saturating_sub(since);
@@ -68,6 +93,12 @@ impl Repairs {
         self.tried = true;
         if applied.is_some() {
             self.applied = applied;
+            if let Some((d, _)) = &self.seen {
+                match self.repaired.iter_mut().find(|(r, _)| r == d) {
+                    Some((_, n)) => *n += 1,
+                    None => self.repaired.push((d.clone(), 1)),
+                }
+            }
         }
     }
 }
@@ -157,6 +188,14 @@ mod tests {
         r.observe(2, &Difference::default());
         r.observe(9, &blocks(&[0]));
         assert_eq!(r.decide(9, 3), Decision::Repair);
+        // Repaired twice and back again: another writer restores it; left alone.
+        r.tried(Some(9));
+        r.observe(10, &Difference::default());
+        r.observe(30, &blocks(&[0]));
+        assert_eq!(r.decide(30, 3), Decision::Fought { times: 2 });
+        // Another difference is still repaired.
+        r.observe(31, &blocks(&[5]));
+        assert_eq!(r.decide(31, 3), Decision::Repair);
         let mut p = Repairs::default();
         p.observe(1, &blocks(&[0]));
         p.tried(None);

@@ -376,6 +376,11 @@ impl Run<'_> {
             Decision::Tried => {
                 return Ok(Repaired::Not("tried once for this change already".into()))
             }
+            Decision::Fought { times } => {
+                return Ok(Repaired::Not(format!(
+                    "this difference came back after {times} repairs of it: another writer restores it; not repairing again (weft apply repairs it by hand)"
+                )))
+            }
             Decision::BackOff { applied, steady } => {
                 return Ok(Repaired::Not(format!(
                     "the fabric changed again soon after the repair of sweep {applied}: another writer? backing off until it holds still for {} sweeps ({steady} so far)",

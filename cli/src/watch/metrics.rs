@@ -171,7 +171,11 @@ impl Metrics {
             .name("metrics".into())
             .spawn(move || {
                 for conn in listener.incoming() {
-                    let Ok(mut conn) = conn else { continue };
+                    let Ok(mut conn) = conn else {
+                        // Out of descriptors, say: wait rather than spin.
+                        std::thread::sleep(Duration::from_millis(100));
+                        continue;
+                    };
                     answer(&mut conn, &registry, limit);
                 }
             })

@@ -49,6 +49,49 @@ impl SimFabric {
         true
     }
 
+    /// Swaps the cables at ports `p` and `q` of switch `guid` (a cabling mistake fixed, or
+    /// made): every port stays up, each switch end sets PortStateChange. `false`: no such
+    /// switch, or a port without a cable.
+    pub fn swap_cables(&mut self, guid: u64, p: u8, q: u8) -> bool {
+        let Some(a) = self.index_of(guid) else {
+            return false;
+        };
+        let peer = |s: &Self, port: u8| {
+            s.nodes
+                .get(a)
+                .and_then(|n| n.peers.get(usize::from(port)))
+                .copied()
+                .flatten()
+        };
+        let (Some((b, bp)), Some((c, cp))) = (peer(self, p), peer(self, q)) else {
+            return false;
+        };
+        for (n, port, to) in [
+            (a, p, (c, cp)),
+            (a, q, (b, bp)),
+            (b, bp, (a, q)),
+            (c, cp, (a, p)),
+        ] {
+            if let Some(slot) = self
+                .nodes
+                .get_mut(n)
+                .and_then(|node| node.peers.get_mut(usize::from(port)))
+            {
+                *slot = Some(to);
+            }
+        }
+        for n in [a, b, c] {
+            if let Some(node) = self
+                .nodes
+                .get_mut(n)
+                .filter(|n| n.info.node_type == NodeType::Switch)
+            {
+                smp::put_port_state_change(&mut node.switch_info, true);
+            }
+        }
+        true
+    }
+
     /// Reboots switch `guid`: its LFT empty and LinearFDBTop 0, PortStateChange set (its
     /// ports went down and up). `false`: no such switch.
     pub fn reboot_switch(&mut self, guid: u64) -> bool {

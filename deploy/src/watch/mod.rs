@@ -339,7 +339,12 @@ impl Watcher {
             heavy.error = Some(AuditError::Smp(error.clone()));
         }
         w.record(&light);
-        heavy.smps += w.read_sm(t, &mut changes);
+        let (smps, sm_error) = w.read_sm(t, &mut changes);
+        heavy.smps += smps;
+        if let Some(e) = sm_error {
+            w.complete = false;
+            heavy.error = Some(AuditError::Smp(e));
+        }
         let sweep = w.sweep_of(light, changes, Some(heavy));
         Ok((w, sweep))
     }
@@ -465,13 +470,21 @@ impl Watcher {
     }
 
     /// The master SM's LID, from the local port's PortInfo (one SMP): a change, or the
-    /// local port not answering, goes to `changes`. The SMPs it took.
-    fn read_sm(&mut self, t: &mut impl TransportExt, changes: &mut Vec<Change>) -> usize {
+    /// local port not answering, goes to `changes`. The SMPs it took, and the error when the
+    /// local port did not answer (the state's SM port is then stale: no proof).
+    fn read_sm(
+        &mut self,
+        t: &mut impl TransportExt,
+        changes: &mut Vec<Change>,
+    ) -> (usize, Option<SmpError>) {
         match t.port_info(&DrPath::local(), 0) {
-            Err(error) => changes.push(Change::Unanswered {
-                switch: None,
-                error,
-            }),
+            Err(error) => {
+                changes.push(Change::Unanswered {
+                    switch: None,
+                    error: error.clone(),
+                });
+                return (1, Some(error));
+            }
             Ok((i, _)) => {
                 let now = i.master_sm_lid;
                 if self.master_sm_lid != Some(now) {
@@ -484,7 +497,7 @@ impl Watcher {
                 place_sm(&mut self.state, now);
             }
         }
-        1
+        (1, None)
     }
 
     /// Discovers and reads the whole fabric again (its SwitchInfos first, for the tops the
@@ -512,7 +525,16 @@ impl Watcher {
         self.tops.clear();
         self.flagged.clear();
         self.record(&light);
-        heavy.smps += self.read_sm(t, changes);
+        for (g, r) in &light.switches {
+            if let Err(e) = r {
+                changes.push(Change::Unanswered {
+                    switch: Some(*g),
+                    error: e.clone(),
+                });
+            }
+        }
+        let (smps, sm_error) = self.read_sm(t, changes);
+        heavy.smps += smps;
         let mut c = Counted::new(&mut *t);
         let read = audit_discovered(&mut c, &d, &self.name);
         heavy.smps += c.gets();
@@ -534,6 +556,10 @@ impl Watcher {
                 self.complete = true;
                 self.last_full = self.sweeps;
                 self.last_full_at = SystemTime::now();
+                if let Some(e) = sm_error {
+                    self.complete = false;
+                    heavy.error = Some(AuditError::Smp(e));
+                }
             }
             Err(e) => {
                 self.d = d;
@@ -569,6 +595,9 @@ impl Watcher {
         pending.retain(|g| !unanswered.contains(g));
         let peers = reroute::peers(&self.d);
         let mut down: BTreeSet<WireEnd> = BTreeSet::new();
+        // Ends read up on their known cable: one of them also down (its peer's end read down)
+        // means the cable moved.
+        let mut read_up: BTreeSet<WireEnd> = BTreeSet::new();
         let mut read: BTreeSet<Guid> = BTreeSet::new();
         let mut c = Counted::new(&mut *t);
         let fallback = loop {
@@ -583,12 +612,18 @@ impl Watcher {
             match read_ports(&mut c, &batch) {
                 Err(e) => break Some(FullBecause::PortUnread(e)),
                 Ok(per) => {
+                    if let Err(why) = same_peers(&mut c, &batch, &per, &peers) {
+                        break Some(why);
+                    }
                     let mut up = None;
                     for (g, ports) in per {
                         let mut moved = Vec::new();
                         for (p, is_up) in ports {
                             let end = (g, PortNum(p));
                             if is_up == peers.contains_key(&end) {
+                                if is_up {
+                                    read_up.insert(end);
+                                }
                                 continue;
                             }
                             moved.push(p);
@@ -627,13 +662,27 @@ impl Watcher {
             }
         };
         heavy.smps += c.gets();
-        let fallback = fallback.or_else(|| self.route_around(&down).err());
+        let fallback = fallback
+            .or_else(|| {
+                down.iter()
+                    .find(|e| read_up.contains(e))
+                    .map(|e| FullBecause::PortUp {
+                        switch: e.0,
+                        port: e.1 .0,
+                    })
+            })
+            .or_else(|| self.route_around(&down).err());
         if let Some(because) = fallback {
             let rerouted = std::mem::take(&mut heavy.rerouted);
             let mut full = self.full(t, changes, because);
             full.smps += heavy.smps;
             full.rerouted = rerouted;
             return full;
+        }
+        if !down.is_empty() {
+            // A cable down is when an SM reroutes, and its writes show in no SwitchInfo:
+            // every switch's LFT is read again, so the state proven is the one now live.
+            lfts.extend(self.tops.keys().copied());
         }
         heavy.switches = read.union(&lfts).copied().collect();
         let mut c = Counted::new(&mut *t);
@@ -660,7 +709,12 @@ impl Watcher {
             }
         }
         heavy.smps += c.gets();
-        heavy.smps += self.read_sm(t, changes);
+        let (smps, sm_error) = self.read_sm(t, changes);
+        heavy.smps += smps;
+        if let Some(e) = sm_error {
+            self.complete = false;
+            heavy.error = Some(AuditError::Smp(e));
+        }
         heavy
     }
 
@@ -800,6 +854,54 @@ impl Watcher {
 /// The PortInfo of every port of each switch of `read` (one batch): per switch, each port
 /// and whether its link is up.
 type PortsUp = Vec<(Guid, Vec<(u8, bool)>)>;
+
+/// Reads the NodeInfo across every port of `read` that is up on a cable discovery found
+/// (`peers`): the node and port there must be the ones found, else a cable or a node moved
+/// (a swapped cable or a replaced node keeps the port up and shows in no PortInfo).
+fn same_peers(
+    t: &mut impl TransportExt,
+    read: &[(Guid, DrPath, u8)],
+    per: &PortsUp,
+    peers: &BTreeMap<WireEnd, WireEnd>,
+) -> Result<(), FullBecause> {
+    let mut across = Vec::new();
+    for ((g, path, _), (_, ports)) in read.iter().zip(per) {
+        for &(p, is_up) in ports {
+            let peer = peers.get(&(*g, PortNum(p)));
+            if let (true, Some(peer), Some(next)) = (is_up, peer, path.then(p)) {
+                across.push((*peer, next));
+            }
+        }
+    }
+    let targets: Vec<Target> = across
+        .iter()
+        .map(|(_, path)| Target {
+            path: path.clone(),
+            attr: Attr::NodeInfo,
+            modifier: 0,
+        })
+        .collect();
+    if targets.is_empty() {
+        return Ok(());
+    }
+    let mut answers = t.get_all(&targets).into_iter();
+    for ((guid, port), _) in across {
+        let info = NodeInfo::decode(
+            &answers
+                .next()
+                .unwrap_or_else(|| Err(short()))
+                .map_err(FullBecause::PortUnread)?,
+        );
+        let found = Guid(info.node_guid);
+        if found != guid || info.local_port != port.0 {
+            return Err(FullBecause::Moved {
+                expected: guid,
+                found,
+            });
+        }
+    }
+    Ok(())
+}
 
 fn read_ports(t: &mut impl TransportExt, read: &[(Guid, DrPath, u8)]) -> Result<PortsUp, SmpError> {
     let targets: Vec<Target> = read
