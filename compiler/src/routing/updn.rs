@@ -122,6 +122,8 @@ impl RoutingEngine for UpDown {
         let mut through = vec![0u64; n];
         let mut far = Vec::with_capacity(n);
         let mut counts = Vec::new();
+        // The candidate groups of the switch being routed (one buffer for every switch).
+        let mut groups: Vec<(usize, &super::graph::Group)> = Vec::new();
         for lid in destinations(&g, f) {
             let Some(Some(exit)) = g.exits.get(lid).copied() else {
                 continue;
@@ -201,12 +203,14 @@ impl RoutingEngine for UpDown {
                 if x == t {
                     continue;
                 }
-                let groups: Vec<(usize, &super::graph::Group)> = g.switches[x]
-                    .groups
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, grp)| candidate(x, grp))
-                    .collect();
+                groups.clear();
+                groups.extend(
+                    g.switches[x]
+                        .groups
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, grp)| candidate(x, grp)),
+                );
                 let weight = through[x].max(1);
                 let Some(port) = choose(
                     (&mut load, &mut count, &mut shares),
@@ -298,20 +302,20 @@ fn choose(
             groups,
         ),
     };
-    let ports: Vec<u8> = match chosen {
-        Some(grp) => grp.ports.iter().map(|p| p.0).collect(),
-        None => groups
-            .iter()
-            .flat_map(|(_, grp)| grp.ports.iter().map(|p| p.0))
-            .collect(),
-    };
-    let best = ports.into_iter().min_by_key(|&p| {
+    let key = |&p: &u8| {
         if anchored {
             (load.get(x, p), count.get(x, p), p)
         } else {
             (count.get(x, p), 0, p)
         }
-    })?;
+    };
+    let best = match chosen {
+        Some(grp) => grp.ports.iter().map(|p| p.0).min_by_key(key),
+        None => groups
+            .iter()
+            .flat_map(|(_, grp)| grp.ports.iter().map(|p| p.0))
+            .min_by_key(key),
+    }?;
     load.add_weight(x, best, weight);
     count.add(x, best);
     Some(best)
