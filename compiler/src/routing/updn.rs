@@ -124,55 +124,26 @@ impl RoutingEngine for UpDown {
         let mut counts = Vec::new();
         // The candidate groups of the switch being routed (one buffer for every switch).
         let mut groups: Vec<(usize, &super::graph::Group)> = Vec::new();
+        // The switch the last LID was behind, and whether it was anchored.
+        let mut last: Option<(usize, bool)> = None;
+        // beside[y]: y is a neighbour of the destination's switch (for `widths`).
+        let mut beside = vec![false; n];
         for lid in destinations(&g, f) {
             let Some(Some(exit)) = g.exits.get(lid).copied() else {
                 continue;
             };
             let t = exit.sw as usize;
-            // down[x]: hops from x to t going only down.
-            down.fill(u32::MAX);
-            down[t] = 0;
-            queue.push_back(t);
-            while let Some(y) = queue.pop_front() {
-                for grp in &g.switches[y].groups {
-                    let x = grp.peer as usize;
-                    if down[x] == u32::MAX && !is_up(x, y) {
-                        down[x] = down[y] + 1;
-                        queue.push_back(x);
-                    }
-                }
-            }
-            // dist[x]: shortest legal path, going up first (Dial's buckets by distance).
-            dist.copy_from_slice(&down);
-            buckets.clear();
-            for (x, &dx) in dist.iter().enumerate() {
-                if dx != u32::MAX {
-                    let d = dx as usize;
-                    if buckets.len() <= d {
-                        buckets.resize(d + 1, Vec::new());
-                    }
-                    buckets[d].push(x);
-                }
-            }
-            let mut d = 0;
-            while d < buckets.len() {
-                let layer = std::mem::take(&mut buckets[d]);
-                for y in layer {
-                    if dist[y] as usize != d {
-                        continue;
-                    }
-                    for grp in &g.switches[y].groups {
-                        let x = grp.peer as usize;
-                        if is_up(x, y) && dist[x] > dist[y] + 1 {
-                            dist[x] = dist[y] + 1;
-                            if buckets.len() <= d + 1 {
-                                buckets.resize(d + 2, Vec::new());
-                            }
-                            buckets[d + 1].push(x);
-                        }
-                    }
-                }
-                d += 1;
+            // Everything up to the anchor depends on t alone: LIDs behind the same switch
+            // (a leaf's hosts come one after another) share it.
+            let same = last.is_some_and(|(s, _)| s == t);
+            if !same {
+                legal_distances(
+                    &g,
+                    t,
+                    &is_up,
+                    (&mut down, &mut dist),
+                    (&mut queue, &mut buckets),
+                );
             }
             // The candidate groups of x: its neighbours on a shortest legal path.
             let candidate = |x: usize, grp: &super::graph::Group| {
@@ -193,11 +164,24 @@ impl RoutingEngine for UpDown {
                     deal.add(t, p);
                     peer
                 });
-            let anchored = widths(&g, (t, &dist), &candidate, (&mut width, &mut every));
+            let anchored = match last {
+                Some((s, anchored)) if s == t => anchored,
+                _ => {
+                    let anchored = widths(
+                        &g,
+                        (t, &dist),
+                        &candidate,
+                        (&mut width, &mut every),
+                        &mut beside,
+                    );
+                    // Farthest first, so that each switch knows how many hosts send through it.
+                    farthest_first(&dist, &mut far, &mut counts);
+                    last = Some((t, anchored));
+                    anchored
+                }
+            };
             let col = &mut columns[lid];
             col[t] = exit.port;
-            // Farthest first, so that each switch knows how many hosts send through it.
-            farthest_first(&dist, &mut far, &mut counts);
             through.copy_from_slice(&hosts);
             for &x in &far {
                 if x == t {
@@ -325,6 +309,62 @@ fn choose(
 /// neighbours dealing over unequal widths: `(switch, destination switch)`.
 type Shares = std::collections::BTreeMap<(usize, usize), u64>;
 
+/// `down[x]`: hops from `x` to `t` going only down; `dist[x]`: the shortest legal path from
+/// `x` to `t`, going up first (Dial's buckets by distance). `u32::MAX`: none.
+fn legal_distances(
+    g: &Graph,
+    t: usize,
+    is_up: &impl Fn(usize, usize) -> bool,
+    (down, dist): (&mut [u32], &mut [u32]),
+    (queue, buckets): (&mut VecDeque<usize>, &mut Vec<Vec<usize>>),
+) {
+    // down[x]: hops from x to t going only down.
+    down.fill(u32::MAX);
+    down[t] = 0;
+    queue.push_back(t);
+    while let Some(y) = queue.pop_front() {
+        for grp in &g.switches[y].groups {
+            let x = grp.peer as usize;
+            if down[x] == u32::MAX && !is_up(x, y) {
+                down[x] = down[y] + 1;
+                queue.push_back(x);
+            }
+        }
+    }
+    // dist[x]: shortest legal path, going up first (Dial's buckets by distance).
+    dist.copy_from_slice(down);
+    buckets.clear();
+    for (x, &dx) in dist.iter().enumerate() {
+        if dx != u32::MAX {
+            let d = dx as usize;
+            if buckets.len() <= d {
+                buckets.resize(d + 1, Vec::new());
+            }
+            buckets[d].push(x);
+        }
+    }
+    let mut d = 0;
+    while d < buckets.len() {
+        let layer = std::mem::take(&mut buckets[d]);
+        for y in layer {
+            if dist[y] as usize != d {
+                continue;
+            }
+            for grp in &g.switches[y].groups {
+                let x = grp.peer as usize;
+                if is_up(x, y) && dist[x] > dist[y] + 1 {
+                    dist[x] = dist[y] + 1;
+                    if buckets.len() <= d + 1 {
+                        buckets.resize(d + 2, Vec::new());
+                    }
+                    buckets[d + 1].push(x);
+                }
+            }
+        }
+        d += 1;
+    }
+}
+
 /// Without an anchor among `groups`: none (every port open) when the neighbours' widths
 /// (`min(cables to it, its own cables toward t)`) are equal; else the neighbour whose
 /// traffic toward `t` so far (`shares`, from every switch), plus `weight`, over its width is
@@ -372,22 +412,36 @@ fn widths(
     (t, dist): (usize, &[u32]),
     candidate: &impl Fn(usize, &super::graph::Group) -> bool,
     (width, every): (&mut [usize], &mut [bool]),
+    beside: &mut [bool],
 ) -> bool {
-    let beside = &g.switches[t].groups;
+    let around = &g.switches[t].groups;
+    for grp in around {
+        if let Some(b) = beside.get_mut(grp.peer as usize) {
+            *b = true;
+        }
+    }
     for (x, sw) in g.switches.iter().enumerate() {
         let reached = dist.get(x).is_some_and(|&d| d != u32::MAX);
-        let mut peers = sw.groups.iter().filter(|grp| candidate(x, grp));
-        width[x] = if x == t {
-            usize::MAX
-        } else if !reached {
-            0
-        } else {
-            peers.clone().map(|grp| grp.ports.len()).sum()
-        };
-        every[x] = x != t
-            && reached
-            && peers.clone().count() == beside.len()
-            && peers.all(|grp| beside.iter().any(|b| b.peer == grp.peer));
+        if x == t || !reached {
+            width[x] = if x == t { usize::MAX } else { 0 };
+            every[x] = false;
+            continue;
+        }
+        let (mut cables, mut count, mut all_beside) = (0, 0, true);
+        for grp in sw.groups.iter().filter(|grp| candidate(x, grp)) {
+            cables += grp.ports.len();
+            count += 1;
+            all_beside &= beside.get(grp.peer as usize).copied().unwrap_or(false);
+        }
+        width[x] = cables;
+        // Groups are one per neighbour, so as many candidates as t has neighbours, each one
+        // of them, are all of them.
+        every[x] = count == around.len() && all_beside;
+    }
+    for grp in around {
+        if let Some(b) = beside.get_mut(grp.peer as usize) {
+            *b = false;
+        }
     }
     let far_off = |x: &usize| *x != t && dist.get(*x).is_some_and(|&d| d != u32::MAX && d >= 2);
     let mut far = (0..g.switches.len()).filter(far_off).peekable();

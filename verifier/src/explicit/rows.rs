@@ -1,0 +1,214 @@
+//! The row pass: when every live switch is a source and every hop is on VL 0, every LFT entry
+//! toward a destination is a hop some route takes, so the channel dependencies are read off the
+//! tables switch by switch, one entry at a time, in the order the tables are stored, with no
+//! per-destination in-tree.
+//!
+//! What it proves, and why it is enough:
+//!
+//! * each live switch's entry for each destination is checked as the per-destination pass
+//!   checks it (set, on a port that is cabled and up, to a live switch or to the destination's
+//!   own port, a port that sends VL 0);
+//! * the dependency of every entry is recorded: at the switch an entry leads to, from the
+//!   port it arrives on to that switch's own entry's port, and at a switch with end nodes, from
+//!   each end node's port to every port the switch sends some destination out of;
+//! * a route that loops would have left a cycle of those dependencies on VL 0. So when the
+//!   dependency graph has no cycle (the caller's check), no route loops: every route ends, and
+//!   since every entry on it is valid it ends at its destination.
+//!
+//! The dependencies are exactly the ones the per-destination pass records (each of its routes
+//! starts at a switch whose traffic takes every entry), so verdicts and counts are the same; the
+//! tests compare the two. When an entry fails, or the state is not of this kind, the pass
+//! answers `None` and records nothing, and the per-destination pass runs instead. It gives no
+//! distance labels, so it does not run when a certificate is asked for.
+
+use super::dest::DestResult;
+use crate::channels::DepSet;
+use crate::net::{Attach, Dest, Net, PortLink, Source};
+use rayon::prelude::*;
+use weft_fabric::LFT_UNSET;
+
+/// The per-destination results and the dependencies (added to `deps`), or `None` (nothing
+/// added) when the row pass does not apply or some entry fails.
+pub(super) fn row_pass(
+    net: &Net<'_>,
+    sources: &[Source],
+    dests: &[Dest],
+    attach: &Attach,
+    deps: &DepSet,
+) -> Option<Vec<DestResult>> {
+    if !attach.one_vl || !attach.uniform {
+        return None;
+    }
+    // Every live switch a source (its own traffic takes every one of its entries).
+    let live: Vec<usize> = (0..net.switches.len())
+        .filter(|&k| net.switches.get(k).is_some_and(|&x| net.alive(x)))
+        .collect();
+    if live.iter().any(|&k| {
+        !attach
+            .by_switch
+            .get(k)
+            .is_some_and(|l| l.iter().any(|&(i, _)| i == 0))
+    }) {
+        return None;
+    }
+    let valid_all = attach.valid_and.iter().fold(u16::MAX, |a, &v| a & v);
+    let mut sls = Vec::with_capacity(dests.len());
+    for d in dests {
+        let s = net.st.path_sl.for_destination(d.lid).0;
+        if s & !attach.vl0_sls != 0 || s & !valid_all != 0 {
+            return None;
+        }
+        sls.push(s);
+    }
+    let mine = DepSet::new(net);
+    let ok = live
+        .par_iter()
+        .map(|&k| row(net, attach, dests, &sls, k, &mine))
+        .all(|ok| ok);
+    if !ok {
+        return None;
+    }
+    deps.absorb(&mine);
+    let mut sending: Vec<(u32, u8)> = sources.iter().map(|s| (s.node, s.port)).collect();
+    sending.sort_unstable();
+    Some(
+        dests
+            .iter()
+            .zip(&sls)
+            .map(|(d, &s)| {
+                let owner_sends = sending.binary_search(&d.owner).is_ok();
+                DestResult {
+                    routes: (sources.len() as u64 - u64::from(owner_sends))
+                        * u64::from(s.count_ones()),
+                    labels: None,
+                    clean: true,
+                }
+            })
+            .collect(),
+    )
+}
+
+/// Where a port of the switch being read leads.
+#[derive(Clone, Copy)]
+enum Port<'t> {
+    /// Not a hop any entry may take (missing, unwired, down, not sending VL 0, back into the
+    /// same switch, to a dead switch).
+    Bad,
+    /// To the live switch of index `k`, into its port `port`; `lft` is its table.
+    Switch { k: u32, port: u8, lft: &'t [u8] },
+    /// To an end node's port (a last hop, for that port's LIDs only).
+    End(u32, u8),
+}
+
+/// Switch index `k`'s entries: `false` when one fails.
+fn row(
+    net: &Net<'_>,
+    attach: &Attach,
+    dests: &[Dest],
+    sls: &[u16],
+    k: usize,
+    deps: &DepSet,
+) -> bool {
+    let Some(&x) = net.switches.get(k) else {
+        return false;
+    };
+    let lft = |n: u32| -> &[u8] {
+        net.sw
+            .get(n as usize)
+            .copied()
+            .flatten()
+            .map_or(&[], |t| t.lft.ports.as_slice())
+    };
+    let ports = lft(x);
+    let count = net.port_count.get(x as usize).copied().unwrap_or(0);
+    // Per port: where it leads, and the next switch's entries seen beyond it (a bit per port
+    // number there).
+    let mut to: Vec<Port<'_>> = vec![Port::Bad; usize::from(count) + 1];
+    for (o, slot) in to.iter_mut().enumerate().skip(1) {
+        let o = o as u8;
+        *slot = match net.port_link(x, o) {
+            _ if !net.sends(x, o, 0) => Port::Bad,
+            Some(PortLink::Up { node, port }) if net.is_switch(node) => {
+                if node != x && net.alive(node) {
+                    Port::Switch {
+                        k: net.switch_of(node),
+                        port,
+                        lft: lft(node),
+                    }
+                } else {
+                    Port::Bad
+                }
+            }
+            Some(PortLink::Up { node, port }) => Port::End(node, port),
+            _ => Port::Bad,
+        };
+    }
+    let mut beyond = vec![[0u64; 4]; to.len()];
+    // The ports this switch sends some destination out of (for its end nodes' dependencies).
+    let mut used = [0u64; 4];
+    for (d, &s) in dests.iter().zip(sls) {
+        if s == 0 {
+            continue;
+        }
+        let lid = usize::from(d.lid.0);
+        let e = ports.get(lid).copied().unwrap_or(LFT_UNSET);
+        if e == LFT_UNSET {
+            return false;
+        }
+        if e == 0 {
+            if d.owner != (x, 0) {
+                return false;
+            }
+            continue;
+        }
+        match to.get(usize::from(e)) {
+            Some(&Port::Switch { lft, .. }) => {
+                // The next switch's own entry: checked in its row, so a failed one there
+                // discards this pass; a 0 is its arrival (or its failure).
+                let next = lft.get(lid).copied().unwrap_or(LFT_UNSET);
+                if next != 0 && next != LFT_UNSET {
+                    if let Some(w) = beyond
+                        .get_mut(usize::from(e))
+                        .and_then(|b| b.get_mut(usize::from(next / 64)))
+                    {
+                        *w |= 1 << (next % 64);
+                    }
+                }
+            }
+            Some(&Port::End(n, p)) if d.owner == (n, p) => {}
+            _ => return false,
+        }
+        if let Some(w) = used.get_mut(usize::from(e / 64)) {
+            *w |= 1 << (e % 64);
+        }
+    }
+    for (port, seen) in to.iter().zip(&beyond) {
+        if let Port::Switch { k: m, port: i, .. } = *port {
+            for o in set_bits(seen) {
+                deps.insert(m, i, 0, o, 0);
+            }
+        }
+    }
+    let list = attach.by_switch.get(k).map_or(&[][..], Vec::as_slice);
+    for &(i, _) in list.iter().filter(|&&(i, _)| i != 0) {
+        for o in set_bits(&used).filter(|&o| o != i) {
+            deps.insert(k as u32, i, 0, o, 0);
+        }
+    }
+    true
+}
+
+/// The port numbers of a 256-bit set, lowest first.
+fn set_bits(words: &[u64; 4]) -> impl Iterator<Item = u8> + '_ {
+    words.iter().enumerate().flat_map(|(w, &word)| {
+        let mut m = word;
+        std::iter::from_fn(move || {
+            if m == 0 {
+                return None;
+            }
+            let b = m.trailing_zeros();
+            m &= m - 1;
+            Some((w as u32 * 64 + b) as u8)
+        })
+    })
+}
