@@ -61,12 +61,63 @@ pub(super) fn row_pass(
         sls.push(s);
     }
     let mine = DepSet::new(net);
-    let ok = live
-        .par_iter()
-        .map(|&k| row(net, attach, dests, &sls, k, &mine))
-        .all(|ok| ok);
-    if !ok {
-        return None;
+    let lft = |n: u32| -> &[u8] {
+        net.sw
+            .get(n as usize)
+            .copied()
+            .flatten()
+            .map_or(&[], |t| t.lft.ports.as_slice())
+    };
+    let tables: Vec<(usize, u32, &[u8], Vec<Port<'_>>)> = live
+        .iter()
+        .filter_map(|&k| {
+            let x = *net.switches.get(k)?;
+            Some((k, x, lft(x), ports_of(net, x, &lft)))
+        })
+        .collect();
+    let pairs: Vec<(&Dest, u16)> = dests.iter().zip(sls.iter().copied()).collect();
+    // LIDs in blocks, every switch's entries for a block read before the next block: the
+    // next switch's entries for the same LIDs are then in cache (a whole table is not, on
+    // the largest fabrics).
+    let used = pairs
+        .par_chunks(ROW_BLOCK)
+        .map(|block| {
+            let mut used = vec![[0u64; 4]; tables.len()];
+            let mut beyond = Vec::new();
+            for ((_, x, ports, to), u) in tables.iter().zip(used.iter_mut()) {
+                if !segment((*x, ports, to), block, (u, &mut beyond)) {
+                    return None;
+                }
+                for (port, seen) in to.iter().zip(&beyond) {
+                    if let Port::Switch { k: m, port: i, .. } = *port {
+                        for o in set_bits(seen) {
+                            mine.insert(m, i, 0, o, 0);
+                        }
+                    }
+                }
+            }
+            Some(used)
+        })
+        .try_reduce(
+            || vec![[0u64; 4]; tables.len()],
+            |mut a, b| {
+                for (wa, wb) in a.iter_mut().zip(&b) {
+                    for (x, y) in wa.iter_mut().zip(wb) {
+                        *x |= y;
+                    }
+                }
+                Some(a)
+            },
+        )?;
+    // Each end node's dependencies: from its port to every port its switch sends some
+    // destination out of.
+    for ((k, _, _, _), u) in tables.iter().zip(&used) {
+        let list = attach.by_switch.get(*k).map_or(&[][..], Vec::as_slice);
+        for &(i, _) in list.iter().filter(|&&(i, _)| i != 0) {
+            for o in set_bits(u).filter(|&o| o != i) {
+                mine.insert(*k as u32, i, 0, o, 0);
+            }
+        }
     }
     deps.absorb(&mine);
     let mut sending: Vec<(u32, u8)> = sources.iter().map(|s| (s.node, s.port)).collect();
@@ -100,30 +151,14 @@ enum Port<'t> {
     End(u32, u8),
 }
 
-/// Switch index `k`'s entries: `false` when one fails.
-fn row(
-    net: &Net<'_>,
-    attach: &Attach,
-    dests: &[Dest],
-    sls: &[u16],
-    k: usize,
-    deps: &DepSet,
-) -> bool {
-    let Some(&x) = net.switches.get(k) else {
-        return false;
-    };
-    let lft = |n: u32| -> &[u8] {
-        net.sw
-            .get(n as usize)
-            .copied()
-            .flatten()
-            .map_or(&[], |t| t.lft.ports.as_slice())
-    };
-    let ports = lft(x);
+/// LIDs per block of the row pass (a few in the unit tests, so that their small fabrics
+/// have several blocks).
+const ROW_BLOCK: usize = if cfg!(test) { 5 } else { 1024 };
+
+/// Where each port of switch `x` leads (index: port number).
+fn ports_of<'t>(net: &Net<'t>, x: u32, lft: &impl Fn(u32) -> &'t [u8]) -> Vec<Port<'t>> {
     let count = net.port_count.get(x as usize).copied().unwrap_or(0);
-    // Per port: where it leads, and the next switch's entries seen beyond it (a bit per port
-    // number there).
-    let mut to: Vec<Port<'_>> = vec![Port::Bad; usize::from(count) + 1];
+    let mut to: Vec<Port<'t>> = vec![Port::Bad; usize::from(count) + 1];
     for (o, slot) in to.iter_mut().enumerate().skip(1) {
         let o = o as u8;
         *slot = match net.port_link(x, o) {
@@ -143,10 +178,20 @@ fn row(
             _ => Port::Bad,
         };
     }
-    let mut beyond = vec![[0u64; 4]; to.len()];
-    // The ports this switch sends some destination out of (for its end nodes' dependencies).
-    let mut used = [0u64; 4];
-    for (d, &s) in dests.iter().zip(sls) {
+    to
+}
+
+/// Switch `x`'s entries for one block of destinations: `false` when one fails. Adds the ports
+/// it sends out of to `used`; `beyond` becomes, per port, the next switch's entries seen
+/// beyond it (a bit per port number there).
+fn segment(
+    (x, ports, to): (u32, &[u8], &[Port<'_>]),
+    block: &[(&Dest, u16)],
+    (used, beyond): (&mut [u64; 4], &mut Vec<[u64; 4]>),
+) -> bool {
+    beyond.clear();
+    beyond.resize(to.len(), [0; 4]);
+    for &(d, s) in block {
         if s == 0 {
             continue;
         }
@@ -180,19 +225,6 @@ fn row(
         }
         if let Some(w) = used.get_mut(usize::from(e / 64)) {
             *w |= 1 << (e % 64);
-        }
-    }
-    for (port, seen) in to.iter().zip(&beyond) {
-        if let Port::Switch { k: m, port: i, .. } = *port {
-            for o in set_bits(seen) {
-                deps.insert(m, i, 0, o, 0);
-            }
-        }
-    }
-    let list = attach.by_switch.get(k).map_or(&[][..], Vec::as_slice);
-    for &(i, _) in list.iter().filter(|&&(i, _)| i != 0) {
-        for o in set_bits(&used).filter(|&o| o != i) {
-            deps.insert(k as u32, i, 0, o, 0);
         }
     }
     true
