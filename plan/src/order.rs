@@ -579,16 +579,26 @@ pub(crate) fn broken_destinations(st: &ValidState) -> BTreeSet<u16> {
         .copied()
         .filter(|&x| !f.node(x).down)
         .collect();
-    let mut routes = Routes::new(st);
-    Dest::all(st)
+    let wanted: Vec<Dest> = Dest::all(st)
         .into_iter()
         .filter(|d| {
             let owner = f.node(d.owner.node);
             d.lid.0 != 0 && !owner.down && (owner.is_switch() || f.live_peer(d.owner).is_some())
         })
-        .filter(|&d| live.iter().any(|&x| !routes.fate(x, d).arrives()))
-        .map(|d| d.lid.0)
-        .collect()
+        .collect();
+    // Destinations in parallel, each walked with its own memo.
+    let broken: Vec<Option<u16>> = wanted
+        .par_iter()
+        .map_init(
+            || Routes::new(st),
+            |routes, &d| {
+                live.iter()
+                    .any(|&x| !routes.fate(x, d).arrives())
+                    .then_some(d.lid.0)
+            },
+        )
+        .collect();
+    broken.into_iter().flatten().collect()
 }
 
 #[cfg(test)]

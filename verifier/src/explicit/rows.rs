@@ -17,25 +17,28 @@
 //!
 //! The dependencies are exactly the ones the per-destination pass records (each of its routes
 //! starts at a switch whose traffic takes every entry), so verdicts and counts are the same; the
-//! tests compare the two. When an entry fails, or the state is not of this kind, the pass
-//! answers `None` and records nothing, and the per-destination pass runs instead. It gives no
-//! distance labels, so it does not run when a certificate is asked for.
+//! tests compare the two. A destination some entry fails for is left, with its dependencies,
+//! to the walk per destination, which finds the routes that fail; when the state is not of
+//! this kind, the pass answers `None` and records nothing. It gives no distance labels, so it
+//! does not run when a certificate is asked for.
 
-use super::dest::DestResult;
 use crate::channels::DepSet;
-use crate::net::{Attach, Dest, Net, PortLink, Source};
+use crate::net::{Attach, Dest, Net, PortLink};
 use rayon::prelude::*;
 use weft_fabric::LFT_UNSET;
 
-/// The per-destination results and the dependencies (added to `deps`), or `None` (nothing
-/// added) when the row pass does not apply or some entry fails.
-pub(super) fn row_pass(
+/// Every destination's dependencies but those of the destinations it answers `true` for
+/// (added to `deps`), or `None` (nothing added) when the row pass does not apply. A
+/// destination is answered `true` (dirty: left to the walk per destination) when some live
+/// switch's entry for it fails, or its SLs are not all on VL 0 and valid at every end node.
+/// The others are clean: when the caller finds no cycle among the dependencies, every route
+/// toward them arrives.
+pub(crate) fn row_pass(
     net: &Net<'_>,
-    sources: &[Source],
     dests: &[Dest],
     attach: &Attach,
     deps: &DepSet,
-) -> Option<Vec<DestResult>> {
+) -> Option<Vec<bool>> {
     if !attach.one_vl || !attach.uniform {
         return None;
     }
@@ -52,15 +55,6 @@ pub(super) fn row_pass(
         return None;
     }
     let valid_all = attach.valid_and.iter().fold(u16::MAX, |a, &v| a & v);
-    let mut sls = Vec::with_capacity(dests.len());
-    for d in dests {
-        let s = net.st.path_sl.for_destination(d.lid).0;
-        if s & !attach.vl0_sls != 0 || s & !valid_all != 0 {
-            return None;
-        }
-        sls.push(s);
-    }
-    let mine = DepSet::new(net);
     let lft = |n: u32| -> &[u8] {
         net.sw
             .get(n as usize)
@@ -75,30 +69,39 @@ pub(super) fn row_pass(
             Some((k, x, lft(x), ports_of(net, x, &lft)))
         })
         .collect();
-    let pairs: Vec<(&Dest, u16)> = dests.iter().zip(sls.iter().copied()).collect();
+    // Per destination: it, its SLs, and whether it is dirty (SLs off VL 0 or not valid at
+    // some end node: the walk per destination says which routes fail).
+    let mut work: Vec<(&Dest, u16, bool)> = dests
+        .iter()
+        .map(|d| {
+            let s = net.st.path_sl.for_destination(d.lid).0;
+            (d, s, s & !attach.vl0_sls != 0 || s & !valid_all != 0)
+        })
+        .collect();
     // LIDs in blocks, every switch's entries for a block read before the next block: the
     // next switch's entries for the same LIDs are then in cache (a whole table is not, on
     // the largest fabrics).
-    let used = pairs
-        .par_chunks(ROW_BLOCK)
+    let used = work
+        .par_chunks_mut(ROW_BLOCK)
         .map(|block| {
+            for (_, x, ports, to) in &tables {
+                validate((*x, ports, to), block);
+            }
             let mut used = vec![[0u64; 4]; tables.len()];
             let mut beyond = Vec::new();
-            for ((_, x, ports, to), u) in tables.iter().zip(used.iter_mut()) {
-                if !segment((*x, ports, to), block, (u, &mut beyond)) {
-                    return None;
-                }
+            for ((_, _, ports, to), u) in tables.iter().zip(used.iter_mut()) {
+                segment((ports, to), block, (u, &mut beyond));
                 for (port, seen) in to.iter().zip(&beyond) {
                     if let Port::Switch { k: m, port: i, .. } = *port {
                         for o in set_bits(seen) {
-                            mine.insert(m, i, 0, o, 0);
+                            deps.insert(m, i, 0, o, 0);
                         }
                     }
                 }
             }
-            Some(used)
+            used
         })
-        .try_reduce(
+        .reduce(
             || vec![[0u64; 4]; tables.len()],
             |mut a, b| {
                 for (wa, wb) in a.iter_mut().zip(&b) {
@@ -106,37 +109,20 @@ pub(super) fn row_pass(
                         *x |= y;
                     }
                 }
-                Some(a)
+                a
             },
-        )?;
-    // Each end node's dependencies: from its port to every port its switch sends some
+        );
+    // Each end node's dependencies: from its port to every port its switch sends some clean
     // destination out of.
     for ((k, _, _, _), u) in tables.iter().zip(&used) {
         let list = attach.by_switch.get(*k).map_or(&[][..], Vec::as_slice);
         for &(i, _) in list.iter().filter(|&&(i, _)| i != 0) {
             for o in set_bits(u).filter(|&o| o != i) {
-                mine.insert(*k as u32, i, 0, o, 0);
+                deps.insert(*k as u32, i, 0, o, 0);
             }
         }
     }
-    deps.absorb(&mine);
-    let mut sending: Vec<(u32, u8)> = sources.iter().map(|s| (s.node, s.port)).collect();
-    sending.sort_unstable();
-    Some(
-        dests
-            .iter()
-            .zip(&sls)
-            .map(|(d, &s)| {
-                let owner_sends = sending.binary_search(&d.owner).is_ok();
-                DestResult {
-                    routes: (sources.len() as u64 - u64::from(owner_sends))
-                        * u64::from(s.count_ones()),
-                    labels: None,
-                    clean: true,
-                }
-            })
-            .collect(),
-    )
+    Some(work.into_iter().map(|(_, _, dirty)| dirty).collect())
 }
 
 /// Where a port of the switch being read leads.
@@ -181,53 +167,67 @@ fn ports_of<'t>(net: &Net<'t>, x: u32, lft: &impl Fn(u32) -> &'t [u8]) -> Vec<Po
     to
 }
 
-/// Switch `x`'s entries for one block of destinations: `false` when one fails. Adds the ports
-/// it sends out of to `used`; `beyond` becomes, per port, the next switch's entries seen
-/// beyond it (a bit per port number there).
+/// Marks dirty each destination of the block switch `x`'s entry for fails (see [`segment`]
+/// for what a valid entry is).
+fn validate((x, ports, to): (u32, &[u8], &[Port<'_>]), block: &mut [(&Dest, u16, bool)]) {
+    for (d, s, dirty) in block.iter_mut() {
+        if *s == 0 || *dirty {
+            continue;
+        }
+        let e = ports
+            .get(usize::from(d.lid.0))
+            .copied()
+            .unwrap_or(LFT_UNSET);
+        *dirty = match e {
+            LFT_UNSET => true,
+            0 => d.owner != (x, 0),
+            _ => match to.get(usize::from(e)) {
+                Some(Port::Switch { .. }) => false,
+                Some(&Port::End(n, p)) => d.owner != (n, p),
+                _ => true,
+            },
+        };
+    }
+}
+
+/// A switch's entries for the clean destinations of one block (every entry valid: set; 0 at
+/// the destination's own switch; else a port that sends VL 0 and leads to another live
+/// switch, or to the destination's own port). Adds the ports it sends out of to `used`;
+/// `beyond` becomes, per port, the next switch's entries seen beyond it (a bit per port
+/// number there).
 fn segment(
-    (x, ports, to): (u32, &[u8], &[Port<'_>]),
-    block: &[(&Dest, u16)],
+    (ports, to): (&[u8], &[Port<'_>]),
+    block: &[(&Dest, u16, bool)],
     (used, beyond): (&mut [u64; 4], &mut Vec<[u64; 4]>),
-) -> bool {
+) {
     beyond.clear();
     beyond.resize(to.len(), [0; 4]);
-    for &(d, s) in block {
-        if s == 0 {
+    for &(d, s, dirty) in block {
+        if s == 0 || dirty {
             continue;
         }
         let lid = usize::from(d.lid.0);
         let e = ports.get(lid).copied().unwrap_or(LFT_UNSET);
-        if e == LFT_UNSET {
-            return false;
-        }
-        if e == 0 {
-            if d.owner != (x, 0) {
-                return false;
-            }
+        if e == 0 || e == LFT_UNSET {
             continue;
         }
-        match to.get(usize::from(e)) {
-            Some(&Port::Switch { lft, .. }) => {
-                // The next switch's own entry: checked in its row, so a failed one there
-                // discards this pass; a 0 is its arrival (or its failure).
-                let next = lft.get(lid).copied().unwrap_or(LFT_UNSET);
-                if next != 0 && next != LFT_UNSET {
-                    if let Some(w) = beyond
-                        .get_mut(usize::from(e))
-                        .and_then(|b| b.get_mut(usize::from(next / 64)))
-                    {
-                        *w |= 1 << (next % 64);
-                    }
+        if let Some(&Port::Switch { lft, .. }) = to.get(usize::from(e)) {
+            // The next switch's own entry (valid: the destination is clean); a 0 is its
+            // arrival.
+            let next = lft.get(lid).copied().unwrap_or(LFT_UNSET);
+            if next != 0 && next != LFT_UNSET {
+                if let Some(w) = beyond
+                    .get_mut(usize::from(e))
+                    .and_then(|b| b.get_mut(usize::from(next / 64)))
+                {
+                    *w |= 1 << (next % 64);
                 }
             }
-            Some(&Port::End(n, p)) if d.owner == (n, p) => {}
-            _ => return false,
         }
         if let Some(w) = used.get_mut(usize::from(e / 64)) {
             *w |= 1 << (e % 64);
         }
     }
-    true
 }
 
 /// The port numbers of a 256-bit set, lowest first.
