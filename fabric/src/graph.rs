@@ -131,6 +131,57 @@ impl Csr {
         Csr { offs, targets }
     }
 
+    /// The graph of the edges `each` gives (it is called twice: once to count them, once to
+    /// place them), in any order, every node below `n`: [`Csr::new`] of the same edges
+    /// sorted, without holding them as a list. `None` when an edge comes twice.
+    pub fn from_visits(n: usize, each: impl Fn(&mut dyn FnMut(u32, u32))) -> Option<Csr> {
+        let mut offs = vec![0u32; n + 1];
+        each(&mut |a, _| {
+            if let Some(o) = offs.get_mut(a as usize + 1) {
+                *o += 1;
+            }
+        });
+        for i in 0..n {
+            let prev = offs.get(i).copied().unwrap_or(0);
+            if let Some(o) = offs.get_mut(i + 1) {
+                *o += prev;
+            }
+        }
+        let mut targets = vec![0u32; offs.get(n).copied().unwrap_or(0) as usize];
+        let mut next = offs.clone();
+        each(&mut |a, b| {
+            if let Some(c) = next.get_mut(a as usize) {
+                if let Some(t) = targets.get_mut(*c as usize) {
+                    *t = b;
+                }
+                *c += 1;
+            }
+        });
+        for v in 0..n {
+            let a = offs.get(v).copied().unwrap_or(0) as usize;
+            let b = offs.get(v + 1).copied().unwrap_or(0) as usize;
+            if let Some(slice) = targets.get_mut(a..b) {
+                slice.sort_unstable();
+                if slice.windows(2).any(|w| w.first() == w.get(1)) {
+                    return None;
+                }
+            }
+        }
+        Some(Csr { offs, targets })
+    }
+
+    /// The number of edges.
+    pub fn edge_count(&self) -> usize {
+        self.targets.len()
+    }
+
+    /// Every edge, sorted (by source, then target).
+    pub fn edges(&self) -> Vec<(u32, u32)> {
+        (0..self.len() as u32)
+            .flat_map(|v| self.succ(v).iter().map(move |&w| (v, w)))
+            .collect()
+    }
+
     /// The number of nodes.
     pub fn len(&self) -> usize {
         self.offs.len().saturating_sub(1)

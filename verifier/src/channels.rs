@@ -77,6 +77,7 @@ impl DepSet {
 
     /// Every dependency as `(switch, in port, in VL, out port, out VL)`, in switch and bit
     /// order.
+    #[cfg(test)]
     pub(crate) fn each(&self, net: &Net<'_>) -> Vec<(u32, u8, u8, u8, u8)> {
         self.each_masked(net, None)
     }
@@ -88,6 +89,50 @@ impl DepSet {
 
     fn each_masked(&self, net: &Net<'_>, without: Option<&DepSet>) -> Vec<(u32, u8, u8, u8, u8)> {
         let mut out = Vec::new();
+        self.visit(net, without, |d| out.push(d));
+        out
+    }
+
+    /// Every dependency as a channel-id edge `(held, wanted)`, sorted ([`edges`] of
+    /// [`DepSet::each`], without the list of dependencies in between: on the largest fabrics
+    /// it is tens of millions).
+    pub(crate) fn edges(&self, net: &Net<'_>) -> Vec<(u32, u32)> {
+        let count: u64 = self
+            .bits
+            .iter()
+            .map(|w| u64::from(w.load(Ordering::Relaxed).count_ones()))
+            .sum();
+        let mut e = Vec::with_capacity(count as usize);
+        self.visit(net, None, |d| e.extend(edge(net, d)));
+        e.sort_unstable();
+        e.dedup();
+        e
+    }
+
+    /// The channel dependency graph ([`Graph::new`] of [`DepSet::edges`], built without the
+    /// list of edges: on the largest fabrics it is tens of millions).
+    pub(crate) fn graph(&self, net: &Net<'_>) -> Graph {
+        let n = net.ports as usize * usize::from(net.vls);
+        let visit = |f: &mut dyn FnMut(u32, u32)| {
+            self.visit(net, None, |d| {
+                if let Some((a, b)) = edge(net, d) {
+                    f(a, b);
+                }
+            });
+        };
+        // Two dependencies are never one edge (a channel into a switch is one port's), so the
+        // list is only a fallback.
+        Graph::from_visits(n, visit).unwrap_or_else(|| Graph::new(n, &self.edges(net)))
+    }
+
+    /// Calls `f` on every dependency `other` (when given) does not have, in switch and bit
+    /// order.
+    fn visit(
+        &self,
+        net: &Net<'_>,
+        without: Option<&DepSet>,
+        mut f: impl FnMut((u32, u8, u8, u8, u8)),
+    ) {
         for (k, &x) in net.switches.iter().enumerate() {
             let (Some(&base), Some(&stride)) = (self.base.get(k), self.stride.get(k)) else {
                 continue;
@@ -112,7 +157,7 @@ impl DepSet {
                 }
                 let local = b - base;
                 let (a, o) = (local / stride, local % stride);
-                out.push((
+                f((
                     x,
                     (a / self.vls) as u8,
                     (a % self.vls) as u8,
@@ -122,21 +167,20 @@ impl DepSet {
                 bit = b + 1;
             }
         }
-        out
     }
+}
+
+/// The channel-id edge of a dependency: from the channel into its switch to the channel out.
+fn edge(net: &Net<'_>, (x, i, vin, o, vout): (u32, u8, u8, u8, u8)) -> Option<(u32, u32)> {
+    let Some(PortLink::Up { node, port }) = net.port_link(x, i) else {
+        return None;
+    };
+    Some((net.channel(node, port, vin)?, net.channel(x, o, vout)?))
 }
 
 /// The dependencies as channel-id edges `(held, wanted)`, sorted.
 pub(crate) fn edges(net: &Net<'_>, deps: &[(u32, u8, u8, u8, u8)]) -> Vec<(u32, u32)> {
-    let mut e: Vec<(u32, u32)> = deps
-        .iter()
-        .filter_map(|&(x, i, vin, o, vout)| {
-            let Some(PortLink::Up { node, port }) = net.port_link(x, i) else {
-                return None;
-            };
-            Some((net.channel(node, port, vin)?, net.channel(x, o, vout)?))
-        })
-        .collect();
+    let mut e: Vec<(u32, u32)> = deps.iter().filter_map(|&d| edge(net, d)).collect();
     e.sort_unstable();
     e.dedup();
     e

@@ -21,7 +21,7 @@ mod rows;
 mod witness;
 
 use crate::certificate;
-use crate::channels::{self, DepSet, Graph};
+use crate::channels::{DepSet, Graph};
 use crate::failures;
 use crate::net::{Attach, Dest, Net, Source};
 use crate::report::{CreditLoop, Outcome, Report, Stats, Verdict};
@@ -101,15 +101,13 @@ fn verify_with(state: &ValidState, opts: &Options, paths: Paths) -> Report {
     // Multicast: every group's copies add their dependencies to the same graph.
     let mc = (!state.multicast.is_empty())
         .then(|| crate::multicast::check(&net, state, &deps, opts.max_listed));
-    let dep_list = deps.each(&net);
-    let edges = channels::edges(&net, &dep_list);
-    let graph = Graph::new(net.ports as usize * usize::from(net.vls), &edges);
+    let graph = deps.graph(&net);
     let sccs = graph.cyclic_sccs();
     if rows_ran && !sccs.is_empty() {
         // A credit loop, or a route that loops: the per-destination pass finds which routes.
         return verify_with(state, opts, Paths::PerDestination);
     }
-    let used = used_channels(graph.len(), &edges);
+    let used = used_channels(&graph);
     let routes: u64 = results.iter().map(|r| r.routes).sum();
     let flows = if mc.is_some() {
         crate::multicast::flows(state)
@@ -163,7 +161,7 @@ fn verify_with(state: &ValidState, opts: &Options, paths: Paths) -> Report {
                 .zip(&dests)
                 .map(|(r, d)| (d.lid, r.labels.clone().unwrap_or_default()))
                 .collect();
-            let mut c = certificate::build(&net, opts.scope, &edges, &ranks, labels);
+            let mut c = certificate::build(&net, opts.scope, &graph.edges(), &ranks, labels);
             if isolated.is_some() {
                 c.properties.push(crate::Property::Isolated);
             }
@@ -196,7 +194,7 @@ fn verify_with(state: &ValidState, opts: &Options, paths: Paths) -> Report {
             switch_destinations: dests.iter().filter(|d| net.is_switch(d.owner.0)).count() as u64,
             routes,
             channels: used,
-            dependencies: edges.len() as u64,
+            dependencies: graph.edge_count() as u64,
             vls: net.vls,
         },
         credit_loops,
@@ -318,12 +316,18 @@ fn count_failures(
     )
 }
 
-/// How many of the `channels` channels some dependency uses.
-fn used_channels(channels: usize, edges: &[(u32, u32)]) -> u64 {
-    let mut seen = vec![false; channels];
-    for &(a, b) in edges {
-        for v in [a, b] {
-            if let Some(s) = seen.get_mut(v as usize) {
+/// How many of the graph's channels some dependency uses.
+fn used_channels(graph: &Graph) -> u64 {
+    let mut seen = vec![false; graph.len()];
+    for a in 0..graph.len() as u32 {
+        let succ = graph.succ(a);
+        if !succ.is_empty() {
+            if let Some(s) = seen.get_mut(a as usize) {
+                *s = true;
+            }
+        }
+        for &b in succ {
+            if let Some(s) = seen.get_mut(b as usize) {
                 *s = true;
             }
         }

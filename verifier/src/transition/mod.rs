@@ -33,7 +33,7 @@ mod outcome;
 mod union;
 
 use crate::channels::{self, DepSet, Graph};
-use crate::net::{Attach, Dest, Net, Source};
+use crate::net::{Attach, Dest, Net, PortLink, Source};
 use crate::report::{Channel, Outcome};
 use crate::Scope;
 pub use outcome::{
@@ -215,6 +215,19 @@ impl<'a> Transition<'a> {
     fn start_by_rows(&self) -> Option<(DepSet, Vec<u32>, Vec<u64>)> {
         let deps = self.fresh_with_multicast();
         let dirty = crate::explicit::row_pass(&self.net, &self.dests, &self.attach, &deps)?;
+        // The union walk sends from every source at a switch, the destination's owner too:
+        // its first hop turns back out of the port it came in on. Kept as well, so that the
+        // start's set is the walked one (a step's new dependencies are those it adds).
+        for (d, _) in self.dests.iter().zip(&dirty).filter(|(_, &dirty)| !dirty) {
+            if self.net.is_switch(d.owner.0) {
+                continue;
+            }
+            if let Some(PortLink::Up { node, port }) = self.net.port_link(d.owner.0, d.owner.1) {
+                if self.net.is_switch(node) {
+                    deps.insert(self.net.switch_of(node), port, 0, port, 0);
+                }
+            }
+        }
         let work: Vec<(u32, Writes)> = dirty
             .iter()
             .enumerate()
@@ -697,7 +710,7 @@ impl<'a> Transition<'a> {
 
     /// The channel graph of `deps` plus `extra` edges.
     fn graph(&self, deps: &DepSet, extra: &[(u32, u32)]) -> Graph {
-        let mut edges = channels::edges(&self.net, &deps.each(&self.net));
+        let mut edges = deps.edges(&self.net);
         edges.extend_from_slice(extra);
         edges.sort_unstable();
         edges.dedup();
@@ -925,6 +938,11 @@ mod tests {
             let mut rows = Transition::new_with(&st, scope, true);
             let mut walked = Transition::new_with(&st, scope, false);
             assert_eq!(rows.failing, walked.failing, "case {n}");
+            assert_eq!(
+                rows.deps.each(&rows.net),
+                walked.deps.each(&walked.net),
+                "case {n}"
+            );
             assert_eq!(rows.start_cycle, walked.start_cycle, "case {n}");
             if rows.start_by_rows().is_some() {
                 mix[usize::from(rows.failing() > 0)] += 1;

@@ -370,19 +370,30 @@ pub(super) fn resolve_climbs(
     g: &Graph,
     t: &Tree,
     ladders: &shortest::Ladders,
-    rows: Vec<Vec<u8>>,
+    mut rows: Vec<Vec<u8>>,
 ) -> Vec<Vec<u8>> {
-    let resolved = resolve(g, t, ladders, &rows, true);
+    let patches = resolve(g, t, ladders, &rows, true);
     #[cfg(test)]
     assert!(
-        resolved == resolve(g, t, ladders, &rows, false),
+        patches == resolve(g, t, ladders, &rows, false),
         "resolving climbs a row at a time differs from the look-up per climb"
     );
-    resolved
+    // Every entry resolved from the rows as they were, then written (the rows are the
+    // largest thing routing holds: no second copy).
+    for (row, patch) in rows.iter_mut().zip(patches) {
+        let marked = row
+            .iter_mut()
+            .filter(|e| **e == CLIMB || **e == DESCEND || **e == NEAR);
+        for (e, port) in marked.zip(patch) {
+            *e = port;
+        }
+    }
+    rows
 }
 
-/// [`resolve_climbs`]; `by_row`: the climbs whose parents all have an entry found a row at a
-/// time.
+/// [`resolve_climbs`]'s new entries, per switch the port of each entry marked `CLIMB`,
+/// `DESCEND` or `NEAR`, in LID order (a byte each: most entries of a tree are marked);
+/// `by_row`: the climbs whose parents all have an entry found a row at a time.
 fn resolve(
     g: &Graph,
     t: &Tree,
@@ -413,7 +424,12 @@ fn resolve(
                     Some((k, rows.get(p)?.as_slice(), up_ports.get(p)?))
                 })
                 .collect();
-            let mut row = rows[s].clone();
+            let row = &rows[s];
+            let mut patch = Vec::with_capacity(
+                row.iter()
+                    .filter(|&&e| e == CLIMB || e == DESCEND || e == NEAR)
+                    .count(),
+            );
             // Per LID, whether every parent has an entry (empty when not looked at).
             let mut all = Vec::new();
             if by_row && ups.len() == t.up[s].len() && row.contains(&CLIMB) {
@@ -431,79 +447,84 @@ fn resolve(
             let mut turn = 0usize;
             let mut descents = vec![0usize; g.switches[s].groups.len()];
             let mut live: Vec<usize> = Vec::with_capacity(ups.len());
-            for (lid, entry) in row.iter_mut().enumerate() {
-                if *entry != CLIMB && *entry != DESCEND && *entry != NEAR {
+            for (lid, &was) in row.iter().enumerate() {
+                if was != CLIMB && was != DESCEND && was != NEAR {
                     continue;
                 }
-                if *entry == CLIMB && all.get(lid).copied().unwrap_or(false) {
-                    // Every parent has an entry: the next of them all.
-                    *entry = match groups.get(turn % groups.len().max(1)) {
+                let mut value = was;
+                'one: {
+                    let entry = &mut value;
+                    if *entry == CLIMB && all.get(lid).copied().unwrap_or(false) {
+                        // Every parent has an entry: the next of them all.
+                        *entry = match groups.get(turn % groups.len().max(1)) {
+                            Some(&k) => port_toward(g, s, k, lid as u16),
+                            None => LFT_UNSET,
+                        };
+                        turn += 1;
+                        break 'one;
+                    }
+                    live.clear();
+                    if *entry == NEAR {
+                        let exit = g.exits.get(lid).copied().flatten().map(|e| e.sw as usize);
+                        live.extend(t.up[s].iter().copied().filter(|&k| {
+                            let p = g.switches[s].groups[k].peer as usize;
+                            exit.is_some_and(|e| ladders.nearer_up(e, s, p))
+                        }));
+                        // Counted with the descents (per set of parents, named by its first group),
+                        // so that the descents of other destinations keep their turns.
+                        let first = live.first().copied().unwrap_or(0);
+                        let n = descents.get(first).copied().unwrap_or(0);
+                        if let Some(c) = descents.get_mut(first) {
+                            *c += 1;
+                        }
+                        *entry = match live.get(n % live.len().max(1)) {
+                            Some(&k) => port_toward(g, s, k, lid as u16),
+                            None => LFT_UNSET,
+                        };
+                        break 'one;
+                    }
+                    let descend = *entry == DESCEND;
+                    if descend {
+                        for &(k, parent, up) in &ups {
+                            // On the way to the main path: the parent goes up there too (a port
+                            // of its up groups, or a marker of its own resolved that way).
+                            if parent.get(lid).is_some_and(|&e| {
+                                e == DESCEND
+                                    || (e < DESCEND && up[usize::from(e / 64)] >> (e % 64) & 1 == 1)
+                            }) {
+                                live.push(k);
+                            }
+                        }
+                    } else {
+                        for &(k, parent, _) in &ups {
+                            if parent.get(lid).is_some_and(|&e| e != LFT_UNSET) {
+                                live.push(k);
+                            }
+                        }
+                    }
+                    // A climb takes the next parent in turn; a descent the next of its own
+                    // parents, counted apart per set of them (named by its first group), so that
+                    // destinations whose main paths alternate between planes each spread over all
+                    // of their plane's parents.
+                    let next = if descend {
+                        let first = live.first().copied().unwrap_or(0);
+                        let n = descents.get(first).copied().unwrap_or(0);
+                        if let Some(c) = descents.get_mut(first) {
+                            *c += 1;
+                        }
+                        n
+                    } else {
+                        turn += 1;
+                        turn - 1
+                    };
+                    *entry = match live.get(next % live.len().max(1)) {
                         Some(&k) => port_toward(g, s, k, lid as u16),
                         None => LFT_UNSET,
                     };
-                    turn += 1;
-                    continue;
                 }
-                live.clear();
-                if *entry == NEAR {
-                    let exit = g.exits.get(lid).copied().flatten().map(|e| e.sw as usize);
-                    live.extend(t.up[s].iter().copied().filter(|&k| {
-                        let p = g.switches[s].groups[k].peer as usize;
-                        exit.is_some_and(|e| ladders.nearer_up(e, s, p))
-                    }));
-                    // Counted with the descents (per set of parents, named by its first group),
-                    // so that the descents of other destinations keep their turns.
-                    let first = live.first().copied().unwrap_or(0);
-                    let n = descents.get(first).copied().unwrap_or(0);
-                    if let Some(c) = descents.get_mut(first) {
-                        *c += 1;
-                    }
-                    *entry = match live.get(n % live.len().max(1)) {
-                        Some(&k) => port_toward(g, s, k, lid as u16),
-                        None => LFT_UNSET,
-                    };
-                    continue;
-                }
-                let descend = *entry == DESCEND;
-                if descend {
-                    for &(k, parent, up) in &ups {
-                        // On the way to the main path: the parent goes up there too (a port
-                        // of its up groups, or a marker of its own resolved that way).
-                        if parent.get(lid).is_some_and(|&e| {
-                            e == DESCEND
-                                || (e < DESCEND && up[usize::from(e / 64)] >> (e % 64) & 1 == 1)
-                        }) {
-                            live.push(k);
-                        }
-                    }
-                } else {
-                    for &(k, parent, _) in &ups {
-                        if parent.get(lid).is_some_and(|&e| e != LFT_UNSET) {
-                            live.push(k);
-                        }
-                    }
-                }
-                // A climb takes the next parent in turn; a descent the next of its own
-                // parents, counted apart per set of them (named by its first group), so that
-                // destinations whose main paths alternate between planes each spread over all
-                // of their plane's parents.
-                let next = if descend {
-                    let first = live.first().copied().unwrap_or(0);
-                    let n = descents.get(first).copied().unwrap_or(0);
-                    if let Some(c) = descents.get_mut(first) {
-                        *c += 1;
-                    }
-                    n
-                } else {
-                    turn += 1;
-                    turn - 1
-                };
-                *entry = match live.get(next % live.len().max(1)) {
-                    Some(&k) => port_toward(g, s, k, lid as u16),
-                    None => LFT_UNSET,
-                };
+                patch.push(value);
             }
-            row
+            patch
         })
         .collect()
 }

@@ -90,6 +90,9 @@ mod sftree;
 mod shortest;
 
 use columns::{column, main_path, resolve_climbs, Links, Scratch};
+
+/// LIDs whose columns are worked out together before they go into the rows.
+const COLUMN_CHUNK: usize = 1024;
 use sftree::sftree;
 
 /// The fat-tree engine.
@@ -327,24 +330,38 @@ impl RoutingEngine for FatTree {
         let links = Links::of(&g, &t);
         // Per destination, the switches whose entries carry no host traffic (secondary
         // paths, climbs): a bit set, dealt over parallel cables after the others.
-        let (columns, secondary): (Vec<Vec<u8>>, Vec<Vec<u64>>) = (0..nlids)
-            .into_par_iter()
-            .map_init(Scratch::default, |scratch, lid| match g.exits[lid] {
-                Some(exit) => {
-                    let (mut col, secondary) =
-                        column(&g, &links, scratch, &t, exit, &chains[lid], &spread[lid]);
-                    ladders.straighten(&g, &t, exit.sw as usize, lid, &mut col);
-                    (col, secondary)
+        // The columns a chunk of LIDs at a time, each chunk written into the rows before the
+        // next is worked out: only the rows are ever whole.
+        let mut rows = vec![vec![LFT_UNSET; nlids]; g.switches.len()];
+        let mut secondary: Vec<Vec<u64>> = Vec::with_capacity(nlids);
+        for first in (0..nlids).step_by(COLUMN_CHUNK) {
+            let lids = first..(first + COLUMN_CHUNK).min(nlids);
+            let (columns, more): (Vec<Vec<u8>>, Vec<Vec<u64>>) = lids
+                .into_par_iter()
+                .map_init(Scratch::default, |scratch, lid| match g.exits[lid] {
+                    Some(exit) => {
+                        let (mut col, secondary) =
+                            column(&g, &links, scratch, &t, exit, &chains[lid], &spread[lid]);
+                        ladders.straighten(&g, &t, exit.sw as usize, lid, &mut col);
+                        (col, secondary)
+                    }
+                    None => (g.empty_column(), Vec::new()),
+                })
+                .unzip();
+            secondary.extend(more);
+            rows.par_iter_mut().enumerate().for_each(|(s, row)| {
+                if let Some(dst) = row.get_mut(first..first + columns.len()) {
+                    for (e, col) in dst.iter_mut().zip(&columns) {
+                        *e = col.get(s).copied().unwrap_or(LFT_UNSET);
+                    }
                 }
-                None => (g.empty_column(), Vec::new()),
-            })
-            .unzip();
+            });
+        }
 
         // Phase 3: climbs resolved to parents with up/down entries of their own — before
         // sFtree, whose completed entries lead toward the subtree root and may come straight
         // back down to the climbing switch.
-        let mut rows = resolve_climbs(&g, &t, &ladders, g.rows(&columns));
-        drop(columns);
+        let mut rows = resolve_climbs(&g, &t, &ladders, rows);
 
         // Phase 4: each bundle of parallel cables dealt by per-port counters, in routing order.
         let weight: Vec<u64> = {
