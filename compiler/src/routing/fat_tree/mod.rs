@@ -330,33 +330,7 @@ impl RoutingEngine for FatTree {
         let links = Links::of(&g, &t);
         // Per destination, the switches whose entries carry no host traffic (secondary
         // paths, climbs): a bit set, dealt over parallel cables after the others.
-        // The columns a chunk of LIDs at a time, each chunk written into the rows before the
-        // next is worked out: only the rows are ever whole.
-        let mut rows = vec![vec![LFT_UNSET; nlids]; g.switches.len()];
-        let mut secondary: Vec<Vec<u64>> = Vec::with_capacity(nlids);
-        for first in (0..nlids).step_by(COLUMN_CHUNK) {
-            let lids = first..(first + COLUMN_CHUNK).min(nlids);
-            let (columns, more): (Vec<Vec<u8>>, Vec<Vec<u64>>) = lids
-                .into_par_iter()
-                .map_init(Scratch::default, |scratch, lid| match g.exits[lid] {
-                    Some(exit) => {
-                        let (mut col, secondary) =
-                            column(&g, &links, scratch, &t, exit, &chains[lid], &spread[lid]);
-                        ladders.straighten(&g, &t, exit.sw as usize, lid, &mut col);
-                        (col, secondary)
-                    }
-                    None => (g.empty_column(), Vec::new()),
-                })
-                .unzip();
-            secondary.extend(more);
-            rows.par_iter_mut().enumerate().for_each(|(s, row)| {
-                if let Some(dst) = row.get_mut(first..first + columns.len()) {
-                    for (e, col) in dst.iter_mut().zip(&columns) {
-                        *e = col.get(s).copied().unwrap_or(LFT_UNSET);
-                    }
-                }
-            });
-        }
+        let (rows, secondary) = phase2(&g, &t, (&ladders, &links), (&chains, &spread));
 
         // Phase 3: climbs resolved to parents with up/down entries of their own — before
         // sFtree, whose completed entries lead toward the subtree root and may come straight
@@ -497,4 +471,49 @@ fn service_lids(g: &Graph, f: &weft_fabric::Fabric) -> Vec<bool> {
         .iter()
         .map(|o| o.is_some_and(|n| !f.node(n).is_switch() && !f.node(n).is_host()))
         .collect()
+}
+
+/// Phase 2 of [`FatTree`]'s routing: every destination's column (its up entries and
+/// secondary paths, then every entry a step of a shortest up*/down* path where one exists),
+/// worked out a chunk of LIDs at a time in parallel, each chunk written into the rows before
+/// the next (only the rows are ever whole). The rows, and per LID its secondary switches.
+fn phase2(
+    g: &Graph,
+    t: &Tree,
+    (ladders, links): (&shortest::Ladders, &Links),
+    (chains, spread): (&[Chain], &[Vec<u32>]),
+) -> (Vec<Vec<u8>>, Vec<Vec<u64>>) {
+    let nlids = usize::from(g.max_lid) + 1;
+    let mut rows = vec![vec![LFT_UNSET; nlids]; g.switches.len()];
+    let mut secondary: Vec<Vec<u64>> = Vec::with_capacity(nlids);
+    for first in (0..nlids).step_by(COLUMN_CHUNK) {
+        let lids = first..(first + COLUMN_CHUNK).min(nlids);
+        let (columns, more): (Vec<Vec<u8>>, Vec<Vec<u64>>) = lids
+            .into_par_iter()
+            .map_init(Scratch::default, |scratch, lid| {
+                match (
+                    g.exits.get(lid).copied().flatten(),
+                    chains.get(lid),
+                    spread.get(lid),
+                ) {
+                    (Some(exit), Some(chain), Some(spread)) => {
+                        let (mut col, secondary) =
+                            column(g, links, scratch, t, exit, chain, spread);
+                        ladders.straighten(g, t, exit.sw as usize, lid, &mut col);
+                        (col, secondary)
+                    }
+                    _ => (g.empty_column(), Vec::new()),
+                }
+            })
+            .unzip();
+        secondary.extend(more);
+        rows.par_iter_mut().enumerate().for_each(|(s, row)| {
+            if let Some(dst) = row.get_mut(first..first + columns.len()) {
+                for (e, col) in dst.iter_mut().zip(&columns) {
+                    *e = col.get(s).copied().unwrap_or(LFT_UNSET);
+                }
+            }
+        });
+    }
+    (rows, secondary)
 }
