@@ -324,20 +324,10 @@ impl RoutingEngine for FatTree {
             chains[usize::from(lid)] = chain;
         }
 
-        // Phase 2 (parallel per destination): up entries and secondary paths, then every
-        // entry a step of a shortest up*/down* path where one exists.
         let ladders = shortest::Ladders::of(&g, &t);
         let links = Links::of(&g, &t);
-        // Per destination, the switches whose entries carry no host traffic (secondary
-        // paths, climbs): a bit set, dealt over parallel cables after the others.
-        let (rows, secondary) = phase2(&g, &t, (&ladders, &links), (&chains, &spread));
-
-        // Phase 3: climbs resolved to parents with up/down entries of their own — before
-        // sFtree, whose completed entries lead toward the subtree root and may come straight
-        // back down to the climbing switch.
-        let mut rows = resolve_climbs(&g, &t, &ladders, rows);
-
-        // Phase 4: each bundle of parallel cables dealt by per-port counters, in routing order.
+        // Phase 4's weights: each bundle of parallel cables is dealt by per-port counters, in
+        // routing order.
         let weight: Vec<u64> = {
             let mut w = vec![WEIGHT_SCALE; nlids];
             for &(_, _, _, vfs, _, lid) in &order {
@@ -366,9 +356,27 @@ impl RoutingEngine for FatTree {
                 .is_some_and(|w| w >> (j % 64) & 1 == 1)
         };
         let weigh = |lid: usize| weight.get(lid).copied().unwrap_or(WEIGHT_SCALE);
-        super::cables::deal(&g, &mut rows, &kinds, weigh, |s, lid| {
-            bit(&secondary, lid, s)
-        });
+        // Phases 2 to 4, once, and again should a failed sFtree root need the tables as they
+        // were (see `sftree`): the same tables each time.
+        let before = || {
+            // Phase 2 (parallel per destination): up entries and secondary paths, then every
+            // entry a step of a shortest up*/down* path where one exists. Per destination, the
+            // switches whose entries carry no host traffic (secondary paths, climbs): a bit set,
+            // dealt over parallel cables after the others.
+            let (rows, secondary) = phase2(&g, &t, (&ladders, &links), (&chains, &spread));
+            // Phase 3: climbs resolved to parents with up/down entries of their own — before
+            // sFtree, whose completed entries lead toward the subtree root and may come straight
+            // back down to the climbing switch.
+            let mut rows = resolve_climbs(&g, &t, &ladders, rows);
+            // Phase 4: each bundle of parallel cables dealt by per-port counters, in routing
+            // order.
+            super::cables::deal(&g, &mut rows, &kinds, weigh, |s, lid| {
+                bit(&secondary, lid, s)
+            });
+            (rows, secondary)
+        };
+        let (rows, secondary) = before();
+        let again = || before().0;
         // Per switch, the destinations it has no entry for yet: sFtree completes them (toward
         // its subtree root), and they are dealt again with the secondary ones.
         let unset: Vec<Vec<u64>> = rows
@@ -385,7 +393,7 @@ impl RoutingEngine for FatTree {
             .collect();
 
         // Phase 5: sFtree completion through the subtree root, checked.
-        match sftree(&g, &t, &ladders, rows, input, &order) {
+        match sftree(&g, &t, &ladders, (rows, &again), input, &order) {
             Ok((mut rows, notes)) => {
                 // The same deal for the entries there were (every cable keeps its
                 // destinations), the completed ones dealt with the secondary ones: a cable

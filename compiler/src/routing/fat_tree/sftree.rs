@@ -14,6 +14,11 @@ use weft_fabric::LFT_UNSET;
 /// How many subtree roots sFtree tries on a degraded tree before it refuses.
 pub(super) const ROOT_CANDIDATES: usize = 16;
 
+/// Tables of this many entries or more are routed again for the next root candidate rather
+/// than kept as a copy (64 M: the 45 056-node tree has 188 M; none in the unit tests, so that
+/// they take the path that routes again).
+const KEEP_BASE_BELOW: usize = if cfg!(test) { 0 } else { 1 << 26 };
+
 /// sFtree: picks the subtree root and completes every switch's row through it. The result is
 /// checked here — complete, and one-VL acyclic with every switch a source; on a degraded tree
 /// where a root's completion would close a credit loop, the next candidate root is tried, and
@@ -22,7 +27,7 @@ pub(super) fn sftree(
     g: &Graph,
     t: &Tree,
     ladders: &shortest::Ladders,
-    base: Vec<Vec<u8>>,
+    (base, again): (Vec<Vec<u8>>, &dyn Fn() -> Vec<Vec<u8>>),
     input: &RoutingInput<'_>,
     order: &[u16],
 ) -> Result<(Vec<Vec<u8>>, Vec<RouteNote>), RouteError> {
@@ -90,11 +95,24 @@ pub(super) fn sftree(
     candidates.truncate(ROOT_CANDIDATES);
     let mut refusal = None;
     let tries = candidates.len();
+    // The tables before completion, for the next root should this one fail: kept as a copy
+    // when they are small, routed again (`again`, the same tables) when a copy would double
+    // the largest thing routing holds.
+    let large = base.iter().map(Vec::len).sum::<usize>() >= KEEP_BASE_BELOW;
+    let mut kept = Some(base);
     for &root in &candidates {
         let Some(root_lid) = lid_of(root) else {
             continue;
         };
-        let mut rows = base.clone();
+        let mut rows = match kept.take() {
+            Some(b) if large => b,
+            Some(b) => {
+                let copy = b.clone();
+                kept = Some(b);
+                copy
+            }
+            None => again(),
+        };
         let (completed, relayed, gateways) = complete(g, t, &mut rows, root, root_lid);
         let aside = islands.fill(g, &mut rows);
         let verdict = match g.check_complete(f, NAME, Table::Rows(&rows)) {
@@ -152,6 +170,7 @@ pub(super) fn sftree(
         Some(e @ RouteError::CreditLoop { .. }) => {
             // No root keeps every down→up turn harmless: choose the missing entries one by
             // one instead, each only where it closes no channel dependency cycle.
+            let base = kept.unwrap_or_else(again);
             let Some((mut rows, chosen, root)) = complete_acyclic(g, t, &base, order, &candidates)
             else {
                 return Err(e);
@@ -175,7 +194,7 @@ pub(super) fn sftree(
         Some(e) => Err(e),
         // No leaf with a LID: nothing to complete; whatever is unset is unreachable.
         None => {
-            let mut base = base;
+            let mut base = kept.unwrap_or_else(again);
             let aside = islands.fill(g, &mut base);
             g.check_complete(f, NAME, Table::Rows(&base))?;
             Ok((base, islands.note(f, g, aside).into_iter().collect()))
