@@ -393,7 +393,11 @@ impl RoutingEngine for FatTree {
             .collect();
 
         // Phase 5: sFtree completion through the subtree root, checked.
-        match sftree(&g, &t, &ladders, (rows, &again), input, &order) {
+        let before = sftree::Before {
+            tables: rows,
+            again: &again,
+        };
+        match sftree(&g, &t, &ladders, before, input, &order) {
             Ok((mut rows, notes)) => {
                 // The same deal for the entries there were (every cable keeps its
                 // destinations), the completed ones dealt with the secondary ones: a cable

@@ -14,10 +14,34 @@ use weft_fabric::LFT_UNSET;
 /// How many subtree roots sFtree tries on a degraded tree before it refuses.
 pub(super) const ROOT_CANDIDATES: usize = 16;
 
+/// The tables sFtree completes, as phases 2 to 4 leave them, and how to work them out again.
+pub(super) struct Before<'a> {
+    pub(super) tables: Vec<Vec<u8>>,
+    pub(super) again: &'a dyn Fn() -> Vec<Vec<u8>>,
+}
+
+/// The tables for the next root candidate: the kept ones (a copy of them, when small enough to
+/// keep for the candidate after), else worked out again.
+fn next_tables(
+    kept: &mut Option<Vec<Vec<u8>>>,
+    large: bool,
+    again: &dyn Fn() -> Vec<Vec<u8>>,
+) -> Vec<Vec<u8>> {
+    match kept.take() {
+        Some(b) if large => b,
+        Some(b) => {
+            let copy = b.clone();
+            *kept = Some(b);
+            copy
+        }
+        None => again(),
+    }
+}
+
 /// Tables of this many entries or more are routed again for the next root candidate rather
-/// than kept as a copy (64 M: the 45 056-node tree has 188 M; none in the unit tests, so that
-/// they take the path that routes again).
-const KEEP_BASE_BELOW: usize = if cfg!(test) { 0 } else { 1 << 26 };
+/// than kept as a copy (64 M: the 45 056-node tree has 188 M). The unit tests always route
+/// again, so that they take that path.
+const KEEP_BASE_BELOW: usize = 1 << 26;
 
 /// sFtree: picks the subtree root and completes every switch's row through it. The result is
 /// checked here — complete, and one-VL acyclic with every switch a source; on a degraded tree
@@ -27,7 +51,10 @@ pub(super) fn sftree(
     g: &Graph,
     t: &Tree,
     ladders: &shortest::Ladders,
-    (base, again): (Vec<Vec<u8>>, &dyn Fn() -> Vec<Vec<u8>>),
+    Before {
+        tables: base,
+        again,
+    }: Before<'_>,
     input: &RoutingInput<'_>,
     order: &[u16],
 ) -> Result<(Vec<Vec<u8>>, Vec<RouteNote>), RouteError> {
@@ -98,21 +125,13 @@ pub(super) fn sftree(
     // The tables before completion, for the next root should this one fail: kept as a copy
     // when they are small, routed again (`again`, the same tables) when a copy would double
     // the largest thing routing holds.
-    let large = base.iter().map(Vec::len).sum::<usize>() >= KEEP_BASE_BELOW;
+    let large = cfg!(test) || base.iter().map(Vec::len).sum::<usize>() >= KEEP_BASE_BELOW;
     let mut kept = Some(base);
     for &root in &candidates {
         let Some(root_lid) = lid_of(root) else {
             continue;
         };
-        let mut rows = match kept.take() {
-            Some(b) if large => b,
-            Some(b) => {
-                let copy = b.clone();
-                kept = Some(b);
-                copy
-            }
-            None => again(),
-        };
+        let mut rows = next_tables(&mut kept, large, again);
         let (completed, relayed, gateways) = complete(g, t, &mut rows, root, root_lid);
         let aside = islands.fill(g, &mut rows);
         let verdict = match g.check_complete(f, NAME, Table::Rows(&rows)) {
