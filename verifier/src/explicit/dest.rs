@@ -195,9 +195,7 @@ pub(super) fn dest_pass(
     want_labels: bool,
 ) -> DestResult {
     let routes: u64 = if attach.uniform {
-        let sls = u64::from(net.st.path_sl.for_destination(d.lid).0.count_ones());
-        let owner_sends = sources.iter().any(|s| (s.node, s.port) == d.owner);
-        (sources.len() as u64 - u64::from(owner_sends)) * sls
+        attach.routes_by_destination(d, net.st.path_sl.for_destination(d.lid).0)
     } else if attach.grouped {
         // Each group's SLs toward this destination, once.
         for (k, list) in attach.by_switch.iter().enumerate() {

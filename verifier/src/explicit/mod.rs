@@ -226,18 +226,14 @@ fn after_rows(
         .map(|(d, _)| *d)
         .collect();
     let mut walked = dest_passes(net, sources, &rest, attach, deps, false).into_iter();
-    let mut sending: Vec<(u32, u8)> = sources.iter().map(|s| (s.node, s.port)).collect();
-    sending.sort_unstable();
     let mut out = Vec::with_capacity(dests.len());
     for (d, &dirty) in dests.iter().zip(dirty) {
         let r = if dirty {
             walked.next()
         } else {
-            let sls = net.st.path_sl.for_destination(d.lid).0;
-            let owner_sends = sending.binary_search(&d.owner).is_ok();
+            // The row pass runs with path SLs by destination only.
             Some(DestResult {
-                routes: (sources.len() as u64 - u64::from(owner_sends))
-                    * u64::from(sls.count_ones()),
+                routes: attach.routes_by_destination(*d, net.st.path_sl.for_destination(d.lid).0),
                 labels: None,
                 clean: true,
             })

@@ -1,5 +1,6 @@
 //! Where the sources attach: per switch, the end ports that inject into it.
 
+use super::Dest;
 use super::Net;
 use super::PortLink;
 use super::Source;
@@ -33,6 +34,17 @@ pub(crate) struct Attach {
     /// same map for all port pairs, every end-node source injects by it, no source is loose,
     /// and path SLs are by switch or destination. Then a route keeps one VL end to end.
     pub one_map: Option<[u8; 16]>,
+    /// Every source port `(node, port)`, sorted (whether a destination's owner sends).
+    pub sending: Vec<(u32, u8)>,
+}
+
+impl Attach {
+    /// The routes toward `d` when path SLs depend on the destination only (`sls`, its SLs):
+    /// one per source but its owner, per SL.
+    pub(crate) fn routes_by_destination(&self, d: Dest, sls: u16) -> u64 {
+        let owner_sends = self.sending.binary_search(&d.owner).is_ok();
+        (self.sending.len() as u64 - u64::from(owner_sends)) * u64::from(sls.count_ones())
+    }
 }
 
 impl Net<'_> {
@@ -49,7 +61,9 @@ impl Net<'_> {
             one_vl: false,
             vl0_sls: u16::MAX,
             one_map: None,
+            sending: sources.iter().map(|s| (s.node, s.port)).collect(),
         };
+        a.sending.sort_unstable();
         for (j, src) in sources.iter().enumerate() {
             if self.is_switch(src.node) {
                 a.switch_sources.push(j as u32);

@@ -710,6 +710,9 @@ impl<'a> Transition<'a> {
 
     /// The channel graph of `deps` plus `extra` edges.
     fn graph(&self, deps: &DepSet, extra: &[(u32, u32)]) -> Graph {
+        if extra.is_empty() {
+            return deps.graph(&self.net);
+        }
         let mut edges = deps.edges(&self.net);
         edges.extend_from_slice(extra);
         edges.sort_unstable();
