@@ -114,7 +114,7 @@ pub use pattern::{Traffic, Window};
 pub use report::{
     ClassThroughput, Classes, JobReport, Latency, LinkLoad, McReport, Packets, Report, Throughput,
 };
-pub use sim::simulate;
+pub use sim::{simulate, simulate_in_parts};
 pub use sim_dftree::{DftreeReport, Hotspot, Move, SlowFlow, TICK_BYTES};
 pub use trees::{CongestionTree, TreePort, ROOT_UTILISATION, STALL_SHARE};
 
@@ -553,5 +553,7 @@ mod tests {
 mod sim_bounds_tests;
 #[cfg(test)]
 mod sim_dftree_tests;
+#[cfg(test)]
+mod sim_parts_tests;
 #[cfg(test)]
 mod sim_tests;

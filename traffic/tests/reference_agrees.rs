@@ -68,7 +68,7 @@ use std::fmt::Write as _;
 use weft_compiler::build::build;
 use weft_compiler::{check, NoFiles};
 use weft_fabric::{FabricState, VlArb, VlWeight};
-use weft_traffic::{simulate, HostModel, Params, Traffic};
+use weft_traffic::{simulate, simulate_in_parts, HostModel, Params, Traffic};
 
 const PRELUDE: &str = "use std::hardware::{sb7800, connectx5}\nuse std::topology::fat_tree\n";
 
@@ -152,6 +152,8 @@ struct Case {
     params: Params,
     seeds: u64,
     tol: f64,
+    /// The crate's engine with the fabric cut into this many parts (0: as it chooses).
+    parts: usize,
 }
 
 /// A run of `us` microseconds, its first fifth not measured, changed by `f`. Every
@@ -185,6 +187,7 @@ fn exact(fabric: &'static str, traffic: &'static str, note: &'static str, params
         params,
         seeds: 1,
         tol: EXACT,
+        parts: 0,
     }
 }
 
@@ -207,6 +210,7 @@ fn contended(
         params,
         seeds,
         tol: CONTENDED,
+        parts: 0,
     }
 }
 
@@ -271,7 +275,10 @@ fn compare(st: &FabricState, case: &Case) -> (String, Vec<String>) {
     let n = case.seeds as f64;
     t.a.divide(n);
     t.b.divide(n);
-    let name = format!("{} {} ({})", case.fabric, case.traffic, case.note);
+    let name = match case.parts {
+        0 => format!("{} {} ({})", case.fabric, case.traffic, case.note),
+        n => format!("{} {} ({}, {n} parts)", case.fabric, case.traffic, case.note),
+    };
     (t.line(case, &name), t.disagreements(case, &name))
 }
 
@@ -302,7 +309,10 @@ impl Tally {
         case: &Case,
         seed: u64,
     ) {
-        let r = simulate(st, traffic, params, seed).unwrap();
+        let r = match case.parts {
+            0 => simulate(st, traffic, params, seed).unwrap(),
+            n => simulate_in_parts(st, traffic, params, seed, n).unwrap(),
+        };
         let f = reference::run(st, traffic, params, seed).unwrap();
         assert!(
             f.max_fill.0 <= f.max_fill.1,
@@ -640,4 +650,57 @@ fn under_contention_on_32_and_64_hosts_the_seed_means_agree() {
         contended("ft64", "uniform", "defaults", run_of(30, d), 3),
         contended("ft64v8", "hotspot:1", "defaults", run_of(30, d), 2),
     ]);
+}
+
+/// The cases with the crate's engine cut into parts (what it does from 8 192 hosts): every
+/// figure still agrees without contention, where no tie between parts can change a run, and
+/// the seed means under it.
+#[test]
+fn in_parts_every_figure_and_the_seed_means_agree() {
+    let d = |_: &mut Params| {};
+    let cases = [
+        exact("star4", "shift:1", "defaults", run_of(20, d)),
+        exact("ft32v4", "shift:4", "defaults", run_of(20, d)),
+        exact(
+            "ft8",
+            "shift:2",
+            "links 200 ns, buffers 4224 B",
+            run_of(40, |p| {
+                p.link_latency_ns = 200;
+                p.buffer_bytes = 4224;
+            }),
+        ),
+        exact(
+            "star4",
+            "hotspot:1:100%",
+            "receive rate 0.5",
+            run_of(40, |p| p.receive_rate = 0.5),
+        ),
+        exact(
+            "ft32v4",
+            "uniform",
+            "load 0.3",
+            run_of(20, |p| p.load = 0.3),
+        ),
+        contended("ft8v2", "hotspot:2", "defaults", run_of(50, d), 8),
+        contended(
+            "ft8v2",
+            "hotspot:1",
+            "host model fifo",
+            run_of(50, |p| p.host = HostModel::Fifo),
+            8,
+        ),
+        contended("ft32v4", "uniform", "defaults", run_of(30, d), 2),
+        contended("ft64v8", "hotspot:1", "defaults", run_of(30, d), 2),
+    ];
+    agree(
+        &cases
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| Case {
+                parts: 2 + i % 3,
+                ..c
+            })
+            .collect::<Vec<_>>(),
+    );
 }

@@ -142,6 +142,7 @@ impl<'a> Sim<'a> {
             mc,
             chans,
             hosts,
+            part: Part::whole(),
         };
         sim.schedule_first();
         if sim.dft.as_ref().is_some_and(Loop::sweeping) {

@@ -7,6 +7,7 @@
 
 mod build;
 mod multicast;
+mod parts;
 mod queue;
 mod report;
 mod unicast;
@@ -17,6 +18,7 @@ use crate::report::{
     ClassThroughput, Classes, JobReport, Latency, LinkLoad, McReport, Packets, Report, Throughput,
 };
 use crate::sim_dftree::Loop;
+use parts::Part;
 use crate::{DftreeMode, HostModel, Params, SimError, SwitchBuffers, Traffic};
 use queue::{Item, Queue};
 use std::collections::VecDeque;
@@ -230,6 +232,9 @@ struct Sim<'a> {
     dft: Option<Loop>,
     /// Multicast traffic's group.
     mc: Option<Mc>,
+    /// The fabric simulated in parts ([`parts`]): this one's share, and what crosses to the
+    /// others (nothing when it is whole).
+    part: Part,
 }
 
 /// Simulates `traffic` on `state` for `params.duration_ns` with `seed`.
@@ -240,8 +245,25 @@ pub fn simulate(
     seed: u64,
 ) -> Result<Report, SimError> {
     let started = Instant::now();
-    let mut sim = Sim::new(state, traffic, params, seed)?;
-    sim.run();
+    let mut sim = parts::run(state, traffic, params, seed, None)?;
+    let mut r = sim.report(traffic, seed);
+    r.wall = started.elapsed();
+    Ok(r)
+}
+
+/// [`simulate`] with the fabric cut into `parts` parts (1 to 8) whatever its size, where the
+/// simulation can be cut (no dFtree loop, no multicast, FIFO switch buffers): what
+/// [`simulate`] does on its own from 8 192 hosts, for tests and benchmarks on smaller
+/// fabrics. The report does not depend on the threads that run the parts.
+pub fn simulate_in_parts(
+    state: &FabricState,
+    traffic: &Traffic,
+    params: &Params,
+    seed: u64,
+    parts: usize,
+) -> Result<Report, SimError> {
+    let started = Instant::now();
+    let mut sim = parts::run(state, traffic, params, seed, Some(parts))?;
     let mut r = sim.report(traffic, seed);
     r.wall = started.elapsed();
     Ok(r)
@@ -255,16 +277,25 @@ pub(crate) fn ser(bytes: u32, mbps: u64) -> u64 {
 impl Sim<'_> {
     fn push(&mut self, t: u64, ev: Ev) {
         self.seq += 1;
-        self.heap.push(Item {
+        let item = Item {
             t,
-            seq: self.seq,
+            seq: self.seq * self.part.count + self.part.me,
             ev,
-        });
+        };
+        match self.part.owner_of(&ev) {
+            Some(k) if k != self.part.me => self.part.send(k, item),
+            _ => self.heap.push(item),
+        }
     }
 
     fn run(&mut self) {
+        self.run_until(u64::MAX);
+    }
+
+    /// Runs the events before `limit` (picoseconds), and none after the end unless draining.
+    fn run_until(&mut self, limit: u64) {
         while let Some(item) = self.heap.pop() {
-            if item.t > self.end && !self.p.drain {
+            if item.t >= limit || (item.t > self.end && !self.p.drain) {
                 self.heap.push(item);
                 break;
             }

@@ -7,6 +7,10 @@
 //! becomes the current one it is sorted, latest first, and popped from its end; an event
 //! pushed into the current bucket (a zero or short delay) goes to a small heap beside it,
 //! and a pop takes the earlier of the two.
+//!
+//! A bucket is sorted by keys of twelve bytes, not by moving its events: the time within the
+//! bucket and the sequence number in one `u64` (sequence numbers stay below 2^55), and the
+//! event's place in the bucket.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -22,6 +26,7 @@ const SPARE: usize = 16;
 
 /// One pending event: its time, its sequence number (ties in time pop in push order) and
 /// what it is.
+#[derive(Clone, Copy)]
 pub(super) struct Item<T> {
     pub(super) t: u64,
     pub(super) seq: u64,
@@ -67,9 +72,11 @@ pub(super) struct Queue<T> {
     far: BinaryHeap<Reverse<Item<T>>>,
     /// Emptied vectors with room, for buckets that have none.
     spare: Vec<Vec<Item<T>>>,
+    /// A bucket's sort keys ([`sort_bucket`]).
+    keys: Vec<(u64, u32)>,
 }
 
-impl<T> Queue<T> {
+impl<T: Copy> Queue<T> {
     pub(super) fn new() -> Queue<T> {
         Queue {
             now: Vec::new(),
@@ -79,6 +86,7 @@ impl<T> Queue<T> {
             on_wheel: 0,
             far: BinaryHeap::new(),
             spare: Vec::new(),
+            keys: Vec::new(),
         }
     }
 
@@ -141,11 +149,15 @@ impl<T> Queue<T> {
                 // memory follows the events pending.
                 let v = std::mem::take(v);
                 self.on_wheel -= v.len();
-                let done = std::mem::replace(&mut self.now, v);
-                if done.capacity() > 0 && self.spare.len() < SPARE {
-                    self.spare.push(done);
+                let mut done = std::mem::take(&mut self.now);
+                done.clear();
+                sort_bucket(&v, &mut self.keys, &mut done);
+                self.now = done;
+                if v.capacity() > 0 && self.spare.len() < SPARE {
+                    let mut v = v;
+                    v.clear();
+                    self.spare.push(v);
                 }
-                self.now.sort_unstable_by_key(|x| Reverse(x.key()));
             }
             // Far events now within the wheel's reach move onto it (or into the current
             // bucket).
@@ -159,6 +171,27 @@ impl<T> Queue<T> {
             }
         }
     }
+}
+
+/// Puts bucket `v`'s events into `out` latest first (the next one last), in (time, sequence)
+/// order.
+fn sort_bucket<T: Copy>(v: &[Item<T>], keys: &mut Vec<(u64, u32)>, out: &mut Vec<Item<T>>) {
+    const WITHIN: u64 = (1 << SHIFT) - 1;
+    const SEQ: u64 = (1 << (64 - SHIFT)) - 1;
+    keys.clear();
+    keys.extend(v.iter().enumerate().map(|(i, x)| {
+        (
+            ((x.t & WITHIN) << (64 - SHIFT)) | (x.seq & SEQ),
+            i as u32,
+        )
+    }));
+    keys.sort_unstable_by_key(|k| k.0);
+    out.reserve(v.len());
+    out.extend(
+        keys.iter()
+            .rev()
+            .filter_map(|&(_, i)| v.get(i as usize).copied()),
+    );
 }
 
 #[cfg(test)]

@@ -116,6 +116,7 @@ impl Sim<'_> {
         if let Some(t) = self.target.get_mut(b as usize) {
             *t = Some((chan, vl));
         }
+        self.part.target_set(b, Some((chan, vl)));
         if let Some(o) = self
             .outs
             .get_mut(chan as usize * self.nvl + usize::from(vl))
@@ -273,6 +274,7 @@ impl Sim<'_> {
         if let Some(t) = self.target.get_mut(bi) {
             *t = None;
         }
+        self.part.target_set(b, None);
         let nch = self.chans.len();
         let c = bi / self.nvl;
         if c < nch {
