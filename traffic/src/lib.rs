@@ -68,6 +68,15 @@
 //! the same state, traffic, parameters and seed give the same [`Report`] and byte-identical
 //! JSON. The wall-clock time of a run ([`Report::wall`]) is kept out of the JSON.
 //!
+//! **Parts**: from 8 192 hosts (one part per 4 096, at most 8) the fabric is simulated in
+//! parts on rayon's threads, each with its own queue, agreeing on time in windows of one link
+//! latency (only arrivals and credits cross between parts, and both come a link latency after
+//! what caused them). The parts are fixed by the fabric, so the report does not depend on the
+//! threads; it differs from one part's run only in the order of events of the same
+//! picosecond in two parts and in the congestion trees' reading of another part's state (as
+//! the last window left it). The dFtree loop, multicast and virtual output queues run whole.
+//! [`simulate_in_parts`] cuts any fabric.
+//!
 //! **Why not an existing simulator.** caminos-lib (a maintained Rust interconnection-network
 //! simulator; 0.6.3 looked at) models routers with virtual channels, credit flow control and
 //! pluggable routing and traffic, but is cycle-driven (buffers in phits, delays in cycles)
@@ -81,7 +90,7 @@
 //!
 //! **Code map.** `sim/` (the engine: one event queue ordered by (picoseconds, sequence
 //! number), `queue.rs` a calendar of 0.5 ns buckets, each sorted once, that pops in that order, flat
-//! per-channel and per-buffer arrays; `build.rs` the setup, `unicast.rs` generation,
+//! per-channel and per-buffer arrays; `parts.rs` the fabric in parts; `build.rs` the setup, `unicast.rs` generation,
 //! routing, credits and arbitration, `multicast.rs` replication, `report.rs` the counts), `arb.rs`, `pattern.rs` (the traffic specs and the
 //! papers' hot-spot groups), `jobs.rs` (per-job traffic files, host lists read by
 //! [`weft_formats::hostlist::parse`]), `report.rs` (the serde schema and the text for people),

@@ -277,7 +277,10 @@ fn compare(st: &FabricState, case: &Case) -> (String, Vec<String>) {
     t.b.divide(n);
     let name = match case.parts {
         0 => format!("{} {} ({})", case.fabric, case.traffic, case.note),
-        n => format!("{} {} ({}, {n} parts)", case.fabric, case.traffic, case.note),
+        n => format!(
+            "{} {} ({}, {n} parts)",
+            case.fabric, case.traffic, case.note
+        ),
     };
     (t.line(case, &name), t.disagreements(case, &name))
 }

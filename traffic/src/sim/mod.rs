@@ -18,8 +18,8 @@ use crate::report::{
     ClassThroughput, Classes, JobReport, Latency, LinkLoad, McReport, Packets, Report, Throughput,
 };
 use crate::sim_dftree::Loop;
-use parts::Part;
 use crate::{DftreeMode, HostModel, Params, SimError, SwitchBuffers, Traffic};
+use parts::Part;
 use queue::{Item, Queue};
 use std::collections::VecDeque;
 use std::time::Instant;

@@ -20,8 +20,9 @@ use super::queue::{Item, Queue};
 use super::{Ev, Sim};
 use crate::report::Packets;
 use crate::{Params, SimError, SwitchBuffers, Traffic};
-use rayon::prelude::*;
 use weft_fabric::FabricState;
+
+mod threads;
 
 /// Hosts per part when the part count is chosen from the fabric.
 const HOSTS_PER_PART: usize = 4096;
@@ -147,31 +148,27 @@ pub(super) fn run<'a>(
 }
 
 /// Runs the parts window after window until every part is past the end (or, draining, has
-/// nothing left), on as many threads as rayon has.
+/// nothing left): on one thread in turn, or spread over as many threads as rayon has.
 fn drive(sims: &mut [Sim<'_>]) {
     let Some(first) = sims.first() else {
         return;
     };
     let (window, end, drain) = (first.link_ps.max(1), first.end, first.p.drain);
-    let threads = rayon::current_num_threads();
-    let mut next: Option<u64> = sims.iter_mut().filter_map(Sim::next_time).min();
+    let threads = rayon::current_num_threads().min(sims.len());
+    let next: Option<u64> = sims.iter_mut().filter_map(Sim::next_time).min();
+    if threads > 1 {
+        if let Some(t) = next {
+            threads::drive(sims, threads, t, window, end, drain);
+        }
+        return;
+    }
+    let mut next = next;
     while let Some(t) = next {
         if t > end && !drain {
             break;
         }
         let limit = t.saturating_add(window);
-        let run = |s: &mut Sim<'_>| {
-            s.take_inbox();
-            s.run_until(limit);
-            s.part.clock = limit;
-            let sent = s.part.sent_min.take();
-            [s.next_time(), sent].into_iter().flatten().min()
-        };
-        next = if threads > 1 {
-            sims.par_iter_mut().filter_map(run).min()
-        } else {
-            sims.iter_mut().filter_map(run).min()
-        };
+        next = sims.iter_mut().filter_map(|s| s.window(limit)).min();
         hand_over(sims);
     }
     for s in sims.iter_mut() {
@@ -321,13 +318,26 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// Runs the window that ends before `limit`, after taking in what the other parts
+    /// handed over; returns the time of this part's next event, or of the first it sent.
+    fn window(&mut self, limit: u64) -> Option<u64> {
+        self.take_inbox();
+        self.run_until(limit);
+        self.part.clock = limit;
+        let sent = self.part.sent_min.take();
+        [self.next_time(), sent].into_iter().flatten().min()
+    }
+
     /// Takes in what the other parts handed over: their events for this part, and the
     /// targets of this part's channels' next hops.
     fn take_inbox(&mut self) {
         for v in std::mem::take(&mut self.part.inbox) {
             for item in v {
                 // Sent at least a link latency ahead, so never into this part's past.
-                debug_assert!(item.t >= self.part.clock, "an event from another part came late");
+                debug_assert!(
+                    item.t >= self.part.clock,
+                    "an event from another part came late"
+                );
                 self.heap.push(item);
             }
         }

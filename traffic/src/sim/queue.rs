@@ -179,12 +179,11 @@ fn sort_bucket<T: Copy>(v: &[Item<T>], keys: &mut Vec<(u64, u32)>, out: &mut Vec
     const WITHIN: u64 = (1 << SHIFT) - 1;
     const SEQ: u64 = (1 << (64 - SHIFT)) - 1;
     keys.clear();
-    keys.extend(v.iter().enumerate().map(|(i, x)| {
-        (
-            ((x.t & WITHIN) << (64 - SHIFT)) | (x.seq & SEQ),
-            i as u32,
-        )
-    }));
+    keys.extend(
+        v.iter()
+            .enumerate()
+            .map(|(i, x)| (((x.t & WITHIN) << (64 - SHIFT)) | (x.seq & SEQ), i as u32)),
+    );
     keys.sort_unstable_by_key(|k| k.0);
     out.reserve(v.len());
     out.extend(
