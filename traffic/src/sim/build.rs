@@ -140,6 +140,15 @@ impl<'a> Sim<'a> {
             sink_free: vec![0; hosts.len()],
             dft,
             mc,
+            wires: chans
+                .iter()
+                .map(|c| Wire {
+                    ser_ps: ser(pkt_bytes, c.mbps),
+                    to_switch: c.to_switch,
+                    to_host: c.to_host.unwrap_or(NONE),
+                })
+                .collect(),
+            lids: hosts.iter().map(|h| h.lid).collect(),
             chans,
             hosts,
             part: Part::whole(),

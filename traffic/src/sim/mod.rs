@@ -86,6 +86,18 @@ struct Chan {
     drain_ps: u64,
 }
 
+/// What sending on a channel and arriving over it read, kept apart from [`Chan`] so that a
+/// packet's hop touches 16 bytes of it.
+#[derive(Clone, Copy)]
+struct Wire {
+    /// A packet's serialisation time on the channel, in picoseconds.
+    ser_ps: u64,
+    /// Whether the receiving end is a switch, and the host it is if a host ([`NONE`]: not a
+    /// host).
+    to_switch: bool,
+    to_host: u32,
+}
+
 struct Host {
     port: PortRef,
     /// The switch its cable leads to ([`FabricState::source_switch`]).
@@ -166,7 +178,11 @@ struct Sim<'a> {
     end: u64,
     warm: u64,
     chans: Vec<Chan>,
+    /// Per channel: its [`Wire`].
+    wires: Vec<Wire>,
     hosts: Vec<Host>,
+    /// Per host: its LID.
+    lids: Vec<Lid>,
     /// Per node: the channel out of each port (index: port number).
     out_chan: Vec<Vec<u32>>,
     /// `out_chan` flattened, node after node ([`Hop::out_at`]).

@@ -30,7 +30,7 @@ impl Sim<'_> {
         let (dlid, sl) = match group {
             Some(g) => g,
             None => {
-                let Some(dlid) = self.hosts.get(dst as usize).map(|d| d.lid) else {
+                let Some(&dlid) = self.lids.get(dst as usize) else {
                     if !refuse {
                         self.push(next, Ev::Gen { host: h });
                     }
@@ -129,9 +129,9 @@ impl Sim<'_> {
     /// switch's input buffer a switch latency after that.
     pub(super) fn arrive(&mut self, now: u64, c: u32, pkt: Pkt) {
         let Some((to_switch, to_host)) = self
-            .chans
+            .wires
             .get(c as usize)
-            .map(|ch| (ch.to_switch, ch.to_host))
+            .map(|w| (w.to_switch, (w.to_host != NONE).then_some(w.to_host)))
         else {
             return;
         };
@@ -503,10 +503,12 @@ impl Sim<'_> {
             o.reqs.retain(|&x| x != b);
             o.last = b;
         }
-        let Some(ch) = self.chans.get(oi) else {
+        let Some(&Wire {
+            ser_ps, to_switch, ..
+        }) = self.wires.get(oi)
+        else {
             return;
         };
-        let mbps = ch.mbps;
         let switch_in = (b as usize) < self.chans.len() * self.nvl;
         let at = if self.voq && switch_in {
             self.find_voq(b, o, vl)
@@ -517,7 +519,7 @@ impl Sim<'_> {
         else {
             return;
         };
-        let finish = (now + ser(self.pkt_bytes, mbps)).max(head.tail_at);
+        let finish = (now + ser_ps).max(head.tail_at);
         let pkt = if head.dst == GROUP {
             self.copy_out(now, b, finish)
         } else if self.voq && switch_in {
@@ -543,7 +545,6 @@ impl Sim<'_> {
         let arrive = now + self.link_ps;
         // Into a switch, one event a switch latency after the head arrived: the packet is
         // buffered and may be routed then (nothing looks at it before).
-        let to_switch = self.chans.get(oi).is_some_and(|c| c.to_switch);
         self.push(
             if to_switch {
                 arrive + self.sw_ps
