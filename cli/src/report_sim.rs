@@ -102,6 +102,15 @@ impl PatternRun {
     }
 }
 
+/// Runs `f` with rayon held to one thread: the patterns run side by side, one thread each
+/// (a large fabric's parts in turn), not each on every core at once.
+fn one_thread<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    match rayon::ThreadPoolBuilder::new().num_threads(1).build() {
+        Ok(pool) => pool.install(f),
+        Err(_) => f(),
+    }
+}
+
 /// Runs the standard patterns on `state`: `uniform`, `shift:H/2` (every host to the one
 /// half the host list away), `all-to-all`, `hotspot:1` (the vFtree papers' single
 /// hot-spot), and `hotspot:1` again at [`HOT_LOAD`] and [`HOT_RECEIVE_RATE`] (a hot-spot
@@ -135,7 +144,7 @@ pub(crate) fn simulate(state: &FabricState, o: SimOptions) -> Result<Simulated, 
     let others: Vec<Result<traffic::Report, traffic::SimError>> = std::thread::scope(|s| {
         let handles: Vec<_> = rest
             .iter()
-            .map(|(t, p)| s.spawn(|| traffic::simulate(state, t, p, o.seed)))
+            .map(|(t, p)| s.spawn(|| one_thread(|| traffic::simulate(state, t, p, o.seed))))
             .collect();
         handles
             .into_iter()
