@@ -2,10 +2,12 @@
 //! (`examples/cluster-11664.weft`), uniform traffic at full load, for a given simulated time.
 //!
 //! ```text
-//! cargo run --release -p weft-bench --bin sim_speed -- [--duration T] [--seed N] [--traffic SPEC]
+//! cargo run --release -p weft-bench --bin sim_speed -- [--duration T] [--seed N] [--traffic SPEC] [--parts N]
 //!   --duration T   simulated time (default 20us; a fifth of it is warm-up)
 //!   --seed N       traffic seed (default 0)
 //!   --traffic S    traffic pattern (default uniform)
+//!   --parts N      the fabric in N parts (`simulate_in_parts`; 1: the whole fabric in one);
+//!                  default: as `simulate` chooses (2 here). `RAYON_NUM_THREADS` sets the threads
 //! ```
 //!
 //! Prints the simulation's wall time (compiling the example is timed apart), the process's
@@ -20,10 +22,10 @@
 )]
 
 use std::time::Instant;
-use weft_traffic::{parse_duration, simulate, Params, Traffic};
+use weft_traffic::{parse_duration, simulate, simulate_in_parts, Params, Traffic};
 
 fn usage() -> ! {
-    eprintln!("usage: sim_speed [--duration T] [--seed N] [--traffic SPEC]");
+    eprintln!("usage: sim_speed [--duration T] [--seed N] [--traffic SPEC] [--parts N]");
     std::process::exit(2)
 }
 
@@ -58,6 +60,7 @@ fn main() {
     };
     let mut seed = 0u64;
     let mut spec = "uniform".to_owned();
+    let mut parts: Option<usize> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let v = args.next().unwrap_or_else(|| usage());
@@ -65,6 +68,7 @@ fn main() {
             "--duration" => p.duration_ns = parse_duration(&v).unwrap_or_else(|_| usage()),
             "--seed" => seed = v.parse().unwrap_or_else(|_| usage()),
             "--traffic" => spec = v,
+            "--parts" => parts = Some(v.parse().unwrap_or_else(|_| usage())),
             _ => usage(),
         }
     }
@@ -76,7 +80,11 @@ fn main() {
     );
     let compile_s = t0.elapsed().as_secs_f64();
     let cpu0 = user_cpu_s();
-    let r = match simulate(&st, &traffic, &p, seed) {
+    let run = match parts {
+        Some(n) => simulate_in_parts(&st, &traffic, &p, seed, n),
+        None => simulate(&st, &traffic, &p, seed),
+    };
+    let r = match run {
         Ok(r) => r,
         Err(e) => {
             eprintln!("simulate: {e}");
@@ -88,9 +96,10 @@ fn main() {
     let show =
         |x: Option<f64>, unit: &str| x.map_or_else(|| "n/a".into(), |x| format!("{x:.2} {unit}"));
     println!(
-        "cluster-11664, {} hosts, {spec}, {} us simulated, seed {seed}",
+        "cluster-11664, {} hosts, {spec}, {} us simulated, seed {seed}, {}",
         r.hosts,
-        p.duration_ns as f64 / 1000.0
+        p.duration_ns as f64 / 1000.0,
+        parts.map_or_else(|| "parts as simulate chooses".to_owned(), |n| format!("{n} part(s)"))
     );
     println!("  compile      {compile_s:.2} s (not in the figures below)");
     println!("  wall         {wall:.2} s");
