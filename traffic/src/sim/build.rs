@@ -114,7 +114,7 @@ impl<'a> Sim<'a> {
                 OutVl {
                     credits: buf_blocks,
                     last: NONE,
-                    reqs: Vec::new(),
+                    reqs: Reqs::default(),
                 };
                 nch * nvl
             ],

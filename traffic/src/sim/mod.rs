@@ -138,13 +138,69 @@ enum VlMap<'a> {
 
 /// One VL of a channel's output, what a send reads together.
 #[derive(Clone)]
+#[repr(align(64))]
 struct OutVl {
     /// Credits (blocks) at the far end.
     credits: u32,
     /// The buffer served last ([`NONE`]: none yet).
     last: u32,
     /// The buffers whose head packet asks for it.
-    reqs: Vec<u32>,
+    reqs: Reqs,
+}
+
+/// Buffers asking in [`Reqs`]' own 64 bytes, so that a route's request and an output's
+/// choice read one cache line; more go beside.
+const INLINE: usize = 6;
+
+/// The buffers asking for an output VL, as a set (every use of it is independent of order).
+#[derive(Clone, Default)]
+struct Reqs {
+    len: u32,
+    inline: [u32; INLINE],
+    more: Vec<u32>,
+}
+
+impl Reqs {
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn push(&mut self, b: u32) {
+        match self.inline.get_mut(self.len as usize) {
+            Some(x) => *x = b,
+            None => self.more.push(b),
+        }
+        self.len += 1;
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &u32> {
+        let n = (self.len as usize).min(INLINE);
+        self.inline.iter().take(n).chain(self.more.iter())
+    }
+
+    /// Takes `b` out, every time it is in.
+    fn remove(&mut self, b: u32) {
+        let n = (self.len as usize).min(INLINE);
+        let once =
+            self.more.is_empty() && self.inline.iter().take(n).filter(|&&x| x == b).count() <= 1;
+        if once {
+            if let Some(i) = self.inline.iter().take(n).position(|&x| x == b) {
+                // Order does not matter: the last one takes its place.
+                let last = self.inline.get(n - 1).copied().unwrap_or(b);
+                if let Some(x) = self.inline.get_mut(i) {
+                    *x = last;
+                }
+                self.len -= 1;
+            }
+            return;
+        }
+        let keep: Vec<u32> = self.iter().copied().filter(|&x| x != b).collect();
+        self.len = 0;
+        self.more.clear();
+        for x in keep {
+            self.push(x);
+        }
+    }
 }
 
 /// Multicast traffic: the group and what it delivered.
@@ -436,4 +492,36 @@ pub(crate) fn run_bounded(
         .collect();
     let (max_fill, cap) = (sim.max_fill, params.buffer_bytes / BLOCK);
     (sim.report(traffic, seed), per_host, max_fill, cap)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Reqs;
+    use weft_fabric::rng::SplitMix64;
+
+    /// Pushes and removals, past the inline room and with repeats, hold the same set as a
+    /// plain list.
+    #[test]
+    fn reqs_hold_what_a_list_holds() {
+        let mut rng = SplitMix64(5);
+        for _ in 0..200 {
+            let (mut r, mut list) = (Reqs::default(), Vec::new());
+            for _ in 0..60 {
+                let b = rng.below(12) as u32;
+                if rng.below(3) == 0 {
+                    r.remove(b);
+                    list.retain(|&x| x != b);
+                } else {
+                    r.push(b);
+                    list.push(b);
+                }
+                let mut got: Vec<u32> = r.iter().copied().collect();
+                got.sort_unstable();
+                let mut want = list.clone();
+                want.sort_unstable();
+                assert_eq!(got, want);
+                assert_eq!(r.is_empty(), list.is_empty());
+            }
+        }
+    }
 }

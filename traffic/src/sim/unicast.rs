@@ -500,7 +500,7 @@ impl Sim<'_> {
             return;
         };
         if let Some(o) = self.outs.get_mut(k) {
-            o.reqs.retain(|&x| x != b);
+            o.reqs.remove(b);
             o.last = b;
         }
         let Some(&Wire {
@@ -612,7 +612,7 @@ impl Sim<'_> {
         if self.limit == u32::MAX {
             // Every buffer may send: one pass for the first after `last` and the first of all.
             let (mut after, mut first) = (NONE, NONE);
-            for &x in r {
+            for &x in r.iter() {
                 first = first.min(x);
                 if (last == NONE || x > last) && x < after {
                     after = x;
