@@ -74,7 +74,8 @@
 //! what caused them). The parts are fixed by the fabric, so the report does not depend on the
 //! threads; it differs from one part's run only in the order of events of the same
 //! picosecond in two parts and in the congestion trees' reading of another part's state (as
-//! the last window left it). The dFtree loop, multicast and virtual output queues run whole.
+//! the last window left it). A state with dFtree lanes (whatever the loop's mode), multicast
+//! and virtual output queues run whole.
 //! [`simulate_in_parts`] cuts any fabric.
 //!
 //! **Why not an existing simulator.** caminos-lib (a maintained Rust interconnection-network

@@ -114,6 +114,24 @@ fn what_cannot_be_cut_runs_whole() {
     }
 }
 
+/// Time that runs out: end nodes sinking at 1e-13 of their link push their drains and
+/// credits to the end of time; draining, the run still ends, the same on one thread and two,
+/// and the whole fabric's run ends too.
+#[test]
+fn a_drain_at_the_end_of_time_ends() {
+    let st = tree(2, 4, 1);
+    let t = Traffic::parse("hotspot:1:100%").unwrap();
+    let p = Params {
+        drain: true,
+        receive_rate: 1e-13,
+        ..params(10_000, HostModel::Refuse)
+    };
+    let one = json_on(1, &st, &t, &p, 2);
+    assert_eq!(one, json_on(2, &st, &t, &p, 2));
+    let whole = simulate(&st, &t, &p, 3).unwrap();
+    accounted(&whole);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
 

@@ -324,7 +324,7 @@ pub fn simulate(
 }
 
 /// [`simulate`] with the fabric cut into `parts` parts (1 to 8) whatever its size, where the
-/// simulation can be cut (no dFtree loop, no multicast, FIFO switch buffers): what
+/// simulation can be cut (no dFtree lanes, no multicast, FIFO switch buffers): what
 /// [`simulate`] does on its own from 8 192 hosts, for tests and benchmarks on smaller
 /// fabrics. The report does not depend on the threads that run the parts.
 pub fn simulate_in_parts(
@@ -361,13 +361,14 @@ impl Sim<'_> {
     }
 
     fn run(&mut self) {
-        self.run_until(u64::MAX);
+        self.run_until(None);
     }
 
-    /// Runs the events before `limit` (picoseconds), and none after the end unless draining.
-    fn run_until(&mut self, limit: u64) {
+    /// Runs the events before `limit` (picoseconds; `None`: every one), and none after the
+    /// end unless draining.
+    fn run_until(&mut self, limit: Option<u64>) {
         while let Some(item) = self.heap.pop() {
-            if item.t >= limit || (item.t > self.end && !self.p.drain) {
+            if limit.is_some_and(|l| item.t >= l) || (item.t > self.end && !self.p.drain) {
                 self.heap.push(item);
                 break;
             }

@@ -167,8 +167,7 @@ fn drive(sims: &mut [Sim<'_>]) {
         if t > end && !drain {
             break;
         }
-        let limit = t.saturating_add(window);
-        next = sims.iter_mut().filter_map(|s| s.window(limit)).min();
+        next = sims.iter_mut().filter_map(|s| s.window(t, window)).min();
         hand_over(sims);
     }
     for s in sims.iter_mut() {
@@ -204,8 +203,8 @@ fn hand_over(sims: &mut [Sim<'_>]) {
 }
 
 impl<'a> Sim<'a> {
-    /// Whether the simulation can be cut into parts: no dFtree loop (its sweeps see the whole
-    /// fabric), no multicast (a copy's books span switches), FIFO switch buffers (a virtual
+    /// Whether the simulation can be cut into parts: no dFtree lanes (the loop's sweeps see the
+    /// whole fabric, and its books, in every mode, are one part's), no multicast (a copy's books span switches), FIFO switch buffers (a virtual
     /// output queue's stall reads the next hop's queue), and a link latency to run windows
     /// of.
     fn splittable(&self) -> bool {
@@ -318,14 +317,21 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// Runs the window that ends before `limit`, after taking in what the other parts
-    /// handed over; returns the time of this part's next event, or of the first it sent.
-    fn window(&mut self, limit: u64) -> Option<u64> {
+    /// Runs the window of `window` picoseconds from `t`, after taking in what the other parts
+    /// handed over (a window reaching the end of time has no end); returns the time of this
+    /// part's next event, or of the first it sent, below `u64::MAX` (which means none to the
+    /// threads: a window may start before the event it is for).
+    fn window(&mut self, t: u64, window: u64) -> Option<u64> {
+        let limit = t.checked_add(window).filter(|&l| l < u64::MAX);
         self.take_inbox();
         self.run_until(limit);
-        self.part.clock = limit;
+        self.part.clock = limit.unwrap_or(u64::MAX);
         let sent = self.part.sent_min.take();
-        [self.next_time(), sent].into_iter().flatten().min()
+        [self.next_time(), sent]
+            .into_iter()
+            .flatten()
+            .min()
+            .map(|x| x.min(u64::MAX - 1))
     }
 
     /// Takes in what the other parts handed over: their events for this part, and the

@@ -282,7 +282,7 @@ impl Sim<'_> {
                 *f = f.saturating_sub(self.blocks);
             }
             self.push(
-                gone + self.link_ps,
+                gone.saturating_add(self.link_ps),
                 Ev::Credit {
                     chan: c as u32,
                     vl: pkt.vl,
@@ -290,7 +290,7 @@ impl Sim<'_> {
                 },
             );
             if let Some(next) = self.bufs.get(bi).and_then(|q| q.front()) {
-                let t = now.max(next.head_at + self.sw_ps);
+                let t = now.max(next.head_at.saturating_add(self.sw_ps));
                 self.push(t, Ev::Ready { buf: b });
             }
         } else {
@@ -369,7 +369,7 @@ impl Sim<'_> {
             *f = f.saturating_sub(self.blocks);
         }
         self.push(
-            gone + self.link_ps,
+            gone.saturating_add(self.link_ps),
             Ev::Credit {
                 chan: (bi / self.nvl) as u32,
                 vl: pkt.vl,
@@ -519,7 +519,7 @@ impl Sim<'_> {
         else {
             return;
         };
-        let finish = (now + ser_ps).max(head.tail_at);
+        let finish = now.saturating_add(ser_ps).max(head.tail_at);
         let pkt = if head.dst == GROUP {
             self.copy_out(now, b, finish)
         } else if self.voq && switch_in {
@@ -542,12 +542,12 @@ impl Sim<'_> {
         if wake {
             self.push(finish, Ev::Free { chan: o, from });
         }
-        let arrive = now + self.link_ps;
+        let arrive = now.saturating_add(self.link_ps);
         // Into a switch, one event a switch latency after the head arrived: the packet is
         // buffered and may be routed then (nothing looks at it before).
         self.push(
             if to_switch {
-                arrive + self.sw_ps
+                arrive.saturating_add(self.sw_ps)
             } else {
                 arrive
             },
@@ -556,7 +556,7 @@ impl Sim<'_> {
                 pkt: Pkt {
                     vl,
                     head_at: arrive,
-                    tail_at: finish + self.link_ps,
+                    tail_at: finish.saturating_add(self.link_ps),
                     ..pkt
                 },
             },

@@ -10,7 +10,7 @@
 use super::TargetChange;
 use crate::sim::queue::Item;
 use crate::sim::{Ev, Sim};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// What one part sent another in one window.
@@ -33,6 +33,20 @@ struct Shared {
     /// barrier cannot overwrite what a slower one has still to read.
     next: Vec<[AtomicU64; 2]>,
     barrier: Barrier,
+    /// A thread stopped by a panic: the others leave the barrier instead of waiting for it
+    /// (the scope then passes the panic on).
+    abort: AtomicBool,
+}
+
+/// Raises [`Shared::abort`] when its thread unwinds.
+struct Abort<'a>(&'a AtomicBool);
+
+impl Drop for Abort<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, Ordering::Release);
+        }
+    }
 }
 
 /// Runs `sims` on `threads` threads from the window starting at `t`.
@@ -51,6 +65,7 @@ pub(super) fn drive(
             .map(|_| [AtomicU64::new(NOTHING), AtomicU64::new(NOTHING)])
             .collect(),
         barrier: Barrier::new(threads),
+        abort: AtomicBool::new(false),
     };
     let mut groups: Vec<Vec<&mut Sim<'_>>> = (0..threads).map(|_| Vec::new()).collect();
     for (k, s) in sims.iter_mut().enumerate() {
@@ -75,16 +90,16 @@ fn work(
     end: u64,
     drain: bool,
 ) {
+    let _abort = Abort(&shared.abort);
     let mut w = 0u64;
     loop {
         if t > end && !drain {
             break;
         }
-        let limit = t.saturating_add(window);
         let slot = (w % 2) as usize;
         for s in &mut group {
             take_mail(s, shared, w);
-            let next = s.window(limit);
+            let next = s.window(t, window);
             post_mail(s, shared, w);
             if let Some(x) = shared
                 .next
@@ -94,7 +109,9 @@ fn work(
                 x.store(next.unwrap_or(NOTHING), Ordering::Relaxed);
             }
         }
-        shared.barrier.wait();
+        if !shared.barrier.wait(&shared.abort) {
+            return;
+        }
         let next = shared
             .next
             .iter()
@@ -184,15 +201,19 @@ impl Barrier {
         }
     }
 
-    fn wait(&self) {
+    /// Waits until every thread has come; `false` when `abort` was raised meanwhile.
+    fn wait(&self, abort: &AtomicBool) -> bool {
         let g = self.generation.load(Ordering::Acquire);
         if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.threads {
             self.arrived.store(0, Ordering::Relaxed);
             self.generation.fetch_add(1, Ordering::Release);
-            return;
+            return true;
         }
         let mut spins = 0u32;
         while self.generation.load(Ordering::Acquire) == g {
+            if abort.load(Ordering::Acquire) {
+                return false;
+            }
             if spins < 1 << 12 {
                 std::hint::spin_loop();
                 spins += 1;
@@ -200,5 +221,43 @@ impl Barrier {
                 std::thread::yield_now();
             }
         }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Abort, Barrier};
+    use std::sync::atomic::AtomicBool;
+
+    /// A thread that panics lets the others out of the barrier; the panic is passed on.
+    #[test]
+    fn a_panicking_thread_does_not_leave_the_others_waiting() {
+        let (barrier, abort) = (Barrier::new(2), AtomicBool::new(false));
+        let left = std::thread::scope(|s| {
+            let waiter = s.spawn(|| barrier.wait(&abort));
+            let failing = s.spawn(|| {
+                let _abort = Abort(&abort);
+                panic!("a part failed");
+            });
+            assert!(failing.join().is_err());
+            waiter.join().ok()
+        });
+        assert_eq!(left, Some(false));
+    }
+
+    /// Without a panic, every thread passes, window after window.
+    #[test]
+    fn threads_pass_together() {
+        let (barrier, abort) = (Barrier::new(3), AtomicBool::new(false));
+        std::thread::scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|| {
+                    for _ in 0..1000 {
+                        assert!(barrier.wait(&abort));
+                    }
+                });
+            }
+        });
     }
 }
