@@ -99,7 +99,10 @@ fn main() {
         "cluster-11664, {} hosts, {spec}, {} us simulated, seed {seed}, {}",
         r.hosts,
         p.duration_ns as f64 / 1000.0,
-        parts.map_or_else(|| "parts as simulate chooses".to_owned(), |n| format!("{n} part(s)"))
+        parts.map_or_else(
+            || "parts as simulate chooses".to_owned(),
+            |n| format!("{n} part(s)")
+        )
     );
     println!("  compile      {compile_s:.2} s (not in the figures below)");
     println!("  wall         {wall:.2} s");
