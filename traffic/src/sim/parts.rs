@@ -148,57 +148,15 @@ pub(super) fn run<'a>(
 }
 
 /// Runs the parts window after window until every part is past the end (or, draining, has
-/// nothing left): on one thread in turn, or spread over as many threads as rayon has.
+/// nothing left), spread over as many threads as rayon has (one: every part in turn).
 fn drive(sims: &mut [Sim<'_>]) {
     let Some(first) = sims.first() else {
         return;
     };
     let (window, end, drain) = (first.link_ps.max(1), first.end, first.p.drain);
-    let threads = rayon::current_num_threads().min(sims.len());
-    let next: Option<u64> = sims.iter_mut().filter_map(Sim::next_time).min();
-    if threads > 1 {
-        if let Some(t) = next {
-            threads::drive(sims, threads, t, window, end, drain);
-        }
-        return;
-    }
-    let mut next = next;
-    while let Some(t) = next {
-        if t > end && !drain {
-            break;
-        }
-        next = sims.iter_mut().filter_map(|s| s.window(t, window)).min();
-        hand_over(sims);
-    }
-    for s in sims.iter_mut() {
-        s.take_inbox();
-    }
-}
-
-/// Moves every part's outbox into the inboxes of the parts they are for.
-fn hand_over(sims: &mut [Sim<'_>]) {
-    let n = sims.len();
-    for k in 0..n {
-        for j in 0..n {
-            if j == k {
-                continue;
-            }
-            let (items, changes) = match sims.get_mut(k) {
-                Some(s) => (
-                    s.part.outbox.get_mut(j).map(std::mem::take),
-                    s.part.targets.get_mut(j).map(std::mem::take),
-                ),
-                None => (None, None),
-            };
-            if let Some(s) = sims.get_mut(j) {
-                if let Some(v) = items.filter(|v| !v.is_empty()) {
-                    s.part.inbox.push(v);
-                }
-                if let Some(v) = changes.filter(|v| !v.is_empty()) {
-                    s.part.target_in.push(v);
-                }
-            }
-        }
+    let threads = rayon::current_num_threads().clamp(1, sims.len());
+    if let Some(t) = sims.iter_mut().filter_map(Sim::next_time).min() {
+        threads::drive(sims, threads, t, window, end, drain);
     }
 }
 

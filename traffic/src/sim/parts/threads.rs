@@ -4,8 +4,9 @@
 //!
 //! A part takes in only what was posted in windows before its current one (a faster thread
 //! may already have posted the next window's), in the order of (window, sender): the same
-//! events and the same target changes as [`super::drive`] on one thread, so the report is the
-//! same on any number of threads.
+//! events and the same target changes whichever thread ran which part, so the report is the
+//! same on any number of threads (one thread runs every part in turn, with no barrier to wait
+//! at).
 
 use super::TargetChange;
 use crate::sim::queue::Item;
@@ -74,6 +75,12 @@ pub(super) fn drive(
         }
     }
     let shared = &shared;
+    if threads == 1 {
+        for group in groups {
+            work(group, shared, t, window, end, drain);
+        }
+        return;
+    }
     std::thread::scope(|scope| {
         for group in groups {
             scope.spawn(move || work(group, shared, t, window, end, drain));
